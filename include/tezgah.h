@@ -1,0 +1,53 @@
+/* tezgah: train and run GPT-2 / Llama-style decoder-only transformers in C.
+ *
+ * Public API of libtezgah. Everything here is plain C11; errors are reported by a nonzero
+ * return value and a one-line message from tz_last_error(). Internals (backend op tables,
+ * kernels, data loaders) live under src/ and are not part of the stable API.
+ */
+#ifndef TEZGAH_H
+#define TEZGAH_H
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TEZGAH_VERSION "0.1.0"
+
+/* ---- model configuration ---- */
+typedef enum {
+  TZ_ARCH_LLAMA = 0, /* RMSNorm, RoPE, SwiGLU, no biases, GQA, tied or untied lm_head */
+  TZ_ARCH_GPT2 = 1,  /* LayerNorm+bias, learned positions, GeLU-tanh MLP+bias, tied lm_head */
+} tz_arch;
+
+typedef struct {
+  tz_arch arch;
+  int n_layer;      /* L */
+  int n_head;       /* query heads */
+  int n_kv_head;    /* key/value heads (GQA); divides n_head; gpt2: == n_head */
+  int d_model;      /* C; n_head * head_dim == C */
+  int d_ff;         /* hidden width of the MLP (gpt2: 4C; llama: SwiGLU width) */
+  int vocab_size;   /* V: real tokens */
+  int padded_vocab; /* Vp ≥ V: rows of wte / lm_head and the logits' row stride */
+  int max_seq_len;  /* maxT: context length (gpt2: rows of wpe) */
+  int tied;         /* lm_head shares wte (gpt2: always 1) */
+  float rope_theta; /* RoPE base (llama), 10000 */
+  float norm_eps;   /* RMSNorm / LayerNorm epsilon, 1e-5 */
+} tz_config;
+
+/* Fill defaults for derived fields (n_kv_head 0 → n_head, d_ff 0 → family default,
+ * padded_vocab 0 → V rounded up to 64 (llama) or 128 (gpt2, llm.c's 50257 → 50304),
+ * rope_theta 0 → 10000, norm_eps 0 → 1e-5) and validate. Returns 0, or nonzero with
+ * tz_last_error() naming the field and value (e.g. "n_head=5 does not divide d_model=64"). */
+int tz_config_finalize(tz_config *cfg);
+/* Number of parameters (floats in the flat parameter buffer). */
+size_t tz_config_num_params(const tz_config *cfg);
+
+/* The last error message of this thread ("" when none). */
+const char *tz_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,193 @@
+/* The backend interface: memory and ops. The model and the training loop call only this.
+ *
+ * A backend (CPU now; WebGPU and CUDA later) fills one tz_backend: a table of function
+ * pointers plus a context. Adding a backend means implementing this table and nothing else;
+ * the op contract (math, shapes, tolerances) is docs/OPS.md.
+ *
+ * Conventions (shared by every op):
+ * - Row-major, last dimension contiguous. Activations are [B, T, C] flattened to N = B*T rows.
+ * - Linear weights are [out, in] (PyTorch / llm.c / llama2.c). Forward Y = X·Wᵀ (+ b).
+ * - Argument order: outputs, saved statistics, inputs, weights, then sizes (llm.c's order).
+ * - Every tensor argument is a tz_slice (buffer + byte offset into it). All data is fp32
+ *   unless the argument says otherwise (token ids are int32).
+ * - Gradient rule (llm.c's layernorm.cuh): parameter gradients are always accumulated (+=);
+ *   activation gradients are written (=) unless the op says "+=" (the residual stream).
+ * - Sizes are int (rows, channels); products are computed in size_t inside kernels.
+ * - Ops are asynchronous on GPU backends: results are visible after sync() or a download().
+ * - Ops never fail at run time: shapes are validated when the model is built. A NULL slice
+ *   (buf == NULL) means "absent" where an argument is documented as optional.
+ */
+#ifndef TZ_BACKEND_H
+#define TZ_BACKEND_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tz_buf tz_buf; /* backend-defined device buffer */
+
+/* A view into a buffer: byte offset `off` from the start of `buf`. */
+typedef struct {
+  tz_buf *buf;
+  size_t off;
+} tz_slice;
+
+static inline tz_slice tz_at(tz_slice s, size_t bytes) {
+  s.off += bytes;
+  return s;
+}
+/* Offset a float32 slice by n elements. */
+static inline tz_slice tz_f32(tz_slice s, size_t n) { return tz_at(s, n * sizeof(float)); }
+static const tz_slice TZ_NONE = {0, 0};
+static inline int tz_present(tz_slice s) { return s.buf != 0; }
+
+/* One contiguous range of the flat parameter buffer, for multi-tensor AdamW. */
+typedef struct {
+  size_t off;  /* first element (float index) */
+  size_t n;    /* number of elements */
+  float decay; /* weight-decay multiplier: 1 for matrices and embeddings, 0 for norms/biases */
+} tz_range;
+
+typedef struct {
+  float lr, beta1, beta2, eps, weight_decay;
+  float grad_scale; /* multiply every gradient by this first (clipping, 1/accum) */
+  int t;            /* 1-based step for bias correction */
+} tz_adamw_hp;
+
+typedef struct tz_backend tz_backend;
+struct tz_backend {
+  const char *name; /* "cpu", "webgpu", "cuda" */
+  void *ctx;        /* backend-private state */
+
+  /* ---- memory ---- */
+  /* Allocate `bytes` of device memory, zero-filled. Returns NULL and sets tz_err() on
+   * failure (naming `what`, e.g. "params", and the size). */
+  tz_buf *(*alloc)(tz_backend *be, size_t bytes, const char *what);
+  void (*free)(tz_backend *be, tz_buf *buf);
+  /* Copy host -> device, device -> host, device -> device. Sizes in bytes. download()
+   * waits for all queued ops that write src. */
+  void (*upload)(tz_backend *be, tz_slice dst, const void *src, size_t bytes);
+  void (*download)(tz_backend *be, void *dst, tz_slice src, size_t bytes);
+  void (*copy)(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes);
+  /* Fill n float32 values with `value`. */
+  void (*fill)(tz_backend *be, tz_slice dst, float value, size_t n);
+  /* Strided row copy: dst[r*dst_stride + c] = src[r*src_stride + c] for r < rows, c < cols.
+   * Strides and cols in float32 elements. (KV-cache writes.) */
+  void (*copy_rows)(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src,
+                    size_t src_stride, int rows, int cols);
+  /* Wait until every queued op has finished. */
+  void (*sync)(tz_backend *be);
+  /* Release the backend itself (after all its buffers). */
+  void (*destroy)(tz_backend *be);
+
+  /* ---- ops (see docs/OPS.md for the math of each) ---- */
+
+  /* out[n,:] = wte[tok[n],:] (+ wpe[n % T,:] when wpe is present). tok: int32 [N].
+   * An id outside [0, V) writes zeros (ids are validated when data is loaded).
+   * out [N,C]; wte [V,C]; wpe [maxT,C] or NONE. */
+  void (*embed_fwd)(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, tz_slice wpe,
+                    int B, int T, int C, int V);
+  /* dwte[tok[n],:] += dout[n,:]; dwpe[n % T,:] += dout[n,:] when dwpe is present.
+   * Scatter-add; must be deterministic on the CPU. Non-finite rows are still added (the
+   * step is then skipped by the grad-norm check). */
+  void (*embed_bwd)(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout, tz_slice tok,
+                    int B, int T, int C, int V);
+
+  /* RMSNorm (Zhang & Sennrich 2019): out = x · rstd · w, rstd = 1/sqrt(mean(x²) + eps).
+   * out [N,C], rstd [N] (saved), inp [N,C], w [C]. */
+  void (*rmsnorm_fwd)(tz_backend *be, tz_slice out, tz_slice rstd, tz_slice inp, tz_slice w,
+                      int N, int C, float eps);
+  /* dinp += ..., dw += ... (dinp accumulates: it is the residual stream's gradient). */
+  void (*rmsnorm_bwd)(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout, tz_slice inp,
+                      tz_slice w, tz_slice rstd, int N, int C);
+
+  /* LayerNorm (Ba et al. 2016): out = (x − mean) · rstd · w + b.
+   * out [N,C], mean [N], rstd [N] (saved), inp [N,C], w [C], b [C]. */
+  void (*layernorm_fwd)(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd,
+                        tz_slice inp, tz_slice w, tz_slice b, int N, int C, float eps);
+  /* dinp += ..., dw += ..., db += ... */
+  void (*layernorm_bwd)(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice dout,
+                        tz_slice inp, tz_slice w, tz_slice mean, tz_slice rstd, int N, int C);
+
+  /* The matmul family (names from the seed kernels). `acc` = 0 writes, 1 accumulates (+=).
+   * matmul_t:  out[M,N] (+)= a[M,K] · b[N,K]ᵀ (+ bias[N] if present)   -- forward Y = X·Wᵀ + b
+   * matmul:    out[M,N] (+)= a[M,K] · b[K,N]                          -- dX = dY·W
+   * matmul_at: out[M,N] (+)= a[K,M]ᵀ · b[K,N]                         -- dW = dYᵀ·X
+   * bias_bwd:  db[N] += Σ_m dout[m,N]                                 -- db */
+  void (*matmul_t)(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, int M,
+                   int K, int N, int acc);
+  void (*matmul)(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N,
+                 int acc);
+  void (*matmul_at)(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N,
+                    int acc);
+  void (*bias_bwd)(tz_backend *be, tz_slice db, tz_slice dout, int M, int N);
+
+  /* RoPE (Su et al. 2021, llama2.c's pairing of adjacent dims (2i, 2i+1)), in place on the q
+   * and k parts of a fused qkv row: qkv [B*T, (n_head + 2*n_kv_head)*head_dim] holds q
+   * (n_head heads), then k (n_kv_head heads), then v (untouched). Position of row (b,t) is
+   * pos0 + t. Angle = pos · theta^(−2i/head_dim). dir = +1 rotates (forward), −1 rotates by
+   * the negative angle (backward on the gradient). */
+  void (*rope)(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_head,
+               int head_dim, int pos0, float theta, int dir);
+
+  /* Causal attention with grouped-query heads (kv head = h / (n_head / n_kv_head)).
+   * q: rows of stride q_stride floats, head h at column h*head_dim, Tq rows per batch;
+   * k, v: rows of stride kv_stride, kv head g at column g*head_dim, Tk rows per batch.
+   * Query row t sits at key position q_pos0 + t and attends to keys 0..q_pos0+t.
+   * Training: Tq == Tk, q_pos0 = 0, q/k/v point into the fused qkv buffer.
+   * Decoding: B = 1, k/v point into the KV cache, q_pos0 = cached length.
+   * out [B*Tq, n_head*head_dim]; lse [B, n_head, Tq] (saved logsumexp of the scaled scores,
+   * may be NONE when no backward follows). Scale 1/sqrt(head_dim). */
+  void (*attention_fwd)(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k,
+                        tz_slice v, int B, int Tq, int Tk, int q_pos0, int n_head,
+                        int n_kv_head, int head_dim, int q_stride, int kv_stride);
+  /* Backward of the training form (Tq == Tk == T, q_pos0 = 0). dq, dk, dv are written (=)
+   * with the same strides as q, k, v (so they can point into a fused dqkv buffer); dk, dv
+   * sum over the query heads that share them. out and lse are the forward's. */
+  void (*attention_bwd)(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout,
+                        tz_slice q, tz_slice k, tz_slice v, tz_slice out, tz_slice lse, int B,
+                        int T, int n_head, int n_kv_head, int head_dim, int q_stride,
+                        int kv_stride);
+
+  /* GeLU, tanh form (Hendrycks & Gimpel 2016): out = 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))).
+   * n elements. Backward writes dinp (=). */
+  void (*gelu_fwd)(tz_backend *be, tz_slice out, tz_slice inp, size_t n);
+  void (*gelu_bwd)(tz_backend *be, tz_slice dinp, tz_slice inp, tz_slice dout, size_t n);
+
+  /* SwiGLU (Shazeer 2020) on a fused gate|up row: gu [N, 2F], gate = gu[:, :F], up =
+   * gu[:, F:]; out [N,F] = silu(gate) ⊙ up, silu(x) = x·σ(x), σ branch-on-sign stable.
+   * Backward writes dgu (=) [N, 2F]: dgate = dout·up·σ(g)(1 + g(1 − σ(g))), dup =
+   * dout·silu(g); a NaN in the product becomes 0 (seed's guard). */
+  void (*swiglu_fwd)(tz_backend *be, tz_slice out, tz_slice gu, int N, int F);
+  void (*swiglu_bwd)(tz_backend *be, tz_slice dgu, tz_slice dout, tz_slice gu, int N, int F);
+
+  /* out = a + b (out may alias a or b). n elements. */
+  void (*add)(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, size_t n);
+
+  /* Fused softmax cross-entropy over the first V of Vp columns (Vp ≥ V is the padded row
+   * stride). In place: logits [N, Vp] becomes dlogits = (softmax(z) − onehot(y)) · dscale
+   * for the first V columns and 0 for the padding. losses [N] get logsumexp(z) − z[y].
+   * targets int32 [N]; a target < 0 is ignored (loss 0, dlogits row 0).
+   * dscale is typically 1 / (number of counted rows · grad_accum). */
+  void (*crossentropy)(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice targets,
+                       int N, int V, int Vp, float dscale);
+
+  /* out[0] = Σ x[i]² over n elements, accumulated in fp64 on the CPU (fp32 slice out). */
+  void (*sum_sq)(tz_backend *be, tz_slice out, tz_slice x, size_t n);
+
+  /* Multi-tensor AdamW (Loshchilov & Hutter 2019) over ranges of four buffers with the same
+   * layout: for each i in each range, g = grads[i] · grad_scale;
+   * m = β1·m + (1−β1)·g; v = β2·v + (1−β2)·g²; m̂ = m/(1−β1^t); v̂ = v/(1−β2^t);
+   * p −= lr · (m̂ / (√v̂ + ε) + weight_decay · decay · p). */
+  void (*adamw)(tz_backend *be, tz_slice params, tz_slice grads, tz_slice m, tz_slice v,
+                const tz_range *ranges, int n_ranges, const tz_adamw_hp *hp);
+};
+
+/* Create a backend by name ("cpu"). threads <= 0 means all cores (OpenMP default).
+ * Returns NULL with tz_err() set for an unknown or unavailable backend. */
+tz_backend *tz_backend_create(const char *name, int threads);
+
+/* The CPU backend (src/backend/cpu). */
+tz_backend *tz_backend_cpu_create(int threads);
+/* CPU buffers are host memory: the pointer behind a slice (for CPU-only code and tests). */
+void *tz_cpu_ptr(tz_slice s);
+
+#endif

@@ -1,0 +1,142 @@
+#include "core/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+
+int tz_read_file(const char *path, char **data, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return tz_err("%s: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return tz_err("%s: not a regular file", path);
+  }
+  size_t n = (size_t)st.st_size;
+  char *buf = tz_malloc(n + 1);
+  size_t got = fread(buf, 1, n, f);
+  int bad = ferror(f);
+  fclose(f);
+  if (bad || got != n) {
+    free(buf);
+    return tz_err("%s: read failed (%zu of %zu bytes)", path, got, n);
+  }
+  buf[n] = 0;
+  *data = buf;
+  *len = n;
+  return 0;
+}
+
+int tz_afile_open(tz_afile *af, const char *path) {
+  memset(af, 0, sizeof *af);
+  af->path = tz_strdup(path);
+  size_t n = strlen(path) + 32;
+  af->tmp = tz_malloc(n);
+  snprintf(af->tmp, n, "%s.tmp.%ld", path, (long)getpid());
+  af->f = fopen(af->tmp, "wb");
+  if (!af->f) {
+    int e = errno;
+    free(af->path);
+    free(af->tmp);
+    memset(af, 0, sizeof *af);
+    return tz_err("%s: cannot write: %s", path, strerror(e));
+  }
+  return 0;
+}
+
+int tz_afile_write(tz_afile *af, const void *data, size_t n) {
+  if (af->failed) return -1;
+  if (n && fwrite(data, 1, n, af->f) != n) {
+    af->failed = errno ? errno : EIO;
+    return tz_err("%s: write failed: %s", af->path, strerror(af->failed));
+  }
+  return 0;
+}
+
+static void fsync_dir(const char *path) {
+  char *copy = tz_strdup(path);
+  int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+  free(copy);
+}
+
+int tz_afile_commit(tz_afile *af) {
+  if (!af->f) return tz_err("%s: file was not open", af->path ? af->path : "?");
+  int e = af->failed;
+  if (!e && fflush(af->f) != 0) e = errno;
+  if (!e && fsync(fileno(af->f)) != 0) e = errno;
+  if (fclose(af->f) != 0 && !e) e = errno;
+  af->f = NULL;
+  if (!e && rename(af->tmp, af->path) != 0) e = errno;
+  if (e) {
+    unlink(af->tmp);
+    tz_err("%s: write failed: %s", af->path, strerror(e));
+  } else {
+    fsync_dir(af->path);
+  }
+  free(af->tmp);
+  free(af->path);
+  af->tmp = af->path = NULL;
+  return e ? -1 : 0;
+}
+
+void tz_afile_abort(tz_afile *af) {
+  if (af->f) fclose(af->f);
+  if (af->tmp) unlink(af->tmp);
+  free(af->tmp);
+  free(af->path);
+  memset(af, 0, sizeof *af);
+}
+
+int tz_write_file_atomic(const char *path, const void *data, size_t n) {
+  tz_afile af;
+  if (tz_afile_open(&af, path)) return -1;
+  if (tz_afile_write(&af, data, n)) {
+    tz_afile_abort(&af);
+    return tz_err("%s: write failed", path);
+  }
+  return tz_afile_commit(&af);
+}
+
+int tz_mkdirs(const char *path) {
+  char *p = tz_strdup(path);
+  for (char *s = p + 1;; s++) {
+    if (*s == '/' || *s == 0) {
+      char c = *s;
+      *s = 0;
+      if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+        int e = errno;
+        tz_err("%s: cannot create directory: %s", p, strerror(e));
+        free(p);
+        return -1;
+      }
+      *s = c;
+      if (!c) break;
+    }
+  }
+  struct stat st;
+  int ok = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+  free(p);
+  return ok ? 0 : tz_err("%s: not a directory", path);
+}
+
+int tz_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+char *tz_path_join(const char *a, const char *b) {
+  size_t n = strlen(a) + strlen(b) + 2;
+  char *p = tz_malloc(n);
+  snprintf(p, n, "%s/%s", a, b);
+  return p;
+}

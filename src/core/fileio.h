@@ -1,0 +1,43 @@
+/* File helpers: whole-file reads and crash-safe writes.
+ *
+ * Every file tezgah writes goes through tz_afile: data is written to "<path>.tmp.<pid>",
+ * flushed, fsync'ed, renamed over <path>, and the directory is fsync'ed. A crash or a full
+ * disk at any moment leaves either the old file or the new one, never a half-written one;
+ * on error the temporary file is removed. */
+#ifndef TZ_CORE_FILEIO_H
+#define TZ_CORE_FILEIO_H
+#include <stddef.h>
+#include <stdio.h>
+
+/* Read a whole file into a malloc'ed buffer (NUL-terminated for convenience; *len excludes
+ * the NUL). Errors: "<path>: <strerror>". */
+int tz_read_file(const char *path, char **data, size_t *len);
+
+typedef struct {
+  FILE *f;
+  char *path; /* final name */
+  char *tmp;  /* temporary name in the same directory */
+  int failed; /* a write failed; commit will refuse */
+} tz_afile;
+
+/* Open <path>'s temporary file for writing. Errors name the path and errno's text. */
+int tz_afile_open(tz_afile *af, const char *path);
+/* Append bytes; on failure (e.g. ENOSPC) records the error and returns -1. */
+int tz_afile_write(tz_afile *af, const void *data, size_t n);
+/* fflush + fsync + rename + fsync(dir). On any failure removes the temporary file, leaves
+ * <path> as it was, and returns -1 with a message naming <path>. */
+int tz_afile_commit(tz_afile *af);
+/* Discard the temporary file (safe to call after a failed commit or twice). */
+void tz_afile_abort(tz_afile *af);
+
+/* Write a whole buffer atomically (open + write + commit). */
+int tz_write_file_atomic(const char *path, const void *data, size_t n);
+
+/* mkdir -p. Errors name the path. */
+int tz_mkdirs(const char *path);
+/* 1 if path exists (any type). */
+int tz_exists(const char *path);
+/* Join two path parts with '/' into a malloc'ed string. */
+char *tz_path_join(const char *a, const char *b);
+
+#endif

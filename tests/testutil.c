@@ -1,0 +1,46 @@
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+_Noreturn void tz_test_skip_all(const char *why) {
+  printf("SKIPPED: %s\n", why);
+  fflush(stdout);
+  exit(77);
+}
+
+char *tz_test_shared(const char *rel) {
+  size_t n = strlen(TZ_SHARED_DIR) + strlen(rel) + 2;
+  char *p = malloc(n);
+  snprintf(p, n, "%s/%s", TZ_SHARED_DIR, rel);
+  struct stat st;
+  if (stat(p, &st) != 0) {
+    char why[1024];
+    snprintf(why, sizeof why, "%s is absent (../shared not available)", p);
+    tz_test_skip_all(why);
+  }
+  return p;
+}
+
+char *tz_test_tmpdir(const char *name) {
+  size_t n = strlen(TZ_TEST_TMP) + strlen(name) + 2;
+  char *p = malloc(n);
+  snprintf(p, n, "%s/%s", TZ_TEST_TMP, name);
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", p, p);
+  if (system(cmd) != 0) {
+    fprintf(stderr, "cannot create %s\n", p);
+    exit(1);
+  }
+  return p;
+}
+
+int tz_test_sh(const char *cmd) {
+  int st = system(cmd);
+  if (st == -1) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
