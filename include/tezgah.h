@@ -44,6 +44,55 @@ int tz_config_finalize(tz_config *cfg);
 /* Number of parameters (floats in the flat parameter buffer). */
 size_t tz_config_num_params(const tz_config *cfg);
 
+/* ---- training ---- */
+typedef struct {
+  /* data: a text corpus (tokenized once into cached llm.c shards) or existing shards */
+  const char *data;         /* corpus text file (default data/kjv.txt) */
+  const char *train_shards; /* comma-separated paths/globs of llm.c shards (instead of data) */
+  const char *val_shards;
+  const char *tokenizer;    /* tokenizer file for --train-shards runs (optional) */
+  int vocab_size;           /* BPE vocabulary to train on the corpus (incl. <|endoftext|>) */
+  float val_fraction;       /* share of the corpus's tokens held out for validation */
+  /* run */
+  const char *run_dir;      /* where checkpoints and metrics go */
+  const char *resume;       /* run directory to continue (its checkpoint) */
+  const char *backend;      /* "cpu" */
+  int threads;              /* OpenMP threads (0: all cores) */
+  uint64_t seed;
+  /* model (ignored on resume: the checkpoint's config wins) */
+  tz_config model;
+  /* optimization */
+  int B, T, grad_accum, steps, warmup;
+  float lr, min_lr_frac;    /* peak LR; cosine decays to lr·min_lr_frac */
+  float beta1, beta2, eps, weight_decay, grad_clip;
+  /* evaluation, checkpoints, output */
+  int val_every, val_batches, ckpt_every, log_every, sample_tokens;
+  int quiet;
+} tz_train_opts;
+
+/* Defaults: llama, 4 layers, 4 heads, C=128, T=128, B=16, vocab 2048, AdamW(0.9, 0.95, 1e-8,
+ * wd 0.1), lr 3e-3 with 5% warmup and cosine decay to 10%, clip 1.0. */
+void tz_train_opts_default(tz_train_opts *o);
+/* Train (or resume) as the options say. Returns 0, or nonzero with tz_last_error(). */
+int tz_train(const tz_train_opts *o);
+
+/* ---- sampling ---- */
+typedef struct {
+  const char *model;     /* run directory or checkpoint file (default runs/latest) */
+  const char *prompt;    /* text (may be empty) */
+  const char *backend;
+  int threads;
+  int tokens;            /* maximum new tokens */
+  float temperature;     /* 0: greedy */
+  int top_k;             /* 0: off */
+  float top_p;           /* 1: off */
+  uint64_t seed;
+} tz_sample_opts;
+
+void tz_sample_opts_default(tz_sample_opts *o);
+/* Generate and stream text to `out` (FILE*), stopping at <|endoftext|> or after `tokens`. */
+int tz_sample(const tz_sample_opts *o, void *out_file);
+
 /* The last error message of this thread ("" when none). */
 const char *tz_last_error(void);
 

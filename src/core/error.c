@@ -17,6 +17,12 @@ int tz_err(const char *fmt, ...) {
   return -1;
 }
 
+int tz_err_prefix(const char *prefix) {
+  char copy[TZ_ERR_MAX];
+  snprintf(copy, sizeof copy, "%s", g_err);
+  return tz_err("%s: %s", prefix, copy);
+}
+
 const char *tz_errmsg(void) { return g_err; }
 void tz_err_clear(void) { g_err[0] = 0; }
 

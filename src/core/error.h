@@ -13,6 +13,8 @@
 /* Set the current error message (printf-style). Always returns -1 so callers can write
  * `return tz_err("...")`. Newlines in the message are replaced by spaces (one line). */
 int tz_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prepend "<prefix>: " to the current message (e.g. the file being loaded). Returns -1. */
+int tz_err_prefix(const char *prefix);
 /* The current error message ("" when none). */
 const char *tz_errmsg(void);
 /* Clear the current error message. */

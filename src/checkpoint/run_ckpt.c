@@ -1,0 +1,146 @@
+#include "checkpoint/run_ckpt.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/error.h"
+#include "core/fileio.h"
+#include "model/config_json.h"
+
+static float *download_all(tz_model *m, tz_buf *buf) {
+  float *h = tz_malloc(m->lay.total * sizeof(float));
+  tz_slice s = {buf, 0};
+  m->be->download(m->be, h, s, m->lay.total * sizeof(float));
+  return h;
+}
+
+int tz_run_save(const char *path, tz_model *m, const tz_tokenizer *tok, const cJSON *train_state) {
+  cJSON *meta = cJSON_CreateObject();
+  cJSON_AddStringToObject(meta, "format", "tezgah-checkpoint");
+  cJSON_AddNumberToObject(meta, "version", 1);
+  cJSON_AddItemToObject(meta, "config", tz_config_to_json(&m->cfg));
+  char fp[32];
+  snprintf(fp, sizeof fp, "%016" PRIx64, m->lay.fingerprint);
+  cJSON_AddStringToObject(meta, "fingerprint", fp);
+  cJSON_AddNumberToObject(meta, "n_params", (double)m->lay.total);
+  if (train_state) cJSON_AddItemToObject(meta, "train", cJSON_Duplicate(train_state, 1));
+  char *meta_txt = cJSON_PrintUnformatted(meta);
+  cJSON_Delete(meta);
+
+  char *tok_json = NULL;
+  size_t tok_len = 0;
+  if (tok && tz_tok_to_json(tok, &tok_json, &tok_len)) {
+    free(meta_txt);
+    return -1;
+  }
+  size_t bytes = m->lay.total * sizeof(float);
+  float *p = download_all(m, m->params), *mm = NULL, *vv = NULL;
+  int with_adam = train_state && m->m && m->v;
+  if (with_adam) {
+    mm = download_all(m, m->m);
+    vv = download_all(m, m->v);
+  }
+  tz_ckpt_writer *w = tz_ckpt_begin();
+  tz_ckpt_add(w, "meta", meta_txt, strlen(meta_txt));
+  if (tok_json) tz_ckpt_add(w, "tokenizer", tok_json, tok_len);
+  tz_ckpt_add(w, "params", p, bytes);
+  if (with_adam) {
+    tz_ckpt_add(w, "adam_m", mm, bytes);
+    tz_ckpt_add(w, "adam_v", vv, bytes);
+  }
+  int rc = tz_ckpt_commit(w, path);
+  tz_ckpt_free(w);
+  free(meta_txt);
+  free(tok_json);
+  free(p);
+  free(mm);
+  free(vv);
+  return rc;
+}
+
+int tz_run_open(const char *path_or_dir, tz_run_file *rf) {
+  memset(rf, 0, sizeof *rf);
+  struct stat st;
+  if (stat(path_or_dir, &st) != 0) return tz_err("%s: no such checkpoint file or run directory", path_or_dir);
+  rf->path = S_ISDIR(st.st_mode) ? tz_path_join(path_or_dir, TZ_CKPT_FILE) : tz_strdup(path_or_dir);
+  if (S_ISDIR(st.st_mode) && !tz_exists(rf->path)) {
+    tz_err("%s: run directory has no checkpoint (%s)", path_or_dir, TZ_CKPT_FILE);
+    goto fail;
+  }
+  if (tz_ckpt_open(rf->path, &rf->ck)) goto fail;
+  size_t n;
+  const char *txt = tz_ckpt_get(rf->ck, "meta", &n);
+  if (!txt) {
+    tz_err("%s: missing section 'meta'", rf->path);
+    goto fail;
+  }
+  rf->meta = cJSON_ParseWithLength(txt, n);
+  const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(rf->meta, "format");
+  const cJSON *ver = cJSON_GetObjectItemCaseSensitive(rf->meta, "version");
+  if (!rf->meta || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "tezgah-checkpoint")) {
+    tz_err("%s: section 'meta' is not a tezgah checkpoint header", rf->path);
+    goto fail;
+  }
+  if (!cJSON_IsNumber(ver) || ver->valueint != 1) {
+    tz_err("%s: meta version %g is not supported (expected 1)", rf->path, cJSON_IsNumber(ver) ? ver->valuedouble : -1.0);
+    goto fail;
+  }
+  if (tz_config_from_json(cJSON_GetObjectItemCaseSensitive(rf->meta, "config"), rf->path, &rf->cfg)) goto fail;
+  tz_layout lay;
+  tz_layout_build(&rf->cfg, &lay);
+  char fp[32];
+  snprintf(fp, sizeof fp, "%016" PRIx64, lay.fingerprint);
+  tz_layout_free(&lay);
+  const cJSON *jfp = cJSON_GetObjectItemCaseSensitive(rf->meta, "fingerprint");
+  if (!cJSON_IsString(jfp) || strcmp(jfp->valuestring, fp)) {
+    tz_err("%s: layout fingerprint %s does not match this config's %s", rf->path,
+           cJSON_IsString(jfp) ? jfp->valuestring : "(missing)", fp);
+    goto fail;
+  }
+  rf->train = cJSON_GetObjectItemCaseSensitive(rf->meta, "train");
+  const char *tj = tz_ckpt_get(rf->ck, "tokenizer", &n);
+  if (tj && tz_tok_from_json(tj, n, rf->path, &rf->tok)) goto fail;
+  if (rf->tok && tz_tok_vocab_size(rf->tok) > rf->cfg.vocab_size) {
+    tz_err("%s: tokenizer has %d tokens but the model's vocab_size is %d", rf->path,
+           tz_tok_vocab_size(rf->tok), rf->cfg.vocab_size);
+    goto fail;
+  }
+  return 0;
+fail:
+  tz_run_close(rf);
+  return -1;
+}
+
+static int load_section(tz_run_file *rf, tz_model *m, const char *name, tz_buf *buf) {
+  const void *data;
+  if (tz_ckpt_require(rf->ck, name, m->lay.total * sizeof(float), &data)) return -1;
+  tz_slice s = {buf, 0};
+  m->be->upload(m->be, s, data, m->lay.total * sizeof(float));
+  return 0;
+}
+
+int tz_run_load_model(tz_run_file *rf, tz_backend *be, tz_model **out) {
+  tz_model *m;
+  if (tz_model_create(be, &rf->cfg, &m)) return -1;
+  if (load_section(rf, m, "params", m->params)) {
+    tz_model_free(m);
+    return -1;
+  }
+  *out = m;
+  return 0;
+}
+
+int tz_run_load_adam(tz_run_file *rf, tz_model *m) {
+  return load_section(rf, m, "adam_m", m->m) || load_section(rf, m, "adam_v", m->v) ? -1 : 0;
+}
+
+void tz_run_close(tz_run_file *rf) {
+  if (rf->ck) tz_ckpt_close(rf->ck);
+  cJSON_Delete(rf->meta);
+  tz_tok_free(rf->tok);
+  free(rf->path);
+  memset(rf, 0, sizeof *rf);
+}

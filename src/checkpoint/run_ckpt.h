@@ -1,0 +1,45 @@
+/* Model checkpoints: what a training run saves and what sample/resume load, on top of the
+ * generic section container (checkpoint/ckpt.h).
+ *
+ * Sections:
+ *   "meta"      JSON: {"format":"tezgah-checkpoint","version":1,"config":{...},
+ *               "fingerprint":"<16 hex>","n_params":N,"train":{...training state...}}
+ *   "tokenizer" the tokenizer's JSON (tokenizer/tokenizer.h), absent when none was used
+ *   "params"    N fp32, the flat parameter buffer in layout order (model/layout.h)
+ *   "adam_m", "adam_v"  N fp32 each (training checkpoints only)
+ * The training state in "meta" holds everything resume needs for a bit-exact continuation:
+ * step, AdamW step count, loader position, RNG state and the training options.
+ * A checkpoint whose fingerprint differs from the layout its config builds is refused. */
+#ifndef TZ_CHECKPOINT_RUN_CKPT_H
+#define TZ_CHECKPOINT_RUN_CKPT_H
+#include <cjson/cJSON.h>
+
+#include "checkpoint/ckpt.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+#define TZ_CKPT_FILE "checkpoint.tzc"
+
+/* Write a checkpoint atomically. train_state may be NULL (inference-only export); the AdamW
+ * moments are included when the model has them and train_state is not NULL. */
+int tz_run_save(const char *path, tz_model *m, const tz_tokenizer *tok, const cJSON *train_state);
+
+typedef struct {
+  char *path;           /* the checkpoint file actually opened */
+  tz_ckpt *ck;          /* open container (params/moments are read from it) */
+  tz_config cfg;
+  cJSON *meta;          /* whole meta object (owned) */
+  const cJSON *train;   /* meta.train or NULL */
+  tz_tokenizer *tok;    /* NULL when the checkpoint has none */
+} tz_run_file;
+
+/* Open a checkpoint file, or a run directory holding TZ_CKPT_FILE; validate meta, config and
+ * fingerprint; load the tokenizer. Errors name the file, section/field and value. */
+int tz_run_open(const char *path_or_dir, tz_run_file *rf);
+/* Create a model on `be` with the checkpoint's config and parameters. */
+int tz_run_load_model(tz_run_file *rf, tz_backend *be, tz_model **out);
+/* Load AdamW moments into a model that has training buffers. */
+int tz_run_load_adam(tz_run_file *rf, tz_model *m);
+void tz_run_close(tz_run_file *rf);
+
+#endif

@@ -1,0 +1,15 @@
+/* Command-line helpers shared by the commands: strict numeric parsing with one-line errors
+ * ("--steps: 'abc' is not an integer", "--lr: -1 is out of range [0, 10]"). */
+#ifndef TZ_CLI_ARGS_H
+#define TZ_CLI_ARGS_H
+#include <stdint.h>
+
+int tz_arg_int(const char *flag, const char *s, long min, long max, int *out);
+int tz_arg_u64(const char *flag, const char *s, uint64_t *out);
+int tz_arg_float(const char *flag, const char *s, double min, double max, float *out);
+/* Report a getopt failure for argv[optind-1] / optopt as a one-line error. */
+int tz_arg_bad(const char *cmd, int argc, char **argv, int optind_, int optopt_, int missing_arg);
+/* Print "tezgah: error: <tz_last_error()>" to stderr; returns 1 (the exit code). */
+int tz_cli_fail(void);
+
+#endif

@@ -1,0 +1,56 @@
+/* tezgah sample [RUN_DIR|CKPT]: stream generated text to stdout. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "tezgah.h"
+
+static const char *HELP =
+    "usage: tezgah sample [RUN_DIR|CHECKPOINT] [options]\n"
+    "Generate text with a KV cache, streaming to stdout. Default model: runs/latest.\n\n"
+    "  --prompt TEXT          text to continue (default: empty)\n"
+    "  --tokens N             maximum new tokens (256); stops early at <|endoftext|>\n"
+    "  --temperature F        0 = greedy (0.8)\n"
+    "  --top-k N              keep the N most likely tokens (40; 0 = off)\n"
+    "  --top-p F              nucleus sampling threshold (1 = off)\n"
+    "  --seed N               random seed (1337)\n"
+    "  --backend NAME         cpu (default)\n"
+    "  --threads N            OpenMP threads (default: all cores)\n";
+
+int tz_cmd_sample(int argc, char **argv) {
+  static const struct option LONG[] = {
+      {"prompt", 1, 0, 'p'}, {"tokens", 1, 0, 'n'}, {"temperature", 1, 0, 't'}, {"top-k", 1, 0, 'k'},
+      {"top-p", 1, 0, 'P'}, {"seed", 1, 0, 's'}, {"backend", 1, 0, 'b'}, {"threads", 1, 0, 'j'},
+      {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+  tz_sample_opts o;
+  tz_sample_opts_default(&o);
+  int c;
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
+    int e = 0;
+    switch (c) {
+      case 'p': o.prompt = optarg; break;
+      case 'n': e = tz_arg_int("--tokens", optarg, 0, 1 << 24, &o.tokens); break;
+      case 't': e = tz_arg_float("--temperature", optarg, 0, 100, &o.temperature); break;
+      case 'k': e = tz_arg_int("--top-k", optarg, 0, 1 << 24, &o.top_k); break;
+      case 'P': e = tz_arg_float("--top-p", optarg, 1e-9, 1, &o.top_p); break;
+      case 's': e = tz_arg_u64("--seed", optarg, &o.seed); break;
+      case 'b': o.backend = optarg; break;
+      case 'j': e = tz_arg_int("--threads", optarg, 0, 1024, &o.threads); break;
+      case 'h': fputs(HELP, stdout); return 0;
+      case ':': tz_arg_bad("sample", argc, argv, optind, 0, 1); return tz_cli_fail();
+      default: tz_arg_bad("sample", argc, argv, optind, optopt, 0); return tz_cli_fail();
+    }
+    if (e) return tz_cli_fail();
+  }
+  if (optind < argc) o.model = argv[optind++];
+  if (optind < argc) {
+    tz_err("sample: unexpected argument '%s' (see tezgah sample --help)", argv[optind]);
+    return tz_cli_fail();
+  }
+  return tz_sample(&o, stdout) ? tz_cli_fail() : 0;
+}

@@ -1,0 +1,196 @@
+/* tezgah train: flags → tz_train_opts. On --resume the checkpoint's config and options are
+ * used; shape flags that disagree with it, and options that would change the loss sequence,
+ * are refused rather than silently ignored. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "checkpoint/run_ckpt.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "model/config_json.h"
+#include "tezgah.h"
+
+static const char *HELP =
+    "usage: tezgah train [options]\n"
+    "Train a model. With no options: a small llama on data/kjv.txt for 600 steps, then a sample.\n\n"
+    "data:\n"
+    "  --data PATH            text corpus (default data/kjv.txt); documents separated by <|endoftext|>\n"
+    "  --vocab-size N         BPE vocabulary trained on the corpus, incl. <|endoftext|> (2048)\n"
+    "  --val-fraction F       share of tokens held out for validation (0.05)\n"
+    "  --train-shards LIST    llm.c token shards (comma-separated paths/globs) instead of --data\n"
+    "  --val-shards LIST      validation shards\n"
+    "  --tokenizer PATH       tokenizer for shard runs (for the final sample)\n"
+    "run:\n"
+    "  --run-dir DIR          output directory (default runs/<date-time>; runs/latest points to it)\n"
+    "  --resume DIR           continue the run in DIR from its checkpoint (exactly)\n"
+    "  --backend NAME         cpu (default)\n"
+    "  --threads N            OpenMP threads (default: all cores)\n"
+    "  --seed N               random seed (1337)\n"
+    "model:\n"
+    "  --arch llama|gpt2      family (llama)\n"
+    "  --n-layer N  --n-head N  --n-kv-head N  --d-model N  --d-ff N\n"
+    "                         shape (4, 4, n_head, 128, family default)\n"
+    "  --max-seq-len N        context length (default: --seq-len)\n"
+    "  --untied               separate lm_head (llama only)\n"
+    "optimization:\n"
+    "  -B, --batch-size N     sequences per micro-batch (16)\n"
+    "  -T, --seq-len N        tokens per sequence (128)\n"
+    "  --grad-accum N         micro-batches per step (1)\n"
+    "  --steps N              optimizer steps (600)\n"
+    "  --lr F  --warmup N  --min-lr-frac F\n"
+    "                         peak LR (3e-3), warmup steps (5%% of steps), cosine floor (0.1)\n"
+    "  --beta1 F --beta2 F --eps F --weight-decay F\n"
+    "                         AdamW (0.9, 0.95, 1e-8, 0.1; decay on matrices only)\n"
+    "  --grad-clip F          global grad-norm clip (1.0; 0 = off)\n"
+    "output:\n"
+    "  --val-every N  --val-batches N   validation cadence and size (100, 8)\n"
+    "  --ckpt-every N         checkpoint cadence in steps (200; one is always written at the end)\n"
+    "  --log-every N          progress line cadence when stderr is not a terminal (10)\n"
+    "  --sample-tokens N      tokens to sample after training (200; 0 = none)\n"
+    "  --quiet                no progress output\n";
+
+enum {
+  O_DATA = 256, O_VOCAB, O_VALFRAC, O_TSHARDS, O_VSHARDS, O_TOKENIZER, O_RUNDIR, O_RESUME,
+  O_BACKEND, O_THREADS, O_SEED, O_ARCH, O_NLAYER, O_NHEAD, O_NKV, O_DMODEL, O_DFF, O_MAXT,
+  O_UNTIED, O_ACCUM, O_STEPS, O_LR, O_WARMUP, O_MINLR, O_B1, O_B2, O_EPS, O_WD, O_CLIP,
+  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_QUIET, O_HELP
+};
+
+static const struct option LONG[] = {
+    {"data", 1, 0, O_DATA}, {"vocab-size", 1, 0, O_VOCAB}, {"val-fraction", 1, 0, O_VALFRAC},
+    {"train-shards", 1, 0, O_TSHARDS}, {"val-shards", 1, 0, O_VSHARDS}, {"tokenizer", 1, 0, O_TOKENIZER},
+    {"run-dir", 1, 0, O_RUNDIR}, {"resume", 1, 0, O_RESUME}, {"backend", 1, 0, O_BACKEND},
+    {"threads", 1, 0, O_THREADS}, {"seed", 1, 0, O_SEED}, {"arch", 1, 0, O_ARCH},
+    {"n-layer", 1, 0, O_NLAYER}, {"n-head", 1, 0, O_NHEAD}, {"n-kv-head", 1, 0, O_NKV},
+    {"d-model", 1, 0, O_DMODEL}, {"d-ff", 1, 0, O_DFF}, {"max-seq-len", 1, 0, O_MAXT},
+    {"untied", 0, 0, O_UNTIED}, {"batch-size", 1, 0, 'B'}, {"seq-len", 1, 0, 'T'},
+    {"grad-accum", 1, 0, O_ACCUM}, {"steps", 1, 0, O_STEPS}, {"lr", 1, 0, O_LR},
+    {"warmup", 1, 0, O_WARMUP}, {"min-lr-frac", 1, 0, O_MINLR}, {"beta1", 1, 0, O_B1},
+    {"beta2", 1, 0, O_B2}, {"eps", 1, 0, O_EPS}, {"weight-decay", 1, 0, O_WD},
+    {"grad-clip", 1, 0, O_CLIP}, {"val-every", 1, 0, O_VALEVERY}, {"val-batches", 1, 0, O_VALB},
+    {"ckpt-every", 1, 0, O_CKPT}, {"log-every", 1, 0, O_LOG}, {"sample-tokens", 1, 0, O_SAMPLE},
+    {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+
+/* Options that may accompany --resume without changing the loss sequence. */
+static int resume_allows(int opt) {
+  return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_QUIET ||
+         opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR;
+}
+
+static const char *flag_name(int opt) {
+  for (const struct option *o = LONG; o->name; o++)
+    if (o->val == opt) return o->name;
+  return "?";
+}
+
+/* With --resume: shape flags must agree with the checkpoint. */
+static int check_resume_shape(const tz_train_opts *o, const int *given) {
+  tz_run_file rf;
+  if (tz_run_open(o->resume, &rf)) return -1;
+  const tz_config *c = &rf.cfg;
+  const struct { int opt; long want, have; const char *field; } chk[] = {
+      {O_ARCH, o->model.arch, c->arch, "arch"}, {O_NLAYER, o->model.n_layer, c->n_layer, "n_layer"},
+      {O_NHEAD, o->model.n_head, c->n_head, "n_head"}, {O_NKV, o->model.n_kv_head, c->n_kv_head, "n_kv_head"},
+      {O_DMODEL, o->model.d_model, c->d_model, "d_model"}, {O_DFF, o->model.d_ff, c->d_ff, "d_ff"},
+      {O_MAXT, o->model.max_seq_len, c->max_seq_len, "max_seq_len"}, {O_UNTIED, 0, !c->tied, "tied"},
+  };
+  int rc = 0;
+  for (size_t i = 0; i < sizeof chk / sizeof *chk && !rc; i++)
+    if (given[chk[i].opt - 256] && chk[i].want != chk[i].have && chk[i].opt != O_UNTIED)
+      rc = tz_err("--%s=%ld does not match the checkpoint's %s=%ld (%s)", flag_name(chk[i].opt), chk[i].want,
+                  chk[i].field, chk[i].have, rf.path);
+  if (!rc && given[O_UNTIED - 256] && c->tied)
+    rc = tz_err("--untied does not match the checkpoint's tied lm_head (%s)", rf.path);
+  tz_run_close(&rf);
+  return rc;
+}
+
+int tz_cmd_train(int argc, char **argv) {
+  tz_train_opts o;
+  tz_train_opts_default(&o);
+  int given[O_HELP - 256 + 1] = {0}, given_B = 0, given_T = 0, c;
+  char default_dir[64];
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, ":B:T:", LONG, NULL)) != -1) {
+    int e = 0, arch;
+    if (c >= 256) given[c - 256] = 1;
+    switch (c) {
+      case O_DATA: o.data = optarg; break;
+      case O_VOCAB: e = tz_arg_int("--vocab-size", optarg, 257, 65536, &o.vocab_size); break;
+      case O_VALFRAC: e = tz_arg_float("--val-fraction", optarg, 1e-6, 0.5, &o.val_fraction); break;
+      case O_TSHARDS: o.train_shards = optarg; break;
+      case O_VSHARDS: o.val_shards = optarg; break;
+      case O_TOKENIZER: o.tokenizer = optarg; break;
+      case O_RUNDIR: o.run_dir = optarg; break;
+      case O_RESUME: o.resume = optarg; break;
+      case O_BACKEND: o.backend = optarg; break;
+      case O_THREADS: e = tz_arg_int("--threads", optarg, 0, 1024, &o.threads); break;
+      case O_SEED: e = tz_arg_u64("--seed", optarg, &o.seed); break;
+      case O_ARCH:
+        if ((arch = tz_arch_parse(optarg)) < 0) e = tz_err("--arch: '%s' is not llama or gpt2", optarg);
+        else o.model.arch = (tz_arch)arch;
+        break;
+      case O_NLAYER: e = tz_arg_int("--n-layer", optarg, 1, 1024, &o.model.n_layer); break;
+      case O_NHEAD: e = tz_arg_int("--n-head", optarg, 1, 4096, &o.model.n_head); break;
+      case O_NKV: e = tz_arg_int("--n-kv-head", optarg, 1, 4096, &o.model.n_kv_head); break;
+      case O_DMODEL: e = tz_arg_int("--d-model", optarg, 1, 65536, &o.model.d_model); break;
+      case O_DFF: e = tz_arg_int("--d-ff", optarg, 1, 1 << 20, &o.model.d_ff); break;
+      case O_MAXT: e = tz_arg_int("--max-seq-len", optarg, 1, 1 << 20, &o.model.max_seq_len); break;
+      case O_UNTIED: o.model.tied = 0; break;
+      case 'B': given_B = 1; e = tz_arg_int("--batch-size", optarg, 1, 1 << 20, &o.B); break;
+      case 'T': given_T = 1; e = tz_arg_int("--seq-len", optarg, 1, 1 << 20, &o.T); break;
+      case O_ACCUM: e = tz_arg_int("--grad-accum", optarg, 1, 1 << 20, &o.grad_accum); break;
+      case O_STEPS: e = tz_arg_int("--steps", optarg, 1, 1 << 30, &o.steps); break;
+      case O_LR: e = tz_arg_float("--lr", optarg, 0, 10, &o.lr); break;
+      case O_WARMUP: e = tz_arg_int("--warmup", optarg, 0, 1 << 30, &o.warmup); break;
+      case O_MINLR: e = tz_arg_float("--min-lr-frac", optarg, 0, 1, &o.min_lr_frac); break;
+      case O_B1: e = tz_arg_float("--beta1", optarg, 0, 0.999999, &o.beta1); break;
+      case O_B2: e = tz_arg_float("--beta2", optarg, 0, 0.999999999, &o.beta2); break;
+      case O_EPS: e = tz_arg_float("--eps", optarg, 1e-30, 1, &o.eps); break;
+      case O_WD: e = tz_arg_float("--weight-decay", optarg, 0, 10, &o.weight_decay); break;
+      case O_CLIP: e = tz_arg_float("--grad-clip", optarg, 0, 1e9, &o.grad_clip); break;
+      case O_VALEVERY: e = tz_arg_int("--val-every", optarg, 0, 1 << 30, &o.val_every); break;
+      case O_VALB: e = tz_arg_int("--val-batches", optarg, 1, 1 << 20, &o.val_batches); break;
+      case O_CKPT: e = tz_arg_int("--ckpt-every", optarg, 0, 1 << 30, &o.ckpt_every); break;
+      case O_LOG: e = tz_arg_int("--log-every", optarg, 1, 1 << 30, &o.log_every); break;
+      case O_SAMPLE: e = tz_arg_int("--sample-tokens", optarg, 0, 1 << 20, &o.sample_tokens); break;
+      case O_QUIET: o.quiet = 1; break;
+      case O_HELP: fputs(HELP, stdout); return 0;
+      case ':': tz_arg_bad("train", argc, argv, optind, 0, 1); return tz_cli_fail();
+      default: tz_arg_bad("train", argc, argv, optind, optopt, 0); return tz_cli_fail();
+    }
+    if (e) return tz_cli_fail();
+  }
+  if (optind < argc) {
+    tz_err("train: unexpected argument '%s' (see tezgah train --help)", argv[optind]);
+    return tz_cli_fail();
+  }
+  if (o.resume) {
+    for (int i = 0; i <= O_HELP - 256; i++)
+      if (given[i] && !resume_allows(i + 256) && !(i + 256 >= O_ARCH && i + 256 <= O_UNTIED)) {
+        tz_err("--%s cannot be changed on --resume (the checkpoint's value keeps the run exact)", flag_name(i + 256));
+        return tz_cli_fail();
+      }
+    if (given_B || given_T) {
+      tz_err("--%s cannot be changed on --resume (the checkpoint's value keeps the run exact)",
+             given_B ? "batch-size" : "seq-len");
+      return tz_cli_fail();
+    }
+    if (check_resume_shape(&o, given)) return tz_cli_fail();
+    if (!given[O_STEPS - 256]) o.steps = 0; /* keep the checkpoint's */
+  } else if (!o.run_dir) {
+    time_t t = time(NULL);
+    strftime(default_dir, sizeof default_dir, "runs/%Y%m%d-%H%M%S", localtime(&t));
+    o.run_dir = default_dir;
+  }
+  if (o.train_shards && given[O_DATA - 256]) {
+    tz_err("train: give either --data or --train-shards, not both");
+    return tz_cli_fail();
+  }
+  return tz_train(&o) ? tz_cli_fail() : 0;
+}

@@ -1,0 +1,53 @@
+#include "model/config_json.h"
+
+#include <string.h>
+
+#include "core/error.h"
+
+const char *tz_arch_name(tz_arch a) { return a == TZ_ARCH_GPT2 ? "gpt2" : "llama"; }
+
+int tz_arch_parse(const char *s) {
+  if (!strcmp(s, "llama")) return TZ_ARCH_LLAMA;
+  if (!strcmp(s, "gpt2")) return TZ_ARCH_GPT2;
+  return -1;
+}
+
+cJSON *tz_config_to_json(const tz_config *c) {
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "arch", tz_arch_name(c->arch));
+#define I(f) cJSON_AddNumberToObject(j, #f, c->f)
+  I(n_layer); I(n_head); I(n_kv_head); I(d_model); I(d_ff); I(vocab_size); I(padded_vocab);
+  I(max_seq_len); I(tied); I(rope_theta); I(norm_eps);
+#undef I
+  return j;
+}
+
+static int get_num(const cJSON *j, const char *where, const char *field, double *out) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, field);
+  if (!cJSON_IsNumber(x)) return tz_err("%s: config field '%s' is missing or not a number", where, field);
+  *out = x->valuedouble;
+  return 0;
+}
+
+int tz_config_from_json(const cJSON *j, const char *where, tz_config *c) {
+  memset(c, 0, sizeof *c);
+  const cJSON *arch = cJSON_GetObjectItemCaseSensitive(j, "arch");
+  if (!cJSON_IsString(arch) || tz_arch_parse(arch->valuestring) < 0)
+    return tz_err("%s: config field 'arch' is %s (expected \"llama\" or \"gpt2\")", where,
+                  cJSON_IsString(arch) ? arch->valuestring : "missing");
+  c->arch = (tz_arch)tz_arch_parse(arch->valuestring);
+  double v = 0;
+#define I(f)                                                                 \
+  if (get_num(j, where, #f, &v)) return -1;                                  \
+  if (v != (int)v) return tz_err("%s: config field '" #f "' is %g (expected an integer)", where, v); \
+  c->f = (int)v;
+#define F(f)                                                                 \
+  if (get_num(j, where, #f, &v)) return -1;                                  \
+  c->f = (float)v;
+  I(n_layer) I(n_head) I(n_kv_head) I(d_model) I(d_ff) I(vocab_size) I(padded_vocab)
+  I(max_seq_len) I(tied) F(rope_theta) F(norm_eps)
+#undef I
+#undef F
+  if (tz_config_finalize(c)) return tz_err_prefix(where);
+  return 0;
+}

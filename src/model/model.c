@@ -1,0 +1,397 @@
+/* Model construction, initialization, forward, backward and KV-cache decoding.
+ * The math of each op is in docs/OPS.md; this file only wires ops together. */
+#include "model/model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/rng.h"
+
+/* ---- derived sizes ---- */
+typedef struct {
+  int C, L, nh, nkv, hd, Q, F, F2, V, Vp;
+} dims;
+
+static dims dims_of(const tz_config *c) {
+  dims d;
+  d.C = c->d_model;
+  d.L = c->n_layer;
+  d.nh = c->n_head;
+  d.nkv = c->n_kv_head;
+  d.hd = c->d_model / c->n_head;
+  d.Q = (d.nh + 2 * d.nkv) * d.hd;
+  d.F = c->d_ff;
+  d.F2 = c->arch == TZ_ARCH_LLAMA ? 2 * d.F : d.F;
+  d.V = c->vocab_size;
+  d.Vp = c->padded_vocab;
+  return d;
+}
+
+static tz_slice P(tz_model *m, size_t off) {
+  tz_slice s = {m->params, off * sizeof(float)};
+  if (off == TZ_ABSENT) s.buf = NULL;
+  return s;
+}
+static tz_slice G(tz_model *m, size_t off) {
+  tz_slice s = {m->grads, off * sizeof(float)};
+  if (off == TZ_ABSENT) s.buf = NULL;
+  return s;
+}
+
+/* ---- activation arena ---- */
+typedef struct {
+  tz_buf *buf;
+  size_t off;
+} carver;
+
+static tz_slice carve(carver *cv, size_t floats) {
+  tz_slice s = {cv->buf, cv->off};
+  cv->off += (floats * sizeof(float) + 63) & ~(size_t)63;
+  return s;
+}
+
+/* Assign every slice of `a` for (B, T). With buf == NULL only the size is computed. */
+static size_t lay_out_acts(tz_acts *a, const tz_config *cfg, tz_buf *buf, int training) {
+  dims d = dims_of(cfg);
+  size_t N = (size_t)a->B * a->T;
+  carver cv = {buf, 0};
+  a->tokens = carve(&cv, N);
+  a->targets = carve(&cv, N);
+  int nres = a->shared ? 2 : d.L + 1;
+  for (int i = 0; i < nres; i++) a->res[i] = carve(&cv, N * d.C);
+  for (int i = nres; i <= d.L; i++) a->res[i] = a->res[i % 2];
+  for (int l = 0; l < d.L; l++) {
+    tz_layer_acts *x = &a->layer[l];
+    if (a->shared && l > 0) {
+      *x = a->layer[0];
+      continue;
+    }
+    x->n1 = carve(&cv, N * d.C);
+    x->n1_mean = carve(&cv, N);
+    x->n1_rstd = carve(&cv, N);
+    x->qkv = carve(&cv, N * d.Q);
+    x->att = carve(&cv, N * d.C);
+    x->lse = carve(&cv, (size_t)a->B * d.nh * a->T);
+    x->mid = carve(&cv, N * d.C);
+    x->n2 = carve(&cv, N * d.C);
+    x->n2_mean = carve(&cv, N);
+    x->n2_rstd = carve(&cv, N);
+    x->h = carve(&cv, N * d.F2);
+    x->a = carve(&cv, N * d.F);
+  }
+  a->nf = carve(&cv, N * d.C);
+  a->nf_mean = carve(&cv, N);
+  a->nf_rstd = carve(&cv, N);
+  a->logits = carve(&cv, (a->shared ? 1 : N) * (size_t)d.Vp);
+  a->losses = carve(&cv, N);
+  if (training) {
+    a->dres = carve(&cv, N * d.C);
+    a->dtmp = carve(&cv, N * d.C);
+    a->dqkv = carve(&cv, N * d.Q);
+    a->dh = carve(&cv, N * d.F2);
+    a->da = carve(&cv, N * d.F);
+  }
+  return cv.off;
+}
+
+static int acts_alloc(tz_model *m, tz_acts *a, int B, int T, int shared, int training) {
+  memset(a, 0, sizeof *a);
+  a->B = B;
+  a->T = T;
+  a->shared = shared;
+  a->res = tz_calloc((size_t)m->cfg.n_layer + 1, sizeof *a->res);
+  a->layer = tz_calloc((size_t)m->cfg.n_layer, sizeof *a->layer);
+  a->bytes = lay_out_acts(a, &m->cfg, NULL, training);
+  a->buf = m->be->alloc(m->be, a->bytes, training ? "activations" : "inference activations");
+  if (!a->buf) return -1;
+  lay_out_acts(a, &m->cfg, a->buf, training);
+  return 0;
+}
+
+static void acts_free(tz_model *m, tz_acts *a) {
+  if (a->buf) m->be->free(m->be, a->buf);
+  free(a->res);
+  free(a->layer);
+  memset(a, 0, sizeof *a);
+}
+
+/* ---- lifecycle ---- */
+int tz_model_create(tz_backend *be, const tz_config *cfg, tz_model **out) {
+  tz_model *m = tz_calloc(1, sizeof *m);
+  m->cfg = *cfg;
+  m->be = be;
+  tz_layout_build(cfg, &m->lay);
+  m->params = be->alloc(be, m->lay.total * sizeof(float), "params");
+  if (!m->params) {
+    tz_layout_free(&m->lay);
+    free(m);
+    return -1;
+  }
+  m->n_ranges = m->lay.n;
+  m->ranges = tz_calloc((size_t)m->lay.n, sizeof *m->ranges);
+  for (int i = 0; i < m->lay.n; i++) {
+    m->ranges[i].off = m->lay.t[i].off;
+    m->ranges[i].n = m->lay.t[i].numel;
+    m->ranges[i].decay = (float)m->lay.t[i].decay;
+  }
+  *out = m;
+  return 0;
+}
+
+void tz_model_free(tz_model *m) {
+  if (!m) return;
+  tz_backend *be = m->be;
+  acts_free(m, &m->train);
+  acts_free(m, &m->infer);
+  tz_buf *bufs[] = {m->params, m->grads, m->m, m->v, m->kcache, m->vcache};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+    if (bufs[i]) be->free(be, bufs[i]);
+  tz_layout_free(&m->lay);
+  free(m->ranges);
+  free(m->host_losses);
+  free(m);
+}
+
+void tz_model_init_weights(tz_model *m, uint64_t seed) {
+  float *p = tz_malloc(m->lay.total * sizeof(float));
+  tz_rng rng;
+  tz_rng_seed(&rng, seed, 0x7e29a4);
+  float std = 0.02f, std_resid = 0.02f / sqrtf(2.0f * m->cfg.n_layer);
+  for (int i = 0; i < m->lay.n; i++) {
+    const tz_tensor_info *t = &m->lay.t[i];
+    float *x = p + t->off;
+    size_t n = t->numel;
+    if (t->off == m->lay.wte || t->off == m->lay.lm_head) /* padded vocab rows stay 0 */
+      n = (size_t)m->cfg.vocab_size * t->shape[1];
+    for (size_t j = 0; j < t->numel; j++) {
+      float v = 0.0f;
+      if (j < n) {
+        if (t->init == 1) v = 1.0f;
+        else if (t->init == 2) v = std * tz_rng_normal(&rng);
+        else if (t->init == 3) v = std_resid * tz_rng_normal(&rng);
+      }
+      x[j] = v;
+    }
+  }
+  tz_model_set_params(m, p);
+  free(p);
+}
+
+void tz_model_get_params(tz_model *m, float *dst) {
+  m->be->download(m->be, dst, P(m, 0), m->lay.total * sizeof(float));
+}
+void tz_model_set_params(tz_model *m, const float *src) {
+  m->be->upload(m->be, P(m, 0), src, m->lay.total * sizeof(float));
+}
+
+int tz_model_alloc_training(tz_model *m, int B, int T) {
+  if (B <= 0 || T <= 0) return tz_err("batch: B=%d and T=%d must be positive", B, T);
+  if (T > m->cfg.max_seq_len)
+    return tz_err("seq_len: T=%d is above the model's context max_seq_len=%d", T, m->cfg.max_seq_len);
+  size_t bytes = m->lay.total * sizeof(float);
+  tz_backend *be = m->be;
+  if (!(m->grads = be->alloc(be, bytes, "grads")) || !(m->m = be->alloc(be, bytes, "adamw m")) ||
+      !(m->v = be->alloc(be, bytes, "adamw v")))
+    return -1;
+  m->host_losses = tz_calloc((size_t)B * T, sizeof(float));
+  return acts_alloc(m, &m->train, B, T, 0, 1);
+}
+
+int tz_model_alloc_inference(tz_model *m) {
+  dims d = dims_of(&m->cfg);
+  size_t n = (size_t)d.L * m->cfg.max_seq_len * d.nkv * d.hd * sizeof(float);
+  if (!(m->kcache = m->be->alloc(m->be, n, "kv cache")) ||
+      !(m->vcache = m->be->alloc(m->be, n, "kv cache")))
+    return -1;
+  return acts_alloc(m, &m->infer, 1, m->cfg.max_seq_len, 1, 0);
+}
+
+void tz_model_zero_grads(tz_model *m) {
+  m->be->fill(m->be, G(m, 0), 0.0f, m->lay.total);
+}
+
+/* ---- forward ---- */
+
+/* Pre-norm of either family: RMSNorm (llama, b absent) or LayerNorm (gpt2). */
+static void norm_fwd(tz_model *m, tz_slice out, tz_slice mean, tz_slice rstd, tz_slice x,
+                     size_t w, size_t b, int N) {
+  tz_backend *be = m->be;
+  if (m->cfg.arch == TZ_ARCH_GPT2)
+    be->layernorm_fwd(be, out, mean, rstd, x, P(m, w), P(m, b), N, m->cfg.d_model, m->cfg.norm_eps);
+  else
+    be->rmsnorm_fwd(be, out, rstd, x, P(m, w), N, m->cfg.d_model, m->cfg.norm_eps);
+}
+
+/* dx += norm backward; dw (+db) accumulate. */
+static void norm_bwd(tz_model *m, tz_slice dx, tz_slice dout, tz_slice x, tz_slice mean,
+                     tz_slice rstd, size_t w, size_t b, int N) {
+  tz_backend *be = m->be;
+  if (m->cfg.arch == TZ_ARCH_GPT2)
+    be->layernorm_bwd(be, dx, G(m, w), G(m, b), dout, x, P(m, w), mean, rstd, N, m->cfg.d_model);
+  else
+    be->rmsnorm_bwd(be, dx, G(m, w), dout, x, P(m, w), rstd, N, m->cfg.d_model);
+}
+
+/* Run the transformer over a.tokens (already uploaded) for rows at positions pos0..pos0+T-1.
+ * kv != 0: decoding (B = 1) against the KV cache; logits only for the last row.
+ * Leaves logits in a->logits. */
+static void forward(tz_model *m, tz_acts *a, int B, int T, int pos0, int kv) {
+  tz_backend *be = m->be;
+  const tz_config *c = &m->cfg;
+  dims d = dims_of(c);
+  int N = B * T;
+  int gpt2 = c->arch == TZ_ARCH_GPT2;
+  tz_slice wpe = gpt2 ? tz_f32(P(m, m->lay.wpe), (size_t)pos0 * d.C) : TZ_NONE;
+  be->embed_fwd(be, a->res[0], a->tokens, P(m, m->lay.wte), wpe, B, T, d.C, d.Vp);
+  size_t kvrow = (size_t)d.nkv * d.hd;
+  for (int l = 0; l < d.L; l++) {
+    const tz_layer_offsets *o = &m->lay.layer[l];
+    tz_layer_acts *x = &a->layer[l];
+    tz_slice in = a->res[l], out = a->res[l + 1];
+    norm_fwd(m, x->n1, x->n1_mean, x->n1_rstd, in, o->norm1_w, o->norm1_b, N);
+    be->matmul_t(be, x->qkv, x->n1, P(m, o->qkv_w), P(m, o->qkv_b), N, d.C, d.Q, 0);
+    if (!gpt2) be->rope(be, x->qkv, B, T, d.nh, d.nkv, d.hd, pos0, c->rope_theta, +1);
+    tz_slice q = x->qkv, k = tz_f32(x->qkv, (size_t)d.nh * d.hd),
+             v = tz_f32(x->qkv, (size_t)(d.nh + d.nkv) * d.hd);
+    if (kv) {
+      size_t layer_off = (size_t)l * c->max_seq_len * kvrow;
+      tz_slice kc = {m->kcache, (layer_off + (size_t)pos0 * kvrow) * sizeof(float)};
+      tz_slice vc = {m->vcache, kc.off};
+      be->copy_rows(be, kc, kvrow, k, d.Q, T, (int)kvrow);
+      be->copy_rows(be, vc, kvrow, v, d.Q, T, (int)kvrow);
+      tz_slice k0 = {m->kcache, layer_off * sizeof(float)}, v0 = {m->vcache, k0.off};
+      be->attention_fwd(be, x->att, TZ_NONE, q, k0, v0, 1, T, pos0 + T, pos0, d.nh, d.nkv,
+                        d.hd, d.Q, (int)kvrow);
+    } else {
+      be->attention_fwd(be, x->att, x->lse, q, k, v, B, T, T, 0, d.nh, d.nkv, d.hd, d.Q, d.Q);
+    }
+    be->matmul_t(be, x->mid, x->att, P(m, o->proj_w), P(m, o->proj_b), N, d.C, d.C, 0);
+    be->add(be, x->mid, x->mid, in, (size_t)N * d.C);
+    norm_fwd(m, x->n2, x->n2_mean, x->n2_rstd, x->mid, o->norm2_w, o->norm2_b, N);
+    be->matmul_t(be, x->h, x->n2, P(m, o->fc_w), P(m, o->fc_b), N, d.C, d.F2, 0);
+    if (gpt2) be->gelu_fwd(be, x->a, x->h, (size_t)N * d.F);
+    else be->swiglu_fwd(be, x->a, x->h, N, d.F);
+    be->matmul_t(be, out, x->a, P(m, o->fcproj_w), P(m, o->fcproj_b), N, d.F, d.C, 0);
+    be->add(be, out, out, x->mid, (size_t)N * d.C);
+  }
+  tz_slice last = a->res[d.L];
+  norm_fwd(m, a->nf, a->nf_mean, a->nf_rstd, last, m->lay.normf_w, m->lay.normf_b, N);
+  if (kv) /* only the last row's logits are needed to pick the next token */
+    be->matmul_t(be, a->logits, tz_f32(a->nf, (size_t)(N - 1) * d.C), P(m, m->lay.lm_head),
+                 TZ_NONE, 1, d.C, d.Vp, 0);
+  else
+    be->matmul_t(be, a->logits, a->nf, P(m, m->lay.lm_head), TZ_NONE, N, d.C, d.Vp, 0);
+}
+
+/* Upload a batch, run forward + fused cross-entropy (dlogits left in a->logits, scaled by
+ * dscale / counted rows). Returns the mean loss over counted rows. */
+static double forward_loss(tz_model *m, const int32_t *inputs, const int32_t *targets,
+                           float dscale) {
+  tz_acts *a = &m->train;
+  tz_backend *be = m->be;
+  int N = a->B * a->T;
+  be->upload(be, a->tokens, inputs, (size_t)N * sizeof(int32_t));
+  be->upload(be, a->targets, targets, (size_t)N * sizeof(int32_t));
+  int counted = 0;
+  for (int i = 0; i < N; i++) counted += targets[i] >= 0;
+  forward(m, a, a->B, a->T, 0, 0);
+  be->crossentropy(be, a->losses, a->logits, a->targets, N, m->cfg.vocab_size,
+                   m->cfg.padded_vocab, counted ? dscale / counted : 0.0f);
+  float *losses = m->host_losses;
+  be->download(be, losses, a->losses, (size_t)N * sizeof(float));
+  double sum = 0;
+  for (int i = 0; i < N; i++) sum += losses[i];
+  return counted ? sum / counted : 0.0;
+}
+
+/* ---- backward ---- */
+static void backward(tz_model *m) {
+  tz_backend *be = m->be;
+  const tz_config *c = &m->cfg;
+  tz_acts *a = &m->train;
+  dims d = dims_of(c);
+  int B = a->B, T = a->T, N = B * T;
+  int gpt2 = c->arch == TZ_ARCH_GPT2;
+  size_t NC = (size_t)N * d.C;
+  /* lm_head: dnf = dlogits·W, dW += dlogitsᵀ·nf */
+  be->matmul(be, a->dtmp, a->logits, P(m, m->lay.lm_head), N, d.Vp, d.C, 0);
+  be->matmul_at(be, G(m, m->lay.lm_head), a->logits, a->nf, d.Vp, N, d.C, 1);
+  be->fill(be, a->dres, 0.0f, NC);
+  norm_bwd(m, a->dres, a->dtmp, a->res[d.L], a->nf_mean, a->nf_rstd, m->lay.normf_w,
+           m->lay.normf_b, N);
+  for (int l = d.L - 1; l >= 0; l--) {
+    const tz_layer_offsets *o = &m->lay.layer[l];
+    tz_layer_acts *x = &a->layer[l];
+    /* MLP: res[l+1] = mid + a·Wfcprojᵀ + b */
+    be->matmul(be, a->da, a->dres, P(m, o->fcproj_w), N, d.C, d.F, 0);
+    be->matmul_at(be, G(m, o->fcproj_w), a->dres, x->a, d.C, N, d.F, 1);
+    if (gpt2) be->bias_bwd(be, G(m, o->fcproj_b), a->dres, N, d.C);
+    if (gpt2) be->gelu_bwd(be, a->dh, x->h, a->da, (size_t)N * d.F);
+    else be->swiglu_bwd(be, a->dh, a->da, x->h, N, d.F);
+    be->matmul(be, a->dtmp, a->dh, P(m, o->fc_w), N, d.F2, d.C, 0);
+    be->matmul_at(be, G(m, o->fc_w), a->dh, x->n2, d.F2, N, d.C, 1);
+    if (gpt2) be->bias_bwd(be, G(m, o->fc_b), a->dh, N, d.F2);
+    norm_bwd(m, a->dres, a->dtmp, x->mid, x->n2_mean, x->n2_rstd, o->norm2_w, o->norm2_b, N);
+    /* attention: mid = res[l] + att·Wprojᵀ + b */
+    be->matmul(be, a->dtmp, a->dres, P(m, o->proj_w), N, d.C, d.C, 0);
+    be->matmul_at(be, G(m, o->proj_w), a->dres, x->att, d.C, N, d.C, 1);
+    if (gpt2) be->bias_bwd(be, G(m, o->proj_b), a->dres, N, d.C);
+    tz_slice q = x->qkv, k = tz_f32(q, (size_t)d.nh * d.hd), v = tz_f32(q, (size_t)(d.nh + d.nkv) * d.hd);
+    tz_slice dq = a->dqkv, dk = tz_f32(dq, (size_t)d.nh * d.hd), dv = tz_f32(dq, (size_t)(d.nh + d.nkv) * d.hd);
+    be->attention_bwd(be, dq, dk, dv, a->dtmp, q, k, v, x->att, x->lse, B, T, d.nh, d.nkv, d.hd,
+                      d.Q, d.Q);
+    if (!gpt2) be->rope(be, a->dqkv, B, T, d.nh, d.nkv, d.hd, 0, c->rope_theta, -1);
+    be->matmul(be, a->dtmp, a->dqkv, P(m, o->qkv_w), N, d.Q, d.C, 0);
+    be->matmul_at(be, G(m, o->qkv_w), a->dqkv, x->n1, d.Q, N, d.C, 1);
+    if (gpt2) be->bias_bwd(be, G(m, o->qkv_b), a->dqkv, N, d.Q);
+    norm_bwd(m, a->dres, a->dtmp, a->res[l], x->n1_mean, x->n1_rstd, o->norm1_w, o->norm1_b, N);
+  }
+  be->embed_bwd(be, G(m, m->lay.wte), gpt2 ? G(m, m->lay.wpe) : TZ_NONE, a->dres, a->tokens, B, T,
+                d.C, d.Vp);
+}
+
+double tz_model_train_micro(tz_model *m, const int32_t *inputs, const int32_t *targets,
+                            float dscale) {
+  double loss = forward_loss(m, inputs, targets, dscale);
+  backward(m);
+  return loss;
+}
+
+double tz_model_eval_loss(tz_model *m, const int32_t *inputs, const int32_t *targets) {
+  return forward_loss(m, inputs, targets, 0.0f);
+}
+
+void tz_model_forward_logits(tz_model *m, const int32_t *inputs, float *logits) {
+  tz_acts *a = &m->train;
+  tz_backend *be = m->be;
+  int N = a->B * a->T, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab;
+  be->upload(be, a->tokens, inputs, (size_t)N * sizeof(int32_t));
+  forward(m, a, a->B, a->T, 0, 0);
+  for (int i = 0; i < N; i++)
+    be->download(be, logits + (size_t)i * V, tz_f32(a->logits, (size_t)i * Vp), V * sizeof(float));
+}
+
+double tz_model_grad_norm(tz_model *m) {
+  tz_backend *be = m->be;
+  tz_slice out = m->train.losses; /* reuse one float of scratch */
+  be->sum_sq(be, out, G(m, 0), m->lay.total);
+  float ss;
+  be->download(be, &ss, out, sizeof ss);
+  return sqrt((double)ss);
+}
+
+void tz_model_adamw(tz_model *m, const tz_adamw_hp *hp) {
+  tz_slice p = P(m, 0), g = G(m, 0), mm = {m->m, 0}, vv = {m->v, 0};
+  m->be->adamw(m->be, p, g, mm, vv, m->ranges, m->n_ranges, hp);
+}
+
+void tz_model_decode(tz_model *m, const int32_t *tokens, int n, int pos0, float *logits) {
+  tz_acts *a = &m->infer;
+  tz_backend *be = m->be;
+  TZ_ASSERT(n > 0 && pos0 + n <= m->cfg.max_seq_len);
+  be->upload(be, a->tokens, tokens, (size_t)n * sizeof(int32_t));
+  forward(m, a, 1, n, pos0, 1);
+  be->download(be, logits, a->logits, (size_t)m->cfg.vocab_size * sizeof(float));
+}

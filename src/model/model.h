@@ -1,0 +1,96 @@
+/* The model: a decoder-only transformer (llama or gpt2 family) built from backend ops.
+ *
+ * It owns the flat parameter buffer (and, for training, gradients and AdamW moments in the
+ * same layout) plus an activation arena sized once for (B, T): after tz_model_alloc_training
+ * a step allocates nothing. It never touches a backend's internals: every computation is a
+ * call through tz_backend (src/backend/backend.h), so the same code runs on every backend.
+ *
+ * Forward (per layer l, residual stream res[l] of [N, C], N = B·T):
+ *   n1 = norm1(res[l]); qkv = n1·Wqkvᵀ (+b); rope(q, k) [llama]; att = attention(q, k, v);
+ *   mid = res[l] + att·Wprojᵀ (+b); n2 = norm2(mid); h = n2·Wfcᵀ (+b);
+ *   a = gelu(h) [gpt2] | swiglu(h) [llama]; res[l+1] = mid + a·Wfcprojᵀ (+b)
+ * then nf = normf(res[L]); logits = nf·lm_headᵀ [N, Vp]; fused cross-entropy.
+ * Backward mirrors it in reverse (llm.c's gpt2_backward). */
+#ifndef TZ_MODEL_H
+#define TZ_MODEL_H
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "model/layout.h"
+#include "tezgah.h"
+
+/* Activation slices of one layer (saved for the backward). */
+typedef struct {
+  tz_slice n1, n1_mean, n1_rstd; /* [N,C], [N], [N] */
+  tz_slice qkv;                  /* [N, Q] after RoPE */
+  tz_slice att, lse;             /* [N, C], [B, n_head, T] */
+  tz_slice mid;                  /* [N, C] residual after attention */
+  tz_slice n2, n2_mean, n2_rstd; /* [N,C], [N], [N] */
+  tz_slice h;                    /* [N, F2]: fc pre-activation (gpt2 F2 = d_ff) or gate|up (llama 2·d_ff) */
+  tz_slice a;                    /* [N, d_ff]: activation output */
+} tz_layer_acts;
+
+/* One activation arena for a fixed (B, T). `shared` arenas (inference) reuse one layer's
+ * slices for every layer and keep only the last row's logits. */
+typedef struct {
+  int B, T, shared;
+  tz_buf *buf;
+  size_t bytes;
+  tz_slice tokens, targets; /* int32 [N] */
+  tz_slice *res;            /* L+1 slices of [N, C] (shared: two alternating) */
+  tz_layer_acts *layer;     /* [L] */
+  tz_slice nf, nf_mean, nf_rstd, logits, losses; /* [N,C],[N],[N],[N or 1, Vp],[N] */
+  /* backward scratch (training arenas only) */
+  tz_slice dres, dtmp, dqkv, dh, da; /* [N,C],[N,C],[N,Q],[N,F2],[N,d_ff] */
+} tz_acts;
+
+typedef struct {
+  tz_config cfg;
+  tz_layout lay;
+  tz_backend *be;
+  tz_buf *params, *grads, *m, *v; /* flat fp32, lay.total each (grads/m/v: training only) */
+  tz_acts train;                   /* training arena (B, T) */
+  tz_acts infer;                   /* inference arena (B = 1, T = max_seq_len) */
+  tz_buf *kcache, *vcache;         /* [L, max_seq_len, n_kv_head·head_dim] each */
+  float *host_losses;              /* [B·T] host copy of per-row losses */
+  tz_range *ranges;                /* AdamW ranges (one per tensor) */
+  int n_ranges;
+} tz_model;
+
+/* Create a model with zeroed parameters on `be`. cfg must be finalized. */
+int tz_model_create(tz_backend *be, const tz_config *cfg, tz_model **out);
+void tz_model_free(tz_model *m);
+/* GPT-2 / llm.c init: N(0, 0.02) matrices and embeddings, residual projections
+ * N(0, 0.02/sqrt(2L)), biases 0, norm weights 1, padded vocab rows 0. Drawn on the host in
+ * layout order from PCG32 seeded with `seed` (deterministic on every backend). */
+void tz_model_init_weights(tz_model *m, uint64_t seed);
+/* Host copies of the whole flat buffers (lay.total floats). */
+void tz_model_get_params(tz_model *m, float *dst);
+void tz_model_set_params(tz_model *m, const float *src);
+
+/* Allocate gradients, AdamW moments and the (B, T) activation arena. T ≤ max_seq_len. */
+int tz_model_alloc_training(tz_model *m, int B, int T);
+/* Zero the gradient buffer (start of an optimizer step). */
+void tz_model_zero_grads(tz_model *m);
+/* One micro-batch: forward, loss, backward; gradients accumulate (+=) scaled by `dscale`
+ * (1 / grad_accum_steps). inputs/targets: int32 [B·T] host arrays. Returns the mean
+ * loss over the batch (nats/token). */
+double tz_model_train_micro(tz_model *m, const int32_t *inputs, const int32_t *targets,
+                            float dscale);
+/* Forward and mean loss only (validation). */
+double tz_model_eval_loss(tz_model *m, const int32_t *inputs, const int32_t *targets);
+/* Forward over a full (B, T) batch of the training arena; copies logits [B·T, V] (the first V
+ * columns of each row) to `logits`. For tests and tools. */
+void tz_model_forward_logits(tz_model *m, const int32_t *inputs, float *logits);
+/* ‖g‖₂ over the whole gradient buffer. */
+double tz_model_grad_norm(tz_model *m);
+/* AdamW over every tensor (weight decay on ≥2-D tensors only). */
+void tz_model_adamw(tz_model *m, const tz_adamw_hp *hp);
+
+/* KV-cache decoding. alloc once; then feed tokens at positions pos0.. (pos0 + n ≤ maxT):
+ * prefill with the prompt, then one token at a time. Writes the logits of the last fed
+ * position, V floats, to `logits`. */
+int tz_model_alloc_inference(tz_model *m);
+void tz_model_decode(tz_model *m, const int32_t *tokens, int n, int pos0, float *logits);
+
+#endif

@@ -1,0 +1,26 @@
+/* Picking the next token from logits: greedy (temperature 0), or temperature softmax with
+ * optional top-k and top-p (nucleus, Holtzman et al. 2019) truncation, drawn with PCG32.
+ * Greedy takes the first maximal index, as llama2.c run.c's sample_argmax. */
+#ifndef TZ_SAMPLE_SAMPLER_H
+#define TZ_SAMPLE_SAMPLER_H
+#include <stdint.h>
+
+#include "core/rng.h"
+
+typedef struct {
+  int V;
+  float temperature; /* ≥ 0; 0 is greedy */
+  int top_k;         /* 0 = off, else keep the k most likely */
+  float top_p;       /* (0, 1]; 1 = off */
+  tz_rng rng;
+  double *prob; /* [V] scratch */
+  int *idx;     /* [V] scratch */
+} tz_sampler;
+
+void tz_sampler_init(tz_sampler *s, int V, float temperature, int top_k, float top_p, uint64_t seed);
+void tz_sampler_free(tz_sampler *s);
+/* logits: V floats. Returns a token id in [0, V). Non-finite logits are never picked
+ * unless all are non-finite (then 0). */
+int tz_sampler_pick(tz_sampler *s, const float *logits);
+
+#endif

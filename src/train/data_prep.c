@@ -1,0 +1,112 @@
+#include "train/data_prep.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "core/error.h"
+#include "core/fileio.h"
+#include "data/shard.h"
+
+#define PREP_VERSION 1
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A text corpus must not contain NUL bytes; that is the cheapest reliable sign of a binary
+ * file (images, archives, executables all have them early). */
+static int check_text(const char *path, const char *data, size_t len) {
+  if (len == 0) return tz_err("%s: file is empty", path);
+  const char *nul = memchr(data, 0, len);
+  if (nul) return tz_err("%s: looks binary (NUL byte at offset %zu); expected UTF-8 text", path, (size_t)(nul - data));
+  return 0;
+}
+
+int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
+                      const char *cache_root, int quiet, tz_prepared *out) {
+  memset(out, 0, sizeof *out);
+  if (vocab_size < 257 || vocab_size > 65536)
+    return tz_err("--vocab-size: %d must be in [257, 65536] (256 byte tokens + <|endoftext|>, uint16 shards)", vocab_size);
+  if (!(val_fraction > 0 && val_fraction < 0.5f))
+    return tz_err("--val-fraction: %g must be in (0, 0.5)", val_fraction);
+  char *text;
+  size_t len;
+  if (tz_read_file(corpus, &text, &len)) return -1;
+  if (check_text(corpus, text, len)) {
+    free(text);
+    return -1;
+  }
+  XXH64_state_t *h = XXH64_createState();
+  XXH64_reset(h, PREP_VERSION);
+  XXH64_update(h, text, len);
+  int32_t params[2] = {vocab_size, (int32_t)(val_fraction * 1e6f)};
+  XXH64_update(h, params, sizeof params);
+  uint64_t key = XXH64_digest(h);
+  XXH64_freeState(h);
+  char sub[64];
+  snprintf(sub, sizeof sub, "%016" PRIx64 "-v%d", key, vocab_size);
+  char *dir = tz_path_join(cache_root, sub);
+  out->train_path = tz_path_join(dir, "train.bin");
+  out->val_path = tz_path_join(dir, "val.bin");
+  out->tokenizer_path = tz_path_join(dir, "tokenizer.json");
+  int rc = -1;
+  tz_tokenizer *tok = NULL;
+  int32_t *ids = NULL;
+  size_t n = 0;
+  if (tz_exists(out->train_path) && tz_exists(out->val_path) && tz_exists(out->tokenizer_path)) {
+    size_t a, b;
+    if (!tz_shard_read_header(out->train_path, &a) && !tz_shard_read_header(out->val_path, &b)) {
+      out->n_train = a;
+      out->n_val = b;
+      if (!quiet) fprintf(stderr, "data: using cached tokens in %s (%zu train, %zu val)\n", dir, a, b);
+      rc = 0;
+      goto done;
+    }
+  }
+  if (tz_mkdirs(dir)) goto done;
+  double t0 = now_s();
+  if (!quiet) fprintf(stderr, "data: training a %d-token BPE tokenizer on %s (%.1f MB)...\n", vocab_size, corpus, len / 1e6);
+  if (tz_tok_train(text, len, vocab_size, &tok)) {
+    tz_err_prefix(corpus);
+    goto done;
+  }
+  double t1 = now_s();
+  if (tz_tok_encode(tok, text, len, 1, &ids, &n)) goto done;
+  double t2 = now_s();
+  size_t n_val = (size_t)(n * (double)val_fraction);
+  if (n < 4 || n_val < 2) {
+    tz_err("%s: too small to hold out a validation split (%zu tokens)", corpus, n);
+    goto done;
+  }
+  size_t n_train = n - n_val;
+  /* The tokenizer is written last: its presence marks a complete cache entry. */
+  if (tz_shard_write(out->train_path, ids, n_train) || tz_shard_write(out->val_path, ids + n_train, n_val) ||
+      tz_tok_save(tok, out->tokenizer_path))
+    goto done;
+  out->n_train = n_train;
+  out->n_val = n_val;
+  if (!quiet)
+    fprintf(stderr, "data: tokenizer %.1f s, encoding %.1f s (%.2f bytes/token): %zu train + %zu val tokens in %s\n",
+            t1 - t0, t2 - t1, (double)len / n, n_train, n_val, dir);
+  rc = 0;
+done:
+  free(ids);
+  tz_tok_free(tok);
+  free(text);
+  free(dir);
+  if (rc) tz_prepared_free(out);
+  return rc;
+}
+
+void tz_prepared_free(tz_prepared *p) {
+  free(p->train_path);
+  free(p->val_path);
+  free(p->tokenizer_path);
+  memset(p, 0, sizeof *p);
+}

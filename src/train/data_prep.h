@@ -1,0 +1,23 @@
+/* Corpus preparation: raw text → trained BPE tokenizer + llm.c token shards, done once and
+ * cached. The cache lives beside the runs: <cache_root>/<key>/{tokenizer.json, train.bin,
+ * val.bin}, key = XXH64 of (corpus bytes, vocab_size, val_fraction, prep format version), so
+ * a second run on the same corpus starts training at once.
+ * The corpus is split on the literal "<|endoftext|>" into documents (the tokenizer encodes it
+ * as its special token); the last `val_fraction` of the tokens is held out for validation. */
+#ifndef TZ_TRAIN_DATA_PREP_H
+#define TZ_TRAIN_DATA_PREP_H
+#include "tokenizer/tokenizer.h"
+
+typedef struct {
+  char *train_path, *val_path, *tokenizer_path; /* malloc'ed */
+  size_t n_train, n_val;                         /* tokens */
+} tz_prepared;
+
+/* Errors (one line): "<corpus>: <strerror>", "<corpus>: file is empty",
+ * "<corpus>: looks binary (NUL byte at offset N)", "<corpus>: too small to hold out a
+ * validation split (N tokens)", tokenizer/shard errors. `log` (may be NULL) receives progress. */
+int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
+                      const char *cache_root, int quiet, tz_prepared *out);
+void tz_prepared_free(tz_prepared *p);
+
+#endif

@@ -1,0 +1,326 @@
+/* The training loop (one for every backend):
+ *   prepare data (cached shards) → build or resume the model → for each step:
+ *   [validate] → zero grads → grad_accum × (forward, loss, backward) → ‖g‖ → skip if not
+ *   finite → clip → AdamW → metrics.jsonl + progress line → [checkpoint]
+ *   → final validation, checkpoint and a short sample.
+ * Deterministic for a given seed and thread count; a resumed run continues the exact loss
+ * sequence of an uninterrupted one (all state is in the checkpoint, see run_ckpt.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "checkpoint/run_ckpt.h"
+#include "core/error.h"
+#include "core/fileio.h"
+#include "data/dataloader.h"
+#include "data/metrics.h"
+#include "model/config_json.h"
+#include "train/data_prep.h"
+#include "train/schedule.h"
+#include "train/train_state.h"
+#include "tezgah.h"
+
+void tz_train_opts_default(tz_train_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->data = "data/kjv.txt";
+  o->vocab_size = 2048;
+  o->val_fraction = 0.05f;
+  o->backend = "cpu";
+  o->seed = 1337;
+  o->model.arch = TZ_ARCH_LLAMA;
+  o->model.n_layer = 4;
+  o->model.n_head = 4;
+  o->model.d_model = 128;
+  o->model.tied = 1;
+  o->B = 16;
+  o->T = 128;
+  o->grad_accum = 1;
+  o->steps = 600;
+  o->warmup = -1; /* 5% of steps */
+  o->lr = 3e-3f;
+  o->min_lr_frac = 0.1f;
+  o->beta1 = 0.9f;
+  o->beta2 = 0.95f;
+  o->eps = 1e-8f;
+  o->weight_decay = 0.1f;
+  o->grad_clip = 1.0f;
+  o->val_every = 100;
+  o->val_batches = 8;
+  o->ckpt_every = 200;
+  o->log_every = 10;
+  o->sample_tokens = 200;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Mean loss over up to `batches` validation batches from the start of the val split. */
+static double validate(tz_model *m, tz_loader *val, int batches, int32_t *in, int32_t *tg) {
+  tz_loader_reset(val);
+  uint64_t avail = tz_loader_batches_per_epoch(val);
+  int n = batches < (int)avail ? batches : (int)avail;
+  if (n < 1) n = 1;
+  double sum = 0;
+  for (int i = 0; i < n; i++) {
+    if (tz_loader_next(val, in, tg)) return NAN;
+    sum += tz_model_eval_loss(m, in, tg);
+  }
+  return sum / n;
+}
+
+static void fmt_eta(char *buf, size_t n, double s) {
+  if (!isfinite(s) || s < 0) s = 0;
+  int h = (int)(s / 3600), mi = (int)(s / 60) % 60, se = (int)s % 60;
+  if (h) snprintf(buf, n, "%dh%02dm", h, mi);
+  else snprintf(buf, n, "%dm%02ds", mi, se);
+}
+
+/* Point runs/latest at the run directory (a symlink replaced atomically). */
+static void mark_latest(const char *run_dir) {
+  char *copy = tz_strdup(run_dir), *copy2 = tz_strdup(run_dir);
+  char *parent = dirname(copy), *base = basename(copy2);
+  char *link = tz_path_join(parent, "latest"), *tmp = tz_path_join(parent, ".latest.tmp");
+  if (strcmp(base, "latest") != 0) {
+    unlink(tmp);
+    if (symlink(base, tmp) == 0 && rename(tmp, link) != 0) unlink(tmp);
+  }
+  free(link);
+  free(tmp);
+  free(copy);
+  free(copy2);
+}
+
+static int save(const char *path, tz_model *m, const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader) {
+  st->loader_pos = tz_loader_get_pos(loader);
+  cJSON *j = tz_train_state_to_json(st);
+  int rc = tz_run_save(path, m, tok, j);
+  cJSON_Delete(j);
+  return rc;
+}
+
+int tz_train(const tz_train_opts *opts_in) {
+  tz_train_opts o = *opts_in;
+  int rc = -1;
+  tz_backend *be = NULL;
+  tz_model *m = NULL;
+  tz_tokenizer *tok = NULL;
+  tz_loader *train = NULL, *val = NULL;
+  tz_run_file rf = {0};
+  tz_metrics *metrics = NULL;
+  tz_prepared prep = {0};
+  int32_t *in = NULL, *tg = NULL;
+  char *ckpt_path = NULL, *metrics_path = NULL, *cache_root = NULL;
+  tz_train_state st;
+  tz_train_state_init(&st, &o);
+
+  /* ---- resume: the checkpoint's options and config win over defaults ---- */
+  if (o.resume) {
+    if (tz_run_open(o.resume, &rf)) goto out;
+    if (!rf.train) {
+      tz_err("%s: checkpoint has no training state (an exported model cannot be resumed)", rf.path);
+      goto out;
+    }
+    if (tz_train_state_from_json(rf.train, rf.path, &st, &o)) goto out;
+    if (!o.run_dir) o.run_dir = o.resume;
+    o.model = rf.cfg;
+    tok = rf.tok;
+    rf.tok = NULL;
+  }
+  if (!o.run_dir) {
+    tz_err("--run-dir: no run directory given");
+    goto out;
+  }
+  if (o.B < 1 || o.T < 1 || o.grad_accum < 1 || o.steps < 1)
+    return tz_err("options: B=%d, T=%d, grad_accum=%d and steps=%d must all be ≥ 1", o.B, o.T, o.grad_accum, o.steps);
+  if (tz_mkdirs(o.run_dir)) goto out;
+  if (access(o.run_dir, W_OK) != 0) {
+    tz_err("%s: run directory is not writable: %s", o.run_dir, strerror(errno));
+    goto out;
+  }
+  ckpt_path = tz_path_join(o.run_dir, TZ_CKPT_FILE);
+  metrics_path = tz_path_join(o.run_dir, "metrics.jsonl");
+
+  /* ---- data ---- */
+  const char *train_shards = o.train_shards, *val_shards = o.val_shards;
+  if (!train_shards) {
+    char *copy = tz_strdup(o.run_dir);
+    cache_root = tz_path_join(dirname(copy), ".cache");
+    free(copy);
+    if (tz_prepare_corpus(o.data, o.vocab_size, o.val_fraction, cache_root, o.quiet, &prep)) goto out;
+    train_shards = prep.train_path;
+    val_shards = prep.val_path;
+    if (!tok && tz_tok_load(prep.tokenizer_path, &tok)) goto out;
+  } else if (!tok && o.tokenizer && tz_tok_load(o.tokenizer, &tok)) {
+    goto out;
+  }
+  if (!o.resume) {
+    if (tok) o.model.vocab_size = tz_tok_vocab_size(tok);
+    if (o.model.vocab_size <= 0) {
+      tz_err("--vocab-size: needed when training on shards without a tokenizer");
+      goto out;
+    }
+    if (o.model.max_seq_len == 0) o.model.max_seq_len = o.T;
+    if (tz_config_finalize(&o.model)) goto out;
+  }
+  if (o.T > o.model.max_seq_len) {
+    tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d", o.T, o.model.max_seq_len);
+    goto out;
+  }
+  if (tz_loader_open(&train, train_shards, o.model.vocab_size, o.B, o.T)) goto out;
+  if (val_shards && tz_loader_open(&val, val_shards, o.model.vocab_size, o.B, o.T)) goto out;
+
+  /* ---- model ---- */
+  if (!(be = tz_backend_create(o.backend, o.threads))) goto out;
+  if (o.resume) {
+    if (tz_run_load_model(&rf, be, &m)) goto out;
+  } else {
+    if (tz_model_create(be, &o.model, &m)) goto out;
+    tz_model_init_weights(m, o.seed);
+  }
+  if (tz_model_alloc_training(m, o.B, o.T)) goto out;
+  if (o.resume) {
+    if (tz_run_load_adam(&rf, m)) goto out;
+    if (tz_loader_set_pos(train, st.loader_pos)) {
+      tz_err_prefix(rf.path);
+      goto out;
+    }
+  }
+  tz_run_close(&rf);
+  if (tz_metrics_open(metrics_path, st.step, &metrics)) goto out;
+  mark_latest(o.run_dir);
+
+  size_t N = (size_t)o.B * o.T;
+  in = tz_malloc(N * sizeof *in);
+  tg = tz_malloc(N * sizeof *tg);
+  int warmup = o.warmup >= 0 ? o.warmup : o.steps / 20;
+  if (!o.quiet) {
+    fprintf(stderr, "model: %s, %d layers, %d heads (%d kv), C=%d, d_ff=%d, V=%d, T=%d: %.2fM params (%016" PRIx64 ")\n",
+            tz_arch_name(m->cfg.arch), m->cfg.n_layer, m->cfg.n_head, m->cfg.n_kv_head, m->cfg.d_model,
+            m->cfg.d_ff, m->cfg.vocab_size, m->cfg.max_seq_len, m->lay.total / 1e6, m->lay.fingerprint);
+    fprintf(stderr, "train: %s backend, B=%d T=%d accum=%d, %d steps%s, lr %.2e, run %s\n", be->name, o.B, o.T,
+            o.grad_accum, o.steps, st.step ? " (resumed)" : "", o.lr, o.run_dir);
+  }
+  int tty = isatty(2) && !o.quiet;
+  double t_start = now_s(), tokens_done = 0, last_val = NAN;
+  for (; st.step < o.steps; st.step++) {
+    cJSON *line = cJSON_CreateObject();
+    double val_loss = NAN;
+    if (val && o.val_every > 0 && st.step % o.val_every == 0) {
+      val_loss = validate(m, val, o.val_batches, in, tg);
+      last_val = val_loss;
+    }
+    double t0 = now_s();
+    float lr = tz_lr_at(st.step, o.steps, warmup, o.lr, o.min_lr_frac);
+    tz_model_zero_grads(m);
+    double loss = 0;
+    for (int a = 0; a < o.grad_accum; a++) {
+      if (tz_loader_next(train, in, tg)) {
+        cJSON_Delete(line);
+        goto out;
+      }
+      loss += tz_model_train_micro(m, in, tg, 1.0f / o.grad_accum);
+    }
+    loss /= o.grad_accum;
+    double norm = tz_model_grad_norm(m);
+    const char *skip = !isfinite(loss) ? "non-finite loss" : !isfinite(norm) ? "non-finite grad norm" : NULL;
+    if (!skip) {
+      float clip = o.grad_clip > 0 && norm > o.grad_clip ? (float)(o.grad_clip / (norm + 1e-6)) : 1.0f;
+      tz_adamw_hp hp = {lr, o.beta1, o.beta2, o.eps, o.weight_decay, clip, (int)(st.adam_t + 1)};
+      tz_model_adamw(m, &hp);
+      st.adam_t++;
+    } else {
+      st.skipped++;
+      fprintf(stderr, "%sstep %d skipped: %s (loss %g, grad norm %g)\n", tty ? "\n" : "", st.step + 1, skip, loss, norm);
+    }
+    be->sync(be);
+    double dt = now_s() - t0;
+    tokens_done += (double)N * o.grad_accum;
+    double elapsed = now_s() - t_start;
+    double tok_s = (double)N * o.grad_accum / dt;
+    cJSON_AddNumberToObject(line, "step", st.step + 1);
+    cJSON_AddNumberToObject(line, "loss", loss);
+    cJSON_AddNumberToObject(line, "lr", lr);
+    cJSON_AddNumberToObject(line, "grad_norm", norm);
+    cJSON_AddNumberToObject(line, "tok_per_s", round(tok_s));
+    cJSON_AddNumberToObject(line, "elapsed_s", st.elapsed_s + elapsed);
+    if (isfinite(val_loss)) cJSON_AddNumberToObject(line, "val_loss", val_loss);
+    if (skip) {
+      cJSON_AddTrueToObject(line, "skipped");
+      cJSON_AddStringToObject(line, "reason", skip);
+    }
+    int wrc = tz_metrics_write(metrics, line);
+    cJSON_Delete(line);
+    if (wrc) goto out;
+    if (!o.quiet && (tty || (st.step + 1) % o.log_every == 0 || st.step == 0)) {
+      char eta[32];
+      fmt_eta(eta, sizeof eta, elapsed / tokens_done * (double)N * o.grad_accum * (o.steps - st.step - 1));
+      fprintf(stderr, "%sstep %*d/%d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | ETA %s",
+              tty ? "\r" : "", (int)log10(o.steps) + 1, st.step + 1, o.steps, loss, lr, norm,
+              tokens_done / elapsed, eta);
+      if (isfinite(last_val)) fprintf(stderr, " | val %.4f", last_val);
+      fprintf(stderr, tty ? "\033[K" : "\n");
+    }
+    if (o.ckpt_every > 0 && (st.step + 1) % o.ckpt_every == 0 && st.step + 1 < o.steps) {
+      st.step++;
+      st.elapsed_s += now_s() - t_start;
+      t_start = now_s();
+      int src = save(ckpt_path, m, tok, &st, train);
+      st.step--;
+      if (src) goto out;
+    }
+  }
+  double total = now_s() - t_start;
+  if (tty) fprintf(stderr, "\n");
+  if (val) {
+    last_val = validate(m, val, o.val_batches, in, tg);
+    cJSON *line = cJSON_CreateObject();
+    cJSON_AddNumberToObject(line, "step", st.step);
+    cJSON_AddNumberToObject(line, "val_loss", last_val);
+    cJSON_AddTrueToObject(line, "final");
+    int wrc = tz_metrics_write(metrics, line);
+    cJSON_Delete(line);
+    if (wrc) goto out;
+  }
+  st.elapsed_s += total;
+  if (save(ckpt_path, m, tok, &st, train)) goto out;
+  if (!o.quiet) {
+    fprintf(stderr, "done: %d steps, %.0f tok/s this session, final val loss %.4f (ppl %.2f), %d skipped; checkpoint %s\n",
+            st.step, total > 0 ? tokens_done / total : 0.0, last_val, exp(last_val), st.skipped, ckpt_path);
+  }
+  if (o.sample_tokens > 0 && tok) {
+    tz_sample_opts so;
+    tz_sample_opts_default(&so);
+    so.model = ckpt_path;
+    so.backend = o.backend;
+    so.threads = o.threads;
+    so.tokens = o.sample_tokens;
+    so.seed = o.seed;
+    if (!o.quiet) fprintf(stderr, "sample (temperature %.1f, top-k %d):\n", so.temperature, so.top_k);
+    if (tz_sample(&so, stdout)) goto out;
+  }
+  rc = 0;
+out:
+  tz_run_close(&rf);
+  tz_metrics_close(metrics);
+  tz_loader_free(train);
+  tz_loader_free(val);
+  tz_model_free(m);
+  if (be) be->destroy(be);
+  tz_tok_free(tok);
+  tz_prepared_free(&prep);
+  free(in);
+  free(tg);
+  free(ckpt_path);
+  free(metrics_path);
+  free(cache_root);
+  return rc;
+}

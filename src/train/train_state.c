@@ -1,0 +1,92 @@
+#include "train/train_state.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+void tz_train_state_init(tz_train_state *st, const tz_train_opts *o) {
+  memset(st, 0, sizeof *st);
+  st->opts = o;
+}
+
+void tz_train_state_free(tz_train_state *st) {
+  free(st->train_shards);
+  free(st->val_shards);
+  st->train_shards = st->val_shards = NULL;
+}
+
+/* The options that determine the loss sequence, as (name, pointer, is_float). */
+#define OPT_FIELDS(X, o)                                                              \
+  X("B", &(o)->B, 0) X("T", &(o)->T, 0) X("grad_accum", &(o)->grad_accum, 0)        \
+  X("steps", &(o)->steps, 0) X("warmup", &(o)->warmup, 0) X("val_every", &(o)->val_every, 0) \
+  X("val_batches", &(o)->val_batches, 0) X("ckpt_every", &(o)->ckpt_every, 0)       \
+  X("lr", &(o)->lr, 1) X("min_lr_frac", &(o)->min_lr_frac, 1) X("beta1", &(o)->beta1, 1) \
+  X("beta2", &(o)->beta2, 1) X("eps", &(o)->eps, 1) X("weight_decay", &(o)->weight_decay, 1) \
+  X("grad_clip", &(o)->grad_clip, 1)
+
+cJSON *tz_train_state_to_json(const tz_train_state *st) {
+  const tz_train_opts *o = st->opts;
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddNumberToObject(j, "step", st->step);
+  cJSON_AddNumberToObject(j, "adam_t", (double)st->adam_t);
+  cJSON_AddNumberToObject(j, "skipped", st->skipped);
+  cJSON_AddNumberToObject(j, "elapsed_s", st->elapsed_s);
+  cJSON *pos = cJSON_AddObjectToObject(j, "loader_pos");
+  cJSON_AddNumberToObject(pos, "shard", (double)st->loader_pos.shard);
+  cJSON_AddNumberToObject(pos, "offset", (double)st->loader_pos.offset);
+  cJSON_AddNumberToObject(pos, "epoch", (double)st->loader_pos.epoch);
+  cJSON *opts = cJSON_AddObjectToObject(j, "opts");
+#define PUT(name, ptr, isf) cJSON_AddNumberToObject(opts, name, isf ? (double)*(float *)(ptr) : (double)*(int *)(ptr));
+  OPT_FIELDS(PUT, o)
+#undef PUT
+  cJSON_AddNumberToObject(opts, "seed", (double)o->seed);
+  if (st->train_shards) cJSON_AddStringToObject(opts, "train_shards", st->train_shards);
+  if (st->val_shards) cJSON_AddStringToObject(opts, "val_shards", st->val_shards);
+  return j;
+}
+
+static int num(const cJSON *j, const char *where, const char *name, double *v) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, name);
+  if (!cJSON_IsNumber(x)) return tz_err("%s: training state field '%s' is missing or not a number", where, name);
+  *v = x->valuedouble;
+  return 0;
+}
+
+int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *st, tz_train_opts *o) {
+  double v;
+  const cJSON *opts = cJSON_GetObjectItemCaseSensitive(j, "opts");
+  const cJSON *pos = cJSON_GetObjectItemCaseSensitive(j, "loader_pos");
+  if (!cJSON_IsObject(opts) || !cJSON_IsObject(pos))
+    return tz_err("%s: training state lacks 'opts' or 'loader_pos'", where);
+  if (num(j, where, "step", &v)) return -1;
+  st->step = (int)v;
+  if (num(j, where, "adam_t", &v)) return -1;
+  st->adam_t = (int64_t)v;
+  if (num(j, where, "skipped", &v)) return -1;
+  st->skipped = (int)v;
+  if (num(j, where, "elapsed_s", &v)) return -1;
+  st->elapsed_s = v;
+  if (num(pos, where, "shard", &v)) return -1;
+  st->loader_pos.shard = (uint64_t)v;
+  if (num(pos, where, "offset", &v)) return -1;
+  st->loader_pos.offset = (uint64_t)v;
+  if (num(pos, where, "epoch", &v)) return -1;
+  st->loader_pos.epoch = (uint64_t)v;
+  int want_steps = o->steps;
+#define GET(name, ptr, isf)                          \
+  if (num(opts, where, name, &v)) return -1;          \
+  if (isf) *(float *)(ptr) = (float)v;                \
+  else *(int *)(ptr) = (int)v;
+  OPT_FIELDS(GET, o)
+#undef GET
+  if (num(opts, where, "seed", &v)) return -1;
+  o->seed = (uint64_t)v;
+  if (want_steps > 0) o->steps = want_steps;
+  const cJSON *ts = cJSON_GetObjectItemCaseSensitive(opts, "train_shards");
+  const cJSON *vs = cJSON_GetObjectItemCaseSensitive(opts, "val_shards");
+  if (cJSON_IsString(ts)) o->train_shards = st->train_shards = tz_strdup(ts->valuestring);
+  if (cJSON_IsString(vs)) o->val_shards = st->val_shards = tz_strdup(vs->valuestring);
+  if (!o->train_shards) return tz_err("%s: training state does not record its training shards", where);
+  return 0;
+}

@@ -1,0 +1,28 @@
+/* The training state a checkpoint carries for an exact resume: progress counters, the data
+ * position and the options that shape the loss sequence (batch, schedule, optimizer, data). */
+#ifndef TZ_TRAIN_TRAIN_STATE_H
+#define TZ_TRAIN_TRAIN_STATE_H
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "data/dataloader.h"
+#include "tezgah.h"
+
+typedef struct {
+  int step;          /* completed optimizer steps */
+  int64_t adam_t;    /* AdamW updates applied (skipped steps do not count) */
+  int skipped;       /* steps skipped for non-finite loss / grad norm */
+  double elapsed_s;  /* training wall time before this session */
+  tz_loader_pos loader_pos;
+  const tz_train_opts *opts; /* options to record (borrowed) */
+  char *train_shards, *val_shards; /* restored shard lists (owned) */
+} tz_train_state;
+
+void tz_train_state_init(tz_train_state *st, const tz_train_opts *o);
+cJSON *tz_train_state_to_json(const tz_train_state *st);
+/* Restore counters and the recorded options into *o (o->steps is kept when > 0 and larger
+ * than the recorded step, so a finished run can be extended). Errors name `where`. */
+int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *st, tz_train_opts *o);
+void tz_train_state_free(tz_train_state *st);
+
+#endif
