@@ -1,0 +1,12 @@
+/* Backend selection by name. One entry per compiled backend; "cpu" is always present. */
+#include "backend/backend.h"
+
+#include <string.h>
+
+#include "core/error.h"
+
+tz_backend *tz_backend_create(const char *name, int threads) {
+  if (name && strcmp(name, "cpu") == 0) return tz_backend_cpu_create(threads);
+  tz_err("unknown backend '%s' (available: cpu)", name ? name : "(null)");
+  return NULL;
+}

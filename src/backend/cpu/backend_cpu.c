@@ -1,0 +1,148 @@
+/* The CPU backend: host memory plus the reference kernels of src/kernels/<op>/<op>_cpu.c.
+ *
+ * Buffers are plain 64-byte aligned host allocations (zero-filled), so memory ops are
+ * memcpy and sync is a no-op: every op has finished when its call returns. The context
+ * holds the thread count, the matmul path (TZ_MATMUL=c|blas, read once at creation) and
+ * scratch memory that kernels reuse across calls so a training step allocates nothing.
+ */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef TZ_USE_BLAS
+#include <cblas.h>
+#endif
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "kernels/cpu_kernels.h"
+
+void *tz_cpu_ptr(tz_slice s) { return s.buf ? (char *)s.buf->data + s.off : NULL; }
+
+static void *aligned_zalloc(size_t bytes) {
+  size_t n = (bytes + 63) / 64 * 64;
+  void *p = aligned_alloc(64, n ? n : 64);
+  if (p) memset(p, 0, n ? n : 64);
+  return p;
+}
+
+static tz_buf *cpu_alloc(tz_backend *be, size_t bytes, const char *what) {
+  tz_buf *b = malloc(sizeof *b);
+  void *d = b ? aligned_zalloc(bytes) : NULL;
+  if (!d) {
+    free(b);
+    tz_err("cpu: out of host memory allocating %zu bytes for %s", bytes, what ? what : "buffer");
+    return NULL;
+  }
+  b->data = d;
+  b->bytes = bytes;
+  return b;
+}
+
+static void cpu_free(tz_backend *be, tz_buf *b) {
+  if (!b) return;
+  free(b->data);
+  free(b);
+}
+
+static void cpu_upload(tz_backend *be, tz_slice dst, const void *src, size_t bytes) {
+  memcpy(tz_cpu_ptr(dst), src, bytes);
+}
+static void cpu_download(tz_backend *be, void *dst, tz_slice src, size_t bytes) {
+  memcpy(dst, tz_cpu_ptr(src), bytes);
+}
+/* memmove: dst and src may be overlapping views of one buffer. */
+static void cpu_copy(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes) {
+  memmove(tz_cpu_ptr(dst), tz_cpu_ptr(src), bytes);
+}
+static void cpu_sync(tz_backend *be) {}
+
+size_t tz_cpu_scratch(tz_cpu_ctx *cx, size_t per_thread) {
+  size_t stride = (per_thread + 15) / 16 * 16; /* keep each thread's row on its own lines */
+  if (stride > cx->scratch_stride) {
+    free(cx->scratch);
+    cx->scratch = aligned_zalloc(stride * (size_t)cx->threads * sizeof(float));
+    if (!cx->scratch) tz_panic(__FILE__, __LINE__, "out of memory for attention scratch");
+    cx->scratch_stride = stride;
+  }
+  return cx->scratch_stride;
+}
+
+static void cpu_destroy(tz_backend *be) {
+  if (!be) return;
+  tz_cpu_ctx *cx = be->ctx;
+  if (cx) {
+    free(cx->apack);
+    free(cx->bpack);
+    free(cx->scratch);
+    free(cx);
+  }
+  free(be);
+}
+
+/* threads > 0 sets the OpenMP team size for the process (omp_set_num_threads); <= 0 keeps
+ * the OpenMP default (OMP_NUM_THREADS or all cores). OpenBLAS (pthread flavour) gets the
+ * same count so the two thread pools never oversubscribe the cores: BLAS is only ever
+ * called from the serial part of a kernel, never inside an OpenMP region. */
+tz_backend *tz_backend_cpu_create(int threads) {
+  if (threads > 0) omp_set_num_threads(threads);
+  tz_backend *be = tz_calloc(1, sizeof *be);
+  tz_cpu_ctx *cx = tz_calloc(1, sizeof *cx);
+  cx->threads = omp_get_max_threads();
+  const char *mm = getenv("TZ_MATMUL");
+#ifdef TZ_USE_BLAS
+  cx->use_blas = !(mm && strcmp(mm, "c") == 0);
+  openblas_set_num_threads(cx->threads);
+#else
+  cx->use_blas = 0;
+#endif
+  if (mm && strcmp(mm, "c") != 0 && strcmp(mm, "blas") != 0) {
+    tz_err("TZ_MATMUL='%s' is not one of c, blas", mm);
+    free(cx);
+    free(be);
+    return NULL;
+  }
+  cx->apack = aligned_zalloc((size_t)cx->threads * TZ_MM_MC * TZ_MM_KC * sizeof(float));
+  cx->bpack = aligned_zalloc((size_t)TZ_MM_KC * TZ_MM_NC * sizeof(float));
+  if (!cx->apack || !cx->bpack) {
+    tz_err("cpu: out of host memory for matmul packing buffers");
+    free(cx->apack);
+    free(cx->bpack);
+    free(cx);
+    free(be);
+    return NULL;
+  }
+  be->name = "cpu";
+  be->ctx = cx;
+  be->alloc = cpu_alloc;
+  be->free = cpu_free;
+  be->upload = cpu_upload;
+  be->download = cpu_download;
+  be->copy = cpu_copy;
+  be->fill = tz_cpu_fill;
+  be->copy_rows = tz_cpu_copy_rows;
+  be->sync = cpu_sync;
+  be->destroy = cpu_destroy;
+  be->embed_fwd = tz_cpu_embed_fwd;
+  be->embed_bwd = tz_cpu_embed_bwd;
+  be->rmsnorm_fwd = tz_cpu_rmsnorm_fwd;
+  be->rmsnorm_bwd = tz_cpu_rmsnorm_bwd;
+  be->layernorm_fwd = tz_cpu_layernorm_fwd;
+  be->layernorm_bwd = tz_cpu_layernorm_bwd;
+  be->matmul_t = tz_cpu_matmul_t;
+  be->matmul = tz_cpu_matmul;
+  be->matmul_at = tz_cpu_matmul_at;
+  be->bias_bwd = tz_cpu_bias_bwd;
+  be->rope = tz_cpu_rope;
+  be->attention_fwd = tz_cpu_attention_fwd;
+  be->attention_bwd = tz_cpu_attention_bwd;
+  be->gelu_fwd = tz_cpu_gelu_fwd;
+  be->gelu_bwd = tz_cpu_gelu_bwd;
+  be->swiglu_fwd = tz_cpu_swiglu_fwd;
+  be->swiglu_bwd = tz_cpu_swiglu_bwd;
+  be->add = tz_cpu_add;
+  be->crossentropy = tz_cpu_crossentropy;
+  be->sum_sq = tz_cpu_sum_sq;
+  be->adamw = tz_cpu_adamw;
+  return be;
+}

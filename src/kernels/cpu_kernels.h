@@ -1,0 +1,104 @@
+/* CPU reference kernels: one function per tz_backend op slot, same signature as the slot.
+ *
+ * Each op family lives in its own folder (src/kernels/<op>/<op>_cpu.c); later WGSL/CUDA
+ * kernels go next to them. The math and the gradient rule (+= or =) of every op is stated
+ * at its definition; the contract is backend.h and docs/OPS.md.
+ *
+ * Determinism: every kernel uses static OpenMP schedules, no float atomics, and reductions
+ * whose order depends at most on the thread count, so a fixed thread count gives
+ * bit-identical results run to run. Most kernels are even independent of the thread count
+ * (each output element is reduced by exactly one thread in a fixed order).
+ */
+#ifndef TZ_KERNELS_CPU_KERNELS_H
+#define TZ_KERNELS_CPU_KERNELS_H
+#include <stddef.h>
+
+#include "backend/backend.h"
+
+/* Host memory behind a tz_buf. Buffers are 64-byte aligned and zero-filled at alloc. */
+struct tz_buf {
+  void *data;
+  size_t bytes;
+};
+
+/* Matmul packing geometry (matmul_cpu.c): micro-tile MR x NR, cache blocks MC, KC, NC. */
+#define TZ_MM_MR 8
+#define TZ_MM_NR 32
+#define TZ_MM_MC 128
+#define TZ_MM_KC 256
+#define TZ_MM_NC 4096
+
+/* The CPU backend's private state (be->ctx). Scratch is allocated at creation (matmul
+ * packing) or grown on first use (attention rows), never per call in steady state. */
+typedef struct {
+  int threads;    /* OpenMP team size used by every kernel */
+  int use_blas;   /* matmul path: 1 = cblas_sgemm, 0 = plain C kernels (TZ_MATMUL env) */
+  float *apack;   /* [threads][MC*KC] packed A blocks, one per thread */
+  float *bpack;   /* [KC*NC] packed B block, shared by the team */
+  float *scratch; /* attention score rows, [threads][scratch_stride] */
+  size_t scratch_stride;
+} tz_cpu_ctx;
+
+/* Grow ctx->scratch so that every thread owns `per_thread` floats (called outside any
+ * parallel region). Returns the per-thread stride in floats. */
+size_t tz_cpu_scratch(tz_cpu_ctx *cx, size_t per_thread);
+
+#define TZ_CPU_CTX(be) ((tz_cpu_ctx *)(be)->ctx)
+#define TZ_F(s) ((float *)tz_cpu_ptr(s))
+#define TZ_I(s) ((int *)tz_cpu_ptr(s))
+
+/* memory-like ops (elementwise/elementwise_cpu.c) */
+void tz_cpu_fill(tz_backend *be, tz_slice dst, float value, size_t n);
+void tz_cpu_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src,
+                      size_t src_stride, int rows, int cols);
+void tz_cpu_add(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, size_t n);
+void tz_cpu_sum_sq(tz_backend *be, tz_slice out, tz_slice x, size_t n);
+
+void tz_cpu_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, tz_slice wpe,
+                      int B, int T, int C, int V);
+void tz_cpu_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout,
+                      tz_slice tok, int B, int T, int C, int V);
+
+void tz_cpu_rmsnorm_fwd(tz_backend *be, tz_slice out, tz_slice rstd, tz_slice inp,
+                        tz_slice w, int N, int C, float eps);
+void tz_cpu_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout,
+                        tz_slice inp, tz_slice w, tz_slice rstd, int N, int C);
+
+void tz_cpu_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd,
+                          tz_slice inp, tz_slice w, tz_slice b, int N, int C, float eps);
+void tz_cpu_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db,
+                          tz_slice dout, tz_slice inp, tz_slice w, tz_slice mean,
+                          tz_slice rstd, int N, int C);
+
+void tz_cpu_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias,
+                     int M, int K, int N, int acc);
+void tz_cpu_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N,
+                   int acc);
+void tz_cpu_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K,
+                      int N, int acc);
+void tz_cpu_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N);
+
+void tz_cpu_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_head,
+                 int head_dim, int pos0, float theta, int dir);
+
+void tz_cpu_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k,
+                          tz_slice v, int B, int Tq, int Tk, int q_pos0, int n_head,
+                          int n_kv_head, int head_dim, int q_stride, int kv_stride);
+void tz_cpu_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv,
+                          tz_slice dout, tz_slice q, tz_slice k, tz_slice v, tz_slice out,
+                          tz_slice lse, int B, int T, int n_head, int n_kv_head, int head_dim,
+                          int q_stride, int kv_stride);
+
+void tz_cpu_gelu_fwd(tz_backend *be, tz_slice out, tz_slice inp, size_t n);
+void tz_cpu_gelu_bwd(tz_backend *be, tz_slice dinp, tz_slice inp, tz_slice dout, size_t n);
+
+void tz_cpu_swiglu_fwd(tz_backend *be, tz_slice out, tz_slice gu, int N, int F);
+void tz_cpu_swiglu_bwd(tz_backend *be, tz_slice dgu, tz_slice dout, tz_slice gu, int N, int F);
+
+void tz_cpu_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice targets,
+                         int N, int V, int Vp, float dscale);
+
+void tz_cpu_adamw(tz_backend *be, tz_slice params, tz_slice grads, tz_slice m, tz_slice v,
+                  const tz_range *ranges, int n_ranges, const tz_adamw_hp *hp);
+
+#endif
