@@ -1,0 +1,282 @@
+#include "checkpoint/ckpt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "core/error.h"
+#include "core/fileio.h"
+
+#define HEADER_BYTES 16
+#define ENTRY_BYTES 72
+#define NAME_FIELD 48
+
+static void put_le32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put_le64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint32_t get_le32(const unsigned char *p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
+  return v;
+}
+static uint64_t get_le64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+static uint64_t align_up(uint64_t x) { return (x + TZ_CKPT_ALIGN - 1) / TZ_CKPT_ALIGN * TZ_CKPT_ALIGN; }
+
+/* ---------------------------------------------------------------- writer */
+
+typedef struct {
+  char name[NAME_FIELD];
+  const void *data;
+  size_t size;
+  void *owned; /* non-NULL when the writer copied the data */
+} wsection;
+
+struct tz_ckpt_writer {
+  wsection *s;
+  size_t n, cap;
+};
+
+tz_ckpt_writer *tz_ckpt_begin(void) { return tz_calloc(1, sizeof(tz_ckpt_writer)); }
+
+static int add(tz_ckpt_writer *w, const char *name, const void *data, size_t size, int copy) {
+  size_t len = name ? strlen(name) : 0;
+  if (len == 0 || len > TZ_CKPT_NAME_MAX)
+    return tz_err("checkpoint: section name '%s' must be 1..%d bytes", name ? name : "(null)", TZ_CKPT_NAME_MAX);
+  if (size && !data) return tz_err("checkpoint: section '%s' has %zu bytes but no data", name, size);
+  for (size_t i = 0; i < w->n; i++)
+    if (strcmp(w->s[i].name, name) == 0) return tz_err("checkpoint: duplicate section '%s'", name);
+  if (w->n == w->cap) {
+    w->cap = w->cap ? 2 * w->cap : 16;
+    w->s = tz_realloc(w->s, w->cap * sizeof *w->s);
+  }
+  wsection *s = &w->s[w->n++];
+  memset(s, 0, sizeof *s);
+  memcpy(s->name, name, len);
+  s->size = size;
+  if (copy && size) {
+    s->owned = tz_malloc(size);
+    memcpy(s->owned, data, size);
+    s->data = s->owned;
+  } else {
+    s->data = data;
+  }
+  return 0;
+}
+
+int tz_ckpt_add(tz_ckpt_writer *w, const char *name, const void *data, size_t size) {
+  return add(w, name, data, size, 1);
+}
+
+int tz_ckpt_add_ref(tz_ckpt_writer *w, const char *name, const void *data, size_t size) {
+  return add(w, name, data, size, 0);
+}
+
+void tz_ckpt_free(tz_ckpt_writer *w) {
+  if (!w) return;
+  for (size_t i = 0; i < w->n; i++) free(w->s[i].owned);
+  free(w->s);
+  free(w);
+}
+
+int tz_ckpt_commit(tz_ckpt_writer *w, const char *path) {
+  if (w->n > UINT32_MAX) return tz_err("%s: too many sections (%zu)", path, w->n);
+  size_t table_end = HEADER_BYTES + ENTRY_BYTES * w->n;
+  unsigned char *head = tz_calloc(1, table_end);
+  memcpy(head, TZ_CKPT_MAGIC, 8);
+  put_le32(head + 8, TZ_CKPT_VERSION);
+  put_le32(head + 12, (uint32_t)w->n);
+  uint64_t cursor = table_end;
+  for (size_t i = 0; i < w->n; i++) {
+    unsigned char *e = head + HEADER_BYTES + ENTRY_BYTES * i;
+    uint64_t off = align_up(cursor);
+    memcpy(e, w->s[i].name, NAME_FIELD);
+    put_le64(e + 48, off);
+    put_le64(e + 56, w->s[i].size);
+    put_le64(e + 64, XXH64(w->s[i].data, w->s[i].size, 0));
+    cursor = off + w->s[i].size;
+  }
+  unsigned char trailer[8];
+  put_le64(trailer, XXH64(head, table_end, 0));
+
+  static const unsigned char zeros[TZ_CKPT_ALIGN];
+  tz_afile af;
+  if (tz_afile_open(&af, path)) {
+    free(head);
+    return -1;
+  }
+  int bad = tz_afile_write(&af, head, table_end);
+  cursor = table_end;
+  for (size_t i = 0; i < w->n && !bad; i++) {
+    uint64_t off = align_up(cursor);
+    bad = tz_afile_write(&af, zeros, (size_t)(off - cursor));
+    if (!bad) bad = tz_afile_write(&af, w->s[i].data, w->s[i].size);
+    cursor = off + w->s[i].size;
+  }
+  if (!bad) bad = tz_afile_write(&af, trailer, sizeof trailer);
+  free(head);
+  if (bad) {
+    char msg[TZ_ERR_MAX];
+    snprintf(msg, sizeof msg, "%s", tz_errmsg()); /* "<path>: write failed: <errno text>" */
+    tz_afile_abort(&af);
+    return tz_err("%s", msg);
+  }
+  return tz_afile_commit(&af); /* on failure: temp removed, path untouched, message names path */
+}
+
+/* ---------------------------------------------------------------- reader */
+
+typedef struct {
+  char name[NAME_FIELD];
+  uint64_t offset, size;
+} rsection;
+
+struct tz_ckpt {
+  char *path;
+  unsigned char *map;
+  size_t map_len;
+  rsection *s;
+  size_t n;
+};
+
+void tz_ckpt_close(tz_ckpt *ck) {
+  if (!ck) return;
+  if (ck->map) munmap(ck->map, ck->map_len);
+  free(ck->s);
+  free(ck->path);
+  free(ck);
+}
+
+static int validate(tz_ckpt *ck) {
+  const char *path = ck->path;
+  const unsigned char *m = ck->map;
+  uint64_t fsize = ck->map_len;
+  if (fsize < HEADER_BYTES + 8)
+    return tz_err("%s: truncated: %llu bytes, smaller than the %d-byte minimum checkpoint", path,
+                  (unsigned long long)fsize, HEADER_BYTES + 8);
+  if (memcmp(m, TZ_CKPT_MAGIC, 8) != 0) return tz_err("%s: bad magic (not a tezgah checkpoint)", path);
+  uint32_t version = get_le32(m + 8);
+  if (version != TZ_CKPT_VERSION) return tz_err("%s: version %u (expected %d)", path, version, TZ_CKPT_VERSION);
+  uint64_t n = get_le32(m + 12);
+  uint64_t table_end = HEADER_BYTES + ENTRY_BYTES * n;
+  if (table_end + 8 > fsize)
+    return tz_err("%s: truncated: %llu bytes, the table of %llu sections needs %llu", path,
+                  (unsigned long long)fsize, (unsigned long long)n, (unsigned long long)(table_end + 8));
+  uint64_t stored = get_le64(m + fsize - 8), computed = XXH64(m, (size_t)table_end, 0);
+  if (stored != computed)
+    return tz_err("%s: table checksum mismatch (stored 0x%016llx, computed 0x%016llx; file corrupt or truncated)",
+                  path, (unsigned long long)stored, (unsigned long long)computed);
+  uint64_t data_end = fsize - 8;
+  ck->s = tz_calloc(n ? n : 1, sizeof *ck->s);
+  ck->n = n;
+  uint64_t prev_end = table_end;
+  for (uint64_t i = 0; i < n; i++) {
+    const unsigned char *e = m + HEADER_BYTES + ENTRY_BYTES * i;
+    rsection *s = &ck->s[i];
+    memcpy(s->name, e, NAME_FIELD);
+    size_t len = strnlen(s->name, NAME_FIELD);
+    if (len == 0 || len == NAME_FIELD)
+      return tz_err("%s: section %llu has an invalid name (empty or not NUL-terminated)", path,
+                    (unsigned long long)i);
+    for (uint64_t j = 0; j < i; j++)
+      if (strcmp(ck->s[j].name, s->name) == 0) return tz_err("%s: duplicate section '%s'", path, s->name);
+    s->offset = get_le64(e + 48);
+    s->size = get_le64(e + 56);
+    if (s->offset % TZ_CKPT_ALIGN != 0 || s->offset < prev_end)
+      return tz_err("%s: section '%s' offset %llu is misaligned or overlaps the previous data", path, s->name,
+                    (unsigned long long)s->offset);
+    if (s->offset > data_end || s->size > data_end - s->offset)
+      return tz_err("%s: section '%s' ends at byte %llu, beyond the data end %llu (truncated?)", path, s->name,
+                    (unsigned long long)(s->offset + s->size), (unsigned long long)data_end);
+    for (uint64_t b = prev_end; b < s->offset; b++) /* padding is not checksummed: require zeros */
+      if (m[b]) return tz_err("%s: nonzero padding byte at %llu before section '%s'", path, (unsigned long long)b, s->name);
+    prev_end = s->offset + s->size;
+  }
+  if (prev_end != data_end)
+    return tz_err("%s: file size %llu bytes (expected %llu; trailing garbage or truncation)", path,
+                  (unsigned long long)fsize, (unsigned long long)(prev_end + 8));
+  for (uint64_t i = 0; i < n; i++) {
+    const rsection *s = &ck->s[i];
+    uint64_t want = get_le64(m + HEADER_BYTES + ENTRY_BYTES * i + 64);
+    uint64_t got = XXH64(m + s->offset, (size_t)s->size, 0);
+    if (want != got)
+      return tz_err("%s: section '%s' checksum mismatch (stored 0x%016llx, computed 0x%016llx)", path, s->name,
+                    (unsigned long long)want, (unsigned long long)got);
+  }
+  return 0;
+}
+
+int tz_ckpt_open(const char *path, tz_ckpt **out) {
+  *out = NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return tz_err("%s: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return tz_err("%s: not a regular file", path);
+  }
+  tz_ckpt *ck = tz_calloc(1, sizeof *ck);
+  ck->path = tz_strdup(path);
+  if (st.st_size < HEADER_BYTES + 8) {
+    close(fd);
+    tz_err("%s: truncated: %lld bytes, smaller than the %d-byte minimum checkpoint", path, (long long)st.st_size,
+           HEADER_BYTES + 8);
+    tz_ckpt_close(ck);
+    return -1;
+  }
+  void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  int e = errno;
+  close(fd);
+  if (m == MAP_FAILED) {
+    tz_err("%s: cannot map: %s", path, strerror(e));
+    tz_ckpt_close(ck);
+    return -1;
+  }
+  ck->map = m;
+  ck->map_len = (size_t)st.st_size;
+  if (validate(ck)) {
+    tz_ckpt_close(ck);
+    return -1;
+  }
+  *out = ck;
+  return 0;
+}
+
+static const rsection *find(const tz_ckpt *ck, const char *name) {
+  for (size_t i = 0; i < ck->n; i++)
+    if (strcmp(ck->s[i].name, name) == 0) return &ck->s[i];
+  return NULL;
+}
+
+const void *tz_ckpt_get(const tz_ckpt *ck, const char *name, size_t *size) {
+  const rsection *s = find(ck, name);
+  if (size) *size = s ? (size_t)s->size : 0;
+  return s ? ck->map + s->offset : NULL;
+}
+
+int tz_ckpt_require(const tz_ckpt *ck, const char *name, size_t expected_size, const void **data) {
+  *data = NULL;
+  const rsection *s = find(ck, name);
+  if (!s) return tz_err("%s: missing section '%s'", ck->path, name);
+  if (s->size != expected_size)
+    return tz_err("%s: section '%s' has %llu bytes (expected %zu)", ck->path, name, (unsigned long long)s->size,
+                  expected_size);
+  *data = ck->map + s->offset;
+  return 0;
+}
+
+size_t tz_ckpt_count(const tz_ckpt *ck) { return ck->n; }
+
+const char *tz_ckpt_name(const tz_ckpt *ck, size_t i) { return i < ck->n ? ck->s[i].name : NULL; }

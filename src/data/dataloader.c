@@ -1,0 +1,208 @@
+#include "data/dataloader.h"
+
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "data/shard.h"
+
+struct tz_loader {
+  int B, T, vocab;
+  size_t nshards;
+  char **paths;
+  size_t *ntok;
+  tz_loader_pos pos;
+  uint16_t *tok;  /* tokens of shard `loaded` */
+  size_t loaded;  /* index of the shard in `tok`, or SIZE_MAX when none */
+};
+
+static void add_path(tz_loader *l, size_t *cap, const char *p) {
+  if (l->nshards == *cap) {
+    *cap = *cap ? 2 * *cap : 8;
+    l->paths = tz_realloc(l->paths, *cap * sizeof *l->paths);
+  }
+  l->paths[l->nshards++] = tz_strdup(p);
+}
+
+static int has_glob_chars(const char *s) { return strpbrk(s, "*?[") != NULL; }
+
+/* Expand the comma-separated list into l->paths. */
+static int expand_paths(tz_loader *l, const char *list) {
+  size_t cap = 0;
+  char *copy = tz_strdup(list);
+  int rc = 0;
+  for (char *save = NULL, *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+    while (*item == ' ') item++;
+    size_t len = strlen(item);
+    while (len && item[len - 1] == ' ') item[--len] = 0;
+    if (!len) continue;
+    if (!has_glob_chars(item)) { /* a plain path: missing files are reported by the reader */
+      add_path(l, &cap, item);
+      continue;
+    }
+    glob_t g;
+    int r = glob(item, GLOB_ERR, NULL, &g);
+    if (r == GLOB_NOMATCH) {
+      rc = tz_err("%s: no files match", item);
+    } else if (r != 0) {
+      rc = tz_err("%s: cannot expand pattern (%s)", item, r == GLOB_NOSPACE ? "out of memory" : "read error");
+    } else {
+      for (size_t i = 0; i < g.gl_pathc; i++) add_path(l, &cap, g.gl_pathv[i]);
+    }
+    globfree(&g);
+    if (rc) break;
+  }
+  free(copy);
+  if (!rc && l->nshards == 0) rc = tz_err("no shard files given (empty list '%s')", list);
+  return rc;
+}
+
+void tz_loader_free(tz_loader *l) {
+  if (!l) return;
+  for (size_t i = 0; i < l->nshards; i++) free(l->paths[i]);
+  free(l->paths);
+  free(l->ntok);
+  free(l->tok);
+  free(l);
+}
+
+int tz_loader_open(tz_loader **out, const char *paths, int vocab_size, int B, int T) {
+  *out = NULL;
+  if (B < 1 || T < 1) return tz_err("data loader: batch shape B=%d T=%d (both must be >= 1)", B, T);
+  if ((uint64_t)B * (uint64_t)T + 1 > TZ_SHARD_MAX_TOKENS)
+    return tz_err("data loader: batch B*T = %d*%d exceeds the shard size limit", B, T);
+  if (vocab_size < 1 || vocab_size > 65536)
+    return tz_err("data loader: vocab size %d out of range (expected 1..65536 for uint16 shards)", vocab_size);
+  tz_loader *l = tz_calloc(1, sizeof *l);
+  l->B = B;
+  l->T = T;
+  l->vocab = vocab_size;
+  l->loaded = SIZE_MAX;
+  if (expand_paths(l, paths)) {
+    tz_loader_free(l);
+    return -1;
+  }
+  l->ntok = tz_calloc(l->nshards, sizeof *l->ntok);
+  size_t need = (size_t)B * (size_t)T + 1;
+  for (size_t i = 0; i < l->nshards; i++) {
+    uint16_t *t;
+    size_t n;
+    if (tz_shard_read(l->paths[i], vocab_size, &t, &n)) {
+      tz_loader_free(l);
+      return -1;
+    }
+    if (n < need) {
+      free(t);
+      tz_err("%s: %zu tokens, corpus smaller than one batch (B*T+1 = %d*%d+1 = %zu tokens)", l->paths[i], n, B,
+             T, need);
+      tz_loader_free(l);
+      return -1;
+    }
+    l->ntok[i] = n;
+    if (i == 0) {
+      l->tok = t;
+      l->loaded = 0;
+    } else {
+      free(t);
+    }
+  }
+  *out = l;
+  return 0;
+}
+
+/* Make l->tok hold shard `s`, checking it still has the ntok seen at open. */
+static int ensure_loaded(tz_loader *l, size_t s) {
+  if (l->loaded == s) return 0;
+  uint16_t *t;
+  size_t n;
+  if (tz_shard_read(l->paths[s], l->vocab, &t, &n)) return -1;
+  if (n != l->ntok[s]) {
+    free(t);
+    return tz_err("%s: shard changed since the loader opened it (%zu tokens, was %zu)", l->paths[s], n, l->ntok[s]);
+  }
+  free(l->tok);
+  l->tok = t;
+  l->loaded = s;
+  return 0;
+}
+
+int tz_loader_next(tz_loader *l, int32_t *inputs, int32_t *targets) {
+  size_t s = (size_t)l->pos.shard, bt = (size_t)l->B * (size_t)l->T;
+  if (ensure_loaded(l, s)) return -1;
+  const uint16_t *w = l->tok + l->pos.offset;
+  for (size_t i = 0; i < bt; i++) {
+    inputs[i] = w[i];
+    targets[i] = w[i + 1];
+  }
+  /* advance; keep the invariant offset + bt + 1 <= ntok[shard] */
+  l->pos.offset += bt;
+  if (l->pos.offset + bt + 1 > l->ntok[s]) {
+    l->pos.offset = 0;
+    l->pos.shard++;
+    if (l->pos.shard == l->nshards) {
+      l->pos.shard = 0;
+      l->pos.epoch++;
+    }
+  }
+  return 0;
+}
+
+void tz_loader_reset(tz_loader *l) { l->pos = (tz_loader_pos){0, 0, 0}; }
+
+tz_loader_pos tz_loader_get_pos(const tz_loader *l) { return l->pos; }
+
+int tz_loader_set_pos(tz_loader *l, tz_loader_pos p) {
+  uint64_t bt = (uint64_t)l->B * (uint64_t)l->T;
+  if (p.shard >= l->nshards)
+    return tz_err("data loader: position shard %llu out of range (%zu shards)", (unsigned long long)p.shard,
+                  l->nshards);
+  if (p.offset % bt != 0)
+    return tz_err("data loader: position offset %llu in %s is not a multiple of B*T = %llu (saved with another "
+                  "batch shape?)",
+                  (unsigned long long)p.offset, l->paths[p.shard], (unsigned long long)bt);
+  if (p.offset + bt + 1 > l->ntok[p.shard])
+    return tz_err("data loader: position offset %llu + B*T+1 = %llu exceeds %s's %zu tokens",
+                  (unsigned long long)p.offset, (unsigned long long)(p.offset + bt + 1), l->paths[p.shard],
+                  l->ntok[p.shard]);
+  l->pos = p;
+  return 0;
+}
+
+static void put_le64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint64_t get_le64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+void tz_loader_pos_encode(tz_loader_pos pos, unsigned char out[TZ_LOADER_POS_BYTES]) {
+  put_le64(out, pos.shard);
+  put_le64(out + 8, pos.offset);
+  put_le64(out + 16, pos.epoch);
+}
+
+tz_loader_pos tz_loader_pos_decode(const unsigned char in[TZ_LOADER_POS_BYTES]) {
+  return (tz_loader_pos){get_le64(in), get_le64(in + 8), get_le64(in + 16)};
+}
+
+int tz_loader_B(const tz_loader *l) { return l->B; }
+int tz_loader_T(const tz_loader *l) { return l->T; }
+size_t tz_loader_num_shards(const tz_loader *l) { return l->nshards; }
+const char *tz_loader_shard_path(const tz_loader *l, size_t i) { return i < l->nshards ? l->paths[i] : NULL; }
+size_t tz_loader_shard_tokens(const tz_loader *l, size_t i) { return i < l->nshards ? l->ntok[i] : 0; }
+
+uint64_t tz_loader_total_tokens(const tz_loader *l) {
+  uint64_t s = 0;
+  for (size_t i = 0; i < l->nshards; i++) s += l->ntok[i];
+  return s;
+}
+
+uint64_t tz_loader_batches_per_epoch(const tz_loader *l) {
+  uint64_t s = 0, bt = (uint64_t)l->B * (uint64_t)l->T;
+  for (size_t i = 0; i < l->nshards; i++) s += (l->ntok[i] - 1) / bt;
+  return s;
+}
