@@ -99,6 +99,33 @@ static void mark_latest(const char *run_dir) {
   free(copy2);
 }
 
+/* On resume, drop metrics lines of steps after the checkpoint (they will be re-run), so
+ * metrics.jsonl reads like an uninterrupted run's. Lines that do not parse are dropped too. */
+static int metrics_trim(const char *path, int step) {
+  if (step == 0 || !tz_exists(path)) return 0;
+  char *data;
+  size_t len;
+  if (tz_read_file(path, &data, &len)) return -1;
+  char *keep = tz_malloc(len + 1);
+  size_t n = 0;
+  for (char *line = data, *end; line < data + len; line = end + 1) {
+    end = memchr(line, '\n', (size_t)(data + len - line));
+    if (!end) break; /* a partial last line from a crash */
+    cJSON *j = cJSON_ParseWithLength(line, (size_t)(end - line));
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "step");
+    const cJSON *fin = cJSON_GetObjectItemCaseSensitive(j, "final");
+    if (cJSON_IsNumber(s) && s->valuedouble <= step && !cJSON_IsTrue(fin)) {
+      memcpy(keep + n, line, (size_t)(end - line + 1));
+      n += (size_t)(end - line + 1);
+    }
+    cJSON_Delete(j);
+  }
+  int rc = tz_write_file_atomic(path, keep, n);
+  free(keep);
+  free(data);
+  return rc;
+}
+
 static int save(const char *path, tz_model *m, const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader) {
   st->loader_pos = tz_loader_get_pos(loader);
   cJSON *j = tz_train_state_to_json(st);
@@ -139,8 +166,10 @@ int tz_train(const tz_train_opts *opts_in) {
     tz_err("--run-dir: no run directory given");
     goto out;
   }
-  if (o.B < 1 || o.T < 1 || o.grad_accum < 1 || o.steps < 1)
-    return tz_err("options: B=%d, T=%d, grad_accum=%d and steps=%d must all be ≥ 1", o.B, o.T, o.grad_accum, o.steps);
+  if (o.B < 1 || o.T < 1 || o.grad_accum < 1 || o.steps < 1) {
+    tz_err("options: B=%d, T=%d, grad_accum=%d and steps=%d must all be >= 1", o.B, o.T, o.grad_accum, o.steps);
+    goto out;
+  }
   if (tz_mkdirs(o.run_dir)) goto out;
   if (access(o.run_dir, W_OK) != 0) {
     tz_err("%s: run directory is not writable: %s", o.run_dir, strerror(errno));
@@ -152,15 +181,20 @@ int tz_train(const tz_train_opts *opts_in) {
   /* ---- data ---- */
   const char *train_shards = o.train_shards, *val_shards = o.val_shards;
   if (!train_shards) {
-    char *copy = tz_strdup(o.run_dir);
-    cache_root = tz_path_join(dirname(copy), ".cache");
-    free(copy);
+    /* absolute, so that a resumed run finds its shards from any working directory */
+    char *abs = realpath(o.run_dir, NULL);
+    cache_root = tz_path_join(dirname(abs), ".cache");
+    free(abs);
     if (tz_prepare_corpus(o.data, o.vocab_size, o.val_fraction, cache_root, o.quiet, &prep)) goto out;
     train_shards = prep.train_path;
     val_shards = prep.val_path;
+    st.train_shards = tz_strdup(train_shards);
+    st.val_shards = tz_strdup(val_shards);
     if (!tok && tz_tok_load(prep.tokenizer_path, &tok)) goto out;
-  } else if (!tok && o.tokenizer && tz_tok_load(o.tokenizer, &tok)) {
-    goto out;
+  } else {
+    if (!st.train_shards) st.train_shards = tz_strdup(train_shards);
+    if (!st.val_shards && val_shards) st.val_shards = tz_strdup(val_shards);
+    if (!tok && o.tokenizer && tz_tok_load(o.tokenizer, &tok)) goto out;
   }
   if (!o.resume) {
     if (tok) o.model.vocab_size = tz_tok_vocab_size(tok);
@@ -195,7 +229,7 @@ int tz_train(const tz_train_opts *opts_in) {
     }
   }
   tz_run_close(&rf);
-  if (tz_metrics_open(metrics_path, st.step, &metrics)) goto out;
+  if (metrics_trim(metrics_path, st.step) || !(metrics = tz_metrics_open(metrics_path, st.step > 0))) goto out;
   mark_latest(o.run_dir);
 
   size_t N = (size_t)o.B * o.T;
@@ -317,6 +351,7 @@ out:
   if (be) be->destroy(be);
   tz_tok_free(tok);
   tz_prepared_free(&prep);
+  tz_train_state_free(&st);
   free(in);
   free(tg);
   free(ckpt_path);

@@ -16,14 +16,12 @@ void tz_train_state_free(tz_train_state *st) {
   st->train_shards = st->val_shards = NULL;
 }
 
-/* The options that determine the loss sequence, as (name, pointer, is_float). */
-#define OPT_FIELDS(X, o)                                                              \
-  X("B", &(o)->B, 0) X("T", &(o)->T, 0) X("grad_accum", &(o)->grad_accum, 0)        \
-  X("steps", &(o)->steps, 0) X("warmup", &(o)->warmup, 0) X("val_every", &(o)->val_every, 0) \
-  X("val_batches", &(o)->val_batches, 0) X("ckpt_every", &(o)->ckpt_every, 0)       \
-  X("lr", &(o)->lr, 1) X("min_lr_frac", &(o)->min_lr_frac, 1) X("beta1", &(o)->beta1, 1) \
-  X("beta2", &(o)->beta2, 1) X("eps", &(o)->eps, 1) X("weight_decay", &(o)->weight_decay, 1) \
-  X("grad_clip", &(o)->grad_clip, 1)
+/* The options that determine the loss sequence: integer fields, then float fields. */
+#define INT_FIELDS(X, o)                                                                   \
+  X(B, o) X(T, o) X(grad_accum, o) X(steps, o) X(warmup, o) X(val_every, o) X(val_batches, o) \
+  X(ckpt_every, o)
+#define FLOAT_FIELDS(X, o)                                                               \
+  X(lr, o) X(min_lr_frac, o) X(beta1, o) X(beta2, o) X(eps, o) X(weight_decay, o) X(grad_clip, o)
 
 cJSON *tz_train_state_to_json(const tz_train_state *st) {
   const tz_train_opts *o = st->opts;
@@ -37,8 +35,9 @@ cJSON *tz_train_state_to_json(const tz_train_state *st) {
   cJSON_AddNumberToObject(pos, "offset", (double)st->loader_pos.offset);
   cJSON_AddNumberToObject(pos, "epoch", (double)st->loader_pos.epoch);
   cJSON *opts = cJSON_AddObjectToObject(j, "opts");
-#define PUT(name, ptr, isf) cJSON_AddNumberToObject(opts, name, isf ? (double)*(float *)(ptr) : (double)*(int *)(ptr));
-  OPT_FIELDS(PUT, o)
+#define PUT(f, o) cJSON_AddNumberToObject(opts, #f, (double)(o)->f);
+  INT_FIELDS(PUT, o)
+  FLOAT_FIELDS(PUT, o)
 #undef PUT
   cJSON_AddNumberToObject(opts, "seed", (double)o->seed);
   if (st->train_shards) cJSON_AddStringToObject(opts, "train_shards", st->train_shards);
@@ -54,7 +53,7 @@ static int num(const cJSON *j, const char *where, const char *name, double *v) {
 }
 
 int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *st, tz_train_opts *o) {
-  double v;
+  double v = 0;
   const cJSON *opts = cJSON_GetObjectItemCaseSensitive(j, "opts");
   const cJSON *pos = cJSON_GetObjectItemCaseSensitive(j, "loader_pos");
   if (!cJSON_IsObject(opts) || !cJSON_IsObject(pos))
@@ -74,12 +73,16 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
   if (num(pos, where, "epoch", &v)) return -1;
   st->loader_pos.epoch = (uint64_t)v;
   int want_steps = o->steps;
-#define GET(name, ptr, isf)                          \
-  if (num(opts, where, name, &v)) return -1;          \
-  if (isf) *(float *)(ptr) = (float)v;                \
-  else *(int *)(ptr) = (int)v;
-  OPT_FIELDS(GET, o)
-#undef GET
+#define GETI(f, o)                           \
+  if (num(opts, where, #f, &v)) return -1;    \
+  (o)->f = (int)v;
+#define GETF(f, o)                           \
+  if (num(opts, where, #f, &v)) return -1;    \
+  (o)->f = (float)v;
+  INT_FIELDS(GETI, o)
+  FLOAT_FIELDS(GETF, o)
+#undef GETI
+#undef GETF
   if (num(opts, where, "seed", &v)) return -1;
   o->seed = (uint64_t)v;
   if (want_steps > 0) o->steps = want_steps;
