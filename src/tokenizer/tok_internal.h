@@ -1,0 +1,109 @@
+/* Internal definitions shared by the tokenizer's source files (not a public header). */
+#ifndef TZ_TOK_INTERNAL_H
+#define TZ_TOK_INTERNAL_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "tokenizer/tokenizer.h"
+
+/* ---- hash maps (tok_hash.c) ------------------------------------------------------------ */
+
+/* uint64 key -> int32 value, open addressing, linear probing. */
+typedef struct {
+  uint64_t *keys;
+  int32_t *vals;
+  uint8_t *used;
+  size_t cap, n; /* cap is a power of two */
+} tz_u64map;
+void tz_u64map_init(tz_u64map *m, size_t expect);
+void tz_u64map_free(tz_u64map *m);
+/* Pointer to the value for key, or NULL. */
+int32_t *tz_u64map_get(const tz_u64map *m, uint64_t key);
+/* Pointer to the value for key, inserting `init` when absent (*is_new set when non-NULL). */
+int32_t *tz_u64map_put(tz_u64map *m, uint64_t key, int32_t init, int *is_new);
+
+/* byte string -> int32 value; keys are copied into an arena. Entries are numbered 0..n-1 in
+ * insertion order (tz_bmap_put returns the entry index). */
+typedef struct {
+  uint64_t hash;
+  size_t off, len;
+  int32_t val;
+} tz_bmap_entry;
+typedef struct {
+  int32_t *slots; /* -1 empty, else entry index */
+  size_t cap;
+  tz_bmap_entry *ents;
+  size_t n, ents_cap;
+  char *arena;
+  size_t arena_len, arena_cap;
+} tz_bmap;
+void tz_bmap_init(tz_bmap *m, size_t expect);
+void tz_bmap_free(tz_bmap *m);
+/* Entry index for key, or -1. */
+long tz_bmap_find(const tz_bmap *m, const void *key, size_t len);
+/* Entry index for key, inserting with value `init` when absent. */
+long tz_bmap_put(tz_bmap *m, const void *key, size_t len, int32_t init, int *is_new);
+static inline const char *tz_bmap_key(const tz_bmap *m, long e) { return m->arena + m->ents[e].off; }
+
+/* ---- the tokenizer --------------------------------------------------------------------- */
+
+enum { TZ_TOK_BYTELEVEL = 1, TZ_TOK_LLAMA2C = 2, TZ_TOK_LLMC = 3 };
+
+struct tz_tokenizer {
+  int kind;
+  int vocab_size;
+  char **tok;       /* [vocab_size] token bytes (raw bytes, NUL-terminated for convenience) */
+  size_t *tok_len;  /* [vocab_size] */
+  int eot;          /* id of <|endoftext|> or -1 */
+  uint8_t *special; /* [vocab_size] 1 for special (added) tokens */
+
+  /* byte-level BPE */
+  int32_t byte_id[256]; /* id of the single-byte token for each byte */
+  int n_merges;
+  int32_t *merges;  /* [2*n_merges] left, right ids in rank order */
+  int32_t *rank;    /* [vocab_size] merge rank producing the token, INT32_MAX if none */
+  tz_u64map pair;   /* (left<<32|right) -> merged id, for every split of every ranked token */
+  pcre2_code *re;   /* pre-tokenizer */
+
+  /* bytes -> id for non-special tokens (byte-level) or pieces (llama2c) */
+  tz_bmap lookup;
+
+  /* llama2.c */
+  float *score;
+  int max_token_length;
+  char **piece; /* [vocab_size] the piece strings as stored in the file (NUL-terminated) */
+};
+
+#define TZ_EOT_STR "<|endoftext|>"
+#define TZ_EOT_LEN 13
+
+/* tokenizer.c */
+tz_tokenizer *tz_tok_alloc(int kind, int vocab_size);
+/* Compile the GPT-2 pre-tokenizer pattern (UTF + UCP + MATCH_INVALID_UTF, JIT when
+ * available). */
+int tz_pretok_compile(pcre2_code **out);
+/* Split text[0..n) into pre-tokens; calls cb for each (contiguous, covering every byte). */
+typedef int (*tz_pretok_cb)(void *ud, const char *s, size_t n);
+int tz_pretok_each(const pcre2_code *re, const char *s, size_t n, tz_pretok_cb cb, void *ud);
+/* Build the byte-level tables (byte_id, rank, pair, lookup, re) after tok/tok_len/special/merges
+ * are filled. `name` is used in errors. */
+int tz_tok_finish_bytelevel(tz_tokenizer *t, const char *name);
+
+/* GPT-2 bytes_to_unicode: code point for each byte, and the inverse (-1 if not a mapped cp). */
+uint32_t tz_byte_to_cp(int b);
+int tz_cp_to_byte(uint32_t cp);
+/* Convert a token's mapped string (UTF-8 of mapped code points) to raw bytes. Returns -1 on a
+ * character outside the mapping. out needs len bytes. */
+long tz_unmap_token(const char *s, size_t len, char *out);
+/* Raw bytes -> mapped UTF-8 string (malloc'ed, NUL-terminated). */
+char *tz_map_token(const char *b, size_t len);
+
+/* tok_compat.c */
+
+int tz_tok_load_llama2c_buf(const char *path, const char *data, size_t len, tz_tokenizer **out);
+int tz_tok_load_llmc_buf(const char *path, const char *data, size_t len, tz_tokenizer **out);
+
+#endif

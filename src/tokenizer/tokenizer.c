@@ -1,0 +1,472 @@
+/* Byte-level BPE core: pre-tokenization (PCRE2), encoding, decoding, accessors.
+ * Training is in tok_train.c, the JSON format in tok_json.c, other formats in tok_compat.c. */
+#define _GNU_SOURCE /* memmem */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "tokenizer/tok_internal.h"
+
+/* ---- GPT-2 bytes_to_unicode -------------------------------------------------------------
+ * Bytes 33..126, 161..172 and 174..255 map to the same code point; the other 68 bytes
+ * (0..32, 127..160, 173), in increasing order, map to 256, 257, ... 323. */
+uint32_t tz_byte_to_cp(int b) {
+  if (b <= 32) return 256 + (uint32_t)b;
+  if (b >= 127 && b <= 160) return 256 + 33 + (uint32_t)(b - 127);
+  if (b == 173) return 256 + 67;
+  return (uint32_t)b;
+}
+
+int tz_cp_to_byte(uint32_t cp) {
+  if (cp < 256) return tz_byte_to_cp((int)cp) == cp ? (int)cp : -1;
+  if (cp < 256 + 33) return (int)(cp - 256);
+  if (cp < 256 + 67) return (int)(cp - 256 - 33 + 127);
+  if (cp == 256 + 67) return 173;
+  return -1;
+}
+
+long tz_unmap_token(const char *s, size_t len, char *out) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t i = 0, o = 0;
+  while (i < len) {
+    uint32_t cp;
+    if (u[i] < 0x80) {
+      cp = u[i++];
+    } else if ((u[i] & 0xE0) == 0xC0 && i + 1 < len && (u[i + 1] & 0xC0) == 0x80) {
+      cp = ((uint32_t)(u[i] & 0x1F) << 6) | (u[i + 1] & 0x3F);
+      i += 2;
+    } else {
+      return -1; /* mapped code points are all < 0x800 */
+    }
+    int b = tz_cp_to_byte(cp);
+    if (b < 0) return -1;
+    out[o++] = (char)b;
+  }
+  return (long)o;
+}
+
+char *tz_map_token(const char *b, size_t len) {
+  char *s = tz_malloc(len * 2 + 1), *p = s;
+  for (size_t i = 0; i < len; i++) {
+    uint32_t cp = tz_byte_to_cp((unsigned char)b[i]);
+    if (cp < 0x80) {
+      *p++ = (char)cp;
+    } else {
+      *p++ = (char)(0xC0 | (cp >> 6));
+      *p++ = (char)(0x80 | (cp & 0x3F));
+    }
+  }
+  *p = 0;
+  return s;
+}
+
+/* ---- pre-tokenizer ------------------------------------------------------------------------ */
+
+/* GPT-2 / tiktoken r50k_base pattern. */
+static const char GPT2_PATTERN[] =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+
+int tz_pretok_compile(pcre2_code **out) {
+  int errcode;
+  PCRE2_SIZE erroff;
+  uint32_t opts = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF;
+  pcre2_code *re = pcre2_compile((PCRE2_SPTR)GPT2_PATTERN, PCRE2_ZERO_TERMINATED, opts, &errcode,
+                                 &erroff, NULL);
+  if (!re) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(errcode, msg, sizeof msg);
+    return tz_err("tokenizer: cannot compile the pre-tokenizer regex at offset %zu: %s",
+                  (size_t)erroff, (const char *)msg);
+  }
+  (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* falls back to the interpreter */
+  *out = re;
+  return 0;
+}
+
+int tz_pretok_each(const pcre2_code *re, const char *s, size_t n, tz_pretok_cb cb, void *ud) {
+  pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+  pcre2_match_context *mc = pcre2_match_context_create(NULL);
+  pcre2_jit_stack *js = pcre2_jit_stack_create(32 * 1024, 4 * 1024 * 1024, NULL);
+  if (!md || !mc) TZ_ASSERT(!"pcre2 out of memory");
+  if (js) pcre2_jit_stack_assign(mc, NULL, js);
+  int rc = 0;
+  size_t pos = 0;
+  while (pos < n) {
+    int m = pcre2_match(re, (PCRE2_SPTR)s, n, pos, 0, md, mc);
+    if (m == PCRE2_ERROR_NOMATCH) {
+      rc = cb(ud, s + pos, n - pos); /* trailing bytes the regex cannot match */
+      break;
+    }
+    if (m < 0) {
+      PCRE2_UCHAR msg[256];
+      pcre2_get_error_message(m, msg, sizeof msg);
+      rc = tz_err("tokenizer: pre-tokenizer regex failed at byte %zu: %s", pos, (const char *)msg);
+      break;
+    }
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+    size_t a = ov[0], b = ov[1];
+    if (a > pos && (rc = cb(ud, s + pos, a - pos))) break; /* gap (invalid UTF-8) */
+    if (b <= a) b = a + 1;                                    /* cannot happen with this pattern */
+    if ((rc = cb(ud, s + a, b - a))) break;
+    pos = b;
+  }
+  if (js) pcre2_jit_stack_free(js);
+  pcre2_match_context_free(mc);
+  pcre2_match_data_free(md);
+  return rc;
+}
+
+/* ---- construction -------------------------------------------------------------------------- */
+
+tz_tokenizer *tz_tok_alloc(int kind, int vocab_size) {
+  tz_tokenizer *t = tz_calloc(1, sizeof *t);
+  t->kind = kind;
+  t->vocab_size = vocab_size;
+  t->tok = tz_calloc((size_t)vocab_size + 1, sizeof *t->tok);
+  t->tok_len = tz_calloc((size_t)vocab_size + 1, sizeof *t->tok_len);
+  t->special = tz_calloc((size_t)vocab_size + 1, 1);
+  t->eot = -1;
+  for (int i = 0; i < 256; i++) t->byte_id[i] = -1;
+  return t;
+}
+
+void tz_tok_free(tz_tokenizer *t) {
+  if (!t) return;
+  for (int i = 0; i < t->vocab_size; i++) {
+    free(t->tok[i]);
+    if (t->piece) free(t->piece[i]);
+  }
+  free(t->tok);
+  free(t->tok_len);
+  free(t->special);
+  free(t->merges);
+  free(t->rank);
+  free(t->score);
+  free(t->piece);
+  tz_u64map_free(&t->pair);
+  tz_bmap_free(&t->lookup);
+  if (t->re) pcre2_code_free(t->re);
+  free(t);
+}
+
+static void show_bytes(char *dst, size_t cap, const char *b, size_t n) {
+  /* printable rendering of a token for error messages */
+  size_t o = 0;
+  for (size_t i = 0; i < n && o + 5 < cap; i++) {
+    unsigned char c = (unsigned char)b[i];
+    if (c >= 32 && c < 127 && c != '\\')
+      dst[o++] = (char)c;
+    else
+      o += (size_t)snprintf(dst + o, cap - o, "\\x%02x", c);
+  }
+  dst[o] = 0;
+}
+
+int tz_tok_finish_bytelevel(tz_tokenizer *t, const char *name) {
+  int V = t->vocab_size;
+  char shown[128];
+  tz_bmap_init(&t->lookup, (size_t)V);
+  for (int i = 0; i < V; i++) {
+    if (!t->tok[i]) return tz_err("%s: token id %d is missing (ids must be 0..%d)", name, i, V - 1);
+    if (t->special[i]) continue;
+    if (t->tok_len[i] == 0) return tz_err("%s: token id %d is empty", name, i);
+    int is_new;
+    long e = tz_bmap_put(&t->lookup, t->tok[i], t->tok_len[i], i, &is_new);
+    if (!is_new) {
+      show_bytes(shown, sizeof shown, t->tok[i], t->tok_len[i]);
+      return tz_err("%s: duplicate token \"%s\" (ids %d and %d)", name, shown,
+                    (int)t->lookup.ents[e].val, i);
+    }
+    if (t->tok_len[i] == 1) t->byte_id[(unsigned char)t->tok[i][0]] = i;
+  }
+  for (int b = 0; b < 256; b++)
+    if (t->byte_id[b] < 0)
+      return tz_err("%s: no token for the single byte 0x%02x (a byte-level BPE needs all 256)", name, b);
+  t->rank = tz_malloc((size_t)V * sizeof *t->rank);
+  for (int i = 0; i < V; i++) t->rank[i] = INT32_MAX;
+  char *buf = NULL;
+  size_t bufcap = 0;
+  for (int r = 0; r < t->n_merges; r++) {
+    int a = t->merges[2 * r], b = t->merges[2 * r + 1];
+    size_t la = t->tok_len[a], lb = t->tok_len[b];
+    if (t->special[a] || t->special[b]) {
+      free(buf);
+      return tz_err("%s: merge %d uses a special token", name, r);
+    }
+    if (la + lb > bufcap) {
+      bufcap = (la + lb) * 2;
+      buf = tz_realloc(buf, bufcap);
+    }
+    memcpy(buf, t->tok[a], la);
+    memcpy(buf + la, t->tok[b], lb);
+    long e = tz_bmap_find(&t->lookup, buf, la + lb);
+    if (e < 0) {
+      show_bytes(shown, sizeof shown, buf, la + lb);
+      free(buf);
+      return tz_err("%s: merge %d produces \"%s\", which is not in the vocab", name, r, shown);
+    }
+    int id = t->lookup.ents[e].val;
+    if (t->rank[id] != INT32_MAX) {
+      show_bytes(shown, sizeof shown, buf, la + lb);
+      free(buf);
+      return tz_err("%s: merges %d and %d both produce \"%s\" (duplicate merge)", name,
+                    (int)t->rank[id], r, shown);
+    }
+    t->rank[id] = r;
+  }
+  free(buf);
+  /* tiktoken's rule: adjacent parts merge when their concatenation is a ranked token, whatever
+   * the split; so index every split of every ranked token. */
+  tz_u64map_init(&t->pair, (size_t)t->n_merges * 4 + 16);
+  for (int id = 0; id < V; id++) {
+    if (t->rank[id] == INT32_MAX) continue;
+    for (size_t k = 1; k < t->tok_len[id]; k++) {
+      long ea = tz_bmap_find(&t->lookup, t->tok[id], k);
+      if (ea < 0) continue;
+      long eb = tz_bmap_find(&t->lookup, t->tok[id] + k, t->tok_len[id] - k);
+      if (eb < 0) continue;
+      uint64_t key = ((uint64_t)(uint32_t)t->lookup.ents[ea].val << 32) | (uint32_t)t->lookup.ents[eb].val;
+      *tz_u64map_put(&t->pair, key, id, NULL) = id;
+    }
+  }
+  return tz_pretok_compile(&t->re);
+}
+
+/* ---- encoding ------------------------------------------------------------------------------- */
+
+typedef struct {
+  int32_t *v;
+  size_t n, cap;
+} ivec;
+
+static void ivec_push(ivec *v, int32_t x) {
+  if (v->n == v->cap) {
+    v->cap = v->cap ? v->cap * 2 : 256;
+    v->v = tz_realloc(v->v, v->cap * sizeof *v->v);
+  }
+  v->v[v->n++] = x;
+}
+
+typedef struct {
+  int32_t rank, l, a, b;
+} heap_ent;
+
+typedef struct {
+  const tz_tokenizer *t;
+  ivec *out;
+  /* scratch for one pre-token */
+  int32_t *tok, *next, *prev;
+  heap_ent *heap;
+  size_t cap, heap_cap;
+  /* pre-token cache: piece -> ids (cache_ids[cache_off[e] .. + cache_n[e]]) */
+  tz_bmap cache;
+  ivec cache_ids;
+  size_t *cache_off;
+  int32_t *cache_n;
+  size_t cache_cap;
+} enc_ctx;
+
+static inline int heap_less(const heap_ent *x, const heap_ent *y) {
+  return x->rank < y->rank || (x->rank == y->rank && x->l < y->l);
+}
+
+static void heap_push(enc_ctx *c, size_t *hn, heap_ent e) {
+  if (*hn == c->heap_cap) {
+    c->heap_cap = c->heap_cap ? c->heap_cap * 2 : 64;
+    c->heap = tz_realloc(c->heap, c->heap_cap * sizeof *c->heap);
+  }
+  size_t i = (*hn)++;
+  while (i > 0) {
+    size_t p = (i - 1) / 2;
+    if (!heap_less(&e, &c->heap[p])) break;
+    c->heap[i] = c->heap[p];
+    i = p;
+  }
+  c->heap[i] = e;
+}
+
+static heap_ent heap_pop(enc_ctx *c, size_t *hn) {
+  heap_ent top = c->heap[0], last = c->heap[--(*hn)];
+  size_t i = 0, n = *hn;
+  for (;;) {
+    size_t l = 2 * i + 1, r = l + 1, m = i;
+    const heap_ent *best = &last;
+    if (l < n && heap_less(&c->heap[l], best)) m = l, best = &c->heap[l];
+    if (r < n && heap_less(&c->heap[r], best)) m = r;
+    if (m == i) break;
+    c->heap[i] = c->heap[m];
+    i = m;
+  }
+  if (n) c->heap[i] = last;
+  return top;
+}
+
+static inline int32_t pair_merge(const tz_tokenizer *t, int32_t a, int32_t b) {
+  const int32_t *v = tz_u64map_get(&t->pair, ((uint64_t)(uint32_t)a << 32) | (uint32_t)b);
+  return v ? *v : -1;
+}
+
+static void try_push(enc_ctx *c, size_t *hn, int32_t l, int32_t r) {
+  if (l < 0 || r < 0) return;
+  int32_t m = pair_merge(c->t, c->tok[l], c->tok[r]);
+  if (m >= 0) heap_push(c, hn, (heap_ent){c->t->rank[m], l, c->tok[l], c->tok[r]});
+}
+
+/* BPE of one pre-token (tiktoken's byte_pair_merge with a linked list + min-heap keyed by
+ * (rank, position), so long pre-tokens cost O(n log n)). Appends ids to out. */
+static void bpe_piece(enc_ctx *c, const char *s, size_t n, ivec *out) {
+  const tz_tokenizer *t = c->t;
+  long whole = tz_bmap_find(&t->lookup, s, n);
+  if (whole >= 0 && (n == 1 || t->rank[t->lookup.ents[whole].val] != INT32_MAX)) {
+    ivec_push(out, t->lookup.ents[whole].val); /* tiktoken: a whole-piece token wins */
+    return;
+  }
+  if (n > c->cap) {
+    c->cap = n * 2;
+    c->tok = tz_realloc(c->tok, c->cap * sizeof *c->tok);
+    c->next = tz_realloc(c->next, c->cap * sizeof *c->next);
+    c->prev = tz_realloc(c->prev, c->cap * sizeof *c->prev);
+  }
+  for (size_t i = 0; i < n; i++) {
+    c->tok[i] = t->byte_id[(unsigned char)s[i]];
+    c->next[i] = i + 1 < n ? (int32_t)i + 1 : -1;
+    c->prev[i] = (int32_t)i - 1;
+  }
+  size_t hn = 0;
+  for (size_t i = 0; i + 1 < n; i++) try_push(c, &hn, (int32_t)i, (int32_t)i + 1);
+  while (hn) {
+    heap_ent e = heap_pop(c, &hn);
+    int32_t l = e.l, r = c->next[l];
+    /* stale entry? (l was absorbed: tok set to -1; or a neighbour changed) */
+    if (c->tok[l] != e.a || r < 0 || c->tok[r] != e.b) continue;
+    c->tok[l] = pair_merge(t, e.a, e.b);
+    c->tok[r] = -1;
+    c->next[l] = c->next[r];
+    if (c->next[r] >= 0) c->prev[c->next[r]] = l;
+    try_push(c, &hn, c->prev[l], l);
+    try_push(c, &hn, l, c->next[l]);
+  }
+  for (int32_t i = 0; i >= 0; i = c->next[i]) ivec_push(out, c->tok[i]);
+}
+
+static int enc_piece_cb(void *ud, const char *s, size_t n) {
+  enc_ctx *c = ud;
+  int is_new;
+  if (c->cache.n >= (1u << 20)) { /* cache full: encode directly */
+    bpe_piece(c, s, n, c->out);
+    return 0;
+  }
+  long e = tz_bmap_put(&c->cache, s, n, 0, &is_new);
+  if (is_new) {
+    if ((size_t)e >= c->cache_cap) {
+      c->cache_cap = c->cache_cap ? c->cache_cap * 2 : 1024;
+      c->cache_off = tz_realloc(c->cache_off, c->cache_cap * sizeof *c->cache_off);
+      c->cache_n = tz_realloc(c->cache_n, c->cache_cap * sizeof *c->cache_n);
+    }
+    size_t before = c->cache_ids.n;
+    bpe_piece(c, s, n, &c->cache_ids);
+    c->cache_off[e] = before;
+    c->cache_n[e] = (int32_t)(c->cache_ids.n - before);
+  }
+  for (int32_t k = 0; k < c->cache_n[e]; k++) ivec_push(c->out, c->cache_ids.v[c->cache_off[e] + k]);
+  return 0;
+}
+
+static int encode_bytelevel(const tz_tokenizer *t, const char *text, size_t len, int allow_special,
+                            ivec *out) {
+  enc_ctx c;
+  memset(&c, 0, sizeof c);
+  c.t = t;
+  c.out = out;
+  tz_bmap_init(&c.cache, 4096);
+  int rc = 0;
+  size_t pos = 0;
+  const char *sp = t->eot >= 0 ? t->tok[t->eot] : NULL;
+  size_t spn = t->eot >= 0 ? t->tok_len[t->eot] : 0;
+  while (pos < len) {
+    size_t end = len;
+    const char *hit = NULL;
+    if (allow_special && sp && spn) {
+      hit = memmem(text + pos, len - pos, sp, spn);
+      if (hit) end = (size_t)(hit - text);
+    }
+    if (end > pos && (rc = tz_pretok_each(t->re, text + pos, end - pos, enc_piece_cb, &c))) break;
+    if (!hit) break;
+    ivec_push(out, t->eot);
+    pos = end + spn;
+  }
+  free(c.tok);
+  free(c.next);
+  free(c.prev);
+  free(c.heap);
+  free(c.cache_ids.v);
+  free(c.cache_off);
+  free(c.cache_n);
+  tz_bmap_free(&c.cache);
+  return rc;
+}
+
+int tz_tok_encode(const tz_tokenizer *t, const char *text, size_t len, int allow_special,
+                  int32_t **ids, size_t *n_ids) {
+  *ids = NULL;
+  *n_ids = 0;
+  if (t->kind == TZ_TOK_LLAMA2C) {
+    (void)len;
+    return tz_tok_encode_llama2c(t, text, 0, 0, ids, n_ids);
+  }
+  if (t->kind != TZ_TOK_BYTELEVEL)
+    return tz_err("tokenizer: this tokenizer (llm.c gpt2_tokenizer.bin) can only decode, not encode");
+  ivec out = {0};
+  if (encode_bytelevel(t, text, len, allow_special, &out)) {
+    free(out.v);
+    return -1;
+  }
+  *ids = out.v;
+  *n_ids = out.n;
+  return 0;
+}
+
+/* ---- decoding / accessors -------------------------------------------------------------------- */
+
+static int check_id(const tz_tokenizer *t, int64_t id) {
+  if (id < 0 || id >= t->vocab_size)
+    return tz_err("tokenizer: token id %lld out of range (vocab size %d)", (long long)id, t->vocab_size);
+  return 0;
+}
+
+int tz_tok_decode(const tz_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len) {
+  *text = NULL;
+  *len = 0;
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (check_id(t, ids[i])) return -1;
+    total += t->tok_len[ids[i]];
+  }
+  char *s = tz_malloc(total + 1), *p = s;
+  for (size_t i = 0; i < n; i++) {
+    const char *b = t->tok[ids[i]];
+    size_t bl = t->tok_len[ids[i]];
+    if (t->kind == TZ_TOK_LLAMA2C) {
+      if (ids[i] == 1 || ids[i] == 2) continue; /* BOS / EOS */
+      if (i > 0 && ids[i - 1] == 1 && bl > 0 && b[0] == ' ') b++, bl--;
+    }
+    memcpy(p, b, bl);
+    p += bl;
+  }
+  *p = 0;
+  *text = s;
+  *len = (size_t)(p - s);
+  return 0;
+}
+
+int tz_tok_token_bytes(const tz_tokenizer *t, int32_t id, const char **bytes, size_t *len) {
+  if (check_id(t, id)) return -1;
+  *bytes = t->tok[id];
+  *len = t->tok_len[id];
+  return 0;
+}
+
+int tz_tok_vocab_size(const tz_tokenizer *t) { return t->vocab_size; }
+int tz_tok_eot(const tz_tokenizer *t) { return t->eot; }
+int tz_tok_kind(const tz_tokenizer *t) { return t->kind; }

@@ -1,0 +1,96 @@
+/* Tokenizers: our own byte-level BPE (train / encode / decode / save / load) plus loaders for
+ * GPT-2's encoder.json + vocab.bpe, llama2.c's tokenizer.bin and llm.c's gpt2_tokenizer.bin.
+ *
+ * Conventions: functions returning int return 0 on success and -1 on failure after setting a
+ * one-line message (core/error.h, tz_errmsg()). Output buffers are malloc'ed; the caller
+ * free()s them. A tz_tokenizer is immutable after creation, so one may be shared by threads.
+ *
+ * Kinds of tokenizer (tz_tok_kind):
+ *  - TZ_TOKENIZER_BPE: byte-level BPE (ours, or GPT-2's). Pre-tokenization with the GPT-2
+ *    regex (PCRE2), then byte-pair merging with tiktoken's rule (repeatedly merge the adjacent
+ *    pair whose concatenation is the lowest-ranked token; leftmost on ties). For GPT-2's files
+ *    this gives exactly tiktoken's r50k_base ids.
+ *  - TZ_TOKENIZER_LLAMA2C: llama2.c tokenizer.bin; encode with tz_tok_encode_llama2c (or
+ *    tz_tok_encode, which is tz_tok_encode_llama2c without BOS/EOS).
+ *  - TZ_TOKENIZER_LLMC: llm.c gpt2_tokenizer.bin; a decode table only (encode fails).
+ * See docs/TOKENIZER.md. */
+#ifndef TZ_TOKENIZER_H
+#define TZ_TOKENIZER_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tz_tokenizer tz_tokenizer;
+
+enum { TZ_TOKENIZER_BPE = 1, TZ_TOKENIZER_LLAMA2C = 2, TZ_TOKENIZER_LLMC = 3 };
+
+/* Train a byte-level BPE on text[0..len).
+ * Ids 0..255 are the single bytes (id == byte value), then one id per merge in merge order,
+ * then "<|endoftext|>" as the last id (vocab_size-1). Documents in text may be separated by
+ * the literal "<|endoftext|>", which is removed and never merged across. Pre-tokens (GPT-2
+ * regex) are never merged across either. At each step the most frequent adjacent pair is
+ * merged; ties go to the smallest (left id, right id). A pair whose concatenation already is a
+ * token is skipped (token byte strings stay unique). If fewer pairs than needed exist, the
+ * vocabulary is smaller than asked (tz_tok_vocab_size tells). Deterministic.
+ * Inputs: vocab_size >= 257 and <= 1<<24. Errors: bad vocab_size. Reference: GPT-2 / minbpe
+ * style BPE training (same merge rule), HF tokenizers' ByteLevel BPE storage. */
+int tz_tok_train(const char *text, size_t len, int vocab_size, tz_tokenizer **out);
+
+/* Encode text[0..len) (any bytes: invalid UTF-8 and NULs are fine; bytes that the regex cannot
+ * match are their own pre-tokens) into malloc'ed ids (*ids may be NULL when *n_ids == 0).
+ * allow_special: the literal "<|endoftext|>" becomes the EOT id; otherwise it is plain text.
+ * For BPE matches tiktoken's encode(allowed_special={"<|endoftext|>"}) / encode_ordinary.
+ * For llama2.c: tz_tok_encode_llama2c without BOS/EOS (text up to the first NUL).
+ * Errors: llm.c tokenizers cannot encode. */
+int tz_tok_encode(const tz_tokenizer *t, const char *text, size_t len, int allow_special,
+                  int32_t **ids, size_t *n_ids);
+
+/* llama2.c run.c encode() (commit 350e04f): optional BOS (1), a dummy-prefix " " token when
+ * the text is non-empty, each UTF-8 code point looked up as a piece (else its bytes as
+ * byte-fallback ids byte+3), then repeatedly merge the adjacent pair whose concatenated piece
+ * exists and has the highest score (leftmost on ties), then optional EOS (2). text is a
+ * NUL-terminated string. Errors: t is not a llama2.c tokenizer; " " missing from the vocab. */
+int tz_tok_encode_llama2c(const tz_tokenizer *t, const char *text, int bos, int eos, int32_t **ids,
+                          size_t *n_ids);
+
+/* Decode ids into malloc'ed bytes (*text NUL-terminated; *len excludes the NUL).
+ * BPE / llm.c: concatenation of the tokens' bytes (EOT decodes to "<|endoftext|>").
+ * llama2.c (run.c decode()): a piece's leading space is dropped right after BOS (1);
+ * "<0xNN>" pieces become the raw byte; BOS and EOS themselves decode to nothing.
+ * Errors: an id < 0 or >= vocab size ("token id 70000 out of range (vocab size 50257)"). */
+int tz_tok_decode(const tz_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
+
+/* Bytes of one token (pointer into the tokenizer, valid while it lives), for streaming.
+ * llama2.c: "<0xNN>" gives the raw byte; the after-BOS space rule is the caller's (see decode).
+ * Errors: id out of range. */
+int tz_tok_token_bytes(const tz_tokenizer *t, int32_t id, const char **bytes, size_t *len);
+
+int tz_tok_vocab_size(const tz_tokenizer *t);
+/* Id of <|endoftext|> (for llama2.c: EOS = 2), or -1 when there is none. */
+int tz_tok_eot(const tz_tokenizer *t);
+/* TZ_TOKENIZER_BPE, TZ_TOKENIZER_LLAMA2C or TZ_TOKENIZER_LLMC. */
+int tz_tok_kind(const tz_tokenizer *t);
+
+/* Serialize a BPE tokenizer as JSON in the shape of a Hugging Face tokenizer.json (format in
+ * docs/TOKENIZER.md and at the top of tok_json.c). Deterministic: equal tokenizers give equal
+ * bytes. Errors: not a BPE tokenizer. */
+int tz_tok_to_json(const tz_tokenizer *t, char **json, size_t *len);
+/* Parse the JSON written by tz_tok_to_json (also a Hugging Face GPT-2 style tokenizer.json
+ * whose merges are in rank order). name_for_errors prefixes every error ("x.json: ..."). */
+int tz_tok_from_json(const char *json, size_t len, const char *name_for_errors, tz_tokenizer **out);
+
+/* Write tz_tok_to_json's output to path atomically (core/fileio.h). Errors name the path. */
+int tz_tok_save(const tz_tokenizer *t, const char *path);
+
+/* Load a tokenizer, detecting the format:
+ *  - a directory holding encoder.json and vocab.bpe (GPT-2's original files);
+ *  - a file starting with '{': our tokenizer.json (tz_tok_from_json);
+ *  - a file whose first uint32 is 20240328: llm.c gpt2_tokenizer.bin (decode only);
+ *  - otherwise: llama2.c tokenizer.bin.
+ * Errors: one line naming the file and what is wrong. */
+int tz_tok_load(const char *path, tz_tokenizer **out);
+/* GPT-2's encoder.json + vocab.bpe given explicitly (tiktoken r50k_base equivalent). */
+int tz_tok_load_gpt2_files(const char *encoder_json, const char *vocab_bpe, tz_tokenizer **out);
+
+void tz_tok_free(tz_tokenizer *t);
+
+#endif
