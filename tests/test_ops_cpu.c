@@ -146,8 +146,9 @@ static void test_sum_sq(void **state) {
     float *x = ot_randn(&o, n, 3);
     double ref = 0;
     for (size_t i = 0; i < n; i++) ref += (double)x[i] * x[i];
-    tz_slice s = ot_buf(&o, NULL, 4);
-    be->sum_sq(be, s, ot_buf(&o, x, 4 * n + 4), n);
+    tz_slice s = ot_buf(&o, NULL, 4), sx = ot_buf(&o, NULL, 4 * n + 4); /* n = 0: non-empty */
+    be->upload(be, sx, x, 4 * n);
+    be->sum_sq(be, s, sx, n);
     float *got = ot_get(&o, s, 1);
     ot_close("sum_sq", got, &ref, 1, 1e-6, 1e-30);
     free(x), free(got);

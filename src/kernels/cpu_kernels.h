@@ -36,6 +36,8 @@ typedef struct {
   float *apack;   /* [threads][MC*KC] packed A blocks, one per thread */
   float *bpack;   /* [KC*NC] packed B block, shared by the team */
   float *scratch; /* attention score rows, [threads][scratch_stride] */
+  /* apack and scratch are indexed by omp_get_thread_num(): regions using them pin
+   * num_threads(threads) so a later omp_set_num_threads() cannot index past them. */
   size_t scratch_stride;
 } tz_cpu_ctx;
 

@@ -23,7 +23,7 @@ void tz_cpu_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q
   const float *qp = TZ_F(q), *kp = TZ_F(k), *vp = TZ_F(v);
   int hd = head_dim, rep = n_head / n_kv_head, C = n_head * hd;
   float scale = 1.0f / sqrtf((float)hd);
-#pragma omp parallel for collapse(3) schedule(static)
+#pragma omp parallel for collapse(3) schedule(static) num_threads(cx->threads)
   for (int b = 0; b < B; b++)
     for (int h = 0; h < n_head; h++)
       for (int t = 0; t < Tq; t++) {

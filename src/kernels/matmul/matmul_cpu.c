@@ -109,7 +109,7 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
     return;
   }
   float *bp = cx->bpack;
-#pragma omp parallel
+#pragma omp parallel num_threads(cx->threads)
   {
     float *ap = cx->apack + (size_t)omp_get_thread_num() * MC * KC;
     for (int jc = 0; jc < N; jc += NC) {
