@@ -67,6 +67,7 @@ typedef struct {
   float beta1, beta2, eps, weight_decay, grad_clip;
   /* evaluation, checkpoints, output */
   int val_every, val_batches, ckpt_every, log_every, sample_tokens;
+  int stop_after;           /* end this session (with a checkpoint) after N steps; 0 = off */
   int quiet;
 } tz_train_opts;
 

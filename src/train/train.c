@@ -243,7 +243,7 @@ int tz_train(const tz_train_opts *opts_in) {
     fprintf(stderr, "train: %s backend, B=%d T=%d accum=%d, %d steps%s, lr %.2e, run %s\n", be->name, o.B, o.T,
             o.grad_accum, o.steps, st.step ? " (resumed)" : "", o.lr, o.run_dir);
   }
-  int tty = isatty(2) && !o.quiet;
+  int tty = isatty(2) && !o.quiet, first_step = st.step;
   double t_start = now_s(), tokens_done = 0, last_val = NAN;
   for (; st.step < o.steps; st.step++) {
     cJSON *line = cJSON_CreateObject();
@@ -310,6 +310,15 @@ int tz_train(const tz_train_opts *opts_in) {
       int src = save(ckpt_path, m, tok, &st, train);
       st.step--;
       if (src) goto out;
+    }
+    if (o.stop_after > 0 && st.step + 1 - first_step >= o.stop_after && st.step + 1 < o.steps) {
+      st.step++;
+      st.elapsed_s += now_s() - t_start;
+      if (save(ckpt_path, m, tok, &st, train)) goto out;
+      if (!o.quiet) fprintf(stderr, "%sstopped after %d steps of this session at step %d; continue with --resume %s\n",
+                            tty ? "\n" : "", o.stop_after, st.step, o.run_dir);
+      rc = 0;
+      goto out;
     }
   }
   double total = now_s() - t_start;
