@@ -5,8 +5,8 @@
 #include "kernels/cpu_kernels.h"
 
 /* out [N,C] fp32, N = B*T; tok int32 [N]; wte [V,C]; wpe [maxT,C] or NONE.
- * out[n,:] = wte[tok[n],:] + wpe[n % T,:]. An id outside [0,V) gives the wpe row alone
- * (zeros without wpe): the seed's guard; ids are validated when data is loaded. */
+ * out[n,:] = wte[tok[n],:] + wpe[n % T,:]. An id outside [0,V) writes a zero row (the
+ * seed's guard, as backend.h states); ids are validated when data is loaded. */
 void tz_cpu_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, tz_slice wpe,
                       int B, int T, int C, int V) {
   float *o = TZ_F(out);
@@ -17,9 +17,12 @@ void tz_cpu_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, 
   for (int n = 0; n < N; n++) {
     float *on = o + (size_t)n * C;
     int id = ids[n];
-    const float *tr = (id >= 0 && id < V) ? te + (size_t)id * C : NULL;
-    const float *pr = pe ? pe + (size_t)(n % T) * C : NULL;
-    for (int c = 0; c < C; c++) on[c] = (tr ? tr[c] : 0.0f) + (pr ? pr[c] : 0.0f);
+    if (id < 0 || id >= V) {
+      memset(on, 0, (size_t)C * sizeof(float));
+      continue;
+    }
+    const float *tr = te + (size_t)id * C, *pr = pe ? pe + (size_t)(n % T) * C : NULL;
+    for (int c = 0; c < C; c++) on[c] = tr[c] + (pr ? pr[c] : 0.0f);
   }
 }
 
