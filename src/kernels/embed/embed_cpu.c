@@ -29,7 +29,8 @@ void tz_cpu_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, 
 /* dwte[tok[n],:] += dout[n,:]; dwpe[n % T,:] += dout[n,:] (parameter grads: +=).
  * Deterministic scatter-add without atomics: threads own disjoint column blocks and each
  * walks all N rows in order, so every dwte element receives its adds in token order
- * whatever the thread count. Ids outside [0,V) are skipped. */
+ * whatever the thread count. Rows with an id outside [0,V) are skipped (for wpe too:
+ * the forward wrote zeros there). */
 #define EMBED_CB 16 /* columns per block: one cache line of fp32 */
 void tz_cpu_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout,
                       tz_slice tok, int B, int T, int C, int V) {
@@ -43,10 +44,9 @@ void tz_cpu_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dou
     for (int n = 0; n < N; n++) {
       const float *dn = d + (size_t)n * C;
       int id = ids[n];
-      if (id >= 0 && id < V) {
-        float *row = dte + (size_t)id * C;
-        for (int c = c0; c < c1; c++) row[c] += dn[c];
-      }
+      if (id < 0 || id >= V) continue; /* its forward row was zeros: no gradient */
+      float *row = dte + (size_t)id * C;
+      for (int c = c0; c < c1; c++) row[c] += dn[c];
       if (dpe) {
         float *row = dpe + (size_t)(n % T) * C;
         for (int c = c0; c < c1; c++) row[c] += dn[c];
