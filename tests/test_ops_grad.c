@@ -71,8 +71,11 @@ static void embed_ref(embed_p *p) {
   for (int n = 0; n < p->B * p->T; n++)
     for (int c = 0; c < p->C; c++) {
       int id = p->tok[n];
-      double x = (id >= 0 && id < p->V) ? p->wte[id * p->C + c] : 0.0;
-      p->out[n * p->C + c] = x + (p->wpe ? p->wpe[(n % p->T) * p->C + c] : 0.0);
+      if (id < 0 || id >= p->V) { /* invalid id: zero row (backend.h) */
+        p->out[n * p->C + c] = 0.0;
+        continue;
+      }
+      p->out[n * p->C + c] = p->wte[id * p->C + c] + (p->wpe ? p->wpe[(n % p->T) * p->C + c] : 0.0);
     }
 }
 static double embed_loss(void *v) {

@@ -5,8 +5,8 @@
 #include "kernels/cpu_kernels.h"
 
 /* out [N,C] fp32, N = B*T; tok int32 [N]; wte [V,C]; wpe [maxT,C] or NONE.
- * out[n,:] = wte[tok[n],:] + wpe[n % T,:]. An id outside [0,V) gives the wpe row alone
- * (zeros without wpe): the seed's guard; ids are validated when data is loaded. */
+ * out[n,:] = wte[tok[n],:] + wpe[n % T,:]. An id outside [0,V) writes a zero row (the
+ * seed's guard, as backend.h states); ids are validated when data is loaded. */
 void tz_cpu_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, tz_slice wpe,
                       int B, int T, int C, int V) {
   float *o = TZ_F(out);
@@ -17,16 +17,20 @@ void tz_cpu_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, 
   for (int n = 0; n < N; n++) {
     float *on = o + (size_t)n * C;
     int id = ids[n];
-    const float *tr = (id >= 0 && id < V) ? te + (size_t)id * C : NULL;
-    const float *pr = pe ? pe + (size_t)(n % T) * C : NULL;
-    for (int c = 0; c < C; c++) on[c] = (tr ? tr[c] : 0.0f) + (pr ? pr[c] : 0.0f);
+    if (id < 0 || id >= V) {
+      memset(on, 0, (size_t)C * sizeof(float));
+      continue;
+    }
+    const float *tr = te + (size_t)id * C, *pr = pe ? pe + (size_t)(n % T) * C : NULL;
+    for (int c = 0; c < C; c++) on[c] = tr[c] + (pr ? pr[c] : 0.0f);
   }
 }
 
 /* dwte[tok[n],:] += dout[n,:]; dwpe[n % T,:] += dout[n,:] (parameter grads: +=).
  * Deterministic scatter-add without atomics: threads own disjoint column blocks and each
  * walks all N rows in order, so every dwte element receives its adds in token order
- * whatever the thread count. Ids outside [0,V) are skipped. */
+ * whatever the thread count. Rows with an id outside [0,V) are skipped (for wpe too:
+ * the forward wrote zeros there). */
 #define EMBED_CB 16 /* columns per block: one cache line of fp32 */
 void tz_cpu_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout,
                       tz_slice tok, int B, int T, int C, int V) {
@@ -40,10 +44,9 @@ void tz_cpu_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dou
     for (int n = 0; n < N; n++) {
       const float *dn = d + (size_t)n * C;
       int id = ids[n];
-      if (id >= 0 && id < V) {
-        float *row = dte + (size_t)id * C;
-        for (int c = c0; c < c1; c++) row[c] += dn[c];
-      }
+      if (id < 0 || id >= V) continue; /* its forward row was zeros: no gradient */
+      float *row = dte + (size_t)id * C;
+      for (int c = c0; c < c1; c++) row[c] += dn[c];
       if (dpe) {
         float *row = dpe + (size_t)(n % T) * C;
         for (int c = c0; c < c1; c++) row[c] += dn[c];
