@@ -18,7 +18,7 @@ PKGS=(
   libcjson-dev     # configs, metrics.jsonl
   libxxhash-dev    # checkpoint checksums
   libcmocka-dev    # unit tests
-  libopenblas-dev  # optional BLAS matmuls (TEZGAH_BLAS)
+  libopenblas-openmp-dev  # BLAS matmuls (TEZGAH_BLAS), OpenMP flavour: no thread fight with our kernels
   bible-kjv        # `bible` program: the KJV corpus for scripts/prepare_kjv.sh
 )
 # strip the comments above
