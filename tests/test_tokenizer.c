@@ -583,6 +583,18 @@ static void test_llama2c_malformed(void **state) {
   memcpy(m, &huge, 4);
   expect_load_error(dir, "maxlen.bin", m, n, "max_token_length");
   expect_load_error(dir, "text.bin", "hello world, not a tokenizer", 28, NULL);
+  { /* max_token_length 123 makes the file start with '{': still detected as llama2.c */
+    int32_t ml = 123;
+    memcpy(m, d, n);
+    memcpy(m, &ml, 4);
+    char *f = tz_path_join(dir, "brace.bin");
+    assert_int_equal(tz_write_file_atomic(f, m, n), 0);
+    tz_tokenizer *t;
+    if (tz_tok_load(f, &t)) fail_msg("%s", tz_errmsg());
+    assert_int_equal(tz_tok_kind(t), TZ_TOKENIZER_LLAMA2C);
+    tz_tok_free(t);
+    free(f);
+  }
   free(m);
   free(d);
   free(p);

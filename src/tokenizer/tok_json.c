@@ -314,7 +314,8 @@ int tz_tok_load(const char *path, tz_tokenizer **out) {
   if (len >= 4) memcpy(&magic, data, 4);
   if (len == 0)
     rc = tz_err("%s: file is empty", path);
-  else if (i < len && (data[i] == '{' || data[i] == '['))
+  else if (i < len && (data[i] == '{' || data[i] == '[') && !memchr(data, 0, len < 64 ? len : 64))
+    /* JSON has no NUL bytes; a llama2.c file with max_token_length 123 starts "{\0\0\0" */
     rc = tz_tok_from_json(data, len, path, out);
   else if (magic == 20240328)
     rc = tz_tok_load_llmc_buf(path, data, len, out);
