@@ -48,7 +48,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   if (tz_run_load_model(&rf, be, &m) || tz_model_alloc_inference(m)) goto out;
   size_t n_prompt = 0;
   int32_t *pids = NULL;
-  if (tz_tok_encode(rf.tok, prompt, strlen(prompt), 0, &pids, &n_prompt)) goto out;
+  if (*prompt && tz_tok_encode(rf.tok, prompt, strlen(prompt), 0, &pids, &n_prompt)) goto out;
   int maxT = m->cfg.max_seq_len, eot = tz_tok_eot(rf.tok);
   size_t n0 = n_prompt + (eot >= 0);
   if (n0 > (size_t)maxT) {

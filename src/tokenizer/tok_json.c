@@ -307,20 +307,7 @@ int tz_tok_load(const char *path, tz_tokenizer **out) {
   char *data;
   size_t len;
   if (tz_read_file(path, &data, &len)) return -1;
-  int rc;
-  size_t i = 0;
-  while (i < len && (data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t')) i++;
-  uint32_t magic = 0;
-  if (len >= 4) memcpy(&magic, data, 4);
-  if (len == 0)
-    rc = tz_err("%s: file is empty", path);
-  else if (i < len && (data[i] == '{' || data[i] == '[') && !memchr(data, 0, len < 64 ? len : 64))
-    /* JSON has no NUL bytes; a llama2.c file with max_token_length 123 starts "{\0\0\0" */
-    rc = tz_tok_from_json(data, len, path, out);
-  else if (magic == 20240328)
-    rc = tz_tok_load_llmc_buf(path, data, len, out);
-  else
-    rc = tz_tok_load_llama2c_buf(path, data, len, out);
+  int rc = tz_tok_from_blob(data, len, path, out);
   free(data);
   return rc;
 }

@@ -95,4 +95,11 @@ int tz_tok_load_gpt2_files(const char *encoder_json, const char *vocab_bpe, tz_t
 /* Free a tokenizer (NULL is fine). */
 void tz_tok_free(tz_tokenizer *t);
 
+/* Any tokenizer as a self-contained blob in its own native format (byte-level BPE:
+ * tokenizer.json; llama2.c: tokenizer.bin; llm.c: gpt2_tokenizer.bin v2), malloc'ed; and back,
+ * detecting the format (as tz_tok_load does for files). Checkpoints store tokenizers this way.
+ * Errors name `name` (e.g. the checkpoint path). */
+int tz_tok_to_blob(const tz_tokenizer *t, char **data, size_t *len);
+int tz_tok_from_blob(const char *data, size_t len, const char *name, tz_tokenizer **out);
+
 #endif
