@@ -144,6 +144,43 @@ static void test_save_restore(void **state) {
   free(dir);
 }
 
+/* Shuffled rows: every row is a genuine window (targets = inputs shifted, starting at a
+ * multiple of T), an epoch draws each window at most once, a new epoch draws a different
+ * order, and a saved position restores the same batches. */
+static void test_shuffle(void **state) {
+  char *dir = tz_test_tmpdir("loader_shuffle");
+  const int B = 3, T = 4, n = 1000; /* token i = i % 1000: the start of a window is its id */
+  char *p = make_shard(dir, "s.bin", n, 0);
+  tz_loader *l;
+  assert_int_equal(tz_loader_open(&l, p, 1000, B, T), 0);
+  tz_loader_shuffle(l, 42);
+  int32_t in[12], tg[12], first_epoch[12];
+  int seen[250] = {0}, batches = (int)tz_loader_batches_per_epoch(l);
+  for (int k = 0; k < batches; k++) {
+    assert_int_equal(tz_loader_next(l, in, tg), 0);
+    if (k == 0) memcpy(first_epoch, in, sizeof in);
+    for (int b = 0; b < B; b++) {
+      assert_int_equal(in[b * T] % T, 0);
+      for (int t = 0; t < T; t++) {
+        assert_int_equal(in[b * T + t], in[b * T] + t);
+        assert_int_equal(tg[b * T + t], in[b * T] + t + 1);
+      }
+      assert_int_equal(seen[in[b * T] / T]++, 0);
+    }
+  }
+  assert_int_equal(tz_loader_get_pos(l).epoch, 1);
+  tz_loader_pos pos = tz_loader_get_pos(l);
+  assert_int_equal(tz_loader_next(l, in, tg), 0);
+  assert_memory_not_equal(in, first_epoch, sizeof in);
+  int32_t again[12];
+  assert_int_equal(tz_loader_set_pos(l, pos), 0);
+  assert_int_equal(tz_loader_next(l, again, tg), 0);
+  assert_memory_equal(in, again, sizeof in);
+  tz_loader_free(l);
+  free(p);
+  free(dir);
+}
+
 static void test_errors(void **state) {
   char *dir = tz_test_tmpdir("loader_err");
   char *a = make_shard(dir, "a.bin", 100, 0);
@@ -217,6 +254,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stream_and_wrap),
       cmocka_unit_test(test_save_restore),
+      cmocka_unit_test(test_shuffle),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_real_shard),
   };

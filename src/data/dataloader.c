@@ -16,6 +16,13 @@ struct tz_loader {
   tz_loader_pos pos;
   uint16_t *tok;  /* tokens of shard `loaded` */
   size_t loaded;  /* index of the shard in `tok`, or SIZE_MAX when none */
+  /* shuffling (tz_loader_shuffle): rows of a batch come from a permutation of the shard's
+   * T-token row windows, drawn anew for each (shard, epoch) from the seed */
+  int shuffle;
+  uint64_t seed;
+  uint32_t *perm;                 /* [perm_n] row window indices */
+  size_t perm_n;
+  uint64_t perm_shard, perm_epoch; /* what perm was drawn for; perm_n == 0: none yet */
 };
 
 static void add_path(tz_loader *l, size_t *cap, const char *p) {
@@ -65,6 +72,7 @@ void tz_loader_free(tz_loader *l) {
   free(l->paths);
   free(l->ntok);
   free(l->tok);
+  free(l->perm);
   free(l);
 }
 
@@ -128,13 +136,59 @@ static int ensure_loaded(tz_loader *l, size_t s) {
   return 0;
 }
 
+void tz_loader_shuffle(tz_loader *l, uint64_t seed) {
+  l->shuffle = 1;
+  l->seed = seed;
+  l->perm_n = 0;
+}
+
+/* SplitMix64 (Steele et al. 2014): the permutation's randomness, keyed by (seed, shard, epoch). */
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* Fisher-Yates over the shard's row windows [r·T, r·T + T] (r < (ntok−1)/T). */
+static void ensure_perm(tz_loader *l, size_t s) {
+  if (l->perm_n && l->perm_shard == s && l->perm_epoch == l->pos.epoch) return;
+  size_t n = (l->ntok[s] - 1) / (size_t)l->T;
+  l->perm = tz_realloc(l->perm, n * sizeof *l->perm);
+  for (size_t i = 0; i < n; i++) l->perm[i] = (uint32_t)i;
+  uint64_t x = l->seed ^ (0x632be59bd9b4e019ULL * (s + 1)) ^ (0x85157af5ULL * (l->pos.epoch + 1));
+  for (size_t i = n - 1; i > 0; i--) {
+    size_t j = (size_t)(splitmix64(&x) % (i + 1));
+    uint32_t t = l->perm[i];
+    l->perm[i] = l->perm[j];
+    l->perm[j] = t;
+  }
+  l->perm_n = n;
+  l->perm_shard = s;
+  l->perm_epoch = l->pos.epoch;
+}
+
 int tz_loader_next(tz_loader *l, int32_t *inputs, int32_t *targets) {
   size_t s = (size_t)l->pos.shard, bt = (size_t)l->B * (size_t)l->T;
   if (ensure_loaded(l, s)) return -1;
-  const uint16_t *w = l->tok + l->pos.offset;
-  for (size_t i = 0; i < bt; i++) {
-    inputs[i] = w[i];
-    targets[i] = w[i + 1];
+  if (l->shuffle) {
+    /* batch k = offset / (B·T) takes rows perm[k·B .. k·B+B−1]; (k+1)·B ≤ perm_n holds
+     * because offset + B·T + 1 ≤ ntok */
+    ensure_perm(l, s);
+    size_t k = (size_t)(l->pos.offset / bt), T = (size_t)l->T;
+    for (size_t b = 0; b < (size_t)l->B; b++) {
+      const uint16_t *w = l->tok + (size_t)l->perm[k * l->B + b] * T;
+      for (size_t i = 0; i < T; i++) {
+        inputs[b * T + i] = w[i];
+        targets[b * T + i] = w[i + 1];
+      }
+    }
+  } else {
+    const uint16_t *w = l->tok + l->pos.offset;
+    for (size_t i = 0; i < bt; i++) {
+      inputs[i] = w[i];
+      targets[i] = w[i + 1];
+    }
   }
   /* advance; keep the invariant offset + bt + 1 <= ntok[shard] */
   l->pos.offset += bt;

@@ -54,6 +54,14 @@ void tz_loader_free(tz_loader *l);
  * open (message names the file). On error the position is unchanged. */
 int tz_loader_next(tz_loader *l, int32_t *inputs, int32_t *targets);
 
+/* Shuffle the rows of every batch: the B rows of batch k (k = offset / (B·T)) are the row
+ * windows perm[k·B .. k·B+B−1] of a permutation of the shard's (ntok−1)/T windows of T+1
+ * tokens (starting at multiples of T), drawn for each (shard, epoch) from `seed`. Positions
+ * keep their meaning and their save/restore, so resuming stays exact. Consecutive batches
+ * are then independent samples of the whole shard rather than neighbouring text, which
+ * matters for corpora in reading order (a book, a Bible). Off by default. */
+void tz_loader_shuffle(tz_loader *l, uint64_t seed);
+
 /* Back to (shard 0, offset 0, epoch 0). */
 void tz_loader_reset(tz_loader *l);
 

@@ -12,7 +12,8 @@
 #include "core/utf8.h"
 #include "data/shard.h"
 
-#define PREP_VERSION 1
+#define PREP_VERSION 2
+#define VAL_BLOCK 4096 /* tokens per held-out block */
 
 static double now_s(void) {
   struct timespec ts;
@@ -85,16 +86,34 @@ int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
   double t1 = now_s();
   if (tz_tok_encode(tok, text, len, 1, &ids, &n)) goto done;
   double t2 = now_s();
-  size_t n_val = (size_t)(n * (double)val_fraction);
-  if (n < 4 || n_val < 2) {
+  if (n < 4 || (size_t)(n * (double)val_fraction) < 2) {
     tz_err("%s: too small to hold out a validation split (%zu tokens)", corpus, n);
     goto done;
   }
-  size_t n_train = n - n_val;
+  /* Hold out every k-th block of VAL_BLOCK tokens (k = 1/val_fraction) so the validation
+   * split samples the whole corpus, not only its end (a corpus in reading order changes
+   * style from start to end). A corpus too small for one block per k holds out its tail. */
+  int32_t *tr = tz_malloc(n * sizeof *tr), *va = tz_malloc(n * sizeof *va);
+  size_t n_train = 0, n_val = 0, every = (size_t)(1.0 / val_fraction + 0.5);
+  if (n >= every * VAL_BLOCK) {
+    for (size_t b = 0; b * VAL_BLOCK < n; b++) {
+      size_t len = n - b * VAL_BLOCK < VAL_BLOCK ? n - b * VAL_BLOCK : VAL_BLOCK;
+      int held = b % every == every - 1;
+      memcpy(held ? va + n_val : tr + n_train, ids + b * VAL_BLOCK, len * sizeof *ids);
+      *(held ? &n_val : &n_train) += len;
+    }
+  } else {
+    n_val = (size_t)(n * (double)val_fraction);
+    n_train = n - n_val;
+    memcpy(tr, ids, n_train * sizeof *ids);
+    memcpy(va, ids + n_train, n_val * sizeof *ids);
+  }
   /* The tokenizer is written last: its presence marks a complete cache entry. */
-  if (tz_shard_write(out->train_path, ids, n_train) || tz_shard_write(out->val_path, ids + n_train, n_val) ||
-      tz_tok_save(tok, out->tokenizer_path))
-    goto done;
+  int wrc = tz_shard_write(out->train_path, tr, n_train) || tz_shard_write(out->val_path, va, n_val) ||
+            tz_tok_save(tok, out->tokenizer_path);
+  free(tr);
+  free(va);
+  if (wrc) goto done;
   out->n_train = n_train;
   out->n_val = n_val;
   if (!quiet)

@@ -3,7 +3,8 @@
  * val.bin}, key = XXH64 of (corpus bytes, vocab_size, val_fraction, prep format version), so
  * a second run on the same corpus starts training at once.
  * The corpus is split on the literal "<|endoftext|>" into documents (the tokenizer encodes it
- * as its special token); the last `val_fraction` of the tokens is held out for validation. */
+ * as its special token); every (1/val_fraction)-th block of 4096 tokens is held out for
+ * validation (the tail, for corpora smaller than that). */
 #ifndef TZ_TRAIN_DATA_PREP_H
 #define TZ_TRAIN_DATA_PREP_H
 #include "tokenizer/tokenizer.h"

@@ -210,6 +210,7 @@ int tz_train(const tz_train_opts *opts_in) {
     goto out;
   }
   if (tz_loader_open(&train, train_shards, o.model.vocab_size, o.B, o.T)) goto out;
+  tz_loader_shuffle(train, o.seed);
   if (val_shards && tz_loader_open(&val, val_shards, o.model.vocab_size, o.B, o.T)) goto out;
 
   /* ---- model ---- */
