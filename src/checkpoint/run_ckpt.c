@@ -33,7 +33,7 @@ int tz_run_save(const char *path, tz_model *m, const tz_tokenizer *tok, const cJ
 
   char *tok_json = NULL;
   size_t tok_len = 0;
-  if (tok && tz_tok_to_json(tok, &tok_json, &tok_len)) {
+  if (tok && tz_tok_to_blob(tok, &tok_json, &tok_len)) {
     free(meta_txt);
     return -1;
   }
@@ -113,7 +113,7 @@ int tz_run_open(const char *path_or_dir, tz_run_file *rf) {
   }
   rf->train = cJSON_GetObjectItemCaseSensitive(rf->meta, "train");
   const char *tj = tz_ckpt_get(rf->ck, "tokenizer", &n);
-  if (tj && tz_tok_from_json(tj, n, rf->path, &rf->tok)) goto fail;
+  if (tj && tz_tok_from_blob(tj, n, rf->path, &rf->tok)) goto fail;
   if (rf->tok && tz_tok_vocab_size(rf->tok) > rf->cfg.vocab_size) {
     tz_err("%s: tokenizer has %d tokens but the model's vocab_size is %d", rf->path,
            tz_tok_vocab_size(rf->tok), rf->cfg.vocab_size);

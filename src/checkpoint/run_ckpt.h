@@ -4,7 +4,7 @@
  * Sections:
  *   "meta"      JSON: {"format":"tezgah-checkpoint","version":1,"config":{...},
  *               "fingerprint":"<16 hex>","n_params":N,"train":{...training state...}}
- *   "tokenizer" the tokenizer's JSON (tokenizer/tokenizer.h), absent when none was used
+ *   "tokenizer" the tokenizer in its native format (tz_tok_to_blob), absent when none was used
  *   "params"    N fp32, the flat parameter buffer in layout order (model/layout.h)
  *   "adam_m", "adam_v"  N fp32 each (training checkpoints only)
  * The training state in "meta" holds everything resume needs for a bit-exact continuation:

@@ -17,6 +17,7 @@
 
 #include "checkpoint/run_ckpt.h"
 #include "core/error.h"
+#include "core/utf8.h"
 #include "sample/sampler.h"
 #include "tezgah.h"
 #include "tokenizer/tok_internal.h" /* llama2.c piece strings (run.c's decode works on them) */
@@ -31,21 +32,6 @@ void tz_sample_opts_default(tz_sample_opts *o) {
   o->top_k = 40;
   o->top_p = 1.0f;
   o->seed = 1337;
-}
-
-/* Index of the first byte that breaks UTF-8 (RFC 3629), or -1 when s is valid. */
-static long utf8_invalid_at(const unsigned char *s, size_t n) {
-  for (size_t i = 0; i < n;) {
-    unsigned c = s[i];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (!len || i + len > n || (len == 2 && c < 0xC2) || (len == 4 && c > 0xF4)) return (long)i;
-    for (size_t k = 1; k < len; k++)
-      if ((s[i + k] & 0xC0) != 0x80) return (long)i;
-    if (len == 3 && ((c == 0xE0 && s[i + 1] < 0xA0) || (c == 0xED && s[i + 1] >= 0xA0))) return (long)i;
-    if (len == 4 && ((c == 0xF0 && s[i + 1] < 0x90) || (c == 0xF4 && s[i + 1] >= 0x90))) return (long)i;
-    i += len;
-  }
-  return -1;
 }
 
 /* run.c decode(prev, token) + safe_printf(). (Private here: the tokenizer's public API gives
@@ -120,7 +106,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   if (o->top_k < 0) return tz_err("--top-k: %d must be ≥ 0", o->top_k);
   if (!(o->top_p > 0 && o->top_p <= 1)) return tz_err("--top-p: %g must be in (0, 1]", o->top_p);
   const char *prompt = o->prompt ? o->prompt : "";
-  long bad = utf8_invalid_at((const unsigned char *)prompt, strlen(prompt));
+  long bad = tz_utf8_invalid_at((const unsigned char *)prompt, strlen(prompt));
   if (bad >= 0) return tz_err("--prompt: invalid UTF-8 at byte %ld", bad);
   if (tz_run_open(o->model, &rf)) return -1;
   if (o->tokenizer) {

@@ -101,6 +101,10 @@ long tz_unmap_token(const char *s, size_t len, char *out);
 /* Raw bytes -> mapped UTF-8 string (malloc'ed, NUL-terminated). */
 char *tz_map_token(const char *b, size_t len);
 
+/* tok_json.c: build a byte-level BPE from a parsed tokenizer.json-shaped object. */
+struct cJSON;
+int tz_tok_from_cjson(const struct cJSON *root, const char *name, tz_tokenizer **out);
+
 /* tok_compat.c */
 
 int tz_tok_load_llama2c_buf(const char *path, const char *data, size_t len, tz_tokenizer **out);

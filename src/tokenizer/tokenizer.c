@@ -449,7 +449,8 @@ int tz_tok_decode(const tz_tokenizer *t, const int32_t *ids, size_t n, char **te
     size_t bl = t->tok_len[ids[i]];
     if (t->kind == TZ_TOK_LLAMA2C) {
       if (ids[i] == 1 || ids[i] == 2) continue; /* BOS / EOS */
-      if (i > 0 && ids[i - 1] == 1 && bl > 0 && b[0] == ' ') b++, bl--;
+      /* run.c strips the piece's leading space (before "<0xNN>" parsing) after BOS */
+      if (i > 0 && ids[i - 1] == 1 && t->piece[ids[i]][0] == ' ') b++, bl--;
     }
     memcpy(p, b, bl);
     p += bl;

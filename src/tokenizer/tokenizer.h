@@ -64,6 +64,7 @@ int tz_tok_decode(const tz_tokenizer *t, const int32_t *ids, size_t n, char **te
  * Errors: id out of range. */
 int tz_tok_token_bytes(const tz_tokenizer *t, int32_t id, const char **bytes, size_t *len);
 
+/* Number of ids (BPE: bytes + merges + specials; llama2.c: entries in the file; llm.c: header). */
 int tz_tok_vocab_size(const tz_tokenizer *t);
 /* Id of <|endoftext|> (for llama2.c: EOS = 2), or -1 when there is none. */
 int tz_tok_eot(const tz_tokenizer *t);
@@ -91,6 +92,14 @@ int tz_tok_load(const char *path, tz_tokenizer **out);
 /* GPT-2's encoder.json + vocab.bpe given explicitly (tiktoken r50k_base equivalent). */
 int tz_tok_load_gpt2_files(const char *encoder_json, const char *vocab_bpe, tz_tokenizer **out);
 
+/* Free a tokenizer (NULL is fine). */
 void tz_tok_free(tz_tokenizer *t);
+
+/* Any tokenizer as a self-contained blob in its own native format (byte-level BPE:
+ * tokenizer.json; llama2.c: tokenizer.bin; llm.c: gpt2_tokenizer.bin v2), malloc'ed; and back,
+ * detecting the format (as tz_tok_load does for files). Checkpoints store tokenizers this way.
+ * Errors name `name` (e.g. the checkpoint path). */
+int tz_tok_to_blob(const tz_tokenizer *t, char **data, size_t *len);
+int tz_tok_from_blob(const char *data, size_t len, const char *name, tz_tokenizer **out);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/utf8.h"
 #include "data/shard.h"
 
 #define PREP_VERSION 1
@@ -19,12 +20,17 @@ static double now_s(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* A text corpus must not contain NUL bytes; that is the cheapest reliable sign of a binary
- * file (images, archives, executables all have them early). */
+/* A text corpus must not contain NUL bytes (images, archives and executables have them
+ * early) and must be mostly UTF-8 (more than 5% invalid bytes means it is not text). */
 static int check_text(const char *path, const char *data, size_t len) {
   if (len == 0) return tz_err("%s: file is empty", path);
   const char *nul = memchr(data, 0, len);
   if (nul) return tz_err("%s: looks binary (NUL byte at offset %zu); expected UTF-8 text", path, (size_t)(nul - data));
+  /* Text in another encoding (Latin-1, say) still trains; random bytes do not make sense. */
+  size_t probe = len < (1 << 20) ? len : (1 << 20);
+  size_t bad = tz_utf8_count_invalid((const unsigned char *)data, probe);
+  if (bad * 20 > probe)
+    return tz_err("%s: looks binary (%zu of the first %zu bytes are not UTF-8); expected UTF-8 text", path, bad, probe);
   return 0;
 }
 

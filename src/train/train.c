@@ -197,7 +197,7 @@ int tz_train(const tz_train_opts *opts_in) {
     if (!tok && o.tokenizer && tz_tok_load(o.tokenizer, &tok)) goto out;
   }
   if (!o.resume) {
-    if (tok) o.model.vocab_size = tz_tok_vocab_size(tok);
+    o.model.vocab_size = tok ? tz_tok_vocab_size(tok) : o.vocab_size;
     if (o.model.vocab_size <= 0) {
       tz_err("--vocab-size: needed when training on shards without a tokenizer");
       goto out;

@@ -6,6 +6,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "kernels/common/fastmath.h"
 #include "kernels/cpu_kernels.h"
 
 /* out [B*Tq, n_head*hd], lse [B, n_head, Tq] (or NONE); q rows of q_stride floats (head h
@@ -37,13 +38,15 @@ void tz_cpu_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q
         for (int j = 0; j < L; j++) {
           const float *kj = kb + (size_t)j * kv_stride;
           float d = 0.0f;
+#pragma omp simd reduction(+ : d)
           for (int i = 0; i < hd; i++) d += qt[i] * kj[i];
           s[j] = d * scale;
           mx = s[j] > mx ? s[j] : mx;
         }
         float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
         for (int j = 0; j < L; j++) {
-          s[j] = expf(s[j] - mx);
+          s[j] = tz_expf(s[j] - mx);
           sum += s[j];
         }
         float inv = 1.0f / sum;
@@ -52,6 +55,7 @@ void tz_cpu_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q
         for (int j = 0; j < L; j++) {
           const float *vj = vb + (size_t)j * kv_stride;
           float pj = s[j] * inv;
+#pragma omp simd
           for (int i = 0; i < hd; i++) ot[i] += pj * vj[i];
         }
         if (ls) ls[((size_t)b * n_head + h) * Tq + t] = mx + logf(sum);
@@ -90,6 +94,7 @@ void tz_cpu_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv,
           float *dqt = dqp + qoff;
           float l = ls[((size_t)b * n_head + h) * T + t];
           float D = 0.0f;
+#pragma omp simd reduction(+ : D)
           for (int i = 0; i < hd; i++) D += dyt[i] * ot[i];
           for (int i = 0; i < hd; i++) dqt[i] = 0.0f;
           for (int j = 0; j <= t; j++) {
@@ -98,12 +103,14 @@ void tz_cpu_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv,
             float *dkj = dkp + kvoff + (size_t)j * kv_stride;
             float *dvj = dvp + kvoff + (size_t)j * kv_stride;
             float s = 0.0f, dp = 0.0f;
+#pragma omp simd reduction(+ : s, dp)
             for (int i = 0; i < hd; i++) {
               s += qt[i] * kj[i];
               dp += dyt[i] * vj[i];
             }
-            float pj = expf(s * scale - l);
+            float pj = tz_expf(s * scale - l);
             float ds = pj * (dp - D) * scale;
+#pragma omp simd
             for (int i = 0; i < hd; i++) {
               dqt[i] += ds * kj[i];
               dkj[i] += ds * qt[i];

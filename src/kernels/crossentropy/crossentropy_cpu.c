@@ -3,6 +3,7 @@
  * CUDA fused_classifier). */
 #include <math.h>
 
+#include "kernels/common/fastmath.h"
 #include "kernels/cpu_kernels.h"
 
 /* losses [N] fp32 written; logits [N, Vp] fp32 overwritten with dlogits; targets int32 [N].
@@ -24,11 +25,13 @@ void tz_cpu_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_sl
       continue;
     }
     float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
     for (int c = 0; c < V; c++) mx = zn[c] > mx ? zn[c] : mx;
     float zt = zn[t];
     double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
     for (int c = 0; c < V; c++) {
-      float e = expf(zn[c] - mx); /* one exp per logit: kept for the softmax below */
+      float e = tz_expf(zn[c] - mx); /* one exp per logit: kept for the softmax below */
       zn[c] = e;
       sum += e;
     }
