@@ -79,7 +79,7 @@ int tz_train(const tz_train_opts *o);
 
 /* ---- sampling ---- */
 typedef struct {
-  const char *model;     /* run directory or checkpoint file (default runs/latest) */
+  const char *model;     /* run directory or checkpoint file: ours, llama2.c or llm.c (default runs/latest) */
   const char *prompt;    /* text (may be empty) */
   const char *backend;
   int threads;
@@ -88,6 +88,9 @@ typedef struct {
   int top_k;             /* 0: off */
   float top_p;           /* 1: off */
   uint64_t seed;
+  const char *tokenizer; /* tokenizer file overriding the checkpoint's (NULL: the checkpoint's);
+                            a llama2.c tokenizer.bin switches to run.c's generation loop, where
+                            `tokens` counts all positions, prompt included (run.c's -n) */
 } tz_sample_opts;
 
 void tz_sample_opts_default(tz_sample_opts *o);

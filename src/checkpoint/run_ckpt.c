@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "formats/formats.h"
 #include "model/config_json.h"
 
 static float *download_all(tz_model *m, tz_buf *buf) {
@@ -70,6 +71,16 @@ int tz_run_open(const char *path_or_dir, tz_run_file *rf) {
     tz_err("%s: run directory has no checkpoint (%s)", path_or_dir, TZ_CKPT_FILE);
     goto fail;
   }
+  rf->format = TZ_FMT_TEZGAH;
+  if (!S_ISDIR(st.st_mode)) {
+    int f = tz_format_detect(rf->path);
+    if (f < 0) goto fail;
+    if (f != TZ_FMT_TEZGAH) {
+      if (tz_foreign_load(rf->path, NULL, &rf->cfg, &rf->host_params)) goto fail;
+      rf->format = f == TZ_FMT_UNKNOWN ? TZ_FMT_LLAMA2C : f;
+      return 0;
+    }
+  }
   if (tz_ckpt_open(rf->path, &rf->ck)) goto fail;
   size_t n;
   const char *txt = tz_ckpt_get(rf->ck, "meta", &n);
@@ -125,6 +136,11 @@ static int load_section(tz_run_file *rf, tz_model *m, const char *name, tz_buf *
 int tz_run_load_model(tz_run_file *rf, tz_backend *be, tz_model **out) {
   tz_model *m;
   if (tz_model_create(be, &rf->cfg, &m)) return -1;
+  if (rf->host_params) {
+    tz_model_set_params(m, rf->host_params);
+    *out = m;
+    return 0;
+  }
   if (load_section(rf, m, "params", m->params)) {
     tz_model_free(m);
     return -1;
@@ -134,6 +150,9 @@ int tz_run_load_model(tz_run_file *rf, tz_backend *be, tz_model **out) {
 }
 
 int tz_run_load_adam(tz_run_file *rf, tz_model *m) {
+  if (rf->host_params)
+    return tz_err("%s: a %s checkpoint has no optimizer state (convert it and start a new run)", rf->path,
+                  tz_format_name(rf->format));
   return load_section(rf, m, "adam_m", m->m) || load_section(rf, m, "adam_v", m->v) ? -1 : 0;
 }
 
@@ -141,6 +160,7 @@ void tz_run_close(tz_run_file *rf) {
   if (rf->ck) tz_ckpt_close(rf->ck);
   cJSON_Delete(rf->meta);
   tz_tok_free(rf->tok);
+  free(rf->host_params);
   free(rf->path);
   memset(rf, 0, sizeof *rf);
 }

@@ -31,10 +31,15 @@ typedef struct {
   cJSON *meta;          /* whole meta object (owned) */
   const cJSON *train;   /* meta.train or NULL */
   tz_tokenizer *tok;    /* NULL when the checkpoint has none */
+  int format;           /* tz_format (formats/formats.h): TZ_FMT_TEZGAH or a foreign one */
+  float *host_params;   /* foreign checkpoints: the parameters in our layout (owned) */
 } tz_run_file;
 
 /* Open a checkpoint file, or a run directory holding TZ_CKPT_FILE; validate meta, config and
- * fingerprint; load the tokenizer. Errors name the file, section/field and value. */
+ * fingerprint; load the tokenizer. Errors name the file, section/field and value.
+ * A file that is not a tezgah checkpoint is read as an llm.c or llama2.c checkpoint
+ * (formats/formats.h, detected by its header): then there is no tokenizer, no training
+ * state and no AdamW moments. */
 int tz_run_open(const char *path_or_dir, tz_run_file *rf);
 /* Create a model on `be` with the checkpoint's config and parameters. */
 int tz_run_load_model(tz_run_file *rf, tz_backend *be, tz_model **out);

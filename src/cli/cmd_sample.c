@@ -10,7 +10,14 @@
 
 static const char *HELP =
     "usage: tezgah sample [RUN_DIR|CHECKPOINT] [options]\n"
-    "Generate text with a KV cache, streaming to stdout. Default model: runs/latest.\n\n"
+    "Generate text with a KV cache, streaming to stdout. Default model: runs/latest.\n"
+    "CHECKPOINT may also be a llama2.c (.bin, legacy or version 1) or llm.c GPT-2 file.\n\n"
+    "  --tokenizer PATH       tokenizer file (needed for llama2.c / llm.c checkpoints): ours,\n"
+    "                         llama2.c tokenizer.bin or llm.c gpt2_tokenizer.bin. With a\n"
+    "                         llama2.c tokenizer generation follows llama2.c run.c exactly:\n"
+    "                         BOS=1, --tokens counts all positions incl. the prompt (run.c -n;\n"
+    "                         0 = the context length), e.g.\n"
+    "                         tezgah sample stories260K.bin --tokenizer tok512.bin --temperature 0 --tokens 200\n"
     "  --prompt TEXT          text to continue (default: empty)\n"
     "  --tokens N             maximum new tokens (256); stops early at <|endoftext|>\n"
     "  --temperature F        0 = greedy (0.8)\n"
@@ -24,7 +31,7 @@ int tz_cmd_sample(int argc, char **argv) {
   static const struct option LONG[] = {
       {"prompt", 1, 0, 'p'}, {"tokens", 1, 0, 'n'}, {"temperature", 1, 0, 't'}, {"top-k", 1, 0, 'k'},
       {"top-p", 1, 0, 'P'}, {"seed", 1, 0, 's'}, {"backend", 1, 0, 'b'}, {"threads", 1, 0, 'j'},
-      {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+      {"tokenizer", 1, 0, 'z'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
   tz_sample_opts o;
   tz_sample_opts_default(&o);
   int c;
@@ -40,6 +47,7 @@ int tz_cmd_sample(int argc, char **argv) {
       case 'P': e = tz_arg_float("--top-p", optarg, 1e-9, 1, &o.top_p); break;
       case 's': e = tz_arg_u64("--seed", optarg, &o.seed); break;
       case 'b': o.backend = optarg; break;
+      case 'z': o.tokenizer = optarg; break;
       case 'j': e = tz_arg_int("--threads", optarg, 0, 1024, &o.threads); break;
       case 'h': fputs(HELP, stdout); return 0;
       case ':': tz_arg_bad("sample", argc, argv, optind, 0, 1); return tz_cli_fail();

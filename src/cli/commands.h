@@ -4,4 +4,6 @@
 #define TZ_CLI_COMMANDS_H
 int tz_cmd_train(int argc, char **argv);
 int tz_cmd_sample(int argc, char **argv);
+int tz_cmd_eval(int argc, char **argv);
+int tz_cmd_convert(int argc, char **argv);
 #endif

@@ -12,6 +12,8 @@ static const struct {
 } commands[] = {
     {"train", tz_cmd_train, "train a model on a text corpus or token shards (default: data/kjv.txt)"},
     {"sample", tz_cmd_sample, "generate text from a run or checkpoint (default: runs/latest)"},
+    {"eval", tz_cmd_eval, "validation loss and perplexity of a model on token shards"},
+    {"convert", tz_cmd_convert, "import llama2.c / llm.c checkpoints, export gpt2 models to llm.c"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof *commands)
 

@@ -1,6 +1,16 @@
 /* tezgah sample: load a checkpoint, prefill the prompt into the KV cache, then decode one
  * token at a time, streaming each token's bytes to the output as soon as it is picked.
- * The sequence starts with <|endoftext|> (GPT-2's convention: it doubles as BOS). */
+ * The sequence starts with <|endoftext|> (GPT-2's convention: it doubles as BOS).
+ *
+ * With a llama2.c tokenizer the loop follows llama2.c run.c's generate() instead, so that
+ * its outputs are reproduced byte for byte: the prompt is encoded with BOS = 1 (and run.c's
+ * dummy-prefix space), `tokens` counts ALL positions including the prompt's (run.c's
+ * -n steps; 0 or more than the context means the context length), the prompt's pieces are
+ * printed as they are stepped through, generation stops when BOS = 1 is picked, pieces are
+ * decoded as run.c's decode() (a leading space dropped right after BOS, "<0xNN>" → that
+ * byte) and printed as its safe_printf() (empty pieces and single non-printable,
+ * non-space bytes skipped), and a final newline ends the output. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +20,7 @@
 #include "core/utf8.h"
 #include "sample/sampler.h"
 #include "tezgah.h"
+#include "tokenizer/tok_internal.h" /* llama2.c piece strings (run.c's decode works on them) */
 
 void tz_sample_opts_default(tz_sample_opts *o) {
   memset(o, 0, sizeof *o);
@@ -21,6 +32,64 @@ void tz_sample_opts_default(tz_sample_opts *o) {
   o->top_k = 40;
   o->top_p = 1.0f;
   o->seed = 1337;
+}
+
+/* run.c decode(prev, token) + safe_printf(). (Private here: the tokenizer's public API gives
+ * only the decoded bytes of a token, while run.c's space rule looks at the raw piece.) */
+static void llama2c_print_piece(FILE *out, const tz_tokenizer *t, int prev, int token) {
+  const char *piece = t->piece[token];
+  if (prev == 1 && piece[0] == ' ') piece++;
+  unsigned char byte;
+  char one[2] = {0, 0};
+  if (sscanf(piece, "<0x%02hhX>", &byte) == 1) {
+    one[0] = (char)byte;
+    piece = one;
+  }
+  if (piece[0] == '\0') return;
+  if (piece[1] == '\0' && !(isprint((unsigned char)piece[0]) || isspace((unsigned char)piece[0]))) return;
+  fputs(piece, out);
+}
+
+/* run.c's generate() loop (see the top of this file). */
+static int generate_llama2c(tz_model *m, const tz_tokenizer *tok, tz_sampler *smp, const char *prompt,
+                            int steps, FILE *out) {
+  int maxT = m->cfg.max_seq_len;
+  if (steps <= 0 || steps > maxT) steps = maxT;
+  int32_t *ids = NULL;
+  size_t n = 0;
+  if (tz_tok_encode_llama2c(tok, prompt, 1, 0, &ids, &n)) return -1;
+  float *logits = tz_malloc((size_t)m->cfg.vocab_size * sizeof *logits);
+  int pos = 0, token = ids[0];
+  /* the prompt: its pieces are printed as run.c steps through them; one prefill computes the
+   * logits at its last position (the only ones run.c uses) */
+  int n_pre = (int)n < steps ? (int)n : steps;
+  for (; pos < n_pre - 1; pos++) {
+    int next = ids[pos + 1];
+    if (next == 1) goto done;
+    llama2c_print_piece(out, tok, token, next);
+    token = next;
+  }
+  if ((int)n > steps) { /* the prompt alone fills the steps: run.c prints one more piece */
+    int next = ids[pos + 1];
+    if (next != 1) llama2c_print_piece(out, tok, token, next);
+    goto done;
+  }
+  tz_model_decode(m, ids, (int)n, 0, logits);
+  while (pos < steps) {
+    int next = tz_sampler_pick(smp, logits);
+    pos++;
+    if (next == 1) break;
+    llama2c_print_piece(out, tok, token, next);
+    fflush(out);
+    token = next;
+    if (pos < steps) tz_model_decode(m, &token, 1, pos, logits);
+  }
+done:
+  fputc('\n', out);
+  fflush(out);
+  free(logits);
+  free(ids);
+  return 0;
 }
 
 int tz_sample(const tz_sample_opts *o, void *out_file) {
@@ -40,12 +109,27 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   long bad = tz_utf8_invalid_at((const unsigned char *)prompt, strlen(prompt));
   if (bad >= 0) return tz_err("--prompt: invalid UTF-8 at byte %ld", bad);
   if (tz_run_open(o->model, &rf)) return -1;
+  if (o->tokenizer) {
+    tz_tok_free(rf.tok);
+    rf.tok = NULL;
+    if (tz_tok_load(o->tokenizer, &rf.tok)) goto out;
+    if (tz_tok_vocab_size(rf.tok) > rf.cfg.vocab_size) {
+      tz_err("--tokenizer: %s has %d tokens but the model's vocab_size is %d", o->tokenizer,
+             tz_tok_vocab_size(rf.tok), rf.cfg.vocab_size);
+      goto out;
+    }
+  }
   if (!rf.tok) {
-    tz_err("%s: checkpoint has no tokenizer; cannot turn text into tokens", rf.path);
+    tz_err("%s: checkpoint has no tokenizer; give one with --tokenizer", rf.path);
     goto out;
   }
   if (!(be = tz_backend_create(o->backend, o->threads))) goto out;
   if (tz_run_load_model(&rf, be, &m) || tz_model_alloc_inference(m)) goto out;
+  if (tz_tok_kind(rf.tok) == TZ_TOKENIZER_LLAMA2C) {
+    tz_sampler_init(&smp, m->cfg.vocab_size, o->temperature, o->top_k, o->top_p, o->seed);
+    rc = generate_llama2c(m, rf.tok, &smp, prompt, o->tokens, out);
+    goto out;
+  }
   size_t n_prompt = 0;
   int32_t *pids = NULL;
   if (*prompt && tz_tok_encode(rf.tok, prompt, strlen(prompt), 0, &pids, &n_prompt)) goto out;

@@ -1,0 +1,74 @@
+/* Other projects' checkpoint formats: read llama2.c and llm.c files into our config and flat
+ * parameter layout (model/layout.h), and write our GPT-2 models in llm.c's format.
+ *
+ * llama2.c (karpathy/llama2.c, run.c / export.py), all little-endian, fp32 tensors:
+ *  - legacy ("version 0"): 7 int32 {dim, hidden_dim, n_layers, n_heads, n_kv_heads,
+ *    vocab_size, seq_len}; vocab_size < 0 marks a separate classifier (untied lm_head).
+ *    Tensors, each stacked over all layers where per layer: token_embedding [V,C],
+ *    rms_att [L,C], wq [L,C,C], wk [L,kv,C], wv [L,kv,C], wo [L,C,C], rms_ffn [L,C],
+ *    w1 [L,H,C], w2 [L,C,H], w3 [L,H,C], rms_final [C], the legacy RoPE tables
+ *    freq_cis_real and freq_cis_imag [seq_len, head_dim/2] each (skipped), then wcls [V,C]
+ *    when untied. (kv = n_kv_heads·head_dim, H = hidden_dim.)
+ *  - version 1: a 256-byte header: uint32 magic 0x616b3432 ("ak42"), int32 version (1),
+ *    the same 7 int32 (vocab_size positive), uint8 shared_classifier, zero padding. Tensors:
+ *    rms_att [L,C], rms_ffn [L,C], rms_final [C], token_embedding [V,C], wq, wk, wv, wo,
+ *    w1, w2, w3 (each [L,...]), then wcls [V,C] unless shared. Version 2 (int8) is refused.
+ *  run.c's fixed hyper-parameters become ours: rope_theta 10000, norm_eps 1e-5; RoPE pairs
+ *  adjacent dims (our rope op does too); padded_vocab = vocab_size.
+ *
+ * llm.c GPT-2 (../shared/llmc/FORMATS.md): 256 int32 header {20240326, version (3 fp32 |
+ * 5 bf16), maxT, V, L, NH, C, Vp, 0...}, then wte [Vp,C], wpe [maxT,C] and the 12 per-layer
+ * tensors each stacked over L (ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw,
+ * fcb, fcprojw, fcprojb), lnfw, lnfb. bf16 loads exactly (bits << 16); saving as bf16 rounds
+ * to nearest even (as PyTorch's .to(torch.bfloat16)).
+ *
+ * Every size is checked against the header before anything is read: a malformed file gives
+ * one line naming the file, the field and its value, never a crash. */
+#ifndef TZ_FORMATS_FORMATS_H
+#define TZ_FORMATS_FORMATS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tezgah.h"
+
+#define TZ_LLMC_MAGIC 20240326
+#define TZ_LLAMA2C_MAGIC 0x616b3432u
+
+typedef enum {
+  TZ_FMT_UNKNOWN = 0, /* not recognized by magic (may be a legacy llama2.c file) */
+  TZ_FMT_TEZGAH = 1,
+  TZ_FMT_LLAMA2C = 2, /* version 1 (magic) */
+  TZ_FMT_LLMC = 3,
+} tz_format;
+
+/* Sniff the first bytes of a file. Returns a tz_format, or -1 (with tz_err) when the file
+ * cannot be opened. Legacy llama2.c files have no magic: TZ_FMT_UNKNOWN. */
+int tz_format_detect(const char *path);
+const char *tz_format_name(int fmt);
+
+/* Load a llama2.c checkpoint (legacy or version 1, told apart by the magic). *params is a
+ * malloc'ed array of tz_config_num_params(cfg) floats in our layout; cfg is finalized. */
+int tz_llama2c_load(const char *path, tz_config *cfg, float **params);
+/* Load an llm.c GPT-2 checkpoint (version 3 fp32 or 5 bf16). Same outputs. */
+int tz_llmc_load(const char *path, tz_config *cfg, float **params);
+/* Write a gpt2-family model in llm.c's format (atomically): version 3 (fp32) or, with
+ * bf16 != 0, version 5. Errors: not gpt2, d_ff != 4·d_model, write failures. */
+int tz_llmc_save(const char *path, const tz_config *cfg, const float *params, int bf16);
+
+/* Load any foreign checkpoint: by magic (llm.c, llama2.c v1), else as a legacy llama2.c
+ * file; `from` ("llama2c", "llmc" or NULL for auto) forces the family. */
+int tz_foreign_load(const char *path, const char *from, tz_config *cfg, float **params);
+
+/* bf16 helpers (exposed for tests). */
+static inline float tz_bf16_to_f32(uint16_t h) {
+  union { uint32_t u; float f; } x = {(uint32_t)h << 16};
+  return x.f;
+}
+static inline uint16_t tz_f32_to_bf16(float f) { /* round to nearest, ties to even */
+  union { float f; uint32_t u; } x = {f};
+  if ((x.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x.u >> 16) | 0x40); /* quiet NaN */
+  x.u += 0x7fffu + ((x.u >> 16) & 1u);
+  return (uint16_t)(x.u >> 16);
+}
+
+#endif

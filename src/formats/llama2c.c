@@ -1,0 +1,117 @@
+/* llama2.c checkpoints (legacy and version 1) → our llama config and layout. The format is
+ * described in formats.h; this reads it from the description of run.c's
+ * memory_map_weights and export.py's legacy_export / version1_export. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "formats/fmt_util.h"
+#include "formats/formats.h"
+
+#define V1_HEADER 256
+
+/* The 7 header ints, validated; hd = head dim. */
+static int check_dims(const char *path, const int32_t h[7], int legacy, tz_config *c) {
+  static const char *names[7] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
+  static const long max[7] = {1 << 16, 1 << 20, 1024, 4096, 4096, 1 << 24, 1 << 20};
+  for (int i = 0; i < 7; i++) {
+    long v = h[i];
+    if (i == 5 && v < 0) v = -v; /* negative vocab = separate classifier (legacy convention) */
+    if (v <= 0 || v > max[i])
+      return tz_err("%s: llama2.c header field %s=%d is out of range [1, %ld]%s", path, names[i], h[i], max[i],
+                    legacy ? " (not a tezgah, llm.c or llama2.c checkpoint?)" : "");
+  }
+  memset(c, 0, sizeof *c);
+  c->arch = TZ_ARCH_LLAMA;
+  c->d_model = h[0];
+  c->d_ff = h[1];
+  c->n_layer = h[2];
+  c->n_head = h[3];
+  c->n_kv_head = h[4];
+  c->vocab_size = h[5] < 0 ? -h[5] : h[5];
+  c->padded_vocab = c->vocab_size;
+  c->max_seq_len = h[6];
+  c->tied = h[5] > 0;
+  c->rope_theta = 10000.0f; /* run.c's constants */
+  c->norm_eps = 1e-5f;
+  if (h[0] % h[3]) return tz_err("%s: llama2.c header n_heads=%d does not divide dim=%d", path, h[3], h[0]);
+  if (h[3] % h[4]) return tz_err("%s: llama2.c header n_kv_heads=%d does not divide n_heads=%d", path, h[4], h[3]);
+  if (tz_config_finalize(c)) return tz_err_prefix(path);
+  return 0;
+}
+
+int tz_llama2c_load(const char *path, tz_config *cfg, float **params) {
+  tz_fmt_map m;
+  if (tz_fmt_map_open(path, &m)) return -1;
+  int rc = -1;
+  uint32_t magic = 0;
+  if (m.size >= 4) memcpy(&magic, m.data, 4);
+  int legacy = magic != TZ_LLAMA2C_MAGIC;
+  size_t hdr = legacy ? 28 : V1_HEADER;
+  int32_t h[7];
+  int shared = 0;
+  tz_layout lay = {0};
+  if (m.size < hdr) {
+    tz_err("%s: truncated llama2.c checkpoint: %zu bytes, the %s header needs %zu", path, m.size,
+           legacy ? "legacy" : "version 1", hdr);
+    goto out;
+  }
+  if (legacy) {
+    memcpy(h, m.data, sizeof h);
+  } else {
+    int32_t version;
+    memcpy(&version, m.data + 4, 4);
+    if (version != 1) {
+      tz_err("%s: llama2.c checkpoint version %d is not supported (expected 1; 2 is int8-quantized)", path, version);
+      goto out;
+    }
+    memcpy(h, m.data + 8, sizeof h);
+    if (m.data[36] > 1) {
+      tz_err("%s: llama2.c header field shared_classifier=%d is not 0 or 1", path, m.data[36]);
+      goto out;
+    }
+    shared = m.data[36];
+    if (h[5] < 0) {
+      tz_err("%s: llama2.c version 1 header field vocab_size=%d must be positive", path, h[5]);
+      goto out;
+    }
+    h[5] = shared ? h[5] : -h[5]; /* reuse the legacy sign convention below */
+  }
+  if (check_dims(path, h, 1, cfg)) goto out;
+  tz_layout_build(cfg, &lay);
+  const int L = cfg->n_layer;
+  const size_t hd = (size_t)cfg->d_model / cfg->n_head;
+  const tz_fmt_entry legacy_order[] = {
+      {"wte", 0, 0}, {"layers.%d.attn_norm.w", 1, 0}, {"layers.%d.attn.wq", 1, 0},
+      {"layers.%d.attn.wk", 1, 0}, {"layers.%d.attn.wv", 1, 0}, {"layers.%d.attn.wo", 1, 0},
+      {"layers.%d.ffn_norm.w", 1, 0}, {"layers.%d.ffn.w1", 1, 0}, {"layers.%d.ffn.w2", 1, 0},
+      {"layers.%d.ffn.w3", 1, 0}, {"norm.w", 0, 0},
+      {NULL, 0, (size_t)cfg->max_seq_len * hd / 2}, /* freq_cis_real */
+      {NULL, 0, (size_t)cfg->max_seq_len * hd / 2}, /* freq_cis_imag */
+      {"lm_head", 0, 0}};
+  const tz_fmt_entry v1_order[] = {
+      {"layers.%d.attn_norm.w", 1, 0}, {"layers.%d.ffn_norm.w", 1, 0}, {"norm.w", 0, 0},
+      {"wte", 0, 0}, {"layers.%d.attn.wq", 1, 0}, {"layers.%d.attn.wk", 1, 0},
+      {"layers.%d.attn.wv", 1, 0}, {"layers.%d.attn.wo", 1, 0}, {"layers.%d.ffn.w1", 1, 0},
+      {"layers.%d.ffn.w2", 1, 0}, {"layers.%d.ffn.w3", 1, 0}, {"lm_head", 0, 0}};
+  const tz_fmt_entry *order = legacy ? legacy_order : v1_order;
+  int n = legacy ? (int)(sizeof legacy_order / sizeof *legacy_order) : (int)(sizeof v1_order / sizeof *v1_order);
+  if (cfg->tied) n--; /* lm_head is last in both orders */
+  size_t floats = tz_fmt_count(&lay, L, order, n);
+  size_t want = hdr + floats * sizeof(float);
+  if (m.size != want) {
+    tz_err("%s: llama2.c checkpoint has %zu bytes but its header (dim=%d hidden_dim=%d n_layers=%d n_heads=%d "
+           "n_kv_heads=%d vocab_size=%d seq_len=%d%s) needs %zu%s",
+           path, m.size, h[0], h[1], h[2], h[3], h[4], h[5], h[6], legacy ? "" : shared ? " shared" : " unshared",
+           want, m.size < want ? " (truncated?)" : "");
+    goto out;
+  }
+  *params = tz_calloc(lay.total, sizeof(float));
+  tz_fmt_permute(&lay, L, order, n, *params, (void *)(m.data + hdr), 0, 0);
+  rc = 0;
+out:
+  tz_layout_free(&lay);
+  tz_fmt_map_close(&m);
+  return rc;
+}
