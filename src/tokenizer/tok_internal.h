@@ -1,6 +1,7 @@
 /* Internal definitions shared by the tokenizer's source files (not a public header). */
 #ifndef TZ_TOK_INTERNAL_H
 #define TZ_TOK_INTERNAL_H
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,6 +76,13 @@ struct tz_tokenizer {
   float *score;
   int max_token_length;
   char **piece; /* [vocab_size] the piece strings as stored in the file (NUL-terminated) */
+
+  /* Encoder scratch + pre-token caches kept across calls (tokenizer.c). Each encoding thread
+   * takes one context out of the pool under the lock and puts it back when done, so a
+   * context is only ever used by one thread at a time; the tokenizer stays shareable. */
+  pthread_mutex_t pool_lock;
+  struct enc_ctx **pool;
+  int pool_n, pool_cap;
 };
 
 #define TZ_EOT_STR "<|endoftext|>"
@@ -105,5 +113,8 @@ char *tz_map_token(const char *b, size_t len);
 
 int tz_tok_load_llama2c_buf(const char *path, const char *data, size_t len, tz_tokenizer **out);
 int tz_tok_load_llmc_buf(const char *path, const char *data, size_t len, tz_tokenizer **out);
+/* run.c decode() for a valid id: piece after prev (leading space dropped after BOS, <0xNN> -> the
+ * raw byte), without run.c's safe_printf filter. */
+void tz_l2_decode_raw(const tz_tokenizer *t, int prev, int tok, const char **bytes, size_t *len);
 
 #endif
