@@ -4,4 +4,7 @@
 #define TZ_CLI_COMMANDS_H
 int tz_cmd_train(int argc, char **argv);
 int tz_cmd_sample(int argc, char **argv);
+int tz_cmd_tokenize(int argc, char **argv);
+int tz_cmd_encode(int argc, char **argv);
+int tz_cmd_decode(int argc, char **argv);
 #endif

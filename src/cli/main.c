@@ -12,6 +12,9 @@ static const struct {
 } commands[] = {
     {"train", tz_cmd_train, "train a model on a text corpus or token shards (default: data/kjv.txt)"},
     {"sample", tz_cmd_sample, "generate text from a run or checkpoint (default: runs/latest)"},
+    {"tokenize", tz_cmd_tokenize, "tokenize a text file into an llm.c token shard"},
+    {"encode", tz_cmd_encode, "print the token ids of a text as a JSON array"},
+    {"decode", tz_cmd_decode, "print the text of a JSON array of token ids"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof *commands)
 
