@@ -173,7 +173,9 @@ int tz_cmd_tokenize(int argc, char **argv) {
   int32_t *ids = NULL;
   size_t ni = 0, ndocs = 0;
   int rc = 0;
-  if (tz_tok_kind(t) == TZ_TOKENIZER_LLAMA2C) {
+  if (n == 0) {
+    rc = tz_err("tokenize: %s is empty: no text to tokenize", o.in);
+  } else if (tz_tok_kind(t) == TZ_TOKENIZER_LLAMA2C) {
     /* per document: BOS + encode (run.c stops at a NUL, so does this) */
     size_t cap = 0, p = 0;
     while (p <= n && !rc) {
