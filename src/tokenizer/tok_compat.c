@@ -418,6 +418,9 @@ int tz_tok_load_llmc_buf(const char *path, const char *data, size_t len, tz_toke
   if (h[1] != 1 && h[1] != 2) return tz_err("%s: header version %u (expected 1 or 2)", path, h[1]);
   if (h[2] == 0 || h[2] > (1u << 24)) return tz_err("%s: header vocab size %u (must be 1..%d)", path, h[2], 1 << 24);
   int V = (int)h[2];
+  if ((size_t)V > (len - 1024) / 2) /* every token takes >= 2 bytes */
+    return tz_err("%s: truncated: header vocab size %d needs at least %zu bytes, the file has %zu", path, V,
+                  1024 + 2 * (size_t)V, len);
   uint32_t eot = h[1] == 2 ? h[3] : 50256;
   if (eot >= (uint32_t)V) return tz_err("%s: header EOT id %u is out of range (vocab size %d)", path, eot, V);
   tz_tokenizer *t = tz_tok_alloc(TZ_TOK_LLMC, V);

@@ -96,6 +96,10 @@ int tz_pretok_compile(pcre2_code **out);
 /* Split text[0..n) into pre-tokens; calls cb for each (contiguous, covering every byte). */
 typedef int (*tz_pretok_cb)(void *ud, const char *s, size_t n);
 int tz_pretok_each(const pcre2_code *re, const char *s, size_t n, tz_pretok_cb cb, void *ud);
+/* Smallest p in [from, b) (p >= a + 2) where pre-tokenizing s[a, b) equals pre-tokenizing
+ * s[a, p) and s[p, b) separately (a context-free boundary: "X\nY" with X, Y printable ASCII,
+ * p at Y), or b when there is none. Used to cut text into chunks for parallel encoding. */
+size_t tz_pretok_safe_cut(const char *s, size_t a, size_t from, size_t b);
 /* Build the byte-level tables (byte_id, rank, pair, lookup, re) after tok/tok_len/special/merges
  * are filled. `name` is used in errors. */
 int tz_tok_finish_bytelevel(tz_tokenizer *t, const char *name);

@@ -301,6 +301,13 @@ int tz_tok_load(const char *path, tz_tokenizer **out) {
   char *data;
   size_t len;
   if (tz_read_file(path, &data, &len)) return -1;
+  int rc = tz_tok_load_buf(path, data, len, out);
+  free(data);
+  return rc;
+}
+
+int tz_tok_load_buf(const char *path, const char *data, size_t len, tz_tokenizer **out) {
+  *out = NULL;
   int rc;
   size_t i = 0;
   while (i < len && (data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t')) i++;
@@ -314,6 +321,5 @@ int tz_tok_load(const char *path, tz_tokenizer **out) {
     rc = tz_tok_load_llmc_buf(path, data, len, out);
   else
     rc = tz_tok_load_llama2c_buf(path, data, len, out);
-  free(data);
   return rc;
 }

@@ -447,7 +447,7 @@ static inline int ascii_graph(unsigned char c) { return c > 0x20 && c < 0x7f; }
  * what a pre-tokenizer that stops at p finds ("\n" at the end of the subject); and a match
  * starting at p reads nothing before p (the pattern has no lookbehind or anchors). So
  * pre-tokenizing [a, p) and [p, b) separately gives the same pre-tokens as [a, b). */
-static size_t safe_cut(const char *s, size_t a, size_t from, size_t b) {
+size_t tz_pretok_safe_cut(const char *s, size_t a, size_t from, size_t b) {
   if (from < a + 2) from = a + 2;
   while (from < b) {
     const char *nl = memchr(s + from - 1, '\n', b - (from - 1));
@@ -485,7 +485,7 @@ static int encode_bytelevel(const tz_tokenizer *t, const char *text, size_t len,
     size_t a = pos;
     do {
       size_t b = end;
-      if (end - a > chunk) b = safe_cut(text, a, a + chunk, end);
+      if (end - a > chunk) b = tz_pretok_safe_cut(text, a, a + chunk, end);
       if (nsp == capsp) {
         capsp = capsp ? capsp * 2 : 16;
         sp = tz_realloc(sp, capsp * sizeof *sp);

@@ -104,6 +104,9 @@ int tz_tok_save(const tz_tokenizer *t, const char *path);
  *  - otherwise: llama2.c tokenizer.bin.
  * Errors: one line naming the file and what is wrong. */
 int tz_tok_load(const char *path, tz_tokenizer **out);
+/* tz_tok_load for a file's bytes already in memory (every format but the GPT-2 directory);
+ * path names the data in errors. */
+int tz_tok_load_buf(const char *path, const char *data, size_t len, tz_tokenizer **out);
 /* GPT-2's encoder.json + vocab.bpe given explicitly (tiktoken r50k_base equivalent). */
 int tz_tok_load_gpt2_files(const char *encoder_json, const char *vocab_bpe, tz_tokenizer **out);
 
