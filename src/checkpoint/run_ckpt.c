@@ -113,7 +113,7 @@ int tz_run_open(const char *path_or_dir, tz_run_file *rf) {
   }
   rf->train = cJSON_GetObjectItemCaseSensitive(rf->meta, "train");
   const char *tj = tz_ckpt_get(rf->ck, "tokenizer", &n);
-  if (tj && tz_tok_from_blob(tj, n, rf->path, &rf->tok)) goto fail;
+  if (tj && tz_tok_load_buf(rf->path, tj, n, &rf->tok)) goto fail;
   if (rf->tok && tz_tok_vocab_size(rf->tok) > rf->cfg.vocab_size) {
     tz_err("%s: tokenizer has %d tokens but the model's vocab_size is %d", rf->path,
            tz_tok_vocab_size(rf->tok), rf->cfg.vocab_size);

@@ -14,6 +14,9 @@ static const struct {
     {"sample", tz_cmd_sample, "generate text from a run or checkpoint (default: runs/latest)"},
     {"eval", tz_cmd_eval, "validation loss and perplexity of a model on token shards"},
     {"convert", tz_cmd_convert, "import llama2.c / llm.c checkpoints, export gpt2 models to llm.c"},
+    {"tokenize", tz_cmd_tokenize, "tokenize a text file into an llm.c token shard"},
+    {"encode", tz_cmd_encode, "print the token ids of a text as a JSON array"},
+    {"decode", tz_cmd_decode, "print the text of a JSON array of token ids"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof *commands)
 

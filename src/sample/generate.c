@@ -20,7 +20,6 @@
 #include "core/utf8.h"
 #include "sample/sampler.h"
 #include "tezgah.h"
-#include "tokenizer/tok_internal.h" /* llama2.c piece strings (run.c's decode works on them) */
 
 void tz_sample_opts_default(tz_sample_opts *o) {
   memset(o, 0, sizeof *o);
@@ -34,20 +33,11 @@ void tz_sample_opts_default(tz_sample_opts *o) {
   o->seed = 1337;
 }
 
-/* run.c decode(prev, token) + safe_printf(). (Private here: the tokenizer's public API gives
- * only the decoded bytes of a token, while run.c's space rule looks at the raw piece.) */
+/* run.c decode(prev, token) + safe_printf(), streamed. */
 static void llama2c_print_piece(FILE *out, const tz_tokenizer *t, int prev, int token) {
-  const char *piece = t->piece[token];
-  if (prev == 1 && piece[0] == ' ') piece++;
-  unsigned char byte;
-  char one[2] = {0, 0};
-  if (sscanf(piece, "<0x%02hhX>", &byte) == 1) {
-    one[0] = (char)byte;
-    piece = one;
-  }
-  if (piece[0] == '\0') return;
-  if (piece[1] == '\0' && !(isprint((unsigned char)piece[0]) || isspace((unsigned char)piece[0]))) return;
-  fputs(piece, out);
+  const char *bytes;
+  size_t len;
+  if (tz_tok_decode_piece_llama2c(t, prev, token, &bytes, &len) == 0 && len) fwrite(bytes, 1, len, out);
 }
 
 /* run.c's generate() loop (see the top of this file). */

@@ -1,6 +1,6 @@
-/* Tokenizers as self-contained byte blobs, for embedding in checkpoints and loading files:
- * each kind is written in its own native format, and reading detects the format, so any
- * tokenizer a run was trained with travels inside its checkpoint.
+/* Tokenizers as self-contained byte blobs for checkpoints: each kind is written in its own
+ * native format, which tz_tok_load_buf reads back (it detects the format), so any tokenizer
+ * a run was trained with travels inside its checkpoint.
  *   byte-level BPE → tokenizer.json (tok_json.c)
  *   llama2.c       → tokenizer.bin: int32 max_token_length, then per token float32 score,
  *                    int32 length, bytes (llama2.c's tokenizer.py export format)
@@ -52,18 +52,4 @@ int tz_tok_to_blob(const tz_tokenizer *t, char **data, size_t *len) {
   *data = b.p;
   *len = b.n;
   return 0;
-}
-
-int tz_tok_from_blob(const char *data, size_t len, const char *name, tz_tokenizer **out) {
-  *out = NULL;
-  size_t i = 0;
-  while (i < len && (data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t')) i++;
-  uint32_t magic = 0;
-  if (len >= 4) memcpy(&magic, data, 4);
-  if (len == 0) return tz_err("%s: file is empty", name);
-  /* JSON has no NUL bytes; a llama2.c file with max_token_length 123 starts "{\0\0\0" */
-  if (i < len && (data[i] == '{' || data[i] == '[') && !memchr(data, 0, len < 64 ? len : 64))
-    return tz_tok_from_json(data, len, name, out);
-  if (magic == 20240328) return tz_tok_load_llmc_buf(name, data, len, out);
-  return tz_tok_load_llama2c_buf(name, data, len, out);
 }

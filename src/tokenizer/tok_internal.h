@@ -1,6 +1,7 @@
 /* Internal definitions shared by the tokenizer's source files (not a public header). */
 #ifndef TZ_TOK_INTERNAL_H
 #define TZ_TOK_INTERNAL_H
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,6 +76,13 @@ struct tz_tokenizer {
   float *score;
   int max_token_length;
   char **piece; /* [vocab_size] the piece strings as stored in the file (NUL-terminated) */
+
+  /* Encoder scratch + pre-token caches kept across calls (tokenizer.c). Each encoding thread
+   * takes one context out of the pool under the lock and puts it back when done, so a
+   * context is only ever used by one thread at a time; the tokenizer stays shareable. */
+  pthread_mutex_t pool_lock;
+  struct enc_ctx **pool;
+  int pool_n, pool_cap;
 };
 
 #define TZ_EOT_STR "<|endoftext|>"
@@ -88,6 +96,10 @@ int tz_pretok_compile(pcre2_code **out);
 /* Split text[0..n) into pre-tokens; calls cb for each (contiguous, covering every byte). */
 typedef int (*tz_pretok_cb)(void *ud, const char *s, size_t n);
 int tz_pretok_each(const pcre2_code *re, const char *s, size_t n, tz_pretok_cb cb, void *ud);
+/* Smallest p in [from, b) (p >= a + 2) where pre-tokenizing s[a, b) equals pre-tokenizing
+ * s[a, p) and s[p, b) separately (a context-free boundary: "X\nY" with X, Y printable ASCII,
+ * p at Y), or b when there is none. Used to cut text into chunks for parallel encoding. */
+size_t tz_pretok_safe_cut(const char *s, size_t a, size_t from, size_t b);
 /* Build the byte-level tables (byte_id, rank, pair, lookup, re) after tok/tok_len/special/merges
  * are filled. `name` is used in errors. */
 int tz_tok_finish_bytelevel(tz_tokenizer *t, const char *name);
@@ -101,13 +113,12 @@ long tz_unmap_token(const char *s, size_t len, char *out);
 /* Raw bytes -> mapped UTF-8 string (malloc'ed, NUL-terminated). */
 char *tz_map_token(const char *b, size_t len);
 
-/* tok_json.c: build a byte-level BPE from a parsed tokenizer.json-shaped object. */
-struct cJSON;
-int tz_tok_from_cjson(const struct cJSON *root, const char *name, tz_tokenizer **out);
-
 /* tok_compat.c */
 
 int tz_tok_load_llama2c_buf(const char *path, const char *data, size_t len, tz_tokenizer **out);
 int tz_tok_load_llmc_buf(const char *path, const char *data, size_t len, tz_tokenizer **out);
+/* run.c decode() for a valid id: piece after prev (leading space dropped after BOS, <0xNN> -> the
+ * raw byte), without run.c's safe_printf filter. */
+void tz_l2_decode_raw(const tz_tokenizer *t, int prev, int tok, const char **bytes, size_t *len);
 
 #endif

@@ -124,13 +124,6 @@ int tz_tok_from_json(const char *json, size_t len, const char *name, tz_tokenize
     if (off >= (long)len) return tz_err("%s: invalid JSON (truncated? ends at byte %zu)", name, len);
     return tz_err("%s: invalid JSON near byte %ld", name, off);
   }
-  int rc = tz_tok_from_cjson(root, name, out);
-  cJSON_Delete(root);
-  return rc;
-}
-
-int tz_tok_from_cjson(const cJSON *root, const char *name, tz_tokenizer **out) {
-  *out = NULL;
   tz_tokenizer *t = NULL;
   tz_bmap names; /* mapped vocab string -> id */
   tz_bmap_init(&names, 1024);
@@ -273,6 +266,7 @@ int tz_tok_from_cjson(const cJSON *root, const char *name, tz_tokenizer **out) {
 done:
   free(buf);
   tz_bmap_free(&names);
+  cJSON_Delete(root);
   if (rc) {
     tz_tok_free(t);
     return -1;
@@ -307,7 +301,26 @@ int tz_tok_load(const char *path, tz_tokenizer **out) {
   char *data;
   size_t len;
   if (tz_read_file(path, &data, &len)) return -1;
-  int rc = tz_tok_from_blob(data, len, path, out);
+  int rc = tz_tok_load_buf(path, data, len, out);
   free(data);
+  return rc;
+}
+
+int tz_tok_load_buf(const char *path, const char *data, size_t len, tz_tokenizer **out) {
+  *out = NULL;
+  int rc;
+  size_t i = 0;
+  while (i < len && (data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t')) i++;
+  uint32_t magic = 0;
+  if (len >= 4) memcpy(&magic, data, 4);
+  if (len == 0)
+    rc = tz_err("%s: file is empty", path);
+  else if (i < len && data[i] == '{' && !memchr(data, 0, len < 64 ? len : 64))
+    /* JSON has no NUL bytes; a llama2.c file with max_token_length 123 starts "{\0\0\0" */
+    rc = tz_tok_from_json(data, len, path, out);
+  else if (magic == 20240328)
+    rc = tz_tok_load_llmc_buf(path, data, len, out);
+  else
+    rc = tz_tok_load_llama2c_buf(path, data, len, out);
   return rc;
 }

@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/error.h"
 #include "tokenizer/tok_internal.h"
@@ -117,6 +120,9 @@ int tz_pretok_each(const pcre2_code *re, const char *s, size_t n, tz_pretok_cb c
   return rc;
 }
 
+struct enc_ctx;
+static void enc_ctx_free(struct enc_ctx *c);
+
 /* ---- construction -------------------------------------------------------------------------- */
 
 tz_tokenizer *tz_tok_alloc(int kind, int vocab_size) {
@@ -128,6 +134,7 @@ tz_tokenizer *tz_tok_alloc(int kind, int vocab_size) {
   t->special = tz_calloc((size_t)vocab_size + 1, 1);
   t->eot = -1;
   for (int i = 0; i < 256; i++) t->byte_id[i] = -1;
+  pthread_mutex_init(&t->pool_lock, NULL);
   return t;
 }
 
@@ -147,6 +154,9 @@ void tz_tok_free(tz_tokenizer *t) {
   tz_u64map_free(&t->pair);
   tz_bmap_free(&t->lookup);
   if (t->re) pcre2_code_free(t->re);
+  for (int i = 0; i < t->pool_n; i++) enc_ctx_free(t->pool[i]);
+  free(t->pool);
+  pthread_mutex_destroy(&t->pool_lock);
   free(t);
 }
 
@@ -252,7 +262,7 @@ typedef struct {
   int32_t rank, l, a, b;
 } heap_ent;
 
-typedef struct {
+typedef struct enc_ctx {
   const tz_tokenizer *t;
   ivec *out;
   /* scratch for one pre-token */
@@ -350,12 +360,19 @@ static void bpe_piece(enc_ctx *c, const char *s, size_t n, ivec *out) {
   for (int32_t i = 0; i >= 0; i = c->next[i]) ivec_push(out, c->tok[i]);
 }
 
+/* Pre-tokens longer than this are not cached (a megabyte "word" would only bloat the cache). */
+#define CACHE_MAX_PIECE 256
+/* Entries per cached context; past this, new pre-tokens are encoded without caching. */
+#define CACHE_MAX_ENTRIES (1u << 18)
+
 static int enc_piece_cb(void *ud, const char *s, size_t n) {
   enc_ctx *c = ud;
   int is_new;
-  if (c->cache.n >= (1u << 20)) { /* cache full: encode directly */
-    bpe_piece(c, s, n, c->out);
-    return 0;
+  if (n > CACHE_MAX_PIECE || c->cache.n >= CACHE_MAX_ENTRIES) {
+    if (n > CACHE_MAX_PIECE || tz_bmap_find(&c->cache, s, n) < 0) {
+      bpe_piece(c, s, n, c->out);
+      return 0;
+    }
   }
   long e = tz_bmap_put(&c->cache, s, n, 0, &is_new);
   if (is_new) {
@@ -369,41 +386,169 @@ static int enc_piece_cb(void *ud, const char *s, size_t n) {
     c->cache_off[e] = before;
     c->cache_n[e] = (int32_t)(c->cache_ids.n - before);
   }
-  for (int32_t k = 0; k < c->cache_n[e]; k++) ivec_push(c->out, c->cache_ids.v[c->cache_off[e] + k]);
+  const int32_t *src = c->cache_ids.v + c->cache_off[e];
+  for (int32_t k = 0; k < c->cache_n[e]; k++) ivec_push(c->out, src[k]);
   return 0;
+}
+
+static void enc_ctx_free(enc_ctx *c) {
+  if (!c) return;
+  free(c->tok);
+  free(c->next);
+  free(c->prev);
+  free(c->heap);
+  free(c->cache_ids.v);
+  free(c->cache_off);
+  free(c->cache_n);
+  tz_bmap_free(&c->cache);
+  free(c);
+}
+
+/* Take an encoder context (with its warm cache) from the tokenizer's pool, or make one. */
+static enc_ctx *ctx_get(const tz_tokenizer *ct) {
+  tz_tokenizer *t = (tz_tokenizer *)ct; /* the pool is internal, lock-protected state */
+  enc_ctx *c = NULL;
+  pthread_mutex_lock(&t->pool_lock);
+  if (t->pool_n) c = t->pool[--t->pool_n];
+  pthread_mutex_unlock(&t->pool_lock);
+  if (!c) {
+    c = tz_calloc(1, sizeof *c);
+    c->t = ct;
+    tz_bmap_init(&c->cache, 4096);
+  }
+  return c;
+}
+
+static void ctx_put(const tz_tokenizer *ct, enc_ctx *c) {
+  tz_tokenizer *t = (tz_tokenizer *)ct;
+  c->out = NULL;
+  pthread_mutex_lock(&t->pool_lock);
+  if (t->pool_n == t->pool_cap) {
+    t->pool_cap = t->pool_cap ? t->pool_cap * 2 : 8;
+    t->pool = tz_realloc(t->pool, (size_t)t->pool_cap * sizeof *t->pool);
+  }
+  t->pool[t->pool_n++] = c;
+  pthread_mutex_unlock(&t->pool_lock);
+}
+
+/* A span of text to pre-tokenize, optionally followed by the EOT token. */
+typedef struct {
+  size_t a, b;
+  int eot_after;
+} span;
+
+static inline int ascii_graph(unsigned char c) { return c > 0x20 && c < 0x7f; }
+
+/* Smallest p in [from, b) where the GPT-2 regex certainly has a pre-token boundary that does
+ * not depend on the text around it, or b when there is none. p qualifies when
+ * text[p-2] is printable ASCII (not space), text[p-1] == '\n' and text[p] is printable ASCII:
+ * no alternative of the pattern can join a non-space to '\n', so a pre-token starts at p-1;
+ * from there `\s+(?!\S)` fails (text[p] is \S) and `\s+` matches exactly "\n", which is also
+ * what a pre-tokenizer that stops at p finds ("\n" at the end of the subject); and a match
+ * starting at p reads nothing before p (the pattern has no lookbehind or anchors). So
+ * pre-tokenizing [a, p) and [p, b) separately gives the same pre-tokens as [a, b). */
+size_t tz_pretok_safe_cut(const char *s, size_t a, size_t from, size_t b) {
+  if (from < a + 2) from = a + 2;
+  while (from < b) {
+    const char *nl = memchr(s + from - 1, '\n', b - (from - 1));
+    if (!nl) return b;
+    size_t p = (size_t)(nl - s) + 1;
+    if (p >= b) return b;
+    if (p >= a + 2 && ascii_graph((unsigned char)s[p - 2]) && ascii_graph((unsigned char)s[p])) return p;
+    from = p + 1;
+  }
+  return b;
 }
 
 static int encode_bytelevel(const tz_tokenizer *t, const char *text, size_t len, int allow_special,
                             ivec *out) {
-  enc_ctx c;
-  memset(&c, 0, sizeof c);
-  c.t = t;
-  c.out = out;
-  tz_bmap_init(&c.cache, 4096);
-  int rc = 0;
+  /* 1. documents: split at "<|endoftext|>" when it is special */
+  span *sp = NULL;
+  size_t nsp = 0, capsp = 0;
+  const char *eot = t->eot >= 0 ? t->tok[t->eot] : NULL;
+  size_t eotn = t->eot >= 0 ? t->tok_len[t->eot] : 0;
   size_t pos = 0;
-  const char *sp = t->eot >= 0 ? t->tok[t->eot] : NULL;
-  size_t spn = t->eot >= 0 ? t->tok_len[t->eot] : 0;
-  while (pos < len) {
+  int nthr = 1;
+#ifdef _OPENMP
+  if (!omp_in_parallel()) nthr = omp_get_max_threads();
+#endif
+  size_t chunk = len / ((size_t)nthr * 8);
+  if (chunk < (64u << 10)) chunk = 64u << 10;
+  if (chunk > (1u << 20)) chunk = 1u << 20;
+  if (nthr == 1) chunk = SIZE_MAX;
+  for (;;) {
     size_t end = len;
     const char *hit = NULL;
-    if (allow_special && sp && spn) {
-      hit = memmem(text + pos, len - pos, sp, spn);
-      if (hit) end = (size_t)(hit - text);
-    }
-    if (end > pos && (rc = tz_pretok_each(t->re, text + pos, end - pos, enc_piece_cb, &c))) break;
+    if (allow_special && eotn && pos < len && (hit = memmem(text + pos, len - pos, eot, eotn)))
+      end = (size_t)(hit - text);
+    /* 2. cut the document into chunks at context-free pre-token boundaries */
+    size_t a = pos;
+    do {
+      size_t b = end;
+      if (end - a > chunk) b = tz_pretok_safe_cut(text, a, a + chunk, end);
+      if (nsp == capsp) {
+        capsp = capsp ? capsp * 2 : 16;
+        sp = tz_realloc(sp, capsp * sizeof *sp);
+      }
+      sp[nsp++] = (span){a, b, hit && b == end};
+      a = b;
+    } while (a < end);
     if (!hit) break;
-    ivec_push(out, t->eot);
-    pos = end + spn;
+    pos = end + eotn;
   }
-  free(c.tok);
-  free(c.next);
-  free(c.prev);
-  free(c.heap);
-  free(c.cache_ids.v);
-  free(c.cache_off);
-  free(c.cache_n);
-  tz_bmap_free(&c.cache);
+  int rc = 0;
+  if (nsp == 1 || nthr == 1) {
+    enc_ctx *c = ctx_get(t);
+    c->out = out;
+    for (size_t i = 0; i < nsp && !rc; i++) {
+      if (sp[i].b > sp[i].a) rc = tz_pretok_each(t->re, text + sp[i].a, sp[i].b - sp[i].a, enc_piece_cb, c);
+      if (!rc && sp[i].eot_after) ivec_push(out, t->eot);
+    }
+    ctx_put(t, c);
+    free(sp);
+    return rc;
+  }
+  /* 3. encode the chunks in parallel, each into its own vector; concatenate in order */
+  ivec *parts = tz_calloc(nsp, sizeof *parts);
+  char errmsg[TZ_ERR_MAX] = "";
+  int failed = 0;
+#pragma omp parallel num_threads(nthr)
+  {
+    enc_ctx *c = ctx_get(t);
+#pragma omp for schedule(dynamic, 1)
+    for (size_t i = 0; i < nsp; i++) {
+      c->out = &parts[i];
+      int r = 0;
+      if (sp[i].b > sp[i].a) r = tz_pretok_each(t->re, text + sp[i].a, sp[i].b - sp[i].a, enc_piece_cb, c);
+      if (r) {
+#pragma omp critical(tz_tok_encode_err)
+        {
+          if (!failed) snprintf(errmsg, sizeof errmsg, "%s", tz_errmsg());
+          failed = 1;
+        }
+      } else if (sp[i].eot_after) {
+        ivec_push(&parts[i], t->eot);
+      }
+    }
+    ctx_put(t, c);
+  }
+  if (failed) {
+    rc = tz_err("%s", errmsg);
+  } else {
+    size_t total = out->n;
+    for (size_t i = 0; i < nsp; i++) total += parts[i].n;
+    if (total > out->cap) {
+      out->cap = total;
+      out->v = tz_realloc(out->v, (total ? total : 1) * sizeof *out->v);
+    }
+    for (size_t i = 0; i < nsp; i++) {
+      if (parts[i].n) memcpy(out->v + out->n, parts[i].v, parts[i].n * sizeof *out->v);
+      out->n += parts[i].n;
+    }
+  }
+  for (size_t i = 0; i < nsp; i++) free(parts[i].v);
+  free(parts);
+  free(sp);
   return rc;
 }
 
@@ -449,8 +594,7 @@ int tz_tok_decode(const tz_tokenizer *t, const int32_t *ids, size_t n, char **te
     size_t bl = t->tok_len[ids[i]];
     if (t->kind == TZ_TOK_LLAMA2C) {
       if (ids[i] == 1 || ids[i] == 2) continue; /* BOS / EOS */
-      /* run.c strips the piece's leading space (before "<0xNN>" parsing) after BOS */
-      if (i > 0 && ids[i - 1] == 1 && t->piece[ids[i]][0] == ' ') b++, bl--;
+      tz_l2_decode_raw(t, i > 0 ? ids[i - 1] : -1, ids[i], &b, &bl);
     }
     memcpy(p, b, bl);
     p += bl;

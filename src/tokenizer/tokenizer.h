@@ -40,7 +40,11 @@ int tz_tok_train(const char *text, size_t len, int vocab_size, tz_tokenizer **ou
  * allow_special: the literal "<|endoftext|>" becomes the EOT id; otherwise it is plain text.
  * For BPE matches tiktoken's encode(allowed_special={"<|endoftext|>"}) / encode_ordinary.
  * For llama2.c: tz_tok_encode_llama2c without BOS/EOS (text up to the first NUL).
- * Errors: llm.c tokenizers cannot encode. */
+ * Errors: llm.c tokenizers cannot encode.
+ * Threads: long texts are cut into chunks at pre-token boundaries that do not depend on the
+ * surrounding text and encoded with OpenMP (omp_get_max_threads() threads; serial when called
+ * inside a parallel region); the ids are identical to a serial encode. Pre-token caches persist
+ * across calls on the same tokenizer (a lock-protected pool; safe to call from many threads). */
 int tz_tok_encode(const tz_tokenizer *t, const char *text, size_t len, int allow_special,
                   int32_t **ids, size_t *n_ids);
 
@@ -52,10 +56,22 @@ int tz_tok_encode(const tz_tokenizer *t, const char *text, size_t len, int allow
 int tz_tok_encode_llama2c(const tz_tokenizer *t, const char *text, int bos, int eos, int32_t **ids,
                           size_t *n_ids);
 
+/* run.c's per-token output while streaming (llama2.c only): the bytes run.c's generate()
+ * prints for token `tok` following `prev` (prev = -1 or any non-BOS id for the first token):
+ *  - decode(): piece = vocab[tok]; if prev == 1 (BOS) and piece starts with ' ', skip that
+ *    space; if sscanf(piece, "<0x%02hhX>") matches, the piece is that raw byte;
+ *  - safe_printf(): an empty piece, or a single byte that is neither isprint nor isspace, prints
+ *    nothing (*len = 0); printf("%s") stops at a NUL.
+ * *bytes points into the tokenizer or static storage. run.c stops generating when it samples
+ * BOS (1); EOS (2) is printed like any other piece ("\n</s>\n" in tok512.bin).
+ * Errors: not a llama2.c tokenizer; tok out of range. */
+int tz_tok_decode_piece_llama2c(const tz_tokenizer *t, int prev, int tok, const char **bytes, size_t *len);
+
 /* Decode ids into malloc'ed bytes (*text NUL-terminated; *len excludes the NUL).
  * BPE / llm.c: concatenation of the tokens' bytes (EOT decodes to "<|endoftext|>").
  * llama2.c (run.c decode()): a piece's leading space is dropped right after BOS (1);
- * "<0xNN>" pieces become the raw byte; BOS and EOS themselves decode to nothing.
+ * "<0xNN>" pieces become the raw byte (all bytes kept: no safe_printf filter, see
+ * tz_tok_decode_piece_llama2c); BOS and EOS themselves decode to nothing.
  * Errors: an id < 0 or >= vocab size ("token id 70000 out of range (vocab size 50257)"). */
 int tz_tok_decode(const tz_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
 
@@ -89,6 +105,9 @@ int tz_tok_save(const tz_tokenizer *t, const char *path);
  *  - otherwise: llama2.c tokenizer.bin.
  * Errors: one line naming the file and what is wrong. */
 int tz_tok_load(const char *path, tz_tokenizer **out);
+/* tz_tok_load for a file's bytes already in memory (every format but the GPT-2 directory);
+ * path names the data in errors. */
+int tz_tok_load_buf(const char *path, const char *data, size_t len, tz_tokenizer **out);
 /* GPT-2's encoder.json + vocab.bpe given explicitly (tiktoken r50k_base equivalent). */
 int tz_tok_load_gpt2_files(const char *encoder_json, const char *vocab_bpe, tz_tokenizer **out);
 
@@ -96,10 +115,8 @@ int tz_tok_load_gpt2_files(const char *encoder_json, const char *vocab_bpe, tz_t
 void tz_tok_free(tz_tokenizer *t);
 
 /* Any tokenizer as a self-contained blob in its own native format (byte-level BPE:
- * tokenizer.json; llama2.c: tokenizer.bin; llm.c: gpt2_tokenizer.bin v2), malloc'ed; and back,
- * detecting the format (as tz_tok_load does for files). Checkpoints store tokenizers this way.
- * Errors name `name` (e.g. the checkpoint path). */
+ * tokenizer.json; llama2.c: tokenizer.bin; llm.c: gpt2_tokenizer.bin v2), malloc'ed;
+ * tz_tok_load_buf reads it back. Checkpoints store tokenizers this way. */
 int tz_tok_to_blob(const tz_tokenizer *t, char **data, size_t *len);
-int tz_tok_from_blob(const char *data, size_t len, const char *name, tz_tokenizer **out);
 
 #endif

