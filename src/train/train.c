@@ -175,6 +175,9 @@ int tz_train(const tz_train_opts *opts_in) {
     tz_err("%s: run directory is not writable: %s", o.run_dir, strerror(errno));
     goto out;
   }
+  /* A previous session killed in the middle of a checkpoint or metrics write left its
+   * temporary file ("checkpoint.tzc.tmp.<pid>"): remove such leftovers of dead processes. */
+  tz_afile_sweep(o.run_dir);
   ckpt_path = tz_path_join(o.run_dir, TZ_CKPT_FILE);
   metrics_path = tz_path_join(o.run_dir, "metrics.jsonl");
 
