@@ -201,6 +201,9 @@ int tz_cmd_train(int argc, char **argv) {
     strftime(default_dir, sizeof default_dir, "runs/%Y%m%d-%H%M%S", localtime(&t));
     o.run_dir = default_dir;
   }
+  /* Shard runs have no corpus to train a tokenizer on: --vocab-size is then the model's
+   * vocabulary (it was ignored, and the run refused with "--vocab-size: needed ..."). */
+  if (o.train_shards && given[O_VOCAB - 256]) o.model.vocab_size = o.vocab_size;
   if (o.train_shards && given[O_DATA - 256]) {
     tz_err("train: give either --data or --train-shards, not both");
     return tz_cli_fail();

@@ -267,8 +267,11 @@ int tz_train(const tz_train_opts *opts_in) {
     tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d", o.T, o.model.max_seq_len);
     goto out;
   }
-  if (tz_loader_open(&train, train_shards, o.model.vocab_size, o.B, o.T)) goto out;
-  if (val_shards && tz_loader_open(&val, val_shards, o.model.vocab_size, o.B, o.T)) goto out;
+  if (tz_loader_open(&train, train_shards, o.model.vocab_size, o.B, o.T) ||
+      (val_shards && tz_loader_open(&val, val_shards, o.model.vocab_size, o.B, o.T))) {
+    if (!o.train_shards && !o.resume) tz_err_prefix(o.data); /* name the user's corpus, not just the cache file */
+    goto out;
+  }
 
   /* ---- model ---- */
   if (!(be = tz_backend_create(o.backend, o.threads))) goto out;
