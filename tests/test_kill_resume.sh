@@ -6,7 +6,8 @@
 # metrics.jsonl must equal an uninterrupted run's textually, and greedy samples of both final
 # checkpoints must be identical.
 # Usage (from ctest): bash test_kill_resume.sh <tezgah-binary> <shared-dir> <scratch-dir>
-# Env: TZ_KILLS (default 100), TZ_KILL_SEED (default 6).
+# Env: TZ_KILLS (default 100), TZ_KILL_SEED (default 6), TZ_KILL_STEPS (1500),
+#      TZ_KILL_MAX_DELAY_MS (65; raise it for slow, e.g. sanitized, builds).
 set -uo pipefail
 bin=${1:?tezgah binary}
 shared=${2:?shared dir}
@@ -52,8 +53,9 @@ while ((!finished)); do
   "${cmd[@]}" 2>"$scratch/last.err" &
   pid=$!
   # Mostly mid-training delays, some very short ones (start-up, data preparation, loading).
-  if ((RANDOM % 5 == 0)); then delay=$((RANDOM % 8)); else delay=$((5 + RANDOM % 60)); fi
-  sleep "0.$(printf '%03d' "$delay")"
+  maxd=${TZ_KILL_MAX_DELAY_MS:-65}
+  if ((RANDOM % 5 == 0)); then delay=$((RANDOM % 8)); else delay=$((5 + RANDOM % (maxd - 5))); fi
+  sleep "$((delay / 1000)).$(printf '%03d' $((delay % 1000)))"
   if kill -KILL "$pid" 2>/dev/null; then
     wait "$pid" 2>/dev/null
     kills=$((kills + 1))
@@ -71,7 +73,8 @@ done
 ((kills >= kills_wanted)) || fail "the run finished after only $kills kills (raise TZ_KILL_STEPS)"
 echo "kills: $kills SIGKILLs survived over $sessions sessions ($mid_ckpt inside a checkpoint write," \
   "$mid_other inside another atomic write, $no_ckpt_starts starts with no checkpoint yet)"
-((mid_ckpt >= 3)) || fail "only $mid_ckpt kills landed inside a checkpoint write (want >= 3)"
+want_mid=$((kills_wanted >= 50 ? 3 : 1))
+((mid_ckpt >= want_mid)) || fail "only $mid_ckpt kills landed inside a checkpoint write (want >= $want_mid)"
 
 ! compgen -G "$run/*.tmp.*" >/dev/null || fail "temporary files left after the final session: $(ls "$run")"
 # Per-step losses, textually, across all resumes versus the uninterrupted run.
