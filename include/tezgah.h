@@ -69,6 +69,12 @@ typedef struct {
   int val_every, val_batches, ckpt_every, log_every, sample_tokens;
   int stop_after;           /* end this session (with a checkpoint) after N steps; 0 = off */
   int quiet;
+  /* numerical guards: skip a step whose loss / grad norm z-score over a running window of
+   * recent steps exceeds this (llm.c's -sl / -sg); 0 = off. Recorded in checkpoints. */
+  float skip_loss_z, skip_norm_z;
+  /* debug: comma-separated 1-based step numbers whose first micro-batch gets NaN written
+   * into its gradients / +Inf into its activations (tests of the skip path); NULL = none */
+  const char *debug_inject_nan, *debug_inject_inf;
 } tz_train_opts;
 
 /* Defaults: llama, 4 layers, 4 heads, C=128, T=128, B=16, vocab 2048, AdamW(0.9, 0.95, 1e-8,

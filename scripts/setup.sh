@@ -23,8 +23,10 @@ PKGS=(
   libcmocka-dev    # unit tests
   libopenblas-openmp-dev  # BLAS matmuls (TEZGAH_BLAS), OpenMP flavour: no thread fight with our kernels
   bible-kjv        # `bible` program: the KJV corpus for scripts/prepare_kjv.sh
-  clang            # libFuzzer targets (scripts/fuzz_tokenizers.sh): clang 14
-  libclang-rt-14-dev  # libFuzzer + ASan/UBSan runtimes for clang
+  clang            # scripts/fuzz.sh: libFuzzer targets (clang 14)
+  libclang-rt-14-dev  # libFuzzer + clang's ASan/UBSan runtimes
+  libomp-14-dev    # OpenMP for the clang (fuzz) build
+  valgrind         # scripts/ci_valgrind.sh
 )
 # strip the comments above
 PKGS=($(printf '%s\n' "${PKGS[@]}"))

@@ -77,6 +77,11 @@ struct tz_backend {
   void (*sync)(tz_backend *be);
   /* Release the backend itself (after all its buffers). */
   void (*destroy)(tz_backend *be);
+  /* Optional (NULL when the backend cannot tell): bytes of device memory held by live
+   * buffers now, and the most held at any moment since creation (reported at exit by
+   * `tezgah train`). */
+  size_t (*mem_used)(tz_backend *be);
+  size_t (*mem_peak)(tz_backend *be);
 
   /* ---- ops (see docs/OPS.md for the math of each) ---- */
 

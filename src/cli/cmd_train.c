@@ -52,13 +52,19 @@ static const char *HELP =
     "  --log-every N          progress line cadence when stderr is not a terminal (10)\n"
     "  --sample-tokens N      tokens to sample after training (200; 0 = none)\n"
     "  --stop-after N         end this session after N steps with a checkpoint (resume later)\n"
-    "  --quiet                no progress output\n";
+    "  --quiet                no progress output\n"
+    "numerical guards (a step with a non-finite loss or grad norm is always skipped):\n"
+    "  --skip-loss-z Z        skip a step whose loss z-score over the last 128 steps exceeds Z (0 = off)\n"
+    "  --skip-norm-z Z        same for the grad norm (llm.c's -sl / -sg; 0 = off)\n"
+    "debug:\n"
+    "  --debug-inject-nan STEP[,STEP...]  write NaN into those steps' gradients (tests the skip path)\n"
+    "  --debug-inject-inf STEP[,STEP...]  write +Inf into those steps' activations\n";
 
 enum {
   O_DATA = 256, O_VOCAB, O_VALFRAC, O_TSHARDS, O_VSHARDS, O_TOKENIZER, O_RUNDIR, O_RESUME,
   O_BACKEND, O_THREADS, O_SEED, O_ARCH, O_NLAYER, O_NHEAD, O_NKV, O_DMODEL, O_DFF, O_MAXT,
   O_UNTIED, O_ACCUM, O_STEPS, O_LR, O_WARMUP, O_MINLR, O_B1, O_B2, O_EPS, O_WD, O_CLIP,
-  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_HELP
+  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_HELP
 };
 
 static const struct option LONG[] = {
@@ -74,12 +80,13 @@ static const struct option LONG[] = {
     {"beta2", 1, 0, O_B2}, {"eps", 1, 0, O_EPS}, {"weight-decay", 1, 0, O_WD},
     {"grad-clip", 1, 0, O_CLIP}, {"val-every", 1, 0, O_VALEVERY}, {"val-batches", 1, 0, O_VALB},
     {"ckpt-every", 1, 0, O_CKPT}, {"log-every", 1, 0, O_LOG}, {"sample-tokens", 1, 0, O_SAMPLE}, {"stop-after", 1, 0, O_STOP},
-    {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+    {"quiet", 0, 0, O_QUIET}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
+    {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
 
 /* Options that may accompany --resume without changing the loss sequence. */
 static int resume_allows(int opt) {
   return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_QUIET ||
-         opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP;
+         opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP || opt == O_INJNAN || opt == O_INJINF;
 }
 
 static const char *flag_name(int opt) {
@@ -162,6 +169,10 @@ int tz_cmd_train(int argc, char **argv) {
       case O_SAMPLE: e = tz_arg_int("--sample-tokens", optarg, 0, 1 << 20, &o.sample_tokens); break;
       case O_STOP: e = tz_arg_int("--stop-after", optarg, 0, 1 << 30, &o.stop_after); break;
       case O_QUIET: o.quiet = 1; break;
+      case O_SKIPLZ: e = tz_arg_float("--skip-loss-z", optarg, 0, 1e6, &o.skip_loss_z); break;
+      case O_SKIPNZ: e = tz_arg_float("--skip-norm-z", optarg, 0, 1e6, &o.skip_norm_z); break;
+      case O_INJNAN: o.debug_inject_nan = optarg; break;
+      case O_INJINF: o.debug_inject_inf = optarg; break;
       case O_HELP: fputs(HELP, stdout); return 0;
       case ':': tz_arg_bad("train", argc, argv, optind, 0, 1); return tz_cli_fail();
       default: tz_arg_bad("train", argc, argv, optind, optopt, 0); return tz_cli_fail();
@@ -190,6 +201,9 @@ int tz_cmd_train(int argc, char **argv) {
     strftime(default_dir, sizeof default_dir, "runs/%Y%m%d-%H%M%S", localtime(&t));
     o.run_dir = default_dir;
   }
+  /* Shard runs have no corpus to train a tokenizer on: --vocab-size is then the model's
+   * vocabulary (it was ignored, and the run refused with "--vocab-size: needed ..."). */
+  if (o.train_shards && given[O_VOCAB - 256]) o.model.vocab_size = o.vocab_size;
   if (o.train_shards && given[O_DATA - 256]) {
     tz_err("train: give either --data or --train-shards, not both");
     return tz_cli_fail();

@@ -1,7 +1,9 @@
 #include "core/fileio.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +97,27 @@ void tz_afile_abort(tz_afile *af) {
   free(af->tmp);
   free(af->path);
   memset(af, 0, sizeof *af);
+}
+
+int tz_afile_sweep(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int removed = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    const char *t = strstr(e->d_name, ".tmp."), *q;
+    if (!t || t == e->d_name) continue;
+    while ((q = strstr(t + 1, ".tmp."))) t = q; /* the last ".tmp." */
+    const char *digits = t + 5;
+    char *end;
+    long pid = strtol(digits, &end, 10);
+    if (end == digits || *end || pid <= 0) continue;
+    if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    char *path = tz_path_join(dir, e->d_name);
+    if (unlink(path) == 0) removed++;
+    free(path);
+  }
+  closedir(d);
+  return removed;
 }
 
 int tz_write_file_atomic(const char *path, const void *data, size_t n) {

@@ -30,6 +30,13 @@ int tz_afile_commit(tz_afile *af);
 /* Discard the temporary file (safe to call after a failed commit or twice). */
 void tz_afile_abort(tz_afile *af);
 
+/* Remove temporary files "<name>.tmp.<pid>" in `dir` whose writer process is gone (a
+ * SIGKILL, OOM kill or power loss in the middle of a write leaves them behind; without a
+ * sweep every crash mid-checkpoint would leak a checkpoint-sized file). Files of a live
+ * process (another writer, or this one) are kept. Best effort: returns how many were
+ * removed, never fails. */
+int tz_afile_sweep(const char *dir);
+
 /* Write a whole buffer atomically (open + write + commit). */
 int tz_write_file_atomic(const char *path, const void *data, size_t n);
 

@@ -21,7 +21,7 @@ struct tz_loader {
   int shuffle;
   uint64_t seed;
   uint32_t *perm;                 /* [perm_n] row window indices */
-  size_t perm_n;
+  size_t perm_n, perm_cap;
   uint64_t perm_shard, perm_epoch; /* what perm was drawn for; perm_n == 0: none yet */
 };
 
@@ -154,7 +154,10 @@ static uint64_t splitmix64(uint64_t *x) {
 static void ensure_perm(tz_loader *l, size_t s) {
   if (l->perm_n && l->perm_shard == s && l->perm_epoch == l->pos.epoch) return;
   size_t n = (l->ntok[s] - 1) / (size_t)l->T;
-  l->perm = tz_realloc(l->perm, n * sizeof *l->perm);
+  if (n > l->perm_cap) { /* grows only: a new epoch of the same shard allocates nothing */
+    l->perm = tz_realloc(l->perm, n * sizeof *l->perm);
+    l->perm_cap = n;
+  }
   for (size_t i = 0; i < n; i++) l->perm[i] = (uint32_t)i;
   uint64_t x = l->seed ^ (0x632be59bd9b4e019ULL * (s + 1)) ^ (0x85157af5ULL * (l->pos.epoch + 1));
   for (size_t i = n - 1; i > 0; i--) {

@@ -62,19 +62,24 @@ tz_metrics *tz_metrics_open(const char *path, int append) {
   return m;
 }
 
+int tz_metrics_write_line(tz_metrics *m, const char *line, size_t n) {
+  errno = 0;
+  int ok = fwrite(line, 1, n, m->f) == n && fputc('\n', m->f) != EOF && fflush(m->f) == 0;
+  if (!ok) {
+    int e = errno ? errno : EIO;
+    clearerr(m->f);
+    return tz_err("%s: write failed: %s", m->path, strerror(e));
+  }
+  return 0;
+}
+
 int tz_metrics_write(tz_metrics *m, const cJSON *obj) {
   if (!cJSON_IsObject(obj)) return tz_err("%s: metrics record is not a JSON object", m->path);
   char *s = cJSON_PrintUnformatted(obj);
   if (!s) return tz_err("%s: cannot format metrics record", m->path);
-  size_t n = strlen(s);
-  int ok = fwrite(s, 1, n, m->f) == n && fputc('\n', m->f) != EOF && fflush(m->f) == 0;
-  int e = errno;
+  int rc = tz_metrics_write_line(m, s, strlen(s));
   cJSON_free(s);
-  if (!ok) {
-    clearerr(m->f);
-    return tz_err("%s: write failed: %s", m->path, strerror(e ? e : EIO));
-  }
-  return 0;
+  return rc;
 }
 
 int tz_metrics_write_kv(tz_metrics *m, size_t n, const char *const keys[], const double vals[]) {

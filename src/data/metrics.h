@@ -25,6 +25,10 @@ tz_metrics *tz_metrics_open(const char *path, int append);
  * one-line message naming the path (e.g. a write error such as ENOSPC). */
 int tz_metrics_write(tz_metrics *m, const cJSON *obj);
 
+/* Write one preformatted JSON object `line` (n bytes, no newline) and fflush. Allocates
+ * nothing (the training loop's per-step records use it). Errors as tz_metrics_write. */
+int tz_metrics_write_line(tz_metrics *m, const char *line, size_t n);
+
 /* Convenience: write {"keys[0]": vals[0], ...} (n pairs, numbers only) as one line. */
 int tz_metrics_write_kv(tz_metrics *m, size_t n, const char *const keys[], const double vals[]);
 

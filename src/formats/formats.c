@@ -93,7 +93,9 @@ int tz_format_detect(const char *path) {
   unsigned char b[8] = {0};
   size_t n = fread(b, 1, sizeof b, f);
   fclose(f);
-  if (n >= 8 && !memcmp(b, TZ_CKPT_MAGIC, 8)) return TZ_FMT_TEZGAH;
+  if (n == 0) return tz_err("%s: file is empty (not a checkpoint)", path);
+  /* a (possibly truncated) tezgah magic: the container reader gives the precise error */
+  if (!memcmp(b, TZ_CKPT_MAGIC, n < 8 ? n : 8)) return TZ_FMT_TEZGAH;
   if (n >= 4) {
     uint32_t m;
     memcpy(&m, b, 4);

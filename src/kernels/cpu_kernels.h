@@ -39,6 +39,7 @@ typedef struct {
   /* apack and scratch are indexed by omp_get_thread_num(): regions using them pin
    * num_threads(threads) so a later omp_set_num_threads() cannot index past them. */
   size_t scratch_stride;
+  size_t bytes_used, bytes_peak; /* buffers from alloc(): now and at most (mem_used/mem_peak) */
 } tz_cpu_ctx;
 
 /* Grow ctx->scratch so that every thread owns `per_thread` floats (called outside any

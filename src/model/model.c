@@ -245,6 +245,10 @@ static void forward(tz_model *m, tz_acts *a, int B, int T, int pos0, int kv) {
   int gpt2 = c->arch == TZ_ARCH_GPT2;
   tz_slice wpe = gpt2 ? tz_f32(P(m, m->lay.wpe), (size_t)pos0 * d.C) : TZ_NONE;
   be->embed_fwd(be, a->res[0], a->tokens, P(m, m->lay.wte), wpe, B, T, d.C, d.Vp);
+  if (m->debug_poison_acts && a == &m->train) { /* --debug-inject-inf: one row of +Inf */
+    be->fill(be, a->res[0], INFINITY, (size_t)d.C);
+    m->debug_poison_acts = 0;
+  }
   size_t kvrow = (size_t)d.nkv * d.hd;
   for (int l = 0; l < d.L; l++) {
     const tz_layer_offsets *o = &m->lay.layer[l];

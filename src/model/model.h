@@ -55,6 +55,7 @@ typedef struct {
   float *host_losses;              /* [B·T] host copy of per-row losses */
   tz_range *ranges;                /* AdamW ranges (one per tensor) */
   int n_ranges;
+  int debug_poison_acts; /* debug: the next training forward writes +Inf into its activations */
 } tz_model;
 
 /* Create a model with zeroed parameters on `be`. cfg must be finalized. */

@@ -226,6 +226,15 @@ int tz_tok_finish_bytelevel(tz_tokenizer *t, const char *name) {
     t->rank[id] = r;
   }
   free(buf);
+  /* Every multi-byte (non-special) token must be the product of a merge: a token no merge
+   * produces can never come out of encode, so a file with merges missing (cut short, or an
+   * emptied list) would silently encode text differently from the model's training data. */
+  for (int id = 0; id < V; id++) {
+    if (t->special[id] || t->tok_len[id] < 2 || t->rank[id] != INT32_MAX) continue;
+    show_bytes(shown, sizeof shown, t->tok[id], t->tok_len[id]);
+    return tz_err("%s: token id %d \"%s\" is produced by no merge (missing merges: %d merges for %d tokens)", name,
+                  id, shown, t->n_merges, V);
+  }
   /* tiktoken's rule: adjacent parts merge when their concatenation is a ranked token, whatever
    * the split; so index every split of every ranked token. */
   tz_u64map_init(&t->pair, (size_t)t->n_merges * 4 + 16);

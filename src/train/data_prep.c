@@ -77,6 +77,7 @@ int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
     }
   }
   if (tz_mkdirs(dir)) goto done;
+  tz_afile_sweep(dir); /* shards of an earlier, killed preparation */
   double t0 = now_s();
   if (!quiet) fprintf(stderr, "data: training a %d-token BPE tokenizer on %s (%.1f MB)...\n", vocab_size, corpus, len / 1e6);
   if (tz_tok_train(text, len, vocab_size, &tok)) {

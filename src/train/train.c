@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -126,6 +127,52 @@ static int metrics_trim(const char *path, int step) {
   return rc;
 }
 
+/* Parse "STEP[,STEP...]" (1-based step numbers) for the --debug-inject-* flags into a
+ * malloc'ed array. NULL or "" gives none. */
+static int parse_steps(const char *flag, const char *s, int **out, int *n) {
+  *out = NULL;
+  *n = 0;
+  if (!s || !*s) return 0;
+  int cap = 1;
+  for (const char *p = s; *p; p++) cap += *p == ',';
+  *out = tz_malloc((size_t)cap * sizeof **out);
+  for (const char *p = s;;) {
+    char *end;
+    errno = 0;
+    long v = strtol(p, &end, 10);
+    if (end == p || errno || v < 1 || v > (1L << 30) || (*end && *end != ','))
+      return tz_err("%s: '%s' is not a list of step numbers >= 1 (e.g. 3,7)", flag, s);
+    (*out)[(*n)++] = (int)v;
+    if (!*end) return 0;
+    p = end + 1;
+  }
+}
+
+static int has_step(const int *list, int n, int step) {
+  for (int i = 0; i < n; i++)
+    if (list[i] == step) return 1;
+  return 0;
+}
+
+/* A JSON number the way cJSON prints one (the shortest of %.15g / %.17g that reads back
+ * exactly; null for NaN and infinities), without allocating. */
+static int put_num(char *buf, size_t cap, const char *key, double v) {
+  char num[32];
+  if (!isfinite(v)) snprintf(num, sizeof num, "null");
+  else if (v == (double)(long long)v && fabs(v) < 1e15) snprintf(num, sizeof num, "%lld", (long long)v);
+  else {
+    snprintf(num, sizeof num, "%1.15g", v);
+    if (strtod(num, NULL) != v) snprintf(num, sizeof num, "%1.17g", v);
+  }
+  return snprintf(buf, cap, ",\"%s\":%s", key, num);
+}
+
+/* Peak resident set size of this process in MiB (Linux reports ru_maxrss in KiB). */
+static double peak_rss_mib(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss / 1024.0 : 0.0;
+}
+
 static int save(const char *path, tz_model *m, const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader) {
   st->loader_pos = tz_loader_get_pos(loader);
   cJSON *j = tz_train_state_to_json(st);
@@ -145,6 +192,7 @@ int tz_train(const tz_train_opts *opts_in) {
   tz_metrics *metrics = NULL;
   tz_prepared prep = {0};
   int32_t *in = NULL, *tg = NULL;
+  int *inject_nan = NULL, *inject_inf = NULL, n_inject_nan = 0, n_inject_inf = 0;
   char *ckpt_path = NULL, *metrics_path = NULL, *cache_root = NULL;
   tz_train_state st;
   tz_train_state_init(&st, &o);
@@ -166,6 +214,13 @@ int tz_train(const tz_train_opts *opts_in) {
     tz_err("--run-dir: no run directory given");
     goto out;
   }
+  if (parse_steps("--debug-inject-nan", o.debug_inject_nan, &inject_nan, &n_inject_nan) ||
+      parse_steps("--debug-inject-inf", o.debug_inject_inf, &inject_inf, &n_inject_inf))
+    goto out;
+  if (!(o.skip_loss_z >= 0) || !(o.skip_norm_z >= 0)) {
+    tz_err("--skip-loss-z / --skip-norm-z: %g / %g must be >= 0 (0 = off)", o.skip_loss_z, o.skip_norm_z);
+    goto out;
+  }
   if (o.B < 1 || o.T < 1 || o.grad_accum < 1 || o.steps < 1) {
     tz_err("options: B=%d, T=%d, grad_accum=%d and steps=%d must all be >= 1", o.B, o.T, o.grad_accum, o.steps);
     goto out;
@@ -175,6 +230,9 @@ int tz_train(const tz_train_opts *opts_in) {
     tz_err("%s: run directory is not writable: %s", o.run_dir, strerror(errno));
     goto out;
   }
+  /* A previous session killed in the middle of a checkpoint or metrics write left its
+   * temporary file ("checkpoint.tzc.tmp.<pid>"): remove such leftovers of dead processes. */
+  tz_afile_sweep(o.run_dir);
   ckpt_path = tz_path_join(o.run_dir, TZ_CKPT_FILE);
   metrics_path = tz_path_join(o.run_dir, "metrics.jsonl");
 
@@ -209,9 +267,12 @@ int tz_train(const tz_train_opts *opts_in) {
     tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d", o.T, o.model.max_seq_len);
     goto out;
   }
-  if (tz_loader_open(&train, train_shards, o.model.vocab_size, o.B, o.T)) goto out;
+  if (tz_loader_open(&train, train_shards, o.model.vocab_size, o.B, o.T) ||
+      (val_shards && tz_loader_open(&val, val_shards, o.model.vocab_size, o.B, o.T))) {
+    if (!o.train_shards && !o.resume) tz_err_prefix(o.data); /* name the user's corpus, not just the cache file */
+    goto out;
+  }
   tz_loader_shuffle(train, o.seed);
-  if (val_shards && tz_loader_open(&val, val_shards, o.model.vocab_size, o.B, o.T)) goto out;
 
   /* ---- model ---- */
   if (!(be = tz_backend_create(o.backend, o.threads))) goto out;
@@ -246,8 +307,10 @@ int tz_train(const tz_train_opts *opts_in) {
   }
   int tty = isatty(2) && !o.quiet, first_step = st.step;
   double t_start = now_s(), tokens_done = 0, last_val = NAN;
+  /* After the first step's warm-up (lazily allocated scratch, stdio buffers) a step allocates
+   * nothing: the metrics record is formatted into this buffer (tests/test_step_alloc.sh). */
+  char line[512];
   for (; st.step < o.steps; st.step++) {
-    cJSON *line = cJSON_CreateObject();
     double val_loss = NAN;
     if (val && o.val_every > 0 && st.step % o.val_every == 0) {
       val_loss = validate(m, val, o.val_batches, in, tg);
@@ -258,15 +321,28 @@ int tz_train(const tz_train_opts *opts_in) {
     tz_model_zero_grads(m);
     double loss = 0;
     for (int a = 0; a < o.grad_accum; a++) {
-      if (tz_loader_next(train, in, tg)) {
-        cJSON_Delete(line);
-        goto out;
-      }
+      if (tz_loader_next(train, in, tg)) goto out;
+      if (a == 0 && has_step(inject_inf, n_inject_inf, st.step + 1)) m->debug_poison_acts = 1;
       loss += tz_model_train_micro(m, in, tg, 1.0f / o.grad_accum);
+      if (a == 0 && has_step(inject_nan, n_inject_nan, st.step + 1)) /* through the backend's fill op */
+        be->fill(be, (tz_slice){m->grads, 0}, NAN, m->ranges[0].n);
     }
     loss /= o.grad_accum;
     double norm = tz_model_grad_norm(m);
     const char *skip = !isfinite(loss) ? "non-finite loss" : !isfinite(norm) ? "non-finite grad norm" : NULL;
+    char why[96];
+    if (!skip && o.skip_loss_z > 0) {
+      double z = tz_outlier_z(&st.loss_win, loss);
+      if (z > o.skip_loss_z) snprintf(why, sizeof why, "loss z-score %.2f > %g", z, o.skip_loss_z), skip = why;
+    }
+    if (!skip && o.skip_norm_z > 0) {
+      double z = tz_outlier_z(&st.norm_win, norm);
+      if (z > o.skip_norm_z) snprintf(why, sizeof why, "grad norm z-score %.2f > %g", z, o.skip_norm_z), skip = why;
+    }
+    if (!skip && (o.skip_loss_z > 0 || o.skip_norm_z > 0)) {
+      tz_outlier_push(&st.loss_win, loss);
+      tz_outlier_push(&st.norm_win, norm);
+    }
     if (!skip) {
       float clip = o.grad_clip > 0 && norm > o.grad_clip ? (float)(o.grad_clip / (norm + 1e-6)) : 1.0f;
       tz_adamw_hp hp = {lr, o.beta1, o.beta2, o.eps, o.weight_decay, clip, (int)(st.adam_t + 1)};
@@ -281,20 +357,16 @@ int tz_train(const tz_train_opts *opts_in) {
     tokens_done += (double)N * o.grad_accum;
     double elapsed = now_s() - t_start;
     double tok_s = (double)N * o.grad_accum / dt;
-    cJSON_AddNumberToObject(line, "step", st.step + 1);
-    cJSON_AddNumberToObject(line, "loss", loss);
-    cJSON_AddNumberToObject(line, "lr", lr);
-    cJSON_AddNumberToObject(line, "grad_norm", norm);
-    cJSON_AddNumberToObject(line, "tok_per_s", round(tok_s));
-    cJSON_AddNumberToObject(line, "elapsed_s", st.elapsed_s + elapsed);
-    if (isfinite(val_loss)) cJSON_AddNumberToObject(line, "val_loss", val_loss);
-    if (skip) {
-      cJSON_AddTrueToObject(line, "skipped");
-      cJSON_AddStringToObject(line, "reason", skip);
-    }
-    int wrc = tz_metrics_write(metrics, line);
-    cJSON_Delete(line);
-    if (wrc) goto out;
+    size_t len = (size_t)snprintf(line, sizeof line, "{\"step\":%d", st.step + 1);
+    len += put_num(line + len, sizeof line - len, "loss", loss);
+    len += put_num(line + len, sizeof line - len, "lr", lr);
+    len += put_num(line + len, sizeof line - len, "grad_norm", norm);
+    len += put_num(line + len, sizeof line - len, "tok_per_s", round(tok_s));
+    len += put_num(line + len, sizeof line - len, "elapsed_s", st.elapsed_s + elapsed);
+    if (isfinite(val_loss)) len += put_num(line + len, sizeof line - len, "val_loss", val_loss);
+    if (skip) len += snprintf(line + len, sizeof line - len, ",\"skipped\":true,\"reason\":\"%s\"", skip);
+    len += snprintf(line + len, sizeof line - len, "}");
+    if (tz_metrics_write_line(metrics, line, len)) goto out;
     if (!o.quiet && (tty || (st.step + 1) % o.log_every == 0 || st.step == 0)) {
       char eta[32];
       fmt_eta(eta, sizeof eta, elapsed / tokens_done * (double)N * o.grad_accum * (o.steps - st.step - 1));
@@ -326,12 +398,12 @@ int tz_train(const tz_train_opts *opts_in) {
   if (tty) fprintf(stderr, "\n");
   if (val) {
     last_val = validate(m, val, o.val_batches, in, tg);
-    cJSON *line = cJSON_CreateObject();
-    cJSON_AddNumberToObject(line, "step", st.step);
-    cJSON_AddNumberToObject(line, "val_loss", last_val);
-    cJSON_AddTrueToObject(line, "final");
-    int wrc = tz_metrics_write(metrics, line);
-    cJSON_Delete(line);
+    cJSON *fin = cJSON_CreateObject();
+    cJSON_AddNumberToObject(fin, "step", st.step);
+    cJSON_AddNumberToObject(fin, "val_loss", last_val);
+    cJSON_AddTrueToObject(fin, "final");
+    int wrc = tz_metrics_write(metrics, fin);
+    cJSON_Delete(fin);
     if (wrc) goto out;
   }
   st.elapsed_s += total;
@@ -353,6 +425,11 @@ int tz_train(const tz_train_opts *opts_in) {
   }
   rc = 0;
 out:
+  if (rc == 0 && !o.quiet) { /* peak memory of the whole session (the sample included) */
+    fprintf(stderr, "peak host memory: %.1f MiB", peak_rss_mib());
+    if (be && be->mem_peak) fprintf(stderr, "; %s device memory: %.1f MiB peak", be->name, be->mem_peak(be) / 1048576.0);
+    fprintf(stderr, "\n");
+  }
   tz_run_close(&rf);
   tz_metrics_close(metrics);
   tz_loader_free(train);
@@ -364,6 +441,8 @@ out:
   tz_train_state_free(&st);
   free(in);
   free(tg);
+  free(inject_nan);
+  free(inject_inf);
   free(ckpt_path);
   free(metrics_path);
   free(cache_root);

@@ -40,6 +40,12 @@ cJSON *tz_train_state_to_json(const tz_train_state *st) {
   FLOAT_FIELDS(PUT, o)
 #undef PUT
   cJSON_AddNumberToObject(opts, "seed", (double)o->seed);
+  if (o->skip_loss_z > 0 || o->skip_norm_z > 0) {
+    cJSON_AddNumberToObject(opts, "skip_loss_z", o->skip_loss_z);
+    cJSON_AddNumberToObject(opts, "skip_norm_z", o->skip_norm_z);
+    cJSON_AddItemToObject(j, "loss_window", tz_outlier_to_json(&st->loss_win));
+    cJSON_AddItemToObject(j, "norm_window", tz_outlier_to_json(&st->norm_win));
+  }
   if (st->train_shards) cJSON_AddStringToObject(opts, "train_shards", st->train_shards);
   if (st->val_shards) cJSON_AddStringToObject(opts, "val_shards", st->val_shards);
   return j;
@@ -85,6 +91,19 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
 #undef GETF
   if (num(opts, where, "seed", &v)) return -1;
   o->seed = (uint64_t)v;
+  /* optional (absent in checkpoints of runs without skip rules): 0 = off */
+  o->skip_loss_z = o->skip_norm_z = 0;
+  if (cJSON_GetObjectItemCaseSensitive(opts, "skip_loss_z")) {
+    if (num(opts, where, "skip_loss_z", &v)) return -1;
+    o->skip_loss_z = (float)v;
+  }
+  if (cJSON_GetObjectItemCaseSensitive(opts, "skip_norm_z")) {
+    if (num(opts, where, "skip_norm_z", &v)) return -1;
+    o->skip_norm_z = (float)v;
+  }
+  if (tz_outlier_from_json(cJSON_GetObjectItemCaseSensitive(j, "loss_window"), where, "loss_window", &st->loss_win) ||
+      tz_outlier_from_json(cJSON_GetObjectItemCaseSensitive(j, "norm_window"), where, "norm_window", &st->norm_win))
+    return -1;
   if (want_steps > 0) o->steps = want_steps;
   const cJSON *ts = cJSON_GetObjectItemCaseSensitive(opts, "train_shards");
   const cJSON *vs = cJSON_GetObjectItemCaseSensitive(opts, "val_shards");

@@ -6,12 +6,14 @@
 #include <stdint.h>
 
 #include "data/dataloader.h"
+#include "train/outlier.h"
 #include "tezgah.h"
 
 typedef struct {
   int step;          /* completed optimizer steps */
   int64_t adam_t;    /* AdamW updates applied (skipped steps do not count) */
-  int skipped;       /* steps skipped for non-finite loss / grad norm */
+  int skipped;       /* steps skipped (non-finite loss / grad norm, z-score spikes) */
+  tz_outlier loss_win, norm_win; /* z-score windows (saved only when a skip rule is on) */
   double elapsed_s;  /* training wall time before this session */
   tz_loader_pos loader_pos;
   const tz_train_opts *opts; /* options to record (borrowed) */

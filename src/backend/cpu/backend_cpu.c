@@ -36,11 +36,15 @@ static tz_buf *cpu_alloc(tz_backend *be, size_t bytes, const char *what) {
   }
   b->data = d;
   b->bytes = bytes;
+  tz_cpu_ctx *cx = be->ctx;
+  cx->bytes_used += bytes;
+  if (cx->bytes_used > cx->bytes_peak) cx->bytes_peak = cx->bytes_used;
   return b;
 }
 
 static void cpu_free(tz_backend *be, tz_buf *b) {
   if (!b) return;
+  ((tz_cpu_ctx *)be->ctx)->bytes_used -= b->bytes;
   free(b->data);
   free(b);
 }
@@ -56,6 +60,8 @@ static void cpu_copy(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes) {
   memmove(tz_cpu_ptr(dst), tz_cpu_ptr(src), bytes);
 }
 static void cpu_sync(tz_backend *be) {}
+static size_t cpu_mem_used(tz_backend *be) { return ((tz_cpu_ctx *)be->ctx)->bytes_used; }
+static size_t cpu_mem_peak(tz_backend *be) { return ((tz_cpu_ctx *)be->ctx)->bytes_peak; }
 
 size_t tz_cpu_scratch(tz_cpu_ctx *cx, size_t per_thread) {
   size_t stride = (per_thread + 15) / 16 * 16; /* keep each thread's row on its own lines */
@@ -123,6 +129,8 @@ tz_backend *tz_backend_cpu_create(int threads) {
   be->copy_rows = tz_cpu_copy_rows;
   be->sync = cpu_sync;
   be->destroy = cpu_destroy;
+  be->mem_used = cpu_mem_used;
+  be->mem_peak = cpu_mem_peak;
   be->embed_fwd = tz_cpu_embed_fwd;
   be->embed_bwd = tz_cpu_embed_bwd;
   be->rmsnorm_fwd = tz_cpu_rmsnorm_fwd;

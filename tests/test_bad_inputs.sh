@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# Bad-input catalog: a table of malformed inputs (checkpoints, shards, tokenizers, corpora,
+# flags, prompts, output directories, a full disk), each with the one-line error it must get.
+# For every case: exit code != 0 and not a signal; stderr is exactly ONE line, starting with
+# "tezgah: error:" and containing the expected text (the file / field / value); no temporary
+# file left anywhere in the scratch tree; the good checkpoint byte-identical afterwards.
+# Usage (from ctest): bash test_bad_inputs.sh <tezgah-binary> <shared-dir> <scratch-dir>
+# TZ_BAD_VERBOSE=1 prints every message.
+set -uo pipefail
+bin=$(realpath "${1:?tezgah binary}")
+shared=${2:?shared dir}
+scratch=${3:?scratch dir}
+edit=$(dirname "$bin")/tz_ckpt_edit
+src=$shared/data/tinyshakespeare.txt
+[[ -f $src ]] || { echo "SKIPPED: $src is absent"; exit 77; }
+[[ -x $edit ]] || { echo "FAIL: helper $edit is not built" >&2; exit 1; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+mnt= mnt_ro=
+cleanup() {
+  [[ -n $mnt ]] && mountpoint -q "$mnt" && umount "$mnt"
+  [[ -n $mnt_ro ]] && mountpoint -q "$mnt_ro" && umount "$mnt_ro"
+  return 0
+}
+trap cleanup EXIT
+for m in "$scratch/w/full" "$scratch/w/ro_mnt"; do mountpoint -q "$m" 2>/dev/null && umount "$m"; done
+rm -rf "$scratch" && mkdir -p "$scratch/w" && cd "$scratch/w" || exit 1
+
+# ---- fixtures -------------------------------------------------------------------------
+head -c 24000 "$src" >corpus.txt
+small=(--n-layer 1 --n-head 2 --d-model 32 -B 4 -T 32 --threads 1 --sample-tokens 0 --val-every 0 --quiet)
+"$bin" train --data corpus.txt --vocab-size 300 --steps 4 "${small[@]}" --run-dir good || fail "fixture run failed"
+good=good/checkpoint.tzc
+good_sum=$(sha256sum <"$good")
+shard=$(ls "$PWD"/.cache/*/train.bin) tokjson=$(ls "$PWD"/.cache/*/tokenizer.json)
+size=$(stat -c %s "$good")
+
+poke() { printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; } # file offset bytes
+cp "$good" ck_magic.tzc && poke ck_magic.tzc 0 'XXXX'
+cp "$good" ck_version.tzc && poke ck_version.tzc 8 '\x02'
+head -c 1000 "$good" >ck_trunc.tzc
+head -c 10 "$good" >ck_tiny.tzc
+: >ck_empty.tzc
+cp "$good" ck_garbled.tzc && poke ck_garbled.tzc $((size - 5000)) '\x55\xaa\x55\xaa'
+cp "$good" ck_tail.tzc && printf 'junk' >>ck_tail.tzc
+"$edit" get "$good" meta >meta.json
+sed 's/"fingerprint":"[0-9a-f]*"/"fingerprint":"0123456789abcdef"/' meta.json >m_fp.json
+"$edit" set "$good" ck_fp.tzc meta m_fp.json
+sed 's/"version":1/"version":7/' meta.json >m_ver.json
+"$edit" set "$good" ck_metaver.tzc meta m_ver.json
+sed 's/"n_layer":1,//' meta.json >m_nl.json
+"$edit" set "$good" ck_nolayer.tzc meta m_nl.json
+sed 's/"d_model":32/"d_model":48/' meta.json >m_dm.json # consistent config, other layout
+"$edit" set "$good" ck_otherconfig.tzc meta m_dm.json
+sed 's/"train":{.*}}$/"x":0}/' meta.json >m_notrain.json
+"$edit" set "$good" ck_export.tzc meta m_notrain.json
+head -c 100 corpus.txt >p100.bin && "$edit" set "$good" ck_params.tzc params p100.bin
+mkdir -p emptyrun
+# shards
+cp "$shard" sh_good.bin
+head -c 1500 "$shard" >sh_trunc.bin
+head -c 100 "$shard" >sh_tiny.bin
+cp "$shard" sh_magic.bin && poke sh_magic.bin 0 '\x01\x00\x00\x00'
+cp "$shard" sh_llama3.bin && poke sh_llama3.bin 0 '\xa1\xd9\x34\x01' # 20240801
+cp "$shard" sh_version.bin && poke sh_version.bin 4 '\x02'
+cp "$shard" sh_ntok0.bin && poke sh_ntok0.bin 8 '\x00\x00\x00\x00'
+cp "$shard" sh_bigid.bin && poke sh_bigid.bin $((1024 + 2 * 5)) '\xe8\xfd' # id 65000 at position 5
+{ head -c 8 "$shard"; printf '\x0a\x00\x00\x00'; head -c 1012 /dev/zero; head -c 20 /dev/zero; } >sh_small.bin
+# tokenizers
+sed -E 's/("merges":[[:space:]]*\[)("[^"]*")/\1\2, \2/' "$tokjson" >tok_dupmerge.json
+sed -E 's/"merges":[[:space:]]*\[[^]]*\]/"merges": []/' "$tokjson" >tok_nomerges.json
+sed -E 's/"merges":[[:space:]]*\[[^]]*\]/"no_merges": 0/' "$tokjson" >tok_mergesabsent.json
+head -c 300 "$tokjson" >tok_trunc.json
+: >tok_empty.json
+# corpora
+printf 'abc\0def' >corpus_bin.txt
+: >corpus_empty.txt
+printf 'hi' >corpus_tiny.txt
+head -c 3000 corpus.txt >corpus_small.txt
+touch afile
+long_prompt=$(head -c 3000 corpus.txt)
+mkdir -p rodir
+if [[ $EUID == 0 ]] && mkdir -p ro_mnt && mount -t tmpfs -o size=64k,ro tmpfs ro_mnt 2>/dev/null; then
+  umount ro_mnt; ro_how="read-only tmpfs"; ro_dir=ro_mnt
+  mount -t tmpfs -o size=64k tmpfs ro_mnt && mnt_ro=$PWD/ro_mnt && mount -o remount,ro ro_mnt
+else
+  chmod 555 rodir; ro_how="chmod 555 (not root)"; ro_dir=rodir
+fi
+
+# ---- the catalog: name | expected text in the message | command (run in the scratch dir) ---
+cases=$(cat <<'EOF'
+ckpt-bad-magic      |ck_magic.tzc: llama2.c header field dim=1482184792 is out of range [1, 65536] (not a tezgah, llm.c or llama2.c checkpoint?)|"$bin" sample ck_magic.tzc
+ckpt-wrong-version  |ck_version.tzc: version 2 (expected 1)|"$bin" sample ck_version.tzc
+ckpt-truncated      |ck_trunc.tzc: table checksum mismatch|"$bin" sample ck_trunc.tzc
+ckpt-truncated-tiny |ck_tiny.tzc: truncated: 10 bytes|"$bin" sample ck_tiny.tzc
+ckpt-empty          |ck_empty.tzc: file is empty (not a checkpoint)|"$bin" sample ck_empty.tzc
+ckpt-garbled        |ck_garbled.tzc: section 'adam_v' checksum mismatch|"$bin" sample ck_garbled.tzc
+ckpt-trailing-junk  |ck_tail.tzc: table checksum mismatch|"$bin" sample ck_tail.tzc
+ckpt-fingerprint    |ck_fp.tzc: layout fingerprint 0123456789abcdef does not match|"$bin" sample ck_fp.tzc
+ckpt-meta-version   |ck_metaver.tzc: meta version 7 is not supported|"$bin" sample ck_metaver.tzc
+ckpt-config-field   |ck_nolayer.tzc: config field 'n_layer' is missing|"$bin" sample ck_nolayer.tzc
+ckpt-params-size    |ck_params.tzc: section 'params' has 100 bytes|"$bin" sample ck_params.tzc
+ckpt-other-config   |ck_otherconfig.tzc: layout fingerprint|"$bin" train --resume ck_otherconfig.tzc --quiet
+ckpt-missing        |nosuch.tzc: no such checkpoint file or run directory|"$bin" sample nosuch.tzc
+ckpt-dir-without    |emptyrun: run directory has no checkpoint|"$bin" train --resume emptyrun --quiet
+ckpt-export-resume  |ck_export.tzc: checkpoint has no training state|"$bin" train --resume ck_export.tzc --run-dir rx --quiet
+resume-shape-flag   |--n-layer=2 does not match the checkpoint's n_layer=1|"$bin" train --resume good --n-layer 2
+resume-dmodel-flag  |--d-model=64 does not match the checkpoint's d_model=32|"$bin" train --resume good --d-model 64
+resume-batch-flag   |--batch-size cannot be changed on --resume|"$bin" train --resume good -B 8
+shard-truncated     |sh_trunc.bin: file size 1500 bytes does not match header ntok|"$bin" train --train-shards sh_trunc.bin --vocab-size 300 --run-dir r1 --quiet
+shard-tiny          |sh_tiny.bin: file size 100 bytes is smaller than the 1024-byte header|"$bin" train --train-shards sh_tiny.bin --vocab-size 300 --run-dir r1 --quiet
+shard-bad-magic     |sh_magic.bin: header magic 1 (expected 20240520)|"$bin" train --train-shards sh_magic.bin --vocab-size 300 --run-dir r1 --quiet
+shard-llama3-magic  |sh_llama3.bin: header magic 20240801 is llm.c's uint32 Llama-3|"$bin" train --train-shards sh_llama3.bin --vocab-size 300 --run-dir r1 --quiet
+shard-wrong-version |sh_version.bin: header version 2 (expected 1)|"$bin" train --train-shards sh_version.bin --vocab-size 300 --run-dir r1 --quiet
+shard-ntok-zero     |sh_ntok0.bin: header ntok 0 (must be > 0)|"$bin" train --train-shards sh_ntok0.bin --vocab-size 300 --run-dir r1 --quiet
+shard-id-vocab      |sh_bigid.bin: token id 65000 at position 5 is out of range for vocab size 300|"$bin" train --train-shards sh_bigid.bin --vocab-size 300 --run-dir r1 --quiet
+shard-id-vocab-260  |sh_good.bin: token id 287 at position 1 is out of range for vocab size 260|"$bin" train --train-shards sh_good.bin --vocab-size 260 --run-dir r1 --quiet
+shard-below-batch   |sh_small.bin: 10 tokens, corpus smaller than one batch (B*T+1 = 4*32+1 = 129 tokens)|"$bin" train --train-shards sh_small.bin --vocab-size 300 -B 4 -T 32 --run-dir r1 --quiet
+shard-no-match      |nothing*.bin: no files match|"$bin" train --train-shards 'nothing*.bin' --vocab-size 300 --run-dir r1 --quiet
+tok-duplicate-merge |tok_dupmerge.json: merges 0 and 1 both produce|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupmerge.json "${small[@]}" --steps 2 --run-dir r1
+tok-missing-merges  |tok_nomerges.json: token id 256 "th" is produced by no merge (missing merges: 0 merges for 300 tokens)|"$bin" train --train-shards sh_good.bin --tokenizer tok_nomerges.json "${small[@]}" --steps 2 --run-dir r1
+tok-merges-absent   |tok_mergesabsent.json: missing array "model.merges"|"$bin" train --train-shards sh_good.bin --tokenizer tok_mergesabsent.json "${small[@]}" --steps 2 --run-dir r1
+tok-truncated       |tok_trunc.json: invalid JSON near byte|"$bin" train --train-shards sh_good.bin --tokenizer tok_trunc.json "${small[@]}" --steps 2 --run-dir r1
+tok-empty           |tok_empty.json: file is empty|"$bin" train --train-shards sh_good.bin --tokenizer tok_empty.json "${small[@]}" --steps 2 --run-dir r1
+corpus-missing      |nosuch.txt: No such file or directory|"$bin" train --data nosuch.txt --run-dir r1 --quiet
+corpus-binary       |corpus_bin.txt: looks binary (NUL byte at offset 3)|"$bin" train --data corpus_bin.txt --run-dir r1 --quiet
+corpus-empty        |corpus_empty.txt: file is empty|"$bin" train --data corpus_empty.txt --run-dir r1 --quiet
+corpus-tiny         |corpus_tiny.txt: too small to hold out a validation split|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir r1 --quiet
+corpus-below-batch  |corpus_small.txt: /|"$bin" train --data corpus_small.txt --vocab-size 300 -B 16 -T 64 --run-dir r1 --quiet
+flag-steps-zero     |--steps: 0 is out of range [1, 1073741824]|"$bin" train --steps 0
+flag-steps-negative |--steps: -5 is out of range|"$bin" train --steps -5
+flag-steps-huge     |--steps: 99999999999 is out of range|"$bin" train --steps 99999999999
+flag-steps-overflow |--steps: '999999999999999999999999' is not an integer|"$bin" train --steps 999999999999999999999999
+flag-batch-zero     |--batch-size: 0 is out of range|"$bin" train -B 0
+flag-lr-negative    |--lr: -1 is out of range [0, 10]|"$bin" train --lr -1
+flag-lr-nan         |--lr: 'nan' is not a number|"$bin" train --lr nan
+flag-threads-neg    |--threads: -2 is out of range|"$bin" train --threads -2
+flag-dmodel-huge    |--d-model: 10000000 is out of range|"$bin" train --d-model 10000000
+flag-model-absurd   |out of host memory|"$bin" train --data corpus.txt --vocab-size 300 --n-layer 1024 --d-model 65536 --n-head 64 -B 1 -T 8 --run-dir r1 --quiet
+flag-vocab-small    |--vocab-size: 100 is out of range [257, 65536]|"$bin" train --vocab-size 100
+flag-skipz-negative |--skip-loss-z: -1 is out of range|"$bin" train --skip-loss-z -1
+flag-inject-bad     |--debug-inject-nan: 'x' is not a list of step numbers|"$bin" train --data corpus.txt --vocab-size 300 --debug-inject-nan x --run-dir r1 --quiet
+flag-unknown        |train: unknown option --frobnicate|"$bin" train --frobnicate
+flag-missing-value  |train: option --steps needs a value|"$bin" train --steps
+T-above-context     |--seq-len: T=64 is above the model's context max_seq_len=32|"$bin" train --data corpus.txt --vocab-size 300 --max-seq-len 32 -T 64 --run-dir r1 --quiet
+sample-tokens-neg   |--tokens: -1 is out of range|"$bin" sample good --tokens -1
+sample-topp-zero    |--top-p: 0 is out of range|"$bin" sample good --top-p 0
+sample-temp-neg     |--temperature: -1 is out of range|"$bin" sample good --temperature -1
+prompt-too-long     |--prompt: |"$bin" sample good --prompt "$long_prompt"
+prompt-not-utf8     |--prompt: invalid UTF-8 at byte 2|"$bin" sample good --prompt $'ab\xff\xfe'
+outdir-not-dir      |afile/run: |"$bin" train --data corpus.txt --vocab-size 300 --run-dir afile/run --quiet
+outdir-unwritable   |ROFS|"$bin" train --data corpus.txt --vocab-size 300 "${small[@]}" --run-dir "$ro_dir/run"
+EOF
+)
+
+n=0 passed=0
+run_case() { # name expected command
+  local name=$1 want=$2 cmd=$3
+  n=$((n + 1))
+  eval "$cmd" >out.txt 2>err.raw </dev/null
+  local rc=$?
+  # ASan's note when an absurd allocation returns NULL (allocator_may_return_null=1) is the
+  # sanitizer runtime talking, not tezgah
+  grep -v '^==[0-9]*==WARNING: AddressSanitizer failed to allocate' err.raw >err.txt
+  local lines msg
+  lines=$(wc -l <err.txt)
+  msg=$(head -c 600 err.txt)
+  [[ ${TZ_BAD_VERBOSE:-} ]] && printf '%-20s rc=%d  %s\n' "$name" "$rc" "$msg"
+  ((rc != 0)) || fail "$name: exit code 0 (want an error containing '$want')"
+  ((rc < 128)) || fail "$name: killed by signal $((rc - 128)): $msg"
+  [[ $lines == 1 ]] || fail "$name: stderr has $lines lines, want exactly one: $msg"
+  [[ $msg == "tezgah: error: "* ]] || fail "$name: stderr does not start with 'tezgah: error:': $msg"
+  [[ $msg == *"$want"* ]] || fail "$name: message does not contain '$want': $msg"
+  local left
+  left=$(find "$scratch" -name '*.tmp.*' 2>/dev/null | head -3)
+  [[ -z $left ]] || fail "$name: temporary file(s) left behind: $left"
+  [[ $(sha256sum <"$good") == "$good_sum" ]] || fail "$name: the good checkpoint changed"
+  passed=$((passed + 1))
+}
+
+while IFS='|' read -r name want cmd; do
+  [[ -z $name ]] && continue
+  name=${name%% *}
+  if [[ $want == ROFS ]]; then
+    if [[ $ro_dir == ro_mnt ]]; then want="ro_mnt/run: cannot create directory: Read-only file system"
+    else want="rodir/run: cannot create directory: Permission denied"; fi
+  fi
+  run_case "$name" "$want" "$cmd"
+done <<<"$cases"
+echo "unwritable output directory simulated with: $ro_how"
+
+# ---- full disk (ENOSPC) ------------------------------------------------------------------
+# A run resumed on a nearly full file system: the checkpoint write at the end must fail with
+# a message naming the file, leave the existing checkpoint byte-identical and no temporary
+# file. A small tmpfs when mounting is permitted; otherwise `ulimit -f` with SIGXFSZ ignored
+# (write then fails with EFBIG instead of ENOSPC).
+mkdir -p full && mnt=$PWD/full
+if [[ $EUID == 0 ]] && mount -t tmpfs -o size=$(((size + 160 * 1024) / 1024))k tmpfs full 2>/dev/null; then
+  full_how="tmpfs of $(((size + 160 * 1024) / 1024)) KiB (ENOSPC)"
+  full_err="No space left on device"
+  limit=()
+else
+  mnt=
+  full_how="ulimit -f (EFBIG; mounting a tmpfs is not permitted here)"
+  full_err="File too large"
+  limit=(ulimit -f $(((size + 160 * 1024) / 1024)))
+fi
+cp -r good full/run
+full_sum=$(sha256sum <full/run/checkpoint.tzc)
+case_full() { # name expected command
+  run_case "$1" "$2" "$3"
+  [[ $(sha256sum <full/run/checkpoint.tzc) == "$full_sum" ]] || fail "$1: the existing checkpoint changed"
+  ! compgen -G "full/run/*.tmp.*" >/dev/null || fail "$1: temporary file left in full/run"
+}
+if ((${#limit[@]})); then
+  case_full enospc-resume-ckpt "full/run/checkpoint.tzc: write failed: $full_err" \
+    '( trap "" XFSZ; "${limit[@]}"; "$bin" train --resume full/run --steps 8 --quiet --sample-tokens 0 )'
+else
+  case_full enospc-resume-ckpt "full/run/checkpoint.tzc: write failed: $full_err" \
+    '"$bin" train --resume full/run --steps 8 --quiet --sample-tokens 0'
+  # fill the file system: the next write of any kind fails
+  head -c $((200 * 1024)) /dev/zero >full/filler 2>/dev/null
+  case_full enospc-data-prep "write failed: $full_err" \
+    '"$bin" train --data corpus_small.txt --vocab-size 280 --run-dir full/r2 --quiet'
+  case_full enospc-metrics "full/run/metrics.jsonl" \
+    '"$bin" train --resume full/run --steps 9 --quiet --sample-tokens 0'
+fi
+echo "full disk simulated with: $full_how"
+echo "ok: $passed bad inputs, each refused with one clear line, no crash, no leftovers, good checkpoint untouched"
