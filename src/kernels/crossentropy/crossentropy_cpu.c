@@ -7,10 +7,15 @@
 #include "kernels/cpu_kernels.h"
 
 /* losses [N] fp32 written; logits [N, Vp] fp32 overwritten with dlogits; targets int32 [N].
- * For a counted row (0 ≤ y < V): e_c = exp(z_c − max), S = Σ_{c<V} e_c (in fp64),
- * loss = max + log S − z_y, dlogits_c = (e_c / S − [c = y]) · dscale for c < V.
- * Padding columns [V, Vp) are zeroed. A target < 0 (or ≥ V, which data loading rejects)
- * is ignored: loss 0 and an all-zero dlogits row. Rows are independent: parallel over n. */
+ * For a counted row (0 ≤ y < V): lse = logsumexp_{c<V} z_c, loss = lse − z_y,
+ * dlogits_c = (exp(z_c − lse) − [c = y]) · dscale for c < V. Padding columns [V, Vp) are
+ * zeroed. A target < 0 (or ≥ V, which data loading rejects) is ignored: loss 0 and an
+ * all-zero dlogits row. Rows are independent: parallel over n.
+ * The row is streamed from memory twice, not three times: pass 1 computes lse online over
+ * blocks of CE_BLOCK logits (block max and block sum while the block is in L1, then the
+ * running (max, sum) pair is rescaled, as in online softmax, Milakov & Gimelshein 2018);
+ * pass 2 writes the gradient. The sum is accumulated in fp64 across blocks. */
+#define CE_BLOCK 1024
 void tz_cpu_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice targets,
                          int N, int V, int Vp, float dscale) {
   float *loss = TZ_F(losses), *z = TZ_F(logits);
@@ -24,20 +29,29 @@ void tz_cpu_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_sl
       for (int c = 0; c < Vp; c++) zn[c] = 0.0f;
       continue;
     }
-    float mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-    for (int c = 0; c < V; c++) mx = zn[c] > mx ? zn[c] : mx;
-    float zt = zn[t];
-    double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-    for (int c = 0; c < V; c++) {
-      float e = tz_expf(zn[c] - mx); /* one exp per logit: kept for the softmax below */
-      zn[c] = e;
-      sum += e;
+    double mx = -INFINITY, sum = 0.0;
+    for (int c0 = 0; c0 < V; c0 += CE_BLOCK) {
+      int c1 = c0 + CE_BLOCK < V ? c0 + CE_BLOCK : V;
+      float bmx = -INFINITY, bsum = 0.0f;
+#pragma omp simd reduction(max : bmx)
+      for (int c = c0; c < c1; c++) bmx = zn[c] > bmx ? zn[c] : bmx;
+#pragma omp simd reduction(+ : bsum)
+      for (int c = c0; c < c1; c++) bsum += tz_expf(zn[c] - bmx);
+      if (bmx != bmx || bsum != bsum) { /* NaN logits: let the loss say so (step is skipped) */
+        mx = NAN;
+        break;
+      }
+      if (bmx > mx) {
+        sum = sum * exp(mx - bmx) + bsum;
+        mx = bmx;
+      } else {
+        sum += bsum * exp(bmx - mx);
+      }
     }
-    loss[n] = mx + (float)log(sum) - zt;
-    float scale = (float)(dscale / sum);
-    for (int c = 0; c < V; c++) zn[c] *= scale;
+    float lse = (float)(mx + log(sum));
+    loss[n] = lse - zn[t];
+#pragma omp simd
+    for (int c = 0; c < V; c++) zn[c] = tz_expf(zn[c] - lse) * dscale;
     zn[t] -= dscale;
     for (int c = V; c < Vp; c++) zn[c] = 0.0f;
   }
