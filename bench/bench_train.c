@@ -2,8 +2,9 @@
  * grad norm, AdamW) on random tokens, for a fixed GPT-2 shape (llm.c's CPU reference config:
  * L=4, n_head=4, C=256, T=256, B=8, V=50257 padded to 50304) and a llama shape.
  * Prints a table: median step time, tokens/s and achieved GFLOP/s, with FLOPs counted as
- * 6·params·tokens (the convention of the llm.c figure in docs/PERF.md) and, separately,
- * PEERS.md's 6·(non-embedding params + C·V) + 12·L·C·T per token.
+ * 6·params·tokens (the convention of the llm.c figure in docs/PERF.md; it also counts the
+ * embedding lookups as if they were matmuls) and, separately, the matmul work
+ * 6·(non-embedding params + C·V) + 12·L·C·T per token (../shared/docs/PEERS.md's count).
  *   build/bench/bench_train [steps=5] [which=all|gpt2|llama]
  * Threads: OMP_NUM_THREADS (default: all cores). Matmul path: TZ_MATMUL=c|blas. */
 #include <omp.h>
@@ -61,7 +62,9 @@ static void run(const char *name, tz_config c, int B, int T, int steps) {
   qsort(dt + 1, steps, sizeof *dt, cmp_d);
   double med = dt[1 + steps / 2];
   size_t P = m->lay.total;
-  size_t emb = (size_t)c.padded_vocab * c.d_model + (c.arch == TZ_ARCH_GPT2 ? (size_t)c.max_seq_len * c.d_model : 0);
+  /* embedding tables: wte (+ wpe), and an untied lm_head, which the C·V term counts */
+  size_t emb = (size_t)c.padded_vocab * c.d_model * (c.tied ? 1 : 2) +
+               (c.arch == TZ_ARCH_GPT2 ? (size_t)c.max_seq_len * c.d_model : 0);
   double f_simple = 6.0 * P * N;
   double f_peers = (6.0 * (P - emb + (double)c.d_model * c.vocab_size) + 12.0 * c.n_layer * c.d_model * T) * N;
   printf("| %-34s | %5.2fM | %2d | %7.3f s | %8.0f | %6.1f | %6.1f | %.3f |\n", name, P / 1e6,

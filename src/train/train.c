@@ -306,7 +306,8 @@ int tz_train(const tz_train_opts *opts_in) {
             o.grad_accum, o.steps, st.step ? " (resumed)" : "", o.lr, o.run_dir);
   }
   int tty = isatty(2) && !o.quiet, first_step = st.step;
-  double t_start = now_s(), tokens_done = 0, last_val = NAN;
+  /* elapsed_s in checkpoints = wall time of earlier sessions + this session's so far */
+  double t_start = now_s(), prior_elapsed = st.elapsed_s, tokens_done = 0, last_val = NAN;
   /* After the first step's warm-up (lazily allocated scratch, stdio buffers) a step allocates
    * nothing: the metrics record is formatted into this buffer (tests/test_step_alloc.sh). */
   char line[512];
@@ -362,7 +363,7 @@ int tz_train(const tz_train_opts *opts_in) {
     len += put_num(line + len, sizeof line - len, "lr", lr);
     len += put_num(line + len, sizeof line - len, "grad_norm", norm);
     len += put_num(line + len, sizeof line - len, "tok_per_s", round(tok_s));
-    len += put_num(line + len, sizeof line - len, "elapsed_s", st.elapsed_s + elapsed);
+    len += put_num(line + len, sizeof line - len, "elapsed_s", prior_elapsed + elapsed);
     if (isfinite(val_loss)) len += put_num(line + len, sizeof line - len, "val_loss", val_loss);
     if (skip) len += snprintf(line + len, sizeof line - len, ",\"skipped\":true,\"reason\":\"%s\"", skip);
     len += snprintf(line + len, sizeof line - len, "}");
@@ -378,15 +379,14 @@ int tz_train(const tz_train_opts *opts_in) {
     }
     if (o.ckpt_every > 0 && (st.step + 1) % o.ckpt_every == 0 && st.step + 1 < o.steps) {
       st.step++;
-      st.elapsed_s += now_s() - t_start;
-      t_start = now_s();
+      st.elapsed_s = prior_elapsed + (now_s() - t_start);
       int src = save(ckpt_path, m, tok, &st, train);
       st.step--;
       if (src) goto out;
     }
     if (o.stop_after > 0 && st.step + 1 - first_step >= o.stop_after && st.step + 1 < o.steps) {
       st.step++;
-      st.elapsed_s += now_s() - t_start;
+      st.elapsed_s = prior_elapsed + (now_s() - t_start);
       if (save(ckpt_path, m, tok, &st, train)) goto out;
       if (!o.quiet) fprintf(stderr, "%sstopped after %d steps of this session at step %d; continue with --resume %s\n",
                             tty ? "\n" : "", o.stop_after, st.step, o.run_dir);
@@ -406,7 +406,7 @@ int tz_train(const tz_train_opts *opts_in) {
     cJSON_Delete(fin);
     if (wrc) goto out;
   }
-  st.elapsed_s += total;
+  st.elapsed_s = prior_elapsed + total;
   if (save(ckpt_path, m, tok, &st, train)) goto out;
   if (!o.quiet) {
     fprintf(stderr, "done: %d steps, %.0f tok/s this session, final val loss %.4f (ppl %.2f), %d skipped; checkpoint %s\n",
