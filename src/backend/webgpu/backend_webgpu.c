@@ -50,7 +50,7 @@ struct tz_buf {
 #define MAX_PIPES 96
 #define MAX_MODULES 48
 #define BG_CAP 16384
-#define PROF_MAX 4096
+#define PROF_MAX 2048 /* timestamp pairs per submit (4096 queries: the WebGPU maximum) */
 #define MAX_LABELS 64
 
 typedef struct {
@@ -466,7 +466,7 @@ static int label_index(wg_ctx *c, const char *label) {
  * [element offset of each arg][binding of each arg][parameters]. atomic_arg (or NULL) is
  * bound alone at binding 9 (embed_backward's CAS target). */
 static void run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords, const wg_arg *args,
-                   int nargs, uint32_t gx, uint32_t gy, uint32_t gz, const wg_arg *atomic_arg) {
+                   int nargs, uint32_t gx, uint32_t gy, uint32_t gz, const wg_arg *atomic_arg, int pi_direct) {
   TZ_ASSERT(nargs <= MAX_ARGS && nwords - 8 <= 16);
   if (!gx || !gy || !gz) return;
   uint64_t align = c->lim.minStorageBufferOffsetAlignment;
@@ -509,6 +509,14 @@ static void run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nw
           changed = 1;
         }
   }
+  /* pi_direct: a variant of the kernel that indexes bindings 0..nargs-1 directly, usable
+   * when argument i got binding i (no merges) */
+  if (pi_direct >= 0) {
+    int ok = 1;
+    for (int i = 0; i < nargs; i++)
+      if (slot_of[i] >= 0 ? slot_of[i] != i : i < ns) ok = 0;
+    if (ok) pi = pi_direct;
+  }
   WGPUBuffer buf[MAX_ARGS + 1];
   uint64_t off[MAX_ARGS + 1], size[MAX_ARGS + 1];
   for (int k = 0; k < MAX_ARGS; k++) {
@@ -520,9 +528,10 @@ static void run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nw
     if (end > sb[k]->size) end = sb[k]->size;
     buf[k] = sb[k]->b, off[k] = base, size[k] = end - base;
     if (size[k] > c->lim.maxStorageBufferBindingSize) {
-      const char *nm = "?";
+      char nm[160] = "?";
       for (int i = 0; i < nargs; i++)
-        if (slot_of[i] == k) nm = args[i].name;
+        if (slot_of[i] == k)
+          snprintf(nm, sizeof nm, "%s' in buffer '%s", args[i].name, sb[k]->what ? sb[k]->what : "?");
       fail(c, "%s: tensor '%s' spans %zu bytes, above this adapter's maxStorageBufferBindingSize %llu "
               "(use a smaller model or batch, or a GPU with larger bindings)",
            label, nm, (size_t)size[k], (unsigned long long)c->lim.maxStorageBufferBindingSize);
@@ -571,7 +580,7 @@ static void run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nw
 }
 static void run(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords, const wg_arg *args,
                 int nargs, uint32_t gx, uint32_t gy, uint32_t gz) {
-  run_ex(c, label, pi, words, nwords, args, nargs, gx, gy, gz, NULL);
+  run_ex(c, label, pi, words, nwords, args, nargs, gx, gy, gz, NULL, -1);
 }
 
 /* A 1-D grid of `threads` threads in workgroups of 256, folded into x and y. */
@@ -713,11 +722,11 @@ static void wg_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice 
   grid1(N * C, &gx, &gy);
   int pi = pipeline(c, "embed", "embed_backward", "");
   wg_arg t = A(dwte, F4((size_t)V * C), "dwte");
-  run_ex(c, "embed_backward", pi, w, 14, a, 2, gx, gy, 1, &t);
+  run_ex(c, "embed_backward", pi, w, 14, a, 2, gx, gy, 1, &t, -1);
   if (tz_present(dwpe)) {
     w[12] = 1;
     wg_arg tp = A(dwpe, F4((size_t)T * C), "dwpe");
-    run_ex(c, "embed_backward", pi, w, 14, a, 2, gx, gy, 1, &tp);
+    run_ex(c, "embed_backward", pi, w, 14, a, 2, gx, gy, 1, &tp, -1);
   }
 }
 
@@ -791,13 +800,15 @@ static void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slic
 static void mm(wg_ctx *c, const char *label, int variant, tz_slice out, tz_slice a_, tz_slice b_,
                tz_slice bias, int M, int K, int N, int acc) {
   if (M <= 0 || N <= 0) return;
-  char prefix[48];
-  snprintf(prefix, sizeof prefix, "const VARIANT: u32 = %du;", variant);
+  char prefix[80], direct[80];
+  snprintf(prefix, sizeof prefix, "const VARIANT: u32 = %du; const DIRECT: bool = false;", variant);
+  snprintf(direct, sizeof direct, "const VARIANT: u32 = %du; const DIRECT: bool = true;", variant);
   uint32_t w[24] = {0};
   w[8] = M, w[9] = K, w[10] = N, w[11] = acc, w[12] = tz_present(bias);
   wg_arg a[] = {A(out, F4((size_t)M * N), "out"), A(a_, F4((size_t)M * K), "a"), A(b_, F4((size_t)K * N), "b"),
                 A(bias, F4(N), "bias")};
-  run(c, label, pipeline(c, "matmul", "matmul_tiled", prefix), w, 13, a, 4, (N + 127) / 128, (M + 127) / 128, 1);
+  run_ex(c, label, pipeline(c, "matmul", "matmul_tiled", prefix), w, 13, a, 4, (N + 127) / 128, (M + 127) / 128, 1,
+         NULL, pipeline(c, "matmul", "matmul_tiled", direct));
 }
 static void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, int M, int K,
                         int N, int acc) {
