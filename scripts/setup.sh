@@ -30,6 +30,9 @@ for p in "${PKGS[@]}"; do
   [[ $status == "install ok installed" ]] || missing+=("$p")
 done
 
+# WebGPU backend: Dawn (npm, sha256-pinned) + lavapipe from bookworm-backports
+"$(dirname "$0")/setup_webgpu.sh"
+
 if ((${#missing[@]} == 0)); then
   echo "setup: all ${#PKGS[@]} packages already installed"
   exit 0

@@ -4,4 +4,5 @@
 #define TZ_CLI_COMMANDS_H
 int tz_cmd_train(int argc, char **argv);
 int tz_cmd_sample(int argc, char **argv);
+int tz_cmd_info(int argc, char **argv);
 #endif

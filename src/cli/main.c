@@ -12,6 +12,7 @@ static const struct {
 } commands[] = {
     {"train", tz_cmd_train, "train a model on a text corpus or token shards (default: data/kjv.txt)"},
     {"sample", tz_cmd_sample, "generate text from a run or checkpoint (default: runs/latest)"},
+    {"info", tz_cmd_info, "list backends; WebGPU adapter, features and limits"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof *commands)
 
