@@ -56,6 +56,9 @@ install_gpt2() {
   }
 }
 
+# WebGPU backend: Dawn (npm, sha256-pinned) + lavapipe from bookworm-backports
+"$(dirname "$0")/setup_webgpu.sh"
+
 if ((${#missing[@]} == 0)); then
   echo "setup: all ${#PKGS[@]} packages already installed"
   install_gpt2

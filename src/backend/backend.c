@@ -7,6 +7,7 @@
 
 tz_backend *tz_backend_create(const char *name, int threads) {
   if (name && strcmp(name, "cpu") == 0) return tz_backend_cpu_create(threads);
-  tz_err("unknown backend '%s' (available: cpu)", name ? name : "(null)");
+  if (name && strcmp(name, "webgpu") == 0) return tz_backend_webgpu_create();
+  tz_err("unknown backend '%s' (available: cpu, webgpu)", name ? name : "(null)");
   return NULL;
 }

@@ -186,9 +186,22 @@ struct tz_backend {
                 const tz_range *ranges, int n_ranges, const tz_adamw_hp *hp);
 };
 
-/* Create a backend by name ("cpu"). threads <= 0 means all cores (OpenMP default).
+/* Create a backend by name ("cpu", "webgpu"). threads <= 0 means all cores (OpenMP default).
  * Returns NULL with tz_err() set for an unknown or unavailable backend. */
 tz_backend *tz_backend_create(const char *name, int threads);
+
+/* The WebGPU backend (src/backend/webgpu): Dawn loaded at run time (TEZGAH_WEBGPU_LIB or
+ * the repository's .deps/dawn/). NULL with tz_err() when Dawn or an adapter is missing. */
+tz_backend *tz_backend_webgpu_create(void);
+/* Print the Dawn library, adapter, features and limits to stdout (`tezgah info`). 0 or -1
+ * with tz_err(). */
+int tz_webgpu_info(void);
+/* One line naming the WebGPU device and precision ("" for other backends). */
+const char *tz_webgpu_describe(tz_backend *be);
+/* With TEZGAH_PROFILE=1 (train --profile): print / reset the per-kernel GPU time table
+ * (timestamp queries). No-ops for other backends or without profiling. */
+void tz_webgpu_profile_print(tz_backend *be, double steps);
+void tz_webgpu_profile_reset(tz_backend *be);
 
 /* The CPU backend (src/backend/cpu). */
 tz_backend *tz_backend_cpu_create(int threads);

@@ -27,7 +27,7 @@ static const char *HELP =
     "run:\n"
     "  --run-dir DIR          output directory (default runs/<date-time>; runs/latest points to it)\n"
     "  --resume DIR           continue the run in DIR from its checkpoint (exactly)\n"
-    "  --backend NAME         cpu (default)\n"
+    "  --backend NAME         cpu (default) or webgpu (TEZGAH_PROFILE=1: per-kernel GPU times)\n"
     "  --threads N            OpenMP threads (default: all cores)\n"
     "  --seed N               random seed (1337)\n"
     "model:\n"

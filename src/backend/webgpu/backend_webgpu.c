@@ -1,0 +1,1293 @@
+/* The WebGPU backend: Dawn (loaded by dawn_load.c) driven through our own webgpu.h subset
+ * (webgpu_api.h), every op a WGSL kernel from src/kernels/<op>/<op>.wgsl (embedded at build
+ * time, see cmake/embed_wgsl.cmake).
+ *
+ * Execution model:
+ * - Ops are recorded into one command encoder and one compute pass; nothing is submitted
+ *   until download(), sync(), upload() (which must not overtake recorded work), free(), or a
+ *   full uniform ring. A training micro-step is therefore one submit for forward + loss
+ *   readback and one for backward + optimizer.
+ * - Uniform parameters live in a ring (one 256-byte slot per dispatch) mirrored on the host
+ *   and written with one queue write per submit. Bind groups are cached by (pipeline, slot,
+ *   buffers, ranges): a training step repeats the same dispatch sequence, so after the first
+ *   step no bind group is created.
+ * - A tz_slice is bound from its byte offset rounded down to the storage offset alignment;
+ *   the remainder is passed to the kernel in elements (words 0..7 of the uniform block). Each
+ *   binding covers exactly the range the op reads or writes; a range above the device's
+ *   maxStorageBufferBindingSize stops with an error naming the op and tensor.
+ * - Pipelines are created on first use and cached by (file, entry, constant prefix).
+ * - The uncaptured-error and device-lost callbacks record the first message; every submit
+ *   point checks it and stops the program with that message (never silent zeros).
+ * - fp32 throughout (master weights, activations, gradients, optimizer).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/backend.h"
+#include "backend/webgpu/webgpu_api.h"
+#include "core/error.h"
+
+/* generated from src/kernels/ * / *.wgsl by cmake/embed_wgsl.cmake */
+typedef struct {
+  const char *name, *src;
+} tz_wgsl_file;
+extern const tz_wgsl_file tz_wgsl_files[];
+extern const int tz_wgsl_nfiles;
+
+struct tz_buf {
+  WGPUBuffer b;
+  size_t bytes; /* requested */
+  size_t size;  /* allocated (multiple of 16) */
+  const char *what;
+};
+
+#define UNI_STRIDE 256
+#define UNI_SLOTS 4096
+#define MAX_ARGS 8
+#define MAX_PIPES 96
+#define MAX_MODULES 48
+#define BG_CAP 16384
+#define PROF_MAX 2048 /* timestamp pairs per submit (4096 queries: the WebGPU maximum) */
+#define MAX_LABELS 64
+
+typedef struct {
+  char key[128];
+  WGPUComputePipeline pipe;
+  WGPUBindGroupLayout bgl;
+} wg_pipe;
+
+typedef struct {
+  char key[96];
+  WGPUShaderModule mod;
+} wg_module;
+
+typedef struct {
+  uint32_t pipe, slot, n, used;
+  WGPUBuffer buf[MAX_ARGS + 1];
+  uint64_t off[MAX_ARGS + 1], size[MAX_ARGS + 1];
+  WGPUBindGroup bg;
+} wg_bg;
+
+typedef struct {
+  WGPUInstance inst;
+  WGPUAdapter adapter;
+  WGPUDevice dev;
+  WGPUQueue queue;
+  WGPULimits lim;
+  WGPUAdapterInfo info;
+  int has_f16, has_subgroups, has_ts;
+  int failed;
+  char errmsg[1024];
+  /* recording */
+  WGPUCommandEncoder enc;
+  WGPUComputePassEncoder pass;
+  /* uniforms */
+  WGPUBuffer uni;
+  uint8_t *uni_host;
+  uint32_t uni_used;
+  /* caches */
+  wg_pipe pipes[MAX_PIPES];
+  int npipes;
+  wg_module mods[MAX_MODULES];
+  int nmods;
+  wg_bg *bgs;
+  size_t nbgs;
+  /* buffers owned by the backend */
+  tz_buf *scratch, *dummy[MAX_ARGS], *ranges;
+  uint32_t *ranges_host;
+  size_t ranges_words;
+  WGPUBuffer readback;
+  size_t readback_size;
+  /* profiling (TEZGAH_PROFILE=1): one pass per dispatch with timestamps */
+  int profile;
+  WGPUQuerySet qs;
+  WGPUBuffer qres, qread;
+  int nq;
+  const char *qlabel[PROF_MAX];
+  const char *labels[MAX_LABELS];
+  double label_ns[MAX_LABELS];
+  uint64_t label_calls[MAX_LABELS];
+  int nlabels;
+  uint64_t submits;
+} wg_ctx;
+
+#define CTX(be) ((wg_ctx *)(be)->ctx)
+#define W tz_wgpu
+
+static WGPUStringView sv(const char *s) {
+  WGPUStringView v = {s, s ? strlen(s) : 0};
+  return v;
+}
+static void sv_copy(char *dst, size_t cap, WGPUStringView v) {
+  size_t n = v.data ? (v.length == WGPU_STRLEN ? strlen(v.data) : v.length) : 0;
+  if (n >= cap) n = cap - 1;
+  if (n) memcpy(dst, v.data, n);
+  dst[n] = 0;
+}
+
+/* ---- errors ---- */
+static void on_error(WGPUDevice const *device, WGPUErrorType type, WGPUStringView message,
+                     void *u1, void *u2) {
+  wg_ctx *c = u1;
+  if (c->failed) return;
+  c->failed = 1;
+  char m[900];
+  sv_copy(m, sizeof m, message);
+  const char *kind = type == WGPUErrorType_Validation    ? "validation"
+                     : type == WGPUErrorType_OutOfMemory ? "out of memory"
+                     : type == WGPUErrorType_Internal    ? "internal"
+                                                         : "unknown";
+  snprintf(c->errmsg, sizeof c->errmsg, "%s error: %s", kind, m);
+}
+static void on_lost(WGPUDevice const *device, WGPUDeviceLostReason reason, WGPUStringView message,
+                    void *u1, void *u2) {
+  wg_ctx *c = u1;
+  if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled)
+    return;
+  if (c->failed) return;
+  c->failed = 1;
+  char m[900];
+  sv_copy(m, sizeof m, message);
+  snprintf(c->errmsg, sizeof c->errmsg, "device lost (reason %u): %s", reason, m);
+}
+
+/* Ops cannot return errors (backend.h): a device error ends the program with its message. */
+static void check(wg_ctx *c) {
+  W.wgpuInstanceProcessEvents(c->inst);
+  if (c->failed) {
+    fprintf(stderr, "tezgah: error: webgpu: %s\n", c->errmsg);
+    fflush(stderr);
+    exit(1);
+  }
+}
+static void fail(wg_ctx *c, const char *fmt, const char *a, const char *b, size_t x, uint64_t y) {
+  if (!c->failed) {
+    c->failed = 1;
+    snprintf(c->errmsg, sizeof c->errmsg, fmt, a, b, x, y);
+  }
+  check(c);
+}
+
+/* ---- waiting on futures ---- */
+static int wait_future(wg_ctx *c, WGPUFuture f) {
+  WGPUFutureWaitInfo wi = {f, 0};
+  for (int i = 0; i < 600; i++) { /* 10 minutes */
+    WGPUWaitStatus s = W.wgpuInstanceWaitAny(c->inst, 1, &wi, 1000000000ull);
+    if (s == WGPUWaitStatus_Success && wi.completed) return 0;
+    if (s != WGPUWaitStatus_TimedOut) return -1;
+    W.wgpuInstanceProcessEvents(c->inst);
+    if (c->failed) return -1;
+  }
+  return -1;
+}
+
+/* ---- submission ---- */
+static void prof_collect(wg_ctx *c);
+
+static void end_pass(wg_ctx *c) {
+  if (c->pass) {
+    W.wgpuComputePassEncoderEnd(c->pass);
+    W.wgpuComputePassEncoderRelease(c->pass);
+    c->pass = NULL;
+  }
+}
+static WGPUCommandEncoder encoder(wg_ctx *c) {
+  if (!c->enc) c->enc = W.wgpuDeviceCreateCommandEncoder(c->dev, NULL);
+  return c->enc;
+}
+
+static void flush(wg_ctx *c) {
+  if (!c->enc) return;
+  end_pass(c);
+  int nq = c->nq;
+  if (c->profile && nq) {
+    W.wgpuCommandEncoderResolveQuerySet(c->enc, c->qs, 0, (uint32_t)nq, c->qres, 0);
+    W.wgpuCommandEncoderCopyBufferToBuffer(c->enc, c->qres, 0, c->qread, 0, (uint64_t)nq * 8);
+  }
+  if (c->uni_used)
+    W.wgpuQueueWriteBuffer(c->queue, c->uni, 0, c->uni_host, (size_t)c->uni_used * UNI_STRIDE);
+  WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(c->enc, NULL);
+  W.wgpuQueueSubmit(c->queue, 1, &cb);
+  W.wgpuCommandBufferRelease(cb);
+  W.wgpuCommandEncoderRelease(c->enc);
+  c->enc = NULL;
+  c->uni_used = 0;
+  c->submits++;
+  if (c->profile && nq) prof_collect(c);
+  check(c);
+}
+
+static void on_done(WGPUQueueWorkDoneStatus status, WGPUStringView message, void *u1, void *u2) {
+  *(int *)u1 = status == WGPUQueueWorkDoneStatus_Success ? 1 : -1;
+}
+static void wg_sync_ctx(wg_ctx *c) {
+  flush(c);
+  int done = 0;
+  WGPUQueueWorkDoneCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_done, &done, NULL};
+  WGPUFuture f = W.wgpuQueueOnSubmittedWorkDone(c->queue, ci);
+  if (wait_future(c, f) != 0 || done != 1)
+    fail(c, "%s%squeue did not finish (%zu, %llu)", "", "", 0, 0);
+  check(c);
+}
+
+/* ---- buffers ---- */
+static WGPUBuffer mkbuf(wg_ctx *c, uint64_t size, WGPUBufferUsage usage, const char *label) {
+  WGPUBufferDescriptor d = {NULL, sv(label), usage, size, 0};
+  return W.wgpuDeviceCreateBuffer(c->dev, &d);
+}
+
+static void bg_clear(wg_ctx *c);
+
+static tz_buf *wg_alloc(tz_backend *be, size_t bytes, const char *what) {
+  wg_ctx *c = CTX(be);
+  size_t size = (bytes + 15) / 16 * 16;
+  if (size == 0) size = 16;
+  if (size > c->lim.maxBufferSize) {
+    tz_err("webgpu: %s needs %zu bytes, above this adapter's maxBufferSize %llu", what ? what : "buffer",
+           bytes, (unsigned long long)c->lim.maxBufferSize);
+    return NULL;
+  }
+  WGPUBuffer b = mkbuf(c, size, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst,
+                       what);
+  W.wgpuInstanceProcessEvents(c->inst);
+  if (!b || c->failed) {
+    tz_err("webgpu: cannot allocate %zu bytes for %s: %s", bytes, what ? what : "buffer",
+           c->failed ? c->errmsg : "buffer creation failed");
+    return NULL;
+  }
+  tz_buf *t = tz_calloc(1, sizeof *t);
+  t->b = b;
+  t->bytes = bytes;
+  t->size = size;
+  t->what = what;
+  return t; /* WebGPU buffers are zero-initialized */
+}
+
+static void wg_free(tz_backend *be, tz_buf *t) {
+  if (!t) return;
+  wg_ctx *c = CTX(be);
+  flush(c); /* recorded commands may still use it */
+  bg_clear(c);
+  W.wgpuBufferDestroy(t->b);
+  W.wgpuBufferRelease(t->b);
+  free(t);
+}
+
+static void wg_upload(tz_backend *be, tz_slice dst, const void *src, size_t bytes) {
+  wg_ctx *c = CTX(be);
+  if (!bytes) return;
+  flush(c); /* queue writes must not overtake recorded work */
+  TZ_ASSERT(dst.off % 4 == 0 && dst.off + bytes <= dst.buf->size);
+  size_t main = bytes / 4 * 4;
+  if (main) W.wgpuQueueWriteBuffer(c->queue, dst.buf->b, dst.off, src, main);
+  if (main < bytes) {
+    uint8_t tail[4] = {0};
+    memcpy(tail, (const uint8_t *)src + main, bytes - main);
+    W.wgpuQueueWriteBuffer(c->queue, dst.buf->b, dst.off + main, tail, 4);
+  }
+}
+
+static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u1, void *u2) {
+  *(int *)u1 = status == WGPUMapAsyncStatus_Success ? 1 : -1;
+}
+
+static void wg_download(tz_backend *be, void *dst, tz_slice src, size_t bytes) {
+  wg_ctx *c = CTX(be);
+  if (!bytes) return;
+  size_t off = src.off & ~(size_t)3, end = (src.off + bytes + 3) & ~(size_t)3;
+  size_t n = end - off;
+  TZ_ASSERT(end <= src.buf->size);
+  if (n > c->readback_size) {
+    if (c->readback) {
+      flush(c);
+      W.wgpuBufferDestroy(c->readback);
+      W.wgpuBufferRelease(c->readback);
+    }
+    c->readback_size = (n + 4095) / 4096 * 4096;
+    c->readback = mkbuf(c, c->readback_size, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "readback");
+  }
+  end_pass(c);
+  W.wgpuCommandEncoderCopyBufferToBuffer(encoder(c), src.buf->b, off, c->readback, 0, n);
+  flush(c);
+  int st = 0;
+  WGPUBufferMapCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_mapped, &st, NULL};
+  size_t mapn = (n + 7) / 8 * 8;
+  if (mapn > c->readback_size) mapn = n;
+  WGPUFuture f = W.wgpuBufferMapAsync(c->readback, WGPUMapMode_Read, 0, mapn, ci);
+  if (wait_future(c, f) != 0 || st != 1) fail(c, "%s%sreadback map failed (%zu bytes, %llu)", "", "", n, 0);
+  const uint8_t *p = W.wgpuBufferGetConstMappedRange(c->readback, 0, mapn);
+  if (!p) fail(c, "%s%sreadback has no mapped range (%zu, %llu)", "", "", n, 0);
+  memcpy(dst, p + (src.off - off), bytes);
+  W.wgpuBufferUnmap(c->readback);
+  check(c);
+}
+
+static void wg_sync(tz_backend *be) { wg_sync_ctx(CTX(be)); }
+
+/* scratch for partial sums (never two live users: ops run one after another) */
+static tz_slice scratch(tz_backend *be, size_t bytes) {
+  wg_ctx *c = CTX(be);
+  if (!c->scratch || c->scratch->size < bytes) {
+    if (c->scratch) wg_free(be, c->scratch);
+    c->scratch = wg_alloc(be, bytes < (1 << 20) ? (1 << 20) : bytes * 5 / 4, "webgpu scratch");
+    if (!c->scratch) fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", bytes, 0);
+  }
+  tz_slice s = {c->scratch, 0};
+  return s;
+}
+
+/* ---- pipelines ---- */
+static const char *wgsl_src(const char *name) {
+  for (int i = 0; i < tz_wgsl_nfiles; i++)
+    if (!strcmp(tz_wgsl_files[i].name, name)) return tz_wgsl_files[i].src;
+  return NULL;
+}
+
+static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) {
+  char key[96];
+  snprintf(key, sizeof key, "%s|%s", file, prefix);
+  for (int i = 0; i < c->nmods; i++)
+    if (!strcmp(c->mods[i].key, key)) return c->mods[i].mod;
+  const char *pre = wgsl_src("preamble"), *body = wgsl_src(file);
+  TZ_ASSERT(pre && body && c->nmods < MAX_MODULES);
+  size_t n = strlen(pre) + strlen(prefix) + strlen(body) + 4;
+  char *src = tz_malloc(n);
+  snprintf(src, n, "%s\n%s\n%s", prefix, pre, body);
+  WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};
+  WGPUShaderModuleDescriptor d = {&ws.chain, sv(file)};
+  WGPUShaderModule m = W.wgpuDeviceCreateShaderModule(c->dev, &d);
+  free(src);
+  snprintf(c->mods[c->nmods].key, sizeof c->mods[c->nmods].key, "%s", key);
+  c->mods[c->nmods++].mod = m;
+  return m;
+}
+
+/* Pipeline index for entry point `entry` of src/kernels/<file>/<file>.wgsl, with `prefix`
+ * (WGSL const declarations) prepended. */
+static int pipeline(wg_ctx *c, const char *file, const char *entry, const char *prefix) {
+  char key[128];
+  snprintf(key, sizeof key, "%s:%s|%s", file, entry, prefix);
+  for (int i = 0; i < c->npipes; i++)
+    if (!strcmp(c->pipes[i].key, key)) return i;
+  TZ_ASSERT(c->npipes < MAX_PIPES);
+  WGPUComputePipelineDescriptor d;
+  memset(&d, 0, sizeof d);
+  d.label = sv(entry);
+  d.compute.module = module(c, file, prefix);
+  d.compute.entryPoint = sv(entry);
+  wg_pipe *p = &c->pipes[c->npipes];
+  snprintf(p->key, sizeof p->key, "%s", key);
+  p->pipe = W.wgpuDeviceCreateComputePipeline(c->dev, &d);
+  p->bgl = W.wgpuComputePipelineGetBindGroupLayout(p->pipe, 0);
+  check(c);
+  return c->npipes++;
+}
+
+/* ---- bind groups ---- */
+static void bg_clear(wg_ctx *c) {
+  if (!c->nbgs) return;
+  for (size_t i = 0; i < BG_CAP; i++)
+    if (c->bgs[i].used) {
+      W.wgpuBindGroupRelease(c->bgs[i].bg);
+      c->bgs[i].used = 0;
+    }
+  c->nbgs = 0;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+static WGPUBindGroup bind_group(wg_ctx *c, int pi, uint32_t slot, int n, WGPUBuffer *buf,
+                                uint64_t *off, uint64_t *size) {
+  uint64_t h = mix(mix(pi, slot), n);
+  for (int i = 0; i < n; i++) h = mix(mix(mix(h, (uint64_t)(uintptr_t)buf[i]), off[i]), size[i]);
+  size_t at = h % BG_CAP;
+  for (;;) {
+    wg_bg *e = &c->bgs[at];
+    if (!e->used) break;
+    if (e->pipe == (uint32_t)pi && e->slot == slot && e->n == (uint32_t)n &&
+        !memcmp(e->buf, buf, n * sizeof *buf) && !memcmp(e->off, off, n * sizeof *off) &&
+        !memcmp(e->size, size, n * sizeof *size))
+      return e->bg;
+    at = (at + 1) % BG_CAP;
+  }
+  TZ_ASSERT(c->nbgs < BG_CAP / 2 + 1); /* run() empties a full cache before a dispatch */
+  WGPUBindGroupEntry e[MAX_ARGS + 2];
+  TZ_ASSERT(n <= MAX_ARGS + 1);
+  memset(e, 0, sizeof e);
+  e[0].binding = 0;
+  e[0].buffer = c->uni;
+  e[0].offset = (uint64_t)slot * UNI_STRIDE;
+  e[0].size = UNI_STRIDE;
+  for (int i = 0; i < n; i++) {
+    e[i + 1].binding = i + 1;
+    e[i + 1].buffer = buf[i];
+    e[i + 1].offset = off[i];
+    e[i + 1].size = size[i];
+  }
+  WGPUBindGroupDescriptor d = {NULL, sv(NULL), c->pipes[pi].bgl, (size_t)n + 1, e};
+  wg_bg *slotp = &c->bgs[at];
+  slotp->pipe = pi;
+  slotp->slot = slot;
+  slotp->n = n;
+  memcpy(slotp->buf, buf, n * sizeof *buf);
+  memcpy(slotp->off, off, n * sizeof *off);
+  memcpy(slotp->size, size, n * sizeof *size);
+  slotp->bg = W.wgpuDeviceCreateBindGroup(c->dev, &d);
+  slotp->used = 1;
+  c->nbgs++;
+  return slotp->bg;
+}
+
+/* ---- dispatch ---- */
+typedef struct {
+  tz_slice s;
+  size_t bytes; /* extent read or written from s.off */
+  const char *name;
+} wg_arg;
+
+static int label_index(wg_ctx *c, const char *label) {
+  for (int i = 0; i < c->nlabels; i++)
+    if (c->labels[i] == label || !strcmp(c->labels[i], label)) return i;
+  if (c->nlabels == MAX_LABELS) return MAX_LABELS - 1;
+  c->labels[c->nlabels] = label;
+  return c->nlabels++;
+}
+
+/* Record one dispatch. words[8..nwords) are the kernel's scalar parameters (u0, u1, ...);
+ * words[0..7] are scratch. args (at most 8) are the tensor arguments in the kernel's order.
+ * Arguments in the same buffer whose aligned ranges overlap share one binding (Dawn rejects
+ * overlapping writable bindings); the block written to the uniform slot is
+ * [element offset of each arg][binding of each arg][parameters]. atomic_arg (or NULL) is
+ * bound alone at binding 9 (embed_backward's CAS target). */
+static void run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords, const wg_arg *args,
+                   int nargs, uint32_t gx, uint32_t gy, uint32_t gz, const wg_arg *atomic_arg, int pi_direct) {
+  TZ_ASSERT(nargs <= MAX_ARGS && nwords - 8 <= 16);
+  if (!gx || !gy || !gz) return;
+  uint64_t align = c->lim.minStorageBufferOffsetAlignment;
+  tz_buf *sb[MAX_ARGS];
+  uint64_t lo[MAX_ARGS], hi[MAX_ARGS];
+  int slot_of[MAX_ARGS], ns = 0;
+  for (int i = 0; i < nargs; i++) {
+    slot_of[i] = -1;
+    const wg_arg *a = &args[i];
+    if (!a->s.buf) continue;
+    uint64_t l = a->s.off, h = a->s.off + (a->bytes ? a->bytes : 4);
+    int s = -1;
+    for (int k = 0; k < ns; k++)
+      if (sb[k] == a->s.buf && l / align * align < ((hi[k] + 3) & ~3ull) &&
+          lo[k] / align * align < ((h + 3) & ~3ull))
+        s = k;
+    if (s < 0) {
+      s = ns++;
+      sb[s] = a->s.buf, lo[s] = l, hi[s] = h;
+    } else {
+      if (l < lo[s]) lo[s] = l;
+      if (h > hi[s]) hi[s] = h;
+    }
+    slot_of[i] = s;
+  }
+  /* merging can make two slots overlap: fold them until none do */
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (int x = 0; x < ns && !changed; x++)
+      for (int y = x + 1; y < ns && !changed; y++)
+        if (sb[x] == sb[y] && lo[y] / align * align < ((hi[x] + 3) & ~3ull) &&
+            lo[x] / align * align < ((hi[y] + 3) & ~3ull)) {
+          if (lo[y] < lo[x]) lo[x] = lo[y];
+          if (hi[y] > hi[x]) hi[x] = hi[y];
+          for (int i = 0; i < nargs; i++)
+            if (slot_of[i] == y) slot_of[i] = x;
+            else if (slot_of[i] == ns - 1) slot_of[i] = y;
+          sb[y] = sb[ns - 1], lo[y] = lo[ns - 1], hi[y] = hi[ns - 1];
+          ns--;
+          changed = 1;
+        }
+  }
+  /* pi_direct: a variant of the kernel that indexes bindings 0..nargs-1 directly, usable
+   * when argument i got binding i (no merges) */
+  if (pi_direct >= 0) {
+    int ok = 1;
+    for (int i = 0; i < nargs; i++)
+      if (slot_of[i] >= 0 ? slot_of[i] != i : i < ns) ok = 0;
+    if (ok) pi = pi_direct;
+  }
+  WGPUBuffer buf[MAX_ARGS + 1];
+  uint64_t off[MAX_ARGS + 1], size[MAX_ARGS + 1];
+  for (int k = 0; k < MAX_ARGS; k++) {
+    if (k >= ns) {
+      buf[k] = c->dummy[k]->b, off[k] = 0, size[k] = 16;
+      continue;
+    }
+    uint64_t base = lo[k] / align * align, end = (hi[k] + 3) & ~3ull;
+    if (end > sb[k]->size) end = sb[k]->size;
+    buf[k] = sb[k]->b, off[k] = base, size[k] = end - base;
+    if (size[k] > c->lim.maxStorageBufferBindingSize) {
+      char nm[160] = "?";
+      for (int i = 0; i < nargs; i++)
+        if (slot_of[i] == k)
+          snprintf(nm, sizeof nm, "%s' in buffer '%s", args[i].name, sb[k]->what ? sb[k]->what : "?");
+      fail(c, "%s: tensor '%s' spans %zu bytes, above this adapter's maxStorageBufferBindingSize %llu "
+              "(use a smaller model or batch, or a GPU with larger bindings)",
+           label, nm, (size_t)size[k], (unsigned long long)c->lim.maxStorageBufferBindingSize);
+    }
+  }
+  uint32_t block[32];
+  memset(block, 0, sizeof block);
+  for (int i = 0; i < nargs; i++)
+    if (slot_of[i] >= 0) {
+      block[i] = (uint32_t)((args[i].s.off - off[slot_of[i]]) / 4);
+      block[8 + i] = (uint32_t)slot_of[i];
+    }
+  memcpy(block + 16, words + 8, (size_t)(nwords - 8) * 4);
+  int nb = MAX_ARGS;
+  if (atomic_arg) {
+    uint64_t base = atomic_arg->s.off / align * align;
+    uint64_t end = (atomic_arg->s.off + atomic_arg->bytes + 3) & ~3ull;
+    buf[nb] = atomic_arg->s.buf->b, off[nb] = base, size[nb] = end - base;
+    block[16 + 5] = (uint32_t)((atomic_arg->s.off - base) / 4); /* u5 */
+    nb++;
+  }
+  /* Everything that may submit comes before the dispatch takes its uniform slot. A full bind
+   * group cache is emptied only after the work that uses its groups has been submitted. */
+  if (c->uni_used == UNI_SLOTS || c->nbgs > BG_CAP / 2 || (c->profile && c->nq + 2 > PROF_MAX * 2)) {
+    flush(c);
+    if (c->nbgs > BG_CAP / 2) bg_clear(c);
+  }
+  uint32_t slot = c->uni_used++;
+  memcpy(c->uni_host + (size_t)slot * UNI_STRIDE, block, sizeof block);
+  WGPUBindGroup bg = bind_group(c, pi, slot, nb, buf, off, size);
+  encoder(c);
+  if (c->profile) {
+    end_pass(c);
+    WGPUPassTimestampWrites tw = {NULL, c->qs, (uint32_t)c->nq, (uint32_t)c->nq + 1};
+    WGPUComputePassDescriptor pd = {NULL, sv(label), &tw};
+    c->pass = W.wgpuCommandEncoderBeginComputePass(c->enc, &pd);
+    c->qlabel[c->nq / 2] = label;
+    c->nq += 2;
+  } else if (!c->pass) {
+    c->pass = W.wgpuCommandEncoderBeginComputePass(c->enc, NULL);
+  }
+  W.wgpuComputePassEncoderSetPipeline(c->pass, c->pipes[pi].pipe);
+  W.wgpuComputePassEncoderSetBindGroup(c->pass, 0, bg, 0, NULL);
+  W.wgpuComputePassEncoderDispatchWorkgroups(c->pass, gx, gy, gz);
+  if (c->profile) end_pass(c);
+}
+static void run(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords, const wg_arg *args,
+                int nargs, uint32_t gx, uint32_t gy, uint32_t gz) {
+  run_ex(c, label, pi, words, nwords, args, nargs, gx, gy, gz, NULL, -1);
+}
+
+/* A 1-D grid of `threads` threads in workgroups of 256, folded into x and y. */
+static void grid1(uint64_t threads, uint32_t *gx, uint32_t *gy) {
+  uint64_t wgs = (threads + 255) / 256;
+  if (wgs == 0) {
+    *gx = *gy = 0;
+    return;
+  }
+  uint64_t x = wgs < 32768 ? wgs : 32768;
+  *gx = (uint32_t)x;
+  *gy = (uint32_t)((wgs + x - 1) / x);
+}
+/* A grid of `groups` workgroups (one per row), folded into x and y. */
+static void gridn(uint64_t groups, uint32_t *gx, uint32_t *gy) {
+  if (!groups) {
+    *gx = *gy = 0;
+    return;
+  }
+  uint64_t x = groups < 32768 ? groups : 32768;
+  *gx = (uint32_t)x;
+  *gy = (uint32_t)((groups + x - 1) / x);
+}
+
+static uint32_t fbits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+#define A(slice, nbytes, nm) ((wg_arg){(slice), (nbytes), (nm)})
+#define F4(n) ((size_t)(n) * 4)
+
+/* ---- memory-like ops ---- */
+static void wg_fill(tz_backend *be, tz_slice dst, float value, size_t n) {
+  wg_ctx *c = CTX(be);
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)n;
+  w[9] = fbits(value);
+  wg_arg a[] = {A(dst, F4(n), "dst")};
+  uint32_t gx, gy;
+  grid1(n, &gx, &gy);
+  run(c, "fill", pipeline(c, "elementwise", "fill", ""), w, 10, a, 1, gx, gy, 1);
+}
+
+static void wg_copy(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes) {
+  wg_ctx *c = CTX(be);
+  TZ_ASSERT(bytes % 4 == 0 && dst.off % 4 == 0 && src.off % 4 == 0);
+  TZ_ASSERT(dst.buf != src.buf || dst.off + bytes <= src.off || src.off + bytes <= dst.off);
+  uint32_t w[24] = {0};
+  size_t n = bytes / 4;
+  w[8] = (uint32_t)n;
+  wg_arg a[] = {A(dst, bytes, "dst"), A(src, bytes, "src")};
+  uint32_t gx, gy;
+  grid1(n, &gx, &gy);
+  run(c, "copy", pipeline(c, "elementwise", "copy", ""), w, 9, a, 2, gx, gy, 1);
+}
+
+static void wg_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src,
+                         size_t src_stride, int rows, int cols) {
+  wg_ctx *c = CTX(be);
+  if (rows <= 0 || cols <= 0) return;
+  uint32_t w[24] = {0};
+  w[8] = rows, w[9] = cols, w[10] = (uint32_t)dst_stride, w[11] = (uint32_t)src_stride;
+  wg_arg a[] = {A(dst, F4((size_t)(rows - 1) * dst_stride + cols), "dst"),
+                A(src, F4((size_t)(rows - 1) * src_stride + cols), "src")};
+  uint32_t gx, gy;
+  grid1((uint64_t)rows * cols, &gx, &gy);
+  run(c, "copy_rows", pipeline(c, "elementwise", "copy_rows", ""), w, 12, a, 2, gx, gy, 1);
+}
+
+static void wg_add(tz_backend *be, tz_slice out, tz_slice a_, tz_slice b_, size_t n) {
+  wg_ctx *c = CTX(be);
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)n;
+  wg_arg a[] = {A(out, F4(n), "out"), A(a_, F4(n), "a"), A(b_, F4(n), "b")};
+  uint32_t gx, gy;
+  grid1(n, &gx, &gy);
+  run(c, "add", pipeline(c, "elementwise", "add", ""), w, 9, a, 3, gx, gy, 1);
+}
+
+/* dst[c] += Σ_k part[k*stride + c], c < cols, k < rows */
+static void colsum_add(wg_ctx *c, tz_slice dst, tz_slice part, int rows, int cols, int stride) {
+  uint32_t w[24] = {0};
+  w[8] = rows, w[9] = cols, w[10] = 0, w[11] = stride;
+  wg_arg a[] = {A(dst, F4(cols), "param grad"), A(part, F4((size_t)rows * stride), "partials")};
+  run(c, "colsum_add", pipeline(c, "elementwise", "colsum_add", ""), w, 12, a, 2, (cols + 255) / 256, 1, 1);
+}
+
+#define CHUNK 32 /* rows per partial column sum */
+
+static void wg_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N) {
+  wg_ctx *c = CTX(be);
+  if (M <= 0 || N <= 0) return;
+  int nch = (M + CHUNK - 1) / CHUNK;
+  tz_slice part = scratch(be, F4((size_t)nch * N));
+  uint32_t w[24] = {0};
+  w[8] = M, w[9] = N, w[10] = CHUNK, w[11] = N;
+  wg_arg a[] = {A(part, F4((size_t)nch * N), "partials"), A(dout, F4((size_t)M * N), "dout")};
+  run(c, "bias_bwd", pipeline(c, "elementwise", "colsum_partial", ""), w, 12, a, 2, (N + 255) / 256, nch, 1);
+  colsum_add(c, db, part, nch, N, N);
+}
+
+static void wg_sum_sq(tz_backend *be, tz_slice out, tz_slice x, size_t n) {
+  wg_ctx *c = CTX(be);
+  uint32_t nparts = 1024;
+  tz_slice part = scratch(be, F4(nparts));
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)n, w[9] = nparts;
+  wg_arg a[] = {A(part, F4(nparts), "partials"), A(x, F4(n), "x")};
+  run(c, "sum_sq", pipeline(c, "elementwise", "sum_sq_partial", ""), w, 10, a, 2, nparts, 1, 1);
+  w[8] = nparts;
+  wg_arg b[] = {A(out, 4, "out"), A(part, F4(nparts), "partials")};
+  run(c, "sum_sq", pipeline(c, "elementwise", "sum_final", ""), w, 10, b, 2, 1, 1, 1);
+}
+
+/* ---- embedding ---- */
+static void wg_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, tz_slice wpe,
+                         int B, int T, int C, int V) {
+  wg_ctx *c = CTX(be);
+  size_t N = (size_t)B * T;
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)N, w[9] = T, w[10] = C, w[11] = V, w[12] = tz_present(wpe);
+  wg_arg a[] = {A(out, F4(N * C), "embed out"), A(tok, F4(N), "tokens"), A(wte, F4((size_t)V * C), "wte"),
+                A(wpe, F4((size_t)T * C), "wpe")};
+  uint32_t gx, gy;
+  grid1(N * C, &gx, &gy);
+  run(c, "embed_lookup", pipeline(c, "embed", "embed_lookup", ""), w, 13, a, 4, gx, gy, 1);
+}
+
+static void wg_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout, tz_slice tok,
+                         int B, int T, int C, int V) {
+  wg_ctx *c = CTX(be);
+  size_t N = (size_t)B * T;
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)N, w[9] = T, w[10] = C, w[11] = V;
+  wg_arg a[] = {A(dout, F4(N * C), "dout"), A(tok, F4(N), "tokens")};
+  uint32_t gx, gy;
+  grid1(N * C, &gx, &gy);
+  int pi = pipeline(c, "embed", "embed_backward", "");
+  wg_arg t = A(dwte, F4((size_t)V * C), "dwte");
+  run_ex(c, "embed_backward", pi, w, 14, a, 2, gx, gy, 1, &t, -1);
+  if (tz_present(dwpe)) {
+    w[12] = 1;
+    wg_arg tp = A(dwpe, F4((size_t)T * C), "dwpe");
+    run_ex(c, "embed_backward", pi, w, 14, a, 2, gx, gy, 1, &tp, -1);
+  }
+}
+
+/* ---- norms ---- */
+static void wg_rmsnorm_fwd(tz_backend *be, tz_slice out, tz_slice rstd, tz_slice inp, tz_slice w_,
+                           int N, int C, float eps) {
+  wg_ctx *c = CTX(be);
+  uint32_t w[24] = {0};
+  w[8] = N, w[9] = C, w[10] = fbits(eps);
+  size_t NC = (size_t)N * C;
+  wg_arg a[] = {A(out, F4(NC), "out"), A(rstd, F4(N), "rstd"), A(inp, F4(NC), "inp"), A(w_, F4(C), "w")};
+  uint32_t gx, gy;
+  gridn(N, &gx, &gy);
+  run(c, "rmsnorm_fwd", pipeline(c, "rmsnorm", "rmsnorm_fwd", ""), w, 12, a, 4, gx, gy, 1);
+}
+
+static void wg_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout, tz_slice inp,
+                           tz_slice w_, tz_slice rstd, int N, int C) {
+  wg_ctx *c = CTX(be);
+  uint32_t w[24] = {0};
+  size_t NC = (size_t)N * C;
+  w[8] = N, w[9] = C, w[11] = CHUNK;
+  wg_arg a[] = {A(dinp, F4(NC), "dinp"), A(dout, F4(NC), "dout"), A(inp, F4(NC), "inp"), A(w_, F4(C), "w"),
+                A(rstd, F4(N), "rstd")};
+  uint32_t gx, gy;
+  gridn(N, &gx, &gy);
+  run(c, "rmsnorm_bwd", pipeline(c, "rmsnorm", "rmsnorm_bwd", ""), w, 12, a, 5, gx, gy, 1);
+  int nch = (N + CHUNK - 1) / CHUNK;
+  tz_slice part = scratch(be, F4((size_t)nch * C));
+  wg_arg b[] = {A(part, F4((size_t)nch * C), "partials"), A(dout, F4(NC), "dout"), A(inp, F4(NC), "inp"),
+                A(rstd, F4(N), "rstd")};
+  run(c, "rmsnorm_bwd", pipeline(c, "rmsnorm", "rmsnorm_dw_partial", ""), w, 12, b, 4, (C + 255) / 256, nch, 1);
+  colsum_add(c, dw, part, nch, C, C);
+}
+
+static void wg_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd, tz_slice inp,
+                             tz_slice w_, tz_slice b_, int N, int C, float eps) {
+  wg_ctx *c = CTX(be);
+  uint32_t w[24] = {0};
+  w[8] = N, w[9] = C, w[10] = fbits(eps);
+  size_t NC = (size_t)N * C;
+  wg_arg a[] = {A(out, F4(NC), "out"), A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd"), A(inp, F4(NC), "inp"),
+                A(w_, F4(C), "w"), A(b_, F4(C), "b")};
+  uint32_t gx, gy;
+  gridn(N, &gx, &gy);
+  run(c, "layernorm_fwd", pipeline(c, "layernorm", "layernorm_fwd", ""), w, 12, a, 6, gx, gy, 1);
+}
+
+static void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice dout,
+                             tz_slice inp, tz_slice w_, tz_slice mean, tz_slice rstd, int N, int C) {
+  wg_ctx *c = CTX(be);
+  uint32_t w[24] = {0};
+  size_t NC = (size_t)N * C;
+  w[8] = N, w[9] = C, w[11] = CHUNK;
+  wg_arg a[] = {A(dinp, F4(NC), "dinp"), A(dout, F4(NC), "dout"), A(inp, F4(NC), "inp"), A(w_, F4(C), "w"),
+                A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd")};
+  uint32_t gx, gy;
+  gridn(N, &gx, &gy);
+  run(c, "layernorm_bwd", pipeline(c, "layernorm", "layernorm_bwd", ""), w, 12, a, 6, gx, gy, 1);
+  int nch = (N + CHUNK - 1) / CHUNK;
+  tz_slice part = scratch(be, F4((size_t)nch * 2 * C));
+  wg_arg b[] = {A(part, F4((size_t)nch * 2 * C), "partials"), A(dout, F4(NC), "dout"), A(inp, F4(NC), "inp"),
+                A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd")};
+  run(c, "layernorm_bwd", pipeline(c, "layernorm", "layernorm_dwdb_partial", ""), w, 12, b, 5,
+      (C + 255) / 256, nch, 1);
+  colsum_add(c, dw, part, nch, C, 2 * C);
+  colsum_add(c, db, tz_f32(part, C), nch, C, 2 * C);
+}
+
+/* ---- matmul family ---- */
+static void mm(wg_ctx *c, const char *label, int variant, tz_slice out, tz_slice a_, tz_slice b_,
+               tz_slice bias, int M, int K, int N, int acc) {
+  if (M <= 0 || N <= 0) return;
+  char prefix[80], direct[80];
+  snprintf(prefix, sizeof prefix, "const VARIANT: u32 = %du; const DIRECT: bool = false;", variant);
+  snprintf(direct, sizeof direct, "const VARIANT: u32 = %du; const DIRECT: bool = true;", variant);
+  uint32_t w[24] = {0};
+  w[8] = M, w[9] = K, w[10] = N, w[11] = acc, w[12] = tz_present(bias);
+  wg_arg a[] = {A(out, F4((size_t)M * N), "out"), A(a_, F4((size_t)M * K), "a"), A(b_, F4((size_t)K * N), "b"),
+                A(bias, F4(N), "bias")};
+  run_ex(c, label, pipeline(c, "matmul", "matmul_tiled", prefix), w, 13, a, 4, (N + 127) / 128, (M + 127) / 128, 1,
+         NULL, pipeline(c, "matmul", "matmul_tiled", direct));
+}
+static void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, int M, int K,
+                        int N, int acc) {
+  mm(CTX(be), "matmul_t", 0, out, a, b, bias, M, K, N, acc);
+}
+static void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {
+  mm(CTX(be), "matmul", 1, out, a, b, TZ_NONE, M, K, N, acc);
+}
+static void wg_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {
+  mm(CTX(be), "matmul_at", 2, out, a, b, TZ_NONE, M, K, N, acc);
+}
+
+/* ---- rope ---- */
+static void wg_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_head, int head_dim,
+                    int pos0, float theta, int dir) {
+  wg_ctx *c = CTX(be);
+  size_t N = (size_t)B * T, stride = (size_t)(n_head + 2 * n_kv_head) * head_dim;
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)N, w[9] = T, w[10] = n_head + n_kv_head, w[11] = head_dim, w[12] = (uint32_t)stride,
+  w[13] = pos0, w[14] = fbits(theta), w[15] = fbits(dir < 0 ? -1.0f : 1.0f);
+  wg_arg a[] = {A(qkv, F4(N * stride), "qkv")};
+  uint32_t gx, gy;
+  grid1(N * (n_head + n_kv_head) * (head_dim / 2), &gx, &gy);
+  run(c, "rope", pipeline(c, "rope", "rope", ""), w, 16, a, 1, gx, gy, 1);
+}
+
+/* ---- attention ---- */
+static void hd_prefix(char *p, size_t cap, int hd) { snprintf(p, cap, "const HD: u32 = %du;", hd); }
+
+static void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k, tz_slice v,
+                             int B, int Tq, int Tk, int q_pos0, int n_head, int n_kv_head, int head_dim,
+                             int q_stride, int kv_stride) {
+  wg_ctx *c = CTX(be);
+  char pre[48];
+  hd_prefix(pre, sizeof pre, head_dim);
+  uint32_t w[24] = {0};
+  w[8] = Tq, w[9] = Tk, w[10] = q_pos0, w[11] = n_head, w[12] = n_kv_head, w[13] = q_stride,
+  w[14] = kv_stride, w[15] = tz_present(lse), w[16] = fbits(1.0f / sqrtf((float)head_dim));
+  size_t C = (size_t)n_head * head_dim;
+  wg_arg a[] = {A(out, F4((size_t)B * Tq * C), "att out"), A(lse, F4((size_t)B * n_head * Tq), "lse"),
+                A(q, F4(((size_t)B * Tq - 1) * q_stride + C), "q"),
+                A(k, F4(((size_t)B * Tk - 1) * kv_stride + (size_t)n_kv_head * head_dim), "k"),
+                A(v, F4(((size_t)B * Tk - 1) * kv_stride + (size_t)n_kv_head * head_dim), "v")};
+  run(c, "attention_fwd", pipeline(c, "attention", "attn_fwd", pre), w, 17, a, 5, (Tq + 63) / 64, n_head, B);
+}
+
+static void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout, tz_slice q,
+                             tz_slice k, tz_slice v, tz_slice out, tz_slice lse, int B, int T, int n_head,
+                             int n_kv_head, int head_dim, int q_stride, int kv_stride) {
+  wg_ctx *c = CTX(be);
+  char pre[48];
+  hd_prefix(pre, sizeof pre, head_dim);
+  size_t C = (size_t)n_head * head_dim, rows = (size_t)B * n_head * T;
+  size_t qext = F4(((size_t)B * T - 1) * q_stride + C);
+  size_t kext = F4(((size_t)B * T - 1) * kv_stride + (size_t)n_kv_head * head_dim);
+  tz_slice D = scratch(be, F4(rows));
+  uint32_t w[24] = {0};
+  w[8] = T, w[9] = T, w[10] = 0, w[11] = n_head, w[12] = n_kv_head, w[13] = q_stride, w[14] = kv_stride,
+  w[15] = 1, w[16] = fbits(1.0f / sqrtf((float)head_dim)), w[17] = B;
+  wg_arg a0[] = {A(D, F4(rows), "D"), A(dout, F4((size_t)B * T * C), "dout"), A(out, F4((size_t)B * T * C), "out")};
+  uint32_t gx, gy;
+  grid1(rows, &gx, &gy);
+  run(c, "attention_bwd", pipeline(c, "attention", "attn_bwd_d", pre), w, 18, a0, 3, gx, gy, 1);
+  wg_arg a1[] = {A(dq, qext, "dq"),     A(q, qext, "q"),          A(k, kext, "k"), A(v, kext, "v"),
+                 A(dout, F4((size_t)B * T * C), "dout"), A(lse, F4(rows), "lse"), A(D, F4(rows), "D")};
+  run(c, "attention_bwd", pipeline(c, "attention", "attn_bwd_dq", pre), w, 18, a1, 7, (T + 63) / 64, n_head, B);
+  wg_arg a2[] = {A(dk, kext, "dk"), A(dv, kext, "dv"), A(q, qext, "q"), A(k, kext, "k"), A(v, kext, "v"),
+                 A(dout, F4((size_t)B * T * C), "dout"), A(lse, F4(rows), "lse"), A(D, F4(rows), "D")};
+  run(c, "attention_bwd", pipeline(c, "attention", "attn_bwd_dkdv", pre), w, 18, a2, 8, (T + 63) / 64, n_kv_head,
+      B);
+}
+
+/* ---- activations ---- */
+static void wg_gelu_fwd(tz_backend *be, tz_slice out, tz_slice inp, size_t n) {
+  wg_ctx *c = CTX(be);
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)n;
+  wg_arg a[] = {A(out, F4(n), "out"), A(inp, F4(n), "inp")};
+  uint32_t gx, gy;
+  grid1(n, &gx, &gy);
+  run(c, "gelu_fwd", pipeline(c, "gelu", "gelu_fwd", ""), w, 9, a, 2, gx, gy, 1);
+}
+static void wg_gelu_bwd(tz_backend *be, tz_slice dinp, tz_slice inp, tz_slice dout, size_t n) {
+  wg_ctx *c = CTX(be);
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)n;
+  wg_arg a[] = {A(dinp, F4(n), "dinp"), A(inp, F4(n), "inp"), A(dout, F4(n), "dout")};
+  uint32_t gx, gy;
+  grid1(n, &gx, &gy);
+  run(c, "gelu_bwd", pipeline(c, "gelu", "ffn_gelu_backward", ""), w, 9, a, 3, gx, gy, 1);
+}
+static void wg_swiglu_fwd(tz_backend *be, tz_slice out, tz_slice gu, int N, int F) {
+  wg_ctx *c = CTX(be);
+  uint32_t w[24] = {0};
+  w[8] = N, w[9] = F;
+  wg_arg a[] = {A(out, F4((size_t)N * F), "out"), A(gu, F4((size_t)N * 2 * F), "gu")};
+  uint32_t gx, gy;
+  grid1((size_t)N * F, &gx, &gy);
+  run(c, "swiglu_fwd", pipeline(c, "swiglu", "swiglu_fwd", ""), w, 10, a, 2, gx, gy, 1);
+}
+static void wg_swiglu_bwd(tz_backend *be, tz_slice dgu, tz_slice dout, tz_slice gu, int N, int F) {
+  wg_ctx *c = CTX(be);
+  uint32_t w[24] = {0};
+  w[8] = N, w[9] = F;
+  wg_arg a[] = {A(dgu, F4((size_t)N * 2 * F), "dgu"), A(gu, F4((size_t)N * 2 * F), "gu"),
+                A(dout, F4((size_t)N * F), "dout")};
+  uint32_t gx, gy;
+  grid1((size_t)N * F, &gx, &gy);
+  run(c, "swiglu_bwd", pipeline(c, "swiglu", "ffn_swiglu_backward", ""), w, 10, a, 3, gx, gy, 1);
+}
+
+/* ---- loss ---- */
+static void wg_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice targets, int N, int V,
+                            int Vp, float dscale) {
+  wg_ctx *c = CTX(be);
+  uint32_t w[24] = {0};
+  w[8] = N, w[9] = V, w[10] = Vp, w[11] = fbits(dscale);
+  wg_arg a[] = {A(losses, F4(N), "losses"), A(logits, F4((size_t)N * Vp), "logits"),
+                A(targets, F4(N), "targets")};
+  uint32_t gx, gy;
+  gridn(N, &gx, &gy);
+  run(c, "crossentropy", pipeline(c, "crossentropy", "softmax_xent", ""), w, 12, a, 3, gx, gy, 1);
+}
+
+/* ---- optimizer ---- */
+static void wg_adamw(tz_backend *be, tz_slice params, tz_slice grads, tz_slice m, tz_slice v,
+                     const tz_range *ranges, int n_ranges, const tz_adamw_hp *hp) {
+  wg_ctx *c = CTX(be);
+  if (n_ranges <= 0) return;
+  size_t nw = (size_t)n_ranges * 3, span = 0, maxn = 0;
+  uint32_t *tab = tz_malloc(nw * 4);
+  for (int r = 0; r < n_ranges; r++) {
+    TZ_ASSERT(ranges[r].off + ranges[r].n < 0xffffffffu);
+    tab[3 * r] = (uint32_t)ranges[r].off;
+    tab[3 * r + 1] = (uint32_t)ranges[r].n;
+    tab[3 * r + 2] = fbits(ranges[r].decay);
+    if (ranges[r].off + ranges[r].n > span) span = ranges[r].off + ranges[r].n;
+    if (ranges[r].n > maxn) maxn = ranges[r].n;
+  }
+  /* the range table is uploaded once and kept while it does not change */
+  if (!c->ranges || c->ranges_words != nw || memcmp(c->ranges_host, tab, nw * 4)) {
+    if (c->ranges && c->ranges->size < nw * 4) {
+      wg_free(be, c->ranges);
+      c->ranges = NULL;
+    }
+    if (!c->ranges) c->ranges = wg_alloc(be, nw * 4, "adamw ranges");
+    if (!c->ranges) fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", nw, 0);
+    tz_slice rs = {c->ranges, 0};
+    wg_upload(be, rs, tab, nw * 4);
+    free(c->ranges_host);
+    c->ranges_host = tab;
+    c->ranges_words = nw;
+  } else {
+    free(tab);
+  }
+  float b1 = hp->beta1, b2 = hp->beta2;
+  uint32_t w[24] = {0};
+  w[8] = fbits(hp->lr), w[9] = fbits(b1), w[10] = fbits(b2), w[11] = fbits(hp->eps),
+  w[12] = fbits(hp->weight_decay), w[13] = fbits(hp->grad_scale),
+  w[14] = fbits(1.0f - powf(b1, (float)hp->t)), w[15] = fbits(1.0f - powf(b2, (float)hp->t));
+  tz_slice rs = {c->ranges, 0};
+  wg_arg a[] = {A(params, F4(span), "params"), A(grads, F4(span), "grads"), A(m, F4(span), "adamw m"),
+                A(v, F4(span), "adamw v"), A(rs, nw * 4, "ranges")};
+  uint64_t gx = (maxn + 255) / 256;
+  if (gx > 512) gx = 512;
+  run(c, "adamw", pipeline(c, "adamw", "adamw", ""), w, 16, a, 5, (uint32_t)gx, n_ranges, 1);
+}
+
+/* ---- profiling ---- */
+static void prof_collect(wg_ctx *c) {
+  int nq = c->nq;
+  c->nq = 0;
+  int st = 0;
+  WGPUBufferMapCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_mapped, &st, NULL};
+  WGPUFuture f = W.wgpuBufferMapAsync(c->qread, WGPUMapMode_Read, 0, (size_t)nq * 8, ci);
+  if (wait_future(c, f) != 0 || st != 1) return;
+  const uint64_t *t = W.wgpuBufferGetConstMappedRange(c->qread, 0, (size_t)nq * 8);
+  for (int i = 0; t && i < nq / 2; i++) {
+    int li = label_index(c, c->qlabel[i]);
+    if (t[2 * i + 1] > t[2 * i]) c->label_ns[li] += (double)(t[2 * i + 1] - t[2 * i]);
+    c->label_calls[li]++;
+  }
+  W.wgpuBufferUnmap(c->qread);
+}
+
+void tz_webgpu_profile_print(tz_backend *be, double steps) {
+  if (!be || strcmp(be->name, "webgpu")) return;
+  wg_ctx *c = CTX(be);
+  if (!c->profile) return;
+  wg_sync_ctx(c);
+  double total = 0;
+  for (int i = 0; i < c->nlabels; i++) total += c->label_ns[i];
+  if (steps <= 0) steps = 1;
+  fprintf(stderr, "webgpu profile (GPU timestamps, per step over %.0f steps):\n", steps);
+  fprintf(stderr, "  %-16s %10s %8s %7s\n", "kernel", "ms/step", "calls", "share");
+  int order[MAX_LABELS];
+  for (int i = 0; i < c->nlabels; i++) order[i] = i;
+  for (int i = 0; i < c->nlabels; i++)
+    for (int j = i + 1; j < c->nlabels; j++)
+      if (c->label_ns[order[j]] > c->label_ns[order[i]]) {
+        int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+      }
+  for (int k = 0; k < c->nlabels; k++) {
+    int i = order[k];
+    fprintf(stderr, "  %-16s %10.3f %8.0f %6.1f%%\n", c->labels[i], c->label_ns[i] / 1e6 / steps,
+            c->label_calls[i] / steps, total > 0 ? 100.0 * c->label_ns[i] / total : 0.0);
+  }
+  fprintf(stderr, "  %-16s %10.3f\n", "total", total / 1e6 / steps);
+}
+
+void tz_webgpu_profile_reset(tz_backend *be) {
+  if (!be || strcmp(be->name, "webgpu")) return;
+  wg_ctx *c = CTX(be);
+  wg_sync_ctx(c);
+  memset(c->label_ns, 0, sizeof c->label_ns);
+  memset(c->label_calls, 0, sizeof c->label_calls);
+}
+
+/* ---- lifecycle ---- */
+static void wg_destroy(tz_backend *be) {
+  if (!be) return;
+  wg_ctx *c = CTX(be);
+  if (c) {
+    if (c->dev) {
+      flush(c);
+      bg_clear(c);
+      if (c->scratch) wg_free(be, c->scratch);
+      if (c->ranges) wg_free(be, c->ranges);
+      for (int i = 0; i < MAX_ARGS; i++)
+        if (c->dummy[i]) wg_free(be, c->dummy[i]);
+      for (int i = 0; i < c->npipes; i++) {
+        W.wgpuBindGroupLayoutRelease(c->pipes[i].bgl);
+        W.wgpuComputePipelineRelease(c->pipes[i].pipe);
+      }
+      for (int i = 0; i < c->nmods; i++) W.wgpuShaderModuleRelease(c->mods[i].mod);
+      WGPUBuffer bs[] = {c->uni, c->readback, c->qres, c->qread};
+      for (size_t i = 0; i < sizeof bs / sizeof *bs; i++)
+        if (bs[i]) {
+          W.wgpuBufferDestroy(bs[i]);
+          W.wgpuBufferRelease(bs[i]);
+        }
+      if (c->qs) {
+        W.wgpuQuerySetDestroy(c->qs);
+        W.wgpuQuerySetRelease(c->qs);
+      }
+      W.wgpuQueueRelease(c->queue);
+      W.wgpuDeviceDestroy(c->dev);
+      W.wgpuDeviceRelease(c->dev);
+    }
+    if (c->adapter) {
+      W.wgpuAdapterInfoFreeMembers(c->info);
+      W.wgpuAdapterRelease(c->adapter);
+    }
+    if (c->inst) W.wgpuInstanceRelease(c->inst);
+    free(c->uni_host);
+    free(c->bgs);
+    free(c->ranges_host);
+    free(c);
+  }
+  free(be);
+}
+
+typedef struct {
+  int status;
+  void *handle;
+  char msg[512];
+} req_result;
+static void on_adapter(WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message,
+                       void *u1, void *u2) {
+  req_result *r = u1;
+  r->status = status;
+  r->handle = adapter;
+  sv_copy(r->msg, sizeof r->msg, message);
+}
+static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message, void *u1,
+                      void *u2) {
+  req_result *r = u1;
+  r->status = status;
+  r->handle = device;
+  sv_copy(r->msg, sizeof r->msg, message);
+}
+
+/* Instance + adapter (no device). 0 or -1 with tz_err. */
+static int open_adapter(wg_ctx *c) {
+  if (tz_wgpu_load() != 0) return -1;
+  WGPUInstanceDescriptor id;
+  memset(&id, 0, sizeof id);
+  id.capabilities.timedWaitAnyEnable = 1;
+  id.capabilities.timedWaitAnyMaxCount = 1;
+  c->inst = W.wgpuCreateInstance(&id);
+  if (!c->inst) return tz_err("webgpu: %s: wgpuCreateInstance failed", tz_wgpu_lib_path());
+  WGPURequestAdapterOptions o;
+  memset(&o, 0, sizeof o);
+  o.featureLevel = WGPUFeatureLevel_Core;
+  o.powerPreference = WGPUPowerPreference_HighPerformance;
+  o.backendType = WGPUBackendType_Vulkan;
+  req_result r = {0};
+  WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_adapter, &r, NULL};
+  WGPUFuture f = W.wgpuInstanceRequestAdapter(c->inst, &o, ci);
+  if (wait_future(c, f) != 0 || r.status != WGPURequestAdapterStatus_Success || !r.handle)
+    return tz_err("webgpu: no WebGPU adapter (Vulkan) found%s%s; on a machine without a GPU install "
+                  "lavapipe (scripts/setup_webgpu.sh)",
+                  r.msg[0] ? ": " : "", r.msg);
+  c->adapter = r.handle;
+  W.wgpuAdapterGetInfo(c->adapter, &c->info);
+  memset(&c->lim, 0, sizeof c->lim);
+  W.wgpuAdapterGetLimits(c->adapter, &c->lim);
+  c->has_f16 = W.wgpuAdapterHasFeature(c->adapter, WGPUFeatureName_ShaderF16);
+  c->has_subgroups = W.wgpuAdapterHasFeature(c->adapter, WGPUFeatureName_Subgroups);
+  c->has_ts = W.wgpuAdapterHasFeature(c->adapter, WGPUFeatureName_TimestampQuery);
+  return 0;
+}
+
+static const char *adapter_type(WGPUAdapterType t) {
+  return t == WGPUAdapterType_DiscreteGPU     ? "discrete GPU"
+         : t == WGPUAdapterType_IntegratedGPU ? "integrated GPU"
+         : t == WGPUAdapterType_CPU           ? "CPU"
+                                              : "unknown";
+}
+
+static void adapter_line(wg_ctx *c, char *out, size_t cap) {
+  char dev[128], desc[128];
+  sv_copy(dev, sizeof dev, c->info.device);
+  sv_copy(desc, sizeof desc, c->info.description);
+  snprintf(out, cap, "%s (%s, Vulkan%s%s)", dev[0] ? dev : "?", adapter_type(c->info.adapterType),
+           desc[0] ? ", " : "", desc);
+}
+
+tz_backend *tz_backend_webgpu_create(void) {
+  wg_ctx *c = tz_calloc(1, sizeof *c);
+  tz_backend *be = tz_calloc(1, sizeof *be);
+  be->name = "webgpu";
+  be->ctx = c;
+  if (open_adapter(c) != 0) {
+    wg_destroy(be);
+    return NULL;
+  }
+  const char *pe = getenv("TEZGAH_PROFILE");
+  c->profile = pe && *pe && strcmp(pe, "0") && c->has_ts;
+  WGPUFeatureName feats[4];
+  size_t nf = 0;
+  if (c->has_ts) feats[nf++] = WGPUFeatureName_TimestampQuery;
+  if (c->has_f16) feats[nf++] = WGPUFeatureName_ShaderF16;
+  if (c->has_subgroups) feats[nf++] = WGPUFeatureName_Subgroups;
+  WGPULimits lim = c->lim; /* request the adapter's maximum limits */
+  lim.nextInChain = NULL;
+  const char *off_toggles[] = {"timestamp_quantization"};
+  WGPUDawnTogglesDescriptor tg;
+  memset(&tg, 0, sizeof tg);
+  tg.chain.sType = WGPUSType_DawnTogglesDescriptor;
+  tg.disabledToggleCount = 1;
+  tg.disabledToggles = off_toggles;
+  WGPUDeviceDescriptor dd;
+  memset(&dd, 0, sizeof dd);
+  dd.nextInChain = &tg.chain;
+  dd.label = sv("tezgah");
+  dd.requiredFeatureCount = nf;
+  dd.requiredFeatures = feats;
+  dd.requiredLimits = &lim;
+  dd.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
+  dd.deviceLostCallbackInfo.callback = on_lost;
+  dd.deviceLostCallbackInfo.userdata1 = c;
+  dd.uncapturedErrorCallbackInfo.callback = on_error;
+  dd.uncapturedErrorCallbackInfo.userdata1 = c;
+  req_result r = {0};
+  WGPURequestDeviceCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_device, &r, NULL};
+  WGPUFuture f = W.wgpuAdapterRequestDevice(c->adapter, &dd, ci);
+  if (wait_future(c, f) != 0 || r.status != WGPURequestDeviceStatus_Success || !r.handle) {
+    tz_err("webgpu: cannot create a device on the adapter: %s", r.msg);
+    wg_destroy(be);
+    return NULL;
+  }
+  c->dev = r.handle;
+  c->queue = W.wgpuDeviceGetQueue(c->dev);
+  W.wgpuDeviceGetLimits(c->dev, &c->lim);
+  c->uni = mkbuf(c, (uint64_t)UNI_SLOTS * UNI_STRIDE, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "uniforms");
+  c->uni_host = tz_calloc(UNI_SLOTS, UNI_STRIDE);
+  c->bgs = tz_calloc(BG_CAP, sizeof *c->bgs);
+  TZ_ASSERT(c->lim.minUniformBufferOffsetAlignment <= UNI_STRIDE);
+  for (int i = 0; i < MAX_ARGS; i++) c->dummy[i] = wg_alloc(be, 16, "unused binding");
+  if (c->profile) {
+    WGPUQuerySetDescriptor qd = {NULL, sv("profile"), WGPUQueryType_Timestamp, PROF_MAX * 2};
+    c->qs = W.wgpuDeviceCreateQuerySet(c->dev, &qd);
+    c->qres = mkbuf(c, PROF_MAX * 16, WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc, "timestamps");
+    c->qread = mkbuf(c, PROF_MAX * 16, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "timestamps read");
+  }
+  W.wgpuInstanceProcessEvents(c->inst);
+  if (c->failed || !c->dummy[MAX_ARGS - 1]) {
+    tz_err("webgpu: device setup failed: %s", c->errmsg);
+    wg_destroy(be);
+    return NULL;
+  }
+  be->alloc = wg_alloc;
+  be->free = wg_free;
+  be->upload = wg_upload;
+  be->download = wg_download;
+  be->copy = wg_copy;
+  be->fill = wg_fill;
+  be->copy_rows = wg_copy_rows;
+  be->sync = wg_sync;
+  be->destroy = wg_destroy;
+  be->embed_fwd = wg_embed_fwd;
+  be->embed_bwd = wg_embed_bwd;
+  be->rmsnorm_fwd = wg_rmsnorm_fwd;
+  be->rmsnorm_bwd = wg_rmsnorm_bwd;
+  be->layernorm_fwd = wg_layernorm_fwd;
+  be->layernorm_bwd = wg_layernorm_bwd;
+  be->matmul_t = wg_matmul_t;
+  be->matmul = wg_matmul;
+  be->matmul_at = wg_matmul_at;
+  be->bias_bwd = wg_bias_bwd;
+  be->rope = wg_rope;
+  be->attention_fwd = wg_attention_fwd;
+  be->attention_bwd = wg_attention_bwd;
+  be->gelu_fwd = wg_gelu_fwd;
+  be->gelu_bwd = wg_gelu_bwd;
+  be->swiglu_fwd = wg_swiglu_fwd;
+  be->swiglu_bwd = wg_swiglu_bwd;
+  be->add = wg_add;
+  be->crossentropy = wg_crossentropy;
+  be->sum_sq = wg_sum_sq;
+  be->adamw = wg_adamw;
+  return be;
+}
+
+/* One line naming the device and precision, for logs ("llvmpipe (CPU, Vulkan, ...), fp32"). */
+const char *tz_webgpu_describe(tz_backend *be) {
+  static char line[400];
+  if (!be || strcmp(be->name, "webgpu")) return "";
+  wg_ctx *c = CTX(be);
+  char a[300];
+  adapter_line(c, a, sizeof a);
+  snprintf(line, sizeof line, "%s; fp32 (ShaderF16 %s)", a, c->has_f16 ? "available, unused" : "not offered");
+  return line;
+}
+
+/* `tezgah info`: Dawn library, adapter, features and limits. 0, or -1 with tz_err. */
+int tz_webgpu_info(void) {
+  wg_ctx *c = tz_calloc(1, sizeof *c);
+  tz_backend *be = tz_calloc(1, sizeof *be);
+  be->name = "webgpu";
+  be->ctx = c;
+  if (open_adapter(c) != 0) {
+    wg_destroy(be);
+    return -1;
+  }
+  char a[300], vendor[128], arch[128];
+  adapter_line(c, a, sizeof a);
+  sv_copy(vendor, sizeof vendor, c->info.vendor);
+  sv_copy(arch, sizeof arch, c->info.architecture);
+  printf("webgpu:\n  library: %s\n  adapter: %s\n  vendor: %s (0x%04x) architecture: %s device id 0x%04x\n",
+         tz_wgpu_lib_path(), a, vendor, c->info.vendorID, arch, c->info.deviceID);
+  printf("  backend: Vulkan\n  subgroup size: %u..%u\n", c->info.subgroupMinSize, c->info.subgroupMaxSize);
+  WGPUSupportedFeatures sf = {0, NULL};
+  W.wgpuAdapterGetFeatures(c->adapter, &sf);
+  printf("  features (%zu):", sf.featureCount);
+  for (size_t i = 0; i < sf.featureCount; i++) {
+    uint32_t v = sf.features[i];
+    const char *n = v == WGPUFeatureName_ShaderF16                            ? "ShaderF16"
+                    : v == WGPUFeatureName_Subgroups                          ? "Subgroups"
+                    : v == WGPUFeatureName_TimestampQuery                     ? "TimestampQuery"
+                    : v == WGPUFeatureName_ChromiumExperimentalSubgroupMatrix ? "SubgroupMatrix"
+                                                                              : NULL;
+    if (n) printf(" %s", n);
+    else printf(" 0x%x", v);
+  }
+  printf("\n  precision: %s\n", c->has_f16 ? "fp32 (ShaderF16 offered; the f16 weight mirror is not implemented yet)"
+                                           : "fp32 (no ShaderF16 on this adapter)");
+  W.wgpuSupportedFeaturesFreeMembers(sf);
+  WGPULimits *l = &c->lim;
+  printf("  limits: maxBufferSize %llu, maxStorageBufferBindingSize %llu, maxComputeWorkgroupStorageSize %u,\n"
+         "          maxComputeInvocationsPerWorkgroup %u, maxComputeWorkgroupsPerDimension %u,\n"
+         "          maxStorageBuffersPerShaderStage %u, minStorageBufferOffsetAlignment %u\n",
+         (unsigned long long)l->maxBufferSize, (unsigned long long)l->maxStorageBufferBindingSize,
+         l->maxComputeWorkgroupStorageSize, l->maxComputeInvocationsPerWorkgroup,
+         l->maxComputeWorkgroupsPerDimension, l->maxStorageBuffersPerShaderStage,
+         l->minStorageBufferOffsetAlignment);
+  wg_destroy(be);
+  return 0;
+}

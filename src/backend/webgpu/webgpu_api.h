@@ -1,0 +1,614 @@
+/* Our own declarations of the subset of webgpu.h that the WebGPU backend uses.
+ *
+ * Written by hand for the Dawn build inside npm bun-webgpu-linux-x64@0.1.7 (upstream Dawn of
+ * about 2025-06-10, x86-64 LP64): no third-party header. Dawn's C ABI moved often around that
+ * date, so every struct, constant and signature below is checked by tests/test_webgpu_abi.c
+ * against ../shared/webgpu/dawn_abi_facts.txt (sizes, member offsets, enum values, function
+ * and callback signatures). The X-macro lists at the end drive that test and the loader.
+ *
+ * Functions are not declared as symbols: dawn_load.c dlopens the library and fills the
+ * table `tz_wgpu` (one pointer per function in TZ_WGPU_FUNCS).
+ */
+#ifndef TZ_WEBGPU_API_H
+#define TZ_WEBGPU_API_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- scalar types ---- */
+typedef uint32_t WGPUBool;
+typedef uint64_t WGPUFlags;
+typedef WGPUFlags WGPUBufferUsage;
+typedef WGPUFlags WGPUMapMode;
+typedef uint32_t WGPUSType;
+typedef uint32_t WGPUStatus;
+typedef uint32_t WGPUCallbackMode;
+typedef uint32_t WGPUAdapterType;
+typedef uint32_t WGPUBackendType;
+typedef uint32_t WGPUFeatureLevel;
+typedef uint32_t WGPUFeatureName;
+typedef uint32_t WGPUPowerPreference;
+typedef uint32_t WGPURequestAdapterStatus;
+typedef uint32_t WGPURequestDeviceStatus;
+typedef uint32_t WGPUDeviceLostReason;
+typedef uint32_t WGPUErrorType;
+typedef uint32_t WGPUMapAsyncStatus;
+typedef uint32_t WGPUQueueWorkDoneStatus;
+typedef uint32_t WGPUQueryType;
+typedef uint32_t WGPUWaitStatus;
+
+/* ---- opaque handles ---- */
+typedef struct WGPUInstanceImpl *WGPUInstance;
+typedef struct WGPUAdapterImpl *WGPUAdapter;
+typedef struct WGPUDeviceImpl *WGPUDevice;
+typedef struct WGPUQueueImpl *WGPUQueue;
+typedef struct WGPUBufferImpl *WGPUBuffer;
+typedef struct WGPUShaderModuleImpl *WGPUShaderModule;
+typedef struct WGPUComputePipelineImpl *WGPUComputePipeline;
+typedef struct WGPUBindGroupLayoutImpl *WGPUBindGroupLayout;
+typedef struct WGPUBindGroupImpl *WGPUBindGroup;
+typedef struct WGPUPipelineLayoutImpl *WGPUPipelineLayout;
+typedef struct WGPUCommandEncoderImpl *WGPUCommandEncoder;
+typedef struct WGPUCommandBufferImpl *WGPUCommandBuffer;
+typedef struct WGPUComputePassEncoderImpl *WGPUComputePassEncoder;
+typedef struct WGPUQuerySetImpl *WGPUQuerySet;
+typedef struct WGPUSurfaceImpl *WGPUSurface;
+
+/* ---- constants (values from the facts file) ---- */
+#define WGPUAdapterType_DiscreteGPU 0x1
+#define WGPUAdapterType_IntegratedGPU 0x2
+#define WGPUAdapterType_CPU 0x3
+#define WGPUAdapterType_Unknown 0x4
+#define WGPUBackendType_Undefined 0x0
+#define WGPUBackendType_Null 0x1
+#define WGPUBackendType_WebGPU 0x2
+#define WGPUBackendType_D3D11 0x3
+#define WGPUBackendType_D3D12 0x4
+#define WGPUBackendType_Metal 0x5
+#define WGPUBackendType_Vulkan 0x6
+#define WGPUBackendType_OpenGL 0x7
+#define WGPUBackendType_OpenGLES 0x8
+#define WGPUBufferUsage_None 0x0
+#define WGPUBufferUsage_MapRead 0x1
+#define WGPUBufferUsage_MapWrite 0x2
+#define WGPUBufferUsage_CopySrc 0x4
+#define WGPUBufferUsage_CopyDst 0x8
+#define WGPUBufferUsage_Uniform 0x40
+#define WGPUBufferUsage_Storage 0x80
+#define WGPUBufferUsage_QueryResolve 0x200
+#define WGPUCallbackMode_WaitAnyOnly 0x1
+#define WGPUCallbackMode_AllowProcessEvents 0x2
+#define WGPUCallbackMode_AllowSpontaneous 0x3
+#define WGPUDeviceLostReason_Unknown 0x1
+#define WGPUDeviceLostReason_Destroyed 0x2
+#define WGPUDeviceLostReason_CallbackCancelled 0x3
+#define WGPUDeviceLostReason_FailedCreation 0x4
+#define WGPUErrorType_NoError 0x1
+#define WGPUErrorType_Validation 0x2
+#define WGPUErrorType_OutOfMemory 0x3
+#define WGPUErrorType_Internal 0x4
+#define WGPUErrorType_Unknown 0x5
+#define WGPUFeatureLevel_Core 0x2
+#define WGPUFeatureName_TimestampQuery 0x3
+#define WGPUFeatureName_ShaderF16 0xa
+#define WGPUFeatureName_Subgroups 0x11
+#define WGPUFeatureName_ChromiumExperimentalSubgroupMatrix 0x50037
+#define WGPUMapAsyncStatus_Success 0x1
+#define WGPUMapMode_Read 0x1
+#define WGPUPowerPreference_HighPerformance 0x2
+#define WGPUQueryType_Timestamp 0x2
+#define WGPUQueueWorkDoneStatus_Success 0x1
+#define WGPURequestAdapterStatus_Success 0x1
+#define WGPURequestDeviceStatus_Success 0x1
+#define WGPUSType_ShaderSourceWGSL 0x2
+#define WGPUSType_DawnTogglesDescriptor 0x5000a
+#define WGPUStatus_Success 0x1
+#define WGPUWaitStatus_Success 0x1
+#define WGPUWaitStatus_TimedOut 0x2
+#define WGPU_LIMIT_U32_UNDEFINED 0xffffffffu
+#define WGPU_LIMIT_U64_UNDEFINED 0xffffffffffffffffull
+#define WGPU_STRLEN SIZE_MAX
+#define WGPU_WHOLE_SIZE 0xffffffffffffffffull
+
+/* ---- callbacks ---- */
+typedef struct WGPUStringView {
+  char const *data;
+  size_t length; /* WGPU_STRLEN: nul-terminated */
+} WGPUStringView;
+
+/* X(typedef name, (parameters)) for the callback types (all return void), as the facts file spells
+ * them ("typedef void (*Name)(...)"). */
+#define TZ_WGPU_CALLBACKS(X)                                                                    \
+  X(WGPUBufferMapCallback,                                                                      \
+    (WGPUMapAsyncStatus status, WGPUStringView message, void* userdata1, void* userdata2))      \
+  X(WGPUDeviceLostCallback,                                                                     \
+    (WGPUDevice const * device, WGPUDeviceLostReason reason, WGPUStringView message,            \
+     void* userdata1, void* userdata2))                                                         \
+  X(WGPUQueueWorkDoneCallback,                                                                  \
+    (WGPUQueueWorkDoneStatus status, WGPUStringView message, void* userdata1, void* userdata2)) \
+  X(WGPURequestAdapterCallback,                                                                 \
+    (WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message,              \
+     void* userdata1, void* userdata2))                                                         \
+  X(WGPURequestDeviceCallback,                                                                  \
+    (WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message,                 \
+     void* userdata1, void* userdata2))                                                         \
+  X(WGPUUncapturedErrorCallback,                                                                \
+    (WGPUDevice const * device, WGPUErrorType type, WGPUStringView message, void* userdata1,    \
+     void* userdata2))
+
+#define TZ_WGPU_CB_TYPEDEF(name, args) typedef void(*name) args;
+TZ_WGPU_CALLBACKS(TZ_WGPU_CB_TYPEDEF)
+#undef TZ_WGPU_CB_TYPEDEF
+
+/* ---- structs ---- */
+typedef struct WGPUChainedStruct {
+  struct WGPUChainedStruct const *next;
+  WGPUSType sType;
+} WGPUChainedStruct;
+
+typedef struct WGPUFuture {
+  uint64_t id;
+} WGPUFuture;
+
+typedef struct WGPUFutureWaitInfo {
+  WGPUFuture future;
+  WGPUBool completed;
+} WGPUFutureWaitInfo;
+
+typedef struct WGPUInstanceCapabilities {
+  WGPUChainedStruct *nextInChain;
+  WGPUBool timedWaitAnyEnable;
+  size_t timedWaitAnyMaxCount;
+} WGPUInstanceCapabilities;
+
+typedef struct WGPUInstanceDescriptor {
+  WGPUChainedStruct const *nextInChain;
+  WGPUInstanceCapabilities capabilities;
+} WGPUInstanceDescriptor;
+
+typedef struct WGPURequestAdapterOptions {
+  WGPUChainedStruct const *nextInChain;
+  WGPUFeatureLevel featureLevel;
+  WGPUPowerPreference powerPreference;
+  WGPUBool forceFallbackAdapter;
+  WGPUBackendType backendType;
+  WGPUSurface compatibleSurface;
+} WGPURequestAdapterOptions;
+
+typedef struct WGPURequestAdapterCallbackInfo {
+  WGPUChainedStruct const *nextInChain;
+  WGPUCallbackMode mode;
+  WGPURequestAdapterCallback callback;
+  void *userdata1;
+  void *userdata2;
+} WGPURequestAdapterCallbackInfo;
+
+typedef struct WGPURequestDeviceCallbackInfo {
+  WGPUChainedStruct const *nextInChain;
+  WGPUCallbackMode mode;
+  WGPURequestDeviceCallback callback;
+  void *userdata1;
+  void *userdata2;
+} WGPURequestDeviceCallbackInfo;
+
+typedef struct WGPUAdapterInfo {
+  WGPUChainedStruct *nextInChain;
+  WGPUStringView vendor;
+  WGPUStringView architecture;
+  WGPUStringView device;
+  WGPUStringView description;
+  WGPUBackendType backendType;
+  WGPUAdapterType adapterType;
+  uint32_t vendorID;
+  uint32_t deviceID;
+  uint32_t subgroupMinSize;
+  uint32_t subgroupMaxSize;
+} WGPUAdapterInfo;
+
+typedef struct WGPULimits {
+  WGPUChainedStruct *nextInChain;
+  uint32_t maxTextureDimension1D;
+  uint32_t maxTextureDimension2D;
+  uint32_t maxTextureDimension3D;
+  uint32_t maxTextureArrayLayers;
+  uint32_t maxBindGroups;
+  uint32_t maxBindGroupsPlusVertexBuffers;
+  uint32_t maxBindingsPerBindGroup;
+  uint32_t maxDynamicUniformBuffersPerPipelineLayout;
+  uint32_t maxDynamicStorageBuffersPerPipelineLayout;
+  uint32_t maxSampledTexturesPerShaderStage;
+  uint32_t maxSamplersPerShaderStage;
+  uint32_t maxStorageBuffersPerShaderStage;
+  uint32_t maxStorageTexturesPerShaderStage;
+  uint32_t maxUniformBuffersPerShaderStage;
+  uint64_t maxUniformBufferBindingSize;
+  uint64_t maxStorageBufferBindingSize;
+  uint32_t minUniformBufferOffsetAlignment;
+  uint32_t minStorageBufferOffsetAlignment;
+  uint32_t maxVertexBuffers;
+  uint64_t maxBufferSize;
+  uint32_t maxVertexAttributes;
+  uint32_t maxVertexBufferArrayStride;
+  uint32_t maxInterStageShaderVariables;
+  uint32_t maxColorAttachments;
+  uint32_t maxColorAttachmentBytesPerSample;
+  uint32_t maxComputeWorkgroupStorageSize;
+  uint32_t maxComputeInvocationsPerWorkgroup;
+  uint32_t maxComputeWorkgroupSizeX;
+  uint32_t maxComputeWorkgroupSizeY;
+  uint32_t maxComputeWorkgroupSizeZ;
+  uint32_t maxComputeWorkgroupsPerDimension;
+  uint32_t maxImmediateSize;
+} WGPULimits;
+
+typedef struct WGPUSupportedFeatures {
+  size_t featureCount;
+  WGPUFeatureName const *features;
+} WGPUSupportedFeatures;
+
+typedef struct WGPUQueueDescriptor {
+  WGPUChainedStruct const *nextInChain;
+  WGPUStringView label;
+} WGPUQueueDescriptor;
+
+typedef struct WGPUDeviceLostCallbackInfo {
+  WGPUChainedStruct const *nextInChain;
+  WGPUCallbackMode mode;
+  WGPUDeviceLostCallback callback;
+  void *userdata1;
+  void *userdata2;
+} WGPUDeviceLostCallbackInfo;
+
+typedef struct WGPUUncapturedErrorCallbackInfo {
+  WGPUChainedStruct const *nextInChain;
+  WGPUUncapturedErrorCallback callback;
+  void *userdata1;
+  void *userdata2;
+} WGPUUncapturedErrorCallbackInfo;
+
+typedef struct WGPUDeviceDescriptor {
+  WGPUChainedStruct const *nextInChain;
+  WGPUStringView label;
+  size_t requiredFeatureCount;
+  WGPUFeatureName const *requiredFeatures;
+  WGPULimits const *requiredLimits;
+  WGPUQueueDescriptor defaultQueue;
+  WGPUDeviceLostCallbackInfo deviceLostCallbackInfo;
+  WGPUUncapturedErrorCallbackInfo uncapturedErrorCallbackInfo;
+} WGPUDeviceDescriptor;
+
+typedef struct WGPUDawnTogglesDescriptor {
+  WGPUChainedStruct chain;
+  size_t enabledToggleCount;
+  const char *const *enabledToggles;
+  size_t disabledToggleCount;
+  const char *const *disabledToggles;
+} WGPUDawnTogglesDescriptor;
+
+typedef struct WGPUBufferDescriptor {
+  WGPUChainedStruct const *nextInChain;
+  WGPUStringView label;
+  WGPUBufferUsage usage;
+  uint64_t size;
+  WGPUBool mappedAtCreation;
+} WGPUBufferDescriptor;
+
+typedef struct WGPUBufferMapCallbackInfo {
+  WGPUChainedStruct const *nextInChain;
+  WGPUCallbackMode mode;
+  WGPUBufferMapCallback callback;
+  void *userdata1;
+  void *userdata2;
+} WGPUBufferMapCallbackInfo;
+
+typedef struct WGPUQueueWorkDoneCallbackInfo {
+  WGPUChainedStruct const *nextInChain;
+  WGPUCallbackMode mode;
+  WGPUQueueWorkDoneCallback callback;
+  void *userdata1;
+  void *userdata2;
+} WGPUQueueWorkDoneCallbackInfo;
+
+typedef struct WGPUShaderModuleDescriptor {
+  WGPUChainedStruct const *nextInChain;
+  WGPUStringView label;
+} WGPUShaderModuleDescriptor;
+
+typedef struct WGPUShaderSourceWGSL {
+  WGPUChainedStruct chain;
+  WGPUStringView code;
+} WGPUShaderSourceWGSL;
+
+typedef struct WGPUConstantEntry {
+  WGPUChainedStruct const *nextInChain;
+  WGPUStringView key;
+  double value;
+} WGPUConstantEntry;
+
+typedef struct WGPUComputeState {
+  WGPUChainedStruct const *nextInChain;
+  WGPUShaderModule module;
+  WGPUStringView entryPoint;
+  size_t constantCount;
+  WGPUConstantEntry const *constants;
+} WGPUComputeState;
+
+typedef struct WGPUComputePipelineDescriptor {
+  WGPUChainedStruct const *nextInChain;
+  WGPUStringView label;
+  WGPUPipelineLayout layout; /* NULL: layout derived from the shader ("auto") */
+  WGPUComputeState compute;
+} WGPUComputePipelineDescriptor;
+
+typedef struct WGPUBindGroupEntry {
+  WGPUChainedStruct const *nextInChain;
+  uint32_t binding;
+  WGPUBuffer buffer;
+  uint64_t offset;
+  uint64_t size;
+  void *sampler;     /* WGPUSampler, unused */
+  void *textureView; /* WGPUTextureView, unused */
+} WGPUBindGroupEntry;
+
+typedef struct WGPUBindGroupDescriptor {
+  WGPUChainedStruct const *nextInChain;
+  WGPUStringView label;
+  WGPUBindGroupLayout layout;
+  size_t entryCount;
+  WGPUBindGroupEntry const *entries;
+} WGPUBindGroupDescriptor;
+
+typedef struct WGPUCommandEncoderDescriptor {
+  WGPUChainedStruct const *nextInChain;
+  WGPUStringView label;
+} WGPUCommandEncoderDescriptor;
+
+typedef struct WGPUCommandBufferDescriptor {
+  WGPUChainedStruct const *nextInChain;
+  WGPUStringView label;
+} WGPUCommandBufferDescriptor;
+
+typedef struct WGPUPassTimestampWrites {
+  WGPUChainedStruct const *nextInChain;
+  WGPUQuerySet querySet;
+  uint32_t beginningOfPassWriteIndex;
+  uint32_t endOfPassWriteIndex;
+} WGPUPassTimestampWrites;
+
+typedef struct WGPUComputePassDescriptor {
+  WGPUChainedStruct const *nextInChain;
+  WGPUStringView label;
+  WGPUPassTimestampWrites const *timestampWrites;
+} WGPUComputePassDescriptor;
+
+typedef struct WGPUQuerySetDescriptor {
+  WGPUChainedStruct const *nextInChain;
+  WGPUStringView label;
+  WGPUQueryType type;
+  uint32_t count;
+} WGPUQuerySetDescriptor;
+
+/* ---- functions: X(return type, name, (parameters)) ----
+ * The parameter text is compared with the facts file's signature by the ABI test. */
+#define TZ_WGPU_FUNCS(X)                                                                        \
+  X(WGPUInstance, wgpuCreateInstance, (WGPUInstanceDescriptor const * descriptor))              \
+  X(WGPUFuture, wgpuInstanceRequestAdapter,                                                     \
+    (WGPUInstance instance, WGPURequestAdapterOptions const * options,                          \
+     WGPURequestAdapterCallbackInfo callbackInfo))                                              \
+  X(WGPUWaitStatus, wgpuInstanceWaitAny,                                                        \
+    (WGPUInstance instance, size_t futureCount, WGPUFutureWaitInfo * futures,                   \
+     uint64_t timeoutNS))                                                                       \
+  X(void, wgpuInstanceProcessEvents, (WGPUInstance instance))                                   \
+  X(void, wgpuInstanceRelease, (WGPUInstance instance))                                         \
+  X(WGPUStatus, wgpuAdapterGetInfo, (WGPUAdapter adapter, WGPUAdapterInfo * info))              \
+  X(void, wgpuAdapterInfoFreeMembers, (WGPUAdapterInfo value))                                  \
+  X(WGPUStatus, wgpuAdapterGetLimits, (WGPUAdapter adapter, WGPULimits * limits))               \
+  X(void, wgpuAdapterGetFeatures, (WGPUAdapter adapter, WGPUSupportedFeatures * features))      \
+  X(WGPUBool, wgpuAdapterHasFeature, (WGPUAdapter adapter, WGPUFeatureName feature))            \
+  X(void, wgpuSupportedFeaturesFreeMembers, (WGPUSupportedFeatures value))                      \
+  X(WGPUFuture, wgpuAdapterRequestDevice,                                                       \
+    (WGPUAdapter adapter, WGPUDeviceDescriptor const * options,                                 \
+     WGPURequestDeviceCallbackInfo callbackInfo))                                               \
+  X(void, wgpuAdapterRelease, (WGPUAdapter adapter))                                            \
+  X(WGPUQueue, wgpuDeviceGetQueue, (WGPUDevice device))                                         \
+  X(WGPUStatus, wgpuDeviceGetLimits, (WGPUDevice device, WGPULimits * limits))                  \
+  X(WGPUBool, wgpuDeviceHasFeature, (WGPUDevice device, WGPUFeatureName feature))               \
+  X(WGPUBuffer, wgpuDeviceCreateBuffer,                                                         \
+    (WGPUDevice device, WGPUBufferDescriptor const * descriptor))                               \
+  X(WGPUShaderModule, wgpuDeviceCreateShaderModule,                                             \
+    (WGPUDevice device, WGPUShaderModuleDescriptor const * descriptor))                         \
+  X(WGPUComputePipeline, wgpuDeviceCreateComputePipeline,                                       \
+    (WGPUDevice device, WGPUComputePipelineDescriptor const * descriptor))                      \
+  X(WGPUBindGroup, wgpuDeviceCreateBindGroup,                                                   \
+    (WGPUDevice device, WGPUBindGroupDescriptor const * descriptor))                            \
+  X(WGPUCommandEncoder, wgpuDeviceCreateCommandEncoder,                                         \
+    (WGPUDevice device, WGPUCommandEncoderDescriptor const * descriptor))                       \
+  X(WGPUQuerySet, wgpuDeviceCreateQuerySet,                                                     \
+    (WGPUDevice device, WGPUQuerySetDescriptor const * descriptor))                             \
+  X(void, wgpuDeviceDestroy, (WGPUDevice device))                                               \
+  X(void, wgpuDeviceRelease, (WGPUDevice device))                                               \
+  X(void, wgpuBufferDestroy, (WGPUBuffer buffer))                                               \
+  X(void, wgpuBufferRelease, (WGPUBuffer buffer))                                               \
+  X(WGPUFuture, wgpuBufferMapAsync,                                                             \
+    (WGPUBuffer buffer, WGPUMapMode mode, size_t offset, size_t size,                           \
+     WGPUBufferMapCallbackInfo callbackInfo))                                                   \
+  X(void const *, wgpuBufferGetConstMappedRange, (WGPUBuffer buffer, size_t offset, size_t size)) \
+  X(void, wgpuBufferUnmap, (WGPUBuffer buffer))                                                 \
+  X(void, wgpuShaderModuleRelease, (WGPUShaderModule shaderModule))                             \
+  X(WGPUBindGroupLayout, wgpuComputePipelineGetBindGroupLayout,                                 \
+    (WGPUComputePipeline computePipeline, uint32_t groupIndex))                                 \
+  X(void, wgpuComputePipelineRelease, (WGPUComputePipeline computePipeline))                    \
+  X(void, wgpuBindGroupLayoutRelease, (WGPUBindGroupLayout bindGroupLayout))                    \
+  X(void, wgpuBindGroupRelease, (WGPUBindGroup bindGroup))                                      \
+  X(WGPUComputePassEncoder, wgpuCommandEncoderBeginComputePass,                                 \
+    (WGPUCommandEncoder commandEncoder, WGPUComputePassDescriptor const * descriptor))          \
+  X(void, wgpuCommandEncoderCopyBufferToBuffer,                                                 \
+    (WGPUCommandEncoder commandEncoder, WGPUBuffer source, uint64_t sourceOffset,               \
+     WGPUBuffer destination, uint64_t destinationOffset, uint64_t size))                        \
+  X(void, wgpuCommandEncoderResolveQuerySet,                                                    \
+    (WGPUCommandEncoder commandEncoder, WGPUQuerySet querySet, uint32_t firstQuery,             \
+     uint32_t queryCount, WGPUBuffer destination, uint64_t destinationOffset))                  \
+  X(WGPUCommandBuffer, wgpuCommandEncoderFinish,                                                \
+    (WGPUCommandEncoder commandEncoder, WGPUCommandBufferDescriptor const * descriptor))        \
+  X(void, wgpuCommandEncoderRelease, (WGPUCommandEncoder commandEncoder))                       \
+  X(void, wgpuComputePassEncoderSetPipeline,                                                    \
+    (WGPUComputePassEncoder computePassEncoder, WGPUComputePipeline pipeline))                  \
+  X(void, wgpuComputePassEncoderSetBindGroup,                                                   \
+    (WGPUComputePassEncoder computePassEncoder, uint32_t groupIndex, WGPUBindGroup group,       \
+     size_t dynamicOffsetCount, uint32_t const * dynamicOffsets))                               \
+  X(void, wgpuComputePassEncoderDispatchWorkgroups,                                             \
+    (WGPUComputePassEncoder computePassEncoder, uint32_t workgroupCountX,                       \
+     uint32_t workgroupCountY, uint32_t workgroupCountZ))                                       \
+  X(void, wgpuComputePassEncoderEnd, (WGPUComputePassEncoder computePassEncoder))               \
+  X(void, wgpuComputePassEncoderRelease, (WGPUComputePassEncoder computePassEncoder))           \
+  X(void, wgpuCommandBufferRelease, (WGPUCommandBuffer commandBuffer))                          \
+  X(void, wgpuQueueSubmit,                                                                      \
+    (WGPUQueue queue, size_t commandCount, WGPUCommandBuffer const * commands))                 \
+  X(void, wgpuQueueWriteBuffer,                                                                 \
+    (WGPUQueue queue, WGPUBuffer buffer, uint64_t bufferOffset, void const * data, size_t size)) \
+  X(WGPUFuture, wgpuQueueOnSubmittedWorkDone,                                                   \
+    (WGPUQueue queue, WGPUQueueWorkDoneCallbackInfo callbackInfo))                              \
+  X(void, wgpuQueueRelease, (WGPUQueue queue))                                                  \
+  X(void, wgpuQuerySetDestroy, (WGPUQuerySet querySet))                                         \
+  X(void, wgpuQuerySetRelease, (WGPUQuerySet querySet))
+
+/* The function table filled by tz_wgpu_load(). */
+typedef struct {
+#define TZ_WGPU_FIELD(ret, name, args) ret(*name) args;
+  TZ_WGPU_FUNCS(TZ_WGPU_FIELD)
+#undef TZ_WGPU_FIELD
+} tz_wgpu_fns;
+extern tz_wgpu_fns tz_wgpu;
+
+/* dlopen Dawn (TEZGAH_WEBGPU_LIB, else .deps/dawn/libwebgpu_wrapper.so found by walking up
+ * from the executable's folder) and resolve every function. 0 on success (also when already
+ * loaded); -1 with tz_err() naming the path and the missing symbol otherwise. */
+int tz_wgpu_load(void);
+/* The path of the loaded library (NULL before a successful load). */
+const char *tz_wgpu_lib_path(void);
+
+/* ---- lists for the ABI test ---- */
+/* X(struct, member) for every member declared above. */
+#define TZ_WGPU_MEMBERS(X)                                                                      \
+  X(WGPUStringView, data) X(WGPUStringView, length)                                             \
+  X(WGPUChainedStruct, next) X(WGPUChainedStruct, sType)                                        \
+  X(WGPUFuture, id)                                                                             \
+  X(WGPUFutureWaitInfo, future) X(WGPUFutureWaitInfo, completed)                                \
+  X(WGPUInstanceCapabilities, nextInChain) X(WGPUInstanceCapabilities, timedWaitAnyEnable)      \
+  X(WGPUInstanceCapabilities, timedWaitAnyMaxCount)                                             \
+  X(WGPUInstanceDescriptor, nextInChain) X(WGPUInstanceDescriptor, capabilities)                \
+  X(WGPURequestAdapterOptions, nextInChain) X(WGPURequestAdapterOptions, featureLevel)          \
+  X(WGPURequestAdapterOptions, powerPreference)                                                 \
+  X(WGPURequestAdapterOptions, forceFallbackAdapter)                                            \
+  X(WGPURequestAdapterOptions, backendType) X(WGPURequestAdapterOptions, compatibleSurface)      \
+  X(WGPURequestAdapterCallbackInfo, nextInChain) X(WGPURequestAdapterCallbackInfo, mode)        \
+  X(WGPURequestAdapterCallbackInfo, callback) X(WGPURequestAdapterCallbackInfo, userdata1)      \
+  X(WGPURequestAdapterCallbackInfo, userdata2)                                                  \
+  X(WGPURequestDeviceCallbackInfo, nextInChain) X(WGPURequestDeviceCallbackInfo, mode)          \
+  X(WGPURequestDeviceCallbackInfo, callback) X(WGPURequestDeviceCallbackInfo, userdata1)        \
+  X(WGPURequestDeviceCallbackInfo, userdata2)                                                   \
+  X(WGPUAdapterInfo, nextInChain) X(WGPUAdapterInfo, vendor) X(WGPUAdapterInfo, architecture)   \
+  X(WGPUAdapterInfo, device) X(WGPUAdapterInfo, description) X(WGPUAdapterInfo, backendType)    \
+  X(WGPUAdapterInfo, adapterType) X(WGPUAdapterInfo, vendorID) X(WGPUAdapterInfo, deviceID)     \
+  X(WGPUAdapterInfo, subgroupMinSize) X(WGPUAdapterInfo, subgroupMaxSize)                       \
+  X(WGPULimits, nextInChain) X(WGPULimits, maxTextureDimension1D)                               \
+  X(WGPULimits, maxTextureDimension2D) X(WGPULimits, maxTextureDimension3D)                     \
+  X(WGPULimits, maxTextureArrayLayers) X(WGPULimits, maxBindGroups)                             \
+  X(WGPULimits, maxBindGroupsPlusVertexBuffers) X(WGPULimits, maxBindingsPerBindGroup)          \
+  X(WGPULimits, maxDynamicUniformBuffersPerPipelineLayout)                                      \
+  X(WGPULimits, maxDynamicStorageBuffersPerPipelineLayout)                                      \
+  X(WGPULimits, maxSampledTexturesPerShaderStage) X(WGPULimits, maxSamplersPerShaderStage)      \
+  X(WGPULimits, maxStorageBuffersPerShaderStage) X(WGPULimits, maxStorageTexturesPerShaderStage) \
+  X(WGPULimits, maxUniformBuffersPerShaderStage) X(WGPULimits, maxUniformBufferBindingSize)     \
+  X(WGPULimits, maxStorageBufferBindingSize) X(WGPULimits, minUniformBufferOffsetAlignment)     \
+  X(WGPULimits, minStorageBufferOffsetAlignment) X(WGPULimits, maxVertexBuffers)                \
+  X(WGPULimits, maxBufferSize) X(WGPULimits, maxVertexAttributes)                               \
+  X(WGPULimits, maxVertexBufferArrayStride) X(WGPULimits, maxInterStageShaderVariables)         \
+  X(WGPULimits, maxColorAttachments) X(WGPULimits, maxColorAttachmentBytesPerSample)            \
+  X(WGPULimits, maxComputeWorkgroupStorageSize) X(WGPULimits, maxComputeInvocationsPerWorkgroup) \
+  X(WGPULimits, maxComputeWorkgroupSizeX) X(WGPULimits, maxComputeWorkgroupSizeY)               \
+  X(WGPULimits, maxComputeWorkgroupSizeZ) X(WGPULimits, maxComputeWorkgroupsPerDimension)       \
+  X(WGPULimits, maxImmediateSize)                                                               \
+  X(WGPUSupportedFeatures, featureCount) X(WGPUSupportedFeatures, features)                     \
+  X(WGPUQueueDescriptor, nextInChain) X(WGPUQueueDescriptor, label)                             \
+  X(WGPUDeviceLostCallbackInfo, nextInChain) X(WGPUDeviceLostCallbackInfo, mode)                \
+  X(WGPUDeviceLostCallbackInfo, callback) X(WGPUDeviceLostCallbackInfo, userdata1)              \
+  X(WGPUDeviceLostCallbackInfo, userdata2)                                                      \
+  X(WGPUUncapturedErrorCallbackInfo, nextInChain) X(WGPUUncapturedErrorCallbackInfo, callback)  \
+  X(WGPUUncapturedErrorCallbackInfo, userdata1) X(WGPUUncapturedErrorCallbackInfo, userdata2)   \
+  X(WGPUDeviceDescriptor, nextInChain) X(WGPUDeviceDescriptor, label)                           \
+  X(WGPUDeviceDescriptor, requiredFeatureCount) X(WGPUDeviceDescriptor, requiredFeatures)       \
+  X(WGPUDeviceDescriptor, requiredLimits) X(WGPUDeviceDescriptor, defaultQueue)                 \
+  X(WGPUDeviceDescriptor, deviceLostCallbackInfo)                                               \
+  X(WGPUDeviceDescriptor, uncapturedErrorCallbackInfo)                                          \
+  X(WGPUDawnTogglesDescriptor, chain) X(WGPUDawnTogglesDescriptor, enabledToggleCount)          \
+  X(WGPUDawnTogglesDescriptor, enabledToggles) X(WGPUDawnTogglesDescriptor, disabledToggleCount) \
+  X(WGPUDawnTogglesDescriptor, disabledToggles)                                                 \
+  X(WGPUBufferDescriptor, nextInChain) X(WGPUBufferDescriptor, label)                           \
+  X(WGPUBufferDescriptor, usage) X(WGPUBufferDescriptor, size)                                  \
+  X(WGPUBufferDescriptor, mappedAtCreation)                                                     \
+  X(WGPUBufferMapCallbackInfo, nextInChain) X(WGPUBufferMapCallbackInfo, mode)                  \
+  X(WGPUBufferMapCallbackInfo, callback) X(WGPUBufferMapCallbackInfo, userdata1)                \
+  X(WGPUBufferMapCallbackInfo, userdata2)                                                       \
+  X(WGPUQueueWorkDoneCallbackInfo, nextInChain) X(WGPUQueueWorkDoneCallbackInfo, mode)          \
+  X(WGPUQueueWorkDoneCallbackInfo, callback) X(WGPUQueueWorkDoneCallbackInfo, userdata1)        \
+  X(WGPUQueueWorkDoneCallbackInfo, userdata2)                                                   \
+  X(WGPUShaderModuleDescriptor, nextInChain) X(WGPUShaderModuleDescriptor, label)               \
+  X(WGPUShaderSourceWGSL, chain) X(WGPUShaderSourceWGSL, code)                                  \
+  X(WGPUConstantEntry, nextInChain) X(WGPUConstantEntry, key) X(WGPUConstantEntry, value)       \
+  X(WGPUComputeState, nextInChain) X(WGPUComputeState, module) X(WGPUComputeState, entryPoint)  \
+  X(WGPUComputeState, constantCount) X(WGPUComputeState, constants)                             \
+  X(WGPUComputePipelineDescriptor, nextInChain) X(WGPUComputePipelineDescriptor, label)         \
+  X(WGPUComputePipelineDescriptor, layout) X(WGPUComputePipelineDescriptor, compute)            \
+  X(WGPUBindGroupEntry, nextInChain) X(WGPUBindGroupEntry, binding) X(WGPUBindGroupEntry, buffer) \
+  X(WGPUBindGroupEntry, offset) X(WGPUBindGroupEntry, size) X(WGPUBindGroupEntry, sampler)      \
+  X(WGPUBindGroupEntry, textureView)                                                            \
+  X(WGPUBindGroupDescriptor, nextInChain) X(WGPUBindGroupDescriptor, label)                     \
+  X(WGPUBindGroupDescriptor, layout) X(WGPUBindGroupDescriptor, entryCount)                     \
+  X(WGPUBindGroupDescriptor, entries)                                                           \
+  X(WGPUCommandEncoderDescriptor, nextInChain) X(WGPUCommandEncoderDescriptor, label)           \
+  X(WGPUCommandBufferDescriptor, nextInChain) X(WGPUCommandBufferDescriptor, label)             \
+  X(WGPUPassTimestampWrites, nextInChain) X(WGPUPassTimestampWrites, querySet)                  \
+  X(WGPUPassTimestampWrites, beginningOfPassWriteIndex)                                         \
+  X(WGPUPassTimestampWrites, endOfPassWriteIndex)                                               \
+  X(WGPUComputePassDescriptor, nextInChain) X(WGPUComputePassDescriptor, label)                 \
+  X(WGPUComputePassDescriptor, timestampWrites)                                                 \
+  X(WGPUQuerySetDescriptor, nextInChain) X(WGPUQuerySetDescriptor, label)                       \
+  X(WGPUQuerySetDescriptor, type) X(WGPUQuerySetDescriptor, count)
+
+/* X(struct) for every struct declared above. */
+#define TZ_WGPU_STRUCTS(X)                                                                      \
+  X(WGPUStringView) X(WGPUChainedStruct) X(WGPUFuture) X(WGPUFutureWaitInfo)                    \
+  X(WGPUInstanceCapabilities) X(WGPUInstanceDescriptor) X(WGPURequestAdapterOptions)            \
+  X(WGPURequestAdapterCallbackInfo) X(WGPURequestDeviceCallbackInfo) X(WGPUAdapterInfo)         \
+  X(WGPULimits) X(WGPUSupportedFeatures) X(WGPUQueueDescriptor) X(WGPUDeviceLostCallbackInfo)   \
+  X(WGPUUncapturedErrorCallbackInfo) X(WGPUDeviceDescriptor) X(WGPUDawnTogglesDescriptor)       \
+  X(WGPUBufferDescriptor) X(WGPUBufferMapCallbackInfo) X(WGPUQueueWorkDoneCallbackInfo)         \
+  X(WGPUShaderModuleDescriptor) X(WGPUShaderSourceWGSL) X(WGPUConstantEntry) X(WGPUComputeState) \
+  X(WGPUComputePipelineDescriptor) X(WGPUBindGroupEntry) X(WGPUBindGroupDescriptor)             \
+  X(WGPUCommandEncoderDescriptor) X(WGPUCommandBufferDescriptor) X(WGPUPassTimestampWrites)     \
+  X(WGPUComputePassDescriptor) X(WGPUQuerySetDescriptor)
+
+/* X(name) for every constant declared above. */
+#define TZ_WGPU_CONSTS(X)                                                                       \
+  X(WGPUAdapterType_DiscreteGPU) X(WGPUAdapterType_IntegratedGPU) X(WGPUAdapterType_CPU)        \
+  X(WGPUAdapterType_Unknown) X(WGPUBackendType_Undefined) X(WGPUBackendType_Null)               \
+  X(WGPUBackendType_WebGPU) X(WGPUBackendType_D3D11) X(WGPUBackendType_D3D12)                   \
+  X(WGPUBackendType_Metal) X(WGPUBackendType_Vulkan) X(WGPUBackendType_OpenGL)                  \
+  X(WGPUBackendType_OpenGLES) X(WGPUBufferUsage_None) X(WGPUBufferUsage_MapRead)                \
+  X(WGPUBufferUsage_MapWrite) X(WGPUBufferUsage_CopySrc) X(WGPUBufferUsage_CopyDst)             \
+  X(WGPUBufferUsage_Uniform) X(WGPUBufferUsage_Storage) X(WGPUBufferUsage_QueryResolve)         \
+  X(WGPUCallbackMode_WaitAnyOnly) X(WGPUCallbackMode_AllowProcessEvents)                        \
+  X(WGPUCallbackMode_AllowSpontaneous) X(WGPUDeviceLostReason_Unknown)                          \
+  X(WGPUDeviceLostReason_Destroyed) X(WGPUDeviceLostReason_CallbackCancelled)                   \
+  X(WGPUDeviceLostReason_FailedCreation) X(WGPUErrorType_NoError) X(WGPUErrorType_Validation)   \
+  X(WGPUErrorType_OutOfMemory) X(WGPUErrorType_Internal) X(WGPUErrorType_Unknown)               \
+  X(WGPUFeatureLevel_Core) X(WGPUFeatureName_TimestampQuery) X(WGPUFeatureName_ShaderF16)       \
+  X(WGPUFeatureName_Subgroups) X(WGPUFeatureName_ChromiumExperimentalSubgroupMatrix)            \
+  X(WGPUMapAsyncStatus_Success) X(WGPUMapMode_Read) X(WGPUPowerPreference_HighPerformance)      \
+  X(WGPUQueryType_Timestamp) X(WGPUQueueWorkDoneStatus_Success)                                 \
+  X(WGPURequestAdapterStatus_Success) X(WGPURequestDeviceStatus_Success)                        \
+  X(WGPUSType_ShaderSourceWGSL) X(WGPUSType_DawnTogglesDescriptor) X(WGPUStatus_Success)        \
+  X(WGPUWaitStatus_Success) X(WGPUWaitStatus_TimedOut) X(WGPU_LIMIT_U32_UNDEFINED)              \
+  X(WGPU_LIMIT_U64_UNDEFINED) X(WGPU_STRLEN) X(WGPU_WHOLE_SIZE)
+
+#endif

@@ -1,0 +1,127 @@
+// Shared preamble, prepended to every kernel file of the WebGPU backend
+// (src/backend/webgpu/backend_webgpu.c builds each module as constants + preamble + file).
+//
+// Tensor arguments. A kernel names its tensors by argument index a = 0..7 and reads and
+// writes them only through ld(a, i) / st(a, i, v) (element i of argument a). The host binds
+// each distinct buffer range once: arguments that live in the same buffer with overlapping
+// (or alignment-adjacent) ranges share one binding, because Dawn rejects two writable
+// bindings of overlapping ranges (the activation arena and the fused qkv rows are bound
+// several times by most ops, and add() writes in place). The uniform block says, per
+// argument, which binding (sa/sb) and which element offset inside it (oa/ob) to use; the
+// switch on it is uniform across the dispatch. All eight storage bindings are read_write
+// (unused ones get a 16-byte placeholder).
+// Scalar parameters follow as 16 u32 words: pu(k) reads word k, pf(k) the same as f32.
+// 1-D dispatches may be folded into x and y (x <= 32768): linear workgroup = wid.y*nwg.x + wid.x.
+
+struct U {
+  oa: vec4<u32>,
+  ob: vec4<u32>,
+  sa: vec4<u32>,
+  sb: vec4<u32>,
+  u: array<vec4<u32>, 4>,
+}
+@group(0) @binding(0) var<uniform> p: U;
+@group(0) @binding(1) var<storage, read_write> B0: array<f32>;
+@group(0) @binding(2) var<storage, read_write> B1: array<f32>;
+@group(0) @binding(3) var<storage, read_write> B2: array<f32>;
+@group(0) @binding(4) var<storage, read_write> B3: array<f32>;
+@group(0) @binding(5) var<storage, read_write> B4: array<f32>;
+@group(0) @binding(6) var<storage, read_write> B5: array<f32>;
+@group(0) @binding(7) var<storage, read_write> B6: array<f32>;
+@group(0) @binding(8) var<storage, read_write> B7: array<f32>;
+
+const WG: u32 = 256u;
+
+fn pu(k: u32) -> u32 {
+  return p.u[k / 4u][k % 4u];
+}
+fn pf(k: u32) -> f32 {
+  return bitcast<f32>(p.u[k / 4u][k % 4u]);
+}
+fn aoff(a: u32) -> u32 {
+  if (a < 4u) {
+    return p.oa[a];
+  }
+  return p.ob[a - 4u];
+}
+fn aslot(a: u32) -> u32 {
+  if (a < 4u) {
+    return p.sa[a];
+  }
+  return p.sb[a - 4u];
+}
+fn ld(a: u32, i: u32) -> f32 {
+  let j = aoff(a) + i;
+  switch aslot(a) {
+    case 0u: { return B0[j]; }
+    case 1u: { return B1[j]; }
+    case 2u: { return B2[j]; }
+    case 3u: { return B3[j]; }
+    case 4u: { return B4[j]; }
+    case 5u: { return B5[j]; }
+    case 6u: { return B6[j]; }
+    default: { return B7[j]; }
+  }
+}
+fn st(a: u32, i: u32, v: f32) {
+  let j = aoff(a) + i;
+  switch aslot(a) {
+    case 0u: { B0[j] = v; }
+    case 1u: { B1[j] = v; }
+    case 2u: { B2[j] = v; }
+    case 3u: { B3[j] = v; }
+    case 4u: { B4[j] = v; }
+    case 5u: { B5[j] = v; }
+    case 6u: { B6[j] = v; }
+    default: { B7[j] = v; }
+  }
+}
+fn ldi(a: u32, i: u32) -> i32 {
+  return bitcast<i32>(ld(a, i));
+}
+
+fn lin_wg(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+  return wid.y * nwg.x + wid.x;
+}
+
+// Branch on the sign so exp() only sees x <= 0: no overflow for any finite x (seed's trick).
+fn sigmoid_stable(x: f32) -> f32 {
+  if (x >= 0.0) {
+    return 1.0 / (1.0 + exp(-x));
+  }
+  let e = exp(x);
+  return e / (1.0 + e);
+}
+
+// Workgroup reductions over WG threads (sum and max), via shared memory.
+var<workgroup> red: array<f32, 256>;
+
+fn wg_sum(v: f32, lid: u32) -> f32 {
+  workgroupBarrier();
+  red[lid] = v;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
+    if (lid < s) {
+      red[lid] = red[lid] + red[lid + s];
+    }
+    workgroupBarrier();
+  }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}
+
+fn wg_max(v: f32, lid: u32) -> f32 {
+  workgroupBarrier();
+  red[lid] = v;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
+    if (lid < s) {
+      red[lid] = max(red[lid], red[lid + s]);
+    }
+    workgroupBarrier();
+  }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}

@@ -1,0 +1,57 @@
+// Fused softmax + cross-entropy, in place: logits [N, Vp] become fp32 dlogits. One
+// workgroup per row: max, then Σ exp, then the writes (three passes over the row).
+// args 0 losses, 1 logits, 2 targets (i32); u0 N, u1 V, u2 Vp, u3 dscale
+
+var<workgroup> tsh: i32;
+
+@compute @workgroup_size(256)
+fn softmax_xent(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+  let n = lin_wg(wid, nwg);
+  if (n >= pu(0u)) {
+    return;
+  }
+  let V = pu(1u);
+  let Vp = pu(2u);
+  let dscale = pf(3u);
+  let row = n * Vp;
+  if (lid == 0u) {
+    tsh = ldi(2u, n);
+  }
+  let t = workgroupUniformLoad(&tsh); // uniform: the branches below hold barriers
+  if (t < 0 || u32(t) >= V) {
+    for (var c = lid; c < Vp; c = c + WG) {
+      st(1u, row + c, 0.0);
+    }
+    if (lid == 0u) {
+      st(0u, n, 0.0);
+    }
+    return;
+  }
+  var mx = -3.4e38;
+  for (var c = lid; c < V; c = c + WG) {
+    mx = max(mx, ld(1u, row + c));
+  }
+  let m = wg_max(mx, lid);
+  var s = 0.0;
+  for (var c = lid; c < V; c = c + WG) {
+    s = s + exp(ld(1u, row + c) - m);
+  }
+  let sum = wg_sum(s, lid);
+  let zt = ld(1u, row + u32(t));
+  workgroupBarrier(); // every thread has read z[t] before anyone overwrites it
+  let scale = dscale / sum;
+  for (var c = lid; c < Vp; c = c + WG) {
+    var d = 0.0;
+    if (c < V) {
+      d = exp(ld(1u, row + c) - m) * scale;
+      if (c == u32(t)) {
+        d = d - dscale;
+      }
+    }
+    st(1u, row + c, d);
+  }
+  if (lid == 0u) {
+    st(0u, n, m + log(sum) - zt);
+  }
+}

@@ -1,0 +1,107 @@
+// Memory-like and elementwise ops: fill, copy, copy_rows (KV cache), add (residual),
+// sum_sq (global grad norm, two stages), column sums (bias and norm-weight gradients).
+
+// fill: arg 0 dst; u0 n, u1 value
+@compute @workgroup_size(256)
+fn fill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = lin_wg(wid, nwg) * WG + lid;
+  if (i < pu(0u)) {
+    st(0u, i, pf(1u));
+  }
+}
+
+// copy: arg 0 dst, 1 src (no overlap); u0 n
+@compute @workgroup_size(256)
+fn copy(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = lin_wg(wid, nwg) * WG + lid;
+  if (i < pu(0u)) {
+    st(0u, i, ld(1u, i));
+  }
+}
+
+// add: out = a + b (args 0, 1, 2; out may alias a or b); u0 n
+@compute @workgroup_size(256)
+fn add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+       @builtin(local_invocation_index) lid: u32) {
+  let i = lin_wg(wid, nwg) * WG + lid;
+  if (i < pu(0u)) {
+    st(0u, i, ld(1u, i) + ld(2u, i));
+  }
+}
+
+// copy_rows: dst[r*ds + c] = src[r*ss + c]; args 0 dst, 1 src; u0 rows, u1 cols, u2 ds, u3 ss
+@compute @workgroup_size(256)
+fn copy_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+  let i = lin_wg(wid, nwg) * WG + lid;
+  let cols = pu(1u);
+  if (i < pu(0u) * cols) {
+    let r = i / cols;
+    let c = i % cols;
+    st(0u, r * pu(2u) + c, ld(1u, r * pu(3u) + c));
+  }
+}
+
+// Stage 1: part[w] = Σ x[i]² over a grid-stride slice. args 0 part, 1 x; u0 n, u1 nparts
+@compute @workgroup_size(256)
+fn sum_sq_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  var s = 0.0;
+  let n = pu(0u);
+  let stride = pu(1u) * WG;
+  for (var i = wid.x * WG + lid; i < n; i = i + stride) {
+    let v = ld(1u, i);
+    s = s + v * v;
+  }
+  let t = wg_sum(s, lid);
+  if (lid == 0u) {
+    st(0u, wid.x, t);
+  }
+}
+
+// Stage 2 (one workgroup): out[0] = Σ part[0..n). args 0 out, 1 part; u0 n
+@compute @workgroup_size(256)
+fn sum_final(@builtin(local_invocation_index) lid: u32) {
+  var s = 0.0;
+  for (var i = lid; i < pu(0u); i = i + WG) {
+    s = s + ld(1u, i);
+  }
+  let t = wg_sum(s, lid);
+  if (lid == 0u) {
+    st(0u, 0u, t);
+  }
+}
+
+// part[k*cols + c] = Σ_{r in chunk k} src[r*stride + c]; grid (ceil(cols/256), nchunks)
+// args 0 part, 1 src; u0 rows, u1 cols, u2 chunk, u3 stride
+@compute @workgroup_size(256)
+fn colsum_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let cols = pu(1u);
+  let c = wid.x * WG + lid;
+  if (c >= cols) {
+    return;
+  }
+  let r0 = wid.y * pu(2u);
+  let r1 = min(r0 + pu(2u), pu(0u));
+  var s = 0.0;
+  for (var r = r0; r < r1; r = r + 1u) {
+    s = s + ld(1u, r * pu(3u) + c);
+  }
+  st(0u, wid.y * cols + c, s);
+}
+
+// dst[c] += Σ_k src[k*stride + c], k < rows (parameter gradient: +=)
+// args 0 dst, 1 src; u0 rows, u1 cols, u3 stride
+@compute @workgroup_size(256)
+fn colsum_add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let c = wid.x * WG + lid;
+  if (c >= pu(1u)) {
+    return;
+  }
+  var s = 0.0;
+  for (var k = 0u; k < pu(0u); k = k + 1u) {
+    s = s + ld(1u, k * pu(3u) + c);
+  }
+  st(0u, c, ld(0u, c) + s);
+}

@@ -1,0 +1,42 @@
+// GeLU (tanh form) forward and ffn_gelu_backward; x is clamped to [-100, 100] inside the
+// tanh argument so x³ cannot overflow (exact: tanh is ±1 there anyway).
+
+// args 0 out / dinp, 1 inp, 2 dout; u0 n
+
+const GELU_K: f32 = 0.7978845608028654;
+
+// tanh via exp of a non-positive argument (stable; WGSL's tanh may overflow for large |u|).
+fn tanh_stable(u: f32) -> f32 {
+  let e = exp(-2.0 * abs(u));
+  let t = (1.0 - e) / (1.0 + e);
+  return select(-t, t, u >= 0.0);
+}
+
+@compute @workgroup_size(256)
+fn gelu_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+  let i = lin_wg(wid, nwg) * WG + lid;
+  if (i >= pu(0u)) {
+    return;
+  }
+  let x = ld(1u, i);
+  let xc = clamp(x, -100.0, 100.0);
+  let u = GELU_K * (xc + 0.044715 * xc * xc * xc);
+  st(0u, i, 0.5 * x * (1.0 + tanh_stable(u)));
+}
+
+// dinp = dout · gelu'(x) (written)
+@compute @workgroup_size(256)
+fn ffn_gelu_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                     @builtin(local_invocation_index) lid: u32) {
+  let i = lin_wg(wid, nwg) * WG + lid;
+  if (i >= pu(0u)) {
+    return;
+  }
+  let xc = clamp(ld(1u, i), -100.0, 100.0);
+  let u = GELU_K * (xc + 0.044715 * xc * xc * xc);
+  let th = tanh_stable(u);
+  let sech2 = 1.0 - th * th;
+  let g = 0.5 * (1.0 + th) + 0.5 * xc * sech2 * GELU_K * (1.0 + 3.0 * 0.044715 * xc * xc);
+  st(0u, i, g * ld(2u, i));
+}

@@ -1,0 +1,83 @@
+// LayerNorm forward/backward. One workgroup (256 threads) per row (two-pass mean/variance);
+// dw, db by column partial sums (layernorm_dwdb_partial, [chunk][dw | db]) finished by
+// elementwise colsum_add. u0 N, u1 C, u2 eps, u3 rows per chunk
+
+// args 0 out, 1 mean, 2 rstd, 3 inp, 4 w, 5 b
+@compute @workgroup_size(256)
+fn layernorm_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+  let n = lin_wg(wid, nwg);
+  let C = pu(1u);
+  if (n >= pu(0u)) {
+    return;
+  }
+  let row = n * C;
+  var s = 0.0;
+  for (var c = lid; c < C; c = c + WG) {
+    s = s + ld(3u, row + c);
+  }
+  let m = wg_sum(s, lid) / f32(C);
+  var v = 0.0;
+  for (var c = lid; c < C; c = c + WG) {
+    let d = ld(3u, row + c) - m;
+    v = v + d * d;
+  }
+  let r = 1.0 / sqrt(wg_sum(v, lid) / f32(C) + pf(2u));
+  for (var c = lid; c < C; c = c + WG) {
+    st(0u, row + c, (ld(3u, row + c) - m) * r * ld(4u, c) + ld(5u, c));
+  }
+  if (lid == 0u) {
+    st(1u, n, m);
+    st(2u, n, r);
+  }
+}
+
+// args 0 dinp, 1 dout, 2 inp, 3 w, 4 mean, 5 rstd.
+// g = w·dout, xh = (x − mean)·rstd: dinp += rstd·(g − mean(g) − xh·mean(g·xh))
+@compute @workgroup_size(256)
+fn layernorm_bwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+  let n = lin_wg(wid, nwg);
+  let C = pu(1u);
+  if (n >= pu(0u)) {
+    return;
+  }
+  let row = n * C;
+  let m = ld(4u, n);
+  let r = ld(5u, n);
+  var gs = 0.0;
+  var gx = 0.0;
+  for (var c = lid; c < C; c = c + WG) {
+    let g = ld(3u, c) * ld(1u, row + c);
+    gs = gs + g;
+    gx = gx + g * (ld(2u, row + c) - m) * r;
+  }
+  let gm = wg_sum(gs, lid) / f32(C);
+  let gxm = wg_sum(gx, lid) / f32(C);
+  for (var c = lid; c < C; c = c + WG) {
+    let g = ld(3u, c) * ld(1u, row + c);
+    st(0u, row + c, ld(0u, row + c) + r * (g - gm - (ld(2u, row + c) - m) * r * gxm));
+  }
+}
+
+// args 0 part, 1 dout, 2 inp, 3 mean, 4 rstd.
+// part[k, c] = Σ dout·xh, part[k, C + c] = Σ dout over the rows of chunk k
+@compute @workgroup_size(256)
+fn layernorm_dwdb_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let C = pu(1u);
+  let c = wid.x * WG + lid;
+  if (c >= C) {
+    return;
+  }
+  let n0 = wid.y * pu(3u);
+  let n1 = min(n0 + pu(3u), pu(0u));
+  var sw = 0.0;
+  var sb = 0.0;
+  for (var n = n0; n < n1; n = n + 1u) {
+    let d = ld(1u, n * C + c);
+    sw = sw + d * (ld(2u, n * C + c) - ld(3u, n)) * ld(4u, n);
+    sb = sb + d;
+  }
+  st(0u, wid.y * 2u * C + c, sw);
+  st(0u, wid.y * 2u * C + C + c, sb);
+}

@@ -1,0 +1,67 @@
+// RMSNorm forward/backward. One workgroup (256 threads) per row with a workgroup reduction;
+// dw by column partial sums (rmsnorm_dw_partial) finished by elementwise colsum_add.
+// u0 N, u1 C, u2 eps, u3 rows per chunk
+
+// args 0 out, 1 rstd, 2 inp, 3 w. rstd = 1/sqrt(mean(x²) + eps); out = x·rstd·w
+@compute @workgroup_size(256)
+fn rmsnorm_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32) {
+  let n = lin_wg(wid, nwg);
+  let C = pu(1u);
+  if (n >= pu(0u)) {
+    return; // uniform per workgroup: safe before the barriers
+  }
+  let row = n * C;
+  var ss = 0.0;
+  for (var c = lid; c < C; c = c + WG) {
+    let v = ld(2u, row + c);
+    ss = ss + v * v;
+  }
+  let r = 1.0 / sqrt(wg_sum(ss, lid) / f32(C) + pf(2u));
+  for (var c = lid; c < C; c = c + WG) {
+    st(0u, row + c, ld(2u, row + c) * r * ld(3u, c));
+  }
+  if (lid == 0u) {
+    st(1u, n, r);
+  }
+}
+
+// args 0 dinp, 1 dout, 2 inp, 3 w, 4 rstd.
+// dinp += rstd·w·dout − x·rstd³·(Σ_c w·dout·x)/C
+@compute @workgroup_size(256)
+fn rmsnorm_bwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32) {
+  let n = lin_wg(wid, nwg);
+  let C = pu(1u);
+  if (n >= pu(0u)) {
+    return;
+  }
+  let row = n * C;
+  var dot = 0.0;
+  for (var c = lid; c < C; c = c + WG) {
+    dot = dot + ld(3u, c) * ld(1u, row + c) * ld(2u, row + c);
+  }
+  let r = ld(4u, n);
+  let k = r * r * r * wg_sum(dot, lid) / f32(C);
+  for (var c = lid; c < C; c = c + WG) {
+    st(0u, row + c, ld(0u, row + c) + r * ld(3u, c) * ld(1u, row + c) - k * ld(2u, row + c));
+  }
+}
+
+// args 0 part, 1 dout, 2 inp, 3 rstd. part[k, c] = Σ_{n in chunk k} dout·x·rstd;
+// grid (ceil(C/256), nchunks)
+@compute @workgroup_size(256)
+fn rmsnorm_dw_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let C = pu(1u);
+  let c = wid.x * WG + lid;
+  if (c >= C) {
+    return;
+  }
+  let n0 = wid.y * pu(3u);
+  let n1 = min(n0 + pu(3u), pu(0u));
+  var s = 0.0;
+  for (var n = n0; n < n1; n = n + 1u) {
+    s = s + ld(1u, n * C + c) * ld(2u, n * C + c) * ld(3u, n);
+  }
+  st(0u, wid.y * C + c, s);
+}

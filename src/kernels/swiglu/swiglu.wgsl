@@ -1,0 +1,46 @@
+// SwiGLU on a fused gate|up row: forward and ffn_swiglu_backward (branch-on-sign stable
+// sigmoid from the preamble; a NaN product becomes 0, the seed's guard). Thread per (n, f).
+
+// args 0 out / dgu, 1 gu, 2 dout; u0 N, u1 F
+
+fn nan_to_zero(x: f32) -> f32 {
+  // x != x is the NaN test; compilers may fold it under fast-math, so also test the bits.
+  let b = bitcast<u32>(x) & 0x7fffffffu;
+  return select(x, 0.0, b > 0x7f800000u);
+}
+
+// out[n,f] = silu(g)·u
+@compute @workgroup_size(256)
+fn swiglu_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+  let F = pu(1u);
+  let i = lin_wg(wid, nwg) * WG + lid;
+  if (i >= pu(0u) * F) {
+    return;
+  }
+  let n = i / F;
+  let f = i % F;
+  let g = ld(1u, n * 2u * F + f);
+  let u = ld(1u, n * 2u * F + F + f);
+  st(0u, i, g * sigmoid_stable(g) * u);
+}
+
+// dgate = dout·u·σ(g)(1 + g(1 − σ(g))), dup = dout·silu(g), written (=) into dgu [N, 2F]
+@compute @workgroup_size(256)
+fn ffn_swiglu_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                       @builtin(local_invocation_index) lid: u32) {
+  let F = pu(1u);
+  let i = lin_wg(wid, nwg) * WG + lid;
+  if (i >= pu(0u) * F) {
+    return;
+  }
+  let n = i / F;
+  let f = i % F;
+  let row = n * 2u * F;
+  let g = ld(1u, row + f);
+  let u = ld(1u, row + F + f);
+  let d = ld(2u, i);
+  let s = sigmoid_stable(g);
+  st(0u, row + f, nan_to_zero(d * u * s * (1.0 + g * (1.0 - s))));
+  st(0u, row + F + f, nan_to_zero(d * g * s));
+}

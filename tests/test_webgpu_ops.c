@@ -1,0 +1,419 @@
+/* Every WebGPU op against the CPU backend on fresh random inputs (fp32 path).
+ *
+ * Each case uploads the same host tensors to both backends, at odd float offsets inside
+ * their buffers (exercising the aligned-binding + element-offset path), runs the op, and
+ * compares every output. Shapes are odd on purpose: T not a multiple of the 64-row attention
+ * tile or the 128-wide matmul tile, B > 1, GQA (n_kv_head < n_head), C above 256 (more than
+ * one element per reduction thread).
+ * Tolerances (|gpu − cpu| ≤ max(atol, rtol·|cpu|) unless stated):
+ *   elementwise, embed_fwd, fill/copy/add/rope   rtol 1e-5, atol 1e-6
+ *   embed_bwd (float CAS adds, any order)        rtol 1e-5, atol 1e-6
+ *   rmsnorm / layernorm fwd and bwd              rtol 1e-4, atol 1e-5
+ *   matmul family, bias_bwd                      |err| ≤ 2e-5·Σ|terms| + 1e-6
+ *   attention fwd / bwd                          rtol 1e-4, atol 2e-5
+ *   gelu / swiglu fwd, bwd                       rtol 1e-5, atol 1e-6 (gelu_bwd atol 1e-5:
+ *                                                exp-based tanh in the far tail)
+ *   crossentropy losses / dlogits                rtol 1e-5, atol 1e-6
+ *   sum_sq                                       rtol 1e-5 (fp32 tree sum vs fp64)
+ *   adamw params / m / v                         rtol 1e-5, atol 1e-7
+ * Needs Dawn and a WebGPU adapter (lavapipe in CI); without them it prints SKIPPED and
+ * exits 77. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "ops_testutil.h"
+
+static tz_backend *cpu, *gpu;
+
+static int setup(void **state) {
+  gpu = tz_backend_create("webgpu", 0);
+  if (!gpu) {
+    char why[1200];
+    snprintf(why, sizeof why, "WebGPU unavailable: %s", tz_errmsg());
+    tz_test_skip_all(why);
+  }
+  cpu = tz_backend_create("cpu", 2);
+  assert_non_null(cpu);
+  return 0;
+}
+static int teardown(void **state) {
+  gpu->destroy(gpu);
+  cpu->destroy(cpu);
+  return 0;
+}
+
+/* ---- twin tensors ---- */
+#define MAXT 12
+#define PAD 3 /* floats before each tensor in its buffer */
+typedef struct {
+  size_t n;
+  float *h;     /* host values (int32 bit patterns for integer tensors) */
+  float *out[2]; /* results downloaded from cpu (0) and gpu (1) */
+} ten;
+typedef struct {
+  ten t[MAXT];
+  int nt;
+  tz_rng rng;
+} kase;
+
+static void k_init(kase *k, uint64_t seed) {
+  memset(k, 0, sizeof *k);
+  tz_rng_seed(&k->rng, seed, 11);
+}
+static int k_randn(kase *k, size_t n, float scale) {
+  ten *t = &k->t[k->nt];
+  t->n = n;
+  t->h = malloc((n ? n : 1) * sizeof(float));
+  for (size_t i = 0; i < n; i++) t->h[i] = tz_rng_normal(&k->rng) * scale;
+  return k->nt++;
+}
+static int k_ints(kase *k, const int32_t *v, size_t n) {
+  ten *t = &k->t[k->nt];
+  t->n = n;
+  t->h = malloc((n ? n : 1) * sizeof(float));
+  memcpy(t->h, v, n * 4);
+  return k->nt++;
+}
+static void k_free(kase *k) {
+  for (int i = 0; i < k->nt; i++) free(k->t[i].h), free(k->t[i].out[0]), free(k->t[i].out[1]);
+}
+
+typedef void (*opfn)(tz_backend *be, tz_slice *s, const int *d);
+
+/* Run op on both backends; afterwards t[i].out[0/1] hold every tensor's final contents. */
+static void k_run(kase *k, opfn f, const int *dims) {
+  tz_backend *bes[2] = {cpu, gpu};
+  for (int b = 0; b < 2; b++) {
+    tz_backend *be = bes[b];
+    tz_buf *bufs[MAXT];
+    tz_slice s[MAXT];
+    for (int i = 0; i < k->nt; i++) {
+      bufs[i] = be->alloc(be, (k->t[i].n + 2 * PAD) * 4, "test");
+      assert_non_null(bufs[i]);
+      s[i] = (tz_slice){bufs[i], PAD * 4};
+      be->upload(be, s[i], k->t[i].h, k->t[i].n * 4);
+    }
+    f(be, s, dims);
+    for (int i = 0; i < k->nt; i++) {
+      k->t[i].out[b] = malloc((k->t[i].n + 1) * 4);
+      be->download(be, k->t[i].out[b], s[i], k->t[i].n * 4);
+    }
+    for (int i = 0; i < k->nt; i++) be->free(be, bufs[i]);
+  }
+}
+
+static void k_check(kase *k, int i, const char *what, double rtol, double atol) {
+  double *ref = ot_dbl(k->t[i].out[0], k->t[i].n);
+  ot_close(what, k->t[i].out[1], ref, k->t[i].n, rtol, atol);
+  free(ref);
+}
+
+/* ---- memory ops ---- */
+static void op_misc(tz_backend *be, tz_slice *s, const int *d) {
+  be->fill(be, s[0], 1.5f, 37);
+  be->add(be, s[1], s[1], s[2], 1001);
+  be->copy(be, s[3], s[2], 500 * 4);
+  be->copy_rows(be, s[4], 9, s[2], 13, 7, 5);
+}
+static void test_memory_ops(void **state) {
+  kase k;
+  k_init(&k, 1);
+  k_randn(&k, 40, 1);
+  k_randn(&k, 1001, 1);
+  k_randn(&k, 1001, 1);
+  k_randn(&k, 600, 1);
+  k_randn(&k, 70, 1);
+  k_run(&k, op_misc, NULL);
+  k_check(&k, 0, "fill", 0, 0);
+  k_check(&k, 1, "add (aliased)", 1e-6, 0);
+  k_check(&k, 3, "copy", 0, 0);
+  k_check(&k, 4, "copy_rows", 0, 0);
+  k_free(&k);
+  /* a zero-filled fresh buffer and an over-large allocation */
+  tz_buf *b = gpu->alloc(gpu, 100, "x");
+  float h[25];
+  gpu->download(gpu, h, (tz_slice){b, 0}, 100);
+  for (int i = 0; i < 25; i++) assert_true(h[i] == 0.0f);
+  gpu->free(gpu, b);
+  assert_null(gpu->alloc(gpu, (size_t)1 << 50, "huge tensor"));
+  assert_non_null(strstr(tz_errmsg(), "huge tensor"));
+}
+
+/* ---- embedding ---- */
+static void op_embed(tz_backend *be, tz_slice *s, const int *d) {
+  tz_slice wpe = d[4] ? s[3] : TZ_NONE, dwpe = d[4] ? s[5] : TZ_NONE;
+  be->embed_fwd(be, s[0], s[1], s[2], wpe, d[0], d[1], d[2], d[3]);
+  be->embed_bwd(be, s[4], dwpe, s[6], s[1], d[0], d[1], d[2], d[3]);
+}
+static void test_embed(void **state) {
+  for (int wpe = 0; wpe < 2; wpe++) {
+    int B = 3, T = 7, C = 19, V = 13, N = B * T;
+    kase k;
+    k_init(&k, 2 + wpe);
+    int32_t tok[21];
+    for (int i = 0; i < N; i++) tok[i] = (int32_t)tz_rng_below(&k.rng, V);
+    tok[4] = -1, tok[9] = V; /* invalid ids: zero rows, no gradient */
+    k_randn(&k, (size_t)N * C, 1);
+    k_ints(&k, tok, N);
+    k_randn(&k, (size_t)V * C, 1);
+    k_randn(&k, (size_t)T * C, 1);
+    k_randn(&k, (size_t)V * C, 1);
+    k_randn(&k, (size_t)T * C, 1);
+    k_randn(&k, (size_t)N * C, 1);
+    int d[] = {B, T, C, V, wpe};
+    k_run(&k, op_embed, d);
+    k_check(&k, 0, "embed_fwd", 1e-6, 1e-7);
+    k_check(&k, 4, "embed_bwd dwte", 1e-5, 1e-6);
+    if (wpe) k_check(&k, 5, "embed_bwd dwpe", 1e-5, 1e-6);
+    k_free(&k);
+  }
+}
+
+/* ---- norms ---- */
+static void op_norms(tz_backend *be, tz_slice *s, const int *d) {
+  int N = d[0], C = d[1];
+  /* 0 out 1 mean 2 rstd 3 inp 4 w 5 b 6 dinp 7 dw 8 db 9 dout 10 rms out 11 rms rstd */
+  be->layernorm_fwd(be, s[0], s[1], s[2], s[3], s[4], s[5], N, C, 1e-5f);
+  be->layernorm_bwd(be, s[6], s[7], s[8], s[9], s[3], s[4], s[1], s[2], N, C);
+  be->rmsnorm_fwd(be, s[10], s[11], s[3], s[4], N, C, 1e-5f);
+  be->rmsnorm_bwd(be, s[6], s[7], s[9], s[3], s[4], s[11], N, C);
+}
+static void test_norms(void **state) {
+  int shapes[][2] = {{7, 37}, {70, 300}, {1, 1024}};
+  for (int i = 0; i < 3; i++) {
+    int N = shapes[i][0], C = shapes[i][1];
+    kase k;
+    k_init(&k, 10 + i);
+    k_randn(&k, (size_t)N * C, 1);
+    k_randn(&k, N, 1);
+    k_randn(&k, N, 1);
+    k_randn(&k, (size_t)N * C, 2);
+    k_randn(&k, C, 1);
+    k_randn(&k, C, 1);
+    k_randn(&k, (size_t)N * C, 1);
+    k_randn(&k, C, 1);
+    k_randn(&k, C, 1);
+    k_randn(&k, (size_t)N * C, 1);
+    k_randn(&k, (size_t)N * C, 1);
+    k_randn(&k, N, 1);
+    int d[] = {N, C};
+    k_run(&k, op_norms, d);
+    const char *names[] = {"layernorm out", "mean", "rstd", 0, 0, 0, "dinp (ln+rms)", "dw (ln+rms)", "db",
+                           0, "rmsnorm out", "rmsnorm rstd"};
+    for (int t = 0; t < 12; t++)
+      if (names[t]) k_check(&k, t, names[t], 1e-4, 1e-5);
+    k_free(&k);
+  }
+}
+
+/* ---- matmul family ---- */
+static void op_mm(tz_backend *be, tz_slice *s, const int *d) {
+  int kind = d[0], M = d[1], K = d[2], N = d[3], acc = d[4], bias = d[5];
+  if (kind == 0) be->matmul_t(be, s[0], s[1], s[2], bias ? s[3] : TZ_NONE, M, K, N, acc);
+  if (kind == 1) be->matmul(be, s[0], s[1], s[2], M, K, N, acc);
+  if (kind == 2) be->matmul_at(be, s[0], s[1], s[2], M, K, N, acc);
+  if (kind == 3) be->bias_bwd(be, s[3], s[1], M, K);
+}
+static void check_mm(int kind, int M, int K, int N, int acc, int bias) {
+  kase k;
+  k_init(&k, (uint64_t)M * 1000003 + K * 1009 + N * 7 + kind * 3 + acc);
+  k_randn(&k, (size_t)M * N, 1);
+  k_randn(&k, (size_t)M * K, 1);
+  k_randn(&k, (size_t)K * N, 1);
+  k_randn(&k, kind == 3 ? K : N, 1);
+  int d[] = {kind, M, K, N, acc, bias};
+  k_run(&k, op_mm, d);
+  int outi = kind == 3 ? 3 : 0;
+  size_t n = k.t[outi].n;
+  const float *a = k.t[1].h, *b = k.t[2].h;
+  for (size_t i = 0; i < n; i++) {
+    double mag = fabs(k.t[outi].h[i]);
+    if (kind == 3) {
+      for (int m = 0; m < M; m++) mag += fabs(a[(size_t)m * K + i]);
+    } else {
+      int m = (int)(i / N), c = (int)(i % N);
+      for (int kk = 0; kk < K; kk++) {
+        double x = kind == 2 ? a[(size_t)kk * M + m] : a[(size_t)m * K + kk];
+        double y = kind == 0 ? b[(size_t)c * K + kk] : b[(size_t)kk * N + c];
+        mag += fabs(x * y);
+      }
+      if (bias) mag += fabs(k.t[3].h[c]);
+    }
+    double err = fabs((double)k.t[outi].out[1][i] - k.t[outi].out[0][i]);
+    if (!(err <= 2e-5 * mag + 1e-6)) {
+      print_error("matmul kind %d M=%d K=%d N=%d acc=%d bias=%d [%zu]: gpu %.9g cpu %.9g\n", kind, M, K, N,
+                  acc, bias, i, k.t[outi].out[1][i], k.t[outi].out[0][i]);
+      fail();
+    }
+  }
+  k_free(&k);
+}
+static void test_matmul(void **state) {
+  static const int dims[] = {1, 7, 33, 129};
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++)
+      for (int l = 0; l < 4; l++)
+        for (int kind = 0; kind < 3; kind++)
+          check_mm(kind, dims[i], dims[j], dims[l], (i + j + l + kind) & 1, kind == 0 && ((i + j) & 1));
+  for (int kind = 0; kind < 3; kind++) check_mm(kind, 130, 300, 257, 1, kind == 0);
+  check_mm(0, 4, 0, 5, 1, 1); /* K = 0: out (+)= bias */
+  check_mm(3, 70, 33, 0, 0, 0); /* bias_bwd over M=70 rows (3 chunks), N=33 */
+  check_mm(3, 1, 300, 0, 0, 0);
+}
+
+/* ---- rope ---- */
+static void op_rope(tz_backend *be, tz_slice *s, const int *d) {
+  be->rope(be, s[0], d[0], d[1], d[2], d[3], d[4], d[5], 10000.0f, d[6]);
+}
+static void test_rope(void **state) {
+  for (int dir = -1; dir <= 1; dir += 2) {
+    int B = 2, T = 9, nh = 4, nkv = 2, hd = 16;
+    kase k;
+    k_init(&k, 20 + dir);
+    k_randn(&k, (size_t)B * T * (nh + 2 * nkv) * hd, 1);
+    int d[] = {B, T, nh, nkv, hd, 5, dir};
+    k_run(&k, op_rope, d);
+    k_check(&k, 0, "rope", 1e-5, 2e-6);
+    k_free(&k);
+  }
+}
+
+/* ---- attention ---- */
+static void op_att(tz_backend *be, tz_slice *s, const int *d) {
+  int B = d[0], T = d[1], nh = d[2], nkv = d[3], hd = d[4], Q = (nh + 2 * nkv) * hd;
+  tz_slice q = s[0], k = tz_f32(q, (size_t)nh * hd), v = tz_f32(q, (size_t)(nh + nkv) * hd);
+  tz_slice dq = s[4], dk = tz_f32(dq, (size_t)nh * hd), dv = tz_f32(dq, (size_t)(nh + nkv) * hd);
+  be->attention_fwd(be, s[1], s[2], q, k, v, B, T, T, 0, nh, nkv, hd, Q, Q);
+  be->attention_bwd(be, dq, dk, dv, s[3], q, k, v, s[1], s[2], B, T, nh, nkv, hd, Q, Q);
+}
+static void check_att(int B, int T, int nh, int nkv, int hd) {
+  kase k;
+  k_init(&k, (uint64_t)B * 131 + T * 7 + nh + hd);
+  size_t N = (size_t)B * T, Q = (size_t)(nh + 2 * nkv) * hd;
+  k_randn(&k, N * Q, 1);
+  k_randn(&k, N * nh * hd, 1);
+  k_randn(&k, (size_t)B * nh * T, 1);
+  k_randn(&k, N * nh * hd, 1);
+  k_randn(&k, N * Q, 1);
+  int d[] = {B, T, nh, nkv, hd};
+  k_run(&k, op_att, d);
+  k_check(&k, 1, "attention out", 1e-4, 2e-5);
+  k_check(&k, 2, "attention lse", 1e-4, 2e-5);
+  k_check(&k, 4, "attention dqkv", 1e-4, 2e-5);
+  k_free(&k);
+}
+static void test_attention(void **state) {
+  check_att(2, 70, 4, 2, 16); /* GQA, T crosses a 64-row tile */
+  check_att(3, 5, 2, 2, 8);
+  check_att(1, 130, 2, 1, 32); /* multi-query */
+}
+
+/* decoding form: Tq < Tk against a separate KV cache, no lse */
+static void op_att_kv(tz_backend *be, tz_slice *s, const int *d) {
+  int nh = 4, nkv = 2, hd = 16, Tq = 3, Tk = 11, qs = (nh + 2 * nkv) * hd, kvs = nkv * hd;
+  be->attention_fwd(be, s[0], TZ_NONE, s[1], s[2], s[3], 1, Tq, Tk, Tk - Tq, nh, nkv, hd, qs, kvs);
+}
+static void test_attention_kvcache(void **state) {
+  kase k;
+  k_init(&k, 33);
+  k_randn(&k, 3 * 64, 1);
+  k_randn(&k, 3 * 128, 1);
+  k_randn(&k, 11 * 32, 1);
+  k_randn(&k, 11 * 32, 1);
+  k_run(&k, op_att_kv, NULL);
+  k_check(&k, 0, "attention kv-cache out", 1e-4, 2e-5);
+  k_free(&k);
+}
+
+/* ---- activations ---- */
+static void op_act(tz_backend *be, tz_slice *s, const int *d) {
+  int N = d[0], F = d[1];
+  size_t n = (size_t)N * F;
+  be->gelu_fwd(be, s[0], s[1], n);
+  be->gelu_bwd(be, s[2], s[1], s[3], n);
+  be->swiglu_fwd(be, s[4], s[5], N, F);
+  be->swiglu_bwd(be, s[6], s[3], s[5], N, F);
+}
+static void test_activations(void **state) {
+  int N = 7, F = 45;
+  size_t n = (size_t)N * F;
+  kase k;
+  k_init(&k, 40);
+  k_randn(&k, n, 1);
+  int x = k_randn(&k, n, 3);
+  k_randn(&k, n, 1);
+  k_randn(&k, n, 1);
+  k_randn(&k, n, 1);
+  int gu = k_randn(&k, 2 * n, 3);
+  k_randn(&k, 2 * n, 1);
+  /* extremes: saturated tanh / sigmoid, x³ overflow guard */
+  float ext[] = {200.f, -200.f, 90.f, -90.f, 1e20f, -1e20f, 0.f};
+  for (int i = 0; i < 7; i++) k.t[x].h[i * 11] = ext[i], k.t[gu].h[i * 13] = ext[i];
+  int d[] = {N, F};
+  k_run(&k, op_act, d);
+  k_check(&k, 0, "gelu_fwd", 1e-5, 1e-6);
+  k_check(&k, 2, "gelu_bwd", 1e-5, 1e-5);
+  k_check(&k, 4, "swiglu_fwd", 1e-5, 1e-6);
+  k_check(&k, 6, "swiglu_bwd", 1e-5, 1e-6);
+  k_free(&k);
+}
+
+/* ---- loss, grad norm, optimizer ---- */
+static void op_xent(tz_backend *be, tz_slice *s, const int *d) {
+  be->crossentropy(be, s[0], s[1], s[2], d[0], d[1], d[2], 0.1f);
+  be->sum_sq(be, s[3], s[4], (size_t)d[3]);
+}
+static void test_crossentropy_sumsq(void **state) {
+  int N = 9, V = 37, Vp = 40, n = 100003;
+  int32_t y[9] = {0, 36, 5, -1, 12, 7, 7, 30, 1};
+  kase k;
+  k_init(&k, 50);
+  k_randn(&k, N, 1);
+  k_randn(&k, (size_t)N * Vp, 3);
+  k_ints(&k, y, N);
+  k_randn(&k, 1, 1);
+  k_randn(&k, n, 1);
+  int d[] = {N, V, Vp, n};
+  k_run(&k, op_xent, d);
+  k_check(&k, 0, "crossentropy losses", 1e-5, 1e-6);
+  k_check(&k, 1, "crossentropy dlogits", 1e-5, 1e-6);
+  k_check(&k, 3, "sum_sq", 1e-5, 0);
+  k_free(&k);
+}
+
+static void op_adamw(tz_backend *be, tz_slice *s, const int *d) {
+  tz_range r[] = {{0, 300, 1.0f}, {300, 7, 0.0f}, {320, 680, 1.0f}};
+  tz_adamw_hp hp = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 3};
+  be->adamw(be, s[0], s[1], s[2], s[3], r, 3, &hp);
+  hp.t = 4;
+  be->adamw(be, s[0], s[1], s[2], s[3], r, 3, &hp);
+}
+static void test_adamw(void **state) {
+  kase k;
+  k_init(&k, 60);
+  k_randn(&k, 1000, 1);
+  k_randn(&k, 1000, 1);
+  k_randn(&k, 1000, 0.1f);
+  int v = k_randn(&k, 1000, 0.1f);
+  for (int i = 0; i < 1000; i++) k.t[v].h[i] = fabsf(k.t[v].h[i]);
+  k_run(&k, op_adamw, NULL);
+  k_check(&k, 0, "adamw params", 1e-5, 1e-7);
+  k_check(&k, 2, "adamw m", 1e-5, 1e-7);
+  k_check(&k, 3, "adamw v", 1e-5, 1e-7);
+  k_free(&k);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_memory_ops), cmocka_unit_test(test_embed),
+      cmocka_unit_test(test_norms),      cmocka_unit_test(test_matmul),
+      cmocka_unit_test(test_rope),       cmocka_unit_test(test_attention),
+      cmocka_unit_test(test_attention_kvcache), cmocka_unit_test(test_activations),
+      cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_adamw),
+  };
+  if (getenv("TZ_TEST_FILTER")) cmocka_set_test_filter(getenv("TZ_TEST_FILTER"));
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
