@@ -14,20 +14,6 @@
 #include "core/fileio.h"
 #include "testutil.h"
 
-static void assert_msg_has(const char *needle) {
-  if (!strstr(tz_errmsg(), needle)) fail_msg("error '%s' does not contain '%s'", tz_errmsg(), needle);
-}
-
-static int has_temp_file(const char *dir) {
-  DIR *d = opendir(dir);
-  assert_non_null(d);
-  int found = 0;
-  for (struct dirent *e; (e = readdir(d));)
-    if (strstr(e->d_name, ".tmp.")) found = 1;
-  closedir(d);
-  return found;
-}
-
 /* Plain (non-fsync'ed) write for the thousands of damaged copies below. */
 static void write_plain(const char *path, const void *d, size_t n) {
   FILE *f = fopen(path, "wb");
@@ -80,7 +66,7 @@ static void test_round_trip(void **state) {
   assert_int_equal(tz_ckpt_commit(w, path), 0);
   params[0] = -3.0f;
   tz_ckpt_free(w);
-  assert_false(has_temp_file(dir));
+  assert_false(tz_test_has_temp_file(dir));
 
   tz_ckpt *ck;
   assert_int_equal(tz_ckpt_open(path, &ck), 0);
@@ -91,9 +77,9 @@ static void test_round_trip(void **state) {
   const void *d = (const void *)1;
   assert_int_not_equal(tz_ckpt_require(ck, "absent", 4, &d), 0);
   assert_null(d);
-  assert_msg_has("a.ckpt: missing section 'absent'");
+  tz_test_assert_msg_has("a.ckpt: missing section 'absent'");
   assert_int_not_equal(tz_ckpt_require(ck, "params", 3996, &d), 0);
-  assert_msg_has("a.ckpt: section 'params' has 4000 bytes (expected 3996)");
+  tz_test_assert_msg_has("a.ckpt: section 'params' has 4000 bytes (expected 3996)");
   tz_ckpt_close(ck);
 
   /* layout: magic, version, count, first entry name/offset */
@@ -116,7 +102,7 @@ static void test_round_trip(void **state) {
   assert_int_equal(tz_ckpt_add(w, "012345678901234567890123456789012345678901234", "x", 1), 0);
   assert_int_equal(tz_ckpt_add(w, "dup", "x", 1), 0);
   assert_int_not_equal(tz_ckpt_add(w, "dup", "y", 1), 0);
-  assert_msg_has("duplicate section 'dup'");
+  tz_test_assert_msg_has("duplicate section 'dup'");
   tz_ckpt_free(w);
 
   /* zero sections is a valid checkpoint */
@@ -171,18 +157,18 @@ static void test_truncation_and_corruption(void **state) {
   raw[0] = 'X';
   write_plain(bad, raw, len);
   assert_int_not_equal(tz_ckpt_open(bad, &ck), 0);
-  assert_msg_has("bad magic");
+  tz_test_assert_msg_has("bad magic");
   raw[0] = 'T';
   raw[8] = 2;
   write_plain(bad, raw, len);
   assert_int_not_equal(tz_ckpt_open(bad, &ck), 0);
-  assert_msg_has("version 2 (expected 1)");
+  tz_test_assert_msg_has("version 2 (expected 1)");
   free(raw);
 
   /* missing file */
   char *missing = tz_path_join(dir, "missing.ckpt");
   assert_int_not_equal(tz_ckpt_open(missing, &ck), 0);
-  assert_msg_has("missing.ckpt: No such file");
+  tz_test_assert_msg_has("missing.ckpt: No such file");
   free(missing);
   free(good);
   free(bad);
@@ -212,8 +198,8 @@ static void test_failed_commit(void **state) {
     int rc1 = tz_ckpt_commit(w, path);
     if (dropped) assert_int_equal(seteuid(0), 0);
     assert_int_not_equal(rc1, 0);
-    assert_msg_has(path);
-    assert_msg_has("Permission denied");
+    tz_test_assert_msg_has(path);
+    tz_test_assert_msg_has("Permission denied");
   } else {
     printf("note: cannot drop root privileges; unwritable-directory case not run\n");
   }
@@ -221,8 +207,8 @@ static void test_failed_commit(void **state) {
   /* 2. the parent directory does not exist */
   char *nodir = tz_path_join(dir, "no/such/dir/c.ckpt");
   assert_int_not_equal(tz_ckpt_commit(w, nodir), 0);
-  assert_msg_has(nodir);
-  assert_msg_has("No such file or directory");
+  tz_test_assert_msg_has(nodir);
+  tz_test_assert_msg_has("No such file or directory");
   free(nodir);
 
   /* 3. the disk "fills up" mid-write: RLIMIT_FSIZE makes writes past 1000 bytes fail with
@@ -236,8 +222,8 @@ static void test_failed_commit(void **state) {
   assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
   signal(SIGXFSZ, oldsig);
   assert_int_not_equal(rc, 0);
-  assert_msg_has(path);
-  assert_msg_has("File too large");
+  tz_test_assert_msg_has(path);
+  tz_test_assert_msg_has("File too large");
   assert_null(strchr(tz_errmsg(), '\n'));
 
   char *after;
@@ -246,7 +232,7 @@ static void test_failed_commit(void **state) {
   assert_int_equal(nafter, nbefore);
   assert_memory_equal(after, before, nbefore);
   free(after);
-  assert_false(has_temp_file(dir));
+  assert_false(tz_test_has_temp_file(dir));
   tz_ckpt *ck;
   assert_int_equal(tz_ckpt_open(path, &ck), 0);
   assert_int_equal(tz_ckpt_count(ck), 1);
@@ -258,7 +244,7 @@ static void test_failed_commit(void **state) {
   assert_int_equal(tz_ckpt_open(path, &ck), 0);
   check_contents(ck);
   tz_ckpt_close(ck);
-  assert_false(has_temp_file(dir));
+  assert_false(tz_test_has_temp_file(dir));
   free(before);
   free(path);
   free(dir);

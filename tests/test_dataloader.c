@@ -9,24 +9,6 @@
 #include "data/shard.h"
 #include "testutil.h"
 
-static void assert_msg_has(const char *needle) {
-  if (!strstr(tz_errmsg(), needle)) fail_msg("error '%s' does not contain '%s'", tz_errmsg(), needle);
-}
-
-/* ../shared is optional: when a file is absent the test calls cmocka's skip() (the other
- * tests still run) and main() exits 77 afterwards so ctest reports the program as skipped. */
-static int shared_missing;
-static char *shared_or_skip(const char *rel) {
-  char *p = tz_path_join(TZ_SHARED_DIR, rel);
-  if (!tz_exists(p)) {
-    printf("SKIPPED: %s is absent (../shared not available)\n", p);
-    shared_missing = 1;
-    free(p);
-    return NULL;
-  }
-  return p;
-}
-
 /* Shard `name` in dir with n tokens: token i = (base + i) % 1000. */
 static char *make_shard(const char *dir, const char *name, size_t n, int base) {
   char *p = tz_path_join(dir, name);
@@ -126,11 +108,11 @@ static void test_save_restore(void **state) {
   /* invalid positions are rejected and leave the position unchanged */
   tz_loader_pos before = tz_loader_get_pos(l2);
   assert_int_not_equal(tz_loader_set_pos(l2, (tz_loader_pos){3, 0, 0}), 0);
-  assert_msg_has("shard 3");
+  tz_test_assert_msg_has("shard 3");
   assert_int_not_equal(tz_loader_set_pos(l2, (tz_loader_pos){0, 7, 0}), 0);
-  assert_msg_has("offset 7");
+  tz_test_assert_msg_has("offset 7");
   assert_int_not_equal(tz_loader_set_pos(l2, (tz_loader_pos){2, 288, 0}), 0); /* 288+49 > 300 */
-  assert_msg_has("c.bin");
+  tz_test_assert_msg_has("c.bin");
   tz_loader_pos after = tz_loader_get_pos(l2);
   assert_memory_equal(&before, &after, sizeof before);
   assert_int_equal(tz_loader_set_pos(l2, (tz_loader_pos){2, 240, 5}), 0);
@@ -191,10 +173,10 @@ static void test_errors(void **state) {
   snprintf(list, sizeof list, "%s,%s", a, small);
   assert_int_not_equal(tz_loader_open(&l, list, 1000, 4, 16), 0);
   assert_null(l);
-  assert_msg_has("small.bin");
-  assert_msg_has("corpus smaller than one batch");
-  assert_msg_has("64 tokens");
-  assert_msg_has("65");
+  tz_test_assert_msg_has("small.bin");
+  tz_test_assert_msg_has("corpus smaller than one batch");
+  tz_test_assert_msg_has("64 tokens");
+  tz_test_assert_msg_has("65");
   /* exactly B*T+1 is enough: every batch is the same window */
   assert_int_equal(tz_loader_open(&l, small, 1000, 3, 21), 0);
   int32_t x[63], y[63];
@@ -207,20 +189,20 @@ static void test_errors(void **state) {
   tz_loader_free(l);
   /* vocab validated at open: ids reach 99 */
   assert_int_not_equal(tz_loader_open(&l, a, 50, 2, 2), 0);
-  assert_msg_has("a.bin");
-  assert_msg_has("token id 50");
+  tz_test_assert_msg_has("a.bin");
+  tz_test_assert_msg_has("token id 50");
   /* no matches, missing file, empty list, bad shape */
   char pat[4096];
   snprintf(pat, sizeof pat, "%s/nothing_*.bin", dir);
   assert_int_not_equal(tz_loader_open(&l, pat, 1000, 1, 1), 0);
-  assert_msg_has("no files match");
+  tz_test_assert_msg_has("no files match");
   snprintf(pat, sizeof pat, "%s/missing.bin", dir);
   assert_int_not_equal(tz_loader_open(&l, pat, 1000, 1, 1), 0);
-  assert_msg_has("missing.bin");
+  tz_test_assert_msg_has("missing.bin");
   assert_int_not_equal(tz_loader_open(&l, " , ", 1000, 1, 1), 0);
-  assert_msg_has("no shard files");
+  tz_test_assert_msg_has("no shard files");
   assert_int_not_equal(tz_loader_open(&l, a, 1000, 0, 4), 0);
-  assert_msg_has("B=0");
+  tz_test_assert_msg_has("B=0");
   free(a);
   free(small);
   free(dir);
@@ -228,7 +210,7 @@ static void test_errors(void **state) {
 
 /* The real llm.c val shard: first batch = first B*T+1 tokens. */
 static void test_real_shard(void **state) {
-  char *va = shared_or_skip("llmc/tiny_shakespeare_val.bin");
+  char *va = tz_test_shared_or_skip("llmc/tiny_shakespeare_val.bin");
   if (!va) skip();
   uint16_t *t;
   size_t n;
@@ -259,5 +241,5 @@ int main(void) {
       cmocka_unit_test(test_real_shard),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  return failed ? failed : shared_missing ? 77 : 0;
+  return failed ? failed : tz_test_shared_missing ? 77 : 0;
 }

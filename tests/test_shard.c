@@ -10,35 +10,6 @@
 #include "data/shard.h"
 #include "testutil.h"
 
-/* 1 if `dir` holds a file whose name contains ".tmp." (a leftover temporary file). */
-static int has_temp_file(const char *dir) {
-  DIR *d = opendir(dir);
-  assert_non_null(d);
-  int found = 0;
-  for (struct dirent *e; (e = readdir(d));)
-    if (strstr(e->d_name, ".tmp.")) found = 1;
-  closedir(d);
-  return found;
-}
-
-static void assert_msg_has(const char *needle) {
-  if (!strstr(tz_errmsg(), needle)) fail_msg("error '%s' does not contain '%s'", tz_errmsg(), needle);
-}
-
-/* ../shared is optional: when a file is absent the test calls cmocka's skip() (the other
- * tests still run) and main() exits 77 afterwards so ctest reports the program as skipped. */
-static int shared_missing;
-static char *shared_or_skip(const char *rel) {
-  char *p = tz_path_join(TZ_SHARED_DIR, rel);
-  if (!tz_exists(p)) {
-    printf("SKIPPED: %s is absent (../shared not available)\n", p);
-    shared_missing = 1;
-    free(p);
-    return NULL;
-  }
-  return p;
-}
-
 static void test_round_trip(void **state) {
   char *dir = tz_test_tmpdir("shard_rt");
   char *p = tz_path_join(dir, "rt.bin");
@@ -67,25 +38,25 @@ static void test_round_trip(void **state) {
   for (int i = 12; i < 1024; i++) assert_int_equal(u[i], 0);
   assert_int_equal(u[1024 + 2] | u[1024 + 3] << 8, ids[1]);
   free(raw);
-  assert_false(has_temp_file(dir));
+  assert_false(tz_test_has_temp_file(dir));
 
   /* write errors: id out of range, n == 0; nothing is written */
   char *q = tz_path_join(dir, "bad.bin");
   ids[5] = 65536;
   assert_int_not_equal(tz_shard_write(q, ids, N), 0);
-  assert_msg_has("bad.bin");
-  assert_msg_has("65536");
-  assert_msg_has("position 5");
+  tz_test_assert_msg_has("bad.bin");
+  tz_test_assert_msg_has("65536");
+  tz_test_assert_msg_has("position 5");
   ids[5] = -1;
   assert_int_not_equal(tz_shard_write(q, ids, N), 0);
-  assert_msg_has("-1");
+  tz_test_assert_msg_has("-1");
   assert_int_not_equal(tz_shard_write(q, ids, 0), 0);
-  assert_msg_has("bad.bin");
+  tz_test_assert_msg_has("bad.bin");
   assert_false(tz_exists(q));
   /* unwritable location: error names the path, no temp file */
   assert_int_not_equal(tz_shard_write("/proc/nonexistent/x.bin", ids, 3), 0);
-  assert_msg_has("/proc/nonexistent/x.bin");
-  assert_false(has_temp_file(dir));
+  tz_test_assert_msg_has("/proc/nonexistent/x.bin");
+  assert_false(tz_test_has_temp_file(dir));
   free(q);
   free(ids);
   free(p);
@@ -93,9 +64,9 @@ static void test_round_trip(void **state) {
 }
 
 static void test_real_llmc_shards(void **state) {
-  char *tr = shared_or_skip("llmc/tiny_shakespeare_train.bin");
+  char *tr = tz_test_shared_or_skip("llmc/tiny_shakespeare_train.bin");
   if (!tr) skip();
-  char *va = shared_or_skip("llmc/tiny_shakespeare_val.bin");
+  char *va = tz_test_shared_or_skip("llmc/tiny_shakespeare_val.bin");
   if (!va) skip();
   uint16_t *t;
   size_t n;
@@ -114,9 +85,9 @@ static void test_real_llmc_shards(void **state) {
   assert_int_not_equal(tz_shard_read(va, 50256, &t, &n), 0);
   assert_null(t);
   assert_int_equal(n, 0);
-  assert_msg_has("tiny_shakespeare_val.bin");
-  assert_msg_has("token id 50256 at position 0");
-  assert_msg_has("vocab size 50256");
+  tz_test_assert_msg_has("tiny_shakespeare_val.bin");
+  tz_test_assert_msg_has("token id 50256 at position 0");
+  tz_test_assert_msg_has("vocab size 50256");
   free(tr);
   free(va);
 }
@@ -139,9 +110,9 @@ static void expect_read_error(const char *path, int vocab, const char *a, const 
   assert_int_not_equal(tz_shard_read(path, vocab, &t, &n), 0);
   assert_null(t);
   assert_int_equal(n, 0);
-  assert_msg_has(path);
-  if (a) assert_msg_has(a);
-  if (b) assert_msg_has(b);
+  tz_test_assert_msg_has(path);
+  if (a) tz_test_assert_msg_has(a);
+  if (b) tz_test_assert_msg_has(b);
   assert_null(strchr(tz_errmsg(), '\n'));
 }
 
@@ -196,7 +167,7 @@ static void test_malformed(void **state) {
   /* missing file */
   char *m = tz_path_join(dir, "missing.bin");
   expect_read_error(m, 256, "No such file", NULL);
-  assert_false(has_temp_file(dir));
+  assert_false(tz_test_has_temp_file(dir));
   free(m);
   free(p);
   free(dir);
@@ -209,5 +180,5 @@ int main(void) {
       cmocka_unit_test(test_real_llmc_shards),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  return failed ? failed : shared_missing ? 77 : 0;
+  return failed ? failed : tz_test_shared_missing ? 77 : 0;
 }

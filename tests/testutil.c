@@ -1,10 +1,13 @@
 #include "testutil.h"
 
+#include "core/error.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <unistd.h>
 
 _Noreturn void tz_test_skip_all(const char *why) {
@@ -43,4 +46,33 @@ int tz_test_sh(const char *cmd) {
   int st = system(cmd);
   if (st == -1) return -1;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void tz_test_assert_msg_has(const char *needle) {
+  if (!strstr(tz_errmsg(), needle)) fail_msg("error '%s' does not contain '%s'", tz_errmsg(), needle);
+}
+
+int tz_test_has_temp_file(const char *dir) {
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int found = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    if (strstr(e->d_name, ".tmp.")) found = 1;
+  closedir(d);
+  return found;
+}
+
+int tz_test_shared_missing;
+char *tz_test_shared_or_skip(const char *rel) {
+  size_t n = strlen(TZ_SHARED_DIR) + strlen(rel) + 2;
+  char *p = malloc(n);
+  snprintf(p, n, "%s/%s", TZ_SHARED_DIR, rel);
+  struct stat st;
+  if (stat(p, &st) != 0) {
+    printf("SKIPPED: %s is absent (../shared not available)\n", p);
+    tz_test_shared_missing = 1;
+    free(p);
+    return NULL;
+  }
+  return p;
 }

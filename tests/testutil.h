@@ -14,7 +14,16 @@ _Noreturn void tz_test_skip_all(const char *why);
 char *tz_test_shared(const char *rel);
 /* A fresh empty scratch directory for this test (under build/test-tmp/<name>). */
 char *tz_test_tmpdir(const char *name);
-/* Run a shell command; returns its exit status (or -1). Output goes to `log` when non-NULL. */
+/* Run a shell command; returns its exit status (or -1). */
 int tz_test_sh(const char *cmd);
+/* Fail the current test unless the current tz_err message contains `needle`. */
+void tz_test_assert_msg_has(const char *needle);
+/* 1 if `dir` holds a file whose name contains ".tmp." (a leftover temporary file). */
+int tz_test_has_temp_file(const char *dir);
+/* Path under ../shared, or NULL after printing "SKIPPED: ..." and setting
+ * tz_test_shared_missing, so the caller can skip() one test and let the others run; main()
+ * then returns 77 (ctest shows the program as skipped, not passed). */
+extern int tz_test_shared_missing;
+char *tz_test_shared_or_skip(const char *rel);
 
 #endif
