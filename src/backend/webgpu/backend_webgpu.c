@@ -108,6 +108,7 @@ typedef struct {
   WGPUBuffer qres, qread;
   int nq;
   const char *qlabel[PROF_MAX];
+  double label_flop[MAX_LABELS], label_bytes[MAX_LABELS], pending_flop; /* per label, summed over dispatches */
   const char *labels[MAX_LABELS];
   double label_ns[MAX_LABELS];
   uint64_t label_calls[MAX_LABELS];
@@ -597,6 +598,9 @@ static void run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nw
   WGPUBindGroup bg = bind_group(c, pi, slot, nb, buf, off, size);
   encoder(c);
   if (c->profile) {
+    int li = label_index(c, label);
+    for (int i = 0; i < nargs; i++) c->label_bytes[li] += (double)args[i].bytes;
+    c->label_flop[li] += c->pending_flop;
     end_pass(c);
     WGPUPassTimestampWrites tw = {NULL, c->qs, (uint32_t)c->nq, (uint32_t)c->nq + 1};
     WGPUComputePassDescriptor pd = {NULL, sv(label), &tw};
@@ -843,6 +847,7 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
                tz_slice bias, int M, int K, int N, int acc) {
   wg_ctx *c = CTX(be);
   if (M <= 0 || N <= 0) return;
+  c->pending_flop = 2.0 * M * N * K;
   char prefix[80], direct[80];
   uint32_t w[24] = {0};
   w[8] = M, w[9] = K, w[10] = N, w[11] = acc, w[12] = tz_present(bias);
@@ -881,6 +886,7 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
     w[13] = ks;
     if (S == 1) {
       run_ex(c, label, pf, w, 14, a, 4, gx, gy, 1, NULL, -1);
+      c->pending_flop = 0;
       return;
     }
     size_t pn = (size_t)S * M * N;
@@ -888,6 +894,7 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
     w[11] = 0;
     a[0] = A(part, F4(pn), "split-K partials");
     run_ex(c, label, pf, w, 14, a, 4, gx, gy, S, NULL, -1);
+    c->pending_flop = 0;
     /* out (+)= Σ_s part[s] */
     uint32_t r[24] = {0};
     r[8] = S, r[9] = (uint32_t)((size_t)M * N), r[10] = !acc, r[11] = (uint32_t)((size_t)M * N);
@@ -900,6 +907,7 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
   snprintf(direct, sizeof direct, "const VARIANT: u32 = %du; const DIRECT: bool = true;", variant);
   run_ex(c, label, pipeline(c, "matmul", "matmul_tiled", prefix), w, 13, a, 4, (N + 127) / 128, (M + 127) / 128, 1,
          NULL, pipeline(c, "matmul", "matmul_tiled", direct));
+  c->pending_flop = 0;
 }
 static void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, int M, int K,
                         int N, int acc) {
@@ -1094,7 +1102,7 @@ void tz_webgpu_profile_print(tz_backend *be, double steps) {
   for (int i = 0; i < c->nlabels; i++) total += c->label_ns[i];
   if (steps <= 0) steps = 1;
   fprintf(stderr, "webgpu profile (GPU timestamps, per step over %.0f steps):\n", steps);
-  fprintf(stderr, "  %-16s %10s %8s %7s\n", "kernel", "ms/step", "calls", "share");
+  fprintf(stderr, "  %-16s %10s %8s %7s %12s\n", "kernel", "ms/step", "calls", "share", "rate");
   int order[MAX_LABELS];
   for (int i = 0; i < c->nlabels; i++) order[i] = i;
   for (int i = 0; i < c->nlabels; i++)
@@ -1106,8 +1114,15 @@ void tz_webgpu_profile_print(tz_backend *be, double steps) {
       }
   for (int k = 0; k < c->nlabels; k++) {
     int i = order[k];
-    fprintf(stderr, "  %-16s %10.3f %8.0f %6.1f%%\n", c->labels[i], c->label_ns[i] / 1e6 / steps,
-            c->label_calls[i] / steps, total > 0 ? 100.0 * c->label_ns[i] / total : 0.0);
+    /* matmuls: GFLOP/s (2MNK); others: GB/s of the tensor extents bound (each read or
+     * written once: a lower bound on the traffic) */
+    char rate[32] = "";
+    if (c->label_ns[i] > 0 && c->label_flop[i] > 0)
+      snprintf(rate, sizeof rate, "%.1f GFLOP/s", c->label_flop[i] / c->label_ns[i]);
+    else if (c->label_ns[i] > 0)
+      snprintf(rate, sizeof rate, "%.1f GB/s", c->label_bytes[i] / c->label_ns[i]);
+    fprintf(stderr, "  %-16s %10.3f %8.0f %6.1f%% %12s\n", c->labels[i], c->label_ns[i] / 1e6 / steps,
+            c->label_calls[i] / steps, total > 0 ? 100.0 * c->label_ns[i] / total : 0.0, rate);
   }
   fprintf(stderr, "  %-16s %10.3f\n", "total", total / 1e6 / steps);
 }
@@ -1118,6 +1133,8 @@ void tz_webgpu_profile_reset(tz_backend *be) {
   wg_sync_ctx(c);
   memset(c->label_ns, 0, sizeof c->label_ns);
   memset(c->label_calls, 0, sizeof c->label_calls);
+  memset(c->label_flop, 0, sizeof c->label_flop);
+  memset(c->label_bytes, 0, sizeof c->label_bytes);
 }
 
 /* ---- lifecycle ---- */
