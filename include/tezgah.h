@@ -75,6 +75,8 @@ typedef struct {
   /* debug: comma-separated 1-based step numbers whose first micro-batch gets NaN written
    * into its gradients / +Inf into its activations (tests of the skip path); NULL = none */
   const char *debug_inject_nan, *debug_inject_inf;
+  /* --profile (webgpu): per-kernel GPU time table on stderr at the end of the session */
+  int profile;
 } tz_train_opts;
 
 /* Defaults: llama, 4 layers, 4 heads, C=128, T=128, B=16, vocab 2048, AdamW(0.9, 0.95, 1e-8,

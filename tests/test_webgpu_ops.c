@@ -47,7 +47,8 @@ static int teardown(void **state) {
 
 /* ---- twin tensors ---- */
 #define MAXT 12
-#define PAD 3 /* floats before each tensor in its buffer */
+#define PAD 3 /* floats before each tensor in its buffer (odd offsets: the general kernels) */
+static int g_pad = PAD; /* 4: 16-byte aligned tensors, which the vec4 matmul path needs */
 typedef struct {
   size_t n;
   float *h;     /* host values (int32 bit patterns for integer tensors) */
@@ -91,9 +92,9 @@ static void k_run(kase *k, opfn f, const int *dims) {
     tz_buf *bufs[MAXT];
     tz_slice s[MAXT];
     for (int i = 0; i < k->nt; i++) {
-      bufs[i] = be->alloc(be, (k->t[i].n + 2 * PAD) * 4, "test");
+      bufs[i] = be->alloc(be, (k->t[i].n + 2 * g_pad) * 4, "test");
       assert_non_null(bufs[i]);
-      s[i] = (tz_slice){bufs[i], PAD * 4};
+      s[i] = (tz_slice){bufs[i], (size_t)g_pad * 4};
       be->upload(be, s[i], k->t[i].h, k->t[i].n * 4);
     }
     f(be, s, dims);
@@ -259,6 +260,49 @@ static void test_matmul(void **state) {
         for (int kind = 0; kind < 3; kind++)
           check_mm(kind, dims[i], dims[j], dims[l], (i + j + l + kind) & 1, kind == 0 && ((i + j) & 1));
   for (int kind = 0; kind < 3; kind++) check_mm(kind, 130, 300, 257, 1, kind == 0);
+  /* vec4 fast path (M, K, N multiples of 4, 16-byte aligned tensors): partial tiles, K not a
+   * multiple of BK = 8; the same shapes with odd offsets take the general kernel */
+  for (int kind = 0; kind < 3; kind++) {
+    check_mm(kind, 132, 68, 260, kind & 1, kind == 0);
+    g_pad = 4;
+    check_mm(kind, 132, 68, 260, kind & 1, kind == 0);
+    check_mm(kind, 4, 12, 8, 0, kind == 0);
+    /* split-K (few output tiles, K >= 1024), acc 0 and 1 */
+    check_mm(kind, 64, 2052, 132, 0, 0);
+    check_mm(kind, 8, 1100, 12, 1, 0);
+    g_pad = PAD;
+  }
+  /* operands in the output's buffer (the activation arena): a and b at aligned, disjoint
+   * ranges after out, for each form, on both backends */
+  {
+    const int M = 68, K = 36, N = 132;
+    size_t oa = 0, ao = 9216, bo = 12288, tot = 17408; /* float offsets, 16-byte aligned */
+    float *h = malloc(tot * 4), *res[2];
+    tz_rng r;
+    tz_rng_seed(&r, 77, 1);
+    for (int kind = 0; kind < 3; kind++) {
+      for (size_t i = 0; i < tot; i++) h[i] = tz_rng_normal(&r);
+      tz_backend *bes[2] = {cpu, gpu};
+      for (int b = 0; b < 2; b++) {
+        tz_buf *buf = bes[b]->alloc(bes[b], tot * 4, "arena");
+        bes[b]->upload(bes[b], (tz_slice){buf, 0}, h, tot * 4);
+        tz_slice so = {buf, oa * 4}, sa = {buf, ao * 4}, sb = {buf, bo * 4};
+        if (kind == 0) bes[b]->matmul_t(bes[b], so, sa, sb, TZ_NONE, M, K, N, 1);
+        if (kind == 1) bes[b]->matmul(bes[b], so, sa, sb, M, K, N, 1);
+        if (kind == 2) bes[b]->matmul_at(bes[b], so, sa, sb, M, K, N, 1);
+        res[b] = malloc((size_t)M * N * 4);
+        bes[b]->download(bes[b], res[b], so, (size_t)M * N * 4);
+        bes[b]->free(bes[b], buf);
+      }
+      for (size_t i = 0; i < (size_t)M * N; i++)
+        if (!(fabs(res[1][i] - res[0][i]) <= 1e-4 * (1 + fabs(res[0][i])))) {
+          print_error("shared-buffer matmul kind %d [%zu]: gpu %.9g cpu %.9g\n", kind, i, res[1][i], res[0][i]);
+          fail();
+        }
+      free(res[0]), free(res[1]);
+    }
+    free(h);
+  }
   check_mm(0, 4, 0, 5, 1, 1); /* K = 0: out (+)= bias */
   check_mm(3, 70, 33, 0, 0, 0); /* bias_bwd over M=70 rows (3 chunks), N=33 */
   check_mm(3, 1, 300, 0, 0, 0);

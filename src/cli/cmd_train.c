@@ -27,7 +27,8 @@ static const char *HELP =
     "run:\n"
     "  --run-dir DIR          output directory (default runs/<date-time>; runs/latest points to it)\n"
     "  --resume DIR           continue the run in DIR from its checkpoint (exactly)\n"
-    "  --backend NAME         cpu (default) or webgpu (TEZGAH_PROFILE=1: per-kernel GPU times)\n"
+    "  --backend NAME         cpu (default) or webgpu\n"
+    "  --profile              webgpu: print the per-kernel GPU time table (ms/step, share, GFLOP/s or GB/s)\n"
     "  --threads N            OpenMP threads (default: all cores)\n"
     "  --seed N               random seed (1337)\n"
     "model:\n"
@@ -64,7 +65,7 @@ enum {
   O_DATA = 256, O_VOCAB, O_VALFRAC, O_TSHARDS, O_VSHARDS, O_TOKENIZER, O_RUNDIR, O_RESUME,
   O_BACKEND, O_THREADS, O_SEED, O_ARCH, O_NLAYER, O_NHEAD, O_NKV, O_DMODEL, O_DFF, O_MAXT,
   O_UNTIED, O_ACCUM, O_STEPS, O_LR, O_WARMUP, O_MINLR, O_B1, O_B2, O_EPS, O_WD, O_CLIP,
-  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_HELP
+  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_HELP
 };
 
 static const struct option LONG[] = {
@@ -80,13 +81,14 @@ static const struct option LONG[] = {
     {"beta2", 1, 0, O_B2}, {"eps", 1, 0, O_EPS}, {"weight-decay", 1, 0, O_WD},
     {"grad-clip", 1, 0, O_CLIP}, {"val-every", 1, 0, O_VALEVERY}, {"val-batches", 1, 0, O_VALB},
     {"ckpt-every", 1, 0, O_CKPT}, {"log-every", 1, 0, O_LOG}, {"sample-tokens", 1, 0, O_SAMPLE}, {"stop-after", 1, 0, O_STOP},
-    {"quiet", 0, 0, O_QUIET}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
+    {"quiet", 0, 0, O_QUIET}, {"profile", 0, 0, O_PROFILE}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
     {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
 
 /* Options that may accompany --resume without changing the loss sequence. */
 static int resume_allows(int opt) {
   return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_QUIET ||
-         opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP || opt == O_INJNAN || opt == O_INJINF;
+         opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP || opt == O_INJNAN || opt == O_INJINF ||
+         opt == O_PROFILE;
 }
 
 static const char *flag_name(int opt) {
@@ -169,6 +171,7 @@ int tz_cmd_train(int argc, char **argv) {
       case O_SAMPLE: e = tz_arg_int("--sample-tokens", optarg, 0, 1 << 20, &o.sample_tokens); break;
       case O_STOP: e = tz_arg_int("--stop-after", optarg, 0, 1 << 30, &o.stop_after); break;
       case O_QUIET: o.quiet = 1; break;
+      case O_PROFILE: o.profile = 1; break;
       case O_SKIPLZ: e = tz_arg_float("--skip-loss-z", optarg, 0, 1e6, &o.skip_loss_z); break;
       case O_SKIPNZ: e = tz_arg_float("--skip-norm-z", optarg, 0, 1e6, &o.skip_norm_z); break;
       case O_INJNAN: o.debug_inject_nan = optarg; break;

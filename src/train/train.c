@@ -275,6 +275,13 @@ int tz_train(const tz_train_opts *opts_in) {
   tz_loader_shuffle(train, o.seed);
 
   /* ---- model ---- */
+  if (o.profile) {
+    if (strcmp(o.backend, "webgpu")) {
+      tz_err("--profile needs --backend webgpu (GPU timestamp queries)");
+      goto out;
+    }
+    setenv("TEZGAH_PROFILE", "1", 1);
+  }
   if (!(be = tz_backend_create(o.backend, o.threads))) goto out;
   if (o.resume) {
     if (tz_run_load_model(&rf, be, &m)) goto out;
@@ -396,6 +403,7 @@ int tz_train(const tz_train_opts *opts_in) {
   }
   double total = now_s() - t_start;
   if (tty) fprintf(stderr, "\n");
+  if (o.profile) tz_webgpu_profile_print(be, st.step - first_step); /* validation passes included */
   if (val) {
     last_val = validate(m, val, o.val_batches, in, tg);
     cJSON *fin = cJSON_CreateObject();

@@ -57,6 +57,7 @@ typedef struct {
   char key[128];
   WGPUComputePipeline pipe;
   WGPUBindGroupLayout bgl;
+  int nbind; /* storage bindings of a standalone module (0: the preamble's MAX_ARGS) */
 } wg_pipe;
 
 typedef struct {
@@ -107,6 +108,7 @@ typedef struct {
   WGPUBuffer qres, qread;
   int nq;
   const char *qlabel[PROF_MAX];
+  double label_flop[MAX_LABELS], label_bytes[MAX_LABELS], pending_flop; /* per label, summed over dispatches */
   const char *labels[MAX_LABELS];
   double label_ns[MAX_LABELS];
   uint64_t label_calls[MAX_LABELS];
@@ -346,6 +348,16 @@ static const char *wgsl_src(const char *name) {
   return NULL;
 }
 
+/* A kernel file that declares its own uniform binding is standalone: no preamble (its
+ * bindings can then be read-only and vec4-typed); it has as many storage bindings as
+ * "@binding(" occurrences minus the uniform. */
+static int standalone(const char *body) {
+  if (!strstr(body, "@binding(0) var<uniform>")) return 0;
+  int n = -1;
+  for (const char *q = body; (q = strstr(q, "@binding(")); q++) n++;
+  return n;
+}
+
 static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) {
   char key[96];
   snprintf(key, sizeof key, "%s|%s", file, prefix);
@@ -353,13 +365,34 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     if (!strcmp(c->mods[i].key, key)) return c->mods[i].mod;
   const char *pre = wgsl_src("preamble"), *body = wgsl_src(file);
   TZ_ASSERT(pre && body && c->nmods < MAX_MODULES);
+  if (standalone(body)) pre = "";
   size_t n = strlen(pre) + strlen(prefix) + strlen(body) + 4;
+  /* A prefix containing "// rw" turns a standalone module's read-only bindings read_write:
+   * Dawn rejects a buffer bound read-only and writable in the same dispatch, even for
+   * disjoint ranges. */
+  char *rw = NULL;
+  if (strstr(prefix, "// rw")) {
+    const char *ro = "var<storage, read>", *wr = "var<storage, read_write>";
+    rw = tz_malloc(strlen(body) * 2 + 1);
+    char *o = rw;
+    for (const char *q = body; *q;)
+      if (!strncmp(q, ro, strlen(ro))) {
+        o += sprintf(o, "%s", wr);
+        q += strlen(ro);
+      } else {
+        *o++ = *q++;
+      }
+    *o = 0;
+    body = rw;
+    n = strlen(pre) + strlen(prefix) + strlen(body) + 4;
+  }
   char *src = tz_malloc(n);
   snprintf(src, n, "%s\n%s\n%s", prefix, pre, body);
   WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};
   WGPUShaderModuleDescriptor d = {&ws.chain, sv(file)};
   WGPUShaderModule m = W.wgpuDeviceCreateShaderModule(c->dev, &d);
   free(src);
+  free(rw);
   snprintf(c->mods[c->nmods].key, sizeof c->mods[c->nmods].key, "%s", key);
   c->mods[c->nmods++].mod = m;
   return m;
@@ -382,6 +415,7 @@ static int pipeline(wg_ctx *c, const char *file, const char *entry, const char *
   snprintf(p->key, sizeof p->key, "%s", key);
   p->pipe = W.wgpuDeviceCreateComputePipeline(c->dev, &d);
   p->bgl = W.wgpuComputePipelineGetBindGroupLayout(p->pipe, 0);
+  p->nbind = standalone(wgsl_src(file));
   check(c);
   return c->npipes++;
 }
@@ -545,7 +579,7 @@ static void run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nw
       block[8 + i] = (uint32_t)slot_of[i];
     }
   memcpy(block + 16, words + 8, (size_t)(nwords - 8) * 4);
-  int nb = MAX_ARGS;
+  int nb = c->pipes[pi].nbind ? c->pipes[pi].nbind : MAX_ARGS;
   if (atomic_arg) {
     uint64_t base = atomic_arg->s.off / align * align;
     uint64_t end = (atomic_arg->s.off + atomic_arg->bytes + 3) & ~3ull;
@@ -564,6 +598,9 @@ static void run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nw
   WGPUBindGroup bg = bind_group(c, pi, slot, nb, buf, off, size);
   encoder(c);
   if (c->profile) {
+    int li = label_index(c, label);
+    for (int i = 0; i < nargs; i++) c->label_bytes[li] += (double)args[i].bytes;
+    c->label_flop[li] += c->pending_flop;
     end_pass(c);
     WGPUPassTimestampWrites tw = {NULL, c->qs, (uint32_t)c->nq, (uint32_t)c->nq + 1};
     WGPUComputePassDescriptor pd = {NULL, sv(label), &tw};
@@ -797,28 +834,90 @@ static void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slic
 }
 
 /* ---- matmul family ---- */
-static void mm(wg_ctx *c, const char *label, int variant, tz_slice out, tz_slice a_, tz_slice b_,
+/* Would run_ex give these two arguments one binding (same buffer, overlapping aligned ranges)? */
+static int shares_binding(wg_ctx *c, tz_slice x, size_t xb, tz_slice y, size_t yb) {
+  if (!x.buf || !y.buf || x.buf != y.buf) return 0;
+  uint64_t align = c->lim.minStorageBufferOffsetAlignment;
+  return x.off / align * align < ((y.off + yb + 3) & ~3ull) && y.off / align * align < ((x.off + xb + 3) & ~3ull);
+}
+
+#define SPLIT_TARGET_WGS 264 /* aim split-K at ~2 workgroups per SM of a 132-SM GPU */
+
+static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_slice a_, tz_slice b_,
                tz_slice bias, int M, int K, int N, int acc) {
+  wg_ctx *c = CTX(be);
   if (M <= 0 || N <= 0) return;
+  c->pending_flop = 2.0 * M * N * K;
   char prefix[80], direct[80];
-  snprintf(prefix, sizeof prefix, "const VARIANT: u32 = %du; const DIRECT: bool = false;", variant);
-  snprintf(direct, sizeof direct, "const VARIANT: u32 = %du; const DIRECT: bool = true;", variant);
   uint32_t w[24] = {0};
   w[8] = M, w[9] = K, w[10] = N, w[11] = acc, w[12] = tz_present(bias);
   wg_arg a[] = {A(out, F4((size_t)M * N), "out"), A(a_, F4((size_t)M * K), "a"), A(b_, F4((size_t)K * N), "b"),
                 A(bias, F4(N), "bias")};
+  /* fast path (matmul_fast.wgsl): vec4-aligned shapes and offsets, four distinct bindings */
+  int fast = M % 4 == 0 && K % 4 == 0 && N % 4 == 0 && c->lim.minStorageBufferOffsetAlignment % 16 == 0 &&
+             !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL");
+  for (int i = 0; i < 4 && fast; i++) {
+    if (a[i].s.buf && a[i].s.off % 16) fast = 0;
+    for (int j = i + 1; j < 4 && fast; j++)
+      if (shares_binding(c, a[i].s, a[i].bytes, a[j].s, a[j].bytes)) fast = 0;
+  }
+  if (fast) {
+    int rw = 0; /* an operand in the output's buffer: bind everything read_write */
+    for (int i = 1; i < 4; i++)
+      if (a[i].s.buf && a[i].s.buf == out.buf) rw = 1;
+    snprintf(prefix, sizeof prefix, "const VARIANT: u32 = %du;%s", variant, rw ? " // rw" : "");
+    int pf = pipeline(c, "matmul_fast", "matmul_fast", prefix);
+    uint32_t gx = (N + 127) / 128, gy = (M + 127) / 128, tiles = gx * gy, S = 1;
+    uint32_t ks = ((uint32_t)K + 7) / 8 * 8;
+    /* split-K when the output has too few tiles to fill the GPU (weight gradients: K = B*T) */
+    if (!tz_present(bias) && tiles < SPLIT_TARGET_WGS && K >= 1024) {
+      S = (SPLIT_TARGET_WGS + tiles - 1) / tiles;
+      if (S > 16) S = 16;
+      while (S > 1 && (uint32_t)K / S < 256) S--;
+      uint64_t cap = c->lim.maxStorageBufferBindingSize / 2;
+      if (cap > (256ull << 20)) cap = 256ull << 20;
+      while (S > 1 && (uint64_t)S * M * N * 4 > cap) S--;
+      if (S > 1) {
+        ks = ((uint32_t)K + S - 1) / S;
+        ks = (ks + 7) / 8 * 8;
+        S = ((uint32_t)K + ks - 1) / ks;
+      }
+    }
+    w[13] = ks;
+    if (S == 1) {
+      run_ex(c, label, pf, w, 14, a, 4, gx, gy, 1, NULL, -1);
+      c->pending_flop = 0;
+      return;
+    }
+    size_t pn = (size_t)S * M * N;
+    tz_slice part = scratch(be, F4(pn));
+    w[11] = 0;
+    a[0] = A(part, F4(pn), "split-K partials");
+    run_ex(c, label, pf, w, 14, a, 4, gx, gy, S, NULL, -1);
+    c->pending_flop = 0;
+    /* out (+)= Σ_s part[s] */
+    uint32_t r[24] = {0};
+    r[8] = S, r[9] = (uint32_t)((size_t)M * N), r[10] = !acc, r[11] = (uint32_t)((size_t)M * N);
+    wg_arg ra[] = {A(out, F4((size_t)M * N), "out"), A(part, F4(pn), "split-K partials")};
+    run(c, label, pipeline(c, "elementwise", "colsum_add", ""), r, 12, ra, 2, (uint32_t)(((size_t)M * N + 255) / 256),
+        1, 1);
+    return;
+  }
+  snprintf(prefix, sizeof prefix, "const VARIANT: u32 = %du; const DIRECT: bool = false;", variant);
+  snprintf(direct, sizeof direct, "const VARIANT: u32 = %du; const DIRECT: bool = true;", variant);
   run_ex(c, label, pipeline(c, "matmul", "matmul_tiled", prefix), w, 13, a, 4, (N + 127) / 128, (M + 127) / 128, 1,
          NULL, pipeline(c, "matmul", "matmul_tiled", direct));
+  c->pending_flop = 0;
 }
 static void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, int M, int K,
                         int N, int acc) {
-  mm(CTX(be), "matmul_t", 0, out, a, b, bias, M, K, N, acc);
+  mm(be, "matmul_t", 0, out, a, b, bias, M, K, N, acc);
 }
 static void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {
-  mm(CTX(be), "matmul", 1, out, a, b, TZ_NONE, M, K, N, acc);
+  mm(be, "matmul", 1, out, a, b, TZ_NONE, M, K, N, acc);
 }
 static void wg_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {
-  mm(CTX(be), "matmul_at", 2, out, a, b, TZ_NONE, M, K, N, acc);
+  mm(be, "matmul_at", 2, out, a, b, TZ_NONE, M, K, N, acc);
 }
 
 /* ---- rope ---- */
@@ -1003,7 +1102,7 @@ void tz_webgpu_profile_print(tz_backend *be, double steps) {
   for (int i = 0; i < c->nlabels; i++) total += c->label_ns[i];
   if (steps <= 0) steps = 1;
   fprintf(stderr, "webgpu profile (GPU timestamps, per step over %.0f steps):\n", steps);
-  fprintf(stderr, "  %-16s %10s %8s %7s\n", "kernel", "ms/step", "calls", "share");
+  fprintf(stderr, "  %-16s %10s %8s %7s %12s\n", "kernel", "ms/step", "calls", "share", "rate");
   int order[MAX_LABELS];
   for (int i = 0; i < c->nlabels; i++) order[i] = i;
   for (int i = 0; i < c->nlabels; i++)
@@ -1015,8 +1114,15 @@ void tz_webgpu_profile_print(tz_backend *be, double steps) {
       }
   for (int k = 0; k < c->nlabels; k++) {
     int i = order[k];
-    fprintf(stderr, "  %-16s %10.3f %8.0f %6.1f%%\n", c->labels[i], c->label_ns[i] / 1e6 / steps,
-            c->label_calls[i] / steps, total > 0 ? 100.0 * c->label_ns[i] / total : 0.0);
+    /* matmuls: GFLOP/s (2MNK); others: GB/s of the tensor extents bound (each read or
+     * written once: a lower bound on the traffic) */
+    char rate[32] = "";
+    if (c->label_ns[i] > 0 && c->label_flop[i] > 0)
+      snprintf(rate, sizeof rate, "%.1f GFLOP/s", c->label_flop[i] / c->label_ns[i]);
+    else if (c->label_ns[i] > 0)
+      snprintf(rate, sizeof rate, "%.1f GB/s", c->label_bytes[i] / c->label_ns[i]);
+    fprintf(stderr, "  %-16s %10.3f %8.0f %6.1f%% %12s\n", c->labels[i], c->label_ns[i] / 1e6 / steps,
+            c->label_calls[i] / steps, total > 0 ? 100.0 * c->label_ns[i] / total : 0.0, rate);
   }
   fprintf(stderr, "  %-16s %10.3f\n", "total", total / 1e6 / steps);
 }
@@ -1027,6 +1133,8 @@ void tz_webgpu_profile_reset(tz_backend *be) {
   wg_sync_ctx(c);
   memset(c->label_ns, 0, sizeof c->label_ns);
   memset(c->label_calls, 0, sizeof c->label_calls);
+  memset(c->label_flop, 0, sizeof c->label_flop);
+  memset(c->label_bytes, 0, sizeof c->label_bytes);
 }
 
 /* ---- lifecycle ---- */
@@ -1163,6 +1271,14 @@ tz_backend *tz_backend_webgpu_create(void) {
   tg.chain.sType = WGPUSType_DawnTogglesDescriptor;
   tg.disabledToggleCount = 1;
   tg.disabledToggles = off_toggles;
+  /* Every kernel bounds-checks its own indices, so Dawn's robustness transform (a clamp on
+   * every storage access) is off unless TEZGAH_WEBGPU_ROBUST=1. */
+  const char *on_toggles[] = {"disable_robustness"};
+  const char *rb = getenv("TEZGAH_WEBGPU_ROBUST");
+  if (!(rb && *rb && strcmp(rb, "0"))) {
+    tg.enabledToggleCount = 1;
+    tg.enabledToggles = on_toggles;
+  }
   WGPUDeviceDescriptor dd;
   memset(&dd, 0, sizeof dd);
   dd.nextInChain = &tg.chain;

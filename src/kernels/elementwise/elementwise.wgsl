@@ -91,8 +91,8 @@ fn colsum_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
   st(0u, wid.y * cols + c, s);
 }
 
-// dst[c] += Σ_k src[k*stride + c], k < rows (parameter gradient: +=)
-// args 0 dst, 1 src; u0 rows, u1 cols, u3 stride
+// dst[c] += Σ_k src[k*stride + c], k < rows (parameter gradient: +=); u2 = 1: dst[c] = Σ (split-K)
+// args 0 dst, 1 src; u0 rows, u1 cols, u2 overwrite, u3 stride
 @compute @workgroup_size(256)
 fn colsum_add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let c = wid.x * WG + lid;
@@ -103,5 +103,8 @@ fn colsum_add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
   for (var k = 0u; k < pu(0u); k = k + 1u) {
     s = s + ld(1u, k * pu(3u) + c);
   }
-  st(0u, c, ld(0u, c) + s);
+  if (pu(2u) == 0u) {
+    s = s + ld(0u, c);
+  }
+  st(0u, c, s);
 }

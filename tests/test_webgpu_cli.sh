@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The WebGPU backend through the CLI:
+#  1. a missing Dawn library (TEZGAH_WEBGPU_LIB=/nonexistent) makes `tezgah train --backend
+#     webgpu` fail with exit code ≠ 0 and exactly one clear error line;
+#  2. the CPU backend of the same build still trains;
+#  3. with Dawn and an adapter (lavapipe in CI): `train --backend webgpu --profile` prints the
+#     per-kernel table; `--profile` on the CPU backend is a one-line error.
+# Usage (from ctest): bash test_webgpu_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
+set -uo pipefail
+tz=$(realpath "${1:?tezgah binary}")
+shared=${2:?shared dir}
+scratch=${3:?scratch dir}
+corpus=$shared/data/tinyshakespeare.txt
+if [[ ! -f $corpus ]]; then
+  echo "SKIPPED: $corpus is absent (../shared not available)"
+  exit 77
+fi
+rm -rf "$scratch" && mkdir -p "$scratch"
+cd "$scratch" || exit 1
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ok() { echo "ok: $*"; }
+export OMP_NUM_THREADS=2
+tiny=(--data "$corpus" --vocab-size 320 --n-layer 1 --d-model 32 -B 2 -T 16 --steps 3 --val-every 0
+  --sample-tokens 0 --log-every 1)
+
+# ---- 1. no Dawn library ----
+TEZGAH_WEBGPU_LIB=/nonexistent "$tz" train "${tiny[@]}" --backend webgpu --run-dir runs/nolib >out.txt 2>err.txt
+rc=$?
+lines=$(grep -vc '^data:' err.txt)
+if [[ $rc -ne 0 && $lines -eq 1 ]] && grep -q '^tezgah: error: webgpu: .*nonexistent' err.txt; then
+  ok "missing library: exit $rc, '$(grep -v '^data:' err.txt)'"
+else
+  fail "missing library: exit $rc, stderr:"; cat err.txt
+fi
+
+# ---- 2. the CPU backend of the same build ----
+if "$tz" train "${tiny[@]}" --backend cpu --run-dir runs/cpu >out.txt 2>err.txt && grep -q '^done: 3 steps' err.txt; then
+  ok "cpu backend trains"
+else
+  fail "cpu backend: exit $?, stderr:"; cat err.txt
+fi
+if "$tz" train "${tiny[@]}" --backend cpu --profile --run-dir runs/cpuprof >out.txt 2>err.txt; then
+  fail "--profile with the cpu backend succeeded"
+elif grep -q '^tezgah: error: --profile needs --backend webgpu' err.txt; then
+  ok "--profile on cpu: $(tail -1 err.txt)"
+else
+  fail "--profile on cpu: stderr:"; cat err.txt
+fi
+
+# ---- 3. --profile on webgpu (when an adapter exists) ----
+if "$tz" info 2>/dev/null | grep -q 'adapter'; then
+  if "$tz" train "${tiny[@]}" --backend webgpu --profile --run-dir runs/prof >out.txt 2>err.txt &&
+    grep -q 'webgpu profile' err.txt && grep -qE '^  matmul_t +[0-9.]+ +[0-9]+ +[0-9.]+% +[0-9.]+ GFLOP/s' err.txt &&
+    grep -qE '^  total' err.txt; then
+    ok "--profile prints the kernel table"
+    sed -n '/webgpu profile/,/total/p' err.txt | head -8
+  else
+    fail "--profile on webgpu: stderr:"; cat err.txt
+  fi
+else
+  echo "note: no WebGPU adapter here; --profile on webgpu not exercised"
+fi
+
+echo "$failures failure(s)"
+[[ $failures -eq 0 ]]
