@@ -8,6 +8,8 @@
 #     the context, unwritable run directory) → one-line error, exit code ≠ 0, no half-written
 #     file.
 # Usage (from ctest): bash test_train_e2e.sh <tezgah-binary> <shared-dir> <scratch-dir>
+# TZ_E2E_QUICK=1 (the sanitizer stage, where a step is ~20x slower) trains 60 steps and only
+# requires the validation loss to fall (below 90% of its initial value); it says so.
 set -uo pipefail
 tz=$(realpath "${1:?tezgah binary}")
 shared=${2:?shared dir}
@@ -26,15 +28,20 @@ export OMP_NUM_THREADS=2
 
 # ---- 1. training brings the validation loss well down ----
 small=(--data "$corpus" --vocab-size 320 --n-layer 2 --d-model 64 -B 16 -T 64 --lr 1e-2 --warmup 20)
-"$tz" train "${small[@]}" --run-dir runs/a --steps 600 --val-every 100 --sample-tokens 120 --seed 7 \
+steps=600 frac=0.6
+if [[ ${TZ_E2E_QUICK:-0} == 1 ]]; then
+  steps=60 frac=0.9
+  echo "quick mode (TZ_E2E_QUICK=1): $steps steps, final val loss must be below ${frac} x initial"
+fi
+"$tz" train "${small[@]}" --run-dir runs/a --steps $steps --val-every 100 --sample-tokens 120 --seed 7 \
   >sample.txt 2>train.log || fail "training exited with $?"
 first=$(grep -m1 -o '"val_loss":[0-9.e+-]*' runs/a/metrics.jsonl | cut -d: -f2)
 last=$(grep '"final":true' runs/a/metrics.jsonl | grep -o '"val_loss":[0-9.e+-]*' | cut -d: -f2)
 echo "validation loss: initial $first, final $last"
-if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.6 * a) }'; then
-  ok "final val loss $last < 60% of initial $first"
+if awk -v a="$first" -v b="$last" -v f="$frac" 'BEGIN { exit !(b < f * a) }'; then
+  ok "final val loss $last < $frac x initial $first"
 else
-  fail "final val loss $last is not below 60% of initial $first"
+  fail "final val loss $last is not below $frac x initial $first"
 fi
 chars=$(wc -c <sample.txt)
 letters=$(tr -cd 'A-Za-z' <sample.txt | wc -c)
