@@ -19,6 +19,9 @@ static void test_expf(void **s) {
   assert_true(tz_expf(-1000.0f) == 0.0f);
   assert_true(tz_expf(0.0f) == 1.0f);
   assert_true(isnan(tz_expf(NAN)));
+  assert_true(isnan(tz_expf(-NAN)));
+  assert_true(tz_expf(INFINITY) > 1e38f);
+  assert_true(tz_expf(-INFINITY) == 0.0f);
 }
 
 int main(void) {

@@ -97,7 +97,7 @@ int tz_cmd_convert(int argc, char **argv) {
   float *p;
   if (tz_foreign_load(in, from, &cfg, &p)) goto out;
   if (tokp) {
-    if (tz_tok_load(tokp, &tok)) goto out_p;
+    if (tz_tok_load_spec(tokp, &tok)) goto out_p;
     if (tz_tok_vocab_size(tok) > cfg.vocab_size) {
       tz_err("--tokenizer: %s has %d tokens but the model's vocab_size is %d", tokp, tz_tok_vocab_size(tok),
              cfg.vocab_size);

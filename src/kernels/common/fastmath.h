@@ -11,7 +11,9 @@
 #include <string.h>
 
 static inline float tz_expf(float x) {
-  float xc = x < -87.33654f ? -87.33654f : x > 88.72283f ? 88.72283f : x;
+  /* NaN → 0 here (the result is replaced by NaN below): a NaN converted to int would make
+   * the exponent shift below undefined behaviour */
+  float xc = x < -87.33654f ? -87.33654f : x > 88.72283f ? 88.72283f : x == x ? x : 0.0f;
   /* round to nearest by adding and subtracting 1.5·2^23 (vectorizes, unlike roundf) */
   float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = xc - n * 0.693359375f; /* ln2 split: hi part exact in float */
