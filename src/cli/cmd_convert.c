@@ -106,8 +106,16 @@ int tz_cmd_convert(int argc, char **argv) {
   }
   if (!(be = tz_backend_create("cpu", 0)) || tz_model_create(be, &cfg, &m)) goto out_p;
   tz_model_set_params(m, p);
-  if (tz_mkdirs(out)) goto out_p;
   char *path = tz_path_join(out, TZ_CKPT_FILE);
+  if (tz_exists(path)) { /* never replace another run's model (its metrics would no longer match) */
+    tz_err("%s: already holds a run (%s); choose another --out", out, TZ_CKPT_FILE);
+    free(path);
+    goto out_p;
+  }
+  if (tz_mkdirs(out)) {
+    free(path);
+    goto out_p;
+  }
   int e = tz_run_save(path, m, tok, NULL);
   if (!e) fprintf(stderr, "convert: wrote %s (%s, %d layers, C=%d, V=%d, %zu params)\n", path,
                   cfg.arch == TZ_ARCH_GPT2 ? "gpt2" : "llama", cfg.n_layer, cfg.d_model, cfg.vocab_size, m->lay.total);

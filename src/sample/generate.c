@@ -153,7 +153,10 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
       fwrite(bytes, 1, len, out);
       fflush(out);
     }
-    if (n >= (size_t)maxT) break; /* context full */
+    if (n >= (size_t)maxT) { /* the model cannot see further back: say why the text ends */
+      fprintf(stderr, "\n(sample: stopped at the model's context of %d tokens)", maxT);
+      break;
+    }
     ids[n] = next;
     tz_model_decode(m, ids + n, 1, (int)n, logits);
     n++;
