@@ -937,13 +937,14 @@ static void wg_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int 
 /* ---- attention ---- */
 static void hd_prefix(char *p, size_t cap, int hd) { snprintf(p, cap, "const HD: u32 = %du;", hd); }
 
-/* Flash kernels (attention_fa.wgsl) for the training form: Tq == Tk, q_pos0 == 0, head_dim a
- * multiple of 16 up to 64. TEZGAH_WEBGPU_ATTN=fallback forces attention.wgsl;
+/* Flash kernels (attention_fa.wgsl) for the training form: Tq == Tk, q_pos0 == 0, head_dim 64
+ * (GPT-2 and most small llamas; other sizes and KV-cache decoding run attention.wgsl).
+ * TEZGAH_WEBGPU_ATTN=fallback forces attention.wgsl;
  * TEZGAH_WEBGPU_ATTN=fast (tests) makes a shape the flash kernels cannot take an error. */
 static int attn_fast(wg_ctx *c, const char *op, int Tq, int Tk, int q_pos0, int head_dim) {
   const char *e = getenv("TEZGAH_WEBGPU_ATTN");
   if (e && !strcmp(e, "fallback")) return 0;
-  int ok = Tq == Tk && q_pos0 == 0 && head_dim % 16 == 0 && head_dim <= 64 && head_dim > 0;
+  int ok = Tq == Tk && q_pos0 == 0 && head_dim == 64;
   if (!ok && e && !strcmp(e, "fast")) {
     char m[160];
     snprintf(m, sizeof m, ": TEZGAH_WEBGPU_ATTN=fast but Tq %d, Tk %d, q_pos0 %d, head_dim %d is not a flash shape",
