@@ -10,7 +10,7 @@
  *   embed_bwd (float CAS adds, any order)        rtol 1e-5, atol 1e-6
  *   rmsnorm / layernorm fwd and bwd              rtol 1e-4, atol 1e-5
  *   matmul family, bias_bwd                      |err| ≤ 2e-5·Σ|terms| + 1e-6
- *   attention fwd / bwd                          rtol 1e-4, atol 2e-5
+ *   attention fwd / bwd (both kernel sets)       rtol 1e-4, atol 2e-5
  *   gelu / swiglu fwd, bwd                       rtol 1e-5, atol 1e-6 (gelu_bwd atol 1e-5:
  *                                                exp-based tanh in the far tail)
  *   crossentropy losses / dlogits                rtol 1e-5, atol 1e-6
@@ -349,10 +349,24 @@ static void check_att(int B, int T, int nh, int nkv, int hd) {
   k_check(&k, 4, "attention dqkv", 1e-4, 2e-5);
   k_free(&k);
 }
+/* the general kernels (attention.wgsl), forced: TEZGAH_WEBGPU_ATTN=fallback */
 static void test_attention(void **state) {
+  setenv("TEZGAH_WEBGPU_ATTN", "fallback", 1);
   check_att(2, 70, 4, 2, 16); /* GQA, T crosses a 64-row tile */
   check_att(3, 5, 2, 2, 8);
   check_att(1, 130, 2, 1, 32); /* multi-query */
+  unsetenv("TEZGAH_WEBGPU_ATTN");
+}
+/* the flash kernels (attention_fa.wgsl, head_dim 64): TEZGAH_WEBGPU_ATTN=fast makes the backend stop with
+ * an error if a shape would fall back, so these really run them. T not a multiple of the
+ * 64-row block, the 32-key tile or the 16-row query tile; B > 1; GQA 4/2 and 4/1. */
+static void test_attention_flash(void **state) {
+  setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
+  check_att(2, 70, 4, 2, 64);  /* GQA 2 query heads per kv head */
+  check_att(3, 100, 4, 1, 64); /* multi-query, B 3 */
+  check_att(1, 150, 2, 2, 64); /* three row blocks, last one partial */
+  check_att(2, 9, 4, 4, 64);   /* T below one tile */
+  unsetenv("TEZGAH_WEBGPU_ATTN");
 }
 
 /* decoding form: Tq < Tk against a separate KV cache, no lse */
@@ -455,6 +469,7 @@ int main(void) {
       cmocka_unit_test(test_memory_ops), cmocka_unit_test(test_embed),
       cmocka_unit_test(test_norms),      cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_rope),       cmocka_unit_test(test_attention),
+      cmocka_unit_test(test_attention_flash),
       cmocka_unit_test(test_attention_kvcache), cmocka_unit_test(test_activations),
       cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_adamw),
   };

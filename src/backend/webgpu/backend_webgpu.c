@@ -937,6 +937,23 @@ static void wg_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int 
 /* ---- attention ---- */
 static void hd_prefix(char *p, size_t cap, int hd) { snprintf(p, cap, "const HD: u32 = %du;", hd); }
 
+/* Flash kernels (attention_fa.wgsl) for the training form: Tq == Tk, q_pos0 == 0, head_dim 64
+ * (GPT-2 and most small llamas; other sizes and KV-cache decoding run attention.wgsl).
+ * TEZGAH_WEBGPU_ATTN=fallback forces attention.wgsl;
+ * TEZGAH_WEBGPU_ATTN=fast (tests) makes a shape the flash kernels cannot take an error. */
+static int attn_fast(wg_ctx *c, const char *op, int Tq, int Tk, int q_pos0, int head_dim) {
+  const char *e = getenv("TEZGAH_WEBGPU_ATTN");
+  if (e && !strcmp(e, "fallback")) return 0;
+  int ok = Tq == Tk && q_pos0 == 0 && head_dim == 64;
+  if (!ok && e && !strcmp(e, "fast")) {
+    char m[160];
+    snprintf(m, sizeof m, ": TEZGAH_WEBGPU_ATTN=fast but Tq %d, Tk %d, q_pos0 %d, head_dim %d is not a flash shape",
+             Tq, Tk, q_pos0, head_dim);
+    fail(c, "%s%s", op, m, 0, 0);
+  }
+  return ok;
+}
+
 static void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k, tz_slice v,
                              int B, int Tq, int Tk, int q_pos0, int n_head, int n_kv_head, int head_dim,
                              int q_stride, int kv_stride) {
@@ -951,7 +968,10 @@ static void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slic
                 A(q, F4(((size_t)B * Tq - 1) * q_stride + C), "q"),
                 A(k, F4(((size_t)B * Tk - 1) * kv_stride + (size_t)n_kv_head * head_dim), "k"),
                 A(v, F4(((size_t)B * Tk - 1) * kv_stride + (size_t)n_kv_head * head_dim), "v")};
-  run(c, "attention_fwd", pipeline(c, "attention", "attn_fwd", pre), w, 17, a, 5, (Tq + 63) / 64, n_head, B);
+  if (attn_fast(c, "attention_fwd", Tq, Tk, q_pos0, head_dim))
+    run(c, "attention_fwd", pipeline(c, "attention_fa", "fa_fwd", pre), w, 17, a, 5, (Tq + 63) / 64, n_head, B);
+  else
+    run(c, "attention_fwd", pipeline(c, "attention", "attn_fwd", pre), w, 17, a, 5, (Tq + 63) / 64, n_head, B);
 }
 
 static void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout, tz_slice q,
@@ -973,11 +993,13 @@ static void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice 
   run(c, "attention_bwd", pipeline(c, "attention", "attn_bwd_d", pre), w, 18, a0, 3, gx, gy, 1);
   wg_arg a1[] = {A(dq, qext, "dq"),     A(q, qext, "q"),          A(k, kext, "k"), A(v, kext, "v"),
                  A(dout, F4((size_t)B * T * C), "dout"), A(lse, F4(rows), "lse"), A(D, F4(rows), "D")};
-  run(c, "attention_bwd", pipeline(c, "attention", "attn_bwd_dq", pre), w, 18, a1, 7, (T + 63) / 64, n_head, B);
+  int fa = attn_fast(c, "attention_bwd", T, T, 0, head_dim);
+  run(c, "attention_bwd", pipeline(c, fa ? "attention_fa" : "attention", fa ? "fa_dq" : "attn_bwd_dq", pre), w, 18,
+      a1, 7, (T + 63) / 64, n_head, B);
   wg_arg a2[] = {A(dk, kext, "dk"), A(dv, kext, "dv"), A(q, qext, "q"), A(k, kext, "k"), A(v, kext, "v"),
                  A(dout, F4((size_t)B * T * C), "dout"), A(lse, F4(rows), "lse"), A(D, F4(rows), "D")};
-  run(c, "attention_bwd", pipeline(c, "attention", "attn_bwd_dkdv", pre), w, 18, a2, 8, (T + 63) / 64, n_kv_head,
-      B);
+  run(c, "attention_bwd", pipeline(c, fa ? "attention_fa" : "attention", fa ? "fa_dkdv" : "attn_bwd_dkdv", pre), w,
+      18, a2, 8, (T + 63) / 64, n_kv_head, B);
 }
 
 /* ---- activations ---- */
