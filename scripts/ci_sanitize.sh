@@ -18,6 +18,7 @@ echo "ci_sanitize: built in $((SECONDS - t0)) s"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1:allocator_may_return_null=1
 # The kill test's 100 kills over 1500 steps run in the regular ctest; instrumented, a smaller
 # run keeps this stage within the CI budget (still SIGKILLs mid-checkpoint and exact resume).
+export TZ_KILL_MIN_MIDWRITE=${TZ_KILL_MIN_MIDWRITE:-0} # the 100-kill run in the main suite checks mid-write kills
 export TZ_KILLS=${TZ_KILLS:-25} TZ_KILL_STEPS=${TZ_KILL_STEPS:-300} TZ_KILL_MAX_DELAY_MS=${TZ_KILL_MAX_DELAY_MS:-600}
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export TZ_E2E_QUICK=1 # the end-to-end test's 600-step run takes >10 min under ASan without AVX
