@@ -91,6 +91,37 @@ fn colsum_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
   st(0u, wid.y * cols + c, s);
 }
 
+// colsum_rows: the same sum as colsum_add for few columns and many rows (bias and norm-weight
+// gradients: cols = C, rows = N/CHUNK): each workgroup owns 16 columns, its 16 lanes of 16
+// threads sum every 16th row, and the lanes are added in workgroup memory (the one-thread-per-
+// column colsum_add ran 3 workgroups with 512 serial loads each for C = 768).
+// args 0 dst, 1 src; u0 rows, u1 cols, u2 overwrite, u3 stride
+var<workgroup> colsum_red: array<f32, 256>;
+
+@compute @workgroup_size(256)
+fn colsum_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let c = wid.x * 16u + lid % 16u;
+  let lane = lid / 16u;
+  var s = 0.0;
+  if (c < pu(1u)) {
+    for (var k = lane; k < pu(0u); k = k + 16u) {
+      s = s + ld(1u, k * pu(3u) + c);
+    }
+  }
+  colsum_red[lid] = s;
+  workgroupBarrier();
+  if (lid < 16u && c < pu(1u)) {
+    var t = 0.0;
+    for (var l = 0u; l < 16u; l = l + 1u) {
+      t = t + colsum_red[l * 16u + lid];
+    }
+    if (pu(2u) == 0u) {
+      t = t + ld(0u, c);
+    }
+    st(0u, c, t);
+  }
+}
+
 // dst[c] += Σ_k src[k*stride + c], k < rows (parameter gradient: +=); u2 = 1: dst[c] = Σ (split-K)
 // args 0 dst, 1 src; u0 rows, u1 cols, u2 overwrite, u3 stride
 @compute @workgroup_size(256)

@@ -8,13 +8,15 @@
 // a vec4 is either wholly inside or wholly outside a tensor: bounds are checked per vec4.
 //
 // Standalone module (no preamble: it declares its own bindings, so a, b and bias can be
-// read-only and vec4-typed). Workgroup tile 128 x 128, BK = 8, 256 threads, each owning an
+// read-only and vec4-typed). Workgroup tile 128 x 128, BK = 8 or 16 (host prefix), 256 threads, each owning an
 // 8 x 8 register tile (rows ty*4+i and 64+ty*4+i, columns tx*4+j and 64+tx*4+j). Both operand
 // tiles live k-major in workgroup memory with a row stride of 132 floats: the compute loop
 // reads vec4s without bank conflicts, and a k-contiguous operand (a of matmul/matmul_t, b of
 // matmul_t) is transposed on its way in with scalar stores that are conflict-free too (the
 // 4-float pad spreads the two k-halves of a warp over all 32 banks). Every thread loads exactly
-// one vec4 of each operand per k-tile, into registers during the previous tile's arithmetic.
+// BK/8 vec4s of each operand per k-tile, into registers during the previous tile's arithmetic.
+// The k loop inside a tile is written out (NVIDIA's driver does not unroll Tint's loops, and a
+// rolled loop leaves every workgroup-memory load's latency exposed before its 64 FMAs).
 // Split-K (wid.z = split s of u5 k's each): split s writes plain partial sums to
 // out + s*M*N (the host then reduces them); a single split honors acc and bias.
 
@@ -33,24 +35,24 @@ struct U {
 
 const BM: u32 = 128u;
 const BN: u32 = 128u;
-const BK: u32 = 8u;
+// BK (8 or 16) comes with VARIANT in the host's prefix
 const RS: u32 = 33u;         // row stride in vec4s (132 floats)
-const TILE: u32 = 264u;      // BK * RS vec4s per operand tile
+const TILE: u32 = BK * RS;   // vec4s per operand tile
 
-var<workgroup> As: array<vec4<f32>, 528>; // two buffers of [BK][132 floats]
-var<workgroup> Bs: array<vec4<f32>, 528>;
+var<workgroup> As: array<vec4<f32>, 2u * TILE>; // two buffers of [BK][132 floats]
+var<workgroup> Bs: array<vec4<f32>, 2u * TILE>;
 
 // global vec4 of the a tile at k0 for thread tid (zero outside the tensor or split)
-fn load_a(tid: u32, m0: u32, k0: u32, kend: u32, M: u32, K: u32) -> vec4<f32> {
+fn load_a(tid: u32, j: u32, m0: u32, k0: u32, kend: u32, M: u32, K: u32) -> vec4<f32> {
   if (VARIANT == 2u) {
-    let k = k0 + tid / 32u;
+    let k = k0 + j * 8u + tid / 32u;
     let m = m0 + (tid % 32u) * 4u;
     if (k < kend && m < M) {
       return A[p.oa.y / 4u + k * (M / 4u) + m / 4u];
     }
   } else {
     let m = m0 + tid / 2u;
-    let k = k0 + (tid % 2u) * 4u;
+    let k = k0 + j * 8u + (tid % 2u) * 4u;
     if (k < kend && m < M) {
       return A[p.oa.y / 4u + m * (K / 4u) + k / 4u];
     }
@@ -58,15 +60,15 @@ fn load_a(tid: u32, m0: u32, k0: u32, kend: u32, M: u32, K: u32) -> vec4<f32> {
   return vec4<f32>(0.0);
 }
 
-fn load_b(tid: u32, n0: u32, k0: u32, kend: u32, N: u32, K: u32) -> vec4<f32> {
+fn load_b(tid: u32, j: u32, n0: u32, k0: u32, kend: u32, N: u32, K: u32) -> vec4<f32> {
   if (VARIANT == 0u) {
     let n = n0 + tid / 2u;
-    let k = k0 + (tid % 2u) * 4u;
+    let k = k0 + j * 8u + (tid % 2u) * 4u;
     if (k < kend && n < N) {
       return Bm[p.oa.z / 4u + n * (K / 4u) + k / 4u];
     }
   } else {
-    let k = k0 + tid / 32u;
+    let k = k0 + j * 8u + tid / 32u;
     let n = n0 + (tid % 32u) * 4u;
     if (k < kend && n < N) {
       return Bm[p.oa.z / 4u + k * (N / 4u) + n / 4u];
@@ -75,12 +77,12 @@ fn load_b(tid: u32, n0: u32, k0: u32, kend: u32, N: u32, K: u32) -> vec4<f32> {
   return vec4<f32>(0.0);
 }
 
-fn store_a(tid: u32, buf: u32, v: vec4<f32>) {
+fn store_a(tid: u32, j: u32, buf: u32, v: vec4<f32>) {
   if (VARIANT == 2u) {
-    As[buf + (tid / 32u) * RS + tid % 32u] = v;
+    As[buf + (j * 8u + tid / 32u) * RS + tid % 32u] = v;
   } else {
     let m = tid / 2u;
-    let k = (tid % 2u) * 4u;
+    let k = j * 8u + (tid % 2u) * 4u;
     let q = buf + m / 4u;
     let c = m % 4u;
     As[q + k * RS][c] = v.x;
@@ -90,10 +92,10 @@ fn store_a(tid: u32, buf: u32, v: vec4<f32>) {
   }
 }
 
-fn store_b(tid: u32, buf: u32, v: vec4<f32>) {
+fn store_b(tid: u32, j: u32, buf: u32, v: vec4<f32>) {
   if (VARIANT == 0u) {
     let n = tid / 2u;
-    let k = (tid % 2u) * 4u;
+    let k = j * 8u + (tid % 2u) * 4u;
     let q = buf + n / 4u;
     let c = n % 4u;
     Bs[q + k * RS][c] = v.x;
@@ -101,7 +103,7 @@ fn store_b(tid: u32, buf: u32, v: vec4<f32>) {
     Bs[q + (k + 2u) * RS][c] = v.z;
     Bs[q + (k + 3u) * RS][c] = v.w;
   } else {
-    Bs[buf + (tid / 32u) * RS + tid % 32u] = v;
+    Bs[buf + (j * 8u + tid / 32u) * RS + tid % 32u] = v;
   }
 }
 
@@ -142,26 +144,36 @@ fn matmul_fast(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     nt = (kend - kbeg + BK - 1u) / BK;
   }
   if (nt > 0u) {
-    store_a(tid, 0u, load_a(tid, m0, kbeg, kend, M, K));
-    store_b(tid, 0u, load_b(tid, n0, kbeg, kend, N, K));
+    store_a(tid, 0u, 0u, load_a(tid, 0u, m0, kbeg, kend, M, K));
+    store_b(tid, 0u, 0u, load_b(tid, 0u, n0, kbeg, kend, N, K));
+    if (BK > 8u) {
+      store_a(tid, 1u, 0u, load_a(tid, 1u, m0, kbeg, kend, M, K));
+      store_b(tid, 1u, 0u, load_b(tid, 1u, n0, kbeg, kend, N, K));
+    }
   }
   workgroupBarrier();
   for (var t = 0u; t < nt; t = t + 1u) {
     let cur = (t % 2u) * TILE;
     let nxt = TILE - cur;
     let more = t + 1u < nt;
-    var ra = vec4<f32>(0.0);
-    var rb = vec4<f32>(0.0);
+    var ra0 = vec4<f32>(0.0);
+    var rb0 = vec4<f32>(0.0);
+    var ra1 = vec4<f32>(0.0);
+    var rb1 = vec4<f32>(0.0);
     if (more) {
       let k1 = kbeg + (t + 1u) * BK;
-      ra = load_a(tid, m0, k1, kend, M, K);
-      rb = load_b(tid, n0, k1, kend, N, K);
+      ra0 = load_a(tid, 0u, m0, k1, kend, M, K);
+      rb0 = load_b(tid, 0u, n0, k1, kend, N, K);
+      if (BK > 8u) {
+        ra1 = load_a(tid, 1u, m0, k1, kend, M, K);
+        rb1 = load_b(tid, 1u, n0, k1, kend, N, K);
+      }
     }
-    for (var k = 0u; k < BK; k = k + 1u) {
-      let a0 = As[cur + k * RS + ty];
-      let a1 = As[cur + k * RS + 16u + ty];
-      let b0 = Bs[cur + k * RS + tx];
-      let b1 = Bs[cur + k * RS + 16u + tx];
+    {
+      let a0 = As[cur + 0u * RS + ty];
+      let a1 = As[cur + 0u * RS + 16u + ty];
+      let b0 = Bs[cur + 0u * RS + tx];
+      let b1 = Bs[cur + 0u * RS + 16u + tx];
       acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
       acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
       acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
@@ -179,9 +191,345 @@ fn matmul_fast(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
       acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
       acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
     }
+    {
+      let a0 = As[cur + 1u * RS + ty];
+      let a1 = As[cur + 1u * RS + 16u + ty];
+      let b0 = Bs[cur + 1u * RS + tx];
+      let b1 = Bs[cur + 1u * RS + 16u + tx];
+      acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+      acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+      acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+      acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+      acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+      acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+      acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+      acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+      acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+      acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+      acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+      acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+      acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+      acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+      acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+      acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+    }
+    {
+      let a0 = As[cur + 2u * RS + ty];
+      let a1 = As[cur + 2u * RS + 16u + ty];
+      let b0 = Bs[cur + 2u * RS + tx];
+      let b1 = Bs[cur + 2u * RS + 16u + tx];
+      acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+      acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+      acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+      acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+      acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+      acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+      acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+      acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+      acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+      acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+      acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+      acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+      acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+      acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+      acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+      acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+    }
+    {
+      let a0 = As[cur + 3u * RS + ty];
+      let a1 = As[cur + 3u * RS + 16u + ty];
+      let b0 = Bs[cur + 3u * RS + tx];
+      let b1 = Bs[cur + 3u * RS + 16u + tx];
+      acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+      acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+      acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+      acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+      acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+      acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+      acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+      acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+      acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+      acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+      acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+      acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+      acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+      acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+      acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+      acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+    }
+    {
+      let a0 = As[cur + 4u * RS + ty];
+      let a1 = As[cur + 4u * RS + 16u + ty];
+      let b0 = Bs[cur + 4u * RS + tx];
+      let b1 = Bs[cur + 4u * RS + 16u + tx];
+      acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+      acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+      acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+      acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+      acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+      acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+      acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+      acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+      acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+      acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+      acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+      acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+      acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+      acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+      acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+      acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+    }
+    {
+      let a0 = As[cur + 5u * RS + ty];
+      let a1 = As[cur + 5u * RS + 16u + ty];
+      let b0 = Bs[cur + 5u * RS + tx];
+      let b1 = Bs[cur + 5u * RS + 16u + tx];
+      acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+      acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+      acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+      acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+      acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+      acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+      acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+      acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+      acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+      acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+      acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+      acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+      acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+      acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+      acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+      acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+    }
+    {
+      let a0 = As[cur + 6u * RS + ty];
+      let a1 = As[cur + 6u * RS + 16u + ty];
+      let b0 = Bs[cur + 6u * RS + tx];
+      let b1 = Bs[cur + 6u * RS + 16u + tx];
+      acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+      acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+      acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+      acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+      acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+      acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+      acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+      acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+      acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+      acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+      acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+      acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+      acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+      acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+      acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+      acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+    }
+    {
+      let a0 = As[cur + 7u * RS + ty];
+      let a1 = As[cur + 7u * RS + 16u + ty];
+      let b0 = Bs[cur + 7u * RS + tx];
+      let b1 = Bs[cur + 7u * RS + 16u + tx];
+      acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+      acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+      acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+      acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+      acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+      acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+      acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+      acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+      acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+      acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+      acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+      acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+      acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+      acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+      acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+      acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+    }
+    if (BK > 8u) {
+      {
+        let a0 = As[cur + 8u * RS + ty];
+        let a1 = As[cur + 8u * RS + 16u + ty];
+        let b0 = Bs[cur + 8u * RS + tx];
+        let b1 = Bs[cur + 8u * RS + 16u + tx];
+        acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+        acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+        acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+        acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+        acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+        acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+        acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+        acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+        acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+        acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+        acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+        acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+        acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+        acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+        acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+        acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+      }
+      {
+        let a0 = As[cur + 9u * RS + ty];
+        let a1 = As[cur + 9u * RS + 16u + ty];
+        let b0 = Bs[cur + 9u * RS + tx];
+        let b1 = Bs[cur + 9u * RS + 16u + tx];
+        acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+        acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+        acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+        acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+        acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+        acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+        acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+        acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+        acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+        acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+        acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+        acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+        acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+        acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+        acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+        acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+      }
+      {
+        let a0 = As[cur + 10u * RS + ty];
+        let a1 = As[cur + 10u * RS + 16u + ty];
+        let b0 = Bs[cur + 10u * RS + tx];
+        let b1 = Bs[cur + 10u * RS + 16u + tx];
+        acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+        acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+        acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+        acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+        acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+        acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+        acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+        acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+        acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+        acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+        acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+        acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+        acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+        acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+        acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+        acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+      }
+      {
+        let a0 = As[cur + 11u * RS + ty];
+        let a1 = As[cur + 11u * RS + 16u + ty];
+        let b0 = Bs[cur + 11u * RS + tx];
+        let b1 = Bs[cur + 11u * RS + 16u + tx];
+        acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+        acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+        acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+        acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+        acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+        acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+        acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+        acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+        acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+        acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+        acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+        acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+        acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+        acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+        acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+        acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+      }
+      {
+        let a0 = As[cur + 12u * RS + ty];
+        let a1 = As[cur + 12u * RS + 16u + ty];
+        let b0 = Bs[cur + 12u * RS + tx];
+        let b1 = Bs[cur + 12u * RS + 16u + tx];
+        acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+        acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+        acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+        acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+        acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+        acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+        acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+        acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+        acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+        acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+        acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+        acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+        acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+        acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+        acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+        acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+      }
+      {
+        let a0 = As[cur + 13u * RS + ty];
+        let a1 = As[cur + 13u * RS + 16u + ty];
+        let b0 = Bs[cur + 13u * RS + tx];
+        let b1 = Bs[cur + 13u * RS + 16u + tx];
+        acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+        acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+        acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+        acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+        acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+        acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+        acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+        acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+        acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+        acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+        acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+        acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+        acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+        acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+        acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+        acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+      }
+      {
+        let a0 = As[cur + 14u * RS + ty];
+        let a1 = As[cur + 14u * RS + 16u + ty];
+        let b0 = Bs[cur + 14u * RS + tx];
+        let b1 = Bs[cur + 14u * RS + 16u + tx];
+        acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+        acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+        acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+        acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+        acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+        acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+        acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+        acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+        acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+        acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+        acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+        acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+        acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+        acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+        acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+        acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+      }
+      {
+        let a0 = As[cur + 15u * RS + ty];
+        let a1 = As[cur + 15u * RS + 16u + ty];
+        let b0 = Bs[cur + 15u * RS + tx];
+        let b1 = Bs[cur + 15u * RS + 16u + tx];
+        acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+        acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+        acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+        acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+        acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+        acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+        acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+        acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+        acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+        acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+        acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+        acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+        acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+        acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+        acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+        acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+      }
+    }
     if (more) {
-      store_a(tid, nxt, ra);
-      store_b(tid, nxt, rb);
+      store_a(tid, 0u, nxt, ra0);
+      store_b(tid, 0u, nxt, rb0);
+      if (BK > 8u) {
+        store_a(tid, 1u, nxt, ra1);
+        store_b(tid, 1u, nxt, rb1);
+      }
     }
     workgroupBarrier();
   }
