@@ -261,7 +261,16 @@ int tz_cmd_decode(int argc, char **argv) {
     js = tz_strdup(pos);
     jl = strlen(pos);
   }
-  cJSON *arr = cJSON_ParseWithLength(js, jl);
+  /* the whole input must be the array: trailing text (other than white space) is an error */
+  const char *end = NULL;
+  cJSON *arr = cJSON_ParseWithLengthOpts(js, jl, &end, 0);
+  if (arr && end) {
+    while (end < js + jl && (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t')) end++;
+    if (end < js + jl && *end) {
+      cJSON_Delete(arr);
+      arr = NULL;
+    }
+  }
   int rc = 0;
   int32_t *ids = NULL;
   size_t ni = 0;
