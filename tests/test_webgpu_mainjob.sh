@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The main job's model shape through the CLI on the WebGPU backend (lavapipe in CI):
+# `tezgah train --backend webgpu` with the defaults' model (llama, 4 layers, 4 heads,
+# d_model 128, B 16, T 128, vocab 2048) trains 3 steps: exit 0, finite losses in
+# metrics.jsonl, the last not above the first + 1, and the same 3 steps on --backend cpu give
+# losses within 1e-3 relative. The f16 weight mirror is forced off here (TEZGAH_WEBGPU_F16=0:
+# this test is the fp32 comparison; test_webgpu_train covers f16).
+# SKIPPED (exit 77) without ../shared or without Dawn / an adapter.
+# Usage (from ctest): bash test_webgpu_mainjob.sh <tezgah-binary> <shared-dir> <scratch-dir>
+set -uo pipefail
+tz=$(realpath "${1:?tezgah binary}")
+shared=${2:?shared dir}
+scratch=${3:?scratch dir}
+corpus=$shared/data/tinyshakespeare.txt
+if [[ ! -f $corpus ]]; then
+  echo "SKIPPED: $corpus is absent (../shared not available)"
+  exit 77
+fi
+if ! info=$("$tz" info 2>&1) || ! grep -q '^  adapter:' <<<"$info"; then
+  echo "SKIPPED: WebGPU unavailable: $(grep -m1 'error' <<<"$info" || echo 'no adapter listed by tezgah info')"
+  exit 77
+fi
+rm -rf "$scratch" && mkdir -p "$scratch"
+cd "$scratch" || exit 1
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ok() { echo "ok: $*"; }
+export OMP_NUM_THREADS=2 TEZGAH_WEBGPU_F16=0
+job=(--data "$corpus" --vocab-size 2048 --arch llama --n-layer 4 --n-head 4 --d-model 128 -B 16 -T 128
+  --steps 3 --val-every 0 --sample-tokens 20 --log-every 1 --seed 11)
+
+losses() { grep -o '"loss":[0-9.eE+-]*\|"loss":[a-z-]*' "$1" | cut -d: -f2; }
+for be in webgpu cpu; do
+  start=$(date +%s)
+  if "$tz" train "${job[@]}" --backend $be --run-dir runs/$be >$be.out 2>$be.err; then
+    ok "$be: trained 3 steps in $(($(date +%s) - start)) s"
+  else
+    fail "$be: exit $?, stderr:"; tail -20 $be.err
+  fi
+done
+grep -m1 -i 'webgpu\|device' webgpu.err | head -2
+mapfile -t lw < <(losses runs/webgpu/metrics.jsonl 2>/dev/null)
+mapfile -t lc < <(losses runs/cpu/metrics.jsonl 2>/dev/null)
+echo "webgpu losses: ${lw[*]:-none}"
+echo "cpu losses:    ${lc[*]:-none}"
+if ((${#lw[@]} != 3 || ${#lc[@]} != 3)); then
+  fail "expected 3 step losses each, got ${#lw[@]} (webgpu) and ${#lc[@]} (cpu)"
+else
+  if awk -v a="${lw[0]}" -v b="${lw[1]}" -v c="${lw[2]}" 'BEGIN {
+      for (i = 0; i < 3; i++) { x = (i == 0 ? a : i == 1 ? b : c) + 0; if (!(x > 0 && x < 20)) exit 1 }
+      exit !(c + 0 <= a + 1) }'; then
+    ok "webgpu losses finite and sane (last ${lw[2]} <= first ${lw[0]} + 1)"
+  else
+    fail "webgpu losses not finite or not sane: ${lw[*]}"
+  fi
+  for i in 0 1 2; do
+    if awk -v a="${lw[$i]}" -v b="${lc[$i]}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-3 * b) }'; then
+      ok "step $((i + 1)): webgpu ${lw[$i]} vs cpu ${lc[$i]} within 1e-3 relative"
+    else
+      fail "step $((i + 1)): webgpu ${lw[$i]} vs cpu ${lc[$i]} differ by more than 1e-3 relative"
+    fi
+  done
+fi
+echo "$failures failure(s)"
+[[ $failures -eq 0 ]]
