@@ -18,7 +18,7 @@ if [[ ! -f $corpus ]]; then
   exit 77
 fi
 if ! info=$("$tz" info 2>&1) || ! grep -q '^  adapter:' <<<"$info"; then
-  echo "SKIPPED: WebGPU unavailable: $(grep -m1 'error' <<<"$info" || echo 'no adapter listed by tezgah info')"
+  echo "SKIPPED: WebGPU unavailable: $(grep -m1 'unavailable\|error' <<<"$info" || echo 'no adapter listed by tezgah info')"
   exit 77
 fi
 rm -rf "$scratch" && mkdir -p "$scratch"
