@@ -16,6 +16,14 @@
  *   crossentropy losses / dlogits                rtol 1e-5, atol 1e-6
  *   sum_sq                                       rtol 1e-5 (fp32 tree sum vs fp64)
  *   adamw params / m / v                         rtol 1e-5, atol 1e-7
+ * The f16 weight mirror (test_w16, TEZGAH_WEBGPU_F16=1; SKIPPED without ShaderF16): weights
+ * in a buffer registered with params_mirror(), read as f16 by the forward:
+ *   embed_fwd (wte + wpe)                        |err| ≤ 1e-3·(|wte| + |wpe|) + 1e-6
+ *   matmul_t (b = weight, with bias)             |err| ≤ 2e-3·Σ|a·b| + 1e-5
+ *   after adamw and after an upload into the     same bound (the mirror follows the master);
+ *   parameters                                   adamw's fp32 params rtol 1e-5, atol 1e-7
+ *   matmul (backward dX = dY·W)                  the fp32 bound above (reads fp32 W)
+ *   and the f16 results must differ from fp32 somewhere (the mirror really was read).
  * Needs Dawn and a WebGPU adapter (lavapipe in CI); without them it prints SKIPPED and
  * exits 77. */
 #include <math.h>
@@ -465,6 +473,123 @@ static void test_adamw(void **state) {
   k_free(&k);
 }
 
+/* ---- f16 weight mirror ---- */
+/* |got - ref| <= rel·mag[i] + abs for every i; returns how many differ from ref at all. */
+static int check_bound(const char *what, const float *got, const float *ref, const double *mag, size_t n,
+                       double rel, double abs_) {
+  int differ = 0;
+  for (size_t i = 0; i < n; i++) {
+    double err = fabs((double)got[i] - ref[i]);
+    differ += got[i] != ref[i];
+    if (!(err <= rel * mag[i] + abs_)) {
+      print_error("%s [%zu]: gpu %.9g cpu %.9g (bound %.3g)\n", what, i, got[i], ref[i], rel * mag[i] + abs_);
+      fail();
+    }
+  }
+  return differ;
+}
+
+static void test_w16(void **state) {
+  setenv("TEZGAH_WEBGPU_F16", "1", 1);
+  tz_backend *g16 = tz_backend_create("webgpu", 0);
+  unsetenv("TEZGAH_WEBGPU_F16");
+  if (!g16) {
+    printf("SKIPPED: f16 mirror unavailable: %s\n", tz_errmsg());
+    skip();
+  }
+  assert_non_null(g16->params_mirror);
+  assert_null(cpu->params_mirror);
+  /* parameter layout (floats): [4 pad | wte V*C | wpe T*C | W N*K | bias N], 16-byte aligned */
+  const int V = 37, C = 48, T = 12, Bt = 2, M = 20, K = C, N = 36;
+  size_t o_wte = 4, o_wpe = o_wte + (size_t)V * C, o_w = o_wpe + (size_t)T * C, o_b = o_w + (size_t)N * K,
+         np = o_b + N;
+  tz_rng r;
+  tz_rng_seed(&r, 77, 5);
+  float *ph = malloc(np * 4), *ph2 = malloc(np * 4), *x = malloc((size_t)M * K * 4), *dy = malloc((size_t)M * N * 4);
+  float *gr = malloc(np * 4), *mm_ = calloc(np, 4), *vv = calloc(np, 4);
+  for (size_t i = 0; i < np; i++) ph[i] = tz_rng_normal(&r), ph2[i] = tz_rng_normal(&r) * 0.5f, gr[i] = tz_rng_normal(&r);
+  for (int i = 0; i < M * K; i++) x[i] = tz_rng_normal(&r);
+  for (int i = 0; i < M * N; i++) dy[i] = tz_rng_normal(&r);
+  int32_t tok[24];
+  for (int i = 0; i < Bt * T; i++) tok[i] = (int32_t)tz_rng_below(&r, V);
+  tok[3] = V + 5; /* invalid: zero row */
+  tz_range rg[] = {{o_wte, (size_t)V * C + (size_t)T * C, 1.0f}, {o_w, (size_t)N * K, 1.0f}, {o_b, (size_t)N, 0.0f}};
+  tz_adamw_hp hp = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 1};
+  /* outputs per backend: emb, mm (fresh), mm after adamw, mm after upload, dX, params after adamw */
+  size_t ne = (size_t)Bt * T * C, nm = (size_t)M * N, nx = (size_t)M * K;
+  float *res[2][6];
+  tz_backend *bes[2] = {cpu, g16};
+  for (int b = 0; b < 2; b++) {
+    tz_backend *be = bes[b];
+    tz_buf *P = be->alloc(be, np * 4, "params"), *G = be->alloc(be, np * 4, "grads"),
+           *Mb = be->alloc(be, np * 4, "m"), *Vb = be->alloc(be, np * 4, "v"),
+           *act = be->alloc(be, (ne + 2 * nx + 2 * nm + 64) * 4, "acts");
+    if (be->params_mirror) be->params_mirror(be, P);
+    tz_slice ps = {P, 0}, gs = {G, 0}, ms = {Mb, 0}, vs = {Vb, 0};
+    be->upload(be, ps, ph, np * 4);
+    be->upload(be, gs, gr, np * 4);
+    tz_slice emb = {act, 16}, xs = tz_f32(emb, ne), tk = tz_f32(xs, nx), out = tz_f32(tk, 32), dys = tz_f32(out, nm);
+    tz_slice dx = tz_f32(dys, nm);
+    be->upload(be, xs, x, nx * 4);
+    be->upload(be, tk, tok, sizeof tok);
+    be->upload(be, dys, dy, nm * 4);
+    for (int k = 0; k < 6; k++) res[b][k] = malloc(np * 4);
+    be->embed_fwd(be, emb, tk, tz_f32(ps, o_wte), tz_f32(ps, o_wpe), Bt, T, C, V);
+    be->download(be, res[b][0], emb, ne * 4);
+    be->matmul_t(be, out, xs, tz_f32(ps, o_w), tz_f32(ps, o_b), M, K, N, 0);
+    be->download(be, res[b][1], out, nm * 4);
+    be->adamw(be, ps, gs, ms, vs, rg, 3, &hp);
+    be->matmul_t(be, out, xs, tz_f32(ps, o_w), tz_f32(ps, o_b), M, K, N, 0);
+    be->download(be, res[b][2], out, nm * 4);
+    be->download(be, res[b][5], ps, np * 4);
+    be->upload(be, ps, ph2, np * 4);
+    be->matmul_t(be, out, xs, tz_f32(ps, o_w), tz_f32(ps, o_b), M, K, N, 0);
+    be->download(be, res[b][3], out, nm * 4);
+    be->matmul(be, dx, dys, tz_f32(ps, o_w), M, N, K, 0); /* dX = dY·W, fp32 W */
+    be->download(be, res[b][4], dx, nx * 4);
+    tz_buf *all[] = {act, Vb, Mb, G, P};
+    for (int i = 0; i < 5; i++) be->free(be, all[i]);
+  }
+  double *mag = malloc(np * 8);
+  /* embed */
+  for (int n = 0; n < Bt * T; n++)
+    for (int c = 0; c < C; c++)
+      mag[(size_t)n * C + c] = tok[n] < V ? fabs(ph[o_wte + (size_t)tok[n] * C + c]) + fabs(ph[o_wpe + (size_t)(n % T) * C + c]) : 0;
+  int d_emb = check_bound("w16 embed_fwd", res[1][0], res[0][0], mag, ne, 1e-3, 1e-6);
+  /* matmul_t from three weight states: initial, after adamw, after an upload */
+  const float *wst[3] = {ph, res[0][5], ph2};
+  int d_mm = 0;
+  for (int s = 0; s < 3; s++) {
+    const float *w = wst[s];
+    for (int m = 0; m < M; m++)
+      for (int n = 0; n < N; n++) {
+        double t = fabs(w[o_b + n]);
+        for (int k = 0; k < K; k++) t += fabs((double)x[m * K + k] * w[o_w + (size_t)n * K + k]);
+        mag[m * N + n] = t;
+      }
+    const char *nm_[3] = {"w16 matmul_t", "w16 matmul_t after adamw", "w16 matmul_t after upload"};
+    d_mm += check_bound(nm_[s], res[1][s == 0 ? 1 : s == 1 ? 2 : 3], res[0][s == 0 ? 1 : s == 1 ? 2 : 3], mag, nm,
+                        2e-3, 1e-5);
+  }
+  double *pref = ot_dbl(res[0][5], np);
+  ot_close("w16 adamw params (fp32 master)", res[1][5], pref, np, 1e-5, 1e-7);
+  free(pref);
+  for (int m = 0; m < M; m++)
+    for (int k = 0; k < K; k++) {
+      double t = 0;
+      for (int n = 0; n < N; n++) t += fabs((double)dy[m * N + n] * ph2[o_w + (size_t)n * K + k]);
+      mag[m * K + k] = t;
+    }
+  check_bound("w16 backward matmul (fp32 W)", res[1][4], res[0][4], mag, nx, 2e-5, 1e-6);
+  printf("w16: %d of %zu embed and %d of %zu matmul_t outputs differ from fp32 (f16 weights read)\n", d_emb, ne,
+         d_mm, 3 * nm);
+  assert_true(d_emb > 0 && d_mm > 0);
+  for (int b = 0; b < 2; b++)
+    for (int k = 0; k < 6; k++) free(res[b][k]);
+  free(mag), free(ph), free(ph2), free(x), free(dy), free(gr), free(mm_), free(vv);
+  g16->destroy(g16);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_memory_ops), cmocka_unit_test(test_embed),
@@ -473,6 +598,7 @@ int main(void) {
       cmocka_unit_test(test_attention_flash),
       cmocka_unit_test(test_attention_kvcache), cmocka_unit_test(test_activations),
       cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_adamw),
+      cmocka_unit_test(test_w16),
   };
   if (getenv("TZ_TEST_FILTER")) cmocka_set_test_filter(getenv("TZ_TEST_FILTER"));
   return cmocka_run_group_tests(tests, setup, teardown);

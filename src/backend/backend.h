@@ -82,6 +82,12 @@ struct tz_backend {
    * `tezgah train`). */
   size_t (*mem_used)(tz_backend *be);
   size_t (*mem_peak)(tz_backend *be);
+  /* Optional (NULL: nothing to do, e.g. the CPU backend): `params` is the model's flat
+   * parameter buffer (fp32 master weights). The WebGPU backend with ShaderF16 keeps an f16
+   * copy of it for the forward pass's weight reads (matmul_t's b, embed_fwd's wte/wpe);
+   * backward and adamw stay fp32 (adamw refreshes the copy). Called once after alloc; the
+   * registration ends when the buffer is freed. */
+  void (*params_mirror)(tz_backend *be, tz_buf *params);
 
   /* ---- ops (see docs/OPS.md for the math of each) ---- */
 

@@ -129,6 +129,7 @@ int tz_model_create(tz_backend *be, const tz_config *cfg, tz_model **out) {
     free(m);
     return -1;
   }
+  if (be->params_mirror) be->params_mirror(be, m->params);
   m->n_ranges = m->lay.n;
   m->ranges = tz_calloc((size_t)m->lay.n, sizeof *m->ranges);
   for (int i = 0; i < m->lay.n; i++) {

@@ -361,6 +361,7 @@ int tz_train(const tz_train_opts *opts_in) {
             m->cfg.d_ff, m->cfg.vocab_size, m->cfg.max_seq_len, m->lay.total / 1e6, m->lay.fingerprint);
     fprintf(stderr, "train: %s backend, B=%d T=%d accum=%d, %d steps%s, lr %.2e, run %s\n", be->name, o.B, o.T,
             o.grad_accum, o.steps, st.step ? " (resumed)" : "", o.lr, o.run_dir);
+    if (!strcmp(be->name, "webgpu")) fprintf(stderr, "webgpu: %s\n", tz_webgpu_describe(be));
   }
   int tty = isatty(2) && !o.quiet, first_step = st.step;
   /* elapsed_s in checkpoints = wall time of earlier sessions + this session's so far */

@@ -18,7 +18,12 @@
  * - Pipelines are created on first use and cached by (file, entry, constant prefix).
  * - The uncaptured-error and device-lost callbacks record the first message; every submit
  *   point checks it and stops the program with that message (never silent zeros).
- * - fp32 throughout (master weights, activations, gradients, optimizer).
+ * - Precision: fp32 master weights, activations, gradients and optimizer. Where the adapter
+ *   offers ShaderF16 (and TEZGAH_WEBGPU_F16 is not 0) the parameter buffer registered by
+ *   params_mirror() gets an f16 mirror (w16.wgsl): the forward's weight reads (matmul_t's b on
+ *   the fast path, embed_fwd's wte/wpe) use it; backward (matmul's W for dX) and AdamW read
+ *   fp32. AdamW rewrites the mirror in the same pass; uploads/copies/fills into the parameter
+ *   buffer mark it stale and it is re-cast before its next use.
  */
 #include <math.h>
 #include <stdio.h>
@@ -49,19 +54,20 @@ struct tz_buf {
 #define MAX_ARGS 8
 #define MAX_PIPES 96
 #define MAX_MODULES 48
+#define KEY_CAP 192
 #define BG_CAP 16384
 #define PROF_MAX 2048 /* timestamp pairs per submit (4096 queries: the WebGPU maximum) */
 #define MAX_LABELS 64
 
 typedef struct {
-  char key[128];
+  char key[KEY_CAP];
   WGPUComputePipeline pipe;
   WGPUBindGroupLayout bgl;
   int nbind; /* storage bindings of a standalone module (0: the preamble's MAX_ARGS) */
 } wg_pipe;
 
 typedef struct {
-  char key[96];
+  char key[KEY_CAP];
   WGPUShaderModule mod;
 } wg_module;
 
@@ -80,6 +86,10 @@ typedef struct {
   WGPULimits lim;
   WGPUAdapterInfo info;
   int has_f16, has_subgroups, has_ts;
+  int f16;           /* f16 weight mirror on (ShaderF16 and TEZGAH_WEBGPU_F16 != 0) */
+  tz_buf *pbuf;      /* the registered parameter buffer (params_mirror) */
+  tz_buf *mirror;    /* its f16 copy (2 bytes per element) */
+  int mirror_stale;  /* pbuf written since the mirror was last made */
   int failed;
   char errmsg[1024];
   /* recording */
@@ -271,6 +281,12 @@ static tz_buf *wg_alloc(tz_backend *be, size_t bytes, const char *what) {
 static void wg_free(tz_backend *be, tz_buf *t) {
   if (!t) return;
   wg_ctx *c = CTX(be);
+  if (t == c->pbuf) { /* the parameter buffer goes: so does its mirror */
+    c->pbuf = NULL;
+    tz_buf *mir = c->mirror;
+    c->mirror = NULL;
+    wg_free(be, mir);
+  }
   flush(c); /* recorded commands may still use it */
   bg_clear(c);
   W.wgpuBufferDestroy(t->b);
@@ -283,6 +299,7 @@ static void wg_upload(tz_backend *be, tz_slice dst, const void *src, size_t byte
   if (!bytes) return;
   flush(c); /* queue writes must not overtake recorded work */
   TZ_ASSERT(dst.off % 4 == 0 && dst.off + bytes <= dst.buf->size);
+  if (dst.buf == c->pbuf) c->mirror_stale = 1;
   size_t main = bytes / 4 * 4;
   if (main) W.wgpuQueueWriteBuffer(c->queue, dst.buf->b, dst.off, src, main);
   if (main < bytes) {
@@ -359,7 +376,7 @@ static int standalone(const char *body) {
 }
 
 static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) {
-  char key[96];
+  char key[KEY_CAP];
   snprintf(key, sizeof key, "%s|%s", file, prefix);
   for (int i = 0; i < c->nmods; i++)
     if (!strcmp(c->mods[i].key, key)) return c->mods[i].mod;
@@ -401,8 +418,9 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
 /* Pipeline index for entry point `entry` of src/kernels/<file>/<file>.wgsl, with `prefix`
  * (WGSL const declarations) prepended. */
 static int pipeline(wg_ctx *c, const char *file, const char *entry, const char *prefix) {
-  char key[128];
+  char key[KEY_CAP];
   snprintf(key, sizeof key, "%s:%s|%s", file, entry, prefix);
+  TZ_ASSERT(strlen(file) + strlen(entry) + strlen(prefix) + 3 < KEY_CAP);
   for (int i = 0; i < c->npipes; i++)
     if (!strcmp(c->pipes[i].key, key)) return i;
   TZ_ASSERT(c->npipes < MAX_PIPES);
@@ -657,6 +675,7 @@ static void wg_fill(tz_backend *be, tz_slice dst, float value, size_t n) {
   uint32_t w[24] = {0};
   w[8] = (uint32_t)n;
   w[9] = fbits(value);
+  if (dst.buf == c->pbuf) c->mirror_stale = 1;
   wg_arg a[] = {A(dst, F4(n), "dst")};
   uint32_t gx, gy;
   grid1(n, &gx, &gy);
@@ -670,6 +689,7 @@ static void wg_copy(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes) {
   uint32_t w[24] = {0};
   size_t n = bytes / 4;
   w[8] = (uint32_t)n;
+  if (dst.buf == c->pbuf) c->mirror_stale = 1;
   wg_arg a[] = {A(dst, bytes, "dst"), A(src, bytes, "src")};
   uint32_t gx, gy;
   grid1(n, &gx, &gy);
@@ -680,6 +700,7 @@ static void wg_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_sli
                          size_t src_stride, int rows, int cols) {
   wg_ctx *c = CTX(be);
   if (rows <= 0 || cols <= 0) return;
+  if (dst.buf == c->pbuf) c->mirror_stale = 1;
   uint32_t w[24] = {0};
   w[8] = rows, w[9] = cols, w[10] = (uint32_t)dst_stride, w[11] = (uint32_t)src_stride;
   wg_arg a[] = {A(dst, F4((size_t)(rows - 1) * dst_stride + cols), "dst"),
@@ -734,6 +755,48 @@ static void wg_sum_sq(tz_backend *be, tz_slice out, tz_slice x, size_t n) {
   run(c, "sum_sq", pipeline(c, "elementwise", "sum_final", ""), w, 10, b, 2, 1, 1, 1);
 }
 
+/* ---- the f16 weight mirror ---- */
+#define F16_PREFIX "enable f16;"
+
+/* The whole mirror, bound as run_ex's extra binding 9 (element offset 0). */
+static wg_arg mirror_arg(wg_ctx *c) {
+  tz_slice s = {c->mirror, 0};
+  return A(s, c->mirror->size, "params f16 mirror");
+}
+
+/* Re-cast the mirror from the fp32 parameters when they were written since. */
+static void mirror_refresh(wg_ctx *c) {
+  if (!c->mirror || !c->mirror_stale) return;
+  size_t n = c->pbuf->bytes / 4;
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)n, w[9] = 0;
+  tz_slice ps = {c->pbuf, 0};
+  wg_arg a[] = {A(ps, F4(n), "params")}, h = mirror_arg(c);
+  uint32_t gx, gy;
+  grid1(n, &gx, &gy);
+  run_ex(c, "cast_w16", pipeline(c, "w16", "cast_w16", F16_PREFIX), w, 10, a, 1, gx, gy, 1, &h, -1);
+  c->mirror_stale = 0;
+}
+
+/* Does this weight slice lie in the mirrored parameter buffer? */
+static int mirrored(wg_ctx *c, tz_slice s) { return c->mirror && s.buf && s.buf == c->pbuf; }
+
+/* Register the model's flat parameter buffer: with f16 on, allocate its f16 mirror (made
+ * from the fp32 values before its first use). */
+static void wg_params_mirror(tz_backend *be, tz_buf *params) {
+  wg_ctx *c = CTX(be);
+  if (!c->f16 || !params) return;
+  if (c->mirror) {
+    tz_buf *mir = c->mirror;
+    c->mirror = NULL;
+    wg_free(be, mir);
+  }
+  c->pbuf = params;
+  c->mirror = wg_alloc(be, params->bytes / 4 * 2, "params f16 mirror");
+  if (!c->mirror) fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", params->bytes, 0);
+  c->mirror_stale = 1;
+}
+
 /* ---- embedding ---- */
 static void wg_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, tz_slice wpe,
                          int B, int T, int C, int V) {
@@ -741,6 +804,16 @@ static void wg_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wt
   size_t N = (size_t)B * T;
   uint32_t w[24] = {0};
   w[8] = (uint32_t)N, w[9] = T, w[10] = C, w[11] = V, w[12] = tz_present(wpe);
+  if (mirrored(c, wte) && (!tz_present(wpe) || mirrored(c, wpe))) {
+    mirror_refresh(c);
+    w[14] = (uint32_t)(wte.off / 4), w[15] = tz_present(wpe) ? (uint32_t)(wpe.off / 4) : 0;
+    wg_arg a[] = {A(out, F4(N * C), "embed out"), A(tok, F4(N), "tokens")}, h = mirror_arg(c);
+    uint32_t gx, gy;
+    grid1(N * C, &gx, &gy);
+    run_ex(c, "embed_lookup", pipeline(c, "w16", "embed_lookup_w16", F16_PREFIX), w, 16, a, 2, gx, gy, 1, &h,
+           -1);
+    return;
+  }
   wg_arg a[] = {A(out, F4(N * C), "embed out"), A(tok, F4(N), "tokens"), A(wte, F4((size_t)V * C), "wte"),
                 A(wpe, F4((size_t)T * C), "wpe")};
   uint32_t gx, gy;
@@ -848,18 +921,38 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
   wg_ctx *c = CTX(be);
   if (M <= 0 || N <= 0) return;
   c->pending_flop = 2.0 * M * N * K;
-  char prefix[80], direct[80];
+  char prefix[160], direct[80];
   uint32_t w[24] = {0};
   w[8] = M, w[9] = K, w[10] = N, w[11] = acc, w[12] = tz_present(bias);
   wg_arg a[] = {A(out, F4((size_t)M * N), "out"), A(a_, F4((size_t)M * K), "a"), A(b_, F4((size_t)K * N), "b"),
                 A(bias, F4(N), "bias")};
   /* fast path (matmul_fast.wgsl): vec4-aligned shapes and offsets, four distinct bindings */
-  int fast = M % 4 == 0 && K % 4 == 0 && N % 4 == 0 && c->lim.minStorageBufferOffsetAlignment % 16 == 0 &&
-             !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL");
-  for (int i = 0; i < 4 && fast; i++) {
-    if (a[i].s.buf && a[i].s.off % 16) fast = 0;
-    for (int j = i + 1; j < 4 && fast; j++)
-      if (shares_binding(c, a[i].s, a[i].bytes, a[j].s, a[j].bytes)) fast = 0;
+  int fast0 = M % 4 == 0 && K % 4 == 0 && N % 4 == 0 && c->lim.minStorageBufferOffsetAlignment % 16 == 0 &&
+              !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL");
+  /* matmul_t's weight in the mirrored parameter buffer: read its f16 copy (fast path only:
+   * the f16 slice then starts 8-byte aligned inside its binding, as vec4<f16> needs) */
+  int w16 = fast0 && variant == 0 && mirrored(c, b_) && b_.off % 16 == 0;
+  if (w16) {
+    tz_slice h = {c->mirror, b_.off / 2};
+    a[2] = A(h, (size_t)K * N * 2, "b (f16 mirror)");
+  }
+  int fast = fast0;
+  for (int pass = 0; pass < 2; pass++) {
+    fast = fast0;
+    for (int i = 0; i < 4 && fast; i++) {
+      if (a[i].s.buf && a[i].s.off % (i == 2 && w16 ? 8 : 16)) fast = 0;
+      for (int j = i + 1; j < 4 && fast; j++)
+        if (shares_binding(c, a[i].s, a[i].bytes, a[j].s, a[j].bytes)) fast = 0;
+    }
+    if (fast || !w16) break;
+    w16 = 0; /* the fp32 weight through the general kernel */
+    a[2] = A(b_, F4((size_t)K * N), "b");
+  }
+  if (w16) {
+    double fl = c->pending_flop;
+    c->pending_flop = 0;
+    mirror_refresh(c);
+    c->pending_flop = fl;
   }
   if (fast) {
     int rw = 0; /* an operand in the output's buffer: bind everything read_write */
@@ -872,7 +965,8 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
     const char *eb = getenv("TEZGAH_WEBGPU_MM_BK");
     if (eb && atoi(eb) == 8) bk = 8;
     if (eb && atoi(eb) == 16 && c->lim.maxComputeWorkgroupStorageSize >= 16 * 33 * 64) bk = 16;
-    snprintf(prefix, sizeof prefix, "const VARIANT: u32 = %du; const BK: u32 = %uu;%s", variant, bk,
+    snprintf(prefix, sizeof prefix, "%sconst VARIANT: u32 = %du; const BK: u32 = %uu; %s%s", w16 ? F16_PREFIX " " : "",
+             variant, bk, w16 ? "alias BV = vec4<f16>; const BDIV: u32 = 2u;" : "alias BV = vec4<f32>; const BDIV: u32 = 4u;",
              rw ? " // rw" : "");
     int pf = pipeline(c, "matmul_fast", "matmul_fast", prefix);
     uint32_t gx = (N + 127) / 128, gy = (M + 127) / 128, tiles = gx * gy, S = 1;
@@ -1099,6 +1193,18 @@ static void wg_adamw(tz_backend *be, tz_slice params, tz_slice grads, tz_slice m
   w[12] = fbits(hp->weight_decay), w[13] = fbits(hp->grad_scale),
   w[14] = fbits(1.0f - powf(b1, (float)hp->t)), w[15] = fbits(1.0f - powf(b2, (float)hp->t));
   tz_slice rs = {c->ranges, 0};
+  if (mirrored(c, params)) { /* the same update, writing the f16 mirror too */
+    mirror_refresh(c);
+    w[13] = 0, w[16] = fbits(hp->grad_scale), w[17] = (uint32_t)(params.off / 4);
+    wg_arg a[] = {A(params, F4(span), "params"), A(grads, F4(span), "grads"), A(m, F4(span), "adamw m"),
+                  A(v, F4(span), "adamw v"), A(rs, nw * 4, "ranges")},
+           h = mirror_arg(c);
+    uint64_t gx = (maxn + 255) / 256;
+    if (gx > 512) gx = 512;
+    run_ex(c, "adamw", pipeline(c, "w16", "adamw_w16", F16_PREFIX), w, 18, a, 5, (uint32_t)gx, n_ranges, 1, &h,
+           -1);
+    return;
+  }
   wg_arg a[] = {A(params, F4(span), "params"), A(grads, F4(span), "grads"), A(m, F4(span), "adamw m"),
                 A(v, F4(span), "adamw v"), A(rs, nw * 4, "ranges")};
   uint64_t gx = (maxn + 255) / 256;
@@ -1286,6 +1392,16 @@ tz_backend *tz_backend_webgpu_create(void) {
     wg_destroy(be);
     return NULL;
   }
+  /* the f16 weight mirror: on where ShaderF16 exists unless TEZGAH_WEBGPU_F16=0;
+   * TEZGAH_WEBGPU_F16=1 requires it (tests) */
+  const char *fe = getenv("TEZGAH_WEBGPU_F16");
+  int f16_forced = fe && *fe && strcmp(fe, "0") != 0;
+  c->f16 = c->has_f16 && !(fe && !strcmp(fe, "0"));
+  if (f16_forced && !c->has_f16) {
+    tz_err("webgpu: TEZGAH_WEBGPU_F16=%s but this adapter offers no ShaderF16 (unset it for fp32)", fe);
+    wg_destroy(be);
+    return NULL;
+  }
   const char *pe = getenv("TEZGAH_PROFILE");
   c->profile = pe && *pe && strcmp(pe, "0") && c->has_ts;
   WGPUFeatureName feats[4];
@@ -1379,17 +1495,27 @@ tz_backend *tz_backend_webgpu_create(void) {
   be->crossentropy = wg_crossentropy;
   be->sum_sq = wg_sum_sq;
   be->adamw = wg_adamw;
+  be->params_mirror = wg_params_mirror;
   return be;
+}
+
+/* The precision in words (train's startup line, `tezgah info`). */
+static const char *precision(wg_ctx *c) {
+  if (c->f16)
+    return "f16 weight mirror for the forward (matmul_t weights, embeddings), fp32 master weights, "
+           "activations, backward and optimizer (TEZGAH_WEBGPU_F16=0 for fp32 throughout)";
+  if (c->has_f16) return "fp32 throughout (ShaderF16 offered; f16 weight mirror off: TEZGAH_WEBGPU_F16=0)";
+  return "fp32 throughout (no ShaderF16 on this adapter)";
 }
 
 /* One line naming the device and precision, for logs ("llvmpipe (CPU, Vulkan, ...), fp32"). */
 const char *tz_webgpu_describe(tz_backend *be) {
-  static char line[400];
+  static char line[640];
   if (!be || strcmp(be->name, "webgpu")) return "";
   wg_ctx *c = CTX(be);
   char a[300];
   adapter_line(c, a, sizeof a);
-  snprintf(line, sizeof line, "%s; fp32 (ShaderF16 %s)", a, c->has_f16 ? "available, unused" : "not offered");
+  snprintf(line, sizeof line, "%s; %s", a, precision(c));
   return line;
 }
 
@@ -1423,8 +1549,9 @@ int tz_webgpu_info(void) {
     if (n) printf(" %s", n);
     else printf(" 0x%x", v);
   }
-  printf("\n  precision: %s\n", c->has_f16 ? "fp32 (ShaderF16 offered; the f16 weight mirror is not implemented yet)"
-                                           : "fp32 (no ShaderF16 on this adapter)");
+  const char *fe = getenv("TEZGAH_WEBGPU_F16");
+  c->f16 = c->has_f16 && !(fe && !strcmp(fe, "0"));
+  printf("\n  precision: %s\n", precision(c));
   W.wgpuSupportedFeaturesFreeMembers(sf);
   WGPULimits *l = &c->lim;
   printf("  limits: maxBufferSize %llu, maxStorageBufferBindingSize %llu, maxComputeWorkgroupStorageSize %u,\n"

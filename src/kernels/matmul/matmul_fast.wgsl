@@ -30,7 +30,10 @@ struct U {
 @group(0) @binding(0) var<uniform> p: U;
 @group(0) @binding(1) var<storage, read_write> O: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> A: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> Bm: array<vec4<f32>>;
+// Bm's element type BV and BDIV (f32s or f16s per 4-byte unit of the element offset: 4 for
+// vec4<f32>, 2 for vec4<f16>) come in the host's prefix: vec4<f16> when matmul_t reads the
+// f16 weight mirror (w16.wgsl), converted to f32 on load.
+@group(0) @binding(3) var<storage, read> Bm: array<BV>;
 @group(0) @binding(4) var<storage, read> BI: array<vec4<f32>>;
 
 const BM: u32 = 128u;
@@ -65,13 +68,13 @@ fn load_b(tid: u32, j: u32, n0: u32, k0: u32, kend: u32, N: u32, K: u32) -> vec4
     let n = n0 + tid / 2u;
     let k = k0 + j * 8u + (tid % 2u) * 4u;
     if (k < kend && n < N) {
-      return Bm[p.oa.z / 4u + n * (K / 4u) + k / 4u];
+      return vec4<f32>(Bm[p.oa.z / BDIV + n * (K / 4u) + k / 4u]);
     }
   } else {
     let k = k0 + j * 8u + tid / 32u;
     let n = n0 + (tid % 32u) * 4u;
     if (k < kend && n < N) {
-      return Bm[p.oa.z / 4u + k * (N / 4u) + n / 4u];
+      return vec4<f32>(Bm[p.oa.z / BDIV + k * (N / 4u) + n / 4u]);
     }
   }
   return vec4<f32>(0.0);

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The main job's model shape through the CLI on the WebGPU backend (lavapipe in CI):
+# `tezgah train --backend webgpu` with the defaults' model (llama, 4 layers, 4 heads,
+# d_model 128, B 16, T 128, vocab 2048) trains 3 steps: exit 0, finite losses in
+# metrics.jsonl, the last not above the first + 1, and the same 3 steps on --backend cpu give
+# losses within 1e-3 relative (fp32: TEZGAH_WEBGPU_F16=0). Where the adapter offers ShaderF16
+# (lavapipe does) the same 3 steps with the f16 weight mirror (TEZGAH_WEBGPU_F16=1) must also
+# stay within 2e-3 relative of the CPU.
+# SKIPPED (exit 77) without ../shared or without Dawn / an adapter.
+# Usage (from ctest): bash test_webgpu_mainjob.sh <tezgah-binary> <shared-dir> <scratch-dir>
+set -uo pipefail
+tz=$(realpath "${1:?tezgah binary}")
+shared=${2:?shared dir}
+scratch=${3:?scratch dir}
+corpus=$shared/data/tinyshakespeare.txt
+if [[ ! -f $corpus ]]; then
+  echo "SKIPPED: $corpus is absent (../shared not available)"
+  exit 77
+fi
+if ! info=$("$tz" info 2>&1) || ! grep -q '^  adapter:' <<<"$info"; then
+  echo "SKIPPED: WebGPU unavailable: $(grep -m1 'unavailable\|error' <<<"$info" || echo 'no adapter listed by tezgah info')"
+  exit 77
+fi
+rm -rf "$scratch" && mkdir -p "$scratch"
+cd "$scratch" || exit 1
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ok() { echo "ok: $*"; }
+export OMP_NUM_THREADS=2
+job=(--data "$corpus" --vocab-size 2048 --arch llama --n-layer 4 --n-head 4 --d-model 128 -B 16 -T 128
+  --steps 3 --val-every 0 --sample-tokens 20 --log-every 1 --seed 11)
+
+losses() { grep -o '"loss":[0-9.eE+-]*\|"loss":[a-z-]*' "$1" | cut -d: -f2; }
+runs=(webgpu cpu)
+grep -q '^  precision: f16 weight mirror' <<<"$info" && runs+=(webgpu-f16)
+for run in "${runs[@]}"; do
+  be=${run%-f16} f16=0 start=$(date +%s)
+  [[ $run == *-f16 ]] && f16=1
+  if TEZGAH_WEBGPU_F16=$f16 "$tz" train "${job[@]}" --backend $be --run-dir runs/$run >$run.out 2>$run.err; then
+    ok "$run: trained 3 steps in $(($(date +%s) - start)) s"
+  else
+    fail "$run: exit $?, stderr:"; tail -20 $run.err
+  fi
+done
+grep -h '^webgpu:' webgpu.err webgpu-f16.err 2>/dev/null
+mapfile -t lw < <(losses runs/webgpu/metrics.jsonl 2>/dev/null)
+mapfile -t lc < <(losses runs/cpu/metrics.jsonl 2>/dev/null)
+echo "webgpu losses: ${lw[*]:-none}"
+echo "cpu losses:    ${lc[*]:-none}"
+if ((${#lw[@]} != 3 || ${#lc[@]} != 3)); then
+  fail "expected 3 step losses each, got ${#lw[@]} (webgpu) and ${#lc[@]} (cpu)"
+else
+  if awk -v a="${lw[0]}" -v b="${lw[1]}" -v c="${lw[2]}" 'BEGIN {
+      for (i = 0; i < 3; i++) { x = (i == 0 ? a : i == 1 ? b : c) + 0; if (!(x > 0 && x < 20)) exit 1 }
+      exit !(c + 0 <= a + 1) }'; then
+    ok "webgpu losses finite and sane (last ${lw[2]} <= first ${lw[0]} + 1)"
+  else
+    fail "webgpu losses not finite or not sane: ${lw[*]}"
+  fi
+  for i in 0 1 2; do
+    if awk -v a="${lw[$i]}" -v b="${lc[$i]}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-3 * b) }'; then
+      ok "step $((i + 1)): webgpu ${lw[$i]} vs cpu ${lc[$i]} within 1e-3 relative"
+    else
+      fail "step $((i + 1)): webgpu ${lw[$i]} vs cpu ${lc[$i]} differ by more than 1e-3 relative"
+    fi
+  done
+fi
+if [[ -e runs/webgpu-f16 ]]; then
+  mapfile -t lh < <(losses runs/webgpu-f16/metrics.jsonl 2>/dev/null)
+  echo "webgpu f16 losses: ${lh[*]:-none}"
+  if ((${#lh[@]} != 3)); then
+    fail "f16: expected 3 step losses, got ${#lh[@]}"
+  else
+    for i in 0 1 2; do
+      if awk -v a="${lh[$i]}" -v b="${lc[$i]:-0}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= 2e-3 * b) }'; then
+        ok "step $((i + 1)): webgpu f16 mirror ${lh[$i]} vs cpu ${lc[$i]} within 2e-3 relative"
+      else
+        fail "step $((i + 1)): webgpu f16 mirror ${lh[$i]} vs cpu ${lc[$i]:-?} differ by more than 2e-3 relative"
+      fi
+    done
+  fi
+else
+  echo "note: no ShaderF16 on this adapter; the f16 mirror run is not exercised"
+fi
+echo "$failures failure(s)"
+[[ $failures -eq 0 ]]
