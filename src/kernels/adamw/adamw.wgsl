@@ -19,13 +19,6 @@ fn adamw(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: ve
   let c1 = pf(6u);
   let c2 = pf(7u);
   for (var j = wid.x * WG + lid; j < n; j = j + nwg.x * WG) {
-    let i = off + j;
-    let g = ld(1u, i) * gs;
-    let m = b1 * ld(2u, i) + (1.0 - b1) * g;
-    let v = b2 * ld(3u, i) + (1.0 - b2) * g * g;
-    st(2u, i, m);
-    st(3u, i, v);
-    let w = ld(0u, i);
-    st(0u, i, w - lr * ((m / c1) / (sqrt(v / c2) + eps) + wd * w));
+    adamw_elem(off + j, lr, b1, b2, eps, wd, gs, c1, c2);
   }
 }

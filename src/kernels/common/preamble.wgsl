@@ -125,3 +125,19 @@ fn wg_max(v: f32, lid: u32) -> f32 {
   workgroupBarrier();
   return r;
 }
+
+// One AdamW element (Loshchilov & Hutter 2019) of the flat buffers bound as args 0 params,
+// 1 grads, 2 m, 3 v: updates m, v and the weight, returns the new weight. Shared by adamw
+// (adamw.wgsl) and adamw_w16 (w16.wgsl), which also writes the f16 mirror.
+// c1, c2 = 1 − β1^t, 1 − β2^t; wd already multiplied by the range's decay flag.
+fn adamw_elem(i: u32, lr: f32, b1: f32, b2: f32, eps: f32, wd: f32, gs: f32, c1: f32, c2: f32) -> f32 {
+  let g = ld(1u, i) * gs;
+  let m = b1 * ld(2u, i) + (1.0 - b1) * g;
+  let v = b2 * ld(3u, i) + (1.0 - b2) * g * g;
+  st(2u, i, m);
+  st(3u, i, v);
+  let w = ld(0u, i);
+  let nw = w - lr * ((m / c1) / (sqrt(v / c2) + eps) + wd * w);
+  st(0u, i, nw);
+  return nw;
+}

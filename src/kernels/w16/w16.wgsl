@@ -44,15 +44,7 @@ fn adamw_w16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   let h0 = pu(9u);
   for (var j = wid.x * WG + lid; j < n; j = j + nwg.x * WG) {
     let i = off + j;
-    let g = ld(1u, i) * gs;
-    let m = b1 * ld(2u, i) + (1.0 - b1) * g;
-    let v = b2 * ld(3u, i) + (1.0 - b2) * g * g;
-    st(2u, i, m);
-    st(3u, i, v);
-    let w = ld(0u, i);
-    let nw = w - lr * ((m / c1) / (sqrt(v / c2) + eps) + wd * w);
-    st(0u, i, nw);
-    H[h0 + i] = to_f16(nw);
+    H[h0 + i] = to_f16(adamw_elem(i, lr, b1, b2, eps, wd, gs, c1, c2));
   }
 }
 
