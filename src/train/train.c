@@ -241,6 +241,9 @@ int tz_train(const tz_train_opts *opts_in) {
       goto out;
     }
     if (tz_train_state_from_json(rf.train, rf.path, &st, &o)) goto out;
+    if (o.steps != st.recorded_steps && !o.quiet)
+      fprintf(stderr, "note: --steps %d replaces the run's %d: the cosine schedule is recomputed for the new "
+                      "total, so the learning rate changes from here on\n", o.steps, st.recorded_steps);
     if (!o.run_dir) o.run_dir = o.resume;
     o.model = rf.cfg;
     tok = rf.tok;

@@ -104,6 +104,7 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
   if (tz_outlier_from_json(cJSON_GetObjectItemCaseSensitive(j, "loss_window"), where, "loss_window", &st->loss_win) ||
       tz_outlier_from_json(cJSON_GetObjectItemCaseSensitive(j, "norm_window"), where, "norm_window", &st->norm_win))
     return -1;
+  st->recorded_steps = o->steps;
   if (want_steps > 0) o->steps = want_steps;
   const cJSON *ts = cJSON_GetObjectItemCaseSensitive(opts, "train_shards");
   const cJSON *vs = cJSON_GetObjectItemCaseSensitive(opts, "val_shards");

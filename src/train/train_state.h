@@ -18,6 +18,7 @@ typedef struct {
   tz_loader_pos loader_pos;
   const tz_train_opts *opts; /* options to record (borrowed) */
   char *train_shards, *val_shards; /* restored shard lists (owned) */
+  int recorded_steps;              /* --steps the checkpoint was trained with (resume) */
 } tz_train_state;
 
 void tz_train_state_init(tz_train_state *st, const tz_train_opts *o);
