@@ -153,9 +153,15 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
       fwrite(bytes, 1, len, out);
       fflush(out);
     }
-    if (n >= (size_t)maxT) { /* the model cannot see further back: say why the text ends */
-      fprintf(stderr, "\n(sample: stopped at the model's context of %d tokens)", maxT);
-      break;
+    if (n >= (size_t)maxT) {
+      /* Context full: keep the most recent half and prefill it again at positions 0.. (a
+       * sliding window; the model never sees more than max_seq_len tokens). */
+      size_t keep = (size_t)maxT / 2;
+      memmove(ids, ids + n - keep, keep * sizeof *ids);
+      n = keep;
+      ids[n++] = next;
+      tz_model_decode(m, ids, (int)n, 0, logits);
+      continue;
     }
     ids[n] = next;
     tz_model_decode(m, ids + n, 1, (int)n, logits);
