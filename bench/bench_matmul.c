@@ -23,8 +23,8 @@ static double run(tz_backend *be, shape s, int reps) {
   size_t na = (size_t)s.M * s.K, nb = (size_t)s.K * s.N, nc = (size_t)s.M * s.N;
   tz_buf *a = be->alloc(be, na * 4, "a"), *b = be->alloc(be, nb * 4, "b"), *c = be->alloc(be, nc * 4, "c");
   tz_slice sa = {a, 0}, sb = {b, 0}, sc = {c, 0};
-  be->fill(be, sa, 0.5f, na);
-  be->fill(be, sb, 0.25f, nb);
+  be->fill(be, sa, 0.5f, na, TZ_F32);
+  be->fill(be, sb, 0.25f, nb, TZ_F32);
   double best = 1e30;
   for (int r = 0; r < reps + 1; r++) { /* first run warms caches and thread pools */
     double t0 = now();
@@ -52,9 +52,9 @@ int main(int argc, char **argv) {
   int ns = sizeof shapes / sizeof shapes[0];
   tz_backend *be[2];
   setenv("TZ_MATMUL", "c", 1);
-  be[0] = tz_backend_create("cpu", threads);
+  be[0] = tz_backend_create("cpu", threads, NULL);
   setenv("TZ_MATMUL", "blas", 1);
-  be[1] = tz_backend_create("cpu", threads);
+  be[1] = tz_backend_create("cpu", threads, NULL);
   if (!be[0] || !be[1]) return 1;
   printf("matmul GFLOP/s, %d threads, best of %d (M x K x N)\n", threads, reps);
   printf("%-16s %6s %6s %6s %9s %9s\n", "shape", "M", "K", "N", "C", "BLAS");

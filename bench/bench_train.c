@@ -33,7 +33,7 @@ static void run(const char *name, tz_config c, int B, int T, int steps) {
     fprintf(stderr, "%s: %s\n", name, tz_last_error());
     exit(1);
   }
-  tz_backend *be = tz_backend_create("cpu", 0);
+  tz_backend *be = tz_backend_create("cpu", 0, NULL);
   tz_model *m;
   if (!be || tz_model_create(be, &c, &m) || tz_model_alloc_training(m, B, T)) {
     fprintf(stderr, "%s: %s\n", name, tz_last_error());

@@ -113,7 +113,7 @@ static int bench_train(tz_backend *be, int B, int T, int steps) {
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "train";
-  tz_backend *be = tz_backend_create("webgpu", 0);
+  tz_backend *be = tz_backend_create("webgpu", 0, NULL);
   if (!be) return fprintf(stderr, "bench_webgpu: %s\n", tz_errmsg()), 1;
   printf("device: %s\n", tz_webgpu_describe(be));
   int rc;

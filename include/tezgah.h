@@ -56,7 +56,8 @@ typedef struct {
   /* run */
   const char *run_dir;      /* where checkpoints and metrics go */
   const char *resume;       /* run directory to continue (its checkpoint) */
-  const char *backend;      /* "cpu" */
+  const char *backend;      /* "cpu", "webgpu" or "cuda" */
+  const char *precision;    /* NULL: the backend's default (cuda: bf16; others fp32), "fp32", "bf16" */
   int threads;              /* OpenMP threads (0: all cores) */
   uint64_t seed;
   /* model (ignored on resume: the checkpoint's config wins) */
@@ -75,7 +76,7 @@ typedef struct {
   /* debug: comma-separated 1-based step numbers whose first micro-batch gets NaN written
    * into its gradients / +Inf into its activations (tests of the skip path); NULL = none */
   const char *debug_inject_nan, *debug_inject_inf;
-  /* --profile (webgpu): per-kernel GPU time table on stderr at the end of the session */
+  /* --profile (webgpu, cuda): per-kernel GPU time table on stderr at the end of the session */
   int profile;
 } tz_train_opts;
 
@@ -89,7 +90,8 @@ int tz_train(const tz_train_opts *o);
 typedef struct {
   const char *model;     /* run directory or checkpoint file: ours, llama2.c or llm.c (default runs/latest) */
   const char *prompt;    /* text (may be empty) */
-  const char *backend;
+  const char *backend;   /* "cpu", "webgpu" or "cuda" */
+  const char *precision; /* as tz_train_opts.precision */
   int threads;
   int tokens;            /* maximum new tokens */
   float temperature;     /* 0: greedy */

@@ -196,7 +196,7 @@ static void logits_check(const char *prompt) {
   float *params;
   assert_int_equal(tz_llama2c_load(model, &cfg, &params), 0);
   assert_int_equal(cfg.vocab_size, rm.V);
-  tz_backend *be = tz_backend_create("cpu", 1);
+  tz_backend *be = tz_backend_create("cpu", 1, NULL);
   tz_model *m;
   assert_int_equal(tz_model_create(be, &cfg, &m), 0);
   tz_model_set_params(m, params);

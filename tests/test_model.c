@@ -50,7 +50,7 @@ static double fd_grad(tz_model *m, float *p, size_t i, const int32_t *in, const 
 }
 
 static void check_grads(tz_arch arch, int n_kv, int tied) {
-  tz_backend *be = tz_backend_create("cpu", 0);
+  tz_backend *be = tz_backend_create("cpu", 0, NULL);
   tz_config c = tiny(arch, n_kv, tied);
   tz_model *m;
   assert_int_equal(tz_model_create(be, &c, &m), 0);
@@ -105,7 +105,7 @@ static void test_grads_llama_untied_mqa(void **s) { check_grads(TZ_ARCH_LLAMA, 1
 static void test_grads_gpt2(void **s) { check_grads(TZ_ARCH_GPT2, 0, 1); }
 
 static void check_kv(tz_arch arch, int n_kv) {
-  tz_backend *be = tz_backend_create("cpu", 0);
+  tz_backend *be = tz_backend_create("cpu", 0, NULL);
   tz_config c = tiny(arch, n_kv, 1);
   tz_model *m;
   assert_int_equal(tz_model_create(be, &c, &m), 0);
@@ -150,7 +150,7 @@ static void test_determinism(void **s) {
   double losses[2][3];
   float *params[2];
   for (int run = 0; run < 2; run++) {
-    tz_backend *be = tz_backend_create("cpu", 0);
+    tz_backend *be = tz_backend_create("cpu", 0, NULL);
     tz_config c = tiny(TZ_ARCH_LLAMA, 2, 1);
     tz_model *m;
     assert_int_equal(tz_model_create(be, &c, &m), 0);

@@ -13,7 +13,7 @@
 
 static tz_backend *make(const char *path) {
   if (path) setenv("TZ_MATMUL", path, 1);
-  tz_backend *be = tz_backend_create("cpu", 2);
+  tz_backend *be = tz_backend_create("cpu", 2, NULL);
   unsetenv("TZ_MATMUL");
   assert_non_null(be);
   return be;
@@ -236,17 +236,17 @@ static void test_determinism_c(void **state) { run_twice_identical("c"); }
 static void test_determinism_blas(void **state) { run_twice_identical("blas"); }
 
 static void test_backend_create(void **state) {
-  assert_null(tz_backend_create("vulkan", 1));
+  assert_null(tz_backend_create("vulkan", 1, NULL));
   assert_non_null(strstr(tz_errmsg(), "unknown backend 'vulkan' (available: cpu, webgpu)"));
   setenv("TZ_MATMUL", "fortran", 1);
-  assert_null(tz_backend_create("cpu", 1));
+  assert_null(tz_backend_create("cpu", 1, NULL));
   unsetenv("TZ_MATMUL");
   tz_backend *be = make(NULL);
   tz_buf *b = be->alloc(be, 1000, "x");
   tz_slice s = {b, 0};
   assert_true(((uintptr_t)tz_cpu_ptr(s) & 63) == 0);
   for (int i = 0; i < 250; i++) assert_true(((float *)tz_cpu_ptr(s))[i] == 0.0f);
-  be->fill(be, tz_f32(s, 10), 2.5f, 5);
+  be->fill(be, tz_f32(s, 10), 2.5f, 5, TZ_F32);
   float h[16];
   be->download(be, h, s, sizeof h);
   assert_true(h[9] == 0.0f && h[10] == 2.5f && h[14] == 2.5f && h[15] == 0.0f);

@@ -53,7 +53,7 @@ static double *plus(const float *init, const double *g, size_t n) {
 
 static tz_backend *g_be;
 static int setup(void **state) {
-  g_be = tz_backend_create("cpu", 2);
+  g_be = tz_backend_create("cpu", 2, NULL);
   return g_be ? 0 : -1;
 }
 static int teardown(void **state) {
@@ -214,7 +214,7 @@ static double lin_loss(void *v) {
  * acc), db += Σ dY (bias_bwd), on both matmul paths. */
 static void run_linear(const char *path) {
   setenv("TZ_MATMUL", path, 1);
-  tz_backend *be = tz_backend_create("cpu", 2);
+  tz_backend *be = tz_backend_create("cpu", 2, NULL);
   unsetenv("TZ_MATMUL");
   assert_non_null(be);
   ot_ctx o;

@@ -60,7 +60,7 @@ static void run_parity(const char *arch) {
   tz_adamw_hp ahp = {0, (float)num(hp, "beta1"), (float)num(hp, "beta2"), (float)num(hp, "eps"),
                      (float)num(hp, "weight_decay"), 1.0f, 0};
 
-  tz_backend *be = tz_backend_create("cpu", 2);
+  tz_backend *be = tz_backend_create("cpu", 2, NULL);
   assert_non_null(be);
   tz_model *m;
   assert_int_equal(tz_model_create(be, &cfg, &m), 0);

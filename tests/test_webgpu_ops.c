@@ -37,13 +37,13 @@
 static tz_backend *cpu, *gpu;
 
 static int setup(void **state) {
-  gpu = tz_backend_create("webgpu", 0);
+  gpu = tz_backend_create("webgpu", 0, NULL);
   if (!gpu) {
     char why[1200];
     snprintf(why, sizeof why, "WebGPU unavailable: %s", tz_errmsg());
     tz_test_skip_all(why);
   }
-  cpu = tz_backend_create("cpu", 2);
+  cpu = tz_backend_create("cpu", 2, NULL);
   assert_non_null(cpu);
   return 0;
 }
@@ -122,7 +122,7 @@ static void k_check(kase *k, int i, const char *what, double rtol, double atol) 
 
 /* ---- memory ops ---- */
 static void op_misc(tz_backend *be, tz_slice *s, const int *d) {
-  be->fill(be, s[0], 1.5f, 37);
+  be->fill(be, s[0], 1.5f, 37, TZ_F32);
   be->add(be, s[1], s[1], s[2], 1001);
   be->copy(be, s[3], s[2], 500 * 4);
   be->copy_rows(be, s[4], 9, s[2], 13, 7, 5);
@@ -491,7 +491,7 @@ static int check_bound(const char *what, const float *got, const float *ref, con
 
 static void test_w16(void **state) {
   setenv("TEZGAH_WEBGPU_F16", "1", 1);
-  tz_backend *g16 = tz_backend_create("webgpu", 0);
+  tz_backend *g16 = tz_backend_create("webgpu", 0, NULL);
   unsetenv("TEZGAH_WEBGPU_F16");
   if (!g16) {
     printf("SKIPPED: f16 mirror unavailable: %s\n", tz_errmsg());

@@ -83,7 +83,7 @@ static void greedy(tz_model *m, int32_t *toks, int n_prompt, int n_new) {
 
 static void compare(tz_arch arch, int f16) {
   setenv("TEZGAH_WEBGPU_F16", f16 ? "1" : "0", 1);
-  tz_backend *gpu = tz_backend_create("webgpu", 0);
+  tz_backend *gpu = tz_backend_create("webgpu", 0, NULL);
   unsetenv("TEZGAH_WEBGPU_F16");
   if (!gpu) {
     char why[1200];
@@ -95,7 +95,7 @@ static void compare(tz_arch arch, int f16) {
     tz_test_skip_all(why);
   }
   printf("webgpu: %s\n", tz_webgpu_describe(gpu));
-  tz_backend *cpu = tz_backend_create("cpu", 2);
+  tz_backend *cpu = tz_backend_create("cpu", 2, NULL);
   tz_config c = cfg_of(arch);
   /* f16: B*T = 108 rows, a multiple of 4, so matmul_t takes the vec4 path that reads the mirror */
   int steps = f16 ? 10 : STEPS, T = f16 ? 36 : 37;

@@ -8,8 +8,16 @@
  * - Row-major, last dimension contiguous. Activations are [B, T, C] flattened to N = B*T rows.
  * - Linear weights are [out, in] (PyTorch / llm.c / llama2.c). Forward Y = X·Wᵀ (+ b).
  * - Argument order: outputs, saved statistics, inputs, weights, then sizes (llm.c's order).
- * - Every tensor argument is a tz_slice (buffer + byte offset into it). All data is fp32
- *   unless the argument says otherwise (token ids are int32).
+ * - Every tensor argument is a tz_slice (buffer + byte offset into it). Dtypes:
+ *   - "act" arguments (activations and activation gradients: the [N, *] tensors of the
+ *     activation arena, logits/dlogits, the KV cache) are in the backend's declared
+ *     activation dtype `be->act` (TZ_F32 on the CPU and WebGPU; TZ_F32 or TZ_BF16 on CUDA,
+ *     --precision). The model sizes and offsets them with tz_dtype_size(be->act).
+ *   - weight arguments (slices of the flat fp32 parameter buffer, "W" below) are passed as
+ *     fp32 master slices; a backend that keeps a low-precision mirror (params_mirror) may
+ *     read its copy instead (WebGPU f16, CUDA bf16).
+ *   - everything else is fp32: parameter gradients, AdamW moments, norm statistics
+ *     (mean, rstd), attention logsumexp, losses; token ids and targets are int32.
  * - Gradient rule (llm.c's layernorm.cuh): parameter gradients are always accumulated (+=);
  *   activation gradients are written (=) unless the op says "+=" (the residual stream).
  * - Sizes are int (rows, channels); products are computed in size_t inside kernels.
@@ -24,6 +32,12 @@
 
 typedef struct tz_buf tz_buf; /* backend-defined device buffer */
 
+/* Element types of activation tensors (see "act" above). bf16 = the top 16 bits of an IEEE
+ * fp32 (8-bit exponent, 7-bit mantissa), rounded to nearest even. */
+typedef enum { TZ_F32 = 0, TZ_BF16 = 1 } tz_dtype;
+static inline size_t tz_dtype_size(tz_dtype t) { return t == TZ_BF16 ? 2 : 4; }
+static inline const char *tz_dtype_name(tz_dtype t) { return t == TZ_BF16 ? "bf16" : "fp32"; }
+
 /* A view into a buffer: byte offset `off` from the start of `buf`. */
 typedef struct {
   tz_buf *buf;
@@ -36,6 +50,10 @@ static inline tz_slice tz_at(tz_slice s, size_t bytes) {
 }
 /* Offset a float32 slice by n elements. */
 static inline tz_slice tz_f32(tz_slice s, size_t n) { return tz_at(s, n * sizeof(float)); }
+/* Offset a slice of dtype t by n elements (activation slices: tz_elems(s, n, be->act)). */
+static inline tz_slice tz_elems(tz_slice s, size_t n, tz_dtype t) {
+  return tz_at(s, n * tz_dtype_size(t));
+}
 static const tz_slice TZ_NONE = {0, 0};
 static inline int tz_present(tz_slice s) { return s.buf != 0; }
 
@@ -56,6 +74,7 @@ typedef struct tz_backend tz_backend;
 struct tz_backend {
   const char *name; /* "cpu", "webgpu", "cuda" */
   void *ctx;        /* backend-private state */
+  tz_dtype act;     /* dtype of every "act" argument (see the conventions above) */
 
   /* ---- memory ---- */
   /* Allocate `bytes` of device memory, zero-filled. Returns NULL and sets tz_err() on
@@ -67,10 +86,12 @@ struct tz_backend {
   void (*upload)(tz_backend *be, tz_slice dst, const void *src, size_t bytes);
   void (*download)(tz_backend *be, void *dst, tz_slice src, size_t bytes);
   void (*copy)(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes);
-  /* Fill n float32 values with `value`. */
-  void (*fill)(tz_backend *be, tz_slice dst, float value, size_t n);
-  /* Strided row copy: dst[r*dst_stride + c] = src[r*src_stride + c] for r < rows, c < cols.
-   * Strides and cols in float32 elements. (KV-cache writes.) */
+  /* Fill n elements of dtype `dt` with `value` (rounded to dt). */
+  void (*fill)(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt);
+  /* Download n "act" elements (dtype be->act) as fp32 host values (logits to the host). */
+  void (*download_act)(tz_backend *be, float *dst, tz_slice src, size_t n);
+  /* Strided row copy of act rows: dst[r*dst_stride + c] = src[r*src_stride + c] for
+   * r < rows, c < cols. Strides and cols in act elements. (KV-cache writes.) */
   void (*copy_rows)(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src,
                     size_t src_stride, int rows, int cols);
   /* Wait until every queued op has finished. */
@@ -89,7 +110,15 @@ struct tz_backend {
    * registration ends when the buffer is freed. */
   void (*params_mirror)(tz_backend *be, tz_buf *params);
 
-  /* ---- ops (see docs/OPS.md for the math of each) ---- */
+  /* ---- ops (see docs/OPS.md for the math of each) ----
+   * Dtypes per argument (conventions above):
+   *   act: embed_fwd out; embed_bwd dout; norm out, inp, dout, dinp; matmul_t out, a;
+   *        matmul out, a; matmul_at a, b; bias_bwd dout; rope qkv; attention q, k, v, out,
+   *        dout, dq, dk, dv; gelu, swiglu, add: every tensor; crossentropy logits.
+   *   W (fp32 master slices, maybe read through a mirror): embed wte, wpe; norm w, b;
+   *        matmul_t b, bias; matmul b.
+   *   fp32: embed_bwd dwte, dwpe; norm mean, rstd, dw, db; matmul_at out; bias_bwd db;
+   *        attention lse; crossentropy losses; sum_sq; adamw. int32: tok, targets. */
 
   /* out[n,:] = wte[tok[n],:] (+ wpe[n % T,:] when wpe is present). tok: int32 [N].
    * An id outside [0, V) writes zeros (ids are validated when data is loaded).
@@ -192,9 +221,11 @@ struct tz_backend {
                 const tz_range *ranges, int n_ranges, const tz_adamw_hp *hp);
 };
 
-/* Create a backend by name ("cpu", "webgpu"). threads <= 0 means all cores (OpenMP default).
+/* Create a backend by name ("cpu", "webgpu", "cuda"). threads <= 0 means all cores (OpenMP
+ * default; CPU only). precision: NULL or "" for the backend's default (CUDA: bf16, others:
+ * fp32), else "fp32" or "bf16"; a precision the backend does not offer is an error.
  * Returns NULL with tz_err() set for an unknown or unavailable backend. */
-tz_backend *tz_backend_create(const char *name, int threads);
+tz_backend *tz_backend_create(const char *name, int threads, const char *precision);
 
 /* The WebGPU backend (src/backend/webgpu): Dawn loaded at run time (TEZGAH_WEBGPU_LIB or
  * the repository's .deps/dawn/). NULL with tz_err() when Dawn or an adapter is missing. */
@@ -208,6 +239,18 @@ const char *tz_webgpu_describe(tz_backend *be);
  * (timestamp queries). No-ops for other backends or without profiling. */
 void tz_webgpu_profile_print(tz_backend *be, double steps);
 void tz_webgpu_profile_reset(tz_backend *be);
+
+/* The CUDA backend (src/backend/cuda): NULL with tz_err() when built without CUDA
+ * (TEZGAH_CUDA=OFF or no toolkit), or without a driver or GPU at run time. precision as
+ * above. */
+tz_backend *tz_backend_cuda_create(const char *precision);
+/* Print the CUDA devices (name, compute capability, SMs, memory, driver and runtime
+ * versions) to stdout (`tezgah info`). 0, or -1 with tz_err() when CUDA is unavailable. */
+int tz_cuda_info(void);
+/* With TEZGAH_PROFILE=1 (train --profile): print / reset the per-op GPU time table (CUDA
+ * events). No-ops for other backends or without profiling. */
+void tz_cuda_profile_print(tz_backend *be, double steps);
+void tz_cuda_profile_reset(tz_backend *be);
 
 /* The CPU backend (src/backend/cpu). */
 tz_backend *tz_backend_cpu_create(int threads);

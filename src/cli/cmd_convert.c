@@ -81,7 +81,7 @@ int tz_cmd_convert(int argc, char **argv) {
     size_t n = tz_config_num_params(&rf.cfg);
     float *p = rf.host_params;
     if (!p) {
-      if (!(be = tz_backend_create("cpu", 0)) || tz_run_load_model(&rf, be, &m)) goto out;
+      if (!(be = tz_backend_create("cpu", 0, NULL)) || tz_run_load_model(&rf, be, &m)) goto out;
       p = tz_malloc(n * sizeof *p);
       tz_model_get_params(m, p);
     }
@@ -104,7 +104,7 @@ int tz_cmd_convert(int argc, char **argv) {
       goto out_p;
     }
   }
-  if (!(be = tz_backend_create("cpu", 0)) || tz_model_create(be, &cfg, &m)) goto out_p;
+  if (!(be = tz_backend_create("cpu", 0, NULL)) || tz_model_create(be, &cfg, &m)) goto out_p;
   tz_model_set_params(m, p);
   char *path = tz_path_join(out, TZ_CKPT_FILE);
   if (tz_exists(path)) { /* never replace another run's model (its metrics would no longer match) */

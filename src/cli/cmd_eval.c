@@ -24,15 +24,16 @@ static const char *HELP =
     "  -B, --batch-size N     sequences per batch (4)\n"
     "  -T, --seq-len N        tokens per sequence (default: min(context, 256))\n"
     "  --json PATH            also write {\"loss\",\"perplexity\",\"tokens\",...} as JSON (- = stdout)\n"
-    "  --backend NAME         cpu (default)\n"
+    "  --backend NAME         cpu (default), webgpu or cuda\n"
+    "  --precision P          fp32 or bf16 (cuda; default bf16)\n"
     "  --threads N            OpenMP threads (default: all cores)\n"
     "example: tezgah eval runs/latest --data 'data/val_*.bin' --batches 20 --json eval.json\n";
 
 int tz_cmd_eval(int argc, char **argv) {
   static const struct option LONG[] = {{"data", 1, 0, 'd'},      {"batches", 1, 0, 'n'}, {"batch-size", 1, 0, 'B'},
                                        {"seq-len", 1, 0, 'T'},   {"json", 1, 0, 'J'},    {"backend", 1, 0, 'b'},
-                                       {"threads", 1, 0, 'j'},   {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
-  const char *data = NULL, *json = NULL, *backend = "cpu", *model = NULL;
+                                       {"threads", 1, 0, 'j'},   {"precision", 1, 0, 'r'}, {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
+  const char *data = NULL, *json = NULL, *backend = "cpu", *model = NULL, *precision = NULL;
   int batches = 0, B = 4, T = 0, threads = 0, c;
   opterr = 0;
   optind = 1;
@@ -45,6 +46,7 @@ int tz_cmd_eval(int argc, char **argv) {
       case 'T': e = tz_arg_int("--seq-len", optarg, 1, 1 << 20, &T); break;
       case 'J': json = optarg; break;
       case 'b': backend = optarg; break;
+      case 'r': precision = optarg; break;
       case 'j': e = tz_arg_int("--threads", optarg, 0, 1024, &threads); break;
       case 'h': fputs(HELP, stdout); return 0;
       case ':': tz_arg_bad("eval", argc, argv, optind, 0, 1); return tz_cli_fail();
@@ -88,7 +90,7 @@ int tz_cmd_eval(int argc, char **argv) {
     tz_err("--batches: %d is more than the %llu batches of B=%d T=%d the shards hold", n, (unsigned long long)avail, B, T);
     goto out;
   }
-  if (!(be = tz_backend_create(backend, threads))) goto out;
+  if (!(be = tz_backend_create(backend, threads, precision))) goto out;
   if (tz_run_load_model(&rf, be, &m) || tz_model_alloc_training(m, B, T)) goto out;
   in = tz_malloc((size_t)B * T * sizeof *in);
   tg = tz_malloc((size_t)B * T * sizeof *tg);

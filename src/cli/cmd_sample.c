@@ -25,14 +25,15 @@ static const char *HELP =
     "  --top-k N              keep the N most likely tokens (40; 0 = off)\n"
     "  --top-p F              nucleus sampling threshold (1 = off)\n"
     "  --seed N               random seed (1337)\n"
-    "  --backend NAME         cpu (default)\n"
+    "  --backend NAME         cpu (default), webgpu or cuda\n"
+    "  --precision P          fp32 or bf16 (cuda; default bf16)\n"
     "  --threads N            OpenMP threads (default: all cores)\n";
 
 int tz_cmd_sample(int argc, char **argv) {
   static const struct option LONG[] = {
       {"prompt", 1, 0, 'p'}, {"tokens", 1, 0, 'n'}, {"temperature", 1, 0, 't'}, {"top-k", 1, 0, 'k'},
       {"top-p", 1, 0, 'P'}, {"seed", 1, 0, 's'}, {"backend", 1, 0, 'b'}, {"threads", 1, 0, 'j'},
-      {"tokenizer", 1, 0, 'z'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+      {"tokenizer", 1, 0, 'z'}, {"precision", 1, 0, 'r'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
   tz_sample_opts o;
   tz_sample_opts_default(&o);
   int c;
@@ -48,6 +49,7 @@ int tz_cmd_sample(int argc, char **argv) {
       case 'P': e = tz_arg_float("--top-p", optarg, 1e-9, 1, &o.top_p); break;
       case 's': e = tz_arg_u64("--seed", optarg, &o.seed); break;
       case 'b': o.backend = optarg; break;
+      case 'r': o.precision = optarg; break;
       case 'z': o.tokenizer = optarg; break;
       case 'j': e = tz_arg_int("--threads", optarg, 0, 1024, &o.threads); break;
       case 'h': fputs(HELP, stdout); return 0;

@@ -28,8 +28,9 @@ static const char *HELP =
     "run:\n"
     "  --run-dir DIR          output directory (default runs/<date-time>; runs/latest points to it)\n"
     "  --resume DIR           continue the run in DIR from its checkpoint (exactly)\n"
-    "  --backend NAME         cpu (default) or webgpu\n"
-    "  --profile              webgpu: print the per-kernel GPU time table (ms/step, share, GFLOP/s or GB/s)\n"
+    "  --backend NAME         cpu (default), webgpu or cuda\n"
+    "  --precision P          fp32 or bf16 (bf16 mixed precision: cuda only, its default)\n"
+    "  --profile              webgpu, cuda: print the per-kernel GPU time table (ms/step, share, GFLOP/s or GB/s)\n"
     "  --threads N            OpenMP threads (default: all cores)\n"
     "  --seed N               random seed (1337)\n"
     "model:\n"
@@ -66,13 +67,14 @@ enum {
   O_DATA = 256, O_VOCAB, O_VALFRAC, O_TSHARDS, O_VSHARDS, O_TOKENIZER, O_RUNDIR, O_RESUME,
   O_BACKEND, O_THREADS, O_SEED, O_ARCH, O_NLAYER, O_NHEAD, O_NKV, O_DMODEL, O_DFF, O_MAXT,
   O_UNTIED, O_ACCUM, O_STEPS, O_LR, O_WARMUP, O_MINLR, O_B1, O_B2, O_EPS, O_WD, O_CLIP,
-  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_HELP
+  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_HELP
 };
 
 static const struct option LONG[] = {
     {"data", 1, 0, O_DATA}, {"vocab-size", 1, 0, O_VOCAB}, {"val-fraction", 1, 0, O_VALFRAC},
     {"train-shards", 1, 0, O_TSHARDS}, {"val-shards", 1, 0, O_VSHARDS}, {"tokenizer", 1, 0, O_TOKENIZER},
     {"run-dir", 1, 0, O_RUNDIR}, {"resume", 1, 0, O_RESUME}, {"backend", 1, 0, O_BACKEND},
+    {"precision", 1, 0, O_PRECISION},
     {"threads", 1, 0, O_THREADS}, {"seed", 1, 0, O_SEED}, {"arch", 1, 0, O_ARCH},
     {"n-layer", 1, 0, O_NLAYER}, {"n-head", 1, 0, O_NHEAD}, {"n-kv-head", 1, 0, O_NKV},
     {"d-model", 1, 0, O_DMODEL}, {"d-ff", 1, 0, O_DFF}, {"max-seq-len", 1, 0, O_MAXT},
@@ -87,7 +89,7 @@ static const struct option LONG[] = {
 
 /* Options that may accompany --resume without changing the loss sequence. */
 static int resume_allows(int opt) {
-  return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_QUIET ||
+  return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_PRECISION || opt == O_QUIET ||
          opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP || opt == O_INJNAN || opt == O_INJINF ||
          opt == O_PROFILE;
 }
@@ -140,6 +142,7 @@ int tz_cmd_train(int argc, char **argv) {
       case O_RUNDIR: o.run_dir = optarg; break;
       case O_RESUME: o.resume = optarg; break;
       case O_BACKEND: o.backend = optarg; break;
+      case O_PRECISION: o.precision = optarg; break;
       case O_THREADS: e = tz_arg_int("--threads", optarg, 0, 1024, &o.threads); break;
       case O_SEED: e = tz_arg_u64("--seed", optarg, &o.seed); break;
       case O_ARCH:

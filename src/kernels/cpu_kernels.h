@@ -51,7 +51,8 @@ size_t tz_cpu_scratch(tz_cpu_ctx *cx, size_t per_thread);
 #define TZ_I(s) ((int *)tz_cpu_ptr(s))
 
 /* memory-like ops (elementwise/elementwise_cpu.c) */
-void tz_cpu_fill(tz_backend *be, tz_slice dst, float value, size_t n);
+void tz_cpu_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt);
+void tz_cpu_download_act(tz_backend *be, float *dst, tz_slice src, size_t n);
 void tz_cpu_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src,
                       size_t src_stride, int rows, int cols);
 void tz_cpu_add(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, size_t n);

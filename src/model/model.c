@@ -41,26 +41,37 @@ static tz_slice G(tz_model *m, size_t off) {
 }
 
 /* ---- activation arena ---- */
+/* One buffer carved into slices: "act" tensors in the backend's activation dtype (fp32, or
+ * bf16 on CUDA), statistics, losses and token ids in 4-byte elements (backend.h). */
 typedef struct {
   tz_buf *buf;
   size_t off;
+  tz_dtype act;
 } carver;
 
-static tz_slice carve(carver *cv, size_t floats) {
+static tz_slice carve_bytes(carver *cv, size_t bytes) {
   tz_slice s = {cv->buf, cv->off};
-  cv->off += (floats * sizeof(float) + 63) & ~(size_t)63;
+  cv->off += (bytes + 255) & ~(size_t)255; /* 256: vector and tensor-core loads need alignment */
   return s;
 }
+/* n fp32 (or int32) elements */
+static tz_slice carve(carver *cv, size_t n) { return carve_bytes(cv, n * sizeof(float)); }
+/* n act elements */
+static tz_slice carve_act(carver *cv, size_t n) { return carve_bytes(cv, n * tz_dtype_size(cv->act)); }
+
+/* Offset an act slice by n elements. */
+static tz_slice A(tz_model *m, tz_slice s, size_t n) { return tz_elems(s, n, m->be->act); }
 
 /* Assign every slice of `a` for (B, T). With buf == NULL only the size is computed. */
-static size_t lay_out_acts(tz_acts *a, const tz_config *cfg, tz_buf *buf, int training) {
+static size_t lay_out_acts(tz_acts *a, const tz_config *cfg, tz_dtype act, tz_buf *buf,
+                           int training) {
   dims d = dims_of(cfg);
   size_t N = (size_t)a->B * a->T;
-  carver cv = {buf, 0};
+  carver cv = {buf, 0, act};
   a->tokens = carve(&cv, N);
   a->targets = carve(&cv, N);
   int nres = a->shared ? 2 : d.L + 1;
-  for (int i = 0; i < nres; i++) a->res[i] = carve(&cv, N * d.C);
+  for (int i = 0; i < nres; i++) a->res[i] = carve_act(&cv, N * d.C);
   for (int i = nres; i <= d.L; i++) a->res[i] = a->res[i % 2];
   for (int l = 0; l < d.L; l++) {
     tz_layer_acts *x = &a->layer[l];
@@ -68,30 +79,30 @@ static size_t lay_out_acts(tz_acts *a, const tz_config *cfg, tz_buf *buf, int tr
       *x = a->layer[0];
       continue;
     }
-    x->n1 = carve(&cv, N * d.C);
+    x->n1 = carve_act(&cv, N * d.C);
     x->n1_mean = carve(&cv, N);
     x->n1_rstd = carve(&cv, N);
-    x->qkv = carve(&cv, N * d.Q);
-    x->att = carve(&cv, N * d.C);
+    x->qkv = carve_act(&cv, N * d.Q);
+    x->att = carve_act(&cv, N * d.C);
     x->lse = carve(&cv, (size_t)a->B * d.nh * a->T);
-    x->mid = carve(&cv, N * d.C);
-    x->n2 = carve(&cv, N * d.C);
+    x->mid = carve_act(&cv, N * d.C);
+    x->n2 = carve_act(&cv, N * d.C);
     x->n2_mean = carve(&cv, N);
     x->n2_rstd = carve(&cv, N);
-    x->h = carve(&cv, N * d.F2);
-    x->a = carve(&cv, N * d.F);
+    x->h = carve_act(&cv, N * d.F2);
+    x->a = carve_act(&cv, N * d.F);
   }
-  a->nf = carve(&cv, N * d.C);
+  a->nf = carve_act(&cv, N * d.C);
   a->nf_mean = carve(&cv, N);
   a->nf_rstd = carve(&cv, N);
-  a->logits = carve(&cv, (a->shared ? 1 : N) * (size_t)d.Vp);
+  a->logits = carve_act(&cv, (a->shared ? 1 : N) * (size_t)d.Vp);
   a->losses = carve(&cv, N);
   if (training) {
-    a->dres = carve(&cv, N * d.C);
-    a->dtmp = carve(&cv, N * d.C);
-    a->dqkv = carve(&cv, N * d.Q);
-    a->dh = carve(&cv, N * d.F2);
-    a->da = carve(&cv, N * d.F);
+    a->dres = carve_act(&cv, N * d.C);
+    a->dtmp = carve_act(&cv, N * d.C);
+    a->dqkv = carve_act(&cv, N * d.Q);
+    a->dh = carve_act(&cv, N * d.F2);
+    a->da = carve_act(&cv, N * d.F);
   }
   return cv.off;
 }
@@ -103,10 +114,10 @@ static int acts_alloc(tz_model *m, tz_acts *a, int B, int T, int shared, int tra
   a->shared = shared;
   a->res = tz_calloc((size_t)m->cfg.n_layer + 1, sizeof *a->res);
   a->layer = tz_calloc((size_t)m->cfg.n_layer, sizeof *a->layer);
-  a->bytes = lay_out_acts(a, &m->cfg, NULL, training);
+  a->bytes = lay_out_acts(a, &m->cfg, m->be->act, NULL, training);
   a->buf = m->be->alloc(m->be, a->bytes, training ? "activations" : "inference activations");
   if (!a->buf) return -1;
-  lay_out_acts(a, &m->cfg, a->buf, training);
+  lay_out_acts(a, &m->cfg, m->be->act, a->buf, training);
   return 0;
 }
 
@@ -202,7 +213,7 @@ int tz_model_alloc_training(tz_model *m, int B, int T) {
 
 int tz_model_alloc_inference(tz_model *m) {
   dims d = dims_of(&m->cfg);
-  size_t n = (size_t)d.L * m->cfg.max_seq_len * d.nkv * d.hd * sizeof(float);
+  size_t n = (size_t)d.L * m->cfg.max_seq_len * d.nkv * d.hd * tz_dtype_size(m->be->act);
   if (!(m->kcache = m->be->alloc(m->be, n, "kv cache")) ||
       !(m->vcache = m->be->alloc(m->be, n, "kv cache")))
     return -1;
@@ -210,7 +221,7 @@ int tz_model_alloc_inference(tz_model *m) {
 }
 
 void tz_model_zero_grads(tz_model *m) {
-  m->be->fill(m->be, G(m, 0), 0.0f, m->lay.total);
+  m->be->fill(m->be, G(m, 0), 0.0f, m->lay.total, TZ_F32);
 }
 
 /* ---- forward ---- */
@@ -247,7 +258,7 @@ static void forward(tz_model *m, tz_acts *a, int B, int T, int pos0, int kv) {
   tz_slice wpe = gpt2 ? tz_f32(P(m, m->lay.wpe), (size_t)pos0 * d.C) : TZ_NONE;
   be->embed_fwd(be, a->res[0], a->tokens, P(m, m->lay.wte), wpe, B, T, d.C, d.Vp);
   if (m->debug_poison_acts && a == &m->train) { /* --debug-inject-inf: one row of +Inf */
-    be->fill(be, a->res[0], INFINITY, (size_t)d.C);
+    be->fill(be, a->res[0], INFINITY, (size_t)d.C, be->act);
     m->debug_poison_acts = 0;
   }
   size_t kvrow = (size_t)d.nkv * d.hd;
@@ -258,15 +269,16 @@ static void forward(tz_model *m, tz_acts *a, int B, int T, int pos0, int kv) {
     norm_fwd(m, x->n1, x->n1_mean, x->n1_rstd, in, o->norm1_w, o->norm1_b, N);
     be->matmul_t(be, x->qkv, x->n1, P(m, o->qkv_w), P(m, o->qkv_b), N, d.C, d.Q, 0);
     if (!gpt2) be->rope(be, x->qkv, B, T, d.nh, d.nkv, d.hd, pos0, c->rope_theta, +1);
-    tz_slice q = x->qkv, k = tz_f32(x->qkv, (size_t)d.nh * d.hd),
-             v = tz_f32(x->qkv, (size_t)(d.nh + d.nkv) * d.hd);
+    tz_slice q = x->qkv, k = A(m, x->qkv, (size_t)d.nh * d.hd),
+             v = A(m, x->qkv, (size_t)(d.nh + d.nkv) * d.hd);
     if (kv) {
       size_t layer_off = (size_t)l * c->max_seq_len * kvrow;
-      tz_slice kc = {m->kcache, (layer_off + (size_t)pos0 * kvrow) * sizeof(float)};
-      tz_slice vc = {m->vcache, kc.off};
+      tz_slice k0 = {m->kcache, 0}, v0 = {m->vcache, 0};
+      k0 = A(m, k0, layer_off);
+      v0 = A(m, v0, layer_off);
+      tz_slice kc = A(m, k0, (size_t)pos0 * kvrow), vc = A(m, v0, (size_t)pos0 * kvrow);
       be->copy_rows(be, kc, kvrow, k, d.Q, T, (int)kvrow);
       be->copy_rows(be, vc, kvrow, v, d.Q, T, (int)kvrow);
-      tz_slice k0 = {m->kcache, layer_off * sizeof(float)}, v0 = {m->vcache, k0.off};
       be->attention_fwd(be, x->att, TZ_NONE, q, k0, v0, 1, T, pos0 + T, pos0, d.nh, d.nkv,
                         d.hd, d.Q, (int)kvrow);
     } else {
@@ -284,7 +296,7 @@ static void forward(tz_model *m, tz_acts *a, int B, int T, int pos0, int kv) {
   tz_slice last = a->res[d.L];
   norm_fwd(m, a->nf, a->nf_mean, a->nf_rstd, last, m->lay.normf_w, m->lay.normf_b, N);
   if (kv) /* only the last row's logits are needed to pick the next token */
-    be->matmul_t(be, a->logits, tz_f32(a->nf, (size_t)(N - 1) * d.C), P(m, m->lay.lm_head),
+    be->matmul_t(be, a->logits, A(m, a->nf, (size_t)(N - 1) * d.C), P(m, m->lay.lm_head),
                  TZ_NONE, 1, d.C, d.Vp, 0);
   else
     be->matmul_t(be, a->logits, a->nf, P(m, m->lay.lm_head), TZ_NONE, N, d.C, d.Vp, 0);
@@ -323,7 +335,7 @@ static void backward(tz_model *m) {
   /* lm_head: dnf = dlogits·W, dW += dlogitsᵀ·nf */
   be->matmul(be, a->dtmp, a->logits, P(m, m->lay.lm_head), N, d.Vp, d.C, 0);
   be->matmul_at(be, G(m, m->lay.lm_head), a->logits, a->nf, d.Vp, N, d.C, 1);
-  be->fill(be, a->dres, 0.0f, NC);
+  be->fill(be, a->dres, 0.0f, NC, be->act);
   norm_bwd(m, a->dres, a->dtmp, a->res[d.L], a->nf_mean, a->nf_rstd, m->lay.normf_w,
            m->lay.normf_b, N);
   for (int l = d.L - 1; l >= 0; l--) {
@@ -343,8 +355,8 @@ static void backward(tz_model *m) {
     be->matmul(be, a->dtmp, a->dres, P(m, o->proj_w), N, d.C, d.C, 0);
     be->matmul_at(be, G(m, o->proj_w), a->dres, x->att, d.C, N, d.C, 1);
     if (gpt2) be->bias_bwd(be, G(m, o->proj_b), a->dres, N, d.C);
-    tz_slice q = x->qkv, k = tz_f32(q, (size_t)d.nh * d.hd), v = tz_f32(q, (size_t)(d.nh + d.nkv) * d.hd);
-    tz_slice dq = a->dqkv, dk = tz_f32(dq, (size_t)d.nh * d.hd), dv = tz_f32(dq, (size_t)(d.nh + d.nkv) * d.hd);
+    tz_slice q = x->qkv, k = A(m, q, (size_t)d.nh * d.hd), v = A(m, q, (size_t)(d.nh + d.nkv) * d.hd);
+    tz_slice dq = a->dqkv, dk = A(m, dq, (size_t)d.nh * d.hd), dv = A(m, dq, (size_t)(d.nh + d.nkv) * d.hd);
     be->attention_bwd(be, dq, dk, dv, a->dtmp, q, k, v, x->att, x->lse, B, T, d.nh, d.nkv, d.hd,
                       d.Q, d.Q);
     if (!gpt2) be->rope(be, a->dqkv, B, T, d.nh, d.nkv, d.hd, 0, c->rope_theta, -1);
@@ -375,7 +387,7 @@ void tz_model_forward_logits(tz_model *m, const int32_t *inputs, float *logits) 
   be->upload(be, a->tokens, inputs, (size_t)N * sizeof(int32_t));
   forward(m, a, a->B, a->T, 0, 0);
   for (int i = 0; i < N; i++)
-    be->download(be, logits + (size_t)i * V, tz_f32(a->logits, (size_t)i * Vp), V * sizeof(float));
+    be->download_act(be, logits + (size_t)i * V, A(m, a->logits, (size_t)i * Vp), (size_t)V);
 }
 
 double tz_model_grad_norm(tz_model *m) {
@@ -398,5 +410,5 @@ void tz_model_decode(tz_model *m, const int32_t *tokens, int n, int pos0, float 
   TZ_ASSERT(n > 0 && pos0 + n <= m->cfg.max_seq_len);
   be->upload(be, a->tokens, tokens, (size_t)n * sizeof(int32_t));
   forward(m, a, 1, n, pos0, 1);
-  be->download(be, logits, a->logits, (size_t)m->cfg.vocab_size * sizeof(float));
+  be->download_act(be, logits, a->logits, (size_t)m->cfg.vocab_size);
 }

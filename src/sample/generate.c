@@ -113,7 +113,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
     tz_err("%s: checkpoint has no tokenizer; give one with --tokenizer", rf.path);
     goto out;
   }
-  if (!(be = tz_backend_create(o->backend, o->threads))) goto out;
+  if (!(be = tz_backend_create(o->backend, o->threads, o->precision))) goto out;
   if (tz_run_load_model(&rf, be, &m) || tz_model_alloc_inference(m)) goto out;
   if (tz_tok_kind(rf.tok) == TZ_TOKENIZER_LLAMA2C) {
     tz_sampler_init(&smp, m->cfg.vocab_size, o->temperature, o->top_k, o->top_p, o->seed);

@@ -327,13 +327,13 @@ int tz_train(const tz_train_opts *opts_in) {
 
   /* ---- model ---- */
   if (o.profile) {
-    if (strcmp(o.backend, "webgpu")) {
-      tz_err("--profile needs --backend webgpu (GPU timestamp queries)");
+    if (strcmp(o.backend, "webgpu") && strcmp(o.backend, "cuda")) {
+      tz_err("--profile needs --backend webgpu or cuda (GPU timestamps)");
       goto out;
     }
     setenv("TEZGAH_PROFILE", "1", 1);
   }
-  if (!(be = tz_backend_create(o.backend, o.threads))) goto out;
+  if (!(be = tz_backend_create(o.backend, o.threads, o.precision))) goto out;
   if (o.resume) {
     if (tz_run_load_model(&rf, be, &m)) goto out;
   } else {
@@ -365,6 +365,7 @@ int tz_train(const tz_train_opts *opts_in) {
     fprintf(stderr, "train: %s backend, B=%d T=%d accum=%d, %d steps%s, lr %.2e, run %s\n", be->name, o.B, o.T,
             o.grad_accum, o.steps, st.step ? " (resumed)" : "", o.lr, o.run_dir);
     if (!strcmp(be->name, "webgpu")) fprintf(stderr, "webgpu: %s\n", tz_webgpu_describe(be));
+    if (be->act != TZ_F32) fprintf(stderr, "precision: %s activations and weight copies, fp32 master weights, gradients and AdamW\n", tz_dtype_name(be->act));
   }
   int tty = isatty(2) && !o.quiet, first_step = st.step;
   /* elapsed_s in checkpoints = wall time of earlier sessions + this session's so far */
@@ -387,7 +388,7 @@ int tz_train(const tz_train_opts *opts_in) {
       if (a == 0 && has_step(inject_inf, n_inject_inf, st.step + 1)) m->debug_poison_acts = 1;
       loss += tz_model_train_micro(m, in, tg, 1.0f / o.grad_accum);
       if (a == 0 && has_step(inject_nan, n_inject_nan, st.step + 1)) /* through the backend's fill op */
-        be->fill(be, (tz_slice){m->grads, 0}, NAN, m->ranges[0].n);
+        be->fill(be, (tz_slice){m->grads, 0}, NAN, m->ranges[0].n, TZ_F32);
     }
     loss /= o.grad_accum;
     double norm = tz_model_grad_norm(m);
@@ -462,7 +463,10 @@ int tz_train(const tz_train_opts *opts_in) {
   }
   double total = now_s() - t_start;
   if (tty) fprintf(stderr, "\n");
-  if (o.profile) tz_webgpu_profile_print(be, st.step - first_step); /* validation passes included */
+  if (o.profile) { /* validation passes included */
+    tz_webgpu_profile_print(be, st.step - first_step);
+    tz_cuda_profile_print(be, st.step - first_step);
+  }
   if (val) {
     last_val = validate(m, val, o.val_batches, in, tg);
     cJSON *fin = cJSON_CreateObject();

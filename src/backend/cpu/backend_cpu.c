@@ -120,12 +120,14 @@ tz_backend *tz_backend_cpu_create(int threads) {
   }
   be->name = "cpu";
   be->ctx = cx;
+  be->act = TZ_F32;
   be->alloc = cpu_alloc;
   be->free = cpu_free;
   be->upload = cpu_upload;
   be->download = cpu_download;
   be->copy = cpu_copy;
   be->fill = tz_cpu_fill;
+  be->download_act = tz_cpu_download_act;
   be->copy_rows = tz_cpu_copy_rows;
   be->sync = cpu_sync;
   be->destroy = cpu_destroy;

@@ -670,8 +670,14 @@ static uint32_t fbits(float f) {
 #define F4(n) ((size_t)(n) * 4)
 
 /* ---- memory-like ops ---- */
-static void wg_fill(tz_backend *be, tz_slice dst, float value, size_t n) {
+/* Activations are fp32 here: a plain download. */
+static void wg_download_act(tz_backend *be, float *dst, tz_slice src, size_t n) {
+  wg_download(be, dst, src, n * sizeof(float));
+}
+
+static void wg_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt) {
   wg_ctx *c = CTX(be);
+  TZ_ASSERT(dt == TZ_F32); /* WebGPU activations are fp32 (be->act) */
   uint32_t w[24] = {0};
   w[8] = (uint32_t)n;
   w[9] = fbits(value);
@@ -1388,6 +1394,7 @@ tz_backend *tz_backend_webgpu_create(void) {
   tz_backend *be = tz_calloc(1, sizeof *be);
   be->name = "webgpu";
   be->ctx = c;
+  be->act = TZ_F32; /* the f16 mirror covers weights only; activations stay fp32 */
   if (open_adapter(c) != 0) {
     wg_destroy(be);
     return NULL;
@@ -1471,6 +1478,7 @@ tz_backend *tz_backend_webgpu_create(void) {
   be->download = wg_download;
   be->copy = wg_copy;
   be->fill = wg_fill;
+  be->download_act = wg_download_act;
   be->copy_rows = wg_copy_rows;
   be->sync = wg_sync;
   be->destroy = wg_destroy;
@@ -1525,6 +1533,7 @@ int tz_webgpu_info(void) {
   tz_backend *be = tz_calloc(1, sizeof *be);
   be->name = "webgpu";
   be->ctx = c;
+  be->act = TZ_F32; /* the f16 mirror covers weights only; activations stay fp32 */
   if (open_adapter(c) != 0) {
     wg_destroy(be);
     return -1;

@@ -3,13 +3,20 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "kernels/cpu_kernels.h"
 
-/* dst[0..n) = value (fp32). */
-void tz_cpu_fill(tz_backend *be, tz_slice dst, float value, size_t n) {
+/* dst[0..n) = value. Every CPU tensor is fp32 (be->act == TZ_F32). */
+void tz_cpu_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt) {
+  TZ_ASSERT(dt == TZ_F32);
   float *d = TZ_F(dst);
 #pragma omp parallel for schedule(static) if (n > 65536)
   for (size_t i = 0; i < n; i++) d[i] = value;
+}
+
+/* n act (fp32) elements to the host. */
+void tz_cpu_download_act(tz_backend *be, float *dst, tz_slice src, size_t n) {
+  memcpy(dst, TZ_F(src), n * sizeof(float));
 }
 
 /* dst[r*dst_stride + c] = src[r*src_stride + c], r < rows, c < cols (fp32, strides in

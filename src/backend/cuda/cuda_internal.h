@@ -1,0 +1,114 @@
+/* Internal interface of the CUDA backend, shared by its runtime (src/backend/cuda/*.c: device,
+ * memory, streams, profiling, the op table) and its kernels (src/kernels/<op>/<op>.cu).
+ * Included from C and from CUDA C++ (nvcc); nothing here is public API.
+ *
+ * Contract for a kernel file src/kernels/<op>/<op>.cu:
+ * - It defines `extern "C"` launchers named tzc_<op> with exactly the signature of the
+ *   matching tz_backend member (src/backend/backend.h), e.g.
+ *     extern "C" void tzc_rmsnorm_fwd(tz_backend *be, tz_slice out, ...);
+ *   The runtime puts them into the op table.
+ * - Everything is launched on tzc(be)->stream, asynchronously; a launcher never synchronizes
+ *   the device and never allocates (use tzc_scratch for temporaries).
+ * - "act" arguments are of dtype tzc(be)->act: float (TZ_F32) or __nv_bfloat16 (TZ_BF16);
+ *   kernels are templates over the element type, instantiated for both. Weight ("W")
+ *   arguments are read through tzc_w(), which returns the bf16 mirror in bf16 mode and the
+ *   fp32 master otherwise, so W is also of dtype tzc(be)->act. fp32 arguments are float.
+ * - The default path is deterministic (no floating-point atomics): the same inputs give
+ *   bit-identical outputs run to run on one GPU.
+ * - The first statement is TZC_PROF(be, "<op>") (per-op CUDA-event timing for --profile;
+ *   nothing when profiling is off), and every launch is followed by TZC_LAUNCHED().
+ */
+#ifndef TZ_CUDA_INTERNAL_H
+#define TZ_CUDA_INTERNAL_H
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A device allocation (cudaMalloc). */
+struct tz_buf {
+  void *ptr;
+  size_t bytes;
+};
+
+typedef struct tzc_prof tzc_prof; /* per-op timing state (backend_cuda_prof.c) */
+
+typedef struct {
+  int device;
+  cudaStream_t stream;
+  tz_dtype act; /* activation dtype: TZ_F32 (--precision fp32) or TZ_BF16 */
+  int sm_count, cc_major, cc_minor;
+  size_t bytes_used, bytes_peak; /* live tz_buf bytes, for mem_used / mem_peak */
+  /* bf16 mode: the registered fp32 params buffer and its bf16 mirror (same element
+   * order, n_params elements). adamw rewrites the mirror in the same pass. */
+  tz_buf *params;
+  void *params_bf16;
+  size_t n_params;
+  /* Device scratch for kernels' temporaries (tzc_scratch). */
+  void *scratch;
+  size_t scratch_bytes;
+  /* cuBLASLt handle (cublasLtHandle_t) and its workspace, owned by the runtime. */
+  void *lt;
+  void *lt_ws;
+  size_t lt_ws_bytes;
+  tzc_prof *prof; /* NULL unless TEZGAH_PROFILE=1 */
+} tzc_ctx;
+
+static inline tzc_ctx *tzc(tz_backend *be) { return (tzc_ctx *)be->ctx; }
+
+/* Device address of a slice (NULL for an absent slice). */
+static inline void *tzc_ptr(tz_slice s) { return s.buf ? (char *)s.buf->ptr + s.off : NULL; }
+
+/* Device address of a weight slice as kernels read it: in bf16 mode, a slice of the
+ * registered params buffer maps to the bf16 mirror (element off/4); otherwise the fp32
+ * slice itself. NULL for an absent slice. */
+static inline void *tzc_w(tz_backend *be, tz_slice s) {
+  tzc_ctx *c = tzc(be);
+  if (!s.buf) return NULL;
+  if (c->act == TZ_BF16 && c->params_bf16 && s.buf == c->params)
+    return (char *)c->params_bf16 + s.off / 2;
+  return tzc_ptr(s);
+}
+
+/* At least `bytes` of device scratch, valid until the next tzc_scratch call (ops run in
+ * stream order, so consecutive ops may reuse it). Grows on demand (the first training step
+ * sizes it; later steps allocate nothing). Aligned to 256 bytes. */
+void *tzc_scratch(tz_backend *be, size_t bytes);
+
+/* Abort with "tezgah: error: cuda: <what>: <cudaGetErrorString> at file:line" on error:
+ * op launchers cannot fail by contract (shapes are validated when the model is built), so a
+ * CUDA error is a bug or a lost device. */
+void tzc_check(cudaError_t e, const char *what, const char *file, int line);
+#define TZC_CHECK(x) tzc_check((x), #x, __FILE__, __LINE__)
+#define TZC_LAUNCHED() tzc_check(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+
+/* Per-op timing (backend_cuda_prof.c): begin/end record CUDA events around one op call
+ * when profiling is on. flops / bytes are the op's nominal work (for the GFLOP/s and GB/s
+ * columns; 0 when not meaningful). */
+void tzc_prof_begin(tz_backend *be, const char *op);
+void tzc_prof_end(tz_backend *be, double flops, double bytes);
+
+#ifdef __cplusplus
+}
+/* C++ (kernel files): TZC_PROF(be, "op") times the rest of the enclosing launcher. */
+struct tzc_prof_scope {
+  tz_backend *be;
+  double flops, bytes;
+  tzc_prof_scope(tz_backend *b, const char *op) : be(b), flops(0), bytes(0) {
+    if (tzc(b)->prof) tzc_prof_begin(b, op);
+  }
+  ~tzc_prof_scope() {
+    if (tzc(be)->prof) tzc_prof_end(be, flops, bytes);
+  }
+};
+#define TZC_PROF(be, op) tzc_prof_scope tzc_prof_scope_(be, op)
+/* Optional, after TZC_PROF: the op's nominal work for the table's rate column. */
+#define TZC_PROF_WORK(f, b) (tzc_prof_scope_.flops = (f), tzc_prof_scope_.bytes = (b))
+#endif
+
+#endif
