@@ -88,7 +88,8 @@ fi
 
 # ---- the catalog: name | expected text in the message | command (run in the scratch dir) ---
 cases=$(cat <<'EOF'
-ckpt-bad-magic      |ck_magic.tzc: llama2.c header field dim=1482184792 is out of range [1, 65536] (not a tezgah, llm.c or llama2.c checkpoint?)|"$bin" sample ck_magic.tzc
+ckpt-bad-magic      |ck_magic.tzc: not a tezgah (magic "TZCKPT"), llm.c (magic 20240326) or llama2.c version 1 (magic 0x616b3432) checkpoint (first int32 1482184792 = 0x58585858), nor a valid legacy llama2.c one (no magic): llama2.c header field dim=1482184792 is out of range [1, 65536]|"$bin" sample ck_magic.tzc
+ckpt-convert-tezgah |good/checkpoint.tzc: a tezgah checkpoint, not an llm.c or llama2.c one|"$bin" convert good/checkpoint.tzc --out cx.bin
 ckpt-wrong-version  |ck_version.tzc: version 2 (expected 1)|"$bin" sample ck_version.tzc
 ckpt-truncated      |ck_trunc.tzc: table checksum mismatch|"$bin" sample ck_trunc.tzc
 ckpt-truncated-tiny |ck_tiny.tzc: truncated: 10 bytes|"$bin" sample ck_tiny.tzc
