@@ -69,6 +69,7 @@ cp "$shard" sh_bigid.bin && poke sh_bigid.bin $((1024 + 2 * 5)) '\xe8\xfd' # id 
 sed -E 's/("merges":[[:space:]]*\[)("[^"]*")/\1\2, \2/' "$tokjson" >tok_dupmerge.json
 sed -E 's/"merges":[[:space:]]*\[[^]]*\]/"merges": []/' "$tokjson" >tok_nomerges.json
 sed -E 's/"merges":[[:space:]]*\[[^]]*\]/"no_merges": 0/' "$tokjson" >tok_mergesabsent.json
+sed -E 's/("added_tokens":[[:space:]]*\[)/\1{"id": 300, "content": "<|endoftext|>"}, /' "$tokjson" >tok_dupadded.json
 head -c 300 "$tokjson" >tok_trunc.json
 : >tok_empty.json
 # corpora
@@ -122,6 +123,7 @@ tok-missing-merges  |tok_nomerges.json: token id 256 "th" is produced by no merg
 tok-merges-absent   |tok_mergesabsent.json: missing array "model.merges"|"$bin" train --train-shards sh_good.bin --tokenizer tok_mergesabsent.json "${small[@]}" --steps 2 --run-dir r1
 tok-truncated       |tok_trunc.json: invalid JSON near byte|"$bin" train --train-shards sh_good.bin --tokenizer tok_trunc.json "${small[@]}" --steps 2 --run-dir r1
 tok-empty           |tok_empty.json: file is empty|"$bin" train --train-shards sh_good.bin --tokenizer tok_empty.json "${small[@]}" --steps 2 --run-dir r1
+tok-dup-special     |appears twice (ids 300 and 299)|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupadded.json "${small[@]}" --steps 2 --run-dir r1
 corpus-missing      |nosuch.txt: No such file or directory|"$bin" train --data nosuch.txt --run-dir r1 --quiet
 corpus-binary       |corpus_bin.txt: looks binary (NUL byte at offset 3)|"$bin" train --data corpus_bin.txt --run-dir r1 --quiet
 corpus-empty        |corpus_empty.txt: file is empty|"$bin" train --data corpus_empty.txt --run-dir r1 --quiet
