@@ -53,6 +53,8 @@ sed 's/"d_model":32/"d_model":48/' meta.json >m_dm.json # consistent config, oth
 "$edit" set "$good" ck_otherconfig.tzc meta m_dm.json
 sed 's/"train":{.*}}$/"x":0}/' meta.json >m_notrain.json
 "$edit" set "$good" ck_export.tzc meta m_notrain.json
+sed 's/"adam_t":[0-9]*/"adam_t":-1/' meta.json >m_adamt.json # next AdamW step t = 0
+"$edit" set "$good" ck_adamt.tzc meta m_adamt.json
 head -c 100 corpus.txt >p100.bin && "$edit" set "$good" ck_params.tzc params p100.bin
 mkdir -p emptyrun
 # shards
@@ -105,6 +107,7 @@ ckpt-other-config   |ck_otherconfig.tzc: layout fingerprint|"$bin" train --resum
 ckpt-missing        |nosuch.tzc: no such checkpoint file or run directory|"$bin" sample nosuch.tzc
 ckpt-dir-without    |emptyrun: run directory has no checkpoint|"$bin" train --resume emptyrun --quiet
 ckpt-export-resume  |ck_export.tzc: checkpoint has no training state|"$bin" train --resume ck_export.tzc --run-dir rx --quiet
+ckpt-adam-t         |ck_adamt.tzc: training state field 'adam_t' = -1 is not a count of AdamW steps in [0, step=4]|"$bin" train --resume ck_adamt.tzc --run-dir rx --quiet
 resume-shape-flag   |--n-layer=2 does not match the checkpoint's n_layer=1|"$bin" train --resume good --n-layer 2
 resume-dmodel-flag  |--d-model=64 does not match the checkpoint's d_model=32|"$bin" train --resume good --d-model 64
 resume-batch-flag   |--batch-size cannot be changed on --resume|"$bin" train --resume good -B 8
