@@ -409,7 +409,7 @@ int tz_train(const tz_train_opts *opts_in) {
     if (!skip) {
       float clip = o.grad_clip > 0 && norm > o.grad_clip ? (float)(o.grad_clip / (norm + 1e-6)) : 1.0f;
       tz_adamw_hp hp = {lr, o.beta1, o.beta2, o.eps, o.weight_decay, clip, (int)(st.adam_t + 1)};
-      tz_model_adamw(m, &hp);
+      if (tz_model_adamw(m, &hp)) goto out;
       st.adam_t++;
     } else {
       st.skipped++;
