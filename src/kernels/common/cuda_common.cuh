@@ -117,6 +117,32 @@ template <class F> __device__ __forceinline__ F tzc_block_sum(F v, F *sh) {
   return tzc_warp_sum(t);
 }
 
+/* ---- norm backward parameter gradients: deterministic two-pass column sums ----
+ * Pass 1 (a kernel of the norm file): rows are split into P fixed chunks of `rpc` rows; block
+ * (column block, chunk) writes the chunk's per-column partial sums to scratch [P, C]. Pass 2
+ * (tzc_colsum_final_k): one thread per column adds the P partials in chunk order and then
+ * adds (+=) the total into the fp32 gradient. The chunking depends only on N, so the result
+ * is bit-identical run to run (and across GPUs). */
+constexpr int TZC_COL_THREADS = 256;
+static inline int tzc_col_rpc(int N) { /* rows per chunk: ≥ 32, at most 256 chunks */
+  int r = (N + 255) / 256;
+  return r < 32 ? 32 : r;
+}
+static inline int tzc_col_chunks(int N) { return (N + tzc_col_rpc(N) - 1) / tzc_col_rpc(N); }
+/* dst[c] += Σ_p part[p·C + c] (p in order), for 1 or 2 gradients (dst2/part2 may be NULL). */
+static __global__ void __launch_bounds__(TZC_COL_THREADS)
+tzc_colsum_final_k(float *dst, const float *part, float *dst2, const float *part2, int P, int C) {
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  float s = 0.0f, s2 = 0.0f;
+  for (int p = 0; p < P; p++) {
+    s += part[(size_t)p * C + c];
+    if (dst2) s2 += part2[(size_t)p * C + c];
+  }
+  dst[c] += s;
+  if (dst2) dst2[c] += s2;
+}
+
 /* ---- host side ---- */
 static inline bool tzc_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 static inline unsigned tzc_blocks(size_t work, int per_block) {
