@@ -128,14 +128,18 @@ static void check_kv(tz_arch arch, int n_kv) {
   tz_model_decode(m, tok, prefill, 0, step);
   for (int t = prefill - 1; t < T; t++) {
     if (t >= prefill) tz_model_decode(m, tok + t, 1, t, step);
+    /* relative to the row's largest logit: OpenBLAS uses other kernels for the one-row
+     * decode product than for the full forward's, so tiny logits differ in their last bits */
+    double scale = 1e-3;
+    for (int v = 0; v < c.vocab_size; v++) scale = fmax(scale, fabs(full[(size_t)t * c.vocab_size + v]));
     for (int v = 0; v < c.vocab_size; v++) {
-      double d = fabs(step[v] - full[(size_t)t * c.vocab_size + v]) / (1e-3 + fabs(full[(size_t)t * c.vocab_size + v]));
+      double d = fabs(step[v] - full[(size_t)t * c.vocab_size + v]) / scale;
       if (d > worst) worst = d;
     }
   }
   printf("%s n_kv_head=%d: worst relative logit difference KV-cache vs full forward %.3g\n",
          arch == TZ_ARCH_GPT2 ? "gpt2" : "llama", n_kv, worst);
-  assert_true(worst < 1e-4); /* same math, different summation order in matmul tiles */
+  assert_true(worst < 1e-5); /* same math, different summation order in matmul tiles */
   free(full);
   free(step);
   free(p);

@@ -237,7 +237,7 @@ static void test_determinism_blas(void **state) { run_twice_identical("blas"); }
 
 static void test_backend_create(void **state) {
   assert_null(tz_backend_create("vulkan", 1, NULL));
-  assert_non_null(strstr(tz_errmsg(), "unknown backend 'vulkan' (available: cpu, webgpu)"));
+  assert_non_null(strstr(tz_errmsg(), "unknown backend 'vulkan' (available: cpu, webgpu, cuda)"));
   setenv("TZ_MATMUL", "fortran", 1);
   assert_null(tz_backend_create("cpu", 1, NULL));
   unsetenv("TZ_MATMUL");

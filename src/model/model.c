@@ -51,7 +51,7 @@ typedef struct {
 
 static tz_slice carve_bytes(carver *cv, size_t bytes) {
   tz_slice s = {cv->buf, cv->off};
-  cv->off += (bytes + 255) & ~(size_t)255; /* 256: vector and tensor-core loads need alignment */
+  cv->off += (bytes + 63) & ~(size_t)63; /* 64: vector, cp.async and tensor-core loads need >= 16 */
   return s;
 }
 /* n fp32 (or int32) elements */

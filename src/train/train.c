@@ -366,6 +366,11 @@ int tz_train(const tz_train_opts *opts_in) {
             o.grad_accum, o.steps, st.step ? " (resumed)" : "", o.lr, o.run_dir);
     if (!strcmp(be->name, "webgpu")) fprintf(stderr, "webgpu: %s\n", tz_webgpu_describe(be));
     if (be->act != TZ_F32) fprintf(stderr, "precision: %s activations and weight copies, fp32 master weights, gradients and AdamW\n", tz_dtype_name(be->act));
+    if (strcmp(be->name, "cpu") && be->mem_used) { /* the arenas on a GPU backend, in MiB */
+      double pb = m->lay.total * 4.0 / 1048576.0;
+      fprintf(stderr, "memory: params %.1f MiB, grads %.1f, adamw m+v %.1f, activations %.1f (%s); %s device memory in use %.1f MiB\n",
+              pb, pb, 2 * pb, m->train.bytes / 1048576.0, tz_dtype_name(be->act), be->name, be->mem_used(be) / 1048576.0);
+    }
   }
   int tty = isatty(2) && !o.quiet, first_step = st.step;
   /* elapsed_s in checkpoints = wall time of earlier sessions + this session's so far */
