@@ -28,26 +28,20 @@
  *     dq, dk, dv         rtol 5e-2, atol 3e-2·rms(reference tensor); relative RMS ≤ 2e-2
  * Decoding form (B 1, Tq 3 at q_pos0 5 against Tk 8, and Tq 1 at q_pos0 36 against Tk 37;
  * separate K/V cache rows of n_kv_head·head_dim): out and lse with the tolerances above.
- * Without a CUDA build, driver or GPU: SKIPPED (exit 77). */
+ * Without a CUDA build, driver or GPU: SKIPPED (exit 77; cuda_testutil.h's ct_cuda). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
-#include "ops_testutil.h"
+#include "cuda_testutil.h"
 
 static tz_backend *cpu, *g32, *g16;
 
 static int setup(void **state) {
   (void)state;
-  g32 = tz_backend_create("cuda", 0, "fp32");
-  if (!g32) {
-    char why[1200];
-    snprintf(why, sizeof why, "CUDA unavailable: %s", tz_errmsg());
-    tz_test_skip_all(why);
-  }
+  g32 = ct_cuda("fp32"); /* or SKIPPED (exit 77) */
   g16 = tz_backend_create("cuda", 0, "bf16");
   assert_non_null(g16);
   assert_int_equal(g32->act, TZ_F32);
@@ -64,21 +58,10 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* ---- host bf16 (round to nearest even; NaN stays NaN) ---- */
-static uint16_t f2bf(float x) {
-  uint32_t u;
-  memcpy(&u, &x, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1);
-  return (uint16_t)(u >> 16);
-}
-static float bf2f(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float x;
-  memcpy(&x, &u, 4);
-  return x;
-}
-static float bf16r(float x) { return bf2f(f2bf(x)); }
+/* host bf16 conversions: cuda_testutil.h's */
+#define f2bf ct_f32_to_bf16
+#define bf2f ct_bf16_to_f32
+#define bf16r ct_bf16_round
 
 /* ---- GPU tensors with guard elements around them ---- */
 #define PADE 32         /* guard elements before and after (64 or 128 bytes: 16-byte aligned) */
