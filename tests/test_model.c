@@ -186,7 +186,7 @@ static void test_determinism(void **s) {
 }
 
 static void test_adamw_t(void **s) {
-  tz_backend *be = tz_backend_create("cpu", 2);
+  tz_backend *be = tz_backend_create("cpu", 2, NULL);
   adamw_t_check(be);
   be->destroy(be);
 }

@@ -139,7 +139,7 @@ static void test_train_llama_f16(void **state) { compare(TZ_ARCH_LLAMA, 1); }
 static void test_train_gpt2_f16(void **state) { compare(TZ_ARCH_GPT2, 1); }
 
 static void test_adamw_t(void **state) {
-  tz_backend *gpu = tz_backend_create("webgpu", 0);
+  tz_backend *gpu = tz_backend_create("webgpu", 0, NULL);
   if (!gpu) {
     char why[1200];
     snprintf(why, sizeof why, "WebGPU unavailable: %s", tz_errmsg());
