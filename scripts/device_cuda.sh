@@ -21,7 +21,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,n
 if [[ $args == *" tests "* ]]; then
   for t in .dev/bin/test_cuda_*; do
     echo "== $(basename "$t")"
-    timeout 300 "$t" > "$out/$(basename "$t").log" 2>&1
+    TEZGAH_CUDA_REQUIRED=1 timeout 300 "$t" > "$out/$(basename "$t").log" 2>&1
     rc=$?
     grep -E "^\[  (FAILED|PASSED|SKIPPED) |ERROR|worst|off;|error" "$out/$(basename "$t").log" | head -40
     echo "   exit $rc"
