@@ -1,4 +1,4 @@
-/* TFLOP/s of the CUDA attention kernels (src/kernels/attention/*.cu) on the training shapes:
+/* TFLOP/s of the CUDA attention kernels (src/kernels/attention/attention.cu, attention_fa.cu) on the training shapes:
  * GPT-2 124M (B 16, 12 heads, T 1024, head_dim 64), the same with GQA (4 kv heads) and
  * head_dim 128 (6 heads). Causal FLOPs as FlashAttention counts them: forward 4·B·H·hd·P,
  * backward 2.5× that, P = T(T+1)/2 visible (query, key) pairs.
