@@ -83,6 +83,19 @@ static inline float *ct_act_download(ot_ctx *o, tz_slice s, size_t n) {
   return x;
 }
 
+/* A flat fp32 "parameter" buffer of n floats (host values, or zeros when NULL) registered with
+ * params_mirror, as the model's is. IMPORTANT for op tests: in bf16 mode the kernels read
+ * weight ("W") arguments through tzc_w(), i.e. from the bf16 mirror, which exists only for
+ * this registered buffer; a weight in any other buffer would be misread. So put W arguments
+ * (norm weights, wte/wpe, matmul b, biases) into this buffer (at offsets: tz_f32(s, k)), and
+ * round their host copies with ct_round() for the CPU reference. One registration per
+ * backend at a time (a new one replaces it; freeing the buffer ends it). */
+static inline tz_slice ct_params(ot_ctx *o, const float *host, size_t n) {
+  tz_slice s = ot_buf(o, host, n * sizeof(float));
+  if (o->be->params_mirror) o->be->params_mirror(o->be, s.buf);
+  return s;
+}
+
 /* Pass when every |got − ref| ≤ atol + rtol·|ref| (llm.c's test_gpt2.cu bound). On failure
  * print the worst element (by excess over its bound), the count, and fail the test. */
 static inline void ct_close(const char *what, const float *got, const double *ref, size_t n, double rtol,
