@@ -51,6 +51,7 @@ typedef struct {
   const char *train_shards; /* comma-separated paths/globs of llm.c shards (instead of data) */
   const char *val_shards;
   const char *tokenizer;    /* tokenizer file for --train-shards runs (optional) */
+  const char *tokenizer_backend; /* NULL/"cpu" or "webgpu": where the corpus's BPE is trained and encoded */
   int vocab_size;           /* BPE vocabulary to train on the corpus (incl. <|endoftext|>) */
   float val_fraction;       /* share of the corpus's tokens held out for validation */
   /* run */

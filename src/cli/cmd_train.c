@@ -10,6 +10,7 @@
 #include "checkpoint/run_ckpt.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "tokenizer/tokenizer.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "model/config_json.h"
@@ -25,6 +26,8 @@ static const char *HELP =
     "  --train-shards LIST    llm.c token shards (comma-separated paths/globs) instead of --data\n"
     "  --val-shards LIST      validation shards\n"
     "  --tokenizer PATH       tokenizer for shard runs (for the final sample)\n"
+    "  --tokenizer-backend B  cpu (default) or webgpu: where the corpus's BPE is trained and the\n"
+    "                         corpus encoded (identical result; CPU with a notice without WebGPU)\n"
     "run:\n"
     "  --run-dir DIR          output directory (default runs/<date-time>; runs/latest points to it)\n"
     "  --resume DIR           continue the run in DIR from its checkpoint (exactly)\n"
@@ -67,12 +70,13 @@ enum {
   O_DATA = 256, O_VOCAB, O_VALFRAC, O_TSHARDS, O_VSHARDS, O_TOKENIZER, O_RUNDIR, O_RESUME,
   O_BACKEND, O_THREADS, O_SEED, O_ARCH, O_NLAYER, O_NHEAD, O_NKV, O_DMODEL, O_DFF, O_MAXT,
   O_UNTIED, O_ACCUM, O_STEPS, O_LR, O_WARMUP, O_MINLR, O_B1, O_B2, O_EPS, O_WD, O_CLIP,
-  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_HELP
+  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_HELP
 };
 
 static const struct option LONG[] = {
     {"data", 1, 0, O_DATA}, {"vocab-size", 1, 0, O_VOCAB}, {"val-fraction", 1, 0, O_VALFRAC},
     {"train-shards", 1, 0, O_TSHARDS}, {"val-shards", 1, 0, O_VSHARDS}, {"tokenizer", 1, 0, O_TOKENIZER},
+    {"tokenizer-backend", 1, 0, O_TOKBACKEND},
     {"run-dir", 1, 0, O_RUNDIR}, {"resume", 1, 0, O_RESUME}, {"backend", 1, 0, O_BACKEND},
     {"precision", 1, 0, O_PRECISION},
     {"threads", 1, 0, O_THREADS}, {"seed", 1, 0, O_SEED}, {"arch", 1, 0, O_ARCH},
@@ -139,6 +143,10 @@ int tz_cmd_train(int argc, char **argv) {
       case O_TSHARDS: o.train_shards = optarg; break;
       case O_VSHARDS: o.val_shards = optarg; break;
       case O_TOKENIZER: o.tokenizer = optarg; break;
+      case O_TOKBACKEND:
+        o.tokenizer_backend = optarg;
+        if (tz_tok_backend_check(optarg)) e = -1;
+        break;
       case O_RUNDIR: o.run_dir = optarg; break;
       case O_RESUME: o.resume = optarg; break;
       case O_BACKEND: o.backend = optarg; break;

@@ -9,5 +9,6 @@ int tz_cmd_convert(int argc, char **argv);
 int tz_cmd_tokenize(int argc, char **argv);
 int tz_cmd_encode(int argc, char **argv);
 int tz_cmd_decode(int argc, char **argv);
+int tz_cmd_tokenizer(int argc, char **argv);
 int tz_cmd_info(int argc, char **argv);
 #endif

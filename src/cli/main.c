@@ -17,6 +17,7 @@ static const struct {
     {"tokenize", tz_cmd_tokenize, "tokenize a text file into an llm.c token shard"},
     {"encode", tz_cmd_encode, "print the token ids of a text as a JSON array"},
     {"decode", tz_cmd_decode, "print the text of a JSON array of token ids"},
+    {"tokenizer", tz_cmd_tokenizer, "tokenizer train: train a byte-level BPE (cpu or webgpu)"},
     {"info", tz_cmd_info, "list backends; WebGPU adapter, features and limits"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof *commands)

@@ -122,4 +122,36 @@ void tz_tok_free(tz_tokenizer *t);
  * tz_tok_load_buf reads it back. Checkpoints store tokenizers this way. */
 int tz_tok_to_blob(const tz_tokenizer *t, char **data, size_t *len);
 
+/* ---- WebGPU (tok_webgpu.c; kernels in src/kernels/bpe/) ----
+ * Byte-level BPE training, encoding and decoding as WGSL kernels through Dawn, with output
+ * identical to the CPU functions above. Needs ids < 65536 and texts < 2 GiB (training) /
+ * 4 GiB (encoding). The device is created on first use and kept for the process. */
+
+/* 1 when a WebGPU adapter and device are usable; 0 (reason in tz_errmsg()) otherwise. */
+int tz_tok_webgpu_available(void);
+/* The adapter's device name ("" before a device exists). */
+const char *tz_tok_webgpu_device(void);
+
+typedef struct {
+  uint32_t merges, iterations, bans, submissions;
+  uint64_t words, pair_slots;
+} tz_tok_gpu_stats;
+
+/* tz_tok_train on the GPU (same tokenizer, byte for byte). stats may be NULL. */
+int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokenizer **out, tz_tok_gpu_stats *stats);
+/* tz_tok_encode on the GPU (pre-tokenization on the CPU); byte-level BPE only. */
+int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, int allow_special, int32_t **ids,
+                         size_t *n_ids);
+/* tz_tok_decode on the GPU; byte-level BPE only. */
+int tz_tok_decode_webgpu(const tz_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
+
+/* backend "cpu" (or NULL) or "webgpu": the GPU function, or the CPU one after a one-line
+ * notice on stderr when WebGPU is unavailable or cannot take the input. Errors: unknown backend. */
+int tz_tok_backend_check(const char *backend);
+int tz_tok_train_on(const char *backend, const char *text, size_t len, int vocab_size, tz_tokenizer **out);
+int tz_tok_encode_on(const char *backend, const tz_tokenizer *t, const char *text, size_t len, int allow_special,
+                     int32_t **ids, size_t *n_ids);
+int tz_tok_decode_on(const char *backend, const tz_tokenizer *t, const int32_t *ids, size_t n, char **text,
+                     size_t *len);
+
 #endif

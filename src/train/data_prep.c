@@ -36,7 +36,7 @@ static int check_text(const char *path, const char *data, size_t len) {
 }
 
 int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
-                      const char *cache_root, int quiet, tz_prepared *out) {
+                      const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out) {
   memset(out, 0, sizeof *out);
   if (vocab_size < 257 || vocab_size > 65536)
     return tz_err("--vocab-size: %d must be in [257, 65536] (256 byte tokens + <|endoftext|>, uint16 shards)", vocab_size);
@@ -80,12 +80,12 @@ int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
   tz_afile_sweep(dir); /* shards of an earlier, killed preparation */
   double t0 = now_s();
   if (!quiet) fprintf(stderr, "data: training a %d-token BPE tokenizer on %s (%.1f MB)...\n", vocab_size, corpus, len / 1e6);
-  if (tz_tok_train(text, len, vocab_size, &tok)) {
+  if (tz_tok_train_on(tok_backend, text, len, vocab_size, &tok)) {
     tz_err_prefix(corpus);
     goto done;
   }
   double t1 = now_s();
-  if (tz_tok_encode(tok, text, len, 1, &ids, &n)) goto done;
+  if (tz_tok_encode_on(tok_backend, tok, text, len, 1, &ids, &n)) goto done;
   double t2 = now_s();
   if (n < 4 || (size_t)(n * (double)val_fraction) < 2) {
     tz_err("%s: too small to hold out a validation split (%zu tokens)", corpus, n);

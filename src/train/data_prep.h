@@ -18,7 +18,7 @@ typedef struct {
  * "<corpus>: looks binary (NUL byte at offset N)", "<corpus>: too small to hold out a
  * validation split (N tokens)", tokenizer/shard errors. `log` (may be NULL) receives progress. */
 int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
-                      const char *cache_root, int quiet, tz_prepared *out);
+                      const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out);
 void tz_prepared_free(tz_prepared *p);
 
 #endif

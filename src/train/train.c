@@ -294,7 +294,7 @@ int tz_train(const tz_train_opts *opts_in) {
     char *abs = realpath(o.run_dir, NULL);
     cache_root = tz_path_join(dirname(abs), ".cache");
     free(abs);
-    if (tz_prepare_corpus(o.data, o.vocab_size, o.val_fraction, cache_root, o.quiet, &prep)) goto out;
+    if (tz_prepare_corpus(o.data, o.vocab_size, o.val_fraction, cache_root, o.quiet, o.tokenizer_backend, &prep)) goto out;
     train_shards = prep.train_path;
     val_shards = prep.val_path;
     st.train_shards = tz_strdup(train_shards);
