@@ -88,7 +88,7 @@ int tz_train(const tz_train_opts *o);
 
 /* ---- sampling ---- */
 typedef struct {
-  const char *model;     /* run directory or checkpoint file: ours, llama2.c or llm.c (default runs/latest) */
+  const char *model;     /* run directory or checkpoint file: ours, llama2.c or llm.c (NULL: the newest of runs/latest and ./latest) */
   const char *prompt;    /* text (may be empty) */
   const char *backend;   /* "cpu", "webgpu" or "cuda" */
   const char *precision; /* as tz_train_opts.precision */

@@ -16,17 +16,20 @@
 #include "tezgah.h"
 
 static const char *HELP =
-    "usage: tezgah train [options]\n"
+    "usage: tezgah train [options]   (-h, --help: this text)\n"
     "Train a model. With no options: a small llama on data/kjv.txt for 600 steps, then a sample.\n\n"
     "data:\n"
-    "  --data PATH            text corpus (default data/kjv.txt); documents separated by <|endoftext|>\n"
+    "  --data LIST            text corpus: comma-separated files/globs (default data/kjv.txt), joined\n"
+    "                         in order; documents separated by <|endoftext|> (also between files)\n"
     "  --vocab-size N         BPE vocabulary trained on the corpus, incl. <|endoftext|> (2048)\n"
     "  --val-fraction F       share of tokens held out for validation (0.05)\n"
     "  --train-shards LIST    llm.c token shards (comma-separated paths/globs) instead of --data\n"
     "  --val-shards LIST      validation shards\n"
     "  --tokenizer PATH       tokenizer for shard runs (for the final sample)\n"
     "run:\n"
-    "  --run-dir DIR          output directory (default runs/<date-time>; runs/latest points to it)\n"
+    "  --run-dir DIR          output directory (default runs/<date-time>); a link 'latest' beside\n"
+    "                         it (in DIR's parent) points to it: tezgah sample finds runs/latest\n"
+    "                         or ./latest, whichever is newer\n"
     "  --resume DIR           continue the run in DIR from its checkpoint (exactly)\n"
     "  --backend NAME         cpu (default), webgpu or cuda\n"
     "  --precision P          fp32 or bf16 (bf16 mixed precision: cuda only, its default)\n"
@@ -129,7 +132,7 @@ int tz_cmd_train(int argc, char **argv) {
   char default_dir[64];
   opterr = 0;
   optind = 1;
-  while ((c = getopt_long(argc, argv, ":B:T:", LONG, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":hB:T:", LONG, NULL)) != -1) {
     int e = 0, arch;
     if (c >= 256) given[c - 256] = 1;
     switch (c) {
@@ -180,6 +183,7 @@ int tz_cmd_train(int argc, char **argv) {
       case O_SKIPNZ: e = tz_arg_float("--skip-norm-z", optarg, 0, 1e6, &o.skip_norm_z); break;
       case O_INJNAN: o.debug_inject_nan = optarg; break;
       case O_INJINF: o.debug_inject_inf = optarg; break;
+      case 'h':
       case O_HELP: printf("%s", HELP); return 0;
       case ':': tz_arg_bad("train", argc, argv, optind, 0, 1); return tz_cli_fail();
       default: tz_arg_bad("train", argc, argv, optind, optopt, 0); return tz_cli_fail();

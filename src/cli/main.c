@@ -11,7 +11,7 @@ static const struct {
   const char *help;
 } commands[] = {
     {"train", tz_cmd_train, "train a model on a text corpus or token shards (default: data/kjv.txt)"},
-    {"sample", tz_cmd_sample, "generate text from a run or checkpoint (default: runs/latest)"},
+    {"sample", tz_cmd_sample, "generate text from a run or checkpoint (default: runs/latest or ./latest)"},
     {"eval", tz_cmd_eval, "validation loss and perplexity of a model on token shards"},
     {"convert", tz_cmd_convert, "import llama2.c / llm.c checkpoints, export gpt2 models to llm.c"},
     {"tokenize", tz_cmd_tokenize, "tokenize a text file into an llm.c token shard"},
@@ -23,17 +23,40 @@ static const struct {
 
 static void usage(FILE *f) {
   fprintf(f, "tezgah %s: train and run GPT-2 / Llama-style language models\n\n"
-             "usage: tezgah COMMAND [options]   (tezgah COMMAND --help for its options)\n\ncommands:\n",
+             "usage: tezgah COMMAND [options]   (tezgah help COMMAND, or tezgah COMMAND --help, for its options)\n"
+             "backends: cpu, webgpu, cuda (--backend NAME on train, sample and eval)\n\ncommands:\n",
           TEZGAH_VERSION);
   for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
 }
 
+static int find_command(const char *name) {
+  for (int i = 0; i < N_COMMANDS; i++)
+    if (!strcmp(name, commands[i].name)) return i;
+  return -1;
+}
+
+/* Exit codes: 0 success, 1 any error (usage errors included), 128+N for a training run
+ * stopped by signal N after writing its checkpoint. Results go to stdout; progress and
+ * diagnostics to stderr. */
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
-    return 2;
+    return 1;
   }
-  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+  if (!strcmp(argv[1], "help")) { /* tezgah help [COMMAND] */
+    if (argc < 3) {
+      usage(stdout);
+      return 0;
+    }
+    int i = find_command(argv[2]);
+    if (i < 0 || argc > 3) {
+      fprintf(stderr, "tezgah: error: help: unknown command '%s' (see tezgah --help)\n", argc > 3 ? argv[3] : argv[2]);
+      return 1;
+    }
+    char *hargv[] = {argv[2], "--help", NULL};
+    return commands[i].run(2, hargv);
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);
     return 0;
   }
@@ -41,8 +64,8 @@ int main(int argc, char **argv) {
     printf("tezgah %s\n", TEZGAH_VERSION);
     return 0;
   }
-  for (int i = 0; i < N_COMMANDS; i++)
-    if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+  int i = find_command(argv[1]);
+  if (i >= 0) return commands[i].run(argc - 1, argv + 1);
   fprintf(stderr, "tezgah: error: unknown command '%s' (see tezgah --help)\n", argv[1]);
-  return 2;
+  return 1;
 }

@@ -264,6 +264,16 @@ int tz_train(const tz_train_opts *opts_in) {
     tz_err("options: B=%d, T=%d, grad_accum=%d and steps=%d must all be >= 1", o.B, o.T, o.grad_accum, o.steps);
     goto out;
   }
+  if (!o.resume) { /* shape errors now, before any slow work (BPE training, tokenizing) */
+    tz_config probe = o.model;
+    if (probe.vocab_size <= 0) probe.vocab_size = o.vocab_size;
+    if (probe.max_seq_len == 0) probe.max_seq_len = o.T;
+    if (tz_config_finalize(&probe)) goto out;
+    if (o.T > probe.max_seq_len) {
+      tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d", o.T, probe.max_seq_len);
+      goto out;
+    }
+  }
   int run_dir_existed = tz_exists(o.run_dir);
   if (!o.resume) { /* never train over another run: its checkpoint and metrics would be lost */
     char *existing = tz_path_join(o.run_dir, TZ_CKPT_FILE);
