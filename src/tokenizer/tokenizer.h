@@ -99,7 +99,8 @@ int tz_tok_from_json(const char *json, size_t len, const char *name_for_errors, 
 int tz_tok_save(const tz_tokenizer *t, const char *path);
 
 /* Load a tokenizer, detecting the format:
- *  - a directory holding encoder.json and vocab.bpe (GPT-2's original files);
+ *  - a directory holding tokenizer.json or tokenizer.bin (a run directory), or encoder.json
+ *    and vocab.bpe (GPT-2's original files);
  *  - a file starting with '{': our tokenizer.json (tz_tok_from_json);
  *  - a file whose first uint32 is 20240328: llm.c gpt2_tokenizer.bin (decode only);
  *  - otherwise: llama2.c tokenizer.bin.

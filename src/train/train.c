@@ -205,12 +205,24 @@ static int save(const char *path, tz_model *m, const tz_tokenizer *tok, tz_train
   return rc;
 }
 
-/* Checkpoint, then point runs/latest here (once): `tezgah sample` alone must find a run
+/* Checkpoint, then (once per session) write the tokenizer file and point runs/latest here: `tezgah sample` alone must find a run
  * that has a checkpoint. */
 static int save_and_mark(const char *path, const char *run_dir, int *marked, tz_model *m,
                          const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader) {
   if (save(path, m, tok, st, loader)) return -1;
-  if (!*marked) mark_latest(run_dir);
+  if (!*marked) {
+    /* the run's tokenizer beside the checkpoint, in its native format (encode/decode
+     * --tokenizer RUN_DIR, Hugging Face tools read tokenizer.json) */
+    if (tok) {
+      char *data, *tp = tz_path_join(run_dir, tz_tok_kind(tok) == TZ_TOKENIZER_BPE ? "tokenizer.json" : "tokenizer.bin");
+      size_t len;
+      int e = tz_tok_to_blob(tok, &data, &len);
+      if (!e) e = tz_write_file_atomic(tp, data, len), free(data);
+      free(tp);
+      if (e) return -1;
+    }
+    mark_latest(run_dir);
+  }
   *marked = 1;
   return 0;
 }
