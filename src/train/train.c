@@ -82,9 +82,42 @@ static double validate(tz_model *m, tz_loader *val, int batches, int32_t *in, in
 
 static void fmt_eta(char *buf, size_t n, double s) {
   if (!isfinite(s) || s < 0) s = 0;
+  if (s > 359999) s = 359999;
   int h = (int)(s / 3600), mi = (int)(s / 60) % 60, se = (int)s % 60;
   if (h) snprintf(buf, n, "%dh%02dm", h, mi);
   else snprintf(buf, n, "%dm%02ds", mi, se);
+}
+
+#define PROGRESS_COLS 79 /* the line never reaches an 80-column terminal's last column */
+#define RECENT 16        /* tok/s and the ETA come from the last RECENT steps' times */
+
+/* The progress line, at most PROGRESS_COLS characters:
+ *   " 120/600 [#####.........] loss 3.2145 | 12.3k tok/s | ETA 1m23s | val 3.4121@100"
+ * tok/s is over the recent steps (validation excluded); the ETA adds the remaining
+ * validations at the last one's duration; val is the last validation loss and its step. */
+static void progress_line(char *out, size_t cap, int step, int steps, double loss, double tok_s, double eta_s,
+                          double val, int val_step) {
+  char right[160], rate[32], eta[32], vs[48] = "";
+  if (tok_s >= 1e6) snprintf(rate, sizeof rate, "%.2fM", tok_s / 1e6);
+  else if (tok_s >= 1e4) snprintf(rate, sizeof rate, "%.1fk", tok_s / 1e3);
+  else snprintf(rate, sizeof rate, "%.0f", tok_s);
+  fmt_eta(eta, sizeof eta, eta_s);
+  if (isfinite(val)) snprintf(vs, sizeof vs, " | val %.4f@%d", val, val_step);
+  snprintf(right, sizeof right, " loss %.4f | %s tok/s | ETA %s%s", loss, rate, eta, vs);
+  int w = (int)log10(steps) + 1;
+  char left[48];
+  snprintf(left, sizeof left, "%*d/%d", w & 15, step, steps);
+  int bar = PROGRESS_COLS - (int)strlen(left) - (int)strlen(right) - 3;
+  if (bar > 30) bar = 30;
+  char b[40] = "";
+  if (bar >= 6) {
+    int fill = (int)((double)bar * step / steps);
+    b[0] = ' ', b[1] = '[';
+    for (int i = 0; i < bar; i++) b[2 + i] = i < fill ? '#' : '.';
+    b[2 + bar] = ']', b[3 + bar] = 0;
+  }
+  snprintf(out, cap, "%s%s%s", left, b, right);
+  if (strlen(out) > PROGRESS_COLS) out[PROGRESS_COLS] = 0;
 }
 
 /* Point runs/latest at the run directory (a symlink replaced atomically). */
@@ -391,15 +424,20 @@ int tz_train(const tz_train_opts *opts_in) {
   }
   int tty = isatty(2) && !o.quiet, first_step = st.step;
   /* elapsed_s in checkpoints = wall time of earlier sessions + this session's so far */
-  double t_start = now_s(), prior_elapsed = st.elapsed_s, tokens_done = 0, last_val = NAN;
+  double t_start = now_s(), prior_elapsed = st.elapsed_s, tokens_done = 0, last_val = NAN, val_dt = 0;
+  double recent[RECENT] = {0};
+  int n_recent = 0, last_val_step = 0;
   /* After the first step's warm-up (lazily allocated scratch, stdio buffers) a step allocates
    * nothing: the metrics record is formatted into this buffer (tests/test_step_alloc.sh). */
   char line[512];
   for (; st.step < o.steps; st.step++) {
     double val_loss = NAN;
     if (val && o.val_every > 0 && st.step % o.val_every == 0) {
+      double tv = now_s();
       val_loss = validate(m, val, o.val_batches, in, tg);
+      val_dt = now_s() - tv;
       last_val = val_loss;
+      last_val_step = st.step;
     }
     double t0 = now_s();
     float lr = tz_lr_at(st.step, o.steps, warmup, o.lr, o.min_lr_frac);
@@ -452,14 +490,17 @@ int tz_train(const tz_train_opts *opts_in) {
     if (skip) len += snprintf(line + len, sizeof line - len, ",\"skipped\":true,\"reason\":\"%s\"", skip);
     len += snprintf(line + len, sizeof line - len, "}");
     if (tz_metrics_write_line(metrics, line, len)) goto out;
+    recent[n_recent++ % RECENT] = dt;
     if (!o.quiet && (tty || (st.step + 1) % o.log_every == 0 || st.step == 0)) {
-      char eta[32];
-      fmt_eta(eta, sizeof eta, elapsed / tokens_done * (double)N * o.grad_accum * (o.steps - st.step - 1));
-      fprintf(stderr, "%sstep %*d/%d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | ETA %s",
-              tty ? "\r" : "", (int)log10(o.steps) + 1, st.step + 1, o.steps, loss, lr, norm,
-              tokens_done / elapsed, eta);
-      if (isfinite(last_val)) fprintf(stderr, " | val %.4f", last_val);
-      fprintf(stderr, tty ? "\033[K" : "\n");
+      int k = n_recent < RECENT ? n_recent : RECENT, left = o.steps - st.step - 1;
+      double sum_dt = 0;
+      for (int i = 0; i < k; i++) sum_dt += recent[i];
+      int vals_left = val && o.val_every > 0 ? (o.steps - 1) / o.val_every - st.step / o.val_every + 1 : 0;
+      double eta = sum_dt / k * left + val_dt * vals_left;
+      char pl[160];
+      progress_line(pl, sizeof pl, st.step + 1, o.steps, loss, (double)N * o.grad_accum * k / sum_dt, eta, last_val,
+                    last_val_step);
+      fprintf(stderr, "%s%s%s", tty ? "\r" : "", pl, tty ? "\033[K" : "\n");
     }
     if (o.ckpt_every > 0 && (st.step + 1) % o.ckpt_every == 0 && st.step + 1 < o.steps) {
       st.step++;
