@@ -69,6 +69,9 @@ typedef struct {
   /* evaluation, checkpoints, output */
   int val_every, val_batches, ckpt_every, log_every, sample_tokens;
   int stop_after;           /* end this session (with a checkpoint) after N steps; 0 = off */
+  int keep;                 /* keep the last N checkpoints as checkpoint-<step>.tzc (0, 1: only
+                               checkpoint.tzc); recorded, so --resume keeps rotating */
+  int keep_best;            /* also keep checkpoint-best.tzc: the state with the lowest val loss */
   int quiet;
   /* numerical guards: skip a step whose loss / grad norm z-score over a running window of
    * recent steps exceeds this (llm.c's -sl / -sg); 0 = off. Recorded in checkpoints. */

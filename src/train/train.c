@@ -7,6 +7,7 @@
  * sequence of an uninterrupted one (all state is in the checkpoint, see run_ckpt.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -230,6 +231,70 @@ static int dir_is_empty(const char *path) {
   return empty;
 }
 
+/* fsync a directory (renames and unlinks in it durable). Best effort. */
+static void sync_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
+/* <dir>/<name> becomes another name of the file at `src` (a hard link: no copy), atomically:
+ * a link under a temporary name ("<name>.tmp.<pid>", swept after a crash) renamed over it. */
+static int link_as(const char *src, const char *dir, const char *name) {
+  char *dst = tz_path_join(dir, name);
+  size_t n = strlen(dst) + 32;
+  char *tmp = tz_malloc(n);
+  snprintf(tmp, n, "%s.tmp.%ld", dst, (long)getpid());
+  unlink(tmp);
+  int rc = 0;
+  if (link(src, tmp) != 0 || rename(tmp, dst) != 0) {
+    rc = tz_err("%s: cannot keep the checkpoint: %s", dst, strerror(errno));
+    unlink(tmp);
+  }
+  sync_dir(dir);
+  free(tmp);
+  free(dst);
+  return rc;
+}
+
+static int cmp_int_desc(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x < y) - (x > y);
+}
+
+/* --keep N: checkpoint.tzc (just written, at `step`) is also kept as checkpoint-<step>.tzc;
+ * of those, the N with the highest steps stay. A crash between the link and the removals
+ * leaves one more file, removed at the next rotation; never a partial checkpoint (each name
+ * is a complete file or absent). */
+static int rotate(const char *run_dir, const char *ckpt_path, int step, int keep) {
+  char name[64];
+  snprintf(name, sizeof name, "checkpoint-%08d.tzc", step);
+  if (link_as(ckpt_path, run_dir, name)) return -1;
+  DIR *d = opendir(run_dir);
+  if (!d) return 0;
+  int *steps = NULL, n = 0, cap = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    int s, len = 0;
+    if (sscanf(e->d_name, "checkpoint-%8d.tzc%n", &s, &len) == 1 && len == (int)strlen(e->d_name) && len == 23) {
+      if (n == cap) steps = tz_realloc(steps, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *steps);
+      steps[n++] = s;
+    }
+  }
+  closedir(d);
+  qsort(steps, (size_t)n, sizeof *steps, cmp_int_desc);
+  for (int i = keep; i < n; i++) {
+    snprintf(name, sizeof name, "checkpoint-%08d.tzc", steps[i]);
+    char *p = tz_path_join(run_dir, name);
+    unlink(p);
+    free(p);
+  }
+  if (n > keep) sync_dir(run_dir);
+  free(steps);
+  return 0;
+}
+
 static int save(const char *path, tz_model *m, const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader) {
   st->loader_pos = tz_loader_get_pos(loader);
   cJSON *j = tz_train_state_to_json(st);
@@ -243,6 +308,7 @@ static int save(const char *path, tz_model *m, const tz_tokenizer *tok, tz_train
 static int save_and_mark(const char *path, const char *run_dir, int *marked, tz_model *m,
                          const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader) {
   if (save(path, m, tok, st, loader)) return -1;
+  if (st->opts->keep > 1 && rotate(run_dir, path, st->step, st->opts->keep)) return -1;
   if (!*marked) {
     /* the run's tokenizer beside the checkpoint, in its native format (encode/decode
      * --tokenizer RUN_DIR, Hugging Face tools read tokenizer.json) */
@@ -272,7 +338,7 @@ int tz_train(const tz_train_opts *opts_in) {
   tz_prepared prep = {0};
   int32_t *in = NULL, *tg = NULL;
   int *inject_nan = NULL, *inject_inf = NULL, n_inject_nan = 0, n_inject_inf = 0;
-  char *ckpt_path = NULL, *metrics_path = NULL, *cache_root = NULL;
+  char *ckpt_path = NULL, *best_path = NULL, *metrics_path = NULL, *cache_root = NULL;
   int created_run_dir = 0, latest_marked = 0;
   void (*old_int)(int) = SIG_DFL, (*old_term)(int) = SIG_DFL;
   tz_train_state st;
@@ -340,6 +406,7 @@ int tz_train(const tz_train_opts *opts_in) {
    * temporary file ("checkpoint.tzc.tmp.<pid>"): remove such leftovers of dead processes. */
   tz_afile_sweep(o.run_dir);
   ckpt_path = tz_path_join(o.run_dir, TZ_CKPT_FILE);
+  best_path = tz_path_join(o.run_dir, TZ_CKPT_BEST_FILE);
   metrics_path = tz_path_join(o.run_dir, "metrics.jsonl");
 
   /* ---- data ---- */
@@ -438,6 +505,12 @@ int tz_train(const tz_train_opts *opts_in) {
       val_dt = now_s() - tv;
       last_val = val_loss;
       last_val_step = st.step;
+      if (o.keep_best && st.step > 0 && val_loss < st.best_val) {
+        /* the model now is the state after st.step steps: a complete training checkpoint */
+        st.best_val = val_loss;
+        st.elapsed_s = prior_elapsed + (now_s() - t_start);
+        if (save(best_path, m, tok, &st, train)) goto out;
+      }
     }
     double t0 = now_s();
     float lr = tz_lr_at(st.step, o.steps, warmup, o.lr, o.min_lr_frac);
@@ -541,7 +614,10 @@ int tz_train(const tz_train_opts *opts_in) {
     if (wrc) goto out;
   }
   st.elapsed_s = prior_elapsed + total;
+  int final_best = o.keep_best && val && last_val < st.best_val;
+  if (final_best) st.best_val = last_val;
   if (save_and_mark(ckpt_path, o.run_dir, &latest_marked, m, tok, &st, train)) goto out;
+  if (final_best && link_as(ckpt_path, o.run_dir, TZ_CKPT_BEST_FILE)) goto out;
   if (!o.quiet) {
     fprintf(stderr, "done: %d steps, %.0f tok/s this session, final val loss %.4f (ppl %.2f), %d skipped; checkpoint %s\n",
             st.step, total > 0 ? tokens_done / total : 0.0, last_val, exp(last_val), st.skipped, ckpt_path);
@@ -584,6 +660,7 @@ out:
   free(inject_nan);
   free(inject_inf);
   free(ckpt_path);
+  free(best_path);
   free(metrics_path);
   free(cache_root);
   return rc;
