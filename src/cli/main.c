@@ -1,6 +1,8 @@
 /* tezgah: the command-line entry point. Each subcommand lives in src/cli/cmd_<name>.c. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "tezgah.h"
@@ -38,7 +40,24 @@ static int find_command(const char *name) {
 /* Exit codes: 0 success, 1 any error (usage errors included), 128+N for a training run
  * stopped by signal N after writing its checkpoint. Results go to stdout; progress and
  * diagnostics to stderr. */
+/* OpenMP's default wait policy spins idle threads for a while at every barrier; when another
+ * process holds a core the spinning threads take turns with the busy ones and a step slows
+ * down 5x (docs/PERF.md: 134 vs 637 tok/s on 2 loaded cores, --threads 1 637). Passive
+ * waiting keeps the default thread count no slower than --threads 1 under contention.
+ * libgomp reads its environment when it is loaded, before main(), so the policy is set by
+ * re-executing this program once with OMP_WAIT_POLICY=PASSIVE. Not done when the user chose
+ * a policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT set: OMP_WAIT_POLICY=ACTIVE restores spinning)
+ * or under valgrind (the exec would leave its supervision). */
+static void set_wait_policy(char **argv) {
+  if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+  const char *pre = getenv("LD_PRELOAD");
+  if (pre && strstr(pre, "vgpreload")) return;
+  if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
+  execv("/proc/self/exe", argv); /* returns only on failure: run on with the default policy */
+}
+
 int main(int argc, char **argv) {
+  set_wait_policy(argv);
   if (argc < 2) {
     usage(stderr);
     return 1;
