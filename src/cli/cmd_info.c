@@ -15,6 +15,7 @@
 #include "core/fileio.h"
 #include "formats/formats.h"
 #include "model/config_json.h"
+#include "tokenizer/tokenizer.h"
 
 static const char *HELP =
     "usage: tezgah info [RUN_DIR|CHECKPOINT]   (-h, --help)\n"
@@ -106,6 +107,10 @@ int tz_cmd_info(int argc, char **argv) {
   if (argc == 2) return info_run(argv[1]);
   printf("tezgah %s\nbackends: cpu, webgpu, cuda\ncpu: available\n", TEZGAH_VERSION);
   if (tz_webgpu_info() != 0) printf("webgpu: unavailable: %s\n", tz_errmsg());
+  const char *how;
+  char *g = tz_gpt2_dir_find(&how);
+  printf("data: gpt2 tokenizer files: %s (%s; TEZGAH_GPT2_DIR overrides)\n", g ? g : "-", how);
+  free(g);
   tz_backend *cu = tz_backend_create("cuda", 0, NULL);
   if (cu) {
     printf("cuda: available\n");

@@ -2,6 +2,7 @@
  * used; shape flags that disagree with it, and options that would change the loss sequence,
  * are refused rather than silently ignored. */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,15 @@ static int check_resume_shape(const tz_train_opts *o, const int *given) {
   return rc;
 }
 
+/* SIGINT / SIGTERM: finish the step, checkpoint, exit 128+sig; a second signal kills at once. */
+static void on_stop_signal(int sig) {
+  if (tz_train_stop_requested()) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+  tz_train_request_stop(sig);
+}
+
 int tz_cmd_train(int argc, char **argv) {
   tz_train_opts o;
   tz_train_opts_default(&o);
@@ -233,6 +243,10 @@ int tz_cmd_train(int argc, char **argv) {
     tz_err("--untied: gpt2 always ties lm_head to wte (use --arch llama for an untied lm_head)");
     return tz_cli_fail();
   }
+  signal(SIGINT, on_stop_signal);
+  signal(SIGTERM, on_stop_signal);
   int rc = tz_train(&o);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
   return rc < 0 ? tz_cli_fail() : rc; /* rc > 0: stopped by a signal after a checkpoint */
 }

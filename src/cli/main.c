@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "core/error.h"
 #include "tezgah.h"
 
 static const struct {
@@ -56,8 +57,14 @@ static void set_wait_policy(char **argv) {
   execv("/proc/self/exe", argv); /* returns only on failure: run on with the default policy */
 }
 
+static void cli_fatal(const char *msg) {
+  fprintf(stderr, "tezgah: error: %s\n", msg);
+  exit(1);
+}
+
 int main(int argc, char **argv) {
   set_wait_policy(argv);
+  tz_set_fatal_handler(cli_fatal); /* out of memory, a lost GPU: exit 1 (the library aborts) */
   if (argc < 2) {
     usage(stderr);
     return 1;

@@ -209,16 +209,12 @@ static double peak_rss_mib(void) {
   return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss / 1024.0 : 0.0;
 }
 
-/* SIGINT / SIGTERM end the run gracefully: the current step finishes, a checkpoint is
- * written, and `--resume` continues exactly. A second signal kills at once. */
+/* A stop request (the CLI's SIGINT / SIGTERM handler calls tz_train_request_stop): the current
+ * step finishes, a checkpoint is written, and `--resume` continues exactly. The library
+ * installs no signal handler itself. */
 static volatile sig_atomic_t g_stop_signal;
-static void on_stop_signal(int sig) {
-  if (g_stop_signal) {
-    signal(sig, SIG_DFL);
-    raise(sig);
-  }
-  g_stop_signal = sig;
-}
+void tz_train_request_stop(int sig) { g_stop_signal = sig > 0 ? sig : SIGTERM; }
+int tz_train_stop_requested(void) { return g_stop_signal; }
 
 /* 1 if the directory holds no entries besides . and .. */
 static int dir_is_empty(const char *path) {
@@ -340,7 +336,6 @@ int tz_train(const tz_train_opts *opts_in) {
   int *inject_nan = NULL, *inject_inf = NULL, n_inject_nan = 0, n_inject_inf = 0;
   char *ckpt_path = NULL, *best_path = NULL, *metrics_path = NULL, *cache_root = NULL;
   int created_run_dir = 0, latest_marked = 0;
-  void (*old_int)(int) = SIG_DFL, (*old_term)(int) = SIG_DFL;
   tz_train_state st;
   tz_train_state_init(&st, &o);
 
@@ -472,9 +467,6 @@ int tz_train(const tz_train_opts *opts_in) {
   }
   tz_run_close(&rf);
   if (metrics_trim(metrics_path, st.step) || !(metrics = tz_metrics_open(metrics_path, st.step > 0))) goto out;
-  g_stop_signal = 0;
-  old_int = signal(SIGINT, on_stop_signal);
-  old_term = signal(SIGTERM, on_stop_signal);
 
   size_t N = (size_t)o.B * o.T;
   in = tz_malloc(N * sizeof *in);
@@ -640,8 +632,7 @@ out:
     if (be && be->mem_peak) fprintf(stderr, "; %s device memory: %.1f MiB peak", be->name, be->mem_peak(be) / 1048576.0);
     fprintf(stderr, "\n");
   }
-  signal(SIGINT, old_int);
-  signal(SIGTERM, old_term);
+  g_stop_signal = 0;
   tz_run_close(&rf);
   tz_metrics_close(metrics);
   if (rc < 0 && created_run_dir && !latest_marked) { /* a run that failed before its first checkpoint */
