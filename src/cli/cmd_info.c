@@ -1,6 +1,6 @@
 /* tezgah info [RUN_DIR|CHECKPOINT]: what this build can run on (backends; for WebGPU the Dawn
- * library, adapter, backend, features and limits; where data files were found), or a run's
- * config and state. */
+ * library, adapter, backend, features and limits; for CUDA the devices and driver/runtime
+ * versions; where data files were found), or a run's config and state. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +20,8 @@
 static const char *HELP =
     "usage: tezgah info [RUN_DIR|CHECKPOINT]   (-h, --help)\n"
     "Without an argument: the backends (cpu, webgpu, cuda) and whether each is usable here, for\n"
-    "WebGPU the adapter, features and limits, and where the data files were found.\n"
+    "WebGPU the adapter, features and limits, for CUDA the devices (name, compute capability,\n"
+    "SMs, memory) and the driver and runtime versions, and where the data files were found.\n"
     "With a run directory or checkpoint: the model's config, tokenizer, training options and\n"
     "state (step, elapsed time, last losses from metrics.jsonl).\n";
 
@@ -107,16 +108,14 @@ int tz_cmd_info(int argc, char **argv) {
   if (argc == 2) return info_run(argv[1]);
   printf("tezgah %s\nbackends: cpu, webgpu, cuda\ncpu: available\n", TEZGAH_VERSION);
   if (tz_webgpu_info() != 0) printf("webgpu: unavailable: %s\n", tz_errmsg());
+  /* CUDA: the devices, or one line saying why there are none (not a failure of `info`) */
+  if (tz_cuda_info() != 0) {
+    const char *msg = tz_errmsg();
+    printf("cuda: unavailable: %s\n", strncmp(msg, "cuda: ", 6) ? msg : msg + 6);
+  }
   const char *how;
   char *g = tz_gpt2_dir_find(&how);
   printf("data: gpt2 tokenizer files: %s (%s; TEZGAH_GPT2_DIR overrides)\n", g ? g : "-", how);
   free(g);
-  tz_backend *cu = tz_backend_create("cuda", 0, NULL);
-  if (cu) {
-    printf("cuda: available\n");
-    cu->destroy(cu);
-  } else {
-    printf("cuda: unavailable: %s\n", tz_errmsg());
-  }
   return 0;
 }
