@@ -109,7 +109,12 @@ static void test_save_peak_memory(void **state) {
          "peak during the save %.1f MiB (+%.1f MiB; a whole-tensor copy of params + m + v would add %.1f MiB)\n",
          m->lay.total, bytes / 1e6, 4.0 * bytes / 1e6, before / 1024.0, peak / 1024.0, extra_mib,
          3.0 * bytes / 1048576.0);
+  /* ASan's allocator keeps redzones and a quarantine: a looser bound, still far below a copy */
+#if defined(__SANITIZE_ADDRESS__)
+  assert_true(extra_mib <= 48.0);
+#else
   assert_true(extra_mib <= 16.0);
+#endif
 
   /* the file holds exactly the model's parameters and moments */
   float *want = malloc(bytes), *got = malloc(bytes);

@@ -14,6 +14,10 @@ scratch=${3:?scratch dir}
 build=$(dirname "$bin")
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 fail() { echo "FAIL: $*" >&2; exit 1; }
+if grep -q '^TEZGAH_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+  echo "SKIPPED: sanitizer build (a plain program cannot link the ASan-instrumented libtezgah)"
+  exit 77
+fi
 rm -rf "$scratch" && mkdir -p "$scratch" && cd "$scratch" || exit 1
 t0=$SECONDS
 prefix=$scratch/prefix
