@@ -262,8 +262,25 @@ static void matmul_suite(tz_backend *be) {
   /* repeated calls hit the descriptor cache (same shapes, same alignments) */
   for (int r = 0; r < 3; r++) check_mm(be, MM_T, 33, 37, 29, 1, 1, 5);
 }
-static void test_matmul_fp32(void **state) { matmul_suite(g32); }
-static void test_matmul_bf16(void **state) { matmul_suite(g16); }
+/* Well-aligned shapes must run on cuBLASLt, not on the fallback kernel. */
+static void assert_cublaslt(tz_backend *be) {
+#ifdef TZ_HAVE_CUDA
+  long long before = tzc_matmul_fallbacks(be);
+  for (int form = 0; form < 3; form++) check_mm(be, form, 64, 64, 128, form & 1, form == MM_T, 8);
+  check_mm(be, MM_T, 96, 768, 256, 0, 1, 8);
+  printf("%s: %lld matmul calls fell back from cuBLASLt in the suite; 0 among the aligned ones\n",
+         tz_dtype_name(be->act), before);
+  assert_true(tzc_matmul_fallbacks(be) == before);
+#endif
+}
+static void test_matmul_fp32(void **state) {
+  matmul_suite(g32);
+  assert_cublaslt(g32);
+}
+static void test_matmul_bf16(void **state) {
+  matmul_suite(g16);
+  assert_cublaslt(g16);
+}
 static void test_matmul_fallback(void **state) { matmul_suite(gnaive); }
 
 /* ---- profiling: the table prints (smoke test; the timings are the GPU's) ---- */

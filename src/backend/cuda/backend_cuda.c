@@ -11,7 +11,6 @@
  * info` lists such ops. (The CMake build links the library whole, so weak references to
  * kernels that are there always resolve.)
  */
-#include <cublasLt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +47,7 @@ static void cuda_destroy(tz_backend *be) {
     tzc_matmul_destroy(be);
     tzc_scratch_free(be);
     if (c->params_bf16) cudaFree(c->params_bf16);
-    if (c->lt) cublasLtDestroy((cublasLtHandle_t)c->lt);
+    if (c->lt) tzc_lt.Destroy((cublasLtHandle_t)c->lt);
     if (c->lt_ws) cudaFree(c->lt_ws);
     tzc_stage_free(c);
     tzc_prof_free(c->prof);
@@ -196,7 +195,7 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
     }
   }
   int n, dv, rv, dev;
-  if (tzc_probe(&n, &dv, &rv) || env_device(n, &dev)) return NULL;
+  if (tzc_probe(&n, &dv, &rv) || env_device(n, &dev) || tzc_lt_load()) return NULL;
   struct cudaDeviceProp prop;
   cudaError_t e = cudaSetDevice(dev);
   if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, dev);
@@ -227,7 +226,7 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
   if ((e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) != cudaSuccess ||
       (e = cudaMalloc(&c->lt_ws, LT_WORKSPACE_BYTES)) != cudaSuccess ||
-      (st = cublasLtCreate(&lt)) != CUBLAS_STATUS_SUCCESS) {
+      (st = tzc_lt.Create(&lt)) != CUBLAS_STATUS_SUCCESS) {
     cudaGetLastError();
     if (st != CUBLAS_STATUS_SUCCESS) tz_err("cuda: cuBLASLt initialization failed (status %d)", (int)st);
     else tz_err("cuda: cannot set up device %d (%s): %s", dev, prop.name, cudaGetErrorString(e));
@@ -238,6 +237,7 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   c->lt_ws_bytes = LT_WORKSPACE_BYTES;
   tzc_mem_account(be, (long long)LT_WORKSPACE_BYTES);
   tzc_stage_init(c);
+  tzc_matmul_init(be);
   const char *pf = getenv("TEZGAH_PROFILE");
   if (pf && *pf && strcmp(pf, "0") != 0) c->prof = tzc_prof_create();
   if (c->verbose)

@@ -3,7 +3,6 @@
  * The CUDA runtime is linked statically and loads the driver (libcuda.so.1) itself at the
  * first call; we look for the library first so that its absence is named as such rather
  * than as cudart's generic "insufficient driver". */
-#include <cublasLt.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,40 @@
 
 #include "backend/cuda/cuda_rt.h"
 #include "core/error.h"
+
+tzc_lt_api tzc_lt;
+
+/* Where libcublasLt may be besides the loader's search path (LD_LIBRARY_PATH, ld.so.cache):
+ * the toolkit this was built with, and the usual install location. */
+#ifndef TZ_CUDA_LIBDIR
+#define TZ_CUDA_LIBDIR "/usr/local/cuda/lib64"
+#endif
+
+int tzc_lt_load(void) {
+  static int loaded;
+  if (loaded) return 0;
+  char name[64], path[1024];
+  snprintf(name, sizeof name, "libcublasLt.so.%d", CUDART_VERSION / 1000);
+  const char *dirs[] = {NULL, TZ_CUDA_LIBDIR, "/usr/local/cuda/lib64", "/usr/local/cuda/lib"};
+  void *h = NULL;
+  char first_err[512] = "";
+  for (size_t i = 0; i < sizeof dirs / sizeof *dirs && !h; i++) {
+    if (dirs[i]) snprintf(path, sizeof path, "%s/%s", dirs[i], name);
+    else snprintf(path, sizeof path, "%s", name);
+    h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h && !first_err[0]) snprintf(first_err, sizeof first_err, "%s", dlerror());
+  }
+  if (!h)
+    return tz_err("cuda: cuBLASLt not found (%s; also looked in %s and /usr/local/cuda/lib64): %s; add the CUDA "
+                  "toolkit's lib64 to LD_LIBRARY_PATH", name, TZ_CUDA_LIBDIR, first_err);
+#define TZC_LT_SYM(fn)                                                                              \
+  if (!(*(void **)&tzc_lt.fn = dlsym(h, "cublasLt" #fn)))                                            \
+    return tz_err("cuda: %s has no symbol cublasLt%s (a cuBLASLt older than the toolkit?)", name, #fn);
+  TZC_LT_FUNCS(TZC_LT_SYM)
+#undef TZC_LT_SYM
+  loaded = 1;
+  return 0;
+}
 
 const char *tzc_version_str(int v, char *buf, size_t n) {
   snprintf(buf, n, "%d.%d", v / 1000, (v % 1000) / 10);
@@ -50,10 +83,16 @@ int tzc_probe(int *n_devices, int *driver_version, int *runtime_version) {
 int tz_cuda_info(void) {
   int n, dvi, rvi;
   if (tzc_probe(&n, &dvi, &rvi)) return -1;
-  char dv[16], rv[16];
-  size_t lv = cublasLtGetVersion();
-  printf("cuda:\n  driver: %s, runtime: %s, cuBLASLt %zu.%zu.%zu\n", tzc_version_str(dvi, dv, sizeof dv),
-         tzc_version_str(rvi, rv, sizeof rv), lv / 10000, (lv / 100) % 100, lv % 100);
+  char dv[16], rv[16], lt[96];
+  if (tzc_lt_load() == 0) {
+    size_t lv = tzc_lt.GetVersion();
+    snprintf(lt, sizeof lt, "cuBLASLt %zu.%zu.%zu", lv / 10000, (lv / 100) % 100, lv % 100);
+  } else {
+    snprintf(lt, sizeof lt, "cuBLASLt not found");
+  }
+  printf("cuda:\n  driver: %s, runtime: %s, %s\n", tzc_version_str(dvi, dv, sizeof dv),
+         tzc_version_str(rvi, rv, sizeof rv), lt);
+  if (strcmp(lt, "cuBLASLt not found") == 0) printf("  %s\n", tz_errmsg());
   for (int d = 0; d < n; d++) {
     struct cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, d) != cudaSuccess) {

@@ -20,6 +20,7 @@
  */
 #ifndef TZ_CUDA_INTERNAL_H
 #define TZ_CUDA_INTERNAL_H
+#include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -106,6 +107,27 @@ void tzc_check(cudaError_t e, const char *what, const char *file, int line);
 void tzc_prof_begin(tz_backend *be, const char *op);
 void tzc_prof_end(tz_backend *be, double flops, double bytes);
 
+/* cuBLASLt, loaded at backend creation (dlopen of libcublasLt.so.<major>): linking it would
+ * make every tezgah start map its 500 MB, GPU or not. Call through tzc_lt.<name> (the
+ * function cublasLt<name>, same signature), e.g. tzc_lt.Matmul(...). */
+#ifdef __cplusplus
+#define TZC_TYPEOF(x) decltype(x)
+#else
+#define TZC_TYPEOF(x) __typeof__(x)
+#endif
+#define TZC_LT_FUNCS(X)                                                                              \
+  X(Create) X(Destroy) X(GetVersion) X(MatmulDescCreate) X(MatmulDescDestroy) X(MatmulDescSetAttribute) \
+  X(MatrixLayoutCreate) X(MatrixLayoutDestroy) X(MatmulPreferenceCreate) X(MatmulPreferenceDestroy)   \
+  X(MatmulPreferenceSetAttribute) X(MatmulAlgoGetHeuristic) X(Matmul)
+#define TZC_LT_MEMBER(name) TZC_TYPEOF(&cublasLt##name) name;
+typedef struct {
+  TZC_LT_FUNCS(TZC_LT_MEMBER)
+} tzc_lt_api;
+#undef TZC_LT_MEMBER
+extern tzc_lt_api tzc_lt;
+/* Load cuBLASLt once (thread-unsafe, at backend creation): 0, or -1 with tz_err(). */
+int tzc_lt_load(void);
+
 /* ---- launchers (src/kernels/<op>/<op>.cu), each with its tz_backend member's signature ----
  * The runtime (backend_cuda.c) puts them into the op table. */
 void tzc_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt);
@@ -146,7 +168,11 @@ void tzc_adamw(tz_backend *be, tz_slice params, tz_slice grads, tz_slice m, tz_s
 /* bf16 mirror: mirror[i] = bf16(params[i]) for i in [first, first + n) (after a write into the
  * registered params buffer that did not go through adamw). */
 void tzc_mirror_refresh(tz_backend *be, size_t first, size_t n);
-/* Release matmul.cu's cached descriptors (backend destroy). */
+/* matmul.cu's state (descriptor cache; TEZGAH_CUDA_MATMUL read here) at backend creation,
+ * and its release at destroy. */
+void tzc_matmul_init(tz_backend *be);
+/* Matmul calls so far that cuBLASLt could not take and the fallback kernel ran (tests). */
+long long tzc_matmul_fallbacks(tz_backend *be);
 void tzc_matmul_destroy(tz_backend *be);
 
 #ifdef __cplusplus

@@ -20,8 +20,9 @@
 // that is not 16-byte aligned is copied to an aligned buffer first (epilogue loads). Matmul
 // descriptors, layouts and the heuristic's algorithm are cached per (form, M, K, N, acc,
 // bias, dtype, alignments) in a fixed table, so steady-state calls query nothing and
-// allocate nothing. When the heuristic offers no algorithm (or TEZGAH_CUDA_MATMUL=naive) a
-// simple fp32-accumulating kernel computes the same thing.
+// allocate nothing. When the heuristic offers no algorithm, or cuBLASLt rejects the call, (or
+// TEZGAH_CUDA_MATMUL=naive at backend creation) a simple fp32-accumulating kernel computes the
+// same thing.
 //
 // Later fused epilogues (GeLU, bias gradient) fit as more `epi` values in the key.
 #include <cublasLt.h>
@@ -57,6 +58,7 @@ struct MM {
   void *bias_buf; // 256-aligned copy of a misaligned bias
   size_t bias_bytes;
   int force_naive;
+  long long fallbacks; // calls that cuBLASLt could not take (not counting forced / K = 0)
 };
 
 void lt_check(cublasStatus_t st, const char *what, const char *file, int line) {
@@ -76,26 +78,13 @@ int align_of(const void *p) {
   return low >= 256 ? 256 : low >= 16 ? 16 : (int)low;
 }
 
-MM *mm_state(tz_backend *be) {
-  tzc_ctx *c = tzc(be);
-  if (!c->mm) {
-    MM *m = (MM *)calloc(1, sizeof(MM));
-    if (!m) {
-      fprintf(stderr, "tezgah: error: out of host memory for the matmul cache\n");
-      exit(1);
-    }
-    const char *s = getenv("TEZGAH_CUDA_MATMUL");
-    m->force_naive = s && !strcmp(s, "naive");
-    c->mm = m;
-  }
-  return (MM *)c->mm;
-}
+MM *mm_state(tz_backend *be) { return (MM *)tzc(be)->mm; } // made by tzc_matmul_init
 
 void entry_release(Entry *e) {
-  if (e->desc) cublasLtMatmulDescDestroy(e->desc);
-  if (e->la) cublasLtMatrixLayoutDestroy(e->la);
-  if (e->lb) cublasLtMatrixLayoutDestroy(e->lb);
-  if (e->ld) cublasLtMatrixLayoutDestroy(e->ld);
+  if (e->desc) tzc_lt.MatmulDescDestroy(e->desc);
+  if (e->la) tzc_lt.MatrixLayoutDestroy(e->la);
+  if (e->lb) tzc_lt.MatrixLayoutDestroy(e->lb);
+  if (e->ld) tzc_lt.MatrixLayoutDestroy(e->ld);
   memset(e, 0, sizeof *e);
 }
 
@@ -107,44 +96,43 @@ void entry_build(tz_backend *be, Entry *e, const Key &k, const void *bias) {
   cudaDataType_t out_t = (k.bf16 && k.form != F_AT) ? CUDA_R_16BF : CUDA_R_32F;
   cublasOperation_t ta = k.form == F_T ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t tb = k.form == F_AT ? CUBLAS_OP_T : CUBLAS_OP_N;
-  LT_CHECK(cublasLtMatmulDescCreate(&e->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  LT_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-  LT_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  LT_CHECK(tzc_lt.MatmulDescCreate(&e->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
   if (k.bias) {
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
     int32_t bt = (int32_t)out_t;
-    LT_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-    LT_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
-    LT_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+    LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   }
   // stored (pre-op) shapes of the column-major operands, see the header
   uint64_t a_rows = k.form == F_T ? k.K : k.N, a_cols = k.form == F_T ? k.N : k.K;
   uint64_t b_rows = k.form == F_AT ? k.M : k.K, b_cols = k.form == F_AT ? k.K : k.M;
-  LT_CHECK(cublasLtMatrixLayoutCreate(&e->la, in_t, a_rows, a_cols, (int64_t)a_rows));
-  LT_CHECK(cublasLtMatrixLayoutCreate(&e->lb, in_t, b_rows, b_cols, (int64_t)b_rows));
-  LT_CHECK(cublasLtMatrixLayoutCreate(&e->ld, out_t, k.N, k.M, k.N));
+  LT_CHECK(tzc_lt.MatrixLayoutCreate(&e->la, in_t, a_rows, a_cols, (int64_t)a_rows));
+  LT_CHECK(tzc_lt.MatrixLayoutCreate(&e->lb, in_t, b_rows, b_cols, (int64_t)b_rows));
+  LT_CHECK(tzc_lt.MatrixLayoutCreate(&e->ld, out_t, k.N, k.M, k.N));
 
   cublasLtMatmulPreference_t pref;
-  LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  LT_CHECK(tzc_lt.MatmulPreferenceCreate(&pref));
   uint64_t ws = c->lt_ws_bytes;
   uint32_t al[4] = {(uint32_t)k.al_b, (uint32_t)k.al_a, (uint32_t)k.al_d, (uint32_t)k.al_d}; // A = b, B = a, C = D
-  LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-  LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al[0], 4));
-  LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al[1], 4));
-  LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2], 4));
-  LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[3], 4));
+  LT_CHECK(tzc_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  LT_CHECK(tzc_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al[0], 4));
+  LT_CHECK(tzc_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al[1], 4));
+  LT_CHECK(tzc_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2], 4));
+  LT_CHECK(tzc_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[3], 4));
   cublasLtMatmulHeuristicResult_t res;
   memset(&res, 0, sizeof res);
   int found = 0;
-  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)c->lt, e->desc, e->la, e->lb, e->ld, e->ld,
+  cublasStatus_t st = tzc_lt.MatmulAlgoGetHeuristic((cublasLtHandle_t)c->lt, e->desc, e->la, e->lb, e->ld, e->ld,
                                                      pref, 1, &res, &found);
-  cublasLtMatmulPreferenceDestroy(pref);
+  tzc_lt.MatmulPreferenceDestroy(pref);
   if (st == CUBLAS_STATUS_SUCCESS && found > 0 && res.state == CUBLAS_STATUS_SUCCESS && res.workspaceSize <= ws) {
     e->algo = res.algo;
   } else {
     e->naive = 1;
-    static int warned;
-    if (!warned++ && getenv("TEZGAH_VERBOSE"))
+    if (c->verbose)
       fprintf(stderr, "cuda: cuBLASLt has no algorithm for %s M=%d K=%d N=%d (%s, alignments %d/%d/%d): fallback kernel\n",
               kFormName[k.form], k.M, k.K, k.N, k.bf16 ? "bf16" : "fp32", k.al_a, k.al_b, k.al_d);
   }
@@ -262,13 +250,25 @@ void run(tz_backend *be, int form, void *out, const void *a, const void *b, cons
   k.al_a = align_of(a), k.al_b = align_of(b), k.al_d = align_of(out), k.al_bias = align_of(bias);
   Entry *e = lookup(be, k, bias);
   if (e->naive) {
+    m->fallbacks++;
     run_naive(be, form, out, a, b, bias, M, K, N, acc);
     return;
   }
-  if (bias) LT_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  if (bias) LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   float alpha = 1.f, beta = acc ? 1.f : 0.f;
-  LT_CHECK(cublasLtMatmul((cublasLtHandle_t)c->lt, e->desc, &alpha, b, e->la, a, e->lb, &beta, out, e->ld, out, e->ld,
-                          &e->algo, c->lt_ws, c->lt_ws_bytes, c->stream));
+  cublasStatus_t st = tzc_lt.Matmul((cublasLtHandle_t)c->lt, e->desc, &alpha, b, e->la, a, e->lb, &beta, out, e->ld,
+                                     out, e->ld, &e->algo, c->lt_ws, c->lt_ws_bytes, c->stream);
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
+    // rejected before launch (nothing was queued): this shape/alignment uses the fallback
+    if (c->verbose)
+      fprintf(stderr, "cuda: cuBLASLt rejected %s M=%d K=%d N=%d (status %d): fallback kernel\n", kFormName[form], M,
+              K, N, (int)st);
+    e->naive = 1;
+    m->fallbacks++;
+    run_naive(be, form, out, a, b, bias, M, K, N, acc);
+    return;
+  }
+  LT_CHECK(st);
 }
 
 } // namespace
@@ -290,6 +290,22 @@ extern "C" void tzc_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice
   TZC_PROF(be, "matmul_at");
   TZC_PROF_WORK(2.0 * M * N * K, 0);
   run(be, F_AT, tzc_ptr(out), tzc_ptr(a), tzc_ptr(b), nullptr, M, K, N, acc);
+}
+
+extern "C" void tzc_matmul_init(tz_backend *be) {
+  MM *m = (MM *)calloc(1, sizeof(MM));
+  if (!m) {
+    fprintf(stderr, "tezgah: error: out of host memory for the matmul cache\n");
+    exit(1);
+  }
+  const char *s = getenv("TEZGAH_CUDA_MATMUL"); // "naive": the fallback kernel only (tests)
+  m->force_naive = s && !strcmp(s, "naive");
+  tzc(be)->mm = m;
+}
+
+extern "C" long long tzc_matmul_fallbacks(tz_backend *be) {
+  MM *m = mm_state(be);
+  return m ? m->fallbacks : 0;
 }
 
 extern "C" void tzc_matmul_destroy(tz_backend *be) {
