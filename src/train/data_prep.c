@@ -35,6 +35,53 @@ static int check_text(const char *path, const char *data, size_t len) {
   return 0;
 }
 
+/* The corpus list (comma-separated files / globs) read and checked file by file, then joined
+ * in order with <|endoftext|> between files (unless one is already there). One file gives
+ * its bytes unchanged (the cache key of a single-file corpus is that file's). */
+static int read_corpus(const char *list, char **text, size_t *len) {
+  char **paths;
+  size_t np;
+  if (tz_expand_paths(list, &paths, &np)) return -1;
+  static const char SEP[] = "<|endoftext|>";
+  const size_t sl = sizeof SEP - 1;
+  char *all = NULL;
+  size_t n = 0;
+  int rc = 0;
+  for (size_t i = 0; i < np && !rc; i++) {
+    char *t;
+    size_t l;
+    if (tz_read_file(paths[i], &t, &l)) {
+      rc = -1;
+      break;
+    }
+    if (check_text(paths[i], t, l)) {
+      free(t);
+      rc = -1;
+      break;
+    }
+    if (np == 1) {
+      all = t;
+      n = l;
+      break;
+    }
+    int sep = n > 0 && !(n >= sl && !memcmp(all + n - sl, SEP, sl)) && !(l >= sl && !memcmp(t, SEP, sl));
+    all = tz_realloc(all, n + (sep ? sl : 0) + l + 1);
+    if (sep) memcpy(all + n, SEP, sl), n += sl;
+    memcpy(all + n, t, l);
+    n += l;
+    all[n] = 0;
+    free(t);
+  }
+  tz_paths_free(paths, np);
+  if (rc) {
+    free(all);
+    return -1;
+  }
+  *text = all;
+  *len = n;
+  return 0;
+}
+
 int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
                       const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out) {
   memset(out, 0, sizeof *out);
@@ -44,11 +91,7 @@ int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
     return tz_err("--val-fraction: %g must be in (0, 0.5)", val_fraction);
   char *text;
   size_t len;
-  if (tz_read_file(corpus, &text, &len)) return -1;
-  if (check_text(corpus, text, len)) {
-    free(text);
-    return -1;
-  }
+  if (read_corpus(corpus, &text, &len)) return -1;
   XXH64_state_t *h = XXH64_createState();
   XXH64_reset(h, PREP_VERSION);
   XXH64_update(h, text, len);

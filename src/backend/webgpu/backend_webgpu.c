@@ -170,9 +170,9 @@ static void on_lost(WGPUDevice const *device, WGPUDeviceLostReason reason, WGPUS
 static void check(wg_ctx *c) {
   W.wgpuInstanceProcessEvents(c->inst);
   if (c->failed) {
-    fprintf(stderr, "tezgah: error: webgpu: %s\n", c->errmsg);
-    fflush(stderr);
-    exit(1);
+    char msg[sizeof c->errmsg + 16];
+    snprintf(msg, sizeof msg, "webgpu: %s", c->errmsg);
+    tz_fatal(msg);
   }
 }
 static void fail(wg_ctx *c, const char *fmt, const char *a, const char *b, size_t x, uint64_t y) {
