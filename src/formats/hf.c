@@ -444,6 +444,10 @@ int tz_hf_load(const char *dir, tz_config *cfg, float **params, tz_tokenizer **t
     TZ_ASSERT(ti);
     int64_t w0 = ti->shape[0], w1 = ti->ndim == 2 ? ti->shape[1] : 0;
     if (map[i].x == X_T) w0 = ti->shape[1], w1 = ti->shape[0];
+    if (!t->elem) {
+      tz_err("%s: tensor '%s' has dtype %s; only F32, F16 and BF16 are supported", f->path, t->name, t->dtype);
+      goto out;
+    }
     if (t->ndim != ti->ndim || t->shape[0] != w0 || (ti->ndim == 2 && t->shape[1] != w1)) {
       char got[64] = "", want[48];
       for (int k = 0, o = 0; k < t->ndim && o < 60; k++)
