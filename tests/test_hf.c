@@ -319,8 +319,12 @@ static void test_malformed_hf(void **st) {
   free(d);
   /* unsupported variants named by their field */
   d = fresh_hf("hf_scaling", &c);
-  edit(d, "config.json", "\"rope_scaling\":\tnull", "\"rope_scaling\":{\"rope_type\":\"yarn\",\"factor\":4}");
-  expect_hf_error(d, "rope_scaling", "yarn");
+  edit(d, "config.json", "\"rope_type\":\t\"default\"", "\"rope_type\":\t\"yarn\"");
+  expect_hf_error(d, "rope_type", "yarn");
+  free(d);
+  d = fresh_hf("hf_scaling4", &c); /* transformers 4's spelling */
+  edit(d, "config.json", "\"rope_theta\":", "\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2},\n\"rope_theta\":");
+  expect_hf_error(d, "rope_scaling", "linear");
   free(d);
   d = fresh_hf("hf_type", &c);
   edit(d, "config.json", "\"model_type\":\t\"llama\"", "\"model_type\":\t\"mixtral\"");

@@ -280,8 +280,10 @@ static cJSON *config_json(const tz_config *c, int bos, int eos) {
     cJSON_AddNumberToObject(j, "vocab_size", c->vocab_size);
     cJSON_AddNumberToObject(j, "max_position_embeddings", c->max_seq_len);
     cJSON_AddNumberToObject(j, "rms_norm_eps", short_float(c->norm_eps));
-    cJSON_AddNumberToObject(j, "rope_theta", short_float(c->rope_theta));
-    cJSON_AddNullToObject(j, "rope_scaling");
+    cJSON_AddNumberToObject(j, "rope_theta", short_float(c->rope_theta)); /* transformers 4 */
+    cJSON *rp = cJSON_AddObjectToObject(j, "rope_parameters");             /* transformers 5 */
+    cJSON_AddStringToObject(rp, "rope_type", "default");
+    cJSON_AddNumberToObject(rp, "rope_theta", short_float(c->rope_theta));
     cJSON_AddStringToObject(j, "hidden_act", "silu");
     cJSON_AddBoolToObject(j, "attention_bias", 0);
     cJSON_AddNumberToObject(j, "attention_dropout", 0.0);
@@ -306,7 +308,8 @@ static cJSON *config_json(const tz_config *c, int bos, int eos) {
   cJSON_AddBoolToObject(j, "tie_word_embeddings", c->tied);
   cJSON_AddNumberToObject(j, "initializer_range", 0.02);
   cJSON_AddBoolToObject(j, "use_cache", 1);
-  cJSON_AddStringToObject(j, "torch_dtype", "float32");
+  cJSON_AddStringToObject(j, "torch_dtype", "float32"); /* transformers 4 */
+  cJSON_AddStringToObject(j, "dtype", "float32");       /* transformers 5 */
   if (bos >= 0) cJSON_AddNumberToObject(j, "bos_token_id", bos);
   if (eos >= 0) cJSON_AddNumberToObject(j, "eos_token_id", eos);
   return j;
