@@ -196,6 +196,10 @@ int tz_cmd_train(int argc, char **argv) {
     tz_err("train: unexpected argument '%s' (see tezgah train --help)", argv[optind]);
     return tz_cli_fail();
   }
+  if (o.resume && o.init_from) {
+    tz_err("--init-from: give --resume (continue a run) or --init-from (start one from a model), not both");
+    return tz_cli_fail();
+  }
   if (o.resume) {
     for (int i = 0; i <= O_HELP - 256; i++)
       if (given[i] && !resume_allows(i + 256) && !(i + 256 >= O_ARCH && i + 256 <= O_UNTIED)) {

@@ -275,6 +275,10 @@ int tz_train(const tz_train_opts *opts_in) {
       goto out;
     }
     if (o.T <= 0) o.T = o.model.max_seq_len < 128 ? o.model.max_seq_len : 128;
+    if (o.T > o.model.max_seq_len) { /* before any slow work (data preparation) */
+      tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d (%s)", o.T, o.model.max_seq_len, rf.path);
+      goto out;
+    }
   }
   if (!o.run_dir) {
     tz_err("--run-dir: no run directory given");
