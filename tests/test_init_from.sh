@@ -77,6 +77,7 @@ diff <(cut -d, -f1-2 runs/ft/metrics.jsonl) <(cut -d, -f1-2 runs/ft2/metrics.jso
 "$tz" convert --from hf hf_base --out runs/imported 2>/dev/null || fail "convert --from hf"
 one_line_error "--init-from" "$tz" train --resume runs/imported
 one_line_error "--n-layer=3 does not match the model's n_layer=2" "$tz" train --init-from hf_base --n-layer 3 --data b.txt --run-dir runs/x
+one_line_error "--arch=gpt2 does not match the model's arch=llama" "$tz" train --init-from hf_base --arch gpt2 --data b.txt --run-dir runs/x
 one_line_error "--vocab-size=512 does not match" "$tz" train --init-from hf_base --vocab-size 512 --data b.txt --run-dir runs/x
 one_line_error "T=64 is above the model's context max_seq_len=32" "$tz" train --init-from hf_base -T 64 --data b.txt --run-dir runs/x
 one_line_error "has no tokenizer" "$tz" train --init-from g.bin --data b.txt --run-dir runs/x

@@ -117,7 +117,10 @@ static int check_model_shape(const tz_train_opts *o, const char *path, const int
       {O_VOCAB, o->vocab_size, c->vocab_size, "vocab_size"},
   };
   int rc = 0;
-  for (size_t i = 0; i < sizeof chk / sizeof *chk && !rc; i++)
+  if (given[O_ARCH - 256] && o->model.arch != c->arch)
+    rc = tz_err("--arch=%s does not match the %s's arch=%s (%s)", tz_arch_name(o->model.arch),
+                o->resume ? "checkpoint" : "model", tz_arch_name(c->arch), rf.path);
+  for (size_t i = 1; i < sizeof chk / sizeof *chk && !rc; i++) /* [0] (arch) above */
     if (given[chk[i].opt - 256] && chk[i].want != chk[i].have && chk[i].opt != O_UNTIED)
       rc = tz_err("--%s=%ld does not match the %s's %s=%ld (%s)", flag_name(chk[i].opt), chk[i].want,
                   o->resume ? "checkpoint" : "model", chk[i].field, chk[i].have, rf.path);
