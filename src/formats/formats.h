@@ -84,7 +84,9 @@ float *tz_params_relayout(const tz_config *from, const float *p, const tz_config
 
 /* Load any foreign checkpoint: by magic (llm.c, llama2.c v1), else as a legacy llama2.c
  * file, or a Hugging Face directory; `from` ("llama2c", "llmc", "hf" or NULL for auto) forces the
- * family. */
+ * family. Auto: a tezgah checkpoint is an error, and so is a file that matches no magic and is
+ * no valid legacy llama2.c file (the message names the magics checked and the legacy reader's
+ * complaint). */
 int tz_foreign_load(const char *path, const char *from, tz_config *cfg, float **params);
 
 /* bf16 helpers (exposed for tests). */

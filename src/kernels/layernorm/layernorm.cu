@@ -1,0 +1,257 @@
+/* CUDA LayerNorm (Ba et al. 2016): layernorm_cpu.c's math in fp32 on act rows.
+ * Forward: one warp per row (two-pass mean and variance over the row, as the CPU), out act,
+ * mean/rstd fp32. Backward: dinp (+=, act) one warp per row, and dw, db (+=, fp32) as
+ * deterministic per-chunk partials then a fixed-order final sum. When C = NV·32·W (e.g. 768)
+ * and the rows are 16-byte aligned, one kernel reads each row once for both (ln_bwd_fused_k);
+ * otherwise the rows kernel, then the tiled column sum of cuda_common.cuh. */
+#include "kernels/common/cuda_common.cuh"
+
+namespace {
+constexpr int ROWS_PER_BLOCK = 4; /* warps per block, one row each */
+
+template <int W, class T>
+__global__ void __launch_bounds__(32 * ROWS_PER_BLOCK)
+ln_fwd_k(T *out, float *mean, float *rstd, const T *inp, const T *w, const T *b, int N, int C,
+         float eps) {
+  int lane = threadIdx.x & 31, row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  if (row >= N) return;
+  const T *x = inp + (size_t)row * C;
+  float s = 0.0f;
+  for (int c = lane * W; c < C; c += 32 * W) {
+    float f[W];
+    tzc_ld<W>(x + c, f);
+#pragma unroll
+    for (int j = 0; j < W; j++) s += f[j];
+  }
+  float m = tzc_warp_sum(s) / C;
+  float v = 0.0f;
+  for (int c = lane * W; c < C; c += 32 * W) {
+    float f[W];
+    tzc_ld<W>(x + c, f);
+#pragma unroll
+    for (int j = 0; j < W; j++) v += (f[j] - m) * (f[j] - m);
+  }
+  v = tzc_warp_sum(v);
+  float r = 1.0f / sqrtf(v / C + eps);
+  T *o = out + (size_t)row * C;
+  for (int c = lane * W; c < C; c += 32 * W) {
+    float f[W], g[W], h[W];
+    tzc_ld<W>(x + c, f);
+    tzc_ld<W>(w + c, g);
+    tzc_ld<W>(b + c, h);
+#pragma unroll
+    for (int j = 0; j < W; j++) f[j] = (f[j] - m) * r * g[j] + h[j];
+    tzc_st<W>(o + c, f);
+  }
+  if (lane == 0) mean[row] = m, rstd[row] = r;
+}
+
+/* dx += r·(w·dy − mean_c(w·dy) − xh·mean_c(w·dy·xh)), xh = (x − mean)·r */
+template <int W, class T>
+__global__ void __launch_bounds__(32 * ROWS_PER_BLOCK)
+ln_bwd_rows_k(T *dinp, const T *dout, const T *inp, const T *w, const float *mean,
+              const float *rstd, int N, int C) {
+  int lane = threadIdx.x & 31, row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  if (row >= N) return;
+  const T *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
+  T *dx = dinp + (size_t)row * C;
+  float m = mean[row], r = rstd[row], gm = 0.0f, gxm = 0.0f;
+  for (int c = lane * W; c < C; c += 32 * W) {
+    float a[W], d[W], g[W];
+    tzc_ld<W>(x + c, a);
+    tzc_ld<W>(dy + c, d);
+    tzc_ld<W>(w + c, g);
+#pragma unroll
+    for (int j = 0; j < W; j++) {
+      float gg = g[j] * d[j];
+      gm += gg;
+      gxm += gg * (a[j] - m) * r;
+    }
+  }
+  gm = tzc_warp_sum(gm) / C;
+  gxm = tzc_warp_sum(gxm) / C;
+  for (int c = lane * W; c < C; c += 32 * W) {
+    float a[W], d[W], g[W], o[W];
+    tzc_ld<W>(x + c, a);
+    tzc_ld<W>(dy + c, d);
+    tzc_ld<W>(w + c, g);
+    tzc_ld<W>(dx + c, o);
+#pragma unroll
+    for (int j = 0; j < W; j++) o[j] += r * (g[j] * d[j] - gm - (a[j] - m) * r * gxm);
+    tzc_st<W>(dx + c, o);
+  }
+}
+
+/* dw, db summands of row n (the tiled column sum): dy·(x − mean)·rstd and dy */
+template <int W, class T> struct LnDwDbTerm {
+  const T *dout, *inp;
+  const float *mean, *rstd;
+  int C;
+  __device__ __forceinline__ void operator()(int n, int c, float *v, float *u) const {
+    float x[W];
+    tzc_ld<W>(dout + (size_t)n * C + c, u);
+    tzc_ld<W>(inp + (size_t)n * C + c, x);
+    float m = mean[n], r = rstd[n];
+#pragma unroll
+    for (int j = 0; j < W; j++) v[j] = u[j] * (x[j] - m) * r;
+  }
+};
+
+/* One pass for C = NV·32·W: block = FW warps over a chunk of rpc rows (warp w: rows n0 + w,
+ * n0 + w + FW, ...); each warp holds its row in registers, computes dx (+=) as
+ * ln_bwd_rows_k does, and adds the row's dw, db summands into per-lane accumulators; then the
+ * warps' accumulators are added in warp order (shared memory) into partw/partb[chunk, C]. */
+constexpr int FW = 8;
+template <int W, int NV, class T>
+__global__ void __launch_bounds__(32 * FW)
+ln_bwd_fused_k(T *dinp, float *partw, float *partb, const T *dout, const T *inp, const T *w,
+               const float *mean, const float *rstd, int N, int rpc) {
+  extern __shared__ float sh[]; /* [FW][C] */
+  constexpr int C = NV * 32 * W;
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int n0 = blockIdx.x * rpc, n1 = min(N, n0 + rpc);
+  float aw[NV][W], ab[NV][W];
+#pragma unroll
+  for (int k = 0; k < NV; k++)
+#pragma unroll
+    for (int j = 0; j < W; j++) aw[k][j] = 0.0f, ab[k][j] = 0.0f;
+  for (int n = n0 + warp; n < n1; n += FW) {
+    const T *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+    T *dx = dinp + (size_t)n * C;
+    float a[NV][W], d[NV][W];
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+      int c = (k * 32 + lane) * W;
+      tzc_ld<W>(x + c, a[k]);
+      tzc_ld<W>(dy + c, d[k]);
+    }
+    float m = mean[n], r = rstd[n], gm = 0.0f, gxm = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+      float g[W];
+      tzc_ld<W>(w + (k * 32 + lane) * W, g);
+#pragma unroll
+      for (int j = 0; j < W; j++) {
+        float gg = g[j] * d[k][j];
+        gm += gg;
+        gxm += gg * (a[k][j] - m) * r;
+      }
+    }
+    gm = tzc_warp_sum(gm) / C;
+    gxm = tzc_warp_sum(gxm) / C;
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+      int c = (k * 32 + lane) * W;
+      float g[W], o[W];
+      tzc_ld<W>(w + c, g);
+      tzc_ld<W>(dx + c, o);
+#pragma unroll
+      for (int j = 0; j < W; j++) {
+        o[j] += r * (g[j] * d[k][j] - gm - (a[k][j] - m) * r * gxm);
+        aw[k][j] += d[k][j] * (a[k][j] - m) * r;
+        ab[k][j] += d[k][j];
+      }
+      tzc_st<W>(dx + c, o);
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < 2; q++) {
+    if (q) __syncthreads();
+#pragma unroll
+    for (int k = 0; k < NV; k++)
+#pragma unroll
+      for (int j = 0; j < W; j++) sh[warp * C + (k * 32 + lane) * W + j] = q ? ab[k][j] : aw[k][j];
+    __syncthreads();
+    for (int c = threadIdx.x; c < C; c += 32 * FW) {
+      float t = 0.0f;
+#pragma unroll
+      for (int u = 0; u < FW; u++) t += sh[u * C + c];
+      (q ? partb : partw)[(size_t)blockIdx.x * C + c] = t;
+    }
+  }
+}
+
+template <class T> bool rows_vec(int C, const void *a, const void *b, const void *c,
+                                 const void *d) {
+  return C % VW(T) == 0 && tzc_aligned16(a) && tzc_aligned16(b) && tzc_aligned16(c) &&
+         tzc_aligned16(d);
+}
+} // namespace
+
+extern "C" void tzc_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd,
+                                  tz_slice inp, tz_slice w, tz_slice b, int N, int C, float eps) {
+  TZC_PROF(be, "layernorm_fwd");
+  size_t es = tz_dtype_size(tzc(be)->act);
+  TZC_PROF_WORK(7.0 * N * C, 2.0 * N * C * es + 8.0 * N);
+  if (N <= 0 || C <= 0) return;
+  cudaStream_t st = tzc(be)->stream;
+  unsigned grid = tzc_blocks(N, ROWS_PER_BLOCK);
+  TZC_DISPATCH_ACT(be, {
+    T *o = (T *)tzc_ptr(out);
+    const T *x = (const T *)tzc_ptr(inp), *g = (const T *)tzc_w(be, w),
+            *h = (const T *)tzc_w(be, b);
+    float *mu = (float *)tzc_ptr(mean), *rs = (float *)tzc_ptr(rstd);
+    if (rows_vec<T>(C, o, x, g, h))
+      ln_fwd_k<VW(T)><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(o, mu, rs, x, g, h, N, C, eps);
+    else
+      ln_fwd_k<1><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(o, mu, rs, x, g, h, N, C, eps);
+    TZC_LAUNCHED();
+  });
+}
+
+namespace {
+/* the fused kernel for C = NV·32·W (true when launched) */
+template <int W, int NV, class T>
+bool ln_bwd_fused(tz_backend *be, T *dx, float *dw, float *db, const T *dy, const T *x,
+                  const T *g, const float *mu, const float *rs, int N, int C) {
+  if (C != NV * 32 * W) return false;
+  cudaStream_t st = tzc(be)->stream;
+  int rpc = (N + 255) / 256; /* ~256 blocks */
+  if (rpc < 2 * FW) rpc = 2 * FW;
+  int P = (N + rpc - 1) / rpc;
+  size_t pb = tzc_round256((size_t)P * C * sizeof(float));
+  char *s = (char *)tzc_scratch(be, 2 * pb);
+  float *partw = (float *)s, *partb = (float *)(s + pb);
+  ln_bwd_fused_k<W, NV><<<P, 32 * FW, FW * C * sizeof(float), st>>>(dx, partw, partb, dy, x, g,
+                                                                     mu, rs, N, rpc);
+  TZC_LAUNCHED();
+  tzc_colsum_final_k<<<tzc_blocks(C, 32), 32 * TZC_CF_GROUPS, 0, st>>>(dw, partw, db, partb, P, C);
+  TZC_LAUNCHED();
+  return true;
+}
+} // namespace
+
+extern "C" void tzc_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db,
+                                  tz_slice dout, tz_slice inp, tz_slice w, tz_slice mean,
+                                  tz_slice rstd, int N, int C) {
+  TZC_PROF(be, "layernorm_bwd");
+  size_t es = tz_dtype_size(tzc(be)->act);
+  TZC_PROF_WORK(14.0 * N * C, 4.0 * N * C * es + 8.0 * N);
+  if (N <= 0 || C <= 0) return;
+  cudaStream_t st = tzc(be)->stream;
+  TZC_DISPATCH_ACT(be, {
+    T *dx = (T *)tzc_ptr(dinp);
+    const T *dy = (const T *)tzc_ptr(dout), *x = (const T *)tzc_ptr(inp);
+    const T *g = (const T *)tzc_w(be, w);
+    const float *mu = (const float *)tzc_ptr(mean), *rs = (const float *)tzc_ptr(rstd);
+    float *pw = (float *)tzc_ptr(dw), *pb = (float *)tzc_ptr(db);
+    constexpr int W = VW(T);
+    bool vec = rows_vec<T>(C, dx, dy, x, g);
+    if (vec && (ln_bwd_fused<W, 1>(be, dx, pw, pb, dy, x, g, mu, rs, N, C) ||
+                ln_bwd_fused<W, 2>(be, dx, pw, pb, dy, x, g, mu, rs, N, C) ||
+                ln_bwd_fused<W, 3>(be, dx, pw, pb, dy, x, g, mu, rs, N, C) ||
+                ln_bwd_fused<W, 4>(be, dx, pw, pb, dy, x, g, mu, rs, N, C) ||
+                ln_bwd_fused<W, 6>(be, dx, pw, pb, dy, x, g, mu, rs, N, C)))
+      break;
+    unsigned grid = tzc_blocks(N, ROWS_PER_BLOCK);
+    if (vec) {
+      ln_bwd_rows_k<W><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(dx, dy, x, g, mu, rs, N, C);
+      TZC_LAUNCHED();
+      tzc_colsum<W, 2>(be, pw, pb, N, C, LnDwDbTerm<W, T>{dy, x, mu, rs, C});
+    } else {
+      ln_bwd_rows_k<1><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(dx, dy, x, g, mu, rs, N, C);
+      TZC_LAUNCHED();
+      tzc_colsum<1, 2>(be, pw, pb, N, C, LnDwDbTerm<1, T>{dy, x, mu, rs, C});
+    }
+  });
+}
