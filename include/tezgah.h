@@ -65,11 +65,16 @@ typedef struct {
   /* run */
   const char *run_dir;      /* where checkpoints and metrics go */
   const char *resume;       /* run directory to continue (its checkpoint) */
+  const char *init_from;    /* start a new run from this model's weights (any model tezgah reads:
+                               run directory, checkpoint, llm.c / llama2.c file, Hugging Face
+                               directory): its config and tokenizer (or `tokenizer`), fresh
+                               optimizer state; a --data corpus is encoded with that tokenizer.
+                               T = 0: min(128, the model's max_seq_len) */
   const char *backend;      /* "cpu", "webgpu" or "cuda" */
   const char *precision;    /* NULL: the backend's default (cuda: bf16; others fp32), "fp32", "bf16" */
   int threads;              /* OpenMP threads (0: all cores) */
   uint64_t seed;
-  /* model (ignored on resume: the checkpoint's config wins) */
+  /* model (ignored on resume / init_from: the checkpoint's / model's config wins) */
   tz_config model;
   /* optimization */
   int B, T, grad_accum, steps, warmup;

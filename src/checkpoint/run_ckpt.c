@@ -66,8 +66,16 @@ int tz_run_open(const char *path_or_dir, tz_run_file *rf) {
   struct stat st;
   if (stat(path_or_dir, &st) != 0) return tz_err("%s: no such checkpoint file or run directory", path_or_dir);
   rf->path = S_ISDIR(st.st_mode) ? tz_path_join(path_or_dir, TZ_CKPT_FILE) : tz_strdup(path_or_dir);
+  if (S_ISDIR(st.st_mode) && !tz_exists(rf->path) && tz_hf_is_dir(path_or_dir)) { /* a Hugging Face model */
+    free(rf->path);
+    rf->path = tz_strdup(path_or_dir);
+    rf->format = TZ_FMT_HF;
+    if (tz_hf_load(path_or_dir, &rf->cfg, &rf->host_params, &rf->tok)) goto fail;
+    return 0;
+  }
   if (S_ISDIR(st.st_mode) && !tz_exists(rf->path)) {
-    tz_err("%s: run directory has no checkpoint (%s)", path_or_dir, TZ_CKPT_FILE);
+    tz_err("%s: run directory has no checkpoint (%s) and is not a Hugging Face model (config.json)", path_or_dir,
+           TZ_CKPT_FILE);
     goto fail;
   }
   rf->format = TZ_FMT_TEZGAH;
@@ -150,8 +158,8 @@ int tz_run_load_model(tz_run_file *rf, tz_backend *be, tz_model **out) {
 
 int tz_run_load_adam(tz_run_file *rf, tz_model *m) {
   if (rf->host_params)
-    return tz_err("%s: a %s checkpoint has no optimizer state (convert it and start a new run)", rf->path,
-                  tz_format_name(rf->format));
+    return tz_err("%s: a %s model has no optimizer state; start a new run from it with train --init-from %s",
+                  rf->path, tz_format_name(rf->format), rf->path);
   return load_section(rf, m, "adam_m", m->m) || load_section(rf, m, "adam_v", m->v) ? -1 : 0;
 }
 

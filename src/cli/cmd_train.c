@@ -35,6 +35,10 @@ static const char *HELP =
     "                         it (in DIR's parent) points to it: tezgah sample finds runs/latest\n"
     "                         or ./latest, whichever is newer\n"
     "  --resume DIR           continue the run in DIR from its checkpoint (exactly)\n"
+    "  --init-from MODEL      start a new run from MODEL's weights (run directory, checkpoint,\n"
+    "                         llm.c or llama2.c file, Hugging Face directory): its config and\n"
+    "                         tokenizer (or --tokenizer; --data is encoded with it), fresh\n"
+    "                         optimizer; new data and hyperparameters; T up to its context\n"
     "  --backend NAME         cpu (default), webgpu or cuda\n"
     "  --precision P          fp32 or bf16 (bf16 mixed precision: cuda only, its default)\n"
     "  --profile              webgpu, cuda: print the per-kernel GPU time table (ms/step, share, GFLOP/s or GB/s)\n"
@@ -78,14 +82,14 @@ enum {
   O_DATA = 256, O_VOCAB, O_VALFRAC, O_TSHARDS, O_VSHARDS, O_TOKENIZER, O_RUNDIR, O_RESUME,
   O_BACKEND, O_THREADS, O_SEED, O_ARCH, O_NLAYER, O_NHEAD, O_NKV, O_DMODEL, O_DFF, O_MAXT,
   O_UNTIED, O_ACCUM, O_STEPS, O_LR, O_WARMUP, O_MINLR, O_B1, O_B2, O_EPS, O_WD, O_CLIP,
-  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_HELP
+  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_INIT, O_HELP
 };
 
 static const struct option LONG[] = {
     {"data", 1, 0, O_DATA}, {"vocab-size", 1, 0, O_VOCAB}, {"val-fraction", 1, 0, O_VALFRAC},
     {"train-shards", 1, 0, O_TSHARDS}, {"val-shards", 1, 0, O_VSHARDS}, {"tokenizer", 1, 0, O_TOKENIZER},
     {"tokenizer-backend", 1, 0, O_TOKBACKEND},
-    {"run-dir", 1, 0, O_RUNDIR}, {"resume", 1, 0, O_RESUME}, {"backend", 1, 0, O_BACKEND},
+    {"run-dir", 1, 0, O_RUNDIR}, {"resume", 1, 0, O_RESUME}, {"init-from", 1, 0, O_INIT}, {"backend", 1, 0, O_BACKEND},
     {"precision", 1, 0, O_PRECISION},
     {"threads", 1, 0, O_THREADS}, {"seed", 1, 0, O_SEED}, {"arch", 1, 0, O_ARCH},
     {"n-layer", 1, 0, O_NLAYER}, {"n-head", 1, 0, O_NHEAD}, {"n-kv-head", 1, 0, O_NKV},
@@ -112,24 +116,28 @@ static const char *flag_name(int opt) {
   return "?";
 }
 
-/* With --resume: shape flags must agree with the checkpoint. */
-static int check_resume_shape(const tz_train_opts *o, const int *given) {
+/* With --resume / --init-from: shape flags must agree with the checkpoint / model. */
+static int check_model_shape(const tz_train_opts *o, const char *path, const int *given) {
   tz_run_file rf;
-  if (tz_run_open(o->resume, &rf)) return -1;
+  if (tz_run_open(path, &rf)) return -1;
   const tz_config *c = &rf.cfg;
   const struct { int opt; long want, have; const char *field; } chk[] = {
       {O_ARCH, o->model.arch, c->arch, "arch"}, {O_NLAYER, o->model.n_layer, c->n_layer, "n_layer"},
       {O_NHEAD, o->model.n_head, c->n_head, "n_head"}, {O_NKV, o->model.n_kv_head, c->n_kv_head, "n_kv_head"},
       {O_DMODEL, o->model.d_model, c->d_model, "d_model"}, {O_DFF, o->model.d_ff, c->d_ff, "d_ff"},
       {O_MAXT, o->model.max_seq_len, c->max_seq_len, "max_seq_len"}, {O_UNTIED, 0, !c->tied, "tied"},
+      {O_VOCAB, o->vocab_size, c->vocab_size, "vocab_size"},
   };
   int rc = 0;
-  for (size_t i = 0; i < sizeof chk / sizeof *chk && !rc; i++)
+  if (given[O_ARCH - 256] && o->model.arch != c->arch)
+    rc = tz_err("--arch=%s does not match the %s's arch=%s (%s)", tz_arch_name(o->model.arch),
+                o->resume ? "checkpoint" : "model", tz_arch_name(c->arch), rf.path);
+  for (size_t i = 1; i < sizeof chk / sizeof *chk && !rc; i++) /* [0] (arch) above */
     if (given[chk[i].opt - 256] && chk[i].want != chk[i].have && chk[i].opt != O_UNTIED)
-      rc = tz_err("--%s=%ld does not match the checkpoint's %s=%ld (%s)", flag_name(chk[i].opt), chk[i].want,
-                  chk[i].field, chk[i].have, rf.path);
+      rc = tz_err("--%s=%ld does not match the %s's %s=%ld (%s)", flag_name(chk[i].opt), chk[i].want,
+                  o->resume ? "checkpoint" : "model", chk[i].field, chk[i].have, rf.path);
   if (!rc && given[O_UNTIED - 256] && c->tied)
-    rc = tz_err("--untied does not match the checkpoint's tied lm_head (%s)", rf.path);
+    rc = tz_err("--untied does not match the %s's tied lm_head (%s)", o->resume ? "checkpoint" : "model", rf.path);
   tz_run_close(&rf);
   return rc;
 }
@@ -166,6 +174,7 @@ int tz_cmd_train(int argc, char **argv) {
         break;
       case O_RUNDIR: o.run_dir = optarg; break;
       case O_RESUME: o.resume = optarg; break;
+      case O_INIT: o.init_from = optarg; break;
       case O_BACKEND: o.backend = optarg; break;
       case O_PRECISION: o.precision = optarg; break;
       case O_THREADS: e = tz_arg_int("--threads", optarg, 0, 1024, &o.threads); break;
@@ -218,6 +227,10 @@ int tz_cmd_train(int argc, char **argv) {
     tz_err("train: unexpected argument '%s' (see tezgah train --help)", argv[optind]);
     return tz_cli_fail();
   }
+  if (o.resume && o.init_from) {
+    tz_err("--init-from: give --resume (continue a run) or --init-from (start one from a model), not both");
+    return tz_cli_fail();
+  }
   if (o.resume) {
     for (int i = 0; i <= O_HELP - 256; i++)
       if (given[i] && !resume_allows(i + 256) && !(i + 256 >= O_ARCH && i + 256 <= O_UNTIED)) {
@@ -229,9 +242,14 @@ int tz_cmd_train(int argc, char **argv) {
              given_B ? "batch-size" : "seq-len");
       return tz_cli_fail();
     }
-    if (check_resume_shape(&o, given)) return tz_cli_fail();
+    if (check_model_shape(&o, o.resume, given)) return tz_cli_fail();
     if (!given[O_STEPS - 256]) o.steps = 0; /* keep the checkpoint's */
-  } else if (!o.run_dir) {
+  } else if (o.init_from && given[O_INIT - 256]) {
+    /* the model's config wins: shape flags (and --vocab-size) must agree with it */
+    if (check_model_shape(&o, o.init_from, given)) return tz_cli_fail();
+    if (!given_T) o.T = 0; /* min(128, the model's context) */
+  }
+  if (!o.resume && !o.run_dir) {
     /* runs/<date-time>, with -2, -3, ... when that name is taken (two runs in one second) */
     time_t t = time(NULL);
     char stamp[32];

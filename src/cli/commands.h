@@ -6,6 +6,7 @@ int tz_cmd_train(int argc, char **argv);
 int tz_cmd_sample(int argc, char **argv);
 int tz_cmd_eval(int argc, char **argv);
 int tz_cmd_convert(int argc, char **argv);
+int tz_cmd_logits(int argc, char **argv);
 int tz_cmd_tokenize(int argc, char **argv);
 int tz_cmd_encode(int argc, char **argv);
 int tz_cmd_decode(int argc, char **argv);

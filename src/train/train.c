@@ -111,7 +111,7 @@ static void progress_line(char *out, size_t cap, int step, int steps, double los
   int bar = PROGRESS_COLS - (int)strlen(left) - (int)strlen(right) - 3;
   if (bar > 30) bar = 30;
   char b[40] = "";
-  if (bar >= 6) {
+  if (bar >= 3) { /* 3: even a 7-digit step count with a val loss keeps a (short) bar */
     int fill = (int)((double)bar * step / steps);
     b[0] = ' ', b[1] = '[';
     for (int i = 0; i < bar; i++) b[2 + i] = i < fill ? '#' : '.';
@@ -343,7 +343,8 @@ int tz_train(const tz_train_opts *opts_in) {
   if (o.resume) {
     if (tz_run_open(o.resume, &rf)) goto out;
     if (!rf.train) {
-      tz_err("%s: checkpoint has no training state (an exported model cannot be resumed)", rf.path);
+      tz_err("%s: checkpoint has no training state (an imported or exported model); start a new run from its "
+             "weights with --init-from %s", rf.path, o.resume);
       goto out;
     }
     if (tz_train_state_from_json(rf.train, rf.path, &st, &o)) goto out;
@@ -354,6 +355,36 @@ int tz_train(const tz_train_opts *opts_in) {
     o.model = rf.cfg;
     tok = rf.tok;
     rf.tok = NULL;
+  }
+  /* ---- init from a model: its config and weights, fresh optimizer and training state ---- */
+  if (o.init_from) {
+    if (o.resume) {
+      tz_err("--init-from: give --resume (continue a run) or --init-from (start one from a model), not both");
+      goto out;
+    }
+    if (tz_run_open(o.init_from, &rf)) goto out;
+    o.model = rf.cfg;
+    if (o.tokenizer) {
+      if (tz_tok_load_spec(o.tokenizer, &tok)) goto out;
+    } else {
+      tok = rf.tok;
+      rf.tok = NULL;
+    }
+    if (tok && tz_tok_vocab_size(tok) > o.model.vocab_size) {
+      tz_err("--tokenizer: %s has %d tokens but the model's vocab_size is %d", o.tokenizer ? o.tokenizer : rf.path,
+             tz_tok_vocab_size(tok), o.model.vocab_size);
+      goto out;
+    }
+    if (!tok && !o.train_shards) {
+      tz_err("%s: the model has no tokenizer to encode --data %s with; give --tokenizer (or token shards with "
+             "--train-shards)", rf.path, o.data);
+      goto out;
+    }
+    if (o.T <= 0) o.T = o.model.max_seq_len < 128 ? o.model.max_seq_len : 128;
+    if (o.T > o.model.max_seq_len) { /* before any slow work (data preparation) */
+      tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d (%s)", o.T, o.model.max_seq_len, rf.path);
+      goto out;
+    }
   }
   if (!o.run_dir) {
     tz_err("--run-dir: no run directory given");
@@ -411,7 +442,9 @@ int tz_train(const tz_train_opts *opts_in) {
     char *abs = realpath(o.run_dir, NULL);
     cache_root = tz_path_join(dirname(abs), ".cache");
     free(abs);
-    if (tz_prepare_corpus(o.data, o.vocab_size, o.val_fraction, cache_root, o.quiet, o.tokenizer_backend, &prep)) goto out;
+    if (tz_prepare_corpus_tok(o.data, o.init_from ? tok : NULL, o.vocab_size, o.val_fraction, cache_root, o.quiet,
+                              o.tokenizer_backend, &prep))
+      goto out;
     train_shards = prep.train_path;
     val_shards = prep.val_path;
     st.train_shards = tz_strdup(train_shards);
@@ -422,7 +455,7 @@ int tz_train(const tz_train_opts *opts_in) {
     if (!st.val_shards && val_shards) st.val_shards = tz_strdup(val_shards);
     if (!tok && o.tokenizer && tz_tok_load_spec(o.tokenizer, &tok)) goto out;
   }
-  if (!o.resume) {
+  if (!o.resume && !o.init_from) {
     o.model.vocab_size = tok ? tz_tok_vocab_size(tok) : o.vocab_size;
     if (o.model.vocab_size <= 0) {
       tz_err("--vocab-size: needed when training on shards without a tokenizer");
@@ -451,7 +484,7 @@ int tz_train(const tz_train_opts *opts_in) {
     setenv("TEZGAH_PROFILE", "1", 1);
   }
   if (!(be = tz_backend_create(o.backend, o.threads, o.precision))) goto out;
-  if (o.resume) {
+  if (o.resume || o.init_from) {
     if (tz_run_load_model(&rf, be, &m)) goto out;
   } else {
     if (tz_model_create(be, &o.model, &m)) goto out;
@@ -478,6 +511,7 @@ int tz_train(const tz_train_opts *opts_in) {
             m->cfg.d_ff, m->cfg.vocab_size, m->cfg.max_seq_len, m->lay.total / 1e6, m->lay.fingerprint);
     fprintf(stderr, "train: %s backend, B=%d T=%d accum=%d, %d steps%s, lr %.2e, run %s\n", be->name, o.B, o.T,
             o.grad_accum, o.steps, st.step ? " (resumed)" : "", o.lr, o.run_dir);
+    if (o.init_from) fprintf(stderr, "init: weights from %s, fresh optimizer state\n", o.init_from);
     if (!strcmp(be->name, "webgpu")) fprintf(stderr, "webgpu: %s\n", tz_webgpu_describe(be));
     if (be->act != TZ_F32) fprintf(stderr, "precision: %s activations and weight copies, fp32 master weights, gradients and AdamW\n", tz_dtype_name(be->act));
     if (strcmp(be->name, "cpu") && be->mem_used) { /* the arenas on a GPU backend, in MiB */
