@@ -45,6 +45,12 @@ static int setup(void **state) {
   }
   cpu = tz_backend_create("cpu", 2, NULL);
   assert_non_null(cpu);
+  /* the reductions' path: subgroups where offered, workgroup-only with TEZGAH_WEBGPU_SUBGROUPS=0
+   * (ctest test_webgpu_ops_nosubgroups), subgroups required with =1 */
+  const char *d = tz_webgpu_describe(gpu), *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
+  printf("webgpu: %s\n", d);
+  if (se && !strcmp(se, "0")) assert_non_null(strstr(d, "reductions: workgroup"));
+  else if (se && *se) assert_non_null(strstr(d, "reductions: subgroups"));
   return 0;
 }
 static int teardown(void **state) {

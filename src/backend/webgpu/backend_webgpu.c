@@ -86,6 +86,7 @@ typedef struct {
   WGPULimits lim;
   WGPUAdapterInfo info;
   int has_f16, has_subgroups, has_ts;
+  int subgroups;     /* reductions with subgroup operations (Subgroups, TEZGAH_WEBGPU_SUBGROUPS != 0) */
   int f16;           /* f16 weight mirror on (ShaderF16 and TEZGAH_WEBGPU_F16 != 0) */
   tz_buf *pbuf;      /* the registered parameter buffer (params_mirror) */
   tz_buf *mirror;    /* its f16 copy (2 bytes per element) */
@@ -404,8 +405,16 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     if (!strcmp(c->mods[i].key, key)) return c->mods[i].mod;
   const char *pre = wgsl_src("preamble"), *body = wgsl_src(file);
   TZ_ASSERT(pre && body && c->nmods < MAX_MODULES);
+  /* the workgroup reductions (wg_sum, wg_max) where the file uses them: subgroup operations
+   * where offered, else shared memory only */
+  const char *red = "", *en = "";
   if (standalone(body)) pre = "";
-  size_t n = strlen(pre) + strlen(prefix) + strlen(body) + 4;
+  else if (strstr(body, "wg_sum(") || strstr(body, "wg_max(")) {
+    red = wgsl_src(c->subgroups ? "reduce_sg" : "reduce_wg");
+    if (c->subgroups) en = "enable subgroups;\n";
+  }
+  TZ_ASSERT(red);
+  size_t n = strlen(en) + strlen(pre) + strlen(red) + strlen(prefix) + strlen(body) + 8;
   /* A prefix containing "// rw" turns a standalone module's read-only bindings read_write:
    * Dawn rejects a buffer bound read-only and writable in the same dispatch, even for
    * disjoint ranges. */
@@ -423,10 +432,10 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
       }
     *o = 0;
     body = rw;
-    n = strlen(pre) + strlen(prefix) + strlen(body) + 4;
+    n = strlen(en) + strlen(pre) + strlen(red) + strlen(prefix) + strlen(body) + 8;
   }
   char *src = tz_malloc(n);
-  snprintf(src, n, "%s\n%s\n%s", prefix, pre, body);
+  snprintf(src, n, "%s%s\n%s\n%s\n%s", en, prefix, pre, red, body);
   WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};
   WGPUShaderModuleDescriptor d = {&ws.chain, sv(file)};
   WGPUShaderModule m = W.wgpuDeviceCreateShaderModule(c->dev, &d);
@@ -1634,6 +1643,15 @@ tz_backend *tz_backend_webgpu_create(void) {
     wg_destroy(be);
     return NULL;
   }
+  /* subgroup reductions: on where Subgroups exists unless TEZGAH_WEBGPU_SUBGROUPS=0;
+   * TEZGAH_WEBGPU_SUBGROUPS=1 requires them (tests) */
+  const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
+  c->subgroups = c->has_subgroups && !(se && !strcmp(se, "0"));
+  if (se && *se && strcmp(se, "0") && !c->has_subgroups) {
+    tz_err("webgpu: TEZGAH_WEBGPU_SUBGROUPS=%s but this adapter offers no Subgroups (unset it)", se);
+    wg_destroy(be);
+    return NULL;
+  }
   const char *pe = getenv("TEZGAH_PROFILE");
   c->profile = pe && *pe && strcmp(pe, "0") && c->has_ts;
   WGPUFeatureName feats[4];
@@ -1751,12 +1769,18 @@ static const char *precision(wg_ctx *c) {
 
 /* One line naming the device and precision, for logs ("llvmpipe (CPU, Vulkan, ...), fp32"). */
 const char *tz_webgpu_describe(tz_backend *be) {
-  static char line[640];
+  static char line[800];
   if (!be || strcmp(be->name, "webgpu")) return "";
   wg_ctx *c = CTX(be);
   char a[300];
   adapter_line(c, a, sizeof a);
-  snprintf(line, sizeof line, "%s; %s", a, precision(c));
+  char r[96];
+  if (c->subgroups)
+    snprintf(r, sizeof r, "reductions: subgroups (%u..%u lanes)", c->info.subgroupMinSize, c->info.subgroupMaxSize);
+  else
+    snprintf(r, sizeof r, "reductions: workgroup (%s)",
+             c->has_subgroups ? "Subgroups offered, TEZGAH_WEBGPU_SUBGROUPS=0" : "no Subgroups");
+  snprintf(line, sizeof line, "%s; %s; %s", a, precision(c), r);
   return line;
 }
 
