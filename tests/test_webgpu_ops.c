@@ -10,7 +10,8 @@
  *   embed_bwd (float CAS adds, any order)        rtol 1e-5, atol 1e-6
  *   rmsnorm / layernorm fwd and bwd              rtol 1e-4, atol 1e-5
  *   matmul family, bias_bwd                      |err| ≤ 2e-5·Σ|terms| + 1e-6
- *   attention fwd / bwd (both kernel sets)       rtol 1e-4, atol 2e-5
+ *   attention fwd / bwd (both kernel sets)       rtol 1e-4, atol 2e-5 (also head_dim 32 / 128 and
+ *                                                T = 8192 on the general kernels)
  *   gelu / swiglu fwd, bwd                       rtol 1e-5, atol 1e-6 (gelu_bwd atol 1e-5:
  *                                                exp-based tanh in the far tail)
  *   crossentropy losses / dlogits                rtol 1e-5, atol 1e-6
@@ -372,6 +373,15 @@ static void test_attention(void **state) {
   check_att(1, 130, 2, 1, 32); /* multi-query */
   unsetenv("TEZGAH_WEBGPU_ATTN");
 }
+/* head_dim 32 and 128 (the general kernels take every head size but 64), T not a multiple of
+ * any tile, GQA; and T = 8192 (no T×T buffer anywhere: the scores stream through key tiles) */
+static void test_attention_hd(void **state) {
+  check_att(2, 77, 4, 2, 32);
+  check_att(1, 45, 4, 1, 128);
+  check_att(2, 33, 2, 2, 128);
+  const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS"); /* the long case once (no reductions in it) */
+  if (!(se && !strcmp(se, "0"))) check_att(1, 8192, 2, 1, 32);
+}
 /* the flash kernels (attention_fa.wgsl, head_dim 64): TEZGAH_WEBGPU_ATTN=fast makes the backend stop with
  * an error if a shape would fall back, so these really run them. T not a multiple of the
  * 64-row block, the 32-key tile or the 16-row query tile; B > 1; GQA 4/2 and 4/1. */
@@ -601,7 +611,7 @@ int main(void) {
       cmocka_unit_test(test_memory_ops), cmocka_unit_test(test_embed),
       cmocka_unit_test(test_norms),      cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_rope),       cmocka_unit_test(test_attention),
-      cmocka_unit_test(test_attention_flash),
+      cmocka_unit_test(test_attention_flash),    cmocka_unit_test(test_attention_hd),
       cmocka_unit_test(test_attention_kvcache), cmocka_unit_test(test_activations),
       cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_adamw),
       cmocka_unit_test(test_w16),
