@@ -10,6 +10,7 @@
  *   embed_bwd (float CAS adds, any order)        rtol 1e-5, atol 1e-6
  *   rmsnorm / layernorm fwd and bwd              rtol 1e-4, atol 1e-5
  *   matmul family, bias_bwd                      |err| ≤ 2e-5·Σ|terms| + 1e-6
+ *   matmul_at_swiglu_a (vs CPU swiglu + matmul_at) the same, terms |a·silu(g)·u|
  *   attention fwd / bwd (both kernel sets)       rtol 1e-4, atol 2e-5 (also head_dim 32 / 128 and
  *                                                T = 8192 on the general kernels)
  *   gelu / swiglu fwd, bwd                       rtol 1e-5, atol 1e-6 (gelu_bwd atol 1e-5:
@@ -266,6 +267,55 @@ static void check_mm(int kind, int M, int K, int N, int acc, int bias) {
     }
   }
   k_free(&k);
+}
+/* matmul_at_swiglu_a (optional op): out (+)= aᵀ · swiglu(gu). The CPU backend does not offer
+ * it: its reference is swiglu_fwd into a scratch tensor, then matmul_at. Tensors: 0 out [M,N],
+ * 1 a [K,M], 2 gu [K,2N], 3 scratch [K,N]. Same bound as the matmul family, with the terms
+ * |a·silu(g)·u| (silu's own rounding is far below it). */
+static void op_mm_swiglu(tz_backend *be, tz_slice *s, const int *d) {
+  int M = d[0], K = d[1], N = d[2], acc = d[3];
+  if (be->matmul_at_swiglu_a) {
+    be->matmul_at_swiglu_a(be, s[0], s[1], s[2], M, K, N, acc);
+  } else {
+    be->swiglu_fwd(be, s[3], s[2], K, N);
+    be->matmul_at(be, s[0], s[1], s[3], M, K, N, acc);
+  }
+}
+static void check_mm_swiglu(int M, int K, int N, int acc) {
+  kase k;
+  k_init(&k, (uint64_t)M * 31 + K * 17 + N + acc);
+  k_randn(&k, (size_t)M * N, 1);
+  k_randn(&k, (size_t)K * M, 1);
+  k_randn(&k, (size_t)K * 2 * N, 2);
+  k_randn(&k, (size_t)K * N, 0);
+  int d[] = {M, K, N, acc};
+  k_run(&k, op_mm_swiglu, d);
+  const float *a = k.t[1].h, *gu = k.t[2].h;
+  for (size_t i = 0; i < (size_t)M * N; i++) {
+    int m = (int)(i / N), c = (int)(i % N);
+    double mag = fabs(k.t[0].h[i]);
+    for (int kk = 0; kk < K; kk++) {
+      double g = gu[(size_t)kk * 2 * N + c], u = gu[(size_t)kk * 2 * N + N + c];
+      mag += fabs(a[(size_t)kk * M + m] * g / (1 + exp(-g)) * u);
+    }
+    double err = fabs((double)k.t[0].out[1][i] - k.t[0].out[0][i]);
+    if (!(err <= 2e-5 * mag + 1e-6)) {
+      print_error("matmul_at_swiglu_a M=%d K=%d N=%d acc=%d [%zu]: gpu %.9g cpu %.9g\n", M, K, N, acc, i,
+                  k.t[0].out[1][i], k.t[0].out[0][i]);
+      fail();
+    }
+  }
+  k_free(&k);
+}
+static void test_matmul_swiglu(void **state) {
+  assert_non_null(gpu->matmul_at_swiglu_a);
+  check_mm_swiglu(33, 70, 29, 1); /* general kernel (odd shapes and offsets) */
+  check_mm_swiglu(7, 5, 130, 0);
+  g_pad = 4; /* vec4 fast path */
+  check_mm_swiglu(68, 36, 132, 1);
+  check_mm_swiglu(64, 2052, 96, 0); /* split-K */
+  check_mm_swiglu(8, 1100, 12, 1);
+  g_pad = PAD;
 }
 static void test_matmul(void **state) {
   static const int dims[] = {1, 7, 33, 129};
@@ -610,7 +660,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_memory_ops), cmocka_unit_test(test_embed),
       cmocka_unit_test(test_norms),      cmocka_unit_test(test_matmul),
-      cmocka_unit_test(test_rope),       cmocka_unit_test(test_attention),
+      cmocka_unit_test(test_matmul_swiglu), cmocka_unit_test(test_rope),       cmocka_unit_test(test_attention),
       cmocka_unit_test(test_attention_flash),    cmocka_unit_test(test_attention_hd),
       cmocka_unit_test(test_attention_kvcache), cmocka_unit_test(test_activations),
       cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_adamw),

@@ -1025,8 +1025,10 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
   char prefix[160], direct[80];
   uint32_t w[24] = {0};
   w[8] = M, w[9] = K, w[10] = N, w[11] = acc, w[12] = tz_present(bias);
-  wg_arg a[] = {A(out, F4((size_t)M * N), "out"), A(a_, F4((size_t)M * K), "a"), A(b_, F4((size_t)K * N), "b"),
-                A(bias, F4(N), "bias")};
+  /* variant 3: matmul_at whose b is swiglu(gu) of gu [K, 2N], computed on load (SWB) */
+  int swb = variant == 3, kv = swb ? 2 : variant;
+  wg_arg a[] = {A(out, F4((size_t)M * N), "out"), A(a_, F4((size_t)M * K), "a"),
+                A(b_, F4((size_t)K * N * (swb ? 2 : 1)), swb ? "gu" : "b"), A(bias, F4(N), "bias")};
   /* fast path (matmul_fast.wgsl): vec4-aligned shapes and offsets, four distinct bindings */
   int fast0 = M % 4 == 0 && K % 4 == 0 && N % 4 == 0 && c->lim.minStorageBufferOffsetAlignment % 16 == 0 &&
               !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL");
@@ -1066,8 +1068,9 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
     const char *eb = getenv("TEZGAH_WEBGPU_MM_BK");
     if (eb && atoi(eb) == 8) bk = 8;
     if (eb && atoi(eb) == 16 && c->lim.maxComputeWorkgroupStorageSize >= 16 * 33 * 64) bk = 16;
-    snprintf(prefix, sizeof prefix, "%sconst VARIANT: u32 = %du; const BK: u32 = %uu; %s%s", w16 ? F16_PREFIX " " : "",
-             variant, bk, w16 ? "alias BV = vec4<f16>; const BDIV: u32 = 2u;" : "alias BV = vec4<f32>; const BDIV: u32 = 4u;",
+    snprintf(prefix, sizeof prefix, "%sconst VARIANT: u32 = %du; const BK: u32 = %uu; const SWB: bool = %s; %s%s",
+             w16 ? F16_PREFIX " " : "", kv, bk, swb ? "true" : "false",
+             w16 ? "alias BV = vec4<f16>; const BDIV: u32 = 2u;" : "alias BV = vec4<f32>; const BDIV: u32 = 4u;",
              rw ? " // rw" : "");
     int pf = pipeline(c, "matmul_fast", "matmul_fast", prefix);
     uint32_t gx = (N + 127) / 128, gy = (M + 127) / 128, tiles = gx * gy, S = 1;
@@ -1106,8 +1109,10 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
         1, 1);
     return;
   }
-  snprintf(prefix, sizeof prefix, "const VARIANT: u32 = %du; const DIRECT: bool = false;", variant);
-  snprintf(direct, sizeof direct, "const VARIANT: u32 = %du; const DIRECT: bool = true;", variant);
+  snprintf(prefix, sizeof prefix, "const VARIANT: u32 = %du; const DIRECT: bool = false; const SWB: bool = %s;", kv,
+           swb ? "true" : "false");
+  snprintf(direct, sizeof direct, "const VARIANT: u32 = %du; const DIRECT: bool = true; const SWB: bool = %s;", kv,
+           swb ? "true" : "false");
   run_ex(c, label, pipeline(c, "matmul", "matmul_tiled", prefix), w, 13, a, 4, (N + 127) / 128, (M + 127) / 128, 1,
          NULL, pipeline(c, "matmul", "matmul_tiled", direct));
   c->pending_flop = 0;
@@ -1130,7 +1135,8 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
   wg_ctx *c = CTX(be);
   if (M <= 0 || N <= 0) return;
   size_t cap = cap_elems(c), m = (size_t)M, k = (size_t)K, n = (size_t)N;
-  if (variant != 2 && (m * k > cap || m * n > cap) && M > 1) { /* rows of out and a */
+  size_t bs = variant == 3 ? 2 * n : n; /* b's row stride (variant 3: gu [K, 2N]) */
+  if (variant < 2 && (m * k > cap || m * n > cap) && M > 1) { /* rows of out and a */
     size_t mc = piece_round(cap / (k > n ? k : n));
     if (mc == 0) mc = 1;
     if (mc < m) {
@@ -1168,18 +1174,18 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
       return;
     }
   }
-  if (variant == 2 && (k * m > cap || k * n > cap) && K > 1) { /* rows of a and b: partial sums */
-    size_t kc = cap / (m > n ? m : n);
+  if (variant >= 2 && (k * m > cap || k * bs > cap) && K > 1) { /* rows of a and b: partial sums */
+    size_t kc = cap / (m > bs ? m : bs);
     if (kc == 0) kc = 1;
     if (kc < k) {
       for (size_t k0 = 0; k0 < k; k0 += kc) {
         size_t r = k - k0 < kc ? k - k0 : kc;
-        mm(be, label, 2, out, tz_f32(a_, k0 * m), tz_f32(b_, k0 * n), TZ_NONE, M, (int)r, N, acc || k0 > 0);
+        mm(be, label, variant, out, tz_f32(a_, k0 * m), tz_f32(b_, k0 * bs), TZ_NONE, M, (int)r, N, acc || k0 > 0);
       }
       return;
     }
   }
-  if (variant == 2 && m * n > cap && M > 1) { /* out rows = a's columns, staged */
+  if (variant >= 2 && m * n > cap && M > 1) { /* out rows = a's columns, staged */
     size_t mc = piece_round(cap / (n > k ? n : k));
     if (mc == 0) mc = 1;
     if (mc < m) {
@@ -1187,7 +1193,7 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
       for (size_t m0 = 0; m0 < m; m0 += mc) {
         size_t r = m - m0 < mc ? m - m0 : mc;
         copy_rows_ex(c, st, r, tz_f32(a_, m0), m, K, (int)r, 0);
-        mm_one(be, label, 2, tz_f32(out, m0 * n), st, b_, TZ_NONE, (int)r, K, N, acc);
+        mm_one(be, label, variant, tz_f32(out, m0 * n), st, b_, TZ_NONE, (int)r, K, N, acc);
       }
       return;
     }
@@ -1204,6 +1210,12 @@ static void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int 
 }
 static void wg_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {
   mm(be, "matmul_at", 2, out, a, b, TZ_NONE, M, K, N, acc);
+}
+/* out[M,N] (+)= a[K,M]ᵀ · (silu(gate) ⊙ up)[K,N], gu [K, 2N] = gate | up: the down
+ * projection's weight gradient without swiglu_fwd's output (matmul_at_swiglu_a, backend.h) */
+static void wg_matmul_at_swiglu_a(tz_backend *be, tz_slice out, tz_slice a, tz_slice gu, int M, int K, int N,
+                                  int acc) {
+  mm(be, "matmul_at_swiglu", 3, out, a, gu, TZ_NONE, M, K, N, acc);
 }
 
 /* ---- rope ---- */
@@ -1743,6 +1755,7 @@ tz_backend *tz_backend_webgpu_create(void) {
   be->matmul = wg_matmul;
   be->matmul_at = wg_matmul_at;
   be->bias_bwd = wg_bias_bwd;
+  be->matmul_at_swiglu_a = wg_matmul_at_swiglu_a;
   be->rope = wg_rope;
   be->attention_fwd = wg_attention_fwd;
   be->attention_bwd = wg_attention_bwd;
