@@ -3,13 +3,15 @@
 # a checkpoint, resume) and one `tezgah sample`, requiring zero errors and no definite leaks.
 # Builds its own tree, build-valgrind (RelWithDebInfo, -DTEZGAH_NATIVE=OFF: valgrind cannot
 # execute AVX-512 code that -march=native may emit; -DTEZGAH_BLAS=OFF).
+# No CUDA backend (-DTEZGAH_CUDA=OFF): the runs are on the CPU, and the CUDA runtime under
+# valgrind is noise.
 #   scripts/ci_valgrind.sh
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build-valgrind
 bin=$build/tezgah
 t0=$SECONDS
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEZGAH_NATIVE=OFF -DTEZGAH_BLAS=OFF >/dev/null
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEZGAH_NATIVE=OFF -DTEZGAH_BLAS=OFF -DTEZGAH_CUDA=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target tezgah >"$build/build.log" 2>&1 || { tail -40 "$build/build.log" >&2; exit 1; }
 echo "ci_valgrind: built in $((SECONDS - t0)) s"
 corpus_src=$root/../shared/data/tinyshakespeare.txt

@@ -53,6 +53,8 @@ sed 's/"d_model":32/"d_model":48/' meta.json >m_dm.json # consistent config, oth
 "$edit" set "$good" ck_otherconfig.tzc meta m_dm.json
 sed 's/"train":{.*}}$/"x":0}/' meta.json >m_notrain.json
 "$edit" set "$good" ck_export.tzc meta m_notrain.json
+sed 's/"adam_t":[0-9]*/"adam_t":-1/' meta.json >m_adamt.json # next AdamW step t = 0
+"$edit" set "$good" ck_adamt.tzc meta m_adamt.json
 head -c 100 corpus.txt >p100.bin && "$edit" set "$good" ck_params.tzc params p100.bin
 mkdir -p emptyrun
 # shards
@@ -69,6 +71,7 @@ cp "$shard" sh_bigid.bin && poke sh_bigid.bin $((1024 + 2 * 5)) '\xe8\xfd' # id 
 sed -E 's/("merges":[[:space:]]*\[)("[^"]*")/\1\2, \2/' "$tokjson" >tok_dupmerge.json
 sed -E 's/"merges":[[:space:]]*\[[^]]*\]/"merges": []/' "$tokjson" >tok_nomerges.json
 sed -E 's/"merges":[[:space:]]*\[[^]]*\]/"no_merges": 0/' "$tokjson" >tok_mergesabsent.json
+sed -E 's/("added_tokens":[[:space:]]*\[)/\1{"id": 300, "content": "<|endoftext|>"}, /' "$tokjson" >tok_dupadded.json
 head -c 300 "$tokjson" >tok_trunc.json
 : >tok_empty.json
 # corpora
@@ -88,7 +91,8 @@ fi
 
 # ---- the catalog: name | expected text in the message | command (run in the scratch dir) ---
 cases=$(cat <<'EOF'
-ckpt-bad-magic      |ck_magic.tzc: llama2.c header field dim=1482184792 is out of range [1, 65536] (not a tezgah, llm.c or llama2.c checkpoint?)|"$bin" sample ck_magic.tzc
+ckpt-bad-magic      |ck_magic.tzc: not a tezgah (magic "TZCKPT"), llm.c (magic 20240326) or llama2.c version 1 (magic 0x616b3432) checkpoint (first int32 1482184792 = 0x58585858), nor a valid legacy llama2.c one (no magic): llama2.c header field dim=1482184792 is out of range [1, 65536]|"$bin" sample ck_magic.tzc
+ckpt-convert-tezgah |good/checkpoint.tzc: a tezgah checkpoint, not an llm.c or llama2.c one|"$bin" convert good/checkpoint.tzc --out cx.bin
 ckpt-wrong-version  |ck_version.tzc: version 2 (expected 1)|"$bin" sample ck_version.tzc
 ckpt-truncated      |ck_trunc.tzc: table checksum mismatch|"$bin" sample ck_trunc.tzc
 ckpt-truncated-tiny |ck_tiny.tzc: truncated: 10 bytes|"$bin" sample ck_tiny.tzc
@@ -103,6 +107,7 @@ ckpt-other-config   |ck_otherconfig.tzc: layout fingerprint|"$bin" train --resum
 ckpt-missing        |nosuch.tzc: no such checkpoint file or run directory|"$bin" sample nosuch.tzc
 ckpt-dir-without    |emptyrun: run directory has no checkpoint|"$bin" train --resume emptyrun --quiet
 ckpt-export-resume  |ck_export.tzc: checkpoint has no training state|"$bin" train --resume ck_export.tzc --run-dir rx --quiet
+ckpt-adam-t         |ck_adamt.tzc: training state field 'adam_t' = -1 is not a count of AdamW steps in [0, step=4]|"$bin" train --resume ck_adamt.tzc --run-dir rx --quiet
 resume-shape-flag   |--n-layer=2 does not match the checkpoint's n_layer=1|"$bin" train --resume good --n-layer 2
 resume-dmodel-flag  |--d-model=64 does not match the checkpoint's d_model=32|"$bin" train --resume good --d-model 64
 resume-batch-flag   |--batch-size cannot be changed on --resume|"$bin" train --resume good -B 8
@@ -121,6 +126,7 @@ tok-missing-merges  |tok_nomerges.json: token id 256 "th" is produced by no merg
 tok-merges-absent   |tok_mergesabsent.json: missing array "model.merges"|"$bin" train --train-shards sh_good.bin --tokenizer tok_mergesabsent.json "${small[@]}" --steps 2 --run-dir r1
 tok-truncated       |tok_trunc.json: invalid JSON near byte|"$bin" train --train-shards sh_good.bin --tokenizer tok_trunc.json "${small[@]}" --steps 2 --run-dir r1
 tok-empty           |tok_empty.json: file is empty|"$bin" train --train-shards sh_good.bin --tokenizer tok_empty.json "${small[@]}" --steps 2 --run-dir r1
+tok-dup-special     |appears twice (ids 300 and 299)|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupadded.json "${small[@]}" --steps 2 --run-dir r1
 corpus-missing      |nosuch.txt: No such file or directory|"$bin" train --data nosuch.txt --run-dir r1 --quiet
 corpus-binary       |corpus_bin.txt: looks binary (NUL byte at offset 3)|"$bin" train --data corpus_bin.txt --run-dir r1 --quiet
 corpus-empty        |corpus_empty.txt: file is empty|"$bin" train --data corpus_empty.txt --run-dir r1 --quiet

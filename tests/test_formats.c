@@ -5,7 +5,9 @@
  * - llama2.c legacy and version 1 files written here from the format description (tied and
  *   untied, GQA) load into our layout with every tensor in its place;
  * - malformed files of each format (truncated, wrong magic, wrong version, header/size
- *   mismatch) give a one-line error naming the file and exit code != 0 from the CLI. */
+ *   mismatch) give a one-line error naming the file and exit code != 0 from the CLI; a file
+ *   that matches no magic and is no valid legacy llama2.c file either (an llm.c file with a
+ *   corrupted magic) is reported as such, naming the formats checked. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,6 +273,15 @@ static void test_malformed(void **st) {
   write_bytes(bad, b, size, NULL, 0);
   snprintf(args, sizeof args, "convert --from llmc '%s' --out '%s'", bad, out);
   expect_cli_error(args, bad, "magic 20240327");
+  /* the same file detected by its magic: the legacy llama2.c reading (no magic) fails too,
+   * and the message names what was checked rather than only llama2.c's complaint */
+  h[0] = 12345;
+  write_bytes(bad, b, size, NULL, 0);
+  snprintf(args, sizeof args, "sample '%s'", bad);
+  expect_cli_error(args, bad,
+                   "not a tezgah (magic \"TZCKPT\"), llm.c (magic 20240326) or llama2.c version 1 (magic 0x616b3432) "
+                   "checkpoint (first int32 12345 = 0x00003039), nor a valid legacy llama2.c one (no magic): "
+                   "llama2.c header n_heads=50 does not divide dim=12345");
   h[0] = 20240326;
   h[1] = 4;
   write_bytes(bad, b, size, NULL, 0);
@@ -321,7 +332,7 @@ static void test_malformed(void **st) {
       ((int32_t *)b)[1] = 1;
       b[0] ^= 0xff; /* wrong magic: no longer a version 1 file; read as legacy, whose header is garbage */
       write_bytes(bad, b, size, NULL, 0);
-      expect_cli_error(args, bad, "out of range");
+      expect_cli_error(args, bad, "nor a valid legacy llama2.c one (no magic): llama2.c header field");
     }
     free(b);
   }

@@ -4,7 +4,8 @@
  *   fp32 forward passes (tolerance stated below);
  * - KV-cache decoding (prefill + one token at a time) gives the same logits as a full
  *   forward pass over the same tokens;
- * - training steps are deterministic (same seed → identical losses and parameters). */
+ * - training steps are deterministic (same seed → identical losses and parameters);
+ * - tz_model_adamw refuses t < 1 (adamw_t_check.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "core/rng.h"
 #include "model/model.h"
 #include "testutil.h"
+#include "adamw_t_check.h"
 
 static tz_config tiny(tz_arch arch, int n_kv_head, int tied) {
   tz_config c = {0};
@@ -183,6 +185,12 @@ static void test_determinism(void **s) {
   free(params[1]);
 }
 
+static void test_adamw_t(void **s) {
+  tz_backend *be = tz_backend_create("cpu", 2, NULL);
+  adamw_t_check(be);
+  be->destroy(be);
+}
+
 static void test_config_errors(void **s) {
   tz_config c = {TZ_ARCH_LLAMA, 2, 5, 0, 64, 0, 100, 0, 16, 1, 0, 0};
   assert_int_not_equal(tz_config_finalize(&c), 0);
@@ -202,7 +210,7 @@ int main(void) {
       cmocka_unit_test(test_config_errors),      cmocka_unit_test(test_grads_llama_gqa),
       cmocka_unit_test(test_grads_llama_untied_mqa), cmocka_unit_test(test_grads_gpt2),
       cmocka_unit_test(test_kv_llama),           cmocka_unit_test(test_kv_gpt2),
-      cmocka_unit_test(test_determinism),
+      cmocka_unit_test(test_determinism),        cmocka_unit_test(test_adamw_t),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /* CPU backend op checks beyond gradients: the matmul family on both paths (plain C and
  * OpenBLAS, selected by TZ_MATMUL at backend creation) against float64 on odd shapes,
  * AdamW against the hand-written float64 formula, sum_sq, the KV-cache form of attention,
- * and run-to-run bit determinism.
+ * cross-entropy at extreme logits (xent_extremes.h) and run-to-run bit determinism.
  * Tolerances: matmul |got − ref| ≤ 1e-5·Σ_k|a·b| + 1e-6 (fp32 rounding of a length-K dot
  * product); AdamW ≤ 1e-6 abs / 1e-5 rel; sum_sq ≤ 1e-6 rel; KV-cache rows ≤ 1e-6. */
 #include <math.h>
@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "ops_testutil.h"
+#include "xent_extremes.h"
 
 static tz_backend *make(const char *path) {
   if (path) setenv("TZ_MATMUL", path, 1);
@@ -133,6 +134,12 @@ static void test_adamw(void **state) {
   for (size_t i = 40; i < 50; i++) assert_true(gp[i] == p[i] && gm[i] == m[i] && gv[i] == v[i]);
   free(p), free(g), free(m), free(v), free(gp), free(gm), free(gv);
   ot_release(&o);
+  be->destroy(be);
+}
+
+static void test_crossentropy_extremes(void **state) {
+  tz_backend *be = make(NULL);
+  xe_check_all(be, "cpu");
   be->destroy(be);
 }
 
@@ -263,7 +270,7 @@ int main(void) {
       cmocka_unit_test(test_matmul_blas),      cmocka_unit_test(test_bias_bwd),
       cmocka_unit_test(test_adamw),            cmocka_unit_test(test_sum_sq),
       cmocka_unit_test(test_attention_kvcache), cmocka_unit_test(test_determinism_c),
-      cmocka_unit_test(test_determinism_blas),
+      cmocka_unit_test(test_determinism_blas), cmocka_unit_test(test_crossentropy_extremes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -317,6 +317,10 @@ static void test_malformed_json(void **state) {
   m = replace(js, "\"content\":\t\"<|endoftext|>\"", "\"content\":\t5");
   expect_load_error(dir, "badadded.json", m, strlen(m), "content");
   free(m);
+  /* the same special token under a second id: encode could give only one of them */
+  m = replace(js, "\"added_tokens\":\t[{", "\"added_tokens\":\t[{\"id\": 270, \"content\": \"<|endoftext|>\"}, {");
+  expect_load_error(dir, "dupadded.json", m, strlen(m), "added token \"<|endoftext|>\" appears twice (ids 270 and 269)");
+  free(m);
   free(js);
   tz_tok_free(small);
   free(dir);

@@ -16,6 +16,7 @@
  *   gelu / swiglu fwd, bwd                       rtol 1e-5, atol 1e-6 (gelu_bwd atol 1e-5:
  *                                                exp-based tanh in the far tail)
  *   crossentropy losses / dlogits                rtol 1e-5, atol 1e-6
+ *   crossentropy at extreme logits               against float64 (xent_extremes.h)
  *   sum_sq                                       rtol 1e-5 (fp32 tree sum vs fp64)
  *   adamw params / m / v                         rtol 1e-5, atol 1e-7
  * The f16 weight mirror (test_w16, TEZGAH_WEBGPU_F16=1; SKIPPED without ShaderF16): weights
@@ -35,6 +36,7 @@
 
 #include "core/error.h"
 #include "ops_testutil.h"
+#include "xent_extremes.h"
 
 static tz_backend *cpu, *gpu;
 
@@ -517,6 +519,8 @@ static void test_crossentropy_sumsq(void **state) {
   k_free(&k);
 }
 
+static void test_crossentropy_extremes(void **state) { xe_check_all(gpu, "webgpu"); }
+
 static void op_adamw(tz_backend *be, tz_slice *s, const int *d) {
   tz_range r[] = {{0, 300, 1.0f}, {300, 7, 0.0f}, {320, 680, 1.0f}};
   tz_adamw_hp hp = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 3};
@@ -663,7 +667,8 @@ int main(void) {
       cmocka_unit_test(test_matmul_swiglu), cmocka_unit_test(test_rope),       cmocka_unit_test(test_attention),
       cmocka_unit_test(test_attention_flash),    cmocka_unit_test(test_attention_hd),
       cmocka_unit_test(test_attention_kvcache), cmocka_unit_test(test_activations),
-      cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_adamw),
+      cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_crossentropy_extremes),
+      cmocka_unit_test(test_adamw),
       cmocka_unit_test(test_w16),
   };
   if (getenv("TZ_TEST_FILTER")) cmocka_set_test_filter(getenv("TZ_TEST_FILTER"));

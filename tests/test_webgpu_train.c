@@ -10,6 +10,7 @@
  *   every step's loss within 2e-3 relative of the CPU's fp32
  *   (f16 weights in the forward only; backward and AdamW fp32). Decoding is not compared
  *   token for token (f16 logits may reorder near-ties).
+ * - tz_model_adamw refuses t < 1 on WebGPU too (adamw_t_check.h).
  * Needs Dawn and a WebGPU adapter (lavapipe in CI); otherwise SKIPPED (exit 77). */
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "core/rng.h"
 #include "model/model.h"
 #include "testutil.h"
+#include "adamw_t_check.h"
 
 #define STEPS 20
 
@@ -136,8 +138,20 @@ static void test_train_gpt2(void **state) { compare(TZ_ARCH_GPT2, 0); }
 static void test_train_llama_f16(void **state) { compare(TZ_ARCH_LLAMA, 1); }
 static void test_train_gpt2_f16(void **state) { compare(TZ_ARCH_GPT2, 1); }
 
+static void test_adamw_t(void **state) {
+  tz_backend *gpu = tz_backend_create("webgpu", 0, NULL);
+  if (!gpu) {
+    char why[1200];
+    snprintf(why, sizeof why, "WebGPU unavailable: %s", tz_errmsg());
+    tz_test_skip_all(why);
+  }
+  adamw_t_check(gpu);
+  gpu->destroy(gpu);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_train_llama), cmocka_unit_test(test_train_gpt2),
-                                     cmocka_unit_test(test_train_llama_f16), cmocka_unit_test(test_train_gpt2_f16)};
+                                     cmocka_unit_test(test_train_llama_f16), cmocka_unit_test(test_train_gpt2_f16),
+                                     cmocka_unit_test(test_adamw_t)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

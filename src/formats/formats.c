@@ -114,12 +114,38 @@ const char *tz_format_name(int fmt) {
   }
 }
 
+/* A file that matches no magic is read as a legacy llama2.c checkpoint, the one format
+ * without a magic. When that fails too the file may be anything (an llm.c file with a
+ * corrupted magic reads as dim = the magic), so the legacy reader's complaint alone would
+ * mislead: name every format that was checked, the first int32 found, then that complaint. */
+static int no_format(const char *path) {
+  char legacy[TZ_ERR_MAX];
+  const char *e = tz_errmsg();
+  size_t pl = strlen(path);
+  if (!strncmp(e, path, pl) && !strncmp(e + pl, ": ", 2)) e += pl + 2;
+  snprintf(legacy, sizeof legacy, "%s", e);
+  unsigned char b[4] = {0};
+  int32_t first;
+  FILE *f = fopen(path, "rb");
+  size_t n = f ? fread(b, 1, 4, f) : 0;
+  if (f) fclose(f);
+  memcpy(&first, b, 4);
+  char found[64];
+  if (n == 4) snprintf(found, sizeof found, "first int32 %d = 0x%08x", first, (uint32_t)first);
+  else snprintf(found, sizeof found, "only %zu bytes", n);
+  return tz_err("%s: not a tezgah (magic \"TZCKPT\"), llm.c (magic %d) or llama2.c version 1 (magic 0x%08x) "
+                "checkpoint (%s), nor a valid legacy llama2.c one (no magic): %s",
+                path, TZ_LLMC_MAGIC, TZ_LLAMA2C_MAGIC, found, legacy);
+}
+
 int tz_foreign_load(const char *path, const char *from, tz_config *cfg, float **params) {
   if (from && !strcmp(from, "llmc")) return tz_llmc_load(path, cfg, params);
   if (from && !strcmp(from, "llama2c")) return tz_llama2c_load(path, cfg, params);
   if (from) return tz_err("--from: '%s' is not llama2c or llmc", from);
   int f = tz_format_detect(path);
   if (f < 0) return -1;
+  if (f == TZ_FMT_TEZGAH) return tz_err("%s: a tezgah checkpoint, not an llm.c or llama2.c one", path);
   if (f == TZ_FMT_LLMC) return tz_llmc_load(path, cfg, params);
-  return tz_llama2c_load(path, cfg, params); /* version 1 by magic, else legacy */
+  if (f == TZ_FMT_LLAMA2C) return tz_llama2c_load(path, cfg, params); /* version 1 */
+  return tz_llama2c_load(path, cfg, params) ? no_format(path) : 0;
 }

@@ -56,7 +56,9 @@ int tz_llmc_load(const char *path, tz_config *cfg, float **params);
 int tz_llmc_save(const char *path, const tz_config *cfg, const float *params, int bf16);
 
 /* Load any foreign checkpoint: by magic (llm.c, llama2.c v1), else as a legacy llama2.c
- * file; `from` ("llama2c", "llmc" or NULL for auto) forces the family. */
+ * file; `from` ("llama2c", "llmc" or NULL for auto) forces the family. Auto: a tezgah
+ * checkpoint is an error, and so is a file that matches no magic and is no valid legacy
+ * llama2.c file (the message names the magics checked and the legacy reader's complaint). */
 int tz_foreign_load(const char *path, const char *from, tz_config *cfg, float **params);
 
 /* bf16 helpers (exposed for tests). */

@@ -12,15 +12,14 @@
 #define V1_HEADER 256
 
 /* The 7 header ints, validated; hd = head dim. */
-static int check_dims(const char *path, const int32_t h[7], int legacy, tz_config *c) {
+static int check_dims(const char *path, const int32_t h[7], tz_config *c) {
   static const char *names[7] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
   static const long max[7] = {1 << 16, 1 << 20, 1024, 4096, 4096, 1 << 24, 1 << 20};
   for (int i = 0; i < 7; i++) {
     long v = h[i];
     if (i == 5 && v < 0) v = -v; /* negative vocab = separate classifier (legacy convention) */
     if (v <= 0 || v > max[i])
-      return tz_err("%s: llama2.c header field %s=%d is out of range [1, %ld]%s", path, names[i], h[i], max[i],
-                    legacy ? " (not a tezgah, llm.c or llama2.c checkpoint?)" : "");
+      return tz_err("%s: llama2.c header field %s=%d is out of range [1, %ld]", path, names[i], h[i], max[i]);
   }
   memset(c, 0, sizeof *c);
   c->arch = TZ_ARCH_LLAMA;
@@ -78,7 +77,7 @@ int tz_llama2c_load(const char *path, tz_config *cfg, float **params) {
     }
     h[5] = shared ? h[5] : -h[5]; /* reuse the legacy sign convention below */
   }
-  if (check_dims(path, h, 1, cfg)) goto out;
+  if (check_dims(path, h, cfg)) goto out;
   tz_layout_build(cfg, &lay);
   const int L = cfg->n_layer;
   const size_t hd = (size_t)cfg->d_model / cfg->n_head;

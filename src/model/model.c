@@ -399,9 +399,12 @@ double tz_model_grad_norm(tz_model *m) {
   return sqrt((double)ss);
 }
 
-void tz_model_adamw(tz_model *m, const tz_adamw_hp *hp) {
+int tz_model_adamw(tz_model *m, const tz_adamw_hp *hp) {
+  /* bias correction divides by 1 − β^t: t = 0 would write NaN into every parameter */
+  if (hp->t < 1) return tz_err("adamw: step t=%d is not 1-based (t >= 1)", hp->t);
   tz_slice p = P(m, 0), g = G(m, 0), mm = {m->m, 0}, vv = {m->v, 0};
   m->be->adamw(m->be, p, g, mm, vv, m->ranges, m->n_ranges, hp);
+  return 0;
 }
 
 void tz_model_decode(tz_model *m, const int32_t *tokens, int n, int pos0, float *logits) {

@@ -85,8 +85,9 @@ double tz_model_eval_loss(tz_model *m, const int32_t *inputs, const int32_t *tar
 void tz_model_forward_logits(tz_model *m, const int32_t *inputs, float *logits);
 /* ‖g‖₂ over the whole gradient buffer. */
 double tz_model_grad_norm(tz_model *m);
-/* AdamW over every tensor (weight decay on ≥2-D tensors only). */
-void tz_model_adamw(tz_model *m, const tz_adamw_hp *hp);
+/* AdamW over every tensor (weight decay on ≥2-D tensors only). hp->t < 1 is an error
+ * (nothing is updated). */
+int tz_model_adamw(tz_model *m, const tz_adamw_hp *hp);
 
 /* KV-cache decoding. alloc once; then feed tokens at positions pos0.. (pos0 + n ≤ maxT):
  * prefill with the prompt, then one token at a time. Writes the logits of the last fed

@@ -19,7 +19,8 @@
  *   printable bytes 33..126, 161..172, 174..255, else 256+k for the k-th other byte; stored as
  *   UTF-8). Ids must be exactly 0..V-1 (each once) over vocab and added_tokens together.
  * - added_tokens: special tokens, matched literally in text (content is raw text, not mapped);
- *   "<|endoftext|>" is the EOT id. They may also appear in vocab.
+ *   "<|endoftext|>" is the EOT id. They may also appear in vocab (at their own id); no two
+ *   may have the same content.
  * - merges: in rank order; "left right" (one space; mapped strings never contain a space) or
  *   ["left", "right"]. Every merge must name known tokens and produce a token in the vocab;
  *   no two merges may produce the same token. Encoding: a pair merges when its concatenation is a
@@ -127,6 +128,8 @@ int tz_tok_from_json(const char *json, size_t len, const char *name, tz_tokenize
   tz_tokenizer *t = NULL;
   tz_bmap names; /* mapped vocab string -> id */
   tz_bmap_init(&names, 1024);
+  tz_bmap specials; /* added token content -> id */
+  tz_bmap_init(&specials, 16);
   int rc = -1, V = 0;
   char *buf = NULL;
   if (!cJSON_IsObject(root)) {
@@ -186,6 +189,14 @@ int tz_tok_from_json(const char *json, size_t len, const char *name, tz_tokenize
       }
       if (t->tok[id]) {
         tz_err("%s: added token id %d appears twice", name, id);
+        goto done;
+      }
+      /* one text, two ids: encode can give only one of them, so the other never round-trips */
+      int is_new;
+      long e = tz_bmap_put(&specials, content->valuestring, strlen(content->valuestring), id, &is_new);
+      if (!is_new) {
+        tz_err("%s: added token \"%s\" appears twice (ids %d and %d)", name, content->valuestring,
+               (int)specials.ents[e].val, id);
         goto done;
       }
       t->tok[id] = tz_strdup(content->valuestring);
@@ -266,6 +277,7 @@ int tz_tok_from_json(const char *json, size_t len, const char *name, tz_tokenize
 done:
   free(buf);
   tz_bmap_free(&names);
+  tz_bmap_free(&specials);
   cJSON_Delete(root);
   if (rc) {
     tz_tok_free(t);

@@ -366,6 +366,11 @@ int tz_train(const tz_train_opts *opts_in) {
             o.grad_accum, o.steps, st.step ? " (resumed)" : "", o.lr, o.run_dir);
     if (!strcmp(be->name, "webgpu")) fprintf(stderr, "webgpu: %s\n", tz_webgpu_describe(be));
     if (be->act != TZ_F32) fprintf(stderr, "precision: %s activations and weight copies, fp32 master weights, gradients and AdamW\n", tz_dtype_name(be->act));
+    if (strcmp(be->name, "cpu") && be->mem_used) { /* the arenas on a GPU backend, in MiB */
+      double pb = m->lay.total * 4.0 / 1048576.0;
+      fprintf(stderr, "memory: params %.1f MiB, grads %.1f, adamw m+v %.1f, activations %.1f (%s); %s device memory in use %.1f MiB\n",
+              pb, pb, 2 * pb, m->train.bytes / 1048576.0, tz_dtype_name(be->act), be->name, be->mem_used(be) / 1048576.0);
+    }
   }
   int tty = isatty(2) && !o.quiet, first_step = st.step;
   /* elapsed_s in checkpoints = wall time of earlier sessions + this session's so far */
@@ -373,8 +378,15 @@ int tz_train(const tz_train_opts *opts_in) {
   /* After the first step's warm-up (lazily allocated scratch, stdio buffers) a step allocates
    * nothing: the metrics record is formatted into this buffer (tests/test_step_alloc.sh). */
   char line[512];
+  int prof_from = st.step; /* --profile: the table covers steps prof_from.. */
   for (; st.step < o.steps; st.step++) {
     double val_loss = NAN;
+    if (o.profile && st.step - first_step == 2 && o.steps - st.step >= 3) {
+      /* leave the two warm-up steps out (module loading, GEMM heuristics, scratch sizing) */
+      tz_webgpu_profile_reset(be);
+      tz_cuda_profile_reset(be);
+      prof_from = st.step;
+    }
     if (val && o.val_every > 0 && st.step % o.val_every == 0) {
       val_loss = validate(m, val, o.val_batches, in, tg);
       last_val = val_loss;
@@ -409,7 +421,7 @@ int tz_train(const tz_train_opts *opts_in) {
     if (!skip) {
       float clip = o.grad_clip > 0 && norm > o.grad_clip ? (float)(o.grad_clip / (norm + 1e-6)) : 1.0f;
       tz_adamw_hp hp = {lr, o.beta1, o.beta2, o.eps, o.weight_decay, clip, (int)(st.adam_t + 1)};
-      tz_model_adamw(m, &hp);
+      if (tz_model_adamw(m, &hp)) goto out;
       st.adam_t++;
     } else {
       st.skipped++;
@@ -463,9 +475,10 @@ int tz_train(const tz_train_opts *opts_in) {
   }
   double total = now_s() - t_start;
   if (tty) fprintf(stderr, "\n");
-  if (o.profile) { /* validation passes included */
-    tz_webgpu_profile_print(be, st.step - first_step);
-    tz_cuda_profile_print(be, st.step - first_step);
+  if (o.profile) { /* validation passes included; warm-up steps left out when there are enough */
+    if (!o.quiet && prof_from > first_step) fprintf(stderr, "profile of steps %d..%d (warm-up steps left out)\n", prof_from + 1, st.step);
+    tz_webgpu_profile_print(be, st.step - prof_from);
+    tz_cuda_profile_print(be, st.step - prof_from);
   }
   if (val) {
     last_val = validate(m, val, o.val_batches, in, tg);

@@ -1,4 +1,5 @@
 #include "train/train_state.h"
+#include <math.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,11 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
   if (num(j, where, "step", &v)) return -1;
   st->step = (int)v;
   if (num(j, where, "adam_t", &v)) return -1;
+  /* the next AdamW step is t = adam_t + 1, and t < 1 turns every parameter into NaN
+   * (bias correction divides by 1 − β^t = 0) */
+  if (!(v >= 0 && v <= st->step) || v != floor(v))
+    return tz_err("%s: training state field 'adam_t' = %g is not a count of AdamW steps in [0, step=%d]", where, v,
+                  st->step);
   st->adam_t = (int64_t)v;
   if (num(j, where, "skipped", &v)) return -1;
   st->skipped = (int)v;

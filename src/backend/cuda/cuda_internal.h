@@ -1,4 +1,4 @@
-/* Internal interface of the CUDA backend, shared by its runtime (src/backend/cuda/*.c: device,
+/* Internal interface of the CUDA backend, shared by its runtime (the .c files of src/backend/cuda: device,
  * memory, streams, profiling, the op table) and its kernels (src/kernels/<op>/<op>.cu).
  * Included from C and from CUDA C++ (nvcc); nothing here is public API.
  *
@@ -57,6 +57,13 @@ typedef struct {
   void *lt_ws;
   size_t lt_ws_bytes;
   tzc_prof *prof; /* NULL unless TEZGAH_PROFILE=1 */
+  /* ---- runtime-private below (backend_cuda.c, matmul.cu); kernels need not look ---- */
+  void *mm;                 /* matmul state: descriptor/algorithm cache (matmul.cu) */
+  void *stage[4];           /* pinned host staging ring for uploads / downloads */
+  cudaEvent_t stage_ev[4];  /* completion of each slot's last copy */
+  int stage_next;
+  size_t stage_bytes;       /* bytes per slot */
+  int verbose;              /* TEZGAH_VERBOSE: log allocations to stderr */
 } tzc_ctx;
 
 static inline tzc_ctx *tzc(tz_backend *be) { return (tzc_ctx *)be->ctx; }
@@ -80,6 +87,10 @@ static inline void *tzc_w(tz_backend *be, tz_slice s) {
  * sizes it; later steps allocate nothing). Aligned to 256 bytes. */
 void *tzc_scratch(tz_backend *be, size_t bytes);
 
+/* Device memory held outside tz_bufs (scratch, workspaces, the bf16 mirror) counts toward
+ * mem_used / mem_peak: call with +bytes after allocating and -bytes before freeing. */
+void tzc_mem_account(tz_backend *be, long long delta);
+
 /* Abort with "tezgah: error: cuda: <what>: <cudaGetErrorString> at file:line" on error:
  * op launchers cannot fail by contract (shapes are validated when the model is built), so a
  * CUDA error is a bug or a lost device. */
@@ -89,9 +100,54 @@ void tzc_check(cudaError_t e, const char *what, const char *file, int line);
 
 /* Per-op timing (backend_cuda_prof.c): begin/end record CUDA events around one op call
  * when profiling is on. flops / bytes are the op's nominal work (for the GFLOP/s and GB/s
- * columns; 0 when not meaningful). */
+ * columns; 0 when not meaningful). `op` must have static storage (a string literal): the
+ * table keeps the pointer. Nested calls (an op launcher calling another) count only the
+ * outermost. Events come from a pool made when profiling starts: a step allocates nothing. */
 void tzc_prof_begin(tz_backend *be, const char *op);
 void tzc_prof_end(tz_backend *be, double flops, double bytes);
+
+/* ---- launchers (src/kernels/<op>/<op>.cu), each with its tz_backend member's signature ----
+ * The runtime (backend_cuda.c) puts them into the op table. */
+void tzc_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt);
+void tzc_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, tz_slice wpe, int B, int T, int C,
+                   int V);
+void tzc_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout, tz_slice tok, int B, int T, int C,
+                   int V);
+void tzc_rmsnorm_fwd(tz_backend *be, tz_slice out, tz_slice rstd, tz_slice inp, tz_slice w, int N, int C, float eps);
+void tzc_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout, tz_slice inp, tz_slice w,
+                     tz_slice rstd, int N, int C);
+void tzc_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd, tz_slice inp, tz_slice w,
+                       tz_slice b, int N, int C, float eps);
+void tzc_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice dout, tz_slice inp,
+                       tz_slice w, tz_slice mean, tz_slice rstd, int N, int C);
+void tzc_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, int M, int K, int N, int acc);
+void tzc_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
+void tzc_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
+void tzc_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N);
+void tzc_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_head, int head_dim, int pos0,
+              float theta, int dir);
+void tzc_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k, tz_slice v, int B, int Tq,
+                       int Tk, int q_pos0, int n_head, int n_kv_head, int head_dim, int q_stride, int kv_stride);
+void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout, tz_slice q, tz_slice k,
+                       tz_slice v, tz_slice out, tz_slice lse, int B, int T, int n_head, int n_kv_head, int head_dim,
+                       int q_stride, int kv_stride);
+void tzc_gelu_fwd(tz_backend *be, tz_slice out, tz_slice inp, size_t n);
+void tzc_gelu_bwd(tz_backend *be, tz_slice dinp, tz_slice inp, tz_slice dout, size_t n);
+void tzc_swiglu_fwd(tz_backend *be, tz_slice out, tz_slice gu, int N, int F);
+void tzc_swiglu_bwd(tz_backend *be, tz_slice dgu, tz_slice dout, tz_slice gu, int N, int F);
+void tzc_add(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, size_t n);
+void tzc_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice targets, int N, int V, int Vp,
+                      float dscale);
+void tzc_sum_sq(tz_backend *be, tz_slice out, tz_slice x, size_t n);
+void tzc_adamw(tz_backend *be, tz_slice params, tz_slice grads, tz_slice m, tz_slice v, const tz_range *ranges,
+               int n_ranges, const tz_adamw_hp *hp);
+
+/* ---- runtime helpers in kernel files (src/kernels/w16/w16.cu, matmul.cu) ---- */
+/* bf16 mirror: mirror[i] = bf16(params[i]) for i in [first, first + n) (after a write into the
+ * registered params buffer that did not go through adamw). */
+void tzc_mirror_refresh(tz_backend *be, size_t first, size_t n);
+/* Release matmul.cu's cached descriptors (backend destroy). */
+void tzc_matmul_destroy(tz_backend *be);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,7 @@
 // Fused softmax + cross-entropy, in place: logits [N, Vp] become fp32 dlogits. One
-// workgroup per row: max, then Σ exp, then the writes (three passes over the row).
+// workgroup per row: max m, then s = Σ exp(z − m), then the writes (three passes over the row).
+// loss = log(s) − (z[t] − m), never (m + log(s)) − z[t]: m + log(s) rounded to f32 loses
+// everything below the spacing of |m| (loss 0 for logits [1e8, 1e8], pytorch/pytorch#11752).
 // args 0 losses, 1 logits, 2 targets (i32); u0 N, u1 V, u2 Vp, u3 dscale
 
 var<workgroup> tsh: i32;
@@ -52,6 +54,6 @@ fn softmax_xent(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     st(1u, row + c, d);
   }
   if (lid == 0u) {
-    st(0u, n, m + log(sum) - zt);
+    st(0u, n, log(sum) - (zt - m));
   }
 }

@@ -7,11 +7,15 @@
 #include "kernels/cpu_kernels.h"
 
 /* losses [N] fp32 written; logits [N, Vp] fp32 overwritten with dlogits; targets int32 [N].
- * For a counted row (0 ≤ y < V): lse = logsumexp_{c<V} z_c, loss = lse − z_y,
- * dlogits_c = (exp(z_c − lse) − [c = y]) · dscale for c < V. Padding columns [V, Vp) are
- * zeroed. A target < 0 (or ≥ V, which data loading rejects) is ignored: loss 0 and an
+ * For a counted row (0 ≤ y < V), with m = max_{c<V} z_c and s = Σ_{c<V} exp(z_c − m):
+ * loss = log s − (z_y − m), dlogits_c = (exp(z_c − m) / s − [c = y]) · dscale for c < V.
+ * That is lse − z_y and softmax − onehot, but lse = m + log s is never formed: rounded to
+ * fp32 it loses everything below the spacing of |m| (8 at 1e8: loss 0 instead of ln 2 for
+ * [1e8, 1e8], pytorch/pytorch#11752). z_y − m is exact in fp64; z_c − m is exact in fp32
+ * near the max (Sterbenz) and an ordinary fp32 rounding elsewhere. Padding columns [V, Vp)
+ * are zeroed. A target < 0 (or ≥ V, which data loading rejects) is ignored: loss 0 and an
  * all-zero dlogits row. Rows are independent: parallel over n.
- * The row is streamed from memory twice, not three times: pass 1 computes lse online over
+ * The row is streamed from memory twice, not three times: pass 1 computes (m, s) online over
  * blocks of CE_BLOCK logits (block max and block sum while the block is in L1, then the
  * running (max, sum) pair is rescaled, as in online softmax, Milakov & Gimelshein 2018);
  * pass 2 writes the gradient. The sum is accumulated in fp64 across blocks. */
@@ -48,10 +52,10 @@ void tz_cpu_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_sl
         sum += bsum * exp(bmx - mx);
       }
     }
-    float lse = (float)(mx + log(sum));
-    loss[n] = lse - zn[t];
+    loss[n] = (float)(log(sum) - ((double)zn[t] - mx));
+    float m = (float)mx, scale = (float)(dscale / sum); /* mx is one of the fp32 logits */
 #pragma omp simd
-    for (int c = 0; c < V; c++) zn[c] = tz_expf(zn[c] - lse) * dscale;
+    for (int c = 0; c < V; c++) zn[c] = tz_expf(zn[c] - m) * scale;
     zn[t] -= dscale;
     for (int c = V; c < Vp; c++) zn[c] = 0.0f;
   }

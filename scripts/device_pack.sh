@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Build a portable tezgah for the GPU machine (the device tool) and gather what runs there.
+#
+# Builds into build-dev/ (Release, -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v4,
+# -DTEZGAH_BLAS=OFF, -DTEZGAH_CUDA=ON: kernels for sm_80/89/90 + PTX) and copies into .dev/
+# (ignored by git):
+#   .dev/bin/  tezgah, the CUDA tests (tests/test_cuda_*.c), the bench programs (bench/bench_*.c)
+#   .dev/lib/  the shared libraries they need that the GPU machine lacks (libpcre2-8, libcjson,
+#              libxxhash, libgomp, libcmocka; ../shared/docs/DEVICE.md). libcuda and cuBLASLt
+#              are NOT copied: the machine has them (/usr/local/cuda/lib64).
+# The test binaries need nothing from the build tree (../shared only optionally, TZ_SHARED_DIR).
+#
+# On the GPU machine (run tool with carry [".dev"]), from the repository root:
+#   export LD_LIBRARY_PATH=$PWD/.dev/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+#   .dev/bin/tezgah info
+#   TEZGAH_CUDA_REQUIRED=1 .dev/bin/test_cuda_ops     # TEZGAH_CUDA_REQUIRED: fail, never skip
+#   TEZGAH_CUDA_REQUIRED=1 .dev/bin/test_cuda_train
+#   for t in .dev/bin/test_cuda_*; do TEZGAH_CUDA_REQUIRED=1 $t || echo "FAILED: $t"; done
+#   bash bench/bench_cuda.sh .dev/bin/tezgah SHARD ../shared/bench/torch_gpt.py
+# (cmocka prints one line per test; CMOCKA_MESSAGE_OUTPUT=stdout is the default.)
+#
+#   bash scripts/device_pack.sh [extra cmake args...]     e.g. -DCMAKE_CUDA_ARCHITECTURES=90-real
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$root/build-dev
+out=$root/.dev
+t0=$SECONDS
+mkdir -p "$build"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v4 \
+  -DTEZGAH_BLAS=OFF -DTEZGAH_CUDA=ON "$@" >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
+targets=(tezgah)
+for f in "$root"/tests/test_cuda_*.c "$root"/bench/bench_*.c; do
+  [[ -f $f ]] && targets+=("$(basename "$f" .c)")
+done
+cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >"$build/build.log" 2>&1 ||
+  { tail -40 "$build/build.log" >&2; exit 1; }
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib"
+bins=()
+for t in "${targets[@]}"; do
+  f=$(find "$build" -type f -name "$t" -perm -u+x | head -1)
+  [[ -n $f ]] || { echo "device_pack: $t was not built" >&2; exit 1; }
+  cp "$f" "$out/bin/"
+  bins+=("$out/bin/$t")
+done
+# The libraries the GPU machine lacks, by soname (cp -L: the file behind the symlink).
+want='^(libpcre2-8|libcjson|libxxhash|libgomp|libcmocka)\.so'
+for b in "${bins[@]}"; do ldd "$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
+  while read -r name path; do
+    if [[ $name =~ $want ]]; then cp -L "$path" "$out/lib/$name"; fi
+  done
+for lib in libpcre2-8 libcjson libxxhash libgomp libcmocka; do
+  ls "$out/lib/$lib".so* >/dev/null 2>&1 || { echo "device_pack: $lib not found among the binaries' libraries" >&2; exit 1; }
+done
+size=$(du -sm "$out" | cut -f1)
+echo "device_pack: built ${#targets[@]} programs in $((SECONDS - t0)) s; .dev/ holds ${size} MiB:"
+ls "$out/bin" "$out/lib" | sed 's/^/  /'
+if ((size > 48)); then echo "device_pack: warning: .dev/ is ${size} MiB (a device call carries 64 MiB at most)" >&2; fi
+echo "run there: export LD_LIBRARY_PATH=\$PWD/.dev/lib:/usr/local/cuda/lib64; TEZGAH_CUDA_REQUIRED=1 .dev/bin/test_cuda_ops"

@@ -1,0 +1,246 @@
+/* The CUDA backend: device selection, the stream and cuBLASLt handle, and the op table.
+ *
+ * One device (TEZGAH_CUDA_DEVICE, default 0), one non-blocking stream on which every op and
+ * copy is queued in order; host synchronization happens only in download / download_act /
+ * sync. Memory ops live in backend_cuda_mem.c, profiling in backend_cuda_prof.c, `tezgah
+ * info` in backend_cuda_info.c; the kernels are src/kernels/<op>/<op>.cu (contract:
+ * cuda_internal.h).
+ *
+ * The kernels are referenced weakly: an op whose kernel file is not (yet) part of the build
+ * gets a stub that stops with "cuda: op X is not implemented in this build", and `tezgah
+ * info` lists such ops. (The CMake build links the library whole, so weak references to
+ * kernels that are there always resolve.)
+ */
+#include <cublasLt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_rt.h"
+#include "core/error.h"
+
+#define LT_WORKSPACE_BYTES ((size_t)32 << 20)
+
+void tzc_check(cudaError_t e, const char *what, const char *file, int line) {
+  if (e == cudaSuccess) return;
+  const char *f = strrchr(file, '/');
+  fprintf(stderr, "tezgah: error: cuda: %s: %s (%s) at %s:%d\n", what, cudaGetErrorString(e), cudaGetErrorName(e),
+          f ? f + 1 : file, line);
+  fflush(stderr);
+  exit(1);
+}
+
+void tzc_mem_account(tz_backend *be, long long delta) {
+  tzc_ctx *c = tzc(be);
+  c->bytes_used = (size_t)((long long)c->bytes_used + delta);
+  if (c->bytes_used > c->bytes_peak) c->bytes_peak = c->bytes_used;
+}
+
+static void cuda_sync(tz_backend *be) { TZC_CHECK(cudaStreamSynchronize(tzc(be)->stream)); }
+static size_t cuda_mem_used(tz_backend *be) { return tzc(be)->bytes_used; }
+static size_t cuda_mem_peak(tz_backend *be) { return tzc(be)->bytes_peak; }
+
+static void cuda_destroy(tz_backend *be) {
+  if (!be) return;
+  tzc_ctx *c = tzc(be);
+  if (c) {
+    if (c->stream) cudaStreamSynchronize(c->stream);
+    tzc_matmul_destroy(be);
+    tzc_scratch_free(be);
+    if (c->params_bf16) cudaFree(c->params_bf16);
+    if (c->lt) cublasLtDestroy((cublasLtHandle_t)c->lt);
+    if (c->lt_ws) cudaFree(c->lt_ws);
+    tzc_stage_free(c);
+    tzc_prof_free(c->prof);
+    if (c->stream) cudaStreamDestroy(c->stream);
+    free(c);
+  }
+  free(be);
+}
+
+/* ---- the op table: weak references to the kernel launchers, stubs for missing ones ---- */
+#pragma weak tzc_embed_fwd
+#pragma weak tzc_embed_bwd
+#pragma weak tzc_rmsnorm_fwd
+#pragma weak tzc_rmsnorm_bwd
+#pragma weak tzc_layernorm_fwd
+#pragma weak tzc_layernorm_bwd
+#pragma weak tzc_bias_bwd
+#pragma weak tzc_rope
+#pragma weak tzc_attention_fwd
+#pragma weak tzc_attention_bwd
+#pragma weak tzc_gelu_fwd
+#pragma weak tzc_gelu_bwd
+#pragma weak tzc_swiglu_fwd
+#pragma weak tzc_swiglu_bwd
+#pragma weak tzc_add
+#pragma weak tzc_crossentropy
+#pragma weak tzc_sum_sq
+#pragma weak tzc_adamw
+
+static _Noreturn void missing(const char *op) {
+  fprintf(stderr, "tezgah: error: cuda: op %s is not implemented in this build (its kernel file is missing)\n", op);
+  exit(1);
+}
+static void miss_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, tz_slice wpe, int B, int T,
+                           int C, int V) { missing("embed_fwd"); }
+static void miss_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout, tz_slice tok, int B, int T,
+                           int C, int V) { missing("embed_bwd"); }
+static void miss_rmsnorm_fwd(tz_backend *be, tz_slice out, tz_slice rstd, tz_slice inp, tz_slice w, int N, int C,
+                             float eps) { missing("rmsnorm_fwd"); }
+static void miss_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout, tz_slice inp, tz_slice w,
+                             tz_slice rstd, int N, int C) { missing("rmsnorm_bwd"); }
+static void miss_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd, tz_slice inp, tz_slice w,
+                               tz_slice b, int N, int C, float eps) { missing("layernorm_fwd"); }
+static void miss_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice dout, tz_slice inp,
+                               tz_slice w, tz_slice mean, tz_slice rstd, int N, int C) { missing("layernorm_bwd"); }
+static void miss_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N) { missing("bias_bwd"); }
+static void miss_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_head, int head_dim, int pos0,
+                      float theta, int dir) { missing("rope"); }
+static void miss_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k, tz_slice v, int B,
+                               int Tq, int Tk, int q_pos0, int n_head, int n_kv_head, int head_dim, int q_stride,
+                               int kv_stride) { missing("attention_fwd"); }
+static void miss_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout, tz_slice q,
+                               tz_slice k, tz_slice v, tz_slice out, tz_slice lse, int B, int T, int n_head,
+                               int n_kv_head, int head_dim, int q_stride, int kv_stride) { missing("attention_bwd"); }
+static void miss_gelu_fwd(tz_backend *be, tz_slice out, tz_slice inp, size_t n) { missing("gelu_fwd"); }
+static void miss_gelu_bwd(tz_backend *be, tz_slice dinp, tz_slice inp, tz_slice dout, size_t n) { missing("gelu_bwd"); }
+static void miss_swiglu_fwd(tz_backend *be, tz_slice out, tz_slice gu, int N, int F) { missing("swiglu_fwd"); }
+static void miss_swiglu_bwd(tz_backend *be, tz_slice dgu, tz_slice dout, tz_slice gu, int N, int F) {
+  missing("swiglu_bwd");
+}
+static void miss_add(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, size_t n) { missing("add"); }
+static void miss_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice targets, int N, int V, int Vp,
+                              float dscale) { missing("crossentropy"); }
+static void miss_sum_sq(tz_backend *be, tz_slice out, tz_slice x, size_t n) { missing("sum_sq"); }
+static void miss_adamw(tz_backend *be, tz_slice params, tz_slice grads, tz_slice m, tz_slice v, const tz_range *ranges,
+                       int n_ranges, const tz_adamw_hp *hp) { missing("adamw"); }
+
+static char g_missing[512];
+#define OP(name)                                                                                         \
+  do {                                                                                                   \
+    if (tzc_##name) be->name = tzc_##name;                                                               \
+    else {                                                                                               \
+      be->name = miss_##name;                                                                            \
+      size_t l_ = strlen(g_missing);                                                                     \
+      snprintf(g_missing + l_, sizeof g_missing - l_, "%s%s", l_ ? ", " : "", #name);                    \
+    }                                                                                                    \
+  } while (0)
+
+static void fill_ops(tz_backend *be) {
+  g_missing[0] = 0;
+  be->alloc = tzc_alloc;
+  be->free = tzc_free;
+  be->upload = tzc_upload;
+  be->download = tzc_download;
+  be->copy = tzc_copy;
+  be->fill = tzc_fill_op;
+  be->download_act = tzc_download_act;
+  be->copy_rows = tzc_copy_rows;
+  be->sync = cuda_sync;
+  be->destroy = cuda_destroy;
+  be->mem_used = cuda_mem_used;
+  be->mem_peak = cuda_mem_peak;
+  be->params_mirror = tzc_params_mirror;
+  be->matmul_t = tzc_matmul_t;
+  be->matmul = tzc_matmul;
+  be->matmul_at = tzc_matmul_at;
+  OP(embed_fwd);
+  OP(embed_bwd);
+  OP(rmsnorm_fwd);
+  OP(rmsnorm_bwd);
+  OP(layernorm_fwd);
+  OP(layernorm_bwd);
+  OP(bias_bwd);
+  OP(rope);
+  OP(attention_fwd);
+  OP(attention_bwd);
+  OP(gelu_fwd);
+  OP(gelu_bwd);
+  OP(swiglu_fwd);
+  OP(swiglu_bwd);
+  OP(add);
+  OP(crossentropy);
+  OP(sum_sq);
+  OP(adamw);
+}
+
+const char *tzc_missing_ops(void) {
+  tz_backend tmp;
+  memset(&tmp, 0, sizeof tmp);
+  fill_ops(&tmp);
+  return g_missing;
+}
+
+/* ---- creation ---- */
+static int env_device(int n_devices, int *dev) {
+  const char *s = getenv("TEZGAH_CUDA_DEVICE");
+  *dev = 0;
+  if (!s || !*s) return 0;
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (*end || v < 0 || v >= n_devices)
+    return tz_err("cuda: TEZGAH_CUDA_DEVICE='%s' is not a device index in 0..%d", s, n_devices - 1);
+  *dev = (int)v;
+  return 0;
+}
+
+tz_backend *tz_backend_cuda_create(const char *precision) {
+  tz_dtype act = TZ_BF16;
+  if (precision && *precision) {
+    if (!strcmp(precision, "fp32")) act = TZ_F32;
+    else if (strcmp(precision, "bf16")) {
+      tz_err("cuda: precision '%s' is not one of fp32, bf16", precision);
+      return NULL;
+    }
+  }
+  int n, dv, rv, dev;
+  if (tzc_probe(&n, &dv, &rv) || env_device(n, &dev)) return NULL;
+  struct cudaDeviceProp prop;
+  cudaError_t e = cudaSetDevice(dev);
+  if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, dev);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    tz_err("cuda: cannot use device %d: %s", dev, cudaGetErrorString(e));
+    return NULL;
+  }
+  if (prop.major < 8) {
+    tz_err("cuda: device %d (%s) has compute capability %d.%d; this build needs 8.0 or newer (sm_80, sm_89, sm_90)",
+           dev, prop.name, prop.major, prop.minor);
+    return NULL;
+  }
+  tz_backend *be = tz_calloc(1, sizeof *be);
+  tzc_ctx *c = tz_calloc(1, sizeof *c);
+  be->name = "cuda";
+  be->ctx = c;
+  be->act = act;
+  c->device = dev;
+  c->act = act;
+  c->sm_count = prop.multiProcessorCount;
+  c->cc_major = prop.major;
+  c->cc_minor = prop.minor;
+  const char *vb = getenv("TEZGAH_VERBOSE");
+  c->verbose = vb && *vb && strcmp(vb, "0") != 0;
+  fill_ops(be);
+  cublasLtHandle_t lt = NULL;
+  cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+  if ((e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+      (e = cudaMalloc(&c->lt_ws, LT_WORKSPACE_BYTES)) != cudaSuccess ||
+      (st = cublasLtCreate(&lt)) != CUBLAS_STATUS_SUCCESS) {
+    cudaGetLastError();
+    if (st != CUBLAS_STATUS_SUCCESS) tz_err("cuda: cuBLASLt initialization failed (status %d)", (int)st);
+    else tz_err("cuda: cannot set up device %d (%s): %s", dev, prop.name, cudaGetErrorString(e));
+    cuda_destroy(be);
+    return NULL;
+  }
+  c->lt = lt;
+  c->lt_ws_bytes = LT_WORKSPACE_BYTES;
+  tzc_mem_account(be, (long long)LT_WORKSPACE_BYTES);
+  tzc_stage_init(c);
+  const char *pf = getenv("TEZGAH_PROFILE");
+  if (pf && *pf && strcmp(pf, "0") != 0) c->prof = tzc_prof_create();
+  if (c->verbose)
+    fprintf(stderr, "cuda: device %d %s (sm_%d%d, %d SMs), %s activations\n", dev, prop.name, prop.major, prop.minor,
+            prop.multiProcessorCount, tz_dtype_name(act));
+  return be;
+}

@@ -1,0 +1,264 @@
+/* CUDA backend memory: buffers, host <-> device copies through a pinned staging ring,
+ * device copies, fill, the bf16 parameter mirror and kernel scratch.
+ *
+ * Everything is queued on the backend's one stream, so a buffer's zero-fill (cudaMemsetAsync
+ * at alloc) is ordered before any upload or op that touches it. Uploads go through four
+ * pinned slots (STAGE_BYTES each): the host data is copied into a slot and the slot's
+ * DMA is queued; a slot is reused only after its previous copy finished (an event), so an
+ * upload returns without waiting for the GPU. Downloads wait (stream order: every op queued
+ * before them has written their source).
+ *
+ * Any write into the registered parameter buffer that does not come from adamw (upload, copy,
+ * fill, copy_rows) refreshes the bf16 mirror over the elements it touched. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_rt.h"
+#include "core/error.h"
+
+#define STAGE_BYTES ((size_t)4 << 20)
+#define NSTAGE 4
+#define MiB(x) ((double)(x) / 1048576.0)
+
+static void prof_begin(tz_backend *be, const char *op) {
+  if (tzc(be)->prof) tzc_prof_begin(be, op);
+}
+static void prof_end(tz_backend *be, double bytes) {
+  if (tzc(be)->prof) tzc_prof_end(be, 0, bytes);
+}
+
+void tzc_stage_init(tzc_ctx *c) {
+  c->stage_bytes = STAGE_BYTES;
+  for (int i = 0; i < NSTAGE; i++) {
+    if (cudaMallocHost(&c->stage[i], STAGE_BYTES) != cudaSuccess ||
+        cudaEventCreateWithFlags(&c->stage_ev[i], cudaEventDisableTiming) != cudaSuccess) {
+      cudaGetLastError();
+      tzc_stage_free(c); /* pageable copies instead */
+      return;
+    }
+  }
+}
+void tzc_stage_free(tzc_ctx *c) {
+  for (int i = 0; i < NSTAGE; i++) {
+    if (c->stage[i]) cudaFreeHost(c->stage[i]);
+    if (c->stage_ev[i]) cudaEventDestroy(c->stage_ev[i]);
+    c->stage[i] = NULL;
+    c->stage_ev[i] = NULL;
+  }
+  c->stage_bytes = 0;
+}
+/* The next staging slot, once its previous copy has finished. -1: no staging. */
+static int stage_take(tzc_ctx *c) {
+  if (!c->stage_bytes) return -1;
+  int i = c->stage_next;
+  c->stage_next = (i + 1) % NSTAGE;
+  TZC_CHECK(cudaEventSynchronize(c->stage_ev[i]));
+  return i;
+}
+
+tz_buf *tzc_alloc(tz_backend *be, size_t bytes, const char *what) {
+  tzc_ctx *c = tzc(be);
+  tz_buf *b = tz_calloc(1, sizeof *b);
+  cudaError_t e = cudaMalloc(&b->ptr, bytes ? bytes : 256);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    size_t fr = 0, tot = 0;
+    cudaMemGetInfo(&fr, &tot);
+    cudaGetLastError();
+    tz_err("cuda: out of device memory allocating %zu bytes (%.1f MiB) for %s (%.1f MiB held by tezgah, %.1f MiB "
+           "free of %.1f MiB)",
+           bytes, MiB(bytes), what ? what : "buffer", MiB(c->bytes_used), MiB(fr), MiB(tot));
+    free(b);
+    return NULL;
+  }
+  b->bytes = bytes;
+  if (bytes) TZC_CHECK(cudaMemsetAsync(b->ptr, 0, bytes, c->stream));
+  tzc_mem_account(be, (long long)bytes);
+  if (c->verbose)
+    fprintf(stderr, "cuda: alloc %-22s %10.1f MiB (in use %.1f MiB)\n", what ? what : "buffer", MiB(bytes),
+            MiB(c->bytes_used));
+  return b;
+}
+
+void tzc_free(tz_backend *be, tz_buf *b) {
+  if (!b) return;
+  tzc_ctx *c = tzc(be);
+  TZC_CHECK(cudaStreamSynchronize(c->stream));
+  if (b == c->params) {
+    if (c->params_bf16) {
+      TZC_CHECK(cudaFree(c->params_bf16));
+      tzc_mem_account(be, -(long long)(c->n_params * 2));
+    }
+    c->params = NULL;
+    c->params_bf16 = NULL;
+    c->n_params = 0;
+  }
+  TZC_CHECK(cudaFree(b->ptr));
+  tzc_mem_account(be, -(long long)b->bytes);
+  free(b);
+}
+
+/* After bytes [off, off + bytes) of `buf` were written: refresh the bf16 mirror there. */
+static void mirror_touch(tz_backend *be, tz_buf *buf, size_t off, size_t bytes) {
+  tzc_ctx *c = tzc(be);
+  if (!bytes || !c->params_bf16 || buf != c->params) return;
+  size_t first = off / 4, last = (off + bytes + 3) / 4;
+  if (last > c->n_params) last = c->n_params;
+  if (last > first) tzc_mirror_refresh(be, first, last - first);
+}
+
+void tzc_upload(tz_backend *be, tz_slice dst, const void *src, size_t bytes) {
+  if (!bytes) return;
+  tzc_ctx *c = tzc(be);
+  prof_begin(be, "upload");
+  char *d = tzc_ptr(dst);
+  const char *s = src;
+  for (size_t done = 0; done < bytes;) {
+    int i = stage_take(c);
+    if (i < 0) { /* pageable: the copy must finish before the caller may reuse src */
+      TZC_CHECK(cudaMemcpyAsync(d, s, bytes, cudaMemcpyHostToDevice, c->stream));
+      TZC_CHECK(cudaStreamSynchronize(c->stream));
+      break;
+    }
+    size_t n = bytes - done < c->stage_bytes ? bytes - done : c->stage_bytes;
+    memcpy(c->stage[i], s + done, n);
+    TZC_CHECK(cudaMemcpyAsync(d + done, c->stage[i], n, cudaMemcpyHostToDevice, c->stream));
+    TZC_CHECK(cudaEventRecord(c->stage_ev[i], c->stream));
+    done += n;
+  }
+  mirror_touch(be, dst.buf, dst.off, bytes);
+  prof_end(be, (double)bytes);
+}
+
+/* Copy `bytes` from device address `s` to host `d` through the staging ring; when `bf16`,
+ * the device holds bf16 elements and `d` receives bytes/2 floats. Waits. */
+static void download_raw(tz_backend *be, void *d, const char *s, size_t bytes, int bf16) {
+  tzc_ctx *c = tzc(be);
+  for (size_t done = 0; done < bytes;) {
+    int i = stage_take(c);
+    size_t n = i < 0 ? bytes : (bytes - done < c->stage_bytes ? bytes - done : c->stage_bytes);
+    void *tmp = i < 0 ? (bf16 ? tz_malloc(n) : (char *)d + done) : c->stage[i];
+    TZC_CHECK(cudaMemcpyAsync(tmp, s + done, n, cudaMemcpyDeviceToHost, c->stream));
+    if (i >= 0) TZC_CHECK(cudaEventRecord(c->stage_ev[i], c->stream));
+    TZC_CHECK(cudaStreamSynchronize(c->stream));
+    if (bf16) {
+      const uint16_t *h = tmp;
+      float *o = (float *)d + done / 2;
+      for (size_t k = 0; k < n / 2; k++) {
+        uint32_t u = (uint32_t)h[k] << 16;
+        memcpy(&o[k], &u, 4);
+      }
+    } else if (i >= 0) {
+      memcpy((char *)d + done, tmp, n);
+    }
+    if (i < 0 && bf16) free(tmp);
+    done += n;
+  }
+}
+
+void tzc_download(tz_backend *be, void *dst, tz_slice src, size_t bytes) {
+  if (!bytes) return;
+  prof_begin(be, "download");
+  download_raw(be, dst, tzc_ptr(src), bytes, 0);
+  prof_end(be, (double)bytes);
+}
+
+void tzc_download_act(tz_backend *be, float *dst, tz_slice src, size_t n) {
+  if (!n) return;
+  prof_begin(be, "download");
+  int bf16 = tzc(be)->act == TZ_BF16;
+  download_raw(be, dst, tzc_ptr(src), n * (bf16 ? 2 : 4), bf16);
+  prof_end(be, (double)n * (bf16 ? 2 : 4));
+}
+
+void tzc_copy(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes) {
+  if (!bytes) return;
+  tzc_ctx *c = tzc(be);
+  prof_begin(be, "copy");
+  char *d = tzc_ptr(dst), *s = tzc_ptr(src);
+  if (d != s) {
+    if (dst.buf == src.buf && d < s + bytes && s < d + bytes) { /* overlapping views: via scratch */
+      void *tmp = tzc_scratch(be, bytes);
+      TZC_CHECK(cudaMemcpyAsync(tmp, s, bytes, cudaMemcpyDeviceToDevice, c->stream));
+      s = tmp;
+    }
+    TZC_CHECK(cudaMemcpyAsync(d, s, bytes, cudaMemcpyDeviceToDevice, c->stream));
+  }
+  mirror_touch(be, dst.buf, dst.off, bytes);
+  prof_end(be, 2.0 * bytes);
+}
+
+void tzc_fill_op(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt) {
+  if (!n) return;
+  tzc_fill(be, dst, value, n, dt);
+  mirror_touch(be, dst.buf, dst.off, n * tz_dtype_size(dt));
+}
+
+void tzc_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows,
+                   int cols) {
+  if (rows <= 0 || cols <= 0) return;
+  tzc_ctx *c = tzc(be);
+  size_t es = tz_dtype_size(c->act);
+  prof_begin(be, "copy_rows");
+  TZC_CHECK(cudaMemcpy2DAsync(tzc_ptr(dst), dst_stride * es, tzc_ptr(src), src_stride * es, (size_t)cols * es,
+                              (size_t)rows, cudaMemcpyDeviceToDevice, c->stream));
+  mirror_touch(be, dst.buf, dst.off, ((size_t)(rows - 1) * dst_stride + (size_t)cols) * es);
+  prof_end(be, 2.0 * rows * cols * es);
+}
+
+void tzc_params_mirror(tz_backend *be, tz_buf *params) {
+  tzc_ctx *c = tzc(be);
+  if (c->act != TZ_BF16 || !params) return;
+  if (c->params_bf16) { /* a new registration replaces the old one */
+    TZC_CHECK(cudaStreamSynchronize(c->stream));
+    TZC_CHECK(cudaFree(c->params_bf16));
+    tzc_mem_account(be, -(long long)(c->n_params * 2));
+    c->params_bf16 = NULL;
+  }
+  size_t n = params->bytes / 4;
+  cudaError_t e = cudaMalloc(&c->params_bf16, (n ? n : 1) * 2);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    fprintf(stderr, "tezgah: error: cuda: out of device memory for the bf16 parameter copy (%.1f MiB)\n", MiB(n * 2));
+    exit(1);
+  }
+  c->params = params;
+  c->n_params = n;
+  tzc_mem_account(be, (long long)(n * 2));
+  if (c->verbose) fprintf(stderr, "cuda: alloc %-22s %10.1f MiB (in use %.1f MiB)\n", "params bf16 copy", MiB(n * 2),
+                          MiB(c->bytes_used));
+  if (n) tzc_mirror_refresh(be, 0, n);
+}
+
+void *tzc_scratch(tz_backend *be, size_t bytes) {
+  tzc_ctx *c = tzc(be);
+  if (bytes <= c->scratch_bytes) return c->scratch;
+  size_t want = (bytes + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1); /* whole MiB */
+  if (c->scratch) { /* ops queued before may still read the old scratch */
+    TZC_CHECK(cudaStreamSynchronize(c->stream));
+    TZC_CHECK(cudaFree(c->scratch));
+    tzc_mem_account(be, -(long long)c->scratch_bytes);
+    c->scratch = NULL;
+    c->scratch_bytes = 0;
+  }
+  cudaError_t e = cudaMalloc(&c->scratch, want);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    fprintf(stderr, "tezgah: error: cuda: out of device memory for %.1f MiB of kernel scratch (%.1f MiB in use)\n",
+            MiB(want), MiB(c->bytes_used));
+    exit(1);
+  }
+  c->scratch_bytes = want;
+  tzc_mem_account(be, (long long)want);
+  if (c->verbose) fprintf(stderr, "cuda: alloc %-22s %10.1f MiB (in use %.1f MiB)\n", "kernel scratch", MiB(want),
+                          MiB(c->bytes_used));
+  return c->scratch;
+}
+
+void tzc_scratch_free(tz_backend *be) {
+  tzc_ctx *c = tzc(be);
+  if (c->scratch) cudaFree(c->scratch);
+  c->scratch = NULL;
+  c->scratch_bytes = 0;
+}

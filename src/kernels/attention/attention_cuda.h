@@ -1,0 +1,29 @@
+/* Internal interface between the CUDA attention files (nothing here is public API):
+ *   attention.cu     the launchers tzc_attention_fwd / tzc_attention_bwd, path selection,
+ *                    the D = rowsum(dout ∘ out) kernel and the SIMT fallback kernels;
+ *   attention_fa.cu  FlashAttention-2 on tensor cores (bf16, head_dim 64 / 128, training form).
+ * Included only from .cu files (C++). */
+#ifndef TZ_ATTENTION_CUDA_H
+#define TZ_ATTENTION_CUDA_H
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+/* Bytes of dynamic shared memory the tensor-core kernels need for head_dim hd (the largest of
+ * the forward, dQ and dK/dV kernels), so the dispatcher can fall back on a device with less. */
+size_t tzc_fa_smem_bytes(int hd);
+
+/* Forward, training form (Tq == Tk == T, q_pos0 == 0), hd 64 or 128. out [B*T, H*hd]; lse
+ * [B, H, T] or NULL; q rows of qs elements, k/v rows of kvs elements (multiples of 8; every
+ * pointer 16-byte aligned: the caller checks). */
+void tzc_fa_fwd(cudaStream_t st, __nv_bfloat16 *out, float *lse, const __nv_bfloat16 *q,
+                const __nv_bfloat16 *k, const __nv_bfloat16 *v, int B, int T, int H, int KVH,
+                int hd, int qs, int kvs);
+
+/* Backward: dq, dk, dv written (=) with strides qs, kvs; D [B, H, T] = rowsum(dout ∘ out),
+ * computed by the caller. */
+void tzc_fa_bwd(cudaStream_t st, __nv_bfloat16 *dq, __nv_bfloat16 *dk, __nv_bfloat16 *dv,
+                const __nv_bfloat16 *dout, const __nv_bfloat16 *q, const __nv_bfloat16 *k,
+                const __nv_bfloat16 *v, const float *lse, const float *D, int B, int T, int H,
+                int KVH, int hd, int qs, int kvs);
+
+#endif

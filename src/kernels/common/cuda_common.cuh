@@ -1,0 +1,206 @@
+/* Device helpers shared by the CUDA kernel files (src/kernels/<op>/<op>.cu): act-dtype
+ * loads/stores as fp32, 16-byte vector loads, deterministic warp/block reductions, the
+ * float/bf16 dispatch on tzc(be)->act. Header-only, CUDA C++ only.
+ *
+ * Vectors: a "vector" of act type T is 16 bytes: 4 floats or 8 bf16 (VW<T>). Kernels are
+ * templated on W ∈ {1, VW<T>}: W = 1 is the scalar path for views that are not 16-byte
+ * aligned (weight slices of the flat parameter buffer, odd row lengths); tzc_aligned16()
+ * decides on the host. Every reduction here combines in a fixed order (shuffle trees,
+ * then warps in index order), so results are bit-identical run to run. */
+#ifndef TZ_KERNELS_CUDA_COMMON_CUH
+#define TZ_KERNELS_CUDA_COMMON_CUH
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "backend/cuda/cuda_internal.h"
+
+/* core/error.h's tz_panic (its _Noreturn is C-only). */
+extern "C" [[noreturn]] void tz_panic(const char *file, int line, const char *what);
+#define TZC_ASSERT(cond)                                                                  \
+  do {                                                                                    \
+    if (!(cond)) tz_panic(__FILE__, __LINE__, #cond);                                     \
+  } while (0)
+
+typedef __nv_bfloat16 tzc_bf16;
+
+/* ---- scalar conversions (fp32 compute, round to nearest even on store) ---- */
+__device__ __forceinline__ float tzc_tof(float x) { return x; }
+__device__ __forceinline__ float tzc_tof(tzc_bf16 x) { return __bfloat162float(x); }
+template <class T> __device__ __forceinline__ T tzc_from(float x);
+template <> __device__ __forceinline__ float tzc_from<float>(float x) { return x; }
+template <> __device__ __forceinline__ tzc_bf16 tzc_from<tzc_bf16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+/* Elements of T in 16 bytes. */
+template <class T> struct tzc_vw { static constexpr int value = 16 / (int)sizeof(T); };
+#define VW(T) (tzc_vw<T>::value)
+
+/* W consecutive elements at p (p 16-byte aligned when W > 1) into f[0..W). */
+template <int W, class T> __device__ __forceinline__ void tzc_ld(const T *p, float *f) {
+  if constexpr (W == 1) {
+    f[0] = tzc_tof(p[0]);
+  } else {
+    static_assert(W * sizeof(T) == 16, "vector loads are 16 bytes");
+    int4 r = *reinterpret_cast<const int4 *>(p);
+    const T *e = reinterpret_cast<const T *>(&r);
+#pragma unroll
+    for (int i = 0; i < W; i++) f[i] = tzc_tof(e[i]);
+  }
+}
+template <int W, class T> __device__ __forceinline__ void tzc_st(T *p, const float *f) {
+  if constexpr (W == 1) {
+    p[0] = tzc_from<T>(f[0]);
+  } else {
+    static_assert(W * sizeof(T) == 16, "vector stores are 16 bytes");
+    int4 r;
+    T *e = reinterpret_cast<T *>(&r);
+#pragma unroll
+    for (int i = 0; i < W; i++) e[i] = tzc_from<T>(f[i]);
+    *reinterpret_cast<int4 *>(p) = r;
+  }
+}
+
+/* W consecutive fp32 values (parameter gradients next to act vectors of width W): W/4
+ * float4 accesses when W > 1 (p 16-byte aligned), a scalar one otherwise. */
+template <int W> __device__ __forceinline__ void tzc_ld_f32(const float *p, float *f) {
+  if constexpr (W == 1) {
+    f[0] = p[0];
+  } else {
+    static_assert(W % 4 == 0, "fp32 vectors are float4s");
+#pragma unroll
+    for (int k = 0; k < W / 4; k++) {
+      float4 r = reinterpret_cast<const float4 *>(p)[k];
+      f[4 * k] = r.x, f[4 * k + 1] = r.y, f[4 * k + 2] = r.z, f[4 * k + 3] = r.w;
+    }
+  }
+}
+template <int W> __device__ __forceinline__ void tzc_st_f32(float *p, const float *f) {
+  if constexpr (W == 1) {
+    p[0] = f[0];
+  } else {
+    static_assert(W % 4 == 0, "fp32 vectors are float4s");
+#pragma unroll
+    for (int k = 0; k < W / 4; k++)
+      reinterpret_cast<float4 *>(p)[k] = make_float4(f[4 * k], f[4 * k + 1], f[4 * k + 2], f[4 * k + 3]);
+  }
+}
+
+/* ---- reductions (fixed order: deterministic) ---- */
+__device__ __forceinline__ float tzc_warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v; /* every lane holds the same value (xor butterfly: same order in every lane) */
+}
+__device__ __forceinline__ double tzc_warp_sum(double v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float tzc_warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+/* Sum over the block (blockDim.x a multiple of 32, ≤ 1024); every thread gets the result.
+ * `sh` is __shared__ scratch of ≥ 32 elements; the call ends with the scratch free again
+ * (a leading __syncthreads protects a previous call's readers). */
+template <class F> __device__ __forceinline__ F tzc_block_sum(F v, F *sh) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  v = tzc_warp_sum(v);
+  __syncthreads();
+  if (lane == 0) sh[warp] = v;
+  __syncthreads();
+  F t = lane < nw ? sh[lane] : (F)0;
+  return tzc_warp_sum(t);
+}
+
+/* ---- norm backward parameter gradients: deterministic two-pass column sums ----
+ * Pass 1 (a kernel of the norm file): rows are split into P fixed chunks of `rpc` rows; block
+ * (column block, chunk) writes the chunk's per-column partial sums to scratch [P, C]. Pass 2
+ * (tzc_colsum_final_k): one thread per column adds the P partials in chunk order and then
+ * adds (+=) the total into the fp32 gradient. The chunking depends only on N, so the result
+ * is bit-identical run to run (and across GPUs). */
+constexpr int TZC_COL_THREADS = 256;
+static inline int tzc_col_rpc(int N) { /* rows per chunk: ≥ 32, at most 256 chunks */
+  int r = (N + 255) / 256;
+  return r < 32 ? 32 : r;
+}
+static inline int tzc_col_chunks(int N) { return (N + tzc_col_rpc(N) - 1) / tzc_col_rpc(N); }
+/* dst[c] += Σ_p part[p·C + c] (p in order), for 1 or 2 gradients (dst2/part2 may be NULL). */
+static __global__ void __launch_bounds__(TZC_COL_THREADS)
+tzc_colsum_final_k(float *dst, const float *part, float *dst2, const float *part2, int P, int C) {
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  float s = 0.0f, s2 = 0.0f;
+  for (int p = 0; p < P; p++) {
+    s += part[(size_t)p * C + c];
+    if (dst2) s2 += part2[(size_t)p * C + c];
+  }
+  dst[c] += s;
+  if (dst2) dst2[c] += s2;
+}
+
+/* ---- host side ---- */
+static inline bool tzc_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+static inline unsigned tzc_blocks(size_t work, int per_block) {
+  size_t b = (work + per_block - 1) / per_block;
+  return (unsigned)(b ? b : 1);
+}
+/* Carve consecutive 256-byte-aligned pieces out of one tzc_scratch allocation. */
+static inline size_t tzc_round256(size_t b) { return (b + 255) & ~(size_t)255; }
+
+/* ---- elementwise maps ---- */
+/* out[i] = op(a[i], b ? b[i] : 0) for i < n; out may alias a or b (each element is read and
+ * written by one thread). Vectors [0, nv·W), then the scalar tail [nv·W, n) by the first
+ * threads of the grid. */
+template <int W, class T, class Op>
+__global__ void tzc_map_k(T *out, const T *a, const T *b, size_t nv, size_t n, Op op) {
+  size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = g; i < nv; i += stride) {
+    float x[W], y[W];
+    tzc_ld<W>(a + i * W, x);
+    if (b) {
+      tzc_ld<W>(b + i * W, y);
+    } else {
+#pragma unroll
+      for (int j = 0; j < W; j++) y[j] = 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < W; j++) x[j] = op(x[j], y[j]);
+    tzc_st<W>(out + i * W, x);
+  }
+  size_t t = nv * W + g;
+  if (t < n) out[t] = tzc_from<T>(op(tzc_tof(a[t]), b ? tzc_tof(b[t]) : 0.0f));
+}
+template <class T, class Op>
+static void tzc_map(tz_backend *be, T *out, const T *a, const T *b, size_t n, Op op) {
+  if (n == 0) return;
+  const int threads = 256;
+  cudaStream_t st = tzc(be)->stream;
+  if (tzc_aligned16(out) && tzc_aligned16(a) && (!b || tzc_aligned16(b))) {
+    constexpr int W = VW(T);
+    size_t nv = n / W, work = nv > n - nv * W ? nv : n - nv * W;
+    tzc_map_k<W><<<tzc_blocks(work, threads), threads, 0, st>>>(out, a, b, nv, n, op);
+  } else {
+    tzc_map_k<1><<<tzc_blocks(n, threads), threads, 0, st>>>(out, a, b, n, n, op);
+  }
+  TZC_LAUNCHED();
+}
+
+/* Run `body` with `T` bound to the act element type of `be` (float or __nv_bfloat16). */
+#define TZC_DISPATCH_ACT(be, ...)                                                         \
+  do {                                                                                    \
+    if (tzc(be)->act == TZ_BF16) {                                                        \
+      typedef tzc_bf16 T;                                                                 \
+      __VA_ARGS__;                                                                        \
+    } else {                                                                              \
+      typedef float T;                                                                    \
+      __VA_ARGS__;                                                                        \
+    }                                                                                     \
+  } while (0)
+
+#endif

@@ -1,0 +1,181 @@
+/* CUDA token (+ position) embedding, forward and deterministic backward (embed_cpu.c's math).
+ *
+ * Backward without float atomics: the (token, row) pairs are sorted by token with CUB's
+ * DeviceRadixSort (stable, so each token's rows stay in increasing row order), then the
+ * block at the first sorted position of each token adds that token's rows in that order
+ * into dwte, starting from the current dwte value — the same order of additions as the CPU
+ * reference (bit-identical to it in fp32), and run to run. dwpe[t] adds dout over b in
+ * order, skipping invalid ids like the CPU. */
+#include <cub/device/device_radix_sort.cuh>
+
+#include "kernels/common/cuda_common.cuh"
+
+namespace {
+constexpr int EMB_THREADS = 128;
+
+/* out[n, c..c+W) = wte[tok[n]] (+ wpe[n % T]); one thread per W columns of one row. */
+template <int W, class T>
+__global__ void embed_fwd_k(T *out, const int *tok, const T *wte, const T *wpe, int N, int T_,
+                            int C, int V) {
+  size_t cv = (size_t)C / W, total = (size_t)N * cv;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+       i += (size_t)gridDim.x * blockDim.x) {
+    size_t n = i / cv, c = (i % cv) * W;
+    int id = tok[n];
+    float f[W];
+    if (id < 0 || id >= V) {
+#pragma unroll
+      for (int j = 0; j < W; j++) f[j] = 0.0f;
+    } else {
+      tzc_ld<W>(wte + (size_t)id * C + c, f);
+      if (wpe) {
+        float p[W];
+        tzc_ld<W>(wpe + (size_t)(n % T_) * C + c, p);
+#pragma unroll
+        for (int j = 0; j < W; j++) f[j] += p[j];
+      }
+    }
+    tzc_st<W>(out + n * C + c, f);
+  }
+}
+
+/* keys = token id (V for an invalid one: sorted last, skipped), values = row */
+__global__ void embed_keys_k(unsigned *keys, int *rows, const int *tok, int N, int V) {
+  int n = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n < N) {
+    int id = tok[n];
+    keys[n] = (id < 0 || id >= V) ? (unsigned)V : (unsigned)id;
+    rows[n] = n;
+  }
+}
+
+/* grid (N sorted positions, column chunks of EMB_THREADS·W). Only the block at the first
+ * position of a token's run works: it reads that token's rows U at a time (independent loads
+ * in flight) and adds them in sorted (= row) order. */
+template <int W, class T>
+__global__ void embed_dwte_k(float *dwte, const T *dout, const unsigned *keys, const int *rows,
+                             int N, int C, int V) {
+  constexpr int U = 8;
+  int p = blockIdx.x;
+  unsigned key = keys[p];
+  if (key >= (unsigned)V || (p > 0 && keys[p - 1] == key)) return;
+  size_t c = ((size_t)blockIdx.y * EMB_THREADS + threadIdx.x) * W;
+  if (c >= (size_t)C) return;
+  float acc[W];
+  float *dst = dwte + (size_t)key * C + c;
+  tzc_ld_f32<W>(dst, acc);
+  for (int q = p;; q += U) {
+    int r[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) r[u] = (q + u < N && keys[q + u] == key) ? rows[q + u] : -1;
+    float v[U][W];
+#pragma unroll
+    for (int u = 0; u < U; u++)
+      if (r[u] >= 0) tzc_ld<W>(dout + (size_t)r[u] * C + c, v[u]);
+#pragma unroll
+    for (int u = 0; u < U; u++)
+      if (r[u] >= 0) {
+#pragma unroll
+        for (int j = 0; j < W; j++) acc[j] += v[u][j];
+      }
+    if (r[U - 1] < 0) break; /* sorted: the run ended inside this group */
+  }
+  tzc_st_f32<W>(dst, acc);
+}
+
+/* dwpe[t, c..c+W) += Σ_b dout[b·T + t] over valid ids, b in order. grid (T, column chunks). */
+template <int W, class T>
+__global__ void embed_dwpe_k(float *dwpe, const T *dout, const int *tok, int B, int T_, int C,
+                             int V) {
+  int t = blockIdx.x;
+  size_t c = ((size_t)blockIdx.y * EMB_THREADS + threadIdx.x) * W;
+  if (c >= (size_t)C) return;
+  float acc[W];
+  float *dst = dwpe + (size_t)t * C + c;
+  tzc_ld_f32<W>(dst, acc);
+  for (int b = 0; b < B; b++) {
+    size_t n = (size_t)b * T_ + t;
+    int id = tok[n];
+    if (id < 0 || id >= V) continue;
+    float v[W];
+    tzc_ld<W>(dout + n * C + c, v);
+#pragma unroll
+    for (int j = 0; j < W; j++) acc[j] += v[j];
+  }
+  tzc_st_f32<W>(dst, acc);
+}
+
+template <class T>
+void embed_bwd(tz_backend *be, float *dwte, float *dwpe, const T *dout, const int *tok, int B,
+               int T_, int C, int V) {
+  cudaStream_t st = tzc(be)->stream;
+  int N = B * T_;
+  int end_bit = 1;
+  while (end_bit < 32 && ((unsigned long long)1 << end_bit) <= (unsigned long long)V) end_bit++;
+  size_t temp_bytes = 0;
+  TZC_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, (const unsigned *)nullptr,
+                                            (unsigned *)nullptr, (const int *)nullptr,
+                                            (int *)nullptr, N, 0, end_bit, st));
+  size_t a = tzc_round256((size_t)N * 4);
+  char *s = (char *)tzc_scratch(be, 4 * a + tzc_round256(temp_bytes));
+  unsigned *keys = (unsigned *)s, *keys_sorted = (unsigned *)(s + a);
+  int *rows = (int *)(s + 2 * a), *rows_sorted = (int *)(s + 3 * a);
+  void *temp = s + 4 * a;
+  embed_keys_k<<<tzc_blocks(N, 256), 256, 0, st>>>(keys, rows, tok, N, V);
+  TZC_LAUNCHED();
+  TZC_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys, keys_sorted, rows,
+                                            rows_sorted, N, 0, end_bit, st));
+  constexpr int VWT = VW(T);
+  bool vec = C % VWT == 0 && tzc_aligned16(dout) && tzc_aligned16(dwte) &&
+             (!dwpe || tzc_aligned16(dwpe));
+  int w = vec ? VWT : 1;
+  dim3 g((unsigned)N, (unsigned)((C + EMB_THREADS * w - 1) / (EMB_THREADS * w)));
+  if (vec)
+    embed_dwte_k<VWT><<<g, EMB_THREADS, 0, st>>>(dwte, dout, keys_sorted, rows_sorted, N, C, V);
+  else
+    embed_dwte_k<1><<<g, EMB_THREADS, 0, st>>>(dwte, dout, keys_sorted, rows_sorted, N, C, V);
+  TZC_LAUNCHED();
+  if (dwpe) {
+    dim3 gp((unsigned)T_, g.y);
+    if (vec)
+      embed_dwpe_k<VWT><<<gp, EMB_THREADS, 0, st>>>(dwpe, dout, tok, B, T_, C, V);
+    else
+      embed_dwpe_k<1><<<gp, EMB_THREADS, 0, st>>>(dwpe, dout, tok, B, T_, C, V);
+    TZC_LAUNCHED();
+  }
+}
+} // namespace
+
+extern "C" void tzc_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte,
+                              tz_slice wpe, int B, int T_, int C, int V) {
+  TZC_PROF(be, "embed_fwd");
+  size_t N = (size_t)B * T_, es = tz_dtype_size(tzc(be)->act);
+  TZC_PROF_WORK((double)N * C, (double)N * C * es * (tz_present(wpe) ? 3 : 2) + 4.0 * N);
+  if (N == 0 || C <= 0) return;
+  cudaStream_t st = tzc(be)->stream;
+  TZC_DISPATCH_ACT(be, {
+    T *o = (T *)tzc_ptr(out);
+    const T *te = (const T *)tzc_w(be, wte), *pe = (const T *)tzc_w(be, wpe);
+    const int *ids = (const int *)tzc_ptr(tok);
+    if (C % VW(T) == 0 && tzc_aligned16(o) && tzc_aligned16(te) && (!pe || tzc_aligned16(pe)))
+      embed_fwd_k<VW(T)><<<tzc_blocks(N * C / VW(T), 256), 256, 0, st>>>(o, ids, te, pe, (int)N,
+                                                                          T_, C, V);
+    else
+      embed_fwd_k<1><<<tzc_blocks(N * C, 256), 256, 0, st>>>(o, ids, te, pe, (int)N, T_, C, V);
+    TZC_LAUNCHED();
+  });
+}
+
+extern "C" void tzc_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout,
+                              tz_slice tok, int B, int T_, int C, int V) {
+  TZC_PROF(be, "embed_bwd");
+  size_t N = (size_t)B * T_, es = tz_dtype_size(tzc(be)->act);
+  size_t touched = N < (size_t)V ? N : (size_t)V;
+  TZC_PROF_WORK((double)N * C * (tz_present(dwpe) ? 2 : 1),
+                (double)N * C * es * (tz_present(dwpe) ? 2 : 1) + 8.0 * touched * C +
+                    (tz_present(dwpe) ? 8.0 * T_ * C : 0.0) + 16.0 * N);
+  if (N == 0 || C <= 0) return;
+  TZC_DISPATCH_ACT(be, embed_bwd<T>(be, (float *)tzc_ptr(dwte), (float *)tzc_ptr(dwpe),
+                                    (const T *)tzc_ptr(dout), (const int *)tzc_ptr(tok), B, T_,
+                                    C, V));
+}

@@ -1,0 +1,306 @@
+// The matmul family on cuBLASLt (backend.h semantics, row-major):
+//   matmul_t:  out[M,N] (+)= a[M,K] · b[N,K]ᵀ (+ bias[N])   forward  Y = X·Wᵀ + b
+//   matmul:    out[M,N] (+)= a[M,K] · b[K,N]                dX = dY·W
+//   matmul_at: out[M,N] (+)= a[K,M]ᵀ · b[K,N]               dW += dYᵀ·X
+//
+// cuBLASLt is column-major. A row-major [R,C] matrix is the column-major [C,R] matrix with
+// leading dimension C, so each form computes the transposed product out_cmᵀ = (…)ᵀ with the
+// operands swapped: D (N×M, ld N) = opA(b) · opB(a), with m = N, n = M, k = K and
+//   matmul_t:  A = b as K×N (ld K) transposed,  B = a as K×M (ld K)
+//   matmul:    A = b as N×K (ld N),             B = a as K×M (ld K)
+//   matmul_at: A = b as N×K (ld N),             B = a as M×K (ld M) transposed
+// The bias (length N = rows of D) goes through CUBLASLT_EPILOGUE_BIAS.
+//
+// Dtypes: --precision fp32: everything fp32, CUBLAS_COMPUTE_32F (strict fp32, never TF32).
+// bf16: a and b bf16 (weights through tzc_w: the bf16 mirror), fp32 accumulation; out bf16
+// for matmul_t / matmul, fp32 for matmul_at (parameter gradients, acc=1 → beta=1); bias bf16.
+//
+// Slices of the flat parameter buffer can sit at any 4-byte (fp32) / 2-byte (bf16) offset:
+// cuBLASLt is told the real alignment of every pointer (MIN_ALIGNMENT_*_BYTES), and a bias
+// that is not 16-byte aligned is copied to an aligned buffer first (epilogue loads). Matmul
+// descriptors, layouts and the heuristic's algorithm are cached per (form, M, K, N, acc,
+// bias, dtype, alignments) in a fixed table, so steady-state calls query nothing and
+// allocate nothing. When the heuristic offers no algorithm (or TEZGAH_CUDA_MATMUL=naive) a
+// simple fp32-accumulating kernel computes the same thing.
+//
+// Later fused epilogues (GeLU, bias gradient) fit as more `epi` values in the key.
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_internal.h"
+
+namespace {
+
+enum Form { F_T = 0, F_NN = 1, F_AT = 2 };
+const char *const kFormName[3] = {"matmul_t", "matmul", "matmul_at"};
+
+struct Key {
+  int form, M, K, N, acc, bias, bf16;
+  int al_a, al_b, al_d, al_bias; // pointer alignments (bytes, quantized)
+};
+
+struct Entry {
+  Key key;
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, ld;
+  cublasLtMatmulAlgo_t algo;
+  int naive; // no cuBLASLt algorithm: use the fallback kernel
+};
+
+constexpr int kCap = 256;
+struct MM {
+  Entry e[kCap];
+  int n, evict;
+  void *bias_buf; // 256-aligned copy of a misaligned bias
+  size_t bias_bytes;
+  int force_naive;
+};
+
+void lt_check(cublasStatus_t st, const char *what, const char *file, int line) {
+  if (st == CUBLAS_STATUS_SUCCESS) return;
+  const char *f = strrchr(file, '/');
+  fprintf(stderr, "tezgah: error: cuda: cuBLASLt %s failed (status %d) at %s:%d\n", what, (int)st, f ? f + 1 : file,
+          line);
+  fflush(stderr);
+  exit(1);
+}
+#define LT_CHECK(x) lt_check((x), #x, __FILE__, __LINE__)
+
+int align_of(const void *p) {
+  uintptr_t a = (uintptr_t)p;
+  if (!a) return 256;
+  uintptr_t low = a & (~a + 1);
+  return low >= 256 ? 256 : low >= 16 ? 16 : (int)low;
+}
+
+MM *mm_state(tz_backend *be) {
+  tzc_ctx *c = tzc(be);
+  if (!c->mm) {
+    MM *m = (MM *)calloc(1, sizeof(MM));
+    if (!m) {
+      fprintf(stderr, "tezgah: error: out of host memory for the matmul cache\n");
+      exit(1);
+    }
+    const char *s = getenv("TEZGAH_CUDA_MATMUL");
+    m->force_naive = s && !strcmp(s, "naive");
+    c->mm = m;
+  }
+  return (MM *)c->mm;
+}
+
+void entry_release(Entry *e) {
+  if (e->desc) cublasLtMatmulDescDestroy(e->desc);
+  if (e->la) cublasLtMatrixLayoutDestroy(e->la);
+  if (e->lb) cublasLtMatrixLayoutDestroy(e->lb);
+  if (e->ld) cublasLtMatrixLayoutDestroy(e->ld);
+  memset(e, 0, sizeof *e);
+}
+
+// Build the descriptors for `k` and ask the heuristic for its best algorithm.
+void entry_build(tz_backend *be, Entry *e, const Key &k, const void *bias) {
+  tzc_ctx *c = tzc(be);
+  e->key = k;
+  cudaDataType_t in_t = k.bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  cudaDataType_t out_t = (k.bf16 && k.form != F_AT) ? CUDA_R_16BF : CUDA_R_32F;
+  cublasOperation_t ta = k.form == F_T ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t tb = k.form == F_AT ? CUBLAS_OP_T : CUBLAS_OP_N;
+  LT_CHECK(cublasLtMatmulDescCreate(&e->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  LT_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  LT_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  if (k.bias) {
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    int32_t bt = (int32_t)out_t;
+    LT_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    LT_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+    LT_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  }
+  // stored (pre-op) shapes of the column-major operands, see the header
+  uint64_t a_rows = k.form == F_T ? k.K : k.N, a_cols = k.form == F_T ? k.N : k.K;
+  uint64_t b_rows = k.form == F_AT ? k.M : k.K, b_cols = k.form == F_AT ? k.K : k.M;
+  LT_CHECK(cublasLtMatrixLayoutCreate(&e->la, in_t, a_rows, a_cols, (int64_t)a_rows));
+  LT_CHECK(cublasLtMatrixLayoutCreate(&e->lb, in_t, b_rows, b_cols, (int64_t)b_rows));
+  LT_CHECK(cublasLtMatrixLayoutCreate(&e->ld, out_t, k.N, k.M, k.N));
+
+  cublasLtMatmulPreference_t pref;
+  LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  uint64_t ws = c->lt_ws_bytes;
+  uint32_t al[4] = {(uint32_t)k.al_b, (uint32_t)k.al_a, (uint32_t)k.al_d, (uint32_t)k.al_d}; // A = b, B = a, C = D
+  LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al[0], 4));
+  LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al[1], 4));
+  LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2], 4));
+  LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[3], 4));
+  cublasLtMatmulHeuristicResult_t res;
+  memset(&res, 0, sizeof res);
+  int found = 0;
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)c->lt, e->desc, e->la, e->lb, e->ld, e->ld,
+                                                     pref, 1, &res, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (st == CUBLAS_STATUS_SUCCESS && found > 0 && res.state == CUBLAS_STATUS_SUCCESS && res.workspaceSize <= ws) {
+    e->algo = res.algo;
+  } else {
+    e->naive = 1;
+    static int warned;
+    if (!warned++ && getenv("TEZGAH_VERBOSE"))
+      fprintf(stderr, "cuda: cuBLASLt has no algorithm for %s M=%d K=%d N=%d (%s, alignments %d/%d/%d): fallback kernel\n",
+              kFormName[k.form], k.M, k.K, k.N, k.bf16 ? "bf16" : "fp32", k.al_a, k.al_b, k.al_d);
+  }
+}
+
+Entry *lookup(tz_backend *be, const Key &k, const void *bias) {
+  MM *m = mm_state(be);
+  for (int i = 0; i < m->n; i++)
+    if (!memcmp(&m->e[i].key, &k, sizeof k)) return &m->e[i];
+  Entry *e;
+  if (m->n < kCap) {
+    e = &m->e[m->n++];
+  } else { // full: replace round-robin (shapes beyond the table only cost re-queries)
+    e = &m->e[m->evict];
+    m->evict = (m->evict + 1) % kCap;
+    entry_release(e);
+  }
+  entry_build(be, e, k, bias);
+  return e;
+}
+
+// ---- fallback: one thread per output element, fp32 accumulation in k order ----
+template <typename T>
+__device__ __forceinline__ float ld_f(const T *p, size_t i) {
+  return (float)p[i];
+}
+template <>
+__device__ __forceinline__ float ld_f<__nv_bfloat16>(const __nv_bfloat16 *p, size_t i) {
+  return __bfloat162float(p[i]);
+}
+template <typename T>
+__device__ __forceinline__ void st_f(T *p, size_t i, float v) {
+  p[i] = v;
+}
+template <>
+__device__ __forceinline__ void st_f<__nv_bfloat16>(__nv_bfloat16 *p, size_t i, float v) {
+  p[i] = __float2bfloat16_rn(v);
+}
+
+template <typename TI, typename TO>
+__global__ void naive_kernel(int form, TO *out, const TI *a, const TI *b, const TO *bias, int M, int K, int N,
+                             int acc) {
+  int n = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n >= N) return;
+  for (int m = blockIdx.y * blockDim.y + threadIdx.y; m < M; m += gridDim.y * blockDim.y) {
+    float s = 0.f;
+    for (int k = 0; k < K; k++) {
+      float x = form == F_AT ? ld_f(a, (size_t)k * M + m) : ld_f(a, (size_t)m * K + k);
+      float y = form == F_T ? ld_f(b, (size_t)n * K + k) : ld_f(b, (size_t)k * N + n);
+      s = fmaf(x, y, s);
+    }
+    size_t o = (size_t)m * N + n;
+    if (acc) s += ld_f(out, o);
+    if (bias) s += ld_f(bias, (size_t)n);
+    st_f(out, o, s);
+  }
+}
+
+void run_naive(tz_backend *be, int form, void *out, const void *a, const void *b, const void *bias, int M, int K,
+               int N, int acc) {
+  cudaStream_t s = tzc(be)->stream;
+  dim3 blk(32, 8);
+  unsigned gy = (unsigned)((M + 7) / 8);
+  dim3 grid((unsigned)((N + 31) / 32), gy > 65535 ? 65535 : gy);
+  if (tzc(be)->act == TZ_F32) {
+    naive_kernel<float, float><<<grid, blk, 0, s>>>(form, (float *)out, (const float *)a, (const float *)b,
+                                                    (const float *)bias, M, K, N, acc);
+  } else if (form == F_AT) {
+    naive_kernel<__nv_bfloat16, float><<<grid, blk, 0, s>>>(form, (float *)out, (const __nv_bfloat16 *)a,
+                                                            (const __nv_bfloat16 *)b, (const float *)nullptr, M, K,
+                                                            N, acc);
+  } else {
+    naive_kernel<__nv_bfloat16, __nv_bfloat16><<<grid, blk, 0, s>>>(
+        form, (__nv_bfloat16 *)out, (const __nv_bfloat16 *)a, (const __nv_bfloat16 *)b,
+        (const __nv_bfloat16 *)bias, M, K, N, acc);
+  }
+  TZC_LAUNCHED();
+}
+
+// A 16-byte-aligned pointer to the bias (a stream-ordered copy when it is not).
+const void *aligned_bias(tz_backend *be, const void *bias, int N) {
+  if (!bias || align_of(bias) >= 16) return bias;
+  tzc_ctx *c = tzc(be);
+  MM *m = mm_state(be);
+  size_t bytes = (size_t)N * tz_dtype_size(c->act);
+  if (bytes > m->bias_bytes) { // grows during the first step only
+    size_t want = (bytes + 4095) & ~(size_t)4095;
+    if (m->bias_buf) {
+      TZC_CHECK(cudaStreamSynchronize(c->stream));
+      TZC_CHECK(cudaFree(m->bias_buf));
+      tzc_mem_account(be, -(long long)m->bias_bytes);
+    }
+    TZC_CHECK(cudaMalloc(&m->bias_buf, want));
+    tzc_mem_account(be, (long long)want);
+    m->bias_bytes = want;
+  }
+  TZC_CHECK(cudaMemcpyAsync(m->bias_buf, bias, bytes, cudaMemcpyDeviceToDevice, c->stream));
+  return m->bias_buf;
+}
+
+void run(tz_backend *be, int form, void *out, const void *a, const void *b, const void *bias, int M, int K, int N,
+         int acc) {
+  if (M <= 0 || N <= 0) return;
+  tzc_ctx *c = tzc(be);
+  MM *m = mm_state(be);
+  bias = aligned_bias(be, bias, N);
+  if (m->force_naive || K <= 0) {
+    run_naive(be, form, out, a, b, bias, M, K < 0 ? 0 : K, N, acc);
+    return;
+  }
+  Key k;
+  memset(&k, 0, sizeof k); // padding-free, but compared with memcmp
+  k.form = form;
+  k.M = M, k.K = K, k.N = N, k.acc = acc ? 1 : 0, k.bias = bias != nullptr, k.bf16 = c->act == TZ_BF16;
+  k.al_a = align_of(a), k.al_b = align_of(b), k.al_d = align_of(out), k.al_bias = align_of(bias);
+  Entry *e = lookup(be, k, bias);
+  if (e->naive) {
+    run_naive(be, form, out, a, b, bias, M, K, N, acc);
+    return;
+  }
+  if (bias) LT_CHECK(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  float alpha = 1.f, beta = acc ? 1.f : 0.f;
+  LT_CHECK(cublasLtMatmul((cublasLtHandle_t)c->lt, e->desc, &alpha, b, e->la, a, e->lb, &beta, out, e->ld, out, e->ld,
+                          &e->algo, c->lt_ws, c->lt_ws_bytes, c->stream));
+}
+
+} // namespace
+
+extern "C" void tzc_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, int M, int K, int N,
+                             int acc) {
+  TZC_PROF(be, "matmul_t");
+  TZC_PROF_WORK(2.0 * M * N * K, 0);
+  run(be, F_T, tzc_ptr(out), tzc_ptr(a), tzc_w(be, b), tzc_w(be, bias), M, K, N, acc);
+}
+
+extern "C" void tzc_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {
+  TZC_PROF(be, "matmul");
+  TZC_PROF_WORK(2.0 * M * N * K, 0);
+  run(be, F_NN, tzc_ptr(out), tzc_ptr(a), tzc_w(be, b), nullptr, M, K, N, acc);
+}
+
+extern "C" void tzc_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {
+  TZC_PROF(be, "matmul_at");
+  TZC_PROF_WORK(2.0 * M * N * K, 0);
+  run(be, F_AT, tzc_ptr(out), tzc_ptr(a), tzc_ptr(b), nullptr, M, K, N, acc);
+}
+
+extern "C" void tzc_matmul_destroy(tz_backend *be) {
+  tzc_ctx *c = tzc(be);
+  MM *m = (MM *)c->mm;
+  if (!m) return;
+  for (int i = 0; i < m->n; i++) entry_release(&m->e[i]);
+  if (m->bias_buf) {
+    cudaFree(m->bias_buf);
+    tzc_mem_account(be, -(long long)m->bias_bytes);
+  }
+  free(m);
+  c->mm = nullptr;
+}

@@ -1,0 +1,140 @@
+/* CUDA RMSNorm (Zhang & Sennrich 2019): rmsnorm_cpu.c's math in fp32 on act rows.
+ * Forward: one warp per row, out act, rstd fp32. Backward: one warp per row for dinp (+=,
+ * the residual stream's gradient, act dtype), and dw (+=, fp32) through the deterministic
+ * two-pass column sum of cuda_common.cuh. */
+#include "kernels/common/cuda_common.cuh"
+
+namespace {
+constexpr int ROWS_PER_BLOCK = 4; /* warps per block, one row each */
+
+template <int W, class T>
+__global__ void __launch_bounds__(32 * ROWS_PER_BLOCK)
+rms_fwd_k(T *out, float *rstd, const T *inp, const T *w, int N, int C, float eps) {
+  int lane = threadIdx.x & 31, row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  if (row >= N) return;
+  const T *x = inp + (size_t)row * C;
+  float ss = 0.0f;
+  for (int c = lane * W; c < C; c += 32 * W) {
+    float f[W];
+    tzc_ld<W>(x + c, f);
+#pragma unroll
+    for (int j = 0; j < W; j++) ss += f[j] * f[j];
+  }
+  ss = tzc_warp_sum(ss);
+  float r = 1.0f / sqrtf(ss / C + eps);
+  T *o = out + (size_t)row * C;
+  for (int c = lane * W; c < C; c += 32 * W) {
+    float f[W], g[W];
+    tzc_ld<W>(x + c, f);
+    tzc_ld<W>(w + c, g);
+#pragma unroll
+    for (int j = 0; j < W; j++) f[j] = f[j] * r * g[j];
+    tzc_st<W>(o + c, f);
+  }
+  if (lane == 0) rstd[row] = r;
+}
+
+/* dx += r·w·dy − x·r³·(Σ_c w·dy·x)/C */
+template <int W, class T>
+__global__ void __launch_bounds__(32 * ROWS_PER_BLOCK)
+rms_bwd_rows_k(T *dinp, const T *dout, const T *inp, const T *w, const float *rstd, int N,
+               int C) {
+  int lane = threadIdx.x & 31, row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  if (row >= N) return;
+  const T *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
+  T *dx = dinp + (size_t)row * C;
+  float dot = 0.0f;
+  for (int c = lane * W; c < C; c += 32 * W) {
+    float a[W], b[W], g[W];
+    tzc_ld<W>(x + c, a);
+    tzc_ld<W>(dy + c, b);
+    tzc_ld<W>(w + c, g);
+#pragma unroll
+    for (int j = 0; j < W; j++) dot += g[j] * b[j] * a[j];
+  }
+  dot = tzc_warp_sum(dot);
+  float r = rstd[row], k = r * r * r * dot / C;
+  for (int c = lane * W; c < C; c += 32 * W) {
+    float a[W], b[W], g[W], d[W];
+    tzc_ld<W>(x + c, a);
+    tzc_ld<W>(dy + c, b);
+    tzc_ld<W>(w + c, g);
+    tzc_ld<W>(dx + c, d);
+#pragma unroll
+    for (int j = 0; j < W; j++) d[j] += r * g[j] * b[j] - k * a[j];
+    tzc_st<W>(dx + c, d);
+  }
+}
+
+/* pass 1 of dw: part[chunk, c] = Σ_{n in chunk} dy·x·rstd[n] */
+template <class T>
+__global__ void __launch_bounds__(TZC_COL_THREADS)
+rms_dw_part_k(float *part, const T *dout, const T *inp, const float *rstd, int N, int C,
+              int rpc) {
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  int n0 = blockIdx.y * rpc, n1 = min(N, n0 + rpc);
+  float s = 0.0f;
+#pragma unroll 8
+  for (int n = n0; n < n1; n++) {
+    size_t i = (size_t)n * C + c;
+    s += tzc_tof(dout[i]) * tzc_tof(inp[i]) * rstd[n];
+  }
+  part[(size_t)blockIdx.y * C + c] = s;
+}
+
+template <class T> bool rows_vec(int C, const void *a, const void *b, const void *c,
+                                 const void *d) {
+  return C % VW(T) == 0 && tzc_aligned16(a) && tzc_aligned16(b) && tzc_aligned16(c) &&
+         (!d || tzc_aligned16(d));
+}
+} // namespace
+
+extern "C" void tzc_rmsnorm_fwd(tz_backend *be, tz_slice out, tz_slice rstd, tz_slice inp,
+                                tz_slice w, int N, int C, float eps) {
+  TZC_PROF(be, "rmsnorm_fwd");
+  size_t es = tz_dtype_size(tzc(be)->act);
+  TZC_PROF_WORK(4.0 * N * C, 2.0 * N * C * es + 4.0 * N);
+  if (N <= 0 || C <= 0) return;
+  cudaStream_t st = tzc(be)->stream;
+  unsigned grid = tzc_blocks(N, ROWS_PER_BLOCK);
+  TZC_DISPATCH_ACT(be, {
+    T *o = (T *)tzc_ptr(out);
+    const T *x = (const T *)tzc_ptr(inp), *g = (const T *)tzc_w(be, w);
+    float *rs = (float *)tzc_ptr(rstd);
+    if (rows_vec<T>(C, o, x, g, nullptr))
+      rms_fwd_k<VW(T)><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(o, rs, x, g, N, C, eps);
+    else
+      rms_fwd_k<1><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(o, rs, x, g, N, C, eps);
+    TZC_LAUNCHED();
+  });
+}
+
+extern "C" void tzc_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout,
+                                tz_slice inp, tz_slice w, tz_slice rstd, int N, int C) {
+  TZC_PROF(be, "rmsnorm_bwd");
+  size_t es = tz_dtype_size(tzc(be)->act);
+  TZC_PROF_WORK(10.0 * N * C, 6.0 * N * C * es + 8.0 * N);
+  if (N <= 0 || C <= 0) return;
+  cudaStream_t st = tzc(be)->stream;
+  int rpc = tzc_col_rpc(N), P = tzc_col_chunks(N);
+  float *part = (float *)tzc_scratch(be, (size_t)P * C * sizeof(float));
+  TZC_DISPATCH_ACT(be, {
+    T *dx = (T *)tzc_ptr(dinp);
+    const T *dy = (const T *)tzc_ptr(dout), *x = (const T *)tzc_ptr(inp);
+    const T *g = (const T *)tzc_w(be, w);
+    const float *rs = (const float *)tzc_ptr(rstd);
+    unsigned grid = tzc_blocks(N, ROWS_PER_BLOCK);
+    if (rows_vec<T>(C, dx, dy, x, g))
+      rms_bwd_rows_k<VW(T)><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(dx, dy, x, g, rs, N, C);
+    else
+      rms_bwd_rows_k<1><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(dx, dy, x, g, rs, N, C);
+    TZC_LAUNCHED();
+    dim3 pg(tzc_blocks(C, TZC_COL_THREADS), (unsigned)P);
+    rms_dw_part_k<T><<<pg, TZC_COL_THREADS, 0, st>>>(part, dy, x, rs, N, C, rpc);
+    TZC_LAUNCHED();
+  });
+  tzc_colsum_final_k<<<tzc_blocks(C, TZC_COL_THREADS), TZC_COL_THREADS, 0, st>>>(
+      (float *)tzc_ptr(dw), part, nullptr, nullptr, P, C);
+  TZC_LAUNCHED();
+}

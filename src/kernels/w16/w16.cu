@@ -1,0 +1,57 @@
+// The CUDA runtime's own small kernels: the bf16 weight mirror (beside w16.wgsl, WebGPU's f16
+// mirror) and fill.
+//
+// bf16 mirror: in --precision bf16 the runtime keeps mirror[i] = bf16(params[i]) (round to
+// nearest even) for the registered flat fp32 parameter buffer; weight reads go through tzc_w().
+// adamw rewrites it in its own pass; tzc_mirror_refresh covers every other write (upload,
+// copy, fill into the parameters).
+#include <cuda_bf16.h>
+
+#include "backend/cuda/cuda_internal.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned grid_for(size_t n) {
+  size_t g = (n + kThreads - 1) / kThreads;
+  return (unsigned)(g < 65535u * 8u ? (g ? g : 1) : 65535u * 8u); // grid-stride beyond this
+}
+
+__global__ void mirror_kernel(__nv_bfloat16 *__restrict__ dst, const float *__restrict__ src, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    dst[i] = __float2bfloat16_rn(src[i]);
+}
+
+template <typename T>
+__global__ void fill_kernel(T *__restrict__ dst, T v, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    dst[i] = v;
+}
+
+} // namespace
+
+extern "C" void tzc_mirror_refresh(tz_backend *be, size_t first, size_t n) {
+  tzc_ctx *c = tzc(be);
+  if (!c->params_bf16 || !n) return;
+  TZC_PROF(be, "mirror");
+  TZC_PROF_WORK(0, 6.0 * n);
+  mirror_kernel<<<grid_for(n), kThreads, 0, c->stream>>>((__nv_bfloat16 *)c->params_bf16 + first,
+                                                         (const float *)c->params->ptr + first, n);
+  TZC_LAUNCHED();
+}
+
+extern "C" void tzc_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt) {
+  if (!n) return;
+  TZC_PROF(be, "fill");
+  cudaStream_t s = tzc(be)->stream;
+  if (dt == TZ_BF16) {
+    TZC_PROF_WORK(0, 2.0 * n);
+    fill_kernel<__nv_bfloat16><<<grid_for(n), kThreads, 0, s>>>((__nv_bfloat16 *)tzc_ptr(dst),
+                                                               __float2bfloat16_rn(value), n);
+  } else {
+    TZC_PROF_WORK(0, 4.0 * n);
+    fill_kernel<float><<<grid_for(n), kThreads, 0, s>>>((float *)tzc_ptr(dst), value, n);
+  }
+  TZC_LAUNCHED();
+}

@@ -1,0 +1,382 @@
+/* CUDA attention (src/kernels/attention/attention.cu, attention_fa.cu) against the CPU
+ * backend on fresh random inputs, both precisions and both kernel sets.
+ *
+ * Every training-form case: q, k, v are sub-views of one fused qkv row with 8 extra guard
+ * columns (q_stride = kv_stride = (n_head + 2·n_kv_head)·head_dim + 8); the guard columns of
+ * the inputs hold NaN (a kernel that reads outside its head would turn the result NaN), the
+ * gradient buffer dqkv is pre-filled with a guard value and its guard columns must come back
+ * unchanged (dq, dk, dv are written only in their own columns); every GPU tensor has 32 guard
+ * elements before and after it that must stay unchanged too. The backward runs twice and
+ * the two dqkv buffers must be bit-identical (determinism). Shapes: T not a multiple of the
+ * 64-row tiles (77, 200, 9, 130), B 2, GQA (4 query heads on 2 or 1 kv heads), head_dim 32,
+ * 64, 128 (and 8 in fp32).
+ *
+ * Paths: TEZGAH_CUDA_ATTN (read on every call) = "fast" makes a shape the tensor-core kernels
+ * cannot take abort, so the fast cases really ran them; "fallback" forces the SIMT kernels;
+ * unset, the backend chooses.
+ *
+ * Tolerances, |gpu − cpu| ≤ atol + rtol·|cpu| per element (plus, where stated, a bound on the
+ * relative RMS error ‖gpu − cpu‖₂ / ‖cpu‖₂):
+ *   fp32 (fallback kernels; fp32 math like the CPU, other summation order)
+ *     out                rtol 1e-5, atol 2e-6
+ *     lse                rtol 1e-5, atol 2e-6
+ *     dq, dk, dv         rtol 1e-4, atol 1e-5
+ *   bf16 (inputs rounded to bf16 first, the CPU fed the same rounded values; its backward
+ *   gets its own forward output rounded to bf16, as the GPU's bf16 out is)
+ *     out                rtol 2e-2, atol 1e-2
+ *     lse (fp32)         rtol 1e-3, atol 1e-3
+ *     dq, dk, dv         rtol 5e-2, atol 3e-2·rms(reference tensor); relative RMS ≤ 2e-2
+ * Decoding form (B 1, Tq 3 at q_pos0 5 against Tk 8, and Tq 1 at q_pos0 36 against Tk 37;
+ * separate K/V cache rows of n_kv_head·head_dim): out and lse with the tolerances above.
+ * Without a CUDA build, driver or GPU: SKIPPED (exit 77; cuda_testutil.h's ct_cuda). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_testutil.h"
+
+static tz_backend *cpu, *g32, *g16;
+
+static int setup(void **state) {
+  (void)state;
+  g32 = ct_cuda("fp32"); /* or SKIPPED (exit 77) */
+  g16 = tz_backend_create("cuda", 0, "bf16");
+  assert_non_null(g16);
+  assert_int_equal(g32->act, TZ_F32);
+  assert_int_equal(g16->act, TZ_BF16);
+  cpu = tz_backend_create("cpu", 2, NULL);
+  assert_non_null(cpu);
+  return 0;
+}
+static int teardown(void **state) {
+  (void)state;
+  g16->destroy(g16);
+  g32->destroy(g32);
+  cpu->destroy(cpu);
+  return 0;
+}
+
+/* host bf16 conversions: cuda_testutil.h's */
+#define f2bf ct_f32_to_bf16
+#define bf2f ct_bf16_to_f32
+#define bf16r ct_bf16_round
+
+/* ---- GPU tensors with guard elements around them ---- */
+#define PADE 32         /* guard elements before and after (64 or 128 bytes: 16-byte aligned) */
+#define GUARD 3.0f      /* exactly representable in bf16 */
+typedef struct {
+  tz_buf *buf;
+  tz_slice s;  /* the data, PADE elements in */
+  size_t n;    /* data elements */
+  size_t esz;  /* bytes per element on the device: 2 (bf16 act) or 4 */
+} gten;
+
+/* Upload n + 2·PADE host floats (converted to the element type) into t's buffer. */
+static void g_put(tz_backend *be, gten *t, const float *all) {
+  size_t tot = t->n + 2 * PADE;
+  if (t->esz == 2) {
+    uint16_t *h = malloc(tot * 2);
+    for (size_t i = 0; i < tot; i++) h[i] = f2bf(all[i]);
+    be->upload(be, (tz_slice){t->buf, 0}, h, tot * 2);
+    free(h);
+  } else {
+    be->upload(be, (tz_slice){t->buf, 0}, all, tot * 4);
+  }
+}
+/* A tensor of n elements holding data (or nothing), its guards and the rest = fill. */
+static gten g_alloc(tz_backend *be, size_t n, size_t esz, const float *data, float fill) {
+  gten t = {be->alloc(be, (n + 2 * PADE) * esz, "test"), {0, 0}, n, esz};
+  assert_non_null(t.buf);
+  t.s = (tz_slice){t.buf, PADE * esz};
+  float *all = malloc((n + 2 * PADE) * sizeof(float));
+  for (size_t i = 0; i < n + 2 * PADE; i++) all[i] = fill;
+  if (data) memcpy(all + PADE, data, n * sizeof(float));
+  g_put(be, &t, all);
+  free(all);
+  return t;
+}
+/* The whole buffer (guards included) as host floats. */
+static float *g_get(tz_backend *be, gten *t) {
+  size_t tot = t->n + 2 * PADE;
+  float *x = malloc(tot * sizeof(float));
+  if (t->esz == 2) {
+    uint16_t *h = malloc(tot * 2);
+    be->download(be, h, (tz_slice){t->buf, 0}, tot * 2);
+    for (size_t i = 0; i < tot; i++) x[i] = bf2f(h[i]);
+    free(h);
+  } else {
+    be->download(be, x, (tz_slice){t->buf, 0}, tot * 4);
+  }
+  return x;
+}
+static void *g_raw(tz_backend *be, gten *t) {
+  size_t bytes = (t->n + 2 * PADE) * t->esz;
+  void *x = malloc(bytes);
+  be->download(be, x, (tz_slice){t->buf, 0}, bytes);
+  return x;
+}
+static void g_free(tz_backend *be, gten *t) { be->free(be, t->buf); }
+
+/* The PADE guards before and after the data must still hold `fill` exactly. */
+static void check_pads(const char *what, const float *all, size_t n, float fill) {
+  for (size_t i = 0; i < PADE; i++) {
+    if (all[i] != fill || all[PADE + n + i] != fill) {
+      print_error("%s: guard element overwritten (%s the tensor, index %zu): %g\n", what,
+                  all[i] != fill ? "before" : "after", i, all[i] != fill ? all[i] : all[PADE + n + i]);
+      fail();
+    }
+  }
+}
+
+/* |got − ref| ≤ atol + rtol·|ref| with atol = atol_abs + atol_rms·rms(ref); relative RMS
+ * error ≤ max_relrms (when > 0). Prints the error figures either way. */
+static void close_to(const char *what, const float *got, const float *ref, size_t n, double rtol,
+                     double atol_abs, double atol_rms, double max_relrms) {
+  double ss = 0, se = 0, wx = -1, maxe = 0;
+  size_t worst = 0;
+  int bad = 0;
+  for (size_t i = 0; i < n; i++) ss += (double)ref[i] * ref[i];
+  double rms = sqrt(ss / (double)(n ? n : 1)), atol = atol_abs + atol_rms * rms;
+  for (size_t i = 0; i < n; i++) {
+    double e = fabs((double)got[i] - ref[i]), bound = atol + rtol * fabs(ref[i]);
+    if (!(e <= bound)) bad++;
+    double x = isnan(e) ? INFINITY : e / bound;
+    if (x > wx) wx = x, worst = i;
+    se += isnan(e) ? INFINITY : e * e;
+    if (e > maxe || isnan(e)) maxe = e;
+  }
+  double relrms = ss > 0 ? sqrt(se / ss) : sqrt(se);
+  printf("  %-10s n %-7zu max|err| %.3g  worst err/bound %.3g  rel-rms %.3g\n", what, n, maxe, wx,
+         relrms);
+  if (bad) {
+    print_error("%s: %d of %zu elements off; worst [%zu] got %.9g want %.9g (rtol %g atol %g)\n",
+                what, bad, n, worst, (double)got[worst], (double)ref[worst], rtol, atol);
+    fail();
+  }
+  if (max_relrms > 0 && !(relrms <= max_relrms)) {
+    print_error("%s: relative RMS error %g > %g\n", what, relrms, max_relrms);
+    fail();
+  }
+}
+
+/* rows × w block at column c0 of a row-major array with row stride `stride` */
+static float *cols(const float *x, size_t rows, size_t stride, size_t c0, size_t w) {
+  float *y = malloc((rows * w > 0 ? rows * w : 1) * sizeof(float));
+  for (size_t r = 0; r < rows; r++) memcpy(y + r * w, x + r * stride + c0, w * sizeof(float));
+  return y;
+}
+
+static void set_mode(const char *mode) {
+  if (mode)
+    setenv("TEZGAH_CUDA_ATTN", mode, 1);
+  else
+    unsetenv("TEZGAH_CUDA_ATTN");
+}
+
+/* ---- training form: forward + backward vs the CPU ---- */
+static void run_case(int bf16, const char *mode, int B, int T, int nh, int nkv, int hd) {
+  tz_backend *g = bf16 ? g16 : g32;
+  printf("%s %s B %d T %d n_head %d n_kv_head %d head_dim %d\n", bf16 ? "bf16" : "fp32",
+         mode ? mode : "auto", B, T, nh, nkv, hd);
+  set_mode(mode);
+  const size_t esz = bf16 ? 2 : 4, N = (size_t)B * T, Q = (size_t)(nh + 2 * nkv) * hd,
+               QS = Q + 8, C = (size_t)nh * hd, NL = (size_t)B * nh * T;
+  tz_rng rng;
+  tz_rng_seed(&rng, (uint64_t)B * 1000003 + T * 1009 + nh * 101 + nkv * 11 + hd + bf16, 5);
+  float *qkv = malloc(N * QS * sizeof(float)), *dout = malloc(N * C * sizeof(float));
+  for (size_t r = 0; r < N; r++)
+    for (size_t c = 0; c < QS; c++) qkv[r * QS + c] = c < Q ? tz_rng_normal(&rng) : NAN;
+  for (size_t i = 0; i < N * C; i++) dout[i] = tz_rng_normal(&rng);
+  if (bf16) {
+    for (size_t i = 0; i < N * QS; i++) qkv[i] = bf16r(qkv[i]);
+    for (size_t i = 0; i < N * C; i++) dout[i] = bf16r(dout[i]);
+  }
+
+  /* CPU reference */
+  float *out_ref = malloc(N * C * sizeof(float)), *lse_ref = malloc(NL * sizeof(float));
+  float *dqkv_ref = malloc(N * QS * sizeof(float));
+  {
+    ot_ctx o;
+    ot_init(&o, cpu, 1);
+    for (size_t i = 0; i < N * QS; i++) dqkv_ref[i] = GUARD;
+    tz_slice q = ot_buf(&o, qkv, N * QS * 4), out = ot_buf(&o, NULL, N * C * 4),
+             lse = ot_buf(&o, NULL, NL * 4), dy = ot_buf(&o, dout, N * C * 4),
+             dq = ot_buf(&o, dqkv_ref, N * QS * 4);
+    tz_slice k = tz_f32(q, (size_t)nh * hd), v = tz_f32(q, (size_t)(nh + nkv) * hd);
+    tz_slice dk = tz_f32(dq, (size_t)nh * hd), dv = tz_f32(dq, (size_t)(nh + nkv) * hd);
+    cpu->attention_fwd(cpu, out, lse, q, k, v, B, T, T, 0, nh, nkv, hd, (int)QS, (int)QS);
+    cpu->download(cpu, out_ref, out, N * C * 4);
+    cpu->download(cpu, lse_ref, lse, NL * 4);
+    if (bf16) { /* the backward sees the forward output as the GPU stores it */
+      float *ob = malloc(N * C * sizeof(float));
+      for (size_t i = 0; i < N * C; i++) ob[i] = bf16r(out_ref[i]);
+      cpu->upload(cpu, out, ob, N * C * 4);
+      free(ob);
+    }
+    cpu->attention_bwd(cpu, dq, dk, dv, dy, q, k, v, out, lse, B, T, nh, nkv, hd, (int)QS,
+                       (int)QS);
+    cpu->download(cpu, dqkv_ref, dq, N * QS * 4);
+    ot_release(&o);
+  }
+
+  /* GPU */
+  gten gq = g_alloc(g, N * QS, esz, qkv, NAN), go = g_alloc(g, N * C, esz, NULL, GUARD),
+       gl = g_alloc(g, NL, 4, NULL, GUARD), gd = g_alloc(g, N * C, esz, dout, NAN),
+       gdq = g_alloc(g, N * QS, esz, NULL, GUARD);
+  {
+    float *fill = malloc((N * QS + 2 * PADE) * sizeof(float));
+    for (size_t i = 0; i < N * QS + 2 * PADE; i++) fill[i] = GUARD;
+    g_put(g, &gdq, fill);
+    free(fill);
+  }
+  tz_slice q = gq.s, k = tz_elems(q, (size_t)nh * hd, g->act),
+           v = tz_elems(q, (size_t)(nh + nkv) * hd, g->act);
+  tz_slice dq = gdq.s, dk = tz_elems(dq, (size_t)nh * hd, g->act),
+           dv = tz_elems(dq, (size_t)(nh + nkv) * hd, g->act);
+  g->attention_fwd(g, go.s, gl.s, q, k, v, B, T, T, 0, nh, nkv, hd, (int)QS, (int)QS);
+  g->attention_bwd(g, dq, dk, dv, gd.s, q, k, v, go.s, gl.s, B, T, nh, nkv, hd, (int)QS, (int)QS);
+  void *raw1 = g_raw(g, &gdq);
+  g->attention_bwd(g, dq, dk, dv, gd.s, q, k, v, go.s, gl.s, B, T, nh, nkv, hd, (int)QS, (int)QS);
+  void *raw2 = g_raw(g, &gdq);
+  float *o = g_get(g, &go), *l = g_get(g, &gl), *dqa = g_get(g, &gdq);
+  set_mode(NULL);
+
+  check_pads("out", o, N * C, GUARD);
+  check_pads("lse", l, NL, GUARD);
+  check_pads("dqkv", dqa, N * QS, GUARD);
+  for (size_t r = 0; r < N; r++)
+    for (size_t c = Q; c < QS; c++)
+      if (dqa[PADE + r * QS + c] != GUARD) {
+        print_error("dqkv: guard column %zu of row %zu overwritten: %g\n", c, r,
+                    (double)dqa[PADE + r * QS + c]);
+        fail();
+      }
+  if (memcmp(raw1, raw2, (N * QS + 2 * PADE) * esz) != 0) {
+    print_error("attention_bwd: two runs on the same inputs differ (not deterministic)\n");
+    fail();
+  }
+
+  const double fo_r = bf16 ? 2e-2 : 1e-5, fo_a = bf16 ? 1e-2 : 2e-6;
+  const double fl_r = bf16 ? 1e-3 : 1e-5, fl_a = bf16 ? 1e-3 : 2e-6;
+  const double b_r = bf16 ? 5e-2 : 1e-4, b_a = bf16 ? 0 : 1e-5, b_arms = bf16 ? 3e-2 : 0,
+               b_rr = bf16 ? 2e-2 : 0;
+  close_to("out", o + PADE, out_ref, N * C, fo_r, fo_a, 0, 0);
+  close_to("lse", l + PADE, lse_ref, NL, fl_r, fl_a, 0, 0);
+  const char *names[3] = {"dq", "dk", "dv"};
+  const size_t c0[3] = {0, (size_t)nh * hd, (size_t)(nh + nkv) * hd},
+               w[3] = {(size_t)nh * hd, (size_t)nkv * hd, (size_t)nkv * hd};
+  for (int i = 0; i < 3; i++) {
+    float *gg = cols(dqa + PADE, N, QS, c0[i], w[i]), *rr = cols(dqkv_ref, N, QS, c0[i], w[i]);
+    close_to(names[i], gg, rr, N * w[i], b_r, b_a, b_arms, b_rr);
+    free(gg), free(rr);
+  }
+
+  g_free(g, &gq), g_free(g, &go), g_free(g, &gl), g_free(g, &gd), g_free(g, &gdq);
+  free(raw1), free(raw2), free(o), free(l), free(dqa);
+  free(qkv), free(dout), free(out_ref), free(lse_ref), free(dqkv_ref);
+}
+
+/* ---- decoding form: B 1, Tq queries at q_pos0 = Tk − Tq against a K/V cache ---- */
+static void run_decode(int bf16, const char *mode, int nh, int nkv, int hd, int Tq, int Tk) {
+  tz_backend *g = bf16 ? g16 : g32;
+  printf("%s %s decode n_head %d n_kv_head %d head_dim %d Tq %d Tk %d q_pos0 %d\n",
+         bf16 ? "bf16" : "fp32", mode ? mode : "auto", nh, nkv, hd, Tq, Tk, Tk - Tq);
+  set_mode(mode);
+  const size_t esz = bf16 ? 2 : 4, QS = (size_t)(nh + 2 * nkv) * hd, KS = (size_t)nkv * hd,
+               C = (size_t)nh * hd, NL = (size_t)nh * Tq;
+  const int q_pos0 = Tk - Tq;
+  tz_rng rng;
+  tz_rng_seed(&rng, (uint64_t)Tq * 7919 + Tk * 31 + hd + bf16, 9);
+  float *qh = malloc(Tq * QS * sizeof(float)), *kh = malloc(Tk * KS * sizeof(float)),
+        *vh = malloc(Tk * KS * sizeof(float));
+  for (size_t i = 0; i < Tq * QS; i++) qh[i] = tz_rng_normal(&rng);
+  for (size_t i = 0; i < Tk * KS; i++) kh[i] = tz_rng_normal(&rng), vh[i] = tz_rng_normal(&rng);
+  if (bf16) {
+    for (size_t i = 0; i < Tq * QS; i++) qh[i] = bf16r(qh[i]);
+    for (size_t i = 0; i < Tk * KS; i++) kh[i] = bf16r(kh[i]), vh[i] = bf16r(vh[i]);
+  }
+  float *out_ref = malloc(Tq * C * sizeof(float)), *lse_ref = malloc(NL * sizeof(float));
+  {
+    ot_ctx o;
+    ot_init(&o, cpu, 1);
+    tz_slice q = ot_buf(&o, qh, Tq * QS * 4), k = ot_buf(&o, kh, Tk * KS * 4),
+             v = ot_buf(&o, vh, Tk * KS * 4), out = ot_buf(&o, NULL, Tq * C * 4),
+             lse = ot_buf(&o, NULL, NL * 4);
+    cpu->attention_fwd(cpu, out, lse, q, k, v, 1, Tq, Tk, q_pos0, nh, nkv, hd, (int)QS, (int)KS);
+    cpu->download(cpu, out_ref, out, Tq * C * 4);
+    cpu->download(cpu, lse_ref, lse, NL * 4);
+    ot_release(&o);
+  }
+  gten gq = g_alloc(g, Tq * QS, esz, qh, NAN), gk = g_alloc(g, Tk * KS, esz, kh, NAN),
+       gv = g_alloc(g, Tk * KS, esz, vh, NAN), go = g_alloc(g, Tq * C, esz, NULL, GUARD),
+       gl = g_alloc(g, NL, 4, NULL, GUARD), go2 = g_alloc(g, Tq * C, esz, NULL, GUARD);
+  g->attention_fwd(g, go.s, gl.s, gq.s, gk.s, gv.s, 1, Tq, Tk, q_pos0, nh, nkv, hd, (int)QS, (int)KS);
+  g->attention_fwd(g, go2.s, TZ_NONE, gq.s, gk.s, gv.s, 1, Tq, Tk, q_pos0, nh, nkv, hd, (int)QS,
+                   (int)KS); /* no lse (sampling) */
+  float *o = g_get(g, &go), *l = g_get(g, &gl), *o2 = g_get(g, &go2);
+  set_mode(NULL);
+  check_pads("out", o, Tq * C, GUARD);
+  check_pads("lse", l, NL, GUARD);
+  check_pads("out (no lse)", o2, Tq * C, GUARD);
+  close_to("out", o + PADE, out_ref, Tq * C, bf16 ? 2e-2 : 1e-5, bf16 ? 1e-2 : 2e-6, 0, 0);
+  close_to("out nolse", o2 + PADE, out_ref, Tq * C, bf16 ? 2e-2 : 1e-5, bf16 ? 1e-2 : 2e-6, 0, 0);
+  close_to("lse", l + PADE, lse_ref, NL, bf16 ? 1e-3 : 1e-5, bf16 ? 1e-3 : 2e-6, 0, 0);
+  g_free(g, &gq), g_free(g, &gk), g_free(g, &gv), g_free(g, &go), g_free(g, &gl), g_free(g, &go2);
+  free(o), free(l), free(o2), free(qh), free(kh), free(vh), free(out_ref), free(lse_ref);
+}
+
+/* fp32 mode: the SIMT kernels (the only ones in fp32), tight tolerances */
+static void test_fp32(void **state) {
+  (void)state;
+  run_case(0, NULL, 2, 77, 4, 2, 64);     /* GQA 2, B 2 */
+  run_case(0, NULL, 1, 200, 4, 1, 32);    /* multi-query */
+  run_case(0, NULL, 2, 70, 2, 2, 128);
+  run_case(0, NULL, 3, 5, 2, 2, 8);       /* tiny */
+  run_case(0, "fallback", 1, 33, 4, 2, 64);
+}
+/* bf16, the tensor-core kernels (forced: a shape that would fall back aborts) */
+static void test_bf16_fast(void **state) {
+  (void)state;
+  run_case(1, "fast", 2, 77, 4, 2, 64);   /* GQA 2, two query blocks, last partial */
+  run_case(1, "fast", 1, 200, 4, 1, 64);  /* multi-query, 4 blocks */
+  run_case(1, "fast", 2, 200, 4, 4, 128); /* head_dim 128 */
+  run_case(1, "fast", 1, 77, 2, 1, 128);  /* head_dim 128, GQA */
+  run_case(1, "fast", 2, 9, 4, 2, 64);    /* T below one tile */
+  run_case(1, "fast", 1, 130, 2, 2, 128); /* 3 blocks, 2 rows in the last */
+  run_case(1, "fast", 1, 256, 2, 1, 64);  /* T a multiple of every tile */
+}
+/* bf16, the SIMT kernels */
+static void test_bf16_fallback(void **state) {
+  (void)state;
+  run_case(1, "fallback", 2, 77, 4, 2, 64);
+  run_case(1, "fallback", 1, 200, 4, 1, 32);
+  run_case(1, "fallback", 1, 70, 4, 2, 128);
+}
+/* bf16, the backend's own choice: head_dim 32 falls back, 64 takes the fast path */
+static void test_bf16_auto(void **state) {
+  (void)state;
+  run_case(1, NULL, 1, 77, 4, 2, 32);
+  run_case(1, NULL, 2, 100, 4, 2, 64);
+}
+static void test_decode(void **state) {
+  (void)state;
+  run_decode(0, NULL, 4, 2, 16, 3, 8);
+  run_decode(0, NULL, 4, 2, 64, 3, 8);
+  run_decode(0, NULL, 4, 1, 64, 1, 37);
+  run_decode(1, NULL, 4, 2, 16, 3, 8);
+  run_decode(1, NULL, 4, 2, 64, 3, 8);
+  run_decode(1, NULL, 4, 1, 128, 1, 37);
+  run_decode(1, "fallback", 4, 2, 64, 3, 8);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fp32),          cmocka_unit_test(test_bf16_fast),
+      cmocka_unit_test(test_bf16_fallback), cmocka_unit_test(test_bf16_auto),
+      cmocka_unit_test(test_decode),
+  };
+  if (getenv("TZ_TEST_FILTER")) cmocka_set_test_filter(getenv("TZ_TEST_FILTER"));
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
