@@ -40,6 +40,8 @@
  * No atomics: every output element has one owner and a fixed summation order. */
 #include <cuda_bf16.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "backend/cuda/cuda_internal.h"
 #include "kernels/attention/attention_cuda.h"
@@ -91,6 +93,13 @@ __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint3
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+/* 2^x on the special-function unit (one MUFU.EX2; exp2f adds range fix-ups for results
+ * below 2^-126, which flush to 0 here: negligible next to the softmax's other terms). −inf → 0. */
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
 /* two floats → bf16x2, lo in the low half (the lower column index) */
 __device__ __forceinline__ uint32_t pack(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -99,16 +108,23 @@ __device__ __forceinline__ uint32_t pack(float lo, float hi) {
 
 /* ---- tile helpers ---- */
 /* ROWS rows × HD columns from global (row r at src + r·stride, rows r0 + r ≥ T zero-filled)
- * into shared dst (row stride LD), by NT threads, 16 bytes each. */
+ * into shared dst (row stride LD), by NT threads, 16 bytes each. Fully unrolled: thread t
+ * copies column chunk t % CH of rows t / CH + j·(NT / CH) (the loop bounds are compile-time,
+ * so no trip-count or remainder code; the per-chunk cost is an add, a compare and the copy). */
 template <int ROWS, int HD, int LD, int NT>
 __device__ __forceinline__ void load_tile(bf16 *dst, const bf16 *src, size_t stride, int r0,
                                           int T) {
   constexpr int CH = HD / 8; /* 16-byte chunks per row */
+  static_assert(NT % CH == 0 && (ROWS * CH) % NT == 0, "tile not a whole number of passes");
+  constexpr int RS = NT / CH, NIT = ROWS * CH / NT;
+  const int r = threadIdx.x / CH, c = (threadIdx.x % CH) * 8;
+  const bf16 *sp = src + (size_t)(r0 + r) * stride + c;
+  const size_t step = (size_t)RS * stride;
+  bf16 *dp = dst + r * LD + c;
 #pragma unroll
-  for (int i = threadIdx.x; i < ROWS * CH; i += NT) {
-    const int r = i / CH, c = (i % CH) * 8;
-    const bool ok = r0 + r < T;
-    cp16(dst + r * LD + c, ok ? src + (size_t)(r0 + r) * stride + c : src, ok);
+  for (int j = 0; j < NIT; j++) {
+    const bool ok = r0 + r + j * RS < T;
+    cp16(dp + j * RS * LD, ok ? sp + j * step : src, ok);
   }
 }
 /* A warp's 16 accumulator rows (C layout, n-tiles of 8 columns) × HD columns → bf16 in
@@ -139,18 +155,35 @@ __device__ __forceinline__ void store_rows(bf16 *dst, size_t stride, const bf16 
 }
 
 /* ================= forward ================= */
-template <int HD, int NW> struct FwdCfg {
-  static constexpr int BQ = 16 * NW, BK = 64, LD = HD + 8, NT = 32 * NW;
+/* MT m-tiles a warp: the warp owns 16·MT consecutive rows of the block, and every K / V
+ * fragment it loads from shared memory feeds MT mma's (shared-memory traffic per FLOP / MT). */
+template <int HD, int NW, int MT, int BK_ = 64> struct FwdCfg {
+  static constexpr int BQ = 16 * NW * MT, BK = BK_, LD = HD + 8, NT = 32 * NW;
   static constexpr size_t SMEM = (size_t)(BQ + 4 * BK) * LD * sizeof(bf16); /* Q, 2×K, 2×V */
 };
 
-template <int HD, int NW>
-__global__ void __launch_bounds__(NW * 32)
+/* Blocks an SM should hold at once (__launch_bounds__' second argument: the register cap
+ * that allows it, 65536 / (128·blocks)). Without one, ptxas drifts a few registers past a
+ * step (130 → 3 blocks instead of 4); with 1, it takes up to 255. */
+template <int HD, int NW, int MT, int BK> constexpr int fwd_blocks() {
+  return NW == 8 || BK > 64 ? 2 : HD == 64 ? (MT == 1 ? 4 : 2) : 2;
+}
+template <int HD, int NW, int MT, int BQ> constexpr int dkdv_blocks() {
+  return NW == 8 ? 2 : MT == 1 && HD == 64 ? 3 : 2;
+}
+template <int HD, int NW, int MT, int BK> constexpr int dq_blocks() {
+  return NW == 8 ? 2 : MT == 1 ? (HD == 64 && BK <= 32 ? 4 : 3) : 2;
+}
+
+/* DSKIP: in a tile that crosses the diagonal, the 16-key chunks past the warp's last row are
+ * neither multiplied (S, P·V) nor loaded from shared memory (their P is 0 after masking). */
+template <int HD, int NW, int MT, int BK_ = 64, bool DSKIP = false>
+__global__ void __launch_bounds__(NW * 32, (fwd_blocks<HD, NW, MT, BK_>()))
     fa_fwd(bf16 *__restrict__ out, float *__restrict__ lse, const bf16 *__restrict__ q,
            const bf16 *__restrict__ k, const bf16 *__restrict__ v, int T, int H, int rep, int qs,
            int kvs, float scale) {
-  using C = FwdCfg<HD, NW>;
-  constexpr int BQ = C::BQ, BK = C::BK, LD = C::LD, NT = C::NT;
+  using C = FwdCfg<HD, NW, MT, BK_>;
+  constexpr int BQ = C::BQ, BK = C::BK, LD = C::LD, NT = C::NT, WR = 16 * MT;
   extern __shared__ __align__(16) unsigned char fa_sh[];
   bf16 *Qs = reinterpret_cast<bf16 *>(fa_sh);
   bf16 *Ks = Qs + BQ * LD; /* [2][BK][LD] */
@@ -170,13 +203,19 @@ __global__ void __launch_bounds__(NW * 32)
   load_tile<BK, HD, LD, NT>(Vs, vg, kvs, 0, T);
   cp_commit();
 
-  float o[HD / 8][4];
+  float o[MT][HD / 8][4];
 #pragma unroll
-  for (int n = 0; n < HD / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-  uint32_t qf[HD / 16][4];
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int n = 0; n < HD / 8; n++) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.0f;
+  float m[MT][2], l[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) m[mt][0] = m[mt][1] = -INFINITY, l[mt][0] = l[mt][1] = 0.0f;
+  uint32_t qf[MT][HD / 16][4];
   const float sl2 = scale * LOG2E;
-  const int row0 = q0 + warp * 16 + gr; /* this thread's rows: row0, row0 + 8 */
+  const int wr0 = warp * WR;            /* the warp's first row in the block */
+  const int row0 = q0 + wr0 + gr;       /* this thread's rows: row0 + 16·mt (+ 8) */
+  const int wlast = q0 + wr0 + WR - 1;  /* the warp's last row */
 
   for (int kb = 0; kb < nkb; kb++) {
     const int buf = kb & 1;
@@ -191,115 +230,146 @@ __global__ void __launch_bounds__(NW * 32)
     __syncthreads();
     if (kb == 0) {
 #pragma unroll
-      for (int ks = 0; ks < HD / 16; ks++)
-        ldsm4(qf[ks], Qs + (warp * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+      for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int ks = 0; ks < HD / 16; ks++)
+          ldsm4(qf[mt][ks], Qs + (wr0 + mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
     }
-    const bf16 *Kb = Ks + buf * BK * LD, *Vb = Vs + buf * BK * LD;
-
-    /* S = Q·Kᵀ: 16 × BK per warp */
-    float s[BK / 8][4];
-#pragma unroll
-    for (int n = 0; n < BK / 8; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
-#pragma unroll
-    for (int ks = 0; ks < HD / 16; ks++) {
-#pragma unroll
-      for (int np = 0; np < BK / 16; np++) {
-        uint32_t kf[4];
-        ldsm4(kf, Kb + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 +
-                      ((lane >> 3) & 1) * 8);
-        mma(s[2 * np], qf[ks], kf[0], kf[1]);
-        mma(s[2 * np + 1], qf[ks], kf[2], kf[3]);
-      }
-    }
-    /* mask keys past the query (causal) or past T, in the blocks that reach them */
     const int k0 = kb * BK;
-    if (k0 + BK > q0 || k0 + BK > T) {
+    if (k0 <= wlast) { /* a tile wholly past the warp's rows (causal) adds nothing */
+      const bf16 *Kb = Ks + buf * BK * LD, *Vb = Vs + buf * BK * LD;
+
+      /* S = Q·Kᵀ: 16·MT × BK per warp */
+      float s[MT][BK / 8][4];
 #pragma unroll
-      for (int n = 0; n < BK / 8; n++)
+      for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const int key = k0 + n * 8 + 2 * gc + (e & 1), row = row0 + (e >> 1) * 8;
-          if (key > row || key >= T) s[n][e] = -INFINITY;
+        for (int n = 0; n < BK / 8; n++) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.0f;
+#pragma unroll
+      for (int ks = 0; ks < HD / 16; ks++) {
+#pragma unroll
+        for (int np = 0; np < BK / 16; np++) {
+          if (DSKIP && np * 16 > wlast - k0) continue; /* keys past every row of the warp */
+          uint32_t kf[4];
+          ldsm4(kf, Kb + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 +
+                        ((lane >> 3) & 1) * 8);
+#pragma unroll
+          for (int mt = 0; mt < MT; mt++) {
+            mma(s[mt][2 * np], qf[mt][ks], kf[0], kf[1]);
+            mma(s[mt][2 * np + 1], qf[mt][ks], kf[2], kf[3]);
+          }
         }
-    }
-    /* online softmax, rows r = 0 (row0) and 1 (row0 + 8) */
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < BK / 8; n++) mx = fmaxf(mx, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float mn = fmaxf(m[r], mx);
-      const float mb = mn == -INFINITY ? 0.0f : mn * sl2; /* a row with nothing visible yet */
-      const float corr = exp2f(m[r] * sl2 - mb);          /* m = −inf: 0 */
-      float sum = 0.0f;
-#pragma unroll
-      for (int n = 0; n < BK / 8; n++) {
-        s[n][2 * r] = exp2f(fmaf(s[n][2 * r], sl2, -mb));
-        s[n][2 * r + 1] = exp2f(fmaf(s[n][2 * r + 1], sl2, -mb));
-        sum += s[n][2 * r] + s[n][2 * r + 1];
       }
-      l[r] = l[r] * corr + sum;
-      m[r] = mn;
+      /* mask keys past the query (causal) or past T, in the blocks that reach them */
+      if (k0 + BK > q0 + wr0 || k0 + BK > T) {
 #pragma unroll
-      for (int n = 0; n < HD / 8; n++) o[n][2 * r] *= corr, o[n][2 * r + 1] *= corr;
-    }
-    /* O += P·V */
+        for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-    for (int kk = 0; kk < BK / 16; kk++) {
-      const uint32_t pa[4] = {pack(s[2 * kk][0], s[2 * kk][1]), pack(s[2 * kk][2], s[2 * kk][3]),
-                              pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                              pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+          for (int n = 0; n < BK / 8; n++)
 #pragma unroll
-      for (int dp = 0; dp < HD / 16; dp++) {
-        uint32_t vf[4];
-        ldsm4t(vf, Vb + (kk * 16 + (lane & 15)) * LD + dp * 16 + (lane >> 4) * 8);
-        mma(o[2 * dp], pa, vf[0], vf[1]);
-        mma(o[2 * dp + 1], pa, vf[2], vf[3]);
+            for (int e = 0; e < 4; e++) {
+              const int key = k0 + n * 8 + 2 * gc + (e & 1), row = row0 + mt * 16 + (e >> 1) * 8;
+              if (key > row || key >= T) s[mt][n][e] = -INFINITY;
+            }
+      }
+      /* online softmax, rows r = 0 (row0 + 16·mt) and 1 (+ 8) */
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+          float mx = -INFINITY;
+#pragma unroll
+          for (int n = 0; n < BK / 8; n++) mx = fmaxf(mx, fmaxf(s[mt][n][2 * r], s[mt][n][2 * r + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float mn = fmaxf(m[mt][r], mx);
+          const float mb = mn == -INFINITY ? 0.0f : mn * sl2; /* nothing visible yet */
+          const float corr = ex2(m[mt][r] * sl2 - mb);      /* m = −inf: 0 */
+          float sum = 0.0f;
+#pragma unroll
+          for (int n = 0; n < BK / 8; n++) {
+            s[mt][n][2 * r] = ex2(fmaf(s[mt][n][2 * r], sl2, -mb));
+            s[mt][n][2 * r + 1] = ex2(fmaf(s[mt][n][2 * r + 1], sl2, -mb));
+            sum += s[mt][n][2 * r] + s[mt][n][2 * r + 1];
+          }
+          l[mt][r] = l[mt][r] * corr + sum;
+          m[mt][r] = mn;
+#pragma unroll
+          for (int n = 0; n < HD / 8; n++) o[mt][n][2 * r] *= corr, o[mt][n][2 * r + 1] *= corr;
+        }
+      /* O += P·V */
+#pragma unroll
+      for (int kk = 0; kk < BK / 16; kk++) {
+        if (DSKIP && kk * 16 > wlast - k0) continue; /* P = 0 there */
+        uint32_t pa[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          pa[mt][0] = pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+          pa[mt][1] = pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+          pa[mt][2] = pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+          pa[mt][3] = pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int dp = 0; dp < HD / 16; dp++) {
+          uint32_t vf[4];
+          ldsm4t(vf, Vb + (kk * 16 + (lane & 15)) * LD + dp * 16 + (lane >> 4) * 8);
+#pragma unroll
+          for (int mt = 0; mt < MT; mt++) {
+            mma(o[mt][2 * dp], pa[mt], vf[0], vf[1]);
+            mma(o[mt][2 * dp + 1], pa[mt], vf[2], vf[3]);
+          }
+        }
       }
     }
     __syncthreads(); /* the next iteration's copy overwrites buffer buf ^ 1's partner */
   }
 
   /* epilogue: l over the quad, out = O / l through this warp's own rows of Qs */
-  float inv[2];
 #pragma unroll
-  for (int r = 0; r < 2; r++) {
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    inv[r] = 1.0f / l[r];
-    const int row = row0 + r * 8;
-    if (lse && gc == 0 && row < T) lse[((size_t)b * H + h) * T + row] = m[r] * scale + logf(l[r]);
-  }
-  bf16 *Qw = Qs + warp * 16 * LD;
+  for (int mt = 0; mt < MT; mt++) {
+    float inv[2];
 #pragma unroll
-  for (int n = 0; n < HD / 8; n++) {
-    *reinterpret_cast<uint32_t *>(Qw + gr * LD + n * 8 + 2 * gc) = pack(o[n][0] * inv[0], o[n][1] * inv[0]);
-    *reinterpret_cast<uint32_t *>(Qw + (gr + 8) * LD + n * 8 + 2 * gc) =
-        pack(o[n][2] * inv[1], o[n][3] * inv[1]);
+    for (int r = 0; r < 2; r++) {
+      float lr = l[mt][r];
+      lr += __shfl_xor_sync(0xffffffffu, lr, 1);
+      lr += __shfl_xor_sync(0xffffffffu, lr, 2);
+      inv[r] = 1.0f / lr;
+      const int row = row0 + mt * 16 + r * 8;
+      if (lse && gc == 0 && row < T) lse[((size_t)b * H + h) * T + row] = m[mt][r] * scale + logf(lr);
+    }
+    bf16 *Qw = Qs + (wr0 + mt * 16) * LD;
+#pragma unroll
+    for (int n = 0; n < HD / 8; n++) {
+      *reinterpret_cast<uint32_t *>(Qw + gr * LD + n * 8 + 2 * gc) =
+          pack(o[mt][n][0] * inv[0], o[mt][n][1] * inv[0]);
+      *reinterpret_cast<uint32_t *>(Qw + (gr + 8) * LD + n * 8 + 2 * gc) =
+          pack(o[mt][n][2] * inv[1], o[mt][n][3] * inv[1]);
+    }
+    __syncwarp();
+    store_rows<HD, LD>(out + (size_t)b * T * H * HD + (size_t)h * HD, (size_t)H * HD, Qw,
+                       q0 + wr0 + mt * 16, T);
   }
-  __syncwarp();
-  store_rows<HD, LD>(out + (size_t)b * T * H * HD + (size_t)h * HD, (size_t)H * HD, Qw,
-                     q0 + warp * 16, T);
 }
 
 /* ================= backward: dK, dV ================= */
-template <int HD, int NW, int BQ> struct DkvCfg {
-  static constexpr int BKV = 16 * NW, LD = HD + 8, NT = 32 * NW;
+template <int HD, int NW, int MT, int BQ> struct DkvCfg {
+  static constexpr int BKV = 16 * NW * MT, LD = HD + 8, NT = 32 * NW;
   /* K, V; 2×Q, 2×dO; 2×lse, 2×D */
   static constexpr size_t SMEM =
       (size_t)(2 * BKV + 4 * BQ) * LD * sizeof(bf16) + 4 * BQ * sizeof(float);
 };
 
-template <int HD, int NW, int BQ>
-__global__ void __launch_bounds__(NW * 32)
+/* HOLD: the warp's K / V A-fragments (MT·HD/16·8 registers) are loaded once and kept in
+ * registers instead of re-read from shared memory every query tile. DSKIP: the 16-query chunks
+ * of a tile that lie before every key of the warp are skipped (their Pᵀ, dSᵀ are 0). */
+template <int HD, int NW, int MT, int BQ, bool HOLD, bool DSKIP>
+__global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, NW, MT, BQ>()))
     fa_dkdv(bf16 *__restrict__ dk, bf16 *__restrict__ dv, const bf16 *__restrict__ dout,
             const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
             const float *__restrict__ lse, const float *__restrict__ D, int T, int H, int rep,
             int qs, int kvs, float scale) {
-  using C = DkvCfg<HD, NW, BQ>;
-  constexpr int BKV = C::BKV, LD = C::LD, NT = C::NT;
+  using C = DkvCfg<HD, NW, MT, BQ>;
+  constexpr int BKV = C::BKV, LD = C::LD, NT = C::NT, WR = 16 * MT;
   extern __shared__ __align__(16) unsigned char fa_sh[];
   bf16 *Ks = reinterpret_cast<bf16 *>(fa_sh);
   bf16 *Vs = Ks + BKV * LD;
@@ -337,14 +407,18 @@ __global__ void __launch_bounds__(NW * 32)
   load_q(0, 0);
   cp_commit();
 
-  float dka[HD / 8][4], dva[HD / 8][4];
+  float dka[MT][HD / 8][4], dva[MT][HD / 8][4];
 #pragma unroll
-  for (int n = 0; n < HD / 8; n++)
+  for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-    for (int e = 0; e < 4; e++) dka[n][e] = dva[n][e] = 0.0f;
+    for (int n = 0; n < HD / 8; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) dka[mt][n][e] = dva[mt][n][e] = 0.0f;
   const float sl2 = scale * LOG2E;
-  const int key0 = k0 + warp * 16 + gr; /* this thread's keys: key0, key0 + 8 */
-  const bf16 *Kw = Ks + warp * 16 * LD, *Vw = Vs + warp * 16 * LD;
+  const int wk0 = warp * WR;           /* the warp's first key row in the block */
+  const int key0 = k0 + wk0 + gr;      /* this thread's keys: key0 + 16·mt (+ 8) */
+  const bf16 *Kw = Ks + wk0 * LD, *Vw = Vs + wk0 * LD;
+  uint32_t kh[HOLD ? MT : 1][HOLD ? HD / 16 : 1][4], vh[HOLD ? MT : 1][HOLD ? HD / 16 : 1][4];
 
   for (int it = 0; it < niter; it++) {
     const int buf = it & 1;
@@ -356,91 +430,141 @@ __global__ void __launch_bounds__(NW * 32)
       cp_wait<0>();
     }
     __syncthreads();
-    const int qt0 = (qb0 + it % nq) * BQ;
-    const bf16 *Qb = Qs + buf * BQ * LD, *Ob = Os + buf * BQ * LD;
-    const float *Lb = Ls + buf * BQ, *Db = Dsh + buf * BQ;
-
-    /* Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ: 16 keys × BQ queries per warp */
-    float st[BQ / 8][4], dpt[BQ / 8][4];
+    if constexpr (HOLD) {
+      if (it == 0) {
 #pragma unroll
-    for (int n = 0; n < BQ / 8; n++)
+        for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) st[n][e] = dpt[n][e] = 0.0f;
-#pragma unroll
-    for (int ks = 0; ks < HD / 16; ks++) {
-      uint32_t ka[4], va[4];
-      ldsm4(ka, Kw + (lane & 15) * LD + ks * 16 + (lane >> 4) * 8);
-      ldsm4(va, Vw + (lane & 15) * LD + ks * 16 + (lane >> 4) * 8);
-#pragma unroll
-      for (int np = 0; np < BQ / 16; np++) {
-        const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
-        uint32_t qf[4], of[4];
-        ldsm4(qf, Qb + off);
-        ldsm4(of, Ob + off);
-        mma(st[2 * np], ka, qf[0], qf[1]);
-        mma(st[2 * np + 1], ka, qf[2], qf[3]);
-        mma(dpt[2 * np], va, of[0], of[1]);
-        mma(dpt[2 * np + 1], va, of[2], of[3]);
+          for (int ks = 0; ks < HD / 16; ks++) {
+            ldsm4(kh[mt][ks], Kw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+            ldsm4(vh[mt][ks], Vw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+          }
       }
     }
-    /* Pᵀ = exp(Sᵀ·scale − lse) (0 where query < key or query ≥ T), dSᵀ = Pᵀ∘(dPᵀ − D) */
-    const bool edge = qt0 < k0 + BKV || qt0 + BQ > T;
+    const int qt0 = (qb0 + it % nq) * BQ;
+    /* a query tile wholly before the warp's keys (causal) adds nothing */
+    if (qt0 + BQ - 1 >= k0 + wk0) {
+      const bf16 *Qb = Qs + buf * BQ * LD, *Ob = Os + buf * BQ * LD;
+      const float *Lb = Ls + buf * BQ, *Db = Dsh + buf * BQ;
+
+      /* Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ: 16·MT keys × BQ queries per warp */
+      float st[MT][BQ / 8][4], dpt[MT][BQ / 8][4];
 #pragma unroll
-    for (int n = 0; n < BQ / 8; n++)
+      for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int qi = n * 8 + 2 * gc + (e & 1), key = key0 + (e >> 1) * 8;
-        float p = exp2f(fmaf(st[n][e], sl2, -Lb[qi] * LOG2E));
-        if (edge && (qt0 + qi < key || qt0 + qi >= T)) p = 0.0f;
-        st[n][e] = p;
-        dpt[n][e] = p * (dpt[n][e] - Db[qi]);
+        for (int n = 0; n < BQ / 8; n++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) st[mt][n][e] = dpt[mt][n][e] = 0.0f;
+#pragma unroll
+      for (int ks = 0; ks < HD / 16; ks++) {
+        uint32_t ka[MT][4], va[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          if constexpr (HOLD) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) ka[mt][i] = kh[mt][ks][i], va[mt][i] = vh[mt][ks][i];
+          } else {
+            ldsm4(ka[mt], Kw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+            ldsm4(va[mt], Vw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+          }
+        }
+#pragma unroll
+        for (int np = 0; np < BQ / 16; np++) {
+          if (DSKIP && np * 16 + 15 < k0 + wk0 - qt0) continue; /* queries before every key */
+          const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
+          uint32_t qf[4], of[4];
+          ldsm4(qf, Qb + off);
+          ldsm4(of, Ob + off);
+#pragma unroll
+          for (int mt = 0; mt < MT; mt++) {
+            mma(st[mt][2 * np], ka[mt], qf[0], qf[1]);
+            mma(st[mt][2 * np + 1], ka[mt], qf[2], qf[3]);
+            mma(dpt[mt][2 * np], va[mt], of[0], of[1]);
+            mma(dpt[mt][2 * np + 1], va[mt], of[2], of[3]);
+          }
+        }
       }
-    /* dV += Pᵀ·dO, dK += dSᵀ·Q (reduction over the BQ queries) */
+      /* Pᵀ = exp(Sᵀ·scale − lse) (0 where query < key or query ≥ T), dSᵀ = Pᵀ∘(dPᵀ − D) */
+      const bool edge = qt0 < k0 + wk0 + WR || qt0 + BQ > T;
 #pragma unroll
-    for (int kk = 0; kk < BQ / 16; kk++) {
-      const uint32_t pa[4] = {pack(st[2 * kk][0], st[2 * kk][1]), pack(st[2 * kk][2], st[2 * kk][3]),
-                              pack(st[2 * kk + 1][0], st[2 * kk + 1][1]),
-                              pack(st[2 * kk + 1][2], st[2 * kk + 1][3])};
-      const uint32_t da[4] = {pack(dpt[2 * kk][0], dpt[2 * kk][1]), pack(dpt[2 * kk][2], dpt[2 * kk][3]),
-                              pack(dpt[2 * kk + 1][0], dpt[2 * kk + 1][1]),
-                              pack(dpt[2 * kk + 1][2], dpt[2 * kk + 1][3])};
+      for (int n = 0; n < BQ / 8; n++)
 #pragma unroll
-      for (int dp = 0; dp < HD / 16; dp++) {
-        const int off = (kk * 16 + (lane & 15)) * LD + dp * 16 + (lane >> 4) * 8;
-        uint32_t of[4], qf[4];
-        ldsm4t(of, Ob + off);
-        ldsm4t(qf, Qb + off);
-        mma(dva[2 * dp], pa, of[0], of[1]);
-        mma(dva[2 * dp + 1], pa, of[2], of[3]);
-        mma(dka[2 * dp], da, qf[0], qf[1]);
-        mma(dka[2 * dp + 1], da, qf[2], qf[3]);
+        for (int e1 = 0; e1 < 2; e1++) {
+          const int qi = n * 8 + 2 * gc + e1;
+          const float lq = Lb[qi] * LOG2E, dq_ = Db[qi];
+#pragma unroll
+          for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int e2 = 0; e2 < 2; e2++) {
+              const int e = e2 * 2 + e1, key = key0 + mt * 16 + e2 * 8;
+              float p = ex2(fmaf(st[mt][n][e], sl2, -lq));
+              if (edge && (qt0 + qi < key || qt0 + qi >= T)) p = 0.0f;
+              st[mt][n][e] = p;
+              dpt[mt][n][e] = p * (dpt[mt][n][e] - dq_);
+            }
+        }
+      /* dV += Pᵀ·dO, dK += dSᵀ·Q (reduction over the BQ queries) */
+#pragma unroll
+      for (int kk = 0; kk < BQ / 16; kk++) {
+        if (DSKIP && kk * 16 + 15 < k0 + wk0 - qt0) continue; /* Pᵀ = dSᵀ = 0 there */
+        uint32_t pa[MT][4], da[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          pa[mt][0] = pack(st[mt][2 * kk][0], st[mt][2 * kk][1]);
+          pa[mt][1] = pack(st[mt][2 * kk][2], st[mt][2 * kk][3]);
+          pa[mt][2] = pack(st[mt][2 * kk + 1][0], st[mt][2 * kk + 1][1]);
+          pa[mt][3] = pack(st[mt][2 * kk + 1][2], st[mt][2 * kk + 1][3]);
+          da[mt][0] = pack(dpt[mt][2 * kk][0], dpt[mt][2 * kk][1]);
+          da[mt][1] = pack(dpt[mt][2 * kk][2], dpt[mt][2 * kk][3]);
+          da[mt][2] = pack(dpt[mt][2 * kk + 1][0], dpt[mt][2 * kk + 1][1]);
+          da[mt][3] = pack(dpt[mt][2 * kk + 1][2], dpt[mt][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int dp = 0; dp < HD / 16; dp++) {
+          const int off = (kk * 16 + (lane & 15)) * LD + dp * 16 + (lane >> 4) * 8;
+          uint32_t of[4], qf[4];
+          ldsm4t(of, Ob + off);
+          ldsm4t(qf, Qb + off);
+#pragma unroll
+          for (int mt = 0; mt < MT; mt++) {
+            mma(dva[mt][2 * dp], pa[mt], of[0], of[1]);
+            mma(dva[mt][2 * dp + 1], pa[mt], of[2], of[3]);
+            mma(dka[mt][2 * dp], da[mt], qf[0], qf[1]);
+            mma(dka[mt][2 * dp + 1], da[mt], qf[2], qf[3]);
+          }
+        }
       }
     }
     __syncthreads();
   }
 
-  /* epilogue: each warp stages its own 16 rows of Ks / Vs (only it reads them) */
-  bf16 *Kx = Ks + warp * 16 * LD, *Vx = Vs + warp * 16 * LD;
-  stage_rows<HD, LD>(Kx, dka, scale);
-  stage_rows<HD, LD>(Vx, dva, 1.0f);
-  __syncwarp();
-  store_rows<HD, LD>(dk + (size_t)b * T * kvs + (size_t)g * HD, kvs, Kx, k0 + warp * 16, T);
-  store_rows<HD, LD>(dv + (size_t)b * T * kvs + (size_t)g * HD, kvs, Vx, k0 + warp * 16, T);
+  /* epilogue: each warp stages its own rows of Ks / Vs (only it reads them) */
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    bf16 *Kx = Ks + (wk0 + mt * 16) * LD, *Vx = Vs + (wk0 + mt * 16) * LD;
+    stage_rows<HD, LD>(Kx, dka[mt], scale);
+    stage_rows<HD, LD>(Vx, dva[mt], 1.0f);
+    __syncwarp();
+    store_rows<HD, LD>(dk + (size_t)b * T * kvs + (size_t)g * HD, kvs, Kx, k0 + wk0 + mt * 16, T);
+    store_rows<HD, LD>(dv + (size_t)b * T * kvs + (size_t)g * HD, kvs, Vx, k0 + wk0 + mt * 16, T);
+  }
 }
 
 /* ================= backward: dQ ================= */
-template <int HD, int NW, int BK> struct DqCfg {
-  static constexpr int BQ = 16 * NW, LD = HD + 8, NT = 32 * NW;
+template <int HD, int NW, int MT, int BK> struct DqCfg {
+  static constexpr int BQ = 16 * NW * MT, LD = HD + 8, NT = 32 * NW;
   static constexpr size_t SMEM = (size_t)(2 * BQ + 4 * BK) * LD * sizeof(bf16); /* Q, dO, 2×K, 2×V */
 };
 
-template <int HD, int NW, int BK>
-__global__ void __launch_bounds__(NW * 32)
+/* HOLD: the warp's Q / dO A-fragments kept in registers (loaded once). DSKIP: the 16-key
+ * chunks of a tile past every row of the warp are skipped. */
+template <int HD, int NW, int MT, int BK, bool HOLD, bool DSKIP>
+__global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, NW, MT, BK>()))
     fa_dq(bf16 *__restrict__ dq, const bf16 *__restrict__ dout, const bf16 *__restrict__ q,
           const bf16 *__restrict__ k, const bf16 *__restrict__ v, const float *__restrict__ lse,
           const float *__restrict__ D, int T, int H, int rep, int qs, int kvs, float scale) {
-  using C = DqCfg<HD, NW, BK>;
-  constexpr int BQ = C::BQ, LD = C::LD, NT = C::NT;
+  using C = DqCfg<HD, NW, MT, BK>;
+  constexpr int BQ = C::BQ, LD = C::LD, NT = C::NT, WR = 16 * MT;
   extern __shared__ __align__(16) unsigned char fa_sh[];
   bf16 *Qs = reinterpret_cast<bf16 *>(fa_sh);
   bf16 *Os = Qs + BQ * LD;
@@ -462,20 +586,27 @@ __global__ void __launch_bounds__(NW * 32)
   load_tile<BK, HD, LD, NT>(Vs, vg, kvs, 0, T);
   cp_commit();
 
-  const int row0 = q0 + warp * 16 + gr; /* rows row0, row0 + 8 */
-  float lr[2], dr[2];
+  const int wr0 = warp * WR;
+  const int row0 = q0 + wr0 + gr; /* rows row0 + 16·mt (+ 8) */
+  const int wlast = q0 + wr0 + WR - 1;
+  float lr[MT][2], dr[MT][2];
 #pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const int row = row0 + r * 8;
-    const size_t i = ((size_t)b * H + h) * T + row;
-    lr[r] = row < T ? lse[i] * LOG2E : 0.0f;
-    dr[r] = row < T ? D[i] : 0.0f;
-  }
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      const int row = row0 + mt * 16 + r * 8;
+      const size_t i = ((size_t)b * H + h) * T + row;
+      lr[mt][r] = row < T ? lse[i] * LOG2E : 0.0f;
+      dr[mt][r] = row < T ? D[i] : 0.0f;
+    }
   const float sl2 = scale * LOG2E;
-  float acc[HD / 8][4];
+  float acc[MT][HD / 8][4];
 #pragma unroll
-  for (int n = 0; n < HD / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
-  const bf16 *Qw = Qs + warp * 16 * LD, *Ow = Os + warp * 16 * LD;
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int n = 0; n < HD / 8; n++) acc[mt][n][0] = acc[mt][n][1] = acc[mt][n][2] = acc[mt][n][3] = 0.0f;
+  const bf16 *Qw = Qs + wr0 * LD, *Ow = Os + wr0 * LD;
+  uint32_t qh[HOLD ? MT : 1][HOLD ? HD / 16 : 1][4], oh[HOLD ? MT : 1][HOLD ? HD / 16 : 1][4];
 
   for (int kb = 0; kb < nkb; kb++) {
     const int buf = kb & 1;
@@ -488,141 +619,250 @@ __global__ void __launch_bounds__(NW * 32)
       cp_wait<0>();
     }
     __syncthreads();
-    const bf16 *Kb = Ks + buf * BK * LD, *Vb = Vs + buf * BK * LD;
-    const int k0 = kb * BK;
-
-    /* S = Q·Kᵀ, dP = dO·Vᵀ: 16 × BK per warp */
-    float s[BK / 8][4], dp[BK / 8][4];
+    if constexpr (HOLD) {
+      if (kb == 0) {
 #pragma unroll
-    for (int n = 0; n < BK / 8; n++)
+        for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
-#pragma unroll
-    for (int ks = 0; ks < HD / 16; ks++) {
-      uint32_t qa[4], oa[4];
-      ldsm4(qa, Qw + (lane & 15) * LD + ks * 16 + (lane >> 4) * 8);
-      ldsm4(oa, Ow + (lane & 15) * LD + ks * 16 + (lane >> 4) * 8);
-#pragma unroll
-      for (int np = 0; np < BK / 16; np++) {
-        const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
-        uint32_t kf[4], vf[4];
-        ldsm4(kf, Kb + off);
-        ldsm4(vf, Vb + off);
-        mma(s[2 * np], qa, kf[0], kf[1]);
-        mma(s[2 * np + 1], qa, kf[2], kf[3]);
-        mma(dp[2 * np], oa, vf[0], vf[1]);
-        mma(dp[2 * np + 1], oa, vf[2], vf[3]);
+          for (int ks = 0; ks < HD / 16; ks++) {
+            ldsm4(qh[mt][ks], Qw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+            ldsm4(oh[mt][ks], Ow + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+          }
       }
     }
-    /* P = exp(S·scale − lse) (0 past the diagonal or T), dS = P∘(dP − D) */
-    const bool edge = k0 + BK > q0 || k0 + BK > T;
+    const int k0 = kb * BK;
+    if (k0 <= wlast) { /* a tile wholly past the warp's rows adds nothing */
+      const bf16 *Kb = Ks + buf * BK * LD, *Vb = Vs + buf * BK * LD;
+
+      /* S = Q·Kᵀ, dP = dO·Vᵀ: 16·MT × BK per warp */
+      float s[MT][BK / 8][4], dp[MT][BK / 8][4];
 #pragma unroll
-    for (int n = 0; n < BK / 8; n++)
+      for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int key = k0 + n * 8 + 2 * gc + (e & 1), row = row0 + (e >> 1) * 8, r = e >> 1;
-        float p = exp2f(fmaf(s[n][e], sl2, -lr[r]));
-        if (edge && (key > row || key >= T)) p = 0.0f;
-        dp[n][e] = p * (dp[n][e] - dr[r]);
+        for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) s[mt][n][e] = dp[mt][n][e] = 0.0f;
+#pragma unroll
+      for (int ks = 0; ks < HD / 16; ks++) {
+        uint32_t qa[MT][4], oa[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          if constexpr (HOLD) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) qa[mt][i] = qh[mt][ks][i], oa[mt][i] = oh[mt][ks][i];
+          } else {
+            ldsm4(qa[mt], Qw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+            ldsm4(oa[mt], Ow + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+          }
+        }
+#pragma unroll
+        for (int np = 0; np < BK / 16; np++) {
+          if (DSKIP && np * 16 > wlast - k0) continue; /* keys past every row of the warp */
+          const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
+          uint32_t kf[4], vf[4];
+          ldsm4(kf, Kb + off);
+          ldsm4(vf, Vb + off);
+#pragma unroll
+          for (int mt = 0; mt < MT; mt++) {
+            mma(s[mt][2 * np], qa[mt], kf[0], kf[1]);
+            mma(s[mt][2 * np + 1], qa[mt], kf[2], kf[3]);
+            mma(dp[mt][2 * np], oa[mt], vf[0], vf[1]);
+            mma(dp[mt][2 * np + 1], oa[mt], vf[2], vf[3]);
+          }
+        }
       }
-    /* dQ += dS·K (reduction over the BK keys; K read transposed) */
+      /* P = exp(S·scale − lse) (0 past the diagonal or T), dS = P∘(dP − D) */
+      const bool edge = k0 + BK > q0 + wr0 || k0 + BK > T;
 #pragma unroll
-    for (int kk = 0; kk < BK / 16; kk++) {
-      const uint32_t da[4] = {pack(dp[2 * kk][0], dp[2 * kk][1]), pack(dp[2 * kk][2], dp[2 * kk][3]),
-                              pack(dp[2 * kk + 1][0], dp[2 * kk + 1][1]),
-                              pack(dp[2 * kk + 1][2], dp[2 * kk + 1][3])};
+      for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-      for (int dn = 0; dn < HD / 16; dn++) {
-        uint32_t kf[4];
-        ldsm4t(kf, Kb + (kk * 16 + (lane & 15)) * LD + dn * 16 + (lane >> 4) * 8);
-        mma(acc[2 * dn], da, kf[0], kf[1]);
-        mma(acc[2 * dn + 1], da, kf[2], kf[3]);
+        for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) {
+            const int r = e >> 1;
+            const int key = k0 + n * 8 + 2 * gc + (e & 1), row = row0 + mt * 16 + r * 8;
+            float p = ex2(fmaf(s[mt][n][e], sl2, -lr[mt][r]));
+            if (edge && (key > row || key >= T)) p = 0.0f;
+            dp[mt][n][e] = p * (dp[mt][n][e] - dr[mt][r]);
+          }
+      /* dQ += dS·K (reduction over the BK keys; K read transposed) */
+#pragma unroll
+      for (int kk = 0; kk < BK / 16; kk++) {
+        if (DSKIP && kk * 16 > wlast - k0) continue; /* dS = 0 there */
+        uint32_t da[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          da[mt][0] = pack(dp[mt][2 * kk][0], dp[mt][2 * kk][1]);
+          da[mt][1] = pack(dp[mt][2 * kk][2], dp[mt][2 * kk][3]);
+          da[mt][2] = pack(dp[mt][2 * kk + 1][0], dp[mt][2 * kk + 1][1]);
+          da[mt][3] = pack(dp[mt][2 * kk + 1][2], dp[mt][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int dn = 0; dn < HD / 16; dn++) {
+          uint32_t kf[4];
+          ldsm4t(kf, Kb + (kk * 16 + (lane & 15)) * LD + dn * 16 + (lane >> 4) * 8);
+#pragma unroll
+          for (int mt = 0; mt < MT; mt++) {
+            mma(acc[mt][2 * dn], da[mt], kf[0], kf[1]);
+            mma(acc[mt][2 * dn + 1], da[mt], kf[2], kf[3]);
+          }
+        }
       }
     }
     __syncthreads();
   }
 
-  bf16 *Qx = Qs + warp * 16 * LD; /* this warp's own rows (only it read them) */
-  stage_rows<HD, LD>(Qx, acc, scale);
-  __syncwarp();
-  store_rows<HD, LD>(dq + (size_t)b * T * qs + (size_t)h * HD, qs, Qx, q0 + warp * 16, T);
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    bf16 *Qx = Qs + (wr0 + mt * 16) * LD; /* this warp's own rows (only it read them) */
+    stage_rows<HD, LD>(Qx, acc[mt], scale);
+    __syncwarp();
+    store_rows<HD, LD>(dq + (size_t)b * T * qs + (size_t)h * HD, qs, Qx, q0 + wr0 + mt * 16, T);
+  }
 }
 
-/* ---- configurations ---- */
-constexpr int FWD_NW = 4;           /* 64 query rows a block, 64-key tiles */
-constexpr int DKV_NW = 4;           /* 64 key rows a block */
-constexpr int DKV_BQ64 = 64, DKV_BQ128 = 32;  /* query tile of the dK/dV loop (registers) */
-constexpr int DQ_NW = 4;            /* 64 query rows a block */
-constexpr int DQ_BK64 = 64, DQ_BK128 = 32;    /* key tile of dQ (shared memory ≤ 99 KB: sm_89) */
+/* ---- configurations ----
+ * Each kernel's shape: NW warps a block (4 unless stated), MT m-tiles a warp (16·MT rows), and the inner tile
+ * of the backward loops (the query tile of dK/dV, the key tile of dQ; registers bound it:
+ * MT·tile columns of Sᵀ/dPᵀ or S/dP fragments are live with the MT accumulators).
+ * head_dim 128 runs one m-tile a warp (its accumulators alone take 64 registers a m-tile) and
+ * inner tiles of 32 (dQ's shared memory ≤ 99 KB: sm_89). head_dim 64 has variants, chosen by
+ * TEZGAH_CUDA_FA="F D Q" (three digits, read once; for measuring):
+ *   F  forward (NW, MT, key tile): 1 (4, 1, 64) the previous kernel, 2 (4, 2, 64), 3 (8, 1, 64);
+ *      with the diagonal chunks skipped (DSKIP): 4 (4, 1, 128), 5 (4, 2, 64), 6 (4, 1, 64),
+ *      7 (8, 1, 64)
+ *   D  dK/dV (MT, query tile): 0 (1, 64) the previous kernel, 1 (2, 32), 2 (2, 16), 3 (1, 32),
+ *      4 (1, 32) and 5 (1, 64) with K / V fragments held in registers, 6 (1, 32) 8 warps;
+ *      4-6 skip the diagonal chunks (DSKIP)
+ *   Q  dQ (MT, key tile):      0 (1, 64) the previous kernel, 1 (2, 32), 2 (2, 16), 3 (1, 32),
+ *      4 (1, 32) and 5 (1, 64) with Q / dO fragments held in registers, 6 (1, 32) held, 8 warps;
+ *      4-6 skip the diagonal chunks (DSKIP)
+ * "ref" = "100", the previous kernels. */
+constexpr int DEF_F = 2, DEF_D = 1, DEF_Q = 1; /* head_dim 64 default */
 
 template <typename K> void set_smem(K kern, size_t bytes) {
   /* once per kernel instance; a host-side attribute, no allocation or synchronization */
   TZC_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
-template <int HD, int BQd, int BKq>
-void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *q,
-            const bf16 *k, const bf16 *v, const float *lse, const float *D, int B, int T, int H,
-            int KVH, int qs, int kvs) {
-  const float scale = 1.0f / sqrtf((float)HD);
-  const int rep = H / KVH;
-  {
-    using C = DkvCfg<HD, DKV_NW, BQd>;
-    static bool init = false;
-    if (!init) set_smem(fa_dkdv<HD, DKV_NW, BQd>, C::SMEM), init = true;
-    dim3 grid((T + C::BKV - 1) / C::BKV, KVH, B);
-    fa_dkdv<HD, DKV_NW, BQd><<<grid, C::NT, C::SMEM, st>>>(dk, dv, dout, q, k, v, lse, D, T, H,
-                                                           rep, qs, kvs, scale);
-    TZC_LAUNCHED();
-  }
-  {
-    using C = DqCfg<HD, DQ_NW, BKq>;
-    static bool init = false;
-    if (!init) set_smem(fa_dq<HD, DQ_NW, BKq>, C::SMEM), init = true;
-    dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
-    fa_dq<HD, DQ_NW, BKq><<<grid, C::NT, C::SMEM, st>>>(dq, dout, q, k, v, lse, D, T, H, rep, qs,
-                                                        kvs, scale);
-    TZC_LAUNCHED();
-  }
-}
-
-template <int HD>
-void fwd_hd(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v,
-            int B, int T, int H, int KVH, int qs, int kvs) {
-  using C = FwdCfg<HD, FWD_NW>;
+template <int HD, int MT, int NW = 4, int BK = 64, bool DSKIP = false>
+void fwd_run(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v,
+             int B, int T, int H, int KVH, int qs, int kvs) {
+  using C = FwdCfg<HD, NW, MT, BK>;
+  auto kern = fa_fwd<HD, NW, MT, BK, DSKIP>;
   static bool init = false;
-  if (!init) set_smem(fa_fwd<HD, FWD_NW>, C::SMEM), init = true;
+  if (!init) set_smem(kern, C::SMEM), init = true;
   dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
-  fa_fwd<HD, FWD_NW><<<grid, C::NT, C::SMEM, st>>>(out, lse, q, k, v, T, H, H / KVH, qs, kvs,
-                                                   1.0f / sqrtf((float)HD));
+  kern<<<grid, C::NT, C::SMEM, st>>>(out, lse, q, k, v, T, H, H / KVH, qs, kvs,
+                                     1.0f / sqrtf((float)HD));
   TZC_LAUNCHED();
 }
 
-template <int HD, int BQd, int BKq> constexpr size_t smem_max() {
-  const size_t a = FwdCfg<HD, FWD_NW>::SMEM, b = DkvCfg<HD, DKV_NW, BQd>::SMEM,
-               c = DqCfg<HD, DQ_NW, BKq>::SMEM;
-  return a > b ? (a > c ? a : c) : (b > c ? b : c);
+template <int HD, int MT, int BQ, bool HOLD = false, int NW = 4, bool DSKIP = false>
+void dkdv_run(cudaStream_t st, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *q,
+              const bf16 *k, const bf16 *v, const float *lse, const float *D, int B, int T, int H,
+              int KVH, int qs, int kvs) {
+  using C = DkvCfg<HD, NW, MT, BQ>;
+  auto kern = fa_dkdv<HD, NW, MT, BQ, HOLD, DSKIP>;
+  static bool init = false;
+  if (!init) set_smem(kern, C::SMEM), init = true;
+  dim3 grid((T + C::BKV - 1) / C::BKV, KVH, B);
+  kern<<<grid, C::NT, C::SMEM, st>>>(dk, dv, dout, q, k, v, lse, D, T, H, H / KVH, qs, kvs,
+                                     1.0f / sqrtf((float)HD));
+  TZC_LAUNCHED();
+}
+
+template <int HD, int MT, int BK, bool HOLD = false, int NW = 4, bool DSKIP = false>
+void dq_run(cudaStream_t st, bf16 *dq, const bf16 *dout, const bf16 *q, const bf16 *k,
+            const bf16 *v, const float *lse, const float *D, int B, int T, int H, int KVH, int qs,
+            int kvs) {
+  using C = DqCfg<HD, NW, MT, BK>;
+  auto kern = fa_dq<HD, NW, MT, BK, HOLD, DSKIP>;
+  static bool init = false;
+  if (!init) set_smem(kern, C::SMEM), init = true;
+  dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
+  kern<<<grid, C::NT, C::SMEM, st>>>(dq, dout, q, k, v, lse, D, T, H, H / KVH, qs, kvs,
+                                     1.0f / sqrtf((float)HD));
+  TZC_LAUNCHED();
+}
+
+constexpr size_t mx(size_t a, size_t b) { return a > b ? a : b; }
+constexpr size_t SMEM64 =
+    mx(mx(mx(FwdCfg<64, 4, 1>::SMEM, FwdCfg<64, 4, 2>::SMEM),
+          mx(FwdCfg<64, 8, 1>::SMEM, FwdCfg<64, 4, 1, 128>::SMEM)),
+       mx(mx(mx(DkvCfg<64, 4, 1, 64>::SMEM, DkvCfg<64, 4, 2, 32>::SMEM),
+             mx(mx(DkvCfg<64, 4, 2, 16>::SMEM, DkvCfg<64, 4, 1, 32>::SMEM), DkvCfg<64, 8, 1, 32>::SMEM)),
+          mx(mx(DqCfg<64, 4, 1, 64>::SMEM, DqCfg<64, 4, 2, 32>::SMEM),
+             mx(mx(DqCfg<64, 4, 2, 16>::SMEM, DqCfg<64, 4, 1, 32>::SMEM), DqCfg<64, 8, 1, 32>::SMEM))));
+constexpr size_t SMEM128 =
+    mx(FwdCfg<128, 4, 1>::SMEM, mx(DkvCfg<128, 4, 1, 32>::SMEM, DqCfg<128, 4, 1, 32>::SMEM));
+
+/* head_dim-64 variant digits (TEZGAH_CUDA_FA), read once */
+struct Variant {
+  int f, d, q;
+};
+const Variant &variant() {
+  static Variant vr = {-1, 0, 0};
+  if (vr.f < 0) {
+    vr = {DEF_F, DEF_D, DEF_Q};
+    const char *e = getenv("TEZGAH_CUDA_FA");
+    if (e && !strcmp(e, "ref"))
+      vr = {1, 0, 0};
+    else if (e && strlen(e) == 3 && e[0] >= '1' && e[0] <= '7' && e[1] >= '0' && e[1] <= '6' &&
+             e[2] >= '0' && e[2] <= '6')
+      vr = {e[0] - '0', e[1] - '0', e[2] - '0'};
+  }
+  return vr;
 }
 
 } // namespace
 
-size_t tzc_fa_smem_bytes(int hd) {
-  return hd == 64 ? smem_max<64, DKV_BQ64, DQ_BK64>() : smem_max<128, DKV_BQ128, DQ_BK128>();
-}
+size_t tzc_fa_smem_bytes(int hd) { return hd == 64 ? SMEM64 : SMEM128; }
 
 void tzc_fa_fwd(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf16 *k,
                 const bf16 *v, int B, int T, int H, int KVH, int hd, int qs, int kvs) {
-  if (hd == 64)
-    fwd_hd<64>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
+  if (hd == 128)
+    fwd_run<128, 1>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
+  else if (variant().f == 1)
+    fwd_run<64, 1>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
+  else if (variant().f == 3)
+    fwd_run<64, 1, 8>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
+  else if (variant().f == 4)
+    fwd_run<64, 1, 4, 128, true>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
+  else if (variant().f == 5)
+    fwd_run<64, 2, 4, 64, true>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
+  else if (variant().f == 6)
+    fwd_run<64, 1, 4, 64, true>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
+  else if (variant().f == 7)
+    fwd_run<64, 1, 8, 64, true>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
   else
-    fwd_hd<128>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
+    fwd_run<64, 2>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
 }
 
 void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *q,
                 const bf16 *k, const bf16 *v, const float *lse, const float *D, int B, int T,
                 int H, int KVH, int hd, int qs, int kvs) {
-  if (hd == 64)
-    bwd_hd<64, DKV_BQ64, DQ_BK64>(st, dq, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs);
-  else
-    bwd_hd<128, DKV_BQ128, DQ_BK128>(st, dq, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs);
+  if (hd == 128) {
+    dkdv_run<128, 1, 32>(st, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs);
+    dq_run<128, 1, 32>(st, dq, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs);
+    return;
+  }
+  switch (variant().d) {
+  case 0: dkdv_run<64, 1, 64>(st, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
+  case 1: dkdv_run<64, 2, 32>(st, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
+  case 2: dkdv_run<64, 2, 16>(st, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
+  case 3: dkdv_run<64, 1, 32>(st, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
+  case 4: dkdv_run<64, 1, 32, true, 4, true>(st, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
+  case 5: dkdv_run<64, 1, 64, true, 4, true>(st, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
+  default: dkdv_run<64, 1, 32, false, 8, true>(st, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
+  }
+  switch (variant().q) {
+  case 0: dq_run<64, 1, 64>(st, dq, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
+  case 1: dq_run<64, 2, 32>(st, dq, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
+  case 2: dq_run<64, 2, 16>(st, dq, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
+  case 3: dq_run<64, 1, 32>(st, dq, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
+  case 4: dq_run<64, 1, 32, true, 4, true>(st, dq, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
+  case 5: dq_run<64, 1, 64, true, 4, true>(st, dq, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
+  default: dq_run<64, 1, 32, true, 8, true>(st, dq, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
+  }
 }
