@@ -5,7 +5,8 @@
  * Building blocks (sm_80+): mma.sync.m16n8k16 bf16 → fp32; ldmatrix (x4, .trans for the
  * operands whose reduction dim runs down the shared-memory rows); cp.async 16-byte copies
  * of tiles into shared memory, double-buffered (the next tile loads while this one is
- * computed), rows past T zero-filled. Shared-memory rows are padded by 8 elements (16 bytes)
+ * computed), rows past T zero-filled, the copy loop fully unrolled (compile-time trip count:
+ * the generic strided loop cost ~40% of the forward's instructions). Shared-memory rows are padded by 8 elements (16 bytes)
  * so the 8 row addresses of an ldmatrix 8×8 matrix fall in different bank groups.
  *
  * Fragment layouts (PTX ISA, m16n8k16, g = lane/4, c = lane%4):
@@ -24,24 +25,29 @@
  * a0 = pack(C[2i].c0,c1), a1 = pack(C[2i].c2,c3), a2 = pack(C[2i+1].c0,c1),
  * a3 = pack(C[2i+1].c2,c3).
  *
- * Kernels (every warp owns 16 rows of its block and never shares accumulators):
- *   fa_fwd   block = (b, h, 16·NW query rows); K/V tiles of 64 keys over key blocks ≤ the
+ * Kernels (every warp owns 16·MT consecutive rows of its block, MT m-tiles, and never shares
+ * accumulators; a tile wholly past the warp's rows (fwd, dQ) or before its keys (dK/dV) is
+ * skipped by that warp; exponentials are ex2.approx.ftz, one MUFU each):
+ *   fa_fwd   block = (b, h, 16·NW·MT query rows); K/V tiles of 64 keys over key blocks ≤ the
  *            diagonal (the blocks past it are never loaded; the ones that cross it are
  *            masked). Q fragments in registers; S = Q·Kᵀ, online softmax in fp32 (exp2 with
  *            scale·log2 e folded in; the row sum stays per-thread and is reduced over the
  *            quad at the end), O += P·V with P rounded to bf16. out = O / l (bf16, through
  *            shared memory for 16-byte stores); lse = m·scale + log l.
- *   fa_dkdv  block = (b, kv head g, 16·NW key rows); loops over the query heads of the group
+ *   fa_dkdv  block = (b, kv head g, 16·NW·MT key rows); loops over the query heads of the group
  *            and the query tiles of BQ rows that see its keys (t ≥ the block's first key):
  *            Sᵀ = K·Qᵀ, Pᵀ = exp(Sᵀ·scale − lse), dPᵀ = V·dOᵀ, dSᵀ = Pᵀ∘(dPᵀ − D),
  *            dV += Pᵀ·dO, dK += dSᵀ·Q; dK·scale at the end.
- *   fa_dq    block = (b, h, 16·NW query rows); over key tiles of BK keys ≤ the diagonal:
+ *   fa_dq    block = (b, h, 16·NW·MT query rows); over key tiles of BK keys ≤ the diagonal:
  *            S = Q·Kᵀ, dP = dO·Vᵀ, dS = P∘(dP − D), dQ += dS·K; dQ·scale at the end.
- * No atomics: every output element has one owner and a fixed summation order. */
+ * No atomics: every output element has one owner and a fixed summation order.
+ *
+ * Measured on an H200 (bench_cuda_attention, GPT-2 shape B 16, 12 heads, T 1024, hd 64), ncu:
+ * all three kernels are latency-bound (issue slots ~60% busy, top stalls "wait" and
+ * "short_scoreboard" — fixed-latency and MUFU / shared-memory / shuffle dependencies), not
+ * shared-memory-bandwidth-bound: halving ldmatrix traffic per FLOP (MT = 2) did not help. */
 #include <cuda_bf16.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "backend/cuda/cuda_internal.h"
 #include "kernels/attention/attention_cuda.h"
@@ -157,32 +163,26 @@ __device__ __forceinline__ void store_rows(bf16 *dst, size_t stride, const bf16 
 /* ================= forward ================= */
 /* MT m-tiles a warp: the warp owns 16·MT consecutive rows of the block, and every K / V
  * fragment it loads from shared memory feeds MT mma's (shared-memory traffic per FLOP / MT). */
-template <int HD, int NW, int MT, int BK_ = 64> struct FwdCfg {
-  static constexpr int BQ = 16 * NW * MT, BK = BK_, LD = HD + 8, NT = 32 * NW;
+template <int HD, int NW, int MT> struct FwdCfg {
+  static constexpr int BQ = 16 * NW * MT, BK = 64, LD = HD + 8, NT = 32 * NW;
   static constexpr size_t SMEM = (size_t)(BQ + 4 * BK) * LD * sizeof(bf16); /* Q, 2×K, 2×V */
 };
 
 /* Blocks an SM should hold at once (__launch_bounds__' second argument: the register cap
  * that allows it, 65536 / (128·blocks)). Without one, ptxas drifts a few registers past a
  * step (130 → 3 blocks instead of 4); with 1, it takes up to 255. */
-template <int HD, int NW, int MT, int BK> constexpr int fwd_blocks() {
-  return NW == 8 || BK > 64 ? 2 : HD == 64 ? (MT == 1 ? 4 : 2) : 2;
-}
-template <int HD, int NW, int MT, int BQ> constexpr int dkdv_blocks() {
-  return NW == 8 ? 2 : MT == 1 && HD == 64 ? 3 : 2;
-}
-template <int HD, int NW, int MT, int BK> constexpr int dq_blocks() {
-  return NW == 8 ? 2 : MT == 1 ? (HD == 64 && BK <= 32 ? 4 : 3) : 2;
+template <int HD, int MT> constexpr int fwd_blocks() { return HD == 64 && MT == 1 ? 4 : 2; }
+template <int HD, int MT> constexpr int dkdv_blocks() { return HD == 64 && MT == 1 ? 3 : 2; }
+template <int HD, int MT, int BK> constexpr int dq_blocks() {
+  return MT == 1 ? (HD == 64 && BK <= 32 ? 4 : 3) : 2;
 }
 
-/* DSKIP: in a tile that crosses the diagonal, the 16-key chunks past the warp's last row are
- * neither multiplied (S, P·V) nor loaded from shared memory (their P is 0 after masking). */
-template <int HD, int NW, int MT, int BK_ = 64, bool DSKIP = false>
-__global__ void __launch_bounds__(NW * 32, (fwd_blocks<HD, NW, MT, BK_>()))
+template <int HD, int NW, int MT>
+__global__ void __launch_bounds__(NW * 32, (fwd_blocks<HD, MT>()))
     fa_fwd(bf16 *__restrict__ out, float *__restrict__ lse, const bf16 *__restrict__ q,
            const bf16 *__restrict__ k, const bf16 *__restrict__ v, int T, int H, int rep, int qs,
            int kvs, float scale) {
-  using C = FwdCfg<HD, NW, MT, BK_>;
+  using C = FwdCfg<HD, NW, MT>;
   constexpr int BQ = C::BQ, BK = C::BK, LD = C::LD, NT = C::NT, WR = 16 * MT;
   extern __shared__ __align__(16) unsigned char fa_sh[];
   bf16 *Qs = reinterpret_cast<bf16 *>(fa_sh);
@@ -249,7 +249,6 @@ __global__ void __launch_bounds__(NW * 32, (fwd_blocks<HD, NW, MT, BK_>()))
       for (int ks = 0; ks < HD / 16; ks++) {
 #pragma unroll
         for (int np = 0; np < BK / 16; np++) {
-          if (DSKIP && np * 16 > wlast - k0) continue; /* keys past every row of the warp */
           uint32_t kf[4];
           ldsm4(kf, Kb + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 +
                         ((lane >> 3) & 1) * 8);
@@ -300,7 +299,6 @@ __global__ void __launch_bounds__(NW * 32, (fwd_blocks<HD, NW, MT, BK_>()))
       /* O += P·V */
 #pragma unroll
       for (int kk = 0; kk < BK / 16; kk++) {
-        if (DSKIP && kk * 16 > wlast - k0) continue; /* P = 0 there */
         uint32_t pa[MT][4];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
@@ -359,11 +357,8 @@ template <int HD, int NW, int MT, int BQ> struct DkvCfg {
       (size_t)(2 * BKV + 4 * BQ) * LD * sizeof(bf16) + 4 * BQ * sizeof(float);
 };
 
-/* HOLD: the warp's K / V A-fragments (MT·HD/16·8 registers) are loaded once and kept in
- * registers instead of re-read from shared memory every query tile. DSKIP: the 16-query chunks
- * of a tile that lie before every key of the warp are skipped (their Pᵀ, dSᵀ are 0). */
-template <int HD, int NW, int MT, int BQ, bool HOLD, bool DSKIP>
-__global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, NW, MT, BQ>()))
+template <int HD, int NW, int MT, int BQ>
+__global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT>()))
     fa_dkdv(bf16 *__restrict__ dk, bf16 *__restrict__ dv, const bf16 *__restrict__ dout,
             const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
             const float *__restrict__ lse, const float *__restrict__ D, int T, int H, int rep,
@@ -418,7 +413,6 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, NW, MT, BQ>()))
   const int wk0 = warp * WR;           /* the warp's first key row in the block */
   const int key0 = k0 + wk0 + gr;      /* this thread's keys: key0 + 16·mt (+ 8) */
   const bf16 *Kw = Ks + wk0 * LD, *Vw = Vs + wk0 * LD;
-  uint32_t kh[HOLD ? MT : 1][HOLD ? HD / 16 : 1][4], vh[HOLD ? MT : 1][HOLD ? HD / 16 : 1][4];
 
   for (int it = 0; it < niter; it++) {
     const int buf = it & 1;
@@ -430,17 +424,6 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, NW, MT, BQ>()))
       cp_wait<0>();
     }
     __syncthreads();
-    if constexpr (HOLD) {
-      if (it == 0) {
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-          for (int ks = 0; ks < HD / 16; ks++) {
-            ldsm4(kh[mt][ks], Kw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-            ldsm4(vh[mt][ks], Vw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-          }
-      }
-    }
     const int qt0 = (qb0 + it % nq) * BQ;
     /* a query tile wholly before the warp's keys (causal) adds nothing */
     if (qt0 + BQ - 1 >= k0 + wk0) {
@@ -460,17 +443,11 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, NW, MT, BQ>()))
         uint32_t ka[MT][4], va[MT][4];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
-          if constexpr (HOLD) {
-#pragma unroll
-            for (int i = 0; i < 4; i++) ka[mt][i] = kh[mt][ks][i], va[mt][i] = vh[mt][ks][i];
-          } else {
-            ldsm4(ka[mt], Kw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-            ldsm4(va[mt], Vw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-          }
+          ldsm4(ka[mt], Kw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+          ldsm4(va[mt], Vw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
         }
 #pragma unroll
         for (int np = 0; np < BQ / 16; np++) {
-          if (DSKIP && np * 16 + 15 < k0 + wk0 - qt0) continue; /* queries before every key */
           const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
           uint32_t qf[4], of[4];
           ldsm4(qf, Qb + off);
@@ -506,7 +483,6 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, NW, MT, BQ>()))
       /* dV += Pᵀ·dO, dK += dSᵀ·Q (reduction over the BQ queries) */
 #pragma unroll
       for (int kk = 0; kk < BQ / 16; kk++) {
-        if (DSKIP && kk * 16 + 15 < k0 + wk0 - qt0) continue; /* Pᵀ = dSᵀ = 0 there */
         uint32_t pa[MT][4], da[MT][4];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
@@ -556,10 +532,8 @@ template <int HD, int NW, int MT, int BK> struct DqCfg {
   static constexpr size_t SMEM = (size_t)(2 * BQ + 4 * BK) * LD * sizeof(bf16); /* Q, dO, 2×K, 2×V */
 };
 
-/* HOLD: the warp's Q / dO A-fragments kept in registers (loaded once). DSKIP: the 16-key
- * chunks of a tile past every row of the warp are skipped. */
-template <int HD, int NW, int MT, int BK, bool HOLD, bool DSKIP>
-__global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, NW, MT, BK>()))
+template <int HD, int NW, int MT, int BK>
+__global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, MT, BK>()))
     fa_dq(bf16 *__restrict__ dq, const bf16 *__restrict__ dout, const bf16 *__restrict__ q,
           const bf16 *__restrict__ k, const bf16 *__restrict__ v, const float *__restrict__ lse,
           const float *__restrict__ D, int T, int H, int rep, int qs, int kvs, float scale) {
@@ -606,7 +580,6 @@ __global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, NW, MT, BK>()))
 #pragma unroll
     for (int n = 0; n < HD / 8; n++) acc[mt][n][0] = acc[mt][n][1] = acc[mt][n][2] = acc[mt][n][3] = 0.0f;
   const bf16 *Qw = Qs + wr0 * LD, *Ow = Os + wr0 * LD;
-  uint32_t qh[HOLD ? MT : 1][HOLD ? HD / 16 : 1][4], oh[HOLD ? MT : 1][HOLD ? HD / 16 : 1][4];
 
   for (int kb = 0; kb < nkb; kb++) {
     const int buf = kb & 1;
@@ -619,17 +592,6 @@ __global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, NW, MT, BK>()))
       cp_wait<0>();
     }
     __syncthreads();
-    if constexpr (HOLD) {
-      if (kb == 0) {
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-          for (int ks = 0; ks < HD / 16; ks++) {
-            ldsm4(qh[mt][ks], Qw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-            ldsm4(oh[mt][ks], Ow + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-          }
-      }
-    }
     const int k0 = kb * BK;
     if (k0 <= wlast) { /* a tile wholly past the warp's rows adds nothing */
       const bf16 *Kb = Ks + buf * BK * LD, *Vb = Vs + buf * BK * LD;
@@ -647,17 +609,11 @@ __global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, NW, MT, BK>()))
         uint32_t qa[MT][4], oa[MT][4];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
-          if constexpr (HOLD) {
-#pragma unroll
-            for (int i = 0; i < 4; i++) qa[mt][i] = qh[mt][ks][i], oa[mt][i] = oh[mt][ks][i];
-          } else {
-            ldsm4(qa[mt], Qw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-            ldsm4(oa[mt], Ow + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-          }
+          ldsm4(qa[mt], Qw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+          ldsm4(oa[mt], Ow + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
         }
 #pragma unroll
         for (int np = 0; np < BK / 16; np++) {
-          if (DSKIP && np * 16 > wlast - k0) continue; /* keys past every row of the warp */
           const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
           uint32_t kf[4], vf[4];
           ldsm4(kf, Kb + off);
@@ -688,7 +644,6 @@ __global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, NW, MT, BK>()))
       /* dQ += dS·K (reduction over the BK keys; K read transposed) */
 #pragma unroll
       for (int kk = 0; kk < BK / 16; kk++) {
-        if (DSKIP && kk * 16 > wlast - k0) continue; /* dS = 0 there */
         uint32_t da[MT][4];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
@@ -722,34 +677,26 @@ __global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, NW, MT, BK>()))
 }
 
 /* ---- configurations ----
- * Each kernel's shape: NW warps a block (4 unless stated), MT m-tiles a warp (16·MT rows), and the inner tile
- * of the backward loops (the query tile of dK/dV, the key tile of dQ; registers bound it:
- * MT·tile columns of Sᵀ/dPᵀ or S/dP fragments are live with the MT accumulators).
- * head_dim 128 runs one m-tile a warp (its accumulators alone take 64 registers a m-tile) and
- * inner tiles of 32 (dQ's shared memory ≤ 99 KB: sm_89). head_dim 64 has variants, chosen by
- * TEZGAH_CUDA_FA="F D Q" (three digits, read once; for measuring):
- *   F  forward (NW, MT, key tile): 1 (4, 1, 64) the previous kernel, 2 (4, 2, 64), 3 (8, 1, 64);
- *      with the diagonal chunks skipped (DSKIP): 4 (4, 1, 128), 5 (4, 2, 64), 6 (4, 1, 64),
- *      7 (8, 1, 64)
- *   D  dK/dV (MT, query tile): 0 (1, 64) the previous kernel, 1 (2, 32), 2 (2, 16), 3 (1, 32),
- *      4 (1, 32) and 5 (1, 64) with K / V fragments held in registers, 6 (1, 32) 8 warps;
- *      4-6 skip the diagonal chunks (DSKIP)
- *   Q  dQ (MT, key tile):      0 (1, 64) the previous kernel, 1 (2, 32), 2 (2, 16), 3 (1, 32),
- *      4 (1, 32) and 5 (1, 64) with Q / dO fragments held in registers, 6 (1, 32) held, 8 warps;
- *      4-6 skip the diagonal chunks (DSKIP)
- * "ref" = "100", the previous kernels. */
-constexpr int DEF_F = 2, DEF_D = 1, DEF_Q = 1; /* head_dim 64 default */
+ * Every kernel: 4 warps a block, MT = 1 m-tile a warp (64-row blocks); the backward's inner
+ * tile (the query tile of dK/dV, the key tile of dQ) is 64 for head_dim 64 and 32 for 128
+ * (registers; and dQ's shared memory ≤ 99 KB for sm_89). Two m-tiles a warp (128-row blocks,
+ * inner tiles 32 or 16) measured no faster on the H200 (gpt2 shape: fwd 201 vs 205 TFLOP/s,
+ * bwd 148 vs 148.5; GQA bwd 133 vs 139): at ~240 registers a block of 4 warps leaves 2 blocks
+ * an SM, and these kernels are latency-bound, not shared-memory-bound. */
+constexpr int NW = 4, MT = 1;
+constexpr int DKV_BQ64 = 64, DKV_BQ128 = 32; /* query tile of the dK/dV loop */
+constexpr int DQ_BK64 = 64, DQ_BK128 = 32;   /* key tile of dQ */
 
 template <typename K> void set_smem(K kern, size_t bytes) {
   /* once per kernel instance; a host-side attribute, no allocation or synchronization */
   TZC_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
-template <int HD, int MT, int NW = 4, int BK = 64, bool DSKIP = false>
-void fwd_run(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v,
-             int B, int T, int H, int KVH, int qs, int kvs) {
-  using C = FwdCfg<HD, NW, MT, BK>;
-  auto kern = fa_fwd<HD, NW, MT, BK, DSKIP>;
+template <int HD>
+void fwd_hd(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v,
+            int B, int T, int H, int KVH, int qs, int kvs) {
+  using C = FwdCfg<HD, NW, MT>;
+  auto kern = fa_fwd<HD, NW, MT>;
   static bool init = false;
   if (!init) set_smem(kern, C::SMEM), init = true;
   dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
@@ -758,111 +705,57 @@ void fwd_run(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf16 *
   TZC_LAUNCHED();
 }
 
-template <int HD, int MT, int BQ, bool HOLD = false, int NW = 4, bool DSKIP = false>
-void dkdv_run(cudaStream_t st, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *q,
-              const bf16 *k, const bf16 *v, const float *lse, const float *D, int B, int T, int H,
-              int KVH, int qs, int kvs) {
-  using C = DkvCfg<HD, NW, MT, BQ>;
-  auto kern = fa_dkdv<HD, NW, MT, BQ, HOLD, DSKIP>;
-  static bool init = false;
-  if (!init) set_smem(kern, C::SMEM), init = true;
-  dim3 grid((T + C::BKV - 1) / C::BKV, KVH, B);
-  kern<<<grid, C::NT, C::SMEM, st>>>(dk, dv, dout, q, k, v, lse, D, T, H, H / KVH, qs, kvs,
-                                     1.0f / sqrtf((float)HD));
-  TZC_LAUNCHED();
-}
-
-template <int HD, int MT, int BK, bool HOLD = false, int NW = 4, bool DSKIP = false>
-void dq_run(cudaStream_t st, bf16 *dq, const bf16 *dout, const bf16 *q, const bf16 *k,
-            const bf16 *v, const float *lse, const float *D, int B, int T, int H, int KVH, int qs,
-            int kvs) {
-  using C = DqCfg<HD, NW, MT, BK>;
-  auto kern = fa_dq<HD, NW, MT, BK, HOLD, DSKIP>;
-  static bool init = false;
-  if (!init) set_smem(kern, C::SMEM), init = true;
-  dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
-  kern<<<grid, C::NT, C::SMEM, st>>>(dq, dout, q, k, v, lse, D, T, H, H / KVH, qs, kvs,
-                                     1.0f / sqrtf((float)HD));
-  TZC_LAUNCHED();
-}
-
-constexpr size_t mx(size_t a, size_t b) { return a > b ? a : b; }
-constexpr size_t SMEM64 =
-    mx(mx(mx(FwdCfg<64, 4, 1>::SMEM, FwdCfg<64, 4, 2>::SMEM),
-          mx(FwdCfg<64, 8, 1>::SMEM, FwdCfg<64, 4, 1, 128>::SMEM)),
-       mx(mx(mx(DkvCfg<64, 4, 1, 64>::SMEM, DkvCfg<64, 4, 2, 32>::SMEM),
-             mx(mx(DkvCfg<64, 4, 2, 16>::SMEM, DkvCfg<64, 4, 1, 32>::SMEM), DkvCfg<64, 8, 1, 32>::SMEM)),
-          mx(mx(DqCfg<64, 4, 1, 64>::SMEM, DqCfg<64, 4, 2, 32>::SMEM),
-             mx(mx(DqCfg<64, 4, 2, 16>::SMEM, DqCfg<64, 4, 1, 32>::SMEM), DqCfg<64, 8, 1, 32>::SMEM))));
-constexpr size_t SMEM128 =
-    mx(FwdCfg<128, 4, 1>::SMEM, mx(DkvCfg<128, 4, 1, 32>::SMEM, DqCfg<128, 4, 1, 32>::SMEM));
-
-/* head_dim-64 variant digits (TEZGAH_CUDA_FA), read once */
-struct Variant {
-  int f, d, q;
-};
-const Variant &variant() {
-  static Variant vr = {-1, 0, 0};
-  if (vr.f < 0) {
-    vr = {DEF_F, DEF_D, DEF_Q};
-    const char *e = getenv("TEZGAH_CUDA_FA");
-    if (e && !strcmp(e, "ref"))
-      vr = {1, 0, 0};
-    else if (e && strlen(e) == 3 && e[0] >= '1' && e[0] <= '7' && e[1] >= '0' && e[1] <= '6' &&
-             e[2] >= '0' && e[2] <= '6')
-      vr = {e[0] - '0', e[1] - '0', e[2] - '0'};
+template <int HD, int BQd, int BKq>
+void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *q,
+            const bf16 *k, const bf16 *v, const float *lse, const float *D, int B, int T, int H,
+            int KVH, int qs, int kvs) {
+  const float scale = 1.0f / sqrtf((float)HD);
+  const int rep = H / KVH;
+  {
+    using C = DkvCfg<HD, NW, MT, BQd>;
+    auto kern = fa_dkdv<HD, NW, MT, BQd>;
+    static bool init = false;
+    if (!init) set_smem(kern, C::SMEM), init = true;
+    dim3 grid((T + C::BKV - 1) / C::BKV, KVH, B);
+    kern<<<grid, C::NT, C::SMEM, st>>>(dk, dv, dout, q, k, v, lse, D, T, H, rep, qs, kvs, scale);
+    TZC_LAUNCHED();
   }
-  return vr;
+  {
+    using C = DqCfg<HD, NW, MT, BKq>;
+    auto kern = fa_dq<HD, NW, MT, BKq>;
+    static bool init = false;
+    if (!init) set_smem(kern, C::SMEM), init = true;
+    dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
+    kern<<<grid, C::NT, C::SMEM, st>>>(dq, dout, q, k, v, lse, D, T, H, rep, qs, kvs, scale);
+    TZC_LAUNCHED();
+  }
+}
+
+template <int HD, int BQd, int BKq> constexpr size_t smem_max() {
+  const size_t a = FwdCfg<HD, NW, MT>::SMEM, b = DkvCfg<HD, NW, MT, BQd>::SMEM,
+               c = DqCfg<HD, NW, MT, BKq>::SMEM;
+  return a > b ? (a > c ? a : c) : (b > c ? b : c);
 }
 
 } // namespace
 
-size_t tzc_fa_smem_bytes(int hd) { return hd == 64 ? SMEM64 : SMEM128; }
+size_t tzc_fa_smem_bytes(int hd) {
+  return hd == 64 ? smem_max<64, DKV_BQ64, DQ_BK64>() : smem_max<128, DKV_BQ128, DQ_BK128>();
+}
 
 void tzc_fa_fwd(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf16 *k,
                 const bf16 *v, int B, int T, int H, int KVH, int hd, int qs, int kvs) {
-  if (hd == 128)
-    fwd_run<128, 1>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
-  else if (variant().f == 1)
-    fwd_run<64, 1>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
-  else if (variant().f == 3)
-    fwd_run<64, 1, 8>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
-  else if (variant().f == 4)
-    fwd_run<64, 1, 4, 128, true>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
-  else if (variant().f == 5)
-    fwd_run<64, 2, 4, 64, true>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
-  else if (variant().f == 6)
-    fwd_run<64, 1, 4, 64, true>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
-  else if (variant().f == 7)
-    fwd_run<64, 1, 8, 64, true>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
+  if (hd == 64)
+    fwd_hd<64>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
   else
-    fwd_run<64, 2>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
+    fwd_hd<128>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
 }
 
 void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *q,
                 const bf16 *k, const bf16 *v, const float *lse, const float *D, int B, int T,
                 int H, int KVH, int hd, int qs, int kvs) {
-  if (hd == 128) {
-    dkdv_run<128, 1, 32>(st, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs);
-    dq_run<128, 1, 32>(st, dq, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs);
-    return;
-  }
-  switch (variant().d) {
-  case 0: dkdv_run<64, 1, 64>(st, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
-  case 1: dkdv_run<64, 2, 32>(st, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
-  case 2: dkdv_run<64, 2, 16>(st, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
-  case 3: dkdv_run<64, 1, 32>(st, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
-  case 4: dkdv_run<64, 1, 32, true, 4, true>(st, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
-  case 5: dkdv_run<64, 1, 64, true, 4, true>(st, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
-  default: dkdv_run<64, 1, 32, false, 8, true>(st, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
-  }
-  switch (variant().q) {
-  case 0: dq_run<64, 1, 64>(st, dq, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
-  case 1: dq_run<64, 2, 32>(st, dq, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
-  case 2: dq_run<64, 2, 16>(st, dq, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
-  case 3: dq_run<64, 1, 32>(st, dq, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
-  case 4: dq_run<64, 1, 32, true, 4, true>(st, dq, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
-  case 5: dq_run<64, 1, 64, true, 4, true>(st, dq, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
-  default: dq_run<64, 1, 32, true, 8, true>(st, dq, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs); break;
-  }
+  if (hd == 64)
+    bwd_hd<64, DKV_BQ64, DQ_BK64>(st, dq, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs);
+  else
+    bwd_hd<128, DKV_BQ128, DQ_BK128>(st, dq, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs);
 }
