@@ -5,7 +5,8 @@
  * Building blocks (sm_80+): mma.sync.m16n8k16 bf16 → fp32; ldmatrix (x4, .trans for the
  * operands whose reduction dim runs down the shared-memory rows); cp.async 16-byte copies
  * of tiles into shared memory, double-buffered (the next tile loads while this one is
- * computed), rows past T zero-filled. Shared-memory rows are padded by 8 elements (16 bytes)
+ * computed), rows past T zero-filled, the copy loop fully unrolled (compile-time trip count:
+ * the generic strided loop cost ~40% of the forward's instructions). Shared-memory rows are padded by 8 elements (16 bytes)
  * so the 8 row addresses of an ldmatrix 8×8 matrix fall in different bank groups.
  *
  * Fragment layouts (PTX ISA, m16n8k16, g = lane/4, c = lane%4):
@@ -24,20 +25,27 @@
  * a0 = pack(C[2i].c0,c1), a1 = pack(C[2i].c2,c3), a2 = pack(C[2i+1].c0,c1),
  * a3 = pack(C[2i+1].c2,c3).
  *
- * Kernels (every warp owns 16 rows of its block and never shares accumulators):
- *   fa_fwd   block = (b, h, 16·NW query rows); K/V tiles of 64 keys over key blocks ≤ the
+ * Kernels (every warp owns 16·MT consecutive rows of its block, MT m-tiles, and never shares
+ * accumulators; a tile wholly past the warp's rows (fwd, dQ) or before its keys (dK/dV) is
+ * skipped by that warp; exponentials are ex2.approx.ftz, one MUFU each):
+ *   fa_fwd   block = (b, h, 16·NW·MT query rows); K/V tiles of 64 keys over key blocks ≤ the
  *            diagonal (the blocks past it are never loaded; the ones that cross it are
  *            masked). Q fragments in registers; S = Q·Kᵀ, online softmax in fp32 (exp2 with
  *            scale·log2 e folded in; the row sum stays per-thread and is reduced over the
  *            quad at the end), O += P·V with P rounded to bf16. out = O / l (bf16, through
  *            shared memory for 16-byte stores); lse = m·scale + log l.
- *   fa_dkdv  block = (b, kv head g, 16·NW key rows); loops over the query heads of the group
+ *   fa_dkdv  block = (b, kv head g, 16·NW·MT key rows); loops over the query heads of the group
  *            and the query tiles of BQ rows that see its keys (t ≥ the block's first key):
  *            Sᵀ = K·Qᵀ, Pᵀ = exp(Sᵀ·scale − lse), dPᵀ = V·dOᵀ, dSᵀ = Pᵀ∘(dPᵀ − D),
  *            dV += Pᵀ·dO, dK += dSᵀ·Q; dK·scale at the end.
- *   fa_dq    block = (b, h, 16·NW query rows); over key tiles of BK keys ≤ the diagonal:
+ *   fa_dq    block = (b, h, 16·NW·MT query rows); over key tiles of BK keys ≤ the diagonal:
  *            S = Q·Kᵀ, dP = dO·Vᵀ, dS = P∘(dP − D), dQ += dS·K; dQ·scale at the end.
- * No atomics: every output element has one owner and a fixed summation order. */
+ * No atomics: every output element has one owner and a fixed summation order.
+ *
+ * Measured on an H200 (bench_cuda_attention, GPT-2 shape B 16, 12 heads, T 1024, hd 64), ncu:
+ * all three kernels are latency-bound (issue slots ~60% busy, top stalls "wait" and
+ * "short_scoreboard" — fixed-latency and MUFU / shared-memory / shuffle dependencies), not
+ * shared-memory-bandwidth-bound: halving ldmatrix traffic per FLOP (MT = 2) did not help. */
 #include <cuda_bf16.h>
 #include <stdint.h>
 
@@ -91,6 +99,13 @@ __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint3
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+/* 2^x on the special-function unit (one MUFU.EX2; exp2f adds range fix-ups for results
+ * below 2^-126, which flush to 0 here: negligible next to the softmax's other terms). −inf → 0. */
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
 /* two floats → bf16x2, lo in the low half (the lower column index) */
 __device__ __forceinline__ uint32_t pack(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -99,16 +114,23 @@ __device__ __forceinline__ uint32_t pack(float lo, float hi) {
 
 /* ---- tile helpers ---- */
 /* ROWS rows × HD columns from global (row r at src + r·stride, rows r0 + r ≥ T zero-filled)
- * into shared dst (row stride LD), by NT threads, 16 bytes each. */
+ * into shared dst (row stride LD), by NT threads, 16 bytes each. Fully unrolled: thread t
+ * copies column chunk t % CH of rows t / CH + j·(NT / CH) (the loop bounds are compile-time,
+ * so no trip-count or remainder code; the per-chunk cost is an add, a compare and the copy). */
 template <int ROWS, int HD, int LD, int NT>
 __device__ __forceinline__ void load_tile(bf16 *dst, const bf16 *src, size_t stride, int r0,
                                           int T) {
   constexpr int CH = HD / 8; /* 16-byte chunks per row */
+  static_assert(NT % CH == 0 && (ROWS * CH) % NT == 0, "tile not a whole number of passes");
+  constexpr int RS = NT / CH, NIT = ROWS * CH / NT;
+  const int r = threadIdx.x / CH, c = (threadIdx.x % CH) * 8;
+  const bf16 *sp = src + (size_t)(r0 + r) * stride + c;
+  const size_t step = (size_t)RS * stride;
+  bf16 *dp = dst + r * LD + c;
 #pragma unroll
-  for (int i = threadIdx.x; i < ROWS * CH; i += NT) {
-    const int r = i / CH, c = (i % CH) * 8;
-    const bool ok = r0 + r < T;
-    cp16(dst + r * LD + c, ok ? src + (size_t)(r0 + r) * stride + c : src, ok);
+  for (int j = 0; j < NIT; j++) {
+    const bool ok = r0 + r + j * RS < T;
+    cp16(dp + j * RS * LD, ok ? sp + j * step : src, ok);
   }
 }
 /* A warp's 16 accumulator rows (C layout, n-tiles of 8 columns) × HD columns → bf16 in
@@ -139,18 +161,29 @@ __device__ __forceinline__ void store_rows(bf16 *dst, size_t stride, const bf16 
 }
 
 /* ================= forward ================= */
-template <int HD, int NW> struct FwdCfg {
-  static constexpr int BQ = 16 * NW, BK = 64, LD = HD + 8, NT = 32 * NW;
+/* MT m-tiles a warp: the warp owns 16·MT consecutive rows of the block, and every K / V
+ * fragment it loads from shared memory feeds MT mma's (shared-memory traffic per FLOP / MT). */
+template <int HD, int NW, int MT> struct FwdCfg {
+  static constexpr int BQ = 16 * NW * MT, BK = 64, LD = HD + 8, NT = 32 * NW;
   static constexpr size_t SMEM = (size_t)(BQ + 4 * BK) * LD * sizeof(bf16); /* Q, 2×K, 2×V */
 };
 
-template <int HD, int NW>
-__global__ void __launch_bounds__(NW * 32)
+/* Blocks an SM should hold at once (__launch_bounds__' second argument: the register cap
+ * that allows it, 65536 / (128·blocks)). Without one, ptxas drifts a few registers past a
+ * step (130 → 3 blocks instead of 4); with 1, it takes up to 255. */
+template <int HD, int MT> constexpr int fwd_blocks() { return HD == 64 && MT == 1 ? 4 : 2; }
+template <int HD, int MT> constexpr int dkdv_blocks() { return HD == 64 && MT == 1 ? 3 : 2; }
+template <int HD, int MT, int BK> constexpr int dq_blocks() {
+  return MT == 1 ? (HD == 64 && BK <= 32 ? 4 : 3) : 2;
+}
+
+template <int HD, int NW, int MT>
+__global__ void __launch_bounds__(NW * 32, (fwd_blocks<HD, MT>()))
     fa_fwd(bf16 *__restrict__ out, float *__restrict__ lse, const bf16 *__restrict__ q,
            const bf16 *__restrict__ k, const bf16 *__restrict__ v, int T, int H, int rep, int qs,
            int kvs, float scale) {
-  using C = FwdCfg<HD, NW>;
-  constexpr int BQ = C::BQ, BK = C::BK, LD = C::LD, NT = C::NT;
+  using C = FwdCfg<HD, NW, MT>;
+  constexpr int BQ = C::BQ, BK = C::BK, LD = C::LD, NT = C::NT, WR = 16 * MT;
   extern __shared__ __align__(16) unsigned char fa_sh[];
   bf16 *Qs = reinterpret_cast<bf16 *>(fa_sh);
   bf16 *Ks = Qs + BQ * LD; /* [2][BK][LD] */
@@ -170,13 +203,19 @@ __global__ void __launch_bounds__(NW * 32)
   load_tile<BK, HD, LD, NT>(Vs, vg, kvs, 0, T);
   cp_commit();
 
-  float o[HD / 8][4];
+  float o[MT][HD / 8][4];
 #pragma unroll
-  for (int n = 0; n < HD / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-  uint32_t qf[HD / 16][4];
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int n = 0; n < HD / 8; n++) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.0f;
+  float m[MT][2], l[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) m[mt][0] = m[mt][1] = -INFINITY, l[mt][0] = l[mt][1] = 0.0f;
+  uint32_t qf[MT][HD / 16][4];
   const float sl2 = scale * LOG2E;
-  const int row0 = q0 + warp * 16 + gr; /* this thread's rows: row0, row0 + 8 */
+  const int wr0 = warp * WR;            /* the warp's first row in the block */
+  const int row0 = q0 + wr0 + gr;       /* this thread's rows: row0 + 16·mt (+ 8) */
+  const int wlast = q0 + wr0 + WR - 1;  /* the warp's last row */
 
   for (int kb = 0; kb < nkb; kb++) {
     const int buf = kb & 1;
@@ -191,115 +230,141 @@ __global__ void __launch_bounds__(NW * 32)
     __syncthreads();
     if (kb == 0) {
 #pragma unroll
-      for (int ks = 0; ks < HD / 16; ks++)
-        ldsm4(qf[ks], Qs + (warp * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+      for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int ks = 0; ks < HD / 16; ks++)
+          ldsm4(qf[mt][ks], Qs + (wr0 + mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
     }
-    const bf16 *Kb = Ks + buf * BK * LD, *Vb = Vs + buf * BK * LD;
-
-    /* S = Q·Kᵀ: 16 × BK per warp */
-    float s[BK / 8][4];
-#pragma unroll
-    for (int n = 0; n < BK / 8; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
-#pragma unroll
-    for (int ks = 0; ks < HD / 16; ks++) {
-#pragma unroll
-      for (int np = 0; np < BK / 16; np++) {
-        uint32_t kf[4];
-        ldsm4(kf, Kb + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 +
-                      ((lane >> 3) & 1) * 8);
-        mma(s[2 * np], qf[ks], kf[0], kf[1]);
-        mma(s[2 * np + 1], qf[ks], kf[2], kf[3]);
-      }
-    }
-    /* mask keys past the query (causal) or past T, in the blocks that reach them */
     const int k0 = kb * BK;
-    if (k0 + BK > q0 || k0 + BK > T) {
+    if (k0 <= wlast) { /* a tile wholly past the warp's rows (causal) adds nothing */
+      const bf16 *Kb = Ks + buf * BK * LD, *Vb = Vs + buf * BK * LD;
+
+      /* S = Q·Kᵀ: 16·MT × BK per warp */
+      float s[MT][BK / 8][4];
 #pragma unroll
-      for (int n = 0; n < BK / 8; n++)
+      for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const int key = k0 + n * 8 + 2 * gc + (e & 1), row = row0 + (e >> 1) * 8;
-          if (key > row || key >= T) s[n][e] = -INFINITY;
+        for (int n = 0; n < BK / 8; n++) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.0f;
+#pragma unroll
+      for (int ks = 0; ks < HD / 16; ks++) {
+#pragma unroll
+        for (int np = 0; np < BK / 16; np++) {
+          uint32_t kf[4];
+          ldsm4(kf, Kb + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 +
+                        ((lane >> 3) & 1) * 8);
+#pragma unroll
+          for (int mt = 0; mt < MT; mt++) {
+            mma(s[mt][2 * np], qf[mt][ks], kf[0], kf[1]);
+            mma(s[mt][2 * np + 1], qf[mt][ks], kf[2], kf[3]);
+          }
         }
-    }
-    /* online softmax, rows r = 0 (row0) and 1 (row0 + 8) */
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < BK / 8; n++) mx = fmaxf(mx, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float mn = fmaxf(m[r], mx);
-      const float mb = mn == -INFINITY ? 0.0f : mn * sl2; /* a row with nothing visible yet */
-      const float corr = exp2f(m[r] * sl2 - mb);          /* m = −inf: 0 */
-      float sum = 0.0f;
-#pragma unroll
-      for (int n = 0; n < BK / 8; n++) {
-        s[n][2 * r] = exp2f(fmaf(s[n][2 * r], sl2, -mb));
-        s[n][2 * r + 1] = exp2f(fmaf(s[n][2 * r + 1], sl2, -mb));
-        sum += s[n][2 * r] + s[n][2 * r + 1];
       }
-      l[r] = l[r] * corr + sum;
-      m[r] = mn;
+      /* mask keys past the query (causal) or past T, in the blocks that reach them */
+      if (k0 + BK > q0 + wr0 || k0 + BK > T) {
 #pragma unroll
-      for (int n = 0; n < HD / 8; n++) o[n][2 * r] *= corr, o[n][2 * r + 1] *= corr;
-    }
-    /* O += P·V */
+        for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-    for (int kk = 0; kk < BK / 16; kk++) {
-      const uint32_t pa[4] = {pack(s[2 * kk][0], s[2 * kk][1]), pack(s[2 * kk][2], s[2 * kk][3]),
-                              pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                              pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+          for (int n = 0; n < BK / 8; n++)
 #pragma unroll
-      for (int dp = 0; dp < HD / 16; dp++) {
-        uint32_t vf[4];
-        ldsm4t(vf, Vb + (kk * 16 + (lane & 15)) * LD + dp * 16 + (lane >> 4) * 8);
-        mma(o[2 * dp], pa, vf[0], vf[1]);
-        mma(o[2 * dp + 1], pa, vf[2], vf[3]);
+            for (int e = 0; e < 4; e++) {
+              const int key = k0 + n * 8 + 2 * gc + (e & 1), row = row0 + mt * 16 + (e >> 1) * 8;
+              if (key > row || key >= T) s[mt][n][e] = -INFINITY;
+            }
+      }
+      /* online softmax, rows r = 0 (row0 + 16·mt) and 1 (+ 8) */
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+          float mx = -INFINITY;
+#pragma unroll
+          for (int n = 0; n < BK / 8; n++) mx = fmaxf(mx, fmaxf(s[mt][n][2 * r], s[mt][n][2 * r + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float mn = fmaxf(m[mt][r], mx);
+          const float mb = mn == -INFINITY ? 0.0f : mn * sl2; /* nothing visible yet */
+          const float corr = ex2(m[mt][r] * sl2 - mb);      /* m = −inf: 0 */
+          float sum = 0.0f;
+#pragma unroll
+          for (int n = 0; n < BK / 8; n++) {
+            s[mt][n][2 * r] = ex2(fmaf(s[mt][n][2 * r], sl2, -mb));
+            s[mt][n][2 * r + 1] = ex2(fmaf(s[mt][n][2 * r + 1], sl2, -mb));
+            sum += s[mt][n][2 * r] + s[mt][n][2 * r + 1];
+          }
+          l[mt][r] = l[mt][r] * corr + sum;
+          m[mt][r] = mn;
+#pragma unroll
+          for (int n = 0; n < HD / 8; n++) o[mt][n][2 * r] *= corr, o[mt][n][2 * r + 1] *= corr;
+        }
+      /* O += P·V */
+#pragma unroll
+      for (int kk = 0; kk < BK / 16; kk++) {
+        uint32_t pa[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          pa[mt][0] = pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+          pa[mt][1] = pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+          pa[mt][2] = pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+          pa[mt][3] = pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int dp = 0; dp < HD / 16; dp++) {
+          uint32_t vf[4];
+          ldsm4t(vf, Vb + (kk * 16 + (lane & 15)) * LD + dp * 16 + (lane >> 4) * 8);
+#pragma unroll
+          for (int mt = 0; mt < MT; mt++) {
+            mma(o[mt][2 * dp], pa[mt], vf[0], vf[1]);
+            mma(o[mt][2 * dp + 1], pa[mt], vf[2], vf[3]);
+          }
+        }
       }
     }
     __syncthreads(); /* the next iteration's copy overwrites buffer buf ^ 1's partner */
   }
 
   /* epilogue: l over the quad, out = O / l through this warp's own rows of Qs */
-  float inv[2];
 #pragma unroll
-  for (int r = 0; r < 2; r++) {
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    inv[r] = 1.0f / l[r];
-    const int row = row0 + r * 8;
-    if (lse && gc == 0 && row < T) lse[((size_t)b * H + h) * T + row] = m[r] * scale + logf(l[r]);
-  }
-  bf16 *Qw = Qs + warp * 16 * LD;
+  for (int mt = 0; mt < MT; mt++) {
+    float inv[2];
 #pragma unroll
-  for (int n = 0; n < HD / 8; n++) {
-    *reinterpret_cast<uint32_t *>(Qw + gr * LD + n * 8 + 2 * gc) = pack(o[n][0] * inv[0], o[n][1] * inv[0]);
-    *reinterpret_cast<uint32_t *>(Qw + (gr + 8) * LD + n * 8 + 2 * gc) =
-        pack(o[n][2] * inv[1], o[n][3] * inv[1]);
+    for (int r = 0; r < 2; r++) {
+      float lr = l[mt][r];
+      lr += __shfl_xor_sync(0xffffffffu, lr, 1);
+      lr += __shfl_xor_sync(0xffffffffu, lr, 2);
+      inv[r] = 1.0f / lr;
+      const int row = row0 + mt * 16 + r * 8;
+      if (lse && gc == 0 && row < T) lse[((size_t)b * H + h) * T + row] = m[mt][r] * scale + logf(lr);
+    }
+    bf16 *Qw = Qs + (wr0 + mt * 16) * LD;
+#pragma unroll
+    for (int n = 0; n < HD / 8; n++) {
+      *reinterpret_cast<uint32_t *>(Qw + gr * LD + n * 8 + 2 * gc) =
+          pack(o[mt][n][0] * inv[0], o[mt][n][1] * inv[0]);
+      *reinterpret_cast<uint32_t *>(Qw + (gr + 8) * LD + n * 8 + 2 * gc) =
+          pack(o[mt][n][2] * inv[1], o[mt][n][3] * inv[1]);
+    }
+    __syncwarp();
+    store_rows<HD, LD>(out + (size_t)b * T * H * HD + (size_t)h * HD, (size_t)H * HD, Qw,
+                       q0 + wr0 + mt * 16, T);
   }
-  __syncwarp();
-  store_rows<HD, LD>(out + (size_t)b * T * H * HD + (size_t)h * HD, (size_t)H * HD, Qw,
-                     q0 + warp * 16, T);
 }
 
 /* ================= backward: dK, dV ================= */
-template <int HD, int NW, int BQ> struct DkvCfg {
-  static constexpr int BKV = 16 * NW, LD = HD + 8, NT = 32 * NW;
+template <int HD, int NW, int MT, int BQ> struct DkvCfg {
+  static constexpr int BKV = 16 * NW * MT, LD = HD + 8, NT = 32 * NW;
   /* K, V; 2×Q, 2×dO; 2×lse, 2×D */
   static constexpr size_t SMEM =
       (size_t)(2 * BKV + 4 * BQ) * LD * sizeof(bf16) + 4 * BQ * sizeof(float);
 };
 
-template <int HD, int NW, int BQ>
-__global__ void __launch_bounds__(NW * 32)
+template <int HD, int NW, int MT, int BQ>
+__global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT>()))
     fa_dkdv(bf16 *__restrict__ dk, bf16 *__restrict__ dv, const bf16 *__restrict__ dout,
             const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
             const float *__restrict__ lse, const float *__restrict__ D, int T, int H, int rep,
             int qs, int kvs, float scale) {
-  using C = DkvCfg<HD, NW, BQ>;
-  constexpr int BKV = C::BKV, LD = C::LD, NT = C::NT;
+  using C = DkvCfg<HD, NW, MT, BQ>;
+  constexpr int BKV = C::BKV, LD = C::LD, NT = C::NT, WR = 16 * MT;
   extern __shared__ __align__(16) unsigned char fa_sh[];
   bf16 *Ks = reinterpret_cast<bf16 *>(fa_sh);
   bf16 *Vs = Ks + BKV * LD;
@@ -337,14 +402,17 @@ __global__ void __launch_bounds__(NW * 32)
   load_q(0, 0);
   cp_commit();
 
-  float dka[HD / 8][4], dva[HD / 8][4];
+  float dka[MT][HD / 8][4], dva[MT][HD / 8][4];
 #pragma unroll
-  for (int n = 0; n < HD / 8; n++)
+  for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-    for (int e = 0; e < 4; e++) dka[n][e] = dva[n][e] = 0.0f;
+    for (int n = 0; n < HD / 8; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) dka[mt][n][e] = dva[mt][n][e] = 0.0f;
   const float sl2 = scale * LOG2E;
-  const int key0 = k0 + warp * 16 + gr; /* this thread's keys: key0, key0 + 8 */
-  const bf16 *Kw = Ks + warp * 16 * LD, *Vw = Vs + warp * 16 * LD;
+  const int wk0 = warp * WR;           /* the warp's first key row in the block */
+  const int key0 = k0 + wk0 + gr;      /* this thread's keys: key0 + 16·mt (+ 8) */
+  const bf16 *Kw = Ks + wk0 * LD, *Vw = Vs + wk0 * LD;
 
   for (int it = 0; it < niter; it++) {
     const int buf = it & 1;
@@ -357,90 +425,120 @@ __global__ void __launch_bounds__(NW * 32)
     }
     __syncthreads();
     const int qt0 = (qb0 + it % nq) * BQ;
-    const bf16 *Qb = Qs + buf * BQ * LD, *Ob = Os + buf * BQ * LD;
-    const float *Lb = Ls + buf * BQ, *Db = Dsh + buf * BQ;
+    /* a query tile wholly before the warp's keys (causal) adds nothing */
+    if (qt0 + BQ - 1 >= k0 + wk0) {
+      const bf16 *Qb = Qs + buf * BQ * LD, *Ob = Os + buf * BQ * LD;
+      const float *Lb = Ls + buf * BQ, *Db = Dsh + buf * BQ;
 
-    /* Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ: 16 keys × BQ queries per warp */
-    float st[BQ / 8][4], dpt[BQ / 8][4];
+      /* Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ: 16·MT keys × BQ queries per warp */
+      float st[MT][BQ / 8][4], dpt[MT][BQ / 8][4];
 #pragma unroll
-    for (int n = 0; n < BQ / 8; n++)
+      for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) st[n][e] = dpt[n][e] = 0.0f;
+        for (int n = 0; n < BQ / 8; n++)
 #pragma unroll
-    for (int ks = 0; ks < HD / 16; ks++) {
-      uint32_t ka[4], va[4];
-      ldsm4(ka, Kw + (lane & 15) * LD + ks * 16 + (lane >> 4) * 8);
-      ldsm4(va, Vw + (lane & 15) * LD + ks * 16 + (lane >> 4) * 8);
+          for (int e = 0; e < 4; e++) st[mt][n][e] = dpt[mt][n][e] = 0.0f;
 #pragma unroll
-      for (int np = 0; np < BQ / 16; np++) {
-        const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
-        uint32_t qf[4], of[4];
-        ldsm4(qf, Qb + off);
-        ldsm4(of, Ob + off);
-        mma(st[2 * np], ka, qf[0], qf[1]);
-        mma(st[2 * np + 1], ka, qf[2], qf[3]);
-        mma(dpt[2 * np], va, of[0], of[1]);
-        mma(dpt[2 * np + 1], va, of[2], of[3]);
+      for (int ks = 0; ks < HD / 16; ks++) {
+        uint32_t ka[MT][4], va[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          ldsm4(ka[mt], Kw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+          ldsm4(va[mt], Vw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+        }
+#pragma unroll
+        for (int np = 0; np < BQ / 16; np++) {
+          const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
+          uint32_t qf[4], of[4];
+          ldsm4(qf, Qb + off);
+          ldsm4(of, Ob + off);
+#pragma unroll
+          for (int mt = 0; mt < MT; mt++) {
+            mma(st[mt][2 * np], ka[mt], qf[0], qf[1]);
+            mma(st[mt][2 * np + 1], ka[mt], qf[2], qf[3]);
+            mma(dpt[mt][2 * np], va[mt], of[0], of[1]);
+            mma(dpt[mt][2 * np + 1], va[mt], of[2], of[3]);
+          }
+        }
       }
-    }
-    /* Pᵀ = exp(Sᵀ·scale − lse) (0 where query < key or query ≥ T), dSᵀ = Pᵀ∘(dPᵀ − D) */
-    const bool edge = qt0 < k0 + BKV || qt0 + BQ > T;
+      /* Pᵀ = exp(Sᵀ·scale − lse) (0 where query < key or query ≥ T), dSᵀ = Pᵀ∘(dPᵀ − D) */
+      const bool edge = qt0 < k0 + wk0 + WR || qt0 + BQ > T;
 #pragma unroll
-    for (int n = 0; n < BQ / 8; n++)
+      for (int n = 0; n < BQ / 8; n++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int qi = n * 8 + 2 * gc + (e & 1), key = key0 + (e >> 1) * 8;
-        float p = exp2f(fmaf(st[n][e], sl2, -Lb[qi] * LOG2E));
-        if (edge && (qt0 + qi < key || qt0 + qi >= T)) p = 0.0f;
-        st[n][e] = p;
-        dpt[n][e] = p * (dpt[n][e] - Db[qi]);
-      }
-    /* dV += Pᵀ·dO, dK += dSᵀ·Q (reduction over the BQ queries) */
+        for (int e1 = 0; e1 < 2; e1++) {
+          const int qi = n * 8 + 2 * gc + e1;
+          const float lq = Lb[qi] * LOG2E, dq_ = Db[qi];
 #pragma unroll
-    for (int kk = 0; kk < BQ / 16; kk++) {
-      const uint32_t pa[4] = {pack(st[2 * kk][0], st[2 * kk][1]), pack(st[2 * kk][2], st[2 * kk][3]),
-                              pack(st[2 * kk + 1][0], st[2 * kk + 1][1]),
-                              pack(st[2 * kk + 1][2], st[2 * kk + 1][3])};
-      const uint32_t da[4] = {pack(dpt[2 * kk][0], dpt[2 * kk][1]), pack(dpt[2 * kk][2], dpt[2 * kk][3]),
-                              pack(dpt[2 * kk + 1][0], dpt[2 * kk + 1][1]),
-                              pack(dpt[2 * kk + 1][2], dpt[2 * kk + 1][3])};
+          for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-      for (int dp = 0; dp < HD / 16; dp++) {
-        const int off = (kk * 16 + (lane & 15)) * LD + dp * 16 + (lane >> 4) * 8;
-        uint32_t of[4], qf[4];
-        ldsm4t(of, Ob + off);
-        ldsm4t(qf, Qb + off);
-        mma(dva[2 * dp], pa, of[0], of[1]);
-        mma(dva[2 * dp + 1], pa, of[2], of[3]);
-        mma(dka[2 * dp], da, qf[0], qf[1]);
-        mma(dka[2 * dp + 1], da, qf[2], qf[3]);
+            for (int e2 = 0; e2 < 2; e2++) {
+              const int e = e2 * 2 + e1, key = key0 + mt * 16 + e2 * 8;
+              float p = ex2(fmaf(st[mt][n][e], sl2, -lq));
+              if (edge && (qt0 + qi < key || qt0 + qi >= T)) p = 0.0f;
+              st[mt][n][e] = p;
+              dpt[mt][n][e] = p * (dpt[mt][n][e] - dq_);
+            }
+        }
+      /* dV += Pᵀ·dO, dK += dSᵀ·Q (reduction over the BQ queries) */
+#pragma unroll
+      for (int kk = 0; kk < BQ / 16; kk++) {
+        uint32_t pa[MT][4], da[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          pa[mt][0] = pack(st[mt][2 * kk][0], st[mt][2 * kk][1]);
+          pa[mt][1] = pack(st[mt][2 * kk][2], st[mt][2 * kk][3]);
+          pa[mt][2] = pack(st[mt][2 * kk + 1][0], st[mt][2 * kk + 1][1]);
+          pa[mt][3] = pack(st[mt][2 * kk + 1][2], st[mt][2 * kk + 1][3]);
+          da[mt][0] = pack(dpt[mt][2 * kk][0], dpt[mt][2 * kk][1]);
+          da[mt][1] = pack(dpt[mt][2 * kk][2], dpt[mt][2 * kk][3]);
+          da[mt][2] = pack(dpt[mt][2 * kk + 1][0], dpt[mt][2 * kk + 1][1]);
+          da[mt][3] = pack(dpt[mt][2 * kk + 1][2], dpt[mt][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int dp = 0; dp < HD / 16; dp++) {
+          const int off = (kk * 16 + (lane & 15)) * LD + dp * 16 + (lane >> 4) * 8;
+          uint32_t of[4], qf[4];
+          ldsm4t(of, Ob + off);
+          ldsm4t(qf, Qb + off);
+#pragma unroll
+          for (int mt = 0; mt < MT; mt++) {
+            mma(dva[mt][2 * dp], pa[mt], of[0], of[1]);
+            mma(dva[mt][2 * dp + 1], pa[mt], of[2], of[3]);
+            mma(dka[mt][2 * dp], da[mt], qf[0], qf[1]);
+            mma(dka[mt][2 * dp + 1], da[mt], qf[2], qf[3]);
+          }
+        }
       }
     }
     __syncthreads();
   }
 
-  /* epilogue: each warp stages its own 16 rows of Ks / Vs (only it reads them) */
-  bf16 *Kx = Ks + warp * 16 * LD, *Vx = Vs + warp * 16 * LD;
-  stage_rows<HD, LD>(Kx, dka, scale);
-  stage_rows<HD, LD>(Vx, dva, 1.0f);
-  __syncwarp();
-  store_rows<HD, LD>(dk + (size_t)b * T * kvs + (size_t)g * HD, kvs, Kx, k0 + warp * 16, T);
-  store_rows<HD, LD>(dv + (size_t)b * T * kvs + (size_t)g * HD, kvs, Vx, k0 + warp * 16, T);
+  /* epilogue: each warp stages its own rows of Ks / Vs (only it reads them) */
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    bf16 *Kx = Ks + (wk0 + mt * 16) * LD, *Vx = Vs + (wk0 + mt * 16) * LD;
+    stage_rows<HD, LD>(Kx, dka[mt], scale);
+    stage_rows<HD, LD>(Vx, dva[mt], 1.0f);
+    __syncwarp();
+    store_rows<HD, LD>(dk + (size_t)b * T * kvs + (size_t)g * HD, kvs, Kx, k0 + wk0 + mt * 16, T);
+    store_rows<HD, LD>(dv + (size_t)b * T * kvs + (size_t)g * HD, kvs, Vx, k0 + wk0 + mt * 16, T);
+  }
 }
 
 /* ================= backward: dQ ================= */
-template <int HD, int NW, int BK> struct DqCfg {
-  static constexpr int BQ = 16 * NW, LD = HD + 8, NT = 32 * NW;
+template <int HD, int NW, int MT, int BK> struct DqCfg {
+  static constexpr int BQ = 16 * NW * MT, LD = HD + 8, NT = 32 * NW;
   static constexpr size_t SMEM = (size_t)(2 * BQ + 4 * BK) * LD * sizeof(bf16); /* Q, dO, 2×K, 2×V */
 };
 
-template <int HD, int NW, int BK>
-__global__ void __launch_bounds__(NW * 32)
+template <int HD, int NW, int MT, int BK>
+__global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, MT, BK>()))
     fa_dq(bf16 *__restrict__ dq, const bf16 *__restrict__ dout, const bf16 *__restrict__ q,
           const bf16 *__restrict__ k, const bf16 *__restrict__ v, const float *__restrict__ lse,
           const float *__restrict__ D, int T, int H, int rep, int qs, int kvs, float scale) {
-  using C = DqCfg<HD, NW, BK>;
-  constexpr int BQ = C::BQ, LD = C::LD, NT = C::NT;
+  using C = DqCfg<HD, NW, MT, BK>;
+  constexpr int BQ = C::BQ, LD = C::LD, NT = C::NT, WR = 16 * MT;
   extern __shared__ __align__(16) unsigned char fa_sh[];
   bf16 *Qs = reinterpret_cast<bf16 *>(fa_sh);
   bf16 *Os = Qs + BQ * LD;
@@ -462,20 +560,26 @@ __global__ void __launch_bounds__(NW * 32)
   load_tile<BK, HD, LD, NT>(Vs, vg, kvs, 0, T);
   cp_commit();
 
-  const int row0 = q0 + warp * 16 + gr; /* rows row0, row0 + 8 */
-  float lr[2], dr[2];
+  const int wr0 = warp * WR;
+  const int row0 = q0 + wr0 + gr; /* rows row0 + 16·mt (+ 8) */
+  const int wlast = q0 + wr0 + WR - 1;
+  float lr[MT][2], dr[MT][2];
 #pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const int row = row0 + r * 8;
-    const size_t i = ((size_t)b * H + h) * T + row;
-    lr[r] = row < T ? lse[i] * LOG2E : 0.0f;
-    dr[r] = row < T ? D[i] : 0.0f;
-  }
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      const int row = row0 + mt * 16 + r * 8;
+      const size_t i = ((size_t)b * H + h) * T + row;
+      lr[mt][r] = row < T ? lse[i] * LOG2E : 0.0f;
+      dr[mt][r] = row < T ? D[i] : 0.0f;
+    }
   const float sl2 = scale * LOG2E;
-  float acc[HD / 8][4];
+  float acc[MT][HD / 8][4];
 #pragma unroll
-  for (int n = 0; n < HD / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
-  const bf16 *Qw = Qs + warp * 16 * LD, *Ow = Os + warp * 16 * LD;
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int n = 0; n < HD / 8; n++) acc[mt][n][0] = acc[mt][n][1] = acc[mt][n][2] = acc[mt][n][3] = 0.0f;
+  const bf16 *Qw = Qs + wr0 * LD, *Ow = Os + wr0 * LD;
 
   for (int kb = 0; kb < nkb; kb++) {
     const int buf = kb & 1;
@@ -488,76 +592,117 @@ __global__ void __launch_bounds__(NW * 32)
       cp_wait<0>();
     }
     __syncthreads();
-    const bf16 *Kb = Ks + buf * BK * LD, *Vb = Vs + buf * BK * LD;
     const int k0 = kb * BK;
+    if (k0 <= wlast) { /* a tile wholly past the warp's rows adds nothing */
+      const bf16 *Kb = Ks + buf * BK * LD, *Vb = Vs + buf * BK * LD;
 
-    /* S = Q·Kᵀ, dP = dO·Vᵀ: 16 × BK per warp */
-    float s[BK / 8][4], dp[BK / 8][4];
+      /* S = Q·Kᵀ, dP = dO·Vᵀ: 16·MT × BK per warp */
+      float s[MT][BK / 8][4], dp[MT][BK / 8][4];
 #pragma unroll
-    for (int n = 0; n < BK / 8; n++)
+      for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
+        for (int n = 0; n < BK / 8; n++)
 #pragma unroll
-    for (int ks = 0; ks < HD / 16; ks++) {
-      uint32_t qa[4], oa[4];
-      ldsm4(qa, Qw + (lane & 15) * LD + ks * 16 + (lane >> 4) * 8);
-      ldsm4(oa, Ow + (lane & 15) * LD + ks * 16 + (lane >> 4) * 8);
+          for (int e = 0; e < 4; e++) s[mt][n][e] = dp[mt][n][e] = 0.0f;
 #pragma unroll
-      for (int np = 0; np < BK / 16; np++) {
-        const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
-        uint32_t kf[4], vf[4];
-        ldsm4(kf, Kb + off);
-        ldsm4(vf, Vb + off);
-        mma(s[2 * np], qa, kf[0], kf[1]);
-        mma(s[2 * np + 1], qa, kf[2], kf[3]);
-        mma(dp[2 * np], oa, vf[0], vf[1]);
-        mma(dp[2 * np + 1], oa, vf[2], vf[3]);
+      for (int ks = 0; ks < HD / 16; ks++) {
+        uint32_t qa[MT][4], oa[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          ldsm4(qa[mt], Qw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+          ldsm4(oa[mt], Ow + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+        }
+#pragma unroll
+        for (int np = 0; np < BK / 16; np++) {
+          const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
+          uint32_t kf[4], vf[4];
+          ldsm4(kf, Kb + off);
+          ldsm4(vf, Vb + off);
+#pragma unroll
+          for (int mt = 0; mt < MT; mt++) {
+            mma(s[mt][2 * np], qa[mt], kf[0], kf[1]);
+            mma(s[mt][2 * np + 1], qa[mt], kf[2], kf[3]);
+            mma(dp[mt][2 * np], oa[mt], vf[0], vf[1]);
+            mma(dp[mt][2 * np + 1], oa[mt], vf[2], vf[3]);
+          }
+        }
       }
-    }
-    /* P = exp(S·scale − lse) (0 past the diagonal or T), dS = P∘(dP − D) */
-    const bool edge = k0 + BK > q0 || k0 + BK > T;
+      /* P = exp(S·scale − lse) (0 past the diagonal or T), dS = P∘(dP − D) */
+      const bool edge = k0 + BK > q0 + wr0 || k0 + BK > T;
 #pragma unroll
-    for (int n = 0; n < BK / 8; n++)
+      for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int key = k0 + n * 8 + 2 * gc + (e & 1), row = row0 + (e >> 1) * 8, r = e >> 1;
-        float p = exp2f(fmaf(s[n][e], sl2, -lr[r]));
-        if (edge && (key > row || key >= T)) p = 0.0f;
-        dp[n][e] = p * (dp[n][e] - dr[r]);
-      }
-    /* dQ += dS·K (reduction over the BK keys; K read transposed) */
+        for (int n = 0; n < BK / 8; n++)
 #pragma unroll
-    for (int kk = 0; kk < BK / 16; kk++) {
-      const uint32_t da[4] = {pack(dp[2 * kk][0], dp[2 * kk][1]), pack(dp[2 * kk][2], dp[2 * kk][3]),
-                              pack(dp[2 * kk + 1][0], dp[2 * kk + 1][1]),
-                              pack(dp[2 * kk + 1][2], dp[2 * kk + 1][3])};
+          for (int e = 0; e < 4; e++) {
+            const int r = e >> 1;
+            const int key = k0 + n * 8 + 2 * gc + (e & 1), row = row0 + mt * 16 + r * 8;
+            float p = ex2(fmaf(s[mt][n][e], sl2, -lr[mt][r]));
+            if (edge && (key > row || key >= T)) p = 0.0f;
+            dp[mt][n][e] = p * (dp[mt][n][e] - dr[mt][r]);
+          }
+      /* dQ += dS·K (reduction over the BK keys; K read transposed) */
 #pragma unroll
-      for (int dn = 0; dn < HD / 16; dn++) {
-        uint32_t kf[4];
-        ldsm4t(kf, Kb + (kk * 16 + (lane & 15)) * LD + dn * 16 + (lane >> 4) * 8);
-        mma(acc[2 * dn], da, kf[0], kf[1]);
-        mma(acc[2 * dn + 1], da, kf[2], kf[3]);
+      for (int kk = 0; kk < BK / 16; kk++) {
+        uint32_t da[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          da[mt][0] = pack(dp[mt][2 * kk][0], dp[mt][2 * kk][1]);
+          da[mt][1] = pack(dp[mt][2 * kk][2], dp[mt][2 * kk][3]);
+          da[mt][2] = pack(dp[mt][2 * kk + 1][0], dp[mt][2 * kk + 1][1]);
+          da[mt][3] = pack(dp[mt][2 * kk + 1][2], dp[mt][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int dn = 0; dn < HD / 16; dn++) {
+          uint32_t kf[4];
+          ldsm4t(kf, Kb + (kk * 16 + (lane & 15)) * LD + dn * 16 + (lane >> 4) * 8);
+#pragma unroll
+          for (int mt = 0; mt < MT; mt++) {
+            mma(acc[mt][2 * dn], da[mt], kf[0], kf[1]);
+            mma(acc[mt][2 * dn + 1], da[mt], kf[2], kf[3]);
+          }
+        }
       }
     }
     __syncthreads();
   }
 
-  bf16 *Qx = Qs + warp * 16 * LD; /* this warp's own rows (only it read them) */
-  stage_rows<HD, LD>(Qx, acc, scale);
-  __syncwarp();
-  store_rows<HD, LD>(dq + (size_t)b * T * qs + (size_t)h * HD, qs, Qx, q0 + warp * 16, T);
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    bf16 *Qx = Qs + (wr0 + mt * 16) * LD; /* this warp's own rows (only it read them) */
+    stage_rows<HD, LD>(Qx, acc[mt], scale);
+    __syncwarp();
+    store_rows<HD, LD>(dq + (size_t)b * T * qs + (size_t)h * HD, qs, Qx, q0 + wr0 + mt * 16, T);
+  }
 }
 
-/* ---- configurations ---- */
-constexpr int FWD_NW = 4;           /* 64 query rows a block, 64-key tiles */
-constexpr int DKV_NW = 4;           /* 64 key rows a block */
-constexpr int DKV_BQ64 = 64, DKV_BQ128 = 32;  /* query tile of the dK/dV loop (registers) */
-constexpr int DQ_NW = 4;            /* 64 query rows a block */
-constexpr int DQ_BK64 = 64, DQ_BK128 = 32;    /* key tile of dQ (shared memory ≤ 99 KB: sm_89) */
+/* ---- configurations ----
+ * Every kernel: 4 warps a block, MT = 1 m-tile a warp (64-row blocks); the backward's inner
+ * tile (the query tile of dK/dV, the key tile of dQ) is 64 for head_dim 64 and 32 for 128
+ * (registers; and dQ's shared memory ≤ 99 KB for sm_89). Two m-tiles a warp (128-row blocks,
+ * inner tiles 32 or 16) measured no faster on the H200 (gpt2 shape: fwd 201 vs 205 TFLOP/s,
+ * bwd 148 vs 148.5; GQA bwd 133 vs 139): at ~240 registers a block of 4 warps leaves 2 blocks
+ * an SM, and these kernels are latency-bound, not shared-memory-bound. */
+constexpr int NW = 4, MT = 1;
+constexpr int DKV_BQ64 = 64, DKV_BQ128 = 32; /* query tile of the dK/dV loop */
+constexpr int DQ_BK64 = 64, DQ_BK128 = 32;   /* key tile of dQ */
 
 template <typename K> void set_smem(K kern, size_t bytes) {
   /* once per kernel instance; a host-side attribute, no allocation or synchronization */
   TZC_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+}
+
+template <int HD>
+void fwd_hd(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v,
+            int B, int T, int H, int KVH, int qs, int kvs) {
+  using C = FwdCfg<HD, NW, MT>;
+  auto kern = fa_fwd<HD, NW, MT>;
+  static bool init = false;
+  if (!init) set_smem(kern, C::SMEM), init = true;
+  dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
+  kern<<<grid, C::NT, C::SMEM, st>>>(out, lse, q, k, v, T, H, H / KVH, qs, kvs,
+                                     1.0f / sqrtf((float)HD));
+  TZC_LAUNCHED();
 }
 
 template <int HD, int BQd, int BKq>
@@ -567,40 +712,28 @@ void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, con
   const float scale = 1.0f / sqrtf((float)HD);
   const int rep = H / KVH;
   {
-    using C = DkvCfg<HD, DKV_NW, BQd>;
+    using C = DkvCfg<HD, NW, MT, BQd>;
+    auto kern = fa_dkdv<HD, NW, MT, BQd>;
     static bool init = false;
-    if (!init) set_smem(fa_dkdv<HD, DKV_NW, BQd>, C::SMEM), init = true;
+    if (!init) set_smem(kern, C::SMEM), init = true;
     dim3 grid((T + C::BKV - 1) / C::BKV, KVH, B);
-    fa_dkdv<HD, DKV_NW, BQd><<<grid, C::NT, C::SMEM, st>>>(dk, dv, dout, q, k, v, lse, D, T, H,
-                                                           rep, qs, kvs, scale);
+    kern<<<grid, C::NT, C::SMEM, st>>>(dk, dv, dout, q, k, v, lse, D, T, H, rep, qs, kvs, scale);
     TZC_LAUNCHED();
   }
   {
-    using C = DqCfg<HD, DQ_NW, BKq>;
+    using C = DqCfg<HD, NW, MT, BKq>;
+    auto kern = fa_dq<HD, NW, MT, BKq>;
     static bool init = false;
-    if (!init) set_smem(fa_dq<HD, DQ_NW, BKq>, C::SMEM), init = true;
+    if (!init) set_smem(kern, C::SMEM), init = true;
     dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
-    fa_dq<HD, DQ_NW, BKq><<<grid, C::NT, C::SMEM, st>>>(dq, dout, q, k, v, lse, D, T, H, rep, qs,
-                                                        kvs, scale);
+    kern<<<grid, C::NT, C::SMEM, st>>>(dq, dout, q, k, v, lse, D, T, H, rep, qs, kvs, scale);
     TZC_LAUNCHED();
   }
 }
 
-template <int HD>
-void fwd_hd(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v,
-            int B, int T, int H, int KVH, int qs, int kvs) {
-  using C = FwdCfg<HD, FWD_NW>;
-  static bool init = false;
-  if (!init) set_smem(fa_fwd<HD, FWD_NW>, C::SMEM), init = true;
-  dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
-  fa_fwd<HD, FWD_NW><<<grid, C::NT, C::SMEM, st>>>(out, lse, q, k, v, T, H, H / KVH, qs, kvs,
-                                                   1.0f / sqrtf((float)HD));
-  TZC_LAUNCHED();
-}
-
 template <int HD, int BQd, int BKq> constexpr size_t smem_max() {
-  const size_t a = FwdCfg<HD, FWD_NW>::SMEM, b = DkvCfg<HD, DKV_NW, BQd>::SMEM,
-               c = DqCfg<HD, DQ_NW, BKq>::SMEM;
+  const size_t a = FwdCfg<HD, NW, MT>::SMEM, b = DkvCfg<HD, NW, MT, BQd>::SMEM,
+               c = DqCfg<HD, NW, MT, BKq>::SMEM;
   return a > b ? (a > c ? a : c) : (b > c ? b : c);
 }
 
