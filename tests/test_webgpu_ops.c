@@ -388,7 +388,9 @@ static void test_rope(void **state) {
     k_randn(&k, (size_t)B * T * (nh + 2 * nkv) * hd, 1);
     int d[] = {B, T, nh, nkv, hd, 5, dir};
     k_run(&k, op_rope, d);
-    k_check(&k, 0, "rope", 1e-5, 2e-6);
+    /* atol 1e-5: WGSL bounds pow (the frequencies) only to 3 + 2|x| ULP and sin/cos to an
+     * absolute 2^-11; NVIDIA's Vulkan driver (H200) was 3e-6 off the CPU's powf/sinf here */
+    k_check(&k, 0, "rope", 1e-5, 1e-5);
     k_free(&k);
   }
 }

@@ -18,8 +18,13 @@ fn rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let pos = pu(5u) + n % pu(1u);
   let freq = 1.0 / pow(pf(6u), f32(2u * pr) / f32(hd));
   let val = f32(pos) * freq;
-  let fcr = cos(val);
-  let fci = pf(7u) * sin(val);
+  // Reduce the angle to [-pi, pi] first (Cody-Waite, 2pi = 6.28125 + 1.9353071795864769e-3;
+  // k * 6.28125 is exact): WGSL only bounds sin/cos errors inside [-pi, pi], and NVIDIA's
+  // Vulkan sin/cos of large positions' angles were off by 3e-6 against the CPU's sinf/cosf.
+  let k = round(val * 0.15915494309189535);
+  let r = (val - k * 6.28125) - k * 1.9353071795864769e-3;
+  let fcr = cos(r);
+  let fci = pf(7u) * sin(r);
   let o = n * pu(4u) + h * hd + 2u * pr;
   let v0 = ld(0u, o);
   let v1 = ld(0u, o + 1u);
