@@ -95,6 +95,9 @@ typedef struct {
   const char *debug_inject_nan, *debug_inject_inf;
   /* --profile (webgpu, cuda): per-kernel GPU time table on stderr at the end of the session */
   int profile;
+  /* --recompute: keep no per-layer norm outputs and GeLU/SwiGLU outputs; the backward
+   * recomputes them (less activation memory, same losses bit for bit, a little slower) */
+  int recompute;
 } tz_train_opts;
 
 /* Defaults: llama, 4 layers, 4 heads, C=128, T=128, B=16, vocab 2048, AdamW(0.9, 0.95, 1e-8,

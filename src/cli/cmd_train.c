@@ -42,6 +42,8 @@ static const char *HELP =
     "  --backend NAME         cpu (default), webgpu or cuda\n"
     "  --precision P          fp32 or bf16 (bf16 mixed precision: cuda only, its default)\n"
     "  --profile              webgpu, cuda: print the per-kernel GPU time table (ms/step, share, GFLOP/s or GB/s)\n"
+    "  --recompute            recompute norm and GeLU/SwiGLU outputs in the backward instead of keeping\n"
+    "                         them per layer (less activation memory for models that do not fit; same losses)\n"
     "  --threads N            OpenMP threads (default: all cores)\n"
     "  --seed N               random seed (1337)\n"
     "model:\n"
@@ -82,7 +84,7 @@ enum {
   O_DATA = 256, O_VOCAB, O_VALFRAC, O_TSHARDS, O_VSHARDS, O_TOKENIZER, O_RUNDIR, O_RESUME,
   O_BACKEND, O_THREADS, O_SEED, O_ARCH, O_NLAYER, O_NHEAD, O_NKV, O_DMODEL, O_DFF, O_MAXT,
   O_UNTIED, O_ACCUM, O_STEPS, O_LR, O_WARMUP, O_MINLR, O_B1, O_B2, O_EPS, O_WD, O_CLIP,
-  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_INIT, O_HELP
+  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_INIT, O_RECOMPUTE, O_HELP
 };
 
 static const struct option LONG[] = {
@@ -100,12 +102,12 @@ static const struct option LONG[] = {
     {"beta2", 1, 0, O_B2}, {"eps", 1, 0, O_EPS}, {"weight-decay", 1, 0, O_WD},
     {"grad-clip", 1, 0, O_CLIP}, {"val-every", 1, 0, O_VALEVERY}, {"val-batches", 1, 0, O_VALB},
     {"ckpt-every", 1, 0, O_CKPT}, {"log-every", 1, 0, O_LOG}, {"sample-tokens", 1, 0, O_SAMPLE}, {"stop-after", 1, 0, O_STOP},
-    {"quiet", 0, 0, O_QUIET}, {"profile", 0, 0, O_PROFILE}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
+    {"quiet", 0, 0, O_QUIET}, {"profile", 0, 0, O_PROFILE}, {"recompute", 0, 0, O_RECOMPUTE}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
     {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"keep", 1, 0, O_KEEP}, {"keep-best", 0, 0, O_KEEPBEST}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
 
 /* Options that may accompany --resume without changing the loss sequence. */
 static int resume_allows(int opt) {
-  return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_PRECISION || opt == O_QUIET ||
+  return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_PRECISION || opt == O_RECOMPUTE || opt == O_QUIET ||
          opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP || opt == O_INJNAN || opt == O_INJINF ||
          opt == O_PROFILE || opt == O_KEEP || opt == O_KEEPBEST;
 }
@@ -212,6 +214,7 @@ int tz_cmd_train(int argc, char **argv) {
       case O_KEEP: e = tz_arg_int("--keep", optarg, 1, 1 << 20, &o.keep); break;
       case O_KEEPBEST: o.keep_best = 1; break;
       case O_PROFILE: o.profile = 1; break;
+      case O_RECOMPUTE: o.recompute = 1; break;
       case O_SKIPLZ: e = tz_arg_float("--skip-loss-z", optarg, 0, 1e6, &o.skip_loss_z); break;
       case O_SKIPNZ: e = tz_arg_float("--skip-norm-z", optarg, 0, 1e6, &o.skip_norm_z); break;
       case O_INJNAN: o.debug_inject_nan = optarg; break;

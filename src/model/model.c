@@ -79,18 +79,19 @@ static size_t lay_out_acts(tz_acts *a, const tz_config *cfg, tz_dtype act, tz_bu
       *x = a->layer[0];
       continue;
     }
-    x->n1 = carve_act(&cv, N * d.C);
+    int keep = !(a->recompute && l > 0); /* recompute: layer 0's n1, n2, a serve every layer */
+    x->n1 = keep ? carve_act(&cv, N * d.C) : a->layer[0].n1;
     x->n1_mean = carve(&cv, N);
     x->n1_rstd = carve(&cv, N);
     x->qkv = carve_act(&cv, N * d.Q);
     x->att = carve_act(&cv, N * d.C);
     x->lse = carve(&cv, (size_t)a->B * d.nh * a->T);
     x->mid = carve_act(&cv, N * d.C);
-    x->n2 = carve_act(&cv, N * d.C);
+    x->n2 = keep ? carve_act(&cv, N * d.C) : a->layer[0].n2;
     x->n2_mean = carve(&cv, N);
     x->n2_rstd = carve(&cv, N);
     x->h = carve_act(&cv, N * d.F2);
-    x->a = carve_act(&cv, N * d.F);
+    x->a = keep ? carve_act(&cv, N * d.F) : a->layer[0].a;
   }
   a->nf = carve_act(&cv, N * d.C);
   a->nf_mean = carve(&cv, N);
@@ -107,11 +108,12 @@ static size_t lay_out_acts(tz_acts *a, const tz_config *cfg, tz_dtype act, tz_bu
   return cv.off;
 }
 
-static int acts_alloc(tz_model *m, tz_acts *a, int B, int T, int shared, int training) {
+static int acts_alloc(tz_model *m, tz_acts *a, int B, int T, int shared, int training, int recompute) {
   memset(a, 0, sizeof *a);
   a->B = B;
   a->T = T;
   a->shared = shared;
+  a->recompute = recompute;
   a->res = tz_calloc((size_t)m->cfg.n_layer + 1, sizeof *a->res);
   a->layer = tz_calloc((size_t)m->cfg.n_layer, sizeof *a->layer);
   a->bytes = lay_out_acts(a, &m->cfg, m->be->act, NULL, training);
@@ -208,7 +210,7 @@ int tz_model_alloc_training(tz_model *m, int B, int T) {
       !(m->v = be->alloc(be, bytes, "adamw v")))
     return -1;
   m->host_losses = tz_calloc((size_t)B * T, sizeof(float));
-  return acts_alloc(m, &m->train, B, T, 0, 1);
+  return acts_alloc(m, &m->train, B, T, 0, 1, m->recompute);
 }
 
 int tz_model_alloc_inference(tz_model *m) {
@@ -217,7 +219,7 @@ int tz_model_alloc_inference(tz_model *m) {
   if (!(m->kcache = m->be->alloc(m->be, n, "kv cache")) ||
       !(m->vcache = m->be->alloc(m->be, n, "kv cache")))
     return -1;
-  return acts_alloc(m, &m->infer, 1, m->cfg.max_seq_len, 1, 0);
+  return acts_alloc(m, &m->infer, 1, m->cfg.max_seq_len, 1, 0, 0);
 }
 
 void tz_model_zero_grads(tz_model *m) {
@@ -341,6 +343,12 @@ static void backward(tz_model *m) {
   for (int l = d.L - 1; l >= 0; l--) {
     const tz_layer_offsets *o = &m->lay.layer[l];
     tz_layer_acts *x = &a->layer[l];
+    if (a->recompute) { /* this layer's a, n2, n1 were overwritten by later layers' forward */
+      norm_fwd(m, x->n2, x->n2_mean, x->n2_rstd, x->mid, o->norm2_w, o->norm2_b, N);
+      if (gpt2) be->gelu_fwd(be, x->a, x->h, (size_t)N * d.F);
+      else be->swiglu_fwd(be, x->a, x->h, N, d.F);
+      norm_fwd(m, x->n1, x->n1_mean, x->n1_rstd, a->res[l], o->norm1_w, o->norm1_b, N);
+    }
     /* MLP: res[l+1] = mid + a·Wfcprojᵀ + b */
     be->matmul(be, a->da, a->dres, P(m, o->fcproj_w), N, d.C, d.F, 0);
     be->matmul_at(be, G(m, o->fcproj_w), a->dres, x->a, d.C, N, d.F, 1);

@@ -31,9 +31,10 @@ typedef struct {
 } tz_layer_acts;
 
 /* One activation arena for a fixed (B, T). `shared` arenas (inference) reuse one layer's
- * slices for every layer and keep only the last row's logits. */
+ * slices for every layer and keep only the last row's logits. `recompute` training arenas
+ * keep one n1, n2 and a for all layers: the backward recomputes them (llm.c's -r). */
 typedef struct {
-  int B, T, shared;
+  int B, T, shared, recompute;
   tz_buf *buf;
   size_t bytes;
   tz_slice tokens, targets; /* int32 [N] */
@@ -56,6 +57,10 @@ typedef struct {
   tz_range *ranges;                /* AdamW ranges (one per tensor) */
   int n_ranges;
   int debug_poison_acts; /* debug: the next training forward writes +Inf into its activations */
+  /* Set before tz_model_alloc_training: the norm outputs n1, n2 and the GeLU/SwiGLU output a
+   * are not kept per layer but recomputed in the backward (same kernels, same inputs: the
+   * losses are bit-identical), saving (2·C + d_ff)·B·T activations per layer but one. */
+  int recompute;
 } tz_model;
 
 /* Create a model with zeroed parameters on `be`. cfg must be finalized. */

@@ -490,6 +490,7 @@ int tz_train(const tz_train_opts *opts_in) {
     if (tz_model_create(be, &o.model, &m)) goto out;
     tz_model_init_weights(m, o.seed);
   }
+  m->recompute = o.recompute;
   if (tz_model_alloc_training(m, o.B, o.T)) goto out;
   if (o.resume) {
     if (tz_run_load_adam(&rf, m)) goto out;
