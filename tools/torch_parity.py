@@ -213,7 +213,7 @@ def train(torch, c, P0, xs, ys, grad_clip, device, bf16=False):
         if grad_clip > 0:
             torch.nn.utils.clip_grad_norm_([P[n] for n in names], grad_clip, foreach=False)
         opt.step()
-        out["losses"].append(float(loss))
+        out["losses"].append(float(loss.detach()))
         out["grad_norms"].append(norm64)
         out["lrs"].append(lr)
         out["clipped"].append(bool(grad_clip > 0 and norm64 > grad_clip))
