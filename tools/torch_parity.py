@@ -15,8 +15,10 @@ grad-norm clipping (torch.nn.utils.clip_grad_norm_) and tezgah's LR schedule
   --make-fixture --bf16 --device cuda --out DIR
                              the same models, weights, batches and hyper-parameters, but the
                              forward runs under torch.autocast("cuda", dtype=torch.bfloat16)
-                             (matmuls and attention in bf16; layer_norm, softmax and the loss in
-                             fp32, as autocast does; the residual stream stays fp32), with fp32
+                             (matmuls and attention in bf16; layer_norm and softmax in fp32, as
+                             autocast does; the residual stream stays fp32; the loss is left to
+                             autocast: with torch 2.11 its per-token values come out bf16-rounded,
+                             see docs/PARITY.md), with fp32
                              master parameters, gradients and AdamW. Writes
                              DIR/parity_bf16_{llama,gpt2}.{json,bin} (same format, "precision":
                              "bf16"), checked by tests/test_cuda_parity.c on tezgah's CUDA
