@@ -20,73 +20,34 @@
 
 #include "backend/backend.h"
 #include "core/fileio.h"
-#include "model/config_json.h"
 #include "model/model.h"
+#include "parity_fixture.h"
 #include "testutil.h"
 #include "train/schedule.h"
 
-static double num(const cJSON *o, const char *k) {
-  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
-  assert_non_null(x);
-  assert_true(cJSON_IsNumber(x));
-  return x->valuedouble;
-}
-
-static const void *array_at(const cJSON *meta, const char *bin, size_t bin_len, const char *key,
-                            size_t want_bytes) {
-  const cJSON *a = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "arrays"), key);
-  assert_non_null(a);
-  size_t off = (size_t)num(a, "offset"), bytes = (size_t)num(a, "bytes");
-  assert_true(off + bytes <= bin_len);
-  if (want_bytes) assert_int_equal(bytes, want_bytes);
-  return bin + off;
-}
-
 static void run_parity(const char *arch) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/tests/fixtures/parity_%s.json", TZ_SOURCE_DIR, arch);
-  char *js, *bin;
-  size_t js_len, bin_len;
-  assert_int_equal(tz_read_file(path, &js, &js_len), 0);
-  snprintf(path, sizeof path, "%s/tests/fixtures/parity_%s.bin", TZ_SOURCE_DIR, arch);
-  assert_int_equal(tz_read_file(path, &bin, &bin_len), 0);
-  cJSON *meta = cJSON_ParseWithLength(js, js_len);
-  assert_non_null(meta);
-  tz_config cfg;
-  assert_int_equal(tz_config_from_json(cJSON_GetObjectItemCaseSensitive(meta, "config"), "fixture", &cfg), 0);
-  const cJSON *hp = cJSON_GetObjectItemCaseSensitive(meta, "hp");
-  int B = (int)num(hp, "B"), T = (int)num(hp, "T"), steps = (int)num(hp, "steps"), warmup = (int)num(hp, "warmup");
-  float lr = (float)num(hp, "lr"), min_frac = (float)num(hp, "min_lr_frac"), clip = (float)num(hp, "grad_clip");
-  tz_adamw_hp ahp = {0, (float)num(hp, "beta1"), (float)num(hp, "beta2"), (float)num(hp, "eps"),
-                     (float)num(hp, "weight_decay"), 1.0f, 0};
+  pf_fixture fx;
+  snprintf(path, sizeof path, "parity_%s", arch);
+  pf_load(path, &fx);
+  tz_config cfg = fx.cfg;
+  int B = fx.B, T = fx.T, steps = fx.steps, warmup = fx.warmup;
+  float lr = fx.lr, min_frac = fx.min_frac;
 
   tz_backend *be = tz_backend_create("cpu", 2, NULL);
   assert_non_null(be);
   tz_model *m;
   assert_int_equal(tz_model_create(be, &cfg, &m), 0);
-  /* the fixture's tensor table must be ours (names, shapes, order) */
-  const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(meta, "tensors");
-  assert_int_equal(cJSON_GetArraySize(tensors), m->lay.n);
-  for (int i = 0; i < m->lay.n; i++) {
-    const cJSON *t = cJSON_GetArrayItem(tensors, i);
-    assert_string_equal(cJSON_GetObjectItemCaseSensitive(t, "name")->valuestring, m->lay.t[i].name);
-    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(t, "shape");
-    size_t numel = 1;
-    for (int d = 0; d < cJSON_GetArraySize(sh); d++) numel *= (size_t)cJSON_GetArrayItem(sh, d)->valueint;
-    assert_int_equal(numel, m->lay.t[i].numel);
-  }
+  pf_check_layout(&fx, m);
   size_t P = m->lay.total, BT = (size_t)B * T;
-  const float *p0 = array_at(meta, bin, bin_len, "params0", P * 4);
-  const int32_t *xs = array_at(meta, bin, bin_len, "inputs", (size_t)steps * BT * 4);
-  const int32_t *ys = array_at(meta, bin, bin_len, "targets", (size_t)steps * BT * 4);
-  const float *g1 = array_at(meta, bin, bin_len, "grads1", P * 4);
-  const float *pf = array_at(meta, bin, bin_len, "params_final", P * 4);
+  const float *p0 = pf_array(&fx, "params0", P * 4);
+  const int32_t *xs = pf_array(&fx, "inputs", (size_t)steps * BT * 4);
+  const int32_t *ys = pf_array(&fx, "targets", (size_t)steps * BT * 4);
+  const float *g1 = pf_array(&fx, "grads1", P * 4);
+  const float *pf = pf_array(&fx, "params_final", P * 4);
   tz_model_set_params(m, p0);
   assert_int_equal(tz_model_alloc_training(m, B, T), 0);
 
-  const cJSON *jl = cJSON_GetObjectItemCaseSensitive(meta, "losses");
-  const cJSON *jn = cJSON_GetObjectItemCaseSensitive(meta, "grad_norms");
-  const cJSON *jlr = cJSON_GetObjectItemCaseSensitive(meta, "lrs");
   cJSON *out = cJSON_CreateObject(), *ol = cJSON_AddArrayToObject(out, "losses"),
         *on = cJSON_AddArrayToObject(out, "grad_norms");
   cJSON_AddStringToObject(out, "arch", arch);
@@ -95,12 +56,12 @@ static void run_parity(const char *arch) {
   const char *worst_grad_name = "";
   for (int s = 0; s < steps; s++) {
     float lr_s = tz_lr_at(s, steps, warmup, lr, min_frac);
-    double lr_pt = cJSON_GetArrayItem(jlr, s)->valuedouble;
+    double lr_pt = pf_at(fx.lrs, s);
     assert_true(fabs(lr_s - lr_pt) <= 1e-6 * lr_pt);
     tz_model_zero_grads(m);
     double loss = tz_model_train_micro(m, xs + s * BT, ys + s * BT, 1.0f);
     double norm = tz_model_grad_norm(m);
-    double l_pt = cJSON_GetArrayItem(jl, s)->valuedouble, n_pt = cJSON_GetArrayItem(jn, s)->valuedouble;
+    double l_pt = pf_at(fx.losses, s), n_pt = pf_at(fx.grad_norms, s);
     double rl = fabs(loss - l_pt) / fabs(l_pt), rn = fabs(norm - n_pt) / n_pt;
     printf("%s step %2d: loss tezgah %.9f torch %.9f rel %.2e | grad norm %.6f vs %.6f rel %.2e\n", arch,
            s + 1, loss, l_pt, rl, norm, n_pt, rn);
@@ -125,10 +86,8 @@ static void run_parity(const char *arch) {
         }
       }
     }
-    ahp.lr = lr_s;
-    ahp.grad_scale = clip > 0 && norm > clip ? (float)(clip / (norm + 1e-6)) : 1.0f;
-    ahp.t = s + 1;
-    tz_model_adamw(m, &ahp);
+    pf_step_hp(&fx, s, lr_s, norm);
+    tz_model_adamw(m, &fx.ahp);
   }
   tz_model_get_params(m, h);
   double pmax = 0;
@@ -153,9 +112,7 @@ static void run_parity(const char *arch) {
   free(h);
   tz_model_free(m);
   be->destroy(be);
-  cJSON_Delete(meta);
-  free(js);
-  free(bin);
+  pf_free(&fx);
 }
 
 static void test_llama(void **st) { run_parity("llama"); }
