@@ -2,10 +2,11 @@
 # Build a portable tezgah for the GPU machine (the device tool) and gather what runs there.
 #
 # Builds into build-dev/ (Release, -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v4,
-# -DTEZGAH_BLAS=OFF, -DTEZGAH_CUDA=ON: kernels for sm_80/89/90 + PTX) and copies into .dev/
-# (ignored by git):
+# -DTEZGAH_BLAS=OFF, -DTEZGAH_CUDA=ON: kernels for sm_80/89/90 + PTX; -DTEZGAH_LINK_SHARED=ON:
+# the programs share libtezgah.so, so the kernels' device code is carried once) and copies
+# into .dev/ (ignored by git):
 #   .dev/bin/  tezgah, the CUDA tests (tests/test_cuda_*.c), the bench programs (bench/bench_*.c)
-#   .dev/lib/  the shared libraries they need that the GPU machine lacks (libpcre2-8, libcjson,
+#   .dev/lib/  libtezgah.so.0 and the shared libraries the GPU machine lacks (libpcre2-8, libcjson,
 #              libxxhash, libgomp, libcmocka; ../shared/docs/DEVICE.md). libcuda and cuBLASLt
 #              are NOT copied: the machine has them (/usr/local/cuda/lib64; tezgah loads
 #              libcublasLt.so.13 with dlopen when a CUDA backend is created).
@@ -31,7 +32,7 @@ out=$root/.dev
 t0=$SECONDS
 mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v4 \
-  -DTEZGAH_BLAS=OFF -DTEZGAH_CUDA=ON "$@" >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
+  -DTEZGAH_BLAS=OFF -DTEZGAH_CUDA=ON -DTEZGAH_LINK_SHARED=ON "$@" >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
 targets=(tezgah)
 for f in "$root"/tests/test_cuda_*.c "$root"/bench/bench_*.c; do
   [[ -f $f ]] && targets+=("$(basename "$f" .c)")
@@ -48,12 +49,12 @@ for t in "${targets[@]}"; do
   bins+=("$out/bin/$t")
 done
 # The libraries the GPU machine lacks, by soname (cp -L: the file behind the symlink).
-want='^(libpcre2-8|libcjson|libxxhash|libgomp|libcmocka)\.so'
+want='^(libtezgah|libpcre2-8|libcjson|libxxhash|libgomp|libcmocka)\.so'
 for b in "${bins[@]}"; do ldd "$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
   while read -r name path; do
     if [[ $name =~ $want ]]; then cp -L "$path" "$out/lib/$name"; fi
   done
-for lib in libpcre2-8 libcjson libxxhash libgomp libcmocka; do
+for lib in libtezgah libpcre2-8 libcjson libxxhash libgomp libcmocka; do
   ls "$out/lib/$lib".so* >/dev/null 2>&1 || { echo "device_pack: $lib not found among the binaries' libraries" >&2; exit 1; }
 done
 # Data for scripts/device_cuda.sh's benchmark (when ../shared has it): a GPT-2 token shard of
