@@ -1,6 +1,10 @@
 /* WebGPU benchmarks (GPU machine):
  *   bench_webgpu matmul [S]          f32 matmul (dX = dY·W form) at S³ (8192): TFLOP/s, median
  *                                    of 5 after a warm-up, spot-checked against fp64 dots
+ *   bench_webgpu swiglu [N C F]      the SwiGLU down projection's weight gradient dW [C,F] from
+ *                                    dY [N,C] (N = B·T, default 16384 768 2048): matmul_at on the
+ *                                    stored silu(g)⊙u, swiglu_fwd + matmul_at (recomputed), and
+ *                                    the fused matmul_at_swiglu_a; median ms of 5
  *   bench_webgpu train [B T steps]   GPT-2 124M shape (L12 C768 H12 V50257→50304), f32:
  *                                    tokens/s (median step), TEZGAH_PROFILE=1 adds the
  *                                    per-kernel GPU time table of the timed steps */
@@ -73,6 +77,41 @@ static int bench_matmul(tz_backend *be, int S) {
   return 0;
 }
 
+static int bench_swiglu(tz_backend *be, int N, int C, int F) {
+  if (!be->matmul_at_swiglu_a) return fprintf(stderr, "no matmul_at_swiglu_a\n"), 1;
+  size_t ndy = (size_t)N * C, ngu = (size_t)N * 2 * F;
+  float *h = malloc(ngu * 4);
+  tz_rng r;
+  tz_rng_seed(&r, 3, 4);
+  for (size_t i = 0; i < ngu; i++) h[i] = tz_rng_normal(&r);
+  tz_buf *dy = be->alloc(be, ndy * 4, "dy"), *gu = be->alloc(be, ngu * 4, "gu"),
+         *a = be->alloc(be, (size_t)N * F * 4, "a"), *dw = be->alloc(be, (size_t)C * F * 4, "dw");
+  if (!dy || !gu || !a || !dw) return fprintf(stderr, "%s\n", tz_errmsg()), 1;
+  tz_slice sdy = {dy, 0}, sgu = {gu, 0}, sa = {a, 0}, sdw = {dw, 0};
+  be->upload(be, sdy, h, ndy * 4);
+  be->upload(be, sgu, h, ngu * 4);
+  be->swiglu_fwd(be, sa, sgu, N, F);
+  const char *names[] = {"matmul_at (stored a)", "swiglu_fwd + matmul_at", "matmul_at_swiglu_a (fused)"};
+  for (int kind = 0; kind < 3; kind++) {
+    double t[5];
+    for (int i = -1; i < 5; i++) {
+      be->sync(be);
+      double t0 = now();
+      if (kind == 1) be->swiglu_fwd(be, sa, sgu, N, F);
+      if (kind < 2) be->matmul_at(be, sdw, sdy, sa, C, N, F, 1);
+      else be->matmul_at_swiglu_a(be, sdw, sdy, sgu, C, N, F, 1);
+      be->sync(be);
+      if (i >= 0) t[i] = now() - t0;
+    }
+    qsort(t, 5, sizeof *t, cmpd);
+    printf("dW_down N=%d C=%d F=%d %-27s median %.3f ms, %.1f TFLOP/s\n", N, C, F, names[kind], t[2] * 1e3,
+           2.0 * N * C * (double)F / t[2] / 1e12);
+  }
+  be->free(be, dy), be->free(be, gu), be->free(be, a), be->free(be, dw);
+  free(h);
+  return 0;
+}
+
 static int bench_train(tz_backend *be, int B, int T, int steps) {
   tz_config c = {0};
   c.arch = TZ_ARCH_GPT2;
@@ -118,6 +157,9 @@ int main(int argc, char **argv) {
   printf("device: %s\n", tz_webgpu_describe(be));
   int rc;
   if (!strcmp(mode, "matmul")) rc = bench_matmul(be, argc > 2 ? atoi(argv[2]) : 8192);
+  else if (!strcmp(mode, "swiglu"))
+    rc = bench_swiglu(be, argc > 2 ? atoi(argv[2]) : 16384, argc > 3 ? atoi(argv[3]) : 768,
+                      argc > 4 ? atoi(argv[4]) : 2048);
   else
     rc = bench_train(be, argc > 2 ? atoi(argv[2]) : 16, argc > 3 ? atoi(argv[3]) : 1024,
                      argc > 4 ? atoi(argv[4]) : 10);

@@ -15,6 +15,14 @@ extern "C" {
 
 #define TEZGAH_VERSION "0.1.0"
 
+/* Everything declared here is exported from libtezgah.so; the rest of the library is built
+ * with -fvisibility=hidden and stays internal. */
+#if defined(__GNUC__)
+#define TZ_API __attribute__((visibility("default")))
+#else
+#define TZ_API
+#endif
+
 /* ---- model configuration ---- */
 typedef enum {
   TZ_ARCH_LLAMA = 0, /* RMSNorm, RoPE, SwiGLU, no biases, GQA, tied or untied lm_head */
@@ -40,9 +48,9 @@ typedef struct {
  * padded_vocab 0 → V rounded up to 64 (llama) or 128 (gpt2, llm.c's 50257 → 50304),
  * rope_theta 0 → 10000, norm_eps 0 → 1e-5) and validate. Returns 0, or nonzero with
  * tz_last_error() naming the field and value (e.g. "n_head=5 does not divide d_model=64"). */
-int tz_config_finalize(tz_config *cfg);
+TZ_API int tz_config_finalize(tz_config *cfg);
 /* Number of parameters (floats in the flat parameter buffer). */
-size_t tz_config_num_params(const tz_config *cfg);
+TZ_API size_t tz_config_num_params(const tz_config *cfg);
 
 /* ---- training ---- */
 typedef struct {
@@ -51,16 +59,22 @@ typedef struct {
   const char *train_shards; /* comma-separated paths/globs of llm.c shards (instead of data) */
   const char *val_shards;
   const char *tokenizer;    /* tokenizer file for --train-shards runs (optional) */
+  const char *tokenizer_backend; /* NULL/"cpu" or "webgpu": where the corpus's BPE is trained and encoded */
   int vocab_size;           /* BPE vocabulary to train on the corpus (incl. <|endoftext|>) */
   float val_fraction;       /* share of the corpus's tokens held out for validation */
   /* run */
   const char *run_dir;      /* where checkpoints and metrics go */
   const char *resume;       /* run directory to continue (its checkpoint) */
+  const char *init_from;    /* start a new run from this model's weights (any model tezgah reads:
+                               run directory, checkpoint, llm.c / llama2.c file, Hugging Face
+                               directory): its config and tokenizer (or `tokenizer`), fresh
+                               optimizer state; a --data corpus is encoded with that tokenizer.
+                               T = 0: min(128, the model's max_seq_len) */
   const char *backend;      /* "cpu", "webgpu" or "cuda" */
   const char *precision;    /* NULL: the backend's default (cuda: bf16; others fp32), "fp32", "bf16" */
   int threads;              /* OpenMP threads (0: all cores) */
   uint64_t seed;
-  /* model (ignored on resume: the checkpoint's config wins) */
+  /* model (ignored on resume / init_from: the checkpoint's / model's config wins) */
   tz_config model;
   /* optimization */
   int B, T, grad_accum, steps, warmup;
@@ -69,6 +83,9 @@ typedef struct {
   /* evaluation, checkpoints, output */
   int val_every, val_batches, ckpt_every, log_every, sample_tokens;
   int stop_after;           /* end this session (with a checkpoint) after N steps; 0 = off */
+  int keep;                 /* keep the last N checkpoints as checkpoint-<step>.tzc (0, 1: only
+                               checkpoint.tzc); recorded, so --resume keeps rotating */
+  int keep_best;            /* also keep checkpoint-best.tzc: the state with the lowest val loss */
   int quiet;
   /* numerical guards: skip a step whose loss / grad norm z-score over a running window of
    * recent steps exceeds this (llm.c's -sl / -sg); 0 = off. Recorded in checkpoints. */
@@ -82,13 +99,19 @@ typedef struct {
 
 /* Defaults: llama, 4 layers, 4 heads, C=128, T=128, B=16, vocab 2048, AdamW(0.9, 0.95, 1e-8,
  * wd 0.1), lr 3e-3 with 5% warmup and cosine decay to 10%, clip 1.0. */
-void tz_train_opts_default(tz_train_opts *o);
-/* Train (or resume) as the options say. Returns 0, or nonzero with tz_last_error(). */
-int tz_train(const tz_train_opts *o);
+TZ_API void tz_train_opts_default(tz_train_opts *o);
+/* Train (or resume) as the options say. Returns 0, a negative value with tz_last_error(), or
+ * 128+sig when stopped by tz_train_request_stop(sig) (after writing a checkpoint). */
+TZ_API int tz_train(const tz_train_opts *o);
+/* Ask a running tz_train to stop after the current step with a checkpoint. Async-signal-safe:
+ * the program's own SIGINT/SIGTERM handler may call it (the library installs no handlers).
+ * tz_train clears the request when it returns. */
+TZ_API void tz_train_request_stop(int sig);
+TZ_API int tz_train_stop_requested(void);
 
 /* ---- sampling ---- */
 typedef struct {
-  const char *model;     /* run directory or checkpoint file: ours, llama2.c or llm.c (default runs/latest) */
+  const char *model;     /* run directory or checkpoint file: ours, llama2.c or llm.c (NULL: the newest of runs/latest and ./latest) */
   const char *prompt;    /* text (may be empty) */
   const char *backend;   /* "cpu", "webgpu" or "cuda" */
   const char *precision; /* as tz_train_opts.precision */
@@ -103,12 +126,50 @@ typedef struct {
                             `tokens` counts all positions, prompt included (run.c's -n) */
 } tz_sample_opts;
 
-void tz_sample_opts_default(tz_sample_opts *o);
+TZ_API void tz_sample_opts_default(tz_sample_opts *o);
 /* Generate and stream text to `out` (FILE*), stopping at <|endoftext|> or after `tokens`. */
-int tz_sample(const tz_sample_opts *o, void *out_file);
+TZ_API int tz_sample(const tz_sample_opts *o, void *out_file);
+
+/* ---- model-level API: load a model, tokenize, forward, generate, train step by step ----
+ * A tz_lm is one model on one backend with its tokenizer (when the checkpoint has one).
+ * Arrays returned through pointers are malloc'ed: release them with tz_free. */
+typedef struct tz_lm tz_lm;
+
+/* Load a run directory or checkpoint (ours, llama2.c, llm.c) on `backend` ("cpu", "webgpu",
+ * "cuda"; NULL: cpu) with `threads` CPU threads (0: the default). */
+TZ_API int tz_lm_load(const char *path, const char *backend, int threads, tz_lm **out);
+TZ_API void tz_lm_free(tz_lm *lm);
+TZ_API const tz_config *tz_lm_config(const tz_lm *lm);
+TZ_API void tz_free(void *p);
+
+/* Tokenizer (fails when the model has none): text → ids (special tokens as plain text unless
+ * allow_special), ids → bytes. */
+TZ_API int tz_lm_encode(const tz_lm *lm, const char *text, size_t len, int allow_special, int32_t **ids, size_t *n);
+TZ_API int tz_lm_decode(const tz_lm *lm, const int32_t *ids, size_t n, char **text, size_t *len);
+TZ_API int tz_lm_eot(const tz_lm *lm); /* <|endoftext|> id, or -1 */
+
+/* Full forward pass over `n` tokens (1 ≤ n ≤ max_seq_len): logits of every position into
+ * logits[n · vocab_size]. */
+TZ_API int tz_lm_forward(tz_lm *lm, const int32_t *tokens, int n, float *logits);
+
+/* Token-by-token generation with a KV cache: start with a prompt (n ≥ 1 ids), then each
+ * tz_lm_next returns one sampled token (temperature 0: greedy) and feeds it back. Fails
+ * when the context is full. */
+TZ_API int tz_lm_generate_start(tz_lm *lm, const int32_t *prompt, int n, float temperature, int top_k, float top_p,
+                                uint64_t seed);
+TZ_API int tz_lm_next(tz_lm *lm, int32_t *token);
+
+/* One optimizer step of AdamW (betas 0.9/0.95, eps 1e-8, weight decay 0.1, grad-norm clip 1)
+ * on a (B, T) batch (inputs and targets: B·T ids each); the first call allocates gradients
+ * and moments for that shape, later calls must keep it.
+ * *loss receives the batch's mean loss before the update. */
+TZ_API int tz_lm_train_step(tz_lm *lm, const int32_t *inputs, const int32_t *targets, int B, int T, float lr,
+                            double *loss);
+/* Save the model (and its tokenizer) as a tezgah checkpoint file (inference-only). */
+TZ_API int tz_lm_save(tz_lm *lm, const char *path);
 
 /* The last error message of this thread ("" when none). */
-const char *tz_last_error(void);
+TZ_API const char *tz_last_error(void);
 
 #ifdef __cplusplus
 }

@@ -18,8 +18,8 @@
  * Tolerances, |gpu − cpu| ≤ atol + rtol·|cpu| per element (plus, where stated, a bound on the
  * relative RMS error ‖gpu − cpu‖₂ / ‖cpu‖₂):
  *   fp32 (fallback kernels; fp32 math like the CPU, other summation order)
- *     out                rtol 1e-5, atol 2e-6
- *     lse                rtol 1e-5, atol 2e-6
+ *     out                rtol 2e-5, atol 5e-6
+ *     lse                rtol 2e-5, atol 5e-6
  *     dq, dk, dv         rtol 1e-4, atol 1e-5
  *   bf16 (inputs rounded to bf16 first, the CPU fed the same rounded values; its backward
  *   gets its own forward output rounded to bf16, as the GPU's bf16 out is)
@@ -258,8 +258,8 @@ static void run_case(int bf16, const char *mode, int B, int T, int nh, int nkv, 
     fail();
   }
 
-  const double fo_r = bf16 ? 2e-2 : 1e-5, fo_a = bf16 ? 1e-2 : 2e-6;
-  const double fl_r = bf16 ? 1e-3 : 1e-5, fl_a = bf16 ? 1e-3 : 2e-6;
+  const double fo_r = bf16 ? 2e-2 : 2e-5, fo_a = bf16 ? 1e-2 : 5e-6;
+  const double fl_r = bf16 ? 1e-3 : 2e-5, fl_a = bf16 ? 1e-3 : 5e-6;
   const double b_r = bf16 ? 5e-2 : 1e-4, b_a = bf16 ? 0 : 1e-5, b_arms = bf16 ? 3e-2 : 0,
                b_rr = bf16 ? 2e-2 : 0;
   close_to("out", o + PADE, out_ref, N * C, fo_r, fo_a, 0, 0);
@@ -320,9 +320,9 @@ static void run_decode(int bf16, const char *mode, int nh, int nkv, int hd, int 
   check_pads("out", o, Tq * C, GUARD);
   check_pads("lse", l, NL, GUARD);
   check_pads("out (no lse)", o2, Tq * C, GUARD);
-  close_to("out", o + PADE, out_ref, Tq * C, bf16 ? 2e-2 : 1e-5, bf16 ? 1e-2 : 2e-6, 0, 0);
-  close_to("out nolse", o2 + PADE, out_ref, Tq * C, bf16 ? 2e-2 : 1e-5, bf16 ? 1e-2 : 2e-6, 0, 0);
-  close_to("lse", l + PADE, lse_ref, NL, bf16 ? 1e-3 : 1e-5, bf16 ? 1e-3 : 2e-6, 0, 0);
+  close_to("out", o + PADE, out_ref, Tq * C, bf16 ? 2e-2 : 2e-5, bf16 ? 1e-2 : 5e-6, 0, 0);
+  close_to("out nolse", o2 + PADE, out_ref, Tq * C, bf16 ? 2e-2 : 2e-5, bf16 ? 1e-2 : 5e-6, 0, 0);
+  close_to("lse", l + PADE, lse_ref, NL, bf16 ? 1e-3 : 2e-5, bf16 ? 1e-3 : 5e-6, 0, 0);
   g_free(g, &gq), g_free(g, &gk), g_free(g, &gv), g_free(g, &go), g_free(g, &gl), g_free(g, &go2);
   free(o), free(l), free(o2), free(qh), free(kh), free(vh), free(out_ref), free(lse_ref);
 }

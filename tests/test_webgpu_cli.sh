@@ -4,7 +4,9 @@
 #     webgpu` fail with exit code ≠ 0 and exactly one clear error line;
 #  2. the CPU backend of the same build still trains;
 #  3. with Dawn and an adapter (lavapipe in CI): `train --backend webgpu --profile` prints the
-#     per-kernel table; `--profile` on the CPU backend is a one-line error.
+#     per-kernel table; `--profile` on the CPU backend is a one-line error;
+#  4. a tensor above maxStorageBufferBindingSize that no op splits (activations, with the
+#     limit forced to 64 KiB by TEZGAH_WEBGPU_MAX_BINDING) stops with one error line naming it.
 # Usage (from ctest): bash test_webgpu_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 tz=$(realpath "${1:?tezgah binary}")
@@ -57,6 +59,16 @@ if "$tz" info 2>/dev/null | grep -q 'adapter'; then
     sed -n '/webgpu profile/,/total/p' err.txt | head -8
   else
     fail "--profile on webgpu: stderr:"; cat err.txt
+  fi
+  # ---- 4. a tensor above one binding that no op can split: one clear error line ----
+  # (TEZGAH_WEBGPU_MAX_BINDING=65536: the [B*T, d_model] activations span 256 KiB)
+  if TEZGAH_WEBGPU_MAX_BINDING=65536 "$tz" train --data "$corpus" --vocab-size 320 --n-layer 1 --d-model 64 \
+    -B 16 -T 64 --steps 1 --val-every 0 --sample-tokens 0 --backend webgpu --run-dir runs/big >out.txt 2>err.txt; then
+    fail "a tensor above the binding limit trained"
+  elif [[ $(grep -c '^tezgah: error: webgpu: .*spans [0-9]* bytes, above this adapter.s maxStorageBufferBindingSize 65536' err.txt) -eq 1 ]]; then
+    ok "too large for one binding: $(grep '^tezgah: error' err.txt | cut -c1-160)"
+  else
+    fail "too large for one binding: stderr:"; cat err.txt
   fi
 else
   echo "note: no WebGPU adapter here; --profile on webgpu not exercised"

@@ -10,7 +10,9 @@
  *   embed_bwd (float CAS adds, any order)        rtol 1e-5, atol 1e-6
  *   rmsnorm / layernorm fwd and bwd              rtol 1e-4, atol 1e-5
  *   matmul family, bias_bwd                      |err| ≤ 2e-5·Σ|terms| + 1e-6
- *   attention fwd / bwd (both kernel sets)       rtol 1e-4, atol 2e-5
+ *   matmul_at_swiglu_a (vs CPU swiglu + matmul_at) the same, terms |a·silu(g)·u|
+ *   attention fwd / bwd (both kernel sets)       rtol 1e-4, atol 2e-5 (also head_dim 32 / 128 and
+ *                                                T = 8192 on the general kernels)
  *   gelu / swiglu fwd, bwd                       rtol 1e-5, atol 1e-6 (gelu_bwd atol 1e-5:
  *                                                exp-based tanh in the far tail)
  *   crossentropy losses / dlogits                rtol 1e-5, atol 1e-6
@@ -47,6 +49,12 @@ static int setup(void **state) {
   }
   cpu = tz_backend_create("cpu", 2, NULL);
   assert_non_null(cpu);
+  /* the reductions' path: subgroups where offered, workgroup-only with TEZGAH_WEBGPU_SUBGROUPS=0
+   * (ctest test_webgpu_ops_nosubgroups), subgroups required with =1 */
+  const char *d = tz_webgpu_describe(gpu), *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
+  printf("webgpu: %s\n", d);
+  if (se && !strcmp(se, "0")) assert_non_null(strstr(d, "reductions: workgroup"));
+  else if (se && *se) assert_non_null(strstr(d, "reductions: subgroups"));
   return 0;
 }
 static int teardown(void **state) {
@@ -262,6 +270,55 @@ static void check_mm(int kind, int M, int K, int N, int acc, int bias) {
   }
   k_free(&k);
 }
+/* matmul_at_swiglu_a (optional op): out (+)= aᵀ · swiglu(gu). The CPU backend does not offer
+ * it: its reference is swiglu_fwd into a scratch tensor, then matmul_at. Tensors: 0 out [M,N],
+ * 1 a [K,M], 2 gu [K,2N], 3 scratch [K,N]. Same bound as the matmul family, with the terms
+ * |a·silu(g)·u| (silu's own rounding is far below it). */
+static void op_mm_swiglu(tz_backend *be, tz_slice *s, const int *d) {
+  int M = d[0], K = d[1], N = d[2], acc = d[3];
+  if (be->matmul_at_swiglu_a) {
+    be->matmul_at_swiglu_a(be, s[0], s[1], s[2], M, K, N, acc);
+  } else {
+    be->swiglu_fwd(be, s[3], s[2], K, N);
+    be->matmul_at(be, s[0], s[1], s[3], M, K, N, acc);
+  }
+}
+static void check_mm_swiglu(int M, int K, int N, int acc) {
+  kase k;
+  k_init(&k, (uint64_t)M * 31 + K * 17 + N + acc);
+  k_randn(&k, (size_t)M * N, 1);
+  k_randn(&k, (size_t)K * M, 1);
+  k_randn(&k, (size_t)K * 2 * N, 2);
+  k_randn(&k, (size_t)K * N, 0);
+  int d[] = {M, K, N, acc};
+  k_run(&k, op_mm_swiglu, d);
+  const float *a = k.t[1].h, *gu = k.t[2].h;
+  for (size_t i = 0; i < (size_t)M * N; i++) {
+    int m = (int)(i / N), c = (int)(i % N);
+    double mag = fabs(k.t[0].h[i]);
+    for (int kk = 0; kk < K; kk++) {
+      double g = gu[(size_t)kk * 2 * N + c], u = gu[(size_t)kk * 2 * N + N + c];
+      mag += fabs(a[(size_t)kk * M + m] * g / (1 + exp(-g)) * u);
+    }
+    double err = fabs((double)k.t[0].out[1][i] - k.t[0].out[0][i]);
+    if (!(err <= 2e-5 * mag + 1e-6)) {
+      print_error("matmul_at_swiglu_a M=%d K=%d N=%d acc=%d [%zu]: gpu %.9g cpu %.9g\n", M, K, N, acc, i,
+                  k.t[0].out[1][i], k.t[0].out[0][i]);
+      fail();
+    }
+  }
+  k_free(&k);
+}
+static void test_matmul_swiglu(void **state) {
+  assert_non_null(gpu->matmul_at_swiglu_a);
+  check_mm_swiglu(33, 70, 29, 1); /* general kernel (odd shapes and offsets) */
+  check_mm_swiglu(7, 5, 130, 0);
+  g_pad = 4; /* vec4 fast path */
+  check_mm_swiglu(68, 36, 132, 1);
+  check_mm_swiglu(64, 2052, 96, 0); /* split-K */
+  check_mm_swiglu(8, 1100, 12, 1);
+  g_pad = PAD;
+}
 static void test_matmul(void **state) {
   static const int dims[] = {1, 7, 33, 129};
   for (int i = 0; i < 4; i++)
@@ -367,6 +424,15 @@ static void test_attention(void **state) {
   check_att(3, 5, 2, 2, 8);
   check_att(1, 130, 2, 1, 32); /* multi-query */
   unsetenv("TEZGAH_WEBGPU_ATTN");
+}
+/* head_dim 32 and 128 (the general kernels take every head size but 64), T not a multiple of
+ * any tile, GQA; and T = 8192 (no T×T buffer anywhere: the scores stream through key tiles) */
+static void test_attention_hd(void **state) {
+  check_att(2, 77, 4, 2, 32);
+  check_att(1, 45, 4, 1, 128);
+  check_att(2, 33, 2, 2, 128);
+  const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS"); /* the long case once (no reductions in it) */
+  if (!(se && !strcmp(se, "0"))) check_att(1, 8192, 2, 1, 32);
 }
 /* the flash kernels (attention_fa.wgsl, head_dim 64): TEZGAH_WEBGPU_ATTN=fast makes the backend stop with
  * an error if a shape would fall back, so these really run them. T not a multiple of the
@@ -598,8 +664,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_memory_ops), cmocka_unit_test(test_embed),
       cmocka_unit_test(test_norms),      cmocka_unit_test(test_matmul),
-      cmocka_unit_test(test_rope),       cmocka_unit_test(test_attention),
-      cmocka_unit_test(test_attention_flash),
+      cmocka_unit_test(test_matmul_swiglu), cmocka_unit_test(test_rope),       cmocka_unit_test(test_attention),
+      cmocka_unit_test(test_attention_flash),    cmocka_unit_test(test_attention_hd),
       cmocka_unit_test(test_attention_kvcache), cmocka_unit_test(test_activations),
       cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_crossentropy_extremes),
       cmocka_unit_test(test_adamw),

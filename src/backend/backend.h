@@ -159,6 +159,12 @@ struct tz_backend {
   void (*matmul_at)(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N,
                     int acc);
   void (*bias_bwd)(tz_backend *be, tz_slice db, tz_slice dout, int M, int N);
+  /* Optional (NULL: not offered; callers use swiglu_fwd's output with matmul_at instead):
+   * out[M,N] (+)= a[K,M]ᵀ · (silu(gate) ⊙ up)[K,N] with gu [K, 2N] = gate | up (as swiglu_fwd),
+   * computed without materialising silu(gate) ⊙ up -- dW_down from dY and the fused gate|up
+   * rows. a, gu: act; out: fp32. */
+  void (*matmul_at_swiglu_a)(tz_backend *be, tz_slice out, tz_slice a, tz_slice gu, int M, int K,
+                             int N, int acc);
 
   /* RoPE (Su et al. 2021, llama2.c's pairing of adjacent dims (2i, 2i+1)), in place on the q
    * and k parts of a fused qkv row: qkv [B*T, (n_head + 2*n_kv_head)*head_dim] holds q

@@ -42,6 +42,8 @@ typedef struct {
   const void *data;
   size_t size;
   void *owned; /* non-NULL when the writer copied the data */
+  tz_ckpt_fill_fn fill; /* streamed section (data == NULL) */
+  void *ctx;
 } wsection;
 
 struct tz_ckpt_writer {
@@ -55,7 +57,7 @@ static int add(tz_ckpt_writer *w, const char *name, const void *data, size_t siz
   size_t len = name ? strlen(name) : 0;
   if (len == 0 || len > TZ_CKPT_NAME_MAX)
     return tz_err("checkpoint: section name '%s' must be 1..%d bytes", name ? name : "(null)", TZ_CKPT_NAME_MAX);
-  if (size && !data) return tz_err("checkpoint: section '%s' has %zu bytes but no data", name, size);
+  if (size && !data && copy >= 0) return tz_err("checkpoint: section '%s' has %zu bytes but no data", name, size);
   for (size_t i = 0; i < w->n; i++)
     if (strcmp(w->s[i].name, name) == 0) return tz_err("checkpoint: duplicate section '%s'", name);
   if (w->n == w->cap) {
@@ -66,7 +68,7 @@ static int add(tz_ckpt_writer *w, const char *name, const void *data, size_t siz
   memset(s, 0, sizeof *s);
   memcpy(s->name, name, len);
   s->size = size;
-  if (copy && size) {
+  if (copy > 0 && size) {
     s->owned = tz_malloc(size);
     memcpy(s->owned, data, size);
     s->data = s->owned;
@@ -84,6 +86,13 @@ int tz_ckpt_add_ref(tz_ckpt_writer *w, const char *name, const void *data, size_
   return add(w, name, data, size, 0);
 }
 
+int tz_ckpt_add_stream(tz_ckpt_writer *w, const char *name, uint64_t size, tz_ckpt_fill_fn fill, void *ctx) {
+  if (add(w, name, NULL, (size_t)size, -1)) return -1;
+  w->s[w->n - 1].fill = fill;
+  w->s[w->n - 1].ctx = ctx;
+  return 0;
+}
+
 void tz_ckpt_free(tz_ckpt_writer *w) {
   if (!w) return;
   for (size_t i = 0; i < w->n; i++) free(w->s[i].owned);
@@ -91,41 +100,58 @@ void tz_ckpt_free(tz_ckpt_writer *w) {
   free(w);
 }
 
+/* One pass: a zeroed placeholder for the header and table, then each payload (streamed
+ * sections chunk by chunk through one TZ_CKPT_CHUNK buffer) hashed as it is written, the
+ * trailer, and finally the real header and table over the placeholder. */
 int tz_ckpt_commit(tz_ckpt_writer *w, const char *path) {
   if (w->n > UINT32_MAX) return tz_err("%s: too many sections (%zu)", path, w->n);
   size_t table_end = HEADER_BYTES + ENTRY_BYTES * w->n;
-  unsigned char *head = tz_calloc(1, table_end);
+  unsigned char *head = tz_calloc(1, table_end), *chunk = NULL;
   memcpy(head, TZ_CKPT_MAGIC, 8);
   put_le32(head + 8, TZ_CKPT_VERSION);
   put_le32(head + 12, (uint32_t)w->n);
-  uint64_t cursor = table_end;
-  for (size_t i = 0; i < w->n; i++) {
-    unsigned char *e = head + HEADER_BYTES + ENTRY_BYTES * i;
-    uint64_t off = align_up(cursor);
-    memcpy(e, w->s[i].name, NAME_FIELD);
-    put_le64(e + 48, off);
-    put_le64(e + 56, w->s[i].size);
-    put_le64(e + 64, XXH64(w->s[i].data, w->s[i].size, 0));
-    cursor = off + w->s[i].size;
-  }
-  unsigned char trailer[8];
-  put_le64(trailer, XXH64(head, table_end, 0));
-
   static const unsigned char zeros[TZ_CKPT_ALIGN];
   tz_afile af;
   if (tz_afile_open(&af, path)) {
     free(head);
     return -1;
   }
-  int bad = tz_afile_write(&af, head, table_end);
-  cursor = table_end;
+  unsigned char *blank = tz_calloc(1, table_end);
+  int bad = tz_afile_write(&af, blank, table_end);
+  free(blank);
+  uint64_t cursor = table_end;
+  XXH64_state_t *h = XXH64_createState();
   for (size_t i = 0; i < w->n && !bad; i++) {
+    const wsection *sec = &w->s[i];
+    unsigned char *e = head + HEADER_BYTES + ENTRY_BYTES * i;
     uint64_t off = align_up(cursor);
     bad = tz_afile_write(&af, zeros, (size_t)(off - cursor));
-    if (!bad) bad = tz_afile_write(&af, w->s[i].data, w->s[i].size);
-    cursor = off + w->s[i].size;
+    XXH64_reset(h, 0);
+    if (!sec->fill) {
+      XXH64_update(h, sec->data, sec->size);
+      if (!bad) bad = tz_afile_write(&af, sec->data, sec->size);
+    } else {
+      if (!chunk) chunk = tz_malloc(TZ_CKPT_CHUNK);
+      for (uint64_t o = 0; o < sec->size && !bad; o += TZ_CKPT_CHUNK) {
+        size_t n = sec->size - o < TZ_CKPT_CHUNK ? (size_t)(sec->size - o) : TZ_CKPT_CHUNK;
+        sec->fill(sec->ctx, o, chunk, n);
+        XXH64_update(h, chunk, n);
+        bad = tz_afile_write(&af, chunk, n);
+      }
+    }
+    memcpy(e, sec->name, NAME_FIELD);
+    put_le64(e + 48, off);
+    put_le64(e + 56, sec->size);
+    put_le64(e + 64, XXH64_digest(h));
+    cursor = off + sec->size;
   }
+  XXH64_freeState(h);
+  free(chunk);
+  unsigned char trailer[8];
+  put_le64(trailer, XXH64(head, table_end, 0));
   if (!bad) bad = tz_afile_write(&af, trailer, sizeof trailer);
+  if (!bad && fseeko(af.f, 0, SEEK_SET) != 0) bad = tz_err("%s: write failed: %s", path, strerror(errno));
+  if (!bad) bad = tz_afile_write(&af, head, table_end);
   free(head);
   if (bad) {
     char msg[TZ_ERR_MAX];

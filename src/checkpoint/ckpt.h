@@ -50,6 +50,16 @@ int tz_ckpt_add(tz_ckpt_writer *w, const char *name, const void *data, size_t si
  * stay valid and unchanged until tz_ckpt_commit returns (or tz_ckpt_free). */
 int tz_ckpt_add_ref(tz_ckpt_writer *w, const char *name, const void *data, size_t size);
 
+/* A section whose bytes are produced while the file is written (e.g. downloaded from a device
+ * in chunks): fill(ctx, offset, dst, n) must write bytes [offset, offset+n) of the payload
+ * into dst. tz_ckpt_commit calls it in order with chunks of at most TZ_CKPT_CHUNK bytes
+ * (into one buffer of that size), hashing and writing each chunk before the next: a
+ * checkpoint of any size needs only that buffer on the host. The table (with the checksums)
+ * is written last, over a zeroed placeholder at the start of the temporary file. */
+#define TZ_CKPT_CHUNK (1u << 20)
+typedef void (*tz_ckpt_fill_fn)(void *ctx, uint64_t offset, void *dst, size_t n);
+int tz_ckpt_add_stream(tz_ckpt_writer *w, const char *name, uint64_t size, tz_ckpt_fill_fn fill, void *ctx);
+
 /* Write all sections to `path` atomically (see above). May be called more than once.
  * Returns 0, or -1 with a one-line message naming the path and errno's text (e.g.
  * "runs/a/ckpt.bin: write failed: No space left on device"); then `path` is untouched

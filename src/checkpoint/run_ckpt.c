@@ -11,11 +11,17 @@
 #include "formats/formats.h"
 #include "model/config_json.h"
 
-static float *download_all(tz_model *m, tz_buf *buf) {
-  float *h = tz_malloc(m->lay.total * sizeof(float));
-  tz_slice s = {buf, 0};
-  m->be->download(m->be, h, s, m->lay.total * sizeof(float));
-  return h;
+/* Parameters and AdamW moments are streamed from the backend buffer in TZ_CKPT_CHUNK pieces
+ * while the file is written: no host copy of a whole tensor is made (peak host memory during
+ * a save is the training state plus one chunk; tests/test_ckpt_memory.c). */
+typedef struct {
+  tz_backend *be;
+  tz_buf *buf;
+} stream_src;
+
+static void fill_from_device(void *ctx, uint64_t offset, void *dst, size_t n) {
+  stream_src *s = ctx;
+  s->be->download(s->be, dst, tz_at((tz_slice){s->buf, 0}, (size_t)offset), n);
 }
 
 int tz_run_save(const char *path, tz_model *m, const tz_tokenizer *tok, const cJSON *train_state) {
@@ -38,27 +44,20 @@ int tz_run_save(const char *path, tz_model *m, const tz_tokenizer *tok, const cJ
     return -1;
   }
   size_t bytes = m->lay.total * sizeof(float);
-  float *p = download_all(m, m->params), *mm = NULL, *vv = NULL;
   int with_adam = train_state && m->m && m->v;
-  if (with_adam) {
-    mm = download_all(m, m->m);
-    vv = download_all(m, m->v);
-  }
+  stream_src src[3] = {{m->be, m->params}, {m->be, m->m}, {m->be, m->v}};
   tz_ckpt_writer *w = tz_ckpt_begin();
-  tz_ckpt_add(w, "meta", meta_txt, strlen(meta_txt));
-  if (tok_json) tz_ckpt_add(w, "tokenizer", tok_json, tok_len);
-  tz_ckpt_add(w, "params", p, bytes);
+  tz_ckpt_add_ref(w, "meta", meta_txt, strlen(meta_txt));
+  if (tok_json) tz_ckpt_add_ref(w, "tokenizer", tok_json, tok_len);
+  tz_ckpt_add_stream(w, "params", bytes, fill_from_device, &src[0]);
   if (with_adam) {
-    tz_ckpt_add(w, "adam_m", mm, bytes);
-    tz_ckpt_add(w, "adam_v", vv, bytes);
+    tz_ckpt_add_stream(w, "adam_m", bytes, fill_from_device, &src[1]);
+    tz_ckpt_add_stream(w, "adam_v", bytes, fill_from_device, &src[2]);
   }
   int rc = tz_ckpt_commit(w, path);
   tz_ckpt_free(w);
   free(meta_txt);
   free(tok_json);
-  free(p);
-  free(mm);
-  free(vv);
   return rc;
 }
 
@@ -67,8 +66,16 @@ int tz_run_open(const char *path_or_dir, tz_run_file *rf) {
   struct stat st;
   if (stat(path_or_dir, &st) != 0) return tz_err("%s: no such checkpoint file or run directory", path_or_dir);
   rf->path = S_ISDIR(st.st_mode) ? tz_path_join(path_or_dir, TZ_CKPT_FILE) : tz_strdup(path_or_dir);
+  if (S_ISDIR(st.st_mode) && !tz_exists(rf->path) && tz_hf_is_dir(path_or_dir)) { /* a Hugging Face model */
+    free(rf->path);
+    rf->path = tz_strdup(path_or_dir);
+    rf->format = TZ_FMT_HF;
+    if (tz_hf_load(path_or_dir, &rf->cfg, &rf->host_params, &rf->tok)) goto fail;
+    return 0;
+  }
   if (S_ISDIR(st.st_mode) && !tz_exists(rf->path)) {
-    tz_err("%s: run directory has no checkpoint (%s)", path_or_dir, TZ_CKPT_FILE);
+    tz_err("%s: run directory has no checkpoint (%s) and is not a Hugging Face model (config.json)", path_or_dir,
+           TZ_CKPT_FILE);
     goto fail;
   }
   rf->format = TZ_FMT_TEZGAH;
@@ -151,8 +158,8 @@ int tz_run_load_model(tz_run_file *rf, tz_backend *be, tz_model **out) {
 
 int tz_run_load_adam(tz_run_file *rf, tz_model *m) {
   if (rf->host_params)
-    return tz_err("%s: a %s checkpoint has no optimizer state (convert it and start a new run)", rf->path,
-                  tz_format_name(rf->format));
+    return tz_err("%s: a %s model has no optimizer state; start a new run from it with train --init-from %s",
+                  rf->path, tz_format_name(rf->format), rf->path);
   return load_section(rf, m, "adam_m", m->m) || load_section(rf, m, "adam_v", m->v) ? -1 : 0;
 }
 

@@ -19,6 +19,7 @@
 #include "tokenizer/tokenizer.h"
 
 #define TZ_CKPT_FILE "checkpoint.tzc"
+#define TZ_CKPT_BEST_FILE "checkpoint-best.tzc" /* train --keep-best */
 
 /* Write a checkpoint atomically. train_state may be NULL (inference-only export); the AdamW
  * moments are included when the model has them and train_state is not NULL. */
@@ -39,7 +40,8 @@ typedef struct {
  * fingerprint; load the tokenizer. Errors name the file, section/field and value.
  * A file that is not a tezgah checkpoint is read as an llm.c or llama2.c checkpoint
  * (formats/formats.h, detected by its header): then there is no tokenizer, no training
- * state and no AdamW moments. */
+ * state and no AdamW moments. A directory without TZ_CKPT_FILE but with config.json is read
+ * as a Hugging Face model (formats.h, tz_hf_load), with its tokenizer.json when we read it. */
 int tz_run_open(const char *path_or_dir, tz_run_file *rf);
 /* Create a model on `be` with the checkpoint's config and parameters. */
 int tz_run_load_model(tz_run_file *rf, tz_backend *be, tz_model **out);

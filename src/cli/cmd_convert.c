@@ -1,5 +1,6 @@
-/* tezgah convert: llama2.c / llm.c checkpoints → a tezgah run directory, and our GPT-2 models
- * → llm.c's format (so llm.c's trainers can load them). */
+/* tezgah convert: llama2.c / llm.c checkpoints and Hugging Face directories → a tezgah run
+ * directory, and any model we read → llm.c's format (gpt2), llama2.c's legacy format (llama)
+ * or a Hugging Face directory (both families). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,21 +14,28 @@
 #include "formats/formats.h"
 
 static const char *HELP =
-    "usage: tezgah convert [--from llama2c|llmc] IN --out RUN_DIR [--tokenizer PATH]\n"
-    "       tezgah convert --to llmc RUN_DIR|CHECKPOINT --out FILE.bin [--bf16]\n"
-    "Import a llama2.c checkpoint (legacy or version 1) or an llm.c GPT-2 checkpoint (version 3\n"
-    "fp32 or 5 bf16) as a tezgah run directory (RUN_DIR/checkpoint.tzc, inference-only), or\n"
-    "export a gpt2-family model in llm.c's format (version 3; version 5 with --bf16).\n\n"
-    "  --from llama2c|llmc    input format (default: detected from the header; files without\n"
-    "                         a magic number are read as legacy llama2.c)\n"
-    "  --to llmc              export instead of import\n"
-    "  --out PATH             run directory (import) or file (export)\n"
-    "  --tokenizer PATH       tokenizer to store in the imported checkpoint (llama2.c\n"
-    "                         tokenizer.bin, llm.c gpt2_tokenizer.bin or tokenizer.json)\n"
-    "  --bf16                 export weights as bf16 (round to nearest even)\n"
+    "usage: tezgah convert [--from llama2c|llmc|hf] IN --out RUN_DIR [--tokenizer PATH]\n"
+    "       tezgah convert --to llmc|llama2c|hf MODEL --out FILE_OR_DIR [--bf16] [--tokenizer PATH]\n"
+    "Import a llama2.c checkpoint (legacy or version 1), an llm.c GPT-2 checkpoint (version 3\n"
+    "fp32 or 5 bf16) or a Hugging Face directory (config.json + model.safetensors, llama or\n"
+    "gpt2; fp32/fp16/bf16) as a tezgah run directory (RUN_DIR/checkpoint.tzc, inference-only;\n"
+    "train --init-from starts training from it), or export any model tezgah reads:\n"
+    "  llmc     gpt2 models, llm.c's format (version 3; version 5 with --bf16)\n"
+    "  llama2c  llama models, llama2.c's legacy format that run.c reads\n"
+    "  hf       both families, a Hugging Face directory: model.safetensors (fp32), config.json,\n"
+    "           generation_config.json, tokenizer.json (byte-level BPE tokenizers only)\n\n"
+    "  --from llama2c|llmc|hf input format (default: detected; a directory with config.json is\n"
+    "                         Hugging Face; files without a magic number are legacy llama2.c)\n"
+    "  --to llmc|llama2c|hf   export instead of import\n"
+    "  --out PATH             run directory (import), file (llmc, llama2c) or directory (hf)\n"
+    "  --tokenizer PATH       tokenizer to store in the import / the HF export (llama2.c\n"
+    "                         tokenizer.bin, llm.c gpt2_tokenizer.bin, tokenizer.json or gpt2)\n"
+    "  --bf16                 llmc export: weights as bf16 (round to nearest even)\n"
     "examples:\n"
     "  tezgah convert --from llama2c stories260K.bin --tokenizer tok512.bin --out runs/stories\n"
-    "  tezgah convert --to llmc runs/latest --out gpt2_model.bin\n";
+    "  tezgah convert --to llmc runs/latest --out gpt2_model.bin\n"
+    "  tezgah convert --to hf runs/latest --out hf_model    # transformers: from_pretrained(\"hf_model\")\n"
+    "  tezgah convert --from hf hf_model --out runs/from-hf\n";
 
 int tz_cmd_convert(int argc, char **argv) {
   static const struct option LONG[] = {{"from", 1, 0, 'f'}, {"to", 1, 0, 't'},   {"out", 1, 0, 'o'},
@@ -58,12 +66,16 @@ int tz_cmd_convert(int argc, char **argv) {
     tz_err("convert: give an input and --out (see tezgah convert --help)");
     return tz_cli_fail();
   }
-  if (from && strcmp(from, "llama2c") && strcmp(from, "llmc")) {
-    tz_err("--from: '%s' is not llama2c or llmc", from);
+  if (from && strcmp(from, "llama2c") && strcmp(from, "llmc") && strcmp(from, "hf")) {
+    tz_err("--from: '%s' is not llama2c, llmc or hf", from);
     return tz_cli_fail();
   }
-  if (to && strcmp(to, "llmc")) {
-    tz_err("--to: '%s' is not supported (only llmc)", to);
+  if (to && strcmp(to, "llmc") && strcmp(to, "llama2c") && strcmp(to, "hf")) {
+    tz_err("--to: '%s' is not llmc, llama2c or hf", to);
+    return tz_cli_fail();
+  }
+  if (bf16 && to && strcmp(to, "llmc")) {
+    tz_err("--bf16: only for --to llmc (the %s export is fp32)", to);
     return tz_cli_fail();
   }
   if (to && from) {
@@ -76,8 +88,23 @@ int tz_cmd_convert(int argc, char **argv) {
   tz_tokenizer *tok = NULL;
   tz_run_file rf;
   memset(&rf, 0, sizeof rf);
-  if (to) { /* export: any model we can open → llm.c */
+  if (to) { /* export: any model we can open → llm.c, llama2.c or Hugging Face */
     if (tz_run_open(in, &rf)) goto out;
+    if (tokp) {
+      tz_tok_free(rf.tok);
+      rf.tok = NULL;
+      if (tz_tok_load_spec(tokp, &rf.tok)) goto out;
+    }
+    if (!strcmp(to, "hf")) {
+      char *c1 = tz_path_join(out, "config.json"), *c2 = tz_path_join(out, "model.safetensors");
+      int taken = tz_exists(c1) || tz_exists(c2);
+      free(c1);
+      free(c2);
+      if (taken) { /* never mix two models' files in one directory */
+        tz_err("%s: already holds a Hugging Face model (config.json / model.safetensors); choose another --out", out);
+        goto out;
+      }
+    }
     size_t n = tz_config_num_params(&rf.cfg);
     float *p = rf.host_params;
     if (!p) {
@@ -85,17 +112,29 @@ int tz_cmd_convert(int argc, char **argv) {
       p = tz_malloc(n * sizeof *p);
       tz_model_get_params(m, p);
     }
-    int e = tz_llmc_save(out, &rf.cfg, p, bf16);
+    char note[256] = "";
+    int e = !strcmp(to, "llmc")      ? tz_llmc_save(out, &rf.cfg, p, bf16)
+            : !strcmp(to, "llama2c") ? tz_llama2c_save(out, &rf.cfg, p)
+                                     : tz_hf_save(out, &rf.cfg, p, rf.tok, note, sizeof note);
     if (p != rf.host_params) free(p);
     if (e) goto out;
-    fprintf(stderr, "convert: wrote %s (llm.c version %d, %zu params)\n", out, bf16 ? 5 : 3, n);
+    if (!strcmp(to, "llmc")) fprintf(stderr, "convert: wrote %s (llm.c version %d, %zu params)\n", out, bf16 ? 5 : 3, n);
+    else if (!strcmp(to, "llama2c"))
+      fprintf(stderr, "convert: wrote %s (llama2.c legacy format, %zu params)\n", out, n);
+    else
+      fprintf(stderr, "convert: wrote %s (Hugging Face %s, %zu params)%s%s\n", out,
+              rf.cfg.arch == TZ_ARCH_GPT2 ? "GPT2LMHeadModel" : "LlamaForCausalLM", n, *note ? "; " : "", note);
     rc = 0;
     goto out;
   }
   /* import */
   tz_config cfg;
   float *p;
-  if (tz_foreign_load(in, from, &cfg, &p)) goto out;
+  if ((from && !strcmp(from, "hf")) || (!from && tz_hf_is_dir(in))) {
+    if (tz_hf_load(in, &cfg, &p, tokp ? NULL : &tok)) goto out;
+  } else if (tz_foreign_load(in, from, &cfg, &p)) {
+    goto out;
+  }
   if (tokp) {
     if (tz_tok_load_spec(tokp, &tok)) goto out_p;
     if (tz_tok_vocab_size(tok) > cfg.vocab_size) {

@@ -1,11 +1,16 @@
-/* tezgah eval RUN_DIR|CKPT --data SHARDS: validation loss and perplexity of a model (ours,
- * llama2.c or llm.c) on llm.c token shards. */
+/* tezgah eval RUN_DIR|CKPT --data SHARDS|TEXT: validation loss and perplexity of a model
+ * (ours, llama2.c or llm.c) on llm.c token shards, or on text files tokenized with the
+ * model's tokenizer. The result goes to stdout (a line, or only JSON with --json -), the
+ * progress line to stderr. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "checkpoint/run_ckpt.h"
 #include "cli/args.h"
@@ -15,26 +20,116 @@
 #include "data/dataloader.h"
 
 static const char *HELP =
-    "usage: tezgah eval RUN_DIR|CHECKPOINT --data SHARDS [options]\n"
-    "Mean cross-entropy (nats/token) and perplexity exp(loss) of a model on llm.c token shards.\n"
-    "CHECKPOINT may be ours, a llama2.c .bin or an llm.c GPT-2 .bin. Batches are the loader's\n"
-    "contiguous windows from the start of the first shard (targets = inputs shifted by one).\n\n"
-    "  --data LIST            comma-separated shard paths/globs (required)\n"
+    "usage: tezgah eval RUN_DIR|CHECKPOINT --data SHARDS|TEXT [options]   (-h, --help)\n"
+    "Mean cross-entropy (nats/token) and perplexity exp(loss) of a model on llm.c token shards\n"
+    "or on text files. CHECKPOINT may be ours, a llama2.c .bin or an llm.c GPT-2 .bin. Batches\n"
+    "are contiguous windows from the start (targets = inputs shifted by one). Text is tokenized\n"
+    "with the model's tokenizer (or --tokenizer) as tezgah tokenize does: files joined with\n"
+    "<|endoftext|>, EOT before each document. Result on stdout; progress on stderr.\n\n"
+    "  --data LIST            comma-separated paths/globs (required): llm.c shards, or text\n"
+    "                         files (anything whose header is not a shard's)\n"
+    "  --tokenizer SPEC       tokenizer for text (default: the checkpoint's; see tezgah encode --help)\n"
     "  --batches N            number of batches (default: one pass over the shards)\n"
     "  -B, --batch-size N     sequences per batch (4)\n"
     "  -T, --seq-len N        tokens per sequence (default: min(context, 256))\n"
-    "  --json PATH            also write {\"loss\",\"perplexity\",\"tokens\",...} as JSON (- = stdout)\n"
+    "  --json PATH            also write {\"loss\",\"perplexity\",\"tokens\",...} as JSON; - = stdout,\n"
+    "                         which then holds only the JSON (the result line goes to stderr)\n"
+    "  --quiet                no progress line\n"
     "  --backend NAME         cpu (default), webgpu or cuda\n"
-    "  --precision P          fp32 or bf16 (cuda; default bf16)\n"
+    "  --precision P          fp32 or bf16 (bf16: cuda only, its default)\n"
     "  --threads N            OpenMP threads (default: all cores)\n"
     "example: tezgah eval runs/latest --data 'data/val_*.bin' --batches 20 --json eval.json\n";
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Text or shards? Shards start with llm.c's magic (20240520, or 20240801 for the uint32
+ * variant the loader names in its error); anything else is text. Decided on the first file. */
+static int is_text(const char *list, int *text) {
+  char **p;
+  size_t n;
+  if (tz_expand_paths(list, &p, &n)) return -1;
+  FILE *f = fopen(p[0], "rb");
+  int rc = 0;
+  int32_t magic = 0;
+  if (!f) rc = tz_err("%s: %s", p[0], strerror(errno));
+  else {
+    if (fread(&magic, 4, 1, f) != 1) magic = 0;
+    fclose(f);
+    *text = magic != 20240520 && magic != 20240801;
+  }
+  tz_paths_free(p, n);
+  return rc;
+}
+
+/* Tokenize the text files (joined with <|endoftext|>) as tezgah tokenize does. */
+static int tokenize_text(const tz_run_file *rf, const char *tokp, const char *list, int32_t **ids, size_t *n) {
+  tz_tokenizer *own = NULL;
+  const tz_tokenizer *t = rf->tok;
+  if (tokp) {
+    if (tz_tok_load_spec(tokp, &own)) return -1;
+    t = own;
+  }
+  if (!t) return tz_err("%s: the model has no tokenizer to tokenize text with (give --tokenizer)", rf->path);
+  char **p;
+  size_t np;
+  if (tz_expand_paths(list, &p, &np)) {
+    tz_tok_free(own);
+    return -1;
+  }
+  char *all = NULL;
+  size_t len = 0;
+  int rc = 0;
+  for (size_t i = 0; i < np && !rc; i++) {
+    char *d;
+    size_t l;
+    if ((rc = tz_read_file(p[i], &d, &l))) break;
+    if (memchr(d, 0, l)) rc = tz_err("%s: looks binary (a NUL byte), neither text nor an llm.c shard", p[i]);
+    all = tz_realloc(all, len + 13 + l + 1);
+    if (!rc && len) memcpy(all + len, "<|endoftext|>", 13), len += 13;
+    if (!rc) memcpy(all + len, d, l), len += l;
+    all[len] = 0;
+    free(d);
+  }
+  tz_paths_free(p, np);
+  *ids = NULL;
+  *n = 0;
+  if (!rc) {
+    if (tz_tok_kind(t) == TZ_TOKENIZER_LLAMA2C) {
+      rc = tz_tok_encode_llama2c(t, all, 1, 0, ids, n);
+    } else if (tz_tok_eot(t) < 0) {
+      rc = tz_err("%s: the tokenizer has no <|endoftext|> token", list);
+    } else {
+      int32_t *enc;
+      size_t ne;
+      rc = tz_tok_encode(t, all, len, 1, &enc, &ne);
+      if (!rc) {
+        *ids = tz_malloc((ne + 1) * sizeof **ids);
+        (*ids)[0] = tz_tok_eot(t);
+        memcpy(*ids + 1, enc, ne * sizeof *enc);
+        *n = ne + 1;
+        free(enc);
+      }
+    }
+  }
+  for (size_t i = 0; !rc && i < *n; i++)
+    if ((*ids)[i] >= rf->cfg.vocab_size) rc = tz_err("%s: token id %d is outside the model's vocabulary (%d)", list, (*ids)[i], rf->cfg.vocab_size);
+  if (rc) free(*ids), *ids = NULL, *n = 0;
+  free(all);
+  tz_tok_free(own);
+  return rc;
+}
 
 int tz_cmd_eval(int argc, char **argv) {
   static const struct option LONG[] = {{"data", 1, 0, 'd'},      {"batches", 1, 0, 'n'}, {"batch-size", 1, 0, 'B'},
                                        {"seq-len", 1, 0, 'T'},   {"json", 1, 0, 'J'},    {"backend", 1, 0, 'b'},
-                                       {"threads", 1, 0, 'j'},   {"precision", 1, 0, 'r'}, {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
-  const char *data = NULL, *json = NULL, *backend = "cpu", *model = NULL, *precision = NULL;
-  int batches = 0, B = 4, T = 0, threads = 0, c;
+                                       {"threads", 1, 0, 'j'},   {"precision", 1, 0, 'r'}, {"help", 0, 0, 'h'},
+                                       {"tokenizer", 1, 0, 'z'}, {"quiet", 0, 0, 'q'}, {0, 0, 0, 0}};
+  const char *data = NULL, *json = NULL, *backend = "cpu", *model = NULL, *precision = NULL, *tokp = NULL;
+  int batches = 0, B = 4, T = 0, threads = 0, quiet = 0, c;
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":hB:T:", LONG, NULL)) != -1) {
@@ -47,6 +142,8 @@ int tz_cmd_eval(int argc, char **argv) {
       case 'J': json = optarg; break;
       case 'b': backend = optarg; break;
       case 'r': precision = optarg; break;
+      case 'z': tokp = optarg; break;
+      case 'q': quiet = 1; break;
       case 'j': e = tz_arg_int("--threads", optarg, 0, 1024, &threads); break;
       case 'h': fputs(HELP, stdout); return 0;
       case ':': tz_arg_bad("eval", argc, argv, optind, 0, 1); return tz_cli_fail();
@@ -73,7 +170,8 @@ int tz_cmd_eval(int argc, char **argv) {
   tz_loader *ld = NULL;
   tz_backend *be = NULL;
   tz_model *m = NULL;
-  int32_t *in = NULL, *tg = NULL;
+  int32_t *in = NULL, *tg = NULL, *toks = NULL;
+  size_t ntoks = 0;
   if (T == 0) T = rf.cfg.max_seq_len < 256 ? rf.cfg.max_seq_len : 256;
   if (T > rf.cfg.max_seq_len) {
     tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d", T, rf.cfg.max_seq_len);
@@ -83,25 +181,54 @@ int tz_cmd_eval(int argc, char **argv) {
     tz_err("%s: vocab_size=%d does not fit llm.c's uint16 token shards", rf.path, rf.cfg.vocab_size);
     goto out;
   }
-  if (tz_loader_open(&ld, data, rf.cfg.vocab_size, B, T)) goto out;
-  uint64_t avail = tz_loader_batches_per_epoch(ld);
+  int text = 0;
+  if (is_text(data, &text)) goto out;
+  uint64_t avail;
+  if (text) {
+    if (tokenize_text(&rf, tokp, data, &toks, &ntoks)) goto out;
+    avail = ntoks > 0 ? (uint64_t)(ntoks - 1) / ((uint64_t)B * T) : 0;
+    if (avail == 0) {
+      tz_err("%s: %zu tokens, fewer than one batch (B*T+1 = %d*%d+1); lower -B or -T", data, ntoks, B, T);
+      goto out;
+    }
+  } else {
+    if (tz_loader_open(&ld, data, rf.cfg.vocab_size, B, T)) goto out;
+    avail = tz_loader_batches_per_epoch(ld);
+  }
   int n = batches ? batches : (int)(avail < (1u << 30) ? avail : (1u << 30));
   if ((uint64_t)n > avail) {
-    tz_err("--batches: %d is more than the %llu batches of B=%d T=%d the shards hold", n, (unsigned long long)avail, B, T);
+    tz_err("--batches: %d is more than the %llu batches of B=%d T=%d %s holds", n, (unsigned long long)avail, B, T,
+           text ? "the text" : "the shards");
     goto out;
   }
   if (!(be = tz_backend_create(backend, threads, precision))) goto out;
   if (tz_run_load_model(&rf, be, &m) || tz_model_alloc_training(m, B, T)) goto out;
   in = tz_malloc((size_t)B * T * sizeof *in);
   tg = tz_malloc((size_t)B * T * sizeof *tg);
-  double sum = 0;
+  double sum = 0, t0 = now_s(), last = t0;
+  int tty = isatty(2);
   for (int i = 0; i < n; i++) {
-    if (tz_loader_next(ld, in, tg)) goto out;
+    if (text) {
+      const int32_t *w = toks + (size_t)i * B * T;
+      memcpy(in, w, (size_t)B * T * sizeof *in);
+      memcpy(tg, w + 1, (size_t)B * T * sizeof *tg);
+    } else if (tz_loader_next(ld, in, tg)) {
+      goto out;
+    }
     sum += tz_model_eval_loss(m, in, tg);
+    double t = now_s();
+    /* progress: redrawn on a terminal, otherwise a line every 10 s and at the end */
+    if (!quiet && ((tty && t - last > 0.2) || (!tty && t - last > 10) || i + 1 == n)) {
+      double rate = (i + 1) / (t - t0 > 0 ? t - t0 : 1e-9);
+      fprintf(stderr, "%seval: %d/%d batches | loss %.4f | %.0f tok/s | ETA %.0f s%s", tty ? "\r" : "", i + 1, n,
+              sum / (i + 1), rate * B * T, (n - i - 1) / rate, tty ? "\033[K" : "\n");
+      last = t;
+    }
   }
+  if (!quiet && tty) fputc('\n', stderr);
   double loss = sum / n, ppl = exp(loss);
   long long tokens = (long long)n * B * T;
-  printf("eval: %s on %lld tokens (%d batches of %dx%d): loss %.6f | perplexity %.4f\n", rf.path, tokens, n, B, T,
+  fprintf(json && !strcmp(json, "-") ? stderr : stdout, "eval: %s on %lld tokens (%d batches of %dx%d): loss %.6f | perplexity %.4f\n", rf.path, tokens, n, B, T,
          loss, ppl);
   if (json) {
     cJSON *j = cJSON_CreateObject();
@@ -127,6 +254,7 @@ int tz_cmd_eval(int argc, char **argv) {
   }
   rc = 0;
 out:
+  free(toks);
   free(in);
   free(tg);
   tz_model_free(m);

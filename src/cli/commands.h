@@ -1,13 +1,15 @@
 /* One function per subcommand: argc/argv start at the subcommand's name. Return the exit
- * code (0 ok, 1 error with a one-line message on stderr, 2 usage error). */
+ * code (0 ok, 1 error with a one-line message on stderr, usage errors included). */
 #ifndef TZ_CLI_COMMANDS_H
 #define TZ_CLI_COMMANDS_H
 int tz_cmd_train(int argc, char **argv);
 int tz_cmd_sample(int argc, char **argv);
 int tz_cmd_eval(int argc, char **argv);
 int tz_cmd_convert(int argc, char **argv);
+int tz_cmd_logits(int argc, char **argv);
 int tz_cmd_tokenize(int argc, char **argv);
 int tz_cmd_encode(int argc, char **argv);
 int tz_cmd_decode(int argc, char **argv);
+int tz_cmd_tokenizer(int argc, char **argv);
 int tz_cmd_info(int argc, char **argv);
 #endif

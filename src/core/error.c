@@ -31,9 +31,19 @@ _Noreturn void tz_panic(const char *file, int line, const char *what) {
   abort();
 }
 
+static void (*g_fatal)(const char *msg);
+void tz_set_fatal_handler(void (*handler)(const char *msg)) { g_fatal = handler; }
+
+_Noreturn void tz_fatal(const char *msg) {
+  if (g_fatal) g_fatal(msg); /* the CLI's: print and exit(1) */
+  fprintf(stderr, "tezgah: error: %s\n", msg);
+  abort();
+}
+
 static void *oom(size_t bytes) {
-  fprintf(stderr, "tezgah: error: out of host memory allocating %zu bytes\n", bytes);
-  exit(1);
+  char msg[96];
+  snprintf(msg, sizeof msg, "out of host memory allocating %zu bytes", bytes);
+  tz_fatal(msg);
 }
 
 void *tz_malloc(size_t bytes) {

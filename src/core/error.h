@@ -27,6 +27,12 @@ void tz_err_clear(void);
   } while (0)
 _Noreturn void tz_panic(const char *file, int line, const char *what);
 
+/* An unrecoverable error (out of host memory, a lost GPU device): print "tezgah: error: <msg>"
+ * and end the process. The library never calls exit(): without a handler it aborts; the CLI
+ * installs one that exits with status 1 (tz_set_fatal_handler). */
+_Noreturn void tz_fatal(const char *msg);
+void tz_set_fatal_handler(void (*handler)(const char *msg));
+
 /* malloc/calloc that abort with a message on out-of-memory (host memory is not a user error
  * we can recover from mid-step). Size in bytes. */
 void *tz_malloc(size_t bytes);

@@ -1,6 +1,7 @@
 #include "core/fileio.h"
 
 #include <errno.h>
+#include <glob.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -11,6 +12,43 @@
 #include <unistd.h>
 
 #include "core/error.h"
+
+int tz_expand_paths(const char *list, char ***out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  size_t cap = 0;
+  char **v = NULL, *copy = tz_strdup(list);
+  int rc = 0;
+  for (char *save = NULL, *item = strtok_r(copy, ",", &save); item && !rc; item = strtok_r(NULL, ",", &save)) {
+    while (*item == ' ') item++;
+    size_t len = strlen(item);
+    while (len && item[len - 1] == ' ') item[--len] = 0;
+    if (!len) continue;
+    glob_t g = {0};
+    int plain = strpbrk(item, "*?[") == NULL, r = plain ? 0 : glob(item, GLOB_ERR, NULL, &g);
+    if (r == GLOB_NOMATCH) rc = tz_err("%s: no files match", item);
+    else if (r) rc = tz_err("%s: cannot expand pattern (%s)", item, r == GLOB_NOSPACE ? "out of memory" : "read error");
+    for (size_t i = 0; !rc && i < (plain ? 1 : g.gl_pathc); i++) {
+      if (*n == cap) v = tz_realloc(v, (cap = cap ? 2 * cap : 8) * sizeof *v);
+      v[(*n)++] = tz_strdup(plain ? item : g.gl_pathv[i]);
+    }
+    if (!plain) globfree(&g);
+  }
+  free(copy);
+  if (!rc && *n == 0) rc = tz_err("no files given (empty list '%s')", list);
+  if (rc) {
+    tz_paths_free(v, *n);
+    *n = 0;
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+void tz_paths_free(char **paths, size_t n) {
+  for (size_t i = 0; i < n; i++) free(paths[i]);
+  free(paths);
+}
 
 int tz_read_file(const char *path, char **data, size_t *len) {
   FILE *f = fopen(path, "rb");

@@ -110,6 +110,7 @@ const char *tz_format_name(int fmt) {
     case TZ_FMT_TEZGAH: return "tezgah";
     case TZ_FMT_LLAMA2C: return "llama2c";
     case TZ_FMT_LLMC: return "llmc";
+    case TZ_FMT_HF: return "Hugging Face";
     default: return "unknown";
   }
 }
@@ -141,7 +142,8 @@ static int no_format(const char *path) {
 int tz_foreign_load(const char *path, const char *from, tz_config *cfg, float **params) {
   if (from && !strcmp(from, "llmc")) return tz_llmc_load(path, cfg, params);
   if (from && !strcmp(from, "llama2c")) return tz_llama2c_load(path, cfg, params);
-  if (from) return tz_err("--from: '%s' is not llama2c or llmc", from);
+  if ((from && !strcmp(from, "hf")) || (!from && tz_hf_is_dir(path))) return tz_hf_load(path, cfg, params, NULL);
+  if (from) return tz_err("--from: '%s' is not llama2c, llmc or hf", from);
   int f = tz_format_detect(path);
   if (f < 0) return -1;
   if (f == TZ_FMT_TEZGAH) return tz_err("%s: a tezgah checkpoint, not an llm.c or llama2.c one", path);

@@ -39,6 +39,7 @@ typedef enum {
   TZ_FMT_TEZGAH = 1,
   TZ_FMT_LLAMA2C = 2, /* version 1 (magic) */
   TZ_FMT_LLMC = 3,
+  TZ_FMT_HF = 4, /* a Hugging Face model directory (config.json + model.safetensors) */
 } tz_format;
 
 /* Sniff the first bytes of a file. Returns a tz_format, or -1 (with tz_err) when the file
@@ -55,10 +56,37 @@ int tz_llmc_load(const char *path, tz_config *cfg, float **params);
  * bf16 != 0, version 5. Errors: not gpt2, d_ff != 4·d_model, write failures. */
 int tz_llmc_save(const char *path, const tz_config *cfg, const float *params, int bf16);
 
+/* Write a llama-family model as a llama2.c legacy ("version 0") file, the format run.c reads
+ * (atomically): the 7-int header (vocab_size negated when lm_head is untied), the tensors in
+ * the legacy order, zero-filled RoPE tables. Errors: not llama; rope_theta / norm_eps other
+ * than run.c's fixed 10000 / 1e-5. */
+int tz_llama2c_save(const char *path, const tz_config *cfg, const float *params);
+
+/* Hugging Face directories (hf.c; mapping, RoPE row permutation and Conv1D transposes there).
+ * tz_hf_is_dir: a directory holding config.json. tz_hf_load reads config.json (llama /
+ * LlamaForCausalLM, gpt2 / GPT2LMHeadModel; unsupported variants such as rope_scaling or
+ * attention biases are refused naming the field) and model.safetensors (or the shards of
+ * model.safetensors.index.json; F32, F16, BF16): a missing, unexpected or mis-shaped tensor
+ * is a one-line error naming the file, tensor and shapes. cfg gets our default vocab padding.
+ * tok (may be NULL) receives tokenizer.json when it is one tezgah reads (byte-level BPE),
+ * else NULL. tz_hf_save writes model.safetensors (F32), config.json, generation_config.json
+ * and, for byte-level BPE tokenizers, tokenizer.json + tokenizer_config.json; `note` (may be
+ * NULL) receives a line saying why no tokenizer.json was written, or "". */
+typedef struct tz_tokenizer tz_tokenizer;
+int tz_hf_is_dir(const char *path);
+int tz_hf_load(const char *dir, tz_config *cfg, float **params, tz_tokenizer **tok);
+int tz_hf_save(const char *dir, const tz_config *cfg, const float *params, const tz_tokenizer *tok, char *note,
+               size_t note_len);
+
+/* The parameters of `from` copied tensor by tensor (by name) into the layout of `to`, a config
+ * that differs only in padded_vocab: rows beyond the smaller count are dropped / zero. */
+float *tz_params_relayout(const tz_config *from, const float *p, const tz_config *to);
+
 /* Load any foreign checkpoint: by magic (llm.c, llama2.c v1), else as a legacy llama2.c
- * file; `from` ("llama2c", "llmc" or NULL for auto) forces the family. Auto: a tezgah
- * checkpoint is an error, and so is a file that matches no magic and is no valid legacy
- * llama2.c file (the message names the magics checked and the legacy reader's complaint). */
+ * file, or a Hugging Face directory; `from` ("llama2c", "llmc", "hf" or NULL for auto) forces the
+ * family. Auto: a tezgah checkpoint is an error, and so is a file that matches no magic and is
+ * no valid legacy llama2.c file (the message names the magics checked and the legacy reader's
+ * complaint). */
 int tz_foreign_load(const char *path, const char *from, tz_config *cfg, float **params);
 
 /* bf16 helpers (exposed for tests). */

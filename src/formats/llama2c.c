@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/fileio.h"
 #include "formats/fmt_util.h"
 #include "formats/formats.h"
 
@@ -38,6 +39,22 @@ static int check_dims(const char *path, const int32_t h[7], tz_config *c) {
   if (h[3] % h[4]) return tz_err("%s: llama2.c header n_kv_heads=%d does not divide n_heads=%d", path, h[4], h[3]);
   if (tz_config_finalize(c)) return tz_err_prefix(path);
   return 0;
+}
+
+#define LEGACY_N 14
+
+/* The legacy file's tensor order (lm_head last: drop it when tied). */
+static void legacy_entries(const tz_config *cfg, tz_fmt_entry e[LEGACY_N]) {
+  const size_t hd = (size_t)cfg->d_model / cfg->n_head, rope = (size_t)cfg->max_seq_len * hd / 2;
+  const tz_fmt_entry order[LEGACY_N] = {
+      {"wte", 0, 0}, {"layers.%d.attn_norm.w", 1, 0}, {"layers.%d.attn.wq", 1, 0},
+      {"layers.%d.attn.wk", 1, 0}, {"layers.%d.attn.wv", 1, 0}, {"layers.%d.attn.wo", 1, 0},
+      {"layers.%d.ffn_norm.w", 1, 0}, {"layers.%d.ffn.w1", 1, 0}, {"layers.%d.ffn.w2", 1, 0},
+      {"layers.%d.ffn.w3", 1, 0}, {"norm.w", 0, 0},
+      {NULL, 0, rope}, /* freq_cis_real */
+      {NULL, 0, rope}, /* freq_cis_imag */
+      {"lm_head", 0, 0}};
+  memcpy(e, order, sizeof order);
 }
 
 int tz_llama2c_load(const char *path, tz_config *cfg, float **params) {
@@ -80,15 +97,8 @@ int tz_llama2c_load(const char *path, tz_config *cfg, float **params) {
   if (check_dims(path, h, cfg)) goto out;
   tz_layout_build(cfg, &lay);
   const int L = cfg->n_layer;
-  const size_t hd = (size_t)cfg->d_model / cfg->n_head;
-  const tz_fmt_entry legacy_order[] = {
-      {"wte", 0, 0}, {"layers.%d.attn_norm.w", 1, 0}, {"layers.%d.attn.wq", 1, 0},
-      {"layers.%d.attn.wk", 1, 0}, {"layers.%d.attn.wv", 1, 0}, {"layers.%d.attn.wo", 1, 0},
-      {"layers.%d.ffn_norm.w", 1, 0}, {"layers.%d.ffn.w1", 1, 0}, {"layers.%d.ffn.w2", 1, 0},
-      {"layers.%d.ffn.w3", 1, 0}, {"norm.w", 0, 0},
-      {NULL, 0, (size_t)cfg->max_seq_len * hd / 2}, /* freq_cis_real */
-      {NULL, 0, (size_t)cfg->max_seq_len * hd / 2}, /* freq_cis_imag */
-      {"lm_head", 0, 0}};
+  tz_fmt_entry legacy_order[LEGACY_N];
+  legacy_entries(cfg, legacy_order);
   const tz_fmt_entry v1_order[] = {
       {"layers.%d.attn_norm.w", 1, 0}, {"layers.%d.ffn_norm.w", 1, 0}, {"norm.w", 0, 0},
       {"wte", 0, 0}, {"layers.%d.attn.wq", 1, 0}, {"layers.%d.attn.wk", 1, 0},
@@ -112,5 +122,36 @@ int tz_llama2c_load(const char *path, tz_config *cfg, float **params) {
 out:
   tz_layout_free(&lay);
   tz_fmt_map_close(&m);
+  return rc;
+}
+
+int tz_llama2c_save(const char *path, const tz_config *cfg, const float *params) {
+  if (cfg->arch != TZ_ARCH_LLAMA) return tz_err("%s: llama2.c's format holds llama models only (this one is gpt2)", path);
+  if (cfg->rope_theta != 10000.0f || cfg->norm_eps != 1e-5f)
+    return tz_err("%s: llama2.c's run.c fixes rope_theta=10000 and norm_eps=1e-5 (this model has %g and %g)", path,
+                  cfg->rope_theta, cfg->norm_eps);
+  tz_config c = *cfg; /* the file holds exactly vocab_size rows */
+  c.padded_vocab = c.vocab_size;
+  float *p = tz_params_relayout(cfg, params, &c);
+  tz_layout lay;
+  tz_layout_build(&c, &lay);
+  tz_fmt_entry order[LEGACY_N];
+  legacy_entries(&c, order);
+  int n = c.tied ? LEGACY_N - 1 : LEGACY_N;
+  size_t floats = tz_fmt_count(&lay, c.n_layer, order, n);
+  int32_t h[7] = {c.d_model, c.d_ff, c.n_layer, c.n_head, c.n_kv_head, c.tied ? c.vocab_size : -c.vocab_size,
+                  c.max_seq_len};
+  float *body = tz_malloc(floats * sizeof(float));
+  tz_fmt_permute(&lay, c.n_layer, order, n, p, body, 0, 1);
+  tz_afile af;
+  int rc = tz_afile_open(&af, path);
+  if (!rc) {
+    tz_afile_write(&af, h, sizeof h);
+    tz_afile_write(&af, body, floats * sizeof(float));
+    rc = tz_afile_commit(&af);
+  }
+  free(body);
+  free(p);
+  tz_layout_free(&lay);
   return rc;
 }

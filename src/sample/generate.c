@@ -14,16 +14,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "checkpoint/run_ckpt.h"
 #include "core/error.h"
+#include "core/fileio.h"
 #include "core/utf8.h"
 #include "sample/sampler.h"
 #include "tezgah.h"
 
+/* With no model: `latest` is written beside the run directory (runs/latest for the default
+ * runs/<date-time>, ./latest for --run-dir myrun); of runs/latest and ./latest the one whose
+ * checkpoint is newer wins. NULL when neither exists. */
+static const char *default_model(void) {
+  static const char *cand[2] = {"runs/latest", "latest"};
+  const char *best = NULL;
+  struct timespec bt = {0, 0};
+  for (int i = 0; i < 2; i++) {
+    char *ck = tz_path_join(cand[i], TZ_CKPT_FILE);
+    struct stat st;
+    if (stat(ck, &st) == 0 && (!best || st.st_mtim.tv_sec > bt.tv_sec ||
+                               (st.st_mtim.tv_sec == bt.tv_sec && st.st_mtim.tv_nsec > bt.tv_nsec))) {
+      best = cand[i];
+      bt = st.st_mtim;
+    }
+    free(ck);
+  }
+  return best;
+}
+
 void tz_sample_opts_default(tz_sample_opts *o) {
   memset(o, 0, sizeof *o);
-  o->model = "runs/latest";
+  o->model = NULL; /* the newest of runs/latest and ./latest */
   o->prompt = "";
   o->backend = "cpu";
   o->tokens = 256;
@@ -98,7 +120,9 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   const char *prompt = o->prompt ? o->prompt : "";
   long bad = tz_utf8_invalid_at((const unsigned char *)prompt, strlen(prompt));
   if (bad >= 0) return tz_err("--prompt: invalid UTF-8 at byte %ld", bad);
-  if (tz_run_open(o->model, &rf)) return -1;
+  const char *model = o->model ? o->model : default_model();
+  if (!model) return tz_err("no model given, and neither runs/latest nor ./latest holds a checkpoint (train one, or give RUN_DIR)");
+  if (tz_run_open(model, &rf)) return -1;
   if (o->tokenizer) {
     tz_tok_free(rf.tok);
     rf.tok = NULL;

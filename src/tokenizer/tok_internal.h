@@ -100,6 +100,32 @@ int tz_pretok_each(const pcre2_code *re, const char *s, size_t n, tz_pretok_cb c
  * s[a, p) and s[p, b) separately (a context-free boundary: "X\nY" with X, Y printable ASCII,
  * p at Y), or b when there is none. Used to cut text into chunks for parallel encoding. */
 size_t tz_pretok_safe_cut(const char *s, size_t a, size_t from, size_t b);
+/* A span [a, b) of text to pre-tokenize, followed by the EOT token when eot_after. */
+typedef struct {
+  size_t a, b;
+  int eot_after;
+} tz_span;
+/* Split text into documents at the literal eot (when eotn > 0) and the documents into chunks of
+ * about len/(8 nthr) bytes (clamped to [64 KiB, 1 MiB]; one chunk per document when nthr == 1)
+ * at context-free pre-token boundaries (tz_pretok_safe_cut). Returns the number of spans
+ * (malloc'ed in *out). */
+size_t tz_text_spans(const char *text, size_t len, const char *eot, size_t eotn, int nthr, tz_span **out);
+/* The pre-tokens of text (OpenMP over tz_text_spans) as malloc'ed (start, length) pairs;
+ * length 0xffffffff marks an <|endoftext|> (allow_special). Needs len < 4 GiB. */
+int tz_pretok_pieces(const tz_tokenizer *t, const char *text, size_t len, int allow_special, uint32_t **pcs,
+                     size_t *npcs);
+/* Unique pre-tokens ("words") of a training text and their counts: documents split at
+ * <|endoftext|>, pre-tokenized in parallel chunks (OpenMP), counted per thread and merged. The
+ * order of the words depends on the thread count; their set and counts do not. */
+typedef struct {
+  tz_bmap words;
+  int64_t *count; /* [words.n] */
+} tz_wordcount;
+int tz_count_words(const char *text, size_t len, tz_wordcount *out);
+void tz_wordcount_free(tz_wordcount *w);
+/* The tokenizer the trainers return: bytes, merges[2 * n_merges] in order (taken over), EOT. */
+int tz_tok_from_trained_merges(int32_t *merges, int n_merges, tz_tokenizer **out);
+
 /* Build the byte-level tables (byte_id, rank, pair, lookup, re) after tok/tok_len/special/merges
  * are filled. `name` is used in errors. */
 int tz_tok_finish_bytelevel(tz_tokenizer *t, const char *name);

@@ -300,10 +300,21 @@ int tz_tok_load(const char *path, tz_tokenizer **out) {
   *out = NULL;
   struct stat st;
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    /* a run directory (tokenizer.json or tokenizer.bin beside the checkpoint) */
+    static const char *const RUN_TOK[2] = {"tokenizer.json", "tokenizer.bin"};
+    for (int i = 0; i < 2; i++) {
+      char *f = tz_path_join(path, RUN_TOK[i]);
+      if (tz_exists(f)) {
+        int rc = tz_tok_load(f, out);
+        free(f);
+        return rc;
+      }
+      free(f);
+    }
     char *enc = tz_path_join(path, "encoder.json"), *bpe = tz_path_join(path, "vocab.bpe");
     int rc;
     if (!tz_exists(enc) || !tz_exists(bpe))
-      rc = tz_err("%s: a tokenizer directory must hold encoder.json and vocab.bpe (GPT-2)", path);
+      rc = tz_err("%s: a tokenizer directory must hold tokenizer.json, tokenizer.bin, or encoder.json and vocab.bpe (GPT-2)", path);
     else
       rc = tz_tok_load_gpt2_files(enc, bpe, out);
     free(enc);

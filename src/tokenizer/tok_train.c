@@ -11,6 +11,9 @@
 #define _GNU_SOURCE /* memmem */
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/error.h"
 #include "tokenizer/tok_internal.h"
@@ -135,33 +138,78 @@ static void padd(pairs *P, int32_t a, int32_t b, int64_t delta, int32_t w) {
   }
 }
 
+void tz_wordcount_free(tz_wordcount *w) {
+  tz_bmap_free(&w->words);
+  free(w->count);
+  memset(w, 0, sizeof *w);
+}
+
+int tz_count_words(const char *text, size_t len, tz_wordcount *out) {
+  memset(out, 0, sizeof *out);
+  pcre2_code *re;
+  if (tz_pretok_compile(&re)) return -1;
+  int nthr = 1;
+#ifdef _OPENMP
+  if (!omp_in_parallel()) nthr = omp_get_max_threads();
+#endif
+  tz_span *sp;
+  size_t nsp = tz_text_spans(text, len, TZ_EOT_STR, TZ_EOT_LEN, nthr, &sp);
+  count_ctx *cc = tz_calloc((size_t)nthr, sizeof *cc);
+  int failed = 0;
+#pragma omp parallel num_threads(nthr) if (nthr > 1)
+  {
+    int me = 0;
+#ifdef _OPENMP
+    me = omp_get_thread_num();
+#endif
+    count_ctx *c = &cc[me];
+    tz_bmap_init(&c->words, 1 << 14);
+#pragma omp for schedule(dynamic, 1)
+    for (size_t i = 0; i < nsp; i++)
+      if (sp[i].b > sp[i].a && tz_pretok_each(re, text + sp[i].a, sp[i].b - sp[i].a, count_cb, c)) {
+#pragma omp atomic write
+        failed = 1;
+      }
+  }
+  free(sp);
+  pcre2_code_free(re);
+  /* merge the per-thread counts into the first map */
+  count_ctx *m = &cc[0];
+  for (int k = 1; k < nthr; k++) {
+    count_ctx *c = &cc[k];
+    for (size_t e = 0; e < c->words.n && !failed; e++) {
+      long d = tz_bmap_put(&m->words, tz_bmap_key(&c->words, (long)e), c->words.ents[e].len, 0, NULL);
+      if ((size_t)d >= m->wcap) {
+        size_t old = m->wcap;
+        m->wcap = m->wcap ? m->wcap * 2 : 4096;
+        while ((size_t)d >= m->wcap) m->wcap *= 2;
+        m->wcount = tz_realloc(m->wcount, m->wcap * sizeof *m->wcount);
+        memset(m->wcount + old, 0, (m->wcap - old) * sizeof *m->wcount);
+      }
+      m->wcount[d] += c->wcount[e];
+    }
+    tz_bmap_free(&c->words);
+    free(c->wcount);
+  }
+  out->words = m->words;
+  out->count = m->wcount;
+  free(cc);
+  if (failed) {
+    tz_wordcount_free(out);
+    return -1;
+  }
+  return 0;
+}
+
 int tz_tok_train(const char *text, size_t len, int vocab_size, tz_tokenizer **out) {
   *out = NULL;
   if (vocab_size < 257 || vocab_size > (1 << 24))
     return tz_err("tokenizer: vocab size %d out of range (need 257..%d: 256 bytes + merges + <|endoftext|>)",
                   vocab_size, 1 << 24);
-  pcre2_code *re;
-  if (tz_pretok_compile(&re)) return -1;
-
   /* 1. unique pre-tokens */
-  count_ctx cc;
-  memset(&cc, 0, sizeof cc);
-  tz_bmap_init(&cc.words, 1 << 16);
-  size_t pos = 0;
-  int rc = 0;
-  while (pos < len) {
-    const char *hit = memmem(text + pos, len - pos, TZ_EOT_STR, TZ_EOT_LEN);
-    size_t end = hit ? (size_t)(hit - text) : len;
-    if (end > pos && (rc = tz_pretok_each(re, text + pos, end - pos, count_cb, &cc))) break;
-    if (!hit) break;
-    pos = end + TZ_EOT_LEN;
-  }
-  pcre2_code_free(re);
-  if (rc) {
-    tz_bmap_free(&cc.words);
-    free(cc.wcount);
-    return -1;
-  }
+  tz_wordcount wc;
+  if (tz_count_words(text, len, &wc)) return -1;
+  count_ctx cc = {wc.words, wc.count, 0};
 
   /* 2. word symbol sequences */
   size_t nw = cc.words.n, total = 0;
@@ -273,12 +321,46 @@ int tz_tok_train(const char *text, size_t len, int vocab_size, tz_tokenizer **ou
     P.nt = 0;
   }
 
-  /* 5. the tokenizer: bytes, merges, <|endoftext|> last */
-  int V = next_id + 1;
-  tz_tokenizer *t = tz_tok_alloc(TZ_TOK_BYTELEVEL, V);
-  for (int i = 0; i < next_id; i++) {
-    t->tok[i] = tok[i];
-    t->tok_len[i] = tlen[i];
+  for (size_t i = 0; i < P.n; i++) free(P.ps[i].words);
+  free(P.ps);
+  free(P.heap);
+  free(P.touched);
+  tz_u64map_free(&P.idx);
+  tz_bmap_free(&vocab);
+  for (int i = 0; i < next_id; i++) free(tok[i]);
+  free(tok);
+  free(tlen);
+  free(sym);
+  free(woff);
+  free(wlen);
+  free(wstamp);
+  tz_wordcount_free(&wc);
+  return tz_tok_from_trained_merges(merges, n_merges, out);
+}
+
+int tz_tok_from_trained_merges(int32_t *merges, int n_merges, tz_tokenizer **out) {
+  *out = NULL;
+  int next_id = 256 + n_merges;
+  tz_tokenizer *t = tz_tok_alloc(TZ_TOK_BYTELEVEL, next_id + 1);
+  for (int b = 0; b < 256; b++) {
+    t->tok[b] = tz_malloc(2);
+    t->tok[b][0] = (char)b;
+    t->tok[b][1] = 0;
+    t->tok_len[b] = 1;
+  }
+  for (int r = 0; r < n_merges; r++) {
+    int a = merges[2 * r], b = merges[2 * r + 1], id = 256 + r;
+    if (a < 0 || b < 0 || a >= id || b >= id) {
+      free(merges);
+      tz_tok_free(t);
+      return tz_err("tokenizer: trained merge %d names token ids %d, %d (only %d exist)", r, a, b, id);
+    }
+    size_t nl = t->tok_len[a] + t->tok_len[b];
+    t->tok[id] = tz_malloc(nl + 1);
+    memcpy(t->tok[id], t->tok[a], t->tok_len[a]);
+    memcpy(t->tok[id] + t->tok_len[a], t->tok[b], t->tok_len[b]);
+    t->tok[id][nl] = 0;
+    t->tok_len[id] = nl;
   }
   t->tok[next_id] = tz_strdup(TZ_EOT_STR);
   t->tok_len[next_id] = TZ_EOT_LEN;
@@ -286,22 +368,6 @@ int tz_tok_train(const char *text, size_t len, int vocab_size, tz_tokenizer **ou
   t->eot = next_id;
   t->n_merges = n_merges;
   t->merges = merges;
-
-  for (size_t i = 0; i < P.n; i++) free(P.ps[i].words);
-  free(P.ps);
-  free(P.heap);
-  free(P.touched);
-  tz_u64map_free(&P.idx);
-  tz_bmap_free(&vocab);
-  free(tok);
-  free(tlen);
-  free(sym);
-  free(woff);
-  free(wlen);
-  free(wstamp);
-  tz_bmap_free(&cc.words);
-  free(cc.wcount);
-
   if (tz_tok_finish_bytelevel(t, "trained tokenizer")) {
     tz_tok_free(t);
     return -1;

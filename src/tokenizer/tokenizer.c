@@ -440,11 +440,6 @@ static void ctx_put(const tz_tokenizer *ct, enc_ctx *c) {
   pthread_mutex_unlock(&t->pool_lock);
 }
 
-/* A span of text to pre-tokenize, optionally followed by the EOT token. */
-typedef struct {
-  size_t a, b;
-  int eot_after;
-} span;
 
 static inline int ascii_graph(unsigned char c) { return c > 0x20 && c < 0x7f; }
 
@@ -469,18 +464,9 @@ size_t tz_pretok_safe_cut(const char *s, size_t a, size_t from, size_t b) {
   return b;
 }
 
-static int encode_bytelevel(const tz_tokenizer *t, const char *text, size_t len, int allow_special,
-                            ivec *out) {
-  /* 1. documents: split at "<|endoftext|>" when it is special */
-  span *sp = NULL;
-  size_t nsp = 0, capsp = 0;
-  const char *eot = t->eot >= 0 ? t->tok[t->eot] : NULL;
-  size_t eotn = t->eot >= 0 ? t->tok_len[t->eot] : 0;
-  size_t pos = 0;
-  int nthr = 1;
-#ifdef _OPENMP
-  if (!omp_in_parallel()) nthr = omp_get_max_threads();
-#endif
+size_t tz_text_spans(const char *text, size_t len, const char *eot, size_t eotn, int nthr, tz_span **out) {
+  tz_span *sp = NULL;
+  size_t nsp = 0, capsp = 0, pos = 0;
   size_t chunk = len / ((size_t)nthr * 8);
   if (chunk < (64u << 10)) chunk = 64u << 10;
   if (chunk > (1u << 20)) chunk = 1u << 20;
@@ -488,9 +474,8 @@ static int encode_bytelevel(const tz_tokenizer *t, const char *text, size_t len,
   for (;;) {
     size_t end = len;
     const char *hit = NULL;
-    if (allow_special && eotn && pos < len && (hit = memmem(text + pos, len - pos, eot, eotn)))
-      end = (size_t)(hit - text);
-    /* 2. cut the document into chunks at context-free pre-token boundaries */
+    if (eotn && pos < len && (hit = memmem(text + pos, len - pos, eot, eotn))) end = (size_t)(hit - text);
+    /* cut the document into chunks at context-free pre-token boundaries */
     size_t a = pos;
     do {
       size_t b = end;
@@ -499,12 +484,27 @@ static int encode_bytelevel(const tz_tokenizer *t, const char *text, size_t len,
         capsp = capsp ? capsp * 2 : 16;
         sp = tz_realloc(sp, capsp * sizeof *sp);
       }
-      sp[nsp++] = (span){a, b, hit && b == end};
+      sp[nsp++] = (tz_span){a, b, hit && b == end};
       a = b;
     } while (a < end);
     if (!hit) break;
     pos = end + eotn;
   }
+  *out = sp;
+  return nsp;
+}
+
+static int encode_bytelevel(const tz_tokenizer *t, const char *text, size_t len, int allow_special,
+                            ivec *out) {
+  /* documents split at "<|endoftext|>" when it is special, cut into chunks */
+  int nthr = 1;
+#ifdef _OPENMP
+  if (!omp_in_parallel()) nthr = omp_get_max_threads();
+#endif
+  const char *eot = t->eot >= 0 && allow_special ? t->tok[t->eot] : NULL;
+  size_t eotn = eot ? t->tok_len[t->eot] : 0;
+  tz_span *sp;
+  size_t nsp = tz_text_spans(text, len, eot, eotn, nthr, &sp);
   int rc = 0;
   if (nsp == 1 || nthr == 1) {
     enc_ctx *c = ctx_get(t);
@@ -624,3 +624,66 @@ int tz_tok_token_bytes(const tz_tokenizer *t, int32_t id, const char **bytes, si
 int tz_tok_vocab_size(const tz_tokenizer *t) { return t->vocab_size; }
 int tz_tok_eot(const tz_tokenizer *t) { return t->eot; }
 int tz_tok_kind(const tz_tokenizer *t) { return t->kind; }
+
+/* ---- pre-token pieces (for the WebGPU encoder) ------------------------------------------- */
+
+typedef struct {
+  uint32_t *v;
+  size_t n, cap;
+  const char *base;
+} pvec;
+
+static int piece_cb(void *ud, const char *s, size_t n) {
+  pvec *p = ud;
+  if (p->n + 2 > p->cap) {
+    p->cap = p->cap ? p->cap * 2 : 1024;
+    p->v = tz_realloc(p->v, p->cap * sizeof *p->v);
+  }
+  p->v[p->n++] = (uint32_t)(s - p->base);
+  p->v[p->n++] = (uint32_t)n;
+  return 0;
+}
+
+int tz_pretok_pieces(const tz_tokenizer *t, const char *text, size_t len, int allow_special, uint32_t **pcs,
+                     size_t *npcs) {
+  *pcs = NULL;
+  *npcs = 0;
+  if (len >= 0xffffffffu) return tz_err("tokenizer: text of %zu bytes is too long for 32-bit piece offsets", len);
+  int nthr = 1;
+#ifdef _OPENMP
+  if (!omp_in_parallel()) nthr = omp_get_max_threads();
+#endif
+  const char *eot = t->eot >= 0 && allow_special ? t->tok[t->eot] : NULL;
+  size_t eotn = eot ? t->tok_len[t->eot] : 0;
+  tz_span *sp;
+  size_t nsp = tz_text_spans(text, len, eot, eotn, nthr, &sp);
+  pvec *parts = tz_calloc(nsp, sizeof *parts);
+  int failed = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthr) if (nthr > 1)
+  for (size_t i = 0; i < nsp; i++) {
+    parts[i].base = text;
+    if (sp[i].b > sp[i].a && tz_pretok_each(t->re, text + sp[i].a, sp[i].b - sp[i].a, piece_cb, &parts[i])) {
+#pragma omp atomic write
+      failed = 1;
+    }
+    if (sp[i].eot_after) {
+      piece_cb(&parts[i], text + sp[i].b, 0);
+      parts[i].v[parts[i].n - 1] = 0xffffffffu;
+    }
+  }
+  size_t total = 0;
+  for (size_t i = 0; i < nsp; i++) total += parts[i].n;
+  uint32_t *v = failed ? NULL : tz_malloc((total ? total : 1) * sizeof *v);
+  size_t o = 0;
+  for (size_t i = 0; i < nsp; i++) {
+    if (v && parts[i].n) memcpy(v + o, parts[i].v, parts[i].n * sizeof *v);
+    o += parts[i].n;
+    free(parts[i].v);
+  }
+  free(parts);
+  free(sp);
+  if (failed) return -1;
+  *pcs = v;
+  *npcs = total / 2;
+  return 0;
+}

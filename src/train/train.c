@@ -7,6 +7,7 @@
  * sequence of an uninterrupted one (all state is in the checkpoint, see run_ckpt.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -82,9 +83,42 @@ static double validate(tz_model *m, tz_loader *val, int batches, int32_t *in, in
 
 static void fmt_eta(char *buf, size_t n, double s) {
   if (!isfinite(s) || s < 0) s = 0;
+  if (s > 359999) s = 359999;
   int h = (int)(s / 3600), mi = (int)(s / 60) % 60, se = (int)s % 60;
   if (h) snprintf(buf, n, "%dh%02dm", h, mi);
   else snprintf(buf, n, "%dm%02ds", mi, se);
+}
+
+#define PROGRESS_COLS 79 /* the line never reaches an 80-column terminal's last column */
+#define RECENT 16        /* tok/s and the ETA come from the last RECENT steps' times */
+
+/* The progress line, at most PROGRESS_COLS characters:
+ *   " 120/600 [#####.........] loss 3.2145 | 12.3k tok/s | ETA 1m23s | val 3.4121@100"
+ * tok/s is over the recent steps (validation excluded); the ETA adds the remaining
+ * validations at the last one's duration; val is the last validation loss and its step. */
+static void progress_line(char *out, size_t cap, int step, int steps, double loss, double tok_s, double eta_s,
+                          double val, int val_step) {
+  char right[160], rate[32], eta[32], vs[48] = "";
+  if (tok_s >= 1e6) snprintf(rate, sizeof rate, "%.2fM", tok_s / 1e6);
+  else if (tok_s >= 1e4) snprintf(rate, sizeof rate, "%.1fk", tok_s / 1e3);
+  else snprintf(rate, sizeof rate, "%.0f", tok_s);
+  fmt_eta(eta, sizeof eta, eta_s);
+  if (isfinite(val)) snprintf(vs, sizeof vs, " | val %.4f@%d", val, val_step);
+  snprintf(right, sizeof right, " loss %.4f | %s tok/s | ETA %s%s", loss, rate, eta, vs);
+  int w = (int)log10(steps) + 1;
+  char left[48];
+  snprintf(left, sizeof left, "%*d/%d", w & 15, step, steps);
+  int bar = PROGRESS_COLS - (int)strlen(left) - (int)strlen(right) - 3;
+  if (bar > 30) bar = 30;
+  char b[40] = "";
+  if (bar >= 3) { /* 3: even a 7-digit step count with a val loss keeps a (short) bar */
+    int fill = (int)((double)bar * step / steps);
+    b[0] = ' ', b[1] = '[';
+    for (int i = 0; i < bar; i++) b[2 + i] = i < fill ? '#' : '.';
+    b[2 + bar] = ']', b[3 + bar] = 0;
+  }
+  snprintf(out, cap, "%s%s%s", left, b, right);
+  if (strlen(out) > PROGRESS_COLS) out[PROGRESS_COLS] = 0;
 }
 
 /* Point runs/latest at the run directory (a symlink replaced atomically). */
@@ -175,16 +209,12 @@ static double peak_rss_mib(void) {
   return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss / 1024.0 : 0.0;
 }
 
-/* SIGINT / SIGTERM end the run gracefully: the current step finishes, a checkpoint is
- * written, and `--resume` continues exactly. A second signal kills at once. */
+/* A stop request (the CLI's SIGINT / SIGTERM handler calls tz_train_request_stop): the current
+ * step finishes, a checkpoint is written, and `--resume` continues exactly. The library
+ * installs no signal handler itself. */
 static volatile sig_atomic_t g_stop_signal;
-static void on_stop_signal(int sig) {
-  if (g_stop_signal) {
-    signal(sig, SIG_DFL);
-    raise(sig);
-  }
-  g_stop_signal = sig;
-}
+void tz_train_request_stop(int sig) { g_stop_signal = sig > 0 ? sig : SIGTERM; }
+int tz_train_stop_requested(void) { return g_stop_signal; }
 
 /* 1 if the directory holds no entries besides . and .. */
 static int dir_is_empty(const char *path) {
@@ -197,6 +227,70 @@ static int dir_is_empty(const char *path) {
   return empty;
 }
 
+/* fsync a directory (renames and unlinks in it durable). Best effort. */
+static void sync_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
+/* <dir>/<name> becomes another name of the file at `src` (a hard link: no copy), atomically:
+ * a link under a temporary name ("<name>.tmp.<pid>", swept after a crash) renamed over it. */
+static int link_as(const char *src, const char *dir, const char *name) {
+  char *dst = tz_path_join(dir, name);
+  size_t n = strlen(dst) + 32;
+  char *tmp = tz_malloc(n);
+  snprintf(tmp, n, "%s.tmp.%ld", dst, (long)getpid());
+  unlink(tmp);
+  int rc = 0;
+  if (link(src, tmp) != 0 || rename(tmp, dst) != 0) {
+    rc = tz_err("%s: cannot keep the checkpoint: %s", dst, strerror(errno));
+    unlink(tmp);
+  }
+  sync_dir(dir);
+  free(tmp);
+  free(dst);
+  return rc;
+}
+
+static int cmp_int_desc(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x < y) - (x > y);
+}
+
+/* --keep N: checkpoint.tzc (just written, at `step`) is also kept as checkpoint-<step>.tzc;
+ * of those, the N with the highest steps stay. A crash between the link and the removals
+ * leaves one more file, removed at the next rotation; never a partial checkpoint (each name
+ * is a complete file or absent). */
+static int rotate(const char *run_dir, const char *ckpt_path, int step, int keep) {
+  char name[64];
+  snprintf(name, sizeof name, "checkpoint-%08d.tzc", step);
+  if (link_as(ckpt_path, run_dir, name)) return -1;
+  DIR *d = opendir(run_dir);
+  if (!d) return 0;
+  int *steps = NULL, n = 0, cap = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    int s, len = 0;
+    if (sscanf(e->d_name, "checkpoint-%8d.tzc%n", &s, &len) == 1 && len == (int)strlen(e->d_name) && len == 23) {
+      if (n == cap) steps = tz_realloc(steps, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *steps);
+      steps[n++] = s;
+    }
+  }
+  closedir(d);
+  qsort(steps, (size_t)n, sizeof *steps, cmp_int_desc);
+  for (int i = keep; i < n; i++) {
+    snprintf(name, sizeof name, "checkpoint-%08d.tzc", steps[i]);
+    char *p = tz_path_join(run_dir, name);
+    unlink(p);
+    free(p);
+  }
+  if (n > keep) sync_dir(run_dir);
+  free(steps);
+  return 0;
+}
+
 static int save(const char *path, tz_model *m, const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader) {
   st->loader_pos = tz_loader_get_pos(loader);
   cJSON *j = tz_train_state_to_json(st);
@@ -205,12 +299,25 @@ static int save(const char *path, tz_model *m, const tz_tokenizer *tok, tz_train
   return rc;
 }
 
-/* Checkpoint, then point runs/latest here (once): `tezgah sample` alone must find a run
+/* Checkpoint, then (once per session) write the tokenizer file and point runs/latest here: `tezgah sample` alone must find a run
  * that has a checkpoint. */
 static int save_and_mark(const char *path, const char *run_dir, int *marked, tz_model *m,
                          const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader) {
   if (save(path, m, tok, st, loader)) return -1;
-  if (!*marked) mark_latest(run_dir);
+  if (st->opts->keep > 1 && rotate(run_dir, path, st->step, st->opts->keep)) return -1;
+  if (!*marked) {
+    /* the run's tokenizer beside the checkpoint, in its native format (encode/decode
+     * --tokenizer RUN_DIR, Hugging Face tools read tokenizer.json) */
+    if (tok) {
+      char *data, *tp = tz_path_join(run_dir, tz_tok_kind(tok) == TZ_TOKENIZER_BPE ? "tokenizer.json" : "tokenizer.bin");
+      size_t len;
+      int e = tz_tok_to_blob(tok, &data, &len);
+      if (!e) e = tz_write_file_atomic(tp, data, len), free(data);
+      free(tp);
+      if (e) return -1;
+    }
+    mark_latest(run_dir);
+  }
   *marked = 1;
   return 0;
 }
@@ -227,9 +334,8 @@ int tz_train(const tz_train_opts *opts_in) {
   tz_prepared prep = {0};
   int32_t *in = NULL, *tg = NULL;
   int *inject_nan = NULL, *inject_inf = NULL, n_inject_nan = 0, n_inject_inf = 0;
-  char *ckpt_path = NULL, *metrics_path = NULL, *cache_root = NULL;
+  char *ckpt_path = NULL, *best_path = NULL, *metrics_path = NULL, *cache_root = NULL;
   int created_run_dir = 0, latest_marked = 0;
-  void (*old_int)(int) = SIG_DFL, (*old_term)(int) = SIG_DFL;
   tz_train_state st;
   tz_train_state_init(&st, &o);
 
@@ -237,7 +343,8 @@ int tz_train(const tz_train_opts *opts_in) {
   if (o.resume) {
     if (tz_run_open(o.resume, &rf)) goto out;
     if (!rf.train) {
-      tz_err("%s: checkpoint has no training state (an exported model cannot be resumed)", rf.path);
+      tz_err("%s: checkpoint has no training state (an imported or exported model); start a new run from its "
+             "weights with --init-from %s", rf.path, o.resume);
       goto out;
     }
     if (tz_train_state_from_json(rf.train, rf.path, &st, &o)) goto out;
@@ -248,6 +355,36 @@ int tz_train(const tz_train_opts *opts_in) {
     o.model = rf.cfg;
     tok = rf.tok;
     rf.tok = NULL;
+  }
+  /* ---- init from a model: its config and weights, fresh optimizer and training state ---- */
+  if (o.init_from) {
+    if (o.resume) {
+      tz_err("--init-from: give --resume (continue a run) or --init-from (start one from a model), not both");
+      goto out;
+    }
+    if (tz_run_open(o.init_from, &rf)) goto out;
+    o.model = rf.cfg;
+    if (o.tokenizer) {
+      if (tz_tok_load_spec(o.tokenizer, &tok)) goto out;
+    } else {
+      tok = rf.tok;
+      rf.tok = NULL;
+    }
+    if (tok && tz_tok_vocab_size(tok) > o.model.vocab_size) {
+      tz_err("--tokenizer: %s has %d tokens but the model's vocab_size is %d", o.tokenizer ? o.tokenizer : rf.path,
+             tz_tok_vocab_size(tok), o.model.vocab_size);
+      goto out;
+    }
+    if (!tok && !o.train_shards) {
+      tz_err("%s: the model has no tokenizer to encode --data %s with; give --tokenizer (or token shards with "
+             "--train-shards)", rf.path, o.data);
+      goto out;
+    }
+    if (o.T <= 0) o.T = o.model.max_seq_len < 128 ? o.model.max_seq_len : 128;
+    if (o.T > o.model.max_seq_len) { /* before any slow work (data preparation) */
+      tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d (%s)", o.T, o.model.max_seq_len, rf.path);
+      goto out;
+    }
   }
   if (!o.run_dir) {
     tz_err("--run-dir: no run directory given");
@@ -263,6 +400,16 @@ int tz_train(const tz_train_opts *opts_in) {
   if (o.B < 1 || o.T < 1 || o.grad_accum < 1 || o.steps < 1) {
     tz_err("options: B=%d, T=%d, grad_accum=%d and steps=%d must all be >= 1", o.B, o.T, o.grad_accum, o.steps);
     goto out;
+  }
+  if (!o.resume) { /* shape errors now, before any slow work (BPE training, tokenizing) */
+    tz_config probe = o.model;
+    if (probe.vocab_size <= 0) probe.vocab_size = o.vocab_size;
+    if (probe.max_seq_len == 0) probe.max_seq_len = o.T;
+    if (tz_config_finalize(&probe)) goto out;
+    if (o.T > probe.max_seq_len) {
+      tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d", o.T, probe.max_seq_len);
+      goto out;
+    }
   }
   int run_dir_existed = tz_exists(o.run_dir);
   if (!o.resume) { /* never train over another run: its checkpoint and metrics would be lost */
@@ -285,6 +432,7 @@ int tz_train(const tz_train_opts *opts_in) {
    * temporary file ("checkpoint.tzc.tmp.<pid>"): remove such leftovers of dead processes. */
   tz_afile_sweep(o.run_dir);
   ckpt_path = tz_path_join(o.run_dir, TZ_CKPT_FILE);
+  best_path = tz_path_join(o.run_dir, TZ_CKPT_BEST_FILE);
   metrics_path = tz_path_join(o.run_dir, "metrics.jsonl");
 
   /* ---- data ---- */
@@ -294,7 +442,9 @@ int tz_train(const tz_train_opts *opts_in) {
     char *abs = realpath(o.run_dir, NULL);
     cache_root = tz_path_join(dirname(abs), ".cache");
     free(abs);
-    if (tz_prepare_corpus(o.data, o.vocab_size, o.val_fraction, cache_root, o.quiet, &prep)) goto out;
+    if (tz_prepare_corpus_tok(o.data, o.init_from ? tok : NULL, o.vocab_size, o.val_fraction, cache_root, o.quiet,
+                              o.tokenizer_backend, &prep))
+      goto out;
     train_shards = prep.train_path;
     val_shards = prep.val_path;
     st.train_shards = tz_strdup(train_shards);
@@ -305,7 +455,7 @@ int tz_train(const tz_train_opts *opts_in) {
     if (!st.val_shards && val_shards) st.val_shards = tz_strdup(val_shards);
     if (!tok && o.tokenizer && tz_tok_load_spec(o.tokenizer, &tok)) goto out;
   }
-  if (!o.resume) {
+  if (!o.resume && !o.init_from) {
     o.model.vocab_size = tok ? tz_tok_vocab_size(tok) : o.vocab_size;
     if (o.model.vocab_size <= 0) {
       tz_err("--vocab-size: needed when training on shards without a tokenizer");
@@ -334,7 +484,7 @@ int tz_train(const tz_train_opts *opts_in) {
     setenv("TEZGAH_PROFILE", "1", 1);
   }
   if (!(be = tz_backend_create(o.backend, o.threads, o.precision))) goto out;
-  if (o.resume) {
+  if (o.resume || o.init_from) {
     if (tz_run_load_model(&rf, be, &m)) goto out;
   } else {
     if (tz_model_create(be, &o.model, &m)) goto out;
@@ -350,9 +500,6 @@ int tz_train(const tz_train_opts *opts_in) {
   }
   tz_run_close(&rf);
   if (metrics_trim(metrics_path, st.step) || !(metrics = tz_metrics_open(metrics_path, st.step > 0))) goto out;
-  g_stop_signal = 0;
-  old_int = signal(SIGINT, on_stop_signal);
-  old_term = signal(SIGTERM, on_stop_signal);
 
   size_t N = (size_t)o.B * o.T;
   in = tz_malloc(N * sizeof *in);
@@ -364,6 +511,7 @@ int tz_train(const tz_train_opts *opts_in) {
             m->cfg.d_ff, m->cfg.vocab_size, m->cfg.max_seq_len, m->lay.total / 1e6, m->lay.fingerprint);
     fprintf(stderr, "train: %s backend, B=%d T=%d accum=%d, %d steps%s, lr %.2e, run %s\n", be->name, o.B, o.T,
             o.grad_accum, o.steps, st.step ? " (resumed)" : "", o.lr, o.run_dir);
+    if (o.init_from) fprintf(stderr, "init: weights from %s, fresh optimizer state\n", o.init_from);
     if (!strcmp(be->name, "webgpu")) fprintf(stderr, "webgpu: %s\n", tz_webgpu_describe(be));
     if (be->act != TZ_F32) fprintf(stderr, "precision: %s activations and weight copies, fp32 master weights, gradients and AdamW\n", tz_dtype_name(be->act));
     if (strcmp(be->name, "cpu") && be->mem_used) { /* the arenas on a GPU backend, in MiB */
@@ -374,7 +522,9 @@ int tz_train(const tz_train_opts *opts_in) {
   }
   int tty = isatty(2) && !o.quiet, first_step = st.step;
   /* elapsed_s in checkpoints = wall time of earlier sessions + this session's so far */
-  double t_start = now_s(), prior_elapsed = st.elapsed_s, tokens_done = 0, last_val = NAN;
+  double t_start = now_s(), prior_elapsed = st.elapsed_s, tokens_done = 0, last_val = NAN, val_dt = 0;
+  double recent[RECENT] = {0};
+  int n_recent = 0, last_val_step = 0;
   /* After the first step's warm-up (lazily allocated scratch, stdio buffers) a step allocates
    * nothing: the metrics record is formatted into this buffer (tests/test_step_alloc.sh). */
   char line[512];
@@ -388,8 +538,17 @@ int tz_train(const tz_train_opts *opts_in) {
       prof_from = st.step;
     }
     if (val && o.val_every > 0 && st.step % o.val_every == 0) {
+      double tv = now_s();
       val_loss = validate(m, val, o.val_batches, in, tg);
+      val_dt = now_s() - tv;
       last_val = val_loss;
+      last_val_step = st.step;
+      if (o.keep_best && st.step > 0 && val_loss < st.best_val) {
+        /* the model now is the state after st.step steps: a complete training checkpoint */
+        st.best_val = val_loss;
+        st.elapsed_s = prior_elapsed + (now_s() - t_start);
+        if (save(best_path, m, tok, &st, train)) goto out;
+      }
     }
     double t0 = now_s();
     float lr = tz_lr_at(st.step, o.steps, warmup, o.lr, o.min_lr_frac);
@@ -442,14 +601,17 @@ int tz_train(const tz_train_opts *opts_in) {
     if (skip) len += snprintf(line + len, sizeof line - len, ",\"skipped\":true,\"reason\":\"%s\"", skip);
     len += snprintf(line + len, sizeof line - len, "}");
     if (tz_metrics_write_line(metrics, line, len)) goto out;
+    recent[n_recent++ % RECENT] = dt;
     if (!o.quiet && (tty || (st.step + 1) % o.log_every == 0 || st.step == 0)) {
-      char eta[32];
-      fmt_eta(eta, sizeof eta, elapsed / tokens_done * (double)N * o.grad_accum * (o.steps - st.step - 1));
-      fprintf(stderr, "%sstep %*d/%d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | ETA %s",
-              tty ? "\r" : "", (int)log10(o.steps) + 1, st.step + 1, o.steps, loss, lr, norm,
-              tokens_done / elapsed, eta);
-      if (isfinite(last_val)) fprintf(stderr, " | val %.4f", last_val);
-      fprintf(stderr, tty ? "\033[K" : "\n");
+      int k = n_recent < RECENT ? n_recent : RECENT, left = o.steps - st.step - 1;
+      double sum_dt = 0;
+      for (int i = 0; i < k; i++) sum_dt += recent[i];
+      int vals_left = val && o.val_every > 0 ? (o.steps - 1) / o.val_every - st.step / o.val_every + 1 : 0;
+      double eta = sum_dt / k * left + val_dt * vals_left;
+      char pl[160];
+      progress_line(pl, sizeof pl, st.step + 1, o.steps, loss, (double)N * o.grad_accum * k / sum_dt, eta, last_val,
+                    last_val_step);
+      fprintf(stderr, "%s%s%s", tty ? "\r" : "", pl, tty ? "\033[K" : "\n");
     }
     if (o.ckpt_every > 0 && (st.step + 1) % o.ckpt_every == 0 && st.step + 1 < o.steps) {
       st.step++;
@@ -491,7 +653,10 @@ int tz_train(const tz_train_opts *opts_in) {
     if (wrc) goto out;
   }
   st.elapsed_s = prior_elapsed + total;
+  int final_best = o.keep_best && val && last_val < st.best_val;
+  if (final_best) st.best_val = last_val;
   if (save_and_mark(ckpt_path, o.run_dir, &latest_marked, m, tok, &st, train)) goto out;
+  if (final_best && link_as(ckpt_path, o.run_dir, TZ_CKPT_BEST_FILE)) goto out;
   if (!o.quiet) {
     fprintf(stderr, "done: %d steps, %.0f tok/s this session, final val loss %.4f (ppl %.2f), %d skipped; checkpoint %s\n",
             st.step, total > 0 ? tokens_done / total : 0.0, last_val, exp(last_val), st.skipped, ckpt_path);
@@ -514,8 +679,7 @@ out:
     if (be && be->mem_peak) fprintf(stderr, "; %s device memory: %.1f MiB peak", be->name, be->mem_peak(be) / 1048576.0);
     fprintf(stderr, "\n");
   }
-  signal(SIGINT, old_int);
-  signal(SIGTERM, old_term);
+  g_stop_signal = 0;
   tz_run_close(&rf);
   tz_metrics_close(metrics);
   if (rc < 0 && created_run_dir && !latest_marked) { /* a run that failed before its first checkpoint */
@@ -534,6 +698,7 @@ out:
   free(inject_nan);
   free(inject_inf);
   free(ckpt_path);
+  free(best_path);
   free(metrics_path);
   free(cache_root);
   return rc;

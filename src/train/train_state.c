@@ -1,6 +1,7 @@
 #include "train/train_state.h"
 #include <math.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 void tz_train_state_init(tz_train_state *st, const tz_train_opts *o) {
   memset(st, 0, sizeof *st);
   st->opts = o;
+  st->best_val = INFINITY;
 }
 
 void tz_train_state_free(tz_train_state *st) {
@@ -47,6 +49,10 @@ cJSON *tz_train_state_to_json(const tz_train_state *st) {
     cJSON_AddItemToObject(j, "loss_window", tz_outlier_to_json(&st->loss_win));
     cJSON_AddItemToObject(j, "norm_window", tz_outlier_to_json(&st->norm_win));
   }
+  /* checkpoint rotation (does not change the losses; a flag given on --resume wins) */
+  if (o->keep > 0) cJSON_AddNumberToObject(opts, "keep", o->keep);
+  if (o->keep_best) cJSON_AddTrueToObject(opts, "keep_best");
+  if (isfinite(st->best_val)) cJSON_AddNumberToObject(j, "best_val_loss", st->best_val);
   if (st->train_shards) cJSON_AddStringToObject(opts, "train_shards", st->train_shards);
   if (st->val_shards) cJSON_AddStringToObject(opts, "val_shards", st->val_shards);
   return j;
@@ -110,6 +116,10 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
   if (tz_outlier_from_json(cJSON_GetObjectItemCaseSensitive(j, "loss_window"), where, "loss_window", &st->loss_win) ||
       tz_outlier_from_json(cJSON_GetObjectItemCaseSensitive(j, "norm_window"), where, "norm_window", &st->norm_win))
     return -1;
+  const cJSON *kp = cJSON_GetObjectItemCaseSensitive(opts, "keep"), *bv = cJSON_GetObjectItemCaseSensitive(j, "best_val_loss");
+  if (o->keep == 0 && cJSON_IsNumber(kp)) o->keep = kp->valueint;
+  if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(opts, "keep_best"))) o->keep_best = 1;
+  if (cJSON_IsNumber(bv)) st->best_val = bv->valuedouble;
   st->recorded_steps = o->steps;
   if (want_steps > 0) o->steps = want_steps;
   const cJSON *ts = cJSON_GetObjectItemCaseSensitive(opts, "train_shards");

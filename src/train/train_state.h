@@ -19,6 +19,7 @@ typedef struct {
   const tz_train_opts *opts; /* options to record (borrowed) */
   char *train_shards, *val_shards; /* restored shard lists (owned) */
   int recorded_steps;              /* --steps the checkpoint was trained with (resume) */
+  double best_val;                 /* lowest validation loss so far (--keep-best), +inf: none */
 } tz_train_state;
 
 void tz_train_state_init(tz_train_state *st, const tz_train_opts *o);

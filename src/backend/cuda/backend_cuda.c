@@ -23,10 +23,10 @@
 void tzc_check(cudaError_t e, const char *what, const char *file, int line) {
   if (e == cudaSuccess) return;
   const char *f = strrchr(file, '/');
-  fprintf(stderr, "tezgah: error: cuda: %s: %s (%s) at %s:%d\n", what, cudaGetErrorString(e), cudaGetErrorName(e),
-          f ? f + 1 : file, line);
-  fflush(stderr);
-  exit(1);
+  char msg[512];
+  snprintf(msg, sizeof msg, "cuda: %s: %s (%s) at %s:%d", what, cudaGetErrorString(e), cudaGetErrorName(e),
+           f ? f + 1 : file, line);
+  tz_fatal(msg); /* the CLI exits 1; the library itself never calls exit() */
 }
 
 void tzc_mem_account(tz_backend *be, long long delta) {
@@ -78,8 +78,9 @@ static void cuda_destroy(tz_backend *be) {
 #pragma weak tzc_adamw
 
 static _Noreturn void missing(const char *op) {
-  fprintf(stderr, "tezgah: error: cuda: op %s is not implemented in this build (its kernel file is missing)\n", op);
-  exit(1);
+  char msg[160];
+  snprintf(msg, sizeof msg, "cuda: op %s is not implemented in this build (its kernel file is missing)", op);
+  tz_fatal(msg);
 }
 static void miss_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, tz_slice wpe, int B, int T,
                            int C, int V) { missing("embed_fwd"); }

@@ -220,8 +220,9 @@ void tzc_params_mirror(tz_backend *be, tz_buf *params) {
   cudaError_t e = cudaMalloc(&c->params_bf16, (n ? n : 1) * 2);
   if (e != cudaSuccess) {
     cudaGetLastError();
-    fprintf(stderr, "tezgah: error: cuda: out of device memory for the bf16 parameter copy (%.1f MiB)\n", MiB(n * 2));
-    exit(1);
+    char msg[128];
+    snprintf(msg, sizeof msg, "cuda: out of device memory for the bf16 parameter copy (%.1f MiB)", MiB(n * 2));
+    tz_fatal(msg);
   }
   c->params = params;
   c->n_params = n;
@@ -245,9 +246,10 @@ void *tzc_scratch(tz_backend *be, size_t bytes) {
   cudaError_t e = cudaMalloc(&c->scratch, want);
   if (e != cudaSuccess) {
     cudaGetLastError();
-    fprintf(stderr, "tezgah: error: cuda: out of device memory for %.1f MiB of kernel scratch (%.1f MiB in use)\n",
-            MiB(want), MiB(c->bytes_used));
-    exit(1);
+    char msg[128];
+    snprintf(msg, sizeof msg, "cuda: out of device memory for %.1f MiB of kernel scratch (%.1f MiB in use)", MiB(want),
+             MiB(c->bytes_used));
+    tz_fatal(msg);
   }
   c->scratch_bytes = want;
   tzc_mem_account(be, (long long)want);

@@ -86,6 +86,7 @@ typedef struct {
   WGPULimits lim;
   WGPUAdapterInfo info;
   int has_f16, has_subgroups, has_ts;
+  int subgroups;     /* reductions with subgroup operations (Subgroups, TEZGAH_WEBGPU_SUBGROUPS != 0) */
   int f16;           /* f16 weight mirror on (ShaderF16 and TEZGAH_WEBGPU_F16 != 0) */
   tz_buf *pbuf;      /* the registered parameter buffer (params_mirror) */
   tz_buf *mirror;    /* its f16 copy (2 bytes per element) */
@@ -107,7 +108,7 @@ typedef struct {
   wg_bg *bgs;
   size_t nbgs;
   /* buffers owned by the backend */
-  tz_buf *scratch, *dummy[MAX_ARGS], *ranges;
+  tz_buf *scratch, *stage, *dummy[MAX_ARGS], *ranges;
   uint32_t *ranges_host;
   size_t ranges_words;
   WGPUBuffer readback;
@@ -170,9 +171,9 @@ static void on_lost(WGPUDevice const *device, WGPUDeviceLostReason reason, WGPUS
 static void check(wg_ctx *c) {
   W.wgpuInstanceProcessEvents(c->inst);
   if (c->failed) {
-    fprintf(stderr, "tezgah: error: webgpu: %s\n", c->errmsg);
-    fflush(stderr);
-    exit(1);
+    char msg[sizeof c->errmsg + 16];
+    snprintf(msg, sizeof msg, "webgpu: %s", c->errmsg);
+    tz_fatal(msg);
   }
 }
 static void fail(wg_ctx *c, const char *fmt, const char *a, const char *b, size_t x, uint64_t y) {
@@ -358,6 +359,28 @@ static tz_slice scratch(tz_backend *be, size_t bytes) {
   return s;
 }
 
+/* A second scratch buffer for operands staged by the split matmul (mm_split): the matmul
+ * it then runs may itself use scratch() for split-K partials. */
+static tz_slice stage(tz_backend *be, size_t bytes) {
+  wg_ctx *c = CTX(be);
+  if (!c->stage || c->stage->size < bytes) {
+    if (c->stage) wg_free(be, c->stage);
+    c->stage = wg_alloc(be, bytes < (1 << 20) ? (1 << 20) : bytes, "webgpu staging");
+    if (!c->stage) fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", bytes, 0);
+  }
+  tz_slice s = {c->stage, 0};
+  return s;
+}
+
+/* Bytes one binding may cover from any 4-byte-aligned start: a slice is bound from its offset
+ * rounded down to minStorageBufferOffsetAlignment, so the limit minus one alignment step.
+ * Ops whose tensors are larger split their work into pieces of at most this size. */
+static size_t cap_bytes(wg_ctx *c) {
+  uint64_t a = c->lim.minStorageBufferOffsetAlignment;
+  return (size_t)((c->lim.maxStorageBufferBindingSize - a) & ~15ull);
+}
+static size_t cap_elems(wg_ctx *c) { return cap_bytes(c) / 4; }
+
 /* ---- pipelines ---- */
 static const char *wgsl_src(const char *name) {
   for (int i = 0; i < tz_wgsl_nfiles; i++)
@@ -382,8 +405,16 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     if (!strcmp(c->mods[i].key, key)) return c->mods[i].mod;
   const char *pre = wgsl_src("preamble"), *body = wgsl_src(file);
   TZ_ASSERT(pre && body && c->nmods < MAX_MODULES);
+  /* the workgroup reductions (wg_sum, wg_max) where the file uses them: subgroup operations
+   * where offered, else shared memory only */
+  const char *red = "", *en = "";
   if (standalone(body)) pre = "";
-  size_t n = strlen(pre) + strlen(prefix) + strlen(body) + 4;
+  else if (strstr(body, "wg_sum(") || strstr(body, "wg_max(")) {
+    red = wgsl_src(c->subgroups ? "reduce_sg" : "reduce_wg");
+    if (c->subgroups) en = "enable subgroups;\n";
+  }
+  TZ_ASSERT(red);
+  size_t n = strlen(en) + strlen(pre) + strlen(red) + strlen(prefix) + strlen(body) + 8;
   /* A prefix containing "// rw" turns a standalone module's read-only bindings read_write:
    * Dawn rejects a buffer bound read-only and writable in the same dispatch, even for
    * disjoint ranges. */
@@ -401,10 +432,10 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
       }
     *o = 0;
     body = rw;
-    n = strlen(pre) + strlen(prefix) + strlen(body) + 4;
+    n = strlen(en) + strlen(pre) + strlen(red) + strlen(prefix) + strlen(body) + 8;
   }
   char *src = tz_malloc(n);
-  snprintf(src, n, "%s\n%s\n%s", prefix, pre, body);
+  snprintf(src, n, "%s%s\n%s\n%s\n%s", en, prefix, pre, red, body);
   WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};
   WGPUShaderModuleDescriptor d = {&ws.chain, sv(file)};
   WGPUShaderModule m = W.wgpuDeviceCreateShaderModule(c->dev, &d);
@@ -602,6 +633,10 @@ static void run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nw
     uint64_t base = atomic_arg->s.off / align * align;
     uint64_t end = (atomic_arg->s.off + atomic_arg->bytes + 3) & ~3ull;
     buf[nb] = atomic_arg->s.buf->b, off[nb] = base, size[nb] = end - base;
+    if (size[nb] > c->lim.maxStorageBufferBindingSize)
+      fail(c, "%s: tensor '%s' spans %zu bytes, above this adapter's maxStorageBufferBindingSize %llu "
+              "(use a smaller model or batch, or a GPU with larger bindings)",
+           label, atomic_arg->name, (size_t)size[nb], (unsigned long long)c->lim.maxStorageBufferBindingSize);
     block[16 + 5] = (uint32_t)((atomic_arg->s.off - base) / 4); /* u5 */
     nb++;
   }
@@ -675,31 +710,53 @@ static void wg_download_act(tz_backend *be, float *dst, tz_slice src, size_t n) 
   wg_download(be, dst, src, n * sizeof(float));
 }
 
+/* Elementwise ops over n elements run in pieces of at most cap_elems() (each binding then
+ * fits maxStorageBufferBindingSize: the flat gradient buffer of a 124M model is 497 MB). */
 static void wg_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt) {
   wg_ctx *c = CTX(be);
   TZ_ASSERT(dt == TZ_F32); /* WebGPU activations are fp32 (be->act) */
-  uint32_t w[24] = {0};
-  w[8] = (uint32_t)n;
-  w[9] = fbits(value);
   if (dst.buf == c->pbuf) c->mirror_stale = 1;
-  wg_arg a[] = {A(dst, F4(n), "dst")};
-  uint32_t gx, gy;
-  grid1(n, &gx, &gy);
-  run(c, "fill", pipeline(c, "elementwise", "fill", ""), w, 10, a, 1, gx, gy, 1);
+  int pi = pipeline(c, "elementwise", "fill", "");
+  for (size_t i = 0, cap = cap_elems(c); i < n; i += cap) {
+    size_t k = n - i < cap ? n - i : cap;
+    uint32_t w[24] = {0};
+    w[8] = (uint32_t)k;
+    w[9] = fbits(value);
+    wg_arg a[] = {A(tz_f32(dst, i), F4(k), "dst")};
+    uint32_t gx, gy;
+    grid1(k, &gx, &gy);
+    run(c, "fill", pi, w, 10, a, 1, gx, gy, 1);
+  }
 }
 
 static void wg_copy(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes) {
   wg_ctx *c = CTX(be);
   TZ_ASSERT(bytes % 4 == 0 && dst.off % 4 == 0 && src.off % 4 == 0);
   TZ_ASSERT(dst.buf != src.buf || dst.off + bytes <= src.off || src.off + bytes <= dst.off);
-  uint32_t w[24] = {0};
-  size_t n = bytes / 4;
-  w[8] = (uint32_t)n;
   if (dst.buf == c->pbuf) c->mirror_stale = 1;
-  wg_arg a[] = {A(dst, bytes, "dst"), A(src, bytes, "src")};
+  size_t n = bytes / 4;
+  int pi = pipeline(c, "elementwise", "copy", "");
+  for (size_t i = 0, cap = cap_elems(c); i < n; i += cap) {
+    size_t k = n - i < cap ? n - i : cap;
+    uint32_t w[24] = {0};
+    w[8] = (uint32_t)k;
+    wg_arg a[] = {A(tz_f32(dst, i), F4(k), "dst"), A(tz_f32(src, i), F4(k), "src")};
+    uint32_t gx, gy;
+    grid1(k, &gx, &gy);
+    run(c, "copy", pi, w, 9, a, 2, gx, gy, 1);
+  }
+}
+
+/* dst[r*ds + c] (+)= src[r*ss + c] (acc: add). Also the split matmul's staging copies. */
+static void copy_rows_ex(wg_ctx *c, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows,
+                         int cols, int acc) {
+  uint32_t w[24] = {0};
+  w[8] = rows, w[9] = cols, w[10] = (uint32_t)dst_stride, w[11] = (uint32_t)src_stride, w[12] = acc;
+  wg_arg a[] = {A(dst, F4((size_t)(rows - 1) * dst_stride + cols), "dst"),
+                A(src, F4((size_t)(rows - 1) * src_stride + cols), "src")};
   uint32_t gx, gy;
-  grid1(n, &gx, &gy);
-  run(c, "copy", pipeline(c, "elementwise", "copy", ""), w, 9, a, 2, gx, gy, 1);
+  grid1((uint64_t)rows * cols, &gx, &gy);
+  run(c, "copy_rows", pipeline(c, "elementwise", "copy_rows", ""), w, 13, a, 2, gx, gy, 1);
 }
 
 static void wg_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src,
@@ -707,23 +764,21 @@ static void wg_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_sli
   wg_ctx *c = CTX(be);
   if (rows <= 0 || cols <= 0) return;
   if (dst.buf == c->pbuf) c->mirror_stale = 1;
-  uint32_t w[24] = {0};
-  w[8] = rows, w[9] = cols, w[10] = (uint32_t)dst_stride, w[11] = (uint32_t)src_stride;
-  wg_arg a[] = {A(dst, F4((size_t)(rows - 1) * dst_stride + cols), "dst"),
-                A(src, F4((size_t)(rows - 1) * src_stride + cols), "src")};
-  uint32_t gx, gy;
-  grid1((uint64_t)rows * cols, &gx, &gy);
-  run(c, "copy_rows", pipeline(c, "elementwise", "copy_rows", ""), w, 12, a, 2, gx, gy, 1);
+  copy_rows_ex(c, dst, dst_stride, src, src_stride, rows, cols, 0);
 }
 
 static void wg_add(tz_backend *be, tz_slice out, tz_slice a_, tz_slice b_, size_t n) {
   wg_ctx *c = CTX(be);
-  uint32_t w[24] = {0};
-  w[8] = (uint32_t)n;
-  wg_arg a[] = {A(out, F4(n), "out"), A(a_, F4(n), "a"), A(b_, F4(n), "b")};
-  uint32_t gx, gy;
-  grid1(n, &gx, &gy);
-  run(c, "add", pipeline(c, "elementwise", "add", ""), w, 9, a, 3, gx, gy, 1);
+  int pi = pipeline(c, "elementwise", "add", "");
+  for (size_t i = 0, cap = cap_elems(c); i < n; i += cap) {
+    size_t k = n - i < cap ? n - i : cap;
+    uint32_t w[24] = {0};
+    w[8] = (uint32_t)k;
+    wg_arg a[] = {A(tz_f32(out, i), F4(k), "out"), A(tz_f32(a_, i), F4(k), "a"), A(tz_f32(b_, i), F4(k), "b")};
+    uint32_t gx, gy;
+    grid1(k, &gx, &gy);
+    run(c, "add", pi, w, 9, a, 3, gx, gy, 1);
+  }
 }
 
 /* dst[c] += Σ_k part[k*stride + c], c < cols, k < rows (colsum_rows: 16 columns per workgroup) */
@@ -751,36 +806,54 @@ static void wg_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N
 static void wg_sum_sq(tz_backend *be, tz_slice out, tz_slice x, size_t n) {
   wg_ctx *c = CTX(be);
   uint32_t nparts = 1024;
-  tz_slice part = scratch(be, F4(nparts));
+  size_t cap = cap_elems(c), npieces = n ? (n + cap - 1) / cap : 1;
+  tz_slice part = scratch(be, F4(nparts * npieces));
+  int pi = pipeline(c, "elementwise", "sum_sq_partial", "");
+  for (size_t p = 0; p < npieces; p++) { /* 1024 partials per piece of x */
+    size_t i = p * cap, k = n - i < cap ? n - i : cap;
+    uint32_t w[24] = {0};
+    w[8] = (uint32_t)k, w[9] = nparts;
+    wg_arg a[] = {A(tz_f32(part, p * nparts), F4(nparts), "partials"), A(tz_f32(x, i), F4(k), "x")};
+    run(c, "sum_sq", pi, w, 10, a, 2, nparts, 1, 1);
+  }
   uint32_t w[24] = {0};
-  w[8] = (uint32_t)n, w[9] = nparts;
-  wg_arg a[] = {A(part, F4(nparts), "partials"), A(x, F4(n), "x")};
-  run(c, "sum_sq", pipeline(c, "elementwise", "sum_sq_partial", ""), w, 10, a, 2, nparts, 1, 1);
-  w[8] = nparts;
-  wg_arg b[] = {A(out, 4, "out"), A(part, F4(nparts), "partials")};
+  w[8] = (uint32_t)(nparts * npieces);
+  wg_arg b[] = {A(out, 4, "out"), A(part, F4(nparts * npieces), "partials")};
   run(c, "sum_sq", pipeline(c, "elementwise", "sum_final", ""), w, 10, b, 2, 1, 1, 1);
 }
 
 /* ---- the f16 weight mirror ---- */
 #define F16_PREFIX "enable f16;"
 
-/* The whole mirror, bound as run_ex's extra binding 9 (element offset 0). */
-static wg_arg mirror_arg(wg_ctx *c) {
-  tz_slice s = {c->mirror, 0};
-  return A(s, c->mirror->size, "params f16 mirror");
+/* Mirror elements [e0, e0 + n) as run_ex's extra binding 9: bound from e0's byte offset
+ * rounded down to the storage offset alignment (element offset u5 = 0); *h0 = e0's index
+ * inside the binding. Only the range an op touches is bound (a 124M model's mirror is
+ * 248 MB, above 128 MiB bindings). */
+static wg_arg mirror_range(wg_ctx *c, size_t e0, size_t n, uint32_t *h0) {
+  uint64_t align = c->lim.minStorageBufferOffsetAlignment;
+  size_t base = (size_t)(e0 * 2 / align * align), end = ((e0 + n) * 2 + 3) & ~(size_t)3;
+  if (end > c->mirror->size) end = c->mirror->size;
+  *h0 = (uint32_t)(e0 - base / 2);
+  tz_slice s = {c->mirror, base};
+  return A(s, end - base, "params f16 mirror");
 }
 
 /* Re-cast the mirror from the fp32 parameters when they were written since. */
 static void mirror_refresh(wg_ctx *c) {
   if (!c->mirror || !c->mirror_stale) return;
   size_t n = c->pbuf->bytes / 4;
-  uint32_t w[24] = {0};
-  w[8] = (uint32_t)n, w[9] = 0;
-  tz_slice ps = {c->pbuf, 0};
-  wg_arg a[] = {A(ps, F4(n), "params")}, h = mirror_arg(c);
-  uint32_t gx, gy;
-  grid1(n, &gx, &gy);
-  run_ex(c, "cast_w16", pipeline(c, "w16", "cast_w16", F16_PREFIX), w, 10, a, 1, gx, gy, 1, &h, -1);
+  int pi = pipeline(c, "w16", "cast_w16", F16_PREFIX);
+  for (size_t i = 0, cap = cap_elems(c); i < n; i += cap) {
+    size_t k = n - i < cap ? n - i : cap;
+    uint32_t w[24] = {0}, h0;
+    wg_arg h = mirror_range(c, i, k, &h0);
+    w[8] = (uint32_t)k, w[9] = h0;
+    tz_slice ps = {c->pbuf, F4(i)};
+    wg_arg a[] = {A(ps, F4(k), "params")};
+    uint32_t gx, gy;
+    grid1(k, &gx, &gy);
+    run_ex(c, "cast_w16", pi, w, 10, a, 1, gx, gy, 1, &h, -1);
+  }
   c->mirror_stale = 0;
 }
 
@@ -810,21 +883,36 @@ static void wg_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wt
   size_t N = (size_t)B * T;
   uint32_t w[24] = {0};
   w[8] = (uint32_t)N, w[9] = T, w[10] = C, w[11] = V, w[12] = tz_present(wpe);
-  if (mirrored(c, wte) && (!tz_present(wpe) || mirrored(c, wpe))) {
-    mirror_refresh(c);
-    w[14] = (uint32_t)(wte.off / 4), w[15] = tz_present(wpe) ? (uint32_t)(wpe.off / 4) : 0;
-    wg_arg a[] = {A(out, F4(N * C), "embed out"), A(tok, F4(N), "tokens")}, h = mirror_arg(c);
-    uint32_t gx, gy;
-    grid1(N * C, &gx, &gy);
-    run_ex(c, "embed_lookup", pipeline(c, "w16", "embed_lookup_w16", F16_PREFIX), w, 16, a, 2, gx, gy, 1, &h,
-           -1);
-    return;
-  }
-  wg_arg a[] = {A(out, F4(N * C), "embed out"), A(tok, F4(N), "tokens"), A(wte, F4((size_t)V * C), "wte"),
-                A(wpe, F4((size_t)T * C), "wpe")};
   uint32_t gx, gy;
   grid1(N * C, &gx, &gy);
-  run(c, "embed_lookup", pipeline(c, "embed", "embed_lookup", ""), w, 13, a, 4, gx, gy, 1);
+  if (mirrored(c, wte) && (!tz_present(wpe) || mirrored(c, wpe))) {
+    /* the f16 tables in one binding of the mirror when they fit (else the fp32 path below) */
+    size_t e_te = wte.off / 4, e_pe = tz_present(wpe) ? wpe.off / 4 : e_te;
+    size_t lo = e_te < e_pe ? e_te : e_pe, hi = e_te + (size_t)V * C;
+    if (tz_present(wpe) && e_pe + (size_t)T * C > hi) hi = e_pe + (size_t)T * C;
+    if ((hi - lo) * 2 + 4 <= cap_bytes(c)) {
+      mirror_refresh(c);
+      uint32_t h0;
+      wg_arg h = mirror_range(c, lo, hi - lo, &h0);
+      w[14] = (uint32_t)(e_te - lo) + h0, w[15] = (uint32_t)(e_pe - lo) + h0;
+      wg_arg a[] = {A(out, F4(N * C), "embed out"), A(tok, F4(N), "tokens")};
+      run_ex(c, "embed_lookup", pipeline(c, "w16", "embed_lookup_w16", F16_PREFIX), w, 16, a, 2, gx, gy, 1, &h,
+             -1);
+      return;
+    }
+  }
+  /* wte in pieces of rows [r0, r0 + nr) that fit one binding: each pass writes the rows whose
+   * token falls in its piece (and the zero rows of invalid ids) */
+  size_t nr = cap_elems(c) / (size_t)C;
+  if (nr == 0) nr = 1;
+  int pi = pipeline(c, "embed", "embed_lookup", "");
+  for (size_t r0 = 0; r0 < (size_t)V; r0 += nr) {
+    size_t k = (size_t)V - r0 < nr ? (size_t)V - r0 : nr;
+    w[13] = (uint32_t)r0, w[14] = (uint32_t)k;
+    wg_arg a[] = {A(out, F4(N * C), "embed out"), A(tok, F4(N), "tokens"),
+                  A(tz_f32(wte, r0 * C), F4(k * C), "wte"), A(wpe, F4((size_t)T * C), "wpe")};
+    run(c, "embed_lookup", pi, w, 15, a, 4, gx, gy, 1);
+  }
 }
 
 static void wg_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout, tz_slice tok,
@@ -837,12 +925,19 @@ static void wg_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice 
   uint32_t gx, gy;
   grid1(N * C, &gx, &gy);
   int pi = pipeline(c, "embed", "embed_backward", "");
-  wg_arg t = A(dwte, F4((size_t)V * C), "dwte");
-  run_ex(c, "embed_backward", pi, w, 14, a, 2, gx, gy, 1, &t, -1);
+  /* dwte in pieces of rows [r0, r0 + nr) that fit one binding (u6 r0, u7 nr) */
+  size_t nr = cap_elems(c) / (size_t)C;
+  if (nr == 0) nr = 1;
+  for (size_t r0 = 0; r0 < (size_t)V; r0 += nr) {
+    size_t k = (size_t)V - r0 < nr ? (size_t)V - r0 : nr;
+    w[14] = (uint32_t)r0, w[15] = (uint32_t)k;
+    wg_arg t = A(tz_f32(dwte, r0 * C), F4(k * C), "dwte");
+    run_ex(c, "embed_backward", pi, w, 16, a, 2, gx, gy, 1, &t, -1);
+  }
   if (tz_present(dwpe)) {
-    w[12] = 1;
+    w[12] = 1, w[14] = 0, w[15] = T;
     wg_arg tp = A(dwpe, F4((size_t)T * C), "dwpe");
-    run_ex(c, "embed_backward", pi, w, 14, a, 2, gx, gy, 1, &tp, -1);
+    run_ex(c, "embed_backward", pi, w, 16, a, 2, gx, gy, 1, &tp, -1);
   }
 }
 
@@ -922,16 +1017,18 @@ static int shares_binding(wg_ctx *c, tz_slice x, size_t xb, tz_slice y, size_t y
 
 #define SPLIT_TARGET_WGS 264 /* aim split-K at ~2 workgroups per SM of a 132-SM GPU */
 
-static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_slice a_, tz_slice b_,
-               tz_slice bias, int M, int K, int N, int acc) {
+static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out, tz_slice a_, tz_slice b_,
+                   tz_slice bias, int M, int K, int N, int acc) {
   wg_ctx *c = CTX(be);
   if (M <= 0 || N <= 0) return;
   c->pending_flop = 2.0 * M * N * K;
   char prefix[160], direct[80];
   uint32_t w[24] = {0};
   w[8] = M, w[9] = K, w[10] = N, w[11] = acc, w[12] = tz_present(bias);
-  wg_arg a[] = {A(out, F4((size_t)M * N), "out"), A(a_, F4((size_t)M * K), "a"), A(b_, F4((size_t)K * N), "b"),
-                A(bias, F4(N), "bias")};
+  /* variant 3: matmul_at whose b is swiglu(gu) of gu [K, 2N], computed on load (SWB) */
+  int swb = variant == 3, kv = swb ? 2 : variant;
+  wg_arg a[] = {A(out, F4((size_t)M * N), "out"), A(a_, F4((size_t)M * K), "a"),
+                A(b_, F4((size_t)K * N * (swb ? 2 : 1)), swb ? "gu" : "b"), A(bias, F4(N), "bias")};
   /* fast path (matmul_fast.wgsl): vec4-aligned shapes and offsets, four distinct bindings */
   int fast0 = M % 4 == 0 && K % 4 == 0 && N % 4 == 0 && c->lim.minStorageBufferOffsetAlignment % 16 == 0 &&
               !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL");
@@ -971,8 +1068,9 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
     const char *eb = getenv("TEZGAH_WEBGPU_MM_BK");
     if (eb && atoi(eb) == 8) bk = 8;
     if (eb && atoi(eb) == 16 && c->lim.maxComputeWorkgroupStorageSize >= 16 * 33 * 64) bk = 16;
-    snprintf(prefix, sizeof prefix, "%sconst VARIANT: u32 = %du; const BK: u32 = %uu; %s%s", w16 ? F16_PREFIX " " : "",
-             variant, bk, w16 ? "alias BV = vec4<f16>; const BDIV: u32 = 2u;" : "alias BV = vec4<f32>; const BDIV: u32 = 4u;",
+    snprintf(prefix, sizeof prefix, "%sconst VARIANT: u32 = %du; const BK: u32 = %uu; const SWB: bool = %s; %s%s",
+             w16 ? F16_PREFIX " " : "", kv, bk, swb ? "true" : "false",
+             w16 ? "alias BV = vec4<f16>; const BDIV: u32 = 2u;" : "alias BV = vec4<f32>; const BDIV: u32 = 4u;",
              rw ? " // rw" : "");
     int pf = pipeline(c, "matmul_fast", "matmul_fast", prefix);
     uint32_t gx = (N + 127) / 128, gy = (M + 127) / 128, tiles = gx * gy, S = 1;
@@ -1011,12 +1109,98 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
         1, 1);
     return;
   }
-  snprintf(prefix, sizeof prefix, "const VARIANT: u32 = %du; const DIRECT: bool = false;", variant);
-  snprintf(direct, sizeof direct, "const VARIANT: u32 = %du; const DIRECT: bool = true;", variant);
+  snprintf(prefix, sizeof prefix, "const VARIANT: u32 = %du; const DIRECT: bool = false; const SWB: bool = %s;", kv,
+           swb ? "true" : "false");
+  snprintf(direct, sizeof direct, "const VARIANT: u32 = %du; const DIRECT: bool = true; const SWB: bool = %s;", kv,
+           swb ? "true" : "false");
   run_ex(c, label, pipeline(c, "matmul", "matmul_tiled", prefix), w, 13, a, 4, (N + 127) / 128, (M + 127) / 128, 1,
          NULL, pipeline(c, "matmul", "matmul_tiled", direct));
   c->pending_flop = 0;
 }
+/* Round a piece count down to a multiple of 128 (whole tiles) or at least 4 (vec4 path). */
+static size_t piece_round(size_t n) {
+  if (n >= 128) return n / 128 * 128;
+  return n >= 4 ? n / 4 * 4 : n;
+}
+
+/* The matmul family with operands above one binding (maxStorageBufferBindingSize), split into
+ * pieces that fit: rows of M (out and a rows are contiguous in matmul_t / matmul), and the
+ * weight in pieces of rows: matmul_t over N (GPT-2's lm_head, wte [50304, 768] = 154 MB: the
+ * output's column piece goes through a staging buffer and copy_rows), matmul over K (a's
+ * column piece staged, partial products accumulated into out), matmul_at over K (rows of a and
+ * b, accumulated) and then M (a's column piece staged; out's rows are contiguous). Anything else too large (or a piece of one row
+ * still too large) reaches run_ex's binding-size error. */
+static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_slice a_, tz_slice b_,
+               tz_slice bias, int M, int K, int N, int acc) {
+  wg_ctx *c = CTX(be);
+  if (M <= 0 || N <= 0) return;
+  size_t cap = cap_elems(c), m = (size_t)M, k = (size_t)K, n = (size_t)N;
+  size_t bs = variant == 3 ? 2 * n : n; /* b's row stride (variant 3: gu [K, 2N]) */
+  if (variant < 2 && (m * k > cap || m * n > cap) && M > 1) { /* rows of out and a */
+    size_t mc = piece_round(cap / (k > n ? k : n));
+    if (mc == 0) mc = 1;
+    if (mc < m) {
+      for (size_t m0 = 0; m0 < m; m0 += mc) {
+        size_t r = m - m0 < mc ? m - m0 : mc;
+        mm(be, label, variant, tz_f32(out, m0 * n), tz_f32(a_, m0 * k), b_, bias, (int)r, K, N, acc);
+      }
+      return;
+    }
+  }
+  if (variant == 0 && n * k > cap && N > 1) { /* weight rows = output columns, staged */
+    size_t nc = piece_round(cap / (k > m ? k : m));
+    if (nc == 0) nc = 1;
+    if (nc < n) {
+      tz_slice st = stage(be, F4(m * nc));
+      for (size_t n0 = 0; n0 < n; n0 += nc) {
+        size_t r = n - n0 < nc ? n - n0 : nc;
+        mm_one(be, label, 0, st, a_, tz_f32(b_, n0 * k), tz_present(bias) ? tz_f32(bias, n0) : TZ_NONE, M, K,
+               (int)r, 0);
+        copy_rows_ex(c, tz_f32(out, n0), n, st, r, M, (int)r, acc);
+      }
+      return;
+    }
+  }
+  if (variant == 1 && k * n > cap && K > 1) { /* weight rows = a's columns, staged */
+    size_t kc = piece_round(cap / (n > m ? n : m));
+    if (kc == 0) kc = 1;
+    if (kc < k) {
+      tz_slice st = stage(be, F4(m * kc));
+      for (size_t k0 = 0; k0 < k; k0 += kc) {
+        size_t r = k - k0 < kc ? k - k0 : kc;
+        copy_rows_ex(c, st, r, tz_f32(a_, k0), k, M, (int)r, 0);
+        mm_one(be, label, 1, out, st, tz_f32(b_, k0 * n), TZ_NONE, M, (int)r, N, acc || k0 > 0);
+      }
+      return;
+    }
+  }
+  if (variant >= 2 && (k * m > cap || k * bs > cap) && K > 1) { /* rows of a and b: partial sums */
+    size_t kc = cap / (m > bs ? m : bs);
+    if (kc == 0) kc = 1;
+    if (kc < k) {
+      for (size_t k0 = 0; k0 < k; k0 += kc) {
+        size_t r = k - k0 < kc ? k - k0 : kc;
+        mm(be, label, variant, out, tz_f32(a_, k0 * m), tz_f32(b_, k0 * bs), TZ_NONE, M, (int)r, N, acc || k0 > 0);
+      }
+      return;
+    }
+  }
+  if (variant >= 2 && m * n > cap && M > 1) { /* out rows = a's columns, staged */
+    size_t mc = piece_round(cap / (n > k ? n : k));
+    if (mc == 0) mc = 1;
+    if (mc < m) {
+      tz_slice st = stage(be, F4(k * mc));
+      for (size_t m0 = 0; m0 < m; m0 += mc) {
+        size_t r = m - m0 < mc ? m - m0 : mc;
+        copy_rows_ex(c, st, r, tz_f32(a_, m0), m, K, (int)r, 0);
+        mm_one(be, label, variant, tz_f32(out, m0 * n), st, b_, TZ_NONE, (int)r, K, N, acc);
+      }
+      return;
+    }
+  }
+  mm_one(be, label, variant, out, a_, b_, bias, M, K, N, acc);
+}
+
 static void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, int M, int K,
                         int N, int acc) {
   mm(be, "matmul_t", 0, out, a, b, bias, M, K, N, acc);
@@ -1026,6 +1210,12 @@ static void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int 
 }
 static void wg_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {
   mm(be, "matmul_at", 2, out, a, b, TZ_NONE, M, K, N, acc);
+}
+/* out[M,N] (+)= a[K,M]ᵀ · (silu(gate) ⊙ up)[K,N], gu [K, 2N] = gate | up: the down
+ * projection's weight gradient without swiglu_fwd's output (matmul_at_swiglu_a, backend.h) */
+static void wg_matmul_at_swiglu_a(tz_backend *be, tz_slice out, tz_slice a, tz_slice gu, int M, int K, int N,
+                                  int acc) {
+  mm(be, "matmul_at_swiglu", 3, out, a, gu, TZ_NONE, M, K, N, acc);
 }
 
 /* ---- rope ---- */
@@ -1113,21 +1303,30 @@ static void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice 
 /* ---- activations ---- */
 static void wg_gelu_fwd(tz_backend *be, tz_slice out, tz_slice inp, size_t n) {
   wg_ctx *c = CTX(be);
-  uint32_t w[24] = {0};
-  w[8] = (uint32_t)n;
-  wg_arg a[] = {A(out, F4(n), "out"), A(inp, F4(n), "inp")};
-  uint32_t gx, gy;
-  grid1(n, &gx, &gy);
-  run(c, "gelu_fwd", pipeline(c, "gelu", "gelu_fwd", ""), w, 9, a, 2, gx, gy, 1);
+  int pi = pipeline(c, "gelu", "gelu_fwd", "");
+  for (size_t i = 0, cap = cap_elems(c); i < n; i += cap) {
+    size_t k = n - i < cap ? n - i : cap;
+    uint32_t w[24] = {0};
+    w[8] = (uint32_t)k;
+    wg_arg a[] = {A(tz_f32(out, i), F4(k), "out"), A(tz_f32(inp, i), F4(k), "inp")};
+    uint32_t gx, gy;
+    grid1(k, &gx, &gy);
+    run(c, "gelu_fwd", pi, w, 9, a, 2, gx, gy, 1);
+  }
 }
 static void wg_gelu_bwd(tz_backend *be, tz_slice dinp, tz_slice inp, tz_slice dout, size_t n) {
   wg_ctx *c = CTX(be);
-  uint32_t w[24] = {0};
-  w[8] = (uint32_t)n;
-  wg_arg a[] = {A(dinp, F4(n), "dinp"), A(inp, F4(n), "inp"), A(dout, F4(n), "dout")};
-  uint32_t gx, gy;
-  grid1(n, &gx, &gy);
-  run(c, "gelu_bwd", pipeline(c, "gelu", "ffn_gelu_backward", ""), w, 9, a, 3, gx, gy, 1);
+  int pi = pipeline(c, "gelu", "ffn_gelu_backward", "");
+  for (size_t i = 0, cap = cap_elems(c); i < n; i += cap) {
+    size_t k = n - i < cap ? n - i : cap;
+    uint32_t w[24] = {0};
+    w[8] = (uint32_t)k;
+    wg_arg a[] = {A(tz_f32(dinp, i), F4(k), "dinp"), A(tz_f32(inp, i), F4(k), "inp"),
+                  A(tz_f32(dout, i), F4(k), "dout")};
+    uint32_t gx, gy;
+    grid1(k, &gx, &gy);
+    run(c, "gelu_bwd", pi, w, 9, a, 3, gx, gy, 1);
+  }
 }
 static void wg_swiglu_fwd(tz_backend *be, tz_slice out, tz_slice gu, int N, int F) {
   wg_ctx *c = CTX(be);
@@ -1153,13 +1352,19 @@ static void wg_swiglu_bwd(tz_backend *be, tz_slice dgu, tz_slice dout, tz_slice 
 static void wg_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice targets, int N, int V,
                             int Vp, float dscale) {
   wg_ctx *c = CTX(be);
-  uint32_t w[24] = {0};
-  w[8] = N, w[9] = V, w[10] = Vp, w[11] = fbits(dscale);
-  wg_arg a[] = {A(losses, F4(N), "losses"), A(logits, F4((size_t)N * Vp), "logits"),
-                A(targets, F4(N), "targets")};
-  uint32_t gx, gy;
-  gridn(N, &gx, &gy);
-  run(c, "crossentropy", pipeline(c, "crossentropy", "softmax_xent", ""), w, 12, a, 3, gx, gy, 1);
+  size_t rc = cap_elems(c) / (size_t)Vp; /* rows per piece: logits above one binding run in pieces */
+  if (rc == 0) rc = 1;
+  int pi = pipeline(c, "crossentropy", "softmax_xent", "");
+  for (size_t r0 = 0; r0 < (size_t)N; r0 += rc) {
+    size_t r = (size_t)N - r0 < rc ? (size_t)N - r0 : rc;
+    uint32_t w[24] = {0};
+    w[8] = (uint32_t)r, w[9] = V, w[10] = Vp, w[11] = fbits(dscale);
+    wg_arg a[] = {A(tz_f32(losses, r0), F4(r), "losses"), A(tz_f32(logits, r0 * Vp), F4(r * Vp), "logits"),
+                  A(tz_f32(targets, r0), F4(r), "targets")};
+    uint32_t gx, gy;
+    gridn(r, &gx, &gy);
+    run(c, "crossentropy", pi, w, 12, a, 3, gx, gy, 1);
+  }
 }
 
 /* ---- optimizer ---- */
@@ -1167,16 +1372,47 @@ static void wg_adamw(tz_backend *be, tz_slice params, tz_slice grads, tz_slice m
                      const tz_range *ranges, int n_ranges, const tz_adamw_hp *hp) {
   wg_ctx *c = CTX(be);
   if (n_ranges <= 0) return;
-  size_t nw = (size_t)n_ranges * 3, span = 0, maxn = 0;
-  uint32_t *tab = tz_malloc(nw * 4);
+  /* Pieces of at most cap elements (a range above one binding is cut: AdamW is elementwise),
+   * grouped into batches whose span [base, end) fits one binding of each of the four buffers.
+   * One dispatch per batch (one in all when the buffers fit: the common case); the table holds
+   * every batch's (off − base, n, decay) rows back to back. */
+  size_t cap = cap_elems(c), np = 0;
+  for (int r = 0; r < n_ranges; r++) np += ranges[r].n ? (ranges[r].n + cap - 1) / cap : 1;
+  size_t *poff = tz_malloc(np * sizeof *poff), *pn = tz_malloc(np * sizeof *pn);
+  float *pdec = tz_malloc(np * sizeof *pdec);
+  np = 0;
   for (int r = 0; r < n_ranges; r++) {
-    TZ_ASSERT(ranges[r].off + ranges[r].n < 0xffffffffu);
-    tab[3 * r] = (uint32_t)ranges[r].off;
-    tab[3 * r + 1] = (uint32_t)ranges[r].n;
-    tab[3 * r + 2] = fbits(ranges[r].decay);
-    if (ranges[r].off + ranges[r].n > span) span = ranges[r].off + ranges[r].n;
-    if (ranges[r].n > maxn) maxn = ranges[r].n;
+    size_t o = 0;
+    do {
+      size_t k = ranges[r].n - o < cap ? ranges[r].n - o : cap;
+      poff[np] = ranges[r].off + o, pn[np] = k, pdec[np] = ranges[r].decay, np++;
+      o += k;
+    } while (o < ranges[r].n);
   }
+  /* batches: [bfirst[b], bfirst[b + 1]) pieces, span [bbase[b], bend[b]) */
+  size_t *bfirst = tz_malloc((np + 1) * sizeof *bfirst), *bbase = tz_malloc(np * sizeof *bbase),
+         *bend = tz_malloc(np * sizeof *bend), nb = 0;
+  for (size_t i = 0; i < np; i++) {
+    size_t lo = poff[i], hi = poff[i] + pn[i];
+    if (nb && i - bfirst[nb - 1] < 65535) {
+      size_t l2 = lo < bbase[nb - 1] ? lo : bbase[nb - 1], h2 = hi > bend[nb - 1] ? hi : bend[nb - 1];
+      if (h2 - l2 <= cap) {
+        bbase[nb - 1] = l2, bend[nb - 1] = h2;
+        continue;
+      }
+    }
+    bfirst[nb] = i, bbase[nb] = lo, bend[nb] = hi, nb++;
+  }
+  bfirst[nb] = np;
+  size_t nw = np * 3;
+  uint32_t *tab = tz_malloc(nw * 4);
+  for (size_t b = 0; b < nb; b++)
+    for (size_t i = bfirst[b]; i < bfirst[b + 1]; i++) {
+      TZ_ASSERT(poff[i] - bbase[b] + pn[i] < 0xffffffffu);
+      tab[3 * i] = (uint32_t)(poff[i] - bbase[b]);
+      tab[3 * i + 1] = (uint32_t)pn[i];
+      tab[3 * i + 2] = fbits(pdec[i]);
+    }
   /* the range table is uploaded once and kept while it does not change */
   if (!c->ranges || c->ranges_words != nw || memcmp(c->ranges_host, tab, nw * 4)) {
     if (c->ranges && c->ranges->size < nw * 4) {
@@ -1198,24 +1434,33 @@ static void wg_adamw(tz_backend *be, tz_slice params, tz_slice grads, tz_slice m
   w[8] = fbits(hp->lr), w[9] = fbits(b1), w[10] = fbits(b2), w[11] = fbits(hp->eps),
   w[12] = fbits(hp->weight_decay), w[13] = fbits(hp->grad_scale),
   w[14] = fbits(1.0f - powf(b1, (float)hp->t)), w[15] = fbits(1.0f - powf(b2, (float)hp->t));
-  tz_slice rs = {c->ranges, 0};
-  if (mirrored(c, params)) { /* the same update, writing the f16 mirror too */
+  int w16 = mirrored(c, params); /* the same update, writing the f16 mirror too */
+  if (w16) {
     mirror_refresh(c);
-    w[13] = 0, w[16] = fbits(hp->grad_scale), w[17] = (uint32_t)(params.off / 4);
-    wg_arg a[] = {A(params, F4(span), "params"), A(grads, F4(span), "grads"), A(m, F4(span), "adamw m"),
-                  A(v, F4(span), "adamw v"), A(rs, nw * 4, "ranges")},
-           h = mirror_arg(c);
+    w[13] = 0, w[16] = fbits(hp->grad_scale);
+  }
+  int pi = w16 ? pipeline(c, "w16", "adamw_w16", F16_PREFIX) : pipeline(c, "adamw", "adamw", "");
+  for (size_t b = 0; b < nb; b++) {
+    size_t span = bend[b] - bbase[b], maxn = 0, n_b = bfirst[b + 1] - bfirst[b];
+    for (size_t i = bfirst[b]; i < bfirst[b + 1]; i++)
+      if (pn[i] > maxn) maxn = pn[i];
+    tz_slice rs = {c->ranges, F4(3 * bfirst[b])};
+    wg_arg a[] = {A(tz_f32(params, bbase[b]), F4(span), "params"), A(tz_f32(grads, bbase[b]), F4(span), "grads"),
+                  A(tz_f32(m, bbase[b]), F4(span), "adamw m"), A(tz_f32(v, bbase[b]), F4(span), "adamw v"),
+                  A(rs, F4(3 * n_b), "ranges")};
     uint64_t gx = (maxn + 255) / 256;
     if (gx > 512) gx = 512;
-    run_ex(c, "adamw", pipeline(c, "w16", "adamw_w16", F16_PREFIX), w, 18, a, 5, (uint32_t)gx, n_ranges, 1, &h,
-           -1);
-    return;
+    if (gx == 0) gx = 1;
+    if (w16) {
+      uint32_t h0;
+      wg_arg h = mirror_range(c, params.off / 4 + bbase[b], span, &h0);
+      w[17] = h0;
+      run_ex(c, "adamw", pi, w, 18, a, 5, (uint32_t)gx, (uint32_t)n_b, 1, &h, -1);
+    } else {
+      run(c, "adamw", pi, w, 16, a, 5, (uint32_t)gx, (uint32_t)n_b, 1);
+    }
   }
-  wg_arg a[] = {A(params, F4(span), "params"), A(grads, F4(span), "grads"), A(m, F4(span), "adamw m"),
-                A(v, F4(span), "adamw v"), A(rs, nw * 4, "ranges")};
-  uint64_t gx = (maxn + 255) / 256;
-  if (gx > 512) gx = 512;
-  run(c, "adamw", pipeline(c, "adamw", "adamw", ""), w, 16, a, 5, (uint32_t)gx, n_ranges, 1);
+  free(poff), free(pn), free(pdec), free(bfirst), free(bbase), free(bend);
 }
 
 /* ---- profiling ---- */
@@ -1288,6 +1533,7 @@ static void wg_destroy(tz_backend *be) {
       flush(c);
       bg_clear(c);
       if (c->scratch) wg_free(be, c->scratch);
+      if (c->stage) wg_free(be, c->stage);
       if (c->ranges) wg_free(be, c->ranges);
       for (int i = 0; i < MAX_ARGS; i++)
         if (c->dummy[i]) wg_free(be, c->dummy[i]);
@@ -1409,6 +1655,15 @@ tz_backend *tz_backend_webgpu_create(void) {
     wg_destroy(be);
     return NULL;
   }
+  /* subgroup reductions: on where Subgroups exists unless TEZGAH_WEBGPU_SUBGROUPS=0;
+   * TEZGAH_WEBGPU_SUBGROUPS=1 requires them (tests) */
+  const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
+  c->subgroups = c->has_subgroups && !(se && !strcmp(se, "0"));
+  if (se && *se && strcmp(se, "0") && !c->has_subgroups) {
+    tz_err("webgpu: TEZGAH_WEBGPU_SUBGROUPS=%s but this adapter offers no Subgroups (unset it)", se);
+    wg_destroy(be);
+    return NULL;
+  }
   const char *pe = getenv("TEZGAH_PROFILE");
   c->profile = pe && *pe && strcmp(pe, "0") && c->has_ts;
   WGPUFeatureName feats[4];
@@ -1455,6 +1710,14 @@ tz_backend *tz_backend_webgpu_create(void) {
   c->dev = r.handle;
   c->queue = W.wgpuDeviceGetQueue(c->dev);
   W.wgpuDeviceGetLimits(c->dev, &c->lim);
+  /* TEZGAH_WEBGPU_MAX_BINDING=bytes (debugging, tests): act as if maxStorageBufferBindingSize
+   * were this small (at least 64 KiB), to exercise the split paths on any adapter */
+  const char *mb = getenv("TEZGAH_WEBGPU_MAX_BINDING");
+  if (mb && *mb) {
+    unsigned long long v = strtoull(mb, NULL, 0);
+    if (v < 65536) v = 65536;
+    if (v < c->lim.maxStorageBufferBindingSize) c->lim.maxStorageBufferBindingSize = v;
+  }
   c->uni = mkbuf(c, (uint64_t)UNI_SLOTS * UNI_STRIDE, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "uniforms");
   c->uni_host = tz_calloc(UNI_SLOTS, UNI_STRIDE);
   c->bgs = tz_calloc(BG_CAP, sizeof *c->bgs);
@@ -1492,6 +1755,7 @@ tz_backend *tz_backend_webgpu_create(void) {
   be->matmul = wg_matmul;
   be->matmul_at = wg_matmul_at;
   be->bias_bwd = wg_bias_bwd;
+  be->matmul_at_swiglu_a = wg_matmul_at_swiglu_a;
   be->rope = wg_rope;
   be->attention_fwd = wg_attention_fwd;
   be->attention_bwd = wg_attention_bwd;
@@ -1518,12 +1782,18 @@ static const char *precision(wg_ctx *c) {
 
 /* One line naming the device and precision, for logs ("llvmpipe (CPU, Vulkan, ...), fp32"). */
 const char *tz_webgpu_describe(tz_backend *be) {
-  static char line[640];
+  static char line[800];
   if (!be || strcmp(be->name, "webgpu")) return "";
   wg_ctx *c = CTX(be);
   char a[300];
   adapter_line(c, a, sizeof a);
-  snprintf(line, sizeof line, "%s; %s", a, precision(c));
+  char r[96];
+  if (c->subgroups)
+    snprintf(r, sizeof r, "reductions: subgroups (%u..%u lanes)", c->info.subgroupMinSize, c->info.subgroupMaxSize);
+  else
+    snprintf(r, sizeof r, "reductions: workgroup (%s)",
+             c->has_subgroups ? "Subgroups offered, TEZGAH_WEBGPU_SUBGROUPS=0" : "no Subgroups");
+  snprintf(line, sizeof line, "%s; %s; %s", a, precision(c), r);
   return line;
 }
 

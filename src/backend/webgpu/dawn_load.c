@@ -2,7 +2,8 @@
  *
  * Search order: $TEZGAH_WEBGPU_LIB (a path to another build); then .deps/dawn/
  * libwebgpu_wrapper.so in the executable's folder or any of its parents (the repository's
- * scripts/setup_webgpu.sh puts it there, and build/, build/tests/ sit below it).
+ * scripts/setup_webgpu.sh puts it there, and build/, build/tests/ sit below it); then
+ * ../share/tezgah/dawn/libwebgpu_wrapper.so beside an installed bin/tezgah (cmake --install).
  * ABI sanity check: every function of TZ_WGPU_FUNCS must resolve, plus a marker symbol that
  * only Dawn builds with this ABI generation export (subgroup-matrix configs, mid 2025);
  * a library lacking either is reported as incompatible, naming the symbol. */
@@ -36,6 +37,10 @@ static int find_default(char *out, size_t cap) {
     *slash = 0;
     int k = snprintf(out, cap, "%s/%s", exe, TZ_DAWN_REL);
     if (k > 0 && (size_t)k < cap && access(out, R_OK) == 0) return 0;
+    if (up == 1) { /* exe is now the prefix above bin/ */
+      k = snprintf(out, cap, "%s/share/tezgah/dawn/libwebgpu_wrapper.so", exe);
+      if (k > 0 && (size_t)k < cap && access(out, R_OK) == 0) return 0;
+    }
   }
   return -1;
 }

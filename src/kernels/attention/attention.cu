@@ -362,6 +362,7 @@ extern "C" void tzc_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz
     pairs = (double)a * q_pos0 + (double)a * (a + 1) / 2 + (double)(Tq - a) * Tk;
   }
   TZC_PROF_WORK(4.0 * B * n_head * head_dim * pairs, 0);
+  if (B <= 0 || Tq <= 0) return; /* nothing to compute (a zero-block launch is an error) */
   cudaStream_t st = tzc(be)->stream;
   void *o = tzc_ptr(out);
   float *l = (float *)tzc_ptr(lse);
@@ -386,6 +387,7 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
   TZC_PROF(be, "attention_bwd");
   /* nominal FlashAttention count: 2.5 × the forward's (5 matmuls over the causal half) */
   TZC_PROF_WORK(10.0 * B * n_head * head_dim * ((double)T * (T + 1) / 2), 0);
+  if (B <= 0 || T <= 0) return;
   cudaStream_t st = tzc(be)->stream;
   const size_t rows = (size_t)B * n_head * T;
   float *D = (float *)tzc_scratch(be, rows * sizeof(float));

@@ -117,30 +117,103 @@ template <class F> __device__ __forceinline__ F tzc_block_sum(F v, F *sh) {
   return tzc_warp_sum(t);
 }
 
-/* ---- norm backward parameter gradients: deterministic two-pass column sums ----
- * Pass 1 (a kernel of the norm file): rows are split into P fixed chunks of `rpc` rows; block
- * (column block, chunk) writes the chunk's per-column partial sums to scratch [P, C]. Pass 2
- * (tzc_colsum_final_k): one thread per column adds the P partials in chunk order and then
- * adds (+=) the total into the fp32 gradient. The chunking depends only on N, so the result
- * is bit-identical run to run (and across GPUs). */
-constexpr int TZC_COL_THREADS = 256;
-static inline int tzc_col_rpc(int N) { /* rows per chunk: ≥ 32, at most 256 chunks */
-  int r = (N + 255) / 256;
-  return r < 32 ? 32 : r;
+/* ---- column sums (bias_bwd, the norms' dw/db): deterministic, two kernels ----
+ * Pass 1 (tzc_colsum_part_k): block (strip, chunk) owns a strip of 32·W columns (each lane W
+ * consecutive columns, 16-byte loads when W > 1) and a chunk of `rpc` rows; warp w adds rows
+ * n0 + w, n0 + w + 8, ... in increasing order (4 rows' loads in flight per step), then the 8
+ * warps' sums are added in warp order and written to scratch part[chunk, c]. Pass 2
+ * (tzc_colsum_final_k): per column, 8 threads add every 8th partial in chunk order, the 8 sums
+ * are added in order, and the total is added (+=) into the fp32 gradient. The chunking
+ * depends only on (N, C, W), so a given call is bit-identical run to run (and across GPUs).
+ *
+ * Term: a functor `void operator()(int n, int c, float *v, float *u) const` that writes the
+ * W summands of row n, columns c..c+W into v (and, for two sums, u). */
+constexpr int TZC_CS_WARPS = 8;
+/* rows per chunk: about 1536 blocks in all, at least 64 rows (8 per warp) per block */
+static inline int tzc_cs_rpc(int N, int strips) {
+  int target = 1536 / strips;
+  if (target < 1) target = 1;
+  int r = (N + target - 1) / target;
+  return r < 64 ? 64 : r;
 }
-static inline int tzc_col_chunks(int N) { return (N + tzc_col_rpc(N) - 1) / tzc_col_rpc(N); }
-/* dst[c] += Σ_p part[p·C + c] (p in order), for 1 or 2 gradients (dst2/part2 may be NULL). */
-static __global__ void __launch_bounds__(TZC_COL_THREADS)
-tzc_colsum_final_k(float *dst, const float *part, float *dst2, const float *part2, int P, int C) {
-  int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  float s = 0.0f, s2 = 0.0f;
-  for (int p = 0; p < P; p++) {
-    s += part[(size_t)p * C + c];
-    if (dst2) s2 += part2[(size_t)p * C + c];
+
+template <int W, int NA, class Term>
+__global__ void __launch_bounds__(32 * TZC_CS_WARPS)
+tzc_colsum_part_k(float *part, float *part2, int N, int C, int rpc, Term term) {
+  __shared__ float sh[TZC_CS_WARPS][32 * W];
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int c = (blockIdx.x * 32 + lane) * W;
+  int n0 = blockIdx.y * rpc, n1 = min(N, n0 + rpc);
+  float a[W], b[W];
+#pragma unroll
+  for (int j = 0; j < W; j++) a[j] = 0.0f, b[j] = 0.0f;
+  if (c < C) { /* C % W == 0 when W > 1 */
+    int n = n0 + warp;
+    for (; n + 3 * TZC_CS_WARPS < n1; n += 4 * TZC_CS_WARPS) {
+      float v[4][W], u[4][W];
+#pragma unroll
+      for (int k = 0; k < 4; k++) term(n + k * TZC_CS_WARPS, c, v[k], u[k]);
+#pragma unroll
+      for (int k = 0; k < 4; k++)
+#pragma unroll
+        for (int j = 0; j < W; j++) {
+          a[j] += v[k][j];
+          if (NA == 2) b[j] += u[k][j];
+        }
+    }
+    for (; n < n1; n += TZC_CS_WARPS) {
+      float v[W], u[W];
+      term(n, c, v, u);
+#pragma unroll
+      for (int j = 0; j < W; j++) {
+        a[j] += v[j];
+        if (NA == 2) b[j] += u[j];
+      }
+    }
   }
-  dst[c] += s;
-  if (dst2) dst2[c] += s2;
+  int t = threadIdx.x, cc = blockIdx.x * 32 * W + t;
+#pragma unroll
+  for (int q = 0; q < NA; q++) {
+    if (q) __syncthreads(); /* the first sum's readers are done with sh */
+#pragma unroll
+    for (int j = 0; j < W; j++) sh[warp][lane * W + j] = q ? b[j] : a[j];
+    __syncthreads();
+    if (t < 32 * W && cc < C) {
+      float s = 0.0f;
+#pragma unroll
+      for (int w = 0; w < TZC_CS_WARPS; w++) s += sh[w][t];
+      (q ? part2 : part)[(size_t)blockIdx.y * C + cc] = s;
+    }
+  }
+}
+
+/* dst[c] += Σ_p part[p·C + c] (fixed order), for 1 or 2 gradients (dst2/part2 may be NULL).
+ * Block: 32 columns × 16 groups; group y adds partials y, y + 16, ... in order, then the 16
+ * group sums are added in order. */
+constexpr int TZC_CF_GROUPS = 16;
+static __global__ void __launch_bounds__(32 * TZC_CF_GROUPS)
+tzc_colsum_final_k(float *dst, const float *part, float *dst2, const float *part2, int P, int C) {
+  __shared__ float sh[TZC_CF_GROUPS][33];
+  int lane = threadIdx.x & 31, y = threadIdx.x >> 5, c = blockIdx.x * 32 + lane;
+  for (int q = 0; q < 2; q++) {
+    float *d = q ? dst2 : dst;
+    const float *pp = q ? part2 : part;
+    if (!d) break;
+    if (q) __syncthreads();
+    float s = 0.0f;
+    if (c < C) {
+#pragma unroll 8
+      for (int p = y; p < P; p += TZC_CF_GROUPS) s += pp[(size_t)p * C + c];
+    }
+    sh[y][lane] = s;
+    __syncthreads();
+    if (y == 0 && c < C) {
+      float t = 0.0f;
+#pragma unroll
+      for (int w = 0; w < TZC_CF_GROUPS; w++) t += sh[w][lane];
+      d[c] += t;
+    }
+  }
 }
 
 /* ---- host side ---- */
@@ -151,6 +224,24 @@ static inline unsigned tzc_blocks(size_t work, int per_block) {
 }
 /* Carve consecutive 256-byte-aligned pieces out of one tzc_scratch allocation. */
 static inline size_t tzc_round256(size_t b) { return (b + 255) & ~(size_t)255; }
+/* dst[c] += Σ_n term(n, c) (and dst2 += the second sum when NA = 2) over N rows, C columns;
+ * W > 1 needs C % W == 0 and every row start the term reads 16-byte aligned. */
+template <int W, int NA, class Term>
+static void tzc_colsum(tz_backend *be, float *dst, float *dst2, int N, int C, const Term &term) {
+  if (N <= 0 || C <= 0) return;
+  cudaStream_t st = tzc(be)->stream;
+  int strips = (C + 32 * W - 1) / (32 * W);
+  int rpc = tzc_cs_rpc(N, strips), P = (N + rpc - 1) / rpc;
+  size_t pb = tzc_round256((size_t)P * C * sizeof(float));
+  char *s = (char *)tzc_scratch(be, NA * pb);
+  float *part = (float *)s, *part2 = NA == 2 ? (float *)(s + pb) : nullptr;
+  tzc_colsum_part_k<W, NA><<<dim3((unsigned)strips, (unsigned)P), 32 * TZC_CS_WARPS, 0, st>>>(
+      part, part2, N, C, rpc, term);
+  TZC_LAUNCHED();
+  tzc_colsum_final_k<<<tzc_blocks(C, 32), 32 * TZC_CF_GROUPS, 0, st>>>(dst, part, NA == 2 ? dst2 : nullptr,
+                                                       part2, P, C);
+  TZC_LAUNCHED();
+}
 
 /* ---- elementwise maps ---- */
 /* out[i] = op(a[i], b ? b[i] : 0) for i < n; out may alias a or b (each element is read and

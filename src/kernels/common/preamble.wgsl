@@ -93,38 +93,10 @@ fn sigmoid_stable(x: f32) -> f32 {
   return e / (1.0 + e);
 }
 
-// Workgroup reductions over WG threads (sum and max), via shared memory.
-var<workgroup> red: array<f32, 256>;
-
-fn wg_sum(v: f32, lid: u32) -> f32 {
-  workgroupBarrier();
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (lid < s) {
-      red[lid] = red[lid] + red[lid + s];
-    }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
-
-fn wg_max(v: f32, lid: u32) -> f32 {
-  workgroupBarrier();
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (lid < s) {
-      red[lid] = max(red[lid], red[lid + s]);
-    }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
+// wg_sum(v, lid) / wg_max(v, lid): the sum / max of v over the workgroup's WG threads, the
+// same value returned to every thread; called from uniform control flow. The host appends
+// reduce_sg.wgsl (subgroup operations, where the adapter offers Subgroups) or reduce_wg.wgsl
+// (shared memory only) to this preamble in modules that use them.
 
 // One AdamW element (Loshchilov & Hutter 2019) of the flat buffers bound as args 0 params,
 // 1 grads, 2 m, 3 v: updates m, v and the weight, returns the new weight. Shared by adamw

@@ -1,7 +1,7 @@
 /* CUDA fused softmax cross-entropy, in place (crossentropy_cpu.c's contract, with issue 12's
  * numerics): one block per row. Pass 1 reads the row once, each thread keeping an online
- * (max m, Σexp(z − m)) pair over its 16-byte vectors (one rescale per vector, one exp per
- * logit), then the pairs are merged in a fixed tree. loss = log s − (z[y] − m) in fp64 and
+ * (max m, Σexp(z − m)) pair over its 16-byte vectors, 4 vectors' loads in flight per step (one
+ * rescale per step, one exp per logit), then the pairs are merged in a fixed tree. loss = log s − (z[y] − m) in fp64 and
  * dlogit_c = exp(z_c − m)·(dscale/s) − [c = y]·dscale: logsumexp = m + log s is never rounded
  * to fp32 (it would lose everything below the spacing of |m|: loss 0 for [1e8, 1e8]).
  * Pass 2 rewrites the row (its second read mostly hits L2). Padding [V, Vp) becomes 0; a
@@ -49,14 +49,35 @@ xent_k(float *losses, T *logits, const int *targets, int V, int Vp, float dscale
   if (tid == 0) sh_zy = tzc_tof(z[y]); /* read before any thread rewrites the row */
   /* pass 1: online (max, sum) */
   float m = -INFINITY, s = 0.0f;
-  for (int i = tid; i < nv; i += blockDim.x) {
+  /* U vectors per step (their loads in flight together), one rescale per step */
+  constexpr int U = W > 1 ? 4 : 1;
+  int i = tid;
+  for (; i + (U - 1) * (int)blockDim.x < nv; i += U * blockDim.x) {
+    float f[U][W];
+#pragma unroll
+    for (int u = 0; u < U; u++) tzc_ld<W>(z + (size_t)(i + u * blockDim.x) * W, f[u]);
+    float lm = f[0][0];
+#pragma unroll
+    for (int u = 0; u < U; u++)
+#pragma unroll
+      for (int j = 0; j < W; j++) lm = fmaxf(lm, f[u][j]);
+    if (lm > m) {
+      s = m == -INFINITY ? s : s * expf(m - lm); /* s is 0 (or NaN) while m = −inf */
+      m = lm;
+    }
+#pragma unroll
+    for (int u = 0; u < U; u++)
+#pragma unroll
+      for (int j = 0; j < W; j++) s += f[u][j] == -INFINITY ? 0.0f : expf(f[u][j] - m);
+  }
+  for (; i < nv; i += blockDim.x) {
     float f[W];
     tzc_ld<W>(z + (size_t)i * W, f);
     float lm = f[0];
 #pragma unroll
     for (int j = 1; j < W; j++) lm = fmaxf(lm, f[j]);
     if (lm > m) {
-      s = m == -INFINITY ? s : s * expf(m - lm); /* s is 0 (or NaN) while m = −inf */
+      s = m == -INFINITY ? s : s * expf(m - lm);
       m = lm;
     }
 #pragma unroll
@@ -86,7 +107,23 @@ xent_k(float *losses, T *logits, const int *targets, int V, int Vp, float dscale
   if (tid == 0) losses[n] = (float)(log((double)s) - ((double)zy - (double)m));
   float scale = (float)((double)dscale / (double)s);
   /* pass 2: dlogits */
-  for (int i = tid; i < nv; i += blockDim.x) {
+  i = tid;
+  for (; i + (U - 1) * (int)blockDim.x < nv; i += U * blockDim.x) {
+    float f[U][W];
+#pragma unroll
+    for (int u = 0; u < U; u++) tzc_ld<W>(z + (size_t)(i + u * blockDim.x) * W, f[u]);
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      int iu = i + u * blockDim.x;
+#pragma unroll
+      for (int j = 0; j < W; j++) {
+        f[u][j] = expf(f[u][j] - m) * scale;
+        if (iu * W + j == y) f[u][j] -= dscale;
+      }
+      tzc_st<W>(z + (size_t)iu * W, f[u]);
+    }
+  }
+  for (; i < nv; i += blockDim.x) {
     float f[W];
     tzc_ld<W>(z + (size_t)i * W, f);
 #pragma unroll

@@ -31,7 +31,8 @@ fn add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   }
 }
 
-// copy_rows: dst[r*ds + c] = src[r*ss + c]; args 0 dst, 1 src; u0 rows, u1 cols, u2 ds, u3 ss
+// copy_rows: dst[r*ds + c] = src[r*ss + c] (u4 = 1: +=, the split matmul's column pieces);
+// args 0 dst, 1 src; u0 rows, u1 cols, u2 ds, u3 ss, u4 acc
 @compute @workgroup_size(256)
 fn copy_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_index) lid: u32) {
@@ -40,7 +41,11 @@ fn copy_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   if (i < pu(0u) * cols) {
     let r = i / cols;
     let c = i % cols;
-    st(0u, r * pu(2u) + c, ld(1u, r * pu(3u) + c));
+    var v = ld(1u, r * pu(3u) + c);
+    if (pu(4u) != 0u) {
+      v = v + ld(0u, r * pu(2u) + c);
+    }
+    st(0u, r * pu(2u) + c, v);
   }
 }
 

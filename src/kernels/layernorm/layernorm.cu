@@ -1,7 +1,9 @@
 /* CUDA LayerNorm (Ba et al. 2016): layernorm_cpu.c's math in fp32 on act rows.
  * Forward: one warp per row (two-pass mean and variance over the row, as the CPU), out act,
- * mean/rstd fp32. Backward: one warp per row for dinp (+=, act), and dw, db (+=, fp32)
- * through the deterministic two-pass column sum of cuda_common.cuh. */
+ * mean/rstd fp32. Backward: dinp (+=, act) one warp per row, and dw, db (+=, fp32) as
+ * deterministic per-chunk partials then a fixed-order final sum. When C = NV·32·W (e.g. 768)
+ * and the rows are 16-byte aligned, one kernel reads each row once for both (ln_bwd_fused_k);
+ * otherwise the rows kernel, then the tiled column sum of cuda_common.cuh. */
 #include "kernels/common/cuda_common.cuh"
 
 namespace {
@@ -80,24 +82,93 @@ ln_bwd_rows_k(T *dinp, const T *dout, const T *inp, const T *w, const float *mea
   }
 }
 
-/* pass 1 of dw, db: partw[chunk, c] = Σ dy·(x − mean)·rstd, partb[chunk, c] = Σ dy */
-template <class T>
-__global__ void __launch_bounds__(TZC_COL_THREADS)
-ln_dwdb_part_k(float *partw, float *partb, const T *dout, const T *inp, const float *mean,
-               const float *rstd, int N, int C, int rpc) {
-  int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  int n0 = blockIdx.y * rpc, n1 = min(N, n0 + rpc);
-  float sw = 0.0f, sb = 0.0f;
-#pragma unroll 8
-  for (int n = n0; n < n1; n++) {
-    size_t i = (size_t)n * C + c;
-    float d = tzc_tof(dout[i]);
-    sw += d * (tzc_tof(inp[i]) - mean[n]) * rstd[n];
-    sb += d;
+/* dw, db summands of row n (the tiled column sum): dy·(x − mean)·rstd and dy */
+template <int W, class T> struct LnDwDbTerm {
+  const T *dout, *inp;
+  const float *mean, *rstd;
+  int C;
+  __device__ __forceinline__ void operator()(int n, int c, float *v, float *u) const {
+    float x[W];
+    tzc_ld<W>(dout + (size_t)n * C + c, u);
+    tzc_ld<W>(inp + (size_t)n * C + c, x);
+    float m = mean[n], r = rstd[n];
+#pragma unroll
+    for (int j = 0; j < W; j++) v[j] = u[j] * (x[j] - m) * r;
   }
-  partw[(size_t)blockIdx.y * C + c] = sw;
-  partb[(size_t)blockIdx.y * C + c] = sb;
+};
+
+/* One pass for C = NV·32·W: block = FW warps over a chunk of rpc rows (warp w: rows n0 + w,
+ * n0 + w + FW, ...); each warp holds its row in registers, computes dx (+=) as
+ * ln_bwd_rows_k does, and adds the row's dw, db summands into per-lane accumulators; then the
+ * warps' accumulators are added in warp order (shared memory) into partw/partb[chunk, C]. */
+constexpr int FW = 8;
+template <int W, int NV, class T>
+__global__ void __launch_bounds__(32 * FW)
+ln_bwd_fused_k(T *dinp, float *partw, float *partb, const T *dout, const T *inp, const T *w,
+               const float *mean, const float *rstd, int N, int rpc) {
+  extern __shared__ float sh[]; /* [FW][C] */
+  constexpr int C = NV * 32 * W;
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int n0 = blockIdx.x * rpc, n1 = min(N, n0 + rpc);
+  float aw[NV][W], ab[NV][W];
+#pragma unroll
+  for (int k = 0; k < NV; k++)
+#pragma unroll
+    for (int j = 0; j < W; j++) aw[k][j] = 0.0f, ab[k][j] = 0.0f;
+  for (int n = n0 + warp; n < n1; n += FW) {
+    const T *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+    T *dx = dinp + (size_t)n * C;
+    float a[NV][W], d[NV][W];
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+      int c = (k * 32 + lane) * W;
+      tzc_ld<W>(x + c, a[k]);
+      tzc_ld<W>(dy + c, d[k]);
+    }
+    float m = mean[n], r = rstd[n], gm = 0.0f, gxm = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+      float g[W];
+      tzc_ld<W>(w + (k * 32 + lane) * W, g);
+#pragma unroll
+      for (int j = 0; j < W; j++) {
+        float gg = g[j] * d[k][j];
+        gm += gg;
+        gxm += gg * (a[k][j] - m) * r;
+      }
+    }
+    gm = tzc_warp_sum(gm) / C;
+    gxm = tzc_warp_sum(gxm) / C;
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+      int c = (k * 32 + lane) * W;
+      float g[W], o[W];
+      tzc_ld<W>(w + c, g);
+      tzc_ld<W>(dx + c, o);
+#pragma unroll
+      for (int j = 0; j < W; j++) {
+        o[j] += r * (g[j] * d[k][j] - gm - (a[k][j] - m) * r * gxm);
+        aw[k][j] += d[k][j] * (a[k][j] - m) * r;
+        ab[k][j] += d[k][j];
+      }
+      tzc_st<W>(dx + c, o);
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < 2; q++) {
+    if (q) __syncthreads();
+#pragma unroll
+    for (int k = 0; k < NV; k++)
+#pragma unroll
+      for (int j = 0; j < W; j++) sh[warp * C + (k * 32 + lane) * W + j] = q ? ab[k][j] : aw[k][j];
+    __syncthreads();
+    for (int c = threadIdx.x; c < C; c += 32 * FW) {
+      float t = 0.0f;
+#pragma unroll
+      for (int u = 0; u < FW; u++) t += sh[u * C + c];
+      (q ? partb : partw)[(size_t)blockIdx.x * C + c] = t;
+    }
+  }
 }
 
 template <class T> bool rows_vec(int C, const void *a, const void *b, const void *c,
@@ -128,34 +199,59 @@ extern "C" void tzc_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, t
   });
 }
 
+namespace {
+/* the fused kernel for C = NV·32·W (true when launched) */
+template <int W, int NV, class T>
+bool ln_bwd_fused(tz_backend *be, T *dx, float *dw, float *db, const T *dy, const T *x,
+                  const T *g, const float *mu, const float *rs, int N, int C) {
+  if (C != NV * 32 * W) return false;
+  cudaStream_t st = tzc(be)->stream;
+  int rpc = (N + 255) / 256; /* ~256 blocks */
+  if (rpc < 2 * FW) rpc = 2 * FW;
+  int P = (N + rpc - 1) / rpc;
+  size_t pb = tzc_round256((size_t)P * C * sizeof(float));
+  char *s = (char *)tzc_scratch(be, 2 * pb);
+  float *partw = (float *)s, *partb = (float *)(s + pb);
+  ln_bwd_fused_k<W, NV><<<P, 32 * FW, FW * C * sizeof(float), st>>>(dx, partw, partb, dy, x, g,
+                                                                     mu, rs, N, rpc);
+  TZC_LAUNCHED();
+  tzc_colsum_final_k<<<tzc_blocks(C, 32), 32 * TZC_CF_GROUPS, 0, st>>>(dw, partw, db, partb, P, C);
+  TZC_LAUNCHED();
+  return true;
+}
+} // namespace
+
 extern "C" void tzc_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db,
                                   tz_slice dout, tz_slice inp, tz_slice w, tz_slice mean,
                                   tz_slice rstd, int N, int C) {
   TZC_PROF(be, "layernorm_bwd");
   size_t es = tz_dtype_size(tzc(be)->act);
-  TZC_PROF_WORK(14.0 * N * C, 6.0 * N * C * es + 8.0 * N);
+  TZC_PROF_WORK(14.0 * N * C, 4.0 * N * C * es + 8.0 * N);
   if (N <= 0 || C <= 0) return;
   cudaStream_t st = tzc(be)->stream;
-  int rpc = tzc_col_rpc(N), P = tzc_col_chunks(N);
-  size_t pb = tzc_round256((size_t)P * C * sizeof(float));
-  char *s = (char *)tzc_scratch(be, 2 * pb);
-  float *partw = (float *)s, *partb = (float *)(s + pb);
   TZC_DISPATCH_ACT(be, {
     T *dx = (T *)tzc_ptr(dinp);
     const T *dy = (const T *)tzc_ptr(dout), *x = (const T *)tzc_ptr(inp);
     const T *g = (const T *)tzc_w(be, w);
     const float *mu = (const float *)tzc_ptr(mean), *rs = (const float *)tzc_ptr(rstd);
+    float *pw = (float *)tzc_ptr(dw), *pb = (float *)tzc_ptr(db);
+    constexpr int W = VW(T);
+    bool vec = rows_vec<T>(C, dx, dy, x, g);
+    if (vec && (ln_bwd_fused<W, 1>(be, dx, pw, pb, dy, x, g, mu, rs, N, C) ||
+                ln_bwd_fused<W, 2>(be, dx, pw, pb, dy, x, g, mu, rs, N, C) ||
+                ln_bwd_fused<W, 3>(be, dx, pw, pb, dy, x, g, mu, rs, N, C) ||
+                ln_bwd_fused<W, 4>(be, dx, pw, pb, dy, x, g, mu, rs, N, C) ||
+                ln_bwd_fused<W, 6>(be, dx, pw, pb, dy, x, g, mu, rs, N, C)))
+      break;
     unsigned grid = tzc_blocks(N, ROWS_PER_BLOCK);
-    if (rows_vec<T>(C, dx, dy, x, g))
-      ln_bwd_rows_k<VW(T)><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(dx, dy, x, g, mu, rs, N, C);
-    else
+    if (vec) {
+      ln_bwd_rows_k<W><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(dx, dy, x, g, mu, rs, N, C);
+      TZC_LAUNCHED();
+      tzc_colsum<W, 2>(be, pw, pb, N, C, LnDwDbTerm<W, T>{dy, x, mu, rs, C});
+    } else {
       ln_bwd_rows_k<1><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(dx, dy, x, g, mu, rs, N, C);
-    TZC_LAUNCHED();
-    dim3 pg(tzc_blocks(C, TZC_COL_THREADS), (unsigned)P);
-    ln_dwdb_part_k<T><<<pg, TZC_COL_THREADS, 0, st>>>(partw, partb, dy, x, mu, rs, N, C, rpc);
-    TZC_LAUNCHED();
+      TZC_LAUNCHED();
+      tzc_colsum<1, 2>(be, pw, pb, N, C, LnDwDbTerm<1, T>{dy, x, mu, rs, C});
+    }
   });
-  tzc_colsum_final_k<<<tzc_blocks(C, TZC_COL_THREADS), TZC_COL_THREADS, 0, st>>>(
-      (float *)tzc_ptr(dw), partw, (float *)tzc_ptr(db), partb, P, C);
-  TZC_LAUNCHED();
 }

@@ -2,6 +2,7 @@
 //   0 matmul_t:  out[M,N] (+)= a[M,K] · b[N,K]ᵀ (+ bias[N])   forward Y = X·Wᵀ + b
 //   1 matmul:    out[M,N] (+)= a[M,K] · b[K,N]                dX = dY·W
 //   2 matmul_at: out[M,N] (+)= a[K,M]ᵀ · b[K,N]               dW = dYᵀ·X
+//     with SWB (matmul_at_swiglu_a): b = silu(gate) ⊙ up from gu [K, 2N], computed on load
 // Workgroup tile BM x BN (128 x 128), BK = 8 deep, 256 threads each owning an 8 x 8 register
 // tile (two 4-row and two 4-column groups 64 apart, so shared-memory reads are vec4 and
 // conflict-free). Global loads are coalesced for either operand layout: threads run along
@@ -38,6 +39,19 @@ fn load_a(m: u32, k: u32, M: u32, K: u32) -> f32 {
 fn load_b(k: u32, n: u32, K: u32, N: u32) -> f32 {
   if (n >= N || k >= K) {
     return 0.0;
+  }
+  if (SWB) { // b = silu(gate) ⊙ up of gu [K, 2N] (matmul_at_swiglu_a)
+    let i = k * 2u * N + n;
+    var g = 0.0;
+    var u = 0.0;
+    if (DIRECT) {
+      g = B2[p.oa.z + i];
+      u = B2[p.oa.z + i + N];
+    } else {
+      g = ld(2u, i);
+      u = ld(2u, i + N);
+    }
+    return g * sigmoid_stable(g) * u;
   }
   var i = k * N + n;
   if (VARIANT == 0u) {

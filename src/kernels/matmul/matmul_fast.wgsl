@@ -3,6 +3,7 @@
 //   VARIANT 0 matmul_t:  out[M,N] (+)= a[M,K] · b[N,K]ᵀ (+ bias[N])
 //   VARIANT 1 matmul:    out[M,N] (+)= a[M,K] · b[K,N]
 //   VARIANT 2 matmul_at: out[M,N] (+)= a[K,M]ᵀ · b[K,N]
+//     with SWB (matmul_at_swiglu_a): b = silu(gate) ⊙ up computed on load from gu [K, 2N]
 // The host uses it only when M, K, N are multiples of 4, every tensor starts on a 16-byte
 // boundary of its binding and no two tensors share a binding (otherwise matmul.wgsl runs), so
 // a vec4 is either wholly inside or wholly outside a tensor: bounds are checked per vec4.
@@ -74,10 +75,20 @@ fn load_b(tid: u32, j: u32, n0: u32, k0: u32, kend: u32, N: u32, K: u32) -> vec4
     let k = k0 + j * 8u + tid / 32u;
     let n = n0 + (tid % 32u) * 4u;
     if (k < kend && n < N) {
+      if (SWB) { // b = silu(gate) ⊙ up of gu [K, 2N]
+        let i = p.oa.z / BDIV + k * (N / 2u) + n / 4u;
+        return silu4(vec4<f32>(Bm[i])) * vec4<f32>(Bm[i + N / 4u]);
+      }
       return vec4<f32>(Bm[p.oa.z / BDIV + k * (N / 4u) + n / 4u]);
     }
   }
   return vec4<f32>(0.0);
+}
+
+// x·σ(x) with σ branch-on-sign stable (exp of −|x| only), as swiglu.wgsl
+fn silu4(x: vec4<f32>) -> vec4<f32> {
+  let e = exp(-abs(x));
+  return x * select(e / (1.0 + e), 1.0 / (1.0 + e), x >= vec4<f32>(0.0));
 }
 
 fn store_a(tid: u32, j: u32, buf: u32, v: vec4<f32>) {

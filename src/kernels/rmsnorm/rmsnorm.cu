@@ -1,7 +1,7 @@
 /* CUDA RMSNorm (Zhang & Sennrich 2019): rmsnorm_cpu.c's math in fp32 on act rows.
  * Forward: one warp per row, out act, rstd fp32. Backward: one warp per row for dinp (+=,
  * the residual stream's gradient, act dtype), and dw (+=, fp32) through the deterministic
- * two-pass column sum of cuda_common.cuh. */
+ * tiled column sum of cuda_common.cuh. */
 #include "kernels/common/cuda_common.cuh"
 
 namespace {
@@ -66,22 +66,20 @@ rms_bwd_rows_k(T *dinp, const T *dout, const T *inp, const T *w, const float *rs
   }
 }
 
-/* pass 1 of dw: part[chunk, c] = Σ_{n in chunk} dy·x·rstd[n] */
-template <class T>
-__global__ void __launch_bounds__(TZC_COL_THREADS)
-rms_dw_part_k(float *part, const T *dout, const T *inp, const float *rstd, int N, int C,
-              int rpc) {
-  int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  int n0 = blockIdx.y * rpc, n1 = min(N, n0 + rpc);
-  float s = 0.0f;
-#pragma unroll 8
-  for (int n = n0; n < n1; n++) {
-    size_t i = (size_t)n * C + c;
-    s += tzc_tof(dout[i]) * tzc_tof(inp[i]) * rstd[n];
+/* dw summand of row n (the tiled column sum): dy·x·rstd */
+template <int W, class T> struct RmsDwTerm {
+  const T *dout, *inp;
+  const float *rstd;
+  int C;
+  __device__ __forceinline__ void operator()(int n, int c, float *v, float *) const {
+    float x[W];
+    tzc_ld<W>(dout + (size_t)n * C + c, v);
+    tzc_ld<W>(inp + (size_t)n * C + c, x);
+    float r = rstd[n];
+#pragma unroll
+    for (int j = 0; j < W; j++) v[j] = v[j] * x[j] * r;
   }
-  part[(size_t)blockIdx.y * C + c] = s;
-}
+};
 
 template <class T> bool rows_vec(int C, const void *a, const void *b, const void *c,
                                  const void *d) {
@@ -117,24 +115,21 @@ extern "C" void tzc_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_s
   TZC_PROF_WORK(10.0 * N * C, 6.0 * N * C * es + 8.0 * N);
   if (N <= 0 || C <= 0) return;
   cudaStream_t st = tzc(be)->stream;
-  int rpc = tzc_col_rpc(N), P = tzc_col_chunks(N);
-  float *part = (float *)tzc_scratch(be, (size_t)P * C * sizeof(float));
   TZC_DISPATCH_ACT(be, {
     T *dx = (T *)tzc_ptr(dinp);
     const T *dy = (const T *)tzc_ptr(dout), *x = (const T *)tzc_ptr(inp);
     const T *g = (const T *)tzc_w(be, w);
     const float *rs = (const float *)tzc_ptr(rstd);
     unsigned grid = tzc_blocks(N, ROWS_PER_BLOCK);
-    if (rows_vec<T>(C, dx, dy, x, g))
+    if (rows_vec<T>(C, dx, dy, x, g)) {
       rms_bwd_rows_k<VW(T)><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(dx, dy, x, g, rs, N, C);
-    else
+      TZC_LAUNCHED();
+      tzc_colsum<VW(T), 1>(be, (float *)tzc_ptr(dw), nullptr, N, C,
+                           RmsDwTerm<VW(T), T>{dy, x, rs, C});
+    } else {
       rms_bwd_rows_k<1><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(dx, dy, x, g, rs, N, C);
-    TZC_LAUNCHED();
-    dim3 pg(tzc_blocks(C, TZC_COL_THREADS), (unsigned)P);
-    rms_dw_part_k<T><<<pg, TZC_COL_THREADS, 0, st>>>(part, dy, x, rs, N, C, rpc);
-    TZC_LAUNCHED();
+      TZC_LAUNCHED();
+      tzc_colsum<1, 1>(be, (float *)tzc_ptr(dw), nullptr, N, C, RmsDwTerm<1, T>{dy, x, rs, C});
+    }
   });
-  tzc_colsum_final_k<<<tzc_blocks(C, TZC_COL_THREADS), TZC_COL_THREADS, 0, st>>>(
-      (float *)tzc_ptr(dw), part, nullptr, nullptr, P, C);
-  TZC_LAUNCHED();
 }

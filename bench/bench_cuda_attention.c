@@ -1,0 +1,82 @@
+/* TFLOP/s of the CUDA attention kernels (src/kernels/attention/attention.cu, attention_fa.cu) on the training shapes:
+ * GPT-2 124M (B 16, 12 heads, T 1024, head_dim 64), the same with GQA (4 kv heads) and
+ * head_dim 128 (6 heads). Causal FLOPs as FlashAttention counts them: forward 4·B·H·hd·P,
+ * backward 2.5× that, P = T(T+1)/2 visible (query, key) pairs.
+ * Usage: bench_cuda_attention [reps] [precision] [path]
+ *   reps (20), precision bf16 (default) | fp32, path fast | fallback | auto (default: the
+ *   backend's choice; sets TEZGAH_CUDA_ATTN). Mean over reps after one warm-up call. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/backend.h"
+#include "core/error.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv) {
+  int reps = argc > 1 ? atoi(argv[1]) : 20;
+  const char *prec = argc > 2 ? argv[2] : "bf16";
+  if (argc > 3 && strcmp(argv[3], "auto") != 0) setenv("TEZGAH_CUDA_ATTN", argv[3], 1);
+  tz_backend *be = tz_backend_create("cuda", 0, prec);
+  if (!be) {
+    fprintf(stderr, "bench_cuda_attention: %s\n", tz_errmsg());
+    return 1;
+  }
+  struct {
+    const char *name;
+    int B, T, H, KVH, hd;
+  } shapes[] = {
+      {"gpt2 (MHA, hd 64)", 16, 1024, 12, 12, 64},
+      {"gqa 12/4, hd 64", 16, 1024, 12, 4, 64},
+      {"hd 128, 6 heads", 16, 1024, 6, 6, 128},
+      {"gpt2, T 2048, B 8", 8, 2048, 12, 12, 64},
+  };
+  size_t es = tz_dtype_size(be->act);
+  printf("attention, %s, path %s, mean of %d\n", prec, argc > 3 ? argv[3] : "auto", reps);
+  printf("%-20s %9s %9s %9s %9s\n", "shape", "fwd ms", "TFLOP/s", "bwd ms", "TFLOP/s");
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    int B = shapes[s].B, T = shapes[s].T, H = shapes[s].H, KVH = shapes[s].KVH, hd = shapes[s].hd;
+    size_t N = (size_t)B * T, Q = (size_t)(H + 2 * KVH) * hd, C = (size_t)H * hd;
+    tz_buf *qkv = be->alloc(be, N * Q * es, "qkv"), *dqkv = be->alloc(be, N * Q * es, "dqkv"),
+           *out = be->alloc(be, N * C * es, "out"), *dout = be->alloc(be, N * C * es, "dout"),
+           *lse = be->alloc(be, (size_t)B * H * T * 4, "lse");
+    if (!qkv || !dqkv || !out || !dout || !lse) {
+      fprintf(stderr, "bench_cuda_attention: %s\n", tz_errmsg());
+      return 1;
+    }
+    /* values: a smooth non-constant pattern is not needed for timing; constants suffice */
+    be->fill(be, (tz_slice){qkv, 0}, 0.05f, N * Q, be->act);
+    be->fill(be, (tz_slice){dout, 0}, 0.01f, N * C, be->act);
+    tz_slice q = {qkv, 0}, k = {qkv, (size_t)H * hd * es}, v = {qkv, (size_t)(H + KVH) * hd * es};
+    tz_slice dq = {dqkv, 0}, dk = {dqkv, (size_t)H * hd * es},
+             dv = {dqkv, (size_t)(H + KVH) * hd * es};
+    double pairs = (double)T * (T + 1) / 2, ff = 4.0 * B * H * hd * pairs;
+    double tf = 0, tb = 0;
+    for (int r = 0; r < reps + 1; r++) {
+      be->sync(be);
+      double t0 = now();
+      be->attention_fwd(be, (tz_slice){out, 0}, (tz_slice){lse, 0}, q, k, v, B, T, T, 0, H, KVH,
+                        hd, (int)Q, (int)Q);
+      be->sync(be);
+      double t1 = now();
+      be->attention_bwd(be, dq, dk, dv, (tz_slice){dout, 0}, q, k, v, (tz_slice){out, 0},
+                        (tz_slice){lse, 0}, B, T, H, KVH, hd, (int)Q, (int)Q);
+      be->sync(be);
+      double t2 = now();
+      if (r > 0) tf += t1 - t0, tb += t2 - t1;
+    }
+    tf /= reps, tb /= reps;
+    printf("%-20s %9.3f %9.1f %9.3f %9.1f\n", shapes[s].name, tf * 1e3, ff / tf * 1e-12,
+           tb * 1e3, 2.5 * ff / tb * 1e-12);
+    fflush(stdout);
+    be->free(be, qkv), be->free(be, dqkv), be->free(be, out), be->free(be, dout), be->free(be, lse);
+  }
+  be->destroy(be);
+  return 0;
+}

@@ -1,0 +1,115 @@
+/* tezgah logits: the model's logits at every position of a fixed token sequence, as JSON (for
+ * parity checks against other implementations, e.g. tools/hf_parity.py with transformers). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint/run_ckpt.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/fileio.h"
+#include "model/model.h"
+
+static const char *HELP =
+    "usage: tezgah logits MODEL --ids ID[,ID...] [--out FILE.json]\n"
+    "Run MODEL (run directory, checkpoint, llm.c / llama2.c file or Hugging Face directory) on\n"
+    "the token ids (one sequence, at most the model's context) on the CPU backend in fp32 and\n"
+    "write {\"model\", \"ids\", \"vocab_size\", \"logits\": [[V floats] per position]} as JSON\n"
+    "(9 significant digits) to FILE.json, or to stdout.\n\n"
+    "  --ids LIST             comma-separated token ids\n"
+    "  --out FILE             output file (written atomically; default: stdout)\n"
+    "  --threads N            OpenMP threads (default: all cores)\n"
+    "example:\n"
+    "  tezgah logits runs/latest --ids 1,2,3,4 --out ref.json\n";
+
+int tz_cmd_logits(int argc, char **argv) {
+  static const struct option LONG[] = {{"ids", 1, 0, 'i'}, {"out", 1, 0, 'o'}, {"threads", 1, 0, 'j'},
+                                       {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+  const char *ids_s = NULL, *out = NULL, *in = NULL;
+  int threads = 0, c;
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
+    switch (c) {
+      case 'i': ids_s = optarg; break;
+      case 'o': out = optarg; break;
+      case 'j':
+        if (tz_arg_int("--threads", optarg, 0, 1024, &threads)) return tz_cli_fail();
+        break;
+      case 'h': fputs(HELP, stdout); return 0;
+      case ':': tz_arg_bad("logits", argc, argv, optind, 0, 1); return tz_cli_fail();
+      default: tz_arg_bad("logits", argc, argv, optind, optopt, 0); return tz_cli_fail();
+    }
+  }
+  if (optind < argc) in = argv[optind++];
+  if (optind < argc || !in || !ids_s) {
+    tz_err("logits: give MODEL and --ids (see tezgah logits --help)");
+    return tz_cli_fail();
+  }
+  int rc = 1, n = 0;
+  int32_t *ids = tz_malloc((strlen(ids_s) / 2 + 2) * sizeof *ids);
+  for (const char *p = ids_s;;) {
+    char *end;
+    long v = strtol(p, &end, 10);
+    if (end == p || v < 0 || v > (1L << 30) || (*end && *end != ',')) {
+      tz_err("--ids: '%s' is not a comma-separated list of token ids", ids_s);
+      free(ids);
+      return tz_cli_fail();
+    }
+    ids[n++] = (int32_t)v;
+    if (!*end) break;
+    p = end + 1;
+  }
+  tz_run_file rf;
+  tz_backend *be = NULL;
+  tz_model *m = NULL;
+  float *lg = NULL;
+  if (tz_run_open(in, &rf)) {
+    free(ids);
+    return tz_cli_fail();
+  }
+  int V = rf.cfg.vocab_size;
+  for (int i = 0; i < n; i++)
+    if (ids[i] >= V) {
+      tz_err("--ids: token id %d is not below the model's vocab_size %d", ids[i], V);
+      goto out;
+    }
+  if (n > rf.cfg.max_seq_len) {
+    tz_err("--ids: %d tokens are more than the model's context max_seq_len=%d", n, rf.cfg.max_seq_len);
+    goto out;
+  }
+  if (!(be = tz_backend_create("cpu", threads, NULL)) || tz_run_load_model(&rf, be, &m) ||
+      tz_model_alloc_training(m, 1, n))
+    goto out;
+  lg = tz_malloc((size_t)n * V * sizeof *lg);
+  tz_model_forward_logits(m, ids, lg);
+  size_t cap = (size_t)n * V * 18 + 4096 + strlen(in) * 2, len = 0;
+  char *buf = tz_malloc(cap);
+  len += (size_t)snprintf(buf + len, cap - len, "{\"model\": \"");
+  for (const char *p = in; *p; p++) /* a JSON string: escape quotes and backslashes */
+    len += (size_t)snprintf(buf + len, cap - len, (*p == '"' || *p == '\\') ? "\\%c" : "%c", *p);
+  len += (size_t)snprintf(buf + len, cap - len, "\", \"vocab_size\": %d, \"ids\": [", V);
+  for (int i = 0; i < n; i++) len += (size_t)snprintf(buf + len, cap - len, "%s%d", i ? ", " : "", ids[i]);
+  len += (size_t)snprintf(buf + len, cap - len, "],\n \"logits\": [");
+  for (int i = 0; i < n; i++) {
+    len += (size_t)snprintf(buf + len, cap - len, "%s\n  [", i ? "," : "");
+    for (int v = 0; v < V; v++) len += (size_t)snprintf(buf + len, cap - len, "%s%.9g", v ? ", " : "", lg[(size_t)i * V + v]);
+    len += (size_t)snprintf(buf + len, cap - len, "]");
+  }
+  len += (size_t)snprintf(buf + len, cap - len, "]}\n");
+  if (out) {
+    if (!tz_write_file_atomic(out, buf, len)) rc = 0;
+  } else {
+    rc = fwrite(buf, 1, len, stdout) == len ? 0 : 1;
+  }
+  free(buf);
+out:
+  free(lg);
+  free(ids);
+  tz_model_free(m);
+  if (be) be->destroy(be);
+  tz_run_close(&rf);
+  return rc ? tz_cli_fail() : 0;
+}

@@ -1,0 +1,769 @@
+/* The byte-level BPE tokenizer on WebGPU: training, encoding and decoding as WGSL kernels
+ * (src/kernels/bpe/bpe_train.wgsl, bpe_encode.wgsl), output identical to the CPU's.
+ *
+ * Own device (Dawn loaded by backend/webgpu/dawn_load.c), separate from the model backend's
+ * op dispatch; created once per process on first use. Kernels declare their own bindings and
+ * reference all of them in every entry point, so one auto layout per file serves every entry.
+ *
+ * Training (tz_tok_train_webgpu): unique pre-tokens counted on the CPU (tz_count_words, all
+ * cores); their symbols, the pair-count hash table, per-block maxima and the vocabulary (token
+ * bytes + a byte-string hash table for the "already a token" ban) live on the GPU. One merge
+ * is four dispatches (refresh dirty blocks, two-stage max with the CPU's tie-break, ban or
+ * record the merge, apply it to the words with count deltas); up to ITERS merges go in one
+ * submission, followed by a compaction of the words still longer than one symbol.
+ * Encoding: pre-tokens from the CPU (PCRE2, parallel), BPE on the GPU (one thread per
+ * pre-token; up to 64 bytes in private arrays, longer ones with a heap in scratch memory).
+ * Decoding: per-block byte counts, a scan, and a byte scatter. Ids must be < 65536 (pairs are
+ * 32-bit keys). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/webgpu/webgpu_api.h"
+#include "core/error.h"
+#include "tokenizer/tok_internal.h"
+
+typedef struct {
+  const char *name, *src;
+} tz_wgsl_file;
+extern const tz_wgsl_file tz_wgsl_files[];
+extern const int tz_wgsl_nfiles;
+
+#define W tz_wgpu
+#define EMPTY 0xffffffffu
+#define HP 0x01000193u
+
+typedef struct {
+  const char *file, *entry;
+  WGPUComputePipeline pipe;
+  WGPUBindGroupLayout bgl;
+} tg_pipe;
+
+static struct {
+  int state; /* 0 untried, 1 ready, -1 unavailable (why) */
+  char why[600];
+  WGPUInstance inst;
+  WGPUAdapter adapter;
+  WGPUDevice dev;
+  WGPUQueue queue;
+  WGPULimits lim;
+  char desc[300];
+  int failed;
+  char err[1024];
+  tg_pipe pipes[24];
+  int npipes;
+} G;
+
+static WGPUStringView sv(const char *s) {
+  WGPUStringView v = {s, s ? strlen(s) : 0};
+  return v;
+}
+static void sv_copy(char *dst, size_t cap, WGPUStringView v) {
+  size_t n = v.data ? (v.length == WGPU_STRLEN ? strlen(v.data) : v.length) : 0;
+  if (n >= cap) n = cap - 1;
+  if (n) memcpy(dst, v.data, n);
+  dst[n] = 0;
+}
+
+static void on_error(WGPUDevice const *d, WGPUErrorType type, WGPUStringView m, void *u1, void *u2) {
+  if (G.failed) return;
+  G.failed = 1;
+  char msg[900];
+  sv_copy(msg, sizeof msg, m);
+  snprintf(G.err, sizeof G.err, "%s error: %s", type == WGPUErrorType_Validation ? "validation"
+                                                : type == WGPUErrorType_OutOfMemory ? "out of memory" : "internal", msg);
+}
+static void on_lost(WGPUDevice const *d, WGPUDeviceLostReason r, WGPUStringView m, void *u1, void *u2) {
+  if (r == WGPUDeviceLostReason_Destroyed || r == WGPUDeviceLostReason_CallbackCancelled || G.failed) return;
+  G.failed = 1;
+  char msg[900];
+  sv_copy(msg, sizeof msg, m);
+  snprintf(G.err, sizeof G.err, "device lost: %s", msg);
+}
+
+static int wait_future(WGPUFuture f) {
+  WGPUFutureWaitInfo wi = {f, 0};
+  for (int i = 0; i < 3600; i++) {
+    WGPUWaitStatus s = W.wgpuInstanceWaitAny(G.inst, 1, &wi, 1000000000ull);
+    if (s == WGPUWaitStatus_Success && wi.completed) return 0;
+    if (s != WGPUWaitStatus_TimedOut) return -1;
+    W.wgpuInstanceProcessEvents(G.inst);
+    if (G.failed) return -1;
+  }
+  return -1;
+}
+
+typedef struct {
+  int status;
+  void *handle;
+  char msg[512];
+} req_result;
+static void on_adapter(WGPURequestAdapterStatus s, WGPUAdapter a, WGPUStringView m, void *u1, void *u2) {
+  req_result *r = u1;
+  r->status = s;
+  r->handle = a;
+  sv_copy(r->msg, sizeof r->msg, m);
+}
+static void on_device(WGPURequestDeviceStatus s, WGPUDevice d, WGPUStringView m, void *u1, void *u2) {
+  req_result *r = u1;
+  r->status = s;
+  r->handle = d;
+  sv_copy(r->msg, sizeof r->msg, m);
+}
+
+static int open_device(void) {
+  if (tz_wgpu_load() != 0) return -1;
+  WGPUInstanceDescriptor id;
+  memset(&id, 0, sizeof id);
+  id.capabilities.timedWaitAnyEnable = 1;
+  id.capabilities.timedWaitAnyMaxCount = 1;
+  G.inst = W.wgpuCreateInstance(&id);
+  if (!G.inst) return tz_err("webgpu: wgpuCreateInstance failed");
+  WGPURequestAdapterOptions o;
+  memset(&o, 0, sizeof o);
+  o.featureLevel = WGPUFeatureLevel_Core;
+  o.powerPreference = WGPUPowerPreference_HighPerformance;
+  o.backendType = WGPUBackendType_Vulkan;
+  req_result r = {0};
+  WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_adapter, &r, NULL};
+  if (wait_future(W.wgpuInstanceRequestAdapter(G.inst, &o, ci)) || r.status != WGPURequestAdapterStatus_Success ||
+      !r.handle)
+    return tz_err("webgpu: no WebGPU adapter (Vulkan) found%s%s", r.msg[0] ? ": " : "", r.msg);
+  G.adapter = r.handle;
+  WGPUAdapterInfo info;
+  memset(&info, 0, sizeof info);
+  W.wgpuAdapterGetInfo(G.adapter, &info);
+  sv_copy(G.desc, sizeof G.desc, info.device);
+  WGPULimits lim;
+  memset(&lim, 0, sizeof lim);
+  W.wgpuAdapterGetLimits(G.adapter, &lim);
+  lim.nextInChain = NULL;
+  if (lim.maxStorageBuffersPerShaderStage < 9)
+    return tz_err("webgpu: adapter %s offers %u storage buffers per shader stage; the tokenizer kernels need 9",
+                  G.desc, lim.maxStorageBuffersPerShaderStage);
+  WGPUDeviceDescriptor dd;
+  memset(&dd, 0, sizeof dd);
+  dd.label = sv("tezgah tokenizer");
+  dd.requiredLimits = &lim;
+  dd.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
+  dd.deviceLostCallbackInfo.callback = on_lost;
+  dd.uncapturedErrorCallbackInfo.callback = on_error;
+  r = (req_result){0};
+  WGPURequestDeviceCallbackInfo di = {NULL, WGPUCallbackMode_WaitAnyOnly, on_device, &r, NULL};
+  if (wait_future(W.wgpuAdapterRequestDevice(G.adapter, &dd, di)) || r.status != WGPURequestDeviceStatus_Success ||
+      !r.handle)
+    return tz_err("webgpu: cannot create a device on %s: %s", G.desc, r.msg);
+  G.dev = r.handle;
+  G.queue = W.wgpuDeviceGetQueue(G.dev);
+  W.wgpuDeviceGetLimits(G.dev, &G.lim);
+  return 0;
+}
+
+int tz_tok_webgpu_available(void) {
+  if (G.state == 0) {
+    G.state = open_device() == 0 ? 1 : -1;
+    if (G.state < 0) snprintf(G.why, sizeof G.why, "%s", tz_errmsg());
+  }
+  if (G.state < 0) tz_err("%s", G.why);
+  return G.state > 0;
+}
+
+const char *tz_tok_webgpu_device(void) { return G.state > 0 ? G.desc : ""; }
+
+/* ---- helpers ---- */
+static int check_dev(const char *what) {
+  W.wgpuInstanceProcessEvents(G.inst);
+  if (G.failed) {
+    G.failed = 0;
+    return tz_err("webgpu tokenizer: %s: %s", what, G.err);
+  }
+  return 0;
+}
+
+static WGPUBuffer mkbuf(uint64_t size, WGPUBufferUsage usage, const char *label) {
+  size = (size + 15) / 16 * 16;
+  if (size < 16) size = 16;
+  WGPUBufferDescriptor d = {NULL, sv(label), usage, size, 0};
+  return W.wgpuDeviceCreateBuffer(G.dev, &d);
+}
+static WGPUBuffer sbuf(uint64_t size, const char *label) {
+  return mkbuf(size, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst, label);
+}
+static void put(WGPUBuffer b, uint64_t off, const void *data, size_t n) {
+  if (n) W.wgpuQueueWriteBuffer(G.queue, b, off, data, (n + 3) / 4 * 4);
+}
+static void drop(WGPUBuffer *b) {
+  if (*b) {
+    W.wgpuBufferDestroy(*b);
+    W.wgpuBufferRelease(*b);
+    *b = NULL;
+  }
+}
+
+static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u1, void *u2) {
+  *(int *)u1 = status == WGPUMapAsyncStatus_Success ? 1 : -1;
+}
+
+/* Submit enc (may be NULL), then copy n bytes (multiple of 4) of src at off to dst. */
+static int read_back(WGPUCommandEncoder enc, WGPUBuffer src, uint64_t off, void *dst, size_t n) {
+  size_t m = (n + 7) / 8 * 8;
+  WGPUBuffer rb = mkbuf(m, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "tokenizer readback");
+  if (!enc) enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
+  W.wgpuCommandEncoderCopyBufferToBuffer(enc, src, off, rb, 0, (n + 3) / 4 * 4);
+  WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
+  W.wgpuQueueSubmit(G.queue, 1, &cb);
+  W.wgpuCommandBufferRelease(cb);
+  W.wgpuCommandEncoderRelease(enc);
+  int st = 0;
+  WGPUBufferMapCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_mapped, &st, NULL};
+  int rc = 0;
+  if (wait_future(W.wgpuBufferMapAsync(rb, WGPUMapMode_Read, 0, m, ci)) || st != 1) {
+    rc = check_dev("readback");
+    if (!rc) rc = tz_err("webgpu tokenizer: readback of %zu bytes failed", n);
+  } else {
+    const void *p = W.wgpuBufferGetConstMappedRange(rb, 0, m);
+    if (p) memcpy(dst, p, n);
+    W.wgpuBufferUnmap(rb);
+    rc = p ? check_dev("readback") : tz_err("webgpu tokenizer: readback has no mapped range");
+  }
+  drop(&rb);
+  return rc;
+}
+
+static tg_pipe *pipeline(const char *file, const char *entry) {
+  for (int i = 0; i < G.npipes; i++)
+    if (!strcmp(G.pipes[i].file, file) && !strcmp(G.pipes[i].entry, entry)) return &G.pipes[i];
+  const char *src = NULL;
+  for (int i = 0; i < tz_wgsl_nfiles; i++)
+    if (!strcmp(tz_wgsl_files[i].name, file)) src = tz_wgsl_files[i].src;
+  TZ_ASSERT(src && G.npipes < (int)(sizeof G.pipes / sizeof *G.pipes));
+  WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};
+  WGPUShaderModuleDescriptor md = {&ws.chain, sv(file)};
+  WGPUShaderModule mod = W.wgpuDeviceCreateShaderModule(G.dev, &md);
+  WGPUComputePipelineDescriptor d;
+  memset(&d, 0, sizeof d);
+  d.label = sv(entry);
+  d.compute.module = mod;
+  d.compute.entryPoint = sv(entry);
+  tg_pipe *p = &G.pipes[G.npipes];
+  p->file = file;
+  p->entry = entry;
+  p->pipe = W.wgpuDeviceCreateComputePipeline(G.dev, &d);
+  W.wgpuShaderModuleRelease(mod);
+  if (check_dev(entry) || !p->pipe) return NULL;
+  p->bgl = W.wgpuComputePipelineGetBindGroupLayout(p->pipe, 0);
+  G.npipes++;
+  return p;
+}
+
+/* A bind group for pipeline p: binding 0 = uniform u, 1..n = storage buffers b[] (whole). */
+static WGPUBindGroup bind(tg_pipe *p, WGPUBuffer u, uint64_t usize, WGPUBuffer *b, int n) {
+  WGPUBindGroupEntry e[12];
+  memset(e, 0, sizeof e);
+  e[0].binding = 0;
+  e[0].buffer = u;
+  e[0].size = usize;
+  for (int i = 0; i < n; i++) {
+    e[i + 1].binding = (uint32_t)i + 1;
+    e[i + 1].buffer = b[i];
+    e[i + 1].size = WGPU_WHOLE_SIZE;
+  }
+  WGPUBindGroupDescriptor d = {NULL, sv(NULL), p->bgl, (size_t)n + 1, e};
+  return W.wgpuDeviceCreateBindGroup(G.dev, &d);
+}
+
+static void dispatch(WGPUComputePassEncoder pass, tg_pipe *p, WGPUBindGroup bg, uint64_t groups) {
+  if (!groups) return;
+  uint32_t gx = groups < 65535 ? (uint32_t)groups : 65535, gy = (uint32_t)((groups + gx - 1) / gx);
+  W.wgpuComputePassEncoderSetPipeline(pass, p->pipe);
+  W.wgpuComputePassEncoderSetBindGroup(pass, 0, bg, 0, NULL);
+  W.wgpuComputePassEncoderDispatchWorkgroups(pass, gx, gy, 1);
+}
+
+static uint32_t hmix(uint32_t x) {
+  uint32_t h = x * 0x9e3779b1u;
+  h ^= h >> 15;
+  h *= 0x85ebca77u;
+  return h ^ (h >> 13);
+}
+static uint32_t hbytes(const unsigned char *s, size_t n) {
+  uint32_t h = 0;
+  for (size_t i = 0; i < n; i++) h = h * HP + s[i] + 1u;
+  return h;
+}
+static uint64_t pow2_at_least(uint64_t x) {
+  uint64_t p = 1;
+  while (p < x) p <<= 1;
+  return p;
+}
+
+static int too_big(const char *what, uint64_t bytes) {
+  if (bytes <= G.lim.maxStorageBufferBindingSize && bytes <= G.lim.maxBufferSize) return 0;
+  return tz_err("webgpu tokenizer: %s needs %llu bytes, above this adapter's storage binding limit %llu",
+                what, (unsigned long long)bytes, (unsigned long long)G.lim.maxStorageBufferBindingSize);
+}
+
+/* ---- training ---- */
+
+#define ITERS 128 /* merge iterations per submission */
+
+int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokenizer **out, tz_tok_gpu_stats *stats) {
+  *out = NULL;
+  if (vocab_size < 257 || vocab_size > 65536)
+    return tz_err("webgpu tokenizer: vocab size %d out of range (257..65536)", vocab_size);
+  if (len >= (1u << 31)) return tz_err("webgpu tokenizer: corpus of %zu bytes is above 2 GiB", len);
+  if (!tz_tok_webgpu_available()) return -1;
+  tz_wordcount wc;
+  if (tz_count_words(text, len, &wc)) return -1;
+  /* words that can hold a pair (length >= 2) */
+  size_t nw = 0, nsym = 0, npos = 0;
+  for (size_t w = 0; w < wc.words.n; w++)
+    if (wc.words.ents[w].len >= 2) nw++, nsym += wc.words.ents[w].len, npos += wc.words.ents[w].len - 1;
+  uint32_t *sym = tz_malloc((nsym + 1) * 4), *words = tz_malloc((nw + 1) * 16), *act = tz_calloc(2 * nw + 1, 4);
+  nw = nsym = 0;
+  for (size_t w = 0; w < wc.words.n; w++) {
+    size_t L = wc.words.ents[w].len;
+    if (L < 2) continue;
+    const unsigned char *k = (const unsigned char *)tz_bmap_key(&wc.words, (long)w);
+    words[4 * nw] = (uint32_t)nsym;
+    words[4 * nw + 1] = (uint32_t)L;
+    words[4 * nw + 2] = (uint32_t)wc.count[w];
+    words[4 * nw + 3] = 0;
+    act[nw] = (uint32_t)nw;
+    for (size_t i = 0; i < L; i++) sym[nsym++] = k[i];
+    nw++;
+  }
+  tz_wordcount_free(&wc);
+  /* every pair that can ever exist: the initial ones plus at most two new ones per merged
+   * occurrence (at most one per position), so 3 npos at worst; far fewer in practice, and a
+   * full table is detected (the caller falls back to the CPU) */
+  uint64_t pcap = pow2_at_least(3 * (uint64_t)npos + 1024);
+  uint64_t maxcap = (G.lim.maxStorageBufferBindingSize < G.lim.maxBufferSize ? G.lim.maxStorageBufferBindingSize
+                                                                              : G.lim.maxBufferSize) / 12;
+  if (pcap > maxcap) pcap = pow2_at_least(maxcap + 1) / 2; /* the worst case rarely comes near: overflow is detected */
+  if (pcap < 1024) pcap = 1024;
+  uint64_t nblk = pcap / 256, wg_sel = (nblk + 255) / 256 < 256 ? (nblk + 255) / 256 : 256;
+  uint32_t V = (uint32_t)vocab_size;
+  uint64_t vhcap = pow2_at_least(4 * (uint64_t)V);
+  uint64_t arcap = 256 + 64 * (uint64_t)V;
+  if (arcap < (1u << 20)) arcap = 1u << 20;
+  uint64_t vwords = 4 * (uint64_t)V + vhcap + arcap;
+  int rc = 0;
+  if ((rc = too_big("the pair table", pcap * 12)) || (rc = too_big("the words' symbols", nsym * 4 + 4)) ||
+      (rc = too_big("the vocabulary", vwords * 4))) {
+    free(sym), free(words), free(act);
+    return rc;
+  }
+  /* host-side initial vocabulary: the 256 bytes */
+  uint32_t *voc = tz_calloc(vwords, 4);
+  memset(voc + 4 * V, 0xff, vhcap * 4);
+  for (uint32_t b = 0; b < 256; b++) {
+    unsigned char c = (unsigned char)b;
+    voc[4 * b] = 1;
+    voc[4 * b + 1] = b;
+    voc[4 * b + 2] = hbytes(&c, 1);
+    voc[4 * b + 3] = HP;
+    uint32_t s = hmix(voc[4 * b + 2]) & (uint32_t)(vhcap - 1);
+    while (voc[4 * V + s] != EMPTY) s = (s + 1) & (uint32_t)(vhcap - 1);
+    voc[4 * V + s] = b;
+    voc[4 * V + vhcap + b] = b;
+  }
+  uint32_t u[8] = {(uint32_t)(pcap - 1), (uint32_t)nblk, (uint32_t)nw, V - 1, 4 * V, (uint32_t)(vhcap - 1),
+                   (uint32_t)(4 * V + vhcap), (uint32_t)arcap};
+  uint32_t st[16] = {256, 0, 0, 0, 0, 0, 0, (uint32_t)nw, 0, 0, 256, 0, 0, 0, 0, 0};
+  if (nw == 0) st[2] = 1;
+  WGPUBuffer ub = mkbuf(sizeof u, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "bpe uniforms");
+  WGPUBuffer B[9];
+  B[0] = sbuf(nsym * 4 + 4, "bpe symbols");
+  B[1] = sbuf(nw * 16 + 16, "bpe words");
+  B[2] = sbuf(nw * 8 + 8, "bpe active words");
+  B[3] = sbuf(pcap * 12, "bpe pair table");
+  B[4] = sbuf(nblk * 12, "bpe pair blocks");
+  B[5] = sbuf(512 * 4, "bpe partial maxima");
+  B[6] = sbuf(sizeof st, "bpe state");
+  B[7] = sbuf(vwords * 4, "bpe vocabulary");
+  B[8] = sbuf((uint64_t)V * 4, "bpe merges");
+  put(ub, 0, u, sizeof u);
+  put(B[0], 0, sym, nsym * 4);
+  put(B[1], 0, words, nw * 16);
+  put(B[2], 0, act, nw * 4);
+  {
+    /* the pair table starts empty (keys 0xffffffff), every block dirty */
+    uint32_t *tmp = tz_malloc(pcap * 12 > nblk * 12 ? pcap * 12 : nblk * 12);
+    for (uint64_t s = 0; s < pcap; s++) tmp[3 * s] = EMPTY, tmp[3 * s + 1] = 0, tmp[3 * s + 2] = 0;
+    put(B[3], 0, tmp, pcap * 12);
+    for (uint64_t b = 0; b < nblk; b++) tmp[3 * b] = 0, tmp[3 * b + 1] = EMPTY, tmp[3 * b + 2] = 1;
+    put(B[4], 0, tmp, nblk * 12);
+    free(tmp);
+  }
+  put(B[6], 0, st, sizeof st);
+  put(B[7], 0, voc, vwords * 4);
+  free(sym), free(words), free(act), free(voc);
+  const char *F = "bpe_train";
+  tg_pipe *p_count = pipeline(F, "count_pairs"), *p_ref = pipeline(F, "refresh"), *p_sa = pipeline(F, "select_a"),
+          *p_sb = pipeline(F, "select_b"), *p_ap = pipeline(F, "apply"), *p_cp = pipeline(F, "compact"),
+          *p_cf = pipeline(F, "compact_fin");
+  int32_t *merges = NULL;
+  uint32_t n_act = (uint32_t)nw, iters = 0, subs = 0;
+  if (!p_count || !p_ref || !p_sa || !p_sb || !p_ap || !p_cp || !p_cf) {
+    rc = -1;
+    goto done;
+  }
+  WGPUBindGroup bg[7];
+  tg_pipe *pp[7] = {p_count, p_ref, p_sa, p_sb, p_ap, p_cp, p_cf};
+  for (int i = 0; i < 7; i++) bg[i] = bind(pp[i], ub, sizeof u, B, 9);
+  if ((rc = check_dev("training setup"))) goto release;
+  for (int first = 1;; first = 0) {
+    WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
+    WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
+    uint64_t wg_words = ((uint64_t)n_act + 255) / 256, wg_blk = (nblk + 255) / 256;
+    if (first) dispatch(pass, p_count, bg[0], wg_words);
+    uint32_t left = V - 1 - st[0];
+    uint32_t k = left + 4 < ITERS ? left + 4 : ITERS;
+    for (uint32_t i = 0; i < k; i++) {
+      dispatch(pass, p_ref, bg[1], wg_blk);
+      dispatch(pass, p_sa, bg[2], wg_sel);
+      dispatch(pass, p_sb, bg[3], 1);
+      dispatch(pass, p_ap, bg[4], wg_words);
+    }
+    dispatch(pass, p_cp, bg[5], wg_words);
+    dispatch(pass, p_cf, bg[6], 1);
+    W.wgpuComputePassEncoderEnd(pass);
+    W.wgpuComputePassEncoderRelease(pass);
+    if ((rc = read_back(enc, B[6], 0, st, sizeof st))) break;
+    subs++;
+    n_act = st[7];
+    if (st[2] != 0) break;
+  }
+  iters = st[12];
+  if (!rc && st[2] == 2) rc = tz_err("webgpu tokenizer: the token byte arena (%llu bytes) is full", (unsigned long long)arcap);
+  if (!rc && st[2] == 3) rc = tz_err("webgpu tokenizer: the pair table (%llu slots) is full", (unsigned long long)pcap);
+  if (!rc) {
+    uint32_t nm = st[1];
+    uint32_t *keys = tz_malloc((size_t)nm * 4 + 4);
+    if (!(rc = read_back(NULL, B[8], 0, keys, (size_t)nm * 4))) {
+      merges = tz_malloc((size_t)2 * nm * sizeof *merges + 8);
+      for (uint32_t i = 0; i < nm; i++) merges[2 * i] = (int32_t)(keys[i] >> 16), merges[2 * i + 1] = (int32_t)(keys[i] & 0xffff);
+      if (stats) {
+        stats->merges = nm;
+        stats->iterations = iters;
+        stats->bans = st[11];
+        stats->submissions = subs;
+        stats->words = nw;
+        stats->pair_slots = pcap;
+      }
+      rc = tz_tok_from_trained_merges(merges, (int)nm, out);
+    }
+    free(keys);
+  }
+release:
+  for (int i = 0; i < 7; i++) W.wgpuBindGroupRelease(bg[i]);
+done:
+  drop(&ub);
+  for (int i = 0; i < 9; i++) drop(&B[i]);
+  return rc;
+}
+
+/* ---- encoding / decoding tables ---- */
+
+typedef struct {
+  uint32_t *v;
+  size_t n;
+  uint32_t u[12]; /* byte_off, pair_off, pair_mask, tok_off, vh_off, vh_mask, ar_off */
+} enc_tables;
+
+static int build_tables(const tz_tokenizer *t, enc_tables *e) {
+  if (t->kind != TZ_TOK_BYTELEVEL) return tz_err("webgpu tokenizer: only byte-level BPE tokenizers run on the GPU");
+  uint32_t V = (uint32_t)t->vocab_size;
+  if (V > 65536) return tz_err("webgpu tokenizer: vocab size %u above 65536 (pairs are 32-bit keys)", V);
+  uint64_t pcap = pow2_at_least(2 * (uint64_t)t->pair.n + 16), vhcap = pow2_at_least(2 * (uint64_t)V + 16);
+  size_t arbytes = 0;
+  for (uint32_t i = 0; i < V; i++) arbytes += t->tok_len[i];
+  size_t byte_off = V, pair_off = byte_off + 256, tok_off = pair_off + 2 * pcap, vh_off = tok_off + 3 * (size_t)V,
+         ar_off = vh_off + vhcap, n = ar_off + (arbytes + 3) / 4;
+  uint32_t *v = tz_calloc(n + 1, 4);
+  for (uint32_t i = 0; i < V; i++) v[i] = t->rank[i] == INT32_MAX ? 0x7fffffffu : (uint32_t)t->rank[i];
+  for (int b = 0; b < 256; b++) v[byte_off + b] = (uint32_t)t->byte_id[b];
+  memset(v + pair_off, 0xff, 2 * pcap * 4);
+  for (size_t s = 0; s < t->pair.cap; s++) {
+    if (!t->pair.used[s]) continue;
+    uint64_t key = t->pair.keys[s];
+    uint32_t k = (uint32_t)(key >> 32) << 16 | (uint32_t)(key & 0xffff);
+    uint32_t h = hmix(k) & (uint32_t)(pcap - 1);
+    while (v[pair_off + 2 * h] != EMPTY) h = (h + 1) & (uint32_t)(pcap - 1);
+    v[pair_off + 2 * h] = k;
+    v[pair_off + 2 * h + 1] = (uint32_t)t->pair.vals[s];
+  }
+  memset(v + vh_off, 0xff, vhcap * 4);
+  unsigned char *ar = (unsigned char *)(v + ar_off);
+  size_t at = 0;
+  for (uint32_t i = 0; i < V; i++) {
+    const unsigned char *s = (const unsigned char *)t->tok[i];
+    uint32_t h = hbytes(s, t->tok_len[i]);
+    v[tok_off + 3 * i] = (uint32_t)t->tok_len[i];
+    v[tok_off + 3 * i + 1] = (uint32_t)at;
+    v[tok_off + 3 * i + 2] = h;
+    memcpy(ar + at, s, t->tok_len[i]);
+    at += t->tok_len[i];
+    if (t->special[i]) continue; /* specials are never a pre-token's whole-piece match */
+    uint32_t q = hmix(h) & (uint32_t)(vhcap - 1);
+    while (v[vh_off + q] != EMPTY) q = (q + 1) & (uint32_t)(vhcap - 1);
+    v[vh_off + q] = i;
+  }
+  e->v = v;
+  e->n = n;
+  memset(e->u, 0, sizeof e->u);
+  e->u[0] = (uint32_t)byte_off, e->u[1] = (uint32_t)pair_off, e->u[2] = (uint32_t)(pcap - 1);
+  e->u[3] = (uint32_t)tok_off, e->u[4] = (uint32_t)vh_off, e->u[5] = (uint32_t)(vhcap - 1), e->u[6] = (uint32_t)ar_off;
+  e->u[9] = (uint32_t)(t->eot >= 0 ? t->eot : 0);
+  return too_big("the tokenizer tables", n * 4);
+}
+
+#define SHORT 64
+
+int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, int allow_special, int32_t **ids,
+                         size_t *n_ids) {
+  *ids = NULL;
+  *n_ids = 0;
+  if (!tz_tok_webgpu_available()) return -1;
+  enc_tables tb;
+  if (build_tables(t, &tb)) return -1;
+  uint32_t *pcs;
+  size_t np;
+  if (tz_pretok_pieces(t, text, len, allow_special, &pcs, &np)) {
+    free(tb.v);
+    return -1;
+  }
+  /* batches of pieces: at most `cap` bytes of text each */
+  uint64_t lim = G.lim.maxStorageBufferBindingSize < G.lim.maxBufferSize ? G.lim.maxStorageBufferBindingSize
+                                                                         : G.lim.maxBufferSize;
+  uint64_t cap = lim / 4 < (64u << 20) ? lim / 4 : (64u << 20); /* ids (4 bytes per text byte) must fit */
+  if (cap > 8 * (uint64_t)len + (1u << 16)) cap = 8 * (uint64_t)len + (1u << 16);
+  uint64_t pcap_b = cap * 2 < lim / 8 ? cap * 2 : lim / 8; /* pieces per batch (<= bytes; EOT pieces are 13) */
+  WGPUBuffer ub = mkbuf(sizeof tb.u, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "bpe uniforms");
+  WGPUBuffer B[7];
+  B[0] = sbuf(tb.n * 4 + 4, "bpe tables");
+  B[1] = sbuf(cap + 16, "bpe text");
+  B[2] = sbuf(pcap_b * 8, "bpe pieces");
+  B[3] = sbuf(cap * 4 + 16, "bpe ids");
+  B[4] = sbuf(pcap_b * 4, "bpe counts");
+  B[5] = NULL;
+  B[6] = NULL;
+  put(B[0], 0, tb.v, tb.n * 4);
+  free(tb.v);
+  tg_pipe *ps = pipeline("bpe_encode", "encode_short"), *pl = pipeline("bpe_encode", "encode_long");
+  int rc = (!ps || !pl) ? -1 : 0;
+  size_t total = 0;
+  for (size_t i = 0; i < np; i++) total += pcs[2 * i + 1] == EMPTY ? 1 : pcs[2 * i + 1];
+  int32_t *res = tz_malloc((total ? total : 1) * sizeof *res);
+  size_t nres = 0;
+  uint32_t *lng = NULL, *outv = tz_malloc(cap * 4 + 16), *cntv = tz_malloc(pcap_b * 4 + 16);
+  size_t lcap = 0;
+  uint64_t scr_size = 0;
+  for (size_t p0 = 0; p0 < np && !rc;) {
+    /* batch [p0, p1) */
+    size_t base = pcs[2 * p0], p1 = p0, nl = 0;
+    uint64_t scr_need = 0;
+    while (p1 < np && p1 - p0 < pcap_b) {
+      uint32_t L = pcs[2 * p1 + 1], n = L == EMPTY ? 1 : L; /* an EOT writes its id at its start */
+      if (pcs[2 * p1] + (uint64_t)n - base > cap) break;
+      if (L != EMPTY && L > SHORT) {
+        if (nl + 1 > lcap) lcap = lcap ? lcap * 2 : 64, lng = tz_realloc(lng, lcap * 8);
+        lng[2 * nl] = (uint32_t)(p1 - p0);
+        lng[2 * nl + 1] = (uint32_t)scr_need;
+        nl++;
+        scr_need += 9 * (uint64_t)L;
+      }
+      p1++;
+    }
+    if (p1 == p0) {
+      rc = tz_err("webgpu tokenizer: a pre-token of %u bytes is above the batch size %llu", pcs[2 * p0 + 1],
+                  (unsigned long long)cap);
+      break;
+    }
+    if ((rc = too_big("the long pre-tokens' scratch", scr_need * 4))) break;
+    size_t bend = pcs[2 * (p1 - 1)] + (pcs[2 * p1 - 1] == EMPTY ? 1 : pcs[2 * p1 - 1]);
+    uint32_t *local = tz_malloc((p1 - p0) * 8);
+    for (size_t i = p0; i < p1; i++) local[2 * (i - p0)] = pcs[2 * i] - (uint32_t)base, local[2 * (i - p0) + 1] = pcs[2 * i + 1];
+    if (bend > base) put(B[1], 0, text + base, bend - base); /* reads up to 3 bytes past: padded below */
+    if ((bend - base) % 4) {
+      uint32_t tail = 0;
+      size_t a = (bend - base) / 4 * 4;
+      memcpy(&tail, text + base + a, bend - base - a);
+      W.wgpuQueueWriteBuffer(G.queue, B[1], a, &tail, 4);
+    }
+    put(B[2], 0, local, (p1 - p0) * 8);
+    free(local);
+    if (scr_need + 16 > scr_size) {
+      drop(&B[6]);
+      scr_size = scr_need + 16;
+      B[6] = sbuf(scr_size * 4, "bpe scratch");
+    }
+    drop(&B[5]);
+    B[5] = sbuf(nl * 8 + 16, "bpe long pieces");
+    put(B[5], 0, lng, nl * 8);
+    tb.u[7] = (uint32_t)(p1 - p0);
+    tb.u[8] = (uint32_t)nl;
+    put(ub, 0, tb.u, sizeof tb.u);
+    WGPUBindGroup g1 = bind(ps, ub, sizeof tb.u, B, 7), g2 = bind(pl, ub, sizeof tb.u, B, 7);
+    WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
+    WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
+    dispatch(pass, ps, g1, (p1 - p0 + 63) / 64);
+    dispatch(pass, pl, g2, (nl + 63) / 64);
+    W.wgpuComputePassEncoderEnd(pass);
+    W.wgpuComputePassEncoderRelease(pass);
+    rc = read_back(enc, B[4], 0, cntv, (p1 - p0) * 4);
+    if (!rc) rc = read_back(NULL, B[3], 0, outv, (bend - base) * 4);
+    W.wgpuBindGroupRelease(g1);
+    W.wgpuBindGroupRelease(g2);
+    for (size_t i = p0; i < p1 && !rc; i++) {
+      uint32_t c = cntv[i - p0], s = pcs[2 * i] - (uint32_t)base;
+      memcpy(res + nres, outv + s, (size_t)c * 4);
+      nres += c;
+    }
+    p0 = p1;
+  }
+  free(lng), free(outv), free(cntv), free(pcs);
+  drop(&ub);
+  for (int i = 0; i < 7; i++) drop(&B[i]);
+  if (rc) {
+    free(res);
+    return -1;
+  }
+  *ids = res;
+  *n_ids = nres;
+  return 0;
+}
+
+int tz_tok_decode_webgpu(const tz_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len) {
+  *text = NULL;
+  *len = 0;
+  for (size_t i = 0; i < n; i++)
+    if (ids[i] < 0 || ids[i] >= t->vocab_size)
+      return tz_err("tokenizer: token id %d out of range (vocab size %d)", ids[i], t->vocab_size);
+  if (!tz_tok_webgpu_available()) return -1;
+  enc_tables tb;
+  if (build_tables(t, &tb)) return -1;
+  if (n == 0) {
+    free(tb.v);
+    *text = tz_calloc(1, 1);
+    return 0;
+  }
+  if (n >= (1u << 31) || too_big("the ids", n * 4)) {
+    free(tb.v);
+    return n >= (1u << 31) ? tz_err("webgpu tokenizer: %zu ids are too many for one decode", n) : -1;
+  }
+  uint64_t nblocks = (n + 4095) / 4096;
+  tb.u[10] = (uint32_t)n;
+  tb.u[11] = (uint32_t)nblocks;
+  WGPUBuffer ub = mkbuf(sizeof tb.u, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "bpe uniforms");
+  WGPUBuffer B[7] = {0};
+  B[0] = sbuf(tb.n * 4 + 4, "bpe tables");
+  B[1] = sbuf(16, "bpe text");
+  B[2] = sbuf(16, "bpe pieces");
+  B[3] = sbuf(n * 4, "bpe ids");
+  B[4] = sbuf(nblocks * 4 + 4, "bpe block sums");
+  B[5] = sbuf(16, "bpe long pieces");
+  B[6] = sbuf(16, "bpe scratch");
+  put(B[0], 0, tb.v, tb.n * 4);
+  free(tb.v);
+  put(B[3], 0, ids, n * 4);
+  put(ub, 0, tb.u, sizeof tb.u);
+  tg_pipe *pl = pipeline("bpe_encode", "dec_len"), *psc = pipeline("bpe_encode", "dec_scan"),
+          *pw = pipeline("bpe_encode", "dec_write");
+  int rc = (!pl || !psc || !pw) ? -1 : 0;
+  uint32_t total = 0;
+  char *s = NULL;
+  if (!rc) {
+    WGPUBindGroup g1 = bind(pl, ub, sizeof tb.u, B, 7), g2 = bind(psc, ub, sizeof tb.u, B, 7);
+    WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
+    WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
+    dispatch(pass, pl, g1, nblocks);
+    dispatch(pass, psc, g2, 1);
+    W.wgpuComputePassEncoderEnd(pass);
+    W.wgpuComputePassEncoderRelease(pass);
+    rc = read_back(enc, B[4], nblocks * 4, &total, 4);
+    W.wgpuBindGroupRelease(g1);
+    W.wgpuBindGroupRelease(g2);
+  }
+  if (!rc && (rc = too_big("the decoded bytes", (uint64_t)total + 16)) == 0) {
+    drop(&B[1]);
+    B[1] = sbuf((uint64_t)total + 16, "bpe text"); /* zero-initialized */
+    WGPUBindGroup g3 = bind(pw, ub, sizeof tb.u, B, 7);
+    WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
+    WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
+    dispatch(pass, pw, g3, nblocks);
+    W.wgpuComputePassEncoderEnd(pass);
+    W.wgpuComputePassEncoderRelease(pass);
+    s = tz_malloc((size_t)total + 8);
+    rc = read_back(enc, B[1], 0, s, ((size_t)total + 3) / 4 * 4);
+    W.wgpuBindGroupRelease(g3);
+  }
+  drop(&ub);
+  for (int i = 0; i < 7; i++) drop(&B[i]);
+  if (rc) {
+    free(s);
+    return -1;
+  }
+  s[total] = 0;
+  *text = s;
+  *len = total;
+  return 0;
+}
+
+/* ---- backend choice with CPU fallback ---- */
+
+static int want_gpu(const char *backend, const char *what) {
+  if (!backend || !strcmp(backend, "cpu")) return 0;
+  if (tz_tok_webgpu_available()) return 1;
+  fprintf(stderr, "tezgah: %s: WebGPU unavailable (%s); using the CPU\n", what, tz_errmsg());
+  return 0;
+}
+
+int tz_tok_backend_check(const char *backend) {
+  if (!backend || !strcmp(backend, "cpu") || !strcmp(backend, "webgpu")) return 0;
+  return tz_err("tokenizer backend '%s' unknown (cpu or webgpu)", backend);
+}
+
+int tz_tok_train_on(const char *backend, const char *text, size_t len, int vocab_size, tz_tokenizer **out) {
+  if (tz_tok_backend_check(backend)) return -1;
+  if (want_gpu(backend, "tokenizer training")) {
+    if (vocab_size > 65536 || len >= (1u << 31)) {
+      fprintf(stderr, "tezgah: tokenizer training: the WebGPU trainer takes vocab <= 65536 and < 2 GiB of text; using the CPU\n");
+    } else {
+      if (tz_tok_train_webgpu(text, len, vocab_size, out, NULL) == 0) return 0;
+      fprintf(stderr, "tezgah: tokenizer training: %s; using the CPU\n", tz_errmsg());
+    }
+  }
+  return tz_tok_train(text, len, vocab_size, out);
+}
+
+int tz_tok_encode_on(const char *backend, const tz_tokenizer *t, const char *text, size_t len, int allow_special,
+                     int32_t **ids, size_t *n_ids) {
+  if (tz_tok_backend_check(backend)) return -1;
+  if (t->kind == TZ_TOK_BYTELEVEL && want_gpu(backend, "encoding")) {
+    if (t->vocab_size > 65536) {
+      fprintf(stderr, "tezgah: encoding: the WebGPU encoder takes vocab <= 65536; using the CPU\n");
+    } else {
+      if (tz_tok_encode_webgpu(t, text, len, allow_special, ids, n_ids) == 0) return 0;
+      fprintf(stderr, "tezgah: encoding: %s; using the CPU\n", tz_errmsg());
+    }
+  }
+  return tz_tok_encode(t, text, len, allow_special, ids, n_ids);
+}
+
+int tz_tok_decode_on(const char *backend, const tz_tokenizer *t, const int32_t *ids, size_t n, char **text,
+                     size_t *len) {
+  if (tz_tok_backend_check(backend)) return -1;
+  if (t->kind == TZ_TOK_BYTELEVEL && want_gpu(backend, "decoding")) {
+    for (size_t i = 0; i < n; i++)
+      if (ids[i] < 0 || ids[i] >= t->vocab_size) return tz_tok_decode(t, ids, n, text, len); /* its error */
+    if (t->vocab_size > 65536) {
+      fprintf(stderr, "tezgah: decoding: the WebGPU decoder takes vocab <= 65536; using the CPU\n");
+    } else {
+      if (tz_tok_decode_webgpu(t, ids, n, text, len) == 0) return 0;
+      fprintf(stderr, "tezgah: decoding: %s; using the CPU\n", tz_errmsg());
+    }
+  }
+  return tz_tok_decode(t, ids, n, text, len);
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# train --keep N / --keep-best: the last N checkpoints stay as checkpoint-<step>.tzc (the newest
+# is checkpoint.tzc itself, hard-linked), checkpoint-best.tzc holds the state with the lowest
+# validation loss (its step and loss match metrics.jsonl), every kept file loads, --resume keeps
+# rotating (the setting is recorded), and SIGKILLs during rotation never leave a partial or
+# extra checkpoint behind once the run has finished.
+# Usage (from ctest): bash test_ckpt_keep.sh <tezgah-binary> <shared-dir> <scratch-dir>
+set -uo pipefail
+bin=$(realpath "${1:?tezgah binary}")
+shared=${2:?shared dir}
+scratch=${3:?scratch dir}
+src=$shared/data/tinyshakespeare.txt
+[[ -f $src ]] || { echo "SKIPPED: $src is absent"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+rm -rf "$scratch" && mkdir -p "$scratch" && cd "$scratch" || exit 1
+t0=$SECONDS
+head -c 24000 "$src" >corpus.txt
+small=(--data corpus.txt --vocab-size 300 --n-layer 1 --n-head 2 --d-model 32 -B 4 -T 32 --threads 1
+       --sample-tokens 0 --quiet --val-batches 2)
+kept() { (cd "$1" && ls checkpoint-[0-9]*.tzc 2>/dev/null | tr '\n' ' '); }
+
+"$bin" train "${small[@]}" --steps 30 --ckpt-every 4 --val-every 3 --lr 1e-2 --keep 3 --keep-best --run-dir r ||
+  fail "train --keep 3 --keep-best"
+[[ $(kept r) == "checkpoint-00000024.tzc checkpoint-00000028.tzc checkpoint-00000030.tzc " ]] ||
+  fail "kept checkpoints: $(kept r)"
+[[ r/checkpoint.tzc -ef r/checkpoint-00000030.tzc ]] || fail "checkpoint.tzc is not the newest kept one"
+for f in r/checkpoint-*.tzc; do
+  "$bin" sample "$f" --tokens 2 --temperature 0 >/dev/null 2>err.txt || fail "$f does not load: $(cat err.txt)"
+done
+# the best: the lowest val_loss in metrics.jsonl, measured on the model after step-1 steps
+# (after `step` steps for the final line)
+best=$(grep -o '"step":[0-9]*,.*"val_loss":[0-9.e+-]*.*' r/metrics.jsonl |
+  sed -E 's/^"step":([0-9]+),.*"val_loss":([0-9.e+-]+)(.*)$/\2 \1 \3/' |
+  awk '{ s = ($3 ~ /final/) ? $2 : $2 - 1; if (s > 0 && (n == 0 || $1 < b)) { b = $1; bs = s; n = 1 } } END { print bs }')
+[[ -n $best ]] || fail "no validation losses in metrics.jsonl"
+"$bin" info r/checkpoint-best.tzc >best.txt || fail "checkpoint-best.tzc does not load"
+grep -q "^training: step $best of 30" best.txt || fail "checkpoint-best.tzc is not at step $best: $(grep training best.txt)"
+
+# resume: the recorded --keep rotates on
+"$bin" train --resume r --steps 38 --quiet --sample-tokens 0 || fail "resume"
+[[ $(kept r) == "checkpoint-00000032.tzc checkpoint-00000036.tzc checkpoint-00000038.tzc " ]] ||
+  fail "after resume kept: $(kept r)"
+
+# SIGKILL at random moments of a run that checkpoints and rotates every step
+RANDOM=11
+"$bin" train "${small[@]}" --steps 120 --ckpt-every 1 --val-every 5 --keep 2 --keep-best --run-dir k --stop-after 1 ||
+  fail "first session"
+for i in $(seq 1 12); do
+  "$bin" train --resume k --quiet --sample-tokens 0 &
+  pid=$!
+  sleep "0.0$((RANDOM % 9 + 1))"
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  for f in k/checkpoint*.tzc; do
+    "$bin" info "$f" >/dev/null 2>err.txt || fail "after kill $i: $f does not load: $(cat err.txt)"
+  done
+done
+"$bin" train --resume k --quiet --sample-tokens 0 || fail "final session"
+[[ $(kept k) == "checkpoint-00000119.tzc checkpoint-00000120.tzc " ]] || fail "after kills kept: $(kept k)"
+! compgen -G "k/*.tmp.*" >/dev/null || fail "temporary files left: $(ls k)"
+[[ -f k/checkpoint-best.tzc ]] || fail "no checkpoint-best.tzc after the kills"
+echo "ok: --keep/--keep-best rotation, resume, 12 kills ($((SECONDS - t0)) s)"

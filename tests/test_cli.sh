@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# CLI consistency (issue 11): -h/--help on every command and `tezgah help CMD`; every help that
+# takes --backend lists cpu, webgpu and cuda; exit 1 for every usage error, with one line on
+# stderr and nothing on stdout; --data takes comma-separated files and globs; a shape error
+# comes before any slow work (no BPE training); `latest` is written beside the run directory
+# and `sample` with no model finds it; the run directory holds tokenizer.json and
+# encode/decode take a run directory; eval takes text (same loss as the tokenized shard),
+# shows progress on stderr and `--json -` prints only JSON; the progress line fits 80 columns
+# and names the step of its val loss; `tezgah info RUN` prints the config and state.
+# Usage (from ctest): bash test_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
+set -uo pipefail
+bin=$(realpath "${1:?tezgah binary}")
+shared=${2:?shared dir}
+scratch=${3:?scratch dir}
+src=$shared/data/tinyshakespeare.txt
+[[ -f $src ]] || { echo "SKIPPED: $src is absent"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+rm -rf "$scratch" && mkdir -p "$scratch" && cd "$scratch" || exit 1
+t0=$SECONDS
+
+# ---- help ---------------------------------------------------------------------------------
+cmds=(train sample eval convert tokenize encode decode info)
+for c in "${cmds[@]}"; do
+  for h in -h --help; do
+    "$bin" "$c" "$h" >h.out 2>h.err </dev/null || fail "$c $h: exit $?"
+    [[ -s h.out && ! -s h.err ]] || fail "$c $h: want help on stdout only"
+    grep -q "usage: tezgah $c" h.out || fail "$c $h: no usage line"
+  done
+  "$bin" help "$c" >h2.out 2>&1 || fail "help $c: exit $?"
+  cmp -s h.out h2.out || fail "tezgah help $c differs from tezgah $c --help"
+done
+for c in train sample eval; do
+  "$bin" help "$c" | grep -- '--backend' | grep cpu | grep webgpu | grep -q cuda || fail "$c help does not list cpu, webgpu and cuda"
+done
+"$bin" --help | grep -q 'cpu, webgpu, cuda' || fail "top-level help does not list the backends"
+"$bin" info | grep -q '^backends: cpu, webgpu, cuda' || fail "info does not list the backends"
+
+# ---- usage errors: exit 1, one line on stderr, nothing on stdout ----------------------------
+usage_case() { # expected-text command...
+  local want=$1
+  shift
+  "$@" >u.out 2>u.err </dev/null
+  local rc=$?
+  ((rc == 1)) || fail "'$*': exit $rc, want 1"
+  [[ ! -s u.out ]] || fail "'$*': wrote to stdout: $(head -c 200 u.out)"
+  [[ $(wc -l <u.err) == 1 ]] || fail "'$*': stderr is not one line: $(head -c 300 u.err)"
+  [[ $(cat u.err) == "tezgah: error: "*"$want"* ]] || fail "'$*': stderr lacks '$want': $(cat u.err)"
+}
+usage_case "unknown command 'frob'" "$bin" frob
+usage_case "help: unknown command 'frob'" "$bin" help frob
+"$bin" >/dev/null 2>&1
+(($? == 1)) || fail "tezgah with no command: want exit 1"
+for c in "${cmds[@]}"; do usage_case "unknown option" "$bin" "$c" --no-such-flag; done
+usage_case "unexpected argument" "$bin" train extra
+usage_case "option --steps needs a value" "$bin" train --steps
+usage_case "give a run directory" "$bin" eval
+usage_case "--data SHARDS is required" "$bin" eval somewhere
+usage_case "give an input and --out" "$bin" convert
+usage_case "--in and --out are required" "$bin" tokenize
+
+# ---- config errors before slow work ---------------------------------------------------------
+head -c 40000 "$src" >big.txt
+usage_case "n_head=5 does not divide d_model=128" "$bin" train --data big.txt --n-head 5 --run-dir nh
+[[ ! -e .cache && ! -e nh ]] || fail "--n-head 5: data was prepared (or the run directory made) before the config check"
+usage_case "T=64 is above the model's context max_seq_len=32" "$bin" train --data big.txt --max-seq-len 32 -T 64 --run-dir nh
+[[ ! -e .cache ]] || fail "-T above the context: data was prepared before the check"
+
+# ---- --data lists and globs; latest beside the run directory; sample finds it --------------
+head -c 12000 "$src" >part_a.txt
+head -c 24000 "$src" | tail -c 12000 >part_b.txt
+small=(--vocab-size 300 --n-layer 1 --n-head 2 --d-model 32 -B 4 -T 32 --threads 1 --sample-tokens 0)
+"$bin" train --data 'big.txt,part_*.txt' "${small[@]}" --steps 4 --run-dir myrun 2>train.err ||
+  fail "train on a list with a glob: $(tail -3 train.err)"
+grep -q 'on big.txt,part_\*.txt' train.err || fail "the data line does not name the list"
+usage_case "nomatch_*.txt: no files match" "$bin" train --data 'big.txt,nomatch_*.txt' "${small[@]}" --run-dir nm
+[[ -L latest && $(readlink latest) == myrun ]] || fail "latest is not ./latest -> myrun: $(ls -la)"
+[[ ! -e runs ]] || fail "a runs/ directory appeared for --run-dir myrun"
+"$bin" sample --tokens 4 --temperature 0 >s.out 2>s.err || fail "sample with no model (./latest): $(cat s.err)"
+mkdir -p elsewhere && (cd elsewhere && "$bin" sample >/dev/null 2>e.err)
+(($? == 0)) && fail "sample with no model found one in a directory without latest"
+grep -q "neither runs/latest nor ./latest" elsewhere/e.err || fail "sample with no latest: $(cat elsewhere/e.err)"
+
+# ---- the run's tokenizer: tokenizer.json in the run directory; encode/decode take the run ----
+[[ -f myrun/tokenizer.json ]] || fail "myrun/tokenizer.json is missing: $(ls myrun)"
+ids=$("$bin" encode --tokenizer myrun "First Citizen") || fail "encode --tokenizer RUN_DIR"
+[[ $ids == "$("$bin" encode --tokenizer myrun/tokenizer.json "First Citizen")" ]] || fail "run dir vs tokenizer.json ids differ"
+[[ $ids == "$("$bin" encode --tokenizer myrun/checkpoint.tzc "First Citizen")" ]] || fail "checkpoint vs tokenizer.json ids differ"
+[[ $("$bin" decode --tokenizer myrun "$ids") == "First Citizen" ]] || fail "decode --tokenizer RUN_DIR does not round-trip"
+
+# ---- eval on text: same loss as on the tokenized shard; progress on stderr; --json - --------
+"$bin" tokenize --tokenizer myrun --in part_b.txt --out part_b.bin >/dev/null || fail "tokenize with the run's tokenizer"
+"$bin" eval myrun --data part_b.txt -B 2 -T 32 --batches 20 >ev_text.out 2>ev_text.err || fail "eval on text: $(cat ev_text.err)"
+"$bin" eval myrun --data part_b.bin -B 2 -T 32 --batches 20 >ev_shard.out 2>/dev/null || fail "eval on the shard"
+lt=$(grep -o 'loss [0-9.]*' ev_text.out) ls=$(grep -o 'loss [0-9.]*' ev_shard.out)
+[[ -n $lt && $lt == "$ls" ]] || fail "eval on text ($lt) and on its shard ($ls) differ"
+grep -q 'eval: 20/20 batches' ev_text.err || fail "eval: no progress line on stderr: $(cat ev_text.err)"
+"$bin" eval myrun --data part_b.txt -B 2 -T 32 --batches 5 --json - >ev.json 2>ev.err || fail "eval --json -"
+[[ $(head -c 1 ev.json) == "{" && $(tail -n 1 ev.json) == "}" ]] || fail "eval --json - stdout is not only JSON: $(cat ev.json)"
+grep -q '"perplexity"' ev.json || fail "eval JSON lacks perplexity"
+! grep -q '^eval:' ev.json || fail "eval --json - printed the human line on stdout"
+grep -q '^eval: .* perplexity' ev.err || fail "eval --json -: the result line is not on stderr"
+
+# ---- progress line: at most 79 columns, val loss with its step -------------------------------
+"$bin" train --data part_a.txt "${small[@]}" --steps 1000000 --stop-after 12 --val-every 5 --val-batches 1 \
+  --log-every 1 --run-dir wide 2>wide.err || fail "train for the progress line: $(tail -3 wide.err)"
+grep -E '^ *[0-9]+/1000000' wide.err >prog.txt
+[[ $(wc -l <prog.txt) == 12 ]] || fail "want 12 progress lines: $(cat wide.err)"
+awk 'length($0) > 79 { print; bad = 1 } END { exit bad }' prog.txt || fail "progress line wider than 79 columns"
+grep -q ' 12/1000000 \[.*\] loss [0-9.]* | [0-9.k]* tok/s | ETA [0-9hms]* | val [0-9.]*@10$' prog.txt ||
+  fail "last progress line is not 'step/total [bar] loss | tok/s | ETA | val X@10': $(tail -1 prog.txt)"
+
+# ---- info RUN ---------------------------------------------------------------------------------
+"$bin" info wide >info.out 2>info.err || fail "info RUN: $(cat info.err)"
+grep -q '^model: llama, 1 layers, 2 heads (2 kv), d_model 32' info.out || fail "info: no model line: $(cat info.out)"
+grep -q '^training: step 12 of 1000000' info.out || fail "info: no training state: $(cat info.out)"
+grep -q '^last val loss: [0-9.]* at step 10$' info.out || fail "info: no last val loss: $(cat info.out)"
+grep -q '^tokenizer: byte-level BPE, 300 tokens' info.out || fail "info: no tokenizer line"
+usage_case "nosuch: no such checkpoint file or run directory" "$bin" info nosuch
+
+echo "ok: help, usage errors, --data lists, early config errors, latest, run tokenizer, eval on text, progress line, info RUN ($((SECONDS - t0)) s)"

@@ -1,0 +1,316 @@
+/* The WebGPU tokenizer (src/tokenizer/tok_webgpu.c) against the CPU one: identical merges and
+ * tokenizer.json after training (tiny shakespeare and KJV-like text at several vocab sizes, a
+ * text that forces banned pairs), identical ids when encoding (GPT-2 vectors and shakespeare,
+ * random bytes with invalid UTF-8 and <|endoftext|>, long runs), decode round trips.
+ * SKIPPED (exit 77) without a WebGPU adapter; the shakespeare / GPT-2 parts skip visibly
+ * without ../shared. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/error.h"
+#include "core/fileio.h"
+#include "core/rng.h"
+#include "testutil.h"
+#include "tokenizer/tokenizer.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* CPU and GPU training give byte-identical tokenizer.json. */
+static unsigned same_training(const char *name, const char *text, size_t n, int vocab) {
+  tz_tokenizer *a, *b;
+  double t0 = now();
+  assert_int_equal(tz_tok_train(text, n, vocab, &a), 0);
+  double t1 = now();
+  tz_tok_gpu_stats st;
+  if (tz_tok_train_webgpu(text, n, vocab, &b, &st)) fail_msg("webgpu training: %s", tz_errmsg());
+  double t2 = now();
+  char *ja, *jb;
+  size_t la, lb;
+  assert_int_equal(tz_tok_to_json(a, &ja, &la), 0);
+  assert_int_equal(tz_tok_to_json(b, &jb, &lb), 0);
+  print_message("%s vocab %d: %d tokens, cpu %.2f s, webgpu %.2f s (%u merges, %u bans, %u submissions, %llu words)\n",
+                name, vocab, tz_tok_vocab_size(b), t1 - t0, t2 - t1, st.merges, st.bans, st.submissions,
+                (unsigned long long)st.words);
+  assert_int_equal(tz_tok_vocab_size(a), tz_tok_vocab_size(b));
+  assert_int_equal(la, lb);
+  assert_memory_equal(ja, jb, la);
+  free(ja);
+  free(jb);
+  tz_tok_free(a);
+  tz_tok_free(b);
+  return st.bans;
+}
+
+/* CPU and GPU encoding give the same ids; GPU decoding gives the text back. */
+static void same_encoding(const tz_tokenizer *t, const char *name, const char *s, size_t n, int special) {
+  int32_t *a, *b;
+  size_t na, nb;
+  double t0 = now();
+  assert_int_equal(tz_tok_encode(t, s, n, special, &a, &na), 0);
+  double t1 = now();
+  if (tz_tok_encode_webgpu(t, s, n, special, &b, &nb)) fail_msg("webgpu encode: %s", tz_errmsg());
+  double t2 = now();
+  if (na != nb || (na && memcmp(a, b, na * sizeof *a))) {
+    size_t i = 0;
+    while (i < na && i < nb && a[i] == b[i]) i++;
+    fail_msg("%s: webgpu ids differ from the cpu's at %zu (%zu vs %zu ids)", name, i, nb, na);
+  }
+  char *back;
+  size_t bl;
+  if (tz_tok_decode_webgpu(t, b, nb, &back, &bl)) fail_msg("webgpu decode: %s", tz_errmsg());
+  double t3 = now();
+  char *cb;
+  size_t cl;
+  assert_int_equal(tz_tok_decode(t, a, na, &cb, &cl), 0);
+  assert_int_equal(bl, cl);
+  if (cl) assert_memory_equal(back, cb, cl);
+  if (!special) {
+    assert_int_equal(bl, n);
+    if (n) assert_memory_equal(back, s, n);
+  }
+  if (n > 100000)
+    print_message("%s: %zu bytes -> %zu ids, cpu %.3f s, webgpu encode %.3f s, decode %.3f s\n", name, n, na, t1 - t0,
+                  t2 - t1, t3 - t2);
+  free(a);
+  free(b);
+  free(back);
+  free(cb);
+}
+
+static char *g_shakes;
+static size_t g_shakes_len;
+
+static void test_train_shakespeare(void **state) {
+  if (!g_shakes) skip();
+  int vocabs[] = {257, 300, 1024};
+  for (int i = 0; i < 3; i++) same_training("tinyshakespeare", g_shakes, g_shakes_len, vocabs[i]);
+}
+
+/* KJV-like text: data/kjv.txt (first 1.5 MB) when prepared, else verses made of the KJV's
+ * most common words with numbers, punctuation and <|endoftext|> between books. */
+static char *kjv_like(size_t *n) {
+  char *p = NULL;
+  size_t len;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/data/kjv.txt", TZ_SOURCE_DIR);
+  if (tz_exists(path) && !tz_read_file(path, &p, &len)) {
+    if (len > (3u << 19)) len = 3u << 19;
+    *n = len;
+    return p;
+  }
+  static const char *W[] = {"the", "and", "of", "to", "that", "in", "he", "shall", "unto", "for", "i", "his",
+                            "a", "lord", "they", "be", "is", "him", "not", "them", "it", "with", "all", "thou",
+                            "thy", "was", "god", "which", "my", "me", "said", "but", "ye", "their", "have",
+                            "will", "thee", "from", "as", "are", "when", "this", "out", "were", "upon", "man",
+                            "by", "you", "israel", "king", "son", "up", "there", "hath", "then", "people",
+                            "came", "had", "house", "into", "on", "her", "come", "one", "we", "children", "s",
+                            "before", "your", "also", "day", "land", "men", "against", "shalt", "if", "at",
+                            "let", "go", "us", "saying", "made", "went", "even", "behold", "Jerusalem", "David"};
+  int nw = (int)(sizeof W / sizeof *W);
+  tz_rng r;
+  tz_rng_seed(&r, 7, 1);
+  size_t cap = 1 << 20, o = 0;
+  p = malloc(cap + 256);
+  while (o < cap) {
+    if (tz_rng_u32(&r) % 400 == 0) o += (size_t)sprintf(p + o, "<|endoftext|>");
+    int words = 6 + (int)(tz_rng_u32(&r) % 20);
+    for (int k = 0; k < words && o < cap; k++) {
+      const char *w = W[tz_rng_u32(&r) % (uint32_t)nw];
+      int cap1 = k == 0 || tz_rng_u32(&r) % 9 == 0;
+      o += (size_t)sprintf(p + o, "%s%c%s", k ? " " : "", cap1 && w[0] >= 'a' ? w[0] - 32 : w[0], w + 1);
+      uint32_t x = tz_rng_u32(&r) % 16;
+      if (x == 0) o += (size_t)sprintf(p + o, ",");
+      if (x == 1) o += (size_t)sprintf(p + o, ";");
+      if (x == 2) o += (size_t)sprintf(p + o, ":%u", tz_rng_u32(&r) % 50);
+    }
+    o += (size_t)sprintf(p + o, ".\n");
+  }
+  *n = o;
+  return p;
+}
+
+static void test_train_kjv(void **state) {
+  size_t n;
+  char *p = kjv_like(&n);
+  int vocabs[] = {400, 1500};
+  for (int i = 0; i < 2; i++) same_training("kjv-like", p, n, vocabs[i]);
+  free(p);
+}
+
+/* Texts where a pair's bytes already are a token (bans), long runs and invalid UTF-8. */
+static void test_train_edge(void **state) {
+  tz_rng r;
+  tz_rng_seed(&r, 11, 1);
+  size_t n = 60000;
+  char *p = malloc(n);
+  for (size_t i = 0; i < n; i++) {
+    uint32_t x = tz_rng_u32(&r) % 100;
+    p[i] = x < 30 ? "ab c"[tz_rng_u32(&r) % 4] : x < 40 ? 'a' : x < 45 ? (char)(tz_rng_u32(&r) & 0xff) : "abc bcd "[x % 8];
+  }
+  memset(p + 1000, 'x', 1500); /* a long run: one long word */
+  same_training("edge", p, n, 500);
+  /* runs of one letter, of many lengths: the same strings come out of different splits
+   * (aa+aaaa, aaa+aaa), so pairs get banned */
+  for (size_t i = 0; i < n;) {
+    size_t l = 1 + tz_rng_u32(&r) % 40;
+    char c = "ab"[tz_rng_u32(&r) % 8 == 0];
+    for (size_t k = 0; k < l && i < n; k++) p[i++] = c;
+    if (i < n) p[i++] = tz_rng_u32(&r) % 3 ? ' ' : '\n';
+  }
+  same_training("runs", p, 40000, 400);
+  same_training("tiny", "ab", 2, 300);
+  same_training("empty-ish", "<|endoftext|>a", 14, 300);
+  free(p);
+}
+
+static tz_tokenizer *gpt2(void) {
+  char *dir = tz_test_shared_or_skip("gpt2");
+  if (!dir) return NULL;
+  tz_tokenizer *t;
+  assert_int_equal(tz_tok_load(dir, &t), 0);
+  free(dir);
+  return t;
+}
+
+static void test_encode_gpt2(void **state) {
+  tz_tokenizer *t = gpt2();
+  if (!t) skip();
+  char *p = tz_test_shared("gpt2/vectors.json");
+  char *js;
+  size_t jl;
+  assert_int_equal(tz_read_file(p, &js, &jl), 0);
+  cJSON *root = cJSON_ParseWithLength(js, jl);
+  assert_non_null(root);
+  const cJSON *v;
+  int nvec = 0;
+  cJSON_ArrayForEach(v, root) {
+    const char *hex = cJSON_GetObjectItem(v, "utf8_hex")->valuestring;
+    size_t n = strlen(hex) / 2;
+    char *s = malloc(n + 1);
+    for (size_t i = 0; i < n; i++) {
+      unsigned x;
+      sscanf(hex + 2 * i, "%2x", &x);
+      s[i] = (char)x;
+    }
+    /* the expected ids (tiktoken) */
+    int32_t *b;
+    size_t nb;
+    if (tz_tok_encode_webgpu(t, s, n, 0, &b, &nb)) fail_msg("webgpu encode: %s", tz_errmsg());
+    const cJSON *ids = cJSON_GetObjectItem(v, "ids");
+    assert_int_equal(nb, (size_t)cJSON_GetArraySize(ids));
+    for (size_t i = 0; i < nb; i++) assert_int_equal(b[i], cJSON_GetArrayItem(ids, (int)i)->valueint);
+    free(b);
+    same_encoding(t, "vector", s, n, 0);
+    same_encoding(t, "vector special", s, n, 1);
+    free(s);
+    nvec++;
+  }
+  print_message("gpt2: %d vectors identical on webgpu\n", nvec);
+  cJSON_Delete(root);
+  free(js);
+  free(p);
+  if (g_shakes) same_encoding(t, "gpt2 tinyshakespeare (300 kB)", g_shakes, 300000, 1);
+  tz_tok_free(t);
+}
+
+static void random_text(tz_rng *r, char *p, size_t n) {
+  static const char *pieces[] = {"<|endoftext|>", " the", "'s", "'ll", "  ", "\n\n", "\r\n", "é", "日本", "🙂", "123",
+                                 " ?!", "\t", "\xc3", "\xff\xfe", "aaaa", "\xe2\x80\xa8"};
+  size_t o = 0;
+  while (o < n) {
+    uint32_t x = tz_rng_u32(r) % 10;
+    if (x < 4) {
+      p[o++] = (char)(tz_rng_u32(r) & 0xff);
+    } else {
+      const char *s = pieces[tz_rng_u32(r) % (sizeof pieces / sizeof *pieces)];
+      size_t l = strlen(s);
+      if (o + l > n) l = n - o;
+      memcpy(p + o, s, l);
+      o += l;
+    }
+  }
+}
+
+static void test_encode_random(void **state) {
+  tz_rng r;
+  tz_rng_seed(&r, 3, 1);
+  size_t n = 200000;
+  char *p = malloc(n);
+  random_text(&r, p, n);
+  tz_tokenizer *tr;
+  size_t kn;
+  char *k = kjv_like(&kn);
+  assert_int_equal(tz_tok_train(k, kn, 1000, &tr), 0);
+  same_encoding(tr, "trained random bytes", p, n, 0);
+  same_encoding(tr, "trained random bytes special", p, n, 1);
+  same_encoding(tr, "trained kjv-like", k, kn, 1);
+  for (int i = 0; i < 20; i++) {
+    size_t a = tz_rng_u32(&r) % n, l = tz_rng_u32(&r) % 300;
+    if (a + l > n) l = n - a;
+    same_encoding(tr, "trained slice", p + a, l, (int)(i & 1));
+  }
+  tz_tokenizer *t = gpt2();
+  if (t) {
+    same_encoding(t, "gpt2 random bytes", p, n, 0);
+    same_encoding(t, "gpt2 random bytes special", p, n, 1);
+    tz_tok_free(t);
+  }
+  free(k);
+  free(p);
+  tz_tok_free(tr);
+  if (!t) skip();
+}
+
+/* Long single pre-tokens go through the heap kernel (O(n log n)). */
+static void test_encode_long_runs(void **state) {
+  size_t n = 1 << 20;
+  char *p = malloc(n + 1);
+  memset(p, 'a', n);
+  tz_tokenizer *t = gpt2(), *tr;
+  assert_int_equal(tz_tok_train(g_shakes ? g_shakes : "aaaa bbbb", g_shakes ? g_shakes_len : 9, 600, &tr), 0);
+  same_encoding(tr, "trained 100 kB run", p, 100000, 0);
+  if (t) {
+    double t0 = now();
+    same_encoding(t, "gpt2 1 MB run", p, n, 0);
+    assert_true(now() - t0 < 60); /* O(n log n): ~12 s on lavapipe; quadratic would be hours */
+    for (size_t i = 0; i < n; i++) p[i] = "ab"[(i / 7) & 1];
+    same_encoding(t, "gpt2 200 kB mixed run", p, 200000, 0);
+    memset(p, ' ', 70000);
+    same_encoding(t, "gpt2 spaces", p, 70000, 0);
+    tz_tok_free(t);
+  }
+  tz_tok_free(tr);
+  free(p);
+  if (!t) skip();
+}
+
+int main(void) {
+  if (!tz_tok_webgpu_available()) {
+    char why[600];
+    snprintf(why, sizeof why, "WebGPU unavailable: %s", tz_errmsg());
+    tz_test_skip_all(why);
+  }
+  print_message("webgpu tokenizer on %s\n", tz_tok_webgpu_device());
+  char *p = tz_test_shared_or_skip("data/tinyshakespeare.txt");
+  if (p) {
+    if (tz_read_file(p, &g_shakes, &g_shakes_len)) g_shakes = NULL;
+    free(p);
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_train_edge),       cmocka_unit_test(test_train_shakespeare),
+      cmocka_unit_test(test_train_kjv),        cmocka_unit_test(test_encode_gpt2),
+      cmocka_unit_test(test_encode_random),    cmocka_unit_test(test_encode_long_runs),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  free(g_shakes);
+  if (!rc && tz_test_shared_missing) return 77;
+  return rc;
+}

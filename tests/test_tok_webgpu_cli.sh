@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The WebGPU tokenizer through the CLI: `tokenizer train --backend webgpu` writes the same
+# tokenizer.json as the CPU, `tokenize --backend webgpu` the same shard, `encode`/`decode
+# --backend webgpu` the same ids/text; without Dawn each falls back to the CPU with one notice
+# line. SKIPPED (77) without an adapter or without ../shared.
+set -euo pipefail
+tz=$1 shared=$2 tmp=$3
+rm -rf "$tmp" && mkdir -p "$tmp"
+text=$shared/data/tinyshakespeare.txt
+[[ -f $text && -f $shared/gpt2/encoder.json ]] || { echo "SKIPPED: $shared absent"; exit 77; }
+# fallback: Dawn missing -> one notice, CPU result
+out=$(TEZGAH_WEBGPU_LIB=/nonexistent "$tz" encode --tokenizer "$shared/gpt2" --backend webgpu "Hello world" 2>"$tmp/err")
+[[ $out == "[15496, 995]" ]] || { echo "fallback encode gave $out"; exit 1; }
+[[ $(wc -l < "$tmp/err") == 1 ]] && grep -q "WebGPU unavailable.*using the CPU" "$tmp/err" || { cat "$tmp/err"; exit 1; }
+if ! "$tz" info 2>/dev/null | grep -q "adapter:"; then echo "SKIPPED: WebGPU unavailable"; exit 77; fi
+head -c 300000 "$text" > "$tmp/in.txt"
+"$tz" tokenizer train --in "$tmp/in.txt" --out "$tmp/cpu.json" --vocab-size 400 >/dev/null
+"$tz" tokenizer train --in "$tmp/in.txt" --out "$tmp/gpu.json" --vocab-size 400 --backend webgpu >/dev/null 2>"$tmp/err"
+[[ ! -s $tmp/err ]] || { cat "$tmp/err"; exit 1; }
+cmp "$tmp/cpu.json" "$tmp/gpu.json"
+"$tz" tokenize --tokenizer "$tmp/cpu.json" --in "$tmp/in.txt" --out "$tmp/cpu.bin" >/dev/null
+"$tz" tokenize --tokenizer "$tmp/cpu.json" --in "$tmp/in.txt" --out "$tmp/gpu.bin" --backend webgpu >/dev/null
+cmp "$tmp/cpu.bin" "$tmp/gpu.bin"
+a=$("$tz" encode --tokenizer "$shared/gpt2" --special --backend webgpu 'Hi <|endoftext|> there')
+[[ $a == "[17250, 220, 50256, 612]" ]] || { echo "webgpu encode gave $a"; exit 1; }
+b=$(echo "$a" | "$tz" decode --tokenizer "$shared/gpt2" --backend webgpu -)
+[[ $b == 'Hi <|endoftext|> there' ]] || { echo "webgpu decode gave $b"; exit 1; }
+echo "webgpu tokenizer CLI: train, tokenize, encode, decode identical to the CPU"
