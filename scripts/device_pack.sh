@@ -2,12 +2,16 @@
 # Build a portable tezgah for the GPU machine (the device tool) and gather what runs there.
 #
 # Builds into build-dev/ (Release, -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v4,
-# -DTEZGAH_BLAS=OFF, -DTEZGAH_CUDA=ON: kernels for sm_80/89/90 + PTX) and copies into .dev/
-# (ignored by git):
+# -DTEZGAH_BLAS=OFF, -DTEZGAH_CUDA=ON: kernels for sm_80/89/90 + PTX; -DTEZGAH_LINK_SHARED=ON:
+# the programs share libtezgah.so, so the kernels' device code is carried once) and copies
+# into .dev/ (ignored by git):
 #   .dev/bin/  tezgah, the CUDA tests (tests/test_cuda_*.c), the bench programs (bench/bench_*.c)
-#   .dev/lib/  the shared libraries they need that the GPU machine lacks (libpcre2-8, libcjson,
+#   .dev/lib/  libtezgah.so.0 and the shared libraries the GPU machine lacks (libpcre2-8, libcjson,
 #              libxxhash, libgomp, libcmocka; ../shared/docs/DEVICE.md). libcuda and cuBLASLt
-#              are NOT copied: the machine has them (/usr/local/cuda/lib64).
+#              are NOT copied: the machine has them (/usr/local/cuda/lib64; tezgah loads
+#              libcublasLt.so.13 with dlopen when a CUDA backend is created).
+#   .dev/data/ when ../shared has them: tiny Shakespeare as a GPT-2 token shard and
+#              ../shared/bench/torch_gpt.py (for scripts/device_cuda.sh's benchmark)
 # The test binaries need nothing from the build tree (../shared only optionally, TZ_SHARED_DIR).
 #
 # On the GPU machine (run tool with carry [".dev"]), from the repository root:
@@ -16,7 +20,8 @@
 #   TEZGAH_CUDA_REQUIRED=1 .dev/bin/test_cuda_ops     # TEZGAH_CUDA_REQUIRED: fail, never skip
 #   TEZGAH_CUDA_REQUIRED=1 .dev/bin/test_cuda_train
 #   for t in .dev/bin/test_cuda_*; do TEZGAH_CUDA_REQUIRED=1 $t || echo "FAILED: $t"; done
-#   bash bench/bench_cuda.sh .dev/bin/tezgah SHARD ../shared/bench/torch_gpt.py
+#   bash bench/bench_cuda.sh .dev/bin/tezgah .dev/data/tiny_shakespeare_train.bin .dev/data/torch_gpt.py
+#   or all of it: bash scripts/device_cuda.sh tests bench peer
 # (cmocka prints one line per test; CMOCKA_MESSAGE_OUTPUT=stdout is the default.)
 #
 #   bash scripts/device_pack.sh [extra cmake args...]     e.g. -DCMAKE_CUDA_ARCHITECTURES=90-real
@@ -27,7 +32,7 @@ out=$root/.dev
 t0=$SECONDS
 mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v4 \
-  -DTEZGAH_BLAS=OFF -DTEZGAH_CUDA=ON "$@" >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
+  -DTEZGAH_BLAS=OFF -DTEZGAH_CUDA=ON -DTEZGAH_LINK_SHARED=ON "$@" >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
 targets=(tezgah)
 for f in "$root"/tests/test_cuda_*.c "$root"/bench/bench_*.c; do
   [[ -f $f ]] && targets+=("$(basename "$f" .c)")
@@ -44,14 +49,24 @@ for t in "${targets[@]}"; do
   bins+=("$out/bin/$t")
 done
 # The libraries the GPU machine lacks, by soname (cp -L: the file behind the symlink).
-want='^(libpcre2-8|libcjson|libxxhash|libgomp|libcmocka)\.so'
+want='^(libtezgah|libpcre2-8|libcjson|libxxhash|libgomp|libcmocka)\.so'
 for b in "${bins[@]}"; do ldd "$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
   while read -r name path; do
     if [[ $name =~ $want ]]; then cp -L "$path" "$out/lib/$name"; fi
   done
-for lib in libpcre2-8 libcjson libxxhash libgomp libcmocka; do
+for lib in libtezgah libpcre2-8 libcjson libxxhash libgomp libcmocka; do
   ls "$out/lib/$lib".so* >/dev/null 2>&1 || { echo "device_pack: $lib not found among the binaries' libraries" >&2; exit 1; }
 done
+# Data for scripts/device_cuda.sh's benchmark (when ../shared has it): a GPT-2 token shard of
+# tiny Shakespeare (llm.c format, made here with the packed tezgah) and the PyTorch peer.
+shared=$(cd "$root/.." && pwd)/shared
+if [[ -f $shared/data/tinyshakespeare.txt ]]; then
+  mkdir -p "$out/data"
+  TEZGAH_GPT2_DIR=${TEZGAH_GPT2_DIR:-$shared/gpt2} "$out/bin/tezgah" tokenize --tokenizer gpt2 \
+    --in "$shared/data/tinyshakespeare.txt" --out "$out/data/tiny_shakespeare_train.bin" >/dev/null ||
+    echo "device_pack: warning: could not make the GPT-2 token shard (benchmarks need one)" >&2
+  [[ -f $shared/bench/torch_gpt.py ]] && cp "$shared/bench/torch_gpt.py" "$out/data/"
+fi
 size=$(du -sm "$out" | cut -f1)
 echo "device_pack: built ${#targets[@]} programs in $((SECONDS - t0)) s; .dev/ holds ${size} MiB:"
 ls "$out/bin" "$out/lib" | sed 's/^/  /'

@@ -5,11 +5,6 @@
  * sync. Memory ops live in backend_cuda_mem.c, profiling in backend_cuda_prof.c, `tezgah
  * info` in backend_cuda_info.c; the kernels are src/kernels/<op>/<op>.cu (contract:
  * cuda_internal.h).
- *
- * The kernels are referenced weakly: an op whose kernel file is not (yet) part of the build
- * gets a stub that stops with "cuda: op X is not implemented in this build", and `tezgah
- * info` lists such ops. (The CMake build links the library whole, so weak references to
- * kernels that are there always resolve.)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,78 +52,10 @@ static void cuda_destroy(tz_backend *be) {
   free(be);
 }
 
-/* ---- the op table: weak references to the kernel launchers, stubs for missing ones ---- */
-#pragma weak tzc_embed_fwd
-#pragma weak tzc_embed_bwd
-#pragma weak tzc_rmsnorm_fwd
-#pragma weak tzc_rmsnorm_bwd
-#pragma weak tzc_layernorm_fwd
-#pragma weak tzc_layernorm_bwd
-#pragma weak tzc_bias_bwd
-#pragma weak tzc_rope
-#pragma weak tzc_attention_fwd
-#pragma weak tzc_attention_bwd
-#pragma weak tzc_gelu_fwd
-#pragma weak tzc_gelu_bwd
-#pragma weak tzc_swiglu_fwd
-#pragma weak tzc_swiglu_bwd
-#pragma weak tzc_add
-#pragma weak tzc_crossentropy
-#pragma weak tzc_sum_sq
-#pragma weak tzc_adamw
-
-static _Noreturn void missing(const char *op) {
-  char msg[160];
-  snprintf(msg, sizeof msg, "cuda: op %s is not implemented in this build (its kernel file is missing)", op);
-  tz_fatal(msg);
-}
-static void miss_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, tz_slice wpe, int B, int T,
-                           int C, int V) { missing("embed_fwd"); }
-static void miss_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout, tz_slice tok, int B, int T,
-                           int C, int V) { missing("embed_bwd"); }
-static void miss_rmsnorm_fwd(tz_backend *be, tz_slice out, tz_slice rstd, tz_slice inp, tz_slice w, int N, int C,
-                             float eps) { missing("rmsnorm_fwd"); }
-static void miss_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout, tz_slice inp, tz_slice w,
-                             tz_slice rstd, int N, int C) { missing("rmsnorm_bwd"); }
-static void miss_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd, tz_slice inp, tz_slice w,
-                               tz_slice b, int N, int C, float eps) { missing("layernorm_fwd"); }
-static void miss_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice dout, tz_slice inp,
-                               tz_slice w, tz_slice mean, tz_slice rstd, int N, int C) { missing("layernorm_bwd"); }
-static void miss_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N) { missing("bias_bwd"); }
-static void miss_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_head, int head_dim, int pos0,
-                      float theta, int dir) { missing("rope"); }
-static void miss_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k, tz_slice v, int B,
-                               int Tq, int Tk, int q_pos0, int n_head, int n_kv_head, int head_dim, int q_stride,
-                               int kv_stride) { missing("attention_fwd"); }
-static void miss_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout, tz_slice q,
-                               tz_slice k, tz_slice v, tz_slice out, tz_slice lse, int B, int T, int n_head,
-                               int n_kv_head, int head_dim, int q_stride, int kv_stride) { missing("attention_bwd"); }
-static void miss_gelu_fwd(tz_backend *be, tz_slice out, tz_slice inp, size_t n) { missing("gelu_fwd"); }
-static void miss_gelu_bwd(tz_backend *be, tz_slice dinp, tz_slice inp, tz_slice dout, size_t n) { missing("gelu_bwd"); }
-static void miss_swiglu_fwd(tz_backend *be, tz_slice out, tz_slice gu, int N, int F) { missing("swiglu_fwd"); }
-static void miss_swiglu_bwd(tz_backend *be, tz_slice dgu, tz_slice dout, tz_slice gu, int N, int F) {
-  missing("swiglu_bwd");
-}
-static void miss_add(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, size_t n) { missing("add"); }
-static void miss_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice targets, int N, int V, int Vp,
-                              float dscale) { missing("crossentropy"); }
-static void miss_sum_sq(tz_backend *be, tz_slice out, tz_slice x, size_t n) { missing("sum_sq"); }
-static void miss_adamw(tz_backend *be, tz_slice params, tz_slice grads, tz_slice m, tz_slice v, const tz_range *ranges,
-                       int n_ranges, const tz_adamw_hp *hp) { missing("adamw"); }
-
-static char g_missing[512];
-#define OP(name)                                                                                         \
-  do {                                                                                                   \
-    if (tzc_##name) be->name = tzc_##name;                                                               \
-    else {                                                                                               \
-      be->name = miss_##name;                                                                            \
-      size_t l_ = strlen(g_missing);                                                                     \
-      snprintf(g_missing + l_, sizeof g_missing - l_, "%s%s", l_ ? ", " : "", #name);                    \
-    }                                                                                                    \
-  } while (0)
+/* ---- the op table ---- */
+#define OP(name) be->name = tzc_##name
 
 static void fill_ops(tz_backend *be) {
-  g_missing[0] = 0;
   be->alloc = tzc_alloc;
   be->free = tzc_free;
   be->upload = tzc_upload;
@@ -163,13 +90,6 @@ static void fill_ops(tz_backend *be) {
   OP(crossentropy);
   OP(sum_sq);
   OP(adamw);
-}
-
-const char *tzc_missing_ops(void) {
-  tz_backend tmp;
-  memset(&tmp, 0, sizeof tmp);
-  fill_ops(&tmp);
-  return g_missing;
 }
 
 /* ---- creation ---- */

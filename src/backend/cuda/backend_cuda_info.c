@@ -105,7 +105,5 @@ int tz_cuda_info(void) {
            p.major < 8 ? " (unsupported: needs compute capability 8.0+)" : "");
   }
   printf("  precision: bf16 (default: bf16 activations and weight copies, fp32 master weights), fp32 (--precision fp32)\n");
-  const char *miss = tzc_missing_ops();
-  if (*miss) printf("  ops missing from this build: %s\n", miss);
   return 0;
 }

@@ -29,7 +29,4 @@ void tzc_scratch_free(tz_backend *be);
 tzc_prof *tzc_prof_create(void);
 void tzc_prof_free(tzc_prof *p);
 
-/* Names of ops whose kernels are not linked into this build ("" when none). */
-const char *tzc_missing_ops(void);
-
 #endif

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_internal.h"
+extern "C" [[noreturn]] void tz_fatal(const char *msg); // core/error.h (C11 _Noreturn there)
 
 namespace {
 
@@ -64,10 +65,9 @@ struct MM {
 void lt_check(cublasStatus_t st, const char *what, const char *file, int line) {
   if (st == CUBLAS_STATUS_SUCCESS) return;
   const char *f = strrchr(file, '/');
-  fprintf(stderr, "tezgah: error: cuda: cuBLASLt %s failed (status %d) at %s:%d\n", what, (int)st, f ? f + 1 : file,
-          line);
-  fflush(stderr);
-  exit(1);
+  char msg[512];
+  snprintf(msg, sizeof msg, "cuda: cuBLASLt %s failed (status %d) at %s:%d", what, (int)st, f ? f + 1 : file, line);
+  tz_fatal(msg); // the CLI exits 1; the library never calls exit()
 }
 #define LT_CHECK(x) lt_check((x), #x, __FILE__, __LINE__)
 
@@ -294,10 +294,7 @@ extern "C" void tzc_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice
 
 extern "C" void tzc_matmul_init(tz_backend *be) {
   MM *m = (MM *)calloc(1, sizeof(MM));
-  if (!m) {
-    fprintf(stderr, "tezgah: error: out of host memory for the matmul cache\n");
-    exit(1);
-  }
+  if (!m) tz_fatal("out of host memory for the matmul cache");
   const char *s = getenv("TEZGAH_CUDA_MATMUL"); // "naive": the fallback kernel only (tests)
   m->force_naive = s && !strcmp(s, "naive");
   tzc(be)->mm = m;
