@@ -40,6 +40,18 @@ grep -q "^training: step $best of 30" best.txt || fail "checkpoint-best.tzc is n
 "$bin" train --resume r --steps 38 --quiet --sample-tokens 0 || fail "resume"
 [[ $(kept r) == "checkpoint-00000032.tzc checkpoint-00000036.tzc checkpoint-00000038.tzc " ]] ||
   fail "after resume kept: $(kept r)"
+# resume with a lower --keep: the older checkpoint-<step>.tzc files go
+"$bin" train --resume r --steps 40 --keep 1 --quiet --sample-tokens 0 || fail "resume --keep 1"
+[[ -z $(kept r) ]] || fail "after resume --keep 1 kept: $(kept r)"
+# --keep-best with --val-every 0: a notice (the final validation decides), and no 'nan' summary without validation
+"$bin" train --data corpus.txt --vocab-size 300 --n-layer 1 --n-head 2 --d-model 32 -B 4 -T 32 --threads 1 \
+  --sample-tokens 0 --val-batches 2 --steps 4 --val-every 0 --keep-best --run-dir v0 2>v0.err || fail "--val-every 0 --keep-best"
+grep -q 'note: --keep-best with --val-every 0' v0.err || fail "no notice for --keep-best --val-every 0: $(cat v0.err)"
+[[ -f v0/checkpoint-best.tzc ]] || fail "--val-every 0 --keep-best: no checkpoint-best.tzc from the final validation"
+shard=$(ls "$PWD"/.cache/*/train.bin | head -1)
+"$bin" train --train-shards "$shard" --vocab-size 300 --n-layer 1 --n-head 2 --d-model 32 -B 4 -T 32 --threads 1 \
+  --sample-tokens 0 --steps 2 --run-dir nv 2>nv.err || fail "train without validation: $(cat nv.err)"
+grep -q 'no validation' nv.err && ! grep -q 'nan' nv.err || fail "summary without validation: $(grep done: nv.err)"
 
 # SIGKILL at random moments of a run that checkpoints and rotates every step
 RANDOM=11

@@ -64,6 +64,13 @@ usage_case "n_head=5 does not divide d_model=128" "$bin" train --data big.txt --
 [[ ! -e .cache && ! -e nh ]] || fail "--n-head 5: data was prepared (or the run directory made) before the config check"
 usage_case "T=64 is above the model's context max_seq_len=32" "$bin" train --data big.txt --max-seq-len 32 -T 64 --run-dir nh
 [[ ! -e .cache ]] || fail "-T above the context: data was prepared before the check"
+for b in bogus CUDA; do
+  usage_case "unknown backend '$b'" "$bin" train --data big.txt --backend "$b" --run-dir nh
+done
+usage_case "precision: 'fp16' is not one of fp32, bf16" "$bin" train --data big.txt --precision fp16 --run-dir nh
+usage_case "'bf16' is not offered by the cpu backend" "$bin" train --data big.txt --precision bf16 --run-dir nh
+usage_case "unknown backend 'bogus'" "$bin" eval nosuch --data big.txt --backend bogus
+[[ ! -e .cache && ! -e nh ]] || fail "bad --backend / --precision: data was prepared (or the run directory made) before the check"
 
 # ---- --data lists and globs; latest beside the run directory; sample finds it --------------
 head -c 12000 "$src" >part_a.txt

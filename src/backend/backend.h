@@ -232,6 +232,10 @@ struct tz_backend {
  * fp32), else "fp32" or "bf16"; a precision the backend does not offer is an error.
  * Returns NULL with tz_err() set for an unknown or unavailable backend. */
 tz_backend *tz_backend_create(const char *name, int threads, const char *precision);
+/* The name and precision checks of tz_backend_create alone (no device is touched), so that a
+ * command can refuse a bad --backend / --precision before any slow work. 0, or -1 with
+ * tz_err() set. */
+int tz_backend_check(const char *name, const char *precision);
 
 /* The WebGPU backend (src/backend/webgpu): Dawn loaded at run time (TEZGAH_WEBGPU_LIB or
  * the repository's .deps/dawn/). NULL with tz_err() when Dawn or an adapter is missing. */

@@ -164,6 +164,7 @@ int tz_cmd_eval(int argc, char **argv) {
     tz_err("eval: --data SHARDS is required");
     return tz_cli_fail();
   }
+  if (tz_backend_check(backend, precision)) return tz_cli_fail(); /* before tokenizing the text */
   tz_run_file rf;
   if (tz_run_open(model, &rf)) return tz_cli_fail();
   int rc = 1;

@@ -120,6 +120,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   const char *prompt = o->prompt ? o->prompt : "";
   long bad = tz_utf8_invalid_at((const unsigned char *)prompt, strlen(prompt));
   if (bad >= 0) return tz_err("--prompt: invalid UTF-8 at byte %ld", bad);
+  if (tz_backend_check(o->backend, o->precision)) return -1; /* before reading the checkpoint */
   const char *model = o->model ? o->model : default_model();
   if (!model) return tz_err("no model given, and neither runs/latest nor ./latest holds a checkpoint (train one, or give RUN_DIR)");
   if (tz_run_open(model, &rf)) return -1;

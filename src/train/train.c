@@ -266,8 +266,9 @@ static int cmp_int_desc(const void *a, const void *b) {
  * is a complete file or absent). */
 static int rotate(const char *run_dir, const char *ckpt_path, int step, int keep) {
   char name[64];
+  if (keep == 1) keep = 0; /* --keep 1: checkpoint.tzc alone (a run resumed with a lower --keep drops the rest) */
   snprintf(name, sizeof name, "checkpoint-%08d.tzc", step);
-  if (link_as(ckpt_path, run_dir, name)) return -1;
+  if (keep > 0 && link_as(ckpt_path, run_dir, name)) return -1;
   DIR *d = opendir(run_dir);
   if (!d) return 0;
   int *steps = NULL, n = 0, cap = 0;
@@ -304,7 +305,7 @@ static int save(const char *path, tz_model *m, const tz_tokenizer *tok, tz_train
 static int save_and_mark(const char *path, const char *run_dir, int *marked, tz_model *m,
                          const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader) {
   if (save(path, m, tok, st, loader)) return -1;
-  if (st->opts->keep > 1 && rotate(run_dir, path, st->step, st->opts->keep)) return -1;
+  if (st->opts->keep >= 1 && rotate(run_dir, path, st->step, st->opts->keep)) return -1;
   if (!*marked) {
     /* the run's tokenizer beside the checkpoint, in its native format (encode/decode
      * --tokenizer RUN_DIR, Hugging Face tools read tokenizer.json) */
@@ -338,6 +339,7 @@ int tz_train(const tz_train_opts *opts_in) {
   int created_run_dir = 0, latest_marked = 0;
   tz_train_state st;
   tz_train_state_init(&st, &o);
+  if (tz_backend_check(o.backend, o.precision)) goto out; /* a config error: before any slow work */
 
   /* ---- resume: the checkpoint's options and config win over defaults ---- */
   if (o.resume) {
@@ -411,6 +413,25 @@ int tz_train(const tz_train_opts *opts_in) {
       goto out;
     }
   }
+  /* --keep-best needs validation losses: a run on token shards without --val-shards has none */
+  if (o.keep_best && o.train_shards && !o.val_shards) {
+    tz_err("--keep-best: no validation data (give --val-shards with --train-shards), so checkpoint-best.tzc "
+           "would never be written");
+    goto out;
+  }
+  if (o.keep_best && o.val_every <= 0 && !o.quiet)
+    fprintf(stderr, "note: --keep-best with --val-every 0: only the final validation is measured, so "
+                    "checkpoint-best.tzc comes from that one alone\n");
+  /* the backend before the run directory and any slow work (BPE training, tokenizing): a bad
+   * --backend / --precision, or a GPU that is not there, fails first */
+  if (o.profile) {
+    if (strcmp(o.backend, "webgpu") && strcmp(o.backend, "cuda")) {
+      tz_err("--profile needs --backend webgpu or cuda (GPU timestamps)");
+      goto out;
+    }
+    setenv("TEZGAH_PROFILE", "1", 1);
+  }
+  if (!(be = tz_backend_create(o.backend, o.threads, o.precision))) goto out;
   int run_dir_existed = tz_exists(o.run_dir);
   if (!o.resume) { /* never train over another run: its checkpoint and metrics would be lost */
     char *existing = tz_path_join(o.run_dir, TZ_CKPT_FILE);
@@ -476,14 +497,6 @@ int tz_train(const tz_train_opts *opts_in) {
   tz_loader_shuffle(train, o.seed);
 
   /* ---- model ---- */
-  if (o.profile) {
-    if (strcmp(o.backend, "webgpu") && strcmp(o.backend, "cuda")) {
-      tz_err("--profile needs --backend webgpu or cuda (GPU timestamps)");
-      goto out;
-    }
-    setenv("TEZGAH_PROFILE", "1", 1);
-  }
-  if (!(be = tz_backend_create(o.backend, o.threads, o.precision))) goto out;
   if (o.resume || o.init_from) {
     if (tz_run_load_model(&rf, be, &m)) goto out;
   } else {
@@ -659,8 +672,10 @@ int tz_train(const tz_train_opts *opts_in) {
   if (save_and_mark(ckpt_path, o.run_dir, &latest_marked, m, tok, &st, train)) goto out;
   if (final_best && link_as(ckpt_path, o.run_dir, TZ_CKPT_BEST_FILE)) goto out;
   if (!o.quiet) {
-    fprintf(stderr, "done: %d steps, %.0f tok/s this session, final val loss %.4f (ppl %.2f), %d skipped; checkpoint %s\n",
-            st.step, total > 0 ? tokens_done / total : 0.0, last_val, exp(last_val), st.skipped, ckpt_path);
+    char vl[64] = "no validation";
+    if (val) snprintf(vl, sizeof vl, "final val loss %.4f (ppl %.2f)", last_val, exp(last_val));
+    fprintf(stderr, "done: %d steps, %.0f tok/s this session, %s, %d skipped; checkpoint %s\n", st.step,
+            total > 0 ? tokens_done / total : 0.0, vl, st.skipped, ckpt_path);
   }
   if (o.sample_tokens > 0 && tok) {
     tz_sample_opts so;
