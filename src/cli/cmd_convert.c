@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "checkpoint/run_ckpt.h"
 #include "cli/args.h"
@@ -27,7 +28,8 @@ static const char *HELP =
     "  --from llama2c|llmc|hf input format (default: detected; a directory with config.json is\n"
     "                         Hugging Face; files without a magic number are legacy llama2.c)\n"
     "  --to llmc|llama2c|hf   export instead of import\n"
-    "  --out PATH             run directory (import), file (llmc, llama2c) or directory (hf)\n"
+    "  --out PATH             run directory (import), new file (llmc, llama2c) or new/empty\n"
+    "                         directory (hf, written all or nothing); never overwritten\n"
     "  --tokenizer PATH       tokenizer to store in the import / the HF export (llama2.c\n"
     "                         tokenizer.bin, llm.c gpt2_tokenizer.bin, tokenizer.json or gpt2)\n"
     "  --bf16                 llmc export: weights as bf16 (round to nearest even)\n"
@@ -89,11 +91,20 @@ int tz_cmd_convert(int argc, char **argv) {
   tz_run_file rf;
   memset(&rf, 0, sizeof rf);
   if (to) { /* export: any model we can open → llm.c, llama2.c or Hugging Face */
+    if (strcmp(to, "hf") && tz_exists(out)) { /* never replace a file (it may be anything: a corpus, a model) */
+      tz_err("%s: already exists; choose another --out (convert does not overwrite files)", out);
+      goto out;
+    }
     if (tz_run_open(in, &rf)) goto out;
     if (tokp) {
       tz_tok_free(rf.tok);
       rf.tok = NULL;
       if (tz_tok_load_spec(tokp, &rf.tok)) goto out;
+      if (tz_tok_vocab_size(rf.tok) > rf.cfg.vocab_size) {
+        tz_err("--tokenizer: %s has %d tokens but the model's vocab_size is %d", tokp, tz_tok_vocab_size(rf.tok),
+               rf.cfg.vocab_size);
+        goto out;
+      }
     }
     if (!strcmp(to, "hf")) {
       char *c1 = tz_path_join(out, "config.json"), *c2 = tz_path_join(out, "model.safetensors");
@@ -151,11 +162,13 @@ int tz_cmd_convert(int argc, char **argv) {
     free(path);
     goto out_p;
   }
+  int created = !tz_exists(out);
   if (tz_mkdirs(out)) {
     free(path);
     goto out_p;
   }
   int e = tz_run_save(path, m, tok, NULL);
+  if (e && created) rmdir(out); /* no empty run directory left behind by a failed import */
   if (!e) fprintf(stderr, "convert: wrote %s (%s, %d layers, C=%d, V=%d, %zu params)\n", path,
                   cfg.arch == TZ_ARCH_GPT2 ? "gpt2" : "llama", cfg.n_layer, cfg.d_model, cfg.vocab_size, m->lay.total);
   free(path);

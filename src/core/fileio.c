@@ -162,8 +162,9 @@ int tz_write_file_atomic(const char *path, const void *data, size_t n) {
   tz_afile af;
   if (tz_afile_open(&af, path)) return -1;
   if (tz_afile_write(&af, data, n)) {
+    int e = af.failed; /* keep the reason: "No space left on device", "File too large" */
     tz_afile_abort(&af);
-    return tz_err("%s: write failed", path);
+    return tz_err("%s: write failed: %s", path, strerror(e));
   }
   return tz_afile_commit(&af);
 }

@@ -30,7 +30,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "core/fileio.h"
@@ -511,9 +515,98 @@ out:
   return rc;
 }
 
+/* Remove a directory tz_hf_save filled (plain files only, no subdirectories). Best effort. */
+static void remove_flat_dir(const char *d) {
+  DIR *dp = opendir(d);
+  if (dp) {
+    for (struct dirent *e; (e = readdir(dp));) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char *p = tz_path_join(d, e->d_name);
+      unlink(p);
+      free(p);
+    }
+    closedir(dp);
+  }
+  rmdir(d);
+}
+
+/* 1 when d is a directory with no entries. */
+static int dir_is_empty(const char *d) {
+  DIR *dp = opendir(d);
+  if (!dp) return 0;
+  int empty = 1;
+  for (struct dirent *e; empty && (e = readdir(dp));) empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+  closedir(dp);
+  return empty;
+}
+
+static void fsync_parent(const char *path) {
+  char *copy = tz_strdup(path), *slash = strrchr(copy, '/');
+  if (slash == copy) slash[1] = 0;
+  else if (slash) *slash = 0;
+  int fd = open(slash ? copy : ".", O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+  free(copy);
+}
+
+static int hf_write_files(const char *dir, const tz_config *cfg, const float *params, const tz_tokenizer *tok,
+                          char *note, size_t note_len);
+
+/* All or nothing: the files go to a temporary sibling "<dir>.tmp.<pid>" that is renamed to
+ * <dir> once complete (onto a missing or empty directory), and removed on any failure. */
 int tz_hf_save(const char *dir, const tz_config *cfg, const float *params, const tz_tokenizer *tok, char *note,
                size_t note_len) {
   if (note && note_len) note[0] = 0;
+  if (tok && tz_tok_vocab_size(tok) > cfg->vocab_size)
+    return tz_err("%s: the tokenizer has %d tokens but the model's vocab_size is %d", dir, tz_tok_vocab_size(tok),
+                  cfg->vocab_size);
+  char *out = tz_strdup(dir);
+  for (size_t n = strlen(out); n > 1 && out[n - 1] == '/'; n--) out[n - 1] = 0; /* "hf/" → "hf" */
+  struct stat st;
+  if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    tz_err("%s: exists and is not a directory; choose another --out", out);
+    free(out);
+    return -1;
+  }
+  if (stat(out, &st) == 0 && !dir_is_empty(out)) {
+    tz_err("%s: directory is not empty; choose another --out (a new or empty directory)", out);
+    free(out);
+    return -1;
+  }
+  size_t tl = strlen(out) + 32;
+  char *tmp = tz_malloc(tl);
+  snprintf(tmp, tl, "%s.tmp.%ld", out, (long)getpid());
+  remove_flat_dir(tmp); /* a leftover of an earlier process with our pid */
+  int rc = -1;
+  if (!tz_mkdirs(tmp) && !hf_write_files(tmp, cfg, params, tok, note, note_len)) {
+    if (rename(tmp, out) != 0) {
+      int e = errno;
+      tz_err("%s: cannot move the finished export into place: %s", out, strerror(e));
+    } else {
+      fsync_parent(out);
+      rc = 0;
+    }
+  }
+  if (rc) {
+    remove_flat_dir(tmp);
+    const char *m = tz_errmsg(); /* name the files as the user knows them: <dir>/x, not <dir>.tmp.<pid>/x */
+    size_t k = strlen(tmp);
+    if (m && !strncmp(m, tmp, k) && m[k] == '/') {
+      char *rest = tz_strdup(m + k);
+      tz_err("%s%s", out, rest);
+      free(rest);
+    }
+  }
+  free(tmp);
+  free(out);
+  return rc;
+}
+
+static int hf_write_files(const char *dir, const tz_config *cfg, const float *params, const tz_tokenizer *tok,
+                          char *note, size_t note_len) {
   tz_config c = *cfg;
   c.padded_vocab = c.vocab_size;
   float *p = tz_params_relayout(cfg, params, &c);
@@ -539,7 +632,7 @@ int tz_hf_save(const char *dir, const tz_config *cfg, const float *params, const
   int bos = -1, eos = -1;
   if (tok && tz_tok_kind(tok) == TZ_TOKENIZER_LLAMA2C) bos = 1, eos = 2;
   else if (tok) bos = eos = tz_tok_eot(tok);
-  if (tz_mkdirs(dir) || tz_st_write(mpath, outs, n) || write_json(dir, "config.json", config_json(&c, bos, eos)))
+  if (tz_st_write(mpath, outs, n) || write_json(dir, "config.json", config_json(&c, bos, eos)))
     goto out;
   tz_sample_opts so;
   tz_sample_opts_default(&so);
