@@ -585,7 +585,8 @@ int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, in
     size_t bend = pcs[2 * (p1 - 1)] + (pcs[2 * p1 - 1] == EMPTY ? 1 : pcs[2 * p1 - 1]);
     uint32_t *local = tz_malloc((p1 - p0) * 8);
     for (size_t i = p0; i < p1; i++) local[2 * (i - p0)] = pcs[2 * i] - (uint32_t)base, local[2 * (i - p0) + 1] = pcs[2 * i + 1];
-    if (bend > base) put(B[1], 0, text + base, bend - base); /* reads up to 3 bytes past: padded below */
+    /* the whole 4-byte words, then the last partial word zero-padded (never read past the text) */
+    if ((bend - base) / 4) put(B[1], 0, text + base, (bend - base) / 4 * 4);
     if ((bend - base) % 4) {
       uint32_t tail = 0;
       size_t a = (bend - base) / 4 * 4;
