@@ -1,13 +1,17 @@
 /* Tokenizer on WebGPU vs the CPU on one corpus (bench/run_tok_gpu_bench.sh runs it).
  *
- *   bench_tok_gpu CORPUS.txt GPT2_DIR [--vocab N,N] [--no-cpu-train]
+ *   bench_tok_gpu CORPUS.txt GPT2_DIR [--vocab N,N] [--no-cpu-train] [--no-cpu1]
  *
  * Training: tz_tok_train (word counting on all cores, merges on one) vs tz_tok_train_webgpu
- * (same counting, merges on the GPU), tokenizer.json compared byte for byte. Encoding with
- * GPT-2 and with the first trained tokenizer: the CPU encoder on all threads (cold: a fresh
- * tokenizer; warm: best of 2 more calls) vs the GPU encoder (pre-tokenization on the CPU),
- * ids compared. Decoding: CPU vs GPU of the GPT-2 ids. Prints markdown tables and
- * "tokens <name> <count>" lines (the corpus's GPT-2 count, for tiktoken_bench.py). */
+ * (same counting, merges on the GPU), tokenizer.json compared byte for byte. The counting
+ * alone (tz_count_words, shared by both) is timed once, so "merges" columns are the part the
+ * backends do differently. Encoding with the first trained tokenizer and GPT-2 (special tokens
+ * allowed): the CPU encoder on 1 thread (a fresh tokenizer: empty pre-token cache) and on all
+ * threads (cold: a fresh tokenizer; warm: best of 2 more calls, cache filled) vs the GPU
+ * encoder (first call: pipelines and tables built; then best of 2), ids compared; the GPU
+ * path's CPU pre-tokenization and its waits for the GPU are printed beside. Decoding: CPU vs
+ * GPU of the GPT-2 ids. Prints markdown tables and "tokens corpus <count>" (the GPT-2 count,
+ * for tiktoken_bench.py's check). Exits 1 on any difference. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +20,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "tokenizer/tok_internal.h"
 #include "tokenizer/tokenizer.h"
 
 static double now(void) {
@@ -28,25 +33,54 @@ static void die(const char *what) {
   exit(1);
 }
 
-static void encode_rows(const char *name, const char *spec, tz_tokenizer *given, const char *s, size_t n) {
-  double mb = n / 1e6, cold, warm = 1e30, gpu = 1e30, gpu_first;
+/* A fresh copy of t (no encoder contexts, so an empty pre-token cache). */
+static tz_tokenizer *fresh(const char *spec, const tz_tokenizer *t) {
+  tz_tokenizer *c;
+  if (spec) {
+    if (tz_tok_load(spec, &c)) die("load");
+    return c;
+  }
+  char *j;
+  size_t l;
+  if (tz_tok_to_json(t, &j, &l) || tz_tok_load_buf("trained", j, l, &c)) die("copy");
+  free(j);
+  return c;
+}
+
+static double encode_s(const tz_tokenizer *t, const char *s, size_t n, int32_t **ids, size_t *nid) {
+  double t0 = now();
+  if (tz_tok_encode(t, s, n, 1, ids, nid)) die("cpu encode");
+  return now() - t0;
+}
+
+static void encode_rows(const char *name, const char *spec, const tz_tokenizer *given, const char *s, size_t n,
+                        int cpu1) {
+  double mb = n / 1e6, one = 0, cold, warm = 1e30, gpu = 1e30, gpu_first;
   int32_t *a, *b;
   size_t na, nb;
-  tz_tokenizer *t = given;
-  if (!t && tz_tok_load(spec, &t)) die("load");
-  double t0 = now();
-  if (tz_tok_encode(t, s, n, 1, &a, &na)) die("cpu encode");
-  cold = now() - t0;
+  int thr = omp_get_max_threads();
+  if (cpu1) {
+    tz_tokenizer *t1 = fresh(spec, given);
+    omp_set_num_threads(1);
+    one = encode_s(t1, s, n, &a, &na);
+    omp_set_num_threads(thr);
+    free(a);
+    tz_tok_free(t1);
+  }
+  tz_tokenizer *t = fresh(spec, given);
+  cold = encode_s(t, s, n, &a, &na);
   for (int k = 0; k < 2; k++) {
     int32_t *x;
     size_t nx;
-    t0 = now();
-    if (tz_tok_encode(t, s, n, 1, &x, &nx)) die("cpu encode");
-    double dt = now() - t0;
+    double dt = encode_s(t, s, n, &x, &nx);
     if (dt < warm) warm = dt;
+    if (nx != na || memcmp(x, a, na * sizeof *a)) {
+      fprintf(stderr, "bench_tok_gpu: %s: cpu ids differ between calls\n", name);
+      exit(1);
+    }
     free(x);
   }
-  t0 = now();
+  double t0 = now();
   if (tz_tok_encode_webgpu(t, s, n, 1, &b, &nb)) die("webgpu encode");
   gpu_first = now() - t0;
   if (na != nb || memcmp(a, b, na * sizeof *a)) {
@@ -54,18 +88,26 @@ static void encode_rows(const char *name, const char *spec, tz_tokenizer *given,
     exit(1);
   }
   free(b);
+  tz_tok_gpu_enc_stats es, best = {0};
   for (int k = 0; k < 2; k++) {
     t0 = now();
     if (tz_tok_encode_webgpu(t, s, n, 1, &b, &nb)) die("webgpu encode");
     double dt = now() - t0;
-    if (dt < gpu) gpu = dt;
+    tz_tok_webgpu_encode_stats(&es);
+    if (dt < gpu) gpu = dt, best = es;
+    if (nb != na || memcmp(a, b, na * sizeof *a)) {
+      fprintf(stderr, "bench_tok_gpu: %s: webgpu ids differ on a repeated call\n", name);
+      exit(1);
+    }
     free(b);
   }
-  /* pre-tokenization alone (the CPU share of the GPU path) */
-  printf("| %s | %.1f | %zu | %.1f | %.1f | %.1f | %.1f | identical |\n", name, mb, na, mb / cold, mb / warm,
-         mb / gpu_first, mb / gpu);
+  char c1[32] = "-";
+  if (cpu1) snprintf(c1, sizeof c1, "%.1f", mb / one);
+  printf("| %s | %.1f | %zu | %s | %.1f | %.1f | %.1f | **%.1f** | %.2f / %.2f / %u | %.2fx | identical |\n", name, mb, na,
+         c1, mb / cold, mb / warm, mb / gpu_first, mb / gpu, best.pretok_s, best.wait_s, best.batches,
+         warm / gpu);
   fflush(stdout);
-  if (!given) {
+  if (spec) {
     char *d1, *d2;
     size_t l1, l2;
     t0 = now();
@@ -83,21 +125,22 @@ static void encode_rows(const char *name, const char *spec, tz_tokenizer *given,
     printf("tokens corpus %zu\n\n", na);
     free(d1);
     free(d2);
-    tz_tok_free(t);
   }
+  tz_tok_free(t);
   free(a);
 }
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s CORPUS.txt GPT2_DIR [--vocab N,N] [--no-cpu-train]\n", argv[0]);
+    fprintf(stderr, "usage: %s CORPUS.txt GPT2_DIR [--vocab N,N] [--no-cpu-train] [--no-cpu1]\n", argv[0]);
     return 2;
   }
   const char *vocabs = "8192,32768";
-  int cpu_train = 1;
+  int cpu_train = 1, cpu1 = 1;
   for (int i = 3; i < argc; i++) {
     if (!strcmp(argv[i], "--vocab") && i + 1 < argc) vocabs = argv[++i];
     else if (!strcmp(argv[i], "--no-cpu-train")) cpu_train = 0;
+    else if (!strcmp(argv[i], "--no-cpu1")) cpu1 = 0;
     else {
       fprintf(stderr, "bench_tok_gpu: unknown argument '%s'\n", argv[i]);
       return 2;
@@ -107,17 +150,27 @@ int main(int argc, char **argv) {
   size_t n;
   if (tz_read_file(argv[1], &s, &n)) die("read");
   if (!tz_tok_webgpu_available()) die("webgpu");
-  printf("corpus %s: %.1f MB; %d CPU threads; GPU: %s\n\n", argv[1], n / 1e6, omp_get_max_threads(),
-         tz_tok_webgpu_device());
-  printf("| training | vocab | cpu s | webgpu s | speedup | merges | bans | submissions | words | output |\n");
-  printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  int thr = omp_get_max_threads();
+  printf("corpus %s: %.1f MB; %d CPU threads; GPU: %s\n\n", argv[1], n / 1e6, thr, tz_tok_webgpu_device());
+  /* the word counting both trainers share */
+  double t0 = now();
+  tz_wordcount wc;
+  if (tz_count_words(s, n, &wc)) die("count");
+  double count_s = now() - t0;
+  printf("word counting (GPT-2 pre-tokenization, %d threads, shared by both trainers): %.2f s, %zu unique words\n\n",
+         thr, count_s, wc.words.n);
+  tz_wordcount_free(&wc);
+  printf("| training | vocab | cpu %d thr s | cpu merges s | webgpu s | webgpu upload s | webgpu merges s | speedup | "
+         "merges speedup | merges | bans | submissions | words | output |\n",
+         thr);
+  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   tz_tokenizer *first = NULL;
   char buf[256];
   snprintf(buf, sizeof buf, "%s", vocabs);
   for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
     int v = atoi(tok);
     tz_tokenizer *a = NULL, *b;
-    double tc = 0, t0;
+    double tc = 0;
     if (cpu_train) {
       t0 = now();
       if (tz_tok_train(s, n, v, &a)) die("cpu train");
@@ -136,19 +189,43 @@ int main(int argc, char **argv) {
       free(ja);
       free(jb);
     }
-    printf("| corpus | %d | %.2f | %.2f | %.2fx | %u | %u | %u | %llu | %s |\n", v, tc, tg, tc > 0 ? tc / tg : 0,
-           st.merges, st.bans, st.submissions, (unsigned long long)st.words, same);
+    double cm = tc - count_s;
+    printf("| corpus | %d | %.2f | %.2f | **%.2f** | %.2f | %.2f | %.2fx | %.2fx | %u | %u | %u | %llu | %s |\n", v, tc, cm, tg,
+           st.upload_s, st.merge_s, tc > 0 ? tc / tg : 0, cm > 0 ? cm / st.merge_s : 0, st.merges, st.bans,
+           st.submissions, (unsigned long long)st.words, same);
     fflush(stdout);
     if (a && strcmp(same, "identical")) return 1;
+    { /* the same with the previous pair-block refresh (one thread per block), for comparison */
+      tz_tokenizer *c;
+      tz_tok_gpu_stats s2;
+      setenv("TEZGAH_TOK_GPU_REFRESH", "serial", 1);
+      t0 = now();
+      if (tz_tok_train_webgpu(s, n, v, &c, &s2)) die("webgpu train (serial refresh)");
+      double t2 = now() - t0;
+      unsetenv("TEZGAH_TOK_GPU_REFRESH");
+      char *jb, *jc;
+      size_t lb, lc;
+      if (tz_tok_to_json(b, &jb, &lb) || tz_tok_to_json(c, &jc, &lc)) die("json");
+      int same2 = lb == lc && !memcmp(jb, jc, lb);
+      printf("| corpus, webgpu serial refresh | %d | | | %.2f | %.2f | %.2f | %.2fx | %.2fx | %u | %u | %u | %llu | %s |\n", v,
+             t2, s2.upload_s, s2.merge_s, tc > 0 ? tc / t2 : 0, cm > 0 ? cm / s2.merge_s : 0, s2.merges, s2.bans,
+             s2.submissions, (unsigned long long)s2.words, same2 ? "identical" : "DIFFERENT");
+      fflush(stdout);
+      free(jb);
+      free(jc);
+      tz_tok_free(c);
+      if (!same2) return 1;
+    }
     tz_tok_free(a);
     if (!first) first = b;
     else tz_tok_free(b);
   }
-  printf("\n| encode | MB | tokens | cpu %d thr cold MB/s | cpu warm MB/s | webgpu first MB/s | webgpu MB/s | ids |\n",
-         omp_get_max_threads());
-  printf("|---|---|---|---|---|---|---|---|\n");
-  if (first) encode_rows("trained (first vocab)", NULL, first, s, n);
-  encode_rows("gpt2", argv[2], NULL, s, n);
+  printf("\n| encode | MB | tokens | cpu 1 thr MB/s | cpu %d thr cold MB/s | cpu %d thr warm MB/s | webgpu first MB/s | "
+         "webgpu MB/s | webgpu pretok s / wait s / batches | webgpu vs cpu warm | ids |\n",
+         thr, thr);
+  printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  if (first) encode_rows("trained (first vocab)", NULL, first, s, n, cpu1);
+  encode_rows("gpt2", argv[2], NULL, s, n, cpu1);
   tz_tok_free(first);
   free(s);
   return 0;

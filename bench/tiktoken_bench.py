@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """tiktoken's GPT-2 encoding (r50k_base) on the same files as bench_tokenizer, same table shape.
 
-    python3 bench/tiktoken_bench.py GPT2_DIR SHAKESPEARE.txt KJV.txt [--threads N]
+    python3 bench/tiktoken_bench.py GPT2_DIR SHAKESPEARE.txt KJV.txt [--threads N] [--once] [--local]
+    python3 bench/tiktoken_bench.py GPT2_DIR CORPUS.txt [--threads N] [--once] [--local]
 
 1 thread: Encoding.encode_ordinary(text). N threads: encode_ordinary_batch over chunks of the
 text cut where tezgah's parallel encoder cuts ("X\\nY" with X, Y printable ASCII: a pre-token
 boundary that does not depend on the surrounding text), so the token count must equal the
 serial one (checked). Cold = first call; warm = best of 3 more (tiktoken keeps no cache across
 calls, so they should agree). Uses tiktoken.get_encoding("r50k_base") when its file is cached,
-otherwise builds the same encoding from GPT2_DIR's encoder.json (no network needed).
+otherwise builds the same encoding from GPT2_DIR's encoder.json (no network needed; --local
+always does, so a machine without network never waits on a download). --once: the cold call
+only (warm columns "-"), for corpora of hundreds of MB. With one file its row is "corpus".
 Prints lines "tokens <name> <count>" for bench/run_tokenizer_bench.sh.
 """
 import json
@@ -33,8 +36,10 @@ def bytes_to_unicode():
     return dict(zip(bs, (chr(c) for c in cs)))
 
 
-def load_encoding(gpt2_dir):
+def load_encoding(gpt2_dir, local=False):
     try:
+        if local:
+            raise RuntimeError("--local")
         return tiktoken.get_encoding("r50k_base"), "tiktoken r50k_base"
     except Exception as e:  # offline: build it from encoder.json (ranks = GPT-2 ids)
         inv = {c: b for b, c in bytes_to_unicode().items()}
@@ -77,17 +82,24 @@ def main():
         i = args.index("--threads")
         nthreads = int(args[i + 1])
         del args[i:i + 2]
-    if len(args) != 3:
+    once = "--once" in args
+    local = "--local" in args
+    args = [a for a in args if a not in ("--once", "--local")]
+    if len(args) not in (2, 3):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
-    enc, what = load_encoding(args[0])
+    enc, what = load_encoding(args[0], local)
+    files = (("tinyshakespeare", args[1]), ("kjv", args[2])) if len(args) == 3 else (("corpus", args[1]),)
     print(f"{what} {tiktoken.__version__ if hasattr(tiktoken, '__version__') else ''}, {nthreads} threads\n")
     print(f"| input | MB | tokens | 1 thread MB/s | {nthreads} threads MB/s | 1 thread warm MB/s | {nthreads} threads warm MB/s |")
     print("|---|---|---|---|---|---|---|")
     counts = {}
-    for name, path in (("tinyshakespeare", args[1]), ("kjv", args[2])):
+    for name, path in files:
         data = open(path, "rb").read()
-        text = data.decode("utf-8")
+        # tiktoken encodes str: invalid UTF-8 (Latin-1 changelogs in the Debian corpus) becomes
+        # U+FFFD first, and the row's MB are those of the repaired text
+        text = data.decode("utf-8", errors="replace")
+        data = text.encode("utf-8")
         parts = chunks(data, nthreads)
         assert "".join(parts) == text
         res = []
@@ -96,15 +108,16 @@ def main():
             t0 = time.perf_counter()
             n = fn()
             cold = time.perf_counter() - t0
-            warm = min(time_it(fn) for _ in range(3))
+            warm = None if once else min(time_it(fn) for _ in range(3))
             res.append((n, cold, warm))
         if res[0][0] != res[1][0]:
             print(f"tiktoken: batch over chunks gave {res[1][0]} tokens, whole text {res[0][0]}", file=sys.stderr)
             sys.exit(1)
         mb = len(data) / 1e6
         counts[name] = res[0][0]
-        print(f"| {name} | {mb:.2f} | {res[0][0]} | {mb / res[0][1]:.1f} | {mb / res[1][1]:.1f} | "
-              f"{mb / res[0][2]:.1f} | {mb / res[1][2]:.1f} |")
+        w = ["-" if x[2] is None else f"{mb / x[2]:.1f}" for x in res]
+        print(f"| {name} | {mb:.2f} | {res[0][0]} | {mb / res[0][1]:.1f} | {mb / res[1][1]:.1f} | {w[0]} | {w[1]} |",
+              flush=True)
     print()
     for name, n in counts.items():
         print(f"tokens {name} {n}")

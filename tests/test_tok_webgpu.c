@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include <cjson/cJSON.h>
+#include <omp.h>
 
 #include "core/error.h"
 #include "core/fileio.h"
@@ -217,7 +218,21 @@ static void test_encode_gpt2(void **state) {
   cJSON_Delete(root);
   free(js);
   free(p);
-  if (g_shakes) same_encoding(t, "gpt2 tinyshakespeare (300 kB)", g_shakes, 300000, 1);
+  if (g_shakes) {
+    same_encoding(t, "gpt2 tinyshakespeare (300 kB)", g_shakes, 300000, 1);
+    /* the encoder's CPU/GPU pipeline over many segments and batches (4 threads: spans of
+     * 64 KiB, one segment each), two batches in flight: the ids must come back in order */
+    int thr = omp_get_max_threads();
+    omp_set_num_threads(4);
+    setenv("TEZGAH_TOK_GPU_SEGMENT", "1", 1);
+    same_encoding(t, "gpt2 tinyshakespeare, 64 KiB segments", g_shakes, g_shakes_len, 1);
+    tz_tok_gpu_enc_stats es;
+    tz_tok_webgpu_encode_stats(&es);
+    print_message("segments: %u segments, %u batches\n", es.segments, es.batches);
+    assert_true(es.batches >= 8);
+    unsetenv("TEZGAH_TOK_GPU_SEGMENT");
+    omp_set_num_threads(thr);
+  }
   tz_tok_free(t);
 }
 

@@ -114,6 +114,10 @@ size_t tz_text_spans(const char *text, size_t len, const char *eot, size_t eotn,
  * length 0xffffffff marks an <|endoftext|> (allow_special). Needs len < 4 GiB. */
 int tz_pretok_pieces(const tz_tokenizer *t, const char *text, size_t len, int allow_special, uint32_t **pcs,
                      size_t *npcs);
+/* The same for the spans sp[0..nsp) of text only (offsets relative to text), OpenMP over the
+ * spans with nthr threads; an EOT piece follows each span with eot_after. */
+int tz_pretok_spans(const tz_tokenizer *t, const char *text, const tz_span *sp, size_t nsp, int nthr, uint32_t **pcs,
+                    size_t *npcs);
 /* Unique pre-tokens ("words") of a training text and their counts: documents split at
  * <|endoftext|>, pre-tokenized in parallel chunks (OpenMP), counted per thread and merged. The
  * order of the words depends on the thread count; their set and counts do not. */

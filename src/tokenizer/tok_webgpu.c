@@ -18,6 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "backend/webgpu/webgpu_api.h"
 #include "core/error.h"
@@ -303,6 +307,12 @@ static int too_big(const char *what, uint64_t bytes) {
                 what, (unsigned long long)bytes, (unsigned long long)G.lim.maxStorageBufferBindingSize);
 }
 
+static double wall(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* ---- training ---- */
 
 #define ITERS 128 /* merge iterations per submission */
@@ -313,8 +323,10 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
     return tz_err("webgpu tokenizer: vocab size %d out of range (257..65536)", vocab_size);
   if (len >= (1u << 31)) return tz_err("webgpu tokenizer: corpus of %zu bytes is above 2 GiB", len);
   if (!tz_tok_webgpu_available()) return -1;
+  double t0 = wall();
   tz_wordcount wc;
   if (tz_count_words(text, len, &wc)) return -1;
+  double t1 = wall(), t2 = t1;
   /* words that can hold a pair (length >= 2) */
   size_t nw = 0, nsym = 0, npos = 0;
   for (size_t w = 0; w < wc.words.n; w++)
@@ -400,7 +412,9 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
   put(B[7], 0, voc, vwords * 4);
   free(sym), free(words), free(act), free(voc);
   const char *F = "bpe_train";
-  tg_pipe *p_count = pipeline(F, "count_pairs"), *p_ref = pipeline(F, "refresh"), *p_sa = pipeline(F, "select_a"),
+  const char *rf = getenv("TEZGAH_TOK_GPU_REFRESH");
+  int serial = rf && !strcmp(rf, "serial"); /* the one-thread-per-block refresh (A/B in the bench) */
+  tg_pipe *p_count = pipeline(F, "count_pairs"), *p_ref = pipeline(F, serial ? "refresh_serial" : "refresh"), *p_sa = pipeline(F, "select_a"),
           *p_sb = pipeline(F, "select_b"), *p_ap = pipeline(F, "apply"), *p_cp = pipeline(F, "compact"),
           *p_cf = pipeline(F, "compact_fin");
   int32_t *merges = NULL;
@@ -413,15 +427,16 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
   tg_pipe *pp[7] = {p_count, p_ref, p_sa, p_sb, p_ap, p_cp, p_cf};
   for (int i = 0; i < 7; i++) bg[i] = bind(pp[i], ub, sizeof u, B, 9);
   if ((rc = check_dev("training setup"))) goto release;
+  t2 = wall();
   for (int first = 1;; first = 0) {
     WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
     WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
-    uint64_t wg_words = ((uint64_t)n_act + 255) / 256, wg_blk = (nblk + 255) / 256;
+    uint64_t wg_words = ((uint64_t)n_act + 255) / 256;
     if (first) dispatch(pass, p_count, bg[0], wg_words);
     uint32_t left = V - 1 - st[0];
     uint32_t k = left + 4 < ITERS ? left + 4 : ITERS;
     for (uint32_t i = 0; i < k; i++) {
-      dispatch(pass, p_ref, bg[1], wg_blk);
+      dispatch(pass, p_ref, bg[1], serial ? (nblk + 255) / 256 : nblk);
       dispatch(pass, p_sa, bg[2], wg_sel);
       dispatch(pass, p_sb, bg[3], 1);
       dispatch(pass, p_ap, bg[4], wg_words);
@@ -451,6 +466,9 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
         stats->submissions = subs;
         stats->words = nw;
         stats->pair_slots = pcap;
+        stats->count_s = t1 - t0;
+        stats->upload_s = t2 - t1;
+        stats->merge_s = wall() - t2;
       }
       rc = tz_tok_from_trained_merges(merges, (int)nm, out);
     }
@@ -520,51 +538,138 @@ static int build_tables(const tz_tokenizer *t, enc_tables *e) {
 }
 
 #define SHORT 64
+/* Text bytes pre-tokenized per step of the encoder's CPU/GPU pipeline (env
+ * TEZGAH_TOK_GPU_SEGMENT overrides: the tests use small segments to reach many batches). */
+#define SEGMENT (16u << 20)
+
+static tz_tok_gpu_enc_stats last_enc;
+
+void tz_tok_webgpu_encode_stats(tz_tok_gpu_enc_stats *out) { *out = last_enc; }
+
+/* A buffer of at least `need` bytes: kept when large enough, else replaced (1.25x slack). */
+static void ensure(WGPUBuffer *b, uint64_t *have, uint64_t need, WGPUBufferUsage usage, const char *label) {
+  if (*b && *have >= need) return;
+  drop(b);
+  *have = need + need / 4 + 16;
+  *b = mkbuf(*have, usage, label);
+}
+
+/* One batch in flight: its readback buffer (mapped when done) and where its ids go. */
+typedef struct {
+  WGPUBuffer rb;
+  uint64_t rb_size, mapped_size;
+  int busy, st;
+  long seq;
+  WGPUFuture fut;
+} enc_slot;
+
+typedef struct {
+  int32_t *v;
+  size_t n, cap;
+} id_vec;
+
+/* Wait for slot s's batch, append its ids to out. */
+static int finish_slot(enc_slot *s, id_vec *out) {
+  if (!s->busy) return 0;
+  s->busy = 0;
+  double t0 = wall();
+  int rc = 0;
+  if (wait_future(s->fut) || s->st != 1) {
+    rc = check_dev("encode readback");
+    if (!rc) rc = tz_err("webgpu tokenizer: encode readback failed");
+    last_enc.wait_s += wall() - t0;
+    return rc;
+  }
+  last_enc.wait_s += wall() - t0;
+  const uint32_t *p = W.wgpuBufferGetConstMappedRange(s->rb, 0, s->mapped_size);
+  if (!p) rc = tz_err("webgpu tokenizer: encode readback has no mapped range");
+  else if ((uint64_t)p[0] + 1 > s->mapped_size / 4) rc = tz_err("webgpu tokenizer: encode produced %u ids, above its bound", p[0]);
+  else {
+    size_t n = p[0];
+    if (out->n + n > out->cap) {
+      while (out->n + n > out->cap) out->cap = out->cap ? out->cap * 2 : 1u << 16;
+      out->v = tz_realloc(out->v, out->cap * sizeof *out->v);
+    }
+    memcpy(out->v + out->n, p + 1, n * 4);
+    out->n += n;
+  }
+  W.wgpuBufferUnmap(s->rb);
+  return rc ? rc : check_dev("encode readback");
+}
+
+/* Finish both slots, the older batch first (ids stay in text order). */
+static int finish_all(enc_slot *S, id_vec *out) {
+  int a = S[0].seq <= S[1].seq ? 0 : 1;
+  int rc = finish_slot(&S[a], out);
+  int rc2 = finish_slot(&S[1 - a], out);
+  return rc ? rc : rc2;
+}
 
 int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, int allow_special, int32_t **ids,
                          size_t *n_ids) {
   *ids = NULL;
   *n_ids = 0;
+  double t_start = wall();
+  memset(&last_enc, 0, sizeof last_enc);
+  if (len >= 0xffffffffu) return tz_err("tokenizer: text of %zu bytes is too long for 32-bit piece offsets", len);
   if (!tz_tok_webgpu_available()) return -1;
   enc_tables tb;
   if (build_tables(t, &tb)) return -1;
-  uint32_t *pcs;
-  size_t np;
-  if (tz_pretok_pieces(t, text, len, allow_special, &pcs, &np)) {
-    free(tb.v);
-    return -1;
-  }
-  /* batches of pieces: at most `cap` bytes of text each */
+  int nthr = 1;
+#ifdef _OPENMP
+  if (!omp_in_parallel()) nthr = omp_get_max_threads();
+#endif
+  uint64_t seg = SEGMENT;
+  const char *env = getenv("TEZGAH_TOK_GPU_SEGMENT");
+  if (env && atoll(env) > 0) seg = (uint64_t)atoll(env);
+  const char *eot = t->eot >= 0 && allow_special ? t->tok[t->eot] : NULL;
+  size_t eotn = eot ? t->tok_len[t->eot] : 0;
+  tz_span *sp;
+  size_t nsp = tz_text_spans(text, len, eot, eotn, nthr, &sp);
+  /* a batch holds at most `cap` bytes of text and as many pieces (pieces are >= 1 byte, an EOT
+   * piece 13): its ids (<= 1 per byte) and the per-byte id slots must fit one binding */
   uint64_t lim = G.lim.maxStorageBufferBindingSize < G.lim.maxBufferSize ? G.lim.maxStorageBufferBindingSize
                                                                          : G.lim.maxBufferSize;
-  uint64_t cap = lim / 4 < (64u << 20) ? lim / 4 : (64u << 20); /* ids (4 bytes per text byte) must fit */
-  if (cap > 8 * (uint64_t)len + (1u << 16)) cap = 8 * (uint64_t)len + (1u << 16);
-  uint64_t pcap_b = cap * 2 < lim / 8 ? cap * 2 : lim / 8; /* pieces per batch (<= bytes; EOT pieces are 13) */
+  uint64_t cap = lim / 4 - 16 < (64u << 20) ? lim / 4 - 16 : (64u << 20);
+  const WGPUBufferUsage SU = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
   WGPUBuffer ub = mkbuf(sizeof tb.u, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "bpe uniforms");
-  WGPUBuffer B[7];
+  WGPUBuffer B[8] = {0};
+  uint64_t bs[8] = {0};
   B[0] = sbuf(tb.n * 4 + 4, "bpe tables");
-  B[1] = sbuf(cap + 16, "bpe text");
-  B[2] = sbuf(pcap_b * 8, "bpe pieces");
-  B[3] = sbuf(cap * 4 + 16, "bpe ids");
-  B[4] = sbuf(pcap_b * 4, "bpe counts");
-  B[5] = NULL;
-  B[6] = NULL;
   put(B[0], 0, tb.v, tb.n * 4);
   free(tb.v);
-  tg_pipe *ps = pipeline("bpe_encode", "encode_short"), *pl = pipeline("bpe_encode", "encode_long");
-  int rc = (!ps || !pl) ? -1 : 0;
-  size_t total = 0;
-  for (size_t i = 0; i < np; i++) total += pcs[2 * i + 1] == EMPTY ? 1 : pcs[2 * i + 1];
-  int32_t *res = tz_malloc((total ? total : 1) * sizeof *res);
-  size_t nres = 0;
-  uint32_t *lng = NULL, *outv = tz_malloc(cap * 4 + 16), *cntv = tz_malloc(pcap_b * 4 + 16);
-  size_t lcap = 0;
-  uint64_t scr_size = 0;
-  for (size_t p0 = 0; p0 < np && !rc;) {
-    /* batch [p0, p1) */
-    size_t base = pcs[2 * p0], p1 = p0, nl = 0;
+  const char *names[5] = {"encode_short", "encode_long", "enc_bsum", "enc_bscan", "enc_scatter"};
+  tg_pipe *P[5];
+  int rc = 0;
+  for (int i = 0; i < 5; i++)
+    if (!(P[i] = pipeline("bpe_encode", names[i]))) rc = -1;
+  enc_slot S[2];
+  memset(S, 0, sizeof S);
+  id_vec out = {0};
+  uint32_t *pcs = NULL, *lng = NULL, *local = NULL;
+  size_t np = 0, pi = 0, si = 0, lcap = 0, loc_cap = 0;
+  long seq = 0;
+  for (;;) {
+    if (rc) break;
+    if (pi == np) { /* next segment: spans up to `seg` bytes, pre-tokenized on all cores while
+                     * the GPU encodes the batch just submitted */
+      free(pcs);
+      pcs = NULL;
+      np = pi = 0;
+      if (si == nsp) break;
+      size_t sj = si + 1;
+      while (sj < nsp && sp[sj].b - sp[si].a <= seg) sj++;
+      double t0 = wall();
+      rc = tz_pretok_spans(t, text, sp + si, sj - si, nthr, &pcs, &np);
+      last_enc.pretok_s += wall() - t0;
+      last_enc.segments++;
+      si = sj;
+      continue;
+    }
+    /* batch [p0, p1) of the segment's pieces */
+    size_t p0 = pi, base = pcs[2 * p0], p1 = p0, nl = 0;
     uint64_t scr_need = 0;
-    while (p1 < np && p1 - p0 < pcap_b) {
+    while (p1 < np && p1 - p0 < cap) {
       uint32_t L = pcs[2 * p1 + 1], n = L == EMPTY ? 1 : L; /* an EOT writes its id at its start */
       if (pcs[2 * p1] + (uint64_t)n - base > cap) break;
       if (L != EMPTY && L > SHORT) {
@@ -581,58 +686,77 @@ int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, in
                   (unsigned long long)cap);
       break;
     }
-    if ((rc = too_big("the long pre-tokens' scratch", scr_need * 4))) break;
-    size_t bend = pcs[2 * (p1 - 1)] + (pcs[2 * p1 - 1] == EMPTY ? 1 : pcs[2 * p1 - 1]);
-    uint32_t *local = tz_malloc((p1 - p0) * 8);
+    if ((rc = too_big("the long pre-tokens' scratch", scr_need * 4 + 64))) break;
+    size_t npb = p1 - p0, bytes = pcs[2 * (p1 - 1)] + (pcs[2 * p1 - 1] == EMPTY ? 1 : pcs[2 * p1 - 1]) - base;
+    uint64_t nblocks = (npb + 4095) / 4096;
+    /* this slot's previous batch must be done before its readback buffer is reused, and the
+     * work buffers may only be replaced while nothing is in flight */
+    enc_slot *s = &S[seq % 2];
+    if ((rc = finish_slot(s, &out))) break;
+    uint64_t need[8] = {0, bytes + 16, npb * 8 + 16, bytes * 4 + 16, (npb + nblocks + 2) * 4, nl * 8 + 16,
+                        scr_need * 4 + 64, bytes * 4 + 32};
+    int grow = 0;
+    for (int i = 1; i < 8; i++) grow |= !B[i] || bs[i] < need[i];
+    if (grow && (rc = finish_all(S, &out))) break;
+    const char *lab[8] = {"", "bpe text", "bpe pieces", "bpe ids", "bpe counts", "bpe long pieces", "bpe scratch",
+                          "bpe compacted ids"};
+    for (int i = 1; i < 8; i++) ensure(&B[i], &bs[i], need[i], SU, lab[i]);
+    ensure(&s->rb, &s->rb_size, need[7], WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "bpe ids readback");
+    if (npb > loc_cap) loc_cap = npb + npb / 4, local = tz_realloc(local, loc_cap * 8);
     for (size_t i = p0; i < p1; i++) local[2 * (i - p0)] = pcs[2 * i] - (uint32_t)base, local[2 * (i - p0) + 1] = pcs[2 * i + 1];
     /* the whole 4-byte words, then the last partial word zero-padded (never read past the text) */
-    if ((bend - base) / 4) put(B[1], 0, text + base, (bend - base) / 4 * 4);
-    if ((bend - base) % 4) {
+    if (bytes / 4) put(B[1], 0, text + base, bytes / 4 * 4);
+    if (bytes % 4) {
       uint32_t tail = 0;
-      size_t a = (bend - base) / 4 * 4;
-      memcpy(&tail, text + base + a, bend - base - a);
+      size_t a = bytes / 4 * 4;
+      memcpy(&tail, text + base + a, bytes - a);
       W.wgpuQueueWriteBuffer(G.queue, B[1], a, &tail, 4);
     }
-    put(B[2], 0, local, (p1 - p0) * 8);
-    free(local);
-    if (scr_need + 16 > scr_size) {
-      drop(&B[6]);
-      scr_size = scr_need + 16;
-      B[6] = sbuf(scr_size * 4, "bpe scratch");
-    }
-    drop(&B[5]);
-    B[5] = sbuf(nl * 8 + 16, "bpe long pieces");
+    put(B[2], 0, local, npb * 8);
     put(B[5], 0, lng, nl * 8);
-    tb.u[7] = (uint32_t)(p1 - p0);
+    tb.u[7] = (uint32_t)npb;
     tb.u[8] = (uint32_t)nl;
+    tb.u[11] = (uint32_t)nblocks;
     put(ub, 0, tb.u, sizeof tb.u);
-    WGPUBindGroup g1 = bind(ps, ub, sizeof tb.u, B, 7), g2 = bind(pl, ub, sizeof tb.u, B, 7);
+    WGPUBindGroup g[5];
+    for (int i = 0; i < 5; i++) g[i] = bind(P[i], ub, sizeof tb.u, B, 8);
     WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
     WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
-    dispatch(pass, ps, g1, (p1 - p0 + 63) / 64);
-    dispatch(pass, pl, g2, (nl + 63) / 64);
+    dispatch(pass, P[0], g[0], (npb + 63) / 64);
+    dispatch(pass, P[1], g[1], (nl + 63) / 64);
+    dispatch(pass, P[2], g[2], nblocks);
+    dispatch(pass, P[3], g[3], 1);
+    dispatch(pass, P[4], g[4], nblocks);
     W.wgpuComputePassEncoderEnd(pass);
     W.wgpuComputePassEncoderRelease(pass);
-    rc = read_back(enc, B[4], 0, cntv, (p1 - p0) * 4);
-    if (!rc) rc = read_back(NULL, B[3], 0, outv, (bend - base) * 4);
-    W.wgpuBindGroupRelease(g1);
-    W.wgpuBindGroupRelease(g2);
-    for (size_t i = p0; i < p1 && !rc; i++) {
-      uint32_t c = cntv[i - p0], s = pcs[2 * i] - (uint32_t)base;
-      memcpy(res + nres, outv + s, (size_t)c * 4);
-      nres += c;
-    }
-    p0 = p1;
+    s->mapped_size = (bytes + 1) * 4;
+    W.wgpuCommandEncoderCopyBufferToBuffer(enc, B[7], 0, s->rb, 0, s->mapped_size);
+    WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
+    W.wgpuQueueSubmit(G.queue, 1, &cb);
+    W.wgpuCommandBufferRelease(cb);
+    W.wgpuCommandEncoderRelease(enc);
+    for (int i = 0; i < 5; i++) W.wgpuBindGroupRelease(g[i]);
+    s->st = 0;
+    WGPUBufferMapCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_mapped, &s->st, NULL};
+    s->fut = W.wgpuBufferMapAsync(s->rb, WGPUMapMode_Read, 0, s->mapped_size, ci);
+    s->busy = 1;
+    s->seq = seq++;
+    last_enc.batches++;
+    pi = p1;
   }
-  free(lng), free(outv), free(cntv), free(pcs);
+  int rc2 = finish_all(S, &out);
+  if (!rc) rc = rc2;
+  free(sp), free(pcs), free(lng), free(local);
   drop(&ub);
-  for (int i = 0; i < 7; i++) drop(&B[i]);
+  for (int i = 0; i < 8; i++) drop(&B[i]);
+  for (int i = 0; i < 2; i++) drop(&S[i].rb);
+  last_enc.total_s = wall() - t_start;
   if (rc) {
-    free(res);
+    free(out.v);
     return -1;
   }
-  *ids = res;
-  *n_ids = nres;
+  *ids = out.v ? out.v : tz_malloc(sizeof(int32_t));
+  *n_ids = out.n;
   return 0;
 }
 
@@ -658,7 +782,7 @@ int tz_tok_decode_webgpu(const tz_tokenizer *t, const int32_t *ids, size_t n, ch
   tb.u[10] = (uint32_t)n;
   tb.u[11] = (uint32_t)nblocks;
   WGPUBuffer ub = mkbuf(sizeof tb.u, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "bpe uniforms");
-  WGPUBuffer B[7] = {0};
+  WGPUBuffer B[8] = {0};
   B[0] = sbuf(tb.n * 4 + 4, "bpe tables");
   B[1] = sbuf(16, "bpe text");
   B[2] = sbuf(16, "bpe pieces");
@@ -666,6 +790,7 @@ int tz_tok_decode_webgpu(const tz_tokenizer *t, const int32_t *ids, size_t n, ch
   B[4] = sbuf(nblocks * 4 + 4, "bpe block sums");
   B[5] = sbuf(16, "bpe long pieces");
   B[6] = sbuf(16, "bpe scratch");
+  B[7] = sbuf(16, "bpe compacted ids");
   put(B[0], 0, tb.v, tb.n * 4);
   free(tb.v);
   put(B[3], 0, ids, n * 4);
@@ -676,7 +801,7 @@ int tz_tok_decode_webgpu(const tz_tokenizer *t, const int32_t *ids, size_t n, ch
   uint32_t total = 0;
   char *s = NULL;
   if (!rc) {
-    WGPUBindGroup g1 = bind(pl, ub, sizeof tb.u, B, 7), g2 = bind(psc, ub, sizeof tb.u, B, 7);
+    WGPUBindGroup g1 = bind(pl, ub, sizeof tb.u, B, 8), g2 = bind(psc, ub, sizeof tb.u, B, 8);
     WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
     WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
     dispatch(pass, pl, g1, nblocks);
@@ -690,7 +815,7 @@ int tz_tok_decode_webgpu(const tz_tokenizer *t, const int32_t *ids, size_t n, ch
   if (!rc && (rc = too_big("the decoded bytes", (uint64_t)total + 16)) == 0) {
     drop(&B[1]);
     B[1] = sbuf((uint64_t)total + 16, "bpe text"); /* zero-initialized */
-    WGPUBindGroup g3 = bind(pw, ub, sizeof tb.u, B, 7);
+    WGPUBindGroup g3 = bind(pw, ub, sizeof tb.u, B, 8);
     WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
     WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
     dispatch(pass, pw, g3, nblocks);
@@ -701,7 +826,7 @@ int tz_tok_decode_webgpu(const tz_tokenizer *t, const int32_t *ids, size_t n, ch
     W.wgpuBindGroupRelease(g3);
   }
   drop(&ub);
-  for (int i = 0; i < 7; i++) drop(&B[i]);
+  for (int i = 0; i < 8; i++) drop(&B[i]);
   if (rc) {
     free(s);
     return -1;

@@ -644,22 +644,13 @@ static int piece_cb(void *ud, const char *s, size_t n) {
   return 0;
 }
 
-int tz_pretok_pieces(const tz_tokenizer *t, const char *text, size_t len, int allow_special, uint32_t **pcs,
-                     size_t *npcs) {
+int tz_pretok_spans(const tz_tokenizer *t, const char *text, const tz_span *sp, size_t nsp, int nthr, uint32_t **pcs,
+                    size_t *npcs) {
   *pcs = NULL;
   *npcs = 0;
-  if (len >= 0xffffffffu) return tz_err("tokenizer: text of %zu bytes is too long for 32-bit piece offsets", len);
-  int nthr = 1;
-#ifdef _OPENMP
-  if (!omp_in_parallel()) nthr = omp_get_max_threads();
-#endif
-  const char *eot = t->eot >= 0 && allow_special ? t->tok[t->eot] : NULL;
-  size_t eotn = eot ? t->tok_len[t->eot] : 0;
-  tz_span *sp;
-  size_t nsp = tz_text_spans(text, len, eot, eotn, nthr, &sp);
-  pvec *parts = tz_calloc(nsp, sizeof *parts);
+  pvec *parts = tz_calloc(nsp ? nsp : 1, sizeof *parts);
   int failed = 0;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nthr) if (nthr > 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthr) if (nthr > 1 && nsp > 1)
   for (size_t i = 0; i < nsp; i++) {
     parts[i].base = text;
     if (sp[i].b > sp[i].a && tz_pretok_each(t->re, text + sp[i].a, sp[i].b - sp[i].a, piece_cb, &parts[i])) {
@@ -681,9 +672,26 @@ int tz_pretok_pieces(const tz_tokenizer *t, const char *text, size_t len, int al
     free(parts[i].v);
   }
   free(parts);
-  free(sp);
   if (failed) return -1;
   *pcs = v;
   *npcs = total / 2;
   return 0;
+}
+
+int tz_pretok_pieces(const tz_tokenizer *t, const char *text, size_t len, int allow_special, uint32_t **pcs,
+                     size_t *npcs) {
+  *pcs = NULL;
+  *npcs = 0;
+  if (len >= 0xffffffffu) return tz_err("tokenizer: text of %zu bytes is too long for 32-bit piece offsets", len);
+  int nthr = 1;
+#ifdef _OPENMP
+  if (!omp_in_parallel()) nthr = omp_get_max_threads();
+#endif
+  const char *eot = t->eot >= 0 && allow_special ? t->tok[t->eot] : NULL;
+  size_t eotn = eot ? t->tok_len[t->eot] : 0;
+  tz_span *sp;
+  size_t nsp = tz_text_spans(text, len, eot, eotn, nthr, &sp);
+  int rc = tz_pretok_spans(t, text, sp, nsp, nthr, pcs, npcs);
+  free(sp);
+  return rc;
 }

@@ -138,7 +138,19 @@ const char *tz_tok_webgpu_device(void);
 typedef struct {
   uint32_t merges, iterations, bans, submissions;
   uint64_t words, pair_slots;
+  double count_s;  /* unique pre-tokens counted on the CPU (tz_count_words) */
+  double upload_s; /* words, pair table, vocabulary built and uploaded; pipelines */
+  double merge_s;  /* the merge submissions up to the last readback */
 } tz_tok_gpu_stats;
+
+/* Where the last tz_tok_encode_webgpu call spent its time (seconds of wall time). */
+typedef struct {
+  double pretok_s; /* CPU pre-tokenization (all threads), overlapped with the GPU's batches */
+  double wait_s;   /* blocked waiting for a batch's ids */
+  double total_s;
+  uint32_t segments, batches;
+} tz_tok_gpu_enc_stats;
+void tz_tok_webgpu_encode_stats(tz_tok_gpu_enc_stats *out);
 
 /* tz_tok_train on the GPU (same tokenizer, byte for byte). stats may be NULL. */
 int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokenizer **out, tz_tok_gpu_stats *stats);

@@ -12,6 +12,9 @@
 //   outp   ids of pre-token p at outp[start ..], their count in cnt[p]
 //   lng    pre-tokens longer than SHORT: piece index, scratch offset (encode_long)
 //   scr    encode_long's scratch: tok, next, prev (3 n) and a heap of (rank, left) (6 n)
+//   cids   the batch's ids compacted in piece order (enc_bsum, enc_bscan, enc_scatter): the
+//          count at cids[0], the ids from cids[1]; per-block sums of 4096 pieces' counts are
+//          scanned in cnt[u.npieces ..], the total at cnt[u.npieces + u.nblocks]
 // Decoding (dec_*): ids in outp, token byte counts scanned per block of 4096 ids into cnt,
 // bytes or-ed into text.
 struct U {
@@ -36,6 +39,7 @@ struct U {
 @group(0) @binding(5) var<storage, read_write> cnt: array<u32>;
 @group(0) @binding(6) var<storage, read> lng: array<u32>;
 @group(0) @binding(7) var<storage, read_write> scr: array<u32>;
+@group(0) @binding(8) var<storage, read_write> cids: array<u32>;
 
 const EMPTY: u32 = 0xffffffffu;
 const NORANK: u32 = 0x7fffffffu;
@@ -51,6 +55,7 @@ fn touch() {
   _ = &cnt;
   _ = &lng;
   _ = &scr;
+  _ = &cids;
 }
 
 fn hmix(x: u32) -> u32 {
@@ -340,5 +345,70 @@ fn dec_write(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
       atomicOr(&text[at >> 2u], abyte(off + j) << ((at & 3u) * 8u));
     }
     pos += n;
+  }
+}
+
+// ---- compaction of a batch's ids (after encode_short / encode_long) ----
+// The ids of piece p sit at outp[pcs[2p] ..], cnt[p] of them; the host reads cids instead of
+// outp (one id per 1-4 bytes of text instead of one u32 per byte, and no per-piece gather).
+
+// Sum of the id counts of each block of 4096 pieces into cnt[u.npieces + block].
+@compute @workgroup_size(256)
+fn enc_bsum(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+  touch();
+  let blk = block_id(wid, nwg);
+  let i0 = blk * 4096u + lid * 16u;
+  var sum = 0u;
+  for (var k = 0u; k < 16u; k++) {
+    if (i0 + k < u.npieces) { sum += cnt[i0 + k]; }
+  }
+  let pre = wg_scan(lid, sum);
+  if (lid == 255u && blk < u.nblocks) { cnt[u.npieces + blk] = pre + sum; }
+}
+
+// Exclusive scan of the block sums (one workgroup); the total to cnt[u.npieces + u.nblocks]
+// and cids[0].
+@compute @workgroup_size(256)
+fn enc_bscan(@builtin(local_invocation_index) lid: u32) {
+  touch();
+  var carry = 0u;
+  for (var b0 = 0u; b0 < u.nblocks; b0 += 256u) {
+    var v = 0u;
+    if (b0 + lid < u.nblocks) { v = cnt[u.npieces + b0 + lid]; }
+    let pre = wg_scan(lid, v);
+    let total = wsum[255];
+    workgroupBarrier();
+    if (b0 + lid < u.nblocks) { cnt[u.npieces + b0 + lid] = carry + pre; }
+    carry += total;
+    workgroupBarrier();
+  }
+  if (lid == 0u) {
+    cnt[u.npieces + u.nblocks] = carry;
+    cids[0] = carry;
+  }
+}
+
+// Each thread copies the ids of its 16 pieces to their place in cids.
+@compute @workgroup_size(256)
+fn enc_scatter(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32) {
+  touch();
+  let blk = block_id(wid, nwg);
+  let i0 = blk * 4096u + lid * 16u;
+  var sum = 0u;
+  for (var k = 0u; k < 16u; k++) {
+    if (i0 + k < u.npieces) { sum += cnt[i0 + k]; }
+  }
+  var pos = wg_scan(lid, sum);
+  if (blk >= u.nblocks) { return; }
+  pos += cnt[u.npieces + blk] + 1u;
+  for (var k = 0u; k < 16u; k++) {
+    let p = i0 + k;
+    if (p >= u.npieces) { break; }
+    let c = cnt[p];
+    let s = pcs[2u * p];
+    for (var j = 0u; j < c; j++) { cids[pos + j] = outp[s + j]; }
+    pos += c;
   }
 }

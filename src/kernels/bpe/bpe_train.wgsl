@@ -107,9 +107,26 @@ fn better(c1: u32, k1: u32, c2: u32, k2: u32) -> bool {
   return c1 > c2 || (c1 == c2 && c1 != 0u && k1 < k2);
 }
 
-// Recompute the best live pair of every dirty block.
+var<workgroup> rc: array<u32, 256>;
+var<workgroup> rk: array<u32, 256>;
+
+fn wg_reduce(lid: u32, c: u32, k: u32) {
+  rc[lid] = c;
+  rk[lid] = k;
+  workgroupBarrier();
+  for (var off = 128u; off > 0u; off >>= 1u) {
+    if (lid < off && better(rc[lid + off], rk[lid + off], rc[lid], rk[lid])) {
+      rc[lid] = rc[lid + off];
+      rk[lid] = rk[lid + off];
+    }
+    workgroupBarrier();
+  }
+}
+
+// The previous refresh (TEZGAH_TOK_GPU_REFRESH=serial): one thread per block scans its 256
+// slots. Cheaper where workgroups are expensive (lavapipe), latency-bound on a GPU.
 @compute @workgroup_size(256)
-fn refresh(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn refresh_serial(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   touch();
   if (atomicLoad(&st[2]) != 0u) { return; }
   let b = gid.y * nwg.x * 256u + gid.x;
@@ -129,19 +146,40 @@ fn refresh(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
   atomicStore(&blk[3u * b + 1u], bk);
 }
 
-var<workgroup> rc: array<u32, 256>;
-var<workgroup> rk: array<u32, 256>;
+var<workgroup> dirty_w: u32;
 
-fn wg_reduce(lid: u32, c: u32, k: u32) {
-  rc[lid] = c;
-  rk[lid] = k;
-  workgroupBarrier();
-  for (var off = 128u; off > 0u; off >>= 1u) {
-    if (lid < off && better(rc[lid + off], rk[lid + off], rc[lid], rk[lid])) {
-      rc[lid] = rc[lid + off];
-      rk[lid] = rk[lid + off];
+// Recompute the best live pair of every dirty block: one workgroup per block of 256 slots, one
+// slot per thread, a workgroup max (a serial scan of the block by one thread was bound by the
+// latency of 768 dependent loads per merge on the H200).
+@compute @workgroup_size(256)
+fn refresh(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  touch();
+  let b = wid.y * nwg.x + wid.x;
+  if (lid == 0u) {
+    var d = 0u;
+    if (b < u.nblk && atomicLoad(&st[2]) == 0u && atomicLoad(&blk[3u * b + 2u]) != 0u) {
+      d = 1u;
+      atomicStore(&blk[3u * b + 2u], 0u);
     }
-    workgroupBarrier();
+    dirty_w = d;
+  }
+  if (workgroupUniformLoad(&dirty_w) == 0u) { return; }
+  let s = b * 256u + lid;
+  var bc = 0u;
+  var bk = EMPTY;
+  let k = atomicLoad(&ptab[3u * s]);
+  if (k != EMPTY) {
+    let c = i32(atomicLoad(&ptab[3u * s + 1u]));
+    if (c > 0 && atomicLoad(&ptab[3u * s + 2u]) == 0u) {
+      bc = u32(c);
+      bk = k;
+    }
+  }
+  wg_reduce(lid, bc, bk);
+  if (lid == 0u) {
+    atomicStore(&blk[3u * b], rc[0]);
+    atomicStore(&blk[3u * b + 1u], rk[0]);
   }
 }
 
