@@ -195,19 +195,19 @@ int main(int argc, char **argv) {
            st.submissions, (unsigned long long)st.words, same);
     fflush(stdout);
     if (a && strcmp(same, "identical")) return 1;
-    { /* the same with the previous pair-block refresh (one thread per block), for comparison */
+    { /* the same with the workgroup-per-block pair refresh, for comparison */
       tz_tokenizer *c;
       tz_tok_gpu_stats s2;
-      setenv("TEZGAH_TOK_GPU_REFRESH", "serial", 1);
+      setenv("TEZGAH_TOK_GPU_REFRESH", "workgroup", 1);
       t0 = now();
-      if (tz_tok_train_webgpu(s, n, v, &c, &s2)) die("webgpu train (serial refresh)");
+      if (tz_tok_train_webgpu(s, n, v, &c, &s2)) die("webgpu train (workgroup refresh)");
       double t2 = now() - t0;
       unsetenv("TEZGAH_TOK_GPU_REFRESH");
       char *jb, *jc;
       size_t lb, lc;
       if (tz_tok_to_json(b, &jb, &lb) || tz_tok_to_json(c, &jc, &lc)) die("json");
       int same2 = lb == lc && !memcmp(jb, jc, lb);
-      printf("| corpus, webgpu serial refresh | %d | | | %.2f | %.2f | %.2f | %.2fx | %.2fx | %u | %u | %u | %llu | %s |\n", v,
+      printf("| corpus, webgpu workgroup refresh | %d | | | %.2f | %.2f | %.2f | %.2fx | %.2fx | %u | %u | %u | %llu | %s |\n", v,
              t2, s2.upload_s, s2.merge_s, tc > 0 ? tc / t2 : 0, cm > 0 ? cm / s2.merge_s : 0, s2.merges, s2.bans,
              s2.submissions, (unsigned long long)s2.words, same2 ? "identical" : "DIFFERENT");
       fflush(stdout);

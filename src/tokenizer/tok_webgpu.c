@@ -12,7 +12,9 @@
  * record the merge, apply it to the words with count deltas); up to ITERS merges go in one
  * submission, followed by a compaction of the words still longer than one symbol.
  * Encoding: pre-tokens from the CPU (PCRE2, parallel), BPE on the GPU (one thread per
- * pre-token; up to 64 bytes in private arrays, longer ones with a heap in scratch memory).
+ * pre-token; up to 64 bytes in private arrays, longer ones with a heap in scratch memory), ids
+ * compacted on the GPU; the CPU pre-tokenizes the next 16 MiB segment while the GPU encodes the
+ * last batch (two readback buffers in flight).
  * Decoding: per-block byte counts, a scan, and a byte scatter. Ids must be < 65536 (pairs are
  * 32-bit keys). */
 #include <stdio.h>
@@ -412,8 +414,11 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
   put(B[7], 0, voc, vwords * 4);
   free(sym), free(words), free(act), free(voc);
   const char *F = "bpe_train";
+  /* pair-block refresh: one thread per block (default), or TEZGAH_TOK_GPU_REFRESH=workgroup:
+   * one workgroup per block; same result, no faster on the H200 (docs/PERF.md), far slower on
+   * lavapipe */
   const char *rf = getenv("TEZGAH_TOK_GPU_REFRESH");
-  int serial = rf && !strcmp(rf, "serial"); /* the one-thread-per-block refresh (A/B in the bench) */
+  int serial = !(rf && !strcmp(rf, "workgroup"));
   tg_pipe *p_count = pipeline(F, "count_pairs"), *p_ref = pipeline(F, serial ? "refresh_serial" : "refresh"), *p_sa = pipeline(F, "select_a"),
           *p_sb = pipeline(F, "select_b"), *p_ap = pipeline(F, "apply"), *p_cp = pipeline(F, "compact"),
           *p_cf = pipeline(F, "compact_fin");

@@ -123,8 +123,8 @@ fn wg_reduce(lid: u32, c: u32, k: u32) {
   }
 }
 
-// The previous refresh (TEZGAH_TOK_GPU_REFRESH=serial): one thread per block scans its 256
-// slots. Cheaper where workgroups are expensive (lavapipe), latency-bound on a GPU.
+// Recompute the best live pair of every dirty block: one thread per block scans its 256 slots
+// (the default; `refresh` below is the workgroup-per-block variant).
 @compute @workgroup_size(256)
 fn refresh_serial(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   touch();
@@ -148,9 +148,9 @@ fn refresh_serial(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
 
 var<workgroup> dirty_w: u32;
 
-// Recompute the best live pair of every dirty block: one workgroup per block of 256 slots, one
-// slot per thread, a workgroup max (a serial scan of the block by one thread was bound by the
-// latency of 768 dependent loads per merge on the H200).
+// The same with one workgroup per block of 256 slots, one slot per thread and a workgroup max
+// (TEZGAH_TOK_GPU_REFRESH=workgroup). Measured on the H200 (docs/PERF.md): no faster than the
+// serial scan (the merge loop's time is elsewhere); on lavapipe ~8x slower.
 @compute @workgroup_size(256)
 fn refresh(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
