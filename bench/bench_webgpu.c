@@ -131,6 +131,12 @@ static int bench_attention_hd(tz_backend *be, int B, int T, int hd) {
            dq = {dqkv, 0}, dk = tz_f32(dq, C), dv = tz_f32(dq, 2 * C);
   be->upload(be, q, h, nq * 4);
   be->upload(be, sd, h, no * 4);
+  /* warm-up: compile the pipelines and bring the clocks up (about half a second of work) */
+  for (double w0 = now(); now() - w0 < 0.5;) {
+    be->attention_fwd(be, so, sl, q, k, v, B, T, T, 0, H, H, hd, 3 * C, 3 * C);
+    be->attention_bwd(be, dq, dk, dv, sd, q, k, v, so, sl, B, T, H, H, hd, 3 * C, 3 * C);
+    be->sync(be);
+  }
   double fl = 2.0 * B * H * (double)T * T * hd, t[2][5];
   for (int kind = 0; kind < 2; kind++)
     for (int i = -1; i < 5; i++) {
@@ -148,9 +154,10 @@ static int bench_attention_hd(tz_backend *be, int B, int T, int hd) {
   int finite = 1;
   for (size_t i = 0; i < no; i++) finite &= isfinite(o[i]) != 0;
   printf("attention B=%d H=%d T=%d hd=%d causal f32: fwd %.3f ms (%.1f TFLOP/s), bwd %.3f ms (%.1f TFLOP/s), "
-         "fwd+bwd %.3f ms%s\n",
+         "fwd+bwd %.3f ms%s%s\n",
          B, H, T, hd, t[0][2] * 1e3, fl / t[0][2] / 1e12, t[1][2] * 1e3, 2.5 * fl / t[1][2] / 1e12,
-         (t[0][2] + t[1][2]) * 1e3, finite ? "" : " (NON-FINITE OUTPUT)");
+         (t[0][2] + t[1][2]) * 1e3, finite ? "" : " (NON-FINITE OUTPUT)",
+         getenv("TEZGAH_WEBGPU_ATTN_TX") ? " [TEZGAH_WEBGPU_ATTN_TX set]" : "");
   be->free(be, qkv), be->free(be, out), be->free(be, lse), be->free(be, dout), be->free(be, dqkv);
   free(h), free(o);
   return !finite;

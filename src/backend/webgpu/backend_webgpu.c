@@ -1263,6 +1263,14 @@ static int attn_fast(wg_ctx *c, const char *op, int Tq, int Tk, int q_pos0, int 
  * are off). Returns the rows per workgroup. */
 static int attn_prefix(wg_ctx *c, char *p, size_t cap, int hd) {
   int tx = hd == 32 ? 8 : 16;
+  /* TEZGAH_WEBGPU_ATTN_TX=8|16|32 (tuning): another tile shape where it gives 1 or 2 output
+   * vec4s per row and thread and fits the adapter's workgroup memory (else ignored) */
+  const char *e = getenv("TEZGAH_WEBGPU_ATTN_TX");
+  if (e && *e) {
+    int t = atoi(e), ty = t > 0 && t <= 32 && 256 % t == 0 ? 256 / t : 0;
+    size_t bytes = ty ? (16 * (ty + 1 + t + 1) + 4 * (size_t)t * (ty + 1) + 256) * 16 : 0;
+    if (ty && (hd == 8 * t || hd == 4 * t) && bytes <= c->lim.maxComputeWorkgroupStorageSize) tx = t;
+  }
   unsigned sgw = c->subgroups && c->info.subgroupMinSize == c->info.subgroupMaxSize ? c->info.subgroupMinSize : 1;
   snprintf(p, cap, "const HD: u32 = %du; const TX: u32 = %du; const SGW: u32 = %uu;", hd, tx, sgw ? sgw : 1);
   return 4 * (256 / tx);

@@ -13,7 +13,7 @@
 // queries in fa_dkdv). Thread (ty, tx) owns the 4 × 4 score block rows 4ty..4ty+3 × columns
 // 4tx..4tx+3 (a mat4x4 whose column i is row i's four scores) and the output block rows
 // 4ty.. × columns 4tx..4tx+3 (and 4TX+4tx.. when HD = 128: NOV = 2).
-//   HD 64 / 128: R = C = 64;  HD 32: R = 128, C = 32.
+//   HD 64 / 128: R = C = 64;  HD 32: R = 128, C = 32 (TEZGAH_WEBGPU_ATTN_TX: other shapes).
 // Scores: S = A·Bᵀ over HD in chunks of DK = 16, both operands staged d-major in workgroup
 // memory (Xs, transposed on the way in, rows padded by one vec4), 16 outer-product steps
 // written out (NVIDIA's driver does not unroll Tint's loops). Products with the tile:
@@ -409,7 +409,7 @@ fn fa_dkdv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     let qbase = b * T * qs + h * HD;
     let obase = b * T * os + h * HD;
     let rb = (b * nh + h) * T;
-    for (var t0 = k0; t0 < T; t0 += C) { // k0 is a multiple of C
+    for (var t0 = k0; t0 < T; t0 += C) { // queries before k0 see none of these keys
       let tc = t0 + 4u * tx; // this thread's queries tc .. tc+3
       let lse = ld_rows(6u, rb, tc, T);
       let D = ld_rows(7u, rb, tc, T);
