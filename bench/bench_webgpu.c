@@ -5,6 +5,11 @@
  *                                    dY [N,C] (N = B·T, default 16384 768 2048): matmul_at on the
  *                                    stored silu(g)⊙u, swiglu_fwd + matmul_at (recomputed), and
  *                                    the fused matmul_at_swiglu_a; median ms of 5
+ *   bench_webgpu attention [B T hd]  causal attention fwd and bwd (fused qkv rows, n_head =
+ *                                    768 / hd, default 16 1024 and hd 64, 32, 128 in turn; hd 0
+ *                                    = all three): median ms of 5 after a warm-up and TFLOP/s
+ *                                    counting the causal half (fwd 2·B·H·T²·hd, bwd 2.5× that);
+ *                                    TEZGAH_WEBGPU_ATTN=fallback times the general kernels
  *   bench_webgpu train [B T steps]   GPT-2 124M shape (L12 C768 H12 V50257→50304), f32:
  *                                    tokens/s (median step), TEZGAH_PROFILE=1 adds the
  *                                    per-kernel GPU time table of the timed steps */
@@ -112,6 +117,58 @@ static int bench_swiglu(tz_backend *be, int N, int C, int F) {
   return 0;
 }
 
+static int bench_attention_hd(tz_backend *be, int B, int T, int hd) {
+  int H = 768 / hd, C = H * hd;
+  size_t N = (size_t)B * T, nq = N * 3 * C, no = N * C, nl = (size_t)B * H * T;
+  float *h = malloc(nq * 4);
+  tz_rng r;
+  tz_rng_seed(&r, 7, 8);
+  for (size_t i = 0; i < nq; i++) h[i] = tz_rng_normal(&r);
+  tz_buf *qkv = be->alloc(be, nq * 4, "qkv"), *out = be->alloc(be, no * 4, "out"), *lse = be->alloc(be, nl * 4, "lse"),
+         *dout = be->alloc(be, no * 4, "dout"), *dqkv = be->alloc(be, nq * 4, "dqkv");
+  if (!qkv || !out || !lse || !dout || !dqkv) return fprintf(stderr, "%s\n", tz_errmsg()), 1;
+  tz_slice q = {qkv, 0}, k = tz_f32(q, C), v = tz_f32(q, 2 * C), so = {out, 0}, sl = {lse, 0}, sd = {dout, 0},
+           dq = {dqkv, 0}, dk = tz_f32(dq, C), dv = tz_f32(dq, 2 * C);
+  be->upload(be, q, h, nq * 4);
+  be->upload(be, sd, h, no * 4);
+  /* warm-up: compile the pipelines and bring the clocks up (about half a second of work) */
+  for (double w0 = now(); now() - w0 < 0.5;) {
+    be->attention_fwd(be, so, sl, q, k, v, B, T, T, 0, H, H, hd, 3 * C, 3 * C);
+    be->attention_bwd(be, dq, dk, dv, sd, q, k, v, so, sl, B, T, H, H, hd, 3 * C, 3 * C);
+    be->sync(be);
+  }
+  double fl = 2.0 * B * H * (double)T * T * hd, t[2][5];
+  for (int kind = 0; kind < 2; kind++)
+    for (int i = -1; i < 5; i++) {
+      be->sync(be);
+      double t0 = now();
+      if (kind == 0) be->attention_fwd(be, so, sl, q, k, v, B, T, T, 0, H, H, hd, 3 * C, 3 * C);
+      else be->attention_bwd(be, dq, dk, dv, sd, q, k, v, so, sl, B, T, H, H, hd, 3 * C, 3 * C);
+      be->sync(be);
+      if (i >= 0) t[kind][i] = now() - t0;
+    }
+  qsort(t[0], 5, sizeof(double), cmpd);
+  qsort(t[1], 5, sizeof(double), cmpd);
+  float *o = malloc(no * 4);
+  be->download(be, o, so, no * 4);
+  int finite = 1;
+  for (size_t i = 0; i < no; i++) finite &= isfinite(o[i]) != 0;
+  printf("attention B=%d H=%d T=%d hd=%d causal f32: fwd %.3f ms (%.1f TFLOP/s), bwd %.3f ms (%.1f TFLOP/s), "
+         "fwd+bwd %.3f ms%s%s\n",
+         B, H, T, hd, t[0][2] * 1e3, fl / t[0][2] / 1e12, t[1][2] * 1e3, 2.5 * fl / t[1][2] / 1e12,
+         (t[0][2] + t[1][2]) * 1e3, finite ? "" : " (NON-FINITE OUTPUT)",
+         getenv("TEZGAH_WEBGPU_ATTN_TX") ? " [TEZGAH_WEBGPU_ATTN_TX set]" : "");
+  be->free(be, qkv), be->free(be, out), be->free(be, lse), be->free(be, dout), be->free(be, dqkv);
+  free(h), free(o);
+  return !finite;
+}
+static int bench_attention(tz_backend *be, int B, int T, int hd) {
+  int rc = 0, hds[] = {64, 32, 128};
+  for (int i = 0; i < 3; i++)
+    if (hd == 0 || hd == hds[i]) rc |= bench_attention_hd(be, B, T, hds[i]);
+  return rc;
+}
+
 static int bench_train(tz_backend *be, int B, int T, int steps) {
   tz_config c = {0};
   c.arch = TZ_ARCH_GPT2;
@@ -157,6 +214,9 @@ int main(int argc, char **argv) {
   printf("device: %s\n", tz_webgpu_describe(be));
   int rc;
   if (!strcmp(mode, "matmul")) rc = bench_matmul(be, argc > 2 ? atoi(argv[2]) : 8192);
+  else if (!strcmp(mode, "attention"))
+    rc = bench_attention(be, argc > 2 ? atoi(argv[2]) : 16, argc > 3 ? atoi(argv[3]) : 1024,
+                         argc > 4 ? atoi(argv[4]) : 0);
   else if (!strcmp(mode, "swiglu"))
     rc = bench_swiglu(be, argc > 2 ? atoi(argv[2]) : 16384, argc > 3 ? atoi(argv[3]) : 768,
                       argc > 4 ? atoi(argv[4]) : 2048);

@@ -11,8 +11,8 @@
  *   rmsnorm / layernorm fwd and bwd              rtol 1e-4, atol 1e-5
  *   matmul family, bias_bwd                      |err| ≤ 2e-5·Σ|terms| + 1e-6
  *   matmul_at_swiglu_a (vs CPU swiglu + matmul_at) the same, terms |a·silu(g)·u|
- *   attention fwd / bwd (both kernel sets)       rtol 1e-4, atol 2e-5 (also head_dim 32 / 128 and
- *                                                T = 8192 on the general kernels)
+ *   attention fwd / bwd (both kernel sets)       rtol 1e-4, atol 2e-5 (head_dim 32 / 64 / 128 on
+ *                                                both; T = 8192 on the flash kernels)
  *   gelu / swiglu fwd, bwd                       rtol 1e-5, atol 1e-6 (gelu_bwd atol 1e-5:
  *                                                exp-based tanh in the far tail)
  *   crossentropy losses / dlogits                rtol 1e-5, atol 1e-6
@@ -427,24 +427,32 @@ static void test_attention(void **state) {
   check_att(1, 130, 2, 1, 32); /* multi-query */
   unsetenv("TEZGAH_WEBGPU_ATTN");
 }
-/* head_dim 32 and 128 (the general kernels take every head size but 64), T not a multiple of
- * any tile, GQA; and T = 8192 (no T×T buffer anywhere: the scores stream through key tiles) */
+/* head_dim 32 and 128 on the general kernels (forced), T not a multiple of any tile, GQA */
 static void test_attention_hd(void **state) {
+  setenv("TEZGAH_WEBGPU_ATTN", "fallback", 1);
   check_att(2, 77, 4, 2, 32);
   check_att(1, 45, 4, 1, 128);
   check_att(2, 33, 2, 2, 128);
-  const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS"); /* the long case once (no reductions in it) */
-  if (!(se && !strcmp(se, "0"))) check_att(1, 8192, 2, 1, 32);
+  unsetenv("TEZGAH_WEBGPU_ATTN");
 }
-/* the flash kernels (attention_fa.wgsl, head_dim 64): TEZGAH_WEBGPU_ATTN=fast makes the backend stop with
- * an error if a shape would fall back, so these really run them. T not a multiple of the
- * 64-row block, the 32-key tile or the 16-row query tile; B > 1; GQA 4/2 and 4/1. */
+/* the flash kernels (attention_fa.wgsl, head_dim 32 / 64 / 128): TEZGAH_WEBGPU_ATTN=fast makes the
+ * backend stop with an error if a shape would fall back, so these really run them. T not a
+ * multiple of the 64-row block (128 for head_dim 32), the 64- or 32-column tile or the 16-row
+ * chunk; B > 1; GQA 4/2 and 4/1; on both lane-reduction paths (ctest runs the file with and
+ * without TEZGAH_WEBGPU_SUBGROUPS=0). And T = 8192 (no T×T buffer anywhere: the scores stream
+ * through key tiles), once. */
 static void test_attention_flash(void **state) {
   setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
   check_att(2, 70, 4, 2, 64);  /* GQA 2 query heads per kv head */
   check_att(3, 100, 4, 1, 64); /* multi-query, B 3 */
   check_att(1, 150, 2, 2, 64); /* three row blocks, last one partial */
-  check_att(2, 9, 4, 4, 64);   /* T below one tile */
+  check_att(2, 9, 4, 4, 64);   /* T below one chunk */
+  check_att(2, 77, 4, 2, 32);  /* head_dim 32: 128-row blocks, 32-key tiles */
+  check_att(1, 300, 2, 1, 32); /* three blocks of 128, multi-query */
+  check_att(1, 45, 4, 1, 128); /* head_dim 128: two output vec4s per row and thread */
+  check_att(2, 133, 2, 2, 128);
+  const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
+  if (!(se && !strcmp(se, "0"))) check_att(1, 8192, 2, 1, 32);
   unsetenv("TEZGAH_WEBGPU_ATTN");
 }
 

@@ -413,6 +413,12 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     red = wgsl_src(c->subgroups ? "reduce_sg" : "reduce_wg");
     if (c->subgroups) en = "enable subgroups;\n";
   }
+  /* the lane reductions (lanes_max4, lanes_sum4: attention_fa.wgsl) the same way; the
+   * caller's prefix sets SGW (attn_prefix) */
+  else if (strstr(body, "lanes_max4(") || strstr(body, "lanes_sum4(")) {
+    red = wgsl_src(c->subgroups ? "lanes_sg" : "lanes_wg");
+    if (c->subgroups) en = "enable subgroups;\n";
+  }
   TZ_ASSERT(red);
   size_t n = strlen(en) + strlen(pre) + strlen(red) + strlen(prefix) + strlen(body) + 8;
   /* A prefix containing "// rw" turns a standalone module's read-only bindings read_write:
@@ -1235,14 +1241,14 @@ static void wg_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int 
 /* ---- attention ---- */
 static void hd_prefix(char *p, size_t cap, int hd) { snprintf(p, cap, "const HD: u32 = %du;", hd); }
 
-/* Flash kernels (attention_fa.wgsl) for the training form: Tq == Tk, q_pos0 == 0, head_dim 64
- * (GPT-2 and most small llamas; other sizes and KV-cache decoding run attention.wgsl).
- * TEZGAH_WEBGPU_ATTN=fallback forces attention.wgsl;
+/* Flash kernels (attention_fa.wgsl) for the training form: Tq == Tk, q_pos0 == 0, head_dim
+ * 32, 64 or 128 (GPT-2, most llamas); KV-cache decoding and other head sizes run
+ * attention.wgsl. TEZGAH_WEBGPU_ATTN=fallback forces attention.wgsl;
  * TEZGAH_WEBGPU_ATTN=fast (tests) makes a shape the flash kernels cannot take an error. */
 static int attn_fast(wg_ctx *c, const char *op, int Tq, int Tk, int q_pos0, int head_dim) {
   const char *e = getenv("TEZGAH_WEBGPU_ATTN");
   if (e && !strcmp(e, "fallback")) return 0;
-  int ok = Tq == Tk && q_pos0 == 0 && head_dim == 64;
+  int ok = Tq == Tk && q_pos0 == 0 && (head_dim == 32 || head_dim == 64 || head_dim == 128);
   if (!ok && e && !strcmp(e, "fast")) {
     char m[160];
     snprintf(m, sizeof m, ": TEZGAH_WEBGPU_ATTN=fast but Tq %d, Tk %d, q_pos0 %d, head_dim %d is not a flash shape",
@@ -1250,6 +1256,24 @@ static int attn_fast(wg_ctx *c, const char *op, int Tq, int Tk, int q_pos0, int 
     fail(c, "%s%s", op, m, 0, 0);
   }
   return ok;
+}
+/* The flash kernels' prefix: HD, TX (threads across a tile's columns: tiles 64 × 64 for
+ * head_dim 64 / 128, 128 rows × 32 columns for 32) and SGW, the subgroup width the lane
+ * reductions shuffle over (the adapter's fixed subgroup size; 1 where it varies or subgroups
+ * are off). Returns the rows per workgroup. */
+static int attn_prefix(wg_ctx *c, char *p, size_t cap, int hd) {
+  int tx = hd == 32 ? 8 : 16;
+  /* TEZGAH_WEBGPU_ATTN_TX=8|16|32 (tuning): another tile shape where it gives 1 or 2 output
+   * vec4s per row and thread and fits the adapter's workgroup memory (else ignored) */
+  const char *e = getenv("TEZGAH_WEBGPU_ATTN_TX");
+  if (e && *e) {
+    int t = atoi(e), ty = t > 0 && t <= 32 && 256 % t == 0 ? 256 / t : 0;
+    size_t bytes = ty ? (16 * (ty + 1 + t + 1) + 4 * (size_t)t * (ty + 1) + 256) * 16 : 0;
+    if (ty && (hd == 8 * t || hd == 4 * t) && bytes <= c->lim.maxComputeWorkgroupStorageSize) tx = t;
+  }
+  unsigned sgw = c->subgroups && c->info.subgroupMinSize == c->info.subgroupMaxSize ? c->info.subgroupMinSize : 1;
+  snprintf(p, cap, "const HD: u32 = %du; const TX: u32 = %du; const SGW: u32 = %uu;", hd, tx, sgw ? sgw : 1);
+  return 4 * (256 / tx);
 }
 
 static void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k, tz_slice v,
@@ -1266,9 +1290,12 @@ static void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slic
                 A(q, F4(((size_t)B * Tq - 1) * q_stride + C), "q"),
                 A(k, F4(((size_t)B * Tk - 1) * kv_stride + (size_t)n_kv_head * head_dim), "k"),
                 A(v, F4(((size_t)B * Tk - 1) * kv_stride + (size_t)n_kv_head * head_dim), "v")};
-  if (attn_fast(c, "attention_fwd", Tq, Tk, q_pos0, head_dim))
-    run(c, "attention_fwd", pipeline(c, "attention_fa", "fa_fwd", pre), w, 17, a, 5, (Tq + 63) / 64, n_head, B);
-  else
+  if (attn_fast(c, "attention_fwd", Tq, Tk, q_pos0, head_dim)) {
+    char fp[96];
+    int rows = attn_prefix(c, fp, sizeof fp, head_dim);
+    run(c, "attention_fwd", pipeline(c, "attention_fa", "fa_fwd", fp), w, 17, a, 5, (Tq + rows - 1) / rows, n_head,
+        B);
+  } else
     run(c, "attention_fwd", pipeline(c, "attention", "attn_fwd", pre), w, 17, a, 5, (Tq + 63) / 64, n_head, B);
 }
 
@@ -1278,26 +1305,29 @@ static void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice 
   wg_ctx *c = CTX(be);
   char pre[48];
   hd_prefix(pre, sizeof pre, head_dim);
-  size_t C = (size_t)n_head * head_dim, rows = (size_t)B * n_head * T;
+  size_t C = (size_t)n_head * head_dim, rows_total = (size_t)B * n_head * T;
   size_t qext = F4(((size_t)B * T - 1) * q_stride + C);
   size_t kext = F4(((size_t)B * T - 1) * kv_stride + (size_t)n_kv_head * head_dim);
-  tz_slice D = scratch(be, F4(rows));
+  tz_slice D = scratch(be, F4(rows_total));
   uint32_t w[24] = {0};
   w[8] = T, w[9] = T, w[10] = 0, w[11] = n_head, w[12] = n_kv_head, w[13] = q_stride, w[14] = kv_stride,
   w[15] = 1, w[16] = fbits(1.0f / sqrtf((float)head_dim)), w[17] = B;
-  wg_arg a0[] = {A(D, F4(rows), "D"), A(dout, F4((size_t)B * T * C), "dout"), A(out, F4((size_t)B * T * C), "out")};
+  wg_arg a0[] = {A(D, F4(rows_total), "D"), A(dout, F4((size_t)B * T * C), "dout"), A(out, F4((size_t)B * T * C), "out")};
   uint32_t gx, gy;
-  grid1(rows, &gx, &gy);
+  grid1(rows_total, &gx, &gy);
   run(c, "attention_bwd", pipeline(c, "attention", "attn_bwd_d", pre), w, 18, a0, 3, gx, gy, 1);
   wg_arg a1[] = {A(dq, qext, "dq"),     A(q, qext, "q"),          A(k, kext, "k"), A(v, kext, "v"),
-                 A(dout, F4((size_t)B * T * C), "dout"), A(lse, F4(rows), "lse"), A(D, F4(rows), "D")};
+                 A(dout, F4((size_t)B * T * C), "dout"), A(lse, F4(rows_total), "lse"), A(D, F4(rows_total), "D")};
   int fa = attn_fast(c, "attention_bwd", T, T, 0, head_dim);
-  run(c, "attention_bwd", pipeline(c, fa ? "attention_fa" : "attention", fa ? "fa_dq" : "attn_bwd_dq", pre), w, 18,
-      a1, 7, (T + 63) / 64, n_head, B);
+  char fp[96];
+  int rows = fa ? attn_prefix(c, fp, sizeof fp, head_dim) : 64;
+  const char *file = fa ? "attention_fa" : "attention", *pf = fa ? fp : pre;
+  run(c, "attention_bwd", pipeline(c, file, fa ? "fa_dq" : "attn_bwd_dq", pf), w, 18, a1, 7, (T + rows - 1) / rows,
+      n_head, B);
   wg_arg a2[] = {A(dk, kext, "dk"), A(dv, kext, "dv"), A(q, qext, "q"), A(k, kext, "k"), A(v, kext, "v"),
-                 A(dout, F4((size_t)B * T * C), "dout"), A(lse, F4(rows), "lse"), A(D, F4(rows), "D")};
-  run(c, "attention_bwd", pipeline(c, fa ? "attention_fa" : "attention", fa ? "fa_dkdv" : "attn_bwd_dkdv", pre), w,
-      18, a2, 8, (T + 63) / 64, n_kv_head, B);
+                 A(dout, F4((size_t)B * T * C), "dout"), A(lse, F4(rows_total), "lse"), A(D, F4(rows_total), "D")};
+  run(c, "attention_bwd", pipeline(c, file, fa ? "fa_dkdv" : "attn_bwd_dkdv", pf), w, 18, a2, 8,
+      (T + rows - 1) / rows, n_kv_head, B);
 }
 
 /* ---- activations ---- */
