@@ -11,6 +11,7 @@
 #include "checkpoint/run_ckpt.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/plot.h"
 #include "tokenizer/tokenizer.h"
 #include "core/error.h"
 #include "core/fileio.h"
@@ -73,6 +74,7 @@ static const char *HELP =
     "  --sample-tokens N      tokens to sample after training (200; 0 = none)\n"
     "  --stop-after N         end this session after N steps with a checkpoint (resume later)\n"
     "  --quiet                no progress output\n"
+    "  --plot                 at the end, draw RUN_DIR/loss.svg (as tezgah plot RUN_DIR does)\n"
     "numerical guards (a step with a non-finite loss or grad norm is always skipped):\n"
     "  --skip-loss-z Z        skip a step whose loss z-score over the last 128 steps exceeds Z (0 = off)\n"
     "  --skip-norm-z Z        same for the grad norm (llm.c's -sl / -sg; 0 = off)\n"
@@ -84,7 +86,7 @@ enum {
   O_DATA = 256, O_VOCAB, O_VALFRAC, O_TSHARDS, O_VSHARDS, O_TOKENIZER, O_RUNDIR, O_RESUME,
   O_BACKEND, O_THREADS, O_SEED, O_ARCH, O_NLAYER, O_NHEAD, O_NKV, O_DMODEL, O_DFF, O_MAXT,
   O_UNTIED, O_ACCUM, O_STEPS, O_LR, O_WARMUP, O_MINLR, O_B1, O_B2, O_EPS, O_WD, O_CLIP,
-  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_INIT, O_RECOMPUTE, O_HELP
+  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_INIT, O_RECOMPUTE, O_PLOT, O_HELP
 };
 
 static const struct option LONG[] = {
@@ -103,13 +105,13 @@ static const struct option LONG[] = {
     {"grad-clip", 1, 0, O_CLIP}, {"val-every", 1, 0, O_VALEVERY}, {"val-batches", 1, 0, O_VALB},
     {"ckpt-every", 1, 0, O_CKPT}, {"log-every", 1, 0, O_LOG}, {"sample-tokens", 1, 0, O_SAMPLE}, {"stop-after", 1, 0, O_STOP},
     {"quiet", 0, 0, O_QUIET}, {"profile", 0, 0, O_PROFILE}, {"recompute", 0, 0, O_RECOMPUTE}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
-    {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"keep", 1, 0, O_KEEP}, {"keep-best", 0, 0, O_KEEPBEST}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+    {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"keep", 1, 0, O_KEEP}, {"keep-best", 0, 0, O_KEEPBEST}, {"plot", 0, 0, O_PLOT}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
 
 /* Options that may accompany --resume without changing the loss sequence. */
 static int resume_allows(int opt) {
   return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_PRECISION || opt == O_RECOMPUTE || opt == O_QUIET ||
          opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP || opt == O_INJNAN || opt == O_INJINF ||
-         opt == O_PROFILE || opt == O_KEEP || opt == O_KEEPBEST;
+         opt == O_PROFILE || opt == O_KEEP || opt == O_KEEPBEST || opt == O_PLOT;
 }
 
 static const char *flag_name(int opt) {
@@ -156,7 +158,7 @@ static void on_stop_signal(int sig) {
 int tz_cmd_train(int argc, char **argv) {
   tz_train_opts o;
   tz_train_opts_default(&o);
-  int given[O_HELP - 256 + 1] = {0}, given_B = 0, given_T = 0, c;
+  int given[O_HELP - 256 + 1] = {0}, given_B = 0, given_T = 0, plot = 0, c;
   char default_dir[64];
   opterr = 0;
   optind = 1;
@@ -213,6 +215,7 @@ int tz_cmd_train(int argc, char **argv) {
       case O_QUIET: o.quiet = 1; break;
       case O_KEEP: e = tz_arg_int("--keep", optarg, 1, 1 << 20, &o.keep); break;
       case O_KEEPBEST: o.keep_best = 1; break;
+      case O_PLOT: plot = 1; break;
       case O_PROFILE: o.profile = 1; break;
       case O_RECOMPUTE: o.recompute = 1; break;
       case O_SKIPLZ: e = tz_arg_float("--skip-loss-z", optarg, 0, 1e6, &o.skip_loss_z); break;
@@ -272,10 +275,12 @@ int tz_cmd_train(int argc, char **argv) {
     tz_err("--untied: gpt2 always ties lm_head to wte (use --arch llama for an untied lm_head)");
     return tz_cli_fail();
   }
+  if (plot && !tz_plot_available()) return tz_cli_fail();
   signal(SIGINT, on_stop_signal);
   signal(SIGTERM, on_stop_signal);
   int rc = tz_train(&o);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  if (rc == 0 && plot && tz_plot_run(o.run_dir ? o.run_dir : o.resume, NULL, 0, o.quiet)) rc = -1;
   return rc < 0 ? tz_cli_fail() : rc; /* rc > 0: stopped by a signal after a checkpoint */
 }

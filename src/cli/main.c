@@ -22,6 +22,7 @@ static const struct {
     {"encode", tz_cmd_encode, "print the token ids of a text as a JSON array"},
     {"decode", tz_cmd_decode, "print the text of a JSON array of token ids"},
     {"tokenizer", tz_cmd_tokenizer, "tokenizer train: train a byte-level BPE (cpu or webgpu)"},
+    {"plot", tz_cmd_plot, "draw a run's loss and learning rate against steps (SVG or PNG)"},
     {"info", tz_cmd_info, "list backends; WebGPU adapter, features and limits"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof *commands)
