@@ -55,6 +55,14 @@ sed 's/"train":{.*}}$/"x":0}/' meta.json >m_notrain.json
 "$edit" set "$good" ck_export.tzc meta m_notrain.json
 sed 's/"adam_t":[0-9]*/"adam_t":-1/' meta.json >m_adamt.json # next AdamW step t = 0
 "$edit" set "$good" ck_adamt.tzc meta m_adamt.json
+sed 's/"step":4,/"step":-3,/' meta.json >m_step.json # training state counts: whole numbers in range
+"$edit" set "$good" ck_step.tzc meta m_step.json
+sed 's/"skipped":0/"skipped":9/' meta.json >m_skipped.json
+"$edit" set "$good" ck_skipped.tzc meta m_skipped.json
+sed 's/"offset":[0-9]*/"offset":1.5/' meta.json >m_offset.json
+"$edit" set "$good" ck_offset.tzc meta m_offset.json
+sed 's/"epoch":[0-9]*/"epoch":1e300/' meta.json >m_epoch.json
+"$edit" set "$good" ck_epoch.tzc meta m_epoch.json
 head -c 100 corpus.txt >p100.bin && "$edit" set "$good" ck_params.tzc params p100.bin
 mkdir -p emptyrun
 # shards
@@ -108,6 +116,10 @@ ckpt-missing        |nosuch.tzc: no such checkpoint file or run directory|"$bin"
 ckpt-dir-without    |emptyrun: run directory has no checkpoint|"$bin" train --resume emptyrun --quiet
 ckpt-export-resume  |ck_export.tzc: checkpoint has no training state|"$bin" train --resume ck_export.tzc --run-dir rx --quiet
 ckpt-adam-t         |ck_adamt.tzc: training state field 'adam_t' = -1 is not a count of AdamW steps in [0, step=4]|"$bin" train --resume ck_adamt.tzc --run-dir rx --quiet
+ckpt-step-negative  |ck_step.tzc: training state field 'step' = -3 is not a whole number in [0, 1073741824]|"$bin" train --resume ck_step.tzc --run-dir rx --quiet
+ckpt-skipped-range  |ck_skipped.tzc: training state field 'skipped' = 9 is not a whole number in [0, 4]|"$bin" train --resume ck_skipped.tzc --run-dir rx --quiet
+ckpt-loader-offset  |ck_offset.tzc: training state field 'offset' = 1.5 is not a whole number in [0, 9007199254740992]|"$bin" train --resume ck_offset.tzc --run-dir rx --quiet
+ckpt-loader-epoch   |ck_epoch.tzc: training state field 'epoch' = 1e+300 is not a whole number|"$bin" train --resume ck_epoch.tzc --run-dir rx --quiet
 resume-shape-flag   |--n-layer=2 does not match the checkpoint's n_layer=1|"$bin" train --resume good --n-layer 2
 resume-dmodel-flag  |--d-model=64 does not match the checkpoint's d_model=32|"$bin" train --resume good --d-model 64
 resume-batch-flag   |--batch-size cannot be changed on --resume|"$bin" train --resume good -B 8
