@@ -137,19 +137,24 @@ void tz_afile_abort(tz_afile *af) {
   memset(af, 0, sizeof *af);
 }
 
+int tz_tmp_name_orphaned(const char *name) {
+  const char *t = strstr(name, ".tmp."), *q;
+  if (!t || t == name) return 0;
+  while ((q = strstr(t + 1, ".tmp."))) t = q; /* the last ".tmp." */
+  const char *digits = t + 5;
+  char *end;
+  errno = 0;
+  long pid = strtol(digits, &end, 10);
+  if (end == digits || *end || pid <= 0 || errno) return 0;
+  return !(pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH);
+}
+
 int tz_afile_sweep(const char *dir) {
   DIR *d = opendir(dir);
   if (!d) return 0;
   int removed = 0;
   for (struct dirent *e; (e = readdir(d));) {
-    const char *t = strstr(e->d_name, ".tmp."), *q;
-    if (!t || t == e->d_name) continue;
-    while ((q = strstr(t + 1, ".tmp."))) t = q; /* the last ".tmp." */
-    const char *digits = t + 5;
-    char *end;
-    long pid = strtol(digits, &end, 10);
-    if (end == digits || *end || pid <= 0) continue;
-    if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    if (!tz_tmp_name_orphaned(e->d_name)) continue;
     char *path = tz_path_join(dir, e->d_name);
     if (unlink(path) == 0) removed++;
     free(path);

@@ -36,6 +36,9 @@ void tz_afile_abort(tz_afile *af);
  * process (another writer, or this one) are kept. Best effort: returns how many were
  * removed, never fails. */
 int tz_afile_sweep(const char *dir);
+/* 1 if `name` ends in ".tmp.<pid>" and that process is gone (not this one, not alive): a
+ * temporary file or directory nobody will finish or remove. */
+int tz_tmp_name_orphaned(const char *name);
 
 /* Write a whole buffer atomically (open + write + commit). */
 int tz_write_file_atomic(const char *path, const void *data, size_t n);
