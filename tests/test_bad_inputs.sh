@@ -144,6 +144,16 @@ corpus-missing      |nosuch.txt: No such file or directory|"$bin" train --data n
 corpus-binary       |corpus_bin.txt: looks binary (NUL byte at offset 3)|"$bin" train --data corpus_bin.txt --run-dir r1 --quiet
 corpus-empty        |corpus_empty.txt: file is empty|"$bin" train --data corpus_empty.txt --run-dir r1 --quiet
 corpus-tiny         |corpus_tiny.txt: too small to hold out a validation split|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir r1 --quiet
+corpus-glob-nodir   |nodir/*.txt: no files match|"$bin" train --data 'nodir/*.txt' --run-dir r1 --quiet
+toktrain-binary     |corpus_bin.txt: looks binary (NUL byte at offset 3); expected UTF-8 text|"$bin" tokenizer train --in corpus_bin.txt --out t.json
+toktrain-empty      |corpus_empty.txt: file is empty|"$bin" tokenizer train --in corpus_empty.txt --out t.json
+toktrain-stdin-empty|stdin: file is empty|"$bin" tokenizer train --in - --out t.json
+tokenize-binary     |corpus_bin.txt: looks binary (NUL byte at offset 3); expected UTF-8 text|"$bin" tokenize --tokenizer good --in corpus_bin.txt --out t.bin
+tokenize-empty      |corpus_empty.txt: file is empty|"$bin" tokenize --tokenizer good --in corpus_empty.txt --out t.bin
+eval-text-empty     |corpus_empty.txt: file is empty|"$bin" eval good --data corpus_empty.txt
+eval-text-binary    |corpus_bin.txt: looks binary (NUL byte at offset 3)|"$bin" eval good --data corpus_bin.txt
+eval-text-tiny      |corpus_tiny.txt: 3 tokens, too few for one batch of B*T+1 = 4*32+1 = 129 tokens; lower -B or -T|"$bin" eval good --data corpus_tiny.txt
+eval-json-nodir     |nodir/e.json: cannot write: No such file or directory|"$bin" eval good --data corpus.txt --json nodir/e.json
 corpus-below-batch  |corpus_small.txt: /|"$bin" train --data corpus_small.txt --vocab-size 300 -B 16 -T 64 --run-dir r1 --quiet
 flag-steps-zero     |--steps: 0 is out of range [1, 1073741824]|"$bin" train --steps 0
 flag-steps-negative |--steps: -5 is out of range|"$bin" train --steps -5

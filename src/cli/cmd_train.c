@@ -28,7 +28,10 @@ static const char *HELP =
     "  --val-fraction F       share of tokens held out for validation (0.05)\n"
     "  --train-shards LIST    llm.c token shards (comma-separated paths/globs) instead of --data\n"
     "  --val-shards LIST      validation shards\n"
-    "  --tokenizer PATH       tokenizer for shard runs (for the final sample)\n"
+    "  --tokenizer SPEC       gpt2 or a tokenizer file (see tezgah tokenize --help): with\n"
+    "                         --train-shards, the shards' tokenizer (stored in the run, for sample);\n"
+    "                         with --init-from, replaces the model's (--data is encoded with it);\n"
+    "                         with --data alone a BPE is trained instead (an error)\n"
     "  --tokenizer-backend B  cpu (default) or webgpu: where the corpus's BPE is trained and the\n"
     "                         corpus encoded (identical result; CPU with a notice without WebGPU)\n"
     "run:\n"
@@ -269,6 +272,11 @@ int tz_cmd_train(int argc, char **argv) {
   if (o.train_shards && given[O_VOCAB - 256]) o.model.vocab_size = o.vocab_size;
   if (o.train_shards && given[O_DATA - 256]) {
     tz_err("train: give either --data or --train-shards, not both");
+    return tz_cli_fail();
+  }
+  if (given[O_TOKENIZER - 256] && !o.train_shards && !o.init_from) { /* it would be ignored */
+    tz_err("--tokenizer: a --data run trains its own BPE (--vocab-size); give the tokenizer with --init-from "
+           "MODEL, or tokenize the text first (tezgah tokenize) and train on --train-shards");
     return tz_cli_fail();
   }
   if (given[O_UNTIED - 256] && o.model.arch == TZ_ARCH_GPT2) {
