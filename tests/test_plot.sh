@@ -16,8 +16,11 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 rm -rf "$scratch" && mkdir -p "$scratch/run" && cd "$scratch" || exit 1
 
 # A build without libplot says how to get it (one line); such a build skips the rest visibly.
-if ! "$bin" plot --help >/dev/null || "$bin" plot nosuch 2>&1 | grep -q 'built without libplot'; then
-  "$bin" plot nosuch 2>&1 | grep -q "install Debian's libplot-dev" || fail "no libplot: no hint on how to get it"
+"$bin" plot --help >/dev/null || fail "plot --help"
+msg=$("$bin" plot nosuch 2>&1)
+if [[ $msg == *"built without libplot"* ]]; then
+  [[ $msg == "tezgah: error: "*"install Debian's libplot-dev"* && $(wc -l <<<"$msg") == 1 ]] ||
+    fail "no libplot: want one line saying how to get it: $msg"
   echo "SKIPPED: this tezgah was built without libplot (scripts/setup.sh installs libplot-dev)"
   exit 77
 fi

@@ -45,7 +45,9 @@ int tz_write_file_atomic(const char *path, const void *data, size_t n);
 
 /* Expand a comma-separated list of paths and glob(3) patterns (sorted matches; a plain path
  * is kept as given, missing or not) into a malloc'ed array of malloc'ed strings; free with
- * tz_paths_free. Errors: "<pattern>: no files match", "no files given (empty list '...')". */
+ * tz_paths_free. Errors: "<pattern>: no files match" (also for a pattern under a missing
+ * directory), "<pattern>: cannot read directory D: <strerror>", "no files given (empty list
+ * '...')". */
 int tz_expand_paths(const char *list, char ***out, size_t *n);
 void tz_paths_free(char **paths, size_t n);
 
