@@ -72,28 +72,38 @@ static void text(plPlotter *pl, double x, double y, int hj, int vj, double size,
   pl_ftextangle_r(pl, 0);
 }
 
+/* Tick k of `step` in [lo, hi]: the range of k (at most 40 ticks; none when a range is too
+ * narrow for its magnitude, e.g. [1e10, 1e10 + 1e-6], where k * step cannot tell them apart). */
+static int tick_range(double lo, double hi, double step, long *k0, long *k1) {
+  double a = ceil(lo / step - 1e-9), b = floor(hi / step + 1e-9);
+  if (!(b - a <= 40 && a >= -1e15 && b <= 1e15)) return 0;
+  *k0 = (long)a, *k1 = (long)b;
+  return 1;
+}
+
 /* Box, grid lines, tick labels and the axis labels of a panel. */
 static void axes(plPlotter *pl, const panel *p, const char *ylabel, int xlabels) {
   char buf[48];
   double ys = nice_step(p->ymax - p->ymin, 5), xs = nice_step(p->xmax - p->xmin, 8);
   if (xs < 1) xs = 1; /* steps are integers */
+  long y0, y1, x0, x1;
+  int yt = tick_range(p->ymin, p->ymax, ys, &y0, &y1), xt = tick_range(p->xmin, p->xmax, xs, &x0, &x1);
   pl_flinewidth_r(pl, 0.5);
   pl_pencolorname_r(pl, "gainsboro");
-  for (double y = ceil(p->ymin / ys) * ys; y <= p->ymax + ys * 1e-9; y += ys) pl_fline_r(pl, p->x0, py(p, y), p->x1, py(p, y));
-  for (double x = ceil(p->xmin / xs) * xs; x <= p->xmax + xs * 1e-9; x += xs) pl_fline_r(pl, px(p, x), p->y0, px(p, x), p->y1);
+  for (long k = y0; yt && k <= y1; k++) pl_fline_r(pl, p->x0, py(p, k * ys), p->x1, py(p, k * ys));
+  for (long k = x0; xt && k <= x1; k++) pl_fline_r(pl, px(p, k * xs), p->y0, px(p, k * xs), p->y1);
   pl_endpath_r(pl);
   pl_pencolorname_r(pl, "black");
   pl_flinewidth_r(pl, 1);
   pl_fbox_r(pl, p->x0, p->y0, p->x1, p->y1);
-  for (double y = ceil(p->ymin / ys) * ys; y <= p->ymax + ys * 1e-9; y += ys) {
-    fmt_tick(buf, sizeof buf, y, ys);
-    text(pl, p->x0 - 6, py(p, y), 'r', 'c', 12, 0, buf);
+  for (long k = y0; yt && k <= y1; k++) {
+    fmt_tick(buf, sizeof buf, k * ys, ys);
+    text(pl, p->x0 - 6, py(p, k * ys), 'r', 'c', 12, 0, buf);
   }
-  if (xlabels)
-    for (double x = ceil(p->xmin / xs) * xs; x <= p->xmax + xs * 1e-9; x += xs) {
-      fmt_tick(buf, sizeof buf, x, xs);
-      text(pl, px(p, x), p->y0 - 6, 'c', 't', 12, 0, buf);
-    }
+  for (long k = x0; xlabels && xt && k <= x1; k++) {
+    fmt_tick(buf, sizeof buf, k * xs, xs);
+    text(pl, px(p, k * xs), p->y0 - 6, 'c', 't', 12, 0, buf);
+  }
   text(pl, 22, (p->y0 + p->y1) / 2, 'c', 'c', 14, 90, ylabel);
 }
 
