@@ -23,6 +23,8 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_retur
 export TZ_KILL_MIN_MIDWRITE=${TZ_KILL_MIN_MIDWRITE:-0} # the 100-kill run in the main suite checks mid-write kills
 export TZ_KILLS=${TZ_KILLS:-25} TZ_KILL_STEPS=${TZ_KILL_STEPS:-300} TZ_KILL_MAX_DELAY_MS=${TZ_KILL_MAX_DELAY_MS:-600}
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# leaks inside libraries that are not ours (libplot, libpng: scripts/lsan.supp)
+export LSAN_OPTIONS=suppressions=$root/scripts/lsan.supp:print_suppressions=0
 export TZ_E2E_QUICK=1 # the end-to-end test's 600-step run takes >10 min under ASan without AVX
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -E webgpu "$@"
 # The WebGPU tests load Dawn and Mesa's lavapipe, which are not ours and allocate memory they

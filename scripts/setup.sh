@@ -27,6 +27,8 @@ PKGS=(
   libclang-rt-14-dev  # libFuzzer + clang's ASan/UBSan runtimes
   libomp-14-dev    # OpenMP for the clang (fuzz) build
   valgrind         # scripts/ci_valgrind.sh
+  libplot-dev      # tezgah plot: GNU plotutils' libplot writes SVG and PNG (pulls X11 headers, no GUI toolkit)
+  libxml2-utils    # xmllint: tests/test_plot.sh checks the SVG is well-formed XML
 )
 # strip the comments above
 PKGS=($(printf '%s\n' "${PKGS[@]}"))

@@ -55,6 +55,14 @@ sed 's/"train":{.*}}$/"x":0}/' meta.json >m_notrain.json
 "$edit" set "$good" ck_export.tzc meta m_notrain.json
 sed 's/"adam_t":[0-9]*/"adam_t":-1/' meta.json >m_adamt.json # next AdamW step t = 0
 "$edit" set "$good" ck_adamt.tzc meta m_adamt.json
+sed 's/"step":4,/"step":-3,/' meta.json >m_step.json # training state counts: whole numbers in range
+"$edit" set "$good" ck_step.tzc meta m_step.json
+sed 's/"skipped":0/"skipped":9/' meta.json >m_skipped.json
+"$edit" set "$good" ck_skipped.tzc meta m_skipped.json
+sed 's/"offset":[0-9]*/"offset":1.5/' meta.json >m_offset.json
+"$edit" set "$good" ck_offset.tzc meta m_offset.json
+sed 's/"epoch":[0-9]*/"epoch":1e300/' meta.json >m_epoch.json
+"$edit" set "$good" ck_epoch.tzc meta m_epoch.json
 head -c 100 corpus.txt >p100.bin && "$edit" set "$good" ck_params.tzc params p100.bin
 mkdir -p emptyrun
 # shards
@@ -108,6 +116,10 @@ ckpt-missing        |nosuch.tzc: no such checkpoint file or run directory|"$bin"
 ckpt-dir-without    |emptyrun: run directory has no checkpoint|"$bin" train --resume emptyrun --quiet
 ckpt-export-resume  |ck_export.tzc: checkpoint has no training state|"$bin" train --resume ck_export.tzc --run-dir rx --quiet
 ckpt-adam-t         |ck_adamt.tzc: training state field 'adam_t' = -1 is not a count of AdamW steps in [0, step=4]|"$bin" train --resume ck_adamt.tzc --run-dir rx --quiet
+ckpt-step-negative  |ck_step.tzc: training state field 'step' = -3 is not a whole number in [0, 1073741824]|"$bin" train --resume ck_step.tzc --run-dir rx --quiet
+ckpt-skipped-range  |ck_skipped.tzc: training state field 'skipped' = 9 is not a whole number in [0, 4]|"$bin" train --resume ck_skipped.tzc --run-dir rx --quiet
+ckpt-loader-offset  |ck_offset.tzc: training state field 'offset' = 1.5 is not a whole number in [0, 9007199254740992]|"$bin" train --resume ck_offset.tzc --run-dir rx --quiet
+ckpt-loader-epoch   |ck_epoch.tzc: training state field 'epoch' = 1e+300 is not a whole number|"$bin" train --resume ck_epoch.tzc --run-dir rx --quiet
 resume-shape-flag   |--n-layer=2 does not match the checkpoint's n_layer=1|"$bin" train --resume good --n-layer 2
 resume-dmodel-flag  |--d-model=64 does not match the checkpoint's d_model=32|"$bin" train --resume good --d-model 64
 resume-batch-flag   |--batch-size cannot be changed on --resume|"$bin" train --resume good -B 8
@@ -132,6 +144,16 @@ corpus-missing      |nosuch.txt: No such file or directory|"$bin" train --data n
 corpus-binary       |corpus_bin.txt: looks binary (NUL byte at offset 3)|"$bin" train --data corpus_bin.txt --run-dir r1 --quiet
 corpus-empty        |corpus_empty.txt: file is empty|"$bin" train --data corpus_empty.txt --run-dir r1 --quiet
 corpus-tiny         |corpus_tiny.txt: too small to hold out a validation split|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir r1 --quiet
+corpus-glob-nodir   |nodir/*.txt: no files match|"$bin" train --data 'nodir/*.txt' --run-dir r1 --quiet
+toktrain-binary     |corpus_bin.txt: looks binary (NUL byte at offset 3); expected UTF-8 text|"$bin" tokenizer train --in corpus_bin.txt --out t.json
+toktrain-empty      |corpus_empty.txt: file is empty|"$bin" tokenizer train --in corpus_empty.txt --out t.json
+toktrain-stdin-empty|stdin: file is empty|"$bin" tokenizer train --in - --out t.json
+tokenize-binary     |corpus_bin.txt: looks binary (NUL byte at offset 3); expected UTF-8 text|"$bin" tokenize --tokenizer good --in corpus_bin.txt --out t.bin
+tokenize-empty      |corpus_empty.txt: file is empty|"$bin" tokenize --tokenizer good --in corpus_empty.txt --out t.bin
+eval-text-empty     |corpus_empty.txt: file is empty|"$bin" eval good --data corpus_empty.txt
+eval-text-binary    |corpus_bin.txt: looks binary (NUL byte at offset 3)|"$bin" eval good --data corpus_bin.txt
+eval-text-tiny      |corpus_tiny.txt: 3 tokens, too few for one batch of B*T+1 = 4*32+1 = 129 tokens; lower -B or -T|"$bin" eval good --data corpus_tiny.txt
+eval-json-nodir     |nodir/e.json: cannot write: No such file or directory|"$bin" eval good --data corpus.txt --json nodir/e.json
 corpus-below-batch  |corpus_small.txt: /|"$bin" train --data corpus_small.txt --vocab-size 300 -B 16 -T 64 --run-dir r1 --quiet
 flag-steps-zero     |--steps: 0 is out of range [1, 1073741824]|"$bin" train --steps 0
 flag-steps-negative |--steps: -5 is out of range|"$bin" train --steps -5

@@ -6,7 +6,11 @@
 # and `sample` with no model finds it; the run directory holds tokenizer.json and
 # encode/decode take a run directory; eval takes text (same loss as the tokenized shard),
 # shows progress on stderr and `--json -` prints only JSON; the progress line fits 80 columns
-# and names the step of its val loss; `tezgah info RUN` prints the config and state.
+# and names the step of its val loss (ETA 0 at the last step), eval's fits too; `tezgah info RUN`
+# prints the config and state, `info HF_DIR` the directory's size. Review leftovers: bare
+# `tezgah` (usage, then one error line, exit 1), the top-level help (80 columns, aligned, eval
+# takes text), HF directories in the helps, clear messages for a model without a tokenizer,
+# an unknown tokenizing backend, an extra `logits` argument, `train --tokenizer` with --data.
 # Usage (from ctest): bash test_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 bin=$(realpath "${1:?tezgah binary}")
@@ -15,11 +19,12 @@ scratch=${3:?scratch dir}
 src=$shared/data/tinyshakespeare.txt
 [[ -f $src ]] || { echo "SKIPPED: $src is absent"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
+fixtures=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fixtures
 rm -rf "$scratch" && mkdir -p "$scratch" && cd "$scratch" || exit 1
 t0=$SECONDS
 
 # ---- help ---------------------------------------------------------------------------------
-cmds=(train sample eval convert tokenize encode decode info)
+cmds=(train sample eval convert logits tokenize encode decode tokenizer plot info)
 for c in "${cmds[@]}"; do
   for h in -h --help; do
     "$bin" "$c" "$h" >h.out 2>h.err </dev/null || fail "$c $h: exit $?"
@@ -34,6 +39,17 @@ for c in train sample eval; do
 done
 "$bin" --help | grep -q 'cpu, webgpu, cuda' || fail "top-level help does not list the backends"
 "$bin" info | grep -q '^backends: cpu, webgpu, cuda' || fail "info does not list the backends"
+"$bin" --help >top.txt
+awk 'length($0) > 79 { print; bad = 1 } END { exit bad }' top.txt || fail "top-level help wider than 79 columns"
+[[ $(grep -cE '^  [a-z]+ +[a-z]' top.txt) == 11 ]] || fail "top-level help does not list 11 commands: $(cat top.txt)"
+[[ $(grep -E '^  [a-z]+ +[a-z]' top.txt | awk '{ match($0, /^  [a-z]+ +/); print RLENGTH }' | sort -u) == 13 ]] ||
+  fail "top-level help: command descriptions are not aligned in one column"
+grep -q '^  eval .*text' top.txt || fail "top-level help: eval's line does not say it takes text"
+grep -q '^  plot ' top.txt || fail "top-level help lacks plot"
+for c in sample eval info; do
+  "$bin" "$c" --help | grep -q 'HF_DIR' || fail "$c --help does not name HF directories"
+done
+"$bin" train --help | grep -A3 -- '--tokenizer SPEC' | grep -q -- '--init-from' || fail "train --help: --tokenizer does not mention --init-from"
 
 # ---- usage errors: exit 1, one line on stderr, nothing on stdout ----------------------------
 usage_case() { # expected-text command...
@@ -48,9 +64,19 @@ usage_case() { # expected-text command...
 }
 usage_case "unknown command 'frob'" "$bin" frob
 usage_case "help: unknown command 'frob'" "$bin" help frob
-"$bin" >/dev/null 2>&1
+"$bin" >u.out 2>u.err </dev/null
 (($? == 1)) || fail "tezgah with no command: want exit 1"
-for c in "${cmds[@]}"; do usage_case "unknown option" "$bin" "$c" --no-such-flag; done
+[[ ! -s u.out ]] || fail "tezgah with no command wrote to stdout"
+grep -q '^  train ' u.err || fail "tezgah with no command: no list of commands on stderr"
+[[ $(grep -c '^tezgah: error:' u.err) == 1 && $(tail -n 1 u.err) == "tezgah: error: no command given"* ]] ||
+  fail "tezgah with no command: want the usage, then one error line: $(cat u.err)"
+for c in "${cmds[@]}"; do
+  [[ $c == tokenizer ]] && usage_case "unknown option" "$bin" tokenizer train --no-such-flag && continue
+  usage_case "unknown option" "$bin" "$c" --no-such-flag
+done
+usage_case "logits: unexpected argument 'extra'" "$bin" logits m --ids 1 extra
+usage_case "unknown backend 'bogus' for tokenizing (available: cpu, webgpu)" "$bin" encode --backend bogus hi
+usage_case "unknown backend 'bogus' for tokenizing (available: cpu, webgpu)" "$bin" tokenizer train --in x --out y --backend bogus
 usage_case "unexpected argument" "$bin" train extra
 usage_case "option --steps needs a value" "$bin" train --steps
 usage_case "give a run directory" "$bin" eval
@@ -68,6 +94,7 @@ for b in bogus CUDA; do
   usage_case "unknown backend '$b'" "$bin" train --data big.txt --backend "$b" --run-dir nh
 done
 usage_case "precision: 'fp16' is not one of fp32, bf16" "$bin" train --data big.txt --precision fp16 --run-dir nh
+usage_case "--tokenizer: a --data run trains its own BPE" "$bin" train --data big.txt --tokenizer gpt2 --run-dir nh
 usage_case "'bf16' is not offered by the cpu backend" "$bin" train --data big.txt --precision bf16 --run-dir nh
 usage_case "unknown backend 'bogus'" "$bin" eval nosuch --data big.txt --backend bogus
 [[ ! -e .cache && ! -e nh ]] || fail "bad --backend / --precision: data was prepared (or the run directory made) before the check"
@@ -100,7 +127,8 @@ ids=$("$bin" encode --tokenizer myrun "First Citizen") || fail "encode --tokeniz
 "$bin" eval myrun --data part_b.bin -B 2 -T 32 --batches 20 >ev_shard.out 2>/dev/null || fail "eval on the shard"
 lt=$(grep -o 'loss [0-9.]*' ev_text.out) ls=$(grep -o 'loss [0-9.]*' ev_shard.out)
 [[ -n $lt && $lt == "$ls" ]] || fail "eval on text ($lt) and on its shard ($ls) differ"
-grep -q 'eval: 20/20 batches' ev_text.err || fail "eval: no progress line on stderr: $(cat ev_text.err)"
+grep -q 'eval: 20/20 batches | loss [0-9.]* | [0-9.kM]* tok/s | ETA 0m00s$' ev_text.err || fail "eval: no progress line on stderr: $(cat ev_text.err)"
+awk 'length($0) > 79 { print; bad = 1 } END { exit bad }' ev_text.err || fail "eval's progress line is wider than 79 columns"
 "$bin" eval myrun --data part_b.txt -B 2 -T 32 --batches 5 --json - >ev.json 2>ev.err || fail "eval --json -"
 [[ $(head -c 1 ev.json) == "{" && $(tail -n 1 ev.json) == "}" ]] || fail "eval --json - stdout is not only JSON: $(cat ev.json)"
 grep -q '"perplexity"' ev.json || fail "eval JSON lacks perplexity"
@@ -116,6 +144,15 @@ awk 'length($0) > 79 { print; bad = 1 } END { exit bad }' prog.txt || fail "prog
 grep -q ' 12/1000000 \[.*\] loss [0-9.]* | [0-9.k]* tok/s | ETA [0-9hms]* | val [0-9.]*@10$' prog.txt ||
   fail "last progress line is not 'step/total [bar] loss | tok/s | ETA | val X@10': $(tail -1 prog.txt)"
 
+"$bin" train --data part_a.txt "${small[@]}" --steps 3 --log-every 1 --val-every 0 --run-dir eta 2>eta.err ||
+  fail "train for the last step's ETA: $(tail -3 eta.err)"
+grep -q '^3/3 \[.*\] loss [0-9.]* | [0-9.k]* tok/s | ETA 0m00s$' eta.err || fail "the last step's ETA is not 0: $(cat eta.err)"
+
+# ---- a model without a tokenizer: encode says what to give ---------------------------------
+"$bin" convert --from hf "$fixtures/hf_gpt2" --out notok 2>/dev/null || fail "convert --from hf (no tokenizer)"
+usage_case "--tokenizer notok: the model in notok/checkpoint.tzc has no tokenizer stored" "$bin" encode --tokenizer notok hi
+usage_case "has no tokenizer stored" "$bin" decode --tokenizer notok/checkpoint.tzc '[1]'
+
 # ---- info RUN ---------------------------------------------------------------------------------
 "$bin" info wide >info.out 2>info.err || fail "info RUN: $(cat info.err)"
 grep -q '^model: llama, 1 layers, 2 heads (2 kv), d_model 32' info.out || fail "info: no model line: $(cat info.out)"
@@ -123,5 +160,7 @@ grep -q '^training: step 12 of 1000000' info.out || fail "info: no training stat
 grep -q '^last val loss: [0-9.]* at step 10$' info.out || fail "info: no last val loss: $(cat info.out)"
 grep -q '^tokenizer: byte-level BPE, 300 tokens' info.out || fail "info: no tokenizer line"
 usage_case "nosuch: no such checkpoint file or run directory" "$bin" info nosuch
+"$bin" info "$fixtures/hf_gpt2" >info_hf.out || fail "info HF_DIR"
+grep -q '^checkpoint: .*hf_gpt2 (Hugging Face, 0\.1 MiB)$' info_hf.out || fail "info HF_DIR: want its files' size (0.1 MiB): $(head -1 info_hf.out)"
 
 echo "ok: help, usage errors, --data lists, early config errors, latest, run tokenizer, eval on text, progress line, info RUN ($((SECONDS - t0)) s)"

@@ -3,7 +3,8 @@
 #  1. --to llmc / --to llama2c refuse an existing --out (a user's file stays byte-identical);
 #  2. --to hf writes its directory all or nothing: a write failure (ulimit -f: EFBIG) leaves no
 #     --out directory, no temporary directory, a message saying why; the retry then succeeds;
-#     a failed --from hf import leaves no empty run directory; logits --out says why too;
+#     a failed --from hf import leaves no empty run directory; logits --out says why too; the
+#     temporary directory of a killed export is removed by the next export to that name;
 #  3. --to hf --tokenizer with more tokens than the model's vocab_size is refused.
 # Usage (from ctest): bash test_convert_safety.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
@@ -70,6 +71,15 @@ no_leftovers "failed --from hf"
 one_line_error "lg.json: write failed: File too large" \
   bash -c "trap '' XFSZ; ulimit -f 1; \"$tz\" logits g --ids 1,2,3,4,5,6,7,8 --out lg.json"
 no_leftovers "failed logits --out"
+
+# a killed export leaves <out>.tmp.<pid>/: the next export to that name removes it when the
+# process is gone (a pid above pid_max never exists), and keeps a live process's
+dead=$(($(cat /proc/sys/kernel/pid_max) + 1))
+mkdir -p "hf_k.tmp.$dead" "hf_k.tmp.$$" && echo partial >"hf_k.tmp.$dead/model.safetensors"
+"$tz" convert --to hf g --out hf_k 2>/dev/null && [[ -f hf_k/config.json ]] || fail "convert --to hf next to a dead export"
+[[ ! -e hf_k.tmp.$dead ]] && ok "a dead export's hf_k.tmp.$dead was swept" || fail "hf_k.tmp.$dead left behind"
+[[ -d hf_k.tmp.$$ ]] && ok "a live process's hf_k.tmp.$$ kept" || fail "a live process's temporary directory was removed"
+rmdir "hf_k.tmp.$$"
 
 # ---- 3. tokenizer larger than the model's vocabulary ----
 tokjson=$fixtures/hf_tokenizer/tokenizer.json

@@ -200,7 +200,11 @@ static void test_errors(void **state) {
   assert_int_not_equal(tz_loader_open(&l, pat, 1000, 1, 1), 0);
   tz_test_assert_msg_has("missing.bin");
   assert_int_not_equal(tz_loader_open(&l, " , ", 1000, 1, 1), 0);
-  tz_test_assert_msg_has("no shard files");
+  tz_test_assert_msg_has("no files given (empty list ' , ')");
+  /* a pattern under a missing directory matches nothing (glob's ENOENT is no read error) */
+  snprintf(pat, sizeof pat, "%s/nodir/*.bin", dir);
+  assert_int_not_equal(tz_loader_open(&l, pat, 1000, 1, 1), 0);
+  tz_test_assert_msg_has("nodir/*.bin: no files match");
   assert_int_not_equal(tz_loader_open(&l, a, 1000, 0, 4), 0);
   tz_test_assert_msg_has("B=0");
   free(a);

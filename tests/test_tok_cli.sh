@@ -71,7 +71,15 @@ err1 "bad tokenizer" "not a tokenizer file" $tz encode --tokenizer "$tmp/bytes" 
 err1 "tokenize no out" "required" $tz tokenize --in "$tmp/two.txt"
 err1 "tokenize missing in" "No such file" $tz tokenize --in "$tmp/nope.txt" --out "$tmp/x.bin"
 : >"$tmp/empty.txt"
-err1 "tokenize empty" "no text" $tz tokenize --in "$tmp/empty.txt" --out "$tmp/x.bin"
+# train's corpus rule (src/train/data_prep.h) for every text input: not empty, not binary
+err1 "tokenize empty" "empty.txt: file is empty" $tz tokenize --in "$tmp/empty.txt" --out "$tmp/x.bin"
+err1 "tokenize binary" "bytes: looks binary (NUL byte at offset 7); expected UTF-8 text" $tz tokenize --in "$tmp/bytes" --out "$tmp/x.bin"
+err1 "tokenize stdin empty" "stdin: file is empty" $tz tokenize --in - --out "$tmp/x.bin" </dev/null
+err1 "tokenizer train empty" "empty.txt: file is empty" $tz tokenizer train --in "$tmp/empty.txt" --out "$tmp/t.json"
+err1 "tokenizer train binary" "looks binary (NUL byte at offset 7)" $tz tokenizer train --in "$tmp/bytes" --out "$tmp/t.json"
+head -c 3000 /dev/urandom | tr -d '\000' >"$tmp/random.bin"
+err1 "tokenizer train random" "not UTF-8); expected UTF-8 text" $tz tokenizer train --in "$tmp/random.bin" --out "$tmp/t.json"
+if [[ ! -e $tmp/x.bin && ! -e $tmp/t.json ]]; then echo "ok   refused inputs wrote nothing"; else echo "FAIL refused inputs wrote a file"; fails=$((fails + 1)); fi
 err1 "unknown option" "unknown option" $tz encode --bogus
 err1 "wrong option" "does not apply" $tz decode --special '[1]'
 err1 "bad threads" "not an integer" $tz encode --threads x hi

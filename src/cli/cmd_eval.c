@@ -17,15 +17,19 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/progress.h"
 #include "data/dataloader.h"
+#include "train/data_prep.h"
 
 static const char *HELP =
-    "usage: tezgah eval RUN_DIR|CHECKPOINT --data SHARDS|TEXT [options]   (-h, --help)\n"
+    "usage: tezgah eval RUN_DIR|CHECKPOINT|HF_DIR --data SHARDS|TEXT [options]   (-h, --help)\n"
     "Mean cross-entropy (nats/token) and perplexity exp(loss) of a model on llm.c token shards\n"
-    "or on text files. CHECKPOINT may be ours, a llama2.c .bin or an llm.c GPT-2 .bin. Batches\n"
-    "are contiguous windows from the start (targets = inputs shifted by one). Text is tokenized\n"
-    "with the model's tokenizer (or --tokenizer) as tezgah tokenize does: files joined with\n"
-    "<|endoftext|>, EOT before each document. Result on stdout; progress on stderr.\n\n"
+    "or on text files. CHECKPOINT may be ours, a llama2.c .bin or an llm.c GPT-2 .bin; HF_DIR a\n"
+    "Hugging Face directory (config.json + model.safetensors). Batches are contiguous windows\n"
+    "from the start (targets = inputs shifted by one). Text (UTF-8, not empty, as train's\n"
+    "--data) is tokenized with the model's tokenizer (or --tokenizer) as tezgah tokenize does:\n"
+    "files joined with <|endoftext|>, EOT before each document. Result on stdout; progress on\n"
+    "stderr.\n\n"
     "  --data LIST            comma-separated paths/globs (required): llm.c shards, or text\n"
     "                         files (anything whose header is not a shard's)\n"
     "  --tokenizer SPEC       tokenizer for text (default: the checkpoint's; see tezgah encode --help)\n"
@@ -87,7 +91,7 @@ static int tokenize_text(const tz_run_file *rf, const char *tokp, const char *li
     char *d;
     size_t l;
     if ((rc = tz_read_file(p[i], &d, &l))) break;
-    if (memchr(d, 0, l)) rc = tz_err("%s: looks binary (a NUL byte), neither text nor an llm.c shard", p[i]);
+    rc = tz_corpus_check_text(p[i], d, l); /* as train --data: not empty, not binary */
     all = tz_realloc(all, len + 13 + l + 1);
     if (!rc && len) memcpy(all + len, "<|endoftext|>", 13), len += 13;
     if (!rc) memcpy(all + len, d, l), len += l;
@@ -165,8 +169,16 @@ int tz_cmd_eval(int argc, char **argv) {
     return tz_cli_fail();
   }
   if (tz_backend_check(backend, precision)) return tz_cli_fail(); /* before tokenizing the text */
+  /* --json FILE: opened (as its temporary name) now, so that an unwritable path fails before
+   * minutes of evaluation; renamed over FILE at the end */
+  tz_afile jf = {0};
+  int to_file = json && strcmp(json, "-");
+  if (to_file && tz_afile_open(&jf, json)) return tz_cli_fail();
   tz_run_file rf;
-  if (tz_run_open(model, &rf)) return tz_cli_fail();
+  if (tz_run_open(model, &rf)) {
+    if (to_file) tz_afile_abort(&jf);
+    return tz_cli_fail();
+  }
   int rc = 1;
   tz_loader *ld = NULL;
   tz_backend *be = NULL;
@@ -189,7 +201,8 @@ int tz_cmd_eval(int argc, char **argv) {
     if (tokenize_text(&rf, tokp, data, &toks, &ntoks)) goto out;
     avail = ntoks > 0 ? (uint64_t)(ntoks - 1) / ((uint64_t)B * T) : 0;
     if (avail == 0) {
-      tz_err("%s: %zu tokens, fewer than one batch (B*T+1 = %d*%d+1); lower -B or -T", data, ntoks, B, T);
+      tz_err("%s: %zu tokens, too few for one batch of B*T+1 = %d*%d+1 = %lld tokens; lower -B or -T", data, ntoks, B,
+             T, (long long)B * T + 1);
       goto out;
     }
   } else {
@@ -220,9 +233,14 @@ int tz_cmd_eval(int argc, char **argv) {
     double t = now_s();
     /* progress: redrawn on a terminal, otherwise a line every 10 s and at the end */
     if (!quiet && ((tty && t - last > 0.2) || (!tty && t - last > 10) || i + 1 == n)) {
+      /* train's width rule: at most TZ_PROGRESS_COLS columns */
       double rate = (i + 1) / (t - t0 > 0 ? t - t0 : 1e-9);
-      fprintf(stderr, "%seval: %d/%d batches | loss %.4f | %.0f tok/s | ETA %.0f s%s", tty ? "\r" : "", i + 1, n,
-              sum / (i + 1), rate * B * T, (n - i - 1) / rate, tty ? "\033[K" : "\n");
+      char line[160], tok_s[32], eta[32];
+      tz_fmt_rate(tok_s, sizeof tok_s, rate * B * T);
+      tz_fmt_eta(eta, sizeof eta, (n - i - 1) / rate);
+      snprintf(line, sizeof line, "eval: %d/%d batches | loss %.4f | %s tok/s | ETA %s", i + 1, n, sum / (i + 1), tok_s, eta);
+      line[TZ_PROGRESS_COLS] = 0;
+      fprintf(stderr, "%s%s%s", tty ? "\r" : "", line, tty ? "\033[K" : "\n");
       last = t;
     }
   }
@@ -248,13 +266,14 @@ int tz_cmd_eval(int argc, char **argv) {
     txt[len] = '\n';
     txt[len + 1] = 0;
     int w = 0;
-    if (!strcmp(json, "-")) fputs(txt, stdout);
-    else w = tz_write_file_atomic(json, txt, len + 1);
+    if (!to_file) fputs(txt, stdout);
+    else w = tz_afile_write(&jf, txt, len + 1) || tz_afile_commit(&jf); /* commit closes jf */
     free(txt);
     if (w) goto out;
   }
   rc = 0;
 out:
+  if (to_file) tz_afile_abort(&jf); /* after a commit: nothing left to remove */
   free(toks);
   free(in);
   free(tg);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include "backend/backend.h"
@@ -18,12 +19,13 @@
 #include "tokenizer/tokenizer.h"
 
 static const char *HELP =
-    "usage: tezgah info [RUN_DIR|CHECKPOINT]   (-h, --help)\n"
+    "usage: tezgah info [RUN_DIR|CHECKPOINT|HF_DIR]   (-h, --help)\n"
     "Without an argument: the backends (cpu, webgpu, cuda) and whether each is usable here, for\n"
     "WebGPU the adapter, features and limits, for CUDA the devices (name, compute capability,\n"
     "SMs, memory) and the driver and runtime versions, and where the data files were found.\n"
-    "With a run directory or checkpoint: the model's config, tokenizer, training options and\n"
-    "state (step, elapsed time, last losses from metrics.jsonl).\n";
+    "With a run directory, checkpoint or model file (llm.c, llama2.c) or a Hugging Face\n"
+    "directory: the model's config, tokenizer, training options and state (step, elapsed time,\n"
+    "last losses from metrics.jsonl), and its size on disk.\n";
 
 /* The last training line and the last validation loss in metrics.jsonl. */
 static void print_metrics(const char *dir) {
@@ -54,14 +56,29 @@ static void print_metrics(const char *dir) {
   free(path);
 }
 
+/* Bytes of a checkpoint file, or of the regular files in a model directory (Hugging Face:
+ * config.json, model.safetensors or its shards, tokenizer files). */
+static double model_bytes(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) return 0;
+  if (!S_ISDIR(st.st_mode)) return (double)st.st_size;
+  double sum = 0;
+  DIR *d = opendir(path);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char *p = tz_path_join(path, e->d_name);
+    if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) sum += (double)st.st_size;
+    free(p);
+  }
+  if (d) closedir(d);
+  return sum;
+}
+
 static int info_run(const char *arg) {
   tz_run_file rf;
   if (tz_run_open(arg, &rf)) return tz_cli_fail();
   const tz_config *c = &rf.cfg;
   struct stat st;
-  printf("checkpoint: %s (%s", rf.path, tz_format_name(rf.format));
-  if (stat(rf.path, &st) == 0) printf(", %.1f MiB", st.st_size / 1048576.0);
-  printf(")\n");
+  printf("checkpoint: %s (%s, %.1f MiB)\n", rf.path, tz_format_name(rf.format), model_bytes(rf.path) / 1048576.0);
   printf("model: %s, %d layers, %d heads (%d kv), d_model %d, d_ff %d, vocab %d (padded %d), context %d, %s lm_head, "
          "%.3fM params\n",
          tz_arch_name(c->arch), c->n_layer, c->n_head, c->n_kv_head, c->d_model, c->d_ff, c->vocab_size, c->padded_vocab,

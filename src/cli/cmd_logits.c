@@ -44,7 +44,11 @@ int tz_cmd_logits(int argc, char **argv) {
     }
   }
   if (optind < argc) in = argv[optind++];
-  if (optind < argc || !in || !ids_s) {
+  if (optind < argc) {
+    tz_err("logits: unexpected argument '%s' (see tezgah logits --help)", argv[optind]);
+    return tz_cli_fail();
+  }
+  if (!in || !ids_s) {
     tz_err("logits: give MODEL and --ids (see tezgah logits --help)");
     return tz_cli_fail();
   }

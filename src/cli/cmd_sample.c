@@ -9,10 +9,11 @@
 #include "tezgah.h"
 
 static const char *HELP =
-    "usage: tezgah sample [RUN_DIR|CHECKPOINT] [options]\n"
+    "usage: tezgah sample [RUN_DIR|CHECKPOINT|HF_DIR] [options]   (-h, --help)\n"
     "Generate text with a KV cache, streaming to stdout. Default model: the newer of runs/latest\n"
     "and ./latest (train writes latest beside the run directory).\n"
-    "CHECKPOINT may also be a llama2.c (.bin, legacy or version 1) or llm.c GPT-2 file.\n\n"
+    "CHECKPOINT may also be a llama2.c (.bin, legacy or version 1) or llm.c GPT-2 file, or a\n"
+    "Hugging Face directory (config.json + model.safetensors [+ tokenizer.json]).\n\n"
     "  --tokenizer PATH       tokenizer file (needed for llama2.c / llm.c checkpoints): ours,\n"
     "                         llama2.c tokenizer.bin or llm.c gpt2_tokenizer.bin. With a\n"
     "                         llama2.c tokenizer generation follows llama2.c run.c exactly:\n"

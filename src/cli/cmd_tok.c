@@ -27,6 +27,7 @@
 #include "core/fileio.h"
 #include "data/shard.h"
 #include "tokenizer/tokenizer.h"
+#include "train/data_prep.h"
 
 /* Read a file, or stdin for "-". */
 static int read_input(const char *path, char **data, size_t *len) {
@@ -69,7 +70,9 @@ static int load_tok(const char *spec, tz_tokenizer **t) {
   if (!ck) return tz_tok_load_spec(spec, t);
   tz_run_file rf;
   int rc = tz_run_open(ck, &rf);
-  if (!rc && !rf.tok) rc = tz_err("%s: the checkpoint holds no tokenizer", ck);
+  if (!rc && !rf.tok)
+    rc = tz_err("--tokenizer %s: the model in %s has no tokenizer stored (an import without --tokenizer); give "
+                "the tokenizer file itself, e.g. --tokenizer tokenizer.bin or --tokenizer gpt2", spec, ck);
   if (!rc) *t = rf.tok, rf.tok = NULL;
   tz_run_close(&rf);
   free(ck);
@@ -135,7 +138,8 @@ static const char *HELP_TOKENIZE =
     "the EOT token is written before each document (a separator at the very end of TEXT adds\n"
     "nothing). With a llama2.c tokenizer each document is encoded like llama2.c's\n"
     "pretokenizer: BOS (1) + run.c encode (dummy space prefix), no separator token.\n\n"
-    "  --in PATH              text to tokenize ('-' = stdin)\n"
+    "  --in PATH              text to tokenize ('-' = stdin); as train's --data: not empty,\n"
+    "                         not binary (no NUL byte, mostly UTF-8)\n"
     "  --out PATH             shard to write (atomically)\n"
     "  --tokenizer SPEC       gpt2 (default: GPT-2's files, see below) or a tokenizer path:\n"
     "                         tokenizer.json, a directory with encoder.json + vocab.bpe,\n"
@@ -165,9 +169,10 @@ int tz_cmd_tokenize(int argc, char **argv) {
   }
   int32_t *ids = NULL;
   size_t ni = 0, ndocs = 0;
-  int rc = 0;
-  if (n == 0) {
-    rc = tz_err("tokenize: %s is empty: no text to tokenize", o.in);
+  /* train's corpus rule: no empty or binary input */
+  int rc = tz_corpus_check_text(strcmp(o.in, "-") ? o.in : "stdin", text, n);
+  if (rc) {
+    /* refused above */
   } else if (tz_tok_kind(t) == TZ_TOKENIZER_LLAMA2C) {
     /* per document: BOS + encode (run.c stops at a NUL, so does this) */
     size_t cap = 0, p = 0;
@@ -354,7 +359,8 @@ static const char *HELP_TOKENIZER =
     "Train a byte-level BPE on TEXT (as train does for its corpus: GPT-2 pre-tokenization,\n"
     "documents separated by <|endoftext|>, most frequent pair first, ties to the smallest ids)\n"
     "and write it as tokenizer.json. Both backends give the same file, byte for byte.\n\n"
-    "  --in PATH              training text ('-' = stdin)\n"
+    "  --in PATH              training text ('-' = stdin); as train's --data: not empty,\n"
+    "                         not binary (no NUL byte, mostly UTF-8)\n"
     "  --out PATH             tokenizer.json to write (atomically)\n"
     "  --vocab-size N         vocabulary incl. <|endoftext|> (default 2048; webgpu: <= 65536)\n"
     "  --backend cpu|webgpu   where the merges are computed (default cpu; word counting uses\n"
@@ -409,6 +415,10 @@ int tz_cmd_tokenizer(int argc, char **argv) {
   char *text;
   size_t n;
   if (read_input(in, &text, &n)) return tz_cli_fail();
+  if (tz_corpus_check_text(strcmp(in, "-") ? in : "stdin", text, n)) { /* train's corpus rule */
+    free(text);
+    return tz_cli_fail();
+  }
   tz_tokenizer *t = NULL;
   double t0 = omp_get_wtime();
   int rc = tz_tok_train_on(backend, text, n, vocab, &t);

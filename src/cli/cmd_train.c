@@ -11,6 +11,7 @@
 #include "checkpoint/run_ckpt.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/plot.h"
 #include "tokenizer/tokenizer.h"
 #include "core/error.h"
 #include "core/fileio.h"
@@ -27,7 +28,10 @@ static const char *HELP =
     "  --val-fraction F       share of tokens held out for validation (0.05)\n"
     "  --train-shards LIST    llm.c token shards (comma-separated paths/globs) instead of --data\n"
     "  --val-shards LIST      validation shards\n"
-    "  --tokenizer PATH       tokenizer for shard runs (for the final sample)\n"
+    "  --tokenizer SPEC       gpt2 or a tokenizer file (see tezgah tokenize --help): with\n"
+    "                         --train-shards, the shards' tokenizer (stored in the run, for sample);\n"
+    "                         with --init-from, replaces the model's (--data is encoded with it);\n"
+    "                         with --data alone a BPE is trained instead (an error)\n"
     "  --tokenizer-backend B  cpu (default) or webgpu: where the corpus's BPE is trained and the\n"
     "                         corpus encoded (identical result; CPU with a notice without WebGPU)\n"
     "run:\n"
@@ -73,6 +77,7 @@ static const char *HELP =
     "  --sample-tokens N      tokens to sample after training (200; 0 = none)\n"
     "  --stop-after N         end this session after N steps with a checkpoint (resume later)\n"
     "  --quiet                no progress output\n"
+    "  --plot                 at the end, draw RUN_DIR/loss.svg (as tezgah plot RUN_DIR does)\n"
     "numerical guards (a step with a non-finite loss or grad norm is always skipped):\n"
     "  --skip-loss-z Z        skip a step whose loss z-score over the last 128 steps exceeds Z (0 = off)\n"
     "  --skip-norm-z Z        same for the grad norm (llm.c's -sl / -sg; 0 = off)\n"
@@ -84,7 +89,7 @@ enum {
   O_DATA = 256, O_VOCAB, O_VALFRAC, O_TSHARDS, O_VSHARDS, O_TOKENIZER, O_RUNDIR, O_RESUME,
   O_BACKEND, O_THREADS, O_SEED, O_ARCH, O_NLAYER, O_NHEAD, O_NKV, O_DMODEL, O_DFF, O_MAXT,
   O_UNTIED, O_ACCUM, O_STEPS, O_LR, O_WARMUP, O_MINLR, O_B1, O_B2, O_EPS, O_WD, O_CLIP,
-  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_INIT, O_RECOMPUTE, O_HELP
+  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_INIT, O_RECOMPUTE, O_PLOT, O_HELP
 };
 
 static const struct option LONG[] = {
@@ -103,13 +108,13 @@ static const struct option LONG[] = {
     {"grad-clip", 1, 0, O_CLIP}, {"val-every", 1, 0, O_VALEVERY}, {"val-batches", 1, 0, O_VALB},
     {"ckpt-every", 1, 0, O_CKPT}, {"log-every", 1, 0, O_LOG}, {"sample-tokens", 1, 0, O_SAMPLE}, {"stop-after", 1, 0, O_STOP},
     {"quiet", 0, 0, O_QUIET}, {"profile", 0, 0, O_PROFILE}, {"recompute", 0, 0, O_RECOMPUTE}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
-    {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"keep", 1, 0, O_KEEP}, {"keep-best", 0, 0, O_KEEPBEST}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+    {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"keep", 1, 0, O_KEEP}, {"keep-best", 0, 0, O_KEEPBEST}, {"plot", 0, 0, O_PLOT}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
 
 /* Options that may accompany --resume without changing the loss sequence. */
 static int resume_allows(int opt) {
   return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_PRECISION || opt == O_RECOMPUTE || opt == O_QUIET ||
          opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP || opt == O_INJNAN || opt == O_INJINF ||
-         opt == O_PROFILE || opt == O_KEEP || opt == O_KEEPBEST;
+         opt == O_PROFILE || opt == O_KEEP || opt == O_KEEPBEST || opt == O_PLOT;
 }
 
 static const char *flag_name(int opt) {
@@ -156,7 +161,7 @@ static void on_stop_signal(int sig) {
 int tz_cmd_train(int argc, char **argv) {
   tz_train_opts o;
   tz_train_opts_default(&o);
-  int given[O_HELP - 256 + 1] = {0}, given_B = 0, given_T = 0, c;
+  int given[O_HELP - 256 + 1] = {0}, given_B = 0, given_T = 0, plot = 0, c;
   char default_dir[64];
   opterr = 0;
   optind = 1;
@@ -213,6 +218,7 @@ int tz_cmd_train(int argc, char **argv) {
       case O_QUIET: o.quiet = 1; break;
       case O_KEEP: e = tz_arg_int("--keep", optarg, 1, 1 << 20, &o.keep); break;
       case O_KEEPBEST: o.keep_best = 1; break;
+      case O_PLOT: plot = 1; break;
       case O_PROFILE: o.profile = 1; break;
       case O_RECOMPUTE: o.recompute = 1; break;
       case O_SKIPLZ: e = tz_arg_float("--skip-loss-z", optarg, 0, 1e6, &o.skip_loss_z); break;
@@ -268,14 +274,21 @@ int tz_cmd_train(int argc, char **argv) {
     tz_err("train: give either --data or --train-shards, not both");
     return tz_cli_fail();
   }
+  if (given[O_TOKENIZER - 256] && !o.train_shards && !o.init_from) { /* it would be ignored */
+    tz_err("--tokenizer: a --data run trains its own BPE (--vocab-size); give the tokenizer with --init-from "
+           "MODEL, or tokenize the text first (tezgah tokenize) and train on --train-shards");
+    return tz_cli_fail();
+  }
   if (given[O_UNTIED - 256] && o.model.arch == TZ_ARCH_GPT2) {
     tz_err("--untied: gpt2 always ties lm_head to wte (use --arch llama for an untied lm_head)");
     return tz_cli_fail();
   }
+  if (plot && !tz_plot_available()) return tz_cli_fail();
   signal(SIGINT, on_stop_signal);
   signal(SIGTERM, on_stop_signal);
   int rc = tz_train(&o);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  if (rc == 0 && plot && tz_plot_run(o.run_dir ? o.run_dir : o.resume, NULL, 0, o.quiet)) rc = -1;
   return rc < 0 ? tz_cli_fail() : rc; /* rc > 0: stopped by a signal after a checkpoint */
 }

@@ -12,4 +12,5 @@ int tz_cmd_encode(int argc, char **argv);
 int tz_cmd_decode(int argc, char **argv);
 int tz_cmd_tokenizer(int argc, char **argv);
 int tz_cmd_info(int argc, char **argv);
+int tz_cmd_plot(int argc, char **argv);
 #endif

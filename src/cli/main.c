@@ -13,25 +13,27 @@ static const struct {
   int (*run)(int, char **);
   const char *help;
 } commands[] = {
-    {"train", tz_cmd_train, "train a model on a text corpus or token shards (default: data/kjv.txt)"},
-    {"sample", tz_cmd_sample, "generate text from a run or checkpoint (default: runs/latest or ./latest)"},
-    {"eval", tz_cmd_eval, "validation loss and perplexity of a model on token shards"},
-    {"convert", tz_cmd_convert, "import llama2.c / llm.c / Hugging Face models; export to llm.c, llama2.c, HF"},
+    {"train", tz_cmd_train, "train a model on text or token shards (default: data/kjv.txt)"},
+    {"sample", tz_cmd_sample, "generate text from a model (default: runs/latest or ./latest)"},
+    {"eval", tz_cmd_eval, "loss and perplexity of a model on text files or token shards"},
+    {"convert", tz_cmd_convert, "import llama2.c / llm.c / HF models; export to llm.c, llama2.c, HF"},
     {"logits", tz_cmd_logits, "print a model's logits on fixed token ids as JSON (parity checks)"},
     {"tokenize", tz_cmd_tokenize, "tokenize a text file into an llm.c token shard"},
     {"encode", tz_cmd_encode, "print the token ids of a text as a JSON array"},
     {"decode", tz_cmd_decode, "print the text of a JSON array of token ids"},
-    {"tokenizer", tz_cmd_tokenizer, "tokenizer train: train a byte-level BPE (cpu or webgpu)"},
-    {"info", tz_cmd_info, "list backends; WebGPU adapter, features and limits"},
+    {"tokenizer", tz_cmd_tokenizer, "tokenizer train: train a byte-level BPE on a text (cpu or webgpu)"},
+    {"plot", tz_cmd_plot, "draw a run's loss and learning rate against steps (SVG or PNG)"},
+    {"info", tz_cmd_info, "backends and devices here, or a run's config and state (info RUN)"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof *commands)
 
 static void usage(FILE *f) {
   fprintf(f, "tezgah %s: train and run GPT-2 / Llama-style language models\n\n"
-             "usage: tezgah COMMAND [options]   (tezgah help COMMAND, or tezgah COMMAND --help, for its options)\n"
+             "usage: tezgah COMMAND [options]\n"
+             "       tezgah help COMMAND, or tezgah COMMAND --help: the command's options\n"
              "backends: cpu, webgpu, cuda (--backend NAME on train, sample and eval)\n\ncommands:\n",
           TEZGAH_VERSION);
-  for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+  for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 }
 
 static int find_command(const char *name) {
@@ -67,8 +69,9 @@ static void cli_fatal(const char *msg) {
 int main(int argc, char **argv) {
   set_wait_policy(argv);
   tz_set_fatal_handler(cli_fatal); /* out of memory, a lost GPU: exit 1 (the library aborts) */
-  if (argc < 2) {
+  if (argc < 2) { /* a usage error like any other (exit 1), after the list of commands */
     usage(stderr);
+    fprintf(stderr, "\ntezgah: error: no command given (see above, or tezgah --help)\n");
     return 1;
   }
   if (!strcmp(argv[1], "help")) { /* tezgah help [COMMAND] */

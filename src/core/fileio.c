@@ -6,12 +6,23 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <libgen.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
+
+/* glob(3)'s first directory error (GLOB_ERR stops there): a missing directory in a pattern
+ * (nodir/x*.txt) is no match; any other error (EACCES) is reported with the directory. */
+static _Thread_local int glob_errno;
+static _Thread_local char glob_errpath[512];
+static int glob_error(const char *path, int err) {
+  glob_errno = err;
+  snprintf(glob_errpath, sizeof glob_errpath, "%s", path);
+  return 1;
+}
 
 int tz_expand_paths(const char *list, char ***out, size_t *n) {
   *out = NULL;
@@ -25,8 +36,12 @@ int tz_expand_paths(const char *list, char ***out, size_t *n) {
     while (len && item[len - 1] == ' ') item[--len] = 0;
     if (!len) continue;
     glob_t g = {0};
-    int plain = strpbrk(item, "*?[") == NULL, r = plain ? 0 : glob(item, GLOB_ERR, NULL, &g);
+    glob_errno = 0;
+    int plain = strpbrk(item, "*?[") == NULL, r = plain ? 0 : glob(item, GLOB_ERR, glob_error, &g);
+    if (r == GLOB_ABORTED && (glob_errno == ENOENT || glob_errno == ENOTDIR)) r = GLOB_NOMATCH;
     if (r == GLOB_NOMATCH) rc = tz_err("%s: no files match", item);
+    else if (r == GLOB_ABORTED && glob_errno)
+      rc = tz_err("%s: cannot read directory %s: %s", item, glob_errpath, strerror(glob_errno));
     else if (r) rc = tz_err("%s: cannot expand pattern (%s)", item, r == GLOB_NOSPACE ? "out of memory" : "read error");
     for (size_t i = 0; !rc && i < (plain ? 1 : g.gl_pathc); i++) {
       if (*n == cap) v = tz_realloc(v, (cap = cap ? 2 * cap : 8) * sizeof *v);
@@ -137,19 +152,24 @@ void tz_afile_abort(tz_afile *af) {
   memset(af, 0, sizeof *af);
 }
 
+int tz_tmp_name_orphaned(const char *name) {
+  const char *t = strstr(name, ".tmp."), *q;
+  if (!t || t == name) return 0;
+  while ((q = strstr(t + 1, ".tmp."))) t = q; /* the last ".tmp." */
+  const char *digits = t + 5;
+  char *end;
+  errno = 0;
+  long pid = strtol(digits, &end, 10);
+  if (end == digits || *end || pid <= 0 || errno) return 0;
+  return !(pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH);
+}
+
 int tz_afile_sweep(const char *dir) {
   DIR *d = opendir(dir);
   if (!d) return 0;
   int removed = 0;
   for (struct dirent *e; (e = readdir(d));) {
-    const char *t = strstr(e->d_name, ".tmp."), *q;
-    if (!t || t == e->d_name) continue;
-    while ((q = strstr(t + 1, ".tmp."))) t = q; /* the last ".tmp." */
-    const char *digits = t + 5;
-    char *end;
-    long pid = strtol(digits, &end, 10);
-    if (end == digits || *end || pid <= 0) continue;
-    if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    if (!tz_tmp_name_orphaned(e->d_name)) continue;
     char *path = tz_path_join(dir, e->d_name);
     if (unlink(path) == 0) removed++;
     free(path);

@@ -36,13 +36,18 @@ void tz_afile_abort(tz_afile *af);
  * process (another writer, or this one) are kept. Best effort: returns how many were
  * removed, never fails. */
 int tz_afile_sweep(const char *dir);
+/* 1 if `name` ends in ".tmp.<pid>" and that process is gone (not this one, not alive): a
+ * temporary file or directory nobody will finish or remove. */
+int tz_tmp_name_orphaned(const char *name);
 
 /* Write a whole buffer atomically (open + write + commit). */
 int tz_write_file_atomic(const char *path, const void *data, size_t n);
 
 /* Expand a comma-separated list of paths and glob(3) patterns (sorted matches; a plain path
  * is kept as given, missing or not) into a malloc'ed array of malloc'ed strings; free with
- * tz_paths_free. Errors: "<pattern>: no files match", "no files given (empty list '...')". */
+ * tz_paths_free. Errors: "<pattern>: no files match" (also for a pattern under a missing
+ * directory), "<pattern>: cannot read directory D: <strerror>", "no files given (empty list
+ * '...')". */
 int tz_expand_paths(const char *list, char ***out, size_t *n);
 void tz_paths_free(char **paths, size_t n);
 

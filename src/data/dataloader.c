@@ -1,11 +1,11 @@
 #include "data/dataloader.h"
 
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "core/fileio.h"
 #include "data/shard.h"
 
 struct tz_loader {
@@ -24,47 +24,6 @@ struct tz_loader {
   size_t perm_n, perm_cap;
   uint64_t perm_shard, perm_epoch; /* what perm was drawn for; perm_n == 0: none yet */
 };
-
-static void add_path(tz_loader *l, size_t *cap, const char *p) {
-  if (l->nshards == *cap) {
-    *cap = *cap ? 2 * *cap : 8;
-    l->paths = tz_realloc(l->paths, *cap * sizeof *l->paths);
-  }
-  l->paths[l->nshards++] = tz_strdup(p);
-}
-
-static int has_glob_chars(const char *s) { return strpbrk(s, "*?[") != NULL; }
-
-/* Expand the comma-separated list into l->paths. */
-static int expand_paths(tz_loader *l, const char *list) {
-  size_t cap = 0;
-  char *copy = tz_strdup(list);
-  int rc = 0;
-  for (char *save = NULL, *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-    while (*item == ' ') item++;
-    size_t len = strlen(item);
-    while (len && item[len - 1] == ' ') item[--len] = 0;
-    if (!len) continue;
-    if (!has_glob_chars(item)) { /* a plain path: missing files are reported by the reader */
-      add_path(l, &cap, item);
-      continue;
-    }
-    glob_t g;
-    int r = glob(item, GLOB_ERR, NULL, &g);
-    if (r == GLOB_NOMATCH) {
-      rc = tz_err("%s: no files match", item);
-    } else if (r != 0) {
-      rc = tz_err("%s: cannot expand pattern (%s)", item, r == GLOB_NOSPACE ? "out of memory" : "read error");
-    } else {
-      for (size_t i = 0; i < g.gl_pathc; i++) add_path(l, &cap, g.gl_pathv[i]);
-    }
-    globfree(&g);
-    if (rc) break;
-  }
-  free(copy);
-  if (!rc && l->nshards == 0) rc = tz_err("no shard files given (empty list '%s')", list);
-  return rc;
-}
 
 void tz_loader_free(tz_loader *l) {
   if (!l) return;
@@ -88,7 +47,9 @@ int tz_loader_open(tz_loader **out, const char *paths, int vocab_size, int B, in
   l->T = T;
   l->vocab = vocab_size;
   l->loaded = SIZE_MAX;
-  if (expand_paths(l, paths)) {
+  /* comma-separated paths and globs; plain paths are kept as given (the reader reports a
+   * missing file) */
+  if (tz_expand_paths(paths, &l->paths, &l->nshards)) {
     tz_loader_free(l);
     return -1;
   }

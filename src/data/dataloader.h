@@ -40,7 +40,8 @@ typedef struct {
  *   b); vocab_size in [1, 65536] (every token id must be < vocab_size); B >= 1 sequences per
  *   batch; T >= 1 tokens per sequence.
  * Output: *out, positioned at (shard 0, offset 0, epoch 0). Free with tz_loader_free.
- * Errors (-1, one line): "no shard files given", "<pattern>: no files match", any
+ * Errors (-1, one line): "no files given (empty list ...)", "<pattern>: no files match",
+ *   "<pattern>: cannot read directory D: <strerror>", any
  *   tz_shard_read error (names the file and value), or
  *   "<file>: 100 tokens, corpus smaller than one batch (B*T+1 = 4*64+1 = 257 tokens)". */
 int tz_loader_open(tz_loader **out, const char *paths, int vocab_size, int B, int T);

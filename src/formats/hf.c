@@ -555,6 +555,25 @@ static void fsync_parent(const char *path) {
 static int hf_write_files(const char *dir, const tz_config *cfg, const float *params, const tz_tokenizer *tok,
                           char *note, size_t note_len);
 
+/* Remove "<out>.tmp.<pid>" directories of exports whose process died (SIGKILL, OOM, power
+ * loss) before renaming them: nobody else will. Only siblings named after `out`. */
+static void sweep_dead_exports(const char *out) {
+  char *copy = tz_strdup(out), *slash = strrchr(copy, '/');
+  const char *parent = slash ? (slash == copy ? "/" : copy) : ".", *base = slash ? slash + 1 : copy;
+  if (slash) *slash = 0;
+  size_t bl = strlen(base);
+  DIR *dp = opendir(parent);
+  for (struct dirent *e; dp && (e = readdir(dp));) {
+    if (strncmp(e->d_name, base, bl) || strncmp(e->d_name + bl, ".tmp.", 5) || !tz_tmp_name_orphaned(e->d_name)) continue;
+    char *p = tz_path_join(parent, e->d_name);
+    struct stat st;
+    if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) remove_flat_dir(p);
+    free(p);
+  }
+  if (dp) closedir(dp);
+  free(copy);
+}
+
 /* All or nothing: the files go to a temporary sibling "<dir>.tmp.<pid>" that is renamed to
  * <dir> once complete (onto a missing or empty directory), and removed on any failure. */
 int tz_hf_save(const char *dir, const tz_config *cfg, const float *params, const tz_tokenizer *tok, char *note,
@@ -580,6 +599,7 @@ int tz_hf_save(const char *dir, const tz_config *cfg, const float *params, const
   char *tmp = tz_malloc(tl);
   snprintf(tmp, tl, "%s.tmp.%ld", out, (long)getpid());
   remove_flat_dir(tmp); /* a leftover of an earlier process with our pid */
+  sweep_dead_exports(out);
   int rc = -1;
   if (!tz_mkdirs(tmp) && !hf_write_files(tmp, cfg, params, tok, note, note_len)) {
     if (rename(tmp, out) != 0) {

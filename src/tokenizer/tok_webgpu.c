@@ -853,7 +853,7 @@ static int want_gpu(const char *backend, const char *what) {
 
 int tz_tok_backend_check(const char *backend) {
   if (!backend || !strcmp(backend, "cpu") || !strcmp(backend, "webgpu")) return 0;
-  return tz_err("tokenizer backend '%s' unknown (cpu or webgpu)", backend);
+  return tz_err("unknown backend '%s' for tokenizing (available: cpu, webgpu)", backend);
 }
 
 int tz_tok_train_on(const char *backend, const char *text, size_t len, int vocab_size, tz_tokenizer **out) {

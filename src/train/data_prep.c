@@ -24,7 +24,7 @@ static double now_s(void) {
 
 /* A text corpus must not contain NUL bytes (images, archives and executables have them
  * early) and must be mostly UTF-8 (more than 5% invalid bytes means it is not text). */
-static int check_text(const char *path, const char *data, size_t len) {
+int tz_corpus_check_text(const char *path, const char *data, size_t len) {
   if (len == 0) return tz_err("%s: file is empty", path);
   const char *nul = memchr(data, 0, len);
   if (nul) return tz_err("%s: looks binary (NUL byte at offset %zu); expected UTF-8 text", path, (size_t)(nul - data));
@@ -55,7 +55,7 @@ static int read_corpus(const char *list, char **text, size_t *len) {
       rc = -1;
       break;
     }
-    if (check_text(paths[i], t, l)) {
+    if (tz_corpus_check_text(paths[i], t, l)) {
       free(t);
       rc = -1;
       break;

@@ -28,4 +28,12 @@ int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int voc
                           const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out);
 void tz_prepared_free(tz_prepared *p);
 
+/* The corpus rule, shared by every command that takes text to train or tokenize (train
+ * --data, tokenizer train, tokenize, eval on text): `data` (len bytes, named `path` in the
+ * message) must be non-empty, hold no NUL byte and be mostly UTF-8 (at most 5% invalid bytes
+ * in the first MiB). Errors (one line): "<path>: file is empty", "<path>: looks binary (NUL
+ * byte at offset N); expected UTF-8 text", "<path>: looks binary (N of the first M bytes are
+ * not UTF-8); expected UTF-8 text". */
+int tz_corpus_check_text(const char *path, const char *data, size_t len);
+
 #endif

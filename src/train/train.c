@@ -22,6 +22,7 @@
 #include "checkpoint/run_ckpt.h"
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/progress.h"
 #include "data/dataloader.h"
 #include "data/metrics.h"
 #include "model/config_json.h"
@@ -81,15 +82,7 @@ static double validate(tz_model *m, tz_loader *val, int batches, int32_t *in, in
   return sum / n;
 }
 
-static void fmt_eta(char *buf, size_t n, double s) {
-  if (!isfinite(s) || s < 0) s = 0;
-  if (s > 359999) s = 359999;
-  int h = (int)(s / 3600), mi = (int)(s / 60) % 60, se = (int)s % 60;
-  if (h) snprintf(buf, n, "%dh%02dm", h, mi);
-  else snprintf(buf, n, "%dm%02ds", mi, se);
-}
-
-#define PROGRESS_COLS 79 /* the line never reaches an 80-column terminal's last column */
+#define PROGRESS_COLS TZ_PROGRESS_COLS
 #define RECENT 16        /* tok/s and the ETA come from the last RECENT steps' times */
 
 /* The progress line, at most PROGRESS_COLS characters:
@@ -99,10 +92,8 @@ static void fmt_eta(char *buf, size_t n, double s) {
 static void progress_line(char *out, size_t cap, int step, int steps, double loss, double tok_s, double eta_s,
                           double val, int val_step) {
   char right[160], rate[32], eta[32], vs[48] = "";
-  if (tok_s >= 1e6) snprintf(rate, sizeof rate, "%.2fM", tok_s / 1e6);
-  else if (tok_s >= 1e4) snprintf(rate, sizeof rate, "%.1fk", tok_s / 1e3);
-  else snprintf(rate, sizeof rate, "%.0f", tok_s);
-  fmt_eta(eta, sizeof eta, eta_s);
+  tz_fmt_rate(rate, sizeof rate, tok_s);
+  tz_fmt_eta(eta, sizeof eta, eta_s);
   if (isfinite(val)) snprintf(vs, sizeof vs, " | val %.4f@%d", val, val_step);
   snprintf(right, sizeof right, " loss %.4f | %s tok/s | ETA %s%s", loss, rate, eta, vs);
   int w = (int)log10(steps) + 1;
@@ -621,7 +612,8 @@ int tz_train(const tz_train_opts *opts_in) {
       double sum_dt = 0;
       for (int i = 0; i < k; i++) sum_dt += recent[i];
       int vals_left = val && o.val_every > 0 ? (o.steps - 1) / o.val_every - st.step / o.val_every + 1 : 0;
-      double eta = sum_dt / k * left + val_dt * vals_left;
+      /* the last step's line says 0: what follows (final validation, checkpoint) is reported by the done line */
+      double eta = left > 0 ? sum_dt / k * left + val_dt * vals_left : 0;
       char pl[160];
       progress_line(pl, sizeof pl, st.step + 1, o.steps, loss, (double)N * o.grad_accum * k / sum_dt, eta, last_val,
                     last_val_step);

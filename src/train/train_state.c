@@ -1,5 +1,4 @@
 #include "train/train_state.h"
-#include <math.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -65,13 +64,26 @@ static int num(const cJSON *j, const char *where, const char *name, double *v) {
   return 0;
 }
 
+/* A whole number in [lo, hi] (a double holds every integer up to 2^53 exactly): the fields
+ * below are cast to int / uint64_t, where NaN, fractions, negative or huge values are
+ * undefined behaviour or nonsense positions. */
+static int count(const cJSON *j, const char *where, const char *name, double lo, double hi, double *v) {
+  if (num(j, where, name, v)) return -1;
+  if (!(*v >= lo && *v <= hi) || *v != floor(*v))
+    return tz_err("%s: training state field '%s' = %g is not a whole number in [%.0f, %.0f]", where, name, *v, lo, hi);
+  return 0;
+}
+
+#define MAX_STEPS 1073741824.0 /* train --steps' limit (2^30) */
+#define MAX_POS 9007199254740992.0 /* 2^53 */
+
 int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *st, tz_train_opts *o) {
   double v = 0;
   const cJSON *opts = cJSON_GetObjectItemCaseSensitive(j, "opts");
   const cJSON *pos = cJSON_GetObjectItemCaseSensitive(j, "loader_pos");
   if (!cJSON_IsObject(opts) || !cJSON_IsObject(pos))
     return tz_err("%s: training state lacks 'opts' or 'loader_pos'", where);
-  if (num(j, where, "step", &v)) return -1;
+  if (count(j, where, "step", 0, MAX_STEPS, &v)) return -1;
   st->step = (int)v;
   if (num(j, where, "adam_t", &v)) return -1;
   /* the next AdamW step is t = adam_t + 1, and t < 1 turns every parameter into NaN
@@ -80,20 +92,22 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
     return tz_err("%s: training state field 'adam_t' = %g is not a count of AdamW steps in [0, step=%d]", where, v,
                   st->step);
   st->adam_t = (int64_t)v;
-  if (num(j, where, "skipped", &v)) return -1;
+  if (count(j, where, "skipped", 0, st->step, &v)) return -1; /* skipped steps are steps */
   st->skipped = (int)v;
   if (num(j, where, "elapsed_s", &v)) return -1;
+  if (!(v >= 0 && isfinite(v))) return tz_err("%s: training state field 'elapsed_s' = %g is not a duration >= 0", where, v);
   st->elapsed_s = v;
-  if (num(pos, where, "shard", &v)) return -1;
+  /* the loader checks the position against the shards (tz_loader_set_pos); here: integers */
+  if (count(pos, where, "shard", 0, MAX_POS, &v)) return -1;
   st->loader_pos.shard = (uint64_t)v;
-  if (num(pos, where, "offset", &v)) return -1;
+  if (count(pos, where, "offset", 0, MAX_POS, &v)) return -1;
   st->loader_pos.offset = (uint64_t)v;
-  if (num(pos, where, "epoch", &v)) return -1;
+  if (count(pos, where, "epoch", 0, MAX_POS, &v)) return -1;
   st->loader_pos.epoch = (uint64_t)v;
   int want_steps = o->steps;
-#define GETI(f, o)                           \
-  if (num(opts, where, #f, &v)) return -1;    \
-  (o)->f = (int)v;
+#define GETI(f, o)                                            \
+  if (count(opts, where, #f, strcmp(#f, "warmup") ? 0 : -1, MAX_STEPS, &v)) return -1; \
+  (o)->f = (int)v; /* warmup -1: "5% of steps"; ranges are checked with the options */
 #define GETF(f, o)                           \
   if (num(opts, where, #f, &v)) return -1;    \
   (o)->f = (float)v;
@@ -101,8 +115,8 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
   FLOAT_FIELDS(GETF, o)
 #undef GETI
 #undef GETF
-  if (num(opts, where, "seed", &v)) return -1;
-  o->seed = (uint64_t)v;
+  if (count(opts, where, "seed", 0, 18446744073709551615.0, &v)) return -1;
+  o->seed = v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v;
   /* optional (absent in checkpoints of runs without skip rules): 0 = off */
   o->skip_loss_z = o->skip_norm_z = 0;
   if (cJSON_GetObjectItemCaseSensitive(opts, "skip_loss_z")) {

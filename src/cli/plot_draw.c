@@ -1,0 +1,270 @@
+/* Drawing a run's metrics with GNU plotutils' libplot (see plot.h): two panels on one page,
+ * loss above (train loss per step, its moving average, validation points), learning rate
+ * below, a shared step axis. Page units are 800 x 600 (PNG: pixels; SVG: 8 x 6 inches).
+ * SVG text uses the PostScript font Helvetica (<text> elements: searchable, sharp); PNG, a
+ * bitmap, uses libplot's built-in Hershey stroke font (no font files needed). */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli/plot.h"
+#include "core/error.h"
+#include "core/fileio.h"
+
+int tz_plot_check_ext(const char *out) {
+  size_t n = strlen(out);
+  if (n > 4 && (!strcasecmp(out + n - 4, ".svg") || !strcasecmp(out + n - 4, ".png"))) return 1;
+  tz_err("--out: '%s' must end in .svg or .png", out);
+  return 0;
+}
+
+#ifndef TZ_HAVE_LIBPLOT
+
+int tz_plot_available(void) {
+  tz_err("plot: this tezgah was built without libplot (GNU plotutils): install Debian's libplot-dev "
+         "(scripts/setup.sh does) and rebuild");
+  return 0;
+}
+
+int tz_plot_write(const char *out, const tz_plot_metrics *m, const char *title, int smooth) {
+  (void)out, (void)m, (void)title, (void)smooth;
+  tz_plot_available();
+  return -1;
+}
+
+#else
+#include <plot.h>
+
+int tz_plot_available(void) { return 1; }
+
+#define PAGE_W 800.0
+#define PAGE_H 600.0
+
+typedef struct { /* a panel: its box on the page and the data ranges mapped onto it */
+  double x0, y0, x1, y1;
+  double xmin, xmax, ymin, ymax;
+} panel;
+
+static double px(const panel *p, double x) { return p->x0 + (x - p->xmin) / (p->xmax - p->xmin) * (p->x1 - p->x0); }
+static double py(const panel *p, double y) { return p->y0 + (y - p->ymin) / (p->ymax - p->ymin) * (p->y1 - p->y0); }
+
+/* 1, 2 or 5 times a power of ten: about `n` ticks over `range` */
+static double nice_step(double range, int n) {
+  double raw = range / n, mag = pow(10, floor(log10(raw))), f = raw / mag;
+  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+}
+
+static void fmt_tick(char *buf, size_t n, double v, double step) {
+  if (fabs(v) < step * 1e-6) v = 0; /* -0 and 1e-19 from accumulated steps */
+  if (v == floor(v) && fabs(v) < 1e7) snprintf(buf, n, "%.0f", v);
+  else snprintf(buf, n, "%.4g", v);
+}
+
+static void text(plPlotter *pl, double x, double y, int hj, int vj, double size, double angle, const char *s) {
+  pl_ffontsize_r(pl, size);
+  pl_ftextangle_r(pl, angle);
+  pl_fmove_r(pl, x, y);
+  pl_alabel_r(pl, hj, vj, s);
+  pl_ftextangle_r(pl, 0);
+}
+
+/* Tick k of `step` in [lo, hi]: the range of k (at most 40 ticks; none when a range is too
+ * narrow for its magnitude, e.g. [1e10, 1e10 + 1e-6], where k * step cannot tell them apart). */
+static int tick_range(double lo, double hi, double step, long *k0, long *k1) {
+  double a = ceil(lo / step - 1e-9), b = floor(hi / step + 1e-9);
+  if (!(b - a <= 40 && a >= -1e15 && b <= 1e15)) return 0;
+  *k0 = (long)a, *k1 = (long)b;
+  return 1;
+}
+
+/* Box, grid lines, tick labels and the axis labels of a panel. */
+static void axes(plPlotter *pl, const panel *p, const char *ylabel, int xlabels) {
+  char buf[48];
+  double ys = nice_step(p->ymax - p->ymin, 5), xs = nice_step(p->xmax - p->xmin, 8);
+  if (xs < 1) xs = 1; /* steps are integers */
+  long y0, y1, x0, x1;
+  int yt = tick_range(p->ymin, p->ymax, ys, &y0, &y1), xt = tick_range(p->xmin, p->xmax, xs, &x0, &x1);
+  pl_flinewidth_r(pl, 0.5);
+  pl_pencolorname_r(pl, "gainsboro");
+  for (long k = y0; yt && k <= y1; k++) pl_fline_r(pl, p->x0, py(p, k * ys), p->x1, py(p, k * ys));
+  for (long k = x0; xt && k <= x1; k++) pl_fline_r(pl, px(p, k * xs), p->y0, px(p, k * xs), p->y1);
+  pl_endpath_r(pl);
+  pl_pencolorname_r(pl, "black");
+  pl_flinewidth_r(pl, 1);
+  pl_fbox_r(pl, p->x0, p->y0, p->x1, p->y1);
+  for (long k = y0; yt && k <= y1; k++) {
+    fmt_tick(buf, sizeof buf, k * ys, ys);
+    text(pl, p->x0 - 6, py(p, k * ys), 'r', 'c', 12, 0, buf);
+  }
+  for (long k = x0; xlabels && xt && k <= x1; k++) {
+    fmt_tick(buf, sizeof buf, k * xs, xs);
+    text(pl, px(p, k * xs), p->y0 - 6, 'c', 't', 12, 0, buf);
+  }
+  text(pl, 22, (p->y0 + p->y1) / 2, 'c', 'c', 14, 90, ylabel);
+}
+
+/* A series as one polyline. More points than twice the panel's width in page units are
+ * drawn as each unit column's minimum and maximum (in step order): the spikes stay visible
+ * and the file stays small. */
+static void polyline(plPlotter *pl, const panel *p, const double *x, const double *y, size_t n) {
+  if (n == 0) return;
+  size_t cols = (size_t)(p->x1 - p->x0);
+  if (n <= 2 * cols) {
+    pl_fmove_r(pl, px(p, x[0]), py(p, y[0]));
+    for (size_t i = 1; i < n; i++) pl_fcont_r(pl, px(p, x[i]), py(p, y[i]));
+    if (n == 1) pl_fcont_r(pl, px(p, x[0]) + 0.5, py(p, y[0]));
+    pl_endpath_r(pl);
+    return;
+  }
+  int first = 1;
+  for (size_t i = 0; i < n;) {
+    long col = lround(px(p, x[i]));
+    size_t lo = i, hi = i, j = i;
+    for (; j < n && lround(px(p, x[j])) == col; j++) {
+      if (y[j] < y[lo]) lo = j;
+      if (y[j] > y[hi]) hi = j;
+    }
+    size_t a = lo < hi ? lo : hi, b = lo < hi ? hi : lo;
+    if (first) pl_fmove_r(pl, px(p, x[a]), py(p, y[a])), first = 0;
+    else pl_fcont_r(pl, px(p, x[a]), py(p, y[a]));
+    if (b != a) pl_fcont_r(pl, px(p, x[b]), py(p, y[b]));
+    i = j;
+  }
+  pl_endpath_r(pl);
+}
+
+static void range_of(const tz_plot_series *s, double *lo, double *hi, int use_x) {
+  for (size_t i = 0; i < s->n; i++) {
+    double v = use_x ? s->x[i] : s->y[i];
+    if (v < *lo) *lo = v;
+    if (v > *hi) *hi = v;
+  }
+}
+
+/* Title text for libplot: its labels take ISO-8859-1 and treat '\' as an escape. */
+static void plain_ascii(char *s) {
+  for (; *s; s++)
+    if (*s == '\\') *s = '/';
+    else if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f) *s = '?';
+}
+
+static void legend_entry(plPlotter *pl, double x, double y, const char *color, double width, int marker, const char *label) {
+  pl_pencolorname_r(pl, color);
+  pl_fillcolorname_r(pl, color);
+  if (marker) {
+    pl_fmarker_r(pl, x + 12, y, 16, 7);
+  } else {
+    pl_flinewidth_r(pl, width);
+    pl_fline_r(pl, x, y, x + 24, y);
+    pl_endpath_r(pl);
+  }
+  pl_pencolorname_r(pl, "black");
+  text(pl, x + 30, y, 'l', 'c', 12, 0, label);
+}
+
+static void draw(plPlotter *pl, const tz_plot_metrics *m, const char *title, int smooth) {
+  double xmin = INFINITY, xmax = -INFINITY, lmin = INFINITY, lmax = -INFINITY, rmin = 0, rmax = -INFINITY;
+  range_of(&m->loss, &xmin, &xmax, 1);
+  range_of(&m->val, &xmin, &xmax, 1);
+  range_of(&m->lr, &xmin, &xmax, 1);
+  range_of(&m->loss, &lmin, &lmax, 0);
+  range_of(&m->val, &lmin, &lmax, 0);
+  range_of(&m->lr, &rmin, &rmax, 0);
+  if (xmax <= xmin) xmax = xmin + 1;
+  if (lmax <= lmin) lmin -= 0.5, lmax += 0.5;
+  double pad = (lmax - lmin) * 0.05;
+  panel lp = {80, 300, 770, 545, xmin, xmax, lmin - pad, lmax + pad};
+  panel rp = {80, 70, 770, 240, xmin, xmax, 0, rmax > 0 ? rmax * 1.05 : 1};
+
+  pl_fspace_r(pl, 0, 0, PAGE_W, PAGE_H);
+  pl_erase_r(pl);
+  pl_joinmod_r(pl, "round");
+  pl_pencolorname_r(pl, "black");
+  text(pl, PAGE_W / 2, 588, 'c', 't', 16, 0, title);
+  axes(pl, &lp, "loss (nats/token)", 0);
+  axes(pl, &rp, "learning rate", 1);
+  text(pl, (rp.x0 + rp.x1) / 2, 22, 'c', 'c', 14, 0, "step");
+
+  /* loss: the per-step line (pale under a moving average), the average on top, then the
+   * validation points */
+  int smoothed = smooth > 1 && m->loss.n > 1;
+  const char *raw_color = smoothed ? "lightsteelblue" : "mediumblue";
+  pl_flinewidth_r(pl, smoothed ? 1 : 1.5);
+  pl_pencolorname_r(pl, raw_color);
+  polyline(pl, &lp, m->loss.x, m->loss.y, m->loss.n);
+  if (smoothed) {
+    double *sm = tz_plot_smooth(&m->loss, smooth);
+    pl_flinewidth_r(pl, 2);
+    pl_pencolorname_r(pl, "mediumblue");
+    polyline(pl, &lp, m->loss.x, sm, m->loss.n);
+    free(sm);
+  }
+  if (m->val.n) {
+    pl_flinewidth_r(pl, 1);
+    pl_pencolorname_r(pl, "red");
+    pl_fillcolorname_r(pl, "red");
+    if (m->val.n > 1) polyline(pl, &lp, m->val.x, m->val.y, m->val.n);
+    for (size_t i = 0; i < m->val.n; i++) pl_fmarker_r(pl, px(&lp, m->val.x[i]), py(&lp, m->val.y[i]), 16, 7);
+  }
+  char label[64];
+  double ly = lp.y1 - 14;
+  if (m->loss.n) legend_entry(pl, lp.x1 - 190, ly, raw_color, smoothed ? 1 : 1.5, 0, "train loss"), ly -= 16;
+  if (smoothed) {
+    snprintf(label, sizeof label, "mean of the last %d steps", smooth);
+    legend_entry(pl, lp.x1 - 190, ly, "mediumblue", 2, 0, label), ly -= 16;
+  }
+  if (m->val.n) legend_entry(pl, lp.x1 - 190, ly, "red", 1, 1, "val loss"), ly -= 16;
+  if (m->skipped) {
+    snprintf(label, sizeof label, "%d skipped step%s left out", m->skipped, m->skipped == 1 ? "" : "s");
+    pl_pencolorname_r(pl, "black");
+    text(pl, lp.x1 - 160, ly, 'l', 'c', 12, 0, label);
+  }
+
+  /* learning rate */
+  pl_flinewidth_r(pl, 1.5);
+  pl_pencolorname_r(pl, "darkgreen");
+  polyline(pl, &rp, m->lr.x, m->lr.y, m->lr.n);
+  if (!m->lr.n) {
+    pl_pencolorname_r(pl, "black");
+    text(pl, (rp.x0 + rp.x1) / 2, (rp.y0 + rp.y1) / 2, 'c', 'c', 12, 0, "no learning rate recorded");
+  }
+}
+
+int tz_plot_write(const char *out, const tz_plot_metrics *m, const char *title, int smooth) {
+  if (!tz_plot_check_ext(out)) return -1;
+  int svg = !strcasecmp(out + strlen(out) - 4, ".svg");
+  tz_afile af;
+  if (tz_afile_open(&af, out)) return -1;
+  plPlotterParams *pp = pl_newplparams();
+  /* SVG: 8 x 6 inches (768 x 576 CSS pixels); PNG: 800 x 600 pixels */
+  pl_setplparam(pp, "PAGESIZE", (void *)"letter,xsize=8in,ysize=6in");
+  pl_setplparam(pp, "BITMAPSIZE", (void *)"800x600");
+  pl_setplparam(pp, "BG_COLOR", (void *)"white");
+  /* errfile NULL: libplot prints nothing; its failures come back as return codes */
+  plPlotter *pl = pl_newpl_r(svg ? "svg" : "png", NULL, af.f, NULL, pp);
+  int rc = 0;
+  if (!pl || pl_openpl_r(pl) < 0) {
+    rc = tz_err("%s: libplot could not start a %s plotter", out, svg ? "svg" : "png");
+  } else {
+    char *t = tz_strdup(title);
+    plain_ascii(t);
+    pl_fontname_r(pl, svg ? "Helvetica" : "HersheySans");
+    draw(pl, m, t, smooth);
+    free(t);
+    if (pl_closepl_r(pl) < 0) rc = tz_err("%s: libplot failed to finish the %s page", out, svg ? "SVG" : "PNG");
+  }
+  if (pl) pl_deletepl_r(pl);
+  pl_deleteplparams(pp);
+  if (!rc && ferror(af.f)) rc = tz_err("%s: write failed: %s", out, strerror(errno ? errno : EIO));
+  if (rc) {
+    tz_afile_abort(&af);
+    return -1;
+  }
+  return tz_afile_commit(&af);
+}
+
+#endif
