@@ -27,6 +27,8 @@ PKGS=(
   libclang-rt-14-dev  # libFuzzer + clang's ASan/UBSan runtimes
   libomp-14-dev    # OpenMP for the clang (fuzz) build
   valgrind         # scripts/ci_valgrind.sh
+  openmpi-bin      # mpirun: data-parallel training on the CPU (train --nproc, tests/test_dist_cpu.sh)
+  libopenmpi-dev   # MPI headers and library (TEZGAH_MPI)
 )
 # strip the comments above
 PKGS=($(printf '%s\n' "${PKGS[@]}"))
