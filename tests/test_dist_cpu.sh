@@ -10,7 +10,8 @@
 #  4. a checkpoint written by 2 ranks resumes with 2 ranks exactly (bit for bit, also with
 #     --zero 1), and with 1 and 3 ranks within the tolerance; a global batch the new world
 #     does not divide is refused;
-#  5. a rank killed (SIGKILL) mid-run ends the whole run with an error, within 60 s.
+#  5. a rank killed (SIGKILL) mid-run ends the whole run with an error, within 60 s;
+#  6. a rank that hangs (SIGSTOP) is noticed by the others' watchdog (TEZGAH_DIST_TIMEOUT).
 # Tolerance: the ranks' gradients are summed in another order than one process's matmuls sum
 # the rows (and the loss means are averaged per rank), so values agree to fp32 rounding
 # (~1e-7 relative per step), slightly amplified by AdamW over 8 steps: measured ≤ 9e-7 for the
@@ -19,13 +20,16 @@
 # Skips (77, visibly) without mpirun or when this tezgah was built without MPI.
 # Usage (from ctest): bash test_dist_cpu.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/support/dist_compare.sh"
 bin=${1:?tezgah binary}
 shared=${2:?shared dir}
 scratch=${3:?scratch dir}
 diff_bin=$(dirname "$bin")/tz_ckpt_diff
 corpus_src=$shared/data/tinyshakespeare.txt
-[[ -f $corpus_src ]] || corpus_src=$(dirname "${BASH_SOURCE[0]}")/support/tinyshakespeare.txt
-fail() { echo "FAIL: $*" >&2; exit 1; }
+if [[ ! -f $corpus_src ]]; then
+  echo "SKIPPED: $corpus_src is absent"
+  exit 77
+fi
 if ! command -v mpirun >/dev/null; then
   echo "SKIPPED: mpirun is not installed (scripts/setup.sh installs openmpi-bin)"
   exit 77
@@ -50,46 +54,6 @@ if ! "${mpi[@]}" -np 2 "$bin" train "${args[@]}" -B 3 --run-dir w2 2>w2.err; the
   cat w2.err >&2
   fail "2-rank run failed"
 fi
-
-# metrics_close A B REL [exact]: losses, grad norms and val losses of two runs' metrics.jsonl
-# agree within REL relative (exact: the lines agree textually but for tok_per_s, elapsed_s)
-metrics_close() {
-  local a=$1/metrics.jsonl b=$2/metrics.jsonl rel=$3
-  [[ $(wc -l <"$a") == $(wc -l <"$b") ]] || fail "$1 and $2: different numbers of metrics lines"
-  if [[ ${4:-} == exact ]]; then
-    diff <(sed -E 's/"(tok_per_s|elapsed_s)":[^,}]*//g' "$a") <(sed -E 's/"(tok_per_s|elapsed_s)":[^,}]*//g' "$b") >/dev/null ||
-      fail "$1 and $2: metrics differ (expected bit-identical)"
-    return
-  fi
-  paste -d'\n' "$a" "$b" | awk -v rel="$rel" -v A="$1" -v B="$2" '
-    function get(line, key,   m) { if (match(line, "\"" key "\":[-0-9.eE+]+")) return substr(line, RSTART + length(key) + 3, RLENGTH - length(key) - 3); return "" }
-    NR % 2 == 1 { prev = $0; next }
-    { for (k = 1; k <= 3; k++) {
-        key = k == 1 ? "loss" : k == 2 ? "grad_norm" : "val_loss"
-        x = get(prev, key); y = get($0, key)
-        if ((x == "") != (y == "")) { print "FAIL: " A " vs " B ": " key " present in one run only (line " NR/2 ")"; bad = 1; continue }
-        if (x == "") continue
-        d = x - y; if (d < 0) d = -d; s = x < 0 ? -x : x
-        if (d > rel * s) { printf "FAIL: %s vs %s: %s %s vs %s (rel %.2g > %g, line %d)\n", A, B, key, x, y, d / s, rel, NR/2; bad = 1 }
-        if (d / (s > 0 ? s : 1) > worst) worst = d / (s > 0 ? s : 1)
-      } }
-    END { if (!bad) printf "  metrics %s vs %s: worst relative difference %.2g\n", A, B, worst; exit bad }' ||
-    exit 1
-}
-# params_close A B REL: parameters and AdamW moments of two final checkpoints
-params_close() {
-  local out
-  out=$("$diff_bin" "$1/checkpoint.tzc" "$2/checkpoint.tzc" params adam_m adam_v) || fail "tz_ckpt_diff $1 $2"
-  echo "$out" | sed "s|^|  $1 vs $2: |"
-  echo "$out" | awk -v rel="$3" '{ split($5, r, "="); if (r[2] + 0 > rel + 0 || r[2] == "nan") bad = 1 } END { exit bad }' ||
-    fail "$1 vs $2: parameters differ by more than $3 relative"
-}
-params_same() {
-  local out
-  out=$("$diff_bin" "$1/checkpoint.tzc" "$2/checkpoint.tzc" params adam_m adam_v) || fail "tz_ckpt_diff $1 $2"
-  echo "$out" | grep -qv " differ=0 " && { echo "$out" >&2; fail "$1 vs $2: parameters not bit-identical"; }
-  echo "  $1 vs $2: parameters and moments bit-identical"
-}
 
 echo "1. N ranks vs 1 process (global batch 6)"
 "${mpi[@]}" -np 3 "$bin" train "${args[@]}" -B 2 --run-dir w3 || fail "3-rank run failed"
@@ -145,4 +109,12 @@ rc=$?
 ((SECONDS - t0 <= 60)) || fail "the run took $((SECONDS - t0)) s to end after rank 1 was killed"
 grep -q "rank 1" k.out || { cat k.out >&2; fail "the error does not name rank 1"; }
 echo "  ended with status $rc after $((SECONDS - t0)) s: $(grep -m1 'rank 1' k.out | sed 's/^ *//')"
+echo "6. a hung rank (stopped) ends the run through the watchdog (TEZGAH_DIST_TIMEOUT=4)"
+t0=$SECONDS
+TEZGAH_DIST_TIMEOUT=4 TEZGAH_DEBUG_KILL=1:3:stop timeout 120 "${mpi[@]}" -np 2 "$bin" train "${args[@]}" -B 3 --run-dir h >h.out 2>&1
+rc=$?
+((rc != 0 && rc != 124)) || { cat h.out >&2; fail "the run did not end with an error after rank 1 hung (status $rc)"; }
+((SECONDS - t0 <= 60)) || fail "the run took $((SECONDS - t0)) s to end after rank 1 hung"
+grep -q "no progress for" h.out || { cat h.out >&2; fail "no watchdog message"; }
+echo "  ended with status $rc after $((SECONDS - t0)) s: $(grep -m1 'no progress' h.out)"
 echo "PASS"

@@ -163,12 +163,10 @@ static void *watch_main(void *arg) {
     long long idle = mono_s() - atomic_load(&g_last_progress);
     if (atomic_load(&g_watch_on) && idle > g_watch_timeout) {
       char msg[200];
-      int n = snprintf(msg, sizeof msg,
-                       "tezgah: error: rank %d: no progress for %lld s (TEZGAH_DIST_TIMEOUT=%g): another rank died "
-                       "or hangs in a collective; exiting\n",
-                       g_watch_rank, idle, g_watch_timeout);
-      if (write(2, msg, (size_t)n) < 0) {}
-      _exit(1);
+      snprintf(msg, sizeof msg,
+               "rank %d: no progress for %lld s (TEZGAH_DIST_TIMEOUT=%g): another rank died or hangs in a collective",
+               g_watch_rank, idle, g_watch_timeout);
+      tz_fatal(msg); /* the CLI exits 1; the launcher or mpirun then ends the other ranks */
     }
   }
   return NULL;

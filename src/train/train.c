@@ -700,9 +700,12 @@ int tz_train(const tz_train_opts *opts_in) {
       norm = sqrt(v[1]);
       stop_sig = v[2] > 0 ? (g_stop_signal ? g_stop_signal : SIGTERM) : 0;
       tz_comm_progress();
-      const char *kr = getenv("TEZGAH_DEBUG_KILL"); /* "RANK:STEP": that rank dies there (tests) */
+      /* tests: TEZGAH_DEBUG_KILL="RANK:STEP" kills that rank there, "RANK:STEP:stop" stops it
+       * (SIGSTOP: a hung peer, for the watchdog) */
+      const char *kr = getenv("TEZGAH_DEBUG_KILL");
       int krank, kstep;
-      if (kr && sscanf(kr, "%d:%d", &krank, &kstep) == 2 && krank == rank && kstep == st.step + 1) raise(SIGKILL);
+      if (kr && sscanf(kr, "%d:%d", &krank, &kstep) == 2 && krank == rank && kstep == st.step + 1)
+        raise(strstr(kr, ":stop") ? SIGSTOP : SIGKILL);
     }
     const char *skip = !isfinite(loss) ? "non-finite loss" : !isfinite(norm) ? "non-finite grad norm" : NULL;
     char why[96];
