@@ -98,6 +98,10 @@ typedef struct {
   /* --recompute: keep no per-layer norm outputs and GeLU/SwiGLU outputs; the backward
    * recomputes them (less activation memory, same losses bit for bit, a little slower) */
   int recompute;
+  /* data-parallel runs (mpirun or train --nproc; src/dist/): B is per process and the global
+   * batch W·B is what the checkpoint records. zero = 1 (ZeRO-1): the AdamW moments are
+   * sharded over the processes (same losses and parameters bit for bit, less memory) */
+  int zero;
 } tz_train_opts;
 
 /* Defaults: llama, 4 layers, 4 heads, C=128, T=128, B=16, vocab 2048, AdamW(0.9, 0.95, 1e-8,

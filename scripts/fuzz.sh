@@ -4,7 +4,7 @@
 # build-fuzz/corpus/<name>/, so the committed corpus is never modified; crashes are written
 # to build-fuzz/crashes/). Prints the executions per target; exits nonzero on any crash.
 # The CUDA backend is left out (-DTEZGAH_CUDA=OFF): the targets are parsers, and nvcc does not
-# take libFuzzer's flags.
+# take libFuzzer's flags. MPI too (-DTEZGAH_MPI=OFF): parsers do not communicate.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     CI: scripts/fuzz.sh 10   on demand: scripts/fuzz.sh 600
 # Env: FUZZ_JOBS (default 1) parallel workers per target; CC (default clang).
@@ -22,7 +22,7 @@ fi
 t0=$SECONDS
 mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEZGAH_FUZZ=ON \
-  -DTEZGAH_BLAS=OFF -DTEZGAH_NATIVE=OFF -DTEZGAH_CUDA=OFF \
+  -DTEZGAH_BLAS=OFF -DTEZGAH_NATIVE=OFF -DTEZGAH_CUDA=OFF -DTEZGAH_MPI=OFF \
   -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >"$build/build.log" 2>&1 ||
   { cat "$build/build.log" >&2; exit 1; }

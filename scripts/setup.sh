@@ -29,6 +29,8 @@ PKGS=(
   valgrind         # scripts/ci_valgrind.sh
   libplot-dev      # tezgah plot: GNU plotutils' libplot writes SVG and PNG (pulls X11 headers, no GUI toolkit)
   libxml2-utils    # xmllint: tests/test_plot.sh checks the SVG is well-formed XML
+  openmpi-bin      # mpirun: data-parallel training on the CPU (train --nproc, tests/test_dist_cpu.sh)
+  libopenmpi-dev   # MPI headers and library (TEZGAH_MPI)
 )
 # strip the comments above
 PKGS=($(printf '%s\n' "${PKGS[@]}"))

@@ -109,6 +109,16 @@ struct tz_backend {
    * backward and adamw stay fp32 (adamw refreshes the copy). Called once after alloc; the
    * registration ends when the buffer is freed. */
   void (*params_mirror)(tz_backend *be, tz_buf *params);
+  /* Optional, for communication libraries working in place on backend memory (src/dist/;
+   * NULL: the backend cannot take part in distributed training):
+   * raw_ptr: the address behind a slice (host pointer on the CPU, device pointer on CUDA);
+   * raw_stream: the queue every op runs on (CUDA: its cudaStream_t; NULL on the CPU), so that
+   *   collectives are ordered with the ops around them;
+   * written: `bytes` at `dst` were written behind the backend's back (a collective): refresh
+   *   what the backend derives from them (CUDA: the bf16 mirror of the params buffer). */
+  void *(*raw_ptr)(tz_backend *be, tz_slice s);
+  void *(*raw_stream)(tz_backend *be);
+  void (*written)(tz_backend *be, tz_slice dst, size_t bytes);
 
   /* ---- ops (see docs/OPS.md for the math of each) ----
    * Dtypes per argument (conventions above):

@@ -17,14 +17,22 @@
 typedef struct {
   tz_backend *be;
   tz_buf *buf;
+  const float *host; /* instead of buf: a host array */
 } stream_src;
 
 static void fill_from_device(void *ctx, uint64_t offset, void *dst, size_t n) {
   stream_src *s = ctx;
-  s->be->download(s->be, dst, tz_at((tz_slice){s->buf, 0}, (size_t)offset), n);
+  if (s->host) memcpy(dst, (const char *)s->host + offset, n);
+  else s->be->download(s->be, dst, tz_at((tz_slice){s->buf, 0}, (size_t)offset), n);
 }
 
 int tz_run_save(const char *path, tz_model *m, const tz_tokenizer *tok, const cJSON *train_state) {
+  tz_run_src am = {m->m, NULL}, av = {m->v, NULL};
+  return tz_run_save_moments(path, m, tok, train_state, am, av);
+}
+
+int tz_run_save_moments(const char *path, tz_model *m, const tz_tokenizer *tok, const cJSON *train_state,
+                        tz_run_src adam_m, tz_run_src adam_v) {
   cJSON *meta = cJSON_CreateObject();
   cJSON_AddStringToObject(meta, "format", "tezgah-checkpoint");
   cJSON_AddNumberToObject(meta, "version", 1);
@@ -44,8 +52,8 @@ int tz_run_save(const char *path, tz_model *m, const tz_tokenizer *tok, const cJ
     return -1;
   }
   size_t bytes = m->lay.total * sizeof(float);
-  int with_adam = train_state && m->m && m->v;
-  stream_src src[3] = {{m->be, m->params}, {m->be, m->m}, {m->be, m->v}};
+  int with_adam = train_state && (adam_m.buf || adam_m.host) && (adam_v.buf || adam_v.host);
+  stream_src src[3] = {{m->be, m->params, NULL}, {m->be, adam_m.buf, adam_m.host}, {m->be, adam_v.buf, adam_v.host}};
   tz_ckpt_writer *w = tz_ckpt_begin();
   tz_ckpt_add_ref(w, "meta", meta_txt, strlen(meta_txt));
   if (tok_json) tz_ckpt_add_ref(w, "tokenizer", tok_json, tok_len);
@@ -156,10 +164,21 @@ int tz_run_load_model(tz_run_file *rf, tz_backend *be, tz_model **out) {
   return 0;
 }
 
+/* ZeRO-1: only this rank's shard of a moment section goes to the (shard-sized) buffer. */
+static int load_shard(tz_run_file *rf, tz_model *m, const char *name, tz_buf *buf) {
+  const void *data;
+  if (tz_ckpt_require(rf->ck, name, m->lay.total * sizeof(float), &data)) return -1;
+  size_t first, n;
+  tz_model_shard(m, &first, &n);
+  if (n) m->be->upload(m->be, (tz_slice){buf, 0}, (const float *)data + first, n * sizeof(float));
+  return 0;
+}
+
 int tz_run_load_adam(tz_run_file *rf, tz_model *m) {
   if (rf->host_params)
     return tz_err("%s: a %s model has no optimizer state; start a new run from it with train --init-from %s",
                   rf->path, tz_format_name(rf->format), rf->path);
+  if (m->zero) return load_shard(rf, m, "adam_m", m->m) || load_shard(rf, m, "adam_v", m->v) ? -1 : 0;
   return load_section(rf, m, "adam_m", m->m) || load_section(rf, m, "adam_v", m->v) ? -1 : 0;
 }
 

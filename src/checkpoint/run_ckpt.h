@@ -24,6 +24,15 @@
 /* Write a checkpoint atomically. train_state may be NULL (inference-only export); the AdamW
  * moments are included when the model has them and train_state is not NULL. */
 int tz_run_save(const char *path, tz_model *m, const tz_tokenizer *tok, const cJSON *train_state);
+/* Where a moment section's lay.total floats come from: a backend buffer or a host array. */
+typedef struct {
+  tz_buf *buf;
+  const float *host;
+} tz_run_src;
+/* tz_run_save with the AdamW moments taken from `adam_m` / `adam_v` (data-parallel ZeRO-1:
+ * the shards gathered by the caller) instead of the model's m and v. */
+int tz_run_save_moments(const char *path, tz_model *m, const tz_tokenizer *tok, const cJSON *train_state,
+                        tz_run_src adam_m, tz_run_src adam_v);
 
 typedef struct {
   char *path;           /* the checkpoint file actually opened */
@@ -45,7 +54,7 @@ typedef struct {
 int tz_run_open(const char *path_or_dir, tz_run_file *rf);
 /* Create a model on `be` with the checkpoint's config and parameters. */
 int tz_run_load_model(tz_run_file *rf, tz_backend *be, tz_model **out);
-/* Load AdamW moments into a model that has training buffers. */
+/* Load AdamW moments into a model that has training buffers (ZeRO-1: its shard of them). */
 int tz_run_load_adam(tz_run_file *rf, tz_model *m);
 void tz_run_close(tz_run_file *rf);
 

@@ -15,6 +15,7 @@
 #include "tokenizer/tokenizer.h"
 #include "core/error.h"
 #include "core/fileio.h"
+#include "dist/comm.h"
 #include "model/config_json.h"
 #include "tezgah.h"
 
@@ -48,8 +49,12 @@ static const char *HELP =
     "  --profile              webgpu, cuda: print the per-kernel GPU time table (ms/step, share, GFLOP/s or GB/s)\n"
     "  --recompute            recompute norm and GeLU/SwiGLU outputs in the backward instead of keeping\n"
     "                         them per layer (less activation memory for models that do not fit; same losses)\n"
-    "  --threads N            OpenMP threads (default: all cores)\n"
+    "  --threads N            OpenMP threads (default: all cores; shared among data-parallel ranks)\n"
     "  --seed N               random seed (1337)\n"
+    "data parallel (docs/DIST.md; -B is then per process, the global batch N·B):\n"
+    "  --nproc N              start N processes on this machine (cpu: under mpirun, MPI all-reduce;\n"
+    "                         cuda: one GPU each, NCCL); or launch with mpirun -np N tezgah train ...\n"
+    "  --zero 0|1             1: ZeRO-1, the AdamW moments sharded over the processes (0)\n"
     "model:\n"
     "  --arch llama|gpt2      family (llama)\n"
     "  --n-layer N  --n-head N  --n-kv-head N  --d-model N  --d-ff N\n"
@@ -89,7 +94,7 @@ enum {
   O_DATA = 256, O_VOCAB, O_VALFRAC, O_TSHARDS, O_VSHARDS, O_TOKENIZER, O_RUNDIR, O_RESUME,
   O_BACKEND, O_THREADS, O_SEED, O_ARCH, O_NLAYER, O_NHEAD, O_NKV, O_DMODEL, O_DFF, O_MAXT,
   O_UNTIED, O_ACCUM, O_STEPS, O_LR, O_WARMUP, O_MINLR, O_B1, O_B2, O_EPS, O_WD, O_CLIP,
-  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_INIT, O_RECOMPUTE, O_PLOT, O_HELP
+  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_INIT, O_RECOMPUTE, O_PLOT, O_NPROC, O_ZERO, O_HELP
 };
 
 static const struct option LONG[] = {
@@ -108,13 +113,13 @@ static const struct option LONG[] = {
     {"grad-clip", 1, 0, O_CLIP}, {"val-every", 1, 0, O_VALEVERY}, {"val-batches", 1, 0, O_VALB},
     {"ckpt-every", 1, 0, O_CKPT}, {"log-every", 1, 0, O_LOG}, {"sample-tokens", 1, 0, O_SAMPLE}, {"stop-after", 1, 0, O_STOP},
     {"quiet", 0, 0, O_QUIET}, {"profile", 0, 0, O_PROFILE}, {"recompute", 0, 0, O_RECOMPUTE}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
-    {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"keep", 1, 0, O_KEEP}, {"keep-best", 0, 0, O_KEEPBEST}, {"plot", 0, 0, O_PLOT}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+    {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"keep", 1, 0, O_KEEP}, {"keep-best", 0, 0, O_KEEPBEST}, {"plot", 0, 0, O_PLOT}, {"nproc", 1, 0, O_NPROC}, {"zero", 1, 0, O_ZERO}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
 
 /* Options that may accompany --resume without changing the loss sequence. */
 static int resume_allows(int opt) {
   return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_PRECISION || opt == O_RECOMPUTE || opt == O_QUIET ||
          opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP || opt == O_INJNAN || opt == O_INJINF ||
-         opt == O_PROFILE || opt == O_KEEP || opt == O_KEEPBEST || opt == O_PLOT;
+         opt == O_PROFILE || opt == O_KEEP || opt == O_KEEPBEST || opt == O_PLOT || opt == O_NPROC || opt == O_ZERO;
 }
 
 static const char *flag_name(int opt) {
@@ -161,7 +166,7 @@ static void on_stop_signal(int sig) {
 int tz_cmd_train(int argc, char **argv) {
   tz_train_opts o;
   tz_train_opts_default(&o);
-  int given[O_HELP - 256 + 1] = {0}, given_B = 0, given_T = 0, plot = 0, c;
+  int given[O_HELP - 256 + 1] = {0}, given_B = 0, given_T = 0, plot = 0, c, nproc = 1;
   char default_dir[64];
   opterr = 0;
   optind = 1;
@@ -221,6 +226,8 @@ int tz_cmd_train(int argc, char **argv) {
       case O_PLOT: plot = 1; break;
       case O_PROFILE: o.profile = 1; break;
       case O_RECOMPUTE: o.recompute = 1; break;
+      case O_NPROC: e = tz_arg_int("--nproc", optarg, 1, 4096, &nproc); break;
+      case O_ZERO: e = tz_arg_int("--zero", optarg, 0, 1, &o.zero); break;
       case O_SKIPLZ: e = tz_arg_float("--skip-loss-z", optarg, 0, 1e6, &o.skip_loss_z); break;
       case O_SKIPNZ: e = tz_arg_float("--skip-norm-z", optarg, 0, 1e6, &o.skip_norm_z); break;
       case O_INJNAN: o.debug_inject_nan = optarg; break;
@@ -284,11 +291,22 @@ int tz_cmd_train(int argc, char **argv) {
     return tz_cli_fail();
   }
   if (plot && !tz_plot_available()) return tz_cli_fail();
+  if (nproc > 1) {
+    tz_dist_env env;
+    if (tz_dist_env_read(&env)) return tz_cli_fail();
+    if (env.world == 1) return tz_launch_nproc(nproc, o.backend, argc, argv); /* this is the launcher */
+    if (env.world != nproc) { /* a rank: the launcher's world must be the one asked for */
+      tz_err("--nproc %d: this process is rank %d of %d", nproc, env.rank, env.world);
+      return tz_cli_fail();
+    }
+  }
   signal(SIGINT, on_stop_signal);
   signal(SIGTERM, on_stop_signal);
   int rc = tz_train(&o);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
-  if (rc == 0 && plot && tz_plot_run(o.run_dir ? o.run_dir : o.resume, NULL, 0, o.quiet)) rc = -1;
+  tz_dist_env denv; /* in a data-parallel run the plot is rank 0's, like the metrics it reads */
+  int rank0 = tz_dist_env_read(&denv) || denv.rank == 0;
+  if (rc == 0 && plot && rank0 && tz_plot_run(o.run_dir ? o.run_dir : o.resume, NULL, 0, o.quiet)) rc = -1;
   return rc < 0 ? tz_cli_fail() : rc; /* rc > 0: stopped by a signal after a checkpoint */
 }

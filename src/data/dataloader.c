@@ -132,24 +132,25 @@ static void ensure_perm(tz_loader *l, size_t s) {
   l->perm_epoch = l->pos.epoch;
 }
 
-int tz_loader_next(tz_loader *l, int32_t *inputs, int32_t *targets) {
-  size_t s = (size_t)l->pos.shard, bt = (size_t)l->B * (size_t)l->T;
+int tz_loader_next_rows(tz_loader *l, int row0, int nrows, int32_t *inputs, int32_t *targets) {
+  TZ_ASSERT(row0 >= 0 && nrows >= 0 && row0 + nrows <= l->B);
+  size_t s = (size_t)l->pos.shard, bt = (size_t)l->B * (size_t)l->T, T = (size_t)l->T;
   if (ensure_loaded(l, s)) return -1;
   if (l->shuffle) {
     /* batch k = offset / (B·T) takes rows perm[k·B .. k·B+B−1]; (k+1)·B ≤ perm_n holds
      * because offset + B·T + 1 ≤ ntok */
     ensure_perm(l, s);
-    size_t k = (size_t)(l->pos.offset / bt), T = (size_t)l->T;
-    for (size_t b = 0; b < (size_t)l->B; b++) {
-      const uint16_t *w = l->tok + (size_t)l->perm[k * l->B + b] * T;
+    size_t k = (size_t)(l->pos.offset / bt);
+    for (size_t b = 0; b < (size_t)nrows; b++) {
+      const uint16_t *w = l->tok + (size_t)l->perm[k * l->B + row0 + b] * T;
       for (size_t i = 0; i < T; i++) {
         inputs[b * T + i] = w[i];
         targets[b * T + i] = w[i + 1];
       }
     }
   } else {
-    const uint16_t *w = l->tok + l->pos.offset;
-    for (size_t i = 0; i < bt; i++) {
+    const uint16_t *w = l->tok + l->pos.offset + (size_t)row0 * T;
+    for (size_t i = 0; i < (size_t)nrows * T; i++) {
       inputs[i] = w[i];
       targets[i] = w[i + 1];
     }
@@ -165,6 +166,10 @@ int tz_loader_next(tz_loader *l, int32_t *inputs, int32_t *targets) {
     }
   }
   return 0;
+}
+
+int tz_loader_next(tz_loader *l, int32_t *inputs, int32_t *targets) {
+  return tz_loader_next_rows(l, 0, l->B, inputs, targets);
 }
 
 void tz_loader_reset(tz_loader *l) { l->pos = (tz_loader_pos){0, 0, 0}; }

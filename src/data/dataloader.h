@@ -55,6 +55,12 @@ void tz_loader_free(tz_loader *l);
  * open (message names the file). On error the position is unchanged. */
 int tz_loader_next(tz_loader *l, int32_t *inputs, int32_t *targets);
 
+/* Rows [row0, row0 + nrows) of the next batch only (0 <= row0, row0 + nrows <= B), then
+ * advance past the whole batch: inputs/targets [nrows·T]. Data-parallel rank r of W with
+ * B_rank rows each opens the loader with B = W·B_rank and reads rows [r·B_rank, (r+1)·B_rank),
+ * so the W ranks together read exactly the batch one process would. Errors as tz_loader_next. */
+int tz_loader_next_rows(tz_loader *l, int row0, int nrows, int32_t *inputs, int32_t *targets);
+
 /* Shuffle the rows of every batch: the B rows of batch k (k = offset / (B·T)) are the row
  * windows perm[k·B .. k·B+B−1] of a permutation of the shard's (ntok−1)/T windows of T+1
  * tokens (starting at multiples of T), drawn for each (shard, epoch) from `seed`. Positions

@@ -1,6 +1,7 @@
 /* Model construction, initialization, forward, backward and KV-cache decoding.
  * The math of each op is in docs/OPS.md; this file only wires ops together. */
 #include "model/model.h"
+#include "dist/comm.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -164,6 +165,7 @@ void tz_model_free(tz_model *m) {
     if (bufs[i]) be->free(be, bufs[i]);
   tz_layout_free(&m->lay);
   free(m->ranges);
+  free(m->zranges);
   free(m->host_losses);
   free(m);
 }
@@ -200,14 +202,54 @@ void tz_model_set_params(tz_model *m, const float *src) {
   m->be->upload(m->be, P(m, 0), src, m->lay.total * sizeof(float));
 }
 
+/* Data parallelism: pad params to n_buf floats (a new buffer, the parameters copied over and
+ * the backend's mirror registered again), and cut the AdamW ranges to this rank's shard. */
+static int dist_layout(tz_model *m) {
+  size_t total = m->lay.total;
+  m->shard_n = m->n_buf = total;
+  if (m->dist_world <= 1) {
+    m->zero = 0;
+    return 0;
+  }
+  m->shard_n = tz_dist_shard_size(total, m->dist_world);
+  m->n_buf = m->shard_n * (size_t)m->dist_world;
+  tz_backend *be = m->be;
+  tz_buf *p = be->alloc(be, m->n_buf * sizeof(float), "params");
+  if (!p) return -1;
+  be->copy(be, (tz_slice){p, 0}, (tz_slice){m->params, 0}, total * sizeof(float));
+  if (be->params_mirror) be->params_mirror(be, p);
+  be->free(be, m->params);
+  m->params = p;
+  if (m->zero) {
+    size_t first, n;
+    tz_model_shard(m, &first, &n);
+    m->zranges = tz_calloc((size_t)m->n_ranges + 1, sizeof *m->zranges);
+    for (int i = 0; i < m->n_ranges; i++) {
+      size_t a = m->ranges[i].off, b = a + m->ranges[i].n;
+      if (a < first) a = first;
+      if (b > first + n) b = first + n;
+      if (a < b) m->zranges[m->n_zranges++] = (tz_range){a - first, b - a, m->ranges[i].decay};
+    }
+  }
+  return 0;
+}
+
+void tz_model_shard(const tz_model *m, size_t *first, size_t *n) {
+  size_t total = m->lay.total, a = (size_t)m->dist_rank * m->shard_n;
+  if (m->dist_world <= 1) a = 0;
+  *first = a < total ? a : total;
+  *n = a < total ? (total - a < m->shard_n ? total - a : m->shard_n) : 0;
+}
+
 int tz_model_alloc_training(tz_model *m, int B, int T) {
   if (B <= 0 || T <= 0) return tz_err("batch: B=%d and T=%d must be positive", B, T);
   if (T > m->cfg.max_seq_len)
     return tz_err("seq_len: T=%d is above the model's context max_seq_len=%d", T, m->cfg.max_seq_len);
-  size_t bytes = m->lay.total * sizeof(float);
+  if (dist_layout(m)) return -1;
+  size_t bytes = m->n_buf * sizeof(float), mv = (m->zero ? m->shard_n : m->lay.total) * sizeof(float);
   tz_backend *be = m->be;
-  if (!(m->grads = be->alloc(be, bytes, "grads")) || !(m->m = be->alloc(be, bytes, "adamw m")) ||
-      !(m->v = be->alloc(be, bytes, "adamw v")))
+  if (!(m->grads = be->alloc(be, bytes, "grads")) || !(m->m = be->alloc(be, mv, "adamw m")) ||
+      !(m->v = be->alloc(be, mv, "adamw v")))
     return -1;
   m->host_losses = tz_calloc((size_t)B * T, sizeof(float));
   return acts_alloc(m, &m->train, B, T, 0, 1, m->recompute);
@@ -223,7 +265,7 @@ int tz_model_alloc_inference(tz_model *m) {
 }
 
 void tz_model_zero_grads(tz_model *m) {
-  m->be->fill(m->be, G(m, 0), 0.0f, m->lay.total, TZ_F32);
+  m->be->fill(m->be, G(m, 0), 0.0f, m->n_buf ? m->n_buf : m->lay.total, TZ_F32);
 }
 
 /* ---- forward ---- */
@@ -407,9 +449,27 @@ double tz_model_grad_norm(tz_model *m) {
   return sqrt((double)ss);
 }
 
+double tz_model_grad_sumsq(tz_model *m, size_t first, size_t n) {
+  if (!n) return 0.0;
+  tz_backend *be = m->be;
+  tz_slice out = m->train.losses; /* reuse one float of scratch */
+  be->sum_sq(be, out, G(m, first), n);
+  float ss;
+  be->download(be, &ss, out, sizeof ss);
+  return (double)ss;
+}
+
 int tz_model_adamw(tz_model *m, const tz_adamw_hp *hp) {
   /* bias correction divides by 1 − β^t: t = 0 would write NaN into every parameter */
   if (hp->t < 1) return tz_err("adamw: step t=%d is not 1-based (t >= 1)", hp->t);
+  if (m->zero) { /* ZeRO-1: the moments hold this rank's shard; ranges are relative to it */
+    size_t first, n;
+    tz_model_shard(m, &first, &n);
+    if (m->n_zranges)
+      m->be->adamw(m->be, P(m, first), G(m, first), (tz_slice){m->m, 0}, (tz_slice){m->v, 0}, m->zranges,
+                   m->n_zranges, hp);
+    return 0;
+  }
   tz_slice p = P(m, 0), g = G(m, 0), mm = {m->m, 0}, vv = {m->v, 0};
   m->be->adamw(m->be, p, g, mm, vv, m->ranges, m->n_ranges, hp);
   return 0;

@@ -61,6 +61,15 @@ typedef struct {
    * are not kept per layer but recomputed in the backward (same kernels, same inputs: the
    * losses are bit-identical), saving (2·C + d_ff)·B·T activations per layer but one. */
   int recompute;
+  /* Data parallelism (src/dist/), set before tz_model_alloc_training. dist_world > 1: params
+   * and grads are padded to n_buf = dist_world·shard_n floats (shard_n from
+   * tz_dist_shard_size; the padding stays 0), so that collectives see equal shards. zero
+   * (ZeRO-1): m and v hold only shard dist_rank (shard_n floats each) and tz_model_adamw
+   * updates only that shard of params. Otherwise shard_n = n_buf = lay.total. */
+  int dist_world, dist_rank, zero;
+  size_t shard_n, n_buf;
+  tz_range *zranges; /* zero: the AdamW ranges cut to the shard, offsets relative to it */
+  int n_zranges;
 } tz_model;
 
 /* Create a model with zeroed parameters on `be`. cfg must be finalized. */
@@ -90,7 +99,13 @@ double tz_model_eval_loss(tz_model *m, const int32_t *inputs, const int32_t *tar
 void tz_model_forward_logits(tz_model *m, const int32_t *inputs, float *logits);
 /* ‖g‖₂ over the whole gradient buffer. */
 double tz_model_grad_norm(tz_model *m);
-/* AdamW over every tensor (weight decay on ≥2-D tensors only). hp->t < 1 is an error
+/* Σ g² over gradient elements [first, first + n) (accumulated as the backend's sum_sq does,
+ * rounded to fp32). The data-parallel norm sums this over each rank's shard. */
+double tz_model_grad_sumsq(tz_model *m, size_t first, size_t n);
+/* First element and length of shard dist_rank within [0, lay.total) (n may be 0). */
+void tz_model_shard(const tz_model *m, size_t *first, size_t *n);
+/* AdamW over every tensor (weight decay on ≥2-D tensors only); with zero, over shard
+ * dist_rank only (the caller all-gathers params afterwards). hp->t < 1 is an error
  * (nothing is updated). */
 int tz_model_adamw(tz_model *m, const tz_adamw_hp *hp);
 

@@ -25,6 +25,7 @@
 #include "core/progress.h"
 #include "data/dataloader.h"
 #include "data/metrics.h"
+#include "dist/comm.h"
 #include "model/config_json.h"
 #include "train/data_prep.h"
 #include "train/schedule.h"
@@ -68,18 +69,29 @@ static double now_s(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Mean loss over up to `batches` validation batches from the start of the val split. */
-static double validate(tz_model *m, tz_loader *val, int batches, int32_t *in, int32_t *tg) {
+/* Mean loss over up to `batches` validation batches from the start of the val split. Data
+ * parallel: each rank evaluates its rows [row0, row0 + nrows) of every batch and the means
+ * of the ranks are averaged (every rank has as many rows: the mean of the whole batches). */
+static double validate(tz_model *m, tz_loader *val, int batches, int32_t *in, int32_t *tg, tz_comm *comm, int row0,
+                       int nrows) {
   tz_loader_reset(val);
   uint64_t avail = tz_loader_batches_per_epoch(val);
   int n = batches < (int)avail ? batches : (int)avail;
   if (n < 1) n = 1;
   double sum = 0;
   for (int i = 0; i < n; i++) {
-    if (tz_loader_next(val, in, tg)) return NAN;
+    if (tz_loader_next_rows(val, row0, nrows, in, tg)) {
+      sum = NAN; /* still join the ranks' sum below */
+      break;
+    }
     sum += tz_model_eval_loss(m, in, tg);
   }
-  return sum / n;
+  double mean = sum / n;
+  if (comm->world > 1) {
+    tz_comm_sum_f64(comm, &mean, 1);
+    mean /= comm->world;
+  }
+  return mean;
 }
 
 #define PROGRESS_COLS TZ_PROGRESS_COLS
@@ -283,19 +295,48 @@ static int rotate(const char *run_dir, const char *ckpt_path, int step, int keep
   return 0;
 }
 
-static int save(const char *path, tz_model *m, const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader) {
-  st->loader_pos = tz_loader_get_pos(loader);
-  cJSON *j = tz_train_state_to_json(st);
-  int rc = tz_run_save(path, m, tok, j);
-  cJSON_Delete(j);
+/* Write the checkpoint (rank 0 alone writes; collective for data-parallel runs: call it on
+ * every rank). With ZeRO-1 the moment shards are gathered first, through the gradient buffer
+ * (free between steps): m into it and then to a host copy on rank 0, then v into it. The file
+ * is then an ordinary single-process checkpoint. The others are not told whether the write
+ * worked: callers follow with tz_comm_agree. */
+static int save(const char *path, tz_model *m, const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader,
+                tz_comm *comm) {
+  tz_run_src am = {m->m, NULL}, av = {m->v, NULL};
+  float *host_m = NULL;
+  if (m->zero) {
+    tz_backend *be = m->be;
+    size_t S = m->shard_n, total = m->lay.total;
+    tz_slice g = {m->grads, 0}, mine = tz_f32(g, (size_t)comm->rank * S);
+    be->copy(be, mine, (tz_slice){m->m, 0}, S * sizeof(float));
+    comm->all_gather(comm, g, S);
+    if (comm->rank == 0) {
+      host_m = tz_malloc(total * sizeof *host_m);
+      be->download(be, host_m, g, total * sizeof *host_m);
+    }
+    be->copy(be, mine, (tz_slice){m->v, 0}, S * sizeof(float));
+    comm->all_gather(comm, g, S);
+    be->sync(be);
+    am = (tz_run_src){NULL, host_m};
+    av = (tz_run_src){m->grads, NULL};
+  }
+  int rc = 0;
+  if (comm->rank == 0) {
+    st->loader_pos = tz_loader_get_pos(loader);
+    cJSON *j = tz_train_state_to_json(st);
+    rc = tz_run_save_moments(path, m, tok, j, am, av);
+    cJSON_Delete(j);
+  }
+  free(host_m);
   return rc;
 }
 
 /* Checkpoint, then (once per session) write the tokenizer file and point runs/latest here: `tezgah sample` alone must find a run
  * that has a checkpoint. */
 static int save_and_mark(const char *path, const char *run_dir, int *marked, tz_model *m,
-                         const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader) {
-  if (save(path, m, tok, st, loader)) return -1;
+                         const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader, tz_comm *comm) {
+  int rc = save(path, m, tok, st, loader, comm);
+  if (comm->rank > 0 || rc) return rc;
   if (st->opts->keep >= 1 && rotate(run_dir, path, st->step, st->opts->keep)) return -1;
   if (!*marked) {
     /* the run's tokenizer beside the checkpoint, in its native format (encode/decode
@@ -328,8 +369,17 @@ int tz_train(const tz_train_opts *opts_in) {
   int *inject_nan = NULL, *inject_inf = NULL, n_inject_nan = 0, n_inject_inf = 0;
   char *ckpt_path = NULL, *best_path = NULL, *metrics_path = NULL, *cache_root = NULL;
   int created_run_dir = 0, latest_marked = 0;
+  tz_comm *comm = NULL;
+  /* data parallelism: W ranks of B_rank rows each; o.B is the global batch W·B_rank (what
+   * the checkpoint records, so a run resumes with any W that divides it). agreed: this
+   * rank's failure is known to the others (tz_comm_agree); in_loop: past the set-up. */
+  int W = 1, rank = 0, B_rank = o.B, agreed = 0, in_loop = 0;
+  tz_dist_env denv;
   tz_train_state st;
   tz_train_state_init(&st, &o);
+  if (tz_dist_env_read(&denv)) goto out;
+  W = denv.world, rank = denv.rank;
+  if (rank > 0) o.quiet = 1; /* rank 0 alone reports progress (errors are still printed) */
   if (tz_backend_check(o.backend, o.precision)) goto out; /* a config error: before any slow work */
 
   /* ---- resume: the checkpoint's options and config win over defaults ---- */
@@ -394,6 +444,20 @@ int tz_train(const tz_train_opts *opts_in) {
     tz_err("options: B=%d, T=%d, grad_accum=%d and steps=%d must all be >= 1", o.B, o.T, o.grad_accum, o.steps);
     goto out;
   }
+  if (o.resume) { /* the checkpoint's B is the global batch */
+    if (o.B % W) {
+      tz_err("--resume: the run's global batch B=%d does not divide into %d processes", o.B, W);
+      goto out;
+    }
+    B_rank = o.B / W;
+  } else {
+    B_rank = o.B;
+    if ((long long)o.B * W > 1 << 24) {
+      tz_err("--batch-size: B=%d per process × %d processes is too large", o.B, W);
+      goto out;
+    }
+    o.B *= W;
+  }
   if (!o.resume) { /* shape errors now, before any slow work (BPE training, tokenizing) */
     tz_config probe = o.model;
     if (probe.vocab_size <= 0) probe.vocab_size = o.vocab_size;
@@ -422,7 +486,17 @@ int tz_train(const tz_train_opts *opts_in) {
     }
     setenv("TEZGAH_PROFILE", "1", 1);
   }
+  if (W > 1 && !strcmp(o.backend, "cpu") && o.threads == 0) { /* the cores shared by this machine's ranks */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    o.threads = cores / denv.local_world > 1 ? (int)(cores / denv.local_world) : 1;
+  }
+  if (W > 1 && !strcmp(o.backend, "cuda") && !getenv("TEZGAH_CUDA_DEVICE")) { /* one GPU per rank */
+    char dev[16];
+    snprintf(dev, sizeof dev, "%d", denv.local_rank);
+    setenv("TEZGAH_CUDA_DEVICE", dev, 1);
+  }
   if (!(be = tz_backend_create(o.backend, o.threads, o.precision))) goto out;
+  if (tz_comm_create(&denv, be, &comm)) goto out;
   int run_dir_existed = tz_exists(o.run_dir);
   if (!o.resume) { /* never train over another run: its checkpoint and metrics would be lost */
     char *existing = tz_path_join(o.run_dir, TZ_CKPT_FILE);
@@ -434,21 +508,30 @@ int tz_train(const tz_train_opts *opts_in) {
       goto out;
     }
   }
-  if (tz_mkdirs(o.run_dir)) goto out;
-  created_run_dir = !run_dir_existed;
-  if (access(o.run_dir, W_OK) != 0) {
-    tz_err("%s: run directory is not writable: %s", o.run_dir, strerror(errno));
-    goto out;
+  if (rank == 0) { /* rank 0 alone writes into the run directory */
+    if (tz_mkdirs(o.run_dir)) goto out;
+    created_run_dir = !run_dir_existed;
+    if (access(o.run_dir, W_OK) != 0) {
+      tz_err("%s: run directory is not writable: %s", o.run_dir, strerror(errno));
+      goto out;
+    }
+    /* A previous session killed in the middle of a checkpoint or metrics write left its
+     * temporary file ("checkpoint.tzc.tmp.<pid>"): remove such leftovers of dead processes. */
+    tz_afile_sweep(o.run_dir);
   }
-  /* A previous session killed in the middle of a checkpoint or metrics write left its
-   * temporary file ("checkpoint.tzc.tmp.<pid>"): remove such leftovers of dead processes. */
-  tz_afile_sweep(o.run_dir);
   ckpt_path = tz_path_join(o.run_dir, TZ_CKPT_FILE);
   best_path = tz_path_join(o.run_dir, TZ_CKPT_BEST_FILE);
   metrics_path = tz_path_join(o.run_dir, "metrics.jsonl");
 
-  /* ---- data ---- */
+  /* ---- data: rank 0 prepares it (BPE training, tokenizing into the cache) while the other
+   * ranks wait; they then find it cached ---- */
   const char *train_shards = o.train_shards, *val_shards = o.val_shards;
+  for (int turn = 0; turn < (W > 1 ? 2 : 1); turn++) {
+    if (turn == 1 && tz_comm_agree(comm, 1)) {
+      agreed = 1;
+      goto out;
+    }
+    if ((turn == 0) != (rank == 0)) continue;
   if (!train_shards) {
     /* absolute, so that a resumed run finds its shards from any working directory */
     char *abs = realpath(o.run_dir, NULL);
@@ -466,6 +549,7 @@ int tz_train(const tz_train_opts *opts_in) {
     if (!st.train_shards) st.train_shards = tz_strdup(train_shards);
     if (!st.val_shards && val_shards) st.val_shards = tz_strdup(val_shards);
     if (!tok && o.tokenizer && tz_tok_load_spec(o.tokenizer, &tok)) goto out;
+  }
   }
   if (!o.resume && !o.init_from) {
     o.model.vocab_size = tok ? tz_tok_vocab_size(tok) : o.vocab_size;
@@ -495,7 +579,10 @@ int tz_train(const tz_train_opts *opts_in) {
     tz_model_init_weights(m, o.seed);
   }
   m->recompute = o.recompute;
-  if (tz_model_alloc_training(m, o.B, o.T)) goto out;
+  m->dist_world = W;
+  m->dist_rank = rank;
+  m->zero = o.zero && W > 1;
+  if (tz_model_alloc_training(m, B_rank, o.T)) goto out;
   if (o.resume) {
     if (tz_run_load_adam(&rf, m)) goto out;
     if (tz_loader_set_pos(train, st.loader_pos)) {
@@ -504,11 +591,22 @@ int tz_train(const tz_train_opts *opts_in) {
     }
   }
   tz_run_close(&rf);
-  if (metrics_trim(metrics_path, st.step) || !(metrics = tz_metrics_open(metrics_path, st.step > 0))) goto out;
+  if (rank == 0 && (metrics_trim(metrics_path, st.step) || !(metrics = tz_metrics_open(metrics_path, st.step > 0))))
+    goto out;
+  if (W > 1) {
+    if (tz_comm_agree(comm, 1)) {
+      agreed = 1;
+      goto out;
+    }
+    /* the same seed gives the same weights everywhere; rank 0's are made the truth anyway */
+    comm->broadcast(comm, (tz_slice){m->params, 0}, m->lay.total, 0);
+  }
+  in_loop = 1;
+  tz_comm_watchdog_start(comm);
 
-  size_t N = (size_t)o.B * o.T;
-  in = tz_malloc(N * sizeof *in);
-  tg = tz_malloc(N * sizeof *tg);
+  size_t N = (size_t)o.B * o.T, Nr = (size_t)B_rank * o.T; /* tokens per batch: all ranks, this rank */
+  in = tz_malloc(Nr * sizeof *in);
+  tg = tz_malloc(Nr * sizeof *tg);
   int warmup = o.warmup >= 0 ? o.warmup : o.steps / 20;
   if (!o.quiet) {
     fprintf(stderr, "model: %s, %d layers, %d heads (%d kv), C=%d, d_ff=%d, V=%d, T=%d: %.2fM params (%016" PRIx64 ")\n",
@@ -516,13 +614,16 @@ int tz_train(const tz_train_opts *opts_in) {
             m->cfg.d_ff, m->cfg.vocab_size, m->cfg.max_seq_len, m->lay.total / 1e6, m->lay.fingerprint);
     fprintf(stderr, "train: %s backend, B=%d T=%d accum=%d, %d steps%s, lr %.2e, run %s\n", be->name, o.B, o.T,
             o.grad_accum, o.steps, st.step ? " (resumed)" : "", o.lr, o.run_dir);
+    if (W > 1)
+      fprintf(stderr, "dist: %d processes (%s), B=%d rows each%s\n", W, comm->kind, B_rank,
+              m->zero ? ", ZeRO-1: AdamW moments sharded" : "");
     if (o.init_from) fprintf(stderr, "init: weights from %s, fresh optimizer state\n", o.init_from);
     if (!strcmp(be->name, "webgpu")) fprintf(stderr, "webgpu: %s\n", tz_webgpu_describe(be));
     if (be->act != TZ_F32) fprintf(stderr, "precision: %s activations and weight copies, fp32 master weights, gradients and AdamW\n", tz_dtype_name(be->act));
     if (strcmp(be->name, "cpu") && be->mem_used) { /* the arenas on a GPU backend, in MiB */
-      double pb = m->lay.total * 4.0 / 1048576.0;
+      double pb = m->lay.total * 4.0 / 1048576.0, mv = (m->zero ? m->shard_n : m->lay.total) * 8.0 / 1048576.0;
       fprintf(stderr, "memory: params %.1f MiB, grads %.1f, adamw m+v %.1f, activations %.1f (%s); %s device memory in use %.1f MiB\n",
-              pb, pb, 2 * pb, m->train.bytes / 1048576.0, tz_dtype_name(be->act), be->name, be->mem_used(be) / 1048576.0);
+              pb, pb, mv, m->train.bytes / 1048576.0, tz_dtype_name(be->act), be->name, be->mem_used(be) / 1048576.0);
     }
   }
   int tty = isatty(2) && !o.quiet, first_step = st.step;
@@ -544,7 +645,7 @@ int tz_train(const tz_train_opts *opts_in) {
     }
     if (val && o.val_every > 0 && st.step % o.val_every == 0) {
       double tv = now_s();
-      val_loss = validate(m, val, o.val_batches, in, tg);
+      val_loss = validate(m, val, o.val_batches, in, tg, comm, rank * B_rank, B_rank);
       val_dt = now_s() - tv;
       last_val = val_loss;
       last_val_step = st.step;
@@ -552,7 +653,11 @@ int tz_train(const tz_train_opts *opts_in) {
         /* the model now is the state after st.step steps: a complete training checkpoint */
         st.best_val = val_loss;
         st.elapsed_s = prior_elapsed + (now_s() - t_start);
-        if (save(best_path, m, tok, &st, train)) goto out;
+        int sr = save(best_path, m, tok, &st, train, comm);
+        if (tz_comm_agree(comm, sr == 0)) {
+          agreed = 1;
+          goto out;
+        }
       }
     }
     double t0 = now_s();
@@ -560,14 +665,39 @@ int tz_train(const tz_train_opts *opts_in) {
     tz_model_zero_grads(m);
     double loss = 0;
     for (int a = 0; a < o.grad_accum; a++) {
-      if (tz_loader_next(train, in, tg)) goto out;
+      if (tz_loader_next_rows(train, rank * B_rank, B_rank, in, tg)) goto out;
       if (a == 0 && has_step(inject_inf, n_inject_inf, st.step + 1)) m->debug_poison_acts = 1;
-      loss += tz_model_train_micro(m, in, tg, 1.0f / o.grad_accum);
+      /* 1/W: the ranks' gradients are summed, so each contributes its mean over W */
+      loss += tz_model_train_micro(m, in, tg, 1.0f / ((float)o.grad_accum * (float)W));
       if (a == 0 && has_step(inject_nan, n_inject_nan, st.step + 1)) /* through the backend's fill op */
         be->fill(be, (tz_slice){m->grads, 0}, NAN, m->ranges[0].n, TZ_F32);
     }
     loss /= o.grad_accum;
-    double norm = tz_model_grad_norm(m);
+    double norm;
+    int stop_sig = g_stop_signal;
+    if (W == 1) {
+      norm = tz_model_grad_norm(m);
+    } else {
+      /* sum the gradients (ZeRO-1: only this rank's shard is needed); the norm from each
+       * rank's shard of the sum; loss and stop requests summed alongside, so every rank
+       * takes the same decisions (skip, clip, stop) from the same numbers */
+      if (m->zero) comm->reduce_scatter(comm, (tz_slice){m->grads, 0}, m->shard_n);
+      else tz_comm_allreduce(comm, (tz_slice){m->grads, 0}, m->shard_n);
+      size_t first, n;
+      tz_model_shard(m, &first, &n);
+      double v[3] = {loss, tz_model_grad_sumsq(m, first, n), g_stop_signal ? 1.0 : 0.0};
+      tz_comm_sum_f64(comm, v, 3);
+      loss = v[0] / W;
+      norm = sqrt(v[1]);
+      stop_sig = v[2] > 0 ? (g_stop_signal ? g_stop_signal : SIGTERM) : 0;
+      tz_comm_progress();
+      /* tests: TEZGAH_DEBUG_KILL="RANK:STEP" kills that rank there, "RANK:STEP:stop" stops it
+       * (SIGSTOP: a hung peer, for the watchdog) */
+      const char *kr = getenv("TEZGAH_DEBUG_KILL");
+      int krank, kstep;
+      if (kr && sscanf(kr, "%d:%d", &krank, &kstep) == 2 && krank == rank && kstep == st.step + 1)
+        raise(strstr(kr, ":stop") ? SIGSTOP : SIGKILL);
+    }
     const char *skip = !isfinite(loss) ? "non-finite loss" : !isfinite(norm) ? "non-finite grad norm" : NULL;
     char why[96];
     if (!skip && o.skip_loss_z > 0) {
@@ -586,14 +716,16 @@ int tz_train(const tz_train_opts *opts_in) {
       float clip = o.grad_clip > 0 && norm > o.grad_clip ? (float)(o.grad_clip / (norm + 1e-6)) : 1.0f;
       tz_adamw_hp hp = {lr, o.beta1, o.beta2, o.eps, o.weight_decay, clip, (int)(st.adam_t + 1)};
       if (tz_model_adamw(m, &hp)) goto out;
+      if (m->zero) comm->all_gather(comm, (tz_slice){m->params, 0}, m->shard_n);
       st.adam_t++;
     } else {
       st.skipped++;
-      fprintf(stderr, "%sstep %d skipped: %s (loss %g, grad norm %g)\n", tty ? "\n" : "", st.step + 1, skip, loss, norm);
+      if (rank == 0)
+        fprintf(stderr, "%sstep %d skipped: %s (loss %g, grad norm %g)\n", tty ? "\n" : "", st.step + 1, skip, loss, norm);
     }
     be->sync(be);
     double dt = now_s() - t0;
-    tokens_done += (double)N * o.grad_accum;
+    tokens_done += (double)N * o.grad_accum; /* all ranks' tokens */
     double elapsed = now_s() - t_start;
     double tok_s = (double)N * o.grad_accum / dt;
     size_t len = (size_t)snprintf(line, sizeof line, "{\"step\":%d", st.step + 1);
@@ -605,7 +737,7 @@ int tz_train(const tz_train_opts *opts_in) {
     if (isfinite(val_loss)) len += put_num(line + len, sizeof line - len, "val_loss", val_loss);
     if (skip) len += snprintf(line + len, sizeof line - len, ",\"skipped\":true,\"reason\":\"%s\"", skip);
     len += snprintf(line + len, sizeof line - len, "}");
-    if (tz_metrics_write_line(metrics, line, len)) goto out;
+    if (metrics && tz_metrics_write_line(metrics, line, len)) goto out;
     recent[n_recent++ % RECENT] = dt;
     if (!o.quiet && (tty || (st.step + 1) % o.log_every == 0 || st.step == 0)) {
       int k = n_recent < RECENT ? n_recent : RECENT, left = o.steps - st.step - 1;
@@ -622,54 +754,81 @@ int tz_train(const tz_train_opts *opts_in) {
     if (o.ckpt_every > 0 && (st.step + 1) % o.ckpt_every == 0 && st.step + 1 < o.steps) {
       st.step++;
       st.elapsed_s = prior_elapsed + (now_s() - t_start);
-      int src = save_and_mark(ckpt_path, o.run_dir, &latest_marked, m, tok, &st, train);
+      int src = save_and_mark(ckpt_path, o.run_dir, &latest_marked, m, tok, &st, train, comm);
       st.step--;
-      if (src) goto out;
+      if (tz_comm_agree(comm, src == 0)) {
+        agreed = 1;
+        goto out;
+      }
     }
     int stop_now = o.stop_after > 0 && st.step + 1 - first_step >= o.stop_after;
-    if ((stop_now || g_stop_signal) && st.step + 1 < o.steps) {
+    if (W == 1) stop_sig = g_stop_signal; /* one process: a signal up to now counts */
+    if ((stop_now || stop_sig) && st.step + 1 < o.steps) {
       st.step++;
       st.elapsed_s = prior_elapsed + (now_s() - t_start);
-      if (save_and_mark(ckpt_path, o.run_dir, &latest_marked, m, tok, &st, train)) goto out;
-      if (g_stop_signal)
+      int src = save_and_mark(ckpt_path, o.run_dir, &latest_marked, m, tok, &st, train, comm);
+      if (tz_comm_agree(comm, src == 0)) {
+        agreed = 1;
+        goto out;
+      }
+      if (stop_sig && rank == 0)
         fprintf(stderr, "%s%s: stopped at step %d with a checkpoint; continue with --resume %s\n", tty ? "\n" : "",
-                g_stop_signal == SIGINT ? "interrupted" : "terminated", st.step, o.run_dir);
+                stop_sig == SIGINT ? "interrupted" : "terminated", st.step, o.run_dir);
       else if (!o.quiet)
         fprintf(stderr, "%sstopped after %d steps of this session at step %d; continue with --resume %s\n",
                 tty ? "\n" : "", o.stop_after, st.step, o.run_dir);
-      rc = g_stop_signal ? 128 + g_stop_signal : 0;
+      rc = stop_sig ? 128 + stop_sig : 0;
       goto out;
     }
   }
   double total = now_s() - t_start;
   if (tty) fprintf(stderr, "\n");
-  if (o.profile) { /* validation passes included; warm-up steps left out when there are enough */
+  if (o.profile && rank == 0) { /* validation passes included; warm-up steps left out when there are enough */
     if (!o.quiet && prof_from > first_step) fprintf(stderr, "profile of steps %d..%d (warm-up steps left out)\n", prof_from + 1, st.step);
     tz_webgpu_profile_print(be, st.step - prof_from);
     tz_cuda_profile_print(be, st.step - prof_from);
   }
   if (val) {
-    last_val = validate(m, val, o.val_batches, in, tg);
+    last_val = validate(m, val, o.val_batches, in, tg, comm, rank * B_rank, B_rank);
     cJSON *fin = cJSON_CreateObject();
     cJSON_AddNumberToObject(fin, "step", st.step);
     cJSON_AddNumberToObject(fin, "val_loss", last_val);
     cJSON_AddTrueToObject(fin, "final");
-    int wrc = tz_metrics_write(metrics, fin);
+    int wrc = metrics ? tz_metrics_write(metrics, fin) : 0;
     cJSON_Delete(fin);
     if (wrc) goto out;
   }
   st.elapsed_s = prior_elapsed + total;
   int final_best = o.keep_best && val && last_val < st.best_val;
   if (final_best) st.best_val = last_val;
-  if (save_and_mark(ckpt_path, o.run_dir, &latest_marked, m, tok, &st, train)) goto out;
-  if (final_best && link_as(ckpt_path, o.run_dir, TZ_CKPT_BEST_FILE)) goto out;
+  int src = save_and_mark(ckpt_path, o.run_dir, &latest_marked, m, tok, &st, train, comm);
+  if (!src && final_best && rank == 0) src = link_as(ckpt_path, o.run_dir, TZ_CKPT_BEST_FILE);
+  if (tz_comm_agree(comm, src == 0)) {
+    agreed = 1;
+    goto out;
+  }
+  if (W > 1) { /* peak memory of every rank, printed by rank 0 */
+    double mem[2] = {peak_rss_mib(), be->mem_peak ? be->mem_peak(be) / 1048576.0 : 0.0};
+    double *all = tz_malloc((size_t)W * 2 * sizeof *all);
+    comm->allgather_f64(comm, mem, all, 2);
+    if (!o.quiet) {
+      fprintf(stderr, "peak memory per rank (MiB, host%s%s):", be->mem_peak ? " / " : "", be->mem_peak ? be->name : "");
+      for (int r = 0; r < W; r++) {
+        if (be->mem_peak) fprintf(stderr, " %d: %.0f / %.0f%s", r, all[2 * r], all[2 * r + 1], r + 1 < W ? "," : "");
+        else fprintf(stderr, " %d: %.0f%s", r, all[2 * r], r + 1 < W ? "," : "");
+      }
+      fprintf(stderr, "\n");
+    }
+    free(all);
+  }
   if (!o.quiet) {
     char vl[64] = "no validation";
     if (val) snprintf(vl, sizeof vl, "final val loss %.4f (ppl %.2f)", last_val, exp(last_val));
     fprintf(stderr, "done: %d steps, %.0f tok/s this session, %s, %d skipped; checkpoint %s\n", st.step,
             total > 0 ? tokens_done / total : 0.0, vl, st.skipped, ckpt_path);
   }
-  if (o.sample_tokens > 0 && tok) {
+  tz_comm_watchdog_stop(); /* the collectives are over (rank 0 may sample for a while) */
+  if (o.sample_tokens > 0 && tok && rank == 0) {
     tz_sample_opts so;
     tz_sample_opts_default(&so);
     so.model = ckpt_path;
@@ -688,6 +847,17 @@ out:
     fprintf(stderr, "\n");
   }
   g_stop_signal = 0;
+  if (comm && W > 1 && rc < 0 && !agreed) {
+    /* a failure of this rank alone: in the set-up the others wait at a tz_comm_agree (join
+     * it with "failed"); later they may wait in any collective (abort) */
+    if (in_loop) comm->abort(comm);
+    else if (tz_comm_agree(comm, 0)) {}
+  }
+  if (rc < 0 && W > 1 && rank > 0) {
+    char who[32];
+    snprintf(who, sizeof who, "rank %d", rank);
+    tz_err_prefix(who);
+  }
   tz_run_close(&rf);
   tz_metrics_close(metrics);
   if (rc < 0 && created_run_dir && !latest_marked) { /* a run that failed before its first checkpoint */
@@ -697,6 +867,7 @@ out:
   tz_loader_free(train);
   tz_loader_free(val);
   tz_model_free(m);
+  tz_comm_free(comm);
   if (be) be->destroy(be);
   tz_tok_free(tok);
   tz_prepared_free(&prep);

@@ -60,6 +60,7 @@ static void cpu_copy(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes) {
   memmove(tz_cpu_ptr(dst), tz_cpu_ptr(src), bytes);
 }
 static void cpu_sync(tz_backend *be) {}
+static void *cpu_raw_ptr(tz_backend *be, tz_slice s) { return tz_cpu_ptr(s); }
 static size_t cpu_mem_used(tz_backend *be) { return ((tz_cpu_ctx *)be->ctx)->bytes_used; }
 static size_t cpu_mem_peak(tz_backend *be) { return ((tz_cpu_ctx *)be->ctx)->bytes_peak; }
 
@@ -133,6 +134,7 @@ tz_backend *tz_backend_cpu_create(int threads) {
   be->destroy = cpu_destroy;
   be->mem_used = cpu_mem_used;
   be->mem_peak = cpu_mem_peak;
+  be->raw_ptr = cpu_raw_ptr;
   be->embed_fwd = tz_cpu_embed_fwd;
   be->embed_bwd = tz_cpu_embed_bwd;
   be->rmsnorm_fwd = tz_cpu_rmsnorm_fwd;

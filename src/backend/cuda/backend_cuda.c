@@ -31,6 +31,8 @@ void tzc_mem_account(tz_backend *be, long long delta) {
 }
 
 static void cuda_sync(tz_backend *be) { TZC_CHECK(cudaStreamSynchronize(tzc(be)->stream)); }
+static void *cuda_raw_ptr(tz_backend *be, tz_slice s) { return tzc_ptr(s); }
+static void *cuda_raw_stream(tz_backend *be) { return (void *)tzc(be)->stream; }
 static size_t cuda_mem_used(tz_backend *be) { return tzc(be)->bytes_used; }
 static size_t cuda_mem_peak(tz_backend *be) { return tzc(be)->bytes_peak; }
 
@@ -69,6 +71,9 @@ static void fill_ops(tz_backend *be) {
   be->mem_used = cuda_mem_used;
   be->mem_peak = cuda_mem_peak;
   be->params_mirror = tzc_params_mirror;
+  be->raw_ptr = cuda_raw_ptr;
+  be->raw_stream = cuda_raw_stream;
+  be->written = tzc_written;
   be->matmul_t = tzc_matmul_t;
   be->matmul = tzc_matmul;
   be->matmul_at = tzc_matmul_at;

@@ -207,6 +207,8 @@ void tzc_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src
   prof_end(be, 2.0 * rows * cols * es);
 }
 
+void tzc_written(tz_backend *be, tz_slice dst, size_t bytes) { mirror_touch(be, dst.buf, dst.off, bytes); }
+
 void tzc_params_mirror(tz_backend *be, tz_buf *params) {
   tzc_ctx *c = tzc(be);
   if (c->act != TZ_BF16 || !params) return;

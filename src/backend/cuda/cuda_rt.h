@@ -20,6 +20,8 @@ void tzc_download_act(tz_backend *be, float *dst, tz_slice src, size_t n);
 void tzc_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows,
                    int cols);
 void tzc_params_mirror(tz_backend *be, tz_buf *params);
+/* be->written: bytes at dst were written outside the op table (NCCL): refresh the bf16 mirror. */
+void tzc_written(tz_backend *be, tz_slice dst, size_t bytes);
 /* Pinned staging ring (created with the backend; NULL slots fall back to pageable copies). */
 void tzc_stage_init(tzc_ctx *c);
 void tzc_stage_free(tzc_ctx *c);
