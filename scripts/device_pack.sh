@@ -2,7 +2,7 @@
 # Build a portable tezgah for the GPU machine (the device tool) and gather what runs there.
 #
 # Builds into build-dev/ (Release, -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v4,
-# -DTEZGAH_BLAS=OFF, -DTEZGAH_MPI=OFF (the GPU machine has no MPI: --nproc there), -DTEZGAH_CUDA=ON: kernels for sm_80/89/90 + PTX; -DTEZGAH_LINK_SHARED=ON:
+# -DTEZGAH_BLAS=OFF, -DTEZGAH_MPI=OFF and -DTEZGAH_PLOT=OFF (the GPU machine has no MPI: --nproc there; no libplot), -DTEZGAH_CUDA=ON: kernels for sm_80/89/90 + PTX; -DTEZGAH_LINK_SHARED=ON:
 # the programs share libtezgah.so, so the kernels' device code is carried once) and copies
 # into .dev/ (ignored by git):
 #   .dev/bin/  tezgah, the CUDA tests (tests/test_cuda_*.c), the bench programs (bench/bench_*.c)
@@ -32,7 +32,7 @@ out=$root/.dev
 t0=$SECONDS
 mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v4 \
-  -DTEZGAH_BLAS=OFF -DTEZGAH_CUDA=ON -DTEZGAH_MPI=OFF -DTEZGAH_LINK_SHARED=ON "$@" >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
+  -DTEZGAH_BLAS=OFF -DTEZGAH_CUDA=ON -DTEZGAH_MPI=OFF -DTEZGAH_PLOT=OFF -DTEZGAH_LINK_SHARED=ON "$@" >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
 targets=(tezgah)
 for f in "$root"/tests/test_cuda_*.c "$root"/bench/bench_*.c; do
   [[ -f $f ]] && targets+=("$(basename "$f" .c)")
