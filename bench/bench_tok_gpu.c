@@ -2,6 +2,8 @@
  *
  *   bench_tok_gpu CORPUS.txt GPT2_DIR [--vocab N,N] [--no-cpu-train] [--no-cpu1] [--no-gpu-train]
  *
+ * --no-gpu-train: the CPU trainer only (its tokenizer for the encode rows; quick on lavapipe).
+ * TEZGAH_BENCH_REFRESH_AB=1 adds a GPU training row with the workgroup-per-block pair refresh.
  * Training: tz_tok_train (word counting on all cores, merges on one) vs tz_tok_train_webgpu
  * (same counting, merges on the GPU), tokenizer.json compared byte for byte. The counting
  * alone (tz_count_words, shared by both) is timed once, so "merges" columns are the part the
@@ -9,7 +11,7 @@
  * allowed): the CPU encoder on 1 thread (a fresh tokenizer: empty pre-token cache) and on all
  * threads (cold: a fresh tokenizer; warm: best of 2 more calls, cache filled) vs the GPU
  * encoder (first call: pipelines and tables built; then best of 2), ids compared; the GPU
- * path's CPU pre-tokenization and its waits for the GPU are printed beside. Decoding: CPU vs
+ * path's phases (tz_tok_gpu_enc_stats: pretok / feed / wait / drain) are printed beside. Decoding: CPU vs
  * GPU of the GPT-2 ids. Prints markdown tables and "tokens corpus <count>" (the GPT-2 count,
  * for tiktoken_bench.py's check). Exits 1 on any difference. */
 #include <omp.h>

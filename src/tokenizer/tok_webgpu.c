@@ -13,8 +13,9 @@
  * submission, followed by a compaction of the words still longer than one symbol.
  * Encoding: pre-tokens from the CPU (PCRE2, parallel), BPE on the GPU (one thread per
  * pre-token; up to 64 bytes in private arrays, longer ones with a heap in scratch memory), ids
- * compacted on the GPU; the CPU pre-tokenizes the next 16 MiB segment while the GPU encodes the
- * last batch (two readback buffers in flight).
+ * compacted on the GPU; all threads pre-tokenize the next 16 MiB segment while the master
+ * thread feeds the last one to the GPU and copies older ids out (two readback buffers in
+ * flight).
  * Decoding: per-block byte counts, a scan, and a byte scatter. Ids must be < 65536 (pairs are
  * 32-bit keys). */
 #include <stdio.h>
