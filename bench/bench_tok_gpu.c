@@ -1,7 +1,9 @@
 /* Tokenizer on WebGPU vs the CPU on one corpus (bench/run_tok_gpu_bench.sh runs it).
  *
- *   bench_tok_gpu CORPUS.txt GPT2_DIR [--vocab N,N] [--no-cpu-train] [--no-cpu1]
+ *   bench_tok_gpu CORPUS.txt GPT2_DIR [--vocab N,N] [--no-cpu-train] [--no-cpu1] [--no-gpu-train]
  *
+ * --no-gpu-train: the CPU trainer only (its tokenizer for the encode rows; quick on lavapipe).
+ * TEZGAH_BENCH_REFRESH_AB=1 adds a GPU training row with the workgroup-per-block pair refresh.
  * Training: tz_tok_train (word counting on all cores, merges on one) vs tz_tok_train_webgpu
  * (same counting, merges on the GPU), tokenizer.json compared byte for byte. The counting
  * alone (tz_count_words, shared by both) is timed once, so "merges" columns are the part the
@@ -9,7 +11,7 @@
  * allowed): the CPU encoder on 1 thread (a fresh tokenizer: empty pre-token cache) and on all
  * threads (cold: a fresh tokenizer; warm: best of 2 more calls, cache filled) vs the GPU
  * encoder (first call: pipelines and tables built; then best of 2), ids compared; the GPU
- * path's CPU pre-tokenization and its waits for the GPU are printed beside. Decoding: CPU vs
+ * path's phases (tz_tok_gpu_enc_stats: pretok / feed / wait / drain) are printed beside. Decoding: CPU vs
  * GPU of the GPT-2 ids. Prints markdown tables and "tokens corpus <count>" (the GPT-2 count,
  * for tiktoken_bench.py's check). Exits 1 on any difference. */
 #include <omp.h>
@@ -103,9 +105,9 @@ static void encode_rows(const char *name, const char *spec, const tz_tokenizer *
   }
   char c1[32] = "-";
   if (cpu1) snprintf(c1, sizeof c1, "%.1f", mb / one);
-  printf("| %s | %.1f | %zu | %s | %.1f | %.1f | %.1f | **%.1f** | %.2f / %.2f / %u | %.2fx | identical |\n", name, mb, na,
-         c1, mb / cold, mb / warm, mb / gpu_first, mb / gpu, best.pretok_s, best.wait_s, best.batches,
-         warm / gpu);
+  printf("| %s | %.1f | %zu | %s | %.1f | %.1f | %.1f | **%.1f** | %.2f / %.2f / %.2f / %.2f / %u | %.2fx | identical |\n",
+         name, mb, na, c1, mb / cold, mb / warm, mb / gpu_first, mb / gpu, best.pretok_s, best.feed_s, best.wait_s,
+         best.drain_s, best.batches, warm / gpu);
   fflush(stdout);
   if (spec) {
     char *d1, *d2;
@@ -132,15 +134,16 @@ static void encode_rows(const char *name, const char *spec, const tz_tokenizer *
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s CORPUS.txt GPT2_DIR [--vocab N,N] [--no-cpu-train] [--no-cpu1]\n", argv[0]);
+    fprintf(stderr, "usage: %s CORPUS.txt GPT2_DIR [--vocab N,N] [--no-cpu-train] [--no-cpu1] [--no-gpu-train]\n", argv[0]);
     return 2;
   }
   const char *vocabs = "8192,32768";
-  int cpu_train = 1, cpu1 = 1;
+  int cpu_train = 1, cpu1 = 1, gpu_train = 1;
   for (int i = 3; i < argc; i++) {
     if (!strcmp(argv[i], "--vocab") && i + 1 < argc) vocabs = argv[++i];
     else if (!strcmp(argv[i], "--no-cpu-train")) cpu_train = 0;
     else if (!strcmp(argv[i], "--no-cpu1")) cpu1 = 0;
+    else if (!strcmp(argv[i], "--no-gpu-train")) gpu_train = 0;
     else {
       fprintf(stderr, "bench_tok_gpu: unknown argument '%s'\n", argv[i]);
       return 2;
@@ -176,6 +179,13 @@ int main(int argc, char **argv) {
       if (tz_tok_train(s, n, v, &a)) die("cpu train");
       tc = now() - t0;
     }
+    if (!gpu_train) { /* the CPU tokenizer only, for the encode rows */
+      if (!a) die("--no-gpu-train needs the cpu trainer");
+      printf("| corpus | %d | %.2f | %.2f | (not run) | | | | | | | | | |\n", v, tc, tc - count_s);
+      if (!first) first = a;
+      else tz_tok_free(a);
+      continue;
+    }
     tz_tok_gpu_stats st;
     t0 = now();
     if (tz_tok_train_webgpu(s, n, v, &b, &st)) die("webgpu train");
@@ -195,7 +205,7 @@ int main(int argc, char **argv) {
            st.submissions, (unsigned long long)st.words, same);
     fflush(stdout);
     if (a && strcmp(same, "identical")) return 1;
-    { /* the same with the workgroup-per-block pair refresh, for comparison */
+    if (getenv("TEZGAH_BENCH_REFRESH_AB")) { /* the workgroup-per-block pair refresh, for comparison */
       tz_tokenizer *c;
       tz_tok_gpu_stats s2;
       setenv("TEZGAH_TOK_GPU_REFRESH", "workgroup", 1);
@@ -221,7 +231,7 @@ int main(int argc, char **argv) {
     else tz_tok_free(b);
   }
   printf("\n| encode | MB | tokens | cpu 1 thr MB/s | cpu %d thr cold MB/s | cpu %d thr warm MB/s | webgpu first MB/s | "
-         "webgpu MB/s | webgpu pretok s / wait s / batches | webgpu vs cpu warm | ids |\n",
+         "webgpu MB/s | webgpu pretok s / feed s / wait s / drain s / batches | webgpu vs cpu warm | ids |\n",
          thr, thr);
   printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   if (first) encode_rows("trained (first vocab)", NULL, first, s, n, cpu1);

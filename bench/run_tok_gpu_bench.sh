@@ -14,8 +14,10 @@
 #   WORK       scratch and output directory (default $BUILD, or /tmp/tok_gpu_bench with BIN_DIR)
 #   GPT2_DIR   GPT-2 encoder.json + vocab.bpe (default ../shared/gpt2, else .deps/npm/...)
 #   VOCAB      training vocab sizes (default 8192,32768); THREADS (default nproc)
-#   TIKTOKEN=0 skips tiktoken; CLI_MB (default 20) MB of the corpus for the CLI checks,
-#   CLI_VOCAB (default 8192); CPU1=0 skips the 1-thread CPU encode rows
+#   TIKTOKEN=0 skips tiktoken, TIKTOKEN1=0 its 1-thread whole-text call; CLI_MB (default 20)
+#   MB of the corpus for the CLI checks, CLI_VOCAB (default 8192); CPU1=0 skips the 1-thread
+#   CPU encode rows. A copy of this script with tiktoken_bench.py beside it and data/bench/
+#   above it (a carried folder, e.g. .h13b/bench/) runs from the repository root as well.
 # Steps: (1) bench_tok_gpu: training cpu vs webgpu (tokenizer.json compared byte for byte),
 # encoding cpu 1 / N threads vs webgpu (ids compared), decoding; (2) bench/tiktoken_bench.py
 # on the same text with the <|endoftext|> separators removed (encode_ordinary; 1 and N threads,
@@ -24,11 +26,19 @@
 # with cmp, a fallback notice counted as a failure. Exit status 1 when any output differs.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# relative paths in the environment and the argument are taken from where we were started
+abs() { [[ -z $1 || $1 == /* ]] && echo "$1" || echo "$PWD/$1"; }
+BIN_DIR=$(abs "${BIN_DIR:-}")
+GPT2_DIR=$(abs "${GPT2_DIR:-}")
+WORK=$(abs "${WORK:-}")
+[[ -n ${1:-} ]] && set -- "$(abs "$1")"
+gl=$root/.gl
+[[ -d $gl ]] || gl=$PWD/.gl
 cd "$root"
 status=0
 fail() { echo "FAILED: $*"; status=1; }
 BUILD=${BUILD:-build-bench}
-if [[ -n ${BIN_DIR:-} ]]; then WORK=${WORK:-/tmp/tok_gpu_bench}; else WORK=${WORK:-$BUILD}; fi
+if [[ -n $BIN_DIR ]]; then WORK=${WORK:-/tmp/tok_gpu_bench}; else WORK=${WORK:-$BUILD}; fi
 mkdir -p "$WORK"
 corpus=${1:-$root/data/bench/debian_corpus.txt}
 if [[ ! -f $corpus ]]; then
@@ -45,8 +55,8 @@ if [[ -z $GPT2_DIR ]]; then
 fi
 # A machine without a Vulkan loader (the H200 one, docs/WEBGPU.md): unpack the carried .debs
 # in .gl/ (apt-get download libvulkan1 libglvnd0 libglx0 libgl1 libegl1 libopengl0 libgles2).
-if ! ldconfig -p | grep -q libvulkan.so.1 && compgen -G "$root/.gl/*.deb" >/dev/null; then
-  for d in "$root"/.gl/*.deb; do dpkg -x "$d" /; done
+if ! ldconfig -p | grep -q libvulkan.so.1 && compgen -G "$gl/*.deb" >/dev/null; then
+  for d in "$gl"/*.deb; do dpkg -x "$d" /; done
   ldconfig
 fi
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
@@ -73,7 +83,9 @@ if [[ ${TIKTOKEN:-1} != 0 ]] && python3 -c "import tiktoken" 2>/dev/null; then
   sed 's/<|endoftext|>//g' "$corpus" > "$plain"
   echo
   echo "tiktoken on the corpus without its <|endoftext|> lines ($(stat -c %s "$plain") bytes):"
-  PYTHONUNBUFFERED=1 python3 bench/tiktoken_bench.py "$GPT2_DIR" "$plain" --threads "$THREADS" --once --local |
+  t1=()
+  [[ ${TIKTOKEN1:-1} == 0 ]] && t1=(--no-1thread)
+  PYTHONUNBUFFERED=1 python3 "$root/bench/tiktoken_bench.py" "$GPT2_DIR" "$plain" --threads "$THREADS" --once --local "${t1[@]}" |
     tee "$WORK/tiktoken_tok_gpu.txt" || fail "tiktoken_bench"
   rm -f "$plain"
 else

@@ -110,6 +110,9 @@ typedef struct {
  * at context-free pre-token boundaries (tz_pretok_safe_cut). Returns the number of spans
  * (malloc'ed in *out). */
 size_t tz_text_spans(const char *text, size_t len, const char *eot, size_t eotn, int nthr, tz_span **out);
+/* The same with an explicit chunk size in bytes (SIZE_MAX: one span per document); the pieces
+ * of the spans do not depend on it (the cuts are context-free). */
+size_t tz_text_spans_chunk(const char *text, size_t len, const char *eot, size_t eotn, size_t chunk, tz_span **out);
 /* The pre-tokens of text (OpenMP over tz_text_spans) as malloc'ed (start, length) pairs;
  * length 0xffffffff marks an <|endoftext|> (allow_special). Needs len < 4 GiB. */
 int tz_pretok_pieces(const tz_tokenizer *t, const char *text, size_t len, int allow_special, uint32_t **pcs,

@@ -13,8 +13,9 @@
  * submission, followed by a compaction of the words still longer than one symbol.
  * Encoding: pre-tokens from the CPU (PCRE2, parallel), BPE on the GPU (one thread per
  * pre-token; up to 64 bytes in private arrays, longer ones with a heap in scratch memory), ids
- * compacted on the GPU; the CPU pre-tokenizes the next 16 MiB segment while the GPU encodes the
- * last batch (two readback buffers in flight).
+ * compacted on the GPU; all threads pre-tokenize the next 16 MiB segment while the master
+ * thread feeds the last one to the GPU and copies older ids out (two readback buffers in
+ * flight).
  * Decoding: per-block byte counts, a scan, and a byte scatter. Ids must be < 65536 (pairs are
  * 32-bit keys). */
 #include <stdio.h>
@@ -610,132 +611,97 @@ static int finish_all(enc_slot *S, id_vec *out) {
   return rc ? rc : rc2;
 }
 
-int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, int allow_special, int32_t **ids,
-                         size_t *n_ids) {
-  *ids = NULL;
-  *n_ids = 0;
-  double t_start = wall();
-  memset(&last_enc, 0, sizeof last_enc);
-  if (len >= 0xffffffffu) return tz_err("tokenizer: text of %zu bytes is too long for 32-bit piece offsets", len);
-  if (!tz_tok_webgpu_available()) return -1;
+/* Everything one encode call's GPU feeding needs (used by the OpenMP master thread only). */
+typedef struct {
   enc_tables tb;
-  if (build_tables(t, &tb)) return -1;
-  int nthr = 1;
-#ifdef _OPENMP
-  if (!omp_in_parallel()) nthr = omp_get_max_threads();
-#endif
-  uint64_t seg = SEGMENT;
-  const char *env = getenv("TEZGAH_TOK_GPU_SEGMENT");
-  if (env && atoll(env) > 0) seg = (uint64_t)atoll(env);
-  const char *eot = t->eot >= 0 && allow_special ? t->tok[t->eot] : NULL;
-  size_t eotn = eot ? t->tok_len[t->eot] : 0;
-  tz_span *sp;
-  size_t nsp = tz_text_spans(text, len, eot, eotn, nthr, &sp);
-  /* a batch holds at most `cap` bytes of text and as many pieces (pieces are >= 1 byte, an EOT
-   * piece 13): its ids (<= 1 per byte) and the per-byte id slots must fit one binding */
-  uint64_t lim = G.lim.maxStorageBufferBindingSize < G.lim.maxBufferSize ? G.lim.maxStorageBufferBindingSize
-                                                                         : G.lim.maxBufferSize;
-  uint64_t cap = lim / 4 - 16 < (64u << 20) ? lim / 4 - 16 : (64u << 20);
-  const WGPUBufferUsage SU = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
-  WGPUBuffer ub = mkbuf(sizeof tb.u, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "bpe uniforms");
-  WGPUBuffer B[8] = {0};
-  uint64_t bs[8] = {0};
-  B[0] = sbuf(tb.n * 4 + 4, "bpe tables");
-  put(B[0], 0, tb.v, tb.n * 4);
-  free(tb.v);
-  const char *names[5] = {"encode_short", "encode_long", "enc_bsum", "enc_bscan", "enc_scatter"};
+  WGPUBuffer ub, B[8];
+  uint64_t bs[8], cap;
   tg_pipe *P[5];
-  int rc = 0;
-  for (int i = 0; i < 5; i++)
-    if (!(P[i] = pipeline("bpe_encode", names[i]))) rc = -1;
   enc_slot S[2];
-  memset(S, 0, sizeof S);
-  id_vec out = {0};
-  uint32_t *pcs = NULL, *lng = NULL, *local = NULL;
-  size_t np = 0, pi = 0, si = 0, lcap = 0, loc_cap = 0;
-  long seq = 0;
-  for (;;) {
-    if (rc) break;
-    if (pi == np) { /* next segment: spans up to `seg` bytes, pre-tokenized on all cores while
-                     * the GPU encodes the batch just submitted */
-      free(pcs);
-      pcs = NULL;
-      np = pi = 0;
-      if (si == nsp) break;
-      size_t sj = si + 1;
-      while (sj < nsp && sp[sj].b - sp[si].a <= seg) sj++;
-      double t0 = wall();
-      rc = tz_pretok_spans(t, text, sp + si, sj - si, nthr, &pcs, &np);
-      last_enc.pretok_s += wall() - t0;
-      last_enc.segments++;
-      si = sj;
-      continue;
-    }
+  id_vec out;
+  uint32_t *lng, *local;
+  size_t lcap, loc_cap;
+  long seq;
+} enc_run;
+
+/* Encode one segment's pieces on the GPU: pcs[0..2 np) are (start, length) pairs relative to
+ * seg (length 0xffffffff: an EOT). Cut into batches of at most R->cap bytes and pieces (one
+ * batch unless the segment is larger); each batch is uploaded, encoded and its ids read back
+ * asynchronously into a slot, the slot's previous batch finished first (ids appended in
+ * order). Returns 0 or -1 with tz_err set. */
+static int feed_segment(enc_run *R, const char *seg, const uint32_t *pcs, size_t np) {
+  const WGPUBufferUsage SU = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+  size_t pi = 0;
+  int rc = 0;
+  while (pi < np && !rc) {
     /* batch [p0, p1) of the segment's pieces */
     size_t p0 = pi, base = pcs[2 * p0], p1 = p0, nl = 0;
     uint64_t scr_need = 0;
-    while (p1 < np && p1 - p0 < cap) {
+    while (p1 < np && p1 - p0 < R->cap) {
       uint32_t L = pcs[2 * p1 + 1], n = L == EMPTY ? 1 : L; /* an EOT writes its id at its start */
-      if (pcs[2 * p1] + (uint64_t)n - base > cap) break;
+      if (pcs[2 * p1] + (uint64_t)n - base > R->cap) break;
       if (L != EMPTY && L > SHORT) {
-        if (nl + 1 > lcap) lcap = lcap ? lcap * 2 : 64, lng = tz_realloc(lng, lcap * 8);
-        lng[2 * nl] = (uint32_t)(p1 - p0);
-        lng[2 * nl + 1] = (uint32_t)scr_need;
+        if (nl + 1 > R->lcap) R->lcap = R->lcap ? R->lcap * 2 : 64, R->lng = tz_realloc(R->lng, R->lcap * 8);
+        R->lng[2 * nl] = (uint32_t)(p1 - p0);
+        R->lng[2 * nl + 1] = (uint32_t)scr_need;
         nl++;
         scr_need += 9 * (uint64_t)L;
       }
       p1++;
     }
-    if (p1 == p0) {
-      rc = tz_err("webgpu tokenizer: a pre-token of %u bytes is above the batch size %llu", pcs[2 * p0 + 1],
-                  (unsigned long long)cap);
-      break;
-    }
+    if (p1 == p0)
+      return tz_err("webgpu tokenizer: a pre-token of %u bytes is above the batch size %llu", pcs[2 * p0 + 1],
+                    (unsigned long long)R->cap);
     if ((rc = too_big("the long pre-tokens' scratch", scr_need * 4 + 64))) break;
     size_t npb = p1 - p0, bytes = pcs[2 * (p1 - 1)] + (pcs[2 * p1 - 1] == EMPTY ? 1 : pcs[2 * p1 - 1]) - base;
     uint64_t nblocks = (npb + 4095) / 4096;
     /* this slot's previous batch must be done before its readback buffer is reused, and the
      * work buffers may only be replaced while nothing is in flight */
-    enc_slot *s = &S[seq % 2];
-    if ((rc = finish_slot(s, &out))) break;
+    enc_slot *s = &R->S[R->seq % 2];
+    if ((rc = finish_slot(s, &R->out))) break;
     uint64_t need[8] = {0, bytes + 16, npb * 8 + 16, bytes * 4 + 16, (npb + nblocks + 2) * 4, nl * 8 + 16,
                         scr_need * 4 + 64, bytes * 4 + 32};
     int grow = 0;
-    for (int i = 1; i < 8; i++) grow |= !B[i] || bs[i] < need[i];
-    if (grow && (rc = finish_all(S, &out))) break;
+    for (int i = 1; i < 8; i++) grow |= !R->B[i] || R->bs[i] < need[i];
+    if (grow && (rc = finish_all(R->S, &R->out))) break;
     const char *lab[8] = {"", "bpe text", "bpe pieces", "bpe ids", "bpe counts", "bpe long pieces", "bpe scratch",
                           "bpe compacted ids"};
-    for (int i = 1; i < 8; i++) ensure(&B[i], &bs[i], need[i], SU, lab[i]);
+    for (int i = 1; i < 8; i++) ensure(&R->B[i], &R->bs[i], need[i], SU, lab[i]);
     ensure(&s->rb, &s->rb_size, need[7], WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "bpe ids readback");
-    if (npb > loc_cap) loc_cap = npb + npb / 4, local = tz_realloc(local, loc_cap * 8);
-    for (size_t i = p0; i < p1; i++) local[2 * (i - p0)] = pcs[2 * i] - (uint32_t)base, local[2 * (i - p0) + 1] = pcs[2 * i + 1];
+    const uint32_t *up = pcs + 2 * p0; /* the pieces relative to the batch's first byte */
+    if (base) {
+      if (npb > R->loc_cap) R->loc_cap = npb + npb / 4, R->local = tz_realloc(R->local, R->loc_cap * 8);
+      for (size_t i = p0; i < p1; i++)
+        R->local[2 * (i - p0)] = pcs[2 * i] - (uint32_t)base, R->local[2 * (i - p0) + 1] = pcs[2 * i + 1];
+      up = R->local;
+    }
     /* the whole 4-byte words, then the last partial word zero-padded (never read past the text) */
-    if (bytes / 4) put(B[1], 0, text + base, bytes / 4 * 4);
+    if (bytes / 4) put(R->B[1], 0, seg + base, bytes / 4 * 4);
     if (bytes % 4) {
       uint32_t tail = 0;
       size_t a = bytes / 4 * 4;
-      memcpy(&tail, text + base + a, bytes - a);
-      W.wgpuQueueWriteBuffer(G.queue, B[1], a, &tail, 4);
+      memcpy(&tail, seg + base + a, bytes - a);
+      W.wgpuQueueWriteBuffer(G.queue, R->B[1], a, &tail, 4);
     }
-    put(B[2], 0, local, npb * 8);
-    put(B[5], 0, lng, nl * 8);
-    tb.u[7] = (uint32_t)npb;
-    tb.u[8] = (uint32_t)nl;
-    tb.u[11] = (uint32_t)nblocks;
-    put(ub, 0, tb.u, sizeof tb.u);
+    put(R->B[2], 0, up, npb * 8);
+    put(R->B[5], 0, R->lng, nl * 8);
+    R->tb.u[7] = (uint32_t)npb;
+    R->tb.u[8] = (uint32_t)nl;
+    R->tb.u[11] = (uint32_t)nblocks;
+    put(R->ub, 0, R->tb.u, sizeof R->tb.u);
     WGPUBindGroup g[5];
-    for (int i = 0; i < 5; i++) g[i] = bind(P[i], ub, sizeof tb.u, B, 8);
+    for (int i = 0; i < 5; i++) g[i] = bind(R->P[i], R->ub, sizeof R->tb.u, R->B, 8);
     WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
     WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
-    dispatch(pass, P[0], g[0], (npb + 63) / 64);
-    dispatch(pass, P[1], g[1], (nl + 63) / 64);
-    dispatch(pass, P[2], g[2], nblocks);
-    dispatch(pass, P[3], g[3], 1);
-    dispatch(pass, P[4], g[4], nblocks);
+    dispatch(pass, R->P[0], g[0], (npb + 63) / 64);
+    dispatch(pass, R->P[1], g[1], (nl + 63) / 64);
+    dispatch(pass, R->P[2], g[2], nblocks);
+    dispatch(pass, R->P[3], g[3], 1);
+    dispatch(pass, R->P[4], g[4], nblocks);
     W.wgpuComputePassEncoderEnd(pass);
     W.wgpuComputePassEncoderRelease(pass);
     s->mapped_size = (bytes + 1) * 4;
-    W.wgpuCommandEncoderCopyBufferToBuffer(enc, B[7], 0, s->rb, 0, s->mapped_size);
+    W.wgpuCommandEncoderCopyBufferToBuffer(enc, R->B[7], 0, s->rb, 0, s->mapped_size);
     WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
     W.wgpuQueueSubmit(G.queue, 1, &cb);
     W.wgpuCommandBufferRelease(cb);
@@ -745,23 +711,171 @@ int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, in
     WGPUBufferMapCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_mapped, &s->st, NULL};
     s->fut = W.wgpuBufferMapAsync(s->rb, WGPUMapMode_Read, 0, s->mapped_size, ci);
     s->busy = 1;
-    s->seq = seq++;
+    s->seq = R->seq++;
     last_enc.batches++;
     pi = p1;
   }
-  int rc2 = finish_all(S, &out);
+  return rc;
+}
+
+/* One span's pieces, (start, length) relative to the segment's first byte `seg`. */
+typedef struct {
+  uint32_t *v;
+  size_t n, cap;
+  const char *seg;
+} span_pcs;
+
+static int span_piece(void *ud, const char *s, size_t n) {
+  span_pcs *p = ud;
+  if (p->n + 2 > p->cap) {
+    p->cap = p->cap ? p->cap * 2 : 1024;
+    p->v = tz_realloc(p->v, p->cap * sizeof *p->v);
+  }
+  p->v[p->n++] = (uint32_t)(s - p->seg);
+  p->v[p->n++] = (uint32_t)n;
+  return 0;
+}
+
+/* A segment's pieces, concatenated in text order. */
+typedef struct {
+  uint32_t *pcs;
+  size_t np;
+  const char *seg;
+} seg_pcs;
+
+int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, int allow_special, int32_t **ids,
+                         size_t *n_ids) {
+  *ids = NULL;
+  *n_ids = 0;
+  double t_start = wall();
+  memset(&last_enc, 0, sizeof last_enc);
+  if (len >= 0xffffffffu) return tz_err("tokenizer: text of %zu bytes is too long for 32-bit piece offsets", len);
+  if (!tz_tok_webgpu_available()) return -1;
+  enc_run R;
+  memset(&R, 0, sizeof R);
+  if (build_tables(t, &R.tb)) return -1;
+  int nthr = 1;
+#ifdef _OPENMP
+  if (!omp_in_parallel()) nthr = omp_get_max_threads();
+#endif
+  uint64_t seg = SEGMENT;
+  const char *env = getenv("TEZGAH_TOK_GPU_SEGMENT");
+  if (env && atoll(env) > 0) seg = (uint64_t)atoll(env);
+  const char *eot = t->eot >= 0 && allow_special ? t->tok[t->eot] : NULL;
+  size_t eotn = eot ? t->tok_len[t->eot] : 0;
+  /* spans of about seg / (4 nthr) bytes: each segment gives every thread several spans to
+   * balance (the CPU encoder's larger chunks would leave threads idle within a segment) */
+  size_t chunk = seg / (4 * (uint64_t)nthr);
+  if (chunk < (64u << 10)) chunk = 64u << 10;
+  if (chunk > (1u << 20)) chunk = 1u << 20;
+  if (nthr == 1) chunk = SIZE_MAX;
+  tz_span *sp;
+  size_t nsp = tz_text_spans_chunk(text, len, eot, eotn, chunk, &sp);
+  /* a batch holds at most `cap` bytes of text and as many pieces (pieces are >= 1 byte, an EOT
+   * piece 13): its ids (<= 1 per byte) and the per-byte id slots must fit one binding */
+  uint64_t lim = G.lim.maxStorageBufferBindingSize < G.lim.maxBufferSize ? G.lim.maxStorageBufferBindingSize
+                                                                         : G.lim.maxBufferSize;
+  R.cap = lim / 4 - 16 < (64u << 20) ? lim / 4 - 16 : (64u << 20);
+  R.ub = mkbuf(sizeof R.tb.u, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "bpe uniforms");
+  R.B[0] = sbuf(R.tb.n * 4 + 4, "bpe tables");
+  put(R.B[0], 0, R.tb.v, R.tb.n * 4);
+  free(R.tb.v);
+  R.tb.v = NULL;
+  const char *names[5] = {"encode_short", "encode_long", "enc_bsum", "enc_bscan", "enc_scatter"};
+  int rc = 0;
+  for (int i = 0; i < 5; i++)
+    if (!(R.P[i] = pipeline("bpe_encode", names[i]))) rc = -1;
+  /* every id covers >= 1 byte of text: room for all of them up front (pages are touched only
+   * as ids arrive), so the ids are never copied again */
+  R.out.cap = len + 1;
+  R.out.v = tz_malloc(R.out.cap * sizeof *R.out.v);
+  /* The pipeline: segment k (spans [si, sj), up to seg bytes) is pre-tokenized by all threads
+   * while the master thread feeds segment k-1 to the GPU (upload, submit, finish the batch
+   * before, copy its ids out) and then joins the pre-tokenization; the spans' pieces are then
+   * concatenated in parallel. */
+  seg_pcs prev = {0};
+  size_t si = 0;
+  char errmsg[TZ_ERR_MAX] = "";
+  while (!rc && (si < nsp || prev.pcs)) {
+    size_t sj = si;
+    if (si < nsp) {
+      sj = si + 1;
+      while (sj < nsp && sp[sj].b - sp[si].a <= seg) sj++;
+    }
+    size_t ns = sj - si;
+    span_pcs *parts = tz_calloc(ns ? ns : 1, sizeof *parts);
+    size_t *off = tz_malloc((ns + 1) * sizeof *off);
+    seg_pcs cur = {NULL, 0, si < nsp ? text + sp[si].a : NULL};
+    int feed_rc = 0, failed = 0;
+    double t0 = wall();
+#pragma omp parallel num_threads(nthr) if (nthr > 1)
+    {
+#pragma omp master
+      {
+        if (prev.pcs) {
+          double f0 = wall();
+          feed_rc = feed_segment(&R, prev.seg, prev.pcs, prev.np);
+          if (feed_rc) snprintf(errmsg, sizeof errmsg, "%s", tz_errmsg());
+          last_enc.feed_s += wall() - f0;
+        }
+      }
+#pragma omp for schedule(dynamic, 1)
+      for (size_t i = 0; i < ns; i++) {
+        const tz_span *x = &sp[si + i];
+        span_pcs *p = &parts[i];
+        p->seg = cur.seg;
+        p->cap = (x->b - x->a) / 2 + 64; /* ~ 2 words per 3.5 bytes: rarely regrown */
+        p->v = tz_malloc(p->cap * sizeof *p->v);
+        if (x->b > x->a && tz_pretok_each(t->re, text + x->a, x->b - x->a, span_piece, p)) {
+#pragma omp critical(tz_tok_gpu_err)
+          {
+            if (!failed) snprintf(errmsg, sizeof errmsg, "%s", tz_errmsg());
+            failed = 1;
+          }
+        }
+        if (x->eot_after) {
+          span_piece(p, text + x->b, 0);
+          p->v[p->n - 1] = EMPTY;
+        }
+      }
+#pragma omp single
+      {
+        off[0] = 0;
+        for (size_t i = 0; i < ns; i++) off[i + 1] = off[i] + parts[i].n;
+        cur.np = off[ns] / 2;
+        cur.pcs = ns ? tz_malloc((off[ns] ? off[ns] : 1) * sizeof *cur.pcs) : NULL;
+      }
+#pragma omp for schedule(dynamic, 1)
+      for (size_t i = 0; i < ns; i++) {
+        if (parts[i].n) memcpy(cur.pcs + off[i], parts[i].v, parts[i].n * sizeof *cur.pcs);
+        free(parts[i].v);
+      }
+    }
+    last_enc.pretok_s += wall() - t0;
+    if (ns) last_enc.segments++;
+    free(parts);
+    free(off);
+    free(prev.pcs);
+    prev = cur;
+    si = sj;
+    if (feed_rc || failed) rc = tz_err("%s", errmsg);
+  }
+  free(prev.pcs);
+  double d0 = wall();
+  int rc2 = finish_all(R.S, &R.out);
+  last_enc.drain_s = wall() - d0;
   if (!rc) rc = rc2;
-  free(sp), free(pcs), free(lng), free(local);
-  drop(&ub);
-  for (int i = 0; i < 8; i++) drop(&B[i]);
-  for (int i = 0; i < 2; i++) drop(&S[i].rb);
+  free(sp), free(R.lng), free(R.local);
+  drop(&R.ub);
+  for (int i = 0; i < 8; i++) drop(&R.B[i]);
+  for (int i = 0; i < 2; i++) drop(&R.S[i].rb);
   last_enc.total_s = wall() - t_start;
   if (rc) {
-    free(out.v);
+    free(R.out.v);
     return -1;
   }
-  *ids = out.v ? out.v : tz_malloc(sizeof(int32_t));
-  *n_ids = out.n;
+  *ids = tz_realloc(R.out.v, (R.out.n ? R.out.n : 1) * sizeof(int32_t));
+  *n_ids = R.out.n;
   return 0;
 }
 

@@ -465,12 +465,16 @@ size_t tz_pretok_safe_cut(const char *s, size_t a, size_t from, size_t b) {
 }
 
 size_t tz_text_spans(const char *text, size_t len, const char *eot, size_t eotn, int nthr, tz_span **out) {
-  tz_span *sp = NULL;
-  size_t nsp = 0, capsp = 0, pos = 0;
   size_t chunk = len / ((size_t)nthr * 8);
   if (chunk < (64u << 10)) chunk = 64u << 10;
   if (chunk > (1u << 20)) chunk = 1u << 20;
   if (nthr == 1) chunk = SIZE_MAX;
+  return tz_text_spans_chunk(text, len, eot, eotn, chunk, out);
+}
+
+size_t tz_text_spans_chunk(const char *text, size_t len, const char *eot, size_t eotn, size_t chunk, tz_span **out) {
+  tz_span *sp = NULL;
+  size_t nsp = 0, capsp = 0, pos = 0;
   for (;;) {
     size_t end = len;
     const char *hit = NULL;

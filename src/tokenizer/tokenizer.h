@@ -145,8 +145,12 @@ typedef struct {
 
 /* Where the last tz_tok_encode_webgpu call spent its time (seconds of wall time). */
 typedef struct {
-  double pretok_s; /* CPU pre-tokenization (all threads), overlapped with the GPU's batches */
-  double wait_s;   /* blocked waiting for a batch's ids */
+  double pretok_s; /* CPU pre-tokenization (all threads; wall time of the parallel steps, which
+                    * include feeding the previous segment to the GPU on one of the threads) */
+  double feed_s;   /* of that, the master thread feeding the GPU: batching, uploads, submits,
+                    * waiting for older batches and copying their ids out */
+  double wait_s;   /* of feed_s (and drain_s), blocked waiting for a batch's ids */
+  double drain_s;  /* after the last segment: waiting for the last batches and their ids */
   double total_s;
   uint32_t segments, batches;
 } tz_tok_gpu_enc_stats;
