@@ -328,9 +328,10 @@ static void test_matmul(void **state) {
         for (int kind = 0; kind < 3; kind++)
           check_mm(kind, dims[i], dims[j], dims[l], (i + j + l + kind) & 1, kind == 0 && ((i + j) & 1));
   for (int kind = 0; kind < 3; kind++) check_mm(kind, 130, 300, 257, 1, kind == 0);
-  /* vec4 fast path (M, K, N multiples of 4, 16-byte aligned tensors): partial tiles, K not a
-   * multiple of BK (8 here: lavapipe has 32 KiB of workgroup memory, BK 16 needs 33 792 bytes);
-   * the same shapes with odd offsets take the general kernel */
+  /* the fast kernel with vec4 fetches (M, K, N multiples of 4, 16-byte aligned tensors):
+   * partial tiles, K not a multiple of BK; the same shapes at odd offsets fetch element by
+   * element (the dims loops above do too). TEZGAH_WEBGPU_MM picks other tile configurations
+   * (lavapipe's 32 KiB of workgroup memory runs the default 8x16 BK 16 with one buffer). */
   for (int kind = 0; kind < 3; kind++) {
     check_mm(kind, 132, 68, 260, kind & 1, kind == 0);
     g_pad = 4;

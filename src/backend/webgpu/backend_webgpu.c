@@ -20,8 +20,8 @@
  *   point checks it and stops the program with that message (never silent zeros).
  * - Precision: fp32 master weights, activations, gradients and optimizer. Where the adapter
  *   offers ShaderF16 (and TEZGAH_WEBGPU_F16 is not 0) the parameter buffer registered by
- *   params_mirror() gets an f16 mirror (w16.wgsl): the forward's weight reads (matmul_t's b on
- *   the fast path, embed_fwd's wte/wpe) use it; backward (matmul's W for dX) and AdamW read
+ *   params_mirror() gets an f16 mirror (w16.wgsl): the forward's weight reads (matmul_t's b, any
+ *   shape, embed_fwd's wte/wpe) use it; backward (matmul's W for dX) and AdamW read
  *   fp32. AdamW rewrites the mirror in the same pass; uploads/copies/fills into the parameter
  *   buffer mark it stale and it is re-cast before its next use.
  */
