@@ -1026,12 +1026,16 @@ typedef struct {
 static size_t mm_smem(mm_cfg f) { return (size_t)f.nbuf * f.bk * (4 * f.tm + 1 + 4 * f.tn + 1) * 16; }
 
 /* The configuration for one call. TEZGAH_WEBGPU_MM=TMxTN:BK:NBUF forces one (bench_webgpu's
- * sweeps); what does not fit the adapter's workgroup memory drops to one buffer, then BK 8. */
-static mm_cfg mm_config(wg_ctx *c) {
+ * sweeps), TEZGAH_WEBGPU_MM_RW the same for dispatches whose bindings are all read_write (an
+ * operand in the output's buffer: the model's matmul and matmul_t, which ran 40-50 % slower in
+ * the training step than alone; docs/PERF.md); what does not fit the adapter's workgroup memory
+ * drops to one buffer, then BK 8. */
+static mm_cfg mm_config(wg_ctx *c, int rw) {
   /* H200 (docs/PERF.md, 2026-12-01): 8 x 16, BK 16, two buffers (50 176 bytes) was the fastest
    * of seven configurations for all three forms at 8192³ (44.8 / 45.4 / 46.9 TFLOP/s) */
   mm_cfg f = {8, 16, 16, 2};
   const char *e = getenv("TEZGAH_WEBGPU_MM");
+  if (rw && getenv("TEZGAH_WEBGPU_MM_RW")) e = getenv("TEZGAH_WEBGPU_MM_RW");
   mm_cfg g;
   if (e && sscanf(e, "%dx%d:%d:%d", &g.tm, &g.tn, &g.bk, &g.nbuf) == 4 && (g.tm == 8 || g.tm == 16) &&
       (g.tn == 8 || g.tn == 16) && g.tm + g.tn <= 24 && (g.bk == 8 || g.bk == 16) && (g.nbuf == 1 || g.nbuf == 2))
@@ -1127,7 +1131,7 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
     int rw = 0; /* an operand in the output's buffer: bind everything read_write */
     for (int i = 1; i < 4; i++)
       if (a[i].s.buf && a[i].s.buf == out.buf) rw = 1;
-    mm_cfg f = mm_config(c);
+    mm_cfg f = mm_config(c, rw);
     uint32_t bk = (uint32_t)f.bk, BM = 16u * f.tm, BN = 16u * f.tn;
     /* vec4 fetches where the operand's contiguous dimension is a multiple of 4 and it starts on a
      * 16-byte boundary (the binding's own offset is a multiple of minStorageBufferOffsetAlignment) */
