@@ -25,6 +25,7 @@
  *   matmul_t (b = weight, with bias)             |err| ≤ 2e-3·Σ|a·b| + 1e-5
  *   after adamw and after an upload into the     same bound (the mirror follows the master);
  *   parameters                                   adamw's fp32 params rtol 1e-5, atol 1e-7
+ *   matmul_t with K % 4 != 0 (f16 element loads)  the same bound
  *   matmul (backward dX = dY·W)                  the fp32 bound above (reads fp32 W)
  *   and the f16 results must differ from fp32 somewhere (the mirror really was read).
  * Needs Dawn and a WebGPU adapter (lavapipe in CI); without them it prints SKIPPED and
@@ -327,9 +328,10 @@ static void test_matmul(void **state) {
         for (int kind = 0; kind < 3; kind++)
           check_mm(kind, dims[i], dims[j], dims[l], (i + j + l + kind) & 1, kind == 0 && ((i + j) & 1));
   for (int kind = 0; kind < 3; kind++) check_mm(kind, 130, 300, 257, 1, kind == 0);
-  /* vec4 fast path (M, K, N multiples of 4, 16-byte aligned tensors): partial tiles, K not a
-   * multiple of BK (8 here: lavapipe has 32 KiB of workgroup memory, BK 16 needs 33 792 bytes);
-   * the same shapes with odd offsets take the general kernel */
+  /* the fast kernel with vec4 fetches (M, K, N multiples of 4, 16-byte aligned tensors):
+   * partial tiles, K not a multiple of BK; the same shapes at odd offsets fetch element by
+   * element (the dims loops above do too). TEZGAH_WEBGPU_MM picks other tile configurations
+   * (lavapipe's 32 KiB of workgroup memory runs the default 8x16 BK 16 with one buffer). */
   for (int kind = 0; kind < 3; kind++) {
     check_mm(kind, 132, 68, 260, kind & 1, kind == 0);
     g_pad = 4;
@@ -338,8 +340,24 @@ static void test_matmul(void **state) {
     /* split-K (few output tiles, K >= 1024), acc 0 and 1 */
     check_mm(kind, 64, 2052, 132, 0, 0);
     check_mm(kind, 8, 1100, 12, 1, 0);
+    /* more than one 256-wide tile (the 16-row / 16-column register tiles), and the unaligned
+     * lm_head case (V % 4 != 0) with the other dimensions aligned: vec4 operand loads, a
+     * per-element epilogue */
+    check_mm(kind, 264, 40, 516, kind & 1, kind == 0);
+    check_mm(kind, 36, 64, 37, 1, kind == 0);
+    check_mm(kind, 37, 64, 36, 0, kind == 0);
     g_pad = PAD;
   }
+  /* matmul_t on its own (b [N,K] transposed into workgroup memory) and through the transposed
+   * weight copy (the default), aligned and odd offsets */
+  setenv("TEZGAH_WEBGPU_MM_TT", "0", 1);
+  check_mm(0, 132, 68, 260, 1, 1);
+  check_mm(0, 33, 70, 29, 0, 1);
+  g_pad = 4;
+  check_mm(0, 264, 40, 516, 0, 1);
+  check_mm(0, 36, 64, 37, 1, 1);
+  g_pad = PAD;
+  unsetenv("TEZGAH_WEBGPU_MM_TT");
   /* operands in the output's buffer (the activation arena): a and b at aligned, disjoint
    * ranges after out, for each form, on both backends */
   {
@@ -597,7 +615,7 @@ static void test_w16(void **state) {
   tz_adamw_hp hp = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 1};
   /* outputs per backend: emb, mm (fresh), mm after adamw, mm after upload, dX, params after adamw */
   size_t ne = (size_t)Bt * T * C, nm = (size_t)M * N, nx = (size_t)M * K;
-  float *res[2][6];
+  float *res[2][7];
   tz_backend *bes[2] = {cpu, g16};
   for (int b = 0; b < 2; b++) {
     tz_backend *be = bes[b];
@@ -613,7 +631,7 @@ static void test_w16(void **state) {
     be->upload(be, xs, x, nx * 4);
     be->upload(be, tk, tok, sizeof tok);
     be->upload(be, dys, dy, nm * 4);
-    for (int k = 0; k < 6; k++) res[b][k] = malloc(np * 4);
+    for (int k = 0; k < 7; k++) res[b][k] = malloc(np * 4);
     be->embed_fwd(be, emb, tk, tz_f32(ps, o_wte), tz_f32(ps, o_wpe), Bt, T, C, V);
     be->download(be, res[b][0], emb, ne * 4);
     be->matmul_t(be, out, xs, tz_f32(ps, o_w), tz_f32(ps, o_b), M, K, N, 0);
@@ -627,6 +645,9 @@ static void test_w16(void **state) {
     be->download(be, res[b][3], out, nm * 4);
     be->matmul(be, dx, dys, tz_f32(ps, o_w), M, N, K, 0); /* dX = dY·W, fp32 W */
     be->download(be, res[b][4], dx, nx * 4);
+    /* the unaligned form: K' = K - 3 (f16 read element by element), weight 2 floats further */
+    be->matmul_t(be, out, xs, tz_f32(ps, o_w + 2), tz_f32(ps, o_b), M, K - 3, N, 0);
+    be->download(be, res[b][6], out, nm * 4);
     tz_buf *all[] = {act, Vb, Mb, G, P};
     for (int i = 0; i < 5; i++) be->free(be, all[i]);
   }
@@ -651,6 +672,16 @@ static void test_w16(void **state) {
     d_mm += check_bound(nm_[s], res[1][s == 0 ? 1 : s == 1 ? 2 : 3], res[0][s == 0 ? 1 : s == 1 ? 2 : 3], mag, nm,
                         2e-3, 1e-5);
   }
+  {
+    const int K3 = K - 3;
+    for (int m = 0; m < M; m++)
+      for (int n = 0; n < N; n++) {
+        double t = fabs(ph2[o_b + n]);
+        for (int k = 0; k < K3; k++) t += fabs((double)x[m * K3 + k] * ph2[o_w + 2 + (size_t)n * K3 + k]);
+        mag[m * N + n] = t;
+      }
+    d_mm += check_bound("w16 matmul_t, K % 4 != 0", res[1][6], res[0][6], mag, nm, 2e-3, 1e-5);
+  }
   double *pref = ot_dbl(res[0][5], np);
   ot_close("w16 adamw params (fp32 master)", res[1][5], pref, np, 1e-5, 1e-7);
   free(pref);
@@ -662,10 +693,10 @@ static void test_w16(void **state) {
     }
   check_bound("w16 backward matmul (fp32 W)", res[1][4], res[0][4], mag, nx, 2e-5, 1e-6);
   printf("w16: %d of %zu embed and %d of %zu matmul_t outputs differ from fp32 (f16 weights read)\n", d_emb, ne,
-         d_mm, 3 * nm);
+         d_mm, 4 * nm);
   assert_true(d_emb > 0 && d_mm > 0);
   for (int b = 0; b < 2; b++)
-    for (int k = 0; k < 6; k++) free(res[b][k]);
+    for (int k = 0; k < 7; k++) free(res[b][k]);
   free(mag), free(ph), free(ph2), free(x), free(dy), free(gr), free(mm_), free(vv);
   g16->destroy(g16);
 }

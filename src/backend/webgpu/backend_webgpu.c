@@ -20,8 +20,8 @@
  *   point checks it and stops the program with that message (never silent zeros).
  * - Precision: fp32 master weights, activations, gradients and optimizer. Where the adapter
  *   offers ShaderF16 (and TEZGAH_WEBGPU_F16 is not 0) the parameter buffer registered by
- *   params_mirror() gets an f16 mirror (w16.wgsl): the forward's weight reads (matmul_t's b on
- *   the fast path, embed_fwd's wte/wpe) use it; backward (matmul's W for dX) and AdamW read
+ *   params_mirror() gets an f16 mirror (w16.wgsl): the forward's weight reads (matmul_t's b, any
+ *   shape, embed_fwd's wte/wpe) use it; backward (matmul's W for dX) and AdamW read
  *   fp32. AdamW rewrites the mirror in the same pass; uploads/copies/fills into the parameter
  *   buffer mark it stale and it is re-cast before its next use.
  */
@@ -52,9 +52,9 @@ struct tz_buf {
 #define UNI_STRIDE 256
 #define UNI_SLOTS 4096
 #define MAX_ARGS 8
-#define MAX_PIPES 96
-#define MAX_MODULES 48
-#define KEY_CAP 192
+#define MAX_PIPES 256
+#define MAX_MODULES 192
+#define KEY_CAP 1536
 #define BG_CAP 16384
 #define PROF_MAX 2048 /* timestamp pairs per submit (4096 queries: the WebGPU maximum) */
 #define MAX_LABELS 64
@@ -108,7 +108,7 @@ typedef struct {
   wg_bg *bgs;
   size_t nbgs;
   /* buffers owned by the backend */
-  tz_buf *scratch, *stage, *dummy[MAX_ARGS], *ranges;
+  tz_buf *scratch, *stage, *wt, *dummy[MAX_ARGS], *ranges;
   uint32_t *ranges_host;
   size_t ranges_words;
   WGPUBuffer readback;
@@ -471,6 +471,8 @@ static int pipeline(wg_ctx *c, const char *file, const char *entry, const char *
   p->pipe = W.wgpuDeviceCreateComputePipeline(c->dev, &d);
   p->bgl = W.wgpuComputePipelineGetBindGroupLayout(p->pipe, 0);
   p->nbind = standalone(wgsl_src(file));
+  /* a standalone module's prefix may declare bindings too (matmul_fast's operands) */
+  for (const char *q = prefix; p->nbind && (q = strstr(q, "@binding(")); q++) p->nbind++;
   check(c);
   return c->npipes++;
 }
@@ -1021,38 +1023,112 @@ static int shares_binding(wg_ctx *c, tz_slice x, size_t xb, tz_slice y, size_t y
   return x.off / align * align < ((y.off + yb + 3) & ~3ull) && y.off / align * align < ((x.off + xb + 3) & ~3ull);
 }
 
-#define SPLIT_TARGET_WGS 264 /* aim split-K at ~2 workgroups per SM of a 132-SM GPU */
+/* Tile configuration of matmul_fast.wgsl: a TM x TN register tile per thread (workgroup tile
+ * 16·TM x 16·TN), k-tile depth BK, NBUF workgroup tile buffers. */
+typedef struct {
+  int tm, tn, bk, nbuf;
+} mm_cfg;
+
+static size_t mm_smem(mm_cfg f) { return (size_t)f.nbuf * f.bk * (4 * f.tm + 1 + 4 * f.tn + 1) * 16; }
+
+/* The configuration for one call. TEZGAH_WEBGPU_MM=TMxTN:BK:NBUF forces one (bench_webgpu's
+ * sweeps), TEZGAH_WEBGPU_MM_RW the same for dispatches whose bindings are all read_write (an
+ * operand in the output's buffer: the model's matmul and matmul_t, which ran 40-50 % slower in
+ * the training step than alone; docs/PERF.md); what does not fit the adapter's workgroup memory
+ * drops to one buffer, then BK 8. */
+static mm_cfg mm_config(wg_ctx *c, int rw) {
+  /* H200 (docs/PERF.md, 2026-12-01): 8 x 16, BK 16, two buffers (50 176 bytes) was the fastest
+   * of seven configurations for all three forms at 8192³ (44.8 / 45.4 / 46.9 TFLOP/s) */
+  mm_cfg f = {8, 16, 16, 2};
+  /* All-read_write dispatches (the model's matmul and matmul_t, whose operand shares the
+   * output's activation buffer) take 8 x 8, BK 8: in the training step it gave 505 ms/step
+   * against 568 for 8 x 16 / BK 16 and 604 for 8 x 8 / BK 16 (H200, 2026-12-01 10:59 UTC;
+   * matmul 142 -> 114 ms, matmul_t 148 -> 113 ms). Why the big tile loses with read_write
+   * bindings is not measured (register pressure is the suspect). */
+  if (rw) f = (mm_cfg){8, 8, 8, 2};
+  const char *e = getenv("TEZGAH_WEBGPU_MM");
+  if (rw && getenv("TEZGAH_WEBGPU_MM_RW")) e = getenv("TEZGAH_WEBGPU_MM_RW");
+  mm_cfg g;
+  if (e && sscanf(e, "%dx%d:%d:%d", &g.tm, &g.tn, &g.bk, &g.nbuf) == 4 && (g.tm == 8 || g.tm == 16) &&
+      (g.tn == 8 || g.tn == 16) && g.tm + g.tn <= 24 && (g.bk == 8 || g.bk == 16) && (g.nbuf == 1 || g.nbuf == 2))
+    f = g;
+  size_t lim = c->lim.maxComputeWorkgroupStorageSize;
+  if (mm_smem(f) > lim) f.nbuf = 1;
+  if (mm_smem(f) > lim) f.bk = 8, f.nbuf = 2;
+  if (mm_smem(f) > lim) f.nbuf = 1;
+  if (mm_smem(f) > lim) f.tm = f.tn = 8;
+  return f;
+}
+
+/* matmul_t as the matmul form on a transposed copy of the weight (TEZGAH_WEBGPU_MM_TT=0: off)? */
+static int mm_tt(void) {
+  const char *e = getenv("TEZGAH_WEBGPU_MM_TT");
+  return !(e && !strcmp(e, "0"));
+}
+
+/* Operand binding `bind` of matmul_fast.wgsl, array `name`, and its fetch function `fn` (see
+ * there): vec4 loads (vec) or scalar ones, f32 or f16 elements (h), element offset `off`
+ * (in 4-byte units, from the uniform block). */
+static size_t mm_operand(char *o, size_t cap, int bind, const char *name, const char *fn, const char *off, int vec,
+                         int h, int rw) {
+  const char *et = h ? "f16" : "f32", *acc = rw ? "read_write" : "read";
+  if (vec)
+    return (size_t)snprintf(o, cap,
+                            "@group(0) @binding(%d) var<storage, %s> %s: array<vec4<%s>>;\n"
+                            "fn %s(e: u32, n: u32) -> vec4<f32> { return vec4<f32>(%s[%s / %du + e / 4u]); }\n",
+                            bind, acc, name, et, fn, name, off, h ? 2 : 4);
+  return (size_t)snprintf(o, cap,
+                          "@group(0) @binding(%d) var<storage, %s> %s: array<%s>;\n"
+                          "fn %s(e: u32, n: u32) -> vec4<f32> { let i = %s * %du + e; "
+                          "var v = vec4<f32>(f32(%s[i]), 0.0, 0.0, 0.0); if (n > 1u) { v.y = f32(%s[i + 1u]); } "
+                          "if (n > 2u) { v.z = f32(%s[i + 2u]); } if (n > 3u) { v.w = f32(%s[i + 3u]); } return v; }\n",
+                          bind, acc, name, et, fn, off, h ? 2 : 1, name, name, name, name);
+}
+
+/* Split-K count for an output of `tiles` workgroup tiles: the S (1..16, at least 256 k's per
+ * split) that minimises the waves per unit of work, ceil(tiles·S / slots) / S, with 1% per split
+ * for the partial sums' traffic. slots: workgroups in flight on a 132-SM GPU (H200), one per SM
+ * for the 8 x 16 register tile (its registers), two for 8 x 8. (A fixed ~2 workgroups per SM
+ * target left the last wave 3/4 empty for GPT-2's weight gradients: dW fc 72 tiles → S 4.) */
+static uint32_t mm_splits(uint32_t tiles, int K, mm_cfg f) {
+  const double slots = f.tm * f.tn > 64 ? 132 : 264;
+  if (tiles >= 4 * slots || K < 1024) return 1;
+  uint32_t best = 1;
+  double best_cost = 1e30;
+  for (uint32_t S = 1; S <= 16 && (S == 1 || (uint32_t)K / S >= 256); S++) {
+    double waves = ceil(tiles * (double)S / slots), cost = waves / S * (1 + 0.01 * S);
+    if (cost < best_cost - 1e-9) best_cost = cost, best = S;
+  }
+  return best;
+}
 
 static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out, tz_slice a_, tz_slice b_,
                    tz_slice bias, int M, int K, int N, int acc) {
   wg_ctx *c = CTX(be);
   if (M <= 0 || N <= 0) return;
   c->pending_flop = 2.0 * M * N * K;
-  char prefix[160], direct[80];
+  char prefix[1280], direct[80];
   uint32_t w[24] = {0};
   w[8] = M, w[9] = K, w[10] = N, w[11] = acc, w[12] = tz_present(bias);
   /* variant 3: matmul_at whose b is swiglu(gu) of gu [K, 2N], computed on load (SWB) */
   int swb = variant == 3, kv = swb ? 2 : variant;
   wg_arg a[] = {A(out, F4((size_t)M * N), "out"), A(a_, F4((size_t)M * K), "a"),
                 A(b_, F4((size_t)K * N * (swb ? 2 : 1)), swb ? "gu" : "b"), A(bias, F4(N), "bias")};
-  /* fast path (matmul_fast.wgsl): vec4-aligned shapes and offsets, four distinct bindings */
-  int fast0 = M % 4 == 0 && K % 4 == 0 && N % 4 == 0 && c->lim.minStorageBufferOffsetAlignment % 16 == 0 &&
-              !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL");
-  /* matmul_t's weight in the mirrored parameter buffer: read its f16 copy (fast path only:
-   * the f16 slice then starts 8-byte aligned inside its binding, as vec4<f16> needs) */
-  int w16 = fast0 && variant == 0 && mirrored(c, b_) && b_.off % 16 == 0;
+  /* fast path (matmul_fast.wgsl): any shape, four distinct bindings */
+  int fast = !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL");
+  /* matmul_t's weight in the mirrored parameter buffer: read its f16 copy (as vec4<f16> where the
+   * f16 slice starts 8-byte aligned and K % 4 == 0, else f16 by f16; the element offset is in
+   * 4-byte units, so the f16 slice must start 4-byte aligned) */
+  int w16 = fast && variant == 0 && mirrored(c, b_) && b_.off % 8 == 0;
   if (w16) {
     tz_slice h = {c->mirror, b_.off / 2};
     a[2] = A(h, (size_t)K * N * 2, "b (f16 mirror)");
   }
-  int fast = fast0;
   for (int pass = 0; pass < 2; pass++) {
-    fast = fast0;
-    for (int i = 0; i < 4 && fast; i++) {
-      if (a[i].s.buf && a[i].s.off % (i == 2 && w16 ? 8 : 16)) fast = 0;
+    fast = !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL");
+    for (int i = 0; i < 4 && fast; i++)
       for (int j = i + 1; j < 4 && fast; j++)
         if (shares_binding(c, a[i].s, a[i].bytes, a[j].s, a[j].bytes)) fast = 0;
-    }
     if (fast || !w16) break;
     w16 = 0; /* the fp32 weight through the general kernel */
     a[2] = A(b_, F4((size_t)K * N), "b");
@@ -1067,25 +1143,27 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
     int rw = 0; /* an operand in the output's buffer: bind everything read_write */
     for (int i = 1; i < 4; i++)
       if (a[i].s.buf && a[i].s.buf == out.buf) rw = 1;
-    /* k-tile depth: 16 (half the barriers) for matmul and matmul_at where workgroup memory allows
-     * (H200 8192³: 40.2 / 41.0 TFLOP/s vs 34.8 / 38.8 with 8); matmul_t, whose two operands are
-     * both transposed on their way in, keeps 8 (33.5 vs 29.7). TEZGAH_WEBGPU_MM_BK=8 or 16 forces one. */
-    uint32_t bk = variant != 0 && c->lim.maxComputeWorkgroupStorageSize >= 16 * 33 * 64 ? 16 : 8;
-    const char *eb = getenv("TEZGAH_WEBGPU_MM_BK");
-    if (eb && atoi(eb) == 8) bk = 8;
-    if (eb && atoi(eb) == 16 && c->lim.maxComputeWorkgroupStorageSize >= 16 * 33 * 64) bk = 16;
-    snprintf(prefix, sizeof prefix, "%sconst VARIANT: u32 = %du; const BK: u32 = %uu; const SWB: bool = %s; %s%s",
-             w16 ? F16_PREFIX " " : "", kv, bk, swb ? "true" : "false",
-             w16 ? "alias BV = vec4<f16>; const BDIV: u32 = 2u;" : "alias BV = vec4<f32>; const BDIV: u32 = 4u;",
-             rw ? " // rw" : "");
+    mm_cfg f = mm_config(c, rw);
+    uint32_t bk = (uint32_t)f.bk, BM = 16u * f.tm, BN = 16u * f.tn;
+    /* vec4 fetches where the operand's contiguous dimension is a multiple of 4 and it starts on a
+     * 16-byte boundary (the binding's own offset is a multiple of minStorageBufferOffsetAlignment) */
+    int al = c->lim.minStorageBufferOffsetAlignment % 16 == 0;
+    int va = al && (kv == 2 ? M : K) % 4 == 0 && a_.off % 16 == 0;
+    int vb = al && (kv == 0 ? K : N) % 4 == 0 && b_.off % 16 == 0;
+    size_t n = (size_t)snprintf(prefix, sizeof prefix,
+                                "%sconst VARIANT: u32 = %du; const SWB: bool = %s; const BK: u32 = %uu; "
+                                "const TM: u32 = %du; const TN: u32 = %du; const NBUF: u32 = %du;\n",
+                                w16 ? F16_PREFIX "\n" : "", kv, swb ? "true" : "false", bk, f.tm, f.tn, f.nbuf);
+    n += mm_operand(prefix + n, sizeof prefix - n, 2, "A", "ga", "p.oa.y", va, 0, rw);
+    n += mm_operand(prefix + n, sizeof prefix - n, 3, "Bm", "gb", "p.oa.z", vb, w16, rw);
+    if (rw) snprintf(prefix + n, sizeof prefix - n, "// rw\n");
+    TZ_ASSERT(n + 8 < sizeof prefix);
     int pf = pipeline(c, "matmul_fast", "matmul_fast", prefix);
-    uint32_t gx = (N + 127) / 128, gy = (M + 127) / 128, tiles = gx * gy, S = 1;
+    uint32_t gx = (N + BN - 1) / BN, gy = (M + BM - 1) / BM, tiles = gx * gy, S = 1;
     uint32_t ks = ((uint32_t)K + bk - 1) / bk * bk;
     /* split-K when the output has too few tiles to fill the GPU (weight gradients: K = B*T) */
-    if (!tz_present(bias) && tiles < SPLIT_TARGET_WGS && K >= 1024) {
-      S = (SPLIT_TARGET_WGS + tiles - 1) / tiles;
-      if (S > 16) S = 16;
-      while (S > 1 && (uint32_t)K / S < 256) S--;
+    if (!tz_present(bias)) {
+      S = mm_splits(tiles, K, f);
       uint64_t cap = c->lim.maxStorageBufferBindingSize / 2;
       if (cap > (256ull << 20)) cap = 256ull << 20;
       while (S > 1 && (uint64_t)S * M * N * 4 > cap) S--;
@@ -1123,6 +1201,26 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
          NULL, pipeline(c, "matmul", "matmul_tiled", direct));
   c->pending_flop = 0;
 }
+
+/* A transposed copy of matmul_t's weight b [N, K] as [K, N] in its own buffer (the forward then
+ * runs the matmul form, mm_tt); NULL slice where it would not fit one binding. */
+static tz_slice mm_transposed(tz_backend *be, const char *label, tz_slice b_, int N, int K) {
+  wg_ctx *c = CTX(be);
+  size_t n = (size_t)N * K;
+  if (n > cap_elems(c)) return TZ_NONE;
+  if (!c->wt || c->wt->size < F4(n)) {
+    if (c->wt) wg_free(be, c->wt);
+    c->wt = wg_alloc(be, F4(n) < (1 << 20) ? (1 << 20) : F4(n), "webgpu transposed weight");
+    if (!c->wt) fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", F4(n), 0);
+  }
+  tz_slice t = {c->wt, 0};
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)N, w[9] = (uint32_t)K;
+  wg_arg a[] = {A(t, F4(n), "b transposed"), A(b_, F4(n), "b")};
+  run(c, label, pipeline(c, "elementwise", "transpose", ""), w, 10, a, 2, (uint32_t)(K + 31) / 32,
+      (uint32_t)(N + 31) / 32, 1);
+  return t;
+}
 /* Round a piece count down to a multiple of 128 (whole tiles) or at least 4 (vec4 path). */
 static size_t piece_round(size_t n) {
   if (n >= 128) return n / 128 * 128;
@@ -1142,6 +1240,18 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
   if (M <= 0 || N <= 0) return;
   size_t cap = cap_elems(c), m = (size_t)M, k = (size_t)K, n = (size_t)N;
   size_t bs = variant == 3 ? 2 * n : n; /* b's row stride (variant 3: gu [K, 2N]) */
+  /* matmul_t on an fp32 weight: transpose it once, then the matmul form (its tile loads
+   * transpose only a; H200 8192³: 44.8 vs 43.0 TFLOP/s, docs/PERF.md). Not where N % 4 != 0 (the
+   * transposed rows would not take vec4 loads: lm_head at V = 50257 ran 28 TFLOP/s that way) nor
+   * for the f16 mirror's reads, which stay matmul_t. */
+  if (variant == 0 && K > 0 && N % 4 == 0 && mm_tt() && !(mirrored(c, b_) && b_.off % 8 == 0) &&
+      !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL")) {
+    tz_slice bt = mm_transposed(be, label, b_, N, K);
+    if (bt.buf) {
+      mm(be, label, 1, out, a_, bt, bias, M, K, N, acc);
+      return;
+    }
+  }
   if (variant < 2 && (m * k > cap || m * n > cap) && M > 1) { /* rows of out and a */
     size_t mc = piece_round(cap / (k > n ? k : n));
     if (mc == 0) mc = 1;
@@ -1564,6 +1674,7 @@ static void wg_destroy(tz_backend *be) {
       bg_clear(c);
       if (c->scratch) wg_free(be, c->scratch);
       if (c->stage) wg_free(be, c->stage);
+      if (c->wt) wg_free(be, c->wt);
       if (c->ranges) wg_free(be, c->ranges);
       for (int i = 0; i < MAX_ARGS; i++)
         if (c->dummy[i]) wg_free(be, c->dummy[i]);

@@ -49,6 +49,35 @@ fn copy_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   }
 }
 
+// transpose: dst[c*rows + r] = src[r*cols + c] (matmul_t's weight [N, K] into [K, N], so the
+// forward runs as the matmul form: matmul_fast.wgsl then transposes one operand instead of
+// two on its way into workgroup memory). 32 x 32 tiles through workgroup memory (33-float rows:
+// no bank conflicts), so both the reads and the writes are coalesced; grid (ceil(cols/32),
+// ceil(rows/32)). args 0 dst, 1 src; u0 rows, u1 cols
+var<workgroup> tr_tile: array<f32, 1056>;
+@compute @workgroup_size(256)
+fn transpose(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let rows = pu(0u);
+  let cols = pu(1u);
+  let tx = lid % 32u;
+  let ty = lid / 32u;
+  for (var i = 0u; i < 32u; i = i + 8u) {
+    let r = wid.y * 32u + ty + i;
+    let c = wid.x * 32u + tx;
+    if (r < rows && c < cols) {
+      tr_tile[(ty + i) * 33u + tx] = ld(1u, r * cols + c);
+    }
+  }
+  workgroupBarrier();
+  for (var i = 0u; i < 32u; i = i + 8u) {
+    let c = wid.x * 32u + ty + i;
+    let r = wid.y * 32u + tx;
+    if (r < rows && c < cols) {
+      st(0u, c * rows + r, tr_tile[tx * 33u + ty + i]);
+    }
+  }
+}
+
 // Stage 1: part[w] = Σ x[i]² over a grid-stride slice. args 0 part, 1 x; u0 n, u1 nparts
 @compute @workgroup_size(256)
 fn sum_sq_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
