@@ -1263,7 +1263,7 @@ static int attn_fast(wg_ctx *c, const char *op, int Tq, int Tk, int q_pos0, int 
  * reductions shuffle over (the adapter's fixed subgroup size; 1 where it varies or subgroups
  * are off); for attention_fa2.wgsl (v2) also RG (row groups of 4 per thread) and NT (threads
  * per workgroup). Returns the rows per workgroup. */
-static int attn_prefix(wg_ctx *c, char *p, size_t cap, int hd, int v2) {
+static int attn_prefix(wg_ctx *c, char *p, size_t cap, int hd, int v2, int dkdv) {
   int tx = hd == 32 ? 8 : 16;
   /* TEZGAH_WEBGPU_ATTN_TX=8|16|32 (tuning, v1): another tile shape where it gives 1 or 2 output
    * vec4s per row and thread and fits the adapter's workgroup memory (else ignored) */
@@ -1278,10 +1278,11 @@ static int attn_prefix(wg_ctx *c, char *p, size_t cap, int hd, int v2) {
     snprintf(p, cap, "const HD: u32 = %du; const TX: u32 = %du; const SGW: u32 = %uu;", hd, tx, sgw ? sgw : 1);
     return 4 * (256 / tx);
   }
-  /* v2: 8 × 4 blocks per thread (RG 2, 128 threads) for head_dim 32 / 64; 4 × 4 (RG 1, 256
-   * threads) for 128, whose fa_dkdv would hold too many accumulators with 8 × 4.
-   * TEZGAH_WEBGPU_ATTN_RG=1|2 (tuning) forces one. Workgroup memory: ≤ 30.2 KB either way. */
-  int rg = hd == 128 ? 1 : 2;
+  /* v2: 8 × 4 blocks per thread (RG 2, 128 threads), except fa_dkdv (dkdv set) at head_dim
+   * 128: 4 × 4 (RG 1, 256 threads), as its four 8 × 8 accumulators (dk, dv) would not fit in
+   * registers. TEZGAH_WEBGPU_ATTN_RG=1|2 (tuning) forces one for every kernel. Workgroup
+   * memory: ≤ 30.2 KB either way. */
+  int rg = hd == 128 && dkdv ? 1 : 2;
   const char *er = getenv("TEZGAH_WEBGPU_ATTN_RG");
   if (er && (atoi(er) == 1 || atoi(er) == 2)) rg = atoi(er);
   int nt = rg == 2 ? 128 : 256;
@@ -1336,7 +1337,7 @@ static void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slic
       a[1].bytes = a[1].s.buf ? (a[1].s.off + a[1].bytes + 15) / 16 * 16 - a[1].s.off : a[1].bytes;
     }
     char fp[160];
-    int rows = attn_prefix(c, fp, sizeof fp, head_dim, v2);
+    int rows = attn_prefix(c, fp, sizeof fp, head_dim, v2, 0);
     run(c, "attention_fwd", pipeline(c, v2 ? "attention_fa2" : "attention_fa", "fa_fwd", fp), w, 17, a, 5,
         (Tq + rows - 1) / rows, n_head, B);
   } else
@@ -1369,10 +1370,11 @@ static void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice 
   int v2 = fa && attn_v2(c, "attention_bwd", a1, 7, 5, q_stride, kv_stride) &&
            attn_v2(c, "attention_bwd", a2, 8, 6, q_stride, kv_stride);
   char fp[160];
-  int rows = fa ? attn_prefix(c, fp, sizeof fp, head_dim, v2) : 64;
+  int rows = fa ? attn_prefix(c, fp, sizeof fp, head_dim, v2, 0) : 64;
   const char *file = fa ? (v2 ? "attention_fa2" : "attention_fa") : "attention", *pf = fa ? fp : pre;
   run(c, "attention_bwd", pipeline(c, file, fa ? "fa_dq" : "attn_bwd_dq", pf), w, 18, a1, 7, (T + rows - 1) / rows,
       n_head, B);
+  if (fa) rows = attn_prefix(c, fp, sizeof fp, head_dim, v2, 1);
   run(c, "attention_bwd", pipeline(c, file, fa ? "fa_dkdv" : "attn_bwd_dkdv", pf), w, 18, a2, 8,
       (T + rows - 1) / rows, n_kv_head, B);
 }

@@ -4,8 +4,8 @@
 //   * 8 × 4 blocks per thread (RG = 2 row groups of 4: rows 4ty..4ty+3 and 4(TY+ty)..+3): each
 //     workgroup-memory step feeds 32 FMAs from 3 vec4 loads (16 from 2 with 4 × 4 blocks), and
 //     the workgroup has NT = 128 threads for the same 64 × 64 tile. RG = 1, NT = 256 is the
-//     4 × 4 layout of attention_fa.wgsl (head_dim 128's default: 8 × 4 blocks there would hold
-//     too many accumulators in fa_dkdv).
+//     4 × 4 layout of attention_fa.wgsl (fa_dkdv's default at head_dim 128, where 8 × 4
+//     blocks would hold too many accumulators: dk and dv, two vec4 columns each).
 //   * vec4 global loads and stores: a standalone module (no preamble) whose eight storage
 //     bindings are array<vec4<f32>>, with the preamble's argument → binding/offset scheme. The
 //     host uses it only when q, k, v, out, dout, dq, dk, dv start on 16-byte boundaries and the
@@ -16,7 +16,7 @@
 // (threads per workgroup) and SGW (lane reductions, common/lanes_sg.wgsl or lanes_wg.wgsl,
 // appended by the host). Tiles: R = 4·RG·TY rows, C = 4·TX columns, TY = NT / TX.
 //   head_dim 64: R = C = 64 (TX 16, RG 2, NT 128); 32: R = 128, C = 32 (TX 8, RG 2, NT 128);
-//   128: R = C = 64 (TX 16, RG 1, NT 256). Workgroup memory ≤ 30.2 KB.
+//   128: R = C = 64 (TX 16, RG 2, NT 128; fa_dkdv RG 1, NT 256). Workgroup memory ≤ 30.2 KB.
 
 struct U {
   oa: vec4<u32>,
