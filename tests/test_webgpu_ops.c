@@ -474,6 +474,39 @@ static void test_attention_flash(void **state) {
   unsetenv("TEZGAH_WEBGPU_ATTN");
 }
 
+/* the second flash kernels (attention_fa2.wgsl: TEZGAH_WEBGPU_ATTN_KERNEL=v2, 8 × 4 blocks per
+ * thread, vec4 global access), with TEZGAH_WEBGPU_ATTN=fast (an error if a shape or an
+ * unaligned tensor would fall back): the shapes of test_attention_flash, on both row-group
+ * layouts (TEZGAH_WEBGPU_ATTN_RG=2: 8 × 4, 128 threads; 1: 4 × 4, 256 threads) for every head
+ * size, on both lane-reduction paths (ctest). Same tolerances as v1: the sums run in another
+ * order than the CPU's, in fp32. */
+static void test_attention_flash_v2(void **state) {
+  setenv("TEZGAH_WEBGPU_ATTN_KERNEL", "v2", 1);
+  check_att(2, 70, 4, 2, 64); /* odd tensor offsets (g_pad 3): v2 declines, v1 runs */
+  g_pad = 4;
+  setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
+  check_att(2, 70, 4, 2, 64);  /* GQA 2 query heads per kv head */
+  check_att(3, 100, 4, 1, 64); /* multi-query, B 3 */
+  check_att(1, 150, 2, 2, 64); /* three row blocks, last one partial */
+  check_att(2, 9, 4, 4, 64);   /* T below one chunk */
+  check_att(2, 77, 4, 2, 32);  /* head_dim 32: 128-row blocks, 32-key tiles */
+  check_att(1, 300, 2, 1, 32); /* multi-query */
+  check_att(1, 45, 4, 1, 128); /* head_dim 128: two output vec4s per row and thread */
+  check_att(2, 133, 2, 2, 128);
+  /* the other row-group layout of each head size (fewer shapes: lavapipe compiles slowly) */
+  const char *rgs[] = {"1", "2"};
+  for (int r = 0; r < 2; r++) {
+    setenv("TEZGAH_WEBGPU_ATTN_RG", rgs[r], 1);
+    check_att(2, 70, 4, 2, 64);
+    check_att(2, 77, 4, 2, 32);
+    check_att(2, 133, 4, 1, 128);
+    unsetenv("TEZGAH_WEBGPU_ATTN_RG");
+  }
+  g_pad = PAD;
+  unsetenv("TEZGAH_WEBGPU_ATTN_KERNEL");
+  unsetenv("TEZGAH_WEBGPU_ATTN");
+}
+
 /* decoding form: Tq < Tk against a separate KV cache, no lse */
 static void op_att_kv(tz_backend *be, tz_slice *s, const int *d) {
   int nh = 4, nkv = 2, hd = 16, Tq = 3, Tk = 11, qs = (nh + 2 * nkv) * hd, kvs = nkv * hd;
@@ -706,7 +739,8 @@ int main(void) {
       cmocka_unit_test(test_memory_ops), cmocka_unit_test(test_embed),
       cmocka_unit_test(test_norms),      cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_matmul_swiglu), cmocka_unit_test(test_rope),       cmocka_unit_test(test_attention),
-      cmocka_unit_test(test_attention_flash),    cmocka_unit_test(test_attention_hd),
+      cmocka_unit_test(test_attention_flash),    cmocka_unit_test(test_attention_flash_v2),
+      cmocka_unit_test(test_attention_hd),
       cmocka_unit_test(test_attention_kvcache), cmocka_unit_test(test_activations),
       cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_crossentropy_extremes),
       cmocka_unit_test(test_adamw),
