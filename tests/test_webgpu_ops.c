@@ -460,6 +460,7 @@ static void test_attention_hd(void **state) {
  * without TEZGAH_WEBGPU_SUBGROUPS=0). And T = 8192 (no T×T buffer anywhere: the scores stream
  * through key tiles), once. */
 static void test_attention_flash(void **state) {
+  setenv("TEZGAH_WEBGPU_ATTN_KERNEL", "v1", 1); /* v2 is the default: test_attention_flash_v2 */
   setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
   check_att(2, 70, 4, 2, 64);  /* GQA 2 query heads per kv head */
   check_att(3, 100, 4, 1, 64); /* multi-query, B 3 */
@@ -472,6 +473,7 @@ static void test_attention_flash(void **state) {
   const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
   if (!(se && !strcmp(se, "0"))) check_att(1, 8192, 2, 1, 32);
   unsetenv("TEZGAH_WEBGPU_ATTN");
+  unsetenv("TEZGAH_WEBGPU_ATTN_KERNEL");
 }
 
 /* the second flash kernels (attention_fa2.wgsl: TEZGAH_WEBGPU_ATTN_KERNEL=v2, 8 × 4 blocks per
@@ -493,6 +495,8 @@ static void test_attention_flash_v2(void **state) {
   check_att(1, 300, 2, 1, 32); /* multi-query */
   check_att(1, 45, 4, 1, 128); /* head_dim 128: two output vec4s per row and thread */
   check_att(2, 133, 2, 2, 128);
+  const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
+  if (!(se && !strcmp(se, "0"))) check_att(1, 8192, 2, 1, 64); /* no T×T buffer, once */
   /* the other row-group layout of each head size (fewer shapes: lavapipe compiles slowly) */
   const char *rgs[] = {"1", "2"};
   for (int r = 0; r < 2; r++) {

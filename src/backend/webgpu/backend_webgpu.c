@@ -1388,28 +1388,33 @@ static int attn_prefix(wg_ctx *c, char *p, size_t cap, int hd, int v2, int dkdv)
     snprintf(p, cap, "const HD: u32 = %du; const TX: u32 = %du; const SGW: u32 = %uu;", hd, tx, sgw ? sgw : 1);
     return 4 * (256 / tx);
   }
-  /* v2: 8 × 4 blocks per thread (RG 2, 128 threads), except fa_dkdv (dkdv set) at head_dim
-   * 128: 4 × 4 (RG 1, 256 threads), as its four 8 × 8 accumulators (dk, dv) would not fit in
-   * registers. TEZGAH_WEBGPU_ATTN_RG=1|2 (tuning) forces one for every kernel. Workgroup
-   * memory: ≤ 30.2 KB either way. */
-  int rg = hd == 128 && dkdv ? 1 : 2;
+  /* v2: 4 × 4 blocks per thread (RG 1, 256 threads) or 8 × 4 (RG 2, 128 threads; more FMAs per
+   * workgroup-memory load, but slower on the H200, below; fa_dkdv's four 8 × 8 accumulators
+   * at head_dim 128 strain the registers). TEZGAH_WEBGPU_ATTN_RG=1|2 (tuning) takes one for
+   * every kernel; 1 is the default. Workgroup memory: ≤ 30.2 KB either way. */
+  /* Default RG 1 for every kernel: in the GPT-2 124M training step (H200, 2026-12-01 11:27 UTC,
+   * TEZGAH_PROFILE=1 bench_webgpu train 16 1024 4) attention took fwd 26.5 + bwd 83.9 ms/step
+   * with RG 1 against 37.0 + 119.5 with RG 2 (and 30.1 + 107.0 with v1). */
+  int rg = 1;
   const char *er = getenv("TEZGAH_WEBGPU_ATTN_RG");
   if (er && (atoi(er) == 1 || atoi(er) == 2)) rg = atoi(er);
+  (void)dkdv;
   int nt = rg == 2 ? 128 : 256;
   snprintf(p, cap, "const HD: u32 = %du; const TX: u32 = %du; const RG: u32 = %du; const NT: u32 = %du; "
            "const SGW: u32 = %uu;", hd, tx, rg, nt, sgw ? sgw : 1);
   return 4 * rg * (nt / tx);
 }
 
-/* TEZGAH_WEBGPU_ATTN_KERNEL=v1|v2 picks the flash kernels: v1 attention_fa.wgsl (default),
- * v2 attention_fa2.wgsl (8 × 4 blocks per thread, vec4 global access). v2 needs the vec4-read
+/* TEZGAH_WEBGPU_ATTN_KERNEL=v1|v2 picks the flash kernels: v1 attention_fa.wgsl, v2
+ * attention_fa2.wgsl (default: vec4 global access in a standalone module; 4 × 4 or 8 × 4 blocks
+ * per thread, see above; the faster in the H200's training step, docs/PERF.md). v2 needs the vec4-read
  * tensors (n of them, first in args) to start on 16-byte boundaries and the row strides to be
  * multiples of 4 floats; otherwise v1 runs (or, under TEZGAH_WEBGPU_ATTN=fast, an error). On
  * v2 every argument's extent is rounded up to a 16-byte boundary (buffers are allocated in
  * 16-byte units) so that the last vec4 of each binding is whole. */
 static int attn_v2(wg_ctx *c, const char *op, wg_arg *a, int nargs, int nvec, int q_stride, int kv_stride) {
   const char *e = getenv("TEZGAH_WEBGPU_ATTN_KERNEL");
-  if (!e || strcmp(e, "v2") != 0) return 0;
+  if (e && !strcmp(e, "v1")) return 0;
   int ok = q_stride % 4 == 0 && kv_stride % 4 == 0 && c->lim.minStorageBufferOffsetAlignment % 16 == 0;
   for (int i = 0; i < nvec && ok; i++)
     if (a[i].s.buf && a[i].s.off % 16) ok = 0;
