@@ -166,7 +166,7 @@ static void on_stop_signal(int sig) {
 int tz_cmd_train(int argc, char **argv) {
   tz_train_opts o;
   tz_train_opts_default(&o);
-  int given[O_HELP - 256 + 1] = {0}, given_B = 0, given_T = 0, plot = 0, c, nproc = 1;
+  int given[O_HELP - 256 + 1] = {0}, given_B = 0, given_T = 0, plot = 0, c, nproc = 1, run_dir_default = 0;
   char default_dir[64];
   opterr = 0;
   optind = 1;
@@ -273,6 +273,7 @@ int tz_cmd_train(int argc, char **argv) {
     snprintf(default_dir, sizeof default_dir, "%s", stamp);
     for (int k = 2; tz_exists(default_dir) && k < 1000; k++) snprintf(default_dir, sizeof default_dir, "%s-%d", stamp, k);
     o.run_dir = default_dir;
+    run_dir_default = 1;
   }
   /* Shard runs have no corpus to train a tokenizer on: --vocab-size is then the model's
    * vocabulary (it was ignored, and the run refused with "--vocab-size: needed ..."). */
@@ -294,9 +295,19 @@ int tz_cmd_train(int argc, char **argv) {
   if (nproc > 1) {
     tz_dist_env env;
     if (tz_dist_env_read(&env)) return tz_cli_fail();
-    if (env.world == 1) return tz_launch_nproc(nproc, o.backend, argc, argv); /* this is the launcher */
+    if (env.world == 1) /* this is the launcher */
+      return tz_launch_nproc(nproc, o.backend, run_dir_default ? default_dir : NULL, argc, argv);
     if (env.world != nproc) { /* a rank: the launcher's world must be the one asked for */
       tz_err("--nproc %d: this process is rank %d of %d", nproc, env.rank, env.world);
+      return tz_cli_fail();
+    }
+  }
+  if (run_dir_default) { /* ranks started by mpirun: each one's clock could name another directory */
+    tz_dist_env env;
+    if (tz_dist_env_read(&env)) return tz_cli_fail();
+    if (env.world > 1) {
+      tz_err("--run-dir: give the run directory when training with %d processes under mpirun (each rank would name "
+             "its own runs/<date-time>; train --nproc chooses one for all)", env.world);
       return tz_cli_fail();
     }
   }

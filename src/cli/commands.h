@@ -14,6 +14,7 @@ int tz_cmd_tokenizer(int argc, char **argv);
 int tz_cmd_info(int argc, char **argv);
 int tz_cmd_plot(int argc, char **argv);
 /* train --nproc N (launch.c): run N ranks of `train argv...` on this machine (cpu: through
- * mpirun, replacing this process; cuda: forked ranks with NCCL). Returns the exit code. */
-int tz_launch_nproc(int nproc, const char *backend, int argc, char **argv);
+ * mpirun as a watched child; cuda: forked ranks with NCCL). run_dir: the default run directory
+ * this process chose (passed to every rank as --run-dir), or NULL. Returns the exit code. */
+int tz_launch_nproc(int nproc, const char *backend, const char *run_dir, int argc, char **argv);
 #endif

@@ -1,8 +1,11 @@
 /* tezgah train --nproc N: start N data-parallel ranks of this same command on this machine.
  *
- * cpu:  re-execute under Open MPI's mpirun (the ranks all-reduce through MPI):
- *       mpirun -np N --oversubscribe --bind-to none [--allow-run-as-root] <this exe> train ...
- *       mpirun then owns the job: a rank that dies ends it (its own message names the rank).
+ * cpu:  run Open MPI's mpirun as a child (the ranks all-reduce through MPI):
+ *       mpirun -np N --oversubscribe --bind-to none --stdin none [--allow-run-as-root] <this exe> train ...
+ *       in its own process group, and wait: a rank that dies ends the job (mpirun's message names
+ *       it), then one `tezgah: error:` line and exit 1; SIGINT / SIGTERM to this process are
+ *       passed to mpirun once (it stops the ranks with SIGTERM: they checkpoint and exit) and the
+ *       exit status is 128+sig, as for one process.
  * cuda: no MPI needed. This process makes an ncclUniqueId (ncclGetUniqueId needs no GPU; it
  *       keeps NCCL's bootstrap root alive here while the ranks connect), forks N children that
  *       exec this program again with TEZGAH_RANK, TEZGAH_WORLD_SIZE, TEZGAH_LOCAL_RANK and
@@ -11,8 +14,10 @@
  *       the rank, and the exit status is 1. SIGINT / SIGTERM to this process are passed to the
  *       ranks once (they finish the step together, checkpoint and exit 128+sig).
  * The ranks find --nproc in their arguments again and ignore it (the environment says they
- * are ranks). */
+ * are ranks). A default run directory (runs/<date-time>) is chosen here once and given to every
+ * rank as --run-dir: each rank's own clock could name another. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,8 +47,21 @@ static char *self_exe(void) {
   return tz_strdup(buf);
 }
 
-/* cpu: replace this process by mpirun running N copies of this command. */
-static int launch_mpirun(int nproc, int argc, char **argv) {
+/* The ranks' arguments: argv, plus --run-dir `run_dir` when the launcher chose the default. */
+static char **rank_args(char **av, int k, int argc, char **argv, const char *run_dir) {
+  for (int i = 0; i < argc; i++) av[k++] = argv[i];
+  if (run_dir) {
+    av[k++] = "--run-dir";
+    av[k++] = (char *)run_dir;
+  }
+  av[k] = NULL;
+  return av;
+}
+
+static void describe(char *out, size_t n, int status);
+
+/* cpu: mpirun running N copies of this command, as a watched child. */
+static int launch_mpirun(int nproc, const char *run_dir, int argc, char **argv) {
   if (!tz_comm_have_mpi())
     return tz_err("--nproc %d on the cpu backend runs the ranks under mpirun, and this tezgah was built without "
                   "MPI (TEZGAH_MPI=OFF or no libopenmpi-dev at build time)",
@@ -52,7 +70,7 @@ static int launch_mpirun(int nproc, int argc, char **argv) {
   if (!exe) return tz_err("--nproc: cannot find this program's path (/proc/self/exe)");
   char np[16];
   snprintf(np, sizeof np, "%d", nproc);
-  char **av = tz_calloc((size_t)argc + 12, sizeof *av);
+  char **av = tz_calloc((size_t)argc + 16, sizeof *av);
   int k = 0;
   av[k++] = "mpirun";
   av[k++] = "-np";
@@ -60,17 +78,66 @@ static int launch_mpirun(int nproc, int argc, char **argv) {
   av[k++] = "--oversubscribe"; /* more ranks than cores is allowed (each rank gets its share of threads) */
   av[k++] = "--bind-to";
   av[k++] = "none";
+  av[k++] = "--stdin"; /* mpirun runs in its own process group: reading the terminal would stop it */
+  av[k++] = "none";
   if (geteuid() == 0) av[k++] = "--allow-run-as-root"; /* containers: Open MPI refuses root otherwise */
   av[k++] = exe;
-  for (int i = 0; i < argc; i++) av[k++] = argv[i];
-  av[k] = NULL;
+  rank_args(av, k, argc, argv, run_dir);
+  int pipefd[2]; /* exec failure report: errno through a close-on-exec pipe */
+  if (pipe(pipefd)) {
+    free(av);
+    free(exe);
+    return tz_err("--nproc: pipe: %s", strerror(errno));
+  }
+  fcntl(pipefd[1], F_SETFD, FD_CLOEXEC);
   fflush(NULL);
-  execvp("mpirun", av);
-  int e = errno;
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    free(av);
+    free(exe);
+    return tz_err("--nproc: fork: %s", strerror(e));
+  }
+  if (pid == 0) {
+    /* its own process group: a terminal's Ctrl-C reaches this launcher alone, which passes it
+     * on once (a second SIGINT makes mpirun kill the ranks at once, without a checkpoint) */
+    setpgid(0, 0);
+    close(pipefd[0]);
+    execvp("mpirun", av);
+    int e = errno;
+    if (write(pipefd[1], &e, sizeof e) < 0) {}
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  close(pipefd[1]);
+  int exec_errno = 0;
+  ssize_t got = read(pipefd[0], &exec_errno, sizeof exec_errno);
+  close(pipefd[0]);
+  struct sigaction sa = {0}, old_int, old_term;
+  sa.sa_handler = on_sig;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  int status = 0, forwarded = 0;
+  for (;;) {
+    if (g_sig && !forwarded) {
+      kill(pid, g_sig);
+      forwarded = g_sig;
+    }
+    if (waitpid(pid, &status, 0) == pid) break;
+    if (errno != EINTR) break;
+  }
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGTERM, &old_term, NULL);
   free(av);
   free(exe);
-  return tz_err("--nproc %d on the cpu backend needs mpirun (%s); install openmpi-bin, or use mpirun -np %d yourself",
-                nproc, strerror(e), nproc);
+  if (got == (ssize_t)sizeof exec_errno)
+    return tz_err("--nproc %d on the cpu backend needs mpirun (%s); install openmpi-bin, or use mpirun -np %d yourself",
+                  nproc, strerror(exec_errno), nproc);
+  if (forwarded) return 128 + forwarded; /* the ranks checkpointed (their lines say where) */
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+  char how[96];
+  describe(how, sizeof how, status);
+  return tz_err("--nproc %d: mpirun %s: a rank failed (its messages and mpirun's are above)", nproc, how);
 }
 
 static void describe(char *out, size_t n, int status) {
@@ -79,14 +146,14 @@ static void describe(char *out, size_t n, int status) {
 }
 
 /* cuda: fork N ranks with the NCCL id in their environment and watch them. */
-static int launch_local(int nproc, int argc, char **argv) {
+static int launch_local(int nproc, const char *run_dir, int argc, char **argv) {
   char id[512];
   if (tz_nccl_unique_id_hex(id, sizeof id)) return -1;
   char *exe = self_exe();
   if (!exe) return tz_err("--nproc: cannot find this program's path (/proc/self/exe)");
-  char **av = tz_calloc((size_t)argc + 2, sizeof *av);
+  char **av = tz_calloc((size_t)argc + 4, sizeof *av);
   av[0] = "tezgah";
-  for (int i = 0; i < argc; i++) av[i + 1] = argv[i];
+  rank_args(av, 1, argc, argv, run_dir);
   pid_t *pids = tz_calloc((size_t)nproc, sizeof *pids);
   pid_t pgid = 0;
   fflush(NULL);
@@ -171,10 +238,13 @@ static int launch_local(int nproc, int argc, char **argv) {
   return failed ? 1 : result;
 }
 
-int tz_launch_nproc(int nproc, const char *backend, int argc, char **argv) {
-  if (!strcmp(backend, "cpu")) return launch_mpirun(nproc, argc, argv) ? tz_cli_fail() : 0;
+int tz_launch_nproc(int nproc, const char *backend, const char *run_dir, int argc, char **argv) {
+  if (!strcmp(backend, "cpu")) {
+    int rc = launch_mpirun(nproc, run_dir, argc, argv);
+    return rc < 0 ? tz_cli_fail() : rc;
+  }
   if (!strcmp(backend, "cuda")) {
-    int rc = launch_local(nproc, argc, argv);
+    int rc = launch_local(nproc, run_dir, argc, argv);
     return rc < 0 ? tz_cli_fail() : rc;
   }
   tz_err("--nproc: data-parallel training runs on the cpu (MPI) and cuda (NCCL) backends, not on %s", backend);

@@ -164,7 +164,8 @@ static void *watch_main(void *arg) {
     if (atomic_load(&g_watch_on) && idle > g_watch_timeout) {
       char msg[200];
       snprintf(msg, sizeof msg,
-               "rank %d: no progress for %lld s (TEZGAH_DIST_TIMEOUT=%g): another rank died or hangs in a collective",
+               "rank %d: no training step finished for %lld s (TEZGAH_DIST_TIMEOUT=%g): a rank (this one or a "
+               "peer) died or hangs; stopping",
                g_watch_rank, idle, g_watch_timeout);
       tz_fatal(msg); /* the CLI exits 1; the launcher or mpirun then ends the other ranks */
     }
