@@ -414,8 +414,8 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     red = wgsl_src(c->subgroups ? "reduce_sg" : "reduce_wg");
     if (c->subgroups) en = "enable subgroups;\n";
   }
-  /* the lane reductions (lanes_max4, lanes_sum4: attention_fa.wgsl, and the standalone
-   * attention_fa2.wgsl) the same way; the caller's prefix sets SGW (attn_prefix) */
+  /* the lane reductions (lanes_max4, lanes_sum4: the standalone attention_fa.wgsl) the same
+   * way; the caller's prefix sets SGW (attn_prefix) */
   else if (strstr(body, "lanes_max4(") || strstr(body, "lanes_sum4(")) {
     red = wgsl_src(c->subgroups ? "lanes_sg" : "lanes_wg");
     if (c->subgroups) en = "enable subgroups;\n";
@@ -1369,58 +1369,37 @@ static int attn_fast(wg_ctx *c, const char *op, int Tq, int Tk, int q_pos0, int 
   return ok;
 }
 /* The flash kernels' prefix: HD, TX (threads across a tile's columns: tiles 64 × 64 for
- * head_dim 64 / 128, 128 rows × 32 columns for 32) and SGW, the subgroup width the lane
- * reductions shuffle over (the adapter's fixed subgroup size; 1 where it varies or subgroups
- * are off); for attention_fa2.wgsl (v2) also RG (row groups of 4 per thread) and NT (threads
- * per workgroup). Returns the rows per workgroup. */
-static int attn_prefix(wg_ctx *c, char *p, size_t cap, int hd, int v2, int dkdv) {
-  int tx = hd == 32 ? 8 : 16;
-  /* TEZGAH_WEBGPU_ATTN_TX=8|16|32 (tuning, v1): another tile shape where it gives 1 or 2 output
-   * vec4s per row and thread and fits the adapter's workgroup memory (else ignored) */
-  const char *e = getenv("TEZGAH_WEBGPU_ATTN_TX");
-  if (!v2 && e && *e) {
-    int t = atoi(e), ty = t > 0 && t <= 32 && 256 % t == 0 ? 256 / t : 0;
-    size_t bytes = ty ? (16 * (ty + 1 + t + 1) + 4 * (size_t)t * (ty + 1) + 256) * 16 : 0;
-    if (ty && (hd == 8 * t || hd == 4 * t) && bytes <= c->lim.maxComputeWorkgroupStorageSize) tx = t;
-  }
-  unsigned sgw = c->subgroups && c->info.subgroupMinSize == c->info.subgroupMaxSize ? c->info.subgroupMinSize : 1;
-  if (!v2) {
-    snprintf(p, cap, "const HD: u32 = %du; const TX: u32 = %du; const SGW: u32 = %uu;", hd, tx, sgw ? sgw : 1);
-    return 4 * (256 / tx);
-  }
-  /* v2: 4 × 4 blocks per thread (RG 1, 256 threads) or 8 × 4 (RG 2, 128 threads; more FMAs per
-   * workgroup-memory load, but slower on the H200, below; fa_dkdv's four 8 × 8 accumulators
-   * at head_dim 128 strain the registers). TEZGAH_WEBGPU_ATTN_RG=1|2 (tuning) takes one for
-   * every kernel; 1 is the default. Workgroup memory: ≤ 30.2 KB either way. */
-  /* Default RG 1 for every kernel: in the GPT-2 124M training step (H200, 2026-12-01 11:27 UTC,
-   * TEZGAH_PROFILE=1 bench_webgpu train 16 1024 4) attention took fwd 26.5 + bwd 83.9 ms/step
-   * with RG 1 against 37.0 + 119.5 with RG 2 (and 30.1 + 107.0 with v1). */
-  int rg = 1;
+ * head_dim 64 / 128, 128 rows × 32 columns for 32), RG (row groups of 4 per thread), NT
+ * (threads per workgroup) and SGW, the subgroup width the lane reductions shuffle over (the
+ * adapter's fixed subgroup size; 1 where it varies or subgroups are off). Returns the rows per
+ * workgroup. RG 1 (4 × 4 blocks, 256 threads) by default: in the GPT-2 124M training step
+ * (H200, 2026-12-01 11:27 UTC, TEZGAH_PROFILE=1 bench_webgpu train 16 1024 4) attention took
+ * fwd 26.5 + bwd 83.9 ms/step with RG 1 against 37.0 + 119.5 with RG 2 (8 × 4 blocks, 128
+ * threads: more FMAs per workgroup-memory load, more registers), and 30.1 + 107.0 with the
+ * earlier scalar-access kernels. TEZGAH_WEBGPU_ATTN_RG=1|2 (tuning) picks one. */
+static int attn_prefix(wg_ctx *c, char *p, size_t cap, int hd) {
+  int tx = hd == 32 ? 8 : 16, rg = 1;
   const char *er = getenv("TEZGAH_WEBGPU_ATTN_RG");
   if (er && (atoi(er) == 1 || atoi(er) == 2)) rg = atoi(er);
-  (void)dkdv;
+  unsigned sgw = c->subgroups && c->info.subgroupMinSize == c->info.subgroupMaxSize ? c->info.subgroupMinSize : 1;
   int nt = rg == 2 ? 128 : 256;
   snprintf(p, cap, "const HD: u32 = %du; const TX: u32 = %du; const RG: u32 = %du; const NT: u32 = %du; "
            "const SGW: u32 = %uu;", hd, tx, rg, nt, sgw ? sgw : 1);
   return 4 * rg * (nt / tx);
 }
 
-/* TEZGAH_WEBGPU_ATTN_KERNEL=v1|v2 picks the flash kernels: v1 attention_fa.wgsl, v2
- * attention_fa2.wgsl (default: vec4 global access in a standalone module; 4 × 4 or 8 × 4 blocks
- * per thread, see above; the faster in the H200's training step, docs/PERF.md). v2 needs the vec4-read
- * tensors (n of them, first in args) to start on 16-byte boundaries and the row strides to be
- * multiples of 4 floats; otherwise v1 runs (or, under TEZGAH_WEBGPU_ATTN=fast, an error). On
- * v2 every argument's extent is rounded up to a 16-byte boundary (buffers are allocated in
- * 16-byte units) so that the last vec4 of each binding is whole. */
-static int attn_v2(wg_ctx *c, const char *op, wg_arg *a, int nargs, int nvec, int q_stride, int kv_stride) {
-  const char *e = getenv("TEZGAH_WEBGPU_ATTN_KERNEL");
-  if (e && !strcmp(e, "v1")) return 0;
+/* The flash kernels read and write the first `nvec` arguments as vec4s: they need those to
+ * start on 16-byte boundaries and the row strides to be multiples of 4 floats; otherwise the
+ * general kernels run (or, under TEZGAH_WEBGPU_ATTN=fast, an error). When they can, every
+ * argument's extent is rounded up to a 16-byte boundary (buffers are allocated in 16-byte
+ * units) so that the last vec4 of each binding is whole. */
+static int attn_vec4(wg_ctx *c, const char *op, wg_arg *a, int nargs, int nvec, int q_stride, int kv_stride) {
   int ok = q_stride % 4 == 0 && kv_stride % 4 == 0 && c->lim.minStorageBufferOffsetAlignment % 16 == 0;
   for (int i = 0; i < nvec && ok; i++)
     if (a[i].s.buf && a[i].s.off % 16) ok = 0;
   if (!ok) {
     const char *f = getenv("TEZGAH_WEBGPU_ATTN");
-    if (f && !strcmp(f, "fast")) fail(c, "%s%s", op, ": TEZGAH_WEBGPU_ATTN_KERNEL=v2 but a tensor is not 16-byte aligned", 0, 0);
+    if (f && !strcmp(f, "fast")) fail(c, "%s%s", op, ": TEZGAH_WEBGPU_ATTN=fast but a tensor is not 16-byte aligned", 0, 0);
     return 0;
   }
   for (int i = 0; i < nargs; i++)
@@ -1442,19 +1421,16 @@ static void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slic
                 A(q, F4(((size_t)B * Tq - 1) * q_stride + C), "q"),
                 A(k, F4(((size_t)B * Tk - 1) * kv_stride + (size_t)n_kv_head * head_dim), "k"),
                 A(v, F4(((size_t)B * Tk - 1) * kv_stride + (size_t)n_kv_head * head_dim), "v")};
-  if (attn_fast(c, "attention_fwd", Tq, Tk, q_pos0, head_dim)) {
-    /* vec4 access (v2): out, q, k, v; lse is read as scalars */
-    wg_arg *av[] = {&a[0], &a[2], &a[3], &a[4]}, tmp[4];
-    for (int i = 0; i < 4; i++) tmp[i] = *av[i];
-    int v2 = attn_v2(c, "attention_fwd", tmp, 4, 4, q_stride, kv_stride);
-    if (v2) {
-      for (int i = 0; i < 4; i++) *av[i] = tmp[i];
-      a[1].bytes = a[1].s.buf ? (a[1].s.off + a[1].bytes + 15) / 16 * 16 - a[1].s.off : a[1].bytes;
-    }
+  /* vec4 access: out, q, k, v; lse is read as scalars */
+  wg_arg *av[] = {&a[0], &a[2], &a[3], &a[4]}, tmp[4];
+  for (int i = 0; i < 4; i++) tmp[i] = *av[i];
+  if (attn_fast(c, "attention_fwd", Tq, Tk, q_pos0, head_dim) &&
+      attn_vec4(c, "attention_fwd", tmp, 4, 4, q_stride, kv_stride)) {
+    for (int i = 0; i < 4; i++) *av[i] = tmp[i];
+    a[1].bytes = a[1].s.buf ? (a[1].s.off + a[1].bytes + 15) / 16 * 16 - a[1].s.off : a[1].bytes;
     char fp[160];
-    int rows = attn_prefix(c, fp, sizeof fp, head_dim, v2, 0);
-    run(c, "attention_fwd", pipeline(c, v2 ? "attention_fa2" : "attention_fa", "fa_fwd", fp), w, 17, a, 5,
-        (Tq + rows - 1) / rows, n_head, B);
+    int rows = attn_prefix(c, fp, sizeof fp, head_dim);
+    run(c, "attention_fwd", pipeline(c, "attention_fa", "fa_fwd", fp), w, 17, a, 5, (Tq + rows - 1) / rows, n_head, B);
   } else
     run(c, "attention_fwd", pipeline(c, "attention", "attn_fwd", pre), w, 17, a, 5, (Tq + 63) / 64, n_head, B);
 }
@@ -1481,15 +1457,14 @@ static void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice 
   int fa = attn_fast(c, "attention_bwd", T, T, 0, head_dim);
   wg_arg a2[] = {A(dk, kext, "dk"), A(dv, kext, "dv"), A(q, qext, "q"), A(k, kext, "k"), A(v, kext, "v"),
                  A(dout, F4((size_t)B * T * C), "dout"), A(lse, F4(rows_total), "lse"), A(D, F4(rows_total), "D")};
-  /* v2: the first 5 (dq pass) / 6 (dk/dv pass) arguments are read or written as vec4s */
-  int v2 = fa && attn_v2(c, "attention_bwd", a1, 7, 5, q_stride, kv_stride) &&
-           attn_v2(c, "attention_bwd", a2, 8, 6, q_stride, kv_stride);
+  /* flash: the first 5 (dq pass) / 6 (dk/dv pass) arguments are read or written as vec4s */
+  fa = fa && attn_vec4(c, "attention_bwd", a1, 7, 5, q_stride, kv_stride) &&
+       attn_vec4(c, "attention_bwd", a2, 8, 6, q_stride, kv_stride);
   char fp[160];
-  int rows = fa ? attn_prefix(c, fp, sizeof fp, head_dim, v2, 0) : 64;
-  const char *file = fa ? (v2 ? "attention_fa2" : "attention_fa") : "attention", *pf = fa ? fp : pre;
+  int rows = fa ? attn_prefix(c, fp, sizeof fp, head_dim) : 64;
+  const char *file = fa ? "attention_fa" : "attention", *pf = fa ? fp : pre;
   run(c, "attention_bwd", pipeline(c, file, fa ? "fa_dq" : "attn_bwd_dq", pf), w, 18, a1, 7, (T + rows - 1) / rows,
       n_head, B);
-  if (fa) rows = attn_prefix(c, fp, sizeof fp, head_dim, v2, 1);
   run(c, "attention_bwd", pipeline(c, file, fa ? "fa_dkdv" : "attn_bwd_dkdv", pf), w, 18, a2, 8,
       (T + rows - 1) / rows, n_kv_head, B);
 }

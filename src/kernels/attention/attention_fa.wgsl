@@ -1,26 +1,25 @@
 // Flash attention (FlashAttention-2 structure, Dao 2023) for the training form of causal GQA
 // attention: Tq == Tk == T, q_pos0 == 0, head_dim HD in {32, 64, 128}. attention.wgsl stays
-// the fallback (KV-cache decoding Tq < Tk, other head sizes) and keeps attn_bwd_d
-// (D = rowsum(dout ∘ out)), which the backward here reuses.
+// the fallback (KV-cache decoding Tq < Tk, other head sizes, tensors not on 16-byte
+// boundaries) and keeps attn_bwd_d (D = rowsum(dout ∘ out)), which the backward here reuses.
 //
-// Host prefix: `const HD: u32` (head_dim) and `const TX: u32` (threads across a tile's
-// columns: 16 for HD 64/128, 8 for HD 32), plus `const SGW: u32` for the lane reductions
-// (common/lanes_sg.wgsl or lanes_wg.wgsl, appended by the host).
-//
-// Every kernel is a chain of small register-tiled matmuls, like matmul_fast.wgsl: 256 threads
-// as TY × TX (ty = lid / TX, tx = lid % TX); the workgroup owns R = 4·TY rows (query rows in
-// fa_fwd / fa_dq, key rows in fa_dkdv) and streams tiles of C = 4·TX columns (keys, or
-// queries in fa_dkdv). Thread (ty, tx) owns the 4 × 4 score block rows 4ty..4ty+3 × columns
-// 4tx..4tx+3 (a mat4x4 whose column i is row i's four scores) and the output block rows
-// 4ty.. × columns 4tx..4tx+3 (and 4TX+4tx.. when HD = 128: NOV = 2).
-//   HD 64 / 128: R = C = 64;  HD 32: R = 128, C = 32 (TEZGAH_WEBGPU_ATTN_TX: other shapes).
+// Every kernel is a chain of small register-tiled matmuls, like matmul_fast.wgsl: NT threads
+// as TY × TX (ty = lid / TX, tx = lid % TX, TY = NT / TX); the workgroup owns R = 4·RG·TY rows
+// (query rows in fa_fwd / fa_dq, key rows in fa_dkdv) and streams tiles of C = 4·TX columns
+// (keys, or queries in fa_dkdv). Thread (ty, tx) owns RG blocks of 4 × 4 scores — rows
+// 4ty..4ty+3 (and, RG = 2, 4(TY+ty)..+3) × columns 4tx..4tx+3, each a mat4x4 whose column i is
+// row i's four scores — and the matching output blocks (columns 4tx.., and 4TX+4tx.. when
+// HD = 128). RG = 1 (4 × 4 blocks, NT = 256) is the default; RG = 2 (8 × 4, NT = 128) feeds 32
+// FMAs per 3 workgroup-memory vec4 loads instead of 16 per 2, but ran slower on the H200
+// (TEZGAH_WEBGPU_ATTN_RG=2, tuning; docs/PERF.md).
+//   HD 64 / 128: R = C = 64 (TX 16); HD 32: R = 128, C = 32 (TX 8), for either RG.
 // Scores: S = A·Bᵀ over HD in chunks of DK = 16, both operands staged d-major in workgroup
-// memory (Xs, transposed on the way in, rows padded by one vec4), 16 outer-product steps
-// written out (NVIDIA's driver does not unroll Tint's loops). Products with the tile:
-// P (or dS) goes to workgroup memory key-major (Ps) and the other operand streams row-major
-// in 16-row chunks: O += P·V. Row max / sum over the TX threads of a row: lanes_max4 /
-// lanes_sum4 (subgroup shuffles where offered, else workgroup memory). Workgroup memory:
-// 30.2 KB (HD 64/128) or 31.0 KB (HD 32), under the 32 KB every adapter we use offers.
+// memory (transposed on the way in, rows padded by one vec4), the outer-product steps written
+// out (NVIDIA's driver does not unroll Tint's loops). Products with the tile: P (or dS) goes to
+// workgroup memory key-major and the other operand streams row-major in 16-row chunks:
+// O += P·V. Row max / sum over the TX threads of a row: lanes_max4 / lanes_sum4 (subgroup
+// shuffles where offered, else workgroup memory). Workgroup memory ≤ 30.2 KB, under the 32 KB
+// every adapter we use offers.
 //
 // fa_fwd:   online softmax over key tiles up to the causal limit; out, lse = m + log l.
 // fa_dq:    per query block over key tiles: p = exp(s − lse), ds = p (dout·v − D) · scale,
@@ -29,11 +28,115 @@
 //           t ≥ key: dv = Σ p dout, dk = Σ ds q. No atomics: every output has one owner and a
 //           fixed summation order (deterministic).
 // Rows past T are staged as zeros and masked; stores check t < T.
+//
+// Global access is vec4: a standalone module (no preamble) whose eight storage bindings are
+// array<vec4<f32>>, with the preamble's argument → binding/offset scheme. The host uses it only
+// when q, k, v, out, dout, dq, dk, dv start on 16-byte boundaries and the row strides are
+// multiples of 4 floats (the model's activation arena aligns every tensor to 64 bytes), and
+// rounds every binding's end up to 16 bytes (lse and D are read and written as scalars).
+//
+// Host prefix: const HD (32, 64, 128), TX (threads across a tile's columns: 16 for HD 64/128,
+// 8 for HD 32), RG (1 or 2), NT (threads per workgroup: 256 / RG) and SGW (the subgroup width
+// of the lane reductions, common/lanes_sg.wgsl or lanes_wg.wgsl, appended by the host).
 // Uniforms as attention.wgsl: u0 T, u1 Tk, u2 q_pos0, u3 n_head, u4 n_kv_head, u5 q_stride,
 // u6 kv_stride, u7 has_lse, u8 scale, u9 B. Arguments as attn_fwd / attn_bwd_dq / attn_bwd_dkdv.
 
-const TY: u32 = 256u / TX;
-const R: u32 = 4u * TY;          // rows per workgroup
+struct U {
+  oa: vec4<u32>,
+  ob: vec4<u32>,
+  sa: vec4<u32>,
+  sb: vec4<u32>,
+  u: array<vec4<u32>, 4>,
+}
+@group(0) @binding(0) var<uniform> p: U;
+@group(0) @binding(1) var<storage, read_write> B0: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> B1: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> B2: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> B3: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> B4: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> B5: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> B6: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read_write> B7: array<vec4<f32>>;
+
+fn pu(k: u32) -> u32 {
+  return p.u[k / 4u][k % 4u];
+}
+fn pf(k: u32) -> f32 {
+  return bitcast<f32>(p.u[k / 4u][k % 4u]);
+}
+fn aoff(a: u32) -> u32 {
+  if (a < 4u) {
+    return p.oa[a];
+  }
+  return p.ob[a - 4u];
+}
+fn aslot(a: u32) -> u32 {
+  if (a < 4u) {
+    return p.sa[a];
+  }
+  return p.sb[a - 4u];
+}
+// vec4 i4 of argument a (elements 4·i4 .. 4·i4+3; the argument's offset is a multiple of 4)
+fn ldv(a: u32, i4: u32) -> vec4<f32> {
+  let j = aoff(a) / 4u + i4;
+  switch aslot(a) {
+    case 0u: { return B0[j]; }
+    case 1u: { return B1[j]; }
+    case 2u: { return B2[j]; }
+    case 3u: { return B3[j]; }
+    case 4u: { return B4[j]; }
+    case 5u: { return B5[j]; }
+    case 6u: { return B6[j]; }
+    default: { return B7[j]; }
+  }
+}
+fn stv(a: u32, i4: u32, v: vec4<f32>) {
+  let j = aoff(a) / 4u + i4;
+  switch aslot(a) {
+    case 0u: { B0[j] = v; }
+    case 1u: { B1[j] = v; }
+    case 2u: { B2[j] = v; }
+    case 3u: { B3[j] = v; }
+    case 4u: { B4[j] = v; }
+    case 5u: { B5[j] = v; }
+    case 6u: { B6[j] = v; }
+    default: { B7[j] = v; }
+  }
+}
+// element i of argument a (any offset)
+fn lds(a: u32, i: u32) -> f32 {
+  let j = aoff(a) + i;
+  let q = j / 4u;
+  let c = j % 4u;
+  switch aslot(a) {
+    case 0u: { return B0[q][c]; }
+    case 1u: { return B1[q][c]; }
+    case 2u: { return B2[q][c]; }
+    case 3u: { return B3[q][c]; }
+    case 4u: { return B4[q][c]; }
+    case 5u: { return B5[q][c]; }
+    case 6u: { return B6[q][c]; }
+    default: { return B7[q][c]; }
+  }
+}
+fn sts(a: u32, i: u32, v: f32) {
+  let j = aoff(a) + i;
+  let q = j / 4u;
+  let c = j % 4u;
+  switch aslot(a) {
+    case 0u: { B0[q][c] = v; }
+    case 1u: { B1[q][c] = v; }
+    case 2u: { B2[q][c] = v; }
+    case 3u: { B3[q][c] = v; }
+    case 4u: { B4[q][c] = v; }
+    case 5u: { B5[q][c] = v; }
+    case 6u: { B6[q][c] = v; }
+    default: { B7[q][c] = v; }
+  }
+}
+
+const TY: u32 = NT / TX;
+const R: u32 = 4u * RG * TY;     // rows per workgroup
 const C: u32 = 4u * TX;          // columns per tile
 const NOV: u32 = HD / (4u * TX); // output vec4s per row and thread (1, or 2 for HD 128)
 const DK: u32 = 16u;             // chunk depth (d for scores, rows for products)
@@ -44,18 +147,15 @@ const PR: u32 = R / 4u + 1u;     // vec4 stride of a Ps column (one key / query)
 const HV: u32 = HD / 4u;         // vec4s per head row
 const NEG: f32 = -3.0e38;
 
-var<workgroup> Xs: array<vec4<f32>, DK * (RA + CA)>; // staged chunks ([DK][RA] + [DK][CA], or [DK][HV])
-var<workgroup> Ps: array<vec4<f32>, C * PR>;         // P or dS, column-major: Ps[col·PR + ty] = rows 4ty..+3
+var<workgroup> Xs: array<vec4<f32>, max(DK * (RA + CA), DK * HV)>; // staged chunks
+var<workgroup> Ps: array<vec4<f32>, C * PR>; // P or dS, column-major: Ps[col·PR + g·TY + ty]
 
-fn ld4(a: u32, i: u32) -> vec4<f32> {
-  return vec4<f32>(ld(a, i), ld(a, i + 1u), ld(a, i + 2u), ld(a, i + 3u));
+// a thread's two 4 × 4 blocks (row groups a and b; b unused when RG = 1)
+struct M2 {
+  a: mat4x4<f32>,
+  b: mat4x4<f32>,
 }
-fn st4(a: u32, i: u32, v: vec4<f32>) {
-  st(a, i, v.x);
-  st(a, i + 1u, v.y);
-  st(a, i + 2u, v.z);
-  st(a, i + 3u, v.w);
-}
+
 fn max4(v: vec4<f32>) -> f32 {
   return max(max(v.x, v.y), max(v.z, v.w));
 }
@@ -64,41 +164,35 @@ fn sum4(v: vec4<f32>) -> f32 {
 }
 
 // Rows n0 .. n0+NR-1 (zeros from row nv on), columns d0 .. d0+DK-1 of a row-major tensor
-// (argument a, row r at base + r·stride), times sc, into Xs[off + d·RS + r/4] (d-major, 4 rows
-// per vec4). Thread: one d and four consecutive rows per vec4 (16 threads read 64 contiguous
-// bytes of a row).
+// (argument a, row r at element base + r·stride), times sc, into Xs[off + d·RS + r/4]
+// (d-major, 4 rows per vec4): one vec4 load per thread and step (4 threads cover a row's 64
+// bytes), transposed on the way in with scalar stores.
 fn stage_t(off: u32, a: u32, base: u32, stride: u32, n0: u32, nv: u32, NR: u32, RS: u32, d0: u32, sc: f32,
            lid: u32) {
-  for (var idx = lid; idx < DK * (NR / 4u); idx += 256u) {
-    let d = idx % DK;
-    let rq = idx / DK;
-    let r = n0 + 4u * rq;
-    let g = base + d0 + d + r * stride;
+  for (var idx = lid; idx < NR * 4u; idx += NT) {
+    let r = idx / 4u;
+    let d = 4u * (idx % 4u);
     var v = vec4<f32>(0.0);
-    if (r < nv) {
-      v.x = ld(a, g);
+    if (n0 + r < nv) {
+      v = ldv(a, (base + (n0 + r) * stride + d0 + d) / 4u) * sc;
     }
-    if (r + 1u < nv) {
-      v.y = ld(a, g + stride);
-    }
-    if (r + 2u < nv) {
-      v.z = ld(a, g + 2u * stride);
-    }
-    if (r + 3u < nv) {
-      v.w = ld(a, g + 3u * stride);
-    }
-    Xs[off + d * RS + rq] = v * sc;
+    let q = off + r / 4u;
+    let c = r % 4u;
+    Xs[q + d * RS][c] = v.x;
+    Xs[q + (d + 1u) * RS][c] = v.y;
+    Xs[q + (d + 2u) * RS][c] = v.z;
+    Xs[q + (d + 3u) * RS][c] = v.w;
   }
 }
 
 // Rows n0 .. n0+DK-1 (zeros from row nv on) of a row-major tensor, all HD columns, into
 // Xs[jj·HV + d4] (row-major).
 fn stage_r(a: u32, base: u32, stride: u32, n0: u32, nv: u32, lid: u32) {
-  for (var idx = lid; idx < DK * HV; idx += 256u) {
+  for (var idx = lid; idx < DK * HV; idx += NT) {
     let r = n0 + idx / HV;
     var v = vec4<f32>(0.0);
     if (r < nv) {
-      v = ld4(a, base + r * stride + 4u * (idx % HV));
+      v = ldv(a, (base + r * stride) / 4u + idx % HV);
     }
     Xs[idx] = v;
   }
@@ -110,34 +204,121 @@ fn op4(s: mat4x4<f32>, a: vec4<f32>, b: vec4<f32>) -> mat4x4<f32> {
                      fma(vec4<f32>(a.w), b, s[3]));
 }
 
-// scores of one staged chunk: s += Σ_d Xs[d·RA + ty] ⊗ Xs[XB + d·CA + tx] (written out)
-fn st16(s0: mat4x4<f32>, ty: u32, tx: u32) -> mat4x4<f32> {
-  let a = ty;
+// Written-out chunk steps (NVIDIA's driver does not unroll Tint's loops).
+// st16: s += Σ_d Xs[d·RA + ar] ⊗ Xs[XB + d·CA + tx]; st16_2: both row groups, one column load.
+// pv16: o += Σ_jj Ps[(j0 + jj)·PR + ty] ⊗ Xs[jj·HV + x]; pv16_2: both row groups.
+fn st16(s0: mat4x4<f32>, ar: u32, tx: u32) -> mat4x4<f32> {
   let b = XB + tx;
-  var s = op4(s0, Xs[a], Xs[b]);
-  s = op4(s, Xs[a + RA], Xs[b + CA]);
-  s = op4(s, Xs[a + 2u * RA], Xs[b + 2u * CA]);
-  s = op4(s, Xs[a + 3u * RA], Xs[b + 3u * CA]);
-  s = op4(s, Xs[a + 4u * RA], Xs[b + 4u * CA]);
-  s = op4(s, Xs[a + 5u * RA], Xs[b + 5u * CA]);
-  s = op4(s, Xs[a + 6u * RA], Xs[b + 6u * CA]);
-  s = op4(s, Xs[a + 7u * RA], Xs[b + 7u * CA]);
-  s = op4(s, Xs[a + 8u * RA], Xs[b + 8u * CA]);
-  s = op4(s, Xs[a + 9u * RA], Xs[b + 9u * CA]);
-  s = op4(s, Xs[a + 10u * RA], Xs[b + 10u * CA]);
-  s = op4(s, Xs[a + 11u * RA], Xs[b + 11u * CA]);
-  s = op4(s, Xs[a + 12u * RA], Xs[b + 12u * CA]);
-  s = op4(s, Xs[a + 13u * RA], Xs[b + 13u * CA]);
-  s = op4(s, Xs[a + 14u * RA], Xs[b + 14u * CA]);
-  s = op4(s, Xs[a + 15u * RA], Xs[b + 15u * CA]);
+  var s = op4(s0, Xs[ar], Xs[b]);
+  s = op4(s, Xs[ar + 1u * RA], Xs[b + 1u * CA]);
+  s = op4(s, Xs[ar + 2u * RA], Xs[b + 2u * CA]);
+  s = op4(s, Xs[ar + 3u * RA], Xs[b + 3u * CA]);
+  s = op4(s, Xs[ar + 4u * RA], Xs[b + 4u * CA]);
+  s = op4(s, Xs[ar + 5u * RA], Xs[b + 5u * CA]);
+  s = op4(s, Xs[ar + 6u * RA], Xs[b + 6u * CA]);
+  s = op4(s, Xs[ar + 7u * RA], Xs[b + 7u * CA]);
+  s = op4(s, Xs[ar + 8u * RA], Xs[b + 8u * CA]);
+  s = op4(s, Xs[ar + 9u * RA], Xs[b + 9u * CA]);
+  s = op4(s, Xs[ar + 10u * RA], Xs[b + 10u * CA]);
+  s = op4(s, Xs[ar + 11u * RA], Xs[b + 11u * CA]);
+  s = op4(s, Xs[ar + 12u * RA], Xs[b + 12u * CA]);
+  s = op4(s, Xs[ar + 13u * RA], Xs[b + 13u * CA]);
+  s = op4(s, Xs[ar + 14u * RA], Xs[b + 14u * CA]);
+  s = op4(s, Xs[ar + 15u * RA], Xs[b + 15u * CA]);
   return s;
 }
 
-// product with a staged row-major chunk: o += Σ_jj Ps[(j0 + jj)·PR + ty] ⊗ Xs[jj·HV + x]
+fn st16_2(s0: M2, ty: u32, tx: u32) -> M2 {
+  let a = ty;
+  let b = XB + tx;
+  var s = s0;
+  {
+    let bv = Xs[b];
+    s.a = op4(s.a, Xs[a], bv);
+    s.b = op4(s.b, Xs[a + TY], bv);
+  }
+  {
+    let bv = Xs[b + 1u * CA];
+    s.a = op4(s.a, Xs[a + 1u * RA], bv);
+    s.b = op4(s.b, Xs[a + TY + 1u * RA], bv);
+  }
+  {
+    let bv = Xs[b + 2u * CA];
+    s.a = op4(s.a, Xs[a + 2u * RA], bv);
+    s.b = op4(s.b, Xs[a + TY + 2u * RA], bv);
+  }
+  {
+    let bv = Xs[b + 3u * CA];
+    s.a = op4(s.a, Xs[a + 3u * RA], bv);
+    s.b = op4(s.b, Xs[a + TY + 3u * RA], bv);
+  }
+  {
+    let bv = Xs[b + 4u * CA];
+    s.a = op4(s.a, Xs[a + 4u * RA], bv);
+    s.b = op4(s.b, Xs[a + TY + 4u * RA], bv);
+  }
+  {
+    let bv = Xs[b + 5u * CA];
+    s.a = op4(s.a, Xs[a + 5u * RA], bv);
+    s.b = op4(s.b, Xs[a + TY + 5u * RA], bv);
+  }
+  {
+    let bv = Xs[b + 6u * CA];
+    s.a = op4(s.a, Xs[a + 6u * RA], bv);
+    s.b = op4(s.b, Xs[a + TY + 6u * RA], bv);
+  }
+  {
+    let bv = Xs[b + 7u * CA];
+    s.a = op4(s.a, Xs[a + 7u * RA], bv);
+    s.b = op4(s.b, Xs[a + TY + 7u * RA], bv);
+  }
+  {
+    let bv = Xs[b + 8u * CA];
+    s.a = op4(s.a, Xs[a + 8u * RA], bv);
+    s.b = op4(s.b, Xs[a + TY + 8u * RA], bv);
+  }
+  {
+    let bv = Xs[b + 9u * CA];
+    s.a = op4(s.a, Xs[a + 9u * RA], bv);
+    s.b = op4(s.b, Xs[a + TY + 9u * RA], bv);
+  }
+  {
+    let bv = Xs[b + 10u * CA];
+    s.a = op4(s.a, Xs[a + 10u * RA], bv);
+    s.b = op4(s.b, Xs[a + TY + 10u * RA], bv);
+  }
+  {
+    let bv = Xs[b + 11u * CA];
+    s.a = op4(s.a, Xs[a + 11u * RA], bv);
+    s.b = op4(s.b, Xs[a + TY + 11u * RA], bv);
+  }
+  {
+    let bv = Xs[b + 12u * CA];
+    s.a = op4(s.a, Xs[a + 12u * RA], bv);
+    s.b = op4(s.b, Xs[a + TY + 12u * RA], bv);
+  }
+  {
+    let bv = Xs[b + 13u * CA];
+    s.a = op4(s.a, Xs[a + 13u * RA], bv);
+    s.b = op4(s.b, Xs[a + TY + 13u * RA], bv);
+  }
+  {
+    let bv = Xs[b + 14u * CA];
+    s.a = op4(s.a, Xs[a + 14u * RA], bv);
+    s.b = op4(s.b, Xs[a + TY + 14u * RA], bv);
+  }
+  {
+    let bv = Xs[b + 15u * CA];
+    s.a = op4(s.a, Xs[a + 15u * RA], bv);
+    s.b = op4(s.b, Xs[a + TY + 15u * RA], bv);
+  }
+  return s;
+}
+
 fn pv16(o0: mat4x4<f32>, j0: u32, ty: u32, x: u32) -> mat4x4<f32> {
   let a = j0 * PR + ty;
   var o = op4(o0, Ps[a], Xs[x]);
-  o = op4(o, Ps[a + PR], Xs[x + HV]);
+  o = op4(o, Ps[a + 1u * PR], Xs[x + 1u * HV]);
   o = op4(o, Ps[a + 2u * PR], Xs[x + 2u * HV]);
   o = op4(o, Ps[a + 3u * PR], Xs[x + 3u * HV]);
   o = op4(o, Ps[a + 4u * PR], Xs[x + 4u * HV]);
@@ -155,19 +336,124 @@ fn pv16(o0: mat4x4<f32>, j0: u32, ty: u32, x: u32) -> mat4x4<f32> {
   return o;
 }
 
-// the thread's 4 × 4 block of P (or dS) into Ps, column-major
-fn put_p(p: mat4x4<f32>, ty: u32, tx: u32) {
-  let q = transpose(p); // q[c] = (p[0][c], p[1][c], p[2][c], p[3][c]): column c's 4 rows
+fn pv16_2(o0: M2, j0: u32, ty: u32, x: u32) -> M2 {
+  let a = j0 * PR + ty;
+  var o = o0;
+  {
+    let xv = Xs[x];
+    o.a = op4(o.a, Ps[a], xv);
+    o.b = op4(o.b, Ps[a + TY], xv);
+  }
+  {
+    let xv = Xs[x + 1u * HV];
+    o.a = op4(o.a, Ps[a + 1u * PR], xv);
+    o.b = op4(o.b, Ps[a + TY + 1u * PR], xv);
+  }
+  {
+    let xv = Xs[x + 2u * HV];
+    o.a = op4(o.a, Ps[a + 2u * PR], xv);
+    o.b = op4(o.b, Ps[a + TY + 2u * PR], xv);
+  }
+  {
+    let xv = Xs[x + 3u * HV];
+    o.a = op4(o.a, Ps[a + 3u * PR], xv);
+    o.b = op4(o.b, Ps[a + TY + 3u * PR], xv);
+  }
+  {
+    let xv = Xs[x + 4u * HV];
+    o.a = op4(o.a, Ps[a + 4u * PR], xv);
+    o.b = op4(o.b, Ps[a + TY + 4u * PR], xv);
+  }
+  {
+    let xv = Xs[x + 5u * HV];
+    o.a = op4(o.a, Ps[a + 5u * PR], xv);
+    o.b = op4(o.b, Ps[a + TY + 5u * PR], xv);
+  }
+  {
+    let xv = Xs[x + 6u * HV];
+    o.a = op4(o.a, Ps[a + 6u * PR], xv);
+    o.b = op4(o.b, Ps[a + TY + 6u * PR], xv);
+  }
+  {
+    let xv = Xs[x + 7u * HV];
+    o.a = op4(o.a, Ps[a + 7u * PR], xv);
+    o.b = op4(o.b, Ps[a + TY + 7u * PR], xv);
+  }
+  {
+    let xv = Xs[x + 8u * HV];
+    o.a = op4(o.a, Ps[a + 8u * PR], xv);
+    o.b = op4(o.b, Ps[a + TY + 8u * PR], xv);
+  }
+  {
+    let xv = Xs[x + 9u * HV];
+    o.a = op4(o.a, Ps[a + 9u * PR], xv);
+    o.b = op4(o.b, Ps[a + TY + 9u * PR], xv);
+  }
+  {
+    let xv = Xs[x + 10u * HV];
+    o.a = op4(o.a, Ps[a + 10u * PR], xv);
+    o.b = op4(o.b, Ps[a + TY + 10u * PR], xv);
+  }
+  {
+    let xv = Xs[x + 11u * HV];
+    o.a = op4(o.a, Ps[a + 11u * PR], xv);
+    o.b = op4(o.b, Ps[a + TY + 11u * PR], xv);
+  }
+  {
+    let xv = Xs[x + 12u * HV];
+    o.a = op4(o.a, Ps[a + 12u * PR], xv);
+    o.b = op4(o.b, Ps[a + TY + 12u * PR], xv);
+  }
+  {
+    let xv = Xs[x + 13u * HV];
+    o.a = op4(o.a, Ps[a + 13u * PR], xv);
+    o.b = op4(o.b, Ps[a + TY + 13u * PR], xv);
+  }
+  {
+    let xv = Xs[x + 14u * HV];
+    o.a = op4(o.a, Ps[a + 14u * PR], xv);
+    o.b = op4(o.b, Ps[a + TY + 14u * PR], xv);
+  }
+  {
+    let xv = Xs[x + 15u * HV];
+    o.a = op4(o.a, Ps[a + 15u * PR], xv);
+    o.b = op4(o.b, Ps[a + TY + 15u * PR], xv);
+  }
+  return o;
+}
+
+// the scores of a chunk / the product with a staged chunk, for RG row groups
+fn scores(s: M2, ty: u32, tx: u32) -> M2 {
+  if (RG == 2u) {
+    return st16_2(s, ty, tx);
+  }
+  return M2(st16(s.a, ty, tx), s.b);
+}
+fn prod(o: M2, j0: u32, ty: u32, x: u32) -> M2 {
+  if (RG == 2u) {
+    return pv16_2(o, j0, ty, x);
+  }
+  return M2(pv16(o.a, j0, ty, x), o.b);
+}
+
+// a thread's P (or dS) blocks into Ps, column-major
+fn put_p(p: M2, ty: u32, tx: u32) {
+  let q = transpose(p.a); // q[c]: column c's 4 rows
   Ps[(4u * tx) * PR + ty] = q[0];
   Ps[(4u * tx + 1u) * PR + ty] = q[1];
   Ps[(4u * tx + 2u) * PR + ty] = q[2];
   Ps[(4u * tx + 3u) * PR + ty] = q[3];
+  if (RG == 2u) {
+    let r = transpose(p.b);
+    Ps[(4u * tx) * PR + TY + ty] = r[0];
+    Ps[(4u * tx + 1u) * PR + TY + ty] = r[1];
+    Ps[(4u * tx + 2u) * PR + TY + ty] = r[2];
+    Ps[(4u * tx + 3u) * PR + TY + ty] = r[3];
+  }
 }
 
-// Workgroup-memory stage of lanes_max4 / lanes_sum4 (common/lanes_*.wgsl): x holds the
-// result over groups of `step` lanes; combines the TX / step groups of each row's TX lanes.
-// Called from uniform control flow.
-var<workgroup> lred: array<vec4<f32>, 256>;
+// Workgroup-memory stage of lanes_max4 / lanes_sum4 (as attention_fa.wgsl)
+var<workgroup> lred: array<vec4<f32>, NT>;
 fn lanes_combine(x: vec4<f32>, lid: u32, step: u32, is_max: bool) -> vec4<f32> {
   workgroupBarrier();
   lred[lid] = x;
@@ -181,8 +467,6 @@ fn lanes_combine(x: vec4<f32>, lid: u32, step: u32, is_max: bool) -> vec4<f32> {
   return r;
 }
 
-// causal mask of row i's scores: query t against keys k0 .. k0+3 (fa_fwd, fa_dq), or key j
-// against queries t0 .. t0+3 (fa_dkdv); NEG where the key is after the query or past T
 fn mask_q(s: vec4<f32>, t: u32, k0: u32, T: u32) -> vec4<f32> {
   let k = vec4<u32>(k0) + vec4<u32>(0u, 1u, 2u, 3u);
   return select(s, vec4<f32>(NEG), (k > vec4<u32>(t)) | (k >= vec4<u32>(T)));
@@ -191,88 +475,28 @@ fn mask_k(s: vec4<f32>, j: u32, t0: u32, T: u32) -> vec4<f32> {
   let t = vec4<u32>(t0) + vec4<u32>(0u, 1u, 2u, 3u);
   return select(s, vec4<f32>(NEG), (t < vec4<u32>(j)) | (t >= vec4<u32>(T)));
 }
-
-// grid (ceil(T/R), n_head, B); args 0 out, 1 lse, 2 q, 3 k, 4 v
-@compute @workgroup_size(256)
-fn fa_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let T = pu(0u);
-  let nh = pu(3u);
-  let b = wid.z;
-  let h = wid.y;
-  let g = h / (nh / pu(4u));
-  let q0 = ((T + R - 1u) / R - 1u - wid.x) * R; // longest rows first
-  let ty = lid / TX;
-  let tx = lid % TX;
-  let qs = pu(5u);
-  let kvs = pu(6u);
-  let sc = pf(8u);
-  let qbase = b * T * qs + h * HD;
-  let kbase = b * T * kvs + g * HD;
-  let t = q0 + 4u * ty;
-  var m = vec4<f32>(NEG);
-  var l = vec4<f32>(0.0);
-  var o = mat4x4<f32>();
-  var o2 = mat4x4<f32>();
-  let kend = min(q0 + R, T);
-  for (var j0 = 0u; j0 < kend; j0 += C) {
-    var s = mat4x4<f32>();
-    for (var d0 = 0u; d0 < HD; d0 += DK) {
-      workgroupBarrier();
-      stage_t(0u, 2u, qbase, qs, q0, T, R, RA, d0, sc, lid);
-      stage_t(XB, 3u, kbase, kvs, j0, T, C, CA, d0, 1.0, lid);
-      workgroupBarrier();
-      s = st16(s, ty, tx);
-    }
-    let k0 = j0 + 4u * tx;
-    s = mat4x4<f32>(mask_q(s[0], t, k0, T), mask_q(s[1], t + 1u, k0, T), mask_q(s[2], t + 2u, k0, T),
-                    mask_q(s[3], t + 3u, k0, T));
-    let mt = lanes_max4(vec4<f32>(max4(s[0]), max4(s[1]), max4(s[2]), max4(s[3])), lid);
-    let mn = max(m, mt);
-    let corr = exp(m - mn);
-    m = mn;
-    let p = mat4x4<f32>(exp(s[0] - vec4<f32>(mn.x)), exp(s[1] - vec4<f32>(mn.y)), exp(s[2] - vec4<f32>(mn.z)),
-                        exp(s[3] - vec4<f32>(mn.w)));
-    l = l * corr + vec4<f32>(sum4(p[0]), sum4(p[1]), sum4(p[2]), sum4(p[3]));
-    o = mat4x4<f32>(o[0] * corr.x, o[1] * corr.y, o[2] * corr.z, o[3] * corr.w);
-    if (NOV == 2u) {
-      o2 = mat4x4<f32>(o2[0] * corr.x, o2[1] * corr.y, o2[2] * corr.z, o2[3] * corr.w);
-    }
-    put_p(p, ty, tx);
-    let jn = min(C, kend - j0); // keys of this tile that any row sees
-    for (var jj = 0u; jj < jn; jj += DK) {
-      workgroupBarrier();
-      stage_r(4u, kbase, kvs, j0 + jj, T, lid);
-      workgroupBarrier();
-      o = pv16(o, jj, ty, tx);
-      if (NOV == 2u) {
-        o2 = pv16(o2, jj, ty, tx + TX);
-      }
-    }
-  }
-  let lt = lanes_sum4(l, lid);
-  let inv = 1.0 / lt;
-  let ls = m + log(lt);
-  let C_ = nh * HD;
-  for (var i = 0u; i < 4u; i++) {
-    let ti = t + i;
-    if (ti < T) {
-      let ob = (b * T + ti) * C_ + h * HD + 4u * tx;
-      let oi = pick(o, i);
-      let o2i = pick(o2, i);
-      let li = pick1(inv, i);
-      let lsi = pick1(ls, i);
-      st4(0u, ob, oi * li);
-      if (NOV == 2u) {
-        st4(0u, ob + 4u * TX, o2i * li);
-      }
-      if (pu(7u) != 0u && tx == 0u) {
-        st(1u, (b * nh + h) * T + ti, lsi);
-      }
-    }
-  }
+fn scale_rows(o: mat4x4<f32>, c: vec4<f32>) -> mat4x4<f32> {
+  return mat4x4<f32>(o[0] * c.x, o[1] * c.y, o[2] * c.z, o[3] * c.w);
 }
 
-// row i (a constant-indexed pick for the store loops)
+// one online-softmax step of a 4-row block: rows t..t+3 against keys k0..k0+3
+struct OS {
+  p: mat4x4<f32>,
+  m: vec4<f32>,
+  l: vec4<f32>,
+  c: vec4<f32>,
+}
+fn online(s0: mat4x4<f32>, t: u32, k0: u32, T: u32, m: vec4<f32>, l: vec4<f32>, lid: u32) -> OS {
+  let s = mat4x4<f32>(mask_q(s0[0], t, k0, T), mask_q(s0[1], t + 1u, k0, T), mask_q(s0[2], t + 2u, k0, T),
+                      mask_q(s0[3], t + 3u, k0, T));
+  let mt = lanes_max4(vec4<f32>(max4(s[0]), max4(s[1]), max4(s[2]), max4(s[3])), lid);
+  let mn = max(m, mt);
+  let corr = exp(m - mn);
+  let p = mat4x4<f32>(exp(s[0] - vec4<f32>(mn.x)), exp(s[1] - vec4<f32>(mn.y)), exp(s[2] - vec4<f32>(mn.z)),
+                      exp(s[3] - vec4<f32>(mn.w)));
+  return OS(p, mn, l * corr + vec4<f32>(sum4(p[0]), sum4(p[1]), sum4(p[2]), sum4(p[3])), corr);
+}
+
 fn pick(o: mat4x4<f32>, i: u32) -> vec4<f32> {
   var r = o[0];
   if (i == 1u) {
@@ -299,22 +523,138 @@ fn pick1(v: vec4<f32>, i: u32) -> f32 {
 fn ld_rows(a: u32, rb: u32, t: u32, T: u32) -> vec4<f32> {
   var v = vec4<f32>(0.0);
   if (t < T) {
-    v.x = ld(a, rb + t);
+    v.x = lds(a, rb + t);
   }
   if (t + 1u < T) {
-    v.y = ld(a, rb + t + 1u);
+    v.y = lds(a, rb + t + 1u);
   }
   if (t + 2u < T) {
-    v.z = ld(a, rb + t + 2u);
+    v.z = lds(a, rb + t + 2u);
   }
   if (t + 3u < T) {
-    v.w = ld(a, rb + t + 3u);
+    v.w = lds(a, rb + t + 3u);
   }
   return v;
 }
 
+// rows t..t+3 of a 4-row output block (and its second vec4 column o2 when NOV = 2), times
+// the row factors f, to argument a at element base + row·stride (stores check row < T)
+fn store_rows(a: u32, base: u32, stride: u32, t: u32, T: u32, o: mat4x4<f32>, o2: mat4x4<f32>, f: vec4<f32>,
+              tx: u32) {
+  for (var i = 0u; i < 4u; i++) {
+    if (t + i < T) {
+      let ob = (base + (t + i) * stride) / 4u + tx;
+      let fi = pick1(f, i);
+      stv(a, ob, pick(o, i) * fi);
+      if (NOV == 2u) {
+        stv(a, ob + TX, pick(o2, i) * fi);
+      }
+    }
+  }
+}
+
+// grid (ceil(T/R), n_head, B); args 0 out, 1 lse, 2 q, 3 k, 4 v
+@compute @workgroup_size(NT)
+fn fa_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let T = pu(0u);
+  let nh = pu(3u);
+  let b = wid.z;
+  let h = wid.y;
+  let g = h / (nh / pu(4u));
+  let q0 = ((T + R - 1u) / R - 1u - wid.x) * R; // longest rows first
+  let ty = lid / TX;
+  let tx = lid % TX;
+  let qs = pu(5u);
+  let kvs = pu(6u);
+  let sc = pf(8u);
+  let qbase = b * T * qs + h * HD;
+  let kbase = b * T * kvs + g * HD;
+  let ta = q0 + 4u * ty;
+  let tb = ta + 4u * TY;
+  var ma = vec4<f32>(NEG);
+  var mb = vec4<f32>(NEG);
+  var la = vec4<f32>(0.0);
+  var lb = vec4<f32>(0.0);
+  var o = M2();
+  var o2 = M2();
+  let kend = min(q0 + R, T);
+  for (var j0 = 0u; j0 < kend; j0 += C) {
+    var s = M2();
+    for (var d0 = 0u; d0 < HD; d0 += DK) {
+      workgroupBarrier();
+      stage_t(0u, 2u, qbase, qs, q0, T, R, RA, d0, sc, lid);
+      stage_t(XB, 3u, kbase, kvs, j0, T, C, CA, d0, 1.0, lid);
+      workgroupBarrier();
+      s = scores(s, ty, tx);
+    }
+    let k0 = j0 + 4u * tx;
+    let ra = online(s.a, ta, k0, T, ma, la, lid);
+    ma = ra.m;
+    la = ra.l;
+    var pm = M2(ra.p, mat4x4<f32>());
+    o.a = scale_rows(o.a, ra.c);
+    if (NOV == 2u) {
+      o2.a = scale_rows(o2.a, ra.c);
+    }
+    if (RG == 2u) {
+      let rb = online(s.b, tb, k0, T, mb, lb, lid);
+      mb = rb.m;
+      lb = rb.l;
+      pm.b = rb.p;
+      o.b = scale_rows(o.b, rb.c);
+      if (NOV == 2u) {
+        o2.b = scale_rows(o2.b, rb.c);
+      }
+    }
+    put_p(pm, ty, tx);
+    let jn = min(C, kend - j0); // keys of this tile that any row sees
+    for (var jj = 0u; jj < jn; jj += DK) {
+      workgroupBarrier();
+      stage_r(4u, kbase, kvs, j0 + jj, T, lid);
+      workgroupBarrier();
+      o = prod(o, jj, ty, tx);
+      if (NOV == 2u) {
+        o2 = prod(o2, jj, ty, tx + TX);
+      }
+    }
+  }
+  let C_ = nh * HD;
+  let obase = b * T * C_ + h * HD;
+  let lta = lanes_sum4(la, lid);
+  store_rows(0u, obase, C_, ta, T, o.a, o2.a, 1.0 / lta, tx);
+  let lsa = ma + log(lta);
+  var ltb = vec4<f32>(1.0);
+  if (RG == 2u) {
+    ltb = lanes_sum4(lb, lid);
+    store_rows(0u, obase, C_, tb, T, o.b, o2.b, 1.0 / ltb, tx);
+  }
+  let lsb = mb + log(ltb);
+  if (pu(7u) != 0u && tx == 0u) {
+    let rb = (b * nh + h) * T;
+    for (var i = 0u; i < 4u; i++) {
+      if (ta + i < T) {
+        sts(1u, rb + ta + i, pick1(lsa, i));
+      }
+      if (RG == 2u && tb + i < T) {
+        sts(1u, rb + tb + i, pick1(lsb, i));
+      }
+    }
+  }
+}
+
+// dS of a 4-row block: rows t..t+3 (fa_dq: queries; scores s, dP dp) against keys k0..k0+3
+fn ds_q(s: mat4x4<f32>, dp: mat4x4<f32>, t: u32, k0: u32, T: u32, lse: vec4<f32>, D: vec4<f32>, sc: f32)
+    -> mat4x4<f32> {
+  let p0 = exp(mask_q(s[0], t, k0, T) - vec4<f32>(lse.x));
+  let p1 = exp(mask_q(s[1], t + 1u, k0, T) - vec4<f32>(lse.y));
+  let p2 = exp(mask_q(s[2], t + 2u, k0, T) - vec4<f32>(lse.z));
+  let p3 = exp(mask_q(s[3], t + 3u, k0, T) - vec4<f32>(lse.w));
+  return mat4x4<f32>(p0 * (dp[0] - vec4<f32>(D.x)) * sc, p1 * (dp[1] - vec4<f32>(D.y)) * sc,
+                     p2 * (dp[2] - vec4<f32>(D.z)) * sc, p3 * (dp[3] - vec4<f32>(D.w)) * sc);
+}
+
 // grid (ceil(T/R), n_head, B); args 0 dq, 1 q, 2 k, 3 v, 4 dout, 5 lse, 6 D
-@compute @workgroup_size(256)
+@compute @workgroup_size(NT)
 fn fa_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let T = pu(0u);
   let nh = pu(3u);
@@ -331,61 +671,65 @@ fn fa_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
   let qbase = b * T * qs + h * HD;
   let kbase = b * T * kvs + g * HD;
   let obase = b * T * os + h * HD;
-  let t = q0 + 4u * ty;
+  let ta = q0 + 4u * ty;
+  let tb = ta + 4u * TY;
   let rb = (b * nh + h) * T;
-  let lse = ld_rows(5u, rb, t, T);
-  let D = ld_rows(6u, rb, t, T);
-  var dq = mat4x4<f32>();
-  var dq2 = mat4x4<f32>();
+  let lsa = ld_rows(5u, rb, ta, T);
+  let Da = ld_rows(6u, rb, ta, T);
+  let lsb = ld_rows(5u, rb, tb, T);
+  let Db = ld_rows(6u, rb, tb, T);
+  var dq = M2();
+  var dq2 = M2();
   let kend = min(q0 + R, T);
   for (var j0 = 0u; j0 < kend; j0 += C) {
-    var s = mat4x4<f32>();
-    var dp = mat4x4<f32>();
+    var s = M2();
+    var dp = M2();
     for (var d0 = 0u; d0 < HD; d0 += DK) {
       workgroupBarrier();
       stage_t(0u, 1u, qbase, qs, q0, T, R, RA, d0, sc, lid);
       stage_t(XB, 2u, kbase, kvs, j0, T, C, CA, d0, 1.0, lid);
       workgroupBarrier();
-      s = st16(s, ty, tx);
+      s = scores(s, ty, tx);
       workgroupBarrier();
       stage_t(0u, 4u, obase, os, q0, T, R, RA, d0, 1.0, lid);
       stage_t(XB, 3u, kbase, kvs, j0, T, C, CA, d0, 1.0, lid);
       workgroupBarrier();
-      dp = st16(dp, ty, tx);
+      dp = scores(dp, ty, tx);
     }
     let k0 = j0 + 4u * tx;
-    let p0 = exp(mask_q(s[0], t, k0, T) - vec4<f32>(lse.x));
-    let p1 = exp(mask_q(s[1], t + 1u, k0, T) - vec4<f32>(lse.y));
-    let p2 = exp(mask_q(s[2], t + 2u, k0, T) - vec4<f32>(lse.z));
-    let p3 = exp(mask_q(s[3], t + 3u, k0, T) - vec4<f32>(lse.w));
-    let ds = mat4x4<f32>(p0 * (dp[0] - vec4<f32>(D.x)) * sc, p1 * (dp[1] - vec4<f32>(D.y)) * sc,
-                         p2 * (dp[2] - vec4<f32>(D.z)) * sc, p3 * (dp[3] - vec4<f32>(D.w)) * sc);
+    var ds = M2(ds_q(s.a, dp.a, ta, k0, T, lsa, Da, sc), mat4x4<f32>());
+    if (RG == 2u) {
+      ds.b = ds_q(s.b, dp.b, tb, k0, T, lsb, Db, sc);
+    }
     put_p(ds, ty, tx);
     let jn = min(C, kend - j0);
     for (var jj = 0u; jj < jn; jj += DK) {
       workgroupBarrier();
       stage_r(2u, kbase, kvs, j0 + jj, T, lid);
       workgroupBarrier();
-      dq = pv16(dq, jj, ty, tx);
+      dq = prod(dq, jj, ty, tx);
       if (NOV == 2u) {
-        dq2 = pv16(dq2, jj, ty, tx + TX);
+        dq2 = prod(dq2, jj, ty, tx + TX);
       }
     }
   }
-  for (var i = 0u; i < 4u; i++) {
-    let ti = t + i;
-    if (ti < T) {
-      let qb = qbase + ti * qs + 4u * tx;
-      st4(0u, qb, pick(dq, i));
-      if (NOV == 2u) {
-        st4(0u, qb + 4u * TX, pick(dq2, i));
-      }
-    }
+  store_rows(0u, qbase, qs, ta, T, dq.a, dq2.a, vec4<f32>(1.0), tx);
+  if (RG == 2u) {
+    store_rows(0u, qbase, qs, tb, T, dq.b, dq2.b, vec4<f32>(1.0), tx);
   }
 }
 
+// P and dS of a 4-key block: keys j..j+3 against queries t0..t0+3 (lse, D: those queries')
+fn pds_k(s: mat4x4<f32>, dp: mat4x4<f32>, j: u32, t0: u32, T: u32, lse: vec4<f32>, D: vec4<f32>, sc: f32) -> M2 {
+  let p = mat4x4<f32>(exp(mask_k(s[0], j, t0, T) - lse), exp(mask_k(s[1], j + 1u, t0, T) - lse),
+                      exp(mask_k(s[2], j + 2u, t0, T) - lse), exp(mask_k(s[3], j + 3u, t0, T) - lse));
+  let ds = mat4x4<f32>(p[0] * (dp[0] - D) * sc, p[1] * (dp[1] - D) * sc, p[2] * (dp[2] - D) * sc,
+                       p[3] * (dp[3] - D) * sc);
+  return M2(p, ds);
+}
+
 // grid (ceil(T/R), n_kv_head, B); args 0 dk, 1 dv, 2 q, 3 k, 4 v, 5 dout, 6 lse, 7 D
-@compute @workgroup_size(256)
+@compute @workgroup_size(NT)
 fn fa_dkdv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let T = pu(0u);
   let nh = pu(3u);
@@ -400,11 +744,12 @@ fn fa_dkdv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
   let os = nh * HD;
   let sc = pf(8u);
   let kbase = b * T * kvs + g * HD;
-  let j = k0 + 4u * ty; // this thread's keys j .. j+3
-  var dk = mat4x4<f32>();
-  var dk2 = mat4x4<f32>();
-  var dv = mat4x4<f32>();
-  var dv2 = mat4x4<f32>();
+  let ja = k0 + 4u * ty; // this thread's keys ja .. ja+3 (and jb .. jb+3)
+  let jb = ja + 4u * TY;
+  var dk = M2();
+  var dk2 = M2();
+  var dv = M2();
+  var dv2 = M2();
   for (var h = g * rep; h < (g + 1u) * rep; h++) {
     let qbase = b * T * qs + h * HD;
     let obase = b * T * os + h * HD;
@@ -413,58 +758,53 @@ fn fa_dkdv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
       let tc = t0 + 4u * tx; // this thread's queries tc .. tc+3
       let lse = ld_rows(6u, rb, tc, T);
       let D = ld_rows(7u, rb, tc, T);
-      var s = mat4x4<f32>();
-      var dp = mat4x4<f32>();
+      var s = M2();
+      var dp = M2();
       for (var d0 = 0u; d0 < HD; d0 += DK) {
         workgroupBarrier();
         stage_t(0u, 3u, kbase, kvs, k0, T, R, RA, d0, 1.0, lid);
         stage_t(XB, 2u, qbase, qs, t0, T, C, CA, d0, sc, lid);
         workgroupBarrier();
-        s = st16(s, ty, tx);
+        s = scores(s, ty, tx);
         workgroupBarrier();
         stage_t(0u, 4u, kbase, kvs, k0, T, R, RA, d0, 1.0, lid);
         stage_t(XB, 5u, obase, os, t0, T, C, CA, d0, 1.0, lid);
         workgroupBarrier();
-        dp = st16(dp, ty, tx);
+        dp = scores(dp, ty, tx);
       }
-      let p = mat4x4<f32>(exp(mask_k(s[0], j, tc, T) - lse), exp(mask_k(s[1], j + 1u, tc, T) - lse),
-                          exp(mask_k(s[2], j + 2u, tc, T) - lse), exp(mask_k(s[3], j + 3u, tc, T) - lse));
-      let ds = mat4x4<f32>(p[0] * (dp[0] - D) * sc, p[1] * (dp[1] - D) * sc, p[2] * (dp[2] - D) * sc,
-                           p[3] * (dp[3] - D) * sc);
-      put_p(p, ty, tx);
+      let xa = pds_k(s.a, dp.a, ja, tc, T, lse, D, sc);
+      var xb = M2();
+      if (RG == 2u) {
+        xb = pds_k(s.b, dp.b, jb, tc, T, lse, D, sc);
+      }
+      put_p(M2(xa.a, xb.a), ty, tx);
       let tn = min(C, T - t0);
       for (var jj = 0u; jj < tn; jj += DK) {
         workgroupBarrier();
         stage_r(5u, obase, os, t0 + jj, T, lid);
         workgroupBarrier();
-        dv = pv16(dv, jj, ty, tx);
+        dv = prod(dv, jj, ty, tx);
         if (NOV == 2u) {
-          dv2 = pv16(dv2, jj, ty, tx + TX);
+          dv2 = prod(dv2, jj, ty, tx + TX);
         }
       }
       workgroupBarrier();
-      put_p(ds, ty, tx);
+      put_p(M2(xa.b, xb.b), ty, tx);
       for (var jj = 0u; jj < tn; jj += DK) {
         workgroupBarrier();
         stage_r(2u, qbase, qs, t0 + jj, T, lid);
         workgroupBarrier();
-        dk = pv16(dk, jj, ty, tx);
+        dk = prod(dk, jj, ty, tx);
         if (NOV == 2u) {
-          dk2 = pv16(dk2, jj, ty, tx + TX);
+          dk2 = prod(dk2, jj, ty, tx + TX);
         }
       }
     }
   }
-  for (var i = 0u; i < 4u; i++) {
-    let ji = j + i;
-    if (ji < T) {
-      let kb = kbase + ji * kvs + 4u * tx;
-      st4(0u, kb, pick(dk, i));
-      st4(1u, kb, pick(dv, i));
-      if (NOV == 2u) {
-        st4(0u, kb + 4u * TX, pick(dk2, i));
-        st4(1u, kb + 4u * TX, pick(dv2, i));
-      }
-    }
+  store_rows(0u, kbase, kvs, ja, T, dk.a, dk2.a, vec4<f32>(1.0), tx);
+  store_rows(1u, kbase, kvs, ja, T, dv.a, dv2.a, vec4<f32>(1.0), tx);
+  if (RG == 2u) {
+    store_rows(0u, kbase, kvs, jb, T, dk.b, dk2.b, vec4<f32>(1.0), tx);
+    store_rows(1u, kbase, kvs, jb, T, dv.b, dv2.b, vec4<f32>(1.0), tx);
   }
 }
