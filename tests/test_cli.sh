@@ -148,6 +148,15 @@ grep -q ' 12/1000000 \[.*\] loss [0-9.]* | [0-9.k]* tok/s | ETA [0-9hms]* | val 
   fail "train for the last step's ETA: $(tail -3 eta.err)"
 grep -q '^3/3 \[.*\] loss [0-9.]* | [0-9.k]* tok/s | ETA 0m00s$' eta.err || fail "the last step's ETA is not 0: $(cat eta.err)"
 
+# ---- resume with --steps at or below the checkpoint's step: refused, the run untouched ------
+sum=$(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum)
+usage_case "--steps 2: the run is already at step 3; give --steps above 3 to continue it" \
+  "$bin" train --resume eta --steps 2 --quiet
+usage_case "--steps 3: the run is already at step 3 (nothing to do); give --steps above 3 to continue it" \
+  "$bin" train --resume eta --steps 3
+[[ $(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum) == "$sum" ]] || fail "a refused --resume changed the run"
+"$bin" info eta | grep -q '^training: step 3 of 3,' || fail "after a refused --resume: $("$bin" info eta | grep training)"
+
 # ---- a model without a tokenizer: encode says what to give ---------------------------------
 "$bin" convert --from hf "$fixtures/hf_gpt2" --out notok 2>/dev/null || fail "convert --from hf (no tokenizer)"
 usage_case "--tokenizer notok: the model in notok/checkpoint.tzc has no tokenizer stored" "$bin" encode --tokenizer notok hi
