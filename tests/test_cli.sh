@@ -79,6 +79,19 @@ usage_case "unknown backend 'bogus' for tokenizing (available: cpu, webgpu)" "$b
 usage_case "unknown backend 'bogus' for tokenizing (available: cpu, webgpu)" "$bin" tokenizer train --in x --out y --backend bogus
 usage_case "unexpected argument" "$bin" train extra
 usage_case "option --steps needs a value" "$bin" train --steps
+# a value given to a flag that takes none (getopt_long's optopt is then the flag's val, above
+# 255 for long-only flags): the flag by name, on every command; abbreviations named in full
+for c in train sample eval convert logits tokenize encode decode plot info; do
+  usage_case "--help: takes no value (got --help=x)" "$bin" "$c" --help=x
+done
+usage_case "--help: takes no value (got --help=x)" "$bin" tokenizer train --help=x
+usage_case "--plot: takes no value (got --plot=yes)" "$bin" train --plot=yes
+usage_case "--keep-best: takes no value (got --keep-best=1)" "$bin" train --keep-best=1
+usage_case "--bos: takes no value (got --bos=1)" "$bin" encode --bos=1 hi
+usage_case "--keep-best: takes no value (got --keep-b=1)" "$bin" train --keep-b=1
+usage_case "option --steps needs a value" "$bin" train --ste
+usage_case "option --batch is ambiguous (--batches, --batch-size;" "$bin" eval somewhere --batch 3
+usage_case "unknown option -Z" "$bin" train -Z
 usage_case "give a run directory" "$bin" eval
 usage_case "--data SHARDS is required" "$bin" eval somewhere
 usage_case "give an input and --out" "$bin" convert

@@ -114,6 +114,10 @@ int tz_cmd_info(int argc, char **argv) {
     fputs(HELP, stdout);
     return 0;
   }
+  if (argc > 1 && !strncmp(argv[1], "--help=", 7)) { /* as getopt_long's commands say it (args.c) */
+    tz_err("--help: takes no value (got %s)", argv[1]);
+    return tz_cli_fail();
+  }
   if (argc > 1 && argv[1][0] == '-') {
     tz_err("info: unknown option %s (see tezgah info --help)", argv[1]);
     return tz_cli_fail();

@@ -73,8 +73,8 @@ int tz_cmd_plot(int argc, char **argv) {
         if (tz_arg_int("--smooth", optarg, 1, 1 << 30, &smooth)) return tz_cli_fail();
         break;
       case 'h': fputs(HELP, stdout); return 0;
-      case ':': tz_arg_bad("plot", argc, argv, optind, 0, 1); return tz_cli_fail();
-      default: tz_arg_bad("plot", argc, argv, optind, optopt, 0); return tz_cli_fail();
+      case ':': tz_arg_bad("plot", LONG, argc, argv, optind, 0, 1); return tz_cli_fail();
+      default: tz_arg_bad("plot", LONG, argc, argv, optind, optopt, 0); return tz_cli_fail();
     }
   }
   if (optind < argc) run = argv[optind++];

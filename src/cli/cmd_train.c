@@ -235,8 +235,8 @@ int tz_cmd_train(int argc, char **argv) {
       case O_INJINF: o.debug_inject_inf = optarg; break;
       case 'h':
       case O_HELP: printf("%s", HELP); return 0;
-      case ':': tz_arg_bad("train", argc, argv, optind, 0, 1); return tz_cli_fail();
-      default: tz_arg_bad("train", argc, argv, optind, optopt, 0); return tz_cli_fail();
+      case ':': tz_arg_bad("train", LONG, argc, argv, optind, 0, 1); return tz_cli_fail();
+      default: tz_arg_bad("train", LONG, argc, argv, optind, optopt, 0); return tz_cli_fail();
     }
     if (e) return tz_cli_fail();
   }
