@@ -39,6 +39,19 @@ for c in train sample eval; do
 done
 "$bin" --help | grep -q 'cpu, webgpu, cuda' || fail "top-level help does not list the backends"
 "$bin" info | grep -q '^backends: cpu, webgpu, cuda' || fail "info does not list the backends"
+# info's features: MPI, NCCL and libplot, each yes/no with what it serves; checked against
+# the libraries the binary links (NCCL is loaded at run time: yes only in a CUDA build)
+"$bin" info >feat.txt 2>/dev/null
+grep -A3 '^features:$' feat.txt | grep -qE '^  mpi: (yes \(.+\)|no \(.+\)): ' || fail "info: no features/mpi line: $(cat feat.txt)"
+grep -qE '^  nccl: (yes \(.+TEZGAH_NCCL_LIB|built in, not loadable here: .*TEZGAH_NCCL_LIB|no \(.+\): )' feat.txt ||
+  fail "info: no nccl line: $(cat feat.txt)"
+grep -qE '^  libplot: (yes|no \(.+\)): .*tezgah plot' feat.txt || fail "info: no libplot line: $(cat feat.txt)"
+if ldd "$bin" | grep -q libmpi; then want=yes; else want=no; fi
+grep -q "^  mpi: $want " feat.txt || fail "info says '$(grep '  mpi:' feat.txt)', the binary links MPI: $want"
+if ldd "$bin" | grep -q libplot; then want=yes; else want=no; fi
+grep -q "^  libplot: $want" feat.txt || fail "info says '$(grep '  libplot:' feat.txt)', the binary links libplot: $want"
+"$bin" info | grep -q '^cuda: unavailable: this tezgah was built without CUDA' && ! grep -q '^  nccl: no (a build without the CUDA backend)' feat.txt &&
+  fail "info: a build without CUDA claims NCCL: $(grep '  nccl:' feat.txt)"
 "$bin" --help >top.txt
 awk 'length($0) > 79 { print; bad = 1 } END { exit bad }' top.txt || fail "top-level help wider than 79 columns"
 [[ $(grep -cE '^  [a-z]+ +[a-z]' top.txt) == 11 ]] || fail "top-level help does not list 11 commands: $(cat top.txt)"
