@@ -46,9 +46,10 @@ grep -A3 '^features:$' feat.txt | grep -qE '^  mpi: (yes \(.+\)|no \(.+\)): ' ||
 grep -qE '^  nccl: (yes \(.+TEZGAH_NCCL_LIB|built in, not loadable here: .*TEZGAH_NCCL_LIB|no \(.+\): )' feat.txt ||
   fail "info: no nccl line: $(cat feat.txt)"
 grep -qE '^  libplot: (yes|no \(.+\)): .*tezgah plot' feat.txt || fail "info: no libplot line: $(cat feat.txt)"
-if ldd "$bin" | grep -q libmpi; then want=yes; else want=no; fi
+libs=$(ldd "$bin") # not `ldd | grep -q` under pipefail: grep's early exit fails the pipe (SIGPIPE)
+if grep -q libmpi <<<"$libs"; then want=yes; else want=no; fi
 grep -q "^  mpi: $want " feat.txt || fail "info says '$(grep '  mpi:' feat.txt)', the binary links MPI: $want"
-if ldd "$bin" | grep -q libplot; then want=yes; else want=no; fi
+if grep -q libplot <<<"$libs"; then want=yes; else want=no; fi
 grep -q "^  libplot: $want" feat.txt || fail "info says '$(grep '  libplot:' feat.txt)', the binary links libplot: $want"
 "$bin" info | grep -q '^cuda: unavailable: this tezgah was built without CUDA' && ! grep -q '^  nccl: no (a build without the CUDA backend)' feat.txt &&
   fail "info: a build without CUDA claims NCCL: $(grep '  nccl:' feat.txt)"
