@@ -77,7 +77,8 @@ typedef struct {
   /* model (ignored on resume / init_from: the checkpoint's / model's config wins) */
   tz_config model;
   /* optimization */
-  int B, T, grad_accum, steps, warmup;
+  int B, T, grad_accum, steps, warmup; /* steps on resume: 0 keeps the checkpoint's total; a new
+                                          total must exceed the checkpoint's step (else an error) */
   float lr, min_lr_frac;    /* peak LR; cosine decays to lr·min_lr_frac */
   float beta1, beta2, eps, weight_decay, grad_clip;
   /* evaluation, checkpoints, output */

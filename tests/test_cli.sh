@@ -39,6 +39,20 @@ for c in train sample eval; do
 done
 "$bin" --help | grep -q 'cpu, webgpu, cuda' || fail "top-level help does not list the backends"
 "$bin" info | grep -q '^backends: cpu, webgpu, cuda' || fail "info does not list the backends"
+# info's features: MPI, NCCL and libplot, each yes/no with what it serves; checked against
+# the libraries the binary links (NCCL is loaded at run time: yes only in a CUDA build)
+"$bin" info >feat.txt 2>/dev/null
+grep -A3 '^features:$' feat.txt | grep -qE '^  mpi: (yes \(.+\)|no \(.+\)): ' || fail "info: no features/mpi line: $(cat feat.txt)"
+grep -qE '^  nccl: (yes \(.+TEZGAH_NCCL_LIB|built in, not loadable here: .*TEZGAH_NCCL_LIB|no \(.+\): )' feat.txt ||
+  fail "info: no nccl line: $(cat feat.txt)"
+grep -qE '^  libplot: (yes|no \(.+\)): .*tezgah plot' feat.txt || fail "info: no libplot line: $(cat feat.txt)"
+libs=$(ldd "$bin") # not `ldd | grep -q` under pipefail: grep's early exit fails the pipe (SIGPIPE)
+if grep -q libmpi <<<"$libs"; then want=yes; else want=no; fi
+grep -q "^  mpi: $want " feat.txt || fail "info says '$(grep '  mpi:' feat.txt)', the binary links MPI: $want"
+if grep -q libplot <<<"$libs"; then want=yes; else want=no; fi
+grep -q "^  libplot: $want" feat.txt || fail "info says '$(grep '  libplot:' feat.txt)', the binary links libplot: $want"
+"$bin" info | grep -q '^cuda: unavailable: this tezgah was built without CUDA' && ! grep -q '^  nccl: no (a build without the CUDA backend)' feat.txt &&
+  fail "info: a build without CUDA claims NCCL: $(grep '  nccl:' feat.txt)"
 "$bin" --help >top.txt
 awk 'length($0) > 79 { print; bad = 1 } END { exit bad }' top.txt || fail "top-level help wider than 79 columns"
 [[ $(grep -cE '^  [a-z]+ +[a-z]' top.txt) == 11 ]] || fail "top-level help does not list 11 commands: $(cat top.txt)"
@@ -79,6 +93,19 @@ usage_case "unknown backend 'bogus' for tokenizing (available: cpu, webgpu)" "$b
 usage_case "unknown backend 'bogus' for tokenizing (available: cpu, webgpu)" "$bin" tokenizer train --in x --out y --backend bogus
 usage_case "unexpected argument" "$bin" train extra
 usage_case "option --steps needs a value" "$bin" train --steps
+# a value given to a flag that takes none (getopt_long's optopt is then the flag's val, above
+# 255 for long-only flags): the flag by name, on every command; abbreviations named in full
+for c in train sample eval convert logits tokenize encode decode plot info; do
+  usage_case "--help: takes no value (got --help=x)" "$bin" "$c" --help=x
+done
+usage_case "--help: takes no value (got --help=x)" "$bin" tokenizer train --help=x
+usage_case "--plot: takes no value (got --plot=yes)" "$bin" train --plot=yes
+usage_case "--keep-best: takes no value (got --keep-best=1)" "$bin" train --keep-best=1
+usage_case "--bos: takes no value (got --bos=1)" "$bin" encode --bos=1 hi
+usage_case "--keep-best: takes no value (got --keep-b=1)" "$bin" train --keep-b=1
+usage_case "option --steps needs a value" "$bin" train --ste
+usage_case "option --batch is ambiguous (--batches, --batch-size;" "$bin" eval somewhere --batch 3
+usage_case "unknown option -Z" "$bin" train -Z
 usage_case "give a run directory" "$bin" eval
 usage_case "--data SHARDS is required" "$bin" eval somewhere
 usage_case "give an input and --out" "$bin" convert
@@ -147,6 +174,15 @@ grep -q ' 12/1000000 \[.*\] loss [0-9.]* | [0-9.k]* tok/s | ETA [0-9hms]* | val 
 "$bin" train --data part_a.txt "${small[@]}" --steps 3 --log-every 1 --val-every 0 --run-dir eta 2>eta.err ||
   fail "train for the last step's ETA: $(tail -3 eta.err)"
 grep -q '^3/3 \[.*\] loss [0-9.]* | [0-9.k]* tok/s | ETA 0m00s$' eta.err || fail "the last step's ETA is not 0: $(cat eta.err)"
+
+# ---- resume with --steps at or below the checkpoint's step: refused, the run untouched ------
+sum=$(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum)
+usage_case "--steps 2: the run is already at step 3; give --steps above 3 to continue it" \
+  "$bin" train --resume eta --steps 2 --quiet
+usage_case "--steps 3: the run is already at step 3 (nothing to do); give --steps above 3 to continue it" \
+  "$bin" train --resume eta --steps 3
+[[ $(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum) == "$sum" ]] || fail "a refused --resume changed the run"
+"$bin" info eta | grep -q '^training: step 3 of 3,' || fail "after a refused --resume: $("$bin" info eta | grep training)"
 
 # ---- a model without a tokenizer: encode says what to give ---------------------------------
 "$bin" convert --from hf "$fixtures/hf_gpt2" --out notok 2>/dev/null || fail "convert --from hf (no tokenizer)"

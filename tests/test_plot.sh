@@ -5,7 +5,8 @@
 # number of points (train loss 59, its moving average 59, val 4, learning rate 60), 4 + 1
 # (legend) val markers, the title and axis labels; as PNG: the PNG signature and 800x600 in
 # the IHDR chunk; bad inputs: one line, exit 1, no file written or temporary file left, an
-# existing output untouched. Then a tiny real run with `train --plot` writes RUN/loss.svg with
+# existing output untouched; malformed lines left out with one note (line and count); one
+# step drawn as dots; a run whose steps were all skipped plots its learning rate and says so. Then a tiny real run with `train --plot` writes RUN/loss.svg with
 # one train-loss point per step.
 # Usage (from ctest): bash test_plot.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
@@ -55,7 +56,7 @@ fi
 head -c 200 "$svg" | grep -q '<?xml' || fail "$svg does not start with an XML declaration"
 grep -q '<svg' "$svg" && grep -q '</svg>' "$svg" || fail "$svg has no <svg> element"
 # points of the polylines drawn in one color (libplot's SVG names colors as #rrggbb)
-points() { grep -o "<polyline points=\"[^\"]*\" stroke=\"$1\"" "$svg" | sed 's/.*points="//; s/".*//' | wc -w; }
+points() { grep -o "<polyline points=\"[^\"]*\" stroke=\"$1\"" "${2:-$svg}" | sed 's/.*points="//; s/".*//' | wc -w; }
 [[ $(points '#b0c4de') == 59 ]] || fail "train loss line: $(points '#b0c4de') points, want 59 (60 steps, 1 skipped)"
 [[ $(points '#0000cd') == 59 ]] || fail "moving average line: $(points '#0000cd') points, want 59"
 [[ $(points red) == 4 ]] || fail "val loss line: $(points red) points, want 4"
@@ -97,8 +98,10 @@ sum=$(sha256sum <keep.svg)
 err_case "nosuch: no such run directory or metrics file" "$bin" plot nosuch
 err_case "norun: run directory has no metrics.jsonl" "$bin" plot norun
 err_case "empty/metrics.jsonl: no training steps recorded (empty metrics)" "$bin" plot empty
-err_case "bad/metrics.jsonl:2: not a JSON object" "$bin" plot bad --out keep.svg
-err_case "bad/nostep.jsonl:1: field 'step' is missing" "$bin" plot bad/nostep.jsonl --out keep.svg
+err_case "bad/nostep.jsonl: no valid line (1 malformed, the first at line 1: field 'step' is missing" \
+  "$bin" plot bad/nostep.jsonl --out keep.svg
+err_case "--out: '.svg' has no file name before .svg (e.g. loss.svg)" "$bin" plot run --out .svg
+err_case "--out: 'sub/.PNG' has no file name before .PNG" "$bin" plot run --out sub/.PNG
 err_case "--out: 'x.pdf' must end in .svg or .png" "$bin" plot run --out x.pdf
 err_case "--out: 'svg' must end in .svg or .png" "$bin" plot run --out svg
 err_case "nodir/x.svg: cannot write: No such file or directory" "$bin" plot run --out nodir/x.svg
@@ -107,6 +110,27 @@ err_case "plot: unexpected argument 'more'" "$bin" plot run more
 err_case "plot: give a run directory" "$bin" plot
 [[ $(sha256sum <keep.svg) == "$sum" ]] || fail "a failed plot changed the existing output"
 [[ ! -e x.pdf && ! -e empty/loss.svg && ! -e norun/loss.svg ]] || fail "a failed plot left a file"
+
+# ---- malformed lines are left out (train --resume drops them too) with one note ------------
+{ echo '{"step":1,"loss":3,"lr":0.1}'; echo 'oops'; echo '{"step":2,"loss":2.5,"lr":0.1}'; echo '{"loss":1}';
+  echo '{"step":3,"lo'; echo '{"step":3,"loss":2,"lr":0.1}'; } >bad/metrics.jsonl
+"$bin" plot bad >b.out 2>b.err || fail "plot with malformed lines: $(cat b.err)"
+grep -qx 'note: bad/metrics.jsonl: 3 malformed lines left out (the first at line 2: not a JSON object)' b.err ||
+  fail "malformed lines: want one note naming line 2 and the count 3: $(cat b.err)"
+[[ $(grep -c . b.err) == 2 ]] && grep -q '(3 train losses' b.err || fail "malformed lines: $(cat b.err)"
+# ---- one step: visible dots (a polyline of one point draws nothing) -------------------------
+mkdir -p one && echo '{"step":1,"loss":5.5,"lr":0.001}' >one/metrics.jsonl
+"$bin" plot one 2>/dev/null || fail "plot of one step"
+[[ $(grep -c '<circle .*fill="#0000cd"' one/loss.svg) == 1 && $(grep -c '<circle .*fill="#006400"' one/loss.svg) == 1 ]] ||
+  fail "one step: want a loss dot and a learning-rate dot: $(grep '<circle' one/loss.svg)"
+# ---- every step skipped: the learning rate is drawn and the title says so --------------------
+mkdir -p allskip
+for s in 1 2 3; do echo "{\"step\":$s,\"loss\":null,\"lr\":0.00$s,\"skipped\":true,\"reason\":\"loss not finite\"}"; done >allskip/metrics.jsonl
+"$bin" plot allskip 2>as.err || fail "plot of a run whose steps were all skipped: $(cat as.err)"
+[[ $(points '#006400' allskip/loss.svg) == 3 ]] || fail "all skipped: want the 3 learning rates drawn"
+texts=$(grep -o '<text[^>]*>[^<]*</text>' allskip/loss.svg | sed 's/<[^>]*>//g')
+grep -qF 'allskip: 3 steps, all 3 skipped' <<<"$texts" && grep -qF 'no training loss: all 3 steps were skipped' <<<"$texts" ||
+  fail "all skipped: title/panel text: $(tr '\n' '|' <<<"$texts")"
 
 # ---- train --plot on a tiny real run -------------------------------------------------------
 src=$shared/data/tinyshakespeare.txt

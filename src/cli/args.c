@@ -1,6 +1,7 @@
 #include "cli/args.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,10 +39,49 @@ int tz_arg_float(const char *flag, const char *s, double min, double max, float 
   return 0;
 }
 
-int tz_arg_bad(const char *cmd, int argc, char **argv, int optind_, int optopt_, int missing) {
-  const char *arg = optind_ - 1 < argc ? argv[optind_ - 1] : "?";
-  if (missing) return tz_err("%s: option %s needs a value (see tezgah %s --help)", cmd, arg, cmd);
-  if (optopt_ && optopt_ != '?') return tz_err("%s: unknown option -%c (see tezgah %s --help)", cmd, optopt_, cmd);
+/* The long option that `arg` ("--name" or "--name=value", possibly an abbreviation) names:
+ * its entry in `longopts` when exactly one option starts with that prefix, else NULL. */
+static const struct option *long_match(const struct option *longopts, const char *arg, int *n_match) {
+  const char *name = arg + 2;
+  size_t len = strcspn(name, "=");
+  const struct option *hit = NULL;
+  *n_match = 0;
+  for (const struct option *o = longopts; o && o->name; o++) {
+    if (strncmp(o->name, name, len)) continue;
+    if (strlen(o->name) == len) { /* exact: wins over any longer option with this prefix */
+      *n_match = 1;
+      return o;
+    }
+    if (!hit || hit->has_arg != o->has_arg || hit->flag != o->flag || hit->val != o->val) ++*n_match; /* getopt's rule */
+    hit = o;
+  }
+  return *n_match == 1 ? hit : NULL;
+}
+
+int tz_arg_bad(const char *cmd, const struct option *longopts, int argc, char **argv, int optind_, int optopt_,
+               int missing) {
+  const char *arg = optind_ - 1 < argc && optind_ > 0 ? argv[optind_ - 1] : "?";
+  int is_long = !strncmp(arg, "--", 2) && arg[2] && arg[2] != '=', n = 0;
+  const struct option *o = is_long ? long_match(longopts, arg, &n) : NULL;
+  int len = is_long ? (int)strcspn(arg, "=") : 0;
+  if (missing) {
+    if (o) return tz_err("%s: option --%s needs a value (see tezgah %s --help)", cmd, o->name, cmd);
+    return tz_err("%s: option %s needs a value (see tezgah %s --help)", cmd, arg, cmd);
+  }
+  /* getopt_long reports "--flag=value" for a flag without a value as '?' with optopt = the
+   * option's val (above 255 for long-only options: not a character to print) */
+  if (is_long && optopt_ && strchr(arg, '='))
+    return tz_err("--%s: takes no value (got %s)", o ? o->name : "?", arg);
+  if (is_long && n > 1) {
+    char names[256] = "";
+    size_t used = 0;
+    for (const struct option *p = longopts; p->name && used < sizeof names - 40; p++)
+      if (!strncmp(p->name, arg + 2, (size_t)len - 2))
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s--%s", used ? ", " : "", p->name);
+    return tz_err("%s: option %.*s is ambiguous (%s; see tezgah %s --help)", cmd, len, arg, names, cmd);
+  }
+  if (!is_long && optopt_ > 0 && optopt_ < 256 && optopt_ != '?')
+    return tz_err("%s: unknown option -%c (see tezgah %s --help)", cmd, optopt_, cmd);
   return tz_err("%s: unknown option %s (see tezgah %s --help)", cmd, arg, cmd);
 }
 

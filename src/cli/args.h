@@ -7,8 +7,13 @@
 int tz_arg_int(const char *flag, const char *s, long min, long max, int *out);
 int tz_arg_u64(const char *flag, const char *s, uint64_t *out);
 int tz_arg_float(const char *flag, const char *s, double min, double max, float *out);
-/* Report a getopt failure for argv[optind-1] / optopt as a one-line error. */
-int tz_arg_bad(const char *cmd, int argc, char **argv, int optind_, int optopt_, int missing_arg);
+/* Report a getopt_long failure ('?' or ':', the latter with missing_arg = 1) for argv[optind-1]
+ * / optopt as a one-line error: "--plot: takes no value (got --plot=yes)", "option --steps
+ * needs a value", "option --s is ambiguous (--steps, --seed, ...)", "unknown option --x".
+ * Long options are named in full (they may be given as any unambiguous prefix). Returns -1. */
+struct option;
+int tz_arg_bad(const char *cmd, const struct option *longopts, int argc, char **argv, int optind_, int optopt_,
+               int missing_arg);
 /* Print "tezgah: error: <tz_last_error()>" to stderr; returns 1 (the exit code). */
 int tz_cli_fail(void);
 

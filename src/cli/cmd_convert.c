@@ -55,8 +55,8 @@ int tz_cmd_convert(int argc, char **argv) {
       case 'z': tokp = optarg; break;
       case 'H': bf16 = 1; break;
       case 'h': fputs(HELP, stdout); return 0;
-      case ':': tz_arg_bad("convert", argc, argv, optind, 0, 1); return tz_cli_fail();
-      default: tz_arg_bad("convert", argc, argv, optind, optopt, 0); return tz_cli_fail();
+      case ':': tz_arg_bad("convert", LONG, argc, argv, optind, 0, 1); return tz_cli_fail();
+      default: tz_arg_bad("convert", LONG, argc, argv, optind, optopt, 0); return tz_cli_fail();
     }
   }
   if (optind < argc) in = argv[optind++];

@@ -150,8 +150,8 @@ int tz_cmd_eval(int argc, char **argv) {
       case 'q': quiet = 1; break;
       case 'j': e = tz_arg_int("--threads", optarg, 0, 1024, &threads); break;
       case 'h': fputs(HELP, stdout); return 0;
-      case ':': tz_arg_bad("eval", argc, argv, optind, 0, 1); return tz_cli_fail();
-      default: tz_arg_bad("eval", argc, argv, optind, optopt, 0); return tz_cli_fail();
+      case ':': tz_arg_bad("eval", LONG, argc, argv, optind, 0, 1); return tz_cli_fail();
+      default: tz_arg_bad("eval", LONG, argc, argv, optind, optopt, 0); return tz_cli_fail();
     }
     if (e) return tz_cli_fail();
   }

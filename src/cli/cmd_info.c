@@ -12,8 +12,10 @@
 #include "checkpoint/run_ckpt.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/plot.h"
 #include "core/error.h"
 #include "core/fileio.h"
+#include "dist/comm.h"
 #include "formats/formats.h"
 #include "model/config_json.h"
 #include "tokenizer/tokenizer.h"
@@ -22,7 +24,8 @@ static const char *HELP =
     "usage: tezgah info [RUN_DIR|CHECKPOINT|HF_DIR]   (-h, --help)\n"
     "Without an argument: the backends (cpu, webgpu, cuda) and whether each is usable here, for\n"
     "WebGPU the adapter, features and limits, for CUDA the devices (name, compute capability,\n"
-    "SMs, memory) and the driver and runtime versions, and where the data files were found.\n"
+    "SMs, memory) and the driver and runtime versions, the build's optional features (MPI, NCCL,\n"
+    "libplot: present or why not, and what each serves) and where the data files were found.\n"
     "With a run directory, checkpoint or model file (llm.c, llama2.c) or a Hugging Face\n"
     "directory: the model's config, tokenizer, training options and state (step, elapsed time,\n"
     "last losses from metrics.jsonl), and its size on disk.\n";
@@ -114,6 +117,10 @@ int tz_cmd_info(int argc, char **argv) {
     fputs(HELP, stdout);
     return 0;
   }
+  if (argc > 1 && !strncmp(argv[1], "--help=", 7)) { /* as getopt_long's commands say it (args.c) */
+    tz_err("--help: takes no value (got %s)", argv[1]);
+    return tz_cli_fail();
+  }
   if (argc > 1 && argv[1][0] == '-') {
     tz_err("info: unknown option %s (see tezgah info --help)", argv[1]);
     return tz_cli_fail();
@@ -130,6 +137,15 @@ int tz_cmd_info(int argc, char **argv) {
     const char *msg = tz_errmsg();
     printf("cuda: unavailable: %s\n", strncmp(msg, "cuda: ", 6) ? msg : msg + 6);
   }
+  /* optional parts of this build: what each gives, or why it is absent */
+  char line[1024];
+  printf("features:\n");
+  tz_mpi_describe(line, sizeof line);
+  printf("  mpi: %s\n", line);
+  tz_nccl_describe(line, sizeof line);
+  printf("  nccl: %s\n", line);
+  if (tz_plot_available()) printf("  libplot: yes: tezgah plot and train --plot (SVG, PNG)\n");
+  else printf("  libplot: no (built without libplot-dev): tezgah plot and train --plot unavailable\n");
   const char *how;
   char *g = tz_gpt2_dir_find(&how);
   printf("data: gpt2 tokenizer files: %s (%s; TEZGAH_GPT2_DIR overrides)\n", g ? g : "-", how);

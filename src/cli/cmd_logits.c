@@ -39,8 +39,8 @@ int tz_cmd_logits(int argc, char **argv) {
         if (tz_arg_int("--threads", optarg, 0, 1024, &threads)) return tz_cli_fail();
         break;
       case 'h': fputs(HELP, stdout); return 0;
-      case ':': tz_arg_bad("logits", argc, argv, optind, 0, 1); return tz_cli_fail();
-      default: tz_arg_bad("logits", argc, argv, optind, optopt, 0); return tz_cli_fail();
+      case ':': tz_arg_bad("logits", LONG, argc, argv, optind, 0, 1); return tz_cli_fail();
+      default: tz_arg_bad("logits", LONG, argc, argv, optind, optopt, 0); return tz_cli_fail();
     }
   }
   if (optind < argc) in = argv[optind++];

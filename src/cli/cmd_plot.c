@@ -43,10 +43,14 @@ int tz_plot_run(const char *run, const char *out, int smooth, int quiet) {
   /* the title names the run: the run directory's real name (runs/latest -> its target) */
   char real[PATH_MAX], title[PATH_MAX + 96];
   const char *name = realpath(dir, real) ? basename(real) : dir;
-  int steps = m.loss.n ? (int)m.loss.x[m.loss.n - 1] : 0;
+  if (m.bad_lines && !quiet)
+    fprintf(stderr, "note: %s: %d malformed line%s left out (the first at line %d: %s)\n", metrics, m.bad_lines,
+            m.bad_lines == 1 ? "" : "s", m.first_bad, m.first_bad_why);
+  int steps = m.loss.n ? (int)m.loss.x[m.loss.n - 1] : m.last_step > 0 ? m.last_step : 0;
   if (smooth <= 0) smooth = m.loss.n / 20 > 1 ? (int)(m.loss.n / 20) : 1;
   int k = snprintf(title, sizeof title, "%s: %d steps", name, steps);
   if (m.loss.n) k += snprintf(title + k, sizeof title - k, ", loss %.4f", m.loss.y[m.loss.n - 1]);
+  else if (m.skipped) k += snprintf(title + k, sizeof title - k, ", all %d skipped", m.skipped);
   if (m.val.n) snprintf(title + k, sizeof title - k, ", val %.4f@%g", m.val.y[m.val.n - 1], m.val.x[m.val.n - 1]);
   rc = tz_plot_write(out, &m, title, smooth);
   if (!rc && !quiet)
@@ -73,8 +77,8 @@ int tz_cmd_plot(int argc, char **argv) {
         if (tz_arg_int("--smooth", optarg, 1, 1 << 30, &smooth)) return tz_cli_fail();
         break;
       case 'h': fputs(HELP, stdout); return 0;
-      case ':': tz_arg_bad("plot", argc, argv, optind, 0, 1); return tz_cli_fail();
-      default: tz_arg_bad("plot", argc, argv, optind, optopt, 0); return tz_cli_fail();
+      case ':': tz_arg_bad("plot", LONG, argc, argv, optind, 0, 1); return tz_cli_fail();
+      default: tz_arg_bad("plot", LONG, argc, argv, optind, optopt, 0); return tz_cli_fail();
     }
   }
   if (optind < argc) run = argv[optind++];

@@ -55,8 +55,8 @@ int tz_cmd_sample(int argc, char **argv) {
       case 'z': o.tokenizer = optarg; break;
       case 'j': e = tz_arg_int("--threads", optarg, 0, 1024, &o.threads); break;
       case 'h': fputs(HELP, stdout); return 0;
-      case ':': tz_arg_bad("sample", argc, argv, optind, 0, 1); return tz_cli_fail();
-      default: tz_arg_bad("sample", argc, argv, optind, optopt, 0); return tz_cli_fail();
+      case ':': tz_arg_bad("sample", LONG, argc, argv, optind, 0, 1); return tz_cli_fail();
+      default: tz_arg_bad("sample", LONG, argc, argv, optind, optopt, 0); return tz_cli_fail();
     }
     if (e) return tz_cli_fail();
   }

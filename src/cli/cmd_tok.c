@@ -116,8 +116,8 @@ static int parse(const char *cmd, const char *help, int mode, int argc, char **a
         if (tz_tok_backend_check(optarg)) return -1;
         break;
       case 'h': fputs(help, stdout); return 1;
-      case ':': return tz_arg_bad(cmd, argc, argv, optind, 0, 1);
-      default: return tz_arg_bad(cmd, argc, argv, optind, optopt, 0);
+      case ':': return tz_arg_bad(cmd, LONG, argc, argv, optind, 0, 1);
+      default: return tz_arg_bad(cmd, LONG, argc, argv, optind, optopt, 0);
     }
     if (!ok) return tz_err("%s: option --%s does not apply to this command (see tezgah %s --help)", cmd,
                            li >= 0 ? LONG[li].name : "?", cmd);
@@ -399,8 +399,8 @@ int tz_cmd_tokenizer(int argc, char **argv) {
         if (tz_arg_int("--threads", optarg, 0, 1024, &threads)) return tz_cli_fail();
         break;
       case 'h': fputs(HELP_TOKENIZER, stdout); return 0;
-      case ':': tz_arg_bad("tokenizer train", argc, argv, optind, 0, 1); return tz_cli_fail();
-      default: tz_arg_bad("tokenizer train", argc, argv, optind, optopt, 0); return tz_cli_fail();
+      case ':': tz_arg_bad("tokenizer train", LONG, argc, argv, optind, 0, 1); return tz_cli_fail();
+      default: tz_arg_bad("tokenizer train", LONG, argc, argv, optind, optopt, 0); return tz_cli_fail();
     }
   }
   if (optind < argc) {

@@ -65,7 +65,8 @@ static const char *HELP =
     "  -B, --batch-size N     sequences per micro-batch (16)\n"
     "  -T, --seq-len N        tokens per sequence (128)\n"
     "  --grad-accum N         micro-batches per step (1)\n"
-    "  --steps N              optimizer steps (600)\n"
+    "  --steps N              optimizer steps (600); on --resume the run's new total, above the\n"
+    "                         checkpoint's step (an N at or below it is refused: nothing to do)\n"
     "  --lr F  --warmup N  --min-lr-frac F\n"
     "                         peak LR (3e-3), warmup steps (5% of steps), cosine floor (0.1)\n"
     "  --beta1 F --beta2 F --eps F --weight-decay F\n"
@@ -234,8 +235,8 @@ int tz_cmd_train(int argc, char **argv) {
       case O_INJINF: o.debug_inject_inf = optarg; break;
       case 'h':
       case O_HELP: printf("%s", HELP); return 0;
-      case ':': tz_arg_bad("train", argc, argv, optind, 0, 1); return tz_cli_fail();
-      default: tz_arg_bad("train", argc, argv, optind, optopt, 0); return tz_cli_fail();
+      case ':': tz_arg_bad("train", LONG, argc, argv, optind, 0, 1); return tz_cli_fail();
+      default: tz_arg_bad("train", LONG, argc, argv, optind, optopt, 0); return tz_cli_fail();
     }
     if (e) return tz_cli_fail();
   }

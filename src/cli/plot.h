@@ -19,16 +19,23 @@ typedef struct {
   tz_plot_series val;  /* validation loss, at the step whose weights it measured */
   tz_plot_series lr;   /* learning rate per step */
   int skipped;         /* steps marked "skipped": true */
+  int steps;           /* valid step lines read (skipped ones included); last_step: the highest step */
+  int last_step;
+  int bad_lines;       /* malformed lines left out; first_bad: the first one's line number and why */
+  int first_bad;
+  char first_bad_why[96];
 } tz_plot_metrics;
 
 /* Read a metrics.jsonl file. Each line is one JSON object with a numeric "step"; "loss",
  * "lr" and "val_loss" are taken when they are numbers (null = not finite: left out). A
  * step line's val_loss was measured before that step, i.e. on the weights after step-1; the
  * final line {"step": S, "val_loss": V, "final": true} measured the weights after step S.
- * An unterminated last line (a run writing it right now) is ignored.
- * Errors (one line, nothing allocated on failure): "<path>: <strerror>",
- * "<path>:<line>: not a JSON object", "<path>:<line>: field 'step' is missing or not a
- * non-negative integer", "<path>: no training steps recorded (empty metrics)". */
+ * An unterminated last line (a run writing it right now) is ignored. Malformed lines (not a
+ * JSON object, no non-negative integer 'step'; a half-written line after a kill) are left out
+ * and counted in bad_lines / first_bad, as train --resume drops them.
+ * Errors (one line, nothing allocated on failure): "<path>: <strerror>", "<path>: no
+ * training steps recorded (empty metrics)", "<path>: no valid line (N malformed, the first
+ * at line L: not a JSON object)". */
 int tz_plot_read_metrics(const char *path, tz_plot_metrics *m);
 void tz_plot_metrics_free(tz_plot_metrics *m);
 
@@ -45,7 +52,8 @@ int tz_plot_write(const char *out, const tz_plot_metrics *m, const char *title, 
 /* 1 if this build draws plots (libplot was found), else 0 with the error message set. */
 int tz_plot_available(void);
 
-/* 1 if `out` ends in .svg or .png (case-insensitive), else 0 with the error message set. */
+/* 1 if `out` ends in .svg or .png (case-insensitive) after a non-empty file name, else 0
+ * with the error message set ("'.svg' has no file name before .svg", "'x.pdf' must end ..."). */
 int tz_plot_check_ext(const char *out);
 
 /* Plot a run directory (RUN/metrics.jsonl) or a metrics .jsonl file into `out` (NULL:

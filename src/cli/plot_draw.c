@@ -17,7 +17,13 @@
 
 int tz_plot_check_ext(const char *out) {
   size_t n = strlen(out);
-  if (n > 4 && (!strcasecmp(out + n - 4, ".svg") || !strcasecmp(out + n - 4, ".png"))) return 1;
+  const char *slash = strrchr(out, '/'), *base = slash ? slash + 1 : out;
+  int ext_ok = n >= 4 && (!strcasecmp(out + n - 4, ".svg") || !strcasecmp(out + n - 4, ".png"));
+  if (ext_ok && strlen(base) > 4) return 1;
+  if (ext_ok) { /* ".svg" or "dir/.png": an extension alone (a hidden file, not a plot) */
+    tz_err("--out: '%s' has no file name before %s (e.g. loss%s)", out, out + n - 4, out + n - 4);
+    return 0;
+  }
   tz_err("--out: '%s' must end in .svg or .png", out);
   return 0;
 }
@@ -116,7 +122,6 @@ static void polyline(plPlotter *pl, const panel *p, const double *x, const doubl
   if (n <= 2 * cols) {
     pl_fmove_r(pl, px(p, x[0]), py(p, y[0]));
     for (size_t i = 1; i < n; i++) pl_fcont_r(pl, px(p, x[i]), py(p, y[i]));
-    if (n == 1) pl_fcont_r(pl, px(p, x[0]) + 0.5, py(p, y[0]));
     pl_endpath_r(pl);
     return;
   }
@@ -135,6 +140,14 @@ static void polyline(plPlotter *pl, const panel *p, const double *x, const doubl
     i = j;
   }
   pl_endpath_r(pl);
+}
+
+/* A series of one point (a run of one step): a filled dot in `color`, since a polyline of
+ * one point draws nothing visible. */
+static void lone_point(plPlotter *pl, const panel *p, const tz_plot_series *s, const char *color) {
+  if (s->n != 1) return;
+  pl_fillcolorname_r(pl, color);
+  pl_fmarker_r(pl, px(p, s->x[0]), py(p, s->y[0]), 16, 6);
 }
 
 static void range_of(const tz_plot_series *s, double *lo, double *hi, int use_x) {
@@ -174,7 +187,8 @@ static void draw(plPlotter *pl, const tz_plot_metrics *m, const char *title, int
   range_of(&m->loss, &lmin, &lmax, 0);
   range_of(&m->val, &lmin, &lmax, 0);
   range_of(&m->lr, &rmin, &rmax, 0);
-  if (xmax <= xmin) xmax = xmin + 1;
+  if (xmax <= xmin) xmin -= 1, xmax += 1; /* one step: in the middle of the axis */
+  if (lmin > lmax) lmin = 0, lmax = 1;    /* no loss (all steps skipped): an empty panel */
   if (lmax <= lmin) lmin -= 0.5, lmax += 0.5;
   double pad = (lmax - lmin) * 0.05;
   panel lp = {80, 300, 770, 545, xmin, xmax, lmin - pad, lmax + pad};
@@ -191,11 +205,18 @@ static void draw(plPlotter *pl, const tz_plot_metrics *m, const char *title, int
 
   /* loss: the per-step line (pale under a moving average), the average on top, then the
    * validation points */
+  char label[64];
   int smoothed = smooth > 1 && m->loss.n > 1;
   const char *raw_color = smoothed ? "lightsteelblue" : "mediumblue";
   pl_flinewidth_r(pl, smoothed ? 1 : 1.5);
   pl_pencolorname_r(pl, raw_color);
   polyline(pl, &lp, m->loss.x, m->loss.y, m->loss.n);
+  lone_point(pl, &lp, &m->loss, raw_color);
+  if (!m->loss.n && !m->val.n) {
+    snprintf(label, sizeof label, "no training loss: all %d step%s skipped", m->skipped, m->skipped == 1 ? " was" : "s were");
+    pl_pencolorname_r(pl, "black");
+    text(pl, (lp.x0 + lp.x1) / 2, (lp.y0 + lp.y1) / 2, 'c', 'c', 12, 0, label);
+  }
   if (smoothed) {
     double *sm = tz_plot_smooth(&m->loss, smooth);
     pl_flinewidth_r(pl, 2);
@@ -210,7 +231,6 @@ static void draw(plPlotter *pl, const tz_plot_metrics *m, const char *title, int
     if (m->val.n > 1) polyline(pl, &lp, m->val.x, m->val.y, m->val.n);
     for (size_t i = 0; i < m->val.n; i++) pl_fmarker_r(pl, px(&lp, m->val.x[i]), py(&lp, m->val.y[i]), 16, 7);
   }
-  char label[64];
   double ly = lp.y1 - 14;
   if (m->loss.n) legend_entry(pl, lp.x1 - 190, ly, raw_color, smoothed ? 1 : 1.5, 0, "train loss"), ly -= 16;
   if (smoothed) {
@@ -228,6 +248,7 @@ static void draw(plPlotter *pl, const tz_plot_metrics *m, const char *title, int
   pl_flinewidth_r(pl, 1.5);
   pl_pencolorname_r(pl, "darkgreen");
   polyline(pl, &rp, m->lr.x, m->lr.y, m->lr.n);
+  lone_point(pl, &rp, &m->lr, "darkgreen");
   if (!m->lr.n) {
     pl_pencolorname_r(pl, "black");
     text(pl, (rp.x0 + rp.x1) / 2, (rp.y0 + rp.y1) / 2, 'c', 'c', 12, 0, "no learning rate recorded");

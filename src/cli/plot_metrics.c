@@ -1,6 +1,7 @@
 /* Reading metrics.jsonl for tezgah plot (see plot.h). */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +38,8 @@ int tz_plot_read_metrics(const char *path, tz_plot_metrics *m) {
   size_t len;
   if (tz_read_file(path, &data, &len)) return -1;
   int rc = 0, lineno = 0;
-  for (char *line = data, *end; line < data + len && !rc; line = end + 1) {
+  m->last_step = -1;
+  for (char *line = data, *end; line < data + len; line = end + 1) {
     end = memchr(line, '\n', (size_t)(data + len - line));
     if (!end) break; /* an unterminated last line: being written by a running train */
     lineno++;
@@ -47,11 +49,20 @@ int tz_plot_read_metrics(const char *path, tz_plot_metrics *m) {
     cJSON *j = cJSON_ParseWithLength(line, n);
     const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step");
     double s = cJSON_IsNumber(step) ? step->valuedouble : -1, v;
-    if (!cJSON_IsObject(j)) {
-      rc = tz_err("%s:%d: not a JSON object (metrics.jsonl has one per line)", path, lineno);
-    } else if (!(s >= 0 && s <= 2147483647.0 && s == floor(s))) {
-      rc = tz_err("%s:%d: field 'step' is missing or not a non-negative integer", path, lineno);
-    } else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "final"))) {
+    const char *bad = !cJSON_IsObject(j) ? "not a JSON object"
+                      : !(s >= 0 && s <= 2147483647.0 && s == floor(s)) ? "field 'step' is missing or not a non-negative integer"
+                                                                         : NULL;
+    if (bad) { /* left out, like train --resume does (a line cut short by a kill is normal) */
+      if (!m->bad_lines++) {
+        m->first_bad = lineno;
+        snprintf(m->first_bad_why, sizeof m->first_bad_why, "%s", bad);
+      }
+      cJSON_Delete(j);
+      continue;
+    }
+    m->steps++;
+    if (s > m->last_step) m->last_step = (int)s;
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "final"))) {
       if (finite_num(j, "val_loss", &v)) push(&m->val, s, v);
     } else {
       int skipped = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "skipped"));
@@ -63,7 +74,10 @@ int tz_plot_read_metrics(const char *path, tz_plot_metrics *m) {
     cJSON_Delete(j);
   }
   free(data);
-  if (!rc && m->loss.n == 0 && m->val.n == 0)
+  if (m->steps == 0 && m->bad_lines)
+    rc = tz_err("%s: no valid line (%d malformed, the first at line %d: %s)", path, m->bad_lines, m->first_bad,
+                m->first_bad_why);
+  else if (m->loss.n == 0 && m->val.n == 0 && m->lr.n == 0 && m->skipped == 0)
     rc = tz_err("%s: no training steps recorded (empty metrics)", path);
   if (rc) tz_plot_metrics_free(m);
   return rc;

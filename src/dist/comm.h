@@ -92,6 +92,12 @@ int tz_comm_nccl_init(tz_comm *c, const tz_dist_env *env);
 int tz_nccl_unique_id_hex(char *out, size_t cap);
 /* MPI: whether this build has it, and MPI_Abort of the whole job (after a fatal error). */
 int tz_comm_have_mpi(void);
+/* For `tezgah info`: one line (without a trailing newline) into out on MPI / NCCL in this
+ * build: "yes (library, version): what it serves" or "no (why)". NCCL is dlopen'ed to say
+ * where it was found (TEZGAH_NCCL_LIB, else libnccl.so.2 on the loader's path), or why it
+ * cannot be loaded. Returns 1 when this build supports it, 0 when not. */
+int tz_mpi_describe(char *out, size_t cap);
+int tz_nccl_describe(char *out, size_t cap);
 /* NCCL under mpirun: initialize MPI (once) and broadcast `bytes` from rank 0 (the unique id);
  * tz_mpi_finalize at the end (no-op when MPI was not initialized). */
 int tz_mpi_bootstrap_bcast(void *data, int bytes);

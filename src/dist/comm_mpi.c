@@ -5,6 +5,7 @@
 #include "dist/comm.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,6 +107,17 @@ int tz_comm_mpi_init(tz_comm *c, const tz_dist_env *env) {
 
 int tz_comm_have_mpi(void) { return 1; }
 
+int tz_mpi_describe(char *out, size_t cap) {
+  /* MPI_Get_library_version may be called before MPI_Init (MPI-3); Open MPI's string runs on
+   * with package, ident and date after the first comma: the name and version are enough */
+  char v[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int len = 0;
+  if (MPI_Get_library_version(v, &len) != MPI_SUCCESS) snprintf(v, sizeof v, "MPI %d.%d", MPI_VERSION, MPI_SUBVERSION);
+  v[strcspn(v, ",\n")] = 0;
+  snprintf(out, cap, "yes (%s): data-parallel training on the CPU (train --nproc N, or mpirun -np N tezgah train)", v);
+  return 1;
+}
+
 int tz_mpi_bootstrap_bcast(void *data, int bytes) {
   int inited = 0, provided;
   MPI_Initialized(&inited);
@@ -131,6 +143,11 @@ int tz_comm_mpi_init(tz_comm *c, const tz_dist_env *env) {
 }
 
 int tz_comm_have_mpi(void) { return 0; }
+
+int tz_mpi_describe(char *out, size_t cap) {
+  snprintf(out, cap, "no (built without MPI: TEZGAH_MPI=OFF or no libopenmpi-dev): no data-parallel training on the CPU");
+  return 0;
+}
 
 int tz_mpi_bootstrap_bcast(void *data, int bytes) {
   return tz_err("launched by mpirun, but this tezgah was built without MPI (TEZGAH_MPI=OFF): use train --nproc N");

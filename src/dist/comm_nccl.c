@@ -9,6 +9,9 @@
  *
  * The ncclUniqueId reaches the ranks through MPI (rank 0 makes it, MPI_Bcast: under mpirun)
  * or the environment (TEZGAH_NCCL_ID, made by the --nproc launcher). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr; before any header */
+#endif
 #include "dist/comm.h"
 
 #include <dlfcn.h>
@@ -222,7 +225,30 @@ int tz_comm_nccl_init(tz_comm *c, const tz_dist_env *env) {
   return 0;
 }
 
+int tz_nccl_describe(char *out, size_t cap) {
+  if (nccl_load() != 0) {
+    snprintf(out, cap, "built in, not loadable here: %s", tz_errmsg());
+    return 1;
+  }
+  int ver = 0;
+  Dl_info di;
+  const char *where = dladdr(*(void **)&nc.GetVersion, &di) && di.dli_fname ? di.dli_fname : nc_path;
+  nc.GetVersion(&ver);
+  snprintf(out, cap, "yes (%s, version %d.%d.%d; TEZGAH_NCCL_LIB sets the library): data-parallel training on cuda",
+           where, ver / 10000 ? ver / 10000 : ver / 1000, ver / 10000 ? ver / 100 % 100 : ver / 100 % 10, ver % 100);
+  return 1;
+}
+
 #else /* no CUDA backend or no nccl.h at build time */
+
+int tz_nccl_describe(char *out, size_t cap) {
+#ifdef TZ_HAVE_CUDA
+  snprintf(out, cap, "no (no nccl.h in the CUDA toolkit at build time): data-parallel cuda training unavailable");
+#else
+  snprintf(out, cap, "no (a build without the CUDA backend): NCCL serves only cuda's data-parallel training");
+#endif
+  return 0;
+}
 
 int tz_comm_nccl_init(tz_comm *c, const tz_dist_env *env) {
   return tz_err("distributed training on cuda needs NCCL, and this tezgah was built without it (no CUDA toolkit "

@@ -390,7 +390,16 @@ int tz_train(const tz_train_opts *opts_in) {
              "weights with --init-from %s", rf.path, o.resume);
       goto out;
     }
+    int asked = o.steps; /* > 0: --steps given (0: keep the checkpoint's total) */
     if (tz_train_state_from_json(rf.train, rf.path, &st, &o)) goto out;
+    /* Refused before any work: the loop would run no step, yet rewrite the checkpoint with a
+     * total below its own step ("step 38 of 35"). Equal: nothing to do, also refused. A run
+     * resumed without --steps keeps its recorded total (a finished run is re-validated). */
+    if (asked > 0 && asked <= st.step) {
+      tz_err("--steps %d: the run is already at step %d%s; give --steps above %d to continue it", asked, st.step,
+             asked == st.step ? " (nothing to do)" : "", st.step);
+      goto out;
+    }
     if (o.steps != st.recorded_steps && !o.quiet)
       fprintf(stderr, "note: --steps %d replaces the run's %d: the cosine schedule is recomputed for the new "
                       "total, so the learning rate changes from here on\n", o.steps, st.recorded_steps);
