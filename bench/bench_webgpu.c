@@ -236,7 +236,7 @@ static int bench_attention_hd(tz_backend *be, int B, int T, int hd) {
          "fwd+bwd %.3f ms%s%s\n",
          B, H, T, hd, t[0][2] * 1e3, fl / t[0][2] / 1e12, t[1][2] * 1e3, 2.5 * fl / t[1][2] / 1e12,
          (t[0][2] + t[1][2]) * 1e3, finite ? "" : " (NON-FINITE OUTPUT)",
-         getenv("TEZGAH_WEBGPU_ATTN_TX") ? " [TEZGAH_WEBGPU_ATTN_TX set]" : "");
+         getenv("TEZGAH_WEBGPU_ATTN_RG") ? " [TEZGAH_WEBGPU_ATTN_RG set]" : "");
   be->free(be, qkv), be->free(be, out), be->free(be, lse), be->free(be, dout), be->free(be, dqkv);
   free(h), free(o);
   return !finite;
