@@ -103,6 +103,12 @@ struct tz_backend {
    * `tezgah train`). */
   size_t (*mem_used)(tz_backend *be);
   size_t (*mem_peak)(tz_backend *be);
+  /* Optional (NULL: no GPU timing, e.g. the CPU backend): with TEZGAH_PROFILE=1 (train
+   * --profile) print the per-op GPU time table to stderr — ms/step over `steps` steps, calls,
+   * share, GFLOP/s or GB/s — and reset it (to leave warm-up steps out). No-ops when the
+   * backend was created without profiling. */
+  void (*profile_print)(tz_backend *be, double steps);
+  void (*profile_reset)(tz_backend *be);
   /* Optional (NULL: nothing to do, e.g. the CPU backend): `params` is the model's flat
    * parameter buffer (fp32 master weights). The WebGPU backend with ShaderF16 keeps an f16
    * copy of it for the forward pass's weight reads (matmul_t's b, embed_fwd's wte/wpe);
@@ -255,8 +261,8 @@ tz_backend *tz_backend_webgpu_create(void);
 int tz_webgpu_info(void);
 /* One line naming the WebGPU device and precision ("" for other backends). */
 const char *tz_webgpu_describe(tz_backend *be);
-/* With TEZGAH_PROFILE=1 (train --profile): print / reset the per-kernel GPU time table
- * (timestamp queries). No-ops for other backends or without profiling. */
+/* be->profile_print / profile_reset of the WebGPU backend (timestamp queries), also callable
+ * directly (bench_webgpu). No-ops for other backends or without profiling. */
 void tz_webgpu_profile_print(tz_backend *be, double steps);
 void tz_webgpu_profile_reset(tz_backend *be);
 
@@ -267,8 +273,8 @@ tz_backend *tz_backend_cuda_create(const char *precision);
 /* Print the CUDA devices (name, compute capability, SMs, memory, driver and runtime
  * versions) to stdout (`tezgah info`). 0, or -1 with tz_err() when CUDA is unavailable. */
 int tz_cuda_info(void);
-/* With TEZGAH_PROFILE=1 (train --profile): print / reset the per-op GPU time table (CUDA
- * events). No-ops for other backends or without profiling. */
+/* be->profile_print / profile_reset of the CUDA backend (CUDA events), also callable directly
+ * (tests). No-ops for other backends or without profiling. */
 void tz_cuda_profile_print(tz_backend *be, double steps);
 void tz_cuda_profile_reset(tz_backend *be);
 

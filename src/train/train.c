@@ -648,8 +648,7 @@ int tz_train(const tz_train_opts *opts_in) {
     double val_loss = NAN;
     if (o.profile && st.step - first_step == 2 && o.steps - st.step >= 3) {
       /* leave the two warm-up steps out (module loading, GEMM heuristics, scratch sizing) */
-      tz_webgpu_profile_reset(be);
-      tz_cuda_profile_reset(be);
+      if (be->profile_reset) be->profile_reset(be);
       prof_from = st.step;
     }
     if (val && o.val_every > 0 && st.step % o.val_every == 0) {
@@ -794,8 +793,7 @@ int tz_train(const tz_train_opts *opts_in) {
   if (tty) fprintf(stderr, "\n");
   if (o.profile && rank == 0) { /* validation passes included; warm-up steps left out when there are enough */
     if (!o.quiet && prof_from > first_step) fprintf(stderr, "profile of steps %d..%d (warm-up steps left out)\n", prof_from + 1, st.step);
-    tz_webgpu_profile_print(be, st.step - prof_from);
-    tz_cuda_profile_print(be, st.step - prof_from);
+    if (be->profile_print) be->profile_print(be, st.step - prof_from);
   }
   if (val) {
     last_val = validate(m, val, o.val_batches, in, tg, comm, rank * B_rank, B_rank);

@@ -68,6 +68,8 @@ static void fill_ops(tz_backend *be) {
   be->copy_rows = tzc_copy_rows;
   be->sync = cuda_sync;
   be->destroy = cuda_destroy;
+  be->profile_print = tz_cuda_profile_print;
+  be->profile_reset = tz_cuda_profile_reset;
   be->mem_used = cuda_mem_used;
   be->mem_peak = cuda_mem_peak;
   be->params_mirror = tzc_params_mirror;

@@ -1915,6 +1915,8 @@ tz_backend *tz_backend_webgpu_create(void) {
   be->copy_rows = wg_copy_rows;
   be->sync = wg_sync;
   be->destroy = wg_destroy;
+  be->profile_print = tz_webgpu_profile_print;
+  be->profile_reset = tz_webgpu_profile_reset;
   be->embed_fwd = wg_embed_fwd;
   be->embed_bwd = wg_embed_bwd;
   be->rmsnorm_fwd = wg_rmsnorm_fwd;
