@@ -293,9 +293,9 @@ int tz_cmd_train(int argc, char **argv) {
     return tz_cli_fail();
   }
   if (plot && !tz_plot_available()) return tz_cli_fail();
+  tz_dist_env env; /* where this process sits: alone, the --nproc launcher, or a rank */
+  if (tz_dist_env_read(&env)) return tz_cli_fail();
   if (nproc > 1) {
-    tz_dist_env env;
-    if (tz_dist_env_read(&env)) return tz_cli_fail();
     if (env.world == 1) /* this is the launcher */
       return tz_launch_nproc(nproc, o.backend, run_dir_default ? default_dir : NULL, argc, argv);
     if (env.world != nproc) { /* a rank: the launcher's world must be the one asked for */
@@ -303,22 +303,17 @@ int tz_cmd_train(int argc, char **argv) {
       return tz_cli_fail();
     }
   }
-  if (run_dir_default) { /* ranks started by mpirun: each one's clock could name another directory */
-    tz_dist_env env;
-    if (tz_dist_env_read(&env)) return tz_cli_fail();
-    if (env.world > 1) {
-      tz_err("--run-dir: give the run directory when training with %d processes under mpirun (each rank would name "
-             "its own runs/<date-time>; train --nproc chooses one for all)", env.world);
-      return tz_cli_fail();
-    }
+  if (run_dir_default && env.world > 1) { /* ranks started by mpirun: each one's clock could name another directory */
+    tz_err("--run-dir: give the run directory when training with %d processes under mpirun (each rank would name "
+           "its own runs/<date-time>; train --nproc chooses one for all)", env.world);
+    return tz_cli_fail();
   }
   signal(SIGINT, on_stop_signal);
   signal(SIGTERM, on_stop_signal);
   int rc = tz_train(&o);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
-  tz_dist_env denv; /* in a data-parallel run the plot is rank 0's, like the metrics it reads */
-  int rank0 = tz_dist_env_read(&denv) || denv.rank == 0;
-  if (rc == 0 && plot && rank0 && tz_plot_run(o.run_dir ? o.run_dir : o.resume, NULL, 0, o.quiet)) rc = -1;
+  /* in a data-parallel run the plot is rank 0's, like the metrics it reads */
+  if (rc == 0 && plot && env.rank == 0 && tz_plot_run(o.run_dir ? o.run_dir : o.resume, NULL, 0, o.quiet)) rc = -1;
   return rc < 0 ? tz_cli_fail() : rc; /* rc > 0: stopped by a signal after a checkpoint */
 }

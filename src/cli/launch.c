@@ -58,7 +58,10 @@ static char **rank_args(char **av, int k, int argc, char **argv, const char *run
   return av;
 }
 
-static void describe(char *out, size_t n, int status);
+static void describe(char *out, size_t n, int status) {
+  if (WIFSIGNALED(status)) snprintf(out, n, "was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  else snprintf(out, n, "exited with status %d", WEXITSTATUS(status));
+}
 
 /* cpu: mpirun running N copies of this command, as a watched child. */
 static int launch_mpirun(int nproc, const char *run_dir, int argc, char **argv) {
@@ -140,10 +143,6 @@ static int launch_mpirun(int nproc, const char *run_dir, int argc, char **argv) 
   return tz_err("--nproc %d: mpirun %s: a rank failed (its messages and mpirun's are above)", nproc, how);
 }
 
-static void describe(char *out, size_t n, int status) {
-  if (WIFSIGNALED(status)) snprintf(out, n, "was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-  else snprintf(out, n, "exited with status %d", WEXITSTATUS(status));
-}
 
 /* cuda: fork N ranks with the NCCL id in their environment and watch them. */
 static int launch_local(int nproc, const char *run_dir, int argc, char **argv) {
