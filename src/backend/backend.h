@@ -278,6 +278,16 @@ int tz_cuda_info(void);
 void tz_cuda_profile_print(tz_backend *be, double steps);
 void tz_cuda_profile_reset(tz_backend *be);
 
+/* One row of a GPU backend's per-op time table (profile_print). */
+typedef struct {
+  const char *label;
+  double ns, calls, flop, bytes; /* summed over the profiled steps; flop 0: not a matmul */
+} tz_prof_row;
+/* Print `rows` (reordered in place, slowest first) to stderr as "<title>, per step over N
+ * steps" and one line per op: ms/step, calls/step, share of the total, and GFLOP/s (2MNK
+ * matmuls) or GB/s (the bytes the op nominally moves), then the total. */
+void tz_profile_table(const char *title, tz_prof_row *rows, int n, double steps);
+
 /* The CPU backend (src/backend/cpu). */
 tz_backend *tz_backend_cpu_create(int threads);
 /* CPU buffers are host memory: the pointer behind a slice (for CPU-only code and tests). */

@@ -93,31 +93,12 @@ void tz_cuda_profile_print(tz_backend *be, double steps) {
   if (!be || strcmp(be->name, "cuda") || !tzc(be)->prof) return;
   tzc_prof *p = tzc(be)->prof;
   harvest(p);
-  double total = 0;
-  for (int i = 0; i < p->nlabels; i++) total += p->ns[i];
-  if (steps <= 0) steps = 1;
-  fprintf(stderr, "cuda profile (CUDA events, per step over %.0f steps):\n", steps);
-  fprintf(stderr, "  %-16s %10s %8s %7s %12s\n", "kernel", "ms/step", "calls", "share", "rate");
-  int order[LABELS];
-  for (int i = 0; i < p->nlabels; i++) order[i] = i;
+  /* rates: matmuls GFLOP/s (2MNK); others GB/s of the bytes the op nominally moves */
+  tz_prof_row rows[LABELS];
+  int n = 0;
   for (int i = 0; i < p->nlabels; i++)
-    for (int j = i + 1; j < p->nlabels; j++)
-      if (p->ns[order[j]] > p->ns[order[i]]) {
-        int t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-      }
-  for (int k = 0; k < p->nlabels; k++) {
-    int i = order[k];
-    if (!p->calls[i]) continue;
-    /* matmuls: GFLOP/s (2MNK); others: GB/s of the bytes the op nominally moves */
-    char rate[32] = "";
-    if (p->ns[i] > 0 && p->lflop[i] > 0) snprintf(rate, sizeof rate, "%.1f GFLOP/s", p->lflop[i] / p->ns[i]);
-    else if (p->ns[i] > 0 && p->lbytes[i] > 0) snprintf(rate, sizeof rate, "%.1f GB/s", p->lbytes[i] / p->ns[i]);
-    fprintf(stderr, "  %-16s %10.3f %8.0f %6.1f%% %12s\n", p->labels[i], p->ns[i] / 1e6 / steps, p->calls[i] / steps,
-            total > 0 ? 100.0 * p->ns[i] / total : 0.0, rate);
-  }
-  fprintf(stderr, "  %-16s %10.3f\n", "total", total / 1e6 / steps);
+    if (p->calls[i]) rows[n++] = (tz_prof_row){p->labels[i], p->ns[i], p->calls[i], p->lflop[i], p->lbytes[i]};
+  tz_profile_table("cuda profile (CUDA events", rows, n, steps);
 }
 
 void tz_cuda_profile_reset(tz_backend *be) {

@@ -1654,33 +1654,12 @@ void tz_webgpu_profile_print(tz_backend *be, double steps) {
   wg_ctx *c = CTX(be);
   if (!c->profile) return;
   wg_sync_ctx(c);
-  double total = 0;
-  for (int i = 0; i < c->nlabels; i++) total += c->label_ns[i];
-  if (steps <= 0) steps = 1;
-  fprintf(stderr, "webgpu profile (GPU timestamps, per step over %.0f steps):\n", steps);
-  fprintf(stderr, "  %-16s %10s %8s %7s %12s\n", "kernel", "ms/step", "calls", "share", "rate");
-  int order[MAX_LABELS];
-  for (int i = 0; i < c->nlabels; i++) order[i] = i;
+  /* rates: matmuls GFLOP/s (2MNK); others GB/s of the tensor extents bound (each read or
+   * written once: a lower bound on the traffic) */
+  tz_prof_row rows[MAX_LABELS];
   for (int i = 0; i < c->nlabels; i++)
-    for (int j = i + 1; j < c->nlabels; j++)
-      if (c->label_ns[order[j]] > c->label_ns[order[i]]) {
-        int t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-      }
-  for (int k = 0; k < c->nlabels; k++) {
-    int i = order[k];
-    /* matmuls: GFLOP/s (2MNK); others: GB/s of the tensor extents bound (each read or
-     * written once: a lower bound on the traffic) */
-    char rate[32] = "";
-    if (c->label_ns[i] > 0 && c->label_flop[i] > 0)
-      snprintf(rate, sizeof rate, "%.1f GFLOP/s", c->label_flop[i] / c->label_ns[i]);
-    else if (c->label_ns[i] > 0)
-      snprintf(rate, sizeof rate, "%.1f GB/s", c->label_bytes[i] / c->label_ns[i]);
-    fprintf(stderr, "  %-16s %10.3f %8.0f %6.1f%% %12s\n", c->labels[i], c->label_ns[i] / 1e6 / steps,
-            c->label_calls[i] / steps, total > 0 ? 100.0 * c->label_ns[i] / total : 0.0, rate);
-  }
-  fprintf(stderr, "  %-16s %10.3f\n", "total", total / 1e6 / steps);
+    rows[i] = (tz_prof_row){c->labels[i], c->label_ns[i], (double)c->label_calls[i], c->label_flop[i], c->label_bytes[i]};
+  tz_profile_table("webgpu profile (GPU timestamps", rows, c->nlabels, steps);
 }
 
 void tz_webgpu_profile_reset(tz_backend *be) {
