@@ -5,8 +5,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
+echo "--- building tezgah in build/ (a few minutes the first time; log: build/build.log) ---"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" >/dev/null
+cmake --build build -j"$(nproc)" >build/build.log 2>&1 || { tail -30 build/build.log >&2; exit 1; }
 [[ -s data/kjv.txt ]] || bash scripts/prepare_kjv.sh
 build/tezgah train "$@"
 echo "--- tezgah sample --prompt 'And God said' ---"

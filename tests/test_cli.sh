@@ -184,6 +184,21 @@ usage_case "--steps 3: the run is already at step 3 (nothing to do); give --step
 [[ $(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum) == "$sum" ]] || fail "a refused --resume changed the run"
 "$bin" info eta | grep -q '^training: step 3 of 3,' || fail "after a refused --resume: $("$bin" info eta | grep training)"
 
+# ---- resuming a finished run without --steps: nothing to do, exit 0, the run untouched -----
+"$bin" train --resume eta >fin.out 2>fin.err || fail "resume of a finished run: exit $?: $(cat fin.err)"
+grep -q '^eta: the run is finished (step 3 of 3); nothing to do, give --steps above 3 to continue it$' fin.err ||
+  fail "resume of a finished run: $(cat fin.err)"
+[[ $(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum) == "$sum" ]] || fail "resuming a finished run changed it"
+
+# ---- a seed above 2^53 survives a resume (JSON numbers are doubles): same losses ------------
+big=(--data part_a.txt "${small[@]}" --steps 6 --val-every 0 --sample-tokens 0 --quiet --seed 18446744073709551557)
+"$bin" train "${big[@]}" --run-dir seed_ref || fail "train with a 64-bit seed"
+"$bin" train "${big[@]}" --run-dir seed_res --stop-after 3 || fail "train with a 64-bit seed, 3 steps"
+"$bin" train --resume seed_res --quiet --sample-tokens 0 || fail "resume with a 64-bit seed"
+diff <(grep -o '"loss":[^,]*' seed_ref/metrics.jsonl) <(grep -o '"loss":[^,]*' seed_res/metrics.jsonl) >/dev/null ||
+  fail "a run resumed with seed 18446744073709551557 has other losses than the uninterrupted one"
+grep -q '"loss"' seed_ref/metrics.jsonl || fail "no losses in seed_ref/metrics.jsonl"
+
 # ---- a model without a tokenizer: encode says what to give ---------------------------------
 "$bin" convert --from hf "$fixtures/hf_gpt2" --out notok 2>/dev/null || fail "convert --from hf (no tokenizer)"
 usage_case "--tokenizer notok: the model in notok/checkpoint.tzc has no tokenizer stored" "$bin" encode --tokenizer notok hi

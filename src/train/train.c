@@ -357,7 +357,7 @@ static int save_and_mark(const char *path, const char *run_dir, int *marked, tz_
 
 int tz_train(const tz_train_opts *opts_in) {
   tz_train_opts o = *opts_in;
-  int rc = -1;
+  int rc = -1, finished = 0; /* finished: a resumed run with nothing left to do */
   tz_backend *be = NULL;
   tz_model *m = NULL;
   tz_tokenizer *tok = NULL;
@@ -394,10 +394,19 @@ int tz_train(const tz_train_opts *opts_in) {
     if (tz_train_state_from_json(rf.train, rf.path, &st, &o)) goto out;
     /* Refused before any work: the loop would run no step, yet rewrite the checkpoint with a
      * total below its own step ("step 38 of 35"). Equal: nothing to do, also refused. A run
-     * resumed without --steps keeps its recorded total (a finished run is re-validated). */
+     * resumed without --steps keeps its recorded total. */
     if (asked > 0 && asked <= st.step) {
       tz_err("--steps %d: the run is already at step %d%s; give --steps above %d to continue it", asked, st.step,
              asked == st.step ? " (nothing to do)" : "", st.step);
+      goto out;
+    }
+    /* A checkpoint at its run's last step is the final one (the loop checkpoints only steps
+     * below the total; the final validation precedes that save): nothing is left to do. */
+    if (asked == 0 && st.step >= o.steps) {
+      if (!o.quiet)
+        fprintf(stderr, "%s: the run is finished (step %d of %d); nothing to do, give --steps above %d to continue it\n",
+                o.resume, st.step, o.steps, st.step);
+      rc = 0, finished = 1;
       goto out;
     }
     if (o.steps != st.recorded_steps && !o.quiet)
@@ -848,7 +857,7 @@ int tz_train(const tz_train_opts *opts_in) {
   }
   rc = 0;
 out:
-  if (rc == 0 && !o.quiet) { /* peak memory of the whole session (the sample included) */
+  if (rc == 0 && !o.quiet && !finished) { /* peak memory of the whole session (the sample included) */
     fprintf(stderr, "peak host memory: %.1f MiB", peak_rss_mib());
     if (be && be->mem_peak) fprintf(stderr, "; %s device memory: %.1f MiB peak", be->name, be->mem_peak(be) / 1048576.0);
     fprintf(stderr, "\n");

@@ -1,6 +1,8 @@
 #include "train/train_state.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +43,14 @@ cJSON *tz_train_state_to_json(const tz_train_state *st) {
   INT_FIELDS(PUT, o)
   FLOAT_FIELDS(PUT, o)
 #undef PUT
-  cJSON_AddNumberToObject(opts, "seed", (double)o->seed);
+  /* a JSON number (a double) holds integers up to 2^53 exactly; larger seeds go as a decimal
+   * string, or a resumed run would shuffle its data with another seed */
+  if (o->seed <= (1ull << 53)) cJSON_AddNumberToObject(opts, "seed", (double)o->seed);
+  else {
+    char d[24];
+    snprintf(d, sizeof d, "%llu", (unsigned long long)o->seed);
+    cJSON_AddStringToObject(opts, "seed", d);
+  }
   if (o->skip_loss_z > 0 || o->skip_norm_z > 0) {
     cJSON_AddNumberToObject(opts, "skip_loss_z", o->skip_loss_z);
     cJSON_AddNumberToObject(opts, "skip_norm_z", o->skip_norm_z);
@@ -115,8 +124,20 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
   FLOAT_FIELDS(GETF, o)
 #undef GETI
 #undef GETF
-  if (count(opts, where, "seed", 0, 18446744073709551615.0, &v)) return -1;
-  o->seed = v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v;
+  const cJSON *sd = cJSON_GetObjectItemCaseSensitive(opts, "seed");
+  if (cJSON_IsString(sd)) { /* seeds above 2^53: decimal digits (see tz_train_state_to_json) */
+    const char *t = sd->valuestring;
+    char *end;
+    errno = 0;
+    unsigned long long u = strtoull(t, &end, 10);
+    if (!*t || *t < '0' || *t > '9' || *end || errno)
+      return tz_err("%s: training state field 'seed' = \"%.40s\" is not a whole number in [0, 2^64-1]", where, t);
+    o->seed = (uint64_t)u;
+  } else {
+    /* (checkpoints written before the string form hold larger seeds rounded to a double) */
+    if (count(opts, where, "seed", 0, 18446744073709551615.0, &v)) return -1;
+    o->seed = v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v;
+  }
   /* optional (absent in checkpoints of runs without skip rules): 0 = off */
   o->skip_loss_z = o->skip_norm_z = 0;
   if (cJSON_GetObjectItemCaseSensitive(opts, "skip_loss_z")) {
