@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# CUDA training throughput through the CLI, with the PyTorch peer in the same call (GPU machine).
+# GPU training throughput through the CLI, with the PyTorch peer in the same call (GPU machine).
 #
 #   bench/bench_cuda.sh TEZGAH SHARD TORCH_GPT_PY [STEPS] [ARCHS]
+#   TEZGAH_BENCH_BACKEND=webgpu bench/bench_cuda.sh ...   the WebGPU backend (fp32) instead
+#
+# cuda (default): bf16 mixed precision against the peer's bf16 autocast + torch.compile, MFU
+# against 790 TFLOP/s (measured bf16 dense, PEERS.md). webgpu: fp32 against the peer's strict
+# fp32 (TF32=0, --fp32 1), MFU against 66.9 TFLOP/s (H200 fp32 FMA: 132 SMs x 128 lanes x 2 x
+# 1.98 GHz; issue 10), STEPS default 12.
 #
 # TEZGAH: the tezgah binary; SHARD: an llm.c GPT-2 token shard (e.g. tiny_shakespeare_train.bin);
 # TORCH_GPT_PY: ../shared/bench/torch_gpt.py (bf16 autocast + torch.compile); STEPS (30);
@@ -13,7 +19,13 @@
 # Prints a table: tokens/s, ms/step, ratio to PyTorch, MFU (FLOPs/token as PEERS.md counts
 # them, against 790 TFLOP/s measured bf16 dense), peak GPU memory.
 set -euo pipefail
-tz=$1 shard=$2 peer=$3 steps=${4:-30} archs=${5:-"gpt2 llama"}
+be=${TEZGAH_BENCH_BACKEND:-cuda}
+case $be in
+  cuda) peak=790e12 psteps=30 peer_env=() peer_args=(--compile 1) plabel="PyTorch compile bf16" ;;
+  webgpu) peak=66.9e12 psteps=12 peer_env=(TF32=0) peer_args=(--compile 1 --fp32 1) plabel="PyTorch strict fp32" ;;
+  *) echo "bench_cuda.sh: TEZGAH_BENCH_BACKEND=$be: want cuda or webgpu" >&2; exit 2 ;;
+esac
+tz=$1 shard=$2 peer=$3 steps=${4:-$psteps} archs=${5:-"gpt2 llama"}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 L=12 C=768 H=12 T=1024 B=16 V=50304
@@ -26,17 +38,17 @@ for arch in $archs; do
   [[ $arch == llama ]] && ff=2048 extra=(--arch llama --d-ff 2048)
   run=$work/$arch
   log=$work/$arch.log
-  "$tz" train --backend cuda "${extra[@]}" --n-layer $L --n-head $H --d-model $C --max-seq-len $T \
+  "$tz" train --backend "$be" "${extra[@]}" --n-layer $L --n-head $H --d-model $C --max-seq-len $T \
     -B $B -T $T --vocab-size 50257 --train-shards "$shard" --val-shards "$shard" --steps "$steps" --val-every 0 \
     --ckpt-every 0 --sample-tokens 0 --log-every 1 --run-dir "$run" 2> "$log" >/dev/null || { cat "$log"; exit 1; }
   tps=$(grep -o '"tok_per_s":[0-9.e+]*' "$run/metrics.jsonl" | cut -d: -f2 | tail -n +6 | median)
   mem=$(grep -o 'device memory: [0-9.]* MiB peak' "$log" | grep -o '[0-9.]*' | head -1)
   if [[ ${TEZGAH_BENCH_PROFILE:-0} == 1 ]]; then
-    "$tz" train --backend cuda "${extra[@]}" --n-layer $L --n-head $H --d-model $C --max-seq-len $T \
+    "$tz" train --backend "$be" "${extra[@]}" --n-layer $L --n-head $H --d-model $C --max-seq-len $T \
       -B $B -T $T --vocab-size 50257 --train-shards "$shard" --val-shards "$shard" --steps 8 --val-every 0 --ckpt-every 0 \
       --sample-tokens 0 --run-dir "$run-prof" --profile 2>&1 >/dev/null | sed -n '/ms\/step/,$p' >&2 || true
   fi
-  peer_out=$(python3 "$peer" --arch $arch --compile 1 2>&1 | tail -5)
+  peer_out=$(env "${peer_env[@]}" python3 "$peer" --arch $arch "${peer_args[@]}" 2>&1 | tail -5)
   ptps=$(grep -o 'tok_s=[0-9.]*' <<<"$peer_out" | cut -d= -f2 | head -1 || true)
   pmem=$(grep -o 'peak_mem_GB=[0-9.]*' <<<"$peer_out" | cut -d= -f2 | head -1 || true)
   [[ -n $pmem ]] && pmem="$pmem GB"
@@ -44,11 +56,11 @@ for arch in $archs; do
   nonemb=$((L * (4 * C * C + 2 * C * ff)))
   [[ $arch == llama ]] && nonemb=$((L * (4 * C * C + 3 * C * ff)))
   fpt=$((6 * (nonemb + C * V) + 12 * L * C * T))
-  rows+=("$(awk -v a=$arch -v t="$tps" -v p="${ptps:-nan}" -v f=$fpt -v m="${mem:-?}" -v pm="${pmem:-?}" 'BEGIN {
+  rows+=("$(awk -v a=$arch -v t="$tps" -v p="${ptps:-nan}" -v f=$fpt -v m="${mem:-?}" -v pm="${pmem:-?}" -v pk=$peak 'BEGIN {
     printf "| %s | %.0f | %.1f | %s | %.2fx | %.1f%% | %s MiB | %s |", a, t, 1000 * 16 * 1024 / t, p,
-      (p + 0 > 0 ? t / p : 0), 100 * t * f / 790e12, m, pm }')")
+      (p + 0 > 0 ? t / p : 0), 100 * t * f / pk, m, pm }')")
   echo "peer ($arch): $peer_out" >&2
 done
-echo "| arch | tezgah tokens/s | ms/step | PyTorch compile bf16 tokens/s | ratio | MFU | tezgah peak GPU memory | PyTorch memory |"
+echo "| arch ($be) | tezgah tokens/s | ms/step | $plabel tokens/s | ratio | MFU | tezgah peak GPU memory | PyTorch memory |"
 echo "|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
