@@ -13,9 +13,11 @@
  *                                    = all three): median ms of 5 after a warm-up and TFLOP/s
  *                                    counting the causal half (fwd 2·B·H·T²·hd, bwd 2.5× that);
  *                                    TEZGAH_WEBGPU_ATTN=fallback times the general kernels
- *   bench_webgpu train [B T steps]   GPT-2 124M shape (L12 C768 H12 V50257→50304), f32:
+ *   bench_webgpu train [B T steps [arch]]  GPT-2 124M shape (L12 C768 H12 V50257→50304), f32:
  *                                    tokens/s (median step), TEZGAH_PROFILE=1 adds the
- *                                    per-kernel GPU time table of the timed steps */
+ *                                    per-kernel GPU time table of the timed steps; arch llama:
+ *                                    the same sizes as llama (RMSNorm, RoPE, SwiGLU d_ff 2048,
+ *                                    no biases, tied; torch_gpt.py --arch llama) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,15 +250,19 @@ static int bench_attention(tz_backend *be, int B, int T, int hd) {
   return rc;
 }
 
-static int bench_train(tz_backend *be, int B, int T, int steps) {
+static int bench_train(tz_backend *be, int B, int T, int steps, const char *arch) {
   tz_config c = {0};
-  c.arch = TZ_ARCH_GPT2;
-  c.n_layer = 12, c.n_head = 12, c.d_model = 768, c.vocab_size = 50257, c.max_seq_len = 1024, c.tied = 1;
+  int llama = !strcmp(arch, "llama");
+  c.arch = llama ? TZ_ARCH_LLAMA : TZ_ARCH_GPT2;
+  c.n_layer = 12, c.n_head = 12, c.d_model = 768, c.vocab_size = 50257, c.max_seq_len = T > 1024 ? T : 1024, c.tied = 1;
+  if (llama) c.d_ff = 2048;
   if (tz_config_finalize(&c)) return fprintf(stderr, "%s\n", tz_errmsg()), 1;
   tz_model *m;
   if (tz_model_create(be, &c, &m)) return fprintf(stderr, "%s\n", tz_errmsg()), 1;
   tz_model_init_weights(m, 1);
   if (tz_model_alloc_training(m, B, T)) return fprintf(stderr, "%s\n", tz_errmsg()), 1;
+  printf("activations: %.1f MiB in %d buffer%s (%s)\n", m->train.bytes / 1048576.0, m->train.nbufs,
+         m->train.nbufs == 1 ? "" : "s", be->act_buffers ? "one per tensor" : "one arena: TEZGAH_WEBGPU_ARENA=1");
   int N = B * T;
   int32_t *in = malloc(sizeof(int32_t) * N), *tg = malloc(sizeof(int32_t) * N);
   tz_rng r;
@@ -279,8 +285,8 @@ static int bench_train(tz_backend *be, int B, int T, int steps) {
   }
   tz_webgpu_profile_print(be, steps);
   qsort(dt, steps, sizeof *dt, cmpd);
-  printf("gpt2-124M B=%d T=%d f32 webgpu: median step %.1f ms, %.0f tokens/s\n", B, T, dt[steps / 2] * 1e3,
-         N / dt[steps / 2]);
+  printf("%s B=%d T=%d f32 webgpu: median step %.1f ms, %.0f tokens/s\n", llama ? "llama (gpt2-124M sizes, d_ff 2048)" : "gpt2-124M",
+         B, T, dt[steps / 2] * 1e3, N / dt[steps / 2]);
   tz_model_free(m);
   free(in), free(tg), free(dt);
   return 0;
@@ -302,7 +308,7 @@ int main(int argc, char **argv) {
                       argc > 4 ? atoi(argv[4]) : 2048);
   else
     rc = bench_train(be, argc > 2 ? atoi(argv[2]) : 16, argc > 3 ? atoi(argv[3]) : 1024,
-                     argc > 4 ? atoi(argv[4]) : 10);
+                     argc > 4 ? atoi(argv[4]) : 10, argc > 5 ? argv[5] : "gpt2");
   be->destroy(be);
   return rc;
 }

@@ -8,7 +8,9 @@
  * - tz_model_adamw refuses t < 1 (adamw_t_check.h);
  * - --recompute (norm and activation outputs recomputed in the backward) gives bit-identical
  *   losses and gradients to the stored-activation path (itself checked against finite
- *   differences above) with a smaller activation arena. */
+ *   differences above) with a smaller activation arena;
+ * - one buffer per activation tensor (be->act_buffers, the WebGPU backend's preference) gives
+ *   bit-identical results to the single arena. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,6 +191,74 @@ static void check_recompute(tz_arch arch) {
   free(g[1]);
   be->destroy(be);
 }
+/* The two allocation preferences (be->act_buffers, backend.h) on the CPU backend: the arena
+ * and one buffer per activation tensor give bit-identical losses, gradients (with and without
+ * recompute) and decoded logits; per tensor, every slice starts its own buffer, the outputs of
+ * layer 0's ops lie in other buffers than their inputs, and freeing the model releases every
+ * byte (mem_used back to 0). */
+static void check_act_buffers(tz_arch arch) {
+  tz_backend *be = tz_backend_create("cpu", 1, NULL);
+  tz_config c = tiny(arch, arch == TZ_ARCH_LLAMA ? 2 : 0, 1);
+  c.n_layer = 3;
+  int B = 2, T = 6;
+  tz_rng r;
+  tz_rng_seed(&r, 21, 4);
+  int32_t in[12], tg[12];
+  random_tokens(&r, in, B * T, c.vocab_size);
+  random_tokens(&r, tg, B * T, c.vocab_size);
+  for (int rc = 0; rc < 2; rc++) {
+    double loss[2];
+    float *g[2], *lg[2];
+    size_t total = 0;
+    for (int per = 0; per < 2; per++) {
+      be->act_buffers = per;
+      tz_model *m;
+      assert_int_equal(tz_model_create(be, &c, &m), 0);
+      tz_model_init_weights(m, 5);
+      m->recompute = rc;
+      assert_int_equal(tz_model_alloc_training(m, B, T), 0);
+      assert_int_equal(tz_model_alloc_inference(m), 0);
+      tz_acts *a = &m->train;
+      tz_layer_acts *x = &a->layer[0];
+      if (!per) {
+        assert_int_equal(a->nbufs, 1);
+        assert_int_equal(m->infer.nbufs, 1);
+      } else {
+        assert_true(a->nbufs > 20 && m->infer.nbufs > 10);
+        for (int i = 0; i < a->nbufs; i++)
+          for (int j = i + 1; j < a->nbufs; j++) assert_ptr_not_equal(a->bufs[i], a->bufs[j]);
+        tz_slice outs[][2] = {{x->qkv, x->n1}, {x->att, x->qkv}, {x->mid, x->att}, {x->n2, x->mid},
+                              {x->h, x->n2},   {x->a, x->h},     {a->res[1], x->a}, {a->logits, a->nf},
+                              {a->dtmp, a->logits}, {a->da, a->dres}, {a->dh, a->da}, {a->dtmp, a->dh},
+                              {a->dqkv, a->dtmp}, {a->dtmp, a->dqkv}};
+        for (size_t k = 0; k < sizeof outs / sizeof *outs; k++) {
+          assert_int_equal(outs[k][0].off, 0);
+          assert_ptr_not_equal(outs[k][0].buf, outs[k][1].buf);
+        }
+      }
+      tz_model_zero_grads(m);
+      loss[per] = tz_model_train_micro(m, in, tg, 1.0f);
+      total = m->lay.total;
+      g[per] = malloc(total * sizeof(float));
+      be->download(be, g[per], (tz_slice){m->grads, 0}, total * sizeof(float));
+      lg[per] = malloc((size_t)c.vocab_size * sizeof(float));
+      tz_model_decode(m, in, T, 0, lg[per]);
+      tz_model_decode(m, in + T, 1, T, lg[per]);
+      tz_model_free(m);
+      assert_int_equal(be->mem_used(be), 0);
+    }
+    printf("%s recompute=%d: loss arena %.9g, per tensor %.9g\n", arch == TZ_ARCH_GPT2 ? "gpt2" : "llama", rc,
+           loss[0], loss[1]);
+    assert_true(loss[0] == loss[1]);
+    assert_memory_equal(g[0], g[1], total * sizeof(float));
+    assert_memory_equal(lg[0], lg[1], (size_t)c.vocab_size * sizeof(float));
+    for (int per = 0; per < 2; per++) free(g[per]), free(lg[per]);
+  }
+  be->destroy(be);
+}
+static void test_act_buffers_llama(void **s) { check_act_buffers(TZ_ARCH_LLAMA); }
+static void test_act_buffers_gpt2(void **s) { check_act_buffers(TZ_ARCH_GPT2); }
+
 static void test_recompute_llama(void **s) { check_recompute(TZ_ARCH_LLAMA); }
 static void test_recompute_gpt2(void **s) { check_recompute(TZ_ARCH_GPT2); }
 
@@ -255,6 +325,7 @@ int main(void) {
       cmocka_unit_test(test_kv_llama),           cmocka_unit_test(test_kv_gpt2),
       cmocka_unit_test(test_determinism),        cmocka_unit_test(test_adamw_t),
       cmocka_unit_test(test_recompute_llama),    cmocka_unit_test(test_recompute_gpt2),
+      cmocka_unit_test(test_act_buffers_llama),  cmocka_unit_test(test_act_buffers_gpt2),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,10 @@
  *   on the same batches: every step's loss within 1e-3 relative, for a llama model (GQA,
  *   RoPE, SwiGLU, RMSNorm, tied embeddings) and a gpt2 model (LayerNorm, GeLU, biases,
  *   learned positions), B > 1 and T not a multiple of any tile;
- * - greedy decoding (KV cache) from the trained weights gives the same tokens on both.
+ * - greedy decoding (KV cache) from the trained weights gives the same tokens on both;
+ * - both activation layouts: one buffer per tensor (the WebGPU default, be->act_buffers: the
+ *   matmuls bind their operands read-only) and the single arena (TEZGAH_WEBGPU_ARENA=1: operands
+ *   in the output's buffer, read_write bindings and the 8 x 8 tile).
  * f16 weight mirror (TEZGAH_WEBGPU_F16=1; SKIPPED where the adapter has no ShaderF16):
  * - 10 AdamW steps, llama and gpt2, B*T = 108 (the vec4 matmul path, which reads the mirror):
  *   every step's loss within 2e-3 relative of the CPU's fp32
@@ -83,10 +86,12 @@ static void greedy(tz_model *m, int32_t *toks, int n_prompt, int n_new) {
   free(logits);
 }
 
-static void compare(tz_arch arch, int f16) {
+static void compare(tz_arch arch, int f16, int arena) {
   setenv("TEZGAH_WEBGPU_F16", f16 ? "1" : "0", 1);
+  if (arena) setenv("TEZGAH_WEBGPU_ARENA", "1", 1);
   tz_backend *gpu = tz_backend_create("webgpu", 0, NULL);
   unsetenv("TEZGAH_WEBGPU_F16");
+  unsetenv("TEZGAH_WEBGPU_ARENA");
   if (!gpu) {
     char why[1200];
     snprintf(why, sizeof why, "WebGPU unavailable: %s", tz_errmsg());
@@ -105,6 +110,9 @@ static void compare(tz_arch arch, int f16) {
   tz_model *mc, *mg;
   train(cpu, &c, lc, &mc, steps, T);
   train(gpu, &c, lg, &mg, steps, T);
+  /* one buffer per activation tensor unless TEZGAH_WEBGPU_ARENA=1 (backend.h, act_buffers) */
+  assert_int_equal(gpu->act_buffers, !arena);
+  assert_true(arena ? mg->train.nbufs == 1 : mg->train.nbufs > 20);
   for (int s = 0; s < steps; s++) {
     double rel = fabs(lg[s] - lc[s]) / fabs(lc[s]);
     if (rel > worst) worst = rel;
@@ -133,10 +141,13 @@ static void compare(tz_arch arch, int f16) {
   gpu->destroy(gpu);
 }
 
-static void test_train_llama(void **state) { compare(TZ_ARCH_LLAMA, 0); }
-static void test_train_gpt2(void **state) { compare(TZ_ARCH_GPT2, 0); }
-static void test_train_llama_f16(void **state) { compare(TZ_ARCH_LLAMA, 1); }
-static void test_train_gpt2_f16(void **state) { compare(TZ_ARCH_GPT2, 1); }
+static void test_train_llama(void **state) { compare(TZ_ARCH_LLAMA, 0, 0); }
+static void test_train_gpt2(void **state) { compare(TZ_ARCH_GPT2, 0, 0); }
+static void test_train_llama_f16(void **state) { compare(TZ_ARCH_LLAMA, 1, 0); }
+static void test_train_gpt2_f16(void **state) { compare(TZ_ARCH_GPT2, 1, 0); }
+/* the single arena: the matmuls' operands share the output's buffer (read_write bindings) */
+static void test_train_llama_arena(void **state) { compare(TZ_ARCH_LLAMA, 0, 1); }
+static void test_train_gpt2_arena(void **state) { compare(TZ_ARCH_GPT2, 0, 1); }
 
 static void test_adamw_t(void **state) {
   tz_backend *gpu = tz_backend_create("webgpu", 0, NULL);
@@ -152,6 +163,7 @@ static void test_adamw_t(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_train_llama), cmocka_unit_test(test_train_gpt2),
                                      cmocka_unit_test(test_train_llama_f16), cmocka_unit_test(test_train_gpt2_f16),
+                                     cmocka_unit_test(test_train_llama_arena), cmocka_unit_test(test_train_gpt2_arena),
                                      cmocka_unit_test(test_adamw_t)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,6 +75,15 @@ struct tz_backend {
   const char *name; /* "cpu", "webgpu", "cuda" */
   void *ctx;        /* backend-private state */
   tz_dtype act;     /* dtype of every "act" argument (see the conventions above) */
+  /* Allocation preference for the model's activations (src/model/model.c, acts_alloc):
+   * 0 = one arena buffer carved into 64-byte-aligned slices (CPU, CUDA: one allocation);
+   * 1 = one buffer per activation tensor, so that no op's output shares a buffer with an input
+   * unless the op itself aliases them (add, rope and crossentropy in place). WebGPU asks for 1:
+   * a buffer cannot be bound read-only and writable in one dispatch, and read_write operand
+   * bindings made the model's matmul and matmul_t 20-50 % slower on the H200 (docs/PERF.md,
+   * 2026-12-01: GPT-2 124M step 459 ms in one arena, 421 per tensor). Either way a slice
+   * starts 64-byte aligned and its buffer's bytes past the tensor up to that alignment exist. */
+  int act_buffers;
 
   /* ---- memory ---- */
   /* Allocate `bytes` of device memory, zero-filled. Returns NULL and sets tz_err() on

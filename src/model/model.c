@@ -42,37 +42,54 @@ static tz_slice G(tz_model *m, size_t off) {
 }
 
 /* ---- activation arena ---- */
-/* One buffer carved into slices: "act" tensors in the backend's activation dtype (fp32, or
- * bf16 on CUDA), statistics, losses and token ids in 4-byte elements (backend.h). */
+/* The activations of one (B, T), carved in a fixed order into slices: "act" tensors in the
+ * backend's activation dtype (fp32, or bf16 on CUDA), statistics, losses and token ids in
+ * 4-byte elements (backend.h). Every slice is padded to 64 bytes (vector, cp.async and
+ * tensor-core loads need >= 16). Three passes of the same carving (lay_out_acts):
+ * - size: be and buf NULL: only the bytes (off) and the slice count (n) are computed;
+ * - arena (be->act_buffers == 0): slices at increasing offsets of the one buffer `buf`;
+ * - per tensor (be->act_buffers == 1): each slice is its own buffer from be->alloc, starting
+ *   at offset 0, recorded in a->bufs (so that no op's output shares a buffer with an input). */
 typedef struct {
-  tz_buf *buf;
+  tz_backend *be; /* per-tensor pass: allocate every slice */
+  tz_acts *a;     /* ... and record its buffer in a->bufs */
+  tz_buf *buf;    /* arena pass */
   size_t off;
+  int n, failed;
   tz_dtype act;
 } carver;
 
-static tz_slice carve_bytes(carver *cv, size_t bytes) {
+static tz_slice carve_bytes(carver *cv, size_t bytes, const char *what) {
+  size_t padded = (bytes + 63) & ~(size_t)63;
   tz_slice s = {cv->buf, cv->off};
-  cv->off += (bytes + 63) & ~(size_t)63; /* 64: vector, cp.async and tensor-core loads need >= 16 */
+  cv->off += padded;
+  cv->n++;
+  if (cv->be && !cv->failed) {
+    s.off = 0;
+    s.buf = cv->be->alloc(cv->be, padded ? padded : 64, what);
+    if (s.buf) cv->a->bufs[cv->a->nbufs++] = s.buf;
+    else cv->failed = 1;
+  }
   return s;
 }
 /* n fp32 (or int32) elements */
-static tz_slice carve(carver *cv, size_t n) { return carve_bytes(cv, n * sizeof(float)); }
+static tz_slice carve(carver *cv, size_t n, const char *what) { return carve_bytes(cv, n * sizeof(float), what); }
 /* n act elements */
-static tz_slice carve_act(carver *cv, size_t n) { return carve_bytes(cv, n * tz_dtype_size(cv->act)); }
+static tz_slice carve_act(carver *cv, size_t n, const char *what) {
+  return carve_bytes(cv, n * tz_dtype_size(cv->act), what);
+}
 
 /* Offset an act slice by n elements. */
 static tz_slice A(tz_model *m, tz_slice s, size_t n) { return tz_elems(s, n, m->be->act); }
 
-/* Assign every slice of `a` for (B, T). With buf == NULL only the size is computed. */
-static size_t lay_out_acts(tz_acts *a, const tz_config *cfg, tz_dtype act, tz_buf *buf,
-                           int training) {
+/* Assign every slice of `a` for (B, T) in the pass `cv` says. Returns the bytes. */
+static size_t lay_out_acts(tz_acts *a, const tz_config *cfg, carver *cv, int training) {
   dims d = dims_of(cfg);
   size_t N = (size_t)a->B * a->T;
-  carver cv = {buf, 0, act};
-  a->tokens = carve(&cv, N);
-  a->targets = carve(&cv, N);
+  a->tokens = carve(cv, N, "activations: tokens");
+  a->targets = carve(cv, N, "activations: targets");
   int nres = a->shared ? 2 : d.L + 1;
-  for (int i = 0; i < nres; i++) a->res[i] = carve_act(&cv, N * d.C);
+  for (int i = 0; i < nres; i++) a->res[i] = carve_act(cv, N * d.C, "activations: residual");
   for (int i = nres; i <= d.L; i++) a->res[i] = a->res[i % 2];
   for (int l = 0; l < d.L; l++) {
     tz_layer_acts *x = &a->layer[l];
@@ -81,33 +98,35 @@ static size_t lay_out_acts(tz_acts *a, const tz_config *cfg, tz_dtype act, tz_bu
       continue;
     }
     int keep = !(a->recompute && l > 0); /* recompute: layer 0's n1, n2, a serve every layer */
-    x->n1 = keep ? carve_act(&cv, N * d.C) : a->layer[0].n1;
-    x->n1_mean = carve(&cv, N);
-    x->n1_rstd = carve(&cv, N);
-    x->qkv = carve_act(&cv, N * d.Q);
-    x->att = carve_act(&cv, N * d.C);
-    x->lse = carve(&cv, (size_t)a->B * d.nh * a->T);
-    x->mid = carve_act(&cv, N * d.C);
-    x->n2 = keep ? carve_act(&cv, N * d.C) : a->layer[0].n2;
-    x->n2_mean = carve(&cv, N);
-    x->n2_rstd = carve(&cv, N);
-    x->h = carve_act(&cv, N * d.F2);
-    x->a = keep ? carve_act(&cv, N * d.F) : a->layer[0].a;
+    x->n1 = keep ? carve_act(cv, N * d.C, "activations: n1") : a->layer[0].n1;
+    x->n1_mean = carve(cv, N, "activations: n1 mean");
+    x->n1_rstd = carve(cv, N, "activations: n1 rstd");
+    x->qkv = carve_act(cv, N * d.Q, "activations: qkv");
+    x->att = carve_act(cv, N * d.C, "activations: att");
+    x->lse = carve(cv, (size_t)a->B * d.nh * a->T, "activations: lse");
+    x->mid = carve_act(cv, N * d.C, "activations: mid");
+    x->n2 = keep ? carve_act(cv, N * d.C, "activations: n2") : a->layer[0].n2;
+    x->n2_mean = carve(cv, N, "activations: n2 mean");
+    x->n2_rstd = carve(cv, N, "activations: n2 rstd");
+    x->h = carve_act(cv, N * d.F2, "activations: h");
+    x->a = keep ? carve_act(cv, N * d.F, "activations: a") : a->layer[0].a;
   }
-  a->nf = carve_act(&cv, N * d.C);
-  a->nf_mean = carve(&cv, N);
-  a->nf_rstd = carve(&cv, N);
-  a->logits = carve_act(&cv, (a->shared ? 1 : N) * (size_t)d.Vp);
-  a->losses = carve(&cv, N);
+  a->nf = carve_act(cv, N * d.C, "activations: nf");
+  a->nf_mean = carve(cv, N, "activations: nf mean");
+  a->nf_rstd = carve(cv, N, "activations: nf rstd");
+  a->logits = carve_act(cv, (a->shared ? 1 : N) * (size_t)d.Vp, "activations: logits");
+  a->losses = carve(cv, N, "activations: losses");
   if (training) {
-    a->dres = carve_act(&cv, N * d.C);
-    a->dtmp = carve_act(&cv, N * d.C);
-    a->dqkv = carve_act(&cv, N * d.Q);
-    a->dh = carve_act(&cv, N * d.F2);
-    a->da = carve_act(&cv, N * d.F);
+    a->dres = carve_act(cv, N * d.C, "activations: dres");
+    a->dtmp = carve_act(cv, N * d.C, "activations: dtmp");
+    a->dqkv = carve_act(cv, N * d.Q, "activations: dqkv");
+    a->dh = carve_act(cv, N * d.F2, "activations: dh");
+    a->da = carve_act(cv, N * d.F, "activations: da");
   }
-  return cv.off;
+  return cv->off;
 }
+
+static void acts_free(tz_model *m, tz_acts *a);
 
 static int acts_alloc(tz_model *m, tz_acts *a, int B, int T, int shared, int training, int recompute) {
   memset(a, 0, sizeof *a);
@@ -117,15 +136,34 @@ static int acts_alloc(tz_model *m, tz_acts *a, int B, int T, int shared, int tra
   a->recompute = recompute;
   a->res = tz_calloc((size_t)m->cfg.n_layer + 1, sizeof *a->res);
   a->layer = tz_calloc((size_t)m->cfg.n_layer, sizeof *a->layer);
-  a->bytes = lay_out_acts(a, &m->cfg, m->be->act, NULL, training);
-  a->buf = m->be->alloc(m->be, a->bytes, training ? "activations" : "inference activations");
-  if (!a->buf) return -1;
-  lay_out_acts(a, &m->cfg, m->be->act, a->buf, training);
+  carver size = {0};
+  size.act = m->be->act;
+  a->bytes = lay_out_acts(a, &m->cfg, &size, training);
+  a->bufs = tz_calloc((size_t)size.n, sizeof *a->bufs);
+  carver cv = {0};
+  cv.act = m->be->act;
+  if (m->be->act_buffers) {
+    cv.be = m->be, cv.a = a;
+  } else {
+    a->bufs[0] = m->be->alloc(m->be, a->bytes, training ? "activations" : "inference activations");
+    if (!a->bufs[0]) {
+      acts_free(m, a);
+      return -1;
+    }
+    a->nbufs = 1;
+    cv.buf = a->bufs[0];
+  }
+  lay_out_acts(a, &m->cfg, &cv, training);
+  if (cv.failed) { /* tz_err names the tensor (be->alloc's `what`) */
+    acts_free(m, a);
+    return -1;
+  }
   return 0;
 }
 
 static void acts_free(tz_model *m, tz_acts *a) {
-  if (a->buf) m->be->free(m->be, a->buf);
+  for (int i = 0; i < a->nbufs; i++) m->be->free(m->be, a->bufs[i]);
+  free(a->bufs);
   free(a->res);
   free(a->layer);
   memset(a, 0, sizeof *a);

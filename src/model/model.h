@@ -1,8 +1,8 @@
 /* The model: a decoder-only transformer (llama or gpt2 family) built from backend ops.
  *
  * It owns the flat parameter buffer (and, for training, gradients and AdamW moments in the
- * same layout) plus an activation arena sized once for (B, T): after tz_model_alloc_training
- * a step allocates nothing. It never touches a backend's internals: every computation is a
+ * same layout) plus an activation arena sized once for (B, T) (one buffer, or one per tensor
+ * where the backend prefers that): after tz_model_alloc_training a step allocates nothing. It never touches a backend's internals: every computation is a
  * call through tz_backend (src/backend/backend.h), so the same code runs on every backend.
  *
  * Forward (per layer l, residual stream res[l] of [N, C], N = B·T):
@@ -32,10 +32,14 @@ typedef struct {
 
 /* One activation arena for a fixed (B, T). `shared` arenas (inference) reuse one layer's
  * slices for every layer and keep only the last row's logits. `recompute` training arenas
- * keep one n1, n2 and a for all layers: the backward recomputes them (llm.c's -r). */
+ * keep one n1, n2 and a for all layers: the backward recomputes them (llm.c's -r).
+ * The slices lie in one buffer (bufs[0]), or each in its own buffer at offset 0 where the
+ * backend asks for that (be->act_buffers, backend.h); bytes counts the 64-byte-padded slices
+ * either way. */
 typedef struct {
   int B, T, shared, recompute;
-  tz_buf *buf;
+  tz_buf **bufs; /* the nbufs buffers holding the slices (freed by tz_model_free) */
+  int nbufs;
   size_t bytes;
   tz_slice tokens, targets; /* int32 [N] */
   tz_slice *res;            /* L+1 slices of [N, C] (shared: two alternating) */

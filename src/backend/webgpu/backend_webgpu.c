@@ -1034,18 +1034,23 @@ static size_t mm_smem(mm_cfg f) { return (size_t)f.nbuf * f.bk * (4 * f.tm + 1 +
 
 /* The configuration for one call. TEZGAH_WEBGPU_MM=TMxTN:BK:NBUF forces one (bench_webgpu's
  * sweeps), TEZGAH_WEBGPU_MM_RW the same for dispatches whose bindings are all read_write (an
- * operand in the output's buffer: the model's matmul and matmul_t, which ran 40-50 % slower in
- * the training step than alone; docs/PERF.md); what does not fit the adapter's workgroup memory
- * drops to one buffer, then BK 8. */
+ * operand in the output's buffer); what does not fit the adapter's workgroup memory drops to one
+ * buffer, then BK 8. */
 static mm_cfg mm_config(wg_ctx *c, int rw) {
-  /* H200 (docs/PERF.md, 2026-12-01): 8 x 16, BK 16, two buffers (50 176 bytes) was the fastest
-   * of seven configurations for all three forms at 8192³ (44.8 / 45.4 / 46.9 TFLOP/s) */
+  /* Read-only operands. H200 (docs/PERF.md, 2026-12-01): 8 x 16, BK 16, two buffers (50 176
+   * bytes) was the fastest of seven configurations for all three forms at 8192³ (44.8 / 45.4 /
+   * 46.9 TFLOP/s). In the GPT-2 124M training step, with one buffer per activation tensor
+   * (be->act_buffers) so that the model's matmul and matmul_t bind their operands read-only too,
+   * it runs matmul 93.4, matmul_t 96.5, matmul_at 90.7 ms/step (43.4 / 42.0 / 44.7 TFLOP/s;
+   * 13:07 UTC); 8 x 8 BK 8 read-only runs them alike (94.7 / 96.5 / 90.1). */
   mm_cfg f = {8, 16, 16, 2};
-  /* All-read_write dispatches (the model's matmul and matmul_t, whose operand shares the
-   * output's activation buffer) take 8 x 8, BK 8: in the training step it gave 505 ms/step
-   * against 568 for 8 x 16 / BK 16 and 604 for 8 x 8 / BK 16 (H200, 2026-12-01 10:59 UTC;
-   * matmul 142 -> 114 ms, matmul_t 148 -> 113 ms). Why the big tile loses with read_write
-   * bindings is not measured (register pressure is the suspect). */
+  /* All-read_write dispatches (an operand in the output's buffer: the single activation arena of
+   * TEZGAH_WEBGPU_ARENA=1, or a caller's own aliasing) take 8 x 8, BK 8: read_write bindings cost
+   * this tile ~20 % in the training step (matmul 114.6, matmul_t 113.4 ms/step against 94.7 /
+   * 96.5 read-only, 2026-12-01 13:07 UTC) and the 8 x 16 tile ~50 % (142 / 148 ms: 568 ms/step
+   * against 505 with 8 x 8 / BK 8 and 604 with 8 x 8 / BK 16, 10:59 UTC). The cause is not
+   * measured directly: read_write storage is presumably kept off NVIDIA's read-only
+   * (non-coherent) load path, and the big tile's register pressure makes that worse. */
   if (rw) f = (mm_cfg){8, 8, 8, 2};
   const char *e = getenv("TEZGAH_WEBGPU_MM");
   if (rw && getenv("TEZGAH_WEBGPU_MM_RW")) e = getenv("TEZGAH_WEBGPU_MM_RW");
@@ -1790,6 +1795,11 @@ tz_backend *tz_backend_webgpu_create(void) {
   be->name = "webgpu";
   be->ctx = c;
   be->act = TZ_F32; /* the f16 mirror covers weights only; activations stay fp32 */
+  /* One buffer per activation tensor (backend.h): the model's matmul and matmul_t operands are
+   * then bound read-only and take the 8 x 16 tile (mm_config). TEZGAH_WEBGPU_ARENA=1 (A/B
+   * measurement) keeps the single arena, whose read_write dispatches take 8 x 8, BK 8. */
+  const char *ar = getenv("TEZGAH_WEBGPU_ARENA");
+  be->act_buffers = !(ar && !strcmp(ar, "1"));
   if (open_adapter(c) != 0) {
     wg_destroy(be);
     return NULL;

@@ -5,8 +5,8 @@
 // writes them only through ld(a, i) / st(a, i, v) (element i of argument a). The host binds
 // each distinct buffer range once: arguments that live in the same buffer with overlapping
 // (or alignment-adjacent) ranges share one binding, because Dawn rejects two writable
-// bindings of overlapping ranges (the activation arena and the fused qkv rows are bound
-// several times by most ops, and add() writes in place). The uniform block says, per
+// bindings of overlapping ranges (the fused qkv rows are bound several times by attention,
+// add() writes in place, and under TEZGAH_WEBGPU_ARENA=1 all activations share one buffer). The uniform block says, per
 // argument, which binding (sa/sb) and which element offset inside it (oa/ob) to use; the
 // switch on it is uniform across the dispatch. All eight storage bindings are read_write
 // (unused ones get a 16-byte placeholder).
