@@ -22,13 +22,14 @@
 
 static const char *HELP =
     "usage: tezgah info [RUN_DIR|CHECKPOINT|HF_DIR]   (-h, --help)\n"
-    "Without an argument: the backends (cpu, webgpu, cuda) and whether each is usable here, for\n"
-    "WebGPU the adapter, features and limits, for CUDA the devices (name, compute capability,\n"
-    "SMs, memory) and the driver and runtime versions, the build's optional features (MPI, NCCL,\n"
-    "libplot: present or why not, and what each serves) and where the data files were found.\n"
-    "With a run directory, checkpoint or model file (llm.c, llama2.c) or a Hugging Face\n"
-    "directory: the model's config, tokenizer, training options and state (step, elapsed time,\n"
-    "last losses from metrics.jsonl), and its size on disk.\n";
+    "Without an argument: the backends (cpu, webgpu, cuda) and whether each is\n"
+    "usable here, for WebGPU the adapter, features and limits, for CUDA the devices\n"
+    "(name, compute capability, SMs, memory) and the driver and runtime versions,\n"
+    "the build's optional features (MPI, NCCL, libplot: present or why not, and what\n"
+    "each serves) and where the data files were found.\n"
+    "With a run directory, checkpoint or model file (llm.c, llama2.c) or a Hugging\n"
+    "Face directory: the model's config, tokenizer, training options and state\n"
+    "(step, elapsed time, last losses from metrics.jsonl), and its size on disk.\n";
 
 /* The last training line and the last validation loss in metrics.jsonl. */
 static void print_metrics(const char *dir) {

