@@ -11,11 +11,13 @@
  * is four dispatches (refresh dirty blocks, two-stage max with the CPU's tie-break, ban or
  * record the merge, apply it to the words with count deltas); up to ITERS merges go in one
  * submission, followed by a compaction of the words still longer than one symbol.
- * Encoding: pre-tokens from the CPU (PCRE2, parallel), BPE on the GPU (one thread per
- * pre-token; up to 64 bytes in private arrays, longer ones with a heap in scratch memory), ids
- * compacted on the GPU; all threads pre-tokenize the next 16 MiB segment while the master
- * thread feeds the last one to the GPU and copies older ids out (two readback buffers in
- * flight).
+ * Encoding: pre-tokens found on the GPU from the raw bytes (bpe_pretok.wgsl, the GPT-2
+ * pattern's pieces by a byte-local rule, character classes from PCRE2), BPE on the GPU (one
+ * thread per pre-token; up to 64 bytes in private arrays, longer ones with a heap in scratch
+ * memory), ids compacted on the GPU; the host cuts ~16 MiB batches at context-free boundaries,
+ * uploads them and copies ids out (two readback buffers in flight). Fallback: pre-tokens from
+ * the CPU (PCRE2, parallel): all threads pre-tokenize the next 16 MiB segment while the master
+ * thread feeds the last one to the GPU and copies older ids out.
  * Decoding: per-block byte counts, a scan, and a byte scatter. Ids must be < 65536 (pairs are
  * 32-bit keys). */
 #define _GNU_SOURCE /* memmem */
@@ -598,7 +600,13 @@ static int finish_slot(enc_slot *s, id_vec *out) {
       while (out->n + n > out->cap) out->cap = out->cap ? out->cap * 2 : 1u << 16;
       out->v = tz_realloc(out->v, out->cap * sizeof *out->v);
     }
-    memcpy(out->v + out->n, p + 1, n * 4);
+    /* in 1 MiB pieces over the threads when large (outside a parallel region): the copy
+     * touches the id array's fresh pages, whose faults cost as much as the copy */
+    int32_t *dst = out->v + out->n;
+    const uint32_t *src = p + 1;
+    size_t chunk = 1u << 18;
+#pragma omp parallel for schedule(static) if (n > 4 * chunk)
+    for (size_t c = 0; c < n; c += chunk) memcpy(dst + c, src + c, (n - c < chunk ? n - c : chunk) * 4);
     out->n += n;
   }
   W.wgpuBufferUnmap(s->rb);
