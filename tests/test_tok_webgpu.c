@@ -413,8 +413,8 @@ static void test_pretok_gpu(void **state) {
                                 "ab<|endoftext|>  <|endoftext|><|endoftext|>\n", "e\xcc\x81\xcc\x88 x"};
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
     for (int sp = 0; sp < 2; sp++) same_pieces(t, fixed[i], fixed[i], strlen(fixed[i]), sp);
-  tz_rng r;
-  tz_rng_seed(&r, 13, 1);
+  tz_rng r; /* TEZGAH_TEST_SEED: other random texts (the test's default is fixed) */
+  tz_rng_seed(&r, getenv("TEZGAH_TEST_SEED") ? strtoull(getenv("TEZGAH_TEST_SEED"), NULL, 10) : 13, 1);
   char buf[256];
   for (int i = 0; i < 300; i++) { /* short texts: the rule at the batch's start and end */
     size_t n = frag_text(&r, buf, 1 + tz_rng_u32(&r) % (sizeof buf - 1));
