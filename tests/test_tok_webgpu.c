@@ -302,7 +302,10 @@ static void test_encode_random(void **state) {
   if (!t) skip();
 }
 
-/* Long single pre-tokens go through the heap kernel (O(n log n)). */
+static size_t frag_text(tz_rng *r, char *p, size_t n);
+
+/* Long single pre-tokens go through the heap kernel (O(n log n)), the longest (above
+ * TEZGAH_TOK_GPU_HUGE, default 4096 bytes) through the CPU encoder. */
 static void test_encode_long_runs(void **state) {
   size_t n = 1 << 20;
   char *p = malloc(n + 1);
@@ -330,6 +333,30 @@ static void test_encode_long_runs(void **state) {
     if (g_shakes) same_encoding(t, "gpt2 shakespeare 200 kB, 100 kB batches", g_shakes, 200000, 1);
     unsetenv("TEZGAH_TOK_GPU_BATCH_CAP");
     unsetenv("TEZGAH_TOK_GPU_SEGMENT");
+    /* pre-tokens above TEZGAH_TOK_GPU_HUGE bytes are encoded on the CPU and their ids spliced
+     * in: many of them (runs of letters, digits, punctuation, spaces, invalid bytes; some
+     * adjacent) between ordinary text and <|endoftext|>, over several batches */
+    tz_rng r;
+    tz_rng_seed(&r, 21, 1);
+    size_t o = 0, cap = 400000;
+    while (o + 400 < cap) {
+      o += frag_text(&r, p + o, 1 + tz_rng_u32(&r) % 200);
+      uint32_t l = 1 + tz_rng_u32(&r) % 300;
+      char c = "a1! \xff"[tz_rng_u32(&r) % 5];
+      memset(p + o, c, l);
+      o += l;
+    }
+    setenv("TEZGAH_TOK_GPU_HUGE", "64", 1);
+    setenv("TEZGAH_TOK_GPU_SEGMENT", "65536", 1);
+    same_encoding(t, "gpt2 runs, huge pieces on the cpu", p, o, 0);
+    same_encoding(t, "gpt2 runs, huge pieces on the cpu, special", p, o, 1);
+    same_encoding(tr, "trained runs, huge pieces on the cpu, special", p, o, 1);
+    tz_tok_gpu_enc_stats es;
+    tz_tok_webgpu_encode_stats(&es);
+    print_message("%llu pre-tokens encoded on the cpu, %u batches\n", (unsigned long long)es.huge_pieces, es.batches);
+    assert_true(es.huge_pieces > 1000 && es.batches > 4);
+    unsetenv("TEZGAH_TOK_GPU_SEGMENT");
+    unsetenv("TEZGAH_TOK_GPU_HUGE");
     tz_tok_free(t);
   }
   tz_tok_free(tr);

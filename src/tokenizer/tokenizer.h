@@ -155,6 +155,7 @@ typedef struct {
   uint32_t segments, batches;
   int gpu_pretok;   /* 1: pre-tokenized on the GPU (pretok_s = 0; feed_s = the batches' host work) */
   double classes_s; /* the character class table built from PCRE2 in this call (first call only) */
+  uint64_t huge_pieces; /* pre-tokens too long for the GPU's heap loop, encoded on the CPU */
 } tz_tok_gpu_enc_stats;
 void tz_tok_webgpu_encode_stats(tz_tok_gpu_enc_stats *out);
 

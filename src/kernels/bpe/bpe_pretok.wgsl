@@ -31,19 +31,29 @@
 //
 //   u      n = batch bytes, nblk = blocks of 4096 bytes, special = 1 when the literal e[0 .. elen)
 //          (<|endoftext|>: ASCII, never overlapping itself; the host checks) is a piece of its
-//          own and a segment boundary
+//          own and a segment boundary; pieces longer than huge bytes are left to the CPU (hug)
 //   cls    2 bits per code point: 0 other, 1 letter, 2 number, 3 whitespace
 //   text   the batch's bytes, 4 per u32, zero-padded
 //   pcs    out: per piece start byte, length (0xffffffff: the special literal); pcs[2 np] = n
 //   msk    per thread (16 bytes each) a mask of the bytes starting a piece, at [0, 256 nblk);
 //          per block the piece count, scanned, at [256 nblk, 257 nblk)
 //   lng    out: pieces longer than SHORT bytes: piece index, scratch offset (9 * start)
-//   st     out: st[0] np, st[1] nlong, st[2] blocks of 4096 pieces (copied into bpe_encode's U)
+//   st     out: st[0] np, st[1] nlong, st[2] blocks of 4096 pieces (copied into bpe_encode's U),
+//          st[3] nhuge
+//   cnt    bpe_encode's per-piece id counts: 0 for the huge pieces (bpe_encode skips them); after
+//          bpe_encode's scan, cnt[np + block] = the ids before each block of 4096 pieces
+//   hug    the huge pieces: piece index, start byte, length, ids before it in the batch (pt_huge)
+//          — a single pre-token of megabytes is one GPU thread's heap loop, far slower there
+//          than on the CPU, so the host encodes those and splices their ids in
 struct PU {
   n: u32,
   nblk: u32,
   special: u32,
   elen: u32,
+  huge: u32,
+  pad0: u32,
+  pad1: u32,
+  pad2: u32,
   e: array<vec4<u32>, 2>,
 }
 @group(0) @binding(0) var<uniform> u: PU;
@@ -53,6 +63,8 @@ struct PU {
 @group(0) @binding(4) var<storage, read_write> msk: array<u32>;
 @group(0) @binding(5) var<storage, read_write> lng: array<u32>;
 @group(0) @binding(6) var<storage, read_write> st: array<atomic<u32>>;
+@group(0) @binding(7) var<storage, read_write> cnt: array<u32>;
+@group(0) @binding(8) var<storage, read_write> hug: array<u32>;
 
 const NONE: u32 = 0xffffffffu;
 const SHORT: u32 = 64u;
@@ -67,6 +79,8 @@ fn touch() {
   _ = &msk;
   _ = &lng;
   _ = &st;
+  _ = &cnt;
+  _ = &hug;
 }
 
 fn tb(i: u32) -> u32 { return (text[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu; }
@@ -249,6 +263,7 @@ fn pt_scan(@builtin(local_invocation_index) lid: u32) {
     atomicStore(&st[0], carry);
     atomicStore(&st[1], 0u);
     atomicStore(&st[2], (carry + 4095u) / 4096u);
+    atomicStore(&st[3], 0u);
     pcs[2u * carry] = u.n;
   }
 }
@@ -287,9 +302,28 @@ fn pt_len(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
     return;
   }
   pcs[2u * k + 1u] = e - s;
-  if (e - s > SHORT) {
+  if (e - s > u.huge) {
+    let q = atomicAdd(&st[3], 1u);
+    hug[4u * q] = k;
+    hug[4u * q + 1u] = s;
+    hug[4u * q + 2u] = e - s;
+    cnt[k] = 0u;
+  } else if (e - s > SHORT) {
     let q = atomicAdd(&st[1], 1u);
     lng[2u * q] = k;
     lng[2u * q + 1u] = 9u * s;
   }
+}
+
+// After bpe_encode's scan: the ids before each huge piece in the batch's compacted ids.
+@compute @workgroup_size(64)
+fn pt_huge(@builtin(global_invocation_id) gid: vec3<u32>) {
+  touch();
+  let q = gid.x;
+  if (q >= atomicLoad(&st[3])) { return; }
+  let k = hug[4u * q];
+  let b0 = (k / 4096u) * 4096u;
+  var off = cnt[atomicLoad(&st[0]) + k / 4096u];
+  for (var i = b0; i < k; i++) { off += cnt[i]; }
+  hug[4u * q + 3u] = off;
 }
