@@ -16,6 +16,7 @@
 #include "core/fileio.h"
 #include "core/rng.h"
 #include "testutil.h"
+#include "tokenizer/tok_internal.h"
 #include "tokenizer/tokenizer.h"
 
 static double now(void) {
@@ -50,6 +51,9 @@ static unsigned same_training(const char *name, const char *text, size_t n, int 
   return st.bans;
 }
 
+/* Where tz_tok_encode_webgpu is expected to pre-tokenize (1: the GPU). */
+static int g_gpu_pretok = 1;
+
 /* CPU and GPU encoding give the same ids; GPU decoding gives the text back. */
 static void same_encoding(const tz_tokenizer *t, const char *name, const char *s, size_t n, int special) {
   int32_t *a, *b;
@@ -59,6 +63,9 @@ static void same_encoding(const tz_tokenizer *t, const char *name, const char *s
   double t1 = now();
   if (tz_tok_encode_webgpu(t, s, n, special, &b, &nb)) fail_msg("webgpu encode: %s", tz_errmsg());
   double t2 = now();
+  tz_tok_gpu_enc_stats es;
+  tz_tok_webgpu_encode_stats(&es);
+  if (es.gpu_pretok != g_gpu_pretok) fail_msg("%s: pre-tokenized on the %s, expected the %s", name, es.gpu_pretok ? "GPU" : "CPU", g_gpu_pretok ? "GPU" : "CPU");
   if (na != nb || (na && memcmp(a, b, na * sizeof *a))) {
     size_t i = 0;
     while (i < na && i < nb && a[i] == b[i]) i++;
@@ -220,16 +227,27 @@ static void test_encode_gpt2(void **state) {
   free(p);
   if (g_shakes) {
     same_encoding(t, "gpt2 tinyshakespeare (300 kB)", g_shakes, 300000, 1);
-    /* the encoder's CPU/GPU pipeline over many segments and batches (4 threads: spans of
-     * 64 KiB, one segment each), two batches in flight: the ids must come back in order */
+    /* GPU pre-tokenization over many batches (cut at context-free boundaries after 64 KiB),
+     * two in flight: the ids must come back in order */
+    setenv("TEZGAH_TOK_GPU_SEGMENT", "65536", 1);
+    same_encoding(t, "gpt2 tinyshakespeare, 64 KiB batches", g_shakes, g_shakes_len, 1);
+    tz_tok_gpu_enc_stats es;
+    tz_tok_webgpu_encode_stats(&es);
+    print_message("gpu pre-tokenization: %u batches\n", es.batches);
+    assert_true(es.batches >= 8);
+    /* the CPU pre-tokenizer's pipeline (TEZGAH_TOK_GPU_PRETOK=cpu) over many segments and
+     * batches (4 threads: spans of 64 KiB, one segment each) */
     int thr = omp_get_max_threads();
     omp_set_num_threads(4);
     setenv("TEZGAH_TOK_GPU_SEGMENT", "1", 1);
-    same_encoding(t, "gpt2 tinyshakespeare, 64 KiB segments", g_shakes, g_shakes_len, 1);
-    tz_tok_gpu_enc_stats es;
+    setenv("TEZGAH_TOK_GPU_PRETOK", "cpu", 1);
+    g_gpu_pretok = 0;
+    same_encoding(t, "gpt2 tinyshakespeare, cpu pre-tokenization, 64 KiB segments", g_shakes, g_shakes_len, 1);
     tz_tok_webgpu_encode_stats(&es);
-    print_message("segments: %u segments, %u batches\n", es.segments, es.batches);
+    print_message("cpu pre-tokenization: %u segments, %u batches\n", es.segments, es.batches);
     assert_true(es.batches >= 8);
+    g_gpu_pretok = 1;
+    unsetenv("TEZGAH_TOK_GPU_PRETOK");
     unsetenv("TEZGAH_TOK_GPU_SEGMENT");
     omp_set_num_threads(thr);
   }
@@ -284,7 +302,10 @@ static void test_encode_random(void **state) {
   if (!t) skip();
 }
 
-/* Long single pre-tokens go through the heap kernel (O(n log n)). */
+static size_t frag_text(tz_rng *r, char *p, size_t n);
+
+/* Long single pre-tokens go through the heap kernel (O(n log n)), the longest (above
+ * TEZGAH_TOK_GPU_HUGE, default 4096 bytes) through the CPU encoder. */
 static void test_encode_long_runs(void **state) {
   size_t n = 1 << 20;
   char *p = malloc(n + 1);
@@ -300,11 +321,141 @@ static void test_encode_long_runs(void **state) {
     same_encoding(t, "gpt2 200 kB mixed run", p, 200000, 0);
     memset(p, ' ', 70000);
     same_encoding(t, "gpt2 spaces", p, 70000, 0);
+    /* a text with no context-free cut within a batch (a 300 kB run, batches capped at 100 kB):
+     * the CPU pre-tokenizes, same ids */
+    memset(p, 'a', 300000);
+    setenv("TEZGAH_TOK_GPU_SEGMENT", "50000", 1);
+    setenv("TEZGAH_TOK_GPU_BATCH_CAP", "100000", 1);
+    g_gpu_pretok = 0;
+    same_encoding(t, "gpt2 300 kB run, no cut", p, 300000, 0);
+    g_gpu_pretok = 1;
+    /* ... while a text with cuts is cut into batches of <= 100 kB */
+    if (g_shakes) same_encoding(t, "gpt2 shakespeare 200 kB, 100 kB batches", g_shakes, 200000, 1);
+    unsetenv("TEZGAH_TOK_GPU_BATCH_CAP");
+    unsetenv("TEZGAH_TOK_GPU_SEGMENT");
+    /* pre-tokens above TEZGAH_TOK_GPU_HUGE bytes are encoded on the CPU and their ids spliced
+     * in: many of them (runs of letters, digits, punctuation, spaces, invalid bytes; some
+     * adjacent) between ordinary text and <|endoftext|>, over several batches */
+    tz_rng r;
+    tz_rng_seed(&r, 21, 1);
+    size_t o = 0, cap = 400000;
+    while (o + 400 < cap) {
+      o += frag_text(&r, p + o, 1 + tz_rng_u32(&r) % 200);
+      uint32_t l = 1 + tz_rng_u32(&r) % 300;
+      char c = "a1! \xff"[tz_rng_u32(&r) % 5];
+      memset(p + o, c, l);
+      o += l;
+    }
+    setenv("TEZGAH_TOK_GPU_HUGE", "64", 1);
+    setenv("TEZGAH_TOK_GPU_SEGMENT", "65536", 1);
+    same_encoding(t, "gpt2 runs, huge pieces on the cpu", p, o, 0);
+    same_encoding(t, "gpt2 runs, huge pieces on the cpu, special", p, o, 1);
+    same_encoding(tr, "trained runs, huge pieces on the cpu, special", p, o, 1);
+    tz_tok_gpu_enc_stats es;
+    tz_tok_webgpu_encode_stats(&es);
+    print_message("%llu pre-tokens encoded on the cpu, %u batches\n", (unsigned long long)es.huge_pieces, es.batches);
+    assert_true(es.huge_pieces > 1000 && es.batches > 4);
+    unsetenv("TEZGAH_TOK_GPU_SEGMENT");
+    unsetenv("TEZGAH_TOK_GPU_HUGE");
     tz_tok_free(t);
   }
   tz_tok_free(tr);
   free(p);
   if (!t) skip();
+}
+
+/* ---- the GPU pre-tokenizer (bpe_pretok.wgsl) against PCRE2 ---- */
+
+/* Fragments that reach every case of the piece rule: whitespace of every kind (U+0020, tabs,
+ * newlines, CR, VT, FF, NEL, U+00A0, U+1680, U+2028, U+3000; U+200B and U+FEFF are not \s),
+ * apostrophes and contractions (and near misses: 'S, 'x, 'r, 'l, ''), letters of several scripts,
+ * combining marks (O), digits of other scripts and other numbers (Arabic-Indic, Devanagari,
+ * fullwidth, Roman numeral Nl, vulgar fraction No), symbols and emoji (O), invalid UTF-8
+ * (lone lead / continuation bytes, truncated sequences, surrogates, overlongs, above U+10FFFF,
+ * 0xFE/0xFF), NUL, and the special literal, whole and cut short. */
+static const char *const FRAG[] = {
+    "a", "b", "s", "t", "re", "ve", "ll", "d", "m", "e", "l", "x", "S", "Hello", "world", "1", "42", "2024",
+    " ", "  ", "   ", "\t", "\n", "\n\n", "\r\n", "\v", "\f", " \n", "\n ", "\t ", " \t",
+    "\xc2\x85", "\xc2\xa0", "\xe1\x9a\x80", "\xe2\x80\xa8", "\xe3\x80\x80", "\xe2\x80\x8b", "\xef\xbb\xbf",
+    "'", "'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'x", "'r", "'l", "''", "'''s", " 's", "!'s",
+    "\xc3\xa9", "\xc3\x89t\xc3\xa9", "\xe6\x97\xa5\xe6\x9c\xac", "\xce\xb1\xce\xb2", "\xd0\xb4\xd0\xb0",
+    "e\xcc\x81", "\xcc\x88", "\xd9\xa3", "\xe0\xa5\xa9", "\xef\xbc\x91", "\xe2\x85\xab", "\xc2\xbd",
+    "\xf0\x9f\x99\x82", "\xe2\x82\xac", "!", "?!", ".", ",", "-", "(", ")", "\"", "#",
+    "\xff", "\xfe", "\xc3", "\x80", "\xbf\xbf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xc0\xaf", "\xe0\x80\xaf",
+    "\xf0\x9f\x99", "\xe6\x97", "\xf8\x88\x80\x80\x80", "<|endoftext|>", "<|endoftext", "endoftext|>",
+};
+
+static size_t frag_text(tz_rng *r, char *p, size_t n) {
+  size_t o = 0, nf = sizeof FRAG / sizeof *FRAG;
+  while (o < n) {
+    const char *f = FRAG[tz_rng_u32(r) % nf];
+    size_t l = strlen(f);
+    if (f == FRAG[0] && tz_rng_u32(r) % 64 == 0) f = "\0", l = 1; /* a NUL now and then */
+    if (o + l > n) break;
+    memcpy(p + o, f, l);
+    o += l;
+  }
+  return o;
+}
+
+/* The GPU's pieces of s[0, n) equal PCRE2's (tz_pretok_pieces), special literal on or off. */
+static void same_pieces(const tz_tokenizer *t, const char *name, const char *s, size_t n, int special) {
+  uint32_t *a, *b;
+  size_t na, nb;
+  assert_int_equal(tz_pretok_pieces(t, s, n, special, &a, &na), 0);
+  if (tz_tok_webgpu_pretok(s, n, special ? TZ_EOT_STR : NULL, special ? TZ_EOT_LEN : 0, &b, &nb))
+    fail_msg("webgpu pretok: %s", tz_errmsg());
+  size_t i = 0;
+  while (i < na && i < nb && a[2 * i] == b[2 * i] && a[2 * i + 1] == b[2 * i + 1]) i++;
+  if (i < na || i < nb) {
+    size_t at = i < na ? a[2 * i] : i < nb ? b[2 * i] : n, from = at > 12 ? at - 12 : 0;
+    char ctx[200];
+    size_t o = 0;
+    for (size_t k = from; k < n && k < at + 12 && o + 8 < sizeof ctx; k++)
+      o += (size_t)snprintf(ctx + o, sizeof ctx - o, k == at ? "[%02x]" : "%02x ", (unsigned char)s[k]);
+    fail_msg("%s: piece %zu differs (%zu pieces from PCRE2, %zu from the GPU): PCRE2 (%u, %d), GPU (%u, %d); bytes %s",
+             name, i, na, nb, i < na ? a[2 * i] : 0, i < na ? (int)a[2 * i + 1] : -1, i < nb ? b[2 * i] : 0,
+             i < nb ? (int)b[2 * i + 1] : -1, ctx);
+  }
+  free(a);
+  free(b);
+}
+
+static void test_pretok_gpu(void **state) {
+  tz_tokenizer *t;
+  assert_int_equal(tz_tok_train("a b", 3, 260, &t), 0); /* the pattern and <|endoftext|> */
+  const uint32_t *cls;
+  double cs;
+  assert_int_equal(tz_pretok_classes(&cls, &cs), 0);
+  print_message("class table from PCRE2: %.3f s\n", cs);
+  /* a few classes the rule depends on, as PCRE2 gives them */
+  assert_int_equal(cls[0x20 >> 4] >> (0x20 % 16 * 2) & 3, 3);      /* space: \s */
+  assert_int_equal(cls[0x3000 >> 4] >> (0x3000 % 16 * 2) & 3, 3);  /* ideographic space: \s */
+  assert_int_equal(cls[0x301 >> 4] >> (0x301 % 16 * 2) & 3, 0);    /* combining acute: other */
+  assert_int_equal(cls[0x663 >> 4] >> (0x663 % 16 * 2) & 3, 2);    /* Arabic-Indic three: \p{N} */
+  assert_int_equal(cls[0x65e5 >> 4] >> (0x65e5 % 16 * 2) & 3, 1);  /* 日: \p{L} */
+  static const char *fixed[] = {"", "a", "'s", "a's", "a 's", "a  's", "a\t's", "''s", "!'s", "Hello world",
+                                "a  b", "a \t b", "a\t\tb", "a  ", "  a", "\n\n", "a\xc2\xa0 b", " \xc2\xa0" "a",
+                                "'re're", "'rex", "x'llx", "'", "' ", " '", "\xff'\xffs", "1 2  3", "<|endoftext|>'s",
+                                "ab<|endoftext|>  <|endoftext|><|endoftext|>\n", "e\xcc\x81\xcc\x88 x"};
+  for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+    for (int sp = 0; sp < 2; sp++) same_pieces(t, fixed[i], fixed[i], strlen(fixed[i]), sp);
+  tz_rng r; /* TEZGAH_TEST_SEED: other random texts (the test's default is fixed) */
+  tz_rng_seed(&r, getenv("TEZGAH_TEST_SEED") ? strtoull(getenv("TEZGAH_TEST_SEED"), NULL, 10) : 13, 1);
+  char buf[256];
+  for (int i = 0; i < 300; i++) { /* short texts: the rule at the batch's start and end */
+    size_t n = frag_text(&r, buf, 1 + tz_rng_u32(&r) % (sizeof buf - 1));
+    same_pieces(t, "short fragments", buf, n, i & 1);
+  }
+  size_t big = 3u << 20;
+  char *p = malloc(big);
+  size_t n = frag_text(&r, p, big);
+  same_pieces(t, "3 MB of fragments", p, n, 0);
+  same_pieces(t, "3 MB of fragments, special", p, n, 1);
+  for (size_t i = 0; i < 1000000; i++) p[i] = (char)(tz_rng_u32(&r) & 0xff);
+  same_pieces(t, "1 MB random bytes", p, 1000000, 1);
+  tz_tok_free(t);
+  free(p);
 }
 
 int main(void) {
@@ -323,7 +474,9 @@ int main(void) {
       cmocka_unit_test(test_train_edge),       cmocka_unit_test(test_train_shakespeare),
       cmocka_unit_test(test_train_kjv),        cmocka_unit_test(test_encode_gpt2),
       cmocka_unit_test(test_encode_random),    cmocka_unit_test(test_encode_long_runs),
+      cmocka_unit_test(test_pretok_gpu),
   };
+  if (getenv("TEZGAH_TEST_FILTER")) cmocka_set_test_filter(getenv("TEZGAH_TEST_FILTER"));
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   free(g_shakes);
   if (!rc && tz_test_shared_missing) return 77;

@@ -121,6 +121,21 @@ int tz_pretok_pieces(const tz_tokenizer *t, const char *text, size_t len, int al
  * spans with nthr threads; an EOT piece follows each span with eot_after. */
 int tz_pretok_spans(const tz_tokenizer *t, const char *text, const tz_span *sp, size_t nsp, int nthr, uint32_t **pcs,
                     size_t *npcs);
+/* tok_classes.c: the GPT-2 pattern's character class of every code point 0..0x10FFFF, 2 bits
+ * each (code point c at bits 2 (c & 15) of word c >> 4): TZ_CLASS_LETTER (\p{L}),
+ * TZ_CLASS_NUMBER (\p{N}), TZ_CLASS_SPACE (\s), else TZ_CLASS_OTHER; surrogates are OTHER
+ * (they are invalid UTF-8 and never looked up). Built once per process by asking PCRE2 (the
+ * library and options of tz_pretok_compile) about each code point; *seconds (may be NULL) gets
+ * how long that took. The table is shared and read-only; -1 with tz_err when PCRE2 lacks
+ * Unicode support. */
+enum { TZ_CLASS_OTHER = 0, TZ_CLASS_LETTER = 1, TZ_CLASS_NUMBER = 2, TZ_CLASS_SPACE = 3 };
+#define TZ_PRETOK_CLASS_WORDS (0x110000 / 16)
+int tz_pretok_classes(const uint32_t **table, double *seconds);
+/* tok_webgpu.c: the GPU pre-tokenizer alone (bpe_pretok.wgsl) on text[0, n) as one batch, for
+ * tests: the pieces as malloc'ed (start, length) pairs like tz_pretok_pieces (length 0xffffffff
+ * for the special literal eot[0, eotn) when eot is not NULL). -1 with tz_err when WebGPU or the
+ * GPU pre-tokenizer is unavailable or n is above one batch. */
+int tz_tok_webgpu_pretok(const char *text, size_t n, const char *eot, size_t eotn, uint32_t **pcs, size_t *np);
 /* Unique pre-tokens ("words") of a training text and their counts: documents split at
  * <|endoftext|>, pre-tokenized in parallel chunks (OpenMP), counted per thread and merged. The
  * order of the words depends on the thread count; their set and counts do not. */

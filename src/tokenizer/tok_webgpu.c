@@ -11,13 +11,16 @@
  * is four dispatches (refresh dirty blocks, two-stage max with the CPU's tie-break, ban or
  * record the merge, apply it to the words with count deltas); up to ITERS merges go in one
  * submission, followed by a compaction of the words still longer than one symbol.
- * Encoding: pre-tokens from the CPU (PCRE2, parallel), BPE on the GPU (one thread per
- * pre-token; up to 64 bytes in private arrays, longer ones with a heap in scratch memory), ids
- * compacted on the GPU; all threads pre-tokenize the next 16 MiB segment while the master
- * thread feeds the last one to the GPU and copies older ids out (two readback buffers in
- * flight).
+ * Encoding: pre-tokens found on the GPU from the raw bytes (bpe_pretok.wgsl, the GPT-2
+ * pattern's pieces by a byte-local rule, character classes from PCRE2), BPE on the GPU (one
+ * thread per pre-token; up to 64 bytes in private arrays, longer ones with a heap in scratch
+ * memory), ids compacted on the GPU; the host cuts ~16 MiB batches at context-free boundaries,
+ * uploads them and copies ids out (two readback buffers in flight). Fallback: pre-tokens from
+ * the CPU (PCRE2, parallel): all threads pre-tokenize the next 16 MiB segment while the master
+ * thread feeds the last one to the GPU and copies older ids out.
  * Decoding: per-block byte counts, a scan, and a byte scatter. Ids must be < 65536 (pairs are
  * 32-bit keys). */
+#define _GNU_SOURCE /* memmem */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +62,7 @@ static struct {
   char err[1024];
   tg_pipe pipes[24];
   int npipes;
+  WGPUBuffer cls; /* the pre-tokenizer's character classes (tz_pretok_classes), uploaded once */
 } G;
 
 static WGPUStringView sv(const char *s) {
@@ -567,7 +571,74 @@ typedef struct {
   int busy, st;
   long seq;
   WGPUFuture fut;
+  /* GPU pre-tokenization: the byte offset in rb of the state (st[3] = nhuge) and the huge
+   * pieces the CPU encodes (0: none), the batch's text and the tokenizer */
+  uint64_t huge_at;
+  const char *text;
+  const tz_tokenizer *t;
 } enc_slot;
+
+/* A pre-token too long for the GPU's one-thread heap loop (bpe_pretok.wgsl, pt_len / pt_huge):
+ * piece index, start byte and length in the batch, ids before it in the batch's GPU ids. */
+typedef struct {
+  uint32_t k, s, len, off;
+} huge_piece;
+
+static int huge_cmp(const void *a, const void *b) {
+  uint32_t x = ((const huge_piece *)a)->k, y = ((const huge_piece *)b)->k;
+  return x < y ? -1 : x > y;
+}
+
+/* dst[0, n) = src[0, n), in 1 MiB pieces over the threads when large (outside a parallel
+ * region): the copy touches the id array's fresh pages, whose faults cost as much as the copy */
+static void copy_ids(int32_t *dst, const uint32_t *src, size_t n) {
+  size_t chunk = 1u << 18;
+#pragma omp parallel for schedule(static) if (n > 4 * chunk)
+  for (size_t c = 0; c < n; c += chunk) memcpy(dst + c, src + c, (n - c < chunk ? n - c : chunk) * 4);
+}
+
+/* The batch's ids with the huge pieces' ids (encoded here, on all threads) spliced in at their
+ * places: gpu[0, n) has none of theirs. Appends to out[o ..]; returns the count or -1. */
+static long splice_huge(const enc_slot *s, const uint32_t *gpu, size_t n, const uint32_t *hw, uint32_t nh,
+                        int32_t *dst) {
+  last_enc.huge_pieces += nh;
+  huge_piece *hp = tz_malloc((size_t)nh * sizeof *hp);
+  memcpy(hp, hw, (size_t)nh * sizeof *hp);
+  qsort(hp, nh, sizeof *hp, huge_cmp);
+  int32_t **cid = tz_calloc(nh, sizeof *cid);
+  size_t *cn = tz_calloc(nh, sizeof *cn);
+  char errmsg[TZ_ERR_MAX] = "";
+  int failed = 0;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (uint32_t j = 0; j < nh; j++) {
+    /* a pre-token alone is pre-tokenized into itself, so the CPU encoder gives its ids */
+    if (tz_tok_encode(s->t, s->text + hp[j].s, hp[j].len, 0, &cid[j], &cn[j])) {
+#pragma omp critical(tz_tok_gpu_huge)
+      {
+        if (!failed) snprintf(errmsg, sizeof errmsg, "%s", tz_errmsg());
+        failed = 1;
+      }
+    }
+  }
+  long o = 0;
+  size_t pos = 0;
+  for (uint32_t j = 0; j < nh && !failed; j++) {
+    if (hp[j].off < pos || hp[j].off > n) {
+      snprintf(errmsg, sizeof errmsg, "webgpu tokenizer: a long pre-token's id offset %u is out of order", hp[j].off);
+      failed = 1;
+      break;
+    }
+    copy_ids(dst + o, gpu + pos, hp[j].off - pos);
+    o += (long)(hp[j].off - pos);
+    if (cn[j]) memcpy(dst + o, cid[j], cn[j] * sizeof *dst);
+    o += (long)cn[j];
+    pos = hp[j].off;
+  }
+  if (!failed) copy_ids(dst + o, gpu + pos, n - pos), o += (long)(n - pos);
+  for (uint32_t j = 0; j < nh; j++) free(cid[j]);
+  free(cid), free(cn), free(hp);
+  return failed ? tz_err("%s", errmsg) : o;
+}
 
 typedef struct {
   int32_t *v;
@@ -591,13 +662,28 @@ static int finish_slot(enc_slot *s, id_vec *out) {
   if (!p) rc = tz_err("webgpu tokenizer: encode readback has no mapped range");
   else if ((uint64_t)p[0] + 1 > s->mapped_size / 4) rc = tz_err("webgpu tokenizer: encode produced %u ids, above its bound", p[0]);
   else {
-    size_t n = p[0];
-    if (out->n + n > out->cap) {
-      while (out->n + n > out->cap) out->cap = out->cap ? out->cap * 2 : 1u << 16;
+    size_t n = p[0], extra = 0;
+    uint32_t nh = 0;
+    const uint32_t *hw = NULL;
+    if (s->huge_at) {
+      nh = p[s->huge_at / 4 + 3];
+      hw = p + s->huge_at / 4 + 4;
+      if (s->huge_at + 16 + 16 * (uint64_t)nh > s->mapped_size)
+        rc = tz_err("webgpu tokenizer: %u long pre-tokens, above their bound", nh);
+      for (uint32_t j = 0; j < nh && !rc; j++) extra += hw[4 * j + 2]; /* <= 1 id per byte */
+    }
+    if (!rc && out->n + n + extra > out->cap) {
+      while (out->n + n + extra > out->cap) out->cap = out->cap ? out->cap * 2 : 1u << 16;
       out->v = tz_realloc(out->v, out->cap * sizeof *out->v);
     }
-    memcpy(out->v + out->n, p + 1, n * 4);
-    out->n += n;
+    if (!rc && nh == 0) {
+      copy_ids(out->v + out->n, p + 1, n);
+      out->n += n;
+    } else if (!rc) {
+      long m = splice_huge(s, p + 1, n, hw, nh, out->v + out->n);
+      if (m < 0) rc = -1;
+      else out->n += (size_t)m;
+    }
   }
   W.wgpuBufferUnmap(s->rb);
   return rc ? rc : check_dev("encode readback");
@@ -622,6 +708,13 @@ typedef struct {
   uint32_t *lng, *local;
   size_t lcap, loc_cap;
   long seq;
+  /* GPU pre-tokenization (bpe_pretok.wgsl): its uniforms, the per-thread masks and the state
+   * (piece count, long pieces, blocks), its pipelines */
+  WGPUBuffer pu, PB[3];
+  uint64_t pbs[3];
+  tg_pipe *Q[5];
+  uint32_t pt_u[16];
+  const tz_tokenizer *t;
 } enc_run;
 
 /* Encode one segment's pieces on the GPU: pcs[0..2 np) are (start, length) pairs relative to
@@ -701,6 +794,7 @@ static int feed_segment(enc_run *R, const char *seg, const uint32_t *pcs, size_t
     W.wgpuComputePassEncoderEnd(pass);
     W.wgpuComputePassEncoderRelease(pass);
     s->mapped_size = (bytes + 1) * 4;
+    s->huge_at = 0;
     W.wgpuCommandEncoderCopyBufferToBuffer(enc, R->B[7], 0, s->rb, 0, s->mapped_size);
     WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
     W.wgpuQueueSubmit(G.queue, 1, &cb);
@@ -716,6 +810,226 @@ static int feed_segment(enc_run *R, const char *seg, const uint32_t *pcs, size_t
     pi = p1;
   }
   return rc;
+}
+
+/* ---- GPU pre-tokenization (bpe_pretok.wgsl) ---- */
+
+/* Why the GPU cannot pre-tokenize for this call ("" when it can): the special literal must be
+ * ASCII, at most 32 bytes, hold no newline (so no context-free cut falls inside it) and never
+ * overlap itself (so its occurrences are exactly memmem's, found locally on the GPU). */
+static const char *pretok_literal_why(const char *e, size_t n) {
+  if (!e) return "";
+  if (n == 0 || n > 32) return "the special literal is empty or longer than 32 bytes";
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)e[i] >= 0x80 || e[i] == '\n') return "the special literal is not ASCII without newlines";
+  for (size_t k = 1; k < n; k++)
+    if (!memcmp(e, e + k, n - k)) return "the special literal overlaps itself";
+  return "";
+}
+
+/* The class table on the device (once per process). */
+static int upload_classes(void) {
+  if (G.cls) return 0;
+  const uint32_t *tab;
+  double s;
+  if (tz_pretok_classes(&tab, &s)) return -1;
+  last_enc.classes_s = s;
+  G.cls = sbuf((uint64_t)TZ_PRETOK_CLASS_WORDS * 4, "pretok classes");
+  put(G.cls, 0, tab, (size_t)TZ_PRETOK_CLASS_WORDS * 4);
+  return check_dev("class table upload");
+}
+
+/* The end of the batch starting at a: len when the rest fits `target`; else the first
+ * context-free cut (tz_pretok_safe_cut) or special literal at or after a + target, else after
+ * a; it must leave at most cap bytes in the batch. 0 when there is none (the caller
+ * pre-tokenizes on the CPU instead). The GPU treats the batch's ends as the text's ends, which
+ * is exact at these cuts (tokenizer.c proves it for the safe cut; the literal ends documents). */
+static size_t next_cut(const char *text, size_t len, size_t a, size_t target, size_t cap, const char *eot,
+                       size_t eotn) {
+  if (len - a <= target) return len;
+  size_t end = len - a <= cap ? len : a + cap; /* the batch ends by here */
+  size_t starts[2] = {a + target, a + 1};
+  for (int k = 0; k < 2; k++) {
+    size_t from = starts[k];
+    if (from >= end) continue;
+    size_t best = tz_pretok_safe_cut(text, a, from, end); /* end when there is none */
+    const char *hit = eotn ? memmem(text + from, best - from, eot, eotn) : NULL;
+    if (hit) best = (size_t)(hit - text);
+    if (best < end) return best;
+    if (end == len) return len; /* no cut, but the rest fits */
+  }
+  return 0;
+}
+
+/* Pre-tokenize and encode text[0, n) (one batch, n <= R->cap) on the GPU: pretok pass (masks,
+ * scan, piece starts, lengths and long pieces), the counts copied into bpe_encode's uniforms,
+ * then the encode pass as in feed_segment (dispatched for the most pieces n bytes can hold; the
+ * kernels stop at the count). Ids read back asynchronously into a slot, as there. */
+static int feed_batch_gpu(enc_run *R, const char *text, size_t n) {
+  const WGPUBufferUsage SU = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+  uint64_t nblk = (n + 4095) / 4096, maxlong = n / (SHORT + 1) + 1, maxhuge = n / ((uint64_t)R->pt_u[4] + 1) + 1;
+  /* the readback: the ids, then (16-byte aligned) the state and the huge pieces */
+  uint64_t huge_at = (((uint64_t)n + 1) * 4 + 15) / 16 * 16, rb_need = huge_at + 16 + 16 * maxhuge;
+  enc_slot *s = &R->S[R->seq % 2];
+  int rc;
+  if ((rc = finish_slot(s, &R->out))) return rc;
+  uint64_t need[8] = {0, n + 16, 8 * (uint64_t)n + 16, 4 * (uint64_t)n + 16, 4 * ((uint64_t)n + nblk + 3),
+                      8 * maxlong + 16, 36 * (uint64_t)n + 64, 4 * (uint64_t)n + 32};
+  uint64_t pneed[3] = {257 * nblk * 4 + 16, 16, 16 * maxhuge + 16};
+  int grow = 0;
+  for (int i = 1; i < 8; i++) grow |= !R->B[i] || R->bs[i] < need[i];
+  for (int i = 0; i < 3; i++) grow |= !R->PB[i] || R->pbs[i] < pneed[i];
+  if (grow && (rc = finish_all(R->S, &R->out))) return rc;
+  const char *lab[8] = {"", "bpe text", "bpe pieces", "bpe ids", "bpe counts", "bpe long pieces", "bpe scratch",
+                        "bpe compacted ids"};
+  for (int i = 1; i < 8; i++) ensure(&R->B[i], &R->bs[i], need[i], SU, lab[i]);
+  ensure(&R->PB[0], &R->pbs[0], pneed[0], SU, "pretok masks");
+  ensure(&R->PB[1], &R->pbs[1], pneed[1], SU, "pretok state");
+  ensure(&R->PB[2], &R->pbs[2], pneed[2], SU, "pretok huge pieces");
+  ensure(&s->rb, &s->rb_size, rb_need, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "bpe ids readback");
+  if (n / 4) put(R->B[1], 0, text, n / 4 * 4);
+  if (n % 4) {
+    uint32_t tail = 0;
+    size_t a = n / 4 * 4;
+    memcpy(&tail, text + a, n - a);
+    W.wgpuQueueWriteBuffer(G.queue, R->B[1], a, &tail, 4);
+  }
+  R->pt_u[0] = (uint32_t)n;
+  R->pt_u[1] = (uint32_t)nblk;
+  put(R->pu, 0, R->pt_u, sizeof R->pt_u);
+  put(R->ub, 0, R->tb.u, sizeof R->tb.u); /* npieces, nlong, nblocks: copied from the GPU below */
+  WGPUBuffer pb[8] = {G.cls, R->B[1], R->B[2], R->PB[0], R->B[5], R->PB[1], R->B[4], R->PB[2]};
+  WGPUBindGroup q[5], g[5];
+  for (int i = 0; i < 5; i++) q[i] = bind(R->Q[i], R->pu, sizeof R->pt_u, pb, 8);
+  for (int i = 0; i < 5; i++) g[i] = bind(R->P[i], R->ub, sizeof R->tb.u, R->B, 8);
+  WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
+  WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
+  dispatch(pass, R->Q[0], q[0], nblk);
+  dispatch(pass, R->Q[1], q[1], 1);
+  dispatch(pass, R->Q[2], q[2], nblk);
+  dispatch(pass, R->Q[3], q[3], (n + 255) / 256);
+  W.wgpuComputePassEncoderEnd(pass);
+  W.wgpuComputePassEncoderRelease(pass);
+  /* st[0], st[1] -> U.npieces, U.nlong (u32 7, 8); st[2] -> U.nblocks (u32 11) */
+  W.wgpuCommandEncoderCopyBufferToBuffer(enc, R->PB[1], 0, R->ub, 7 * 4, 8);
+  W.wgpuCommandEncoderCopyBufferToBuffer(enc, R->PB[1], 8, R->ub, 11 * 4, 4);
+  pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
+  dispatch(pass, R->P[0], g[0], (n + 63) / 64);
+  dispatch(pass, R->P[1], g[1], (maxlong + 63) / 64);
+  dispatch(pass, R->P[2], g[2], nblk);
+  dispatch(pass, R->P[3], g[3], 1);
+  dispatch(pass, R->P[4], g[4], nblk);
+  dispatch(pass, R->Q[4], q[4], (maxhuge + 63) / 64);
+  W.wgpuComputePassEncoderEnd(pass);
+  W.wgpuComputePassEncoderRelease(pass);
+  s->mapped_size = rb_need;
+  s->huge_at = huge_at;
+  s->text = text;
+  s->t = R->t;
+  W.wgpuCommandEncoderCopyBufferToBuffer(enc, R->B[7], 0, s->rb, 0, ((uint64_t)n + 1) * 4);
+  W.wgpuCommandEncoderCopyBufferToBuffer(enc, R->PB[1], 0, s->rb, huge_at, 16);
+  W.wgpuCommandEncoderCopyBufferToBuffer(enc, R->PB[2], 0, s->rb, huge_at + 16, 16 * maxhuge);
+  WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
+  W.wgpuQueueSubmit(G.queue, 1, &cb);
+  W.wgpuCommandBufferRelease(cb);
+  W.wgpuCommandEncoderRelease(enc);
+  for (int i = 0; i < 5; i++) W.wgpuBindGroupRelease(q[i]), W.wgpuBindGroupRelease(g[i]);
+  s->st = 0;
+  WGPUBufferMapCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_mapped, &s->st, NULL};
+  s->fut = W.wgpuBufferMapAsync(s->rb, WGPUMapMode_Read, 0, s->mapped_size, ci);
+  s->busy = 1;
+  s->seq = R->seq++;
+  last_enc.batches++;
+  return 0;
+}
+
+/* Pre-tokenization on the GPU for this call? 1 yes (R->Q, R->pu, R->pt_u set up), 0 no: why
+ * (a structural reason, silently: the CPU's pieces are the same) or a missing capability (a
+ * one-line notice on stderr, once per process). TEZGAH_TOK_GPU_PRETOK=cpu forces the CPU. */
+static int gpu_pretok_setup(enc_run *R, const char *eot, size_t eotn) {
+  const char *env = getenv("TEZGAH_TOK_GPU_PRETOK");
+  if (env && !strcmp(env, "cpu")) return 0;
+  if (*pretok_literal_why(eot, eotn)) return 0;
+  static int warned;
+  const char *names[5] = {"pt_mask", "pt_scan", "pt_write", "pt_len", "pt_huge"};
+  int ok = R->cap >= (64u << 10) && upload_classes() == 0;
+  if (R->cap < (64u << 10))
+    tz_err("the adapter's storage binding limit (%llu bytes) leaves batches below 64 KiB",
+           (unsigned long long)G.lim.maxStorageBufferBindingSize);
+  for (int i = 0; i < 5 && ok; i++) ok = (R->Q[i] = pipeline("bpe_pretok", names[i])) != NULL;
+  if (!ok) {
+    if (!warned) fprintf(stderr, "tezgah: encoding: GPU pre-tokenization unavailable (%s); pre-tokenizing on the CPU\n", tz_errmsg());
+    warned = 1;
+    return 0;
+  }
+  memset(R->pt_u, 0, sizeof R->pt_u);
+  R->pt_u[2] = eot ? 1 : 0;
+  R->pt_u[3] = (uint32_t)eotn;
+  /* pre-tokens longer than this are encoded on the CPU (TEZGAH_TOK_GPU_HUGE overrides, for
+   * tests): a GPU thread's heap loop costs tens of microseconds per byte once its heap leaves
+   * the caches (a 1 MB run took > 30 s on the H200), the CPU encoder ~1 */
+  const char *h = getenv("TEZGAH_TOK_GPU_HUGE");
+  R->pt_u[4] = h && atoll(h) >= SHORT ? (uint32_t)atoll(h) : 4096;
+  if (eot) memcpy(&R->pt_u[8], eot, eotn);
+  R->pu = mkbuf(sizeof R->pt_u, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "pretok uniforms");
+  return 1;
+}
+
+int tz_tok_webgpu_pretok(const char *text, size_t n, const char *eot, size_t eotn, uint32_t **pcs, size_t *np) {
+  *pcs = NULL;
+  *np = 0;
+  if (!tz_tok_webgpu_available()) return -1;
+  if (*pretok_literal_why(eot, eotn)) return tz_err("webgpu pretok: %s", pretok_literal_why(eot, eotn));
+  enc_run R;
+  memset(&R, 0, sizeof R);
+  uint64_t lim = G.lim.maxStorageBufferBindingSize < G.lim.maxBufferSize ? G.lim.maxStorageBufferBindingSize
+                                                                         : G.lim.maxBufferSize;
+  R.cap = (lim - 64) / 36 < (64u << 20) ? (lim - 64) / 36 : (64u << 20);
+  if (n > R.cap) return tz_err("webgpu pretok: %zu bytes above one batch (%llu)", n, (unsigned long long)R.cap);
+  const char *env = getenv("TEZGAH_TOK_GPU_PRETOK");
+  if (env && !strcmp(env, "cpu")) return tz_err("webgpu pretok: TEZGAH_TOK_GPU_PRETOK=cpu");
+  if (!gpu_pretok_setup(&R, eot, eotn)) return tz_err("webgpu pretok: unavailable");
+  const WGPUBufferUsage SU = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+  uint64_t nblk = (n + 4095) / 4096;
+  WGPUBuffer tx = mkbuf(n + 16, SU, "pretok text"), pc = mkbuf(8 * (uint64_t)n + 16, SU, "pretok pieces"),
+             mk = mkbuf(257 * nblk * 4 + 16, SU, "pretok masks"), lg = mkbuf(8 * (n / (SHORT + 1) + 1) + 16, SU, "pretok long"),
+             sb = mkbuf(16, SU, "pretok state"), cn = mkbuf(4 * (uint64_t)n + 16, SU, "pretok counts"),
+             hg = mkbuf(16 * (n / ((uint64_t)R.pt_u[4] + 1) + 1) + 16, SU, "pretok huge");
+  char *pad = tz_calloc(n + 4, 1);
+  memcpy(pad, text, n);
+  put(tx, 0, pad, n);
+  free(pad);
+  R.pt_u[0] = (uint32_t)n;
+  R.pt_u[1] = (uint32_t)nblk;
+  put(R.pu, 0, R.pt_u, sizeof R.pt_u);
+  WGPUBuffer pb[8] = {G.cls, tx, pc, mk, lg, sb, cn, hg};
+  WGPUBindGroup q[4];
+  for (int i = 0; i < 4; i++) q[i] = bind(R.Q[i], R.pu, sizeof R.pt_u, pb, 8);
+  WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
+  WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
+  dispatch(pass, R.Q[0], q[0], nblk);
+  dispatch(pass, R.Q[1], q[1], 1);
+  dispatch(pass, R.Q[2], q[2], nblk);
+  dispatch(pass, R.Q[3], q[3], (n + 255) / 256);
+  W.wgpuComputePassEncoderEnd(pass);
+  W.wgpuComputePassEncoderRelease(pass);
+  uint32_t st[4] = {0};
+  int rc = read_back(enc, sb, 0, st, 12);
+  for (int i = 0; i < 4; i++) W.wgpuBindGroupRelease(q[i]);
+  uint32_t *v = NULL;
+  if (!rc && st[0] > n) rc = tz_err("webgpu pretok: %u pieces for %zu bytes", st[0], n);
+  if (!rc) {
+    v = tz_malloc(((size_t)st[0] * 2 + 1) * 4);
+    rc = read_back(NULL, pc, 0, v, ((size_t)st[0] * 2 + 1) * 4);
+  }
+  drop(&tx), drop(&pc), drop(&mk), drop(&lg), drop(&sb), drop(&cn), drop(&hg), drop(&R.pu);
+  if (rc) {
+    free(v);
+    return -1;
+  }
+  *pcs = v;
+  *np = st[0];
+  return 0;
 }
 
 /* One span's pieces, (start, length) relative to the segment's first byte `seg`. */
@@ -753,6 +1067,7 @@ int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, in
   if (!tz_tok_webgpu_available()) return -1;
   enc_run R;
   memset(&R, 0, sizeof R);
+  R.t = t;
   if (build_tables(t, &R.tb)) return -1;
   int nthr = 1;
 #ifdef _OPENMP
@@ -763,19 +1078,8 @@ int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, in
   if (env && atoll(env) > 0) seg = (uint64_t)atoll(env);
   const char *eot = t->eot >= 0 && allow_special ? t->tok[t->eot] : NULL;
   size_t eotn = eot ? t->tok_len[t->eot] : 0;
-  /* spans of about seg / (4 nthr) bytes: each segment gives every thread several spans to
-   * balance (the CPU encoder's larger chunks would leave threads idle within a segment) */
-  size_t chunk = seg / (4 * (uint64_t)nthr);
-  if (chunk < (64u << 10)) chunk = 64u << 10;
-  if (chunk > (1u << 20)) chunk = 1u << 20;
-  if (nthr == 1) chunk = SIZE_MAX;
-  tz_span *sp;
-  size_t nsp = tz_text_spans_chunk(text, len, eot, eotn, chunk, &sp);
-  /* a batch holds at most `cap` bytes of text and as many pieces (pieces are >= 1 byte, an EOT
-   * piece 13): its ids (<= 1 per byte) and the per-byte id slots must fit one binding */
   uint64_t lim = G.lim.maxStorageBufferBindingSize < G.lim.maxBufferSize ? G.lim.maxStorageBufferBindingSize
                                                                          : G.lim.maxBufferSize;
-  R.cap = lim / 4 - 16 < (64u << 20) ? lim / 4 - 16 : (64u << 20);
   R.ub = mkbuf(sizeof R.tb.u, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "bpe uniforms");
   R.B[0] = sbuf(R.tb.n * 4 + 4, "bpe tables");
   put(R.B[0], 0, R.tb.v, R.tb.n * 4);
@@ -789,6 +1093,50 @@ int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, in
    * as ids arrive), so the ids are never copied again */
   R.out.cap = len + 1;
   R.out.v = tz_malloc(R.out.cap * sizeof *R.out.v);
+  /* Pre-tokenization on the GPU when it can (the usual case): the host only cuts the text into
+   * batches of about seg bytes at context-free boundaries, uploads them and copies the ids out
+   * (two batches in flight). The GPU's scratch takes 36 bytes per byte of text (bpe_encode's
+   * long-piece heap at 9 u32 per byte), which bounds a batch. */
+  R.cap = (lim - 64) / 36 < (64u << 20) ? (lim - 64) / 36 : (64u << 20);
+  env = getenv("TEZGAH_TOK_GPU_BATCH_CAP"); /* tests: smaller batches */
+  if (env && atoll(env) > 0 && (uint64_t)atoll(env) < R.cap) R.cap = (uint64_t)atoll(env);
+  size_t *cuts = NULL, ncut = 0;
+  if (!rc && gpu_pretok_setup(&R, eot, eotn)) {
+    size_t target = seg < R.cap / 2 ? seg : R.cap / 2, a = 0, cap = 0;
+    while (a < len) {
+      size_t b = next_cut(text, len, a, target, R.cap, eot, eotn);
+      if (!b) { /* no context-free cut within a batch: the CPU pre-tokenizes this call */
+        free(cuts);
+        cuts = NULL;
+        ncut = 0;
+        break;
+      }
+      if (ncut == cap) cap = cap ? 2 * cap : 64, cuts = tz_realloc(cuts, cap * sizeof *cuts);
+      cuts[ncut++] = b;
+      a = b;
+    }
+    last_enc.gpu_pretok = a >= len;
+  }
+  /* else: spans of about seg / (4 nthr) bytes for the CPU pre-tokenizer: each segment gives
+   * every thread several spans to balance (the CPU encoder's larger chunks would leave threads
+   * idle within a segment); a batch holds at most `cap` bytes of text and as many pieces (pieces
+   * are >= 1 byte, an EOT piece 13): its ids (<= 1 per byte) and the per-byte id slots must fit
+   * one binding */
+  tz_span *sp = NULL;
+  size_t nsp = 0;
+  if (!last_enc.gpu_pretok) {
+    size_t chunk = seg / (4 * (uint64_t)nthr);
+    if (chunk < (64u << 10)) chunk = 64u << 10;
+    if (chunk > (1u << 20)) chunk = 1u << 20;
+    if (nthr == 1) chunk = SIZE_MAX;
+    nsp = tz_text_spans_chunk(text, len, eot, eotn, chunk, &sp);
+    R.cap = lim / 4 - 16 < (64u << 20) ? lim / 4 - 16 : (64u << 20);
+  } else {
+    double f0 = wall();
+    for (size_t k = 0, a = 0; k < ncut && !rc; a = cuts[k++]) rc = feed_batch_gpu(&R, text + a, cuts[k] - a);
+    last_enc.feed_s = wall() - f0;
+    free(cuts);
+  }
   /* The pipeline: segment k (spans [si, sj), up to seg bytes) is pre-tokenized by all threads
    * while the master thread feeds segment k-1 to the GPU (upload, submit, finish the batch
    * before, copy its ids out) and then joins the pre-tokenization; the spans' pieces are then
@@ -869,6 +1217,8 @@ int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, in
   drop(&R.ub);
   for (int i = 0; i < 8; i++) drop(&R.B[i]);
   for (int i = 0; i < 2; i++) drop(&R.S[i].rb);
+  for (int i = 0; i < 3; i++) drop(&R.PB[i]);
+  drop(&R.pu);
   last_enc.total_s = wall() - t_start;
   if (rc) {
     free(R.out.v);

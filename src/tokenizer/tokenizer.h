@@ -153,12 +153,18 @@ typedef struct {
   double drain_s;  /* after the last segment: waiting for the last batches and their ids */
   double total_s;
   uint32_t segments, batches;
+  int gpu_pretok;   /* 1: pre-tokenized on the GPU (pretok_s = 0; feed_s = the batches' host work) */
+  double classes_s; /* the character class table built from PCRE2 in this call (first call only) */
+  uint64_t huge_pieces; /* pre-tokens too long for the GPU's heap loop, encoded on the CPU */
 } tz_tok_gpu_enc_stats;
 void tz_tok_webgpu_encode_stats(tz_tok_gpu_enc_stats *out);
 
 /* tz_tok_train on the GPU (same tokenizer, byte for byte). stats may be NULL. */
 int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokenizer **out, tz_tok_gpu_stats *stats);
-/* tz_tok_encode on the GPU (pre-tokenization on the CPU); byte-level BPE only. */
+/* tz_tok_encode on the GPU; byte-level BPE only. Pre-tokenization on the GPU too (the GPT-2
+ * pattern, classes from PCRE2), unless TEZGAH_TOK_GPU_PRETOK=cpu, the special literal is odd
+ * (non-ASCII, overlapping itself) or the text has no context-free cut within a batch: then on
+ * the CPU (PCRE2, all threads); same ids either way. */
 int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, int allow_special, int32_t **ids,
                          size_t *n_ids);
 /* tz_tok_decode on the GPU; byte-level BPE only. */

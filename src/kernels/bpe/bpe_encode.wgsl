@@ -1,7 +1,8 @@
 // Byte-level BPE encoding and decoding on the GPU (host: src/tokenizer/tok_webgpu.c), with the
 // CPU encoder's rule (tiktoken's): within a pre-token, repeatedly merge the adjacent pair whose
 // concatenation is the token with the lowest merge rank, leftmost on ties; a pre-token that is
-// itself a token (one byte, or a ranked token) is emitted directly. Pre-tokens come from the CPU.
+// itself a token (one byte, or a ranked token) is emitted directly. Pre-tokens come from
+// bpe_pretok.wgsl (u.npieces, u.nlong, u.nblocks then copied in on the GPU) or from the CPU.
 //
 //   tab    tables: rank[V] at 0; byte ids at u.byte_off; the pair map (key = left << 16 | right,
 //          value = merged id; 2 u32 per slot) at u.pair_off; per token len, byte offset, hash
