@@ -91,8 +91,8 @@ static size_t g_shakes_len;
 
 static void test_train_shakespeare(void **state) {
   if (!g_shakes) skip();
-  int vocabs[] = {257, 300, 1024};
-  for (int i = 0; i < 3; i++) same_training("tinyshakespeare", g_shakes, g_shakes_len, vocabs[i]);
+  int vocabs[] = {257, 300, 1024, 2000};
+  for (int i = 0; i < 4; i++) same_training("tinyshakespeare", g_shakes, g_shakes_len, vocabs[i]);
 }
 
 /* KJV-like text: data/kjv.txt (first 1.5 MB) when prepared, else verses made of the KJV's
@@ -169,6 +169,48 @@ static void test_train_edge(void **state) {
   same_training("runs", p, 40000, 400);
   same_training("tiny", "ab", 2, 300);
   same_training("empty-ish", "<|endoftext|>a", 14, 300);
+  free(p);
+}
+
+/* Small adversarial corpora, most trained until no pair is left: count ties at every level
+ * (the tie-break on the smallest ids), runs of one byte where overlapping pairs merge left to
+ * right ("aaaaaaa", a NUL run), a single word, words that all end as one token, and pairs of
+ * two merged ids (whose candidate words come from the shorter of two word lists). */
+static void test_train_adversarial(void **state) {
+  char *p = malloc(1 << 16);
+  size_t n = 0;
+  /* ties: 26 two-letter words and 26 four-letter ones, each 3 times */
+  for (int rep = 0; rep < 3; rep++)
+    for (int i = 0; i < 26; i++)
+      n += (size_t)sprintf(p + n, " %c%c %c%c%c%c", 'a' + i, 'a' + (i * 7 + 3) % 26, 'a' + (i * 5 + 1) % 26,
+                           'a' + (i * 11 + 2) % 26, 'a' + (i * 5 + 1) % 26, 'a' + (i * 11 + 2) % 26);
+  same_training("ties", p, n, 400);
+  same_training("ties", p, n, 270);
+  /* one word of 1000 'a's: (a,a) x500, then (aa,aa) x250, ... */
+  memset(p, 'a', 1000);
+  same_training("run of 1000 a", p, 1000, 300);
+  same_training("run of 777 a", p, 777, 300);
+  /* runs of 1..64 of one letter, each once, as separate words */
+  n = 0;
+  for (int l = 1; l <= 64; l++) {
+    memset(p + n, 'z', (size_t)l);
+    n += (size_t)l;
+    p[n++] = '\n';
+  }
+  same_training("runs 1..64", p, n, 400);
+  /* a NUL run and high bytes: one long pre-token of invalid UTF-8 between words */
+  n = (size_t)sprintf(p, "abc ");
+  memset(p + n, 0, 3000);
+  n += 3000;
+  for (int i = 0; i < 500; i++) p[n++] = (char)(0x80 + i % 3);
+  n += (size_t)sprintf(p + n, " abc abd");
+  same_training("NUL run", p, n, 320);
+  /* a single word */
+  same_training("one word", "abcdefghijklmnopqrstuvwxyz", 26, 400);
+  /* words that all become one token, one of them a whole pre-token repeated */
+  n = 0;
+  for (int rep = 0; rep < 50; rep++) n += (size_t)sprintf(p + n, " the cat the hat that abab cdcd ababcdcd");
+  same_training("whole words", p, n, 600);
   free(p);
 }
 
@@ -320,7 +362,8 @@ int main(void) {
     free(p);
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_train_edge),       cmocka_unit_test(test_train_shakespeare),
+      cmocka_unit_test(test_train_edge),       cmocka_unit_test(test_train_adversarial),
+      cmocka_unit_test(test_train_shakespeare),
       cmocka_unit_test(test_train_kjv),        cmocka_unit_test(test_encode_gpt2),
       cmocka_unit_test(test_encode_random),    cmocka_unit_test(test_encode_long_runs),
   };
