@@ -205,6 +205,7 @@ int main(int argc, char **argv) {
            v, tc, cm, tg, st.upload_s, st.merge_s, tc > 0 ? tc / tg : 0, cm > 0 ? cm / st.merge_s : 0, st.merges,
            st.bans, st.submissions, (unsigned long long)st.words, (unsigned long long)st.pairs,
            (unsigned long long)st.list_entries, same);
+    if (st.noop_iter_s > 0) printf("|   (no-op iteration after the end: %.1f us) | | | | | | | | | | | | | | | |\n", st.noop_iter_s * 1e6);
     fflush(stdout);
     if (a && strcmp(same, "identical")) return 1;
     tz_tok_free(a);

@@ -323,7 +323,7 @@ static double wall(void) {
 #define GRID_REF 64 /* workgroups of refresh (they stride over the dirty blocks) */
 #define GRID_APPLY 128 /* workgroups of apply (their threads stride over the candidate words) */
 
-static const char *const train_entries[] = {"clear", "count_pairs", "csr_scan", "csr_fill", "refresh", "select", "apply"};
+static const char *const train_entries[] = {"clear", "count_pairs", "csr_scan", "csr_fill", "refresh", "select_best", "apply"};
 #define N_TRAIN_PIPES 7
 
 typedef struct {
@@ -539,6 +539,25 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
     if (!rc && !rc2) memcpy(st, st2, sizeof st);
     if (!rc) rc = rc2;
   }
+  double t3 = wall(), noop = 0;
+  const char *ne = getenv("TEZGAH_TOK_GPU_NOOP_ITERS");
+  if (!rc && ne && atoi(ne) > 0) { /* measure the per-iteration floor: iterations after the end */
+    int k = atoi(ne);
+    double n0 = wall();
+    WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
+    WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
+    for (int i = 0; i < k; i++) {
+      dispatch(pass, tp.p[4], bg[4], g_ref);
+      dispatch(pass, tp.p[5], bg[5], 1);
+      dispatch(pass, tp.p[6], bg[6], g_apply);
+    }
+    W.wgpuComputePassEncoderEnd(pass);
+    W.wgpuComputePassEncoderRelease(pass);
+    uint32_t st2[16];
+    submit_with_state(enc, B[4], &S[0]);
+    rc = wait_state(&S[0], st2);
+    noop = (wall() - n0) / k;
+  }
   iters = st[12];
   if (!rc && st[2] == 2) rc = tz_err("webgpu tokenizer: the token byte arena (%llu bytes) is full", (unsigned long long)arcap);
   if (!rc && st[2] == 3) rc = tz_err("webgpu tokenizer: the pair table (%llu slots) is full", (unsigned long long)pcap);
@@ -560,7 +579,8 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
         stats->list_entries = st[9];
         stats->count_s = t1 - t0;
         stats->upload_s = t2 - t1;
-        stats->merge_s = wall() - t2;
+        stats->merge_s = t3 - t2;
+        stats->noop_iter_s = noop;
       }
       rc = tz_tok_from_trained_merges(merges, (int)nm, out);
     }

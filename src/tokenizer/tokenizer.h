@@ -144,6 +144,8 @@ typedef struct {
                     * pipelines compile meanwhile on another thread */
   double upload_s; /* words and vocabulary built and uploaded, buffers and bind groups made */
   double merge_s;  /* the GPU work (pair table, word lists, merges) up to the last readback */
+  double noop_iter_s; /* with TEZGAH_TOK_GPU_NOOP_ITERS=N: one iteration's time after the end (its
+                       * three dispatches doing nothing: the per-iteration floor), else 0 */
 } tz_tok_gpu_stats;
 
 /* Where the last tz_tok_encode_webgpu call spent its time (seconds of wall time). */

@@ -16,8 +16,8 @@
 // Pair counts live in a hash table; each pair also gets a dense position (creation order) and
 // blocks of 256 positions keep their best (count, key). A count change marks the block dirty
 // (flag + dirty list); refresh recomputes only the dirty blocks (one workgroup each) and
-// select reduces the block bests (one workgroup) with the CPU's tie-break.
-// One iteration = refresh, select, apply: three dispatches, work proportional to the touched
+// select_best reduces the block bests (one workgroup) with the CPU's tie-break.
+// One iteration = refresh, select_best, apply: three dispatches, work proportional to the touched
 // words and pairs, no host round trip (the host reads the state once per submission).
 //
 // Data (ids < 65536, so a pair is one u32 key = left << 16 | right; 0xffffffff = empty):
@@ -102,6 +102,7 @@ fn hmix(x: u32) -> u32 {
 }
 
 fn mark_dirty(b: u32) {
+  if (atomicLoad(&blk[3u * b + 2u]) != 0u) { return; } // (a plain load first: hot blocks are marked by many threads)
   if (atomicExchange(&blk[3u * b + 2u], 1u) == 0u) {
     let j = atomicAdd(&st[S_ND], 1u);
     atomicStore(&blk[u.dl_off + j], b);
@@ -151,8 +152,35 @@ var<private> ck: array<u32, 8>;
 var<private> cd: array<u32, 8>;
 var<private> cn: u32;
 
+// Flush in phases so that the atomics of the (up to 8) keys overlap instead of forming one
+// chain of dependent round trips per key: first probes, count adds (their results unused),
+// positions, dirty flags.
 fn cflush() {
-  for (var j = 0u; j < cn; j++) { padd(ck[j], cd[j]); }
+  var sl: array<u32, 8>;
+  var kk: array<u32, 8>;
+  for (var j = 0u; j < NC; j++) {
+    if (j < cn) {
+      sl[j] = hmix(ck[j]) & u.pmask;
+      kk[j] = atomicLoad(&ptab[4u * sl[j]]);
+    }
+  }
+  for (var j = 0u; j < NC; j++) {
+    if (j < cn && cd[j] != 0u && kk[j] != ck[j]) { sl[j] = pslot(ck[j]); } // not at its home slot, or new
+  }
+  for (var j = 0u; j < NC; j++) {
+    if (j < cn && cd[j] != 0u) { atomicAdd(&ptab[4u * sl[j] + 1u], cd[j]); }
+  }
+  for (var j = 0u; j < NC; j++) {
+    kk[j] = EMPTY;
+    if (j < cn && cd[j] != 0u) { kk[j] = atomicLoad(&ptab[4u * sl[j] + 3u]); }
+  }
+  for (var j = 0u; j < NC; j++) { // a pair inserted by another thread just now may have no position yet: its inserter marks it
+    sl[j] = 1u;
+    if (kk[j] != EMPTY) { sl[j] = atomicLoad(&blk[3u * (kk[j] >> 8u) + 2u]); }
+  }
+  for (var j = 0u; j < NC; j++) {
+    if (sl[j] == 0u) { mark_dirty(kk[j] >> 8u); }
+  }
   cn = 0u;
 }
 
@@ -333,7 +361,7 @@ fn list_end(x: u32, next: u32) -> u32 {
 // One workgroup: the best pair over all block bests; then ban it (its bytes already are a
 // token) or make it the next merge: its token, its candidate words.
 @compute @workgroup_size(256)
-fn select(@builtin(local_invocation_index) lid: u32) {
+fn select_best(@builtin(local_invocation_index) lid: u32) {
   touch();
   let np = atomicLoad(&st[S_NP]);
   let nb = (np + 255u) / 256u;
@@ -431,6 +459,21 @@ fn select(@builtin(local_invocation_index) lid: u32) {
   atomicStore(&st[S_VALID], 1u);
 }
 
+// Words of up to WS symbols are read once into private memory (wv) and rewritten there and in
+// sym; longer ones are read from sym symbol by symbol.
+const WS: u32 = 16u;
+var<private> wv: array<u32, 16>;
+
+fn ld(sw: bool, base: u32, i: u32) -> u32 {
+  if (sw) { return wv[i]; }
+  return sym[base + i];
+}
+
+fn st_sym(sw: bool, base: u32, i: u32, v: u32) {
+  if (sw) { wv[i] = v; }
+  sym[base + i] = v;
+}
+
 // Apply the current merge to its candidate words (left to right, non-overlapping) with the CPU
 // trainer's count deltas; a rewritten word joins L_nid. Threads stride over the candidates.
 @compute @workgroup_size(256)
@@ -449,35 +492,41 @@ fn apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     if (atomicExchange(&words[4u * w + 3u], it) == it) { continue; } // listed twice
     let base = atomicLoad(&words[4u * w]);
     let len = atomicLoad(&words[4u * w + 1u]);
+    let c = atomicLoad(&words[4u * w + 2u]);
+    let sw = len <= WS;
+    if (sw) { // one round of independent loads instead of one per symbol
+      for (var j = 0u; j < WS; j++) {
+        if (j < len) { wv[j] = sym[base + j]; }
+      }
+    }
     var i = 0u;
     loop {
       if (i + 1u >= len) { break; }
-      if (sym[base + i] == a && sym[base + i + 1u] == b) { break; }
+      if (ld(sw, base, i) == a && ld(sw, base, i + 1u) == b) { break; }
       i++;
     }
     if (i + 1u >= len) { continue; }
-    let c = atomicLoad(&words[4u * w + 2u]);
     let neg = 0u - c;
     cn = 0u;
     var o = i;
     while (i < len) {
-      if (i + 1u < len && sym[base + i] == a && sym[base + i + 1u] == b) {
+      if (i + 1u < len && ld(sw, base, i) == a && ld(sw, base, i + 1u) == b) {
         if (o > 0u) {
-          let l = sym[base + o - 1u];
+          let l = ld(sw, base, o - 1u);
           cadd((l << 16u) | a, neg);
           cadd((l << 16u) | nid, c);
         }
         cadd((a << 16u) | b, neg);
         if (i + 2u < len) {
-          let r = sym[base + i + 2u];
+          let r = ld(sw, base, i + 2u);
           cadd((b << 16u) | r, neg);
           cadd((nid << 16u) | r, c);
         }
-        sym[base + o] = nid;
+        st_sym(sw, base, o, nid);
         o++;
         i += 2u;
       } else {
-        sym[base + o] = sym[base + i];
+        st_sym(sw, base, o, ld(sw, base, i));
         o++;
         i++;
       }
