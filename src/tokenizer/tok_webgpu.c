@@ -6,11 +6,13 @@
  * reference all of them in every entry point, so one auto layout per file serves every entry.
  *
  * Training (tz_tok_train_webgpu): unique pre-tokens counted on the CPU (tz_count_words, all
- * cores); their symbols, the pair-count hash table, per-block maxima and the vocabulary (token
- * bytes + a byte-string hash table for the "already a token" ban) live on the GPU. One merge
- * is four dispatches (refresh dirty blocks, two-stage max with the CPU's tie-break, ban or
- * record the merge, apply it to the words with count deltas); up to ITERS merges go in one
- * submission, followed by a compaction of the words still longer than one symbol.
+ * cores; the training pipelines compile meanwhile on a helper thread); their symbols, the
+ * pair-count hash table, per-pair block bests, the word lists (which words can hold a pair) and
+ * the vocabulary (token bytes + a byte-string hash table for the "already a token" ban) live on
+ * the GPU. One merge is three dispatches (refresh the dirty blocks, select the best pair with
+ * the CPU's tie-break and ban or record it, apply it to its candidate words with count deltas),
+ * each sized by the work of that merge, not by the corpus; up to ITERS merges per submission,
+ * two submissions in flight.
  * Encoding: pre-tokens from the CPU (PCRE2, parallel), BPE on the GPU (one thread per
  * pre-token; up to 64 bytes in private arrays, longer ones with a heap in scratch memory), ids
  * compacted on the GPU; all threads pre-tokenize the next 16 MiB segment while the master
