@@ -4,6 +4,8 @@
  *
  * --no-gpu-train: the CPU trainer only (its tokenizer for the encode rows; quick on lavapipe).
  * --train-only: the training rows alone (no encode / decode rows).
+ * TEZGAH_BENCH_FUSED_AB=1 adds a GPU training row with two dispatches per merge
+ * (TEZGAH_TOK_GPU_FUSED=1: the select folded into every apply workgroup).
  * Training: tz_tok_train (word counting on all cores, merges on one) vs tz_tok_train_webgpu
  * (same counting, merges on the GPU), tokenizer.json compared byte for byte. The counting
  * alone (tz_count_words, shared by both) is timed once, so "merges" columns are the part the
@@ -208,6 +210,29 @@ int main(int argc, char **argv) {
     if (st.noop_iter_s > 0) printf("|   (no-op iteration after the end: %.1f us) | | | | | | | | | | | | | | | |\n", st.noop_iter_s * 1e6);
     fflush(stdout);
     if (a && strcmp(same, "identical")) return 1;
+    if (getenv("TEZGAH_BENCH_FUSED_AB")) { /* the two-dispatch iteration, for comparison */
+      tz_tokenizer *c;
+      tz_tok_gpu_stats s2;
+      setenv("TEZGAH_TOK_GPU_FUSED", "1", 1);
+      t0 = now();
+      if (tz_tok_train_webgpu(s, n, v, &c, &s2)) die("webgpu train (fused)");
+      double t2 = now() - t0;
+      unsetenv("TEZGAH_TOK_GPU_FUSED");
+      char *jb, *jc;
+      size_t lb, lc;
+      if (tz_tok_to_json(b, &jb, &lb) || tz_tok_to_json(c, &jc, &lc)) die("json");
+      int same2 = lb == lc && !memcmp(jb, jc, lb);
+      printf("| corpus, webgpu 2 dispatches/merge | %d | | | %.2f | %.2f | %.2f | %.2fx | %.2fx | %u | %u | %u | %llu | %llu | %llu | %s |\n",
+             v, t2, s2.upload_s, s2.merge_s, tc > 0 ? tc / t2 : 0, cm > 0 ? cm / s2.merge_s : 0, s2.merges, s2.bans,
+             s2.submissions, (unsigned long long)s2.words, (unsigned long long)s2.pairs,
+             (unsigned long long)s2.list_entries, same2 ? "identical" : "DIFFERENT");
+      if (s2.noop_iter_s > 0) printf("|   (no-op iteration after the end: %.1f us) | | | | | | | | | | | | | | | |\n", s2.noop_iter_s * 1e6);
+      fflush(stdout);
+      free(jb);
+      free(jc);
+      tz_tok_free(c);
+      if (!same2) return 1;
+    }
     tz_tok_free(a);
     if (!first) first = b;
     else tz_tok_free(b);

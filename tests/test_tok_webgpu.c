@@ -24,30 +24,43 @@ static double now(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* CPU and GPU training give byte-identical tokenizer.json. */
+/* CPU and GPU training give byte-identical tokenizer.json, with both GPU iteration shapes
+ * (three dispatches per merge, and two: TEZGAH_TOK_GPU_FUSED=1). */
 static unsigned same_training(const char *name, const char *text, size_t n, int vocab) {
-  tz_tokenizer *a, *b;
+  tz_tokenizer *a;
   double t0 = now();
   assert_int_equal(tz_tok_train(text, n, vocab, &a), 0);
   double t1 = now();
-  tz_tok_gpu_stats st;
-  if (tz_tok_train_webgpu(text, n, vocab, &b, &st)) fail_msg("webgpu training: %s", tz_errmsg());
-  double t2 = now();
-  char *ja, *jb;
-  size_t la, lb;
+  char *ja;
+  size_t la;
   assert_int_equal(tz_tok_to_json(a, &ja, &la), 0);
-  assert_int_equal(tz_tok_to_json(b, &jb, &lb), 0);
-  print_message("%s vocab %d: %d tokens, cpu %.2f s, webgpu %.2f s (%u merges, %u bans, %u submissions, %llu words)\n",
-                name, vocab, tz_tok_vocab_size(b), t1 - t0, t2 - t1, st.merges, st.bans, st.submissions,
-                (unsigned long long)st.words);
-  assert_int_equal(tz_tok_vocab_size(a), tz_tok_vocab_size(b));
-  assert_int_equal(la, lb);
-  assert_memory_equal(ja, jb, la);
+  unsigned bans = 0;
+  for (int fused = 0; fused < 2; fused++) {
+    tz_tokenizer *b;
+    tz_tok_gpu_stats st;
+    setenv("TEZGAH_TOK_GPU_FUSED", fused ? "1" : "0", 1);
+    double t2 = now();
+    if (tz_tok_train_webgpu(text, n, vocab, &b, &st)) fail_msg("webgpu training: %s", tz_errmsg());
+    double t3 = now();
+    unsetenv("TEZGAH_TOK_GPU_FUSED");
+    assert_int_equal(st.fused, fused);
+    char *jb;
+    size_t lb;
+    assert_int_equal(tz_tok_to_json(b, &jb, &lb), 0);
+    print_message("%s vocab %d: %d tokens, cpu %.2f s, webgpu (%d dispatches/merge) %.2f s (%u merges, %u bans, %u "
+                  "submissions, %llu words)\n",
+                  name, vocab, tz_tok_vocab_size(b), t1 - t0, fused ? 2 : 3, t3 - t2, st.merges, st.bans,
+                  st.submissions, (unsigned long long)st.words);
+    assert_int_equal(tz_tok_vocab_size(a), tz_tok_vocab_size(b));
+    assert_int_equal(la, lb);
+    assert_memory_equal(ja, jb, la);
+    free(jb);
+    tz_tok_free(b);
+    bans = st.bans;
+  }
   free(ja);
-  free(jb);
   tz_tok_free(a);
-  tz_tok_free(b);
-  return st.bans;
+  return bans;
 }
 
 /* CPU and GPU encoding give the same ids; GPU decoding gives the text back. */

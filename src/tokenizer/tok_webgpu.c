@@ -325,12 +325,17 @@ static double wall(void) {
 #define GRID_REF 64 /* workgroups of refresh (they stride over the dirty blocks) */
 #define GRID_APPLY 128 /* workgroups of apply (their threads stride over the candidate words) */
 
-static const char *const train_entries[] = {"clear", "count_pairs", "csr_scan", "csr_fill", "refresh", "select_best", "apply"};
+/* The set-up kernels, then one iteration's: refresh, select_best, apply (three dispatches), or
+ * with TEZGAH_TOK_GPU_FUSED=1 refresh2, apply2 (two: every apply2 workgroup selects the pair
+ * itself; same result) */
+static const char *const train_entries[2][7] = {
+    {"clear", "count_pairs", "csr_scan", "csr_fill", "refresh", "select_best", "apply"},
+    {"clear", "count_pairs", "csr_scan", "csr_fill", "refresh2", "apply2", NULL}};
 #define N_TRAIN_PIPES 7
 
 typedef struct {
   tg_pipe *p[N_TRAIN_PIPES];
-  int rc;
+  int fused, rc;
   char err[TZ_ERR_MAX];
 } train_pipes;
 
@@ -339,8 +344,8 @@ typedef struct {
 static void *make_train_pipes(void *arg) {
   train_pipes *tp = arg;
   tp->rc = 0;
-  for (int i = 0; i < N_TRAIN_PIPES && !tp->rc; i++)
-    if (!(tp->p[i] = pipeline("bpe_train", train_entries[i]))) tp->rc = -1;
+  for (int i = 0; i < N_TRAIN_PIPES && train_entries[tp->fused][i] && !tp->rc; i++)
+    if (!(tp->p[i] = pipeline("bpe_train", train_entries[tp->fused][i]))) tp->rc = -1;
   if (tp->rc) snprintf(tp->err, sizeof tp->err, "%s", tz_errmsg());
   return NULL;
 }
@@ -364,7 +369,7 @@ static void submit_with_state(WGPUCommandEncoder enc, WGPUBuffer state, st_slot 
   s->busy = 1;
 }
 
-static int wait_state(st_slot *s, uint32_t st[16]) {
+static int wait_state(st_slot *s, uint32_t *st) {
   s->busy = 0;
   if (wait_future(s->fut) || s->st != 1) {
     int rc = check_dev("training state readback");
@@ -386,6 +391,9 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
   /* the pipelines compile on a helper thread while all cores count the words */
   train_pipes tp;
   memset(&tp, 0, sizeof tp);
+  const char *fe = getenv("TEZGAH_TOK_GPU_FUSED");
+  tp.fused = fe && !strcmp(fe, "1");
+  int n_pipes = tp.fused ? 6 : 7, n_iter = tp.fused ? 2 : 3;
   pthread_t th;
   int threaded = pthread_create(&th, NULL, make_train_pipes, &tp) == 0;
   tz_wordcount wc;
@@ -465,8 +473,8 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
   }
   uint32_t u[16] = {(uint32_t)(pcap - 1), (uint32_t)nw, V - 1, 4 * V, (uint32_t)(vhcap - 1), (uint32_t)(4 * V + vhcap),
                     (uint32_t)arcap, (uint32_t)(3 * nblk), (uint32_t)lo_fill, (uint32_t)lo_start, (uint32_t)lo_merges,
-                    (uint32_t)lo_ent, (uint32_t)ent_cap, (uint32_t)pcap, 0, 0};
-  uint32_t st[16] = {256, 0, 0, 0, 0, 0, 0, 0, 0, 0, 256, 0, 0, 0, 0, 0};
+                    (uint32_t)lo_ent, (uint32_t)ent_cap, (uint32_t)pcap, (uint32_t)nblk, (uint32_t)tp.fused};
+  uint32_t st[32] = {256, 0, 0, 0, 0, 0, 0, 0, 0, 0, 256};
   if (nw == 0) st[2] = 1;
   WGPUBuffer ub = mkbuf(sizeof u, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "bpe uniforms");
   /* storage buffers, zero-initialized by WebGPU (the pair table is set by `clear`) */
@@ -474,8 +482,8 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
   B[0] = sbuf(nsym * 4 + 4, "bpe symbols");
   B[1] = sbuf(nw * 16 + 16, "bpe words");
   B[2] = sbuf(pcap * 16, "bpe pair table");
-  B[3] = sbuf(nblk * 16, "bpe pair blocks");
-  B[4] = sbuf(64, "bpe state");
+  B[3] = sbuf(nblk * 20, "bpe pair blocks"); /* best count, best key, dirty flag; two dirty lists */
+  B[4] = sbuf(sizeof st, "bpe state");
   B[5] = sbuf(vwords * 4, "bpe vocabulary");
   B[6] = sbuf(lwords * 4, "bpe word lists");
   B[7] = sbuf(pcap * 4, "bpe pair positions");
@@ -490,8 +498,8 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
   free(sym), free(words), free(voc);
   int32_t *merges = NULL;
   uint32_t iters = 0, subs = 0;
-  WGPUBindGroup bg[N_TRAIN_PIPES];
-  for (int i = 0; i < N_TRAIN_PIPES; i++) bg[i] = bind(tp.p[i], ub, sizeof u, B, 8);
+  WGPUBindGroup bg[N_TRAIN_PIPES] = {0};
+  for (int i = 0; i < n_pipes; i++) bg[i] = bind(tp.p[i], ub, sizeof u, B, 8);
   if ((rc = check_dev("training setup"))) goto release;
   t2 = wall();
   /* Submissions of up to ITERS iterations, two in flight: the host encodes and submits the next
@@ -523,8 +531,8 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
     }
     for (uint32_t i = 0; i < k; i++) {
       dispatch(pass, tp.p[4], bg[4], g_ref);
-      dispatch(pass, tp.p[5], bg[5], 1);
-      dispatch(pass, tp.p[6], bg[6], g_apply);
+      if (n_iter == 3) dispatch(pass, tp.p[5], bg[5], 1);
+      dispatch(pass, tp.p[n_iter + 3], bg[n_iter + 3], g_apply);
     }
     W.wgpuComputePassEncoderEnd(pass);
     W.wgpuComputePassEncoderRelease(pass);
@@ -534,11 +542,11 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
     submitted += k;
   }
   while (inflight) { /* the one still in flight (a no-op once done): its state is the newest */
-    uint32_t st2[16];
+    uint32_t st2[32];
     int rc2 = wait_state(&S[head], st2);
     head = (head + 1) % 2;
     inflight--;
-    if (!rc && !rc2) memcpy(st, st2, sizeof st);
+    if (!rc && !rc2) memcpy(st, st2, 64);
     if (!rc) rc = rc2;
   }
   double t3 = wall(), noop = 0;
@@ -550,12 +558,12 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
     WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
     for (int i = 0; i < k; i++) {
       dispatch(pass, tp.p[4], bg[4], g_ref);
-      dispatch(pass, tp.p[5], bg[5], 1);
-      dispatch(pass, tp.p[6], bg[6], g_apply);
+      if (n_iter == 3) dispatch(pass, tp.p[5], bg[5], 1);
+      dispatch(pass, tp.p[n_iter + 3], bg[n_iter + 3], g_apply);
     }
     W.wgpuComputePassEncoderEnd(pass);
     W.wgpuComputePassEncoderRelease(pass);
-    uint32_t st2[16];
+    uint32_t st2[32];
     submit_with_state(enc, B[4], &S[0]);
     rc = wait_state(&S[0], st2);
     noop = (wall() - n0) / k;
@@ -583,13 +591,14 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
         stats->upload_s = t2 - t1;
         stats->merge_s = t3 - t2;
         stats->noop_iter_s = noop;
+        stats->fused = tp.fused;
       }
       rc = tz_tok_from_trained_merges(merges, (int)nm, out);
     }
     free(keys);
   }
 release:
-  for (int i = 0; i < N_TRAIN_PIPES; i++) W.wgpuBindGroupRelease(bg[i]);
+  for (int i = 0; i < n_pipes; i++) W.wgpuBindGroupRelease(bg[i]);
   drop(&ub);
   for (int i = 0; i < 8; i++) drop(&B[i]);
   for (int i = 0; i < 2; i++) drop(&S[i].rb);

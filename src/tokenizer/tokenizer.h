@@ -145,7 +145,8 @@ typedef struct {
   double upload_s; /* words and vocabulary built and uploaded, buffers and bind groups made */
   double merge_s;  /* the GPU work (pair table, word lists, merges) up to the last readback */
   double noop_iter_s; /* with TEZGAH_TOK_GPU_NOOP_ITERS=N: one iteration's time after the end (its
-                       * three dispatches doing nothing: the per-iteration floor), else 0 */
+                       * dispatches doing nothing: the per-iteration floor), else 0 */
+  int fused;          /* 1: two dispatches per iteration (TEZGAH_TOK_GPU_FUSED=1), 0: three */
 } tz_tok_gpu_stats;
 
 /* Where the last tz_tok_encode_webgpu call spent its time (seconds of wall time). */

@@ -48,8 +48,8 @@ struct U {
   lo_ent: u32,
   ent_cap: u32,   // entries capacity (CSR + L lists <= 2 x positions)
   pcap: u32,      // pair table slots
-  pad0: u32,
-  pad1: u32,
+  nblk: u32,      // blocks (each dirty list has room for all)
+  fused: u32,     // 1: two dispatches per iteration (refresh2, apply2), 0: three
 }
 @group(0) @binding(0) var<uniform> u: U;
 @group(0) @binding(1) var<storage, read_write> sym: array<u32>;
@@ -79,7 +79,13 @@ const S_AR: u32 = 10u;    // byte arena used
 const S_BANS: u32 = 11u;
 const S_ITER: u32 = 12u;  // iterations (merges + bans + the final one)
 const S_NP: u32 = 13u;    // pairs (positions) created
-const S_ND: u32 = 14u;    // dirty blocks listed
+const S_ND: u32 = 14u;    // dirty blocks listed (list 0; S_ND + 1: list 1, fused mode)
+// fused mode: the state that apply2 changes, as refresh2 saw it (apply2's workgroups read these)
+const S_SNEXT: u32 = 16u;
+const S_SCUR: u32 = 17u;
+const S_SIT: u32 = 18u;   // this iteration's number
+const S_SDONE: u32 = 19u;
+const S_SNP: u32 = 20u;
 
 // Every entry point references every binding so that all share one auto layout.
 fn touch() {
@@ -101,11 +107,16 @@ fn hmix(x: u32) -> u32 {
   return h ^ (h >> 13u);
 }
 
+// The dirty list marks go to: 0 with three dispatches per iteration; in fused mode the list of
+// the next iteration's parity (refresh2 of iteration t reads list t % 2 while apply2 of t fills
+// list (t + 1) % 2).
+var<private> dpar: u32;
+
 fn mark_dirty(b: u32) {
   if (atomicLoad(&blk[3u * b + 2u]) != 0u) { return; } // (a plain load first: hot blocks are marked by many threads)
   if (atomicExchange(&blk[3u * b + 2u], 1u) == 0u) {
-    let j = atomicAdd(&st[S_ND], 1u);
-    atomicStore(&blk[u.dl_off + j], b);
+    let j = atomicAdd(&st[S_ND + dpar], 1u);
+    atomicStore(&blk[u.dl_off + dpar * u.nblk + j], b);
   }
 }
 
@@ -152,35 +163,8 @@ var<private> ck: array<u32, 8>;
 var<private> cd: array<u32, 8>;
 var<private> cn: u32;
 
-// Flush in phases so that the atomics of the (up to 8) keys overlap instead of forming one
-// chain of dependent round trips per key: first probes, count adds (their results unused),
-// positions, dirty flags.
 fn cflush() {
-  var sl: array<u32, 8>;
-  var kk: array<u32, 8>;
-  for (var j = 0u; j < NC; j++) {
-    if (j < cn) {
-      sl[j] = hmix(ck[j]) & u.pmask;
-      kk[j] = atomicLoad(&ptab[4u * sl[j]]);
-    }
-  }
-  for (var j = 0u; j < NC; j++) {
-    if (j < cn && cd[j] != 0u && kk[j] != ck[j]) { sl[j] = pslot(ck[j]); } // not at its home slot, or new
-  }
-  for (var j = 0u; j < NC; j++) {
-    if (j < cn && cd[j] != 0u) { atomicAdd(&ptab[4u * sl[j] + 1u], cd[j]); }
-  }
-  for (var j = 0u; j < NC; j++) {
-    kk[j] = EMPTY;
-    if (j < cn && cd[j] != 0u) { kk[j] = atomicLoad(&ptab[4u * sl[j] + 3u]); }
-  }
-  for (var j = 0u; j < NC; j++) { // a pair inserted by another thread just now may have no position yet: its inserter marks it
-    sl[j] = 1u;
-    if (kk[j] != EMPTY) { sl[j] = atomicLoad(&blk[3u * (kk[j] >> 8u) + 2u]); }
-  }
-  for (var j = 0u; j < NC; j++) {
-    if (sl[j] == 0u) { mark_dirty(kk[j] >> 8u); }
-  }
+  for (var j = 0u; j < cn; j++) { padd(ck[j], cd[j]); }
   cn = 0u;
 }
 
@@ -237,6 +221,7 @@ fn count_pairs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
   let base = atomicLoad(&words[4u * w]);
   let len = atomicLoad(&words[4u * w + 1u]);
   let c = atomicLoad(&words[4u * w + 2u]);
+  dpar = u.fused; // fused: iteration 1 reads list 1
   cn = 0u;
   for (var i = 0u; i + 1u < len; i++) {
     let x = sym[base + i];
@@ -318,17 +303,14 @@ fn wg_reduce(lid: u32, c: u32, k: u32) {
 
 var<workgroup> nd_w: u32;
 
-// Recompute the best live pair (count > 0, not banned) of every dirty block: one workgroup per
-// listed block, one position per thread; workgroups stride over the list.
-@compute @workgroup_size(256)
-fn refresh(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-           @builtin(local_invocation_index) lid: u32) {
-  touch();
-  if (lid == 0u) { nd_w = atomicLoad(&st[S_ND]); }
+// Recompute the best live pair (count > 0, not banned) of every block on dirty list `par`: one
+// workgroup per listed block, one position per thread; workgroups stride over the list.
+fn refresh_list(wid: u32, nwg: u32, lid: u32, par: u32) {
+  if (lid == 0u) { nd_w = atomicLoad(&st[S_ND + par]); }
   let nd = workgroupUniformLoad(&nd_w);
   let np = atomicLoad(&st[S_NP]);
-  for (var j = wid.x; j < nd; j += nwg.x) {
-    let b = atomicLoad(&blk[u.dl_off + j]);
+  for (var j = wid; j < nd; j += nwg) {
+    let b = atomicLoad(&blk[u.dl_off + par * u.nblk + j]);
     let p = b * 256u + lid;
     var bc = 0u;
     var bk = EMPTY;
@@ -350,21 +332,40 @@ fn refresh(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   }
 }
 
+@compute @workgroup_size(256)
+fn refresh(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  touch();
+  refresh_list(wid.x, nwg.x, lid, 0u);
+}
+
+// Fused mode, iteration t = the last one + 1: refresh list t % 2 and snapshot the state apply2
+// changes (every thread stores the same values: nothing else writes them in this dispatch).
+@compute @workgroup_size(256)
+fn refresh2(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+  touch();
+  let t = atomicLoad(&st[S_ITER]) + 1u;
+  if (wid.x == 0u && lid == 0u) {
+    atomicStore(&st[S_SNEXT], atomicLoad(&st[S_NEXT]));
+    atomicStore(&st[S_SCUR], atomicLoad(&st[S_CUR]));
+    atomicStore(&st[S_SIT], t);
+    atomicStore(&st[S_SDONE], atomicLoad(&st[S_DONE]));
+    atomicStore(&st[S_SNP], atomicLoad(&st[S_NP]));
+  }
+  refresh_list(wid.x, nwg.x, lid, t % 2u);
+}
+
 fn tbyte(id: u32, j: u32) -> u32 { return voc[u.ar_off + voc[4u * id + 1u] + j]; }
 
 // End of L_x (x >= 256, an existing id < next): where L_{x+1} starts, or the cursor.
-fn list_end(x: u32, next: u32) -> u32 {
+fn list_end(x: u32, next: u32, cur: u32) -> u32 {
   if (x + 1u < next) { return atomicLoad(&lists[u.lo_start + x + 1u]); }
-  return atomicLoad(&st[S_CUR]);
+  return cur;
 }
 
-// One workgroup: the best pair over all block bests; then ban it (its bytes already are a
-// token) or make it the next merge: its token, its candidate words.
-@compute @workgroup_size(256)
-fn select_best(@builtin(local_invocation_index) lid: u32) {
-  touch();
-  let np = atomicLoad(&st[S_NP]);
-  let nb = (np + 255u) / 256u;
+// The best of the block bests [0, nb) into rc[0], rk[0] (every thread of the workgroup).
+fn reduce_blocks(lid: u32, nb: u32) {
   var bc = 0u;
   var bk = EMPTY;
   for (var b = lid; b < nb; b += 256u) {
@@ -373,17 +374,22 @@ fn select_best(@builtin(local_invocation_index) lid: u32) {
     if (better(c, k, bc, bk)) { bc = c; bk = k; }
   }
   wg_reduce(lid, bc, bk);
-  if (lid != 0u) { return; }
-  atomicStore(&st[S_ND], 0u); // refresh has consumed the dirty list
-  atomicStore(&st[S_VALID], 0u);
-  if (atomicLoad(&st[S_DONE]) != 0u) { return; }
-  atomicAdd(&st[S_ITER], 1u);
-  let next = atomicLoad(&st[S_NEXT]);
-  if (next >= u.last_id || rc[0] == 0u) {
-    atomicStore(&st[S_DONE], 1u);
-    return;
+}
+
+// The outcome of an iteration whose best pair is (cnt, key), next id `next`, list cursor `cur`:
+// 0 done (no pair left or the vocabulary full), 1 banned (its bytes already are a token),
+// 2 merge (d_cs, d_ce: its candidate words), 3 byte arena full. Reads only state no other
+// thread changes in this dispatch (ids >= next are ignored in the vocabulary's hash table), so
+// every workgroup of apply2 decides the same; with `write` it also records the outcome (the
+// ban, the new token and merge, where L_next starts, the next id).
+var<private> d_cs: u32;
+var<private> d_ce: u32;
+
+fn decide(cnt: u32, key: u32, next: u32, cur: u32, write: bool) -> u32 {
+  if (next >= u.last_id || cnt == 0u) {
+    if (write) { atomicStore(&st[S_DONE], 1u); }
+    return 0u;
   }
-  let key = rk[0];
   let a = key >> 16u;
   let b = key & 0xffffu;
   let la = voc[4u * a];
@@ -394,7 +400,7 @@ fn select_best(@builtin(local_invocation_index) lid: u32) {
   var s = hmix(h) & u.vh_mask;
   loop {
     let id = voc[u.vh_off + s];
-    if (id == EMPTY) { break; }
+    if (id == EMPTY || id >= next) { break; }
     if (voc[4u * id + 2u] == h && voc[4u * id] == len) {
       var same = true;
       for (var j = 0u; j < len && same; j++) {
@@ -403,58 +409,76 @@ fn select_best(@builtin(local_invocation_index) lid: u32) {
         same = tbyte(id, j) == want;
       }
       if (same) {
-        var ps = hmix(key) & u.pmask;
-        loop {
-          if (atomicLoad(&ptab[4u * ps]) == key) { break; }
-          ps = (ps + 1u) & u.pmask;
+        if (write) {
+          var ps = hmix(key) & u.pmask;
+          loop {
+            if (atomicLoad(&ptab[4u * ps]) == key) { break; }
+            ps = (ps + 1u) & u.pmask;
+          }
+          atomicStore(&ptab[4u * ps + 2u], 1u);
+          mark_dirty(atomicLoad(&ptab[4u * ps + 3u]) >> 8u);
+          atomicAdd(&st[S_BANS], 1u);
         }
-        atomicStore(&ptab[4u * ps + 2u], 1u);
-        mark_dirty(atomicLoad(&ptab[4u * ps + 3u]) >> 8u);
-        atomicAdd(&st[S_BANS], 1u);
-        return;
+        return 1u;
       }
     }
     s = (s + 1u) & u.vh_mask;
   }
-  let used = atomicLoad(&st[S_AR]);
-  if (used + len > u.ar_cap) {
-    atomicStore(&st[S_DONE], 2u);
-    return;
+  if (write) {
+    let used = atomicLoad(&st[S_AR]);
+    if (used + len > u.ar_cap) {
+      atomicStore(&st[S_DONE], 2u);
+      return 3u;
+    }
+    for (var j = 0u; j < la; j++) { voc[u.ar_off + used + j] = tbyte(a, j); }
+    for (var j = 0u; j < lb; j++) { voc[u.ar_off + used + la + j] = tbyte(b, j); }
+    atomicStore(&st[S_AR], used + len);
+    voc[4u * next] = len;
+    voc[4u * next + 1u] = used;
+    voc[4u * next + 2u] = h;
+    voc[4u * next + 3u] = voc[4u * a + 3u] * voc[4u * b + 3u];
+    voc[u.vh_off + s] = next; // s: the empty slot the probe ended on
+    let m = atomicLoad(&st[S_MERGES]);
+    atomicStore(&lists[u.lo_merges + m], key);
+    atomicStore(&st[S_MERGES], m + 1u);
+    atomicStore(&lists[u.lo_start + next], cur); // L_next starts here
+    atomicStore(&st[S_NEXT], next + 1u);
   }
-  for (var j = 0u; j < la; j++) { voc[u.ar_off + used + j] = tbyte(a, j); }
-  for (var j = 0u; j < lb; j++) { voc[u.ar_off + used + la + j] = tbyte(b, j); }
-  atomicStore(&st[S_AR], used + len);
-  voc[4u * next] = len;
-  voc[4u * next + 1u] = used;
-  voc[4u * next + 2u] = h;
-  voc[4u * next + 3u] = voc[4u * a + 3u] * voc[4u * b + 3u];
-  voc[u.vh_off + s] = next; // s: the empty slot the probe ended on
-  let m = atomicLoad(&st[S_MERGES]);
-  atomicStore(&lists[u.lo_merges + m], key);
-  atomicStore(&st[S_MERGES], m + 1u);
   // the candidate words
-  var cs: u32;
-  var ce: u32;
   if (a < 256u && b < 256u) {
-    cs = atomicLoad(&lists[a * 256u + b]);
-    ce = atomicLoad(&lists[a * 256u + b + 1u]);
+    d_cs = atomicLoad(&lists[a * 256u + b]);
+    d_ce = atomicLoad(&lists[a * 256u + b + 1u]);
   } else {
     var x = a;
     if (a < 256u) { x = b; }
-    cs = atomicLoad(&lists[u.lo_start + x]);
-    ce = list_end(x, next);
+    d_cs = atomicLoad(&lists[u.lo_start + x]);
+    d_ce = list_end(x, next, cur);
     if (a >= 256u && b >= 256u) {
       let s2 = atomicLoad(&lists[u.lo_start + b]);
-      let e2 = list_end(b, next);
-      if (e2 - s2 < ce - cs) { cs = s2; ce = e2; }
+      let e2 = list_end(b, next, cur);
+      if (e2 - s2 < d_ce - d_cs) { d_cs = s2; d_ce = e2; }
     }
   }
-  atomicStore(&lists[u.lo_start + next], atomicLoad(&st[S_CUR])); // L_next starts here
-  atomicStore(&st[S_CS], cs);
-  atomicStore(&st[S_CE], ce);
-  atomicStore(&st[S_NEXT], next + 1u);
-  atomicStore(&st[S_A], a);
-  atomicStore(&st[S_B], b);
+  return 2u;
+}
+
+// One workgroup: the best pair over all block bests; then ban it or make it the next merge
+// (three-dispatch mode).
+@compute @workgroup_size(256)
+fn select_best(@builtin(local_invocation_index) lid: u32) {
+  touch();
+  reduce_blocks(lid, (atomicLoad(&st[S_NP]) + 255u) / 256u);
+  if (lid != 0u) { return; }
+  atomicStore(&st[S_ND], 0u); // refresh has consumed the dirty list
+  atomicStore(&st[S_VALID], 0u);
+  if (atomicLoad(&st[S_DONE]) != 0u) { return; }
+  atomicAdd(&st[S_ITER], 1u);
+  let next = atomicLoad(&st[S_NEXT]);
+  if (decide(rc[0], rk[0], next, atomicLoad(&st[S_CUR]), true) != 2u) { return; }
+  atomicStore(&st[S_CS], d_cs);
+  atomicStore(&st[S_CE], d_ce);
+  atomicStore(&st[S_A], rk[0] >> 16u);
+  atomicStore(&st[S_B], rk[0] & 0xffffu);
   atomicStore(&st[S_NID], next);
   atomicStore(&st[S_VALID], 1u);
 }
@@ -474,8 +498,62 @@ fn st_sym(sw: bool, base: u32, i: u32, v: u32) {
   sym[base + i] = v;
 }
 
-// Apply the current merge to its candidate words (left to right, non-overlapping) with the CPU
-// trainer's count deltas; a rewritten word joins L_nid. Threads stride over the candidates.
+// Rewrite word w with the merge (a, b) -> nid (left to right, non-overlapping) with the CPU
+// trainer's count deltas; when it held the pair it joins L_nid.
+fn apply_word(w: u32, a: u32, b: u32, nid: u32) {
+  let base = atomicLoad(&words[4u * w]);
+  let len = atomicLoad(&words[4u * w + 1u]);
+  let c = atomicLoad(&words[4u * w + 2u]);
+  let sw = len <= WS;
+  if (sw) { // one round of independent loads instead of one per symbol
+    for (var j = 0u; j < WS; j++) {
+      if (j < len) { wv[j] = sym[base + j]; }
+    }
+  }
+  var i = 0u;
+  loop {
+    if (i + 1u >= len) { break; }
+    if (ld(sw, base, i) == a && ld(sw, base, i + 1u) == b) { break; }
+    i++;
+  }
+  if (i + 1u >= len) { return; }
+  let neg = 0u - c;
+  cn = 0u;
+  var o = i;
+  while (i < len) {
+    if (i + 1u < len && ld(sw, base, i) == a && ld(sw, base, i + 1u) == b) {
+      if (o > 0u) {
+        let l = ld(sw, base, o - 1u);
+        cadd((l << 16u) | a, neg);
+        cadd((l << 16u) | nid, c);
+      }
+      cadd((a << 16u) | b, neg);
+      if (i + 2u < len) {
+        let r = ld(sw, base, i + 2u);
+        cadd((b << 16u) | r, neg);
+        cadd((nid << 16u) | r, c);
+      }
+      st_sym(sw, base, o, nid);
+      o++;
+      i += 2u;
+    } else {
+      st_sym(sw, base, o, ld(sw, base, i));
+      o++;
+      i++;
+    }
+  }
+  cflush();
+  atomicStore(&words[4u * w + 1u], o);
+  let j = atomicAdd(&st[S_CUR], 1u);
+  if (j < u.ent_cap) {
+    atomicStore(&lists[u.lo_ent + j], w);
+  } else {
+    atomicStore(&st[S_DONE], 4u);
+  }
+}
+
+// Apply the current merge to its candidate words (three-dispatch mode); threads stride over
+// the candidates, a word's stamp (the iteration) skips a word listed twice.
 @compute @workgroup_size(256)
 fn apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   touch();
@@ -486,58 +564,50 @@ fn apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
   let b = atomicLoad(&st[S_B]);
   let nid = atomicLoad(&st[S_NID]);
   let it = atomicLoad(&st[S_ITER]);
-  let stride = nwg.x * 256u;
-  for (var e = cs + gid.x; e < ce; e += stride) {
+  dpar = 0u;
+  for (var e = cs + gid.x; e < ce; e += nwg.x * 256u) {
     let w = atomicLoad(&lists[u.lo_ent + e]);
     if (atomicExchange(&words[4u * w + 3u], it) == it) { continue; } // listed twice
-    let base = atomicLoad(&words[4u * w]);
-    let len = atomicLoad(&words[4u * w + 1u]);
-    let c = atomicLoad(&words[4u * w + 2u]);
-    let sw = len <= WS;
-    if (sw) { // one round of independent loads instead of one per symbol
-      for (var j = 0u; j < WS; j++) {
-        if (j < len) { wv[j] = sym[base + j]; }
+    apply_word(w, a, b, nid);
+  }
+}
+
+var<workgroup> dec_w: u32;
+var<workgroup> cand_w: array<u32, 2>;
+
+// Fused mode: every workgroup selects the best pair itself from the block bests and the state
+// refresh2 snapshotted (all decide the same; workgroup 0 alone records it), then the merge is
+// applied to the candidate words, threads striding over them.
+@compute @workgroup_size(256)
+fn apply2(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+          @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  touch();
+  let t = atomicLoad(&st[S_SIT]);
+  dpar = (t + 1u) % 2u;
+  reduce_blocks(lid, (atomicLoad(&st[S_SNP]) + 255u) / 256u);
+  if (lid == 0u) {
+    var r = 0u;
+    if (atomicLoad(&st[S_SDONE]) == 0u) {
+      let w0 = wid.x == 0u;
+      if (w0) {
+        atomicStore(&st[S_ND + t % 2u], 0u); // refresh2 has consumed list t % 2
+        atomicStore(&st[S_ITER], t);
       }
+      r = decide(rc[0], rk[0], atomicLoad(&st[S_SNEXT]), atomicLoad(&st[S_SCUR]), w0);
     }
-    var i = 0u;
-    loop {
-      if (i + 1u >= len) { break; }
-      if (ld(sw, base, i) == a && ld(sw, base, i + 1u) == b) { break; }
-      i++;
-    }
-    if (i + 1u >= len) { continue; }
-    let neg = 0u - c;
-    cn = 0u;
-    var o = i;
-    while (i < len) {
-      if (i + 1u < len && ld(sw, base, i) == a && ld(sw, base, i + 1u) == b) {
-        if (o > 0u) {
-          let l = ld(sw, base, o - 1u);
-          cadd((l << 16u) | a, neg);
-          cadd((l << 16u) | nid, c);
-        }
-        cadd((a << 16u) | b, neg);
-        if (i + 2u < len) {
-          let r = ld(sw, base, i + 2u);
-          cadd((b << 16u) | r, neg);
-          cadd((nid << 16u) | r, c);
-        }
-        st_sym(sw, base, o, nid);
-        o++;
-        i += 2u;
-      } else {
-        st_sym(sw, base, o, ld(sw, base, i));
-        o++;
-        i++;
-      }
-    }
-    cflush();
-    atomicStore(&words[4u * w + 1u], o);
-    let j = atomicAdd(&st[S_CUR], 1u);
-    if (j < u.ent_cap) {
-      atomicStore(&lists[u.lo_ent + j], w);
-    } else {
-      atomicStore(&st[S_DONE], 4u);
-    }
+    dec_w = r;
+    cand_w[0] = d_cs;
+    cand_w[1] = d_ce;
+  }
+  if (workgroupUniformLoad(&dec_w) != 2u) { return; }
+  let cs = cand_w[0];
+  let ce = cand_w[1];
+  let a = rk[0] >> 16u;
+  let b = rk[0] & 0xffffu;
+  let nid = atomicLoad(&st[S_SNEXT]);
+  for (var e = cs + gid.x; e < ce; e += nwg.x * 256u) {
+    let w = atomicLoad(&lists[u.lo_ent + e]);
+    if (atomicExchange(&words[4u * w + 3u], t) == t) { continue; } // listed twice
+    apply_word(w, a, b, nid);
   }
 }
