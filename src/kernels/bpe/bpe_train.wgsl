@@ -18,14 +18,17 @@
 // (flag + dirty list); refresh recomputes only the dirty blocks (one workgroup each) and
 // select_best reduces the block bests (one workgroup) with the CPU's tie-break.
 // One iteration = refresh, select_best, apply: three dispatches, work proportional to the touched
-// words and pairs, no host round trip (the host reads the state once per submission).
+// words and pairs, no host round trip (the host reads the state once per submission). Fused
+// mode (u.fused = 1) = refresh2, apply2: refresh2 also snapshots the state the merge changes,
+// every apply2 workgroup selects the pair from the block bests and the snapshot (reads only: all
+// decide the same) and workgroup 0 alone records it; dirty lists alternate by iteration parity.
 //
 // Data (ids < 65536, so a pair is one u32 key = left << 16 | right; 0xffffffff = empty):
 //   sym    the words' symbols, word w at [words[4w], +len); rewritten in place
 //   words  per word: offset, current length, count (multiplicity), stamp (last iteration)
 //   ptab   pair hash table, 4 u32 per slot: key, count (two's complement deltas), banned, position
 //   blk    per block of 256 positions: best count, best key, dirty flag; then (u.dl_off) the
-//          dirty block list
+//          dirty block lists 0 and 1 (u.nblk entries each; list 1 only in fused mode)
 //   st     state: see the S_* constants
 //   voc    token table: len, off, hash, hash power ([4 * id + 0..3]), the vocab hash table
 //          (u.vh_off, u.vh_mask + 1 ids) and the byte arena (u.ar_off, one byte per u32)
@@ -157,7 +160,8 @@ fn padd(key: u32, delta: u32) {
 
 // A per-thread cache of count deltas: runs of one byte ("aaaa", NUL runs) and repeated pairs in
 // a word add to the same few keys; summing them here saves the atomics (results are exact
-// integer sums either way).
+// integer sums either way). (A flush in phases — all probes, then all adds, ... — overlaps the
+// keys' round trips, but unrolled it made lavapipe's compile of these kernels ~5x longer.)
 const NC: u32 = 8u;
 var<private> ck: array<u32, 8>;
 var<private> cd: array<u32, 8>;
