@@ -1,9 +1,11 @@
 /* Tokenizer on WebGPU vs the CPU on one corpus (bench/run_tok_gpu_bench.sh runs it).
  *
- *   bench_tok_gpu CORPUS.txt GPT2_DIR [--vocab N,N] [--no-cpu-train] [--no-cpu1] [--no-gpu-train]
+ *   bench_tok_gpu CORPUS.txt GPT2_DIR [--vocab N,N] [--no-cpu-train] [--no-cpu1] [--no-gpu-train] [--train-only]
  *
  * --no-gpu-train: the CPU trainer only (its tokenizer for the encode rows; quick on lavapipe).
- * TEZGAH_BENCH_REFRESH_AB=1 adds a GPU training row with the workgroup-per-block pair refresh.
+ * --train-only: the training rows alone (no encode / decode rows).
+ * TEZGAH_BENCH_FUSED_AB=1 adds a GPU training row with two dispatches per merge
+ * (TEZGAH_TOK_GPU_FUSED=1: the select folded into every apply workgroup).
  * Training: tz_tok_train (word counting on all cores, merges on one) vs tz_tok_train_webgpu
  * (same counting, merges on the GPU), tokenizer.json compared byte for byte. The counting
  * alone (tz_count_words, shared by both) is timed once, so "merges" columns are the part the
@@ -157,16 +159,17 @@ static void encode_rows(const char *name, const char *spec, const tz_tokenizer *
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s CORPUS.txt GPT2_DIR [--vocab N,N] [--no-cpu-train] [--no-cpu1] [--no-gpu-train]\n", argv[0]);
+    fprintf(stderr, "usage: %s CORPUS.txt GPT2_DIR [--vocab N,N] [--no-cpu-train] [--no-cpu1] [--no-gpu-train] [--train-only]\n", argv[0]);
     return 2;
   }
   const char *vocabs = "8192,32768";
-  int cpu_train = 1, cpu1 = 1, gpu_train = 1;
+  int cpu_train = 1, cpu1 = 1, gpu_train = 1, train_only = 0;
   for (int i = 3; i < argc; i++) {
     if (!strcmp(argv[i], "--vocab") && i + 1 < argc) vocabs = argv[++i];
     else if (!strcmp(argv[i], "--no-cpu-train")) cpu_train = 0;
     else if (!strcmp(argv[i], "--no-cpu1")) cpu1 = 0;
     else if (!strcmp(argv[i], "--no-gpu-train")) gpu_train = 0;
+    else if (!strcmp(argv[i], "--train-only")) train_only = 1;
     else {
       fprintf(stderr, "bench_tok_gpu: unknown argument '%s'\n", argv[i]);
       return 2;
@@ -187,9 +190,9 @@ int main(int argc, char **argv) {
          thr, count_s, wc.words.n);
   tz_wordcount_free(&wc);
   printf("| training | vocab | cpu %d thr s | cpu merges s | webgpu s | webgpu upload s | webgpu merges s | speedup | "
-         "merges speedup | merges | bans | submissions | words | output |\n",
+         "merges speedup | merges | bans | submissions | words | pairs | list entries | output |\n",
          thr);
-  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   tz_tokenizer *first = NULL;
   char buf[256];
   snprintf(buf, sizeof buf, "%s", vocabs);
@@ -204,7 +207,7 @@ int main(int argc, char **argv) {
     }
     if (!gpu_train) { /* the CPU tokenizer only, for the encode rows */
       if (!a) die("--no-gpu-train needs the cpu trainer");
-      printf("| corpus | %d | %.2f | %.2f | (not run) | | | | | | | | | |\n", v, tc, tc - count_s);
+      printf("| corpus | %d | %.2f | %.2f | (not run) | | | | | | | | | | | |\n", v, tc, tc - count_s);
       if (!first) first = a;
       else tz_tok_free(a);
       continue;
@@ -223,26 +226,30 @@ int main(int argc, char **argv) {
       free(jb);
     }
     double cm = tc - count_s;
-    printf("| corpus | %d | %.2f | %.2f | **%.2f** | %.2f | %.2f | %.2fx | %.2fx | %u | %u | %u | %llu | %s |\n", v, tc, cm, tg,
-           st.upload_s, st.merge_s, tc > 0 ? tc / tg : 0, cm > 0 ? cm / st.merge_s : 0, st.merges, st.bans,
-           st.submissions, (unsigned long long)st.words, same);
+    printf("| corpus | %d | %.2f | %.2f | **%.2f** | %.2f | %.2f | %.2fx | %.2fx | %u | %u | %u | %llu | %llu | %llu | %s |\n",
+           v, tc, cm, tg, st.upload_s, st.merge_s, tc > 0 ? tc / tg : 0, cm > 0 ? cm / st.merge_s : 0, st.merges,
+           st.bans, st.submissions, (unsigned long long)st.words, (unsigned long long)st.pairs,
+           (unsigned long long)st.list_entries, same);
+    if (st.noop_iter_s > 0) printf("|   (no-op iteration after the end: %.1f us) | | | | | | | | | | | | | | | |\n", st.noop_iter_s * 1e6);
     fflush(stdout);
     if (a && strcmp(same, "identical")) return 1;
-    if (getenv("TEZGAH_BENCH_REFRESH_AB")) { /* the workgroup-per-block pair refresh, for comparison */
+    if (getenv("TEZGAH_BENCH_FUSED_AB")) { /* the two-dispatch iteration, for comparison */
       tz_tokenizer *c;
       tz_tok_gpu_stats s2;
-      setenv("TEZGAH_TOK_GPU_REFRESH", "workgroup", 1);
+      setenv("TEZGAH_TOK_GPU_FUSED", "1", 1);
       t0 = now();
-      if (tz_tok_train_webgpu(s, n, v, &c, &s2)) die("webgpu train (workgroup refresh)");
+      if (tz_tok_train_webgpu(s, n, v, &c, &s2)) die("webgpu train (fused)");
       double t2 = now() - t0;
-      unsetenv("TEZGAH_TOK_GPU_REFRESH");
+      unsetenv("TEZGAH_TOK_GPU_FUSED");
       char *jb, *jc;
       size_t lb, lc;
       if (tz_tok_to_json(b, &jb, &lb) || tz_tok_to_json(c, &jc, &lc)) die("json");
       int same2 = lb == lc && !memcmp(jb, jc, lb);
-      printf("| corpus, webgpu workgroup refresh | %d | | | %.2f | %.2f | %.2f | %.2fx | %.2fx | %u | %u | %u | %llu | %s |\n", v,
-             t2, s2.upload_s, s2.merge_s, tc > 0 ? tc / t2 : 0, cm > 0 ? cm / s2.merge_s : 0, s2.merges, s2.bans,
-             s2.submissions, (unsigned long long)s2.words, same2 ? "identical" : "DIFFERENT");
+      printf("| corpus, webgpu 2 dispatches/merge | %d | | | %.2f | %.2f | %.2f | %.2fx | %.2fx | %u | %u | %u | %llu | %llu | %llu | %s |\n",
+             v, t2, s2.upload_s, s2.merge_s, tc > 0 ? tc / t2 : 0, cm > 0 ? cm / s2.merge_s : 0, s2.merges, s2.bans,
+             s2.submissions, (unsigned long long)s2.words, (unsigned long long)s2.pairs,
+             (unsigned long long)s2.list_entries, same2 ? "identical" : "DIFFERENT");
+      if (s2.noop_iter_s > 0) printf("|   (no-op iteration after the end: %.1f us) | | | | | | | | | | | | | | | |\n", s2.noop_iter_s * 1e6);
       fflush(stdout);
       free(jb);
       free(jc);
@@ -252,6 +259,11 @@ int main(int argc, char **argv) {
     tz_tok_free(a);
     if (!first) first = b;
     else tz_tok_free(b);
+  }
+  if (train_only) {
+    tz_tok_free(first);
+    free(s);
+    return 0;
   }
   printf("\n| encode | MB | tokens | cpu 1 thr MB/s | cpu %d thr cold MB/s | cpu %d thr warm MB/s | webgpu first MB/s | "
          "webgpu MB/s | pre-tokenized on: pretok s / feed s / wait s / drain s / batches | webgpu with CPU pre-tokenization "

@@ -25,30 +25,43 @@ static double now(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* CPU and GPU training give byte-identical tokenizer.json. */
+/* CPU and GPU training give byte-identical tokenizer.json, with both GPU iteration shapes
+ * (three dispatches per merge, and two: TEZGAH_TOK_GPU_FUSED=1). */
 static unsigned same_training(const char *name, const char *text, size_t n, int vocab) {
-  tz_tokenizer *a, *b;
+  tz_tokenizer *a;
   double t0 = now();
   assert_int_equal(tz_tok_train(text, n, vocab, &a), 0);
   double t1 = now();
-  tz_tok_gpu_stats st;
-  if (tz_tok_train_webgpu(text, n, vocab, &b, &st)) fail_msg("webgpu training: %s", tz_errmsg());
-  double t2 = now();
-  char *ja, *jb;
-  size_t la, lb;
+  char *ja;
+  size_t la;
   assert_int_equal(tz_tok_to_json(a, &ja, &la), 0);
-  assert_int_equal(tz_tok_to_json(b, &jb, &lb), 0);
-  print_message("%s vocab %d: %d tokens, cpu %.2f s, webgpu %.2f s (%u merges, %u bans, %u submissions, %llu words)\n",
-                name, vocab, tz_tok_vocab_size(b), t1 - t0, t2 - t1, st.merges, st.bans, st.submissions,
-                (unsigned long long)st.words);
-  assert_int_equal(tz_tok_vocab_size(a), tz_tok_vocab_size(b));
-  assert_int_equal(la, lb);
-  assert_memory_equal(ja, jb, la);
+  unsigned bans = 0;
+  for (int fused = 0; fused < 2; fused++) {
+    tz_tokenizer *b;
+    tz_tok_gpu_stats st;
+    setenv("TEZGAH_TOK_GPU_FUSED", fused ? "1" : "0", 1);
+    double t2 = now();
+    if (tz_tok_train_webgpu(text, n, vocab, &b, &st)) fail_msg("webgpu training: %s", tz_errmsg());
+    double t3 = now();
+    unsetenv("TEZGAH_TOK_GPU_FUSED");
+    assert_int_equal(st.fused, fused);
+    char *jb;
+    size_t lb;
+    assert_int_equal(tz_tok_to_json(b, &jb, &lb), 0);
+    print_message("%s vocab %d: %d tokens, cpu %.2f s, webgpu (%d dispatches/merge) %.2f s (%u merges, %u bans, %u "
+                  "submissions, %llu words)\n",
+                  name, vocab, tz_tok_vocab_size(b), t1 - t0, fused ? 2 : 3, t3 - t2, st.merges, st.bans,
+                  st.submissions, (unsigned long long)st.words);
+    assert_int_equal(tz_tok_vocab_size(a), tz_tok_vocab_size(b));
+    assert_int_equal(la, lb);
+    assert_memory_equal(ja, jb, la);
+    free(jb);
+    tz_tok_free(b);
+    bans = st.bans;
+  }
   free(ja);
-  free(jb);
   tz_tok_free(a);
-  tz_tok_free(b);
-  return st.bans;
+  return bans;
 }
 
 /* Where tz_tok_encode_webgpu is expected to pre-tokenize (1: the GPU). */
@@ -98,8 +111,8 @@ static size_t g_shakes_len;
 
 static void test_train_shakespeare(void **state) {
   if (!g_shakes) skip();
-  int vocabs[] = {257, 300, 1024};
-  for (int i = 0; i < 3; i++) same_training("tinyshakespeare", g_shakes, g_shakes_len, vocabs[i]);
+  int vocabs[] = {257, 300, 1024, 2000};
+  for (int i = 0; i < 4; i++) same_training("tinyshakespeare", g_shakes, g_shakes_len, vocabs[i]);
 }
 
 /* KJV-like text: data/kjv.txt (first 1.5 MB) when prepared, else verses made of the KJV's
@@ -176,6 +189,48 @@ static void test_train_edge(void **state) {
   same_training("runs", p, 40000, 400);
   same_training("tiny", "ab", 2, 300);
   same_training("empty-ish", "<|endoftext|>a", 14, 300);
+  free(p);
+}
+
+/* Small adversarial corpora, most trained until no pair is left: count ties at every level
+ * (the tie-break on the smallest ids), runs of one byte where overlapping pairs merge left to
+ * right ("aaaaaaa", a NUL run), a single word, words that all end as one token, and pairs of
+ * two merged ids (whose candidate words come from the shorter of two word lists). */
+static void test_train_adversarial(void **state) {
+  char *p = malloc(1 << 16);
+  size_t n = 0;
+  /* ties: 26 two-letter words and 26 four-letter ones, each 3 times */
+  for (int rep = 0; rep < 3; rep++)
+    for (int i = 0; i < 26; i++)
+      n += (size_t)sprintf(p + n, " %c%c %c%c%c%c", 'a' + i, 'a' + (i * 7 + 3) % 26, 'a' + (i * 5 + 1) % 26,
+                           'a' + (i * 11 + 2) % 26, 'a' + (i * 5 + 1) % 26, 'a' + (i * 11 + 2) % 26);
+  same_training("ties", p, n, 400);
+  same_training("ties", p, n, 270);
+  /* one word of 1000 'a's: (a,a) x500, then (aa,aa) x250, ... */
+  memset(p, 'a', 1000);
+  same_training("run of 1000 a", p, 1000, 300);
+  same_training("run of 777 a", p, 777, 300);
+  /* runs of 1..64 of one letter, each once, as separate words */
+  n = 0;
+  for (int l = 1; l <= 64; l++) {
+    memset(p + n, 'z', (size_t)l);
+    n += (size_t)l;
+    p[n++] = '\n';
+  }
+  same_training("runs 1..64", p, n, 400);
+  /* a NUL run and high bytes: one long pre-token of invalid UTF-8 between words */
+  n = (size_t)sprintf(p, "abc ");
+  memset(p + n, 0, 3000);
+  n += 3000;
+  for (int i = 0; i < 500; i++) p[n++] = (char)(0x80 + i % 3);
+  n += (size_t)sprintf(p + n, " abc abd");
+  same_training("NUL run", p, n, 320);
+  /* a single word */
+  same_training("one word", "abcdefghijklmnopqrstuvwxyz", 26, 400);
+  /* words that all become one token, one of them a whole pre-token repeated */
+  n = 0;
+  for (int rep = 0; rep < 50; rep++) n += (size_t)sprintf(p + n, " the cat the hat that abab cdcd ababcdcd");
+  same_training("whole words", p, n, 600);
   free(p);
 }
 
@@ -471,7 +526,8 @@ int main(void) {
     free(p);
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_train_edge),       cmocka_unit_test(test_train_shakespeare),
+      cmocka_unit_test(test_train_edge),       cmocka_unit_test(test_train_adversarial),
+      cmocka_unit_test(test_train_shakespeare),
       cmocka_unit_test(test_train_kjv),        cmocka_unit_test(test_encode_gpt2),
       cmocka_unit_test(test_encode_random),    cmocka_unit_test(test_encode_long_runs),
       cmocka_unit_test(test_pretok_gpu),

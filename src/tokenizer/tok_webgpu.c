@@ -6,11 +6,13 @@
  * reference all of them in every entry point, so one auto layout per file serves every entry.
  *
  * Training (tz_tok_train_webgpu): unique pre-tokens counted on the CPU (tz_count_words, all
- * cores); their symbols, the pair-count hash table, per-block maxima and the vocabulary (token
- * bytes + a byte-string hash table for the "already a token" ban) live on the GPU. One merge
- * is four dispatches (refresh dirty blocks, two-stage max with the CPU's tie-break, ban or
- * record the merge, apply it to the words with count deltas); up to ITERS merges go in one
- * submission, followed by a compaction of the words still longer than one symbol.
+ * cores; the training pipelines compile meanwhile on a helper thread); their symbols, the
+ * pair-count hash table, per-pair block bests, the word lists (which words can hold a pair) and
+ * the vocabulary (token bytes + a byte-string hash table for the "already a token" ban) live on
+ * the GPU. One merge is three dispatches (refresh the dirty blocks, select the best pair with
+ * the CPU's tie-break and ban or record it, apply it to its candidate words with count deltas),
+ * each sized by the work of that merge, not by the corpus; up to ITERS merges per submission,
+ * two submissions in flight.
  * Encoding: pre-tokens found on the GPU from the raw bytes (bpe_pretok.wgsl, the GPT-2
  * pattern's pieces by a byte-local rule, character classes from PCRE2), BPE on the GPU (one
  * thread per pre-token; up to 64 bytes in private arrays, longer ones with a heap in scratch
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <time.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -322,7 +325,65 @@ static double wall(void) {
 
 /* ---- training ---- */
 
-#define ITERS 128 /* merge iterations per submission */
+#define ITERS 256   /* merge iterations per submission */
+#define GRID_REF 64 /* workgroups of refresh (they stride over the dirty blocks) */
+#define GRID_APPLY 128 /* workgroups of apply (their threads stride over the candidate words) */
+
+/* The set-up kernels, then one iteration's: refresh, select_best, apply (three dispatches), or
+ * with TEZGAH_TOK_GPU_FUSED=1 refresh2, apply2 (two: every apply2 workgroup selects the pair
+ * itself; same result) */
+static const char *const train_entries[2][7] = {
+    {"clear", "count_pairs", "csr_scan", "csr_fill", "refresh", "select_best", "apply"},
+    {"clear", "count_pairs", "csr_scan", "csr_fill", "refresh2", "apply2", NULL}};
+#define N_TRAIN_PIPES 7
+
+typedef struct {
+  tg_pipe *p[N_TRAIN_PIPES];
+  int fused, rc;
+  char err[TZ_ERR_MAX];
+} train_pipes;
+
+/* Create (or find) the training pipelines. Run on a helper thread while the main thread counts
+ * words (no Dawn call there), so the shader compilation is hidden behind the counting. */
+static void *make_train_pipes(void *arg) {
+  train_pipes *tp = arg;
+  tp->rc = 0;
+  for (int i = 0; i < N_TRAIN_PIPES && train_entries[tp->fused][i] && !tp->rc; i++)
+    if (!(tp->p[i] = pipeline("bpe_train", train_entries[tp->fused][i]))) tp->rc = -1;
+  if (tp->rc) snprintf(tp->err, sizeof tp->err, "%s", tz_errmsg());
+  return NULL;
+}
+
+/* Submit enc after copying the 16 state words into readback buffer rb and start mapping it. */
+typedef struct {
+  WGPUBuffer rb;
+  WGPUFuture fut;
+  int st, busy;
+} st_slot;
+
+static void submit_with_state(WGPUCommandEncoder enc, WGPUBuffer state, st_slot *s) {
+  W.wgpuCommandEncoderCopyBufferToBuffer(enc, state, 0, s->rb, 0, 64);
+  WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
+  W.wgpuQueueSubmit(G.queue, 1, &cb);
+  W.wgpuCommandBufferRelease(cb);
+  W.wgpuCommandEncoderRelease(enc);
+  s->st = 0;
+  WGPUBufferMapCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_mapped, &s->st, NULL};
+  s->fut = W.wgpuBufferMapAsync(s->rb, WGPUMapMode_Read, 0, 64, ci);
+  s->busy = 1;
+}
+
+static int wait_state(st_slot *s, uint32_t *st) {
+  s->busy = 0;
+  if (wait_future(s->fut) || s->st != 1) {
+    int rc = check_dev("training state readback");
+    return rc ? rc : tz_err("webgpu tokenizer: training state readback failed");
+  }
+  const void *p = W.wgpuBufferGetConstMappedRange(s->rb, 0, 64);
+  if (p) memcpy(st, p, 64);
+  W.wgpuBufferUnmap(s->rb);
+  return p ? check_dev("training") : tz_err("webgpu tokenizer: readback has no mapped range");
+}
 
 int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokenizer **out, tz_tok_gpu_stats *stats) {
   *out = NULL;
@@ -331,14 +392,34 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
   if (len >= (1u << 31)) return tz_err("webgpu tokenizer: corpus of %zu bytes is above 2 GiB", len);
   if (!tz_tok_webgpu_available()) return -1;
   double t0 = wall();
+  /* the pipelines compile on a helper thread while all cores count the words */
+  train_pipes tp;
+  memset(&tp, 0, sizeof tp);
+  const char *fe = getenv("TEZGAH_TOK_GPU_FUSED");
+  tp.fused = fe && !strcmp(fe, "1");
+  int n_pipes = tp.fused ? 6 : 7, n_iter = tp.fused ? 2 : 3;
+  pthread_t th;
+  int threaded = pthread_create(&th, NULL, make_train_pipes, &tp) == 0;
   tz_wordcount wc;
-  if (tz_count_words(text, len, &wc)) return -1;
+  int crc = tz_count_words(text, len, &wc);
+  char cerr[TZ_ERR_MAX] = "";
+  if (crc) snprintf(cerr, sizeof cerr, "%s", tz_errmsg());
+  if (threaded) pthread_join(th, NULL);
+  else make_train_pipes(&tp);
+  if (crc) {
+    if (!tp.rc) tz_err("%s", cerr);
+    return -1;
+  }
+  if (tp.rc) {
+    tz_wordcount_free(&wc);
+    return tz_err("%s", tp.err);
+  }
   double t1 = wall(), t2 = t1;
   /* words that can hold a pair (length >= 2) */
   size_t nw = 0, nsym = 0, npos = 0;
   for (size_t w = 0; w < wc.words.n; w++)
     if (wc.words.ents[w].len >= 2) nw++, nsym += wc.words.ents[w].len, npos += wc.words.ents[w].len - 1;
-  uint32_t *sym = tz_malloc((nsym + 1) * 4), *words = tz_malloc((nw + 1) * 16), *act = tz_calloc(2 * nw + 1, 4);
+  uint32_t *sym = tz_malloc((nsym + 1) * 4), *words = tz_malloc((nw + 1) * 16);
   nw = nsym = 0;
   for (size_t w = 0; w < wc.words.n; w++) {
     size_t L = wc.words.ents[w].len;
@@ -348,29 +429,36 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
     words[4 * nw + 1] = (uint32_t)L;
     words[4 * nw + 2] = (uint32_t)wc.count[w];
     words[4 * nw + 3] = 0;
-    act[nw] = (uint32_t)nw;
     for (size_t i = 0; i < L; i++) sym[nsym++] = k[i];
     nw++;
   }
   tz_wordcount_free(&wc);
   /* every pair that can ever exist: the initial ones plus at most two new ones per merged
-   * occurrence (at most one per position), so 3 npos at worst; far fewer in practice, and a
-   * full table is detected (the caller falls back to the CPU) */
+   * occurrence (at most one per position), so 3 npos at worst; far fewer in practice (the
+   * 210 MB Debian corpus: 3.2 M positions, 0.34 M pairs by vocab 8192), and a full table is
+   * detected (the caller falls back to the CPU). Pairs get dense positions in creation order,
+   * so the per-block bests cover only the pairs that exist. */
   uint64_t pcap = pow2_at_least(3 * (uint64_t)npos + 1024);
   uint64_t maxcap = (G.lim.maxStorageBufferBindingSize < G.lim.maxBufferSize ? G.lim.maxStorageBufferBindingSize
-                                                                              : G.lim.maxBufferSize) / 12;
+                                                                              : G.lim.maxBufferSize) / 16;
   if (pcap > maxcap) pcap = pow2_at_least(maxcap + 1) / 2; /* the worst case rarely comes near: overflow is detected */
   if (pcap < 1024) pcap = 1024;
-  uint64_t nblk = pcap / 256, wg_sel = (nblk + 255) / 256 < 256 ? (nblk + 255) / 256 : 256;
+  uint64_t nblk = pcap / 256;
   uint32_t V = (uint32_t)vocab_size;
   uint64_t vhcap = pow2_at_least(4 * (uint64_t)V);
   uint64_t arcap = 256 + 64 * (uint64_t)V;
   if (arcap < (1u << 20)) arcap = 1u << 20;
   uint64_t vwords = 4 * (uint64_t)V + vhcap + arcap;
+  /* entries: the byte pairs' CSR lists (<= one per position) and the L lists (a word joins one
+   * each time a merge rewrites it, which shortens it: <= one per position) */
+  uint64_t ent_cap = 2 * (uint64_t)npos + 16;
+  uint64_t lo_fill = 65537, lo_start = lo_fill + 65536, lo_merges = lo_start + V, lo_ent = lo_merges + V;
+  uint64_t lwords = lo_ent + ent_cap;
   int rc = 0;
-  if ((rc = too_big("the pair table", pcap * 12)) || (rc = too_big("the words' symbols", nsym * 4 + 4)) ||
-      (rc = too_big("the vocabulary", vwords * 4))) {
-    free(sym), free(words), free(act);
+  if ((rc = too_big("the pair table", pcap * 16)) || (rc = too_big("the words' symbols", nsym * 4 + 4)) ||
+      (rc = too_big("the vocabulary", vwords * 4)) || (rc = too_big("the word lists", lwords * 4)) ||
+      (rc = too_big("the words", nw * 16 + 16))) {
+    free(sym), free(words);
     return rc;
   }
   /* host-side initial vocabulary: the 256 bytes */
@@ -387,86 +475,111 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
     voc[4 * V + s] = b;
     voc[4 * V + vhcap + b] = b;
   }
-  uint32_t u[8] = {(uint32_t)(pcap - 1), (uint32_t)nblk, (uint32_t)nw, V - 1, 4 * V, (uint32_t)(vhcap - 1),
-                   (uint32_t)(4 * V + vhcap), (uint32_t)arcap};
-  uint32_t st[16] = {256, 0, 0, 0, 0, 0, 0, (uint32_t)nw, 0, 0, 256, 0, 0, 0, 0, 0};
+  uint32_t u[16] = {(uint32_t)(pcap - 1), (uint32_t)nw, V - 1, 4 * V, (uint32_t)(vhcap - 1), (uint32_t)(4 * V + vhcap),
+                    (uint32_t)arcap, (uint32_t)(3 * nblk), (uint32_t)lo_fill, (uint32_t)lo_start, (uint32_t)lo_merges,
+                    (uint32_t)lo_ent, (uint32_t)ent_cap, (uint32_t)pcap, (uint32_t)nblk, (uint32_t)tp.fused};
+  uint32_t st[32] = {256, 0, 0, 0, 0, 0, 0, 0, 0, 0, 256};
   if (nw == 0) st[2] = 1;
   WGPUBuffer ub = mkbuf(sizeof u, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "bpe uniforms");
-  WGPUBuffer B[9];
+  /* storage buffers, zero-initialized by WebGPU (the pair table is set by `clear`) */
+  WGPUBuffer B[8];
   B[0] = sbuf(nsym * 4 + 4, "bpe symbols");
   B[1] = sbuf(nw * 16 + 16, "bpe words");
-  B[2] = sbuf(nw * 8 + 8, "bpe active words");
-  B[3] = sbuf(pcap * 12, "bpe pair table");
-  B[4] = sbuf(nblk * 12, "bpe pair blocks");
-  B[5] = sbuf(512 * 4, "bpe partial maxima");
-  B[6] = sbuf(sizeof st, "bpe state");
-  B[7] = sbuf(vwords * 4, "bpe vocabulary");
-  B[8] = sbuf((uint64_t)V * 4, "bpe merges");
+  B[2] = sbuf(pcap * 16, "bpe pair table");
+  B[3] = sbuf(nblk * 20, "bpe pair blocks"); /* best count, best key, dirty flag; two dirty lists */
+  B[4] = sbuf(sizeof st, "bpe state");
+  B[5] = sbuf(vwords * 4, "bpe vocabulary");
+  B[6] = sbuf(lwords * 4, "bpe word lists");
+  B[7] = sbuf(pcap * 4, "bpe pair positions");
+  st_slot S[2];
+  memset(S, 0, sizeof S);
+  for (int i = 0; i < 2; i++) S[i].rb = mkbuf(64, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "bpe state readback");
   put(ub, 0, u, sizeof u);
   put(B[0], 0, sym, nsym * 4);
   put(B[1], 0, words, nw * 16);
-  put(B[2], 0, act, nw * 4);
-  {
-    /* the pair table starts empty (keys 0xffffffff), every block dirty */
-    uint32_t *tmp = tz_malloc(pcap * 12 > nblk * 12 ? pcap * 12 : nblk * 12);
-    for (uint64_t s = 0; s < pcap; s++) tmp[3 * s] = EMPTY, tmp[3 * s + 1] = 0, tmp[3 * s + 2] = 0;
-    put(B[3], 0, tmp, pcap * 12);
-    for (uint64_t b = 0; b < nblk; b++) tmp[3 * b] = 0, tmp[3 * b + 1] = EMPTY, tmp[3 * b + 2] = 1;
-    put(B[4], 0, tmp, nblk * 12);
-    free(tmp);
-  }
-  put(B[6], 0, st, sizeof st);
-  put(B[7], 0, voc, vwords * 4);
-  free(sym), free(words), free(act), free(voc);
-  const char *F = "bpe_train";
-  /* pair-block refresh: one thread per block (default), or TEZGAH_TOK_GPU_REFRESH=workgroup:
-   * one workgroup per block; same result, no faster on the H200 (docs/PERF.md), far slower on
-   * lavapipe */
-  const char *rf = getenv("TEZGAH_TOK_GPU_REFRESH");
-  int serial = !(rf && !strcmp(rf, "workgroup"));
-  tg_pipe *p_count = pipeline(F, "count_pairs"), *p_ref = pipeline(F, serial ? "refresh_serial" : "refresh"), *p_sa = pipeline(F, "select_a"),
-          *p_sb = pipeline(F, "select_b"), *p_ap = pipeline(F, "apply"), *p_cp = pipeline(F, "compact"),
-          *p_cf = pipeline(F, "compact_fin");
+  put(B[4], 0, st, sizeof st);
+  put(B[5], 0, voc, vwords * 4);
+  free(sym), free(words), free(voc);
   int32_t *merges = NULL;
-  uint32_t n_act = (uint32_t)nw, iters = 0, subs = 0;
-  if (!p_count || !p_ref || !p_sa || !p_sb || !p_ap || !p_cp || !p_cf) {
-    rc = -1;
-    goto done;
-  }
-  WGPUBindGroup bg[7];
-  tg_pipe *pp[7] = {p_count, p_ref, p_sa, p_sb, p_ap, p_cp, p_cf};
-  for (int i = 0; i < 7; i++) bg[i] = bind(pp[i], ub, sizeof u, B, 9);
+  uint32_t iters = 0, subs = 0;
+  WGPUBindGroup bg[N_TRAIN_PIPES] = {0};
+  for (int i = 0; i < n_pipes; i++) bg[i] = bind(tp.p[i], ub, sizeof u, B, 8);
   if ((rc = check_dev("training setup"))) goto release;
   t2 = wall();
-  for (int first = 1;; first = 0) {
+  /* Submissions of up to ITERS iterations, two in flight: the host encodes and submits the next
+   * while the GPU runs the last. Iterations after the end are no-ops; the batch sizes follow
+   * the merges left (vocab_size - 256 iterations when no pair is banned), then 16 at a time.
+   * Grids are capped by the work there can be (small corpora: a few workgroups). */
+  uint64_t g_ref = nblk < GRID_REF ? nblk : GRID_REF, g_apply = (nw + 255) / 256 + 1;
+  if (g_apply > GRID_APPLY) g_apply = GRID_APPLY;
+  int inflight = 0, head = 0, done = 0;
+  int64_t submitted = 0;
+  for (int first = 1; !done;) {
+    int64_t need = (int64_t)V - 256 - submitted;
+    if (inflight && (inflight == 2 || need <= 0)) {
+      rc = wait_state(&S[head], st);
+      head = (head + 1) % 2;
+      inflight--;
+      done = rc || st[2] != 0;
+      continue;
+    }
+    uint32_t k = need > ITERS ? ITERS : need > 16 ? (uint32_t)need : 16;
     WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
     WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
-    uint64_t wg_words = ((uint64_t)n_act + 255) / 256;
-    if (first) dispatch(pass, p_count, bg[0], wg_words);
-    uint32_t left = V - 1 - st[0];
-    uint32_t k = left + 4 < ITERS ? left + 4 : ITERS;
-    for (uint32_t i = 0; i < k; i++) {
-      dispatch(pass, p_ref, bg[1], serial ? (nblk + 255) / 256 : nblk);
-      dispatch(pass, p_sa, bg[2], wg_sel);
-      dispatch(pass, p_sb, bg[3], 1);
-      dispatch(pass, p_ap, bg[4], wg_words);
+    if (first) {
+      dispatch(pass, tp.p[0], bg[0], pcap / 256);
+      dispatch(pass, tp.p[1], bg[1], (nw + 255) / 256);
+      dispatch(pass, tp.p[2], bg[2], 1);
+      dispatch(pass, tp.p[3], bg[3], (nw + 255) / 256);
+      first = 0;
     }
-    dispatch(pass, p_cp, bg[5], wg_words);
-    dispatch(pass, p_cf, bg[6], 1);
+    for (uint32_t i = 0; i < k; i++) {
+      dispatch(pass, tp.p[4], bg[4], g_ref);
+      if (n_iter == 3) dispatch(pass, tp.p[5], bg[5], 1);
+      dispatch(pass, tp.p[n_iter + 3], bg[n_iter + 3], g_apply);
+    }
     W.wgpuComputePassEncoderEnd(pass);
     W.wgpuComputePassEncoderRelease(pass);
-    if ((rc = read_back(enc, B[6], 0, st, sizeof st))) break;
+    submit_with_state(enc, B[4], &S[(head + inflight) % 2]);
+    inflight++;
     subs++;
-    n_act = st[7];
-    if (st[2] != 0) break;
+    submitted += k;
+  }
+  while (inflight) { /* the one still in flight (a no-op once done): its state is the newest */
+    uint32_t st2[32];
+    int rc2 = wait_state(&S[head], st2);
+    head = (head + 1) % 2;
+    inflight--;
+    if (!rc && !rc2) memcpy(st, st2, 64);
+    if (!rc) rc = rc2;
+  }
+  double t3 = wall(), noop = 0;
+  const char *ne = getenv("TEZGAH_TOK_GPU_NOOP_ITERS");
+  if (!rc && ne && atoi(ne) > 0) { /* measure the per-iteration floor: iterations after the end */
+    int k = atoi(ne);
+    double n0 = wall();
+    WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
+    WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
+    for (int i = 0; i < k; i++) {
+      dispatch(pass, tp.p[4], bg[4], g_ref);
+      if (n_iter == 3) dispatch(pass, tp.p[5], bg[5], 1);
+      dispatch(pass, tp.p[n_iter + 3], bg[n_iter + 3], g_apply);
+    }
+    W.wgpuComputePassEncoderEnd(pass);
+    W.wgpuComputePassEncoderRelease(pass);
+    uint32_t st2[32];
+    submit_with_state(enc, B[4], &S[0]);
+    rc = wait_state(&S[0], st2);
+    noop = (wall() - n0) / k;
   }
   iters = st[12];
   if (!rc && st[2] == 2) rc = tz_err("webgpu tokenizer: the token byte arena (%llu bytes) is full", (unsigned long long)arcap);
   if (!rc && st[2] == 3) rc = tz_err("webgpu tokenizer: the pair table (%llu slots) is full", (unsigned long long)pcap);
+  if (!rc && st[2] == 4) rc = tz_err("webgpu tokenizer: the word lists (%llu entries) are full", (unsigned long long)ent_cap);
   if (!rc) {
     uint32_t nm = st[1];
     uint32_t *keys = tz_malloc((size_t)nm * 4 + 4);
-    if (!(rc = read_back(NULL, B[8], 0, keys, (size_t)nm * 4))) {
+    if (!(rc = read_back(NULL, B[6], lo_merges * 4, keys, (size_t)nm * 4))) {
       merges = tz_malloc((size_t)2 * nm * sizeof *merges + 8);
       for (uint32_t i = 0; i < nm; i++) merges[2 * i] = (int32_t)(keys[i] >> 16), merges[2 * i + 1] = (int32_t)(keys[i] & 0xffff);
       if (stats) {
@@ -476,19 +589,23 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
         stats->submissions = subs;
         stats->words = nw;
         stats->pair_slots = pcap;
+        stats->pairs = st[13];
+        stats->list_entries = st[9];
         stats->count_s = t1 - t0;
         stats->upload_s = t2 - t1;
-        stats->merge_s = wall() - t2;
+        stats->merge_s = t3 - t2;
+        stats->noop_iter_s = noop;
+        stats->fused = tp.fused;
       }
       rc = tz_tok_from_trained_merges(merges, (int)nm, out);
     }
     free(keys);
   }
 release:
-  for (int i = 0; i < 7; i++) W.wgpuBindGroupRelease(bg[i]);
-done:
+  for (int i = 0; i < n_pipes; i++) W.wgpuBindGroupRelease(bg[i]);
   drop(&ub);
-  for (int i = 0; i < 9; i++) drop(&B[i]);
+  for (int i = 0; i < 8; i++) drop(&B[i]);
+  for (int i = 0; i < 2; i++) drop(&S[i].rb);
   return rc;
 }
 

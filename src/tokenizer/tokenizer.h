@@ -138,9 +138,15 @@ const char *tz_tok_webgpu_device(void);
 typedef struct {
   uint32_t merges, iterations, bans, submissions;
   uint64_t words, pair_slots;
-  double count_s;  /* unique pre-tokens counted on the CPU (tz_count_words) */
-  double upload_s; /* words, pair table, vocabulary built and uploaded; pipelines */
-  double merge_s;  /* the merge submissions up to the last readback */
+  uint64_t pairs;        /* distinct pairs that ever had a count */
+  uint64_t list_entries; /* word-list entries used (byte pairs' lists + the merged ids' lists) */
+  double count_s;  /* unique pre-tokens counted on the CPU (tz_count_words); the training
+                    * pipelines compile meanwhile on another thread */
+  double upload_s; /* words and vocabulary built and uploaded, buffers and bind groups made */
+  double merge_s;  /* the GPU work (pair table, word lists, merges) up to the last readback */
+  double noop_iter_s; /* with TEZGAH_TOK_GPU_NOOP_ITERS=N: one iteration's time after the end (its
+                       * dispatches doing nothing: the per-iteration floor), else 0 */
+  int fused;          /* 1: two dispatches per iteration (TEZGAH_TOK_GPU_FUSED=1), 0: three */
 } tz_tok_gpu_stats;
 
 /* Where the last tz_tok_encode_webgpu call spent its time (seconds of wall time). */
