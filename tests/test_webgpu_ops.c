@@ -530,10 +530,18 @@ static void check_att_arena(int B, int T, int nh, int nkv, int hd) {
  * former kernels' form (RG 1 / NT 256, no prefetch, separate D pass), 8 × 4 blocks on 128 and
  * on 256 threads (64- and 128-row tiles; the latter needs 46.6 KB of workgroup memory and runs
  * as RG 1 / NT 128 where the adapter has less, e.g. lavapipe), 4 × 4 blocks on 128 threads
- * without FD. */
+ * without FD; head_dim 64 on each, 32 or 128 on some (each variant and head size is a set of
+ * pipelines to compile). Runs only with TEZGAH_TEST_ATTN_VARIANTS=1 (ctest's
+ * test_webgpu_attn_variants: lavapipe compiles these for minutes), else SKIPPED. */
 static void test_attention_flash_variants(void **state) {
+  if (!getenv("TEZGAH_TEST_ATTN_VARIANTS")) {
+    printf("SKIPPED: test_attention_flash_variants (TEZGAH_TEST_ATTN_VARIANTS=1 runs it; ctest: "
+           "test_webgpu_attn_variants)\n");
+    return;
+  }
   static const char *v[][4] = {{"1", "256", "0", "0"}, {"2", "128", "1", "1"}, {"2", "256", "1", "1"},
                                {"1", "128", "1", "0"}};
+  static const int hd2[] = {128, 32, 128, 0};
   g_pad = 4;
   setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
   for (int i = 0; i < 4; i++) {
@@ -542,8 +550,8 @@ static void test_attention_flash_variants(void **state) {
     setenv("TEZGAH_WEBGPU_ATTN_PF", v[i][2], 1);
     setenv("TEZGAH_WEBGPU_ATTN_FD", v[i][3], 1);
     check_att(2, 70, 4, 2, 64);
-    check_att(1, 150, 2, 1, 32);
-    check_att(2, 133, 4, 2, 128);
+    if (hd2[i] == 32) check_att(1, 150, 2, 1, 32);
+    if (hd2[i] == 128) check_att(2, 133, 4, 2, 128);
     if (i == 2) check_att_arena(2, 140, 4, 2, 64);
   }
   unsetenv("TEZGAH_WEBGPU_ATTN_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_NT");
