@@ -33,9 +33,9 @@ say "device_webgpu_attn: $(date -u) $(nvidia-smi --query-gpu=name,driver_version
 
 # correctness: every attention test with subgroup reductions, the flash ones without
 if [[ -z ${NOTEST:-} ]]; then
-  TZ_TEST_FILTER='test_attention*' timeout 150 "$dir/test_webgpu_ops" >>"$log" 2>&1
+  TEZGAH_TEST_ATTN_VARIANTS=1 TZ_TEST_FILTER='test_attention*' timeout 150 "$dir/test_webgpu_ops" >>"$log" 2>&1
   say "test_webgpu_ops test_attention* (subgroups): rc $?"
-  TEZGAH_WEBGPU_SUBGROUPS=0 TZ_TEST_FILTER='test_attention_flash_*' timeout 60 "$dir/test_webgpu_ops" >>"$log" 2>&1
+  TEZGAH_TEST_ATTN_VARIANTS=1 TEZGAH_WEBGPU_SUBGROUPS=0 TZ_TEST_FILTER='test_attention_flash_*' timeout 60 "$dir/test_webgpu_ops" >>"$log" 2>&1
   say "test_webgpu_ops test_attention_flash_* (TEZGAH_WEBGPU_SUBGROUPS=0): rc $?"
 fi
 
