@@ -455,13 +455,14 @@ static void test_attention_hd(void **state) {
 }
 /* the flash kernels (attention_fa.wgsl, head_dim 32 / 64 / 128) with TEZGAH_WEBGPU_ATTN=fast (an
  * error if a shape or an unaligned tensor would fall back, so these really run them): T not a
- * multiple of the 64-row block (128 for head_dim 32), the 64- or 32-column tile or the 16-row
- * chunk, T below one chunk; B > 1; GQA 4/2, 4/1 and 2/2; on both row-group layouts
- * (TEZGAH_WEBGPU_ATTN_RG=1: 4 × 4 blocks, 256 threads, the default; 2: 8 × 4, 128 threads) and
- * both lane-reduction paths (ctest runs the file with and without TEZGAH_WEBGPU_SUBGROUPS=0);
- * T = 8192 once (no T×T buffer anywhere: the scores stream through key tiles). First, tensors
- * at odd offsets (g_pad 3): the flash kernels decline (vec4 access) and the general ones run.
- * Tolerances: check_att's (the sums run in another order than the CPU's, in fp32). */
+ * multiple of the row block, the column tile or the 16-row chunk, T below one chunk; B > 1;
+ * GQA 4/2, 4/1 and 2/2; on the default variant (RG 2 / NT 256 where the adapter offers its
+ * 46.6 KB of workgroup memory, else RG 1 / NT 128: lavapipe) and on RG 1 / NT 256 (the former
+ * default), and both lane-reduction paths (ctest runs the file with and without
+ * TEZGAH_WEBGPU_SUBGROUPS=0); T = 8192 once (no T×T buffer anywhere: the scores stream through
+ * key tiles). First, tensors at odd offsets (g_pad 3): the flash kernels decline (vec4 access)
+ * and the general ones run. Tolerances: check_att's (the sums run in another order than the
+ * CPU's, in fp32). test_attention_flash_variants covers the other variants. */
 static void test_attention_flash(void **state) {
   check_att(2, 70, 4, 2, 64); /* odd tensor offsets: the general kernels */
   g_pad = 4;
@@ -476,13 +477,95 @@ static void test_attention_flash(void **state) {
   check_att(2, 133, 2, 2, 128);
   const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
   if (!(se && !strcmp(se, "0"))) check_att(1, 8192, 2, 1, 32);
-  /* the other row-group layout of each head size (fewer shapes: lavapipe compiles slowly) */
-  setenv("TEZGAH_WEBGPU_ATTN_RG", "2", 1);
+  /* the former default layout of each head size (fewer shapes: lavapipe compiles slowly) */
+  setenv("TEZGAH_WEBGPU_ATTN_RG", "1", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_NT", "256", 1);
   check_att(2, 70, 4, 2, 64);
   check_att(2, 77, 4, 2, 32);
   check_att(2, 133, 4, 1, 128);
   unsetenv("TEZGAH_WEBGPU_ATTN_RG");
+  unsetenv("TEZGAH_WEBGPU_ATTN_NT");
   g_pad = PAD;
+  unsetenv("TEZGAH_WEBGPU_ATTN");
+}
+
+/* All tensors in one buffer (the model's activation arena): every flash binding read_write
+ * (an input shares a buffer with an output). Regions qkv | out | lse | dout | dqkv at 16-byte
+ * aligned float offsets; out, lse and dqkv compared with check_att's tolerances. */
+static void check_att_arena(int B, int T, int nh, int nkv, int hd) {
+  size_t N = (size_t)B * T, Q = (size_t)(nh + 2 * nkv) * hd, C = (size_t)nh * hd;
+  size_t r4 = 4, oq = 4, oo = oq + (N * Q + r4 - 1) / r4 * r4, ol = oo + (N * C + 3) / 4 * 4,
+         od = ol + ((size_t)B * nh * T + 3) / 4 * 4, og = od + (N * C + 3) / 4 * 4, tot = og + N * Q + 4;
+  float *h = malloc(tot * 4), *res[2];
+  tz_rng r;
+  tz_rng_seed(&r, (uint64_t)T * 5 + hd, 3);
+  for (size_t i = 0; i < tot; i++) h[i] = tz_rng_normal(&r);
+  tz_backend *bes[2] = {cpu, gpu};
+  for (int b = 0; b < 2; b++) {
+    tz_backend *be = bes[b];
+    tz_buf *buf = be->alloc(be, tot * 4, "arena");
+    be->upload(be, (tz_slice){buf, 0}, h, tot * 4);
+    tz_slice q = {buf, oq * 4}, k = tz_f32(q, C), v = tz_f32(q, C + (size_t)nkv * hd), so = {buf, oo * 4},
+             sl = {buf, ol * 4}, sd = {buf, od * 4}, dq = {buf, og * 4}, dk = tz_f32(dq, C),
+             dv = tz_f32(dq, C + (size_t)nkv * hd);
+    be->attention_fwd(be, so, sl, q, k, v, B, T, T, 0, nh, nkv, hd, (int)Q, (int)Q);
+    be->attention_bwd(be, dq, dk, dv, sd, q, k, v, so, sl, B, T, nh, nkv, hd, (int)Q, (int)Q);
+    res[b] = malloc(tot * 4);
+    be->download(be, res[b], (tz_slice){buf, 0}, tot * 4);
+    be->free(be, buf);
+  }
+  const char *nm[3] = {"arena attention out", "arena attention lse", "arena attention dqkv"};
+  size_t at[3] = {oo, ol, og}, n[3] = {N * C, (size_t)B * nh * T, N * Q};
+  for (int i = 0; i < 3; i++) {
+    double *ref = ot_dbl(res[0] + at[i], n[i]);
+    ot_close(nm[i], res[1] + at[i], ref, n[i], 1e-4, 2e-5);
+    free(ref);
+  }
+  free(h), free(res[0]), free(res[1]);
+}
+
+/* The variants of the flash kernels (TEZGAH_WEBGPU_ATTN_RG / _NT / _PF / _FD, see attn_config
+ * in backend_webgpu.c), each on a few odd shapes of every head size (fewer: lavapipe compiles
+ * slowly), with separate buffers (read-only inputs) and once in one arena (read_write): the
+ * former kernels' form (RG 1 / NT 256, no prefetch, separate D pass), 8 × 4 blocks on 128 and
+ * on 256 threads (64- and 128-row tiles; the latter needs 46.6 KB of workgroup memory and runs
+ * as RG 1 / NT 128 where the adapter has less, e.g. lavapipe), 4 × 4 blocks on 128 threads
+ * without FD; head_dim 64 on each, 32 or 128 on some (each variant and head size is a set of
+ * pipelines to compile). Runs only with TEZGAH_TEST_ATTN_VARIANTS=1 (ctest's
+ * test_webgpu_attn_variants: lavapipe compiles these for minutes), else SKIPPED. */
+static void test_attention_flash_variants(void **state) {
+  if (!getenv("TEZGAH_TEST_ATTN_VARIANTS")) {
+    printf("SKIPPED: test_attention_flash_variants (TEZGAH_TEST_ATTN_VARIANTS=1 runs it; ctest: "
+           "test_webgpu_attn_variants)\n");
+    return;
+  }
+  static const char *v[][4] = {{"1", "256", "0", "0"}, {"2", "128", "1", "1"}, {"2", "256", "1", "1"},
+                               {"1", "128", "1", "0"}};
+  static const int hd2[] = {128, 32, 128, 0};
+  g_pad = 4;
+  setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
+  for (int i = 0; i < 4; i++) {
+    setenv("TEZGAH_WEBGPU_ATTN_RG", v[i][0], 1);
+    setenv("TEZGAH_WEBGPU_ATTN_NT", v[i][1], 1);
+    setenv("TEZGAH_WEBGPU_ATTN_PF", v[i][2], 1);
+    setenv("TEZGAH_WEBGPU_ATTN_FD", v[i][3], 1);
+    check_att(2, 70, 4, 2, 64);
+    if (hd2[i] == 32) check_att(1, 150, 2, 1, 32);
+    if (hd2[i] == 128) check_att(2, 133, 4, 2, 128);
+    if (i == 2) check_att_arena(2, 140, 4, 2, 64);
+  }
+  unsetenv("TEZGAH_WEBGPU_ATTN_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_NT");
+  unsetenv("TEZGAH_WEBGPU_ATTN_PF"), unsetenv("TEZGAH_WEBGPU_ATTN_FD");
+  g_pad = PAD;
+  unsetenv("TEZGAH_WEBGPU_ATTN");
+}
+
+/* the default flash kernels with every tensor in one buffer (read_write bindings) */
+static void test_attention_flash_arena(void **state) {
+  setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
+  check_att_arena(2, 70, 4, 2, 64);
+  check_att_arena(1, 77, 2, 1, 32);
+  check_att_arena(1, 45, 4, 2, 128);
   unsetenv("TEZGAH_WEBGPU_ATTN");
 }
 
@@ -718,7 +801,8 @@ int main(void) {
       cmocka_unit_test(test_memory_ops), cmocka_unit_test(test_embed),
       cmocka_unit_test(test_norms),      cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_matmul_swiglu), cmocka_unit_test(test_rope),       cmocka_unit_test(test_attention),
-      cmocka_unit_test(test_attention_flash),      cmocka_unit_test(test_attention_hd),
+      cmocka_unit_test(test_attention_flash),      cmocka_unit_test(test_attention_flash_arena),
+      cmocka_unit_test(test_attention_flash_variants), cmocka_unit_test(test_attention_hd),
       cmocka_unit_test(test_attention_kvcache), cmocka_unit_test(test_activations),
       cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_crossentropy_extremes),
       cmocka_unit_test(test_adamw),

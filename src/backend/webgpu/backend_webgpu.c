@@ -551,20 +551,14 @@ static int label_index(wg_ctx *c, const char *label) {
   return c->nlabels++;
 }
 
-/* Record one dispatch. words[8..nwords) are the kernel's scalar parameters (u0, u1, ...);
- * words[0..7] are scratch. args (at most 8) are the tensor arguments in the kernel's order.
- * Arguments in the same buffer whose aligned ranges overlap share one binding (Dawn rejects
- * overlapping writable bindings); the block written to the uniform slot is
- * [element offset of each arg][binding of each arg][parameters]. atomic_arg (or NULL) is
- * bound alone at binding 9 (embed_backward's CAS target). */
-static void run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords, const wg_arg *args,
-                   int nargs, uint32_t gx, uint32_t gy, uint32_t gz, const wg_arg *atomic_arg, int pi_direct) {
-  TZ_ASSERT(nargs <= MAX_ARGS && nwords - 8 <= 16);
-  if (!gx || !gy || !gz) return;
+/* The bindings run_ex gives a dispatch's arguments: arguments in the same buffer whose aligned
+ * ranges overlap share one binding. Fills slot_of[i] (-1 for an absent argument), and per
+ * binding its buffer sb[k] and byte range [lo[k], hi[k]); returns the number of bindings. The
+ * first present argument always gets binding 0. */
+static int bind_slots(wg_ctx *c, const wg_arg *args, int nargs, int *slot_of, tz_buf **sb, uint64_t *lo,
+                      uint64_t *hi) {
   uint64_t align = c->lim.minStorageBufferOffsetAlignment;
-  tz_buf *sb[MAX_ARGS];
-  uint64_t lo[MAX_ARGS], hi[MAX_ARGS];
-  int slot_of[MAX_ARGS], ns = 0;
+  int ns = 0;
   for (int i = 0; i < nargs; i++) {
     slot_of[i] = -1;
     const wg_arg *a = &args[i];
@@ -601,6 +595,23 @@ static void run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nw
           changed = 1;
         }
   }
+  return ns;
+}
+
+/* Record one dispatch. words[8..nwords) are the kernel's scalar parameters (u0, u1, ...);
+ * words[0..7] are scratch. args (at most 8) are the tensor arguments in the kernel's order.
+ * Arguments in the same buffer whose aligned ranges overlap share one binding (Dawn rejects
+ * overlapping writable bindings); the block written to the uniform slot is
+ * [element offset of each arg][binding of each arg][parameters]. atomic_arg (or NULL) is
+ * bound alone at binding 9 (embed_backward's CAS target). */
+static void run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords, const wg_arg *args,
+                   int nargs, uint32_t gx, uint32_t gy, uint32_t gz, const wg_arg *atomic_arg, int pi_direct) {
+  TZ_ASSERT(nargs <= MAX_ARGS && nwords - 8 <= 16);
+  if (!gx || !gy || !gz) return;
+  uint64_t align = c->lim.minStorageBufferOffsetAlignment;
+  tz_buf *sb[MAX_ARGS];
+  uint64_t lo[MAX_ARGS], hi[MAX_ARGS];
+  int slot_of[MAX_ARGS], ns = bind_slots(c, args, nargs, slot_of, sb, lo, hi);
   /* pi_direct: a variant of the kernel that indexes bindings 0..nargs-1 directly, usable
    * when argument i got binding i (no merges) */
   if (pi_direct >= 0) {
@@ -1373,35 +1384,111 @@ static int attn_fast(wg_ctx *c, const char *op, int Tq, int Tk, int q_pos0, int 
   }
   return ok;
 }
-/* The flash kernels' prefix: HD, TX (threads across a tile's columns: tiles 64 × 64 for
- * head_dim 64 / 128, 128 rows × 32 columns for 32), RG (row groups of 4 per thread), NT
- * (threads per workgroup) and SGW, the subgroup width the lane reductions shuffle over (the
- * adapter's fixed subgroup size; 1 where it varies or subgroups are off). Returns the rows per
- * workgroup. RG 1 (4 × 4 blocks, 256 threads) by default: in the GPT-2 124M training step
- * (H200, 2026-12-01 11:27 UTC, TEZGAH_PROFILE=1 bench_webgpu train 16 1024 4) attention took
- * fwd 26.5 + bwd 83.9 ms/step with RG 1 against 37.0 + 119.5 with RG 2 (8 × 4 blocks, 128
- * threads: more FMAs per workgroup-memory load, more registers), and 30.1 + 107.0 with the
- * earlier scalar-access kernels. TEZGAH_WEBGPU_ATTN_RG=1|2 (tuning) picks one. */
-static int attn_prefix(wg_ctx *c, char *p, size_t cap, int hd) {
-  int tx = hd == 32 ? 8 : 16, rg = 1;
-  const char *er = getenv("TEZGAH_WEBGPU_ATTN_RG");
-  if (er && (atoi(er) == 1 || atoi(er) == 2)) rg = atoi(er);
-  unsigned sgw = c->subgroups && c->info.subgroupMinSize == c->info.subgroupMaxSize ? c->info.subgroupMinSize : 1;
-  int nt = rg == 2 ? 128 : 256;
-  snprintf(p, cap, "const HD: u32 = %du; const TX: u32 = %du; const RG: u32 = %du; const NT: u32 = %du; "
-           "const SGW: u32 = %uu;", hd, tx, rg, nt, sgw ? sgw : 1);
-  return 4 * rg * (nt / tx);
+/* A variant of the flash kernels (attention_fa.wgsl): RG row groups of 4 per thread (4 × 4 or
+ * 8 × 4 score blocks), NT threads, PF register prefetch of the staged chunks, FD D = rowsum(dout
+ * ∘ out) inside fa_dq (no separate pass). Tiles: TX = 8 threads across the columns for head_dim
+ * 32, else 16; R = 4·RG·NT/TX rows, C = 4·TX columns. */
+typedef struct {
+  int hd, tx, rg, nt, pf, fd;
+} attn_cfg;
+
+static int attn_rows(attn_cfg f) { return 4 * f.rg * (f.nt / f.tx); }
+/* workgroup memory of a variant (Xs and Ps of attention_fa.wgsl), bytes: 46.6 KB for the
+ * 128-row tiles of RG 2 / NT 256 (the H200 offers 48 KB, lavapipe 32 KB), 26.1 KB for RG 1 /
+ * NT 256, 15.4-17.4 KB for RG 1 / NT 128 */
+static size_t attn_smem(attn_cfg f) {
+  size_t R = (size_t)attn_rows(f), C = 4 * (size_t)f.tx, dk = 16, hv = (size_t)f.hd / 4;
+  size_t xs = dk * (R / 4 + 1 + C / 4 + 1), ps = C * (R / 4 + 1);
+  if (dk * hv > xs) xs = dk * hv;
+  if ((size_t)f.nt > xs) xs = (size_t)f.nt;
+  return 16 * (xs + ps);
+}
+static int env_int(const char *name, int dflt) {
+  const char *e = getenv(name);
+  return e && *e ? atoi(e) : dflt;
+}
+static int attn_cfg_ok(wg_ctx *c, attn_cfg f) {
+  return (f.rg == 1 || f.rg == 2) && (f.nt == 128 || f.nt == 256) &&
+         (uint32_t)f.nt <= c->lim.maxComputeInvocationsPerWorkgroup && attn_rows(f) <= f.nt && f.hd <= f.nt &&
+         attn_smem(f) <= c->lim.maxComputeWorkgroupStorageSize;
+}
+/* Default: RG 2, NT 256 (8 × 4 blocks, 128-row tiles; 46.6 KB of workgroup memory for head_dim
+ * 64 / 128), PF 1, FD 1; where the adapter's workgroup memory is smaller (lavapipe: 32 KB) or
+ * the head_dim is 32 (256-row tiles, 52 KB), RG 1, NT 128 (4 × 4 blocks, 32-row tiles). From the
+ * GPT-2 124M training step on the H200 (TEZGAH_PROFILE=1 bench_webgpu train 16 1024 4, one
+ * device call, 2026-12-01 13:42 UTC; docs/PERF.md), attention fwd + bwd ms/step: RG 2 / NT 256
+ * 18.5 + 63.6; RG 1 / NT 128 20.2 + 66.4; RG 1 / NT 256 (the former default) 22.9 + 74.7, and
+ * with PF 0, FD 0 (the former kernels) 23.7 + 79.7; RG 2 / NT 128 34.7 + 112.2.
+ * Tuning: TEZGAH_WEBGPU_ATTN_RG=1|2, TEZGAH_WEBGPU_ATTN_NT=128|256 (given either, the other
+ * defaults to RG 1 / NT 256), TEZGAH_WEBGPU_ATTN_PF=0|1, TEZGAH_WEBGPU_ATTN_FD=0|1. A variant
+ * the adapter cannot offer (workgroup memory, threads) runs RG 1, NT 128; rg 0 if neither fits
+ * (the general kernels run). */
+static attn_cfg attn_config(wg_ctx *c, int hd) {
+  attn_cfg f = {hd, hd == 32 ? 8 : 16, 2, 256, 1, 1};
+  if (getenv("TEZGAH_WEBGPU_ATTN_RG") || getenv("TEZGAH_WEBGPU_ATTN_NT")) {
+    f.rg = env_int("TEZGAH_WEBGPU_ATTN_RG", 1);
+    f.nt = env_int("TEZGAH_WEBGPU_ATTN_NT", 256);
+  }
+  f.pf = env_int("TEZGAH_WEBGPU_ATTN_PF", 1) != 0;
+  f.fd = env_int("TEZGAH_WEBGPU_ATTN_FD", 1) != 0;
+  if (!attn_cfg_ok(c, f)) f.rg = 1, f.nt = 128;
+  if (!attn_cfg_ok(c, f)) f.rg = 0;
+  return f;
 }
 
-/* The flash kernels read and write the first `nvec` arguments as vec4s: they need those to
- * start on 16-byte boundaries and the row strides to be multiples of 4 floats; otherwise the
- * general kernels run (or, under TEZGAH_WEBGPU_ATTN=fast, an error). When they can, every
- * argument's extent is rounded up to a 16-byte boundary (buffers are allocated in 16-byte
- * units) so that the last vec4 of each binding is whole. */
-static int attn_vec4(wg_ctx *c, const char *op, wg_arg *a, int nargs, int nvec, int q_stride, int kv_stride) {
+/* The flash kernels' prefix for one dispatch: the variant's constants (HD, TX, RG, NT, PF, FD
+ * and SGW, the subgroup width the lane reductions shuffle over: the adapter's fixed subgroup
+ * size, 1 where it varies or subgroups are off), then bindings 2..8 and the argument → binding
+ * table SL and the store functions (attention_fa.wgsl's header): the first `nout` arguments
+ * are written. Inputs bind read-only (the driver may then use its read-only load path; the
+ * big matmul tile ran 40-50 % slower with read_write bindings on the H200, while for these
+ * kernels the comparison is still open, docs/PERF.md) unless one shares a buffer with an output
+ * (the model's single activation arena) or TEZGAH_WEBGPU_ATTN_RO=0. */
+static void attn_prefix(wg_ctx *c, char *p, size_t cap, attn_cfg f, const wg_arg *a, int nargs, int nout) {
+  unsigned sgw = c->subgroups && c->info.subgroupMinSize == c->info.subgroupMaxSize ? c->info.subgroupMinSize : 1;
+  size_t n = (size_t)snprintf(p, cap,
+                              "const HD: u32 = %du; const TX: u32 = %du; const RG: u32 = %du; const NT: u32 = %du; "
+                              "const PF: u32 = %du; const FD: u32 = %du; const SGW: u32 = %uu;\n",
+                              f.hd, f.tx, f.rg, f.nt, f.pf, f.fd, sgw ? sgw : 1);
+  tz_buf *sb[MAX_ARGS];
+  uint64_t lo[MAX_ARGS], hi[MAX_ARGS];
+  int sl[MAX_ARGS], wr[MAX_ARGS] = {0};
+  int ns = bind_slots(c, a, nargs, sl, sb, lo, hi);
+  for (int i = 0; i < nout; i++)
+    if (sl[i] >= 0) wr[sl[i]] = 1;
+  TZ_ASSERT(sl[0] == 0);
+  int ro = env_int("TEZGAH_WEBGPU_ATTN_RO", 1) != 0;
+  for (int k = 0; k < ns; k++)
+    for (int j = 0; j < ns; j++)
+      if (!wr[k] && wr[j] && sb[k] == sb[j]) ro = 0;
+  for (int k = 1; k < MAX_ARGS; k++)
+    n += (size_t)snprintf(p + n, cap - n, "@group(0) @binding(%d) var<storage, %s> B%d: array<vec4<f32>>;\n", k + 1,
+                          ro && !(k < ns && wr[k]) ? "read" : "read_write", k);
+  n += (size_t)snprintf(p + n, cap - n, "const SL = array<u32, 8>(");
+  for (int i = 0; i < MAX_ARGS; i++)
+    n += (size_t)snprintf(p + n, cap - n, "%du%s", i < nargs && sl[i] > 0 ? sl[i] : 0, i < 7 ? ", " : ");\n");
+  const char *fn[2] = {"fn stv(a: u32, i4: u32, v: vec4<f32>) { let j = aoff(a) / 4u + i4; switch a { ",
+                       "fn sts(a: u32, i: u32, v: f32) { let j = aoff(a) + i; switch a { "};
+  for (int w = 0; w < 2; w++) {
+    n += (size_t)snprintf(p + n, cap - n, "%s", fn[w]);
+    for (int i = 0; i < nout; i++)
+      if (sl[i] >= 0)
+        n += (size_t)snprintf(p + n, cap - n, w ? "case %du: { B%d[j / 4u][j %% 4u] = v; } " : "case %du: { B%d[j] = v; } ",
+                              i, sl[i]);
+    n += (size_t)snprintf(p + n, cap - n, "default: {} } }\n");
+  }
+  TZ_ASSERT(n + 1 < cap);
+}
+
+/* The flash kernels read and write the arguments in `vmask` (bit i: argument i) as vec4s: they
+ * need those to start on 16-byte boundaries and the row strides to be multiples of 4 floats;
+ * otherwise the general kernels run (or, under TEZGAH_WEBGPU_ATTN=fast, an error). When they
+ * can, every argument's extent is rounded up to a 16-byte boundary (buffers are allocated in
+ * 16-byte units) so that the last vec4 of each binding is whole. */
+static int attn_vec4(wg_ctx *c, const char *op, wg_arg *a, int nargs, unsigned vmask, int q_stride, int kv_stride) {
   int ok = q_stride % 4 == 0 && kv_stride % 4 == 0 && c->lim.minStorageBufferOffsetAlignment % 16 == 0;
-  for (int i = 0; i < nvec && ok; i++)
-    if (a[i].s.buf && a[i].s.off % 16) ok = 0;
+  for (int i = 0; i < nargs && ok; i++)
+    if ((vmask >> i & 1) && a[i].s.buf && a[i].s.off % 16) ok = 0;
   if (!ok) {
     const char *f = getenv("TEZGAH_WEBGPU_ATTN");
     if (f && !strcmp(f, "fast")) fail(c, "%s%s", op, ": TEZGAH_WEBGPU_ATTN=fast but a tensor is not 16-byte aligned", 0, 0);
@@ -1427,14 +1514,12 @@ static void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slic
                 A(k, F4(((size_t)B * Tk - 1) * kv_stride + (size_t)n_kv_head * head_dim), "k"),
                 A(v, F4(((size_t)B * Tk - 1) * kv_stride + (size_t)n_kv_head * head_dim), "v")};
   /* vec4 access: out, q, k, v; lse is read as scalars */
-  wg_arg *av[] = {&a[0], &a[2], &a[3], &a[4]}, tmp[4];
-  for (int i = 0; i < 4; i++) tmp[i] = *av[i];
-  if (attn_fast(c, "attention_fwd", Tq, Tk, q_pos0, head_dim) &&
-      attn_vec4(c, "attention_fwd", tmp, 4, 4, q_stride, kv_stride)) {
-    for (int i = 0; i < 4; i++) *av[i] = tmp[i];
-    a[1].bytes = a[1].s.buf ? (a[1].s.off + a[1].bytes + 15) / 16 * 16 - a[1].s.off : a[1].bytes;
-    char fp[160];
-    int rows = attn_prefix(c, fp, sizeof fp, head_dim);
+  attn_cfg f = attn_config(c, head_dim);
+  if (attn_fast(c, "attention_fwd", Tq, Tk, q_pos0, head_dim) && f.rg &&
+      attn_vec4(c, "attention_fwd", a, 5, 0x1d, q_stride, kv_stride)) {
+    char fp[1280];
+    attn_prefix(c, fp, sizeof fp, f, a, 5, 2);
+    int rows = attn_rows(f);
     run(c, "attention_fwd", pipeline(c, "attention_fa", "fa_fwd", fp), w, 17, a, 5, (Tq + rows - 1) / rows, n_head, B);
   } else
     run(c, "attention_fwd", pipeline(c, "attention", "attn_fwd", pre), w, 17, a, 5, (Tq + 63) / 64, n_head, B);
@@ -1447,31 +1532,43 @@ static void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice 
   char pre[48];
   hd_prefix(pre, sizeof pre, head_dim);
   size_t C = (size_t)n_head * head_dim, rows_total = (size_t)B * n_head * T;
-  size_t qext = F4(((size_t)B * T - 1) * q_stride + C);
+  size_t qext = F4(((size_t)B * T - 1) * q_stride + C), oext = F4((size_t)B * T * C);
   size_t kext = F4(((size_t)B * T - 1) * kv_stride + (size_t)n_kv_head * head_dim);
   tz_slice D = scratch(be, F4(rows_total));
   uint32_t w[24] = {0};
   w[8] = T, w[9] = T, w[10] = 0, w[11] = n_head, w[12] = n_kv_head, w[13] = q_stride, w[14] = kv_stride,
   w[15] = 1, w[16] = fbits(1.0f / sqrtf((float)head_dim)), w[17] = B;
-  wg_arg a0[] = {A(D, F4(rows_total), "D"), A(dout, F4((size_t)B * T * C), "dout"), A(out, F4((size_t)B * T * C), "out")};
-  uint32_t gx, gy;
-  grid1(rows_total, &gx, &gy);
-  run(c, "attention_bwd", pipeline(c, "attention", "attn_bwd_d", pre), w, 18, a0, 3, gx, gy, 1);
-  wg_arg a1[] = {A(dq, qext, "dq"),     A(q, qext, "q"),          A(k, kext, "k"), A(v, kext, "v"),
-                 A(dout, F4((size_t)B * T * C), "dout"), A(lse, F4(rows_total), "lse"), A(D, F4(rows_total), "D")};
-  int fa = attn_fast(c, "attention_bwd", T, T, 0, head_dim);
+  /* flash: fa_dq's arguments (D written there under FD, else read; out read under FD only) and
+   * fa_dkdv's; the ones in the masks are read or written as vec4s */
+  wg_arg f1[] = {A(dq, qext, "dq"), A(D, F4(rows_total), "D"), A(q, qext, "q"), A(k, kext, "k"), A(v, kext, "v"),
+                 A(dout, oext, "dout"), A(lse, F4(rows_total), "lse"), A(out, oext, "out")};
   wg_arg a2[] = {A(dk, kext, "dk"), A(dv, kext, "dv"), A(q, qext, "q"), A(k, kext, "k"), A(v, kext, "v"),
-                 A(dout, F4((size_t)B * T * C), "dout"), A(lse, F4(rows_total), "lse"), A(D, F4(rows_total), "D")};
-  /* flash: the first 5 (dq pass) / 6 (dk/dv pass) arguments are read or written as vec4s */
-  fa = fa && attn_vec4(c, "attention_bwd", a1, 7, 5, q_stride, kv_stride) &&
-       attn_vec4(c, "attention_bwd", a2, 8, 6, q_stride, kv_stride);
-  char fp[160];
-  int rows = fa ? attn_prefix(c, fp, sizeof fp, head_dim) : 64;
-  const char *file = fa ? "attention_fa" : "attention", *pf = fa ? fp : pre;
-  run(c, "attention_bwd", pipeline(c, file, fa ? "fa_dq" : "attn_bwd_dq", pf), w, 18, a1, 7, (T + rows - 1) / rows,
-      n_head, B);
-  run(c, "attention_bwd", pipeline(c, file, fa ? "fa_dkdv" : "attn_bwd_dkdv", pf), w, 18, a2, 8,
-      (T + rows - 1) / rows, n_kv_head, B);
+                 A(dout, oext, "dout"), A(lse, F4(rows_total), "lse"), A(D, F4(rows_total), "D")};
+  attn_cfg f = attn_config(c, head_dim);
+  int fa = attn_fast(c, "attention_bwd", T, T, 0, head_dim) && f.rg &&
+           attn_vec4(c, "attention_bwd", f1, 8, 0xbd, q_stride, kv_stride) &&
+           attn_vec4(c, "attention_bwd", a2, 8, 0x3f, q_stride, kv_stride);
+  if (!fa || !f.fd) { /* D = rowsum(dout ∘ out) in its own pass */
+    wg_arg a0[] = {A(D, F4(rows_total), "D"), A(dout, oext, "dout"), A(out, oext, "out")};
+    uint32_t gx, gy;
+    grid1(rows_total, &gx, &gy);
+    run(c, "attention_bwd", pipeline(c, "attention", "attn_bwd_d", pre), w, 18, a0, 3, gx, gy, 1);
+  }
+  if (fa) {
+    char fp[1280];
+    int rows = attn_rows(f);
+    if (!f.fd) f1[7] = A(TZ_NONE, 0, "out");
+    attn_prefix(c, fp, sizeof fp, f, f1, 8, f.fd ? 2 : 1);
+    run(c, "attention_bwd", pipeline(c, "attention_fa", "fa_dq", fp), w, 18, f1, 8, (T + rows - 1) / rows, n_head, B);
+    attn_prefix(c, fp, sizeof fp, f, a2, 8, 2);
+    run(c, "attention_bwd", pipeline(c, "attention_fa", "fa_dkdv", fp), w, 18, a2, 8, (T + rows - 1) / rows,
+        n_kv_head, B);
+    return;
+  }
+  wg_arg a1[] = {A(dq, qext, "dq"), A(q, qext, "q"), A(k, kext, "k"), A(v, kext, "v"), A(dout, oext, "dout"),
+                 A(lse, F4(rows_total), "lse"), A(D, F4(rows_total), "D")};
+  run(c, "attention_bwd", pipeline(c, "attention", "attn_bwd_dq", pre), w, 18, a1, 7, (T + 63) / 64, n_head, B);
+  run(c, "attention_bwd", pipeline(c, "attention", "attn_bwd_dkdv", pre), w, 18, a2, 8, (T + 63) / 64, n_kv_head, B);
 }
 
 /* ---- activations ---- */

@@ -1,7 +1,8 @@
 // Flash attention (FlashAttention-2 structure, Dao 2023) for the training form of causal GQA
 // attention: Tq == Tk == T, q_pos0 == 0, head_dim HD in {32, 64, 128}. attention.wgsl stays
 // the fallback (KV-cache decoding Tq < Tk, other head sizes, tensors not on 16-byte
-// boundaries) and keeps attn_bwd_d (D = rowsum(dout ∘ out)), which the backward here reuses.
+// boundaries) and keeps attn_bwd_d (D = rowsum(dout ∘ out)), which the backward uses when
+// FD = 0.
 //
 // Every kernel is a chain of small register-tiled matmuls, like matmul_fast.wgsl: NT threads
 // as TY × TX (ty = lid / TX, tx = lid % TX, TY = NT / TX); the workgroup owns R = 4·RG·TY rows
@@ -9,37 +10,48 @@
 // (keys, or queries in fa_dkdv). Thread (ty, tx) owns RG blocks of 4 × 4 scores — rows
 // 4ty..4ty+3 (and, RG = 2, 4(TY+ty)..+3) × columns 4tx..4tx+3, each a mat4x4 whose column i is
 // row i's four scores — and the matching output blocks (columns 4tx.., and 4TX+4tx.. when
-// HD = 128). RG = 1 (4 × 4 blocks, NT = 256) is the default; RG = 2 (8 × 4, NT = 128) feeds 32
-// FMAs per 3 workgroup-memory vec4 loads instead of 16 per 2, but ran slower on the H200
-// (TEZGAH_WEBGPU_ATTN_RG=2, tuning; docs/PERF.md).
-//   HD 64 / 128: R = C = 64 (TX 16); HD 32: R = 128, C = 32 (TX 8), for either RG.
+// HD = 128). RG = 2 (8 × 4 blocks) feeds 32 FMAs per 3 workgroup-memory vec4 loads instead of
+// 16 per 2; with NT = 256 it makes 128-row tiles (HD 64 / 128; the default where the
+// workgroup memory allows: 18.5 + 63.6 ms/step of attention in the GPT-2 124M training step on
+// the H200 against 22.9 + 74.7 for RG 1 / NT 256, docs/PERF.md). The host picks the variant
+// (attn_config in backend_webgpu.c).
+//   HD 64 / 128: C = 64 (TX 16); HD 32: C = 32 (TX 8).
 // Scores: S = A·Bᵀ over HD in chunks of DK = 16, both operands staged d-major in workgroup
 // memory (transposed on the way in, rows padded by one vec4), the outer-product steps written
 // out (NVIDIA's driver does not unroll Tint's loops). Products with the tile: P (or dS) goes to
 // workgroup memory key-major and the other operand streams row-major in 16-row chunks:
 // O += P·V. Row max / sum over the TX threads of a row: lanes_max4 / lanes_sum4 (subgroup
-// shuffles where offered, else workgroup memory). Workgroup memory ≤ 30.2 KB, under the 32 KB
-// every adapter we use offers.
+// shuffles where offered, else workgroup memory). Workgroup memory: 46.6 KB for RG 2 / NT 256
+// (HD 64 / 128), 26.1 KB for RG 1 / NT 256, 15.4-17.4 KB for RG 1 / NT 128 (the host checks
+// each variant against the adapter's limit and picks the default, attn_config).
+// PF = 1 (register prefetch): every chunk's global loads are issued before the FMAs of the
+// chunk before it (ld_* into registers, st_* into workgroup memory after the barrier), also
+// across phases (the first V / dout / q chunk during the last score chunk, the next tile's
+// first chunk during the last product chunk); PF = 0 loads each chunk right before storing it.
 //
 // fa_fwd:   online softmax over key tiles up to the causal limit; out, lse = m + log l.
 // fa_dq:    per query block over key tiles: p = exp(s − lse), ds = p (dout·v − D) · scale,
-//           dq = Σ ds k.
+//           dq = Σ ds k. FD = 1: first D = rowsum(dout ∘ out) of its rows, written for fa_dkdv
+//           (no separate pass).
 // fa_dkdv:  per key block of kv head g, over the group's query heads and the query tiles
 //           t ≥ key: dv = Σ p dout, dk = Σ ds q. No atomics: every output has one owner and a
 //           fixed summation order (deterministic).
 // Rows past T are staged as zeros and masked; stores check t < T.
 //
 // Global access is vec4: a standalone module (no preamble) whose eight storage bindings are
-// array<vec4<f32>>, with the preamble's argument → binding/offset scheme. The host uses it only
-// when q, k, v, out, dout, dq, dk, dv start on 16-byte boundaries and the row strides are
-// multiples of 4 floats (the model's activation arena aligns every tensor to 64 bytes), and
-// rounds every binding's end up to 16 bytes (lse and D are read and written as scalars).
+// array<vec4<f32>>, with the preamble's argument → offset scheme (the binding of each argument
+// is a constant of the host's prefix, SL below). The host uses it only when the vec4 arguments
+// start on 16-byte boundaries and the row strides are multiples of 4 floats (the model's
+// activation arena aligns every tensor to 64 bytes), and rounds every binding's end up to 16
+// bytes (lse and D are read and written as scalars).
 //
 // Host prefix: const HD (32, 64, 128), TX (threads across a tile's columns: 16 for HD 64/128,
-// 8 for HD 32), RG (1 or 2), NT (threads per workgroup: 256 / RG) and SGW (the subgroup width
-// of the lane reductions, common/lanes_sg.wgsl or lanes_wg.wgsl, appended by the host).
+// 8 for HD 32), RG (1 or 2), NT (threads per workgroup, 128 or 256), PF (0, 1), FD (0, 1) and
+// SGW (the subgroup width of the lane reductions, common/lanes_sg.wgsl or lanes_wg.wgsl,
+// appended by the host), then the bindings (below).
 // Uniforms as attention.wgsl: u0 T, u1 Tk, u2 q_pos0, u3 n_head, u4 n_kv_head, u5 q_stride,
-// u6 kv_stride, u7 has_lse, u8 scale, u9 B. Arguments as attn_fwd / attn_bwd_dq / attn_bwd_dkdv.
+// u6 kv_stride, u7 has_lse, u8 scale, u9 B. Arguments as attn_fwd / attn_bwd_dkdv; fa_dq's
+// differ (see there).
 
 struct U {
   oa: vec4<u32>,
@@ -50,13 +62,16 @@ struct U {
 }
 @group(0) @binding(0) var<uniform> p: U;
 @group(0) @binding(1) var<storage, read_write> B0: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> B1: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> B2: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> B3: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> B4: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> B5: array<vec4<f32>>;
-@group(0) @binding(7) var<storage, read_write> B6: array<vec4<f32>>;
-@group(0) @binding(8) var<storage, read_write> B7: array<vec4<f32>>;
+// From the host's prefix (attn_binds in backend_webgpu.c), per dispatch:
+//   bindings 2 .. 8: B1 .. B7, array<vec4<f32>>, read-only where no input shares a buffer with
+//     an output (else read_write: Dawn rejects a buffer bound read-only and writable in one
+//     dispatch), the unused ones bound to dummy buffers;
+//   const SL: array<u32, 8>, the binding (0 .. 7) of each argument (arguments sharing a buffer
+//     range share one);
+//   fn stv(a: u32, i4: u32, v: vec4<f32>) and fn sts(a: u32, i: u32, v: f32): a switch over
+//     the written arguments only (a read-only binding cannot appear in a store).
+// Every call names its argument with a constant, so SL[a] folds and each access goes to one
+// binding.
 
 fn pu(k: u32) -> u32 {
   return p.u[k / 4u][k % 4u];
@@ -70,16 +85,10 @@ fn aoff(a: u32) -> u32 {
   }
   return p.ob[a - 4u];
 }
-fn aslot(a: u32) -> u32 {
-  if (a < 4u) {
-    return p.sa[a];
-  }
-  return p.sb[a - 4u];
-}
 // vec4 i4 of argument a (elements 4·i4 .. 4·i4+3; the argument's offset is a multiple of 4)
 fn ldv(a: u32, i4: u32) -> vec4<f32> {
   let j = aoff(a) / 4u + i4;
-  switch aslot(a) {
+  switch SL[a] {
     case 0u: { return B0[j]; }
     case 1u: { return B1[j]; }
     case 2u: { return B2[j]; }
@@ -90,25 +99,12 @@ fn ldv(a: u32, i4: u32) -> vec4<f32> {
     default: { return B7[j]; }
   }
 }
-fn stv(a: u32, i4: u32, v: vec4<f32>) {
-  let j = aoff(a) / 4u + i4;
-  switch aslot(a) {
-    case 0u: { B0[j] = v; }
-    case 1u: { B1[j] = v; }
-    case 2u: { B2[j] = v; }
-    case 3u: { B3[j] = v; }
-    case 4u: { B4[j] = v; }
-    case 5u: { B5[j] = v; }
-    case 6u: { B6[j] = v; }
-    default: { B7[j] = v; }
-  }
-}
 // element i of argument a (any offset)
 fn lds(a: u32, i: u32) -> f32 {
   let j = aoff(a) + i;
   let q = j / 4u;
   let c = j % 4u;
-  switch aslot(a) {
+  switch SL[a] {
     case 0u: { return B0[q][c]; }
     case 1u: { return B1[q][c]; }
     case 2u: { return B2[q][c]; }
@@ -117,21 +113,6 @@ fn lds(a: u32, i: u32) -> f32 {
     case 5u: { return B5[q][c]; }
     case 6u: { return B6[q][c]; }
     default: { return B7[q][c]; }
-  }
-}
-fn sts(a: u32, i: u32, v: f32) {
-  let j = aoff(a) + i;
-  let q = j / 4u;
-  let c = j % 4u;
-  switch aslot(a) {
-    case 0u: { B0[q][c] = v; }
-    case 1u: { B1[q][c] = v; }
-    case 2u: { B2[q][c] = v; }
-    case 3u: { B3[q][c] = v; }
-    case 4u: { B4[q][c] = v; }
-    case 5u: { B5[q][c] = v; }
-    case 6u: { B6[q][c] = v; }
-    default: { B7[q][c] = v; }
   }
 }
 
@@ -147,7 +128,9 @@ const PR: u32 = R / 4u + 1u;     // vec4 stride of a Ps column (one key / query)
 const HV: u32 = HD / 4u;         // vec4s per head row
 const NEG: f32 = -3.0e38;
 
-var<workgroup> Xs: array<vec4<f32>, max(DK * (RA + CA), DK * HV)>; // staged chunks
+// staged chunks; also lanes_combine's exchange (NT vec4s), which runs only between barriers when
+// no chunk is in use
+var<workgroup> Xs: array<vec4<f32>, max(max(DK * (RA + CA), DK * HV), NT)>;
 var<workgroup> Ps: array<vec4<f32>, C * PR>; // P or dS, column-major: Ps[col·PR + g·TY + ty]
 
 // a thread's two 4 × 4 blocks (row groups a and b; b unused when RG = 1)
@@ -163,38 +146,108 @@ fn sum4(v: vec4<f32>) -> f32 {
   return (v.x + v.y) + (v.z + v.w);
 }
 
-// Rows n0 .. n0+NR-1 (zeros from row nv on), columns d0 .. d0+DK-1 of a row-major tensor
-// (argument a, row r at element base + r·stride), times sc, into Xs[off + d·RS + r/4]
-// (d-major, 4 rows per vec4): one vec4 load per thread and step (4 threads cover a row's 64
-// bytes), transposed on the way in with scalar stores.
-fn stage_t(off: u32, a: u32, base: u32, stride: u32, n0: u32, nv: u32, NR: u32, RS: u32, d0: u32, sc: f32,
-           lid: u32) {
-  for (var idx = lid; idx < NR * 4u; idx += NT) {
-    let r = idx / 4u;
-    let d = 4u * (idx % 4u);
-    var v = vec4<f32>(0.0);
-    if (n0 + r < nv) {
-      v = ldv(a, (base + (n0 + r) * stride + d0 + d) / 4u) * sc;
-    }
-    let q = off + r / 4u;
-    let c = r % 4u;
-    Xs[q + d * RS][c] = v.x;
-    Xs[q + (d + 1u) * RS][c] = v.y;
-    Xs[q + (d + 2u) * RS][c] = v.z;
-    Xs[q + (d + 3u) * RS][c] = v.w;
+// Staging goes through registers in two halves so that the global loads of the next chunk
+// can be issued before the FMAs of the current one (PF = 1, register prefetch): ld_t / ld_r
+// load a thread's share of a chunk (at most 4 vec4s: NR·4 ≤ 4·NT, DK·HV ≤ 4·NT, which the host
+// checks), st_t / st_r put it into Xs.
+struct L4 {
+  x0: vec4<f32>,
+  x1: vec4<f32>,
+  x2: vec4<f32>,
+  x3: vec4<f32>,
+}
+
+// vec4 idx (< NR·4) of a chunk of rows n0 .. n0+NR-1 (zeros from row nv on), columns
+// d0 .. d0+DK-1 of a row-major tensor (argument a, row r at element base + r·stride), times sc:
+// row idx / 4, columns d0 + 4·(idx % 4) .. +3 (4 threads cover a row's 64 bytes)
+fn ld_t1(a: u32, base: u32, stride: u32, n0: u32, nv: u32, d0: u32, sc: f32, idx: u32) -> vec4<f32> {
+  let r = idx / 4u;
+  var v = vec4<f32>(0.0);
+  if (n0 + r < nv) {
+    v = ldv(a, (base + (n0 + r) * stride + d0 + 4u * (idx % 4u)) / 4u) * sc;
+  }
+  return v;
+}
+fn ld_t(a: u32, base: u32, stride: u32, n0: u32, nv: u32, NR: u32, d0: u32, sc: f32, lid: u32) -> L4 {
+  var l = L4();
+  if (lid < NR * 4u) {
+    l.x0 = ld_t1(a, base, stride, n0, nv, d0, sc, lid);
+  }
+  if (NR * 4u > NT && lid + NT < NR * 4u) {
+    l.x1 = ld_t1(a, base, stride, n0, nv, d0, sc, lid + NT);
+  }
+  if (NR * 4u > 2u * NT && lid + 2u * NT < NR * 4u) {
+    l.x2 = ld_t1(a, base, stride, n0, nv, d0, sc, lid + 2u * NT);
+  }
+  if (NR * 4u > 3u * NT && lid + 3u * NT < NR * 4u) {
+    l.x3 = ld_t1(a, base, stride, n0, nv, d0, sc, lid + 3u * NT);
+  }
+  return l;
+}
+// ... into Xs[off + d·RS + r/4] (d-major, 4 rows per vec4), transposed with scalar stores
+fn st_t1(off: u32, RS: u32, idx: u32, v: vec4<f32>) {
+  let r = idx / 4u;
+  let d = 4u * (idx % 4u);
+  let q = off + r / 4u;
+  let c = r % 4u;
+  Xs[q + d * RS][c] = v.x;
+  Xs[q + (d + 1u) * RS][c] = v.y;
+  Xs[q + (d + 2u) * RS][c] = v.z;
+  Xs[q + (d + 3u) * RS][c] = v.w;
+}
+fn st_t(off: u32, NR: u32, RS: u32, l: L4, lid: u32) {
+  if (lid < NR * 4u) {
+    st_t1(off, RS, lid, l.x0);
+  }
+  if (NR * 4u > NT && lid + NT < NR * 4u) {
+    st_t1(off, RS, lid + NT, l.x1);
+  }
+  if (NR * 4u > 2u * NT && lid + 2u * NT < NR * 4u) {
+    st_t1(off, RS, lid + 2u * NT, l.x2);
+  }
+  if (NR * 4u > 3u * NT && lid + 3u * NT < NR * 4u) {
+    st_t1(off, RS, lid + 3u * NT, l.x3);
   }
 }
 
-// Rows n0 .. n0+DK-1 (zeros from row nv on) of a row-major tensor, all HD columns, into
-// Xs[jj·HV + d4] (row-major).
-fn stage_r(a: u32, base: u32, stride: u32, n0: u32, nv: u32, lid: u32) {
-  for (var idx = lid; idx < DK * HV; idx += NT) {
-    let r = n0 + idx / HV;
-    var v = vec4<f32>(0.0);
-    if (r < nv) {
-      v = ldv(a, (base + r * stride) / 4u + idx % HV);
-    }
-    Xs[idx] = v;
+// Rows n0 .. n0+DK-1 (zeros from row nv on) of a row-major tensor, all HD columns, for
+// Xs[jj·HV + d4] (row-major): vec4 idx (< DK·HV) is row n0 + idx / HV, column vec4 idx % HV.
+fn ld_r1(a: u32, base: u32, stride: u32, n0: u32, nv: u32, idx: u32) -> vec4<f32> {
+  let r = n0 + idx / HV;
+  var v = vec4<f32>(0.0);
+  if (r < nv) {
+    v = ldv(a, (base + r * stride) / 4u + idx % HV);
+  }
+  return v;
+}
+fn ld_r(a: u32, base: u32, stride: u32, n0: u32, nv: u32, lid: u32) -> L4 {
+  var l = L4();
+  if (lid < DK * HV) {
+    l.x0 = ld_r1(a, base, stride, n0, nv, lid);
+  }
+  if (DK * HV > NT && lid + NT < DK * HV) {
+    l.x1 = ld_r1(a, base, stride, n0, nv, lid + NT);
+  }
+  if (DK * HV > 2u * NT && lid + 2u * NT < DK * HV) {
+    l.x2 = ld_r1(a, base, stride, n0, nv, lid + 2u * NT);
+  }
+  if (DK * HV > 3u * NT && lid + 3u * NT < DK * HV) {
+    l.x3 = ld_r1(a, base, stride, n0, nv, lid + 3u * NT);
+  }
+  return l;
+}
+fn st_r(l: L4, lid: u32) {
+  if (lid < DK * HV) {
+    Xs[lid] = l.x0;
+  }
+  if (DK * HV > NT && lid + NT < DK * HV) {
+    Xs[lid + NT] = l.x1;
+  }
+  if (DK * HV > 2u * NT && lid + 2u * NT < DK * HV) {
+    Xs[lid + 2u * NT] = l.x2;
+  }
+  if (DK * HV > 3u * NT && lid + 3u * NT < DK * HV) {
+    Xs[lid + 3u * NT] = l.x3;
   }
 }
 
@@ -452,16 +505,16 @@ fn put_p(p: M2, ty: u32, tx: u32) {
   }
 }
 
-// Workgroup-memory stage of lanes_max4 / lanes_sum4 (as attention_fa.wgsl)
-var<workgroup> lred: array<vec4<f32>, NT>;
+// Workgroup-memory stage of lanes_max4 / lanes_sum4 (common/lanes_*.wgsl), through Xs: every
+// caller is past the barrier after its last chunk product and before its next chunk store
 fn lanes_combine(x: vec4<f32>, lid: u32, step: u32, is_max: bool) -> vec4<f32> {
   workgroupBarrier();
-  lred[lid] = x;
+  Xs[lid] = x;
   workgroupBarrier();
   let base = lid - lid % TX;
-  var r = lred[base];
+  var r = Xs[base];
   for (var k = step; k < TX; k += step) {
-    let y = lred[base + k];
+    let y = Xs[base + k];
     r = select(r + y, max(r, y), is_max);
   }
   return r;
@@ -578,14 +631,34 @@ fn fa_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
   var o = M2();
   var o2 = M2();
   let kend = min(q0 + R, T);
+  // the first chunk of q and k (PF: loaded ahead of every chunk's FMAs)
+  var na = L4();
+  var nb = L4();
+  if (PF == 1u) {
+    na = ld_t(2u, qbase, qs, q0, T, R, 0u, sc, lid);
+    nb = ld_t(3u, kbase, kvs, 0u, T, C, 0u, 1.0, lid);
+  }
   for (var j0 = 0u; j0 < kend; j0 += C) {
     var s = M2();
     for (var d0 = 0u; d0 < HD; d0 += DK) {
+      if (PF == 0u) {
+        na = ld_t(2u, qbase, qs, q0, T, R, d0, sc, lid);
+        nb = ld_t(3u, kbase, kvs, j0, T, C, d0, 1.0, lid);
+      }
       workgroupBarrier();
-      stage_t(0u, 2u, qbase, qs, q0, T, R, RA, d0, sc, lid);
-      stage_t(XB, 3u, kbase, kvs, j0, T, C, CA, d0, 1.0, lid);
+      st_t(0u, R, RA, na, lid);
+      st_t(XB, C, CA, nb, lid);
       workgroupBarrier();
+      if (PF == 1u && d0 + DK < HD) {
+        na = ld_t(2u, qbase, qs, q0, T, R, d0 + DK, sc, lid);
+        nb = ld_t(3u, kbase, kvs, j0, T, C, d0 + DK, 1.0, lid);
+      }
       s = scores(s, ty, tx);
+    }
+    let jn = min(C, kend - j0); // keys of this tile that any row sees
+    var nr = L4();
+    if (PF == 1u) {
+      nr = ld_r(4u, kbase, kvs, j0, T, lid);
     }
     let k0 = j0 + 4u * tx;
     let ra = online(s.a, ta, k0, T, ma, la, lid);
@@ -607,11 +680,21 @@ fn fa_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
       }
     }
     put_p(pm, ty, tx);
-    let jn = min(C, kend - j0); // keys of this tile that any row sees
     for (var jj = 0u; jj < jn; jj += DK) {
+      if (PF == 0u) {
+        nr = ld_r(4u, kbase, kvs, j0 + jj, T, lid);
+      }
       workgroupBarrier();
-      stage_r(4u, kbase, kvs, j0 + jj, T, lid);
+      st_r(nr, lid);
       workgroupBarrier();
+      if (PF == 1u) {
+        if (jj + DK < jn) {
+          nr = ld_r(4u, kbase, kvs, j0 + jj + DK, T, lid);
+        } else if (j0 + C < kend) { // the next tile's first chunk
+          na = ld_t(2u, qbase, qs, q0, T, R, 0u, sc, lid);
+          nb = ld_t(3u, kbase, kvs, j0 + C, T, C, 0u, 1.0, lid);
+        }
+      }
       o = prod(o, jj, ty, tx);
       if (NOV == 2u) {
         o2 = prod(o2, jj, ty, tx + TX);
@@ -653,7 +736,43 @@ fn ds_q(s: mat4x4<f32>, dp: mat4x4<f32>, t: u32, k0: u32, T: u32, lse: vec4<f32>
                      p2 * (dp[2] - vec4<f32>(D.z)) * sc, p3 * (dp[3] - vec4<f32>(D.w)) * sc);
 }
 
-// grid (ceil(T/R), n_head, B); args 0 dq, 1 q, 2 k, 3 v, 4 dout, 5 lse, 6 D
+// D = Σ_d dout·out of row t (0 past T) over this thread's NOV column vec4s (args 5 dout, 7 out)
+fn d_row(obase: u32, os: u32, t: u32, T: u32, tx: u32) -> f32 {
+  var x = 0.0;
+  if (t < T) {
+    let ob = (obase + t * os) / 4u + tx;
+    x = dot(ldv(5u, ob), ldv(7u, ob));
+    if (NOV == 2u) {
+      x += dot(ldv(5u, ob + TX), ldv(7u, ob + TX));
+    }
+  }
+  return x;
+}
+// D of rows t .. t+3, summed over the TX threads of the rows (uniform control flow)
+fn d_rows(obase: u32, os: u32, t: u32, T: u32, tx: u32, lid: u32) -> vec4<f32> {
+  let v = vec4<f32>(d_row(obase, os, t, T, tx), d_row(obase, os, t + 1u, T, tx), d_row(obase, os, t + 2u, T, tx),
+                    d_row(obase, os, t + 3u, T, tx));
+  return lanes_sum4(v, lid);
+}
+
+// the two operands of staging step st of a score loop: even steps (A0, B0) for s, odd ones
+// (A1, B1) for dp, chunk d0 = (st / 2)·DK; rows a0 .. a0+R-1 and columns b0 .. b0+C-1
+struct L8 {
+  a: L4,
+  b: L4,
+}
+fn ld_pair(st: u32, A0: u32, A1: u32, abase0: u32, abase1: u32, as0: u32, as1: u32, a0: u32, asc0: f32, B0: u32,
+           B1: u32, bbase0: u32, bbase1: u32, bs0: u32, bs1: u32, b0: u32, bsc0: f32, T: u32, lid: u32) -> L8 {
+  let d0 = (st / 2u) * DK;
+  if (st % 2u == 0u) {
+    return L8(ld_t(A0, abase0, as0, a0, T, R, d0, asc0, lid), ld_t(B0, bbase0, bs0, b0, T, C, d0, bsc0, lid));
+  }
+  return L8(ld_t(A1, abase1, as1, a0, T, R, d0, 1.0, lid), ld_t(B1, bbase1, bs1, b0, T, C, d0, 1.0, lid));
+}
+const NST: u32 = 2u * (HD / DK); // staging steps of a score loop (s and dp)
+
+// grid (ceil(T/R), n_head, B); args 0 dq, 1 D (written when FD = 1, else read), 2 q, 3 k, 4 v,
+// 5 dout, 6 lse, 7 out (FD = 1 only)
 @compute @workgroup_size(NT)
 fn fa_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let T = pu(0u);
@@ -674,27 +793,62 @@ fn fa_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
   let ta = q0 + 4u * ty;
   let tb = ta + 4u * TY;
   let rb = (b * nh + h) * T;
-  let lsa = ld_rows(5u, rb, ta, T);
-  let Da = ld_rows(6u, rb, ta, T);
-  let lsb = ld_rows(5u, rb, tb, T);
-  let Db = ld_rows(6u, rb, tb, T);
+  let lsa = ld_rows(6u, rb, ta, T);
+  let lsb = ld_rows(6u, rb, tb, T);
+  var Da = vec4<f32>(0.0);
+  var Db = vec4<f32>(0.0);
+  if (FD == 1u) { // D = rowsum(dout ∘ out) here, for fa_dkdv too
+    Da = d_rows(obase, os, ta, T, tx, lid);
+    if (RG == 2u) {
+      Db = d_rows(obase, os, tb, T, tx, lid);
+    }
+    if (tx == 0u) {
+      for (var i = 0u; i < 4u; i++) {
+        if (ta + i < T) {
+          sts(1u, rb + ta + i, pick1(Da, i));
+        }
+        if (RG == 2u && tb + i < T) {
+          sts(1u, rb + tb + i, pick1(Db, i));
+        }
+      }
+    }
+  } else {
+    Da = ld_rows(1u, rb, ta, T);
+    Db = ld_rows(1u, rb, tb, T);
+  }
   var dq = M2();
   var dq2 = M2();
   let kend = min(q0 + R, T);
+  // score steps: (q·scale, k) for s, (dout, v) for dp
+  var nx = L8();
+  if (PF == 1u) {
+    nx = ld_pair(0u, 2u, 5u, qbase, obase, qs, os, q0, sc, 3u, 4u, kbase, kbase, kvs, kvs, 0u, 1.0, T, lid);
+  }
+  var nr = L4();
   for (var j0 = 0u; j0 < kend; j0 += C) {
     var s = M2();
     var dp = M2();
-    for (var d0 = 0u; d0 < HD; d0 += DK) {
+    for (var st = 0u; st < NST; st++) {
+      if (PF == 0u) {
+        nx = ld_pair(st, 2u, 5u, qbase, obase, qs, os, q0, sc, 3u, 4u, kbase, kbase, kvs, kvs, j0, 1.0, T, lid);
+      }
       workgroupBarrier();
-      stage_t(0u, 1u, qbase, qs, q0, T, R, RA, d0, sc, lid);
-      stage_t(XB, 2u, kbase, kvs, j0, T, C, CA, d0, 1.0, lid);
+      st_t(0u, R, RA, nx.a, lid);
+      st_t(XB, C, CA, nx.b, lid);
       workgroupBarrier();
-      s = scores(s, ty, tx);
-      workgroupBarrier();
-      stage_t(0u, 4u, obase, os, q0, T, R, RA, d0, 1.0, lid);
-      stage_t(XB, 3u, kbase, kvs, j0, T, C, CA, d0, 1.0, lid);
-      workgroupBarrier();
-      dp = scores(dp, ty, tx);
+      if (PF == 1u) {
+        if (st + 1u < NST) {
+          nx = ld_pair(st + 1u, 2u, 5u, qbase, obase, qs, os, q0, sc, 3u, 4u, kbase, kbase, kvs, kvs, j0, 1.0, T,
+                       lid);
+        } else {
+          nr = ld_r(3u, kbase, kvs, j0, T, lid);
+        }
+      }
+      if (st % 2u == 0u) {
+        s = scores(s, ty, tx);
+      } else {
+        dp = scores(dp, ty, tx);
+      }
     }
     let k0 = j0 + 4u * tx;
     var ds = M2(ds_q(s.a, dp.a, ta, k0, T, lsa, Da, sc), mat4x4<f32>());
@@ -704,9 +858,19 @@ fn fa_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     put_p(ds, ty, tx);
     let jn = min(C, kend - j0);
     for (var jj = 0u; jj < jn; jj += DK) {
+      if (PF == 0u) {
+        nr = ld_r(3u, kbase, kvs, j0 + jj, T, lid);
+      }
       workgroupBarrier();
-      stage_r(2u, kbase, kvs, j0 + jj, T, lid);
+      st_r(nr, lid);
       workgroupBarrier();
+      if (PF == 1u) {
+        if (jj + DK < jn) {
+          nr = ld_r(3u, kbase, kvs, j0 + jj + DK, T, lid);
+        } else if (j0 + C < kend) {
+          nx = ld_pair(0u, 2u, 5u, qbase, obase, qs, os, q0, sc, 3u, 4u, kbase, kbase, kvs, kvs, j0 + C, 1.0, T, lid);
+        }
+      }
       dq = prod(dq, jj, ty, tx);
       if (NOV == 2u) {
         dq2 = prod(dq2, jj, ty, tx + TX);
@@ -750,27 +914,43 @@ fn fa_dkdv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
   var dk2 = M2();
   var dv = M2();
   var dv2 = M2();
+  var nx = L8();
+  var nr = L4();
   for (var h = g * rep; h < (g + 1u) * rep; h++) {
     let qbase = b * T * qs + h * HD;
     let obase = b * T * os + h * HD;
     let rb = (b * nh + h) * T;
+    // score steps: (k, q·scale) for s, (v, dout) for dp
+    if (PF == 1u) { // a head's first tile (later tiles were loaded ahead)
+      nx = ld_pair(0u, 3u, 4u, kbase, kbase, kvs, kvs, k0, 1.0, 2u, 5u, qbase, obase, qs, os, k0, sc, T, lid);
+    }
     for (var t0 = k0; t0 < T; t0 += C) { // queries before k0 see none of these keys
       let tc = t0 + 4u * tx; // this thread's queries tc .. tc+3
       let lse = ld_rows(6u, rb, tc, T);
       let D = ld_rows(7u, rb, tc, T);
       var s = M2();
       var dp = M2();
-      for (var d0 = 0u; d0 < HD; d0 += DK) {
+      for (var st = 0u; st < NST; st++) {
+        if (PF == 0u) {
+          nx = ld_pair(st, 3u, 4u, kbase, kbase, kvs, kvs, k0, 1.0, 2u, 5u, qbase, obase, qs, os, t0, sc, T, lid);
+        }
         workgroupBarrier();
-        stage_t(0u, 3u, kbase, kvs, k0, T, R, RA, d0, 1.0, lid);
-        stage_t(XB, 2u, qbase, qs, t0, T, C, CA, d0, sc, lid);
+        st_t(0u, R, RA, nx.a, lid);
+        st_t(XB, C, CA, nx.b, lid);
         workgroupBarrier();
-        s = scores(s, ty, tx);
-        workgroupBarrier();
-        stage_t(0u, 4u, kbase, kvs, k0, T, R, RA, d0, 1.0, lid);
-        stage_t(XB, 5u, obase, os, t0, T, C, CA, d0, 1.0, lid);
-        workgroupBarrier();
-        dp = scores(dp, ty, tx);
+        if (PF == 1u) {
+          if (st + 1u < NST) {
+            nx = ld_pair(st + 1u, 3u, 4u, kbase, kbase, kvs, kvs, k0, 1.0, 2u, 5u, qbase, obase, qs, os, t0, sc, T,
+                         lid);
+          } else {
+            nr = ld_r(5u, obase, os, t0, T, lid);
+          }
+        }
+        if (st % 2u == 0u) {
+          s = scores(s, ty, tx);
+        } else {
+          dp = scores(dp, ty, tx);
+        }
       }
       let xa = pds_k(s.a, dp.a, ja, tc, T, lse, D, sc);
       var xb = M2();
@@ -780,9 +960,19 @@ fn fa_dkdv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
       put_p(M2(xa.a, xb.a), ty, tx);
       let tn = min(C, T - t0);
       for (var jj = 0u; jj < tn; jj += DK) {
+        if (PF == 0u) {
+          nr = ld_r(5u, obase, os, t0 + jj, T, lid);
+        }
         workgroupBarrier();
-        stage_r(5u, obase, os, t0 + jj, T, lid);
+        st_r(nr, lid);
         workgroupBarrier();
+        if (PF == 1u) {
+          if (jj + DK < tn) {
+            nr = ld_r(5u, obase, os, t0 + jj + DK, T, lid);
+          } else {
+            nr = ld_r(2u, qbase, qs, t0, T, lid);
+          }
+        }
         dv = prod(dv, jj, ty, tx);
         if (NOV == 2u) {
           dv2 = prod(dv2, jj, ty, tx + TX);
@@ -791,9 +981,19 @@ fn fa_dkdv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
       workgroupBarrier();
       put_p(M2(xa.b, xb.b), ty, tx);
       for (var jj = 0u; jj < tn; jj += DK) {
+        if (PF == 0u) {
+          nr = ld_r(2u, qbase, qs, t0 + jj, T, lid);
+        }
         workgroupBarrier();
-        stage_r(2u, qbase, qs, t0 + jj, T, lid);
+        st_r(nr, lid);
         workgroupBarrier();
+        if (PF == 1u) {
+          if (jj + DK < tn) {
+            nr = ld_r(2u, qbase, qs, t0 + jj + DK, T, lid);
+          } else if (t0 + C < T) {
+            nx = ld_pair(0u, 3u, 4u, kbase, kbase, kvs, kvs, k0, 1.0, 2u, 5u, qbase, obase, qs, os, t0 + C, sc, T, lid);
+          }
+        }
         dk = prod(dk, jj, ty, tx);
         if (NOV == 2u) {
           dk2 = prod(dk2, jj, ty, tx + TX);
