@@ -42,7 +42,7 @@ for arch in $archs; do
     -B $B -T $T --vocab-size 50257 --train-shards "$shard" --val-shards "$shard" --steps "$steps" --val-every 0 \
     --ckpt-every 0 --sample-tokens 0 --log-every 1 --run-dir "$run" 2> "$log" >/dev/null || { cat "$log"; exit 1; }
   tps=$(grep -o '"tok_per_s":[0-9.e+]*' "$run/metrics.jsonl" | cut -d: -f2 | tail -n +6 | median)
-  mem=$(grep -o 'device memory: [0-9.]* MiB peak' "$log" | grep -o '[0-9.]*' | head -1)
+  mem=$(grep -o 'device memory: [0-9.]* MiB peak' "$log" | grep -o '[0-9.]*' | head -1 || true)
   if [[ ${TEZGAH_BENCH_PROFILE:-0} == 1 ]]; then
     "$tz" train --backend "$be" "${extra[@]}" --n-layer $L --n-head $H --d-model $C --max-seq-len $T \
       -B $B -T $T --vocab-size 50257 --train-shards "$shard" --val-shards "$shard" --steps 8 --val-every 0 --ckpt-every 0 \
