@@ -1053,7 +1053,11 @@ static mm_cfg mm_config(wg_ctx *c, int rw) {
    * 46.9 TFLOP/s). In the GPT-2 124M training step, with one buffer per activation tensor
    * (be->act_buffers) so that the model's matmul and matmul_t bind their operands read-only too,
    * it runs matmul 93.4, matmul_t 96.5, matmul_at 90.7 ms/step (43.4 / 42.0 / 44.7 TFLOP/s;
-   * 13:07 UTC); 8 x 8 BK 8 read-only runs them alike (94.7 / 96.5 / 90.1). */
+   * 13:07 UTC); 8 x 8 BK 8 read-only runs them alike (94.7 / 96.5 / 90.1). Note: the H200's
+   * Dawn offers 49 152 bytes of workgroup memory, so the fit below turns this into ONE buffer
+   * there — the figures above are the single-buffered tile (the sweep's "1 buffer" row matched
+   * it, 43.5 / 45.0 / 46.5); a double-buffered 8 x 16 / BK 16 would need the rows' padding
+   * dropped and has not been measured. */
   mm_cfg f = {8, 16, 16, 2};
   /* All-read_write dispatches (an operand in the output's buffer: the single activation arena of
    * TEZGAH_WEBGPU_ARENA=1, or a caller's own aliasing) take 8 x 8, BK 8: read_write bindings cost
