@@ -1067,6 +1067,12 @@ static mm_cfg mm_config(wg_ctx *c, int rw) {
    * measured directly: read_write storage is presumably kept off NVIDIA's read-only
    * (non-coherent) load path, and the big tile's register pressure makes that worse. */
   if (rw) f = (mm_cfg){8, 8, 8, 2};
+  /* CPU adapters (lavapipe) take 8 x 8, BK 8 for everything: a GPU's register tile means nothing
+   * there, and llvmpipe compiles the 8 x 16 kernel very slowly (its coroutine split of the
+   * barrier-separated k loop with 128 accumulators: test_matmul took 615 s from a cold shader
+   * cache with 8 x 16 against 100 s with 8 x 8, this 2-core VM, 2026-12-01). The tests still
+   * run 8 x 16 there on a few shapes through TEZGAH_WEBGPU_MM. */
+  if (c->info.adapterType == WGPUAdapterType_CPU) f = (mm_cfg){8, 8, 8, 2};
   const char *e = getenv("TEZGAH_WEBGPU_MM");
   if (rw && getenv("TEZGAH_WEBGPU_MM_RW")) e = getenv("TEZGAH_WEBGPU_MM_RW");
   mm_cfg g;
@@ -1433,7 +1439,9 @@ static attn_cfg attn_config(wg_ctx *c, int hd) {
     f.rg = env_int("TEZGAH_WEBGPU_ATTN_RG", 1);
     f.nt = env_int("TEZGAH_WEBGPU_ATTN_NT", 256);
   }
-  f.pf = env_int("TEZGAH_WEBGPU_ATTN_PF", 1) != 0;
+  /* register prefetch hides a GPU's memory latency; on a CPU adapter (lavapipe) it only makes
+   * llvmpipe's compile slower (the prefetched values live across the barriers), so off there */
+  f.pf = env_int("TEZGAH_WEBGPU_ATTN_PF", c->info.adapterType != WGPUAdapterType_CPU) != 0;
   f.fd = env_int("TEZGAH_WEBGPU_ATTN_FD", 1) != 0;
   if (!attn_cfg_ok(c, f)) f.rg = 1, f.nt = 128;
   if (!attn_cfg_ok(c, f)) f.rg = 0;
