@@ -251,9 +251,24 @@ static tg_pipe *pipeline(const char *file, const char *entry) {
   for (int i = 0; i < tz_wgsl_nfiles; i++)
     if (!strcmp(tz_wgsl_files[i].name, file)) src = tz_wgsl_files[i].src;
   TZ_ASSERT(src && G.npipes < (int)(sizeof G.pipes / sizeof *G.pipes));
+  /* bpe_encode and bpe_pretok share common/scan256.wgsl (wg_scan, block_id), appended here */
+  char *full = NULL;
+  if (!strcmp(file, "bpe_encode") || !strcmp(file, "bpe_pretok")) {
+    const char *scan = NULL;
+    for (int i = 0; i < tz_wgsl_nfiles; i++)
+      if (!strcmp(tz_wgsl_files[i].name, "scan256")) scan = tz_wgsl_files[i].src;
+    TZ_ASSERT(scan);
+    size_t a = strlen(src), b = strlen(scan);
+    full = tz_malloc(a + b + 2);
+    memcpy(full, src, a);
+    full[a] = '\n';
+    memcpy(full + a + 1, scan, b + 1);
+    src = full;
+  }
   WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};
   WGPUShaderModuleDescriptor md = {&ws.chain, sv(file)};
   WGPUShaderModule mod = W.wgpuDeviceCreateShaderModule(G.dev, &md);
+  free(full);
   WGPUComputePipelineDescriptor d;
   memset(&d, 0, sizeof d);
   d.label = sv(entry);

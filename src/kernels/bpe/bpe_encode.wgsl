@@ -270,25 +270,8 @@ fn encode_long(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 
 // ---- decoding: ids (outp[0 .. u.nids)) -> bytes or-ed into text (zeroed) ----
-var<workgroup> wsum: array<u32, 256>;
-
 fn tlen(id: u32) -> u32 { return tab[u.tok_off + 3u * id]; }
 
-// Exclusive scan of the 256 per-thread sums of this workgroup; returns this thread's prefix.
-fn wg_scan(lid: u32, v: u32) -> u32 {
-  wsum[lid] = v;
-  workgroupBarrier();
-  for (var off = 1u; off < 256u; off <<= 1u) {
-    var x = 0u;
-    if (lid >= off) { x = wsum[lid - off]; }
-    workgroupBarrier();
-    wsum[lid] += x;
-    workgroupBarrier();
-  }
-  return wsum[lid] - v;
-}
-
-fn block_id(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return wid.y * nwg.x + wid.x; }
 
 // Byte count of each block of 4096 ids into cnt[block].
 @compute @workgroup_size(256)

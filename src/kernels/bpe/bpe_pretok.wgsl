@@ -204,23 +204,6 @@ fn is_start(p: u32) -> bool {
   return pk != k;
 }
 
-var<workgroup> wsum: array<u32, 256>;
-
-// Exclusive scan of the 256 per-thread values of this workgroup; returns this thread's prefix.
-fn wg_scan(lid: u32, v: u32) -> u32 {
-  wsum[lid] = v;
-  workgroupBarrier();
-  for (var off = 1u; off < 256u; off <<= 1u) {
-    var x = 0u;
-    if (lid >= off) { x = wsum[lid - off]; }
-    workgroupBarrier();
-    wsum[lid] += x;
-    workgroupBarrier();
-  }
-  return wsum[lid] - v;
-}
-
-fn block_id(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return wid.y * nwg.x + wid.x; }
 
 // Per thread: the mask of its 16 bytes that start a piece; per block of 4096 bytes: the count.
 @compute @workgroup_size(256)
