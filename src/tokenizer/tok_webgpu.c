@@ -400,6 +400,17 @@ static int wait_state(st_slot *s, uint32_t *st) {
   return p ? check_dev("training") : tz_err("webgpu tokenizer: readback has no mapped range");
 }
 
+/* k merge iterations into `pass`: refresh, [select_best,] apply (n_iter 3), or refresh2,
+ * apply2 (n_iter 2); pipelines and bind groups in train_entries' order. */
+static void merge_iters(WGPUComputePassEncoder pass, const train_pipes *tp, WGPUBindGroup *bg, int n_iter,
+                        uint64_t g_ref, uint64_t g_apply, uint32_t k) {
+  for (uint32_t i = 0; i < k; i++) {
+    dispatch(pass, tp->p[4], bg[4], g_ref);
+    if (n_iter == 3) dispatch(pass, tp->p[5], bg[5], 1);
+    dispatch(pass, tp->p[n_iter + 3], bg[n_iter + 3], g_apply);
+  }
+}
+
 int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokenizer **out, tz_tok_gpu_stats *stats) {
   *out = NULL;
   if (vocab_size < 257 || vocab_size > 65536)
@@ -548,11 +559,7 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
       dispatch(pass, tp.p[3], bg[3], (nw + 255) / 256);
       first = 0;
     }
-    for (uint32_t i = 0; i < k; i++) {
-      dispatch(pass, tp.p[4], bg[4], g_ref);
-      if (n_iter == 3) dispatch(pass, tp.p[5], bg[5], 1);
-      dispatch(pass, tp.p[n_iter + 3], bg[n_iter + 3], g_apply);
-    }
+    merge_iters(pass, &tp, bg, n_iter, g_ref, g_apply, k);
     W.wgpuComputePassEncoderEnd(pass);
     W.wgpuComputePassEncoderRelease(pass);
     submit_with_state(enc, B[4], &S[(head + inflight) % 2]);
@@ -575,11 +582,7 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
     double n0 = wall();
     WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
     WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
-    for (int i = 0; i < k; i++) {
-      dispatch(pass, tp.p[4], bg[4], g_ref);
-      if (n_iter == 3) dispatch(pass, tp.p[5], bg[5], 1);
-      dispatch(pass, tp.p[n_iter + 3], bg[n_iter + 3], g_apply);
-    }
+    merge_iters(pass, &tp, bg, n_iter, g_ref, g_apply, (uint32_t)k);
     W.wgpuComputePassEncoderEnd(pass);
     W.wgpuComputePassEncoderRelease(pass);
     uint32_t st2[32];
