@@ -5,11 +5,12 @@
  * --no-gpu-train: the CPU trainer only (its tokenizer for the encode rows; quick on lavapipe).
  * --train-only: the training rows alone (no encode / decode rows).
  * TEZGAH_BENCH_FUSED_AB=1 adds a GPU training row with two dispatches per merge
- * (TEZGAH_TOK_GPU_FUSED=1: the select folded into every apply workgroup).
+ * (TEZGAH_TOK_GPU_FUSED=1: the select folded into every apply workgroup); TEZGAH_BENCH_COUNT_AB=1
+ * one with the words counted on the CPU (TEZGAH_TOK_GPU_COUNT=cpu).
  * Training: tz_tok_train (word counting on all cores, merges on one) vs tz_tok_train_webgpu
- * (same counting, merges on the GPU), tokenizer.json compared byte for byte. The counting
- * alone (tz_count_words, shared by both) is timed once, so "merges" columns are the part the
- * backends do differently. Encoding with the first trained tokenizer and GPT-2 (special tokens
+ * (words counted on the GPU: GPU pre-tokenization and a hash table; merges on the GPU),
+ * tokenizer.json compared byte for byte. The CPU's counting alone (tz_count_words) is timed
+ * once, so "cpu merges" is the CPU trainer's time after it. Encoding with the first trained tokenizer and GPT-2 (special tokens
  * allowed): the CPU encoder on 1 thread (a fresh tokenizer: empty pre-token cache) and on all
  * threads (cold: a fresh tokenizer; warm: best of 2 more calls, cache filled) vs the GPU
  * encoder (first call: pipelines and tables built; then best of 2), ids compared; the GPU
@@ -189,10 +190,11 @@ int main(int argc, char **argv) {
   printf("word counting (GPT-2 pre-tokenization, %d threads, shared by both trainers): %.2f s, %zu unique words\n\n",
          thr, count_s, wc.words.n);
   tz_wordcount_free(&wc);
-  printf("| training | vocab | cpu %d thr s | cpu merges s | webgpu s | webgpu upload s | webgpu merges s | speedup | "
-         "merges speedup | merges | bans | submissions | words | pairs | list entries | output |\n",
+  printf("| training | vocab | cpu %d thr s | cpu merges s | webgpu s | webgpu word count s (where) | webgpu pipelines s | "
+         "webgpu upload s | webgpu merges s | speedup | merges speedup | merges | bans | submissions | words | pairs | "
+         "list entries | output |\n",
          thr);
-  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   tz_tokenizer *first = NULL;
   char buf[256];
   snprintf(buf, sizeof buf, "%s", vocabs);
@@ -207,7 +209,7 @@ int main(int argc, char **argv) {
     }
     if (!gpu_train) { /* the CPU tokenizer only, for the encode rows */
       if (!a) die("--no-gpu-train needs the cpu trainer");
-      printf("| corpus | %d | %.2f | %.2f | (not run) | | | | | | | | | | | |\n", v, tc, tc - count_s);
+      printf("| corpus | %d | %.2f | %.2f | (not run) | | | | | | | | | | | | | |\n", v, tc, tc - count_s);
       if (!first) first = a;
       else tz_tok_free(a);
       continue;
@@ -226,30 +228,39 @@ int main(int argc, char **argv) {
       free(jb);
     }
     double cm = tc - count_s;
-    printf("| corpus | %d | %.2f | %.2f | **%.2f** | %.2f | %.2f | %.2fx | %.2fx | %u | %u | %u | %llu | %llu | %llu | %s |\n",
-           v, tc, cm, tg, st.upload_s, st.merge_s, tc > 0 ? tc / tg : 0, cm > 0 ? cm / st.merge_s : 0, st.merges,
+    printf("| corpus | %d | %.2f | %.2f | **%.2f** | %.2f (%s%s%s) | %.2f | %.2f | %.2f | %.2fx | %.2fx | %u | %u | %u | %llu | "
+           "%llu | %llu | %s |\n",
+           v, tc, cm, tg, st.count_s, st.count_gpu ? "GPU" : "CPU", st.count_gpu ? "" : ": ", st.count_why, st.pipes_s,
+           st.upload_s, st.merge_s, tc > 0 ? tc / tg : 0, cm > 0 ? cm / st.merge_s : 0, st.merges,
            st.bans, st.submissions, (unsigned long long)st.words, (unsigned long long)st.pairs,
            (unsigned long long)st.list_entries, same);
-    if (st.noop_iter_s > 0) printf("|   (no-op iteration after the end: %.1f us) | | | | | | | | | | | | | | | |\n", st.noop_iter_s * 1e6);
+    if (st.noop_iter_s > 0) printf("|   (no-op iteration after the end: %.1f us) | | | | | | | | | | | | | | | | | |\n", st.noop_iter_s * 1e6);
     fflush(stdout);
     if (a && strcmp(same, "identical")) return 1;
-    if (getenv("TEZGAH_BENCH_FUSED_AB")) { /* the two-dispatch iteration, for comparison */
+    /* A/B rows of the same trainer: two dispatches per merge, or the words counted on the CPU */
+    const char *ab[2][4] = {{"TEZGAH_BENCH_FUSED_AB", "TEZGAH_TOK_GPU_FUSED", "1", "webgpu 2 dispatches/merge"},
+                            {"TEZGAH_BENCH_COUNT_AB", "TEZGAH_TOK_GPU_COUNT", "cpu", "webgpu, words counted on the CPU"}};
+    for (int k = 0; k < 2; k++) {
+      if (!getenv(ab[k][0])) continue;
       tz_tokenizer *c;
       tz_tok_gpu_stats s2;
-      setenv("TEZGAH_TOK_GPU_FUSED", "1", 1);
+      setenv(ab[k][1], ab[k][2], 1);
       t0 = now();
-      if (tz_tok_train_webgpu(s, n, v, &c, &s2)) die("webgpu train (fused)");
+      if (tz_tok_train_webgpu(s, n, v, &c, &s2)) die(ab[k][3]);
       double t2 = now() - t0;
-      unsetenv("TEZGAH_TOK_GPU_FUSED");
+      unsetenv(ab[k][1]);
       char *jb, *jc;
       size_t lb, lc;
       if (tz_tok_to_json(b, &jb, &lb) || tz_tok_to_json(c, &jc, &lc)) die("json");
       int same2 = lb == lc && !memcmp(jb, jc, lb);
-      printf("| corpus, webgpu 2 dispatches/merge | %d | | | %.2f | %.2f | %.2f | %.2fx | %.2fx | %u | %u | %u | %llu | %llu | %llu | %s |\n",
-             v, t2, s2.upload_s, s2.merge_s, tc > 0 ? tc / t2 : 0, cm > 0 ? cm / s2.merge_s : 0, s2.merges, s2.bans,
-             s2.submissions, (unsigned long long)s2.words, (unsigned long long)s2.pairs,
-             (unsigned long long)s2.list_entries, same2 ? "identical" : "DIFFERENT");
-      if (s2.noop_iter_s > 0) printf("|   (no-op iteration after the end: %.1f us) | | | | | | | | | | | | | | | |\n", s2.noop_iter_s * 1e6);
+      printf("| corpus, %s | %d | | | %.2f | %.2f (%s) | %.2f | %.2f | %.2f | %.2fx | %.2fx | %u | %u | %u | %llu | %llu | "
+             "%llu | %s |\n",
+             ab[k][3], v, t2, s2.count_s, s2.count_gpu ? "GPU" : "CPU", s2.pipes_s, s2.upload_s, s2.merge_s,
+             tc > 0 ? tc / t2 : 0, cm > 0 ? cm / s2.merge_s : 0, s2.merges, s2.bans, s2.submissions,
+             (unsigned long long)s2.words, (unsigned long long)s2.pairs, (unsigned long long)s2.list_entries,
+             same2 ? "identical" : "DIFFERENT");
+      if (s2.noop_iter_s > 0)
+        printf("|   (no-op iteration after the end: %.1f us) | | | | | | | | | | | | | | | | | |\n", s2.noop_iter_s * 1e6);
       fflush(stdout);
       free(jb);
       free(jc);

@@ -25,8 +25,10 @@ static double now(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* CPU and GPU training give byte-identical tokenizer.json, with both GPU iteration shapes
- * (three dispatches per merge, and two: TEZGAH_TOK_GPU_FUSED=1). */
+/* CPU and GPU training give byte-identical tokenizer.json, with both GPU iteration shapes and
+ * both word counts: three dispatches per merge after counting the words on the GPU (the
+ * default), and two (TEZGAH_TOK_GPU_FUSED=1) after counting them on the CPU
+ * (TEZGAH_TOK_GPU_COUNT=cpu). Returns the GPU's bans. */
 static unsigned same_training(const char *name, const char *text, size_t n, int vocab) {
   tz_tokenizer *a;
   double t0 = now();
@@ -40,11 +42,14 @@ static unsigned same_training(const char *name, const char *text, size_t n, int 
     tz_tokenizer *b;
     tz_tok_gpu_stats st;
     setenv("TEZGAH_TOK_GPU_FUSED", fused ? "1" : "0", 1);
+    if (fused) setenv("TEZGAH_TOK_GPU_COUNT", "cpu", 1);
     double t2 = now();
     if (tz_tok_train_webgpu(text, n, vocab, &b, &st)) fail_msg("webgpu training: %s", tz_errmsg());
     double t3 = now();
     unsetenv("TEZGAH_TOK_GPU_FUSED");
+    unsetenv("TEZGAH_TOK_GPU_COUNT");
     assert_int_equal(st.fused, fused);
+    if (st.count_gpu != !fused) fail_msg("%s: words counted on the %s (%s)", name, st.count_gpu ? "GPU" : "CPU", st.count_why);
     char *jb;
     size_t lb;
     assert_int_equal(tz_tok_to_json(b, &jb, &lb), 0);
@@ -231,6 +236,40 @@ static void test_train_adversarial(void **state) {
   n = 0;
   for (int rep = 0; rep < 50; rep++) n += (size_t)sprintf(p + n, " the cat the hat that abab cdcd ababcdcd");
   same_training("whole words", p, n, 600);
+  free(p);
+}
+
+/* GPU word counting under a 4-bit key (TEZGAH_TOK_GPU_KEYBITS=4: different words meet on one
+ * slot): its byte-for-byte check must see it and hand the counting to the CPU, same output; and
+ * with small batches (TEZGAH_TOK_GPU_SEGMENT) the words of many batches go into one table. */
+static void test_train_word_count(void **state) {
+  size_t n;
+  char *p = kjv_like(&n);
+  if (n > 200000) n = 200000;
+  tz_tokenizer *a, *b;
+  assert_int_equal(tz_tok_train(p, n, 600, &a), 0);
+  char *ja, *jb;
+  size_t la, lb;
+  assert_int_equal(tz_tok_to_json(a, &ja, &la), 0);
+  const char *keys[2][2] = {{"TEZGAH_TOK_GPU_KEYBITS", "4"}, {"TEZGAH_TOK_GPU_SEGMENT", "5000"}};
+  for (int k = 0; k < 2; k++) {
+    tz_tok_gpu_stats st;
+    setenv(keys[k][0], keys[k][1], 1);
+    int rc = tz_tok_train_webgpu(p, n, 600, &b, &st);
+    unsetenv(keys[k][0]);
+    if (rc) fail_msg("webgpu training: %s", tz_errmsg());
+    print_message("%s=%s: words counted on the %s%s%s\n", keys[k][0], keys[k][1], st.count_gpu ? "GPU" : "CPU",
+                  st.count_gpu ? "" : ": ", st.count_why);
+    if (k == 0 && (st.count_gpu || !strstr(st.count_why, "share"))) fail_msg("a 4-bit key: no collision seen");
+    if (k == 1 && !st.count_gpu) fail_msg("small batches: counted on the CPU (%s)", st.count_why);
+    assert_int_equal(tz_tok_to_json(b, &jb, &lb), 0);
+    assert_int_equal(la, lb);
+    assert_memory_equal(ja, jb, la);
+    free(jb);
+    tz_tok_free(b);
+  }
+  free(ja);
+  tz_tok_free(a);
   free(p);
 }
 
@@ -528,7 +567,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_train_edge),       cmocka_unit_test(test_train_adversarial),
       cmocka_unit_test(test_train_shakespeare),
-      cmocka_unit_test(test_train_kjv),        cmocka_unit_test(test_encode_gpt2),
+      cmocka_unit_test(test_train_kjv),        cmocka_unit_test(test_train_word_count),        cmocka_unit_test(test_encode_gpt2),
       cmocka_unit_test(test_encode_random),    cmocka_unit_test(test_encode_long_runs),
       cmocka_unit_test(test_pretok_gpu),
   };

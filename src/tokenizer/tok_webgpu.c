@@ -5,8 +5,10 @@
  * op dispatch; created once per process on first use. Kernels declare their own bindings and
  * reference all of them in every entry point, so one auto layout per file serves every entry.
  *
- * Training (tz_tok_train_webgpu): unique pre-tokens counted on the CPU (tz_count_words, all
- * cores; the training pipelines compile meanwhile on a helper thread); their symbols, the
+ * Training (tz_tok_train_webgpu): unique pre-tokens counted on the GPU (count_words_gpu:
+ * bpe_pretok.wgsl's pieces into a hash table of words, bpe_words.wgsl), or on the CPU where the
+ * GPU cannot (tz_count_words, all cores; the training pipelines compile meanwhile on a helper
+ * thread); their symbols, the
  * pair-count hash table, per-pair block bests, the word lists (which words can hold a pair) and
  * the vocabulary (token bytes + a byte-string hash table for the "already a token" ban) live on
  * the GPU. One merge is three dispatches (refresh the dirty blocks, select the best pair with
@@ -63,7 +65,7 @@ static struct {
   char desc[300];
   int failed;
   char err[1024];
-  tg_pipe pipes[24];
+  tg_pipe pipes[32];
   int npipes;
   WGPUBuffer cls; /* the pre-tokenizer's character classes (tz_pretok_classes), uploaded once */
 } G;
@@ -400,6 +402,9 @@ static int wait_state(st_slot *s, uint32_t *st) {
   return p ? check_dev("training") : tz_err("webgpu tokenizer: readback has no mapped range");
 }
 
+static int count_words_gpu(const char *text, size_t len, WGPUBuffer *sym, WGPUBuffer *words, uint64_t *nw,
+                           uint64_t *nsym, const char **why);
+
 /* k merge iterations into `pass`: refresh, [select_best,] apply (n_iter 3), or refresh2,
  * apply2 (n_iter 2); pipelines and bind groups in train_entries' order. */
 static void merge_iters(WGPUComputePassEncoder pass, const train_pipes *tp, WGPUBindGroup *bg, int n_iter,
@@ -418,47 +423,65 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
   if (len >= (1u << 31)) return tz_err("webgpu tokenizer: corpus of %zu bytes is above 2 GiB", len);
   if (!tz_tok_webgpu_available()) return -1;
   double t0 = wall();
-  /* the pipelines compile on a helper thread while all cores count the words */
   train_pipes tp;
   memset(&tp, 0, sizeof tp);
   const char *fe = getenv("TEZGAH_TOK_GPU_FUSED");
   tp.fused = fe && !strcmp(fe, "1");
   int n_pipes = tp.fused ? 6 : 7, n_iter = tp.fused ? 2 : 3;
-  pthread_t th;
-  int threaded = pthread_create(&th, NULL, make_train_pipes, &tp) == 0;
-  tz_wordcount wc;
-  int crc = tz_count_words(text, len, &wc);
-  char cerr[TZ_ERR_MAX] = "";
-  if (crc) snprintf(cerr, sizeof cerr, "%s", tz_errmsg());
-  if (threaded) pthread_join(th, NULL);
-  else make_train_pipes(&tp);
-  if (crc) {
-    if (!tp.rc) tz_err("%s", cerr);
-    return -1;
-  }
-  if (tp.rc) {
-    tz_wordcount_free(&wc);
-    return tz_err("%s", tp.err);
-  }
-  double t1 = wall(), t2 = t1;
-  /* words that can hold a pair (length >= 2) */
+  /* The words: counted on the GPU (count_words_gpu; the training pipelines compile after it),
+   * else on the CPU by all cores while the pipelines compile on a helper thread. */
+  WGPUBuffer gsym = NULL, gwords = NULL;
+  uint64_t gnw = 0, gnsym = 0;
+  const char *why = NULL;
+  int grc = count_words_gpu(text, len, &gsym, &gwords, &gnw, &gnsym, &why);
+  if (grc < 0) return -1;
+  double t1 = wall(), tpipe = t1;
   size_t nw = 0, nsym = 0, npos = 0;
-  for (size_t w = 0; w < wc.words.n; w++)
-    if (wc.words.ents[w].len >= 2) nw++, nsym += wc.words.ents[w].len, npos += wc.words.ents[w].len - 1;
-  uint32_t *sym = tz_malloc((nsym + 1) * 4), *words = tz_malloc((nw + 1) * 16);
-  nw = nsym = 0;
-  for (size_t w = 0; w < wc.words.n; w++) {
-    size_t L = wc.words.ents[w].len;
-    if (L < 2) continue;
-    const unsigned char *k = (const unsigned char *)tz_bmap_key(&wc.words, (long)w);
-    words[4 * nw] = (uint32_t)nsym;
-    words[4 * nw + 1] = (uint32_t)L;
-    words[4 * nw + 2] = (uint32_t)wc.count[w];
-    words[4 * nw + 3] = 0;
-    for (size_t i = 0; i < L; i++) sym[nsym++] = k[i];
-    nw++;
+  uint32_t *sym = NULL, *words = NULL;
+  if (grc == 0) {
+    make_train_pipes(&tp);
+    tpipe = wall();
+    if (tp.rc) {
+      drop(&gsym), drop(&gwords);
+      return tz_err("%s", tp.err);
+    }
+    nw = gnw, nsym = gnsym, npos = gnsym - gnw;
+  } else {
+    pthread_t th;
+    int threaded = pthread_create(&th, NULL, make_train_pipes, &tp) == 0;
+    tz_wordcount wc;
+    int crc = tz_count_words(text, len, &wc);
+    char cerr[TZ_ERR_MAX] = "";
+    if (crc) snprintf(cerr, sizeof cerr, "%s", tz_errmsg());
+    if (threaded) pthread_join(th, NULL);
+    else make_train_pipes(&tp);
+    if (crc) {
+      if (!tp.rc) tz_err("%s", cerr);
+      return -1;
+    }
+    if (tp.rc) {
+      tz_wordcount_free(&wc);
+      return tz_err("%s", tp.err);
+    }
+    t1 = tpipe = wall();
+    /* words that can hold a pair (length >= 2) */
+    for (size_t w = 0; w < wc.words.n; w++)
+      if (wc.words.ents[w].len >= 2) nw++, nsym += wc.words.ents[w].len, npos += wc.words.ents[w].len - 1;
+    sym = tz_malloc((nsym + 1) * 4), words = tz_malloc((nw + 1) * 16);
+    nw = nsym = 0;
+    for (size_t w = 0; w < wc.words.n; w++) {
+      size_t L = wc.words.ents[w].len;
+      if (L < 2) continue;
+      const unsigned char *k = (const unsigned char *)tz_bmap_key(&wc.words, (long)w);
+      words[4 * nw] = (uint32_t)nsym;
+      words[4 * nw + 1] = (uint32_t)L;
+      words[4 * nw + 2] = (uint32_t)wc.count[w];
+      words[4 * nw + 3] = 0;
+      for (size_t i = 0; i < L; i++) sym[nsym++] = k[i];
+      nw++;
+    }
+    tz_wordcount_free(&wc);
   }
-  tz_wordcount_free(&wc);
   /* every pair that can ever exist: the initial ones plus at most two new ones per merged
    * occurrence (at most one per position), so 3 npos at worst; far fewer in practice (the
    * 210 MB Debian corpus: 3.2 M positions, 0.34 M pairs by vocab 8192), and a full table is
@@ -485,6 +508,7 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
       (rc = too_big("the vocabulary", vwords * 4)) || (rc = too_big("the word lists", lwords * 4)) ||
       (rc = too_big("the words", nw * 16 + 16))) {
     free(sym), free(words);
+    drop(&gsym), drop(&gwords);
     return rc;
   }
   /* host-side initial vocabulary: the 256 bytes */
@@ -509,8 +533,8 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
   WGPUBuffer ub = mkbuf(sizeof u, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "bpe uniforms");
   /* storage buffers, zero-initialized by WebGPU (the pair table is set by `clear`) */
   WGPUBuffer B[8];
-  B[0] = sbuf(nsym * 4 + 4, "bpe symbols");
-  B[1] = sbuf(nw * 16 + 16, "bpe words");
+  B[0] = gsym ? gsym : sbuf(nsym * 4 + 4, "bpe symbols");
+  B[1] = gwords ? gwords : sbuf(nw * 16 + 16, "bpe words");
   B[2] = sbuf(pcap * 16, "bpe pair table");
   B[3] = sbuf(nblk * 20, "bpe pair blocks"); /* best count, best key, dirty flag; two dirty lists */
   B[4] = sbuf(sizeof st, "bpe state");
@@ -521,8 +545,8 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
   memset(S, 0, sizeof S);
   for (int i = 0; i < 2; i++) S[i].rb = mkbuf(64, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "bpe state readback");
   put(ub, 0, u, sizeof u);
-  put(B[0], 0, sym, nsym * 4);
-  put(B[1], 0, words, nw * 16);
+  if (sym) put(B[0], 0, sym, nsym * 4);
+  if (words) put(B[1], 0, words, nw * 16);
   put(B[4], 0, st, sizeof st);
   put(B[5], 0, voc, vwords * 4);
   free(sym), free(words), free(voc);
@@ -530,6 +554,7 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
   uint32_t iters = 0, subs = 0;
   WGPUBindGroup bg[N_TRAIN_PIPES] = {0};
   for (int i = 0; i < n_pipes; i++) bg[i] = bind(tp.p[i], ub, sizeof u, B, 8);
+  double t2 = t1;
   if ((rc = check_dev("training setup"))) goto release;
   t2 = wall();
   /* Submissions of up to ITERS iterations, two in flight: the host encodes and submits the next
@@ -610,7 +635,10 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
         stats->pairs = st[13];
         stats->list_entries = st[9];
         stats->count_s = t1 - t0;
-        stats->upload_s = t2 - t1;
+        stats->count_gpu = grc == 0;
+        snprintf(stats->count_why, sizeof stats->count_why, "%s", why ? why : "");
+        stats->pipes_s = tpipe - t1;
+        stats->upload_s = t2 - tpipe;
         stats->merge_s = t3 - t2;
         stats->noop_iter_s = noop;
         stats->fused = tp.fused;
@@ -1093,7 +1121,7 @@ static int gpu_pretok_setup(enc_run *R, const char *eot, size_t eotn) {
            (unsigned long long)G.lim.maxStorageBufferBindingSize);
   for (int i = 0; i < 5 && ok; i++) ok = (R->Q[i] = pipeline("bpe_pretok", names[i])) != NULL;
   if (!ok) {
-    if (!warned) fprintf(stderr, "tezgah: encoding: GPU pre-tokenization unavailable (%s); pre-tokenizing on the CPU\n", tz_errmsg());
+    if (!warned) fprintf(stderr, "tezgah: GPU pre-tokenization unavailable (%s); pre-tokenizing on the CPU\n", tz_errmsg());
     warned = 1;
     return 0;
   }
@@ -1164,6 +1192,148 @@ int tz_tok_webgpu_pretok(const char *text, size_t n, const char *eot, size_t eot
   }
   *pcs = v;
   *np = st[0];
+  return 0;
+}
+
+/* ---- word counting for training on the GPU ---- */
+
+/* The unique pre-tokens of two or more bytes and their counts — tz_count_words' words (the GPT-2
+ * pattern's pieces, documents split at <|endoftext|>), less the single bytes the trainer drops —
+ * counted on the GPU: bpe_pretok.wgsl finds the pieces of each batch (the encoder's batches, cut
+ * at context-free boundaries), bpe_words.wgsl hashes them into a table of unique words whose bytes
+ * go to an arena, then verifies every piece against its slot's word byte for byte. The result
+ * stays on the GPU in the trainer's layout: *sym (one u32 per byte, nsym of them) and *words
+ * (offset, length, count, 0 per word, nw of them).
+ * Returns 0, or 1 when the GPU cannot count this text (*why says why; the caller counts on the
+ * CPU): GPU pre-tokenization unavailable, a batch without a context-free cut, the table or the
+ * arena full, two words on one key (never seen on real text; TEZGAH_TOK_GPU_KEYBITS=4 forces
+ * it for the tests); -1 on a device error. TEZGAH_TOK_GPU_COUNT=cpu skips it (returns 1). */
+static int count_words_gpu(const char *text, size_t len, WGPUBuffer *sym, WGPUBuffer *words, uint64_t *nw,
+                           uint64_t *nsym, const char **why) {
+  *sym = *words = NULL;
+  *nw = *nsym = 0;
+  const char *env = getenv("TEZGAH_TOK_GPU_COUNT");
+  if (env && !strcmp(env, "cpu")) return *why = "TEZGAH_TOK_GPU_COUNT=cpu", 1;
+  enc_run R;
+  memset(&R, 0, sizeof R);
+  uint64_t lim = G.lim.maxStorageBufferBindingSize < G.lim.maxBufferSize ? G.lim.maxStorageBufferBindingSize
+                                                                         : G.lim.maxBufferSize;
+  /* a batch needs 8 bytes of pieces per byte of text (the largest of pre-tokenization's buffers) */
+  R.cap = (lim - 64) / 8 < (64u << 20) ? (lim - 64) / 8 : (64u << 20);
+  env = getenv("TEZGAH_TOK_GPU_BATCH_CAP"); /* tests: smaller batches */
+  if (env && atoll(env) > 0 && (uint64_t)atoll(env) < R.cap) R.cap = (uint64_t)atoll(env);
+  uint64_t seg = SEGMENT;
+  env = getenv("TEZGAH_TOK_GPU_SEGMENT");
+  if (env && atoll(env) > 0) seg = (uint64_t)atoll(env);
+  uint64_t target = seg < R.cap / 2 ? seg : R.cap / 2;
+  if (!gpu_pretok_setup(&R, TZ_EOT_STR, TZ_EOT_LEN)) return *why = "GPU pre-tokenization unavailable", 1;
+  R.pt_u[4] = 0xffffffffu; /* no piece is "huge" here: each is hashed by one thread, whatever its length */
+  tg_pipe *P[4];
+  const char *names[4] = {"wc_clear", "wc_insert", "wc_verify", "wc_compact"};
+  for (int i = 0; i < 4; i++)
+    if (!(P[i] = pipeline("bpe_words", names[i]))) {
+      drop(&R.pu);
+      return -1;
+    }
+  /* the table: 1/64 slot per byte of text (the 210 MB Debian corpus: 4 M slots for 0.52 M words),
+   * loaded to 3/4 at most; the arena: 1/4 symbol per byte of text (that corpus: 3.7 M symbols
+   * for 53 M) */
+  uint64_t slots = pow2_at_least(len / 64 > 65536 ? len / 64 : 65536);
+  while (slots * 16 > lim) slots /= 2;
+  uint64_t acap = len / 4 > (4u << 20) ? len / 4 : (4u << 20);
+  if (acap * 4 > lim) acap = lim / 4;
+  uint32_t keymask = 0xffffffffu;
+  env = getenv("TEZGAH_TOK_GPU_KEYBITS"); /* tests: a short key, so that words collide */
+  if (env && atoi(env) > 0 && atoi(env) < 32) keymask = (1u << atoi(env)) - 1;
+  uint32_t wu[4] = {keymask, (uint32_t)(slots - 1), (uint32_t)acap, (uint32_t)(slots / 4 * 3)};
+  const WGPUBufferUsage SU = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+  uint64_t bcap = R.cap, nblk = (bcap + 4095) / 4096;
+  WGPUBuffer wub = mkbuf(sizeof wu, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "words uniforms");
+  WGPUBuffer tx = mkbuf(bcap + 16, SU, "words text"), pc = mkbuf(8 * bcap + 16, SU, "words pieces"),
+             mk = mkbuf(257 * nblk * 4 + 16, SU, "words masks"), lg = mkbuf(8 * (bcap / (SHORT + 1) + 1) + 16, SU, "words long"),
+             ps = mkbuf(16, SU, "words pretok state"), cn = mkbuf(16, SU, "words counts"), hg = mkbuf(16, SU, "words huge");
+  WGPUBuffer tab = mkbuf(slots * 16, SU, "words table"), ar = mkbuf(acap * 4 + 16, SU, "words arena"),
+             ws = mkbuf(16, SU, "words state"), dummy = mkbuf(16, SU, "words none"), wo = NULL;
+  put(wub, 0, wu, sizeof wu);
+  WGPUBuffer pb[8] = {G.cls, tx, pc, mk, lg, ps, cn, hg}, wb[7] = {tx, pc, ps, tab, ar, ws, dummy};
+  WGPUBindGroup q[4], g[3];
+  for (int i = 0; i < 4; i++) q[i] = bind(R.Q[i], R.pu, sizeof R.pt_u, pb, 8);
+  for (int i = 0; i < 3; i++) g[i] = bind(P[i], wub, sizeof wu, wb, 7);
+  uint64_t grid = 0;
+  int rc = 0;
+  *why = NULL;
+  for (size_t a = 0; a < len && !rc && !*why;) {
+    size_t b = next_cut(text, len, a, target, bcap, TZ_EOT_STR, TZ_EOT_LEN);
+    if (!b) {
+      *why = "a batch without a context-free cut";
+      break;
+    }
+    size_t n = b - a;
+    put(tx, 0, text + a, n / 4 * 4);
+    if (n % 4) {
+      uint32_t t4 = 0;
+      memcpy(&t4, text + a + n / 4 * 4, n % 4);
+      W.wgpuQueueWriteBuffer(G.queue, tx, n / 4 * 4, &t4, 4);
+    }
+    uint64_t nb = (n + 4095) / 4096;
+    R.pt_u[0] = (uint32_t)n;
+    R.pt_u[1] = (uint32_t)nb;
+    put(R.pu, 0, R.pt_u, sizeof R.pt_u);
+    WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
+    WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
+    if (a == 0) dispatch(pass, P[0], g[0], slots / 256);
+    dispatch(pass, R.Q[0], q[0], nb);
+    dispatch(pass, R.Q[1], q[1], 1);
+    dispatch(pass, R.Q[2], q[2], nb);
+    dispatch(pass, R.Q[3], q[3], (n + 255) / 256);
+    /* pieces <= n; a grid of up to 2048 workgroups strides over them */
+    grid = (n + 1023) / 1024 < 2048 ? (n + 1023) / 1024 : 2048;
+    dispatch(pass, P[1], g[1], grid);
+    dispatch(pass, P[2], g[2], grid);
+    W.wgpuComputePassEncoderEnd(pass);
+    W.wgpuComputePassEncoderRelease(pass);
+    WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
+    W.wgpuQueueSubmit(G.queue, 1, &cb);
+    W.wgpuCommandBufferRelease(cb);
+    W.wgpuCommandEncoderRelease(enc);
+    rc = check_dev("word counting");
+    a = b;
+  }
+  uint32_t st[4] = {0};
+  if (!rc && !*why) rc = read_back(NULL, ws, 0, st, 16);
+  if (!rc && !*why) {
+    if (st[2] & 1) *why = "two words share a hash key";
+    else if (st[2] & 2) *why = "the word arena is full";
+    else if (st[2] & 4) *why = "the word table is full";
+  }
+  if (!rc && !*why) { /* the table's words into the trainer's word array */
+    wo = mkbuf((uint64_t)st[1] * 16 + 16, SU, "bpe words");
+    wb[6] = wo;
+    WGPUBindGroup gc = bind(P[3], wub, sizeof wu, wb, 7);
+    WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
+    WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
+    dispatch(pass, P[3], gc, slots / 256);
+    W.wgpuComputePassEncoderEnd(pass);
+    W.wgpuComputePassEncoderRelease(pass);
+    WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
+    W.wgpuQueueSubmit(G.queue, 1, &cb);
+    W.wgpuCommandBufferRelease(cb);
+    W.wgpuCommandEncoderRelease(enc);
+    W.wgpuBindGroupRelease(gc);
+    rc = check_dev("word compaction");
+  }
+  for (int i = 0; i < 4; i++) W.wgpuBindGroupRelease(q[i]);
+  for (int i = 0; i < 3; i++) W.wgpuBindGroupRelease(g[i]);
+  drop(&wub), drop(&tx), drop(&pc), drop(&mk), drop(&lg), drop(&ps), drop(&cn), drop(&hg), drop(&tab), drop(&ws);
+  drop(&dummy), drop(&R.pu);
+  if (rc || *why) {
+    drop(&ar), drop(&wo);
+    return rc ? -1 : 1;
+  }
+  *sym = ar;
+  *words = wo;
+  *nw = st[1];
+  *nsym = st[0];
   return 0;
 }
 

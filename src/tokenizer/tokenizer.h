@@ -140,9 +140,13 @@ typedef struct {
   uint64_t words, pair_slots;
   uint64_t pairs;        /* distinct pairs that ever had a count */
   uint64_t list_entries; /* word-list entries used (byte pairs' lists + the merged ids' lists) */
-  double count_s;  /* unique pre-tokens counted on the CPU (tz_count_words); the training
-                    * pipelines compile meanwhile on another thread */
-  double upload_s; /* words and vocabulary built and uploaded, buffers and bind groups made */
+  double count_s;  /* unique pre-tokens counted: on the GPU (count_gpu = 1: GPU pre-tokenization
+                    * and a hash table of words, bpe_words.wgsl), else on the CPU (tz_count_words,
+                    * all cores; the training pipelines compile meanwhile on another thread) */
+  int count_gpu;
+  char count_why[64]; /* why the words were counted on the CPU ("" when on the GPU) */
+  double pipes_s;  /* the training pipelines compiled after a GPU count (0 after a CPU count) */
+  double upload_s; /* words (CPU count) and vocabulary built and uploaded, buffers and bind groups */
   double merge_s;  /* the GPU work (pair table, word lists, merges) up to the last readback */
   double noop_iter_s; /* with TEZGAH_TOK_GPU_NOOP_ITERS=N: one iteration's time after the end (its
                        * dispatches doing nothing: the per-iteration floor), else 0 */
