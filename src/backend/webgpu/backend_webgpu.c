@@ -26,6 +26,7 @@
  *   buffer mark it stale and it is re-cast before its next use.
  */
 #include <math.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,8 +53,8 @@ struct tz_buf {
 #define UNI_STRIDE 256
 #define UNI_SLOTS 4096
 #define MAX_ARGS 8
-#define MAX_PIPES 256
-#define MAX_MODULES 192
+#define MAX_PIPES 512
+#define MAX_MODULES 384
 #define KEY_CAP 1536
 #define BG_CAP 16384
 #define PROF_MAX 2048 /* timestamp pairs per submit (4096 queries: the WebGPU maximum) */
@@ -64,6 +65,10 @@ typedef struct {
   WGPUComputePipeline pipe;
   WGPUBindGroupLayout bgl;
   int nbind; /* storage bindings of a standalone module (0: the preamble's MAX_ARGS) */
+  /* preamble modules: the arguments the file writes (bit a; 0xff: no read-only variant) and
+   * the read-only variant's pipeline (-1: not made yet); see ro_variant() */
+  uint32_t wmask;
+  int ro_pi;
 } wg_pipe;
 
 typedef struct {
@@ -87,6 +92,7 @@ typedef struct {
   WGPUAdapterInfo info;
   int has_f16, has_subgroups, has_ts;
   int subgroups;     /* reductions with subgroup operations (Subgroups, TEZGAH_WEBGPU_SUBGROUPS != 0) */
+  int ro;            /* read-only variants of preamble kernels (ro_variant; TEZGAH_WEBGPU_RO) */
   int f16;           /* f16 weight mirror on (ShaderF16 and TEZGAH_WEBGPU_F16 != 0) */
   tz_buf *pbuf;      /* the registered parameter buffer (params_mirror) */
   tz_buf *mirror;    /* its f16 copy (2 bytes per element) */
@@ -441,6 +447,32 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     body = rw;
     n = strlen(en) + strlen(pre) + strlen(red) + strlen(prefix) + strlen(body) + 8;
   }
+  /* "// ro W=<hex mask>" in the prefix: the preamble's argument block with read-only bindings
+   * for the arguments outside the mask (ro_variant) */
+  char *pre_ro = NULL;
+  const char *rom = strstr(prefix, "// ro W=");
+  if (rom && !alone) {
+    unsigned wm = (unsigned)strtoul(rom + 8, NULL, 16);
+    const char *b0 = strstr(pre, "// ARGS BEGIN"), *b1 = strstr(pre, "// ARGS END");
+    TZ_ASSERT(b0 && b1);
+    size_t cap = strlen(pre) + 4096;
+    pre_ro = tz_malloc(cap);
+    size_t o = (size_t)snprintf(pre_ro, cap, "%.*s", (int)(b0 - pre), pre);
+    for (int k = 0; k < MAX_ARGS; k++)
+      o += (size_t)snprintf(pre_ro + o, cap - o, "@group(0) @binding(%d) var<storage, %s> B%d: array<f32>;\n", k + 1,
+                            (wm >> k) & 1 ? "read_write" : "read", k);
+    /* every binding statically used by ld and st: the auto layout then always has all eight */
+    o += (size_t)snprintf(pre_ro + o, cap - o, "fn touch_args() {");
+    for (int k = 0; k < MAX_ARGS; k++) o += (size_t)snprintf(pre_ro + o, cap - o, " _ = &B%d;", k);
+    o += (size_t)snprintf(pre_ro + o, cap - o, " }\nfn ld(a: u32, i: u32) -> f32 {\n  touch_args();\n  let j = aoff(a) + i;\n  switch a {\n");
+    for (int k = 0; k < MAX_ARGS - 1; k++) o += (size_t)snprintf(pre_ro + o, cap - o, "    case %du: { return B%d[j]; }\n", k, k);
+    o += (size_t)snprintf(pre_ro + o, cap - o, "    default: { return B7[j]; }\n  }\n}\nfn st(a: u32, i: u32, v: f32) {\n  touch_args();\n  let j = aoff(a) + i;\n  switch a {\n");
+    for (int k = 0; k < MAX_ARGS; k++)
+      if ((wm >> k) & 1) o += (size_t)snprintf(pre_ro + o, cap - o, "    case %du: { B%d[j] = v; }\n", k, k);
+    o += (size_t)snprintf(pre_ro + o, cap - o, "    default: {}\n  }\n}\n%s", b1);
+    pre = pre_ro;
+    n = strlen(en) + strlen(pre) + strlen(red) + strlen(prefix) + strlen(body) + 8;
+  }
   char *src = tz_malloc(n);
   snprintf(src, n, "%s%s\n%s\n%s\n%s", en, prefix, pre, red, body);
   WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};
@@ -448,8 +480,28 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
   WGPUShaderModule m = W.wgpuDeviceCreateShaderModule(c->dev, &d);
   free(src);
   free(rw);
+  free(pre_ro);
   snprintf(c->mods[c->nmods].key, sizeof c->mods[c->nmods].key, "%s", key);
   c->mods[c->nmods++].mod = m;
+  return m;
+}
+
+/* The arguments a preamble kernel file writes, as a bit mask: every st(<digit>u, ...) call, and
+ * 0, 2, 3 where it calls adamw_elem. 0xff (no read-only variant) when it stores through a
+ * non-constant argument or indexes the bindings B0..B7 itself (matmul.wgsl's DIRECT form). */
+static uint32_t written_args(const char *body) {
+  uint32_t m = 0;
+  if (strstr(body, "adamw_elem(")) m |= 1u | 4u | 8u;
+  for (int k = 0; k < MAX_ARGS; k++) {
+    char b[8];
+    snprintf(b, sizeof b, "B%d[", k);
+    if (strstr(body, b)) return 0xff;
+  }
+  for (const char *q = body; (q = strstr(q, "st(")); q += 3) {
+    if (q > body && (isalnum((unsigned char)q[-1]) || q[-1] == '_')) continue;
+    if (q[3] >= '0' && q[3] < '0' + MAX_ARGS && q[4] == 'u' && q[5] == ',') m |= 1u << (q[3] - '0');
+    else return 0xff;
+  }
   return m;
 }
 
@@ -472,6 +524,8 @@ static int pipeline(wg_ctx *c, const char *file, const char *entry, const char *
   p->pipe = W.wgpuDeviceCreateComputePipeline(c->dev, &d);
   p->bgl = W.wgpuComputePipelineGetBindGroupLayout(p->pipe, 0);
   p->nbind = standalone(wgsl_src(file));
+  p->wmask = p->nbind || strstr(prefix, "// ro W=") ? 0xff : written_args(wgsl_src(file));
+  p->ro_pi = -1;
   /* a standalone module's prefix may declare bindings too (matmul_fast's operands) */
   for (const char *q = prefix; p->nbind && (q = strstr(q, "@binding(")); q++) p->nbind++;
   check(c);
@@ -598,6 +652,40 @@ static int bind_slots(wg_ctx *c, const wg_arg *args, int nargs, int *slot_of, tz
   return ns;
 }
 
+/* The read-only variant of preamble pipeline pi for this dispatch, or pi. The variant binds
+ * argument a at binding a, read-only where the kernel file never writes it (written_args), and
+ * its ld / st fold to one binding per call site (the generic form switches on the binding
+ * number from the uniform block). Usable when every argument got its own binding in order (no
+ * two share one) and no read-only binding's buffer is also bound writable (Dawn rejects a buffer
+ * bound both ways in one dispatch, even on disjoint ranges). Why: NVIDIA loads read-only storage
+ * through its non-coherent path; the matmul and attention kernels gained 20-35 % from
+ * read-only operands on the H200 (docs/PERF.md). On by default except on CPU adapters
+ * (lavapipe: no difference there, and more pipelines to compile); TEZGAH_WEBGPU_RO=0/1
+ * overrides (the tests force it on lavapipe). */
+static int ro_variant(wg_ctx *c, int pi, const wg_arg *args, int nargs, const int *slot_of, tz_buf *const *sb,
+                      int ns, const wg_arg *atomic_arg) {
+  wg_pipe *p = &c->pipes[pi];
+  if (!c->ro || p->wmask == 0xff) return pi;
+  for (int i = 0; i < nargs; i++)
+    if (slot_of[i] >= 0 ? slot_of[i] != i : i < ns) return pi;
+  for (int k = 0; k < ns; k++) {
+    if ((p->wmask >> k) & 1) continue;
+    if (atomic_arg && atomic_arg->s.buf == sb[k]) return pi;
+    for (int j = 0; j < ns; j++)
+      if (((p->wmask >> j) & 1) && sb[j] == sb[k]) return pi;
+  }
+  if (p->ro_pi < 0) { /* key = file:entry|prefix */
+    char file[64], entry[128], prefix[KEY_CAP];
+    const char *colon = strchr(p->key, ':'), *bar = strchr(p->key, '|');
+    TZ_ASSERT(colon && bar && colon - p->key < 64 && bar - colon - 1 < 128);
+    snprintf(file, sizeof file, "%.*s", (int)(colon - p->key), p->key);
+    snprintf(entry, sizeof entry, "%.*s", (int)(bar - colon - 1), colon + 1);
+    snprintf(prefix, sizeof prefix, "%s\n// ro W=%02x", bar + 1, p->wmask);
+    c->pipes[pi].ro_pi = pipeline(c, file, entry, prefix);
+  }
+  return c->pipes[pi].ro_pi;
+}
+
 /* Record one dispatch. words[8..nwords) are the kernel's scalar parameters (u0, u1, ...);
  * words[0..7] are scratch. args (at most 8) are the tensor arguments in the kernel's order.
  * Arguments in the same buffer whose aligned ranges overlap share one binding (Dawn rejects
@@ -619,6 +707,8 @@ static void run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nw
     for (int i = 0; i < nargs; i++)
       if (slot_of[i] >= 0 ? slot_of[i] != i : i < ns) ok = 0;
     if (ok) pi = pi_direct;
+  } else {
+    pi = ro_variant(c, pi, args, nargs, slot_of, sb, ns, atomic_arg);
   }
   WGPUBuffer buf[MAX_ARGS + 1];
   uint64_t off[MAX_ARGS + 1], size[MAX_ARGS + 1];
@@ -1932,6 +2022,8 @@ tz_backend *tz_backend_webgpu_create(void) {
     wg_destroy(be);
     return NULL;
   }
+  /* read-only variants of the preamble kernels (ro_variant): GPUs yes, CPU adapters no */
+  c->ro = env_int("TEZGAH_WEBGPU_RO", c->info.adapterType != WGPUAdapterType_CPU) != 0;
   const char *pe = getenv("TEZGAH_PROFILE");
   c->profile = pe && *pe && strcmp(pe, "0") && c->has_ts;
   WGPUFeatureName feats[4];

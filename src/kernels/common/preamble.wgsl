@@ -21,15 +21,6 @@ struct U {
   u: array<vec4<u32>, 4>,
 }
 @group(0) @binding(0) var<uniform> p: U;
-@group(0) @binding(1) var<storage, read_write> B0: array<f32>;
-@group(0) @binding(2) var<storage, read_write> B1: array<f32>;
-@group(0) @binding(3) var<storage, read_write> B2: array<f32>;
-@group(0) @binding(4) var<storage, read_write> B3: array<f32>;
-@group(0) @binding(5) var<storage, read_write> B4: array<f32>;
-@group(0) @binding(6) var<storage, read_write> B5: array<f32>;
-@group(0) @binding(7) var<storage, read_write> B6: array<f32>;
-@group(0) @binding(8) var<storage, read_write> B7: array<f32>;
-
 const WG: u32 = 256u;
 
 fn pu(k: u32) -> u32 {
@@ -50,6 +41,19 @@ fn aslot(a: u32) -> u32 {
   }
   return p.sb[a - 4u];
 }
+// ARGS BEGIN: the host's read-only variant (module() in backend_webgpu.c, "// ro W=<mask>" in the
+// prefix) replaces this block by bindings that are read-only for the arguments the file never
+// writes, argument a at binding a, and an ld / st that switch on the argument itself (a constant
+// at every call site, so each access folds to one binding).
+@group(0) @binding(1) var<storage, read_write> B0: array<f32>;
+@group(0) @binding(2) var<storage, read_write> B1: array<f32>;
+@group(0) @binding(3) var<storage, read_write> B2: array<f32>;
+@group(0) @binding(4) var<storage, read_write> B3: array<f32>;
+@group(0) @binding(5) var<storage, read_write> B4: array<f32>;
+@group(0) @binding(6) var<storage, read_write> B5: array<f32>;
+@group(0) @binding(7) var<storage, read_write> B6: array<f32>;
+@group(0) @binding(8) var<storage, read_write> B7: array<f32>;
+
 fn ld(a: u32, i: u32) -> f32 {
   let j = aoff(a) + i;
   switch aslot(a) {
@@ -76,6 +80,7 @@ fn st(a: u32, i: u32, v: f32) {
     default: { B7[j] = v; }
   }
 }
+// ARGS END
 fn ldi(a: u32, i: u32) -> i32 {
   return bitcast<i32>(ld(a, i));
 }
