@@ -13,6 +13,14 @@
  *                                    = all three): median ms of 5 after a warm-up and TFLOP/s
  *                                    counting the causal half (fwd 2·B·H·T²·hd, bwd 2.5× that);
  *                                    TEZGAH_WEBGPU_ATTN=fallback times the general kernels
+ *   bench_webgpu embed_bwd [B T [shard.bin]]  embed_backward at GPT-2 124M's tables (V 50257,
+ *                                    C 768, wpe T rows; default B 16, T 1024): token ids from an
+ *                                    llm.c shard (its first B·T tokens: real text's repeats) or,
+ *                                    without one, Zipf-distributed (s = 1, ranks scattered over
+ *                                    the ids); median ms of 20 after a warm-up, GB/s of the
+ *                                    compulsory bytes (dout read once, tokens, the touched dwte
+ *                                    rows and dwpe read and written), and a check against
+ *                                    host sums in position order (the CPU backend's order)
  *   bench_webgpu train [B T steps [arch]]  GPT-2 124M shape (L12 C768 H12 V50257→50304), f32:
  *                                    tokens/s (median step), TEZGAH_PROFILE=1 adds the
  *                                    per-kernel GPU time table of the timed steps; arch llama:
@@ -27,6 +35,7 @@
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "data/shard.h"
 #include "model/model.h"
 
 static double now(void) {
@@ -250,6 +259,87 @@ static int bench_attention(tz_backend *be, int B, int T, int hd) {
   return rc;
 }
 
+/* embed_bwd at GPT-2 124M's tables (see the header). */
+static int bench_embed_bwd(tz_backend *be, int B, int T, const char *shard) {
+  const int V = 50257, C = 768;
+  size_t N = (size_t)B * T, nte = (size_t)V * C, npe = (size_t)T * C, nd = N * C;
+  int32_t *tok = malloc(N * sizeof *tok);
+  if (shard) {
+    uint16_t *ids;
+    size_t n;
+    if (tz_shard_read(shard, V, &ids, &n)) return fprintf(stderr, "%s\n", tz_errmsg()), 1;
+    if (n < N) return fprintf(stderr, "%s: %zu tokens, fewer than B·T = %zu\n", shard, n, N), 1;
+    for (size_t i = 0; i < N; i++) tok[i] = ids[i];
+    free(ids);
+  } else { /* Zipf s = 1: P(rank r) ∝ 1/(r+1); rank r is id (r·7919) mod V (7919 is prime to V) */
+    double *cdf = malloc(V * sizeof *cdf), z = 0;
+    for (int r = 0; r < V; r++) cdf[r] = (z += 1.0 / (r + 1));
+    tz_rng rg;
+    tz_rng_seed(&rg, 9, 9);
+    for (size_t i = 0; i < N; i++) {
+      double u = tz_rng_uniform(&rg) * z;
+      int lo = 0, hi = V - 1;
+      while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (cdf[mid] < u) lo = mid + 1;
+        else hi = mid;
+      }
+      tok[i] = (int32_t)((uint64_t)lo * 7919 % V);
+    }
+    free(cdf);
+  }
+  int *cnt = calloc(V, sizeof *cnt), distinct = 0, most = 0;
+  for (size_t i = 0; i < N; i++)
+    if (cnt[tok[i]]++ == 0) distinct++;
+  for (int v = 0; v < V; v++) most = cnt[v] > most ? cnt[v] : most;
+  float *h = malloc(nd * 4);
+  tz_rng r;
+  tz_rng_seed(&r, 3, 3);
+  for (size_t i = 0; i < nd; i++) h[i] = tz_rng_normal(&r);
+  tz_buf *dout = be->alloc(be, nd * 4, "dout"), *tk = be->alloc(be, N * 4, "tokens"),
+         *dte = be->alloc(be, nte * 4, "dwte"), *dpe = be->alloc(be, npe * 4, "dwpe");
+  if (!dout || !tk || !dte || !dpe) return fprintf(stderr, "%s\n", tz_errmsg()), 1;
+  tz_slice sd = {dout, 0}, st = {tk, 0}, ste = {dte, 0}, spe = {dpe, 0};
+  be->upload(be, sd, h, nd * 4);
+  be->upload(be, st, tok, N * 4);
+  /* check: one call on zeroed tables against host sums in position order */
+  be->embed_bwd(be, ste, spe, sd, st, B, T, C, V);
+  be->sync(be);
+  float *gte = malloc(nte * 4), *gpe = malloc(npe * 4), *rte = calloc(nte, 4), *rpe = calloc(npe, 4);
+  for (size_t n = 0; n < N; n++)
+    for (int c = 0; c < C; c++) {
+      rte[(size_t)tok[n] * C + c] += h[n * C + c];
+      rpe[(n % T) * C + c] += h[n * C + c];
+    }
+  be->download(be, gte, ste, nte * 4);
+  be->download(be, gpe, spe, npe * 4);
+  size_t differ = 0;
+  double worst = 0;
+  for (size_t i = 0; i < nte + npe; i++) {
+    float g = i < nte ? gte[i] : gpe[i - nte], w = i < nte ? rte[i] : rpe[i - nte];
+    if (memcmp(&g, &w, 4)) differ++;
+    double e = fabs((double)g - w) / (1 + fabs(w));
+    worst = e > worst ? e : worst;
+  }
+  double t[20];
+  for (int i = -3; i < 20; i++) {
+    be->sync(be);
+    double t0 = now();
+    be->embed_bwd(be, ste, spe, sd, st, B, T, C, V);
+    be->sync(be);
+    if (i >= 0) t[i] = now() - t0;
+  }
+  qsort(t, 20, sizeof *t, cmpd);
+  double bytes = nd * 4.0 + N * 4.0 + (double)distinct * C * 8 + npe * 8.0;
+  printf("embed_bwd B=%d T=%d V=%d C=%d f32, ids %s (%d distinct, most frequent %d times): median %.3f ms, "
+         "%.2f GB/s; %zu of %zu elements differ from position-order sums (max rel %.1e)\n",
+         B, T, V, C, shard ? shard : "Zipf s=1", distinct, most, t[10] * 1e3, bytes / t[10] / 1e9, differ,
+         nte + npe, worst);
+  be->free(be, dout), be->free(be, tk), be->free(be, dte), be->free(be, dpe);
+  free(tok), free(cnt), free(h), free(gte), free(gpe), free(rte), free(rpe);
+  return 0;
+}
+
 static int bench_train(tz_backend *be, int B, int T, int steps, const char *arch) {
   tz_config c = {0};
   int llama = !strcmp(arch, "llama");
@@ -306,6 +396,9 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "swiglu"))
     rc = bench_swiglu(be, argc > 2 ? atoi(argv[2]) : 16384, argc > 3 ? atoi(argv[3]) : 768,
                       argc > 4 ? atoi(argv[4]) : 2048);
+  else if (!strcmp(mode, "embed_bwd"))
+    rc = bench_embed_bwd(be, argc > 2 ? atoi(argv[2]) : 16, argc > 3 ? atoi(argv[3]) : 1024,
+                         argc > 4 ? argv[4] : NULL);
   else
     rc = bench_train(be, argc > 2 ? atoi(argv[2]) : 16, argc > 3 ? atoi(argv[3]) : 1024,
                      argc > 4 ? atoi(argv[4]) : 10, argc > 5 ? argv[5] : "gpt2");
