@@ -20,7 +20,8 @@
  *                                    the ids); median ms of 20 after a warm-up, GB/s of the
  *                                    compulsory bytes (dout read once, tokens, the touched dwte
  *                                    rows and dwpe read and written), and a check against
- *                                    host sums in position order (the CPU backend's order)
+ *                                    host sums in position order (the CPU backend's order);
+ *                                    TEZGAH_PROFILE=1 adds the per-kernel table of the timed calls
  *   bench_webgpu train [B T steps [arch]]  GPT-2 124M shape (L12 C768 H12 V50257→50304), f32:
  *                                    tokens/s (median step), TEZGAH_PROFILE=1 adds the
  *                                    per-kernel GPU time table of the timed steps; arch llama:
@@ -323,12 +324,14 @@ static int bench_embed_bwd(tz_backend *be, int B, int T, const char *shard) {
   }
   double t[20];
   for (int i = -3; i < 20; i++) {
+    if (i == 0) tz_webgpu_profile_reset(be); /* TEZGAH_PROFILE=1: the timed calls' kernels */
     be->sync(be);
     double t0 = now();
     be->embed_bwd(be, ste, spe, sd, st, B, T, C, V);
     be->sync(be);
     if (i >= 0) t[i] = now() - t0;
   }
+  tz_webgpu_profile_print(be, 20);
   qsort(t, 20, sizeof *t, cmpd);
   double bytes = nd * 4.0 + N * 4.0 + (double)distinct * C * 8 + npe * 8.0;
   printf("embed_bwd B=%d T=%d V=%d C=%d f32, ids %s (%d distinct, most frequent %d times): median %.3f ms, "

@@ -7,7 +7,8 @@
  * one element per reduction thread).
  * Tolerances (|gpu − cpu| ≤ max(atol, rtol·|cpu|) unless stated):
  *   elementwise, embed_fwd, fill/copy/add/rope   rtol 1e-5, atol 1e-6
- *   embed_bwd (float CAS adds, any order)        rtol 1e-5, atol 1e-6
+ *   embed_bwd                                    bitwise equal: every element's adds in the
+ *                                                CPU's order (positions ascending), no atomics
  *   rmsnorm / layernorm fwd and bwd              rtol 1e-4, atol 1e-5
  *   matmul family, bias_bwd                      |err| ≤ 2e-5·Σ|terms| + 1e-6
  *   matmul_at_swiglu_a (vs CPU swiglu + matmul_at) the same, terms |a·silu(g)·u|
@@ -168,6 +169,16 @@ static void op_embed(tz_backend *be, tz_slice *s, const int *d) {
   be->embed_fwd(be, s[0], s[1], s[2], wpe, d[0], d[1], d[2], d[3]);
   be->embed_bwd(be, s[4], dwpe, s[6], s[1], d[0], d[1], d[2], d[3]);
 }
+/* Exact equality: the backward adds each element's gradients in the CPU's order. */
+static void k_check_exact(kase *k, int i, const char *what) {
+  const float *got = k->t[i].out[1], *want = k->t[i].out[0];
+  for (size_t j = 0; j < k->t[i].n; j++)
+    if (memcmp(&got[j], &want[j], 4)) {
+      print_error("%s: element %zu got %.9g want %.9g (bitwise equality expected)\n", what, j, (double)got[j],
+                  (double)want[j]);
+      fail();
+    }
+}
 static void test_embed(void **state) {
   for (int wpe = 0; wpe < 2; wpe++) {
     int B = 3, T = 7, C = 19, V = 13, N = B * T;
@@ -186,10 +197,64 @@ static void test_embed(void **state) {
     int d[] = {B, T, C, V, wpe};
     k_run(&k, op_embed, d);
     k_check(&k, 0, "embed_fwd", 1e-6, 1e-7);
-    k_check(&k, 4, "embed_bwd dwte", 1e-5, 1e-6);
-    if (wpe) k_check(&k, 5, "embed_bwd dwpe", 1e-5, 1e-6);
+    k_check_exact(&k, 4, "embed_bwd dwte");
+    if (wpe) k_check_exact(&k, 5, "embed_bwd dwpe");
     k_free(&k);
   }
+}
+
+/* embed_bwd at sizes that exercise the sort and the run sums: N over several 256-position
+ * blocks (one partial), vocabularies needing 1, 2 and 3 radix passes (V 200, 5000, 70001),
+ * skewed ids (runs longer than the kernel's 8- and 4-row groups, runs across its 8-index
+ * workgroup ranges), invalid ids (negative, V, INT32_MAX), zero-gradient rows, C above 256
+ * (two column chunks) and C % 4 != 0. `ge` runs the GPU side (the default backend, or one
+ * with small bindings: dwte in pieces). Bitwise against the CPU backend. */
+static void embed_bwd_case(tz_backend *ge, int B, int T, int C, int V, uint64_t seed) {
+  int N = B * T;
+  kase k;
+  k_init(&k, seed);
+  int32_t *tok = malloc(sizeof *tok * N);
+  for (int i = 0; i < N; i++) {
+    uint32_t u = tz_rng_below(&k.rng, 100);
+    tok[i] = u < 30   ? 1 % V /* one id at 30 %: long runs */
+             : u < 45 ? (int32_t)(V - 1)
+             : u < 50 ? (int32_t)tz_rng_below(&k.rng, 5)
+                      : (int32_t)tz_rng_below(&k.rng, V);
+  }
+  tok[0] = -7, tok[N / 2] = V, tok[N - 1] = INT32_MAX;
+  k_randn(&k, (size_t)N * C, 1); /* unused forward output */
+  k_ints(&k, tok, N);
+  k_randn(&k, (size_t)V * C, 1);
+  k_randn(&k, (size_t)T * C, 1);
+  k_randn(&k, (size_t)V * C, 1); /* dwte (accumulated into) */
+  k_randn(&k, (size_t)T * C, 1); /* dwpe */
+  k_randn(&k, (size_t)N * C, 1); /* dout */
+  for (int n = 3; n < N; n += 37) memset(k.t[6].h + (size_t)n * C, 0, (size_t)C * 4); /* zero rows */
+  int d[] = {B, T, C, V, 1};
+  tz_backend *keep = gpu;
+  gpu = ge;
+  k_run(&k, op_embed, d);
+  gpu = keep;
+  char what[96];
+  snprintf(what, sizeof what, "embed_bwd dwte B %d T %d C %d V %d", B, T, C, V);
+  k_check_exact(&k, 4, what);
+  snprintf(what, sizeof what, "embed_bwd dwpe B %d T %d C %d V %d", B, T, C, V);
+  k_check_exact(&k, 5, what);
+  k_free(&k);
+  free(tok);
+}
+static void test_embed_bwd_sorted(void **state) {
+  embed_bwd_case(gpu, 5, 150, 300, 200, 21); /* 1 pass */
+  embed_bwd_case(gpu, 3, 257, 67, 5000, 22); /* 2 passes, N = 771: 4 blocks */
+  embed_bwd_case(gpu, 2, 100, 5, 70001, 23); /* 3 passes */
+  embed_bwd_case(gpu, 1, 1, 8, 3, 24);       /* N = 1 (its id forced invalid) */
+  /* dwte (5000 · 40 floats = 800 KB) in pieces of 64 KiB bindings */
+  setenv("TEZGAH_WEBGPU_MAX_BINDING", "65536", 1);
+  tz_backend *small = tz_backend_create("webgpu", 0, NULL);
+  unsetenv("TEZGAH_WEBGPU_MAX_BINDING");
+  assert_non_null(small);
+  embed_bwd_case(small, 2, 180, 40, 5000, 25);
+  small->destroy(small);
 }
 
 /* ---- norms ---- */
@@ -809,7 +874,7 @@ static void test_w16(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_memory_ops), cmocka_unit_test(test_embed),
+      cmocka_unit_test(test_memory_ops), cmocka_unit_test(test_embed), cmocka_unit_test(test_embed_bwd_sorted),
       cmocka_unit_test(test_norms),      cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_matmul_swiglu), cmocka_unit_test(test_rope),       cmocka_unit_test(test_attention),
       cmocka_unit_test(test_attention_flash),      cmocka_unit_test(test_attention_flash_arena),

@@ -427,7 +427,10 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     if (c->subgroups) en = "enable subgroups;\n";
   }
   TZ_ASSERT(red);
-  size_t n = strlen(en) + strlen(pre) + strlen(red) + strlen(prefix) + strlen(body) + 8;
+  /* the workgroup scan (wg_scan: common/scan256.wgsl, also the tokenizer's) where called */
+  const char *scan = strstr(body, "wg_scan(") ? wgsl_src("scan256") : "";
+  TZ_ASSERT(scan);
+  size_t n = strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(prefix) + strlen(body) + 8;
   /* A prefix containing "// rw" turns a standalone module's read-only bindings read_write:
    * Dawn rejects a buffer bound read-only and writable in the same dispatch, even for
    * disjoint ranges. */
@@ -445,7 +448,7 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
       }
     *o = 0;
     body = rw;
-    n = strlen(en) + strlen(pre) + strlen(red) + strlen(prefix) + strlen(body) + 8;
+    n = strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(prefix) + strlen(body) + 8;
   }
   /* "// ro W=<hex mask>" in the prefix: the preamble's argument block with read-only bindings
    * for the arguments outside the mask (ro_variant) */
@@ -474,7 +477,7 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     n = strlen(en) + strlen(pre) + strlen(red) + strlen(prefix) + strlen(body) + 8;
   }
   char *src = tz_malloc(n);
-  snprintf(src, n, "%s%s\n%s\n%s\n%s", en, prefix, pre, red, body);
+  snprintf(src, n, "%s%s\n%s\n%s\n%s\n%s", en, prefix, pre, red, scan, body);
   WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};
   WGPUShaderModuleDescriptor d = {&ws.chain, sv(file)};
   WGPUShaderModule m = W.wgpuDeviceCreateShaderModule(c->dev, &d);
@@ -691,7 +694,8 @@ static int ro_variant(wg_ctx *c, int pi, const wg_arg *args, int nargs, const in
  * Arguments in the same buffer whose aligned ranges overlap share one binding (Dawn rejects
  * overlapping writable bindings); the block written to the uniform slot is
  * [element offset of each arg][binding of each arg][parameters]. atomic_arg (or NULL) is
- * bound alone at binding 9 (embed_backward's CAS target). */
+ * bound alone at binding 9, its element offset in u5 (embed_backward's integer scratch, the
+ * f16 mirror's range). */
 static void run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords, const wg_arg *args,
                    int nargs, uint32_t gx, uint32_t gy, uint32_t gz, const wg_arg *atomic_arg, int pi_direct) {
   TZ_ASSERT(nargs <= MAX_ARGS && nwords - 8 <= 16);
@@ -1025,29 +1029,65 @@ static void wg_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wt
   }
 }
 
+/* Embedding backward (embed.wgsl; the CPU's tz_cpu_embed_bwd, bit for bit): dwpe[t] += Σ_b
+ * dout[b·T + t] (embed_dwpe, thread per element), then dwte: a stable radix sort groups the
+ * positions by token id (8-bit digits, ceil(bits / 8) passes of count / scan / scatter over
+ * the integer scratch, bound at binding 9), and embed_dwte adds each id's dout rows in
+ * position order into its dwte row, one dispatch per piece of rows that fits one binding.
+ * No atomics: deterministic. dout, tokens and dwpe must each fit one binding. */
+/* Sorted indices per embed_dwte workgroup (the runs that start there are its): 8, or
+ * TEZGAH_WEBGPU_EMBED_IPW=1..1024 (tuning: fewer, mostly idle workgroups against longer
+ * chains of runs per workgroup). */
+static uint32_t embed_ipw(void) {
+  const char *e = getenv("TEZGAH_WEBGPU_EMBED_IPW");
+  int v = e && *e ? atoi(e) : 8;
+  return v >= 1 && v <= 1024 ? (uint32_t)v : 8;
+}
 static void wg_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout, tz_slice tok,
                          int B, int T, int C, int V) {
   wg_ctx *c = CTX(be);
   size_t N = (size_t)B * T;
-  uint32_t w[24] = {0};
+  if (!N || C <= 0 || V <= 0) return;
+  uint32_t w[24] = {0}, gx, gy;
   w[8] = (uint32_t)N, w[9] = T, w[10] = C, w[11] = V;
-  wg_arg a[] = {A(dout, F4(N * C), "dout"), A(tok, F4(N), "tokens")};
-  uint32_t gx, gy;
-  grid1(N * C, &gx, &gy);
-  int pi = pipeline(c, "embed", "embed_backward", "");
-  /* dwte in pieces of rows [r0, r0 + nr) that fit one binding (u6 r0, u7 nr) */
+  if (tz_present(dwpe)) {
+    w[12] = B;
+    wg_arg a[] = {A(dout, F4(N * C), "dout"), A(tok, F4(N), "tokens"), A(dwpe, F4((size_t)T * C), "dwpe")};
+    grid1((uint64_t)T * C, &gx, &gy);
+    run(c, "embed_bwd_dwpe", pipeline(c, "embed", "embed_dwpe", ""), w, 13, a, 3, gx, gy, 1);
+  }
+  /* keys: ids, INV = 2^bits − 1 (≥ V) for invalid ones; scratch layout in embed.wgsl */
+  int bits = 1;
+  while (bits < 32 && (1ull << bits) <= (uint64_t)V) bits++;
+  int npass = (bits + 7) / 8;
+  size_t nblk = (N + 255) / 256, words = 5 * N + 256 * nblk;
+  wg_arg s = A(scratch(be, F4(words)), F4(words), "embed sort");
+  wg_arg at[] = {A(tok, F4(N), "tokens")};
+  int pc = pipeline(c, "embed", "embed_sort_count", ""), ps = pipeline(c, "embed", "embed_sort_scan", ""),
+      px = pipeline(c, "embed", "embed_sort_scatter", "");
+  gridn(nblk, &gx, &gy);
+  for (int pass = 0; pass < npass; pass++) { /* pass k reads set k % 2 (tokens first), writes the other */
+    w[12] = (uint32_t)nblk, w[14] = 8 * pass, w[15] = pass == 0;
+    w[16] = pass % 2 ? (uint32_t)(2 * N) : 0, w[17] = pass % 2 ? 0 : (uint32_t)(2 * N);
+    w[18] = (uint32_t)((1ull << bits) - 1);
+    run_ex(c, "embed_bwd_sort", pc, w, 19, at, 1, gx, gy, 1, &s, -1);
+    run_ex(c, "embed_bwd_sort", ps, w, 19, at, 1, 1, 1, 1, &s, -1);
+    run_ex(c, "embed_bwd_sort", px, w, 19, at, 1, gx, gy, 1, &s, -1);
+  }
+  /* dwte in pieces of rows [r0, r0 + nr) that fit one binding (u6 r0, u7 nr); workgroups of
+   * ipw sorted indices × 256 columns */
+  uint32_t nch = (uint32_t)((C + 255) / 256);
+  uint32_t ipw = embed_ipw();
+  w[12] = nch, w[16] = npass % 2 ? (uint32_t)(2 * N) : 0, w[17] = ipw;
+  gridn((N + ipw - 1) / ipw * nch, &gx, &gy);
+  int pd = pipeline(c, "embed", "embed_dwte", "");
   size_t nr = cap_elems(c) / (size_t)C;
   if (nr == 0) nr = 1;
   for (size_t r0 = 0; r0 < (size_t)V; r0 += nr) {
     size_t k = (size_t)V - r0 < nr ? (size_t)V - r0 : nr;
     w[14] = (uint32_t)r0, w[15] = (uint32_t)k;
-    wg_arg t = A(tz_f32(dwte, r0 * C), F4(k * C), "dwte");
-    run_ex(c, "embed_backward", pi, w, 16, a, 2, gx, gy, 1, &t, -1);
-  }
-  if (tz_present(dwpe)) {
-    w[12] = 1, w[14] = 0, w[15] = T;
-    wg_arg tp = A(dwpe, F4((size_t)T * C), "dwpe");
-    run_ex(c, "embed_backward", pi, w, 16, a, 2, gx, gy, 1, &tp, -1);
+    wg_arg a[] = {A(dout, F4(N * C), "dout"), A(tz_f32(dwte, r0 * C), F4(k * C), "dwte")};
+    run_ex(c, "embed_bwd_dwte", pd, w, 18, a, 2, gx, gy, 1, &s, -1);
   }
 }
 
