@@ -1029,12 +1029,6 @@ static void wg_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wt
   }
 }
 
-/* Embedding backward (embed.wgsl; the CPU's tz_cpu_embed_bwd, bit for bit): dwpe[t] += Σ_b
- * dout[b·T + t] (embed_dwpe, thread per element), then dwte: a stable radix sort groups the
- * positions by token id (8-bit digits, ceil(bits / 8) passes of count / scan / scatter over
- * the integer scratch, bound at binding 9), and embed_dwte adds each id's dout rows in
- * position order into its dwte row, one dispatch per piece of rows that fits one binding.
- * No atomics: deterministic. dout, tokens and dwpe must each fit one binding. */
 /* Sorted indices per embed_dwte workgroup (the runs that start there are its): 8, or
  * TEZGAH_WEBGPU_EMBED_IPW=1..1024 (tuning: fewer, mostly idle workgroups against longer
  * chains of runs per workgroup). */
@@ -1043,6 +1037,13 @@ static uint32_t embed_ipw(void) {
   int v = e && *e ? atoi(e) : 8;
   return v >= 1 && v <= 1024 ? (uint32_t)v : 8;
 }
+
+/* Embedding backward (embed.wgsl; the CPU's tz_cpu_embed_bwd, bit for bit): dwpe[t] += Σ_b
+ * dout[b·T + t] (embed_dwpe, thread per element), then dwte: a stable radix sort groups the
+ * positions by token id (8-bit digits, ceil(bits / 8) passes of count / scan / scatter over
+ * the integer scratch, bound at binding 9), and embed_dwte adds each id's dout rows in
+ * position order into its dwte row, one dispatch per piece of rows that fits one binding.
+ * No atomics: deterministic. dout, tokens and dwpe must each fit one binding. */
 static void wg_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout, tz_slice tok,
                          int B, int T, int C, int V) {
   wg_ctx *c = CTX(be);

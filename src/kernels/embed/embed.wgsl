@@ -42,9 +42,10 @@ fn embed_lookup(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
 // dwpe[t, c] += Σ_b dout[b·T + t, c] over valid ids, b ascending (embed_dwpe: one thread per
 // element, no atomics). dwte: the positions are grouped by token id with a stable LSD radix
 // sort of the keys (id, or INV for an invalid id: sorted last), 8 bits per pass (two passes
-// for V ≤ 65,535, three below 2^24), so each id's positions come out ascending; then one
-// workgroup per (id, 256 columns) starts from dwte's row and adds that id's dout rows in that
-// order (embed_dwte), storing the row once.
+// for V ≤ 65,535, three below 2^24), so each id's positions come out ascending; then, per 256
+// columns, the workgroup whose range of sorted indices holds an id's first position starts
+// from dwte's row, adds that id's dout rows in that order and stores the row once
+// (embed_dwte).
 //
 // Integer scratch S (u32, its own binding 9; u5 = its element offset, set by the host), in
 // words from u5: two key / position sets a = [0, 2N) and b = [2N, 4N) (keys, then positions:
@@ -219,10 +220,32 @@ fn embed_dwte(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     if (key < pu(6u) || (p > 0u && S[ks + p - 1u] == key)) {
       continue; // below the piece, or not the first index of its run
     }
-    var e = p + 1u;
-    while (e < N && S[ks + e] == key) {
-      e++;
+    // the run's end e: keys are sorted, so gallop (p + 1, 2, 4, ...) to an index past the run,
+    // then bisect (a run of L indices costs about 2·log2 L loads, one for L = 1)
+    var lo = p + 1u; // [p, lo) holds key
+    var hi = lo;
+    var step = 1u;
+    loop {
+      if (hi >= N) {
+        hi = N;
+        break;
+      }
+      if (S[ks + hi] != key) {
+        break; // hi is past the run
+      }
+      lo = hi + 1u;
+      step = step * 2u;
+      hi = p + step;
     }
+    while (lo < hi) {
+      let mid = (lo + hi) / 2u;
+      if (S[ks + mid] == key) {
+        lo = mid + 1u;
+      } else {
+        hi = mid;
+      }
+    }
+    let e = lo;
     let at = (key - pu(6u)) * C + c;
     var acc = ld(1u, at);
     var q = p;
