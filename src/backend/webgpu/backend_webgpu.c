@@ -474,7 +474,7 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
       if ((wm >> k) & 1) o += (size_t)snprintf(pre_ro + o, cap - o, "    case %du: { B%d[j] = v; }\n", k, k);
     o += (size_t)snprintf(pre_ro + o, cap - o, "    default: {}\n  }\n}\n%s", b1);
     pre = pre_ro;
-    n = strlen(en) + strlen(pre) + strlen(red) + strlen(prefix) + strlen(body) + 8;
+    n = strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(prefix) + strlen(body) + 8;
   }
   char *src = tz_malloc(n);
   snprintf(src, n, "%s%s\n%s\n%s\n%s\n%s", en, prefix, pre, red, scan, body);
@@ -1043,7 +1043,9 @@ static uint32_t embed_ipw(void) {
  * positions by token id (8-bit digits, ceil(bits / 8) passes of count / scan / scatter over
  * the integer scratch, bound at binding 9), and embed_dwte adds each id's dout rows in
  * position order into its dwte row, one dispatch per piece of rows that fits one binding.
- * No atomics: deterministic. dout, tokens and dwpe must each fit one binding. */
+ * No atomics: deterministic. dout, tokens and dwpe must each fit one binding. The tables are
+ * argument 0, the only one embed.wgsl writes, so the read-only variant (ro_variant) reads
+ * dout and the tokens through read-only bindings. */
 static void wg_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout, tz_slice tok,
                          int B, int T, int C, int V) {
   wg_ctx *c = CTX(be);
@@ -1053,7 +1055,7 @@ static void wg_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice 
   w[8] = (uint32_t)N, w[9] = T, w[10] = C, w[11] = V;
   if (tz_present(dwpe)) {
     w[12] = B;
-    wg_arg a[] = {A(dout, F4(N * C), "dout"), A(tok, F4(N), "tokens"), A(dwpe, F4((size_t)T * C), "dwpe")};
+    wg_arg a[] = {A(dwpe, F4((size_t)T * C), "dwpe"), A(dout, F4(N * C), "dout"), A(tok, F4(N), "tokens")};
     grid1((uint64_t)T * C, &gx, &gy);
     run(c, "embed_bwd_dwpe", pipeline(c, "embed", "embed_dwpe", ""), w, 13, a, 3, gx, gy, 1);
   }
@@ -1087,7 +1089,7 @@ static void wg_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice 
   for (size_t r0 = 0; r0 < (size_t)V; r0 += nr) {
     size_t k = (size_t)V - r0 < nr ? (size_t)V - r0 : nr;
     w[14] = (uint32_t)r0, w[15] = (uint32_t)k;
-    wg_arg a[] = {A(dout, F4(N * C), "dout"), A(tz_f32(dwte, r0 * C), F4(k * C), "dwte")};
+    wg_arg a[] = {A(tz_f32(dwte, r0 * C), F4(k * C), "dwte"), A(dout, F4(N * C), "dout")};
     run_ex(c, "embed_bwd_dwte", pd, w, 18, a, 2, gx, gy, 1, &s, -1);
   }
 }

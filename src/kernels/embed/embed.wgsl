@@ -8,7 +8,8 @@
 // read a zero row and get no gradient (for wpe either: their forward row was zeros).
 // Uniforms: u0 N, u1 T, u2 C, u3 V; the rest per entry point below.
 // Large tables run in pieces of rows [r0, r0 + nr) (each piece one binding below
-// maxStorageBufferBindingSize): a pass touches only the rows of its piece.
+// maxStorageBufferBindingSize): a pass touches only the rows of its piece. Every entry point
+// writes only argument 0 (the host's read-only variant then binds the others read-only).
 
 // args 0 out, 1 tokens (i32), 2 wte rows r0.., 3 wpe; u4 has_wpe, u5 r0, u6 nr.
 // out[n,c] = wte[tok[n],c] (+ wpe[n % T, c]) for the tokens of this piece; an id outside
@@ -191,7 +192,7 @@ fn embed_sort_scatter(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
   S[o + N + dst] = sort_pos(n);
 }
 
-// args 0 dout, 1 dwte rows r0..r0+nr (this piece); u4 column chunks of 256 (nch), u6 r0,
+// args 0 dwte rows r0..r0+nr (this piece), 1 dout; u4 column chunks of 256 (nch), u6 r0,
 // u7 nr, u8 the sorted set's base in S, u9 sorted indices per workgroup (IPW). Workgroup g =
 // (range, chunk) = (g / nch, g % nch) takes the runs of equal keys that start in its range
 // [range·IPW, +IPW) of sorted indices (a run may reach past it) and whose id lies in the
@@ -247,17 +248,17 @@ fn embed_dwte(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
     }
     let e = lo;
     let at = (key - pu(6u)) * C + c;
-    var acc = ld(1u, at);
+    var acc = ld(0u, at);
     var q = p;
     for (; q + 8u <= e; q += 8u) {
-      let x0 = ld(0u, S[ps + q] * C + c);
-      let x1 = ld(0u, S[ps + q + 1u] * C + c);
-      let x2 = ld(0u, S[ps + q + 2u] * C + c);
-      let x3 = ld(0u, S[ps + q + 3u] * C + c);
-      let x4 = ld(0u, S[ps + q + 4u] * C + c);
-      let x5 = ld(0u, S[ps + q + 5u] * C + c);
-      let x6 = ld(0u, S[ps + q + 6u] * C + c);
-      let x7 = ld(0u, S[ps + q + 7u] * C + c);
+      let x0 = ld(1u, S[ps + q] * C + c);
+      let x1 = ld(1u, S[ps + q + 1u] * C + c);
+      let x2 = ld(1u, S[ps + q + 2u] * C + c);
+      let x3 = ld(1u, S[ps + q + 3u] * C + c);
+      let x4 = ld(1u, S[ps + q + 4u] * C + c);
+      let x5 = ld(1u, S[ps + q + 5u] * C + c);
+      let x6 = ld(1u, S[ps + q + 6u] * C + c);
+      let x7 = ld(1u, S[ps + q + 7u] * C + c);
       acc = acc + x0;
       acc = acc + x1;
       acc = acc + x2;
@@ -268,10 +269,10 @@ fn embed_dwte(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
       acc = acc + x7;
     }
     if (q + 4u <= e) {
-      let x0 = ld(0u, S[ps + q] * C + c);
-      let x1 = ld(0u, S[ps + q + 1u] * C + c);
-      let x2 = ld(0u, S[ps + q + 2u] * C + c);
-      let x3 = ld(0u, S[ps + q + 3u] * C + c);
+      let x0 = ld(1u, S[ps + q] * C + c);
+      let x1 = ld(1u, S[ps + q + 1u] * C + c);
+      let x2 = ld(1u, S[ps + q + 2u] * C + c);
+      let x3 = ld(1u, S[ps + q + 3u] * C + c);
       acc = acc + x0;
       acc = acc + x1;
       acc = acc + x2;
@@ -279,14 +280,14 @@ fn embed_dwte(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
       q += 4u;
     }
     for (; q < e; q++) {
-      acc = acc + ld(0u, S[ps + q] * C + c);
+      acc = acc + ld(1u, S[ps + q] * C + c);
     }
-    st(1u, at, acc);
+    st(0u, at, acc);
     p = e - 1u; // the run's other indices are not starts
   }
 }
 
-// args 0 dout, 1 tokens, 2 dwpe [T, C]; u4 B. One thread per dwpe element (t, c): starts from
+// args 0 dwpe [T, C], 1 dout, 2 tokens; u4 B. One thread per dwpe element (t, c): starts from
 // dwpe and adds dout[b·T + t, c] for b ascending, skipping invalid ids (the loads of four rows
 // are issued before their adds).
 @compute @workgroup_size(256)
@@ -302,21 +303,21 @@ fn embed_dwpe(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
   }
   let t = i / C;
   let c = i % C;
-  var acc = ld(2u, i);
+  var acc = ld(0u, i);
   var b = 0u;
   for (; b + 4u <= B; b += 4u) {
     let n0 = b * T + t;
     let n1 = n0 + T;
     let n2 = n1 + T;
     let n3 = n2 + T;
-    let id0 = ldi(1u, n0);
-    let id1 = ldi(1u, n1);
-    let id2 = ldi(1u, n2);
-    let id3 = ldi(1u, n3);
-    let x0 = ld(0u, n0 * C + c);
-    let x1 = ld(0u, n1 * C + c);
-    let x2 = ld(0u, n2 * C + c);
-    let x3 = ld(0u, n3 * C + c);
+    let id0 = ldi(2u, n0);
+    let id1 = ldi(2u, n1);
+    let id2 = ldi(2u, n2);
+    let id3 = ldi(2u, n3);
+    let x0 = ld(1u, n0 * C + c);
+    let x1 = ld(1u, n1 * C + c);
+    let x2 = ld(1u, n2 * C + c);
+    let x3 = ld(1u, n3 * C + c);
     if (id0 >= 0 && u32(id0) < V) {
       acc = acc + x0;
     }
@@ -332,10 +333,10 @@ fn embed_dwpe(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
   }
   for (; b < B; b++) {
     let n = b * T + t;
-    let id = ldi(1u, n);
+    let id = ldi(2u, n);
     if (id >= 0 && u32(id) < V) {
-      acc = acc + ld(0u, n * C + c);
+      acc = acc + ld(1u, n * C + c);
     }
   }
-  st(2u, i, acc);
+  st(0u, i, acc);
 }
