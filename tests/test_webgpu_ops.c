@@ -454,15 +454,46 @@ static void test_matmul(void **state) {
     }
     free(h);
   }
-  /* the GPU default tile, 8 x 16 / BK 16, explicitly: CPU adapters (lavapipe) run 8 x 8 / BK 8
-   * by default (mm_config), and llvmpipe compiles the big tile slowly, so a few vec4 shapes per
-   * form (one pipeline each; split-K reuses matmul_at's). The H200 runs it by default. */
+  /* Tiles other than lavapipe's default, explicitly (CPU adapters run 8 x 8 / BK 8, mm_config):
+   * 8 x 16 / BK 16 with one buffer, the GPUs' default (24 576 bytes), and with two (unpadded:
+   * 49 152 bytes, exactly the H200's limit; lavapipe offers 32 768 and runs it with one), and
+   * 8 x 8 / BK 16 with two (32 768 bytes: double-buffered BK 16 at exactly lavapipe's limit).
+   * llvmpipe compiles big tiles slowly, so a few vec4 shapes per form (one pipeline each;
+   * split-K and the shapes after it reuse them). They exercise the swizzled transposed tiles: a
+   * of matmul (kind 1, and kind 0 through the transposed weight), a and b of matmul_t itself
+   * (TEZGAH_WEBGPU_MM_TT=0), at partial tiles, K not a multiple of BK (68: the last k-tile's
+   * swizzled upper rows hold zeros) and unaligned M or N. The configuration that ran is read
+   * back from tz_webgpu_describe: the buffers asked for wherever they fit the adapter's limit. */
   if (!getenv("TEZGAH_WEBGPU_MM")) {
-    setenv("TEZGAH_WEBGPU_MM", "8x16:16:2", 1);
-    g_pad = 4;
-    for (int kind = 0; kind < 3; kind++) check_mm(kind, 132, 68, 260, kind & 1, kind == 0);
-    check_mm(2, 64, 2052, 132, 0, 0);
-    g_pad = PAD;
+    static const struct {
+      const char *cfg;
+      size_t bytes; /* workgroup memory of the unpadded tiles */
+      const char *nbuf;
+    } tiles[] = {{"8x16:16:1", 16 * (128 + 256) * 4, ", 1 buffer "},
+                 {"8x16:16:2", 2 * 16 * (128 + 256) * 4, ", 2 buffers "},
+                 {"8x8:16:2", 2 * 16 * (128 + 128) * 4, ", 2 buffers "}};
+    for (int t = 0; t < 3; t++) {
+      setenv("TEZGAH_WEBGPU_MM", tiles[t].cfg, 1);
+      const char *d = strstr(tz_webgpu_describe(gpu), "matmul tile");
+      assert_non_null(d);
+      printf("TEZGAH_WEBGPU_MM=%s: %s\n", tiles[t].cfg, d);
+      unsigned lim = 0;
+      const char *o = strstr(d, " of ");
+      assert_non_null(o);
+      assert_int_equal(sscanf(o, " of %u bytes", &lim), 1);
+      if (tiles[t].bytes <= lim) assert_non_null(strstr(d, tiles[t].nbuf));
+      g_pad = 4;
+      for (int kind = 0; kind < 3; kind++) check_mm(kind, 132, 68, 260, kind & 1, kind == 0);
+      check_mm(2, 64, 2052, 132, 0, 0);
+      check_mm(1, 37, 64, 36, 1, 0);
+      check_mm(1, 264, 40, 516, 0, 0);
+      setenv("TEZGAH_WEBGPU_MM_TT", "0", 1);
+      check_mm(0, 132, 68, 260, 1, 1);
+      check_mm(0, 36, 64, 37, 0, 1);
+      check_mm(0, 264, 40, 516, 1, 0);
+      unsetenv("TEZGAH_WEBGPU_MM_TT");
+      g_pad = PAD;
+    }
     unsetenv("TEZGAH_WEBGPU_MM");
   }
   check_mm(0, 4, 0, 5, 1, 1); /* K = 0: out (+)= bias */

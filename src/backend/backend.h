@@ -268,7 +268,8 @@ tz_backend *tz_backend_webgpu_create(void);
 /* Print the Dawn library, adapter, features and limits to stdout (`tezgah info`). 0 or -1
  * with tz_err(). */
 int tz_webgpu_info(void);
-/* One line naming the WebGPU device and precision ("" for other backends). */
+/* One line naming the WebGPU device, precision, reduction path and matmul tile ("" for other
+ * backends). */
 const char *tz_webgpu_describe(tz_backend *be);
 /* be->profile_print / profile_reset of the WebGPU backend (timestamp queries), also callable
  * directly (bench_webgpu). No-ops for other backends or without profiling. */

@@ -1174,24 +1174,29 @@ typedef struct {
   int tm, tn, bk, nbuf;
 } mm_cfg;
 
-static size_t mm_smem(mm_cfg f) { return (size_t)f.nbuf * f.bk * (4 * f.tm + 1 + 4 * f.tn + 1) * 16; }
+/* Workgroup memory of a configuration in bytes: NBUF buffers of a BK x 16·TM and a BK x 16·TN
+ * fp32 tile, unpadded (transposed tiles are swizzled instead, matmul_fast.wgsl), the same for
+ * every form. 8 x 16 / BK 16: 24 576 with one buffer (the default), 49 152 with two. */
+static size_t mm_smem(mm_cfg f) { return (size_t)f.nbuf * f.bk * (16 * f.tm + 16 * f.tn) * 4; }
 
 /* The configuration for one call. TEZGAH_WEBGPU_MM=TMxTN:BK:NBUF forces one (bench_webgpu's
  * sweeps), TEZGAH_WEBGPU_MM_RW the same for dispatches whose bindings are all read_write (an
  * operand in the output's buffer); what does not fit the adapter's workgroup memory drops to one
  * buffer, then BK 8. */
 static mm_cfg mm_config(wg_ctx *c, int rw) {
-  /* Read-only operands. H200 (docs/PERF.md, 2026-12-01): 8 x 16, BK 16, two buffers (50 176
-   * bytes) was the fastest of seven configurations for all three forms at 8192³ (44.8 / 45.4 /
-   * 46.9 TFLOP/s). In the GPT-2 124M training step, with one buffer per activation tensor
-   * (be->act_buffers) so that the model's matmul and matmul_t bind their operands read-only too,
-   * it runs matmul 93.4, matmul_t 96.5, matmul_at 90.7 ms/step (43.4 / 42.0 / 44.7 TFLOP/s;
-   * 13:07 UTC); 8 x 8 BK 8 read-only runs them alike (94.7 / 96.5 / 90.1). Note: the H200's
-   * Dawn offers 49 152 bytes of workgroup memory, so the fit below turns this into ONE buffer
-   * there — the figures above are the single-buffered tile (the sweep's "1 buffer" row matched
-   * it, 43.5 / 45.0 / 46.5); a double-buffered 8 x 16 / BK 16 would need the rows' padding
-   * dropped and has not been measured. */
-  mm_cfg f = {8, 16, 16, 2};
+  /* Read-only operands: 8 x 16, BK 16, ONE buffer (24 576 bytes). H200 (docs/PERF.md,
+   * 2026-12-01): 8 x 16, BK 16 was the fastest of seven configurations for all three forms at
+   * 8192³; in the GPT-2 124M training step with read-only operands (be->act_buffers) it ran
+   * matmul 93.4, matmul_t 96.5, matmul_at 90.7 ms/step (13:07 UTC). Those figures were already
+   * single-buffered: the tiles then had a 4-float pad per row, two buffers took 50 176 bytes,
+   * above the H200 Dawn's 49 152, and the fit below took one. Unpadded (transposed tiles swizzled
+   * instead, matmul_fast.wgsl) two buffers take exactly 49 152 and run there, but slower, in the
+   * same call (16:21 UTC): step 393.7 / 391.6 ms against 381.4 ms with one buffer; matmul_t
+   * 100.7 vs 98.0, matmul 97.8 vs 94.9, matmul_at 95.2 vs 89.3 ms/step (matmul_at's tiles are
+   * not swizzled: double-buffering itself is the loss, its cause not measured), 8192³ 42.3 /
+   * 43.3 / 44.2 vs 43.2 / 44.5 / 47.4 TFLOP/s. So one buffer, and the second barrier per k-tile,
+   * on every adapter (none other measured); TEZGAH_WEBGPU_MM=8x16:16:2 forces two. */
+  mm_cfg f = {8, 16, 16, 1};
   /* All-read_write dispatches (an operand in the output's buffer: the single activation arena of
    * TEZGAH_WEBGPU_ARENA=1, or a caller's own aliasing) take 8 x 8, BK 8: read_write bindings cost
    * this tile ~20 % in the training step (matmul 114.6, matmul_t 113.4 ms/step against 94.7 /
@@ -2185,7 +2190,8 @@ static const char *precision(wg_ctx *c) {
   return "fp32 throughout (no ShaderF16 on this adapter)";
 }
 
-/* One line naming the device and precision, for logs ("llvmpipe (CPU, Vulkan, ...), fp32"). */
+/* One line naming the device, precision, reduction path and read-only matmul tile, for logs
+ * ("llvmpipe (CPU, Vulkan, ...); fp32 ...; reductions: ...; matmul tile 8x8, BK 8, 2 buffers ..."). */
 const char *tz_webgpu_describe(tz_backend *be) {
   static char line[800];
   if (!be || strcmp(be->name, "webgpu")) return "";
@@ -2198,7 +2204,12 @@ const char *tz_webgpu_describe(tz_backend *be) {
   else
     snprintf(r, sizeof r, "reductions: workgroup (%s)",
              c->has_subgroups ? "Subgroups offered, TEZGAH_WEBGPU_SUBGROUPS=0" : "no Subgroups");
-  snprintf(line, sizeof line, "%s; %s; %s", a, precision(c), r);
+  /* the read-only matmul tile after the fit (TEZGAH_WEBGPU_MM as now set): what tests and
+   * benches ran */
+  mm_cfg f = mm_config(c, 0);
+  snprintf(line, sizeof line, "%s; %s; %s; matmul tile %dx%d, BK %d, %d buffer%s (%zu of %u bytes)", a, precision(c),
+           r, f.tm, f.tn, f.bk, f.nbuf, f.nbuf > 1 ? "s" : "", mm_smem(f),
+           (unsigned)c->lim.maxComputeWorkgroupStorageSize);
   return line;
 }
 

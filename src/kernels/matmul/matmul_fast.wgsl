@@ -1,4 +1,4 @@
-// The matmul family, fast path: register-tiled, double-buffered workgroup tiles, any shape.
+// The matmul family, fast path: register-tiled, one or two workgroup tile buffers, any shape.
 //   VARIANT 0 matmul_t:  out[M,N] (+)= a[M,K] · b[N,K]ᵀ (+ bias[N])
 //   VARIANT 1 matmul:    out[M,N] (+)= a[M,K] · b[K,N] (+ bias[N])
 //   VARIANT 2 matmul_at: out[M,N] (+)= a[K,M]ᵀ · b[K,N]
@@ -19,14 +19,24 @@
 //
 // Constants from the prefix: VARIANT, SWB, BK (k-tile depth, 8 or 16), TM and TN (rows and columns
 // of the register tile per thread, 8 or 16, not both 16), NBUF (workgroup tile buffers: 2 =
-// one barrier per k-tile, 1 = two, for tiles that do not fit twice in workgroup memory).
+// one barrier per k-tile, 1 = two; the host's default is 1, faster on the H200, mm_config).
 // 256 threads in a 16 x 16 grid (tx = tid % 16, ty = tid / 16); the workgroup tile is
 // BM x BN = 16·TM x 16·TN; thread (tx, ty) owns rows ty*4 + {0..3} + 64·g (g < TM/4) and
-// columns tx*4 + {0..3} + 64·h (h < TN/4), so the compute loop's workgroup-memory reads are
-// vec4s without bank conflicts. Both operand tiles live k-major in workgroup memory with
-// a row stride of BM+4 (BN+4) floats; a k-contiguous operand (a of matmul / matmul_t, b of
-// matmul_t) is transposed on its way in with scalar stores that are conflict-free too (the
-// 4-float pad spreads the two k-halves of a warp over all 32 banks). The next k-tile is
+// columns tx*4 + {0..3} + 64·h (h < TN/4), so the compute loop reads its operands from
+// workgroup memory as vec4s. Both operand tiles live k-major in workgroup memory, BM (BN) floats
+// per k row, unpadded (8 x 16 / BK 16 takes 16·(128 + 256)·4 = 24 576 bytes per buffer: two fit
+// the H200 Dawn's maxComputeWorkgroupStorageSize of 49 152 exactly). An m-contiguous operand
+// (a of matmul_at, b of matmul and matmul_at) is stored as fetched, one vec4 per thread,
+// consecutive threads at consecutive vec4s. A k-contiguous operand (a of matmul / matmul_t, b of
+// matmul_t) is transposed on its way in: the vec4 of fetch j, k .. k+3 of row m
+// (k = 8·(j % (BK/8)) + 4·(tid % 2), m = tid/2 + 128·(j / (BK/8))), is stored as four scalars,
+// one per k row, so each store instruction of a warp writes 16 consecutive m (starting at a
+// multiple of 16) at two k's four apart. Rows are a multiple of 32 floats long, so unswizzled
+// those two halves would hit the same 16 banks; the tile therefore keeps element (k, m) in vec4
+// column (m/4) XOR swz(k), swz(k) = 4·((k/4) & 1), which moves the odd half by 16 floats onto
+// the other 16 banks. In the compute loop the XOR only permutes vec4 columns within aligned
+// groups of 8 (conflict-free as before), and k is a constant in each kstep call: ktile picks
+// the thread's column ty or ty ^ 4 (tx or tx ^ 4) per group of four k's. The next k-tile is
 // fetched into registers during the current tile's arithmetic.
 // The k loop inside a tile is written out as calls of kstep with constant arguments (NVIDIA's
 // driver does not unroll Tint's loops; it does inline functions, and a rolled loop leaves every
@@ -47,8 +57,11 @@ struct U {
 
 const BM: u32 = 16u * TM;
 const BN: u32 = 16u * TN;
-const RA: u32 = BM / 4u + 1u;     // row stride of the a tile in vec4s (BM + 4 floats)
-const RB: u32 = BN / 4u + 1u;
+const RA: u32 = BM / 4u;          // row stride of the a tile in vec4s (BM floats, no padding)
+const RB: u32 = BN / 4u;
+// vec4-column swizzles of the k rows with (k/4) odd: 4 for a transposed tile, 0 for the others
+const XA: u32 = select(4u, 0u, VARIANT == 2u);
+const XB: u32 = select(0u, 4u, VARIANT == 0u);
 const TA: u32 = BK * RA;          // vec4s per a tile buffer
 const TB: u32 = BK * RB;
 const LA: u32 = BM * BK / 1024u;  // vec4 fetches of a per thread and k-tile (1 .. 4)
@@ -108,15 +121,19 @@ fn load_b(tid: u32, j: u32, n0: u32, k0: u32, kend: u32, N: u32, K: u32) -> vec4
   return vec4<f32>(0.0);
 }
 
-// store a fetched vec4 into the a tile buffer at vec4 index buf
+// the vec4-column swizzle of k row k (the same for k .. k+3 when k % 4 == 0)
+fn swz(k: u32) -> u32 {
+  return ((k / 4u) & 1u) * 4u;
+}
+
+// store a fetched vec4 into the a tile buffer at vec4 index buf (fetch j, as load_a)
 fn store_a(tid: u32, j: u32, buf: u32, v: vec4<f32>) {
-  if (VARIANT == 2u) {
-    let w = j * 256u + tid;
-    As[buf + (w / (BM / 4u)) * RA + w % (BM / 4u)] = v;
-  } else {
+  if (VARIANT == 2u) { // as fetched: vec4 w = j·256 + tid at row w / RA, column w % RA
+    As[buf + j * 256u + tid] = v;
+  } else { // transposed and swizzled: element (k + i, m) at vec4 column (m/4) ^ swz(k), lane m % 4
     let m = tid / 2u + 128u * (j / (BK / 8u));
     let k = (j % (BK / 8u)) * 8u + (tid % 2u) * 4u;
-    let q = buf + m / 4u;
+    let q = buf + ((m / 4u) ^ swz(k));
     let c = m % 4u;
     As[q + k * RA][c] = v.x;
     As[q + (k + 1u) * RA][c] = v.y;
@@ -126,23 +143,23 @@ fn store_a(tid: u32, j: u32, buf: u32, v: vec4<f32>) {
 }
 
 fn store_b(tid: u32, j: u32, buf: u32, v: vec4<f32>) {
-  if (VARIANT == 0u) {
+  if (VARIANT == 0u) { // transposed and swizzled, as store_a
     let n = tid / 2u + 128u * (j / (BK / 8u));
     let k = (j % (BK / 8u)) * 8u + (tid % 2u) * 4u;
-    let q = buf + n / 4u;
+    let q = buf + ((n / 4u) ^ swz(k));
     let c = n % 4u;
     Bs[q + k * RB][c] = v.x;
     Bs[q + (k + 1u) * RB][c] = v.y;
     Bs[q + (k + 2u) * RB][c] = v.z;
     Bs[q + (k + 3u) * RB][c] = v.w;
-  } else {
-    let w = j * 256u + tid;
-    Bs[buf + (w / (BN / 4u)) * RB + w % (BN / 4u)] = v;
+  } else { // as fetched
+    Bs[buf + j * 256u + tid] = v;
   }
 }
 
 // One k step of the register tile: ia / ib are the vec4 indices of the thread's first a / b
-// vec4 in row k of the current tiles.
+// vec4 in row k of the current tiles (swizzle applied; +16, +32, +48 keep it, as the XOR only
+// touches bit 2 of a column below 16).
 fn kstep(ia: u32, ib: u32) {
   let a0 = As[ia];
   let a1 = As[ia + 16u];
@@ -206,25 +223,30 @@ fn kstep(ia: u32, ib: u32) {
   }
 }
 
-// The whole k-tile (BK steps) from tile buffers ca (a) and cb (b).
-fn ktile(ca: u32, cb: u32) {
-  kstep(ca + 0u * RA, cb + 0u * RB);
-  kstep(ca + 1u * RA, cb + 1u * RB);
-  kstep(ca + 2u * RA, cb + 2u * RB);
-  kstep(ca + 3u * RA, cb + 3u * RB);
-  kstep(ca + 4u * RA, cb + 4u * RB);
-  kstep(ca + 5u * RA, cb + 5u * RB);
-  kstep(ca + 6u * RA, cb + 6u * RB);
-  kstep(ca + 7u * RA, cb + 7u * RB);
+// The whole k-tile (BK steps) from tile buffers ca (a) and cb (b) for thread (tx, ty): rows
+// k with (k/4) even read vec4 column ty (tx), the others ty ^ XA (tx ^ XB).
+fn ktile(ca: u32, cb: u32, tx: u32, ty: u32) {
+  let a0 = ca + ty;
+  let a1 = ca + (ty ^ XA);
+  let b0 = cb + tx;
+  let b1 = cb + (tx ^ XB);
+  kstep(a0 + 0u * RA, b0 + 0u * RB);
+  kstep(a0 + 1u * RA, b0 + 1u * RB);
+  kstep(a0 + 2u * RA, b0 + 2u * RB);
+  kstep(a0 + 3u * RA, b0 + 3u * RB);
+  kstep(a1 + 4u * RA, b1 + 4u * RB);
+  kstep(a1 + 5u * RA, b1 + 5u * RB);
+  kstep(a1 + 6u * RA, b1 + 6u * RB);
+  kstep(a1 + 7u * RA, b1 + 7u * RB);
   if (BK > 8u) {
-    kstep(ca + 8u * RA, cb + 8u * RB);
-    kstep(ca + 9u * RA, cb + 9u * RB);
-    kstep(ca + 10u * RA, cb + 10u * RB);
-    kstep(ca + 11u * RA, cb + 11u * RB);
-    kstep(ca + 12u * RA, cb + 12u * RB);
-    kstep(ca + 13u * RA, cb + 13u * RB);
-    kstep(ca + 14u * RA, cb + 14u * RB);
-    kstep(ca + 15u * RA, cb + 15u * RB);
+    kstep(a0 + 8u * RA, b0 + 8u * RB);
+    kstep(a0 + 9u * RA, b0 + 9u * RB);
+    kstep(a0 + 10u * RA, b0 + 10u * RB);
+    kstep(a0 + 11u * RA, b0 + 11u * RB);
+    kstep(a1 + 12u * RA, b1 + 12u * RB);
+    kstep(a1 + 13u * RA, b1 + 13u * RB);
+    kstep(a1 + 14u * RA, b1 + 14u * RB);
+    kstep(a1 + 15u * RA, b1 + 15u * RB);
   }
 }
 
@@ -351,7 +373,7 @@ fn matmul_fast(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
         rb3 = load_b(tid, 3u, n0, k1, kend, N, K);
       }
     }
-    ktile(ca + ty, cb + tx);
+    ktile(ca, cb, tx, ty);
     if (NBUF == 1u) {
       workgroupBarrier();
     }
