@@ -246,6 +246,16 @@ static int read_back(WGPUCommandEncoder enc, WGPUBuffer src, uint64_t off, void 
   return rc;
 }
 
+/* End compute pass `pass` of enc and submit enc. */
+static void submit_pass(WGPUCommandEncoder enc, WGPUComputePassEncoder pass) {
+  W.wgpuComputePassEncoderEnd(pass);
+  W.wgpuComputePassEncoderRelease(pass);
+  WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
+  W.wgpuQueueSubmit(G.queue, 1, &cb);
+  W.wgpuCommandBufferRelease(cb);
+  W.wgpuCommandEncoderRelease(enc);
+}
+
 static tg_pipe *pipeline(const char *file, const char *entry) {
   for (int i = 0; i < G.npipes; i++)
     if (!strcmp(G.pipes[i].file, file) && !strcmp(G.pipes[i].entry, entry)) return &G.pipes[i];
@@ -1290,12 +1300,7 @@ static int count_words_gpu(const char *text, size_t len, WGPUBuffer *sym, WGPUBu
     grid = (n + 1023) / 1024 < 2048 ? (n + 1023) / 1024 : 2048;
     dispatch(pass, P[1], g[1], grid);
     dispatch(pass, P[2], g[2], grid);
-    W.wgpuComputePassEncoderEnd(pass);
-    W.wgpuComputePassEncoderRelease(pass);
-    WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
-    W.wgpuQueueSubmit(G.queue, 1, &cb);
-    W.wgpuCommandBufferRelease(cb);
-    W.wgpuCommandEncoderRelease(enc);
+    submit_pass(enc, pass);
     rc = check_dev("word counting");
     a = b;
   }
@@ -1313,12 +1318,7 @@ static int count_words_gpu(const char *text, size_t len, WGPUBuffer *sym, WGPUBu
     WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(G.dev, NULL);
     WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);
     dispatch(pass, P[3], gc, slots / 256);
-    W.wgpuComputePassEncoderEnd(pass);
-    W.wgpuComputePassEncoderRelease(pass);
-    WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
-    W.wgpuQueueSubmit(G.queue, 1, &cb);
-    W.wgpuCommandBufferRelease(cb);
-    W.wgpuCommandEncoderRelease(enc);
+    submit_pass(enc, pass);
     W.wgpuBindGroupRelease(gc);
     rc = check_dev("word compaction");
   }

@@ -79,6 +79,19 @@ fn hash_piece(s: u32, l: u32) {
   if (u.keymask != 0xffffffffu) { home = key & u.smask; } // tests: equal keys meet on one slot
 }
 
+// Piece k of the batch into ps / pl, hashed; false for pieces no word comes from (the special
+// literal, single bytes).
+var<private> ps: u32;
+var<private> pl: u32;
+
+fn load_piece(k: u32) -> bool {
+  ps = pcs[2u * k];
+  pl = pcs[2u * k + 1u];
+  if (pl == EMPTY || pl < 2u) { return false; }
+  hash_piece(ps, pl);
+  return true;
+}
+
 // Grid-stride over the batch's pieces (the host dispatches a fixed grid).
 fn piece_step(nwg: vec3<u32>) -> u32 { return nwg.x * nwg.y * 256u; }
 fn piece_first(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 { return (wid.y * nwg.x + wid.x) * 256u + lid; }
@@ -89,10 +102,9 @@ fn wc_insert(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   touch();
   let np = pst[0];
   for (var k = piece_first(wid, nwg, lid); k < np; k += piece_step(nwg)) {
-    let s = pcs[2u * k];
-    let l = pcs[2u * k + 1u];
-    if (l == EMPTY || l < 2u) { continue; }
-    hash_piece(s, l);
+    if (!load_piece(k)) { continue; }
+    let s = ps;
+    let l = pl;
     var slot = home;
     for (var probe = 0u; probe <= u.smask; probe++) {
       let k0 = atomicLoad(&tab[4u * slot]);
@@ -135,10 +147,9 @@ fn wc_verify(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   if ((atomicLoad(&wst[2]) & 6u) != 0u) { return; } // already failed: the host counts on the CPU
   let np = pst[0];
   for (var k = piece_first(wid, nwg, lid); k < np; k += piece_step(nwg)) {
-    let s = pcs[2u * k];
-    let l = pcs[2u * k + 1u];
-    if (l == EMPTY || l < 2u) { continue; }
-    hash_piece(s, l);
+    if (!load_piece(k)) { continue; }
+    let s = ps;
+    let l = pl;
     var slot = home;
     var same = false;
     for (var probe = 0u; probe <= u.smask; probe++) {
