@@ -84,6 +84,16 @@ err1 "unknown option" "unknown option" $tz encode --bogus
 err1 "wrong option" "does not apply" $tz decode --special '[1]'
 err1 "bad threads" "not an integer" $tz encode --threads x hi
 err1 "gpt2 env" "TEZGAH_GPT2_DIR" env TEZGAH_GPT2_DIR="$tmp" $tz encode hi
+# A 2 MB run of one letter trains tokens of up to 1 MB; loading them indexed every split of every
+# token (O(L^2) hashing: 400 s). Now well under a second; 120 s is only a hang guard.
+head -c 2000000 /dev/zero | tr '\0' x > "$tmp/run.txt"
+if timeout 120 "$tz" tokenizer train --in "$tmp/run.txt" --out "$tmp/run.json" --vocab-size 300 >/dev/null &&
+  timeout 120 "$tz" encode --tokenizer "$tmp/run.json" - < "$tmp/run.txt" > "$tmp/run.ids" &&
+  timeout 120 "$tz" decode --tokenizer "$tmp/run.json" - < "$tmp/run.ids" | cmp -s - "$tmp/run.txt"; then
+  echo "ok   2 MB run of one letter: train, encode, decode round trip"
+else
+  echo "FAIL 2 MB run of one letter: train, encode, decode"; fails=$((fails + 1))
+fi
 for c in tokenize encode decode; do
   if $tz $c --help | grep -q "usage: tezgah $c"; then echo "ok   $c --help"; else echo "FAIL $c --help"; fails=$((fails + 1)); fi
 done

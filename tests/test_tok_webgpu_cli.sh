@@ -25,4 +25,18 @@ a=$("$tz" encode --tokenizer "$shared/gpt2" --special --backend webgpu 'Hi <|end
 [[ $a == "[17250, 220, 50256, 612]" ]] || { echo "webgpu encode gave $a"; exit 1; }
 b=$(echo "$a" | "$tz" decode --tokenizer "$shared/gpt2" --backend webgpu -)
 [[ $b == 'Hi <|endoftext|> there' ]] || { echo "webgpu decode gave $b"; exit 1; }
+# 3 MB of random 6-letter words without a newline: more unique words than the GPU's word table
+# takes (the count falls back to the CPU; the insert kernel used to probe the full table for
+# every further word: 100 s on lavapipe) and one encoder batch whose scratch fits a 128 MiB
+# binding only without ensure()'s 25% headroom (it used to fall back to the CPU with a
+# validation error). Same files, nothing on stderr.
+awk 'BEGIN { srand(1); for (i = 0; i < 430000; i++) { w = ""; for (j = 0; j < 6; j++) w = w sprintf("%c", 97 + int(rand() * 26)); printf "%s ", w } }' > "$tmp/words.txt"
+"$tz" tokenizer train --in "$tmp/words.txt" --out "$tmp/wcpu.json" --vocab-size 300 >/dev/null
+"$tz" tokenizer train --in "$tmp/words.txt" --out "$tmp/wgpu.json" --vocab-size 300 --backend webgpu >/dev/null 2>"$tmp/err"
+[[ ! -s $tmp/err ]] || { cat "$tmp/err"; exit 1; }
+cmp "$tmp/wcpu.json" "$tmp/wgpu.json"
+"$tz" tokenize --tokenizer "$shared/gpt2" --in "$tmp/words.txt" --out "$tmp/wcpu.bin" >/dev/null
+"$tz" tokenize --tokenizer "$shared/gpt2" --in "$tmp/words.txt" --out "$tmp/wgpu.bin" --backend webgpu >/dev/null 2>"$tmp/err"
+[[ ! -s $tmp/err ]] || { cat "$tmp/err"; exit 1; }
+cmp "$tmp/wcpu.bin" "$tmp/wgpu.bin"
 echo "webgpu tokenizer CLI: train, tokenize, encode, decode identical to the CPU"

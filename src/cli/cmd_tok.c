@@ -377,9 +377,8 @@ static const char *HELP_TOKENIZER =
     "  --out PATH             tokenizer.json to write (atomically)\n"
     "  --vocab-size N         vocabulary incl. <|endoftext|> (default 2048;\n"
     "                         webgpu: <= 65536)\n"
-    "  --backend cpu|webgpu   where the merges are computed (default cpu; word\n"
-    "                         counting uses all cores either way; CPU with a notice\n"
-    "                         without WebGPU)\n"
+    "  --backend cpu|webgpu   where the words are counted and the merges computed\n"
+    "                         (default cpu; CPU with a notice without WebGPU)\n"
     "  --threads N            OpenMP threads (default: all cores)\n";
 
 int tz_cmd_tokenizer(int argc, char **argv) {

@@ -733,7 +733,14 @@ void tz_tok_webgpu_encode_stats(tz_tok_gpu_enc_stats *out) { *out = last_enc; }
 static void ensure(WGPUBuffer *b, uint64_t *have, uint64_t need, WGPUBufferUsage usage, const char *label) {
   if (*b && *have >= need) return;
   drop(b);
+  /* a quarter more for the next, larger batch, but never past what one storage binding takes: a
+   * batch sized to fit the limit (the encoder's scratch, 36 bytes per byte of text) must not be
+   * pushed over it by the headroom (lavapipe's 128 MiB: a 3 MB text without a newline did) */
+  uint64_t lim = G.lim.maxStorageBufferBindingSize < G.lim.maxBufferSize ? G.lim.maxStorageBufferBindingSize
+                                                                         : G.lim.maxBufferSize;
+  lim = lim / 16 * 16;
   *have = need + need / 4 + 16;
+  if (*have > lim && need <= lim) *have = lim;
   *b = mkbuf(*have, usage, label);
 }
 
