@@ -240,8 +240,9 @@ static void test_train_adversarial(void **state) {
 }
 
 /* GPU word counting under a 4-bit key (TEZGAH_TOK_GPU_KEYBITS=4: different words meet on one
- * slot): its byte-for-byte check must see it and hand the counting to the CPU, same output; and
- * with small batches (TEZGAH_TOK_GPU_SEGMENT) the words of many batches go into one table. */
+ * slot): its byte-for-byte check must see it and hand the counting to the CPU, same output; with
+ * small batches (TEZGAH_TOK_GPU_SEGMENT) the words of many batches go into one table; and text
+ * of many distinct words overflows the first table and is counted again in a roomier one. */
 static void test_train_word_count(void **state) {
   size_t n;
   char *p = kjv_like(&n);
@@ -270,6 +271,28 @@ static void test_train_word_count(void **state) {
   }
   free(ja);
   tz_tok_free(a);
+  free(p);
+  /* 600 kB of random six-letter words (~95 K distinct): more words than the table sized for
+   * natural text holds, so the GPU counts again with a roomier one (still on the GPU) */
+  tz_rng r;
+  tz_rng_seed(&r, 5, 1);
+  n = 600000;
+  p = malloc(n);
+  for (size_t i = 0; i < n; i++) p[i] = i % 7 == 6 ? ' ' : (char)('a' + tz_rng_u32(&r) % 26);
+  assert_int_equal(tz_tok_train(p, n, 300, &a), 0);
+  assert_int_equal(tz_tok_to_json(a, &ja, &la), 0);
+  tz_tok_gpu_stats st;
+  if (tz_tok_train_webgpu(p, n, 300, &b, &st)) fail_msg("webgpu training: %s", tz_errmsg());
+  print_message("random words: %llu words counted on the %s%s%s\n", (unsigned long long)st.words,
+                st.count_gpu ? "GPU" : "CPU", st.count_gpu ? "" : ": ", st.count_why);
+  if (!st.count_gpu) fail_msg("random words: counted on the CPU (%s)", st.count_why);
+  assert_int_equal(tz_tok_to_json(b, &jb, &lb), 0);
+  assert_int_equal(la, lb);
+  assert_memory_equal(ja, jb, la);
+  free(jb);
+  free(ja);
+  tz_tok_free(a);
+  tz_tok_free(b);
   free(p);
 }
 

@@ -412,8 +412,8 @@ static int wait_state(st_slot *s, uint32_t *st) {
   return p ? check_dev("training") : tz_err("webgpu tokenizer: readback has no mapped range");
 }
 
-static int count_words_gpu(const char *text, size_t len, WGPUBuffer *sym, WGPUBuffer *words, uint64_t *nw,
-                           uint64_t *nsym, const char **why);
+static int count_words_gpu(const char *text, size_t len, int roomy, WGPUBuffer *sym, WGPUBuffer *words,
+                           uint64_t *nw, uint64_t *nsym, const char **why);
 
 /* k merge iterations into `pass`: refresh, [select_best,] apply (n_iter 3), or refresh2,
  * apply2 (n_iter 2); pipelines and bind groups in train_entries' order. */
@@ -443,7 +443,9 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
   WGPUBuffer gsym = NULL, gwords = NULL;
   uint64_t gnw = 0, gnsym = 0;
   const char *why = NULL;
-  int grc = count_words_gpu(text, len, &gsym, &gwords, &gnw, &gnsym, &why);
+  int grc = count_words_gpu(text, len, 0, &gsym, &gwords, &gnw, &gnsym, &why);
+  if (grc == 1 && why && strstr(why, "full")) /* text of many unique words: once more, roomier */
+    grc = count_words_gpu(text, len, 1, &gsym, &gwords, &gnw, &gnsym, &why);
   if (grc < 0) return -1;
   double t1 = wall(), tpipe = t1;
   size_t nw = 0, nsym = 0, npos = 0;
@@ -1224,9 +1226,11 @@ int tz_tok_webgpu_pretok(const char *text, size_t n, const char *eot, size_t eot
  * Returns 0, or 1 when the GPU cannot count this text (*why says why; the caller counts on the
  * CPU): GPU pre-tokenization unavailable, a batch without a context-free cut, the table or the
  * arena full, two words on one key (never seen on real text; TEZGAH_TOK_GPU_KEYBITS=4 forces
- * it for the tests); -1 on a device error. TEZGAH_TOK_GPU_COUNT=cpu skips it (returns 1). */
-static int count_words_gpu(const char *text, size_t len, WGPUBuffer *sym, WGPUBuffer *words, uint64_t *nw,
-                           uint64_t *nsym, const char **why) {
+ * it for the tests); -1 on a device error. TEZGAH_TOK_GPU_COUNT=cpu skips it (returns 1).
+ * roomy: table and arena sized for any text (one slot and one symbol per byte, within the
+ * binding limit) instead of for natural text; the caller's second try after "full". */
+static int count_words_gpu(const char *text, size_t len, int roomy, WGPUBuffer *sym, WGPUBuffer *words,
+                           uint64_t *nw, uint64_t *nsym, const char **why) {
   *sym = *words = NULL;
   *nw = *nsym = 0;
   const char *env = getenv("TEZGAH_TOK_GPU_COUNT");
@@ -1255,10 +1259,13 @@ static int count_words_gpu(const char *text, size_t len, WGPUBuffer *sym, WGPUBu
   /* the table: 1/64 slot per byte of text (the 210 MB Debian corpus: 4 M slots for 0.52 M words),
    * loaded to 3/4 at most; the arena: 1/4 symbol per byte of text (that corpus: 3.7 M symbols
    * for 53 M) */
-  uint64_t slots = pow2_at_least(len / 64 > 65536 ? len / 64 : 65536);
+  uint64_t per = roomy ? 1 : 64; /* bytes of text per slot; words of >= 2 bytes fill <= 1/2 */
+  uint64_t slots = pow2_at_least(len / per > 65536 ? len / per : 65536);
   while (slots * 16 > lim) slots /= 2;
-  uint64_t acap = len / 4 > (4u << 20) ? len / 4 : (4u << 20);
+  uint64_t acap = len / (roomy ? 1 : 4) > (4u << 20) ? len / (roomy ? 1 : 4) : (4u << 20);
   if (acap * 4 > lim) acap = lim / 4;
+  if (roomy && slots <= pow2_at_least(len / 64 > 65536 ? len / 64 : 65536) && acap * 4 <= len)
+    return *why = "the word table would not be larger", 1;
   uint32_t keymask = 0xffffffffu;
   env = getenv("TEZGAH_TOK_GPU_KEYBITS"); /* tests: a short key, so that words collide */
   if (env && atoi(env) > 0 && atoi(env) < 32) keymask = (1u << atoi(env)) - 1;
