@@ -52,6 +52,10 @@ typedef struct {
   const char *file, *entry;
   WGPUComputePipeline pipe;
   WGPUBindGroupLayout bgl;
+  /* asynchronous creation (pipeline_start): pending until pipeline() waits for it */
+  int pending, status;
+  WGPUFuture fut;
+  char msg[256];
 } tg_pipe;
 
 static struct {
@@ -256,7 +260,18 @@ static void submit_pass(WGPUCommandEncoder enc, WGPUComputePassEncoder pass) {
   W.wgpuCommandEncoderRelease(enc);
 }
 
-static tg_pipe *pipeline(const char *file, const char *entry) {
+static void on_pipe(WGPUCreatePipelineAsyncStatus st, WGPUComputePipeline pipe, WGPUStringView m, void *u1, void *u2) {
+  tg_pipe *p = u1;
+  p->status = st;
+  p->pipe = st == WGPUCreatePipelineAsyncStatus_Success ? pipe : NULL;
+  sv_copy(p->msg, sizeof p->msg, m);
+}
+
+/* Start creating the pipeline of `entry` in bpe file `file` (no-op when it exists or is under
+ * way): Dawn compiles it on its worker threads, so the driver's compile (most of a first
+ * process's start-up on a cold shader cache) overlaps the host's and the GPU's other work;
+ * pipeline() waits for it. */
+static tg_pipe *pipeline_start(const char *file, const char *entry) {
   for (int i = 0; i < G.npipes; i++)
     if (!strcmp(G.pipes[i].file, file) && !strcmp(G.pipes[i].entry, entry)) return &G.pipes[i];
   const char *src = NULL;
@@ -286,16 +301,44 @@ static tg_pipe *pipeline(const char *file, const char *entry) {
   d.label = sv(entry);
   d.compute.module = mod;
   d.compute.entryPoint = sv(entry);
-  tg_pipe *p = &G.pipes[G.npipes];
+  tg_pipe *p = &G.pipes[G.npipes++];
+  memset(p, 0, sizeof *p);
   p->file = file;
   p->entry = entry;
-  p->pipe = W.wgpuDeviceCreateComputePipeline(G.dev, &d);
+  p->pending = 1;
+  WGPUCreateComputePipelineAsyncCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_pipe, p, NULL};
+  p->fut = W.wgpuDeviceCreateComputePipelineAsync(G.dev, &d, ci);
   W.wgpuShaderModuleRelease(mod);
-  if (check_dev(entry) || !p->pipe) return NULL;
-  p->bgl = W.wgpuComputePipelineGetBindGroupLayout(p->pipe, 0);
-  G.npipes++;
   return p;
 }
+
+/* The pipeline of `entry` in bpe file `file`, made (or waited for) now; NULL on an error. */
+static tg_pipe *pipeline(const char *file, const char *entry) {
+  tg_pipe *p = pipeline_start(file, entry);
+  if (p->pending) {
+    p->pending = 0;
+    if (wait_future(p->fut) || p->status != WGPUCreatePipelineAsyncStatus_Success || !p->pipe) {
+      if (check_dev(entry)) return NULL;
+      tz_err("webgpu tokenizer: pipeline %s: %s", entry, p->msg[0] ? p->msg : "creation failed");
+      return NULL;
+    }
+    if (check_dev(entry)) return NULL;
+    p->bgl = W.wgpuComputePipelineGetBindGroupLayout(p->pipe, 0);
+  }
+  if (!p->pipe) {
+    tz_err("webgpu tokenizer: pipeline %s: %s", entry, p->msg[0] ? p->msg : "creation failed");
+    return NULL;
+  }
+  return p;
+}
+
+/* pipeline_start for every entry point in `entries` (NULL-terminated) of bpe file `file`. */
+static void pipelines_start(const char *file, const char *const *entries) {
+  for (int i = 0; entries[i]; i++) pipeline_start(file, entries[i]);
+}
+static const char *const pretok_entries[] = {"pt_mask", "pt_scan", "pt_write", "pt_len", "pt_huge", NULL};
+static const char *const words_entries[] = {"wc_clear", "wc_insert", "wc_verify", "wc_compact", NULL};
+static const char *const encode_entries[] = {"encode_short", "encode_long", "enc_bsum", "enc_bscan", "enc_scatter", NULL};
 
 /* A bind group for pipeline p: binding 0 = uniform u, 1..n = storage buffers b[] (whole). */
 static WGPUBindGroup bind(tg_pipe *p, WGPUBuffer u, uint64_t usize, WGPUBuffer *b, int n) {
@@ -359,9 +402,9 @@ static double wall(void) {
 /* The set-up kernels, then one iteration's: refresh, select_best, apply (three dispatches), or
  * with TEZGAH_TOK_GPU_FUSED=1 refresh2, apply2 (two: every apply2 workgroup selects the pair
  * itself; same result) */
-static const char *const train_entries[2][7] = {
-    {"clear", "count_pairs", "csr_scan", "csr_fill", "refresh", "select_best", "apply"},
-    {"clear", "count_pairs", "csr_scan", "csr_fill", "refresh2", "apply2", NULL}};
+static const char *const train_entries[2][8] = {
+    {"clear", "count_pairs", "csr_scan", "csr_fill", "refresh", "select_best", "apply", NULL},
+    {"clear", "count_pairs", "csr_scan", "csr_fill", "refresh2", "apply2", NULL, NULL}};
 #define N_TRAIN_PIPES 7
 
 typedef struct {
@@ -438,6 +481,10 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
   const char *fe = getenv("TEZGAH_TOK_GPU_FUSED");
   tp.fused = fe && !strcmp(fe, "1");
   int n_pipes = tp.fused ? 6 : 7, n_iter = tp.fused ? 2 : 3;
+  /* every kernel this call may need compiles on Dawn's workers from here on */
+  pipelines_start("bpe_pretok", pretok_entries);
+  pipelines_start("bpe_words", words_entries);
+  pipelines_start("bpe_train", train_entries[tp.fused]);
   /* The words: counted on the GPU (count_words_gpu; the training pipelines compile after it),
    * else on the CPU by all cores while the pipelines compile on a helper thread. */
   WGPUBuffer gsym = NULL, gwords = NULL;
@@ -1133,12 +1180,12 @@ static int gpu_pretok_setup(enc_run *R, const char *eot, size_t eotn) {
   if (env && !strcmp(env, "cpu")) return 0;
   if (*pretok_literal_why(eot, eotn)) return 0;
   static int warned;
-  const char *names[5] = {"pt_mask", "pt_scan", "pt_write", "pt_len", "pt_huge"};
+
   int ok = R->cap >= (64u << 10) && upload_classes() == 0;
   if (R->cap < (64u << 10))
     tz_err("the adapter's storage binding limit (%llu bytes) leaves batches below 64 KiB",
            (unsigned long long)G.lim.maxStorageBufferBindingSize);
-  for (int i = 0; i < 5 && ok; i++) ok = (R->Q[i] = pipeline("bpe_pretok", names[i])) != NULL;
+  for (int i = 0; i < 5 && ok; i++) ok = (R->Q[i] = pipeline("bpe_pretok", pretok_entries[i])) != NULL;
   if (!ok) {
     if (!warned) fprintf(stderr, "tezgah: GPU pre-tokenization unavailable (%s); pre-tokenizing on the CPU\n", tz_errmsg());
     warned = 1;
@@ -1250,9 +1297,8 @@ static int count_words_gpu(const char *text, size_t len, int roomy, WGPUBuffer *
   if (!gpu_pretok_setup(&R, TZ_EOT_STR, TZ_EOT_LEN)) return *why = "GPU pre-tokenization unavailable", 1;
   R.pt_u[4] = 0xffffffffu; /* no piece is "huge" here: each is hashed by one thread, whatever its length */
   tg_pipe *P[4];
-  const char *names[4] = {"wc_clear", "wc_insert", "wc_verify", "wc_compact"};
   for (int i = 0; i < 4; i++)
-    if (!(P[i] = pipeline("bpe_words", names[i]))) {
+    if (!(P[i] = pipeline("bpe_words", words_entries[i]))) {
       drop(&R.pu);
       return -1;
     }
@@ -1387,6 +1433,10 @@ int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, in
   enc_run R;
   memset(&R, 0, sizeof R);
   R.t = t;
+  /* the kernels compile on Dawn's workers while the host builds the tables */
+  pipelines_start("bpe_encode", encode_entries);
+  if (!getenv("TEZGAH_TOK_GPU_PRETOK") || strcmp(getenv("TEZGAH_TOK_GPU_PRETOK"), "cpu"))
+    pipelines_start("bpe_pretok", pretok_entries);
   if (build_tables(t, &R.tb)) return -1;
   int nthr = 1;
 #ifdef _OPENMP
@@ -1404,10 +1454,9 @@ int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, in
   put(R.B[0], 0, R.tb.v, R.tb.n * 4);
   free(R.tb.v);
   R.tb.v = NULL;
-  const char *names[5] = {"encode_short", "encode_long", "enc_bsum", "enc_bscan", "enc_scatter"};
   int rc = 0;
   for (int i = 0; i < 5; i++)
-    if (!(R.P[i] = pipeline("bpe_encode", names[i]))) rc = -1;
+    if (!(R.P[i] = pipeline("bpe_encode", encode_entries[i]))) rc = -1;
   /* every id covers >= 1 byte of text: room for all of them up front (pages are touched only
    * as ids arrive), so the ids are never copied again */
   R.out.cap = len + 1;
