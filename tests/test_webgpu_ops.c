@@ -454,10 +454,12 @@ static void test_matmul(void **state) {
     }
     free(h);
   }
-  /* Tiles other than lavapipe's default, explicitly (CPU adapters run 8 x 8 / BK 8, mm_config):
-   * 8 x 16 / BK 16 with one buffer, the GPUs' default (24 576 bytes), and with two (unpadded:
-   * 49 152 bytes, exactly the H200's limit; lavapipe offers 32 768 and runs it with one), and
-   * 8 x 8 / BK 16 with two (32 768 bytes: double-buffered BK 16 at exactly lavapipe's limit).
+  /* Tiles other than lavapipe's default, explicitly (CPU adapters run 8 x 8 / BK 8, mm_config,
+   * which covers the double-buffered swizzled tiles): 8 x 16 / BK 16 with one buffer, the GPUs'
+   * default (24 576 bytes), and with two (unpadded: 49 152 bytes, exactly the H200's limit;
+   * lavapipe offers 32 768 and runs it with one, the pipelines of the first entry). (8 x 8 /
+   * BK 16 with two buffers, exactly lavapipe's limit, passed here too but was dropped for the
+   * CI's time: one more set of cold llvmpipe compiles for a combination the others cover.)
    * llvmpipe compiles big tiles slowly, so a few vec4 shapes per form (one pipeline each;
    * split-K and the shapes after it reuse them). They exercise the swizzled transposed tiles: a
    * of matmul (kind 1, and kind 0 through the transposed weight), a and b of matmul_t itself
@@ -470,9 +472,8 @@ static void test_matmul(void **state) {
       size_t bytes; /* workgroup memory of the unpadded tiles */
       const char *nbuf;
     } tiles[] = {{"8x16:16:1", 16 * (128 + 256) * 4, ", 1 buffer "},
-                 {"8x16:16:2", 2 * 16 * (128 + 256) * 4, ", 2 buffers "},
-                 {"8x8:16:2", 2 * 16 * (128 + 128) * 4, ", 2 buffers "}};
-    for (int t = 0; t < 3; t++) {
+                 {"8x16:16:2", 2 * 16 * (128 + 256) * 4, ", 2 buffers "}};
+    for (int t = 0; t < 2; t++) {
       setenv("TEZGAH_WEBGPU_MM", tiles[t].cfg, 1);
       const char *d = strstr(tz_webgpu_describe(gpu), "matmul tile");
       assert_non_null(d);
