@@ -440,7 +440,7 @@ int tz_cmd_tokenizer(int argc, char **argv) {
   if (!rc) rc = tz_tok_save(t, out);
   if (!rc)
     printf("tokenizer train: %s: %zu bytes -> %d tokens in %.2f s (%s) -> %s\n", in, n, tz_tok_vocab_size(t), dt,
-           !strcmp(backend, "webgpu") && tz_tok_webgpu_available() ? "webgpu" : "cpu", out);
+           tz_tok_train_ran_on(), out);
   tz_tok_free(t);
   free(text);
   return rc ? tz_cli_fail() : 0;

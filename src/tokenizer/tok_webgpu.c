@@ -1688,13 +1688,20 @@ int tz_tok_backend_check(const char *backend) {
   return tz_err("unknown backend '%s' for tokenizing (available: cpu, webgpu)", backend);
 }
 
+static const char *last_train = "cpu";
+const char *tz_tok_train_ran_on(void) { return last_train; }
+
 int tz_tok_train_on(const char *backend, const char *text, size_t len, int vocab_size, tz_tokenizer **out) {
+  last_train = "cpu";
   if (tz_tok_backend_check(backend)) return -1;
   if (want_gpu(backend, "tokenizer training")) {
     if (vocab_size > 65536 || len >= (1u << 31)) {
       fprintf(stderr, "tezgah: tokenizer training: the WebGPU trainer takes vocab <= 65536 and < 2 GiB of text; using the CPU\n");
     } else {
-      if (tz_tok_train_webgpu(text, len, vocab_size, out, NULL) == 0) return 0;
+      if (tz_tok_train_webgpu(text, len, vocab_size, out, NULL) == 0) {
+        last_train = "webgpu";
+        return 0;
+      }
       fprintf(stderr, "tezgah: tokenizer training: %s; using the CPU\n", tz_errmsg());
     }
   }

@@ -184,6 +184,9 @@ int tz_tok_decode_webgpu(const tz_tokenizer *t, const int32_t *ids, size_t n, ch
  * notice on stderr when WebGPU is unavailable or cannot take the input. Errors: unknown backend. */
 int tz_tok_backend_check(const char *backend);
 int tz_tok_train_on(const char *backend, const char *text, size_t len, int vocab_size, tz_tokenizer **out);
+/* "webgpu" or "cpu": where the last tz_tok_train_on call's merges were computed (the CPU after a
+ * fallback notice too). */
+const char *tz_tok_train_ran_on(void);
 int tz_tok_encode_on(const char *backend, const tz_tokenizer *t, const char *text, size_t len, int allow_special,
                      int32_t **ids, size_t *n_ids);
 int tz_tok_decode_on(const char *backend, const tz_tokenizer *t, const int32_t *ids, size_t n, char **text,
