@@ -17,13 +17,7 @@ dir=${1:?usage: device_webgpu_attn.sh DIR}
 out=${OUT:-/tmp}
 log=$out/attn.log
 sum=$out/summary.log
-if [[ -z ${DRY:-} ]]; then
-  for f in .gl/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-  export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-  export TEZGAH_WEBGPU_LIB=$PWD/.wg/libwebgpu_wrapper.so
-fi
+[[ -n ${DRY:-} ]] || source scripts/device_webgpu_env.sh
 att=${ATT:-16 1024}
 export LD_LIBRARY_PATH=$PWD/$dir/lib:${LD_LIBRARY_PATH:-}
 : >"$log"

@@ -13,8 +13,7 @@
 #   bash scripts/device_webgpu_layout.sh DIR
 # SHAPE="B T" overrides 16 1024.
 cd "$(dirname "$0")/.."
-for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json TEZGAH_WEBGPU_LIB=$PWD/.wg/libwebgpu_wrapper.so
+source scripts/device_webgpu_env.sh
 D=${1:-.i10buf}
 export LD_LIBRARY_PATH=$PWD/$D/lib PYTHONUNBUFFERED=1
 B=$D/bench_webgpu; T0=$SECONDS; L=/tmp/logs; mkdir -p $L

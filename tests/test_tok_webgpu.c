@@ -239,38 +239,51 @@ static void test_train_adversarial(void **state) {
   free(p);
 }
 
+/* The CPU trainer's tokenizer.json for text[0, n) at vocab (malloc'ed, *len bytes). */
+static char *cpu_json(const char *text, size_t n, int vocab, size_t *len) {
+  tz_tokenizer *a;
+  char *j;
+  assert_int_equal(tz_tok_train(text, n, vocab, &a), 0);
+  assert_int_equal(tz_tok_to_json(a, &j, len), 0);
+  tz_tok_free(a);
+  return j;
+}
+
+/* GPU training of text[0, n) at vocab with environment variable name = value (name NULL: none)
+ * gives tokenizer.json ja (la bytes); its stats into *st; prints where the words were counted. */
+static void gpu_same_json(const char *name, const char *value, const char *text, size_t n, int vocab, const char *ja,
+                          size_t la, tz_tok_gpu_stats *st) {
+  tz_tokenizer *b;
+  char *jb;
+  size_t lb;
+  if (name) setenv(name, value, 1);
+  int rc = tz_tok_train_webgpu(text, n, vocab, &b, st);
+  if (name) unsetenv(name);
+  if (rc) fail_msg("webgpu training: %s", tz_errmsg());
+  print_message("%s%s%s: %llu words counted on the %s%s%s\n", name ? name : "default", name ? "=" : "", name ? value : "",
+                (unsigned long long)st->words, st->count_gpu ? "GPU" : "CPU", st->count_gpu ? "" : ": ", st->count_why);
+  assert_int_equal(tz_tok_to_json(b, &jb, &lb), 0);
+  assert_int_equal(la, lb);
+  assert_memory_equal(ja, jb, la);
+  free(jb);
+  tz_tok_free(b);
+}
+
 /* GPU word counting under a 4-bit key (TEZGAH_TOK_GPU_KEYBITS=4: different words meet on one
  * slot): its byte-for-byte check must see it and hand the counting to the CPU, same output; with
  * small batches (TEZGAH_TOK_GPU_SEGMENT) the words of many batches go into one table; and text
  * of many distinct words overflows the first table and is counted again in a roomier one. */
 static void test_train_word_count(void **state) {
-  size_t n;
+  size_t n, la;
   char *p = kjv_like(&n);
   if (n > 200000) n = 200000;
-  tz_tokenizer *a, *b;
-  assert_int_equal(tz_tok_train(p, n, 600, &a), 0);
-  char *ja, *jb;
-  size_t la, lb;
-  assert_int_equal(tz_tok_to_json(a, &ja, &la), 0);
-  const char *keys[2][2] = {{"TEZGAH_TOK_GPU_KEYBITS", "4"}, {"TEZGAH_TOK_GPU_SEGMENT", "5000"}};
-  for (int k = 0; k < 2; k++) {
-    tz_tok_gpu_stats st;
-    setenv(keys[k][0], keys[k][1], 1);
-    int rc = tz_tok_train_webgpu(p, n, 600, &b, &st);
-    unsetenv(keys[k][0]);
-    if (rc) fail_msg("webgpu training: %s", tz_errmsg());
-    print_message("%s=%s: words counted on the %s%s%s\n", keys[k][0], keys[k][1], st.count_gpu ? "GPU" : "CPU",
-                  st.count_gpu ? "" : ": ", st.count_why);
-    if (k == 0 && (st.count_gpu || !strstr(st.count_why, "share"))) fail_msg("a 4-bit key: no collision seen");
-    if (k == 1 && !st.count_gpu) fail_msg("small batches: counted on the CPU (%s)", st.count_why);
-    assert_int_equal(tz_tok_to_json(b, &jb, &lb), 0);
-    assert_int_equal(la, lb);
-    assert_memory_equal(ja, jb, la);
-    free(jb);
-    tz_tok_free(b);
-  }
+  char *ja = cpu_json(p, n, 600, &la);
+  tz_tok_gpu_stats st;
+  gpu_same_json("TEZGAH_TOK_GPU_KEYBITS", "4", p, n, 600, ja, la, &st);
+  if (st.count_gpu || !strstr(st.count_why, "share")) fail_msg("a 4-bit key: no collision seen");
+  gpu_same_json("TEZGAH_TOK_GPU_SEGMENT", "5000", p, n, 600, ja, la, &st);
+  if (!st.count_gpu) fail_msg("small batches: counted on the CPU (%s)", st.count_why);
   free(ja);
-  tz_tok_free(a);
   free(p);
   /* 600 kB of random six-letter words (~95 K distinct): more words than the table sized for
    * natural text holds, so the GPU counts again with a roomier one (still on the GPU) */
@@ -279,20 +292,10 @@ static void test_train_word_count(void **state) {
   n = 600000;
   p = malloc(n);
   for (size_t i = 0; i < n; i++) p[i] = i % 7 == 6 ? ' ' : (char)('a' + tz_rng_u32(&r) % 26);
-  assert_int_equal(tz_tok_train(p, n, 300, &a), 0);
-  assert_int_equal(tz_tok_to_json(a, &ja, &la), 0);
-  tz_tok_gpu_stats st;
-  if (tz_tok_train_webgpu(p, n, 300, &b, &st)) fail_msg("webgpu training: %s", tz_errmsg());
-  print_message("random words: %llu words counted on the %s%s%s\n", (unsigned long long)st.words,
-                st.count_gpu ? "GPU" : "CPU", st.count_gpu ? "" : ": ", st.count_why);
+  ja = cpu_json(p, n, 300, &la);
+  gpu_same_json(NULL, NULL, p, n, 300, ja, la, &st);
   if (!st.count_gpu) fail_msg("random words: counted on the CPU (%s)", st.count_why);
-  assert_int_equal(tz_tok_to_json(b, &jb, &lb), 0);
-  assert_int_equal(la, lb);
-  assert_memory_equal(ja, jb, la);
-  free(jb);
   free(ja);
-  tz_tok_free(a);
-  tz_tok_free(b);
   free(p);
 }
 

@@ -7,8 +7,8 @@
  *
  * Training (tz_tok_train_webgpu): unique pre-tokens counted on the GPU (count_words_gpu:
  * bpe_pretok.wgsl's pieces into a hash table of words, bpe_words.wgsl), or on the CPU where the
- * GPU cannot (tz_count_words, all cores; the training pipelines compile meanwhile on a helper
- * thread); their symbols, the
+ * GPU cannot (tz_count_words, all cores), while every kernel compiles asynchronously; their
+ * symbols, the
  * pair-count hash table, per-pair block bests, the word lists (which words can hold a pair) and
  * the vocabulary (token bytes + a byte-string hash table for the "already a token" ban) live on
  * the GPU. One merge is three dispatches (refresh the dirty blocks, select the best pair with
@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 #include <time.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -278,9 +277,9 @@ static tg_pipe *pipeline_start(const char *file, const char *entry) {
   for (int i = 0; i < tz_wgsl_nfiles; i++)
     if (!strcmp(tz_wgsl_files[i].name, file)) src = tz_wgsl_files[i].src;
   TZ_ASSERT(src && G.npipes < (int)(sizeof G.pipes / sizeof *G.pipes));
-  /* bpe_encode and bpe_pretok share common/scan256.wgsl (wg_scan, block_id), appended here */
+  /* the workgroup scan (common/scan256.wgsl: wg_scan, block_id), appended where called */
   char *full = NULL;
-  if (!strcmp(file, "bpe_encode") || !strcmp(file, "bpe_pretok")) {
+  if (strstr(src, "wg_scan(")) {
     const char *scan = NULL;
     for (int i = 0; i < tz_wgsl_nfiles; i++)
       if (!strcmp(tz_wgsl_files[i].name, "scan256")) scan = tz_wgsl_files[i].src;
@@ -317,13 +316,9 @@ static tg_pipe *pipeline(const char *file, const char *entry) {
   tg_pipe *p = pipeline_start(file, entry);
   if (p->pending) {
     p->pending = 0;
-    if (wait_future(p->fut) || p->status != WGPUCreatePipelineAsyncStatus_Success || !p->pipe) {
-      if (check_dev(entry)) return NULL;
-      tz_err("webgpu tokenizer: pipeline %s: %s", entry, p->msg[0] ? p->msg : "creation failed");
-      return NULL;
-    }
+    if (wait_future(p->fut)) p->pipe = NULL; /* (on_pipe sets pipe only on success) */
     if (check_dev(entry)) return NULL;
-    p->bgl = W.wgpuComputePipelineGetBindGroupLayout(p->pipe, 0);
+    if (p->pipe) p->bgl = W.wgpuComputePipelineGetBindGroupLayout(p->pipe, 0);
   }
   if (!p->pipe) {
     tz_err("webgpu tokenizer: pipeline %s: %s", entry, p->msg[0] ? p->msg : "creation failed");
@@ -381,6 +376,12 @@ static uint64_t pow2_at_least(uint64_t x) {
   return p;
 }
 
+/* The largest buffer one storage binding can take on this device (bytes). */
+static uint64_t bind_limit(void) {
+  return G.lim.maxStorageBufferBindingSize < G.lim.maxBufferSize ? G.lim.maxStorageBufferBindingSize
+                                                                 : G.lim.maxBufferSize;
+}
+
 static int too_big(const char *what, uint64_t bytes) {
   if (bytes <= G.lim.maxStorageBufferBindingSize && bytes <= G.lim.maxBufferSize) return 0;
   return tz_err("webgpu tokenizer: %s needs %llu bytes, above this adapter's storage binding limit %llu",
@@ -409,19 +410,15 @@ static const char *const train_entries[2][8] = {
 
 typedef struct {
   tg_pipe *p[N_TRAIN_PIPES];
-  int fused, rc;
-  char err[TZ_ERR_MAX];
+  int fused;
 } train_pipes;
 
-/* Create (or find) the training pipelines. Run on a helper thread while the main thread counts
- * words (no Dawn call there), so the shader compilation is hidden behind the counting. */
-static void *make_train_pipes(void *arg) {
-  train_pipes *tp = arg;
-  tp->rc = 0;
-  for (int i = 0; i < N_TRAIN_PIPES && train_entries[tp->fused][i] && !tp->rc; i++)
-    if (!(tp->p[i] = pipeline("bpe_train", train_entries[tp->fused][i]))) tp->rc = -1;
-  if (tp->rc) snprintf(tp->err, sizeof tp->err, "%s", tz_errmsg());
-  return NULL;
+/* The training pipelines (started at the call's beginning, so they compile while the words are
+ * counted): 0, or -1 with the error in tz_errmsg(). */
+static int make_train_pipes(train_pipes *tp) {
+  for (int i = 0; i < N_TRAIN_PIPES && train_entries[tp->fused][i]; i++)
+    if (!(tp->p[i] = pipeline("bpe_train", train_entries[tp->fused][i]))) return -1;
+  return 0;
 }
 
 /* Submit enc after copying the 16 state words into readback buffer rb and start mapping it. */
@@ -485,8 +482,7 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
   pipelines_start("bpe_pretok", pretok_entries);
   pipelines_start("bpe_words", words_entries);
   pipelines_start("bpe_train", train_entries[tp.fused]);
-  /* The words: counted on the GPU (count_words_gpu; the training pipelines compile after it),
-   * else on the CPU by all cores while the pipelines compile on a helper thread. */
+  /* The words: counted on the GPU (count_words_gpu), else on the CPU by all cores. */
   WGPUBuffer gsym = NULL, gwords = NULL;
   uint64_t gnw = 0, gnsym = 0;
   const char *why = NULL;
@@ -494,36 +490,20 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
   if (grc == 1 && why && strstr(why, "full")) /* text of many unique words: once more, roomier */
     grc = count_words_gpu(text, len, 1, &gsym, &gwords, &gnw, &gnsym, &why);
   if (grc < 0) return -1;
-  double t1 = wall(), tpipe = t1;
   size_t nw = 0, nsym = 0, npos = 0;
   uint32_t *sym = NULL, *words = NULL;
-  if (grc == 0) {
-    make_train_pipes(&tp);
-    tpipe = wall();
-    if (tp.rc) {
-      drop(&gsym), drop(&gwords);
-      return tz_err("%s", tp.err);
-    }
-    nw = gnw, nsym = gnsym, npos = gnsym - gnw;
-  } else {
-    pthread_t th;
-    int threaded = pthread_create(&th, NULL, make_train_pipes, &tp) == 0;
-    tz_wordcount wc;
-    int crc = tz_count_words(text, len, &wc);
-    char cerr[TZ_ERR_MAX] = "";
-    if (crc) snprintf(cerr, sizeof cerr, "%s", tz_errmsg());
-    if (threaded) pthread_join(th, NULL);
-    else make_train_pipes(&tp);
-    if (crc) {
-      if (!tp.rc) tz_err("%s", cerr);
-      return -1;
-    }
-    if (tp.rc) {
-      tz_wordcount_free(&wc);
-      return tz_err("%s", tp.err);
-    }
-    t1 = tpipe = wall();
-    /* words that can hold a pair (length >= 2) */
+  tz_wordcount wc;
+  memset(&wc, 0, sizeof wc);
+  if (grc == 0) nw = gnw, nsym = gnsym, npos = gnsym - gnw;
+  else if (tz_count_words(text, len, &wc)) return -1;
+  double t1 = wall();
+  if (make_train_pipes(&tp)) {
+    drop(&gsym), drop(&gwords);
+    tz_wordcount_free(&wc);
+    return -1;
+  }
+  double tpipe = wall();
+  if (grc != 0) { /* the CPU's words that can hold a pair (length >= 2), in the trainer's layout */
     for (size_t w = 0; w < wc.words.n; w++)
       if (wc.words.ents[w].len >= 2) nw++, nsym += wc.words.ents[w].len, npos += wc.words.ents[w].len - 1;
     sym = tz_malloc((nsym + 1) * 4), words = tz_malloc((nw + 1) * 16);
@@ -547,8 +527,7 @@ int tz_tok_train_webgpu(const char *text, size_t len, int vocab_size, tz_tokeniz
    * detected (the caller falls back to the CPU). Pairs get dense positions in creation order,
    * so the per-block bests cover only the pairs that exist. */
   uint64_t pcap = pow2_at_least(3 * (uint64_t)npos + 1024);
-  uint64_t maxcap = (G.lim.maxStorageBufferBindingSize < G.lim.maxBufferSize ? G.lim.maxStorageBufferBindingSize
-                                                                              : G.lim.maxBufferSize) / 16;
+  uint64_t maxcap = bind_limit() / 16;
   if (pcap > maxcap) pcap = pow2_at_least(maxcap + 1) / 2; /* the worst case rarely comes near: overflow is detected */
   if (pcap < 1024) pcap = 1024;
   uint64_t nblk = pcap / 256;
@@ -785,8 +764,7 @@ static void ensure(WGPUBuffer *b, uint64_t *have, uint64_t need, WGPUBufferUsage
   /* a quarter more for the next, larger batch, but never past what one storage binding takes: a
    * batch sized to fit the limit (the encoder's scratch, 36 bytes per byte of text) must not be
    * pushed over it by the headroom (lavapipe's 128 MiB: a 3 MB text without a newline did) */
-  uint64_t lim = G.lim.maxStorageBufferBindingSize < G.lim.maxBufferSize ? G.lim.maxStorageBufferBindingSize
-                                                                         : G.lim.maxBufferSize;
+  uint64_t lim = bind_limit();
   lim = lim / 16 * 16;
   *have = need + need / 4 + 16;
   if (*have > lim && need <= lim) *have = lim;
@@ -1180,7 +1158,6 @@ static int gpu_pretok_setup(enc_run *R, const char *eot, size_t eotn) {
   if (env && !strcmp(env, "cpu")) return 0;
   if (*pretok_literal_why(eot, eotn)) return 0;
   static int warned;
-
   int ok = R->cap >= (64u << 10) && upload_classes() == 0;
   if (R->cap < (64u << 10))
     tz_err("the adapter's storage binding limit (%llu bytes) leaves batches below 64 KiB",
@@ -1211,8 +1188,7 @@ int tz_tok_webgpu_pretok(const char *text, size_t n, const char *eot, size_t eot
   if (*pretok_literal_why(eot, eotn)) return tz_err("webgpu pretok: %s", pretok_literal_why(eot, eotn));
   enc_run R;
   memset(&R, 0, sizeof R);
-  uint64_t lim = G.lim.maxStorageBufferBindingSize < G.lim.maxBufferSize ? G.lim.maxStorageBufferBindingSize
-                                                                         : G.lim.maxBufferSize;
+  uint64_t lim = bind_limit();
   R.cap = (lim - 64) / 36 < (64u << 20) ? (lim - 64) / 36 : (64u << 20);
   if (n > R.cap) return tz_err("webgpu pretok: %zu bytes above one batch (%llu)", n, (unsigned long long)R.cap);
   const char *env = getenv("TEZGAH_TOK_GPU_PRETOK");
@@ -1284,8 +1260,7 @@ static int count_words_gpu(const char *text, size_t len, int roomy, WGPUBuffer *
   if (env && !strcmp(env, "cpu")) return *why = "TEZGAH_TOK_GPU_COUNT=cpu", 1;
   enc_run R;
   memset(&R, 0, sizeof R);
-  uint64_t lim = G.lim.maxStorageBufferBindingSize < G.lim.maxBufferSize ? G.lim.maxStorageBufferBindingSize
-                                                                         : G.lim.maxBufferSize;
+  uint64_t lim = bind_limit();
   /* a batch needs 8 bytes of pieces per byte of text (the largest of pre-tokenization's buffers) */
   R.cap = (lim - 64) / 8 < (64u << 20) ? (lim - 64) / 8 : (64u << 20);
   env = getenv("TEZGAH_TOK_GPU_BATCH_CAP"); /* tests: smaller batches */
@@ -1305,13 +1280,15 @@ static int count_words_gpu(const char *text, size_t len, int roomy, WGPUBuffer *
   /* the table: 1/64 slot per byte of text (the 210 MB Debian corpus: 4 M slots for 0.52 M words),
    * loaded to 3/4 at most; the arena: 1/4 symbol per byte of text (that corpus: 3.7 M symbols
    * for 53 M) */
-  uint64_t per = roomy ? 1 : 64; /* bytes of text per slot; words of >= 2 bytes fill <= 1/2 */
-  uint64_t slots = pow2_at_least(len / per > 65536 ? len / per : 65536);
-  while (slots * 16 > lim) slots /= 2;
-  uint64_t acap = len / (roomy ? 1 : 4) > (4u << 20) ? len / (roomy ? 1 : 4) : (4u << 20);
-  if (acap * 4 > lim) acap = lim / 4;
-  if (roomy && slots <= pow2_at_least(len / 64 > 65536 ? len / 64 : 65536) && acap * 4 <= len)
-    return *why = "the word table would not be larger", 1;
+  uint64_t slots = 0, acap = 0;
+  for (int r = 0; r <= roomy; r++) { /* roomy: 1 slot and 1 symbol per byte (words of >= 2 bytes fill <= 1/2) */
+    uint64_t per = r ? 1 : 64, aper = r ? 1 : 4;
+    uint64_t s = pow2_at_least(len / per > 65536 ? len / per : 65536), a = len / aper > (4u << 20) ? len / aper : (4u << 20);
+    while (s * 16 > lim) s /= 2;
+    if (a * 4 > lim) a = lim / 4;
+    if (r && s <= slots && a <= acap) return *why = "the word table would not be larger", 1;
+    slots = s, acap = a;
+  }
   uint32_t keymask = 0xffffffffu;
   env = getenv("TEZGAH_TOK_GPU_KEYBITS"); /* tests: a short key, so that words collide */
   if (env && atoi(env) > 0 && atoi(env) < 32) keymask = (1u << atoi(env)) - 1;
@@ -1447,8 +1424,7 @@ int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, in
   if (env && atoll(env) > 0) seg = (uint64_t)atoll(env);
   const char *eot = t->eot >= 0 && allow_special ? t->tok[t->eot] : NULL;
   size_t eotn = eot ? t->tok_len[t->eot] : 0;
-  uint64_t lim = G.lim.maxStorageBufferBindingSize < G.lim.maxBufferSize ? G.lim.maxStorageBufferBindingSize
-                                                                         : G.lim.maxBufferSize;
+  uint64_t lim = bind_limit();
   R.ub = mkbuf(sizeof R.tb.u, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "bpe uniforms");
   R.B[0] = sbuf(R.tb.n * 4 + 4, "bpe tables");
   put(R.B[0], 0, R.tb.v, R.tb.n * 4);

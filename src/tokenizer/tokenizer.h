@@ -142,10 +142,10 @@ typedef struct {
   uint64_t list_entries; /* word-list entries used (byte pairs' lists + the merged ids' lists) */
   double count_s;  /* unique pre-tokens counted: on the GPU (count_gpu = 1: GPU pre-tokenization
                     * and a hash table of words, bpe_words.wgsl), else on the CPU (tz_count_words,
-                    * all cores; the training pipelines compile meanwhile on another thread) */
+                    * all cores); every kernel of the call compiles asynchronously meanwhile */
   int count_gpu;
   char count_why[64]; /* why the words were counted on the CPU ("" when on the GPU) */
-  double pipes_s;  /* the training pipelines compiled after a GPU count (0 after a CPU count) */
+  double pipes_s;  /* waiting for the training pipelines after the counting */
   double upload_s; /* words (CPU count) and vocabulary built and uploaded, buffers and bind groups */
   double merge_s;  /* the GPU work (pair table, word lists, merges) up to the last readback */
   double noop_iter_s; /* with TEZGAH_TOK_GPU_NOOP_ITERS=N: one iteration's time after the end (its

@@ -430,7 +430,6 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
   /* the workgroup scan (wg_scan: common/scan256.wgsl, also the tokenizer's) where called */
   const char *scan = strstr(body, "wg_scan(") ? wgsl_src("scan256") : "";
   TZ_ASSERT(scan);
-  size_t n = strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(prefix) + strlen(body) + 8;
   /* A prefix containing "// rw" turns a standalone module's read-only bindings read_write:
    * Dawn rejects a buffer bound read-only and writable in the same dispatch, even for
    * disjoint ranges. */
@@ -448,7 +447,6 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
       }
     *o = 0;
     body = rw;
-    n = strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(prefix) + strlen(body) + 8;
   }
   /* "// ro W=<hex mask>" in the prefix: the preamble's argument block with read-only bindings
    * for the arguments outside the mask (ro_variant) */
@@ -474,8 +472,8 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
       if ((wm >> k) & 1) o += (size_t)snprintf(pre_ro + o, cap - o, "    case %du: { B%d[j] = v; }\n", k, k);
     o += (size_t)snprintf(pre_ro + o, cap - o, "    default: {}\n  }\n}\n%s", b1);
     pre = pre_ro;
-    n = strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(prefix) + strlen(body) + 8;
   }
+  size_t n = strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(prefix) + strlen(body) + 8;
   char *src = tz_malloc(n);
   snprintf(src, n, "%s%s\n%s\n%s\n%s\n%s", en, prefix, pre, red, scan, body);
   WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};

@@ -92,16 +92,17 @@ fn load_piece(k: u32) -> bool {
   return true;
 }
 
-// Grid-stride over the batch's pieces (the host dispatches a fixed grid).
-fn piece_step(nwg: vec3<u32>) -> u32 { return nwg.x * nwg.y * 256u; }
-fn piece_first(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 { return (wid.y * nwg.x + wid.x) * 256u + lid; }
+// The thread's index in the (x, y) grid, and the grid's size: wc_insert / wc_verify stride over
+// the batch's pieces (the host dispatches a fixed grid), wc_clear / wc_compact take a slot each.
+fn grid_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 { return (wid.y * nwg.x + wid.x) * 256u + lid; }
+fn grid_size(nwg: vec3<u32>) -> u32 { return nwg.x * nwg.y * 256u; }
 
 @compute @workgroup_size(256)
 fn wc_insert(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_index) lid: u32) {
   touch();
   let np = pst[0];
-  for (var k = piece_first(wid, nwg, lid); k < np; k += piece_step(nwg)) {
+  for (var k = grid_index(wid, nwg, lid); k < np; k += grid_size(nwg)) {
     // Once the table passed its load limit or the arena is full the host counts on the CPU:
     // stop. (Going on, every new word probed a full table to its end: 3 MB of unique words took
     // 100 s on lavapipe instead of 2.)
@@ -151,7 +152,7 @@ fn wc_verify(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   touch();
   if ((atomicLoad(&wst[2]) & 6u) != 0u) { return; } // already failed: the host counts on the CPU
   let np = pst[0];
-  for (var k = piece_first(wid, nwg, lid); k < np; k += piece_step(nwg)) {
+  for (var k = grid_index(wid, nwg, lid); k < np; k += grid_size(nwg)) {
     if (!load_piece(k)) { continue; }
     let s = ps;
     let l = pl;
@@ -178,7 +179,7 @@ fn wc_verify(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
 fn wc_compact(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) lid: u32) {
   touch();
-  let slot = piece_first(wid, nwg, lid);
+  let slot = grid_index(wid, nwg, lid);
   if (slot > u.smask || atomicLoad(&tab[4u * slot]) == EMPTY) { return; }
   let w = atomicAdd(&wst[3], 1u);
   words[4u * w] = atomicLoad(&tab[4u * slot + 2u]);
@@ -192,7 +193,7 @@ fn wc_compact(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 fn wc_clear(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
   touch();
-  let slot = piece_first(wid, nwg, lid);
+  let slot = grid_index(wid, nwg, lid);
   if (slot > u.smask) { return; }
   atomicStore(&tab[4u * slot], EMPTY);
   atomicStore(&tab[4u * slot + 1u], 0u);
