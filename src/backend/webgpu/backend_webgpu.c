@@ -2087,12 +2087,16 @@ tz_backend *tz_backend_webgpu_create(void) {
   tg.disabledToggles = off_toggles;
   /* Every kernel bounds-checks its own indices, so Dawn's robustness transform (a clamp on
    * every storage access) is off unless TEZGAH_WEBGPU_ROBUST=1. */
-  const char *on_toggles[] = {"disable_robustness"};
+  const char *on_toggles[2];
+  size_t n_on = 0;
   const char *rb = getenv("TEZGAH_WEBGPU_ROBUST");
-  if (!(rb && *rb && strcmp(rb, "0"))) {
-    tg.enabledToggleCount = 1;
-    tg.enabledToggles = on_toggles;
-  }
+  if (!(rb && *rb && strcmp(rb, "0"))) on_toggles[n_on++] = "disable_robustness";
+  /* Measurement switch only (off by default): WGSL zero-initialises workgroup memory, which Dawn
+   * implements as a store loop and a barrier at the start of every dispatch; this drops it. Not
+   * a default: a kernel may rely on the zeros (the language guarantees them). */
+  if (env_int("TEZGAH_WEBGPU_NO_WGINIT", 0)) on_toggles[n_on++] = "disable_workgroup_init";
+  tg.enabledToggleCount = n_on;
+  tg.enabledToggles = on_toggles;
   WGPUDeviceDescriptor dd;
   memset(&dd, 0, sizeof dd);
   dd.nextInChain = &tg.chain;
