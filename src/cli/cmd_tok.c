@@ -133,7 +133,7 @@ static int parse(const char *cmd, const char *help, int mode, int argc, char **a
 
 static const char *HELP_TOKENIZE =
     "usage: tezgah tokenize --in TEXT --out SHARD.bin [--tokenizer gpt2|PATH]\n"
-    "                       [--threads N]\n"
+    "                       [--threads N] [--backend cpu|webgpu]\n"
     "Tokenize a text file into an llm.c token shard (uint16 ids, 1024-byte header).\n"
     "Documents are separated by the literal <|endoftext|> in TEXT; as llm.c's data\n"
     "scripts do, the EOT token is written before each document (a separator at the\n"
@@ -294,7 +294,8 @@ int tz_cmd_encode(int argc, char **argv) {
 /* ---- decode ---- */
 
 static const char *HELP_DECODE =
-    "usage: tezgah decode [--tokenizer gpt2|PATH] [IDS-JSON|-]\n"
+    "usage: tezgah decode [--tokenizer gpt2|PATH] [--backend cpu|webgpu]\n"
+    "                     [IDS-JSON|-]\n"
     "Print the text of a JSON array of token ids (as printed by tezgah encode), byte\n"
     "for byte (no newline is added). '-' or no argument: read the array from stdin.\n"
     "llama2.c tokenizers decode like run.c (BOS/EOS print nothing, the space after\n"
@@ -367,7 +368,7 @@ int tz_cmd_decode(int argc, char **argv) {
 
 static const char *HELP_TOKENIZER =
     "usage: tezgah tokenizer train --in TEXT --out tokenizer.json [--vocab-size N]\n"
-    "                              [--backend cpu|webgpu]\n"
+    "                              [--backend cpu|webgpu] [--threads N]\n"
     "Train a byte-level BPE on TEXT (as train does for its corpus: GPT-2\n"
     "pre-tokenization, documents separated by <|endoftext|>, most frequent pair\n"
     "first, ties to the smallest ids) and write it as tokenizer.json. Both backends\n"
