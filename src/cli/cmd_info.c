@@ -132,7 +132,10 @@ int tz_cmd_info(int argc, char **argv) {
   }
   if (argc == 2) return info_run(argv[1]);
   printf("tezgah %s\nbackends: cpu, webgpu, cuda\ncpu: available\n", TEZGAH_VERSION);
-  if (tz_webgpu_info() != 0) printf("webgpu: unavailable: %s\n", tz_errmsg());
+  if (tz_webgpu_info() != 0) { /* one "webgpu: " (the message has its own for other callers) */
+    const char *msg = tz_errmsg();
+    printf("webgpu: unavailable: %s\n", strncmp(msg, "webgpu: ", 8) ? msg : msg + 8);
+  }
   /* CUDA: the devices, or one line saying why there are none (not a failure of `info`) */
   if (tz_cuda_info() != 0) {
     const char *msg = tz_errmsg();
