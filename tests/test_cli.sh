@@ -141,6 +141,13 @@ mkdir -p elsewhere && (cd elsewhere && "$bin" sample >/dev/null 2>e.err)
 (($? == 0)) && fail "sample with no model found one in a directory without latest"
 grep -q "neither runs/latest nor ./latest" elsewhere/e.err || fail "sample with no latest: $(cat elsewhere/e.err)"
 
+# a corpus with fewer pairs than the merges asked: data prep says what it got, and why
+for i in {1..1000}; do echo "the cat sat on the mat"; done >few.txt
+"$bin" train --data few.txt "${small[@]}" --vocab-size 400 --steps 1 --val-every 0 --run-dir few 2>few.err ||
+  fail "train on a corpus with few pairs: $(tail -3 few.err)"
+grep -q '^data: the tokenizer has 2[0-9][0-9] tokens, not 400: the corpus has no more pairs to merge$' few.err ||
+  fail "train on a corpus with few pairs: no line saying the tokenizer is smaller: $(cat few.err)"
+
 # ---- the run's tokenizer: tokenizer.json in the run directory; encode/decode take the run ----
 [[ -f myrun/tokenizer.json ]] || fail "myrun/tokenizer.json is missing: $(ls myrun)"
 ids=$("$bin" encode --tokenizer myrun "First Citizen") || fail "encode --tokenizer RUN_DIR"

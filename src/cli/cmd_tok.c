@@ -434,14 +434,31 @@ int tz_cmd_tokenizer(int argc, char **argv) {
     free(text);
     return tz_cli_fail();
   }
+  /* --out opened (as its temporary name) before training, so that an unwritable path fails
+   * now, not after minutes of training; renamed over --out at the end */
+  tz_afile af;
+  if (tz_afile_open(&af, out)) {
+    free(text);
+    return tz_cli_fail();
+  }
   tz_tokenizer *t = NULL;
   double t0 = omp_get_wtime();
   int rc = tz_tok_train_on(backend, text, n, vocab, &t);
   double dt = omp_get_wtime() - t0;
-  if (!rc) rc = tz_tok_save(t, out);
-  if (!rc)
-    printf("tokenizer train: %s: %zu bytes -> %d tokens in %.2f s (%s) -> %s\n", in, n, tz_tok_vocab_size(t), dt,
-           tz_tok_train_ran_on(), out);
+  char *js = NULL;
+  size_t jn = 0;
+  if (!rc) rc = tz_tok_to_json(t, &js, &jn) || tz_afile_write(&af, js, jn) || tz_afile_commit(&af);
+  tz_afile_abort(&af); /* after a commit: nothing left to remove */
+  if (!rc) {
+    /* a text with fewer distinct pairs than merges asked gives a smaller vocabulary (not an
+     * error): say so, not only the count */
+    char got[96] = "";
+    if (tz_tok_vocab_size(t) < vocab)
+      snprintf(got, sizeof got, " (of %d asked: no more pairs to merge)", vocab);
+    printf("tokenizer train: %s: %zu bytes -> %d tokens%s in %.2f s (%s) -> %s\n", in, n, tz_tok_vocab_size(t), got,
+           dt, tz_tok_train_ran_on(), out);
+  }
+  free(js);
   tz_tok_free(t);
   free(text);
   return rc ? tz_cli_fail() : 0;
