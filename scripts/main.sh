@@ -9,6 +9,8 @@ echo "--- building tezgah in build/ (a few minutes the first time; log: build/bu
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" >build/build.log 2>&1 || { tail -30 build/build.log >&2; exit 1; }
 [[ -s data/kjv.txt ]] || bash scripts/prepare_kjv.sh
-build/tezgah train "$@"
+# One sample at the end, the prompted one below: train's own end-of-run sample is turned off
+# (a --sample-tokens among the extra flags comes later and wins).
+build/tezgah train --sample-tokens 0 "$@"
 echo "--- tezgah sample --prompt 'And God said' ---"
 build/tezgah sample --prompt "And God said" --tokens 120

@@ -7,5 +7,21 @@ bash scripts/setup.sh
 echo "--- building tezgah and the tests in build/ (a few minutes the first time; log: build/build.log) ---"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" >build/build.log 2>&1 || { tail -30 build/build.log >&2; exit 1; }
-# Tests that need a GPU or ../shared report SKIPPED with their reason (ctest -R NAME -V shows it).
-ctest --test-dir build --output-on-failure -j"$(nproc)"
+# Tests that need a GPU or ../shared exit 77 after printing "SKIPPED: <reason>"; ctest lists
+# them as skipped without the reason, so the reasons are printed after its summary.
+set +e
+ctest --test-dir build --output-on-failure -j"$(nproc)" | tee build/ctest.log
+rc=${PIPESTATUS[0]}
+set -e
+mapfile -t skipped < <(sed -n 's/^[[:space:]]*[0-9]* - \([A-Za-z0-9_]*\) (Skipped)$/\1/p' build/ctest.log)
+if ((${#skipped[@]})); then
+  echo "--- ${#skipped[@]} skipped tests and why ---"
+  for t in "${skipped[@]}"; do
+    # the test's first "SKIPPED: " line in its block of ctest's log
+    why=$(awk -v t="$t" '$0 ~ ("^[0-9]+/[0-9]+ Test: " t "$") { on = 1; next }
+      on && /^SKIPPED: / { sub(/^SKIPPED: /, ""); print; exit }
+      on && /^"/ && / end time: / { exit }' build/Testing/Temporary/LastTest.log)
+    echo "  $t: ${why:-no reason printed (ctest --test-dir build -R $t -V)}"
+  done
+fi
+exit "$rc"

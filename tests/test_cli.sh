@@ -38,7 +38,13 @@ for c in train sample eval; do
   "$bin" help "$c" | grep -- '--backend' | grep cpu | grep webgpu | grep -q cuda || fail "$c help does not list cpu, webgpu and cuda"
 done
 "$bin" --help | grep -q 'cpu, webgpu, cuda' || fail "top-level help does not list the backends"
-"$bin" info | grep -q '^backends: cpu, webgpu, cuda' || fail "info does not list the backends"
+# info's backends: those compiled in (a build without CUDA says "cuda: not built")
+"$bin" info >info.txt 2>/dev/null
+if grep -q '^cuda: unavailable: this tezgah was built without CUDA' info.txt; then
+  grep -q '^backends: cpu, webgpu (cuda: not built)$' info.txt || fail "info (no CUDA build): $(grep backends info.txt)"
+else
+  grep -q '^backends: cpu, webgpu, cuda$' info.txt || fail "info does not list the backends: $(grep backends info.txt)"
+fi
 # info's features: MPI, NCCL and libplot, each yes/no with what it serves; checked against
 # the libraries the binary links (NCCL is loaded at run time: yes only in a CUDA build)
 "$bin" info >feat.txt 2>/dev/null
@@ -140,6 +146,13 @@ usage_case "nomatch_*.txt: no files match" "$bin" train --data 'big.txt,nomatch_
 mkdir -p elsewhere && (cd elsewhere && "$bin" sample >/dev/null 2>e.err)
 (($? == 0)) && fail "sample with no model found one in a directory without latest"
 grep -q "neither runs/latest nor ./latest" elsewhere/e.err || fail "sample with no latest: $(cat elsewhere/e.err)"
+
+# a corpus with fewer pairs than the merges asked: data prep says what it got, and why
+for i in {1..1000}; do echo "the cat sat on the mat"; done >few.txt
+"$bin" train --data few.txt "${small[@]}" --vocab-size 400 --steps 1 --val-every 0 --run-dir few 2>few.err ||
+  fail "train on a corpus with few pairs: $(tail -3 few.err)"
+grep -q '^data: the tokenizer has 2[0-9][0-9] tokens, not 400: the corpus has no more pairs to merge$' few.err ||
+  fail "train on a corpus with few pairs: no line saying the tokenizer is smaller: $(cat few.err)"
 
 # ---- the run's tokenizer: tokenizer.json in the run directory; encode/decode take the run ----
 [[ -f myrun/tokenizer.json ]] || fail "myrun/tokenizer.json is missing: $(ls myrun)"

@@ -4,9 +4,15 @@
 # plus the nested `tokenizer train --help`. Widths are counted in characters, not bytes (the
 # texts hold UTF-8 such as "—" and "≤"); a tab counts as one, so the texts must not use tabs.
 # On failure: one line per offending help line, naming the command, line number and width.
+# Each command's help also lists exactly the long options it parses: the parser is asked
+# (`COMMAND --NAME 1 --help` is refused as "unknown option" / "does not apply" for an option
+# the command does not take; candidates are every long option name in src/cli/*.c), and every
+# option it takes must be in its help text and, unless the usage line says [options], in the
+# usage line itself; every option entry of the help text must be taken.
 # Usage (from ctest): bash test_help.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 bin=$(realpath "${1:?tezgah binary}")
+src=$(realpath "$(dirname "${BASH_SOURCE[0]}")/..")
 scratch=${3:?scratch dir}
 max=79
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -50,3 +56,49 @@ for c in "${cmds[@]}" "tokenizer train"; do
 done
 ((bad == 0)) || fail "help texts that do not fit $max columns (see above)"
 echo "ok: ${#checked[@]} help texts fit $max columns: ${checked[*]}"
+
+# ---- the options each command parses against its help text ----
+mapfile -t cands < <(grep -ohE '\{"[a-z][a-z0-9-]+", *[012]' "$src"/src/cli/*.c | grep -oE '[a-z][a-z0-9-]+' | sort -u | grep -vx help)
+((${#cands[@]} >= 40)) || fail "found only ${#cands[@]} long option names in $src/src/cli/*.c"
+# Whether COMMAND takes --NAME itself (getopt_long also takes an unambiguous prefix: --in is
+# train's --init-from). A flag given "=1" names itself ("--NAME: takes no value"), an option
+# with a value given none names itself too ("option --NAME needs a value"); neither runs.
+takes() { # command option
+  # shellcheck disable=SC2086 # "tokenizer train" is two words on purpose
+  "$bin" $1 "--$2" 1 --help >/dev/null 2>p.err </dev/null
+  grep -qE 'unknown option|ambiguous|does not apply' p.err && return 1
+  local o name
+  for o in "${cands[@]}"; do [[ $o != "$2" && $o == "$2"* ]] && break; done
+  [[ $o != "$2" && $o == "$2"* ]] || return 0 # no longer name starts with it: no prefix match
+  "$bin" $1 "--$2=1" --help >/dev/null 2>p.err </dev/null
+  name=$(grep -oE -- '^tezgah: error: --[a-z0-9-]+: takes no value' p.err | sed 's/.*error: //; s/:.*//')
+  if [[ -z $name ]]; then
+    "$bin" $1 "--$2" >/dev/null 2>p.err </dev/null
+    name=$(grep -oE -- 'option --[a-z0-9-]+ needs a value' p.err | cut -d' ' -f2)
+  fi
+  [[ $name == "--$2" ]]
+}
+bad=0
+for c in "${cmds[@]}"; do
+  [[ $c == tokenizer ]] && c="tokenizer train"
+  # shellcheck disable=SC2086
+  "$bin" $c --help >h.txt 2>/dev/null </dev/null
+  # the usage: the "usage:" line and its indented continuation lines
+  awk '/^usage:/ { on = 1; print; next } on && /^      / { print; next } on { exit }' h.txt >u.txt
+  taken=()
+  for o in "${cands[@]}"; do
+    takes "$c" "$o" || continue
+    taken+=("$o")
+    grep -qE -- "--$o([^a-z0-9-]|\$)" h.txt || { echo "tezgah $c takes --$o; its --help does not list it"; bad=1; }
+    grep -qF '[options]' u.txt || grep -qE -- "--$o([^a-z0-9-]|\$)" u.txt ||
+      { echo "tezgah $c takes --$o; its usage line does not show it: $(tr -s ' \n' ' ' <u.txt)"; bad=1; }
+  done
+  # option entries of the help text ("  --name ARG   what", "  -B, --batch-size N   what"):
+  # the options before the description column
+  for o in $(grep -E '^ {2,4}(-[A-Za-z], )?--[a-z]' h.txt | sed -E 's/^ +//; s/  .*//' | grep -oE -- '--[a-z][a-z0-9-]*' | cut -c3-); do
+    [[ $o == help || " ${taken[*]} " == *" $o "* ]] || { echo "tezgah $c --help lists --$o, which it does not take"; bad=1; }
+  done
+  echo "  $c: ${taken[*]}"
+done
+((bad == 0)) || fail "help texts that do not list the options their command takes (see above)"
+echo "ok: every command's help and usage list the options it takes"

@@ -79,6 +79,18 @@ err1 "tokenizer train empty" "empty.txt: file is empty" $tz tokenizer train --in
 err1 "tokenizer train binary" "looks binary (NUL byte at offset 7)" $tz tokenizer train --in "$tmp/bytes" --out "$tmp/t.json"
 head -c 3000 /dev/urandom | tr -d '\000' >"$tmp/random.bin"
 err1 "tokenizer train random" "not UTF-8); expected UTF-8 text" $tz tokenizer train --in "$tmp/random.bin" --out "$tmp/t.json"
+# an unwritable --out is found before training: with WebGPU missing, training would first add
+# its fallback notice (a second stderr line)
+err1 "tokenizer train unwritable out" "nodir/t.json: cannot write: No such file or directory" \
+  env TEZGAH_WEBGPU_LIB=/nonexistent $tz tokenizer train --in "$tmp/two.txt" --out "$tmp/nodir/t.json" --backend webgpu
+# a text with fewer pairs than merges asked: a smaller vocabulary, said in the summary, exit 0
+if out=$($tz tokenizer train --in "$tmp/two.txt" --out "$tmp/few.json" --vocab-size 400 2>"$tmp/err") && [[ ! -s $tmp/err ]] &&
+  grep -q ' -> 2[0-9][0-9] tokens (of 400 asked: no more pairs to merge) in ' <<<"$out"; then
+  echo "ok   tokenizer train: fewer tokens than asked"
+else
+  echo "FAIL tokenizer train: fewer tokens than asked: $out $(cat "$tmp/err")"; fails=$((fails + 1))
+fi
+rm -f "$tmp/few.json"
 if [[ ! -e $tmp/x.bin && ! -e $tmp/t.json ]]; then echo "ok   refused inputs wrote nothing"; else echo "FAIL refused inputs wrote a file"; fails=$((fails + 1)); fi
 err1 "unknown option" "unknown option" $tz encode --bogus
 err1 "wrong option" "does not apply" $tz decode --special '[1]'

@@ -12,6 +12,11 @@ text=$shared/data/tinyshakespeare.txt
 out=$(TEZGAH_WEBGPU_LIB=/nonexistent "$tz" encode --tokenizer "$shared/gpt2" --backend webgpu "Hello world" 2>"$tmp/err")
 [[ $out == "[15496, 995]" ]] || { echo "fallback encode gave $out"; exit 1; }
 [[ $(wc -l < "$tmp/err") == 1 ]] && grep -q "WebGPU unavailable.*using the CPU" "$tmp/err" || { cat "$tmp/err"; exit 1; }
+# ... naming the path once (dlerror() starts with it too) under one prefix; info likewise
+[[ $(grep -o /nonexistent "$tmp/err" | wc -l) == 1 && $(grep -o 'webgpu:' "$tmp/err" | wc -l) == 0 ]] || { cat "$tmp/err"; exit 1; }
+TEZGAH_WEBGPU_LIB=/nonexistent "$tz" info >"$tmp/info" 2>&1
+grep -q '^webgpu: unavailable: cannot load Dawn from /nonexistent: cannot open' "$tmp/info" &&
+  [[ $(grep -o /nonexistent "$tmp/info" | wc -l) == 1 ]] || { cat "$tmp/info"; exit 1; }
 if ! "$tz" info 2>/dev/null | grep -q "adapter:"; then echo "SKIPPED: WebGPU unavailable"; exit 77; fi
 head -c 300000 "$text" > "$tmp/in.txt"
 "$tz" tokenizer train --in "$tmp/in.txt" --out "$tmp/cpu.json" --vocab-size 400 >/dev/null
@@ -22,6 +27,17 @@ cmp "$tmp/cpu.json" "$tmp/gpu.json"
 # a vocabulary the GPU trainer does not take: one notice, the summary names the CPU
 "$tz" tokenizer train --in "$tmp/in.txt" --out "$tmp/big.json" --vocab-size 70000 --backend webgpu >"$tmp/out" 2>"$tmp/err"
 [[ $(wc -l < "$tmp/err") == 1 ]] && grep -q "using the CPU" "$tmp/err" && grep -q "(cpu)" "$tmp/out" || { cat "$tmp/out" "$tmp/err"; exit 1; }
+# ... naming the limit that applies (the vocabulary's), not also the text's
+grep -q "vocab size 70000 is above the GPU trainer's limit of 65536" "$tmp/err" && ! grep -q GiB "$tmp/err" || { cat "$tmp/err"; exit 1; }
+# A 2 MB run of one letter trains tokens of up to 1 MB: the GPU trainer's token byte arena
+# fills, and training falls back to the CPU with one notice under one "tezgah:" prefix.
+head -c 2000000 /dev/zero | tr '\0' x > "$tmp/run.txt"
+"$tz" tokenizer train --in "$tmp/run.txt" --out "$tmp/rcpu.json" --vocab-size 300 >/dev/null
+"$tz" tokenizer train --in "$tmp/run.txt" --out "$tmp/rgpu.json" --vocab-size 300 --backend webgpu >"$tmp/out" 2>"$tmp/err"
+[[ $(wc -l < "$tmp/err") == 1 && $(grep -o 'tezgah:' "$tmp/err" | wc -l) == 1 ]] && ! grep -q 'webgpu tokenizer:' "$tmp/err" &&
+  grep -q '^tezgah: tokenizer training on WebGPU: the token byte arena .* is full; using the CPU$' "$tmp/err" &&
+  grep -q "(cpu)" "$tmp/out" || { cat "$tmp/out" "$tmp/err"; exit 1; }
+cmp "$tmp/rcpu.json" "$tmp/rgpu.json"
 "$tz" tokenize --tokenizer "$tmp/cpu.json" --in "$tmp/in.txt" --out "$tmp/cpu.bin" >/dev/null
 "$tz" tokenize --tokenizer "$tmp/cpu.json" --in "$tmp/in.txt" --out "$tmp/gpu.bin" --backend webgpu >/dev/null
 cmp "$tmp/cpu.bin" "$tmp/gpu.bin"

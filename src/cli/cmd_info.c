@@ -131,8 +131,17 @@ int tz_cmd_info(int argc, char **argv) {
     return tz_cli_fail();
   }
   if (argc == 2) return info_run(argv[1]);
-  printf("tezgah %s\nbackends: cpu, webgpu, cuda\ncpu: available\n", TEZGAH_VERSION);
-  if (tz_webgpu_info() != 0) printf("webgpu: unavailable: %s\n", tz_errmsg());
+  /* the backends compiled in (WebGPU always is: Dawn is loaded at run time) */
+#ifdef TZ_HAVE_CUDA
+  const char *backends = "cpu, webgpu, cuda";
+#else
+  const char *backends = "cpu, webgpu (cuda: not built)";
+#endif
+  printf("tezgah %s\nbackends: %s\ncpu: available\n", TEZGAH_VERSION, backends);
+  if (tz_webgpu_info() != 0) { /* one "webgpu: " (the message has its own for other callers) */
+    const char *msg = tz_errmsg();
+    printf("webgpu: unavailable: %s\n", strncmp(msg, "webgpu: ", 8) ? msg : msg + 8);
+  }
   /* CUDA: the devices, or one line saying why there are none (not a failure of `info`) */
   if (tz_cuda_info() != 0) {
     const char *msg = tz_errmsg();

@@ -13,7 +13,7 @@
 #include "model/model.h"
 
 static const char *HELP =
-    "usage: tezgah logits MODEL --ids ID[,ID...] [--out FILE.json]\n"
+    "usage: tezgah logits MODEL --ids ID[,ID...] [--out FILE.json] [--threads N]\n"
     "Run MODEL (run directory, checkpoint, llm.c / llama2.c file or Hugging Face\n"
     "directory) on the token ids (one sequence, at most the model's context) on the\n"
     "CPU backend in fp32 and write {\"model\", \"ids\", \"vocab_size\", \"logits\":\n"

@@ -133,7 +133,7 @@ static int parse(const char *cmd, const char *help, int mode, int argc, char **a
 
 static const char *HELP_TOKENIZE =
     "usage: tezgah tokenize --in TEXT --out SHARD.bin [--tokenizer gpt2|PATH]\n"
-    "                       [--threads N]\n"
+    "                       [--threads N] [--backend cpu|webgpu]\n"
     "Tokenize a text file into an llm.c token shard (uint16 ids, 1024-byte header).\n"
     "Documents are separated by the literal <|endoftext|> in TEXT; as llm.c's data\n"
     "scripts do, the EOT token is written before each document (a separator at the\n"
@@ -294,7 +294,8 @@ int tz_cmd_encode(int argc, char **argv) {
 /* ---- decode ---- */
 
 static const char *HELP_DECODE =
-    "usage: tezgah decode [--tokenizer gpt2|PATH] [IDS-JSON|-]\n"
+    "usage: tezgah decode [--tokenizer gpt2|PATH] [--backend cpu|webgpu]\n"
+    "                     [IDS-JSON|-]\n"
     "Print the text of a JSON array of token ids (as printed by tezgah encode), byte\n"
     "for byte (no newline is added). '-' or no argument: read the array from stdin.\n"
     "llama2.c tokenizers decode like run.c (BOS/EOS print nothing, the space after\n"
@@ -367,7 +368,7 @@ int tz_cmd_decode(int argc, char **argv) {
 
 static const char *HELP_TOKENIZER =
     "usage: tezgah tokenizer train --in TEXT --out tokenizer.json [--vocab-size N]\n"
-    "                              [--backend cpu|webgpu]\n"
+    "                              [--backend cpu|webgpu] [--threads N]\n"
     "Train a byte-level BPE on TEXT (as train does for its corpus: GPT-2\n"
     "pre-tokenization, documents separated by <|endoftext|>, most frequent pair\n"
     "first, ties to the smallest ids) and write it as tokenizer.json. Both backends\n"
@@ -433,14 +434,31 @@ int tz_cmd_tokenizer(int argc, char **argv) {
     free(text);
     return tz_cli_fail();
   }
+  /* --out opened (as its temporary name) before training, so that an unwritable path fails
+   * now, not after minutes of training; renamed over --out at the end */
+  tz_afile af;
+  if (tz_afile_open(&af, out)) {
+    free(text);
+    return tz_cli_fail();
+  }
   tz_tokenizer *t = NULL;
   double t0 = omp_get_wtime();
   int rc = tz_tok_train_on(backend, text, n, vocab, &t);
   double dt = omp_get_wtime() - t0;
-  if (!rc) rc = tz_tok_save(t, out);
-  if (!rc)
-    printf("tokenizer train: %s: %zu bytes -> %d tokens in %.2f s (%s) -> %s\n", in, n, tz_tok_vocab_size(t), dt,
-           tz_tok_train_ran_on(), out);
+  char *js = NULL;
+  size_t jn = 0;
+  if (!rc) rc = tz_tok_to_json(t, &js, &jn) || tz_afile_write(&af, js, jn) || tz_afile_commit(&af);
+  tz_afile_abort(&af); /* after a commit: nothing left to remove */
+  if (!rc) {
+    /* a text with fewer distinct pairs than merges asked gives a smaller vocabulary (not an
+     * error): say so, not only the count */
+    char got[96] = "";
+    if (tz_tok_vocab_size(t) < vocab)
+      snprintf(got, sizeof got, " (of %d asked: no more pairs to merge)", vocab);
+    printf("tokenizer train: %s: %zu bytes -> %d tokens%s in %.2f s (%s) -> %s\n", in, n, tz_tok_vocab_size(t), got,
+           dt, tz_tok_train_ran_on(), out);
+  }
+  free(js);
   tz_tok_free(t);
   free(text);
   return rc ? tz_cli_fail() : 0;

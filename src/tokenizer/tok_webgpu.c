@@ -1150,6 +1150,8 @@ static int feed_batch_gpu(enc_run *R, const char *text, size_t n) {
   return 0;
 }
 
+static const char *why_bare(const char *msg);
+
 /* Pre-tokenization on the GPU for this call? 1 yes (R->Q, R->pu, R->pt_u set up), 0 no: why
  * (a structural reason, silently: the CPU's pieces are the same) or a missing capability (a
  * one-line notice on stderr, once per process). TEZGAH_TOK_GPU_PRETOK=cpu forces the CPU. */
@@ -1164,7 +1166,7 @@ static int gpu_pretok_setup(enc_run *R, const char *eot, size_t eotn) {
            (unsigned long long)G.lim.maxStorageBufferBindingSize);
   for (int i = 0; i < 5 && ok; i++) ok = (R->Q[i] = pipeline("bpe_pretok", pretok_entries[i])) != NULL;
   if (!ok) {
-    if (!warned) fprintf(stderr, "tezgah: GPU pre-tokenization unavailable (%s); pre-tokenizing on the CPU\n", tz_errmsg());
+    if (!warned) fprintf(stderr, "tezgah: GPU pre-tokenization unavailable (%s); pre-tokenizing on the CPU\n", why_bare(tz_errmsg()));
     warned = 1;
     return 0;
   }
@@ -1652,10 +1654,24 @@ int tz_tok_decode_webgpu(const tz_tokenizer *t, const int32_t *ids, size_t n, ch
 
 /* ---- backend choice with CPU fallback ---- */
 
+/* The reason in a fallback notice, without the "webgpu tokenizer: " / "webgpu: " that the
+ * error carries for callers on their own: the notice names the task and WebGPU already
+ * ("tezgah: encoding on WebGPU: <reason>; using the CPU"), one prefix. */
+static const char *why_bare(const char *msg) {
+  static const char *const prefixes[] = {"webgpu tokenizer: ", "webgpu: "};
+  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+    if (!strncmp(msg, prefixes[i], strlen(prefixes[i]))) msg += strlen(prefixes[i]);
+  return msg;
+}
+
+static void fallback_notice(const char *what, const char *why) {
+  fprintf(stderr, "tezgah: %s on WebGPU: %s; using the CPU\n", what, why_bare(why));
+}
+
 static int want_gpu(const char *backend, const char *what) {
   if (!backend || !strcmp(backend, "cpu")) return 0;
   if (tz_tok_webgpu_available()) return 1;
-  fprintf(stderr, "tezgah: %s: WebGPU unavailable (%s); using the CPU\n", what, tz_errmsg());
+  fprintf(stderr, "tezgah: %s: WebGPU unavailable (%s); using the CPU\n", what, why_bare(tz_errmsg()));
   return 0;
 }
 
@@ -1671,14 +1687,20 @@ int tz_tok_train_on(const char *backend, const char *text, size_t len, int vocab
   last_train = "cpu";
   if (tz_tok_backend_check(backend)) return -1;
   if (want_gpu(backend, "tokenizer training")) {
-    if (vocab_size > 65536 || len >= (1u << 31)) {
-      fprintf(stderr, "tezgah: tokenizer training: the WebGPU trainer takes vocab <= 65536 and < 2 GiB of text; using the CPU\n");
+    char why[160];
+    /* the limit that applies, with the value that exceeds it */
+    if (vocab_size > 65536) {
+      snprintf(why, sizeof why, "vocab size %d is above the GPU trainer's limit of 65536", vocab_size);
+      fallback_notice("tokenizer training", why);
+    } else if (len >= (1u << 31)) {
+      snprintf(why, sizeof why, "%zu bytes of text are above the GPU trainer's limit of 2 GiB", len);
+      fallback_notice("tokenizer training", why);
     } else {
       if (tz_tok_train_webgpu(text, len, vocab_size, out, NULL) == 0) {
         last_train = "webgpu";
         return 0;
       }
-      fprintf(stderr, "tezgah: tokenizer training: %s; using the CPU\n", tz_errmsg());
+      fallback_notice("tokenizer training", tz_errmsg());
     }
   }
   return tz_tok_train(text, len, vocab_size, out);
@@ -1689,10 +1711,12 @@ int tz_tok_encode_on(const char *backend, const tz_tokenizer *t, const char *tex
   if (tz_tok_backend_check(backend)) return -1;
   if (t->kind == TZ_TOK_BYTELEVEL && want_gpu(backend, "encoding")) {
     if (t->vocab_size > 65536) {
-      fprintf(stderr, "tezgah: encoding: the WebGPU encoder takes vocab <= 65536; using the CPU\n");
+      char why[96];
+      snprintf(why, sizeof why, "vocab size %d is above the GPU encoder's limit of 65536", t->vocab_size);
+      fallback_notice("encoding", why);
     } else {
       if (tz_tok_encode_webgpu(t, text, len, allow_special, ids, n_ids) == 0) return 0;
-      fprintf(stderr, "tezgah: encoding: %s; using the CPU\n", tz_errmsg());
+      fallback_notice("encoding", tz_errmsg());
     }
   }
   return tz_tok_encode(t, text, len, allow_special, ids, n_ids);
@@ -1705,10 +1729,12 @@ int tz_tok_decode_on(const char *backend, const tz_tokenizer *t, const int32_t *
     for (size_t i = 0; i < n; i++)
       if (ids[i] < 0 || ids[i] >= t->vocab_size) return tz_tok_decode(t, ids, n, text, len); /* its error */
     if (t->vocab_size > 65536) {
-      fprintf(stderr, "tezgah: decoding: the WebGPU decoder takes vocab <= 65536; using the CPU\n");
+      char why[96];
+      snprintf(why, sizeof why, "vocab size %d is above the GPU decoder's limit of 65536", t->vocab_size);
+      fallback_notice("decoding", why);
     } else {
       if (tz_tok_decode_webgpu(t, ids, n, text, len) == 0) return 0;
-      fprintf(stderr, "tezgah: decoding: %s; using the CPU\n", tz_errmsg());
+      fallback_notice("decoding", tz_errmsg());
     }
   }
   return tz_tok_decode(t, ids, n, text, len);

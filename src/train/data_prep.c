@@ -217,6 +217,10 @@ int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int voc
   if (!quiet)
     fprintf(stderr, "data: tokenizer %.1f s, encoding %.1f s (%.2f bytes/token): %zu train + %zu val tokens in %s\n",
             t1 - t0, t2 - t1, (double)len / n, n_train, n_val, dir);
+  /* "training a 400-token BPE" above; a small corpus may run out of pairs first */
+  if (!quiet && !given && tz_tok_vocab_size(tok) < vocab_size)
+    fprintf(stderr, "data: the tokenizer has %d tokens, not %d: the corpus has no more pairs to merge\n",
+            tz_tok_vocab_size(tok), vocab_size);
   rc = 0;
 done:
   free(blob);

@@ -55,7 +55,14 @@ int tz_wgpu_load(void) {
                   "scripts/setup_webgpu.sh (installs %s in the repository)", TZ_DAWN_REL);
   }
   void *h = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) return tz_err("webgpu: cannot load Dawn from %s: %s", lib_path, dlerror());
+  if (!h) {
+    /* glibc's dlerror() starts with the path itself ("/x.so: cannot open shared object
+     * file: ..."): name it once */
+    const char *why = dlerror();
+    size_t n = strlen(lib_path);
+    if (why && !strncmp(why, lib_path, n) && !strncmp(why + n, ": ", 2)) why += n + 2;
+    return tz_err("webgpu: cannot load Dawn from %s: %s", lib_path, why ? why : "dlopen failed");
+  }
   tz_wgpu_fns f;
 #define TZ_WGPU_SYM(ret, name, args)                                                           \
   *(void **)&f.name = dlsym(h, #name);                                                         \
