@@ -75,6 +75,10 @@ err1 "tokenize missing in" "No such file" $tz tokenize --in "$tmp/nope.txt" --ou
 err1 "tokenize empty" "empty.txt: file is empty" $tz tokenize --in "$tmp/empty.txt" --out "$tmp/x.bin"
 err1 "tokenize binary" "bytes: looks binary (NUL byte at offset 7); expected UTF-8 text" $tz tokenize --in "$tmp/bytes" --out "$tmp/x.bin"
 err1 "tokenize stdin empty" "stdin: file is empty" $tz tokenize --in - --out "$tmp/x.bin" </dev/null
+# an unwritable --out is found before encoding: with WebGPU missing, encoding would first add
+# its fallback notice (a second stderr line)
+err1 "tokenize unwritable out" "nodir/x.bin: cannot write: No such file or directory" \
+  env TEZGAH_WEBGPU_LIB=/nonexistent $tz tokenize --in "$tmp/two.txt" --out "$tmp/nodir/x.bin" --backend webgpu
 err1 "tokenizer train empty" "empty.txt: file is empty" $tz tokenizer train --in "$tmp/empty.txt" --out "$tmp/t.json"
 err1 "tokenizer train binary" "looks binary (NUL byte at offset 7)" $tz tokenizer train --in "$tmp/bytes" --out "$tmp/t.json"
 head -c 3000 /dev/urandom | tr -d '\000' >"$tmp/random.bin"

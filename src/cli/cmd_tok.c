@@ -164,6 +164,11 @@ int tz_cmd_tokenize(int argc, char **argv) {
     tz_err("tokenize: --in and --out are required (see tezgah tokenize --help)");
     return tz_cli_fail();
   }
+  /* an unwritable --out fails now (its temporary name created and removed), not after the
+   * encoding of a large text; tz_shard_write writes it atomically at the end */
+  tz_afile probe;
+  if (tz_afile_open(&probe, o.out)) return tz_cli_fail();
+  tz_afile_abort(&probe);
   tz_tokenizer *t;
   if (load_tok(o.tokenizer, &t)) return tz_cli_fail();
   char *text;
