@@ -593,6 +593,25 @@ static void test_attention_flash(void **state) {
   check_att(2, 133, 4, 1, 128);
   unsetenv("TEZGAH_WEBGPU_ATTN_RG");
   unsetenv("TEZGAH_WEBGPU_ATTN_NT");
+  /* the former grid order (blocks fastest; the default puts the block index in z) */
+  setenv("TEZGAH_WEBGPU_ATTN_ORDER", "0", 1);
+  check_att(2, 70, 4, 2, 64);
+  check_att(1, 300, 2, 1, 32);
+  check_att(2, 133, 2, 2, 128);
+  unsetenv("TEZGAH_WEBGPU_ATTN_ORDER");
+  /* each kernel its own variant: fa_dkdv reads the D that fa_dq wrote in other row blocks
+   * (the default's and RG 1 / NT 256's pipelines, compiled above) */
+  setenv("TEZGAH_WEBGPU_ATTN_DQ_RG", "1", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_DQ_NT", "256", 1);
+  check_att(1, 150, 2, 2, 64);
+  check_att(2, 77, 4, 2, 32);
+  unsetenv("TEZGAH_WEBGPU_ATTN_DQ_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_DQ_NT");
+  setenv("TEZGAH_WEBGPU_ATTN_FWD_RG", "1", 1), setenv("TEZGAH_WEBGPU_ATTN_FWD_NT", "256", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_DKDV_RG", "1", 1), setenv("TEZGAH_WEBGPU_ATTN_DKDV_NT", "256", 1);
+  check_att(2, 70, 4, 2, 64);
+  check_att(2, 133, 4, 1, 128);
+  unsetenv("TEZGAH_WEBGPU_ATTN_FWD_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_FWD_NT");
+  unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_NT");
   g_pad = PAD;
   unsetenv("TEZGAH_WEBGPU_ATTN");
 }
