@@ -566,7 +566,8 @@ static void test_attention_hd(void **state) {
  * multiple of the row block, the column tile or the 16-row chunk, T below one chunk; B > 1;
  * GQA 4/2, 4/1 and 2/2; on the default variant (RG 2 / NT 256 where the adapter offers its
  * 46.6 KB of workgroup memory, else RG 1 / NT 128: lavapipe) and on RG 1 / NT 256 (the former
- * default), and both lane-reduction paths (ctest runs the file with and without
+ * default), the former grid order (TEZGAH_WEBGPU_ATTN_ORDER=0) and two mixes of per-kernel
+ * variants, and both lane-reduction paths (ctest runs the file with and without
  * TEZGAH_WEBGPU_SUBGROUPS=0); T = 8192 once (no T×T buffer anywhere: the scores stream through
  * key tiles). First, tensors at odd offsets (g_pad 3): the flash kernels decline (vec4 access)
  * and the general ones run. Tolerances: check_att's (the sums run in another order than the
