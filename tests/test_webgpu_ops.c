@@ -605,12 +605,16 @@ static void test_attention_flash(void **state) {
   setenv("TEZGAH_WEBGPU_ATTN_DQ_RG", "1", 1);
   setenv("TEZGAH_WEBGPU_ATTN_DQ_NT", "256", 1);
   check_att(1, 150, 2, 2, 64);
+  setenv("TEZGAH_WEBGPU_ATTN_DQ_ORDER", "0", 1); /* and its own grid order */
   check_att(2, 77, 4, 2, 32);
   unsetenv("TEZGAH_WEBGPU_ATTN_DQ_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_DQ_NT");
+  unsetenv("TEZGAH_WEBGPU_ATTN_DQ_ORDER");
   setenv("TEZGAH_WEBGPU_ATTN_FWD_RG", "1", 1), setenv("TEZGAH_WEBGPU_ATTN_FWD_NT", "256", 1);
   setenv("TEZGAH_WEBGPU_ATTN_DKDV_RG", "1", 1), setenv("TEZGAH_WEBGPU_ATTN_DKDV_NT", "256", 1);
   check_att(2, 70, 4, 2, 64);
+  setenv("TEZGAH_WEBGPU_ATTN_DKDV_ORDER", "0", 1);
   check_att(2, 133, 4, 1, 128);
+  unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_ORDER");
   unsetenv("TEZGAH_WEBGPU_ATTN_FWD_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_FWD_NT");
   unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_NT");
   g_pad = PAD;

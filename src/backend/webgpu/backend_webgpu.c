@@ -1564,16 +1564,19 @@ static int attn_cfg_ok(wg_ctx *c, attn_cfg f) {
 }
 /* Default: RG 2, NT 256 (8 × 4 blocks, 128-row tiles; 46.6 KB of workgroup memory for head_dim
  * 64 / 128), PF 1, FD 1; where the adapter's workgroup memory is smaller (lavapipe: 32 KB) or
- * the head_dim is 32 (256-row tiles, 52 KB), RG 1, NT 128 (4 × 4 blocks, 32-row tiles). From the
- * GPT-2 124M training step on the H200 (TEZGAH_PROFILE=1 bench_webgpu train 16 1024 4, one
- * device call, 2026-12-01 13:42 UTC; docs/PERF.md), attention fwd + bwd ms/step: RG 2 / NT 256
- * 18.5 + 63.6; RG 1 / NT 128 20.2 + 66.4; RG 1 / NT 256 (the former default) 22.9 + 74.7, and
- * with PF 0, FD 0 (the former kernels) 23.7 + 79.7; RG 2 / NT 128 34.7 + 112.2.
+ * the head_dim is 32 (256-row tiles, 52 KB), RG 1, NT 128 (4 × 4 blocks, 32-row tiles); the
+ * block index in grid z (ord 1). From the GPT-2 124M training step on the H200 (TEZGAH_PROFILE=1
+ * bench_webgpu train 16 1024 4, one device call, 2026-12-01 19:21 UTC; docs/PERF.md), ms/step of
+ * fa_fwd / fa_dq / fa_dkdv: RG 2 / NT 256 11.4 / 22.7 / 27.2 (former order 12.2 / 23.7 / 27.3);
+ * RG 1 / NT 128 12.7 / 22.9 / 27.9 (former order 12.9 / 22.1 / 27.1); RG 1 / NT 256 15.0 / 23.1
+ * / 34.8; RG 2 / NT 128 15.1 / 33.9 / 38.2: RG 2 / NT 256 is each kernel's fastest in the
+ * default order. (13:42 UTC, before one buffer per activation tensor and PF 0 / FD 0 measured
+ * too: the former kernels 23.7 + 79.7 ms/step of fwd + bwd against RG 1 / NT 256's 22.9 + 74.7.)
  * Tuning: TEZGAH_WEBGPU_ATTN_RG=1|2, TEZGAH_WEBGPU_ATTN_NT=128|256 (all three kernels; given
  * either, the other defaults to RG 1 / NT 256), then per kernel TEZGAH_WEBGPU_ATTN_FWD_RG / _NT,
  * TEZGAH_WEBGPU_ATTN_DQ_RG / _NT, TEZGAH_WEBGPU_ATTN_DKDV_RG / _NT (each replaces only its own
  * value), TEZGAH_WEBGPU_ATTN_PF=0|1, TEZGAH_WEBGPU_ATTN_FD=0|1 and TEZGAH_WEBGPU_ATTN_ORDER=0|1
- * (attn_grid). A variant the adapter cannot offer (workgroup memory, threads) runs RG 1, NT 128;
+ * (attn_grid; per kernel TEZGAH_WEBGPU_ATTN_FWD_ORDER, _DQ_ORDER, _DKDV_ORDER). A variant the adapter cannot offer (workgroup memory, threads) runs RG 1, NT 128;
  * rg 0 if neither fits (the general kernels run). */
 static attn_cfg attn_config(wg_ctx *c, int hd, int kernel) {
   static const char *const kname[3] = {"FWD", "DQ", "DKDV"};
@@ -1591,7 +1594,8 @@ static attn_cfg attn_config(wg_ctx *c, int hd, int kernel) {
    * llvmpipe's compile slower (the prefetched values live across the barriers), so off there */
   f.pf = env_int("TEZGAH_WEBGPU_ATTN_PF", c->info.adapterType != WGPUAdapterType_CPU) != 0;
   f.fd = env_int("TEZGAH_WEBGPU_ATTN_FD", 1) != 0;
-  f.ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
+  snprintf(name, sizeof name, "TEZGAH_WEBGPU_ATTN_%s_ORDER", kname[kernel]);
+  f.ord = env_int(name, env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1)) != 0;
   if (!attn_cfg_ok(c, f)) f.rg = 1, f.nt = 128;
   if (!attn_cfg_ok(c, f)) f.rg = 0;
   return f;

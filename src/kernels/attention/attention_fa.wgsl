@@ -12,9 +12,9 @@
 // row i's four scores — and the matching output blocks (columns 4tx.., and 4TX+4tx.. when
 // HD = 128). RG = 2 (8 × 4 blocks) feeds 32 FMAs per 3 workgroup-memory vec4 loads instead of
 // 16 per 2; with NT = 256 it makes 128-row tiles (HD 64 / 128; the default where the
-// workgroup memory allows: 18.5 + 63.6 ms/step of attention in the GPT-2 124M training step on
-// the H200 against 22.9 + 74.7 for RG 1 / NT 256, docs/PERF.md). The host picks the variant
-// (attn_config in backend_webgpu.c).
+// workgroup memory allows: 11.4 + 22.7 + 27.2 ms/step for fa_fwd + fa_dq + fa_dkdv in the GPT-2
+// 124M training step on the H200 against 15.0 + 23.1 + 34.8 for RG 1 / NT 256, docs/PERF.md).
+// The host picks the variant of each kernel (attn_config in backend_webgpu.c).
 //   HD 64 / 128: C = 64 (TX 16); HD 32: C = 32 (TX 8).
 // Scores: S = A·Bᵀ over HD in chunks of DK = 16, both operands staged d-major in workgroup
 // memory (transposed on the way in, rows padded by one vec4), the outer-product steps written
