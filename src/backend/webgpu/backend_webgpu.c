@@ -1539,7 +1539,7 @@ typedef struct {
   int hd, tx, rg, nt, pf, fd, ord;
 } attn_cfg;
 
-/* the three flash kernels; each may run its own (RG, NT) */
+/* the three flash kernels; each may run its own (RG, NT) and grid order */
 enum { ATTN_FWD, ATTN_DQ, ATTN_DKDV };
 
 static int attn_rows(attn_cfg f) { return 4 * f.rg * (f.nt / f.tx); }
@@ -1570,14 +1570,15 @@ static int attn_cfg_ok(wg_ctx *c, attn_cfg f) {
  * fa_fwd / fa_dq / fa_dkdv: RG 2 / NT 256 11.4 / 22.7 / 27.2 (former order 12.2 / 23.7 / 27.3);
  * RG 1 / NT 128 12.7 / 22.9 / 27.9 (former order 12.9 / 22.1 / 27.1); RG 1 / NT 256 15.0 / 23.1
  * / 34.8; RG 2 / NT 128 15.1 / 33.9 / 38.2: RG 2 / NT 256 is each kernel's fastest in the
- * default order. (13:42 UTC, before one buffer per activation tensor and PF 0 / FD 0 measured
- * too: the former kernels 23.7 + 79.7 ms/step of fwd + bwd against RG 1 / NT 256's 22.9 + 74.7.)
+ * default order. (PF 0 / FD 0, the former kernels, at 13:42 UTC with one activation arena:
+ * 23.7 + 79.7 ms/step of fwd + bwd against RG 1 / NT 256's 22.9 + 74.7.)
  * Tuning: TEZGAH_WEBGPU_ATTN_RG=1|2, TEZGAH_WEBGPU_ATTN_NT=128|256 (all three kernels; given
  * either, the other defaults to RG 1 / NT 256), then per kernel TEZGAH_WEBGPU_ATTN_FWD_RG / _NT,
  * TEZGAH_WEBGPU_ATTN_DQ_RG / _NT, TEZGAH_WEBGPU_ATTN_DKDV_RG / _NT (each replaces only its own
  * value), TEZGAH_WEBGPU_ATTN_PF=0|1, TEZGAH_WEBGPU_ATTN_FD=0|1 and TEZGAH_WEBGPU_ATTN_ORDER=0|1
- * (attn_grid; per kernel TEZGAH_WEBGPU_ATTN_FWD_ORDER, _DQ_ORDER, _DKDV_ORDER). A variant the adapter cannot offer (workgroup memory, threads) runs RG 1, NT 128;
- * rg 0 if neither fits (the general kernels run). */
+ * (attn_grid; per kernel TEZGAH_WEBGPU_ATTN_FWD_ORDER, _DQ_ORDER, _DKDV_ORDER). A variant the
+ * adapter cannot offer (workgroup memory, threads) runs RG 1, NT 128; rg 0 if neither fits (the
+ * general kernels run). */
 static attn_cfg attn_config(wg_ctx *c, int hd, int kernel) {
   static const char *const kname[3] = {"FWD", "DQ", "DKDV"};
   attn_cfg f = {hd, hd == 32 ? 8 : 16, 2, 256, 1, 1, 1};

@@ -80,8 +80,8 @@ struct U {
 fn pu(k: u32) -> u32 {
   return p.u[k / 4u][k % 4u];
 }
-// (block, head, sequence) of this workgroup under the grid order u10 (block 0 = the most
-// expensive: the host orders nothing else)
+// (block, head, sequence) of this workgroup under the grid order u10; each kernel maps block 0
+// to its most expensive causal block
 fn grid_ids(wid: vec3<u32>) -> vec3<u32> {
   if (pu(10u) == 1u) {
     return vec3<u32>(wid.z, wid.x, wid.y);
