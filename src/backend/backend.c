@@ -38,14 +38,14 @@ void tz_profile_table(const char *title, tz_prof_row *rows, int n, double steps)
   if (steps <= 0) steps = 1;
   qsort(rows, (size_t)n, sizeof *rows, prof_slower);
   fprintf(stderr, "%s, per step over %.0f steps):\n", title, steps);
-  fprintf(stderr, "  %-16s %10s %8s %7s %12s\n", "kernel", "ms/step", "calls", "share", "rate");
+  fprintf(stderr, "  %-18s %10s %8s %7s %12s\n", "kernel", "ms/step", "calls", "share", "rate");
   for (int i = 0; i < n; i++) {
     const tz_prof_row *r = &rows[i];
     char rate[32] = "";
     if (r->ns > 0 && r->flop > 0) snprintf(rate, sizeof rate, "%.1f GFLOP/s", r->flop / r->ns);
     else if (r->ns > 0 && r->bytes > 0) snprintf(rate, sizeof rate, "%.1f GB/s", r->bytes / r->ns);
-    fprintf(stderr, "  %-16s %10.3f %8.0f %6.1f%% %12s\n", r->label, r->ns / 1e6 / steps, r->calls / steps,
+    fprintf(stderr, "  %-18s %10.3f %8.0f %6.1f%% %12s\n", r->label, r->ns / 1e6 / steps, r->calls / steps,
             total > 0 ? 100.0 * r->ns / total : 0.0, rate);
   }
-  fprintf(stderr, "  %-16s %10.3f\n", "total", total / 1e6 / steps);
+  fprintf(stderr, "  %-18s %10.3f\n", "total", total / 1e6 / steps);
 }

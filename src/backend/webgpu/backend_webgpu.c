@@ -1533,10 +1533,14 @@ static int attn_fast(wg_ctx *c, const char *op, int Tq, int Tk, int q_pos0, int 
 /* A variant of the flash kernels (attention_fa.wgsl): RG row groups of 4 per thread (4 × 4 or
  * 8 × 4 score blocks), NT threads, PF register prefetch of the staged chunks, FD D = rowsum(dout
  * ∘ out) inside fa_dq (no separate pass). Tiles: TX = 8 threads across the columns for head_dim
- * 32, else 16; R = 4·RG·NT/TX rows, C = 4·TX columns. */
+ * 32, else 16; R = 4·RG·NT/TX rows, C = 4·TX columns. ord: the dispatch order (a uniform, not
+ * part of the pipeline; attn_grid). */
 typedef struct {
-  int hd, tx, rg, nt, pf, fd;
+  int hd, tx, rg, nt, pf, fd, ord;
 } attn_cfg;
+
+/* the three flash kernels; each may run its own (RG, NT) and grid order */
+enum { ATTN_FWD, ATTN_DQ, ATTN_DKDV };
 
 static int attn_rows(attn_cfg f) { return 4 * f.rg * (f.nt / f.tx); }
 /* workgroup memory of a variant (Xs and Ps of attention_fa.wgsl), bytes: 46.6 KB for the
@@ -1560,28 +1564,62 @@ static int attn_cfg_ok(wg_ctx *c, attn_cfg f) {
 }
 /* Default: RG 2, NT 256 (8 × 4 blocks, 128-row tiles; 46.6 KB of workgroup memory for head_dim
  * 64 / 128), PF 1, FD 1; where the adapter's workgroup memory is smaller (lavapipe: 32 KB) or
- * the head_dim is 32 (256-row tiles, 52 KB), RG 1, NT 128 (4 × 4 blocks, 32-row tiles). From the
- * GPT-2 124M training step on the H200 (TEZGAH_PROFILE=1 bench_webgpu train 16 1024 4, one
- * device call, 2026-12-01 13:42 UTC; docs/PERF.md), attention fwd + bwd ms/step: RG 2 / NT 256
- * 18.5 + 63.6; RG 1 / NT 128 20.2 + 66.4; RG 1 / NT 256 (the former default) 22.9 + 74.7, and
- * with PF 0, FD 0 (the former kernels) 23.7 + 79.7; RG 2 / NT 128 34.7 + 112.2.
- * Tuning: TEZGAH_WEBGPU_ATTN_RG=1|2, TEZGAH_WEBGPU_ATTN_NT=128|256 (given either, the other
- * defaults to RG 1 / NT 256), TEZGAH_WEBGPU_ATTN_PF=0|1, TEZGAH_WEBGPU_ATTN_FD=0|1. A variant
- * the adapter cannot offer (workgroup memory, threads) runs RG 1, NT 128; rg 0 if neither fits
- * (the general kernels run). */
-static attn_cfg attn_config(wg_ctx *c, int hd) {
-  attn_cfg f = {hd, hd == 32 ? 8 : 16, 2, 256, 1, 1};
+ * the head_dim is 32 (256-row tiles, 52 KB), RG 1, NT 128 (4 × 4 blocks, 32-row tiles); the
+ * block index in grid z (ord 1). From the GPT-2 124M training step on the H200 (TEZGAH_PROFILE=1
+ * bench_webgpu train 16 1024 4, one device call, 2026-12-01 19:21 UTC; docs/PERF.md), ms/step of
+ * fa_fwd / fa_dq / fa_dkdv: RG 2 / NT 256 11.4 / 22.7 / 27.2 (former order 12.2 / 23.7 / 27.3);
+ * RG 1 / NT 128 12.7 / 22.9 / 27.9 (former order 12.9 / 22.1 / 27.1); RG 1 / NT 256 15.0 / 23.1
+ * / 34.8; RG 2 / NT 128 15.1 / 33.9 / 38.2: RG 2 / NT 256 is each kernel's fastest in the
+ * default order. (PF 0 / FD 0, the former kernels, at 13:42 UTC with one activation arena:
+ * 23.7 + 79.7 ms/step of fwd + bwd against RG 1 / NT 256's 22.9 + 74.7.)
+ * Tuning: TEZGAH_WEBGPU_ATTN_RG=1|2, TEZGAH_WEBGPU_ATTN_NT=128|256 (all three kernels; given
+ * either, the other defaults to RG 1 / NT 256), then per kernel TEZGAH_WEBGPU_ATTN_FWD_RG / _NT,
+ * TEZGAH_WEBGPU_ATTN_DQ_RG / _NT, TEZGAH_WEBGPU_ATTN_DKDV_RG / _NT (each replaces only its own
+ * value), TEZGAH_WEBGPU_ATTN_PF=0|1, TEZGAH_WEBGPU_ATTN_FD=0|1 and TEZGAH_WEBGPU_ATTN_ORDER=0|1
+ * (attn_grid; per kernel TEZGAH_WEBGPU_ATTN_FWD_ORDER, _DQ_ORDER, _DKDV_ORDER). A variant the
+ * adapter cannot offer (workgroup memory, threads) runs RG 1, NT 128; rg 0 if neither fits (the
+ * general kernels run). */
+static attn_cfg attn_config(wg_ctx *c, int hd, int kernel) {
+  static const char *const kname[3] = {"FWD", "DQ", "DKDV"};
+  attn_cfg f = {hd, hd == 32 ? 8 : 16, 2, 256, 1, 1, 1};
   if (getenv("TEZGAH_WEBGPU_ATTN_RG") || getenv("TEZGAH_WEBGPU_ATTN_NT")) {
     f.rg = env_int("TEZGAH_WEBGPU_ATTN_RG", 1);
     f.nt = env_int("TEZGAH_WEBGPU_ATTN_NT", 256);
   }
+  char name[48];
+  snprintf(name, sizeof name, "TEZGAH_WEBGPU_ATTN_%s_RG", kname[kernel]);
+  f.rg = env_int(name, f.rg);
+  snprintf(name, sizeof name, "TEZGAH_WEBGPU_ATTN_%s_NT", kname[kernel]);
+  f.nt = env_int(name, f.nt);
   /* register prefetch hides a GPU's memory latency; on a CPU adapter (lavapipe) it only makes
    * llvmpipe's compile slower (the prefetched values live across the barriers), so off there */
   f.pf = env_int("TEZGAH_WEBGPU_ATTN_PF", c->info.adapterType != WGPUAdapterType_CPU) != 0;
   f.fd = env_int("TEZGAH_WEBGPU_ATTN_FD", 1) != 0;
+  snprintf(name, sizeof name, "TEZGAH_WEBGPU_ATTN_%s_ORDER", kname[kernel]);
+  f.ord = env_int(name, env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1)) != 0;
   if (!attn_cfg_ok(c, f)) f.rg = 1, f.nt = 128;
   if (!attn_cfg_ok(c, f)) f.rg = 0;
   return f;
+}
+/* The grid of a flash kernel over `heads` heads (query heads; kv heads for fa_dkdv) and B
+ * sequences, in blocks of R rows. The kernels take the most expensive causal blocks first
+ * (the last query blocks in fa_fwd / fa_dq, the first key blocks in fa_dkdv); NVIDIA launches
+ * workgroups x fastest, so ord 1 (the default) puts the block index in z, the slowest
+ * dimension — grid (heads, B, blocks): every head's heaviest block goes first, the light ones
+ * fill the last waves — where ord 0 (TEZGAH_WEBGPU_ATTN_ORDER=0, the former grid (blocks,
+ * heads, B)) orders the blocks only inside each (head, sequence), so heavy blocks reach the
+ * end of the dispatch. The kernels read the order from uniform u10 (words[18]). */
+static void attn_grid(attn_cfg f, int T, int heads, int B, uint32_t *words, uint32_t g[3]) {
+  uint32_t nb = (uint32_t)((T + attn_rows(f) - 1) / attn_rows(f));
+  words[18] = (uint32_t)f.ord;
+  if (f.ord) g[0] = (uint32_t)heads, g[1] = (uint32_t)B, g[2] = nb;
+  else g[0] = nb, g[1] = (uint32_t)heads, g[2] = (uint32_t)B;
+}
+/* Executed FLOP of a flash kernel for the profile's rate column: `units` matmuls of the causal
+ * half, B·n_head·T²·head_dim each (fa_fwd 2: S, P·V; fa_dq 3: S, dP, dS·K; fa_dkdv 4: S, dP,
+ * Pᵀ·dout, dSᵀ·Q) */
+static double attn_flop(int units, int B, int n_head, int T, int hd) {
+  return (double)units * B * n_head * (double)T * T * hd;
 }
 
 /* The flash kernels' prefix for one dispatch: the variant's constants (HD, TX, RG, NT, PF, FD
@@ -1662,13 +1700,16 @@ static void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slic
                 A(k, F4(((size_t)B * Tk - 1) * kv_stride + (size_t)n_kv_head * head_dim), "k"),
                 A(v, F4(((size_t)B * Tk - 1) * kv_stride + (size_t)n_kv_head * head_dim), "v")};
   /* vec4 access: out, q, k, v; lse is read as scalars */
-  attn_cfg f = attn_config(c, head_dim);
+  attn_cfg f = attn_config(c, head_dim, ATTN_FWD);
   if (attn_fast(c, "attention_fwd", Tq, Tk, q_pos0, head_dim) && f.rg &&
       attn_vec4(c, "attention_fwd", a, 5, 0x1d, q_stride, kv_stride)) {
     char fp[1280];
+    uint32_t g[3];
     attn_prefix(c, fp, sizeof fp, f, a, 5, 2);
-    int rows = attn_rows(f);
-    run(c, "attention_fwd", pipeline(c, "attention_fa", "fa_fwd", fp), w, 17, a, 5, (Tq + rows - 1) / rows, n_head, B);
+    attn_grid(f, Tq, n_head, B, w, g);
+    c->pending_flop = attn_flop(2, B, n_head, Tq, head_dim);
+    run(c, "attention_fwd", pipeline(c, "attention_fa", "fa_fwd", fp), w, 19, a, 5, g[0], g[1], g[2]);
+    c->pending_flop = 0;
   } else
     run(c, "attention_fwd", pipeline(c, "attention", "attn_fwd", pre), w, 17, a, 5, (Tq + 63) / 64, n_head, B);
 }
@@ -1692,31 +1733,37 @@ static void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice 
                  A(dout, oext, "dout"), A(lse, F4(rows_total), "lse"), A(out, oext, "out")};
   wg_arg a2[] = {A(dk, kext, "dk"), A(dv, kext, "dv"), A(q, qext, "q"), A(k, kext, "k"), A(v, kext, "v"),
                  A(dout, oext, "dout"), A(lse, F4(rows_total), "lse"), A(D, F4(rows_total), "D")};
-  attn_cfg f = attn_config(c, head_dim);
-  int fa = attn_fast(c, "attention_bwd", T, T, 0, head_dim) && f.rg &&
+  attn_cfg fq = attn_config(c, head_dim, ATTN_DQ), fk = attn_config(c, head_dim, ATTN_DKDV);
+  int fa = attn_fast(c, "attention_bwd", T, T, 0, head_dim) && fq.rg && fk.rg &&
            attn_vec4(c, "attention_bwd", f1, 8, 0xbd, q_stride, kv_stride) &&
            attn_vec4(c, "attention_bwd", a2, 8, 0x3f, q_stride, kv_stride);
-  if (!fa || !f.fd) { /* D = rowsum(dout ∘ out) in its own pass */
+  /* profile labels: the D pass, the dq kernel and the dk/dv kernel apart (flash or general) */
+  if (!fa || !fq.fd) { /* D = rowsum(dout ∘ out) in its own pass */
     wg_arg a0[] = {A(D, F4(rows_total), "D"), A(dout, oext, "dout"), A(out, oext, "out")};
     uint32_t gx, gy;
     grid1(rows_total, &gx, &gy);
-    run(c, "attention_bwd", pipeline(c, "attention", "attn_bwd_d", pre), w, 18, a0, 3, gx, gy, 1);
+    run(c, "attention_bwd_d", pipeline(c, "attention", "attn_bwd_d", pre), w, 18, a0, 3, gx, gy, 1);
   }
   if (fa) {
     char fp[1280];
-    int rows = attn_rows(f);
-    if (!f.fd) f1[7] = A(TZ_NONE, 0, "out");
-    attn_prefix(c, fp, sizeof fp, f, f1, 8, f.fd ? 2 : 1);
-    run(c, "attention_bwd", pipeline(c, "attention_fa", "fa_dq", fp), w, 18, f1, 8, (T + rows - 1) / rows, n_head, B);
-    attn_prefix(c, fp, sizeof fp, f, a2, 8, 2);
-    run(c, "attention_bwd", pipeline(c, "attention_fa", "fa_dkdv", fp), w, 18, a2, 8, (T + rows - 1) / rows,
-        n_kv_head, B);
+    uint32_t g[3];
+    if (!fq.fd) f1[7] = A(TZ_NONE, 0, "out");
+    attn_prefix(c, fp, sizeof fp, fq, f1, 8, fq.fd ? 2 : 1);
+    attn_grid(fq, T, n_head, B, w, g);
+    c->pending_flop = attn_flop(3, B, n_head, T, head_dim);
+    run(c, "attention_bwd_dq", pipeline(c, "attention_fa", "fa_dq", fp), w, 19, f1, 8, g[0], g[1], g[2]);
+    attn_prefix(c, fp, sizeof fp, fk, a2, 8, 2);
+    attn_grid(fk, T, n_kv_head, B, w, g);
+    c->pending_flop = attn_flop(4, B, n_head, T, head_dim);
+    run(c, "attention_bwd_dkdv", pipeline(c, "attention_fa", "fa_dkdv", fp), w, 19, a2, 8, g[0], g[1], g[2]);
+    c->pending_flop = 0;
     return;
   }
   wg_arg a1[] = {A(dq, qext, "dq"), A(q, qext, "q"), A(k, kext, "k"), A(v, kext, "v"), A(dout, oext, "dout"),
                  A(lse, F4(rows_total), "lse"), A(D, F4(rows_total), "D")};
-  run(c, "attention_bwd", pipeline(c, "attention", "attn_bwd_dq", pre), w, 18, a1, 7, (T + 63) / 64, n_head, B);
-  run(c, "attention_bwd", pipeline(c, "attention", "attn_bwd_dkdv", pre), w, 18, a2, 8, (T + 63) / 64, n_kv_head, B);
+  run(c, "attention_bwd_dq", pipeline(c, "attention", "attn_bwd_dq", pre), w, 18, a1, 7, (T + 63) / 64, n_head, B);
+  run(c, "attention_bwd_dkdv", pipeline(c, "attention", "attn_bwd_dkdv", pre), w, 18, a2, 8, (T + 63) / 64,
+      n_kv_head, B);
 }
 
 /* ---- activations ---- */
@@ -1904,8 +1951,10 @@ void tz_webgpu_profile_print(tz_backend *be, double steps) {
   wg_ctx *c = CTX(be);
   if (!c->profile) return;
   wg_sync_ctx(c);
-  /* rates: matmuls GFLOP/s (2MNK); others GB/s of the tensor extents bound (each read or
-   * written once: a lower bound on the traffic) */
+  /* rates: matmuls GFLOP/s (2MNK), the flash attention kernels GFLOP/s of their causal matmul
+   * units (attn_flop); others GB/s of the tensor extents bound (each read or written once: a
+   * lower bound on the traffic). The attention backward is three rows: attention_bwd_dq and
+   * attention_bwd_dkdv, and attention_bwd_d where D runs as its own pass. */
   tz_prof_row rows[MAX_LABELS];
   for (int i = 0; i < c->nlabels; i++)
     rows[i] = (tz_prof_row){c->labels[i], c->label_ns[i], (double)c->label_calls[i], c->label_flop[i], c->label_bytes[i]};

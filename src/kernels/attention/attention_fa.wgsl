@@ -12,9 +12,9 @@
 // row i's four scores — and the matching output blocks (columns 4tx.., and 4TX+4tx.. when
 // HD = 128). RG = 2 (8 × 4 blocks) feeds 32 FMAs per 3 workgroup-memory vec4 loads instead of
 // 16 per 2; with NT = 256 it makes 128-row tiles (HD 64 / 128; the default where the
-// workgroup memory allows: 18.5 + 63.6 ms/step of attention in the GPT-2 124M training step on
-// the H200 against 22.9 + 74.7 for RG 1 / NT 256, docs/PERF.md). The host picks the variant
-// (attn_config in backend_webgpu.c).
+// workgroup memory allows: 11.4 + 22.7 + 27.2 ms/step for fa_fwd + fa_dq + fa_dkdv in the GPT-2
+// 124M training step on the H200 against 15.0 + 23.1 + 34.8 for RG 1 / NT 256, docs/PERF.md).
+// The host picks the variant of each kernel (attn_config in backend_webgpu.c).
 //   HD 64 / 128: C = 64 (TX 16); HD 32: C = 32 (TX 8).
 // Scores: S = A·Bᵀ over HD in chunks of DK = 16, both operands staged d-major in workgroup
 // memory (transposed on the way in, rows padded by one vec4), the outer-product steps written
@@ -50,8 +50,12 @@
 // SGW (the subgroup width of the lane reductions, common/lanes_sg.wgsl or lanes_wg.wgsl,
 // appended by the host), then the bindings (below).
 // Uniforms as attention.wgsl: u0 T, u1 Tk, u2 q_pos0, u3 n_head, u4 n_kv_head, u5 q_stride,
-// u6 kv_stride, u7 has_lse, u8 scale, u9 B. Arguments as attn_fwd / attn_bwd_dkdv; fa_dq's
-// differ (see there).
+// u6 kv_stride, u7 has_lse, u8 scale, u9 B, and u10 the grid order (attn_grid in
+// backend_webgpu.c): 1 = grid (heads, B, blocks), the block index slowest (NVIDIA launches
+// workgroups x fastest, so every head's most expensive causal block goes first and the cheap
+// ones fill the last waves); 0 = grid (blocks, heads, B), the former order (longest first only
+// within one head and sequence). Arguments as attn_fwd / attn_bwd_dkdv; fa_dq's differ (see
+// there).
 
 struct U {
   oa: vec4<u32>,
@@ -75,6 +79,14 @@ struct U {
 
 fn pu(k: u32) -> u32 {
   return p.u[k / 4u][k % 4u];
+}
+// (block, head, sequence) of this workgroup under the grid order u10; each kernel maps block 0
+// to its most expensive causal block
+fn grid_ids(wid: vec3<u32>) -> vec3<u32> {
+  if (pu(10u) == 1u) {
+    return vec3<u32>(wid.z, wid.x, wid.y);
+  }
+  return wid;
 }
 fn pf(k: u32) -> f32 {
   return bitcast<f32>(p.u[k / 4u][k % 4u]);
@@ -606,15 +618,17 @@ fn store_rows(a: u32, base: u32, stride: u32, t: u32, T: u32, o: mat4x4<f32>, o2
   }
 }
 
-// grid (ceil(T/R), n_head, B); args 0 out, 1 lse, 2 q, 3 k, 4 v
+// grid (n_head, B, ceil(T/R)) or (ceil(T/R), n_head, B) (u10, grid_ids); args 0 out, 1 lse,
+// 2 q, 3 k, 4 v
 @compute @workgroup_size(NT)
 fn fa_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let T = pu(0u);
   let nh = pu(3u);
-  let b = wid.z;
-  let h = wid.y;
+  let ids = grid_ids(wid);
+  let b = ids.z;
+  let h = ids.y;
   let g = h / (nh / pu(4u));
-  let q0 = ((T + R - 1u) / R - 1u - wid.x) * R; // longest rows first
+  let q0 = ((T + R - 1u) / R - 1u - ids.x) * R; // block 0: the last rows, which see the most keys
   let ty = lid / TX;
   let tx = lid % TX;
   let qs = pu(5u);
@@ -771,16 +785,17 @@ fn ld_pair(st: u32, A0: u32, A1: u32, abase0: u32, abase1: u32, as0: u32, as1: u
 }
 const NST: u32 = 2u * (HD / DK); // staging steps of a score loop (s and dp)
 
-// grid (ceil(T/R), n_head, B); args 0 dq, 1 D (written when FD = 1, else read), 2 q, 3 k, 4 v,
-// 5 dout, 6 lse, 7 out (FD = 1 only)
+// grid as fa_fwd's; args 0 dq, 1 D (written when FD = 1, else read), 2 q, 3 k, 4 v, 5 dout,
+// 6 lse, 7 out (FD = 1 only)
 @compute @workgroup_size(NT)
 fn fa_dq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let T = pu(0u);
   let nh = pu(3u);
-  let b = wid.z;
-  let h = wid.y;
+  let ids = grid_ids(wid);
+  let b = ids.z;
+  let h = ids.y;
   let g = h / (nh / pu(4u));
-  let q0 = ((T + R - 1u) / R - 1u - wid.x) * R;
+  let q0 = ((T + R - 1u) / R - 1u - ids.x) * R; // block 0: the last rows
   let ty = lid / TX;
   let tx = lid % TX;
   let qs = pu(5u);
@@ -892,15 +907,17 @@ fn pds_k(s: mat4x4<f32>, dp: mat4x4<f32>, j: u32, t0: u32, T: u32, lse: vec4<f32
   return M2(p, ds);
 }
 
-// grid (ceil(T/R), n_kv_head, B); args 0 dk, 1 dv, 2 q, 3 k, 4 v, 5 dout, 6 lse, 7 D
+// grid (n_kv_head, B, ceil(T/R)) or (ceil(T/R), n_kv_head, B) (u10, grid_ids); args 0 dk,
+// 1 dv, 2 q, 3 k, 4 v, 5 dout, 6 lse, 7 D
 @compute @workgroup_size(NT)
 fn fa_dkdv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let T = pu(0u);
   let nh = pu(3u);
   let rep = nh / pu(4u);
-  let b = wid.z;
-  let g = wid.y;
-  let k0 = wid.x * R; // first key blocks see the most queries: dispatched first
+  let ids = grid_ids(wid);
+  let b = ids.z;
+  let g = ids.y;
+  let k0 = ids.x * R; // block 0: the first keys, which the most queries see
   let ty = lid / TX;
   let tx = lid % TX;
   let qs = pu(5u);
