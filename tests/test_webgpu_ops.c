@@ -562,7 +562,9 @@ static void test_attention_hd(void **state) {
   unsetenv("TEZGAH_WEBGPU_ATTN");
 }
 /* the flash kernels (attention_fa.wgsl, head_dim 32 / 64 / 128) with TEZGAH_WEBGPU_ATTN=fast (an
- * error if a shape or an unaligned tensor would fall back, so these really run them): T not a
+ * error if a shape or an unaligned tensor would fall back, so these really run them; the
+ * backward as the fused dq, the default, made explicit with TEZGAH_WEBGPU_ATTN_FUSED_DQ=1 so
+ * that a fallback to the two-kernel path is an error too; that path last): T not a
  * multiple of the row block, the column tile or the 16-row chunk, T below one chunk; B > 1;
  * GQA 4/2, 4/1 and 2/2; on the default variant (RG 2 / NT 256 where the adapter offers its
  * 46.6 KB of workgroup memory, else RG 1 / NT 128: lavapipe) and on RG 1 / NT 256 (the former
@@ -576,6 +578,7 @@ static void test_attention_flash(void **state) {
   check_att(2, 70, 4, 2, 64); /* odd tensor offsets: the general kernels */
   g_pad = 4;
   setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ", "1", 1); /* the default, explicit: no fallback */
   check_att(2, 70, 4, 2, 64);  /* GQA 2 query heads per kv head */
   check_att(3, 100, 4, 1, 64); /* multi-query, B 3 */
   check_att(1, 150, 2, 2, 64); /* three row blocks, last one partial */
@@ -585,7 +588,9 @@ static void test_attention_flash(void **state) {
   check_att(1, 45, 4, 1, 128); /* head_dim 128: two output vec4s per row and thread */
   check_att(2, 133, 2, 2, 128);
   const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
+  unsetenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ"); /* 135 MB of partial sums: two kernels where they do not fit */
   if (!(se && !strcmp(se, "0"))) check_att(1, 8192, 2, 1, 32);
+  setenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ", "1", 1);
   /* the former default layout of each head size (fewer shapes: lavapipe compiles slowly) */
   setenv("TEZGAH_WEBGPU_ATTN_RG", "1", 1);
   setenv("TEZGAH_WEBGPU_ATTN_NT", "256", 1);
@@ -600,8 +605,10 @@ static void test_attention_flash(void **state) {
   check_att(1, 300, 2, 1, 32);
   check_att(2, 133, 2, 2, 128);
   unsetenv("TEZGAH_WEBGPU_ATTN_ORDER");
-  /* each kernel its own variant: fa_dkdv reads the D that fa_dq wrote in other row blocks
-   * (the default's and RG 1 / NT 256's pipelines, compiled above) */
+  /* the two-kernel backward (fa_dq, fa_dkdv: TEZGAH_WEBGPU_ATTN_FUSED_DQ=0; the shapes above ran
+   * the fused dq, the default), each kernel its own variant: fa_dkdv reads the D that fa_dq
+   * wrote in other row blocks */
+  setenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ", "0", 1);
   setenv("TEZGAH_WEBGPU_ATTN_DQ_RG", "1", 1);
   setenv("TEZGAH_WEBGPU_ATTN_DQ_NT", "256", 1);
   check_att(1, 150, 2, 2, 64);
@@ -617,6 +624,7 @@ static void test_attention_flash(void **state) {
   unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_ORDER");
   unsetenv("TEZGAH_WEBGPU_ATTN_FWD_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_FWD_NT");
   unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_NT");
+  unsetenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ");
   g_pad = PAD;
   unsetenv("TEZGAH_WEBGPU_ATTN");
 }
@@ -676,6 +684,7 @@ static void test_attention_flash_variants(void **state) {
   static const int hd2[] = {128, 32, 128, 0};
   g_pad = 4;
   setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ", "0", 1); /* fa_dq and fa_dkdv (test_..._fused: the default) */
   for (int i = 0; i < 4; i++) {
     setenv("TEZGAH_WEBGPU_ATTN_RG", v[i][0], 1);
     setenv("TEZGAH_WEBGPU_ATTN_NT", v[i][1], 1);
@@ -688,6 +697,46 @@ static void test_attention_flash_variants(void **state) {
   }
   unsetenv("TEZGAH_WEBGPU_ATTN_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_NT");
   unsetenv("TEZGAH_WEBGPU_ATTN_PF"), unsetenv("TEZGAH_WEBGPU_ATTN_FD");
+  unsetenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ");
+  g_pad = PAD;
+  unsetenv("TEZGAH_WEBGPU_ATTN");
+}
+
+/* The fused dq backward (TEZGAH_WEBGPU_ATTN_FUSED_DQ=1, attention_fa.wgsl's FQ: fa_dkdv stores
+ * each key block's partial dq = dS·K to a scratch buffer, fa_dq_sum adds a query's blocks; no
+ * fa_dq), against the CPU backend with check_att's tolerances. Under TEZGAH_WEBGPU_ATTN=fast the
+ * backend makes a fallback to the two-kernel path an error, so these run it. On RG 2 / NT 256
+ * with register prefetch (the GPUs' default; lavapipe runs RG 1 / NT 128, whose forward
+ * pipelines test_attention_flash_variants compiled, in the same process under ctest's filter):
+ * head_dim 64 (GQA, T not a multiple of the blocks or tiles), 32 (fewer threads than (query
+ * block, vec4) pairs) and 128 (two output vec4s); B 3 in chunks of one sequence
+ * (TEZGAH_WEBGPU_ATTN_DQ_KB below two sequences' parts); one arena (read_write bindings).
+ * Runs with the variants (TEZGAH_TEST_ATTN_VARIANTS=1, ctest's test_webgpu_attn_variants),
+ * else SKIPPED. */
+static void test_attention_flash_variants_fused(void **state) {
+  if (!getenv("TEZGAH_TEST_ATTN_VARIANTS")) {
+    printf("SKIPPED: test_attention_flash_variants_fused (TEZGAH_TEST_ATTN_VARIANTS=1 runs it; ctest: "
+           "test_webgpu_attn_variants)\n");
+    return;
+  }
+  g_pad = 4;
+  setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ", "1", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_RG", "2", 1), setenv("TEZGAH_WEBGPU_ATTN_NT", "256", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_PF", "1", 1);
+  check_att(2, 70, 4, 2, 64);
+  check_att(1, 150, 2, 1, 32);
+  check_att(2, 133, 4, 2, 128);
+  setenv("TEZGAH_WEBGPU_ATTN_DQ_KB", "40", 1); /* one sequence: 4 heads · 30 rows · 64 · 4 B = 30 KiB */
+  check_att(3, 30, 4, 2, 64);
+  /* 4 blocks of 32 rows (lavapipe): 4 · (100 + 68 + 36 + 4) rows · 256 B = 208 KiB; 1 block of
+   * 128 (GPUs): 100 KiB, one chunk */
+  setenv("TEZGAH_WEBGPU_ATTN_DQ_KB", "300", 1);
+  check_att(3, 100, 4, 2, 64);
+  unsetenv("TEZGAH_WEBGPU_ATTN_DQ_KB");
+  check_att_arena(2, 140, 4, 2, 64);
+  unsetenv("TEZGAH_WEBGPU_ATTN_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_NT"), unsetenv("TEZGAH_WEBGPU_ATTN_PF");
+  unsetenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ");
   g_pad = PAD;
   unsetenv("TEZGAH_WEBGPU_ATTN");
 }
@@ -934,7 +983,8 @@ int main(void) {
       cmocka_unit_test(test_norms),      cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_matmul_swiglu), cmocka_unit_test(test_rope),       cmocka_unit_test(test_attention),
       cmocka_unit_test(test_attention_flash),      cmocka_unit_test(test_attention_flash_arena),
-      cmocka_unit_test(test_attention_flash_variants), cmocka_unit_test(test_attention_hd),
+      cmocka_unit_test(test_attention_flash_variants), cmocka_unit_test(test_attention_flash_variants_fused),
+      cmocka_unit_test(test_attention_hd),
       cmocka_unit_test(test_attention_kvcache), cmocka_unit_test(test_activations),
       cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_crossentropy_extremes),
       cmocka_unit_test(test_adamw),

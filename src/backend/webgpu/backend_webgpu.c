@@ -1536,7 +1536,7 @@ static int attn_fast(wg_ctx *c, const char *op, int Tq, int Tk, int q_pos0, int 
  * 32, else 16; R = 4·RG·NT/TX rows, C = 4·TX columns. ord: the dispatch order (a uniform, not
  * part of the pipeline; attn_grid). */
 typedef struct {
-  int hd, tx, rg, nt, pf, fd, ord;
+  int hd, tx, rg, nt, pf, fd, ord, fq;
 } attn_cfg;
 
 /* the three flash kernels; each may run its own (RG, NT) and grid order */
@@ -1578,10 +1578,11 @@ static int attn_cfg_ok(wg_ctx *c, attn_cfg f) {
  * value), TEZGAH_WEBGPU_ATTN_PF=0|1, TEZGAH_WEBGPU_ATTN_FD=0|1 and TEZGAH_WEBGPU_ATTN_ORDER=0|1
  * (attn_grid; per kernel TEZGAH_WEBGPU_ATTN_FWD_ORDER, _DQ_ORDER, _DKDV_ORDER). A variant the
  * adapter cannot offer (workgroup memory, threads) runs RG 1, NT 128; rg 0 if neither fits (the
- * general kernels run). */
+ * general kernels run). The backward's form (fused dq or fa_dq + fa_dkdv; FD applies to the
+ * latter only) is wg_attention_bwd's (attn_fq_chunk). */
 static attn_cfg attn_config(wg_ctx *c, int hd, int kernel) {
   static const char *const kname[3] = {"FWD", "DQ", "DKDV"};
-  attn_cfg f = {hd, hd == 32 ? 8 : 16, 2, 256, 1, 1, 1};
+  attn_cfg f = {hd, hd == 32 ? 8 : 16, 2, 256, 1, 1, 1, 0};
   if (getenv("TEZGAH_WEBGPU_ATTN_RG") || getenv("TEZGAH_WEBGPU_ATTN_NT")) {
     f.rg = env_int("TEZGAH_WEBGPU_ATTN_RG", 1);
     f.nt = env_int("TEZGAH_WEBGPU_ATTN_NT", 256);
@@ -1622,26 +1623,26 @@ static double attn_flop(int units, int B, int n_head, int T, int hd) {
   return (double)units * B * n_head * (double)T * T * hd;
 }
 
-/* The flash kernels' prefix for one dispatch: the variant's constants (HD, TX, RG, NT, PF, FD
- * and SGW, the subgroup width the lane reductions shuffle over: the adapter's fixed subgroup
+/* The flash kernels' prefix for one dispatch: the variant's constants (HD, TX, RG, NT, PF, FD,
+ * FQ and SGW, the subgroup width the lane reductions shuffle over: the adapter's fixed subgroup
  * size, 1 where it varies or subgroups are off), then bindings 2..8 and the argument → binding
- * table SL and the store functions (attention_fa.wgsl's header): the first `nout` arguments
- * are written. Inputs bind read-only (the driver may then use its read-only load path; the
+ * table SL and the store functions (attention_fa.wgsl's header): the arguments in `wmask`
+ * (bit i: argument i) are written. Inputs bind read-only (the driver may then use its read-only load path; the
  * big matmul tile ran 40-50 % slower with read_write bindings on the H200, while for these
  * kernels the comparison is still open, docs/PERF.md) unless one shares a buffer with an output
  * (the model's single activation arena) or TEZGAH_WEBGPU_ATTN_RO=0. */
-static void attn_prefix(wg_ctx *c, char *p, size_t cap, attn_cfg f, const wg_arg *a, int nargs, int nout) {
+static void attn_prefix(wg_ctx *c, char *p, size_t cap, attn_cfg f, const wg_arg *a, int nargs, unsigned wmask) {
   unsigned sgw = c->subgroups && c->info.subgroupMinSize == c->info.subgroupMaxSize ? c->info.subgroupMinSize : 1;
   size_t n = (size_t)snprintf(p, cap,
                               "const HD: u32 = %du; const TX: u32 = %du; const RG: u32 = %du; const NT: u32 = %du; "
-                              "const PF: u32 = %du; const FD: u32 = %du; const SGW: u32 = %uu;\n",
-                              f.hd, f.tx, f.rg, f.nt, f.pf, f.fd, sgw ? sgw : 1);
+                              "const PF: u32 = %du; const FD: u32 = %du; const FQ: u32 = %du; const SGW: u32 = %uu;\n",
+                              f.hd, f.tx, f.rg, f.nt, f.pf, f.fd, f.fq, sgw ? sgw : 1);
   tz_buf *sb[MAX_ARGS];
   uint64_t lo[MAX_ARGS], hi[MAX_ARGS];
   int sl[MAX_ARGS], wr[MAX_ARGS] = {0};
   int ns = bind_slots(c, a, nargs, sl, sb, lo, hi);
-  for (int i = 0; i < nout; i++)
-    if (sl[i] >= 0) wr[sl[i]] = 1;
+  for (int i = 0; i < nargs; i++)
+    if ((wmask >> i & 1) && sl[i] >= 0) wr[sl[i]] = 1;
   TZ_ASSERT(sl[0] == 0);
   int ro = env_int("TEZGAH_WEBGPU_ATTN_RO", 1) != 0;
   for (int k = 0; k < ns; k++)
@@ -1657,8 +1658,8 @@ static void attn_prefix(wg_ctx *c, char *p, size_t cap, attn_cfg f, const wg_arg
                        "fn sts(a: u32, i: u32, v: f32) { let j = aoff(a) + i; switch a { "};
   for (int w = 0; w < 2; w++) {
     n += (size_t)snprintf(p + n, cap - n, "%s", fn[w]);
-    for (int i = 0; i < nout; i++)
-      if (sl[i] >= 0)
+    for (int i = 0; i < nargs; i++)
+      if ((wmask >> i & 1) && sl[i] >= 0)
         n += (size_t)snprintf(p + n, cap - n, w ? "case %du: { B%d[j / 4u][j %% 4u] = v; } " : "case %du: { B%d[j] = v; } ",
                               i, sl[i]);
     n += (size_t)snprintf(p + n, cap - n, "default: {} } }\n");
@@ -1705,13 +1706,37 @@ static void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slic
       attn_vec4(c, "attention_fwd", a, 5, 0x1d, q_stride, kv_stride)) {
     char fp[1280];
     uint32_t g[3];
-    attn_prefix(c, fp, sizeof fp, f, a, 5, 2);
+    attn_prefix(c, fp, sizeof fp, f, a, 5, 0x3);
     attn_grid(f, Tq, n_head, B, w, g);
     c->pending_flop = attn_flop(2, B, n_head, Tq, head_dim);
     run(c, "attention_fwd", pipeline(c, "attention_fa", "fa_fwd", fp), w, 19, a, 5, g[0], g[1], g[2]);
     c->pending_flop = 0;
   } else
     run(c, "attention_fwd", pipeline(c, "attention", "attn_fwd", pre), w, 17, a, 5, (Tq + 63) / 64, n_head, B);
+}
+
+/* The fused-dq backward (the default; TEZGAH_WEBGPU_ATTN_FUSED_DQ=0 runs fa_dq and fa_dkdv
+ * instead; attention_fa.wgsl, FQ): fa_d computes D, fa_dkdv also stores each (key block, query
+ * tile)'s partial dq = dS·K to the scratch after D, and fa_dq_sum adds them per query (no
+ * fa_dq: five causal matmul units instead of seven). GPT-2 124M training step on the H200
+ * (B 16, T 1024, one device call, docs/PERF.md): attention backward 35.6 ms/step against 49.6,
+ * step 349.7 ms against 363.4. The
+ * partial sums take n_head·rows·head_dim floats per sequence, rows = Σ over the key blocks kb
+ * of T − kb·R (causal packing; GPT-2 124M at T 1024, R 128: 4608 rows, 14.2 MB per sequence,
+ * 226 MB for B 16). Sequences run in chunks whose parts fit the bound: TEZGAH_WEBGPU_ATTN_DQ_KB
+ * (default 262144 KiB = 256 MiB), one binding (maxStorageBufferBindingSize, with D) and 4/5 of
+ * maxBufferSize (scratch() allocates 5/4 of a request). Returns the sequences per chunk, 0 if
+ * not even one fits (the two-kernel path runs); *rows: the part rows per (sequence, head). */
+static int attn_fq_chunk(wg_ctx *c, attn_cfg fk, int B, int T, int n_head, size_t dbytes, size_t *rows) {
+  size_t R = (size_t)attn_rows(fk), nkb = ((size_t)T + R - 1) / R;
+  *rows = nkb * (size_t)T - R * (nkb * (nkb - 1) / 2);
+  size_t per = (size_t)n_head * *rows * (size_t)fk.hd * 4;
+  size_t cap = (size_t)env_int("TEZGAH_WEBGPU_ATTN_DQ_KB", 256 * 1024) * 1024, lim = cap_bytes(c);
+  if ((size_t)(c->lim.maxBufferSize / 5 * 4) < lim) lim = (size_t)(c->lim.maxBufferSize / 5 * 4);
+  lim = lim > dbytes ? lim - dbytes : 0;
+  if (cap > lim) cap = lim;
+  size_t n = cap / per;
+  return n < (size_t)B ? (int)n : B;
 }
 
 static void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout, tz_slice q,
@@ -1723,7 +1748,19 @@ static void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice 
   size_t C = (size_t)n_head * head_dim, rows_total = (size_t)B * n_head * T;
   size_t qext = F4(((size_t)B * T - 1) * q_stride + C), oext = F4((size_t)B * T * C);
   size_t kext = F4(((size_t)B * T - 1) * kv_stride + (size_t)n_kv_head * head_dim);
-  tz_slice D = scratch(be, F4(rows_total));
+  attn_cfg fq = attn_config(c, head_dim, ATTN_DQ), fk = attn_config(c, head_dim, ATTN_DKDV);
+  int fa = attn_fast(c, "attention_bwd", T, T, 0, head_dim) && fq.rg && fk.rg;
+  /* fused dq (attn_fq_chunk): D, then per chunk of bc sequences fa_dkdv (FQ) and fa_dq_sum */
+  size_t dbytes = (F4(rows_total) + 15) / 16 * 16, prows = 0;
+  int bc = fa && env_int("TEZGAH_WEBGPU_ATTN_FUSED_DQ", 1) ? attn_fq_chunk(c, fk, B, T, n_head, dbytes, &prows) : 0;
+  if (fa && !bc && getenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ") && env_int("TEZGAH_WEBGPU_ATTN_FUSED_DQ", 1)) {
+    const char *e = getenv("TEZGAH_WEBGPU_ATTN");
+    if (e && !strcmp(e, "fast")) /* the tests: the fused path runs where they ask for it explicitly */
+      fail(c, "%s%s", "attention_bwd", ": TEZGAH_WEBGPU_ATTN=fast and TEZGAH_WEBGPU_ATTN_FUSED_DQ=1 but one sequence's dq "
+           "partial sums exceed TEZGAH_WEBGPU_ATTN_DQ_KB or the adapter's binding / buffer limits", 0, 0);
+  }
+  size_t pbytes = (size_t)bc * n_head * prows * head_dim * 4;
+  tz_slice D = scratch(be, dbytes + pbytes);
   uint32_t w[24] = {0};
   w[8] = T, w[9] = T, w[10] = 0, w[11] = n_head, w[12] = n_kv_head, w[13] = q_stride, w[14] = kv_stride,
   w[15] = 1, w[16] = fbits(1.0f / sqrtf((float)head_dim)), w[17] = B;
@@ -1733,11 +1770,35 @@ static void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice 
                  A(dout, oext, "dout"), A(lse, F4(rows_total), "lse"), A(out, oext, "out")};
   wg_arg a2[] = {A(dk, kext, "dk"), A(dv, kext, "dv"), A(q, qext, "q"), A(k, kext, "k"), A(v, kext, "v"),
                  A(dout, oext, "dout"), A(lse, F4(rows_total), "lse"), A(D, F4(rows_total), "D")};
-  attn_cfg fq = attn_config(c, head_dim, ATTN_DQ), fk = attn_config(c, head_dim, ATTN_DKDV);
-  int fa = attn_fast(c, "attention_bwd", T, T, 0, head_dim) && fq.rg && fk.rg &&
-           attn_vec4(c, "attention_bwd", f1, 8, 0xbd, q_stride, kv_stride) &&
-           attn_vec4(c, "attention_bwd", a2, 8, 0x3f, q_stride, kv_stride);
-  /* profile labels: the D pass, the dq kernel and the dk/dv kernel apart (flash or general) */
+  fa = fa && attn_vec4(c, "attention_bwd", f1, 8, 0xbd, q_stride, kv_stride) &&
+       attn_vec4(c, "attention_bwd", a2, 8, 0x3f, q_stride, kv_stride);
+  /* profile labels: the D pass, the dq kernel (fused: the sum of the parts) and the dk/dv
+   * kernel apart (flash or general) */
+  if (fa && bc) {
+    char fp[1280], fs[1280];
+    uint32_t g[3], gx, gy;
+    wg_arg ad[] = {A(D, F4(rows_total), "D"), f1[5], f1[7]}; /* dout, out: vec4 extents */
+    attn_prefix(c, fp, sizeof fp, fk, ad, 3, 0x1);
+    grid1(rows_total, &gx, &gy);
+    run(c, "attention_bwd_d", pipeline(c, "attention_fa", "fa_d", fp), w, 18, ad, 3, gx, gy, 1);
+    fk.fq = 1;
+    a2[7] = A(D, dbytes + pbytes, "D, dq parts");
+    wg_arg as[] = {f1[0], A(D, dbytes + pbytes, "D, dq parts")};
+    attn_prefix(c, fp, sizeof fp, fk, a2, 8, 0x83);
+    attn_prefix(c, fs, sizeof fs, fk, as, 2, 0x1);
+    w[19] = (uint32_t)(dbytes / 4), w[20] = (uint32_t)prows;
+    for (int b0 = 0; b0 < B; b0 += bc) {
+      int nb = B - b0 < bc ? B - b0 : bc;
+      w[17] = (uint32_t)nb, w[21] = (uint32_t)b0;
+      attn_grid(fk, T, n_kv_head, nb, w, g);
+      c->pending_flop = attn_flop(5, nb, n_head, T, head_dim);
+      run(c, "attention_bwd_dkdv", pipeline(c, "attention_fa", "fa_dkdv", fp), w, 22, a2, 8, g[0], g[1], g[2]);
+      c->pending_flop = 0;
+      grid1((size_t)nb * n_head * T * (head_dim / 4), &gx, &gy);
+      run(c, "attention_bwd_dq", pipeline(c, "attention_fa", "fa_dq_sum", fs), w, 22, as, 2, gx, gy, 1);
+    }
+    return;
+  }
   if (!fa || !fq.fd) { /* D = rowsum(dout ∘ out) in its own pass */
     wg_arg a0[] = {A(D, F4(rows_total), "D"), A(dout, oext, "dout"), A(out, oext, "out")};
     uint32_t gx, gy;
@@ -1748,11 +1809,11 @@ static void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice 
     char fp[1280];
     uint32_t g[3];
     if (!fq.fd) f1[7] = A(TZ_NONE, 0, "out");
-    attn_prefix(c, fp, sizeof fp, fq, f1, 8, fq.fd ? 2 : 1);
+    attn_prefix(c, fp, sizeof fp, fq, f1, 8, fq.fd ? 0x3 : 0x1);
     attn_grid(fq, T, n_head, B, w, g);
     c->pending_flop = attn_flop(3, B, n_head, T, head_dim);
     run(c, "attention_bwd_dq", pipeline(c, "attention_fa", "fa_dq", fp), w, 19, f1, 8, g[0], g[1], g[2]);
-    attn_prefix(c, fp, sizeof fp, fk, a2, 8, 2);
+    attn_prefix(c, fp, sizeof fp, fk, a2, 8, 0x3);
     attn_grid(fk, T, n_kv_head, B, w, g);
     c->pending_flop = attn_flop(4, B, n_head, T, head_dim);
     run(c, "attention_bwd_dkdv", pipeline(c, "attention_fa", "fa_dkdv", fp), w, 19, a2, 8, g[0], g[1], g[2]);
@@ -1954,7 +2015,9 @@ void tz_webgpu_profile_print(tz_backend *be, double steps) {
   /* rates: matmuls GFLOP/s (2MNK), the flash attention kernels GFLOP/s of their causal matmul
    * units (attn_flop); others GB/s of the tensor extents bound (each read or written once: a
    * lower bound on the traffic). The attention backward is three rows: attention_bwd_dq and
-   * attention_bwd_dkdv, and attention_bwd_d where D runs as its own pass. */
+   * attention_bwd_dkdv, and attention_bwd_d where D runs as its own pass (under the fused dq,
+   * attention_bwd_dq is fa_dq_sum, the sum of the partial dq, and attention_bwd_dkdv counts
+   * five units). */
   tz_prof_row rows[MAX_LABELS];
   for (int i = 0; i < c->nlabels; i++)
     rows[i] = (tz_prof_row){c->labels[i], c->label_ns[i], (double)c->label_calls[i], c->label_flop[i], c->label_bytes[i]};

@@ -1,8 +1,8 @@
 // Flash attention (FlashAttention-2 structure, Dao 2023) for the training form of causal GQA
 // attention: Tq == Tk == T, q_pos0 == 0, head_dim HD in {32, 64, 128}. attention.wgsl stays
 // the fallback (KV-cache decoding Tq < Tk, other head sizes, tensors not on 16-byte
-// boundaries) and keeps attn_bwd_d (D = rowsum(dout ∘ out)), which the backward uses when
-// FD = 0.
+// boundaries) and keeps attn_bwd_d (D = rowsum(dout ∘ out)), which the two-kernel backward
+// uses when FD = 0.
 //
 // Every kernel is a chain of small register-tiled matmuls, like matmul_fast.wgsl: NT threads
 // as TY × TX (ty = lid / TX, tx = lid % TX, TY = NT / TX); the workgroup owns R = 4·RG·TY rows
@@ -36,6 +36,11 @@
 // fa_dkdv:  per key block of kv head g, over the group's query heads and the query tiles
 //           t ≥ key: dv = Σ p dout, dk = Σ ds q. No atomics: every output has one owner and a
 //           fixed summation order (deterministic).
+// The default backward (FQ = 1 in fa_dkdv; the host's wg_attention_bwd): fa_d computes D, then
+// fa_dkdv also stores each tile's partial dq = ds·k of its key block to a scratch buffer and
+// fa_dq_sum adds a query's blocks in a fixed order: five matmul units instead of fa_dq + fa_dkdv's
+// seven (fa_dq recomputes s and dp). FQ = 0 (TEZGAH_WEBGPU_ATTN_FUSED_DQ=0, or partial sums that
+// do not fit the scratch bound): fa_dq and fa_dkdv.
 // Rows past T are staged as zeros and masked; stores check t < T.
 //
 // Global access is vec4: a standalone module (no preamble) whose eight storage bindings are
@@ -46,7 +51,8 @@
 // bytes (lse and D are read and written as scalars).
 //
 // Host prefix: const HD (32, 64, 128), TX (threads across a tile's columns: 16 for HD 64/128,
-// 8 for HD 32), RG (1 or 2), NT (threads per workgroup, 128 or 256), PF (0, 1), FD (0, 1) and
+// 8 for HD 32), RG (1 or 2), NT (threads per workgroup, 128 or 256), PF (0, 1), FD (0, 1), FQ
+// (0, 1) and
 // SGW (the subgroup width of the lane reductions, common/lanes_sg.wgsl or lanes_wg.wgsl,
 // appended by the host), then the bindings (below).
 // Uniforms as attention.wgsl: u0 T, u1 Tk, u2 q_pos0, u3 n_head, u4 n_kv_head, u5 q_stride,
@@ -54,8 +60,9 @@
 // backend_webgpu.c): 1 = grid (heads, B, blocks), the block index slowest (NVIDIA launches
 // workgroups x fastest, so every head's most expensive causal block goes first and the cheap
 // ones fill the last waves); 0 = grid (blocks, heads, B), the former order (longest first only
-// within one head and sequence). Arguments as attn_fwd / attn_bwd_dkdv; fa_dq's differ (see
-// there).
+// within one head and sequence); under FQ, u11 the element offset of the partial sums in
+// argument 7, u12 their rows per (sequence, head), u13 the first sequence of the chunk.
+// Arguments as attn_fwd / attn_bwd_dkdv; fa_dq's, fa_d's and fa_dq_sum's differ (see there).
 
 struct U {
   oa: vec4<u32>,
@@ -907,15 +914,58 @@ fn pds_k(s: mat4x4<f32>, dp: mat4x4<f32>, j: u32, t0: u32, T: u32, lse: vec4<f32
   return M2(p, ds);
 }
 
-// grid (n_kv_head, B, ceil(T/R)) or (ceil(T/R), n_kv_head, B) (u10, grid_ids); args 0 dk,
-// 1 dv, 2 q, 3 k, 4 v, 5 dout, 6 lse, 7 D
+// FQ = 1: dq's partial sums instead of fa_dq (FlashAttention-2's five matmul units instead of
+// seven: fa_dq recomputes S and dP). After dS of (key block kb, query tile) is in Ps, the tile's
+// partial dq = dS·K_block (C queries × HD, over the block's R keys) is stored to the scratch
+// (argument 7 from element u11, after D) as part[bl, h, row(kb, t), :], bl = b − u13: per
+// (sequence, query head) u12 rows, block kb's queries t = kb·R .. T−1 from row part_row(kb)
+// (causal packing: no rows for t < kb·R). fa_dq_sum then adds a query's blocks in a fixed
+// order. WGSL has no float atomics, hence the scratch. Each thread owns NPQ (query block of
+// 4, output vec4) pairs: p = lid + i·NT < TX·HV, queries 4·(p / HV) .. +3 of the tile, column
+// vec4 p % HV (HD 32: only TX·HV = 64 threads work in this phase).
+const NPQ: u32 = (TX * HV + NT - 1u) / NT;
+fn part_row(kb: u32, T: u32) -> u32 {
+  return kb * T - R * ((kb * max(kb, 1u) - kb) / 2u); // Σ_{k < kb} (T − k·R)
+}
+// o += k·a: 4 K rows (columns of k) weighted by the dS of 4 keys for one query (a)
+fn mv4(o: vec4<f32>, k: mat4x4<f32>, a: vec4<f32>) -> vec4<f32> {
+  return fma(k[3], vec4<f32>(a.w), fma(k[2], vec4<f32>(a.z), fma(k[1], vec4<f32>(a.y), fma(k[0], vec4<f32>(a.x), o))));
+}
+// queries 4qb .. 4qb+3 (Ps index pq = 4qb·PR + key group) against 4 staged K rows from Xs[x]
+fn dq_k4(acc: mat4x4<f32>, pq: u32, x: u32) -> mat4x4<f32> {
+  let k = mat4x4<f32>(Xs[x], Xs[x + HV], Xs[x + 2u * HV], Xs[x + 3u * HV]);
+  return mat4x4<f32>(mv4(acc[0], k, Ps[pq]), mv4(acc[1], k, Ps[pq + PR]), mv4(acc[2], k, Ps[pq + 2u * PR]),
+                     mv4(acc[3], k, Ps[pq + 3u * PR]));
+}
+// pair p's sums over the DK keys kc .. kc+15 of the block staged in Xs (row-major)
+fn dq16(acc: mat4x4<f32>, kc: u32, p: u32) -> mat4x4<f32> {
+  let dx = p % HV;
+  let pq = 4u * (p / HV) * PR + kc / 4u;
+  var o = dq_k4(acc, pq, dx);
+  o = dq_k4(o, pq + 1u, 4u * HV + dx);
+  o = dq_k4(o, pq + 2u, 8u * HV + dx);
+  return dq_k4(o, pq + 3u, 12u * HV + dx);
+}
+// pair p's four rows (queries t0 + 4·(p / HV) + i below T) to the part, from row pb (query k0)
+fn store_dq(pb: u32, t0: u32, k0: u32, T: u32, acc: mat4x4<f32>, p: u32) {
+  let t = t0 + 4u * (p / HV);
+  for (var i = 0u; i < 4u; i++) {
+    if (t + i < T) {
+      stv(7u, pu(11u) / 4u + (pb + t + i - k0) * HV + p % HV, pick(acc, i));
+    }
+  }
+}
+
+// grid (n_kv_head, B, ceil(T/R)) or (ceil(T/R), n_kv_head, B) (u10, grid_ids; FQ: B the
+// sequences of this chunk); args 0 dk, 1 dv, 2 q, 3 k, 4 v, 5 dout, 6 lse, 7 D (FQ: then the
+// partial sums from element u11)
 @compute @workgroup_size(NT)
 fn fa_dkdv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let T = pu(0u);
   let nh = pu(3u);
   let rep = nh / pu(4u);
   let ids = grid_ids(wid);
-  let b = ids.z;
+  let b = ids.z + pu(13u); // FQ: a chunk of the batch from sequence u13 (else 0)
   let g = ids.y;
   let k0 = ids.x * R; // block 0: the first keys, which the most queries see
   let ty = lid / TX;
@@ -1007,6 +1057,8 @@ fn fa_dkdv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         if (PF == 1u) {
           if (jj + DK < tn) {
             nr = ld_r(2u, qbase, qs, t0 + jj + DK, T, lid);
+          } else if (FQ == 1u) { // the block's first K chunk (dq phase)
+            nr = ld_r(3u, kbase, kvs, k0, T, lid);
           } else if (t0 + C < T) {
             nx = ld_pair(0u, 3u, 4u, kbase, kbase, kvs, kvs, k0, 1.0, 2u, 5u, qbase, obase, qs, os, t0 + C, sc, T, lid);
           }
@@ -1014,6 +1066,52 @@ fn fa_dkdv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         dk = prod(dk, jj, ty, tx);
         if (NOV == 2u) {
           dk2 = prod(dk2, jj, ty, tx + TX);
+        }
+      }
+      if (FQ == 1u) {
+        // dq's partial sum over this key block for the tile's queries: dS (still in Ps) times
+        // the block's K rows, streamed through Xs in DK-row chunks; stored, not accumulated
+        let kn = min(R, T - k0); // keys of the block below T (dS of the others is 0)
+        var a0 = mat4x4<f32>();
+        var a1 = mat4x4<f32>();
+        var a2 = mat4x4<f32>();
+        var a3 = mat4x4<f32>();
+        for (var kc = 0u; kc < kn; kc += DK) {
+          if (PF == 0u) {
+            nr = ld_r(3u, kbase, kvs, k0 + kc, T, lid);
+          }
+          workgroupBarrier();
+          st_r(nr, lid);
+          workgroupBarrier();
+          if (PF == 1u) {
+            if (kc + DK < kn) {
+              nr = ld_r(3u, kbase, kvs, k0 + kc + DK, T, lid);
+            } else if (t0 + C < T) {
+              nx = ld_pair(0u, 3u, 4u, kbase, kbase, kvs, kvs, k0, 1.0, 2u, 5u, qbase, obase, qs, os, t0 + C, sc, T,
+                           lid);
+            }
+          }
+          if (lid < TX * HV) {
+            a0 = dq16(a0, kc, lid);
+          }
+          if (NPQ > 1u) {
+            a1 = dq16(a1, kc, lid + NT);
+          }
+          if (NPQ > 2u) {
+            a2 = dq16(a2, kc, lid + 2u * NT);
+            a3 = dq16(a3, kc, lid + 3u * NT);
+          }
+        }
+        let pb = (ids.z * nh + h) * pu(12u) + part_row(ids.x, T); // row of query k0 in the part
+        if (lid < TX * HV) {
+          store_dq(pb, t0, k0, T, a0, lid);
+        }
+        if (NPQ > 1u) {
+          store_dq(pb, t0, k0, T, a1, lid + NT);
+        }
+        if (NPQ > 2u) {
+          store_dq(pb, t0, k0, T, a2, lid + 2u * NT);
+          store_dq(pb, t0, k0, T, a3, lid + 3u * NT);
         }
       }
     }
@@ -1024,4 +1122,53 @@ fn fa_dkdv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     store_rows(0u, kbase, kvs, jb, T, dk.b, dk2.b, vec4<f32>(1.0), tx);
     store_rows(1u, kbase, kvs, jb, T, dv.b, dv2.b, vec4<f32>(1.0), tx);
   }
+}
+
+// D[b, h, t] = Σ_d dout·out of every row (the separate pass of FQ = 1, which has no fa_dq to
+// compute it): a 1-D grid over B·n_head·T rows (x·y folded, 256 threads), t fastest; args
+// 0 D, 1 dout, 2 out
+@compute @workgroup_size(256)
+fn fa_d(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = (wid.y * nwg.x + wid.x) * 256u + lid;
+  let T = pu(0u);
+  let nh = pu(3u);
+  if (i >= pu(9u) * nh * T) {
+    return;
+  }
+  let t = i % T;
+  let h = (i / T) % nh;
+  let b = i / (T * nh);
+  let ob = ((b * T + t) * nh * HD + h * HD) / 4u;
+  var x = vec4<f32>(0.0);
+  for (var d4 = 0u; d4 < HV; d4++) {
+    x = fma(ldv(1u, ob + d4), ldv(2u, ob + d4), x);
+  }
+  sts(0u, i, sum4(x));
+}
+
+// dq[b, t, h, :] = Σ_{kb ≤ t / R} part[b − u13, h, part_row(kb) + t − kb·R, :], blocks in
+// ascending order (deterministic), for the u9 sequences of a chunk from sequence u13: a 1-D
+// grid over u9·n_head·T·HV vec4s (x·y folded, 256 threads), column fastest; args 0 dq (row
+// stride u5, as q), 1 the scratch (parts from element u11, u12 rows per (sequence, head))
+@compute @workgroup_size(256)
+fn fa_dq_sum(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+  let i = (wid.y * nwg.x + wid.x) * 256u + lid;
+  let T = pu(0u);
+  let nh = pu(3u);
+  if (i >= pu(9u) * nh * T * HV) {
+    return;
+  }
+  let dx = i % HV;
+  let t = (i / HV) % T;
+  let bh = i / (HV * T);
+  let h = bh % nh;
+  let b = bh / nh + pu(13u);
+  let base = pu(11u) / 4u + bh * pu(12u) * HV + dx;
+  var acc = vec4<f32>(0.0);
+  for (var kb = 0u; kb <= t / R; kb++) {
+    acc += ldv(1u, base + (part_row(kb, T) + t - kb * R) * HV);
+  }
+  stv(0u, ((b * T + t) * pu(5u) + h * HD) / 4u + dx, acc);
 }
