@@ -1627,15 +1627,16 @@ static double attn_flop(int units, int B, int n_head, int T, int hd) {
  * FQ and SGW, the subgroup width the lane reductions shuffle over: the adapter's fixed subgroup
  * size, 1 where it varies or subgroups are off), then bindings 2..8 and the argument → binding
  * table SL and the store functions (attention_fa.wgsl's header): the arguments in `wmask`
- * (bit i: argument i) are written. Inputs bind read-only (the driver may then use its read-only load path; the
- * big matmul tile ran 40-50 % slower with read_write bindings on the H200, while for these
- * kernels the comparison is still open, docs/PERF.md) unless one shares a buffer with an output
- * (the model's single activation arena) or TEZGAH_WEBGPU_ATTN_RO=0. */
+ * (bit i: argument i) are written. Inputs bind read-only (the driver may then use its
+ * read-only load path; the big matmul tile ran 40-50 % slower with read_write bindings on the
+ * H200, while for these kernels the comparison is still open, docs/PERF.md) unless one shares
+ * a buffer with an output (the model's single activation arena) or TEZGAH_WEBGPU_ATTN_RO=0. */
 static void attn_prefix(wg_ctx *c, char *p, size_t cap, attn_cfg f, const wg_arg *a, int nargs, unsigned wmask) {
   unsigned sgw = c->subgroups && c->info.subgroupMinSize == c->info.subgroupMaxSize ? c->info.subgroupMinSize : 1;
   size_t n = (size_t)snprintf(p, cap,
                               "const HD: u32 = %du; const TX: u32 = %du; const RG: u32 = %du; const NT: u32 = %du; "
-                              "const PF: u32 = %du; const FD: u32 = %du; const FQ: u32 = %du; const SGW: u32 = %uu;\n",
+                              "const PF: u32 = %du; const FD: u32 = %du; const FQ: u32 = %du; "
+                              "const SGW: u32 = %uu;\n",
                               f.hd, f.tx, f.rg, f.nt, f.pf, f.fd, f.fq, sgw ? sgw : 1);
   tz_buf *sb[MAX_ARGS];
   uint64_t lo[MAX_ARGS], hi[MAX_ARGS];
@@ -1720,13 +1721,13 @@ static void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slic
  * tile)'s partial dq = dS·K to the scratch after D, and fa_dq_sum adds them per query (no
  * fa_dq: five causal matmul units instead of seven). GPT-2 124M training step on the H200
  * (B 16, T 1024, one device call, docs/PERF.md): attention backward 35.6 ms/step against 49.6,
- * step 349.7 ms against 363.4. The
- * partial sums take n_head·rows·head_dim floats per sequence, rows = Σ over the key blocks kb
- * of T − kb·R (causal packing; GPT-2 124M at T 1024, R 128: 4608 rows, 14.2 MB per sequence,
- * 226 MB for B 16). Sequences run in chunks whose parts fit the bound: TEZGAH_WEBGPU_ATTN_DQ_KB
- * (default 262144 KiB = 256 MiB), one binding (maxStorageBufferBindingSize, with D) and 4/5 of
- * maxBufferSize (scratch() allocates 5/4 of a request). Returns the sequences per chunk, 0 if
- * not even one fits (the two-kernel path runs); *rows: the part rows per (sequence, head). */
+ * step 349.7 ms against 363.4. The partial sums take n_head·rows·head_dim floats per
+ * sequence, rows = Σ over the key blocks kb of T − kb·R (causal packing; GPT-2 124M at T 1024,
+ * R 128: 4608 rows, 14.2 MB per sequence, 226 MB for B 16). Sequences run in chunks whose
+ * parts fit the bound TEZGAH_WEBGPU_ATTN_DQ_KB (default 262144 KiB = 256 MiB), one binding
+ * (maxStorageBufferBindingSize, with D) and 4/5 of maxBufferSize (scratch() allocates 5/4 of
+ * a request). Returns the sequences per chunk, 0 if not even one fits (the two-kernel path
+ * runs); *rows: the part rows per (sequence, head). */
 static int attn_fq_chunk(wg_ctx *c, attn_cfg fk, int B, int T, int n_head, size_t dbytes, size_t *rows) {
   size_t R = (size_t)attn_rows(fk), nkb = ((size_t)T + R - 1) / R;
   *rows = nkb * (size_t)T - R * (nkb * (nkb - 1) / 2);
@@ -1752,12 +1753,15 @@ static void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice 
   int fa = attn_fast(c, "attention_bwd", T, T, 0, head_dim) && fq.rg && fk.rg;
   /* fused dq (attn_fq_chunk): D, then per chunk of bc sequences fa_dkdv (FQ) and fa_dq_sum */
   size_t dbytes = (F4(rows_total) + 15) / 16 * 16, prows = 0;
-  int bc = fa && env_int("TEZGAH_WEBGPU_ATTN_FUSED_DQ", 1) ? attn_fq_chunk(c, fk, B, T, n_head, dbytes, &prows) : 0;
-  if (fa && !bc && getenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ") && env_int("TEZGAH_WEBGPU_ATTN_FUSED_DQ", 1)) {
+  int fused = fa && env_int("TEZGAH_WEBGPU_ATTN_FUSED_DQ", 1);
+  int bc = fused ? attn_fq_chunk(c, fk, B, T, n_head, dbytes, &prows) : 0;
+  if (fused && !bc && getenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ")) {
     const char *e = getenv("TEZGAH_WEBGPU_ATTN");
     if (e && !strcmp(e, "fast")) /* the tests: the fused path runs where they ask for it explicitly */
-      fail(c, "%s%s", "attention_bwd", ": TEZGAH_WEBGPU_ATTN=fast and TEZGAH_WEBGPU_ATTN_FUSED_DQ=1 but one sequence's dq "
-           "partial sums exceed TEZGAH_WEBGPU_ATTN_DQ_KB or the adapter's binding / buffer limits", 0, 0);
+      fail(c, "%s%s", "attention_bwd",
+           ": TEZGAH_WEBGPU_ATTN=fast and TEZGAH_WEBGPU_ATTN_FUSED_DQ=1 but one sequence's dq partial sums exceed "
+           "TEZGAH_WEBGPU_ATTN_DQ_KB or the adapter's binding / buffer limits",
+           0, 0);
   }
   size_t pbytes = (size_t)bc * n_head * prows * head_dim * 4;
   tz_slice D = scratch(be, dbytes + pbytes);
