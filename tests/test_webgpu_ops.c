@@ -567,9 +567,10 @@ static void test_attention_hd(void **state) {
  * that a fallback to the two-kernel path is an error too; that path last): T not a
  * multiple of the row block, the column tile or the 16-row chunk, T below one chunk; B > 1;
  * GQA 4/2, 4/1 and 2/2; on the default variant (RG 2 / NT 256 where the adapter offers its
- * 46.6 KB of workgroup memory, else RG 1 / NT 128: lavapipe) and on RG 1 / NT 256 (the former
- * default), the former grid order (TEZGAH_WEBGPU_ATTN_ORDER=0) and two mixes of per-kernel
- * variants, and both lane-reduction paths (ctest runs the file with and without
+ * 46.6 KB of workgroup memory, else RG 1 / NT 128: lavapipe), the former grid order
+ * (TEZGAH_WEBGPU_ATTN_ORDER=0: a uniform, no new pipelines) and, on head_dim 64 only (every
+ * variant and head size is a set of pipelines lavapipe compiles for a minute or more; ctest
+ * runs this file twice), two mixes of per-kernel variants on the two-kernel backward, and both lane-reduction paths (ctest runs the file with and without
  * TEZGAH_WEBGPU_SUBGROUPS=0); T = 8192 once (no T×T buffer anywhere: the scores stream through
  * key tiles). First, tensors at odd offsets (g_pad 3): the flash kernels decline (vec4 access)
  * and the general ones run. Tolerances: check_att's (the sums run in another order than the
@@ -591,14 +592,6 @@ static void test_attention_flash(void **state) {
   unsetenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ"); /* 135 MB of partial sums: two kernels where they do not fit */
   if (!(se && !strcmp(se, "0"))) check_att(1, 8192, 2, 1, 32);
   setenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ", "1", 1);
-  /* the former default layout of each head size (fewer shapes: lavapipe compiles slowly) */
-  setenv("TEZGAH_WEBGPU_ATTN_RG", "1", 1);
-  setenv("TEZGAH_WEBGPU_ATTN_NT", "256", 1);
-  check_att(2, 70, 4, 2, 64);
-  check_att(2, 77, 4, 2, 32);
-  check_att(2, 133, 4, 1, 128);
-  unsetenv("TEZGAH_WEBGPU_ATTN_RG");
-  unsetenv("TEZGAH_WEBGPU_ATTN_NT");
   /* the former grid order (blocks fastest; the default puts the block index in z) */
   setenv("TEZGAH_WEBGPU_ATTN_ORDER", "0", 1);
   check_att(2, 70, 4, 2, 64);
@@ -613,14 +606,14 @@ static void test_attention_flash(void **state) {
   setenv("TEZGAH_WEBGPU_ATTN_DQ_NT", "256", 1);
   check_att(1, 150, 2, 2, 64);
   setenv("TEZGAH_WEBGPU_ATTN_DQ_ORDER", "0", 1); /* and its own grid order */
-  check_att(2, 77, 4, 2, 32);
+  check_att(2, 70, 4, 2, 64);
   unsetenv("TEZGAH_WEBGPU_ATTN_DQ_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_DQ_NT");
   unsetenv("TEZGAH_WEBGPU_ATTN_DQ_ORDER");
   setenv("TEZGAH_WEBGPU_ATTN_FWD_RG", "1", 1), setenv("TEZGAH_WEBGPU_ATTN_FWD_NT", "256", 1);
   setenv("TEZGAH_WEBGPU_ATTN_DKDV_RG", "1", 1), setenv("TEZGAH_WEBGPU_ATTN_DKDV_NT", "256", 1);
   check_att(2, 70, 4, 2, 64);
   setenv("TEZGAH_WEBGPU_ATTN_DKDV_ORDER", "0", 1);
-  check_att(2, 133, 4, 1, 128);
+  check_att(3, 100, 4, 1, 64);
   unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_ORDER");
   unsetenv("TEZGAH_WEBGPU_ATTN_FWD_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_FWD_NT");
   unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_NT");
