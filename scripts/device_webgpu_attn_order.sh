@@ -6,17 +6,17 @@
 # fastest variant of each kernel together, profiled and unprofiled against the former default,
 # and the PyTorch peer in the same call.
 #
-#   bash DIR/device_webgpu_attn_order.sh DIR   (run tool, carry [DIR, ".gl", ".wg"]; ~5-6 min)
+#   bash scripts/device_webgpu_attn_order.sh DIR   (run tool, carry [DIR, ".gl", ".wg"]; ~5-6 min)
 # DIR holds portable CUDA-less test_webgpu_ops and bench_webgpu, lib/ (the shared libraries the
-# machine lacks, as scripts/device_pack.sh gathers them), device_webgpu_env.sh (scripts/) and
+# machine lacks, as scripts/device_pack.sh gathers them) and
 # torch_gpt.py (../shared/bench). Writes $OUT/summary.log (the result lines) and one log per
-# run. Local dry run on lavapipe: DRY=1 BT="1 64" STEPS=1 bash DIR/device_webgpu_attn_order.sh DIR
+# run. Local dry run on lavapipe: DRY=1 BT="1 64" STEPS=1 bash scripts/device_webgpu_attn_order.sh DIR
 # (no package unpacking, tiny shapes, no peer).
 set -uo pipefail
 dir=${1:?usage: device_webgpu_attn_order.sh DIR}
 out=${OUT:-/tmp/attn_order}
 mkdir -p "$out"
-[[ -z ${DRY:-} ]] && source "$dir/device_webgpu_env.sh"
+[[ -n ${DRY:-} ]] || source scripts/device_webgpu_env.sh
 export LD_LIBRARY_PATH=$PWD/$dir/lib:${LD_LIBRARY_PATH:-}
 bt=${BT:-16 1024}
 steps=${STEPS:-4}
