@@ -302,5 +302,9 @@ void tz_profile_table(const char *title, tz_prof_row *rows, int n, double steps)
 tz_backend *tz_backend_cpu_create(int threads);
 /* CPU buffers are host memory: the pointer behind a slice (for CPU-only code and tests). */
 void *tz_cpu_ptr(tz_slice s);
+/* The GEMM micro-kernel the CPU backend would run here ("avx512", "avx2" or "scalar": the
+ * widest this CPU has, or TEZGAH_CPU_ISA's), or NULL with tz_err() when TEZGAH_CPU_ISA names
+ * an unknown kernel or one this CPU lacks. Results do not depend on it (docs/RELIABILITY.md). */
+const char *tz_cpu_gemm_kernel(void);
 
 #endif
