@@ -13,6 +13,7 @@
 # (everything) and $OUT/summary.log (the result lines). A local dry run of the script's logic:
 # DRY=1 ATT="1 64" NOTRAIN=1 NOTEST=1 (no package unpacking; lavapipe; tiny shapes).
 set -uo pipefail
+# shellcheck source=scripts/device_webgpu_env.sh
 source scripts/device_webgpu_env.sh
 device_start device_webgpu_attn /tmp attn.log "$@"
 att=${ATT:-16 1024}

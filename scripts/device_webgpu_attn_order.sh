@@ -13,6 +13,7 @@
 # run. Local dry run on lavapipe: DRY=1 BT="1 64" STEPS=1 bash scripts/device_webgpu_attn_order.sh DIR
 # (no package unpacking, tiny shapes, no peer).
 set -uo pipefail
+# shellcheck source=scripts/device_webgpu_env.sh
 source scripts/device_webgpu_env.sh
 device_start device_webgpu_attn_order /tmp/attn_order "" "$@"
 bt=${BT:-16 1024}

@@ -14,6 +14,7 @@
 # (everything) and $OUT/summary.log (the result lines). A local dry run of the script's logic:
 # DRY=1 EMB="2 128" NOTRAIN=1 (no package unpacking; lavapipe; a small batch).
 set -uo pipefail
+# shellcheck source=scripts/device_webgpu_env.sh
 source scripts/device_webgpu_env.sh
 device_start device_webgpu_embed /tmp embed.log "$@"
 emb=${EMB:-16 1024}

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154  # bt, steps, tmo: set by the attention scripts that call prof
 # Sourced (from the repository root) by the scripts/device_webgpu_*.sh that run WebGPU on the
 # GPU machine (../shared/docs/DEVICE.md): their common prologue and helpers.
 #

@@ -11,6 +11,7 @@
 #   DRY=1 BT="1 64" STEPS=1 USTEPS=2 TFILTER=test_attention_kvcache TMO=900 OUT=/tmp/x \
 #     bash scripts/device_webgpu_fused_dq.sh DIR
 set -uo pipefail
+# shellcheck source=scripts/device_webgpu_env.sh
 source scripts/device_webgpu_env.sh
 device_start device_webgpu_fused_dq /tmp/fdq_out "" "$@"
 bt=${BT:-16 1024}
