@@ -219,17 +219,6 @@ static volatile sig_atomic_t g_stop_signal;
 void tz_train_request_stop(int sig) { g_stop_signal = sig > 0 ? sig : SIGTERM; }
 int tz_train_stop_requested(void) { return g_stop_signal; }
 
-/* 1 if the directory holds no entries besides . and .. */
-static int dir_is_empty(const char *path) {
-  DIR *d = opendir(path);
-  if (!d) return 0;
-  int empty = 1;
-  for (struct dirent *e; empty && (e = readdir(d));)
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = 0;
-  closedir(d);
-  return empty;
-}
-
 /* fsync a directory (renames and unlinks in it durable). Best effort. */
 static void sync_dir(const char *dir) {
   int fd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -368,7 +357,8 @@ int tz_train(const tz_train_opts *opts_in) {
   int32_t *in = NULL, *tg = NULL;
   int *inject_nan = NULL, *inject_inf = NULL, n_inject_nan = 0, n_inject_inf = 0;
   char *ckpt_path = NULL, *best_path = NULL, *metrics_path = NULL, *cache_root = NULL;
-  int created_run_dir = 0, latest_marked = 0;
+  char *created_top = NULL; /* the shallowest directory of o.run_dir this run created */
+  int latest_marked = 0;
   tz_comm *comm = NULL;
   /* data parallelism: W ranks of B_rank rows each; o.B is the global batch W·B_rank (what
    * the checkpoint records, so a run resumes with any W that divides it). agreed: this
@@ -515,7 +505,6 @@ int tz_train(const tz_train_opts *opts_in) {
   }
   if (!(be = tz_backend_create(o.backend, o.threads, o.precision))) goto out;
   if (tz_comm_create(&denv, be, &comm)) goto out;
-  int run_dir_existed = tz_exists(o.run_dir);
   if (!o.resume) { /* never train over another run: its checkpoint and metrics would be lost */
     char *existing = tz_path_join(o.run_dir, TZ_CKPT_FILE);
     int taken = tz_exists(existing);
@@ -527,8 +516,7 @@ int tz_train(const tz_train_opts *opts_in) {
     }
   }
   if (rank == 0) { /* rank 0 alone writes into the run directory */
-    if (tz_mkdirs(o.run_dir)) goto out;
-    created_run_dir = !run_dir_existed;
+    if (tz_mkdirs_track(o.run_dir, &created_top)) goto out;
     if (access(o.run_dir, W_OK) != 0) {
       tz_err("%s: run directory is not writable: %s", o.run_dir, strerror(errno));
       goto out;
@@ -876,10 +864,11 @@ out:
   }
   tz_run_close(&rf);
   tz_metrics_close(metrics);
-  if (rc < 0 && created_run_dir && !latest_marked) { /* a run that failed before its first checkpoint */
+  if (rc < 0 && created_top && !latest_marked) { /* a run that failed before its first checkpoint */
     if (metrics_path && tz_exists(metrics_path) && !o.resume) unlink(metrics_path);
-    if (dir_is_empty(o.run_dir)) rmdir(o.run_dir);
+    tz_rmdirs_upto(o.run_dir, created_top); /* the run directory and the parents it needed, if empty */
   }
+  free(created_top);
   tz_loader_free(train);
   tz_loader_free(val);
   tz_model_free(m);
