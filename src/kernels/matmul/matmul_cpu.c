@@ -109,11 +109,24 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
     return;
   }
   float *bp = cx->bpack;
-#pragma omp parallel num_threads(cx->threads)
+  int nt = cx->threads, mblk = (M + MC - 1) / MC;
+#pragma omp parallel num_threads(nt)
   {
     float *ap = cx->apack + (size_t)omp_get_thread_num() * MC * KC;
     for (int jc = 0; jc < N; jc += NC) {
       int nc = N - jc < NC ? N - jc : NC, npan = (nc + NR - 1) / NR;
+      /* Tasks are (M block, run of NR panels). With few M blocks per thread (a weight
+       * gradient of C = 256 rows has 2 blocks: 2 of 16 threads busy) each block's panels
+       * are split into nsplit runs so that there are about 4 tasks per thread; each task
+       * packs its A block unless its previous task had the same (the extra packing is at
+       * most 1/(NR·panels per run) of its FMAs).
+       * Each output element is still summed by one task in k order: the split changes no
+       * result bit, for any thread count. */
+      int nsplit = 1;
+      if (mblk < 4 * nt) {
+        nsplit = (4 * nt + mblk - 1) / mblk;
+        if (nsplit > npan) nsplit = npan;
+      }
       for (int pc = 0; pc < K; pc += KC) {
         int kc = K - pc < KC ? K - pc : KC;
 #pragma omp for schedule(static)
@@ -121,14 +134,18 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
           int c0 = jc + jp * NR;
           pack_b(bp + (size_t)jp * NR * kc, B, pc, kc, c0, N - c0 < NR ? N - c0 : NR);
         }
-        int load = acc || pc > 0;
-        /* one M block per task; the implicit barrier keeps bp intact until all are done */
+        int load = acc || pc > 0, packed_ic = -1; /* the A block in this thread's ap */
+        /* the implicit barrier keeps bp intact until every task is done */
 #pragma omp for schedule(static)
-        for (int ic = 0; ic < M; ic += MC) {
+        for (int task = 0; task < mblk * nsplit; task++) {
+          int ic = task / nsplit * MC, js = task % nsplit;
           int mc = M - ic < MC ? M - ic : MC;
-          for (int ir = 0; ir < mc; ir += MR)
-            pack_a(ap + (size_t)ir * kc, A, ic + ir, mc - ir < MR ? mc - ir : MR, pc, kc);
-          for (int jp = 0; jp < npan; jp++) {
+          int jp0 = (int)((long)npan * js / nsplit), jp1 = (int)((long)npan * (js + 1) / nsplit);
+          if (ic != packed_ic) /* consecutive tasks of one thread often share their block */
+            for (int ir = 0; ir < mc; ir += MR)
+              pack_a(ap + (size_t)ir * kc, A, ic + ir, mc - ir < MR ? mc - ir : MR, pc, kc);
+          packed_ic = ic;
+          for (int jp = jp0; jp < jp1; jp++) {
             int c0 = jc + jp * NR, nr = N - c0 < NR ? N - c0 : NR;
             const float *bb = bias && pc == 0 ? bias + c0 : NULL;
             for (int ir = 0; ir < mc; ir += MR)
