@@ -98,7 +98,16 @@ tz_backend *tz_backend_cpu_create(int threads) {
   cx->threads = omp_get_max_threads();
   const char *mm = getenv("TZ_MATMUL");
 #ifdef TZ_USE_BLAS
+  /* The default path: the plain C kernels where they are built with AVX-512 (on the GPU
+   * machine's 16 Xeon cores they ran 150-300 GFLOP/s per matmul shape on 2 cores where Debian's
+   * OpenBLAS 0.3.21 ran 29-62 with its detected kernel, and OPENBLAS_CORETYPE=Haswell leaves
+   * half of each vector unused; docs/PERF.md "CPU training on 16 cores"), OpenBLAS otherwise
+   * (the C kernels' scalar fallback is far slower). TZ_MATMUL=c|blas chooses explicitly. */
+#ifdef __AVX512F__
+  cx->use_blas = mm && strcmp(mm, "blas") == 0;
+#else
   cx->use_blas = !(mm && strcmp(mm, "c") == 0);
+#endif
   openblas_set_num_threads(cx->threads);
 #else
   cx->use_blas = 0;
