@@ -206,17 +206,6 @@ static volatile sig_atomic_t g_stop_signal;
 void tz_train_request_stop(int sig) { g_stop_signal = sig > 0 ? sig : SIGTERM; }
 int tz_train_stop_requested(void) { return g_stop_signal; }
 
-/* 1 if the directory holds no entries besides . and .. */
-static int dir_is_empty(const char *path) {
-  DIR *d = opendir(path);
-  if (!d) return 0;
-  int empty = 1;
-  for (struct dirent *e; empty && (e = readdir(d));)
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = 0;
-  closedir(d);
-  return empty;
-}
-
 /* ---- tz_train, phase by phase ----
  * One training session: start → resume | init-from → options → backend and ranks → run
  * directory → data (shards, tokenizer) → model config → loaders → model → metrics → ranks
@@ -244,7 +233,8 @@ typedef struct {
   int32_t *in, *tg; /* this rank's batch rows: B_rank × T inputs and targets */
   int *inject_nan, *inject_inf, n_inject_nan, n_inject_inf; /* --debug-inject-* steps */
   char *ckpt_path, *best_path, *metrics_path, *cache_root;
-  int created_run_dir, latest_marked;
+  char *created_top; /* the shallowest directory of o.run_dir this run created */
+  int latest_marked;
   /* the loop's clock and counters */
   size_t N; /* tokens per batch, all ranks */
   int warmup, tty, first_step, prof_from, n_recent, last_val_step;
@@ -411,7 +401,6 @@ static int phase_backend(train_run *r) {
 /* The run directory: never another run's, writable, swept of a killed session's leftovers. */
 static int phase_run_dir(train_run *r) {
   tz_train_opts *o = &r->o;
-  int run_dir_existed = tz_exists(o->run_dir);
   if (!o->resume) { /* never train over another run: its checkpoint and metrics would be lost */
     char *existing = tz_path_join(o->run_dir, TZ_CKPT_FILE);
     int taken = tz_exists(existing);
@@ -421,8 +410,7 @@ static int phase_run_dir(train_run *r) {
                     o->run_dir, TZ_CKPT_FILE, o->run_dir);
   }
   if (r->rank == 0) { /* rank 0 alone writes into the run directory */
-    if (tz_mkdirs(o->run_dir)) return -1;
-    r->created_run_dir = !run_dir_existed;
+    if (tz_mkdirs_track(o->run_dir, &r->created_top)) return -1;
     if (access(o->run_dir, W_OK) != 0)
       return tz_err("%s: run directory is not writable: %s", o->run_dir, strerror(errno));
     /* A previous session killed in the middle of a checkpoint or metrics write left its
@@ -893,10 +881,11 @@ static int finish(train_run *r) {
   }
   tz_run_close(&r->rf);
   tz_metrics_close(r->metrics);
-  if (rc < 0 && r->created_run_dir && !r->latest_marked) { /* a run that failed before its first checkpoint */
+  if (rc < 0 && r->created_top && !r->latest_marked) { /* a run that failed before its first checkpoint */
     if (r->metrics_path && tz_exists(r->metrics_path) && !o->resume) unlink(r->metrics_path);
-    if (dir_is_empty(o->run_dir)) rmdir(o->run_dir);
+    tz_rmdirs_upto(o->run_dir, r->created_top); /* the run directory and the parents it needed, if empty */
   }
+  free(r->created_top);
   tz_loader_free(r->train);
   tz_loader_free(r->val);
   tz_model_free(r->m);

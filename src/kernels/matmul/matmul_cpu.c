@@ -72,8 +72,11 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
     float *ap = cx->apack + (size_t)omp_get_thread_num() * TZ_MM_MC * KC;
     for (int jc = 0; jc < N; jc += NC) {
       int nc = imin(N - jc, NC), npan = (nc + NR - 1) / NR;
-      /* panel groups per row block: about two tasks per thread, whole panels each */
-      int groups = imin(npan, (2 * cx->threads + mblocks - 1) / mblocks);
+      /* Tasks are (M block, run of NR panels), about 4 per thread: a weight gradient of
+       * C = 256 rows has 2 M blocks, which alone would keep 2 of 16 threads busy. A task packs
+       * its A block unless the thread's previous task had the same one (consecutive tasks of
+       * a thread usually do). */
+      int groups = imin(npan, (4 * cx->threads + mblocks - 1) / mblocks);
       int per = (npan + groups - 1) / groups;
       groups = (npan + per - 1) / per;
       for (int pc = 0; pc < K; pc += KC) {
@@ -83,14 +86,16 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
           int c0 = jc + jp * NR;
           pack_b(bp + (size_t)jp * NR * kc, NR, B, pc, kc, c0, imin(N - c0, NR));
         }
-        int load = acc || pc > 0;
+        int load = acc || pc > 0, packed_ic = -1; /* the A block in this thread's ap */
         /* the implicit barrier keeps bp intact until every task is done */
 #pragma omp for schedule(static)
         for (int task = 0; task < mblocks * groups; task++) {
           int ic = task / groups * MC, mc = imin(M - ic, MC);
           int jp0 = task % groups * per, jp1 = imin(npan, jp0 + per);
-          for (int ir = 0; ir < mc; ir += MR)
-            pack_a(ap + (size_t)ir * kc, MR, A, ic + ir, imin(mc - ir, MR), pc, kc);
+          if (ic != packed_ic)
+            for (int ir = 0; ir < mc; ir += MR)
+              pack_a(ap + (size_t)ir * kc, MR, A, ic + ir, imin(mc - ir, MR), pc, kc);
+          packed_ic = ic;
           for (int jp = jp0; jp < jp1; jp++) {
             int c0 = jc + jp * NR, nr = imin(N - c0, NR);
             const float *bb = bias && pc == 0 ? bias + c0 : NULL;
