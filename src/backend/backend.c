@@ -49,3 +49,27 @@ void tz_profile_table(const char *title, tz_prof_row *rows, int n, double steps)
   }
   fprintf(stderr, "  %-18s %10.3f\n", "total", total / 1e6 / steps);
 }
+
+int tz_prof_label(tz_prof_totals *t, const char *label) {
+  for (int i = 0; i < t->n; i++)
+    if (t->row[i].label == label || !strcmp(t->row[i].label, label)) return i;
+  if (t->n < TZ_PROF_LABELS - 1) {
+    t->row[t->n].label = label;
+    return t->n++;
+  }
+  t->row[TZ_PROF_LABELS - 1].label = "(other)";
+  if (t->n < TZ_PROF_LABELS) t->n = TZ_PROF_LABELS;
+  return TZ_PROF_LABELS - 1;
+}
+
+void tz_prof_print(const tz_prof_totals *t, const char *title, double steps) {
+  tz_prof_row rows[TZ_PROF_LABELS]; /* a copy: the table reorders its rows */
+  int n = 0;
+  for (int i = 0; i < t->n; i++)
+    if (t->row[i].calls) rows[n++] = t->row[i];
+  tz_profile_table(title, rows, n, steps);
+}
+
+void tz_prof_clear(tz_prof_totals *t) {
+  for (int i = 0; i < t->n; i++) t->row[i].ns = t->row[i].calls = t->row[i].flop = t->row[i].bytes = 0;
+}

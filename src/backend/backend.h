@@ -298,6 +298,22 @@ typedef struct {
  * matmuls) or GB/s (the bytes the op nominally moves), then the total. */
 void tz_profile_table(const char *title, tz_prof_row *rows, int n, double steps);
 
+/* The per-op totals a GPU backend's profiler accumulates, one row per label (an op or kernel
+ * name; the pointer is kept, so a string literal). Each backend times its ops its own way
+ * (WebGPU timestamps, CUDA events) and adds into these rows; the table is printed here. */
+#define TZ_PROF_LABELS 64
+typedef struct {
+  tz_prof_row row[TZ_PROF_LABELS];
+  int n;
+} tz_prof_totals;
+/* The row of `label` (compared by pointer, then by string), added at first use; when all
+ * TZ_PROF_LABELS rows are taken, the last is "(other)" and takes every further label. */
+int tz_prof_label(tz_prof_totals *t, const char *label);
+/* tz_profile_table over the rows that ran (calls > 0); `t` is left as it was. */
+void tz_prof_print(const tz_prof_totals *t, const char *title, double steps);
+/* Zero every row's time, calls, FLOP and bytes (the labels stay). */
+void tz_prof_clear(tz_prof_totals *t);
+
 /* The CPU backend (src/backend/cpu). */
 tz_backend *tz_backend_cpu_create(int threads);
 /* CPU buffers are host memory: the pointer behind a slice (for CPU-only code and tests). */
