@@ -30,7 +30,7 @@ static const char *HELP =
     "  --top-p F              nucleus sampling threshold (1 = off)\n"
     "  --seed N               random seed (1337)\n"
     "  --backend NAME         cpu (default), webgpu or cuda\n"
-    "  --precision P          fp32 or bf16 (cuda; default bf16)\n"
+    "  --precision P          fp32, bf16 (cuda: its default) or f16 (webgpu: its default with ShaderF16)\n"
     "  --threads N            OpenMP threads (default: all cores)\n"
     "example (a llama2.c model and tokenizer):\n"
     "  tezgah sample stories260K.bin --tokenizer tok512.bin --temperature 0 \\\n"

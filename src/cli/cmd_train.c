@@ -53,7 +53,7 @@ static const char *HELP =
     "                         --data is encoded with it), fresh optimizer; new data\n"
     "                         and hyperparameters; T up to its context\n"
     "  --backend NAME         cpu (default), webgpu or cuda\n"
-    "  --precision P          fp32 or bf16 mixed precision (cuda only: its default)\n"
+    "  --precision P          fp32, bf16 (cuda: its default) or f16 (webgpu: its default with ShaderF16)\n"
     "  --profile              webgpu, cuda: print the per-kernel GPU time table\n"
     "                         (ms/step, share, GFLOP/s or GB/s)\n"
     "  --recompute            recompute norm and GeLU/SwiGLU outputs in the backward\n"
