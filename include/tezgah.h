@@ -72,6 +72,9 @@ typedef struct {
                                T = 0: min(128, the model's max_seq_len) */
   const char *backend;      /* "cpu", "webgpu" or "cuda" */
   const char *precision;    /* NULL: the backend's default (cuda: bf16; others fp32), "fp32", "bf16" */
+  const char *loss_scale;   /* NULL: dynamic where the backend asks for it (be->needs_loss_scale:
+                               webgpu f16), else off; "dynamic", "off" or a power of two N in
+                               [1, 2^24] (a fixed scale); see src/train/loss_scale.h */
   int threads;              /* OpenMP threads (0: all cores) */
   uint64_t seed;
   /* model (ignored on resume / init_from: the checkpoint's / model's config wins) */

@@ -84,6 +84,11 @@ struct tz_backend {
    * 2026-12-01: GPT-2 124M step 459 ms in one arena, 421 per tensor). Either way a slice
    * starts 64-byte aligned and its buffer's bytes past the tensor up to that alignment exist. */
   int act_buffers;
+  /* 1: this backend's gradients are computed in a reduced precision (WebGPU --precision f16)
+   * whose range small gradients can fall out of: `train` then scales the loss dynamically by
+   * default (src/train/loss_scale.h, train --loss-scale). 0: fp32 gradients (CPU; CUDA, whose
+   * bf16 has fp32's exponent range). */
+  int needs_loss_scale;
 
   /* ---- memory ---- */
   /* Allocate `bytes` of device memory, zero-filled. Returns NULL and sets tz_err() on

@@ -17,6 +17,7 @@
 #include "core/fileio.h"
 #include "dist/comm.h"
 #include "model/config_json.h"
+#include "train/loss_scale.h"
 #include "tezgah.h"
 
 static const char *HELP =
@@ -87,6 +88,12 @@ static const char *HELP =
     "  --beta1 F --beta2 F --eps F --weight-decay F\n"
     "                         AdamW (0.9, 0.95, 1e-8, 0.1; decay on matrices only)\n"
     "  --grad-clip F          global grad-norm clip (1.0; 0 = off)\n"
+    "  --loss-scale dynamic|off|N\n"
+    "                         scale the loss gradient by S (N: a fixed power of\n"
+    "                         two up to 2^24); dynamic: S from 2^16, halved and the\n"
+    "                         step skipped on overflow, doubled after 2000 clean\n"
+    "                         steps (default: dynamic where the backend's precision\n"
+    "                         needs it, webgpu f16; else off)\n"
     "output:\n"
     "  --val-every N  --val-batches N\n"
     "                         validation cadence and size (100, 8)\n"
@@ -120,7 +127,7 @@ enum {
   O_DATA = 256, O_VOCAB, O_VALFRAC, O_TSHARDS, O_VSHARDS, O_TOKENIZER, O_RUNDIR, O_RESUME,
   O_BACKEND, O_THREADS, O_SEED, O_ARCH, O_NLAYER, O_NHEAD, O_NKV, O_DMODEL, O_DFF, O_MAXT,
   O_UNTIED, O_ACCUM, O_STEPS, O_LR, O_WARMUP, O_MINLR, O_B1, O_B2, O_EPS, O_WD, O_CLIP,
-  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_INIT, O_RECOMPUTE, O_PLOT, O_NPROC, O_ZERO, O_HELP
+  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_INIT, O_RECOMPUTE, O_PLOT, O_NPROC, O_ZERO, O_LOSSSCALE, O_HELP
 };
 
 static const struct option LONG[] = {
@@ -139,13 +146,14 @@ static const struct option LONG[] = {
     {"grad-clip", 1, 0, O_CLIP}, {"val-every", 1, 0, O_VALEVERY}, {"val-batches", 1, 0, O_VALB},
     {"ckpt-every", 1, 0, O_CKPT}, {"log-every", 1, 0, O_LOG}, {"sample-tokens", 1, 0, O_SAMPLE}, {"stop-after", 1, 0, O_STOP},
     {"quiet", 0, 0, O_QUIET}, {"profile", 0, 0, O_PROFILE}, {"recompute", 0, 0, O_RECOMPUTE}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
-    {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"keep", 1, 0, O_KEEP}, {"keep-best", 0, 0, O_KEEPBEST}, {"plot", 0, 0, O_PLOT}, {"nproc", 1, 0, O_NPROC}, {"zero", 1, 0, O_ZERO}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+    {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"keep", 1, 0, O_KEEP}, {"keep-best", 0, 0, O_KEEPBEST}, {"plot", 0, 0, O_PLOT}, {"nproc", 1, 0, O_NPROC}, {"zero", 1, 0, O_ZERO}, {"loss-scale", 1, 0, O_LOSSSCALE}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
 
 /* Options that may accompany --resume without changing the loss sequence. */
 static int resume_allows(int opt) {
   return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_PRECISION || opt == O_RECOMPUTE || opt == O_QUIET ||
          opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP || opt == O_INJNAN || opt == O_INJINF ||
-         opt == O_PROFILE || opt == O_KEEP || opt == O_KEEPBEST || opt == O_PLOT || opt == O_NPROC || opt == O_ZERO;
+         opt == O_PROFILE || opt == O_KEEP || opt == O_KEEPBEST || opt == O_PLOT || opt == O_NPROC || opt == O_ZERO ||
+         opt == O_LOSSSCALE;
 }
 
 static const char *flag_name(int opt) {
@@ -257,6 +265,13 @@ int tz_cmd_train(int argc, char **argv) {
       case O_SKIPLZ: e = tz_arg_float("--skip-loss-z", optarg, 0, 1e6, &o.skip_loss_z); break;
       case O_SKIPNZ: e = tz_arg_float("--skip-norm-z", optarg, 0, 1e6, &o.skip_norm_z); break;
       case O_INJNAN: o.debug_inject_nan = optarg; break;
+      case O_LOSSSCALE: {
+        int mode;
+        float fixed;
+        o.loss_scale = optarg;
+        e = tz_loss_scale_parse(optarg, &mode, &fixed);
+        break;
+      }
       case O_INJINF: o.debug_inject_inf = optarg; break;
       case 'h':
       case O_HELP: printf("%s", HELP); return 0;

@@ -1,7 +1,8 @@
 /* The training loop (one for every backend):
  *   prepare data (cached shards) → build or resume the model → for each step:
- *   [validate] → zero grads → grad_accum × (forward, loss, backward) → ‖g‖ → skip if not
- *   finite → clip → AdamW → metrics.jsonl + progress line → [checkpoint]
+ *   [validate] → zero grads → grad_accum × (forward, loss·S, backward) → ‖g‖/S → skip if not
+ *   finite → loss scale S updated → clip → AdamW(g·clip/S) → metrics.jsonl + progress line
+ *   → [checkpoint]
  *   → final validation, checkpoint and a short sample.
  * Deterministic for a given seed and thread count; a resumed run continues the exact loss
  * sequence of an uninterrupted one (all state is in the checkpoint, see run_ckpt.h).
@@ -29,6 +30,7 @@
 #include "dist/comm.h"
 #include "model/config_json.h"
 #include "train/data_prep.h"
+#include "train/loss_scale.h"
 #include "train/schedule.h"
 #include "train/train_ckpt.h"
 #include "train/train_state.h"
@@ -339,6 +341,9 @@ static int phase_init_from(train_run *r) {
 static int phase_options(train_run *r) {
   tz_train_opts *o = &r->o;
   if (!o->run_dir) return tz_err("--run-dir: no run directory given");
+  int ls_mode;
+  float ls_fixed;
+  if (tz_loss_scale_parse(o->loss_scale, &ls_mode, &ls_fixed)) return -1;
   if (parse_steps("--debug-inject-nan", o->debug_inject_nan, &r->inject_nan, &r->n_inject_nan) ||
       parse_steps("--debug-inject-inf", o->debug_inject_inf, &r->inject_inf, &r->n_inject_inf))
     return -1;
@@ -394,6 +399,9 @@ static int phase_backend(train_run *r) {
     setenv("TEZGAH_CUDA_DEVICE", dev, 1);
   }
   if (!(r->be = tz_backend_create(o->backend, o->threads, o->precision))) return -1;
+  /* loss scaling: --loss-scale, else as the backend asks; a resumed run continues its S */
+  tz_loss_scaler *ls = &r->st.ls;
+  if (tz_loss_scaler_init(ls, o->loss_scale, r->be->needs_loss_scale, ls->scale, ls->clean)) return -1;
   if (tz_comm_create(&r->denv, r->be, &r->comm)) return -1;
   return 0;
 }
@@ -537,6 +545,9 @@ static int phase_report(train_run *r) {
               m->zero ? ", ZeRO-1: AdamW moments sharded" : "");
     if (o->init_from) fprintf(stderr, "init: weights from %s, fresh optimizer state\n", o->init_from);
     if (!strcmp(be->name, "webgpu")) fprintf(stderr, "webgpu: %s\n", tz_webgpu_describe(be));
+    if (r->st.ls.mode != TZ_LS_OFF)
+      fprintf(stderr, "loss scale: %s, S = %.0f%s\n", tz_loss_scale_mode_name(r->st.ls.mode), r->st.ls.scale,
+              r->st.ls.mode == TZ_LS_DYNAMIC ? " (halved on overflow, doubled after clean steps)" : "");
     if (be->act != TZ_F32) fprintf(stderr, "precision: %s activations and weight copies, fp32 master weights, gradients and AdamW\n", tz_dtype_name(be->act));
     if (strcmp(be->name, "cpu") && be->mem_used) { /* the arenas on a GPU backend, in MiB */
       double pb = m->lay.total * 4.0 / 1048576.0, mv = (m->zero ? m->shard_n : m->lay.total) * 8.0 / 1048576.0;
@@ -584,7 +595,8 @@ static int periodic_validation(train_run *r, double *val_loss) {
 }
 
 /* Zeroed gradients, then grad_accum × (forward, loss, backward) of this rank's rows: *loss
- * is the mean over the micro-batches. --debug-inject-nan / -inf poison the first one. */
+ * is the mean over the micro-batches; the gradients are S times the true ones (the loss
+ * scale, 1 when off). --debug-inject-nan / -inf poison the first one. */
 static int accumulate(train_run *r, double *loss) {
   tz_train_opts *o = &r->o;
   tz_model *m = r->m;
@@ -594,8 +606,9 @@ static int accumulate(train_run *r, double *loss) {
   for (int a = 0; a < o->grad_accum; a++) {
     if (tz_loader_next_rows(r->train, r->rank * r->B_rank, r->B_rank, r->in, r->tg)) return -1;
     if (a == 0 && has_step(r->inject_inf, r->n_inject_inf, step)) m->debug_poison_acts = 1;
-    /* 1/W: the ranks' gradients are summed, so each contributes its mean over W */
-    *loss += tz_model_train_micro(m, r->in, r->tg, 1.0f / ((float)o->grad_accum * (float)r->W));
+    /* 1/W: the ranks' gradients are summed, so each contributes its mean over W; S, a power
+     * of two, scales the seed exactly (S / x == S · (1 / x) in binary floating point) */
+    *loss += tz_model_train_micro(m, r->in, r->tg, r->st.ls.scale / ((float)o->grad_accum * (float)r->W));
     if (a == 0 && has_step(r->inject_nan, r->n_inject_nan, step)) /* through the backend's fill op */
       r->be->fill(r->be, (tz_slice){m->grads, 0}, NAN, m->ranges[0].n, TZ_F32);
   }
@@ -654,29 +667,34 @@ static const char *skip_reason(train_run *r, double loss, double norm, char *why
   return skip;
 }
 
-/* The AdamW update with the gradients clipped to --grad-clip (ZeRO-1: each rank updates its
- * shard, then the parameters are gathered), or the skip counted and said. */
-static int update(train_run *r, float lr, double loss, double norm, const char *skip) {
+/* The AdamW update with the gradients clipped to --grad-clip and unscaled by the step's loss
+ * scale S (norm is the unscaled norm; ZeRO-1: each rank updates its shard, then the
+ * parameters are gathered), or the skip counted and said (with the new S when it changed). */
+static int update(train_run *r, float lr, double loss, double norm, float S, const char *skip) {
   tz_train_opts *o = &r->o;
   tz_train_state *st = &r->st;
   if (skip) {
+    char lsw[64] = "";
+    if (st->ls.scale != S) snprintf(lsw, sizeof lsw, "; loss scale %.0f -> %.0f", S, st->ls.scale);
     st->skipped++;
     if (r->rank == 0)
-      fprintf(stderr, "%sstep %d skipped: %s (loss %g, grad norm %g)\n", r->tty ? "\n" : "", st->step + 1, skip,
-              loss, norm);
+      fprintf(stderr, "%sstep %d skipped: %s (loss %g, grad norm %g)%s\n", r->tty ? "\n" : "", st->step + 1, skip,
+              loss, norm, lsw);
     return 0;
   }
   float clip = o->grad_clip > 0 && norm > o->grad_clip ? (float)(o->grad_clip / (norm + 1e-6)) : 1.0f;
-  tz_adamw_hp hp = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, clip, (int)(st->adam_t + 1)};
+  /* clip / S: exact for a power of two S, so g·S·(clip/S) == g·clip bit for bit */
+  tz_adamw_hp hp = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, clip / S, (int)(st->adam_t + 1)};
   if (tz_model_adamw(r->m, &hp)) return -1;
   if (r->m->zero) r->comm->all_gather(r->comm, (tz_slice){r->m->params, 0}, r->m->shard_n);
   st->adam_t++;
   return 0;
 }
 
-/* The step's metrics.jsonl record (rank 0 writes it), formatted without allocating. */
+/* The step's metrics.jsonl record (rank 0 writes it), formatted without allocating.
+ * ls_changed: the loss scale after this step is recorded ("loss_scale", also on step 1). */
 static int log_step(train_run *r, double loss, float lr, double norm, double tok_s, double val_loss,
-                    const char *skip) {
+                    const char *skip, int ls_changed) {
   char *line = r->line;
   size_t cap = sizeof r->line;
   double elapsed = now_s() - r->t_start;
@@ -688,6 +706,8 @@ static int log_step(train_run *r, double loss, float lr, double norm, double tok
   len += put_num(line + len, cap - len, "elapsed_s", r->prior_elapsed + elapsed);
   if (isfinite(val_loss)) len += put_num(line + len, cap - len, "val_loss", val_loss);
   if (skip) len += snprintf(line + len, cap - len, ",\"skipped\":true,\"reason\":\"%s\"", skip);
+  if (ls_changed || (r->st.step == 0 && r->st.ls.mode != TZ_LS_OFF))
+    len += put_num(line + len, cap - len, "loss_scale", r->st.ls.scale);
   len += snprintf(line + len, cap - len, "}");
   return r->metrics && tz_metrics_write_line(r->metrics, line, len) ? -1 : 0;
 }
@@ -759,13 +779,18 @@ static int phase_loop(train_run *r) {
     double t0 = now_s();
     float lr = tz_lr_at(st->step, o->steps, r->warmup, o->lr, o->min_lr_frac);
     if (accumulate(r, &loss)) return -1;
-    norm = reduce_grads(r, &loss, &stop_sig);
+    float S = st->ls.scale; /* this step's loss scale (1 when off) */
+    norm = reduce_grads(r, &loss, &stop_sig) / S;
     const char *skip = skip_reason(r, loss, norm, why, sizeof why);
-    if (update(r, lr, loss, norm, skip)) return -1;
+    /* an overflow (non-finite loss or norm) halves a dynamic S; a clean step counts towards
+     * doubling it; a z-score skip leaves it */
+    int overflow = !isfinite(loss) || !isfinite(norm);
+    int ls_changed = (!skip || overflow) && tz_loss_scaler_update(&st->ls, overflow);
+    if (update(r, lr, loss, norm, S, skip)) return -1;
     r->be->sync(r->be);
     double dt = now_s() - t0;
     r->tokens_done += (double)r->N * o->grad_accum; /* all ranks' tokens */
-    if (log_step(r, loss, lr, norm, (double)r->N * o->grad_accum / dt, val_loss, skip)) return -1;
+    if (log_step(r, loss, lr, norm, (double)r->N * o->grad_accum / dt, val_loss, skip, ls_changed)) return -1;
     progress(r, loss, dt);
     if (periodic_checkpoint(r)) return -1;
     if ((e = stop_early(r, stop_sig))) return e;

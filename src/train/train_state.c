@@ -61,6 +61,10 @@ cJSON *tz_train_state_to_json(const tz_train_state *st) {
   if (o->keep > 0) cJSON_AddNumberToObject(opts, "keep", o->keep);
   if (o->keep_best) cJSON_AddTrueToObject(opts, "keep_best");
   if (isfinite(st->best_val)) cJSON_AddNumberToObject(j, "best_val_loss", st->best_val);
+  if (st->ls.mode == TZ_LS_DYNAMIC) { /* what --resume continues from (exact powers of two) */
+    cJSON_AddNumberToObject(j, "loss_scale", st->ls.scale);
+    cJSON_AddNumberToObject(j, "loss_scale_clean", st->ls.clean);
+  }
   if (st->train_shards) cJSON_AddStringToObject(opts, "train_shards", st->train_shards);
   if (st->val_shards) cJSON_AddStringToObject(opts, "val_shards", st->val_shards);
   return j;
@@ -155,6 +159,18 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
   if (o->keep == 0 && cJSON_IsNumber(kp)) o->keep = kp->valueint;
   if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(opts, "keep_best"))) o->keep_best = 1;
   if (cJSON_IsNumber(bv)) st->best_val = bv->valuedouble;
+  /* optional (absent in checkpoints of runs without dynamic loss scaling, and older ones) */
+  st->ls.scale = 0, st->ls.clean = 0;
+  if (cJSON_GetObjectItemCaseSensitive(j, "loss_scale")) {
+    int e;
+    if (num(j, where, "loss_scale", &v)) return -1;
+    if (!(v >= TZ_LS_MIN && v <= TZ_LS_MAX) || frexp(v, &e) != 0.5)
+      return tz_err("%s: training state field 'loss_scale' = %g is not a power of two in [1, %.0f]", where, v,
+                    (double)TZ_LS_MAX);
+    st->ls.scale = (float)v;
+    if (count(j, where, "loss_scale_clean", 0, MAX_STEPS, &v)) return -1;
+    st->ls.clean = (int)v;
+  }
   st->recorded_steps = o->steps;
   if (want_steps > 0) o->steps = want_steps;
   const cJSON *ts = cJSON_GetObjectItemCaseSensitive(opts, "train_shards");

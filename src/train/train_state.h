@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "data/dataloader.h"
+#include "train/loss_scale.h"
 #include "train/outlier.h"
 #include "tezgah.h"
 
@@ -20,6 +21,10 @@ typedef struct {
   char *train_shards, *val_shards; /* restored shard lists (owned) */
   int recorded_steps;              /* --steps the checkpoint was trained with (resume) */
   double best_val;                 /* lowest validation loss so far (--keep-best), +inf: none */
+  /* loss scaling (loss_scale.h): the scaler of the run; saved when dynamic ("loss_scale",
+   * "loss_scale_clean"). from_json leaves a checkpoint's values in ls.scale / ls.clean (scale
+   * 0: absent, an old checkpoint or a run without dynamic scaling) for tz_loss_scaler_init. */
+  tz_loss_scaler ls;
 } tz_train_state;
 
 void tz_train_state_init(tz_train_state *st, const tz_train_opts *o);

@@ -215,6 +215,9 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
       return NULL;
     }
   }
+  /* f16 mixed precision asks train for dynamic loss scaling (backend.h, needs_loss_scale):
+   * f16's range ends at 6.1e-5 (normal) / 6e-8 (subnormal), where small gradients vanish */
+  be->needs_loss_scale = c->f16;
   /* subgroup reductions: on where Subgroups exists unless TEZGAH_WEBGPU_SUBGROUPS=0;
    * TEZGAH_WEBGPU_SUBGROUPS=1 requires them (tests) */
   const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
