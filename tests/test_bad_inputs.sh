@@ -60,6 +60,8 @@ sed 's/"step":4,/"step":-3,/' meta.json >m_step.json # training state counts: wh
 "$edit" set "$good" ck_step.tzc meta m_step.json
 sed 's/"skipped":0/"skipped":9/' meta.json >m_skipped.json
 "$edit" set "$good" ck_skipped.tzc meta m_skipped.json
+sed 's/"step":4,/"step":4,"loss_scale":3,"loss_scale_clean":0,/' meta.json >m_lscale.json
+"$edit" set "$good" ck_lscale.tzc meta m_lscale.json
 sed 's/"offset":[0-9]*/"offset":1.5/' meta.json >m_offset.json
 "$edit" set "$good" ck_offset.tzc meta m_offset.json
 sed 's/"epoch":[0-9]*/"epoch":1e300/' meta.json >m_epoch.json
@@ -122,6 +124,7 @@ ckpt-export-resume  |ck_export.tzc: checkpoint has no training state|"$bin" trai
 ckpt-adam-t         |ck_adamt.tzc: training state field 'adam_t' = -1 is not a count of AdamW steps in [0, step=4]|"$bin" train --resume ck_adamt.tzc --run-dir rx --quiet
 ckpt-step-negative  |ck_step.tzc: training state field 'step' = -3 is not a whole number in [0, 1073741824]|"$bin" train --resume ck_step.tzc --run-dir rx --quiet
 ckpt-skipped-range  |ck_skipped.tzc: training state field 'skipped' = 9 is not a whole number in [0, 4]|"$bin" train --resume ck_skipped.tzc --run-dir rx --quiet
+ckpt-loss-scale     |ck_lscale.tzc: training state field 'loss_scale' = 3 is not a power of two in [1, 16777216]|"$bin" train --resume ck_lscale.tzc --run-dir rx --quiet
 ckpt-loader-offset  |ck_offset.tzc: training state field 'offset' = 1.5 is not a whole number in [0, 9007199254740992]|"$bin" train --resume ck_offset.tzc --run-dir rx --quiet
 ckpt-loader-epoch   |ck_epoch.tzc: training state field 'epoch' = 1e+300 is not a whole number|"$bin" train --resume ck_epoch.tzc --run-dir rx --quiet
 resume-shape-flag   |--n-layer=2 does not match the checkpoint's n_layer=1|"$bin" train --resume good --n-layer 2
@@ -161,6 +164,7 @@ eval-text-binary    |corpus_bin.txt: looks binary (NUL byte at offset 3)|"$bin" 
 eval-text-tiny      |corpus_tiny.txt: 3 tokens, too few for one batch of B*T+1 = 4*32+1 = 129 tokens; lower -B or -T|"$bin" eval good --data corpus_tiny.txt
 eval-json-nodir     |nodir/e.json: cannot write: No such file or directory|"$bin" eval good --data corpus.txt --json nodir/e.json
 corpus-below-batch  |corpus_small.txt: /|"$bin" train --data corpus_small.txt --vocab-size 300 -B 16 -T 64 --run-dir r1 --quiet
+flag-loss-scale     |--loss-scale: 'abc' is not dynamic, off or a power of two in [1, 16777216]|"$bin" train --loss-scale abc
 flag-steps-zero     |--steps: 0 is out of range [1, 1073741824]|"$bin" train --steps 0
 flag-steps-negative |--steps: -5 is out of range|"$bin" train --steps -5
 flag-steps-huge     |--steps: 99999999999 is out of range|"$bin" train --steps 99999999999
