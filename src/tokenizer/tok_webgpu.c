@@ -132,11 +132,7 @@ static void on_device(WGPURequestDeviceStatus s, WGPUDevice d, WGPUStringView m,
 
 static int open_device(void) {
   if (tz_wgpu_load() != 0) return -1;
-  WGPUInstanceDescriptor id;
-  memset(&id, 0, sizeof id);
-  id.capabilities.timedWaitAnyEnable = 1;
-  id.capabilities.timedWaitAnyMaxCount = 1;
-  G.inst = W.wgpuCreateInstance(&id);
+  G.inst = tz_wgpu_create_instance(); /* timed WaitAny, in the loaded build's layout */
   if (!G.inst) return tz_err("webgpu: wgpuCreateInstance failed");
   WGPURequestAdapterOptions o;
   memset(&o, 0, sizeof o);

@@ -2107,11 +2107,7 @@ static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStr
 /* Instance + adapter (no device). 0 or -1 with tz_err. */
 static int open_adapter(wg_ctx *c) {
   if (tz_wgpu_load() != 0) return -1;
-  WGPUInstanceDescriptor id;
-  memset(&id, 0, sizeof id);
-  id.capabilities.timedWaitAnyEnable = 1;
-  id.capabilities.timedWaitAnyMaxCount = 1;
-  c->inst = W.wgpuCreateInstance(&id);
+  c->inst = tz_wgpu_create_instance(); /* timed WaitAny, in the loaded build's layout */
   if (!c->inst) return tz_err("webgpu: %s: wgpuCreateInstance failed", tz_wgpu_lib_path());
   WGPURequestAdapterOptions o;
   memset(&o, 0, sizeof o);
