@@ -40,10 +40,10 @@ int main(int argc, char **argv) {
   int nt = 0;
   const char *te = getenv("TZ_SGMAT_TILES");
   char buf[512];
-  snprintf(buf, sizeof buf, "%s", te ? te : "32,2,2,4,4;32,2,4,4,2;16,2,2,4,4;32,4,2,2,4");
+  snprintf(buf, sizeof buf, "%s", te ? te : "32,2,4,4,2;64,2,4,4,2;32,2,4,4,2,1;32,2,2,4,4,1;32,4,2,4,4,1;32,2,4,2,2,1");
   for (char *tok = strtok(buf, ";"); tok && nt < 16; tok = strtok(NULL, ";")) {
-    tz_sgmat_tile t;
-    if (sscanf(tok, "%u,%u,%u,%u,%u", &t.bk, &t.sg_m, &t.sg_n, &t.tm, &t.tn) == 5) tiles[nt++] = t;
+    tz_sgmat_tile t = {0};
+    if (sscanf(tok, "%u,%u,%u,%u,%u,%u", &t.bk, &t.sg_m, &t.sg_n, &t.tm, &t.tn, &t.direct) >= 5) tiles[nt++] = t;
   }
   const char *fe = getenv("TZ_SGMAT_FORMS");
   const char *forms = fe ? fe : "0,1,2";
@@ -63,7 +63,8 @@ int main(int argc, char **argv) {
       memset(c, 0, (size_t)M * N * 4);
       double ms = 0;
       if (tz_sgmat_run(s, form, t, M, N, K, a, b, form == TZ_SGMAT_XWT ? bias : NULL, c, reps, &ms) != 0) {
-        printf("form %d tile %ux%ux%u (%u subgroups): error: %s\n", form, bm, bn, t.bk, t.sg_m * t.sg_n, tz_errmsg());
+        printf("form %d tile %ux%ux%u%s (%u subgroups): error: %s\n", form, bm, bn, t.bk, t.direct ? " direct" : "",
+               t.sg_m * t.sg_n, tz_errmsg());
         bad = 1;
         continue;
       }
@@ -82,9 +83,10 @@ int main(int argc, char **argv) {
         if (e > worst) worst = e;
       }
       double tflops = 2.0 * M * N * K / (ms * 1e-3) / 1e12;
-      printf("form %d %ux%ux%u tile %ux%ux%u (%u subgroups, %ux%u each): %.3f ms  %.1f TFLOP/s  "
+      printf("form %d %ux%ux%u tile %ux%ux%u%s (%u subgroups, %ux%u each): %.3f ms  %.1f TFLOP/s  "
              "sampled error %.3f of bound%s\n",
-             form, M, N, K, bm, bn, t.bk, t.sg_m * t.sg_n, t.tm, t.tn, ms, tflops, worst, worst <= 1 ? "" : "  FAIL");
+             form, M, N, K, bm, bn, t.bk, t.direct ? " direct" : "", t.sg_m * t.sg_n, t.tm, t.tn, ms, tflops, worst,
+             worst <= 1 ? "" : "  FAIL");
       fflush(stdout);
       if (worst > 1) bad = 1;
     }

@@ -131,6 +131,8 @@ static void constants_of(const char *which, const tz_wgpu_abi_t *table) {
 #define CHECK_ABI(fld) n += check_const("WGPU" #fld, table->fld);
   TZ_WGPU_ABI_CONSTS(CHECK_ABI)
   assert_string_equal(table->name, which);
+  /* the element size of the subgroup-matrix configuration list */
+  n += check_struct("WGPUSubgroupMatrixConfig", table->SubgroupMatrixConfig_size, 4);
   assert_non_null(line_of("sizeof(enum) = 4"));
   assert_int_equal(sizeof(WGPUFeatureName), 4);
   printf("[%s] checked %d constants\n", which, n);

@@ -22,14 +22,14 @@
 static void test_pick(void **state) {
   assert_int_equal(tz_sgmat_pick(NULL, 0), -1);
   WGPUSubgroupMatrixConfig h200[] = {
-      {WGPUSubgroupMatrixComponentType_F16, WGPUSubgroupMatrixComponentType_F16, 16, 16, 16},
-      {WGPUSubgroupMatrixComponentType_F16, WGPUSubgroupMatrixComponentType_F32, 16, 8, 16},
-      {WGPUSubgroupMatrixComponentType_F16, WGPUSubgroupMatrixComponentType_F32, 16, 16, 16},
-      {5, WGPUSubgroupMatrixComponentType_U32, 16, 16, 32}};
+      {WGPUSubgroupMatrixComponentType_F16, WGPUSubgroupMatrixComponentType_F16, 16, 16, 16, 32, 32},
+      {WGPUSubgroupMatrixComponentType_F16, WGPUSubgroupMatrixComponentType_F32, 16, 8, 16, 32, 32},
+      {WGPUSubgroupMatrixComponentType_F16, WGPUSubgroupMatrixComponentType_F32, 16, 16, 16, 32, 32},
+      {5, WGPUSubgroupMatrixComponentType_U32, 16, 16, 32, 32, 32}};
   assert_int_equal(tz_sgmat_pick(h200, 4), 2);
   assert_int_equal(tz_sgmat_pick(h200, 2), -1); /* f16 result or 16x8 only: none */
-  WGPUSubgroupMatrixConfig ints[] = {{5, WGPUSubgroupMatrixComponentType_U32, 16, 16, 32},
-                                     {6, WGPUSubgroupMatrixComponentType_I32, 16, 16, 32}};
+  WGPUSubgroupMatrixConfig ints[] = {{5, WGPUSubgroupMatrixComponentType_U32, 16, 16, 32, 32, 32},
+                                     {6, WGPUSubgroupMatrixComponentType_I32, 16, 16, 32, 32, 32}};
   assert_int_equal(tz_sgmat_pick(ints, 2), -1);
 }
 
@@ -103,19 +103,20 @@ static void test_kernel_or_fallback(void **state) {
      * no ShaderF16 or no single subgroup size; running anyway is refused with one error */
     uint16_t h[256] = {0};
     float c[256];
-    tz_sgmat_tile t = {16, 1, 1, 1, 1};
+    tz_sgmat_tile t = {16, 1, 1, 1, 1, 0};
     assert_int_equal(tz_sgmat_run(s, TZ_SGMAT_XWT, t, 16, 16, 16, h, h, NULL, c, 0, NULL), -1);
     tz_sgmat_close(s);
     return;
   }
-  tz_sgmat_tile tiles[] = {{32, 2, 2, 2, 2}, {16, 1, 2, 4, 2}};
-  for (int ti = 0; ti < 2; ti++) {
+  tz_sgmat_tile tiles[] = {{32, 2, 2, 2, 2, 0}, {16, 1, 2, 4, 2, 0}, {32, 2, 2, 2, 2, 1}};
+  for (int ti = 0; ti < 3; ti++) {
     tz_sgmat_tile t = tiles[ti];
     uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
     uint32_t M = 3 * bm, N = 2 * bn, K = 5 * t.bk;
     for (int f = 0; f < 3; f++) {
       double w = check_form(s, (tz_sgmat_form)f, t, M, N, K);
-      printf("tile %ux%ux%u form %d (%ux%ux%u): worst error %.3f of the bound\n", bm, bn, t.bk, f, M, N, K, w);
+      printf("tile %ux%ux%u%s form %d (%ux%ux%u): worst error %.3f of the bound\n", bm, bn, t.bk,
+             t.direct ? " direct" : "", f, M, N, K, w);
       assert_true(w <= 1.0);
     }
   }

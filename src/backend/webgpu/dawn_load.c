@@ -39,10 +39,10 @@
 /* Feature numbers of each build (tests/test_webgpu_abi.c checks them against the facts). */
 const tz_wgpu_abi_t tz_wgpu_abi_bun = {
     "bun", "bun-webgpu-linux-x64@0.1.7 libwebgpu_wrapper.so, Dawn 7adb0440d5 (2025-06)",
-    0x3, 0xa, 0x11, 0x50037};
+    0x3, 0xa, 0x11, 0x50037, sizeof(WGPUSubgroupMatrixConfigBun)};
 const tz_wgpu_abi_t tz_wgpu_abi_node = {
     "node", "webgpu@0.6.2 dawn.node, Dawn newer than 1e975e28f9 (2026-08-22)", 0x9, 0xb, 0x12,
-    0x50034};
+    0x50034, sizeof(WGPUSubgroupMatrixConfig)};
 const tz_wgpu_abi_t *tz_wgpu_abi = &tz_wgpu_abi_bun;
 
 tz_wgpu_fns tz_wgpu;
@@ -383,4 +383,13 @@ WGPUInstance tz_wgpu_create_instance(void) {
   id.capabilities.timedWaitAnyEnable = 1;
   id.capabilities.timedWaitAnyMaxCount = 1;
   return tz_wgpu.wgpuCreateInstance((const WGPUInstanceDescriptor *)(const void *)&id);
+}
+
+WGPUSubgroupMatrixConfig tz_wgpu_sgmat_config(const WGPUAdapterPropertiesSubgroupMatrixConfigs *p, size_t i) {
+  WGPUSubgroupMatrixConfig c;
+  memset(&c, 0, sizeof c);
+  if (p && p->configs && i < p->configCount)
+    memcpy(&c, (const char *)p->configs + i * tz_wgpu_abi->SubgroupMatrixConfig_size,
+           tz_wgpu_abi->SubgroupMatrixConfig_size < sizeof c ? tz_wgpu_abi->SubgroupMatrixConfig_size : sizeof c);
+  return c;
 }

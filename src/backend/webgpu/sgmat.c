@@ -191,13 +191,16 @@ tz_sgmat *tz_sgmat_open(void) {
   s->info.nextInChain = s->has_sgmat ? (WGPUChainedStruct *)&mc.chain : NULL;
   W.wgpuAdapterGetInfo(s->adapter, &s->info);
   W.wgpuAdapterGetLimits(s->adapter, &s->lim);
-  s->pick = tz_sgmat_pick(mc.configs, mc.configCount);
+  WGPUSubgroupMatrixConfig cf[32];
+  size_t ncf = mc.configCount < 32 ? mc.configCount : 32;
+  for (size_t i = 0; i < ncf; i++) cf[i] = tz_wgpu_sgmat_config(&mc, i);
+  s->pick = tz_sgmat_pick(cf, ncf);
   char dev[128], cfgs[600] = "";
   sv_copy(dev, sizeof dev, s->info.device);
   size_t used = 0;
-  for (size_t i = 0; i < mc.configCount && used < sizeof cfgs - 40; i++) {
+  for (size_t i = 0; i < ncf && used < sizeof cfgs - 40; i++) {
     static const char *ty[] = {"?", "f32", "f16", "u32", "i32", "u8", "i8"};
-    const WGPUSubgroupMatrixConfig *g = &mc.configs[i];
+    const WGPUSubgroupMatrixConfig *g = &cf[i];
     used += (size_t)snprintf(cfgs + used, sizeof cfgs - used, "%s%s×%s→%s %u×%u×%u", i ? ", " : "",
                              ty[g->componentType < 7 ? g->componentType : 0], ty[g->componentType < 7 ? g->componentType : 0],
                              ty[g->resultComponentType < 7 ? g->resultComponentType : 0], g->M, g->N, g->K);
@@ -276,6 +279,31 @@ static const char *kernel_src(void) {
   return NULL;
 }
 
+/* Keep the lines of `src` between `//#if X` and `//#else` / `//#endif` where flag X holds (X is
+ * DIRECT or HAS_BIAS), the `//#else` part where it does not. Not nested. */
+static char *preprocess(const char *src, int direct, int has_bias) {
+  size_t n = strlen(src);
+  char *out = malloc(n + 1), *o = out;
+  int keep = 1;
+  for (const char *l = src; *l;) {
+    const char *e = strchr(l, '\n');
+    size_t len = e ? (size_t)(e - l + 1) : strlen(l);
+    if (!strncmp(l, "//#if ", 6)) {
+      keep = !strncmp(l + 6, "DIRECT", 6) ? direct : has_bias;
+    } else if (!strncmp(l, "//#else", 7)) {
+      keep = !keep;
+    } else if (!strncmp(l, "//#endif", 8)) {
+      keep = 1;
+    } else if (keep) {
+      memcpy(o, l, len);
+      o += len;
+    }
+    l += len;
+  }
+  *o = 0;
+  return out;
+}
+
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -296,15 +324,17 @@ int tz_sgmat_run(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, u
   snprintf(head, sizeof head,
            "const BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst SG_M = %uu;\nconst SG_N = %uu;\n"
            "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"
-           "const HAS_BIAS = %s;\nconst ACC = %s;\n",
+           "const ACC = %s;\n",
            bm, bn, t.bk, t.sg_m, t.sg_n, t.tm, t.tn, s->sgsize, a_mk ? "true" : "false", b_nk ? "true" : "false",
-           bias ? "true" : "false", acc ? "true" : "false");
+           acc ? "true" : "false");
   /* the `enable` lines must come first: split the body after them */
   const char *rest = strstr(body, "struct Params");
   if (!rest) return tz_err("webgpu sgmat: kernel source has no Params struct");
+  char *pre = preprocess(rest, t.direct != 0, bias != NULL);
   size_t n = strlen(body) + strlen(head) + 8;
   char *src = malloc(n);
-  snprintf(src, n, "%.*s%s%s", (int)(rest - body), body, head, rest);
+  snprintf(src, n, "%.*s%s%s", (int)(rest - body), body, head, pre);
+  free(pre);
   WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};
   WGPUShaderModuleDescriptor md = {&ws.chain, sv("matmul_sgmat")};
   WGPUShaderModule mod = W.wgpuDeviceCreateShaderModule(s->dev, &md);
@@ -328,13 +358,18 @@ int tz_sgmat_run(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, u
   if (acc) W.wgpuQueueWriteBuffer(s->queue, bc, 0, c, nc);
   uint32_t pr[4] = {M, N, K, 0};
   W.wgpuQueueWriteBuffer(s->queue, bu, 0, pr, 16);
-  WGPUBindGroupEntry e[5];
+  /* the bindings the kept code uses (the layout is derived from the shader) */
+  WGPUBindGroupEntry e[7];
   memset(e, 0, sizeof e);
-  WGPUBuffer bufs[5] = {ba, bb, bz, bc, bu};
-  uint64_t sizes[5] = {(na + 15) / 16 * 16, (nb + 15) / 16 * 16, ((uint64_t)N * 4 + 15) / 16 * 16, (nc + 15) / 16 * 16, 16};
-  for (int i = 0; i < 5; i++) e[i].binding = (uint32_t)i, e[i].buffer = bufs[i], e[i].size = sizes[i];
+  WGPUBuffer bufs[7] = {ba, bb, bz, bc, bu, ba, bb};
+  uint64_t sizes[7] = {(na + 15) / 16 * 16, (nb + 15) / 16 * 16, ((uint64_t)N * 4 + 15) / 16 * 16,
+                       (nc + 15) / 16 * 16, 16, (na + 15) / 16 * 16, (nb + 15) / 16 * 16};
+  int used[7] = {!t.direct, !t.direct, bias != NULL, 1, 1, t.direct != 0, t.direct != 0};
+  size_t ne = 0;
+  for (int i = 0; i < 7; i++)
+    if (used[i]) e[ne].binding = (uint32_t)i, e[ne].buffer = bufs[i], e[ne].size = sizes[i], ne++;
   WGPUBindGroupLayout bgl = W.wgpuComputePipelineGetBindGroupLayout(pipe, 0);
-  WGPUBindGroupDescriptor bd = {NULL, sv("sgmat"), bgl, 5, e};
+  WGPUBindGroupDescriptor bd = {NULL, sv("sgmat"), bgl, ne, e};
   WGPUBindGroup bg = W.wgpuDeviceCreateBindGroup(s->dev, &bd);
   int rc = 0;
   /* `count` dispatches in one submission */

@@ -23,9 +23,10 @@
 typedef enum { TZ_SGMAT_XWT = 0, TZ_SGMAT_DYW = 1, TZ_SGMAT_DYTX = 2 } tz_sgmat_form;
 
 /* Workgroup tile BM × BN × BK with SG_M × SG_N subgroups of TM × TN 16×16 result matrices:
- * BM = SG_M·TM·16, BN = SG_N·TN·16, BK % 16 == 0. */
+ * BM = SG_M·TM·16, BN = SG_N·TN·16, BK % 16 == 0; direct: the subgroups load their matrices
+ * from the operands, not through workgroup memory. */
 typedef struct {
-  uint32_t bk, sg_m, sg_n, tm, tn;
+  uint32_t bk, sg_m, sg_n, tm, tn, direct;
 } tz_sgmat_tile;
 
 /* Index of the configuration the kernel uses (f16 × f16 → f32, M = N = K = 16) in `cfg[0..n)`,

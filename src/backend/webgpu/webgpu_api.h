@@ -209,20 +209,32 @@ typedef struct WGPUInstanceDescriptor {
   WGPUInstanceLimits const *requiredLimits;
 } WGPUInstanceDescriptor;
 
-/* both: the subgroup-matrix configurations an adapter offers (chained to WGPUAdapterInfo) */
+/* The subgroup-matrix configurations an adapter offers (chained to WGPUAdapterInfo). The
+ * element differs: 20 bytes in bun's Dawn, 28 in dawn.node's (two more uint32_t after K, found in
+ * the binary: tests/fixtures/dawn_abi_facts_node.txt says how). So `configs` is untyped and read
+ * through tz_wgpu_sgmat_config(), which uses the loaded build's element size. */
 typedef uint32_t WGPUSubgroupMatrixComponentType;
-typedef struct WGPUSubgroupMatrixConfig {
+typedef struct WGPUSubgroupMatrixConfigBun { /* bun */
   WGPUSubgroupMatrixComponentType componentType;
   WGPUSubgroupMatrixComponentType resultComponentType;
   uint32_t M;
   uint32_t N;
   uint32_t K;
+} WGPUSubgroupMatrixConfigBun;
+typedef struct WGPUSubgroupMatrixConfig { /* node */
+  WGPUSubgroupMatrixComponentType componentType;
+  WGPUSubgroupMatrixComponentType resultComponentType;
+  uint32_t M;
+  uint32_t N;
+  uint32_t K;
+  uint32_t unknown5; /* 32 on the H200 (its subgroup size?) */
+  uint32_t unknown6; /* 32 on the H200 */
 } WGPUSubgroupMatrixConfig;
 
 typedef struct WGPUAdapterPropertiesSubgroupMatrixConfigs {
   WGPUChainedStruct chain;
   size_t configCount;
-  WGPUSubgroupMatrixConfig const *configs;
+  void const *configs; /* configCount elements of the build's WGPUSubgroupMatrixConfig */
 } WGPUAdapterPropertiesSubgroupMatrixConfigs;
 
 typedef struct WGPURequestAdapterOptions {
@@ -561,6 +573,7 @@ typedef struct tz_wgpu_abi_t {
   uint32_t FeatureName_ShaderF16;
   uint32_t FeatureName_Subgroups;
   uint32_t FeatureName_ChromiumExperimentalSubgroupMatrix;
+  size_t SubgroupMatrixConfig_size; /* bytes per element of AdapterPropertiesSubgroupMatrixConfigs */
 } tz_wgpu_abi_t;
 extern const tz_wgpu_abi_t tz_wgpu_abi_bun, tz_wgpu_abi_node;
 /* The loaded build's table (&tz_wgpu_abi_bun before a load, so constants read sanely). */
@@ -582,6 +595,8 @@ int tz_wgpu_load(void);
 const char *tz_wgpu_lib_path(void);
 /* Why this library was chosen ("TEZGAH_WEBGPU_LIB", "default: ..."), NULL before a load. */
 const char *tz_wgpu_lib_reason(void);
+/* Element i of p->configs in the node layout, whichever build is loaded (bun: unknown5/6 = 0). */
+WGPUSubgroupMatrixConfig tz_wgpu_sgmat_config(const WGPUAdapterPropertiesSubgroupMatrixConfigs *p, size_t i);
 /* Create an instance with timed WaitAny in the loaded build's descriptor layout (NULL on
  * failure). */
 WGPUInstance tz_wgpu_create_instance(void);
@@ -593,8 +608,6 @@ WGPUInstance tz_wgpu_create_instance(void);
   X(WGPUChainedStruct, next) X(WGPUChainedStruct, sType)                                        \
   X(WGPUFuture, id)                                                                             \
   X(WGPUFutureWaitInfo, future) X(WGPUFutureWaitInfo, completed)                                \
-  X(WGPUSubgroupMatrixConfig, componentType) X(WGPUSubgroupMatrixConfig, resultComponentType)    \
-  X(WGPUSubgroupMatrixConfig, M) X(WGPUSubgroupMatrixConfig, N) X(WGPUSubgroupMatrixConfig, K)  \
   X(WGPUAdapterPropertiesSubgroupMatrixConfigs, chain)                                          \
   X(WGPUAdapterPropertiesSubgroupMatrixConfigs, configCount)                                    \
   X(WGPUAdapterPropertiesSubgroupMatrixConfigs, configs)                                        \
@@ -680,7 +693,7 @@ WGPUInstance tz_wgpu_create_instance(void);
 /* X(struct) for every struct declared above. */
 #define TZ_WGPU_STRUCTS(X)                                                                      \
   X(WGPUStringView) X(WGPUChainedStruct) X(WGPUFuture) X(WGPUFutureWaitInfo)                    \
-  X(WGPUSubgroupMatrixConfig) X(WGPUAdapterPropertiesSubgroupMatrixConfigs)                    \
+  X(WGPUAdapterPropertiesSubgroupMatrixConfigs)                                                 \
   X(WGPURequestAdapterOptions)                                                                  \
   X(WGPURequestAdapterCallbackInfo) X(WGPURequestDeviceCallbackInfo) X(WGPUAdapterInfo)         \
   X(WGPULimits) X(WGPUSupportedFeatures) X(WGPUQueueDescriptor) X(WGPUDeviceLostCallbackInfo)   \
@@ -717,16 +730,30 @@ WGPUInstance tz_wgpu_create_instance(void);
 
 /* Per-build structs: X(our type, the facts' name); members X(our type, facts' name, member). */
 #define TZ_WGPU_STRUCTS_BUN(X)                                                                  \
-  X(WGPUInstanceCapabilities, WGPUInstanceCapabilities) X(WGPUInstanceDescriptorBun, WGPUInstanceDescriptor)
+  X(WGPUInstanceCapabilities, WGPUInstanceCapabilities) X(WGPUInstanceDescriptorBun, WGPUInstanceDescriptor) \
+  X(WGPUSubgroupMatrixConfigBun, WGPUSubgroupMatrixConfig)
 #define TZ_WGPU_MEMBERS_BUN(X)                                                                  \
+  X(WGPUSubgroupMatrixConfigBun, WGPUSubgroupMatrixConfig, componentType)                       \
+  X(WGPUSubgroupMatrixConfigBun, WGPUSubgroupMatrixConfig, resultComponentType)                 \
+  X(WGPUSubgroupMatrixConfigBun, WGPUSubgroupMatrixConfig, M)                                   \
+  X(WGPUSubgroupMatrixConfigBun, WGPUSubgroupMatrixConfig, N)                                   \
+  X(WGPUSubgroupMatrixConfigBun, WGPUSubgroupMatrixConfig, K)                                   \
   X(WGPUInstanceCapabilities, WGPUInstanceCapabilities, nextInChain)                            \
   X(WGPUInstanceCapabilities, WGPUInstanceCapabilities, timedWaitAnyEnable)                     \
   X(WGPUInstanceCapabilities, WGPUInstanceCapabilities, timedWaitAnyMaxCount)                   \
   X(WGPUInstanceDescriptorBun, WGPUInstanceDescriptor, nextInChain)                             \
   X(WGPUInstanceDescriptorBun, WGPUInstanceDescriptor, capabilities)
 #define TZ_WGPU_STRUCTS_NODE(X)                                                                 \
-  X(WGPUInstanceLimits, WGPUInstanceLimits) X(WGPUInstanceDescriptor, WGPUInstanceDescriptor)
+  X(WGPUInstanceLimits, WGPUInstanceLimits) X(WGPUInstanceDescriptor, WGPUInstanceDescriptor)   \
+  X(WGPUSubgroupMatrixConfig, WGPUSubgroupMatrixConfig)
 #define TZ_WGPU_MEMBERS_NODE(X)                                                                 \
+  X(WGPUSubgroupMatrixConfig, WGPUSubgroupMatrixConfig, componentType)                          \
+  X(WGPUSubgroupMatrixConfig, WGPUSubgroupMatrixConfig, resultComponentType)                    \
+  X(WGPUSubgroupMatrixConfig, WGPUSubgroupMatrixConfig, M)                                      \
+  X(WGPUSubgroupMatrixConfig, WGPUSubgroupMatrixConfig, N)                                      \
+  X(WGPUSubgroupMatrixConfig, WGPUSubgroupMatrixConfig, K)                                      \
+  X(WGPUSubgroupMatrixConfig, WGPUSubgroupMatrixConfig, unknown5)                               \
+  X(WGPUSubgroupMatrixConfig, WGPUSubgroupMatrixConfig, unknown6)                               \
   X(WGPUInstanceLimits, WGPUInstanceLimits, nextInChain)                                        \
   X(WGPUInstanceLimits, WGPUInstanceLimits, timedWaitAnyMaxCount)                               \
   X(WGPUInstanceDescriptor, WGPUInstanceDescriptor, nextInChain)                                \
