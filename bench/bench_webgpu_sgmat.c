@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
   int nt = 0;
   const char *te = getenv("TZ_SGMAT_TILES");
   char buf[512];
-  snprintf(buf, sizeof buf, "%s", te ? te : "32,2,4,4,2;64,2,4,4,2;32,2,4,4,2,1;32,2,2,4,4,1;32,4,2,4,4,1;32,2,4,2,2,1");
+  snprintf(buf, sizeof buf, "%s", te ? te : "64,2,4,4,2;32,2,4,4,2;64,4,2,2,4;64,4,4,2,2;32,4,4,2,4");
   for (char *tok = strtok(buf, ";"); tok && nt < 16; tok = strtok(NULL, ";")) {
     tz_sgmat_tile t = {0};
     if (sscanf(tok, "%u,%u,%u,%u,%u,%u", &t.bk, &t.sg_m, &t.sg_n, &t.tm, &t.tn, &t.direct) >= 5) tiles[nt++] = t;

@@ -316,6 +316,9 @@ int tz_sgmat_run(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, u
   uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
   if (!t.bk || t.bk % 16 || !bm || !bn || M % bm || N % bn || K % t.bk)
     return tz_err("webgpu sgmat: shape %ux%ux%u is not a multiple of the tile %ux%ux%u", M, N, K, bm, bn, t.bk);
+  uint32_t nt = t.sg_m * t.sg_n * s->sgsize;
+  if (!t.direct && ((bm * t.bk / 4) % nt || (bn * t.bk / 4) % nt))
+    return tz_err("webgpu sgmat: tile %ux%ux%u does not split evenly over %u threads", bm, bn, t.bk, nt);
   if (bias && form != TZ_SGMAT_XWT) return tz_err("webgpu sgmat: bias only with the X·Wᵀ form");
   const char *body = kernel_src();
   if (!body) return tz_err("webgpu sgmat: kernel matmul_sgmat not embedded");

@@ -47,35 +47,69 @@ var<workgroup> bias_t: array<f32, 16u * BN>; // 16 identical rows of bias[n0 .. 
 //#if DIRECT
 //#else
 const PAD = 8u;
-// workgroup tiles, laid out as the operands are in memory
-const A_ROWS = select(BK, BM, A_MK);      // A_MK: [BM][BK]; A_KM: [BK][BM]
+// workgroup tiles: A as it is in memory (A_MK: [BM][BK]; A_KM: [BK][BM]); B always [BK][BN]
+// (B_NK is transposed on the way in: the H200 runs right-hand matrices loaded column-major
+// from workgroup memory at half the speed of row-major ones, measured 2026-12-02)
+const A_ROWS = select(BK, BM, A_MK);
 const A_COLS = select(BM, BK, A_MK);
-const B_ROWS = select(BK, BN, B_NK);      // B_NK: [BN][BK]; B_KN: [BK][BN]
+const B_ROWS = select(BK, BN, B_NK);      // global tile shape: B_NK [BN][BK]; B_KN [BK][BN]
 const B_COLS = select(BN, BK, B_NK);
 const A_LD = A_COLS + PAD;
-const B_LD = B_COLS + PAD;
+const B_LD = BN + PAD;
 var<workgroup> as_: array<f16, A_ROWS * A_LD>;
-var<workgroup> bs_: array<f16, B_ROWS * B_LD>;
+var<workgroup> bs_: array<f16, BK * B_LD>;
+// per thread, the vec4s of one k step (the host requires the tiles to divide evenly)
+const A_PER = A_ROWS * A_COLS / 4u / NT;
+const B_PER = B_ROWS * B_COLS / 4u / NT;
 
-// copy the A_ROWS × A_COLS tile at global element (r0, c0) of A (leading dimension ld) into as_
-fn load_a(r0: u32, c0: u32, ld: u32, lid: u32) {
-  let per_row = A_COLS / 4u;
-  for (var i = lid; i < A_ROWS * per_row; i += NT) {
-    let r = i / per_row;
-    let q = (i % per_row) * 4u;
-    let v = a[((r0 + r) * ld + c0 + q) / 4u];
-    let o = r * A_LD + q;
+// Register prefetch: the global loads of the next k step are issued before the current step's
+// matrix products and stored to workgroup memory after them (no async copies in WGSL).
+fn fetch_a(ra: ptr<function, array<vec4<f16>, A_PER>>, r0: u32, c0: u32, ld: u32, lid: u32) {
+  for (var t = 0u; t < A_PER; t++) {
+    let i = lid + t * NT;
+    let r = i / (A_COLS / 4u);
+    let q = (i % (A_COLS / 4u)) * 4u;
+    (*ra)[t] = a[((r0 + r) * ld + c0 + q) / 4u];
+  }
+}
+// B's element (r, q..q+3) of the global tile that thread slot i moves. B_KN: rows of k, as A.
+// B_NK (transposed into workgroup memory): 8 consecutive slots take 8 rows (n) at one k, the
+// next 8 the next 4 k: a subgroup reads 8 rows × 32 bytes (whole sectors) and its transposed
+// f16 stores spread over the banks (slots along k alone made 8- to 16-way bank conflicts).
+fn b_slot(i: u32) -> vec2<u32> {
+  if (B_NK) {
+    let k4 = (i / 8u) % (BK / 4u);
+    return vec2<u32>((i / (8u * (BK / 4u))) * 8u + i % 8u, k4 * 4u);
+  }
+  return vec2<u32>(i / (B_COLS / 4u), (i % (B_COLS / 4u)) * 4u);
+}
+fn fetch_b(rb: ptr<function, array<vec4<f16>, B_PER>>, r0: u32, c0: u32, ld: u32, lid: u32) {
+  for (var t = 0u; t < B_PER; t++) {
+    let rq = b_slot(lid + t * NT);
+    (*rb)[t] = b[((r0 + rq.x) * ld + c0 + rq.y) / 4u];
+  }
+}
+fn store_a(ra: ptr<function, array<vec4<f16>, A_PER>>, lid: u32) {
+  for (var t = 0u; t < A_PER; t++) {
+    let i = lid + t * NT;
+    let o = (i / (A_COLS / 4u)) * A_LD + (i % (A_COLS / 4u)) * 4u;
+    let v = (*ra)[t];
     as_[o] = v.x; as_[o + 1u] = v.y; as_[o + 2u] = v.z; as_[o + 3u] = v.w;
   }
 }
-fn load_b(r0: u32, c0: u32, ld: u32, lid: u32) {
-  let per_row = B_COLS / 4u;
-  for (var i = lid; i < B_ROWS * per_row; i += NT) {
-    let r = i / per_row;
-    let q = (i % per_row) * 4u;
-    let v = b[((r0 + r) * ld + c0 + q) / 4u];
-    let o = r * B_LD + q;
-    bs_[o] = v.x; bs_[o + 1u] = v.y; bs_[o + 2u] = v.z; bs_[o + 3u] = v.w;
+fn store_b(rb: ptr<function, array<vec4<f16>, B_PER>>, lid: u32) {
+  for (var t = 0u; t < B_PER; t++) {
+    let rq = b_slot(lid + t * NT);
+    let r = rq.x;
+    let q = rq.y;
+    let v = (*rb)[t];
+    if (B_NK) { // r is n, q..q+3 are k: transpose
+      bs_[q * B_LD + r] = v.x; bs_[(q + 1u) * B_LD + r] = v.y;
+      bs_[(q + 2u) * B_LD + r] = v.z; bs_[(q + 3u) * B_LD + r] = v.w;
+    } else {
+      let o = r * B_LD + q;
+      bs_[o] = v.x; bs_[o + 1u] = v.y; bs_[o + 2u] = v.z; bs_[o + 3u] = v.w;
+    }
   }
 }
 //#endif
@@ -104,13 +138,25 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
       }
     }
   }
+//#if DIRECT
+//#else
+  var ra: array<vec4<f16>, A_PER>;
+  var rb: array<vec4<f16>, B_PER>;
+  if (A_MK) { fetch_a(&ra, m0, 0u, p.K, lid); } else { fetch_a(&ra, 0u, m0, p.M, lid); }
+  if (B_NK) { fetch_b(&rb, n0, 0u, p.K, lid); } else { fetch_b(&rb, 0u, n0, p.N, lid); }
+//#endif
   for (var k0 = 0u; k0 < p.K; k0 += BK) {
 //#if DIRECT
 //#else
     workgroupBarrier();
-    if (A_MK) { load_a(m0, k0, p.K, lid); } else { load_a(k0, m0, p.M, lid); }
-    if (B_NK) { load_b(n0, k0, p.K, lid); } else { load_b(k0, n0, p.N, lid); }
+    store_a(&ra, lid);
+    store_b(&rb, lid);
     workgroupBarrier();
+    let k1 = k0 + BK;
+    if (k1 < p.K) {
+      if (A_MK) { fetch_a(&ra, m0, k1, p.K, lid); } else { fetch_a(&ra, k1, m0, p.M, lid); }
+      if (B_NK) { fetch_b(&rb, n0, k1, p.K, lid); } else { fetch_b(&rb, k1, n0, p.N, lid); }
+    }
 //#endif
     for (var kk = 0u; kk < BK; kk += 16u) {
       var l: array<Left, TM>;
@@ -138,11 +184,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
           r[j] = subgroupMatrixLoad<Right, row_major>(&b_h, (k0 + kk) * p.N + n0 + sn + j * 16u, p.N);
         }
 //#else
-        if (B_NK) {
-          r[j] = subgroupMatrixLoad<Right, col_major>(&bs_, (sn + j * 16u) * B_LD + kk, B_LD);
-        } else {
-          r[j] = subgroupMatrixLoad<Right, row_major>(&bs_, kk * B_LD + sn + j * 16u, B_LD);
-        }
+        r[j] = subgroupMatrixLoad<Right, row_major>(&bs_, kk * B_LD + sn + j * 16u, B_LD);
 //#endif
       }
       for (var i = 0u; i < TM; i++) {
