@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # WebGPU flash attention on the GPU machine, one device call: correctness of every attention
-# test, a sweep of the kernel variants of attention_fa.wgsl (attn_config in backend_webgpu.c:
+# test, a sweep of the kernel variants of attention_fa.wgsl (attn_config in webgpu_ops_attn.c:
 # TEZGAH_WEBGPU_ATTN_RG / _NT / _PF / _FD, and _RO=0 for read_write bindings) on the
 # standalone bench, then the GPT-2 124M training step's per-kernel profile for the main ones
 # (the in-step attention time is the steadier figure, docs/PERF.md) and one unprofiled step

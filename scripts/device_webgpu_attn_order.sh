@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # WebGPU flash attention in the GPT-2 124M training step on the GPU machine, one device call:
 # the grid order (TEZGAH_WEBGPU_ATTN_ORDER=0, the former grid, vs 1) and the per-kernel
-# variants (TEZGAH_WEBGPU_ATTN_FWD|DQ|DKDV_RG / _NT; attn_config in backend_webgpu.c), read
+# variants (TEZGAH_WEBGPU_ATTN_FWD|DQ|DKDV_RG / _NT; attn_config in webgpu_ops_attn.c), read
 # from the per-kernel profile (attention_fwd, attention_bwd_dq, attention_bwd_dkdv), then the
 # fastest variant of each kernel together, profiled and unprofiled against the former default,
 # and the PyTorch peer in the same call.

@@ -658,7 +658,7 @@ static void check_att_arena(int B, int T, int nh, int nkv, int hd) {
 }
 
 /* The variants of the flash kernels (TEZGAH_WEBGPU_ATTN_RG / _NT / _PF / _FD, see attn_config
- * in backend_webgpu.c), each on a few odd shapes of every head size (fewer: lavapipe compiles
+ * in webgpu_ops_attn.c), each on a few odd shapes of every head size (fewer: lavapipe compiles
  * slowly), with separate buffers (read-only inputs) and once in one arena (read_write): the
  * former kernels' form (RG 1 / NT 256, no prefetch, separate D pass), 8 × 4 blocks on 128 and
  * on 256 threads (64- and 128-row tiles; the latter needs 46.6 KB of workgroup memory and runs

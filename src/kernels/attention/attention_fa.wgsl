@@ -14,7 +14,7 @@
 // 16 per 2; with NT = 256 it makes 128-row tiles (HD 64 / 128; the default where the
 // workgroup memory allows: 11.4 + 22.7 + 27.2 ms/step for fa_fwd + fa_dq + fa_dkdv in the GPT-2
 // 124M training step on the H200 against 15.0 + 23.1 + 34.8 for RG 1 / NT 256, docs/PERF.md).
-// The host picks the variant of each kernel (attn_config in backend_webgpu.c).
+// The host picks the variant of each kernel (attn_config in webgpu_ops_attn.c).
 //   HD 64 / 128: C = 64 (TX 16); HD 32: C = 32 (TX 8).
 // Scores: S = A·Bᵀ over HD in chunks of DK = 16, both operands staged d-major in workgroup
 // memory (transposed on the way in, rows padded by one vec4), the outer-product steps written
@@ -57,7 +57,7 @@
 // appended by the host), then the bindings (below).
 // Uniforms as attention.wgsl: u0 T, u1 Tk, u2 q_pos0, u3 n_head, u4 n_kv_head, u5 q_stride,
 // u6 kv_stride, u7 has_lse, u8 scale, u9 B, and u10 the grid order (attn_grid in
-// backend_webgpu.c): 1 = grid (heads, B, blocks), the block index slowest (NVIDIA launches
+// webgpu_ops_attn.c): 1 = grid (heads, B, blocks), the block index slowest (NVIDIA launches
 // workgroups x fastest, so every head's most expensive causal block goes first and the cheap
 // ones fill the last waves); 0 = grid (blocks, heads, B), the former order (longest first only
 // within one head and sequence); under FQ, u11 the element offset of the partial sums in
@@ -73,7 +73,7 @@ struct U {
 }
 @group(0) @binding(0) var<uniform> p: U;
 @group(0) @binding(1) var<storage, read_write> B0: array<vec4<f32>>;
-// From the host's prefix (attn_binds in backend_webgpu.c), per dispatch:
+// From the host's prefix (attn_binds in webgpu_ops_attn.c), per dispatch:
 //   bindings 2 .. 8: B1 .. B7, array<vec4<f32>>, read-only where no input shares a buffer with
 //     an output (else read_write: Dawn rejects a buffer bound read-only and writable in one
 //     dispatch), the unused ones bound to dummy buffers;

@@ -1,5 +1,5 @@
 // Shared preamble, prepended to every kernel file of the WebGPU backend
-// (src/backend/webgpu/backend_webgpu.c builds each module as constants + preamble + file).
+// (src/backend/webgpu/webgpu_pipe.c builds each module as constants + preamble + file).
 //
 // Tensor arguments. A kernel names its tensors by argument index a = 0..7 and reads and
 // writes them only through ld(a, i) / st(a, i, v) (element i of argument a). The host binds
@@ -41,7 +41,7 @@ fn aslot(a: u32) -> u32 {
   }
   return p.sb[a - 4u];
 }
-// ARGS BEGIN: the host's read-only variant (module() in backend_webgpu.c, "// ro W=<mask>" in the
+// ARGS BEGIN: the host's read-only variant (module() in webgpu_pipe.c, "// ro W=<mask>" in the
 // prefix) replaces this block by bindings that are read-only for the arguments the file never
 // writes, argument a at binding a, and an ld / st that switch on the argument itself (a constant
 // at every call site, so each access folds to one binding).

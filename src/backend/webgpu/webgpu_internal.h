@@ -1,0 +1,328 @@
+/* The WebGPU backend: Dawn (loaded by dawn_load.c) driven through our own webgpu.h subset
+ * (webgpu_api.h), every op a WGSL kernel from src/kernels/<op>/<op>.wgsl (embedded at build
+ * time, see cmake/embed_wgsl.cmake).
+ *
+ * Execution model:
+ * - Ops are recorded into one command encoder and one compute pass; nothing is submitted
+ *   until download(), sync(), upload() (which must not overtake recorded work), free(), or a
+ *   full uniform ring. A training micro-step is therefore one submit for forward + loss
+ *   readback and one for backward + optimizer.
+ * - Uniform parameters live in a ring (one 256-byte slot per dispatch) mirrored on the host
+ *   and written with one queue write per submit. Bind groups are cached by (pipeline, slot,
+ *   buffers, ranges): a training step repeats the same dispatch sequence, so after the first
+ *   step no bind group is created.
+ * - A tz_slice is bound from its byte offset rounded down to the storage offset alignment;
+ *   the remainder is passed to the kernel in elements (words 0..7 of the uniform block). Each
+ *   binding covers exactly the range the op reads or writes; a range above the device's
+ *   maxStorageBufferBindingSize stops with an error naming the op and tensor.
+ * - Pipelines are created on first use and cached by (file, entry, constant prefix).
+ * - The uncaptured-error and device-lost callbacks record the first message; every submit
+ *   point checks it and stops the program with that message (never silent zeros).
+ * - Precision: fp32 master weights, activations, gradients and optimizer. Where the adapter
+ *   offers ShaderF16 (and TEZGAH_WEBGPU_F16 is not 0) the parameter buffer registered by
+ *   params_mirror() gets an f16 mirror (w16.wgsl): the forward's weight reads (matmul_t's b, any
+ *   shape, embed_fwd's wte/wpe) use it; backward (matmul's W for dX) and AdamW read
+ *   fp32. AdamW rewrites the mirror in the same pass; uploads/copies/fills into the parameter
+ *   buffer mark it stale and it is re-cast before its next use.
+ *
+ * The backend is split by concern (as src/backend/cuda/ is); this header is what its files share:
+ *   webgpu_rt.c          instance, adapter and device (features, limits, Dawn toggles), the error
+ *                        callbacks, the op table (tz_backend_webgpu_create), destroy, describe, info
+ *   webgpu_mem.c         buffers, upload / download, scratch and staging buffers, fill / copy /
+ *                        copy_rows, the f16 weight mirror
+ *   webgpu_pipe.c        recording and submission (encoder, flush, sync), shader modules and the
+ *                        pipeline cache, bind groups, dispatch (wg_run / wg_run_ex)
+ *   webgpu_prof.c        per-kernel GPU timestamps (TEZGAH_PROFILE=1) and the profile table
+ *   webgpu_ops_matmul.c  the matmul family (matmul_t, matmul, matmul_at, matmul_at_swiglu_a)
+ *   webgpu_ops_attn.c    rope and attention (flash kernels and the general ones)
+ *   webgpu_ops_elem.c    elementwise ops, sums, bias gradient, norms, activations
+ *   webgpu_ops_embed_xent_adamw.c  embedding, cross-entropy, AdamW
+ * Nothing here is public API (backend.h is).
+ */
+#ifndef TZ_WEBGPU_INTERNAL_H
+#define TZ_WEBGPU_INTERNAL_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/webgpu/webgpu_api.h"
+#include "core/error.h"
+
+/* generated from src/kernels/ * / *.wgsl by cmake/embed_wgsl.cmake */
+typedef struct {
+  const char *name, *src;
+} tz_wgsl_file;
+extern const tz_wgsl_file tz_wgsl_files[];
+extern const int tz_wgsl_nfiles;
+
+struct tz_buf {
+  WGPUBuffer b;
+  size_t bytes; /* requested */
+  size_t size;  /* allocated (multiple of 16) */
+  const char *what;
+};
+
+#define UNI_STRIDE 256
+#define UNI_SLOTS 4096
+#define MAX_ARGS 8
+#define MAX_PIPES 512
+#define MAX_MODULES 384
+#define KEY_CAP 1536
+#define BG_CAP 16384
+#define PROF_MAX 2048 /* timestamp pairs per submit (4096 queries: the WebGPU maximum) */
+#define MAX_LABELS 64
+
+typedef struct {
+  char key[KEY_CAP];
+  WGPUComputePipeline pipe;
+  WGPUBindGroupLayout bgl;
+  int nbind; /* storage bindings of a standalone module (0: the preamble's MAX_ARGS) */
+  /* preamble modules: the arguments the file writes (bit a; 0xff: no read-only variant) and
+   * the read-only variant's pipeline (-1: not made yet); see ro_variant() */
+  uint32_t wmask;
+  int ro_pi;
+} wg_pipe;
+
+typedef struct {
+  char key[KEY_CAP];
+  WGPUShaderModule mod;
+} wg_module;
+
+typedef struct {
+  uint32_t pipe, slot, n, used;
+  WGPUBuffer buf[MAX_ARGS + 1];
+  uint64_t off[MAX_ARGS + 1], size[MAX_ARGS + 1];
+  WGPUBindGroup bg;
+} wg_bg;
+
+typedef struct {
+  WGPUInstance inst;
+  WGPUAdapter adapter;
+  WGPUDevice dev;
+  WGPUQueue queue;
+  WGPULimits lim;
+  WGPUAdapterInfo info;
+  int has_f16, has_subgroups, has_ts;
+  int subgroups;     /* reductions with subgroup operations (Subgroups, TEZGAH_WEBGPU_SUBGROUPS != 0) */
+  int ro;            /* read-only variants of preamble kernels (ro_variant; TEZGAH_WEBGPU_RO) */
+  int f16;           /* f16 weight mirror on (ShaderF16 and TEZGAH_WEBGPU_F16 != 0) */
+  tz_buf *pbuf;      /* the registered parameter buffer (params_mirror) */
+  tz_buf *mirror;    /* its f16 copy (2 bytes per element) */
+  int mirror_stale;  /* pbuf written since the mirror was last made */
+  int failed;
+  char errmsg[1024];
+  /* recording */
+  WGPUCommandEncoder enc;
+  WGPUComputePassEncoder pass;
+  /* uniforms */
+  WGPUBuffer uni;
+  uint8_t *uni_host;
+  uint32_t uni_used;
+  /* caches */
+  wg_pipe pipes[MAX_PIPES];
+  int npipes;
+  wg_module mods[MAX_MODULES];
+  int nmods;
+  wg_bg *bgs;
+  size_t nbgs;
+  /* buffers owned by the backend */
+  tz_buf *scratch, *stage, *wt, *dummy[MAX_ARGS], *ranges;
+  uint32_t *ranges_host;
+  size_t ranges_words;
+  WGPUBuffer readback;
+  size_t readback_size;
+  /* profiling (TEZGAH_PROFILE=1): one pass per dispatch with timestamps */
+  int profile;
+  WGPUQuerySet qs;
+  WGPUBuffer qres, qread;
+  int nq;
+  const char *qlabel[PROF_MAX];
+  double label_flop[MAX_LABELS], label_bytes[MAX_LABELS], pending_flop; /* per label, summed over dispatches */
+  const char *labels[MAX_LABELS];
+  double label_ns[MAX_LABELS];
+  uint64_t label_calls[MAX_LABELS];
+  int nlabels;
+  uint64_t submits;
+} wg_ctx;
+
+#define CTX(be) ((wg_ctx *)(be)->ctx)
+#define W tz_wgpu
+
+static inline WGPUStringView sv(const char *s) {
+  WGPUStringView v = {s, s ? strlen(s) : 0};
+  return v;
+}
+static inline void sv_copy(char *dst, size_t cap, WGPUStringView v) {
+  size_t n = v.data ? (v.length == WGPU_STRLEN ? strlen(v.data) : v.length) : 0;
+  if (n >= cap) n = cap - 1;
+  if (n) memcpy(dst, v.data, n);
+  dst[n] = 0;
+}
+
+/* ---- dispatch ---- */
+typedef struct {
+  tz_slice s;
+  size_t bytes; /* extent read or written from s.off */
+  const char *name;
+} wg_arg;
+
+/* A 1-D grid of `threads` threads in workgroups of 256, folded into x and y. */
+static inline void grid1(uint64_t threads, uint32_t *gx, uint32_t *gy) {
+  uint64_t wgs = (threads + 255) / 256;
+  if (wgs == 0) {
+    *gx = *gy = 0;
+    return;
+  }
+  uint64_t x = wgs < 32768 ? wgs : 32768;
+  *gx = (uint32_t)x;
+  *gy = (uint32_t)((wgs + x - 1) / x);
+}
+/* A grid of `groups` workgroups (one per row), folded into x and y. */
+static inline void gridn(uint64_t groups, uint32_t *gx, uint32_t *gy) {
+  if (!groups) {
+    *gx = *gy = 0;
+    return;
+  }
+  uint64_t x = groups < 32768 ? groups : 32768;
+  *gx = (uint32_t)x;
+  *gy = (uint32_t)((groups + x - 1) / x);
+}
+
+static inline uint32_t fbits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+#define A(slice, nbytes, nm) ((wg_arg){(slice), (nbytes), (nm)})
+#define F4(n) ((size_t)(n) * 4)
+
+/* An integer from the environment variable `name`, `dflt` when unset or empty. */
+static inline int env_int(const char *name, int dflt) {
+  const char *e = getenv(name);
+  return e && *e ? atoi(e) : dflt;
+}
+
+/* The f16 enable directive of the kernels that read the f16 weight mirror (w16.wgsl, matmul_fast's f16 operand). */
+#define F16_PREFIX "enable f16;"
+
+/* Tile configuration of matmul_fast.wgsl: a TM x TN register tile per thread (workgroup tile
+ * 16·TM x 16·TN), k-tile depth BK, NBUF workgroup tile buffers. */
+typedef struct {
+  int tm, tn, bk, nbuf;
+} mm_cfg;
+
+/* ---- webgpu_rt.c: errors and waiting ---- */
+/* Ops cannot return errors (backend.h): a recorded device error ends the program with its message. */
+void wg_check(wg_ctx *c);
+/* Record a first error (printf-style fmt over a, b, x, y) and stop through wg_check. */
+void wg_fail(wg_ctx *c, const char *fmt, const char *a, const char *b, size_t x, uint64_t y);
+/* Wait for a future (at most 10 minutes): 0, or -1 on timeout or device error. */
+int wg_wait_future(wg_ctx *c, WGPUFuture f);
+
+/* ---- webgpu_mem.c: buffers and memory ops ---- */
+WGPUBuffer wg_mkbuf(wg_ctx *c, uint64_t size, WGPUBufferUsage usage, const char *label);
+tz_buf *wg_alloc(tz_backend *be, size_t bytes, const char *what);
+void wg_free(tz_backend *be, tz_buf *t);
+void wg_upload(tz_backend *be, tz_slice dst, const void *src, size_t bytes);
+/* Map callback: *(int *)u1 = 1 on success, -1 otherwise. */
+void wg_on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u1, void *u2);
+void wg_download(tz_backend *be, void *dst, tz_slice src, size_t bytes);
+void wg_sync(tz_backend *be);
+/* The backend's scratch buffer of at least `bytes` (partial sums; one user at a time). */
+tz_slice wg_scratch(tz_backend *be, size_t bytes);
+/* The second scratch buffer (operands staged by the split matmul). */
+tz_slice wg_stage(tz_backend *be, size_t bytes);
+/* Bytes / fp32 elements one binding may cover from any 4-byte-aligned start. */
+size_t wg_cap_bytes(wg_ctx *c);
+size_t wg_cap_elems(wg_ctx *c);
+void wg_download_act(tz_backend *be, float *dst, tz_slice src, size_t n);
+void wg_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt);
+void wg_copy(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes);
+/* dst[r*dst_stride + c] (+)= src[r*src_stride + c] (acc: add), fp32. */
+void wg_copy_rows_ex(wg_ctx *c, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows,
+                     int cols, int acc);
+void wg_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows,
+                  int cols);
+/* The f16 weight mirror: elements [e0, e0 + n) as wg_run_ex's extra binding (*h0: e0's index
+ * inside it); re-cast when stale; does slice s lie in the mirrored parameter buffer? */
+wg_arg wg_mirror_range(wg_ctx *c, size_t e0, size_t n, uint32_t *h0);
+void wg_mirror_refresh(wg_ctx *c);
+int wg_mirrored(wg_ctx *c, tz_slice s);
+void wg_params_mirror(tz_backend *be, tz_buf *params);
+
+/* ---- webgpu_pipe.c: recording, pipelines, bind groups, dispatch ---- */
+void wg_end_pass(wg_ctx *c);
+WGPUCommandEncoder wg_encoder(wg_ctx *c);
+/* Submit everything recorded (and the uniform ring); collects profile timestamps. */
+void wg_flush(wg_ctx *c);
+/* wg_flush, then wait until the queue is idle. */
+void wg_sync_ctx(wg_ctx *c);
+/* Pipeline index for entry point `entry` of src/kernels/<file>/<file>.wgsl with `prefix`
+ * (WGSL declarations) prepended; created on first use, cached. */
+int wg_pipeline(wg_ctx *c, const char *file, const char *entry, const char *prefix);
+void wg_bg_clear(wg_ctx *c);
+/* The bindings wg_run_ex gives a dispatch's arguments (see there); returns their number. */
+int wg_bind_slots(wg_ctx *c, const wg_arg *args, int nargs, int *slot_of, tz_buf **sb, uint64_t *lo,
+                  uint64_t *hi);
+/* Record one dispatch (words[8..nwords): the kernel's parameters; args: at most 8 tensors). */
+void wg_run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords, const wg_arg *args, int nargs,
+               uint32_t gx, uint32_t gy, uint32_t gz, const wg_arg *atomic_arg, int pi_direct);
+void wg_run(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords, const wg_arg *args, int nargs,
+            uint32_t gx, uint32_t gy, uint32_t gz);
+
+/* ---- webgpu_prof.c ---- */
+/* Index of a profile label (the last slot when MAX_LABELS are taken). */
+int wg_label_index(wg_ctx *c, const char *label);
+/* Read the timestamps of the last submit into the per-label totals. */
+void wg_prof_collect(wg_ctx *c);
+
+/* ---- the ops (backend.h documents each); webgpu_ops_*.c ---- */
+/* webgpu_ops_elem.c */
+void wg_add(tz_backend *be, tz_slice out, tz_slice a_, tz_slice b_, size_t n);
+/* dst[c] += sum_k part[k*stride + c], c < cols, k < rows */
+void wg_colsum_add(wg_ctx *c, tz_slice dst, tz_slice part, int rows, int cols, int stride);
+void wg_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N);
+void wg_sum_sq(tz_backend *be, tz_slice out, tz_slice x, size_t n);
+void wg_rmsnorm_fwd(tz_backend *be, tz_slice out, tz_slice rstd, tz_slice inp, tz_slice w_, int N, int C,
+                    float eps);
+void wg_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout, tz_slice inp, tz_slice w_,
+                    tz_slice rstd, int N, int C);
+void wg_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd, tz_slice inp, tz_slice w_,
+                      tz_slice b_, int N, int C, float eps);
+void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice dout, tz_slice inp,
+                      tz_slice w_, tz_slice mean, tz_slice rstd, int N, int C);
+void wg_gelu_fwd(tz_backend *be, tz_slice out, tz_slice inp, size_t n);
+void wg_gelu_bwd(tz_backend *be, tz_slice dinp, tz_slice inp, tz_slice dout, size_t n);
+void wg_swiglu_fwd(tz_backend *be, tz_slice out, tz_slice gu, int N, int F);
+void wg_swiglu_bwd(tz_backend *be, tz_slice dgu, tz_slice dout, tz_slice gu, int N, int F);
+/* webgpu_ops_matmul.c; wg_mm_config / wg_mm_smem also name the tile in tz_webgpu_describe */
+size_t wg_mm_smem(mm_cfg f);
+mm_cfg wg_mm_config(wg_ctx *c, int rw);
+void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, int M, int K, int N,
+                 int acc);
+void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
+void wg_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
+void wg_matmul_at_swiglu_a(tz_backend *be, tz_slice out, tz_slice a, tz_slice gu, int M, int K, int N, int acc);
+/* webgpu_ops_attn.c */
+void wg_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_head, int head_dim, int pos0,
+             float theta, int dir);
+void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k, tz_slice v, int B,
+                      int Tq, int Tk, int q_pos0, int n_head, int n_kv_head, int head_dim, int q_stride,
+                      int kv_stride);
+void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout, tz_slice q,
+                      tz_slice k, tz_slice v, tz_slice out, tz_slice lse, int B, int T, int n_head, int n_kv_head,
+                      int head_dim, int q_stride, int kv_stride);
+/* webgpu_ops_embed_xent_adamw.c */
+void wg_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, tz_slice wpe, int B, int T, int C,
+                  int V);
+void wg_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout, tz_slice tok, int B, int T, int C,
+                  int V);
+void wg_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice targets, int N, int V, int Vp,
+                     float dscale);
+void wg_adamw(tz_backend *be, tz_slice params, tz_slice grads, tz_slice m, tz_slice v, const tz_range *ranges,
+              int n_ranges, const tz_adamw_hp *hp);
+
+#endif

@@ -1,0 +1,257 @@
+/* WebGPU backend memory: buffers (alloc / free), upload and download (a mapped readback
+ * buffer), the scratch and staging buffers the ops borrow, the binding-size caps, the memory-like
+ * ops (fill, copy, copy_rows: elementwise.wgsl dispatches) and the f16 weight mirror
+ * (w16.wgsl), which every write into the parameter buffer marks stale. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/webgpu/webgpu_internal.h"
+
+/* ---- buffers ---- */
+WGPUBuffer wg_mkbuf(wg_ctx *c, uint64_t size, WGPUBufferUsage usage, const char *label) {
+  WGPUBufferDescriptor d = {NULL, sv(label), usage, size, 0};
+  return W.wgpuDeviceCreateBuffer(c->dev, &d);
+}
+
+tz_buf *wg_alloc(tz_backend *be, size_t bytes, const char *what) {
+  wg_ctx *c = CTX(be);
+  size_t size = (bytes + 15) / 16 * 16;
+  if (size == 0) size = 16;
+  if (size > c->lim.maxBufferSize) {
+    tz_err("webgpu: %s needs %zu bytes, above this adapter's maxBufferSize %llu", what ? what : "buffer",
+           bytes, (unsigned long long)c->lim.maxBufferSize);
+    return NULL;
+  }
+  WGPUBuffer b = wg_mkbuf(c, size, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst,
+                       what);
+  W.wgpuInstanceProcessEvents(c->inst);
+  if (!b || c->failed) {
+    tz_err("webgpu: cannot allocate %zu bytes for %s: %s", bytes, what ? what : "buffer",
+           c->failed ? c->errmsg : "buffer creation failed");
+    return NULL;
+  }
+  tz_buf *t = tz_calloc(1, sizeof *t);
+  t->b = b;
+  t->bytes = bytes;
+  t->size = size;
+  t->what = what;
+  return t; /* WebGPU buffers are zero-initialized */
+}
+
+void wg_free(tz_backend *be, tz_buf *t) {
+  if (!t) return;
+  wg_ctx *c = CTX(be);
+  if (t == c->pbuf) { /* the parameter buffer goes: so does its mirror */
+    c->pbuf = NULL;
+    tz_buf *mir = c->mirror;
+    c->mirror = NULL;
+    wg_free(be, mir);
+  }
+  wg_flush(c); /* recorded commands may still use it */
+  wg_bg_clear(c);
+  W.wgpuBufferDestroy(t->b);
+  W.wgpuBufferRelease(t->b);
+  free(t);
+}
+
+void wg_upload(tz_backend *be, tz_slice dst, const void *src, size_t bytes) {
+  wg_ctx *c = CTX(be);
+  if (!bytes) return;
+  wg_flush(c); /* queue writes must not overtake recorded work */
+  TZ_ASSERT(dst.off % 4 == 0 && dst.off + bytes <= dst.buf->size);
+  if (dst.buf == c->pbuf) c->mirror_stale = 1;
+  size_t main = bytes / 4 * 4;
+  if (main) W.wgpuQueueWriteBuffer(c->queue, dst.buf->b, dst.off, src, main);
+  if (main < bytes) {
+    uint8_t tail[4] = {0};
+    memcpy(tail, (const uint8_t *)src + main, bytes - main);
+    W.wgpuQueueWriteBuffer(c->queue, dst.buf->b, dst.off + main, tail, 4);
+  }
+}
+
+void wg_on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u1, void *u2) {
+  *(int *)u1 = status == WGPUMapAsyncStatus_Success ? 1 : -1;
+}
+
+void wg_download(tz_backend *be, void *dst, tz_slice src, size_t bytes) {
+  wg_ctx *c = CTX(be);
+  if (!bytes) return;
+  size_t off = src.off & ~(size_t)3, end = (src.off + bytes + 3) & ~(size_t)3;
+  size_t n = end - off;
+  TZ_ASSERT(end <= src.buf->size);
+  if (n > c->readback_size) {
+    if (c->readback) {
+      wg_flush(c);
+      W.wgpuBufferDestroy(c->readback);
+      W.wgpuBufferRelease(c->readback);
+    }
+    c->readback_size = (n + 4095) / 4096 * 4096;
+    c->readback = wg_mkbuf(c, c->readback_size, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "readback");
+  }
+  wg_end_pass(c);
+  W.wgpuCommandEncoderCopyBufferToBuffer(wg_encoder(c), src.buf->b, off, c->readback, 0, n);
+  wg_flush(c);
+  int st = 0;
+  WGPUBufferMapCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, wg_on_mapped, &st, NULL};
+  size_t mapn = (n + 7) / 8 * 8;
+  if (mapn > c->readback_size) mapn = n;
+  WGPUFuture f = W.wgpuBufferMapAsync(c->readback, WGPUMapMode_Read, 0, mapn, ci);
+  if (wg_wait_future(c, f) != 0 || st != 1) wg_fail(c, "%s%sreadback map failed (%zu bytes, %llu)", "", "", n, 0);
+  const uint8_t *p = W.wgpuBufferGetConstMappedRange(c->readback, 0, mapn);
+  if (!p) wg_fail(c, "%s%sreadback has no mapped range (%zu, %llu)", "", "", n, 0);
+  memcpy(dst, p + (src.off - off), bytes);
+  W.wgpuBufferUnmap(c->readback);
+  wg_check(c);
+}
+
+void wg_sync(tz_backend *be) { wg_sync_ctx(CTX(be)); }
+
+/* scratch for partial sums (never two live users: ops run one after another) */
+tz_slice wg_scratch(tz_backend *be, size_t bytes) {
+  wg_ctx *c = CTX(be);
+  if (!c->scratch || c->scratch->size < bytes) {
+    if (c->scratch) wg_free(be, c->scratch);
+    c->scratch = wg_alloc(be, bytes < (1 << 20) ? (1 << 20) : bytes * 5 / 4, "webgpu scratch");
+    if (!c->scratch) wg_fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", bytes, 0);
+  }
+  tz_slice s = {c->scratch, 0};
+  return s;
+}
+
+/* A second scratch buffer for operands staged by the split matmul (mm_split): the matmul
+ * it then runs may itself use wg_scratch() for split-K partials. */
+tz_slice wg_stage(tz_backend *be, size_t bytes) {
+  wg_ctx *c = CTX(be);
+  if (!c->stage || c->stage->size < bytes) {
+    if (c->stage) wg_free(be, c->stage);
+    c->stage = wg_alloc(be, bytes < (1 << 20) ? (1 << 20) : bytes, "webgpu staging");
+    if (!c->stage) wg_fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", bytes, 0);
+  }
+  tz_slice s = {c->stage, 0};
+  return s;
+}
+
+/* Bytes one binding may cover from any 4-byte-aligned start: a slice is bound from its offset
+ * rounded down to minStorageBufferOffsetAlignment, so the limit minus one alignment step.
+ * Ops whose tensors are larger split their work into pieces of at most this size. */
+size_t wg_cap_bytes(wg_ctx *c) {
+  uint64_t a = c->lim.minStorageBufferOffsetAlignment;
+  return (size_t)((c->lim.maxStorageBufferBindingSize - a) & ~15ull);
+}
+size_t wg_cap_elems(wg_ctx *c) { return wg_cap_bytes(c) / 4; }
+
+/* ---- memory-like ops ---- */
+/* Activations are fp32 here: a plain download. */
+void wg_download_act(tz_backend *be, float *dst, tz_slice src, size_t n) {
+  wg_download(be, dst, src, n * sizeof(float));
+}
+
+/* Elementwise ops over n elements run in pieces of at most wg_cap_elems() (each binding then
+ * fits maxStorageBufferBindingSize: the flat gradient buffer of a 124M model is 497 MB). */
+void wg_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt) {
+  wg_ctx *c = CTX(be);
+  TZ_ASSERT(dt == TZ_F32); /* WebGPU activations are fp32 (be->act) */
+  if (dst.buf == c->pbuf) c->mirror_stale = 1;
+  int pi = wg_pipeline(c, "elementwise", "fill", "");
+  for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
+    size_t k = n - i < cap ? n - i : cap;
+    uint32_t w[24] = {0};
+    w[8] = (uint32_t)k;
+    w[9] = fbits(value);
+    wg_arg a[] = {A(tz_f32(dst, i), F4(k), "dst")};
+    uint32_t gx, gy;
+    grid1(k, &gx, &gy);
+    wg_run(c, "fill", pi, w, 10, a, 1, gx, gy, 1);
+  }
+}
+
+void wg_copy(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes) {
+  wg_ctx *c = CTX(be);
+  TZ_ASSERT(bytes % 4 == 0 && dst.off % 4 == 0 && src.off % 4 == 0);
+  TZ_ASSERT(dst.buf != src.buf || dst.off + bytes <= src.off || src.off + bytes <= dst.off);
+  if (dst.buf == c->pbuf) c->mirror_stale = 1;
+  size_t n = bytes / 4;
+  int pi = wg_pipeline(c, "elementwise", "copy", "");
+  for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
+    size_t k = n - i < cap ? n - i : cap;
+    uint32_t w[24] = {0};
+    w[8] = (uint32_t)k;
+    wg_arg a[] = {A(tz_f32(dst, i), F4(k), "dst"), A(tz_f32(src, i), F4(k), "src")};
+    uint32_t gx, gy;
+    grid1(k, &gx, &gy);
+    wg_run(c, "copy", pi, w, 9, a, 2, gx, gy, 1);
+  }
+}
+
+/* dst[r*ds + c] (+)= src[r*ss + c] (acc: add). Also the split matmul's staging copies. */
+void wg_copy_rows_ex(wg_ctx *c, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows,
+                         int cols, int acc) {
+  uint32_t w[24] = {0};
+  w[8] = rows, w[9] = cols, w[10] = (uint32_t)dst_stride, w[11] = (uint32_t)src_stride, w[12] = acc;
+  wg_arg a[] = {A(dst, F4((size_t)(rows - 1) * dst_stride + cols), "dst"),
+                A(src, F4((size_t)(rows - 1) * src_stride + cols), "src")};
+  uint32_t gx, gy;
+  grid1((uint64_t)rows * cols, &gx, &gy);
+  wg_run(c, "copy_rows", wg_pipeline(c, "elementwise", "copy_rows", ""), w, 13, a, 2, gx, gy, 1);
+}
+
+void wg_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src,
+                         size_t src_stride, int rows, int cols) {
+  wg_ctx *c = CTX(be);
+  if (rows <= 0 || cols <= 0) return;
+  if (dst.buf == c->pbuf) c->mirror_stale = 1;
+  wg_copy_rows_ex(c, dst, dst_stride, src, src_stride, rows, cols, 0);
+}
+
+/* ---- the f16 weight mirror ---- */
+/* Mirror elements [e0, e0 + n) as run_ex's extra binding 9: bound from e0's byte offset
+ * rounded down to the storage offset alignment (element offset u5 = 0); *h0 = e0's index
+ * inside the binding. Only the range an op touches is bound (a 124M model's mirror is
+ * 248 MB, above 128 MiB bindings). */
+wg_arg wg_mirror_range(wg_ctx *c, size_t e0, size_t n, uint32_t *h0) {
+  uint64_t align = c->lim.minStorageBufferOffsetAlignment;
+  size_t base = (size_t)(e0 * 2 / align * align), end = ((e0 + n) * 2 + 3) & ~(size_t)3;
+  if (end > c->mirror->size) end = c->mirror->size;
+  *h0 = (uint32_t)(e0 - base / 2);
+  tz_slice s = {c->mirror, base};
+  return A(s, end - base, "params f16 mirror");
+}
+
+/* Re-cast the mirror from the fp32 parameters when they were written since. */
+void wg_mirror_refresh(wg_ctx *c) {
+  if (!c->mirror || !c->mirror_stale) return;
+  size_t n = c->pbuf->bytes / 4;
+  int pi = wg_pipeline(c, "w16", "cast_w16", F16_PREFIX);
+  for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
+    size_t k = n - i < cap ? n - i : cap;
+    uint32_t w[24] = {0}, h0;
+    wg_arg h = wg_mirror_range(c, i, k, &h0);
+    w[8] = (uint32_t)k, w[9] = h0;
+    tz_slice ps = {c->pbuf, F4(i)};
+    wg_arg a[] = {A(ps, F4(k), "params")};
+    uint32_t gx, gy;
+    grid1(k, &gx, &gy);
+    wg_run_ex(c, "cast_w16", pi, w, 10, a, 1, gx, gy, 1, &h, -1);
+  }
+  c->mirror_stale = 0;
+}
+
+/* Does this weight slice lie in the mirrored parameter buffer? */
+int wg_mirrored(wg_ctx *c, tz_slice s) { return c->mirror && s.buf && s.buf == c->pbuf; }
+
+/* Register the model's flat parameter buffer: with f16 on, allocate its f16 mirror (made
+ * from the fp32 values before its first use). */
+void wg_params_mirror(tz_backend *be, tz_buf *params) {
+  wg_ctx *c = CTX(be);
+  if (!c->f16 || !params) return;
+  if (c->mirror) {
+    tz_buf *mir = c->mirror;
+    c->mirror = NULL;
+    wg_free(be, mir);
+  }
+  c->pbuf = params;
+  c->mirror = wg_alloc(be, params->bytes / 4 * 2, "params f16 mirror");
+  if (!c->mirror) wg_fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", params->bytes, 0);
+  c->mirror_stale = 1;
+}

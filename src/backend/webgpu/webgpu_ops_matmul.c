@@ -1,0 +1,343 @@
+/* WebGPU backend ops: the matmul family (matmul_t = X·Wᵀ, matmul = dX, matmul_at = dW,
+ * matmul_at_swiglu_a) on matmul_fast.wgsl (register tiles, split-K, vec4 and f16-mirror
+ * operands) or matmul.wgsl (the general kernel for aliased operands), with the splitting of
+ * operands above one binding into pieces. The tile choice per adapter is wg_mm_config. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/webgpu/webgpu_internal.h"
+
+/* ---- matmul family ---- */
+/* Would run_ex give these two arguments one binding (same buffer, overlapping aligned ranges)? */
+static int shares_binding(wg_ctx *c, tz_slice x, size_t xb, tz_slice y, size_t yb) {
+  if (!x.buf || !y.buf || x.buf != y.buf) return 0;
+  uint64_t align = c->lim.minStorageBufferOffsetAlignment;
+  return x.off / align * align < ((y.off + yb + 3) & ~3ull) && y.off / align * align < ((x.off + xb + 3) & ~3ull);
+}
+
+/* Workgroup memory of a configuration in bytes: NBUF buffers of a BK x 16·TM and a BK x 16·TN
+ * fp32 tile, unpadded (transposed tiles are swizzled instead, matmul_fast.wgsl), the same for
+ * every form. 8 x 16 / BK 16: 24 576 with one buffer (the default), 49 152 with two. */
+size_t wg_mm_smem(mm_cfg f) { return (size_t)f.nbuf * f.bk * (16 * f.tm + 16 * f.tn) * 4; }
+
+/* The configuration for one call. TEZGAH_WEBGPU_MM=TMxTN:BK:NBUF forces one (bench_webgpu's
+ * sweeps), TEZGAH_WEBGPU_MM_RW the same for dispatches whose bindings are all read_write (an
+ * operand in the output's buffer); what does not fit the adapter's workgroup memory drops to one
+ * buffer, then BK 8. */
+mm_cfg wg_mm_config(wg_ctx *c, int rw) {
+  /* Read-only operands: 8 x 16, BK 16, ONE buffer (24 576 bytes). H200 (docs/PERF.md,
+   * 2026-12-01): 8 x 16, BK 16 was the fastest of seven configurations for all three forms at
+   * 8192³; in the GPT-2 124M training step with read-only operands (be->act_buffers) it ran
+   * matmul 93.4, matmul_t 96.5, matmul_at 90.7 ms/step (13:07 UTC). Those figures were already
+   * single-buffered: the tiles then had a 4-float pad per row, two buffers took 50 176 bytes,
+   * above the H200 Dawn's 49 152, and the fit below took one. Unpadded (transposed tiles swizzled
+   * instead, matmul_fast.wgsl) two buffers take exactly 49 152 and run there, but slower, in the
+   * same call (16:21 UTC): step 393.7 / 391.6 ms against 381.4 ms with one buffer; matmul_t
+   * 100.7 vs 98.0, matmul 97.8 vs 94.9, matmul_at 95.2 vs 89.3 ms/step (matmul_at's tiles are
+   * not swizzled: double-buffering itself is the loss, its cause not measured), 8192³ 42.3 /
+   * 43.3 / 44.2 vs 43.2 / 44.5 / 47.4 TFLOP/s. So one buffer, and the second barrier per k-tile,
+   * on every adapter (none other measured); TEZGAH_WEBGPU_MM=8x16:16:2 forces two. */
+  mm_cfg f = {8, 16, 16, 1};
+  /* All-read_write dispatches (an operand in the output's buffer: the single activation arena of
+   * TEZGAH_WEBGPU_ARENA=1, or a caller's own aliasing) take 8 x 8, BK 8: read_write bindings cost
+   * this tile ~20 % in the training step (matmul 114.6, matmul_t 113.4 ms/step against 94.7 /
+   * 96.5 read-only, 2026-12-01 13:07 UTC) and the 8 x 16 tile ~50 % (142 / 148 ms: 568 ms/step
+   * against 505 with 8 x 8 / BK 8 and 604 with 8 x 8 / BK 16, 10:59 UTC). The cause is not
+   * measured directly: read_write storage is presumably kept off NVIDIA's read-only
+   * (non-coherent) load path, and the big tile's register pressure makes that worse. */
+  if (rw) f = (mm_cfg){8, 8, 8, 2};
+  /* CPU adapters (lavapipe) take 8 x 8, BK 8 for everything: a GPU's register tile means nothing
+   * there, and llvmpipe compiles the 8 x 16 kernel very slowly (its coroutine split of the
+   * barrier-separated k loop with 128 accumulators: test_matmul took 615 s from a cold shader
+   * cache with 8 x 16 against 100 s with 8 x 8, this 2-core VM, 2026-12-01). The tests still
+   * run 8 x 16 there on a few shapes through TEZGAH_WEBGPU_MM. */
+  if (c->info.adapterType == WGPUAdapterType_CPU) f = (mm_cfg){8, 8, 8, 2};
+  const char *e = getenv("TEZGAH_WEBGPU_MM");
+  if (rw && getenv("TEZGAH_WEBGPU_MM_RW")) e = getenv("TEZGAH_WEBGPU_MM_RW");
+  mm_cfg g;
+  if (e && sscanf(e, "%dx%d:%d:%d", &g.tm, &g.tn, &g.bk, &g.nbuf) == 4 && (g.tm == 8 || g.tm == 16) &&
+      (g.tn == 8 || g.tn == 16) && g.tm + g.tn <= 24 && (g.bk == 8 || g.bk == 16) && (g.nbuf == 1 || g.nbuf == 2))
+    f = g;
+  size_t lim = c->lim.maxComputeWorkgroupStorageSize;
+  if (wg_mm_smem(f) > lim) f.nbuf = 1;
+  if (wg_mm_smem(f) > lim) f.bk = 8, f.nbuf = 2;
+  if (wg_mm_smem(f) > lim) f.nbuf = 1;
+  if (wg_mm_smem(f) > lim) f.tm = f.tn = 8;
+  return f;
+}
+
+/* matmul_t as the matmul form on a transposed copy of the weight (TEZGAH_WEBGPU_MM_TT=0: off)? */
+static int mm_tt(void) {
+  const char *e = getenv("TEZGAH_WEBGPU_MM_TT");
+  return !(e && !strcmp(e, "0"));
+}
+
+/* Operand binding `bind` of matmul_fast.wgsl, array `name`, and its fetch function `fn` (see
+ * there): vec4 loads (vec) or scalar ones, f32 or f16 elements (h), element offset `off`
+ * (in 4-byte units, from the uniform block). */
+static size_t mm_operand(char *o, size_t cap, int bind, const char *name, const char *fn, const char *off, int vec,
+                         int h, int rw) {
+  const char *et = h ? "f16" : "f32", *acc = rw ? "read_write" : "read";
+  if (vec)
+    return (size_t)snprintf(o, cap,
+                            "@group(0) @binding(%d) var<storage, %s> %s: array<vec4<%s>>;\n"
+                            "fn %s(e: u32, n: u32) -> vec4<f32> { return vec4<f32>(%s[%s / %du + e / 4u]); }\n",
+                            bind, acc, name, et, fn, name, off, h ? 2 : 4);
+  return (size_t)snprintf(o, cap,
+                          "@group(0) @binding(%d) var<storage, %s> %s: array<%s>;\n"
+                          "fn %s(e: u32, n: u32) -> vec4<f32> { let i = %s * %du + e; "
+                          "var v = vec4<f32>(f32(%s[i]), 0.0, 0.0, 0.0); if (n > 1u) { v.y = f32(%s[i + 1u]); } "
+                          "if (n > 2u) { v.z = f32(%s[i + 2u]); } if (n > 3u) { v.w = f32(%s[i + 3u]); } return v; }\n",
+                          bind, acc, name, et, fn, off, h ? 2 : 1, name, name, name, name);
+}
+
+/* Split-K count for an output of `tiles` workgroup tiles: the S (1..16, at least 256 k's per
+ * split) that minimises the waves per unit of work, ceil(tiles·S / slots) / S, with 1% per split
+ * for the partial sums' traffic. slots: workgroups in flight on a 132-SM GPU (H200), one per SM
+ * for the 8 x 16 register tile (its registers), two for 8 x 8. (A fixed ~2 workgroups per SM
+ * target left the last wave 3/4 empty for GPT-2's weight gradients: dW fc 72 tiles → S 4.) */
+static uint32_t mm_splits(uint32_t tiles, int K, mm_cfg f) {
+  const double slots = f.tm * f.tn > 64 ? 132 : 264;
+  if (tiles >= 4 * slots || K < 1024) return 1;
+  uint32_t best = 1;
+  double best_cost = 1e30;
+  for (uint32_t S = 1; S <= 16 && (S == 1 || (uint32_t)K / S >= 256); S++) {
+    double waves = ceil(tiles * (double)S / slots), cost = waves / S * (1 + 0.01 * S);
+    if (cost < best_cost - 1e-9) best_cost = cost, best = S;
+  }
+  return best;
+}
+
+static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out, tz_slice a_, tz_slice b_,
+                   tz_slice bias, int M, int K, int N, int acc) {
+  wg_ctx *c = CTX(be);
+  if (M <= 0 || N <= 0) return;
+  c->pending_flop = 2.0 * M * N * K;
+  char prefix[1280], direct[80];
+  uint32_t w[24] = {0};
+  w[8] = M, w[9] = K, w[10] = N, w[11] = acc, w[12] = tz_present(bias);
+  /* variant 3: matmul_at whose b is swiglu(gu) of gu [K, 2N], computed on load (SWB) */
+  int swb = variant == 3, kv = swb ? 2 : variant;
+  wg_arg a[] = {A(out, F4((size_t)M * N), "out"), A(a_, F4((size_t)M * K), "a"),
+                A(b_, F4((size_t)K * N * (swb ? 2 : 1)), swb ? "gu" : "b"), A(bias, F4(N), "bias")};
+  /* fast path (matmul_fast.wgsl): any shape, four distinct bindings */
+  int fast = !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL");
+  /* matmul_t's weight in the mirrored parameter buffer: read its f16 copy (as vec4<f16> where the
+   * f16 slice starts 8-byte aligned and K % 4 == 0, else f16 by f16; the element offset is in
+   * 4-byte units, so the f16 slice must start 4-byte aligned) */
+  int w16 = fast && variant == 0 && wg_mirrored(c, b_) && b_.off % 8 == 0;
+  if (w16) {
+    tz_slice h = {c->mirror, b_.off / 2};
+    a[2] = A(h, (size_t)K * N * 2, "b (f16 mirror)");
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    fast = !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL");
+    for (int i = 0; i < 4 && fast; i++)
+      for (int j = i + 1; j < 4 && fast; j++)
+        if (shares_binding(c, a[i].s, a[i].bytes, a[j].s, a[j].bytes)) fast = 0;
+    if (fast || !w16) break;
+    w16 = 0; /* the fp32 weight through the general kernel */
+    a[2] = A(b_, F4((size_t)K * N), "b");
+  }
+  if (w16) {
+    double fl = c->pending_flop;
+    c->pending_flop = 0;
+    wg_mirror_refresh(c);
+    c->pending_flop = fl;
+  }
+  if (fast) {
+    int rw = 0; /* an operand in the output's buffer: bind everything read_write */
+    for (int i = 1; i < 4; i++)
+      if (a[i].s.buf && a[i].s.buf == out.buf) rw = 1;
+    mm_cfg f = wg_mm_config(c, rw);
+    uint32_t bk = (uint32_t)f.bk, BM = 16u * f.tm, BN = 16u * f.tn;
+    /* vec4 fetches where the operand's contiguous dimension is a multiple of 4 and it starts on a
+     * 16-byte boundary (the binding's own offset is a multiple of minStorageBufferOffsetAlignment) */
+    int al = c->lim.minStorageBufferOffsetAlignment % 16 == 0;
+    int va = al && (kv == 2 ? M : K) % 4 == 0 && a_.off % 16 == 0;
+    int vb = al && (kv == 0 ? K : N) % 4 == 0 && b_.off % 16 == 0;
+    size_t n = (size_t)snprintf(prefix, sizeof prefix,
+                                "%sconst VARIANT: u32 = %du; const SWB: bool = %s; const BK: u32 = %uu; "
+                                "const TM: u32 = %du; const TN: u32 = %du; const NBUF: u32 = %du;\n",
+                                w16 ? F16_PREFIX "\n" : "", kv, swb ? "true" : "false", bk, f.tm, f.tn, f.nbuf);
+    n += mm_operand(prefix + n, sizeof prefix - n, 2, "A", "ga", "p.oa.y", va, 0, rw);
+    n += mm_operand(prefix + n, sizeof prefix - n, 3, "Bm", "gb", "p.oa.z", vb, w16, rw);
+    if (rw) snprintf(prefix + n, sizeof prefix - n, "// rw\n");
+    TZ_ASSERT(n + 8 < sizeof prefix);
+    int pf = wg_pipeline(c, "matmul_fast", "matmul_fast", prefix);
+    uint32_t gx = (N + BN - 1) / BN, gy = (M + BM - 1) / BM, tiles = gx * gy, S = 1;
+    uint32_t ks = ((uint32_t)K + bk - 1) / bk * bk;
+    /* split-K when the output has too few tiles to fill the GPU (weight gradients: K = B*T) */
+    if (!tz_present(bias)) {
+      S = mm_splits(tiles, K, f);
+      uint64_t cap = c->lim.maxStorageBufferBindingSize / 2;
+      if (cap > (256ull << 20)) cap = 256ull << 20;
+      while (S > 1 && (uint64_t)S * M * N * 4 > cap) S--;
+      if (S > 1) {
+        ks = ((uint32_t)K + S - 1) / S;
+        ks = (ks + bk - 1) / bk * bk;
+        S = ((uint32_t)K + ks - 1) / ks;
+      }
+    }
+    w[13] = ks;
+    if (S == 1) {
+      wg_run_ex(c, label, pf, w, 14, a, 4, gx, gy, 1, NULL, -1);
+      c->pending_flop = 0;
+      return;
+    }
+    size_t pn = (size_t)S * M * N;
+    tz_slice part = wg_scratch(be, F4(pn));
+    w[11] = 0;
+    a[0] = A(part, F4(pn), "split-K partials");
+    wg_run_ex(c, label, pf, w, 14, a, 4, gx, gy, S, NULL, -1);
+    c->pending_flop = 0;
+    /* out (+)= Σ_s part[s] */
+    uint32_t r[24] = {0};
+    r[8] = S, r[9] = (uint32_t)((size_t)M * N), r[10] = !acc, r[11] = (uint32_t)((size_t)M * N);
+    wg_arg ra[] = {A(out, F4((size_t)M * N), "out"), A(part, F4(pn), "split-K partials")};
+    wg_run(c, label, wg_pipeline(c, "elementwise", "colsum_add", ""), r, 12, ra, 2, (uint32_t)(((size_t)M * N + 255) / 256),
+        1, 1);
+    return;
+  }
+  snprintf(prefix, sizeof prefix, "const VARIANT: u32 = %du; const DIRECT: bool = false; const SWB: bool = %s;", kv,
+           swb ? "true" : "false");
+  snprintf(direct, sizeof direct, "const VARIANT: u32 = %du; const DIRECT: bool = true; const SWB: bool = %s;", kv,
+           swb ? "true" : "false");
+  wg_run_ex(c, label, wg_pipeline(c, "matmul", "matmul_tiled", prefix), w, 13, a, 4, (N + 127) / 128, (M + 127) / 128, 1,
+         NULL, wg_pipeline(c, "matmul", "matmul_tiled", direct));
+  c->pending_flop = 0;
+}
+
+/* A transposed copy of matmul_t's weight b [N, K] as [K, N] in its own buffer (the forward then
+ * runs the matmul form, mm_tt); NULL slice where it would not fit one binding. */
+static tz_slice mm_transposed(tz_backend *be, const char *label, tz_slice b_, int N, int K) {
+  wg_ctx *c = CTX(be);
+  size_t n = (size_t)N * K;
+  if (n > wg_cap_elems(c)) return TZ_NONE;
+  if (!c->wt || c->wt->size < F4(n)) {
+    if (c->wt) wg_free(be, c->wt);
+    c->wt = wg_alloc(be, F4(n) < (1 << 20) ? (1 << 20) : F4(n), "webgpu transposed weight");
+    if (!c->wt) wg_fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", F4(n), 0);
+  }
+  tz_slice t = {c->wt, 0};
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)N, w[9] = (uint32_t)K;
+  wg_arg a[] = {A(t, F4(n), "b transposed"), A(b_, F4(n), "b")};
+  wg_run(c, label, wg_pipeline(c, "elementwise", "transpose", ""), w, 10, a, 2, (uint32_t)(K + 31) / 32,
+      (uint32_t)(N + 31) / 32, 1);
+  return t;
+}
+/* Round a piece count down to a multiple of 128 (whole tiles) or at least 4 (vec4 path). */
+static size_t piece_round(size_t n) {
+  if (n >= 128) return n / 128 * 128;
+  return n >= 4 ? n / 4 * 4 : n;
+}
+
+/* The matmul family with operands above one binding (maxStorageBufferBindingSize), split into
+ * pieces that fit: rows of M (out and a rows are contiguous in matmul_t / matmul), and the
+ * weight in pieces of rows: matmul_t over N (GPT-2's lm_head, wte [50304, 768] = 154 MB: the
+ * output's column piece goes through a staging buffer and copy_rows), matmul over K (a's
+ * column piece staged, partial products accumulated into out), matmul_at over K (rows of a and
+ * b, accumulated) and then M (a's column piece staged; out's rows are contiguous). Anything else too large (or a piece of one row
+ * still too large) reaches run_ex's binding-size error. */
+static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_slice a_, tz_slice b_,
+               tz_slice bias, int M, int K, int N, int acc) {
+  wg_ctx *c = CTX(be);
+  if (M <= 0 || N <= 0) return;
+  size_t cap = wg_cap_elems(c), m = (size_t)M, k = (size_t)K, n = (size_t)N;
+  size_t bs = variant == 3 ? 2 * n : n; /* b's row stride (variant 3: gu [K, 2N]) */
+  /* matmul_t on an fp32 weight: transpose it once, then the matmul form (its tile loads
+   * transpose only a; H200 8192³: 44.8 vs 43.0 TFLOP/s, docs/PERF.md). Not where N % 4 != 0 (the
+   * transposed rows would not take vec4 loads: lm_head at V = 50257 ran 28 TFLOP/s that way) nor
+   * for the f16 mirror's reads, which stay matmul_t. */
+  if (variant == 0 && K > 0 && N % 4 == 0 && mm_tt() && !(wg_mirrored(c, b_) && b_.off % 8 == 0) &&
+      !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL")) {
+    tz_slice bt = mm_transposed(be, label, b_, N, K);
+    if (bt.buf) {
+      mm(be, label, 1, out, a_, bt, bias, M, K, N, acc);
+      return;
+    }
+  }
+  if (variant < 2 && (m * k > cap || m * n > cap) && M > 1) { /* rows of out and a */
+    size_t mc = piece_round(cap / (k > n ? k : n));
+    if (mc == 0) mc = 1;
+    if (mc < m) {
+      for (size_t m0 = 0; m0 < m; m0 += mc) {
+        size_t r = m - m0 < mc ? m - m0 : mc;
+        mm(be, label, variant, tz_f32(out, m0 * n), tz_f32(a_, m0 * k), b_, bias, (int)r, K, N, acc);
+      }
+      return;
+    }
+  }
+  if (variant == 0 && n * k > cap && N > 1) { /* weight rows = output columns, staged */
+    size_t nc = piece_round(cap / (k > m ? k : m));
+    if (nc == 0) nc = 1;
+    if (nc < n) {
+      tz_slice st = wg_stage(be, F4(m * nc));
+      for (size_t n0 = 0; n0 < n; n0 += nc) {
+        size_t r = n - n0 < nc ? n - n0 : nc;
+        mm_one(be, label, 0, st, a_, tz_f32(b_, n0 * k), tz_present(bias) ? tz_f32(bias, n0) : TZ_NONE, M, K,
+               (int)r, 0);
+        wg_copy_rows_ex(c, tz_f32(out, n0), n, st, r, M, (int)r, acc);
+      }
+      return;
+    }
+  }
+  if (variant == 1 && k * n > cap && K > 1) { /* weight rows = a's columns, staged */
+    size_t kc = piece_round(cap / (n > m ? n : m));
+    if (kc == 0) kc = 1;
+    if (kc < k) {
+      tz_slice st = wg_stage(be, F4(m * kc));
+      for (size_t k0 = 0; k0 < k; k0 += kc) {
+        size_t r = k - k0 < kc ? k - k0 : kc;
+        wg_copy_rows_ex(c, st, r, tz_f32(a_, k0), k, M, (int)r, 0);
+        mm_one(be, label, 1, out, st, tz_f32(b_, k0 * n), TZ_NONE, M, (int)r, N, acc || k0 > 0);
+      }
+      return;
+    }
+  }
+  if (variant >= 2 && (k * m > cap || k * bs > cap) && K > 1) { /* rows of a and b: partial sums */
+    size_t kc = cap / (m > bs ? m : bs);
+    if (kc == 0) kc = 1;
+    if (kc < k) {
+      for (size_t k0 = 0; k0 < k; k0 += kc) {
+        size_t r = k - k0 < kc ? k - k0 : kc;
+        mm(be, label, variant, out, tz_f32(a_, k0 * m), tz_f32(b_, k0 * bs), TZ_NONE, M, (int)r, N, acc || k0 > 0);
+      }
+      return;
+    }
+  }
+  if (variant >= 2 && m * n > cap && M > 1) { /* out rows = a's columns, staged */
+    size_t mc = piece_round(cap / (n > k ? n : k));
+    if (mc == 0) mc = 1;
+    if (mc < m) {
+      tz_slice st = wg_stage(be, F4(k * mc));
+      for (size_t m0 = 0; m0 < m; m0 += mc) {
+        size_t r = m - m0 < mc ? m - m0 : mc;
+        wg_copy_rows_ex(c, st, r, tz_f32(a_, m0), m, K, (int)r, 0);
+        mm_one(be, label, variant, tz_f32(out, m0 * n), st, b_, TZ_NONE, (int)r, K, N, acc);
+      }
+      return;
+    }
+  }
+  mm_one(be, label, variant, out, a_, b_, bias, M, K, N, acc);
+}
+
+void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, int M, int K,
+                        int N, int acc) {
+  mm(be, "matmul_t", 0, out, a, b, bias, M, K, N, acc);
+}
+void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {
+  mm(be, "matmul", 1, out, a, b, TZ_NONE, M, K, N, acc);
+}
+void wg_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {
+  mm(be, "matmul_at", 2, out, a, b, TZ_NONE, M, K, N, acc);
+}
+/* out[M,N] (+)= a[K,M]ᵀ · (silu(gate) ⊙ up)[K,N], gu [K, 2N] = gate | up: the down
+ * projection's weight gradient without swiglu_fwd's output (matmul_at_swiglu_a, backend.h) */
+void wg_matmul_at_swiglu_a(tz_backend *be, tz_slice out, tz_slice a, tz_slice gu, int M, int K, int N,
+                                  int acc) {
+  mm(be, "matmul_at_swiglu", 3, out, a, gu, TZ_NONE, M, K, N, acc);
+}

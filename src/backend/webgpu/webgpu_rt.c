@@ -1,0 +1,403 @@
+/* WebGPU backend runtime: the instance, adapter and device (the features requested, the
+ * adapter's limits, Dawn's toggles), the uncaptured-error and device-lost callbacks, the op
+ * table (tz_backend_webgpu_create), destroy, and the one-line description and `tezgah info`.
+ * Everything that picks or configures the adapter and device lives here, in one place, so a
+ * change of Dawn or of the device setup touches this file only. The execution model is described
+ * in webgpu_internal.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/webgpu/webgpu_internal.h"
+
+/* ---- errors ---- */
+static void on_error(WGPUDevice const *device, WGPUErrorType type, WGPUStringView message,
+                     void *u1, void *u2) {
+  wg_ctx *c = u1;
+  if (c->failed) return;
+  c->failed = 1;
+  char m[900];
+  sv_copy(m, sizeof m, message);
+  const char *kind = type == WGPUErrorType_Validation    ? "validation"
+                     : type == WGPUErrorType_OutOfMemory ? "out of memory"
+                     : type == WGPUErrorType_Internal    ? "internal"
+                                                         : "unknown";
+  snprintf(c->errmsg, sizeof c->errmsg, "%s error: %s", kind, m);
+}
+static void on_lost(WGPUDevice const *device, WGPUDeviceLostReason reason, WGPUStringView message,
+                    void *u1, void *u2) {
+  wg_ctx *c = u1;
+  if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled)
+    return;
+  if (c->failed) return;
+  c->failed = 1;
+  char m[900];
+  sv_copy(m, sizeof m, message);
+  snprintf(c->errmsg, sizeof c->errmsg, "device lost (reason %u): %s", reason, m);
+}
+
+/* Ops cannot return errors (backend.h): a device error ends the program with its message. */
+void wg_check(wg_ctx *c) {
+  W.wgpuInstanceProcessEvents(c->inst);
+  if (c->failed) {
+    char msg[sizeof c->errmsg + 16];
+    snprintf(msg, sizeof msg, "webgpu: %s", c->errmsg);
+    tz_fatal(msg);
+  }
+}
+void wg_fail(wg_ctx *c, const char *fmt, const char *a, const char *b, size_t x, uint64_t y) {
+  if (!c->failed) {
+    c->failed = 1;
+    snprintf(c->errmsg, sizeof c->errmsg, fmt, a, b, x, y);
+  }
+  wg_check(c);
+}
+
+/* ---- waiting on futures ---- */
+int wg_wait_future(wg_ctx *c, WGPUFuture f) {
+  WGPUFutureWaitInfo wi = {f, 0};
+  for (int i = 0; i < 600; i++) { /* 10 minutes */
+    WGPUWaitStatus s = W.wgpuInstanceWaitAny(c->inst, 1, &wi, 1000000000ull);
+    if (s == WGPUWaitStatus_Success && wi.completed) return 0;
+    if (s != WGPUWaitStatus_TimedOut) return -1;
+    W.wgpuInstanceProcessEvents(c->inst);
+    if (c->failed) return -1;
+  }
+  return -1;
+}
+
+/* ---- lifecycle ---- */
+static void wg_destroy(tz_backend *be) {
+  if (!be) return;
+  wg_ctx *c = CTX(be);
+  if (c) {
+    if (c->dev) {
+      wg_flush(c);
+      wg_bg_clear(c);
+      if (c->scratch) wg_free(be, c->scratch);
+      if (c->stage) wg_free(be, c->stage);
+      if (c->wt) wg_free(be, c->wt);
+      if (c->ranges) wg_free(be, c->ranges);
+      for (int i = 0; i < MAX_ARGS; i++)
+        if (c->dummy[i]) wg_free(be, c->dummy[i]);
+      for (int i = 0; i < c->npipes; i++) {
+        W.wgpuBindGroupLayoutRelease(c->pipes[i].bgl);
+        W.wgpuComputePipelineRelease(c->pipes[i].pipe);
+      }
+      for (int i = 0; i < c->nmods; i++) W.wgpuShaderModuleRelease(c->mods[i].mod);
+      WGPUBuffer bs[] = {c->uni, c->readback, c->qres, c->qread};
+      for (size_t i = 0; i < sizeof bs / sizeof *bs; i++)
+        if (bs[i]) {
+          W.wgpuBufferDestroy(bs[i]);
+          W.wgpuBufferRelease(bs[i]);
+        }
+      if (c->qs) {
+        W.wgpuQuerySetDestroy(c->qs);
+        W.wgpuQuerySetRelease(c->qs);
+      }
+      W.wgpuQueueRelease(c->queue);
+      W.wgpuDeviceDestroy(c->dev);
+      W.wgpuDeviceRelease(c->dev);
+    }
+    if (c->adapter) {
+      W.wgpuAdapterInfoFreeMembers(c->info);
+      W.wgpuAdapterRelease(c->adapter);
+    }
+    if (c->inst) W.wgpuInstanceRelease(c->inst);
+    free(c->uni_host);
+    free(c->bgs);
+    free(c->ranges_host);
+    free(c);
+  }
+  free(be);
+}
+
+typedef struct {
+  int status;
+  void *handle;
+  char msg[512];
+} req_result;
+static void on_adapter(WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message,
+                       void *u1, void *u2) {
+  req_result *r = u1;
+  r->status = status;
+  r->handle = adapter;
+  sv_copy(r->msg, sizeof r->msg, message);
+}
+static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message, void *u1,
+                      void *u2) {
+  req_result *r = u1;
+  r->status = status;
+  r->handle = device;
+  sv_copy(r->msg, sizeof r->msg, message);
+}
+
+/* Instance + adapter (no device). 0 or -1 with tz_err. */
+static int open_adapter(wg_ctx *c) {
+  if (tz_wgpu_load() != 0) return -1;
+  c->inst = tz_wgpu_create_instance(); /* timed WaitAny, in the loaded build's layout */
+  if (!c->inst) return tz_err("webgpu: %s: wgpuCreateInstance failed", tz_wgpu_lib_path());
+  WGPURequestAdapterOptions o;
+  memset(&o, 0, sizeof o);
+  o.featureLevel = WGPUFeatureLevel_Core;
+  o.powerPreference = WGPUPowerPreference_HighPerformance;
+  o.backendType = WGPUBackendType_Vulkan;
+  req_result r = {0};
+  WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_adapter, &r, NULL};
+  WGPUFuture f = W.wgpuInstanceRequestAdapter(c->inst, &o, ci);
+  if (wg_wait_future(c, f) != 0 || r.status != WGPURequestAdapterStatus_Success || !r.handle)
+    return tz_err("webgpu: no WebGPU adapter (Vulkan) found%s%s; on a machine without a GPU install "
+                  "lavapipe (scripts/setup_webgpu.sh)",
+                  r.msg[0] ? ": " : "", r.msg);
+  c->adapter = r.handle;
+  W.wgpuAdapterGetInfo(c->adapter, &c->info);
+  memset(&c->lim, 0, sizeof c->lim);
+  W.wgpuAdapterGetLimits(c->adapter, &c->lim);
+  c->has_f16 = W.wgpuAdapterHasFeature(c->adapter, WGPUFeatureName_ShaderF16);
+  c->has_subgroups = W.wgpuAdapterHasFeature(c->adapter, WGPUFeatureName_Subgroups);
+  c->has_ts = W.wgpuAdapterHasFeature(c->adapter, WGPUFeatureName_TimestampQuery);
+  return 0;
+}
+
+static const char *adapter_type(WGPUAdapterType t) {
+  return t == WGPUAdapterType_DiscreteGPU     ? "discrete GPU"
+         : t == WGPUAdapterType_IntegratedGPU ? "integrated GPU"
+         : t == WGPUAdapterType_CPU           ? "CPU"
+                                              : "unknown";
+}
+
+static void adapter_line(wg_ctx *c, char *out, size_t cap) {
+  char dev[128], desc[128];
+  sv_copy(dev, sizeof dev, c->info.device);
+  sv_copy(desc, sizeof desc, c->info.description);
+  snprintf(out, cap, "%s (%s, Vulkan%s%s)", dev[0] ? dev : "?", adapter_type(c->info.adapterType),
+           desc[0] ? ", " : "", desc);
+}
+
+tz_backend *tz_backend_webgpu_create(void) {
+  wg_ctx *c = tz_calloc(1, sizeof *c);
+  tz_backend *be = tz_calloc(1, sizeof *be);
+  be->name = "webgpu";
+  be->ctx = c;
+  be->act = TZ_F32; /* the f16 mirror covers weights only; activations stay fp32 */
+  /* One buffer per activation tensor (backend.h): the model's matmul and matmul_t operands are
+   * then bound read-only and take the 8 x 16 tile (mm_config). TEZGAH_WEBGPU_ARENA=1 (A/B
+   * measurement) keeps the single arena, whose read_write dispatches take 8 x 8, BK 8. */
+  const char *ar = getenv("TEZGAH_WEBGPU_ARENA");
+  be->act_buffers = !(ar && !strcmp(ar, "1"));
+  if (open_adapter(c) != 0) {
+    wg_destroy(be);
+    return NULL;
+  }
+  /* the f16 weight mirror: on where ShaderF16 exists unless TEZGAH_WEBGPU_F16=0;
+   * TEZGAH_WEBGPU_F16=1 requires it (tests) */
+  const char *fe = getenv("TEZGAH_WEBGPU_F16");
+  int f16_forced = fe && *fe && strcmp(fe, "0") != 0;
+  c->f16 = c->has_f16 && !(fe && !strcmp(fe, "0"));
+  if (f16_forced && !c->has_f16) {
+    tz_err("webgpu: TEZGAH_WEBGPU_F16=%s but this adapter offers no ShaderF16 (unset it for fp32)", fe);
+    wg_destroy(be);
+    return NULL;
+  }
+  /* subgroup reductions: on where Subgroups exists unless TEZGAH_WEBGPU_SUBGROUPS=0;
+   * TEZGAH_WEBGPU_SUBGROUPS=1 requires them (tests) */
+  const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
+  c->subgroups = c->has_subgroups && !(se && !strcmp(se, "0"));
+  if (se && *se && strcmp(se, "0") && !c->has_subgroups) {
+    tz_err("webgpu: TEZGAH_WEBGPU_SUBGROUPS=%s but this adapter offers no Subgroups (unset it)", se);
+    wg_destroy(be);
+    return NULL;
+  }
+  /* read-only variants of the preamble kernels (ro_variant): GPUs yes, CPU adapters no */
+  c->ro = env_int("TEZGAH_WEBGPU_RO", c->info.adapterType != WGPUAdapterType_CPU) != 0;
+  const char *pe = getenv("TEZGAH_PROFILE");
+  c->profile = pe && *pe && strcmp(pe, "0") && c->has_ts;
+  WGPUFeatureName feats[4];
+  size_t nf = 0;
+  if (c->has_ts) feats[nf++] = WGPUFeatureName_TimestampQuery;
+  if (c->has_f16) feats[nf++] = WGPUFeatureName_ShaderF16;
+  if (c->has_subgroups) feats[nf++] = WGPUFeatureName_Subgroups;
+  WGPULimits lim = c->lim; /* request the adapter's maximum limits */
+  lim.nextInChain = NULL;
+  const char *off_toggles[] = {"timestamp_quantization"};
+  WGPUDawnTogglesDescriptor tg;
+  memset(&tg, 0, sizeof tg);
+  tg.chain.sType = WGPUSType_DawnTogglesDescriptor;
+  tg.disabledToggleCount = 1;
+  tg.disabledToggles = off_toggles;
+  /* Every kernel bounds-checks its own indices, so Dawn's robustness transform (a clamp on
+   * every storage access) is off unless TEZGAH_WEBGPU_ROBUST=1. */
+  const char *on_toggles[2];
+  size_t n_on = 0;
+  const char *rb = getenv("TEZGAH_WEBGPU_ROBUST");
+  if (!(rb && *rb && strcmp(rb, "0"))) on_toggles[n_on++] = "disable_robustness";
+  /* Measurement switch only (off by default): WGSL zero-initialises workgroup memory, which Dawn
+   * implements as a store loop and a barrier at the start of every dispatch; this drops it. Not
+   * a default: a kernel may rely on the zeros (the language guarantees them). */
+  if (env_int("TEZGAH_WEBGPU_NO_WGINIT", 0)) on_toggles[n_on++] = "disable_workgroup_init";
+  tg.enabledToggleCount = n_on;
+  tg.enabledToggles = on_toggles;
+  WGPUDeviceDescriptor dd;
+  memset(&dd, 0, sizeof dd);
+  dd.nextInChain = &tg.chain;
+  dd.label = sv("tezgah");
+  dd.requiredFeatureCount = nf;
+  dd.requiredFeatures = feats;
+  dd.requiredLimits = &lim;
+  dd.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
+  dd.deviceLostCallbackInfo.callback = on_lost;
+  dd.deviceLostCallbackInfo.userdata1 = c;
+  dd.uncapturedErrorCallbackInfo.callback = on_error;
+  dd.uncapturedErrorCallbackInfo.userdata1 = c;
+  req_result r = {0};
+  WGPURequestDeviceCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_device, &r, NULL};
+  WGPUFuture f = W.wgpuAdapterRequestDevice(c->adapter, &dd, ci);
+  if (wg_wait_future(c, f) != 0 || r.status != WGPURequestDeviceStatus_Success || !r.handle) {
+    tz_err("webgpu: cannot create a device on the adapter: %s", r.msg);
+    wg_destroy(be);
+    return NULL;
+  }
+  c->dev = r.handle;
+  c->queue = W.wgpuDeviceGetQueue(c->dev);
+  W.wgpuDeviceGetLimits(c->dev, &c->lim);
+  /* TEZGAH_WEBGPU_MAX_BINDING=bytes (debugging, tests): act as if maxStorageBufferBindingSize
+   * were this small (at least 64 KiB), to exercise the split paths on any adapter */
+  const char *mb = getenv("TEZGAH_WEBGPU_MAX_BINDING");
+  if (mb && *mb) {
+    unsigned long long v = strtoull(mb, NULL, 0);
+    if (v < 65536) v = 65536;
+    if (v < c->lim.maxStorageBufferBindingSize) c->lim.maxStorageBufferBindingSize = v;
+  }
+  c->uni = wg_mkbuf(c, (uint64_t)UNI_SLOTS * UNI_STRIDE, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "uniforms");
+  c->uni_host = tz_calloc(UNI_SLOTS, UNI_STRIDE);
+  c->bgs = tz_calloc(BG_CAP, sizeof *c->bgs);
+  TZ_ASSERT(c->lim.minUniformBufferOffsetAlignment <= UNI_STRIDE);
+  for (int i = 0; i < MAX_ARGS; i++) c->dummy[i] = wg_alloc(be, 16, "unused binding");
+  if (c->profile) {
+    WGPUQuerySetDescriptor qd = {NULL, sv("profile"), WGPUQueryType_Timestamp, PROF_MAX * 2};
+    c->qs = W.wgpuDeviceCreateQuerySet(c->dev, &qd);
+    c->qres = wg_mkbuf(c, PROF_MAX * 16, WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc, "timestamps");
+    c->qread = wg_mkbuf(c, PROF_MAX * 16, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "timestamps read");
+  }
+  W.wgpuInstanceProcessEvents(c->inst);
+  if (c->failed || !c->dummy[MAX_ARGS - 1]) {
+    tz_err("webgpu: device setup failed: %s", c->errmsg);
+    wg_destroy(be);
+    return NULL;
+  }
+  be->alloc = wg_alloc;
+  be->free = wg_free;
+  be->upload = wg_upload;
+  be->download = wg_download;
+  be->copy = wg_copy;
+  be->fill = wg_fill;
+  be->download_act = wg_download_act;
+  be->copy_rows = wg_copy_rows;
+  be->sync = wg_sync;
+  be->destroy = wg_destroy;
+  be->profile_print = tz_webgpu_profile_print;
+  be->profile_reset = tz_webgpu_profile_reset;
+  be->embed_fwd = wg_embed_fwd;
+  be->embed_bwd = wg_embed_bwd;
+  be->rmsnorm_fwd = wg_rmsnorm_fwd;
+  be->rmsnorm_bwd = wg_rmsnorm_bwd;
+  be->layernorm_fwd = wg_layernorm_fwd;
+  be->layernorm_bwd = wg_layernorm_bwd;
+  be->matmul_t = wg_matmul_t;
+  be->matmul = wg_matmul;
+  be->matmul_at = wg_matmul_at;
+  be->bias_bwd = wg_bias_bwd;
+  be->matmul_at_swiglu_a = wg_matmul_at_swiglu_a;
+  be->rope = wg_rope;
+  be->attention_fwd = wg_attention_fwd;
+  be->attention_bwd = wg_attention_bwd;
+  be->gelu_fwd = wg_gelu_fwd;
+  be->gelu_bwd = wg_gelu_bwd;
+  be->swiglu_fwd = wg_swiglu_fwd;
+  be->swiglu_bwd = wg_swiglu_bwd;
+  be->add = wg_add;
+  be->crossentropy = wg_crossentropy;
+  be->sum_sq = wg_sum_sq;
+  be->adamw = wg_adamw;
+  be->params_mirror = wg_params_mirror;
+  return be;
+}
+
+/* The precision in words (train's startup line, `tezgah info`). */
+static const char *precision(wg_ctx *c) {
+  if (c->f16)
+    return "f16 weight mirror for the forward (matmul_t weights, embeddings), fp32 master weights, "
+           "activations, backward and optimizer (TEZGAH_WEBGPU_F16=0 for fp32 throughout)";
+  if (c->has_f16) return "fp32 throughout (ShaderF16 offered; f16 weight mirror off: TEZGAH_WEBGPU_F16=0)";
+  return "fp32 throughout (no ShaderF16 on this adapter)";
+}
+
+/* One line naming the device, precision, reduction path and read-only matmul tile, for logs
+ * ("llvmpipe (CPU, Vulkan, ...); fp32 ...; reductions: ...; matmul tile 8x8, BK 8, 2 buffers ..."). */
+const char *tz_webgpu_describe(tz_backend *be) {
+  static char line[800];
+  if (!be || strcmp(be->name, "webgpu")) return "";
+  wg_ctx *c = CTX(be);
+  char a[300];
+  adapter_line(c, a, sizeof a);
+  char r[96];
+  if (c->subgroups)
+    snprintf(r, sizeof r, "reductions: subgroups (%u..%u lanes)", c->info.subgroupMinSize, c->info.subgroupMaxSize);
+  else
+    snprintf(r, sizeof r, "reductions: workgroup (%s)",
+             c->has_subgroups ? "Subgroups offered, TEZGAH_WEBGPU_SUBGROUPS=0" : "no Subgroups");
+  /* the read-only matmul tile after the fit (TEZGAH_WEBGPU_MM as now set): what tests and
+   * benches ran */
+  mm_cfg f = wg_mm_config(c, 0);
+  snprintf(line, sizeof line, "%s; %s; %s; matmul tile %dx%d, BK %d, %d buffer%s (%zu of %u bytes)", a, precision(c),
+           r, f.tm, f.tn, f.bk, f.nbuf, f.nbuf > 1 ? "s" : "", wg_mm_smem(f),
+           (unsigned)c->lim.maxComputeWorkgroupStorageSize);
+  return line;
+}
+
+/* `tezgah info`: Dawn library, adapter, features and limits. 0, or -1 with tz_err. */
+int tz_webgpu_info(void) {
+  wg_ctx *c = tz_calloc(1, sizeof *c);
+  tz_backend *be = tz_calloc(1, sizeof *be);
+  be->name = "webgpu";
+  be->ctx = c;
+  be->act = TZ_F32; /* the f16 mirror covers weights only; activations stay fp32 */
+  if (open_adapter(c) != 0) {
+    wg_destroy(be);
+    return -1;
+  }
+  char a[300], vendor[128], arch[128];
+  adapter_line(c, a, sizeof a);
+  sv_copy(vendor, sizeof vendor, c->info.vendor);
+  sv_copy(arch, sizeof arch, c->info.architecture);
+  printf("webgpu:\n  library: %s\n  adapter: %s\n  vendor: %s (0x%04x) architecture: %s device id 0x%04x\n",
+         tz_wgpu_lib_path(), a, vendor, c->info.vendorID, arch, c->info.deviceID);
+  printf("  backend: Vulkan\n  subgroup size: %u..%u\n", c->info.subgroupMinSize, c->info.subgroupMaxSize);
+  WGPUSupportedFeatures sf = {0, NULL};
+  W.wgpuAdapterGetFeatures(c->adapter, &sf);
+  printf("  features (%zu):", sf.featureCount);
+  for (size_t i = 0; i < sf.featureCount; i++) {
+    uint32_t v = sf.features[i];
+    const char *n = v == WGPUFeatureName_ShaderF16                            ? "ShaderF16"
+                    : v == WGPUFeatureName_Subgroups                          ? "Subgroups"
+                    : v == WGPUFeatureName_TimestampQuery                     ? "TimestampQuery"
+                    : v == WGPUFeatureName_ChromiumExperimentalSubgroupMatrix ? "SubgroupMatrix"
+                                                                              : NULL;
+    if (n) printf(" %s", n);
+    else printf(" 0x%x", v);
+  }
+  const char *fe = getenv("TEZGAH_WEBGPU_F16");
+  c->f16 = c->has_f16 && !(fe && !strcmp(fe, "0"));
+  printf("\n  precision: %s\n", precision(c));
+  W.wgpuSupportedFeaturesFreeMembers(sf);
+  WGPULimits *l = &c->lim;
+  printf("  limits: maxBufferSize %llu, maxStorageBufferBindingSize %llu, maxComputeWorkgroupStorageSize %u,\n"
+         "          maxComputeInvocationsPerWorkgroup %u, maxComputeWorkgroupsPerDimension %u,\n"
+         "          maxStorageBuffersPerShaderStage %u, minStorageBufferOffsetAlignment %u\n",
+         (unsigned long long)l->maxBufferSize, (unsigned long long)l->maxStorageBufferBindingSize,
+         l->maxComputeWorkgroupStorageSize, l->maxComputeInvocationsPerWorkgroup,
+         l->maxComputeWorkgroupsPerDimension, l->maxStorageBuffersPerShaderStage,
+         l->minStorageBufferOffsetAlignment);
+  wg_destroy(be);
+  return 0;
+}
