@@ -78,11 +78,7 @@ static void on_device(WGPURequestDeviceStatus s, WGPUDevice d, WGPUStringView m,
 
 static int open_device(void) {
   if (tz_wgpu_load() != 0) return -1;
-  WGPUInstanceDescriptor id;
-  memset(&id, 0, sizeof id);
-  id.capabilities.timedWaitAnyEnable = 1;
-  id.capabilities.timedWaitAnyMaxCount = 1;
-  tz_tg_ctx.inst = W.wgpuCreateInstance(&id);
+  tz_tg_ctx.inst = tz_wgpu_create_instance(); /* timed WaitAny, in the loaded build's layout */
   if (!tz_tg_ctx.inst) return tz_err("webgpu: wgpuCreateInstance failed");
   WGPURequestAdapterOptions o;
   memset(&o, 0, sizeof o);

@@ -1,12 +1,20 @@
 /* Our own declarations of the subset of webgpu.h that the WebGPU backend uses.
  *
- * Written by hand for the Dawn build inside npm bun-webgpu-linux-x64@0.1.7 (upstream Dawn of
- * about 2025-06-10, x86-64 LP64): no third-party header. Dawn's C ABI moved often around that
- * date, so every struct, constant and signature below is checked by tests/test_webgpu_abi.c
- * against ../shared/webgpu/dawn_abi_facts.txt (sizes, member offsets, enum values, function
- * and callback signatures). The X-macro lists at the end drive that test and the loader.
+ * Written by hand (no third-party header) for two Dawn builds, x86-64 LP64:
+ *  - "bun": npm bun-webgpu-linux-x64@0.1.7's libwebgpu_wrapper.so (upstream Dawn 7adb0440d5,
+ *    2025-06-10; exports the C API);
+ *  - "node": npm webgpu@0.6.2's dist/linux-x64/dawn.node (a Node addon built in 2026-09 from a
+ *    Dawn newer than 1e975e28f9, 2026-08-22; its C API is in the ELF symbol table only).
+ * Their ABIs agree on everything below except (1) the instance descriptor (bun: a
+ * WGPUInstanceCapabilities member; node: required instance features and limits) and (2) the
+ * feature numbers (ShaderF16 is 0xa in one and 0xb in the other, ...). Those are explicit: two
+ * instance-descriptor types, and the feature numbers read from the table `tz_wgpu_abi` that the
+ * loader selects by which library it loaded (dawn_load.c: tz_wgpu_abi_bun / tz_wgpu_abi_node).
+ * tests/test_webgpu_abi.c checks every struct, constant and signature, and each table, against
+ * the facts of its build: tests/fixtures/dawn_abi_facts_{bun,node}.txt, written by
+ * scripts/dawn_abi_facts.py from dawn.json at the commit named in their first line.
  *
- * Functions are not declared as symbols: dawn_load.c dlopens the library and fills the
+ * Functions are not declared as symbols: dawn_load.c loads the library and fills the
  * table `tz_wgpu` (one pointer per function in TZ_WGPU_FUNCS).
  */
 #ifndef TZ_WEBGPU_API_H
@@ -88,10 +96,18 @@ typedef struct WGPUSurfaceImpl *WGPUSurface;
 #define WGPUErrorType_Internal 0x4
 #define WGPUErrorType_Unknown 0x5
 #define WGPUFeatureLevel_Core 0x2
-#define WGPUFeatureName_TimestampQuery 0x3
-#define WGPUFeatureName_ShaderF16 0xa
-#define WGPUFeatureName_Subgroups 0x11
-#define WGPUFeatureName_ChromiumExperimentalSubgroupMatrix 0x50037
+/* Feature numbers differ between the two builds: read from the loaded build's table. */
+#define WGPUFeatureName_TimestampQuery (tz_wgpu_abi->FeatureName_TimestampQuery)
+#define WGPUFeatureName_ShaderF16 (tz_wgpu_abi->FeatureName_ShaderF16)
+#define WGPUFeatureName_Subgroups (tz_wgpu_abi->FeatureName_Subgroups)
+#define WGPUFeatureName_ChromiumExperimentalSubgroupMatrix \
+  (tz_wgpu_abi->FeatureName_ChromiumExperimentalSubgroupMatrix)
+#define WGPUInstanceFeatureName_TimedWaitAny 0x1 /* node only */
+#define WGPUSType_AdapterPropertiesSubgroupMatrixConfigs 0x5003b
+#define WGPUSubgroupMatrixComponentType_F32 0x1
+#define WGPUSubgroupMatrixComponentType_F16 0x2
+#define WGPUSubgroupMatrixComponentType_U32 0x3
+#define WGPUSubgroupMatrixComponentType_I32 0x4
 #define WGPUMapAsyncStatus_Success 0x1
 #define WGPUMapMode_Read 0x1
 #define WGPUPowerPreference_HighPerformance 0x2
@@ -166,16 +182,60 @@ typedef struct WGPUFutureWaitInfo {
   WGPUBool completed;
 } WGPUFutureWaitInfo;
 
+/* bun only (the facts' WGPUInstanceCapabilities and WGPUInstanceDescriptor of 7adb0440d5) */
 typedef struct WGPUInstanceCapabilities {
   WGPUChainedStruct *nextInChain;
   WGPUBool timedWaitAnyEnable;
   size_t timedWaitAnyMaxCount;
 } WGPUInstanceCapabilities;
 
-typedef struct WGPUInstanceDescriptor {
+typedef struct WGPUInstanceDescriptorBun {
   WGPUChainedStruct const *nextInChain;
   WGPUInstanceCapabilities capabilities;
+} WGPUInstanceDescriptorBun;
+
+/* node only: the instance descriptor of Dawn since late 2025 (timed WaitAny is an instance
+ * feature there) */
+typedef uint32_t WGPUInstanceFeatureName;
+typedef struct WGPUInstanceLimits {
+  WGPUChainedStruct *nextInChain;
+  size_t timedWaitAnyMaxCount;
+} WGPUInstanceLimits;
+
+typedef struct WGPUInstanceDescriptor {
+  WGPUChainedStruct const *nextInChain;
+  size_t requiredFeatureCount;
+  WGPUInstanceFeatureName const *requiredFeatures;
+  WGPUInstanceLimits const *requiredLimits;
 } WGPUInstanceDescriptor;
+
+/* The subgroup-matrix configurations an adapter offers (chained to WGPUAdapterInfo). The
+ * element differs: 20 bytes in bun's Dawn, 28 in dawn.node's (two more uint32_t after K, found in
+ * the binary: tests/fixtures/dawn_abi_facts_node.txt says how). So `configs` is untyped and read
+ * through tz_wgpu_sgmat_config(), which uses the loaded build's element size. */
+typedef uint32_t WGPUSubgroupMatrixComponentType;
+typedef struct WGPUSubgroupMatrixConfigBun { /* bun */
+  WGPUSubgroupMatrixComponentType componentType;
+  WGPUSubgroupMatrixComponentType resultComponentType;
+  uint32_t M;
+  uint32_t N;
+  uint32_t K;
+} WGPUSubgroupMatrixConfigBun;
+typedef struct WGPUSubgroupMatrixConfig { /* node */
+  WGPUSubgroupMatrixComponentType componentType;
+  WGPUSubgroupMatrixComponentType resultComponentType;
+  uint32_t M;
+  uint32_t N;
+  uint32_t K;
+  uint32_t unknown5; /* 32 on the H200 (its subgroup size?) */
+  uint32_t unknown6; /* 32 on the H200 */
+} WGPUSubgroupMatrixConfig;
+
+typedef struct WGPUAdapterPropertiesSubgroupMatrixConfigs {
+  WGPUChainedStruct chain;
+  size_t configCount;
+  void const *configs; /* configCount elements of the build's WGPUSubgroupMatrixConfig */
+} WGPUAdapterPropertiesSubgroupMatrixConfigs;
 
 typedef struct WGPURequestAdapterOptions {
   WGPUChainedStruct const *nextInChain;
@@ -421,6 +481,8 @@ typedef struct WGPUQuerySetDescriptor {
   X(void, wgpuInstanceRelease, (WGPUInstance instance))                                         \
   X(WGPUStatus, wgpuAdapterGetInfo, (WGPUAdapter adapter, WGPUAdapterInfo * info))              \
   X(void, wgpuAdapterInfoFreeMembers, (WGPUAdapterInfo value))                                  \
+  X(void, wgpuAdapterPropertiesSubgroupMatrixConfigsFreeMembers,                                \
+    (WGPUAdapterPropertiesSubgroupMatrixConfigs value))                                         \
   X(WGPUStatus, wgpuAdapterGetLimits, (WGPUAdapter adapter, WGPULimits * limits))               \
   X(void, wgpuAdapterGetFeatures, (WGPUAdapter adapter, WGPUSupportedFeatures * features))      \
   X(WGPUBool, wgpuAdapterHasFeature, (WGPUAdapter adapter, WGPUFeatureName feature))            \
@@ -502,12 +564,42 @@ typedef struct {
 } tz_wgpu_fns;
 extern tz_wgpu_fns tz_wgpu;
 
-/* dlopen Dawn (TEZGAH_WEBGPU_LIB, else .deps/dawn/libwebgpu_wrapper.so found by walking up
- * from the executable's folder) and resolve every function. 0 on success (also when already
- * loaded); -1 with tz_err() naming the path and the missing symbol otherwise. */
+/* What differs between the two builds' ABIs (values checked by tests/test_webgpu_abi.c
+ * against each build's facts). */
+typedef struct tz_wgpu_abi_t {
+  const char *name; /* "bun" or "node" */
+  const char *what; /* the package and Dawn commit, for `tezgah info` */
+  uint32_t FeatureName_TimestampQuery;
+  uint32_t FeatureName_ShaderF16;
+  uint32_t FeatureName_Subgroups;
+  uint32_t FeatureName_ChromiumExperimentalSubgroupMatrix;
+  size_t SubgroupMatrixConfig_size; /* bytes per element of AdapterPropertiesSubgroupMatrixConfigs */
+} tz_wgpu_abi_t;
+extern const tz_wgpu_abi_t tz_wgpu_abi_bun, tz_wgpu_abi_node;
+/* The loaded build's table (&tz_wgpu_abi_bun before a load, so constants read sanely). */
+extern const tz_wgpu_abi_t *tz_wgpu_abi;
+/* X(field) for every constant of tz_wgpu_abi_t (the test compares tz_wgpu_abi_<build>.field with
+ * the facts' `const WGPU<field> = ...`). */
+#define TZ_WGPU_ABI_CONSTS(X)                                                                   \
+  X(FeatureName_TimestampQuery) X(FeatureName_ShaderF16) X(FeatureName_Subgroups)               \
+  X(FeatureName_ChromiumExperimentalSubgroupMatrix)
+
+/* Load Dawn and resolve every function of TZ_WGPU_FUNCS. Search: $TEZGAH_WEBGPU_LIB, else the
+ * repository's .deps/dawn/ (dawn.node, then libwebgpu_wrapper.so; see dawn_load.c for the
+ * order and why). A library that exports the C API (bun) is used through dlsym; one that does
+ * not (dawn.node) through its ELF symbol table, with Node-API imports satisfied by
+ * libtz_napi_stub.so. 0 on success (also when already loaded); -1 with one tz_err() line naming
+ * the path and the problem (missing, stripped, missing symbol, unknown build, ABI mismatch). */
 int tz_wgpu_load(void);
 /* The path of the loaded library (NULL before a successful load). */
 const char *tz_wgpu_lib_path(void);
+/* Why this library was chosen ("TEZGAH_WEBGPU_LIB", "default: ..."), NULL before a load. */
+const char *tz_wgpu_lib_reason(void);
+/* Element i of p->configs in the node layout, whichever build is loaded (bun: unknown5/6 = 0). */
+WGPUSubgroupMatrixConfig tz_wgpu_sgmat_config(const WGPUAdapterPropertiesSubgroupMatrixConfigs *p, size_t i);
+/* Create an instance with timed WaitAny in the loaded build's descriptor layout (NULL on
+ * failure). */
+WGPUInstance tz_wgpu_create_instance(void);
 
 /* ---- lists for the ABI test ---- */
 /* X(struct, member) for every member declared above. */
@@ -516,9 +608,9 @@ const char *tz_wgpu_lib_path(void);
   X(WGPUChainedStruct, next) X(WGPUChainedStruct, sType)                                        \
   X(WGPUFuture, id)                                                                             \
   X(WGPUFutureWaitInfo, future) X(WGPUFutureWaitInfo, completed)                                \
-  X(WGPUInstanceCapabilities, nextInChain) X(WGPUInstanceCapabilities, timedWaitAnyEnable)      \
-  X(WGPUInstanceCapabilities, timedWaitAnyMaxCount)                                             \
-  X(WGPUInstanceDescriptor, nextInChain) X(WGPUInstanceDescriptor, capabilities)                \
+  X(WGPUAdapterPropertiesSubgroupMatrixConfigs, chain)                                          \
+  X(WGPUAdapterPropertiesSubgroupMatrixConfigs, configCount)                                    \
+  X(WGPUAdapterPropertiesSubgroupMatrixConfigs, configs)                                        \
   X(WGPURequestAdapterOptions, nextInChain) X(WGPURequestAdapterOptions, featureLevel)          \
   X(WGPURequestAdapterOptions, powerPreference)                                                 \
   X(WGPURequestAdapterOptions, forceFallbackAdapter)                                            \
@@ -601,7 +693,8 @@ const char *tz_wgpu_lib_path(void);
 /* X(struct) for every struct declared above. */
 #define TZ_WGPU_STRUCTS(X)                                                                      \
   X(WGPUStringView) X(WGPUChainedStruct) X(WGPUFuture) X(WGPUFutureWaitInfo)                    \
-  X(WGPUInstanceCapabilities) X(WGPUInstanceDescriptor) X(WGPURequestAdapterOptions)            \
+  X(WGPUAdapterPropertiesSubgroupMatrixConfigs)                                                 \
+  X(WGPURequestAdapterOptions)                                                                  \
   X(WGPURequestAdapterCallbackInfo) X(WGPURequestDeviceCallbackInfo) X(WGPUAdapterInfo)         \
   X(WGPULimits) X(WGPUSupportedFeatures) X(WGPUQueueDescriptor) X(WGPUDeviceLostCallbackInfo)   \
   X(WGPUUncapturedErrorCallbackInfo) X(WGPUDeviceDescriptor) X(WGPUDawnTogglesDescriptor)       \
@@ -625,13 +718,49 @@ const char *tz_wgpu_lib_path(void);
   X(WGPUDeviceLostReason_Destroyed) X(WGPUDeviceLostReason_CallbackCancelled)                   \
   X(WGPUDeviceLostReason_FailedCreation) X(WGPUErrorType_NoError) X(WGPUErrorType_Validation)   \
   X(WGPUErrorType_OutOfMemory) X(WGPUErrorType_Internal) X(WGPUErrorType_Unknown)               \
-  X(WGPUFeatureLevel_Core) X(WGPUFeatureName_TimestampQuery) X(WGPUFeatureName_ShaderF16)       \
-  X(WGPUFeatureName_Subgroups) X(WGPUFeatureName_ChromiumExperimentalSubgroupMatrix)            \
+  X(WGPUFeatureLevel_Core) X(WGPUSType_AdapterPropertiesSubgroupMatrixConfigs)                  \
+  X(WGPUSubgroupMatrixComponentType_F32) X(WGPUSubgroupMatrixComponentType_F16)                 \
+  X(WGPUSubgroupMatrixComponentType_U32) X(WGPUSubgroupMatrixComponentType_I32)                 \
   X(WGPUMapAsyncStatus_Success) X(WGPUMapMode_Read) X(WGPUPowerPreference_HighPerformance)      \
   X(WGPUQueryType_Timestamp) X(WGPUQueueWorkDoneStatus_Success)                                 \
   X(WGPURequestAdapterStatus_Success) X(WGPURequestDeviceStatus_Success)                        \
   X(WGPUSType_ShaderSourceWGSL) X(WGPUSType_DawnTogglesDescriptor) X(WGPUStatus_Success)        \
   X(WGPUWaitStatus_Success) X(WGPUWaitStatus_TimedOut) X(WGPU_LIMIT_U32_UNDEFINED)              \
   X(WGPU_LIMIT_U64_UNDEFINED) X(WGPU_STRLEN) X(WGPU_WHOLE_SIZE)
+
+/* Per-build structs: X(our type, the facts' name); members X(our type, facts' name, member). */
+#define TZ_WGPU_STRUCTS_BUN(X)                                                                  \
+  X(WGPUInstanceCapabilities, WGPUInstanceCapabilities) X(WGPUInstanceDescriptorBun, WGPUInstanceDescriptor) \
+  X(WGPUSubgroupMatrixConfigBun, WGPUSubgroupMatrixConfig)
+#define TZ_WGPU_MEMBERS_BUN(X)                                                                  \
+  X(WGPUSubgroupMatrixConfigBun, WGPUSubgroupMatrixConfig, componentType)                       \
+  X(WGPUSubgroupMatrixConfigBun, WGPUSubgroupMatrixConfig, resultComponentType)                 \
+  X(WGPUSubgroupMatrixConfigBun, WGPUSubgroupMatrixConfig, M)                                   \
+  X(WGPUSubgroupMatrixConfigBun, WGPUSubgroupMatrixConfig, N)                                   \
+  X(WGPUSubgroupMatrixConfigBun, WGPUSubgroupMatrixConfig, K)                                   \
+  X(WGPUInstanceCapabilities, WGPUInstanceCapabilities, nextInChain)                            \
+  X(WGPUInstanceCapabilities, WGPUInstanceCapabilities, timedWaitAnyEnable)                     \
+  X(WGPUInstanceCapabilities, WGPUInstanceCapabilities, timedWaitAnyMaxCount)                   \
+  X(WGPUInstanceDescriptorBun, WGPUInstanceDescriptor, nextInChain)                             \
+  X(WGPUInstanceDescriptorBun, WGPUInstanceDescriptor, capabilities)
+#define TZ_WGPU_STRUCTS_NODE(X)                                                                 \
+  X(WGPUInstanceLimits, WGPUInstanceLimits) X(WGPUInstanceDescriptor, WGPUInstanceDescriptor)   \
+  X(WGPUSubgroupMatrixConfig, WGPUSubgroupMatrixConfig)
+#define TZ_WGPU_MEMBERS_NODE(X)                                                                 \
+  X(WGPUSubgroupMatrixConfig, WGPUSubgroupMatrixConfig, componentType)                          \
+  X(WGPUSubgroupMatrixConfig, WGPUSubgroupMatrixConfig, resultComponentType)                    \
+  X(WGPUSubgroupMatrixConfig, WGPUSubgroupMatrixConfig, M)                                      \
+  X(WGPUSubgroupMatrixConfig, WGPUSubgroupMatrixConfig, N)                                      \
+  X(WGPUSubgroupMatrixConfig, WGPUSubgroupMatrixConfig, K)                                      \
+  X(WGPUSubgroupMatrixConfig, WGPUSubgroupMatrixConfig, unknown5)                               \
+  X(WGPUSubgroupMatrixConfig, WGPUSubgroupMatrixConfig, unknown6)                               \
+  X(WGPUInstanceLimits, WGPUInstanceLimits, nextInChain)                                        \
+  X(WGPUInstanceLimits, WGPUInstanceLimits, timedWaitAnyMaxCount)                               \
+  X(WGPUInstanceDescriptor, WGPUInstanceDescriptor, nextInChain)                                \
+  X(WGPUInstanceDescriptor, WGPUInstanceDescriptor, requiredFeatureCount)                       \
+  X(WGPUInstanceDescriptor, WGPUInstanceDescriptor, requiredFeatures)                           \
+  X(WGPUInstanceDescriptor, WGPUInstanceDescriptor, requiredLimits)
+/* node-only constants */
+#define TZ_WGPU_CONSTS_NODE(X) X(WGPUInstanceFeatureName_TimedWaitAny)
 
 #endif

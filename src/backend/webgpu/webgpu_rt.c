@@ -135,14 +135,28 @@ static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStr
 /* Instance + adapter (no device). 0 or -1 with tz_err. */
 static int open_adapter(wg_ctx *c) {
   if (tz_wgpu_load() != 0) return -1;
-  WGPUInstanceDescriptor id;
-  memset(&id, 0, sizeof id);
-  id.capabilities.timedWaitAnyEnable = 1;
-  id.capabilities.timedWaitAnyMaxCount = 1;
-  c->inst = W.wgpuCreateInstance(&id);
+  c->inst = tz_wgpu_create_instance(); /* timed WaitAny, in the loaded build's layout */
   if (!c->inst) return tz_err("webgpu: %s: wgpuCreateInstance failed", tz_wgpu_lib_path());
+  /* Adapter toggles under the node Dawn (webgpu@0.6.2): vulkan_enable_f16_on_nvidia (Dawn withholds
+   * ShaderF16 on NVIDIA by default, crbug.com/42251215; with it the H200 offers ShaderF16) and
+   * allow_unsafe_apis (exposes ChromiumExperimentalSubgroupMatrix and its configurations):
+   * docs/PERF.md's probe. bun's Dawn knows neither toggle. TEZGAH_WEBGPU_ADAPTER_TOGGLES
+   * (comma-separated, empty for none) replaces the list. */
+  static char tbuf[256];
+  static const char *tl[8];
+  size_t nt = 0;
+  const char *te = getenv("TEZGAH_WEBGPU_ADAPTER_TOGGLES");
+  snprintf(tbuf, sizeof tbuf, "%s", te ? te : "vulkan_enable_f16_on_nvidia,allow_unsafe_apis");
+  if (tz_wgpu_abi == &tz_wgpu_abi_node || te)
+    for (char *t = strtok(tbuf, ","); t && nt < 8; t = strtok(NULL, ",")) tl[nt++] = t;
+  WGPUDawnTogglesDescriptor tg;
+  memset(&tg, 0, sizeof tg);
+  tg.chain.sType = WGPUSType_DawnTogglesDescriptor;
+  tg.enabledToggleCount = nt;
+  tg.enabledToggles = tl;
   WGPURequestAdapterOptions o;
   memset(&o, 0, sizeof o);
+  o.nextInChain = nt ? &tg.chain : NULL;
   o.featureLevel = WGPUFeatureLevel_Core;
   o.powerPreference = WGPUPowerPreference_HighPerformance;
   o.backendType = WGPUBackendType_Vulkan;
@@ -389,8 +403,10 @@ int tz_webgpu_info(void) {
   adapter_line(c, a, sizeof a);
   sv_copy(vendor, sizeof vendor, c->info.vendor);
   sv_copy(arch, sizeof arch, c->info.architecture);
-  printf("webgpu:\n  library: %s\n  adapter: %s\n  vendor: %s (0x%04x) architecture: %s device id 0x%04x\n",
-         tz_wgpu_lib_path(), a, vendor, c->info.vendorID, arch, c->info.deviceID);
+  printf("webgpu:\n  library: %s\n  dawn: %s (ABI \"%s\"; chosen by %s)\n  adapter: %s\n"
+         "  vendor: %s (0x%04x) architecture: %s device id 0x%04x\n",
+         tz_wgpu_lib_path(), tz_wgpu_abi->what, tz_wgpu_abi->name, tz_wgpu_lib_reason(), a, vendor,
+         c->info.vendorID, arch, c->info.deviceID);
   printf("  backend: Vulkan\n  subgroup size: %u..%u\n", c->info.subgroupMinSize, c->info.subgroupMaxSize);
   WGPUSupportedFeatures sf = {0, NULL};
   W.wgpuAdapterGetFeatures(c->adapter, &sf);
@@ -405,9 +421,38 @@ int tz_webgpu_info(void) {
     if (n) printf(" %s", n);
     else printf(" 0x%x", v);
   }
+  printf("\n  ShaderF16: %s\n", c->has_f16 ? "yes" : "no");
+  /* the subgroup-matrix configurations (element size per build: tz_wgpu_sgmat_config) */
+  WGPUAdapterPropertiesSubgroupMatrixConfigs mc;
+  memset(&mc, 0, sizeof mc);
+  mc.chain.sType = WGPUSType_AdapterPropertiesSubgroupMatrixConfigs;
+  int has_sgm = W.wgpuAdapterHasFeature(c->adapter, WGPUFeatureName_ChromiumExperimentalSubgroupMatrix) != 0;
+  if (has_sgm) {
+    WGPUAdapterInfo info2;
+    memset(&info2, 0, sizeof info2);
+    info2.nextInChain = (WGPUChainedStruct *)&mc.chain;
+    W.wgpuAdapterGetInfo(c->adapter, &info2);
+    W.wgpuAdapterInfoFreeMembers(info2);
+  }
+  printf("  subgroup-matrix configurations (%zu):", mc.configCount);
+  static const char *ty[] = {"?", "f32", "f16", "u32", "i32", "u8", "i8"};
+  int f16f32 = 0;
+  for (size_t i = 0; i < mc.configCount; i++) {
+    WGPUSubgroupMatrixConfig g = tz_wgpu_sgmat_config(&mc, i);
+    printf("%s %s x %s -> %s %ux%ux%u", i ? "," : "", ty[g.componentType < 7 ? g.componentType : 0],
+           ty[g.componentType < 7 ? g.componentType : 0], ty[g.resultComponentType < 7 ? g.resultComponentType : 0],
+           g.M, g.N, g.K);
+    f16f32 |= g.componentType == WGPUSubgroupMatrixComponentType_F16 &&
+              g.resultComponentType == WGPUSubgroupMatrixComponentType_F32 && g.M == 16 && g.N == 16 && g.K == 16;
+  }
+  printf("%s\n", mc.configCount ? "" : " none");
+  printf("  subgroup-matrix matmul (f16 x f16 -> f32 16x16x16): %s\n",
+         f16f32 && c->has_f16 ? "available (bench/bench_webgpu_sgmat; not yet in the model's matmuls)"
+                              : "not available here: the fp32 / f16-vector kernels run");
+  if (has_sgm) W.wgpuAdapterPropertiesSubgroupMatrixConfigsFreeMembers(mc);
   const char *fe = getenv("TEZGAH_WEBGPU_F16");
   c->f16 = c->has_f16 && !(fe && !strcmp(fe, "0"));
-  printf("\n  precision: %s\n", precision(c));
+  printf("  precision: %s\n", precision(c));
   W.wgpuSupportedFeaturesFreeMembers(sf);
   WGPULimits *l = &c->lim;
   printf("  limits: maxBufferSize %llu, maxStorageBufferBindingSize %llu, maxComputeWorkgroupStorageSize %u,\n"
