@@ -71,7 +71,8 @@ want="1:65536 5:131072 10:262144 15:524288 20:1048576 25:2097152 30:4194304 35:8
 [[ $got == "$want" ]] || fail "growth: loss_scale records '$got', want '$want'"
 # stop at step 7 (2 clean steps after the doubling at 5) and resume: the next doubling at 10
 "$bin" train "${args[@]}" --steps 50 --run-dir "$scratch/growr" --loss-scale dynamic --stop-after 7 || fail "stop"
-"$bin" train --resume "$scratch/growr" --quiet --sample-tokens 0 --threads 1 --loss-scale dynamic || fail "resume"
+# (without --loss-scale: the run's recorded option holds)
+"$bin" train --resume "$scratch/growr" --quiet --sample-tokens 0 --threads 1 || fail "resume"
 diff <(ext "$scratch/grow/metrics.jsonl") <(ext "$scratch/growr/metrics.jsonl") ||
   fail "resumed growth run differs (S or its clean-step count not restored)"
 # 17 overflows in a row: 2^16 halves to 1 after 16 and stays there

@@ -17,7 +17,9 @@ void tz_train_state_init(tz_train_state *st, const tz_train_opts *o) {
 void tz_train_state_free(tz_train_state *st) {
   free(st->train_shards);
   free(st->val_shards);
+  free(st->loss_scale_opt);
   st->train_shards = st->val_shards = NULL;
+  st->loss_scale_opt = NULL;
 }
 
 /* The options that determine the loss sequence: integer fields, then float fields. */
@@ -61,6 +63,8 @@ cJSON *tz_train_state_to_json(const tz_train_state *st) {
   if (o->keep > 0) cJSON_AddNumberToObject(opts, "keep", o->keep);
   if (o->keep_best) cJSON_AddTrueToObject(opts, "keep_best");
   if (isfinite(st->best_val)) cJSON_AddNumberToObject(j, "best_val_loss", st->best_val);
+  /* --loss-scale as given (absent: the backend's default), kept by a resume without it */
+  if (o->loss_scale && *o->loss_scale) cJSON_AddStringToObject(opts, "loss_scale", o->loss_scale);
   if (st->ls.mode == TZ_LS_DYNAMIC) { /* what --resume continues from (exact powers of two) */
     cJSON_AddNumberToObject(j, "loss_scale", st->ls.scale);
     cJSON_AddNumberToObject(j, "loss_scale_clean", st->ls.clean);
@@ -170,6 +174,15 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
     st->ls.scale = (float)v;
     if (count(j, where, "loss_scale_clean", 0, MAX_STEPS, &v)) return -1;
     st->ls.clean = (int)v;
+  }
+  const cJSON *lso = cJSON_GetObjectItemCaseSensitive(opts, "loss_scale");
+  if (lso && !o->loss_scale) {
+    int mode;
+    float fixed;
+    if (!cJSON_IsString(lso) || tz_loss_scale_parse(lso->valuestring, &mode, &fixed))
+      return tz_err("%s: training state option 'loss_scale' is not dynamic, off or a power of two in [1, %.0f]",
+                    where, (double)TZ_LS_MAX);
+    o->loss_scale = st->loss_scale_opt = tz_strdup(lso->valuestring);
   }
   st->recorded_steps = o->steps;
   if (want_steps > 0) o->steps = want_steps;

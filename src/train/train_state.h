@@ -25,6 +25,8 @@ typedef struct {
    * "loss_scale_clean"). from_json leaves a checkpoint's values in ls.scale / ls.clean (scale
    * 0: absent, an old checkpoint or a run without dynamic scaling) for tz_loss_scaler_init. */
   tz_loss_scaler ls;
+  char *loss_scale_opt; /* the run's --loss-scale as recorded (owned; a resume without the flag
+                          keeps it) */
 } tz_train_state;
 
 void tz_train_state_init(tz_train_state *st, const tz_train_opts *o);
