@@ -3,9 +3,9 @@
 # --threads 1, on an idle machine and with one core held by a busy loop (another process).
 # Figures go into docs/PERF.md ("CPU threads under contention").
 #   bash bench/bench_threads.sh [build/tezgah] [corpus] [steps]
-# The default is measured as the CLI runs it (passive OpenMP waiting unless OMP_WAIT_POLICY or
-# GOMP_SPINCOUNT is set) and with OMP_WAIT_POLICY=ACTIVE (libgomp's spinning: the behaviour
-# before the CLI chose passive waiting).
+# The default is measured as the CLI runs it (libgomp's spinning when the thread team fits in the
+# free cores at start, else passive waiting; neither when OMP_WAIT_POLICY or GOMP_SPINCOUNT is
+# set) and with OMP_WAIT_POLICY=ACTIVE (unbounded spinning).
 set -uo pipefail
 bin=$(realpath "${1:-build/tezgah}")
 corpus=$(realpath "${2:-../shared/data/tinyshakespeare.txt}")
@@ -28,7 +28,7 @@ one() { # label threads(0 = default) env-assignments...
   printf '  %-46s %8s tok/s\n' "$label" "$r"
 }
 suite() {
-  one "default threads, passive wait (CLI default)" 0 X=1
+  one "default threads, CLI default wait policy" 0 X=1
   one "default threads, OMP_WAIT_POLICY=ACTIVE" 0 OMP_WAIT_POLICY=ACTIVE
   one "--threads 1" 1 X=1
 }

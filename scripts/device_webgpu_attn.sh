@@ -13,17 +13,10 @@
 # (everything) and $OUT/summary.log (the result lines). A local dry run of the script's logic:
 # DRY=1 ATT="1 64" NOTRAIN=1 NOTEST=1 (no package unpacking; lavapipe; tiny shapes).
 set -uo pipefail
-dir=${1:?usage: device_webgpu_attn.sh DIR}
-out=${OUT:-/tmp}
-log=$out/attn.log
-sum=$out/summary.log
-[[ -n ${DRY:-} ]] || source scripts/device_webgpu_env.sh
+# shellcheck source=scripts/device_webgpu_env.sh
+source scripts/device_webgpu_env.sh
+device_start device_webgpu_attn /tmp attn.log "$@"
 att=${ATT:-16 1024}
-export LD_LIBRARY_PATH=$PWD/$dir/lib:${LD_LIBRARY_PATH:-}
-: >"$log"
-: >"$sum"
-say() { echo "$@" | tee -a "$log" >>"$sum"; echo "$@"; }
-say "device_webgpu_attn: $(date -u) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
 
 # correctness: every attention test with subgroup reductions, the flash ones without
 if [[ -z ${NOTEST:-} ]]; then

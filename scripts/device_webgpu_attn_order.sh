@@ -13,38 +13,18 @@
 # run. Local dry run on lavapipe: DRY=1 BT="1 64" STEPS=1 bash scripts/device_webgpu_attn_order.sh DIR
 # (no package unpacking, tiny shapes, no peer).
 set -uo pipefail
-dir=${1:?usage: device_webgpu_attn_order.sh DIR}
-out=${OUT:-/tmp/attn_order}
-mkdir -p "$out"
-[[ -n ${DRY:-} ]] || source scripts/device_webgpu_env.sh
-export LD_LIBRARY_PATH=$PWD/$dir/lib:${LD_LIBRARY_PATH:-}
+# shellcheck source=scripts/device_webgpu_env.sh
+source scripts/device_webgpu_env.sh
+device_start device_webgpu_attn_order /tmp/attn_order "" "$@"
 bt=${BT:-16 1024}
 steps=${STEPS:-4}
 usteps=${USTEPS:-6}
-sum=$out/summary.log
-: >"$sum"
-say() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$sum"; }
-say "start $(date -u) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+tmo=90
 
 TZ_TEST_FILTER='test_attention*' timeout "${TTMO:-200}" "$dir/test_webgpu_ops" >"$out/test.log" 2>&1
 say "test_webgpu_ops test_attention*: rc $? ($(grep -c '^\[       OK' "$out/test.log") OK, $(grep -c FAILED "$out/test.log") FAILED lines)"
 
-# ms/step of a profile row (the table on stderr)
-row() { awk -v k="$1" '$1 == k {print $2}' "$2" | tail -1; }
-declare -A F Q K
-# one profiled run: name, then VAR=VALUE...
-prof() {
-  local name=$1
-  shift
-  env "$@" TEZGAH_PROFILE=1 timeout "${TMO:-90}" "$dir/bench_webgpu" train $bt "$steps" >"$out/p_$name.log" 2>&1
-  local rc=$?
-  F[$name]=$(row attention_fwd "$out/p_$name.log")
-  Q[$name]=$(row attention_bwd_dq "$out/p_$name.log")
-  K[$name]=$(row attention_bwd_dkdv "$out/p_$name.log")
-  say "[$name] rc $rc fwd ${F[$name]} dq ${Q[$name]} dkdv ${K[$name]} d $(row attention_bwd_d "$out/p_$name.log")" \
-    "matmul_t $(row matmul_t "$out/p_$name.log") matmul $(row matmul "$out/p_$name.log")" \
-    "matmul_at $(row matmul_at "$out/p_$name.log") total $(row total "$out/p_$name.log") ($*)"
-}
+# one profiled run: prof (device_webgpu_env.sh) NAME VAR=VALUE...
 # one unprofiled run: median step
 plain() {
   local name=$1

@@ -14,19 +14,12 @@
 # (everything) and $OUT/summary.log (the result lines). A local dry run of the script's logic:
 # DRY=1 EMB="2 128" NOTRAIN=1 (no package unpacking; lavapipe; a small batch).
 set -uo pipefail
-dir=${1:?usage: device_webgpu_embed.sh DIR}
-out=${OUT:-/tmp}
-log=$out/embed.log
-sum=$out/summary.log
-[[ -n ${DRY:-} ]] || source scripts/device_webgpu_env.sh
+# shellcheck source=scripts/device_webgpu_env.sh
+source scripts/device_webgpu_env.sh
+device_start device_webgpu_embed /tmp embed.log "$@"
 emb=${EMB:-16 1024}
 shard=$dir/tiny_shakespeare_train.bin
 [[ -f $shard ]] || shard=
-export LD_LIBRARY_PATH=$PWD/$dir/lib:${LD_LIBRARY_PATH:-}
-: >"$log"
-: >"$sum"
-say() { echo "$@" | tee -a "$log" >>"$sum"; echo "$@"; }
-say "device_webgpu_embed: $(date -u) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
 
 TZ_TEST_FILTER='test_embed*' timeout 120 "$dir/test_webgpu_ops" >>"$log" 2>&1
 say "test_webgpu_ops test_embed* (bitwise vs the CPU backend): rc $?"

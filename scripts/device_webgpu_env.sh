@@ -1,8 +1,69 @@
-# Sourced (from the repository root) by the scripts that run WebGPU on the GPU machine
-# (../shared/docs/DEVICE.md): unpack the carried Vulkan loader packages (.gl/*.deb) and point
-# Vulkan at NVIDIA's driver and tezgah at the carried Dawn (.wg/libwebgpu_wrapper.so).
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-export TEZGAH_WEBGPU_LIB=$PWD/.wg/libwebgpu_wrapper.so
+# shellcheck shell=bash disable=SC2154  # bt, steps, tmo: set by the attention scripts that call prof
+# Sourced (from the repository root) by the scripts/device_webgpu_*.sh that run WebGPU on the
+# GPU machine (../shared/docs/DEVICE.md): their common prologue and helpers.
+#
+# On sourcing, unless DRY is set (a local dry run of a script's logic, on lavapipe): unpack the
+# carried Vulkan loader packages (.gl/*.deb) and point Vulkan at NVIDIA's driver and tezgah at
+# the carried Dawn (.wg/libwebgpu_wrapper.so). Then the scripts call:
+#   device_start NAME OUT_DEFAULT LOG "$@"
+#     DIR = the script's first argument (required: "usage: NAME.sh DIR" otherwise), the carried
+#     folder of portable binaries and their lib/ (put first on LD_LIBRARY_PATH); out = $OUT, else
+#     OUT_DEFAULT (created); sum = $out/summary.log (the result lines) and, when LOG is not "",
+#     log = $out/LOG (everything), both emptied; then a first line with the date and the GPU.
+#   say TEXT...        a result line: with a log, to the log, the summary and stdout; without,
+#                      stamped "[HH:MM:SS +SECONDSs]" to the summary and stdout
+#   row KEY FILE       the ms/step of row KEY of the last per-op profile table in FILE
+#   prof NAME VAR=VALUE...
+#                      the attention scripts' profiled run: `bench_webgpu train $bt $steps` with
+#                      TEZGAH_PROFILE=1 and the variables (timeout TMO, else $tmo), into
+#                      $out/p_NAME.log, and a line of its attention and matmul rows; the
+#                      attention kernels' ms/step kept in F[NAME] (fwd), Q[NAME] (dq), K[NAME] (dkdv)
+if [[ -z ${DRY:-} ]]; then
+  for f in .gl/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+  export TEZGAH_WEBGPU_LIB=$PWD/.wg/libwebgpu_wrapper.so
+fi
+
+device_start() {
+  local name=$1 out_default=$2 log_name=$3
+  shift 3
+  dir=${1:?usage: $name.sh DIR}
+  out=${OUT:-$out_default}
+  mkdir -p "$out"
+  sum=$out/summary.log
+  log=${log_name:+$out/$log_name}
+  [[ -z $log ]] || : >"$log"
+  : >"$sum"
+  export LD_LIBRARY_PATH=$PWD/$dir/lib:${LD_LIBRARY_PATH:-}
+  local gpu
+  gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+  if [[ -n $log ]]; then say "$name: $(date -u) $gpu"; else say "start $(date -u) $gpu"; fi
+}
+
+say() {
+  if [[ -n ${log:-} ]]; then
+    echo "$@" | tee -a "$log" >>"$sum"
+    echo "$@"
+  else
+    echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$sum"
+  fi
+}
+
+declare -A F Q K
+row() { awk -v k="$1" '$1 == k {print $2}' "$2" | tail -1; }
+
+prof() {
+  local name=$1
+  shift
+  env "$@" TEZGAH_PROFILE=1 timeout "${TMO:-$tmo}" "$dir/bench_webgpu" train $bt "$steps" >"$out/p_$name.log" 2>&1
+  local rc=$?
+  local f=$out/p_$name.log
+  F[$name]=$(row attention_fwd "$f")
+  Q[$name]=$(row attention_bwd_dq "$f")
+  K[$name]=$(row attention_bwd_dkdv "$f")
+  say "[$name] rc $rc fwd ${F[$name]} dq ${Q[$name]} dkdv ${K[$name]}" \
+    "d $(row attention_bwd_d "$f") matmul_t $(row matmul_t "$f") matmul $(row matmul "$f")" \
+    "matmul_at $(row matmul_at "$f") total $(row total "$f") ($*)"
+}

@@ -11,34 +11,18 @@
 #   DRY=1 BT="1 64" STEPS=1 USTEPS=2 TFILTER=test_attention_kvcache TMO=900 OUT=/tmp/x \
 #     bash scripts/device_webgpu_fused_dq.sh DIR
 set -uo pipefail
-dir=${1:?usage: device_webgpu_fused_dq.sh DIR}
-out=${OUT:-/tmp/fdq_out}
-mkdir -p "$out"
-[[ -n ${DRY:-} ]] || source scripts/device_webgpu_env.sh
-export LD_LIBRARY_PATH=$PWD/$dir/lib:${LD_LIBRARY_PATH:-}
+# shellcheck source=scripts/device_webgpu_env.sh
+source scripts/device_webgpu_env.sh
+device_start device_webgpu_fused_dq /tmp/fdq_out "" "$@"
 bt=${BT:-16 1024}
 steps=${STEPS:-4}
 usteps=${USTEPS:-6}
-sum=$out/summary.log
-: >"$sum"
-say() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$sum"; }
-say "start $(date -u) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+tmo=60
 
 TEZGAH_WEBGPU_ATTN_FUSED_DQ=1 TEZGAH_TEST_ATTN_VARIANTS=1 TZ_TEST_FILTER="${TFILTER:-test_attention*}" \
   timeout "${TTMO:-100}" "$dir/test_webgpu_ops" >"$out/test_fused.log" 2>&1
 say "FUSED_DQ=1 test_webgpu_ops test_attention* (variants on): rc $? ($(grep -c '^\[       OK' "$out/test_fused.log") OK, $(grep -c FAILED "$out/test_fused.log") FAILED lines)"
 
-row() { awk -v k="$1" '$1 == k {print $2}' "$2" | tail -1; }
-prof() {
-  local name=$1
-  shift
-  env "$@" TEZGAH_PROFILE=1 timeout "${TMO:-60}" "$dir/bench_webgpu" train $bt "$steps" >"$out/p_$name.log" 2>&1
-  local rc=$?
-  local f=$out/p_$name.log
-  say "[$name] rc $rc fwd $(row attention_fwd "$f") dq $(row attention_bwd_dq "$f") dkdv $(row attention_bwd_dkdv "$f")" \
-    "d $(row attention_bwd_d "$f") matmul_t $(row matmul_t "$f") matmul $(row matmul "$f") matmul_at $(row matmul_at "$f")" \
-    "total $(row total "$f") ($*)"
-}
 plain() {
   local name=$1
   shift

@@ -3,7 +3,8 @@
 # flags, prompts, output directories, a full disk), each with the one-line error it must get.
 # For every case: exit code != 0 and not a signal; stderr is exactly ONE line, starting with
 # "tezgah: error:" and containing the expected text (the file / field / value); no temporary
-# file left anywhere in the scratch tree; the good checkpoint byte-identical afterwards.
+# file and no new directory left anywhere in the scratch tree; the good checkpoint
+# byte-identical afterwards.
 # Usage (from ctest): bash test_bad_inputs.sh <tezgah-binary> <shared-dir> <scratch-dir>
 # TZ_BAD_VERBOSE=1 prints every message.
 set -uo pipefail
@@ -100,7 +101,10 @@ fi
 # ---- the catalog: name | expected text in the message | command (run in the scratch dir) ---
 cases=$(cat <<'EOF'
 ckpt-bad-magic      |ck_magic.tzc: not a tezgah (magic "TZCKPT"), llm.c (magic 20240326) or llama2.c version 1 (magic 0x616b3432) checkpoint (first int32 1482184792 = 0x58585858), nor a valid legacy llama2.c one (no magic): llama2.c header field dim=1482184792 is out of range [1, 65536]|"$bin" sample ck_magic.tzc
-ckpt-convert-tezgah |good/checkpoint.tzc: a tezgah checkpoint, not an llm.c or llama2.c one|"$bin" convert good/checkpoint.tzc --out cx.bin
+ckpt-convert-tezgah |good/checkpoint.tzc: already a tezgah checkpoint, nothing to import; to export it give --to: tezgah convert --to llmc|"$bin" convert good/checkpoint.tzc --out cx.bin
+convert-run-dir     |good: already a tezgah run, nothing to import; to export it give --to: tezgah convert --to llmc|"$bin" convert good --out cx
+convert-run-from    |good: already a tezgah run, nothing to import|"$bin" convert --from llmc good --out cx
+convert-plain-dir   |emptyrun: a directory, but neither a tezgah run (checkpoint.tzc) nor a Hugging Face model (config.json)|"$bin" convert emptyrun --out cx
 ckpt-wrong-version  |ck_version.tzc: version 2 (expected 1)|"$bin" sample ck_version.tzc
 ckpt-truncated      |ck_trunc.tzc: table checksum mismatch|"$bin" sample ck_trunc.tzc
 ckpt-truncated-tiny |ck_tiny.tzc: truncated: 10 bytes|"$bin" sample ck_tiny.tzc
@@ -144,6 +148,8 @@ corpus-missing      |nosuch.txt: No such file or directory|"$bin" train --data n
 corpus-binary       |corpus_bin.txt: looks binary (NUL byte at offset 3)|"$bin" train --data corpus_bin.txt --run-dir r1 --quiet
 corpus-empty        |corpus_empty.txt: file is empty|"$bin" train --data corpus_empty.txt --run-dir r1 --quiet
 corpus-tiny         |corpus_tiny.txt: too small to hold out a validation split|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir r1 --quiet
+corpus-empty-nested |corpus_empty.txt: file is empty|"$bin" train --data corpus_empty.txt --run-dir runs6/a --quiet
+corpus-tiny-nested  |corpus_tiny.txt: too small to hold out a validation split|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir runs7/a/b --quiet
 corpus-glob-nodir   |nodir/*.txt: no files match|"$bin" train --data 'nodir/*.txt' --run-dir r1 --quiet
 toktrain-binary     |corpus_bin.txt: looks binary (NUL byte at offset 3); expected UTF-8 text|"$bin" tokenizer train --in corpus_bin.txt --out t.json
 toktrain-empty      |corpus_empty.txt: file is empty|"$bin" tokenizer train --in corpus_empty.txt --out t.json
@@ -185,6 +191,8 @@ n=0 passed=0
 run_case() { # name expected command
   local name=$1 want=$2 cmd=$3
   n=$((n + 1))
+  local dirs_before
+  dirs_before=$(find "$scratch" -type d | sort)
   eval "$cmd" >out.txt 2>err.raw </dev/null
   local rc=$?
   # ASan's note when an absurd allocation returns NULL (allocator_may_return_null=1) is the
@@ -202,6 +210,15 @@ run_case() { # name expected command
   local left
   left=$(find "$scratch" -name '*.tmp.*' 2>/dev/null | head -3)
   [[ -z $left ]] || fail "$name: temporary file(s) left behind: $left"
+  # a failed command leaves no directory it created (run directories, their parents, empty
+  # caches); a complete token cache (train.bin written: the corpus was prepared and a later
+  # check failed) is kept on purpose, with the directories above it
+  local d
+  left=
+  for d in $(comm -13 <(echo "$dirs_before") <(find "$scratch" -type d | sort)); do
+    [[ -n $(find "$d" -name train.bin | head -1) ]] || left+=" $d"
+  done
+  [[ -z $left ]] || fail "$name: directories left behind:$left"
   [[ $(sha256sum <"$good") == "$good_sum" ]] || fail "$name: the good checkpoint changed"
   passed=$((passed + 1))
 }

@@ -1,9 +1,12 @@
-/* Core helpers: RNG determinism and distribution, atomic file writes. */
+/* Core helpers: RNG determinism and distribution, atomic file writes, the GPU backends' shared
+ * profile totals and table (backend.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "backend/backend.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/rng.h"
@@ -44,7 +47,64 @@ static void test_atomic_write(void **state) {
   free(dir);
 }
 
+/* tz_prof_totals: rows found by pointer or string, the last row "(other)" once all are taken,
+ * clear keeps the labels, and the printed table (expected lines worked out by hand: ms/step =
+ * ns / 1e6 / steps, share of the summed ns, GFLOP/s = flop / ns, GB/s = bytes / ns) leaves out
+ * rows that did not run. */
+static void test_profile_totals(void **state) {
+  tz_prof_totals *t = calloc(1, sizeof *t);
+  char name[8] = "add";
+  int mm = tz_prof_label(t, "matmul"), add = tz_prof_label(t, "add");
+  assert_int_equal(tz_prof_label(t, name), add); /* same string, other pointer */
+  int unused = tz_prof_label(t, "unused");
+  assert_int_equal(t->n, 3);
+  t->row[mm].ns = 3e6, t->row[mm].calls = 4, t->row[mm].flop = 6e9;
+  t->row[add].ns = 1e6, t->row[add].calls = 2, t->row[add].bytes = 4e6;
+  (void)unused;
+  char *dir = tz_test_tmpdir("core_prof");
+  char *p = tz_path_join(dir, "err.txt");
+  fflush(stderr);
+  int saved = dup(2);
+  FILE *f = fopen(p, "w");
+  assert_non_null(f);
+  dup2(fileno(f), 2);
+  tz_prof_print(t, "test profile (unit", 2);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  fclose(f);
+  char *d;
+  size_t n;
+  assert_int_equal(tz_read_file(p, &d, &n), 0);
+  const char *want = "test profile (unit, per step over 2 steps):\n"
+                     "  kernel                ms/step    calls   share         rate\n"
+                     "  matmul                  1.500        2   75.0% 2000.0 GFLOP/s\n"
+                     "  add                     0.500        1   25.0%     4.0 GB/s\n"
+                     "  total                   2.000\n";
+  assert_int_equal(n, strlen(want));
+  assert_memory_equal(d, want, n);
+  free(d);
+  assert_int_equal(tz_prof_label(t, "matmul"), mm); /* printing left the rows in place */
+  tz_prof_clear(t);
+  assert_true(t->row[mm].ns == 0 && t->row[mm].calls == 0 && t->row[mm].flop == 0 && t->row[add].bytes == 0);
+  assert_int_equal(tz_prof_label(t, "add"), add);
+  /* fill every row: the last is "(other)" and takes the labels beyond */
+  static char names[TZ_PROF_LABELS + 2][8];
+  for (int i = 0; i < TZ_PROF_LABELS + 2; i++) {
+    snprintf(names[i], sizeof names[i], "op%d", i);
+    int r = tz_prof_label(t, names[i]);
+    assert_true(r < TZ_PROF_LABELS);
+    if (3 + i >= TZ_PROF_LABELS - 1) assert_int_equal(r, TZ_PROF_LABELS - 1);
+  }
+  assert_int_equal(t->n, TZ_PROF_LABELS);
+  assert_string_equal(t->row[TZ_PROF_LABELS - 1].label, "(other)");
+  free(p);
+  free(dir);
+  free(t);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_rng), cmocka_unit_test(test_atomic_write)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_rng), cmocka_unit_test(test_atomic_write),
+                                     cmocka_unit_test(test_profile_totals)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

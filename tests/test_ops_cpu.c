@@ -242,6 +242,42 @@ static void run_twice_identical(const char *path) {
 static void test_determinism_c(void **state) { run_twice_identical("c"); }
 static void test_determinism_blas(void **state) { run_twice_identical("blas"); }
 
+/* The plain C matmul sums every output element in one task in k order: the same bits for
+ * any thread count, also where few M blocks make it split each block's columns across
+ * threads (M = 256: 2 blocks of 128 rows). */
+static void test_matmul_c_threads(void **state) {
+  static const int shapes[][4] = {{2, 256, 300, 1024}, {0, 300, 70, 100}, {1, 40, 513, 96}, {2, 1100, 33, 64}};
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+    int kind = shapes[s][0], M = shapes[s][1], K = shapes[s][2], N = shapes[s][3];
+    float *got[3];
+    static const int threads[3] = {1, 3, 16};
+    for (int t = 0; t < 3; t++) {
+      setenv("TZ_MATMUL", "c", 1);
+      tz_backend *be = tz_backend_create("cpu", threads[t], NULL);
+      unsetenv("TZ_MATMUL");
+      assert_non_null(be);
+      ot_ctx o;
+      ot_init(&o, be, 77 + s);
+      float *a = ot_randn(&o, (size_t)M * K, 1), *b = ot_randn(&o, (size_t)K * N, 1);
+      tz_slice sa = ot_buf(&o, a, 4 * (size_t)M * K), sb = ot_buf(&o, b, 4 * (size_t)K * N),
+               sc = ot_buf(&o, NULL, 4 * (size_t)M * N);
+      if (kind == 0) be->matmul_t(be, sc, sa, sb, TZ_NONE, M, K, N, 0);
+      else if (kind == 1) be->matmul(be, sc, sa, sb, M, K, N, 0);
+      else be->matmul_at(be, sc, sa, sb, M, K, N, 0);
+      got[t] = ot_get(&o, sc, (size_t)M * N);
+      free(a), free(b);
+      ot_release(&o);
+      be->destroy(be);
+    }
+    for (int t = 1; t < 3; t++)
+      if (memcmp(got[0], got[t], (size_t)M * N * 4)) {
+        print_error("matmul kind %d %dx%dx%d: %d threads differ from 1 thread\n", kind, M, K, N, threads[t]);
+        fail();
+      }
+    for (int t = 0; t < 3; t++) free(got[t]);
+  }
+}
+
 static void test_backend_create(void **state) {
   assert_null(tz_backend_create("vulkan", 1, NULL));
   assert_non_null(strstr(tz_errmsg(), "unknown backend 'vulkan' (available: cpu, webgpu, cuda)"));
@@ -271,6 +307,7 @@ int main(void) {
       cmocka_unit_test(test_adamw),            cmocka_unit_test(test_sum_sq),
       cmocka_unit_test(test_attention_kvcache), cmocka_unit_test(test_determinism_c),
       cmocka_unit_test(test_determinism_blas), cmocka_unit_test(test_crossentropy_extremes),
+      cmocka_unit_test(test_matmul_c_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

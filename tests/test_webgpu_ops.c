@@ -31,6 +31,7 @@
  *   and the f16 results must differ from fp32 somewhere (the mirror really was read).
  * Needs Dawn and a WebGPU adapter (lavapipe in CI); without them it prints SKIPPED and
  * exits 77. */
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,17 @@ static int setup(void **state) {
 static int teardown(void **state) {
   gpu->destroy(gpu);
   cpu->destroy(cpu);
+  return 0;
+}
+
+/* Sweep cases: tuning variants that no adapter chooses by default (docs/RELIABILITY.md, "WebGPU
+ * kernel variants"). They run under TEZGAH_TEST_SWEEP=1 (ctest -L sweep, which .ci/run runs after
+ * the README's test command) or their own switch `var`; otherwise the case is skipped with a
+ * SKIPPED line, so a plain run of this program is the default suite. */
+static int sweep_on(const char *name, const char *var) {
+  if (getenv("TEZGAH_TEST_SWEEP") || getenv(var)) return 1;
+  printf("SKIPPED: %s is a tuning sweep (%s%sTEZGAH_TEST_SWEEP=1 runs it; ctest -L sweep)\n", name,
+         strcmp(var, "TEZGAH_TEST_SWEEP") ? var : "", strcmp(var, "TEZGAH_TEST_SWEEP") ? "=1 or " : "");
   return 0;
 }
 
@@ -385,6 +397,36 @@ static void test_matmul_swiglu(void **state) {
   check_mm_swiglu(8, 1100, 12, 1);
   g_pad = PAD;
 }
+/* The tile configuration `cfg` forced (TEZGAH_WEBGPU_MM; `bytes`: its unpadded workgroup
+ * memory; `nbuf`: how tz_webgpu_describe names its buffer count, required wherever `bytes` fits
+ * the adapter's limit, which is read back from the description) on a few vec4 shapes of each
+ * form; with tt0 also matmul_t without the transposed weight (TEZGAH_WEBGPU_MM_TT=0: a and b of
+ * matmul_t itself in swizzled tiles). */
+static void check_mm_tile(const char *cfg, size_t bytes, const char *nbuf, int tt0) {
+  setenv("TEZGAH_WEBGPU_MM", cfg, 1);
+  const char *d = strstr(tz_webgpu_describe(gpu), "matmul tile");
+  assert_non_null(d);
+  printf("TEZGAH_WEBGPU_MM=%s: %s\n", cfg, d);
+  unsigned lim = 0;
+  const char *o = strstr(d, " of ");
+  assert_non_null(o);
+  assert_int_equal(sscanf(o, " of %u bytes", &lim), 1);
+  if (bytes <= lim) assert_non_null(strstr(d, nbuf));
+  g_pad = 4;
+  for (int kind = 0; kind < 3; kind++) check_mm(kind, 132, 68, 260, kind & 1, kind == 0);
+  check_mm(2, 64, 2052, 132, 0, 0);
+  check_mm(1, 37, 64, 36, 1, 0);
+  check_mm(1, 264, 40, 516, 0, 0);
+  if (tt0) {
+    setenv("TEZGAH_WEBGPU_MM_TT", "0", 1);
+    check_mm(0, 132, 68, 260, 1, 1);
+    check_mm(0, 36, 64, 37, 0, 1);
+    check_mm(0, 264, 40, 516, 1, 0);
+    unsetenv("TEZGAH_WEBGPU_MM_TT");
+  }
+  g_pad = PAD;
+  unsetenv("TEZGAH_WEBGPU_MM");
+}
 static void test_matmul(void **state) {
   static const int dims[] = {1, 7, 33, 129};
   for (int i = 0; i < 4; i++)
@@ -413,16 +455,6 @@ static void test_matmul(void **state) {
     check_mm(kind, 37, 64, 36, 0, kind == 0);
     g_pad = PAD;
   }
-  /* matmul_t on its own (b [N,K] transposed into workgroup memory) and through the transposed
-   * weight copy (the default), aligned and odd offsets */
-  setenv("TEZGAH_WEBGPU_MM_TT", "0", 1);
-  check_mm(0, 132, 68, 260, 1, 1);
-  check_mm(0, 33, 70, 29, 0, 1);
-  g_pad = 4;
-  check_mm(0, 264, 40, 516, 0, 1);
-  check_mm(0, 36, 64, 37, 1, 1);
-  g_pad = PAD;
-  unsetenv("TEZGAH_WEBGPU_MM_TT");
   /* operands in the output's buffer (the activation arena): a and b at aligned, disjoint
    * ranges after out, for each form, on both backends */
   {
@@ -454,52 +486,45 @@ static void test_matmul(void **state) {
     }
     free(h);
   }
-  /* Tiles other than lavapipe's default, explicitly (CPU adapters run 8 x 8 / BK 8, mm_config,
-   * which covers the double-buffered swizzled tiles): 8 x 16 / BK 16 with one buffer, the GPUs'
-   * default (24 576 bytes), and with two (unpadded: 49 152 bytes, exactly the H200's limit;
-   * lavapipe offers 32 768 and runs it with one, the pipelines of the first entry). (8 x 8 /
-   * BK 16 with two buffers, exactly lavapipe's limit, passed here too but was dropped for the
-   * CI's time: one more set of cold llvmpipe compiles for a combination the others cover.)
-   * llvmpipe compiles big tiles slowly, so a few vec4 shapes per form (one pipeline each;
-   * split-K and the shapes after it reuse them). They exercise the swizzled transposed tiles: a
-   * of matmul (kind 1, and kind 0 through the transposed weight), a and b of matmul_t itself
-   * (TEZGAH_WEBGPU_MM_TT=0), at partial tiles, K not a multiple of BK (68: the last k-tile's
-   * swizzled upper rows hold zeros) and unaligned M or N. The configuration that ran is read
-   * back from tz_webgpu_describe: the buffers asked for wherever they fit the adapter's limit. */
-  if (!getenv("TEZGAH_WEBGPU_MM")) {
-    static const struct {
-      const char *cfg;
-      size_t bytes; /* workgroup memory of the unpadded tiles */
-      const char *nbuf;
-    } tiles[] = {{"8x16:16:1", 16 * (128 + 256) * 4, ", 1 buffer "},
-                 {"8x16:16:2", 2 * 16 * (128 + 256) * 4, ", 2 buffers "}};
-    for (int t = 0; t < 2; t++) {
-      setenv("TEZGAH_WEBGPU_MM", tiles[t].cfg, 1);
-      const char *d = strstr(tz_webgpu_describe(gpu), "matmul tile");
-      assert_non_null(d);
-      printf("TEZGAH_WEBGPU_MM=%s: %s\n", tiles[t].cfg, d);
-      unsigned lim = 0;
-      const char *o = strstr(d, " of ");
-      assert_non_null(o);
-      assert_int_equal(sscanf(o, " of %u bytes", &lim), 1);
-      if (tiles[t].bytes <= lim) assert_non_null(strstr(d, tiles[t].nbuf));
-      g_pad = 4;
-      for (int kind = 0; kind < 3; kind++) check_mm(kind, 132, 68, 260, kind & 1, kind == 0);
-      check_mm(2, 64, 2052, 132, 0, 0);
-      check_mm(1, 37, 64, 36, 1, 0);
-      check_mm(1, 264, 40, 516, 0, 0);
-      setenv("TEZGAH_WEBGPU_MM_TT", "0", 1);
-      check_mm(0, 132, 68, 260, 1, 1);
-      check_mm(0, 36, 64, 37, 0, 1);
-      check_mm(0, 264, 40, 516, 1, 0);
-      unsetenv("TEZGAH_WEBGPU_MM_TT");
-      g_pad = PAD;
-    }
-    unsetenv("TEZGAH_WEBGPU_MM");
-  }
+  /* The GPUs' default tile, 8 x 16 / BK 16 with one buffer (mm_config: every adapter that is
+   * not a CPU one runs it for read-only operands), forced: CPU adapters run 8 x 8 / BK 8 by
+   * default, which the shapes above covered (double-buffered swizzled tiles). llvmpipe compiles
+   * the big tile slowly, so a few vec4 shapes per form (one pipeline each; split-K and the
+   * shapes after it reuse them): the swizzled transposed tiles of a in matmul (kind 1, and kind 0
+   * through the transposed weight, the default), partial tiles, K not a multiple of BK (68: the
+   * last k-tile's swizzled upper rows hold zeros), unaligned M or N. The configuration that ran
+   * is read back from tz_webgpu_describe. The tuning configurations no adapter runs by default
+   * (two buffers, matmul_t without the transposed weight) are test_matmul_sweep's. */
+  if (!getenv("TEZGAH_WEBGPU_MM")) check_mm_tile("8x16:16:1", 16 * (128 + 256) * 4, ", 1 buffer ", 0);
   check_mm(0, 4, 0, 5, 1, 1); /* K = 0: out (+)= bias */
   check_mm(3, 70, 33, 0, 0, 0); /* bias_bwd over M=70 rows (3 chunks), N=33 */
   check_mm(3, 1, 300, 0, 0, 0);
+}
+
+/* Tuning configurations of the matmul that no adapter runs by default (sweep: ctest's
+ * test_webgpu_matmul_sweep, label sweep; TEZGAH_TEST_SWEEP=1, else skipped): matmul_t on its own
+ * (TEZGAH_WEBGPU_MM_TT=0: b [N,K] transposed into workgroup memory; the default goes through the
+ * transposed weight copy) on the default tile and on 8 x 16 / BK 16, aligned and odd offsets,
+ * and 8 x 16 / BK 16 with two buffers (unpadded: 49 152 bytes, exactly the H200's limit, where it
+ * ran slower than one, mm_config; lavapipe offers 32 768 and runs it with one, test_matmul's
+ * pipelines). (8 x 8 / BK 16 with two buffers, exactly lavapipe's limit, passed here too but was
+ * dropped for the CI's time: one more set of cold llvmpipe compiles for a combination the others
+ * cover.) */
+static void test_matmul_sweep(void **state) {
+  if (!sweep_on("test_matmul_sweep", "TEZGAH_TEST_SWEEP")) skip();
+  /* matmul_t on its own on the adapter's default tile, aligned and odd offsets */
+  setenv("TEZGAH_WEBGPU_MM_TT", "0", 1);
+  check_mm(0, 132, 68, 260, 1, 1);
+  check_mm(0, 33, 70, 29, 0, 1);
+  g_pad = 4;
+  check_mm(0, 264, 40, 516, 0, 1);
+  check_mm(0, 36, 64, 37, 1, 1);
+  g_pad = PAD;
+  unsetenv("TEZGAH_WEBGPU_MM_TT");
+  if (!getenv("TEZGAH_WEBGPU_MM")) {
+    check_mm_tile("8x16:16:1", 16 * (128 + 256) * 4, ", 1 buffer ", 1);
+    check_mm_tile("8x16:16:2", 2 * 16 * (128 + 256) * 4, ", 2 buffers ", 1);
+  }
 }
 
 /* ---- rope ---- */
@@ -561,21 +586,28 @@ static void test_attention_hd(void **state) {
   check_att(2, 33, 2, 2, 128);
   unsetenv("TEZGAH_WEBGPU_ATTN");
 }
-/* the flash kernels (attention_fa.wgsl, head_dim 32 / 64 / 128) with TEZGAH_WEBGPU_ATTN=fast (an
- * error if a shape or an unaligned tensor would fall back, so these really run them; the
- * backward as the fused dq, the default, made explicit with TEZGAH_WEBGPU_ATTN_FUSED_DQ=1 so
- * that a fallback to the two-kernel path is an error too; that path last): T not a
- * multiple of the row block, the column tile or the 16-row chunk, T below one chunk; B > 1;
- * GQA 4/2, 4/1 and 2/2; on the default variant (RG 2 / NT 256 where the adapter offers its
- * 46.6 KB of workgroup memory, else RG 1 / NT 128: lavapipe), the former grid order
- * (TEZGAH_WEBGPU_ATTN_ORDER=0: a uniform, no new pipelines) and, on head_dim 64 only (every
- * variant and head size is a set of pipelines lavapipe compiles for a minute or more; ctest
- * runs this file twice), two mixes of per-kernel variants on the two-kernel backward, and both lane-reduction paths (ctest runs the file with and without
- * TEZGAH_WEBGPU_SUBGROUPS=0); T = 8192 once (no T×T buffer anywhere: the scores stream through
- * key tiles). First, tensors at odd offsets (g_pad 3): the flash kernels decline (vec4 access)
- * and the general ones run. Tolerances: check_att's (the sums run in another order than the
- * CPU's, in fp32). test_attention_flash_variants covers the other variants. */
+/* The flash kernels (attention_fa.wgsl, head_dim 32 / 64 / 128) on the variant the adapter
+ * chooses by default (attn_config: RG 2 / NT 256 with register prefetch where the adapter offers
+ * its 46.6 KB of workgroup memory and head_dim is 64 or 128, the H200; else RG 1 / NT 128, with
+ * prefetch on GPUs, without on CPU adapters: lavapipe), with TEZGAH_WEBGPU_ATTN=fast (an error if a
+ * shape or an unaligned tensor would fall back, so these really run them; the backward as the
+ * fused dq, the default, made explicit with TEZGAH_WEBGPU_ATTN_FUSED_DQ=1 so that a fallback to
+ * the two-kernel path is an error too): T not a multiple of the row block, the column tile or
+ * the 16-row chunk, T below one chunk; B > 1; GQA 4/2, 4/1 and 2/2; on both lane-reduction paths
+ * (ctest runs this with and without TEZGAH_WEBGPU_SUBGROUPS=0; head_dim 128 with subgroups only,
+ * as its lanes are head_dim 64's). Then the two-kernel backward
+ * (fa_dq + fa_dkdv), which the backend chooses by default where one sequence's dq partial sums do
+ * not fit (attn_fq_chunk): forced on head_dim 64, and reached on its own at T = 8192 (135 MB of
+ * partial sums; no T×T buffer anywhere: the scores stream through key tiles; subgroup run only).
+ * First, tensors at odd offsets (g_pad 3): the flash kernels decline (vec4 access) and the
+ * general ones run, as they do by default for such tensors. Tolerances: check_att's (the sums
+ * run in another order than the CPU's, in fp32). The GPUs' prefetching RG 1 / NT 128 variant is
+ * test_attention_flash_pf's; tuning variants no adapter chooses by default (other RG / NT / PF /
+ * FD, the former grid order, per-kernel mixes, one arena) are the sweep's
+ * (test_attention_flash_variants*). */
 static void test_attention_flash(void **state) {
+  const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
+  int sg = !(se && !strcmp(se, "0")); /* the nosubgroups run: fewer cases, see below */
   check_att(2, 70, 4, 2, 64); /* odd tensor offsets: the general kernels */
   g_pad = 4;
   setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
@@ -586,37 +618,57 @@ static void test_attention_flash(void **state) {
   check_att(2, 9, 4, 4, 64);   /* T below one chunk */
   check_att(2, 77, 4, 2, 32);  /* head_dim 32: 128-row blocks, 32-key tiles */
   check_att(1, 300, 2, 1, 32); /* three blocks of 128, multi-query */
-  check_att(1, 45, 4, 1, 128); /* head_dim 128: two output vec4s per row and thread */
-  check_att(2, 133, 2, 2, 128);
-  const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
-  unsetenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ"); /* 135 MB of partial sums: two kernels where they do not fit */
-  if (!(se && !strcmp(se, "0"))) check_att(1, 8192, 2, 1, 32);
-  setenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ", "1", 1);
-  /* the former grid order (blocks fastest; the default puts the block index in z) */
-  setenv("TEZGAH_WEBGPU_ATTN_ORDER", "0", 1);
-  check_att(2, 70, 4, 2, 64);
-  check_att(1, 300, 2, 1, 32);
-  check_att(2, 133, 2, 2, 128);
-  unsetenv("TEZGAH_WEBGPU_ATTN_ORDER");
-  /* the two-kernel backward (fa_dq, fa_dkdv: TEZGAH_WEBGPU_ATTN_FUSED_DQ=0; the shapes above ran
-   * the fused dq, the default), each kernel its own variant: fa_dkdv reads the D that fa_dq
-   * wrote in other row blocks */
+  /* head_dim 128: two output vec4s per row and thread. Subgroup run only: the lane reductions
+   * (lanes_combine) depend on TX, the threads across a row (16 for head_dim 64 and 128, 8 for
+   * 32), not on head_dim, so head_dim 64 and 32 cover the workgroup-only form of both, and a
+   * set of pipelines fewer to compile */
+  if (sg) {
+    check_att(1, 45, 4, 1, 128);
+    check_att(2, 133, 2, 2, 128);
+  }
+  /* the two-kernel backward on the same variant: fa_dkdv reads the D that fa_dq wrote (FD) */
   setenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ", "0", 1);
-  setenv("TEZGAH_WEBGPU_ATTN_DQ_RG", "1", 1);
-  setenv("TEZGAH_WEBGPU_ATTN_DQ_NT", "256", 1);
-  check_att(1, 150, 2, 2, 64);
-  setenv("TEZGAH_WEBGPU_ATTN_DQ_ORDER", "0", 1); /* and its own grid order */
   check_att(2, 70, 4, 2, 64);
-  unsetenv("TEZGAH_WEBGPU_ATTN_DQ_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_DQ_NT");
-  unsetenv("TEZGAH_WEBGPU_ATTN_DQ_ORDER");
-  setenv("TEZGAH_WEBGPU_ATTN_FWD_RG", "1", 1), setenv("TEZGAH_WEBGPU_ATTN_FWD_NT", "256", 1);
-  setenv("TEZGAH_WEBGPU_ATTN_DKDV_RG", "1", 1), setenv("TEZGAH_WEBGPU_ATTN_DKDV_NT", "256", 1);
+  unsetenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ"); /* 135 MB of partial sums: two kernels where they do not fit */
+  if (sg) check_att(1, 8192, 2, 1, 32);
+  g_pad = PAD;
+  unsetenv("TEZGAH_WEBGPU_ATTN");
+}
+
+/* RG 1 / NT 128 with register prefetch (PF 1, FD 1): what GPUs run by default for head_dim 32
+ * (RG 2 / NT 256 would need 52 KB of workgroup memory) and for every head size where the
+ * adapter offers less than 46.6 KB (attn_config; lavapipe runs it without prefetch, so it is
+ * forced here). The fused dq backward on head_dim 64 (GQA, T not a multiple of the blocks or
+ * tiles), 32 (fewer threads than (query block, vec4) pairs) and 128 (two output vec4s); B 3 in
+ * chunks of one sequence (TEZGAH_WEBGPU_ATTN_DQ_KB below two sequences' parts: what long T
+ * does by default); then the two-kernel backward (fa_dq + fa_dkdv, the default where one
+ * sequence's parts do not fit) on head_dim 64. Subgroup run only: the workgroup lane
+ * reductions are test_attention_flash's in the nosubgroups run (the prefetch and the lane
+ * reductions are separate parts of the kernels; each is covered, their combination on a GPU
+ * without Subgroups is not compiled here). Tolerances: check_att's. */
+static void test_attention_flash_pf(void **state) {
+  const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
+  if (se && !strcmp(se, "0")) {
+    printf("SKIPPED: test_attention_flash_pf runs with subgroups (TEZGAH_WEBGPU_SUBGROUPS=0 set)\n");
+    skip();
+  }
+  g_pad = 4;
+  setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ", "1", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_RG", "1", 1), setenv("TEZGAH_WEBGPU_ATTN_NT", "128", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_PF", "1", 1);
   check_att(2, 70, 4, 2, 64);
-  setenv("TEZGAH_WEBGPU_ATTN_DKDV_ORDER", "0", 1);
-  check_att(3, 100, 4, 1, 64);
-  unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_ORDER");
-  unsetenv("TEZGAH_WEBGPU_ATTN_FWD_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_FWD_NT");
-  unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_NT");
+  check_att(1, 150, 2, 1, 32);
+  check_att(2, 133, 4, 2, 128);
+  setenv("TEZGAH_WEBGPU_ATTN_DQ_KB", "40", 1); /* one sequence: 4 heads · 30 rows · 64 · 4 B = 30 KiB */
+  check_att(3, 30, 4, 2, 64);
+  /* 4 blocks of 32 rows: 4 · (100 + 68 + 36 + 4) rows · 256 B = 208 KiB, one sequence a chunk */
+  setenv("TEZGAH_WEBGPU_ATTN_DQ_KB", "300", 1);
+  check_att(3, 100, 4, 2, 64);
+  unsetenv("TEZGAH_WEBGPU_ATTN_DQ_KB");
+  setenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ", "0", 1);
+  check_att(2, 70, 4, 2, 64);
+  unsetenv("TEZGAH_WEBGPU_ATTN_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_NT"), unsetenv("TEZGAH_WEBGPU_ATTN_PF");
   unsetenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ");
   g_pad = PAD;
   unsetenv("TEZGAH_WEBGPU_ATTN");
@@ -657,27 +709,24 @@ static void check_att_arena(int B, int T, int nh, int nkv, int hd) {
   free(h), free(res[0]), free(res[1]);
 }
 
-/* The variants of the flash kernels (TEZGAH_WEBGPU_ATTN_RG / _NT / _PF / _FD, see attn_config
- * in webgpu_ops_attn.c), each on a few odd shapes of every head size (fewer: lavapipe compiles
- * slowly), with separate buffers (read-only inputs) and once in one arena (read_write): the
- * former kernels' form (RG 1 / NT 256, no prefetch, separate D pass), 8 × 4 blocks on 128 and
- * on 256 threads (64- and 128-row tiles; the latter needs 46.6 KB of workgroup memory and runs
- * as RG 1 / NT 128 where the adapter has less, e.g. lavapipe), 4 × 4 blocks on 128 threads
- * without FD; head_dim 64 on each, 32 or 128 on some (each variant and head size is a set of
- * pipelines to compile). Runs only with TEZGAH_TEST_ATTN_VARIANTS=1 (ctest's
- * test_webgpu_attn_variants: lavapipe compiles these for minutes), else SKIPPED. */
+/* Sweep (ctest's test_webgpu_attn_variants, label sweep; TEZGAH_TEST_ATTN_VARIANTS=1 or
+ * TEZGAH_TEST_SWEEP=1, else skipped; the device scripts run them on the H200): the variants of
+ * the flash kernels (TEZGAH_WEBGPU_ATTN_RG / _NT / _PF / _FD, see attn_config in the backend),
+ * each on a few odd shapes (fewer head sizes: lavapipe compiles slowly), on the two-kernel
+ * backward, with separate buffers (read-only inputs) and once in one arena (read_write): the
+ * former kernels' form (RG 1 / NT 256, no prefetch, separate D pass), 8 × 4 blocks on 128 and on
+ * 256 threads (64- and 128-row tiles; the latter is the H200's default for head_dim 64 / 128,
+ * there also in test_attention_flash, and runs as RG 1 / NT 128 where the adapter has less
+ * workgroup memory, e.g. lavapipe: test_attention_flash_pf's pipelines), 4 × 4 blocks on 128
+ * threads with prefetch and without FD. */
 static void test_attention_flash_variants(void **state) {
-  if (!getenv("TEZGAH_TEST_ATTN_VARIANTS")) {
-    printf("SKIPPED: test_attention_flash_variants (TEZGAH_TEST_ATTN_VARIANTS=1 runs it; ctest: "
-           "test_webgpu_attn_variants)\n");
-    return;
-  }
+  if (!sweep_on("test_attention_flash_variants", "TEZGAH_TEST_ATTN_VARIANTS")) skip();
   static const char *v[][4] = {{"1", "256", "0", "0"}, {"2", "128", "1", "1"}, {"2", "256", "1", "1"},
                                {"1", "128", "1", "0"}};
   static const int hd2[] = {128, 32, 128, 0};
   g_pad = 4;
   setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
-  setenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ", "0", 1); /* fa_dq and fa_dkdv (test_..._fused: the default) */
+  setenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ", "0", 1); /* fa_dq and fa_dkdv */
   for (int i = 0; i < 4; i++) {
     setenv("TEZGAH_WEBGPU_ATTN_RG", v[i][0], 1);
     setenv("TEZGAH_WEBGPU_ATTN_NT", v[i][1], 1);
@@ -695,51 +744,59 @@ static void test_attention_flash_variants(void **state) {
   unsetenv("TEZGAH_WEBGPU_ATTN");
 }
 
-/* The fused dq backward (TEZGAH_WEBGPU_ATTN_FUSED_DQ=1, attention_fa.wgsl's FQ: fa_dkdv stores
- * each key block's partial dq = dS·K to a scratch buffer, fa_dq_sum adds a query's blocks; no
- * fa_dq), against the CPU backend with check_att's tolerances. Under TEZGAH_WEBGPU_ATTN=fast the
- * backend makes a fallback to the two-kernel path an error, so these run it. On RG 2 / NT 256
- * with register prefetch (the GPUs' default; lavapipe runs RG 1 / NT 128, whose forward
- * pipelines test_attention_flash_variants compiled, in the same process under ctest's filter):
- * head_dim 64 (GQA, T not a multiple of the blocks or tiles), 32 (fewer threads than (query
- * block, vec4) pairs) and 128 (two output vec4s); B 3 in chunks of one sequence
- * (TEZGAH_WEBGPU_ATTN_DQ_KB below two sequences' parts); one arena (read_write bindings).
- * Runs with the variants (TEZGAH_TEST_ATTN_VARIANTS=1, ctest's test_webgpu_attn_variants),
- * else SKIPPED. */
-static void test_attention_flash_variants_fused(void **state) {
-  if (!getenv("TEZGAH_TEST_ATTN_VARIANTS")) {
-    printf("SKIPPED: test_attention_flash_variants_fused (TEZGAH_TEST_ATTN_VARIANTS=1 runs it; ctest: "
-           "test_webgpu_attn_variants)\n");
-    return;
-  }
+/* Sweep (as above): the default variant's tuning switches that no adapter chooses by default.
+ * The former grid order (TEZGAH_WEBGPU_ATTN_ORDER=0, blocks fastest; the default puts the block
+ * index in z: a uniform, no new pipelines) on the fused backward, head_dim 64 / 32 / 128; then the
+ * two-kernel backward with each kernel its own variant (per-kernel RG / NT and grid order):
+ * fa_dkdv reads the D that fa_dq wrote in other row blocks. Head_dim 64 only (each variant and
+ * head size is a set of pipelines lavapipe compiles for a minute or more). */
+static void test_attention_flash_variants_mixes(void **state) {
+  if (!sweep_on("test_attention_flash_variants_mixes", "TEZGAH_TEST_ATTN_VARIANTS")) skip();
   g_pad = 4;
   setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
   setenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ", "1", 1);
-  setenv("TEZGAH_WEBGPU_ATTN_RG", "2", 1), setenv("TEZGAH_WEBGPU_ATTN_NT", "256", 1);
-  setenv("TEZGAH_WEBGPU_ATTN_PF", "1", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_ORDER", "0", 1);
   check_att(2, 70, 4, 2, 64);
-  check_att(1, 150, 2, 1, 32);
-  check_att(2, 133, 4, 2, 128);
-  setenv("TEZGAH_WEBGPU_ATTN_DQ_KB", "40", 1); /* one sequence: 4 heads · 30 rows · 64 · 4 B = 30 KiB */
-  check_att(3, 30, 4, 2, 64);
-  /* 4 blocks of 32 rows (lavapipe): 4 · (100 + 68 + 36 + 4) rows · 256 B = 208 KiB; 1 block of
-   * 128 (GPUs): 100 KiB, one chunk */
-  setenv("TEZGAH_WEBGPU_ATTN_DQ_KB", "300", 1);
-  check_att(3, 100, 4, 2, 64);
-  unsetenv("TEZGAH_WEBGPU_ATTN_DQ_KB");
-  check_att_arena(2, 140, 4, 2, 64);
-  unsetenv("TEZGAH_WEBGPU_ATTN_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_NT"), unsetenv("TEZGAH_WEBGPU_ATTN_PF");
+  check_att(1, 300, 2, 1, 32);
+  check_att(2, 133, 2, 2, 128);
+  unsetenv("TEZGAH_WEBGPU_ATTN_ORDER");
+  setenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ", "0", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_DQ_RG", "1", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_DQ_NT", "256", 1);
+  check_att(1, 150, 2, 2, 64);
+  setenv("TEZGAH_WEBGPU_ATTN_DQ_ORDER", "0", 1); /* and its own grid order */
+  check_att(2, 70, 4, 2, 64);
+  unsetenv("TEZGAH_WEBGPU_ATTN_DQ_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_DQ_NT");
+  unsetenv("TEZGAH_WEBGPU_ATTN_DQ_ORDER");
+  setenv("TEZGAH_WEBGPU_ATTN_FWD_RG", "1", 1), setenv("TEZGAH_WEBGPU_ATTN_FWD_NT", "256", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_DKDV_RG", "1", 1), setenv("TEZGAH_WEBGPU_ATTN_DKDV_NT", "256", 1);
+  check_att(2, 70, 4, 2, 64);
+  setenv("TEZGAH_WEBGPU_ATTN_DKDV_ORDER", "0", 1);
+  check_att(3, 100, 4, 1, 64);
+  unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_ORDER");
+  unsetenv("TEZGAH_WEBGPU_ATTN_FWD_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_FWD_NT");
+  unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_DKDV_NT");
   unsetenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ");
   g_pad = PAD;
   unsetenv("TEZGAH_WEBGPU_ATTN");
 }
 
-/* the default flash kernels with every tensor in one buffer (read_write bindings) */
-static void test_attention_flash_arena(void **state) {
+/* Sweep (as above): the flash kernels with every tensor in one buffer (read_write bindings),
+ * which only the single activation arena (TEZGAH_WEBGPU_ARENA=1, an A/B switch; the default is
+ * one buffer per tensor, model.c) or a caller's own aliasing reaches: the adapter's default
+ * variant with the fused backward on head_dim 64 / 32 / 128, and RG 1 / NT 128 with prefetch. */
+static void test_attention_flash_variants_arena(void **state) {
+  if (!sweep_on("test_attention_flash_variants_arena", "TEZGAH_TEST_ATTN_VARIANTS")) skip();
   setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
   check_att_arena(2, 70, 4, 2, 64);
   check_att_arena(1, 77, 2, 1, 32);
   check_att_arena(1, 45, 4, 2, 128);
+  setenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ", "1", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_RG", "1", 1), setenv("TEZGAH_WEBGPU_ATTN_NT", "128", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_PF", "1", 1);
+  check_att_arena(2, 140, 4, 2, 64);
+  unsetenv("TEZGAH_WEBGPU_ATTN_RG"), unsetenv("TEZGAH_WEBGPU_ATTN_NT"), unsetenv("TEZGAH_WEBGPU_ATTN_PF");
+  unsetenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ");
   unsetenv("TEZGAH_WEBGPU_ATTN");
 }
 
@@ -970,20 +1027,40 @@ static void test_w16(void **state) {
   g16->destroy(g16);
 }
 
+/* name matches one of the comma-separated glob patterns in list */
+static int name_in(const char *name, const char *list) {
+  char pat[256];
+  for (const char *p = list; *p;) {
+    size_t k = strcspn(p, ",");
+    snprintf(pat, sizeof pat, "%.*s", (int)k, p);
+    if (k && !fnmatch(pat, name, 0)) return 1;
+    p += k + (p[k] == ',');
+  }
+  return 0;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_memory_ops), cmocka_unit_test(test_embed), cmocka_unit_test(test_embed_bwd_sorted),
       cmocka_unit_test(test_norms),      cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_matmul_swiglu), cmocka_unit_test(test_rope),       cmocka_unit_test(test_attention),
-      cmocka_unit_test(test_attention_flash),      cmocka_unit_test(test_attention_flash_arena),
-      cmocka_unit_test(test_attention_flash_variants), cmocka_unit_test(test_attention_flash_variants_fused),
+      cmocka_unit_test(test_attention_flash), cmocka_unit_test(test_attention_flash_pf),
       cmocka_unit_test(test_attention_hd),
       cmocka_unit_test(test_attention_kvcache), cmocka_unit_test(test_activations),
       cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_crossentropy_extremes),
       cmocka_unit_test(test_adamw),
       cmocka_unit_test(test_w16),
+      /* the sweep (sweep_on): skipped unless TEZGAH_TEST_SWEEP=1 or their own switch */
+      cmocka_unit_test(test_matmul_sweep), cmocka_unit_test(test_attention_flash_variants),
+      cmocka_unit_test(test_attention_flash_variants_mixes), cmocka_unit_test(test_attention_flash_variants_arena),
   };
-  if (getenv("TZ_TEST_FILTER")) cmocka_set_test_filter(getenv("TZ_TEST_FILTER"));
-  if (getenv("TZ_TEST_SKIP")) cmocka_set_skip_filter(getenv("TZ_TEST_SKIP")); /* e.g. "test_matmul*" */
-  return cmocka_run_group_tests(tests, setup, teardown);
+  /* TZ_TEST_FILTER / TZ_TEST_SKIP: comma-separated glob patterns (e.g. "test_matmul*,test_rope"):
+   * run only the cases matching one of the first, none of the second (ctest's entries of this
+   * program, tests/CMakeLists.txt) */
+  struct CMUnitTest sel[sizeof tests / sizeof *tests];
+  size_t n = 0;
+  const char *only = getenv("TZ_TEST_FILTER"), *skip_ = getenv("TZ_TEST_SKIP");
+  for (size_t i = 0; i < sizeof tests / sizeof *tests; i++)
+    if ((!only || name_in(tests[i].name, only)) && !(skip_ && name_in(tests[i].name, skip_))) sel[n++] = tests[i];
+  return _cmocka_run_group_tests("test_webgpu_ops", sel, n, setup, teardown);
 }

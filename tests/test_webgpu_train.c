@@ -14,6 +14,9 @@
  *   (f16 weights in the forward only; backward and AdamW fp32). Decoding is not compared
  *   token for token (f16 logits may reorder near-ties).
  * - tz_model_adamw refuses t < 1 on WebGPU too (adamw_t_check.h).
+ * --precision (tz_backend_create's precision): "fp32" turns the mirror off; "f16" turns it on
+ * where the adapter offers ShaderF16; with ShaderF16 hidden (TEZGAH_WEBGPU_HIDE_F16=1, an
+ * adapter without it) the default falls back to fp32 and "f16" is a one-line error.
  * Needs Dawn and a WebGPU adapter (lavapipe in CI); otherwise SKIPPED (exit 77). */
 #include <math.h>
 #include <stdio.h>
@@ -160,10 +163,37 @@ static void test_adamw_t(void **state) {
   gpu->destroy(gpu);
 }
 
+static void test_precision(void **state) {
+  tz_backend *be = tz_backend_create("webgpu", 0, "fp32");
+  if (!be) {
+    char why[1200];
+    snprintf(why, sizeof why, "WebGPU unavailable: %s", tz_errmsg());
+    tz_test_skip_all(why);
+  }
+  assert_non_null(strstr(tz_webgpu_describe(be), "; fp32 throughout"));
+  be->destroy(be);
+  setenv("TEZGAH_WEBGPU_HIDE_F16", "1", 1);
+  be = tz_backend_create("webgpu", 0, NULL); /* the default on an adapter without ShaderF16 */
+  assert_non_null(be);
+  assert_non_null(strstr(tz_webgpu_describe(be), "fp32 throughout (no ShaderF16 on this adapter)"));
+  be->destroy(be);
+  assert_null(tz_backend_create("webgpu", 0, "f16"));
+  assert_string_equal(tz_errmsg(), "webgpu: --precision f16 but this adapter offers no ShaderF16 (use --precision fp32)");
+  unsetenv("TEZGAH_WEBGPU_HIDE_F16");
+  be = tz_backend_create("webgpu", 0, "f16");
+  if (!be) { /* an adapter without ShaderF16: the error above, for real */
+    printf("SKIPPED: --precision f16 (the adapter offers no ShaderF16): %s\n", tz_errmsg());
+    skip();
+  }
+  assert_true(be->act == TZ_F32); /* f16 is the weight mirror: activations stay fp32 */
+  assert_non_null(strstr(tz_webgpu_describe(be), "; f16 weight mirror for the forward"));
+  be->destroy(be);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_train_llama), cmocka_unit_test(test_train_gpt2),
                                      cmocka_unit_test(test_train_llama_f16), cmocka_unit_test(test_train_gpt2_f16),
                                      cmocka_unit_test(test_train_llama_arena), cmocka_unit_test(test_train_gpt2_arena),
-                                     cmocka_unit_test(test_adamw_t)};
+                                     cmocka_unit_test(test_adamw_t), cmocka_unit_test(test_precision)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

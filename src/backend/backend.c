@@ -11,11 +11,14 @@ int tz_backend_check(const char *name, const char *precision) {
   if (!name || (strcmp(name, "cpu") && strcmp(name, "webgpu") && strcmp(name, "cuda")))
     return tz_err("unknown backend '%s' (available: cpu, webgpu, cuda)", name ? name : "(null)");
   if (precision && *precision) {
-    if (strcmp(precision, "fp32") != 0 && strcmp(precision, "bf16") != 0)
-      return tz_err("precision: '%s' is not one of fp32, bf16", precision);
-    if (strcmp(name, "cuda") != 0 && strcmp(precision, "fp32") != 0)
-      return tz_err("precision: '%s' is not offered by the %s backend (fp32 only; bf16 needs --backend cuda)",
-                    precision, name);
+    if (strcmp(precision, "fp32") != 0 && strcmp(precision, "bf16") != 0 && strcmp(precision, "f16") != 0)
+      return tz_err("precision: '%s' is not one of fp32, bf16, f16", precision);
+    /* bf16: CUDA; f16: WebGPU (where the adapter offers ShaderF16, checked when it is created) */
+    const char *offered = !strcmp(name, "cuda") ? "bf16" : !strcmp(name, "webgpu") ? "f16" : NULL;
+    if (strcmp(precision, "fp32") != 0 && (!offered || strcmp(precision, offered) != 0))
+      return tz_err("precision: '%s' is not offered by the %s backend (%s%s; bf16 needs --backend cuda, f16 "
+                    "--backend webgpu)",
+                    precision, name, offered ? "fp32 or " : "fp32 only", offered ? offered : "");
   }
   return 0;
 }
@@ -23,7 +26,7 @@ int tz_backend_check(const char *name, const char *precision) {
 tz_backend *tz_backend_create(const char *name, int threads, const char *precision) {
   if (tz_backend_check(name, precision)) return NULL;
   if (strcmp(name, "cpu") == 0) return tz_backend_cpu_create(threads);
-  if (strcmp(name, "webgpu") == 0) return tz_backend_webgpu_create();
+  if (strcmp(name, "webgpu") == 0) return tz_backend_webgpu_create(precision);
   return tz_backend_cuda_create(precision);
 }
 
@@ -48,4 +51,28 @@ void tz_profile_table(const char *title, tz_prof_row *rows, int n, double steps)
             total > 0 ? 100.0 * r->ns / total : 0.0, rate);
   }
   fprintf(stderr, "  %-18s %10.3f\n", "total", total / 1e6 / steps);
+}
+
+int tz_prof_label(tz_prof_totals *t, const char *label) {
+  for (int i = 0; i < t->n; i++)
+    if (t->row[i].label == label || !strcmp(t->row[i].label, label)) return i;
+  if (t->n < TZ_PROF_LABELS - 1) {
+    t->row[t->n].label = label;
+    return t->n++;
+  }
+  t->row[TZ_PROF_LABELS - 1].label = "(other)";
+  if (t->n < TZ_PROF_LABELS) t->n = TZ_PROF_LABELS;
+  return TZ_PROF_LABELS - 1;
+}
+
+void tz_prof_print(const tz_prof_totals *t, const char *title, double steps) {
+  tz_prof_row rows[TZ_PROF_LABELS]; /* a copy: the table reorders its rows */
+  int n = 0;
+  for (int i = 0; i < t->n; i++)
+    if (t->row[i].calls) rows[n++] = t->row[i];
+  tz_profile_table(title, rows, n, steps);
+}
+
+void tz_prof_clear(tz_prof_totals *t) {
+  for (int i = 0; i < t->n; i++) t->row[i].ns = t->row[i].calls = t->row[i].flop = t->row[i].bytes = 0;
 }

@@ -253,8 +253,9 @@ struct tz_backend {
 };
 
 /* Create a backend by name ("cpu", "webgpu", "cuda"). threads <= 0 means all cores (OpenMP
- * default; CPU only). precision: NULL or "" for the backend's default (CUDA: bf16, others:
- * fp32), else "fp32" or "bf16"; a precision the backend does not offer is an error.
+ * default; CPU only). precision: NULL or "" for the backend's default (CUDA: bf16; WebGPU: f16
+ * where the adapter offers ShaderF16, else fp32; CPU: fp32), else "fp32", "bf16" (CUDA) or
+ * "f16" (WebGPU); a precision the backend does not offer is an error.
  * Returns NULL with tz_err() set for an unknown or unavailable backend. */
 tz_backend *tz_backend_create(const char *name, int threads, const char *precision);
 /* The name and precision checks of tz_backend_create alone (no device is touched), so that a
@@ -263,8 +264,10 @@ tz_backend *tz_backend_create(const char *name, int threads, const char *precisi
 int tz_backend_check(const char *name, const char *precision);
 
 /* The WebGPU backend (src/backend/webgpu): Dawn loaded at run time (TEZGAH_WEBGPU_LIB or
- * the repository's .deps/dawn/). NULL with tz_err() when Dawn or an adapter is missing. */
-tz_backend *tz_backend_webgpu_create(void);
+ * the repository's .deps/dawn/). precision: NULL / "" (f16 where the adapter offers ShaderF16,
+ * else fp32), "f16" (an error without ShaderF16) or "fp32". NULL with tz_err() when Dawn or an
+ * adapter is missing, or f16 is asked of an adapter without it. */
+tz_backend *tz_backend_webgpu_create(const char *precision);
 /* Print the Dawn library, adapter, features and limits to stdout (`tezgah info`). 0 or -1
  * with tz_err(). */
 int tz_webgpu_info(void);
@@ -298,9 +301,29 @@ typedef struct {
  * matmuls) or GB/s (the bytes the op nominally moves), then the total. */
 void tz_profile_table(const char *title, tz_prof_row *rows, int n, double steps);
 
+/* The per-op totals a GPU backend's profiler accumulates, one row per label (an op or kernel
+ * name; the pointer is kept, so a string literal). Each backend times its ops its own way
+ * (WebGPU timestamps, CUDA events) and adds into these rows; the table is printed here. */
+#define TZ_PROF_LABELS 64
+typedef struct {
+  tz_prof_row row[TZ_PROF_LABELS];
+  int n;
+} tz_prof_totals;
+/* The row of `label` (compared by pointer, then by string), added at first use; when all
+ * TZ_PROF_LABELS rows are taken, the last is "(other)" and takes every further label. */
+int tz_prof_label(tz_prof_totals *t, const char *label);
+/* tz_profile_table over the rows that ran (calls > 0); `t` is left as it was. */
+void tz_prof_print(const tz_prof_totals *t, const char *title, double steps);
+/* Zero every row's time, calls, FLOP and bytes (the labels stay). */
+void tz_prof_clear(tz_prof_totals *t);
+
 /* The CPU backend (src/backend/cpu). */
 tz_backend *tz_backend_cpu_create(int threads);
 /* CPU buffers are host memory: the pointer behind a slice (for CPU-only code and tests). */
 void *tz_cpu_ptr(tz_slice s);
+/* The GEMM micro-kernel the CPU backend would run here ("avx512", "avx2" or "scalar": the
+ * widest this CPU has, or TEZGAH_CPU_ISA's), or NULL with tz_err() when TEZGAH_CPU_ISA names
+ * an unknown kernel or one this CPU lacks. Results do not depend on it (docs/RELIABILITY.md). */
+const char *tz_cpu_gemm_kernel(void);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "checkpoint/run_ckpt.h"
@@ -47,6 +48,33 @@ static const char *HELP =
     "  tezgah convert --to hf runs/latest --out hf_model\n"
     "      # transformers: from_pretrained(\"hf_model\")\n"
     "  tezgah convert --from hf hf_model --out runs/from-hf\n";
+
+/* An import's input that is already tezgah's format (a run directory, a checkpoint.tzc) or a
+ * directory of no format: a one-line error that says so and names what the user likely wants
+ * (the loaders alone would say "file is empty" of a directory). 0 when `in` may be imported;
+ * from is --from or NULL. */
+static int not_importable(const char *in, const char *from) {
+  struct stat st;
+  if (stat(in, &st) != 0) return 0; /* the loader names the missing file */
+  int tezgah = 0;
+  if (S_ISDIR(st.st_mode)) {
+    char *ck = tz_path_join(in, TZ_CKPT_FILE);
+    tezgah = tz_exists(ck);
+    free(ck);
+    if (!tezgah && !from && !tz_hf_is_dir(in)) { /* with --from, its loader says what is missing */
+      tz_err("%s: a directory, but neither a tezgah run (%s) nor a Hugging Face model (config.json): nothing "
+             "to import (llama2.c and llm.c models are single files)", in, TZ_CKPT_FILE);
+      return 1;
+    }
+  } else {
+    tezgah = tz_format_detect(in) == TZ_FMT_TEZGAH;
+  }
+  if (tezgah)
+    tz_err("%s: already a tezgah %s, nothing to import; to export it give --to: tezgah convert --to "
+           "llmc|llama2c|hf %s --out PATH (train --init-from %s trains from it)",
+           in, S_ISDIR(st.st_mode) ? "run" : "checkpoint", in, in);
+  return tezgah;
+}
 
 int tz_cmd_convert(int argc, char **argv) {
   static const struct option LONG[] = {{"from", 1, 0, 'f'}, {"to", 1, 0, 't'},   {"out", 1, 0, 'o'},
@@ -148,6 +176,7 @@ int tz_cmd_convert(int argc, char **argv) {
     goto out;
   }
   /* import */
+  if (not_importable(in, from)) goto out;
   tz_config cfg;
   float *p;
   if ((from && !strcmp(from, "hf")) || (!from && tz_hf_is_dir(in))) {
@@ -171,13 +200,14 @@ int tz_cmd_convert(int argc, char **argv) {
     free(path);
     goto out_p;
   }
-  int created = !tz_exists(out);
-  if (tz_mkdirs(out)) {
+  char *made = NULL; /* the shallowest directory of out this import created */
+  if (tz_mkdirs_track(out, &made)) {
     free(path);
     goto out_p;
   }
   int e = tz_run_save(path, m, tok, NULL);
-  if (e && created) rmdir(out); /* no empty run directory left behind by a failed import */
+  if (e) tz_rmdirs_upto(out, made); /* no empty directories left behind by a failed import */
+  free(made);
   if (!e) fprintf(stderr, "convert: wrote %s (%s, %d layers, C=%d, V=%d, %zu params)\n", path,
                   cfg.arch == TZ_ARCH_GPT2 ? "gpt2" : "llama", cfg.n_layer, cfg.d_model, cfg.vocab_size, m->lay.total);
   free(path);

@@ -44,7 +44,8 @@ static const char *HELP =
     "                         line goes to stderr)\n"
     "  --quiet                no progress line\n"
     "  --backend NAME         cpu (default), webgpu or cuda\n"
-    "  --precision P          fp32 or bf16 (bf16: cuda only, its default)\n"
+    "  --precision P          fp32, bf16 (cuda's default) or f16 (webgpu's default\n"
+    "                         where the adapter has ShaderF16)\n"
     "  --threads N            OpenMP threads (default: all cores)\n"
     "example:\n"
     "  tezgah eval runs/latest --data 'data/val_*.bin' --batches 20 --json eval.json\n";

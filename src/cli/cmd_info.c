@@ -137,7 +137,10 @@ int tz_cmd_info(int argc, char **argv) {
 #else
   const char *backends = "cpu, webgpu (cuda: not built)";
 #endif
-  printf("tezgah %s\nbackends: %s\ncpu: available\n", TEZGAH_VERSION, backends);
+  printf("tezgah %s\nbackends: %s\n", TEZGAH_VERSION, backends);
+  const char *gemm = tz_cpu_gemm_kernel();
+  if (gemm) printf("cpu: available, GEMM kernel %s (same results with any: TEZGAH_CPU_ISA)\n", gemm);
+  else printf("cpu: unavailable: %s\n", tz_errmsg());
   if (tz_webgpu_info() != 0) { /* one "webgpu: " (the message has its own for other callers) */
     const char *msg = tz_errmsg();
     printf("webgpu: unavailable: %s\n", strncmp(msg, "webgpu: ", 8) ? msg : msg + 8);

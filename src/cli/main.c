@@ -1,4 +1,6 @@
 /* tezgah: the command-line entry point. Each subcommand lives in src/cli/cmd_<name>.c. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,19 +47,65 @@ static int find_command(const char *name) {
 /* Exit codes: 0 success, 1 any error (usage errors included), 128+N for a training run
  * stopped by signal N after writing its checkpoint. Results go to stdout; progress and
  * diagnostics to stderr. */
-/* OpenMP's default wait policy spins idle threads for a while at every barrier; when another
- * process holds a core the spinning threads take turns with the busy ones and a step slows
- * down 5x (docs/PERF.md: 134 vs 637 tok/s on 2 loaded cores, --threads 1 637). Passive
- * waiting keeps the default thread count no slower than --threads 1 under contention.
- * libgomp reads its environment when it is loaded, before main(), so the policy is set by
- * re-executing this program once with OMP_WAIT_POLICY=PASSIVE. Not done when the user chose
- * a policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT set: OMP_WAIT_POLICY=ACTIVE restores spinning)
- * or under valgrind (the exec would leave its supervision). */
+/* The OpenMP wait policy, chosen once at start (docs/PERF.md, "CPU training on 16 cores").
+ * libgomp's default spins an idle thread at every barrier for up to 300000 pauses before it
+ * sleeps. Where another process holds cores the spinning threads take turns with it: a step
+ * slowed down 5x on 2 loaded cores (134 vs 637 tok/s), and 2 busy cores of 16 cost 45% with a
+ * 30000 spin. Passive waiting (no spin) is robust there but costs every barrier a futex
+ * wake-up of the team: 21% of a training step on 16 idle cores (5,310 vs 6,750 tok/s).
+ * So: libgomp's default when the team fits in the cores that are free now, else
+ * OMP_WAIT_POLICY=PASSIVE. "Free" = the CPUs this process may run on minus the other
+ * runnable tasks (procs_running of /proc/stat, the median of 3 samples 1 ms apart); the team
+ * = OMP_NUM_THREADS, else --threads N, else those CPUs. A load that starts later is not
+ * seen. libgomp reads its environment when it is loaded, before main(), so passive waiting
+ * is set by re-executing this program once. Nothing is changed when the user chose a policy
+ * (OMP_WAIT_POLICY or GOMP_SPINCOUNT set) or under valgrind (the exec would leave its
+ * supervision). */
+
+/* Runnable tasks on the machine now, this process included; -1 if unknown. */
+static int procs_running(void) {
+  FILE *f = fopen("/proc/stat", "r");
+  if (!f) return -1;
+  char line[256];
+  int n = -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "procs_running %d", &n) == 1) break;
+  fclose(f);
+  return n;
+}
+
+/* The team size the run will ask for: OMP_NUM_THREADS, else --threads N / --threads=N. 0:
+ * the OpenMP default (all CPUs this process may use). */
+static int team_size(char **argv) {
+  const char *e = getenv("OMP_NUM_THREADS");
+  if (e && atoi(e) > 0) return atoi(e);
+  for (int i = 1; argv[i]; i++) {
+    if (!strcmp(argv[i], "--threads") && argv[i + 1]) return atoi(argv[i + 1]);
+    if (!strncmp(argv[i], "--threads=", 10)) return atoi(argv[i] + 10);
+  }
+  return 0;
+}
+
+static int spin_fits(char **argv) {
+  cpu_set_t set;
+  int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  int team = team_size(argv);
+  if (team <= 0 || team > cpus) team = cpus;
+  int r[3];
+  for (int i = 0; i < 3; i++) {
+    if (i) usleep(1000);
+    if ((r[i] = procs_running()) < 0) return 0;
+  }
+  int lo = r[0] < r[1] ? r[0] : r[1], hi = r[0] < r[1] ? r[1] : r[0];
+  int med = r[2] < lo ? lo : r[2] > hi ? hi : r[2];
+  return team <= cpus - (med - 1);
+}
+
 static void set_wait_policy(char **argv) {
   if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
   const char *pre = getenv("LD_PRELOAD");
   if (pre && strstr(pre, "vgpreload")) return;
-  if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
+  if (spin_fits(argv) || setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
   execv("/proc/self/exe", argv); /* returns only on failure: run on with the default policy */
 }
 

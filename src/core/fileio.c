@@ -189,15 +189,25 @@ int tz_write_file_atomic(const char *path, const void *data, size_t n) {
   return tz_afile_commit(&af);
 }
 
-int tz_mkdirs(const char *path) {
+int tz_mkdirs_track(const char *path, char **top) {
+  if (top) *top = NULL;
   char *p = tz_strdup(path);
   for (char *s = p + 1;; s++) {
     if (*s == '/' || *s == 0) {
       char c = *s;
       *s = 0;
-      if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+      if (mkdir(p, 0777) == 0) {
+        if (top && !*top) *top = tz_strdup(p);
+      } else if (errno != EEXIST) {
         int e = errno;
         tz_err("%s: cannot create directory: %s", p, strerror(e));
+        if (top && *top) { /* undo what this call created: p's parent and up */
+          char *slash = strrchr(p, '/');
+          if (slash) *slash = 0;
+          tz_rmdirs_upto(p, *top);
+          free(*top);
+          *top = NULL;
+        }
         free(p);
         return -1;
       }
@@ -209,6 +219,31 @@ int tz_mkdirs(const char *path) {
   int ok = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
   free(p);
   return ok ? 0 : tz_err("%s: not a directory", path);
+}
+
+int tz_mkdirs(const char *path) { return tz_mkdirs_track(path, NULL); }
+
+/* Cut trailing slashes from p in place ("a/b//" -> "a/b"; "/" stays). */
+static void strip_slashes(char *p) {
+  size_t n = strlen(p);
+  while (n > 1 && p[n - 1] == '/') p[--n] = 0;
+}
+
+void tz_rmdirs_upto(const char *path, const char *top) {
+  if (!top) return;
+  char *p = tz_strdup(path), *t = tz_strdup(top);
+  strip_slashes(p);
+  strip_slashes(t);
+  /* top is a prefix of path as tz_mkdirs_track cut it; never walk above it */
+  size_t tn = strlen(t);
+  while (strlen(p) >= tn && !strncmp(p, t, tn) && rmdir(p) == 0 && strcmp(p, t)) {
+    char *slash = strrchr(p, '/');
+    if (!slash || slash == p) break;
+    *slash = 0;
+    strip_slashes(p);
+  }
+  free(p);
+  free(t);
 }
 
 int tz_exists(const char *path) {

@@ -53,6 +53,14 @@ void tz_paths_free(char **paths, size_t n);
 
 /* mkdir -p. Errors name the path. */
 int tz_mkdirs(const char *path);
+/* tz_mkdirs that also reports what it created: *top (if top is non-NULL) receives a malloc'ed
+ * copy of the shallowest directory this call created ("runs6" for "runs6/a" when neither
+ * existed), or NULL when every directory existed. tz_rmdirs_upto(path, *top) undoes it. */
+int tz_mkdirs_track(const char *path, char **top);
+/* Remove path, then its parents up to and including top, each only while it is empty (a
+ * directory that holds anything stops the walk). top NULL: nothing is removed. Best effort:
+ * no errors. */
+void tz_rmdirs_upto(const char *path, const char *top);
 /* 1 if path exists (any type). */
 int tz_exists(const char *path);
 /* Join two path parts with '/' into a malloc'ed string. */

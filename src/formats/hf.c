@@ -38,6 +38,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/gen_defaults.h"
 #include "formats/formats.h"
 #include "formats/safetensors.h"
 #include "model/layout.h"
@@ -654,15 +655,13 @@ static int hf_write_files(const char *dir, const tz_config *cfg, const float *pa
   else if (tok) bos = eos = tz_tok_eot(tok);
   if (tz_st_write(mpath, outs, n) || write_json(dir, "config.json", config_json(&c, bos, eos)))
     goto out;
-  tz_sample_opts so;
-  tz_sample_opts_default(&so);
   cJSON *g = cJSON_CreateObject();
   if (bos >= 0) cJSON_AddNumberToObject(g, "bos_token_id", bos);
   if (eos >= 0) cJSON_AddNumberToObject(g, "eos_token_id", eos);
   cJSON_AddBoolToObject(g, "do_sample", 1);
-  cJSON_AddNumberToObject(g, "temperature", short_float(so.temperature));
-  cJSON_AddNumberToObject(g, "top_k", so.top_k);
-  cJSON_AddNumberToObject(g, "top_p", short_float(so.top_p));
+  cJSON_AddNumberToObject(g, "temperature", short_float(TZ_GEN_TEMPERATURE));
+  cJSON_AddNumberToObject(g, "top_k", TZ_GEN_TOP_K);
+  cJSON_AddNumberToObject(g, "top_p", short_float(TZ_GEN_TOP_P));
   cJSON_AddNumberToObject(g, "max_length", c.max_seq_len);
   if (write_json(dir, "generation_config.json", g)) goto out;
   if (tok && tz_tok_kind(tok) == TZ_TOKENIZER_BPE) {

@@ -15,30 +15,47 @@
 
 #include "backend/backend.h"
 
-/* Host memory behind a tz_buf. Buffers are 64-byte aligned and zero-filled at alloc. */
+/* Host memory behind a tz_buf. Buffers are 64-byte aligned and zero-filled at alloc, except
+ * under the test switch TEZGAH_CPU_MISALIGN=N (data starts N bytes past the boundary). */
 struct tz_buf {
   void *data;
   size_t bytes;
+  void *mem; /* the allocation (what free() takes): data − the misalignment */
 };
 
-/* Matmul packing geometry (matmul_cpu.c): micro-tile MR x NR, cache blocks MC, KC, NC. */
-#define TZ_MM_MR 8
-#define TZ_MM_NR 32
+/* Matmul packing geometry (matmul_cpu.c): cache blocks MC (rounded down to the kernel's MR),
+ * KC, NC (a multiple of every kernel's NR). KC is part of the arithmetic (an element's sum is
+ * one FMA chain per KC slice, slices added in order): changing it changes results' bits. */
 #define TZ_MM_MC 128
 #define TZ_MM_KC 256
 #define TZ_MM_NC 4096
+
+/* A GEMM micro-kernel (matmul_ukernel_cpu.c): C[mr,nr] (ldc) = (load ? C : 0) + (bias ? bias :
+ * 0) + a·b over kc, a a packed MR-row strip, b a packed NR-wide panel (64-byte aligned). */
+typedef struct {
+  const char *name; /* "avx512", "avx2", "scalar" */
+  int mr, nr;       /* register tile */
+  void (*fn)(int kc, const float *a, const float *b, float *C, size_t ldc, int mr, int nr,
+             int load, const float *bias);
+} tz_mm_ukernel;
+
+/* The widest micro-kernel this CPU runs, or the one TEZGAH_CPU_ISA=avx512|avx2|scalar names;
+ * NULL with tz_err() when that one is unknown or the CPU lacks its instructions. */
+const tz_mm_ukernel *tz_mm_pick(void);
 
 /* The CPU backend's private state (be->ctx). Scratch is allocated at creation (matmul
  * packing) or grown on first use (attention rows), never per call in steady state. */
 typedef struct {
   int threads;    /* OpenMP team size used by every kernel */
-  int use_blas;   /* matmul path: 1 = cblas_sgemm, 0 = plain C kernels (TZ_MATMUL env) */
+  int use_blas;   /* matmul path: 1 = cblas_sgemm, 0 = our GEMM (TZ_MATMUL env, default c) */
+  const tz_mm_ukernel *mm; /* our GEMM's micro-kernel (tz_mm_pick) */
   float *apack;   /* [threads][MC*KC] packed A blocks, one per thread */
   float *bpack;   /* [KC*NC] packed B block, shared by the team */
   float *scratch; /* attention score rows, [threads][scratch_stride] */
   /* apack and scratch are indexed by omp_get_thread_num(): regions using them pin
    * num_threads(threads) so a later omp_set_num_threads() cannot index past them. */
   size_t scratch_stride;
+  size_t misalign; /* TEZGAH_CPU_MISALIGN: bytes past 64-byte alignment for every buffer */
   size_t bytes_used, bytes_peak; /* buffers from alloc(): now and at most (mem_used/mem_peak) */
 } tz_cpu_ctx;
 

@@ -19,6 +19,7 @@
 #include "checkpoint/run_ckpt.h"
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/gen_defaults.h"
 #include "core/utf8.h"
 #include "sample/sampler.h"
 #include "tezgah.h"
@@ -49,9 +50,9 @@ void tz_sample_opts_default(tz_sample_opts *o) {
   o->prompt = "";
   o->backend = "cpu";
   o->tokens = 256;
-  o->temperature = 0.8f;
-  o->top_k = 40;
-  o->top_p = 1.0f;
+  o->temperature = TZ_GEN_TEMPERATURE;
+  o->top_k = TZ_GEN_TOP_K;
+  o->top_p = TZ_GEN_TOP_P;
   o->seed = 1337;
 }
 

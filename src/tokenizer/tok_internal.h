@@ -131,7 +131,7 @@ int tz_pretok_spans(const tz_tokenizer *t, const char *text, const tz_span *sp, 
 enum { TZ_CLASS_OTHER = 0, TZ_CLASS_LETTER = 1, TZ_CLASS_NUMBER = 2, TZ_CLASS_SPACE = 3 };
 #define TZ_PRETOK_CLASS_WORDS (0x110000 / 16)
 int tz_pretok_classes(const uint32_t **table, double *seconds);
-/* tok_webgpu.c: the GPU pre-tokenizer alone (bpe_pretok.wgsl) on text[0, n) as one batch, for
+/* tok_webgpu_pretok.c: the GPU pre-tokenizer alone (bpe_pretok.wgsl) on text[0, n) as one batch, for
  * tests: the pieces as malloc'ed (start, length) pairs like tz_pretok_pieces (length 0xffffffff
  * for the special literal eot[0, eotn) when eot is not NULL). -1 with tz_err when WebGPU or the
  * GPU pre-tokenizer is unavailable or n is above one batch. */

@@ -125,7 +125,7 @@ void tz_tok_free(tz_tokenizer *t);
  * tz_tok_load_buf reads it back. Checkpoints store tokenizers this way. */
 int tz_tok_to_blob(const tz_tokenizer *t, char **data, size_t *len);
 
-/* ---- WebGPU (tok_webgpu.c; kernels in src/kernels/bpe/) ----
+/* ---- WebGPU (tok_webgpu*.c, one file per stage; kernels in src/kernels/bpe/) ----
  * Byte-level BPE training, encoding and decoding as WGSL kernels through Dawn, with output
  * identical to the CPU functions above. Needs ids < 65536 and texts < 2 GiB (training) /
  * 4 GiB (encoding). The device is created on first use and kept for the process. */

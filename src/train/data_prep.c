@@ -155,6 +155,7 @@ int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int voc
   /* a given tokenizer is stored in its native format (tz_tok_to_blob; tz_tok_load detects it) */
   out->tokenizer_path = tz_path_join(dir, given ? "tokenizer" : "tokenizer.json");
   int rc = -1;
+  char *made = NULL; /* the shallowest cache directory this call created */
   tz_tokenizer *tok = NULL;
   int32_t *ids = NULL;
   size_t n = 0;
@@ -168,7 +169,7 @@ int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int voc
       goto done;
     }
   }
-  if (tz_mkdirs(dir)) goto done;
+  if (tz_mkdirs_track(dir, &made)) goto done;
   tz_afile_sweep(dir); /* shards of an earlier, killed preparation */
   double t0 = now_s();
   if (given) {
@@ -223,6 +224,8 @@ int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int voc
             tz_tok_vocab_size(tok), vocab_size);
   rc = 0;
 done:
+  if (rc) tz_rmdirs_upto(dir, made); /* no empty cache directories left by a failed preparation */
+  free(made);
   free(blob);
   free(ids);
   tz_tok_free(tok);

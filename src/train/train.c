@@ -4,10 +4,11 @@
  *   finite → clip → AdamW → metrics.jsonl + progress line → [checkpoint]
  *   → final validation, checkpoint and a short sample.
  * Deterministic for a given seed and thread count; a resumed run continues the exact loss
- * sequence of an uninterrupted one (all state is in the checkpoint, see run_ckpt.h). */
+ * sequence of an uninterrupted one (all state is in the checkpoint, see run_ckpt.h).
+ * tz_train (at the end of this file) runs as named phases over one shared struct, train_run:
+ * each phase can be read alone, and phase_loop fits on a screen. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -29,6 +30,7 @@
 #include "model/config_json.h"
 #include "train/data_prep.h"
 #include "train/schedule.h"
+#include "train/train_ckpt.h"
 #include "train/train_state.h"
 #include "tezgah.h"
 
@@ -124,21 +126,6 @@ static void progress_line(char *out, size_t cap, int step, int steps, double los
   if (strlen(out) > PROGRESS_COLS) out[PROGRESS_COLS] = 0;
 }
 
-/* Point runs/latest at the run directory (a symlink replaced atomically). */
-static void mark_latest(const char *run_dir) {
-  char *copy = tz_strdup(run_dir), *copy2 = tz_strdup(run_dir);
-  char *parent = dirname(copy), *base = basename(copy2);
-  char *link = tz_path_join(parent, "latest"), *tmp = tz_path_join(parent, ".latest.tmp");
-  if (strcmp(base, "latest") != 0) {
-    unlink(tmp);
-    if (symlink(base, tmp) == 0 && rename(tmp, link) != 0) unlink(tmp);
-  }
-  free(link);
-  free(tmp);
-  free(copy);
-  free(copy2);
-}
-
 /* On resume, drop metrics lines of steps after the checkpoint (they will be re-run), so
  * metrics.jsonl reads like an uninterrupted run's. Lines that do not parse are dropped too. */
 static int metrics_trim(const char *path, int step) {
@@ -219,423 +206,336 @@ static volatile sig_atomic_t g_stop_signal;
 void tz_train_request_stop(int sig) { g_stop_signal = sig > 0 ? sig : SIGTERM; }
 int tz_train_stop_requested(void) { return g_stop_signal; }
 
-/* 1 if the directory holds no entries besides . and .. */
-static int dir_is_empty(const char *path) {
-  DIR *d = opendir(path);
-  if (!d) return 0;
-  int empty = 1;
-  for (struct dirent *e; empty && (e = readdir(d));)
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = 0;
-  closedir(d);
-  return empty;
-}
-
-/* fsync a directory (renames and unlinks in it durable). Best effort. */
-static void sync_dir(const char *dir) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
-}
-
-/* <dir>/<name> becomes another name of the file at `src` (a hard link: no copy), atomically:
- * a link under a temporary name ("<name>.tmp.<pid>", swept after a crash) renamed over it. */
-static int link_as(const char *src, const char *dir, const char *name) {
-  char *dst = tz_path_join(dir, name);
-  size_t n = strlen(dst) + 32;
-  char *tmp = tz_malloc(n);
-  snprintf(tmp, n, "%s.tmp.%ld", dst, (long)getpid());
-  unlink(tmp);
-  int rc = 0;
-  if (link(src, tmp) != 0 || rename(tmp, dst) != 0) {
-    rc = tz_err("%s: cannot keep the checkpoint: %s", dst, strerror(errno));
-    unlink(tmp);
-  }
-  sync_dir(dir);
-  free(tmp);
-  free(dst);
-  return rc;
-}
-
-static int cmp_int_desc(const void *a, const void *b) {
-  int x = *(const int *)a, y = *(const int *)b;
-  return (x < y) - (x > y);
-}
-
-/* --keep N: checkpoint.tzc (just written, at `step`) is also kept as checkpoint-<step>.tzc;
- * of those, the N with the highest steps stay. A crash between the link and the removals
- * leaves one more file, removed at the next rotation; never a partial checkpoint (each name
- * is a complete file or absent). */
-static int rotate(const char *run_dir, const char *ckpt_path, int step, int keep) {
-  char name[64];
-  if (keep == 1) keep = 0; /* --keep 1: checkpoint.tzc alone (a run resumed with a lower --keep drops the rest) */
-  snprintf(name, sizeof name, "checkpoint-%08d.tzc", step);
-  if (keep > 0 && link_as(ckpt_path, run_dir, name)) return -1;
-  DIR *d = opendir(run_dir);
-  if (!d) return 0;
-  int *steps = NULL, n = 0, cap = 0;
-  for (struct dirent *e; (e = readdir(d));) {
-    int s, len = 0;
-    if (sscanf(e->d_name, "checkpoint-%8d.tzc%n", &s, &len) == 1 && len == (int)strlen(e->d_name) && len == 23) {
-      if (n == cap) steps = tz_realloc(steps, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *steps);
-      steps[n++] = s;
-    }
-  }
-  closedir(d);
-  qsort(steps, (size_t)n, sizeof *steps, cmp_int_desc);
-  for (int i = keep; i < n; i++) {
-    snprintf(name, sizeof name, "checkpoint-%08d.tzc", steps[i]);
-    char *p = tz_path_join(run_dir, name);
-    unlink(p);
-    free(p);
-  }
-  if (n > keep) sync_dir(run_dir);
-  free(steps);
-  return 0;
-}
-
-/* Write the checkpoint (rank 0 alone writes; collective for data-parallel runs: call it on
- * every rank). With ZeRO-1 the moment shards are gathered first, through the gradient buffer
- * (free between steps): m into it and then to a host copy on rank 0, then v into it. The file
- * is then an ordinary single-process checkpoint. The others are not told whether the write
- * worked: callers follow with tz_comm_agree. */
-static int save(const char *path, tz_model *m, const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader,
-                tz_comm *comm) {
-  tz_run_src am = {m->m, NULL}, av = {m->v, NULL};
-  float *host_m = NULL;
-  if (m->zero) {
-    tz_backend *be = m->be;
-    size_t S = m->shard_n, total = m->lay.total;
-    tz_slice g = {m->grads, 0}, mine = tz_f32(g, (size_t)comm->rank * S);
-    be->copy(be, mine, (tz_slice){m->m, 0}, S * sizeof(float));
-    comm->all_gather(comm, g, S);
-    if (comm->rank == 0) {
-      host_m = tz_malloc(total * sizeof *host_m);
-      be->download(be, host_m, g, total * sizeof *host_m);
-    }
-    be->copy(be, mine, (tz_slice){m->v, 0}, S * sizeof(float));
-    comm->all_gather(comm, g, S);
-    be->sync(be);
-    am = (tz_run_src){NULL, host_m};
-    av = (tz_run_src){m->grads, NULL};
-  }
-  int rc = 0;
-  if (comm->rank == 0) {
-    st->loader_pos = tz_loader_get_pos(loader);
-    cJSON *j = tz_train_state_to_json(st);
-    rc = tz_run_save_moments(path, m, tok, j, am, av);
-    cJSON_Delete(j);
-  }
-  free(host_m);
-  return rc;
-}
-
-/* Checkpoint, then (once per session) write the tokenizer file and point runs/latest here: `tezgah sample` alone must find a run
- * that has a checkpoint. */
-static int save_and_mark(const char *path, const char *run_dir, int *marked, tz_model *m,
-                         const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader, tz_comm *comm) {
-  int rc = save(path, m, tok, st, loader, comm);
-  if (comm->rank > 0 || rc) return rc;
-  if (st->opts->keep >= 1 && rotate(run_dir, path, st->step, st->opts->keep)) return -1;
-  if (!*marked) {
-    /* the run's tokenizer beside the checkpoint, in its native format (encode/decode
-     * --tokenizer RUN_DIR, Hugging Face tools read tokenizer.json) */
-    if (tok) {
-      char *data, *tp = tz_path_join(run_dir, tz_tok_kind(tok) == TZ_TOKENIZER_BPE ? "tokenizer.json" : "tokenizer.bin");
-      size_t len;
-      int e = tz_tok_to_blob(tok, &data, &len);
-      if (!e) e = tz_write_file_atomic(tp, data, len), free(data);
-      free(tp);
-      if (e) return -1;
-    }
-    mark_latest(run_dir);
-  }
-  *marked = 1;
-  return 0;
-}
-
-int tz_train(const tz_train_opts *opts_in) {
-  tz_train_opts o = *opts_in;
-  int rc = -1, finished = 0; /* finished: a resumed run with nothing left to do */
-  tz_backend *be = NULL;
-  tz_model *m = NULL;
-  tz_tokenizer *tok = NULL;
-  tz_loader *train = NULL, *val = NULL;
-  tz_run_file rf = {0};
-  tz_metrics *metrics = NULL;
-  tz_prepared prep = {0};
-  int32_t *in = NULL, *tg = NULL;
-  int *inject_nan = NULL, *inject_inf = NULL, n_inject_nan = 0, n_inject_inf = 0;
-  char *ckpt_path = NULL, *best_path = NULL, *metrics_path = NULL, *cache_root = NULL;
-  int created_run_dir = 0, latest_marked = 0;
-  tz_comm *comm = NULL;
+/* ---- tz_train, phase by phase ----
+ * One training session: start → resume | init-from → options → backend and ranks → run
+ * directory → data (shards, tokenizer) → model config → loaders → model → metrics → ranks
+ * joined → report → the loop → the end, then finish() frees what was made. Every phase
+ * reads and fills the run below and returns 0 to go on, -1 for an error (tz_last_error), or
+ * 1 for an early end whose result is already in rc. */
+typedef struct {
+  tz_train_opts o;   /* the options as they end up (a resumed run's: the checkpoint's) */
+  tz_train_state st; /* what the checkpoint carries (st.opts points to o) */
+  int rc;            /* tz_train's result: -1 until a phase settles it */
+  int finished;      /* a resumed run with nothing left to do */
   /* data parallelism: W ranks of B_rank rows each; o.B is the global batch W·B_rank (what
    * the checkpoint records, so a run resumes with any W that divides it). agreed: this
    * rank's failure is known to the others (tz_comm_agree); in_loop: past the set-up. */
-  int W = 1, rank = 0, B_rank = o.B, agreed = 0, in_loop = 0;
   tz_dist_env denv;
-  tz_train_state st;
-  tz_train_state_init(&st, &o);
-  if (tz_dist_env_read(&denv)) goto out;
-  W = denv.world, rank = denv.rank;
-  if (rank > 0) o.quiet = 1; /* rank 0 alone reports progress (errors are still printed) */
-  if (tz_backend_check(o.backend, o.precision)) goto out; /* a config error: before any slow work */
+  int W, rank, B_rank, agreed, in_loop;
+  tz_comm *comm;
+  tz_backend *be;
+  tz_model *m;
+  tz_tokenizer *tok;
+  tz_run_file rf;   /* the checkpoint (--resume) or model (--init-from) opened */
+  tz_prepared prep; /* a --data corpus's cached shards and tokenizer */
+  tz_loader *train, *val;
+  tz_metrics *metrics;
+  int32_t *in, *tg; /* this rank's batch rows: B_rank × T inputs and targets */
+  int *inject_nan, *inject_inf, n_inject_nan, n_inject_inf; /* --debug-inject-* steps */
+  char *ckpt_path, *best_path, *metrics_path, *cache_root;
+  char *created_top; /* the shallowest directory of o.run_dir this run created */
+  int latest_marked;
+  /* the loop's clock and counters */
+  size_t N; /* tokens per batch, all ranks */
+  int warmup, tty, first_step, prof_from, n_recent, last_val_step;
+  /* elapsed_s in checkpoints = wall time of earlier sessions + this session's so far */
+  double t_start, prior_elapsed, tokens_done, last_val, val_dt;
+  double recent[RECENT];
+  /* After the first step's warm-up (lazily allocated scratch, stdio buffers) a step allocates
+   * nothing: the metrics record is formatted into this buffer (tests/test_step_alloc.sh). */
+  char line[512];
+} train_run;
 
-  /* ---- resume: the checkpoint's options and config win over defaults ---- */
-  if (o.resume) {
-    if (tz_run_open(o.resume, &rf)) goto out;
-    if (!rf.train) {
-      tz_err("%s: checkpoint has no training state (an imported or exported model); start a new run from its "
-             "weights with --init-from %s", rf.path, o.resume);
-      goto out;
-    }
-    int asked = o.steps; /* > 0: --steps given (0: keep the checkpoint's total) */
-    if (tz_train_state_from_json(rf.train, rf.path, &st, &o)) goto out;
-    /* Refused before any work: the loop would run no step, yet rewrite the checkpoint with a
-     * total below its own step ("step 38 of 35"). Equal: nothing to do, also refused. A run
-     * resumed without --steps keeps its recorded total. */
-    if (asked > 0 && asked <= st.step) {
-      tz_err("--steps %d: the run is already at step %d%s; give --steps above %d to continue it", asked, st.step,
-             asked == st.step ? " (nothing to do)" : "", st.step);
-      goto out;
-    }
-    /* A checkpoint at its run's last step is the final one (the loop checkpoints only steps
-     * below the total; the final validation precedes that save): nothing is left to do. */
-    if (asked == 0 && st.step >= o.steps) {
-      if (!o.quiet)
-        fprintf(stderr, "%s: the run is finished (step %d of %d); nothing to do, give --steps above %d to continue it\n",
-                o.resume, st.step, o.steps, st.step);
-      rc = 0, finished = 1;
-      goto out;
-    }
-    if (o.steps != st.recorded_steps && !o.quiet)
-      fprintf(stderr, "note: --steps %d replaces the run's %d: the cosine schedule is recomputed for the new "
-                      "total, so the learning rate changes from here on\n", o.steps, st.recorded_steps);
-    if (!o.run_dir) o.run_dir = o.resume;
-    o.model = rf.cfg;
-    tok = rf.tok;
-    rf.tok = NULL;
+/* Every rank says whether it is fine: 0 when all are, else -1 (the failure is then known
+ * to every rank, so none waits for it). Collective. */
+static int agree(train_run *r, int ok) {
+  if (!tz_comm_agree(r->comm, ok)) return 0;
+  r->agreed = 1;
+  return -1;
+}
+
+static double run_validation(train_run *r) {
+  return validate(r->m, r->val, r->o.val_batches, r->in, r->tg, r->comm, r->rank * r->B_rank, r->B_rank);
+}
+
+/* The run's options, the ranks of a data-parallel run, and a config check before any work. */
+static int phase_start(train_run *r, const tz_train_opts *opts_in) {
+  r->o = *opts_in;
+  r->rc = -1;
+  r->W = 1;
+  r->B_rank = r->o.B;
+  tz_train_state_init(&r->st, &r->o);
+  if (tz_dist_env_read(&r->denv)) return -1;
+  r->W = r->denv.world, r->rank = r->denv.rank;
+  if (r->rank > 0) r->o.quiet = 1; /* rank 0 alone reports progress (errors are still printed) */
+  if (tz_backend_check(r->o.backend, r->o.precision)) return -1; /* a config error: before any slow work */
+  return 0;
+}
+
+/* --resume: the checkpoint's options and config win over defaults. */
+static int phase_resume(train_run *r) {
+  tz_train_opts *o = &r->o;
+  tz_train_state *st = &r->st;
+  if (!o->resume) return 0;
+  if (tz_run_open(o->resume, &r->rf)) return -1;
+  if (!r->rf.train)
+    return tz_err("%s: checkpoint has no training state (an imported or exported model); start a new run from its "
+                  "weights with --init-from %s", r->rf.path, o->resume);
+  int asked = o->steps; /* > 0: --steps given (0: keep the checkpoint's total) */
+  if (tz_train_state_from_json(r->rf.train, r->rf.path, st, o)) return -1;
+  /* Refused before any work: the loop would run no step, yet rewrite the checkpoint with a
+   * total below its own step ("step 38 of 35"). Equal: nothing to do, also refused. A run
+   * resumed without --steps keeps its recorded total. */
+  if (asked > 0 && asked <= st->step)
+    return tz_err("--steps %d: the run is already at step %d%s; give --steps above %d to continue it", asked,
+                  st->step, asked == st->step ? " (nothing to do)" : "", st->step);
+  /* A checkpoint at its run's last step is the final one (the loop checkpoints only steps
+   * below the total; the final validation precedes that save): nothing is left to do. */
+  if (asked == 0 && st->step >= o->steps) {
+    if (!o->quiet)
+      fprintf(stderr, "%s: the run is finished (step %d of %d); nothing to do, give --steps above %d to continue it\n",
+              o->resume, st->step, o->steps, st->step);
+    r->rc = 0, r->finished = 1;
+    return 1;
   }
-  /* ---- init from a model: its config and weights, fresh optimizer and training state ---- */
-  if (o.init_from) {
-    if (o.resume) {
-      tz_err("--init-from: give --resume (continue a run) or --init-from (start one from a model), not both");
-      goto out;
-    }
-    if (tz_run_open(o.init_from, &rf)) goto out;
-    o.model = rf.cfg;
-    if (o.tokenizer) {
-      if (tz_tok_load_spec(o.tokenizer, &tok)) goto out;
-    } else {
-      tok = rf.tok;
-      rf.tok = NULL;
-    }
-    if (tok && tz_tok_vocab_size(tok) > o.model.vocab_size) {
-      tz_err("--tokenizer: %s has %d tokens but the model's vocab_size is %d", o.tokenizer ? o.tokenizer : rf.path,
-             tz_tok_vocab_size(tok), o.model.vocab_size);
-      goto out;
-    }
-    if (!tok && !o.train_shards) {
-      tz_err("%s: the model has no tokenizer to encode --data %s with; give --tokenizer (or token shards with "
-             "--train-shards)", rf.path, o.data);
-      goto out;
-    }
-    if (o.T <= 0) o.T = o.model.max_seq_len < 128 ? o.model.max_seq_len : 128;
-    if (o.T > o.model.max_seq_len) { /* before any slow work (data preparation) */
-      tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d (%s)", o.T, o.model.max_seq_len, rf.path);
-      goto out;
-    }
-  }
-  if (!o.run_dir) {
-    tz_err("--run-dir: no run directory given");
-    goto out;
-  }
-  if (parse_steps("--debug-inject-nan", o.debug_inject_nan, &inject_nan, &n_inject_nan) ||
-      parse_steps("--debug-inject-inf", o.debug_inject_inf, &inject_inf, &n_inject_inf))
-    goto out;
-  if (!(o.skip_loss_z >= 0) || !(o.skip_norm_z >= 0)) {
-    tz_err("--skip-loss-z / --skip-norm-z: %g / %g must be >= 0 (0 = off)", o.skip_loss_z, o.skip_norm_z);
-    goto out;
-  }
-  if (o.B < 1 || o.T < 1 || o.grad_accum < 1 || o.steps < 1) {
-    tz_err("options: B=%d, T=%d, grad_accum=%d and steps=%d must all be >= 1", o.B, o.T, o.grad_accum, o.steps);
-    goto out;
-  }
-  if (o.resume) { /* the checkpoint's B is the global batch */
-    if (o.B % W) {
-      tz_err("--resume: the run's global batch B=%d does not divide into %d processes", o.B, W);
-      goto out;
-    }
-    B_rank = o.B / W;
+  if (o->steps != st->recorded_steps && !o->quiet)
+    fprintf(stderr, "note: --steps %d replaces the run's %d: the cosine schedule is recomputed for the new "
+                    "total, so the learning rate changes from here on\n", o->steps, st->recorded_steps);
+  if (!o->run_dir) o->run_dir = o->resume;
+  o->model = r->rf.cfg;
+  r->tok = r->rf.tok;
+  r->rf.tok = NULL;
+  return 0;
+}
+
+/* --init-from: a model's config and weights, fresh optimizer and training state. */
+static int phase_init_from(train_run *r) {
+  tz_train_opts *o = &r->o;
+  if (!o->init_from) return 0;
+  if (o->resume)
+    return tz_err("--init-from: give --resume (continue a run) or --init-from (start one from a model), not both");
+  if (tz_run_open(o->init_from, &r->rf)) return -1;
+  o->model = r->rf.cfg;
+  if (o->tokenizer) {
+    if (tz_tok_load_spec(o->tokenizer, &r->tok)) return -1;
   } else {
-    B_rank = o.B;
-    if ((long long)o.B * W > 1 << 24) {
-      tz_err("--batch-size: B=%d per process × %d processes is too large", o.B, W);
-      goto out;
-    }
-    o.B *= W;
+    r->tok = r->rf.tok;
+    r->rf.tok = NULL;
   }
-  if (!o.resume) { /* shape errors now, before any slow work (BPE training, tokenizing) */
-    tz_config probe = o.model;
-    if (probe.vocab_size <= 0) probe.vocab_size = o.vocab_size;
-    if (probe.max_seq_len == 0) probe.max_seq_len = o.T;
-    if (tz_config_finalize(&probe)) goto out;
-    if (o.T > probe.max_seq_len) {
-      tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d", o.T, probe.max_seq_len);
-      goto out;
-    }
+  if (r->tok && tz_tok_vocab_size(r->tok) > o->model.vocab_size)
+    return tz_err("--tokenizer: %s has %d tokens but the model's vocab_size is %d",
+                  o->tokenizer ? o->tokenizer : r->rf.path, tz_tok_vocab_size(r->tok), o->model.vocab_size);
+  if (!r->tok && !o->train_shards)
+    return tz_err("%s: the model has no tokenizer to encode --data %s with; give --tokenizer (or token shards with "
+                  "--train-shards)", r->rf.path, o->data);
+  if (o->T <= 0) o->T = o->model.max_seq_len < 128 ? o->model.max_seq_len : 128;
+  if (o->T > o->model.max_seq_len) /* before any slow work (data preparation) */
+    return tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d (%s)", o->T, o->model.max_seq_len,
+                  r->rf.path);
+  return 0;
+}
+
+/* The options checked, and the batch split over the ranks, before any slow work. */
+static int phase_options(train_run *r) {
+  tz_train_opts *o = &r->o;
+  if (!o->run_dir) return tz_err("--run-dir: no run directory given");
+  if (parse_steps("--debug-inject-nan", o->debug_inject_nan, &r->inject_nan, &r->n_inject_nan) ||
+      parse_steps("--debug-inject-inf", o->debug_inject_inf, &r->inject_inf, &r->n_inject_inf))
+    return -1;
+  if (!(o->skip_loss_z >= 0) || !(o->skip_norm_z >= 0))
+    return tz_err("--skip-loss-z / --skip-norm-z: %g / %g must be >= 0 (0 = off)", o->skip_loss_z, o->skip_norm_z);
+  if (o->B < 1 || o->T < 1 || o->grad_accum < 1 || o->steps < 1)
+    return tz_err("options: B=%d, T=%d, grad_accum=%d and steps=%d must all be >= 1", o->B, o->T, o->grad_accum,
+                  o->steps);
+  if (o->resume) { /* the checkpoint's B is the global batch */
+    if (o->B % r->W)
+      return tz_err("--resume: the run's global batch B=%d does not divide into %d processes", o->B, r->W);
+    r->B_rank = o->B / r->W;
+  } else {
+    r->B_rank = o->B;
+    if ((long long)o->B * r->W > 1 << 24)
+      return tz_err("--batch-size: B=%d per process × %d processes is too large", o->B, r->W);
+    o->B *= r->W;
+  }
+  if (!o->resume) { /* shape errors now, before any slow work (BPE training, tokenizing) */
+    tz_config probe = o->model;
+    if (probe.vocab_size <= 0) probe.vocab_size = o->vocab_size;
+    if (probe.max_seq_len == 0) probe.max_seq_len = o->T;
+    if (tz_config_finalize(&probe)) return -1;
+    if (o->T > probe.max_seq_len)
+      return tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d", o->T, probe.max_seq_len);
   }
   /* --keep-best needs validation losses: a run on token shards without --val-shards has none */
-  if (o.keep_best && o.train_shards && !o.val_shards) {
-    tz_err("--keep-best: no validation data (give --val-shards with --train-shards), so checkpoint-best.tzc "
-           "would never be written");
-    goto out;
-  }
-  if (o.keep_best && o.val_every <= 0 && !o.quiet)
+  if (o->keep_best && o->train_shards && !o->val_shards)
+    return tz_err("--keep-best: no validation data (give --val-shards with --train-shards), so checkpoint-best.tzc "
+                  "would never be written");
+  if (o->keep_best && o->val_every <= 0 && !o->quiet)
     fprintf(stderr, "note: --keep-best with --val-every 0: only the final validation is measured, so "
                     "checkpoint-best.tzc comes from that one alone\n");
-  /* the backend before the run directory and any slow work (BPE training, tokenizing): a bad
-   * --backend / --precision, or a GPU that is not there, fails first */
-  if (o.profile) {
-    if (strcmp(o.backend, "webgpu") && strcmp(o.backend, "cuda")) {
-      tz_err("--profile needs --backend webgpu or cuda (GPU timestamps)");
-      goto out;
-    }
+  return 0;
+}
+
+/* The backend and the ranks' communicator, before the run directory and any slow work (BPE
+ * training, tokenizing): a bad --backend / --precision, or a GPU that is not there, fails first. */
+static int phase_backend(train_run *r) {
+  tz_train_opts *o = &r->o;
+  if (o->profile) {
+    if (strcmp(o->backend, "webgpu") && strcmp(o->backend, "cuda"))
+      return tz_err("--profile needs --backend webgpu or cuda (GPU timestamps)");
     setenv("TEZGAH_PROFILE", "1", 1);
   }
-  if (W > 1 && !strcmp(o.backend, "cpu") && o.threads == 0) { /* the cores shared by this machine's ranks */
+  if (r->W > 1 && !strcmp(o->backend, "cpu") && o->threads == 0) { /* the cores shared by this machine's ranks */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    o.threads = cores / denv.local_world > 1 ? (int)(cores / denv.local_world) : 1;
+    o->threads = cores / r->denv.local_world > 1 ? (int)(cores / r->denv.local_world) : 1;
   }
-  if (W > 1 && !strcmp(o.backend, "cuda") && !getenv("TEZGAH_CUDA_DEVICE")) { /* one GPU per rank */
+  if (r->W > 1 && !strcmp(o->backend, "cuda") && !getenv("TEZGAH_CUDA_DEVICE")) { /* one GPU per rank */
     char dev[16];
-    snprintf(dev, sizeof dev, "%d", denv.local_rank);
+    snprintf(dev, sizeof dev, "%d", r->denv.local_rank);
     setenv("TEZGAH_CUDA_DEVICE", dev, 1);
   }
-  if (!(be = tz_backend_create(o.backend, o.threads, o.precision))) goto out;
-  if (tz_comm_create(&denv, be, &comm)) goto out;
-  int run_dir_existed = tz_exists(o.run_dir);
-  if (!o.resume) { /* never train over another run: its checkpoint and metrics would be lost */
-    char *existing = tz_path_join(o.run_dir, TZ_CKPT_FILE);
+  if (!(r->be = tz_backend_create(o->backend, o->threads, o->precision))) return -1;
+  if (tz_comm_create(&r->denv, r->be, &r->comm)) return -1;
+  return 0;
+}
+
+/* The run directory: never another run's, writable, swept of a killed session's leftovers. */
+static int phase_run_dir(train_run *r) {
+  tz_train_opts *o = &r->o;
+  if (!o->resume) { /* never train over another run: its checkpoint and metrics would be lost */
+    char *existing = tz_path_join(o->run_dir, TZ_CKPT_FILE);
     int taken = tz_exists(existing);
     free(existing);
-    if (taken) {
-      tz_err("%s: already holds a run (%s); continue it with --resume %s or choose another --run-dir",
-             o.run_dir, TZ_CKPT_FILE, o.run_dir);
-      goto out;
-    }
+    if (taken)
+      return tz_err("%s: already holds a run (%s); continue it with --resume %s or choose another --run-dir",
+                    o->run_dir, TZ_CKPT_FILE, o->run_dir);
   }
-  if (rank == 0) { /* rank 0 alone writes into the run directory */
-    if (tz_mkdirs(o.run_dir)) goto out;
-    created_run_dir = !run_dir_existed;
-    if (access(o.run_dir, W_OK) != 0) {
-      tz_err("%s: run directory is not writable: %s", o.run_dir, strerror(errno));
-      goto out;
-    }
+  if (r->rank == 0) { /* rank 0 alone writes into the run directory */
+    if (tz_mkdirs_track(o->run_dir, &r->created_top)) return -1;
+    if (access(o->run_dir, W_OK) != 0)
+      return tz_err("%s: run directory is not writable: %s", o->run_dir, strerror(errno));
     /* A previous session killed in the middle of a checkpoint or metrics write left its
      * temporary file ("checkpoint.tzc.tmp.<pid>"): remove such leftovers of dead processes. */
-    tz_afile_sweep(o.run_dir);
+    tz_afile_sweep(o->run_dir);
   }
-  ckpt_path = tz_path_join(o.run_dir, TZ_CKPT_FILE);
-  best_path = tz_path_join(o.run_dir, TZ_CKPT_BEST_FILE);
-  metrics_path = tz_path_join(o.run_dir, "metrics.jsonl");
+  r->ckpt_path = tz_path_join(o->run_dir, TZ_CKPT_FILE);
+  r->best_path = tz_path_join(o->run_dir, TZ_CKPT_BEST_FILE);
+  r->metrics_path = tz_path_join(o->run_dir, "metrics.jsonl");
+  return 0;
+}
 
-  /* ---- data: rank 0 prepares it (BPE training, tokenizing into the cache) while the other
-   * ranks wait; they then find it cached ---- */
-  const char *train_shards = o.train_shards, *val_shards = o.val_shards;
-  for (int turn = 0; turn < (W > 1 ? 2 : 1); turn++) {
-    if (turn == 1 && tz_comm_agree(comm, 1)) {
-      agreed = 1;
-      goto out;
-    }
-    if ((turn == 0) != (rank == 0)) continue;
-  if (!train_shards) {
+/* This rank's turn of phase_data: a --data corpus prepared into cached shards (a BPE trained
+ * on it unless a tokenizer is given), or the token shards given; the tokenizer loaded. */
+static int data_turn(train_run *r, const char **train_shards, const char **val_shards) {
+  tz_train_opts *o = &r->o;
+  tz_train_state *st = &r->st;
+  if (!*train_shards) {
     /* absolute, so that a resumed run finds its shards from any working directory */
-    char *abs = realpath(o.run_dir, NULL);
-    cache_root = tz_path_join(dirname(abs), ".cache");
+    char *abs = realpath(o->run_dir, NULL);
+    r->cache_root = tz_path_join(dirname(abs), ".cache");
     free(abs);
-    if (tz_prepare_corpus_tok(o.data, o.init_from ? tok : NULL, o.vocab_size, o.val_fraction, cache_root, o.quiet,
-                              o.tokenizer_backend, &prep))
-      goto out;
-    train_shards = prep.train_path;
-    val_shards = prep.val_path;
-    st.train_shards = tz_strdup(train_shards);
-    st.val_shards = tz_strdup(val_shards);
-    if (!tok && tz_tok_load(prep.tokenizer_path, &tok)) goto out;
+    if (tz_prepare_corpus_tok(o->data, o->init_from ? r->tok : NULL, o->vocab_size, o->val_fraction, r->cache_root,
+                              o->quiet, o->tokenizer_backend, &r->prep))
+      return -1;
+    *train_shards = r->prep.train_path;
+    *val_shards = r->prep.val_path;
+    st->train_shards = tz_strdup(*train_shards);
+    st->val_shards = tz_strdup(*val_shards);
+    if (!r->tok && tz_tok_load(r->prep.tokenizer_path, &r->tok)) return -1;
   } else {
-    if (!st.train_shards) st.train_shards = tz_strdup(train_shards);
-    if (!st.val_shards && val_shards) st.val_shards = tz_strdup(val_shards);
-    if (!tok && o.tokenizer && tz_tok_load_spec(o.tokenizer, &tok)) goto out;
+    if (!st->train_shards) st->train_shards = tz_strdup(*train_shards);
+    if (!st->val_shards && *val_shards) st->val_shards = tz_strdup(*val_shards);
+    if (!r->tok && o->tokenizer && tz_tok_load_spec(o->tokenizer, &r->tok)) return -1;
   }
-  }
-  if (!o.resume && !o.init_from) {
-    o.model.vocab_size = tok ? tz_tok_vocab_size(tok) : o.vocab_size;
-    if (o.model.vocab_size <= 0) {
-      tz_err("--vocab-size: needed when training on shards without a tokenizer");
-      goto out;
-    }
-    if (o.model.max_seq_len == 0) o.model.max_seq_len = o.T;
-    if (tz_config_finalize(&o.model)) goto out;
-  }
-  if (o.T > o.model.max_seq_len) {
-    tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d", o.T, o.model.max_seq_len);
-    goto out;
-  }
-  if (tz_loader_open(&train, train_shards, o.model.vocab_size, o.B, o.T) ||
-      (val_shards && tz_loader_open(&val, val_shards, o.model.vocab_size, o.B, o.T))) {
-    if (!o.train_shards && !o.resume) tz_err_prefix(o.data); /* name the user's corpus, not just the cache file */
-    goto out;
-  }
-  tz_loader_shuffle(train, o.seed);
+  return 0;
+}
 
-  /* ---- model ---- */
-  if (o.resume || o.init_from) {
-    if (tz_run_load_model(&rf, be, &m)) goto out;
+/* Data and tokenizer, then the model's config from them, and the loaders: rank 0 prepares
+ * the data (BPE training, tokenizing into the cache) while the other ranks wait; they then
+ * find it cached. */
+static int phase_data(train_run *r) {
+  tz_train_opts *o = &r->o;
+  const char *train_shards = o->train_shards, *val_shards = o->val_shards;
+  for (int turn = 0; turn < (r->W > 1 ? 2 : 1); turn++) {
+    if (turn == 1 && agree(r, 1)) return -1;
+    if ((turn == 0) != (r->rank == 0)) continue;
+    if (data_turn(r, &train_shards, &val_shards)) return -1;
+  }
+  if (!o->resume && !o->init_from) {
+    o->model.vocab_size = r->tok ? tz_tok_vocab_size(r->tok) : o->vocab_size;
+    if (o->model.vocab_size <= 0) return tz_err("--vocab-size: needed when training on shards without a tokenizer");
+    if (o->model.max_seq_len == 0) o->model.max_seq_len = o->T;
+    if (tz_config_finalize(&o->model)) return -1;
+  }
+  if (o->T > o->model.max_seq_len)
+    return tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d", o->T, o->model.max_seq_len);
+  if (tz_loader_open(&r->train, train_shards, o->model.vocab_size, o->B, o->T) ||
+      (val_shards && tz_loader_open(&r->val, val_shards, o->model.vocab_size, o->B, o->T))) {
+    if (!o->train_shards && !o->resume) tz_err_prefix(o->data); /* name the user's corpus, not just the cache file */
+    return -1;
+  }
+  tz_loader_shuffle(r->train, o->seed);
+  return 0;
+}
+
+/* The model: a checkpoint's or a model's weights, or fresh ones; training buffers; a resumed
+ * run's AdamW moments and data position. Then metrics.jsonl (rank 0) and the ranks joined:
+ * every rank starts from rank 0's weights. */
+static int phase_model(train_run *r) {
+  tz_train_opts *o = &r->o;
+  if (o->resume || o->init_from) {
+    if (tz_run_load_model(&r->rf, r->be, &r->m)) return -1;
   } else {
-    if (tz_model_create(be, &o.model, &m)) goto out;
-    tz_model_init_weights(m, o.seed);
+    if (tz_model_create(r->be, &o->model, &r->m)) return -1;
+    tz_model_init_weights(r->m, o->seed);
   }
-  m->recompute = o.recompute;
-  m->dist_world = W;
-  m->dist_rank = rank;
-  m->zero = o.zero && W > 1;
-  if (tz_model_alloc_training(m, B_rank, o.T)) goto out;
-  if (o.resume) {
-    if (tz_run_load_adam(&rf, m)) goto out;
-    if (tz_loader_set_pos(train, st.loader_pos)) {
-      tz_err_prefix(rf.path);
-      goto out;
+  tz_model *m = r->m;
+  m->recompute = o->recompute;
+  m->dist_world = r->W;
+  m->dist_rank = r->rank;
+  m->zero = o->zero && r->W > 1;
+  if (tz_model_alloc_training(m, r->B_rank, o->T)) return -1;
+  if (o->resume) {
+    if (tz_run_load_adam(&r->rf, m)) return -1;
+    if (tz_loader_set_pos(r->train, r->st.loader_pos)) {
+      tz_err_prefix(r->rf.path);
+      return -1;
     }
   }
-  tz_run_close(&rf);
-  if (rank == 0 && (metrics_trim(metrics_path, st.step) || !(metrics = tz_metrics_open(metrics_path, st.step > 0))))
-    goto out;
-  if (W > 1) {
-    if (tz_comm_agree(comm, 1)) {
-      agreed = 1;
-      goto out;
-    }
+  tz_run_close(&r->rf);
+  if (r->rank == 0 && (metrics_trim(r->metrics_path, r->st.step) ||
+                       !(r->metrics = tz_metrics_open(r->metrics_path, r->st.step > 0))))
+    return -1;
+  if (r->W > 1) {
+    if (agree(r, 1)) return -1;
     /* the same seed gives the same weights everywhere; rank 0's are made the truth anyway */
-    comm->broadcast(comm, (tz_slice){m->params, 0}, m->lay.total, 0);
+    r->comm->broadcast(r->comm, (tz_slice){m->params, 0}, m->lay.total, 0);
   }
-  in_loop = 1;
-  tz_comm_watchdog_start(comm);
+  r->in_loop = 1;
+  tz_comm_watchdog_start(r->comm);
+  return 0;
+}
 
-  size_t N = (size_t)o.B * o.T, Nr = (size_t)B_rank * o.T; /* tokens per batch: all ranks, this rank */
-  in = tz_malloc(Nr * sizeof *in);
-  tg = tz_malloc(Nr * sizeof *tg);
-  int warmup = o.warmup >= 0 ? o.warmup : o.steps / 20;
-  if (!o.quiet) {
+/* The loop's buffers and clock, and the set-up's lines on stderr (model, training, ranks,
+ * backend, memory). */
+static int phase_report(train_run *r) {
+  tz_train_opts *o = &r->o;
+  tz_model *m = r->m;
+  tz_backend *be = r->be;
+  size_t Nr = (size_t)r->B_rank * o->T; /* tokens per batch of this rank */
+  r->N = (size_t)o->B * o->T;
+  r->in = tz_malloc(Nr * sizeof *r->in);
+  r->tg = tz_malloc(Nr * sizeof *r->tg);
+  r->warmup = o->warmup >= 0 ? o->warmup : o->steps / 20;
+  if (!o->quiet) {
     fprintf(stderr, "model: %s, %d layers, %d heads (%d kv), C=%d, d_ff=%d, V=%d, T=%d: %.2fM params (%016" PRIx64 ")\n",
             tz_arch_name(m->cfg.arch), m->cfg.n_layer, m->cfg.n_head, m->cfg.n_kv_head, m->cfg.d_model,
             m->cfg.d_ff, m->cfg.vocab_size, m->cfg.max_seq_len, m->lay.total / 1e6, m->lay.fingerprint);
-    fprintf(stderr, "train: %s backend, B=%d T=%d accum=%d, %d steps%s, lr %.2e, run %s\n", be->name, o.B, o.T,
-            o.grad_accum, o.steps, st.step ? " (resumed)" : "", o.lr, o.run_dir);
-    if (W > 1)
-      fprintf(stderr, "dist: %d processes (%s), B=%d rows each%s\n", W, comm->kind, B_rank,
+    fprintf(stderr, "train: %s backend, B=%d T=%d accum=%d, %d steps%s, lr %.2e, run %s\n", be->name, o->B, o->T,
+            o->grad_accum, o->steps, r->st.step ? " (resumed)" : "", o->lr, o->run_dir);
+    if (r->W > 1)
+      fprintf(stderr, "dist: %d processes (%s), B=%d rows each%s\n", r->W, r->comm->kind, r->B_rank,
               m->zero ? ", ZeRO-1: AdamW moments sharded" : "");
-    if (o.init_from) fprintf(stderr, "init: weights from %s, fresh optimizer state\n", o.init_from);
+    if (o->init_from) fprintf(stderr, "init: weights from %s, fresh optimizer state\n", o->init_from);
     if (!strcmp(be->name, "webgpu")) fprintf(stderr, "webgpu: %s\n", tz_webgpu_describe(be));
     if (be->act != TZ_F32) fprintf(stderr, "precision: %s activations and weight copies, fp32 master weights, gradients and AdamW\n", tz_dtype_name(be->act));
     if (strcmp(be->name, "cpu") && be->mem_used) { /* the arenas on a GPU backend, in MiB */
@@ -644,257 +544,376 @@ int tz_train(const tz_train_opts *opts_in) {
               pb, pb, mv, m->train.bytes / 1048576.0, tz_dtype_name(be->act), be->name, be->mem_used(be) / 1048576.0);
     }
   }
-  int tty = isatty(2) && !o.quiet, first_step = st.step;
-  /* elapsed_s in checkpoints = wall time of earlier sessions + this session's so far */
-  double t_start = now_s(), prior_elapsed = st.elapsed_s, tokens_done = 0, last_val = NAN, val_dt = 0;
-  double recent[RECENT] = {0};
-  int n_recent = 0, last_val_step = 0;
-  /* After the first step's warm-up (lazily allocated scratch, stdio buffers) a step allocates
-   * nothing: the metrics record is formatted into this buffer (tests/test_step_alloc.sh). */
-  char line[512];
-  int prof_from = st.step; /* --profile: the table covers steps prof_from.. */
-  for (; st.step < o.steps; st.step++) {
-    double val_loss = NAN;
-    if (o.profile && st.step - first_step == 2 && o.steps - st.step >= 3) {
-      /* leave the two warm-up steps out (module loading, GEMM heuristics, scratch sizing) */
-      if (be->profile_reset) be->profile_reset(be);
-      prof_from = st.step;
-    }
-    if (val && o.val_every > 0 && st.step % o.val_every == 0) {
-      double tv = now_s();
-      val_loss = validate(m, val, o.val_batches, in, tg, comm, rank * B_rank, B_rank);
-      val_dt = now_s() - tv;
-      last_val = val_loss;
-      last_val_step = st.step;
-      if (o.keep_best && st.step > 0 && val_loss < st.best_val) {
-        /* the model now is the state after st.step steps: a complete training checkpoint */
-        st.best_val = val_loss;
-        st.elapsed_s = prior_elapsed + (now_s() - t_start);
-        int sr = save(best_path, m, tok, &st, train, comm);
-        if (tz_comm_agree(comm, sr == 0)) {
-          agreed = 1;
-          goto out;
-        }
-      }
-    }
-    double t0 = now_s();
-    float lr = tz_lr_at(st.step, o.steps, warmup, o.lr, o.min_lr_frac);
-    tz_model_zero_grads(m);
-    double loss = 0;
-    for (int a = 0; a < o.grad_accum; a++) {
-      if (tz_loader_next_rows(train, rank * B_rank, B_rank, in, tg)) goto out;
-      if (a == 0 && has_step(inject_inf, n_inject_inf, st.step + 1)) m->debug_poison_acts = 1;
-      /* 1/W: the ranks' gradients are summed, so each contributes its mean over W */
-      loss += tz_model_train_micro(m, in, tg, 1.0f / ((float)o.grad_accum * (float)W));
-      if (a == 0 && has_step(inject_nan, n_inject_nan, st.step + 1)) /* through the backend's fill op */
-        be->fill(be, (tz_slice){m->grads, 0}, NAN, m->ranges[0].n, TZ_F32);
-    }
-    loss /= o.grad_accum;
-    double norm;
-    int stop_sig = g_stop_signal;
-    if (W == 1) {
-      norm = tz_model_grad_norm(m);
-    } else {
-      /* sum the gradients (ZeRO-1: only this rank's shard is needed); the norm from each
-       * rank's shard of the sum; loss and stop requests summed alongside, so every rank
-       * takes the same decisions (skip, clip, stop) from the same numbers */
-      if (m->zero) comm->reduce_scatter(comm, (tz_slice){m->grads, 0}, m->shard_n);
-      else tz_comm_allreduce(comm, (tz_slice){m->grads, 0}, m->shard_n);
-      size_t first, n;
-      tz_model_shard(m, &first, &n);
-      double v[3] = {loss, tz_model_grad_sumsq(m, first, n), g_stop_signal ? 1.0 : 0.0};
-      tz_comm_sum_f64(comm, v, 3);
-      loss = v[0] / W;
-      norm = sqrt(v[1]);
-      stop_sig = v[2] > 0 ? (g_stop_signal ? g_stop_signal : SIGTERM) : 0;
-      tz_comm_progress();
-      /* tests: TEZGAH_DEBUG_KILL="RANK:STEP" kills that rank there, "RANK:STEP:stop" stops it
-       * (SIGSTOP: a hung peer, for the watchdog) */
-      const char *kr = getenv("TEZGAH_DEBUG_KILL");
-      int krank, kstep;
-      if (kr && sscanf(kr, "%d:%d", &krank, &kstep) == 2 && krank == rank && kstep == st.step + 1)
-        raise(strstr(kr, ":stop") ? SIGSTOP : SIGKILL);
-    }
-    const char *skip = !isfinite(loss) ? "non-finite loss" : !isfinite(norm) ? "non-finite grad norm" : NULL;
+  r->tty = isatty(2) && !o->quiet;
+  r->first_step = r->st.step;
+  r->t_start = now_s();
+  r->prior_elapsed = r->st.elapsed_s;
+  r->last_val = NAN;
+  r->prof_from = r->st.step; /* --profile: the table covers steps prof_from.. */
+  return 0;
+}
+
+/* --profile: the table leaves the two warm-up steps out (module loading, GEMM heuristics,
+ * scratch sizing) when the run has enough steps. */
+static void profile_window(train_run *r) {
+  if (r->o.profile && r->st.step - r->first_step == 2 && r->o.steps - r->st.step >= 3) {
+    if (r->be->profile_reset) r->be->profile_reset(r->be);
+    r->prof_from = r->st.step;
+  }
+}
+
+/* Every --val-every steps: the validation loss before this step (*val_loss, NAN when not
+ * due); with --keep-best, checkpoint-best.tzc when it beats the best so far. */
+static int periodic_validation(train_run *r, double *val_loss) {
+  tz_train_state *st = &r->st;
+  *val_loss = NAN;
+  if (!r->val || r->o.val_every <= 0 || st->step % r->o.val_every != 0) return 0;
+  double tv = now_s();
+  *val_loss = run_validation(r);
+  r->val_dt = now_s() - tv;
+  r->last_val = *val_loss;
+  r->last_val_step = st->step;
+  if (r->o.keep_best && st->step > 0 && *val_loss < st->best_val) {
+    /* the model now is the state after st.step steps: a complete training checkpoint */
+    st->best_val = *val_loss;
+    st->elapsed_s = r->prior_elapsed + (now_s() - r->t_start);
+    int sr = tz_train_save(r->best_path, r->m, r->tok, st, r->train, r->comm);
+    if (agree(r, sr == 0)) return -1;
+  }
+  return 0;
+}
+
+/* Zeroed gradients, then grad_accum × (forward, loss, backward) of this rank's rows: *loss
+ * is the mean over the micro-batches. --debug-inject-nan / -inf poison the first one. */
+static int accumulate(train_run *r, double *loss) {
+  tz_train_opts *o = &r->o;
+  tz_model *m = r->m;
+  int step = r->st.step + 1;
+  tz_model_zero_grads(m);
+  *loss = 0;
+  for (int a = 0; a < o->grad_accum; a++) {
+    if (tz_loader_next_rows(r->train, r->rank * r->B_rank, r->B_rank, r->in, r->tg)) return -1;
+    if (a == 0 && has_step(r->inject_inf, r->n_inject_inf, step)) m->debug_poison_acts = 1;
+    /* 1/W: the ranks' gradients are summed, so each contributes its mean over W */
+    *loss += tz_model_train_micro(m, r->in, r->tg, 1.0f / ((float)o->grad_accum * (float)r->W));
+    if (a == 0 && has_step(r->inject_nan, r->n_inject_nan, step)) /* through the backend's fill op */
+      r->be->fill(r->be, (tz_slice){m->grads, 0}, NAN, m->ranges[0].n, TZ_F32);
+  }
+  *loss /= o->grad_accum;
+  return 0;
+}
+
+/* The gradient norm. Data parallel: the ranks' gradients summed, and the loss (*loss) and
+ * stop requests (*stop_sig) with them, so that every rank decides the same. */
+static double reduce_grads(train_run *r, double *loss, int *stop_sig) {
+  tz_model *m = r->m;
+  tz_comm *comm = r->comm;
+  *stop_sig = g_stop_signal;
+  if (r->W == 1) return tz_model_grad_norm(m);
+  /* sum the gradients (ZeRO-1: only this rank's shard is needed); the norm from each
+   * rank's shard of the sum; loss and stop requests summed alongside, so every rank
+   * takes the same decisions (skip, clip, stop) from the same numbers */
+  if (m->zero) comm->reduce_scatter(comm, (tz_slice){m->grads, 0}, m->shard_n);
+  else tz_comm_allreduce(comm, (tz_slice){m->grads, 0}, m->shard_n);
+  size_t first, n;
+  tz_model_shard(m, &first, &n);
+  double v[3] = {*loss, tz_model_grad_sumsq(m, first, n), g_stop_signal ? 1.0 : 0.0};
+  tz_comm_sum_f64(comm, v, 3);
+  *loss = v[0] / r->W;
+  double norm = sqrt(v[1]);
+  *stop_sig = v[2] > 0 ? (g_stop_signal ? g_stop_signal : SIGTERM) : 0;
+  tz_comm_progress();
+  /* tests: TEZGAH_DEBUG_KILL="RANK:STEP" kills that rank there, "RANK:STEP:stop" stops it
+   * (SIGSTOP: a hung peer, for the watchdog) */
+  const char *kr = getenv("TEZGAH_DEBUG_KILL");
+  int krank, kstep;
+  if (kr && sscanf(kr, "%d:%d", &krank, &kstep) == 2 && krank == r->rank && kstep == r->st.step + 1)
+    raise(strstr(kr, ":stop") ? SIGSTOP : SIGKILL);
+  return norm;
+}
+
+/* Why this step is skipped (written into why[cap] where needed), or NULL: a non-finite loss
+ * or norm, or a z-score above --skip-loss-z / --skip-norm-z; an accepted step's loss and norm
+ * join the z-score windows. */
+static const char *skip_reason(train_run *r, double loss, double norm, char *why, size_t cap) {
+  tz_train_opts *o = &r->o;
+  tz_train_state *st = &r->st;
+  const char *skip = !isfinite(loss) ? "non-finite loss" : !isfinite(norm) ? "non-finite grad norm" : NULL;
+  if (!skip && o->skip_loss_z > 0) {
+    double z = tz_outlier_z(&st->loss_win, loss);
+    if (z > o->skip_loss_z) snprintf(why, cap, "loss z-score %.2f > %g", z, o->skip_loss_z), skip = why;
+  }
+  if (!skip && o->skip_norm_z > 0) {
+    double z = tz_outlier_z(&st->norm_win, norm);
+    if (z > o->skip_norm_z) snprintf(why, cap, "grad norm z-score %.2f > %g", z, o->skip_norm_z), skip = why;
+  }
+  if (!skip && (o->skip_loss_z > 0 || o->skip_norm_z > 0)) {
+    tz_outlier_push(&st->loss_win, loss);
+    tz_outlier_push(&st->norm_win, norm);
+  }
+  return skip;
+}
+
+/* The AdamW update with the gradients clipped to --grad-clip (ZeRO-1: each rank updates its
+ * shard, then the parameters are gathered), or the skip counted and said. */
+static int update(train_run *r, float lr, double loss, double norm, const char *skip) {
+  tz_train_opts *o = &r->o;
+  tz_train_state *st = &r->st;
+  if (skip) {
+    st->skipped++;
+    if (r->rank == 0)
+      fprintf(stderr, "%sstep %d skipped: %s (loss %g, grad norm %g)\n", r->tty ? "\n" : "", st->step + 1, skip,
+              loss, norm);
+    return 0;
+  }
+  float clip = o->grad_clip > 0 && norm > o->grad_clip ? (float)(o->grad_clip / (norm + 1e-6)) : 1.0f;
+  tz_adamw_hp hp = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, clip, (int)(st->adam_t + 1)};
+  if (tz_model_adamw(r->m, &hp)) return -1;
+  if (r->m->zero) r->comm->all_gather(r->comm, (tz_slice){r->m->params, 0}, r->m->shard_n);
+  st->adam_t++;
+  return 0;
+}
+
+/* The step's metrics.jsonl record (rank 0 writes it), formatted without allocating. */
+static int log_step(train_run *r, double loss, float lr, double norm, double tok_s, double val_loss,
+                    const char *skip) {
+  char *line = r->line;
+  size_t cap = sizeof r->line;
+  double elapsed = now_s() - r->t_start;
+  size_t len = (size_t)snprintf(line, cap, "{\"step\":%d", r->st.step + 1);
+  len += put_num(line + len, cap - len, "loss", loss);
+  len += put_num(line + len, cap - len, "lr", lr);
+  len += put_num(line + len, cap - len, "grad_norm", norm);
+  len += put_num(line + len, cap - len, "tok_per_s", round(tok_s));
+  len += put_num(line + len, cap - len, "elapsed_s", r->prior_elapsed + elapsed);
+  if (isfinite(val_loss)) len += put_num(line + len, cap - len, "val_loss", val_loss);
+  if (skip) len += snprintf(line + len, cap - len, ",\"skipped\":true,\"reason\":\"%s\"", skip);
+  len += snprintf(line + len, cap - len, "}");
+  return r->metrics && tz_metrics_write_line(r->metrics, line, len) ? -1 : 0;
+}
+
+/* The step's time joins the recent ones; the progress line, on a terminal every step (redrawn
+ * in place), else every --log-every steps and the first. */
+static void progress(train_run *r, double loss, double dt) {
+  tz_train_opts *o = &r->o;
+  int step = r->st.step;
+  r->recent[r->n_recent++ % RECENT] = dt;
+  if (o->quiet || !(r->tty || (step + 1) % o->log_every == 0 || step == 0)) return;
+  int k = r->n_recent < RECENT ? r->n_recent : RECENT, left = o->steps - step - 1;
+  double sum_dt = 0;
+  for (int i = 0; i < k; i++) sum_dt += r->recent[i];
+  int vals_left = r->val && o->val_every > 0 ? (o->steps - 1) / o->val_every - step / o->val_every + 1 : 0;
+  /* the last step's line says 0: what follows (final validation, checkpoint) is reported by the done line */
+  double eta = left > 0 ? sum_dt / k * left + r->val_dt * vals_left : 0;
+  char pl[160];
+  progress_line(pl, sizeof pl, step + 1, o->steps, loss, (double)r->N * o->grad_accum * k / sum_dt, eta, r->last_val,
+                r->last_val_step);
+  fprintf(stderr, "%s%s%s", r->tty ? "\r" : "", pl, r->tty ? "\033[K" : "\n");
+}
+
+/* A checkpoint of the state after this step (the step counted, and wall time so far). */
+static int checkpoint_next(train_run *r) {
+  r->st.step++;
+  r->st.elapsed_s = r->prior_elapsed + (now_s() - r->t_start);
+  return tz_train_save_and_mark(r->ckpt_path, r->o.run_dir, &r->latest_marked, r->m, r->tok, &r->st, r->train, r->comm);
+}
+
+/* Every --ckpt-every steps, short of the last (the end checkpoints that one). */
+static int periodic_checkpoint(train_run *r) {
+  if (r->o.ckpt_every <= 0 || (r->st.step + 1) % r->o.ckpt_every != 0 || r->st.step + 1 >= r->o.steps) return 0;
+  int src = checkpoint_next(r);
+  r->st.step--;
+  return agree(r, src == 0);
+}
+
+/* --stop-after or a stop request (stop_sig, or a signal to this one process up to now),
+ * short of the last step: a checkpoint, a line saying how to continue, and the session ends
+ * (1) with 128+signal, or 0 for --stop-after. */
+static int stop_early(train_run *r, int stop_sig) {
+  tz_train_opts *o = &r->o;
+  tz_train_state *st = &r->st;
+  int stop_now = o->stop_after > 0 && st->step + 1 - r->first_step >= o->stop_after;
+  if (r->W == 1) stop_sig = g_stop_signal; /* one process: a signal up to now counts */
+  if (!(stop_now || stop_sig) || st->step + 1 >= o->steps) return 0;
+  if (agree(r, checkpoint_next(r) == 0)) return -1;
+  if (stop_sig && r->rank == 0)
+    fprintf(stderr, "%s%s: stopped at step %d with a checkpoint; continue with --resume %s\n", r->tty ? "\n" : "",
+            stop_sig == SIGINT ? "interrupted" : "terminated", st->step, o->run_dir);
+  else if (!o->quiet)
+    fprintf(stderr, "%sstopped after %d steps of this session at step %d; continue with --resume %s\n",
+            r->tty ? "\n" : "", o->stop_after, st->step, o->run_dir);
+  r->rc = stop_sig ? 128 + stop_sig : 0;
+  return 1;
+}
+
+/* The loop: one optimizer step per turn (see the top of this file). */
+static int phase_loop(train_run *r) {
+  tz_train_opts *o = &r->o;
+  tz_train_state *st = &r->st;
+  for (; st->step < o->steps; st->step++) {
+    double val_loss, loss, norm;
+    int stop_sig, e;
     char why[96];
-    if (!skip && o.skip_loss_z > 0) {
-      double z = tz_outlier_z(&st.loss_win, loss);
-      if (z > o.skip_loss_z) snprintf(why, sizeof why, "loss z-score %.2f > %g", z, o.skip_loss_z), skip = why;
-    }
-    if (!skip && o.skip_norm_z > 0) {
-      double z = tz_outlier_z(&st.norm_win, norm);
-      if (z > o.skip_norm_z) snprintf(why, sizeof why, "grad norm z-score %.2f > %g", z, o.skip_norm_z), skip = why;
-    }
-    if (!skip && (o.skip_loss_z > 0 || o.skip_norm_z > 0)) {
-      tz_outlier_push(&st.loss_win, loss);
-      tz_outlier_push(&st.norm_win, norm);
-    }
-    if (!skip) {
-      float clip = o.grad_clip > 0 && norm > o.grad_clip ? (float)(o.grad_clip / (norm + 1e-6)) : 1.0f;
-      tz_adamw_hp hp = {lr, o.beta1, o.beta2, o.eps, o.weight_decay, clip, (int)(st.adam_t + 1)};
-      if (tz_model_adamw(m, &hp)) goto out;
-      if (m->zero) comm->all_gather(comm, (tz_slice){m->params, 0}, m->shard_n);
-      st.adam_t++;
-    } else {
-      st.skipped++;
-      if (rank == 0)
-        fprintf(stderr, "%sstep %d skipped: %s (loss %g, grad norm %g)\n", tty ? "\n" : "", st.step + 1, skip, loss, norm);
-    }
-    be->sync(be);
+    profile_window(r);
+    if (periodic_validation(r, &val_loss)) return -1;
+    double t0 = now_s();
+    float lr = tz_lr_at(st->step, o->steps, r->warmup, o->lr, o->min_lr_frac);
+    if (accumulate(r, &loss)) return -1;
+    norm = reduce_grads(r, &loss, &stop_sig);
+    const char *skip = skip_reason(r, loss, norm, why, sizeof why);
+    if (update(r, lr, loss, norm, skip)) return -1;
+    r->be->sync(r->be);
     double dt = now_s() - t0;
-    tokens_done += (double)N * o.grad_accum; /* all ranks' tokens */
-    double elapsed = now_s() - t_start;
-    double tok_s = (double)N * o.grad_accum / dt;
-    size_t len = (size_t)snprintf(line, sizeof line, "{\"step\":%d", st.step + 1);
-    len += put_num(line + len, sizeof line - len, "loss", loss);
-    len += put_num(line + len, sizeof line - len, "lr", lr);
-    len += put_num(line + len, sizeof line - len, "grad_norm", norm);
-    len += put_num(line + len, sizeof line - len, "tok_per_s", round(tok_s));
-    len += put_num(line + len, sizeof line - len, "elapsed_s", prior_elapsed + elapsed);
-    if (isfinite(val_loss)) len += put_num(line + len, sizeof line - len, "val_loss", val_loss);
-    if (skip) len += snprintf(line + len, sizeof line - len, ",\"skipped\":true,\"reason\":\"%s\"", skip);
-    len += snprintf(line + len, sizeof line - len, "}");
-    if (metrics && tz_metrics_write_line(metrics, line, len)) goto out;
-    recent[n_recent++ % RECENT] = dt;
-    if (!o.quiet && (tty || (st.step + 1) % o.log_every == 0 || st.step == 0)) {
-      int k = n_recent < RECENT ? n_recent : RECENT, left = o.steps - st.step - 1;
-      double sum_dt = 0;
-      for (int i = 0; i < k; i++) sum_dt += recent[i];
-      int vals_left = val && o.val_every > 0 ? (o.steps - 1) / o.val_every - st.step / o.val_every + 1 : 0;
-      /* the last step's line says 0: what follows (final validation, checkpoint) is reported by the done line */
-      double eta = left > 0 ? sum_dt / k * left + val_dt * vals_left : 0;
-      char pl[160];
-      progress_line(pl, sizeof pl, st.step + 1, o.steps, loss, (double)N * o.grad_accum * k / sum_dt, eta, last_val,
-                    last_val_step);
-      fprintf(stderr, "%s%s%s", tty ? "\r" : "", pl, tty ? "\033[K" : "\n");
+    r->tokens_done += (double)r->N * o->grad_accum; /* all ranks' tokens */
+    if (log_step(r, loss, lr, norm, (double)r->N * o->grad_accum / dt, val_loss, skip)) return -1;
+    progress(r, loss, dt);
+    if (periodic_checkpoint(r)) return -1;
+    if ((e = stop_early(r, stop_sig))) return e;
+  }
+  return 0;
+}
+
+/* The final validation, as a "final" record in metrics.jsonl. */
+static int final_validation(train_run *r) {
+  if (!r->val) return 0;
+  r->last_val = run_validation(r);
+  cJSON *fin = cJSON_CreateObject();
+  cJSON_AddNumberToObject(fin, "step", r->st.step);
+  cJSON_AddNumberToObject(fin, "val_loss", r->last_val);
+  cJSON_AddTrueToObject(fin, "final");
+  int wrc = r->metrics ? tz_metrics_write(r->metrics, fin) : 0;
+  cJSON_Delete(fin);
+  return wrc ? -1 : 0;
+}
+
+/* The final checkpoint (also checkpoint-best.tzc when the final validation is the best). */
+static int final_checkpoint(train_run *r, double total) {
+  tz_train_state *st = &r->st;
+  st->elapsed_s = r->prior_elapsed + total;
+  int final_best = r->o.keep_best && r->val && r->last_val < st->best_val;
+  if (final_best) st->best_val = r->last_val;
+  int src = tz_train_save_and_mark(r->ckpt_path, r->o.run_dir, &r->latest_marked, r->m, r->tok, st, r->train, r->comm);
+  if (!src && final_best && r->rank == 0) src = tz_train_link_as(r->ckpt_path, r->o.run_dir, TZ_CKPT_BEST_FILE);
+  return agree(r, src == 0);
+}
+
+/* Peak host (and device) memory of every rank, printed by rank 0. Collective. */
+static void report_rank_memory(train_run *r) {
+  tz_backend *be = r->be;
+  int W = r->W;
+  double mem[2] = {peak_rss_mib(), be->mem_peak ? be->mem_peak(be) / 1048576.0 : 0.0};
+  double *all = tz_malloc((size_t)W * 2 * sizeof *all);
+  r->comm->allgather_f64(r->comm, mem, all, 2);
+  if (!r->o.quiet) {
+    fprintf(stderr, "peak memory per rank (MiB, host%s%s):", be->mem_peak ? " / " : "", be->mem_peak ? be->name : "");
+    for (int k = 0; k < W; k++) {
+      if (be->mem_peak) fprintf(stderr, " %d: %.0f / %.0f%s", k, all[2 * k], all[2 * k + 1], k + 1 < W ? "," : "");
+      else fprintf(stderr, " %d: %.0f%s", k, all[2 * k], k + 1 < W ? "," : "");
     }
-    if (o.ckpt_every > 0 && (st.step + 1) % o.ckpt_every == 0 && st.step + 1 < o.steps) {
-      st.step++;
-      st.elapsed_s = prior_elapsed + (now_s() - t_start);
-      int src = save_and_mark(ckpt_path, o.run_dir, &latest_marked, m, tok, &st, train, comm);
-      st.step--;
-      if (tz_comm_agree(comm, src == 0)) {
-        agreed = 1;
-        goto out;
-      }
-    }
-    int stop_now = o.stop_after > 0 && st.step + 1 - first_step >= o.stop_after;
-    if (W == 1) stop_sig = g_stop_signal; /* one process: a signal up to now counts */
-    if ((stop_now || stop_sig) && st.step + 1 < o.steps) {
-      st.step++;
-      st.elapsed_s = prior_elapsed + (now_s() - t_start);
-      int src = save_and_mark(ckpt_path, o.run_dir, &latest_marked, m, tok, &st, train, comm);
-      if (tz_comm_agree(comm, src == 0)) {
-        agreed = 1;
-        goto out;
-      }
-      if (stop_sig && rank == 0)
-        fprintf(stderr, "%s%s: stopped at step %d with a checkpoint; continue with --resume %s\n", tty ? "\n" : "",
-                stop_sig == SIGINT ? "interrupted" : "terminated", st.step, o.run_dir);
-      else if (!o.quiet)
-        fprintf(stderr, "%sstopped after %d steps of this session at step %d; continue with --resume %s\n",
-                tty ? "\n" : "", o.stop_after, st.step, o.run_dir);
-      rc = stop_sig ? 128 + stop_sig : 0;
-      goto out;
-    }
+    fprintf(stderr, "\n");
   }
-  double total = now_s() - t_start;
-  if (tty) fprintf(stderr, "\n");
-  if (o.profile && rank == 0) { /* validation passes included; warm-up steps left out when there are enough */
-    if (!o.quiet && prof_from > first_step) fprintf(stderr, "profile of steps %d..%d (warm-up steps left out)\n", prof_from + 1, st.step);
-    if (be->profile_print) be->profile_print(be, st.step - prof_from);
+  free(all);
+}
+
+/* A short sample from the final checkpoint (rank 0, --sample-tokens). */
+static int final_sample(train_run *r) {
+  tz_train_opts *o = &r->o;
+  if (o->sample_tokens <= 0 || !r->tok || r->rank != 0) return 0;
+  tz_sample_opts so;
+  tz_sample_opts_default(&so);
+  so.model = r->ckpt_path;
+  so.backend = o->backend;
+  so.threads = o->threads;
+  so.tokens = o->sample_tokens;
+  so.seed = o->seed;
+  if (!o->quiet) fprintf(stderr, "sample (temperature %.1f, top-k %d):\n", so.temperature, so.top_k);
+  return tz_sample(&so, stdout) ? -1 : 0;
+}
+
+/* The end of a run that reached its last step: the profile table, final validation and
+ * checkpoint, memory and the done line, a sample. */
+static int phase_end(train_run *r) {
+  tz_train_opts *o = &r->o;
+  tz_train_state *st = &r->st;
+  double total = now_s() - r->t_start;
+  if (r->tty) fprintf(stderr, "\n");
+  if (o->profile && r->rank == 0) { /* validation passes included; warm-up steps left out when there are enough */
+    if (!o->quiet && r->prof_from > r->first_step)
+      fprintf(stderr, "profile of steps %d..%d (warm-up steps left out)\n", r->prof_from + 1, st->step);
+    if (r->be->profile_print) r->be->profile_print(r->be, st->step - r->prof_from);
   }
-  if (val) {
-    last_val = validate(m, val, o.val_batches, in, tg, comm, rank * B_rank, B_rank);
-    cJSON *fin = cJSON_CreateObject();
-    cJSON_AddNumberToObject(fin, "step", st.step);
-    cJSON_AddNumberToObject(fin, "val_loss", last_val);
-    cJSON_AddTrueToObject(fin, "final");
-    int wrc = metrics ? tz_metrics_write(metrics, fin) : 0;
-    cJSON_Delete(fin);
-    if (wrc) goto out;
-  }
-  st.elapsed_s = prior_elapsed + total;
-  int final_best = o.keep_best && val && last_val < st.best_val;
-  if (final_best) st.best_val = last_val;
-  int src = save_and_mark(ckpt_path, o.run_dir, &latest_marked, m, tok, &st, train, comm);
-  if (!src && final_best && rank == 0) src = link_as(ckpt_path, o.run_dir, TZ_CKPT_BEST_FILE);
-  if (tz_comm_agree(comm, src == 0)) {
-    agreed = 1;
-    goto out;
-  }
-  if (W > 1) { /* peak memory of every rank, printed by rank 0 */
-    double mem[2] = {peak_rss_mib(), be->mem_peak ? be->mem_peak(be) / 1048576.0 : 0.0};
-    double *all = tz_malloc((size_t)W * 2 * sizeof *all);
-    comm->allgather_f64(comm, mem, all, 2);
-    if (!o.quiet) {
-      fprintf(stderr, "peak memory per rank (MiB, host%s%s):", be->mem_peak ? " / " : "", be->mem_peak ? be->name : "");
-      for (int r = 0; r < W; r++) {
-        if (be->mem_peak) fprintf(stderr, " %d: %.0f / %.0f%s", r, all[2 * r], all[2 * r + 1], r + 1 < W ? "," : "");
-        else fprintf(stderr, " %d: %.0f%s", r, all[2 * r], r + 1 < W ? "," : "");
-      }
-      fprintf(stderr, "\n");
-    }
-    free(all);
-  }
-  if (!o.quiet) {
+  if (final_validation(r) || final_checkpoint(r, total)) return -1;
+  if (r->W > 1) report_rank_memory(r);
+  if (!o->quiet) {
     char vl[64] = "no validation";
-    if (val) snprintf(vl, sizeof vl, "final val loss %.4f (ppl %.2f)", last_val, exp(last_val));
-    fprintf(stderr, "done: %d steps, %.0f tok/s this session, %s, %d skipped; checkpoint %s\n", st.step,
-            total > 0 ? tokens_done / total : 0.0, vl, st.skipped, ckpt_path);
+    if (r->val) snprintf(vl, sizeof vl, "final val loss %.4f (ppl %.2f)", r->last_val, exp(r->last_val));
+    fprintf(stderr, "done: %d steps, %.0f tok/s this session, %s, %d skipped; checkpoint %s\n", st->step,
+            total > 0 ? r->tokens_done / total : 0.0, vl, st->skipped, r->ckpt_path);
   }
   tz_comm_watchdog_stop(); /* the collectives are over (rank 0 may sample for a while) */
-  if (o.sample_tokens > 0 && tok && rank == 0) {
-    tz_sample_opts so;
-    tz_sample_opts_default(&so);
-    so.model = ckpt_path;
-    so.backend = o.backend;
-    so.threads = o.threads;
-    so.tokens = o.sample_tokens;
-    so.seed = o.seed;
-    if (!o.quiet) fprintf(stderr, "sample (temperature %.1f, top-k %d):\n", so.temperature, so.top_k);
-    if (tz_sample(&so, stdout)) goto out;
-  }
-  rc = 0;
-out:
-  if (rc == 0 && !o.quiet && !finished) { /* peak memory of the whole session (the sample included) */
+  if (final_sample(r)) return -1;
+  r->rc = 0;
+  return 0;
+}
+
+/* Whatever the phases reached: the session's peak memory, a failure told to the other
+ * ranks, a run directory that never got a checkpoint removed, everything freed. */
+static int finish(train_run *r) {
+  tz_train_opts *o = &r->o;
+  tz_backend *be = r->be;
+  int rc = r->rc;
+  if (rc == 0 && !o->quiet && !r->finished) { /* peak memory of the whole session (the sample included) */
     fprintf(stderr, "peak host memory: %.1f MiB", peak_rss_mib());
     if (be && be->mem_peak) fprintf(stderr, "; %s device memory: %.1f MiB peak", be->name, be->mem_peak(be) / 1048576.0);
     fprintf(stderr, "\n");
   }
   g_stop_signal = 0;
-  if (comm && W > 1 && rc < 0 && !agreed) {
+  if (r->comm && r->W > 1 && rc < 0 && !r->agreed) {
     /* a failure of this rank alone: in the set-up the others wait at a tz_comm_agree (join
      * it with "failed"); later they may wait in any collective (abort) */
-    if (in_loop) comm->abort(comm);
-    else if (tz_comm_agree(comm, 0)) {}
+    if (r->in_loop) r->comm->abort(r->comm);
+    else if (tz_comm_agree(r->comm, 0)) {}
   }
-  if (rc < 0 && W > 1 && rank > 0) {
+  if (rc < 0 && r->W > 1 && r->rank > 0) {
     char who[32];
-    snprintf(who, sizeof who, "rank %d", rank);
+    snprintf(who, sizeof who, "rank %d", r->rank);
     tz_err_prefix(who);
   }
-  tz_run_close(&rf);
-  tz_metrics_close(metrics);
-  if (rc < 0 && created_run_dir && !latest_marked) { /* a run that failed before its first checkpoint */
-    if (metrics_path && tz_exists(metrics_path) && !o.resume) unlink(metrics_path);
-    if (dir_is_empty(o.run_dir)) rmdir(o.run_dir);
+  tz_run_close(&r->rf);
+  tz_metrics_close(r->metrics);
+  if (rc < 0 && r->created_top && !r->latest_marked) { /* a run that failed before its first checkpoint */
+    if (r->metrics_path && tz_exists(r->metrics_path) && !o->resume) unlink(r->metrics_path);
+    tz_rmdirs_upto(o->run_dir, r->created_top); /* the run directory and the parents it needed, if empty */
   }
-  tz_loader_free(train);
-  tz_loader_free(val);
-  tz_model_free(m);
-  tz_comm_free(comm);
+  free(r->created_top);
+  tz_loader_free(r->train);
+  tz_loader_free(r->val);
+  tz_model_free(r->m);
+  tz_comm_free(r->comm);
   if (be) be->destroy(be);
-  tz_tok_free(tok);
-  tz_prepared_free(&prep);
-  tz_train_state_free(&st);
-  free(in);
-  free(tg);
-  free(inject_nan);
-  free(inject_inf);
-  free(ckpt_path);
-  free(best_path);
-  free(metrics_path);
-  free(cache_root);
+  tz_tok_free(r->tok);
+  tz_prepared_free(&r->prep);
+  tz_train_state_free(&r->st);
+  free(r->in);
+  free(r->tg);
+  free(r->inject_nan);
+  free(r->inject_inf);
+  free(r->ckpt_path);
+  free(r->best_path);
+  free(r->metrics_path);
+  free(r->cache_root);
   return rc;
+}
+
+int tz_train(const tz_train_opts *opts_in) {
+  static int (*const phases[])(train_run *) = {
+      phase_resume, phase_init_from, phase_options, phase_backend, phase_run_dir, phase_data,
+      phase_model,  phase_report,    phase_loop,    phase_end,
+  };
+  train_run r;
+  memset(&r, 0, sizeof r);
+  if (phase_start(&r, opts_in) == 0)
+    for (size_t i = 0; i < sizeof phases / sizeof *phases; i++)
+      if (phases[i](&r)) break;
+  return finish(&r);
 }

@@ -2,7 +2,8 @@
  *
  * Buffers are plain 64-byte aligned host allocations (zero-filled), so memory ops are
  * memcpy and sync is a no-op: every op has finished when its call returns. The context
- * holds the thread count, the matmul path (TZ_MATMUL=c|blas, read once at creation) and
+ * holds the thread count, the matmul path (TZ_MATMUL=c|blas, read once at creation; c, our
+ * GEMM, by default, with the micro-kernel tz_mm_pick chose for this CPU) and
  * scratch memory that kernels reuse across calls so a training step allocates nothing.
  */
 #include <omp.h>
@@ -19,6 +20,11 @@
 
 void *tz_cpu_ptr(tz_slice s) { return s.buf ? (char *)s.buf->data + s.off : NULL; }
 
+const char *tz_cpu_gemm_kernel(void) {
+  const tz_mm_ukernel *k = tz_mm_pick();
+  return k ? k->name : NULL;
+}
+
 static void *aligned_zalloc(size_t bytes) {
   size_t n = (bytes + 63) / 64 * 64;
   void *p = aligned_alloc(64, n ? n : 64);
@@ -27,16 +33,17 @@ static void *aligned_zalloc(size_t bytes) {
 }
 
 static tz_buf *cpu_alloc(tz_backend *be, size_t bytes, const char *what) {
+  tz_cpu_ctx *cx = be->ctx;
   tz_buf *b = malloc(sizeof *b);
-  void *d = b ? aligned_zalloc(bytes) : NULL;
+  void *d = b ? aligned_zalloc(bytes + cx->misalign) : NULL;
   if (!d) {
     free(b);
     tz_err("cpu: out of host memory allocating %zu bytes for %s", bytes, what ? what : "buffer");
     return NULL;
   }
-  b->data = d;
+  b->mem = d;
+  b->data = (char *)d + cx->misalign;
   b->bytes = bytes;
-  tz_cpu_ctx *cx = be->ctx;
   cx->bytes_used += bytes;
   if (cx->bytes_used > cx->bytes_peak) cx->bytes_peak = cx->bytes_used;
   return b;
@@ -45,7 +52,7 @@ static tz_buf *cpu_alloc(tz_backend *be, size_t bytes, const char *what) {
 static void cpu_free(tz_backend *be, tz_buf *b) {
   if (!b) return;
   ((tz_cpu_ctx *)be->ctx)->bytes_used -= b->bytes;
-  free(b->data);
+  free(b->mem);
   free(b);
 }
 
@@ -98,13 +105,32 @@ tz_backend *tz_backend_cpu_create(int threads) {
   cx->threads = omp_get_max_threads();
   const char *mm = getenv("TZ_MATMUL");
 #ifdef TZ_USE_BLAS
-  cx->use_blas = !(mm && strcmp(mm, "c") == 0);
+  cx->use_blas = mm && strcmp(mm, "blas") == 0;
   openblas_set_num_threads(cx->threads);
 #else
   cx->use_blas = 0;
 #endif
   if (mm && strcmp(mm, "c") != 0 && strcmp(mm, "blas") != 0) {
     tz_err("TZ_MATMUL='%s' is not one of c, blas", mm);
+    free(cx);
+    free(be);
+    return NULL;
+  }
+  /* Test switch: every buffer N bytes (a multiple of 4, below 64) past a 64-byte boundary, so
+   * tests can show that no result depends on where buffers sit (docs/RELIABILITY.md). */
+  const char *mis = getenv("TEZGAH_CPU_MISALIGN");
+  if (mis && *mis) {
+    char *end;
+    long v = strtol(mis, &end, 10);
+    if (*end || v < 0 || v >= 64 || v % 4) {
+      tz_err("TEZGAH_CPU_MISALIGN='%s' is not a multiple of 4 in [0, 60]", mis);
+      free(cx);
+      free(be);
+      return NULL;
+    }
+    cx->misalign = (size_t)v;
+  }
+  if (!(cx->mm = tz_mm_pick())) {
     free(cx);
     free(be);
     return NULL;

@@ -32,7 +32,7 @@
  *                        copy_rows, the f16 weight mirror
  *   webgpu_pipe.c        recording and submission (encoder, flush, sync), shader modules and the
  *                        pipeline cache, bind groups, dispatch (wg_run / wg_run_ex)
- *   webgpu_prof.c        per-kernel GPU timestamps (TEZGAH_PROFILE=1) and the profile table
+ *   webgpu_prof.c        per-kernel GPU timestamps (TEZGAH_PROFILE=1) into the profile's rows
  *   webgpu_ops_matmul.c  the matmul family (matmul_t, matmul, matmul_at, matmul_at_swiglu_a)
  *   webgpu_ops_attn.c    rope and attention (flash kernels and the general ones)
  *   webgpu_ops_elem.c    elementwise ops, sums, bias gradient, norms, activations
@@ -72,7 +72,6 @@ struct tz_buf {
 #define KEY_CAP 1536
 #define BG_CAP 16384
 #define PROF_MAX 2048 /* timestamp pairs per submit (4096 queries: the WebGPU maximum) */
-#define MAX_LABELS 64
 
 typedef struct {
   char key[KEY_CAP];
@@ -139,11 +138,8 @@ typedef struct {
   WGPUBuffer qres, qread;
   int nq;
   const char *qlabel[PROF_MAX];
-  double label_flop[MAX_LABELS], label_bytes[MAX_LABELS], pending_flop; /* per label, summed over dispatches */
-  const char *labels[MAX_LABELS];
-  double label_ns[MAX_LABELS];
-  uint64_t label_calls[MAX_LABELS];
-  int nlabels;
+  double pending_flop;  /* the FLOP of the next dispatch (the op sets it; 0: not a matmul) */
+  tz_prof_totals prof;  /* per label: GPU ns, calls, FLOP, bytes bound, summed over dispatches */
   uint64_t submits;
 } wg_ctx;
 
@@ -274,8 +270,6 @@ void wg_run(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords, c
             uint32_t gx, uint32_t gy, uint32_t gz);
 
 /* ---- webgpu_prof.c ---- */
-/* Index of a profile label (the last slot when MAX_LABELS are taken). */
-int wg_label_index(wg_ctx *c, const char *label);
 /* Read the timestamps of the last submit into the per-label totals. */
 void wg_prof_collect(wg_ctx *c);
 

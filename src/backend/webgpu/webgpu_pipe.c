@@ -418,9 +418,9 @@ void wg_run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords
   WGPUBindGroup bg = bind_group(c, pi, slot, nb, buf, off, size);
   wg_encoder(c);
   if (c->profile) {
-    int li = wg_label_index(c, label);
-    for (int i = 0; i < nargs; i++) c->label_bytes[li] += (double)args[i].bytes;
-    c->label_flop[li] += c->pending_flop;
+    tz_prof_row *r = &c->prof.row[tz_prof_label(&c->prof, label)];
+    for (int i = 0; i < nargs; i++) r->bytes += (double)args[i].bytes;
+    r->flop += c->pending_flop;
     wg_end_pass(c);
     WGPUPassTimestampWrites tw = {NULL, c->qs, (uint32_t)c->nq, (uint32_t)c->nq + 1};
     WGPUComputePassDescriptor pd = {NULL, sv(label), &tw};

@@ -1,19 +1,11 @@
 /* WebGPU backend profile (TEZGAH_PROFILE=1 where the adapter offers TimestampQuery): each
  * dispatch runs in its own compute pass with begin / end timestamps (wg_run_ex); after each
  * submit the resolved timestamps are read back and added to per-label totals (GPU ns, calls, and
- * the FLOP and bytes the ops declared), printed by the backend-neutral tz_profile_table. */
-#include <stdio.h>
+ * the FLOP and bytes the ops declared: tz_prof_totals), printed by the backend-neutral
+ * tz_prof_print (backend.c), as the CUDA backend's are. */
 #include <string.h>
 
 #include "backend/webgpu/webgpu_internal.h"
-
-int wg_label_index(wg_ctx *c, const char *label) {
-  for (int i = 0; i < c->nlabels; i++)
-    if (c->labels[i] == label || !strcmp(c->labels[i], label)) return i;
-  if (c->nlabels == MAX_LABELS) return MAX_LABELS - 1;
-  c->labels[c->nlabels] = label;
-  return c->nlabels++;
-}
 
 /* ---- profiling ---- */
 void wg_prof_collect(wg_ctx *c) {
@@ -25,9 +17,9 @@ void wg_prof_collect(wg_ctx *c) {
   if (wg_wait_future(c, f) != 0 || st != 1) return;
   const uint64_t *t = W.wgpuBufferGetConstMappedRange(c->qread, 0, (size_t)nq * 8);
   for (int i = 0; t && i < nq / 2; i++) {
-    int li = wg_label_index(c, c->qlabel[i]);
-    if (t[2 * i + 1] > t[2 * i]) c->label_ns[li] += (double)(t[2 * i + 1] - t[2 * i]);
-    c->label_calls[li]++;
+    tz_prof_row *r = &c->prof.row[tz_prof_label(&c->prof, c->qlabel[i])];
+    if (t[2 * i + 1] > t[2 * i]) r->ns += (double)(t[2 * i + 1] - t[2 * i]);
+    r->calls++;
   }
   W.wgpuBufferUnmap(c->qread);
 }
@@ -43,18 +35,12 @@ void tz_webgpu_profile_print(tz_backend *be, double steps) {
    * attention_bwd_dkdv, and attention_bwd_d where D runs as its own pass (under the fused dq,
    * attention_bwd_dq is fa_dq_sum, the sum of the partial dq, and attention_bwd_dkdv counts
    * five units). */
-  tz_prof_row rows[MAX_LABELS];
-  for (int i = 0; i < c->nlabels; i++)
-    rows[i] = (tz_prof_row){c->labels[i], c->label_ns[i], (double)c->label_calls[i], c->label_flop[i], c->label_bytes[i]};
-  tz_profile_table("webgpu profile (GPU timestamps", rows, c->nlabels, steps);
+  tz_prof_print(&c->prof, "webgpu profile (GPU timestamps", steps);
 }
 
 void tz_webgpu_profile_reset(tz_backend *be) {
   if (!be || strcmp(be->name, "webgpu")) return;
   wg_ctx *c = CTX(be);
   wg_sync_ctx(c);
-  memset(c->label_ns, 0, sizeof c->label_ns);
-  memset(c->label_calls, 0, sizeof c->label_calls);
-  memset(c->label_flop, 0, sizeof c->label_flop);
-  memset(c->label_bytes, 0, sizeof c->label_bytes);
+  tz_prof_clear(&c->prof);
 }

@@ -172,6 +172,8 @@ static int open_adapter(wg_ctx *c) {
   memset(&c->lim, 0, sizeof c->lim);
   W.wgpuAdapterGetLimits(c->adapter, &c->lim);
   c->has_f16 = W.wgpuAdapterHasFeature(c->adapter, WGPUFeatureName_ShaderF16);
+  /* TEZGAH_WEBGPU_HIDE_F16=1 (tests): act as an adapter without ShaderF16 (the fp32 fallback) */
+  if (env_int("TEZGAH_WEBGPU_HIDE_F16", 0)) c->has_f16 = 0;
   c->has_subgroups = W.wgpuAdapterHasFeature(c->adapter, WGPUFeatureName_Subgroups);
   c->has_ts = W.wgpuAdapterHasFeature(c->adapter, WGPUFeatureName_TimestampQuery);
   return 0;
@@ -192,7 +194,7 @@ static void adapter_line(wg_ctx *c, char *out, size_t cap) {
            desc[0] ? ", " : "", desc);
 }
 
-tz_backend *tz_backend_webgpu_create(void) {
+tz_backend *tz_backend_webgpu_create(const char *precision) {
   wg_ctx *c = tz_calloc(1, sizeof *c);
   tz_backend *be = tz_calloc(1, sizeof *be);
   be->name = "webgpu";
@@ -207,15 +209,25 @@ tz_backend *tz_backend_webgpu_create(void) {
     wg_destroy(be);
     return NULL;
   }
-  /* the f16 weight mirror: on where ShaderF16 exists unless TEZGAH_WEBGPU_F16=0;
-   * TEZGAH_WEBGPU_F16=1 requires it (tests) */
-  const char *fe = getenv("TEZGAH_WEBGPU_F16");
-  int f16_forced = fe && *fe && strcmp(fe, "0") != 0;
-  c->f16 = c->has_f16 && !(fe && !strcmp(fe, "0"));
-  if (f16_forced && !c->has_f16) {
-    tz_err("webgpu: TEZGAH_WEBGPU_F16=%s but this adapter offers no ShaderF16 (unset it for fp32)", fe);
-    wg_destroy(be);
-    return NULL;
+  /* the precision (--precision; f16 today is the f16 weight mirror): "fp32" off, "f16" on
+   * (an error without ShaderF16); by default on where ShaderF16 exists, fp32 otherwise, and
+   * then TEZGAH_WEBGPU_F16=0 turns it off and TEZGAH_WEBGPU_F16=1 requires it (tests) */
+  if (precision && *precision) {
+    c->f16 = !strcmp(precision, "f16");
+    if (c->f16 && !c->has_f16) {
+      tz_err("webgpu: --precision f16 but this adapter offers no ShaderF16 (use --precision fp32)");
+      wg_destroy(be);
+      return NULL;
+    }
+  } else {
+    const char *fe = getenv("TEZGAH_WEBGPU_F16");
+    int f16_forced = fe && *fe && strcmp(fe, "0") != 0;
+    c->f16 = c->has_f16 && !(fe && !strcmp(fe, "0"));
+    if (f16_forced && !c->has_f16) {
+      tz_err("webgpu: TEZGAH_WEBGPU_F16=%s but this adapter offers no ShaderF16 (unset it for fp32)", fe);
+      wg_destroy(be);
+      return NULL;
+    }
   }
   /* subgroup reductions: on where Subgroups exists unless TEZGAH_WEBGPU_SUBGROUPS=0;
    * TEZGAH_WEBGPU_SUBGROUPS=1 requires them (tests) */
@@ -345,8 +357,8 @@ tz_backend *tz_backend_webgpu_create(void) {
 static const char *precision(wg_ctx *c) {
   if (c->f16)
     return "f16 weight mirror for the forward (matmul_t weights, embeddings), fp32 master weights, "
-           "activations, backward and optimizer (TEZGAH_WEBGPU_F16=0 for fp32 throughout)";
-  if (c->has_f16) return "fp32 throughout (ShaderF16 offered; f16 weight mirror off: TEZGAH_WEBGPU_F16=0)";
+           "activations, backward and optimizer (--precision fp32 for fp32 throughout)";
+  if (c->has_f16) return "fp32 throughout (ShaderF16 offered; f16 weight mirror off: --precision fp32)";
   return "fp32 throughout (no ShaderF16 on this adapter)";
 }
 

@@ -6,7 +6,7 @@
 #include <omp.h>
 #include <string.h>
 
-#include "kernels/common/fastmath.h"
+#include "kernels/common/lanes16.h"
 #include "kernels/cpu_kernels.h"
 
 /* out [B*Tq, n_head*hd], lse [B, n_head, Tq] (or NONE); q rows of q_stride floats (head h
@@ -37,18 +37,10 @@ void tz_cpu_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q
         float mx = -INFINITY;
         for (int j = 0; j < L; j++) {
           const float *kj = kb + (size_t)j * kv_stride;
-          float d = 0.0f;
-#pragma omp simd reduction(+ : d)
-          for (int i = 0; i < hd; i++) d += qt[i] * kj[i];
-          s[j] = d * scale;
+          s[j] = tz_dot16(qt, kj, hd) * scale;
           mx = s[j] > mx ? s[j] : mx;
         }
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (int j = 0; j < L; j++) {
-          s[j] = tz_expf(s[j] - mx);
-          sum += s[j];
-        }
+        float sum = tz_sumexp16(s, mx, L, s);
         float inv = 1.0f / sum;
         float *ot = o + ((size_t)b * Tq + t) * C + (size_t)h * hd;
         for (int i = 0; i < hd; i++) ot[i] = 0.0f;
@@ -93,21 +85,15 @@ void tz_cpu_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv,
           const float *qt = qp + qoff, *dyt = dyp + ooff, *ot = op + ooff;
           float *dqt = dqp + qoff;
           float l = ls[((size_t)b * n_head + h) * T + t];
-          float D = 0.0f;
-#pragma omp simd reduction(+ : D)
-          for (int i = 0; i < hd; i++) D += dyt[i] * ot[i];
+          float D = tz_dot16(dyt, ot, hd);
           for (int i = 0; i < hd; i++) dqt[i] = 0.0f;
           for (int j = 0; j <= t; j++) {
             const float *kj = kp + kvoff + (size_t)j * kv_stride;
             const float *vj = vp + kvoff + (size_t)j * kv_stride;
             float *dkj = dkp + kvoff + (size_t)j * kv_stride;
             float *dvj = dvp + kvoff + (size_t)j * kv_stride;
-            float s = 0.0f, dp = 0.0f;
-#pragma omp simd reduction(+ : s, dp)
-            for (int i = 0; i < hd; i++) {
-              s += qt[i] * kj[i];
-              dp += dyt[i] * vj[i];
-            }
+            float s, dp;
+            tz_dot16x2(qt, kj, dyt, vj, hd, &s, &dp);
             float pj = tz_expf(s * scale - l);
             float ds = pj * (dp - D) * scale;
 #pragma omp simd

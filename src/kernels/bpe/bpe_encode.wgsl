@@ -1,4 +1,4 @@
-// Byte-level BPE encoding and decoding on the GPU (host: src/tokenizer/tok_webgpu.c), with the
+// Byte-level BPE encoding and decoding on the GPU (hosts: src/tokenizer/tok_webgpu_encode.c, _decode.c), with the
 // CPU encoder's rule (tiktoken's): within a pre-token, repeatedly merge the adjacent pair whose
 // concatenation is the token with the lowest merge rank, leftmost on ties; a pre-token that is
 // itself a token (one byte, or a ranked token) is emitted directly. Pre-tokens come from

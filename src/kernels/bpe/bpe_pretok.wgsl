@@ -1,4 +1,4 @@
-// GPT-2 pre-tokenization on the GPU (host: tz_tok_encode_webgpu in src/tokenizer/tok_webgpu.c):
+// GPT-2 pre-tokenization on the GPU (host: src/tokenizer/tok_webgpu_pretok.c):
 // the pieces of the pattern
 //   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 // as PCRE2 finds them on the CPU (PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, one match

@@ -1,4 +1,4 @@
-// Byte-level BPE training on the GPU (host: src/tokenizer/tok_webgpu.c). Same merges as the CPU
+// Byte-level BPE training on the GPU (host: src/tokenizer/tok_webgpu_train.c). Same merges as the CPU
 // trainer (src/tokenizer/tok_train.c): at each step the pair with the largest count, ties to the
 // smallest (left id, right id); a pair whose bytes already are a token is banned for good.
 //

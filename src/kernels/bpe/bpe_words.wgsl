@@ -1,4 +1,4 @@
-// Word counting for BPE training on the GPU (host: count_words_gpu in src/tokenizer/tok_webgpu.c).
+// Word counting for BPE training on the GPU (host: src/tokenizer/tok_webgpu_words.c).
 // The same unique pre-tokens ("words") and counts as the CPU's tz_count_words
 // (src/tokenizer/tok_train.c): the GPT-2 pattern's pieces of the text, documents split at
 // <|endoftext|>; here the pieces come from bpe_pretok.wgsl, batch by batch, and only words of two

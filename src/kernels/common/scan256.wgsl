@@ -1,5 +1,5 @@
 // Workgroup helpers shared by the tokenizer's standalone modules (bpe_encode.wgsl,
-// bpe_pretok.wgsl; the host appends this file to their source: tok_webgpu.c, pipeline()) and
+// bpe_pretok.wgsl; the host appends this file to their source: tok_webgpu_ctx.c, tz_tg_pipeline()) and
 // the backend's modules that call wg_scan (embed.wgsl's radix sort; webgpu_pipe.c, module()).
 
 var<workgroup> wsum: array<u32, 256>;

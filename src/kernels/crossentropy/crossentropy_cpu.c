@@ -3,7 +3,7 @@
  * CUDA fused_classifier). */
 #include <math.h>
 
-#include "kernels/common/fastmath.h"
+#include "kernels/common/lanes16.h"
 #include "kernels/cpu_kernels.h"
 
 /* losses [N] fp32 written; logits [N, Vp] fp32 overwritten with dlogits; targets int32 [N].
@@ -36,11 +36,11 @@ void tz_cpu_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_sl
     double mx = -INFINITY, sum = 0.0;
     for (int c0 = 0; c0 < V; c0 += CE_BLOCK) {
       int c1 = c0 + CE_BLOCK < V ? c0 + CE_BLOCK : V;
-      float bmx = -INFINITY, bsum = 0.0f;
+      float bmx = -INFINITY;
+      /* a max is exact in any order (and NaN is caught below), so the compiler may split it */
 #pragma omp simd reduction(max : bmx)
       for (int c = c0; c < c1; c++) bmx = zn[c] > bmx ? zn[c] : bmx;
-#pragma omp simd reduction(+ : bsum)
-      for (int c = c0; c < c1; c++) bsum += tz_expf(zn[c] - bmx);
+      float bsum = tz_sumexp16(zn + c0, bmx, c1 - c0, NULL);
       if (bmx != bmx || bsum != bsum) { /* NaN logits: let the loss say so (step is skipped) */
         mx = NAN;
         break;

@@ -2,27 +2,27 @@
  * matmul_backward split into the three shapes a linear layer needs, plus bias_bwd.
  *
  * Two paths, chosen once per backend (TZ_MATMUL=c|blas, read at tz_backend_cpu_create):
- * - blas (default when built with TZ_USE_BLAS): cblas_sgemm. OpenBLAS partitions work
- *   statically, so results are bit-identical for a fixed thread count.
- * - c: a plain C GEMM in the Goto/BLIS structure (Goto & van de Geijn 2008, "Anatomy of
- *   high-performance matrix multiplication"): B is packed into KC×NR panels shared by the
- *   team, each thread packs an MC×KC block of A into MR-row strips, and an MR×NR
- *   register-tile micro-kernel (AVX-512 intrinsics, scalar fallback) runs over them.
- *   Every output element is summed by one thread in k order: deterministic for any
- *   thread count.
+ * - c (the default): a GEMM in the Goto/BLIS structure (Goto & van de Geijn 2008, "Anatomy of
+ *   high-performance matrix multiplication"): each KC-deep slice of B is packed into NR-wide
+ *   panels shared by the team, the thread that owns a task packs its MC×KC block of A into
+ *   MR-row strips, and a register-tile micro-kernel (matmul_ukernel_cpu.c: AVX-512, AVX2+FMA
+ *   or scalar fmaf, picked at run time) runs over them. Every output element is one fused
+ *   multiply-add chain in k order per KC slice, the slices added in order, by one thread:
+ *   bit-identical for any thread count, CPU, build flags, matrix size and buffer address.
+ * - blas (opt-in, when built with TZ_USE_BLAS): cblas_sgemm. OpenBLAS picks its kernel by CPU
+ *   and splits work by thread count and shape, so its bits change with those (a run resumed
+ *   with another thread count, or a model whose vocabulary is padded differently, differs in
+ *   the last bits: docs/RELIABILITY.md).
  */
 #include <string.h>
 #include <omp.h>
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
 #ifdef TZ_USE_BLAS
 #include <cblas.h>
 #endif
 
 #include "kernels/cpu_kernels.h"
 
-enum { MR = TZ_MM_MR, NR = TZ_MM_NR, MC = TZ_MM_MC, KC = TZ_MM_KC, NC = TZ_MM_NC };
+enum { KC = TZ_MM_KC, NC = TZ_MM_NC };
 
 /* A strided matrix view: element (r, c) is p[r*rs + c*cs]. Transposes are stride swaps. */
 typedef struct {
@@ -30,16 +30,16 @@ typedef struct {
   size_t rs, cs;
 } view;
 
-/* Pack rows [r0, r0+mr) x k-range [k0, k0+kc) of A into MR-row strips: dst[k*MR + i].
+/* Pack rows [r0, r0+mr) x k-range [k0, k0+kc) of A into one MR-row strip: dst[k*MR + i].
  * Rows past mr are zero so the micro-kernel never needs an edge case on its inputs. */
-static void pack_a(float *dst, view A, int r0, int mr, int k0, int kc) {
+static void pack_a(float *dst, int MR, view A, int r0, int mr, int k0, int kc) {
   for (int k = 0; k < kc; k++)
     for (int i = 0; i < MR; i++)
       dst[k * MR + i] = i < mr ? A.p[(size_t)(r0 + i) * A.rs + (size_t)(k0 + k) * A.cs] : 0.0f;
 }
 
 /* Pack k-range [k0, k0+kc) x columns [c0, c0+nr) of B into one NR-wide panel: dst[k*NR+j]. */
-static void pack_b(float *dst, view B, int k0, int kc, int c0, int nr) {
+static void pack_b(float *dst, int NR, view B, int k0, int kc, int c0, int nr) {
   if (B.cs == 1 && nr == NR) { /* rows of B are contiguous: straight copies */
     for (int k = 0; k < kc; k++) memcpy(dst + k * NR, B.p + (size_t)(k0 + k) * B.rs + c0, NR * sizeof(float));
     return;
@@ -49,57 +49,12 @@ static void pack_b(float *dst, view B, int k0, int kc, int c0, int nr) {
       dst[k * NR + j] = j < nr ? B.p[(size_t)(k0 + k) * B.rs + (size_t)(c0 + j) * B.cs] : 0.0f;
 }
 
-/* C[mr, nr] (ldc) = (load ? C : 0) + (bias ? bias : 0) + a·b over kc, a an MR strip and b
- * an NR panel. Full tiles store straight into C; edge tiles go through a local tile. */
-static void kernel(int kc, const float *a, const float *b, float *C, size_t ldc, int mr, int nr,
-                   int load, const float *bias) {
-  float tile[MR * NR] __attribute__((aligned(64)));
-#ifdef __AVX512F__
-  __m512 c0[MR], c1[MR];
-  for (int i = 0; i < MR; i++) c0[i] = c1[i] = _mm512_setzero_ps();
-  for (int k = 0; k < kc; k++) {
-    __m512 b0 = _mm512_load_ps(b + k * NR), b1 = _mm512_load_ps(b + k * NR + 16);
-    for (int i = 0; i < MR; i++) {
-      __m512 ai = _mm512_set1_ps(a[k * MR + i]);
-      c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
-      c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
-    }
-  }
-  if (mr == MR && nr == NR) {
-    __m512 bs0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
-    __m512 bs1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
-    for (int i = 0; i < MR; i++) {
-      float *ci = C + (size_t)i * ldc;
-      __m512 x0 = _mm512_add_ps(c0[i], bs0), x1 = _mm512_add_ps(c1[i], bs1);
-      if (load) {
-        x0 = _mm512_add_ps(_mm512_loadu_ps(ci), x0);
-        x1 = _mm512_add_ps(_mm512_loadu_ps(ci + 16), x1);
-      }
-      _mm512_storeu_ps(ci, x0);
-      _mm512_storeu_ps(ci + 16, x1);
-    }
-    return;
-  }
-  for (int i = 0; i < MR; i++) {
-    _mm512_store_ps(tile + i * NR, c0[i]);
-    _mm512_store_ps(tile + i * NR + 16, c1[i]);
-  }
-#else
-  memset(tile, 0, sizeof tile);
-  for (int k = 0; k < kc; k++)
-    for (int i = 0; i < MR; i++)
-      for (int j = 0; j < NR; j++) tile[i * NR + j] += a[k * MR + i] * b[k * NR + j];
-#endif
-  for (int i = 0; i < mr; i++) {
-    float *ci = C + (size_t)i * ldc;
-    for (int j = 0; j < nr; j++) {
-      float x = tile[i * NR + j] + (bias ? bias[j] : 0.0f);
-      ci[j] = load ? ci[j] + x : x;
-    }
-  }
-}
+static int imin(int a, int b) { return a < b ? a : b; }
 
-/* C[M,N] (ldc = N) (+)= A·B (+ bias), A an M×K view, B a K×N view. */
+/* C[M,N] (ldc = N) (+)= A·B (+ bias), A an M×K view, B a K×N view.
+ * Work split: the tasks of a KC slice are (block of MC rows) × (group of NR panels), enough
+ * groups that every thread has a task even when M is small (the weight gradients' M = C).
+ * The split only decides who computes an element, never how (see the file comment). */
 static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, int M, int K,
                    int N, int acc) {
   if (K == 0) { /* empty sum: only the bias (and the old value) remain */
@@ -108,32 +63,45 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
         C[(size_t)m * N + n] = (acc ? C[(size_t)m * N + n] : 0.0f) + (bias ? bias[n] : 0.0f);
     return;
   }
+  const tz_mm_ukernel *uk = cx->mm;
+  const int MR = uk->mr, NR = uk->nr, MC = TZ_MM_MC / MR * MR;
+  const int mblocks = (M + MC - 1) / MC;
   float *bp = cx->bpack;
 #pragma omp parallel num_threads(cx->threads)
   {
-    float *ap = cx->apack + (size_t)omp_get_thread_num() * MC * KC;
+    float *ap = cx->apack + (size_t)omp_get_thread_num() * TZ_MM_MC * KC;
     for (int jc = 0; jc < N; jc += NC) {
-      int nc = N - jc < NC ? N - jc : NC, npan = (nc + NR - 1) / NR;
+      int nc = imin(N - jc, NC), npan = (nc + NR - 1) / NR;
+      /* Tasks are (M block, run of NR panels), about 4 per thread: a weight gradient of
+       * C = 256 rows has 2 M blocks, which alone would keep 2 of 16 threads busy. A task packs
+       * its A block unless the thread's previous task had the same one (consecutive tasks of
+       * a thread usually do). */
+      int groups = imin(npan, (4 * cx->threads + mblocks - 1) / mblocks);
+      int per = (npan + groups - 1) / groups;
+      groups = (npan + per - 1) / per;
       for (int pc = 0; pc < K; pc += KC) {
-        int kc = K - pc < KC ? K - pc : KC;
+        int kc = imin(K - pc, KC);
 #pragma omp for schedule(static)
         for (int jp = 0; jp < npan; jp++) {
           int c0 = jc + jp * NR;
-          pack_b(bp + (size_t)jp * NR * kc, B, pc, kc, c0, N - c0 < NR ? N - c0 : NR);
+          pack_b(bp + (size_t)jp * NR * kc, NR, B, pc, kc, c0, imin(N - c0, NR));
         }
-        int load = acc || pc > 0;
-        /* one M block per task; the implicit barrier keeps bp intact until all are done */
+        int load = acc || pc > 0, packed_ic = -1; /* the A block in this thread's ap */
+        /* the implicit barrier keeps bp intact until every task is done */
 #pragma omp for schedule(static)
-        for (int ic = 0; ic < M; ic += MC) {
-          int mc = M - ic < MC ? M - ic : MC;
-          for (int ir = 0; ir < mc; ir += MR)
-            pack_a(ap + (size_t)ir * kc, A, ic + ir, mc - ir < MR ? mc - ir : MR, pc, kc);
-          for (int jp = 0; jp < npan; jp++) {
-            int c0 = jc + jp * NR, nr = N - c0 < NR ? N - c0 : NR;
+        for (int task = 0; task < mblocks * groups; task++) {
+          int ic = task / groups * MC, mc = imin(M - ic, MC);
+          int jp0 = task % groups * per, jp1 = imin(npan, jp0 + per);
+          if (ic != packed_ic)
+            for (int ir = 0; ir < mc; ir += MR)
+              pack_a(ap + (size_t)ir * kc, MR, A, ic + ir, imin(mc - ir, MR), pc, kc);
+          packed_ic = ic;
+          for (int jp = jp0; jp < jp1; jp++) {
+            int c0 = jc + jp * NR, nr = imin(N - c0, NR);
             const float *bb = bias && pc == 0 ? bias + c0 : NULL;
             for (int ir = 0; ir < mc; ir += MR)
-              kernel(kc, ap + (size_t)ir * kc, bp + (size_t)jp * NR * kc,
-                     C + (size_t)(ic + ir) * N + c0, N, mc - ir < MR ? mc - ir : MR, nr, load, bb);
+              uk->fn(kc, ap + (size_t)ir * kc, bp + (size_t)jp * NR * kc,
+                     C + (size_t)(ic + ir) * N + c0, N, imin(mc - ir, MR), nr, load, bb);
           }
         }
       }

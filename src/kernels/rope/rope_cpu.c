@@ -13,7 +13,12 @@
  * dir = −1 is the inverse rotation, i.e. the adjoint: it maps dout to din in backward.
  * The cos/sin of a pair are computed once per row and reused over all heads (same values
  * run.c computes per head: the functions are deterministic). head_dim must be even. */
-void tz_cpu_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_head,
+/* no-tree-vectorize: gcc 12's vectorizer turns the rotation's x0·cos − x1·sin,
+ * x0·sin + x1·cos into one vfmaddsub on FMA targets although -ffp-contract=off forbids the
+ * fusion, so x86-64-v3/v4 builds rotated in other bits than x86-64-v2 ones (issue 21; the
+ * narrower no-tree-slp-vectorize does not stop it). The loop over heads is short: the scalar
+ * rotation costs nothing measurable. tests/test_no_fma.sh checks the objects for fusions. */
+__attribute__((optimize("no-tree-vectorize"))) void tz_cpu_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_head,
                  int head_dim, int pos0, float theta, int dir) {
   float *x = TZ_F(qkv);
   int N = B * T, nh = n_head + n_kv_head;

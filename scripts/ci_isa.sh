@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# CI stage (issue 21): the same CPU results from builds for other instruction sets. Builds the
+# CLI at -march=x86-64-v2 (SSE4.2, no AVX: the oldest x86-64 tezgah targets) and x86-64-v3
+# (AVX2 + FMA, what an AVX2-only CPU's -march=native gives) beside the main build, then runs
+# tests/test_determinism.sh against the main build with both as TZ_DET_OTHER (their losses must
+# equal the main build's bit for bit) and tests/test_no_fma.sh on the v3 build.
+#   bash scripts/ci_isa.sh        (after scripts/test.sh has built build/)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+others=()
+for level in x86-64-v2 x86-64-v3; do
+  dir=build-$level
+  echo "--- ci_isa: building tezgah at -march=$level in $dir/ (log: $dir/build.log) ---"
+  mkdir -p "$dir"
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS="-march=$level" \
+    -DTEZGAH_CUDA=OFF >"$dir/build.log" 2>&1
+  cmake --build "$dir" -j"$(nproc)" --target tezgah >>"$dir/build.log" 2>&1 || { tail -30 "$dir/build.log" >&2; exit 1; }
+  others+=("$PWD/$dir/tezgah")
+done
+TZ_DET_OTHER="${others[*]}" bash tests/test_determinism.sh build/tezgah ../shared build/test-tmp/ci_isa_determinism
+bash tests/test_no_fma.sh build-x86-64-v3/tezgah ../shared build/test-tmp/ci_isa_no_fma
+echo "ci_isa: 2 passed, 0 failed"

@@ -1,0 +1,178 @@
+/* The CPU GEMM's register-tile micro-kernels, one per instruction set, chosen at run time.
+ *
+ * Every kernel computes, for each element of its mr×nr tile of C,
+ *     acc = 0;  for k in [0, kc): acc = fma(a[k], b[k], acc)      (one rounding per step)
+ *     x = acc + (bias ? bias[j] : 0);  C[i][j] = load ? C[i][j] + x : x
+ * in exactly this order. The vector width, the tile shape (MR×NR) and the edge handling only
+ * decide which elements are computed together, never how one element is computed: the
+ * AVX-512, AVX2+FMA and scalar (C99 fmaf, correctly rounded by definition) kernels give
+ * bit-identical C for the same packed inputs. The driver (matmul_cpu.c) fixes the k-blocking
+ * (TZ_MM_KC), so a GEMM's result does not depend on the CPU, the build's -march, the thread
+ * count, the matrix sizes around an element, or where the buffers sit (docs/RELIABILITY.md).
+ *
+ * The vector kernels are compiled with target attributes, so an x86-64-v2 build carries them
+ * too; tz_mm_pick() asks the CPU (cpuid through __builtin_cpu_supports) which may run.
+ *
+ * Layout (the driver packs): a is an MR-row strip, a[k*MR + i]; b an NR-wide panel,
+ * b[k*NR + j], 64-byte aligned; rows of A past mr and columns of B past nr are zero.
+ * C is row-major with leading dimension ldc; only its mr×nr corner is written.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define TZ_X86 1
+#endif
+
+#include "core/error.h"
+#include "kernels/cpu_kernels.h"
+
+/* The epilogue of every kernel on a full tile kept in memory (edge tiles): see the header. */
+static void store_tile(const float *tile, int NR, float *C, size_t ldc, int mr, int nr, int load,
+                       const float *bias) {
+  for (int i = 0; i < mr; i++) {
+    float *ci = C + (size_t)i * ldc;
+    for (int j = 0; j < nr; j++) {
+      float x = tile[i * NR + j] + (bias ? bias[j] : 0.0f);
+      ci[j] = load ? ci[j] + x : x;
+    }
+  }
+}
+
+/* ---- scalar: any CPU (4×8 tile; fmaf is one instruction where the CPU has FMA) ---- */
+enum { S_MR = 4, S_NR = 8 };
+static void ukernel_scalar(int kc, const float *a, const float *b, float *C, size_t ldc, int mr,
+                           int nr, int load, const float *bias) {
+  float tile[S_MR * S_NR] = {0};
+  for (int k = 0; k < kc; k++)
+    for (int i = 0; i < S_MR; i++)
+      for (int j = 0; j < S_NR; j++)
+        tile[i * S_NR + j] = fmaf(a[k * S_MR + i], b[k * S_NR + j], tile[i * S_NR + j]);
+  store_tile(tile, S_NR, C, ldc, mr, nr, load, bias);
+}
+
+#ifdef TZ_X86
+/* ---- AVX2 + FMA: 6×16 tile in 12 ymm accumulators (the BLIS Haswell shape) ---- */
+enum { A2_MR = 6, A2_NR = 16 };
+__attribute__((target("avx2,fma"))) static void ukernel_avx2(int kc, const float *a,
+                                                              const float *b, float *C,
+                                                              size_t ldc, int mr, int nr,
+                                                              int load, const float *bias) {
+  /* named accumulators, not arrays: gcc 12 stored array-held accumulators to the stack on
+   * every k step, which halved the kernel's rate */
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+         c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  for (int k = 0; k < kc; k++) {
+    const float *ak = a + k * A2_MR;
+    __m256 b0 = _mm256_load_ps(b + k * A2_NR), b1 = _mm256_load_ps(b + k * A2_NR + 8), ai;
+#define ROW(i)                              \
+  ai = _mm256_broadcast_ss(ak + i);         \
+  c##i##0 = _mm256_fmadd_ps(ai, b0, c##i##0); \
+  c##i##1 = _mm256_fmadd_ps(ai, b1, c##i##1);
+    ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)
+#undef ROW
+  }
+  __m256 c0[A2_MR] = {c00, c10, c20, c30, c40, c50}, c1[A2_MR] = {c01, c11, c21, c31, c41, c51};
+  if (mr == A2_MR && nr == A2_NR) {
+    __m256 bs0 = bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps();
+    __m256 bs1 = bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps();
+    for (int i = 0; i < A2_MR; i++) {
+      float *ci = C + (size_t)i * ldc;
+      __m256 x0 = _mm256_add_ps(c0[i], bs0), x1 = _mm256_add_ps(c1[i], bs1);
+      if (load) {
+        x0 = _mm256_add_ps(_mm256_loadu_ps(ci), x0);
+        x1 = _mm256_add_ps(_mm256_loadu_ps(ci + 8), x1);
+      }
+      _mm256_storeu_ps(ci, x0);
+      _mm256_storeu_ps(ci + 8, x1);
+    }
+    return;
+  }
+  float tile[A2_MR * A2_NR] __attribute__((aligned(32)));
+  for (int i = 0; i < A2_MR; i++) {
+    _mm256_store_ps(tile + i * A2_NR, c0[i]);
+    _mm256_store_ps(tile + i * A2_NR + 8, c1[i]);
+  }
+  store_tile(tile, A2_NR, C, ldc, mr, nr, load, bias);
+}
+
+/* ---- AVX-512: 8×32 tile in 16 zmm accumulators ---- */
+enum { A5_MR = 8, A5_NR = 32 };
+__attribute__((target("avx512f"))) static void ukernel_avx512(int kc, const float *a,
+                                                               const float *b, float *C,
+                                                               size_t ldc, int mr, int nr,
+                                                               int load, const float *bias) {
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+         c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00,
+         c70 = c00, c71 = c00; /* named, not an array: see ukernel_avx2 */
+  for (int k = 0; k < kc; k++) {
+    const float *ak = a + k * A5_MR;
+    __m512 b0 = _mm512_load_ps(b + k * A5_NR), b1 = _mm512_load_ps(b + k * A5_NR + 16), ai;
+#define ROW(i)                              \
+  ai = _mm512_set1_ps(ak[i]);               \
+  c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0); \
+  c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1);
+    ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5) ROW(6) ROW(7)
+#undef ROW
+  }
+  __m512 c0[A5_MR] = {c00, c10, c20, c30, c40, c50, c60, c70},
+         c1[A5_MR] = {c01, c11, c21, c31, c41, c51, c61, c71};
+  if (mr == A5_MR && nr == A5_NR) {
+    __m512 bs0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
+    __m512 bs1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
+    for (int i = 0; i < A5_MR; i++) {
+      float *ci = C + (size_t)i * ldc;
+      __m512 x0 = _mm512_add_ps(c0[i], bs0), x1 = _mm512_add_ps(c1[i], bs1);
+      if (load) {
+        x0 = _mm512_add_ps(_mm512_loadu_ps(ci), x0);
+        x1 = _mm512_add_ps(_mm512_loadu_ps(ci + 16), x1);
+      }
+      _mm512_storeu_ps(ci, x0);
+      _mm512_storeu_ps(ci + 16, x1);
+    }
+    return;
+  }
+  float tile[A5_MR * A5_NR] __attribute__((aligned(64)));
+  for (int i = 0; i < A5_MR; i++) {
+    _mm512_store_ps(tile + i * A5_NR, c0[i]);
+    _mm512_store_ps(tile + i * A5_NR + 16, c1[i]);
+  }
+  store_tile(tile, A5_NR, C, ldc, mr, nr, load, bias);
+}
+#endif
+
+static const tz_mm_ukernel KERNELS[] = {
+#ifdef TZ_X86
+    {"avx512", A5_MR, A5_NR, ukernel_avx512},
+    {"avx2", A2_MR, A2_NR, ukernel_avx2},
+#endif
+    {"scalar", S_MR, S_NR, ukernel_scalar},
+};
+
+static int cpu_has(const char *isa) {
+#ifdef TZ_X86
+  __builtin_cpu_init();
+  if (!strcmp(isa, "avx512")) return __builtin_cpu_supports("avx512f");
+  if (!strcmp(isa, "avx2")) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  return !strcmp(isa, "scalar");
+}
+
+/* The widest kernel this CPU runs, or the one TEZGAH_CPU_ISA names (avx512 | avx2 | scalar:
+ * tests run every kernel on one machine that way). NULL with tz_err() when the named one is
+ * unknown or this CPU lacks its instructions. */
+const tz_mm_ukernel *tz_mm_pick(void) {
+  const char *want = getenv("TEZGAH_CPU_ISA");
+  int n = (int)(sizeof KERNELS / sizeof KERNELS[0]);
+  for (int i = 0; i < n; i++) {
+    if (want && *want && strcmp(want, KERNELS[i].name)) continue;
+    if (cpu_has(KERNELS[i].name)) return &KERNELS[i];
+    if (want && *want) {
+      tz_err("TEZGAH_CPU_ISA=%s: this CPU lacks the instructions of that kernel", want);
+      return NULL;
+    }
+  }
+  if (want && *want) tz_err("TEZGAH_CPU_ISA='%s' is not one of avx512, avx2, scalar", want);
+  return want && *want ? NULL : &KERNELS[n - 1];
+}

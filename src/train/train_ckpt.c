@@ -1,0 +1,156 @@
+/* A training run's checkpoints on disk (the checkpoints phase of tz_train, src/train/train.c):
+ * written by rank 0 after gathering ZeRO-1 moment shards, kept as checkpoint-<step>.tzc under
+ * --keep N (hard links, rotated atomically), the run's tokenizer file beside the first one of a
+ * session, and runs/latest pointed at the run. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/fileio.h"
+#include "train/train_ckpt.h"
+
+/* Point runs/latest at the run directory (a symlink replaced atomically). */
+static void mark_latest(const char *run_dir) {
+  char *copy = tz_strdup(run_dir), *copy2 = tz_strdup(run_dir);
+  char *parent = dirname(copy), *base = basename(copy2);
+  char *link = tz_path_join(parent, "latest"), *tmp = tz_path_join(parent, ".latest.tmp");
+  if (strcmp(base, "latest") != 0) {
+    unlink(tmp);
+    if (symlink(base, tmp) == 0 && rename(tmp, link) != 0) unlink(tmp);
+  }
+  free(link);
+  free(tmp);
+  free(copy);
+  free(copy2);
+}
+
+/* fsync a directory (renames and unlinks in it durable). Best effort. */
+static void sync_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
+/* <dir>/<name> becomes another name of the file at `src` (a hard link: no copy), atomically:
+ * a link under a temporary name ("<name>.tmp.<pid>", swept after a crash) renamed over it. */
+int tz_train_link_as(const char *src, const char *dir, const char *name) {
+  char *dst = tz_path_join(dir, name);
+  size_t n = strlen(dst) + 32;
+  char *tmp = tz_malloc(n);
+  snprintf(tmp, n, "%s.tmp.%ld", dst, (long)getpid());
+  unlink(tmp);
+  int rc = 0;
+  if (link(src, tmp) != 0 || rename(tmp, dst) != 0) {
+    rc = tz_err("%s: cannot keep the checkpoint: %s", dst, strerror(errno));
+    unlink(tmp);
+  }
+  sync_dir(dir);
+  free(tmp);
+  free(dst);
+  return rc;
+}
+
+static int cmp_int_desc(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x < y) - (x > y);
+}
+
+/* --keep N: checkpoint.tzc (just written, at `step`) is also kept as checkpoint-<step>.tzc;
+ * of those, the N with the highest steps stay. A crash between the link and the removals
+ * leaves one more file, removed at the next rotation; never a partial checkpoint (each name
+ * is a complete file or absent). */
+static int rotate(const char *run_dir, const char *ckpt_path, int step, int keep) {
+  char name[64];
+  if (keep == 1) keep = 0; /* --keep 1: checkpoint.tzc alone (a run resumed with a lower --keep drops the rest) */
+  snprintf(name, sizeof name, "checkpoint-%08d.tzc", step);
+  if (keep > 0 && tz_train_link_as(ckpt_path, run_dir, name)) return -1;
+  DIR *d = opendir(run_dir);
+  if (!d) return 0;
+  int *steps = NULL, n = 0, cap = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    int s, len = 0;
+    if (sscanf(e->d_name, "checkpoint-%8d.tzc%n", &s, &len) == 1 && len == (int)strlen(e->d_name) && len == 23) {
+      if (n == cap) steps = tz_realloc(steps, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *steps);
+      steps[n++] = s;
+    }
+  }
+  closedir(d);
+  qsort(steps, (size_t)n, sizeof *steps, cmp_int_desc);
+  for (int i = keep; i < n; i++) {
+    snprintf(name, sizeof name, "checkpoint-%08d.tzc", steps[i]);
+    char *p = tz_path_join(run_dir, name);
+    unlink(p);
+    free(p);
+  }
+  if (n > keep) sync_dir(run_dir);
+  free(steps);
+  return 0;
+}
+
+/* Write the checkpoint (rank 0 alone writes; collective for data-parallel runs: call it on
+ * every rank). With ZeRO-1 the moment shards are gathered first, through the gradient buffer
+ * (free between steps): m into it and then to a host copy on rank 0, then v into it. The file
+ * is then an ordinary single-process checkpoint. The others are not told whether the write
+ * worked: callers follow with tz_comm_agree. */
+int tz_train_save(const char *path, tz_model *m, const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader,
+                tz_comm *comm) {
+  tz_run_src am = {m->m, NULL}, av = {m->v, NULL};
+  float *host_m = NULL;
+  if (m->zero) {
+    tz_backend *be = m->be;
+    size_t S = m->shard_n, total = m->lay.total;
+    tz_slice g = {m->grads, 0}, mine = tz_f32(g, (size_t)comm->rank * S);
+    be->copy(be, mine, (tz_slice){m->m, 0}, S * sizeof(float));
+    comm->all_gather(comm, g, S);
+    if (comm->rank == 0) {
+      host_m = tz_malloc(total * sizeof *host_m);
+      be->download(be, host_m, g, total * sizeof *host_m);
+    }
+    be->copy(be, mine, (tz_slice){m->v, 0}, S * sizeof(float));
+    comm->all_gather(comm, g, S);
+    be->sync(be);
+    am = (tz_run_src){NULL, host_m};
+    av = (tz_run_src){m->grads, NULL};
+  }
+  int rc = 0;
+  if (comm->rank == 0) {
+    st->loader_pos = tz_loader_get_pos(loader);
+    cJSON *j = tz_train_state_to_json(st);
+    rc = tz_run_save_moments(path, m, tok, j, am, av);
+    cJSON_Delete(j);
+  }
+  free(host_m);
+  return rc;
+}
+
+/* Checkpoint, then (once per session) write the tokenizer file and point runs/latest here: `tezgah sample` alone must find a run
+ * that has a checkpoint. */
+int tz_train_save_and_mark(const char *path, const char *run_dir, int *marked, tz_model *m,
+                         const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader, tz_comm *comm) {
+  int rc = tz_train_save(path, m, tok, st, loader, comm);
+  if (comm->rank > 0 || rc) return rc;
+  if (st->opts->keep >= 1 && rotate(run_dir, path, st->step, st->opts->keep)) return -1;
+  if (!*marked) {
+    /* the run's tokenizer beside the checkpoint, in its native format (encode/decode
+     * --tokenizer RUN_DIR, Hugging Face tools read tokenizer.json) */
+    if (tok) {
+      char *data, *tp = tz_path_join(run_dir, tz_tok_kind(tok) == TZ_TOKENIZER_BPE ? "tokenizer.json" : "tokenizer.bin");
+      size_t len;
+      int e = tz_tok_to_blob(tok, &data, &len);
+      if (!e) e = tz_write_file_atomic(tp, data, len), free(data);
+      free(tp);
+      if (e) return -1;
+    }
+    mark_latest(run_dir);
+  }
+  *marked = 1;
+  return 0;
+}

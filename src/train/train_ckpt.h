@@ -1,0 +1,22 @@
+/* A training run's checkpoints on disk (train_ckpt.c), for tz_train's phases. */
+#ifndef TZ_TRAIN_TRAIN_CKPT_H
+#define TZ_TRAIN_TRAIN_CKPT_H
+#include "checkpoint/run_ckpt.h"
+#include "data/dataloader.h"
+#include "dist/comm.h"
+#include "train/train_state.h"
+
+/* Write the checkpoint at `path` (rank 0 writes; collective for data-parallel runs: call it on
+ * every rank; ZeRO-1 moment shards are gathered through the gradient buffer first). The other
+ * ranks are not told whether the write worked: callers follow with tz_comm_agree. */
+int tz_train_save(const char *path, tz_model *m, const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader,
+                  tz_comm *comm);
+/* tz_train_save to `path` in run_dir, then (rank 0) the --keep rotation and, once per session
+ * (*marked), the run's tokenizer file and runs/latest. */
+int tz_train_save_and_mark(const char *path, const char *run_dir, int *marked, tz_model *m, const tz_tokenizer *tok,
+                           tz_train_state *st, tz_loader *loader, tz_comm *comm);
+/* <dir>/<name> becomes another name (a hard link) of the file at `src`, atomically. 0, or -1
+ * with tz_err naming the link. */
+int tz_train_link_as(const char *src, const char *dir, const char *name);
+
+#endif
