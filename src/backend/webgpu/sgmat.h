@@ -52,6 +52,11 @@ int tz_sgmat_run(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, u
                  const uint16_t *a, const uint16_t *b, const float *bias, float *c, int reps, double *ms);
 void tz_sgmat_close(tz_sgmat *s);
 
+/* The kernel source `src` with the lines between `//#if X` and `//#else` / `//#endif` kept where
+ * flag X holds (X is DIRECT or HAS_BIAS), the `//#else` part where it does not (not nested);
+ * malloc'ed. Used here and by the backend's pipelines (webgpu_pipe.c). */
+char *tz_sgmat_preprocess(const char *src, int direct, int has_bias);
+
 /* IEEE binary16 from float, round to nearest even (host side). */
 uint16_t tz_sgmat_f16(float x);
 float tz_sgmat_f32(uint16_t h);
