@@ -44,6 +44,10 @@ train() { # NAME PRECISION STEPS EXTRA...
   say "train $name rc $rc: median tokens/s (steps 6..) $tps; $(grep -iE 'error|precision|matmul on|subgroup' "$out/$name.log" | head -3 | tr '\n' '|')"
 }
 train f16 f16 "$steps"
+if ! grep -q . "$out/loss_f16.txt"; then # the subgroup-matrix path failed: the f16 mirror alone, for the record
+  tail -5 "$out/f16.log"
+  TEZGAH_WEBGPU_SGMAT=0 train f16_nosg f16 "$steps"
+fi
 train fp32 fp32 "$steps"
 say "losses per step: f16 vs fp32 (no loss scaling on this branch)"
 paste "$out/loss_f16.txt" "$out/loss_fp32.txt" | awk '{printf "  step %2d  f16 %.5f  fp32 %.5f  diff %+.5f\n", NR, $1, $2, $1 - $2}'
