@@ -393,7 +393,9 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
     }
   }
   if (variant >= 2 && (k * m > cap || k * bs > cap) && K > 1) { /* rows of a and b: partial sums */
-    size_t kc = cap / (m > bs ? m : bs);
+    /* whole 128-row pieces: the subgroup-matrix kernel needs K % BK == 0 (GPT-2's lm_head dW,
+     * [50304 x 768] over K = 16384, fell back to matmul_fast on the H200 with arbitrary pieces) */
+    size_t kc = piece_round(cap / (m > bs ? m : bs));
     if (kc == 0) kc = 1;
     if (kc < k) {
       for (size_t k0 = 0; k0 < k; k0 += kc) {
