@@ -1,8 +1,8 @@
 /* The subgroup-matrix matmul (src/kernels/matmul_sgmat/matmul_sgmat.wgsl) as a standalone op:
  * f16 × f16 → f32 on WGSL's chromium_experimental_subgroup_matrix (tensor cores on NVIDIA
  * through Vulkan cooperative matrices), with its own device, for the bench
- * (bench/bench_webgpu_sgmat.c) and the test (tests/test_webgpu_sgmat.c) until the backend's f16
- * matmul dispatch (branch split's mixed-precision path) calls the kernel itself.
+ * (bench/bench_webgpu_sgmat.c) and the test (tests/test_webgpu_sgmat.c). The training backend
+ * runs the same kernel file on its own device (webgpu_ops_matmul.c, sg_matmul).
  *
  * The adapter is asked for with the toggles that expose the feature on NVIDIA under the "node"
  * Dawn (vulkan_enable_f16_on_nvidia, allow_unsafe_apis: docs/PERF.md's probe); the kernel is
