@@ -14,11 +14,12 @@
  *    the C API: dlsym.
  *
  * Search order: $TEZGAH_WEBGPU_LIB (either kind, told apart by whether it exports
- * wgpuCreateInstance); else, from the executable's folder upwards, .deps/dawn/dawn.node then
- * .deps/dawn/libwebgpu_wrapper.so (TEZGAH_WEBGPU_DAWN=bun|node restricts the default to one);
- * then ../share/tezgah/dawn/ beside an installed bin/tezgah. dawn.node comes first because it
- * offers ShaderF16 and subgroup matrices on NVIDIA (bun's Dawn withholds ShaderF16 there) and
- * passes the same tests on lavapipe (docs/WEBGPU.md, "Two Dawns").
+ * wgpuCreateInstance); else, from the executable's folder upwards, .deps/dawn/dawn.node and
+ * .deps/dawn/libwebgpu_wrapper.so, then ../share/tezgah/dawn/ beside an installed bin/tezgah:
+ * dawn.node first where an NVIDIA driver is loaded (it offers ShaderF16 and subgroup matrices
+ * there, bun's Dawn withholds ShaderF16), bun's first elsewhere (the lavapipe suite's Dawn;
+ * dawn.node prints limit warnings there); TEZGAH_WEBGPU_DAWN=bun|node takes one
+ * (docs/WEBGPU.md, "Two Dawns").
  * Every failure is one tz_err line naming the path and what is wrong. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -348,17 +349,28 @@ int tz_wgpu_load(void) {
   int want_bun = !pick || !*pick || !strcmp(pick, "bun");
   if (!want_node && !want_bun)
     return tz_err("webgpu: TEZGAH_WEBGPU_DAWN=%s: expected node or bun", pick);
-  if (want_node && find_up(TZ_DAWN_NODE_REL, "share/tezgah/dawn/dawn.node", lib_path, sizeof lib_path) == 0) {
-    snprintf(lib_reason, sizeof lib_reason,
-             "default: dawn.node first (ShaderF16 and subgroup matrices on NVIDIA)%s",
-             pick && *pick ? ", TEZGAH_WEBGPU_DAWN=node" : "");
-    return load_path(lib_path);
-  }
-  if (want_bun &&
-      find_up(TZ_DAWN_BUN_REL, "share/tezgah/dawn/libwebgpu_wrapper.so", lib_path, sizeof lib_path) == 0) {
-    snprintf(lib_reason, sizeof lib_reason, "%s",
-             pick && *pick ? "TEZGAH_WEBGPU_DAWN=bun" : "default: no dawn.node found, bun-webgpu's Dawn");
-    return load_path(lib_path);
+  /* Default order: dawn.node first where an NVIDIA driver is loaded (it alone offers ShaderF16
+   * and subgroup matrices there); bun's Dawn first elsewhere: it is what the lavapipe suite (CI)
+   * has run for sessions, and dawn.node prints two limit warnings on lavapipe's stderr. */
+  int nvidia = access("/proc/driver/nvidia/version", R_OK) == 0;
+  for (int pass = 0; pass < 2; pass++) {
+    int node = (pass == 0) == (nvidia || (pick && !strcmp(pick, "node")));
+    if (node && want_node && find_up(TZ_DAWN_NODE_REL, "share/tezgah/dawn/dawn.node", lib_path, sizeof lib_path) == 0) {
+      snprintf(lib_reason, sizeof lib_reason, "%s",
+               pick && *pick ? "TEZGAH_WEBGPU_DAWN=node"
+               : nvidia      ? "default with an NVIDIA driver: dawn.node first (ShaderF16 and subgroup matrices there)"
+                             : "default: bun-webgpu's Dawn not found, dawn.node");
+      return load_path(lib_path);
+    }
+    if (!node && want_bun &&
+        find_up(TZ_DAWN_BUN_REL, "share/tezgah/dawn/libwebgpu_wrapper.so", lib_path, sizeof lib_path) == 0) {
+      snprintf(lib_reason, sizeof lib_reason, "%s",
+               pick && *pick ? "TEZGAH_WEBGPU_DAWN=bun"
+               : nvidia      ? "default with an NVIDIA driver: dawn.node not found, bun-webgpu's Dawn"
+                             : "default without an NVIDIA driver: bun-webgpu's Dawn first "
+                               "(TEZGAH_WEBGPU_DAWN=node for dawn.node)");
+      return load_path(lib_path);
+    }
   }
   return tz_err("webgpu: Dawn library not found: set TEZGAH_WEBGPU_LIB or run "
                 "scripts/setup_webgpu.sh (installs %s and %s in the repository)", TZ_DAWN_NODE_REL,
