@@ -24,6 +24,11 @@ rm -rf "$scratch" && mkdir -p "$scratch"
 head -c 24000 "$src" >"$scratch/corpus.txt"
 ${CC:-cc} -O2 -shared -fPIC -o "$scratch/alloc_count.so" "$here/support/alloc_count.c" || fail "cannot build the shim"
 
+# The CLI picks OpenMP's wait policy from the load at start (src/cli/main.c: spinning when the
+# team fits the free cores, else a re-exec with OMP_WAIT_POLICY=PASSIVE), so two runs on a busy
+# machine can take different paths with different start-up allocations (seen: 6 fewer calls in
+# the 220-step run at load 5). A policy set by the user is left alone: pinned here.
+export OMP_WAIT_POLICY=PASSIVE
 count() { # steps, extra args...
   local steps=$1; shift
   rm -rf "$scratch/run"

@@ -279,9 +279,7 @@ static const char *kernel_src(void) {
   return NULL;
 }
 
-/* Keep the lines of `src` between `//#if X` and `//#else` / `//#endif` where flag X holds (X is
- * DIRECT or HAS_BIAS), the `//#else` part where it does not. Not nested. */
-static char *preprocess(const char *src, int direct, int has_bias) {
+char *tz_sgmat_preprocess(const char *src, int direct, int has_bias) {
   size_t n = strlen(src);
   char *out = malloc(n + 1), *o = out;
   int keep = 1;
@@ -323,17 +321,21 @@ int tz_sgmat_run(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, u
   const char *body = kernel_src();
   if (!body) return tz_err("webgpu sgmat: kernel matmul_sgmat not embedded");
   int a_mk = form != TZ_SGMAT_DYTX, b_nk = form == TZ_SGMAT_XWT, acc = form == TZ_SGMAT_DYTX;
-  char head[512];
+  char head[768];
   snprintf(head, sizeof head,
            "const BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst SG_M = %uu;\nconst SG_N = %uu;\n"
            "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"
            "const ACC = %s;\n",
            bm, bn, t.bk, t.sg_m, t.sg_n, t.tm, t.tn, s->sgsize, a_mk ? "true" : "false", b_nk ? "true" : "false",
            acc ? "true" : "false");
+  if (t.direct) /* the element-wise views of a and b (DIRECT loads) */
+    strcat(head, "@group(0) @binding(5) var<storage, read> a_h: array<f16>;\n"
+                 "@group(0) @binding(6) var<storage, read> b_h: array<f16>;\n");
   /* the `enable` lines must come first: split the body after them */
-  const char *rest = strstr(body, "struct Params");
-  if (!rest) return tz_err("webgpu sgmat: kernel source has no Params struct");
-  char *pre = preprocess(rest, t.direct != 0, bias != NULL);
+  const char *rest = strstr(body, "// end of directives\n");
+  if (!rest) return tz_err("webgpu sgmat: kernel source has no '// end of directives' line");
+  rest += strlen("// end of directives\n");
+  char *pre = tz_sgmat_preprocess(rest, t.direct != 0, bias != NULL);
   size_t n = strlen(body) + strlen(head) + 8;
   char *src = malloc(n);
   snprintf(src, n, "%.*s%s%s", (int)(rest - body), body, head, pre);
@@ -353,21 +355,25 @@ int tz_sgmat_run(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, u
   uint64_t na = (uint64_t)M * K * 2, nb = (uint64_t)N * K * 2, nc = (uint64_t)M * N * 4;
   WGPUBufferUsage st = WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst | WGPUBufferUsage_CopySrc;
   WGPUBuffer ba = mkbuf(s, na, st), bb = mkbuf(s, nb, st), bc = mkbuf(s, nc, st), bz = mkbuf(s, (uint64_t)N * 4, st);
-  WGPUBuffer bu = mkbuf(s, 16, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst);
+  WGPUBuffer bu = mkbuf(s, 128, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst);
   WGPUBuffer rb = mkbuf(s, nc, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst);
   W.wgpuQueueWriteBuffer(s->queue, ba, 0, a, na);
   W.wgpuQueueWriteBuffer(s->queue, bb, 0, b, nb);
   if (bias) W.wgpuQueueWriteBuffer(s->queue, bz, 0, bias, (size_t)N * 4);
   if (acc) W.wgpuQueueWriteBuffer(s->queue, bc, 0, c, nc);
-  uint32_t pr[4] = {M, N, K, 0};
-  W.wgpuQueueWriteBuffer(s->queue, bu, 0, pr, 16);
-  /* the bindings the kept code uses (the layout is derived from the shader) */
+  /* the kernel's uniform block (the backend's layout, wg_run_ex): element offsets (all 0 here),
+   * slots, then M, N, K */
+  uint32_t pr[32] = {0};
+  pr[16] = M, pr[17] = N, pr[18] = K;
+  W.wgpuQueueWriteBuffer(s->queue, bu, 0, pr, 128);
+  /* bindings: 0 uniform, 1 c, 2 a, 3 b, 4 bias (all in every layout: the kernel touches
+   * them), 5 a_h and 6 b_h with DIRECT */
   WGPUBindGroupEntry e[7];
   memset(e, 0, sizeof e);
-  WGPUBuffer bufs[7] = {ba, bb, bz, bc, bu, ba, bb};
-  uint64_t sizes[7] = {(na + 15) / 16 * 16, (nb + 15) / 16 * 16, ((uint64_t)N * 4 + 15) / 16 * 16,
-                       (nc + 15) / 16 * 16, 16, (na + 15) / 16 * 16, (nb + 15) / 16 * 16};
-  int used[7] = {!t.direct, !t.direct, bias != NULL, 1, 1, t.direct != 0, t.direct != 0};
+  WGPUBuffer bufs[7] = {bu, bc, ba, bb, bz, ba, bb};
+  uint64_t sizes[7] = {128, (nc + 15) / 16 * 16, (na + 15) / 16 * 16, (nb + 15) / 16 * 16,
+                       ((uint64_t)N * 4 + 15) / 16 * 16, (na + 15) / 16 * 16, (nb + 15) / 16 * 16};
+  int used[7] = {1, 1, 1, 1, 1, t.direct != 0, t.direct != 0};
   size_t ne = 0;
   for (int i = 0; i < 7; i++)
     if (used[i]) e[ne].binding = (uint32_t)i, e[ne].buffer = bufs[i], e[ne].size = sizes[i], ne++;

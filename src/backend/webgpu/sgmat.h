@@ -1,8 +1,8 @@
 /* The subgroup-matrix matmul (src/kernels/matmul_sgmat/matmul_sgmat.wgsl) as a standalone op:
  * f16 × f16 → f32 on WGSL's chromium_experimental_subgroup_matrix (tensor cores on NVIDIA
  * through Vulkan cooperative matrices), with its own device, for the bench
- * (bench/bench_webgpu_sgmat.c) and the test (tests/test_webgpu_sgmat.c) until the backend's f16
- * matmul dispatch (branch split's mixed-precision path) calls the kernel itself.
+ * (bench/bench_webgpu_sgmat.c) and the test (tests/test_webgpu_sgmat.c). The training backend
+ * runs the same kernel file on its own device (webgpu_ops_matmul.c, sg_matmul).
  *
  * The adapter is asked for with the toggles that expose the feature on NVIDIA under the "node"
  * Dawn (vulkan_enable_f16_on_nvidia, allow_unsafe_apis: docs/PERF.md's probe); the kernel is
@@ -51,6 +51,11 @@ const char *tz_sgmat_describe(const tz_sgmat *s);
 int tz_sgmat_run(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, uint32_t N, uint32_t K,
                  const uint16_t *a, const uint16_t *b, const float *bias, float *c, int reps, double *ms);
 void tz_sgmat_close(tz_sgmat *s);
+
+/* The kernel source `src` with the lines between `//#if X` and `//#else` / `//#endif` kept where
+ * flag X holds (X is DIRECT or HAS_BIAS), the `//#else` part where it does not (not nested);
+ * malloc'ed. Used here and by the backend's pipelines (webgpu_pipe.c). */
+char *tz_sgmat_preprocess(const char *src, int direct, int has_bias);
 
 /* IEEE binary16 from float, round to nearest even (host side). */
 uint16_t tz_sgmat_f16(float x);

@@ -107,6 +107,13 @@ typedef struct {
   int subgroups;     /* reductions with subgroup operations (Subgroups, TEZGAH_WEBGPU_SUBGROUPS != 0) */
   int ro;            /* read-only variants of preamble kernels (ro_variant; TEZGAH_WEBGPU_RO) */
   int f16;           /* f16 weight mirror on (ShaderF16 and TEZGAH_WEBGPU_F16 != 0) */
+  /* the subgroup-matrix matmul (matmul_sgmat.wgsl) for the matmul family: on with f16, where
+   * the adapter lists f16 x f16 -> f32 16x16x16, offers ShaderF16 and one subgroup size, unless
+   * TEZGAH_WEBGPU_SGMAT=0 (wg_sgmat_choose, webgpu_rt.c); sg_why: why not */
+  int sgmat;
+  uint32_t sg_size;
+  const char *sg_why;
+  tz_buf *sg16[2];   /* f16 copies of the two operands (wg_matmul's sgmat path) */
   tz_buf *pbuf;      /* the registered parameter buffer (params_mirror) */
   tz_buf *mirror;    /* its f16 copy (2 bytes per element) */
   int mirror_stale;  /* pbuf written since the mirror was last made */

@@ -1,13 +1,16 @@
 /* WebGPU backend ops: the matmul family (matmul_t = X·Wᵀ, matmul = dX, matmul_at = dW,
- * matmul_at_swiglu_a) on matmul_fast.wgsl (register tiles, split-K, vec4 and f16-mirror
- * operands) or matmul.wgsl (the general kernel for aliased operands), with the splitting of
- * operands above one binding into pieces. The tile choice per adapter is wg_mm_config. */
+ * matmul_at_swiglu_a) on matmul_sgmat.wgsl (subgroup matrices, f16 operands converted from the
+ * fp32 tensors, f32 accumulation: the f16 precision where the adapter has them, sg_kernel),
+ * matmul_fast.wgsl (register tiles, split-K, vec4 and f16-mirror operands) or matmul.wgsl (the
+ * general kernel for aliased operands), with the splitting of operands above one binding into
+ * pieces. The kernel for a call is chosen in mm_one; the tile per adapter in wg_mm_config. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/webgpu/webgpu_internal.h"
+#include "backend/webgpu/sgmat.h"
 
 /* ---- matmul family ---- */
 /* Would run_ex give these two arguments one binding (same buffer, overlapping aligned ranges)? */
@@ -110,10 +113,100 @@ static uint32_t mm_splits(uint32_t tiles, int K, mm_cfg f) {
   return best;
 }
 
+/* ---- the subgroup-matrix path (c->sgmat: f16 precision on an adapter with an f16 x f16 -> f32
+ * 16x16x16 configuration, chosen at device creation by sgmat_choose in webgpu_rt.c) ---- */
+/* The workgroup tile: 4 x 4 subgroups of 2 x 2 16x16 matrices (128 x 128), BK 64, through
+ * workgroup memory: the fastest of the tiles measured at 8192³ on the H200 with the node Dawn
+ * (docs/PERF.md: 121–165 TFLOP/s). TEZGAH_WEBGPU_SGMAT_TILE=bk,sg_m,sg_n,tm,tn overrides it. */
+static tz_sgmat_tile sg_tile(void) {
+  tz_sgmat_tile t = {64, 4, 4, 2, 2, 0};
+  const char *e = getenv("TEZGAH_WEBGPU_SGMAT_TILE");
+  tz_sgmat_tile g = {0};
+  if (e && sscanf(e, "%u,%u,%u,%u,%u", &g.bk, &g.sg_m, &g.sg_n, &g.tm, &g.tn) == 5 && g.bk && g.bk % 16 == 0 &&
+      g.sg_m && g.sg_n && g.tm && g.tn)
+    t = g;
+  return t;
+}
+
+/* Can variant's call (M, K, N) run on the subgroup-matrix kernel? Its shape must be a multiple
+ * of the tile (no edge handling in the kernel; other shapes keep the fp32 kernels) and the
+ * operands must fit one binding as f16. */
+static int sg_shape_ok(wg_ctx *c, int variant, int M, int K, int N) {
+  if (!c->sgmat || variant > 2 || M <= 0 || N <= 0 || K <= 0) return 0;
+  tz_sgmat_tile t = sg_tile();
+  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16, nt = t.sg_m * t.sg_n * c->sg_size;
+  if ((uint32_t)M % bm || (uint32_t)N % bn || (uint32_t)K % t.bk) return 0;
+  if ((bm * t.bk / 4) % nt || (bn * t.bk / 4) % nt) return 0; /* the tile loads split evenly */
+  if (nt > c->lim.maxComputeInvocationsPerWorkgroup) return 0;
+  uint64_t cap = c->lim.maxStorageBufferBindingSize;
+  return (uint64_t)M * K * 2 <= cap && (uint64_t)K * N * 2 <= cap;
+}
+
+/* An f16 copy of the fp32 tensor src [n] (n even, src 8-byte aligned) in the operand scratch
+ * buffer `which` (0: a, 1: b), through f32_to_f16.wgsl. */
+static tz_slice sg_operand(tz_backend *be, int which, tz_slice src, size_t n) {
+  wg_ctx *c = CTX(be);
+  size_t bytes = n * 2;
+  if (!c->sg16[which] || c->sg16[which]->size < bytes) {
+    if (c->sg16[which]) wg_free(be, c->sg16[which]);
+    c->sg16[which] = wg_alloc(be, bytes < (1 << 20) ? (1 << 20) : bytes, "webgpu f16 operand");
+    if (!c->sg16[which]) wg_fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", bytes, 0);
+  }
+  tz_slice d = {c->sg16[which], 0};
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)(n / 2);
+  wg_arg a[] = {A(d, bytes, "f16 operand"), A(src, F4(n), "fp32 operand")};
+  uint32_t gx, gy;
+  grid1(n / 2, &gx, &gy);
+  double fl = c->pending_flop;
+  c->pending_flop = 0;
+  wg_run(c, "to_f16 (sgmat)", wg_pipeline(c, "f32_to_f16", "f32_to_f16", ""), w, 9, a, 2, gx, gy, 1);
+  c->pending_flop = fl;
+  return d;
+}
+
+/* The subgroup-matrix kernel for one call, when sg_shape_ok and the operands allow it: 1 when it
+ * ran, 0 when the caller must take the other kernels (bias with accumulation, bias in the
+ * output's buffer, unaligned operands). out [M, N] f32 (+)= op(a)·op(b) (+ bias) with a and b
+ * rounded to f16 (round to nearest even) and f32 accumulation (tolerance: tests/test_webgpu_ops.c
+ * states it, ~1e-3·Σ|a·b|). */
+static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_slice b_, tz_slice bias, int M,
+                     int K, int N, int acc) {
+  wg_ctx *c = CTX(be);
+  if (!sg_shape_ok(c, variant, M, K, N)) return 0;
+  if (tz_present(bias) && (acc || variant != 0)) return 0;
+  if (a_.off % 8 || b_.off % 8 || out.off % 64 || (tz_present(bias) && bias.buf == out.buf)) return 0;
+  static const char *labels[3] = {"matmul_t (sgmat)", "matmul (sgmat)", "matmul_at (sgmat)"};
+  tz_sgmat_tile t = sg_tile();
+  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
+  size_t m = (size_t)M, k = (size_t)K, n = (size_t)N;
+  tz_slice ah = sg_operand(be, 0, a_, m * k), bh = sg_operand(be, 1, b_, k * n);
+  char prefix[640];
+  int a_mk = variant != 2, b_nk = variant == 0, hb = tz_present(bias);
+  snprintf(prefix, sizeof prefix,
+           "const BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst SG_M = %uu;\nconst SG_N = %uu;\n"
+           "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"
+           "const ACC = %s;\n// DIRECT=0 HAS_BIAS=%d\n",
+           bm, bn, t.bk, t.sg_m, t.sg_n, t.tm, t.tn, c->sg_size, a_mk ? "true" : "false", b_nk ? "true" : "false",
+           acc ? "true" : "false", hb);
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)M, w[9] = (uint32_t)N, w[10] = (uint32_t)K;
+  wg_arg ar[] = {A(out, F4(m * n), "out"), A(ah, m * k * 2, "a (f16)"), A(bh, k * n * 2, "b (f16)"),
+                 A(bias, F4(n), "bias")};
+  c->pending_flop = 2.0 * M * N * K;
+  wg_run(c, labels[variant], wg_pipeline(c, "matmul_sgmat", "main", prefix), w, 11, ar, 4, (uint32_t)(N / bn),
+         (uint32_t)(M / bm), 1);
+  c->pending_flop = 0;
+  return 1;
+}
+
 static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out, tz_slice a_, tz_slice b_,
                    tz_slice bias, int M, int K, int N, int acc) {
   wg_ctx *c = CTX(be);
   if (M <= 0 || N <= 0) return;
+  /* THE kernel choice: subgroup matrices where this adapter and call allow them (sg_matmul),
+   * else matmul_fast, else the general matmul.wgsl */
+  if (variant < 3 && sg_matmul(be, variant, out, a_, b_, bias, M, K, N, acc)) return;
   c->pending_flop = 2.0 * M * N * K;
   char prefix[1280], direct[80];
   uint32_t w[24] = {0};
@@ -253,6 +346,7 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
    * transposed rows would not take vec4 loads: lm_head at V = 50257 ran 28 TFLOP/s that way) nor
    * for the f16 mirror's reads, which stay matmul_t. */
   if (variant == 0 && K > 0 && N % 4 == 0 && mm_tt() && !(wg_mirrored(c, b_) && b_.off % 8 == 0) &&
+      !sg_shape_ok(c, 0, M, K, N) &&
       !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL")) {
     tz_slice bt = mm_transposed(be, label, b_, N, K);
     if (bt.buf) {
@@ -299,7 +393,9 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
     }
   }
   if (variant >= 2 && (k * m > cap || k * bs > cap) && K > 1) { /* rows of a and b: partial sums */
-    size_t kc = cap / (m > bs ? m : bs);
+    /* whole 128-row pieces: the subgroup-matrix kernel needs K % BK == 0 (GPT-2's lm_head dW,
+     * [50304 x 768] over K = 16384, fell back to matmul_fast on the H200 with arbitrary pieces) */
+    size_t kc = piece_round(cap / (m > bs ? m : bs));
     if (kc == 0) kc = 1;
     if (kc < k) {
       for (size_t k0 = 0; k0 < k; k0 += kc) {

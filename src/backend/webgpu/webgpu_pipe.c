@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/webgpu/webgpu_internal.h"
+#include "backend/webgpu/sgmat.h"
 
 /* ---- submission ---- */
 void wg_end_pass(wg_ctx *c) {
@@ -143,13 +144,30 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     o += (size_t)snprintf(pre_ro + o, cap - o, "    default: {}\n  }\n}\n%s", b1);
     pre = pre_ro;
   }
-  size_t n = strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(prefix) + strlen(body) + 8;
+  /* A file with its own directives (matmul_sgmat.wgsl: enable lines must precede every
+   * declaration) marks their end with "// end of directives"; the prefix goes after it. Its
+   * `//#if DIRECT` / `//#if HAS_BIAS` sections follow "DIRECT=1" / "HAS_BIAS=1" in the prefix. */
+  const char *dir = "";
+  int ndir = 0;
+  char *pp = NULL;
+  const char *dend = strstr(body, "// end of directives\n");
+  if (dend) {
+    dir = body;
+    ndir = (int)(dend + strlen("// end of directives\n") - body);
+    body += ndir;
+  }
+  if (strstr(body, "\n//#if ")) {
+    pp = tz_sgmat_preprocess(body, strstr(prefix, "DIRECT=1") != NULL, strstr(prefix, "HAS_BIAS=1") != NULL);
+    body = pp;
+  }
+  size_t n = (size_t)ndir + strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(prefix) + strlen(body) + 8;
   char *src = tz_malloc(n);
-  snprintf(src, n, "%s%s\n%s\n%s\n%s\n%s", en, prefix, pre, red, scan, body);
+  snprintf(src, n, "%.*s%s%s\n%s\n%s\n%s\n%s", ndir, dir, en, prefix, pre, red, scan, body);
   WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};
   WGPUShaderModuleDescriptor d = {&ws.chain, sv(file)};
   WGPUShaderModule m = W.wgpuDeviceCreateShaderModule(c->dev, &d);
   free(src);
+  free(pp);
   free(rw);
   free(pre_ro);
   snprintf(c->mods[c->nmods].key, sizeof c->mods[c->nmods].key, "%s", key);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/webgpu/webgpu_internal.h"
+#include "backend/webgpu/sgmat.h"
 
 /* ---- errors ---- */
 static void on_error(WGPUDevice const *device, WGPUErrorType type, WGPUStringView message,
@@ -77,6 +78,8 @@ static void wg_destroy(tz_backend *be) {
       if (c->scratch) wg_free(be, c->scratch);
       if (c->stage) wg_free(be, c->stage);
       if (c->wt) wg_free(be, c->wt);
+      for (int i = 0; i < 2; i++)
+        if (c->sg16[i]) wg_free(be, c->sg16[i]);
       if (c->ranges) wg_free(be, c->ranges);
       for (int i = 0; i < MAX_ARGS; i++)
         if (c->dummy[i]) wg_free(be, c->dummy[i]);
@@ -179,6 +182,48 @@ static int open_adapter(wg_ctx *c) {
   return 0;
 }
 
+/* Whether the matmul family runs on the subgroup-matrix kernel (c->sgmat, c->sg_size; c->sg_why
+ * says why not): with the f16 precision, where the adapter offers
+ * ChromiumExperimentalSubgroupMatrix with an f16 x f16 -> f32 16x16x16 configuration
+ * (tz_sgmat_pick), ShaderF16 and one subgroup size (the kernel maps subgroups to consecutive
+ * invocations), unless TEZGAH_WEBGPU_SGMAT=0 (A/B measurements). TEZGAH_WEBGPU_SGMAT=1
+ * requires it (tests; an error where it cannot run). Before the device is created: the
+ * feature must be requested. */
+static int sgmat_choose(wg_ctx *c) {
+  c->sgmat = 0;
+  const char *e = getenv("TEZGAH_WEBGPU_SGMAT");
+  int off = e && !strcmp(e, "0"), req = e && *e && strcmp(e, "0");
+  int has = W.wgpuAdapterHasFeature(c->adapter, WGPUFeatureName_ChromiumExperimentalSubgroupMatrix) != 0;
+  int pick = -1;
+  if (has) {
+    WGPUAdapterPropertiesSubgroupMatrixConfigs mc;
+    memset(&mc, 0, sizeof mc);
+    mc.chain.sType = WGPUSType_AdapterPropertiesSubgroupMatrixConfigs;
+    WGPUAdapterInfo in;
+    memset(&in, 0, sizeof in);
+    in.nextInChain = (WGPUChainedStruct *)&mc.chain;
+    W.wgpuAdapterGetInfo(c->adapter, &in);
+    WGPUSubgroupMatrixConfig cf[32];
+    size_t n = mc.configCount < 32 ? mc.configCount : 32;
+    for (size_t i = 0; i < n; i++) cf[i] = tz_wgpu_sgmat_config(&mc, i);
+    pick = tz_sgmat_pick(cf, n);
+    W.wgpuAdapterPropertiesSubgroupMatrixConfigsFreeMembers(mc);
+    in.nextInChain = NULL;
+    W.wgpuAdapterInfoFreeMembers(in);
+  }
+  if (!has) c->sg_why = "no ChromiumExperimentalSubgroupMatrix";
+  else if (pick < 0) c->sg_why = "no f16 x f16 -> f32 16x16x16 subgroup-matrix configuration";
+  else if (!c->has_f16) c->sg_why = "no ShaderF16";
+  else if (c->info.subgroupMinSize != c->info.subgroupMaxSize || !c->info.subgroupMinSize)
+    c->sg_why = "several subgroup sizes";
+  else if (!c->f16) c->sg_why = "precision fp32";
+  else if (off) c->sg_why = "TEZGAH_WEBGPU_SGMAT=0";
+  else c->sgmat = 1, c->sg_size = c->info.subgroupMinSize, c->sg_why = NULL;
+  if (req && !c->sgmat)
+    return tz_err("webgpu: TEZGAH_WEBGPU_SGMAT=%s but the subgroup-matrix matmul cannot run here: %s", e, c->sg_why);
+  return 0;
+}
+
 static const char *adapter_type(WGPUAdapterType t) {
   return t == WGPUAdapterType_DiscreteGPU     ? "discrete GPU"
          : t == WGPUAdapterType_IntegratedGPU ? "integrated GPU"
@@ -245,11 +290,16 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   c->ro = env_int("TEZGAH_WEBGPU_RO", c->info.adapterType != WGPUAdapterType_CPU) != 0;
   const char *pe = getenv("TEZGAH_PROFILE");
   c->profile = pe && *pe && strcmp(pe, "0") && c->has_ts;
-  WGPUFeatureName feats[4];
+  if (sgmat_choose(c) != 0) {
+    wg_destroy(be);
+    return NULL;
+  }
+  WGPUFeatureName feats[5];
   size_t nf = 0;
   if (c->has_ts) feats[nf++] = WGPUFeatureName_TimestampQuery;
   if (c->has_f16) feats[nf++] = WGPUFeatureName_ShaderF16;
   if (c->has_subgroups) feats[nf++] = WGPUFeatureName_Subgroups;
+  if (c->sgmat) feats[nf++] = WGPUFeatureName_ChromiumExperimentalSubgroupMatrix;
   WGPULimits lim = c->lim; /* request the adapter's maximum limits */
   lim.nextInChain = NULL;
   const char *off_toggles[] = {"timestamp_quantization"};
@@ -382,9 +432,12 @@ const char *tz_webgpu_describe(tz_backend *be) {
   /* the read-only matmul tile after the fit (TEZGAH_WEBGPU_MM as now set): what tests and
    * benches ran */
   mm_cfg f = wg_mm_config(c, 0);
-  snprintf(line, sizeof line, "%s; %s; %s; matmul tile %dx%d, BK %d, %d buffer%s (%zu of %u bytes)", a, precision(c),
+  char sg[128];
+  if (c->sgmat) snprintf(sg, sizeof sg, "; matmul on subgroup matrices (f16 x f16 -> f32, %u lanes)", c->sg_size);
+  else snprintf(sg, sizeof sg, "; subgroup-matrix matmul off (%s)", c->sg_why ? c->sg_why : "?");
+  snprintf(line, sizeof line, "%s; %s; %s; matmul tile %dx%d, BK %d, %d buffer%s (%zu of %u bytes)%s", a, precision(c),
            r, f.tm, f.tn, f.bk, f.nbuf, f.nbuf > 1 ? "s" : "", wg_mm_smem(f),
-           (unsigned)c->lim.maxComputeWorkgroupStorageSize);
+           (unsigned)c->lim.maxComputeWorkgroupStorageSize, sg);
   return line;
 }
 
@@ -447,7 +500,7 @@ int tz_webgpu_info(void) {
   }
   printf("%s\n", mc.configCount ? "" : " none");
   printf("  subgroup-matrix matmul (f16 x f16 -> f32 16x16x16): %s\n",
-         f16f32 && c->has_f16 ? "available (bench/bench_webgpu_sgmat; not yet in the model's matmuls)"
+         f16f32 && c->has_f16 ? "available (the matmul family's kernel with --precision f16; TEZGAH_WEBGPU_SGMAT=0: off)"
                               : "not available here: the fp32 / f16-vector kernels run");
   if (has_sgm) W.wgpuAdapterPropertiesSubgroupMatrixConfigsFreeMembers(mc);
   const char *fe = getenv("TEZGAH_WEBGPU_F16");

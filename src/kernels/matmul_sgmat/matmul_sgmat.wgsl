@@ -3,7 +3,9 @@
 // f16 operands, f32 accumulation and result. Source: our own; the WGSL builtins are Dawn's
 // (src/dawn/tests/end2end/SubgroupMatrixTests.cpp shows their use).
 //
-// Shapes (row-major, element offsets from the bindings' starts):
+// Shapes (row-major; each tensor starts at its element offset p.off[i] in its binding: the
+// layout of the WebGPU backend's standalone kernels, wg_run_ex: binding 0 the uniform block
+// [element offsets of c, a, b, bias (4-byte units)][slots][M, N, K], bindings 1..4 c, a, b, bias):
 //   C   [M, N] f32, leading dimension N
 //   A   A_MK: [M, K] (k contiguous, lda = K)   A_KM: [K, M] (m contiguous, lda = M)
 //   B   B_NK: [N, K] (k contiguous, ldb = K)   B_KN: [K, N] (n contiguous, ldb = N)
@@ -20,6 +22,11 @@
 // ACC (bool), and keeps the lines between `//#if X` and `//#else` / `//#endif` where X
 // (DIRECT, HAS_BIAS) holds, the others where it does not (a subgroup-matrix load's pointer is
 // checked against its array's size even in dead code, so unused tiles must not be declared).
+// With DIRECT the host also declares bindings 5 a_h and 6 b_h (array<f16>, the same buffers
+// as a and b; the standalone op's bench only). a's and b's offsets must be multiples of 2
+// (8-byte aligned f16 data: vec4<f16> loads), c's and bias' any.
+// The constants and ACC are the host's, after the directives (the line marked below): ACC may
+// be set for any form (C accumulates) but never with HAS_BIAS.
 enable f16;
 enable chromium_experimental_subgroup_matrix;
 // A subgroup's block is chosen by local_invocation_index / SGSIZE (subgroups of a 1-D
@@ -27,15 +34,14 @@ enable chromium_experimental_subgroup_matrix;
 // requires subgroupMinSize == subgroupMaxSize == SGSIZE). The uniformity analysis cannot see
 // that this value is subgroup-uniform, hence the rule is off.
 diagnostic(off, chromium.subgroup_matrix_uniformity);
+// end of directives
 
-struct Params { M: u32, N: u32, K: u32, pad: u32 }
-@group(0) @binding(0) var<storage, read> a: array<vec4<f16>>;
-@group(0) @binding(1) var<storage, read> b: array<vec4<f16>>;
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> c: array<f32>;
-@group(0) @binding(4) var<uniform> p: Params;
-@group(0) @binding(5) var<storage, read> a_h: array<f16>; // the same buffers as a and b,
-@group(0) @binding(6) var<storage, read> b_h: array<f16>; // element-wise (DIRECT loads)
+struct Params { off: vec4<u32>, off_hi: vec4<u32>, slots: array<vec4<u32>, 2>, M: u32, N: u32, K: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> c: array<f32>;
+@group(0) @binding(2) var<storage, read> a: array<vec4<f16>>;
+@group(0) @binding(3) var<storage, read> b: array<vec4<f16>>;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
 
 const NT = SG_M * SG_N * SGSIZE;          // threads per workgroup
 alias Left = subgroup_matrix_left<f16, 16, 16>;
@@ -69,7 +75,7 @@ fn fetch_a(ra: ptr<function, array<vec4<f16>, A_PER>>, r0: u32, c0: u32, ld: u32
     let i = lid + t * NT;
     let r = i / (A_COLS / 4u);
     let q = (i % (A_COLS / 4u)) * 4u;
-    (*ra)[t] = a[((r0 + r) * ld + c0 + q) / 4u];
+    (*ra)[t] = a[p.off.y / 2u + ((r0 + r) * ld + c0 + q) / 4u];
   }
 }
 // B's element (r, q..q+3) of the global tile that thread slot i moves. B_KN: rows of k, as A.
@@ -86,7 +92,7 @@ fn b_slot(i: u32) -> vec2<u32> {
 fn fetch_b(rb: ptr<function, array<vec4<f16>, B_PER>>, r0: u32, c0: u32, ld: u32, lid: u32) {
   for (var t = 0u; t < B_PER; t++) {
     let rq = b_slot(lid + t * NT);
-    (*rb)[t] = b[((r0 + rq.x) * ld + c0 + rq.y) / 4u];
+    (*rb)[t] = b[p.off.z / 2u + ((r0 + rq.x) * ld + c0 + rq.y) / 4u];
   }
 }
 fn store_a(ra: ptr<function, array<vec4<f16>, A_PER>>, lid: u32) {
@@ -122,8 +128,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   let sm = (sg / SG_N) * (TM * 16u); // this subgroup's block inside the workgroup tile
   let sn = (sg % SG_N) * (TN * 16u);
   var acc: array<Res, TM * TN>;
+  _ = &a; _ = &b; _ = &bias; // every binding in the layout whatever the constants keep
 //#if HAS_BIAS
-  for (var i = lid; i < 16u * BN; i += NT) { bias_t[i] = bias[n0 + i % BN]; }
+  for (var i = lid; i < 16u * BN; i += NT) { bias_t[i] = bias[p.off.w + n0 + i % BN]; }
   workgroupBarrier();
   for (var j = 0u; j < TN; j++) {
     let r = subgroupMatrixLoad<Res, row_major>(&bias_t, sn + j * 16u, BN);
@@ -133,7 +140,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   if (ACC) {
     for (var i = 0u; i < TM; i++) {
       for (var j = 0u; j < TN; j++) {
-        let off = (m0 + sm + i * 16u) * p.N + n0 + sn + j * 16u;
+        let off = p.off.x + (m0 + sm + i * 16u) * p.N + n0 + sn + j * 16u;
         acc[i * TN + j] = subgroupMatrixLoad<Res, row_major>(&c, off, p.N); // never with a bias
       }
     }
@@ -164,9 +171,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
       for (var i = 0u; i < TM; i++) {
 //#if DIRECT
         if (A_MK) {
-          l[i] = subgroupMatrixLoad<Left, row_major>(&a_h, (m0 + sm + i * 16u) * p.K + k0 + kk, p.K);
+          l[i] = subgroupMatrixLoad<Left, row_major>(&a_h, 2u * p.off.y + (m0 + sm + i * 16u) * p.K + k0 + kk, p.K);
         } else {
-          l[i] = subgroupMatrixLoad<Left, col_major>(&a_h, (k0 + kk) * p.M + m0 + sm + i * 16u, p.M);
+          l[i] = subgroupMatrixLoad<Left, col_major>(&a_h, 2u * p.off.y + (k0 + kk) * p.M + m0 + sm + i * 16u, p.M);
         }
 //#else
         if (A_MK) {
@@ -179,9 +186,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
       for (var j = 0u; j < TN; j++) {
 //#if DIRECT
         if (B_NK) {
-          r[j] = subgroupMatrixLoad<Right, col_major>(&b_h, (n0 + sn + j * 16u) * p.K + k0 + kk, p.K);
+          r[j] = subgroupMatrixLoad<Right, col_major>(&b_h, 2u * p.off.z + (n0 + sn + j * 16u) * p.K + k0 + kk, p.K);
         } else {
-          r[j] = subgroupMatrixLoad<Right, row_major>(&b_h, (k0 + kk) * p.N + n0 + sn + j * 16u, p.N);
+          r[j] = subgroupMatrixLoad<Right, row_major>(&b_h, 2u * p.off.z + (k0 + kk) * p.N + n0 + sn + j * 16u, p.N);
         }
 //#else
         r[j] = subgroupMatrixLoad<Right, row_major>(&bs_, kk * B_LD + sn + j * 16u, B_LD);
@@ -196,7 +203,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   }
   for (var i = 0u; i < TM; i++) {
     for (var j = 0u; j < TN; j++) {
-      let off = (m0 + sm + i * 16u) * p.N + n0 + sn + j * 16u;
+      let off = p.off.x + (m0 + sm + i * 16u) * p.N + n0 + sn + j * 16u;
       subgroupMatrixStore<row_major>(&c, off, acc[i * TN + j], p.N);
     }
   }
