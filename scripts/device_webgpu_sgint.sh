@@ -49,7 +49,7 @@ if ! grep -q . "$out/loss_f16.txt"; then # the subgroup-matrix path failed: the 
   TEZGAH_WEBGPU_SGMAT=0 train f16_nosg f16 "$steps"
 fi
 train fp32 fp32 "$steps"
-say "losses per step: f16 vs fp32 (no loss scaling on this branch)"
+say "losses per step: f16 (dynamic loss scaling: loss_scale in metrics.jsonl) vs fp32"
 paste "$out/loss_f16.txt" "$out/loss_fp32.txt" | awk '{printf "  step %2d  f16 %.5f  fp32 %.5f  diff %+.5f\n", NR, $1, $2, $1 - $2}'
 train f16_prof f16 6 --profile
 sed -n '/ms\/step/,$p' "$out/f16_prof.log" | head -40
