@@ -85,7 +85,7 @@ unset TEZGAH_LOSS_SCALE_GROWTH
 echo "ok: S doubles every 5 clean steps to 2^24 and stops there; halves to 1 and stops; resumed exactly"
 
 # 4. bad values
-for v in 3 -1 abc 0 33554432 1.5; do
+for v in 3 -1 abc 0 33554432 1.5 ''; do
   rm -rf "$scratch/bad"
   err=$("$bin" train "${args[@]}" --steps 2 --run-dir "$scratch/bad" --loss-scale "$v" 2>&1 >/dev/null) &&
     fail "--loss-scale $v accepted"
@@ -93,4 +93,9 @@ for v in 3 -1 abc 0 33554432 1.5; do
     fail "--loss-scale $v: error is not one line naming the flag and value: $err"
   [[ ! -e $scratch/bad ]] || fail "--loss-scale $v left $scratch/bad behind"
 done
-echo "ok: --loss-scale 3, -1, abc, 0, 2^25, 1.5 refused with one line"
+echo "ok: --loss-scale 3, -1, abc, 0, 2^25, 1.5 and '' (an empty value) refused with one line"
+# an empty --precision likewise (it trained as the default before)
+err=$("$bin" train "${args[@]}" --steps 2 --run-dir "$scratch/bad" --precision= 2>&1 >/dev/null) &&
+  fail "--precision= accepted"
+[[ $(wc -l <<<"$err") == 1 && $err == "tezgah: error: --precision: ''"* ]] || fail "--precision=: $err"
+echo "ok: --precision= refused with one line"

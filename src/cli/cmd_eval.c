@@ -151,7 +151,13 @@ int tz_cmd_eval(int argc, char **argv) {
       case 'T': e = tz_arg_int("--seq-len", optarg, 1, 1 << 20, &T); break;
       case 'J': json = optarg; break;
       case 'b': backend = optarg; break;
-      case 'r': precision = optarg; break;
+      case 'r':
+        precision = optarg;
+        if (!*optarg) {
+          tz_err("--precision: '' is not fp32, bf16 or f16");
+          return tz_cli_fail();
+        }
+        break;
       case 'z': tokp = optarg; break;
       case 'q': quiet = 1; break;
       case 'j': e = tz_arg_int("--threads", optarg, 0, 1024, &threads); break;

@@ -57,7 +57,13 @@ int tz_cmd_sample(int argc, char **argv) {
       case 'P': e = tz_arg_float("--top-p", optarg, 1e-9, 1, &o.top_p); break;
       case 's': e = tz_arg_u64("--seed", optarg, &o.seed); break;
       case 'b': o.backend = optarg; break;
-      case 'r': o.precision = optarg; break;
+      case 'r':
+        o.precision = optarg;
+        if (!*optarg) {
+          tz_err("--precision: '' is not fp32, bf16 or f16");
+          return tz_cli_fail();
+        }
+        break;
       case 'z': o.tokenizer = optarg; break;
       case 'j': e = tz_arg_int("--threads", optarg, 0, 1024, &o.threads); break;
       case 'h': fputs(HELP, stdout); return 0;

@@ -222,7 +222,10 @@ int tz_cmd_train(int argc, char **argv) {
       case O_RESUME: o.resume = optarg; break;
       case O_INIT: o.init_from = optarg; break;
       case O_BACKEND: o.backend = optarg; break;
-      case O_PRECISION: o.precision = optarg; break;
+      case O_PRECISION:
+        o.precision = optarg;
+        if (!*optarg) e = tz_err("--precision: '' is not fp32, bf16 or f16");
+        break;
       case O_THREADS: e = tz_arg_int("--threads", optarg, 0, 1024, &o.threads); break;
       case O_SEED: e = tz_arg_u64("--seed", optarg, &o.seed); break;
       case O_ARCH:
@@ -269,7 +272,10 @@ int tz_cmd_train(int argc, char **argv) {
         int mode;
         float fixed;
         o.loss_scale = optarg;
-        e = tz_loss_scale_parse(optarg, &mode, &fixed);
+        /* the parser reads "" as unset (a checkpoint without the option): refused here, or a
+         * resume with --loss-scale= would drop the run's recorded setting */
+        e = *optarg ? tz_loss_scale_parse(optarg, &mode, &fixed)
+                    : tz_err("--loss-scale: '' is not dynamic, off or a power of two");
         break;
       }
       case O_INJINF: o.debug_inject_inf = optarg; break;
