@@ -405,3 +405,20 @@ WGPUSubgroupMatrixConfig tz_wgpu_sgmat_config(const WGPUAdapterPropertiesSubgrou
            tz_wgpu_abi->SubgroupMatrixConfig_size < sizeof c ? tz_wgpu_abi->SubgroupMatrixConfig_size : sizeof c);
   return c;
 }
+
+void tz_wgpu_adapter_options(WGPURequestAdapterOptions *o, tz_wgpu_toggles *t, const char *env) {
+  const char *te = getenv(env);
+  size_t nt = 0;
+  memset(t, 0, sizeof *t);
+  snprintf(t->buf, sizeof t->buf, "%s", te ? te : "vulkan_enable_f16_on_nvidia,allow_unsafe_apis");
+  if (tz_wgpu_abi == &tz_wgpu_abi_node || te)
+    for (char *k = strtok(t->buf, ","); k && nt < 8; k = strtok(NULL, ",")) t->names[nt++] = k;
+  t->desc.chain.sType = WGPUSType_DawnTogglesDescriptor;
+  t->desc.enabledToggleCount = nt;
+  t->desc.enabledToggles = t->names;
+  memset(o, 0, sizeof *o);
+  o->nextInChain = nt ? &t->desc.chain : NULL;
+  o->featureLevel = WGPUFeatureLevel_Core;
+  o->powerPreference = WGPUPowerPreference_HighPerformance;
+  o->backendType = WGPUBackendType_Vulkan;
+}

@@ -154,26 +154,11 @@ tz_sgmat *tz_sgmat_open(void) {
     free(s);
     return NULL;
   }
-  /* Adapter toggles (node Dawn): ShaderF16 on NVIDIA and the experimental subgroup-matrix
-   * feature; TZ_SGMAT_ADAPTER_TOGGLES (comma-separated) replaces them (measurements). */
-  char tbuf[256];
-  const char *tl[8];
-  size_t nt = 0;
-  const char *env = getenv("TZ_SGMAT_ADAPTER_TOGGLES");
-  snprintf(tbuf, sizeof tbuf, "%s", env ? env : "vulkan_enable_f16_on_nvidia,allow_unsafe_apis");
-  if (tz_wgpu_abi == &tz_wgpu_abi_node || env)
-    for (char *t = strtok(tbuf, ","); t && nt < 8; t = strtok(NULL, ",")) tl[nt++] = t;
-  WGPUDawnTogglesDescriptor tg;
-  memset(&tg, 0, sizeof tg);
-  tg.chain.sType = WGPUSType_DawnTogglesDescriptor;
-  tg.enabledToggleCount = nt;
-  tg.enabledToggles = tl;
+  /* the node Dawn's toggles for ShaderF16 and subgroup matrices; TZ_SGMAT_ADAPTER_TOGGLES
+   * (comma-separated) replaces them (measurements): tz_wgpu_adapter_options */
+  tz_wgpu_toggles tg;
   WGPURequestAdapterOptions o;
-  memset(&o, 0, sizeof o);
-  o.nextInChain = nt ? &tg.chain : NULL;
-  o.featureLevel = WGPUFeatureLevel_Core;
-  o.powerPreference = WGPUPowerPreference_HighPerformance;
-  o.backendType = WGPUBackendType_Vulkan;
+  tz_wgpu_adapter_options(&o, &tg, "TZ_SGMAT_ADAPTER_TOGGLES");
   req r = {0};
   WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_adapter, &r, NULL};
   if (wait(s, W.wgpuInstanceRequestAdapter(s->inst, &o, ci)) != 0 || r.status != WGPURequestAdapterStatus_Success ||

@@ -601,6 +601,19 @@ WGPUSubgroupMatrixConfig tz_wgpu_sgmat_config(const WGPUAdapterPropertiesSubgrou
  * failure). */
 WGPUInstance tz_wgpu_create_instance(void);
 
+/* Adapter request options shared by every WebGPU user: Vulkan, core feature level, high
+ * performance, and under the node Dawn the adapter toggles vulkan_enable_f16_on_nvidia (Dawn
+ * withholds ShaderF16 on NVIDIA by default, crbug.com/42251215) and allow_unsafe_apis (exposes
+ * ChromiumExperimentalSubgroupMatrix and its configurations): docs/PERF.md's probe. bun's Dawn
+ * knows neither toggle. The environment variable `env` (comma-separated, empty for none)
+ * replaces the list, for either Dawn. `t` holds the chained toggles: it must outlive the request. */
+typedef struct {
+  WGPUDawnTogglesDescriptor desc;
+  const char *names[8];
+  char buf[256];
+} tz_wgpu_toggles;
+void tz_wgpu_adapter_options(WGPURequestAdapterOptions *o, tz_wgpu_toggles *t, const char *env);
+
 /* ---- lists for the ABI test ---- */
 /* X(struct, member) for every member declared above. */
 #define TZ_WGPU_MEMBERS(X)                                                                      \

@@ -140,29 +140,11 @@ static int open_adapter(wg_ctx *c) {
   if (tz_wgpu_load() != 0) return -1;
   c->inst = tz_wgpu_create_instance(); /* timed WaitAny, in the loaded build's layout */
   if (!c->inst) return tz_err("webgpu: %s: wgpuCreateInstance failed", tz_wgpu_lib_path());
-  /* Adapter toggles under the node Dawn (webgpu@0.6.2): vulkan_enable_f16_on_nvidia (Dawn withholds
-   * ShaderF16 on NVIDIA by default, crbug.com/42251215; with it the H200 offers ShaderF16) and
-   * allow_unsafe_apis (exposes ChromiumExperimentalSubgroupMatrix and its configurations):
-   * docs/PERF.md's probe. bun's Dawn knows neither toggle. TEZGAH_WEBGPU_ADAPTER_TOGGLES
-   * (comma-separated, empty for none) replaces the list. */
-  static char tbuf[256];
-  static const char *tl[8];
-  size_t nt = 0;
-  const char *te = getenv("TEZGAH_WEBGPU_ADAPTER_TOGGLES");
-  snprintf(tbuf, sizeof tbuf, "%s", te ? te : "vulkan_enable_f16_on_nvidia,allow_unsafe_apis");
-  if (tz_wgpu_abi == &tz_wgpu_abi_node || te)
-    for (char *t = strtok(tbuf, ","); t && nt < 8; t = strtok(NULL, ",")) tl[nt++] = t;
-  WGPUDawnTogglesDescriptor tg;
-  memset(&tg, 0, sizeof tg);
-  tg.chain.sType = WGPUSType_DawnTogglesDescriptor;
-  tg.enabledToggleCount = nt;
-  tg.enabledToggles = tl;
+  /* the node Dawn's toggles for ShaderF16 and subgroup matrices (TEZGAH_WEBGPU_ADAPTER_TOGGLES
+   * replaces them): tz_wgpu_adapter_options */
+  static tz_wgpu_toggles tg;
   WGPURequestAdapterOptions o;
-  memset(&o, 0, sizeof o);
-  o.nextInChain = nt ? &tg.chain : NULL;
-  o.featureLevel = WGPUFeatureLevel_Core;
-  o.powerPreference = WGPUPowerPreference_HighPerformance;
-  o.backendType = WGPUBackendType_Vulkan;
+  tz_wgpu_adapter_options(&o, &tg, "TEZGAH_WEBGPU_ADAPTER_TOGGLES");
   req_result r = {0};
   WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_adapter, &r, NULL};
   WGPUFuture f = W.wgpuInstanceRequestAdapter(c->inst, &o, ci);
