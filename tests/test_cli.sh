@@ -234,8 +234,10 @@ grep -q '^model: gpt2, 1 layers, 2 heads (2 kv), d_model 32, d_ff 128, .*context
   fail "--model gpt2-1.5b with shape flags: $(sed -n 2p preset.out)"
 usage_case "--model: 'gpt2-2b' is not a known shape (gpt2-124m, gpt2-350m" "$bin" train --model gpt2-2b --data big.txt
 usage_case "--arch=gpt2 does not match the checkpoint's arch=llama" "$bin" train --resume preset --model gpt2-124m --steps 2
-"$bin" train --resume preset --model stories15m --steps 2 --quiet --sample-tokens 0 2>preset.err ||
+"$bin" train --resume preset --model stories15m --steps 2 --quiet >preset.out 2>preset.err ||
   fail "--resume with the run's own --model: $(cat preset.err)"
+# the run's --sample-tokens 0 holds on --resume (it sampled 200 tokens before)
+[[ ! -s preset.out ]] || fail "--resume sampled although the run has --sample-tokens 0: $(head -c 200 preset.out)"
 
 # ---- info RUN ---------------------------------------------------------------------------------
 "$bin" info wide >info.out 2>info.err || fail "info RUN: $(cat info.err)"

@@ -340,6 +340,7 @@ int tz_cmd_train(int argc, char **argv) {
     }
     if (check_model_shape(&o, o.resume, given)) return tz_cli_fail();
     if (!given[O_STEPS - 256]) o.steps = 0; /* keep the checkpoint's */
+    if (!given[O_SAMPLE - 256]) o.sample_tokens = -1; /* the run's */
   } else if (o.init_from && given[O_INIT - 256]) {
     /* the model's config wins: shape flags (and --vocab-size) must agree with it */
     if (check_model_shape(&o, o.init_from, given)) return tz_cli_fail();
