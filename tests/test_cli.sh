@@ -127,7 +127,7 @@ usage_case "T=64 is above the model's context max_seq_len=32" "$bin" train --dat
 for b in bogus CUDA; do
   usage_case "unknown backend '$b'" "$bin" train --data big.txt --backend "$b" --run-dir nh
 done
-usage_case "precision: 'fp16' is not one of fp32, bf16, f16" "$bin" train --data big.txt --precision fp16 --run-dir nh
+usage_case "--precision: 'fp16' is not one of fp32, bf16, f16" "$bin" train --data big.txt --precision fp16 --run-dir nh
 usage_case "--tokenizer: a --data run trains its own BPE" "$bin" train --data big.txt --tokenizer gpt2 --run-dir nh
 usage_case "'bf16' is not offered by the cpu backend" "$bin" train --data big.txt --precision bf16 --run-dir nh
 usage_case "'f16' is not offered by the cpu backend" "$bin" train --data big.txt --precision f16 --run-dir nh
