@@ -107,6 +107,14 @@ typedef struct {
   int subgroups;     /* reductions with subgroup operations (Subgroups, TEZGAH_WEBGPU_SUBGROUPS != 0) */
   int ro;            /* read-only variants of preamble kernels (ro_variant; TEZGAH_WEBGPU_RO) */
   int f16;           /* f16 weight mirror on (ShaderF16 and TEZGAH_WEBGPU_F16 != 0) */
+  int act16;         /* be->act_mm is TZ_F16: f16 matmul-input activations (f16, TEZGAH_WEBGPU_ACT16 != 0) */
+  uint64_t serial;   /* dispatches and uploads recorded so far (sg_operand's reuse test) */
+  /* what each sg16 operand buffer holds: the f16 copy of (buf, off, n) made right after
+   * dispatch number sg_serial[i] (reused while nothing else ran: sg_operand) */
+  tz_buf *sg_src[2];
+  size_t sg_off[2], sg_n[2];
+  uint64_t sg_serial[2];
+  tz_buf *a32;       /* fp32 copies of f16 activations for kernels without f16 forms (wg_act32) */
   /* the subgroup-matrix matmul (matmul_sgmat.wgsl) for the matmul family: on with f16, where
    * the adapter lists f16 x f16 -> f32 16x16x16, offers ShaderF16 and one subgroup size, unless
    * TEZGAH_WEBGPU_SGMAT=0 (wg_sgmat_choose, webgpu_rt.c); sg_why: why not */
@@ -255,6 +263,17 @@ wg_arg wg_mirror_range(wg_ctx *c, size_t e0, size_t n, uint32_t *h0);
 void wg_mirror_refresh(wg_ctx *c);
 int wg_mirrored(wg_ctx *c, tz_slice s);
 void wg_params_mirror(tz_backend *be, tz_buf *params);
+
+/* f16 activations (be->act_mm == TZ_F16, c->act16): dst [n] f16 = src [n] f32 (round to
+ * nearest even, clamped to ±65504) and back, through to_f16.wgsl / to_f32.wgsl; both slices 4-byte aligned. */
+void wg_to_f16(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n);
+void wg_to_f32(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n);
+/* An fp32 buffer of n elements owned by the backend (c->a32; one user at a time): where an f16
+ * activation meets a kernel that has only an fp32 form (the general matmul, attention). */
+tz_slice wg_act32(tz_backend *be, size_t n);
+/* The f16 output binding of the preamble kernels that write a matmul input (norms, GeLU,
+ * SwiGLU): the prefix and, with act16, binding 9's argument for `out` [n] (wg_out16_prefix: binding 9 O16, element 2·u5 + i). */
+const char *wg_out16_prefix(wg_ctx *c);
 
 /* ---- webgpu_pipe.c: recording, pipelines, bind groups, dispatch ---- */
 void wg_end_pass(wg_ctx *c);

@@ -1,5 +1,8 @@
 // GeLU (tanh form) forward and ffn_gelu_backward; x is clamped to [-100, 100] inside the
 // tanh argument so x³ cannot overflow (exact: tanh is ±1 there anyway).
+// The forward's output is a matmul input (backend.h "mmin"): with f16 activations the host's
+// prefix (wg_out16_prefix) sets OUT16 and st16 writes it as f16 to binding 9 (element 2·u5 + i;
+// arg 0 is then a placeholder), else OUT16 is false and it goes to arg 0 as fp32.
 
 // args 0 out / dinp, 1 inp, 2 dout; u0 n
 
@@ -22,7 +25,8 @@ fn gelu_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
   let x = ld(1u, i);
   let xc = clamp(x, -100.0, 100.0);
   let u = GELU_K * (xc + 0.044715 * xc * xc * xc);
-  st(0u, i, 0.5 * x * (1.0 + tanh_stable(u)));
+  let y = 0.5 * x * (1.0 + tanh_stable(u));
+  if (OUT16) { st16(i, y); } else { st(0u, i, y); }
 }
 
 // dinp = dout · gelu'(x) (written)

@@ -1,6 +1,9 @@
 // RMSNorm forward/backward. One workgroup (256 threads) per row with a workgroup reduction;
 // dw by column partial sums (rmsnorm_dw_partial) finished by elementwise colsum_add.
 // u0 N, u1 C, u2 eps, u3 rows per chunk
+// The forward's output is a matmul input (backend.h "mmin"): with f16 activations the host's
+// prefix (wg_out16_prefix) sets OUT16 and st16 writes it as f16 to binding 9 (element 2·u5 + i;
+// arg 0 is then a placeholder), else OUT16 is false and it goes to arg 0 as fp32.
 
 // args 0 out, 1 rstd, 2 inp, 3 w. rstd = 1/sqrt(mean(x²) + eps); out = x·rstd·w
 @compute @workgroup_size(256)
@@ -19,7 +22,8 @@ fn rmsnorm_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
   }
   let r = 1.0 / sqrt(wg_sum(ss, lid) / f32(C) + pf(2u));
   for (var c = lid; c < C; c = c + WG) {
-    st(0u, row + c, ld(2u, row + c) * r * ld(3u, c));
+    let y = ld(2u, row + c) * r * ld(3u, c);
+    if (OUT16) { st16(row + c, y); } else { st(0u, row + c, y); }
   }
   if (lid == 0u) {
     st(1u, n, r);

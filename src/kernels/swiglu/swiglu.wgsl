@@ -1,5 +1,8 @@
 // SwiGLU on a fused gate|up row: forward and ffn_swiglu_backward (branch-on-sign stable
 // sigmoid from the preamble; a NaN product becomes 0, the seed's guard). Thread per (n, f).
+// The forward's output is a matmul input (backend.h "mmin"): with f16 activations the host's
+// prefix (wg_out16_prefix) sets OUT16 and st16 writes it as f16 to binding 9 (element 2·u5 + i;
+// arg 0 is then a placeholder), else OUT16 is false and it goes to arg 0 as fp32.
 
 // args 0 out / dgu, 1 gu, 2 dout; u0 N, u1 F
 
@@ -22,7 +25,8 @@ fn swiglu_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
   let f = i % F;
   let g = ld(1u, n * 2u * F + f);
   let u = ld(1u, n * 2u * F + F + f);
-  st(0u, i, g * sigmoid_stable(g) * u);
+  let y = g * sigmoid_stable(g) * u;
+  if (OUT16) { st16(i, y); } else { st(0u, i, y); }
 }
 
 // dgate = dout·u·σ(g)(1 + g(1 − σ(g))), dup = dout·silu(g), written (=) into dgu [N, 2F]
