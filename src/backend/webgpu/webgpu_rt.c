@@ -263,8 +263,11 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   /* f16 matmul inputs (be->act_mm, backend.h): with the f16 precision the norms, attention and
    * GeLU / SwiGLU write their outputs as f16 and the matmuls read them so (no conversion pass
    * before the subgroup-matrix kernel; half the bytes for the vector kernels).
-   * TEZGAH_WEBGPU_ACT16=0 keeps them fp32 (A/B, and the fp32 op tests of test_webgpu_ops). */
-  c->act16 = c->f16 && env_int("TEZGAH_WEBGPU_ACT16", 1) != 0;
+   * TEZGAH_WEBGPU_ACT16=0 keeps them fp32 (A/B, and the fp32 op tests of test_webgpu_ops). Not
+   * with the single activation arena (TEZGAH_WEBGPU_ARENA=1): the f16 output is bound apart from
+   * the kernel's other arguments (binding 9), and in one buffer its aligned-down binding could
+   * overlap an input's writable one, which Dawn rejects. */
+  c->act16 = c->f16 && be->act_buffers && env_int("TEZGAH_WEBGPU_ACT16", 1) != 0;
   be->act_mm = c->act16 ? TZ_F16 : TZ_F32;
   /* subgroup reductions: on where Subgroups exists unless TEZGAH_WEBGPU_SUBGROUPS=0;
    * TEZGAH_WEBGPU_SUBGROUPS=1 requires them (tests) */
@@ -398,8 +401,8 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
 /* The precision in words (train's startup line, `tezgah info`). */
 static const char *precision(wg_ctx *c) {
   if (c->f16 && c->act16)
-    return "f16: weight mirror (matmul weights, embeddings) and matmul-input activations (norm, attention, "
-           "GeLU/SwiGLU outputs) in f16, fp32 master weights, residual stream, gradients and optimizer "
+    return "f16 weight mirror for the forward (matmul weights, embeddings) and f16 matmul inputs (norm, "
+           "attention, GeLU/SwiGLU outputs), fp32 master weights, residual stream, gradients and optimizer "
            "(--precision fp32 for fp32 throughout)";
   if (c->f16)
     return "f16 weight mirror for the forward (matmul_t weights, embeddings), fp32 master weights, "
