@@ -1264,6 +1264,70 @@ static void act16_sg_chain(tz_backend *g16) {
   ot_release(&og), ot_release(&oc);
 }
 
+/* The lm_head's backward in miniature: crossentropy (in place: logits [R, Vp] -> dlogits, with
+ * the f16 copy where the subgroup-matrix kernel runs, or TEZGAH_WEBGPU_XENT16=1) then dX =
+ * dlogits·W and dW += dlogitsᵀ·nf, which take that copy (sg_operand) where the kernel runs.
+ * R 256, Vp 128 (V 120), C 128: tile multiples. Bound 1e-3·Σ|a·b| + 1e-5 against the CPU; the
+ * losses at the fp32 bound. */
+static void act16_xent_chain(tz_backend *g16) {
+  const int R = 256, V = 120, Vp = 128, C = 128;
+  ot_ctx og, oc;
+  ot_init(&og, g16, 777);
+  ot_init(&oc, cpu, 1);
+  size_t nl = (size_t)R * Vp, nw = (size_t)Vp * C, nx = (size_t)R * C;
+  float *lg = ot_randn(&og, nl, 3), *w = ot_randn(&og, nw, 1), *nf = ot_randn(&og, nx, 1);
+  round16(nf, nx);
+  int32_t *tg = malloc(R * sizeof(int32_t));
+  for (int r = 0; r < R; r++) tg[r] = r == 5 ? -1 : (int32_t)tz_rng_below(&og.rng, V);
+  tz_slice gl = up32(&og, lg, nl), gw = up32(&og, w, nw), gn = up16(&og, nf, nx, 0), gt = ot_buf(&og, tg, R * 4),
+           gloss = ot_buf(&og, NULL, R * 4), gdx = ot_buf(&og, NULL, nx * 4), gdw = ot_buf(&og, NULL, nw * 4);
+  tz_slice cl = up32(&oc, lg, nl), cw = up32(&oc, w, nw), cn = up32(&oc, nf, nx), ct = ot_buf(&oc, tg, R * 4),
+           closs = ot_buf(&oc, NULL, R * 4), cdx = ot_buf(&oc, NULL, nx * 4), cdw = ot_buf(&oc, NULL, nw * 4);
+  tz_backend *bes[2] = {g16, cpu};
+  for (int i = 0; i < 2; i++) {
+    tz_backend *be = bes[i];
+    tz_slice l = i ? cl : gl, ww = i ? cw : gw, n_ = i ? cn : gn, t = i ? ct : gt, lo = i ? closs : gloss, dx = i ? cdx : gdx,
+             dw = i ? cdw : gdw;
+    be->crossentropy(be, lo, l, t, R, V, Vp, 1.0f);
+    be->matmul(be, dx, l, ww, R, Vp, C, 0);
+    be->matmul_at(be, dw, l, n_, Vp, R, C, 0);
+  }
+  float *dl = ot_get(&oc, cl, nl); /* the CPU's dlogits: the terms' magnitudes */
+  float *gls = ot_get(&og, gloss, R), *cls = ot_get(&oc, closs, R);
+  double *rd = ot_dbl(cls, R);
+  ot_close("act16 xent chain losses", gls, rd, R, 1e-5, 1e-6);
+  free(rd), free(gls), free(cls);
+  float *got = ot_get(&og, gdx, nx), *ref = ot_get(&oc, cdx, nx);
+  double *mag = calloc(nw > nx ? nw : nx, sizeof(double));
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < C; j++)
+      for (int v = 0; v < Vp; v++) mag[(size_t)r * C + j] += fabs((double)dl[(size_t)r * Vp + v] * w[(size_t)v * C + j]);
+  check_bound("act16 xent chain dX = dlogits·W", got, ref, mag, nx, 1e-3, 1e-5);
+  free(got), free(ref);
+  got = ot_get(&og, gdw, nw), ref = ot_get(&oc, cdw, nw);
+  memset(mag, 0, nw * sizeof(double));
+  for (int v = 0; v < Vp; v++)
+    for (int j = 0; j < C; j++)
+      for (int r = 0; r < R; r++) mag[(size_t)v * C + j] += fabs((double)dl[(size_t)r * Vp + v] * nf[(size_t)r * C + j]);
+  check_bound("act16 xent chain dW += dlogitsᵀ·nf", got, ref, mag, nw, 1e-3, 1e-5);
+  free(got), free(ref), free(mag), free(dl);
+  /* dlogits beyond f16's range (dscale 1e6: the target entries near -1e6) must reach the matmul
+   * as inf where it reads the f16 copy (the subgroup-matrix kernel), so that dynamic loss scaling
+   * sees the overflow; elsewhere the matmul reads fp32 and stays finite */
+  int sg = strstr(tz_webgpu_describe(g16), "matmul on subgroup matrices") != NULL;
+  g16->upload(g16, gl, lg, nl * 4);
+  g16->crossentropy(g16, gloss, gl, gt, R, V, Vp, 1e6f);
+  g16->matmul(g16, gdx, gl, gw, R, Vp, C, 0);
+  got = ot_get(&og, gdx, nx);
+  int nonfinite = 0;
+  for (size_t i = 0; i < nx; i++) nonfinite += !isfinite(got[i]);
+  printf("act16 xent chain, dscale 1e6: %d of %zu dX elements non-finite (%s)\n", nonfinite, nx,
+         sg ? "f16 copy read: expected > 0" : "fp32 read: expected 0");
+  assert_true(sg ? nonfinite > 0 : nonfinite == 0);
+  free(got), free(lg), free(w), free(nf), free(tg);
+  ot_release(&og), ot_release(&oc);
+}
+
 static void test_act16(void **state) {
   setenv("TEZGAH_WEBGPU_F16", "1", 1);
   setenv("TEZGAH_WEBGPU_ACT16", "1", 1);
@@ -1300,6 +1364,10 @@ static void test_act16(void **state) {
   unsetenv("TEZGAH_WEBGPU_ATTN");
   act16_att(g16, 2, 70, 4, 2, 64);
   act16_sg_chain(g16);
+  act16_xent_chain(g16); /* the f16 dlogits copy where the subgroup-matrix kernel runs */
+  setenv("TEZGAH_WEBGPU_XENT16", "1", 1); /* and forced (lavapipe: the copy is made, not read) */
+  act16_xent_chain(g16);
+  unsetenv("TEZGAH_WEBGPU_XENT16");
   g16->destroy(g16);
 }
 

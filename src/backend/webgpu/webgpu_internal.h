@@ -274,6 +274,9 @@ tz_slice wg_act32(tz_backend *be, size_t n);
 /* The f16 output binding of the preamble kernels that write a matmul input (norms, GeLU,
  * SwiGLU): the prefix and, with act16, binding 9's argument for `out` [n] (wg_out16_prefix: binding 9 O16, element 2·u5 + i). */
 const char *wg_out16_prefix(wg_ctx *c);
+/* The same with OUT16 on (on != 0) or off whatever c->act16 says; st16 writes ±inf beyond f16's
+ * range instead of clamping where inf != 0 (gradients: dynamic loss scaling must see overflow). */
+const char *wg_out16_prefix_on(int on, int inf);
 
 /* ---- webgpu_pipe.c: recording, pipelines, bind groups, dispatch ---- */
 void wg_end_pass(wg_ctx *c);
@@ -326,6 +329,9 @@ void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice 
 void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
 void wg_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
 void wg_matmul_at_swiglu_a(tz_backend *be, tz_slice out, tz_slice a, tz_slice gu, int M, int K, int N, int acc);
+/* The subgroup-matrix path's f16 operand scratch buffer `which` (0: a, 1: b) of at least `bytes`
+ * (c->sg16; c->sg_src/off/n/serial say which fp32 tensor it holds: sg_operand's reuse). */
+tz_buf *wg_sg16(tz_backend *be, int which, size_t bytes);
 /* webgpu_ops_attn.c */
 void wg_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_head, int head_dim, int pos0,
              float theta, int dir);

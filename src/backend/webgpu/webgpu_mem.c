@@ -296,9 +296,16 @@ tz_slice wg_act32(tz_backend *be, size_t n) {
   return (tz_slice){c->a32, 0};
 }
 
-const char *wg_out16_prefix(wg_ctx *c) {
-  if (c->act16)
+/* (inf: h = ±65504 after the clamp, so h·h overflows to +inf at run time: WGSL rejects an
+ * infinite f16 constant) */
+const char *wg_out16_prefix_on(int on, int inf) {
+  if (on && inf)
+    return F16_PREFIX "\nconst OUT16 = true;\n@group(0) @binding(9) var<storage, read_write> O16: array<f16>;\n"
+                      "fn st16(i: u32, v: f32) { var h = f16(clamp(v, -65504.0, 65504.0)); "
+                      "if (abs(v) > 65504.0) { let big = h * h; h = select(-big, big, v > 0.0); } O16[2u * pu(5u) + i] = h; }\n";
+  if (on)
     return F16_PREFIX "\nconst OUT16 = true;\n@group(0) @binding(9) var<storage, read_write> O16: array<f16>;\n"
                       "fn st16(i: u32, v: f32) { O16[2u * pu(5u) + i] = f16(clamp(v, -65504.0, 65504.0)); }\n";
   return "const OUT16 = false;\nfn st16(i: u32, v: f32) {}\n";
 }
+const char *wg_out16_prefix(wg_ctx *c) { return wg_out16_prefix_on(c->act16, 0); }

@@ -142,24 +142,34 @@ static int sg_shape_ok(wg_ctx *c, int variant, int M, int K, int N) {
   return (uint64_t)M * K * 2 <= cap && (uint64_t)K * N * 2 <= cap;
 }
 
-/* An f16 copy of the fp32 tensor src [n] (n even, src 8-byte aligned) in the operand scratch
- * buffer `which` (0: a, 1: b), through f32_to_f16.wgsl. The copy is reused when the buffer
- * already holds this very tensor and nothing was dispatched or uploaded since the subgroup-matrix
- * kernel that read it (sg_matmul records c->serial after its dispatch): the backward's dY is
- * the a operand of matmul (dX = dY·W) and right after of matmul_at (dW += dYᵀ·X). */
-static tz_slice sg_operand(tz_backend *be, int which, tz_slice src, size_t n) {
+/* The f16 operand scratch buffer `which` (0: a, 1: b) with at least `bytes`; what it held is
+ * forgotten when it grows. */
+tz_buf *wg_sg16(tz_backend *be, int which, size_t bytes) {
   wg_ctx *c = CTX(be);
-  size_t bytes = n * 2;
-  if (c->sg16[which] && c->sg_src[which] == src.buf && c->sg_off[which] == src.off && c->sg_n[which] == n &&
-      c->sg_serial[which] == c->serial)
-    return (tz_slice){c->sg16[which], 0};
-  c->sg_src[which] = NULL;
   if (!c->sg16[which] || c->sg16[which]->size < bytes) {
+    c->sg_src[which] = NULL;
     if (c->sg16[which]) wg_free(be, c->sg16[which]);
     c->sg16[which] = wg_alloc(be, bytes < (1 << 20) ? (1 << 20) : bytes, "webgpu f16 operand");
     if (!c->sg16[which]) wg_fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", bytes, 0);
   }
-  tz_slice d = {c->sg16[which], 0};
+  return c->sg16[which];
+}
+
+/* An f16 copy of the fp32 tensor src [n] (n even, src 8-byte aligned) in the operand scratch
+ * buffer `which` (0: a, 1: b), through f32_to_f16.wgsl. The copy is reused when the buffer
+ * already holds this tensor, or one it lies in (16-byte steps: the f16 part then starts 8-byte
+ * aligned), and nothing was dispatched, uploaded or freed since the pass that made it or the
+ * subgroup-matrix kernel that last read it (c->serial): the backward's dY is the a operand of
+ * matmul (dX = dY·W) and right after of matmul_at (dW += dYᵀ·X); the lm_head's dlogits, written
+ * in f16 by crossentropy too (wg_crossentropy, sgmat), are read in row pieces by both. */
+static tz_slice sg_operand(tz_backend *be, int which, tz_slice src, size_t n) {
+  wg_ctx *c = CTX(be);
+  size_t bytes = n * 2;
+  if (c->sg16[which] && c->sg_src[which] == src.buf && c->sg_serial[which] == c->serial && src.off >= c->sg_off[which] &&
+      (src.off - c->sg_off[which]) % 16 == 0 && src.off + F4(n) <= c->sg_off[which] + F4(c->sg_n[which]))
+    return (tz_slice){c->sg16[which], (src.off - c->sg_off[which]) / 2};
+  c->sg_src[which] = NULL;
+  tz_slice d = {wg_sg16(be, which, bytes), 0};
   uint32_t w[24] = {0};
   w[8] = (uint32_t)(n / 2);
   wg_arg a[] = {A(d, bytes, "f16 operand"), A(src, F4(n), "fp32 operand")};
