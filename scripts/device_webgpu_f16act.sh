@@ -3,10 +3,12 @@
 #  1. test_webgpu_ops' test_act16 (the f16 producers and consumers vs the CPU; on the H200 its
 #     act16_sg_chain takes the subgroup-matrix kernel: the weight mirror as b, dY's f16 copy
 #     reused by matmul_at and refreshed after an upload) and test_matmul_sgmat;
-#  2. GPT-2 124M, B 16, T 1024, `tezgah train --backend webgpu --precision f16`: with f16 matmul
-#     inputs (the default now) and with TEZGAH_WEBGPU_ACT16=0 (fp32 activations: main's data flow,
-#     but already with step 1's mirror reads and the dY reuse), STEPS steps each, tokens/s (median
-#     of steps 6..) and the losses side by side; then a --profile run (to_f16 rows, calls, bytes).
+#  2. GPT-2 124M, B 16, T 1024, `tezgah train --backend webgpu --precision f16`: this branch's
+#     default (f16 matmul inputs, the weight mirror as the subgroup-matrix kernel's W, reused dY
+#     copies, crossentropy's f16 dlogits) and, in the same binary, main's data flow
+#     (TEZGAH_WEBGPU_ACT16=0 TEZGAH_WEBGPU_SG_REUSE=0: fp32 activations, every operand converted on
+#     every call), STEPS steps each, tokens/s (median of steps 6..) and the losses side by side;
+#     then a --profile run of each (to_f16 rows: calls and ms/step).
 #   bash scripts/device_webgpu_f16act.sh DIR   (run tool, carry [DIR, ".gl"]; DIR as for
 #   scripts/device_webgpu_sgint.sh: bin/ (tezgah, test_webgpu_ops, libtz_napi_stub.so), lib/,
 #   dawn/dawn.node.xz, data/train.bin). Writes $OUT/. About 3 minutes warm.
@@ -43,9 +45,13 @@ train() { # NAME STEPS EXTRA...
   say "train $name rc $rc: median tokens/s (steps 6..) $tps; $(grep -iE 'error|precision' "$out/$name.log" | head -2 | tr '\n' '|')"
 }
 train act16 "$steps"
-TEZGAH_WEBGPU_ACT16=0 train act32 "$steps"
-say "losses per step: f16 matmul inputs vs fp32 activations (both f16 precision)"
-paste "$out/loss_act16.txt" "$out/loss_act32.txt" | awk '{printf "  step %2d  act16 %.5f  act32 %.5f  diff %+.5f\n", NR, $1, $2, $1 - $2}'
+TEZGAH_WEBGPU_ACT16=0 TEZGAH_WEBGPU_SG_REUSE=0 train main "$steps"
+say "losses per step: this branch vs main's data flow (both --precision f16, subgroup matrices)"
+paste "$out/loss_act16.txt" "$out/loss_main.txt" | awk '{printf "  step %2d  f16act %.5f  main %.5f  diff %+.5f\n", NR, $1, $2, $1 - $2}'
 train act16_prof 6 --profile
 sed -n '/ms\/step/,$p' "$out/act16_prof.log" | head -45
+if ((SECONDS < ${LIM_PROF:-240})); then
+  TEZGAH_WEBGPU_ACT16=0 TEZGAH_WEBGPU_SG_REUSE=0 train main_prof 6 --profile
+  sed -n '/ms\/step/,$p' "$out/main_prof.log" | grep -E 'ms/step|to_f16|sgmat|total' | head -12
+fi
 say "end"

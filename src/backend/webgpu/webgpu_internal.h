@@ -332,6 +332,9 @@ void wg_matmul_at_swiglu_a(tz_backend *be, tz_slice out, tz_slice a, tz_slice gu
 /* The subgroup-matrix path's f16 operand scratch buffer `which` (0: a, 1: b) of at least `bytes`
  * (c->sg16; c->sg_src/off/n/serial say which fp32 tensor it holds: sg_operand's reuse). */
 tz_buf *wg_sg16(tz_backend *be, int which, size_t bytes);
+/* 0 under TEZGAH_WEBGPU_SG_REUSE=0: the subgroup-matrix path converts every operand that is not
+ * already f16 on every call (no weight-mirror reads, no reused copies, no f16 dlogits). */
+int wg_sg_reuse(void);
 /* webgpu_ops_attn.c */
 void wg_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_head, int head_dim, int pos0,
              float theta, int dir);

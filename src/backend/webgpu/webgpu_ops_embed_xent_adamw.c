@@ -122,9 +122,10 @@ void wg_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice 
    * also written as f16 into the f16 operand scratch buffer 0 (wg_sg16), recorded as the f16 copy
    * of `logits`: the lm_head's dX = dlogits·W and dW += dlogitsᵀ·nf (both read dlogits as their a
    * operand, in row pieces) then take it instead of converting [N, Vp] twice (sg_operand).
-   * TEZGAH_WEBGPU_XENT16=0: off. Not in eval (dscale 0: no backward follows). */
-  int x16 = env_int("TEZGAH_WEBGPU_XENT16", c->sgmat) != 0 && c->has_f16 && dscale != 0.0f && Vp % 2 == 0 &&
-            logits.off % 16 == 0;
+   * TEZGAH_WEBGPU_XENT16=0 (or TEZGAH_WEBGPU_SG_REUSE=0): off. Not in eval (dscale 0: no backward
+   * follows). */
+  int x16 = env_int("TEZGAH_WEBGPU_XENT16", c->sgmat && wg_sg_reuse()) != 0 && c->has_f16 && dscale != 0.0f &&
+            Vp % 2 == 0 && logits.off % 16 == 0;
   tz_buf *h16 = x16 ? wg_sg16(be, 0, (size_t)N * Vp * 2) : NULL;
   int pi = wg_pipeline(c, "crossentropy", "softmax_xent", wg_out16_prefix_on(x16, 1));
   for (size_t r0 = 0; r0 < (size_t)N; r0 += rc) {

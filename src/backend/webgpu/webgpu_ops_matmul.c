@@ -155,6 +155,11 @@ tz_buf *wg_sg16(tz_backend *be, int which, size_t bytes) {
   return c->sg16[which];
 }
 
+/* Take the weight mirror and reuse f16 copies in the subgroup-matrix path (sg_operand,
+ * sg_matmul, the crossentropy's f16 dlogits)? TEZGAH_WEBGPU_SG_REUSE=0: convert every operand that
+ * is not f16 already on every call, as before (A/B measurements). */
+int wg_sg_reuse(void) { return env_int("TEZGAH_WEBGPU_SG_REUSE", 1) != 0; }
+
 /* An f16 copy of the fp32 tensor src [n] (n even, src 8-byte aligned) in the operand scratch
  * buffer `which` (0: a, 1: b), through f32_to_f16.wgsl. The copy is reused when the buffer
  * already holds this tensor, or one it lies in (16-byte steps: the f16 part then starts 8-byte
@@ -165,7 +170,8 @@ tz_buf *wg_sg16(tz_backend *be, int which, size_t bytes) {
 static tz_slice sg_operand(tz_backend *be, int which, tz_slice src, size_t n) {
   wg_ctx *c = CTX(be);
   size_t bytes = n * 2;
-  if (c->sg16[which] && c->sg_src[which] == src.buf && c->sg_serial[which] == c->serial && src.off >= c->sg_off[which] &&
+  if (wg_sg_reuse() && c->sg16[which] && c->sg_src[which] == src.buf && c->sg_serial[which] == c->serial &&
+      src.off >= c->sg_off[which] &&
       (src.off - c->sg_off[which]) % 16 == 0 && src.off + F4(n) <= c->sg_off[which] + F4(c->sg_n[which]))
     return (tz_slice){c->sg16[which], (src.off - c->sg_off[which]) / 2};
   c->sg_src[which] = NULL;
@@ -201,7 +207,8 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   if (!sg_shape_ok(c, variant, M, K, N)) return 0;
   if (tz_present(bias) && (acc || variant != 0)) return 0;
   if (a_.off % 8 || b_.off % 8 || out.off % 64 || (tz_present(bias) && bias.buf == out.buf)) return 0;
-  int bmir = !b16 && variant < 2 && wg_mirrored(c, b_) && b_.off % 16 == 0; /* mirror offset b_.off / 2, 8-byte aligned */
+  /* the mirror's offset b_.off / 2 must be 8-byte aligned */
+  int bmir = !b16 && variant < 2 && wg_mirrored(c, b_) && b_.off % 16 == 0 && wg_sg_reuse();
   static const char *labels[3] = {"matmul_t (sgmat)", "matmul (sgmat)", "matmul_at (sgmat)"};
   tz_sgmat_tile t = sg_tile();
   uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
