@@ -1265,7 +1265,7 @@ static void act16_sg_chain(tz_backend *g16) {
 }
 
 /* The lm_head's backward in miniature: crossentropy (in place: logits [R, Vp] -> dlogits, with
- * the f16 copy where the subgroup-matrix kernel runs, or TEZGAH_WEBGPU_XENT16=1) then dX =
+ * the f16 copy where the subgroup-matrix kernel runs, or TEZGAH_WEBGPU_GRAD16=1) then dX =
  * dlogits·W and dW += dlogitsᵀ·nf, which take that copy (sg_operand) where the kernel runs.
  * R 256, Vp 128 (V 120), C 128: tile multiples. Bound 1e-3·Σ|a·b| + 1e-5 against the CPU; the
  * losses at the fp32 bound. */
@@ -1328,6 +1328,67 @@ static void act16_xent_chain(tz_backend *g16) {
   ot_release(&og), ot_release(&oc);
 }
 
+/* The backward's dY producers with their f16 copy (where the subgroup-matrix kernel runs, or
+ * TEZGAH_WEBGPU_GRAD16=1): layernorm_bwd / rmsnorm_bwd (dinp +=), gelu_bwd (dinp), swiglu_bwd
+ * (dgu), each followed by dX = dY·W and dW = dYᵀ·X (X f16), which take the copy where the kernel
+ * runs. R 256 rows, C 128 (the norms), gelu on [R, 128], swiglu F 64 (dgu [R, 128]); W [128,
+ * 128]. The produced dY at the op's own fp32 bound, the products within 1e-3·Σ|a·b| + 1e-5 of the
+ * CPU's. */
+static void act16_grad_chain(tz_backend *g16) {
+  const int R = 256, C = 128, F = 64;
+  ot_ctx og, oc;
+  ot_init(&og, g16, 99);
+  ot_init(&oc, cpu, 1);
+  size_t nc = (size_t)R * C, nw = (size_t)C * C;
+  float *x = ot_randn(&og, nc, 2), *dy = ot_randn(&og, nc, 1), *d0 = ot_randn(&og, nc, 1), *nw_ = ot_randn(&og, C, 1),
+        *w = ot_randn(&og, nw, 1), *xf = ot_randn(&og, nc, 1), *st = ot_randn(&og, 2 * (size_t)R, 1);
+  for (int r = 0; r < R; r++) st[R + r] = 0.5f + fabsf(st[R + r]); /* rstd > 0 */
+  round16(xf, nc);
+  tz_backend *bes[2] = {g16, cpu};
+  float *res[2][3]; /* [backend][dY, dX, dW] of one op */
+  const char *ops[4] = {"layernorm_bwd", "rmsnorm_bwd", "gelu_bwd", "swiglu_bwd"};
+  for (int op = 0; op < 4; op++) {
+    for (int i = 0; i < 2; i++) {
+      tz_backend *be = bes[i];
+      ot_ctx *o = i ? &oc : &og;
+      tz_slice sx = up32(o, x, nc), sdy = up32(o, dy, nc), sd = up32(o, d0, nc), sw = up32(o, nw_, C),
+               sm = up32(o, st, R), sr = up32(o, st + R, R), W = up32(o, w, nw), X = i ? up32(o, xf, nc) : up16(o, xf, nc, 0),
+               dwn = ot_buf(o, NULL, C * 4), dbn = ot_buf(o, NULL, C * 4), dx = ot_buf(o, NULL, nc * 4),
+               dW = ot_buf(o, NULL, nw * 4);
+      if (op == 0) be->layernorm_bwd(be, sd, dwn, dbn, sdy, sx, sw, sm, sr, R, C);
+      if (op == 1) be->rmsnorm_bwd(be, sd, dwn, sdy, sx, sw, sr, R, C);
+      if (op == 2) be->gelu_bwd(be, sd, sx, sdy, nc);
+      if (op == 3) be->swiglu_bwd(be, sd, sdy, sx, R, F); /* dout [R, F] = dy's first half */
+      be->matmul(be, dx, sd, W, R, C, C, 0);
+      be->matmul_at(be, dW, sd, X, C, R, C, 0);
+      res[i][0] = ot_get(o, sd, nc), res[i][1] = ot_get(o, dx, nc), res[i][2] = ot_get(o, dW, nw);
+      ot_release(o);
+    }
+    char what[96];
+    double *rd = ot_dbl(res[1][0], nc);
+    snprintf(what, sizeof what, "act16 grad chain %s dY", ops[op]);
+    ot_close(what, res[0][0], rd, nc, 1e-4, 1e-5);
+    free(rd);
+    const float *g = res[1][0]; /* the CPU's dY: the terms' magnitudes */
+    double *mag = calloc(nc, sizeof(double));
+    for (int r = 0; r < R; r++)
+      for (int j = 0; j < C; j++)
+        for (int k = 0; k < C; k++) mag[(size_t)r * C + j] += fabs((double)g[(size_t)r * C + k] * w[(size_t)k * C + j]);
+    snprintf(what, sizeof what, "act16 grad chain %s dX = dY·W", ops[op]);
+    check_bound(what, res[0][1], res[1][1], mag, nc, 1e-3, 1e-5);
+    memset(mag, 0, nc * sizeof(double));
+    for (int k = 0; k < C; k++)
+      for (int j = 0; j < C; j++)
+        for (int r = 0; r < R; r++) mag[(size_t)k * C + j] += fabs((double)g[(size_t)r * C + k] * xf[(size_t)r * C + j]);
+    snprintf(what, sizeof what, "act16 grad chain %s dW = dYᵀ·X", ops[op]);
+    check_bound(what, res[0][2], res[1][2], mag, nw, 1e-3, 1e-5);
+    free(mag);
+    for (int i = 0; i < 2; i++)
+      for (int t = 0; t < 3; t++) free(res[i][t]);
+  }
+  free(x), free(dy), free(d0), free(nw_), free(w), free(xf), free(st);
+}
+
 static void test_act16(void **state) {
   setenv("TEZGAH_WEBGPU_F16", "1", 1);
   setenv("TEZGAH_WEBGPU_ACT16", "1", 1);
@@ -1365,9 +1426,11 @@ static void test_act16(void **state) {
   act16_att(g16, 2, 70, 4, 2, 64);
   act16_sg_chain(g16);
   act16_xent_chain(g16); /* the f16 dlogits copy where the subgroup-matrix kernel runs */
-  setenv("TEZGAH_WEBGPU_XENT16", "1", 1); /* and forced (lavapipe: the copy is made, not read) */
+  setenv("TEZGAH_WEBGPU_GRAD16", "1", 1); /* and forced (lavapipe: the copy is made, not read) */
   act16_xent_chain(g16);
-  unsetenv("TEZGAH_WEBGPU_XENT16");
+  act16_grad_chain(g16);
+  unsetenv("TEZGAH_WEBGPU_GRAD16");
+  act16_grad_chain(g16);
   g16->destroy(g16);
 }
 

@@ -277,6 +277,15 @@ const char *wg_out16_prefix(wg_ctx *c);
 /* The same with OUT16 on (on != 0) or off whatever c->act16 says; st16 writes ±inf beyond f16's
  * range instead of clamping where inf != 0 (gradients: dynamic loss scaling must see overflow). */
 const char *wg_out16_prefix_on(int on, int inf);
+/* Gradient f16 copies, where the subgroup-matrix matmul runs (TEZGAH_WEBGPU_GRAD16=0: off, =1:
+ * forced, tests; off under TEZGAH_WEBGPU_SG_REUSE=0): the kernel that writes the fp32 gradient
+ * `dst` [n] (crossentropy's dlogits, the norms' dinp, gelu_bwd's dinp, swiglu_bwd's dgu) also
+ * writes it as f16 into the operand scratch buffer 0 (*h: binding 9's argument; 1 when on), and
+ * wg_grad16_made records it after the op's last dispatch as the f16 copy of dst, which the next
+ * subgroup-matrix matmuls reading dst as their dY take instead of converting it (sg_operand).
+ * dst 16-byte aligned, n even. */
+int wg_grad16(tz_backend *be, tz_slice dst, size_t n, wg_arg *h);
+void wg_grad16_made(wg_ctx *c, tz_slice dst, size_t n);
 
 /* ---- webgpu_pipe.c: recording, pipelines, bind groups, dispatch ---- */
 void wg_end_pass(wg_ctx *c);

@@ -309,3 +309,15 @@ const char *wg_out16_prefix_on(int on, int inf) {
   return "const OUT16 = false;\nfn st16(i: u32, v: f32) {}\n";
 }
 const char *wg_out16_prefix(wg_ctx *c) { return wg_out16_prefix_on(c->act16, 0); }
+
+int wg_grad16(tz_backend *be, tz_slice dst, size_t n, wg_arg *h) {
+  wg_ctx *c = CTX(be);
+  if (!(env_int("TEZGAH_WEBGPU_GRAD16", c->sgmat && wg_sg_reuse()) != 0 && c->has_f16 && dst.off % 16 == 0 && n % 2 == 0))
+    return 0;
+  tz_slice s = {wg_sg16(be, 0, n * 2), 0};
+  *h = A(s, n * 2, "gradient (f16 copy)");
+  return 1;
+}
+void wg_grad16_made(wg_ctx *c, tz_slice dst, size_t n) {
+  c->sg_src[0] = dst.buf, c->sg_off[0] = dst.off, c->sg_n[0] = n, c->sg_serial[0] = c->serial;
+}
