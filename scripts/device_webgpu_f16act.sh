@@ -5,7 +5,8 @@
 #     reused by matmul_at and refreshed after an upload) and test_matmul_sgmat;
 #  2. GPT-2 124M, B 16, T 1024, `tezgah train --backend webgpu --precision f16`: this branch's
 #     default (f16 matmul inputs, the weight mirror as the subgroup-matrix kernel's W, reused dY
-#     copies, crossentropy's f16 dlogits) and, in the same binary, main's data flow
+#     copies, f16 gradient copies from crossentropy, the norms' and GeLU's backward) and, in the
+#     same binary, main's data flow
 #     (TEZGAH_WEBGPU_ACT16=0 TEZGAH_WEBGPU_SG_REUSE=0: fp32 activations, every operand converted on
 #     every call), STEPS steps each, tokens/s (median of steps 6..) and the losses side by side;
 #     then a --profile run of each (to_f16 rows: calls and ms/step).

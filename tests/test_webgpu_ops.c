@@ -43,6 +43,11 @@
  *     (vec4 and element loads, bias, acc, the     same f16-rounded operands (f16 values are exact
  *     transposed-weight form, the general         in fp32: only the summation order differs)
  *     kernel through its fp32 copy)
+ *   the subgroup-matrix path's f16 operands       |err| ≤ 1e-3·Σ|a·b| + 1e-5 (each operand
+ *     (act16_sg_chain, act16_xent_chain,          rounded to f16 once), the produced gradients
+ *     act16_grad_chain: the weight mirror, reused at their own fp32 bounds; on lavapipe the
+ *     dY copies, crossentropy's and the           vector kernels run the same calls (copies
+ *     backward producers' f16 gradient copies)    made with TEZGAH_WEBGPU_GRAD16=1, not read)
  * Needs Dawn and a WebGPU adapter (lavapipe in CI); without them it prints SKIPPED and
  * exits 77. */
 #include <fnmatch.h>
@@ -1068,14 +1073,18 @@ static void test_w16(void **state) {
 }
 
 /* ---- f16 matmul inputs (be->act_mm == TZ_F16) ---- */
-/* f16 bit patterns of x[0..n) uploaded at byte offset `off` of a fresh buffer */
+/* f16 bit patterns of x[0..n) uploaded at byte offset `off` (even) of a fresh buffer */
 static tz_slice up16(ot_ctx *o, const float *x, size_t n, size_t off) {
-  uint16_t *h = malloc((n + 1) * 2);
-  for (size_t i = 0; i < n; i++) h[i] = tz_sgmat_f16(x[i]);
+  size_t lead = off % 4 / 2; /* uploads start on 4-byte words: a leading zero half */
+  uint16_t *h = malloc((n + 2) * 2);
+  h[0] = 0;
+  for (size_t i = 0; i < n; i++) h[lead + i] = tz_sgmat_f16(x[i]);
+  size_t nh = lead + n;
+  if (nh % 2) h[nh++] = 0; /* ... and end on them */
   tz_slice s = ot_buf(o, NULL, off + n * 2 + 64);
+  s.off = off - 2 * lead;
+  o->be->upload(o->be, s, h, nh * 2);
   s.off = off;
-  if (n % 2) h[n++] = 0; /* uploads are whole 4-byte words */
-  o->be->upload(o->be, s, h, n * 2);
   free(h);
   return s;
 }
@@ -1410,6 +1419,8 @@ static void test_act16(void **state) {
   act16_mm(g16, 0, 70, 36, 52, 1, 0, 4);
   act16_mm(g16, 0, 33, 37, 37, 0, 1, 0);
   act16_mm(g16, 0, 130, 64, 36, 0, 1, 64);
+  act16_mm(g16, 0, 33, 37, 36, 0, 1, 2); /* a 2 bytes past a 4-byte word: read through an fp32 copy */
+  act16_mm(g16, 2, 37, 33, 50, 1, 0, 2);
   /* matmul_at with f16 b: vec4 and element loads, accumulate; split-K (K >= 1024) */
   act16_mm(g16, 2, 36, 70, 52, 1, 0, 0);
   act16_mm(g16, 2, 37, 33, 50, 0, 0, 4);

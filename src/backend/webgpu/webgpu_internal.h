@@ -265,7 +265,8 @@ int wg_mirrored(wg_ctx *c, tz_slice s);
 void wg_params_mirror(tz_backend *be, tz_buf *params);
 
 /* f16 activations (be->act_mm == TZ_F16, c->act16): dst [n] f16 = src [n] f32 (round to
- * nearest even, clamped to ±65504) and back, through to_f16.wgsl / to_f32.wgsl; both slices 4-byte aligned. */
+ * nearest even, clamped to ±65504) and back, through to_f16.wgsl / to_f32.wgsl; slices 4-byte
+ * aligned (to_f32's f16 src: 2-byte). */
 void wg_to_f16(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n);
 void wg_to_f32(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n);
 /* An fp32 buffer of n elements owned by the backend (c->a32; one user at a time): where an f16

@@ -273,16 +273,18 @@ void wg_to_f16(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t 
   }
 }
 void wg_to_f32(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n) {
-  TZ_ASSERT(dst.off % 4 == 0 && src.off % 4 == 0);
+  TZ_ASSERT(dst.off % 4 == 0 && src.off % 2 == 0);
   int pi = wg_pipeline(c, "to_f32", "to_f32", F16_PREFIX);
+  uint32_t h = (uint32_t)(src.off % 4) / 2; /* src starts at the second half of a 4-byte word */
+  src.off -= 2 * h;
   for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
     size_t k = n - i < cap ? n - i : cap;
     uint32_t w[24] = {0};
-    w[8] = (uint32_t)k;
-    wg_arg a[] = {A(tz_f32(dst, i), F4(k), "dst"), A(tz_at(src, 2 * i), (k * 2 + 3) & ~(size_t)3, "src (f16)")};
+    w[8] = (uint32_t)k, w[9] = h;
+    wg_arg a[] = {A(tz_f32(dst, i), F4(k), "dst"), A(tz_at(src, 2 * i), (k * 2 + 2 * h + 3) & ~(size_t)3, "src (f16)")};
     uint32_t gx, gy;
     grid1(k, &gx, &gy);
-    wg_run(c, label, pi, w, 9, a, 2, gx, gy, 1);
+    wg_run(c, label, pi, w, 10, a, 2, gx, gy, 1);
   }
 }
 

@@ -253,9 +253,17 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
   if (M <= 0 || N <= 0) return;
   /* THE kernel choice: subgroup matrices where this adapter and call allow them (sg_matmul),
    * else matmul_fast, else the general matmul.wgsl */
-  /* f16 operands are addressed in 4-byte units (wg_run_ex's element offsets): they start on
-   * 4-byte boundaries (the model's tensors are 64-byte aligned and its rows have even C) */
-  TZ_ASSERT((!a16 || a_.off % 4 == 0) && (!b16 || b_.off % 4 == 0));
+  /* f16 operands are addressed in 4-byte units (wg_run_ex's element offsets): one that starts 2
+   * bytes past a 4-byte boundary (a row of an odd-C tensor: the KV-cache decode's last row of nf)
+   * is read through an fp32 copy */
+  if ((a16 && a_.off % 4) || (b16 && b_.off % 4)) {
+    int ia = a16 && a_.off % 4;
+    size_t en = ia ? (size_t)M * K : (size_t)K * N;
+    tz_slice f = wg_act32(be, en);
+    wg_to_f32(c, label, f, ia ? a_ : b_, en);
+    if (ia) a_ = f, a16 = 0;
+    else b_ = f, b16 = 0;
+  }
   if (variant < 3 && sg_matmul(be, variant, out, a_, b_, bias, M, K, N, acc, a16, b16)) return;
   c->pending_flop = 2.0 * M * N * K;
   char prefix[1280], direct[80];
