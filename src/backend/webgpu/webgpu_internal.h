@@ -18,12 +18,15 @@
  * - Pipelines are created on first use and cached by (file, entry, constant prefix).
  * - The uncaptured-error and device-lost callbacks record the first message; every submit
  *   point checks it and stops the program with that message (never silent zeros).
- * - Precision: fp32 master weights, activations, gradients and optimizer. Where the adapter
+ * - Precision: fp32 master weights, residual stream, gradients and optimizer. Where the adapter
  *   offers ShaderF16 (and TEZGAH_WEBGPU_F16 is not 0) the parameter buffer registered by
  *   params_mirror() gets an f16 mirror (w16.wgsl): the forward's weight reads (matmul_t's b, any
- *   shape, embed_fwd's wte/wpe) use it; backward (matmul's W for dX) and AdamW read
- *   fp32. AdamW rewrites the mirror in the same pass; uploads/copies/fills into the parameter
- *   buffer mark it stale and it is re-cast before its next use.
+ *   shape, embed_fwd's wte/wpe) use it, and so does the subgroup-matrix matmul for matmul's W;
+ *   the vector kernels' backward (matmul's W for dX) and AdamW read fp32. AdamW rewrites the
+ *   mirror in the same pass; uploads/copies/fills into the parameter buffer mark it stale and it
+ *   is re-cast before its next use. With it the matmul inputs (be->act_mm) are f16 (c->act16),
+ *   and where the subgroup-matrix matmul runs the backward's gradient producers also write f16
+ *   copies of their outputs for it (wg_grad16).
  *
  * The backend is split by concern (as src/backend/cuda/ is); this header is what its files share:
  *   webgpu_rt.c          instance, adapter and device (features, limits, Dawn toggles), the error
