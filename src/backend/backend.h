@@ -133,9 +133,9 @@ struct tz_backend {
   void (*profile_reset)(tz_backend *be);
   /* Optional (NULL: nothing to do, e.g. the CPU backend): `params` is the model's flat
    * parameter buffer (fp32 master weights). The WebGPU backend with ShaderF16 keeps an f16
-   * copy of it for the forward pass's weight reads (matmul_t's b, embed_fwd's wte/wpe);
-   * backward and adamw stay fp32 (adamw refreshes the copy). Called once after alloc; the
-   * registration ends when the buffer is freed. */
+   * copy of it for the weight reads (matmul_t's b, embed_fwd's wte/wpe, and matmul's b where
+   * its matmuls run on subgroup matrices); adamw stays fp32 and refreshes the copy. Called once
+   * after alloc; the registration ends when the buffer is freed. */
   void (*params_mirror)(tz_backend *be, tz_buf *params);
   /* Optional, for communication libraries working in place on backend memory (src/dist/;
    * NULL: the backend cannot take part in distributed training):
