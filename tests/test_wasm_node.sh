@@ -7,6 +7,7 @@
 #  2. the wasm run's checkpoint loads natively (greedy sample with the prompt), and the wasm
 #     build samples the native run's checkpoint; greedy texts of one checkpoint are compared
 #     and the result printed (equal so far);
+#     the wasm build's SIMD128 GEMM kernel gives its scalar kernel's losses exactly;
 #  3. --stop-after 5 then --resume in wasm: the losses of the uninterrupted wasm run, exactly;
 #  4. host-only features refused with one line: --nproc, --backend webgpu (no bindings), and
 #     a missing corpus.
@@ -70,6 +71,13 @@ grep -q '^ROMEO:' w_native.txt && ok "native sample reads the wasm run's checkpo
 grep -q '^ROMEO:' n_wasm.txt && ok "wasm sample reads the native run's checkpoint" || fail "wasm sample of the native checkpoint: $(head -c 100 n_wasm.txt)"
 cmp -s w_native.txt n_native.txt && echo "note: greedy samples of the wasm and native runs are equal" || echo "note: greedy samples of the wasm and native runs differ"
 cmp -s n_wasm.txt n_native.txt && echo "note: wasm and native greedy samples of one checkpoint are equal" || echo "note: wasm and native greedy samples of one checkpoint differ"
+
+# ---- 2b. the wasm build's SIMD128 GEMM kernel (exact fma in f64x2) against its scalar one
+# (wasi-libc's fmaf): the same bits, so the same losses exactly ----
+TEZGAH_CPU_ISA=scalar tzw train "${args[@]}" --run-dir scalar 2>err.txt || fail "wasm scalar-kernel run exited with $? ($(tail -1 err.txt))"
+if [[ -f scalar/metrics.jsonl ]]; then
+  if line=$(compare wasm/metrics.jsonl scalar/metrics.jsonl 0 "wasm128 vs scalar GEMM kernel"); then ok "$line"; else fail "$line"; fi
+fi
 
 # ---- 3. stop and resume inside wasm ----
 tzw train "${args[@]}" --run-dir cut --stop-after 5 2>/dev/null || fail "wasm --stop-after run exited with $?"

@@ -44,7 +44,9 @@ function draw() {
   const rows = state.rows.filter((r) => Number.isFinite(r.loss));
   const steps = Number($('steps').value) || 1;
   const maxStep = Math.max(steps, ...rows.map((r) => r.step));
-  const ys = rows.map((r) => r.loss).concat(rows.filter((r) => Number.isFinite(r.val_loss)).map((r) => r.val_loss));
+  const vals = rows.filter((r) => Number.isFinite(r.val_loss));
+  if (state.final && Number.isFinite(state.final.val_loss)) vals.push(state.final);
+  const ys = rows.map((r) => r.loss).concat(vals.map((r) => r.val_loss));
   if (!ys.length) return;
   let lo = Math.min(...ys), hi = Math.max(...ys);
   if (hi - lo < 1e-6) { lo -= 0.5; hi += 0.5; }
@@ -61,7 +63,9 @@ function draw() {
   rows.forEach((r, i) => (i ? g.lineTo(x(r.step), y(r.loss)) : g.moveTo(x(r.step), y(r.loss))));
   g.stroke();
   g.fillStyle = '#d1461f';
-  for (const r of rows) if (Number.isFinite(r.val_loss)) { g.beginPath(); g.arc(x(r.step), y(r.val_loss), 3, 0, 7); g.fill(); }
+  for (const r of vals) { g.beginPath(); g.arc(x(r.step), y(r.val_loss), 3, 0, 7); g.fill(); }
+  g.fillStyle = '#1f6fd1'; g.fillText('train loss', W - R - 160, T + 10);
+  g.fillStyle = '#d1461f'; g.fillText('● validation', W - R - 90, T + 10);
 }
 
 function progress() {
@@ -79,6 +83,7 @@ worker.onmessage = (ev) => {
     $('ready').textContent = 'tezgah.wasm ready' + (stopBuf ? '' : ' (Stop unavailable: page not cross-origin isolated)');
   } else if (m.type === 'metrics') {
     state.rows.push(...m.rows.filter((r) => Number.isFinite(r.step) && !r.final));
+    // the end-of-run validation ({step, val_loss, final: true}) is drawn as a dot, not a step
     for (const r of m.rows.filter((r) => r.final)) state.final = r;
     progress(); draw();
   } else if (m.type === 'log') {
@@ -94,8 +99,9 @@ worker.onmessage = (ev) => {
     state.done = { rc: m.rc, seconds: m.seconds };
     const ok = m.rc === 0 || m.rc === 130;
     const tail = m.stderr.trim().split('\n').filter((l) => l.startsWith('done:') || l.startsWith('tezgah: error')).join(' ');
-    setStatus((ok ? (m.rc === 130 ? 'stopped; checkpoint written. ' : 'done. ') : `train failed (exit ${m.rc}): `) +
+    setStatus((ok ? (m.rc === 130 ? 'stopped, checkpoint written: ' : '') : `train failed (exit ${m.rc}): `) +
       `${tail} (${m.seconds.toFixed(1)} s)`);
+    draw();
     if (!ok) { state.done = null; state.error = m.stderr.trim().split('\n').pop(); }
     buttons();
   } else if (m.type === 'done' && m.cmd === 'sample') {

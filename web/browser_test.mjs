@@ -3,7 +3,8 @@
 // checkpoint; optionally a second run stopped with the Stop button. Writes what happened as
 // JSON for tests/test_browser.sh, which compares it with the native CLI.
 //
-//   node web/browser_test.mjs --corpus FILE --steps N --out DIR [--chromium PATH] [--stop-test]
+//   node web/browser_test.mjs --corpus FILE --steps N --out DIR [--chromium PATH] [--wasm PATH]
+//                             [--size tiny|small|medium] [--batch B] [--seed S] [--screenshot PNG] [--stop-test]
 //
 // DIR/result.json: {losses: [per-step loss], tok_per_s, rc, seconds, sample, chromium, stop: {...}}
 // DIR/checkpoint.tzc: the downloaded checkpoint. Exit 0 when the page did all of it, 1 with a
@@ -95,6 +96,7 @@ try {
   result.sample = await page.evaluate(() => window.tezgah.sample);
   if (!result.sample || result.sample.rc !== 0) die(`sample failed: ${JSON.stringify(result.sample)}`);
 
+  if (opt.screenshot) await page.screenshot({ path: opt.screenshot, fullPage: true });
   // 3. download the checkpoint
   const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 60000 }), page.click('#download')]);
   await dl.saveAs(join(opt.out, 'checkpoint.tzc'));
