@@ -7,7 +7,8 @@
 #  2. the wasm run's checkpoint loads natively (greedy sample with the prompt), and the wasm
 #     build samples the native run's checkpoint; greedy texts of one checkpoint are compared
 #     and the result printed (equal so far);
-#     the wasm build's SIMD128 GEMM kernel gives its scalar kernel's losses exactly;
+#     the wasm build's SIMD128 GEMM kernel gives its scalar kernel's losses exactly, and
+#     bit-identical tiles (wasm/tests/test_gemm_kernels.c: random and crafted inputs);
 #  3. --stop-after 5 then --resume in wasm: the losses of the uninterrupted wasm run, exactly;
 #  4. host-only features refused with one line: --nproc, --backend webgpu (no bindings), and
 #     a missing corpus.
@@ -77,6 +78,13 @@ cmp -s n_wasm.txt n_native.txt && echo "note: wasm and native greedy samples of 
 TEZGAH_CPU_ISA=scalar tzw train "${args[@]}" --run-dir scalar 2>err.txt || fail "wasm scalar-kernel run exited with $? ($(tail -1 err.txt))"
 if [[ -f scalar/metrics.jsonl ]]; then
   if line=$(compare wasm/metrics.jsonl scalar/metrics.jsonl 0 "wasm128 vs scalar GEMM kernel"); then ok "$line"; else fail "$line"; fi
+fi
+
+kt=$(dirname "$wasm")/test_gemm_kernels.wasm # the kernels tile by tile, crafted double roundings included
+if [[ -f $kt ]]; then
+  if line=$(node "$root/wasm/run_node.mjs" "$kt"); then echo "$line"; else fail "$line"; fi
+else
+  fail "$kt not built"
 fi
 
 # ---- 3. stop and resume inside wasm ----
