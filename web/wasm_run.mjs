@@ -23,7 +23,23 @@ export async function runWasm({ shim, url, module, args = ['prog'], env = [], fi
   const wasi = new WASI(args, env, fds, { debug: false });
   const wg = new WgpuImports(gpu);
   const mod = module || await WebAssembly.compileStreaming(fetch(url));
-  const inst = await WebAssembly.instantiate(mod, { wasi_snapshot_preview1: wasi.wasiImport, wgpu: wg.imports });
+  // The shim reports no rights on its in-memory folders, and WASI's libc answers
+  // access(dir, W_OK) from the folder's inheriting rights (train checks its run directory that
+  // way): report every right for folders (the in-memory file system is all writable). fdstat:
+  // filetype u8 at 0, rights_base u64 at 8, rights_inheriting u64 at 16; FILETYPE_DIRECTORY 3
+  // (WASI preview 1, wasi_snapshot_preview1.witx).
+  const wasiImport = { ...wasi.wasiImport };
+  wasiImport.fd_fdstat_get = (fd, p) => {
+    const r = wasi.wasiImport.fd_fdstat_get(fd, p);
+    const v = new DataView(inst.exports.memory.buffer);
+    if (r === 0 && v.getUint8(p) === 3) {
+      const all = (1n << 29n) - 1n; // rights bits 0..28
+      v.setBigUint64(p + 8, all, true);
+      v.setBigUint64(p + 16, all, true);
+    }
+    return r;
+  };
+  const inst = await WebAssembly.instantiate(mod, { wasi_snapshot_preview1: wasiImport, wgpu: wg.imports });
   wasi.inst = inst;
   wg.setMemory(inst.exports.memory);
   const t0 = performance.now();

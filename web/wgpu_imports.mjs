@@ -380,7 +380,9 @@ export class WgpuImports {
       },
       tzw_adapter_info_string(ah, k, buf, cap) {
         const info = self.get(ah).info || {};
-        const s = [info.vendor, info.architecture, info.device, info.description][k] || '';
+        // pages often get no device name: "vendor architecture" then ("google swiftshader")
+        const dev = info.device || [info.vendor, info.architecture].filter(Boolean).join(' ');
+        const s = [info.vendor, info.architecture, dev, info.description][k] || '';
         return self.putStr(s, buf, cap);
       },
       tzw_get_limits(h, isDev, p) {

@@ -5,7 +5,7 @@
 //        [--out DIR] [--timeout S] [--no-gpu] PROGRAM.wasm [ARGS...]
 //
 // Serves this repository's web/ at /web/, the folder of PROGRAM.wasm at /build/ and the npm
-// packages (DIR, default .deps/npm/node_modules: playwright-core, @bjorn3/browser_wasi_shim)
+// packages (DIR, default web/node_modules: playwright-core, @bjorn3/browser_wasi_shim)
 // at /npm/ on 127.0.0.1 (WebGPU needs a secure context: localhost is one), opens a blank page
 // and runs the program there with web/wasm_run.mjs. --file puts a host file into the
 // program's working folder; --out writes the files the folder holds after the run into DIR.
@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const argv = process.argv.slice(2);
-const opt = { chromium: process.env.TEZGAH_CHROMIUM || '/usr/bin/chromium', npm: path.join(repo, '.deps/npm/node_modules'),
+const opt = { chromium: process.env.TEZGAH_CHROMIUM || '/usr/bin/chromium', npm: path.join(repo, 'web/node_modules'),
   files: {}, out: null, timeout: 600, gpu: true };
 while (argv.length && argv[0].startsWith('--')) {
   const a = argv.shift();

@@ -2,8 +2,9 @@
  * functions imported from the page's JavaScript (web/wgpu_imports.mjs, on navigator.gpu)
  * instead of a Dawn library. The backend's op code is the same; only this loader differs.
  *
- * Compiled for wasm32 only (a native build gets an empty translation unit); dawn_load.c's
- * tz_wgpu_load() calls tz_wgpu_wasm_load() in a wasm build made with TZ_WASM_WEBGPU.
+ * Compiled into wasm32 builds made with TZ_WASM_WEBGPU (scripts/build_wasm.sh --webgpu) only;
+ * other builds get an empty translation unit. dawn_load.c's tz_wgpu_load() calls
+ * tz_wgpu_wasm_load() there.
  *
  * The contract with the JavaScript side (module "wgpu"), docs/BROWSER.md says more:
  *  - Handles are small integers (indices into a JavaScript table of GPU objects), 0 is NULL.
@@ -28,7 +29,7 @@
  *  - Mapped ranges are copies: wgpuBufferGetConstMappedRange allocates wasm memory, the
  *    JavaScript copies the mapped bytes into it, and wgpuBufferUnmap frees it.
  */
-#if defined(__wasm__)
+#if defined(__wasm__) && defined(TZ_WASM_WEBGPU)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -438,5 +439,5 @@ int tz_wgpu_wasm_load(tz_wgpu_fns *f) {
   return 0;
 }
 #else
-typedef int tz_wgpu_wasm_native_build; /* native builds load Dawn: dawn_load.c */
+typedef int tz_wgpu_wasm_unused; /* native builds load Dawn (dawn_load.c); wasm without TZ_WASM_WEBGPU has none */
 #endif
