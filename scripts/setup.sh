@@ -62,6 +62,9 @@ install_gpt2() {
 
 # WebGPU backend: Dawn (npm, sha256-pinned) + lavapipe from bookworm-backports
 "$(dirname "$0")/setup_webgpu.sh"
+# The wasm build and the browser page: clang-19/lld-19, wasi-libc, chromium, PCRE2/cJSON
+# source packages, web/'s npm packages (scripts/setup_wasm.sh, docs/BROWSER.md)
+"$(dirname "$0")/setup_wasm.sh"
 
 if ((${#missing[@]} == 0)); then
   echo "setup: all ${#PKGS[@]} packages already installed"
