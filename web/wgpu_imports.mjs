@@ -25,9 +25,13 @@ const te = new TextEncoder();
 const td = new TextDecoder();
 
 export class WgpuImports {
-  constructor(gpu) {
+  // gpu: navigator.gpu (undefined / null: none, --backend webgpu then says so); getMemory
+  // (optional): () => the instance's memory, for callers that create the imports before the
+  // instance (web/imports.js); otherwise call setMemory() once the instance exists.
+  constructor(gpu, getMemory) {
     this.gpu = gpu;
-    this.memory = null;
+    this.getMemory = getMemory || null;
+    this._memory = null;
     this.L = null; // the layout from tzw_init
     this.objs = [undefined]; // handle -> object (0: NULL)
     this.freeHandles = [];
@@ -39,7 +43,10 @@ export class WgpuImports {
   }
 
   setMemory(memory) {
-    this.memory = memory;
+    this._memory = memory;
+  }
+  get memory() {
+    return this._memory || (this.getMemory ? this.getMemory() : null);
   }
 
   // ---- memory access through the layout ----
