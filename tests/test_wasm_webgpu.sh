@@ -12,7 +12,9 @@
 #     step's loss and the validation losses within 1e-3 relative (test_webgpu_train's bound for
 #     WebGPU against the CPU; measured on 2026-12-02: max |Δ| 6.81e-6 over 6 steps; 8 min in
 #     all on a loaded 2-core machine, 5.5 of them SwiftShader's first step); the page's
-#     checkpoint samples natively; --backend webgpu without navigator.gpu is one error line.
+#     checkpoint samples natively; --backend webgpu without navigator.gpu is one error line;
+#  4. the WebGPU BPE trainer (src/tokenizer/tok_webgpu_*.c: async pipeline creation, its own
+#     kernels) in the page writes the same tokenizer.json as the native CPU, byte for byte.
 # Needs clang-19 + wasi-libc (scripts/setup_wasm.sh), node >= 20, chromium and
 # web/node_modules' playwright-core and @bjorn3/browser_wasi_shim; SKIPPED (77) without them.
 # TEZGAH_WASM_NPM overrides the npm folder. Slow on a CPU: SwiftShader compiles each WGSL
@@ -140,6 +142,19 @@ if [[ $rc -ne 0 && $errs -eq 1 ]] && grep -aq '^tezgah: error: webgpu: .*navigat
 else
   fail "--backend webgpu without navigator.gpu: exit $rc, $errs error lines"
   grep -av 'pid=' nogpu2.txt | tail -5
+fi
+
+# ---- 4. the WebGPU tokenizer trainer in the page ----
+head -c 100000 "$corpus" >in.txt
+"$tz" tokenizer train --in in.txt --out cpu.json --vocab-size 400 >/dev/null 2>tokcpu.err ||
+  fail "native tokenizer train: $(tail -1 tokcpu.err)"
+browser --file in.txt=in.txt --out tok "$wasm" tokenizer train --in in.txt --out gpu.json --vocab-size 400 \
+  --backend webgpu >tok.txt 2>&1
+rc=$?
+if [[ $rc -eq 0 ]] && grep -aq '(webgpu)' tok.txt && cmp -s cpu.json tok/gpu.json; then
+  ok "tokenizer train --backend webgpu in the page = native cpu ($(grep -a '^tokenizer train' tok.txt | sed 's/.* in //'))"
+else
+  fail "tokenizer train --backend webgpu in the page: exit $rc, $(grep -a '^tokenizer train\|error' tok.txt | head -2)"
 fi
 
 if ((failures)); then
