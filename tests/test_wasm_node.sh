@@ -10,6 +10,8 @@
 #     the wasm build's SIMD128 GEMM kernel gives its scalar kernel's losses exactly, and
 #     bit-identical tiles (wasm/tests/test_gemm_kernels.c: random and crafted inputs);
 #  3. --stop-after 5 then --resume in wasm: the losses of the uninterrupted wasm run, exactly;
+#     the pre-tokenizer without PCRE2's JIT: BPE and tokens of 1.1 MB and of a crafted text
+#     equal the native build's;
 #  4. host-only features refused with one line: --nproc, --backend webgpu (no bindings), and
 #     a missing corpus.
 # Usage (from ctest): bash test_wasm_node.sh <tezgah-binary> <shared-dir> <scratch-dir>
@@ -93,6 +95,40 @@ tzw train --resume cut --quiet --sample-tokens 0 2>err.txt || fail "wasm --resum
 if [[ -f cut/metrics.jsonl ]]; then
   if line=$(compare wasm/metrics.jsonl cut/metrics.jsonl 0 "wasm resumed vs uninterrupted"); then ok "$line"; else fail "$line"; fi
 fi
+
+# ---- 3b. the pre-tokenizer without PCRE2's JIT (windowed matches, tokenizer.c): the BPE
+# trained on, and the tokens of, the whole 1.1 MB corpus and a crafted text (runs of letters,
+# digits, spaces and punctuation longer than the first window, contractions, multi-byte
+# characters, invalid bytes) equal the native build's, whose PCRE2 has JIT ----
+node -e '
+  let x = 5, out = [];
+  const r = () => (x = (x * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const pieces = ["'"'"'s", "'"'"'t", "'"'"'re", "'"'"'ll", " ", "  ", "\n", "\t", "\u00e9", "\u4e2d\u6587",
+    "\u{1F600}", "123", "!?", "word", " world", "\r\n", "\u00a0"];
+  const run = (c, lo, hi) => c.repeat(lo + Math.floor(r() * (hi - lo)));
+  for (let i = 0; i < 20000; i++) {
+    const p = r();
+    out.push(p < .02 ? run("ab"[i & 1], 200, 1200) : p < .04 ? run(" ", 200, 900) + (i & 1 ? "x" : "") :
+      p < .05 ? run("7", 250, 700) : p < .06 ? run("-", 250, 600) : p < .07 ? run("\u00e9", 100, 400) :
+      pieces[Math.floor(r() * pieces.length)]);
+  }
+  const b = Buffer.from(out.join(""));
+  const bad = [0x80, 0xbf, 0xc3, 0xe4, 0xf0, 0xff];
+  for (let i = 0; i < 200; i++) b[Math.floor(r() * b.length)] = bad[i % bad.length];
+  require("fs").writeFileSync("crafted.txt", b);'
+cp "$corpus" shakespeare.txt # the wasm process sees the working directory only
+for f in crafted.txt shakespeare.txt; do
+  name=${f%.txt}
+  { "$tz" tokenizer train --in "$f" --out "tok_$name.n.json" --vocab-size 700
+    tzw tokenizer train --in "$f" --out "tok_$name.w.json" --vocab-size 700
+    "$tz" tokenize --tokenizer "tok_$name.n.json" --in "$f" --out "$name.n.bin"
+    tzw tokenize --tokenizer "tok_$name.n.json" --in "$f" --out "$name.w.bin"; } >tok.log 2>&1
+  if [[ -s tok_$name.n.json && -s $name.n.bin ]] && cmp -s "tok_$name.n.json" "tok_$name.w.json" && cmp -s "$name.n.bin" "$name.w.bin"; then
+    ok "$name ($(stat -c %s "$f") bytes): the same BPE and tokens in wasm (no JIT) as natively"
+  else
+    fail "$name: wasm and native BPE or tokens differ (tok_$name.*.json, $name.*.bin; $(tail -1 tok.log))"
+  fi
+done
 
 # ---- 4. host-only features and bad input: one line, exit 1 ----
 one_line() { # what, expected substring, command...

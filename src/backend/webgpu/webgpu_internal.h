@@ -139,6 +139,7 @@ typedef struct {
   size_t ranges_words;
   WGPUBuffer readback;
   size_t readback_size;
+  size_t bytes_used, bytes_peak; /* storage (wg_alloc) + readback buffers: train's peak memory line */
   /* profiling (TEZGAH_PROFILE=1): one pass per dispatch with timestamps */
   int profile;
   WGPUQuerySet qs;
@@ -227,6 +228,8 @@ int wg_wait_future(wg_ctx *c, WGPUFuture f);
 
 /* ---- webgpu_mem.c: buffers and memory ops ---- */
 WGPUBuffer wg_mkbuf(wg_ctx *c, uint64_t size, WGPUBufferUsage usage, const char *label);
+/* Peak bytes in tensor, scratch and readback buffers since the backend was created. */
+size_t wg_mem_peak(tz_backend *be);
 tz_buf *wg_alloc(tz_backend *be, size_t bytes, const char *what);
 void wg_free(tz_backend *be, tz_buf *t);
 void wg_upload(tz_backend *be, tz_slice dst, const void *src, size_t bytes);

@@ -9,6 +9,15 @@
 #include "backend/webgpu/webgpu_internal.h"
 
 /* ---- buffers ---- */
+/* Bytes in the buffers the backend made for tensors, scratch and readback (a driver's own
+ * overhead is not visible through webgpu.h): be->mem_peak, as the CUDA backend counts. */
+static void count_bytes(wg_ctx *c, long long delta) {
+  c->bytes_used += (size_t)delta;
+  if (c->bytes_used > c->bytes_peak) c->bytes_peak = c->bytes_used;
+}
+
+size_t wg_mem_peak(tz_backend *be) { return CTX(be)->bytes_peak; }
+
 WGPUBuffer wg_mkbuf(wg_ctx *c, uint64_t size, WGPUBufferUsage usage, const char *label) {
   WGPUBufferDescriptor d = {NULL, sv(label), usage, size, 0};
   return W.wgpuDeviceCreateBuffer(c->dev, &d);
@@ -36,6 +45,7 @@ tz_buf *wg_alloc(tz_backend *be, size_t bytes, const char *what) {
   t->bytes = bytes;
   t->size = size;
   t->what = what;
+  count_bytes(c, (long long)size);
   return t; /* WebGPU buffers are zero-initialized */
 }
 
@@ -52,6 +62,7 @@ void wg_free(tz_backend *be, tz_buf *t) {
   wg_bg_clear(c);
   W.wgpuBufferDestroy(t->b);
   W.wgpuBufferRelease(t->b);
+  count_bytes(c, -(long long)t->size);
   free(t);
 }
 
@@ -85,8 +96,10 @@ void wg_download(tz_backend *be, void *dst, tz_slice src, size_t bytes) {
       wg_flush(c);
       W.wgpuBufferDestroy(c->readback);
       W.wgpuBufferRelease(c->readback);
+      count_bytes(c, -(long long)c->readback_size);
     }
     c->readback_size = (n + 4095) / 4096 * 4096;
+    count_bytes(c, (long long)c->readback_size);
     c->readback = wg_mkbuf(c, c->readback_size, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "readback");
   }
   wg_end_pass(c);

@@ -355,6 +355,7 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   }
   be->alloc = wg_alloc;
   be->free = wg_free;
+  be->mem_peak = wg_mem_peak;
   be->upload = wg_upload;
   be->download = wg_download;
   be->copy = wg_copy;
