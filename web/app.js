@@ -80,6 +80,12 @@ worker.onmessage = (ev) => {
   const m = ev.data;
   if (m.type === 'ready') {
     state.ready = true;
+    state.webgpu = m.webgpu || null;
+    // the backend: WebGPU where it can run here, else the CPU (and the option says why)
+    const opt = $('backend').querySelector('option[value="webgpu"]');
+    opt.disabled = !state.webgpu;
+    opt.textContent = state.webgpu ? `WebGPU (${state.webgpu})` : `WebGPU: ${m.webgpuWhy}`;
+    if (state.webgpu) $('backend').value = 'webgpu';
     $('ready').textContent = 'tezgah.wasm ready' + (stopBuf ? '' : ' (Stop unavailable: page not cross-origin isolated)');
   } else if (m.type === 'metrics') {
     state.rows.push(...m.rows.filter((r) => Number.isFinite(r.step) && !r.final));
@@ -128,8 +134,9 @@ $('train').addEventListener('click', () => {
   $('sample').textContent = ''; $('log').textContent = '';
   const args = [...SIZES[$('size').value], '--steps', String(Number($('steps').value)),
     '-B', String(Number($('batch').value)), '--lr', $('lr').value.trim(), '--seed', String(Number($('seed').value)),
-    '--sample-tokens', '0'];
+    '--sample-tokens', '0', '--backend', $('backend').value];
   state.args = args;
+  state.backend = $('backend').value;
   state.training = true;
   if (stopBuf) Atomics.store(new Int32Array(stopBuf), 0, 0);
   setStatus('preparing data (training the BPE tokenizer, encoding the corpus)…');
@@ -141,7 +148,8 @@ $('stop').addEventListener('click', () => {
   setStatus('stopping after this step…');
 });
 $('sampleBtn').addEventListener('click', () => {
-  const args = ['--tokens', String(Number($('tokens').value)), '--temperature', $('temperature').value.trim()];
+  const args = ['--tokens', String(Number($('tokens').value)), '--temperature', $('temperature').value.trim(),
+    '--backend', state.backend || 'cpu'];
   if ($('prompt').value) args.push('--prompt', $('prompt').value);
   state.sample = null; state.sampling = true;
   $('sample').textContent = 'sampling…';

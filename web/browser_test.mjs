@@ -5,6 +5,9 @@
 //
 //   node web/browser_test.mjs --corpus FILE --steps N --out DIR [--chromium PATH] [--wasm PATH]
 //                             [--size tiny|small|medium] [--batch B] [--seed S] [--screenshot PNG] [--stop-test]
+//                             [--backend cpu|webgpu]
+// --backend webgpu (a --webgpu build: scripts/build_wasm.sh --webgpu) starts Chromium with
+// --enable-unsafe-webgpu and picks the page's WebGPU backend (an error if the page offers none).
 //
 // DIR/result.json: {losses: [per-step loss], tok_per_s, rc, seconds, sample, chromium, stop: {...}}
 // DIR/checkpoint.tzc: the downloaded checkpoint. Exit 0 when the page did all of it, 1 with a
@@ -16,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 const webDir = dirname(fileURLToPath(import.meta.url));
-const opt = { corpus: null, steps: 10, out: null, chromium: '/usr/bin/chromium', stopTest: false, wasm: null, size: 'tiny', batch: 4, seed: 7 };
+const opt = { corpus: null, steps: 10, out: null, chromium: '/usr/bin/chromium', stopTest: false, wasm: null, size: 'tiny', batch: 4, seed: 7, backend: 'cpu' };
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i];
@@ -43,7 +46,8 @@ const url = await new Promise((res, rej) => {
 
 const browser = await chromium.launch({
   executablePath: opt.chromium, headless: true,
-  args: process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [],
+  args: [...(process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : []),
+    ...(opt.backend === 'webgpu' ? ['--enable-unsafe-webgpu'] : [])],
 });
 const result = { chromium: browser.version(), url };
 try {
@@ -64,6 +68,12 @@ try {
     await page.fill('#steps', String(steps));
     await page.fill('#batch', String(opt.batch));
     await page.fill('#seed', String(opt.seed));
+    const why = await page.evaluate((b) => {
+      const o = document.querySelector(`#backend option[value="${b}"]`);
+      return !o ? `no backend option ${b}` : o.disabled ? o.textContent : '';
+    }, opt.backend);
+    if (why) die(`backend ${opt.backend} not offered by the page: ${why}`);
+    await page.selectOption('#backend', opt.backend);
     await page.click('#train');
   };
   const waitDone = async (ms) => {
@@ -75,8 +85,9 @@ try {
   // 1. train N steps
   const t0 = Date.now();
   await trainRun(opt.steps);
-  const r = await waitDone(600000);
+  const r = await waitDone(opt.backend === 'webgpu' ? 1800000 : 600000);
   if (!r.done) die(`training failed: ${r.error}`);
+  result.backend = opt.backend;
   result.rc = r.done.rc;
   result.seconds = r.done.seconds;
   result.args = r.args;
@@ -92,7 +103,7 @@ try {
   await page.fill('#tokens', '40');
   await page.fill('#temperature', '0');
   await page.click('#sampleBtn');
-  await page.waitForFunction(() => window.tezgah.sample || window.tezgah.error, null, { timeout: 120000 });
+  await page.waitForFunction(() => window.tezgah.sample || window.tezgah.error, null, { timeout: opt.backend === 'webgpu' ? 900000 : 120000 });
   result.sample = await page.evaluate(() => window.tezgah.sample);
   if (!result.sample || result.sample.rc !== 0) die(`sample failed: ${JSON.stringify(result.sample)}`);
 

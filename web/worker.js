@@ -5,7 +5,9 @@
 // "run/" (checkpoint.tzc, metrics.jsonl, tokenizer.json) and the data cache.
 //
 // Messages in (from app.js):
-//   {type:'init'}                                   compile /tezgah.wasm        -> {type:'ready'}
+//   {type:'init'}                                   compile /tezgah.wasm        -> {type:'ready', webgpu}
+//        webgpu: the adapter ("google swiftshader") when --backend webgpu can run here (a --webgpu
+//        build, navigator.gpu with an adapter, JSPI), else null and webgpuWhy says why
 //   {type:'train', corpus: Uint8Array, args: [..], stop: SharedArrayBuffer|null}
 //        `tezgah train --data corpus.txt --run-dir run ARGS...` in a fresh file system;
 //        -> {type:'metrics', rows} (metrics.jsonl lines as they are written), {type:'log', text}
@@ -16,7 +18,7 @@
 // engine writes (every step writes metrics.jsonl) this Worker sees it and calls the exported
 // tz_train_request_stop(SIGINT): the step finishes, the checkpoint is written and train exits
 // with 130, as Ctrl-C does natively.
-import { WASI, File, OpenFile, ConsoleStdout, PreopenDirectory, Directory } from './node_modules/@bjorn3/browser_wasi_shim/dist/index.js';
+import { WASI, WASIProcExit, File, OpenFile, ConsoleStdout, PreopenDirectory, Directory } from './node_modules/@bjorn3/browser_wasi_shim/dist/index.js';
 import { extraImports } from './imports.js'; // non-WASI imports (WebGPU bindings)
 
 // The run's directory, preopened as ".". The shim reports no rights on directories; wasi-libc's
@@ -35,6 +37,19 @@ class RunDirectory extends PreopenDirectory {
 }
 
 let module = null;
+
+// Can --backend webgpu run here? {webgpu: adapter name or null, webgpuWhy}
+async function webgpuHere() {
+  if (!WebAssembly.Module.imports(module).some((i) => i.module === 'wgpu'))
+    return { webgpu: null, webgpuWhy: 'this tezgah.wasm has no WebGPU bindings (scripts/build_wasm.sh --webgpu)' };
+  if (typeof WebAssembly.Suspending !== 'function' || typeof WebAssembly.promising !== 'function')
+    return { webgpu: null, webgpuWhy: 'this browser has no WebAssembly JSPI (WebAssembly.Suspending)' };
+  if (!self.navigator || !navigator.gpu) return { webgpu: null, webgpuWhy: 'this browser offers no WebGPU (navigator.gpu)' };
+  const a = await navigator.gpu.requestAdapter({ powerPreference: 'high-performance' });
+  if (!a) return { webgpu: null, webgpuWhy: 'navigator.gpu gave no adapter' };
+  const i = a.info || {};
+  return { webgpu: i.device || [i.vendor, i.architecture].filter(Boolean).join(' ') || 'an adapter', webgpuWhy: '' };
+}
 let root = null; // the PreopenDirectory '.' of the current run
 
 
@@ -55,8 +70,10 @@ function lookup(path) {
   return node;
 }
 
-// Run one tezgah command to completion; returns {rc, stdout, stderr}.
-function run(args, hooks = {}) {
+// Run one tezgah command to completion; resolves to {rc, stdout, stderr}. The entry point is
+// called through WebAssembly.promising where the browser has JSPI: the WebGPU backend's waits
+// (web/wgpu_imports.mjs) suspend the engine while the GPU works; the CPU backend never suspends.
+async function run(args, hooks = {}) {
   const out = [], err = [];
   const stdout = ConsoleStdout.lineBuffered((l) => out.push(l));
   const stderr = new ConsoleStdout((bytes) => {
@@ -80,16 +97,26 @@ function run(args, hooks = {}) {
   inst.exports = instance.exports;
   let rc;
   try {
-    rc = wasi.start(instance);
+    if (typeof WebAssembly.promising === 'function') {
+      wasi.inst = instance; // what wasi.start() sets before calling _start
+      await WebAssembly.promising(instance.exports._start)();
+      rc = 0;
+    } else {
+      rc = wasi.start(instance);
+    }
   } catch (e) {
-    // a trap (out of memory, unreachable): the engine's state is gone, say what it was
-    err.push(`\ntezgah.wasm trapped: ${e}\n`);
-    rc = 134;
+    if (e instanceof WASIProcExit) {
+      rc = e.code;
+    } else {
+      // a trap (out of memory, unreachable): the engine's state is gone, say what it was
+      err.push(`\ntezgah.wasm trapped: ${e}\n`);
+      rc = 134;
+    }
   }
   return { rc, stdout: out.join('\n') + (out.length ? '\n' : ''), stderr: err.join('') };
 }
 
-function train(msg) {
+async function train(msg) {
   root = new RunDirectory('.', new Map([['corpus.txt', new File(msg.corpus)]]));
   const stop = msg.stop ? new Int32Array(msg.stop) : null;
   let seen = 0, lastPoll = 0, stopSent = false;
@@ -109,7 +136,7 @@ function train(msg) {
     if (rows.length) postMessage({ type: 'metrics', rows });
   };
   const t0 = performance.now();
-  const r = run(['train', '--data', 'corpus.txt', '--run-dir', 'run', ...msg.args], {
+  const r = await run(['train', '--data', 'corpus.txt', '--run-dir', 'run', ...msg.args], {
     log: (t) => postMessage({ type: 'log', text: t }),
     afterWrite: (exports) => {
       if (stop && !stopSent && Atomics.load(stop, 0) === 1) {
@@ -130,12 +157,12 @@ onmessage = async (ev) => {
       const resp = await fetch(msg.url || 'tezgah.wasm');
       if (!resp.ok) throw new Error(`tezgah.wasm: HTTP ${resp.status}: ${(await resp.text()).trim()}`);
       module = await WebAssembly.compileStreaming(resp);
-      postMessage({ type: 'ready' });
+      postMessage({ type: 'ready', ...(await webgpuHere()) });
     } else if (msg.type === 'train') {
-      train(msg);
+      await train(msg);
     } else if (msg.type === 'sample') {
       if (!root) throw new Error('no run yet: train first');
-      const r = run(['sample', 'run', ...msg.args]);
+      const r = await run(['sample', 'run', ...msg.args]);
       postMessage({ type: 'done', cmd: 'sample', rc: r.rc, stdout: r.stdout, stderr: r.stderr });
     } else if (msg.type === 'file') {
       const f = root && lookup(msg.path);

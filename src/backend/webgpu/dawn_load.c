@@ -385,12 +385,24 @@ int tz_wgpu_load(void) {
 
 #else
 /* The wasm build: no shared libraries to load. The WebGPU calls of a wasm build come from the
- * page's JavaScript (issue 23 item 2: scripts/build_wasm.sh --webgpu, TZ_WASM_WEBGPU); without
- * them `--backend webgpu` is refused with this one line and the CPU backend runs. */
+ * page's JavaScript (scripts/build_wasm.sh --webgpu, TZ_WASM_WEBGPU): wgpu_wasm.c fills the
+ * table from web/wgpu_imports.mjs's imports (docs/BROWSER.md); without them `--backend webgpu`
+ * is refused with one line and the CPU backend runs. */
 int tz_wgpu_load(void) {
   if (lib) return 0;
+#ifdef TZ_WASM_WEBGPU
+  tz_wgpu_fns f;
+  if (tz_wgpu_wasm_load(&f) != 0) return -1;
+  tz_wgpu = f;
+  tz_wgpu_abi = &tz_wgpu_abi_browser;
+  lib = &tz_wgpu;
+  snprintf(lib_path, sizeof lib_path, "the page's navigator.gpu (web/wgpu_imports.mjs)");
+  snprintf(lib_reason, sizeof lib_reason, "the wasm build's WebGPU bindings");
+  return 0;
+#else
   return tz_err("webgpu: this wasm build has no WebGPU bindings (the CPU backend runs in it; "
                 "scripts/build_wasm.sh --webgpu builds them in)");
+#endif
 }
 #endif
 

@@ -576,6 +576,15 @@ typedef struct tz_wgpu_abi_t {
   size_t SubgroupMatrixConfig_size; /* bytes per element of AdapterPropertiesSubgroupMatrixConfigs */
 } tz_wgpu_abi_t;
 extern const tz_wgpu_abi_t tz_wgpu_abi_bun, tz_wgpu_abi_node;
+#ifdef __wasm__
+/* The wasm build's table (wgpu_wasm.c): the browser's navigator.gpu through JavaScript imports. */
+extern const tz_wgpu_abi_t tz_wgpu_abi_browser;
+/* Fill *f with the page's imports (web/wgpu_imports.mjs) and the C wrappers of wgpu_wasm.c:
+ * 0, or -1 with tz_err (the page has no navigator.gpu, or the layouts disagree). */
+int tz_wgpu_wasm_load(tz_wgpu_fns *f);
+/* The wasm32 layout (members, sizes, constants) handed to the JavaScript, as JSON (malloc'd). */
+char *tz_wgpu_wasm_layout_json(void);
+#endif
 /* The loaded build's table (&tz_wgpu_abi_bun before a load, so constants read sanely). */
 extern const tz_wgpu_abi_t *tz_wgpu_abi;
 /* X(field) for every constant of tz_wgpu_abi_t (the test compares tz_wgpu_abi_<build>.field with

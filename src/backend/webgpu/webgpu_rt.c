@@ -214,11 +214,14 @@ static const char *adapter_type(WGPUAdapterType t) {
                                               : "unknown";
 }
 
+/* The API under Dawn: Vulkan natively; the browser's WebGPU in a wasm build (wgpu_wasm.c) */
+static const char *api_name(wg_ctx *c) { return c->info.backendType == WGPUBackendType_WebGPU ? "browser WebGPU" : "Vulkan"; }
+
 static void adapter_line(wg_ctx *c, char *out, size_t cap) {
   char dev[128], desc[128];
   sv_copy(dev, sizeof dev, c->info.device);
   sv_copy(desc, sizeof desc, c->info.description);
-  snprintf(out, cap, "%s (%s, Vulkan%s%s)", dev[0] ? dev : "?", adapter_type(c->info.adapterType),
+  snprintf(out, cap, "%s (%s, %s%s%s)", dev[0] ? dev : "?", adapter_type(c->info.adapterType), api_name(c),
            desc[0] ? ", " : "", desc);
 }
 
@@ -457,7 +460,7 @@ int tz_webgpu_info(void) {
          "  vendor: %s (0x%04x) architecture: %s device id 0x%04x\n",
          tz_wgpu_lib_path(), tz_wgpu_abi->what, tz_wgpu_abi->name, tz_wgpu_lib_reason(), a, vendor,
          c->info.vendorID, arch, c->info.deviceID);
-  printf("  backend: Vulkan\n  subgroup size: %u..%u\n", c->info.subgroupMinSize, c->info.subgroupMaxSize);
+  printf("  backend: %s\n  subgroup size: %u..%u\n", api_name(c), c->info.subgroupMinSize, c->info.subgroupMaxSize);
   WGPUSupportedFeatures sf = {0, NULL};
   W.wgpuAdapterGetFeatures(c->adapter, &sf);
   printf("  features (%zu):", sf.featureCount);
