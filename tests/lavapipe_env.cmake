@@ -1,0 +1,25 @@
+# The test environment for Mesa's lavapipe (llvmpipe), the WebGPU adapter of CI and of machines
+# without a GPU. Each new pipeline costs LLVM seconds to minutes of CPU from a cold shader cache
+# (a fresh clone, CI); the tests check tezgah's kernels against the CPU backend, not the code
+# llvmpipe generates, so two llvmpipe settings cut that cost (measured cold on a 2-core VM,
+# CPU seconds, user+sys; docs/RELIABILITY.md "What the test command costs"):
+#   GALLIVM_PERF=nopt         llvmpipe skips LLVM's optimisation passes on the shaders it JITs.
+#                             The WGSL, Dawn's translation, the pipelines tezgah creates, the
+#                             subgroup size and every kernel choice are the same; the generated
+#                             CPU code runs slower, which these small shapes do not notice
+#                             (test_webgpu_cli 93 -> 71 s, three matmul pipelines 26 -> 22 s).
+#   LP_NATIVE_VECTOR_WIDTH=128  llvmpipe's SIMD width, and so its subgroup size, 4 lanes instead
+#                             of 8 (what llvmpipe picks by itself on a CPU without AVX). Only on
+#                             the entries that run no lane reductions: test_webgpu_ops_matmul
+#                             (matmul_fast and matmul.wgsl reduce nothing across lanes) and
+#                             test_webgpu_ops_nosubgroups (workgroup-only reductions); the
+#                             8-lane subgroup paths stay in test_webgpu_ops and
+#                             test_webgpu_ops_attn_pf (tests/CMakeLists.txt). Together with
+#                             nopt: those three 26 -> 9.3 s.
+# ctest sets them for these entries (run a test program directly to see llvmpipe's defaults);
+# they do nothing on a GPU adapter.
+set(TZ_LAVAPIPE_TESTS test_webgpu_ops test_webgpu_ops_attn_pf test_webgpu_ops_matmul
+  test_webgpu_ops_nosubgroups test_webgpu_attn_variants test_webgpu_matmul_sweep test_webgpu_train
+  test_webgpu_large test_webgpu_sgmat test_tok_webgpu test_webgpu_cli test_webgpu_mainjob
+  test_tok_webgpu_cli)
+set_property(TEST ${TZ_LAVAPIPE_TESTS} APPEND PROPERTY ENVIRONMENT "GALLIVM_PERF=nopt")
