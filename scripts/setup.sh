@@ -62,6 +62,8 @@ install_gpt2() {
 
 # WebGPU backend: Dawn (npm, sha256-pinned) + lavapipe from bookworm-backports
 "$(dirname "$0")/setup_webgpu.sh"
+# (The wasm build and the browser page need more: scripts/setup_wasm.sh, which the test command
+# runs; the main job does not need it.)
 
 if ((${#missing[@]} == 0)); then
   echo "setup: all ${#PKGS[@]} packages already installed"

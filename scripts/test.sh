@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
+# the wasm build and its browser tests: clang-19/lld-19, wasi-libc, chromium, PCRE2/cJSON
+# source packages, web/'s npm packages (docs/BROWSER.md)
+bash scripts/setup_wasm.sh
 echo "--- building tezgah and the tests in build/ (a few minutes the first time; log: build/build.log) ---"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" >build/build.log 2>&1 || { tail -30 build/build.log >&2; exit 1; }

@@ -11,6 +11,7 @@
 # `tezgah` (usage, then one error line, exit 1), the top-level help (80 columns, aligned, eval
 # takes text), HF directories in the helps, clear messages for a model without a tokenizer,
 # an unknown tokenizing backend, an extra `logits` argument, `train --tokenizer` with --data.
+# `train --model NAME` (shape presets: the shape, flags beside it win, checked on --resume).
 # Usage (from ctest): bash test_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 bin=$(realpath "${1:?tezgah binary}")
@@ -126,7 +127,7 @@ usage_case "T=64 is above the model's context max_seq_len=32" "$bin" train --dat
 for b in bogus CUDA; do
   usage_case "unknown backend '$b'" "$bin" train --data big.txt --backend "$b" --run-dir nh
 done
-usage_case "precision: 'fp16' is not one of fp32, bf16, f16" "$bin" train --data big.txt --precision fp16 --run-dir nh
+usage_case "--precision: 'fp16' is not one of fp32, bf16, f16" "$bin" train --data big.txt --precision fp16 --run-dir nh
 usage_case "--tokenizer: a --data run trains its own BPE" "$bin" train --data big.txt --tokenizer gpt2 --run-dir nh
 usage_case "'bf16' is not offered by the cpu backend" "$bin" train --data big.txt --precision bf16 --run-dir nh
 usage_case "'f16' is not offered by the cpu backend" "$bin" train --data big.txt --precision f16 --run-dir nh
@@ -218,6 +219,25 @@ grep -q '"loss"' seed_ref/metrics.jsonl || fail "no losses in seed_ref/metrics.j
 "$bin" convert --from hf "$fixtures/hf_gpt2" --out notok 2>/dev/null || fail "convert --from hf (no tokenizer)"
 usage_case "--tokenizer notok: the model in notok/checkpoint.tzc has no tokenizer stored" "$bin" encode --tokenizer notok hi
 usage_case "has no tokenizer stored" "$bin" decode --tokenizer notok/checkpoint.tzc '[1]'
+
+# ---- --model presets: the named shape, flags given beside it win, checked on --resume ------
+"$bin" train --model stories15m --data big.txt --vocab-size 300 -B 1 -T 8 --steps 1 --threads 1 \
+  --sample-tokens 0 --quiet --run-dir preset 2>preset.err || fail "train --model stories15m: $(cat preset.err)"
+"$bin" info preset >preset.out || fail "info preset"
+# llama2.c's stories15M: dim 288, 6 layers, 6 heads, hidden_dim 768, context 256
+grep -q '^model: llama, 6 layers, 6 heads (6 kv), d_model 288, d_ff 768, .*context 256' preset.out ||
+  fail "--model stories15m: $(sed -n 2p preset.out)"
+"$bin" train --model gpt2-1.5b --n-layer 1 --d-model 32 --n-head 2 --data big.txt --vocab-size 300 -B 1 -T 8 \
+  --steps 1 --threads 1 --sample-tokens 0 --quiet --run-dir preset2 2>preset.err || fail "train --model with flags: $(cat preset.err)"
+"$bin" info preset2 >preset.out || fail "info preset2"
+grep -q '^model: gpt2, 1 layers, 2 heads (2 kv), d_model 32, d_ff 128, .*context 1024' preset.out ||
+  fail "--model gpt2-1.5b with shape flags: $(sed -n 2p preset.out)"
+usage_case "--model: 'gpt2-2b' is not a known shape (gpt2-124m, gpt2-350m" "$bin" train --model gpt2-2b --data big.txt
+usage_case "--arch=gpt2 does not match the checkpoint's arch=llama" "$bin" train --resume preset --model gpt2-124m --steps 2
+"$bin" train --resume preset --model stories15m --steps 2 --quiet >preset.out 2>preset.err ||
+  fail "--resume with the run's own --model: $(cat preset.err)"
+# the run's --sample-tokens 0 holds on --resume (it sampled 200 tokens before)
+[[ ! -s preset.out ]] || fail "--resume sampled although the run has --sample-tokens 0: $(head -c 200 preset.out)"
 
 # ---- info RUN ---------------------------------------------------------------------------------
 "$bin" info wide >info.out 2>info.err || fail "info RUN: $(cat info.err)"

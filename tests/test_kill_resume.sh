@@ -43,7 +43,7 @@ want_mid=${TZ_KILL_MIN_MIDWRITE:-$((kills_wanted >= 50 ? 3 : 1))}
 # So the window doubles after a session killed before it wrote a step, and shrinks back by a
 # quarter after one that did (never below the given value, at most 8x it): the kills keep
 # landing across start-up, steps and writes whatever the machine's speed.
-maxd0=${TZ_KILL_MAX_DELAY_MS:-65} maxd=${TZ_KILL_MAX_DELAY_MS:-65} widened=0
+maxd0=${TZ_KILL_MAX_DELAY_MS:-65} maxd=${TZ_KILL_MAX_DELAY_MS:-65} widened=0 narrowed=0
 lines() { if [[ -f $1 ]]; then wc -l <"$1"; else echo 0; fi; }
 while ((!finished)); do
   if [[ -f $run/checkpoint.tzc ]]; then
@@ -78,12 +78,22 @@ while ((!finished)); do
     if compgen -G "$run/checkpoint.tzc.tmp.*" >/dev/null; then mid_ckpt=$((mid_ckpt + 1));
     elif compgen -G "$run/*.tmp.*" >/dev/null || compgen -G "$scratch/kill/.cache/*/*.tmp.*" >/dev/null; then
       mid_other=$((mid_other + 1)); fi
-    # the window follows the machine's speed (the short, start-up kills say nothing of it)
+    # the window follows the machine's speed (the short, start-up kills say nothing of it):
+    # wider after a session that wrote no step; narrower after one that wrote so many that the
+    # run would end before the wanted kills (on a fast machine the given window is too long:
+    # CI's ASan stage once finished its 300 steps after 17 of 25 kills).
     if ((short)); then :
-    elif (($(lines "$run/metrics.jsonl") == steps_before)); then
-      ((maxd < 8 * maxd0)) && maxd=$((maxd * 2)) widened=$((widened + 1))
     else
-      maxd=$((maxd - maxd / 4)); ((maxd < maxd0)) && maxd=$maxd0
+      now=$(lines "$run/metrics.jsonl")
+      gained=$((now - steps_before))
+      left_kills=$((kills_wanted - kills)) left_steps=$((steps - now))
+      if ((gained == 0)); then
+        ((maxd < 8 * maxd0)) && maxd=$((maxd * 2)) widened=$((widened + 1))
+      elif ((left_kills > 0 && 2 * gained * left_kills > left_steps)); then
+        maxd=$((maxd / 2)); ((maxd < 10)) && maxd=10; narrowed=$((narrowed + 1))
+      elif ((maxd > maxd0)); then
+        maxd=$((maxd - maxd / 4)); ((maxd < maxd0)) && maxd=$maxd0
+      fi
     fi
   else
     wait "$pid"
@@ -95,7 +105,7 @@ done
 ((kills >= kills_wanted)) || fail "the run finished after only $kills kills (raise TZ_KILL_STEPS)"
 echo "kills: $kills SIGKILLs survived over $sessions sessions ($mid_ckpt inside a checkpoint write," \
   "$mid_other inside another atomic write, $no_ckpt_starts starts with no checkpoint yet;" \
-  "kill window widened $widened times, last ${maxd} ms)"
+  "kill window widened $widened times, narrowed $narrowed times, last ${maxd} ms)"
 ((mid_ckpt >= want_mid)) || fail "only $mid_ckpt kills landed inside a checkpoint write (want >= $want_mid)"
 
 ! compgen -G "$run/*.tmp.*" >/dev/null || fail "temporary files left after the final session: $(ls "$run")"

@@ -4,7 +4,8 @@
 #     webgpu` fail with exit code ≠ 0 and exactly one clear error line;
 #  2. the CPU backend of the same build still trains;
 #  3. with Dawn and an adapter (lavapipe in CI): `train --backend webgpu --profile` prints the
-#     per-kernel table; `--profile` on the CPU backend is a one-line error;
+#     per-kernel table and the peak device memory (≥ 16 bytes per parameter); `--profile`
+#     on the CPU backend is a one-line error;
 #  4. a tensor above maxStorageBufferBindingSize that no op splits (activations, with the
 #     limit forced to 64 KiB by TEZGAH_WEBGPU_MAX_BINDING) stops with one error line naming it.
 # Usage (from ctest): bash test_webgpu_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
@@ -59,6 +60,15 @@ if "$tz" info 2>/dev/null | grep -q 'adapter'; then
     sed -n '/webgpu profile/,/total/p' err.txt | head -8
   else
     fail "--profile on webgpu: stderr:"; cat err.txt
+  fi
+  # the run's device memory peak: at least params, grads and AdamW m, v in fp32 (16 bytes per
+  # parameter, the count from `info`), at most 64 MiB for this 1-layer model
+  params=$("$tz" info runs/prof | sed -n 's/.* \([0-9.]*\)M params.*/\1/p')
+  peak=$(sed -n 's/.*webgpu device memory: \([0-9.]*\) MiB peak.*/\1/p' err.txt)
+  if [[ -n $params && -n $peak ]] && awk -v p="$params" -v m="$peak" 'BEGIN { exit !(m * 1048576 >= 16 * p * 1e6 && m <= 64) }'; then
+    ok "device memory peak $peak MiB for $params M params"
+  else
+    fail "device memory peak line: '$peak' MiB for '$params' M params: $(grep 'peak' err.txt)"
   fi
   # ---- 4. a tensor above one binding that no op can split: one clear error line ----
   # (TEZGAH_WEBGPU_MAX_BINDING=65536: the [B*T, d_model] activations span 256 KiB)

@@ -32,6 +32,22 @@
  *   matmul_t with K % 4 != 0 (f16 element loads)  the same bound
  *   matmul (backward dX = dY·W)                  the fp32 bound above (reads fp32 W)
  *   and the f16 results must differ from fp32 somewhere (the mirror really was read).
+ * f16 matmul inputs (test_act16, TEZGAH_WEBGPU_F16=1 TEZGAH_WEBGPU_ACT16=1, be->act_mm = TZ_F16;
+ * SKIPPED without ShaderF16; every other case runs with TEZGAH_WEBGPU_ACT16=0, fp32 "mmin"):
+ *   layernorm / rmsnorm / gelu / swiglu /       f16 outputs: rtol 6e-4 (f16 rounding ≤ 2^-11 =
+ *   attention forward outputs                    4.9e-4 relative on top of each fp32 bound), atol
+ *                                                1e-5 (2e-5 attention); statistics and lse at the
+ *                                                fp32 bounds
+ *   attention_bwd with the f16 out               fp32 bound, against the CPU fed the same f16 out
+ *   matmul_t with f16 a, matmul_at with f16 b    the fp32 matmul bound, against the CPU fed the
+ *     (vec4 and element loads, bias, acc, the     same f16-rounded operands (f16 values are exact
+ *     transposed-weight form, the general         in fp32: only the summation order differs)
+ *     kernel through its fp32 copy)
+ *   the subgroup-matrix path's f16 operands       |err| ≤ 1e-3·Σ|a·b| + 1e-5 (each operand
+ *     (act16_sg_chain, act16_xent_chain,          rounded to f16 once), the produced gradients
+ *     act16_grad_chain: the weight mirror, reused at their own fp32 bounds; on lavapipe the
+ *     dY copies, crossentropy's and the           vector kernels run the same calls (copies
+ *     backward producers' f16 gradient copies)    made with TEZGAH_WEBGPU_GRAD16=1, not read)
  * Needs Dawn and a WebGPU adapter (lavapipe in CI); without them it prints SKIPPED and
  * exits 77. */
 #include <fnmatch.h>
@@ -41,12 +57,16 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "backend/webgpu/sgmat.h"
 #include "ops_testutil.h"
 #include "xent_extremes.h"
 
 static tz_backend *cpu, *gpu;
 
 static int setup(void **state) {
+  /* the fp32 op contracts: matmul inputs ("mmin", backend.h) in fp32 here; test_act16 makes its
+   * own backend with them in f16 */
+  setenv("TEZGAH_WEBGPU_ACT16", "0", 1);
   gpu = tz_backend_create("webgpu", 0, NULL);
   if (!gpu) {
     char why[1200];
@@ -1052,6 +1072,379 @@ static void test_w16(void **state) {
   g16->destroy(g16);
 }
 
+/* ---- f16 matmul inputs (be->act_mm == TZ_F16) ---- */
+/* f16 bit patterns of x[0..n) uploaded at byte offset `off` (even) of a fresh buffer */
+static tz_slice up16(ot_ctx *o, const float *x, size_t n, size_t off) {
+  size_t lead = off % 4 / 2; /* uploads start on 4-byte words: a leading zero half */
+  uint16_t *h = malloc((n + 2) * 2);
+  h[0] = 0;
+  for (size_t i = 0; i < n; i++) h[lead + i] = tz_sgmat_f16(x[i]);
+  size_t nh = lead + n;
+  if (nh % 2) h[nh++] = 0; /* ... and end on them */
+  tz_slice s = ot_buf(o, NULL, off + n * 2 + 64);
+  s.off = off - 2 * lead;
+  o->be->upload(o->be, s, h, nh * 2);
+  s.off = off;
+  free(h);
+  return s;
+}
+static float *down16(ot_ctx *o, tz_slice s, size_t n) {
+  uint16_t *h = malloc((n + 1) * 2);
+  o->be->download(o->be, h, s, (n + 1) / 2 * 4);
+  float *x = malloc((n ? n : 1) * sizeof(float));
+  for (size_t i = 0; i < n; i++) x[i] = tz_sgmat_f32(h[i]);
+  free(h);
+  return x;
+}
+/* x rounded to f16 in place (the values the GPU's f16 operands hold) */
+static void round16(float *x, size_t n) {
+  for (size_t i = 0; i < n; i++) x[i] = tz_sgmat_f32(tz_sgmat_f16(x[i]));
+}
+static tz_slice up32(ot_ctx *o, const float *x, size_t n) { return ot_buf(o, x, n * 4); }
+
+/* matmul_t (kind 0: out = a·bᵀ (+ bias), a f16 [M, K]) or matmul_at (kind 2: out (+)= aᵀ·b, b f16
+ * [K, N]) on g16 vs the CPU on the same f16-rounded values; the f16 operand at byte offset off16 */
+static void act16_mm(tz_backend *g16, int kind, int M, int K, int N, int acc, int bias, size_t off16) {
+  ot_ctx og, oc;
+  ot_init(&og, g16, (uint64_t)M * 7919 + K * 31 + N + kind);
+  ot_init(&oc, cpu, 1);
+  size_t na = (size_t)M * K, nb = (size_t)K * N, no = (size_t)M * N;
+  float *a = ot_randn(&og, kind == 0 ? na : (size_t)K * M, 1), *b = ot_randn(&og, kind == 0 ? (size_t)N * K : nb, 1);
+  float *o0 = ot_randn(&og, no, 1), *bs = ot_randn(&og, N, 1);
+  float *h = kind == 0 ? a : b; /* the f16 operand */
+  size_t nh = kind == 0 ? na : nb;
+  round16(h, nh);
+  tz_slice ga = kind == 0 ? up16(&og, a, na, off16) : up32(&og, a, na), gb = kind == 0 ? up32(&og, b, nb) : up16(&og, b, nb, off16);
+  tz_slice go = up32(&og, o0, no), gbias = up32(&og, bs, N);
+  tz_slice ca = up32(&oc, a, na), cb = up32(&oc, b, nb), co = up32(&oc, o0, no), cbias = up32(&oc, bs, N);
+  if (kind == 0) {
+    g16->matmul_t(g16, go, ga, gb, bias ? gbias : TZ_NONE, M, K, N, acc);
+    cpu->matmul_t(cpu, co, ca, cb, bias ? cbias : TZ_NONE, M, K, N, acc);
+  } else {
+    g16->matmul_at(g16, go, ga, gb, M, K, N, acc);
+    cpu->matmul_at(cpu, co, ca, cb, M, K, N, acc);
+  }
+  float *got = ot_get(&og, go, no), *ref = ot_get(&oc, co, no);
+  double *mag = malloc(no * sizeof(double));
+  for (int m = 0; m < M; m++)
+    for (int n = 0; n < N; n++) {
+      double t = (acc ? fabs(o0[m * N + n]) : 0) + (bias ? fabs(bs[n]) : 0);
+      for (int k = 0; k < K; k++)
+        t += kind == 0 ? fabs((double)a[(size_t)m * K + k] * b[(size_t)n * K + k])
+                       : fabs((double)a[(size_t)k * M + m] * b[(size_t)k * N + n]);
+      mag[(size_t)m * N + n] = t;
+    }
+  char what[96];
+  snprintf(what, sizeof what, "act16 %s M%d K%d N%d acc%d bias%d off%zu", kind == 0 ? "matmul_t" : "matmul_at", M, K, N,
+           acc, bias, off16);
+  check_bound(what, got, ref, mag, no, g_mm_tol, g_mm_atol);
+  free(got), free(ref), free(mag), free(a), free(b), free(o0), free(bs);
+  ot_release(&og), ot_release(&oc);
+}
+
+static void act16_norms_acts(tz_backend *g16, int N, int C) {
+  ot_ctx og, oc;
+  ot_init(&og, g16, (uint64_t)N * 13 + C);
+  ot_init(&oc, cpu, 1);
+  size_t nc = (size_t)N * C;
+  float *x = ot_randn(&og, nc, 2), *w = ot_randn(&og, C, 1), *b = ot_randn(&og, C, 1), *h = ot_randn(&og, 2 * nc, 2);
+  tz_slice gx = up32(&og, x, nc), gw = up32(&og, w, C), gb = up32(&og, b, C), gh = up32(&og, h, 2 * nc);
+  tz_slice cx = up32(&oc, x, nc), cw = up32(&oc, w, C), cb = up32(&oc, b, C), ch = up32(&oc, h, 2 * nc);
+  tz_slice gs[5], cs[5], gst[3], cst[3];
+  for (int i = 0; i < 5; i++) gs[i] = ot_buf(&og, NULL, nc * 2 + 64), cs[i] = ot_buf(&oc, NULL, nc * 4 + 64);
+  for (int i = 0; i < 3; i++) gst[i] = ot_buf(&og, NULL, N * 4 + 64), cst[i] = ot_buf(&oc, NULL, N * 4 + 64);
+  gs[2].off = 4; /* an f16 output starting 4 bytes into its buffer */
+  tz_backend *bes[2] = {g16, cpu};
+  for (int i = 0; i < 2; i++) {
+    tz_backend *be = bes[i];
+    tz_slice *o = i ? cs : gs, *st = i ? cst : gst, xx = i ? cx : gx, ww = i ? cw : gw, bb = i ? cb : gb, hh = i ? ch : gh;
+    be->layernorm_fwd(be, o[0], st[0], st[1], xx, ww, bb, N, C, 1e-5f);
+    be->rmsnorm_fwd(be, o[1], st[2], xx, ww, N, C, 1e-5f);
+    be->gelu_fwd(be, o[2], xx, nc);
+    be->swiglu_fwd(be, o[3], hh, N, C);
+  }
+  const char *names[4] = {"act16 layernorm out", "act16 rmsnorm out", "act16 gelu out", "act16 swiglu out"};
+  for (int t = 0; t < 4; t++) {
+    float *got = down16(&og, gs[t], nc), *ref = ot_get(&oc, cs[t], nc);
+    double *rd = ot_dbl(ref, nc);
+    ot_close(names[t], got, rd, nc, 6e-4, 1e-5);
+    free(got), free(ref), free(rd);
+  }
+  const char *sn[3] = {"act16 layernorm mean", "act16 layernorm rstd", "act16 rmsnorm rstd"};
+  for (int t = 0; t < 3; t++) {
+    float *got = ot_get(&og, gst[t], N), *ref = ot_get(&oc, cst[t], N);
+    double *rd = ot_dbl(ref, N);
+    ot_close(sn[t], got, rd, N, 1e-4, 1e-5);
+    free(got), free(ref), free(rd);
+  }
+  free(x), free(w), free(b), free(h);
+  ot_release(&og), ot_release(&oc);
+}
+
+/* attention forward (f16 out) and backward reading it; the CPU's backward gets the same f16 out */
+static void act16_att(tz_backend *g16, int B, int T, int nh, int nkv, int hd) {
+  ot_ctx og, oc;
+  ot_init(&og, g16, (uint64_t)B * 131 + T * 7 + nh + hd);
+  ot_init(&oc, cpu, 1);
+  size_t N = (size_t)B * T, Q = (size_t)(nh + 2 * nkv) * hd, C = (size_t)nh * hd, nl = (size_t)B * nh * T;
+  float *qkv = ot_randn(&og, N * Q, 1), *dout = ot_randn(&og, N * C, 1);
+  tz_slice gq = up32(&og, qkv, N * Q), gd = up32(&og, dout, N * C), go = ot_buf(&og, NULL, N * C * 2 + 64),
+           gl = ot_buf(&og, NULL, nl * 4), gdq = ot_buf(&og, NULL, N * Q * 4);
+  tz_slice cq = up32(&oc, qkv, N * Q), cd = up32(&oc, dout, N * C), co = ot_buf(&oc, NULL, N * C * 4),
+           cl = ot_buf(&oc, NULL, nl * 4), cdq = ot_buf(&oc, NULL, N * Q * 4);
+  g16->attention_fwd(g16, go, gl, gq, tz_f32(gq, C), tz_f32(gq, C + (size_t)nkv * hd), B, T, T, 0, nh, nkv, hd, (int)Q,
+                     (int)Q);
+  cpu->attention_fwd(cpu, co, cl, cq, tz_f32(cq, C), tz_f32(cq, C + (size_t)nkv * hd), B, T, T, 0, nh, nkv, hd, (int)Q,
+                     (int)Q);
+  float *got = down16(&og, go, N * C), *ref = ot_get(&oc, co, N * C);
+  double *rd = ot_dbl(ref, N * C);
+  ot_close("act16 attention out", got, rd, N * C, 6e-4, 2e-5);
+  free(rd), free(ref);
+  float *gl_ = ot_get(&og, gl, nl), *cl_ = ot_get(&oc, cl, nl);
+  rd = ot_dbl(cl_, nl);
+  ot_close("act16 attention lse", gl_, rd, nl, 1e-4, 2e-5);
+  free(rd), free(gl_), free(cl_);
+  cpu->upload(cpu, co, got, N * C * 4); /* the f16 out both backwards read */
+  g16->attention_bwd(g16, gdq, tz_f32(gdq, C), tz_f32(gdq, C + (size_t)nkv * hd), gd, gq, tz_f32(gq, C),
+                     tz_f32(gq, C + (size_t)nkv * hd), go, gl, B, T, nh, nkv, hd, (int)Q, (int)Q);
+  cpu->attention_bwd(cpu, cdq, tz_f32(cdq, C), tz_f32(cdq, C + (size_t)nkv * hd), cd, cq, tz_f32(cq, C),
+                     tz_f32(cq, C + (size_t)nkv * hd), co, cl, B, T, nh, nkv, hd, (int)Q, (int)Q);
+  float *g2 = ot_get(&og, gdq, N * Q), *r2 = ot_get(&oc, cdq, N * Q);
+  rd = ot_dbl(r2, N * Q);
+  ot_close("act16 attention dqkv", g2, rd, N * Q, 1e-4, 2e-5);
+  free(rd), free(g2), free(r2), free(got), free(qkv), free(dout);
+  ot_release(&og), ot_release(&oc);
+}
+
+/* The model's use in miniature, where the subgroup-matrix kernel runs (H200) on tile-multiple
+ * shapes: W [N, K] in a parameter buffer with the f16 mirror, x [M, K] f16 (an "mmin" tensor), dY
+ * [M, N] fp32. matmul_t(x, W) and matmul(dY, W) read W's mirror; matmul(dY, W) and then
+ * matmul_at(dY, x) share dY's f16 copy (sg_operand's reuse); after an upload into dY's buffer
+ * matmul_at must convert again (a stale copy would give the old dW). Bound 1e-3·Σ|a·b| + 1e-5
+ * (each operand rounded to f16 at most once) against the CPU on the fp32 values (x as its f16
+ * values). Elsewhere (lavapipe) the same calls take the vector kernels, within the same bound. */
+static void act16_sg_chain(tz_backend *g16) {
+  const int M = 256, K = 128, N = 128;
+  ot_ctx og, oc;
+  ot_init(&og, g16, 4242);
+  ot_init(&oc, cpu, 1);
+  size_t nw = (size_t)N * K, nx = (size_t)M * K, ny = (size_t)M * N;
+  float *w = ot_randn(&og, nw + 16, 1), *x = ot_randn(&og, nx, 1), *dy = ot_randn(&og, ny, 1), *dy2 = ot_randn(&og, ny, 1);
+  round16(x, nx);
+  tz_buf *P = g16->alloc(g16, (nw + 16) * 4, "params");
+  g16->params_mirror(g16, P);
+  tz_slice gw = {P, 16 * 4}; /* the weight 64 bytes into the parameters */
+  g16->upload(g16, (tz_slice){P, 0}, w, (nw + 16) * 4);
+  tz_slice gx = up16(&og, x, nx, 0), gdy = up32(&og, dy, ny), go = ot_buf(&og, NULL, ny * 4), gdx = ot_buf(&og, NULL, nx * 4),
+           gdw = ot_buf(&og, NULL, nw * 4), gdw2 = ot_buf(&og, NULL, nw * 4);
+  tz_slice cw = up32(&oc, w + 16, nw), cx = up32(&oc, x, nx), cdy = up32(&oc, dy, ny), cdy2 = up32(&oc, dy2, ny),
+           co = ot_buf(&oc, NULL, ny * 4), cdx = ot_buf(&oc, NULL, nx * 4), cdw = ot_buf(&oc, NULL, nw * 4),
+           cdw2 = ot_buf(&oc, NULL, nw * 4);
+  g16->matmul_t(g16, go, gx, gw, TZ_NONE, M, K, N, 0);
+  g16->matmul(g16, gdx, gdy, gw, M, N, K, 0);
+  g16->matmul_at(g16, gdw, gdy, gx, N, M, K, 0);
+  g16->upload(g16, gdy, dy2, ny * 4); /* dY's f16 copy is stale now */
+  g16->matmul_at(g16, gdw2, gdy, gx, N, M, K, 0);
+  cpu->matmul_t(cpu, co, cx, cw, TZ_NONE, M, K, N, 0);
+  cpu->matmul(cpu, cdx, cdy, cw, M, N, K, 0);
+  cpu->matmul_at(cpu, cdw, cdy, cx, N, M, K, 0);
+  cpu->matmul_at(cpu, cdw2, cdy2, cx, N, M, K, 0);
+  struct { tz_slice g, c; int m, k, n, form; const char *what; const float *a, *b; } cs[] = {
+      {go, co, M, K, N, 0, "act16 sg chain matmul_t (x f16, W mirror)", x, w + 16},
+      {gdx, cdx, M, N, K, 1, "act16 sg chain matmul (dY, W mirror)", dy, w + 16},
+      {gdw, cdw, N, M, K, 2, "act16 sg chain matmul_at (dY copy reused, x f16)", dy, x},
+      {gdw2, cdw2, N, M, K, 2, "act16 sg chain matmul_at after dY's upload", dy2, x}};
+  for (int t = 0; t < 4; t++) {
+    size_t n = (size_t)cs[t].m * cs[t].n;
+    float *got = ot_get(&og, cs[t].g, n), *ref = ot_get(&oc, cs[t].c, n);
+    double *mag = calloc(n, sizeof(double));
+    for (int i = 0; i < cs[t].m; i++)
+      for (int j = 0; j < cs[t].n; j++)
+        for (int k = 0; k < cs[t].k; k++) {
+          double av = cs[t].form == 2 ? cs[t].a[(size_t)k * cs[t].m + i] : cs[t].a[(size_t)i * cs[t].k + k];
+          double bv = cs[t].form == 0 ? cs[t].b[(size_t)j * cs[t].k + k] : cs[t].b[(size_t)k * cs[t].n + j];
+          mag[(size_t)i * cs[t].n + j] += fabs(av * bv);
+        }
+    check_bound(cs[t].what, got, ref, mag, n, 1e-3, 1e-5);
+    free(got), free(ref), free(mag);
+  }
+  g16->free(g16, P);
+  free(w), free(x), free(dy), free(dy2);
+  ot_release(&og), ot_release(&oc);
+}
+
+/* The lm_head's backward in miniature: crossentropy (in place: logits [R, Vp] -> dlogits, with
+ * the f16 copy where the subgroup-matrix kernel runs, or TEZGAH_WEBGPU_GRAD16=1) then dX =
+ * dlogits·W and dW += dlogitsᵀ·nf, which take that copy (sg_operand) where the kernel runs.
+ * R 256, Vp 128 (V 120), C 128: tile multiples. Bound 1e-3·Σ|a·b| + 1e-5 against the CPU; the
+ * losses at the fp32 bound. */
+static void act16_xent_chain(tz_backend *g16) {
+  const int R = 256, V = 120, Vp = 128, C = 128;
+  ot_ctx og, oc;
+  ot_init(&og, g16, 777);
+  ot_init(&oc, cpu, 1);
+  size_t nl = (size_t)R * Vp, nw = (size_t)Vp * C, nx = (size_t)R * C;
+  float *lg = ot_randn(&og, nl, 3), *w = ot_randn(&og, nw, 1), *nf = ot_randn(&og, nx, 1);
+  round16(nf, nx);
+  int32_t *tg = malloc(R * sizeof(int32_t));
+  for (int r = 0; r < R; r++) tg[r] = r == 5 ? -1 : (int32_t)tz_rng_below(&og.rng, V);
+  tz_slice gl = up32(&og, lg, nl), gw = up32(&og, w, nw), gn = up16(&og, nf, nx, 0), gt = ot_buf(&og, tg, R * 4),
+           gloss = ot_buf(&og, NULL, R * 4), gdx = ot_buf(&og, NULL, nx * 4), gdw = ot_buf(&og, NULL, nw * 4);
+  tz_slice cl = up32(&oc, lg, nl), cw = up32(&oc, w, nw), cn = up32(&oc, nf, nx), ct = ot_buf(&oc, tg, R * 4),
+           closs = ot_buf(&oc, NULL, R * 4), cdx = ot_buf(&oc, NULL, nx * 4), cdw = ot_buf(&oc, NULL, nw * 4);
+  tz_backend *bes[2] = {g16, cpu};
+  for (int i = 0; i < 2; i++) {
+    tz_backend *be = bes[i];
+    tz_slice l = i ? cl : gl, ww = i ? cw : gw, n_ = i ? cn : gn, t = i ? ct : gt, lo = i ? closs : gloss, dx = i ? cdx : gdx,
+             dw = i ? cdw : gdw;
+    be->crossentropy(be, lo, l, t, R, V, Vp, 1.0f);
+    be->matmul(be, dx, l, ww, R, Vp, C, 0);
+    be->matmul_at(be, dw, l, n_, Vp, R, C, 0);
+  }
+  float *dl = ot_get(&oc, cl, nl); /* the CPU's dlogits: the terms' magnitudes */
+  float *gls = ot_get(&og, gloss, R), *cls = ot_get(&oc, closs, R);
+  double *rd = ot_dbl(cls, R);
+  ot_close("act16 xent chain losses", gls, rd, R, 1e-5, 1e-6);
+  free(rd), free(gls), free(cls);
+  float *got = ot_get(&og, gdx, nx), *ref = ot_get(&oc, cdx, nx);
+  double *mag = calloc(nw > nx ? nw : nx, sizeof(double));
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < C; j++)
+      for (int v = 0; v < Vp; v++) mag[(size_t)r * C + j] += fabs((double)dl[(size_t)r * Vp + v] * w[(size_t)v * C + j]);
+  check_bound("act16 xent chain dX = dlogits·W", got, ref, mag, nx, 1e-3, 1e-5);
+  free(got), free(ref);
+  got = ot_get(&og, gdw, nw), ref = ot_get(&oc, cdw, nw);
+  memset(mag, 0, nw * sizeof(double));
+  for (int v = 0; v < Vp; v++)
+    for (int j = 0; j < C; j++)
+      for (int r = 0; r < R; r++) mag[(size_t)v * C + j] += fabs((double)dl[(size_t)r * Vp + v] * nf[(size_t)r * C + j]);
+  check_bound("act16 xent chain dW += dlogitsᵀ·nf", got, ref, mag, nw, 1e-3, 1e-5);
+  free(got), free(ref), free(mag), free(dl);
+  /* dlogits beyond f16's range (dscale 1e6: the target entries near -1e6) must reach the matmul
+   * as inf where it reads the f16 copy (the subgroup-matrix kernel), so that dynamic loss scaling
+   * sees the overflow; elsewhere the matmul reads fp32 and stays finite */
+  int sg = strstr(tz_webgpu_describe(g16), "matmul on subgroup matrices") != NULL;
+  g16->upload(g16, gl, lg, nl * 4);
+  g16->crossentropy(g16, gloss, gl, gt, R, V, Vp, 1e6f);
+  g16->matmul(g16, gdx, gl, gw, R, Vp, C, 0);
+  got = ot_get(&og, gdx, nx);
+  int nonfinite = 0;
+  for (size_t i = 0; i < nx; i++) nonfinite += !isfinite(got[i]);
+  printf("act16 xent chain, dscale 1e6: %d of %zu dX elements non-finite (%s)\n", nonfinite, nx,
+         sg ? "f16 copy read: expected > 0" : "fp32 read: expected 0");
+  assert_true(sg ? nonfinite > 0 : nonfinite == 0);
+  free(got), free(lg), free(w), free(nf), free(tg);
+  ot_release(&og), ot_release(&oc);
+}
+
+/* The backward's dY producers with their f16 copy (where the subgroup-matrix kernel runs, or
+ * TEZGAH_WEBGPU_GRAD16=1): layernorm_bwd / rmsnorm_bwd (dinp +=), gelu_bwd (dinp), swiglu_bwd
+ * (dgu), each followed by dX = dY·W and dW = dYᵀ·X (X f16), which take the copy where the kernel
+ * runs. R 256 rows, C 128 (the norms), gelu on [R, 128], swiglu F 64 (dgu [R, 128]); W [128,
+ * 128]. The produced dY at the op's own fp32 bound, the products within 1e-3·Σ|a·b| + 1e-5 of the
+ * CPU's. */
+static void act16_grad_chain(tz_backend *g16) {
+  const int R = 256, C = 128, F = 64;
+  ot_ctx og, oc;
+  ot_init(&og, g16, 99);
+  ot_init(&oc, cpu, 1);
+  size_t nc = (size_t)R * C, nw = (size_t)C * C;
+  float *x = ot_randn(&og, nc, 2), *dy = ot_randn(&og, nc, 1), *d0 = ot_randn(&og, nc, 1), *nw_ = ot_randn(&og, C, 1),
+        *w = ot_randn(&og, nw, 1), *xf = ot_randn(&og, nc, 1), *st = ot_randn(&og, 2 * (size_t)R, 1);
+  for (int r = 0; r < R; r++) st[R + r] = 0.5f + fabsf(st[R + r]); /* rstd > 0 */
+  round16(xf, nc);
+  tz_backend *bes[2] = {g16, cpu};
+  float *res[2][3]; /* [backend][dY, dX, dW] of one op */
+  const char *ops[4] = {"layernorm_bwd", "rmsnorm_bwd", "gelu_bwd", "swiglu_bwd"};
+  for (int op = 0; op < 4; op++) {
+    for (int i = 0; i < 2; i++) {
+      tz_backend *be = bes[i];
+      ot_ctx *o = i ? &oc : &og;
+      tz_slice sx = up32(o, x, nc), sdy = up32(o, dy, nc), sd = up32(o, d0, nc), sw = up32(o, nw_, C),
+               sm = up32(o, st, R), sr = up32(o, st + R, R), W = up32(o, w, nw), X = i ? up32(o, xf, nc) : up16(o, xf, nc, 0),
+               dwn = ot_buf(o, NULL, C * 4), dbn = ot_buf(o, NULL, C * 4), dx = ot_buf(o, NULL, nc * 4),
+               dW = ot_buf(o, NULL, nw * 4);
+      if (op == 0) be->layernorm_bwd(be, sd, dwn, dbn, sdy, sx, sw, sm, sr, R, C);
+      if (op == 1) be->rmsnorm_bwd(be, sd, dwn, sdy, sx, sw, sr, R, C);
+      if (op == 2) be->gelu_bwd(be, sd, sx, sdy, nc);
+      if (op == 3) be->swiglu_bwd(be, sd, sdy, sx, R, F); /* dout [R, F] = dy's first half */
+      be->matmul(be, dx, sd, W, R, C, C, 0);
+      be->matmul_at(be, dW, sd, X, C, R, C, 0);
+      res[i][0] = ot_get(o, sd, nc), res[i][1] = ot_get(o, dx, nc), res[i][2] = ot_get(o, dW, nw);
+      ot_release(o);
+    }
+    char what[96];
+    double *rd = ot_dbl(res[1][0], nc);
+    snprintf(what, sizeof what, "act16 grad chain %s dY", ops[op]);
+    ot_close(what, res[0][0], rd, nc, 1e-4, 1e-5);
+    free(rd);
+    const float *g = res[1][0]; /* the CPU's dY: the terms' magnitudes */
+    double *mag = calloc(nc, sizeof(double));
+    for (int r = 0; r < R; r++)
+      for (int j = 0; j < C; j++)
+        for (int k = 0; k < C; k++) mag[(size_t)r * C + j] += fabs((double)g[(size_t)r * C + k] * w[(size_t)k * C + j]);
+    snprintf(what, sizeof what, "act16 grad chain %s dX = dY·W", ops[op]);
+    check_bound(what, res[0][1], res[1][1], mag, nc, 1e-3, 1e-5);
+    memset(mag, 0, nc * sizeof(double));
+    for (int k = 0; k < C; k++)
+      for (int j = 0; j < C; j++)
+        for (int r = 0; r < R; r++) mag[(size_t)k * C + j] += fabs((double)g[(size_t)r * C + k] * xf[(size_t)r * C + j]);
+    snprintf(what, sizeof what, "act16 grad chain %s dW = dYᵀ·X", ops[op]);
+    check_bound(what, res[0][2], res[1][2], mag, nw, 1e-3, 1e-5);
+    free(mag);
+    for (int i = 0; i < 2; i++)
+      for (int t = 0; t < 3; t++) free(res[i][t]);
+  }
+  free(x), free(dy), free(d0), free(nw_), free(w), free(xf), free(st);
+}
+
+static void test_act16(void **state) {
+  setenv("TEZGAH_WEBGPU_F16", "1", 1);
+  setenv("TEZGAH_WEBGPU_ACT16", "1", 1);
+  tz_backend *g16 = tz_backend_create("webgpu", 0, NULL);
+  unsetenv("TEZGAH_WEBGPU_F16");
+  setenv("TEZGAH_WEBGPU_ACT16", "0", 1);
+  if (!g16) {
+    printf("SKIPPED: f16 activations unavailable: %s\n", tz_errmsg());
+    skip();
+  }
+  assert_int_equal(g16->act_mm, TZ_F16);
+  assert_int_equal(g16->act, TZ_F32);
+  printf("webgpu (f16 matmul inputs): %s\n", tz_webgpu_describe(g16));
+  act16_norms_acts(g16, 7, 37);
+  act16_norms_acts(g16, 70, 300);
+  /* matmul_t: vec4<f16> loads (K % 4 == 0, 16-byte aligned) through the transposed weight (N %
+   * 4 == 0), element loads (offset 4 bytes; K odd), the direct form (N % 4 != 0) with a bias */
+  act16_mm(g16, 0, 70, 36, 52, 0, 1, 0);
+  act16_mm(g16, 0, 70, 36, 52, 1, 0, 4);
+  act16_mm(g16, 0, 33, 37, 37, 0, 1, 0);
+  act16_mm(g16, 0, 130, 64, 36, 0, 1, 64);
+  act16_mm(g16, 0, 33, 37, 36, 0, 1, 2); /* a 2 bytes past a 4-byte word: read through an fp32 copy */
+  act16_mm(g16, 2, 37, 33, 50, 1, 0, 2);
+  /* matmul_at with f16 b: vec4 and element loads, accumulate; split-K (K >= 1024) */
+  act16_mm(g16, 2, 36, 70, 52, 1, 0, 0);
+  act16_mm(g16, 2, 37, 33, 50, 0, 0, 4);
+  act16_mm(g16, 2, 20, 1100, 24, 1, 0, 0);
+  /* the general kernel (fp32 copy of the f16 operand) */
+  setenv("TEZGAH_WEBGPU_NO_FAST_MATMUL", "1", 1);
+  act16_mm(g16, 0, 33, 37, 37, 0, 1, 4);
+  act16_mm(g16, 2, 37, 33, 50, 1, 0, 0);
+  unsetenv("TEZGAH_WEBGPU_NO_FAST_MATMUL");
+  /* attention: the general kernels (head_dim 16, forced) and the flash kernels (head_dim 64) */
+  setenv("TEZGAH_WEBGPU_ATTN", "fallback", 1);
+  act16_att(g16, 2, 70, 4, 2, 16);
+  unsetenv("TEZGAH_WEBGPU_ATTN");
+  act16_att(g16, 2, 70, 4, 2, 64);
+  act16_sg_chain(g16);
+  act16_xent_chain(g16); /* the f16 dlogits copy where the subgroup-matrix kernel runs */
+  setenv("TEZGAH_WEBGPU_GRAD16", "1", 1); /* and forced (lavapipe: the copy is made, not read) */
+  act16_xent_chain(g16);
+  act16_grad_chain(g16);
+  unsetenv("TEZGAH_WEBGPU_GRAD16");
+  act16_grad_chain(g16);
+  g16->destroy(g16);
+}
+
 /* name matches one of the comma-separated glob patterns in list */
 static int name_in(const char *name, const char *list) {
   char pat[256];
@@ -1074,7 +1467,7 @@ int main(void) {
       cmocka_unit_test(test_attention_kvcache), cmocka_unit_test(test_activations),
       cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_crossentropy_extremes),
       cmocka_unit_test(test_adamw),
-      cmocka_unit_test(test_w16),
+      cmocka_unit_test(test_w16),        cmocka_unit_test(test_act16),
       /* the sweep (sweep_on): skipped unless TEZGAH_TEST_SWEEP=1 or their own switch */
       cmocka_unit_test(test_matmul_sweep), cmocka_unit_test(test_attention_flash_variants),
       cmocka_unit_test(test_attention_flash_variants_mixes), cmocka_unit_test(test_attention_flash_variants_arena),

@@ -11,8 +11,10 @@
  * f16 weight mirror (TEZGAH_WEBGPU_F16=1; SKIPPED where the adapter has no ShaderF16):
  * - 10 AdamW steps, llama and gpt2, B*T = 108 (the vec4 matmul path, which reads the mirror):
  *   every step's loss within 2e-3 relative of the CPU's fp32
- *   (f16 weights in the forward only; backward and AdamW fp32). Decoding is not compared
- *   token for token (f16 logits may reorder near-ties).
+ *   (f16 weights in the forward, f16 matmul inputs: be->act_mm; gradients and AdamW fp32).
+ *   Decoding is not compared token for token (f16 logits may reorder near-ties): the KV-cache
+ *   decode's logits (it reads the last row of nf, offset in f16 elements) of each backend's
+ *   trained model within 2e-2·max|cpu| + 1e-3 of the CPU's.
  * - tz_model_adamw refuses t < 1 on WebGPU too (adamw_t_check.h).
  * --precision (tz_backend_create's precision): "fp32" turns the mirror off; "f16" turns it on
  * where the adapter offers ShaderF16; with ShaderF16 hidden (TEZGAH_WEBGPU_HIDE_F16=1, an
@@ -127,6 +129,22 @@ static void compare(tz_arch arch, int f16, int arena) {
   assert_true(lc[steps - 1] < lc[0]); /* it learned something */
   if (f16) {
     assert_true(worst > 0); /* the f16 path really ran */
+    assert_int_equal(gpu->act_mm, TZ_F16);
+    /* decoding: the KV-cache forward reads the last row of nf (an f16 "mmin" tensor) */
+    int32_t pr[5] = {3, 10, 17, 24, 31};
+    float *dc = malloc(sizeof(float) * c.vocab_size), *dg = malloc(sizeof(float) * c.vocab_size);
+    assert_int_equal(tz_model_alloc_inference(mc), 0);
+    assert_int_equal(tz_model_alloc_inference(mg), 0);
+    tz_model_decode(mc, pr, 5, 0, dc);
+    tz_model_decode(mg, pr, 5, 0, dg);
+    double mx = 0, err = 0;
+    for (int v = 0; v < c.vocab_size; v++) {
+      mx = fmax(mx, fabs(dc[v]));
+      err = fmax(err, fabs((double)dg[v] - dc[v]));
+    }
+    printf("decode logits: max |webgpu - cpu| %.3g, max |cpu| %.3g\n", err, mx);
+    assert_true(err <= 2e-2 * mx + 1e-3);
+    free(dc), free(dg);
     tz_model_free(mc);
     tz_model_free(mg);
     cpu->destroy(cpu);
@@ -171,6 +189,7 @@ static void test_precision(void **state) {
     tz_test_skip_all(why);
   }
   assert_non_null(strstr(tz_webgpu_describe(be), "; fp32 throughout"));
+  assert_true(be->act_mm == TZ_F32);
   be->destroy(be);
   setenv("TEZGAH_WEBGPU_HIDE_F16", "1", 1);
   be = tz_backend_create("webgpu", 0, NULL); /* the default on an adapter without ShaderF16 */
@@ -185,7 +204,8 @@ static void test_precision(void **state) {
     printf("SKIPPED: --precision f16 (the adapter offers no ShaderF16): %s\n", tz_errmsg());
     skip();
   }
-  assert_true(be->act == TZ_F32); /* f16 is the weight mirror: activations stay fp32 */
+  assert_true(be->act == TZ_F32);    /* the residual stream and gradients stay fp32 */
+  assert_true(be->act_mm == TZ_F16); /* the matmul inputs are f16 */
   assert_non_null(strstr(tz_webgpu_describe(be), "; f16 weight mirror for the forward"));
   be->destroy(be);
 }

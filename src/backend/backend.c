@@ -12,11 +12,11 @@ int tz_backend_check(const char *name, const char *precision) {
     return tz_err("unknown backend '%s' (available: cpu, webgpu, cuda)", name ? name : "(null)");
   if (precision && *precision) {
     if (strcmp(precision, "fp32") != 0 && strcmp(precision, "bf16") != 0 && strcmp(precision, "f16") != 0)
-      return tz_err("precision: '%s' is not one of fp32, bf16, f16", precision);
+      return tz_err("--precision: '%s' is not one of fp32, bf16, f16", precision);
     /* bf16: CUDA; f16: WebGPU (where the adapter offers ShaderF16, checked when it is created) */
     const char *offered = !strcmp(name, "cuda") ? "bf16" : !strcmp(name, "webgpu") ? "f16" : NULL;
     if (strcmp(precision, "fp32") != 0 && (!offered || strcmp(precision, offered) != 0))
-      return tz_err("precision: '%s' is not offered by the %s backend (%s%s; bf16 needs --backend cuda, f16 "
+      return tz_err("--precision: '%s' is not offered by the %s backend (%s%s; bf16 needs --backend cuda, f16 "
                     "--backend webgpu)",
                     precision, name, offered ? "fp32 or " : "fp32 only", offered ? offered : "");
   }

@@ -13,6 +13,10 @@
  *     activation arena, logits/dlogits, the KV cache) are in the backend's declared
  *     activation dtype `be->act` (TZ_F32 on the CPU and WebGPU; TZ_F32 or TZ_BF16 on CUDA,
  *     --precision). The model sizes and offsets them with tz_dtype_size(be->act).
+ *   - "mmin" arguments (the activations whose consumers are matmul operands: the norms'
+ *     outputs, the attention output, the GeLU / SwiGLU output) are in `be->act_mm`: be->act on
+ *     the CPU and CUDA, TZ_F16 on WebGPU with --precision f16 (its matmuls read f16 operands,
+ *     so the producing op writes f16 and no conversion pass runs), else TZ_F32.
  *   - weight arguments (slices of the flat fp32 parameter buffer, "W" below) are passed as
  *     fp32 master slices; a backend that keeps a low-precision mirror (params_mirror) may
  *     read its copy instead (WebGPU f16, CUDA bf16).
@@ -33,10 +37,13 @@
 typedef struct tz_buf tz_buf; /* backend-defined device buffer */
 
 /* Element types of activation tensors (see "act" above). bf16 = the top 16 bits of an IEEE
- * fp32 (8-bit exponent, 7-bit mantissa), rounded to nearest even. */
-typedef enum { TZ_F32 = 0, TZ_BF16 = 1 } tz_dtype;
-static inline size_t tz_dtype_size(tz_dtype t) { return t == TZ_BF16 ? 2 : 4; }
-static inline const char *tz_dtype_name(tz_dtype t) { return t == TZ_BF16 ? "bf16" : "fp32"; }
+ * fp32 (8-bit exponent, 7-bit mantissa), rounded to nearest even; f16 = IEEE binary16 (5-bit
+ * exponent, 10-bit mantissa, largest finite 65504), rounded to nearest even. */
+typedef enum { TZ_F32 = 0, TZ_BF16 = 1, TZ_F16 = 2 } tz_dtype;
+static inline size_t tz_dtype_size(tz_dtype t) { return t == TZ_F32 ? 4 : 2; }
+static inline const char *tz_dtype_name(tz_dtype t) {
+  return t == TZ_BF16 ? "bf16" : t == TZ_F16 ? "f16" : "fp32";
+}
 
 /* A view into a buffer: byte offset `off` from the start of `buf`. */
 typedef struct {
@@ -75,6 +82,7 @@ struct tz_backend {
   const char *name; /* "cpu", "webgpu", "cuda" */
   void *ctx;        /* backend-private state */
   tz_dtype act;     /* dtype of every "act" argument (see the conventions above) */
+  tz_dtype act_mm;  /* dtype of every "mmin" argument (the conventions above) */
   /* Allocation preference for the model's activations (src/model/model.c, acts_alloc):
    * 0 = one arena buffer carved into 64-byte-aligned slices (CPU, CUDA: one allocation);
    * 1 = one buffer per activation tensor, so that no op's output shares a buffer with an input
@@ -125,9 +133,9 @@ struct tz_backend {
   void (*profile_reset)(tz_backend *be);
   /* Optional (NULL: nothing to do, e.g. the CPU backend): `params` is the model's flat
    * parameter buffer (fp32 master weights). The WebGPU backend with ShaderF16 keeps an f16
-   * copy of it for the forward pass's weight reads (matmul_t's b, embed_fwd's wte/wpe);
-   * backward and adamw stay fp32 (adamw refreshes the copy). Called once after alloc; the
-   * registration ends when the buffer is freed. */
+   * copy of it for the weight reads (matmul_t's b, embed_fwd's wte/wpe, and matmul's b where
+   * its matmuls run on subgroup matrices); adamw stays fp32 and refreshes the copy. Called once
+   * after alloc; the registration ends when the buffer is freed. */
   void (*params_mirror)(tz_backend *be, tz_buf *params);
   /* Optional, for communication libraries working in place on backend memory (src/dist/;
    * NULL: the backend cannot take part in distributed training):
@@ -142,9 +150,12 @@ struct tz_backend {
 
   /* ---- ops (see docs/OPS.md for the math of each) ----
    * Dtypes per argument (conventions above):
-   *   act: embed_fwd out; embed_bwd dout; norm out, inp, dout, dinp; matmul_t out, a;
-   *        matmul out, a; matmul_at a, b; bias_bwd dout; rope qkv; attention q, k, v, out,
-   *        dout, dq, dk, dv; gelu, swiglu, add: every tensor; crossentropy logits.
+   *   act: embed_fwd out; embed_bwd dout; norm inp, dout, dinp; matmul_t out;
+   *        matmul out, a; matmul_at a; bias_bwd dout; rope qkv; attention q, k, v,
+   *        dout, dq, dk, dv; gelu inp, dinp, dout; swiglu gu, dgu, dout; add: every tensor;
+   *        crossentropy logits.
+   *   mmin (be->act_mm): norm fwd out; matmul_t a; matmul_at b; attention_fwd out and
+   *        attention_bwd's out; gelu_fwd out; swiglu_fwd out.
    *   W (fp32 master slices, maybe read through a mirror): embed wte, wpe; norm w, b;
    *        matmul_t b, bias; matmul b.
    *   fp32: embed_bwd dwte, dwpe; norm mean, rstd, dw, db; matmul_at out; bias_bwd db;

@@ -17,6 +17,7 @@
 #include "core/fileio.h"
 #include "dist/comm.h"
 #include "model/config_json.h"
+#include "model/presets.h"
 #include "train/loss_scale.h"
 #include "tezgah.h"
 
@@ -61,8 +62,8 @@ static const char *HELP =
     "  --recompute            recompute norm and GeLU/SwiGLU outputs in the backward\n"
     "                         instead of keeping them per layer (less activation\n"
     "                         memory for models that do not fit; same losses)\n"
-    "  --threads N            OpenMP threads (default: all cores; shared among\n"
-    "                         data-parallel ranks)\n"
+    "  --threads N            OpenMP threads (default or 0: all cores; shared\n"
+    "                         among data-parallel ranks)\n"
     "  --seed N               random seed (1337)\n"
     "data parallel (docs/DIST.md; -B is then per process, the global batch N·B):\n"
     "  --nproc N              start N processes on this machine (cpu: under mpirun,\n"
@@ -70,6 +71,10 @@ static const char *HELP =
     "                         with mpirun -np N tezgah train ...\n"
     "  --zero 0|1             1: ZeRO-1, AdamW moments sharded across processes (0)\n"
     "model:\n"
+    "  --model NAME           a named shape: gpt2-124m, gpt2-350m, gpt2-774m,\n"
+    "                         gpt2-1.5b (GPT-2 sizes, context 1024), stories15m,\n"
+    "                         stories42m, stories110m (llama2.c's); flags below\n"
+    "                         given as well override its fields\n"
     "  --arch llama|gpt2      family (llama)\n"
     "  --n-layer N  --n-head N  --n-kv-head N  --d-model N  --d-ff N\n"
     "                         shape (4, 4, n_head, 128, family default)\n"
@@ -108,7 +113,7 @@ static const char *HELP =
     "  --log-every N          progress line cadence if stderr is not a terminal (10)\n"
     "  --sample-tokens N      tokens to sample after training (200; 0 = none)\n"
     "  --stop-after N         end this session after N steps with a checkpoint\n"
-    "                         (resume later)\n"
+    "                         (resume later; 0 = off, the default)\n"
     "  --quiet                no progress output\n"
     "  --plot                 at the end, draw RUN_DIR/loss.svg (as tezgah plot\n"
     "                         RUN_DIR does)\n"
@@ -127,7 +132,7 @@ enum {
   O_DATA = 256, O_VOCAB, O_VALFRAC, O_TSHARDS, O_VSHARDS, O_TOKENIZER, O_RUNDIR, O_RESUME,
   O_BACKEND, O_THREADS, O_SEED, O_ARCH, O_NLAYER, O_NHEAD, O_NKV, O_DMODEL, O_DFF, O_MAXT,
   O_UNTIED, O_ACCUM, O_STEPS, O_LR, O_WARMUP, O_MINLR, O_B1, O_B2, O_EPS, O_WD, O_CLIP,
-  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_INIT, O_RECOMPUTE, O_PLOT, O_NPROC, O_ZERO, O_LOSSSCALE, O_HELP
+  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_INIT, O_RECOMPUTE, O_PLOT, O_NPROC, O_ZERO, O_LOSSSCALE, O_MODEL, O_HELP
 };
 
 static const struct option LONG[] = {
@@ -146,14 +151,14 @@ static const struct option LONG[] = {
     {"grad-clip", 1, 0, O_CLIP}, {"val-every", 1, 0, O_VALEVERY}, {"val-batches", 1, 0, O_VALB},
     {"ckpt-every", 1, 0, O_CKPT}, {"log-every", 1, 0, O_LOG}, {"sample-tokens", 1, 0, O_SAMPLE}, {"stop-after", 1, 0, O_STOP},
     {"quiet", 0, 0, O_QUIET}, {"profile", 0, 0, O_PROFILE}, {"recompute", 0, 0, O_RECOMPUTE}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
-    {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"keep", 1, 0, O_KEEP}, {"keep-best", 0, 0, O_KEEPBEST}, {"plot", 0, 0, O_PLOT}, {"nproc", 1, 0, O_NPROC}, {"zero", 1, 0, O_ZERO}, {"loss-scale", 1, 0, O_LOSSSCALE}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+    {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"keep", 1, 0, O_KEEP}, {"keep-best", 0, 0, O_KEEPBEST}, {"plot", 0, 0, O_PLOT}, {"nproc", 1, 0, O_NPROC}, {"zero", 1, 0, O_ZERO}, {"loss-scale", 1, 0, O_LOSSSCALE}, {"model", 1, 0, O_MODEL}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
 
 /* Options that may accompany --resume without changing the loss sequence. */
 static int resume_allows(int opt) {
   return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_PRECISION || opt == O_RECOMPUTE || opt == O_QUIET ||
          opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP || opt == O_INJNAN || opt == O_INJINF ||
          opt == O_PROFILE || opt == O_KEEP || opt == O_KEEPBEST || opt == O_PLOT || opt == O_NPROC || opt == O_ZERO ||
-         opt == O_LOSSSCALE;
+         opt == O_LOSSSCALE || opt == O_MODEL;
 }
 
 static const char *flag_name(int opt) {
@@ -188,6 +193,29 @@ static int check_model_shape(const tz_train_opts *o, const char *path, const int
   return rc;
 }
 
+static int bad_preset(const char *name) {
+  int n;
+  const tz_model_preset *p = tz_model_presets(&n);
+  char list[256] = "";
+  for (int i = 0; i < n; i++)
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", p[i].name);
+  return tz_err("--model: '%s' is not a known shape (%s)", name, list);
+}
+
+/* --model NAME: its fields where no explicit flag set them (flags win in any order), marked
+ * as given so that --resume / --init-from check them against the checkpoint like flags. */
+static void apply_preset(tz_train_opts *o, const tz_model_preset *p, int *given) {
+  tz_config *m = &o->model;
+  if (!given[O_ARCH - 256]) m->arch = p->arch;
+  if (!given[O_NLAYER - 256]) m->n_layer = p->n_layer;
+  if (!given[O_NHEAD - 256]) m->n_head = p->n_head;
+  if (!given[O_NKV - 256]) m->n_kv_head = m->n_head;
+  if (!given[O_DMODEL - 256]) m->d_model = p->d_model;
+  if (!given[O_MAXT - 256]) m->max_seq_len = p->max_seq_len;
+  for (int opt = O_ARCH; opt <= O_MAXT; opt++)
+    if (opt != O_DFF) given[opt - 256] = 1;
+}
+
 /* SIGINT / SIGTERM: finish the step, checkpoint, exit 128+sig; a second signal kills at once. */
 static void on_stop_signal(int sig) {
   if (tz_train_stop_requested()) {
@@ -200,6 +228,7 @@ static void on_stop_signal(int sig) {
 int tz_cmd_train(int argc, char **argv) {
   tz_train_opts o;
   tz_train_opts_default(&o);
+  const tz_model_preset *preset = NULL;
   int given[O_HELP - 256 + 1] = {0}, given_B = 0, given_T = 0, plot = 0, c, nproc = 1, run_dir_default = 0;
   char default_dir[64];
   opterr = 0;
@@ -279,6 +308,9 @@ int tz_cmd_train(int argc, char **argv) {
         break;
       }
       case O_INJINF: o.debug_inject_inf = optarg; break;
+      case O_MODEL:
+        if (!(preset = tz_model_preset_find(optarg))) e = bad_preset(optarg);
+        break;
       case 'h':
       case O_HELP: printf("%s", HELP); return 0;
       case ':': tz_arg_bad("train", LONG, argc, argv, optind, 0, 1); return tz_cli_fail();
@@ -290,6 +322,7 @@ int tz_cmd_train(int argc, char **argv) {
     tz_err("train: unexpected argument '%s' (see tezgah train --help)", argv[optind]);
     return tz_cli_fail();
   }
+  if (preset) apply_preset(&o, preset, given);
   if (o.resume && o.init_from) {
     tz_err("--init-from: give --resume (continue a run) or --init-from (start one from a model), not both");
     return tz_cli_fail();
@@ -307,6 +340,7 @@ int tz_cmd_train(int argc, char **argv) {
     }
     if (check_model_shape(&o, o.resume, given)) return tz_cli_fail();
     if (!given[O_STEPS - 256]) o.steps = 0; /* keep the checkpoint's */
+    if (!given[O_SAMPLE - 256]) o.sample_tokens = -1; /* the run's */
   } else if (o.init_from && given[O_INIT - 256]) {
     /* the model's config wins: shape flags (and --vocab-size) must agree with it */
     if (check_model_shape(&o, o.init_from, given)) return tz_cli_fail();

@@ -16,6 +16,21 @@
  * The ranks find --nproc in their arguments again and ignore it (the environment says they
  * are ranks). A default run directory (runs/<date-time>) is chosen here once and given to every
  * rank as --run-dir: each rank's own clock could name another. */
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/error.h"
+
+#ifdef __wasi__
+/* The wasm build (scripts/build_wasm.sh): WASI has no processes to start (no fork, exec,
+ * waitpid or kill) and the build has no MPI, so --nproc is refused with one line. */
+int tz_launch_nproc(int nproc, const char *backend, const char *run_dir, int argc, char **argv) {
+  tz_err("--nproc %d: the wasm build runs one process (no mpirun or fork in WASI); train without "
+         "--nproc, or use the native build", nproc);
+  return tz_cli_fail();
+}
+#else
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -249,3 +264,4 @@ int tz_launch_nproc(int nproc, const char *backend, const char *run_dir, int arg
   tz_err("--nproc: data-parallel training runs on the cpu (MPI) and cuda (NCCL) backends, not on %s", backend);
   return tz_cli_fail();
 }
+#endif /* __wasi__ */

@@ -1,6 +1,8 @@
 /* tezgah: the command-line entry point. Each subcommand lives in src/cli/cmd_<name>.c. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#ifndef __wasi__
 #include <sched.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +65,7 @@ static int find_command(const char *name) {
  * supervision). */
 
 /* Runnable tasks on the machine now, this process included; -1 if unknown. */
+#ifndef __wasi__ /* the wasm build has one thread, no /proc and no exec: nothing to choose */
 static int procs_running(void) {
   FILE *f = fopen("/proc/stat", "r");
   if (!f) return -1;
@@ -108,6 +111,7 @@ static void set_wait_policy(char **argv) {
   if (spin_fits(argv) || setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
   execv("/proc/self/exe", argv); /* returns only on failure: run on with the default policy */
 }
+#endif
 
 static void cli_fatal(const char *msg) {
   fprintf(stderr, "tezgah: error: %s\n", msg);
@@ -115,7 +119,9 @@ static void cli_fatal(const char *msg) {
 }
 
 int main(int argc, char **argv) {
+#ifndef __wasi__
   set_wait_policy(argv);
+#endif
   tz_set_fatal_handler(cli_fatal); /* out of memory, a lost GPU: exit 1 (the library aborts) */
   if (argc < 2) { /* a usage error like any other (exit 1), after the list of commands */
     usage(stderr);

@@ -56,7 +56,7 @@ typedef struct {
   tz_buf *buf;    /* arena pass */
   size_t off;
   int n, failed;
-  tz_dtype act;
+  tz_dtype act, act_mm;
 } carver;
 
 static tz_slice carve_bytes(carver *cv, size_t bytes, const char *what) {
@@ -79,6 +79,11 @@ static tz_slice carve_act(carver *cv, size_t n, const char *what) {
   return carve_bytes(cv, n * tz_dtype_size(cv->act), what);
 }
 
+/* n "mmin" elements (be->act_mm: the matmul inputs n1, n2, att, a, nf; backend.h) */
+static tz_slice carve_mm(carver *cv, size_t n, const char *what) {
+  return carve_bytes(cv, n * tz_dtype_size(cv->act_mm), what);
+}
+
 /* Offset an act slice by n elements. */
 static tz_slice A(tz_model *m, tz_slice s, size_t n) { return tz_elems(s, n, m->be->act); }
 
@@ -98,20 +103,20 @@ static size_t lay_out_acts(tz_acts *a, const tz_config *cfg, carver *cv, int tra
       continue;
     }
     int keep = !(a->recompute && l > 0); /* recompute: layer 0's n1, n2, a serve every layer */
-    x->n1 = keep ? carve_act(cv, N * d.C, "activations: n1") : a->layer[0].n1;
+    x->n1 = keep ? carve_mm(cv, N * d.C, "activations: n1") : a->layer[0].n1;
     x->n1_mean = carve(cv, N, "activations: n1 mean");
     x->n1_rstd = carve(cv, N, "activations: n1 rstd");
     x->qkv = carve_act(cv, N * d.Q, "activations: qkv");
-    x->att = carve_act(cv, N * d.C, "activations: att");
+    x->att = carve_mm(cv, N * d.C, "activations: att");
     x->lse = carve(cv, (size_t)a->B * d.nh * a->T, "activations: lse");
     x->mid = carve_act(cv, N * d.C, "activations: mid");
-    x->n2 = keep ? carve_act(cv, N * d.C, "activations: n2") : a->layer[0].n2;
+    x->n2 = keep ? carve_mm(cv, N * d.C, "activations: n2") : a->layer[0].n2;
     x->n2_mean = carve(cv, N, "activations: n2 mean");
     x->n2_rstd = carve(cv, N, "activations: n2 rstd");
     x->h = carve_act(cv, N * d.F2, "activations: h");
-    x->a = keep ? carve_act(cv, N * d.F, "activations: a") : a->layer[0].a;
+    x->a = keep ? carve_mm(cv, N * d.F, "activations: a") : a->layer[0].a;
   }
-  a->nf = carve_act(cv, N * d.C, "activations: nf");
+  a->nf = carve_mm(cv, N * d.C, "activations: nf");
   a->nf_mean = carve(cv, N, "activations: nf mean");
   a->nf_rstd = carve(cv, N, "activations: nf rstd");
   a->logits = carve_act(cv, (a->shared ? 1 : N) * (size_t)d.Vp, "activations: logits");
@@ -137,11 +142,11 @@ static int acts_alloc(tz_model *m, tz_acts *a, int B, int T, int shared, int tra
   a->res = tz_calloc((size_t)m->cfg.n_layer + 1, sizeof *a->res);
   a->layer = tz_calloc((size_t)m->cfg.n_layer, sizeof *a->layer);
   carver size = {0};
-  size.act = m->be->act;
+  size.act = m->be->act, size.act_mm = m->be->act_mm;
   a->bytes = lay_out_acts(a, &m->cfg, &size, training);
   a->bufs = tz_calloc((size_t)size.n, sizeof *a->bufs);
   carver cv = {0};
-  cv.act = m->be->act;
+  cv.act = m->be->act, cv.act_mm = m->be->act_mm;
   if (m->be->act_buffers) {
     cv.be = m->be, cv.a = a;
   } else {
@@ -378,7 +383,7 @@ static void forward(tz_model *m, tz_acts *a, int B, int T, int pos0, int kv) {
   tz_slice last = a->res[d.L];
   norm_fwd(m, a->nf, a->nf_mean, a->nf_rstd, last, m->lay.normf_w, m->lay.normf_b, N);
   if (kv) /* only the last row's logits are needed to pick the next token */
-    be->matmul_t(be, a->logits, A(m, a->nf, (size_t)(N - 1) * d.C), P(m, m->lay.lm_head),
+    be->matmul_t(be, a->logits, tz_elems(a->nf, (size_t)(N - 1) * d.C, be->act_mm), P(m, m->lay.lm_head),
                  TZ_NONE, 1, d.C, d.Vp, 0);
   else
     be->matmul_t(be, a->logits, a->nf, P(m, m->lay.lm_head), TZ_NONE, N, d.C, d.Vp, 0);

@@ -87,16 +87,41 @@ int tz_pretok_compile(pcre2_code **out) {
   return 0;
 }
 
+/* Without PCRE2's JIT (the wasm build's PCRE2 has none) pcre2_match validates the UTF-8 of
+ * the whole rest of the subject on every call (PCRE2_MATCH_INVALID_UTF forces the check): a
+ * pass over a text is quadratic in its length (1.1 MB took 191 s in wasm, 0.4 s natively with
+ * JIT). There each match is looked for in a window of the subject, from 256 bytes, doubled
+ * until the match ends at least PRETOK_MARGIN bytes before the window's end. Why that match is
+ * the one the whole subject gives, for GPT2_PATTERN: its alternatives are literals of at most
+ * 3 bytes, runs (\p{L}+, \p{N}+, [^...]+, \s+) and one character of lookahead; an
+ * alternative cut by the window's end either is a literal starting within 3 bytes of it or
+ * runs to it and then matches there (a run's end, a lookahead at the end of the subject). So
+ * a match ending earlier, at every start position tried before it, saw only bytes inside the
+ * window (a UTF-8 character cut by the window's end is a barrier within 3 bytes of it). No
+ * match or an error in a window: the next, wider one. With JIT (native builds) the check is
+ * done once per subject and the whole subject is passed, as before. */
+enum { PRETOK_WINDOW0 = 256, PRETOK_MARGIN = 16 };
+static int pretok_match(const pcre2_code *re, const char *s, size_t n, size_t pos, int windowed,
+                        pcre2_match_data *md, pcre2_match_context *mc) {
+  for (size_t w = PRETOK_WINDOW0; windowed && pos + w < n; w *= 2) {
+    int m = pcre2_match(re, (PCRE2_SPTR)s, pos + w, pos, 0, md, mc);
+    if (m > 0 && pcre2_get_ovector_pointer(md)[1] + PRETOK_MARGIN <= pos + w) return m;
+  }
+  return pcre2_match(re, (PCRE2_SPTR)s, n, pos, 0, md, mc);
+}
+
 int tz_pretok_each(const pcre2_code *re, const char *s, size_t n, tz_pretok_cb cb, void *ud) {
   pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
   pcre2_match_context *mc = pcre2_match_context_create(NULL);
   pcre2_jit_stack *js = pcre2_jit_stack_create(32 * 1024, 4 * 1024 * 1024, NULL);
   if (!md || !mc) TZ_ASSERT(!"pcre2 out of memory");
   if (js) pcre2_jit_stack_assign(mc, NULL, js);
+  size_t jit_size = 0;
+  int windowed = pcre2_pattern_info(re, PCRE2_INFO_JITSIZE, &jit_size) != 0 || jit_size == 0;
   int rc = 0;
   size_t pos = 0;
   while (pos < n) {
-    int m = pcre2_match(re, (PCRE2_SPTR)s, n, pos, 0, md, mc);
+    int m = pretok_match(re, s, n, pos, windowed, md, mc);
     if (m == PCRE2_ERROR_NOMATCH) {
       rc = cb(ud, s + pos, n - pos); /* trailing bytes the regex cannot match */
       break;

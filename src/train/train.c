@@ -197,8 +197,13 @@ static int put_num(char *buf, size_t cap, const char *key, double v) {
 
 /* Peak resident set size of this process in MiB (Linux reports ru_maxrss in KiB). */
 static double peak_rss_mib(void) {
+#ifdef __wasi__
+  /* wasm: the linear memory never shrinks, so its size is the peak (pages of 64 KiB) */
+  return (double)__builtin_wasm_memory_size(0) * 65536.0 / (1024.0 * 1024.0);
+#else
   struct rusage ru;
   return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss / 1024.0 : 0.0;
+#endif
 }
 
 /* A stop request (the CLI's SIGINT / SIGTERM handler calls tz_train_request_stop): the current

@@ -62,6 +62,8 @@ cJSON *tz_train_state_to_json(const tz_train_state *st) {
   /* checkpoint rotation (does not change the losses; a flag given on --resume wins) */
   if (o->keep > 0) cJSON_AddNumberToObject(opts, "keep", o->keep);
   if (o->keep_best) cJSON_AddTrueToObject(opts, "keep_best");
+  /* tokens sampled at the end (not part of the loss sequence; --sample-tokens on --resume wins) */
+  cJSON_AddNumberToObject(opts, "sample_tokens", o->sample_tokens);
   if (isfinite(st->best_val)) cJSON_AddNumberToObject(j, "best_val_loss", st->best_val);
   /* --loss-scale as given (absent: the backend's default), kept by a resume without it */
   if (o->loss_scale && *o->loss_scale) cJSON_AddStringToObject(opts, "loss_scale", o->loss_scale);
@@ -162,6 +164,13 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
   const cJSON *kp = cJSON_GetObjectItemCaseSensitive(opts, "keep"), *bv = cJSON_GetObjectItemCaseSensitive(j, "best_val_loss");
   if (o->keep == 0 && cJSON_IsNumber(kp)) o->keep = kp->valueint;
   if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(opts, "keep_best"))) o->keep_best = 1;
+  if (o->sample_tokens < 0) { /* not given on --resume: the run's (absent in older checkpoints: 200) */
+    o->sample_tokens = 200;
+    if (cJSON_GetObjectItemCaseSensitive(opts, "sample_tokens")) {
+      if (count(opts, where, "sample_tokens", 0, 1 << 20, &v)) return -1;
+      o->sample_tokens = (int)v;
+    }
+  }
   if (cJSON_IsNumber(bv)) st->best_val = bv->valuedouble;
   /* optional (absent in checkpoints of runs without dynamic loss scaling, and older ones) */
   st->ls.scale = 0, st->ls.clean = 0;

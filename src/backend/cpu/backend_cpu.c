@@ -148,6 +148,7 @@ tz_backend *tz_backend_cpu_create(int threads) {
   be->name = "cpu";
   be->ctx = cx;
   be->act = TZ_F32;
+  be->act_mm = TZ_F32;
   be->alloc = cpu_alloc;
   be->free = cpu_free;
   be->upload = cpu_upload;

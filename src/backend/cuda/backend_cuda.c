@@ -141,6 +141,7 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   be->name = "cuda";
   be->ctx = c;
   be->act = act;
+  be->act_mm = act; /* the norms, attention and activations write bf16 like every act tensor */
   c->device = dev;
   c->act = act;
   c->sm_count = prop.multiProcessorCount;

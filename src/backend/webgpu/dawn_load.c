@@ -22,17 +22,19 @@
  * (docs/WEBGPU.md, "Two Dawns").
  * Every failure is one tz_err line naming the path and what is wrong. */
 #define _GNU_SOURCE
-#include <dlfcn.h>
-#include <elf.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#ifndef __wasi__ /* the wasm build (scripts/build_wasm.sh) has no dlopen and no ELF files */
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
+#endif
 
 #include "backend/webgpu/webgpu_api.h"
 #include "core/error.h"
@@ -47,7 +49,10 @@ const tz_wgpu_abi_t tz_wgpu_abi_node = {
 const tz_wgpu_abi_t *tz_wgpu_abi = &tz_wgpu_abi_bun;
 
 tz_wgpu_fns tz_wgpu;
-static void *lib, *napi_lib;
+static void *lib;
+#ifndef __wasi__
+static void *napi_lib;
+#endif
 static char lib_path[PATH_MAX];
 static char lib_reason[160];
 
@@ -63,6 +68,7 @@ const char *tz_wgpu_lib_reason(void) { return lib ? lib_reason : NULL; }
 #define TZ_DAWN_NODE_BUILD_ID "3693d2a824fcf19121d4e90ae90085e8b19bd36d"
 #define TZ_NAPI_STUB "libtz_napi_stub.so"
 
+#ifndef __wasi__
 /* Walk up from the executable's folder for `rel` (up to 6 levels); at the prefix above bin/
  * also try `installed` (NULL: none). 0 and the path in out, or -1. */
 static int find_up(const char *rel, const char *installed, char *out, size_t cap) {
@@ -376,6 +382,17 @@ int tz_wgpu_load(void) {
                 "scripts/setup_webgpu.sh (installs %s and %s in the repository)", TZ_DAWN_NODE_REL,
                 TZ_DAWN_BUN_REL);
 }
+
+#else
+/* The wasm build: no shared libraries to load. The WebGPU calls of a wasm build come from the
+ * page's JavaScript (issue 23 item 2: scripts/build_wasm.sh --webgpu, TZ_WASM_WEBGPU); without
+ * them `--backend webgpu` is refused with this one line and the CPU backend runs. */
+int tz_wgpu_load(void) {
+  if (lib) return 0;
+  return tz_err("webgpu: this wasm build has no WebGPU bindings (the CPU backend runs in it; "
+                "scripts/build_wasm.sh --webgpu builds them in)");
+}
+#endif
 
 WGPUInstance tz_wgpu_create_instance(void) {
   if (tz_wgpu_abi == &tz_wgpu_abi_node) {

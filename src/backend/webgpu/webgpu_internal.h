@@ -18,12 +18,15 @@
  * - Pipelines are created on first use and cached by (file, entry, constant prefix).
  * - The uncaptured-error and device-lost callbacks record the first message; every submit
  *   point checks it and stops the program with that message (never silent zeros).
- * - Precision: fp32 master weights, activations, gradients and optimizer. Where the adapter
+ * - Precision: fp32 master weights, residual stream, gradients and optimizer. Where the adapter
  *   offers ShaderF16 (and TEZGAH_WEBGPU_F16 is not 0) the parameter buffer registered by
  *   params_mirror() gets an f16 mirror (w16.wgsl): the forward's weight reads (matmul_t's b, any
- *   shape, embed_fwd's wte/wpe) use it; backward (matmul's W for dX) and AdamW read
- *   fp32. AdamW rewrites the mirror in the same pass; uploads/copies/fills into the parameter
- *   buffer mark it stale and it is re-cast before its next use.
+ *   shape, embed_fwd's wte/wpe) use it, and so does the subgroup-matrix matmul for matmul's W;
+ *   the vector kernels' backward (matmul's W for dX) and AdamW read fp32. AdamW rewrites the
+ *   mirror in the same pass; uploads/copies/fills into the parameter buffer mark it stale and it
+ *   is re-cast before its next use. With it the matmul inputs (be->act_mm) are f16 (c->act16),
+ *   and where the subgroup-matrix matmul runs the backward's gradient producers also write f16
+ *   copies of their outputs for it (wg_grad16).
  *
  * The backend is split by concern (as src/backend/cuda/ is); this header is what its files share:
  *   webgpu_rt.c          instance, adapter and device (features, limits, Dawn toggles), the error
@@ -107,6 +110,14 @@ typedef struct {
   int subgroups;     /* reductions with subgroup operations (Subgroups, TEZGAH_WEBGPU_SUBGROUPS != 0) */
   int ro;            /* read-only variants of preamble kernels (ro_variant; TEZGAH_WEBGPU_RO) */
   int f16;           /* f16 weight mirror on (ShaderF16 and TEZGAH_WEBGPU_F16 != 0) */
+  int act16;         /* be->act_mm is TZ_F16: f16 matmul-input activations (f16, TEZGAH_WEBGPU_ACT16 != 0) */
+  uint64_t serial;   /* dispatches and uploads recorded so far (sg_operand's reuse test) */
+  /* what each sg16 operand buffer holds: the f16 copy of (buf, off, n) made right after
+   * dispatch number sg_serial[i] (reused while nothing else ran: sg_operand) */
+  tz_buf *sg_src[2];
+  size_t sg_off[2], sg_n[2];
+  uint64_t sg_serial[2];
+  tz_buf *a32;       /* fp32 copies of f16 activations for kernels without f16 forms (wg_act32) */
   /* the subgroup-matrix matmul (matmul_sgmat.wgsl) for the matmul family: on with f16, where
    * the adapter lists f16 x f16 -> f32 16x16x16, offers ShaderF16 and one subgroup size, unless
    * TEZGAH_WEBGPU_SGMAT=0 (wg_sgmat_choose, webgpu_rt.c); sg_why: why not */
@@ -139,6 +150,7 @@ typedef struct {
   size_t ranges_words;
   WGPUBuffer readback;
   size_t readback_size;
+  size_t bytes_used, bytes_peak; /* storage (wg_alloc) + readback buffers: train's peak memory line */
   /* profiling (TEZGAH_PROFILE=1): one pass per dispatch with timestamps */
   int profile;
   WGPUQuerySet qs;
@@ -227,6 +239,8 @@ int wg_wait_future(wg_ctx *c, WGPUFuture f);
 
 /* ---- webgpu_mem.c: buffers and memory ops ---- */
 WGPUBuffer wg_mkbuf(wg_ctx *c, uint64_t size, WGPUBufferUsage usage, const char *label);
+/* Peak bytes in tensor, scratch and readback buffers since the backend was created. */
+size_t wg_mem_peak(tz_backend *be);
 tz_buf *wg_alloc(tz_backend *be, size_t bytes, const char *what);
 void wg_free(tz_backend *be, tz_buf *t);
 void wg_upload(tz_backend *be, tz_slice dst, const void *src, size_t bytes);
@@ -255,6 +269,30 @@ wg_arg wg_mirror_range(wg_ctx *c, size_t e0, size_t n, uint32_t *h0);
 void wg_mirror_refresh(wg_ctx *c);
 int wg_mirrored(wg_ctx *c, tz_slice s);
 void wg_params_mirror(tz_backend *be, tz_buf *params);
+
+/* f16 activations (be->act_mm == TZ_F16, c->act16): dst [n] f16 = src [n] f32 (round to
+ * nearest even, clamped to ±65504) and back, through to_f16.wgsl / to_f32.wgsl; slices 4-byte
+ * aligned (to_f32's f16 src: 2-byte). */
+void wg_to_f16(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n);
+void wg_to_f32(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n);
+/* An fp32 buffer of n elements owned by the backend (c->a32; one user at a time): where an f16
+ * activation meets a kernel that has only an fp32 form (the general matmul, attention). */
+tz_slice wg_act32(tz_backend *be, size_t n);
+/* The f16 output binding of the preamble kernels that write a matmul input (norms, GeLU,
+ * SwiGLU): the prefix and, with act16, binding 9's argument for `out` [n] (wg_out16_prefix: binding 9 O16, element 2·u5 + i). */
+const char *wg_out16_prefix(wg_ctx *c);
+/* The same with OUT16 on (on != 0) or off whatever c->act16 says; st16 writes ±inf beyond f16's
+ * range instead of clamping where inf != 0 (gradients: dynamic loss scaling must see overflow). */
+const char *wg_out16_prefix_on(int on, int inf);
+/* Gradient f16 copies, where the subgroup-matrix matmul runs (TEZGAH_WEBGPU_GRAD16=0: off, =1:
+ * forced, tests; off under TEZGAH_WEBGPU_SG_REUSE=0): the kernel that writes the fp32 gradient
+ * `dst` [n] (crossentropy's dlogits, the norms' dinp, gelu_bwd's dinp, swiglu_bwd's dgu) also
+ * writes it as f16 into the operand scratch buffer 0 (*h: binding 9's argument; 1 when on), and
+ * wg_grad16_made records it after the op's last dispatch as the f16 copy of dst, which the next
+ * subgroup-matrix matmuls reading dst as their dY take instead of converting it (sg_operand).
+ * dst 16-byte aligned, n even. */
+int wg_grad16(tz_backend *be, tz_slice dst, size_t n, wg_arg *h);
+void wg_grad16_made(wg_ctx *c, tz_slice dst, size_t n);
 
 /* ---- webgpu_pipe.c: recording, pipelines, bind groups, dispatch ---- */
 void wg_end_pass(wg_ctx *c);
@@ -307,6 +345,12 @@ void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice 
 void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
 void wg_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
 void wg_matmul_at_swiglu_a(tz_backend *be, tz_slice out, tz_slice a, tz_slice gu, int M, int K, int N, int acc);
+/* The subgroup-matrix path's f16 operand scratch buffer `which` (0: a, 1: b) of at least `bytes`
+ * (c->sg16; c->sg_src/off/n/serial say which fp32 tensor it holds: sg_operand's reuse). */
+tz_buf *wg_sg16(tz_backend *be, int which, size_t bytes);
+/* 0 under TEZGAH_WEBGPU_SG_REUSE=0: the subgroup-matrix path converts every operand that is not
+ * already f16 on every call (no weight-mirror reads, no reused copies, no f16 dlogits). */
+int wg_sg_reuse(void);
 /* webgpu_ops_attn.c */
 void wg_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_head, int head_dim, int pos0,
              float theta, int dir);

@@ -9,6 +9,15 @@
 #include "backend/webgpu/webgpu_internal.h"
 
 /* ---- buffers ---- */
+/* Bytes in the buffers the backend made for tensors, scratch and readback (a driver's own
+ * overhead is not visible through webgpu.h): be->mem_peak, as the CUDA backend counts. */
+static void count_bytes(wg_ctx *c, long long delta) {
+  c->bytes_used += (size_t)delta;
+  if (c->bytes_used > c->bytes_peak) c->bytes_peak = c->bytes_used;
+}
+
+size_t wg_mem_peak(tz_backend *be) { return CTX(be)->bytes_peak; }
+
 WGPUBuffer wg_mkbuf(wg_ctx *c, uint64_t size, WGPUBufferUsage usage, const char *label) {
   WGPUBufferDescriptor d = {NULL, sv(label), usage, size, 0};
   return W.wgpuDeviceCreateBuffer(c->dev, &d);
@@ -36,12 +45,14 @@ tz_buf *wg_alloc(tz_backend *be, size_t bytes, const char *what) {
   t->bytes = bytes;
   t->size = size;
   t->what = what;
+  count_bytes(c, (long long)size);
   return t; /* WebGPU buffers are zero-initialized */
 }
 
 void wg_free(tz_backend *be, tz_buf *t) {
   if (!t) return;
   wg_ctx *c = CTX(be);
+  c->serial++; /* a later buffer may reuse this tz_buf's address (sg_operand's reuse test) */
   if (t == c->pbuf) { /* the parameter buffer goes: so does its mirror */
     c->pbuf = NULL;
     tz_buf *mir = c->mirror;
@@ -52,6 +63,7 @@ void wg_free(tz_backend *be, tz_buf *t) {
   wg_bg_clear(c);
   W.wgpuBufferDestroy(t->b);
   W.wgpuBufferRelease(t->b);
+  count_bytes(c, -(long long)t->size);
   free(t);
 }
 
@@ -61,6 +73,7 @@ void wg_upload(tz_backend *be, tz_slice dst, const void *src, size_t bytes) {
   wg_flush(c); /* queue writes must not overtake recorded work */
   TZ_ASSERT(dst.off % 4 == 0 && dst.off + bytes <= dst.buf->size);
   if (dst.buf == c->pbuf) c->mirror_stale = 1;
+  c->serial++;
   size_t main = bytes / 4 * 4;
   if (main) W.wgpuQueueWriteBuffer(c->queue, dst.buf->b, dst.off, src, main);
   if (main < bytes) {
@@ -85,8 +98,10 @@ void wg_download(tz_backend *be, void *dst, tz_slice src, size_t bytes) {
       wg_flush(c);
       W.wgpuBufferDestroy(c->readback);
       W.wgpuBufferRelease(c->readback);
+      count_bytes(c, -(long long)c->readback_size);
     }
     c->readback_size = (n + 4095) / 4096 * 4096;
+    count_bytes(c, (long long)c->readback_size);
     c->readback = wg_mkbuf(c, c->readback_size, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "readback");
   }
   wg_end_pass(c);
@@ -254,4 +269,70 @@ void wg_params_mirror(tz_backend *be, tz_buf *params) {
   c->mirror = wg_alloc(be, params->bytes / 4 * 2, "params f16 mirror");
   if (!c->mirror) wg_fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", params->bytes, 0);
   c->mirror_stale = 1;
+}
+
+/* ---- f16 activations (c->act16) ---- */
+void wg_to_f16(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n) {
+  TZ_ASSERT(dst.off % 4 == 0 && src.off % 4 == 0);
+  int pi = wg_pipeline(c, "to_f16", "to_f16", F16_PREFIX);
+  for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
+    size_t k = n - i < cap ? n - i : cap;
+    uint32_t w[24] = {0};
+    w[8] = (uint32_t)k;
+    wg_arg a[] = {A(tz_at(dst, 2 * i), (k * 2 + 3) & ~(size_t)3, "dst (f16)"), A(tz_f32(src, i), F4(k), "src")};
+    uint32_t gx, gy;
+    grid1(k, &gx, &gy);
+    wg_run(c, label, pi, w, 9, a, 2, gx, gy, 1);
+  }
+}
+void wg_to_f32(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n) {
+  TZ_ASSERT(dst.off % 4 == 0 && src.off % 2 == 0);
+  int pi = wg_pipeline(c, "to_f32", "to_f32", F16_PREFIX);
+  uint32_t h = (uint32_t)(src.off % 4) / 2; /* src starts at the second half of a 4-byte word */
+  src.off -= 2 * h;
+  for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
+    size_t k = n - i < cap ? n - i : cap;
+    uint32_t w[24] = {0};
+    w[8] = (uint32_t)k, w[9] = h;
+    wg_arg a[] = {A(tz_f32(dst, i), F4(k), "dst"), A(tz_at(src, 2 * i), (k * 2 + 2 * h + 3) & ~(size_t)3, "src (f16)")};
+    uint32_t gx, gy;
+    grid1(k, &gx, &gy);
+    wg_run(c, label, pi, w, 10, a, 2, gx, gy, 1);
+  }
+}
+
+tz_slice wg_act32(tz_backend *be, size_t n) {
+  wg_ctx *c = CTX(be);
+  if (!c->a32 || c->a32->size < F4(n)) {
+    if (c->a32) wg_free(be, c->a32);
+    c->a32 = wg_alloc(be, F4(n) < (1 << 20) ? (1 << 20) : F4(n), "webgpu fp32 activation copy");
+    if (!c->a32) wg_fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", F4(n), 0);
+  }
+  return (tz_slice){c->a32, 0};
+}
+
+/* (inf: h = ±65504 after the clamp, so h·h overflows to +inf at run time: WGSL rejects an
+ * infinite f16 constant) */
+const char *wg_out16_prefix_on(int on, int inf) {
+  if (on && inf)
+    return F16_PREFIX "\nconst OUT16 = true;\n@group(0) @binding(9) var<storage, read_write> O16: array<f16>;\n"
+                      "fn st16(i: u32, v: f32) { var h = f16(clamp(v, -65504.0, 65504.0)); "
+                      "if (abs(v) > 65504.0) { let big = h * h; h = select(-big, big, v > 0.0); } O16[2u * pu(5u) + i] = h; }\n";
+  if (on)
+    return F16_PREFIX "\nconst OUT16 = true;\n@group(0) @binding(9) var<storage, read_write> O16: array<f16>;\n"
+                      "fn st16(i: u32, v: f32) { O16[2u * pu(5u) + i] = f16(clamp(v, -65504.0, 65504.0)); }\n";
+  return "const OUT16 = false;\nfn st16(i: u32, v: f32) {}\n";
+}
+const char *wg_out16_prefix(wg_ctx *c) { return wg_out16_prefix_on(c->act16, 0); }
+
+int wg_grad16(tz_backend *be, tz_slice dst, size_t n, wg_arg *h) {
+  wg_ctx *c = CTX(be);
+  if (!(env_int("TEZGAH_WEBGPU_GRAD16", c->sgmat && wg_sg_reuse()) != 0 && c->has_f16 && dst.off % 16 == 0 && n % 2 == 0))
+    return 0;
+  tz_slice s = {wg_sg16(be, 0, n * 2), 0};
+  *h = A(s, n * 2, "gradient (f16 copy)");
+  return 1;
+}
+void wg_grad16_made(wg_ctx *c, tz_slice dst, size_t n) {
+  c->sg_src[0] = dst.buf, c->sg_off[0] = dst.off, c->sg_n[0] = n, c->sg_serial[0] = c->serial;
 }

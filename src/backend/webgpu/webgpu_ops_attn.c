@@ -194,7 +194,7 @@ static int attn_vec4(wg_ctx *c, const char *op, wg_arg *a, int nargs, unsigned v
   return 1;
 }
 
-void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k, tz_slice v,
+static void attn_fwd32(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k, tz_slice v,
                              int B, int Tq, int Tk, int q_pos0, int n_head, int n_kv_head, int head_dim,
                              int q_stride, int kv_stride) {
   wg_ctx *c = CTX(be);
@@ -247,7 +247,7 @@ static int attn_fq_chunk(wg_ctx *c, attn_cfg fk, int B, int T, int n_head, size_
   return n < (size_t)B ? (int)n : B;
 }
 
-void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout, tz_slice q,
+static void attn_bwd32(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout, tz_slice q,
                              tz_slice k, tz_slice v, tz_slice out, tz_slice lse, int B, int T, int n_head,
                              int n_kv_head, int head_dim, int q_stride, int kv_stride) {
   wg_ctx *c = CTX(be);
@@ -336,4 +336,34 @@ void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_
   wg_run(c, "attention_bwd_dq", wg_pipeline(c, "attention", "attn_bwd_dq", pre), w, 18, a1, 7, (T + 63) / 64, n_head, B);
   wg_run(c, "attention_bwd_dkdv", wg_pipeline(c, "attention", "attn_bwd_dkdv", pre), w, 18, a2, 8, (T + 63) / 64,
       n_kv_head, B);
+}
+
+/* The attention output is a matmul input (backend.h "mmin"): with f16 activations (c->act16) the
+ * kernels, which have only fp32 forms so far, write it to the backend's fp32 buffer (wg_act32)
+ * and one pass converts it to f16 (profile row "to_f16 (attn out)"); the backward, which
+ * reads it for D = rowsum(dout ∘ out), gets an fp32 copy of the f16 values ("to_f32 (attn
+ * out)"). An f16-output flash kernel would drop both passes (not done yet). */
+void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k, tz_slice v, int B, int Tq,
+                      int Tk, int q_pos0, int n_head, int n_kv_head, int head_dim, int q_stride, int kv_stride) {
+  wg_ctx *c = CTX(be);
+  if (!c->act16) {
+    attn_fwd32(be, out, lse, q, k, v, B, Tq, Tk, q_pos0, n_head, n_kv_head, head_dim, q_stride, kv_stride);
+    return;
+  }
+  size_t n = (size_t)B * Tq * n_head * head_dim;
+  tz_slice o32 = wg_act32(be, n);
+  attn_fwd32(be, o32, lse, q, k, v, B, Tq, Tk, q_pos0, n_head, n_kv_head, head_dim, q_stride, kv_stride);
+  wg_to_f16(c, "to_f16 (attn out)", out, o32, n);
+}
+void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout, tz_slice q, tz_slice k,
+                      tz_slice v, tz_slice out, tz_slice lse, int B, int T, int n_head, int n_kv_head, int head_dim,
+                      int q_stride, int kv_stride) {
+  wg_ctx *c = CTX(be);
+  if (c->act16) {
+    size_t n = (size_t)B * T * n_head * head_dim;
+    tz_slice o32 = wg_act32(be, n);
+    wg_to_f32(c, "to_f32 (attn out)", o32, out, n);
+    out = o32;
+  }
+  attn_bwd32(be, dq, dk, dv, dout, q, k, v, out, lse, B, T, n_head, n_kv_head, head_dim, q_stride, kv_stride);
 }

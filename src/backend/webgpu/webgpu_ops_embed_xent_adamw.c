@@ -118,17 +118,30 @@ void wg_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice 
   wg_ctx *c = CTX(be);
   size_t rc = wg_cap_elems(c) / (size_t)Vp; /* rows per piece: logits above one binding run in pieces */
   if (rc == 0) rc = 1;
-  int pi = wg_pipeline(c, "crossentropy", "softmax_xent", "");
+  /* Where the subgroup-matrix matmul runs (or TEZGAH_WEBGPU_GRAD16=1, tests), the dlogits are
+   * also written as f16 into the f16 operand scratch buffer 0 (wg_grad16), recorded as the f16
+   * copy of `logits`: the lm_head's dX = dlogits·W and dW += dlogitsᵀ·nf (both read dlogits as
+   * their a operand, in row pieces) then take it instead of converting [N, Vp] twice
+   * (sg_operand).
+   * TEZGAH_WEBGPU_GRAD16=0 (or TEZGAH_WEBGPU_SG_REUSE=0): off. Not in eval (dscale 0: no backward
+   * follows). */
+  wg_arg hall = {{0}, 0, 0};
+  int x16 = dscale != 0.0f && Vp % 2 == 0 && wg_grad16(be, logits, (size_t)N * Vp, &hall);
+  tz_buf *h16 = x16 ? hall.s.buf : NULL;
+  int pi = wg_pipeline(c, "crossentropy", "softmax_xent", wg_out16_prefix_on(x16, 1));
   for (size_t r0 = 0; r0 < (size_t)N; r0 += rc) {
     size_t r = (size_t)N - r0 < rc ? (size_t)N - r0 : rc;
     uint32_t w[24] = {0};
     w[8] = (uint32_t)r, w[9] = V, w[10] = Vp, w[11] = fbits(dscale);
     wg_arg a[] = {A(tz_f32(losses, r0), F4(r), "losses"), A(tz_f32(logits, r0 * Vp), F4(r * Vp), "logits"),
                   A(tz_f32(targets, r0), F4(r), "targets")};
+    tz_slice hs = {h16, r0 * Vp * 2};
+    wg_arg h = A(hs, r * Vp * 2, "dlogits (f16 copy)");
     uint32_t gx, gy;
     gridn(r, &gx, &gy);
-    wg_run(c, "crossentropy", pi, w, 12, a, 3, gx, gy, 1);
+    wg_run_ex(c, "crossentropy", pi, w, 12, a, 3, gx, gy, 1, x16 ? &h : NULL, -1);
   }
+  if (x16) wg_grad16_made(c, logits, (size_t)N * Vp); /* valid until the next other dispatch (sg_operand) */
 }
 
 /* ---- optimizer ---- */

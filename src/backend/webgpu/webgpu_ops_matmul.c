@@ -142,17 +142,40 @@ static int sg_shape_ok(wg_ctx *c, int variant, int M, int K, int N) {
   return (uint64_t)M * K * 2 <= cap && (uint64_t)K * N * 2 <= cap;
 }
 
-/* An f16 copy of the fp32 tensor src [n] (n even, src 8-byte aligned) in the operand scratch
- * buffer `which` (0: a, 1: b), through f32_to_f16.wgsl. */
-static tz_slice sg_operand(tz_backend *be, int which, tz_slice src, size_t n) {
+/* The f16 operand scratch buffer `which` (0: a, 1: b) with at least `bytes`; what it held is
+ * forgotten when it grows. */
+tz_buf *wg_sg16(tz_backend *be, int which, size_t bytes) {
   wg_ctx *c = CTX(be);
-  size_t bytes = n * 2;
   if (!c->sg16[which] || c->sg16[which]->size < bytes) {
+    c->sg_src[which] = NULL;
     if (c->sg16[which]) wg_free(be, c->sg16[which]);
     c->sg16[which] = wg_alloc(be, bytes < (1 << 20) ? (1 << 20) : bytes, "webgpu f16 operand");
     if (!c->sg16[which]) wg_fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", bytes, 0);
   }
-  tz_slice d = {c->sg16[which], 0};
+  return c->sg16[which];
+}
+
+/* Take the weight mirror and reuse f16 copies in the subgroup-matrix path (sg_operand,
+ * sg_matmul, the crossentropy's f16 dlogits)? TEZGAH_WEBGPU_SG_REUSE=0: convert every operand that
+ * is not f16 already on every call, as before (A/B measurements). */
+int wg_sg_reuse(void) { return env_int("TEZGAH_WEBGPU_SG_REUSE", 1) != 0; }
+
+/* An f16 copy of the fp32 tensor src [n] (n even, src 8-byte aligned) in the operand scratch
+ * buffer `which` (0: a, 1: b), through f32_to_f16.wgsl. The copy is reused when the buffer
+ * already holds this tensor, or one it lies in (16-byte steps: the f16 part then starts 8-byte
+ * aligned), and nothing was dispatched, uploaded or freed since the pass that made it or the
+ * subgroup-matrix kernel that last read it (c->serial): the backward's dY is the a operand of
+ * matmul (dX = dY·W) and right after of matmul_at (dW += dYᵀ·X); the lm_head's dlogits, written
+ * in f16 by crossentropy too (wg_crossentropy, sgmat), are read in row pieces by both. */
+static tz_slice sg_operand(tz_backend *be, int which, tz_slice src, size_t n) {
+  wg_ctx *c = CTX(be);
+  size_t bytes = n * 2;
+  if (wg_sg_reuse() && c->sg16[which] && c->sg_src[which] == src.buf && c->sg_serial[which] == c->serial &&
+      src.off >= c->sg_off[which] &&
+      (src.off - c->sg_off[which]) % 16 == 0 && src.off + F4(n) <= c->sg_off[which] + F4(c->sg_n[which]))
+    return (tz_slice){c->sg16[which], (src.off - c->sg_off[which]) / 2};
+  c->sg_src[which] = NULL;
+  tz_slice d = {wg_sg16(be, which, bytes), 0};
   uint32_t w[24] = {0};
   w[8] = (uint32_t)(n / 2);
   wg_arg a[] = {A(d, bytes, "f16 operand"), A(src, F4(n), "fp32 operand")};
@@ -160,8 +183,12 @@ static tz_slice sg_operand(tz_backend *be, int which, tz_slice src, size_t n) {
   grid1(n / 2, &gx, &gy);
   double fl = c->pending_flop;
   c->pending_flop = 0;
+  int other = c->sg_src[1 - which] && c->sg_serial[1 - which] == c->serial; /* valid before this pass */
   wg_run(c, "to_f16 (sgmat)", wg_pipeline(c, "f32_to_f16", "f32_to_f16", ""), w, 9, a, 2, gx, gy, 1);
   c->pending_flop = fl;
+  /* valid as of now; the other copy stays valid (this pass wrote only the scratch buffer) */
+  c->sg_src[which] = src.buf, c->sg_off[which] = src.off, c->sg_n[which] = n, c->sg_serial[which] = c->serial;
+  if (other) c->sg_serial[1 - which] = c->serial;
   return d;
 }
 
@@ -169,18 +196,31 @@ static tz_slice sg_operand(tz_backend *be, int which, tz_slice src, size_t n) {
  * ran, 0 when the caller must take the other kernels (bias with accumulation, bias in the
  * output's buffer, unaligned operands). out [M, N] f32 (+)= op(a)·op(b) (+ bias) with a and b
  * rounded to f16 (round to nearest even) and f32 accumulation (tolerance: tests/test_webgpu_ops.c
- * states it, ~1e-3·Σ|a·b|). */
+ * states it, ~1e-3·Σ|a·b|). The f16 operands come from, in this order: the tensor itself where
+ * it is already f16 (a16 / b16: matmul inputs written as f16 by their producer, c->act16); the
+ * f16 weight mirror where b is a weight of the mirrored parameter buffer (matmul_t's W and
+ * matmul's W: the same values the conversion would give, without the pass); else an f16 copy
+ * in scratch (sg_operand: the gradients dY, fp32 weights outside the parameter buffer). */
 static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_slice b_, tz_slice bias, int M,
-                     int K, int N, int acc) {
+                     int K, int N, int acc, int a16, int b16) {
   wg_ctx *c = CTX(be);
   if (!sg_shape_ok(c, variant, M, K, N)) return 0;
   if (tz_present(bias) && (acc || variant != 0)) return 0;
   if (a_.off % 8 || b_.off % 8 || out.off % 64 || (tz_present(bias) && bias.buf == out.buf)) return 0;
+  /* the mirror's offset b_.off / 2 must be 8-byte aligned */
+  int bmir = !b16 && variant < 2 && wg_mirrored(c, b_) && b_.off % 16 == 0 && wg_sg_reuse();
   static const char *labels[3] = {"matmul_t (sgmat)", "matmul (sgmat)", "matmul_at (sgmat)"};
   tz_sgmat_tile t = sg_tile();
   uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
   size_t m = (size_t)M, k = (size_t)K, n = (size_t)N;
-  tz_slice ah = sg_operand(be, 0, a_, m * k), bh = sg_operand(be, 1, b_, k * n);
+  if (bmir) {
+    double fl = c->pending_flop;
+    c->pending_flop = 0;
+    wg_mirror_refresh(c);
+    c->pending_flop = fl;
+  }
+  tz_slice ah = a16 ? a_ : sg_operand(be, 0, a_, m * k);
+  tz_slice bh = b16 ? b_ : bmir ? (tz_slice){c->mirror, b_.off / 2} : sg_operand(be, 1, b_, k * n);
   char prefix[640];
   int a_mk = variant != 2, b_nk = variant == 0, hb = tz_present(bias);
   snprintf(prefix, sizeof prefix,
@@ -193,28 +233,47 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   w[8] = (uint32_t)M, w[9] = (uint32_t)N, w[10] = (uint32_t)K;
   wg_arg ar[] = {A(out, F4(m * n), "out"), A(ah, m * k * 2, "a (f16)"), A(bh, k * n * 2, "b (f16)"),
                  A(bias, F4(n), "bias")};
+  int valid[2];
+  for (int i = 0; i < 2; i++) valid[i] = c->sg_src[i] && c->sg_serial[i] == c->serial;
   c->pending_flop = 2.0 * M * N * K;
   wg_run(c, labels[variant], wg_pipeline(c, "matmul_sgmat", "main", prefix), w, 11, ar, 4, (uint32_t)(N / bn),
          (uint32_t)(M / bm), 1);
   c->pending_flop = 0;
+  /* the scratch copies valid before this dispatch stay valid unless it wrote their source */
+  for (int i = 0; i < 2; i++)
+    if (valid[i] && c->sg_src[i] != out.buf) c->sg_serial[i] = c->serial;
   return 1;
 }
 
+/* a16 / b16: operand a / b is f16 (a matmul input written as f16 by its producer, c->act16:
+ * matmul_t's a, matmul_at's b), else fp32. */
 static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out, tz_slice a_, tz_slice b_,
-                   tz_slice bias, int M, int K, int N, int acc) {
+                   tz_slice bias, int M, int K, int N, int acc, int a16, int b16) {
   wg_ctx *c = CTX(be);
   if (M <= 0 || N <= 0) return;
   /* THE kernel choice: subgroup matrices where this adapter and call allow them (sg_matmul),
    * else matmul_fast, else the general matmul.wgsl */
-  if (variant < 3 && sg_matmul(be, variant, out, a_, b_, bias, M, K, N, acc)) return;
+  /* f16 operands are addressed in 4-byte units (wg_run_ex's element offsets): one that starts 2
+   * bytes past a 4-byte boundary (a row of an odd-C tensor: the KV-cache decode's last row of nf)
+   * is read through an fp32 copy */
+  if ((a16 && a_.off % 4) || (b16 && b_.off % 4)) {
+    int ia = a16 && a_.off % 4;
+    size_t en = ia ? (size_t)M * K : (size_t)K * N;
+    tz_slice f = wg_act32(be, en);
+    wg_to_f32(c, label, f, ia ? a_ : b_, en);
+    if (ia) a_ = f, a16 = 0;
+    else b_ = f, b16 = 0;
+  }
+  if (variant < 3 && sg_matmul(be, variant, out, a_, b_, bias, M, K, N, acc, a16, b16)) return;
   c->pending_flop = 2.0 * M * N * K;
   char prefix[1280], direct[80];
   uint32_t w[24] = {0};
   w[8] = M, w[9] = K, w[10] = N, w[11] = acc, w[12] = tz_present(bias);
   /* variant 3: matmul_at whose b is swiglu(gu) of gu [K, 2N], computed on load (SWB) */
   int swb = variant == 3, kv = swb ? 2 : variant;
-  wg_arg a[] = {A(out, F4((size_t)M * N), "out"), A(a_, F4((size_t)M * K), "a"),
-                A(b_, F4((size_t)K * N * (swb ? 2 : 1)), swb ? "gu" : "b"), A(bias, F4(N), "bias")};
+  size_t an = (size_t)M * K, bn = (size_t)K * N * (swb ? 2 : 1);
+  wg_arg a[] = {A(out, F4((size_t)M * N), "out"), A(a_, a16 ? (an * 2 + 3) & ~(size_t)3 : F4(an), "a"),
+                A(b_, b16 ? (bn * 2 + 3) & ~(size_t)3 : F4(bn), swb ? "gu" : "b"), A(bias, F4(N), "bias")};
   /* fast path (matmul_fast.wgsl): any shape, four distinct bindings */
   int fast = !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL");
   /* matmul_t's weight in the mirrored parameter buffer: read its f16 copy (as vec4<f16> where the
@@ -233,6 +292,16 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
     if (fast || !w16) break;
     w16 = 0; /* the fp32 weight through the general kernel */
     a[2] = A(b_, F4((size_t)K * N), "b");
+  }
+  if (!fast && (a16 || b16)) { /* the general kernel reads fp32 only: an fp32 copy of the f16 operand */
+    double fl = c->pending_flop;
+    c->pending_flop = 0;
+    size_t en = a16 ? an : bn;
+    tz_slice f = wg_act32(be, en);
+    wg_to_f32(c, label, f, a16 ? a_ : b_, en);
+    a[a16 ? 1 : 2] = A(f, F4(en), a16 ? "a (fp32 copy)" : "b (fp32 copy)");
+    a16 = b16 = 0;
+    c->pending_flop = fl;
   }
   if (w16) {
     double fl = c->pending_flop;
@@ -254,9 +323,10 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
     size_t n = (size_t)snprintf(prefix, sizeof prefix,
                                 "%sconst VARIANT: u32 = %du; const SWB: bool = %s; const BK: u32 = %uu; "
                                 "const TM: u32 = %du; const TN: u32 = %du; const NBUF: u32 = %du;\n",
-                                w16 ? F16_PREFIX "\n" : "", kv, swb ? "true" : "false", bk, f.tm, f.tn, f.nbuf);
-    n += mm_operand(prefix + n, sizeof prefix - n, 2, "A", "ga", "p.oa.y", va, 0, rw);
-    n += mm_operand(prefix + n, sizeof prefix - n, 3, "Bm", "gb", "p.oa.z", vb, w16, rw);
+                                w16 || a16 || b16 ? F16_PREFIX "\n" : "", kv, swb ? "true" : "false", bk, f.tm, f.tn,
+                                f.nbuf);
+    n += mm_operand(prefix + n, sizeof prefix - n, 2, "A", "ga", "p.oa.y", va, a16, rw);
+    n += mm_operand(prefix + n, sizeof prefix - n, 3, "Bm", "gb", "p.oa.z", vb, w16 || b16, rw);
     if (rw) snprintf(prefix + n, sizeof prefix - n, "// rw\n");
     TZ_ASSERT(n + 8 < sizeof prefix);
     int pf = wg_pipeline(c, "matmul_fast", "matmul_fast", prefix);
@@ -336,10 +406,11 @@ static size_t piece_round(size_t n) {
  * b, accumulated) and then M (a's column piece staged; out's rows are contiguous). Anything else too large (or a piece of one row
  * still too large) reaches run_ex's binding-size error. */
 static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_slice a_, tz_slice b_,
-               tz_slice bias, int M, int K, int N, int acc) {
+               tz_slice bias, int M, int K, int N, int acc, int a16, int b16) {
   wg_ctx *c = CTX(be);
   if (M <= 0 || N <= 0) return;
   size_t cap = wg_cap_elems(c), m = (size_t)M, k = (size_t)K, n = (size_t)N;
+  size_t ae = a16 ? 2 : 4, be_ = b16 ? 2 : 4; /* element bytes of a and b */
   size_t bs = variant == 3 ? 2 * n : n; /* b's row stride (variant 3: gu [K, 2N]) */
   /* matmul_t on an fp32 weight: transpose it once, then the matmul form (its tile loads
    * transpose only a; H200 8192³: 44.8 vs 43.0 TFLOP/s, docs/PERF.md). Not where N % 4 != 0 (the
@@ -350,7 +421,7 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
       !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL")) {
     tz_slice bt = mm_transposed(be, label, b_, N, K);
     if (bt.buf) {
-      mm(be, label, 1, out, a_, bt, bias, M, K, N, acc);
+      mm(be, label, 1, out, a_, bt, bias, M, K, N, acc, a16, 0);
       return;
     }
   }
@@ -360,7 +431,7 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
     if (mc < m) {
       for (size_t m0 = 0; m0 < m; m0 += mc) {
         size_t r = m - m0 < mc ? m - m0 : mc;
-        mm(be, label, variant, tz_f32(out, m0 * n), tz_f32(a_, m0 * k), b_, bias, (int)r, K, N, acc);
+        mm(be, label, variant, tz_f32(out, m0 * n), tz_at(a_, m0 * k * ae), b_, bias, (int)r, K, N, acc, a16, b16);
       }
       return;
     }
@@ -373,7 +444,7 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
       for (size_t n0 = 0; n0 < n; n0 += nc) {
         size_t r = n - n0 < nc ? n - n0 : nc;
         mm_one(be, label, 0, st, a_, tz_f32(b_, n0 * k), tz_present(bias) ? tz_f32(bias, n0) : TZ_NONE, M, K,
-               (int)r, 0);
+               (int)r, 0, a16, 0);
         wg_copy_rows_ex(c, tz_f32(out, n0), n, st, r, M, (int)r, acc);
       }
       return;
@@ -383,11 +454,12 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
     size_t kc = piece_round(cap / (n > m ? n : m));
     if (kc == 0) kc = 1;
     if (kc < k) {
+      TZ_ASSERT(!a16); /* a's column pieces are staged in fp32 (mm_tt never gets here: its weight fits) */
       tz_slice st = wg_stage(be, F4(m * kc));
       for (size_t k0 = 0; k0 < k; k0 += kc) {
         size_t r = k - k0 < kc ? k - k0 : kc;
         wg_copy_rows_ex(c, st, r, tz_f32(a_, k0), k, M, (int)r, 0);
-        mm_one(be, label, 1, out, st, tz_f32(b_, k0 * n), TZ_NONE, M, (int)r, N, acc || k0 > 0);
+        mm_one(be, label, 1, out, st, tz_f32(b_, k0 * n), TZ_NONE, M, (int)r, N, acc || k0 > 0, 0, 0);
       }
       return;
     }
@@ -400,7 +472,8 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
     if (kc < k) {
       for (size_t k0 = 0; k0 < k; k0 += kc) {
         size_t r = k - k0 < kc ? k - k0 : kc;
-        mm(be, label, variant, out, tz_f32(a_, k0 * m), tz_f32(b_, k0 * bs), TZ_NONE, M, (int)r, N, acc || k0 > 0);
+        mm(be, label, variant, out, tz_f32(a_, k0 * m), tz_at(b_, k0 * bs * be_), TZ_NONE, M, (int)r, N, acc || k0 > 0,
+           a16, b16);
       }
       return;
     }
@@ -413,27 +486,27 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
       for (size_t m0 = 0; m0 < m; m0 += mc) {
         size_t r = m - m0 < mc ? m - m0 : mc;
         wg_copy_rows_ex(c, st, r, tz_f32(a_, m0), m, K, (int)r, 0);
-        mm_one(be, label, variant, tz_f32(out, m0 * n), st, b_, TZ_NONE, (int)r, K, N, acc);
+        mm_one(be, label, variant, tz_f32(out, m0 * n), st, b_, TZ_NONE, (int)r, K, N, acc, 0, b16);
       }
       return;
     }
   }
-  mm_one(be, label, variant, out, a_, b_, bias, M, K, N, acc);
+  mm_one(be, label, variant, out, a_, b_, bias, M, K, N, acc, a16, b16);
 }
 
 void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, int M, int K,
                         int N, int acc) {
-  mm(be, "matmul_t", 0, out, a, b, bias, M, K, N, acc);
+  mm(be, "matmul_t", 0, out, a, b, bias, M, K, N, acc, CTX(be)->act16, 0);
 }
 void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {
-  mm(be, "matmul", 1, out, a, b, TZ_NONE, M, K, N, acc);
+  mm(be, "matmul", 1, out, a, b, TZ_NONE, M, K, N, acc, 0, 0);
 }
 void wg_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {
-  mm(be, "matmul_at", 2, out, a, b, TZ_NONE, M, K, N, acc);
+  mm(be, "matmul_at", 2, out, a, b, TZ_NONE, M, K, N, acc, 0, CTX(be)->act16);
 }
 /* out[M,N] (+)= a[K,M]ᵀ · (silu(gate) ⊙ up)[K,N], gu [K, 2N] = gate | up: the down
  * projection's weight gradient without swiglu_fwd's output (matmul_at_swiglu_a, backend.h) */
 void wg_matmul_at_swiglu_a(tz_backend *be, tz_slice out, tz_slice a, tz_slice gu, int M, int K, int N,
                                   int acc) {
-  mm(be, "matmul_at_swiglu", 3, out, a, gu, TZ_NONE, M, K, N, acc);
+  mm(be, "matmul_at_swiglu", 3, out, a, gu, TZ_NONE, M, K, N, acc, 0, 0);
 }

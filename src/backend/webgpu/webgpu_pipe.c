@@ -431,6 +431,7 @@ void wg_run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords
     wg_flush(c);
     if (c->nbgs > BG_CAP / 2) wg_bg_clear(c);
   }
+  c->serial++;
   uint32_t slot = c->uni_used++;
   memcpy(c->uni_host + (size_t)slot * UNI_STRIDE, block, sizeof block);
   WGPUBindGroup bg = bind_group(c, pi, slot, nb, buf, off, size);

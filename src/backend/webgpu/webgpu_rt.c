@@ -78,6 +78,7 @@ static void wg_destroy(tz_backend *be) {
       if (c->scratch) wg_free(be, c->scratch);
       if (c->stage) wg_free(be, c->stage);
       if (c->wt) wg_free(be, c->wt);
+      if (c->a32) wg_free(be, c->a32);
       for (int i = 0; i < 2; i++)
         if (c->sg16[i]) wg_free(be, c->sg16[i]);
       if (c->ranges) wg_free(be, c->ranges);
@@ -259,6 +260,15 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   /* f16 mixed precision asks train for dynamic loss scaling (backend.h, needs_loss_scale):
    * f16's range ends at 6.1e-5 (normal) / 6e-8 (subnormal), where small gradients vanish */
   be->needs_loss_scale = c->f16;
+  /* f16 matmul inputs (be->act_mm, backend.h): with the f16 precision the norms, attention and
+   * GeLU / SwiGLU write their outputs as f16 and the matmuls read them so (no conversion pass
+   * before the subgroup-matrix kernel; half the bytes for the vector kernels).
+   * TEZGAH_WEBGPU_ACT16=0 keeps them fp32 (A/B, and the fp32 op tests of test_webgpu_ops). Not
+   * with the single activation arena (TEZGAH_WEBGPU_ARENA=1): the f16 output is bound apart from
+   * the kernel's other arguments (binding 9), and in one buffer its aligned-down binding could
+   * overlap an input's writable one, which Dawn rejects. */
+  c->act16 = c->f16 && be->act_buffers && env_int("TEZGAH_WEBGPU_ACT16", 1) != 0;
+  be->act_mm = c->act16 ? TZ_F16 : TZ_F32;
   /* subgroup reductions: on where Subgroups exists unless TEZGAH_WEBGPU_SUBGROUPS=0;
    * TEZGAH_WEBGPU_SUBGROUPS=1 requires them (tests) */
   const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
@@ -352,6 +362,7 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   }
   be->alloc = wg_alloc;
   be->free = wg_free;
+  be->mem_peak = wg_mem_peak;
   be->upload = wg_upload;
   be->download = wg_download;
   be->copy = wg_copy;
@@ -390,6 +401,10 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
 
 /* The precision in words (train's startup line, `tezgah info`). */
 static const char *precision(wg_ctx *c) {
+  if (c->f16 && c->act16)
+    return "f16 weight mirror for the forward (matmul weights, embeddings) and f16 matmul inputs (norm, "
+           "attention, GeLU/SwiGLU outputs), fp32 master weights, residual stream, gradients and optimizer "
+           "(--precision fp32 for fp32 throughout)";
   if (c->f16)
     return "f16 weight mirror for the forward (matmul_t weights, embeddings), fp32 master weights, "
            "activations, backward and optimizer (--precision fp32 for fp32 throughout)";

@@ -3,6 +3,10 @@
 // loss = log(s) − (z[t] − m), never (m + log(s)) − z[t]: m + log(s) rounded to f32 loses
 // everything below the spacing of |m| (loss 0 for logits [1e8, 1e8], pytorch/pytorch#11752).
 // args 0 losses, 1 logits, 2 targets (i32); u0 N, u1 V, u2 Vp, u3 dscale
+// With OUT16 (the host's prefix, wg_out16_prefix_on: where the subgroup-matrix matmul runs) the
+// dlogits are also written as f16 (st16: binding 9, element 2·u5 + row·Vp + c; beyond f16's
+// range ±inf, as the conversion they replace gives), the f16 operand the lm_head's backward
+// matmuls read (webgpu_ops_matmul.c, sg_operand).
 
 var<workgroup> tsh: i32;
 
@@ -24,6 +28,7 @@ fn softmax_xent(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
   if (t < 0 || u32(t) >= V) {
     for (var c = lid; c < Vp; c = c + WG) {
       st(1u, row + c, 0.0);
+      if (OUT16) { st16(row + c, 0.0); }
     }
     if (lid == 0u) {
       st(0u, n, 0.0);
@@ -52,6 +57,7 @@ fn softmax_xent(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
       }
     }
     st(1u, row + c, d);
+    if (OUT16) { st16(row + c, d); }
   }
   if (lid == 0u) {
     st(0u, n, log(sum) - (zt - m));

@@ -1,5 +1,11 @@
 // GeLU (tanh form) forward and ffn_gelu_backward; x is clamped to [-100, 100] inside the
 // tanh argument so x³ cannot overflow (exact: tanh is ±1 there anyway).
+// The forward's output is a matmul input (backend.h "mmin"): with f16 activations the host's
+// prefix (wg_out16_prefix) sets OUT16 and st16 writes it as f16 to binding 9 (element 2·u5 + i;
+// arg 0 is then a placeholder), else OUT16 is false and it goes to arg 0 as fp32. The backward
+// pipelines get their own prefix (wg_out16_prefix_on): there OUT16 adds an f16 copy of the
+// written gradient (binding 9, beyond f16's range ±inf) to its fp32 store, the f16 operand of
+// the subgroup-matrix matmuls that read it next (wg_grad16, webgpu_mem.c).
 
 // args 0 out / dinp, 1 inp, 2 dout; u0 n
 
@@ -22,7 +28,8 @@ fn gelu_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
   let x = ld(1u, i);
   let xc = clamp(x, -100.0, 100.0);
   let u = GELU_K * (xc + 0.044715 * xc * xc * xc);
-  st(0u, i, 0.5 * x * (1.0 + tanh_stable(u)));
+  let y = 0.5 * x * (1.0 + tanh_stable(u));
+  if (OUT16) { st16(i, y); } else { st(0u, i, y); }
 }
 
 // dinp = dout · gelu'(x) (written)
@@ -38,5 +45,7 @@ fn ffn_gelu_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
   let th = tanh_stable(u);
   let sech2 = 1.0 - th * th;
   let g = 0.5 * (1.0 + th) + 0.5 * xc * sech2 * GELU_K * (1.0 + 3.0 * 0.044715 * xc * xc);
-  st(0u, i, g * ld(2u, i));
+  let y = g * ld(2u, i);
+  st(0u, i, y);
+  if (OUT16) { st16(i, y); } // the backward pipeline's OUT16: an f16 copy of dinp too
 }

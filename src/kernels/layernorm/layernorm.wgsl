@@ -1,6 +1,12 @@
 // LayerNorm forward/backward. One workgroup (256 threads) per row (two-pass mean/variance);
 // dw, db by column partial sums (layernorm_dwdb_partial, [chunk][dw | db]) finished by
 // elementwise colsum_add. u0 N, u1 C, u2 eps, u3 rows per chunk
+// The forward's output is a matmul input (backend.h "mmin"): with f16 activations the host's
+// prefix (wg_out16_prefix) sets OUT16 and st16 writes it as f16 to binding 9 (element 2·u5 + i;
+// arg 0 is then a placeholder), else OUT16 is false and it goes to arg 0 as fp32. The backward
+// pipelines get their own prefix (wg_out16_prefix_on): there OUT16 adds an f16 copy of the
+// written gradient (binding 9, beyond f16's range ±inf) to its fp32 store, the f16 operand of
+// the subgroup-matrix matmuls that read it next (wg_grad16, webgpu_mem.c).
 
 // args 0 out, 1 mean, 2 rstd, 3 inp, 4 w, 5 b
 @compute @workgroup_size(256)
@@ -24,7 +30,8 @@ fn layernorm_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
   }
   let r = 1.0 / sqrt(wg_sum(v, lid) / f32(C) + pf(2u));
   for (var c = lid; c < C; c = c + WG) {
-    st(0u, row + c, (ld(3u, row + c) - m) * r * ld(4u, c) + ld(5u, c));
+    let y = (ld(3u, row + c) - m) * r * ld(4u, c) + ld(5u, c);
+    if (OUT16) { st16(row + c, y); } else { st(0u, row + c, y); }
   }
   if (lid == 0u) {
     st(1u, n, m);
@@ -56,7 +63,9 @@ fn layernorm_bwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
   let gxm = wg_sum(gx, lid) / f32(C);
   for (var c = lid; c < C; c = c + WG) {
     let g = ld(3u, c) * ld(1u, row + c);
-    st(0u, row + c, ld(0u, row + c) + r * (g - gm - (ld(2u, row + c) - m) * r * gxm));
+    let y = ld(0u, row + c) + r * (g - gm - (ld(2u, row + c) - m) * r * gxm);
+    st(0u, row + c, y);
+    if (OUT16) { st16(row + c, y); } // the backward pipeline's OUT16: an f16 copy of dinp too
   }
 }
 

@@ -24,6 +24,10 @@
 #include <immintrin.h>
 #define TZ_X86 1
 #endif
+#ifdef __wasm_simd128__ /* the wasm build (scripts/build_wasm.sh, -msimd128) */
+#include <wasm_simd128.h>
+#define TZ_WASM128 1
+#endif
 
 #include "core/error.h"
 #include "kernels/cpu_kernels.h"
@@ -142,7 +146,60 @@ __attribute__((target("avx512f"))) static void ukernel_avx512(int kc, const floa
 }
 #endif
 
+#ifdef TZ_WASM128
+/* ---- wasm SIMD128: 4×4 tile, fmaf computed exactly two lanes at a time in f64x2 ----
+ * WebAssembly has no fused multiply-add; wasi-libc's fmaf (musl) is a call per element that
+ * computes a·b + acc in double and checks the result, and took 3/4 of a training step. Here the
+ * same computation two lanes at a time: a·b is exact in double (24 + 24 significant bits),
+ * s = a·b + acc rounds once to double, and (float)s is the correctly rounded fmaf(a, b, acc)
+ * unless that first rounding landed on a float halfway point (the 29 bits below float's last
+ * one are 1000...0) or s lies below float's normal range (where the halfway point sits higher);
+ * lanes in either case, rare, take fmaf itself. So every element is the scalar kernel's chain
+ * of correctly rounded fmas, bit for bit (tests/test_wasm_node.sh compares a run under
+ * TEZGAH_CPU_ISA=scalar with tolerance 0). Accumulators are doubles holding float values. */
+enum { W_MR = 4, W_NR = 4 };
+static void ukernel_wasm128(int kc, const float *a, const float *b, float *C, size_t ldc, int mr,
+                            int nr, int load, const float *bias) {
+  const v128_t low29 = wasm_i64x2_splat(0x1fffffff), half29 = wasm_i64x2_splat(0x10000000);
+  const v128_t min_normal = wasm_f64x2_splat(0x1p-126), zero = wasm_f64x2_splat(0.0);
+  v128_t acc[W_MR][2];
+  for (int i = 0; i < W_MR; i++) acc[i][0] = acc[i][1] = zero;
+  for (int k = 0; k < kc; k++) {
+    const float *bk = b + (size_t)k * W_NR;
+    v128_t bv = wasm_v128_load(bk);
+    v128_t bd[2] = {wasm_f64x2_promote_low_f32x4(bv),
+                    wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(bv, bv, 2, 3, 0, 1))};
+    for (int i = 0; i < W_MR; i++) {
+      float ai = a[k * W_MR + i];
+      v128_t ad = wasm_f64x2_splat((double)ai);
+      for (int h = 0; h < 2; h++) {
+        v128_t s = wasm_f64x2_add(wasm_f64x2_mul(ad, bd[h]), acc[i][h]);
+        v128_t halfway = wasm_i64x2_eq(wasm_v128_and(s, low29), half29);
+        v128_t subnormal = wasm_v128_and(wasm_f64x2_lt(wasm_f64x2_abs(s), min_normal), wasm_f64x2_ne(s, zero));
+        if (wasm_v128_any_true(wasm_v128_or(halfway, subnormal))) {
+          float r0 = fmaf(ai, bk[2 * h], (float)wasm_f64x2_extract_lane(acc[i][h], 0));
+          float r1 = fmaf(ai, bk[2 * h + 1], (float)wasm_f64x2_extract_lane(acc[i][h], 1));
+          acc[i][h] = wasm_f64x2_make((double)r0, (double)r1);
+        } else {
+          acc[i][h] = wasm_f64x2_promote_low_f32x4(wasm_f32x4_demote_f64x2_zero(s));
+        }
+      }
+    }
+  }
+  float tile[W_MR * W_NR];
+  for (int i = 0; i < W_MR; i++)
+    for (int h = 0; h < 2; h++) {
+      tile[i * W_NR + 2 * h] = (float)wasm_f64x2_extract_lane(acc[i][h], 0);
+      tile[i * W_NR + 2 * h + 1] = (float)wasm_f64x2_extract_lane(acc[i][h], 1);
+    }
+  store_tile(tile, W_NR, C, ldc, mr, nr, load, bias);
+}
+#endif
+
 static const tz_mm_ukernel KERNELS[] = {
+#ifdef TZ_WASM128
+    {"wasm128", W_MR, W_NR, ukernel_wasm128},
+#endif
 #ifdef TZ_X86
     {"avx512", A5_MR, A5_NR, ukernel_avx512},
     {"avx2", A2_MR, A2_NR, ukernel_avx2},
@@ -155,6 +212,9 @@ static int cpu_has(const char *isa) {
   __builtin_cpu_init();
   if (!strcmp(isa, "avx512")) return __builtin_cpu_supports("avx512f");
   if (!strcmp(isa, "avx2")) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+#ifdef TZ_WASM128
+  if (!strcmp(isa, "wasm128")) return 1; /* compiled with -msimd128: the engine runs it or refuses the module */
 #endif
   return !strcmp(isa, "scalar");
 }

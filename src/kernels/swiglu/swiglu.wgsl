@@ -1,5 +1,11 @@
 // SwiGLU on a fused gate|up row: forward and ffn_swiglu_backward (branch-on-sign stable
 // sigmoid from the preamble; a NaN product becomes 0, the seed's guard). Thread per (n, f).
+// The forward's output is a matmul input (backend.h "mmin"): with f16 activations the host's
+// prefix (wg_out16_prefix) sets OUT16 and st16 writes it as f16 to binding 9 (element 2·u5 + i;
+// arg 0 is then a placeholder), else OUT16 is false and it goes to arg 0 as fp32. The backward
+// pipelines get their own prefix (wg_out16_prefix_on): there OUT16 adds an f16 copy of the
+// written gradient (binding 9, beyond f16's range ±inf) to its fp32 store, the f16 operand of
+// the subgroup-matrix matmuls that read it next (wg_grad16, webgpu_mem.c).
 
 // args 0 out / dgu, 1 gu, 2 dout; u0 N, u1 F
 
@@ -22,7 +28,8 @@ fn swiglu_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
   let f = i % F;
   let g = ld(1u, n * 2u * F + f);
   let u = ld(1u, n * 2u * F + F + f);
-  st(0u, i, g * sigmoid_stable(g) * u);
+  let y = g * sigmoid_stable(g) * u;
+  if (OUT16) { st16(i, y); } else { st(0u, i, y); }
 }
 
 // dgate = dout·u·σ(g)(1 + g(1 − σ(g))), dup = dout·silu(g), written (=) into dgu [N, 2F]
@@ -41,6 +48,9 @@ fn ffn_swiglu_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
   let u = ld(1u, row + F + f);
   let d = ld(2u, i);
   let s = sigmoid_stable(g);
-  st(0u, row + f, nan_to_zero(d * u * s * (1.0 + g * (1.0 - s))));
-  st(0u, row + F + f, nan_to_zero(d * g * s));
+  let y0 = nan_to_zero(d * u * s * (1.0 + g * (1.0 - s)));
+  let y1 = nan_to_zero(d * g * s);
+  st(0u, row + f, y0);
+  st(0u, row + F + f, y1);
+  if (OUT16) { st16(row + f, y0); st16(row + F + f, y1); } // the backward pipeline's OUT16: an f16 copy
 }
