@@ -18,6 +18,11 @@ max=79
 fail() { echo "FAIL: $*" >&2; exit 1; }
 rm -rf "$scratch" && mkdir -p "$scratch" && cd "$scratch" || exit 1
 export LC_ALL=C.UTF-8 # bash's ${#line} counts characters only in a UTF-8 locale (mawk never)
+# About 900 tezgah processes that only parse options: a set wait policy skips the start-up
+# probe of the free cores (three 1 ms samples) and the re-exec that sets a passive policy on a
+# busy machine (src/cli/main.c), which together cost each call a second process start (half
+# of this test's time). No OpenMP team runs here, so the policy changes nothing else.
+export OMP_WAIT_POLICY=PASSIVE
 
 # Prints "NAME: line N is W columns (> max): TEXT" for each line of FILE wider than $max; exit 1
 # if there was one. Invalid UTF-8 is a failure too (its width cannot be told), and so is a tab.

@@ -1,0 +1,31 @@
+# The test environment for Mesa's lavapipe (llvmpipe), the WebGPU adapter of CI and of machines
+# without a GPU. Each new pipeline costs LLVM seconds to minutes of CPU from a cold shader cache
+# (a fresh clone, CI); the tests check tezgah's kernels against the CPU backend, not the code
+# llvmpipe generates, so two llvmpipe settings cut that cost (measured cold on a 2-core VM,
+# CPU seconds, user+sys; docs/RELIABILITY.md, "lavapipe's settings in the tests"):
+#   GALLIVM_PERF=nopt         (the entries listed below) llvmpipe skips LLVM's optimisation
+#                             passes on the shaders it JITs. The WGSL, Dawn's translation,
+#                             the pipelines tezgah creates, the subgroup size and every
+#                             kernel choice are the same; the generated
+#                             CPU code runs slower, which these small shapes do not notice
+#                             (test_webgpu_cli 93 -> 71 s, three matmul pipelines 26 -> 22 s).
+#   LP_NATIVE_VECTOR_WIDTH=128  llvmpipe's SIMD width, and so its subgroup size, 4 lanes instead
+#                             of 8 (what llvmpipe picks by itself on a CPU without AVX). Only on
+#                             the entries that run no lane reductions: test_webgpu_ops_matmul
+#                             (matmul_fast and matmul.wgsl reduce nothing across lanes) and
+#                             test_webgpu_ops_nosubgroups (workgroup-only reductions); the
+#                             8-lane subgroup paths stay in test_webgpu_ops and
+#                             test_webgpu_ops_attn_pf (tests/CMakeLists.txt). Together with
+#                             nopt: those three 26 -> 9.3 s.
+# ctest sets them for these entries (run a test program directly to see llvmpipe's defaults);
+# they do nothing on a GPU adapter.
+# The entries measured with it (cold, passing, 2026-12-02; the matmul sweep runs the matmul
+# entry's kernels with other tiles). Not yet: the plain test_webgpu_ops entry and the attention
+# sweep (test_attention_flash runs T = 8192 there, where slower generated code could matter),
+# test_webgpu_train, test_webgpu_large, test_webgpu_ops_act16 and test_tok_webgpu*: add each
+# here once a cold run passes with it. test_webgpu_mainjob with nopt hit ctest's 900 s limit on
+# the loaded VM (its fp32 webgpu run alone: 166 CPU s, compiles included; the main job's shapes,
+# B 16, T 128, 4 layers, may be where unoptimised code shows; no cold run without it to compare).
+set(TZ_LAVAPIPE_TESTS test_webgpu_ops_matmul test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep
+  test_webgpu_cli test_webgpu_ops_attn_pf)
+set_property(TEST ${TZ_LAVAPIPE_TESTS} APPEND PROPERTY ENVIRONMENT "GALLIVM_PERF=nopt")
