@@ -4,9 +4,10 @@
  * Two paths, chosen once per backend (TZ_MATMUL=c|blas, read at tz_backend_cpu_create):
  * - c (the default): a GEMM in the Goto/BLIS structure (Goto & van de Geijn 2008, "Anatomy of
  *   high-performance matrix multiplication"): each KC-deep slice of B is packed into NR-wide
- *   panels shared by the team, the thread that owns a task packs its MC×KC block of A into
- *   MR-row strips, and a register-tile micro-kernel (matmul_ukernel_cpu.c: AVX-512, AVX2+FMA
- *   or scalar fmaf, picked at run time) runs over them. Every output element is one fused
+ *   panels (by each thread for its own band of C in teams of up to TZ_MM_BAND_THREADS, else
+ *   once, shared by the team), an MC×KC block of A is packed into MR-row strips, and a
+ *   register-tile micro-kernel (matmul_ukernel_cpu.c: AVX-512, AVX2+FMA or scalar fmaf,
+ *   picked at run time) runs over them. Every output element is one fused
  *   multiply-add chain in k order per KC slice, the slices added in order, by one thread:
  *   bit-identical for any thread count, CPU, build flags, matrix size and buffer address.
  * - blas (opt-in, when built with TZ_USE_BLAS): cblas_sgemm. OpenBLAS picks its kernel by CPU
