@@ -29,6 +29,10 @@ struct tz_buf {
 #define TZ_MM_MC 128
 #define TZ_MM_KC 256
 #define TZ_MM_NC 4096
+/* Teams of at most this many threads run the GEMM without barriers: each thread owns a band of
+ * C's rows (or columns) and packs its own copy of the other operand's KC-deep slices, so bpack
+ * holds one KC*NC block per thread (matmul_cpu.c, gemm_bands). Larger teams share one block. */
+#define TZ_MM_BAND_THREADS 4
 
 /* A GEMM micro-kernel (matmul_ukernel_cpu.c): C[mr,nr] (ldc) = (load ? C : 0) + (bias ? bias :
  * 0) + a·b over kc, a a packed MR-row strip, b a packed NR-wide panel (64-byte aligned). */
@@ -37,6 +41,10 @@ typedef struct {
   int mr, nr;       /* register tile */
   void (*fn)(int kc, const float *a, const float *b, float *C, size_t ldc, int mr, int nr,
              int load, const float *bias);
+  /* Transposing pack (a copy: no arithmetic, so any implementation gives the same bits):
+   * dst[k*w + i] = i < n ? src[i*stride + k] : 0 for k < kc (kc <= TZ_MM_KC), i < w. Packs a
+   * row-major A into an MR-row strip (w = MR) and a transposed B view into an NR-wide panel. */
+  void (*pack_t)(float *dst, int w, const float *src, size_t stride, int n, int kc);
 } tz_mm_ukernel;
 
 /* The widest micro-kernel this CPU runs, or the one TEZGAH_CPU_ISA=avx512|avx2|scalar names;
@@ -50,7 +58,8 @@ typedef struct {
   int use_blas;   /* matmul path: 1 = cblas_sgemm, 0 = our GEMM (TZ_MATMUL env, default c) */
   const tz_mm_ukernel *mm; /* our GEMM's micro-kernel (tz_mm_pick) */
   float *apack;   /* [threads][MC*KC] packed A blocks, one per thread */
-  float *bpack;   /* [KC*NC] packed B block, shared by the team */
+  float *bpack;   /* [KC*NC] packed B block shared by the team, or one per thread for teams of
+                   * at most TZ_MM_BAND_THREADS */
   float *scratch; /* attention score rows, [threads][scratch_stride] */
   /* apack and scratch are indexed by omp_get_thread_num(): regions using them pin
    * num_threads(threads) so a later omp_set_num_threads() cannot index past them. */

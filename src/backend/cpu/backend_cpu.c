@@ -136,7 +136,8 @@ tz_backend *tz_backend_cpu_create(int threads) {
     return NULL;
   }
   cx->apack = aligned_zalloc((size_t)cx->threads * TZ_MM_MC * TZ_MM_KC * sizeof(float));
-  cx->bpack = aligned_zalloc((size_t)TZ_MM_KC * TZ_MM_NC * sizeof(float));
+  size_t bblocks = cx->threads <= TZ_MM_BAND_THREADS ? (size_t)cx->threads : 1;
+  cx->bpack = aligned_zalloc(bblocks * TZ_MM_KC * TZ_MM_NC * sizeof(float));
   if (!cx->apack || !cx->bpack) {
     tz_err("cpu: out of host memory for matmul packing buffers");
     free(cx->apack);

@@ -4,9 +4,10 @@
  * Two paths, chosen once per backend (TZ_MATMUL=c|blas, read at tz_backend_cpu_create):
  * - c (the default): a GEMM in the Goto/BLIS structure (Goto & van de Geijn 2008, "Anatomy of
  *   high-performance matrix multiplication"): each KC-deep slice of B is packed into NR-wide
- *   panels shared by the team, the thread that owns a task packs its MC×KC block of A into
- *   MR-row strips, and a register-tile micro-kernel (matmul_ukernel_cpu.c: AVX-512, AVX2+FMA
- *   or scalar fmaf, picked at run time) runs over them. Every output element is one fused
+ *   panels (by each thread for its own band of C in teams of up to TZ_MM_BAND_THREADS, else
+ *   once, shared by the team), an MC×KC block of A is packed into MR-row strips, and a
+ *   register-tile micro-kernel (matmul_ukernel_cpu.c: AVX-512, AVX2+FMA or scalar fmaf,
+ *   picked at run time) runs over them. Every output element is one fused
  *   multiply-add chain in k order per KC slice, the slices added in order, by one thread:
  *   bit-identical for any thread count, CPU, build flags, matrix size and buffer address.
  * - blas (opt-in, when built with TZ_USE_BLAS): cblas_sgemm. OpenBLAS picks its kernel by CPU
@@ -23,6 +24,7 @@
 #include "kernels/cpu_kernels.h"
 
 enum { KC = TZ_MM_KC, NC = TZ_MM_NC };
+#define TZ_MM_BAND_C_BYTES ((size_t)4 << 20) /* see gemm_band */
 
 /* A strided matrix view: element (r, c) is p[r*rs + c*cs]. Transposes are stride swaps. */
 typedef struct {
@@ -32,16 +34,31 @@ typedef struct {
 
 /* Pack rows [r0, r0+mr) x k-range [k0, k0+kc) of A into one MR-row strip: dst[k*MR + i].
  * Rows past mr are zero so the micro-kernel never needs an edge case on its inputs. */
-static void pack_a(float *dst, int MR, view A, int r0, int mr, int k0, int kc) {
+static void pack_a(const tz_mm_ukernel *uk, float *dst, int MR, view A, int r0, int mr, int k0,
+                   int kc) {
+  if (A.cs == 1) { /* row-major A (forward X, backward dY): transposed 8 × 8 at a time */
+    uk->pack_t(dst, MR, A.p + (size_t)r0 * A.rs + k0, A.rs, mr, kc);
+    return;
+  }
+  if (A.rs == 1 && mr == MR) { /* Aᵀ view (weight gradients' dYᵀ): MR contiguous per k */
+    for (int k = 0; k < kc; k++)
+      memcpy(dst + k * MR, A.p + r0 + (size_t)(k0 + k) * A.cs, MR * sizeof(float));
+    return;
+  }
   for (int k = 0; k < kc; k++)
     for (int i = 0; i < MR; i++)
       dst[k * MR + i] = i < mr ? A.p[(size_t)(r0 + i) * A.rs + (size_t)(k0 + k) * A.cs] : 0.0f;
 }
 
 /* Pack k-range [k0, k0+kc) x columns [c0, c0+nr) of B into one NR-wide panel: dst[k*NR+j]. */
-static void pack_b(float *dst, int NR, view B, int k0, int kc, int c0, int nr) {
+static void pack_b(const tz_mm_ukernel *uk, float *dst, int NR, view B, int k0, int kc, int c0,
+                   int nr) {
   if (B.cs == 1 && nr == NR) { /* rows of B are contiguous: straight copies */
     for (int k = 0; k < kc; k++) memcpy(dst + k * NR, B.p + (size_t)(k0 + k) * B.rs + c0, NR * sizeof(float));
+    return;
+  }
+  if (B.rs == 1) { /* Wᵀ view (forward): columns of B are contiguous in k */
+    uk->pack_t(dst, NR, B.p + (size_t)c0 * B.cs + k0, B.cs, nr, kc);
     return;
   }
   for (int j = 0; j < NR; j++)
@@ -51,10 +68,74 @@ static void pack_b(float *dst, int NR, view B, int k0, int kc, int c0, int nr) {
 
 static int imin(int a, int b) { return a < b ? a : b; }
 
+/* The macro-kernel: C rows [ic, ic+mc) × the packed panels [jp0, jp1) of the B block at bp
+ * (its first panel is column jc), one KC slice of depth kc starting at k = pc. Packs the A
+ * block into ap first unless *packed_ic says ap already holds it. */
+static void gemm_block(const tz_mm_ukernel *uk, float *ap, const float *bp, float *C, view A,
+                       const float *bias, int N, int jc, int jp0, int jp1, int ic, int mc,
+                       int pc, int kc, int load, int *packed_ic) {
+  const int MR = uk->mr, NR = uk->nr;
+  if (ic != *packed_ic)
+    for (int ir = 0; ir < mc; ir += MR)
+      pack_a(uk, ap + (size_t)ir * kc, MR, A, ic + ir, imin(mc - ir, MR), pc, kc);
+  *packed_ic = ic;
+  for (int jp = jp0; jp < jp1; jp++) {
+    int c0 = jc + jp * NR, nr = imin(N - c0, NR);
+    const float *bb = bias && pc == 0 ? bias + c0 : NULL;
+    for (int ir = 0; ir < mc; ir += MR)
+      uk->fn(kc, ap + (size_t)ir * kc, bp + (size_t)jp * NR * kc, C + (size_t)(ic + ir) * N + c0,
+             N, imin(mc - ir, MR), nr, load, bb);
+  }
+}
+
+/* One thread's band of C, rows [m0, m1) × columns [n0, n1) (n0 a multiple of NR). The thread
+ * packs the B slices it needs into its own bp (no other thread reads them: no barrier). Loop
+ * order: NC columns, KC slices, MC rows, NR panels, MR strips (BLIS), except where the band's
+ * C block is larger than the caches (TZ_MM_BAND_C_BYTES, the lm_head dW's 25 MB per thread):
+ * there as many KC slices as bp holds are packed together and each MC-row block of C runs
+ * through all of them before the next block, so the block stays in cache instead of going to
+ * memory and back once per slice (lm_head dW 1 thread: 119 -> 157 GFLOP/s; the layers' dW with
+ * C blocks of 0.4-0.5 MB measured 4-7% slower that way, so they keep the plain order). The
+ * slices still reach every element in k order (load = acc || pc > 0): the same bits. */
+static void gemm_band(const tz_mm_ukernel *uk, float *ap, float *bp, float *C, view A, view B,
+                      const float *bias, int m0, int m1, int n0, int n1, int K, int N, int acc) {
+  const int MR = uk->mr, NR = uk->nr, MC = TZ_MM_MC / MR * MR;
+  for (int jc = n0; jc < n1; jc += NC) {
+    int nc = imin(n1 - jc, NC), npan = (nc + NR - 1) / NR;
+    size_t slice = (size_t)npan * NR * KC; /* floats of one packed KC slice */
+    int group = (size_t)(m1 - m0) * nc * sizeof(float) > TZ_MM_BAND_C_BYTES
+                    ? (int)((size_t)KC * NC / slice) /* slices that bp holds at once (>= 1) */
+                    : 1;
+    for (int pg = 0; pg < K; pg += group * KC) {
+      int pg1 = K - pg < group * KC ? K : pg + group * KC;
+      for (int pc = pg; pc < pg1; pc += KC) {
+        float *bs = bp + (size_t)(pc - pg) / KC * slice;
+        int kc = imin(K - pc, KC);
+        for (int jp = 0; jp < npan; jp++) {
+          int c0 = jc + jp * NR;
+          pack_b(uk, bs + (size_t)jp * NR * kc, NR, B, pc, kc, c0, imin(n1 - c0, NR));
+        }
+      }
+      for (int ic = m0; ic < m1; ic += MC)
+        for (int pc = pg; pc < pg1; pc += KC) {
+          int none = -1; /* A's block changes with the slice: always pack */
+          gemm_block(uk, ap, bp + (size_t)(pc - pg) / KC * slice, C, A, bias, N, jc, 0, npan, ic,
+                     imin(m1 - ic, MC), pc, imin(K - pc, KC), acc || pc > 0, &none);
+        }
+    }
+  }
+}
+
 /* C[M,N] (ldc = N) (+)= A·B (+ bias), A an M×K view, B a K×N view.
- * Work split: the tasks of a KC slice are (block of MC rows) × (group of NR panels), enough
- * groups that every thread has a task even when M is small (the weight gradients' M = C).
- * The split only decides who computes an element, never how (see the file comment). */
+ * Two work splits; a split only decides who computes an element, never how (file comment).
+ * - Bands (teams of at most TZ_MM_BAND_THREADS): each thread owns a band of MR-aligned rows
+ *   (when M >= N) or NR-aligned columns and runs the whole K loop on it with its own packed
+ *   B block: no barrier in the call, so a thread that the OS delays (a loaded 2-core machine)
+ *   holds up no one until the end. The cost is packing the shared operand once per thread:
+ *   K·min(M,N) copies per thread against 2·M·N·K/threads FLOPs.
+ * - Shared (larger teams): the tasks of a KC slice are (block of MC rows) × (group of NR
+ *   panels), enough groups that every thread has a task even when M is small (the weight
+ *   gradients' M = C); the B slice is packed once by the team, two barriers per slice. */
 static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, int M, int K,
                    int N, int acc) {
   if (K == 0) { /* empty sum: only the bias (and the old value) remain */
@@ -66,6 +147,21 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
   const tz_mm_ukernel *uk = cx->mm;
   const int MR = uk->mr, NR = uk->nr, MC = TZ_MM_MC / MR * MR;
   const int mblocks = (M + MC - 1) / MC;
+  if (cx->threads <= TZ_MM_BAND_THREADS) {
+#pragma omp parallel num_threads(cx->threads)
+    {
+      int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      float *ap = cx->apack + (size_t)t * TZ_MM_MC * KC, *bp = cx->bpack + (size_t)t * KC * NC;
+      if (M >= N) {
+        int per = ((M + MR - 1) / MR + nt - 1) / nt * MR, m0 = imin(M, t * per);
+        if (m0 < M) gemm_band(uk, ap, bp, C, A, B, bias, m0, imin(M, m0 + per), 0, N, K, N, acc);
+      } else {
+        int per = ((N + NR - 1) / NR + nt - 1) / nt * NR, n0 = imin(N, t * per);
+        if (n0 < N) gemm_band(uk, ap, bp, C, A, B, bias, 0, M, n0, imin(N, n0 + per), K, N, acc);
+      }
+    }
+    return;
+  }
   float *bp = cx->bpack;
 #pragma omp parallel num_threads(cx->threads)
   {
@@ -84,25 +180,16 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
 #pragma omp for schedule(static)
         for (int jp = 0; jp < npan; jp++) {
           int c0 = jc + jp * NR;
-          pack_b(bp + (size_t)jp * NR * kc, NR, B, pc, kc, c0, imin(N - c0, NR));
+          pack_b(uk, bp + (size_t)jp * NR * kc, NR, B, pc, kc, c0, imin(N - c0, NR));
         }
         int load = acc || pc > 0, packed_ic = -1; /* the A block in this thread's ap */
         /* the implicit barrier keeps bp intact until every task is done */
 #pragma omp for schedule(static)
         for (int task = 0; task < mblocks * groups; task++) {
-          int ic = task / groups * MC, mc = imin(M - ic, MC);
+          int ic = task / groups * MC;
           int jp0 = task % groups * per, jp1 = imin(npan, jp0 + per);
-          if (ic != packed_ic)
-            for (int ir = 0; ir < mc; ir += MR)
-              pack_a(ap + (size_t)ir * kc, MR, A, ic + ir, imin(mc - ir, MR), pc, kc);
-          packed_ic = ic;
-          for (int jp = jp0; jp < jp1; jp++) {
-            int c0 = jc + jp * NR, nr = imin(N - c0, NR);
-            const float *bb = bias && pc == 0 ? bias + c0 : NULL;
-            for (int ir = 0; ir < mc; ir += MR)
-              uk->fn(kc, ap + (size_t)ir * kc, bp + (size_t)jp * NR * kc,
-                     C + (size_t)(ic + ir) * N + c0, N, imin(mc - ir, MR), nr, load, bb);
-          }
+          gemm_block(uk, ap, bp, C, A, bias, N, jc, jp0, jp1, ic, imin(M - ic, MC), pc, kc,
+                     load, &packed_ic);
         }
       }
     }

@@ -44,6 +44,12 @@ static void store_tile(const float *tile, int NR, float *C, size_t ldc, int mr, 
   }
 }
 
+/* The transposing pack (tz_mm_ukernel.pack_t), plain C: one strided gather per element. */
+static void pack_t_scalar(float *dst, int w, const float *src, size_t stride, int n, int kc) {
+  for (int k = 0; k < kc; k++)
+    for (int i = 0; i < w; i++) dst[k * w + i] = i < n ? src[(size_t)i * stride + k] : 0.0f;
+}
+
 /* ---- scalar: any CPU (4×8 tile; fmaf is one instruction where the CPU has FMA) ---- */
 enum { S_MR = 4, S_NR = 8 };
 static void ukernel_scalar(int kc, const float *a, const float *b, float *C, size_t ldc, int mr,
@@ -57,6 +63,51 @@ static void ukernel_scalar(int kc, const float *a, const float *b, float *C, siz
 }
 
 #ifdef TZ_X86
+/* The transposing pack with AVX: 8 source rows × 8 k at a time, loaded as 8 ymm rows and
+ * transposed in registers (unpack / shuffle / 128-bit permute), so each k's 8 values leave as
+ * one store instead of 8 strided gathers. Rows past n read a zero row. w is 6 (the AVX2 MR:
+ * masked stores) or a multiple of 8; the last kc % 8 columns take the scalar path. */
+static const float pack_zero_row[TZ_MM_KC] __attribute__((aligned(64)));
+__attribute__((target("avx2"))) static void pack_t_avx2(float *dst, int w, const float *src,
+                                                        size_t stride, int n, int kc) {
+  if (w % 8 && w != 6) {
+    pack_t_scalar(dst, w, src, stride, n, kc);
+    return;
+  }
+  const __m256i mask6 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+  int k8 = kc / 8 * 8;
+  for (int i0 = 0; i0 < w; i0 += 8) {
+    const float *row[8];
+    for (int r = 0; r < 8; r++)
+      row[r] = i0 + r < n && i0 + r < w ? src + (size_t)(i0 + r) * stride : pack_zero_row;
+    for (int k0 = 0; k0 < k8; k0 += 8) {
+      __m256 r0 = _mm256_loadu_ps(row[0] + k0), r1 = _mm256_loadu_ps(row[1] + k0),
+             r2 = _mm256_loadu_ps(row[2] + k0), r3 = _mm256_loadu_ps(row[3] + k0),
+             r4 = _mm256_loadu_ps(row[4] + k0), r5 = _mm256_loadu_ps(row[5] + k0),
+             r6 = _mm256_loadu_ps(row[6] + k0), r7 = _mm256_loadu_ps(row[7] + k0);
+      __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1),
+             t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3),
+             t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+             t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+      __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
+             u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
+             u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
+             u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+      __m256 col[8] = {_mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
+                       _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
+                       _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
+                       _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
+      for (int kk = 0; kk < 8; kk++) { /* col[kk] holds rows i0..i0+7 at k = k0 + kk */
+        float *d = dst + (size_t)(k0 + kk) * w + i0;
+        if (w == 6) _mm256_maskstore_ps(d, mask6, col[kk]);
+        else _mm256_storeu_ps(d, col[kk]);
+      }
+    }
+    for (int k = k8; k < kc; k++)
+      for (int i = i0; i < i0 + 8 && i < w; i++) dst[(size_t)k * w + i] = i < n ? src[(size_t)i * stride + k] : 0.0f;
+  }
+}
+
 /* ---- AVX2 + FMA: 6×16 tile in 12 ymm accumulators (the BLIS Haswell shape) ---- */
 enum { A2_MR = 6, A2_NR = 16 };
 __attribute__((target("avx2,fma"))) static void ukernel_avx2(int kc, const float *a,
@@ -198,13 +249,13 @@ static void ukernel_wasm128(int kc, const float *a, const float *b, float *C, si
 
 static const tz_mm_ukernel KERNELS[] = {
 #ifdef TZ_WASM128
-    {"wasm128", W_MR, W_NR, ukernel_wasm128},
+    {"wasm128", W_MR, W_NR, ukernel_wasm128, pack_t_scalar},
 #endif
 #ifdef TZ_X86
-    {"avx512", A5_MR, A5_NR, ukernel_avx512},
-    {"avx2", A2_MR, A2_NR, ukernel_avx2},
+    {"avx512", A5_MR, A5_NR, ukernel_avx512, pack_t_avx2},
+    {"avx2", A2_MR, A2_NR, ukernel_avx2, pack_t_avx2},
 #endif
-    {"scalar", S_MR, S_NR, ukernel_scalar},
+    {"scalar", S_MR, S_NR, ukernel_scalar, pack_t_scalar},
 };
 
 static int cpu_has(const char *isa) {
