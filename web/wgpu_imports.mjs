@@ -517,6 +517,33 @@ export class WgpuImports {
       wgpuQuerySetRelease: (h) => self.drop(h),
     };
     // the one blocking call: suspends the wasm stack until a promise settles (JSPI)
+    // globalThis.tzwLogPipelines (tests/wasm/run_browser.mjs --log-pipelines): a console line per
+    // compute pipeline created and per wait that took over 100 ms (where compile time shows up)
+    if (globalThis.tzwLogPipelines) {
+      const t0 = performance.now(), create = im.wgpuDeviceCreateComputePipeline, wait = im.tzw_wait_any;
+      let npipe = 0;
+      im.wgpuDeviceCreateComputePipeline = (dh, p) => {
+        const label = self.sv(self.addr(p, 'WGPUComputePipelineDescriptor', 'label'));
+        const i = ++npipe, t = performance.now();
+        console.log(`tzw: pipeline ${i} ${label} at ${(t - t0).toFixed(0)} ms`);
+        const h = create(dh, p);
+        // the same descriptor asynchronously: it settles once the browser has compiled it (the
+        // GPU process takes creations in order, and Dawn shares identical pipelines), which
+        // dates each pipeline's compile
+        if (globalThis.tzwLogPipelines === 'async')
+          self.get(dh).createComputePipelineAsync(self.computeDesc(p)).then(() => console.log(
+            `tzw: compiled ${i} ${label} at ${(performance.now() - t0).toFixed(0)} ms`), () => {});
+        return h;
+      };
+      im.tzw_wait_any = (...a) => {
+        const t = performance.now(), r = wait(...a);
+        const log = () => performance.now() - t > 100 &&
+          console.log(`tzw: wait ${(performance.now() - t).toFixed(0)} ms (after ${npipe} pipelines) at ${(performance.now() - t0).toFixed(0)} ms`);
+        if (r && typeof r.then === 'function') return r.then((v) => (log(), v));
+        log();
+        return r;
+      };
+    }
     if (typeof WebAssembly.Suspending === 'function') im.tzw_wait_any = new WebAssembly.Suspending(im.tzw_wait_any);
     return im;
   }

@@ -2,14 +2,17 @@
 // without a GPU) and report its output and exit status: the browser half of the wasm tests.
 //
 //   node tests/wasm/run_browser.mjs [--chromium PATH] [--npm DIR] [--file NAME=PATH]...
-//        [--out DIR] [--timeout S] [--no-gpu] PROGRAM.wasm [ARGS...]
+//        [--out DIR] [--timeout S] [--no-gpu] [--env K=V]... [--log-pipelines] PROGRAM.wasm [ARGS...]
 //
 // Serves this repository's web/ at /web/, the folder of PROGRAM.wasm at /build/ and the npm
 // packages (DIR, default web/node_modules: playwright-core, @bjorn3/browser_wasi_shim)
 // at /npm/ on 127.0.0.1 (WebGPU needs a secure context: localhost is one), opens a blank page
 // and runs the program there with web/wasm_run.mjs. --file puts a host file into the
 // program's working folder; --out writes the files the folder holds after the run into DIR.
-// --no-gpu gives the program no navigator.gpu (the CPU-fallback path). Prints the program's
+// --no-gpu gives the program no navigator.gpu (the CPU-fallback path). --env puts K=V into the
+// program's WASI environment (getenv: e.g. the WebGPU backend's kernel-variant switches).
+// --log-pipelines prints a line per compute pipeline created (label, ms since the start) and per
+// wait that blocked (how long): where SwiftShader's compile time goes. Prints the program's
 // stdout / stderr lines as they come, then "run_browser: exit N in S s (browser ...)"; exits with
 // the program's status. 77 (with a SKIPPED line) when Chromium or playwright-core is missing.
 import fs from 'node:fs';
@@ -21,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const argv = process.argv.slice(2);
 const opt = { chromium: process.env.TEZGAH_CHROMIUM || '/usr/bin/chromium', npm: path.join(repo, 'web/node_modules'),
-  files: {}, out: null, timeout: 600, gpu: true };
+  files: {}, out: null, timeout: 600, gpu: true, env: [], logPipes: false };
 while (argv.length && argv[0].startsWith('--')) {
   const a = argv.shift();
   if (a === '--chromium') opt.chromium = argv.shift();
@@ -32,6 +35,9 @@ while (argv.length && argv[0].startsWith('--')) {
   } else if (a === '--out') opt.out = path.resolve(argv.shift());
   else if (a === '--timeout') opt.timeout = Number(argv.shift());
   else if (a === '--no-gpu') opt.gpu = false;
+  else if (a === '--env') opt.env.push(argv.shift());
+  else if (a === '--log-pipelines') opt.logPipes = true;
+  else if (a === '--log-compiles') opt.logPipes = 'async';
   else {
     console.error(`run_browser: unknown option ${a}`);
     process.exit(2);
@@ -105,13 +111,14 @@ try {
   await page.goto(base + '/');
   const files = {};
   for (const [k, v] of Object.entries(opt.files)) files[k] = Array.from(fs.readFileSync(v));
-  const r = await page.evaluate(async ({ args, files, gpu }) => {
+  const r = await page.evaluate(async ({ args, files, gpu, env, logPipes }) => {
+    if (logPipes) globalThis.tzwLogPipelines = logPipes;
     const shim = await import('/npm/@bjorn3/browser_wasi_shim/dist/index.js');
     const { runWasm } = await import('/web/wasm_run.mjs');
     const f = {};
     for (const [k, v] of Object.entries(files)) f[k] = new Uint8Array(v);
     try {
-      const res = await runWasm({ shim, url: '/build/' + args[0] + '.wasm', args, files: f,
+      const res = await runWasm({ shim, url: '/build/' + args[0] + '.wasm', args, env, files: f,
         gpu: gpu ? navigator.gpu : null, onStdout: (l) => console.log(l), onStderr: (l) => console.log(l) });
       const out = {};
       for (const [k, v] of Object.entries(res.files)) if (!(k in f)) out[k] = Array.from(v);
@@ -119,7 +126,7 @@ try {
     } catch (e) {
       return { code: 1, error: String(e && e.stack ? e.stack : e), ua: navigator.userAgent };
     }
-  }, { args, files, gpu: opt.gpu });
+  }, { args, files, gpu: opt.gpu, env: opt.env, logPipes: opt.logPipes });
   if (r.error) console.log(`run_browser: the program threw: ${r.error}`);
   if (opt.out && r.files) {
     fs.mkdirSync(opt.out, { recursive: true });
