@@ -4,7 +4,7 @@
 # registry are used. Idempotent: each step is skipped when its result is already there.
 #  1. Debian packages: clang-19, lld-19 (wasm-ld-19), libclang-rt-19-dev-wasm32 (compiler
 #     builtins for wasm32), dpkg-dev (apt-get source unpacks with dpkg-source), chromium
-#     (headless, for tests/test_browser.sh); wasi-libc from bookworm-backports (0.0~git20240708:
+#     (headless, for tests/test_browser.sh), firefox-esr (headless, tests/test_firefox.sh); wasi-libc from bookworm-backports (0.0~git20240708:
 #     bookworm's own 2022 snapshot lacks parts of the emulated POSIX layer).
 #  2. The source packages of PCRE2 and cJSON (apt-get source, which needs deb-src lines: added
 #     as /etc/apt/sources.list.d/tezgah-deb-src.sources) unpacked into .deps/wasm/src/: the
@@ -17,7 +17,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 if ((EUID == 0)); then SUDO=(); elif command -v sudo >/dev/null; then SUDO=(sudo); else SUDO=(false); fi
 
-PKGS=(clang-19 lld-19 libclang-rt-19-dev-wasm32 dpkg-dev chromium)
+PKGS=(clang-19 lld-19 libclang-rt-19-dev-wasm32 dpkg-dev chromium firefox-esr)
 missing=()
 for p in "${PKGS[@]}" wasi-libc; do
   st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
@@ -64,7 +64,7 @@ if ((${#missing[@]} || need_wasi)); then
   "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     -o Dpkg::Use-Pty=0 "${inst[@]}" >/dev/null
 else
-  echo "setup_wasm: clang-19, lld-19, wasm32 builtins, wasi-libc $wasi_ver and chromium installed"
+  echo "setup_wasm: clang-19, lld-19, wasm32 builtins, wasi-libc $wasi_ver, chromium and firefox-esr installed"
 fi
 
 # 2. PCRE2 and cJSON sources
