@@ -33,6 +33,14 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 ok() { echo "ok: $*"; }
 head -c 60000 "$corpus" >corpus.txt
+# the server's bad arguments: one line, exit 2 (it printed Node stack traces; found by a
+# new-user check)
+for a in "--port abc" "--port" "--bogus" "--wasm /nonexistent"; do
+  node "$root/web/serve.mjs" $a >srv.out 2>srv.err
+  rc=$?
+  if ((rc == 2)) && [[ $(wc -l <srv.err) == 1 && ! -s srv.out ]] && grep -q '^serve: ' srv.err; then :; else
+    fail "serve.mjs $a: exit $rc, stderr: $(head -c 300 srv.err)"; fi
+done
 mkdir -p page
 steps=12
 t0=$(date +%s)

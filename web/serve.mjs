@@ -10,6 +10,7 @@
 // "serving http://HOST:PORT/" on stdout once listening (port 0: a free port, printed).
 import { createServer } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { dirname, join, normalize, resolve, sep, extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -17,15 +18,21 @@ const webDir = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(webDir, '..');
 const opts = { port: 8023, host: '127.0.0.1', wasm: null };
 const argv = process.argv.slice(2);
+// One line and exit 2 for a bad argument (no stack traces): the flag and the value it got.
+const bad = (msg) => { console.error(`serve: ${msg} (--port N, --host H, --wasm PATH)`); process.exit(2); };
 for (let i = 0; i < argv.length; i++) {
-  const [k, v0] = argv[i].split('=', 2);
+  const arg = argv[i];
+  const [k, v0] = arg.split('=', 2);
+  if (!['--port', '--host', '--wasm'].includes(k)) bad(`unknown argument '${arg}'`);
   const v = v0 ?? argv[++i];
-  if (k === '--port') opts.port = Number(v);
-  else if (k === '--host') opts.host = v;
-  else if (k === '--wasm') opts.wasm = resolve(v);
+  if (v === undefined || v === '') bad(`${k} needs a value`);
+  if (k === '--port') {
+    if (!/^[0-9]+$/.test(v) || Number(v) > 65535) bad(`--port: '${v}' is not a port number in [0, 65535]`);
+    opts.port = Number(v);
+  } else if (k === '--host') opts.host = v;
   else {
-    console.error(`serve: unknown argument '${argv[i]}' (--port N, --host H, --wasm PATH)`);
-    process.exit(2);
+    opts.wasm = resolve(v);
+    if (!existsSync(opts.wasm)) bad(`--wasm: ${v}: no such file`);
   }
 }
 
@@ -72,6 +79,10 @@ const server = createServer(async (req, res) => {
     res.writeHead(e.code === 'ENOENT' || e.code === 'EISDIR' ? 404 : 500, { ...headers, 'Content-Type': 'text/plain' });
     res.end(`${e.code || e.message}\n`);
   }
+});
+server.on('error', (e) => { // port in use, an address not of this machine, ...: one line
+  console.error(`serve: cannot listen on ${opts.host}:${opts.port}: ${e.code || e.message}`);
+  process.exit(1);
 });
 server.listen(opts.port, opts.host, () => {
   const { address, port } = server.address();
