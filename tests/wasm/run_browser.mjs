@@ -20,6 +20,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { sendStatic } from './static_files.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const argv = process.argv.slice(2);
@@ -68,24 +69,13 @@ if (!fs.existsSync(wasm)) {
 }
 
 const roots = { '/web/': path.join(repo, 'web'), '/build/': path.dirname(wasm), '/npm/': opt.npm };
-const types = { '.mjs': 'text/javascript', '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
 const server = http.createServer((req, res) => {
   const u = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-  if (u === '/favicon.ico') {
-    res.statusCode = 204;
-    return res.end();
-  }
   if (u === '/') {
     res.setHeader('content-type', 'text/html');
     return res.end('<!doctype html><meta charset="utf-8"><title>tezgah wasm test</title>');
   }
-  for (const [pre, dir] of Object.entries(roots)) {
-    if (!u.startsWith(pre)) continue;
-    const f = path.resolve(dir, u.slice(pre.length));
-    if (!f.startsWith(dir + path.sep) || !fs.existsSync(f) || !fs.statSync(f).isFile()) break;
-    res.setHeader('content-type', types[path.extname(f)] || 'application/octet-stream');
-    return fs.createReadStream(f).pipe(res);
-  }
+  if (sendStatic(roots, u, res)) return;
   res.statusCode = 404;
   res.end('not found');
 });

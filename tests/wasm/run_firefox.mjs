@@ -23,6 +23,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { sendStatic } from './static_files.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const argv = process.argv.slice(2);
@@ -96,7 +97,6 @@ try {
 </script>`;
 
 const roots = { '/web/': path.join(repo, 'web'), '/build/': path.dirname(wasm), '/npm/': opt.npm };
-const types = { '.mjs': 'text/javascript', '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
 let done;
 const result = new Promise((r) => { done = r; });
 const body = (req) => new Promise((r) => {
@@ -112,10 +112,6 @@ const server = http.createServer(async (req, res) => {
     else if (u === '/result') done(b);
     return res.end('ok');
   }
-  if (u === '/favicon.ico') {
-    res.statusCode = 204;
-    return res.end();
-  }
   if (u === '/') {
     res.setHeader('content-type', 'text/html');
     return res.end(page);
@@ -124,13 +120,7 @@ const server = http.createServer(async (req, res) => {
     res.setHeader('content-type', 'application/json');
     return res.end(JSON.stringify(job));
   }
-  for (const [pre, dir] of Object.entries(roots)) {
-    if (!u.startsWith(pre)) continue;
-    const f = path.resolve(dir, u.slice(pre.length));
-    if (!f.startsWith(dir + path.sep) || !fs.existsSync(f) || !fs.statSync(f).isFile()) break;
-    res.setHeader('content-type', types[path.extname(f)] || 'application/octet-stream');
-    return fs.createReadStream(f).pipe(res);
-  }
+  if (sendStatic(roots, u, res)) return;
   res.statusCode = 404;
   res.end('not found');
 });
