@@ -7,7 +7,8 @@
 # xz-compressed for the device call's 64 MiB carry.
 #
 #   bash bench/make_valloss_data.sh CORPUS.txt OUTDIR [TRAIN_TOKENS=24600000]
-# OUTDIR gets train.bin.xz, val.bin.xz. Every 100th document (after the shuffle) goes to val;
+# Documents are cut into pieces of about 8 KB at line ends (NUL bytes dropped) before the
+# shuffle. OUTDIR gets train.bin.xz, val.bin.xz. Every 100th piece (after the shuffle) goes to val;
 # train keeps documents until it holds TRAIN_TOKENS tokens (1,500 steps of B 16 × T 1024 = 24.6M:
 # one epoch, no token seen twice). Needs build/tezgah and GPT-2's tokenizer files (setup.sh).
 set -euo pipefail
@@ -18,8 +19,18 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 - "$corpus" "$tmp" <<'EOF'
 import random, sys
-docs = open(sys.argv[1], encoding='utf-8', errors='replace').read().split('<|endoftext|>')
-docs = [d.strip('\n') for d in docs if d.strip()]
+text = open(sys.argv[1], encoding='utf-8', errors='replace').read().replace('\0', '')
+# pieces of about 8 KB cut at line ends, so that long documents (the Bible, big changelogs) are
+# spread over the whole run and the val set samples every source
+docs = []
+for d in text.split('<|endoftext|>'):
+    lines, cur, n = d.strip('\n').split('\n'), [], 0
+    for line in lines:
+        cur.append(line); n += len(line) + 1
+        if n >= 8192:
+            docs.append('\n'.join(cur)); cur, n = [], 0
+    if any(l.strip() for l in cur):
+        docs.append('\n'.join(cur))
 random.Random(1337).shuffle(docs)
 val = [d for i, d in enumerate(docs) if i % 100 == 0]
 train = [d for i, d in enumerate(docs) if i % 100 != 0]
