@@ -38,6 +38,8 @@
  *   n:32:2x4:4x2:v2   two buffers, one barrier per k step
  *   n:32:2x4:4x4:vp   128x256, 8 subgroups of 64x64 (16 accumulators each)
  *   n:32:2x2:4x4:v2   128x128, 4 subgroups of 64x64, two buffers
+ *   n:32:2x4:4x4:vpg  128x256 with the grouped grid order (8 tile rows at a time)
+ *   n:32:2x4:4x2:v2g  two buffers, grouped grid order
  *   n:64:2x2:4x4:vp   the same with BK 64, one buffer
  *   n:32:4x2:4x4:vp   256x128
  *   n:64:4x4:2x2:tp   main's design written out per matrix (no arrays), 8-half loads

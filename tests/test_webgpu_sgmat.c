@@ -89,14 +89,15 @@ static double check_form(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint3
 
 /* On the adapter with subgroup matrices (the H200): main's kernel (o: f16 tiles; d: loads from
  * the operands) and every path of matmul_sgmm.wgsl (n: v vec4<u32> tiles, t B transposed, 2 two
- * buffers, p register prefetch; 4x4 matrices per subgroup), each on a few tiles. */
+ * buffers, p register prefetch, g grouped grid; 4x4 matrices per subgroup), each on a few tiles. */
 static const char *const kernel_tiles =
     "o:32:2x2:2x2;o:16:1x2:4x2;o:32:2x2:2x2:d;o:64:4x4:2x2;"
     "n:32:2x2:2x2:v2;n:64:2x4:4x2:vp;n:32:2x4:4x2:v;n:64:2x4:4x2:tp;n:32:2x4:4x2:t2;n:16:2x2:4x4:v2;"
-    "n:32:2x4:4x4:vp;n:32:2x2:2x2:p";
+    "n:32:2x4:4x4:vp;n:32:2x2:2x2:p;n:32:2x2:2x2:v2g";
 /* The emulated builtins (any adapter with ShaderF16): every path of matmul_sgmm.wgsl on small
  * tiles (the emulation repeats each subgroup's work in every invocation). */
-static const char *const emu_tiles = "n:32:2x2:2x1:v2;n:32:2x1:1x2:vp;n:16:1x2:2x2:v;n:32:2x2:1x2:t2;n:16:2x1:2x1:p";
+static const char *const emu_tiles =
+    "n:32:2x2:2x1:v2;n:32:2x1:1x2:vp;n:16:1x2:2x2:v;n:32:2x2:1x2:t2;n:16:2x1:2x1:p;n:16:1x1:1x1:v2g";
 static void run_tiles(tz_sgmat *s, const char *names, int emu);
 
 static void test_kernel_or_fallback(void **state) {
@@ -136,7 +137,7 @@ static void run_tiles(tz_sgmat *s, const char *names, int emu) {
     tz_sgmat_tile t;
     assert_int_equal(tz_sgmat_tile_parse(tok, &t), 0);
     uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
-    uint32_t M = 3 * bm, N = 2 * bn, K = 5 * t.bk;
+    uint32_t M = (t.swz ? 11 : 3) * bm, N = 2 * bn, K = 5 * t.bk; /* g: a second, partial group of rows */
     const char *fe = getenv("TZ_TEST_SGMAT_FORMS"); /* "0123": forms, 3 = split dW (development) */
     for (int f = 0; f < 4; f++) {
       if (fe && !strchr(fe, '0' + f)) continue;

@@ -453,6 +453,7 @@ int tz_sgmat_tile_parse(const char *s, tz_sgmat_tile *t) {
     else if (*f == 't' && g.kern) g.trb = 1;
     else if (*f == '2' && g.kern) g.nbuf = 2;
     else if (*f == 'p' && g.kern) g.pf = 1;
+    else if (*f == 'g' && g.kern) g.swz = 1;
     else return tz_err("webgpu sgmat: tile '%s': unknown flag '%c'", s, *f);
   }
   if (!g.bk || g.bk % 16 || !g.sg_m || !g.sg_n || !g.tm || !g.tn)
@@ -468,6 +469,7 @@ void tz_sgmat_tile_name(tz_sgmat_tile t, char *buf, size_t cap) {
     if (t.trb) *q++ = 't';
     if (t.nbuf == 2) *q++ = '2';
     if (t.pf) *q++ = 'p';
+    if (t.swz) *q++ = 'g';
   } else if (t.direct) {
     *q++ = 'd';
   }
@@ -527,10 +529,10 @@ size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc
                    "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"
                    "const ACC = %s;\nconst NBUF = %uu;\n"
                    "//defs DIRECT=%d HAS_BIAS=%d TM=%u TN=%u A_PER=%u B_PER=%u A_MK=%d B_NK=%d ACC=%d TV8=%d TRB=%d "
-                   "NBUF2=%d PF=%d SPLIT=%d EMU=%d\n",
+                   "NBUF2=%d PF=%d SPLIT=%d SWZ=%d EMU=%d\n",
                    bm, bn, t.bk, t.sg_m, t.sg_n, t.tm, t.tn, sgsize, a_mk ? "true" : "false", b_nk ? "true" : "false",
                    acc ? "true" : "false", t.nbuf ? t.nbuf : 1, t.direct != 0, has_bias != 0, t.tm, t.tn, a_per, b_per,
-                   a_mk, b_nk, acc != 0, t.tv8 != 0, t.trb != 0 && b_nk, t.nbuf == 2, t.pf != 0, split > 1, emu != 0);
+                   a_mk, b_nk, acc != 0, t.tv8 != 0, t.trb != 0 && b_nk, t.nbuf == 2, t.pf != 0, split > 1, t.swz != 0, emu != 0);
   return n < 0 ? 0 : (size_t)n;
 }
 
@@ -658,8 +660,9 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
   WGPUBuffer bu = rbuf(s, 4, 512, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst);
   WGPUBuffer rb = rbuf(s, 5, nc, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst);
   WGPUBuffer bp = split > 1 ? rbuf(s, 6, np, st) : NULL;
-  if (!keep_ab || s->up_a != na) W.wgpuQueueWriteBuffer(s->queue, ba, 0, a, (size_t)na), s->up_a = na;
-  if (!keep_ab || s->up_b != nb) W.wgpuQueueWriteBuffer(s->queue, bb, 0, b, (size_t)nb), s->up_b = nb;
+  /* keep_ab: the buffers already hold a prefix of the same arrays (uploaded by earlier runs) */
+  if (!keep_ab || s->up_a < na) W.wgpuQueueWriteBuffer(s->queue, ba, 0, a, (size_t)na), s->up_a = na;
+  if (!keep_ab || s->up_b < nb) W.wgpuQueueWriteBuffer(s->queue, bb, 0, b, (size_t)nb), s->up_b = nb;
   if (bias) W.wgpuQueueWriteBuffer(s->queue, bz, 0, bias, (size_t)N * 4);
   if (acc) W.wgpuQueueWriteBuffer(s->queue, bc, 0, c, (size_t)nc);
   /* the kernel's uniform block (the backend's layout, wg_run_ex): element offsets (all 0 here),

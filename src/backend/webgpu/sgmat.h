@@ -30,20 +30,20 @@ typedef enum { TZ_SGMAT_XWT = 0, TZ_SGMAT_DYW = 1, TZ_SGMAT_DYTX = 2 } tz_sgmat_
  * six fields give kern 0. */
 typedef struct {
   uint32_t bk, sg_m, sg_n, tm, tn, direct;
-  uint32_t kern, tv8, trb, nbuf, pf;
+  uint32_t kern, tv8, trb, nbuf, pf, swz;
 } tz_sgmat_tile;
 
 /* The tiles bench_webgpu_sgmat's sweep measures and test_webgpu_ops' test_matmul_sgmat checks
  * through the backend: every tile the backend may be told to take (the bench says what each
  * tries), the likeliest first (the sweep has a time budget). */
-#define TZ_SGMAT_SWEEP_TILES                                                                      \
-  "o:64:4x4:2x2;n:64:2x4:4x2:vp;n:32:2x4:4x2:v2;n:32:2x4:4x4:vp;n:32:2x2:4x4:v2;n:64:2x2:4x4:vp;"  \
-  "n:32:4x2:4x4:vp;n:64:4x4:2x2:tp;n:64:2x4:4x2:tp;n:32:2x4:4x2:t2;n:32:4x4:2x2:v2;n:64:2x4:4x2:v;" \
-  "o:64:2x4:4x2"
+#define TZ_SGMAT_SWEEP_TILES                                                                       \
+  "o:64:4x4:2x2;n:64:2x4:4x2:vp;n:32:2x4:4x2:v2;n:32:2x4:4x4:vp;n:32:2x2:4x4:v2;n:32:2x4:4x4:vpg;" \
+  "n:32:2x4:4x2:v2g;n:64:2x2:4x4:vp;n:32:4x2:4x4:vp;n:64:4x4:2x2:tp;n:64:2x4:4x2:tp;n:32:2x4:4x2:t2;" \
+  "n:32:4x4:2x2:v2;n:64:2x4:4x2:v;o:64:2x4:4x2"
 
 /* A tile from its name: "o:BK:SGMxSGN:TMxTN[:d]" (kern 0; d = direct) or
  * "n:BK:SGMxSGN:TMxTN[:FLAGS]" (kern 1; FLAGS letters v = tv8, t = trb, 2 = two buffers,
- * p = register prefetch), e.g. "o:64:4x4:2x2", "n:32:2x4:4x2:v2". 0, or -1 with tz_err naming
+ * p = register prefetch, g = grouped grid order), e.g. "o:64:4x4:2x2", "n:32:2x4:4x2:v2". 0, or -1 with tz_err naming
  * the text. tz_sgmat_tile_name writes the same form back (cap >= 32). */
 int tz_sgmat_tile_parse(const char *s, tz_sgmat_tile *t);
 void tz_sgmat_tile_name(tz_sgmat_tile t, char *buf, size_t cap);
@@ -95,8 +95,9 @@ const char *tz_sgmat_describe(const tz_sgmat *s);
 int tz_sgmat_run(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, uint32_t N, uint32_t K,
                  const uint16_t *a, const uint16_t *b, const float *bias, float *c, int reps, double *ms);
 /* The same with options: split (pieces of K, DYTX only; 0 or 1: none; the partial products
- * are summed by sgmat_sum.wgsl inside each timed repetition), keep_ab (a and b hold the same
- * values as in the previous call with the same byte counts: not uploaded again), emu (the
+ * are summed by sgmat_sum.wgsl inside each timed repetition), keep_ab (a and b are the same
+ * arrays as in the earlier calls of this handle with keep_ab, their first bytes unchanged:
+ * only what no earlier call uploaded is uploaded), emu (the
  * kernel's emulated builtins: kern 1 on an adapter without subgroup matrices, where
  * tz_sgmat_open_emu gave the handle). */
 int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, uint32_t N, uint32_t K,

@@ -23,12 +23,13 @@
 //  - SPLIT: workgroup z of the grid sums k in [z·KS, min(K, (z+1)·KS)) and writes its partial
 //    product at c[off + z·M·N] (no ACC, no bias): the weight gradient's split over K, summed
 //    by the host after.
+//  - SWZ: workgroups walk the output in groups of 8 tile rows (L2 reuse of the operands).
 //  - EMU: the subgroup-matrix builtins replaced by per-invocation emulations (every invocation
 //    holds whole 16×16 matrices in f32), so that the kernel's indexing is testable on adapters
 //    without subgroup matrices (lavapipe); the host rewrites the builtin calls to emu_* ones.
 // Host constants (prepended): BM, BN, BK, SG_M, SG_N, TM, TN, SGSIZE, NBUF; preprocessor
 // values (the host's `//defs` line): TM, TN, A_PER, B_PER, A_MK, B_NK, ACC, HAS_BIAS, TV8,
-// TRB, NBUF2, PF, SPLIT, EMU.
+// TRB, NBUF2, PF, SPLIT, SWZ, EMU.
 // Requirements (the host's): M % BM, N % BN, K % BK (and KS % BK) == 0; the tile loads divide
 // evenly over the threads (A_PER, B_PER whole); workgroup memory within the device's limit.
 enable f16;
@@ -212,8 +213,20 @@ fn st_b(i: u32, buf: u32, v: vec4<u32>) {
 @compute @workgroup_size(NT)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let sg = lid / SGSIZE;
+//#if SWZ
+  // the grid in groups of 8 tile rows, column by column inside a group (consecutive workgroups
+  // share B's column block and 8 of A's row blocks: fewer operand reads from memory at 8192³)
+  let nx = p.N / BN;
+  let pid = wg.y * nx + wg.x;
+  let fm = (pid / (8u * nx)) * 8u;
+  let gs = min(p.M / BM - fm, 8u);
+  let pin = pid % (8u * nx);
+  let m0 = (fm + pin % gs) * BM;
+  let n0 = (pin / gs) * BN;
+//#else
   let m0 = wg.y * BM;
   let n0 = wg.x * BN;
+//#endif
   let sm = (sg / SG_N) * (TM * 16u); // this subgroup's block inside the workgroup tile
   let sn = (sg % SG_N) * (TN * 16u);
   _ = &a; _ = &b; _ = &bias; // every binding in the layout whatever the constants keep
