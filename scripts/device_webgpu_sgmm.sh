@@ -55,6 +55,11 @@ bx=$(tile XWT)
 bw=$(tile DYW)
 bd=$(tile DYTX)
 say "best tiles: XWT ${bx:-none} DYW ${bw:-none} DYTX ${bd:-none}"
+for fb in "XWT $bx" "DYW $bw" "DYTX $bd" "XWT $def" "DYW $def" "DYTX $def"; do # the best's shapes, and main's
+  set -- $fb
+  [[ -n ${2:-} ]] && awk -v t="  [$2]" -v f="$1" '$0 == t {on = 1; next} /^ROW/ {on = 0} on && $1 == f' "$out/sweep.log" |
+    sed "s|^|  $2 |"
+done
 
 train() { # NAME STEPS EXTRA...
   local name=$1 n=$2
