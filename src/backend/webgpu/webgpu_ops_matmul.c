@@ -118,10 +118,14 @@ static uint32_t mm_splits(uint32_t tiles, int K, mm_cfg f) {
 /* The tiles tried per form (0 X·Wᵀ, 1 dY·W, 2 dYᵀ·X: tz_sgmat_form), in order, the first that
  * fits a call taken (shape multiples, alignment, workgroup memory): TEZGAH_WEBGPU_SGMAT_TILE_XWT,
  * _DYW, _DYTX, then TEZGAH_WEBGPU_SGMAT_TILE (all forms), then the defaults; each a
- * ';'-separated list of tz_sgmat_tile_parse names. Default: 4 x 4 subgroups of 2 x 2 matrices
- * (128 x 128), BK 64, matmul_sgmat.wgsl: the fastest measured at 8192³ on the H200 with the
- * node Dawn before branch sgmm (docs/PERF.md: 121–165 TFLOP/s). */
-static const char *const sg_default[3] = {"o:64:4x4:2x2", "o:64:4x4:2x2", "o:64:4x4:2x2"};
+ * ';'-separated list of tz_sgmat_tile_parse names. Default, every form: kernel n (matmul_sgmm.wgsl)
+ * with 2 x 4 subgroups of 4 x 2 matrices (128 x 128), BK 64, vec4<u32> workgroup staging and
+ * register prefetch — the fastest of the sweep on the H200 (2026-12-02 11:40 UTC, docs/PERF.md:
+ * 274 / 271 / 270 TFLOP/s at 8192³, the GPT-2 124M step's matmuls 61 ms vs 105 on the old
+ * default) — then main's earlier default o:64:4x4:2x2 (matmul_sgmat.wgsl) where kernel n cannot
+ * run (operands not 16-byte aligned, shapes off its tile). */
+#define SG_DEFAULT "n:64:2x4:4x2:vp;o:64:4x4:2x2"
+static const char *const sg_default[3] = {SG_DEFAULT, SG_DEFAULT, SG_DEFAULT};
 
 /* Pieces of K for the weight gradient on kernel n (tz_sgmat_splits; TEZGAH_WEBGPU_SGMAT_SPLIT=0:
  * none), fewer where the partial products would not fit one binding. */
