@@ -146,19 +146,20 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
   }
   /* A file with its own directives (matmul_sgmat.wgsl: enable lines must precede every
    * declaration) marks their end with "// end of directives"; the prefix goes after it. Its
-   * `//#if DIRECT` / `//#if HAS_BIAS` sections follow "DIRECT=1" / "HAS_BIAS=1" in the prefix. */
+   * `//#if` / `//#for` lines (the subgroup-matrix kernels) are expanded with the values of the
+   * prefix's `//defs` line (tz_sgmat_preprocess), the directives included. */
   const char *dir = "";
   int ndir = 0;
   char *pp = NULL;
+  if (strstr(body, "\n//#if ") || strstr(body, "\n//#for ")) {
+    pp = tz_sgmat_preprocess(body, prefix);
+    body = pp;
+  }
   const char *dend = strstr(body, "// end of directives\n");
   if (dend) {
     dir = body;
     ndir = (int)(dend + strlen("// end of directives\n") - body);
     body += ndir;
-  }
-  if (strstr(body, "\n//#if ")) {
-    pp = tz_sgmat_preprocess(body, strstr(prefix, "DIRECT=1") != NULL, strstr(prefix, "HAS_BIAS=1") != NULL);
-    body = pp;
   }
   size_t n = (size_t)ndir + strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(prefix) + strlen(body) + 8;
   char *src = tz_malloc(n);
