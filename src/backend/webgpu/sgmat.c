@@ -75,38 +75,12 @@ int tz_sgmat_pick(const WGPUSubgroupMatrixConfig *cfg, size_t n) {
   return -1;
 }
 
-static WGPUStringView sv(const char *s) {
-  WGPUStringView v = {s, s ? strlen(s) : 0};
-  return v;
-}
-static void sv_copy(char *dst, size_t cap, WGPUStringView v) {
-  size_t n = v.data ? (v.length == WGPU_STRLEN ? strlen(v.data) : v.length) : 0;
-  if (n >= cap) n = cap - 1;
-  if (n) memcpy(dst, v.data, n);
-  dst[n] = 0;
-}
-
-typedef struct {
-  uint32_t status;
-  void *handle;
-  char msg[512];
-} req;
-static void on_adapter(WGPURequestAdapterStatus st, WGPUAdapter a, WGPUStringView m, void *u1, void *u2) {
-  req *r = u1;
-  r->status = st, r->handle = a;
-  sv_copy(r->msg, sizeof r->msg, m);
-}
-static void on_device(WGPURequestDeviceStatus st, WGPUDevice d, WGPUStringView m, void *u1, void *u2) {
-  req *r = u1;
-  r->status = st, r->handle = d;
-  sv_copy(r->msg, sizeof r->msg, m);
-}
 static void on_error(WGPUDevice const *d, WGPUErrorType t, WGPUStringView m, void *u1, void *u2) {
   tz_sgmat *s = u1;
   if (s->failed) return;
   s->failed = 1;
   char b[900];
-  sv_copy(b, sizeof b, m);
+  tz_wgpu_sv_copy(b, sizeof b, m);
   snprintf(s->errmsg, sizeof s->errmsg, "device error (type %u): %s", t, b);
 }
 static void on_lost(WGPUDevice const *d, WGPUDeviceLostReason r, WGPUStringView m, void *u1, void *u2) {
@@ -114,7 +88,7 @@ static void on_lost(WGPUDevice const *d, WGPUDeviceLostReason r, WGPUStringView 
   if (r == WGPUDeviceLostReason_Destroyed || r == WGPUDeviceLostReason_CallbackCancelled || s->failed) return;
   s->failed = 1;
   char b[900];
-  sv_copy(b, sizeof b, m);
+  tz_wgpu_sv_copy(b, sizeof b, m);
   snprintf(s->errmsg, sizeof s->errmsg, "device lost (reason %u): %s", r, b);
 }
 static void on_done(WGPUQueueWorkDoneStatus st, WGPUStringView m, void *u1, void *u2) {
@@ -159,8 +133,8 @@ tz_sgmat *tz_sgmat_open(void) {
   tz_wgpu_toggles tg;
   WGPURequestAdapterOptions o;
   tz_wgpu_adapter_options(&o, &tg, "TZ_SGMAT_ADAPTER_TOGGLES");
-  req r = {0};
-  WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_adapter, &r, NULL};
+  tz_wgpu_req r = {0};
+  WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, tz_wgpu_on_adapter, &r, NULL};
   if (wait(s, W.wgpuInstanceRequestAdapter(s->inst, &o, ci)) != 0 || r.status != WGPURequestAdapterStatus_Success ||
       !r.handle) {
     tz_err("webgpu sgmat: no Vulkan adapter%s%s", r.msg[0] ? ": " : "", r.msg);
@@ -181,7 +155,7 @@ tz_sgmat *tz_sgmat_open(void) {
   for (size_t i = 0; i < ncf; i++) cf[i] = tz_wgpu_sgmat_config(&mc, i);
   s->pick = tz_sgmat_pick(cf, ncf);
   char dev[128], cfgs[600] = "";
-  sv_copy(dev, sizeof dev, s->info.device);
+  tz_wgpu_sv_copy(dev, sizeof dev, s->info.device);
   size_t used = 0;
   for (size_t i = 0; i < ncf && used < sizeof cfgs - 40; i++) {
     static const char *ty[] = {"?", "f32", "f16", "u32", "i32", "u8", "i8"};
@@ -215,7 +189,7 @@ tz_sgmat *tz_sgmat_open(void) {
   WGPUDeviceDescriptor dd;
   memset(&dd, 0, sizeof dd);
   dd.nextInChain = &dt.chain;
-  dd.label = sv("tezgah sgmat");
+  dd.label = tz_wgpu_sv("tezgah sgmat");
   dd.requiredFeatureCount = nf;
   dd.requiredFeatures = feats;
   dd.requiredLimits = &lim;
@@ -224,8 +198,8 @@ tz_sgmat *tz_sgmat_open(void) {
   dd.deviceLostCallbackInfo.userdata1 = s;
   dd.uncapturedErrorCallbackInfo.callback = on_error;
   dd.uncapturedErrorCallbackInfo.userdata1 = s;
-  req rd = {0};
-  WGPURequestDeviceCallbackInfo dci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_device, &rd, NULL};
+  tz_wgpu_req rd = {0};
+  WGPURequestDeviceCallbackInfo dci = {NULL, WGPUCallbackMode_WaitAnyOnly, tz_wgpu_on_device, &rd, NULL};
   if (wait(s, W.wgpuAdapterRequestDevice(s->adapter, &dd, dci)) != 0 || rd.status != WGPURequestDeviceStatus_Success ||
       !rd.handle) {
     tz_err("webgpu sgmat: cannot create a device with ShaderF16 and subgroup matrices: %s", rd.msg);
@@ -254,7 +228,7 @@ void tz_sgmat_close(tz_sgmat *s) {
 }
 
 static WGPUBuffer mkbuf(tz_sgmat *s, uint64_t size, WGPUBufferUsage u) {
-  WGPUBufferDescriptor d = {NULL, sv("sgmat"), u, (size + 15) / 16 * 16, 0};
+  WGPUBufferDescriptor d = {NULL, tz_wgpu_sv("sgmat"), u, (size + 15) / 16 * 16, 0};
   return W.wgpuDeviceCreateBuffer(s->dev, &d);
 }
 
@@ -325,14 +299,14 @@ int tz_sgmat_run(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, u
   char *src = malloc(n);
   snprintf(src, n, "%.*s%s%s", (int)(rest - body), body, head, pre);
   free(pre);
-  WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};
-  WGPUShaderModuleDescriptor md = {&ws.chain, sv("matmul_sgmat")};
+  WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, tz_wgpu_sv(src)};
+  WGPUShaderModuleDescriptor md = {&ws.chain, tz_wgpu_sv("matmul_sgmat")};
   WGPUShaderModule mod = W.wgpuDeviceCreateShaderModule(s->dev, &md);
   WGPUComputePipelineDescriptor pd;
   memset(&pd, 0, sizeof pd);
-  pd.label = sv("matmul_sgmat");
+  pd.label = tz_wgpu_sv("matmul_sgmat");
   pd.compute.module = mod;
-  pd.compute.entryPoint = sv("main");
+  pd.compute.entryPoint = tz_wgpu_sv("main");
   WGPUComputePipeline pipe = W.wgpuDeviceCreateComputePipeline(s->dev, &pd);
   free(src);
   W.wgpuShaderModuleRelease(mod);
@@ -363,7 +337,7 @@ int tz_sgmat_run(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, u
   for (int i = 0; i < 7; i++)
     if (used[i]) e[ne].binding = (uint32_t)i, e[ne].buffer = bufs[i], e[ne].size = sizes[i], ne++;
   WGPUBindGroupLayout bgl = W.wgpuComputePipelineGetBindGroupLayout(pipe, 0);
-  WGPUBindGroupDescriptor bd = {NULL, sv("sgmat"), bgl, ne, e};
+  WGPUBindGroupDescriptor bd = {NULL, tz_wgpu_sv("sgmat"), bgl, ne, e};
   WGPUBindGroup bg = W.wgpuDeviceCreateBindGroup(s->dev, &bd);
   int rc = 0;
   /* `count` dispatches in one submission */
