@@ -12,9 +12,9 @@
 #     then a --profile run of each (to_f16 rows: calls and ms/step).
 #   bash scripts/device_webgpu_f16act.sh DIR   (run tool, carry [DIR, ".gl"]; DIR as for
 #   scripts/device_webgpu_sgint.sh: bin/ (tezgah, test_webgpu_ops, libtz_napi_stub.so), lib/,
-#   dawn/dawn.node.xz, data/train.bin). Writes $OUT/summary.log (the
-#   result lines, as on stdout) and one log per run; about 3 minutes warm. The prologue, dawn.node
-#   and the training run: scripts/device_webgpu_env.sh (device_start, device_dawn_node, train_gpt2).
+#   dawn/dawn.node.xz, data/train.bin). Writes $OUT/summary.log (the result lines, as on stdout)
+#   and one log per run; about 3 minutes warm. The prologue, dawn.node and the training run:
+#   scripts/device_webgpu_env.sh (device_start, device_dawn_node, train_gpt2).
 set -uo pipefail
 # shellcheck source=scripts/device_webgpu_env.sh
 source scripts/device_webgpu_env.sh
