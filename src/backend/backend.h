@@ -312,11 +312,6 @@ typedef struct {
   const char *label;
   double ns, calls, flop, bytes; /* summed over the profiled steps; flop 0: not a matmul */
 } tz_prof_row;
-/* Print `rows` (reordered in place, slowest first) to stderr as "<title>, per step over N
- * steps" and one line per op: ms/step, calls/step, share of the total, and GFLOP/s (2MNK
- * matmuls) or GB/s (the bytes the op nominally moves), then the total. */
-void tz_profile_table(const char *title, tz_prof_row *rows, int n, double steps);
-
 /* The per-op totals a GPU backend's profiler accumulates, one row per label (an op or kernel
  * name; the pointer is kept, so a string literal). Each backend times its ops its own way
  * (WebGPU timestamps, CUDA events) and adds into these rows; the table is printed here. */
@@ -328,7 +323,10 @@ typedef struct {
 /* The row of `label` (compared by pointer, then by string), added at first use; when all
  * TZ_PROF_LABELS rows are taken, the last is "(other)" and takes every further label. */
 int tz_prof_label(tz_prof_totals *t, const char *label);
-/* tz_profile_table over the rows that ran (calls > 0); `t` is left as it was. */
+/* The one per-op table of every GPU backend: the rows that ran (calls > 0), slowest first, to
+ * stderr as "<title>, per step over N steps" and one line per op: ms/step, calls/step, share of
+ * the total, and GFLOP/s (2MNK matmuls) or GB/s (the bytes the op nominally moves), then the
+ * total (`steps` <= 0 counts as 1); `t` is left as it was. */
 void tz_prof_print(const tz_prof_totals *t, const char *title, double steps);
 /* Zero every row's time, calls, FLOP and bytes (the labels stay). */
 void tz_prof_clear(tz_prof_totals *t);

@@ -85,38 +85,12 @@ int tz_sgmat_pick(const WGPUSubgroupMatrixConfig *cfg, size_t n) {
   return -1;
 }
 
-static WGPUStringView sv(const char *s) {
-  WGPUStringView v = {s, s ? strlen(s) : 0};
-  return v;
-}
-static void sv_copy(char *dst, size_t cap, WGPUStringView v) {
-  size_t n = v.data ? (v.length == WGPU_STRLEN ? strlen(v.data) : v.length) : 0;
-  if (n >= cap) n = cap - 1;
-  if (n) memcpy(dst, v.data, n);
-  dst[n] = 0;
-}
-
-typedef struct {
-  uint32_t status;
-  void *handle;
-  char msg[512];
-} req;
-static void on_adapter(WGPURequestAdapterStatus st, WGPUAdapter a, WGPUStringView m, void *u1, void *u2) {
-  req *r = u1;
-  r->status = st, r->handle = a;
-  sv_copy(r->msg, sizeof r->msg, m);
-}
-static void on_device(WGPURequestDeviceStatus st, WGPUDevice d, WGPUStringView m, void *u1, void *u2) {
-  req *r = u1;
-  r->status = st, r->handle = d;
-  sv_copy(r->msg, sizeof r->msg, m);
-}
 static void on_error(WGPUDevice const *d, WGPUErrorType t, WGPUStringView m, void *u1, void *u2) {
   tz_sgmat *s = u1;
   if (s->failed) return;
   s->failed = 1;
   char b[900];
-  sv_copy(b, sizeof b, m);
+  tz_wgpu_sv_copy(b, sizeof b, m);
   snprintf(s->errmsg, sizeof s->errmsg, "device error (type %u): %s", t, b);
 }
 static void on_lost(WGPUDevice const *d, WGPUDeviceLostReason r, WGPUStringView m, void *u1, void *u2) {
@@ -124,7 +98,7 @@ static void on_lost(WGPUDevice const *d, WGPUDeviceLostReason r, WGPUStringView 
   if (r == WGPUDeviceLostReason_Destroyed || r == WGPUDeviceLostReason_CallbackCancelled || s->failed) return;
   s->failed = s->lost = 1;
   char b[900];
-  sv_copy(b, sizeof b, m);
+  tz_wgpu_sv_copy(b, sizeof b, m);
   snprintf(s->errmsg, sizeof s->errmsg, "device lost (reason %u): %s", r, b);
 }
 static void on_done(WGPUQueueWorkDoneStatus st, WGPUStringView m, void *u1, void *u2) {
@@ -169,8 +143,8 @@ static tz_sgmat *open_impl(int emu) {
   tz_wgpu_toggles tg;
   WGPURequestAdapterOptions o;
   tz_wgpu_adapter_options(&o, &tg, "TZ_SGMAT_ADAPTER_TOGGLES");
-  req r = {0};
-  WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_adapter, &r, NULL};
+  tz_wgpu_req r = {0};
+  WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, tz_wgpu_on_adapter, &r, NULL};
   if (wait(s, W.wgpuInstanceRequestAdapter(s->inst, &o, ci)) != 0 || r.status != WGPURequestAdapterStatus_Success ||
       !r.handle) {
     tz_err("webgpu sgmat: no Vulkan adapter%s%s", r.msg[0] ? ": " : "", r.msg);
@@ -191,7 +165,7 @@ static tz_sgmat *open_impl(int emu) {
   for (size_t i = 0; i < ncf; i++) cf[i] = tz_wgpu_sgmat_config(&mc, i);
   s->pick = tz_sgmat_pick(cf, ncf);
   char dev[128], cfgs[600] = "";
-  sv_copy(dev, sizeof dev, s->info.device);
+  tz_wgpu_sv_copy(dev, sizeof dev, s->info.device);
   size_t used = 0;
   for (size_t i = 0; i < ncf && used < sizeof cfgs - 40; i++) {
     static const char *ty[] = {"?", "f32", "f16", "u32", "i32", "u8", "i8"};
@@ -234,7 +208,7 @@ static tz_sgmat *open_impl(int emu) {
   WGPUDeviceDescriptor dd;
   memset(&dd, 0, sizeof dd);
   dd.nextInChain = &dt.chain;
-  dd.label = sv("tezgah sgmat");
+  dd.label = tz_wgpu_sv("tezgah sgmat");
   dd.requiredFeatureCount = nf;
   dd.requiredFeatures = feats;
   dd.requiredLimits = &lim;
@@ -243,8 +217,8 @@ static tz_sgmat *open_impl(int emu) {
   dd.deviceLostCallbackInfo.userdata1 = s;
   dd.uncapturedErrorCallbackInfo.callback = on_error;
   dd.uncapturedErrorCallbackInfo.userdata1 = s;
-  req rd = {0};
-  WGPURequestDeviceCallbackInfo dci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_device, &rd, NULL};
+  tz_wgpu_req rd = {0};
+  WGPURequestDeviceCallbackInfo dci = {NULL, WGPUCallbackMode_WaitAnyOnly, tz_wgpu_on_device, &rd, NULL};
   if (wait(s, W.wgpuAdapterRequestDevice(s->adapter, &dd, dci)) != 0 || rd.status != WGPURequestDeviceStatus_Success ||
       !rd.handle) {
     tz_err("webgpu sgmat: cannot create a device with ShaderF16 and subgroup matrices: %s", rd.msg);
@@ -571,14 +545,14 @@ static int pipeline(tz_sgmat *s, const char *file, const char *prefix, WGPUCompu
   free(pre);
   if (getenv("TZ_SGMAT_DUMP")) fprintf(stderr, "---- %s\n%s\n", file, src);
   s->failed = 0;
-  WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};
-  WGPUShaderModuleDescriptor md = {&ws.chain, sv(file)};
+  WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, tz_wgpu_sv(src)};
+  WGPUShaderModuleDescriptor md = {&ws.chain, tz_wgpu_sv(file)};
   WGPUShaderModule mod = W.wgpuDeviceCreateShaderModule(s->dev, &md);
   WGPUComputePipelineDescriptor pd;
   memset(&pd, 0, sizeof pd);
-  pd.label = sv(file);
+  pd.label = tz_wgpu_sv(file);
   pd.compute.module = mod;
-  pd.compute.entryPoint = sv("main");
+  pd.compute.entryPoint = tz_wgpu_sv("main");
   WGPUComputePipeline p = W.wgpuDeviceCreateComputePipeline(s->dev, &pd);
   free(src);
   W.wgpuShaderModuleRelease(mod);
@@ -610,7 +584,7 @@ static WGPUBuffer rbuf(tz_sgmat *s, int i, uint64_t bytes, WGPUBufferUsage u) {
   bytes = (bytes + 15) / 16 * 16;
   if (s->buf[i] && s->cap[i] >= bytes) return s->buf[i];
   if (s->buf[i]) W.wgpuBufferDestroy(s->buf[i]), W.wgpuBufferRelease(s->buf[i]);
-  WGPUBufferDescriptor d = {NULL, sv("sgmat"), u, bytes, 0};
+  WGPUBufferDescriptor d = {NULL, tz_wgpu_sv("sgmat"), u, bytes, 0};
   s->buf[i] = W.wgpuDeviceCreateBuffer(s->dev, &d);
   s->cap[i] = bytes;
   if (i == 0) s->up_a = 0;
@@ -683,7 +657,7 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
   size_t ne = 0;
   for (int i = 0; i < 7; i++)
     if (used[i]) e[ne].binding = (uint32_t)i, e[ne].buffer = bufs[i], e[ne].size = sizes[i], ne++;
-  WGPUBindGroupDescriptor bd = {NULL, sv("sgmat"), bgl, ne, e};
+  WGPUBindGroupDescriptor bd = {NULL, tz_wgpu_sv("sgmat"), bgl, ne, e};
   WGPUBindGroup bg = W.wgpuDeviceCreateBindGroup(s->dev, &bd), sbg = NULL;
   uint32_t sgx = 0, sgy = 1;
   if (split > 1) {
@@ -692,7 +666,7 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
     se[0].binding = 0, se[0].buffer = bu, se[0].offset = 256, se[0].size = 16;
     se[1].binding = 1, se[1].buffer = bc, se[1].size = nc;
     se[2].binding = 2, se[2].buffer = bp, se[2].size = np;
-    WGPUBindGroupDescriptor sd = {NULL, sv("sgmat sum"), sbgl, 3, se};
+    WGPUBindGroupDescriptor sd = {NULL, tz_wgpu_sv("sgmat sum"), sbgl, 3, se};
     sbg = W.wgpuDeviceCreateBindGroup(s->dev, &sd);
     uint64_t groups = (nc / 16 + 255) / 256;
     sgx = (uint32_t)(groups < 65535 ? groups : 65535), sgy = (uint32_t)((groups + 65534) / 65535);

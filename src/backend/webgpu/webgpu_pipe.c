@@ -164,8 +164,8 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
   size_t n = (size_t)ndir + strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(prefix) + strlen(body) + 8;
   char *src = tz_malloc(n);
   snprintf(src, n, "%.*s%s%s\n%s\n%s\n%s\n%s", ndir, dir, en, prefix, pre, red, scan, body);
-  WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};
-  WGPUShaderModuleDescriptor d = {&ws.chain, sv(file)};
+  WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, tz_wgpu_sv(src)};
+  WGPUShaderModuleDescriptor d = {&ws.chain, tz_wgpu_sv(file)};
   WGPUShaderModule m = W.wgpuDeviceCreateShaderModule(c->dev, &d);
   free(src);
   free(pp);
@@ -206,9 +206,9 @@ int wg_pipeline(wg_ctx *c, const char *file, const char *entry, const char *pref
   TZ_ASSERT(c->npipes < MAX_PIPES);
   WGPUComputePipelineDescriptor d;
   memset(&d, 0, sizeof d);
-  d.label = sv(entry);
+  d.label = tz_wgpu_sv(entry);
   d.compute.module = module(c, file, prefix);
-  d.compute.entryPoint = sv(entry);
+  d.compute.entryPoint = tz_wgpu_sv(entry);
   wg_pipe *p = &c->pipes[c->npipes];
   snprintf(p->key, sizeof p->key, "%s", key);
   p->pipe = W.wgpuDeviceCreateComputePipeline(c->dev, &d);
@@ -266,7 +266,7 @@ static WGPUBindGroup bind_group(wg_ctx *c, int pi, uint32_t slot, int n, WGPUBuf
     e[i + 1].offset = off[i];
     e[i + 1].size = size[i];
   }
-  WGPUBindGroupDescriptor d = {NULL, sv(NULL), c->pipes[pi].bgl, (size_t)n + 1, e};
+  WGPUBindGroupDescriptor d = {NULL, tz_wgpu_sv(NULL), c->pipes[pi].bgl, (size_t)n + 1, e};
   wg_bg *slotp = &c->bgs[at];
   slotp->pipe = pi;
   slotp->slot = slot;
@@ -443,7 +443,7 @@ void wg_run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords
     r->flop += c->pending_flop;
     wg_end_pass(c);
     WGPUPassTimestampWrites tw = {NULL, c->qs, (uint32_t)c->nq, (uint32_t)c->nq + 1};
-    WGPUComputePassDescriptor pd = {NULL, sv(label), &tw};
+    WGPUComputePassDescriptor pd = {NULL, tz_wgpu_sv(label), &tw};
     c->pass = W.wgpuCommandEncoderBeginComputePass(c->enc, &pd);
     c->qlabel[c->nq / 2] = label;
     c->nq += 2;
