@@ -50,6 +50,31 @@ static void pack_a(const tz_mm_ukernel *uk, float *dst, int MR, view A, int r0, 
       dst[k * MR + i] = i < mr ? A.p[(size_t)(r0 + i) * A.rs + (size_t)(k0 + k) * A.cs] : 0.0f;
 }
 
+/* Pack a whole mc-row block of an Aᵀ view (A.rs == 1: the weight gradients' dYᵀ, whose rows
+ * of A are the columns of dY) into its MR-row strips, dst[ir*kc + k*MR + i] (rows past mc
+ * zero). k outermost: each source row's mc contiguous floats are read once, start to end, and
+ * the rows kc ahead are prefetched. Packing strip by strip instead read 32 bytes of each of kc
+ * rows, one memcpy call per 32 bytes, per strip; for the lm_head dW (rows 201 KB apart, one
+ * page each) that was latency-bound (bench_matmul 1 thread: lm_head dW 50 GFLOP/s against
+ * 92-125 for the layers' shapes). A copy: no arithmetic, so the same bits. */
+#ifndef PACK_AHEAD
+#define PACK_AHEAD 8 /* rows prefetched ahead */
+#endif
+static void pack_a_t_block(float *dst, int MR, view A, int r0, int mc, int k0, int kc) {
+  for (int k = 0; k < kc; k++) {
+    const float *src = A.p + r0 + (size_t)(k0 + k) * A.cs;
+    if (k + PACK_AHEAD < kc)
+      for (int i = 0; i < mc; i += 16) __builtin_prefetch(src + PACK_AHEAD * A.cs + i);
+    for (int ir = 0; ir < mc; ir += MR) {
+      float *d = dst + (size_t)ir * kc + (size_t)k * MR;
+      if (ir + MR <= mc)
+        for (int i = 0; i < MR; i++) d[i] = src[ir + i];
+      else
+        for (int i = 0; i < MR; i++) d[i] = ir + i < mc ? src[ir + i] : 0.0f;
+    }
+  }
+}
+
 /* Pack k-range [k0, k0+kc) x columns [c0, c0+nr) of B into one NR-wide panel: dst[k*NR+j]. */
 static void pack_b(const tz_mm_ukernel *uk, float *dst, int NR, view B, int k0, int kc, int c0,
                    int nr) {
@@ -75,7 +100,9 @@ static void gemm_block(const tz_mm_ukernel *uk, float *ap, const float *bp, floa
                        const float *bias, int N, int jc, int jp0, int jp1, int ic, int mc,
                        int pc, int kc, int load, int *packed_ic) {
   const int MR = uk->mr, NR = uk->nr;
-  if (ic != *packed_ic)
+  if (ic != *packed_ic && A.rs == 1)
+    pack_a_t_block(ap, MR, A, ic, mc, pc, kc);
+  else if (ic != *packed_ic)
     for (int ir = 0; ir < mc; ir += MR)
       pack_a(uk, ap + (size_t)ir * kc, MR, A, ic + ir, imin(mc - ir, MR), pc, kc);
   *packed_ic = ic;
