@@ -162,7 +162,9 @@ static void gemm_band(const tz_mm_ukernel *uk, float *ap, float *bp, float *C, v
  *   K·min(M,N) copies per thread against 2·M·N·K/threads FLOPs.
  * - Shared (larger teams): the tasks of a KC slice are (block of MC rows) × (group of NR
  *   panels), enough groups that every thread has a task even when M is small (the weight
- *   gradients' M = C); the B slice is packed once by the team, two barriers per slice. */
+ *   gradients' M = C); the B slice is packed once by the team, two barriers per slice. When
+ *   all of B fits the shared block, the team packs it whole first and each task then runs
+ *   every slice (one barrier per call). */
 static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, int M, int K,
                    int N, int acc) {
   if (K == 0) { /* empty sum: only the bias (and the old value) remain */
@@ -190,6 +192,37 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
     return;
   }
   float *bp = cx->bpack;
+  const int npan_all = (N + NR - 1) / NR, nslices = (K + KC - 1) / KC;
+  if (N <= NC && (size_t)npan_all * NR * K <= (size_t)KC * NC) {
+    /* All of B fits the shared block (the weight gradients: K = B·T, N = C): the team packs
+     * every KC slice at once, one barrier, then each task runs all slices in order over its C
+     * block, which stays in cache between slices (per-slice tasks streamed the lm_head dW's
+     * 51 MB C from memory and back once per slice, with two barriers per slice). Slice pc
+     * starts at bp + pc·npan·NR, laid out as gemm_block expects. */
+    int groups = imin(npan_all, (4 * cx->threads + mblocks - 1) / mblocks);
+    int per = (npan_all + groups - 1) / groups;
+    groups = (npan_all + per - 1) / per;
+#pragma omp parallel num_threads(cx->threads)
+    {
+      float *ap = cx->apack + (size_t)omp_get_thread_num() * TZ_MM_MC * KC;
+#pragma omp for schedule(static)
+      for (int task = 0; task < nslices * npan_all; task++) {
+        int pc = task / npan_all * KC, jp = task % npan_all, kc = imin(K - pc, KC);
+        pack_b(uk, bp + (size_t)pc * npan_all * NR + (size_t)jp * NR * kc, NR, B, pc, kc, jp * NR,
+               imin(N - jp * NR, NR));
+      }
+#pragma omp for schedule(static)
+      for (int task = 0; task < mblocks * groups; task++) {
+        int ic = task / groups * MC, jp0 = task % groups * per, jp1 = imin(npan_all, jp0 + per);
+        for (int pc = 0; pc < K; pc += KC) {
+          int none = -1; /* A's block changes with the slice: always pack */
+          gemm_block(uk, ap, bp + (size_t)pc * npan_all * NR, C, A, bias, N, 0, jp0, jp1, ic,
+                     imin(M - ic, MC), pc, imin(K - pc, KC), acc || pc > 0, &none);
+        }
+      }
+    }
+    return;
+  }
 #pragma omp parallel num_threads(cx->threads)
   {
     float *ap = cx->apack + (size_t)omp_get_thread_num() * TZ_MM_MC * KC;
