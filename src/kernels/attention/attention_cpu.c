@@ -42,9 +42,48 @@ static void score_row(float *s, const float *q, const float *kT, int ldk, int hd
   }
 }
 
+/* out[i] = Σ_{j<L} p[j]·x_j[i] for i < hd, x_j the row at x + j·stride: two sums per element,
+ * e over even j and o over odd j, each in j order, then out = e + o (two chains, so the adds
+ * of consecutive keys overlap instead of each waiting for the last; the accumulators stay in
+ * registers, 32 columns at a time, where the form out[i] += p_j·x_j[i] in memory waited on a
+ * store and a load per key). The generic path (hd not a multiple of 32) does the same
+ * arithmetic per element, so both give the same bits. */
+static void weighted_rows(float *out, const float *p, const float *x, size_t stride, int L, int hd) {
+  if (hd % 32 == 0) {
+    for (int i0 = 0; i0 < hd; i0 += 32) {
+      float e[32] = {0}, o[32] = {0};
+      int j = 0;
+      for (; j + 1 < L; j += 2) {
+        const float *x0 = x + (size_t)j * stride + i0, *x1 = x0 + stride;
+        float p0 = p[j], p1 = p[j + 1];
+        for (int ii = 0; ii < 32; ii++) {
+          e[ii] += p0 * x0[ii];
+          o[ii] += p1 * x1[ii];
+        }
+      }
+      if (j < L) {
+        const float *x0 = x + (size_t)j * stride + i0;
+        float p0 = p[j];
+        for (int ii = 0; ii < 32; ii++) e[ii] += p0 * x0[ii];
+      }
+      for (int ii = 0; ii < 32; ii++) out[i0 + ii] = e[ii] + o[ii];
+    }
+    return;
+  }
+  for (int i = 0; i < hd; i++) {
+    float e = 0.0f, o = 0.0f;
+    for (int j = 0; j < L; j++) {
+      float t = p[j] * x[(size_t)j * stride + i];
+      if (j % 2) o += t;
+      else e += t;
+    }
+    out[i] = e + o;
+  }
+}
+
 /* Query rows per forward task: tasks are (b, h, block of QB rows); each transposes the keys its
  * rows see. */
-#define QB 64
+#define QB 256
 
 /* out [B*Tq, n_head*hd], lse [B, n_head, Tq] (or NONE); q rows of q_stride floats (head h
  * at column h*hd), Tq rows per batch; k, v rows of kv_stride floats (kv head g at g*hd),
@@ -82,14 +121,8 @@ void tz_cpu_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q
           for (int j = 0; j < L; j++) mx = s[j] > mx ? s[j] : mx;
           float sum = tz_sumexp16(s, mx, L, s);
           float inv = 1.0f / sum;
-          float *ot = o + ((size_t)b * Tq + t) * C + (size_t)h * hd;
-          for (int i = 0; i < hd; i++) ot[i] = 0.0f;
-          for (int j = 0; j < L; j++) {
-            const float *vj = vb + (size_t)j * kv_stride;
-            float pj = s[j] * inv;
-#pragma omp simd
-            for (int i = 0; i < hd; i++) ot[i] += pj * vj[i];
-          }
+          for (int j = 0; j < L; j++) s[j] *= inv; /* p_j */
+          weighted_rows(o + ((size_t)b * Tq + t) * C + (size_t)h * hd, s, vb, kv_stride, L, hd);
           if (ls) ls[((size_t)b * n_head + h) * Tq + t] = mx + logf(sum);
         }
       }
@@ -98,7 +131,8 @@ void tz_cpu_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q
 /* Training form (Tq = Tk = T, q_pos0 = 0). dq, dk, dv written (=), same strides as q, k, v
  * (they may point into one fused dqkv buffer). With p_j = exp(s_j − lse) recomputed from
  * the saved lse, dp_j = dout·v_j and D = dout·out (= Σ_j p_j dp_j):
- *   ds_j = p_j (dp_j − D); dq = Σ_j ds_j k_j / √hd; dk_j += ds_j q / √hd; dv_j += p_j dout.
+ *   ds_j = p_j (dp_j − D); dq = Σ_j ds_j k_j / √hd (weighted_rows); dk_j += ds_j q / √hd;
+ *   dv_j += p_j dout.
  * One task per (b, kv head g): it owns dk, dv of that head and dq of its query heads, so
  * there are no shared writes and every sum runs in a fixed order (deterministic for any
  * thread count). The task transposes the head's K and V into the thread's scratch (score_row
@@ -142,15 +176,13 @@ void tz_cpu_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv,
             p[j] = pj;
             ds[j] = pj * (ds[j] - D) * scale;
           }
-          for (int i = 0; i < hd; i++) dqt[i] = 0.0f;
+          weighted_rows(dqt, ds, kp + kvoff, kv_stride, t + 1, hd);
           for (int j = 0; j <= t; j++) {
-            const float *kj = kp + kvoff + (size_t)j * kv_stride;
             float *dkj = dkp + kvoff + (size_t)j * kv_stride;
             float *dvj = dvp + kvoff + (size_t)j * kv_stride;
             float dsj = ds[j], pj = p[j];
 #pragma omp simd
             for (int i = 0; i < hd; i++) {
-              dqt[i] += dsj * kj[i];
               dkj[i] += dsj * qt[i];
               dvj[i] += pj * dyt[i];
             }
