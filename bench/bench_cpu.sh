@@ -21,6 +21,8 @@
 # busy-loop processes for the contended rows; TEZGAH_BENCH_PEER_STEPS (10): the peer's steps.
 # TEZGAH_BENCH_QUICK=1: only the default rows (a dry run); with TEZGAH_BENCH_2CORE=1 also the
 # 2-core rows. TEZGAH_BENCH_PEER_TMO (240): seconds each peer run may take (compile included).
+# TEZGAH_BENCH_PROFILE=1: also the per-op profile (train --profile, 8 steps) of the default and
+# 2-core runs, on stderr.
 # Each "ours" row reads back the wait policy the CLI ran with (GOMP_SPINCOUNT / OMP_WAIT_POLICY in the running process).
 # As run on the GPU machine 2026-12-02 (docs/PERF.md), from a folder made like this:
 #   cmake -S . -B build-v4 -DCMAKE_BUILD_TYPE=Release -DTEZGAH_NATIVE=OFF \
@@ -102,6 +104,17 @@ if [[ -x $dir/bin/bench_fma_peak ]]; then
 fi
 
 ours "tezgah, CLI default" tezgah X=1
+# TEZGAH_BENCH_PROFILE=1: the per-op table (`train --profile`, wall clock per op) of the default
+# run and of the 2-core run, on stderr (not rows of the table)
+profile_table() { # label [env assignments...]
+  local label=$1 run=$work/prof
+  shift
+  env "$@" "$dir/bin/tezgah" train --arch gpt2 --n-layer "$L" --n-head "$H" --d-model "$C" --max-seq-len "$T" -T "$T" \
+    -B "$B" --vocab-size 50257 --train-shards "$shard" --steps 8 --val-every 0 --ckpt-every 0 --sample-tokens 0 \
+    --profile --run-dir "$run" </dev/null 2>&1 >/dev/null | sed -n '/profile/,/^  total/p' | sed "s/^/[$label] /" >&2
+  rm -rf "$run"
+}
+[[ ${TEZGAH_BENCH_PROFILE:-0} == 1 ]] && profile_table "$ncpu threads" X=1
 if [[ ${TEZGAH_BENCH_QUICK:-0} != 1 ]]; then
   ours "before (main), CLI default (passive)" tezgah-before X=1
   ours "tezgah, passive" tezgah OMP_WAIT_POLICY=PASSIVE
@@ -125,6 +138,7 @@ if [[ ${TEZGAH_BENCH_QUICK:-0} != 1 || ${TEZGAH_BENCH_2CORE:-0} == 1 ]]; then
   steps_all=$steps
   steps=5
   ours "2 cores (taskset 0,1): tezgah, CLI default" tezgah OMP_NUM_THREADS=2 taskset -c 0,1
+  [[ ${TEZGAH_BENCH_PROFILE:-0} == 1 ]] && profile_table "2 cores" OMP_NUM_THREADS=2 taskset -c 0,1
   ours "2 cores (taskset 0,1): tezgah + OpenBLAS" tezgah-blas OMP_NUM_THREADS=2 taskset -c 0,1
   steps=$steps_all
   if [[ -x $dir/bin/bench_matmul ]]; then

@@ -12,6 +12,7 @@
 # takes text), HF directories in the helps, clear messages for a model without a tokenizer,
 # an unknown tokenizing backend, an extra `logits` argument, `train --tokenizer` with --data.
 # `train --model NAME` (shape presets: the shape, flags beside it win, checked on --resume).
+# `train --profile` on the CPU backend prints the per-op table.
 # Usage (from ctest): bash test_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 bin=$(realpath "${1:?tezgah binary}")
@@ -190,6 +191,15 @@ grep -q ' 12/1000000 \[.*\] loss [0-9.]* | [0-9.k]* tok/s | ETA [0-9hms]* | val 
 "$bin" train --data part_a.txt "${small[@]}" --steps 3 --log-every 1 --val-every 0 --run-dir eta 2>eta.err ||
   fail "train for the last step's ETA: $(tail -3 eta.err)"
 grep -q '^3/3 \[.*\] loss [0-9.]* | [0-9.k]* tok/s | ETA 0m00s$' eta.err || fail "the last step's ETA is not 0: $(cat eta.err)"
+
+# ---- --profile on the CPU backend: the per-op table, its total the step's wall time ---------
+"$bin" train --data part_a.txt "${small[@]}" --steps 6 --val-every 0 --profile --run-dir prof 2>prof.err ||
+  fail "train --profile on cpu: $(tail -3 prof.err)"
+grep -q '^cpu profile (wall clock, [0-9]* threads, per step over 4 steps):$' prof.err ||
+  fail "train --profile: no cpu profile title over steps 3..6: $(grep -i profile prof.err)"
+for op in matmul_t attention_bwd crossentropy adamw '(outside ops)' total; do
+  grep -qF "  $op " prof.err || fail "train --profile: no '$op' row: $(sed -n '/cpu profile/,$p' prof.err)"
+done
 
 # ---- resume with --steps at or below the checkpoint's step: refused, the run untouched ------
 sum=$(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum)

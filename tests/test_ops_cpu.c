@@ -246,7 +246,8 @@ static void test_determinism_blas(void **state) { run_twice_identical("blas"); }
  * any thread count, also where few M blocks make it split each block's columns across
  * threads (M = 256: 2 blocks of 128 rows). */
 static void test_matmul_c_threads(void **state) {
-  static const int shapes[][4] = {{2, 256, 300, 1024}, {0, 300, 70, 100}, {1, 40, 513, 96}, {2, 1100, 33, 64}};
+  static const int shapes[][4] = {{2, 256, 300, 1024}, {0, 300, 70, 100}, {1, 40, 513, 96}, {2, 1100, 33, 64},
+                                  {2, 700, 600, 40}, {1, 130, 777, 50}}; /* K > KC: B packed whole */
   for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
     int kind = shapes[s][0], M = shapes[s][1], K = shapes[s][2], N = shapes[s][3];
     float *got[3];

@@ -125,10 +125,10 @@ struct tz_backend {
    * `tezgah train`). */
   size_t (*mem_used)(tz_backend *be);
   size_t (*mem_peak)(tz_backend *be);
-  /* Optional (NULL: no GPU timing, e.g. the CPU backend): with TEZGAH_PROFILE=1 (train
-   * --profile) print the per-op GPU time table to stderr — ms/step over `steps` steps, calls,
-   * share, GFLOP/s or GB/s — and reset it (to leave warm-up steps out). No-ops when the
-   * backend was created without profiling. */
+  /* Optional (NULL: no timing): with TEZGAH_PROFILE=1 (train --profile) print the per-op
+   * time table (GPU timestamps; wall clock on the CPU) to stderr — ms/step over `steps`
+   * steps, calls, share, GFLOP/s or GB/s — and reset it (to leave warm-up steps out).
+   * No-ops when the backend was created without profiling. */
   void (*profile_print)(tz_backend *be, double steps);
   void (*profile_reset)(tz_backend *be);
   /* Optional (NULL: nothing to do, e.g. the CPU backend): `params` is the model's flat
@@ -307,7 +307,13 @@ int tz_cuda_info(void);
 void tz_cuda_profile_print(tz_backend *be, double steps);
 void tz_cuda_profile_reset(tz_backend *be);
 
-/* One row of a GPU backend's per-op time table (profile_print). */
+/* be->profile_print / profile_reset of the CPU backend (wall clock around each op, plus an
+ * "(outside ops)" row), also callable directly. No-ops for other backends or without
+ * profiling (TEZGAH_PROFILE=1 when the backend was created). */
+void tz_cpu_profile_print(tz_backend *be, double steps);
+void tz_cpu_profile_reset(tz_backend *be);
+
+/* One row of a backend's per-op time table (profile_print). */
 typedef struct {
   const char *label;
   double ns, calls, flop, bytes; /* summed over the profiled steps; flop 0: not a matmul */
