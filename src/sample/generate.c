@@ -11,10 +11,12 @@
  * byte) and printed as its safe_printf() (empty pieces and single non-printable,
  * non-space bytes skipped), and a final newline ends the output. */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "checkpoint/run_ckpt.h"
 #include "core/error.h"
@@ -23,6 +25,9 @@
 #include "core/utf8.h"
 #include "sample/sampler.h"
 #include "tezgah.h"
+
+/* --batch's bound (the decoding arena also needs batch ≤ max_seq_len). */
+#define TZ_SAMPLE_MAX_BATCH 1024
 
 /* With no model: `latest` is written beside the run directory (runs/latest for the default
  * runs/<date-time>, ./latest for --run-dir myrun); of runs/latest and ./latest the one whose
@@ -105,6 +110,155 @@ done:
   return 0;
 }
 
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* One generated row's output: batch 1 streams to `out` as tokens are picked; a batch keeps
+ * each row's bytes (an open_memstream) and prints them when every row is done. */
+typedef struct {
+  FILE *f;
+  char *buf;
+  size_t len;
+} row_text;
+
+/* The loop for B rows of one prompt (ids[0..n0), EOT-first as above), row b sampled with
+ * seed + b: prefill every row, then pick and step all rows together (tz_sampler_pick_rows,
+ * tz_model_step: one recorded step on the GPU). A row ends at <|endoftext|> (unless
+ * ignore_eot) or after `tokens`; past the context a row keeps its most recent half and is
+ * prefilled again (the sliding window of the one-row loop). */
+static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_opts *o, const char *prompt,
+                         const int32_t *prompt_ids, size_t n0, int B, FILE *out, const double *t_mark) {
+  int maxT = m->cfg.max_seq_len, eot = tz_tok_eot(tok), V = m->cfg.vocab_size;
+  tz_sampler *smp = tz_calloc((size_t)B, sizeof *smp);
+  int32_t *hist = tz_malloc((size_t)B * (maxT + 1) * sizeof *hist), *next = tz_malloc((size_t)B * sizeof *next),
+          *pos = tz_malloc((size_t)B * sizeof *pos);
+  size_t *n = tz_malloc((size_t)B * sizeof *n);
+  int *done = tz_calloc((size_t)B, sizeof *done);
+  row_text *rt = tz_calloc((size_t)B, sizeof *rt);
+  float *logits = tz_malloc((size_t)V * sizeof *logits);
+  for (int b = 0; b < B; b++) {
+    tz_sampler_init(&smp[b], V, o->temperature, o->top_k, o->top_p, o->seed + (uint64_t)b);
+    memcpy(hist + (size_t)b * (maxT + 1), prompt_ids, n0 * sizeof *hist);
+    n[b] = n0;
+    rt[b].f = B == 1 ? out : open_memstream(&rt[b].buf, &rt[b].len);
+    if (!rt[b].f) tz_fatal("sample: out of memory for a row's text");
+    if (B > 1) fputs(prompt, rt[b].f);
+  }
+  if (B == 1) {
+    fputs(prompt, out);
+    fflush(out);
+  }
+  tz_backend *be = m->be;
+  double t_loaded = now_s();
+  for (int b = 0; b < B; b++) tz_model_feed_row(m, b, hist + (size_t)b * (maxT + 1), (int)n0, 0); /* prefill */
+  be->sync(be);
+  double t_prefilled = now_s();
+  long produced = 0, steps = 0;
+  int alive = B;
+  for (int i = 0; i < o->tokens && alive; i++) {
+    tz_sampler_pick_rows(smp, m, B, next, logits);
+    int window = 0;
+    for (int b = 0; b < B; b++) {
+      if (done[b]) continue;
+      if (next[b] == eot && !o->ignore_eot) {
+        done[b] = 1;
+        alive--;
+        continue;
+      }
+      const char *bytes;
+      size_t len;
+      if (tz_tok_token_bytes(tok, next[b], &bytes, &len) == 0) {
+        fwrite(bytes, 1, len, rt[b].f);
+        if (B == 1) fflush(out);
+      }
+      produced++;
+      if (n[b] >= (size_t)maxT) window = 1;
+    }
+    if (!alive || i + 1 == o->tokens) break; /* no step after the last token */
+    steps++;
+    if (window) { /* a row's context is full: every live row through the one-row path */
+      for (int b = 0; b < B; b++) {
+        if (done[b]) continue;
+        int32_t *h = hist + (size_t)b * (maxT + 1);
+        if (n[b] >= (size_t)maxT) { /* keep the most recent half, prefill it again at 0.. */
+          size_t keep = (size_t)maxT / 2;
+          memmove(h, h + n[b] - keep, keep * sizeof *h);
+          n[b] = keep;
+          h[n[b]++] = next[b];
+          tz_model_feed_row(m, b, h, (int)n[b], 0);
+        } else {
+          h[n[b]] = next[b];
+          tz_model_feed_row(m, b, h + n[b], 1, (int)n[b]);
+          n[b]++;
+        }
+      }
+      continue;
+    }
+    for (int b = 0; b < B; b++) {
+      if (done[b]) { /* still stepped (the step is shared); its cache row is rewritten, unused */
+        pos[b] = (int32_t)(n[b] < (size_t)maxT ? n[b] : (size_t)maxT - 1);
+        continue;
+      }
+      hist[(size_t)b * (maxT + 1) + n[b]] = next[b];
+      pos[b] = (int32_t)n[b]++;
+    }
+    tz_model_step(m, pos, B);
+  }
+  double t_end = now_s();
+  if (B == 1) {
+    fputc('\n', out);
+    fflush(out);
+  } else {
+    for (int b = 0; b < B; b++) {
+      fclose(rt[b].f);
+      fprintf(out, "--- sample %d of %d (seed %llu) ---\n", b + 1, B, (unsigned long long)(o->seed + (uint64_t)b));
+      fwrite(rt[b].buf, 1, rt[b].len, out);
+      fputc('\n', out);
+      free(rt[b].buf);
+    }
+    fflush(out);
+  }
+  if (o->stats) {
+    double dec = t_end - t_prefilled;
+    fprintf(stderr,
+            "sample: %s %s, %d row(s), %zu prompt tokens: load %.3f s (checkpoint and backend %.3f, "
+            "weights %.3f), prefill %.3f s, %ld tokens in %ld steps %.3f s (%.1f tokens/s, %.3f ms/step), %s steps\n",
+            be->name, tz_dtype_name(be->act), B, n0, t_loaded - t_mark[0], t_mark[1] - t_mark[0],
+            t_mark[3] - t_mark[2], t_prefilled - t_loaded, produced, steps, dec,
+            dec > 0 ? produced / dec : 0.0, steps ? 1e3 * dec / steps : 0.0,
+            tz_model_step_fused(m) ? "fused" : "row-by-row");
+    if (be->profile_print) be->profile_print(be, steps > 0 ? (double)steps : 1.0);
+  }
+  for (int b = 0; b < B; b++) tz_sampler_free(&smp[b]);
+  free(smp);
+  free(hist);
+  free(next);
+  free(pos);
+  free(n);
+  free(done);
+  free(rt);
+  free(logits);
+  return 0;
+}
+
+#define TZ_ERR_MAX_COPY 1024
+/* tz_run_open on a thread (tz_err is thread-local: the message is copied out). */
+typedef struct {
+  const char *model;
+  tz_run_file rf;
+  int rc;
+  char err[TZ_ERR_MAX_COPY];
+} open_job;
+static void *open_thread(void *p) {
+  open_job *j = p;
+  j->rc = tz_run_open(j->model, &j->rf);
+  if (j->rc) snprintf(j->err, sizeof j->err, "%s", tz_errmsg());
+  return NULL;
+}
+
 int tz_sample(const tz_sample_opts *o, void *out_file) {
   FILE *out = out_file;
   tz_run_file rf;
@@ -118,13 +272,34 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   if (!(o->temperature >= 0) || o->temperature > 100) return tz_err("--temperature: %g must be in [0, 100]", o->temperature);
   if (o->top_k < 0) return tz_err("--top-k: %d must be ≥ 0", o->top_k);
   if (!(o->top_p > 0 && o->top_p <= 1)) return tz_err("--top-p: %g must be in (0, 1]", o->top_p);
+  if (o->batch < 0 || o->batch > TZ_SAMPLE_MAX_BATCH) return tz_err("--batch: %d must be in 1..%d", o->batch, TZ_SAMPLE_MAX_BATCH);
+  int B = o->batch > 0 ? o->batch : 1;
+  double t_mark[4] = {now_s(), 0, 0, 0}; /* start, checkpoint and backend ready, (same), model on it */
   const char *prompt = o->prompt ? o->prompt : "";
   long bad = tz_utf8_invalid_at((const unsigned char *)prompt, strlen(prompt));
   if (bad >= 0) return tz_err("--prompt: invalid UTF-8 at byte %ld", bad);
   if (tz_backend_check(o->backend, o->precision)) return -1; /* before reading the checkpoint */
   const char *model = o->model ? o->model : default_model();
   if (!model) return tz_err("no model given, and neither runs/latest nor ./latest holds a checkpoint (train one, or give RUN_DIR)");
-  if (tz_run_open(model, &rf)) return -1;
+  /* The checkpoint is read and verified (checksums over every section) on a thread while the
+   * backend starts (CUDA: driver, context, cuBLASLt: a few hundred ms each, side by side). */
+  open_job job = {model, {0}, 0, {0}};
+  pthread_t th;
+  int threaded = pthread_create(&th, NULL, open_thread, &job) == 0;
+  if (!threaded) open_thread(&job);
+  be = tz_backend_create(o->backend, o->threads, o->precision);
+  char be_err[TZ_ERR_MAX_COPY];
+  snprintf(be_err, sizeof be_err, "%s", be ? "" : tz_errmsg());
+  if (threaded) pthread_join(th, NULL);
+  rf = job.rf;
+  if (job.rc) {
+    if (be) be->destroy(be);
+    return tz_err("%s", job.err);
+  }
+  if (!be) {
+    tz_err("%s", be_err);
+    goto out;
+  }
   if (o->tokenizer) {
     tz_tok_free(rf.tok);
     rf.tok = NULL;
@@ -139,8 +314,20 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
     tz_err("%s: checkpoint has no tokenizer; give one with --tokenizer", rf.path);
     goto out;
   }
-  if (!(be = tz_backend_create(o->backend, o->threads, o->precision))) goto out;
-  if (tz_run_load_model(&rf, be, &m) || tz_model_alloc_inference(m)) goto out;
+  if (tz_tok_kind(rf.tok) == TZ_TOKENIZER_LLAMA2C && B > 1) {
+    tz_err("--batch: %d rows are not offered with a llama2.c tokenizer (run.c's loop is one sequence)", B);
+    goto out;
+  }
+  t_mark[1] = t_mark[2] = now_s(); /* checkpoint and backend: together */
+  if (tz_run_load_model(&rf, be, &m)) goto out;
+  if (B > m->cfg.max_seq_len) {
+    tz_err("--batch: %d rows exceed the model's context max_seq_len=%d (the decoding arena holds that many rows)", B,
+           m->cfg.max_seq_len);
+    goto out;
+  }
+  if (tz_model_alloc_inference_rows(m, B)) goto out;
+  be->sync(be);
+  t_mark[3] = now_s();
   if (tz_tok_kind(rf.tok) == TZ_TOKENIZER_LLAMA2C) {
     tz_sampler_init(&smp, m->cfg.vocab_size, o->temperature, o->top_k, o->top_p, o->seed);
     rc = generate_llama2c(m, rf.tok, &smp, prompt, o->tokens, out);
@@ -165,37 +352,8 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   if (n == 0) { /* no EOT in this vocabulary and an empty prompt: start from token 0 */
     ids[n++] = 0;
   }
-  fputs(prompt, out);
-  fflush(out);
-  logits = tz_malloc((size_t)m->cfg.vocab_size * sizeof *logits);
-  tz_sampler_init(&smp, m->cfg.vocab_size, o->temperature, o->top_k, o->top_p, o->seed);
-  tz_model_decode(m, ids, (int)n, 0, logits); /* prefill */
-  for (int i = 0; i < o->tokens; i++) {
-    int next = tz_sampler_pick(&smp, logits);
-    if (next == eot) break;
-    const char *bytes;
-    size_t len;
-    if (tz_tok_token_bytes(rf.tok, next, &bytes, &len) == 0) {
-      fwrite(bytes, 1, len, out);
-      fflush(out);
-    }
-    if (n >= (size_t)maxT) {
-      /* Context full: keep the most recent half and prefill it again at positions 0.. (a
-       * sliding window; the model never sees more than max_seq_len tokens). */
-      size_t keep = (size_t)maxT / 2;
-      memmove(ids, ids + n - keep, keep * sizeof *ids);
-      n = keep;
-      ids[n++] = next;
-      tz_model_decode(m, ids, (int)n, 0, logits);
-      continue;
-    }
-    ids[n] = next;
-    tz_model_decode(m, ids + n, 1, (int)n, logits);
-    n++;
-  }
-  fputc('\n', out);
-  fflush(out);
-  rc = 0;
+  rc = generate_rows(m, rf.tok, o, prompt, ids, n, B, out, t_mark);
+  goto out;
 out:
   tz_sampler_free(&smp);
   free(logits);

@@ -41,6 +41,8 @@ static void cuda_destroy(tz_backend *be) {
   tzc_ctx *c = tzc(be);
   if (c) {
     if (c->stream) cudaStreamSynchronize(c->stream);
+    tzc_graphs_free(be);
+    tzc_dec_buffers_free(be);
     tzc_matmul_destroy(be);
     tzc_scratch_free(be);
     if (c->params_bf16) cudaFree(c->params_bf16);
@@ -97,6 +99,13 @@ static void fill_ops(tz_backend *be) {
   OP(crossentropy);
   OP(sum_sq);
   OP(adamw);
+  OP(embed_pos_fwd);
+  OP(rope_pos);
+  OP(attention_decode);
+  OP(pick);
+  be->replay = tzc_replay;
+  be->record_begin = tzc_record_begin;
+  be->record_end = tzc_record_end;
 }
 
 /* ---- creation ---- */
@@ -168,6 +177,8 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   tzc_matmul_init(be);
   const char *pf = getenv("TEZGAH_PROFILE");
   if (pf && *pf && strcmp(pf, "0") != 0) c->prof = tzc_prof_create();
+  const char *gr = getenv("TEZGAH_CUDA_GRAPHS");
+  c->graphs_off = c->prof || (gr && !strcmp(gr, "0"));
   if (c->verbose)
     fprintf(stderr, "cuda: device %d %s (sm_%d%d, %d SMs), %s activations\n", dev, prop.name, prop.major, prop.minor,
             prop.multiProcessorCount, tz_dtype_name(act));

@@ -228,6 +228,7 @@ const void *aligned_bias(tz_backend *be, const void *bias, int N) {
     TZC_CHECK(cudaMalloc(&m->bias_buf, want));
     tzc_mem_account(be, (long long)want);
     m->bias_bytes = want;
+    c->graph_gen++; // recorded steps that copied into the old buffer are stale
   }
   TZC_CHECK(cudaMemcpyAsync(m->bias_buf, bias, bytes, cudaMemcpyDeviceToDevice, c->stream));
   return m->bias_buf;
