@@ -44,7 +44,7 @@ echo "== 2. a GPT-2 124M-shaped run"
 tok=$data/gpt2_tokenizer.bin shard=$data/tiny_shakespeare_train.bin
 w=$(mktemp -d)
 t=$SECONDS
-$tz train --backend cuda --model gpt2-124m -B 4 -T 256 --max-seq-len 1024 --train-shards "$shard" \
+$tz train --backend cuda --model gpt2-124m --vocab-size 50257 -B 4 -T 256 --train-shards "$shard" \
   --val-shards "$shard" --steps 20 --val-every 0 --sample-tokens 0 --ckpt-every 0 --run-dir "$w/run" --quiet \
   > "$out/train.log" 2>&1 || { echo "train failed:"; tail -5 "$out/train.log"; }
 echo "train: $((SECONDS - t)) s"
