@@ -193,6 +193,12 @@ int tzc_record_begin(tz_backend *be, int key);
 int tzc_record_end(tz_backend *be, int key);
 void tzc_graphs_free(tz_backend *be);
 
+/* matmul_t for M ≤ TZC_GEMV_MAX_M rows (gemv.cu; matmul.cu calls it first): 1 when it ran,
+ * 0 when the call is not for it (then cuBLASLt). Row m's result does not depend on M. */
+#define TZC_GEMV_MAX_M 16
+int tzc_gemv_t(tz_backend *be, void *out, const void *a, const void *b, const void *bias, int M, int K, int N,
+               int acc);
+
 /* ---- runtime helpers in kernel files (src/kernels/w16/w16.cu, matmul.cu) ---- */
 /* bf16 mirror: mirror[i] = bf16(params[i]) for i in [first, first + n) (after a write into the
  * registered params buffer that did not go through adamw). */

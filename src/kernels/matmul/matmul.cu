@@ -278,6 +278,7 @@ extern "C" void tzc_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice 
                              int acc) {
   TZC_PROF(be, "matmul_t");
   TZC_PROF_WORK(2.0 * M * N * K, 0);
+  if (tzc_gemv_t(be, tzc_ptr(out), tzc_ptr(a), tzc_w(be, b), tzc_w(be, bias), M, K, N, acc)) return; // few rows
   run(be, F_T, tzc_ptr(out), tzc_ptr(a), tzc_w(be, b), tzc_w(be, bias), M, K, N, acc);
 }
 
