@@ -82,6 +82,7 @@ run() { # precision batch picking(greedy|sampled) [env...]
   ms=$(sed -n 's/.*tokens\/s, \([0-9.]*\) ms\/step.*/\1/p' <<< "$st")
   load=$(sed -n 's/.*load \([0-9.]*\) s.*/\1/p' <<< "$st")
   local rec=on; [[ " $* " == *"TEZGAH_CUDA_GRAPHS=0"* ]] && rec=off
+  [[ " $* " == *"TEZGAH_CUDA_GEMV=0"* ]] && rec="$rec, cuBLASLt for M<=16"
   awk -v p="$p" -v b="$b" -v k="$k" -v r="$rec" -v a="$t0" -v z="$t1" -v rate="$rate" -v ms="$ms" -v ld="$load" \
     'BEGIN { d = z - a; printf "| %s | %d | %s | %s | %.3f | %.0f | %s | %s | %s |\n", p, b, k, r, d, 1000 * b / d, rate, ms, ld }'
   echo "$st" >> "$out/stats.log"
@@ -96,6 +97,16 @@ run fp32 1 greedy
 run fp32 16 greedy
 run bf16 1 greedy TEZGAH_CUDA_GRAPHS=0
 run bf16 64 greedy
+echo "-- start-up (TEZGAH_VERBOSE=1, bf16, batch 1, 10 tokens)"
+t0=$(date +%s.%N)
+TEZGAH_VERBOSE=1 $tz sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 10 --ignore-eot --temperature 0 \
+  --stats > /dev/null 2> "$out/verbose.txt"
+t1=$(date +%s.%N)
+grep -E "start-up|^sample:" "$out/verbose.txt"
+awk -v a="$t0" -v z="$t1" 'BEGIN { printf "process: %.3f s\n", z - a }'
+t0=$(date +%s.%N); $tz --help > /dev/null; t1=$(date +%s.%N)
+awk -v a="$t0" -v z="$t1" 'BEGIN { printf "tezgah --help (exec, libraries): %.3f s\n", z - a }'
+run bf16 1 greedy TEZGAH_CUDA_GEMV=0
 echo "-- per-op profile (bf16, batch 1, 200 tokens, ops one by one)"
 TEZGAH_PROFILE=1 $tz sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 200 --ignore-eot --temperature 0 \
   --stats > /dev/null 2> "$out/profile.txt"

@@ -9,11 +9,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/cuda/cuda_rt.h"
 #include "core/error.h"
 
 #define LT_WORKSPACE_BYTES ((size_t)32 << 20)
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return 1e3 * (double)t.tv_sec + 1e-6 * (double)t.tv_nsec;
+}
 
 void tzc_check(cudaError_t e, const char *what, const char *file, int line) {
   if (e == cudaSuccess) return;
@@ -131,10 +138,16 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
     }
   }
   int n, dv, rv, dev;
-  if (tzc_probe(&n, &dv, &rv) || env_device(n, &dev) || tzc_lt_load()) return NULL;
+  double t0 = now_ms();
+  if (tzc_probe(&n, &dv, &rv) || env_device(n, &dev)) return NULL;
+  double t_probe = now_ms();
+  if (tzc_lt_load()) return NULL;
+  double t_lt = now_ms();
   struct cudaDeviceProp prop;
   cudaError_t e = cudaSetDevice(dev);
+  if (e == cudaSuccess) e = cudaFree(NULL); /* creates the context now (timed below) */
   if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, dev);
+  double t_ctx = now_ms();
   if (e != cudaSuccess) {
     cudaGetLastError();
     tz_err("cuda: cannot use device %d: %s", dev, cudaGetErrorString(e));
@@ -179,8 +192,11 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   if (pf && *pf && strcmp(pf, "0") != 0) c->prof = tzc_prof_create();
   const char *gr = getenv("TEZGAH_CUDA_GRAPHS");
   c->graphs_off = c->prof || (gr && !strcmp(gr, "0"));
-  if (c->verbose)
+  if (c->verbose) {
     fprintf(stderr, "cuda: device %d %s (sm_%d%d, %d SMs), %s activations\n", dev, prop.name, prop.major, prop.minor,
             prop.multiProcessorCount, tz_dtype_name(act));
+    fprintf(stderr, "cuda: start-up %.1f ms: driver %.1f, cuBLASLt load %.1f, context %.1f, stream/workspace/handle/staging %.1f\n",
+            now_ms() - t0, t_probe - t0, t_lt - t_probe, t_ctx - t_lt, now_ms() - t_ctx);
+  }
   return be;
 }
