@@ -15,6 +15,7 @@
  *   generator: greedy, with ties (first maximal id); temperature 0.8 top-k 40; top-k 40 top-p
  *   0.9; full softmax (top-k 0); ids must be equal (fp32 logits: the same values on both
  *   sides). top-k 0 with top-p 0.9 must answer "not offered" (0).
+ * - norm_matmul_t: see nm_case below.
  * Model (gpt2 and llama, 2 layers, d_model 128, vocab 301, context 96, weights N(0, 0.02) × 8
  * so that logits are well separated), 3 rows of one 5-token prompt, seeded apart, 70 steps
  * (positions 5..74: the decoding attention's second 64-key split is reached):
@@ -178,6 +179,79 @@ static void test_pick(void **state) {
   g->destroy(g);
 }
 
+/* ---- norm_matmul_t (and matmul_t for few rows) ---- */
+/* M rows, K (96: the 16-byte path; 99 in fp32 / 98 in bf16: the scalar path), N = 50;
+ * LayerNorm + GeLU, LayerNorm, RMSNorm. Against the CPU's norm_fwd, matmul_t, gelu_fwd:
+ * fp32 rtol 1e-4 atol 1e-5 (two roundings of other summation orders, GeLU's fast exp); and
+ * against the same three ops on CUDA bit for bit (the fused kernel uses their loops). */
+static void nm_case(const char *prec, int M, int K, int kind) {
+  tz_backend *g = tz_backend_create("cuda", 0, prec);
+  assert_non_null(g);
+  const int N = 50, ln = kind != 2, gelu = kind == 0;
+  ot_ctx o, oc;
+  ot_init(&o, g, 21);
+  ot_init(&oc, cpu, 22);
+  /* params: nw [K], nb [K], W [N,K], bias [N] at float offsets 0, K, 2K, 2K + N·K (+ odd pad) */
+  size_t nw = 0, nb = (size_t)K, w = 2 * (size_t)K, bi = w + (size_t)N * K, np = bi + N;
+  float *p = ot_randn(&o, np, 0.3f), *x = ot_randn(&o, (size_t)M * K, 1.5f);
+  for (int k = 0; k < K; k++) p[nw + k] += 1.0f;
+  ct_round(g, p, np);
+  ct_round(g, x, (size_t)M * K);
+  tz_slice gp = ct_params(&o, p, np), gx = ct_act_upload(&o, x, (size_t)M * K);
+  tz_slice fused = ct_act_upload(&o, NULL, (size_t)M * N), h = ct_act_upload(&o, NULL, (size_t)M * N);
+  tz_slice n1 = ct_act_upload(&o, NULL, (size_t)M * K), st = ot_buf(&o, NULL, (size_t)2 * M * 4);
+  tz_slice nbs = ln ? tz_f32(gp, nb) : TZ_NONE;
+  assert_int_equal(g->norm_matmul_t(g, fused, gx, tz_f32(gp, nw), nbs, 1e-5f, tz_f32(gp, w), tz_f32(gp, bi), M, K, N, gelu), 1);
+  /* the same on CUDA, op by op */
+  if (ln) g->layernorm_fwd(g, n1, st, tz_f32(st, M), gx, tz_f32(gp, nw), nbs, M, K, 1e-5f);
+  else g->rmsnorm_fwd(g, n1, st, gx, tz_f32(gp, nw), M, K, 1e-5f);
+  g->matmul_t(g, h, n1, tz_f32(gp, w), tz_f32(gp, bi), M, K, N, 0);
+  if (gelu) g->gelu_fwd(g, h, h, (size_t)M * N);
+  float *gf = ct_act_download(&o, fused, (size_t)M * N), *gu = ct_act_download(&o, h, (size_t)M * N);
+  char what[96];
+  snprintf(what, sizeof what, "norm_matmul_t %s M %d K %d kind %d: fused vs ops on cuda", prec, M, K, kind);
+  if (memcmp(gf, gu, (size_t)M * N * 4)) {
+    print_error("%s: not bit-identical\n", what);
+    fail();
+  }
+  /* CPU reference */
+  tz_slice cp = ot_buf(&oc, p, np * 4), cx = ot_buf(&oc, x, (size_t)M * K * 4);
+  tz_slice cn = ot_buf(&oc, NULL, (size_t)M * K * 4), cs = ot_buf(&oc, NULL, (size_t)2 * M * 4);
+  tz_slice ch = ot_buf(&oc, NULL, (size_t)M * N * 4);
+  if (ln) cpu->layernorm_fwd(cpu, cn, cs, tz_f32(cs, M), cx, tz_f32(cp, nw), tz_f32(cp, nb), M, K, 1e-5f);
+  else cpu->rmsnorm_fwd(cpu, cn, cs, cx, tz_f32(cp, nw), M, K, 1e-5f);
+  float *cnh = ot_get(&oc, cn, (size_t)M * K);
+  ct_round(g, cnh, (size_t)M * K); /* the GPU rounds the norm's output to bf16 in bf16 mode */
+  cpu->upload(cpu, cn, cnh, (size_t)M * K * 4);
+  cpu->matmul_t(cpu, ch, cn, tz_f32(cp, w), tz_f32(cp, bi), M, K, N, 0);
+  if (gelu) {
+    float *hh = ot_get(&oc, ch, (size_t)M * N);
+    ct_round(g, hh, (size_t)M * N);
+    cpu->upload(cpu, ch, hh, (size_t)M * N * 4);
+    free(hh);
+    cpu->gelu_fwd(cpu, ch, ch, (size_t)M * N);
+  }
+  float *ref = ot_get(&oc, ch, (size_t)M * N);
+  double *rd = ot_dbl(ref, (size_t)M * N);
+  snprintf(what, sizeof what, "norm_matmul_t %s M %d K %d kind %d vs cpu", prec, M, K, kind);
+  int bf = g->act == TZ_BF16;
+  ct_close(what, gf, rd, (size_t)M * N, bf ? 2e-2 : 1e-4, bf ? 2e-2 : 1e-5);
+  free(p), free(x), free(gf), free(gu), free(cnh), free(ref), free(rd);
+  ot_release(&oc);
+  ot_release(&o);
+  g->destroy(g);
+}
+static void test_norm_matmul(void **state) {
+  (void)state;
+  for (int kind = 0; kind < 3; kind++) {
+    nm_case("fp32", 1, 96, kind);
+    nm_case("fp32", 3, 99, kind);
+    nm_case("fp32", 16, 96, kind);
+    nm_case("bf16", 5, 96, kind);
+    nm_case("bf16", 9, 98, kind);
+  }
+}
+
 /* ---- the model ---- */
 #define STEPS 70
 #define NROW 3
@@ -302,7 +376,7 @@ static void test_model_bf16_llama(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_attention_decode), cmocka_unit_test(test_pick),
+      cmocka_unit_test(test_attention_decode), cmocka_unit_test(test_pick), cmocka_unit_test(test_norm_matmul),
       cmocka_unit_test(test_model_fp32_gpt2),  cmocka_unit_test(test_model_fp32_llama),
       cmocka_unit_test(test_model_bf16_gpt2),  cmocka_unit_test(test_model_bf16_llama),
   };

@@ -291,6 +291,15 @@ struct tz_backend {
   void (*attention_decode)(tz_backend *be, tz_slice out, tz_slice kcache, tz_slice vcache,
                            tz_slice qkv, tz_slice pos, int B, int n_head, int n_kv_head,
                            int head_dim, int q_stride, int max_T);
+  /* norm_matmul_t: out[M,N] = f(norm(x)·Wᵀ + bias) for a few rows (a decoding step's M rows),
+   * the pre-norm computed inside and not stored: norm = LayerNorm with nw, nb (nb present) or
+   * RMSNorm with nw (nb NONE), eps, its output rounded to the act dtype as norm_fwd stores it;
+   * f = GeLU (tanh form, as gelu_fwd, applied to the act-rounded sum) when gelu, else identity:
+   * what norm_fwd, matmul_t and gelu_fwd give one after the other. x act [M,K]; nw, nb [K], W
+   * [N,K], bias [N] or NONE: W; out act [M,N]. Returns 1, or 0 (nothing queued) when it does
+   * not take this M (the caller then runs those ops). */
+  int (*norm_matmul_t)(tz_backend *be, tz_slice out, tz_slice x, tz_slice nw, tz_slice nb, float eps, tz_slice w,
+                       tz_slice bias, int M, int K, int N, int gelu);
   /* pick: choose the next token of B rows from logits act [B, Vp] (first V columns) on the
    * device, as src/sample/sampler.c's tz_sampler_pick does on the host: greedy (temperature ≤
    * 0: the first maximal finite logit), else softmax(logits / temperature) in double, cut to

@@ -110,6 +110,7 @@ static void fill_ops(tz_backend *be) {
   OP(rope_pos);
   OP(attention_decode);
   OP(pick);
+  OP(norm_matmul_t);
   be->replay = tzc_replay;
   be->record_begin = tzc_record_begin;
   be->record_end = tzc_record_end;

@@ -198,6 +198,8 @@ void tzc_graphs_free(tz_backend *be);
 #define TZC_GEMV_MAX_M 16
 int tzc_gemv_t(tz_backend *be, void *out, const void *a, const void *b, const void *bias, int M, int K, int N,
                int acc);
+int tzc_norm_matmul_t(tz_backend *be, tz_slice out, tz_slice x, tz_slice nw, tz_slice nb, float eps, tz_slice w,
+                      tz_slice bias, int M, int K, int N, int gelu);
 
 /* ---- runtime helpers in kernel files (src/kernels/w16/w16.cu, matmul.cu) ---- */
 /* bf16 mirror: mirror[i] = bf16(params[i]) for i in [first, first + n) (after a write into the
