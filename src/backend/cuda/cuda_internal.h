@@ -54,7 +54,8 @@ typedef struct {
   void *scratch;
   size_t scratch_bytes;
   /* cuBLASLt handle (cublasLtHandle_t) and its workspace, owned by the runtime. */
-  void *lt;
+  void *lt;     /* NULL until tzc_lt_ready */
+  void *lt_job; /* the thread loading cuBLASLt (backend_cuda.c) */
   void *lt_ws;
   size_t lt_ws_bytes;
   tzc_prof *prof; /* NULL unless TEZGAH_PROFILE=1 */
@@ -135,8 +136,11 @@ typedef struct {
 } tzc_lt_api;
 #undef TZC_LT_MEMBER
 extern tzc_lt_api tzc_lt;
-/* Load cuBLASLt once (thread-unsafe, at backend creation): 0, or -1 with tz_err(). */
+/* Load cuBLASLt once (thread-unsafe: from the backend's loader thread): 0, or -1 with tz_err(). */
 int tzc_lt_load(void);
+/* Before any cuBLASLt call: wait for the loader thread and create the handle (tzc_ctx.lt);
+ * a failed load is fatal here (one line naming the library). */
+void tzc_lt_ready(tz_backend *be);
 
 /* ---- launchers (src/kernels/<op>/<op>.cu), each with its tz_backend member's signature ----
  * The runtime (backend_cuda.c) puts them into the op table. */

@@ -244,6 +244,7 @@ void run(tz_backend *be, int form, void *out, const void *a, const void *b, cons
     run_naive(be, form, out, a, b, bias, M, K < 0 ? 0 : K, N, acc);
     return;
   }
+  tzc_lt_ready(be); // cuBLASLt loads on a thread from backend creation: wait for it here
   Key k;
   memset(&k, 0, sizeof k); // padding-free, but compared with memcmp
   k.form = form;
