@@ -49,7 +49,10 @@ $tz train --backend cuda --model gpt2-124m --vocab-size 50257 -B 4 -T 256 --trai
   > "$out/train.log" 2>&1 || { echo "train failed:"; tail -5 "$out/train.log"; }
 echo "train: $((SECONDS - t)) s"
 S() { $tz sample "$w/run" --tokenizer "$tok" "$@"; }
-same() { if cmp -s "$2" "$3"; then echo "cli: $1: identical"; else echo "cli: $1: DIFFERENT"; cmp "$2" "$3" | head -2; fi; }
+same() {
+  if [[ ! -s $2 || ! -s $3 ]]; then echo "cli: $1: FAILED (no output; $out/cli.err)"; tail -2 "$out/cli.err"
+  elif cmp -s "$2" "$3"; then echo "cli: $1: identical"; else echo "cli: $1: DIFFERENT"; cmp "$2" "$3" | head -2; fi
+}
 S --backend cpu --precision fp32 --temperature 0 --tokens 100 > "$w/g.cpu" 2>> "$out/cli.err"
 S --backend cuda --precision fp32 --temperature 0 --tokens 100 > "$w/g.cuda" 2>> "$out/cli.err"
 same "greedy 100 tokens fp32, cuda vs cpu" "$w/g.cpu" "$w/g.cuda"
@@ -75,7 +78,9 @@ run() { # precision batch picking(greedy|sampled) [env...]
   t0=$(date +%s.%N)
   env "$@" $tz sample "$w/run" --tokenizer "$tok" --backend cuda --precision "$p" --tokens 1000 --ignore-eot \
     --batch "$b" --stats "${extra[@]}" > "$w/out.txt" 2> "$w/stats.txt"
+  local rc=$?
   t1=$(date +%s.%N)
+  if ((rc != 0)); then echo "| $p | $b | $k | $* | FAILED (exit $rc) | | | | |"; tail -2 "$w/stats.txt"; return; fi
   local st; st=$(grep '^sample:' "$w/stats.txt" | tail -1)
   local rate ms load
   rate=$(sed -n 's/.*s (\([0-9.]*\) tokens\/s.*/\1/p' <<< "$st")
