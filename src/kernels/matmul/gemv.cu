@@ -40,16 +40,15 @@ template <class T, int MT, int NC, int W, int NORM, bool GELU>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_k(T *__restrict__ out, const T *__restrict__ a, const T *__restrict__ b, const T *__restrict__ bias, int M,
            int K, int N, int acc, const T *__restrict__ nw, const T *__restrict__ nb, float eps) {
-  const int lane = threadIdx.x & 31;
-  const int n0 = (blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5)) * NC;
-  if (n0 >= N) return;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int n0 = (blockIdx.x * GEMV_WARPS + warp) * NC;
   float mu[MT], rs[MT];
 #pragma unroll
   for (int m = 0; m < MT; m++) mu[m] = 0.0f, rs[m] = 1.0f;
-  if constexpr (NORM != 0) {
-#pragma unroll
-    for (int m = 0; m < MT; m++)
-      if (m < M) {
+  if constexpr (NORM != 0) { /* the block's warps share the rows' statistics: warp w does rows w, w + 4, ... */
+    __shared__ float smu[MT], srs[MT];
+    for (int m = warp; m < M; m += GEMV_WARPS) {
+      {
         const T *x = a + (size_t)m * K;
         float s = 0.0f;
         for (int c = lane * W; c < K; c += 32 * W) {
@@ -68,14 +67,19 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
             for (int j = 0; j < W; j++) v += (f[j] - mm) * (f[j] - mm);
           }
           v = tzc_warp_sum(v);
-          mu[m] = mm;
-          rs[m] = 1.0f / sqrtf(v / K + eps);
+          if (lane == 0) smu[m] = mm, srs[m] = 1.0f / sqrtf(v / K + eps);
         } else {
           s = tzc_warp_sum(s);
-          rs[m] = 1.0f / sqrtf(s / K + eps);
+          if (lane == 0) smu[m] = 0.0f, srs[m] = 1.0f / sqrtf(s / K + eps);
         }
       }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int m = 0; m < MT; m++)
+      if (m < M) mu[m] = smu[m], rs[m] = srs[m];
   }
+  if (n0 >= N) return; /* after the block's barrier */
   /* row m of a at column kk, normalized when NORM (g, h: the norm weights there) */
   auto ldx = [&](int m, int kk, const float *g, const float *h, float *xv) {
     tzc_ld<W>(a + (size_t)m * K + kk, xv);
