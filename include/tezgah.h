@@ -139,6 +139,8 @@ typedef struct {
   int batch;             /* rows generated together (0 or 1: one): `batch` samples of the prompt,
                             row i drawn with seed + i (so row i equals a batch-1 run with that
                             seed); not with a llama2.c tokenizer */
+  const char *prompts_file; /* one prompt per line, one row each (the batch is their number;
+                            `batch`, if set, must equal it); NULL: `prompt` for every row */
   int ignore_eot;        /* keep generating past <|endoftext|> (benchmarks: exactly `tokens`) */
   int stats;             /* print load / prefill / decode times and tokens/s to stderr */
 } tz_sample_opts;

@@ -158,6 +158,13 @@ cmp -s b1.out b3row3.out || fail "sample --batch 3 row 3 differs from --seed 7: 
 "$bin" sample --tokens 5 --ignore-eot --stats --temperature 0 >st.out 2>st.err || fail "sample --stats: $(cat st.err)"
 grep -q '^sample: cpu fp32, 1 row(s), .* 5 tokens in 4 steps' st.err || fail "sample --stats line: $(cat st.err)"
 usage_case "--batch: 0 is out of range [1, 1024]" "$bin" sample --batch 0
+# --prompts FILE: one row per line, row i = --prompt LINE --seed SEED+i
+printf 'the\nand so\n' >prompts.txt
+"$bin" sample --prompts prompts.txt --tokens 10 --seed 9 >pr.out 2>pr.err || fail "sample --prompts: $(cat pr.err)"
+"$bin" sample --prompt "and so" --tokens 10 --seed 10 >pr1.out 2>pr1.err || fail "sample --prompt 'and so': $(cat pr1.err)"
+awk '/^--- sample 2 of 2/{f=1;next} f' pr.out >pr2.out
+cmp -s pr1.out pr2.out || fail "sample --prompts row 2 differs from --prompt 'and so' --seed 10: $(cat pr2.out) vs $(cat pr1.out)"
+usage_case "--batch: 3, but prompts.txt holds 2 prompts" "$bin" sample --prompts prompts.txt --batch 3
 
 # a corpus with fewer pairs than the merges asked: data prep says what it got, and why
 for i in {1..1000}; do echo "the cat sat on the mat"; done >few.txt

@@ -33,6 +33,8 @@ static const char *HELP =
     "                         with seed + i (the same text as --batch 1 --seed\n"
     "                         SEED+i, up to rounding: see README); printed one\n"
     "                         after the other when all are done\n"
+    "  --prompts FILE         one prompt per line, one row each, generated at once\n"
+    "                         (the batch is the number of lines; row i seed + i)\n"
     "  --ignore-eot           keep going past <|endoftext|> (exactly N tokens)\n"
     "  --stats                print load, prefill and decoding times to stderr\n"
     "  --backend NAME         cpu (default), webgpu or cuda\n"
@@ -47,7 +49,7 @@ int tz_cmd_sample(int argc, char **argv) {
   static const struct option LONG[] = {
       {"prompt", 1, 0, 'p'}, {"tokens", 1, 0, 'n'}, {"temperature", 1, 0, 't'}, {"top-k", 1, 0, 'k'},
       {"top-p", 1, 0, 'P'}, {"seed", 1, 0, 's'}, {"backend", 1, 0, 'b'}, {"threads", 1, 0, 'j'},
-      {"tokenizer", 1, 0, 'z'}, {"precision", 1, 0, 'r'}, {"batch", 1, 0, 'B'}, {"ignore-eot", 0, 0, 'E'},
+      {"tokenizer", 1, 0, 'z'}, {"precision", 1, 0, 'r'}, {"batch", 1, 0, 'B'}, {"ignore-eot", 0, 0, 'E'}, {"prompts", 1, 0, 'F'},
       {"stats", 0, 0, 'S'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
   tz_sample_opts o;
   tz_sample_opts_default(&o);
@@ -74,6 +76,7 @@ int tz_cmd_sample(int argc, char **argv) {
       case 'z': o.tokenizer = optarg; break;
       case 'B': e = tz_arg_int("--batch", optarg, 1, 1024, &o.batch); break;
       case 'E': o.ignore_eot = 1; break;
+      case 'F': o.prompts_file = optarg; break;
       case 'S': o.stats = 1; break;
       case 'j': e = tz_arg_int("--threads", optarg, 0, 1024, &o.threads); break;
       case 'h': fputs(HELP, stdout); return 0;

@@ -129,8 +129,8 @@ typedef struct {
  * tz_model_step: one recorded step on the GPU). A row ends at <|endoftext|> (unless
  * ignore_eot) or after `tokens`; past the context a row keeps its most recent half and is
  * prefilled again (the sliding window of the one-row loop). */
-static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_opts *o, const char *prompt,
-                         const int32_t *prompt_ids, size_t n0, int B, FILE *out, const double *t_mark) {
+static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_opts *o, char **prompt,
+                         int32_t **prompt_ids, const size_t *n0, int B, FILE *out, const double *t_mark) {
   int maxT = m->cfg.max_seq_len, eot = tz_tok_eot(tok), V = m->cfg.vocab_size;
   tz_sampler *smp = tz_calloc((size_t)B, sizeof *smp);
   int32_t *hist = tz_malloc((size_t)B * (maxT + 1) * sizeof *hist), *next = tz_malloc((size_t)B * sizeof *next),
@@ -141,19 +141,19 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
   float *logits = tz_malloc((size_t)V * sizeof *logits);
   for (int b = 0; b < B; b++) {
     tz_sampler_init(&smp[b], V, o->temperature, o->top_k, o->top_p, o->seed + (uint64_t)b);
-    memcpy(hist + (size_t)b * (maxT + 1), prompt_ids, n0 * sizeof *hist);
-    n[b] = n0;
+    memcpy(hist + (size_t)b * (maxT + 1), prompt_ids[b], n0[b] * sizeof *hist);
+    n[b] = n0[b];
     rt[b].f = B == 1 ? out : open_memstream(&rt[b].buf, &rt[b].len);
     if (!rt[b].f) tz_fatal("sample: out of memory for a row's text");
-    if (B > 1) fputs(prompt, rt[b].f);
+    if (B > 1) fputs(prompt[b], rt[b].f);
   }
   if (B == 1) {
-    fputs(prompt, out);
+    fputs(prompt[0], out);
     fflush(out);
   }
   tz_backend *be = m->be;
   double t_loaded = now_s();
-  for (int b = 0; b < B; b++) tz_model_feed_row(m, b, hist + (size_t)b * (maxT + 1), (int)n0, 0); /* prefill */
+  for (int b = 0; b < B; b++) tz_model_feed_row(m, b, hist + (size_t)b * (maxT + 1), (int)n0[b], 0); /* prefill */
   be->sync(be);
   double t_prefilled = now_s();
   long produced = 0, steps = 0;
@@ -224,9 +224,9 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
   if (o->stats) {
     double dec = t_end - t_prefilled;
     fprintf(stderr,
-            "sample: %s %s, %d row(s), %zu prompt tokens: load %.3f s (checkpoint and backend %.3f, "
+            "sample: %s %s, %d row(s), %zu prompt tokens (row 1): load %.3f s (checkpoint and backend %.3f, "
             "weights %.3f), prefill %.3f s, %ld tokens in %ld steps %.3f s (%.1f tokens/s, %.3f ms/step), %s steps\n",
-            be->name, tz_dtype_name(be->act), B, n0, t_loaded - t_mark[0], t_mark[1] - t_mark[0],
+            be->name, tz_dtype_name(be->act), B, n0[0], t_loaded - t_mark[0], t_mark[1] - t_mark[0],
             t_mark[3] - t_mark[2], t_prefilled - t_loaded, produced, steps, dec,
             dec > 0 ? produced / dec : 0.0, steps ? 1e3 * dec / steps : 0.0,
             tz_model_step_fused(m) ? "fused" : "row-by-row");
@@ -241,6 +241,56 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
   free(done);
   free(rt);
   free(logits);
+  return 0;
+}
+
+/* --prompts FILE: one prompt per line (a final newline ends the last line; "\r\n" is read as a
+ * line end), each valid UTF-8; the batch is their number (--batch, if given, must agree).
+ * *data: the file with its line ends replaced by NULs; *rows: B pointers into it. */
+static int read_prompts(const tz_sample_opts *o, char **data, char ***rows, int *B) {
+  size_t len;
+  if (tz_read_file(o->prompts_file, data, &len)) return -1;
+  char *d = *data;
+  int n = 0;
+  for (size_t i = 0; i < len; i++) n += d[i] == '\n';
+  if (len && d[len - 1] != '\n') n++;
+  if (n == 0 || n > TZ_SAMPLE_MAX_BATCH) {
+    free(d);
+    *data = NULL;
+    return n ? tz_err("--prompts: %s holds %d prompts, more than the %d rows a batch takes", o->prompts_file, n,
+                      TZ_SAMPLE_MAX_BATCH)
+             : tz_err("--prompts: %s holds no prompt (one per line)", o->prompts_file);
+  }
+  if (o->batch > 0 && o->batch != n) {
+    free(d);
+    *data = NULL;
+    return tz_err("--batch: %d, but %s holds %d prompts (one row each)", o->batch, o->prompts_file, n);
+  }
+  if (o->prompt && *o->prompt) {
+    free(d);
+    *data = NULL;
+    return tz_err("--prompt and --prompts: give one of them");
+  }
+  char **r = tz_calloc((size_t)n, sizeof *r);
+  size_t start = 0;
+  for (int k = 0; k < n; k++) {
+    size_t e = start;
+    while (e < len && d[e] != '\n') e++;
+    if (e < len) d[e] = 0;
+    if (e > start && d[e - 1] == '\r') d[e - 1] = 0;
+    r[k] = d + start;
+    long bad = tz_utf8_invalid_at((const unsigned char *)r[k], strlen(r[k]));
+    if (bad >= 0 || strlen(r[k]) != (e > start && !d[e - 1] ? e - start - 1 : e - start)) {
+      free(r);
+      free(d);
+      *data = NULL;
+      return bad >= 0 ? tz_err("--prompts: %s: line %d: invalid UTF-8 at byte %ld", o->prompts_file, k + 1, bad)
+                      : tz_err("--prompts: %s: line %d holds a NUL byte", o->prompts_file, k + 1);
+    }
+    start = e + 1;
+  }
+  *rows = r;
+  *B = n;
   return 0;
 }
 
@@ -274,13 +324,21 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   if (!(o->top_p > 0 && o->top_p <= 1)) return tz_err("--top-p: %g must be in (0, 1]", o->top_p);
   if (o->batch < 0 || o->batch > TZ_SAMPLE_MAX_BATCH) return tz_err("--batch: %d must be in 1..%d", o->batch, TZ_SAMPLE_MAX_BATCH);
   int B = o->batch > 0 ? o->batch : 1;
+  char *pf_data = NULL, **rows_prompt = NULL; /* --prompts: the file, cut into lines in place */
+  if (o->prompts_file && read_prompts(o, &pf_data, &rows_prompt, &B)) return -1;
   double t_mark[4] = {now_s(), 0, 0, 0}; /* start, checkpoint and backend ready, (same), model on it */
   const char *prompt = o->prompt ? o->prompt : "";
   long bad = tz_utf8_invalid_at((const unsigned char *)prompt, strlen(prompt));
-  if (bad >= 0) return tz_err("--prompt: invalid UTF-8 at byte %ld", bad);
-  if (tz_backend_check(o->backend, o->precision)) return -1; /* before reading the checkpoint */
   const char *model = o->model ? o->model : default_model();
-  if (!model) return tz_err("no model given, and neither runs/latest nor ./latest holds a checkpoint (train one, or give RUN_DIR)");
+  if (bad >= 0) tz_err("--prompt: invalid UTF-8 at byte %ld", bad);
+  else if (tz_backend_check(o->backend, o->precision)) { /* before reading the checkpoint */
+  } else if (!model)
+    tz_err("no model given, and neither runs/latest nor ./latest holds a checkpoint (train one, or give RUN_DIR)");
+  if (bad >= 0 || !model || tz_backend_check(o->backend, o->precision)) {
+    free(rows_prompt);
+    free(pf_data);
+    return -1;
+  }
   /* The checkpoint is read and verified (checksums over every section) on a thread while the
    * backend starts (CUDA: driver, context, cuBLASLt: a few hundred ms each, side by side). */
   open_job job = {model, {0}, 0, {0}};
@@ -294,6 +352,8 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   rf = job.rf;
   if (job.rc) {
     if (be) be->destroy(be);
+    free(rows_prompt);
+    free(pf_data);
     return tz_err("%s", job.err);
   }
   if (!be) {
@@ -314,6 +374,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
     tz_err("%s: checkpoint has no tokenizer; give one with --tokenizer", rf.path);
     goto out;
   }
+  if (rows_prompt) prompt = rows_prompt[0];
   if (tz_tok_kind(rf.tok) == TZ_TOKENIZER_LLAMA2C && B > 1) {
     tz_err("--batch: %d rows are not offered with a llama2.c tokenizer (run.c's loop is one sequence)", B);
     goto out;
@@ -333,31 +394,49 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
     rc = generate_llama2c(m, rf.tok, &smp, prompt, o->tokens, out);
     goto out;
   }
-  size_t n_prompt = 0;
-  int32_t *pids = NULL;
-  if (*prompt && tz_tok_encode(rf.tok, prompt, strlen(prompt), 0, &pids, &n_prompt)) goto out;
-  int maxT = m->cfg.max_seq_len, eot = tz_tok_eot(rf.tok);
-  size_t n0 = n_prompt + (eot >= 0);
-  if (n0 > (size_t)maxT) {
-    free(pids);
-    tz_err("--prompt: %zu tokens exceed the model's context max_seq_len=%d", n_prompt, maxT);
-    goto out;
+  {
+    int maxT = m->cfg.max_seq_len, eot = tz_tok_eot(rf.tok);
+    char **rp = rows_prompt ? rows_prompt : tz_calloc((size_t)B, sizeof *rp);
+    int32_t **rid = tz_calloc((size_t)B, sizeof *rid);
+    size_t *rn = tz_calloc((size_t)B, sizeof *rn);
+    for (int b = 0; b < B && rc == -1; b++) {
+      if (!rows_prompt) rp[b] = (char *)prompt;
+      size_t n_prompt = 0;
+      int32_t *pids = NULL;
+      if (*rp[b] && tz_tok_encode(rf.tok, rp[b], strlen(rp[b]), 0, &pids, &n_prompt)) {
+        rc = -2;
+        break;
+      }
+      if (n_prompt + (eot >= 0) > (size_t)maxT) {
+        free(pids);
+        if (rows_prompt) tz_err("%s: line %d: %zu tokens exceed the model's context max_seq_len=%d", o->prompts_file, b + 1, n_prompt, maxT);
+        else tz_err("--prompt: %zu tokens exceed the model's context max_seq_len=%d", n_prompt, maxT);
+        rc = -2;
+        break;
+      }
+      rid[b] = tz_malloc((size_t)(maxT + 1) * sizeof **rid);
+      size_t n = 0;
+      if (eot >= 0) rid[b][n++] = eot;
+      if (n_prompt) memcpy(rid[b] + n, pids, n_prompt * sizeof **rid);
+      n += n_prompt;
+      free(pids);
+      if (n == 0) rid[b][n++] = 0; /* no EOT in this vocabulary and an empty prompt: start from token 0 */
+      rn[b] = n;
+    }
+    if (rc == -1) rc = generate_rows(m, rf.tok, o, rp, rid, rn, B, out, t_mark);
+    else rc = -1;
+    for (int b = 0; b < B; b++) free(rid[b]);
+    free(rid);
+    free(rn);
+    if (!rows_prompt) free(rp);
   }
-  ids = tz_malloc((size_t)(maxT + 1) * sizeof *ids);
-  size_t n = 0;
-  if (eot >= 0) ids[n++] = eot;
-  if (n_prompt) memcpy(ids + n, pids, n_prompt * sizeof *ids);
-  n += n_prompt;
-  free(pids);
-  if (n == 0) { /* no EOT in this vocabulary and an empty prompt: start from token 0 */
-    ids[n++] = 0;
-  }
-  rc = generate_rows(m, rf.tok, o, prompt, ids, n, B, out, t_mark);
   goto out;
 out:
   tz_sampler_free(&smp);
   free(logits);
   free(ids);
+  free(rows_prompt);
+  free(pf_data);
   tz_model_free(m);
   if (be) be->destroy(be);
   tz_run_close(&rf);
