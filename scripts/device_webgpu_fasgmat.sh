@@ -37,9 +37,10 @@ say "start $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>
 timeout 60 "$dir/bin/tezgah" info 2>&1 | grep -E '^  (library|adapter|precision|ShaderF16|subgroup-matrix)' | tee -a "$sum"
 
 # 2. the tests
-TZ_TEST_FILTER='test_attention_sgmat' timeout 150 "$dir/bin/test_webgpu_ops" >"$out/test.log" 2>&1
+lb=$(command -v stdbuf >/dev/null && echo "stdbuf -oL -eL") # line-buffered: a timeout keeps the lines so far
+TZ_TEST_FILTER='test_attention_sgmat' timeout 150 $lb "$dir/bin/test_webgpu_ops" >"$out/test.log" 2>&1
 rc=$?
-grep -E '^webgpu:' "$out/test.log" | sed 's/^/  /' | cut -c1-400 | tee -a "$sum"
+grep -E '^webgpu:' "$out/test.log" | sed 's/^webgpu: .*; subgroup-matrix/  webgpu: ... subgroup-matrix/; s/^webgpu: .*; matmul on/  webgpu: ... matmul on/' | tee -a "$sum"
 grep -vE '^webgpu:' "$out/test.log" | head -80 | tee -a "$sum"
 say "test_attention_sgmat rc $rc"
 

@@ -1454,6 +1454,10 @@ static void test_act16(void **state) {
 }
 
 /* ---- attention on subgroup matrices (webgpu_ops_attn_sg.c) ---- */
+static int env_flag(const char *name) {
+  const char *e = getenv(name);
+  return e && *e && strcmp(e, "0");
+}
 /* |gpu − cpu| ≤ rtol·|cpu| + arms·max(rms(cpu), 0.1) for every element; prints the worst ratio
  * err/bound (and err/rms) so that a run on the device shows the margin. The floor 0.1 (of these
  * unit-normal inputs' scale): a gradient that is 0 in exact arithmetic (T = 1: dS = P·(dP − D)
@@ -1537,7 +1541,10 @@ static void check_att_sg(tz_backend *ge, int B, int T, int nh, int nkv, int hd) 
  * 64-row block, between blocks, an exact multiple, several blocks; B 1-3; the fp32 output (the
  * fp32 op contract) and the f16 output (c->act16: a backend with TEZGAH_WEBGPU_ACT16=1, the
  * CPU's backward fed the same f16 out); the backward's dq partial sums in chunks of one sequence
- * (TEZGAH_WEBGPU_ATTN_DQ_KB); the former grid order. Bound: SG_RTOL / SG_ARMS above. The other
+ * (TEZGAH_WEBGPU_ATTN_DQ_KB); the former grid order. Under TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1 (the
+ * software stand-in for subgroup matrices, ctest test_webgpu_ops_attn_sgemu on lavapipe, where
+ * a case takes about a minute) one case per path: GQA head_dim 64, head_dim 128, chunked dq
+ * sums, f16 out. Bound: SG_RTOL / SG_ARMS above. The other
  * attention tests run with TEZGAH_WEBGPU_ATTN_SGMAT=0 (setup): the fp32 kernels at their fp32
  * bounds on every adapter. */
 static void test_attention_sgmat(void **state) {
@@ -1551,35 +1558,40 @@ static void test_attention_sgmat(void **state) {
   /* TZ_TEST_SG_CASE="B,T,n_head,n_kv_head,head_dim": that case only (debugging) */
   int cs[5];
   const char *one = getenv("TZ_TEST_SG_CASE");
+  /* the software stand-in (TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1, lavapipe) is slow: one case per path */
+  int emu = env_flag("TEZGAH_WEBGPU_ATTN_SGMAT_EMU");
   if (one && sscanf(one, "%d,%d,%d,%d,%d", &cs[0], &cs[1], &cs[2], &cs[3], &cs[4]) == 5) {
     check_att_sg(gpu, cs[0], cs[1], cs[2], cs[3], cs[4]);
-    setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "0", 1);
-    return;
+  } else {
+    check_att_sg(gpu, 2, 70, 4, 2, 64); /* GQA 2, T between blocks */
+    if (!emu) {
+      check_att_sg(gpu, 3, 130, 4, 1, 64); /* multi-query, B 3, three blocks */
+      check_att_sg(gpu, 1, 64, 2, 2, 64);  /* T a multiple of the block */
+      check_att_sg(gpu, 2, 9, 2, 2, 64);   /* T below one 16-row matrix */
+      check_att_sg(gpu, 1, 300, 2, 1, 64); /* five blocks */
+      check_att_sg(gpu, 2, 133, 2, 2, 128);
+    }
+    check_att_sg(gpu, 1, 45, 4, 1, 128);
+    setenv("TEZGAH_WEBGPU_ATTN_DQ_KB", "100", 1); /* one sequence per chunk (98 KB of parts each) */
+    check_att_sg(gpu, 3, 100, 2, 1, 64);
+    unsetenv("TEZGAH_WEBGPU_ATTN_DQ_KB");
+    if (!emu) {
+      setenv("TEZGAH_WEBGPU_ATTN_ORDER", "0", 1);
+      check_att_sg(gpu, 2, 70, 4, 2, 128);
+      unsetenv("TEZGAH_WEBGPU_ATTN_ORDER");
+    }
+    /* the f16 attention output (the backend's f16 activations) */
+    setenv("TEZGAH_WEBGPU_F16", "1", 1);
+    setenv("TEZGAH_WEBGPU_ACT16", "1", 1);
+    tz_backend *g16 = tz_backend_create("webgpu", 0, NULL);
+    unsetenv("TEZGAH_WEBGPU_F16");
+    setenv("TEZGAH_WEBGPU_ACT16", "0", 1);
+    assert_non_null(g16);
+    assert_int_equal(g16->act_mm, TZ_F16);
+    check_att_sg(g16, 2, 70, 4, 2, 64);
+    if (!emu) check_att_sg(g16, 1, 100, 2, 1, 128);
+    g16->destroy(g16);
   }
-  check_att_sg(gpu, 2, 70, 4, 2, 64);  /* GQA 2, T between blocks */
-  check_att_sg(gpu, 3, 130, 4, 1, 64); /* multi-query, B 3, three blocks */
-  check_att_sg(gpu, 1, 64, 2, 2, 64);  /* T a multiple of the block */
-  check_att_sg(gpu, 2, 9, 2, 2, 64);   /* T below one 16-row matrix */
-  check_att_sg(gpu, 1, 300, 2, 1, 64); /* five blocks */
-  check_att_sg(gpu, 1, 45, 4, 1, 128);
-  check_att_sg(gpu, 2, 133, 2, 2, 128);
-  setenv("TEZGAH_WEBGPU_ATTN_DQ_KB", "100", 1); /* one sequence per chunk (98 KB of parts each) */
-  check_att_sg(gpu, 3, 100, 2, 1, 64);
-  unsetenv("TEZGAH_WEBGPU_ATTN_DQ_KB");
-  setenv("TEZGAH_WEBGPU_ATTN_ORDER", "0", 1);
-  check_att_sg(gpu, 2, 70, 4, 2, 128);
-  unsetenv("TEZGAH_WEBGPU_ATTN_ORDER");
-  /* the f16 attention output (the backend's f16 activations) */
-  setenv("TEZGAH_WEBGPU_F16", "1", 1);
-  setenv("TEZGAH_WEBGPU_ACT16", "1", 1);
-  tz_backend *g16 = tz_backend_create("webgpu", 0, NULL);
-  unsetenv("TEZGAH_WEBGPU_F16");
-  setenv("TEZGAH_WEBGPU_ACT16", "0", 1);
-  assert_non_null(g16);
-  assert_int_equal(g16->act_mm, TZ_F16);
-  check_att_sg(g16, 2, 70, 4, 2, 64);
-  check_att_sg(g16, 1, 100, 2, 1, 128);
-  g16->destroy(g16);
   setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "0", 1);
 }
 
