@@ -7,7 +7,8 @@
 #     the new kernels vs the CPU (head_dim 64 / 128, causal, GQA, T off the 64-row blocks, B 1-3,
 #     f32 and f16 out, chunked dq sums, both grid orders), each line with its worst err/bound;
 #  3. if DIR/bin/bench_webgpu exists: `bench_webgpu attention 16 1024` (fwd + bwd ms, TFLOP/s;
-#     head_dim 64 and 128) with the new kernels and with TEZGAH_WEBGPU_ATTN_SGMAT=0 (fp32 kernels);
+#     head_dim 32 (fp32 kernels in every mode), 64 and 128) with the new kernels (4 subgroups per
+#     workgroup; then 2: TEZGAH_WEBGPU_ATTN_SG_NSG=2) and with TEZGAH_WEBGPU_ATTN_SGMAT=0 (fp32);
 #  4. GPT-2 124M, B 16, T 1024, `tezgah train --backend webgpu --precision f16`: new kernels vs
 #     TEZGAH_WEBGPU_ATTN_SGMAT=0 (the fp32 flash kernels, main's path) in the same binary, STEPS
 #     steps each (tokens/s: median of steps 6..; losses side by side), then a 6-step --profile run
@@ -46,9 +47,13 @@ say "test_attention_sgmat rc $rc"
 
 # 3. the standalone attention bench (if packed)
 if [[ -x $dir/bin/bench_webgpu && -z ${NOBENCH:-} ]]; then
-  for mode in new old; do
-    env $([[ $mode == old ]] && echo TEZGAH_WEBGPU_ATTN_SGMAT=0) timeout 60 "$dir/bin/bench_webgpu" attention 16 1024 \
-      >"$out/bench_$mode.log" 2>&1
+  for mode in new nsg2 old; do
+    case $mode in
+      old) v=TEZGAH_WEBGPU_ATTN_SGMAT=0 ;;
+      nsg2) v=TEZGAH_WEBGPU_ATTN_SG_NSG=2 ;; # 32-row blocks, 64 threads
+      *) v=TZ_NONE=1 ;;
+    esac
+    env $v timeout 60 "$dir/bin/bench_webgpu" attention 16 1024 >"$out/bench_$mode.log" 2>&1
     say "bench_webgpu attention 16 1024 [$mode] rc $?: $(grep -E '^attention' "$out/bench_$mode.log" | tr '\n' '|')"
   done
 fi
