@@ -12,7 +12,8 @@
 #  4. GPT-2 124M, B 16, T 1024, `tezgah train --backend webgpu --precision f16`: new kernels vs
 #     TEZGAH_WEBGPU_ATTN_SGMAT=0 (the fp32 flash kernels, main's path) in the same binary, STEPS
 #     steps each (tokens/s: median of steps 6..; losses side by side), then a 6-step --profile run
-#     of each: the attention rows (ms/step) and their sum;
+#     of each (and of the forward's one-pass form while time is left): the attention rows
+#     (ms/step) and their sum;
 #  5. a summary table.
 #   bash scripts/device_webgpu_fasgmat.sh DIR   (run tool, carry [DIR, ".gl"]; DIR: bin/ (tezgah,
 #   test_webgpu_ops, libtz_napi_stub.so, optionally bench_webgpu), lib/, dawn/dawn.node.xz,
@@ -47,9 +48,10 @@ say "test_attention_sgmat rc $rc"
 
 # 3. the standalone attention bench (if packed)
 if [[ -x $dir/bin/bench_webgpu && -z ${NOBENCH:-} ]]; then
-  for mode in new nsg2 old; do
+  for mode in new onepass nsg2 old; do
     case $mode in
       old) v=TEZGAH_WEBGPU_ATTN_SGMAT=0 ;;
+      onepass) v=TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 ;; # the forward's one-pass form
       nsg2) v=TEZGAH_WEBGPU_ATTN_SG_NSG=2 ;; # 32-row blocks, 64 threads
       *) v=TZ_NONE=1 ;;
     esac
@@ -86,15 +88,19 @@ if [[ -z ${NOTRAIN:-} ]]; then
   TEZGAH_WEBGPU_ATTN_SGMAT=0 train old "$steps"
   say "losses per step: subgroup-matrix attention vs fp32 attention (both --precision f16)"
   paste "$out/loss_new.txt" "$out/loss_old.txt" | awk '{printf "  step %2d  new %.5f  old %.5f  diff %+.5f\n", NR, $1, $2, $1 - $2}' | tee -a "$sum"
-  for mode in new old; do
-    if ((SECONDS < ${LIM_PROF:-175})); then
-      if [[ $mode == old ]]; then TEZGAH_WEBGPU_ATTN_SGMAT=0 train "prof_$mode" 6 --profile; else train "prof_$mode" 6 --profile; fi
+  for mode in new old onepass; do
+    if ((SECONDS < ${LIM_PROF:-175})) && [[ $mode != onepass || $SECONDS -lt ${LIM_ONEPASS:-165} ]]; then
+      case $mode in
+        old) TEZGAH_WEBGPU_ATTN_SGMAT=0 train "prof_$mode" 6 --profile ;;
+        onepass) TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 train "prof_$mode" 6 --profile ;;
+        *) train "prof_$mode" 6 --profile ;;
+      esac
       ATT[$mode]=$(att_rows "$out/prof_$mode.log" | tail -1 | awk '{print $3}')
       say "profile [$mode] attention rows (ms/step):"
       att_rows "$out/prof_$mode.log" | tee -a "$sum"
     fi
   done
 fi
-say "SUMMARY  attention ms/step (profile): new ${ATT[new]:-?} old ${ATT[old]:-?};" \
+say "SUMMARY  attention ms/step (profile): new ${ATT[new]:-?} old ${ATT[old]:-?} onepass ${ATT[onepass]:-?};" \
   "tokens/s: new ${TPS[new]:-?} old ${TPS[old]:-?}; tests rc $rc"
 say "end"

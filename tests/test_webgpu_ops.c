@@ -1541,10 +1541,11 @@ static void check_att_sg(tz_backend *ge, int B, int T, int nh, int nkv, int hd) 
  * 64-row block, between blocks, an exact multiple, several blocks; B 1-3; the fp32 output (the
  * fp32 op contract) and the f16 output (c->act16: a backend with TEZGAH_WEBGPU_ACT16=1, the
  * CPU's backward fed the same f16 out); the backward's dq partial sums in chunks of one sequence
- * (TEZGAH_WEBGPU_ATTN_DQ_KB); the former grid order. Under TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1 (the
+ * (TEZGAH_WEBGPU_ATTN_DQ_KB); the former grid order; the forward's one-pass form
+ * (TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1). Under TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1 (the
  * software stand-in for subgroup matrices, ctest test_webgpu_ops_attn_sgemu on lavapipe, where
- * a case takes about a minute) one case per path: GQA head_dim 64, head_dim 128, chunked dq
- * sums, f16 out. Bound: SG_RTOL / SG_ARMS above. The other
+ * a case takes about a minute) one case per path: GQA head_dim 64, head_dim 128, the one-pass
+ * forward, chunked dq sums, f16 out. Bound: SG_RTOL / SG_ARMS above. The other
  * attention tests run with TEZGAH_WEBGPU_ATTN_SGMAT=0 (setup): the fp32 kernels at their fp32
  * bounds on every adapter. */
 static void test_attention_sgmat(void **state) {
@@ -1572,7 +1573,12 @@ static void test_attention_sgmat(void **state) {
       check_att_sg(gpu, 2, 133, 2, 2, 128);
     }
     check_att_sg(gpu, 1, 45, 4, 1, 128);
-    setenv("TEZGAH_WEBGPU_ATTN_DQ_KB", "100", 1); /* one sequence per chunk (98 KB of parts each) */
+    /* the forward's one-pass form (TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1: output rows in registers) */
+    setenv("TEZGAH_WEBGPU_ATTN_SG_ONEPASS", "1", 1);
+    check_att_sg(gpu, 2, 70, 4, 2, 128);
+    if (!emu) check_att_sg(gpu, 3, 130, 4, 1, 64);
+    unsetenv("TEZGAH_WEBGPU_ATTN_SG_ONEPASS");
+    setenv("TEZGAH_WEBGPU_ATTN_DQ_KB", "200", 1); /* chunks of 2 sequences (64-key blocks: 98 KB of parts each) or 1 (32: 160 KB) */
     check_att_sg(gpu, 3, 100, 2, 1, 64);
     unsetenv("TEZGAH_WEBGPU_ATTN_DQ_KB");
     if (!emu) {

@@ -241,7 +241,11 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
   w[15] = (uint32_t)(l.v / 2), w[16] = (uint32_t)ord, w[17] = (uint32_t)has_lse;
   uint32_t nb = (uint32_t)(Tp / (16 * nsg));
   c->pending_flop = 3.0 * B * nh * (double)T * T * hd; /* S twice (two passes), P·V; causal half */
-  wg_run(c, op, wg_pipeline(c, "fa_sg_fwd", "main", pre), w, 18, a, 3, ord ? (uint32_t)nh : nb, ord ? (uint32_t)B : (uint32_t)nh,
+  /* TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1: the one-pass form (main1: output rows in registers, 2 matmul
+   * units); default the two-pass form (main) until the H200 has measured both */
+  int one = env_int("TEZGAH_WEBGPU_ATTN_SG_ONEPASS", 0) != 0;
+  if (one) c->pending_flop = 2.0 * B * nh * (double)T * T * hd;
+  wg_run(c, op, wg_pipeline(c, "fa_sg_fwd", one ? "main1" : "main", pre), w, 18, a, 3, ord ? (uint32_t)nh : nb, ord ? (uint32_t)B : (uint32_t)nh,
          ord ? nb : (uint32_t)B);
   c->pending_flop = 0;
   return 1;

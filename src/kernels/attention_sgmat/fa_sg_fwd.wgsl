@@ -189,3 +189,117 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     workgroupBarrier();
   }
 }
+
+// The one-pass form (entry point main1; the host's TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1, a candidate
+// default): FlashAttention-2's online softmax with the output rows in registers instead of
+// result matrices. Per key tile: the running max m and sum l as above, P = exp(S − m) (≤ 1) as
+// f16 into p_, O_tile = P·V into fresh result matrices, which go through s_ (BC columns at a
+// time) to the threads: each lane rescales its CPL columns of every chunk of its row by
+// exp(m_old − m_new) and adds O_tile's (CPL·NQ/NC floats per lane); at the end out = O / l.
+// 2 matmul units instead of the two passes' 3, K read once.
+@compute @workgroup_size(NT)
+fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  _ = &outp; _ = &lse; _ = &x16;
+  let T = pu(0u);
+  let Tp = pu(1u);
+  let nh = pu(2u);
+  let nkv = pu(3u);
+  let sc = bitcast<f32>(pu(4u));
+  var ids = wid;
+  if (pu(8u) == 1u) {
+    ids = vec3<u32>(wid.z, wid.x, wid.y);
+  }
+  let b = ids.z;
+  let h = ids.y;
+  let g = h / (nh / nkv);
+  let q0 = (Tp / BR - 1u - ids.x) * BR;
+  let sg = lid / SGSIZE;
+  let lane = lid % SGSIZE;
+  let r = sg * 16u + lane / LPR;
+  let c0 = (lane % LPR) * CPL;
+  let t = q0 + r;
+  let QS = nh * HD;
+  let KS = nkv * HD;
+  let x0 = 2u * p.oa.z;
+  let qb = x0 + pu(5u) + (b * Tp + q0 + sg * 16u) * QS + h * HD;
+  let kb = x0 + pu(6u) + b * Tp * KS + g * HD;
+  let vb = x0 + pu(7u) + b * Tp * KS + g * HD;
+  var ql: array<Left, NQ>;
+  for (var kk = 0u; kk < NQ; kk++) {
+    ql[kk] = subgroupMatrixLoad<Left, row_major>(&x16, qb + kk * 16u, QS);
+  }
+  var oacc: array<f32, CPL * (NQ / NC)>;
+  var m = NEG;
+  var l = 0.0;
+  let kend = min(q0 + BR, T);
+  for (var j0 = 0u; j0 < kend; j0 += BC) {
+    var sacc: array<Res, NC>;
+    for (var n = 0u; n < NC; n++) {
+      sacc[n] = Res();
+    }
+    for (var kk = 0u; kk < NQ; kk++) {
+      for (var n = 0u; n < NC; n++) {
+        let kr = subgroupMatrixLoad<Right, col_major>(&x16, kb + (j0 + n * 16u) * KS + kk * 16u, KS);
+        sacc[n] = subgroupMatrixMultiplyAccumulate(ql[kk], kr, sacc[n]);
+      }
+    }
+    for (var n = 0u; n < NC; n++) {
+      subgroupMatrixStore<row_major>(&s_, sg * 16u * SLD + n * 16u, sacc[n], SLD);
+    }
+    workgroupBarrier();
+    var mt = NEG;
+    for (var i = 0u; i < CPL; i++) {
+      let k = j0 + c0 + i;
+      mt = max(mt, select(s_[r * SLD + c0 + i] * sc, NEG, k > t || k >= T));
+    }
+    let mn = max(m, row_max(mt, lid));
+    let corr = exp(m - mn);
+    var st = 0.0;
+    for (var i = 0u; i < CPL; i++) {
+      let k = j0 + c0 + i;
+      let pv = exp(select(s_[r * SLD + c0 + i] * sc, NEG, k > t || k >= T) - mn);
+      st += pv;
+      p_[r * PLD + c0 + i] = f16(pv);
+    }
+    l = l * corr + st;
+    m = mn;
+    workgroupBarrier();
+    var ot: array<Res, NQ>;
+    for (var n = 0u; n < NQ; n++) {
+      ot[n] = Res();
+    }
+    for (var kc = 0u; kc < NC; kc++) {
+      let pl = subgroupMatrixLoad<Left, row_major>(&p_, sg * 16u * PLD + kc * 16u, PLD);
+      for (var n = 0u; n < NQ; n++) {
+        let vr = subgroupMatrixLoad<Right, row_major>(&x16, vb + (j0 + kc * 16u) * KS + n * 16u, KS);
+        ot[n] = subgroupMatrixMultiplyAccumulate(pl, vr, ot[n]);
+      }
+    }
+    for (var n0 = 0u; n0 < NQ; n0 += NC) {
+      for (var n = 0u; n < NC; n++) {
+        subgroupMatrixStore<row_major>(&s_, sg * 16u * SLD + n * 16u, ot[n0 + n], SLD);
+      }
+      workgroupBarrier();
+      let a0 = (n0 / NC) * CPL;
+      for (var i = 0u; i < CPL; i++) {
+        oacc[a0 + i] = fma(oacc[a0 + i], corr, s_[r * SLD + c0 + i]);
+      }
+      workgroupBarrier(); // s_ is rewritten by the next chunk or tile
+    }
+  }
+  let lt = row_sum(l, lid);
+  if (pu(9u) != 0u && lane % LPR == 0u && t < T) {
+    lse[p.oa.y + (b * nh + h) * T + t] = m + log(lt);
+  }
+  if (t < T) {
+    let ob = select(1u, 2u, OUT16) * p.oa.x + (b * T + t) * QS + h * HD;
+    let il = 1.0 / lt;
+    for (var n0 = 0u; n0 < NQ; n0 += NC) {
+      let a0 = (n0 / NC) * CPL;
+      for (var i = 0u; i < CPL; i++) {
+        let v = oacc[a0 + i] * il;
+        outp[ob + n0 * 16u + c0 + i] = OT(select(v, clamp(v, -65504.0, 65504.0), OUT16));
+      }
+    }
+  }
+}
