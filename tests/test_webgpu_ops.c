@@ -48,6 +48,11 @@
  *     act16_grad_chain: the weight mirror, reused at their own fp32 bounds; on lavapipe the
  *     dY copies, crossentropy's and the           vector kernels run the same calls (copies
  *     backward producers' f16 gradient copies)    made with TEZGAH_WEBGPU_GRAD16=1, not read)
+ * Flash attention on subgroup matrices (test_attention_sgmat, TEZGAH_WEBGPU_ATTN_SGMAT=1; SKIPPED
+ * where the adapter has none, lavapipe; every other case runs with TEZGAH_WEBGPU_ATTN_SGMAT=0):
+ *   out, dq, dk, dv (f32 and f16 out)            |err| ≤ 1e-2·|cpu| + 1.5e-2·max(rms(cpu), 0.1) (q, k, v,
+ *                                                dout, P and dS in f16: see SG_RTOL)
+ *   lse                                          |err| ≤ 1.5e-2
  * Needs Dawn and a WebGPU adapter (lavapipe in CI); without them it prints SKIPPED and
  * exits 77. */
 #include <fnmatch.h>
@@ -67,6 +72,9 @@ static int setup(void **state) {
   /* the fp32 op contracts: matmul inputs ("mmin", backend.h) in fp32 here; test_act16 makes its
    * own backend with them in f16 */
   setenv("TEZGAH_WEBGPU_ACT16", "0", 1);
+  /* the attention tests of the fp32 kernels run them on every adapter: the subgroup-matrix
+   * kernels (f16 operands) only in test_attention_sgmat */
+  setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "0", 1);
   gpu = tz_backend_create("webgpu", 0, NULL);
   if (!gpu) {
     char why[1200];
@@ -1463,6 +1471,154 @@ static void test_act16(void **state) {
   g16->destroy(g16);
 }
 
+/* ---- attention on subgroup matrices (webgpu_ops_attn_sg.c) ---- */
+static int env_flag(const char *name) {
+  const char *e = getenv(name);
+  return e && *e && strcmp(e, "0");
+}
+/* |gpu − cpu| ≤ rtol·|cpu| + arms·max(rms(cpu), 0.1) for every element; prints the worst ratio
+ * err/bound (and err/rms) so that a run on the device shows the margin. The floor 0.1 (of these
+ * unit-normal inputs' scale): a gradient that is 0 in exact arithmetic (T = 1: dS = P·(dP − D)
+ * with D = dP) is the difference of two f16-rounded O(1) values. */
+static void sg_close(const char *what, const float *got, const float *ref, size_t n, double rtol, double arms) {
+  double ss = 0, worst = 0, emax = 0;
+  for (size_t i = 0; i < n; i++) ss += (double)ref[i] * ref[i];
+  double rms = sqrt(ss / (n ? n : 1)), scale = rms > 0.1 ? rms : 0.1;
+  size_t bad = 0, wi = 0;
+  for (size_t i = 0; i < n; i++) {
+    double err = fabs((double)got[i] - ref[i]), bound = rtol * fabs(ref[i]) + arms * scale;
+    if (!(err <= bound)) {
+      if (bad < 5) print_error("%s [%zu]: gpu %.9g cpu %.9g (bound %.3g)\n", what, i, got[i], ref[i], bound);
+      bad++;
+    }
+    if (err > emax) emax = err;
+    if (bound > 0 && err / bound > worst) worst = err / bound, wi = i;
+  }
+  printf("  %-28s max |err| %.3g = %.3g rms (rms %.3g), worst err/bound %.3f at %zu%s\n", what, emax,
+         rms > 0 ? emax / rms : 0, rms, worst, wi, bad ? " FAILED" : "");
+  if (bad) {
+    print_error("%s: %zu of %zu outside the bound\n", what, bad, n);
+    fail();
+  }
+}
+/* The f16 bound of the subgroup-matrix kernels (TOL below): q, k, v and dout are rounded to f16
+ * (u = 2^-11 = 4.9e-4 relative each), so a score s = scale·Σ_d q_d·k_d is off by at most
+ * 2u·scale·Σ_d |q_d·k_d|: 5e-3 (head_dim 64) to 7e-3 (128) for these unit-normal inputs, and P
+ * and dS are rounded to f16 once more (u). Every output is a sum of such terms, so its error is
+ * at most about 1e-2 of the magnitude of its terms, which for these sums of random-sign terms is
+ * the output's rms. Bound: 1e-2·|cpu| + 1.5e-2·rms(cpu), lse 1.5e-2 absolute (its terms are
+ * the scores). A wrong mask, row, head or block gives errors of the order of the rms itself. */
+#define SG_RTOL 1e-2
+#define SG_ARMS 1.5e-2
+static void check_att_sg(tz_backend *ge, int B, int T, int nh, int nkv, int hd) {
+  ot_ctx og, oc;
+  ot_init(&og, ge, (uint64_t)B * 131 + T * 7 + nh * 3 + nkv + hd);
+  ot_init(&oc, cpu, 1);
+  int o16 = ge->act_mm == TZ_F16;
+  size_t N = (size_t)B * T, Q = (size_t)(nh + 2 * nkv) * hd, C = (size_t)nh * hd, nl = (size_t)B * nh * T;
+  float *qkv = ot_randn(&og, N * Q, 1), *dout = ot_randn(&og, N * C, 1);
+  tz_slice gq = up32(&og, qkv, N * Q), gd = up32(&og, dout, N * C), go = ot_buf(&og, NULL, N * C * 4 + 64),
+           gl = ot_buf(&og, NULL, nl * 4), gdq = ot_buf(&og, NULL, N * Q * 4);
+  tz_slice cq = up32(&oc, qkv, N * Q), cd = up32(&oc, dout, N * C), co = ot_buf(&oc, NULL, N * C * 4),
+           cl = ot_buf(&oc, NULL, nl * 4), cdq = ot_buf(&oc, NULL, N * Q * 4);
+  size_t kc = C, vc = C + (size_t)nkv * hd;
+  ge->attention_fwd(ge, go, gl, gq, tz_f32(gq, kc), tz_f32(gq, vc), B, T, T, 0, nh, nkv, hd, (int)Q, (int)Q);
+  cpu->attention_fwd(cpu, co, cl, cq, tz_f32(cq, kc), tz_f32(cq, vc), B, T, T, 0, nh, nkv, hd, (int)Q, (int)Q);
+  printf("attention_sgmat B %d T %d n_head %d n_kv_head %d head_dim %d (out %s)\n", B, T, nh, nkv, hd, o16 ? "f16" : "f32");
+  float *gl_ = ot_get(&og, gl, nl), *cl_ = ot_get(&oc, cl, nl);
+  for (size_t i = 0; i < nl; i++) cl_[i] -= gl_[i], gl_[i] = 0; /* absolute: compare the difference with 0 */
+  double *z = ot_dbl(gl_, nl);
+  ot_close("attention_sgmat lse", cl_, z, nl, 0, 1.5e-2);
+  free(z), free(gl_), free(cl_);
+  float *got = o16 ? down16(&og, go, N * C) : ot_get(&og, go, N * C), *ref = ot_get(&oc, co, N * C);
+  sg_close("out", got, ref, N * C, SG_RTOL, SG_ARMS);
+  if (o16) cpu->upload(cpu, co, got, N * C * 4); /* both backwards read the f16 out */
+  ge->attention_bwd(ge, gdq, tz_f32(gdq, kc), tz_f32(gdq, vc), gd, gq, tz_f32(gq, kc), tz_f32(gq, vc), go, gl, B, T, nh,
+                    nkv, hd, (int)Q, (int)Q);
+  cpu->attention_bwd(cpu, cdq, tz_f32(cdq, kc), tz_f32(cdq, vc), cd, cq, tz_f32(cq, kc), tz_f32(cq, vc), co, cl, B, T,
+                     nh, nkv, hd, (int)Q, (int)Q);
+  float *g2 = ot_get(&og, gdq, N * Q), *r2 = ot_get(&oc, cdq, N * Q);
+  /* dq, dk, dv apart (each its own rms) */
+  size_t w[3] = {C, (size_t)nkv * hd, (size_t)nkv * hd}, o[3] = {0, kc, vc};
+  const char *nm[3] = {"dq", "dk", "dv"};
+  for (int p = 0; p < 3; p++) {
+    float *a = malloc(N * w[p] * 4), *r = malloc(N * w[p] * 4);
+    for (size_t n = 0; n < N; n++)
+      for (size_t c = 0; c < w[p]; c++) a[n * w[p] + c] = g2[n * Q + o[p] + c], r[n * w[p] + c] = r2[n * Q + o[p] + c];
+    sg_close(nm[p], a, r, N * w[p], SG_RTOL, SG_ARMS);
+    free(a), free(r);
+  }
+  free(g2), free(r2), free(got), free(ref), free(qkv), free(dout);
+  ot_release(&og), ot_release(&oc);
+}
+/* Flash attention forward and backward on subgroup matrices (f16 × f16 → f32, webgpu_ops_attn_sg.c)
+ * against the CPU on fresh random inputs, where tz_webgpu_describe says they run (the H200 under
+ * the node Dawn; SKIPPED elsewhere: lavapipe has no subgroup matrices), with
+ * TEZGAH_WEBGPU_ATTN_SGMAT=1 (a call that would fall back to the fp32 kernels is an error):
+ * head_dim 64 and 128; causal; GQA 2/1 and 4/1 query heads per kv head and none; T below one
+ * 64-row block, between blocks, an exact multiple, several blocks; B 1-3; the fp32 output (the
+ * fp32 op contract) and the f16 output (c->act16: a backend with TEZGAH_WEBGPU_ACT16=1, the
+ * CPU's backward fed the same f16 out); the backward's dq partial sums in chunks of one sequence
+ * (TEZGAH_WEBGPU_ATTN_DQ_KB); the former grid order; the forward's one-pass form
+ * (TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1). Under TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1 (the
+ * software stand-in for subgroup matrices, ctest test_webgpu_ops_attn_sgemu on lavapipe, where
+ * a case takes about a minute) one case per path: GQA head_dim 64, head_dim 128, the one-pass
+ * forward, chunked dq sums, f16 out. Bound: SG_RTOL / SG_ARMS above. The other
+ * attention tests run with TEZGAH_WEBGPU_ATTN_SGMAT=0 (setup): the fp32 kernels at their fp32
+ * bounds on every adapter. */
+static void test_attention_sgmat(void **state) {
+  const char *d = tz_webgpu_describe(gpu);
+  if (!strstr(d, "attention on subgroup matrices")) {
+    const char *w = strstr(d, "subgroup-matrix attention off");
+    printf("SKIPPED: no subgroup-matrix attention on this adapter (%s)\n", w ? w : d);
+    skip();
+  }
+  setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "1", 1);
+  /* TZ_TEST_SG_CASE="B,T,n_head,n_kv_head,head_dim": that case only (debugging) */
+  int cs[5];
+  const char *one = getenv("TZ_TEST_SG_CASE");
+  /* the software stand-in (TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1, lavapipe) is slow: one case per path */
+  int emu = env_flag("TEZGAH_WEBGPU_ATTN_SGMAT_EMU");
+  if (one && sscanf(one, "%d,%d,%d,%d,%d", &cs[0], &cs[1], &cs[2], &cs[3], &cs[4]) == 5) {
+    check_att_sg(gpu, cs[0], cs[1], cs[2], cs[3], cs[4]);
+  } else {
+    check_att_sg(gpu, 2, 70, 4, 2, 64); /* GQA 2, T between blocks */
+    if (!emu) {
+      check_att_sg(gpu, 3, 130, 4, 1, 64); /* multi-query, B 3, three blocks */
+      check_att_sg(gpu, 1, 64, 2, 2, 64);  /* T a multiple of the block */
+      check_att_sg(gpu, 2, 9, 2, 2, 64);   /* T below one 16-row matrix */
+      check_att_sg(gpu, 1, 300, 2, 1, 64); /* five blocks */
+      check_att_sg(gpu, 2, 133, 2, 2, 128);
+    }
+    check_att_sg(gpu, 1, 45, 4, 1, 128);
+    /* the forward's one-pass form (TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1: output rows in registers) */
+    setenv("TEZGAH_WEBGPU_ATTN_SG_ONEPASS", "1", 1);
+    check_att_sg(gpu, 2, 70, 4, 2, 128);
+    if (!emu) check_att_sg(gpu, 3, 130, 4, 1, 64);
+    unsetenv("TEZGAH_WEBGPU_ATTN_SG_ONEPASS");
+    setenv("TEZGAH_WEBGPU_ATTN_DQ_KB", "200", 1); /* chunks of 2 sequences (64-key blocks: 98 KB of parts each) or 1 (32: 160 KB) */
+    check_att_sg(gpu, 3, 100, 2, 1, 64);
+    unsetenv("TEZGAH_WEBGPU_ATTN_DQ_KB");
+    if (!emu) {
+      setenv("TEZGAH_WEBGPU_ATTN_ORDER", "0", 1);
+      check_att_sg(gpu, 2, 70, 4, 2, 128);
+      unsetenv("TEZGAH_WEBGPU_ATTN_ORDER");
+    }
+    /* the f16 attention output (the backend's f16 activations) */
+    setenv("TEZGAH_WEBGPU_F16", "1", 1);
+    setenv("TEZGAH_WEBGPU_ACT16", "1", 1);
+    tz_backend *g16 = tz_backend_create("webgpu", 0, NULL);
+    unsetenv("TEZGAH_WEBGPU_F16");
+    setenv("TEZGAH_WEBGPU_ACT16", "0", 1);
+    assert_non_null(g16);
+    assert_int_equal(g16->act_mm, TZ_F16);
+    check_att_sg(g16, 2, 70, 4, 2, 64);
+    if (!emu) check_att_sg(g16, 1, 100, 2, 1, 128);
+    g16->destroy(g16);
+  }
+  setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "0", 1);
+}
+
 /* name matches one of the comma-separated glob patterns in list */
 static int name_in(const char *name, const char *list) {
   char pat[256];
@@ -1485,7 +1641,7 @@ int main(void) {
       cmocka_unit_test(test_attention_kvcache), cmocka_unit_test(test_activations),
       cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_crossentropy_extremes),
       cmocka_unit_test(test_adamw),
-      cmocka_unit_test(test_w16),        cmocka_unit_test(test_act16),
+      cmocka_unit_test(test_w16),        cmocka_unit_test(test_act16), cmocka_unit_test(test_attention_sgmat),
       /* the sweep (sweep_on): skipped unless TEZGAH_TEST_SWEEP=1 or their own switch */
       cmocka_unit_test(test_matmul_sweep), cmocka_unit_test(test_attention_flash_variants),
       cmocka_unit_test(test_attention_flash_variants_mixes), cmocka_unit_test(test_attention_flash_variants_arena),

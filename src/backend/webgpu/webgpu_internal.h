@@ -38,6 +38,7 @@
  *   webgpu_prof.c        per-kernel GPU timestamps (TEZGAH_PROFILE=1) into the profile's rows
  *   webgpu_ops_matmul.c  the matmul family (matmul_t, matmul, matmul_at, matmul_at_swiglu_a)
  *   webgpu_ops_attn.c    rope and attention (flash kernels and the general ones)
+ *   webgpu_ops_attn_sg.c flash attention on subgroup matrices (f16 x f16 -> f32)
  *   webgpu_ops_elem.c    elementwise ops, sums, bias gradient, norms, activations
  *   webgpu_ops_embed_xent_adamw.c  embedding, cross-entropy, AdamW
  * Nothing here is public API (backend.h is).
@@ -350,6 +351,18 @@ void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz
 void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout, tz_slice q,
                       tz_slice k, tz_slice v, tz_slice out, tz_slice lse, int B, int T, int n_head, int n_kv_head,
                       int head_dim, int q_stride, int kv_stride);
+/* webgpu_ops_attn_sg.c: flash attention on subgroup matrices for the training form (head_dim
+ * 64 / 128) where the adapter allows (wg_attn_sg_why: NULL, else why not); each returns 1 when
+ * it ran the op, 0 when the caller's fp32 kernels must (out: f16 with c->act16, else fp32). */
+const char *wg_attn_sg_why(wg_ctx *c);
+/* the kernel source with a software stand-in for subgroup matrices (TEZGAH_WEBGPU_ATTN_SGMAT_EMU,
+ * tests); module() applies it to a prefix holding "// sgmat emulation"; malloc'ed */
+char *wg_attn_sg_emulate(const char *src);
+int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k, tz_slice v, int B, int Tq,
+                   int Tk, int q_pos0, int n_head, int n_kv_head, int head_dim, int q_stride, int kv_stride);
+int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout, tz_slice q, tz_slice k,
+                   tz_slice v, tz_slice out, tz_slice lse, int B, int T, int n_head, int n_kv_head, int head_dim,
+                   int q_stride, int kv_stride);
 /* webgpu_ops_embed_xent_adamw.c */
 void wg_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, tz_slice wpe, int B, int T, int C,
                   int V);

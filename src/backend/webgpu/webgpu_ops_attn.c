@@ -338,14 +338,16 @@ static void attn_bwd32(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz
       n_kv_head, B);
 }
 
-/* The attention output is a matmul input (backend.h "mmin"): with f16 activations (c->act16) the
- * kernels, which have only fp32 forms so far, write it to the backend's fp32 buffer (wg_act32)
+/* The subgroup-matrix kernels (webgpu_ops_attn_sg.c) take the training form where the adapter
+ * allows; they read and write the f16 attention output themselves. The attention output is a
+ * matmul input (backend.h "mmin"): with f16 activations (c->act16) the fp32 kernels write it to the backend's fp32 buffer (wg_act32)
  * and one pass converts it to f16 (profile row "to_f16 (attn out)"); the backward, which
  * reads it for D = rowsum(dout ∘ out), gets an fp32 copy of the f16 values ("to_f32 (attn
  * out)"). An f16-output flash kernel would drop both passes (not done yet). */
 void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k, tz_slice v, int B, int Tq,
                       int Tk, int q_pos0, int n_head, int n_kv_head, int head_dim, int q_stride, int kv_stride) {
   wg_ctx *c = CTX(be);
+  if (wg_attn_sg_fwd(be, out, lse, q, k, v, B, Tq, Tk, q_pos0, n_head, n_kv_head, head_dim, q_stride, kv_stride)) return;
   if (!c->act16) {
     attn_fwd32(be, out, lse, q, k, v, B, Tq, Tk, q_pos0, n_head, n_kv_head, head_dim, q_stride, kv_stride);
     return;
@@ -359,6 +361,8 @@ void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_
                       tz_slice v, tz_slice out, tz_slice lse, int B, int T, int n_head, int n_kv_head, int head_dim,
                       int q_stride, int kv_stride) {
   wg_ctx *c = CTX(be);
+  if (wg_attn_sg_bwd(be, dq, dk, dv, dout, q, k, v, out, lse, B, T, n_head, n_kv_head, head_dim, q_stride, kv_stride))
+    return;
   if (c->act16) {
     size_t n = (size_t)B * T * n_head * head_dim;
     tz_slice o32 = wg_act32(be, n);

@@ -148,6 +148,9 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
    * declaration) marks their end with "// end of directives"; the prefix goes after it. Its
    * `//#if` / `//#for` lines (the subgroup-matrix kernels) are expanded with the values of the
    * prefix's `//defs` line (tz_sgmat_preprocess), the directives included. */
+  /* the subgroup-matrix attention kernels with their software stand-in (tests) */
+  char *emu = NULL;
+  if (strstr(prefix, "// sgmat emulation")) body = emu = wg_attn_sg_emulate(body);
   const char *dir = "";
   int ndir = 0;
   char *pp = NULL;
@@ -164,11 +167,20 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
   size_t n = (size_t)ndir + strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(prefix) + strlen(body) + 8;
   char *src = tz_malloc(n);
   snprintf(src, n, "%.*s%s%s\n%s\n%s\n%s\n%s", ndir, dir, en, prefix, pre, red, scan, body);
+  /* TEZGAH_WEBGPU_DUMP_WGSL=DIR: every module's source as DIR/<file>_<n>.wgsl (debugging) */
+  const char *dd = getenv("TEZGAH_WEBGPU_DUMP_WGSL");
+  if (dd && *dd) {
+    char fn[512];
+    snprintf(fn, sizeof fn, "%s/%s_%d.wgsl", dd, file, c->nmods);
+    FILE *df = fopen(fn, "w");
+    if (df) fputs(src, df), fclose(df);
+  }
   WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, tz_wgpu_sv(src)};
   WGPUShaderModuleDescriptor d = {&ws.chain, tz_wgpu_sv(file)};
   WGPUShaderModule m = W.wgpuDeviceCreateShaderModule(c->dev, &d);
   free(src);
   free(pp);
+  free(emu);
   free(rw);
   free(pre_ro);
   snprintf(c->mods[c->nmods].key, sizeof c->mods[c->nmods].key, "%s", key);

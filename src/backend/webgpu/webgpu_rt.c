@@ -399,7 +399,7 @@ static const char *precision(wg_ctx *c) {
 /* One line naming the device, precision, reduction path and read-only matmul tile, for logs
  * ("llvmpipe (CPU, Vulkan, ...); fp32 ...; reductions: ...; matmul tile 8x8, BK 8, 2 buffers ..."). */
 const char *tz_webgpu_describe(tz_backend *be) {
-  static char line[800];
+  static char line[1200];
   if (!be || strcmp(be->name, "webgpu")) return "";
   wg_ctx *c = CTX(be);
   char a[300];
@@ -416,9 +416,13 @@ const char *tz_webgpu_describe(tz_backend *be) {
   char sg[128];
   if (c->sgmat) snprintf(sg, sizeof sg, "; matmul on subgroup matrices (f16 x f16 -> f32, %u lanes)", c->sg_size);
   else snprintf(sg, sizeof sg, "; subgroup-matrix matmul off (%s)", c->sg_why ? c->sg_why : "?");
-  snprintf(line, sizeof line, "%s; %s; %s; matmul tile %dx%d, BK %d, %d buffer%s (%zu of %u bytes)%s", a, precision(c),
+  char sa[160];
+  const char *aw = wg_attn_sg_why(c);
+  if (!aw) snprintf(sa, sizeof sa, "; attention on subgroup matrices (head_dim 64, 128; TEZGAH_WEBGPU_ATTN_SGMAT=0: fp32)");
+  else snprintf(sa, sizeof sa, "; subgroup-matrix attention off (%s)", aw);
+  snprintf(line, sizeof line, "%s; %s; %s; matmul tile %dx%d, BK %d, %d buffer%s (%zu of %u bytes)%s%s", a, precision(c),
            r, f.tm, f.tn, f.bk, f.nbuf, f.nbuf > 1 ? "s" : "", wg_mm_smem(f),
-           (unsigned)c->lim.maxComputeWorkgroupStorageSize, sg);
+           (unsigned)c->lim.maxComputeWorkgroupStorageSize, sg, sa);
   return line;
 }
 

@@ -1,0 +1,322 @@
+/* WebGPU backend: flash attention forward and backward on subgroup matrices (f16 × f16 → f32
+ * 16×16×16: tensor cores through Vulkan cooperative matrices on NVIDIA), src/kernels/
+ * attention_sgmat/. Chosen by wg_attention_fwd / wg_attention_bwd (webgpu_ops_attn.c) for the
+ * training form (Tq == Tk, q_pos0 0) with head_dim 64 or 128 where the adapter runs the
+ * subgroup-matrix matmul (c->sgmat: f16 precision, an f16 × f16 → f32 16×16×16 configuration,
+ * ShaderF16, one subgroup size) and offers Subgroups (the softmax's row reductions shuffle);
+ * everything else keeps the fp32 kernels (attention_fa.wgsl, attention.wgsl).
+ *
+ * Data flow, forward: fa_sg_pack makes compact f16 copies of q, k, v ([B, Tp, heads·head_dim],
+ * zero rows from T up to Tp = T rounded up to 64) in the staging buffer (wg_stage); fa_sg_fwd
+ * writes out (f16 where the backend keeps the attention output in f16, c->act16, else fp32) and
+ * lse. Backward: the same copies, fa_sg_prep (D = rowsum(dout ∘ out) into the scratch and dout's
+ * f16 copy), then per chunk of sequences fa_sg_dkdv (dk, dv; the partial dq of every (key
+ * block, query tile) into the scratch after D) and fa_sg_dqsum (dq, a fixed order).
+ *
+ * TEZGAH_WEBGPU_ATTN_SGMAT=0 forces the fp32 kernels (A/B in one build); =1 requires these (an
+ * error where a call cannot take them: the tests); TEZGAH_WEBGPU_ATTN=fallback forces the
+ * general kernels as before. The partial dq sums follow TEZGAH_WEBGPU_ATTN_DQ_KB as the fp32
+ * fused backward's do. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/webgpu/webgpu_internal.h"
+
+#define SG_PAD 64 /* Tp: T rounded up to this (a multiple of every kernel's 16·NSG-row block) */
+
+/* TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1 (tests): run the kernels with a software stand-in for subgroup
+ * matrices (wg_attn_sg_emulate) on any adapter with ShaderF16, e.g. lavapipe, to check their
+ * indexing, masking, barriers and data flow against the CPU where no adapter has the feature. */
+static int sg_emu(void) { return env_int("TEZGAH_WEBGPU_ATTN_SGMAT_EMU", 0) != 0; }
+/* lanes per subgroup the kernels are built for: the adapter's one size; 32 when emulated */
+static uint32_t sg_lanes(wg_ctx *c) { return sg_emu() ? 32 : c->sg_size; }
+
+/* workgroup memory of a kernel with nsg subgroups (their s_, p_ / pT_, dsT_, ls_, dd_, and the
+ * emulation's exchange array), bytes */
+static size_t sg_smem(int bwd, int nsg, uint32_t lanes) {
+  size_t n = 16 * (size_t)nsg, s = n * (n + 4) * 4, p = n * (n + 8) * 2;
+  return (bwd ? s + 2 * p + 2 * n * 4 : s + p) + (sg_emu() ? nsg * lanes * 4 : 0);
+}
+/* subgroups per workgroup of a kernel: 4 (64-row blocks) where the workgroup memory allows, else
+ * 2 (32-row blocks; the emulation on lavapipe's 32 KB); TEZGAH_WEBGPU_ATTN_SG_NSG=2|4 asks */
+static int sg_nsg(wg_ctx *c, int bwd) {
+  int n = env_int("TEZGAH_WEBGPU_ATTN_SG_NSG", 4) == 2 ? 2 : 4;
+  uint32_t lanes = sg_lanes(c);
+  for (; n >= 2; n /= 2)
+    if (sg_smem(bwd, n, lanes) <= c->lim.maxComputeWorkgroupStorageSize &&
+        (uint32_t)n * lanes <= c->lim.maxComputeInvocationsPerWorkgroup)
+      return n;
+  return 0;
+}
+
+const char *wg_attn_sg_why(wg_ctx *c) {
+  if (sg_emu()) return c->has_f16 ? NULL : "no ShaderF16 (TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1)";
+  if (!c->sgmat) return c->sg_why ? c->sg_why : "no subgroup-matrix matmul";
+  if (!c->has_subgroups) return "no Subgroups";
+  if (c->sg_size != 16 && c->sg_size != 32 && c->sg_size != 64) return "subgroup size not 16, 32 or 64";
+  if (!sg_nsg(c, 0) || !sg_nsg(c, 1)) return "too little workgroup memory or too few invocations";
+  return NULL;
+}
+
+/* The emulation's kernel source (TEZGAH_WEBGPU_ATTN_SGMAT_EMU; webgpu_pipe.c's module() calls
+ * this for a prefix holding "// sgmat emulation"): the subgroup-matrix and subgroup directives
+ * dropped; Left / Right / Res become SM (a whole 16 × 16 f32 matrix in every invocation of the
+ * subgroup, so a matrix is the same value in all of them, as a subgroup matrix is); loads,
+ * stores (every invocation writes the same values) and multiply-accumulate become functions
+ * over SM, generated per array the file uses; subgroupShuffleXor(y, o) becomes an exchange
+ * through workgroup memory between invocations lid and lid ^ o (the callers are in uniform
+ * control flow). Products of f16 values are exact in f32, so the arithmetic is the hardware's up
+ * to the summation order. malloc'ed. */
+char *wg_attn_sg_emulate(const char *src) {
+  static const char *const rep[][2] = {
+      {"enable subgroups;\n", ""},
+      {"enable chromium_experimental_subgroup_matrix;\n", ""},
+      {"diagnostic(off, chromium.subgroup_matrix_uniformity);\n", ""},
+      {"subgroup_matrix_left<f16, 16, 16>", "SM"},
+      {"subgroup_matrix_right<f16, 16, 16>", "SM"},
+      {"subgroup_matrix_result<f32, 16, 16>", "SM"},
+      {"subgroupMatrixMultiplyAccumulate(", "sm_mma("},
+      {"subgroupShuffleXor(y, o)", "sm_shfx(y, o, lid)"},
+      {"subgroupMatrixLoad<Left, row_major>(&", "sm_ld_r_"},
+      {"subgroupMatrixLoad<Left, col_major>(&", "sm_ld_c_"},
+      {"subgroupMatrixLoad<Right, row_major>(&", "sm_ld_r_"},
+      {"subgroupMatrixLoad<Right, col_major>(&", "sm_ld_c_"},
+      {"subgroupMatrixStore<row_major>(&", "sm_st_"},
+  };
+  size_t cap = strlen(src) * 2 + 8192, n = 0;
+  char *o = tz_malloc(cap);
+  for (const char *q = src; *q;) {
+    int hit = 0;
+    for (size_t i = 0; i < sizeof rep / sizeof *rep && !hit; i++) {
+      size_t k = strlen(rep[i][0]);
+      if (!strncmp(q, rep[i][0], k)) {
+        n += (size_t)snprintf(o + n, cap - n, "%s", rep[i][1]);
+        q += k, hit = 1;
+        if (!strncmp(rep[i][1], "sm_ld_", 6) || !strncmp(rep[i][1], "sm_st_", 6)) { /* "name, " -> "name(" */
+          while (*q && *q != ',') o[n++] = *q++;
+          q += 2;
+          o[n++] = '(';
+        }
+      }
+    }
+    if (!hit) o[n++] = *q++;
+    TZ_ASSERT(n + 64 < cap);
+  }
+  o[n] = 0;
+  /* the library, after the host's prefix (it needs NT): per f16 array a load, per f32 array a store */
+  static const char *const f16s[] = {"x16", "p_", "pT_", "dsT_"}, *const f32s[] = {"s_", "scr"};
+  char lib[8192];
+  size_t m = (size_t)snprintf(lib, sizeof lib,
+                              "struct SM { v: array<f32, 256> }\n"
+                              "fn sm_mma(a: SM, b: SM, c: SM) -> SM {\n  var r = c;\n"
+                              "  for (var i = 0u; i < 16u; i++) { for (var j = 0u; j < 16u; j++) { var s = r.v[i * 16u + j];\n"
+                              "    for (var k = 0u; k < 16u; k++) { s = fma(a.v[i * 16u + k], b.v[k * 16u + j], s); }\n"
+                              "    r.v[i * 16u + j] = s; } }\n  return r;\n}\n"
+                              "var<workgroup> sm_x: array<f32, NT>;\n"
+                              "fn sm_shfx(y: f32, o: u32, lid: u32) -> f32 {\n  workgroupBarrier();\n  sm_x[lid] = y;\n"
+                              "  workgroupBarrier();\n  return sm_x[lid ^ o];\n}\n");
+  for (size_t i = 0; i < 4; i++) {
+    char key[16];
+    snprintf(key, sizeof key, "sm_ld_r_%s(", f16s[i]);
+    if (!strstr(o, key) && !(snprintf(key, sizeof key, "sm_ld_c_%s(", f16s[i]), strstr(o, key))) continue;
+    for (int cm = 0; cm < 2; cm++)
+      m += (size_t)snprintf(lib + m, sizeof lib - m,
+                            "fn sm_ld_%c_%s(off: u32, ld: u32) -> SM {\n  var r: SM;\n"
+                            "  for (var i = 0u; i < 16u; i++) { for (var j = 0u; j < 16u; j++) {\n"
+                            "    r.v[i * 16u + j] = f32(%s[off + %s]); } }\n  return r;\n}\n",
+                            cm ? 'c' : 'r', f16s[i], f16s[i], cm ? "j * ld + i" : "i * ld + j");
+  }
+  for (size_t i = 0; i < 2; i++) {
+    char key[16];
+    snprintf(key, sizeof key, "sm_st_%s(", f32s[i]);
+    if (!strstr(o, key)) continue;
+    m += (size_t)snprintf(lib + m, sizeof lib - m,
+                          "fn sm_st_%s(off: u32, a: SM, ld: u32) {\n"
+                          "  for (var i = 0u; i < 16u; i++) { for (var j = 0u; j < 16u; j++) {\n"
+                          "    %s[off + i * ld + j] = a.v[i * 16u + j]; } }\n}\n",
+                          f32s[i], f32s[i]);
+  }
+  TZ_ASSERT(m + 1 < sizeof lib);
+  /* after the directives */
+  const char *d = strstr(o, "// end of directives\n");
+  TZ_ASSERT(d);
+  size_t at = (size_t)(d - o) + strlen("// end of directives\n");
+  char *r = tz_malloc(n + m + 64);
+  snprintf(r, n + m + 64, "%.*s%s%s", (int)at, o, lib, o + at);
+  free(o);
+  return r;
+}
+
+/* Whether this call runs on the subgroup-matrix kernels (see the top); under
+ * TEZGAH_WEBGPU_ATTN_SGMAT=1 a call that cannot is an error naming why. */
+static int sg_use(wg_ctx *c, const char *op, int Tq, int Tk, int q_pos0, int hd) {
+  const char *e = getenv("TEZGAH_WEBGPU_ATTN_SGMAT"), *f = getenv("TEZGAH_WEBGPU_ATTN");
+  if ((e && !strcmp(e, "0")) || (f && !strcmp(f, "fallback"))) return 0;
+  const char *why = wg_attn_sg_why(c);
+  if (!why && !(Tq == Tk && q_pos0 == 0)) why = "not the training form (Tq == Tk, q_pos0 0)";
+  if (!why && hd != 64 && hd != 128) why = "head_dim not 64 or 128";
+  if (why && e && *e) wg_fail(c, "%s: TEZGAH_WEBGPU_ATTN_SGMAT=1 but the subgroup-matrix kernels cannot run: %s", op, why, 0, 0);
+  return !why;
+}
+/* A call the kernels decline after sg_use (layout, binding limits): 0, an error under
+ * TEZGAH_WEBGPU_ATTN_SGMAT=1. */
+static int sg_decline(wg_ctx *c, const char *op, const char *why) {
+  const char *e = getenv("TEZGAH_WEBGPU_ATTN_SGMAT");
+  if (e && *e && strcmp(e, "0"))
+    wg_fail(c, "%s: TEZGAH_WEBGPU_ATTN_SGMAT=1 but the subgroup-matrix kernels decline: %s", op, why, 0, 0);
+  return 0;
+}
+/* The standalone kernels index binding i + 1 as argument i: every argument must get its own
+ * binding in order (wg_bind_slots merges arguments whose aligned ranges overlap), and no
+ * argument outside `wmask` (bound read-only) may share a buffer with one inside it (Dawn rejects
+ * a buffer bound read-only and writable in one dispatch). */
+static int sg_binds_ok(wg_ctx *c, const wg_arg *a, int n, unsigned wmask) {
+  tz_buf *sb[MAX_ARGS];
+  uint64_t lo[MAX_ARGS], hi[MAX_ARGS];
+  int sl[MAX_ARGS];
+  if (wg_bind_slots(c, a, n, sl, sb, lo, hi) != n) return 0;
+  for (int i = 0; i < n; i++) {
+    if (sl[i] != i) return 0;
+    if (hi[i] - lo[i] / c->lim.minStorageBufferOffsetAlignment * c->lim.minStorageBufferOffsetAlignment > wg_cap_bytes(c))
+      return 0;
+    for (int j = 0; j < n; j++)
+      if (!(wmask >> i & 1) && (wmask >> j & 1) && a[i].s.buf == a[j].s.buf) return 0;
+  }
+  return 1;
+}
+
+static size_t al256(size_t x) { return (x + 255) / 256 * 256; }
+
+/* dst [B, Tp, ncols] f16 = src rows (stride floats), zero past T (fa_sg_pack.wgsl) */
+static void sg_pack(wg_ctx *c, tz_slice dst, tz_slice src, int B, int T, int Tp, int ncols, int stride) {
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)ncols, w[11] = (uint32_t)stride, w[12] = (uint32_t)B;
+  wg_arg a[] = {A(dst, (size_t)B * Tp * ncols * 2, "x16"), A(src, F4(((size_t)B * T - 1) * stride + ncols), "q/k/v")};
+  uint32_t gx, gy;
+  grid1((size_t)B * Tp * ncols / 2, &gx, &gy);
+  wg_run(c, "attention_to_f16", wg_pipeline(c, "fa_sg_pack", "main", ""), w, 13, a, 2, gx, gy, 1);
+}
+
+/* the f16 copies' layout in the staging buffer (byte offsets): q, k, v, then dout (backward) */
+typedef struct {
+  size_t q, k, v, d, end;
+} sg_lay;
+static sg_lay sg_layout(int B, int Tp, int nh, int nkv, int hd, int with_dout) {
+  sg_lay l;
+  size_t nq = (size_t)B * Tp * nh * hd * 2, nk = (size_t)B * Tp * nkv * hd * 2;
+  l.q = 0, l.k = al256(nq), l.v = l.k + al256(nk), l.d = l.v + al256(nk);
+  l.end = with_dout ? l.d + al256(nq) : l.d;
+  return l;
+}
+
+int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k, tz_slice v, int B, int Tq,
+                   int Tk, int q_pos0, int nh, int nkv, int hd, int qs, int kvs) {
+  wg_ctx *c = CTX(be);
+  static const char *op = "attention_fwd";
+  if (!sg_use(c, op, Tq, Tk, q_pos0, hd)) return 0;
+  int T = Tq, Tp = (T + SG_PAD - 1) / SG_PAD * SG_PAD, o16 = c->act16, nsg = sg_nsg(c, 0);
+  if (out.off % 4) return sg_decline(c, op, "out is not 4-byte aligned");
+  sg_lay l = sg_layout(B, Tp, nh, nkv, hd, 0);
+  size_t C = (size_t)nh * hd, nl = (size_t)B * nh * T;
+  int has_lse = tz_present(lse);
+  wg_arg a[] = {A(out, o16 ? ((size_t)B * T * C * 2 + 3) & ~(size_t)3 : F4((size_t)B * T * C), "att out"),
+                A(has_lse ? lse : TZ_NONE, F4(nl), "lse"), A(TZ_NONE, l.end, "x16")};
+  if (l.end > wg_cap_bytes(c)) return sg_decline(c, op, "the f16 copies exceed one binding");
+  tz_slice x = wg_stage(be, l.end);
+  if (!has_lse) a[1].s = wg_scratch(be, F4(nl)); /* written, not read: a place for it */
+  a[2].s = x;
+  if (!sg_binds_ok(c, a, 3, 0x3)) return sg_decline(c, op, "the arguments do not get a binding each");
+  sg_pack(c, tz_at(x, l.q), q, B, T, Tp, (int)C, qs);
+  sg_pack(c, tz_at(x, l.k), k, B, T, Tp, nkv * hd, kvs);
+  sg_pack(c, tz_at(x, l.v), v, B, T, Tp, nkv * hd, kvs);
+  char pre[256];
+  snprintf(pre, sizeof pre,
+           "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n%s",
+           hd, sg_lanes(c), nsg, o16 ? "true" : "false", o16 ? "f16" : "f32", sg_emu() ? "// sgmat emulation\n" : "");
+  uint32_t w[24] = {0};
+  int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
+  w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)nkv,
+  w[12] = fbits(1.0f / sqrtf((float)hd)), w[13] = (uint32_t)(l.q / 2), w[14] = (uint32_t)(l.k / 2),
+  w[15] = (uint32_t)(l.v / 2), w[16] = (uint32_t)ord, w[17] = (uint32_t)has_lse;
+  uint32_t nb = (uint32_t)(Tp / (16 * nsg));
+  c->pending_flop = 3.0 * B * nh * (double)T * T * hd; /* S twice (two passes), P·V; causal half */
+  /* TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1: the one-pass form (main1: output rows in registers, 2 matmul
+   * units); default the two-pass form (main) until the H200 has measured both */
+  int one = env_int("TEZGAH_WEBGPU_ATTN_SG_ONEPASS", 0) != 0;
+  if (one) c->pending_flop = 2.0 * B * nh * (double)T * T * hd;
+  wg_run(c, op, wg_pipeline(c, "fa_sg_fwd", one ? "main1" : "main", pre), w, 18, a, 3, ord ? (uint32_t)nh : nb, ord ? (uint32_t)B : (uint32_t)nh,
+         ord ? nb : (uint32_t)B);
+  c->pending_flop = 0;
+  return 1;
+}
+
+/* rows of dq partial sums per (sequence, head): Σ over the key blocks kb of Tp − kb·bc */
+static size_t sg_part_rows(int Tp, int bc) {
+  size_t nkb = (size_t)Tp / bc;
+  return nkb * (size_t)Tp - (size_t)bc * (nkb * (nkb - 1) / 2);
+}
+
+int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout, tz_slice q, tz_slice k,
+                   tz_slice v, tz_slice out, tz_slice lse, int B, int T, int nh, int nkv, int hd, int qs, int kvs) {
+  wg_ctx *c = CTX(be);
+  static const char *op = "attention_bwd";
+  if (!sg_use(c, op, T, T, 0, hd)) return 0;
+  int Tp = (T + SG_PAD - 1) / SG_PAD * SG_PAD, o16 = c->act16, nsg = sg_nsg(c, 1), kbc = 16 * nsg;
+  if (dk.buf != dv.buf || dv.off < dk.off || (dv.off - dk.off) % 4 || dk.off % 4 || dq.off % 4 || out.off % 4)
+    return sg_decline(c, op, "dk and dv are not 4-byte aligned slices of one buffer with dv after dk");
+  sg_lay l = sg_layout(B, Tp, nh, nkv, hd, 1);
+  size_t C = (size_t)nh * hd, nl = (size_t)B * nh * T, rows = sg_part_rows(Tp, kbc);
+  size_t dbytes = al256(F4(nl)), per = (size_t)nh * rows * hd * 4;
+  size_t cap = (size_t)env_int("TEZGAH_WEBGPU_ATTN_DQ_KB", 256 * 1024) * 1024, lim = wg_cap_bytes(c);
+  if ((size_t)(c->lim.maxBufferSize / 5 * 4) < lim) lim = (size_t)(c->lim.maxBufferSize / 5 * 4);
+  lim = lim > dbytes ? lim - dbytes : 0;
+  if (cap > lim) cap = lim;
+  size_t bc = cap / per < (size_t)B ? cap / per : (size_t)B;
+  if (!bc) return sg_decline(c, op, "one sequence's dq partial sums exceed TEZGAH_WEBGPU_ATTN_DQ_KB or the binding limits");
+  if (l.end > wg_cap_bytes(c)) return sg_decline(c, op, "the f16 copies exceed one binding");
+  size_t kvext = F4(((size_t)B * T - 1) * kvs + (size_t)nkv * hd);
+  tz_slice x = wg_stage(be, l.end), s = wg_scratch(be, dbytes + bc * per);
+  wg_arg ap[] = {A(s, F4(nl), "D"), A(tz_at(x, l.d), (size_t)B * Tp * C * 2, "dout16"), A(dout, F4((size_t)B * T * C), "dout"),
+                 A(out, o16 ? ((size_t)B * T * C * 2 + 3) & ~(size_t)3 : F4((size_t)B * T * C), "att out")};
+  wg_arg ak[] = {A(dk, dv.off - dk.off + kvext, "dk, dv"), A(s, dbytes + bc * per, "D, dq parts"), A(x, l.end, "x16"),
+                 A(lse, F4(nl), "lse")};
+  wg_arg as[] = {A(dq, F4(((size_t)B * T - 1) * qs + C), "dq"), A(s, dbytes + bc * per, "dq parts")};
+  if (!sg_binds_ok(c, ap, 4, 0x3) || !sg_binds_ok(c, ak, 4, 0x3) || !sg_binds_ok(c, as, 2, 0x1))
+    return sg_decline(c, op, "the arguments do not get a binding each");
+  sg_pack(c, tz_at(x, l.q), q, B, T, Tp, (int)C, qs);
+  sg_pack(c, tz_at(x, l.k), k, B, T, Tp, nkv * hd, kvs);
+  sg_pack(c, tz_at(x, l.v), v, B, T, Tp, nkv * hd, kvs);
+  char pre[256];
+  uint32_t w[24] = {0}, gx, gy;
+  snprintf(pre, sizeof pre, "const HD: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n", hd, o16 ? "true" : "false",
+           o16 ? "f16" : "f32");
+  w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)B;
+  grid1(nl / T * Tp, &gx, &gy);
+  wg_run(c, "attention_bwd_d", wg_pipeline(c, "fa_sg_prep", "main", pre), w, 12, ap, 4, gx, gy, 1);
+  char pk[256], pq[128];
+  snprintf(pk, sizeof pk, "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\n%s", hd, sg_lanes(c), nsg,
+           sg_emu() ? "// sgmat emulation\n" : "");
+  snprintf(pq, sizeof pq, "const HD: u32 = %du;\nconst BC: u32 = %du;\n", hd, kbc);
+  int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
+  uint32_t nkb = (uint32_t)(Tp / kbc);
+  for (int b0 = 0; b0 < B; b0 += (int)bc) {
+    int nb = B - b0 < (int)bc ? B - b0 : (int)bc;
+    memset(w, 0, sizeof w);
+    w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)nkv,
+    w[12] = fbits(1.0f / sqrtf((float)hd)), w[13] = (uint32_t)(l.q / 2), w[14] = (uint32_t)(l.k / 2),
+    w[15] = (uint32_t)(l.v / 2), w[16] = (uint32_t)(l.d / 2), w[17] = (uint32_t)ord, w[18] = 0,
+    w[19] = (uint32_t)(dbytes / 4), w[20] = (uint32_t)rows, w[21] = (uint32_t)b0, w[22] = (uint32_t)((dv.off - dk.off) / 4),
+    w[23] = (uint32_t)kvs;
+    c->pending_flop = 5.0 * nb * nh * (double)T * T * hd; /* S, dP, dV, dK, dq: causal half */
+    wg_run(c, "attention_bwd_dkdv", wg_pipeline(c, "fa_sg_dkdv", "main", pk), w, 24, ak, 4, ord ? (uint32_t)nkv : nkb,
+           ord ? (uint32_t)nb : (uint32_t)nkv, ord ? nkb : (uint32_t)nb);
+    c->pending_flop = 0;
+    memset(w, 0, sizeof w);
+    w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)qs, w[12] = (uint32_t)(dbytes / 4),
+    w[13] = (uint32_t)rows, w[14] = (uint32_t)b0, w[15] = (uint32_t)nb;
+    grid1((size_t)nb * nh * T * hd, &gx, &gy);
+    wg_run(c, "attention_bwd_dq", wg_pipeline(c, "fa_sg_dqsum", "main", pq), w, 16, as, 2, gx, gy, 1);
+  }
+  return 1;
+}

@@ -1,0 +1,43 @@
+// dq of the subgroup-matrix flash attention's backward (fa_sg_dkdv.wgsl wrote, per key block kb
+// of BC keys and query tile, the partial dq = dS·K of the tile's queries to the scratch):
+//   dq[b, t, h, d] = Σ_{kb ≤ t / BC} part[b − u6, h, part_row(kb) + t − kb·BC, d]
+// blocks in ascending order (deterministic: no atomics). part: per (sequence of the chunk, query
+// head) u5 rows of HD floats; key block kb's rows hold queries kb·BC .. Tp−1 from row
+// part_row(kb) = Σ_{k < kb} (Tp − k·BC) (causal packing). Source: our own (as
+// attention_fa.wgsl's fa_dq_sum, with the padded length Tp).
+// Standalone module in the backend's layout (wg_run_ex): binding 0 the uniform block [element
+// offsets (4-byte units) of dq, scratch][slots][u0 T, u1 Tp, u2 n_head, u3 q_stride, u4 parts'
+// element offset in the scratch, u5 rows per (sequence, head), u6 the chunk's first sequence,
+// u7 its sequences], bindings 1 dq f32 (rows of q_stride floats, head h at h·HD), 2 scratch.
+// One element per thread, d fastest; 256 threads per workgroup, the grid folded into x and y.
+// Host prefix: const HD, BC.
+struct U { oa: vec4<u32>, ob: vec4<u32>, sa: vec4<u32>, sb: vec4<u32>, u: array<vec4<u32>, 4> }
+@group(0) @binding(0) var<uniform> p: U;
+@group(0) @binding(1) var<storage, read_write> dq: array<f32>;
+@group(0) @binding(2) var<storage, read> scr: array<f32>;
+
+fn part_row(kb: u32, Tp: u32) -> u32 {
+  return kb * Tp - BC * ((kb * max(kb, 1u) - kb) / 2u); // Σ_{k < kb} (Tp − k·BC)
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+  let i = gid.x + gid.y * nw.x * 256u;
+  let T = p.u[0].x;
+  let Tp = p.u[0].y;
+  let nh = p.u[0].z;
+  if (i >= p.u[1].w * nh * T * HD) {
+    return;
+  }
+  let d = i % HD;
+  let t = (i / HD) % T;
+  let bh = i / (HD * T); // (sequence in the chunk, head)
+  let h = bh % nh;
+  let b = bh / nh + p.u[1].z;
+  let base = p.oa.y + p.u[1].x + bh * p.u[1].y * HD + d;
+  var acc = 0.0;
+  for (var kb = 0u; kb <= t / BC; kb++) {
+    acc += scr[base + (part_row(kb, Tp) + t - kb * BC) * HD];
+  }
+  dq[p.oa.x + (b * T + t) * p.u[0].w + h * HD + d] = acc;
+}

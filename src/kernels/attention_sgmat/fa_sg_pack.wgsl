@@ -1,0 +1,34 @@
+// The f16 operands of the subgroup-matrix flash attention (fa_sg_fwd.wgsl, fa_sg_dkdv.wgsl):
+// dst[b, t, c] = f16(src[(b·T + t)·stride + c]) for t < T, 0 for T ≤ t < Tp (zero rows up to the
+// padded length Tp, a multiple of the kernels' 64-row blocks, so that their 16 × 16 matrix loads
+// never leave the tensor), c < ncols (even). dst is compact: [B, Tp, ncols] f16, stored as
+// pairs (u32, round to nearest even by pack2x16float after a clamp to ±65504, as to_f16.wgsl).
+// Source: our own. Standalone module in the backend's layout (wg_run_ex): binding 0 the uniform
+// block [element offsets (4-byte units) of dst, src][slots][u0 T, u1 Tp, u2 ncols, u3 stride
+// (floats), u4 B], binding 1 dst (u32 pairs), binding 2 src f32. One pair per thread, 256
+// threads per workgroup, the grid folded into x and y (grid1).
+struct U { oa: vec4<u32>, ob: vec4<u32>, sa: vec4<u32>, sb: vec4<u32>, u: array<vec4<u32>, 4> }
+@group(0) @binding(0) var<uniform> p: U;
+@group(0) @binding(1) var<storage, read_write> dst: array<u32>;
+@group(0) @binding(2) var<storage, read> src: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+  let i = gid.x + gid.y * nw.x * 256u;
+  let T = p.u[0].x;
+  let Tp = p.u[0].y;
+  let half = p.u[0].z / 2u;
+  if (i >= p.u[1].x * Tp * half) {
+    return;
+  }
+  let c = (i % half) * 2u;
+  let row = i / half;
+  let t = row % Tp;
+  let b = row / Tp;
+  var v = vec2<f32>(0.0);
+  if (t < T) {
+    let s = p.oa.y + (b * T + t) * p.u[0].w + c;
+    v = clamp(vec2<f32>(src[s], src[s + 1u]), vec2<f32>(-65504.0), vec2<f32>(65504.0));
+  }
+  dst[p.oa.x + i] = pack2x16float(v);
+}
