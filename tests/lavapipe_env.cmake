@@ -21,7 +21,7 @@
 # they do nothing on a GPU adapter.
 # The entries measured with it (cold, passing, 2026-12-02; the matmul sweep runs the matmul
 # entry's kernels with other tiles). The plain test_webgpu_ops entry passed cold with it in 475
-# CPU s, more than without (~350 estimated): not set there. Not yet: the attention
+# CPU s, more than without (439, cold, the same hour): not set there. Not yet: the attention
 # sweep (test_attention_flash runs T = 8192 in the plain entry, where slower generated code
 # matters), test_webgpu_mainjob and test_tok_webgpu_cli: add each here once a cold run passes
 # with it at a lower cost. test_webgpu_mainjob with nopt hit ctest's 900 s limit on
