@@ -19,8 +19,11 @@
 # V = 50257 padded to 50304. tokens/s = median of the per-step tok_per_s in metrics.jsonl after
 # 4 warm-up steps (no validation, one checkpoint at the end). TEZGAH_BENCH_BUSY (default 2):
 # busy-loop processes for the contended rows; TEZGAH_BENCH_PEER_STEPS (10): the peer's steps.
-# TEZGAH_BENCH_QUICK=1: only the default rows (a dry run). Each "ours" row reads back the wait
-# policy the CLI ran with (GOMP_SPINCOUNT / OMP_WAIT_POLICY in the running process).
+# TEZGAH_BENCH_QUICK=1: only the default rows (a dry run); with TEZGAH_BENCH_2CORE=1 also the
+# 2-core rows. TEZGAH_BENCH_PEER_TMO (240): seconds each peer run may take (compile included).
+# TEZGAH_BENCH_PROFILE=1: also the per-op profile (train --profile, 8 steps) of the default and
+# 2-core runs, on stderr.
+# Each "ours" row reads back the wait policy the CLI ran with (GOMP_SPINCOUNT / OMP_WAIT_POLICY in the running process).
 # As run on the GPU machine 2026-12-02 (docs/PERF.md), from a folder made like this:
 #   cmake -S . -B build-v4 -DCMAKE_BUILD_TYPE=Release -DTEZGAH_NATIVE=OFF \
 #     -DCMAKE_C_FLAGS=-march=x86-64-v4 -DTEZGAH_CUDA=OFF -DTEZGAH_MPI=OFF -DTEZGAH_PLOT=OFF -DTEZGAH_BLAS=OFF
@@ -78,7 +81,7 @@ ours() { # label binary [env assignments...]
 peer() { # label compile threads
   [[ -f $dir/data/torch_gpt.py ]] || return 0
   local out
-  out=$(timeout 150 python3 "$dir/data/torch_gpt.py" --device cpu --threads "$3" --compile "$2" --arch gpt2 --L "$L" --H "$H" \
+  out=$(timeout "${TEZGAH_BENCH_PEER_TMO:-240}" python3 "$dir/data/torch_gpt.py" --device cpu --threads "$3" --compile "$2" --arch gpt2 --L "$L" --H "$H" \
     --d "$C" --T "$T" --B "$B" --steps "$peer_steps" 2>&1 | tail -3)
   echo "peer: $out" >&2
   row "$1" "$(grep -o 'tok_s=[0-9.]*' <<<"$out" | cut -d= -f2 | head -1)" "torch_gpt.py --compile $2 --threads $3"
@@ -101,6 +104,17 @@ if [[ -x $dir/bin/bench_fma_peak ]]; then
 fi
 
 ours "tezgah, CLI default" tezgah X=1
+# TEZGAH_BENCH_PROFILE=1: the per-op table (`train --profile`, wall clock per op) of the default
+# run and of the 2-core run, on stderr (not rows of the table)
+profile_table() { # label [env assignments...]
+  local label=$1 run=$work/prof
+  shift
+  env "$@" "$dir/bin/tezgah" train --arch gpt2 --n-layer "$L" --n-head "$H" --d-model "$C" --max-seq-len "$T" -T "$T" \
+    -B "$B" --vocab-size 50257 --train-shards "$shard" --steps 8 --val-every 0 --ckpt-every 0 --sample-tokens 0 \
+    --profile --run-dir "$run" </dev/null 2>&1 >/dev/null | sed -n '/profile/,/^  total/p' | sed "s/^/[$label] /" >&2
+  rm -rf "$run"
+}
+[[ ${TEZGAH_BENCH_PROFILE:-0} == 1 ]] && profile_table "$ncpu threads" X=1
 if [[ ${TEZGAH_BENCH_QUICK:-0} != 1 ]]; then
   ours "before (main), CLI default (passive)" tezgah-before X=1
   ours "tezgah, passive" tezgah OMP_WAIT_POLICY=PASSIVE
@@ -120,10 +134,11 @@ if [[ ${TEZGAH_BENCH_QUICK:-0} != 1 ]] && ((busy_n > 0)); then
   stop_busy
 fi
 # 2 cores (CPUs 0 and 1): the training step and the matmul shapes on 2 threads
-if [[ ${TEZGAH_BENCH_QUICK:-0} != 1 ]]; then
+if [[ ${TEZGAH_BENCH_QUICK:-0} != 1 || ${TEZGAH_BENCH_2CORE:-0} == 1 ]]; then
   steps_all=$steps
   steps=5
   ours "2 cores (taskset 0,1): tezgah, CLI default" tezgah OMP_NUM_THREADS=2 taskset -c 0,1
+  [[ ${TEZGAH_BENCH_PROFILE:-0} == 1 ]] && profile_table "2 cores" OMP_NUM_THREADS=2 taskset -c 0,1
   ours "2 cores (taskset 0,1): tezgah + OpenBLAS" tezgah-blas OMP_NUM_THREADS=2 taskset -c 0,1
   steps=$steps_all
   if [[ -x $dir/bin/bench_matmul ]]; then

@@ -136,6 +136,13 @@ typedef struct {
   const char *tokenizer; /* tokenizer file overriding the checkpoint's (NULL: the checkpoint's);
                             a llama2.c tokenizer.bin switches to run.c's generation loop, where
                             `tokens` counts all positions, prompt included (run.c's -n) */
+  int batch;             /* rows generated together (0 or 1: one): `batch` samples of the prompt,
+                            row i drawn with seed + i (so row i equals a batch-1 run with that
+                            seed); not with a llama2.c tokenizer */
+  const char *prompts_file; /* one prompt per line, one row each (the batch is their number;
+                            `batch`, if set, must equal it); NULL: `prompt` for every row */
+  int ignore_eot;        /* keep generating past <|endoftext|> (benchmarks: exactly `tokens`) */
+  int stats;             /* print load / prefill / decode times and tokens/s to stderr */
 } tz_sample_opts;
 
 TZ_API void tz_sample_opts_default(tz_sample_opts *o);

@@ -11,14 +11,10 @@
 #   lacks), dawn/dawn.node.xz and dawn/libwebgpu_wrapper.so.xz; packed by hand as in
 #   scripts/device_pack.sh). Writes $OUT/summary.log and $OUT/logs.tgz.
 set -uo pipefail
-dir=${1:?usage: device_webgpu_dawn.sh DIR}
-out=${OUT:-/tmp/dawn_out}
-mkdir -p "$out"
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-export LD_LIBRARY_PATH=$PWD/$dir/lib:${LD_LIBRARY_PATH:-}
+# shellcheck source=scripts/device_webgpu_env.sh
+source scripts/device_webgpu_env.sh
+device_start device_webgpu_dawn /tmp/dawn_out "" "$@"
+# both Dawns unpacked side by side; every run below names its own TEZGAH_WEBGPU_LIB
 dd=/tmp/dawn_libs
 mkdir -p "$dd"
 python3 - "$dir/dawn" "$dd" <<'PY'
@@ -31,10 +27,7 @@ for n in ("dawn.node", "libwebgpu_wrapper.so"):
 PY
 node=$dd/dawn.node
 bun=$dd/libwebgpu_wrapper.so
-sum=$out/summary.log
-: >"$sum"
-say() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$sum"; }
-say "start $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1); sha256 $(sha256sum "$node" | cut -c1-16) $(sha256sum "$bun" | cut -c1-16)"
+say "sha256 $(sha256sum "$node" | cut -c1-16) $(sha256sum "$bun" | cut -c1-16)"
 for w in ${INFO:-node bun}; do
   lib=$node; [[ $w == bun ]] && lib=$bun
   TEZGAH_WEBGPU_LIB=$lib timeout 60 "$dir/bin/tezgah" info >"$out/info_$w.log" 2>&1

@@ -12,6 +12,16 @@
 #     log = $out/LOG (everything), both emptied; then a first line with the date and the GPU.
 #   say TEXT...        a result line: with a log, to the log, the summary and stdout; without,
 #                      stamped "[HH:MM:SS +SECONDSs]" to the summary and stdout
+#   device_dawn_node   (after device_start) for the scripts that load npm webgpu's dawn.node
+#                      through the Node-API stubs: DIR/bin (tezgah, the tests and
+#                      libtz_napi_stub.so) after DIR/lib on LD_LIBRARY_PATH, DIR/dawn/dawn.node.xz
+#                      unpacked to /tmp/dawn.node and TEZGAH_WEBGPU_LIB pointing at it
+#   train_gpt2 NAME PRECISION STEPS ARGS...
+#                      `DIR/bin/tezgah train --backend webgpu --precision PRECISION` on GPT-2 124M,
+#                      B 16, T 1024, STEPS steps of DIR/data/train.bin (timeout TTMO, else 120 s;
+#                      ARGS appended), into $out/NAME.log and the run folder /tmp/run_NAME; sets
+#                      rc (its exit status) and tps (the median tok_per_s of steps 6.., "nan"
+#                      without any) and writes the loss of every step to $out/loss_NAME.txt
 #   row KEY FILE       the ms/step of row KEY of the last per-op profile table in FILE
 #   prof NAME VAR=VALUE...
 #                      the attention scripts' profiled run: `bench_webgpu train $bt $steps` with
@@ -40,6 +50,26 @@ device_start() {
   local gpu
   gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
   if [[ -n $log ]]; then say "$name: $(date -u) $gpu"; else say "start $(date -u) $gpu"; fi
+}
+
+device_dawn_node() {
+  export LD_LIBRARY_PATH=$PWD/$dir/lib:$PWD/$dir/bin:${LD_LIBRARY_PATH#"$PWD/$dir/lib:"}
+  xz -dc "$dir/dawn/dawn.node.xz" >/tmp/dawn.node
+  export TEZGAH_WEBGPU_LIB=/tmp/dawn.node
+}
+
+train_gpt2() {
+  local name=$1 prec=$2 n=$3
+  shift 3
+  timeout "${TTMO:-120}" "$dir/bin/tezgah" train --backend webgpu --precision "$prec" --arch gpt2 --n-layer 12 \
+    --n-head 12 --d-model 768 --max-seq-len 1024 -B 16 -T 1024 --vocab-size 50257 \
+    --train-shards "$dir/data/train.bin" --val-shards "$dir/data/train.bin" --steps "$n" --val-every 0 \
+    --ckpt-every 0 --sample-tokens 0 --log-every 1 --run-dir "/tmp/run_$name" "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  # shellcheck disable=SC2034  # tps: read by the calling script's result line
+  tps=$(grep -o '"tok_per_s":[0-9.e+]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 | tail -n +6 | sort -g |
+    awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
+  grep -o '"loss":[0-9.e+-]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 >"$out/loss_$name.txt"
 }
 
 say() {

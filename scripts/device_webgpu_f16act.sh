@@ -12,38 +12,22 @@
 #     then a --profile run of each (to_f16 rows: calls and ms/step).
 #   bash scripts/device_webgpu_f16act.sh DIR   (run tool, carry [DIR, ".gl"]; DIR as for
 #   scripts/device_webgpu_sgint.sh: bin/ (tezgah, test_webgpu_ops, libtz_napi_stub.so), lib/,
-#   dawn/dawn.node.xz, data/train.bin). Writes $OUT/. About 3 minutes warm.
+#   dawn/dawn.node.xz, data/train.bin). Writes $OUT/summary.log (the result lines, as on stdout)
+#   and one log per run; about 3 minutes warm. The prologue, dawn.node and the training run:
+#   scripts/device_webgpu_env.sh (device_start, device_dawn_node, train_gpt2).
 set -uo pipefail
-dir=${1:?usage: device_webgpu_f16act.sh DIR}
-out=${OUT:-/tmp/f16act_out}
-mkdir -p "$out"
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-export LD_LIBRARY_PATH=$PWD/$dir/lib:$PWD/$dir/bin:${LD_LIBRARY_PATH:-}
-xz -dc "$dir/dawn/dawn.node.xz" >/tmp/dawn.node
-export TEZGAH_WEBGPU_LIB=/tmp/dawn.node
-say() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*"; }
-say "start $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+# shellcheck source=scripts/device_webgpu_env.sh
+source scripts/device_webgpu_env.sh
+device_start device_webgpu_f16act /tmp/f16act_out "" "$@"
+device_dawn_node
 timeout 60 "$dir/bin/tezgah" info 2>&1 | grep -E '^  (library|adapter|precision|ShaderF16|subgroup-matrix)'
 TZ_TEST_FILTER='test_act16,test_matmul_sgmat' timeout 120 "$dir/bin/test_webgpu_ops" 2>&1 |
   grep -E 'webgpu \(f16|test_matmul_sgmat:|OK|FAIL|PASS|SKIP|error|act16' | head -30
 say "test_webgpu_ops act16 + sgmat rc ${PIPESTATUS[0]}"
 steps=${STEPS:-15}
-train() { # NAME STEPS EXTRA...
-  local name=$1 n=$2
-  shift 2
-  timeout "${TTMO:-120}" "$dir/bin/tezgah" train --backend webgpu --precision f16 --arch gpt2 --n-layer 12 \
-    --n-head 12 --d-model 768 --max-seq-len 1024 -B 16 -T 1024 --vocab-size 50257 \
-    --train-shards "$dir/data/train.bin" --val-shards "$dir/data/train.bin" --steps "$n" --val-every 0 \
-    --ckpt-every 0 --sample-tokens 0 --log-every 1 --run-dir "/tmp/run_$name" "$@" >"$out/$name.log" 2>&1
-  local rc=$?
-  local tps
-  tps=$(grep -o '"tok_per_s":[0-9.e+]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 | tail -n +6 | sort -g |
-    awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
-  grep -o '"loss":[0-9.e+-]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 >"$out/loss_$name.txt"
-  say "train $name rc $rc: median tokens/s (steps 6..) $tps; $(grep -iE 'error|precision' "$out/$name.log" | head -2 | tr '\n' '|')"
+train() { # NAME STEPS EXTRA...: train_gpt2 (device_webgpu_env.sh) at f16 and its result line
+  train_gpt2 "$1" f16 "${@:2}"
+  say "train $1 rc $rc: median tokens/s (steps 6..) $tps; $(grep -iE 'error|precision' "$out/$1.log" | head -2 | tr '\n' '|')"
 }
 train act16 "$steps"
 TEZGAH_WEBGPU_ACT16=0 TEZGAH_WEBGPU_SG_REUSE=0 train main "$steps"

@@ -19,32 +19,22 @@
 #   test_webgpu_ops, libtz_napi_stub.so, optionally bench_webgpu), lib/, dawn/dawn.node.xz,
 #   data/train.bin; as scripts/device_webgpu_f16act.sh). Writes $OUT/ (summary.log, logs).
 #   STEPS (default 12), TTMO (per train run, default 70 s), NOBENCH=1 / NOTRAIN=1 skip parts.
+#   The prologue, dawn.node and the training run: scripts/device_webgpu_env.sh (device_start,
+#   device_dawn_node, train_gpt2). DRY=1 runs the logic locally (lavapipe).
 set -uo pipefail
-dir=${1:?usage: device_webgpu_fasgmat.sh DIR}
-out=${OUT:-/tmp/fasgmat_out}
-mkdir -p "$out"
-sum=$out/summary.log
-: >"$sum"
-if [[ -z ${DRY:-} ]]; then
-  for f in .gl/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-  export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-  xz -dc "$dir/dawn/dawn.node.xz" >/tmp/dawn.node
-  export TEZGAH_WEBGPU_LIB=/tmp/dawn.node
-fi
-export LD_LIBRARY_PATH=$PWD/$dir/lib:$PWD/$dir/bin:${LD_LIBRARY_PATH:-}
-say() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$sum"; }
-say "start $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+# shellcheck source=scripts/device_webgpu_env.sh
+source scripts/device_webgpu_env.sh
+device_start device_webgpu_fasgmat /tmp/fasgmat_out "" "$@"
+device_dawn_node
 timeout 60 "$dir/bin/tezgah" info 2>&1 | grep -E '^  (library|adapter|precision|ShaderF16|subgroup-matrix)' | tee -a "$sum"
 
 # 2. the tests
 lb=$(command -v stdbuf >/dev/null && echo "stdbuf -oL -eL") # line-buffered: a timeout keeps the lines so far
 TZ_TEST_FILTER='test_attention_sgmat' timeout 150 $lb "$dir/bin/test_webgpu_ops" >"$out/test.log" 2>&1
-rc=$?
+trc=$?
 grep -E '^webgpu:' "$out/test.log" | sed 's/^webgpu: .*; subgroup-matrix/  webgpu: ... subgroup-matrix/; s/^webgpu: .*; matmul on/  webgpu: ... matmul on/' | tee -a "$sum"
 grep -vE '^webgpu:' "$out/test.log" | head -80 | tee -a "$sum"
-say "test_attention_sgmat rc $rc"
+say "test_attention_sgmat rc $trc"
 
 # 3. the standalone attention bench (if packed)
 if [[ -x $dir/bin/bench_webgpu && -z ${NOBENCH:-} ]]; then
@@ -62,19 +52,12 @@ fi
 
 # 4. GPT-2 124M training, new vs old attention
 steps=${STEPS:-12}
+export TTMO=${TTMO:-70}
 declare -A TPS ATT
-train() { # NAME STEPS EXTRA...
-  local name=$1 n=$2
-  shift 2
-  timeout "${TTMO:-70}" "$dir/bin/tezgah" train --backend webgpu --precision f16 --arch gpt2 --n-layer 12 \
-    --n-head 12 --d-model 768 --max-seq-len 1024 -B 16 -T 1024 --vocab-size 50257 \
-    --train-shards "$dir/data/train.bin" --val-shards "$dir/data/train.bin" --steps "$n" --val-every 0 \
-    --ckpt-every 0 --sample-tokens 0 --log-every 1 --run-dir "/tmp/run_$name" "$@" >"$out/$name.log" 2>&1
-  local rc=$?
-  TPS[$name]=$(grep -o '"tok_per_s":[0-9.e+]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 | tail -n +6 | sort -g |
-    awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
-  grep -o '"loss":[0-9.e+-]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 >"$out/loss_$name.txt"
-  say "train $name rc $rc: median tokens/s (steps 6..) ${TPS[$name]}; $(grep -iE 'error|precision' "$out/$name.log" | head -2 | tr '\n' '|')"
+train() { # NAME STEPS EXTRA...: train_gpt2 (device_webgpu_env.sh) at f16 and its result line
+  train_gpt2 "$1" f16 "${@:2}"
+  TPS[$1]=$tps
+  say "train $1 rc $rc: median tokens/s (steps 6..) $tps; $(grep -iE 'error|precision' "$out/$1.log" | head -2 | tr '\n' '|')"
 }
 # the attention rows of the last profile table in a log: label and ms/step, then their sum
 att_rows() {
@@ -102,5 +85,5 @@ if [[ -z ${NOTRAIN:-} ]]; then
   done
 fi
 say "SUMMARY  attention ms/step (profile): new ${ATT[new]:-?} old ${ATT[old]:-?} onepass ${ATT[onepass]:-?};" \
-  "tokens/s: new ${TPS[new]:-?} old ${TPS[old]:-?}; tests rc $rc"
+  "tokens/s: new ${TPS[new]:-?} old ${TPS[old]:-?}; tests rc $trc"
 say "end"

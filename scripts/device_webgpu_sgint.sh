@@ -11,37 +11,21 @@
 #     (`TF32=0 --compile 1 --fp32 1`), B 16, T 1024.
 #   bash scripts/device_webgpu_sgint.sh DIR     (run tool, carry [DIR, ".gl"]; DIR holds bin/
 #   (tezgah, test_webgpu_ops, test_webgpu_train, libtz_napi_stub.so), lib/, dawn/dawn.node.xz,
-#   data/train.bin (a GPT-2 token shard) and data/torch_gpt.py). Writes $OUT/log.
+#   data/train.bin (a GPT-2 token shard) and data/torch_gpt.py). Writes $OUT/summary.log
+#   (the result lines, as on stdout) and one log per run. The prologue, dawn.node and the training
+#   run: scripts/device_webgpu_env.sh (device_start, device_dawn_node, train_gpt2).
 set -uo pipefail
-dir=${1:?usage: device_webgpu_sgint.sh DIR}
-out=${OUT:-/tmp/sgint_out}
-mkdir -p "$out"
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-export LD_LIBRARY_PATH=$PWD/$dir/lib:$PWD/$dir/bin:${LD_LIBRARY_PATH:-}
-xz -dc "$dir/dawn/dawn.node.xz" >/tmp/dawn.node
-export TEZGAH_WEBGPU_LIB=/tmp/dawn.node
-say() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*"; }
-say "start $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+# shellcheck source=scripts/device_webgpu_env.sh
+source scripts/device_webgpu_env.sh
+device_start device_webgpu_sgint /tmp/sgint_out "" "$@"
+device_dawn_node
 timeout 60 "$dir/bin/tezgah" info 2>&1 | grep -E '^  (library|adapter|precision|ShaderF16|subgroup-matrix)'
 TZ_TEST_FILTER='test_matmul*' timeout 150 "$dir/bin/test_webgpu_ops" 2>&1 | grep -E 'test_matmul_sgmat:|OK|FAIL|PASS|SKIP|error|matmul kind' | head -30
 say "test_webgpu_ops matmul rc ${PIPESTATUS[0]}"
 steps=${STEPS:-20}
-train() { # NAME PRECISION STEPS EXTRA...
-  local name=$1 prec=$2 n=$3
-  shift 3
-  timeout "${TTMO:-120}" "$dir/bin/tezgah" train --backend webgpu --precision "$prec" --arch gpt2 --n-layer 12 \
-    --n-head 12 --d-model 768 --max-seq-len 1024 -B 16 -T 1024 --vocab-size 50257 \
-    --train-shards "$dir/data/train.bin" --val-shards "$dir/data/train.bin" --steps "$n" --val-every 0 \
-    --ckpt-every 0 --sample-tokens 0 --log-every 1 --run-dir "/tmp/run_$name" "$@" >"$out/$name.log" 2>&1
-  local rc=$?
-  local tps
-  tps=$(grep -o '"tok_per_s":[0-9.e+]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 | tail -n +6 | sort -g |
-    awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
-  grep -o '"loss":[0-9.e+-]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 >"$out/loss_$name.txt"
-  say "train $name rc $rc: median tokens/s (steps 6..) $tps; $(grep -iE 'error|precision|matmul on|subgroup' "$out/$name.log" | head -3 | tr '\n' '|')"
+train() { # NAME PRECISION STEPS EXTRA...: train_gpt2 (device_webgpu_env.sh) and its result line
+  train_gpt2 "$@"
+  say "train $1 rc $rc: median tokens/s (steps 6..) $tps; $(grep -iE 'error|precision|matmul on|subgroup' "$out/$1.log" | head -3 | tr '\n' '|')"
 }
 train f16 f16 "$steps"
 if ! grep -q . "$out/loss_f16.txt"; then # the subgroup-matrix path failed: the f16 mirror alone, for the record

@@ -19,7 +19,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 wasm=$(dirname "$tz")/wasm/tezgah.wasm
 chromium=${TEZGAH_CHROMIUM:-/usr/bin/chromium}
 corpus=$shared/data/tinyshakespeare.txt
-skip() { echo "SKIPPED: $*"; exit 77; }
+# shellcheck source=tests/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # skip, enter_scratch, fail, ok
 command -v node >/dev/null || skip "node not found (scripts/setup.sh)"
 (( $(node -p 'process.versions.node.split(".")[0]') >= 20 )) || skip "node $(node --version) is older than 20 (playwright-core 1.65)"
 [[ -x $chromium ]] || skip "no chromium at $chromium (scripts/setup_wasm.sh installs Debian's; TEZGAH_CHROMIUM=PATH)"
@@ -27,11 +28,7 @@ command -v node >/dev/null || skip "node not found (scripts/setup.sh)"
   skip "web/node_modules lacks playwright-core or @bjorn3/browser_wasi_shim (scripts/setup_wasm.sh: npm ci in web/)"
 [[ -f $wasm ]] || skip "$wasm not built (scripts/setup_wasm.sh installs the toolchain; cmake then builds it)"
 [[ -f $corpus ]] || skip "$corpus is absent (../shared not available)"
-rm -rf "$scratch" && mkdir -p "$scratch"
-cd "$scratch" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+enter_scratch
 head -c 60000 "$corpus" >corpus.txt
 # the server's bad arguments: one line, exit 2 (it printed Node stack traces; found by a
 # new-user check)

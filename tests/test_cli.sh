@@ -12,6 +12,7 @@
 # takes text), HF directories in the helps, clear messages for a model without a tokenizer,
 # an unknown tokenizing backend, an extra `logits` argument, `train --tokenizer` with --data.
 # `train --model NAME` (shape presets: the shape, flags beside it win, checked on --resume).
+# `train --profile` on the CPU backend prints the per-op table.
 # Usage (from ctest): bash test_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 bin=$(realpath "${1:?tezgah binary}")
@@ -149,6 +150,22 @@ usage_case "nomatch_*.txt: no files match" "$bin" train --data 'big.txt,nomatch_
 mkdir -p elsewhere && (cd elsewhere && "$bin" sample >/dev/null 2>e.err)
 (($? == 0)) && fail "sample with no model found one in a directory without latest"
 grep -q "neither runs/latest nor ./latest" elsewhere/e.err || fail "sample with no latest: $(cat elsewhere/e.err)"
+# sample --batch N: N samples, row i seeded SEED+i, equal to --batch 1 --seed SEED+i (CPU: rows one by one)
+"$bin" sample --tokens 12 --batch 3 --seed 5 --prompt "the" >b3.out 2>b3.err || fail "sample --batch 3: $(cat b3.err)"
+[[ $(grep -c '^--- sample [123] of 3 (seed [567]) ---$' b3.out) == 3 ]] || fail "sample --batch 3: want 3 headers: $(cat b3.out)"
+"$bin" sample --tokens 12 --seed 7 --prompt "the" >b1.out 2>b1.err || fail "sample --seed 7: $(cat b1.err)"
+awk '/^--- sample 3 of 3/{f=1;next} f' b3.out >b3row3.out
+cmp -s b1.out b3row3.out || fail "sample --batch 3 row 3 differs from --seed 7: $(cat b3row3.out) vs $(cat b1.out)"
+"$bin" sample --tokens 5 --ignore-eot --stats --temperature 0 >st.out 2>st.err || fail "sample --stats: $(cat st.err)"
+grep -q '^sample: cpu fp32, 1 row(s), .* 5 tokens in 4 steps' st.err || fail "sample --stats line: $(cat st.err)"
+usage_case "--batch: 0 is out of range [1, 1024]" "$bin" sample --batch 0
+# --prompts FILE: one row per line, row i = --prompt LINE --seed SEED+i
+printf 'the\nand so\n' >prompts.txt
+"$bin" sample --prompts prompts.txt --tokens 10 --seed 9 >pr.out 2>pr.err || fail "sample --prompts: $(cat pr.err)"
+"$bin" sample --prompt "and so" --tokens 10 --seed 10 >pr1.out 2>pr1.err || fail "sample --prompt 'and so': $(cat pr1.err)"
+awk '/^--- sample 2 of 2/{f=1;next} f' pr.out >pr2.out
+cmp -s pr1.out pr2.out || fail "sample --prompts row 2 differs from --prompt 'and so' --seed 10: $(cat pr2.out) vs $(cat pr1.out)"
+usage_case "--batch: 3, but prompts.txt holds 2 prompts" "$bin" sample --prompts prompts.txt --batch 3
 
 # a corpus with fewer pairs than the merges asked: data prep says what it got, and why
 for i in {1..1000}; do echo "the cat sat on the mat"; done >few.txt
@@ -190,6 +207,15 @@ grep -q ' 12/1000000 \[.*\] loss [0-9.]* | [0-9.k]* tok/s | ETA [0-9hms]* | val 
 "$bin" train --data part_a.txt "${small[@]}" --steps 3 --log-every 1 --val-every 0 --run-dir eta 2>eta.err ||
   fail "train for the last step's ETA: $(tail -3 eta.err)"
 grep -q '^3/3 \[.*\] loss [0-9.]* | [0-9.k]* tok/s | ETA 0m00s$' eta.err || fail "the last step's ETA is not 0: $(cat eta.err)"
+
+# ---- --profile on the CPU backend: the per-op table, its total the step's wall time ---------
+"$bin" train --data part_a.txt "${small[@]}" --steps 6 --val-every 0 --profile --run-dir prof 2>prof.err ||
+  fail "train --profile on cpu: $(tail -3 prof.err)"
+grep -q '^cpu profile (wall clock, [0-9]* threads, per step over 4 steps):$' prof.err ||
+  fail "train --profile: no cpu profile title over steps 3..6: $(grep -i profile prof.err)"
+for op in matmul_t attention_bwd crossentropy adamw '(outside ops)' total; do
+  grep -qF "  $op " prof.err || fail "train --profile: no '$op' row: $(sed -n '/cpu profile/,$p' prof.err)"
+done
 
 # ---- resume with --steps at or below the checkpoint's step: refused, the run untouched ------
 sum=$(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum)

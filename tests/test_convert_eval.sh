@@ -17,11 +17,9 @@ if [[ ! -f $l2/stories260K.bin || ! -f $shards/tiny_shakespeare_val.bin ]]; then
   echo "SKIPPED: ../shared/llama2c or ../shared/llmc is absent"
   exit 77
 fi
-rm -rf "$scratch" && mkdir -p "$scratch"
-cd "$scratch" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+# shellcheck source=tests/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # skip, enter_scratch, fail, ok
+enter_scratch
 export OMP_NUM_THREADS=1
 want=f5a0e67db7424051520e7d8db9880b3dc2aa13577db570c28805c1b51c42eaf0
 

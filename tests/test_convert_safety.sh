@@ -14,10 +14,9 @@ scratch=${3:?scratch dir}
 fixtures=$(cd "$(dirname "$0")" && pwd)/fixtures
 src=$shared/data/tinyshakespeare.txt
 [[ -f $src ]] || { echo "SKIPPED: $src is absent"; exit 77; }
-rm -rf "$scratch" && mkdir -p "$scratch" && cd "$scratch" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+# shellcheck source=tests/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # skip, enter_scratch, fail, ok
+enter_scratch
 export OMP_NUM_THREADS=1
 one_line_error() { # expected-text cmd...
   local want=$1

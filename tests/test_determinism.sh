@@ -20,11 +20,9 @@ tz=$(realpath "${1:?tezgah binary}")
 [[ -x $tz ]] || { echo "FAIL: no tezgah binary at $1"; exit 1; }
 scratch=${3:?scratch dir}
 src=$(cd "$(dirname "$0")/.." && pwd)
-rm -rf "$scratch" && mkdir -p "$scratch"
-cd "$scratch" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+# shellcheck source=tests/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # skip, enter_scratch, fail, ok
+enter_scratch
 unset TEZGAH_CPU_ISA TEZGAH_CPU_MISALIGN TZ_MATMUL OMP_NUM_THREADS
 cat "$src"/README.md "$src"/docs/FORMATS.md >a.txt
 

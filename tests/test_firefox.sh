@@ -18,18 +18,15 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 wasm=$(dirname "$tz")/wasm/tezgah.wasm
 firefox=${TEZGAH_FIREFOX:-/usr/bin/firefox-esr}
 corpus=$shared/data/tinyshakespeare.txt
-skip() { echo "SKIPPED: $*"; exit 77; }
+# shellcheck source=tests/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # skip, enter_scratch, fail, ok
 command -v node >/dev/null || skip "node not found (scripts/setup.sh)"
 [[ -x $firefox ]] || skip "no firefox-esr at $firefox (scripts/setup_wasm.sh installs Debian's; TEZGAH_FIREFOX=PATH)"
 [[ -d $root/web/node_modules/@bjorn3/browser_wasi_shim ]] ||
   skip "web/node_modules lacks @bjorn3/browser_wasi_shim (scripts/setup_wasm.sh: npm ci in web/)"
 [[ -f $wasm ]] || skip "$wasm not built (scripts/setup_wasm.sh installs the toolchain; cmake then builds it)"
 [[ -f $corpus ]] || skip "$corpus is absent (../shared not available)"
-rm -rf "$scratch" && mkdir -p "$scratch"
-cd "$scratch" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+enter_scratch
 head -c 60000 "$corpus" >corpus.txt
 steps=12
 # the page's "tiny" size and defaults (web/app.js)

@@ -18,11 +18,9 @@ tz=$(realpath "${1:?tezgah binary}")
 shared=${2:?shared dir}
 scratch=${3:?scratch dir}
 src=$(cd "$(dirname "$0")/.." && pwd)
-rm -rf "$scratch" && mkdir -p "$scratch"
-cd "$scratch" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+# shellcheck source=tests/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # skip, enter_scratch, fail, ok
+enter_scratch
 export OMP_NUM_THREADS=1
 cat "$src"/README.md "$src"/docs/FORMATS.md "$src"/docs/CHECKPOINT.md >a.txt
 cat "$src"/docs/TOKENIZER.md >b.txt

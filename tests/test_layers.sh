@@ -53,6 +53,20 @@ includes=$(cd "$root/src" && grep -rnE '^[[:space:]]*#[[:space:]]*include[[:spac
   --include='*.c' --include='*.h' --include='*.cu' --include='*.cuh' . |
   sed -E 's|^\./||; s|^([^:]+):([0-9]+):.*"([^"]+)".*|\1\|\2\|\3|')
 awk -v kind=includes "$judge" <(echo "$table") <(echo "$includes") || fails=$((fails + 1))
+# an include without a directory must name a file beside its includer (or the public header):
+# found through an include path, it would reach another unit unseen by the check above
+while IFS=: read -r file line inc; do
+  inc=$(sed -E 's/.*"([^"]+)".*/\1/' <<<"$inc")
+  [[ $inc == tezgah.h || -f $root/src/$(dirname "$file")/$inc ]] ||
+    fail "src/$file:$line includes \"$inc\", which is not beside it (name it as \"dir/$inc\")"
+done < <(cd "$root/src" && grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"/]+"' \
+  --include='*.c' --include='*.h' --include='*.cu' --include='*.cuh' . | sed 's|^\./||')
+# every directory of src/ is a unit of the table (a new one comes with its row)
+for d in "$root"/src/*/; do
+  d=$(basename "$d")
+  awk -v d="$d" '$1 == d {found = 1} END {exit !found}' <<<"$table" ||
+    fail "src/$d/ has no row in the table of $doc"
+done
 if grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$root/include/tezgah.h"; then
   fail "include/tezgah.h includes files of ours (above): the public header stands alone"
 fi

@@ -22,16 +22,13 @@ scratch=${3:?scratch dir}
 root=$(cd "$(dirname "$0")/.." && pwd)
 wasm=$(dirname "$tz")/wasm/tezgah.wasm
 corpus=$shared/data/tinyshakespeare.txt
-skip() { echo "SKIPPED: $*"; exit 77; }
+# shellcheck source=tests/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # skip, enter_scratch, fail, ok
 command -v node >/dev/null || skip "node not found (scripts/setup.sh installs npm/node)"
 (( $(node -p 'process.versions.node.split(".")[0]') >= 20 )) || skip "node $(node --version) is older than 20 (node:wasi preview1)"
 [[ -f $wasm ]] || skip "$wasm not built (scripts/setup_wasm.sh installs the toolchain; cmake then builds it)"
 [[ -f $corpus ]] || skip "$corpus is absent (../shared not available)"
-rm -rf "$scratch" && mkdir -p "$scratch"
-cd "$scratch" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+enter_scratch
 tzw() { node "$root/wasm/run_node.mjs" "$wasm" "$@"; }
 head -c 60000 "$corpus" >corpus.txt
 args=(--data corpus.txt --n-layer 2 --n-head 4 --d-model 64 --vocab-size 320 -T 64 -B 4 --steps 12

@@ -28,7 +28,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 npm=${TEZGAH_WASM_NPM:-$root/web/node_modules}
 corpus=$shared/data/tinyshakespeare.txt
 STEPS=${TEZGAH_WASM_WEBGPU_STEPS:-6}
-skip() { echo "SKIPPED: $*"; exit 77; }
+# shellcheck source=tests/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # skip, enter_scratch, fail, ok
 command -v node >/dev/null || skip "node not found (scripts/setup.sh)"
 (( $(node -p 'process.versions.node.split(".")[0]') >= 20 )) || skip "node $(node --version) is older than 20"
 command -v clang-19 >/dev/null || skip "clang-19 not found (scripts/setup_wasm.sh)"
@@ -37,11 +38,7 @@ command -v clang-19 >/dev/null || skip "clang-19 not found (scripts/setup_wasm.s
 [[ -d $npm/playwright-core && -d $npm/@bjorn3/browser_wasi_shim ]] ||
   skip "playwright-core / @bjorn3/browser_wasi_shim not in $npm (scripts/setup_wasm.sh)"
 [[ -f $corpus ]] || skip "$corpus is absent (../shared not available)"
-rm -rf "$scratch" && mkdir -p "$scratch"
-cd "$scratch" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+enter_scratch
 browser() { node "$root/tests/wasm/run_browser.mjs" --npm "$npm" --timeout 1500 "$@"; }
 
 # ---- 1 + 2. the bindings alone ----

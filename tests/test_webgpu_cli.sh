@@ -18,11 +18,9 @@ if [[ ! -f $corpus ]]; then
   echo "SKIPPED: $corpus is absent (../shared not available)"
   exit 77
 fi
-rm -rf "$scratch" && mkdir -p "$scratch"
-cd "$scratch" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+# shellcheck source=tests/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # skip, enter_scratch, fail, ok
+enter_scratch
 export OMP_NUM_THREADS=2
 tiny=(--data "$corpus" --vocab-size 320 --n-layer 1 --d-model 32 -B 2 -T 16 --steps 3 --val-every 0
   --sample-tokens 0 --log-every 1)

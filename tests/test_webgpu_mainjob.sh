@@ -21,11 +21,9 @@ if ! info=$("$tz" info 2>&1) || ! grep -q '^  adapter:' <<<"$info"; then
   echo "SKIPPED: WebGPU unavailable: $(grep -m1 'unavailable\|error' <<<"$info" || echo 'no adapter listed by tezgah info')"
   exit 77
 fi
-rm -rf "$scratch" && mkdir -p "$scratch"
-cd "$scratch" || exit 1
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+# shellcheck source=tests/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # skip, enter_scratch, fail, ok
+enter_scratch
 export OMP_NUM_THREADS=2
 job=(--data "$corpus" --vocab-size 2048 --arch llama --n-layer 4 --n-head 4 --d-model 128 -B 16 -T 128
   --steps 3 --val-every 0 --sample-tokens 20 --log-every 1 --seed 11)

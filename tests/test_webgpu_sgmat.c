@@ -53,8 +53,9 @@ static float frand(void) {
   return ((rng >> 8) / 16777216.0f) * 2 - 1;
 }
 
-/* one form vs the CPU; returns the worst |err| / bound */
-static double check_form(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, uint32_t N, uint32_t K) {
+/* one form vs the CPU; returns the worst |err| / bound (1e30 when the run failed) */
+static double check_form(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, uint32_t N, uint32_t K,
+                         uint32_t split, int emu) {
   size_t na = (size_t)M * K, nb = (size_t)N * K;
   uint16_t *a = malloc(na * 2), *b = malloc(nb * 2);
   float *af = malloc(na * 4), *bf = malloc(nb * 4), *c = malloc((size_t)M * N * 4), *c0 = malloc((size_t)M * N * 4);
@@ -63,9 +64,10 @@ static double check_form(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint3
   for (size_t i = 0; i < nb; i++) b[i] = tz_sgmat_f16(frand()), bf[i] = tz_sgmat_f32(b[i]);
   for (uint32_t i = 0; bias && i < N; i++) bias[i] = frand();
   for (size_t i = 0; i < (size_t)M * N; i++) c0[i] = c[i] = form == TZ_SGMAT_DYTX ? frand() : 0;
-  if (tz_sgmat_run(s, form, t, M, N, K, a, b, bias, c, 0, NULL) != 0) {
-    print_error("%s\n", tz_errmsg());
-    fail();
+  if (tz_sgmat_run_ex(s, form, t, M, N, K, a, b, bias, c, 0, NULL, split, 0, emu) != 0) {
+    printf("run failed: %s\n", tz_errmsg());
+    free(a), free(b), free(af), free(bf), free(c), free(c0), free(bias);
+    return 1e30; /* failed: reported, the other tiles still run */
   }
   double worst = 0;
   for (uint32_t m = 0; m < M; m++)
@@ -85,6 +87,19 @@ static double check_form(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint3
   return worst;
 }
 
+/* On the adapter with subgroup matrices (the H200): main's kernel (o: f16 tiles; d: loads from
+ * the operands) and every path of matmul_sgmm.wgsl (n: v vec4<u32> tiles, t B transposed, 2 two
+ * buffers, p register prefetch, g grouped grid; 4x4 matrices per subgroup), each on a few tiles. */
+static const char *const kernel_tiles =
+    "o:32:2x2:2x2;o:16:1x2:4x2;o:32:2x2:2x2:d;o:64:4x4:2x2;"
+    "n:32:2x2:2x2:v2;n:64:2x4:4x2:vp;n:32:2x4:4x2:v;n:64:2x4:4x2:tp;n:32:2x4:4x2:t2;n:16:2x2:4x4:v2;"
+    "n:32:2x4:4x4:vp;n:32:2x2:2x2:p;n:32:2x2:2x2:v2g";
+/* The emulated builtins (any adapter with ShaderF16): every path of matmul_sgmm.wgsl on small
+ * tiles (the emulation repeats each subgroup's work in every invocation). */
+static const char *const emu_tiles =
+    "n:32:2x2:2x1:v2;n:32:2x1:1x2:vp;n:16:1x2:2x2:v;n:32:2x2:1x2:t2;n:16:2x1:2x1:p;n:16:1x1:1x1:v2g";
+static void run_tiles(tz_sgmat *s, const char *names, int emu);
+
 static void test_kernel_or_fallback(void **state) {
   tz_sgmat *s = tz_sgmat_open();
   if (!s) {
@@ -103,28 +118,96 @@ static void test_kernel_or_fallback(void **state) {
      * no ShaderF16 or no single subgroup size; running anyway is refused with one error */
     uint16_t h[256] = {0};
     float c[256];
-    tz_sgmat_tile t = {16, 1, 1, 1, 1, 0};
+    tz_sgmat_tile t = {.bk = 16, .sg_m = 1, .sg_n = 1, .tm = 1, .tn = 1};
     assert_int_equal(tz_sgmat_run(s, TZ_SGMAT_XWT, t, 16, 16, 16, h, h, NULL, c, 0, NULL), -1);
     tz_sgmat_close(s);
     return;
   }
-  tz_sgmat_tile tiles[] = {{32, 2, 2, 2, 2, 0}, {16, 1, 2, 4, 2, 0}, {32, 2, 2, 2, 2, 1}};
-  for (int ti = 0; ti < 3; ti++) {
-    tz_sgmat_tile t = tiles[ti];
+  run_tiles(s, kernel_tiles, 0);
+  tz_sgmat_close(s);
+}
+
+/* Every tile in `names` (';'-separated), every form on a shape of several tiles and k steps, the
+ * weight gradient also split over K in 3 pieces (kernel n); emu: the emulated builtins. */
+static void run_tiles(tz_sgmat *s, const char *names, int emu) {
+  int bad = 0;
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", names);
+  for (char *tok = strtok(buf, ";"); tok; tok = strtok(NULL, ";")) {
+    tz_sgmat_tile t;
+    assert_int_equal(tz_sgmat_tile_parse(tok, &t), 0);
     uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
-    uint32_t M = 3 * bm, N = 2 * bn, K = 5 * t.bk;
-    for (int f = 0; f < 3; f++) {
-      double w = check_form(s, (tz_sgmat_form)f, t, M, N, K);
-      printf("tile %ux%ux%u%s form %d (%ux%ux%u): worst error %.3f of the bound\n", bm, bn, t.bk,
-             t.direct ? " direct" : "", f, M, N, K, w);
-      assert_true(w <= 1.0);
+    uint32_t M = (t.swz ? 11 : 3) * bm, N = 2 * bn, K = 5 * t.bk; /* g: a second, partial group of rows */
+    const char *fe = getenv("TZ_TEST_SGMAT_FORMS"); /* "0123": forms, 3 = split dW (development) */
+    for (int f = 0; f < 4; f++) {
+      if (fe && !strchr(fe, '0' + f)) continue;
+      uint32_t split = f == 3 ? 3 : 1;
+      if (split > 1 && !t.kern) continue;
+      tz_sgmat_form form = f == 3 ? TZ_SGMAT_DYTX : (tz_sgmat_form)f;
+      double w = check_form(s, form, t, M, N, K, split, emu);
+      printf("%stile %s form %d (%ux%ux%u, split %u): worst error %.3g of the bound%s\n", emu ? "emulated " : "", tok,
+             form, M, N, K, split, w, w <= 1.0 ? "" : "  FAIL");
+      bad += !(w <= 1.0);
     }
   }
+  assert_int_equal(bad, 0);
+}
+
+/* matmul_sgmm.wgsl's indexing (loads, stores, transposition, buffers, bias rounds, split-K)
+ * with the subgroup-matrix builtins emulated: on any adapter with ShaderF16 (lavapipe in CI).
+ * SKIPPED without one. */
+static void test_emulated(void **state) {
+  tz_sgmat *s = tz_sgmat_open_emu();
+  const char *why = NULL;
+  if (!s || !tz_sgmat_usable(s, &why)) {
+    char msg[1200];
+    snprintf(msg, sizeof msg, "emulated subgroup matrices: %s", s ? why : tz_errmsg());
+    tz_sgmat_close(s);
+    printf("SKIPPED: %s\n", msg);
+    skip();
+  }
+  const char *e = getenv("TZ_TEST_SGMAT_EMU_TILES"); /* another list (development) */
+  run_tiles(s, e ? e : emu_tiles, 1);
   tz_sgmat_close(s);
+}
+
+/* The preprocessor of the kernel files (no GPU): //#if / //#else / //#endif nesting, //#for
+ * repetition with {V} substitution, the EMU rewrite. */
+static void test_preprocess(void **state) {
+  const char *src = "a\n//#if X\nx1\n//#if !Y\nnoty\n//#else\ny\n//#endif\n//#endif\n"
+                    "//#for i in N\nl{i}\n//#for j in M\nm{i}{j}\n//#endfor\n//#endfor\nz\n";
+  char *o = tz_sgmat_preprocess(src, "//defs X=1 Y=0 N=2 M=2\n");
+  assert_string_equal(o, "a\nx1\nnoty\nl0\nm00\nm01\nl1\nm10\nm11\nz\n");
+  free(o);
+  o = tz_sgmat_preprocess(src, "//defs X=0 N=0\n");
+  assert_string_equal(o, "a\nz\n");
+  free(o);
+  o = tz_sgmat_preprocess("enable chromium_experimental_subgroup_matrix;\n"
+                          "let r = subgroupMatrixLoad<Right, col_major>(&bs_, 3u, 4u);\n"
+                          "subgroupMatrixStore<row_major>(&c, 1u, x, 2u);\nacc = subgroupMatrixMultiplyAccumulate(l, r, acc);\n",
+                          "//defs EMU=1\n");
+  assert_string_equal(o, "let r = emu_ld_bs__col_major(3u, 4u);\nemu_st_c_row_major(1u, x, 2u);\nacc = emu_mma(l, r, acc);\n");
+  free(o);
+  tz_sgmat_tile t;
+  char name[40];
+  assert_int_equal(tz_sgmat_tile_parse("n:32:2x4:4x2:v2p", &t), 0);
+  assert_true(t.kern == 1 && t.bk == 32 && t.sg_m == 2 && t.sg_n == 4 && t.tm == 4 && t.tn == 2 && t.tv8 && t.nbuf == 2 && t.pf);
+  tz_sgmat_tile_name(t, name, sizeof name);
+  assert_string_equal(name, "n:32:2x4:4x2:v2p");
+  assert_int_equal(tz_sgmat_tile_parse("o:64:4x4:2x2", &t), 0);
+  assert_true(t.kern == 0 && t.nbuf == 1);
+  assert_int_equal(tz_sgmat_tile_parse("n:24:1x1:1x1", &t), -1);
+  assert_int_equal(tz_sgmat_tile_parse("o:32:1x1:1x1:v", &t), -1);
+  assert_int_equal(tz_sgmat_tile_parse("x", &t), -1);
+  /* splits: 36 tiles over K = 16384 -> 8 pieces of 2048; enough tiles -> 1 */
+  assert_int_equal(tz_sgmat_splits(36, 16384, 32), 8);
+  assert_int_equal(tz_sgmat_splits(300, 16384, 32), 1);
+  assert_int_equal(tz_sgmat_splits(144, 16384, 64), 2);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_pick), cmocka_unit_test(test_f16),
-                                     cmocka_unit_test(test_kernel_or_fallback)};
+                                     cmocka_unit_test(test_preprocess), cmocka_unit_test(test_kernel_or_fallback),
+                                     cmocka_unit_test(test_emulated)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,7 +35,8 @@ static int prof_slower(const void *a, const void *b) {
   return (x < y) - (x > y);
 }
 
-void tz_profile_table(const char *title, tz_prof_row *rows, int n, double steps) {
+/* tz_prof_print's table over `rows` (reordered in place). */
+static void prof_table(const char *title, tz_prof_row *rows, int n, double steps) {
   double total = 0;
   for (int i = 0; i < n; i++) total += rows[i].ns;
   if (steps <= 0) steps = 1;
@@ -70,7 +71,7 @@ void tz_prof_print(const tz_prof_totals *t, const char *title, double steps) {
   int n = 0;
   for (int i = 0; i < t->n; i++)
     if (t->row[i].calls) rows[n++] = t->row[i];
-  tz_profile_table(title, rows, n, steps);
+  prof_table(title, rows, n, steps);
 }
 
 void tz_prof_clear(tz_prof_totals *t) {

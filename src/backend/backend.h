@@ -125,10 +125,10 @@ struct tz_backend {
    * `tezgah train`). */
   size_t (*mem_used)(tz_backend *be);
   size_t (*mem_peak)(tz_backend *be);
-  /* Optional (NULL: no GPU timing, e.g. the CPU backend): with TEZGAH_PROFILE=1 (train
-   * --profile) print the per-op GPU time table to stderr — ms/step over `steps` steps, calls,
-   * share, GFLOP/s or GB/s — and reset it (to leave warm-up steps out). No-ops when the
-   * backend was created without profiling. */
+  /* Optional (NULL: no timing): with TEZGAH_PROFILE=1 (train --profile) print the per-op
+   * time table (GPU timestamps; wall clock on the CPU) to stderr — ms/step over `steps`
+   * steps, calls, share, GFLOP/s or GB/s — and reset it (to leave warm-up steps out).
+   * No-ops when the backend was created without profiling. */
   void (*profile_print)(tz_backend *be, double steps);
   void (*profile_reset)(tz_backend *be);
   /* Optional (NULL: nothing to do, e.g. the CPU backend): `params` is the model's flat
@@ -266,6 +266,61 @@ struct tz_backend {
    * p −= lr · (m̂ / (√v̂ + ε) + weight_decay · decay · p). */
   void (*adamw)(tz_backend *be, tz_slice params, tz_slice grads, tz_slice m, tz_slice v,
                 const tz_range *ranges, int n_ranges, const tz_adamw_hp *hp);
+
+  /* ---- batched decoding (all optional: NULL where the backend lacks them) ----
+   * One decoding step feeds B independent rows (sequences) one token each; row b sits at its
+   * own position pos[b] (int32 [B] in device memory, so that a recorded step can be replayed at
+   * the next position: see replay below). Without embed_pos_fwd / attention_decode (/ rope_pos
+   * for llama) the model steps each row through embed_fwd, rope, copy_rows and attention_fwd
+   * with a host position instead (the CPU's path: the reference).
+   *
+   * embed_pos_fwd: out[b,:] = wte[tok[b],:] (+ wpe[pos[b],:] when wpe is present). tok, pos:
+   *   int32 [B]; out act [B, C]; wte [V, C], wpe [maxT, C] (W). Ids outside [0, V) write zeros. */
+  void (*embed_pos_fwd)(tz_backend *be, tz_slice out, tz_slice tok, tz_slice pos, tz_slice wte,
+                        tz_slice wpe, int B, int C, int V);
+  /* rope_pos: rope (above) on B fused qkv rows, row b at position pos[b] (int32 [B]), dir +1. */
+  void (*rope_pos)(tz_backend *be, tz_slice qkv, tz_slice pos, int B, int n_head, int n_kv_head,
+                   int head_dim, float theta);
+  /* attention_decode: for each row b, append the k and v of qkv row b (columns
+   * n_head·head_dim.. and (n_head + n_kv_head)·head_dim.., kv_row = n_kv_head·head_dim wide)
+   * to row b's cache at position pos[b], then out[b] = attention of q (qkv row b, column
+   * h·head_dim) over that row's keys 0..pos[b] (causal, GQA, scale 1/√head_dim): exactly
+   * copy_rows + attention_fwd(Tq = 1, q_pos0 = pos[b]) of the host path. qkv act [B, q_stride];
+   * kcache, vcache act [B, max_T, kv_row] (this layer's); out mmin [B, n_head·head_dim];
+   * pos int32 [B], 0 ≤ pos[b] < max_T. */
+  void (*attention_decode)(tz_backend *be, tz_slice out, tz_slice kcache, tz_slice vcache,
+                           tz_slice qkv, tz_slice pos, int B, int n_head, int n_kv_head,
+                           int head_dim, int q_stride, int max_T);
+  /* norm_matmul_t: out[M,N] = f(norm(x)·Wᵀ + bias) for a few rows (a decoding step's M rows),
+   * the pre-norm computed inside and not stored: norm = LayerNorm with nw, nb (nb present) or
+   * RMSNorm with nw (nb NONE), eps, its output rounded to the act dtype as norm_fwd stores it;
+   * f = GeLU (tanh form, as gelu_fwd, applied to the act-rounded sum) when gelu, else identity:
+   * what norm_fwd, matmul_t and gelu_fwd give one after the other. x act [M,K]; nw, nb [K], W
+   * [N,K], bias [N] or NONE: W; out act [M,N]. Returns 1, or 0 (nothing queued) when it does
+   * not take this M (the caller then runs those ops). */
+  int (*norm_matmul_t)(tz_backend *be, tz_slice out, tz_slice x, tz_slice nw, tz_slice nb, float eps, tz_slice w,
+                       tz_slice bias, int M, int K, int N, int gelu);
+  /* pick: choose the next token of B rows from logits act [B, Vp] (first V columns) on the
+   * device, as src/sample/sampler.c's tz_sampler_pick does on the host: greedy (temperature ≤
+   * 0: the first maximal finite logit), else softmax(logits / temperature) in double, cut to
+   * the top_k most likely (ties: lower id first) and to the top_p nucleus, and the token where
+   * the running sum in that order first exceeds r[b]·sum (r: B host doubles in [0, 1), one
+   * draw of each row's sampler). Writes int32 ids to out [B]. Returns 1, or 0 (nothing
+   * queued) for settings it does not offer (the caller then picks on the host). */
+  int (*pick)(tz_backend *be, tz_slice out, tz_slice logits, int B, int V, int Vp,
+              float temperature, int top_k, float top_p, const double *r);
+  /* Recording a step once and replaying it (CUDA graphs; NULL: ops are queued one by one).
+   * replay(key): 1 when a recording made under `key` was queued (as if its ops had been
+   * called again, with the same arguments: per-step values must live in device memory), 0
+   * when there is none (or it went stale). record_begin(key): 1 when the ops called until
+   * record_end(key) are recorded instead of run (record_end then queues the recording once),
+   * 0 when the backend runs them as usual now (e.g. a first, warm-up use of `key`: ops may
+   * allocate scratch then); record_end returns 1, or 0 when the recording failed and nothing
+   * was queued (the caller then calls the ops again, as usual). Uploads, downloads and sync
+   * must not be called while recording. */
+  int (*replay)(tz_backend *be, int key);
+  int (*record_begin)(tz_backend *be, int key);
+  int (*record_end)(tz_backend *be, int key);
 };
 
 /* Create a backend by name ("cpu", "webgpu", "cuda"). threads <= 0 means all cores (OpenMP
@@ -307,16 +362,17 @@ int tz_cuda_info(void);
 void tz_cuda_profile_print(tz_backend *be, double steps);
 void tz_cuda_profile_reset(tz_backend *be);
 
-/* One row of a GPU backend's per-op time table (profile_print). */
+/* be->profile_print / profile_reset of the CPU backend (wall clock around each op, plus an
+ * "(outside ops)" row), also callable directly. No-ops for other backends or without
+ * profiling (TEZGAH_PROFILE=1 when the backend was created). */
+void tz_cpu_profile_print(tz_backend *be, double steps);
+void tz_cpu_profile_reset(tz_backend *be);
+
+/* One row of a backend's per-op time table (profile_print). */
 typedef struct {
   const char *label;
   double ns, calls, flop, bytes; /* summed over the profiled steps; flop 0: not a matmul */
 } tz_prof_row;
-/* Print `rows` (reordered in place, slowest first) to stderr as "<title>, per step over N
- * steps" and one line per op: ms/step, calls/step, share of the total, and GFLOP/s (2MNK
- * matmuls) or GB/s (the bytes the op nominally moves), then the total. */
-void tz_profile_table(const char *title, tz_prof_row *rows, int n, double steps);
-
 /* The per-op totals a GPU backend's profiler accumulates, one row per label (an op or kernel
  * name; the pointer is kept, so a string literal). Each backend times its ops its own way
  * (WebGPU timestamps, CUDA events) and adds into these rows; the table is printed here. */
@@ -328,7 +384,10 @@ typedef struct {
 /* The row of `label` (compared by pointer, then by string), added at first use; when all
  * TZ_PROF_LABELS rows are taken, the last is "(other)" and takes every further label. */
 int tz_prof_label(tz_prof_totals *t, const char *label);
-/* tz_profile_table over the rows that ran (calls > 0); `t` is left as it was. */
+/* The one per-op table of every GPU backend: the rows that ran (calls > 0), slowest first, to
+ * stderr as "<title>, per step over N steps" and one line per op: ms/step, calls/step, share of
+ * the total, and GFLOP/s (2MNK matmuls) or GB/s (the bytes the op nominally moves), then the
+ * total (`steps` <= 0 counts as 1); `t` is left as it was. */
 void tz_prof_print(const tz_prof_totals *t, const char *title, double steps);
 /* Zero every row's time, calls, FLOP and bytes (the labels stay). */
 void tz_prof_clear(tz_prof_totals *t);

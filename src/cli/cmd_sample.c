@@ -29,6 +29,14 @@ static const char *HELP =
     "  --top-k N              keep the N most likely tokens (40; 0 = off)\n"
     "  --top-p F              nucleus sampling threshold (1 = off)\n"
     "  --seed N               random seed (1337)\n"
+    "  --batch N              generate N samples of the prompt at once (1), row i\n"
+    "                         with seed + i (the same text as --batch 1 --seed\n"
+    "                         SEED+i, up to rounding: see README); printed one\n"
+    "                         after the other when all are done\n"
+    "  --prompts FILE         one prompt per line, one row each, generated at once\n"
+    "                         (the batch is the number of lines; row i seed + i)\n"
+    "  --ignore-eot           keep going past <|endoftext|> (exactly N tokens)\n"
+    "  --stats                print load, prefill and decoding times to stderr\n"
     "  --backend NAME         cpu (default), webgpu or cuda\n"
     "  --precision P          fp32, bf16 (cuda's default) or f16 (webgpu's default\n"
     "                         where the adapter has ShaderF16)\n"
@@ -41,7 +49,8 @@ int tz_cmd_sample(int argc, char **argv) {
   static const struct option LONG[] = {
       {"prompt", 1, 0, 'p'}, {"tokens", 1, 0, 'n'}, {"temperature", 1, 0, 't'}, {"top-k", 1, 0, 'k'},
       {"top-p", 1, 0, 'P'}, {"seed", 1, 0, 's'}, {"backend", 1, 0, 'b'}, {"threads", 1, 0, 'j'},
-      {"tokenizer", 1, 0, 'z'}, {"precision", 1, 0, 'r'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+      {"tokenizer", 1, 0, 'z'}, {"precision", 1, 0, 'r'}, {"batch", 1, 0, 'B'}, {"ignore-eot", 0, 0, 'E'}, {"prompts", 1, 0, 'F'},
+      {"stats", 0, 0, 'S'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
   tz_sample_opts o;
   tz_sample_opts_default(&o);
   int c;
@@ -65,6 +74,10 @@ int tz_cmd_sample(int argc, char **argv) {
         }
         break;
       case 'z': o.tokenizer = optarg; break;
+      case 'B': e = tz_arg_int("--batch", optarg, 1, 1024, &o.batch); break;
+      case 'E': o.ignore_eot = 1; break;
+      case 'F': o.prompts_file = optarg; break;
+      case 'S': o.stats = 1; break;
       case 'j': e = tz_arg_int("--threads", optarg, 0, 1024, &o.threads); break;
       case 'h': fputs(HELP, stdout); return 0;
       case ':': tz_arg_bad("sample", LONG, argc, argv, optind, 0, 1); return tz_cli_fail();

@@ -57,7 +57,7 @@ static const char *HELP =
     "  --backend NAME         cpu (default), webgpu or cuda\n"
     "  --precision P          fp32, bf16 (cuda's default) or f16 (webgpu's default\n"
     "                         where the adapter has ShaderF16)\n"
-    "  --profile              webgpu, cuda: print the per-kernel GPU time table\n"
+    "  --profile              print the per-op time table (GPU timestamps; wall clock on cpu)\n"
     "                         (ms/step, share, GFLOP/s or GB/s)\n"
     "  --recompute            recompute norm and GeLU/SwiGLU outputs in the backward\n"
     "                         instead of keeping them per layer (less activation\n"

@@ -51,6 +51,8 @@ typedef struct {
  * NULL with tz_err() when that one is unknown or the CPU lacks its instructions. */
 const tz_mm_ukernel *tz_mm_pick(void);
 
+typedef struct tz_cpu_prof tz_cpu_prof; /* backend_cpu_prof.c */
+
 /* The CPU backend's private state (be->ctx). Scratch is allocated at creation (matmul
  * packing) or grown on first use (attention rows), never per call in steady state. */
 typedef struct {
@@ -66,7 +68,13 @@ typedef struct {
   size_t scratch_stride;
   size_t misalign; /* TEZGAH_CPU_MISALIGN: bytes past 64-byte alignment for every buffer */
   size_t bytes_used, bytes_peak; /* buffers from alloc(): now and at most (mem_used/mem_peak) */
+  tz_cpu_prof *prof; /* per-op wall-clock totals; NULL unless TEZGAH_PROFILE=1 at creation */
+  tz_backend inner;  /* with prof: the op slots as they were before the timing wrappers */
 } tz_cpu_ctx;
+
+/* train --profile (TEZGAH_PROFILE=1): time every op slot of a CPU backend (backend_cpu_prof.c),
+ * setting be->profile_print / profile_reset. Called once, at the end of creation. */
+void tz_cpu_prof_attach(tz_backend *be);
 
 /* Grow ctx->scratch so that every thread owns `per_thread` floats (called outside any
  * parallel region). Returns the per-thread stride in floats. */

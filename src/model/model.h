@@ -38,13 +38,15 @@ typedef struct {
  * either way. */
 typedef struct {
   int B, T, shared, recompute;
+  int rows; /* inference arenas: the decoding rows (sequences) stepped together, ≤ T */
   tz_buf **bufs; /* the nbufs buffers holding the slices (freed by tz_model_free) */
   int nbufs;
   size_t bytes;
   tz_slice tokens, targets; /* int32 [N] */
+  tz_slice pos;             /* int32 [rows]: each decoding row's position in a step */
   tz_slice *res;            /* L+1 slices of [N, C] (shared: two alternating) */
   tz_layer_acts *layer;     /* [L] */
-  tz_slice nf, nf_mean, nf_rstd, logits, losses; /* [N,C],[N],[N],[N or 1, Vp],[N] */
+  tz_slice nf, nf_mean, nf_rstd, logits, losses; /* [N,C],[N],[N],[N or rows, Vp],[N] */
   /* backward scratch (training arenas only) */
   tz_slice dres, dtmp, dqkv, dh, da; /* [N,C],[N,C],[N,Q],[N,F2],[N,d_ff] */
 } tz_acts;
@@ -55,8 +57,8 @@ typedef struct {
   tz_backend *be;
   tz_buf *params, *grads, *m, *v; /* flat fp32, lay.total each (grads/m/v: training only) */
   tz_acts train;                   /* training arena (B, T) */
-  tz_acts infer;                   /* inference arena (B = 1, T = max_seq_len) */
-  tz_buf *kcache, *vcache;         /* [L, max_seq_len, n_kv_head·head_dim] each */
+  tz_acts infer;                   /* inference arena (B = 1, T = max_seq_len, rows) */
+  tz_buf *kcache, *vcache;         /* [L, rows, max_seq_len, n_kv_head·head_dim] each */
   float *host_losses;              /* [B·T] host copy of per-row losses */
   tz_range *ranges;                /* AdamW ranges (one per tensor) */
   int n_ranges;
@@ -118,5 +120,22 @@ int tz_model_adamw(tz_model *m, const tz_adamw_hp *hp);
  * position, V floats, to `logits`. */
 int tz_model_alloc_inference(tz_model *m);
 void tz_model_decode(tz_model *m, const int32_t *tokens, int n, int pos0, float *logits);
+
+/* Batched decoding (`sample --batch`): `rows` independent sequences, each with its own KV
+ * cache, stepped together. tz_model_alloc_inference is tz_model_alloc_inference_rows(m, 1).
+ * 1 ≤ rows ≤ max_seq_len. */
+int tz_model_alloc_inference_rows(tz_model *m, int rows);
+/* Feed n host tokens to row `row` at positions pos0..pos0+n-1 (a prompt's prefill, or a
+ * single step of one row); the logits of its last position go to row `row` of the device
+ * logits m->infer.logits [rows, Vp] (no download). */
+void tz_model_feed_row(tz_model *m, int row, const int32_t *tokens, int n, int pos0);
+/* One step of rows 0..B-1: row b's token is m->infer.tokens[b] (device int32, put there by
+ * tz_sampler_pick_rows), at position pos[b] (host, < max_seq_len); its logits go to row b of
+ * m->infer.logits. With the backend's decoding ops (backend.h) the whole step is one
+ * recorded unit where the backend records (CUDA graphs), else each row goes through
+ * tz_model_feed_row. */
+void tz_model_step(tz_model *m, const int32_t *pos, int B);
+/* 1 when tz_model_step runs on the backend's batched decoding ops. */
+int tz_model_step_fused(const tz_model *m);
 
 #endif

@@ -11,10 +11,12 @@
  * byte) and printed as its safe_printf() (empty pieces and single non-printable,
  * non-space bytes skipped), and a final newline ends the output. */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "checkpoint/run_ckpt.h"
 #include "core/error.h"
@@ -23,6 +25,9 @@
 #include "core/utf8.h"
 #include "sample/sampler.h"
 #include "tezgah.h"
+
+/* --batch's bound (the decoding arena also needs batch ≤ max_seq_len). */
+#define TZ_SAMPLE_MAX_BATCH 1024
 
 /* With no model: `latest` is written beside the run directory (runs/latest for the default
  * runs/<date-time>, ./latest for --run-dir myrun); of runs/latest and ./latest the one whose
@@ -105,6 +110,205 @@ done:
   return 0;
 }
 
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* One generated row's output: batch 1 streams to `out` as tokens are picked; a batch keeps
+ * each row's bytes (an open_memstream) and prints them when every row is done. */
+typedef struct {
+  FILE *f;
+  char *buf;
+  size_t len;
+} row_text;
+
+/* The loop for B rows of one prompt (ids[0..n0), EOT-first as above), row b sampled with
+ * seed + b: prefill every row, then pick and step all rows together (tz_sampler_pick_rows,
+ * tz_model_step: one recorded step on the GPU). A row ends at <|endoftext|> (unless
+ * ignore_eot) or after `tokens`; past the context a row keeps its most recent half and is
+ * prefilled again (the sliding window of the one-row loop). */
+static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_opts *o, char **prompt,
+                         int32_t **prompt_ids, const size_t *n0, int B, FILE *out, const double *t_mark) {
+  int maxT = m->cfg.max_seq_len, eot = tz_tok_eot(tok), V = m->cfg.vocab_size;
+  tz_sampler *smp = tz_calloc((size_t)B, sizeof *smp);
+  int32_t *hist = tz_malloc((size_t)B * (maxT + 1) * sizeof *hist), *next = tz_malloc((size_t)B * sizeof *next),
+          *pos = tz_malloc((size_t)B * sizeof *pos);
+  size_t *n = tz_malloc((size_t)B * sizeof *n);
+  int *done = tz_calloc((size_t)B, sizeof *done);
+  row_text *rt = tz_calloc((size_t)B, sizeof *rt);
+  float *logits = tz_malloc((size_t)V * sizeof *logits);
+  for (int b = 0; b < B; b++) {
+    tz_sampler_init(&smp[b], V, o->temperature, o->top_k, o->top_p, o->seed + (uint64_t)b);
+    memcpy(hist + (size_t)b * (maxT + 1), prompt_ids[b], n0[b] * sizeof *hist);
+    n[b] = n0[b];
+    rt[b].f = B == 1 ? out : open_memstream(&rt[b].buf, &rt[b].len);
+    if (!rt[b].f) tz_fatal("sample: out of memory for a row's text");
+    if (B > 1) fputs(prompt[b], rt[b].f);
+  }
+  if (B == 1) {
+    fputs(prompt[0], out);
+    fflush(out);
+  }
+  tz_backend *be = m->be;
+  double t_loaded = now_s();
+  for (int b = 0; b < B; b++) tz_model_feed_row(m, b, hist + (size_t)b * (maxT + 1), (int)n0[b], 0); /* prefill */
+  be->sync(be);
+  double t_prefilled = now_s();
+  long produced = 0, steps = 0;
+  int alive = B;
+  for (int i = 0; i < o->tokens && alive; i++) {
+    tz_sampler_pick_rows(smp, m, B, next, logits);
+    int window = 0;
+    for (int b = 0; b < B; b++) {
+      if (done[b]) continue;
+      if (next[b] == eot && !o->ignore_eot) {
+        done[b] = 1;
+        alive--;
+        continue;
+      }
+      const char *bytes;
+      size_t len;
+      if (tz_tok_token_bytes(tok, next[b], &bytes, &len) == 0) {
+        fwrite(bytes, 1, len, rt[b].f);
+        if (B == 1) fflush(out);
+      }
+      produced++;
+      if (n[b] >= (size_t)maxT) window = 1;
+    }
+    if (!alive || i + 1 == o->tokens) break; /* no step after the last token */
+    steps++;
+    if (window) { /* a row's context is full: every live row through the one-row path */
+      for (int b = 0; b < B; b++) {
+        if (done[b]) continue;
+        int32_t *h = hist + (size_t)b * (maxT + 1);
+        if (n[b] >= (size_t)maxT) { /* keep the most recent half, prefill it again at 0.. */
+          size_t keep = (size_t)maxT / 2;
+          memmove(h, h + n[b] - keep, keep * sizeof *h);
+          n[b] = keep;
+          h[n[b]++] = next[b];
+          tz_model_feed_row(m, b, h, (int)n[b], 0);
+        } else {
+          h[n[b]] = next[b];
+          tz_model_feed_row(m, b, h + n[b], 1, (int)n[b]);
+          n[b]++;
+        }
+      }
+      continue;
+    }
+    for (int b = 0; b < B; b++) {
+      if (done[b]) { /* still stepped (the step is shared); its cache row is rewritten, unused */
+        pos[b] = (int32_t)(n[b] < (size_t)maxT ? n[b] : (size_t)maxT - 1);
+        continue;
+      }
+      hist[(size_t)b * (maxT + 1) + n[b]] = next[b];
+      pos[b] = (int32_t)n[b]++;
+    }
+    tz_model_step(m, pos, B);
+  }
+  double t_end = now_s();
+  if (B == 1) {
+    fputc('\n', out);
+    fflush(out);
+  } else {
+    for (int b = 0; b < B; b++) {
+      fclose(rt[b].f);
+      fprintf(out, "--- sample %d of %d (seed %llu) ---\n", b + 1, B, (unsigned long long)(o->seed + (uint64_t)b));
+      fwrite(rt[b].buf, 1, rt[b].len, out);
+      fputc('\n', out);
+      free(rt[b].buf);
+    }
+    fflush(out);
+  }
+  if (o->stats) {
+    double dec = t_end - t_prefilled;
+    fprintf(stderr,
+            "sample: %s %s, %d row(s), %zu prompt tokens (row 1): load %.3f s (checkpoint and backend %.3f, "
+            "weights %.3f), prefill %.3f s, %ld tokens in %ld steps %.3f s (%.1f tokens/s, %.3f ms/step), %s steps\n",
+            be->name, tz_dtype_name(be->act), B, n0[0], t_loaded - t_mark[0], t_mark[1] - t_mark[0],
+            t_mark[3] - t_mark[2], t_prefilled - t_loaded, produced, steps, dec,
+            dec > 0 ? produced / dec : 0.0, steps ? 1e3 * dec / steps : 0.0,
+            tz_model_step_fused(m) ? "fused" : "row-by-row");
+    if (be->profile_print) be->profile_print(be, steps > 0 ? (double)steps : 1.0);
+  }
+  for (int b = 0; b < B; b++) tz_sampler_free(&smp[b]);
+  free(smp);
+  free(hist);
+  free(next);
+  free(pos);
+  free(n);
+  free(done);
+  free(rt);
+  free(logits);
+  return 0;
+}
+
+/* --prompts FILE: one prompt per line (a final newline ends the last line; "\r\n" is read as a
+ * line end), each valid UTF-8; the batch is their number (--batch, if given, must agree).
+ * *data: the file with its line ends replaced by NULs; *rows: B pointers into it. */
+static int read_prompts(const tz_sample_opts *o, char **data, char ***rows, int *B) {
+  size_t len;
+  if (tz_read_file(o->prompts_file, data, &len)) return -1;
+  char *d = *data;
+  int n = 0;
+  for (size_t i = 0; i < len; i++) n += d[i] == '\n';
+  if (len && d[len - 1] != '\n') n++;
+  if (n == 0 || n > TZ_SAMPLE_MAX_BATCH) {
+    free(d);
+    *data = NULL;
+    return n ? tz_err("--prompts: %s holds %d prompts, more than the %d rows a batch takes", o->prompts_file, n,
+                      TZ_SAMPLE_MAX_BATCH)
+             : tz_err("--prompts: %s holds no prompt (one per line)", o->prompts_file);
+  }
+  if (o->batch > 0 && o->batch != n) {
+    free(d);
+    *data = NULL;
+    return tz_err("--batch: %d, but %s holds %d prompts (one row each)", o->batch, o->prompts_file, n);
+  }
+  if (o->prompt && *o->prompt) {
+    free(d);
+    *data = NULL;
+    return tz_err("--prompt and --prompts: give one of them");
+  }
+  char **r = tz_calloc((size_t)n, sizeof *r);
+  size_t start = 0;
+  for (int k = 0; k < n; k++) {
+    size_t e = start;
+    while (e < len && d[e] != '\n') e++;
+    if (e < len) d[e] = 0;
+    if (e > start && d[e - 1] == '\r') d[e - 1] = 0;
+    r[k] = d + start;
+    long bad = tz_utf8_invalid_at((const unsigned char *)r[k], strlen(r[k]));
+    if (bad >= 0 || strlen(r[k]) != (e > start && !d[e - 1] ? e - start - 1 : e - start)) {
+      free(r);
+      free(d);
+      *data = NULL;
+      return bad >= 0 ? tz_err("--prompts: %s: line %d: invalid UTF-8 at byte %ld", o->prompts_file, k + 1, bad)
+                      : tz_err("--prompts: %s: line %d holds a NUL byte", o->prompts_file, k + 1);
+    }
+    start = e + 1;
+  }
+  *rows = r;
+  *B = n;
+  return 0;
+}
+
+#define TZ_ERR_MAX_COPY 1024
+/* tz_run_open on a thread (tz_err is thread-local: the message is copied out). */
+typedef struct {
+  const char *model;
+  tz_run_file rf;
+  int rc;
+  char err[TZ_ERR_MAX_COPY];
+} open_job;
+static void *open_thread(void *p) {
+  open_job *j = p;
+  j->rc = tz_run_open(j->model, &j->rf);
+  if (j->rc) snprintf(j->err, sizeof j->err, "%s", tz_errmsg());
+  return NULL;
+}
+
 int tz_sample(const tz_sample_opts *o, void *out_file) {
   FILE *out = out_file;
   tz_run_file rf;
@@ -118,13 +322,44 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   if (!(o->temperature >= 0) || o->temperature > 100) return tz_err("--temperature: %g must be in [0, 100]", o->temperature);
   if (o->top_k < 0) return tz_err("--top-k: %d must be ≥ 0", o->top_k);
   if (!(o->top_p > 0 && o->top_p <= 1)) return tz_err("--top-p: %g must be in (0, 1]", o->top_p);
+  if (o->batch < 0 || o->batch > TZ_SAMPLE_MAX_BATCH) return tz_err("--batch: %d must be in 1..%d", o->batch, TZ_SAMPLE_MAX_BATCH);
+  int B = o->batch > 0 ? o->batch : 1;
+  char *pf_data = NULL, **rows_prompt = NULL; /* --prompts: the file, cut into lines in place */
+  if (o->prompts_file && read_prompts(o, &pf_data, &rows_prompt, &B)) return -1;
+  double t_mark[4] = {now_s(), 0, 0, 0}; /* start, checkpoint and backend ready, (same), model on it */
   const char *prompt = o->prompt ? o->prompt : "";
   long bad = tz_utf8_invalid_at((const unsigned char *)prompt, strlen(prompt));
-  if (bad >= 0) return tz_err("--prompt: invalid UTF-8 at byte %ld", bad);
-  if (tz_backend_check(o->backend, o->precision)) return -1; /* before reading the checkpoint */
   const char *model = o->model ? o->model : default_model();
-  if (!model) return tz_err("no model given, and neither runs/latest nor ./latest holds a checkpoint (train one, or give RUN_DIR)");
-  if (tz_run_open(model, &rf)) return -1;
+  if (bad >= 0) tz_err("--prompt: invalid UTF-8 at byte %ld", bad);
+  else if (tz_backend_check(o->backend, o->precision)) { /* before reading the checkpoint */
+  } else if (!model)
+    tz_err("no model given, and neither runs/latest nor ./latest holds a checkpoint (train one, or give RUN_DIR)");
+  if (bad >= 0 || !model || tz_backend_check(o->backend, o->precision)) {
+    free(rows_prompt);
+    free(pf_data);
+    return -1;
+  }
+  /* The checkpoint is read and verified (checksums over every section) on a thread while the
+   * backend starts (CUDA: driver, context, cuBLASLt: a few hundred ms each, side by side). */
+  open_job job = {model, {0}, 0, {0}};
+  pthread_t th;
+  int threaded = pthread_create(&th, NULL, open_thread, &job) == 0;
+  if (!threaded) open_thread(&job);
+  be = tz_backend_create(o->backend, o->threads, o->precision);
+  char be_err[TZ_ERR_MAX_COPY];
+  snprintf(be_err, sizeof be_err, "%s", be ? "" : tz_errmsg());
+  if (threaded) pthread_join(th, NULL);
+  rf = job.rf;
+  if (job.rc) {
+    if (be) be->destroy(be);
+    free(rows_prompt);
+    free(pf_data);
+    return tz_err("%s", job.err);
+  }
+  if (!be) {
+    tz_err("%s", be_err);
+    goto out;
+  }
   if (o->tokenizer) {
     tz_tok_free(rf.tok);
     rf.tok = NULL;
@@ -139,67 +374,69 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
     tz_err("%s: checkpoint has no tokenizer; give one with --tokenizer", rf.path);
     goto out;
   }
-  if (!(be = tz_backend_create(o->backend, o->threads, o->precision))) goto out;
-  if (tz_run_load_model(&rf, be, &m) || tz_model_alloc_inference(m)) goto out;
+  if (rows_prompt) prompt = rows_prompt[0];
+  if (tz_tok_kind(rf.tok) == TZ_TOKENIZER_LLAMA2C && B > 1) {
+    tz_err("--batch: %d rows are not offered with a llama2.c tokenizer (run.c's loop is one sequence)", B);
+    goto out;
+  }
+  t_mark[1] = t_mark[2] = now_s(); /* checkpoint and backend: together */
+  if (tz_run_load_model(&rf, be, &m)) goto out;
+  if (B > m->cfg.max_seq_len) {
+    tz_err("--batch: %d rows exceed the model's context max_seq_len=%d (the decoding arena holds that many rows)", B,
+           m->cfg.max_seq_len);
+    goto out;
+  }
+  if (tz_model_alloc_inference_rows(m, B)) goto out;
+  be->sync(be);
+  t_mark[3] = now_s();
   if (tz_tok_kind(rf.tok) == TZ_TOKENIZER_LLAMA2C) {
     tz_sampler_init(&smp, m->cfg.vocab_size, o->temperature, o->top_k, o->top_p, o->seed);
     rc = generate_llama2c(m, rf.tok, &smp, prompt, o->tokens, out);
     goto out;
   }
-  size_t n_prompt = 0;
-  int32_t *pids = NULL;
-  if (*prompt && tz_tok_encode(rf.tok, prompt, strlen(prompt), 0, &pids, &n_prompt)) goto out;
-  int maxT = m->cfg.max_seq_len, eot = tz_tok_eot(rf.tok);
-  size_t n0 = n_prompt + (eot >= 0);
-  if (n0 > (size_t)maxT) {
-    free(pids);
-    tz_err("--prompt: %zu tokens exceed the model's context max_seq_len=%d", n_prompt, maxT);
-    goto out;
-  }
-  ids = tz_malloc((size_t)(maxT + 1) * sizeof *ids);
-  size_t n = 0;
-  if (eot >= 0) ids[n++] = eot;
-  if (n_prompt) memcpy(ids + n, pids, n_prompt * sizeof *ids);
-  n += n_prompt;
-  free(pids);
-  if (n == 0) { /* no EOT in this vocabulary and an empty prompt: start from token 0 */
-    ids[n++] = 0;
-  }
-  fputs(prompt, out);
-  fflush(out);
-  logits = tz_malloc((size_t)m->cfg.vocab_size * sizeof *logits);
-  tz_sampler_init(&smp, m->cfg.vocab_size, o->temperature, o->top_k, o->top_p, o->seed);
-  tz_model_decode(m, ids, (int)n, 0, logits); /* prefill */
-  for (int i = 0; i < o->tokens; i++) {
-    int next = tz_sampler_pick(&smp, logits);
-    if (next == eot) break;
-    const char *bytes;
-    size_t len;
-    if (tz_tok_token_bytes(rf.tok, next, &bytes, &len) == 0) {
-      fwrite(bytes, 1, len, out);
-      fflush(out);
+  {
+    int maxT = m->cfg.max_seq_len, eot = tz_tok_eot(rf.tok);
+    char **rp = rows_prompt ? rows_prompt : tz_calloc((size_t)B, sizeof *rp);
+    int32_t **rid = tz_calloc((size_t)B, sizeof *rid);
+    size_t *rn = tz_calloc((size_t)B, sizeof *rn);
+    for (int b = 0; b < B && rc == -1; b++) {
+      if (!rows_prompt) rp[b] = (char *)prompt;
+      size_t n_prompt = 0;
+      int32_t *pids = NULL;
+      if (*rp[b] && tz_tok_encode(rf.tok, rp[b], strlen(rp[b]), 0, &pids, &n_prompt)) {
+        rc = -2;
+        break;
+      }
+      if (n_prompt + (eot >= 0) > (size_t)maxT) {
+        free(pids);
+        if (rows_prompt) tz_err("%s: line %d: %zu tokens exceed the model's context max_seq_len=%d", o->prompts_file, b + 1, n_prompt, maxT);
+        else tz_err("--prompt: %zu tokens exceed the model's context max_seq_len=%d", n_prompt, maxT);
+        rc = -2;
+        break;
+      }
+      rid[b] = tz_malloc((size_t)(maxT + 1) * sizeof **rid);
+      size_t n = 0;
+      if (eot >= 0) rid[b][n++] = eot;
+      if (n_prompt) memcpy(rid[b] + n, pids, n_prompt * sizeof **rid);
+      n += n_prompt;
+      free(pids);
+      if (n == 0) rid[b][n++] = 0; /* no EOT in this vocabulary and an empty prompt: start from token 0 */
+      rn[b] = n;
     }
-    if (n >= (size_t)maxT) {
-      /* Context full: keep the most recent half and prefill it again at positions 0.. (a
-       * sliding window; the model never sees more than max_seq_len tokens). */
-      size_t keep = (size_t)maxT / 2;
-      memmove(ids, ids + n - keep, keep * sizeof *ids);
-      n = keep;
-      ids[n++] = next;
-      tz_model_decode(m, ids, (int)n, 0, logits);
-      continue;
-    }
-    ids[n] = next;
-    tz_model_decode(m, ids + n, 1, (int)n, logits);
-    n++;
+    if (rc == -1) rc = generate_rows(m, rf.tok, o, rp, rid, rn, B, out, t_mark);
+    else rc = -1;
+    for (int b = 0; b < B; b++) free(rid[b]);
+    free(rid);
+    free(rn);
+    if (!rows_prompt) free(rp);
   }
-  fputc('\n', out);
-  fflush(out);
-  rc = 0;
+  goto out;
 out:
   tz_sampler_free(&smp);
   free(logits);
   free(ids);
+  free(rows_prompt);
+  free(pf_data);
   tz_model_free(m);
   if (be) be->destroy(be);
   tz_run_close(&rf);

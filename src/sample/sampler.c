@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "backend/backend.h"
 
 void tz_sampler_init(tz_sampler *s, int V, float temperature, int top_k, float top_p, uint64_t seed) {
   s->V = V;
@@ -66,4 +67,33 @@ int tz_sampler_pick(tz_sampler *s, const float *logits) {
     if (r < acc) return s->idx[i];
   }
   return s->idx[n - 1];
+}
+
+void tz_sampler_pick_rows(tz_sampler *s, tz_model *m, int B, int32_t *out, float *host_logits) {
+  tz_backend *be = m->be;
+  tz_acts *a = &m->infer;
+  int V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab;
+  if (be->pick) {
+    /* one draw per row when sampling, as tz_sampler_pick takes it; kept only if the op ran */
+    double *r = tz_malloc((size_t)B * sizeof *r);
+    tz_rng *saved = tz_malloc((size_t)B * sizeof *saved);
+    for (int b = 0; b < B; b++) {
+      saved[b] = s[b].rng;
+      r[b] = s[0].temperature > 0 ? tz_rng_uniform(&s[b].rng) : 0.0;
+    }
+    int done = be->pick(be, a->tokens, a->logits, B, V, Vp, s[0].temperature, s[0].top_k, s[0].top_p, r);
+    if (!done)
+      for (int b = 0; b < B; b++) s[b].rng = saved[b];
+    free(r);
+    free(saved);
+    if (done) {
+      be->download(be, out, a->tokens, (size_t)B * sizeof *out);
+      return;
+    }
+  }
+  for (int b = 0; b < B; b++) {
+    be->download_act(be, host_logits, tz_elems(a->logits, (size_t)b * Vp, be->act), (size_t)V);
+    out[b] = tz_sampler_pick(&s[b], host_logits);
+  }
+  be->upload(be, a->tokens, out, (size_t)B * sizeof *out);
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "core/rng.h"
+#include "model/model.h"
 
 typedef struct {
   int V;
@@ -22,5 +23,14 @@ void tz_sampler_free(tz_sampler *s);
 /* logits: V floats. Returns a token id in [0, V). Non-finite logits are never picked
  * unless all are non-finite (then 0). */
 int tz_sampler_pick(tz_sampler *s, const float *logits);
+
+/* Pick the next token of rows 0..B-1 of the model's decoding logits (m->infer.logits, row b
+ * with sampler s[b]) into out[B] (host), leaving the ids in m->infer.tokens[0..B) as the
+ * next tz_model_step's input. On the backend's `pick` op where it offers the settings (only
+ * the ids come back; each row's one uniform draw is taken here, from s[b]'s generator, as
+ * tz_sampler_pick would), else each row's logits are downloaded and picked on the host.
+ * `host_logits`: V floats of scratch for the host path. Same seeds, same ids either way, up
+ * to exp() rounding on the device and ties among equal probabilities at the top-k edge. */
+void tz_sampler_pick_rows(tz_sampler *s, tz_model *m, int B, int32_t *out, float *host_logits);
 
 #endif

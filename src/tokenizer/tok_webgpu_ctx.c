@@ -19,22 +19,11 @@ extern const int tz_wgsl_nfiles;
 
 tg_context tz_tg_ctx;
 
-static WGPUStringView sv(const char *s) {
-  WGPUStringView v = {s, s ? strlen(s) : 0};
-  return v;
-}
-static void sv_copy(char *dst, size_t cap, WGPUStringView v) {
-  size_t n = v.data ? (v.length == WGPU_STRLEN ? strlen(v.data) : v.length) : 0;
-  if (n >= cap) n = cap - 1;
-  if (n) memcpy(dst, v.data, n);
-  dst[n] = 0;
-}
-
 static void on_error(WGPUDevice const *d, WGPUErrorType type, WGPUStringView m, void *u1, void *u2) {
   if (tz_tg_ctx.failed) return;
   tz_tg_ctx.failed = 1;
   char msg[900];
-  sv_copy(msg, sizeof msg, m);
+  tz_wgpu_sv_copy(msg, sizeof msg, m);
   snprintf(tz_tg_ctx.err, sizeof tz_tg_ctx.err, "%s error: %s", type == WGPUErrorType_Validation ? "validation"
                                                 : type == WGPUErrorType_OutOfMemory ? "out of memory" : "internal", msg);
 }
@@ -42,7 +31,7 @@ static void on_lost(WGPUDevice const *d, WGPUDeviceLostReason r, WGPUStringView 
   if (r == WGPUDeviceLostReason_Destroyed || r == WGPUDeviceLostReason_CallbackCancelled || tz_tg_ctx.failed) return;
   tz_tg_ctx.failed = 1;
   char msg[900];
-  sv_copy(msg, sizeof msg, m);
+  tz_wgpu_sv_copy(msg, sizeof msg, m);
   snprintf(tz_tg_ctx.err, sizeof tz_tg_ctx.err, "device lost: %s", msg);
 }
 
@@ -58,23 +47,6 @@ int tz_tg_wait_future(WGPUFuture f) {
   return -1;
 }
 
-typedef struct {
-  int status;
-  void *handle;
-  char msg[512];
-} req_result;
-static void on_adapter(WGPURequestAdapterStatus s, WGPUAdapter a, WGPUStringView m, void *u1, void *u2) {
-  req_result *r = u1;
-  r->status = s;
-  r->handle = a;
-  sv_copy(r->msg, sizeof r->msg, m);
-}
-static void on_device(WGPURequestDeviceStatus s, WGPUDevice d, WGPUStringView m, void *u1, void *u2) {
-  req_result *r = u1;
-  r->status = s;
-  r->handle = d;
-  sv_copy(r->msg, sizeof r->msg, m);
-}
 
 static int open_device(void) {
   if (tz_wgpu_load() != 0) return -1;
@@ -85,8 +57,8 @@ static int open_device(void) {
   o.featureLevel = WGPUFeatureLevel_Core;
   o.powerPreference = WGPUPowerPreference_HighPerformance;
   o.backendType = WGPUBackendType_Vulkan;
-  req_result r = {0};
-  WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_adapter, &r, NULL};
+  tz_wgpu_req r = {0};
+  WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, tz_wgpu_on_adapter, &r, NULL};
   if (tz_tg_wait_future(W.wgpuInstanceRequestAdapter(tz_tg_ctx.inst, &o, ci)) || r.status != WGPURequestAdapterStatus_Success ||
       !r.handle)
     return tz_err("webgpu: no WebGPU adapter (Vulkan) found%s%s", r.msg[0] ? ": " : "", r.msg);
@@ -94,7 +66,7 @@ static int open_device(void) {
   WGPUAdapterInfo info;
   memset(&info, 0, sizeof info);
   W.wgpuAdapterGetInfo(tz_tg_ctx.adapter, &info);
-  sv_copy(tz_tg_ctx.desc, sizeof tz_tg_ctx.desc, info.device);
+  tz_wgpu_sv_copy(tz_tg_ctx.desc, sizeof tz_tg_ctx.desc, info.device);
   WGPULimits lim;
   memset(&lim, 0, sizeof lim);
   W.wgpuAdapterGetLimits(tz_tg_ctx.adapter, &lim);
@@ -104,13 +76,13 @@ static int open_device(void) {
                   tz_tg_ctx.desc, lim.maxStorageBuffersPerShaderStage);
   WGPUDeviceDescriptor dd;
   memset(&dd, 0, sizeof dd);
-  dd.label = sv("tezgah tokenizer");
+  dd.label = tz_wgpu_sv("tezgah tokenizer");
   dd.requiredLimits = &lim;
   dd.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
   dd.deviceLostCallbackInfo.callback = on_lost;
   dd.uncapturedErrorCallbackInfo.callback = on_error;
-  r = (req_result){0};
-  WGPURequestDeviceCallbackInfo di = {NULL, WGPUCallbackMode_WaitAnyOnly, on_device, &r, NULL};
+  r = (tz_wgpu_req){0};
+  WGPURequestDeviceCallbackInfo di = {NULL, WGPUCallbackMode_WaitAnyOnly, tz_wgpu_on_device, &r, NULL};
   if (tz_tg_wait_future(W.wgpuAdapterRequestDevice(tz_tg_ctx.adapter, &dd, di)) || r.status != WGPURequestDeviceStatus_Success ||
       !r.handle)
     return tz_err("webgpu: cannot create a device on %s: %s", tz_tg_ctx.desc, r.msg);
@@ -144,7 +116,7 @@ int tz_tg_check_dev(const char *what) {
 WGPUBuffer tz_tg_mkbuf(uint64_t size, WGPUBufferUsage usage, const char *label) {
   size = (size + 15) / 16 * 16;
   if (size < 16) size = 16;
-  WGPUBufferDescriptor d = {NULL, sv(label), usage, size, 0};
+  WGPUBufferDescriptor d = {NULL, tz_wgpu_sv(label), usage, size, 0};
   return W.wgpuDeviceCreateBuffer(tz_tg_ctx.dev, &d);
 }
 WGPUBuffer tz_tg_sbuf(uint64_t size, const char *label) {
@@ -205,7 +177,7 @@ static void on_pipe(WGPUCreatePipelineAsyncStatus st, WGPUComputePipeline pipe, 
   tg_pipe *p = u1;
   p->status = st;
   p->pipe = st == WGPUCreatePipelineAsyncStatus_Success ? pipe : NULL;
-  sv_copy(p->msg, sizeof p->msg, m);
+  tz_wgpu_sv_copy(p->msg, sizeof p->msg, m);
 }
 
 /* Start creating the pipeline of `entry` in bpe file `file` (no-op when it exists or is under
@@ -233,15 +205,15 @@ static tg_pipe *pipeline_start(const char *file, const char *entry) {
     memcpy(full + a + 1, scan, b + 1);
     src = full;
   }
-  WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};
-  WGPUShaderModuleDescriptor md = {&ws.chain, sv(file)};
+  WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, tz_wgpu_sv(src)};
+  WGPUShaderModuleDescriptor md = {&ws.chain, tz_wgpu_sv(file)};
   WGPUShaderModule mod = W.wgpuDeviceCreateShaderModule(tz_tg_ctx.dev, &md);
   free(full);
   WGPUComputePipelineDescriptor d;
   memset(&d, 0, sizeof d);
-  d.label = sv(entry);
+  d.label = tz_wgpu_sv(entry);
   d.compute.module = mod;
-  d.compute.entryPoint = sv(entry);
+  d.compute.entryPoint = tz_wgpu_sv(entry);
   tg_pipe *p = &tz_tg_ctx.pipes[tz_tg_ctx.npipes++];
   memset(p, 0, sizeof *p);
   p->file = file;
@@ -286,7 +258,7 @@ WGPUBindGroup tz_tg_bind(tg_pipe *p, WGPUBuffer u, uint64_t usize, WGPUBuffer *b
     e[i + 1].buffer = b[i];
     e[i + 1].size = WGPU_WHOLE_SIZE;
   }
-  WGPUBindGroupDescriptor d = {NULL, sv(NULL), p->bgl, (size_t)n + 1, e};
+  WGPUBindGroupDescriptor d = {NULL, tz_wgpu_sv(NULL), p->bgl, (size_t)n + 1, e};
   return W.wgpuDeviceCreateBindGroup(tz_tg_ctx.dev, &d);
 }
 

@@ -150,6 +150,35 @@ static int finish_all(enc_slot *S, id_vec *out) {
   return rc ? rc : rc2;
 }
 
+/* Upload text[0, n) into R->B[1]: the whole 4-byte words, then the last partial word
+ * zero-padded (never read past the text). */
+static void put_text(enc_run *R, const char *text, size_t n) {
+  if (n / 4) tz_tg_put(R->B[1], 0, text, n / 4 * 4);
+  if (n % 4) {
+    uint32_t tail = 0;
+    size_t a = n / 4 * 4;
+    memcpy(&tail, text + a, n - a);
+    W.wgpuQueueWriteBuffer(tz_tg_ctx.queue, R->B[1], a, &tail, 4);
+  }
+}
+
+/* Submit `enc` (which ends by copying slot s's ids into s->rb), release it and its `nbg` bind
+ * groups, and start mapping s->rb[0, s->mapped_size) asynchronously: s is busy, numbered
+ * R->seq, until finish_slot reads it. */
+static void submit_slot(enc_run *R, enc_slot *s, WGPUCommandEncoder enc, WGPUBindGroup *bg, int nbg) {
+  WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
+  W.wgpuQueueSubmit(tz_tg_ctx.queue, 1, &cb);
+  W.wgpuCommandBufferRelease(cb);
+  W.wgpuCommandEncoderRelease(enc);
+  for (int i = 0; i < nbg; i++) W.wgpuBindGroupRelease(bg[i]);
+  s->st = 0;
+  WGPUBufferMapCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, tz_tg_on_mapped, &s->st, NULL};
+  s->fut = W.wgpuBufferMapAsync(s->rb, WGPUMapMode_Read, 0, s->mapped_size, ci);
+  s->busy = 1;
+  s->seq = R->seq++;
+  tz_tg_last_enc.batches++;
+}
+
 /* Encode one segment's pieces on the GPU: pcs[0..2 np) are (start, length) pairs relative to
  * seg (length 0xffffffff: an EOT). Cut into batches of at most R->cap bytes and pieces (one
  * batch unless the segment is larger); each batch is uploaded, encoded and its ids read back
@@ -201,14 +230,7 @@ static int feed_segment(enc_run *R, const char *seg, const uint32_t *pcs, size_t
         R->local[2 * (i - p0)] = pcs[2 * i] - (uint32_t)base, R->local[2 * (i - p0) + 1] = pcs[2 * i + 1];
       up = R->local;
     }
-    /* the whole 4-byte words, then the last partial word zero-padded (never read past the text) */
-    if (bytes / 4) tz_tg_put(R->B[1], 0, seg + base, bytes / 4 * 4);
-    if (bytes % 4) {
-      uint32_t tail = 0;
-      size_t a = bytes / 4 * 4;
-      memcpy(&tail, seg + base + a, bytes - a);
-      W.wgpuQueueWriteBuffer(tz_tg_ctx.queue, R->B[1], a, &tail, 4);
-    }
+    put_text(R, seg + base, bytes);
     tz_tg_put(R->B[2], 0, up, npb * 8);
     tz_tg_put(R->B[5], 0, R->lng, nl * 8);
     R->tb.u[7] = (uint32_t)npb;
@@ -229,17 +251,7 @@ static int feed_segment(enc_run *R, const char *seg, const uint32_t *pcs, size_t
     s->mapped_size = (bytes + 1) * 4;
     s->huge_at = 0;
     W.wgpuCommandEncoderCopyBufferToBuffer(enc, R->B[7], 0, s->rb, 0, s->mapped_size);
-    WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
-    W.wgpuQueueSubmit(tz_tg_ctx.queue, 1, &cb);
-    W.wgpuCommandBufferRelease(cb);
-    W.wgpuCommandEncoderRelease(enc);
-    for (int i = 0; i < 5; i++) W.wgpuBindGroupRelease(g[i]);
-    s->st = 0;
-    WGPUBufferMapCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, tz_tg_on_mapped, &s->st, NULL};
-    s->fut = W.wgpuBufferMapAsync(s->rb, WGPUMapMode_Read, 0, s->mapped_size, ci);
-    s->busy = 1;
-    s->seq = R->seq++;
-    tz_tg_last_enc.batches++;
+    submit_slot(R, s, enc, g, 5);
     pi = p1;
   }
   return rc;
@@ -271,19 +283,13 @@ static int feed_batch_gpu(enc_run *R, const char *text, size_t n) {
   ensure(&R->PB[1], &R->pbs[1], pneed[1], SU, "pretok state");
   ensure(&R->PB[2], &R->pbs[2], pneed[2], SU, "pretok huge pieces");
   ensure(&s->rb, &s->rb_size, rb_need, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "bpe ids readback");
-  if (n / 4) tz_tg_put(R->B[1], 0, text, n / 4 * 4);
-  if (n % 4) {
-    uint32_t tail = 0;
-    size_t a = n / 4 * 4;
-    memcpy(&tail, text + a, n - a);
-    W.wgpuQueueWriteBuffer(tz_tg_ctx.queue, R->B[1], a, &tail, 4);
-  }
+  put_text(R, text, n);
   R->pt_u[0] = (uint32_t)n;
   R->pt_u[1] = (uint32_t)nblk;
   tz_tg_put(R->pu, 0, R->pt_u, sizeof R->pt_u);
   tz_tg_put(R->ub, 0, R->tb.u, sizeof R->tb.u); /* npieces, nlong, nblocks: copied from the GPU below */
   WGPUBuffer pb[8] = {tz_tg_ctx.cls, R->B[1], R->B[2], R->PB[0], R->B[5], R->PB[1], R->B[4], R->PB[2]};
-  WGPUBindGroup q[5], g[5];
+  WGPUBindGroup bg[10], *q = bg, *g = bg + 5; /* the pretok passes', then the encode passes' */
   for (int i = 0; i < 5; i++) q[i] = tz_tg_bind(R->Q[i], R->pu, sizeof R->pt_u, pb, 8);
   for (int i = 0; i < 5; i++) g[i] = tz_tg_bind(R->P[i], R->ub, sizeof R->tb.u, R->B, 8);
   WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(tz_tg_ctx.dev, NULL);
@@ -313,17 +319,7 @@ static int feed_batch_gpu(enc_run *R, const char *text, size_t n) {
   W.wgpuCommandEncoderCopyBufferToBuffer(enc, R->B[7], 0, s->rb, 0, ((uint64_t)n + 1) * 4);
   W.wgpuCommandEncoderCopyBufferToBuffer(enc, R->PB[1], 0, s->rb, huge_at, 16);
   W.wgpuCommandEncoderCopyBufferToBuffer(enc, R->PB[2], 0, s->rb, huge_at + 16, 16 * maxhuge);
-  WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
-  W.wgpuQueueSubmit(tz_tg_ctx.queue, 1, &cb);
-  W.wgpuCommandBufferRelease(cb);
-  W.wgpuCommandEncoderRelease(enc);
-  for (int i = 0; i < 5; i++) W.wgpuBindGroupRelease(q[i]), W.wgpuBindGroupRelease(g[i]);
-  s->st = 0;
-  WGPUBufferMapCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, tz_tg_on_mapped, &s->st, NULL};
-  s->fut = W.wgpuBufferMapAsync(s->rb, WGPUMapMode_Read, 0, s->mapped_size, ci);
-  s->busy = 1;
-  s->seq = R->seq++;
-  tz_tg_last_enc.batches++;
+  submit_slot(R, s, enc, bg, 10);
   return 0;
 }
 

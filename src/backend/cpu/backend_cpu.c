@@ -89,6 +89,7 @@ static void cpu_destroy(tz_backend *be) {
     free(cx->apack);
     free(cx->bpack);
     free(cx->scratch);
+    free(cx->prof);
     free(cx);
   }
   free(be);
@@ -184,5 +185,7 @@ tz_backend *tz_backend_cpu_create(int threads) {
   be->crossentropy = tz_cpu_crossentropy;
   be->sum_sq = tz_cpu_sum_sq;
   be->adamw = tz_cpu_adamw;
+  const char *pf = getenv("TEZGAH_PROFILE");
+  if (pf && *pf && strcmp(pf, "0")) tz_cpu_prof_attach(be);
   return be;
 }

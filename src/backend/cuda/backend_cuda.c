@@ -6,14 +6,60 @@
  * info` in backend_cuda_info.c; the kernels are src/kernels/<op>/<op>.cu (contract:
  * cuda_internal.h).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/cuda/cuda_rt.h"
 #include "core/error.h"
 
 #define LT_WORKSPACE_BYTES ((size_t)32 << 20)
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return 1e3 * (double)t.tv_sec + 1e-6 * (double)t.tv_nsec;
+}
+
+/* cuBLASLt (a dlopen of a ~500 MB library) loads on a thread started at backend creation, so
+ * that it overlaps the context creation and the model's loading; its first user waits for it
+ * (tzc_lt_ready). Few-row matmuls (decoding) never need it. */
+typedef struct {
+  pthread_t th;
+  int started, joined, rc;
+  double t0, ms;
+  char err[512];
+} lt_job;
+static void *lt_thread(void *p) {
+  lt_job *j = p;
+  j->rc = tzc_lt_load();
+  if (j->rc) snprintf(j->err, sizeof j->err, "%s", tz_errmsg());
+  j->ms = now_ms() - j->t0;
+  return NULL;
+}
+static void lt_join(lt_job *j) {
+  if (j->started && !j->joined) pthread_join(j->th, NULL);
+  j->joined = 1;
+}
+
+void tzc_lt_ready(tz_backend *be) {
+  tzc_ctx *c = tzc(be);
+  if (c->lt) return;
+  lt_job *j = c->lt_job;
+  if (j) lt_join(j);
+  if (j && j->rc) tz_fatal(j->err);
+  cublasLtHandle_t lt = NULL;
+  cublasStatus_t st = tzc_lt.Create(&lt);
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "cuda: cuBLASLt initialization failed (status %d)", (int)st);
+    tz_fatal(msg);
+  }
+  c->lt = lt;
+  if (c->verbose && j) fprintf(stderr, "cuda: cuBLASLt ready (loaded in %.1f ms on its thread)\n", j->ms);
+}
 
 void tzc_check(cudaError_t e, const char *what, const char *file, int line) {
   if (e == cudaSuccess) return;
@@ -41,6 +87,12 @@ static void cuda_destroy(tz_backend *be) {
   tzc_ctx *c = tzc(be);
   if (c) {
     if (c->stream) cudaStreamSynchronize(c->stream);
+    if (c->lt_job) {
+      lt_join(c->lt_job);
+      free(c->lt_job);
+    }
+    tzc_graphs_free(be);
+    tzc_dec_buffers_free(be);
     tzc_matmul_destroy(be);
     tzc_scratch_free(be);
     if (c->params_bf16) cudaFree(c->params_bf16);
@@ -97,6 +149,14 @@ static void fill_ops(tz_backend *be) {
   OP(crossentropy);
   OP(sum_sq);
   OP(adamw);
+  OP(embed_pos_fwd);
+  OP(rope_pos);
+  OP(attention_decode);
+  OP(pick);
+  OP(norm_matmul_t);
+  be->replay = tzc_replay;
+  be->record_begin = tzc_record_begin;
+  be->record_end = tzc_record_end;
 }
 
 /* ---- creation ---- */
@@ -122,16 +182,29 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
     }
   }
   int n, dv, rv, dev;
-  if (tzc_probe(&n, &dv, &rv) || env_device(n, &dev) || tzc_lt_load()) return NULL;
+  double t0 = now_ms();
+  if (tzc_probe(&n, &dv, &rv) || env_device(n, &dev)) return NULL;
+  double t_probe = now_ms();
+  lt_job *job = tz_calloc(1, sizeof *job); /* cuBLASLt loads on a thread meanwhile */
+  job->t0 = t_probe;
+  job->started = pthread_create(&job->th, NULL, lt_thread, job) == 0;
+  if (!job->started) lt_thread(job);
+  double t_lt = now_ms();
   struct cudaDeviceProp prop;
   cudaError_t e = cudaSetDevice(dev);
+  if (e == cudaSuccess) e = cudaFree(NULL); /* creates the context now (timed below) */
   if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, dev);
+  double t_ctx = now_ms();
   if (e != cudaSuccess) {
     cudaGetLastError();
+    lt_join(job);
+    free(job);
     tz_err("cuda: cannot use device %d: %s", dev, cudaGetErrorString(e));
     return NULL;
   }
   if (prop.major < 8) {
+    lt_join(job);
+    free(job);
     tz_err("cuda: device %d (%s) has compute capability %d.%d; this build needs 8.0 or newer (sm_80, sm_89, sm_90)",
            dev, prop.name, prop.major, prop.minor);
     return NULL;
@@ -150,26 +223,28 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   const char *vb = getenv("TEZGAH_VERBOSE");
   c->verbose = vb && *vb && strcmp(vb, "0") != 0;
   fill_ops(be);
-  cublasLtHandle_t lt = NULL;
-  cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+  c->lt_job = job;
   if ((e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) != cudaSuccess ||
-      (e = cudaMalloc(&c->lt_ws, LT_WORKSPACE_BYTES)) != cudaSuccess ||
-      (st = tzc_lt.Create(&lt)) != CUBLAS_STATUS_SUCCESS) {
+      (e = cudaMalloc(&c->lt_ws, LT_WORKSPACE_BYTES)) != cudaSuccess) {
     cudaGetLastError();
-    if (st != CUBLAS_STATUS_SUCCESS) tz_err("cuda: cuBLASLt initialization failed (status %d)", (int)st);
-    else tz_err("cuda: cannot set up device %d (%s): %s", dev, prop.name, cudaGetErrorString(e));
+    tz_err("cuda: cannot set up device %d (%s): %s", dev, prop.name, cudaGetErrorString(e));
     cuda_destroy(be);
     return NULL;
   }
-  c->lt = lt;
   c->lt_ws_bytes = LT_WORKSPACE_BYTES;
   tzc_mem_account(be, (long long)LT_WORKSPACE_BYTES);
   tzc_stage_init(c);
   tzc_matmul_init(be);
   const char *pf = getenv("TEZGAH_PROFILE");
   if (pf && *pf && strcmp(pf, "0") != 0) c->prof = tzc_prof_create();
-  if (c->verbose)
+  const char *gr = getenv("TEZGAH_CUDA_GRAPHS");
+  c->graphs_off = c->prof || (gr && !strcmp(gr, "0"));
+  if (c->verbose) {
     fprintf(stderr, "cuda: device %d %s (sm_%d%d, %d SMs), %s activations\n", dev, prop.name, prop.major, prop.minor,
             prop.multiProcessorCount, tz_dtype_name(act));
+    fprintf(stderr, "cuda: start-up %.1f ms: driver %.1f, context %.1f, stream/workspace/staging %.1f (cuBLASLt loads "
+            "on a thread until its first use)\n",
+            now_ms() - t0, t_probe - t0, t_ctx - t_lt, now_ms() - t_ctx);
+  }
   return be;
 }

@@ -4,6 +4,7 @@
  * first call; we look for the library first so that its absence is named as such rather
  * than as cudart's generic "insufficient driver". */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,15 @@ tzc_lt_api tzc_lt;
 #define TZ_CUDA_LIBDIR "/usr/local/cuda/lib64"
 #endif
 
-int tzc_lt_load(void) {
+static int lt_load_locked(void);
+int tzc_lt_load(void) { /* one loader at a time (backends created back to back each start one) */
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&mu);
+  int rc = lt_load_locked();
+  pthread_mutex_unlock(&mu);
+  return rc;
+}
+static int lt_load_locked(void) {
   static int loaded;
   if (loaded) return 0;
   char name[64], path[1024];

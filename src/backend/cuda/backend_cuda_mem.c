@@ -254,6 +254,7 @@ void *tzc_scratch(tz_backend *be, size_t bytes) {
     tz_fatal(msg);
   }
   c->scratch_bytes = want;
+  c->graph_gen++; /* recorded steps that used the old scratch are stale */
   tzc_mem_account(be, (long long)want);
   if (c->verbose) fprintf(stderr, "cuda: alloc %-22s %10.1f MiB (in use %.1f MiB)\n", "kernel scratch", MiB(want),
                           MiB(c->bytes_used));

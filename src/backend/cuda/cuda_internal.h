@@ -54,7 +54,8 @@ typedef struct {
   void *scratch;
   size_t scratch_bytes;
   /* cuBLASLt handle (cublasLtHandle_t) and its workspace, owned by the runtime. */
-  void *lt;
+  void *lt;     /* NULL until tzc_lt_ready */
+  void *lt_job; /* the thread loading cuBLASLt (backend_cuda.c) */
   void *lt_ws;
   size_t lt_ws_bytes;
   tzc_prof *prof; /* NULL unless TEZGAH_PROFILE=1 */
@@ -65,6 +66,16 @@ typedef struct {
   int stage_next;
   size_t stage_bytes;       /* bytes per slot */
   int verbose;              /* TEZGAH_VERBOSE: log allocations to stderr */
+  /* Decoding (attention_decode.cu, pick.cu): split-attention partials, per-(row, head)
+   * counters (zeroed), the rows' uniform draws; grown by tzc_dec_buffer outside recordings. */
+  void *dec_part, *dec_cnt, *dec_r;
+  size_t dec_part_bytes, dec_cnt_bytes, dec_r_bytes;
+  /* Recorded steps (backend_cuda_graph.c): CUDA graphs by key. graph_gen counts the device
+   * buffers that recordings may point at being reallocated (kernel scratch, the decoding
+   * buffers): a recording made under an older generation is stale and is made again. */
+  void *graphs;
+  unsigned graph_gen;
+  int graphs_off; /* TEZGAH_CUDA_GRAPHS=0, or profiling: ops always run one by one */
 } tzc_ctx;
 
 static inline tzc_ctx *tzc(tz_backend *be) { return (tzc_ctx *)be->ctx; }
@@ -125,8 +136,11 @@ typedef struct {
 } tzc_lt_api;
 #undef TZC_LT_MEMBER
 extern tzc_lt_api tzc_lt;
-/* Load cuBLASLt once (thread-unsafe, at backend creation): 0, or -1 with tz_err(). */
+/* Load cuBLASLt once (thread-unsafe: from the backend's loader thread): 0, or -1 with tz_err(). */
 int tzc_lt_load(void);
+/* Before any cuBLASLt call: wait for the loader thread and create the handle (tzc_ctx.lt);
+ * a failed load is fatal here (one line naming the library). */
+void tzc_lt_ready(tz_backend *be);
 
 /* ---- launchers (src/kernels/<op>/<op>.cu), each with its tz_backend member's signature ----
  * The runtime (backend_cuda.c) puts them into the op table. */
@@ -163,6 +177,33 @@ void tzc_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice
 void tzc_sum_sq(tz_backend *be, tz_slice out, tz_slice x, size_t n);
 void tzc_adamw(tz_backend *be, tz_slice params, tz_slice grads, tz_slice m, tz_slice v, const tz_range *ranges,
                int n_ranges, const tz_adamw_hp *hp);
+
+/* Batched decoding ops (backend.h): embed.cu, rope.cu, attention_decode.cu, pick.cu. */
+void tzc_embed_pos_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice pos, tz_slice wte, tz_slice wpe, int B,
+                       int C, int V);
+void tzc_rope_pos(tz_backend *be, tz_slice qkv, tz_slice pos, int B, int n_head, int n_kv_head, int head_dim,
+                  float theta);
+void tzc_attention_decode(tz_backend *be, tz_slice out, tz_slice kcache, tz_slice vcache, tz_slice qkv, tz_slice pos,
+                          int B, int n_head, int n_kv_head, int head_dim, int q_stride, int max_T);
+int tzc_pick(tz_backend *be, tz_slice out, tz_slice logits, int B, int V, int Vp, float temperature, int top_k,
+             float top_p, const double *r);
+/* The decoding buffers (which: 0 partials, 1 counters (zero-filled), 2 draws), at least
+ * `bytes`; growing one bumps graph_gen. Freed by tzc_dec_buffers_free at destroy. */
+void *tzc_dec_buffer(tz_backend *be, int which, size_t bytes);
+void tzc_dec_buffers_free(tz_backend *be);
+/* Recorded steps (backend_cuda_graph.c): be->replay, record_begin, record_end, and release. */
+int tzc_replay(tz_backend *be, int key);
+int tzc_record_begin(tz_backend *be, int key);
+int tzc_record_end(tz_backend *be, int key);
+void tzc_graphs_free(tz_backend *be);
+
+/* matmul_t for M ≤ TZC_GEMV_MAX_M rows (gemv.cu; matmul.cu calls it first): 1 when it ran,
+ * 0 when the call is not for it (then cuBLASLt). Row m's result does not depend on M. */
+#define TZC_GEMV_MAX_M 16
+int tzc_gemv_t(tz_backend *be, void *out, const void *a, const void *b, const void *bias, int M, int K, int N,
+               int acc);
+int tzc_norm_matmul_t(tz_backend *be, tz_slice out, tz_slice x, tz_slice nw, tz_slice nb, float eps, tz_slice w,
+                      tz_slice bias, int M, int K, int N, int gelu);
 
 /* ---- runtime helpers in kernel files (src/kernels/w16/w16.cu, matmul.cu) ---- */
 /* bf16 mirror: mirror[i] = bf16(params[i]) for i in [first, first + n) (after a write into the

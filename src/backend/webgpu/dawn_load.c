@@ -406,6 +406,22 @@ int tz_wgpu_load(void) {
 }
 #endif
 
+void tz_wgpu_on_adapter(WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message, void *u1,
+                        void *u2) {
+  tz_wgpu_req *r = u1;
+  r->status = status;
+  r->handle = adapter;
+  tz_wgpu_sv_copy(r->msg, sizeof r->msg, message);
+}
+
+void tz_wgpu_on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message, void *u1,
+                       void *u2) {
+  tz_wgpu_req *r = u1;
+  r->status = status;
+  r->handle = device;
+  tz_wgpu_sv_copy(r->msg, sizeof r->msg, message);
+}
+
 WGPUInstance tz_wgpu_create_instance(void) {
   if (tz_wgpu_abi == &tz_wgpu_abi_node) {
     static const WGPUInstanceFeatureName feats[] = {WGPUInstanceFeatureName_TimedWaitAny};

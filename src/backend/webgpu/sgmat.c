@@ -29,8 +29,18 @@ struct tz_sgmat {
   uint32_t sgsize;
   const char *why;
   char desc[1024];
-  int failed;
+  int failed, lost, emu;
   char errmsg[1024];
+  /* pipelines by source key, and the buffers of the last run (kept, grown on demand) */
+  struct {
+    char *key;
+    WGPUComputePipeline pipe;
+    WGPUBindGroupLayout bgl;
+  } pipes[64];
+  int npipes;
+  WGPUBuffer buf[7]; /* a, b, c, bias, uniform, readback, partials */
+  uint64_t cap[7];
+  uint64_t up_a, up_b; /* bytes of a and b uploaded by the last run */
 };
 
 uint16_t tz_sgmat_f16(float x) {
@@ -75,46 +85,20 @@ int tz_sgmat_pick(const WGPUSubgroupMatrixConfig *cfg, size_t n) {
   return -1;
 }
 
-static WGPUStringView sv(const char *s) {
-  WGPUStringView v = {s, s ? strlen(s) : 0};
-  return v;
-}
-static void sv_copy(char *dst, size_t cap, WGPUStringView v) {
-  size_t n = v.data ? (v.length == WGPU_STRLEN ? strlen(v.data) : v.length) : 0;
-  if (n >= cap) n = cap - 1;
-  if (n) memcpy(dst, v.data, n);
-  dst[n] = 0;
-}
-
-typedef struct {
-  uint32_t status;
-  void *handle;
-  char msg[512];
-} req;
-static void on_adapter(WGPURequestAdapterStatus st, WGPUAdapter a, WGPUStringView m, void *u1, void *u2) {
-  req *r = u1;
-  r->status = st, r->handle = a;
-  sv_copy(r->msg, sizeof r->msg, m);
-}
-static void on_device(WGPURequestDeviceStatus st, WGPUDevice d, WGPUStringView m, void *u1, void *u2) {
-  req *r = u1;
-  r->status = st, r->handle = d;
-  sv_copy(r->msg, sizeof r->msg, m);
-}
 static void on_error(WGPUDevice const *d, WGPUErrorType t, WGPUStringView m, void *u1, void *u2) {
   tz_sgmat *s = u1;
   if (s->failed) return;
   s->failed = 1;
   char b[900];
-  sv_copy(b, sizeof b, m);
+  tz_wgpu_sv_copy(b, sizeof b, m);
   snprintf(s->errmsg, sizeof s->errmsg, "device error (type %u): %s", t, b);
 }
 static void on_lost(WGPUDevice const *d, WGPUDeviceLostReason r, WGPUStringView m, void *u1, void *u2) {
   tz_sgmat *s = u1;
   if (r == WGPUDeviceLostReason_Destroyed || r == WGPUDeviceLostReason_CallbackCancelled || s->failed) return;
-  s->failed = 1;
+  s->failed = s->lost = 1;
   char b[900];
-  sv_copy(b, sizeof b, m);
+  tz_wgpu_sv_copy(b, sizeof b, m);
   snprintf(s->errmsg, sizeof s->errmsg, "device lost (reason %u): %s", r, b);
 }
 static void on_done(WGPUQueueWorkDoneStatus st, WGPUStringView m, void *u1, void *u2) {
@@ -145,7 +129,7 @@ static int finish(tz_sgmat *s) {
   return 0;
 }
 
-tz_sgmat *tz_sgmat_open(void) {
+static tz_sgmat *open_impl(int emu) {
   if (tz_wgpu_load() != 0) return NULL;
   tz_sgmat *s = calloc(1, sizeof *s);
   s->inst = tz_wgpu_create_instance();
@@ -159,8 +143,8 @@ tz_sgmat *tz_sgmat_open(void) {
   tz_wgpu_toggles tg;
   WGPURequestAdapterOptions o;
   tz_wgpu_adapter_options(&o, &tg, "TZ_SGMAT_ADAPTER_TOGGLES");
-  req r = {0};
-  WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_adapter, &r, NULL};
+  tz_wgpu_req r = {0};
+  WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, tz_wgpu_on_adapter, &r, NULL};
   if (wait(s, W.wgpuInstanceRequestAdapter(s->inst, &o, ci)) != 0 || r.status != WGPURequestAdapterStatus_Success ||
       !r.handle) {
     tz_err("webgpu sgmat: no Vulkan adapter%s%s", r.msg[0] ? ": " : "", r.msg);
@@ -181,7 +165,7 @@ tz_sgmat *tz_sgmat_open(void) {
   for (size_t i = 0; i < ncf; i++) cf[i] = tz_wgpu_sgmat_config(&mc, i);
   s->pick = tz_sgmat_pick(cf, ncf);
   char dev[128], cfgs[600] = "";
-  sv_copy(dev, sizeof dev, s->info.device);
+  tz_wgpu_sv_copy(dev, sizeof dev, s->info.device);
   size_t used = 0;
   for (size_t i = 0; i < ncf && used < sizeof cfgs - 40; i++) {
     static const char *ty[] = {"?", "f32", "f16", "u32", "i32", "u8", "i8"};
@@ -193,10 +177,18 @@ tz_sgmat *tz_sgmat_open(void) {
   if (s->has_sgmat) W.wgpuAdapterPropertiesSubgroupMatrixConfigsFreeMembers(mc);
   s->info.nextInChain = NULL;
   s->sgsize = s->info.subgroupMinSize;
+  s->emu = emu;
   snprintf(s->desc, sizeof s->desc, "%s; Dawn %s; ShaderF16 %s; subgroup sizes %u..%u; subgroup-matrix configs (%zu): %s",
            dev, tz_wgpu_abi->name, s->has_f16 ? "yes" : "no", s->info.subgroupMinSize, s->info.subgroupMaxSize,
            mc.configCount, mc.configCount ? cfgs : "none");
-  if (!s->has_sgmat) s->why = "the adapter offers no ChromiumExperimentalSubgroupMatrix";
+  if (emu) {
+    /* the emulated builtins need ShaderF16 only; their subgroup size is the block of threads
+     * a "subgroup" of the kernel spans (TZ_SGMAT_EMU_SGSIZE, default 8: fewer threads repeat
+     * the emulation's work less) */
+    const char *e = getenv("TZ_SGMAT_EMU_SGSIZE");
+    s->sgsize = e && atoi(e) > 0 ? (uint32_t)atoi(e) : 8;
+    if (!s->has_f16) s->why = "the adapter offers no ShaderF16";
+  } else if (!s->has_sgmat) s->why = "the adapter offers no ChromiumExperimentalSubgroupMatrix";
   else if (s->pick < 0) s->why = "the adapter lists no f16 x f16 -> f32 16x16x16 subgroup-matrix configuration";
   else if (!s->has_f16) s->why = "the adapter offers no ShaderF16";
   else if (s->info.subgroupMinSize != s->info.subgroupMaxSize || !s->sgsize) s->why = "the adapter has several subgroup sizes";
@@ -204,6 +196,7 @@ tz_sgmat *tz_sgmat_open(void) {
   WGPUFeatureName feats[3] = {WGPUFeatureName_ShaderF16, WGPUFeatureName_ChromiumExperimentalSubgroupMatrix,
                               WGPUFeatureName_Subgroups};
   size_t nf = W.wgpuAdapterHasFeature(s->adapter, WGPUFeatureName_Subgroups) ? 3 : 2;
+  if (emu) feats[1] = WGPUFeatureName_Subgroups, nf--; /* no subgroup matrices asked for */
   WGPULimits lim = s->lim;
   lim.nextInChain = NULL;
   const char *on[] = {"disable_robustness"};
@@ -215,7 +208,7 @@ tz_sgmat *tz_sgmat_open(void) {
   WGPUDeviceDescriptor dd;
   memset(&dd, 0, sizeof dd);
   dd.nextInChain = &dt.chain;
-  dd.label = sv("tezgah sgmat");
+  dd.label = tz_wgpu_sv("tezgah sgmat");
   dd.requiredFeatureCount = nf;
   dd.requiredFeatures = feats;
   dd.requiredLimits = &lim;
@@ -224,8 +217,8 @@ tz_sgmat *tz_sgmat_open(void) {
   dd.deviceLostCallbackInfo.userdata1 = s;
   dd.uncapturedErrorCallbackInfo.callback = on_error;
   dd.uncapturedErrorCallbackInfo.userdata1 = s;
-  req rd = {0};
-  WGPURequestDeviceCallbackInfo dci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_device, &rd, NULL};
+  tz_wgpu_req rd = {0};
+  WGPURequestDeviceCallbackInfo dci = {NULL, WGPUCallbackMode_WaitAnyOnly, tz_wgpu_on_device, &rd, NULL};
   if (wait(s, W.wgpuAdapterRequestDevice(s->adapter, &dd, dci)) != 0 || rd.status != WGPURequestDeviceStatus_Success ||
       !rd.handle) {
     tz_err("webgpu sgmat: cannot create a device with ShaderF16 and subgroup matrices: %s", rd.msg);
@@ -238,6 +231,12 @@ tz_sgmat *tz_sgmat_open(void) {
   return s;
 }
 
+tz_sgmat *tz_sgmat_open(void) { return open_impl(0); }
+tz_sgmat *tz_sgmat_open_emu(void) { return open_impl(1); }
+uint32_t tz_sgmat_sgsize(const tz_sgmat *s) { return s->sgsize; }
+uint32_t tz_sgmat_smem_limit(const tz_sgmat *s) { return s->lim.maxComputeWorkgroupStorageSize; }
+uint64_t tz_sgmat_binding_limit(const tz_sgmat *s) { return s->lim.maxStorageBufferBindingSize; }
+
 int tz_sgmat_usable(const tz_sgmat *s, const char **why) {
   if (why) *why = s->why;
   return s->usable;
@@ -246,6 +245,13 @@ const char *tz_sgmat_describe(const tz_sgmat *s) { return s->desc; }
 
 void tz_sgmat_close(tz_sgmat *s) {
   if (!s) return;
+  for (int i = 0; i < s->npipes; i++) {
+    free(s->pipes[i].key);
+    W.wgpuBindGroupLayoutRelease(s->pipes[i].bgl);
+    W.wgpuComputePipelineRelease(s->pipes[i].pipe);
+  }
+  for (int i = 0; i < 7; i++)
+    if (s->buf[i]) W.wgpuBufferDestroy(s->buf[i]), W.wgpuBufferRelease(s->buf[i]);
   if (s->queue) W.wgpuQueueRelease(s->queue);
   if (s->dev) W.wgpuDeviceDestroy(s->dev), W.wgpuDeviceRelease(s->dev);
   if (s->adapter) W.wgpuAdapterRelease(s->adapter);
@@ -253,127 +259,434 @@ void tz_sgmat_close(tz_sgmat *s) {
   free(s);
 }
 
-static WGPUBuffer mkbuf(tz_sgmat *s, uint64_t size, WGPUBufferUsage u) {
-  WGPUBufferDescriptor d = {NULL, sv("sgmat"), u, (size + 15) / 16 * 16, 0};
-  return W.wgpuDeviceCreateBuffer(s->dev, &d);
-}
-
-static const char *kernel_src(void) {
+static const char *kernel_src(const char *name) {
   for (int i = 0; i < tz_wgsl_nfiles; i++)
-    if (!strcmp(tz_wgsl_files[i].name, "matmul_sgmat")) return tz_wgsl_files[i].src;
+    if (!strcmp(tz_wgsl_files[i].name, name)) return tz_wgsl_files[i].src;
   return NULL;
 }
 
-char *tz_sgmat_preprocess(const char *src, int direct, int has_bias) {
-  size_t n = strlen(src);
-  char *out = malloc(n + 1), *o = out;
-  int keep = 1;
-  for (const char *l = src; *l;) {
-    const char *e = strchr(l, '\n');
-    size_t len = e ? (size_t)(e - l + 1) : strlen(l);
-    if (!strncmp(l, "//#if ", 6)) {
-      keep = !strncmp(l + 6, "DIRECT", 6) ? direct : has_bias;
-    } else if (!strncmp(l, "//#else", 7)) {
-      keep = !keep;
-    } else if (!strncmp(l, "//#endif", 8)) {
-      keep = 1;
-    } else if (keep) {
-      memcpy(o, l, len);
-      o += len;
-    }
-    l += len;
+/* ---- the kernel files' preprocessor (sgmat.h) ---- */
+typedef struct {
+  char *p;
+  size_t n, cap;
+} sbuf;
+static void put(sbuf *b, const char *s, size_t n) {
+  if (b->n + n + 1 > b->cap) {
+    b->cap = (b->n + n + 1) * 2;
+    b->p = realloc(b->p, b->cap);
   }
-  *o = 0;
-  return out;
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = 0;
 }
 
+/* The value of NAME (len bytes) on the `//defs` line of defs; 0 when absent. */
+static long def_value(const char *defs, const char *name, size_t len) {
+  const char *d = defs ? strstr(defs, "//defs") : NULL;
+  if (!d) return 0;
+  d += 6;
+  const char *end = strchr(d, '\n');
+  if (!end) end = d + strlen(d);
+  for (const char *q = d; q < end;) {
+    while (q < end && *q == ' ') q++;
+    const char *eq = memchr(q, '=', (size_t)(end - q));
+    if (!eq) break;
+    if ((size_t)(eq - q) == len && !strncmp(q, name, len)) return strtol(eq + 1, NULL, 10);
+    for (q = eq; q < end && *q != ' ';) q++;
+  }
+  return 0;
+}
+
+static size_t line_len(const char *l) {
+  const char *e = strchr(l, '\n');
+  return e ? (size_t)(e - l + 1) : strlen(l);
+}
+static size_t word_len(const char *w) {
+  size_t n = 0;
+  while (w[n] == '_' || (w[n] >= 'A' && w[n] <= 'Z') || (w[n] >= 'a' && w[n] <= 'z') || (w[n] >= '0' && w[n] <= '9')) n++;
+  return n;
+}
+
+static void pp(const char *src, size_t len, const char *defs, sbuf *out) {
+  int keep[64], depth = 0;
+  const char *end = src + len;
+  for (const char *l = src; l < end;) {
+    size_t n = line_len(l);
+    if (l + n > end) n = (size_t)(end - l);
+    int on = 1;
+    for (int i = 0; i < depth; i++) on &= keep[i];
+    if (!strncmp(l, "//#if ", 6)) {
+      const char *w = l + 6;
+      int neg = *w == '!';
+      w += neg;
+      int v = def_value(defs, w, word_len(w)) != 0;
+      if (depth < 64) keep[depth++] = neg ? !v : v;
+    } else if (!strncmp(l, "//#else", 7)) {
+      if (depth) keep[depth - 1] = !keep[depth - 1];
+    } else if (!strncmp(l, "//#endif", 8)) {
+      if (depth) depth--;
+    } else if (!strncmp(l, "//#for ", 7)) {
+      /* "//#for V in NAME": the body up to the matching //#endfor */
+      const char *v = l + 7;
+      size_t vn = word_len(v);
+      const char *nm = v + vn + 4; /* " in " */
+      long count = def_value(defs, nm, word_len(nm));
+      const char *b0 = l + n, *q = b0;
+      int nest = 1;
+      while (q < end) {
+        size_t qn = line_len(q);
+        if (!strncmp(q, "//#for ", 7)) nest++;
+        else if (!strncmp(q, "//#endfor", 9) && --nest == 0) break;
+        q += qn;
+      }
+      if (on) {
+        char pat[40];
+        snprintf(pat, sizeof pat, "{%.*s}", (int)(vn < 30 ? vn : 30), v);
+        size_t pl = strlen(pat);
+        for (long i = 0; i < count; i++) {
+          sbuf body = {0};
+          char num[24];
+          snprintf(num, sizeof num, "%ld", i);
+          for (const char *r = b0; r < q;) {
+            if (!strncmp(r, pat, pl)) put(&body, num, strlen(num)), r += pl;
+            else put(&body, r, 1), r++;
+          }
+          if (body.p) pp(body.p, body.n, defs, out);
+          free(body.p);
+        }
+      }
+      n = (size_t)(q - l);
+      if (q < end) n += line_len(q);
+    } else if (!strncmp(l, "//#endfor", 9)) {
+      /* unmatched: ignored */
+    } else if (on) {
+      put(out, l, n);
+    }
+    l += n;
+  }
+}
+
+/* EMU: the builtins to the kernel's emu_* functions (sgmat.h) */
+static char *emu_rewrite(const char *s) {
+  sbuf o = {0};
+  put(&o, "", 0);
+  for (const char *q = s; *q;) {
+    size_t n = line_len(q);
+    if (!strncmp(q, "enable chromium_experimental_subgroup_matrix;", 45) ||
+        !strncmp(q, "diagnostic(off, chromium.", 25)) {
+      q += n;
+      continue;
+    }
+    const char *ld = "subgroupMatrixLoad<", *st = "subgroupMatrixStore<", *mma = "subgroupMatrixMultiplyAccumulate(";
+    if (!strncmp(q, mma, strlen(mma))) {
+      put(&o, "emu_mma(", 8);
+      q += strlen(mma);
+    } else if (!strncmp(q, ld, strlen(ld)) || !strncmp(q, st, strlen(st))) {
+      int is_ld = !strncmp(q, ld, strlen(ld));
+      const char *gt = strchr(q, '>'), *maj = gt;
+      while (maj > q && maj[-1] != ' ' && maj[-1] != '<') maj--;
+      const char *arr = gt + 3; /* ">(&" */
+      size_t an = word_len(arr);
+      char name[96];
+      snprintf(name, sizeof name, "emu_%s_%.*s_%.*s(", is_ld ? "ld" : "st", (int)an, arr, (int)(gt - maj), maj);
+      put(&o, name, strlen(name));
+      q = arr + an + 2; /* ", " */
+    } else {
+      put(&o, q, 1);
+      q++;
+    }
+  }
+  return o.p;
+}
+
+char *tz_sgmat_preprocess(const char *src, const char *defs) {
+  sbuf out = {0};
+  put(&out, "", 0);
+  pp(src, strlen(src), defs, &out);
+  if (def_value(defs, "EMU", 3)) {
+    char *e = emu_rewrite(out.p);
+    free(out.p);
+    return e;
+  }
+  return out.p;
+}
+
+/* ---- tiles ---- */
+int tz_sgmat_tile_parse(const char *s, tz_sgmat_tile *t) {
+  tz_sgmat_tile g = {0};
+  char kind = 0, flags[16] = "";
+  int used = 0;
+  if (!s || sscanf(s, "%c:%u:%ux%u:%ux%u%n", &kind, &g.bk, &g.sg_m, &g.sg_n, &g.tm, &g.tn, &used) != 6 ||
+      (kind != 'o' && kind != 'n') || (s[used] && (s[used] != ':' || sscanf(s + used + 1, "%15s", flags) != 1)))
+    return tz_err("webgpu sgmat: tile '%s' is not o|n:BK:SGMxSGN:TMxTN[:FLAGS]", s ? s : "(null)");
+  g.kern = kind == 'n';
+  g.nbuf = 1;
+  for (const char *f = flags; *f; f++) {
+    if (*f == 'd' && !g.kern) g.direct = 1;
+    else if (*f == 'v' && g.kern) g.tv8 = 1;
+    else if (*f == 't' && g.kern) g.trb = 1;
+    else if (*f == '2' && g.kern) g.nbuf = 2;
+    else if (*f == 'p' && g.kern) g.pf = 1;
+    else if (*f == 'g' && g.kern) g.swz = 1;
+    else return tz_err("webgpu sgmat: tile '%s': unknown flag '%c'", s, *f);
+  }
+  if (!g.bk || g.bk % 16 || !g.sg_m || !g.sg_n || !g.tm || !g.tn)
+    return tz_err("webgpu sgmat: tile '%s': BK must be a positive multiple of 16, the counts positive", s);
+  *t = g;
+  return 0;
+}
+
+void tz_sgmat_tile_name(tz_sgmat_tile t, char *buf, size_t cap) {
+  char f[8] = "", *q = f;
+  if (t.kern) {
+    if (t.tv8) *q++ = 'v';
+    if (t.trb) *q++ = 't';
+    if (t.nbuf == 2) *q++ = '2';
+    if (t.pf) *q++ = 'p';
+    if (t.swz) *q++ = 'g';
+  } else if (t.direct) {
+    *q++ = 'd';
+  }
+  *q = 0;
+  snprintf(buf, cap, "%c:%u:%ux%u:%ux%u%s%s", t.kern ? 'n' : 'o', t.bk, t.sg_m, t.sg_n, t.tm, t.tn, f[0] ? ":" : "", f);
+}
+
+uint32_t tz_sgmat_tile_smem(tz_sgmat_tile t, int form, int has_bias) {
+  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16, bk = t.bk;
+  int a_mk = form != TZ_SGMAT_DYTX, b_nk = form == TZ_SGMAT_XWT;
+  uint32_t a_rows = a_mk ? bm : bk, a_cols = a_mk ? bk : bm;
+  if (!t.kern) {
+    uint32_t tiles = t.direct ? 0 : (a_rows * (a_cols + 8) + bk * (bn + 8)) * 2;
+    return tiles + (has_bias ? 16 * bn * 4 : 0);
+  }
+  uint32_t b_sz = b_nk && !t.trb ? bn * (bk + 8) : bk * (bn + 8);
+  return (t.nbuf ? t.nbuf : 1) * (a_rows * (a_cols + 8) + b_sz) * 2 + (has_bias ? 16 * t.sg_n * 16 * 4 : 0);
+}
+
+int tz_sgmat_tile_fits(tz_sgmat_tile t, int form, uint32_t M, uint32_t N, uint32_t K, uint32_t split,
+                       uint32_t sgsize, uint32_t smem_limit, uint32_t max_threads, const char **why) {
+  const char *w = NULL;
+  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16, nt = t.sg_m * t.sg_n * sgsize;
+  if (!t.bk || t.bk % 16 || !bm || !bn || !sgsize) w = "bad tile";
+  else if (M % bm || N % bn || K % t.bk) w = "shape not a multiple of the tile";
+  else if (split > 1 && (form != TZ_SGMAT_DYTX || !t.kern)) w = "split-K is for the weight gradient on kernel n";
+  else if (nt > max_threads) w = "too many threads per workgroup";
+  else if (t.kern && (t.nbuf < 1 || t.nbuf > 2)) w = "nbuf must be 1 or 2";
+  else if (t.kern && t.tv8 && t.trb) w = "trb needs f16 tiles (no v)";
+  else if (t.kern && ((bm * t.bk / 8) % nt || (bn * t.bk / 8) % nt)) w = "tile loads do not divide over the threads";
+  else if (!t.kern && !t.direct && ((bm * t.bk / 4) % nt || (bn * t.bk / 4) % nt))
+    w = "tile loads do not divide over the threads";
+  else if (tz_sgmat_tile_smem(t, form, form == TZ_SGMAT_XWT) > smem_limit) w = "workgroup memory over the limit";
+  if (why) *why = w;
+  return w == NULL;
+}
+
+uint32_t tz_sgmat_splits(uint32_t tiles, uint32_t K, uint32_t bk) {
+  if (!tiles || tiles >= 264 || K < 2048 || !bk) return 1;
+  uint32_t S = (264 + tiles - 1) / tiles;
+  while (S > 1 && K / S < 512) S--;
+  if (S > 16) S = 16;
+  /* whole BK pieces; the count that covers K with them */
+  uint32_t ks = ((K + S - 1) / S + bk - 1) / bk * bk;
+  return (K + ks - 1) / ks;
+}
+
+const char *tz_sgmat_file(tz_sgmat_tile t) { return t.kern ? "matmul_sgmm" : "matmul_sgmat"; }
+
+size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc, int has_bias, int split,
+                       uint32_t sgsize, int emu) {
+  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16, nt = t.sg_m * t.sg_n * sgsize;
+  int a_mk = form != TZ_SGMAT_DYTX, b_nk = form == TZ_SGMAT_XWT;
+  uint32_t a_per = nt ? bm * t.bk / 8 / nt : 0, b_per = nt ? bn * t.bk / 8 / nt : 0;
+  int n = snprintf(buf, cap,
+                   "const BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst SG_M = %uu;\nconst SG_N = %uu;\n"
+                   "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"
+                   "const ACC = %s;\nconst NBUF = %uu;\n"
+                   "//defs DIRECT=%d HAS_BIAS=%d TM=%u TN=%u A_PER=%u B_PER=%u A_MK=%d B_NK=%d ACC=%d TV8=%d TRB=%d "
+                   "NBUF2=%d PF=%d SPLIT=%d SWZ=%d EMU=%d\n",
+                   bm, bn, t.bk, t.sg_m, t.sg_n, t.tm, t.tn, sgsize, a_mk ? "true" : "false", b_nk ? "true" : "false",
+                   acc ? "true" : "false", t.nbuf ? t.nbuf : 1, t.direct != 0, has_bias != 0, t.tm, t.tn, a_per, b_per,
+                   a_mk, b_nk, acc != 0, t.tv8 != 0, t.trb != 0 && b_nk, t.nbuf == 2, t.pf != 0, split > 1, t.swz != 0, emu != 0);
+  return n < 0 ? 0 : (size_t)n;
+}
+
+/* ---- the standalone run ---- */
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-int tz_sgmat_run(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, uint32_t N, uint32_t K,
-                 const uint16_t *a, const uint16_t *b, const float *bias, float *c, int reps, double *ms) {
-  if (!s->usable) return tz_err("webgpu sgmat: not usable here: %s", s->why);
-  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
-  if (!t.bk || t.bk % 16 || !bm || !bn || M % bm || N % bn || K % t.bk)
-    return tz_err("webgpu sgmat: shape %ux%ux%u is not a multiple of the tile %ux%ux%u", M, N, K, bm, bn, t.bk);
-  uint32_t nt = t.sg_m * t.sg_n * s->sgsize;
-  if (!t.direct && ((bm * t.bk / 4) % nt || (bn * t.bk / 4) % nt))
-    return tz_err("webgpu sgmat: tile %ux%ux%u does not split evenly over %u threads", bm, bn, t.bk, nt);
-  if (bias && form != TZ_SGMAT_XWT) return tz_err("webgpu sgmat: bias only with the X·Wᵀ form");
-  const char *body = kernel_src();
-  if (!body) return tz_err("webgpu sgmat: kernel matmul_sgmat not embedded");
-  int a_mk = form != TZ_SGMAT_DYTX, b_nk = form == TZ_SGMAT_XWT, acc = form == TZ_SGMAT_DYTX;
-  char head[768];
-  snprintf(head, sizeof head,
-           "const BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst SG_M = %uu;\nconst SG_N = %uu;\n"
-           "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"
-           "const ACC = %s;\n",
-           bm, bn, t.bk, t.sg_m, t.sg_n, t.tm, t.tn, s->sgsize, a_mk ? "true" : "false", b_nk ? "true" : "false",
-           acc ? "true" : "false");
-  if (t.direct) /* the element-wise views of a and b (DIRECT loads) */
-    strcat(head, "@group(0) @binding(5) var<storage, read> a_h: array<f16>;\n"
-                 "@group(0) @binding(6) var<storage, read> b_h: array<f16>;\n");
-  /* the `enable` lines must come first: split the body after them */
-  const char *rest = strstr(body, "// end of directives\n");
-  if (!rest) return tz_err("webgpu sgmat: kernel source has no '// end of directives' line");
-  rest += strlen("// end of directives\n");
-  char *pre = tz_sgmat_preprocess(rest, t.direct != 0, bias != NULL);
-  size_t n = strlen(body) + strlen(head) + 8;
+/* The pipeline of `file` with `prefix` (cached); NULL with tz_err. A shader or pipeline error
+ * is reported and cleared, so later pipelines can still be made (the device is not lost). */
+static int pipeline(tz_sgmat *s, const char *file, const char *prefix, WGPUComputePipeline *pipe,
+                    WGPUBindGroupLayout *bgl) {
+  size_t kn = strlen(file) + strlen(prefix) + 2;
+  char *key = malloc(kn);
+  snprintf(key, kn, "%s|%s", file, prefix);
+  for (int i = 0; i < s->npipes; i++)
+    if (!strcmp(s->pipes[i].key, key)) {
+      free(key);
+      *pipe = s->pipes[i].pipe, *bgl = s->pipes[i].bgl;
+      return 0;
+    }
+  const char *body = kernel_src(file);
+  if (!body) {
+    free(key);
+    return tz_err("webgpu sgmat: kernel %s not embedded", file);
+  }
+  /* the directives (preprocessed too: EMU drops some) first, then the prefix, then the rest */
+  char *pre = tz_sgmat_preprocess(body, prefix);
+  const char *mark = "// end of directives\n", *rest = strstr(pre, mark);
+  size_t dn = rest ? (size_t)(rest - pre) + strlen(mark) : 0;
+  size_t n = strlen(pre) + strlen(prefix) + 8;
   char *src = malloc(n);
-  snprintf(src, n, "%.*s%s%s", (int)(rest - body), body, head, pre);
+  snprintf(src, n, "%.*s%s%s", (int)dn, pre, prefix, pre + dn);
   free(pre);
-  WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};
-  WGPUShaderModuleDescriptor md = {&ws.chain, sv("matmul_sgmat")};
+  if (getenv("TZ_SGMAT_DUMP")) fprintf(stderr, "---- %s\n%s\n", file, src);
+  s->failed = 0;
+  WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, tz_wgpu_sv(src)};
+  WGPUShaderModuleDescriptor md = {&ws.chain, tz_wgpu_sv(file)};
   WGPUShaderModule mod = W.wgpuDeviceCreateShaderModule(s->dev, &md);
   WGPUComputePipelineDescriptor pd;
   memset(&pd, 0, sizeof pd);
-  pd.label = sv("matmul_sgmat");
+  pd.label = tz_wgpu_sv(file);
   pd.compute.module = mod;
-  pd.compute.entryPoint = sv("main");
-  WGPUComputePipeline pipe = W.wgpuDeviceCreateComputePipeline(s->dev, &pd);
+  pd.compute.entryPoint = tz_wgpu_sv("main");
+  WGPUComputePipeline p = W.wgpuDeviceCreateComputePipeline(s->dev, &pd);
   free(src);
   W.wgpuShaderModuleRelease(mod);
-  if (s->failed || !pipe) return tz_err("webgpu sgmat: pipeline: %s", s->failed ? s->errmsg : "creation failed");
-  uint64_t na = (uint64_t)M * K * 2, nb = (uint64_t)N * K * 2, nc = (uint64_t)M * N * 4;
+  W.wgpuInstanceProcessEvents(s->inst);
+  if (s->failed || !p) {
+    if (p) W.wgpuComputePipelineRelease(p);
+    free(key);
+    int rc = tz_err("webgpu sgmat: pipeline %s: %s", file, s->failed ? s->errmsg : "creation failed");
+    if (!s->lost) s->failed = 0;
+    return rc;
+  }
+  if (s->npipes == 64) { /* full: forget the oldest */
+    free(s->pipes[0].key);
+    W.wgpuBindGroupLayoutRelease(s->pipes[0].bgl);
+    W.wgpuComputePipelineRelease(s->pipes[0].pipe);
+    memmove(&s->pipes[0], &s->pipes[1], 63 * sizeof s->pipes[0]);
+    s->npipes--;
+  }
+  s->pipes[s->npipes].key = key;
+  s->pipes[s->npipes].pipe = p;
+  s->pipes[s->npipes].bgl = W.wgpuComputePipelineGetBindGroupLayout(p, 0);
+  *pipe = p, *bgl = s->pipes[s->npipes].bgl;
+  s->npipes++;
+  return 0;
+}
+
+/* Resident buffer i with at least `bytes` (16-byte multiple); what it held is lost if it grows. */
+static WGPUBuffer rbuf(tz_sgmat *s, int i, uint64_t bytes, WGPUBufferUsage u) {
+  bytes = (bytes + 15) / 16 * 16;
+  if (s->buf[i] && s->cap[i] >= bytes) return s->buf[i];
+  if (s->buf[i]) W.wgpuBufferDestroy(s->buf[i]), W.wgpuBufferRelease(s->buf[i]);
+  WGPUBufferDescriptor d = {NULL, tz_wgpu_sv("sgmat"), u, bytes, 0};
+  s->buf[i] = W.wgpuDeviceCreateBuffer(s->dev, &d);
+  s->cap[i] = bytes;
+  if (i == 0) s->up_a = 0;
+  if (i == 1) s->up_b = 0;
+  return s->buf[i];
+}
+
+int tz_sgmat_run(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, uint32_t N, uint32_t K,
+                 const uint16_t *a, const uint16_t *b, const float *bias, float *c, int reps, double *ms) {
+  return tz_sgmat_run_ex(s, form, t, M, N, K, a, b, bias, c, reps, ms, 1, 0, 0);
+}
+
+int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, uint32_t N, uint32_t K,
+                    const uint16_t *a, const uint16_t *b, const float *bias, float *c, int reps, double *ms,
+                    uint32_t split, int keep_ab, int emu) {
+  if (!s->usable) return tz_err("webgpu sgmat: not usable here: %s", s->why);
+  if (s->lost) return tz_err("webgpu sgmat: %s", s->errmsg);
+  if (emu != s->emu) return tz_err("webgpu sgmat: emu runs need tz_sgmat_open_emu's handle, and only those");
+  if (emu && !t.kern) return tz_err("webgpu sgmat: the emulated builtins are matmul_sgmm.wgsl's (kernel n)");
+  if (bias && form != TZ_SGMAT_XWT) return tz_err("webgpu sgmat: bias only with the X·Wᵀ form");
+  if (split < 1) split = 1;
+  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
+  const char *why;
+  if (!tz_sgmat_tile_fits(t, form, M, N, K, split, s->sgsize, s->lim.maxComputeWorkgroupStorageSize,
+                          s->lim.maxComputeInvocationsPerWorkgroup, &why))
+    return tz_err("webgpu sgmat: tile does not fit %ux%ux%u: %s", M, N, K, why);
+  uint32_t ks = K;
+  if (split > 1) {
+    ks = ((K + split - 1) / split + t.bk - 1) / t.bk * t.bk;
+    split = (K + ks - 1) / ks;
+  }
+  int acc = form == TZ_SGMAT_DYTX;
+  char prefix[1024];
+  tz_sgmat_prefix(prefix, sizeof prefix, t, form, acc && split == 1, bias != NULL, (int)split, s->sgsize, emu);
+  if (t.direct) /* the element-wise views of a and b (kern 0's DIRECT loads) */
+    strcat(prefix, "@group(0) @binding(5) var<storage, read> a_h: array<f16>;\n"
+                   "@group(0) @binding(6) var<storage, read> b_h: array<f16>;\n");
+  WGPUComputePipeline pipe, spipe = NULL;
+  WGPUBindGroupLayout bgl, sbgl = NULL;
+  if (pipeline(s, tz_sgmat_file(t), prefix, &pipe, &bgl) != 0) return -1;
+  if (split > 1 && pipeline(s, "sgmat_sum", "", &spipe, &sbgl) != 0) return -1;
+  uint64_t na = (uint64_t)M * K * 2, nb = (uint64_t)N * K * 2, nc = (uint64_t)M * N * 4, np = nc * split;
+  uint64_t lim = s->lim.maxStorageBufferBindingSize;
+  if (na > lim || nb > lim || np > lim) return tz_err("webgpu sgmat: an operand is over the binding limit %llu", (unsigned long long)lim);
   WGPUBufferUsage st = WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst | WGPUBufferUsage_CopySrc;
-  WGPUBuffer ba = mkbuf(s, na, st), bb = mkbuf(s, nb, st), bc = mkbuf(s, nc, st), bz = mkbuf(s, (uint64_t)N * 4, st);
-  WGPUBuffer bu = mkbuf(s, 128, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst);
-  WGPUBuffer rb = mkbuf(s, nc, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst);
-  W.wgpuQueueWriteBuffer(s->queue, ba, 0, a, na);
-  W.wgpuQueueWriteBuffer(s->queue, bb, 0, b, nb);
+  WGPUBuffer ba = rbuf(s, 0, na, st), bb = rbuf(s, 1, nb, st), bc = rbuf(s, 2, nc, st), bz = rbuf(s, 3, (uint64_t)N * 4, st);
+  WGPUBuffer bu = rbuf(s, 4, 512, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst);
+  WGPUBuffer rb = rbuf(s, 5, nc, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst);
+  WGPUBuffer bp = split > 1 ? rbuf(s, 6, np, st) : NULL;
+  /* keep_ab: the buffers already hold a prefix of the same arrays (uploaded by earlier runs) */
+  if (!keep_ab || s->up_a < na) W.wgpuQueueWriteBuffer(s->queue, ba, 0, a, (size_t)na), s->up_a = na;
+  if (!keep_ab || s->up_b < nb) W.wgpuQueueWriteBuffer(s->queue, bb, 0, b, (size_t)nb), s->up_b = nb;
   if (bias) W.wgpuQueueWriteBuffer(s->queue, bz, 0, bias, (size_t)N * 4);
-  if (acc) W.wgpuQueueWriteBuffer(s->queue, bc, 0, c, nc);
+  if (acc) W.wgpuQueueWriteBuffer(s->queue, bc, 0, c, (size_t)nc);
   /* the kernel's uniform block (the backend's layout, wg_run_ex): element offsets (all 0 here),
-   * slots, then M, N, K */
-  uint32_t pr[32] = {0};
-  pr[16] = M, pr[17] = N, pr[18] = K;
-  W.wgpuQueueWriteBuffer(s->queue, bu, 0, pr, 128);
-  /* bindings: 0 uniform, 1 c, 2 a, 3 b, 4 bias (all in every layout: the kernel touches
-   * them), 5 a_h and 6 b_h with DIRECT */
+   * slots, then M, N, K, KS; then sgmat_sum's at byte 256 (an offset alignment): MN / 4,
+   * splits, acc */
+  uint32_t pr[128] = {0};
+  pr[16] = M, pr[17] = N, pr[18] = K, pr[19] = ks;
+  pr[64] = (uint32_t)(nc / 16), pr[65] = split, pr[66] = (uint32_t)acc;
+  W.wgpuQueueWriteBuffer(s->queue, bu, 0, pr, sizeof pr);
+  /* bindings: 0 uniform, 1 c (or the partials), 2 a, 3 b, 4 bias (all in every layout: the
+   * kernel touches them), 5 a_h and 6 b_h with DIRECT */
   WGPUBindGroupEntry e[7];
   memset(e, 0, sizeof e);
-  WGPUBuffer bufs[7] = {bu, bc, ba, bb, bz, ba, bb};
-  uint64_t sizes[7] = {128, (nc + 15) / 16 * 16, (na + 15) / 16 * 16, (nb + 15) / 16 * 16,
-                       ((uint64_t)N * 4 + 15) / 16 * 16, (na + 15) / 16 * 16, (nb + 15) / 16 * 16};
+  WGPUBuffer bufs[7] = {bu, bp ? bp : bc, ba, bb, bz, ba, bb};
+  uint64_t sizes[7] = {128, bp ? np : nc, (na + 15) / 16 * 16, (nb + 15) / 16 * 16, ((uint64_t)N * 4 + 15) / 16 * 16,
+                       (na + 15) / 16 * 16, (nb + 15) / 16 * 16};
   int used[7] = {1, 1, 1, 1, 1, t.direct != 0, t.direct != 0};
   size_t ne = 0;
   for (int i = 0; i < 7; i++)
     if (used[i]) e[ne].binding = (uint32_t)i, e[ne].buffer = bufs[i], e[ne].size = sizes[i], ne++;
-  WGPUBindGroupLayout bgl = W.wgpuComputePipelineGetBindGroupLayout(pipe, 0);
-  WGPUBindGroupDescriptor bd = {NULL, sv("sgmat"), bgl, ne, e};
-  WGPUBindGroup bg = W.wgpuDeviceCreateBindGroup(s->dev, &bd);
+  WGPUBindGroupDescriptor bd = {NULL, tz_wgpu_sv("sgmat"), bgl, ne, e};
+  WGPUBindGroup bg = W.wgpuDeviceCreateBindGroup(s->dev, &bd), sbg = NULL;
+  uint32_t sgx = 0, sgy = 1;
+  if (split > 1) {
+    WGPUBindGroupEntry se[3];
+    memset(se, 0, sizeof se);
+    se[0].binding = 0, se[0].buffer = bu, se[0].offset = 256, se[0].size = 16;
+    se[1].binding = 1, se[1].buffer = bc, se[1].size = nc;
+    se[2].binding = 2, se[2].buffer = bp, se[2].size = np;
+    WGPUBindGroupDescriptor sd = {NULL, tz_wgpu_sv("sgmat sum"), sbgl, 3, se};
+    sbg = W.wgpuDeviceCreateBindGroup(s->dev, &sd);
+    uint64_t groups = (nc / 16 + 255) / 256;
+    sgx = (uint32_t)(groups < 65535 ? groups : 65535), sgy = (uint32_t)((groups + 65534) / 65535);
+  }
   int rc = 0;
-  /* `count` dispatches in one submission */
+  /* `count` repetitions (the matmul, and the partial sums after a split) in one submission */
 #define SUBMIT(count)                                                                           \
   {                                                                                             \
     WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(s->dev, NULL);                    \
     WGPUComputePassEncoder pass = W.wgpuCommandEncoderBeginComputePass(enc, NULL);              \
-    W.wgpuComputePassEncoderSetPipeline(pass, pipe);                                            \
-    W.wgpuComputePassEncoderSetBindGroup(pass, 0, bg, 0, NULL);                                 \
-    for (int q = 0; q < (count); q++) W.wgpuComputePassEncoderDispatchWorkgroups(pass, N / bn, M / bm, 1); \
+    for (int q = 0; q < (count); q++) {                                                         \
+      W.wgpuComputePassEncoderSetPipeline(pass, pipe);                                          \
+      W.wgpuComputePassEncoderSetBindGroup(pass, 0, bg, 0, NULL);                               \
+      W.wgpuComputePassEncoderDispatchWorkgroups(pass, N / bn, M / bm, split);                  \
+      if (sbg) {                                                                                \
+        W.wgpuComputePassEncoderSetPipeline(pass, spipe);                                       \
+        W.wgpuComputePassEncoderSetBindGroup(pass, 0, sbg, 0, NULL);                            \
+        W.wgpuComputePassEncoderDispatchWorkgroups(pass, sgx, sgy, 1);                          \
+      }                                                                                         \
+    }                                                                                           \
     W.wgpuComputePassEncoderEnd(pass);                                                          \
     W.wgpuComputePassEncoderRelease(pass);                                                      \
     WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);                               \
@@ -397,7 +710,7 @@ int tz_sgmat_run(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, u
       rc = tz_err("webgpu sgmat: readback failed%s%s", s->failed ? ": " : "", s->failed ? s->errmsg : "");
     } else {
       const void *pm = W.wgpuBufferGetConstMappedRange(rb, 0, mapn);
-      if (pm) memcpy(c, pm, nc);
+      if (pm) memcpy(c, pm, (size_t)nc);
       else rc = tz_err("webgpu sgmat: no mapped range");
       W.wgpuBufferUnmap(rb);
     }
@@ -412,9 +725,7 @@ int tz_sgmat_run(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, u
   }
 #undef SUBMIT
   W.wgpuBindGroupRelease(bg);
-  W.wgpuBindGroupLayoutRelease(bgl);
-  W.wgpuComputePipelineRelease(pipe);
-  WGPUBuffer all[6] = {ba, bb, bc, bz, bu, rb};
-  for (int i = 0; i < 6; i++) W.wgpuBufferDestroy(all[i]), W.wgpuBufferRelease(all[i]);
+  if (sbg) W.wgpuBindGroupRelease(sbg);
+  if (rc && !s->lost) s->failed = 0; /* reported; later runs may go on */
   return rc;
 }

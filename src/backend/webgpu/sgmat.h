@@ -23,11 +23,55 @@
 typedef enum { TZ_SGMAT_XWT = 0, TZ_SGMAT_DYW = 1, TZ_SGMAT_DYTX = 2 } tz_sgmat_form;
 
 /* Workgroup tile BM × BN × BK with SG_M × SG_N subgroups of TM × TN 16×16 result matrices:
- * BM = SG_M·TM·16, BN = SG_N·TN·16, BK % 16 == 0; direct: the subgroups load their matrices
- * from the operands, not through workgroup memory. */
+ * BM = SG_M·TM·16, BN = SG_N·TN·16, BK % 16 == 0.
+ * kern 0: matmul_sgmat.wgsl (direct: the subgroups load their matrices from the operands, not
+ * through workgroup memory). kern 1: matmul_sgmm.wgsl (one variable per result matrix, 8-half
+ * loads; its header says what tv8, trb, nbuf and pf select). Positional initialisers of the first
+ * six fields give kern 0. */
 typedef struct {
   uint32_t bk, sg_m, sg_n, tm, tn, direct;
+  uint32_t kern, tv8, trb, nbuf, pf, swz;
 } tz_sgmat_tile;
+
+/* The tiles bench_webgpu_sgmat's sweep measures and test_webgpu_ops' test_matmul_sgmat checks
+ * through the backend: every tile the backend may be told to take (the bench says what each
+ * tries), the likeliest first (the sweep has a time budget). */
+#define TZ_SGMAT_SWEEP_TILES                                                                       \
+  "o:64:4x4:2x2;n:64:2x4:4x2:vp;n:32:2x4:4x2:v2;n:32:2x4:4x4:vp;n:32:2x2:4x4:v2;n:32:2x4:4x4:vpg;" \
+  "n:32:2x4:4x2:v2g;n:64:2x2:4x4:vp;n:32:4x2:4x4:vp;n:64:4x4:2x2:tp;n:64:2x4:4x2:tp;n:32:2x4:4x2:t2;" \
+  "n:32:4x4:2x2:v2;n:64:2x4:4x2:v;o:64:2x4:4x2"
+
+/* A tile from its name: "o:BK:SGMxSGN:TMxTN[:d]" (kern 0; d = direct) or
+ * "n:BK:SGMxSGN:TMxTN[:FLAGS]" (kern 1; FLAGS letters v = tv8, t = trb, 2 = two buffers,
+ * p = register prefetch, g = grouped grid order), e.g. "o:64:4x4:2x2", "n:32:2x4:4x2:v2". 0, or -1 with tz_err naming
+ * the text. tz_sgmat_tile_name writes the same form back (cap >= 32). */
+int tz_sgmat_tile_parse(const char *s, tz_sgmat_tile *t);
+void tz_sgmat_tile_name(tz_sgmat_tile t, char *buf, size_t cap);
+
+/* Workgroup memory of a tile in bytes (form: operand layouts; has_bias: the bias tile). */
+uint32_t tz_sgmat_tile_smem(tz_sgmat_tile t, int form, int has_bias);
+
+/* Can tile t run form (tz_sgmat_form, below) at M × N × K with `split` pieces of K (1: none)
+ * on subgroups of sgsize lanes, within smem_limit bytes of workgroup memory and max_threads
+ * per workgroup? 1, or 0 with a short reason in why (why may be NULL). Shape: multiples of the
+ * tile (and K / split of BK); the tile loads divide evenly over the threads; kern 1 needs its
+ * operands' contiguous dimensions to be multiples of 8 (they are, as multiples of the tile). */
+int tz_sgmat_tile_fits(tz_sgmat_tile t, int form, uint32_t M, uint32_t N, uint32_t K, uint32_t split,
+                       uint32_t sgsize, uint32_t smem_limit, uint32_t max_threads, const char **why);
+
+/* Pieces of K for the weight-gradient form (dW += dYᵀ·X: few output tiles over a long K) so
+ * that the grid fills ~2 waves of a 132-multiprocessor GPU: 1 when tiles >= 264 or K is short;
+ * each piece a multiple of bk. */
+uint32_t tz_sgmat_splits(uint32_t tiles, uint32_t K, uint32_t bk);
+
+/* The constants and preprocessor values the kernel file of t expects, for one pipeline:
+ * `const` lines and a `//defs NAME=VALUE ...` line (tz_sgmat_preprocess reads it). emu: the
+ * emulated builtins (matmul_sgmm.wgsl only; any adapter with ShaderF16). Returns the length
+ * written (truncation is a bug: cap >= 1024 suffices). */
+size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc, int has_bias, int split,
+                       uint32_t sgsize, int emu);
+/* The kernel file of t: "matmul_sgmat" or "matmul_sgmm". */
+const char *tz_sgmat_file(tz_sgmat_tile t);
 
 /* Index of the configuration the kernel uses (f16 × f16 → f32, M = N = K = 16) in `cfg[0..n)`,
  * or -1 when there is none (the caller falls back). Pure; no GPU. */
@@ -44,18 +88,43 @@ int tz_sgmat_usable(const tz_sgmat *s, const char **why);
 /* One line: the adapter, the Dawn build, ShaderF16, the subgroup-matrix configurations. */
 const char *tz_sgmat_describe(const tz_sgmat *s);
 /* Run one form with f16 operands (IEEE binary16 bit patterns) a, b and optional bias (f32, [N],
- * XWT only); c [M, N] is read first for DYTX (accumulation) and written. M % BM, N % BN,
- * K % BK must be 0 (returns -1 with tz_err otherwise). When reps > 0, also times `reps`
+ * XWT only); c [M, N] is read first for DYTX (accumulation) and written. The shape must fit
+ * the tile (tz_sgmat_tile_fits; -1 with tz_err otherwise). When reps > 0, also times `reps`
  * dispatches in one submission after one warm-up and stores milliseconds per dispatch in
  * *ms. 0 or -1 with tz_err (device error, shape). */
 int tz_sgmat_run(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, uint32_t N, uint32_t K,
                  const uint16_t *a, const uint16_t *b, const float *bias, float *c, int reps, double *ms);
+/* The same with options: split (pieces of K, DYTX only; 0 or 1: none; the partial products
+ * are summed by sgmat_sum.wgsl inside each timed repetition), keep_ab (a and b are the same
+ * arrays as in the earlier calls of this handle with keep_ab, their first bytes unchanged:
+ * only what no earlier call uploaded is uploaded), emu (the
+ * kernel's emulated builtins: kern 1 on an adapter without subgroup matrices, where
+ * tz_sgmat_open_emu gave the handle). */
+int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, uint32_t N, uint32_t K,
+                    const uint16_t *a, const uint16_t *b, const float *bias, float *c, int reps, double *ms,
+                    uint32_t split, int keep_ab, int emu);
+/* A handle whose device needs only ShaderF16 (and offers subgroups when the adapter does), for
+ * tz_sgmat_run_ex(..., emu = 1): the kernel's indexing checked on any such adapter (lavapipe).
+ * NULL with tz_err without Dawn, an adapter or ShaderF16. */
+tz_sgmat *tz_sgmat_open_emu(void);
+/* The subgroup size the kernels are built for (the adapter's), and the device's workgroup
+ * memory and binding limits. */
+uint32_t tz_sgmat_sgsize(const tz_sgmat *s);
+uint32_t tz_sgmat_smem_limit(const tz_sgmat *s);
+uint64_t tz_sgmat_binding_limit(const tz_sgmat *s);
 void tz_sgmat_close(tz_sgmat *s);
 
-/* The kernel source `src` with the lines between `//#if X` and `//#else` / `//#endif` kept where
- * flag X holds (X is DIRECT or HAS_BIAS), the `//#else` part where it does not (not nested);
+/* The kernel source `src` preprocessed with the values of the `//defs` line in `defs` (a
+ * prefix from tz_sgmat_prefix; names not listed are 0):
+ *   //#if NAME, //#if !NAME, //#else, //#endif   keep lines where NAME != 0 (nestable);
+ *   //#for V in NAME ... //#endfor               the lines repeated NAME times, `{V}` replaced
+ *                                                by 0, 1, ... (nestable);
+ * and, where EMU != 0, the subgroup-matrix builtins rewritten to the file's emu_* functions
+ * (subgroupMatrixLoad<T, MAJ>(&ARR, → emu_ld_ARR_MAJ(, subgroupMatrixStore<MAJ>(&ARR, →
+ * emu_st_ARR_MAJ(, subgroupMatrixMultiplyAccumulate( → emu_mma() and the lines
+ * `enable chromium_experimental_subgroup_matrix;` / `diagnostic(off, chromium.…)` dropped.
  * malloc'ed. Used here and by the backend's pipelines (webgpu_pipe.c). */
-char *tz_sgmat_preprocess(const char *src, int direct, int has_bias);
+char *tz_sgmat_preprocess(const char *src, const char *defs);
 
 /* IEEE binary16 from float, round to nearest even (host side). */
 uint16_t tz_sgmat_f16(float x);

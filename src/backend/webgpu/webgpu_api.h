@@ -21,6 +21,7 @@
 #define TZ_WEBGPU_API_H
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- scalar types ---- */
 typedef uint32_t WGPUBool;
@@ -622,6 +623,34 @@ typedef struct {
   char buf[256];
 } tz_wgpu_toggles;
 void tz_wgpu_adapter_options(WGPURequestAdapterOptions *o, tz_wgpu_toggles *t, const char *env);
+
+/* ---- helpers of every WebGPU user (the backend, the standalone sgmat op, the tokenizer) ---- */
+/* A view of the NUL-terminated `s` (NULL: the empty view). */
+static inline WGPUStringView tz_wgpu_sv(const char *s) {
+  WGPUStringView v = {s, s ? strlen(s) : 0};
+  return v;
+}
+/* Copy the view `v` into dst[cap], NUL-terminated and cut to cap - 1 bytes (a length of
+ * WGPU_STRLEN: up to the NUL of v.data; no data: the empty string). cap >= 1. */
+static inline void tz_wgpu_sv_copy(char *dst, size_t cap, WGPUStringView v) {
+  size_t n = v.data ? (v.length == WGPU_STRLEN ? strlen(v.data) : v.length) : 0;
+  if (n >= cap) n = cap - 1;
+  if (n) memcpy(dst, v.data, n);
+  dst[n] = 0;
+}
+/* What an adapter or device request answered: its status (WGPURequestAdapterStatus or
+ * WGPURequestDeviceStatus), the adapter or device (NULL on failure) and Dawn's message. */
+typedef struct {
+  int status;
+  void *handle;
+  char msg[512];
+} tz_wgpu_req;
+/* The callbacks of wgpuInstanceRequestAdapter / wgpuAdapterRequestDevice: userdata1 is the
+ * tz_wgpu_req to fill (dawn_load.c). */
+void tz_wgpu_on_adapter(WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message, void *u1,
+                        void *u2);
+void tz_wgpu_on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message, void *u1,
+                       void *u2);
 
 /* ---- lists for the ABI test ---- */
 /* X(struct, member) for every member declared above. */

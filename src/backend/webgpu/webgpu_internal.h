@@ -166,16 +166,6 @@ typedef struct {
 #define CTX(be) ((wg_ctx *)(be)->ctx)
 #define W tz_wgpu
 
-static inline WGPUStringView sv(const char *s) {
-  WGPUStringView v = {s, s ? strlen(s) : 0};
-  return v;
-}
-static inline void sv_copy(char *dst, size_t cap, WGPUStringView v) {
-  size_t n = v.data ? (v.length == WGPU_STRLEN ? strlen(v.data) : v.length) : 0;
-  if (n >= cap) n = cap - 1;
-  if (n) memcpy(dst, v.data, n);
-  dst[n] = 0;
-}
 
 /* ---- dispatch ---- */
 typedef struct {

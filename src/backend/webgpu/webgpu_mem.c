@@ -19,7 +19,7 @@ static void count_bytes(wg_ctx *c, long long delta) {
 size_t wg_mem_peak(tz_backend *be) { return CTX(be)->bytes_peak; }
 
 WGPUBuffer wg_mkbuf(wg_ctx *c, uint64_t size, WGPUBufferUsage usage, const char *label) {
-  WGPUBufferDescriptor d = {NULL, sv(label), usage, size, 0};
+  WGPUBufferDescriptor d = {NULL, tz_wgpu_sv(label), usage, size, 0};
   return W.wgpuDeviceCreateBuffer(c->dev, &d);
 }
 

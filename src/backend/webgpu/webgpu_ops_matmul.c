@@ -115,29 +115,64 @@ static uint32_t mm_splits(uint32_t tiles, int K, mm_cfg f) {
 
 /* ---- the subgroup-matrix path (c->sgmat: f16 precision on an adapter with an f16 x f16 -> f32
  * 16x16x16 configuration, chosen at device creation by sgmat_choose in webgpu_rt.c) ---- */
-/* The workgroup tile: 4 x 4 subgroups of 2 x 2 16x16 matrices (128 x 128), BK 64, through
- * workgroup memory: the fastest of the tiles measured at 8192³ on the H200 with the node Dawn
- * (docs/PERF.md: 121–165 TFLOP/s). TEZGAH_WEBGPU_SGMAT_TILE=bk,sg_m,sg_n,tm,tn overrides it. */
-static tz_sgmat_tile sg_tile(void) {
-  tz_sgmat_tile t = {64, 4, 4, 2, 2, 0};
-  const char *e = getenv("TEZGAH_WEBGPU_SGMAT_TILE");
-  tz_sgmat_tile g = {0};
-  if (e && sscanf(e, "%u,%u,%u,%u,%u", &g.bk, &g.sg_m, &g.sg_n, &g.tm, &g.tn) == 5 && g.bk && g.bk % 16 == 0 &&
-      g.sg_m && g.sg_n && g.tm && g.tn)
-    t = g;
-  return t;
+/* The tiles tried per form (0 X·Wᵀ, 1 dY·W, 2 dYᵀ·X: tz_sgmat_form), in order, the first that
+ * fits a call taken (shape multiples, alignment, workgroup memory): TEZGAH_WEBGPU_SGMAT_TILE_XWT,
+ * _DYW, _DYTX, then TEZGAH_WEBGPU_SGMAT_TILE (all forms), then the defaults; each a
+ * ';'-separated list of tz_sgmat_tile_parse names. Default, every form: kernel n (matmul_sgmm.wgsl)
+ * with 2 x 4 subgroups of 4 x 2 matrices (128 x 128), BK 64, vec4<u32> workgroup staging and
+ * register prefetch — the fastest of the sweep on the H200 (2026-12-02 11:40 UTC, docs/PERF.md:
+ * 274 / 271 / 270 TFLOP/s at 8192³, the GPT-2 124M step's matmuls 61 ms vs 105 on the old
+ * default) — then main's earlier default o:64:4x4:2x2 (matmul_sgmat.wgsl) where kernel n cannot
+ * run (operands not 16-byte aligned, shapes off its tile). */
+#define SG_DEFAULT "n:64:2x4:4x2:vp;o:64:4x4:2x2"
+static const char *const sg_default[3] = {SG_DEFAULT, SG_DEFAULT, SG_DEFAULT};
+
+/* Pieces of K for the weight gradient on kernel n (tz_sgmat_splits; TEZGAH_WEBGPU_SGMAT_SPLIT=0:
+ * none), fewer where the partial products would not fit one binding. */
+static uint32_t sg_split(wg_ctx *c, tz_sgmat_tile t, int form, int M, int K, int N) {
+  if (form != TZ_SGMAT_DYTX || !t.kern || !env_int("TEZGAH_WEBGPU_SGMAT_SPLIT", 1)) return 1;
+  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
+  if ((uint32_t)M % bm || (uint32_t)N % bn) return 1;
+  uint32_t S = tz_sgmat_splits((uint32_t)(M / bm) * (uint32_t)(N / bn), (uint32_t)K, t.bk);
+  while (S > 1 && (uint64_t)S * M * N * 4 > c->lim.maxStorageBufferBindingSize) S--;
+  if (((uint64_t)M * N + 255) / 256 > 65535) S = 1; /* colsum_add's one-dimensional grid */
+  return S;
 }
 
-/* Can variant's call (M, K, N) run on the subgroup-matrix kernel? Its shape must be a multiple
- * of the tile (no edge handling in the kernel; other shapes keep the fp32 kernels) and the
- * operands must fit one binding as f16. */
+/* The first tile of the lists above that runs form at M x N x K: 1 with *t and *split, else 0.
+ * aligned: the f16 operands start 16-byte aligned (kernel n's 8-half loads). */
+static int sg_pick(wg_ctx *c, int form, int M, int K, int N, int aligned, tz_sgmat_tile *t, uint32_t *split) {
+  static const char *const env[3] = {"TEZGAH_WEBGPU_SGMAT_TILE_XWT", "TEZGAH_WEBGPU_SGMAT_TILE_DYW",
+                                     "TEZGAH_WEBGPU_SGMAT_TILE_DYTX"};
+  const char *lists[3] = {getenv(env[form]), getenv("TEZGAH_WEBGPU_SGMAT_TILE"), sg_default[form]};
+  for (int l = 0; l < 3; l++) {
+    if (!lists[l] || !*lists[l]) continue;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", lists[l]);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+      tz_sgmat_tile g;
+      if (tz_sgmat_tile_parse(tok, &g) != 0) continue; /* a bad name in the variable: the next */
+      if (g.kern && !aligned) continue;
+      uint32_t S = sg_split(c, g, form, M, K, N);
+      if (!tz_sgmat_tile_fits(g, form, (uint32_t)M, (uint32_t)N, (uint32_t)K, S, c->sg_size,
+                              c->lim.maxComputeWorkgroupStorageSize, c->lim.maxComputeInvocationsPerWorkgroup, NULL))
+        continue;
+      *t = g, *split = S;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Can variant's call (M, K, N) run on the subgroup-matrix kernels? Its shape must fit a tile (no
+ * edge handling in the kernels; other shapes keep the fp32 kernels) and the operands must fit
+ * one binding as f16. */
 static int sg_shape_ok(wg_ctx *c, int variant, int M, int K, int N) {
   if (!c->sgmat || variant > 2 || M <= 0 || N <= 0 || K <= 0) return 0;
-  tz_sgmat_tile t = sg_tile();
-  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16, nt = t.sg_m * t.sg_n * c->sg_size;
-  if ((uint32_t)M % bm || (uint32_t)N % bn || (uint32_t)K % t.bk) return 0;
-  if ((bm * t.bk / 4) % nt || (bn * t.bk / 4) % nt) return 0; /* the tile loads split evenly */
-  if (nt > c->lim.maxComputeInvocationsPerWorkgroup) return 0;
+  tz_sgmat_tile t;
+  uint32_t S;
+  if (!sg_pick(c, variant, M, K, N, 1, &t, &S)) return 0;
   uint64_t cap = c->lim.maxStorageBufferBindingSize;
   return (uint64_t)M * K * 2 <= cap && (uint64_t)K * N * 2 <= cap;
 }
@@ -210,8 +245,6 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   /* the mirror's offset b_.off / 2 must be 8-byte aligned */
   int bmir = !b16 && variant < 2 && wg_mirrored(c, b_) && b_.off % 16 == 0 && wg_sg_reuse();
   static const char *labels[3] = {"matmul_t (sgmat)", "matmul (sgmat)", "matmul_at (sgmat)"};
-  tz_sgmat_tile t = sg_tile();
-  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
   size_t m = (size_t)M, k = (size_t)K, n = (size_t)N;
   if (bmir) {
     double fl = c->pending_flop;
@@ -221,24 +254,35 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   }
   tz_slice ah = a16 ? a_ : sg_operand(be, 0, a_, m * k);
   tz_slice bh = b16 ? b_ : bmir ? (tz_slice){c->mirror, b_.off / 2} : sg_operand(be, 1, b_, k * n);
-  char prefix[640];
-  int a_mk = variant != 2, b_nk = variant == 0, hb = tz_present(bias);
-  snprintf(prefix, sizeof prefix,
-           "const BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst SG_M = %uu;\nconst SG_N = %uu;\n"
-           "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"
-           "const ACC = %s;\n// DIRECT=0 HAS_BIAS=%d\n",
-           bm, bn, t.bk, t.sg_m, t.sg_n, t.tm, t.tn, c->sg_size, a_mk ? "true" : "false", b_nk ? "true" : "false",
-           acc ? "true" : "false", hb);
+  int al = c->lim.minStorageBufferOffsetAlignment % 16 == 0 && ah.off % 16 == 0 && bh.off % 16 == 0;
+  tz_sgmat_tile t;
+  uint32_t S = 1;
+  /* none: only kernel n fitted and the operands are not 16-byte aligned (the conversions made
+   * are harmless) */
+  if (!sg_pick(c, variant, M, K, N, al, &t, &S)) return 0;
+  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
+  int hb = tz_present(bias);
+  char prefix[1024];
+  tz_sgmat_prefix(prefix, sizeof prefix, t, variant, acc && S == 1, hb, (int)S, c->sg_size, 0);
   uint32_t w[24] = {0};
-  w[8] = (uint32_t)M, w[9] = (uint32_t)N, w[10] = (uint32_t)K;
-  wg_arg ar[] = {A(out, F4(m * n), "out"), A(ah, m * k * 2, "a (f16)"), A(bh, k * n * 2, "b (f16)"),
-                 A(bias, F4(n), "bias")};
+  uint32_t ks = S > 1 ? (((uint32_t)K + S - 1) / S + t.bk - 1) / t.bk * t.bk : (uint32_t)K;
+  w[8] = (uint32_t)M, w[9] = (uint32_t)N, w[10] = (uint32_t)K, w[11] = ks;
+  tz_slice part = S > 1 ? wg_scratch(be, F4(S * m * n)) : TZ_NONE;
+  wg_arg ar[] = {S > 1 ? A(part, F4(S * m * n), "split-K partials") : A(out, F4(m * n), "out"),
+                 A(ah, m * k * 2, "a (f16)"), A(bh, k * n * 2, "b (f16)"), A(bias, F4(n), "bias")};
   int valid[2];
   for (int i = 0; i < 2; i++) valid[i] = c->sg_src[i] && c->sg_serial[i] == c->serial;
   c->pending_flop = 2.0 * M * N * K;
-  wg_run(c, labels[variant], wg_pipeline(c, "matmul_sgmat", "main", prefix), w, 11, ar, 4, (uint32_t)(N / bn),
-         (uint32_t)(M / bm), 1);
+  wg_run(c, labels[variant], wg_pipeline(c, tz_sgmat_file(t), "main", prefix), w, 12, ar, 4, (uint32_t)(N / bn),
+         (uint32_t)(M / bm), S);
   c->pending_flop = 0;
+  if (S > 1) { /* out (+)= Σ_s part[s] */
+    uint32_t r[24] = {0};
+    r[8] = S, r[9] = (uint32_t)(m * n), r[10] = !acc, r[11] = (uint32_t)(m * n);
+    wg_arg ra[] = {A(out, F4(m * n), "out"), A(part, F4(S * m * n), "split-K partials")};
+    wg_run(c, labels[variant], wg_pipeline(c, "elementwise", "colsum_add", ""), r, 12, ra, 2,
+           (uint32_t)((m * n + 255) / 256), 1, 1);
+  }
   /* the scratch copies valid before this dispatch stay valid unless it wrote their source */
   for (int i = 0; i < 2; i++)
     if (valid[i] && c->sg_src[i] != out.buf) c->sg_serial[i] = c->serial;

@@ -146,22 +146,23 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
   }
   /* A file with its own directives (matmul_sgmat.wgsl: enable lines must precede every
    * declaration) marks their end with "// end of directives"; the prefix goes after it. Its
-   * `//#if DIRECT` / `//#if HAS_BIAS` sections follow "DIRECT=1" / "HAS_BIAS=1" in the prefix. */
+   * `//#if` / `//#for` lines (the subgroup-matrix kernels) are expanded with the values of the
+   * prefix's `//defs` line (tz_sgmat_preprocess), the directives included. */
   /* the subgroup-matrix attention kernels with their software stand-in (tests) */
   char *emu = NULL;
   if (strstr(prefix, "// sgmat emulation")) body = emu = wg_attn_sg_emulate(body);
   const char *dir = "";
   int ndir = 0;
   char *pp = NULL;
+  if (strstr(body, "\n//#if ") || strstr(body, "\n//#for ")) {
+    pp = tz_sgmat_preprocess(body, prefix);
+    body = pp;
+  }
   const char *dend = strstr(body, "// end of directives\n");
   if (dend) {
     dir = body;
     ndir = (int)(dend + strlen("// end of directives\n") - body);
     body += ndir;
-  }
-  if (strstr(body, "\n//#if ")) {
-    pp = tz_sgmat_preprocess(body, strstr(prefix, "DIRECT=1") != NULL, strstr(prefix, "HAS_BIAS=1") != NULL);
-    body = pp;
   }
   size_t n = (size_t)ndir + strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(prefix) + strlen(body) + 8;
   char *src = tz_malloc(n);
@@ -174,8 +175,8 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     FILE *df = fopen(fn, "w");
     if (df) fputs(src, df), fclose(df);
   }
-  WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, sv(src)};
-  WGPUShaderModuleDescriptor d = {&ws.chain, sv(file)};
+  WGPUShaderSourceWGSL ws = {{NULL, WGPUSType_ShaderSourceWGSL}, tz_wgpu_sv(src)};
+  WGPUShaderModuleDescriptor d = {&ws.chain, tz_wgpu_sv(file)};
   WGPUShaderModule m = W.wgpuDeviceCreateShaderModule(c->dev, &d);
   free(src);
   free(pp);
@@ -217,9 +218,9 @@ int wg_pipeline(wg_ctx *c, const char *file, const char *entry, const char *pref
   TZ_ASSERT(c->npipes < MAX_PIPES);
   WGPUComputePipelineDescriptor d;
   memset(&d, 0, sizeof d);
-  d.label = sv(entry);
+  d.label = tz_wgpu_sv(entry);
   d.compute.module = module(c, file, prefix);
-  d.compute.entryPoint = sv(entry);
+  d.compute.entryPoint = tz_wgpu_sv(entry);
   wg_pipe *p = &c->pipes[c->npipes];
   snprintf(p->key, sizeof p->key, "%s", key);
   p->pipe = W.wgpuDeviceCreateComputePipeline(c->dev, &d);
@@ -277,7 +278,7 @@ static WGPUBindGroup bind_group(wg_ctx *c, int pi, uint32_t slot, int n, WGPUBuf
     e[i + 1].offset = off[i];
     e[i + 1].size = size[i];
   }
-  WGPUBindGroupDescriptor d = {NULL, sv(NULL), c->pipes[pi].bgl, (size_t)n + 1, e};
+  WGPUBindGroupDescriptor d = {NULL, tz_wgpu_sv(NULL), c->pipes[pi].bgl, (size_t)n + 1, e};
   wg_bg *slotp = &c->bgs[at];
   slotp->pipe = pi;
   slotp->slot = slot;
@@ -454,7 +455,7 @@ void wg_run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords
     r->flop += c->pending_flop;
     wg_end_pass(c);
     WGPUPassTimestampWrites tw = {NULL, c->qs, (uint32_t)c->nq, (uint32_t)c->nq + 1};
-    WGPUComputePassDescriptor pd = {NULL, sv(label), &tw};
+    WGPUComputePassDescriptor pd = {NULL, tz_wgpu_sv(label), &tw};
     c->pass = W.wgpuCommandEncoderBeginComputePass(c->enc, &pd);
     c->qlabel[c->nq / 2] = label;
     c->nq += 2;

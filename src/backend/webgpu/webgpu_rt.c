@@ -18,7 +18,7 @@ static void on_error(WGPUDevice const *device, WGPUErrorType type, WGPUStringVie
   if (c->failed) return;
   c->failed = 1;
   char m[900];
-  sv_copy(m, sizeof m, message);
+  tz_wgpu_sv_copy(m, sizeof m, message);
   const char *kind = type == WGPUErrorType_Validation    ? "validation"
                      : type == WGPUErrorType_OutOfMemory ? "out of memory"
                      : type == WGPUErrorType_Internal    ? "internal"
@@ -33,7 +33,7 @@ static void on_lost(WGPUDevice const *device, WGPUDeviceLostReason reason, WGPUS
   if (c->failed) return;
   c->failed = 1;
   char m[900];
-  sv_copy(m, sizeof m, message);
+  tz_wgpu_sv_copy(m, sizeof m, message);
   snprintf(c->errmsg, sizeof c->errmsg, "device lost (reason %u): %s", reason, m);
 }
 
@@ -116,25 +116,6 @@ static void wg_destroy(tz_backend *be) {
   free(be);
 }
 
-typedef struct {
-  int status;
-  void *handle;
-  char msg[512];
-} req_result;
-static void on_adapter(WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message,
-                       void *u1, void *u2) {
-  req_result *r = u1;
-  r->status = status;
-  r->handle = adapter;
-  sv_copy(r->msg, sizeof r->msg, message);
-}
-static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message, void *u1,
-                      void *u2) {
-  req_result *r = u1;
-  r->status = status;
-  r->handle = device;
-  sv_copy(r->msg, sizeof r->msg, message);
-}
 
 /* Instance + adapter (no device). 0 or -1 with tz_err. */
 static int open_adapter(wg_ctx *c) {
@@ -146,8 +127,8 @@ static int open_adapter(wg_ctx *c) {
   static tz_wgpu_toggles tg;
   WGPURequestAdapterOptions o;
   tz_wgpu_adapter_options(&o, &tg, "TEZGAH_WEBGPU_ADAPTER_TOGGLES");
-  req_result r = {0};
-  WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_adapter, &r, NULL};
+  tz_wgpu_req r = {0};
+  WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, tz_wgpu_on_adapter, &r, NULL};
   WGPUFuture f = W.wgpuInstanceRequestAdapter(c->inst, &o, ci);
   if (wg_wait_future(c, f) != 0 || r.status != WGPURequestAdapterStatus_Success || !r.handle)
     return tz_err("webgpu: no WebGPU adapter (Vulkan) found%s%s; on a machine without a GPU install "
@@ -219,8 +200,8 @@ static const char *api_name(wg_ctx *c) { return c->info.backendType == WGPUBacke
 
 static void adapter_line(wg_ctx *c, char *out, size_t cap) {
   char dev[128], desc[128];
-  sv_copy(dev, sizeof dev, c->info.device);
-  sv_copy(desc, sizeof desc, c->info.description);
+  tz_wgpu_sv_copy(dev, sizeof dev, c->info.device);
+  tz_wgpu_sv_copy(desc, sizeof desc, c->info.description);
   snprintf(out, cap, "%s (%s, %s%s%s)", dev[0] ? dev : "?", adapter_type(c->info.adapterType), api_name(c),
            desc[0] ? ", " : "", desc);
 }
@@ -318,7 +299,7 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   WGPUDeviceDescriptor dd;
   memset(&dd, 0, sizeof dd);
   dd.nextInChain = &tg.chain;
-  dd.label = sv("tezgah");
+  dd.label = tz_wgpu_sv("tezgah");
   dd.requiredFeatureCount = nf;
   dd.requiredFeatures = feats;
   dd.requiredLimits = &lim;
@@ -327,8 +308,8 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   dd.deviceLostCallbackInfo.userdata1 = c;
   dd.uncapturedErrorCallbackInfo.callback = on_error;
   dd.uncapturedErrorCallbackInfo.userdata1 = c;
-  req_result r = {0};
-  WGPURequestDeviceCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_device, &r, NULL};
+  tz_wgpu_req r = {0};
+  WGPURequestDeviceCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, tz_wgpu_on_device, &r, NULL};
   WGPUFuture f = W.wgpuAdapterRequestDevice(c->adapter, &dd, ci);
   if (wg_wait_future(c, f) != 0 || r.status != WGPURequestDeviceStatus_Success || !r.handle) {
     tz_err("webgpu: cannot create a device on the adapter: %s", r.msg);
@@ -352,7 +333,7 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   TZ_ASSERT(c->lim.minUniformBufferOffsetAlignment <= UNI_STRIDE);
   for (int i = 0; i < MAX_ARGS; i++) c->dummy[i] = wg_alloc(be, 16, "unused binding");
   if (c->profile) {
-    WGPUQuerySetDescriptor qd = {NULL, sv("profile"), WGPUQueryType_Timestamp, PROF_MAX * 2};
+    WGPUQuerySetDescriptor qd = {NULL, tz_wgpu_sv("profile"), WGPUQueryType_Timestamp, PROF_MAX * 2};
     c->qs = W.wgpuDeviceCreateQuerySet(c->dev, &qd);
     c->qres = wg_mkbuf(c, PROF_MAX * 16, WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc, "timestamps");
     c->qread = wg_mkbuf(c, PROF_MAX * 16, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "timestamps read");
@@ -458,8 +439,8 @@ int tz_webgpu_info(void) {
   }
   char a[300], vendor[128], arch[128];
   adapter_line(c, a, sizeof a);
-  sv_copy(vendor, sizeof vendor, c->info.vendor);
-  sv_copy(arch, sizeof arch, c->info.architecture);
+  tz_wgpu_sv_copy(vendor, sizeof vendor, c->info.vendor);
+  tz_wgpu_sv_copy(arch, sizeof arch, c->info.architecture);
   printf("webgpu:\n  library: %s\n  dawn: %s (ABI \"%s\"; chosen by %s)\n  adapter: %s\n"
          "  vendor: %s (0x%04x) architecture: %s device id 0x%04x\n",
          tz_wgpu_lib_path(), tz_wgpu_abi->what, tz_wgpu_abi->name, tz_wgpu_lib_reason(), a, vendor,

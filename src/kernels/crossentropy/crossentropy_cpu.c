@@ -15,10 +15,14 @@
  * near the max (Sterbenz) and an ordinary fp32 rounding elsewhere. Padding columns [V, Vp)
  * are zeroed. A target < 0 (or ≥ V, which data loading rejects) is ignored: loss 0 and an
  * all-zero dlogits row. Rows are independent: parallel over n.
- * The row is streamed from memory twice, not three times: pass 1 computes (m, s) online over
- * blocks of CE_BLOCK logits (block max and block sum while the block is in L1, then the
- * running (max, sum) pair is rescaled, as in online softmax, Milakov & Gimelshein 2018);
- * pass 2 writes the gradient. The sum is accumulated in fp64 across blocks. */
+ * One exponential per logit: pass 1 takes each block of CE_BLOCK logits while it is in L1,
+ * finds the block max b, overwrites the block with e_c = exp(z_c − b) and sums it; the
+ * running (max, sum) pair is rescaled across blocks as in online softmax (Milakov &
+ * Gimelshein 2018), the sum accumulated in fp64. Pass 2 (the row, 201 KB for GPT-2, is still
+ * in L2) multiplies each block by its factor exp(b − m)·dscale/s: dlogits_c = e_c·exp(b − m)·
+ * dscale/s, three roundings from the exact value where the previous form, exp(z_c − m)·
+ * dscale/s, had two but a second exponential per logit. exp is tz_expf (fastmath.h) for every
+ * fp32 value, the fixed-lane sums of lanes16.h: the same bits on every instruction set. */
 #define CE_BLOCK 1024
 void tz_cpu_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice targets,
                          int N, int V, int Vp, float dscale) {
@@ -33,14 +37,16 @@ void tz_cpu_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_sl
       for (int c = 0; c < Vp; c++) zn[c] = 0.0f;
       continue;
     }
-    double mx = -INFINITY, sum = 0.0;
-    for (int c0 = 0; c0 < V; c0 += CE_BLOCK) {
+    float bmax[(V + CE_BLOCK - 1) / CE_BLOCK]; /* each block's max b */
+    double mx = -INFINITY, sum = 0.0, zt = zn[t];
+    for (int c0 = 0, b = 0; c0 < V; c0 += CE_BLOCK, b++) {
       int c1 = c0 + CE_BLOCK < V ? c0 + CE_BLOCK : V;
       float bmx = -INFINITY;
       /* a max is exact in any order (and NaN is caught below), so the compiler may split it */
 #pragma omp simd reduction(max : bmx)
       for (int c = c0; c < c1; c++) bmx = zn[c] > bmx ? zn[c] : bmx;
-      float bsum = tz_sumexp16(zn + c0, bmx, c1 - c0, NULL);
+      float bsum = tz_sumexp16(zn + c0, bmx, c1 - c0, zn + c0);
+      bmax[b] = bmx;
       if (bmx != bmx || bsum != bsum) { /* NaN logits: let the loss say so (step is skipped) */
         mx = NAN;
         break;
@@ -52,11 +58,19 @@ void tz_cpu_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_sl
         sum += bsum * exp(bmx - mx);
       }
     }
-    loss[n] = (float)(log(sum) - ((double)zn[t] - mx));
-    float m = (float)mx, scale = (float)(dscale / sum); /* mx is one of the fp32 logits */
+    loss[n] = (float)(log(sum) - (zt - mx));
+    if (mx != mx) { /* NaN: the whole row (its blocks are only partly exponentiated) */
+      for (int c = 0; c < V; c++) zn[c] = NAN;
+    } else {
+      float m = (float)mx, scale = (float)(dscale / sum); /* mx is one of the fp32 logits */
+      for (int c0 = 0, b = 0; c0 < V; c0 += CE_BLOCK, b++) {
+        int c1 = c0 + CE_BLOCK < V ? c0 + CE_BLOCK : V;
+        float f = tz_expf(bmax[b] - m) * scale;
 #pragma omp simd
-    for (int c = 0; c < V; c++) zn[c] = tz_expf(zn[c] - m) * scale;
-    zn[t] -= dscale;
+        for (int c = c0; c < c1; c++) zn[c] *= f;
+      }
+      zn[t] -= dscale;
+    }
     for (int c = V; c < Vp; c++) zn[c] = 0.0f;
   }
 }

@@ -39,20 +39,30 @@ void tz_cpu_add(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, size_t n) 
 }
 
 /* out[0] = Σ x[i]² in fp64 (fp32 result). The sum is split into a fixed number of
- * contiguous blocks whatever the thread count, each summed in order, then the partial sums
- * are added in block order: bit-identical for any thread count. A non-finite x gives a
- * non-finite result, which the training loop uses to skip the step. */
+ * contiguous blocks whatever the thread count; in a block, term lo + i goes to fp64 lane i % 8
+ * (by index, never by address: the compiler maps the lanes onto registers of any width without
+ * changing their arithmetic, so the same bits at every -march), the lanes are folded in a fixed
+ * pairwise tree, and the blocks' sums are added in block order: bit-identical for any thread
+ * count and instruction set. One chain per lane, not one for the block: the block's single
+ * chain of dependent fp64 adds ran at one add per 4 cycles. A non-finite x gives a non-finite
+ * result, which the training loop uses to skip the step. */
 #define SUMSQ_BLOCKS 64
+#define SUMSQ_LANES 8
 void tz_cpu_sum_sq(tz_backend *be, tz_slice out, tz_slice x, size_t n) {
   const float *p = TZ_F(x);
   double part[SUMSQ_BLOCKS];
   size_t per = (n + SUMSQ_BLOCKS - 1) / SUMSQ_BLOCKS;
 #pragma omp parallel for schedule(static) if (n > 65536)
   for (int b = 0; b < SUMSQ_BLOCKS; b++) {
-    size_t lo = (size_t)b * per, hi = lo + per < n ? lo + per : n;
-    double s = 0.0;
-    for (size_t i = lo; i < hi; i++) s += (double)p[i] * (double)p[i];
-    part[b] = s;
+    size_t lo = (size_t)b * per < n ? (size_t)b * per : n, hi = lo + per < n ? lo + per : n;
+    double l[SUMSQ_LANES] = {0};
+    size_t i = lo;
+    for (; i + SUMSQ_LANES <= hi; i += SUMSQ_LANES)
+      for (int j = 0; j < SUMSQ_LANES; j++) l[j] += (double)p[i + j] * (double)p[i + j];
+    for (int j = 0; i + j < hi; j++) l[j] += (double)p[i + j] * (double)p[i + j];
+    for (int w = SUMSQ_LANES / 2; w > 0; w /= 2)
+      for (int j = 0; j < w; j++) l[j] += l[j + w];
+    part[b] = l[0];
   }
   double s = 0.0;
   for (int b = 0; b < SUMSQ_BLOCKS; b++) s += part[b];

@@ -13,10 +13,11 @@
 namespace {
 constexpr int EMB_THREADS = 128;
 
-/* out[n, c..c+W) = wte[tok[n]] (+ wpe[n % T]); one thread per W columns of one row. */
+/* out[n, c..c+W) = wte[tok[n]] (+ wpe[n % T], or wpe[posv[n]] when posv is given: decoding
+ * rows at their own positions); one thread per W columns of one row. */
 template <int W, class T>
 __global__ void embed_fwd_k(T *out, const int *tok, const T *wte, const T *wpe, int N, int T_,
-                            int C, int V) {
+                            int C, int V, const int *posv) {
   size_t cv = (size_t)C / W, total = (size_t)N * cv;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
        i += (size_t)gridDim.x * blockDim.x) {
@@ -30,7 +31,7 @@ __global__ void embed_fwd_k(T *out, const int *tok, const T *wte, const T *wpe, 
       tzc_ld<W>(wte + (size_t)id * C + c, f);
       if (wpe) {
         float p[W];
-        tzc_ld<W>(wpe + (size_t)(n % T_) * C + c, p);
+        tzc_ld<W>(wpe + (size_t)(posv ? posv[n] : (int)(n % T_)) * C + c, p);
 #pragma unroll
         for (int j = 0; j < W; j++) f[j] += p[j];
       }
@@ -159,9 +160,9 @@ extern "C" void tzc_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_sli
     const int *ids = (const int *)tzc_ptr(tok);
     if (C % VW(T) == 0 && tzc_aligned16(o) && tzc_aligned16(te) && (!pe || tzc_aligned16(pe)))
       embed_fwd_k<VW(T)><<<tzc_blocks(N * C / VW(T), 256), 256, 0, st>>>(o, ids, te, pe, (int)N,
-                                                                          T_, C, V);
+                                                                          T_, C, V, nullptr);
     else
-      embed_fwd_k<1><<<tzc_blocks(N * C, 256), 256, 0, st>>>(o, ids, te, pe, (int)N, T_, C, V);
+      embed_fwd_k<1><<<tzc_blocks(N * C, 256), 256, 0, st>>>(o, ids, te, pe, (int)N, T_, C, V, nullptr);
     TZC_LAUNCHED();
   });
 }
@@ -178,4 +179,24 @@ extern "C" void tzc_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_s
   TZC_DISPATCH_ACT(be, embed_bwd<T>(be, (float *)tzc_ptr(dwte), (float *)tzc_ptr(dwpe),
                                     (const T *)tzc_ptr(dout), (const int *)tzc_ptr(tok), B, T_,
                                     C, V));
+}
+
+/* backend.h's embed_pos_fwd: embed_fwd_k with each row's wpe row from pos[b]. */
+extern "C" void tzc_embed_pos_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice pos, tz_slice wte,
+                                  tz_slice wpe, int B, int C, int V) {
+  TZC_PROF(be, "embed_fwd");
+  size_t N = (size_t)B, es = tz_dtype_size(tzc(be)->act);
+  TZC_PROF_WORK((double)N * C, (double)N * C * es * (tz_present(wpe) ? 3 : 2) + 8.0 * N);
+  if (N == 0 || C <= 0) return;
+  cudaStream_t st = tzc(be)->stream;
+  TZC_DISPATCH_ACT(be, {
+    T *o = (T *)tzc_ptr(out);
+    const T *te = (const T *)tzc_w(be, wte), *pe = (const T *)tzc_w(be, wpe);
+    const int *ids = (const int *)tzc_ptr(tok), *pv = (const int *)tzc_ptr(pos);
+    if (C % VW(T) == 0 && tzc_aligned16(o) && tzc_aligned16(te) && (!pe || tzc_aligned16(pe)))
+      embed_fwd_k<VW(T)><<<tzc_blocks(N * C / VW(T), 256), 256, 0, st>>>(o, ids, te, pe, (int)N, 1, C, V, pv);
+    else
+      embed_fwd_k<1><<<tzc_blocks(N * C, 256), 256, 0, st>>>(o, ids, te, pe, (int)N, 1, C, V, pv);
+    TZC_LAUNCHED();
+  });
 }

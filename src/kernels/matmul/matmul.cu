@@ -228,6 +228,7 @@ const void *aligned_bias(tz_backend *be, const void *bias, int N) {
     TZC_CHECK(cudaMalloc(&m->bias_buf, want));
     tzc_mem_account(be, (long long)want);
     m->bias_bytes = want;
+    c->graph_gen++; // recorded steps that copied into the old buffer are stale
   }
   TZC_CHECK(cudaMemcpyAsync(m->bias_buf, bias, bytes, cudaMemcpyDeviceToDevice, c->stream));
   return m->bias_buf;
@@ -243,6 +244,7 @@ void run(tz_backend *be, int form, void *out, const void *a, const void *b, cons
     run_naive(be, form, out, a, b, bias, M, K < 0 ? 0 : K, N, acc);
     return;
   }
+  tzc_lt_ready(be); // cuBLASLt loads on a thread from backend creation: wait for it here
   Key k;
   memset(&k, 0, sizeof k); // padding-free, but compared with memcmp
   k.form = form;
@@ -277,6 +279,7 @@ extern "C" void tzc_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice 
                              int acc) {
   TZC_PROF(be, "matmul_t");
   TZC_PROF_WORK(2.0 * M * N * K, 0);
+  if (tzc_gemv_t(be, tzc_ptr(out), tzc_ptr(a), tzc_w(be, b), tzc_w(be, bias), M, K, N, acc)) return; // few rows
   run(be, F_T, tzc_ptr(out), tzc_ptr(a), tzc_w(be, b), tzc_w(be, bias), M, K, N, acc);
 }
 

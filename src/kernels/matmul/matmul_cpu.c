@@ -50,6 +50,31 @@ static void pack_a(const tz_mm_ukernel *uk, float *dst, int MR, view A, int r0, 
       dst[k * MR + i] = i < mr ? A.p[(size_t)(r0 + i) * A.rs + (size_t)(k0 + k) * A.cs] : 0.0f;
 }
 
+/* Pack a whole mc-row block of an Aᵀ view (A.rs == 1: the weight gradients' dYᵀ, whose rows
+ * of A are the columns of dY) into its MR-row strips, dst[ir*kc + k*MR + i] (rows past mc
+ * zero). k outermost: each source row's mc contiguous floats are read once, start to end, and
+ * the rows kc ahead are prefetched. Packing strip by strip instead read 32 bytes of each of kc
+ * rows, one memcpy call per 32 bytes, per strip; for the lm_head dW (rows 201 KB apart, one
+ * page each) that was latency-bound (bench_matmul 1 thread: lm_head dW 50 GFLOP/s against
+ * 92-125 for the layers' shapes). A copy: no arithmetic, so the same bits. */
+#ifndef PACK_AHEAD
+#define PACK_AHEAD 8 /* rows prefetched ahead */
+#endif
+static void pack_a_t_block(float *dst, int MR, view A, int r0, int mc, int k0, int kc) {
+  for (int k = 0; k < kc; k++) {
+    const float *src = A.p + r0 + (size_t)(k0 + k) * A.cs;
+    if (k + PACK_AHEAD < kc)
+      for (int i = 0; i < mc; i += 16) __builtin_prefetch(src + PACK_AHEAD * A.cs + i);
+    for (int ir = 0; ir < mc; ir += MR) {
+      float *d = dst + (size_t)ir * kc + (size_t)k * MR;
+      if (ir + MR <= mc)
+        for (int i = 0; i < MR; i++) d[i] = src[ir + i];
+      else
+        for (int i = 0; i < MR; i++) d[i] = ir + i < mc ? src[ir + i] : 0.0f;
+    }
+  }
+}
+
 /* Pack k-range [k0, k0+kc) x columns [c0, c0+nr) of B into one NR-wide panel: dst[k*NR+j]. */
 static void pack_b(const tz_mm_ukernel *uk, float *dst, int NR, view B, int k0, int kc, int c0,
                    int nr) {
@@ -75,7 +100,9 @@ static void gemm_block(const tz_mm_ukernel *uk, float *ap, const float *bp, floa
                        const float *bias, int N, int jc, int jp0, int jp1, int ic, int mc,
                        int pc, int kc, int load, int *packed_ic) {
   const int MR = uk->mr, NR = uk->nr;
-  if (ic != *packed_ic)
+  if (ic != *packed_ic && A.rs == 1)
+    pack_a_t_block(ap, MR, A, ic, mc, pc, kc);
+  else if (ic != *packed_ic)
     for (int ir = 0; ir < mc; ir += MR)
       pack_a(uk, ap + (size_t)ir * kc, MR, A, ic + ir, imin(mc - ir, MR), pc, kc);
   *packed_ic = ic;
@@ -135,7 +162,9 @@ static void gemm_band(const tz_mm_ukernel *uk, float *ap, float *bp, float *C, v
  *   K·min(M,N) copies per thread against 2·M·N·K/threads FLOPs.
  * - Shared (larger teams): the tasks of a KC slice are (block of MC rows) × (group of NR
  *   panels), enough groups that every thread has a task even when M is small (the weight
- *   gradients' M = C); the B slice is packed once by the team, two barriers per slice. */
+ *   gradients' M = C); the B slice is packed once by the team, two barriers per slice. When
+ *   all of B fits the shared block, the team packs it whole first and each task then runs
+ *   every slice (one barrier per call). */
 static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, int M, int K,
                    int N, int acc) {
   if (K == 0) { /* empty sum: only the bias (and the old value) remain */
@@ -163,6 +192,37 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
     return;
   }
   float *bp = cx->bpack;
+  const int npan_all = (N + NR - 1) / NR, nslices = (K + KC - 1) / KC;
+  if (N <= NC && (size_t)npan_all * NR * K <= (size_t)KC * NC) {
+    /* All of B fits the shared block (the weight gradients: K = B·T, N = C): the team packs
+     * every KC slice at once, one barrier, then each task runs all slices in order over its C
+     * block, which stays in cache between slices (per-slice tasks streamed the lm_head dW's
+     * 51 MB C from memory and back once per slice, with two barriers per slice). Slice pc
+     * starts at bp + pc·npan·NR, laid out as gemm_block expects. */
+    int groups = imin(npan_all, (4 * cx->threads + mblocks - 1) / mblocks);
+    int per = (npan_all + groups - 1) / groups;
+    groups = (npan_all + per - 1) / per;
+#pragma omp parallel num_threads(cx->threads)
+    {
+      float *ap = cx->apack + (size_t)omp_get_thread_num() * TZ_MM_MC * KC;
+#pragma omp for schedule(static)
+      for (int task = 0; task < nslices * npan_all; task++) {
+        int pc = task / npan_all * KC, jp = task % npan_all, kc = imin(K - pc, KC);
+        pack_b(uk, bp + (size_t)pc * npan_all * NR + (size_t)jp * NR * kc, NR, B, pc, kc, jp * NR,
+               imin(N - jp * NR, NR));
+      }
+#pragma omp for schedule(static)
+      for (int task = 0; task < mblocks * groups; task++) {
+        int ic = task / groups * MC, jp0 = task % groups * per, jp1 = imin(npan_all, jp0 + per);
+        for (int pc = 0; pc < K; pc += KC) {
+          int none = -1; /* A's block changes with the slice: always pack */
+          gemm_block(uk, ap, bp + (size_t)pc * npan_all * NR, C, A, bias, N, 0, jp0, jp1, ic,
+                     imin(M - ic, MC), pc, imin(K - pc, KC), acc || pc > 0, &none);
+        }
+      }
+    }
+    return;
+  }
 #pragma omp parallel num_threads(cx->threads)
   {
     float *ap = cx->apack + (size_t)omp_get_thread_num() * TZ_MM_MC * KC;

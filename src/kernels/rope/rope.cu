@@ -41,13 +41,13 @@ template <bool P2, class T> __device__ __forceinline__ void st2(T *p, float a, f
 
 template <bool P2, class T>
 __global__ void rope_k(T *qkv, int N, int T_, int nh, int stride, int hd, int pos0, int dir,
-                       rope_freqs fr) {
+                       rope_freqs fr, const int *posv) {
   int half = hd / 2;
   size_t total = (size_t)N * half;
   for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
        idx += (size_t)gridDim.x * blockDim.x) {
     int n = (int)(idx / half), p = (int)(idx % half);
-    int pos = pos0 + n % T_;
+    int pos = posv ? posv[n] : pos0 + n % T_; /* posv: decoding rows at their own positions */
     float val = (float)pos * fr.f[p];
     double sd, cd;
     sincos((double)val, &sd, &cd);
@@ -80,9 +80,31 @@ extern "C" void tzc_rope(tz_backend *be, tz_slice qkv, int B, int T_, int n_head
   TZC_DISPATCH_ACT(be, {
     T *x = (T *)tzc_ptr(qkv);
     if (((uintptr_t)x & (2 * sizeof(T) - 1)) == 0)
-      rope_k<true><<<grid, 256, 0, st>>>(x, N, T_, nh, stride, head_dim, pos0, dir, fr);
+      rope_k<true><<<grid, 256, 0, st>>>(x, N, T_, nh, stride, head_dim, pos0, dir, fr, nullptr);
     else
-      rope_k<false><<<grid, 256, 0, st>>>(x, N, T_, nh, stride, head_dim, pos0, dir, fr);
+      rope_k<false><<<grid, 256, 0, st>>>(x, N, T_, nh, stride, head_dim, pos0, dir, fr, nullptr);
+    TZC_LAUNCHED();
+  });
+}
+
+/* backend.h's rope_pos: rope_k with row n at position pos[n] (device int32), dir +1. */
+extern "C" void tzc_rope_pos(tz_backend *be, tz_slice qkv, tz_slice pos, int B, int n_head, int n_kv_head,
+                             int head_dim, float theta) {
+  TZC_PROF(be, "rope");
+  int N = B, nh = n_head + n_kv_head, stride = (n_head + 2 * n_kv_head) * head_dim;
+  if (N <= 0 || nh <= 0 || head_dim <= 0) return;
+  TZC_ASSERT(head_dim % 2 == 0 && head_dim / 2 <= ROPE_MAX_PAIRS);
+  rope_freqs fr;
+  for (int i = 0; i < head_dim; i += 2) fr.f[i / 2] = 1.0f / powf(theta, i / (float)head_dim);
+  cudaStream_t st = tzc(be)->stream;
+  unsigned grid = tzc_blocks((size_t)N * (head_dim / 2), 256);
+  const int *pv = (const int *)tzc_ptr(pos);
+  TZC_DISPATCH_ACT(be, {
+    T *x = (T *)tzc_ptr(qkv);
+    if (((uintptr_t)x & (2 * sizeof(T) - 1)) == 0)
+      rope_k<true><<<grid, 256, 0, st>>>(x, N, 1, nh, stride, head_dim, 0, 1, fr, pv);
+    else
+      rope_k<false><<<grid, 256, 0, st>>>(x, N, 1, nh, stride, head_dim, 0, 1, fr, pv);
     TZC_LAUNCHED();
   });
 }

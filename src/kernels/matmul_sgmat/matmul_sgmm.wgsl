@@ -1,0 +1,377 @@
+// C = op(A) · op(B) (+ bias) (+ C) on subgroup matrices, written out per result matrix: the
+// second form of matmul_sgmat.wgsl (same operands, forms, uniform block and bindings; read its
+// header first), made to be swept on the H200 (bench_webgpu_sgmat). Source: our own; the WGSL
+// builtins are Dawn's (chromium_experimental_subgroup_matrix; f16 operands, f32 accumulation).
+//
+// What differs from matmul_sgmat.wgsl, and why:
+//  - no arrays of subgroup matrices and no loops over them: the host's preprocessor writes out
+//    `//#for i in TM` blocks, so every accumulator is its own variable ({i} is replaced by the
+//    index). Arrays indexed in loops leave it to the driver to unroll them; tiles with 16
+//    accumulators per subgroup ran at ~35 TFLOP/s there (a guess: spilled), docs/PERF.md.
+//  - global loads of 8 halves (vec4<u32>); operands 16-byte aligned, contiguous dimensions
+//    multiples of 8 (the host checks).
+//  - TV8: workgroup tiles of vec4<u32> (one 16-byte store per load; subgroupMatrixLoad reads a
+//    vector array since Dawn 2026-08, offsets and strides then count vec4<u32>, 8 halves);
+//    else tiles of f16, stored one half at a time as in matmul_sgmat.wgsl.
+//  - TRB (B_NK only, not with TV8): B transposed into a [BK][BN] tile as matmul_sgmat.wgsl does;
+//    else B_NK stays [BN][BK] and its right-hand matrices are loaded column-major.
+//  - NBUF2: two workgroup buffers, the next k tile loaded into registers before the products
+//    and stored into the other buffer after them: one barrier per k step. Else one buffer with
+//    (PF) or without register prefetch, two barriers per k step.
+//  - HAS_BIAS: the bias enters the accumulators through a [16][SG_N·16] f32 tile, one result
+//    column of matrices at a time (TN rounds), instead of a [16][BN] tile.
+//  - SPLIT: workgroup z of the grid sums k in [z·KS, min(K, (z+1)·KS)) and writes its partial
+//    product at c[off + z·M·N] (no ACC, no bias): the weight gradient's split over K, summed
+//    by the host after.
+//  - SWZ: workgroups walk the output in groups of 8 tile rows (L2 reuse of the operands).
+//  - EMU: the subgroup-matrix builtins replaced by per-invocation emulations (every invocation
+//    holds whole 16×16 matrices in f32), so that the kernel's indexing is testable on adapters
+//    without subgroup matrices (lavapipe); the host rewrites the builtin calls to emu_* ones.
+// Host constants (prepended): BM, BN, BK, SG_M, SG_N, TM, TN, SGSIZE, NBUF; preprocessor
+// values (the host's `//defs` line): TM, TN, A_PER, B_PER, A_MK, B_NK, ACC, HAS_BIAS, TV8,
+// TRB, NBUF2, PF, SPLIT, SWZ, EMU.
+// Requirements (the host's): M % BM, N % BN, K % BK (and KS % BK) == 0; the tile loads divide
+// evenly over the threads (A_PER, B_PER whole); workgroup memory within the device's limit.
+enable f16;
+enable chromium_experimental_subgroup_matrix;
+diagnostic(off, chromium.subgroup_matrix_uniformity);
+// end of directives
+
+struct Params { off: vec4<u32>, off_hi: vec4<u32>, slots: array<vec4<u32>, 2>, M: u32, N: u32, K: u32, KS: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> c: array<f32>;
+@group(0) @binding(2) var<storage, read> a: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> b: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+
+const NT = SG_M * SG_N * SGSIZE;          // threads per workgroup
+const PAD = 8u;                           // halves after each tile row (bank spread)
+const A_ROWS = select(BK, BM, A_MK);      // A's tile as in memory: A_MK [BM][BK], A_KM [BK][BM]
+const A_COLS = select(BM, BK, A_MK);
+const B_ROWS = select(BK, BN, B_NK);      // B's tile as in memory: B_NK [BN][BK], B_KN [BK][BN]
+const B_COLS = select(BN, BK, B_NK);
+const A_CH = A_COLS / 8u;                 // 8-half chunks per row
+const B_CH = B_COLS / 8u;
+const A_LD = A_COLS + PAD;
+//#if TRB
+const B_LD = BN + PAD;                    // [BK][BN]
+const B_SZ = BK * B_LD;
+//#else
+const B_LD = B_COLS + PAD;
+const B_SZ = B_ROWS * B_LD;
+//#endif
+const A_SZ = A_ROWS * A_LD;               // halves per buffer
+//#if TV8
+const U = 8u;                             // halves per workgroup tile element
+var<workgroup> as_: array<vec4<u32>, NBUF * A_SZ / 8u>;
+var<workgroup> bs_: array<vec4<u32>, NBUF * B_SZ / 8u>;
+//#else
+const U = 1u;
+var<workgroup> as_: array<f16, NBUF * A_SZ>;
+var<workgroup> bs_: array<f16, NBUF * B_SZ>;
+//#endif
+//#if HAS_BIAS
+const BIAS_LD = SG_N * 16u;
+var<workgroup> bias_t: array<f32, 16u * BIAS_LD>; // 16 identical rows: one 16-column block per subgroup column
+//#endif
+
+//#if EMU
+struct Mat { v: array<f32, 256> }          // [row][col], row-major
+alias Left = Mat;
+alias Right = Mat;
+alias Res = Mat;
+fn as_h(h: u32) -> f32 {
+//#if TV8
+  return unpack2x16float(as_[h / 8u][(h / 2u) % 4u])[h % 2u];
+//#else
+  return f32(as_[h]);
+//#endif
+}
+fn bs_h(h: u32) -> f32 {
+//#if TV8
+  return unpack2x16float(bs_[h / 8u][(h / 2u) % 4u])[h % 2u];
+//#else
+  return f32(bs_[h]);
+//#endif
+}
+// element (r, q) of a matrix at `off` with stride `ld` (both in tile elements of U halves)
+fn emu_ld_as__row_major(off: u32, ld: u32) -> Mat {
+  var m: Mat;
+  for (var i = 0u; i < 256u; i++) { m.v[i] = as_h((off + (i / 16u) * ld) * U + i % 16u); }
+  return m;
+}
+fn emu_ld_as__col_major(off: u32, ld: u32) -> Mat {
+  var m: Mat;
+  for (var i = 0u; i < 256u; i++) { m.v[i] = as_h((off + (i % 16u) * ld) * U + i / 16u); }
+  return m;
+}
+fn emu_ld_bs__row_major(off: u32, ld: u32) -> Mat {
+  var m: Mat;
+  for (var i = 0u; i < 256u; i++) { m.v[i] = bs_h((off + (i / 16u) * ld) * U + i % 16u); }
+  return m;
+}
+fn emu_ld_bs__col_major(off: u32, ld: u32) -> Mat {
+  var m: Mat;
+  for (var i = 0u; i < 256u; i++) { m.v[i] = bs_h((off + (i % 16u) * ld) * U + i / 16u); }
+  return m;
+}
+fn emu_ld_c_row_major(off: u32, ld: u32) -> Mat {
+  var m: Mat;
+  for (var i = 0u; i < 256u; i++) { m.v[i] = c[off + (i / 16u) * ld + i % 16u]; }
+  return m;
+}
+//#if HAS_BIAS
+fn emu_ld_bias_t_row_major(off: u32, ld: u32) -> Mat {
+  var m: Mat;
+  for (var i = 0u; i < 256u; i++) { m.v[i] = bias_t[off + (i / 16u) * ld + i % 16u]; }
+  return m;
+}
+//#endif
+fn emu_st_c_row_major(off: u32, m: Mat, ld: u32) {
+  for (var i = 0u; i < 256u; i++) { c[off + (i / 16u) * ld + i % 16u] = m.v[i]; }
+}
+fn emu_mma(l: Mat, r: Mat, acc: Mat) -> Mat {
+  var o = acc;
+  for (var i = 0u; i < 16u; i++) {
+    for (var j = 0u; j < 16u; j++) {
+      var s = 0.0;
+      for (var k = 0u; k < 16u; k++) { s += l.v[i * 16u + k] * r.v[k * 16u + j]; }
+      o.v[i * 16u + j] += s;
+    }
+  }
+  return o;
+}
+//#else
+alias Left = subgroup_matrix_left<f16, 16, 16>;
+alias Right = subgroup_matrix_right<f16, 16, 16>;
+alias Res = subgroup_matrix_result<f32, 16, 16>;
+//#endif
+
+// Index (in vec4<u32>) of the 8 halves that load slot i moves from A's / B's global tile at
+// (m0 or n0, k0), and where they go in the workgroup tile (in halves, buffer 0).
+fn a_src(i: u32, m0: u32, k0: u32) -> u32 {
+  let r = i / A_CH;
+  let q = (i % A_CH) * 8u;
+//#if A_MK
+  return p.off.y / 4u + ((m0 + r) * p.K + k0 + q) / 8u;
+//#else
+  return p.off.y / 4u + ((k0 + r) * p.M + m0 + q) / 8u;
+//#endif
+}
+fn a_dst(i: u32) -> u32 { return (i / A_CH) * A_LD + (i % A_CH) * 8u; }
+//#if TRB
+// B_NK transposed: 8 consecutive slots take 8 rows (n) at one k chunk, the next 8 the next
+// chunk (a subgroup reads 8 rows x 32 bytes; its transposed stores spread over the banks)
+fn b_rq(i: u32) -> vec2<u32> {
+  return vec2<u32>((i / (8u * (BK / 8u))) * 8u + i % 8u, ((i / 8u) % (BK / 8u)) * 8u);
+}
+//#else
+fn b_rq(i: u32) -> vec2<u32> { return vec2<u32>(i / B_CH, (i % B_CH) * 8u); }
+//#endif
+fn b_src(i: u32, n0: u32, k0: u32) -> u32 {
+  let rq = b_rq(i);
+//#if B_NK
+  return p.off.z / 4u + ((n0 + rq.x) * p.K + k0 + rq.y) / 8u;
+//#else
+  return p.off.z / 4u + ((k0 + rq.x) * p.N + n0 + rq.y) / 8u;
+//#endif
+}
+fn st_a(i: u32, buf: u32, v: vec4<u32>) {
+  let o = buf * A_SZ + a_dst(i);
+//#if TV8
+  as_[o / 8u] = v;
+//#else
+  let h0 = bitcast<vec2<f16>>(v.x);
+  let h1 = bitcast<vec2<f16>>(v.y);
+  let h2 = bitcast<vec2<f16>>(v.z);
+  let h3 = bitcast<vec2<f16>>(v.w);
+  as_[o] = h0.x; as_[o + 1u] = h0.y; as_[o + 2u] = h1.x; as_[o + 3u] = h1.y;
+  as_[o + 4u] = h2.x; as_[o + 5u] = h2.y; as_[o + 6u] = h3.x; as_[o + 7u] = h3.y;
+//#endif
+}
+fn st_b(i: u32, buf: u32, v: vec4<u32>) {
+  let rq = b_rq(i);
+//#if TV8
+  bs_[(buf * B_SZ + rq.x * B_LD + rq.y) / 8u] = v;
+//#else
+  let h0 = bitcast<vec2<f16>>(v.x);
+  let h1 = bitcast<vec2<f16>>(v.y);
+  let h2 = bitcast<vec2<f16>>(v.z);
+  let h3 = bitcast<vec2<f16>>(v.w);
+//#if TRB
+  let o = buf * B_SZ + rq.y * B_LD + rq.x; // r is n, q..q+7 are k: transpose
+  bs_[o] = h0.x; bs_[o + B_LD] = h0.y; bs_[o + 2u * B_LD] = h1.x; bs_[o + 3u * B_LD] = h1.y;
+  bs_[o + 4u * B_LD] = h2.x; bs_[o + 5u * B_LD] = h2.y; bs_[o + 6u * B_LD] = h3.x; bs_[o + 7u * B_LD] = h3.y;
+//#else
+  let o = buf * B_SZ + rq.x * B_LD + rq.y;
+  bs_[o] = h0.x; bs_[o + 1u] = h0.y; bs_[o + 2u] = h1.x; bs_[o + 3u] = h1.y;
+  bs_[o + 4u] = h2.x; bs_[o + 5u] = h2.y; bs_[o + 6u] = h3.x; bs_[o + 7u] = h3.y;
+//#endif
+//#endif
+}
+
+@compute @workgroup_size(NT)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let sg = lid / SGSIZE;
+//#if SWZ
+  // the grid in groups of 8 tile rows, column by column inside a group (consecutive workgroups
+  // share B's column block and 8 of A's row blocks: fewer operand reads from memory at 8192³)
+  let nx = p.N / BN;
+  let pid = wg.y * nx + wg.x;
+  let fm = (pid / (8u * nx)) * 8u;
+  let gs = min(p.M / BM - fm, 8u);
+  let pin = pid % (8u * nx);
+  let m0 = (fm + pin % gs) * BM;
+  let n0 = (pin / gs) * BN;
+//#else
+  let m0 = wg.y * BM;
+  let n0 = wg.x * BN;
+//#endif
+  let sm = (sg / SG_N) * (TM * 16u); // this subgroup's block inside the workgroup tile
+  let sn = (sg % SG_N) * (TN * 16u);
+  _ = &a; _ = &b; _ = &bias; // every binding in the layout whatever the constants keep
+//#if SPLIT
+  let kbeg = wg.z * p.KS;
+  let kend = min(p.K, kbeg + p.KS);
+  let cbase = p.off.x + wg.z * p.M * p.N;
+//#else
+  let kbeg = 0u;
+  let kend = p.K;
+  let cbase = p.off.x;
+//#endif
+//#for i in TM
+//#for j in TN
+  var acc{i}_{j}: Res;
+//#endfor
+//#endfor
+//#if HAS_BIAS
+//#for j in TN
+  for (var e = lid; e < 16u * BIAS_LD; e += NT) {
+    let q = e % BIAS_LD;
+    bias_t[e] = bias[p.off.w + n0 + (q / 16u) * (TN * 16u) + {j}u * 16u + q % 16u];
+  }
+  workgroupBarrier();
+  let bias{j} = subgroupMatrixLoad<Res, row_major>(&bias_t, (sg % SG_N) * 16u, BIAS_LD);
+//#for i in TM
+  acc{i}_{j} = bias{j};
+//#endfor
+  workgroupBarrier();
+//#endfor
+//#endif
+//#if ACC
+//#for i in TM
+//#for j in TN
+  acc{i}_{j} = subgroupMatrixLoad<Res, row_major>(&c, cbase + (m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, p.N);
+//#endfor
+//#endfor
+//#endif
+//#for t in A_PER
+  var ra{t}: vec4<u32>;
+//#endfor
+//#for t in B_PER
+  var rb{t}: vec4<u32>;
+//#endfor
+//#if NBUF2
+  // prologue: the first k tile into buffer 0
+//#for t in A_PER
+  st_a(lid + {t}u * NT, 0u, a[a_src(lid + {t}u * NT, m0, kbeg)]);
+//#endfor
+//#for t in B_PER
+  st_b(lid + {t}u * NT, 0u, b[b_src(lid + {t}u * NT, n0, kbeg)]);
+//#endfor
+  workgroupBarrier();
+  var cur = 0u;
+//#else
+  let cur = 0u;
+//#if PF
+//#for t in A_PER
+  ra{t} = a[a_src(lid + {t}u * NT, m0, kbeg)];
+//#endfor
+//#for t in B_PER
+  rb{t} = b[b_src(lid + {t}u * NT, n0, kbeg)];
+//#endfor
+//#endif
+//#endif
+  for (var k0 = kbeg; k0 < kend; k0 += BK) {
+    let k1 = k0 + BK;
+//#if NBUF2
+    if (k1 < kend) {
+//#for t in A_PER
+      ra{t} = a[a_src(lid + {t}u * NT, m0, k1)];
+//#endfor
+//#for t in B_PER
+      rb{t} = b[b_src(lid + {t}u * NT, n0, k1)];
+//#endfor
+    }
+//#else
+    workgroupBarrier();
+//#if PF
+//#for t in A_PER
+    st_a(lid + {t}u * NT, 0u, ra{t});
+//#endfor
+//#for t in B_PER
+    st_b(lid + {t}u * NT, 0u, rb{t});
+//#endfor
+    workgroupBarrier();
+    if (k1 < kend) {
+//#for t in A_PER
+      ra{t} = a[a_src(lid + {t}u * NT, m0, k1)];
+//#endfor
+//#for t in B_PER
+      rb{t} = b[b_src(lid + {t}u * NT, n0, k1)];
+//#endfor
+    }
+//#else
+//#for t in A_PER
+    st_a(lid + {t}u * NT, 0u, a[a_src(lid + {t}u * NT, m0, k0)]);
+//#endfor
+//#for t in B_PER
+    st_b(lid + {t}u * NT, 0u, b[b_src(lid + {t}u * NT, n0, k0)]);
+//#endfor
+    workgroupBarrier();
+//#endif
+//#endif
+    let ab = cur * A_SZ; // this k tile's buffers, in halves
+    let bb = cur * B_SZ;
+    for (var kk = 0u; kk < BK; kk += 16u) {
+//#for j in TN
+//#if B_NK
+//#if TRB
+      let r{j} = subgroupMatrixLoad<Right, row_major>(&bs_, (bb + kk * B_LD + sn + {j}u * 16u) / U, B_LD / U);
+//#else
+      let r{j} = subgroupMatrixLoad<Right, col_major>(&bs_, (bb + (sn + {j}u * 16u) * B_LD + kk) / U, B_LD / U);
+//#endif
+//#else
+      let r{j} = subgroupMatrixLoad<Right, row_major>(&bs_, (bb + kk * B_LD + sn + {j}u * 16u) / U, B_LD / U);
+//#endif
+//#endfor
+//#for i in TM
+//#if A_MK
+      let l{i} = subgroupMatrixLoad<Left, row_major>(&as_, (ab + (sm + {i}u * 16u) * A_LD + kk) / U, A_LD / U);
+//#else
+      let l{i} = subgroupMatrixLoad<Left, col_major>(&as_, (ab + kk * A_LD + sm + {i}u * 16u) / U, A_LD / U);
+//#endif
+//#for j in TN
+      acc{i}_{j} = subgroupMatrixMultiplyAccumulate(l{i}, r{j}, acc{i}_{j});
+//#endfor
+//#endfor
+    }
+//#if NBUF2
+    if (k1 < kend) {
+//#for t in A_PER
+      st_a(lid + {t}u * NT, 1u - cur, ra{t});
+//#endfor
+//#for t in B_PER
+      st_b(lid + {t}u * NT, 1u - cur, rb{t});
+//#endfor
+    }
+    workgroupBarrier();
+    cur = 1u - cur;
+//#endif
+  }
+//#for i in TM
+//#for j in TN
+  subgroupMatrixStore<row_major>(&c, cbase + (m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, acc{i}_{j}, p.N);
+//#endfor
+//#endfor
+}

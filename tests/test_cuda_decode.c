@@ -1,0 +1,397 @@
+/* Batched decoding on CUDA (backend.h's embed_pos_fwd, rope_pos, attention_decode, pick and the
+ * recorded step) against the CPU backend, which decodes row by row through embed_fwd, rope,
+ * copy_rows and attention_fwd (the reference path of src/model/model.c).
+ *
+ * Ops:
+ * - attention_decode: B = 3 rows at positions 0, 63 and 200 (one split, the edge of the first
+ *   64-key split, four splits) of a 256-position cache, 4 query heads on 2 kv heads, head_dim
+ *   64 (bf16 and fp32) and 32 (fp32); reference: the CPU's attention_fwd with Tq = 1 at
+ *   q_pos0 = pos[b] over that row's cache with the new key appended. Tolerances as
+ *   test_cuda_attention.c: fp32 rtol 2e-5 atol 5e-6; bf16 (inputs rounded to bf16, the CPU
+ *   fed the same values) rtol 2e-2 atol 1e-2. The new k and v must land in the cache row
+ *   pos[b] bit for bit; a second launch must give bit-identical outputs; row 2 alone (B = 1)
+ *   bit-identical to row 2 of the B = 3 launch (batch invariance).
+ * - pick: 4 rows of 1000 logits (padded to 1024) against tz_sampler_pick with the same
+ *   generator: greedy, with ties (first maximal id); temperature 0.8 top-k 40; top-k 40 top-p
+ *   0.9; full softmax (top-k 0); ids must be equal (fp32 logits: the same values on both
+ *   sides). top-k 0 with top-p 0.9 must answer "not offered" (0).
+ * - norm_matmul_t: see nm_case below.
+ * Model (gpt2 and llama, 2 layers, d_model 128, vocab 301, context 96, weights N(0, 0.02) × 8
+ * so that logits are well separated), 3 rows of one 5-token prompt, seeded apart, 70 steps
+ * (positions 5..74: the decoding attention's second 64-key split is reached):
+ * - fp32, greedy: CUDA's tokens (fused step, recorded after the first step) equal the CPU's
+ *   row-by-row tokens exactly; sampling (temperature 0.8, top-k 40) likewise, with each row's
+ *   own seed (equal up to exp() rounding differences: none seen);
+ * - bf16: two runs on fresh backends give bit-identical logits at every step, and a run with
+ *   recording off (TEZGAH_CUDA_GRAPHS=0) the same bits as the recorded one;
+ * - batch rows: row b of the 3-row run equals a 1-row run with row b's seed (fp32 greedy and
+ *   sampling: the ids; bf16 sampling: the ids and every step's logits bit for bit, as the
+ *   few-row kernels (gemv.cu, attention_decode, pick) compute a row the same way whatever B is).
+ * Needs a CUDA GPU; otherwise SKIPPED (exit 77); TEZGAH_CUDA_REQUIRED=1 turns that into a
+ * failure. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_testutil.h"
+#include "model/model.h"
+#include "sample/sampler.h"
+
+static tz_backend *cpu;
+
+static int setup(void **state) {
+  (void)state;
+  tz_backend *g = ct_cuda("fp32"); /* or SKIPPED (exit 77) */
+  g->destroy(g);
+  cpu = tz_backend_create("cpu", 2, NULL);
+  assert_non_null(cpu);
+  return 0;
+}
+static int teardown(void **state) {
+  (void)state;
+  cpu->destroy(cpu);
+  return 0;
+}
+
+/* ---- attention_decode ---- */
+static void attn_case(const char *prec, int hd) {
+  tz_backend *g = tz_backend_create("cuda", 0, prec);
+  assert_non_null(g);
+  const int B = 3, H = 4, G = 2, maxT = 256, Q = (H + 2 * G) * hd, kvrow = G * hd;
+  const int pos[3] = {0, 63, 200};
+  ot_ctx o, oc;
+  ot_init(&o, g, 11);
+  ot_init(&oc, cpu, 12);
+  size_t ncache = (size_t)B * maxT * kvrow;
+  float *kc = ot_randn(&o, ncache, 1.0f), *vc = ot_randn(&o, ncache, 1.0f), *qkv = ot_randn(&o, (size_t)B * Q, 1.0f);
+  ct_round(g, kc, ncache);
+  ct_round(g, vc, ncache);
+  ct_round(g, qkv, (size_t)B * Q);
+  tz_slice dk = ct_act_upload(&o, kc, ncache), dv = ct_act_upload(&o, vc, ncache);
+  tz_slice dq = ct_act_upload(&o, qkv, (size_t)B * Q), dp = ot_buf(&o, pos, sizeof pos);
+  tz_slice out = ct_act_upload(&o, NULL, (size_t)B * H * hd), out2 = ct_act_upload(&o, NULL, (size_t)B * H * hd);
+  g->attention_decode(g, out, dk, dv, dq, dp, B, H, G, hd, Q, maxT);
+  float *got = ct_act_download(&o, out, (size_t)B * H * hd);
+  float *gk = ct_act_download(&o, dk, ncache), *gv = ct_act_download(&o, dv, ncache);
+  /* the second launch: caches now hold the new rows already (the same values) */
+  g->attention_decode(g, out2, dk, dv, dq, dp, B, H, G, hd, Q, maxT);
+  float *got2 = ct_act_download(&o, out2, (size_t)B * H * hd);
+  assert_memory_equal(got, got2, (size_t)B * H * hd * sizeof(float));
+  /* row 2 alone: its own one-row cache and qkv views (same bytes) */
+  tz_slice dk2 = ct_act_upload(&o, gk + (size_t)2 * maxT * kvrow, (size_t)maxT * kvrow);
+  tz_slice dv2 = ct_act_upload(&o, gv + (size_t)2 * maxT * kvrow, (size_t)maxT * kvrow);
+  tz_slice dq2 = ct_act_upload(&o, qkv + (size_t)2 * Q, (size_t)Q), dp2 = ot_buf(&o, &pos[2], sizeof(int));
+  tz_slice o3 = ct_act_upload(&o, NULL, (size_t)H * hd);
+  g->attention_decode(g, o3, dk2, dv2, dq2, dp2, 1, H, G, hd, Q, maxT);
+  float *got3 = ct_act_download(&o, o3, (size_t)H * hd);
+  assert_memory_equal(got3, got + (size_t)2 * H * hd, (size_t)H * hd * sizeof(float));
+  int bf = g->act == TZ_BF16;
+  for (int b = 0; b < B; b++) {
+    int P = pos[b];
+    /* the new k, v in the cache, exactly */
+    for (int c = 0; c < kvrow; c++) {
+      assert_true(gk[((size_t)b * maxT + P) * kvrow + c] == qkv[(size_t)b * Q + H * hd + c]);
+      assert_true(gv[((size_t)b * maxT + P) * kvrow + c] == qkv[(size_t)b * Q + (H + G) * hd + c]);
+    }
+    /* CPU reference: this row's cache with the new row, attention_fwd Tq = 1 */
+    float *kr = malloc((size_t)(P + 1) * kvrow * sizeof(float)), *vr = malloc((size_t)(P + 1) * kvrow * sizeof(float));
+    memcpy(kr, kc + (size_t)b * maxT * kvrow, (size_t)P * kvrow * sizeof(float));
+    memcpy(vr, vc + (size_t)b * maxT * kvrow, (size_t)P * kvrow * sizeof(float));
+    memcpy(kr + (size_t)P * kvrow, qkv + (size_t)b * Q + H * hd, kvrow * sizeof(float));
+    memcpy(vr + (size_t)P * kvrow, qkv + (size_t)b * Q + (H + G) * hd, kvrow * sizeof(float));
+    tz_slice ck = ot_buf(&oc, kr, (size_t)(P + 1) * kvrow * 4), cv = ot_buf(&oc, vr, (size_t)(P + 1) * kvrow * 4);
+    tz_slice cq = ot_buf(&oc, qkv + (size_t)b * Q, (size_t)Q * 4), co = ot_buf(&oc, NULL, (size_t)H * hd * 4);
+    cpu->attention_fwd(cpu, co, TZ_NONE, cq, ck, cv, 1, 1, P + 1, P, H, G, hd, Q, kvrow);
+    float *ref = ot_get(&oc, co, (size_t)H * hd);
+    double *rd = ot_dbl(ref, (size_t)H * hd);
+    char what[64];
+    snprintf(what, sizeof what, "attention_decode %s hd %d row %d", prec, hd, b);
+    ct_close(what, got + (size_t)b * H * hd, rd, (size_t)H * hd, bf ? 2e-2 : 2e-5, bf ? 1e-2 : 5e-6);
+    free(kr), free(vr), free(ref), free(rd);
+    ot_release(&oc);
+  }
+  free(kc), free(vc), free(qkv), free(got), free(got2), free(got3), free(gk), free(gv);
+  ot_release(&o);
+  g->destroy(g);
+}
+static void test_attention_decode(void **state) {
+  (void)state;
+  attn_case("fp32", 64);
+  attn_case("fp32", 32);
+  attn_case("bf16", 64);
+}
+
+/* ---- pick ---- */
+static void pick_case(tz_backend *g, const float *logits, int B, int V, int Vp, float temp, int top_k, float top_p,
+                      const char *what) {
+  ot_ctx o;
+  ot_init(&o, g, 5);
+  tz_slice dl = ct_act_upload(&o, logits, (size_t)B * Vp), dout = ot_buf(&o, NULL, (size_t)B * 4);
+  tz_sampler sg[4], sh[4];
+  double r[4];
+  for (int b = 0; b < B; b++) {
+    tz_sampler_init(&sg[b], V, temp, top_k, top_p, 100 + b);
+    tz_sampler_init(&sh[b], V, temp, top_k, top_p, 100 + b);
+  }
+  for (int round = 0; round < 5; round++) {
+    for (int b = 0; b < B; b++) r[b] = temp > 0 ? tz_rng_uniform(&sg[b].rng) : 0.0;
+    assert_int_equal(g->pick(g, dout, dl, B, V, Vp, temp, top_k, top_p, r), 1);
+    int32_t ids[4];
+    g->download(g, ids, dout, (size_t)B * 4);
+    for (int b = 0; b < B; b++) {
+      int want = tz_sampler_pick(&sh[b], logits + (size_t)b * Vp);
+      if (ids[b] != want) {
+        print_error("pick %s: row %d round %d: device %d, host %d\n", what, b, round, ids[b], want);
+        fail();
+      }
+    }
+  }
+  for (int b = 0; b < B; b++) tz_sampler_free(&sg[b]), tz_sampler_free(&sh[b]);
+  ot_release(&o);
+}
+static void test_pick(void **state) {
+  (void)state;
+  tz_backend *g = tz_backend_create("cuda", 0, "fp32");
+  assert_non_null(g);
+  const int B = 4, V = 1000, Vp = 1024;
+  ot_ctx o;
+  ot_init(&o, g, 77);
+  float *z = ot_randn(&o, (size_t)B * Vp, 2.0f);
+  for (int b = 0; b < B; b++)
+    for (int i = V; i < Vp; i++) z[(size_t)b * Vp + i] = 1e30f; /* padding must never be read */
+  pick_case(g, z, B, V, Vp, 0.0f, 40, 1.0f, "greedy");
+  pick_case(g, z, B, V, Vp, 0.8f, 40, 1.0f, "top-k 40");
+  pick_case(g, z, B, V, Vp, 0.8f, 40, 0.9f, "top-k 40 top-p 0.9");
+  pick_case(g, z, B, V, Vp, 1.0f, 0, 1.0f, "full softmax");
+  pick_case(g, z, B, V, Vp, 0.7f, 1000, 1.0f, "top-k = V");
+  /* ties: row 0 all equal (greedy: id 0; top-k takes the lowest ids), row 1 two maxima */
+  for (int i = 0; i < V; i++) z[i] = 0.5f;
+  z[Vp + 17] = 9.0f, z[Vp + 400] = 9.0f;
+  z[2 * Vp + 3] = NAN, z[2 * Vp + 4] = INFINITY;
+  pick_case(g, z, B, V, Vp, 0.0f, 40, 1.0f, "greedy ties");
+  pick_case(g, z, B, V, Vp, 0.8f, 40, 1.0f, "top-k ties");
+  tz_slice dl = ct_act_upload(&o, z, (size_t)B * Vp), dout = ot_buf(&o, NULL, 16);
+  double r[4] = {0.5, 0.5, 0.5, 0.5};
+  assert_int_equal(g->pick(g, dout, dl, B, V, Vp, 0.8f, 0, 0.9f, r), 0); /* full sort: not offered */
+  free(z);
+  ot_release(&o);
+  g->destroy(g);
+}
+
+/* ---- norm_matmul_t (and matmul_t for few rows) ---- */
+/* M rows, K (96: the 16-byte path; 99 in fp32 / 98 in bf16: the scalar path), N = 50;
+ * LayerNorm + GeLU, LayerNorm, RMSNorm. Against the CPU's norm_fwd, matmul_t, gelu_fwd:
+ * fp32 rtol 1e-4 atol 1e-5 (two roundings of other summation orders, GeLU's fast exp); and
+ * against the same three ops on CUDA bit for bit (the fused kernel uses their loops). */
+static void nm_case(const char *prec, int M, int K, int kind) {
+  tz_backend *g = tz_backend_create("cuda", 0, prec);
+  assert_non_null(g);
+  const int N = 50, ln = kind != 2, gelu = kind == 0;
+  ot_ctx o, oc;
+  ot_init(&o, g, 21);
+  ot_init(&oc, cpu, 22);
+  /* params: nw [K], nb [K], W [N,K], bias [N] at float offsets 0, K, 2K, 2K + N·K (+ odd pad) */
+  size_t nw = 0, nb = (size_t)K, w = 2 * (size_t)K, bi = w + (size_t)N * K, np = bi + N;
+  float *p = ot_randn(&o, np, 0.3f), *x = ot_randn(&o, (size_t)M * K, 1.5f);
+  for (int k = 0; k < K; k++) p[nw + k] += 1.0f;
+  ct_round(g, p, np);
+  ct_round(g, x, (size_t)M * K);
+  tz_slice gp = ct_params(&o, p, np), gx = ct_act_upload(&o, x, (size_t)M * K);
+  tz_slice fused = ct_act_upload(&o, NULL, (size_t)M * N), h = ct_act_upload(&o, NULL, (size_t)M * N);
+  tz_slice n1 = ct_act_upload(&o, NULL, (size_t)M * K), st = ot_buf(&o, NULL, (size_t)2 * M * 4);
+  tz_slice nbs = ln ? tz_f32(gp, nb) : TZ_NONE;
+  assert_int_equal(g->norm_matmul_t(g, fused, gx, tz_f32(gp, nw), nbs, 1e-5f, tz_f32(gp, w), tz_f32(gp, bi), M, K, N, gelu), 1);
+  /* the same on CUDA, op by op */
+  if (ln) g->layernorm_fwd(g, n1, st, tz_f32(st, M), gx, tz_f32(gp, nw), nbs, M, K, 1e-5f);
+  else g->rmsnorm_fwd(g, n1, st, gx, tz_f32(gp, nw), M, K, 1e-5f);
+  g->matmul_t(g, h, n1, tz_f32(gp, w), tz_f32(gp, bi), M, K, N, 0);
+  if (gelu) g->gelu_fwd(g, h, h, (size_t)M * N);
+  float *gf = ct_act_download(&o, fused, (size_t)M * N), *gu = ct_act_download(&o, h, (size_t)M * N);
+  char what[96];
+  snprintf(what, sizeof what, "norm_matmul_t %s M %d K %d kind %d: fused vs ops on cuda", prec, M, K, kind);
+  if (memcmp(gf, gu, (size_t)M * N * 4)) {
+    print_error("%s: not bit-identical\n", what);
+    fail();
+  }
+  /* CPU reference */
+  tz_slice cp = ot_buf(&oc, p, np * 4), cx = ot_buf(&oc, x, (size_t)M * K * 4);
+  tz_slice cn = ot_buf(&oc, NULL, (size_t)M * K * 4), cs = ot_buf(&oc, NULL, (size_t)2 * M * 4);
+  tz_slice ch = ot_buf(&oc, NULL, (size_t)M * N * 4);
+  if (ln) cpu->layernorm_fwd(cpu, cn, cs, tz_f32(cs, M), cx, tz_f32(cp, nw), tz_f32(cp, nb), M, K, 1e-5f);
+  else cpu->rmsnorm_fwd(cpu, cn, cs, cx, tz_f32(cp, nw), M, K, 1e-5f);
+  float *cnh = ot_get(&oc, cn, (size_t)M * K);
+  ct_round(g, cnh, (size_t)M * K); /* the GPU rounds the norm's output to bf16 in bf16 mode */
+  cpu->upload(cpu, cn, cnh, (size_t)M * K * 4);
+  cpu->matmul_t(cpu, ch, cn, tz_f32(cp, w), tz_f32(cp, bi), M, K, N, 0);
+  if (gelu) {
+    float *hh = ot_get(&oc, ch, (size_t)M * N);
+    ct_round(g, hh, (size_t)M * N);
+    cpu->upload(cpu, ch, hh, (size_t)M * N * 4);
+    free(hh);
+    cpu->gelu_fwd(cpu, ch, ch, (size_t)M * N);
+  }
+  float *ref = ot_get(&oc, ch, (size_t)M * N);
+  double *rd = ot_dbl(ref, (size_t)M * N);
+  snprintf(what, sizeof what, "norm_matmul_t %s M %d K %d kind %d vs cpu", prec, M, K, kind);
+  int bf = g->act == TZ_BF16;
+  ct_close(what, gf, rd, (size_t)M * N, bf ? 2e-2 : 1e-4, bf ? 2e-2 : 1e-5);
+  free(p), free(x), free(gf), free(gu), free(cnh), free(ref), free(rd);
+  ot_release(&oc);
+  ot_release(&o);
+  g->destroy(g);
+}
+static void test_norm_matmul(void **state) {
+  (void)state;
+  for (int kind = 0; kind < 3; kind++) {
+    nm_case("fp32", 1, 96, kind);
+    nm_case("fp32", 3, 99, kind);
+    nm_case("fp32", 16, 96, kind);
+    nm_case("bf16", 5, 96, kind);
+    nm_case("bf16", 9, 98, kind);
+  }
+}
+
+/* ---- the model ---- */
+#define STEPS 70
+#define NROW 3
+static tz_config cfg_of(tz_arch arch) {
+  tz_config c = {0};
+  c.arch = arch;
+  c.n_layer = 2;
+  c.n_head = 4;
+  c.n_kv_head = arch == TZ_ARCH_LLAMA ? 2 : 4;
+  c.d_model = 128;
+  c.d_ff = arch == TZ_ARCH_LLAMA ? 176 : 0;
+  c.vocab_size = 301;
+  c.max_seq_len = 96;
+  c.tied = 1;
+  assert_int_equal(tz_config_finalize(&c), 0);
+  return c;
+}
+
+static tz_model *new_model(tz_backend *be, const tz_config *c, int rows) {
+  tz_model *m;
+  assert_int_equal(tz_model_create(be, c, &m), 0);
+  tz_model_init_weights(m, 4321);
+  float *p = malloc(m->lay.total * sizeof(float));
+  tz_model_get_params(m, p);
+  for (size_t i = 0; i < m->lay.total; i++) p[i] *= 8.0f;
+  tz_model_set_params(m, p);
+  free(p);
+  assert_int_equal(tz_model_alloc_inference_rows(m, rows), 0);
+  return m;
+}
+
+/* Decode STEPS tokens for `rows` rows (row b seeded 500 + seed0 + b) from one prompt; ids to
+ * out[rows][STEPS]; every step's logits (rows × V) appended to `lg` when given. */
+static void decode_run(tz_backend *be, const tz_config *c, int rows, int seed0, float temp, int32_t *out, float *lg) {
+  tz_model *m = new_model(be, c, rows);
+  const int32_t prompt[5] = {1, 7, 42, 99, 3};
+  tz_sampler s[NROW];
+  for (int b = 0; b < rows; b++) {
+    tz_sampler_init(&s[b], c->vocab_size, temp, 40, 1.0f, 500 + (uint64_t)(seed0 + b));
+    tz_model_feed_row(m, b, prompt, 5, 0);
+  }
+  float *scratch = malloc((size_t)c->vocab_size * sizeof(float));
+  int32_t next[NROW], pos[NROW];
+  for (int i = 0; i < STEPS; i++) {
+    if (lg)
+      for (int b = 0; b < rows; b++)
+        be->download_act(be, lg + ((size_t)i * rows + b) * c->vocab_size,
+                         tz_elems(m->infer.logits, (size_t)b * c->padded_vocab, be->act), (size_t)c->vocab_size);
+    tz_sampler_pick_rows(s, m, rows, next, scratch);
+    for (int b = 0; b < rows; b++) out[b * STEPS + i] = next[b], pos[b] = 5 + i;
+    tz_model_step(m, pos, rows);
+  }
+  free(scratch);
+  for (int b = 0; b < rows; b++) tz_sampler_free(&s[b]);
+  tz_model_free(m);
+}
+
+static void same_ids(const char *what, const int32_t *got, const int32_t *want, int n) {
+  for (int i = 0; i < n; i++)
+    if (got[i] != want[i]) {
+      print_error("%s: first difference at %d (row %d step %d): %d vs %d\n", what, i, i / STEPS, i % STEPS, got[i],
+                  want[i]);
+      fail();
+    }
+}
+
+static void model_fp32(tz_arch arch) {
+  tz_config c = cfg_of(arch);
+  tz_backend *g = tz_backend_create("cuda", 0, "fp32");
+  assert_non_null(g);
+  for (int mode = 0; mode < 2; mode++) {
+    float temp = mode ? 0.8f : 0.0f;
+    int32_t want[NROW * STEPS], got[NROW * STEPS], one[STEPS];
+    decode_run(cpu, &c, NROW, 0, temp, want, NULL);
+    decode_run(g, &c, NROW, 0, temp, got, NULL);
+    same_ids(mode ? "fp32 sampled, cuda vs cpu" : "fp32 greedy, cuda vs cpu", got, want, NROW * STEPS);
+    for (int b = 0; b < NROW; b++) { /* row b of the batch = a one-row run with its seed */
+      decode_run(g, &c, 1, b, temp, one, NULL);
+      same_ids("fp32, cuda batch row vs one row", one, got + b * STEPS, STEPS);
+      decode_run(cpu, &c, 1, b, temp, one, NULL);
+      same_ids("fp32, cpu batch row vs one row", one, want + b * STEPS, STEPS);
+    }
+  }
+  g->destroy(g);
+}
+static void test_model_fp32_gpt2(void **state) {
+  (void)state;
+  model_fp32(TZ_ARCH_GPT2);
+}
+static void test_model_fp32_llama(void **state) {
+  (void)state;
+  model_fp32(TZ_ARCH_LLAMA);
+}
+
+static void model_bf16(tz_arch arch) {
+  tz_config c = cfg_of(arch);
+  size_t n = (size_t)STEPS * NROW * c.vocab_size;
+  float *l1 = malloc(n * 4), *l2 = malloc(n * 4), *l3 = malloc(n * 4);
+  int32_t i1[NROW * STEPS], i2[NROW * STEPS], i3[NROW * STEPS];
+  for (int run = 0; run < 3; run++) {
+    if (run == 2) setenv("TEZGAH_CUDA_GRAPHS", "0", 1);
+    tz_backend *g = tz_backend_create("cuda", 0, "bf16");
+    assert_non_null(g);
+    decode_run(g, &c, NROW, 0, 0.8f, run == 0 ? i1 : run == 1 ? i2 : i3, run == 0 ? l1 : run == 1 ? l2 : l3);
+    g->destroy(g);
+  }
+  unsetenv("TEZGAH_CUDA_GRAPHS");
+  { /* row 1 alone (seed 501) = row 1 of the batch, bit for bit (the few-row kernels are batch-invariant) */
+    tz_backend *g = tz_backend_create("cuda", 0, "bf16");
+    assert_non_null(g);
+    int32_t one[STEPS];
+    float *l4 = malloc((size_t)STEPS * c.vocab_size * 4);
+    decode_run(g, &c, 1, 1, 0.8f, one, l4);
+    g->destroy(g);
+    same_ids("bf16 batch row 1 vs one row", one, i1 + STEPS, STEPS);
+    for (int i = 0; i < STEPS; i++)
+      assert_memory_equal(l4 + (size_t)i * c.vocab_size, l1 + ((size_t)i * NROW + 1) * c.vocab_size, c.vocab_size * 4);
+    free(l4);
+  }
+  assert_memory_equal(l1, l2, n * 4);
+  same_ids("bf16 run to run", i2, i1, NROW * STEPS);
+  assert_memory_equal(l1, l3, n * 4);
+  same_ids("bf16 recorded vs not", i3, i1, NROW * STEPS);
+  free(l1), free(l2), free(l3);
+}
+static void test_model_bf16_gpt2(void **state) {
+  (void)state;
+  model_bf16(TZ_ARCH_GPT2);
+}
+static void test_model_bf16_llama(void **state) {
+  (void)state;
+  model_bf16(TZ_ARCH_LLAMA);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_attention_decode), cmocka_unit_test(test_pick), cmocka_unit_test(test_norm_matmul),
+      cmocka_unit_test(test_model_fp32_gpt2),  cmocka_unit_test(test_model_fp32_llama),
+      cmocka_unit_test(test_model_bf16_gpt2),  cmocka_unit_test(test_model_bf16_llama),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
