@@ -96,6 +96,18 @@ int tz_pretok_compile(pcre2_code **out);
 /* Split text[0..n) into pre-tokens; calls cb for each (contiguous, covering every byte). */
 typedef int (*tz_pretok_cb)(void *ud, const char *s, size_t n);
 int tz_pretok_each(const pcre2_code *re, const char *s, size_t n, tz_pretok_cb cb, void *ud);
+/* The same with the PCRE2 match data, match context and JIT stack (4 MiB, mmap'ed) kept in *st
+ * from one call to the next (zero-initialised before the first; one pattern per state; one
+ * thread at a time): a text of many short spans (documents split at <|endoftext|>) costs
+ * one allocation instead of an mmap + munmap per span. tz_pretok_state_free releases it. */
+typedef struct tz_pretok_state {
+  pcre2_match_data *md;
+  pcre2_match_context *mc;
+  pcre2_jit_stack *js;
+} tz_pretok_state;
+int tz_pretok_each_st(const pcre2_code *re, tz_pretok_state *st, const char *s, size_t n, tz_pretok_cb cb,
+                      void *ud);
+void tz_pretok_state_free(tz_pretok_state *st);
 /* Smallest p in [from, b) (p >= a + 2) where pre-tokenizing s[a, b) equals pre-tokenizing
  * s[a, p) and s[p, b) separately (a context-free boundary: "X\nY" with X, Y printable ASCII,
  * p at Y), or b when there is none. Used to cut text into chunks for parallel encoding. */

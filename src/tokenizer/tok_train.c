@@ -36,6 +36,7 @@ typedef struct {
   tz_bmap words;
   int64_t *wcount;
   size_t wcap;
+  tz_pretok_state pre; /* this thread's PCRE2 state, reused over its spans */
 } count_ctx;
 
 static int count_cb(void *ud, const char *s, size_t n) {
@@ -166,10 +167,11 @@ int tz_count_words(const char *text, size_t len, tz_wordcount *out) {
     tz_bmap_init(&c->words, 1 << 14);
 #pragma omp for schedule(dynamic, 1)
     for (size_t i = 0; i < nsp; i++)
-      if (sp[i].b > sp[i].a && tz_pretok_each(re, text + sp[i].a, sp[i].b - sp[i].a, count_cb, c)) {
+      if (sp[i].b > sp[i].a && tz_pretok_each_st(re, &c->pre, text + sp[i].a, sp[i].b - sp[i].a, count_cb, c)) {
 #pragma omp atomic write
         failed = 1;
       }
+    tz_pretok_state_free(&c->pre);
   }
   free(sp);
   pcre2_code_free(re);
@@ -209,7 +211,7 @@ int tz_tok_train(const char *text, size_t len, int vocab_size, tz_tokenizer **ou
   /* 1. unique pre-tokens */
   tz_wordcount wc;
   if (tz_count_words(text, len, &wc)) return -1;
-  count_ctx cc = {wc.words, wc.count, 0};
+  count_ctx cc = {.words = wc.words, .wcount = wc.count};
 
   /* 2. word symbol sequences */
   size_t nw = cc.words.n, total = 0;

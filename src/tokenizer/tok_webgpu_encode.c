@@ -451,6 +451,7 @@ int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, in
     double t0 = tz_tg_wall();
 #pragma omp parallel num_threads(nthr) if (nthr > 1)
     {
+      tz_pretok_state st = {0}; /* one per thread, reused over its spans */
 #pragma omp master
       {
         if (prev.pcs) {
@@ -467,7 +468,7 @@ int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, in
         p->seg = cur.seg;
         p->cap = (x->b - x->a) / 2 + 64; /* ~ 2 words per 3.5 bytes: rarely regrown */
         p->v = tz_malloc(p->cap * sizeof *p->v);
-        if (x->b > x->a && tz_pretok_each(t->re, text + x->a, x->b - x->a, span_piece, p)) {
+        if (x->b > x->a && tz_pretok_each_st(t->re, &st, text + x->a, x->b - x->a, span_piece, p)) {
 #pragma omp critical(tz_tok_gpu_err)
           {
             if (!failed) snprintf(errmsg, sizeof errmsg, "%s", tz_errmsg());
@@ -491,6 +492,7 @@ int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, in
         if (parts[i].n) memcpy(cur.pcs + off[i], parts[i].v, parts[i].n * sizeof *cur.pcs);
         free(parts[i].v);
       }
+      tz_pretok_state_free(&st);
     }
     tz_tg_last_enc.pretok_s += tz_tg_wall() - t0;
     if (ns) tz_tg_last_enc.segments++;

@@ -110,12 +110,31 @@ static int pretok_match(const pcre2_code *re, const char *s, size_t n, size_t po
   return pcre2_match(re, (PCRE2_SPTR)s, n, pos, 0, md, mc);
 }
 
+void tz_pretok_state_free(tz_pretok_state *st) {
+  if (st->js) pcre2_jit_stack_free(st->js);
+  pcre2_match_context_free(st->mc);
+  pcre2_match_data_free(st->md);
+  *st = (tz_pretok_state){0};
+}
+
 int tz_pretok_each(const pcre2_code *re, const char *s, size_t n, tz_pretok_cb cb, void *ud) {
-  pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
-  pcre2_match_context *mc = pcre2_match_context_create(NULL);
-  pcre2_jit_stack *js = pcre2_jit_stack_create(32 * 1024, 4 * 1024 * 1024, NULL);
-  if (!md || !mc) TZ_ASSERT(!"pcre2 out of memory");
-  if (js) pcre2_jit_stack_assign(mc, NULL, js);
+  tz_pretok_state st = {0};
+  int rc = tz_pretok_each_st(re, &st, s, n, cb, ud);
+  tz_pretok_state_free(&st);
+  return rc;
+}
+
+int tz_pretok_each_st(const pcre2_code *re, tz_pretok_state *st, const char *s, size_t n, tz_pretok_cb cb,
+                      void *ud) {
+  if (!st->mc) {
+    st->md = pcre2_match_data_create_from_pattern(re, NULL);
+    st->mc = pcre2_match_context_create(NULL);
+    st->js = pcre2_jit_stack_create(32 * 1024, 4 * 1024 * 1024, NULL);
+    if (!st->md || !st->mc) TZ_ASSERT(!"pcre2 out of memory");
+    if (st->js) pcre2_jit_stack_assign(st->mc, NULL, st->js);
+  }
+  pcre2_match_data *md = st->md;
+  pcre2_match_context *mc = st->mc;
   size_t jit_size = 0;
   int windowed = pcre2_pattern_info(re, PCRE2_INFO_JITSIZE, &jit_size) != 0 || jit_size == 0;
   int rc = 0;
@@ -139,9 +158,6 @@ int tz_pretok_each(const pcre2_code *re, const char *s, size_t n, tz_pretok_cb c
     if ((rc = cb(ud, s + a, b - a))) break;
     pos = b;
   }
-  if (js) pcre2_jit_stack_free(js);
-  pcre2_match_context_free(mc);
-  pcre2_match_data_free(md);
   return rc;
 }
 
@@ -316,6 +332,7 @@ typedef struct enc_ctx {
   size_t cap, heap_cap;
   /* pre-token cache: piece -> ids (cache_ids[cache_off[e] .. + cache_n[e]]) */
   tz_bmap cache;
+  tz_pretok_state pre; /* PCRE2 state of tz_pretok_each_st, kept with the context */
   ivec cache_ids;
   size_t *cache_off;
   int32_t *cache_n;
@@ -446,6 +463,7 @@ static void enc_ctx_free(enc_ctx *c) {
   free(c->cache_off);
   free(c->cache_n);
   tz_bmap_free(&c->cache);
+  tz_pretok_state_free(&c->pre);
   free(c);
 }
 
@@ -550,7 +568,7 @@ static int encode_bytelevel(const tz_tokenizer *t, const char *text, size_t len,
     enc_ctx *c = ctx_get(t);
     c->out = out;
     for (size_t i = 0; i < nsp && !rc; i++) {
-      if (sp[i].b > sp[i].a) rc = tz_pretok_each(t->re, text + sp[i].a, sp[i].b - sp[i].a, enc_piece_cb, c);
+      if (sp[i].b > sp[i].a) rc = tz_pretok_each_st(t->re, &c->pre, text + sp[i].a, sp[i].b - sp[i].a, enc_piece_cb, c);
       if (!rc && sp[i].eot_after) ivec_push(out, t->eot);
     }
     ctx_put(t, c);
@@ -568,7 +586,7 @@ static int encode_bytelevel(const tz_tokenizer *t, const char *text, size_t len,
     for (size_t i = 0; i < nsp; i++) {
       c->out = &parts[i];
       int r = 0;
-      if (sp[i].b > sp[i].a) r = tz_pretok_each(t->re, text + sp[i].a, sp[i].b - sp[i].a, enc_piece_cb, c);
+      if (sp[i].b > sp[i].a) r = tz_pretok_each_st(t->re, &c->pre, text + sp[i].a, sp[i].b - sp[i].a, enc_piece_cb, c);
       if (r) {
 #pragma omp critical(tz_tok_encode_err)
         {
@@ -690,17 +708,22 @@ int tz_pretok_spans(const tz_tokenizer *t, const char *text, const tz_span *sp, 
   *npcs = 0;
   pvec *parts = tz_calloc(nsp ? nsp : 1, sizeof *parts);
   int failed = 0;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nthr) if (nthr > 1 && nsp > 1)
-  for (size_t i = 0; i < nsp; i++) {
-    parts[i].base = text;
-    if (sp[i].b > sp[i].a && tz_pretok_each(t->re, text + sp[i].a, sp[i].b - sp[i].a, piece_cb, &parts[i])) {
+#pragma omp parallel num_threads(nthr) if (nthr > 1 && nsp > 1)
+  {
+    tz_pretok_state st = {0}; /* one per thread, reused over its spans */
+#pragma omp for schedule(dynamic, 1)
+    for (size_t i = 0; i < nsp; i++) {
+      parts[i].base = text;
+      if (sp[i].b > sp[i].a && tz_pretok_each_st(t->re, &st, text + sp[i].a, sp[i].b - sp[i].a, piece_cb, &parts[i])) {
 #pragma omp atomic write
-      failed = 1;
+        failed = 1;
+      }
+      if (sp[i].eot_after) {
+        piece_cb(&parts[i], text + sp[i].b, 0);
+        parts[i].v[parts[i].n - 1] = 0xffffffffu;
+      }
     }
-    if (sp[i].eot_after) {
-      piece_cb(&parts[i], text + sp[i].b, 0);
-      parts[i].v[parts[i].n - 1] = 0xffffffffu;
-    }
+    tz_pretok_state_free(&st);
   }
   size_t total = 0;
   for (size_t i = 0; i < nsp; i++) total += parts[i].n;

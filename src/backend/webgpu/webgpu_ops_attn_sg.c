@@ -1,7 +1,7 @@
 /* WebGPU backend: flash attention forward and backward on subgroup matrices (f16 × f16 → f32
  * 16×16×16: tensor cores through Vulkan cooperative matrices on NVIDIA), src/kernels/
  * attention_sgmat/. Chosen by wg_attention_fwd / wg_attention_bwd (webgpu_ops_attn.c) for the
- * training form (Tq == Tk, q_pos0 0) with head_dim 64 or 128 where the adapter runs the
+ * training form (Tq == Tk, q_pos0 0) with head_dim 64 or 128, when asked for (below), where the adapter runs the
  * subgroup-matrix matmul (c->sgmat: f16 precision, an f16 × f16 → f32 16×16×16 configuration,
  * ShaderF16, one subgroup size) and offers Subgroups (the softmax's row reductions shuffle);
  * everything else keeps the fp32 kernels (attention_fa.wgsl, attention.wgsl).
@@ -13,8 +13,8 @@
  * f16 copy), then per chunk of sequences fa_sg_dkdv (dk, dv; the partial dq of every (key
  * block, query tile) into the scratch after D) and fa_sg_dqsum (dq, a fixed order).
  *
- * TEZGAH_WEBGPU_ATTN_SGMAT=0 forces the fp32 kernels (A/B in one build); =1 requires these (an
- * error where a call cannot take them: the tests); TEZGAH_WEBGPU_ATTN=fallback forces the
+ * Opt-in: TEZGAH_WEBGPU_ATTN_SGMAT=1 runs these (an error where a call cannot take them: the
+ * tests); unset or 0, the fp32 kernels, faster on the H200 so far (sg_use); TEZGAH_WEBGPU_ATTN=fallback forces the
  * general kernels as before. The partial dq sums follow TEZGAH_WEBGPU_ATTN_DQ_KB as the fp32
  * fused backward's do. */
 #include <math.h>
@@ -148,11 +148,14 @@ char *wg_attn_sg_emulate(const char *src) {
   return r;
 }
 
-/* Whether this call runs on the subgroup-matrix kernels (see the top); under
- * TEZGAH_WEBGPU_ATTN_SGMAT=1 a call that cannot is an error naming why. */
+/* Whether this call runs on the subgroup-matrix kernels (see the top): only when asked for
+ * (TEZGAH_WEBGPU_ATTN_SGMAT=1; a call that cannot is then an error naming why). Opt-in because
+ * on the H200 they are slower than the fp32 flash kernels they would replace (2026-12-02 12:24
+ * UTC, GPT-2 124M B16 T1024 f16 profile: forward 27.5 vs 11.4 ms/step, dk/dv 40.1 vs 34.3;
+ * docs/PERF.md), though correct there (test_attention_sgmat) and in a 1,500-step run. */
 static int sg_use(wg_ctx *c, const char *op, int Tq, int Tk, int q_pos0, int hd) {
   const char *e = getenv("TEZGAH_WEBGPU_ATTN_SGMAT"), *f = getenv("TEZGAH_WEBGPU_ATTN");
-  if ((e && !strcmp(e, "0")) || (f && !strcmp(f, "fallback"))) return 0;
+  if (!e || !*e || !strcmp(e, "0") || (f && !strcmp(f, "fallback"))) return 0;
   const char *why = wg_attn_sg_why(c);
   if (!why && !(Tq == Tk && q_pos0 == 0)) why = "not the training form (Tq == Tk, q_pos0 0)";
   if (!why && hd != 64 && hd != 128) why = "head_dim not 64 or 128";

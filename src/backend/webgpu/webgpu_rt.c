@@ -418,7 +418,7 @@ const char *tz_webgpu_describe(tz_backend *be) {
   else snprintf(sg, sizeof sg, "; subgroup-matrix matmul off (%s)", c->sg_why ? c->sg_why : "?");
   char sa[160];
   const char *aw = wg_attn_sg_why(c);
-  if (!aw) snprintf(sa, sizeof sa, "; attention on subgroup matrices (head_dim 64, 128; TEZGAH_WEBGPU_ATTN_SGMAT=0: fp32)");
+  if (!aw) snprintf(sa, sizeof sa, "; attention on subgroup matrices available (TEZGAH_WEBGPU_ATTN_SGMAT=1; default: the fp32 flash kernels, faster on the H200 so far)");
   else snprintf(sa, sizeof sa, "; subgroup-matrix attention off (%s)", aw);
   snprintf(line, sizeof line, "%s; %s; %s; matmul tile %dx%d, BK %d, %d buffer%s (%zu of %u bytes)%s%s", a, precision(c),
            r, f.tm, f.tn, f.bk, f.nbuf, f.nbuf > 1 ? "s" : "", wg_mm_smem(f),
