@@ -41,10 +41,11 @@ if [[ -x $dir/bin/bench_webgpu && -z ${NOBENCH:-} ]]; then
   for mode in new onepass nsg2 old; do
     case $mode in
       old) v=TEZGAH_WEBGPU_ATTN_SGMAT=0 ;;
-      onepass) v=TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 ;; # the forward's one-pass form
-      nsg2) v=TEZGAH_WEBGPU_ATTN_SG_NSG=2 ;; # 32-row blocks, 64 threads
-      *) v=TZ_NONE=1 ;;
+      onepass) v="TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1" ;; # the forward's one-pass form
+      nsg2) v="TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_NSG=2" ;; # 32-row blocks, 64 threads
+      *) v=TEZGAH_WEBGPU_ATTN_SGMAT=1 ;; # opt-in since the H200 run of 12:24 UTC
     esac
+    # shellcheck disable=SC2086  # v: one or two assignments
     env $v timeout 60 "$dir/bin/bench_webgpu" attention 16 1024 >"$out/bench_$mode.log" 2>&1
     say "bench_webgpu attention 16 1024 [$mode] rc $?: $(grep -E '^attention' "$out/bench_$mode.log" | tr '\n' '|')"
   done
@@ -67,7 +68,7 @@ att_rows() {
          END {printf "    %-20s %8.3f ms/step\n", "attention sum", s}'
 }
 if [[ -z ${NOTRAIN:-} ]]; then
-  train new "$steps"
+  TEZGAH_WEBGPU_ATTN_SGMAT=1 train new "$steps"
   TEZGAH_WEBGPU_ATTN_SGMAT=0 train old "$steps"
   say "losses per step: subgroup-matrix attention vs fp32 attention (both --precision f16)"
   paste "$out/loss_new.txt" "$out/loss_old.txt" | awk '{printf "  step %2d  new %.5f  old %.5f  diff %+.5f\n", NR, $1, $2, $1 - $2}' | tee -a "$sum"
@@ -75,8 +76,8 @@ if [[ -z ${NOTRAIN:-} ]]; then
     if ((SECONDS < ${LIM_PROF:-175})) && [[ $mode != onepass || $SECONDS -lt ${LIM_ONEPASS:-165} ]]; then
       case $mode in
         old) TEZGAH_WEBGPU_ATTN_SGMAT=0 train "prof_$mode" 6 --profile ;;
-        onepass) TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 train "prof_$mode" 6 --profile ;;
-        *) train "prof_$mode" 6 --profile ;;
+        onepass) TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 train "prof_$mode" 6 --profile ;;
+        *) TEZGAH_WEBGPU_ATTN_SGMAT=1 train "prof_$mode" 6 --profile ;;
       esac
       ATT[$mode]=$(att_rows "$out/prof_$mode.log" | tail -1 | awk '{print $3}')
       say "profile [$mode] attention rows (ms/step):"
