@@ -14,11 +14,12 @@ dir=${1:?usage: device_pack_webgpu.sh DIR}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build-devwg
 jobs=${JOBS:-2}
+mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v4 \
-  -DTEZGAH_BLAS=OFF -DTEZGAH_CUDA=OFF -DTEZGAH_MPI=OFF -DTEZGAH_PLOT=OFF -DTEZGAH_WASM=OFF >"$build.configure.log" 2>&1 ||
-  { cat "$build.configure.log" >&2; exit 1; }
-cmake --build "$build" -j"$jobs" --target tezgah test_webgpu_ops bench_webgpu tz_napi_stub >"$build.build.log" 2>&1 ||
-  { tail -40 "$build.build.log" >&2; exit 1; }
+  -DTEZGAH_BLAS=OFF -DTEZGAH_CUDA=OFF -DTEZGAH_MPI=OFF -DTEZGAH_PLOT=OFF -DTEZGAH_WASM=OFF >"$build/configure.log" 2>&1 ||
+  { cat "$build/configure.log" >&2; exit 1; }
+cmake --build "$build" -j"$jobs" --target tezgah test_webgpu_ops bench_webgpu tz_napi_stub >"$build/build.log" 2>&1 ||
+  { tail -40 "$build/build.log" >&2; exit 1; }
 rm -rf "$dir"
 mkdir -p "$dir/bin" "$dir/lib" "$dir/dawn" "$dir/data"
 for t in tezgah test_webgpu_ops bench_webgpu libtz_napi_stub.so; do

@@ -19,42 +19,33 @@
 #   test_webgpu_ops, libtz_napi_stub.so, optionally bench_webgpu), lib/, dawn/dawn.node.xz,
 #   data/train.bin; as scripts/device_webgpu_f16act.sh). Writes $OUT/ (summary.log, logs).
 #   STEPS (default 12), TTMO (per train run, default 70 s), NOBENCH=1 / NOTRAIN=1 skip parts.
+#   The prologue, dawn.node and the training run: scripts/device_webgpu_env.sh (device_start,
+#   device_dawn_node, train_gpt2). DRY=1 runs the logic locally (lavapipe).
 set -uo pipefail
-dir=${1:?usage: device_webgpu_fasgmat.sh DIR}
-out=${OUT:-/tmp/fasgmat_out}
-mkdir -p "$out"
-sum=$out/summary.log
-: >"$sum"
-if [[ -z ${DRY:-} ]]; then
-  for f in .gl/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-  export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-  xz -dc "$dir/dawn/dawn.node.xz" >/tmp/dawn.node
-  export TEZGAH_WEBGPU_LIB=/tmp/dawn.node
-fi
-export LD_LIBRARY_PATH=$PWD/$dir/lib:$PWD/$dir/bin:${LD_LIBRARY_PATH:-}
-say() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$sum"; }
-say "start $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+# shellcheck source=scripts/device_webgpu_env.sh
+source scripts/device_webgpu_env.sh
+device_start device_webgpu_fasgmat /tmp/fasgmat_out "" "$@"
+device_dawn_node
 timeout 60 "$dir/bin/tezgah" info 2>&1 | grep -E '^  (library|adapter|precision|ShaderF16|subgroup-matrix)' | tee -a "$sum"
 
 # 2. the tests
 lb=$(command -v stdbuf >/dev/null && echo "stdbuf -oL -eL") # line-buffered: a timeout keeps the lines so far
 TZ_TEST_FILTER='test_attention_sgmat' timeout 150 $lb "$dir/bin/test_webgpu_ops" >"$out/test.log" 2>&1
-rc=$?
+trc=$?
 grep -E '^webgpu:' "$out/test.log" | sed 's/^webgpu: .*; subgroup-matrix/  webgpu: ... subgroup-matrix/; s/^webgpu: .*; matmul on/  webgpu: ... matmul on/' | tee -a "$sum"
 grep -vE '^webgpu:' "$out/test.log" | head -80 | tee -a "$sum"
-say "test_attention_sgmat rc $rc"
+say "test_attention_sgmat rc $trc"
 
 # 3. the standalone attention bench (if packed)
 if [[ -x $dir/bin/bench_webgpu && -z ${NOBENCH:-} ]]; then
   for mode in new onepass nsg2 old; do
     case $mode in
       old) v=TEZGAH_WEBGPU_ATTN_SGMAT=0 ;;
-      onepass) v=TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 ;; # the forward's one-pass form
-      nsg2) v=TEZGAH_WEBGPU_ATTN_SG_NSG=2 ;; # 32-row blocks, 64 threads
-      *) v=TZ_NONE=1 ;;
+      onepass) v="TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1" ;; # the forward's one-pass form
+      nsg2) v="TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_NSG=2" ;; # 32-row blocks, 64 threads
+      *) v=TEZGAH_WEBGPU_ATTN_SGMAT=1 ;; # opt-in since the H200 run of 12:24 UTC
     esac
+    # shellcheck disable=SC2086  # v: one or two assignments
     env $v timeout 60 "$dir/bin/bench_webgpu" attention 16 1024 >"$out/bench_$mode.log" 2>&1
     say "bench_webgpu attention 16 1024 [$mode] rc $?: $(grep -E '^attention' "$out/bench_$mode.log" | tr '\n' '|')"
   done
@@ -62,19 +53,12 @@ fi
 
 # 4. GPT-2 124M training, new vs old attention
 steps=${STEPS:-12}
+export TTMO=${TTMO:-70}
 declare -A TPS ATT
-train() { # NAME STEPS EXTRA...
-  local name=$1 n=$2
-  shift 2
-  timeout "${TTMO:-70}" "$dir/bin/tezgah" train --backend webgpu --precision f16 --arch gpt2 --n-layer 12 \
-    --n-head 12 --d-model 768 --max-seq-len 1024 -B 16 -T 1024 --vocab-size 50257 \
-    --train-shards "$dir/data/train.bin" --val-shards "$dir/data/train.bin" --steps "$n" --val-every 0 \
-    --ckpt-every 0 --sample-tokens 0 --log-every 1 --run-dir "/tmp/run_$name" "$@" >"$out/$name.log" 2>&1
-  local rc=$?
-  TPS[$name]=$(grep -o '"tok_per_s":[0-9.e+]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 | tail -n +6 | sort -g |
-    awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
-  grep -o '"loss":[0-9.e+-]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 >"$out/loss_$name.txt"
-  say "train $name rc $rc: median tokens/s (steps 6..) ${TPS[$name]}; $(grep -iE 'error|precision' "$out/$name.log" | head -2 | tr '\n' '|')"
+train() { # NAME STEPS EXTRA...: train_gpt2 (device_webgpu_env.sh) at f16 and its result line
+  train_gpt2 "$1" f16 "${@:2}"
+  TPS[$1]=$tps
+  say "train $1 rc $rc: median tokens/s (steps 6..) $tps; $(grep -iE 'error|precision' "$out/$1.log" | head -2 | tr '\n' '|')"
 }
 # the attention rows of the last profile table in a log: label and ms/step, then their sum
 att_rows() {
@@ -84,7 +68,7 @@ att_rows() {
          END {printf "    %-20s %8.3f ms/step\n", "attention sum", s}'
 }
 if [[ -z ${NOTRAIN:-} ]]; then
-  train new "$steps"
+  TEZGAH_WEBGPU_ATTN_SGMAT=1 train new "$steps"
   TEZGAH_WEBGPU_ATTN_SGMAT=0 train old "$steps"
   say "losses per step: subgroup-matrix attention vs fp32 attention (both --precision f16)"
   paste "$out/loss_new.txt" "$out/loss_old.txt" | awk '{printf "  step %2d  new %.5f  old %.5f  diff %+.5f\n", NR, $1, $2, $1 - $2}' | tee -a "$sum"
@@ -92,8 +76,8 @@ if [[ -z ${NOTRAIN:-} ]]; then
     if ((SECONDS < ${LIM_PROF:-175})) && [[ $mode != onepass || $SECONDS -lt ${LIM_ONEPASS:-165} ]]; then
       case $mode in
         old) TEZGAH_WEBGPU_ATTN_SGMAT=0 train "prof_$mode" 6 --profile ;;
-        onepass) TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 train "prof_$mode" 6 --profile ;;
-        *) train "prof_$mode" 6 --profile ;;
+        onepass) TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 train "prof_$mode" 6 --profile ;;
+        *) TEZGAH_WEBGPU_ATTN_SGMAT=1 train "prof_$mode" 6 --profile ;;
       esac
       ATT[$mode]=$(att_rows "$out/prof_$mode.log" | tail -1 | awk '{print $3}')
       say "profile [$mode] attention rows (ms/step):"
@@ -102,5 +86,5 @@ if [[ -z ${NOTRAIN:-} ]]; then
   done
 fi
 say "SUMMARY  attention ms/step (profile): new ${ATT[new]:-?} old ${ATT[old]:-?} onepass ${ATT[onepass]:-?};" \
-  "tokens/s: new ${TPS[new]:-?} old ${TPS[old]:-?}; tests rc $rc"
+  "tokens/s: new ${TPS[new]:-?} old ${TPS[old]:-?}; tests rc $trc"
 say "end"
