@@ -249,7 +249,11 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
  * *data: the file with its line ends replaced by NULs; *rows: B pointers into it. */
 static int read_prompts(const tz_sample_opts *o, char **data, char ***rows, int *B) {
   size_t len;
-  if (tz_read_file(o->prompts_file, data, &len)) return -1;
+  if (tz_read_file(o->prompts_file, data, &len)) { /* name the option before the file's error */
+    char why[512];
+    snprintf(why, sizeof why, "%s", tz_errmsg());
+    return tz_err("--prompts: %s", why);
+  }
   char *d = *data;
   int n = 0;
   for (size_t i = 0; i < len; i++) n += d[i] == '\n';
@@ -376,7 +380,8 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   }
   if (rows_prompt) prompt = rows_prompt[0];
   if (tz_tok_kind(rf.tok) == TZ_TOKENIZER_LLAMA2C && B > 1) {
-    tz_err("--batch: %d rows are not offered with a llama2.c tokenizer (run.c's loop is one sequence)", B);
+    tz_err("%s: %d rows are not offered with a llama2.c tokenizer (run.c's loop is one sequence)",
+           o->prompts_file ? "--prompts" : "--batch", B);
     goto out;
   }
   t_mark[1] = t_mark[2] = now_s(); /* checkpoint and backend: together */
