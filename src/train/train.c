@@ -866,6 +866,9 @@ static int phase_end(train_run *r) {
   if (o->profile && r->rank == 0) { /* validation passes included; warm-up steps left out when there are enough */
     if (!o->quiet && r->prof_from > r->first_step)
       fprintf(stderr, "profile of steps %d..%d (warm-up steps left out)\n", r->prof_from + 1, st->step);
+    else if (!o->quiet) /* too few steps to leave the warm-up (first compiles, caches) out */
+      fprintf(stderr, "profile of steps %d..%d (warm-up included: too few steps to leave it out; validation passes "
+                      "counted)\n", r->prof_from + 1, st->step);
     if (r->be->profile_print) r->be->profile_print(r->be, st->step - r->prof_from);
   }
   if (final_validation(r) || final_checkpoint(r, total)) return -1;
