@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Pack the WebGPU device scripts' folder DIR (scripts/device_webgpu_fasgmat.sh, _f16act.sh, ...):
+# Pack the WebGPU device scripts' folder DIR (scripts/device_webgpu_fasgmat.sh, _sgmm.sh, _f16act.sh, ...):
 # a portable build (Release, -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v4, no BLAS / CUDA /
 # MPI / libplot, as scripts/device_pack.sh) in build-devwg/, then
-#   DIR/bin/   tezgah, test_webgpu_ops, bench_webgpu, libtz_napi_stub.so
+#   DIR/bin/   tezgah, test_webgpu_ops, test_webgpu_sgmat, bench_webgpu, bench_webgpu_sgmat,
+#              libtz_napi_stub.so
 #   DIR/lib/   the shared libraries the GPU machine lacks (libpcre2-8, libcjson, libxxhash, libgomp,
 #              libcmocka)
 #   DIR/dawn/  dawn.node.xz (npm webgpu@0.6.2's Dawn from .deps/dawn, xz-compressed)
@@ -18,11 +19,12 @@ mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v4 \
   -DTEZGAH_BLAS=OFF -DTEZGAH_CUDA=OFF -DTEZGAH_MPI=OFF -DTEZGAH_PLOT=OFF -DTEZGAH_WASM=OFF >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log" >&2; exit 1; }
-cmake --build "$build" -j"$jobs" --target tezgah test_webgpu_ops bench_webgpu tz_napi_stub >"$build/build.log" 2>&1 ||
+progs=(tezgah test_webgpu_ops test_webgpu_sgmat bench_webgpu bench_webgpu_sgmat)
+cmake --build "$build" -j"$jobs" --target "${progs[@]}" tz_napi_stub >"$build/build.log" 2>&1 ||
   { tail -40 "$build/build.log" >&2; exit 1; }
 rm -rf "$dir"
 mkdir -p "$dir/bin" "$dir/lib" "$dir/dawn" "$dir/data"
-for t in tezgah test_webgpu_ops bench_webgpu libtz_napi_stub.so; do
+for t in "${progs[@]}" libtz_napi_stub.so; do
   f=$(find "$build" -type f -name "$t" | head -1)
   [[ -n $f ]] || { echo "device_pack_webgpu: $t was not built" >&2; exit 1; }
   cp "$f" "$dir/bin/"
@@ -34,7 +36,7 @@ for b in "$dir"/bin/*; do ldd "$b" 2>/dev/null; done | awk '$2 == "=>" && $3 ~ /
     if [[ $name =~ $want ]]; then cp -L "$path" "$dir/lib/$name"; fi
   done
 dawn=$root/.deps/dawn/dawn.node
-[[ -f $dawn ]] || dawn=$(cd "$root/.." && pwd)/main/.deps/dawn/dawn.node
+[[ -f $dawn ]] || { echo "device_pack_webgpu: $dawn missing (scripts/setup.sh fetches it)" >&2; exit 1; }
 xz -T0 -c "$dawn" >"$dir/dawn/dawn.node.xz"
 shared=$(cd "$root/.." && pwd)/shared
 if [[ -f $shared/data/tinyshakespeare.txt ]]; then

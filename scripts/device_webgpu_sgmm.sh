@@ -14,7 +14,7 @@
 #     matmul rows); then, while time is left (LIM_MAIN, 170 s), the same 12 steps on main's
 #     default tile (the peer).
 #   bash scripts/device_webgpu_sgmm.sh DIR     (run tool, carry [DIR, ".gl"]; DIR made by
-#   scripts/pack_webgpu_sgmm.sh: bin/ (tezgah, test_webgpu_ops, test_webgpu_sgmat,
+#   scripts/device_pack_webgpu.sh DIR: bin/ (tezgah, test_webgpu_ops, test_webgpu_sgmat,
 #   bench_webgpu_sgmat, libtz_napi_stub.so), lib/, dawn/dawn.node.xz, data/train.bin).
 #   Writes $OUT/ (logs).
 set -uo pipefail
