@@ -334,8 +334,12 @@ static void test_norms(void **state) {
     k_run(&k, op_norms, d);
     const char *names[] = {"layernorm out", "mean", "rstd", 0, 0, 0, "dinp (ln+rms)", "dw (ln+rms)", "db",
                            0, "rmsnorm out", "rmsnorm rstd"};
+    /* dw and db at N = 4200 sum 4200 fp32 terms of size ~1 in another order than the CPU: the
+     * rounding of partial sums near √N ≈ 65 over √N additions is ~65·6e-8·65 ≈ 2.5e-4 absolute
+     * (observed 1.7e-4), beyond rtol 1e-4 of a result near 1; a lost or misplaced row or column
+     * is off by ~1 */
     for (int t = 0; t < 12; t++)
-      if (names[t]) k_check(&k, t, names[t], 1e-4, 1e-5);
+      if (names[t]) k_check(&k, t, names[t], 1e-4, (t == 7 || t == 8) && N > 1000 ? 2e-3 : 1e-5);
     k_free(&k);
   }
 }
