@@ -38,7 +38,7 @@ say "losses per step: new kernels vs TEZGAH_WEBGPU_MEMOPS=0"
 paste "$out/loss_new.txt" "$out/loss_old.txt" | awk '{printf "  step %2d  new %.5f  old %.5f  diff %+.5f\n", NR, $1, $2, $1 - $2}'
 train new_prof 6 --profile
 sed -n '/ms\/step/,$p' "$out/new_prof.log" | head -45
-if ((SECONDS < ${LIM_PROF:-150})); then
+if ((SECONDS < ${LIM_PROF:-130})); then
   TEZGAH_WEBGPU_MEMOPS=0 train old_prof 6 --profile
   sed -n '/ms\/step/,$p' "$out/old_prof.log" | grep -E 'ms/step|crossentropy|layernorm|colsum|bias_bwd|gelu|^ *add |total' | head -14
 fi
