@@ -13,12 +13,13 @@
 # 2. bench_cuda_ops C n_layer OPS at GPT-2 124M/350M/774M/1.5B (C 768/1024/1280/1600, B=16 T=1024
 #    bf16): median ms per call of layernorm_bwd/fwd, bias_bwd, gelu_fwd/bwd, add, adamw (124M and
 #    350M only: 1.5B's fp32 state takes long to fill), with main's library (before) and the
-#    pack's (after), GB/s over each op's floor bytes.
+#    pack's (after), GB/s over each op's floor bytes; then layernorm_bwd's chunk count swept
+#    (TEZGAH_CUDA_LN_CHUNKS 128..2048; 512 is the default).
 # 3. `tezgah train --backend cuda --model gpt2-350m|gpt2-774m -B 16 -T 1024 --steps 10 --profile`
 #    with both libraries: tokens/s (median after 4 warm-up steps, with --profile on) and the
 #    profile's total and memory-bound rows in ms/step.
 # Logs go to $OUT (the device tool's output folder) or /tmp/tz-cudaln.
-# Expected time: ~40 s tests, ~40 s bench, ~80 s training (<= 200 s).
+# Expected time: ~40 s tests, ~60 s bench, ~80 s training (<= 200 s).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 dir=${1:?usage: device_cuda_ln.sh DIR (the pack, e.g. .dev)}
@@ -40,7 +41,7 @@ for t in test_cuda_kernels test_cuda_ops test_cuda_train; do
   TEZGAH_CUDA_REQUIRED=1 timeout 150 "$dir/bin/$t" >"$out/$t.log" 2>&1
   rc=$?
   echo "$t: exit $rc, $(grep -c '^\[       OK \]' "$out/$t.log") OK, $(grep -c '^\[  FAILED  \]' "$out/$t.log") FAILED lines, $((SECONDS - t0)) s"
-  grep -E "^\[  FAILED|^\[  ERROR|worst|error" "$out/$t.log" | head -12
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  ERROR|worst|error" "$out/$t.log" | head -12
 done
 
 echo "== 2. bench_cuda_ops (median ms per call; GB/s over the floor bytes)"
@@ -59,6 +60,17 @@ for s in "124M 768 12" "350M 1024 24" "774M 1280 36" "1.5B 1600 48"; do
     END {for (i = 1; i <= n; i++) {k = ord[i]; split(k, p, " "); if (("2", k) in ms) {b = ms[1, k]; a = ms[2, k]; g = gb[2, k]} else {b = "-"; a = ms[1, k]; g = gb[1, k]}
       printf "%-6s %-14s %-16s %10s %10s %8s %8s\n", m, p[1], p[2], b, a, g, (b == "-" ? "-" : sprintf("%.2fx", b / a))}}' \
     $(for lib in "${libs[@]}"; do echo "$out/ops.$m.$lib.txt"; done)
+done
+
+echo "== 2b. layernorm_bwd at other chunk counts (TEZGAH_CUDA_LN_CHUNKS; default 512), pack's library, ms"
+for s in "124M 768 12" "350M 1024 24" "774M 1280 36" "1.5B 1600 48"; do
+  read -r m C L <<<"$s"
+  line="$m:"
+  for ch in 128 256 512 1024 2048; do
+    t=$(TEZGAH_CUDA_LN_CHUNKS=$ch timeout 30 "$dir/bin/bench_cuda_ops" "$C" "$L" layernorm_bwd 2>&1 | awk '$1 == "layernorm_bwd" {print $3}')
+    line+=" $ch=${t:-?}"
+  done
+  echo "$line"
 done
 
 echo "== 3. train --profile (B 16, T 1024, bf16, 10 steps; tokens/s = median of steps 5-10, profiled)"

@@ -5,6 +5,8 @@
  * (2048 in bf16) and the rows are 16-byte aligned, one kernel reads each row once for both
  * (ln_bwd_fused_k: GPT-2's 768/1024/1280/1600); otherwise the rows kernel, then the tiled
  * column sum of cuda_common.cuh. */
+#include <stdlib.h>
+
 #include "kernels/common/cuda_common.cuh"
 
 namespace {
@@ -109,6 +111,18 @@ template <int W, class T> struct LnDwDbTerm {
  * tzc_colsum_final_k adds the chunks in order: deterministic, the order fixed by (N, C). */
 constexpr int FB_WARPS = 4;
 constexpr int FB_CHUNKS = 512; /* about this many blocks (one wave at 4-6 blocks per SM) */
+/* The chunk count: FB_CHUNKS, or env TEZGAH_CUDA_LN_CHUNKS (16..8192; read once per process,
+ * so results stay bit-identical run to run at a given setting) for the device sweep in
+ * scripts/device_cuda_ln.sh. */
+static int ln_chunks() {
+  static int v = 0;
+  if (!v) {
+    const char *e = getenv("TEZGAH_CUDA_LN_CHUNKS");
+    int x = e ? atoi(e) : 0;
+    v = x >= 16 && x <= 8192 ? x : FB_CHUNKS;
+  }
+  return v;
+}
 
 template <int W, class T> __device__ __forceinline__ void unpack(const int4 &r, float *f) {
   const T *e = reinterpret_cast<const T *>(&r);
@@ -228,7 +242,7 @@ bool ln_bwd_fused(tz_backend *be, T *dx, float *dw, float *db, const T *dy, cons
                   const T *g, const float *mu, const float *rs, int N, int C) {
   if ((C + 32 * W - 1) / (32 * W) != NV) return false;
   cudaStream_t st = tzc(be)->stream;
-  int rpc = (N + FB_CHUNKS - 1) / FB_CHUNKS;
+  int chunks = ln_chunks(), rpc = (N + chunks - 1) / chunks;
   if (rpc < 2 * FB_WARPS) rpc = 2 * FB_WARPS;
   int P = (N + rpc - 1) / rpc;
   size_t pb = tzc_round256((size_t)P * C * sizeof(float));
