@@ -8,13 +8,13 @@
 #            (main's library, same ABI: the "before" column; left out, only "after" is shown)
 #   there: bash scripts/device_cuda_ln.sh .dev          (run tool, carry [".dev"])
 #
-# 1. test_cuda_kernels, test_cuda_ops, test_cuda_train (TEZGAH_CUDA_REQUIRED=1): each op against
+# 1. test_cuda_kernels, test_cuda_ops, test_cuda_train (TEZGAH_CUDA_REQUIRED=1, at once): each op against
 #    the CPU with the tolerances stated in the tests, run-to-run determinism.
 # 2. bench_cuda_ops C n_layer OPS at GPT-2 124M/350M/774M/1.5B (C 768/1024/1280/1600, B=16 T=1024
 #    bf16): median ms per call of layernorm_bwd/fwd, bias_bwd, gelu_fwd/bwd, add, adamw (124M and
 #    350M only: 1.5B's fp32 state takes long to fill), with main's library (before) and the
 #    pack's (after), GB/s over each op's floor bytes; then layernorm_bwd's chunk count swept
-#    (TEZGAH_CUDA_LN_CHUNKS 128..2048; 512 is the default).
+#    (TEZGAH_CUDA_LN_CHUNKS 256, 1024, 2048; 512, the default, is in the table above).
 # 3. `tezgah train --backend cuda --model gpt2-350m|gpt2-774m -B 16 -T 1024 --steps 10 --profile`
 #    with both libraries: tokens/s (median after 4 warm-up steps, with --profile on) and the
 #    profile's total and memory-bound rows in ms/step.
@@ -35,14 +35,18 @@ libpath() { # main|new -> LD_LIBRARY_PATH (main's libtezgah first, the pack's ot
 export LD_LIBRARY_PATH=$(libpath new)
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
 
-echo "== 1. tests (pack's library)"
-for t in test_cuda_kernels test_cuda_ops test_cuda_train; do
-  t0=$SECONDS
-  TEZGAH_CUDA_REQUIRED=1 timeout 150 "$dir/bin/$t" >"$out/$t.log" 2>&1
-  rc=$?
-  echo "$t: exit $rc, $(grep -c '^\[       OK \]' "$out/$t.log") OK, $(grep -c '^\[  FAILED  \]' "$out/$t.log") FAILED lines, $((SECONDS - t0)) s"
+echo "== 1. tests (pack's library; the three at once)"
+t0=$SECONDS
+tests=(test_cuda_kernels test_cuda_ops test_cuda_train)
+for t in "${tests[@]}"; do
+  (TEZGAH_CUDA_REQUIRED=1 timeout 150 "$dir/bin/$t" >"$out/$t.log" 2>&1; echo $? >"$out/$t.rc") &
+done
+wait
+for t in "${tests[@]}"; do
+  echo "$t: exit $(cat "$out/$t.rc"), $(grep -c '^\[       OK \]' "$out/$t.log") OK, $(grep -c '^\[  FAILED  \]' "$out/$t.log") FAILED lines"
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  ERROR|worst|error" "$out/$t.log" | head -12
 done
+echo "tests: $((SECONDS - t0)) s"
 
 echo "== 2. bench_cuda_ops (median ms per call; GB/s over the floor bytes)"
 ops=layernorm_bwd,layernorm_fwd,bias_bwd,gelu_fwd,gelu_bwd,add
@@ -66,7 +70,7 @@ echo "== 2b. layernorm_bwd at other chunk counts (TEZGAH_CUDA_LN_CHUNKS; default
 for s in "124M 768 12" "350M 1024 24" "774M 1280 36" "1.5B 1600 48"; do
   read -r m C L <<<"$s"
   line="$m:"
-  for ch in 128 256 512 1024 2048; do
+  for ch in 256 1024 2048; do
     t=$(TEZGAH_CUDA_LN_CHUNKS=$ch timeout 30 "$dir/bin/bench_cuda_ops" "$C" "$L" layernorm_bwd 2>&1 | awk '$1 == "layernorm_bwd" {print $3}')
     line+=" $ch=${t:-?}"
   done
