@@ -17,7 +17,10 @@
 # 4. bench/bench_cpu.sh DIR with TEZGAH_BENCH_QUICK=1 TEZGAH_BENCH_2CORE=1 TEZGAH_BENCH_PROFILE=1
 #    and the best setting exported (the CLI default row on all CPUs, its per-op profile, PyTorch
 #    eager and torch.compile, the 2-core row, its profile, bench_matmul 2 threads), cut off at
-#    CPU17_BUDGET (235) s from the start; its rows are printed as they come.
+#    CPU17_BUDGET (235) s from the start (each peer run at that less 80 s: torch.compile's
+#    compile is the long one); its rows are printed as they come. Stages 1-3 take about 80 s
+#    on the device host (estimated: 12 bench_matmul runs of ~3.5 s on 2 threads and ~1 s on 16,
+#    4 of ~4.5 s, two 6-step trainings of ~12 s), leaving bench_cpu.sh ~150 s.
 # Every setting gives the same bits (tests/test_ops_cpu.c, test_matmul_c_tiles): only speed differs.
 # Output: stdout (the tables) and $OUT (else /tmp/cpu17): every program's full output.
 # CPU17_QUICK=1: 2 tiles, 1 rep, no stage 2, 2 train steps (the dry run on a 2-core VM).
@@ -101,7 +104,7 @@ if ((!quick)); then
   bm "tile 8x32" 1 TEZGAH_MM_TILE=8x32
   [[ $best_tile != 8x32 ]] && bm "tile $best_tile" 1 TEZGAH_MM_TILE="$best_tile"
 fi
-echo "$(stamp)best on 2 threads: ${best_env[*]} ($best GFLOP/s, $(awk -v w="$best" -v p="${peak[2]:-0}" 'BEGIN {printf "%.0f", p > 0 ? 100 * w / p : 0}') % of the 2-thread peak ${peak[2]:-?})"
+echo "$(stamp)best on 2 threads: ${best_env[*]} ($best GFLOP/s, $(awk -v w="$best" -v p="${peak[2]:-0}" 'BEGIN {printf "%.0f", (p > 0 ? 100 * w / p : 0)}') % of the 2-thread peak ${peak[2]:-?})"
 
 # ---- 3. the training step on 2 cores: default against the best setting ----
 shard=$dir/data/train.bin
@@ -133,7 +136,7 @@ if ((left < 40)); then
 else
   echo "$(stamp)bench_cpu.sh (QUICK, 2CORE, PROFILE, peers) with ${best_env[*]}, cut off after $left s:"
   env "${best_env[@]}" TEZGAH_BENCH_QUICK=1 TEZGAH_BENCH_2CORE=1 TEZGAH_BENCH_PROFILE=1 \
-    TEZGAH_BENCH_PEER_TMO=$((left / 3)) timeout "$left" bash "$root/bench/bench_cpu.sh" "$dir" >"$out/bench_cpu.txt" 2>&1
+    TEZGAH_BENCH_PEER_TMO=$((left > 120 ? left - 80 : 40)) timeout "$left" bash "$root/bench/bench_cpu.sh" "$dir" >"$out/bench_cpu.txt" 2>&1
   echo "$(stamp)bench_cpu.sh exit $?"
   grep -E '^\||^peer:|fma peak|^weighted|^lm_head|^\[[^]]*\].*(matmul|total|profile)' "$out/bench_cpu.txt" | head -80
 fi
