@@ -7,9 +7,11 @@
  *   panels (by each thread for its own band of C in teams of up to TZ_MM_BAND_THREADS, else
  *   once, shared by the team), an MC×KC block of A is packed into MR-row strips, and a
  *   register-tile micro-kernel (matmul_ukernel_cpu.c: AVX-512, AVX2+FMA or scalar fmaf,
- *   picked at run time) runs over them. Every output element is one fused
- *   multiply-add chain in k order per KC slice, the slices added in order, by one thread:
- *   bit-identical for any thread count, CPU, build flags, matrix size and buffer address.
+ *   picked at run time; the AVX-512 tile's height, MC and the macro-kernel's loop order are
+ *   choices per CPU: TEZGAH_MM_TILE, TEZGAH_MM_MC, TEZGAH_MM_LOOP) runs over them. Every output
+ *   element is one fused multiply-add chain in k order per KC slice, the slices added in
+ *   order, by one thread: bit-identical for any thread count, CPU, build flags, tile, MC, loop
+ *   order, matrix size and buffer address.
  * - blas (opt-in, when built with TZ_USE_BLAS): cblas_sgemm. OpenBLAS picks its kernel by CPU
  *   and splits work by thread count and shape, so its bits change with those (a run resumed
  *   with another thread count, or a model whose vocabulary is padded differently, differs in
