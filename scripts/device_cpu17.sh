@@ -137,7 +137,8 @@ else
   echo "$(stamp)bench_cpu.sh (QUICK, 2CORE, PROFILE, peers) with ${best_env[*]}, cut off after $left s:"
   env "${best_env[@]}" TEZGAH_BENCH_QUICK=1 TEZGAH_BENCH_2CORE=1 TEZGAH_BENCH_PROFILE=1 \
     TEZGAH_BENCH_PEER_TMO=$((left > 120 ? left - 80 : 40)) timeout "$left" bash "$root/bench/bench_cpu.sh" "$dir" >"$out/bench_cpu.txt" 2>&1
-  echo "$(stamp)bench_cpu.sh exit $?"
+  rc=$?
+  echo "$(stamp)bench_cpu.sh exit $rc$( ((rc == 124)) && echo ' (cut off: the rows so far)')"
   grep -E '^\||^peer:|fma peak|^weighted|^lm_head|^\[[^]]*\].*(matmul|total|profile)' "$out/bench_cpu.txt" | head -80
 fi
 echo "$(stamp)device_cpu17: done; outputs in $out"
