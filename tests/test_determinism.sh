@@ -3,6 +3,7 @@
 # a small llama (GQA) and a small gpt2 are trained once as the reference, then again with
 #  - each GEMM micro-kernel this CPU runs, forced (TEZGAH_CPU_ISA=avx512|avx2|scalar): what an
 #    AVX-512, an AVX2-only and any other x86-64 CPU pick by themselves;
+#  - the AVX-512 kernel's other register tiles, MC and loop order (TEZGAH_MM_TILE/MC/LOOP);
 #  - 1 and 2 threads;
 #  - every buffer misaligned (TEZGAH_CPU_MISALIGN=4|20|36: data 4..36 bytes past 64-byte
 #    boundaries, where the allocator would put them for another model or loader);
@@ -23,7 +24,7 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=tests/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # skip, enter_scratch, fail, ok
 enter_scratch
-unset TEZGAH_CPU_ISA TEZGAH_CPU_MISALIGN TZ_MATMUL OMP_NUM_THREADS
+unset TEZGAH_CPU_ISA TEZGAH_CPU_MISALIGN TZ_MATMUL OMP_NUM_THREADS TEZGAH_MM_TILE TEZGAH_MM_MC TEZGAH_MM_LOOP
 cat "$src"/README.md "$src"/docs/FORMATS.md >a.txt
 
 # The kernels this CPU can run (a forced kernel the CPU lacks is a one-line error: checked).
@@ -72,6 +73,14 @@ for arch in llama gpt2; do
       i=$((i + 1))
     done
   done
+  # the AVX-512 kernel's other register tiles, cache block and loop order (TEZGAH_MM_TILE,
+  # TEZGAH_MM_MC, TEZGAH_MM_LOOP: chosen per CPU or for measurements, never part of the bits)
+  if [[ " ${isas[*]} " == *" avx512 "* ]]; then
+    train "${arch}_14x32pf" $arch TEZGAH_CPU_ISA=avx512 TEZGAH_MM_TILE=14x32pf TEZGAH_MM_LOOP=strips \
+      TEZGAH_MM_MC=40 OMP_NUM_THREADS=2 && same "${arch}_14x32pf" $arch
+    train "${arch}_12x32" $arch TEZGAH_CPU_ISA=avx512 TEZGAH_MM_TILE=12x32 OMP_NUM_THREADS=1 \
+      TEZGAH_CPU_MISALIGN=36 && same "${arch}_12x32" $arch
+  fi
   # stop under the narrowest kernel on one thread, resume under the widest on two, misaligned
   last=${isas[${#isas[@]} - 1]}
   ADD=(--stop-after 3)
