@@ -57,7 +57,8 @@ typedef struct tz_cpu_prof tz_cpu_prof; /* backend_cpu_prof.c */
  * packing) or grown on first use (attention rows), never per call in steady state. */
 typedef struct {
   int threads;    /* OpenMP team size used by every kernel */
-  int use_blas;   /* matmul path: 1 = cblas_sgemm, 0 = our GEMM (TZ_MATMUL env, default c) */
+  int use_blas;   /* matmul path (TZ_MATMUL env, default c): 0 = our GEMM; 1 = cblas_sgemm asked
+                   * for, OpenBLAS not loaded yet; 2 = cblas_sgemm (matmul_cpu.c, blas_on) */
   const tz_mm_ukernel *mm; /* our GEMM's micro-kernel (tz_mm_pick) */
   float *apack;   /* [threads][MC*KC] packed A blocks, one per thread */
   float *bpack;   /* [KC*NC] packed B block shared by the team, or one per thread for teams of

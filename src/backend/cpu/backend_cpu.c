@@ -10,9 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef TZ_USE_BLAS
-#include <cblas.h>
-#endif
 
 #include "backend/backend.h"
 #include "core/error.h"
@@ -96,9 +93,10 @@ static void cpu_destroy(tz_backend *be) {
 }
 
 /* threads > 0 sets the OpenMP team size for the process (omp_set_num_threads); <= 0 keeps
- * the OpenMP default (OMP_NUM_THREADS or all cores). OpenBLAS (pthread flavour) gets the
- * same count so the two thread pools never oversubscribe the cores: BLAS is only ever
- * called from the serial part of a kernel, never inside an OpenMP region. */
+ * the OpenMP default (OMP_NUM_THREADS or all cores). OpenBLAS (pthread flavour), loaded by the
+ * first matmul with TZ_MATMUL=blas (matmul_cpu.c), gets the same count so the two thread pools
+ * never oversubscribe the cores: BLAS is only ever called from the serial part of a kernel,
+ * never inside an OpenMP region. */
 tz_backend *tz_backend_cpu_create(int threads) {
   if (threads > 0) omp_set_num_threads(threads);
   tz_backend *be = tz_calloc(1, sizeof *be);
@@ -106,8 +104,7 @@ tz_backend *tz_backend_cpu_create(int threads) {
   cx->threads = omp_get_max_threads();
   const char *mm = getenv("TZ_MATMUL");
 #ifdef TZ_USE_BLAS
-  cx->use_blas = mm && strcmp(mm, "blas") == 0;
-  openblas_set_num_threads(cx->threads);
+  cx->use_blas = mm && strcmp(mm, "blas") == 0; /* 1: asked for, loaded by the first matmul */
 #else
   cx->use_blas = 0;
 #endif
