@@ -13,7 +13,6 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/plot.h"
-#include "kernels/matmul/blas_load.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "dist/comm.h"
@@ -165,15 +164,12 @@ int tz_cmd_info(int argc, char **argv) {
   printf("  libplot: no (built without libplot-dev): tezgah plot and train --plot unavailable\n");
 #endif
   /* OpenBLAS: only TZ_MATMUL=blas uses it (the default CPU matmul is tezgah's own GEMM) */
-#ifdef TZ_USE_BLAS
-  if (tz_blas_describe(line, sizeof line))
-    printf("  openblas: yes (%s, loaded on use): the CPU matmuls with TZ_MATMUL=blas%s\n", line,
-           getenv("TZ_MATMUL") && !strcmp(getenv("TZ_MATMUL"), "blas") ? " (set now)" : " (default: tezgah's GEMM)");
+  const char *mm = getenv("TZ_MATMUL");
+  if (tz_cpu_blas_describe(line, sizeof line))
+    printf("  openblas: %s: the CPU matmuls with TZ_MATMUL=blas%s\n", line,
+           mm && !strcmp(mm, "blas") ? " (set now)" : " (default: tezgah's GEMM)");
   else
     printf("  openblas: %s: TZ_MATMUL=blas runs tezgah's GEMM\n", line);
-#else
-  printf("  openblas: no (built without OpenBLAS: TEZGAH_BLAS=OFF or no libopenblas-dev): TZ_MATMUL=blas runs tezgah's GEMM\n");
-#endif
   const char *how;
   char *g = tz_gpt2_dir_find(&how);
   printf("data: gpt2 tokenizer files: %s (%s; TEZGAH_GPT2_DIR overrides)\n", g ? g : "-", how);

@@ -14,12 +14,28 @@
 #include "backend/backend.h"
 #include "core/error.h"
 #include "kernels/cpu_kernels.h"
+#include "kernels/matmul/blas_load.h"
 
 void *tz_cpu_ptr(tz_slice s) { return s.buf ? (char *)s.buf->data + s.off : NULL; }
 
 const char *tz_cpu_gemm_kernel(void) {
   const tz_mm_ukernel *k = tz_mm_pick();
   return k ? k->name : NULL;
+}
+
+int tz_cpu_blas_describe(char *out, size_t cap) {
+#ifdef TZ_USE_BLAS
+  char line[TZ_ERR_MAX];
+  if (!tz_blas_describe(line, sizeof line)) {
+    snprintf(out, cap, "%s", line);
+    return 0;
+  }
+  snprintf(out, cap, "yes (%s, loaded on use)", line);
+  return 1;
+#else
+  snprintf(out, cap, "no (built without OpenBLAS: TEZGAH_BLAS=OFF or no libopenblas-dev)");
+  return 0;
+#endif
 }
 
 static void *aligned_zalloc(size_t bytes) {
