@@ -35,6 +35,10 @@ int tz_module_find(const char *name, const char *what, char *out, size_t cap) {
       if (!slash) break;
       *slash = 0;
       if (readable(out, cap, *exe ? exe : "/", name)) return 0;
+      char inst[PATH_MAX];
+      if (up == 1 && snprintf(inst, sizeof inst, "%s/lib/tezgah", exe) < (int)sizeof inst &&
+          readable(out, cap, inst, name))
+        return 0; /* an install moved elsewhere: <prefix>/bin/tezgah, <prefix>/lib/tezgah */
     }
   }
   if (readable(out, cap, TZ_MODULE_DIR, name)) return 0;

@@ -18,8 +18,9 @@
 
 /* Find the module file `name` (e.g. "libtezgah_mpi.so"): $TEZGAH_MODULE_DIR/name when that
  * variable is set (and only there), else beside the executable (/proc/self/exe) or in one of
- * the 5 folders above it (build/tests/test_x finds build/'s), else in the installed module
- * folder (<libdir>/tezgah, TZ_MODULE_DIR at build time). 0 and the path in out (cap bytes),
+ * the 5 folders above it (build/tests/test_x finds build/'s) or in lib/tezgah of the prefix
+ * above bin/ (a moved install), else in the installed module folder (<libdir>/tezgah,
+ * TZ_MODULE_DIR at build time). 0 and the path in out (cap bytes),
  * or -1 with one tz_err() line naming `what`, the file and where it was looked for. */
 int tz_module_find(const char *name, const char *what, char *out, size_t cap);
 
