@@ -144,7 +144,8 @@ if [[ ${TEZGAH_BENCH_QUICK:-0} != 1 || ${TEZGAH_BENCH_2CORE:-0} == 1 ]]; then
   ours "2 cores (taskset 0,1): tezgah + OpenBLAS" tezgah-blas OMP_NUM_THREADS=2 taskset -c 0,1
   steps=$steps_all
   if [[ -x $dir/bin/bench_matmul ]]; then
-    OMP_WAIT_POLICY=ACTIVE taskset -c 0,1 "$dir/bin/bench_matmul" 2 3 >&2
+    # without tezgah-blas the pack is a build without OpenBLAS: its BLAS column would be the C path
+    OMP_WAIT_POLICY=ACTIVE taskset -c 0,1 "$dir/bin/bench_matmul" 2 3 $([[ -x $dir/bin/tezgah-blas ]] || echo c) >&2
   fi
 fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

@@ -139,7 +139,7 @@ int tz_cmd_info(int argc, char **argv) {
 #endif
   printf("tezgah %s\nbackends: %s\n", TEZGAH_VERSION, backends);
   const char *gemm = tz_cpu_gemm_kernel();
-  if (gemm) printf("cpu: available, GEMM kernel %s (same results with any: TEZGAH_CPU_ISA)\n", gemm);
+  if (gemm) printf("cpu: available, GEMM kernel %s (same results with any: TEZGAH_CPU_ISA, TEZGAH_MM_TILE)\n", gemm);
   else printf("cpu: unavailable: %s\n", tz_errmsg());
   if (tz_webgpu_info() != 0) { /* one "webgpu: " (the message has its own for other callers) */
     const char *msg = tz_errmsg();

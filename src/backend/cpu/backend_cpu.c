@@ -18,9 +18,13 @@
 
 void *tz_cpu_ptr(tz_slice s) { return s.buf ? (char *)s.buf->data + s.off : NULL; }
 
+/* "avx512 8x32": the micro-kernel tz_mm_pick chooses and its register tile (MR x NR). */
 const char *tz_cpu_gemm_kernel(void) {
+  static char s[32];
   const tz_mm_ukernel *k = tz_mm_pick();
-  return k ? k->name : NULL;
+  if (!k) return NULL;
+  snprintf(s, sizeof s, "%s %s", k->name, k->tile);
+  return s;
 }
 
 int tz_cpu_blas_describe(char *out, size_t cap) {
@@ -149,7 +153,32 @@ tz_backend *tz_backend_cpu_create(int threads) {
     free(be);
     return NULL;
   }
-  cx->apack = aligned_zalloc((size_t)cx->threads * TZ_MM_MC * TZ_MM_KC * sizeof(float));
+  /* MC, the A block's rows: TZ_MM_MC, or TEZGAH_MM_MC (for measurements: scripts/device_cpu17.sh),
+   * rounded down to the tile's MR. A blocking choice: the same bits with any. */
+  int mc = TZ_MM_MC;
+  const char *mcs = getenv("TEZGAH_MM_MC");
+  if (mcs && *mcs) {
+    char *end;
+    long v = strtol(mcs, &end, 10);
+    if (*end || v < cx->mm->mr || v > TZ_MM_MC_MAX) {
+      tz_err("TEZGAH_MM_MC='%s' is not a row count in [%d, %d]", mcs, cx->mm->mr, TZ_MM_MC_MAX);
+      free(cx);
+      free(be);
+      return NULL;
+    }
+    mc = (int)v;
+  }
+  cx->mm_mc = mc / cx->mm->mr * cx->mm->mr;
+  /* the macro-kernel's loop order (matmul_cpu.c, gemm_block): panels (default) or strips */
+  const char *loop = getenv("TEZGAH_MM_LOOP");
+  if (loop && *loop && strcmp(loop, "panels") && strcmp(loop, "strips")) {
+    tz_err("TEZGAH_MM_LOOP='%s' is not one of panels, strips", loop);
+    free(cx);
+    free(be);
+    return NULL;
+  }
+  cx->mm_loop = loop && !strcmp(loop, "strips");
+  cx->apack = aligned_zalloc((size_t)cx->threads * TZ_MM_MC_MAX * TZ_MM_KC * sizeof(float));
   size_t bblocks = cx->threads <= TZ_MM_BAND_THREADS ? (size_t)cx->threads : 1;
   cx->bpack = aligned_zalloc(bblocks * TZ_MM_KC * TZ_MM_NC * sizeof(float));
   if (!cx->apack || !cx->bpack) {
