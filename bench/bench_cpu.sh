@@ -30,7 +30,9 @@
 #   (and build-v4b with -DTEZGAH_BLAS=ON); cmake --build build-v4 --target tezgah bench_fma_peak
 #   D=.dev/cpu; cp build-v4/tezgah build-v4/bench/bench_fma_peak $D/bin/; cp build-v4b/tezgah $D/bin/tezgah-blas
 #   cp build-v4b/bench/bench_matmul $D/bin/; cp -L the libraries ldd names (libgomp, libpcre2-8,
-#   libcjson, libxxhash; libopenblas.so.0 of openblas-openmp, libgfortran, libquadmath) $D/lib/
+#   libcjson, libxxhash) $D/lib/, and libopenblas.so.0 of openblas-openmp, libgfortran and
+#   libquadmath, which ldd no longer names: tezgah loads OpenBLAS on use (TZ_MATMUL=blas), by
+#   its soname through LD_LIBRARY_PATH when the build's path is not on the machine
 #   tezgah tokenize --tokenizer gpt2 --in tinyshakespeare.txt --out $D/data/train.bin
 #   there: bash bench/bench_cpu.sh .dev/cpu     (about 4.5 minutes with the peer's compile)
 set -uo pipefail

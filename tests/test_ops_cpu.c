@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/cpu_kernels.h"
 #include "ops_testutil.h"
 #include "xent_extremes.h"
 
@@ -76,6 +77,11 @@ static void run_matmul_family(const char *path) {
   }
   check_mm(be, 0, 4, 0, 5, 1, 1); /* K = 0: out (+)= bias only */
   check_mm(be, 1, 4, 0, 5, 0, 0);
+#ifdef TZ_USE_BLAS
+  /* the blas path really ran: OpenBLAS is loaded by the first matmul, and a failed load
+   * would fall back to the c path (with one warning) and pass the checks above unnoticed */
+  if (path && !strcmp(path, "blas")) assert_int_equal(TZ_CPU_CTX(be)->use_blas, 2);
+#endif
   be->destroy(be);
 }
 static void test_matmul_c(void **state) { run_matmul_family("c"); }

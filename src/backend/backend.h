@@ -400,5 +400,10 @@ void *tz_cpu_ptr(tz_slice s);
  * widest this CPU has, or TEZGAH_CPU_ISA's), or NULL with tz_err() when TEZGAH_CPU_ISA names
  * an unknown kernel or one this CPU lacks. Results do not depend on it (docs/RELIABILITY.md). */
 const char *tz_cpu_gemm_kernel(void);
+/* For `tezgah info`: one line (no newline) into out (cap bytes) on OpenBLAS, which the CPU
+ * matmuls run with TZ_MATMUL=blas: "yes (<its config>, <path>, loaded on use)" (loading it
+ * now), "no (<why it does not load>)" or "no (built without OpenBLAS: ...)". 1 when it
+ * loads, else 0. */
+int tz_cpu_blas_describe(char *out, size_t cap);
 
 #endif

@@ -80,6 +80,12 @@ static void describe(char *out, size_t n, int status) {
 
 /* cpu: mpirun running N copies of this command, as a watched child. */
 static int launch_mpirun(int nproc, const char *run_dir, int argc, char **argv) {
+  tz_err_clear();
+  if (!tz_comm_have_mpi() && *tz_errmsg()) { /* built with MPI, but its module does not load */
+    char what[64];
+    snprintf(what, sizeof what, "--nproc %d on the cpu backend", nproc);
+    return tz_err_prefix(what);
+  }
   if (!tz_comm_have_mpi())
     return tz_err("--nproc %d on the cpu backend runs the ranks under mpirun, and this tezgah was built without "
                   "MPI (TEZGAH_MPI=OFF or no libopenmpi-dev at build time)",

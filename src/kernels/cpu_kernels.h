@@ -62,7 +62,8 @@ typedef struct tz_cpu_prof tz_cpu_prof; /* backend_cpu_prof.c */
  * packing) or grown on first use (attention rows), never per call in steady state. */
 typedef struct {
   int threads;    /* OpenMP team size used by every kernel */
-  int use_blas;   /* matmul path: 1 = cblas_sgemm, 0 = our GEMM (TZ_MATMUL env, default c) */
+  int use_blas;   /* matmul path (TZ_MATMUL env, default c): 0 = our GEMM; 1 = cblas_sgemm asked
+                   * for, OpenBLAS not loaded yet; 2 = cblas_sgemm (matmul_cpu.c, blas_on) */
   const tz_mm_ukernel *mm; /* our GEMM's micro-kernel (tz_mm_pick) */
   int mm_mc;      /* MC: rows of A packed per block, a multiple of mm->mr (TEZGAH_MM_MC) */
   int mm_loop;    /* macro-kernel order: 0 B panels outer, 1 A strips outer (TEZGAH_MM_LOOP) */

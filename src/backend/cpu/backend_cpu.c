@@ -10,13 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef TZ_USE_BLAS
-#include <cblas.h>
-#endif
 
 #include "backend/backend.h"
 #include "core/error.h"
 #include "kernels/cpu_kernels.h"
+#include "kernels/matmul/blas_load.h"
 
 void *tz_cpu_ptr(tz_slice s) { return s.buf ? (char *)s.buf->data + s.off : NULL; }
 
@@ -27,6 +25,21 @@ const char *tz_cpu_gemm_kernel(void) {
   if (!k) return NULL;
   snprintf(s, sizeof s, "%s %s", k->name, k->tile);
   return s;
+}
+
+int tz_cpu_blas_describe(char *out, size_t cap) {
+#ifdef TZ_USE_BLAS
+  char line[TZ_ERR_MAX];
+  if (!tz_blas_describe(line, sizeof line)) {
+    snprintf(out, cap, "%s", line);
+    return 0;
+  }
+  snprintf(out, cap, "yes (%s, loaded on use)", line);
+  return 1;
+#else
+  snprintf(out, cap, "no (built without OpenBLAS: TEZGAH_BLAS=OFF or no libopenblas-dev)");
+  return 0;
+#endif
 }
 
 static void *aligned_zalloc(size_t bytes) {
@@ -100,9 +113,10 @@ static void cpu_destroy(tz_backend *be) {
 }
 
 /* threads > 0 sets the OpenMP team size for the process (omp_set_num_threads); <= 0 keeps
- * the OpenMP default (OMP_NUM_THREADS or all cores). OpenBLAS (pthread flavour) gets the
- * same count so the two thread pools never oversubscribe the cores: BLAS is only ever
- * called from the serial part of a kernel, never inside an OpenMP region. */
+ * the OpenMP default (OMP_NUM_THREADS or all cores). OpenBLAS (pthread flavour), loaded by the
+ * first matmul with TZ_MATMUL=blas (matmul_cpu.c), gets the same count so the two thread pools
+ * never oversubscribe the cores: BLAS is only ever called from the serial part of a kernel,
+ * never inside an OpenMP region. */
 tz_backend *tz_backend_cpu_create(int threads) {
   if (threads > 0) omp_set_num_threads(threads);
   tz_backend *be = tz_calloc(1, sizeof *be);
@@ -110,8 +124,7 @@ tz_backend *tz_backend_cpu_create(int threads) {
   cx->threads = omp_get_max_threads();
   const char *mm = getenv("TZ_MATMUL");
 #ifdef TZ_USE_BLAS
-  cx->use_blas = mm && strcmp(mm, "blas") == 0;
-  openblas_set_num_threads(cx->threads);
+  cx->use_blas = mm && strcmp(mm, "blas") == 0; /* 1: asked for, loaded by the first matmul */
 #else
   cx->use_blas = 0;
 #endif

@@ -15,15 +15,16 @@
  * - blas (opt-in, when built with TZ_USE_BLAS): cblas_sgemm. OpenBLAS picks its kernel by CPU
  *   and splits work by thread count and shape, so its bits change with those (a run resumed
  *   with another thread count, or a model whose vocabulary is padded differently, differs in
- *   the last bits: docs/RELIABILITY.md).
+ *   the last bits: docs/RELIABILITY.md). OpenBLAS is loaded by the backend's first matmul
+ *   (blas_load.h); when it cannot be, the c path runs and stderr says so once.
  */
 #include <string.h>
 #include <omp.h>
-#ifdef TZ_USE_BLAS
-#include <cblas.h>
-#endif
+#include <stdio.h>
 
+#include "core/error.h"
 #include "kernels/cpu_kernels.h"
+#include "kernels/matmul/blas_load.h"
 
 enum { KC = TZ_MM_KC, NC = TZ_MM_NC };
 #define TZ_MM_BAND_C_BYTES ((size_t)4 << 20) /* see gemm_band */
@@ -275,6 +276,24 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
 }
 
 #ifdef TZ_USE_BLAS
+/* Whether this matmul runs on OpenBLAS: cx->use_blas is 1 while TZ_MATMUL=blas has not been
+ * tried yet; the first matmul loads the library (2: loaded, OpenBLAS's thread count set to the
+ * backend's) or falls back to the c path for good (0), with one warning per process. */
+static int blas_on(tz_cpu_ctx *cx) {
+  if (cx->use_blas != 1) return cx->use_blas == 2;
+  static int warned;
+  if (tz_blas_load() != 0) {
+    if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+      fprintf(stderr, "tezgah: warning: TZ_MATMUL=blas: %s: the CPU matmuls run tezgah's own GEMM\n", tz_errmsg());
+    tz_err_clear();
+    cx->use_blas = 0;
+    return 0;
+  }
+  tz_blas_set_threads(cx->threads);
+  cx->use_blas = 2;
+  return 1;
+}
+
 /* Row-major sgemm; the bias is pre-added to C and then accumulated (beta = 1). */
 static void gemm_blas(float *C, const float *A, int ta, const float *B, int tb, const float *bias,
                       int M, int K, int N, int acc) {
@@ -291,7 +310,7 @@ static void gemm_blas(float *C, const float *A, int ta, const float *B, int tb, 
     if (beta == 0.0f) memset(C, 0, (size_t)M * N * sizeof(float));
     return;
   }
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
+  tz_blas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
               N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, beta, C, N);
 }
 #endif
@@ -303,7 +322,7 @@ void tz_cpu_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_sl
   tz_cpu_ctx *cx = TZ_CPU_CTX(be);
   const float *bs = tz_present(bias) ? TZ_F(bias) : NULL;
 #ifdef TZ_USE_BLAS
-  if (cx->use_blas) {
+  if (blas_on(cx)) {
     gemm_blas(TZ_F(out), TZ_F(a), 0, TZ_F(b), 1, bs, M, K, N, acc);
     return;
   }
@@ -317,7 +336,7 @@ void tz_cpu_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, 
                    int acc) {
   tz_cpu_ctx *cx = TZ_CPU_CTX(be);
 #ifdef TZ_USE_BLAS
-  if (cx->use_blas) {
+  if (blas_on(cx)) {
     gemm_blas(TZ_F(out), TZ_F(a), 0, TZ_F(b), 0, NULL, M, K, N, acc);
     return;
   }
@@ -331,7 +350,7 @@ void tz_cpu_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int 
                       int N, int acc) {
   tz_cpu_ctx *cx = TZ_CPU_CTX(be);
 #ifdef TZ_USE_BLAS
-  if (cx->use_blas) {
+  if (blas_on(cx)) {
     gemm_blas(TZ_F(out), TZ_F(a), 1, TZ_F(b), 0, NULL, M, K, N, acc);
     return;
   }
