@@ -23,8 +23,7 @@
 # The entries measured with it (cold, passing, 2026-12-02; the matmul sweep runs the matmul
 # entry's kernels with other tiles). The plain test_webgpu_ops entry passed cold with it in 475
 # CPU s, more than without (439, cold, the same hour): not set there. Not yet: the attention
-# sweep (a cold run with it, on branch ttime3 at load 15-18, stopped at tezgah's 10-minute
-# readback limit after 117 CPU s), the plain entry (its T = 8192 case, where slower generated
+# plain entry (its T = 8192 case, where slower generated
 # code mattered, is the sweep's test_webgpu_attn_long since ttime3: not measured again),
 # test_webgpu_mainjob and test_tok_webgpu_cli: add each here once a cold run passes
 # with it at a lower cost. test_webgpu_mainjob with nopt hit ctest's 900 s limit on
@@ -36,8 +35,12 @@
 # before; a first try ran past ctest's 900 s on the VM at load 14, a second one without ctest's
 # limit passed in 225 s wall at load 4).
 # Branch ttime3 (2026-12-02, cold, passing): test_webgpu_matmul_sweep 174 CPU s with nopt alone
-# -> 79 with the 4-lane width too (tests/CMakeLists.txt sets that one per entry).
+# -> 79 with the 4-lane width too (tests/CMakeLists.txt sets that one per entry);
+# test_webgpu_attn_variants with nopt 748 (the only earlier figure: its COST, 900, from a cold
+# run without it on another day; a first try at load 15-18 stopped at tezgah's 10-minute
+# readback limit).
 set(TZ_LAVAPIPE_TESTS test_webgpu_ops_matmul test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep
+  test_webgpu_attn_variants
   test_webgpu_cli test_webgpu_ops_attn_pf test_webgpu_ops_act16 test_webgpu_large test_tok_webgpu
   test_webgpu_train)
 set_property(TEST ${TZ_LAVAPIPE_TESTS} APPEND PROPERTY ENVIRONMENT "GALLIVM_PERF=nopt")
