@@ -23,6 +23,10 @@ int tz_backend_check(const char *name, const char *precision) {
   return 0;
 }
 
+static int g_large_matmuls = 1;
+void tz_backend_hint_large_matmuls(int expected) { g_large_matmuls = expected != 0; }
+int tz_backend_large_matmuls_expected(void) { return g_large_matmuls; }
+
 tz_backend *tz_backend_create(const char *name, int threads, const char *precision) {
   if (tz_backend_check(name, precision)) return NULL;
   if (strcmp(name, "cpu") == 0) return tz_backend_cpu_create(threads);

@@ -76,6 +76,10 @@ typedef struct {
   void *graphs;
   unsigned graph_gen;
   int graphs_off; /* TEZGAH_CUDA_GRAPHS=0, or profiling: ops always run one by one */
+  /* Programmatic dependent launch of the few-row matmuls (gemv.cu): pdl is 1 while a decoding
+   * step is being recorded (its matmuls read only weights before their wait), pdl_off when
+   * TEZGAH_CUDA_PDL=0, the device is older than sm_90, or a recording with it failed. */
+  int pdl, pdl_off;
 } tzc_ctx;
 
 static inline tzc_ctx *tzc(tz_backend *be) { return (tzc_ctx *)be->ctx; }
@@ -187,6 +191,8 @@ void tzc_attention_decode(tz_backend *be, tz_slice out, tz_slice kcache, tz_slic
                           int B, int n_head, int n_kv_head, int head_dim, int q_stride, int max_T);
 int tzc_pick(tz_backend *be, tz_slice out, tz_slice logits, int B, int V, int Vp, float temperature, int top_k,
              float top_p, const double *r);
+int tzc_pick_dev(tz_backend *be, tz_slice out, tz_slice logits, int B, int V, int Vp, float temperature, int top_k,
+                 float top_p, tz_slice r, tz_slice ids);
 /* The decoding buffers (which: 0 partials, 1 counters (zero-filled), 2 draws), at least
  * `bytes`; growing one bumps graph_gen. Freed by tzc_dec_buffers_free at destroy. */
 void *tzc_dec_buffer(tz_backend *be, int which, size_t bytes);
