@@ -18,8 +18,10 @@
 #    one bf16 batch-1 run (TEZGAH_VERBOSE: driver, context; --stats: checkpoint and backend,
 #    weights, prefill, decode, teardown; the rest = exec, libraries, tokenizer, arguments),
 #    a 1-token run (the fixed cost), and a per-op profile (ops one by one, 200 tokens).
-# 4. The transformers peer when python3 has torch and transformers (bench/hf_generate.py).
-# Expected time: ~25 s tests, ~20 s train, ~20 s checks, ~40 s timing, ~70 s peer (<= 200 s).
+# 4. The transformers peer when python3 has torch and transformers (bench/hf_generate.py),
+#    fp32 only (its bf16 batch 1 ran at 14 tokens/s on 2026-12-02: 70 s for 1,000 tokens).
+# Expected time: ~25 s tests, ~20 s train, ~40 s checks (3 CPU runs), ~35 s timing and
+# profiles, ~40 s peer (<= 200 s; the peer is cut at 80 s).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 dir=${1:-.dev}
@@ -144,7 +146,7 @@ head -16 "$out/profile16.txt"
 echo "== 4. peer: transformers generate"
 if python3 -c "import torch, transformers" 2> /dev/null; then
   "$tz" convert --to hf "$w/run" --out "$w/hf" > /dev/null 2> "$out/convert.err" || tail -3 "$out/convert.err"
-  timeout 100 python3 bench/hf_generate.py "$w/hf" --tokens 1000 --batch 1,16 --dtype fp32,bf16 2>&1 |
+  timeout 80 python3 bench/hf_generate.py "$w/hf" --tokens 1000 --batch 1,16 --dtype fp32 2>&1 |
     grep -E "^peer" | tee "$out/peer.log"
 else
   echo "peer: no torch/transformers in python3"
