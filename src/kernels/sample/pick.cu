@@ -97,10 +97,13 @@ __global__ void __launch_bounds__(PK_THREADS) pick_k(int *__restrict__ out, int 
   };
   const T *z = logits + (size_t)b * a.Vp;
   const int chunk = (a.V + PK_THREADS - 1) / PK_THREADS, lo = min(a.V, tid * chunk), hi = min(a.V, lo + chunk);
-  /* arg-max over finite logits, first index on ties */
+  /* arg-max over finite logits, first index on ties: thread t reads ids t, t + PK_THREADS, ...
+   * (coalesced: a warp's load is 32 neighbours; by contiguous chunks each load touched 32
+   * cache lines), ascending, and the reduction below orders ties by id, so the pair (max,
+   * first id) is the same whatever the split */
   float best = -INFINITY;
   int bi = INT_MAX;
-  for (int i = lo; i < hi; i++) {
+  for (int i = tid; i < a.V; i += PK_THREADS) {
     float x = tzc_tof(z[i]);
     if (isfinite(x) && (bi == INT_MAX || x > best)) best = x, bi = i;
   }
