@@ -13,10 +13,10 @@
  *     a boundary).
  *   top-k (1 ≤ k ≤ PK_MAXK, k < V), then top_p: the k largest logits by a radix select on the
  *     order-preserving integer form of the float (4 passes of 8 bits: histogram in shared
- *     memory, integer atomics only), ties at the k-th value taken in id order; their p
- *     computed as above and sorted by (p descending, id ascending) (bitonic sort, the host's
- *     qsort order); then one thread runs the host's loops literally: the top_p cut (kept ≥
- *     top_p·total), the sum, and the scan against r·sum.
+ *     memory, integer atomics only, one per warp and bin), ties at the k-th value taken in id
+ *     order; their p computed as above and sorted by (p descending, id ascending) (bitonic
+ *     sort, the host's qsort order); then one thread runs the host's loops literally: the
+ *     top_p cut (kept ≥ top_p·total), the sum, and the scan against r·sum.
  * Not offered (returns 0; the caller picks on the host): top-k off or ≥ V with top_p < 1
  * (a full sort), and k > PK_MAXK. Logits with equal p but different values at the k-th edge
  * can be cut differently than the host (the host cuts by p, this by logit). */
@@ -168,9 +168,15 @@ __global__ void __launch_bounds__(PK_THREADS) pick_k(int *__restrict__ out, int 
     __syncthreads();
     const unsigned prefix = sprefix;
     const unsigned hmask = shift == 24 ? 0u : (0xffffffffu << (shift + 8));
-    for (int i = lo; i < hi; i++) {
-      unsigned key = fkey(tzc_tof(z[i]));
-      if ((key & hmask) == (prefix & hmask)) atomicAdd(&hist[(key >> shift) & 255u], 1u);
+    /* counts only: any order will do, so the reads are strided (coalesced) and each warp adds
+     * once per distinct bin (most logits share the top byte: one shared atomic per lane there
+     * serialized 32-fold) */
+    for (int i = tid; i < a.V; i += PK_THREADS) {
+      const unsigned key = fkey(tzc_tof(z[i]));
+      const bool in = (key & hmask) == (prefix & hmask);
+      const unsigned bin = in ? (key >> shift) & 255u : 256u;
+      const unsigned peers = __match_any_sync(__activemask(), bin);
+      if (in && __ffs(peers) - 1 == lane) atomicAdd(&hist[bin], (unsigned)__popc(peers));
     }
     __syncthreads();
     if (tid == 0) {
