@@ -85,6 +85,13 @@ for arch in llama gpt2; do
     b=$(basename "$(dirname "$other")")
     tz_main=$tz tz=$other
     train "${arch}_build_$b" $arch OMP_NUM_THREADS=2 && same "${arch}_build_$b" $arch
+    # and a run stopped there after 3 steps, resumed by the same build: the reference's losses
+    ADD=(--stop-after 3)
+    train "${arch}_build_${b}_stop" $arch OMP_NUM_THREADS=1
+    ADD=()
+    OMP_NUM_THREADS=2 "$tz" train --resume "runs/${arch}_build_${b}_stop" --quiet --sample-tokens 0 2>resume.err ||
+      fail "resume ${arch}_build_${b}_stop: $(tail -1 resume.err)"
+    same "${arch}_build_${b}_stop" $arch
     tz=$tz_main
   done
 done
@@ -112,6 +119,13 @@ for arch in llama gpt2; do
         n=$((n + 1))
         [[ $got == "$want" ]] || { bad=$((bad + 1)); echo "  $f under $isa, misalign $mis: logits differ"; }
       done
+    done
+  done
+  for other in ${TZ_DET_OTHER:-}; do # the exports' logits from the other builds too
+    for f in "${forms[@]}"; do
+      got=$(tz=$other logits "$f" OMP_NUM_THREADS=2)
+      n=$((n + 1))
+      [[ $got == "$want" ]] || { bad=$((bad + 1)); echo "  $f by $other: logits differ"; }
     done
   done
   ((n > 0 && bad == 0)) && ok "$arch: logits of ${forms[*]} identical under ${isas[*]}, aligned and not ($n runs)" ||
