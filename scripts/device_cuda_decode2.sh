@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
-# On the GPU machine (device tool): issue 24 item 4's decoding speed after branch cudadec2 (the
-# device loop, PDL few-row matmuls with prefetched weights, cuBLASLt not preloaded for short
-# prompts), from a carried pack DIR (scripts/device_pack.sh's .dev: bin/, lib/, data/).
+# On the GPU machine (device tool): issue 24 item 4's decoding speed on branch cudadec2, second
+# pass (after the H200 run of 2026-12-02 14:51): batch >= 8 on cuBLASLt instead of the few-row
+# kernels (TEZGAH_CUDA_GEMV_MAX_M, default 7; 16 = the old rule), the per-op profile per
+# decoding step (the old "upload" row was the load's weight upload), where the fixed ~0.59 s of
+# a process goes (before/after the sample command; CUDA lazy module loading vs EAGER), from a
+# carried pack DIR (scripts/device_pack.sh's .dev: bin/, lib/, data/ with data/gpt2/).
 #
 #   here:  bash scripts/device_pack.sh -DCMAKE_CUDA_ARCHITECTURES=90-real
 #   there: bash scripts/device_cuda_decode2.sh .dev          (run tool, carry [".dev"])
 #
-# 1. test_cuda_decode (TEZGAH_CUDA_REQUIRED=1).
+# 1. test_cuda_decode (TEZGAH_CUDA_REQUIRED=1; it sets TEZGAH_CUDA_GEMV_MAX_M=16 itself).
 # 2. A GPT-2 124M-shaped run made on the spot (train 20 steps, B 4, T 256, tiny Shakespeare).
 #    CLI checks, each "identical" or not: greedy fp32 CUDA vs CPU; --batch 4 sampled fp32 CUDA
-#    vs CPU; bf16 run to run; the device loop against one step at a time (TEZGAH_DECODE_CHUNK=0)
-#    for bf16 greedy batch 1, bf16 sampled --batch 4 (the same draws: identical expected), and
-#    without programmatic launches (TEZGAH_CUDA_PDL=0: same bits expected).
+#    vs CPU; the device loop vs one step at a time, PDL vs not; batch 8 and 16 on cuBLASLt run
+#    to run; batch 16 cuBLASLt vs the few-row kernels (other summation order: may differ);
+#    a text prompt (GPT-2's own tokenizer files) with the device loop vs not.
 # 3. Timing, whole process (wall clock around the command), 1,000 new tokens (--ignore-eot),
-#    empty prompt, with each --stats line (load, prefill, decode, teardown); A/Bs: device loop
-#    off, PDL off, both off (close to the merged cudadec's flow). Then the start-up phases of
-#    one bf16 batch-1 run (TEZGAH_VERBOSE: driver, context; --stats: checkpoint and backend,
-#    weights, prefill, decode, teardown; the rest = exec, libraries, tokenizer, arguments),
-#    a 1-token run (the fixed cost), and a per-op profile (ops one by one, 200 tokens).
-# 4. The transformers peer when python3 has torch and transformers (bench/hf_generate.py),
-#    fp32 only (its bf16 batch 1 ran at 14 tokens/s on 2026-12-02: 70 s for 1,000 tokens).
-# Expected time: ~25 s tests, ~20 s train, ~40 s checks (3 CPU runs), ~35 s timing and
-# profiles, ~40 s peer (<= 200 s; the peer is cut at 80 s).
+#    empty prompt; each --stats line (load, prefill, decode, teardown) and the time before the
+#    sample command started (pre: exec, libraries, arguments) and after it returned (post:
+#    exit, the driver's clean-up). A/Bs: the crossover (batch 4, 8, 16), device loop, PDL,
+#    CUDA_MODULE_LOADING=EAGER. Then start-up phases (TEZGAH_VERBOSE), 1-token processes, and
+#    per-op profiles per decoding step (batch 1, 8, 16).
+# No transformers peer (measured 2026-12-02: fp32 batch 1 120.4 tokens/s, batch 16 2,176).
+# Expected time: ~25 s tests, ~10 s train, ~30 s checks (3 CPU runs), ~45 s timing and
+# profiles (<= 150 s).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 dir=${1:-.dev}
@@ -75,15 +77,26 @@ same "bf16 sampled --batch 4, device loop + PDL vs neither" "$w/s4a" "$w/s4c"
 S --backend cuda --tokens 200 --batch 16 --seed 3 --temperature 1 --top-k 0 > "$w/s16a" 2>> "$out/cli.err"
 TEZGAH_DECODE_CHUNK=0 S --backend cuda --tokens 200 --batch 16 --seed 3 --temperature 1 --top-k 0 > "$w/s16b" 2>> "$out/cli.err"
 same "bf16 full softmax --batch 16, device loop vs not" "$w/s16a" "$w/s16b"
-S --backend cuda --tokens 60 --seed 10 --prompt "To be, or not to be, that is the question" > "$w/p1" 2>> "$out/cli.err"
-TEZGAH_DECODE_CHUNK=0 S --backend cuda --tokens 60 --seed 10 --prompt "To be, or not to be, that is the question" \
-  > "$w/p2" 2>> "$out/cli.err"
+S --backend cuda --tokens 200 --batch 8 --seed 5 > "$w/s8a" 2>> "$out/cli.err"
+S --backend cuda --tokens 200 --batch 8 --seed 5 > "$w/s8b" 2>> "$out/cli.err"
+same "bf16 sampled --batch 8 (cuBLASLt steps), run to run" "$w/s8a" "$w/s8b"
+S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16c" 2>> "$out/cli.err"
+TEZGAH_CUDA_GEMV_MAX_M=16 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16d" 2>> "$out/cli.err"
+same "bf16 greedy --batch 16, cuBLASLt vs few-row kernels (other sums: may differ)" "$w/s16c" "$w/s16d"
+# a text prompt: --tokenizer gpt2 (encoder.json + vocab.bpe in data/gpt2; llm.c's file only decodes)
+P() { TEZGAH_GPT2_DIR=$data/gpt2 "$tz" sample "$w/run" --tokenizer gpt2 "$@"; }
+lp="To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer"
+P --backend cuda --tokens 60 --seed 10 --prompt "$lp" > "$w/p1" 2>> "$out/cli.err"
+TEZGAH_DECODE_CHUNK=0 P --backend cuda --tokens 60 --seed 10 --prompt "$lp" > "$w/p2" 2>> "$out/cli.err"
 same "bf16 long prompt (cuBLASLt prefill), device loop vs not" "$w/p1" "$w/p2"
+P --backend cuda --tokens 60 --seed 10 --prompt "$lp" --batch 8 > "$w/p3" 2>> "$out/cli.err"
+P --backend cuda --tokens 60 --seed 10 --prompt "$lp" --batch 8 > "$w/p4" 2>> "$out/cli.err"
+same "bf16 long prompt --batch 8, run to run" "$w/p3" "$w/p4"
 head -c 160 "$w/g.cuda" | tr '\n' ' '; echo
 
 echo "== 3. tezgah sample, 1,000 new tokens, whole process"
-echo "| precision | batch | picking | flow | process s | tokens/s (process) | decode tokens/s | ms/step | load s | teardown s |"
-echo "|---|---:|---|---|---:|---:|---:|---:|---:|---:|"
+echo "| precision | batch | picking | env | process s | tokens/s (process) | decode tokens/s | ms/step | load s | prefill s | teardown s | pre s | post s |"
+echo "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 run() { # precision batch picking(greedy|sampled) [env...]
   local p=$1 b=$2 k=$3; shift 3
   local extra=(--temperature 0)
@@ -94,31 +107,38 @@ run() { # precision batch picking(greedy|sampled) [env...]
     --batch "$b" --stats "${extra[@]}" > "$w/out.txt" 2> "$w/stats.txt"
   local rc=$?
   t1=$(date +%s.%N)
-  if ((rc != 0)); then echo "| $p | $b | $k | $* | FAILED (exit $rc) | | | | | |"; tail -2 "$w/stats.txt"; return; fi
+  if ((rc != 0)); then echo "| $p | $b | $k | $* | FAILED (exit $rc) | | | | | | | | |"; tail -2 "$w/stats.txt"; return; fi
   local st; st=$(grep '^sample: cuda' "$w/stats.txt" | tail -1)
-  local rate ms load td
+  local rate ms load pf td e0 e1
   rate=$(sed -n 's/.*s (\([0-9.]*\) tokens\/s.*/\1/p' <<< "$st")
   ms=$(sed -n 's/.*tokens\/s, \([0-9.]*\) ms\/step.*/\1/p' <<< "$st")
   load=$(sed -n 's/.*load \([0-9.]*\) s.*/\1/p' <<< "$st")
+  pf=$(sed -n 's/.*prefill \([0-9.]*\) s.*/\1/p' <<< "$st")
   td=$(sed -n 's/^sample: teardown \([0-9.]*\) s.*/\1/p' "$w/stats.txt")
-  local flow="loop+PDL"
-  [[ " $* " == *"TEZGAH_DECODE_CHUNK=0"* ]] && flow=${flow/loop/step}
-  [[ " $* " == *"TEZGAH_CUDA_PDL=0"* ]] && flow=${flow/+PDL/}
-  awk -v p="$p" -v b="$b" -v k="$k" -v f="$flow" -v a="$t0" -v z="$t1" -v rate="$rate" -v ms="$ms" -v ld="$load" -v td="$td" \
-    'BEGIN { d = z - a; printf "| %s | %d | %s | %s | %.3f | %.0f | %s | %s | %s | %s |\n", p, b, k, f, d, 1000 * b / d, rate, ms, ld, td }'
+  e0=$(sed -n 's/^sample: teardown.*epoch \([0-9.]*\) \.\. .*/\1/p' "$w/stats.txt")
+  e1=$(sed -n 's/^sample: teardown.*epoch [0-9.]* \.\. \([0-9.]*\) s.*/\1/p' "$w/stats.txt")
+  awk -v p="$p" -v b="$b" -v k="$k" -v f="${*:-default}" -v a="$t0" -v z="$t1" -v rate="$rate" -v ms="$ms" -v ld="$load" \
+    -v pf="$pf" -v td="$td" -v e0="${e0:-0}" -v e1="${e1:-0}" \
+    'BEGIN { d = z - a; printf "| %s | %d | %s | %s | %.3f | %.0f | %s | %s | %s | %s | %s | %.3f | %.3f |\n", p, b, k, f, d, 1000 * b / d, rate, ms, ld, pf, td, e0 - a, z - e1 }'
   echo "$* $st" >> "$out/stats.log"
 }
 run bf16 1 greedy
 run bf16 1 greedy
 run bf16 1 sampled
+run bf16 1 greedy CUDA_MODULE_LOADING=EAGER
+run bf16 1 greedy TEZGAH_DECODE_CHUNK=0
+run fp32 1 greedy
+run bf16 4 greedy
+run bf16 4 greedy TEZGAH_CUDA_GEMV_MAX_M=3
+run bf16 8 greedy
+run bf16 8 greedy TEZGAH_CUDA_GEMV_MAX_M=16
+run bf16 16 greedy
 run bf16 16 greedy
 run bf16 16 sampled
-run fp32 1 greedy
+run bf16 16 greedy TEZGAH_CUDA_GEMV_MAX_M=16
+run bf16 16 greedy TEZGAH_DECODE_CHUNK=0
+run bf16 16 greedy TEZGAH_CUDA_PDL=0
 run fp32 16 greedy
-run bf16 1 greedy TEZGAH_DECODE_CHUNK=0
-run bf16 1 greedy TEZGAH_CUDA_PDL=0
-run bf16 1 greedy TEZGAH_DECODE_CHUNK=0 TEZGAH_CUDA_PDL=0
-run bf16 16 greedy TEZGAH_DECODE_CHUNK=0 TEZGAH_CUDA_PDL=0
 run bf16 64 greedy
 echo "-- start-up phases (bf16, batch 1, 1,000 tokens greedy, TEZGAH_VERBOSE=1 --stats)"
 t0=$(date +%s.%N)
@@ -127,29 +147,31 @@ TEZGAH_VERBOSE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --token
 t1=$(date +%s.%N)
 grep -E "start-up|cuBLASLt|^sample:|recording" "$out/verbose.txt"
 awk -v a="$t0" -v z="$t1" 'BEGIN { printf "process: %.3f s\n", z - a }'
-t0=$(date +%s.%N)
-"$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 1 --temperature 0 --stats > /dev/null 2> "$w/one.txt"
-t1=$(date +%s.%N)
-grep "^sample:" "$w/one.txt"
-awk -v a="$t0" -v z="$t1" 'BEGIN { printf "1-token process (fixed cost): %.3f s\n", z - a }'
+one() { # label batch [env...]: a 1-token process, its stats and its time before/after the command
+  local label=$1 b=$2; shift 2
+  local t0 t1
+  t0=$(date +%s.%N)
+  env "$@" "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 1 --batch "$b" --temperature 0 --stats \
+    > /dev/null 2> "$w/one.txt"
+  t1=$(date +%s.%N)
+  grep "^sample:" "$w/one.txt" | sed 's/^/  /'
+  local e0 e1
+  e0=$(sed -n 's/^sample: teardown.*epoch \([0-9.]*\) \.\. .*/\1/p' "$w/one.txt")
+  e1=$(sed -n 's/^sample: teardown.*epoch [0-9.]* \.\. \([0-9.]*\) s.*/\1/p' "$w/one.txt")
+  awk -v l="$label" -v a="$t0" -v z="$t1" -v e0="${e0:-0}" -v e1="${e1:-0}" \
+    'BEGIN { printf "1-token process (%s): %.3f s (before the command %.3f, after it %.3f)\n", l, z - a, e0 - a, z - e1 }'
+}
+one default 1
+one default 1
+one "CUDA_MODULE_LOADING=EAGER" 1 CUDA_MODULE_LOADING=EAGER
+one "batch 16: cuBLASLt preloaded" 16
 t0=$(date +%s.%N); "$tz" --help > /dev/null; t1=$(date +%s.%N)
 awk -v a="$t0" -v z="$t1" 'BEGIN { printf "tezgah --help (exec, libraries): %.3f s\n", z - a }'
-echo "-- per-op profile (bf16, batch 1, 200 tokens, ops one by one)"
-TEZGAH_PROFILE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 200 --ignore-eot --temperature 0 \
-  --stats > /dev/null 2> "$out/profile.txt"
-head -24 "$out/profile.txt"
-echo "-- per-op profile (bf16, batch 16, 100 tokens)"
-TEZGAH_PROFILE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 100 --batch 16 --ignore-eot \
-  --temperature 0 --stats > /dev/null 2> "$out/profile16.txt"
-head -16 "$out/profile16.txt"
-
-echo "== 4. peer: transformers generate"
-if python3 -c "import torch, transformers" 2> /dev/null; then
-  "$tz" convert --to hf "$w/run" --out "$w/hf" > /dev/null 2> "$out/convert.err" || tail -3 "$out/convert.err"
-  timeout 80 python3 bench/hf_generate.py "$w/hf" --tokens 1000 --batch 1,16 --dtype fp32 2>&1 |
-    grep -E "^peer" | tee "$out/peer.log"
-else
-  echo "peer: no torch/transformers in python3"
-fi
+for b in 1 8 16; do
+  echo "-- per-op profile per decoding step (bf16, batch $b, 200 tokens, ops one by one)"
+  TEZGAH_PROFILE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 200 --batch $b --ignore-eot \
+    --temperature 0 --stats > /dev/null 2> "$out/profile$b.txt"
+  sed -n '2,14p' "$out/profile$b.txt"
+done
 rm -rf "$w"
 echo "total: $((SECONDS - t_all)) s"

@@ -404,6 +404,9 @@ static void test_model_bf16_llama(void **state) {
 }
 
 int main(void) {
+  /* the few-row kernels at up to 16 rows (nm_case's M 9 and 16), whatever the default crossover
+   * (TZC_GEMV_CROSSOVER) is; a value given in the environment is kept */
+  setenv("TEZGAH_CUDA_GEMV_MAX_M", "16", 0);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_attention_decode), cmocka_unit_test(test_pick), cmocka_unit_test(test_norm_matmul),
       cmocka_unit_test(test_model_fp32_gpt2),  cmocka_unit_test(test_model_fp32_llama),

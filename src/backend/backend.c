@@ -23,9 +23,9 @@ int tz_backend_check(const char *name, const char *precision) {
   return 0;
 }
 
-static int g_large_matmuls = 1;
-void tz_backend_hint_large_matmuls(int expected) { g_large_matmuls = expected != 0; }
-int tz_backend_large_matmuls_expected(void) { return g_large_matmuls; }
+static int g_matmul_rows = -1;
+void tz_backend_hint_matmul_rows(int rows) { g_matmul_rows = rows; }
+int tz_backend_matmul_rows_expected(void) { return g_matmul_rows; }
 
 tz_backend *tz_backend_create(const char *name, int threads, const char *precision) {
   if (tz_backend_check(name, precision)) return NULL;

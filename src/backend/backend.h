@@ -356,13 +356,14 @@ const char *tz_webgpu_describe(tz_backend *be);
 void tz_webgpu_profile_print(tz_backend *be, double steps);
 void tz_webgpu_profile_reset(tz_backend *be);
 
-/* A hint for backends created after it: 0 when every matmul of the coming work has few rows
- * (≤ 16: decoding after a short prompt), so that a backend may skip preloading what only
- * larger products use (CUDA: cuBLASLt, a ~500 MB library, then loaded at its first use); 1
- * (the default) otherwise. Only a matter of speed: a backend loads what a call needs either
- * way. Not thread-safe (set it before creating the backend). */
-void tz_backend_hint_large_matmuls(int expected);
-int tz_backend_large_matmuls_expected(void);
+/* A hint for backends created after it: the most rows any matmul of the coming work has
+ * (decoding after a short prompt: max(prompt tokens, batch)), so that a backend may skip
+ * preloading what only larger products use (CUDA: cuBLASLt, a ~500 MB library, then loaded at
+ * its first use, when rows > tzc_gemv_max_m()); -1 (the default): unknown, large. Only a
+ * matter of speed: a backend loads what a call needs either way. Not thread-safe (set it
+ * before creating the backend). */
+void tz_backend_hint_matmul_rows(int rows);
+int tz_backend_matmul_rows_expected(void);
 /* The CUDA backend (src/backend/cuda): NULL with tz_err() when built without CUDA
  * (TEZGAH_CUDA=OFF or no toolkit), or without a driver or GPU at run time. precision as
  * above. */

@@ -116,6 +116,14 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* Seconds since the epoch (--stats' teardown line: a wall clock around the process can tell the
+ * time before the sample command started and after it returned: exec, libraries, exit). */
+static double epoch_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 /* K of the device loop (generate_rows): TEZGAH_DECODE_CHUNK=K (0 or 1: off, one step at a
  * time as before), default 32 steps per round trip. */
 static int decode_chunk(void) {
@@ -168,6 +176,10 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
   for (int b = 0; b < B; b++) tz_model_feed_row(m, b, hist + (size_t)b * (maxT + 1), (int)n0[b], 0); /* prefill */
   be->sync(be);
   double t_prefilled = now_s();
+  /* TEZGAH_PROFILE's table is per decoding step: the weight upload and the prefill left out
+   * (until 2026-12-02 they were in it: the "upload" row, 0.34 ms/step over 199 steps, was the
+   * 0.067 s weight upload of the load) */
+  if (be->profile_reset) be->profile_reset(be);
   long produced = 0, steps = 0;
   int alive = B;
   /* The device loop: K picks and steps queued at once (pick_dev writes each step's ids on the
@@ -426,6 +438,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   char *pf_data = NULL, **rows_prompt = NULL; /* --prompts: the file, cut into lines in place */
   if (o->prompts_file && read_prompts(o, &pf_data, &rows_prompt, &B)) return -1;
   double t_mark[4] = {now_s(), 0, 0, 0}; /* start, checkpoint and backend ready, (same), model on it */
+  const double epoch_start = epoch_s();
   const char *prompt = o->prompt ? o->prompt : "";
   long bad = tz_utf8_invalid_at((const unsigned char *)prompt, strlen(prompt));
   const char *model = o->model ? o->model : default_model();
@@ -445,14 +458,14 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   int threaded = pthread_create(&th, NULL, open_thread, &job) == 0;
   if (!threaded) open_thread(&job);
   /* A prompt of P bytes is at most P + 2 tokens (byte-level BPE: a token is ≥ 1 byte; + EOT or
-   * BOS and the llama2.c dummy space): up to 16, its prefill and every step are few-row
-   * matmuls, so CUDA need not preload cuBLASLt (a sliding window past the context loads it). */
+   * BOS and the llama2.c dummy space); a step has B rows: when both are few, CUDA need not
+   * preload cuBLASLt (a sliding window past the context loads it). */
   size_t pmax = strlen(prompt);
   for (int b = 0; rows_prompt && b < B; b++)
     if (strlen(rows_prompt[b]) > pmax) pmax = strlen(rows_prompt[b]);
-  tz_backend_hint_large_matmuls(pmax + 2 > 16);
+  tz_backend_hint_matmul_rows(pmax + 2 > (size_t)B ? (int)(pmax + 2 < 1 << 20 ? pmax + 2 : 1 << 20) : B);
   be = tz_backend_create(o->backend, o->threads, o->precision);
-  tz_backend_hint_large_matmuls(1);
+  tz_backend_hint_matmul_rows(-1);
   char be_err[TZ_ERR_MAX_COPY];
   snprintf(be_err, sizeof be_err, "%s", be ? "" : tz_errmsg());
   if (threaded) pthread_join(th, NULL);
@@ -550,6 +563,7 @@ out:
   if (be) be->destroy(be);
   tz_run_close(&rf);
   if (o->stats && rc == 0)
-    fprintf(stderr, "sample: teardown %.3f s (model, backend, checkpoint freed)\n", now_s() - t_free);
+    fprintf(stderr, "sample: teardown %.3f s (model, backend, checkpoint freed); epoch %.6f .. %.6f s\n",
+            now_s() - t_free, epoch_start, epoch_s());
   return rc;
 }

@@ -29,7 +29,7 @@ static double now_ms(void) {
 typedef struct {
   pthread_t th;
   int started, joined, rc;
-  int deferred; /* not started at creation (tz_backend_hint_large_matmuls(0)): loaded at first use */
+  int deferred; /* not started at creation (tz_backend_hint_matmul_rows: few rows): loaded at first use */
   double t0, ms;
   char err[512];
 } lt_job;
@@ -194,7 +194,8 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   double t_probe = now_ms();
   lt_job *job = tz_calloc(1, sizeof *job); /* cuBLASLt loads on a thread meanwhile */
   job->t0 = t_probe;
-  if (!tz_backend_large_matmuls_expected()) job->deferred = 1;
+  const int rows = tz_backend_matmul_rows_expected();
+  if (rows >= 0 && rows <= tzc_gemv_max_m()) job->deferred = 1;
   else if (!(job->started = pthread_create(&job->th, NULL, lt_thread, job) == 0)) lt_thread(job);
   double t_lt = now_ms();
   struct cudaDeviceProp prop;

@@ -203,9 +203,15 @@ int tzc_record_begin(tz_backend *be, int key);
 int tzc_record_end(tz_backend *be, int key);
 void tzc_graphs_free(tz_backend *be);
 
-/* matmul_t for M ≤ TZC_GEMV_MAX_M rows (gemv.cu; matmul.cu calls it first): 1 when it ran,
- * 0 when the call is not for it (then cuBLASLt). Row m's result does not depend on M. */
+/* matmul_t for M ≤ tzc_gemv_max_m() rows (gemv.cu; matmul.cu calls it first): 1 when it ran,
+ * 0 when the call is not for it (then cuBLASLt). Row m's result does not depend on M.
+ * TZC_GEMV_MAX_M: the most rows the kernels handle; tzc_gemv_max_m(): the crossover used,
+ * TZC_GEMV_CROSSOVER (7: batch >= 8 on the tensor cores, as the H200 run of 2026-12-02 showed
+ * cuBLASLt at 64 rows, 1.40 ms/step, faster than these kernels at 16, 2.75) or
+ * TEZGAH_CUDA_GEMV_MAX_M=1..16 (read once per process; 16 = the rule before 2026-12-02). */
 #define TZC_GEMV_MAX_M 16
+#define TZC_GEMV_CROSSOVER 7
+int tzc_gemv_max_m(void);
 int tzc_gemv_t(tz_backend *be, void *out, const void *a, const void *b, const void *bias, int M, int K, int N,
                int acc);
 int tzc_norm_matmul_t(tz_backend *be, tz_slice out, tz_slice x, tz_slice nw, tz_slice nb, float eps, tz_slice w,

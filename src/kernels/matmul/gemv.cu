@@ -1,4 +1,5 @@
-/* matmul_t for a few rows (M ≤ GEMV_MAX_M: decoding, where M is the number of sequences):
+/* matmul_t for a few rows (M ≤ tzc_gemv_max_m(): 7 unless TEZGAH_CUDA_GEMV_MAX_M says, at most
+ * 16; decoding, where M is the number of sequences):
  * out[m, n] (+)= Σ_k a[m, k]·b[n, k] (+ bias[n]), the backend.h semantics of matmul.cu's
  * cuBLASLt path, as a memory-bound kernel: one warp per output column n reads b's row n once
  * (16-byte loads, up to 12 in flight per lane, all issued before the first product: at K ≤
@@ -250,22 +251,32 @@ int gemv_off() {
 }
 } // namespace
 
+extern "C" int tzc_gemv_max_m(void) {
+  static int m = 0;
+  if (m == 0) {
+    const char *e = getenv("TEZGAH_CUDA_GEMV_MAX_M");
+    int v = e ? atoi(e) : 0;
+    m = v >= 1 && v <= TZC_GEMV_MAX_M ? v : TZC_GEMV_CROSSOVER;
+  }
+  return m;
+}
+
 /* matmul.cu's tzc_matmul_t calls this first: 1 when it ran the product, 0 when the shape is
- * not for it (M > TZC_GEMV_MAX_M, K < 1) or TEZGAH_CUDA_GEMV=0. a, out: act; b, bias: as kernels
+ * not for it (M > tzc_gemv_max_m(), K < 1) or TEZGAH_CUDA_GEMV=0. a, out: act; b, bias: as kernels
  * read weights (tzc_w). */
 extern "C" int tzc_gemv_t(tz_backend *be, void *out, const void *a, const void *b, const void *bias, int M, int K,
                           int N, int acc) {
-  if (gemv_off() || M < 1 || M > TZC_GEMV_MAX_M || K < 1 || N < 1) return 0;
+  if (gemv_off() || M < 1 || M > tzc_gemv_max_m() || K < 1 || N < 1) return 0;
   cudaStream_t st = tzc(be)->stream;
   gemv_args g = {M, K, N, acc, nullptr, nullptr, 0.0f, tzc(be)->pdl};
   TZC_DISPATCH_ACT(be, launch<T, 0, false>(st, (T *)out, (const T *)a, (const T *)b, (const T *)bias, g));
   return 1;
 }
 
-/* backend.h's norm_matmul_t for M ≤ TZC_GEMV_MAX_M (else 0: not taken). */
+/* backend.h's norm_matmul_t for M ≤ tzc_gemv_max_m() (else 0: not taken). */
 extern "C" int tzc_norm_matmul_t(tz_backend *be, tz_slice out, tz_slice x, tz_slice nw, tz_slice nb, float eps,
                                  tz_slice w, tz_slice bias, int M, int K, int N, int gelu) {
-  if (gemv_off() || M < 1 || M > TZC_GEMV_MAX_M || K < 1 || N < 1 || !tz_present(nw)) return 0;
+  if (gemv_off() || M < 1 || M > tzc_gemv_max_m() || K < 1 || N < 1 || !tz_present(nw)) return 0;
   TZC_PROF(be, gelu ? "norm_matmul_t_gelu" : "norm_matmul_t");
   TZC_PROF_WORK(2.0 * M * N * K, 0);
   cudaStream_t st = tzc(be)->stream;
