@@ -19,7 +19,7 @@
 #    empty prompt; each --stats line (load, prefill, decode, teardown) and the time before the
 #    sample command started (pre: exec, libraries, arguments) and after it returned (post:
 #    exit, the driver's clean-up). A/Bs: the crossover (batch 4, 8, 16), device loop, PDL,
-#    CUDA_MODULE_LOADING=EAGER. Then start-up phases (TEZGAH_VERBOSE), 1-token processes, and
+#    CUDA_MODULE_LOADING=EAGER, TEZGAH_QUICK_EXIT=1 (_exit after the command). Then start-up phases (TEZGAH_VERBOSE), 1-token processes, and
 #    per-op profiles per decoding step (batch 1, 8, 16).
 # No transformers peer (measured 2026-12-02: fp32 batch 1 120.4 tokens/s, batch 16 2,176).
 # Expected time: ~25 s tests, ~10 s train, ~30 s checks (3 CPU runs), ~45 s timing and
@@ -126,6 +126,7 @@ run bf16 1 greedy
 run bf16 1 greedy
 run bf16 1 sampled
 run bf16 1 greedy CUDA_MODULE_LOADING=EAGER
+run bf16 1 greedy TEZGAH_QUICK_EXIT=1
 run bf16 1 greedy TEZGAH_DECODE_CHUNK=0
 run fp32 1 greedy
 run bf16 4 greedy
@@ -164,6 +165,7 @@ one() { # label batch [env...]: a 1-token process, its stats and its time before
 one default 1
 one default 1
 one "CUDA_MODULE_LOADING=EAGER" 1 CUDA_MODULE_LOADING=EAGER
+one "TEZGAH_QUICK_EXIT=1: no exit handlers" 1 TEZGAH_QUICK_EXIT=1
 one "batch 16: cuBLASLt preloaded" 16
 t0=$(date +%s.%N); "$tz" --help > /dev/null; t1=$(date +%s.%N)
 awk -v a="$t0" -v z="$t1" 'BEGIN { printf "tezgah --help (exec, libraries): %.3f s\n", z - a }'
