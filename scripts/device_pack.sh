@@ -72,6 +72,11 @@ fi
 for f in llmc/gpt2_tokenizer.bin llama2c/stories260K.bin llama2c/tok512.bin; do
   if [[ -f $shared/$f ]]; then mkdir -p "$out/data" && cp "$shared/$f" "$out/data/"; fi
 done
+# GPT-2's encoder.json + vocab.bpe (1.5 MB; --tokenizer gpt2 with TEZGAH_GPT2_DIR=.dev/data/gpt2):
+# llm.c's gpt2_tokenizer.bin only decodes, so a check with a text prompt needs these.
+if [[ -f $shared/gpt2/encoder.json && -f $shared/gpt2/vocab.bpe ]]; then
+  mkdir -p "$out/data/gpt2" && cp "$shared/gpt2/encoder.json" "$shared/gpt2/vocab.bpe" "$out/data/gpt2/"
+fi
 size=$(du -sm "$out" | cut -f1)
 echo "device_pack: built ${#targets[@]} programs in $((SECONDS - t0)) s; .dev/ holds ${size} MiB:"
 ls "$out/bin" "$out/lib" | sed 's/^/  /'
