@@ -260,6 +260,15 @@ static int launch_local(int nproc, const char *run_dir, int argc, char **argv) {
 
 int tz_launch_nproc(int nproc, const char *backend, const char *run_dir, int argc, char **argv) {
   if (!strcmp(backend, "cpu")) {
+    /* each rank is a training process with its own OpenMP team: more ranks than CPUs only
+     * oversubscribes the machine (a new user's `--nproc 1000` on 2 cores started 1000 ranks and
+     * ran for minutes without a line); 2 are always allowed (the tests' size) */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 2) ncpu = 2;
+    if (nproc > ncpu) {
+      tz_err("--nproc %d: more processes than the %ld CPUs of this machine (use at most %ld)", nproc, ncpu, ncpu);
+      return tz_cli_fail();
+    }
     int rc = launch_mpirun(nproc, run_dir, argc, argv);
     return rc < 0 ? tz_cli_fail() : rc;
   }

@@ -530,7 +530,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
       }
       if (n_prompt + (eot >= 0) > (size_t)maxT) {
         free(pids);
-        if (rows_prompt) tz_err("%s: line %d: %zu tokens exceed the model's context max_seq_len=%d", o->prompts_file, b + 1, n_prompt, maxT);
+        if (rows_prompt) tz_err("--prompts: %s: line %d: %zu tokens exceed the model's context max_seq_len=%d", o->prompts_file, b + 1, n_prompt, maxT);
         else tz_err("--prompt: %zu tokens exceed the model's context max_seq_len=%d", n_prompt, maxT);
         rc = -2;
         break;
