@@ -32,7 +32,7 @@ out=$root/.dev
 t0=$SECONDS
 mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v4 \
-  -DTEZGAH_BLAS=OFF -DTEZGAH_CUDA=ON -DTEZGAH_MPI=OFF -DTEZGAH_PLOT=OFF -DTEZGAH_LINK_SHARED=ON "$@" >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
+  -DTEZGAH_BLAS=OFF -DTEZGAH_CUDA=ON -DTEZGAH_CUDA_ARCH=PORTABLE -DTEZGAH_MPI=OFF -DTEZGAH_PLOT=OFF -DTEZGAH_LINK_SHARED=ON "$@" >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
 targets=(tezgah)
 for f in "$root"/tests/test_cuda_*.c "$root"/bench/bench_*.c; do
   [[ -f $f ]] && targets+=("$(basename "$f" .c)")
