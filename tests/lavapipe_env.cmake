@@ -10,37 +10,38 @@
 #                             CPU code runs slower, which these small shapes do not notice
 #                             (test_webgpu_cli 93 -> 71 s, three matmul pipelines 26 -> 22 s).
 #   LP_NATIVE_VECTOR_WIDTH=128  llvmpipe's SIMD width, and so its subgroup size, 4 lanes instead
-#                             of 8 (what llvmpipe picks by itself on a CPU without AVX). Only on
-#                             the entries that run no lane reductions: test_webgpu_ops_matmul
-#                             and the matmul sweep (matmul_fast and matmul.wgsl reduce nothing
-#                             across lanes) and test_webgpu_ops_nosubgroups (workgroup-only
-#                             reductions); the
-#                             8-lane subgroup paths stay in test_webgpu_ops and
-#                             test_webgpu_ops_attn_pf (tests/CMakeLists.txt). Together with
-#                             nopt: those three 26 -> 9.3 s.
+#                             of 8 (what llvmpipe picks by itself on a CPU without AVX): not on
+#                             the two entries that run flash attention's subgroup lane reductions
+#                             (the ttime4 note below) nor, not measured with it, test_webgpu_cli
+#                             and test_tok_webgpu; set here for the program-per-entry tests
+#                             (TZ_LAVAPIPE_4LANE) and with the other settings of the
+#                             test_webgpu_ops entries in tests/CMakeLists.txt.
 # ctest sets them for these entries (run a test program directly to see llvmpipe's defaults);
-# they do nothing on a GPU adapter.
-# The entries measured with it (cold, passing, 2026-12-02; the matmul sweep runs the matmul
-# entry's kernels with other tiles). The plain test_webgpu_ops entry passed cold with it in 475
-# CPU s, more than without (439, cold, the same hour): not set there. Not yet: the attention
-# plain entry (its T = 8192 case, where slower generated
-# code mattered, is the sweep's test_webgpu_attn_long since ttime3: not measured again),
-# test_webgpu_mainjob and test_tok_webgpu_cli: add each here once a cold run passes
-# with it at a lower cost. test_webgpu_mainjob with nopt hit ctest's 900 s limit on
-# the loaded VM (its fp32 webgpu run alone: 166 CPU s, compiles included; the main job's shapes,
-# B 16, T 128, 4 layers, may be where unoptimised code shows; no cold run without it to compare).
-# Added on 2026-12-02 (branch ttime2; cold with nopt, CPU seconds, passing): test_webgpu_ops_act16
-# 171 (no cold CPU figure without it; 201 s wall cold on an earlier run), test_webgpu_large 108
-# (240 before), test_tok_webgpu 111 (about 120 before), test_webgpu_train 133 (about 220
-# before; a first try ran past ctest's 900 s on the VM at load 14, a second one without ctest's
-# limit passed in 225 s wall at load 4).
-# Branch ttime3 (2026-12-02, cold, passing): test_webgpu_matmul_sweep 174 CPU s with nopt alone
-# -> 79 with the 4-lane width too (tests/CMakeLists.txt sets that one per entry);
-# test_webgpu_attn_variants with nopt 748 (the only earlier figure: its COST, 900, from a cold
-# run without it on another day; a first try at load 15-18 stopped at tezgah's 10-minute
-# readback limit).
-set(TZ_LAVAPIPE_TESTS test_webgpu_ops_matmul test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep
-  test_webgpu_attn_variants
+# they do nothing on a GPU adapter. History (cold CPU seconds on the loaded 2-core VM):
+# ttime2 (nopt): act16 171, large 240 -> 108, tok_webgpu ~120 -> 111, train ~220 -> 133,
+# webgpu_cli 93 -> 71, matmul ~345 -> 120 and nosubgroups 302 -> 101 (with 4 lanes); the plain
+# test_webgpu_ops entry then cost more with nopt (475 vs 439: its T = 8192 case, since moved to
+# the sweep's test_webgpu_attn_long, which keeps llvmpipe's defaults). ttime3: the matmul sweep
+# 174 -> 79 with 4 lanes, the attention sweep 748 with nopt. test_webgpu_mainjob and
+# test_tok_webgpu_cli are not set (mainjob with nopt hit ctest's 900 s limit at load 14).
+# Branch ttime4 (2026-12-02): every lavapipe entry of the test_webgpu_ops family, and the
+# training tests, with nopt; the 4-lane width wherever the kernels' code does not depend on the
+# subgroup size, which is everywhere but the flash attention kernels' lane reductions
+# (lanes_sg.wgsl: SGW is a constant of the WGSL; reduce_sg.wgsl's wg_sum / wg_max are the same
+# WGSL at any size): the plain test_webgpu_ops entry (its flash attention case is
+# test_webgpu_ops_flash's, at the default 8 lanes, as is test_webgpu_ops_attn_pf),
+# test_webgpu_ops_act16 (flash attention on head_dim 64 only, whose 16 threads across a row join
+# two subgroups' partials at 4 lanes or 8 alike), test_webgpu_train, test_webgpu_large and
+# test_webgpu_sgmat (its emulated subgroup matrices have their own size, 8, whatever
+# llvmpipe's). One setting for most entries also lets an entry find in Mesa's cache the
+# pipelines another compiled (the cache key includes llvmpipe's settings).
+# docs/RELIABILITY.md has the measurements.
+set(TZ_LAVAPIPE_TESTS test_webgpu_ops test_webgpu_ops_flash test_webgpu_ops_matmul
+  test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep test_webgpu_attn_variants
   test_webgpu_cli test_webgpu_ops_attn_pf test_webgpu_ops_act16 test_webgpu_large test_tok_webgpu
-  test_webgpu_train)
+  test_webgpu_train test_webgpu_train_arena test_webgpu_sgmat test_webgpu_sgmat_sweep)
 set_property(TEST ${TZ_LAVAPIPE_TESTS} APPEND PROPERTY ENVIRONMENT "GALLIVM_PERF=nopt")
+# (test_webgpu_ops, _act16, _matmul, _nosubgroups and the matmul sweep set the width with their
+# other settings in tests/CMakeLists.txt)
+set(TZ_LAVAPIPE_4LANE test_webgpu_train test_webgpu_train_arena test_webgpu_large test_webgpu_sgmat test_webgpu_sgmat_sweep)
+set_property(TEST ${TZ_LAVAPIPE_4LANE} APPEND PROPERTY ENVIRONMENT "LP_NATIVE_VECTOR_WIDTH=128")

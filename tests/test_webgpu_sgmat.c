@@ -94,9 +94,14 @@ static const char *const kernel_tiles =
     "o:32:2x2:2x2;o:16:1x2:4x2;o:32:2x2:2x2:d;o:64:4x4:2x2;"
     "n:32:2x2:2x2:v2;n:64:2x4:4x2:vp;n:32:2x4:4x2:v;n:64:2x4:4x2:tp;n:32:2x4:4x2:t2;n:16:2x2:4x4:v2;"
     "n:32:2x4:4x4:vp;n:32:2x2:2x2:p;n:32:2x2:2x2:v2g";
-/* The emulated builtins (any adapter with ShaderF16): every path of matmul_sgmm.wgsl on small
- * tiles (the emulation repeats each subgroup's work in every invocation). */
-static const char *const emu_tiles =
+/* The emulated builtins (any adapter with ShaderF16): matmul_sgmm.wgsl on small tiles (the
+ * emulation repeats each subgroup's work in every invocation). By default the paths of the
+ * backend's default tile (SG_DEFAULT in webgpu_ops_matmul.c: vec4<u32> staging, one buffer,
+ * register prefetch: "vp"); under TEZGAH_TEST_SWEEP=1 (ctest test_webgpu_sgmat_sweep, label
+ * sweep) every path: two buffers, B transposed, the grouped grid, no prefetch, 8-half staging,
+ * which no adapter takes unless told to (TEZGAH_WEBGPU_SGMAT_TILE). */
+static const char *const emu_tiles_default = "n:32:2x1:1x2:vp";
+static const char *const emu_tiles_sweep =
     "n:32:2x2:2x1:v2;n:32:2x1:1x2:vp;n:16:1x2:2x2:v;n:32:2x2:1x2:t2;n:16:2x1:2x1:p;n:16:1x1:1x1:v2g";
 static void run_tiles(tz_sgmat *s, const char *names, int emu);
 
@@ -154,7 +159,8 @@ static void run_tiles(tz_sgmat *s, const char *names, int emu) {
 }
 
 /* matmul_sgmm.wgsl's indexing (loads, stores, transposition, buffers, bias rounds, split-K)
- * with the subgroup-matrix builtins emulated: on any adapter with ShaderF16 (lavapipe in CI).
+ * with the subgroup-matrix builtins emulated: on any adapter with ShaderF16 (lavapipe in CI);
+ * the default tile's paths, or every path under TEZGAH_TEST_SWEEP=1 (emu_tiles_*).
  * SKIPPED without one. */
 static void test_emulated(void **state) {
   tz_sgmat *s = tz_sgmat_open_emu();
@@ -167,7 +173,8 @@ static void test_emulated(void **state) {
     skip();
   }
   const char *e = getenv("TZ_TEST_SGMAT_EMU_TILES"); /* another list (development) */
-  run_tiles(s, e ? e : emu_tiles, 1);
+  const char *sw = getenv("TEZGAH_TEST_SWEEP");
+  run_tiles(s, e ? e : sw && *sw && strcmp(sw, "0") ? emu_tiles_sweep : emu_tiles_default, 1);
   tz_sgmat_close(s);
 }
 

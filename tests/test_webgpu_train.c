@@ -7,7 +7,8 @@
  * - greedy decoding (KV cache) from the trained weights gives the same tokens on both;
  * - both activation layouts: one buffer per tensor (the WebGPU default, be->act_buffers: the
  *   matmuls bind their operands read-only) and the single arena (TEZGAH_WEBGPU_ARENA=1: operands
- *   in the output's buffer, read_write bindings and the 8 x 8 tile).
+ *   in the output's buffer, read_write bindings and the 8 x 8 tile; an A/B switch, so a sweep
+ *   case: TEZGAH_TEST_SWEEP=1, ctest test_webgpu_train_arena).
  * f16 weight mirror (TEZGAH_WEBGPU_F16=1; SKIPPED where the adapter has no ShaderF16):
  * - 10 AdamW steps, llama and gpt2, B*T = 108 (the vec4 matmul path, which reads the mirror):
  *   every step's loss within 2e-3 relative of the CPU's fp32
@@ -166,9 +167,26 @@ static void test_train_llama(void **state) { compare(TZ_ARCH_LLAMA, 0, 0); }
 static void test_train_gpt2(void **state) { compare(TZ_ARCH_GPT2, 0, 0); }
 static void test_train_llama_f16(void **state) { compare(TZ_ARCH_LLAMA, 1, 0); }
 static void test_train_gpt2_f16(void **state) { compare(TZ_ARCH_GPT2, 1, 0); }
-/* the single arena: the matmuls' operands share the output's buffer (read_write bindings) */
-static void test_train_llama_arena(void **state) { compare(TZ_ARCH_LLAMA, 0, 1); }
-static void test_train_gpt2_arena(void **state) { compare(TZ_ARCH_GPT2, 0, 1); }
+/* the single arena: the matmuls' operands share the output's buffer (read_write bindings). An
+ * A/B switch (TEZGAH_WEBGPU_ARENA=1) that no run takes by default: the sweep's (ctest
+ * test_webgpu_train_arena, label sweep, TEZGAH_TEST_SWEEP=1); test_webgpu_ops checks the
+ * read_write matmul and attention kernels op by op. On the loaded 2-core VM the arena pair cost
+ * about a third of this program's ~100 cold CPU s (branch ttime4). */
+static int arena_on(void) {
+  const char *e = getenv("TEZGAH_TEST_SWEEP");
+  if (e && *e && strcmp(e, "0")) return 1;
+  printf("SKIPPED: the single-arena training (TEZGAH_WEBGPU_ARENA=1, an A/B switch) is a sweep case "
+         "(TEZGAH_TEST_SWEEP=1 runs it; ctest -L sweep)\n");
+  return 0;
+}
+static void test_train_llama_arena(void **state) {
+  if (!arena_on()) skip();
+  compare(TZ_ARCH_LLAMA, 0, 1);
+}
+static void test_train_gpt2_arena(void **state) {
+  if (!arena_on()) skip();
+  compare(TZ_ARCH_GPT2, 0, 1);
+}
 
 static void test_adamw_t(void **state) {
   tz_backend *gpu = tz_backend_create("webgpu", 0, NULL);
@@ -215,5 +233,8 @@ int main(void) {
                                      cmocka_unit_test(test_train_llama_f16), cmocka_unit_test(test_train_gpt2_f16),
                                      cmocka_unit_test(test_train_llama_arena), cmocka_unit_test(test_train_gpt2_arena),
                                      cmocka_unit_test(test_adamw_t), cmocka_unit_test(test_precision)};
+  /* TZ_TEST_FILTER: one glob over the case names (ctest's test_webgpu_train_arena) */
+  const char *f = getenv("TZ_TEST_FILTER");
+  if (f && *f) cmocka_set_test_filter(f);
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

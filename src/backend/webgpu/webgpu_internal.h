@@ -225,7 +225,8 @@ typedef struct {
 void wg_check(wg_ctx *c);
 /* Record a first error (printf-style fmt over a, b, x, y) and stop through wg_check. */
 void wg_fail(wg_ctx *c, const char *fmt, const char *a, const char *b, size_t x, uint64_t y);
-/* Wait for a future (at most 10 minutes): 0, or -1 on timeout or device error. */
+/* Wait for a future (at most TEZGAH_WEBGPU_WAIT_S seconds, default 600): 0, or -1 on timeout
+ * (c->failed set, c->errmsg naming the limit) or device error. */
 int wg_wait_future(wg_ctx *c, WGPUFuture f);
 
 /* ---- webgpu_mem.c: buffers and memory ops ---- */

@@ -55,14 +55,27 @@ void wg_fail(wg_ctx *c, const char *fmt, const char *a, const char *b, size_t x,
 }
 
 /* ---- waiting on futures ---- */
+/* At most TEZGAH_WEBGPU_WAIT_S seconds (default 600): a hung device ends the program with an
+ * error rather than waiting forever. A CPU adapter (lavapipe) compiles a pipeline's code at its
+ * first dispatch, inside the wait for the next readback: on a loaded machine several cold
+ * compiles took more than 10 minutes of wall time (docs/RELIABILITY.md), so the tests set a
+ * longer limit and leave hangs to ctest's per-test TIMEOUT (tests/CMakeLists.txt). On timeout
+ * the error names the limit (c->errmsg; the caller's own message does not replace it). */
 int wg_wait_future(wg_ctx *c, WGPUFuture f) {
   WGPUFutureWaitInfo wi = {f, 0};
-  for (int i = 0; i < 600; i++) { /* 10 minutes */
+  int lim = env_int("TEZGAH_WEBGPU_WAIT_S", 600);
+  if (lim < 1) lim = 1;
+  for (int i = 0; i < lim; i++) {
     WGPUWaitStatus s = W.wgpuInstanceWaitAny(c->inst, 1, &wi, 1000000000ull);
     if (s == WGPUWaitStatus_Success && wi.completed) return 0;
     if (s != WGPUWaitStatus_TimedOut) return -1;
     W.wgpuInstanceProcessEvents(c->inst);
     if (c->failed) return -1;
+  }
+  if (!c->failed) {
+    c->failed = 1;
+    snprintf(c->errmsg, sizeof c->errmsg,
+             "the device did not answer within %d s (TEZGAH_WEBGPU_WAIT_S sets the limit in seconds)", lim);
   }
   return -1;
 }
