@@ -6,7 +6,8 @@
 #  2. the bindings alone (tests/wasm/wgpu_smoke.c): device, upload, one WGSL kernel, readback
 #     exact, and a broken shader reported through the uncaptured-error callback; without
 #     navigator.gpu the program is told so in one line (exit 77: the page then runs --backend cpu);
-#  3. the engine (scripts/build_wasm.sh --webgpu): `tezgah info` in the page names the browser's
+#  3. the engine (build/wasm/tezgah-webgpu.wasm: scripts/build_wasm.sh, run by cmake, makes it
+#     beside tezgah.wasm from the same objects): `tezgah info` in the page names the browser's
 #     adapter; a tiny llama trained STEPS steps with --backend webgpu in the page against the
 #     native CLI's CPU backend (one thread) on the same 60 kB of tiny shakespeare: every
 #     step's loss and the validation losses within 1e-3 relative (test_webgpu_train's bound for
@@ -38,6 +39,10 @@ command -v clang-19 >/dev/null || skip "clang-19 not found (scripts/setup_wasm.s
 [[ -d $npm/playwright-core && -d $npm/@bjorn3/browser_wasi_shim ]] ||
   skip "playwright-core / @bjorn3/browser_wasi_shim not in $npm (scripts/setup_wasm.sh)"
 [[ -f $corpus ]] || skip "$corpus is absent (../shared not available)"
+# the build's wasm with the WebGPU bindings (scripts/build_wasm.sh makes it beside tezgah.wasm
+# from the same objects; cmake runs it when the toolchain is installed)
+wasm=$(dirname "$tz")/wasm/tezgah-webgpu.wasm
+[[ -f $wasm ]] || skip "$wasm not built (scripts/setup_wasm.sh installs the toolchain; cmake then builds it)"
 enter_scratch
 browser() { node "$root/tests/wasm/run_browser.mjs" --npm "$npm" --timeout 1500 "$@"; }
 
@@ -74,14 +79,6 @@ else
 fi
 
 # ---- 3. the engine ----
-wasmdir=$(dirname "$tz")/wasm-webgpu
-if ! "$root/scripts/build_wasm.sh" --webgpu --out "$wasmdir" -j2 >build.txt 2>&1; then
-  tail -20 build.txt
-  fail "scripts/build_wasm.sh --webgpu"
-  echo "$failures failure(s)"
-  exit 1
-fi
-wasm=$wasmdir/tezgah.wasm
 browser "$wasm" info >info.txt 2>&1
 if grep -q 'adapter: .*browser WebGPU' info.txt; then
   ok "tezgah info in the page: $(grep 'adapter:' info.txt | sed 's/^ *//')"
