@@ -43,5 +43,5 @@
 set(TZ_LAVAPIPE_TESTS test_webgpu_ops_matmul test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep
   test_webgpu_attn_variants
   test_webgpu_cli test_webgpu_ops_attn_pf test_webgpu_ops_act16 test_webgpu_large test_tok_webgpu
-  test_webgpu_train test_webgpu_mainjob)
+  test_webgpu_train test_webgpu_mainjob test_tok_webgpu_fused)
 set_property(TEST ${TZ_LAVAPIPE_TESTS} APPEND PROPERTY ENVIRONMENT "GALLIVM_PERF=nopt")
