@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# CPU seconds (user + sys, the test and every process it waited for) of ctest entries, each run
-# alone from a cold shader cache: Mesa's cache (lavapipe's LLVM code) is pointed at an empty
-# directory per entry, as on a fresh clone or in CI. Wall time on a shared machine says little;
+# CPU seconds (user + sys of the test and of every process it started, orphans included:
+# bench/cpu_tree.py; until 2026-12-02 /usr/bin/time, which missed the processes nobody waited
+# for, such as Chromium's GPU process) of ctest entries, each run alone from a cold shader
+# cache: Mesa's cache (lavapipe's LLVM code) is pointed at an empty directory per entry, as on
+# a fresh clone or in CI. Wall time on a shared machine says little;
 # CPU seconds are what a 2-core machine has to spend (docs/RELIABILITY.md, "What the test
 # command costs"). Each entry runs as ctest would run it (its command, working directory and
 # ENVIRONMENT property, from `ctest --show-only=json-v1`) but without ctest's TIMEOUT, which
@@ -22,6 +24,7 @@ while (($#)); do
 done
 (($#)) || { echo "usage: bench/test_cpu.sh [--build DIR] [--warm] NAME..." >&2; exit 2; }
 build=$(realpath "$build")
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=$(mktemp -d "${TMPDIR:-/tmp}/tz-test-cpu.XXXXXX")
 trap 'rm -rf "$cache" "$cache.json" "$cache.time"' EXIT
 json=$cache.json
@@ -45,8 +48,8 @@ EOF
   while [[ ${spec[i]} != -- ]]; do envs+=("${spec[i]}"); i=$((i + 1)); done
   cmd=("${spec[@]:i+1}")
   log=$build/test-cpu-$name.log
-  (cd "$dir" && MESA_SHADER_CACHE_DIR=$cache XDG_CACHE_HOME=$cache /usr/bin/time -o "$cache.time" \
-    -f '%x %U %S %e' env ${envs[@]+"${envs[@]}"} "${cmd[@]}" >"$log" 2>&1 </dev/null)
+  (cd "$dir" && MESA_SHADER_CACHE_DIR=$cache XDG_CACHE_HOME=$cache python3 "$here/cpu_tree.py" "$cache.time" \
+    env ${envs[@]+"${envs[@]}"} "${cmd[@]}" >"$log" 2>&1 </dev/null)
   read -r rc user sys wall < <(tail -1 "$cache.time")
   case $rc in 0) result=Passed ;; 77) result=Skipped ;; *) result="Failed($rc)" ;; esac
   printf '%-32s %-10s %s %s %s\n' "$name" "$result" "$user" "$sys" "$wall"

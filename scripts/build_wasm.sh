@@ -6,7 +6,9 @@
 #
 # Result: DIR/tezgah.wasm, a WASI command (`tezgah ARGS...` as _start) that runs under Node's
 # node:wasi (tests/test_wasm_node.sh) and in the page (web/, docs/BROWSER.md), which copies it
-# to web/tezgah.wasm. --webgpu compiles in the WebGPU bindings of wasm/webgpu/ (issue 23 item 2).
+# to web/tezgah.wasm. Also DIR/tezgah-webgpu.wasm: the same engine with the WebGPU bindings
+# (src/backend/webgpu/wgpu_wasm.c, issue 23 item 2; two more compiles and a link, the other
+# objects shared). --webgpu puts the bindings into DIR/tezgah.wasm itself.
 # Needs scripts/setup_wasm.sh (clang-19, lld-19, wasm32 builtins, wasi-libc from
 # bookworm-backports, PCRE2 and cJSON source packages in .deps/wasm/src).
 set -euo pipefail
@@ -21,7 +23,7 @@ while (($#)); do
     --out=*) OUT=${1#--out=} ;;
     -j) JOBS=$2; shift ;;
     -j*) JOBS=${1#-j} ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build_wasm: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
   shift
@@ -39,4 +41,7 @@ cjson=$(compgen -G ".deps/wasm/src/cjson-*/" | head -1 || true)
 [[ -n $pcre2 && -n $cjson ]] || fail "PCRE2 / cJSON sources not in .deps/wasm/src (scripts/setup_wasm.sh fetches them with apt-get source)"
 make --no-print-directory -f wasm/Makefile -j"$JOBS" OUT="$OUT" WEBGPU="$WEBGPU" \
   PCRE2_SRC="${pcre2%/}" CJSON_SRC="${cjson%/}"
-echo "build_wasm: $OUT/tezgah.wasm ($(stat -c %s "$OUT/tezgah.wasm") bytes$( ((WEBGPU)) && echo ', WebGPU bindings'))"
+bind=""
+((WEBGPU)) && bind=", WebGPU bindings"
+echo "build_wasm: $OUT/tezgah.wasm ($(stat -c %s "$OUT/tezgah.wasm") bytes$bind)," \
+  "$OUT/tezgah-webgpu.wasm ($(stat -c %s "$OUT/tezgah-webgpu.wasm") bytes, WebGPU bindings)"

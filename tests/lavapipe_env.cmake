@@ -23,7 +23,8 @@
 # test_webgpu_ops entry then cost more with nopt (475 vs 439: its T = 8192 case, since moved to
 # the sweep's test_webgpu_attn_long, which keeps llvmpipe's defaults). ttime3: the matmul sweep
 # 174 -> 79 with 4 lanes, the attention sweep 748 with nopt. test_webgpu_mainjob and
-# test_tok_webgpu_cli are not set (mainjob with nopt hit ctest's 900 s limit at load 14).
+# test_tok_webgpu_cli are not set (mainjob with nopt hit ctest's 900 s limit at load 14; ttime5
+# set it for mainjob once that ran one WebGPU run).
 # Branch ttime4 (2026-12-02): every lavapipe entry of the test_webgpu_ops family, and the
 # training tests, with nopt; the 4-lane width wherever the kernels' code does not depend on the
 # subgroup size, which is everywhere but the flash attention kernels' lane reductions
@@ -35,11 +36,15 @@
 # test_webgpu_sgmat (its emulated subgroup matrices have their own size, 8, whatever
 # llvmpipe's). One setting for most entries also lets an entry find in Mesa's cache the
 # pipelines another compiled (the cache key includes llvmpipe's settings).
+# Branch ttime5 (2026-12-02, cold, CPU s incl. every child: bench/cpu_tree.py): the main job's
+# f16 run (its one WebGPU run since then) 161.1 -> 134.4 with nopt, the same losses to every
+# digit; test_tok_webgpu_cli 46.2 -> 51.0 with nopt (execution-bound: not set).
 # docs/RELIABILITY.md has the measurements.
 set(TZ_LAVAPIPE_TESTS test_webgpu_ops test_webgpu_ops_flash test_webgpu_ops_matmul
   test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep test_webgpu_attn_variants
   test_webgpu_cli test_webgpu_ops_attn_pf test_webgpu_ops_act16 test_webgpu_large test_tok_webgpu
-  test_webgpu_train test_webgpu_train_arena test_webgpu_sgmat test_webgpu_sgmat_sweep)
+  test_webgpu_train test_webgpu_train_arena test_webgpu_sgmat test_webgpu_sgmat_sweep
+  test_webgpu_mainjob test_tok_webgpu_fused)
 set_property(TEST ${TZ_LAVAPIPE_TESTS} APPEND PROPERTY ENVIRONMENT "GALLIVM_PERF=nopt")
 # (test_webgpu_ops, _act16, _matmul, _nosubgroups and the matmul sweep set the width with their
 # other settings in tests/CMakeLists.txt)

@@ -25,10 +25,13 @@ static double now(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* CPU and GPU training give byte-identical tokenizer.json, with both GPU iteration shapes and
- * both word counts: three dispatches per merge after counting the words on the GPU (the
- * default), and two (TEZGAH_TOK_GPU_FUSED=1) after counting them on the CPU
- * (TEZGAH_TOK_GPU_COUNT=cpu). Returns the GPU's bans. */
+/* CPU and GPU training give byte-identical tokenizer.json: three dispatches per merge after
+ * counting the words on the GPU (the default on every adapter) in the test command; under
+ * TEZGAH_TEST_SWEEP=1 (ctest entry test_tok_webgpu_fused, label sweep: .ci/run) instead two
+ * (TEZGAH_TOK_GPU_FUSED=1, a variant no adapter chooses) after counting them on the CPU
+ * (TEZGAH_TOK_GPU_COUNT=cpu; the default path's fallback to CPU counting is
+ * test_train_word_count's). Until 2026-12-02 both ran here: the fused one was ~40 % of this
+ * program's time (tiny shakespeare at vocab 2000: 11.6 s on lavapipe). Returns the GPU's bans. */
 static unsigned same_training(const char *name, const char *text, size_t n, int vocab) {
   tz_tokenizer *a;
   double t0 = now();
@@ -38,7 +41,8 @@ static unsigned same_training(const char *name, const char *text, size_t n, int 
   size_t la;
   assert_int_equal(tz_tok_to_json(a, &ja, &la), 0);
   unsigned bans = 0;
-  for (int fused = 0; fused < 2; fused++) {
+  int sweep = getenv("TEZGAH_TEST_SWEEP") != NULL;
+  for (int fused = sweep; fused < 1 + sweep; fused++) {
     tz_tokenizer *b;
     tz_tok_gpu_stats st;
     setenv("TEZGAH_TOK_GPU_FUSED", fused ? "1" : "0", 1);
@@ -116,8 +120,10 @@ static size_t g_shakes_len;
 
 static void test_train_shakespeare(void **state) {
   if (!g_shakes) skip();
-  int vocabs[] = {257, 300, 1024, 2000};
-  for (int i = 0; i < 4; i++) same_training("tinyshakespeare", g_shakes, g_shakes_len, vocabs[i]);
+  /* no merge; one submission; seven (ITERS 256 merges each, two in flight: vocab 1024's three
+   * were dropped on 2026-12-02, 6.5 s on lavapipe, a subset of this) */
+  int vocabs[] = {257, 300, 2000};
+  for (int i = 0; i < 3; i++) same_training("tinyshakespeare", g_shakes, g_shakes_len, vocabs[i]);
 }
 
 /* KJV-like text: data/kjv.txt (first 1.5 MB) when prepared, else verses made of the KJV's
@@ -598,6 +604,7 @@ int main(void) {
       cmocka_unit_test(test_pretok_gpu),
   };
   if (getenv("TEZGAH_TEST_FILTER")) cmocka_set_test_filter(getenv("TEZGAH_TEST_FILTER"));
+  if (getenv("TEZGAH_TEST_SKIP")) cmocka_set_skip_filter(getenv("TEZGAH_TEST_SKIP"));
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   free(g_shakes);
   if (!rc && tz_test_shared_missing) return 77;

@@ -4,17 +4,22 @@
 #  1. layout: every struct member, size and constant web/wgpu_imports.mjs reads is in the
 #     wasm32 layout the C side hands it (tests/wasm/check_layout.mjs, Node's WASI);
 #  2. the bindings alone (tests/wasm/wgpu_smoke.c): device, upload, one WGSL kernel, readback
-#     exact, and a broken shader reported through the uncaptured-error callback; without
-#     navigator.gpu the program is told so in one line (exit 77: the page then runs --backend cpu);
-#  3. the engine (scripts/build_wasm.sh --webgpu): `tezgah info` in the page names the browser's
+#     exact, and a broken shader reported through the uncaptured-error callback (without
+#     navigator.gpu: the engine's one error line in 3, the same loader path);
+#  3. the engine (build/wasm/tezgah-webgpu.wasm: scripts/build_wasm.sh, run by cmake, makes it
+#     beside tezgah.wasm from the same objects): `tezgah info` in the page names the browser's
 #     adapter; a tiny llama trained STEPS steps with --backend webgpu in the page against the
 #     native CLI's CPU backend (one thread) on the same 60 kB of tiny shakespeare: every
 #     step's loss and the validation losses within 1e-3 relative (test_webgpu_train's bound for
 #     WebGPU against the CPU; measured on 2026-12-02: max |Δ| 6.81e-6 over 6 steps; 8 min in
-#     all on a loaded 2-core machine, 5.5 of them SwiftShader's first step); the page's
-#     checkpoint samples natively; --backend webgpu without navigator.gpu is one error line;
+#     all on a loaded 2-core machine, 5.5 of them SwiftShader's first step, that is its compiles
+#     of the backward's pipelines: 4 steps, validation at 2 and 4, reach every pipeline and
+#     the optimizer's later steps); the page's checkpoint samples natively; --backend webgpu
+#     without navigator.gpu is one error line;
 #  4. the WebGPU BPE trainer (src/tokenizer/tok_webgpu_*.c: async pipeline creation, its own
-#     kernels) in the page writes the same tokenizer.json as the native CPU, byte for byte.
+#     kernels) in the page writes the same tokenizer.json as the native CPU, byte for byte
+#     (50 kB, 144 merges).
+# Each Chromium launch costs ~8 CPU s (bench/cpu_tree.py, 2026-12-02): five here.
 # Needs clang-19 + wasi-libc (scripts/setup_wasm.sh), node >= 20, chromium and
 # web/node_modules' playwright-core and @bjorn3/browser_wasi_shim; SKIPPED (77) without them.
 # TEZGAH_WASM_NPM overrides the npm folder. Slow on a CPU: SwiftShader compiles each WGSL
@@ -27,7 +32,7 @@ scratch=${3:?scratch dir}
 root=$(cd "$(dirname "$0")/.." && pwd)
 npm=${TEZGAH_WASM_NPM:-$root/web/node_modules}
 corpus=$shared/data/tinyshakespeare.txt
-STEPS=${TEZGAH_WASM_WEBGPU_STEPS:-6}
+STEPS=${TEZGAH_WASM_WEBGPU_STEPS:-4}
 # shellcheck source=tests/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # skip, enter_scratch, fail, ok
 command -v node >/dev/null || skip "node not found (scripts/setup.sh)"
@@ -38,6 +43,10 @@ command -v clang-19 >/dev/null || skip "clang-19 not found (scripts/setup_wasm.s
 [[ -d $npm/playwright-core && -d $npm/@bjorn3/browser_wasi_shim ]] ||
   skip "playwright-core / @bjorn3/browser_wasi_shim not in $npm (scripts/setup_wasm.sh)"
 [[ -f $corpus ]] || skip "$corpus is absent (../shared not available)"
+# the build's wasm with the WebGPU bindings (scripts/build_wasm.sh makes it beside tezgah.wasm
+# from the same objects; cmake runs it when the toolchain is installed)
+wasm=$(dirname "$tz")/wasm/tezgah-webgpu.wasm
+[[ -f $wasm ]] || skip "$wasm not built (scripts/setup_wasm.sh installs the toolchain; cmake then builds it)"
 enter_scratch
 browser() { node "$root/tests/wasm/run_browser.mjs" --npm "$npm" --timeout 1500 "$@"; }
 
@@ -64,24 +73,8 @@ elif [[ $rc -ne 0 ]] || ! grep -q '^wgpu_smoke: OK' smoke.txt; then
 else
   ok "wgpu_smoke in Chromium"
 fi
-browser --no-gpu smoke/wgpu_smoke.wasm >nogpu.txt 2>&1
-rc=$?
-if [[ $rc -eq 77 ]] && grep -q 'no navigator.gpu' nogpu.txt; then
-  ok "no navigator.gpu: $(grep SKIPPED nogpu.txt)"
-else
-  fail "without navigator.gpu: exit $rc"
-  tail -5 nogpu.txt
-fi
 
 # ---- 3. the engine ----
-wasmdir=$(dirname "$tz")/wasm-webgpu
-if ! "$root/scripts/build_wasm.sh" --webgpu --out "$wasmdir" -j2 >build.txt 2>&1; then
-  tail -20 build.txt
-  fail "scripts/build_wasm.sh --webgpu"
-  echo "$failures failure(s)"
-  exit 1
-fi
-wasm=$wasmdir/tezgah.wasm
 browser "$wasm" info >info.txt 2>&1
 if grep -q 'adapter: .*browser WebGPU' info.txt; then
   ok "tezgah info in the page: $(grep 'adapter:' info.txt | sed 's/^ *//')"
@@ -92,7 +85,7 @@ fi
 
 head -c 60000 "$corpus" >corpus.txt
 args=(--data corpus.txt --vocab-size 320 --n-layer 2 --n-head 4 --d-model 64 -B 4 -T 64 --steps "$STEPS"
-  --seed 7 --val-every 3 --val-batches 2 --sample-tokens 0 --log-every 1)
+  --seed 7 --val-every 2 --val-batches 2 --sample-tokens 0 --log-every 1)
 OMP_NUM_THREADS=1 "$tz" train "${args[@]}" --backend cpu --threads 1 --run-dir native 2>native.log ||
   fail "native train exited with $? ($(tail -1 native.log))"
 t0=$(date +%s)
@@ -142,7 +135,7 @@ else
 fi
 
 # ---- 4. the WebGPU tokenizer trainer in the page ----
-head -c 100000 "$corpus" >in.txt
+head -c 50000 "$corpus" >in.txt
 "$tz" tokenizer train --in in.txt --out cpu.json --vocab-size 400 >/dev/null 2>tokcpu.err ||
   fail "native tokenizer train: $(tail -1 tokcpu.err)"
 browser --file in.txt=in.txt --out tok "$wasm" tokenizer train --in in.txt --out gpu.json --vocab-size 400 \

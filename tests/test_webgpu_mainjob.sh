@@ -1,11 +1,15 @@
-#!/usr/bin/env bash
 # The main job's model shape through the CLI on the WebGPU backend (lavapipe in CI):
 # `tezgah train --backend webgpu` with the defaults' model (llama, 4 layers, 4 heads,
-# d_model 128, B 16, T 128, vocab 2048) trains 3 steps: exit 0, finite losses in
-# metrics.jsonl, the last not above the first + 1, and the same 3 steps on --backend cpu give
-# losses within 1e-3 relative (fp32: TEZGAH_WEBGPU_F16=0). Where the adapter offers ShaderF16
-# (lavapipe does) the same 3 steps with the f16 weight mirror (TEZGAH_WEBGPU_F16=1) must also
-# stay within 2e-3 relative of the CPU.
+# d_model 128, B 16, T 128, vocab 2048) trains 3 steps at the adapter's default precision, as
+# a user's run there would: exit 0, finite losses in metrics.jsonl, the last not above the
+# first + 1, and the same 3 steps on --backend cpu give losses within 2e-3 relative where the
+# adapter offers ShaderF16 (the f16 weight mirror, the default there: lavapipe and most GPUs)
+# and within 1e-3 where it does not (fp32).
+# One WebGPU run since 2026-12-02 (branch ttime5): the entry also ran the fp32 path
+# (TEZGAH_WEBGPU_F16=0) on lavapipe, 152 of its ~316 cold CPU seconds. fp32 training against
+# the CPU is test_webgpu_train's (llama and gpt2, 20 steps, both activation layouts) and, in
+# the browser, test_wasm_webgpu's (SwiftShader has no ShaderF16); its kernels at this shape
+# (flash attention at head_dim 32, the matmul family) are test_webgpu_ops' cases.
 # SKIPPED (exit 77) without ../shared or without Dawn / an adapter.
 # Usage (from ctest): bash test_webgpu_mainjob.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
@@ -29,21 +33,20 @@ job=(--data "$corpus" --vocab-size 2048 --arch llama --n-layer 4 --n-head 4 --d-
   --steps 3 --val-every 0 --sample-tokens 20 --log-every 1 --seed 11)
 
 losses() { grep -o '"loss":[0-9.eE+-]*\|"loss":[a-z-]*' "$1" | cut -d: -f2; }
-runs=(webgpu cpu)
-grep -q '^  precision: f16 weight mirror' <<<"$info" && runs+=(webgpu-f16)
-for run in "${runs[@]}"; do
-  be=${run%-f16} f16=0 start=$(date +%s)
-  [[ $run == *-f16 ]] && f16=1
-  if TEZGAH_WEBGPU_F16=$f16 "$tz" train "${job[@]}" --backend $be --run-dir runs/$run >$run.out 2>$run.err; then
+tol=1e-3 what=fp32
+grep -q '^  precision: f16 weight mirror' <<<"$info" && tol=2e-3 what="f16 weight mirror"
+for run in webgpu cpu; do
+  start=$(date +%s)
+  if "$tz" train "${job[@]}" --backend $run --run-dir runs/$run >$run.out 2>$run.err; then
     ok "$run: trained 3 steps in $(($(date +%s) - start)) s"
   else
     fail "$run: exit $?, stderr:"; tail -20 $run.err
   fi
 done
-grep -h '^webgpu:' webgpu.err webgpu-f16.err 2>/dev/null
+grep -h '^webgpu:' webgpu.err
 mapfile -t lw < <(losses runs/webgpu/metrics.jsonl 2>/dev/null)
 mapfile -t lc < <(losses runs/cpu/metrics.jsonl 2>/dev/null)
-echo "webgpu losses: ${lw[*]:-none}"
+echo "webgpu losses ($what): ${lw[*]:-none}"
 echo "cpu losses:    ${lc[*]:-none}"
 if ((${#lw[@]} != 3 || ${#lc[@]} != 3)); then
   fail "expected 3 step losses each, got ${#lw[@]} (webgpu) and ${#lc[@]} (cpu)"
@@ -56,29 +59,12 @@ else
     fail "webgpu losses not finite or not sane: ${lw[*]}"
   fi
   for i in 0 1 2; do
-    if awk -v a="${lw[$i]}" -v b="${lc[$i]}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-3 * b) }'; then
-      ok "step $((i + 1)): webgpu ${lw[$i]} vs cpu ${lc[$i]} within 1e-3 relative"
+    if awk -v a="${lw[$i]}" -v b="${lc[$i]}" -v t="$tol" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= t * b) }'; then
+      ok "step $((i + 1)): webgpu ($what) ${lw[$i]} vs cpu ${lc[$i]} within $tol relative"
     else
-      fail "step $((i + 1)): webgpu ${lw[$i]} vs cpu ${lc[$i]} differ by more than 1e-3 relative"
+      fail "step $((i + 1)): webgpu ($what) ${lw[$i]} vs cpu ${lc[$i]} differ by more than $tol relative"
     fi
   done
-fi
-if [[ -e runs/webgpu-f16 ]]; then
-  mapfile -t lh < <(losses runs/webgpu-f16/metrics.jsonl 2>/dev/null)
-  echo "webgpu f16 losses: ${lh[*]:-none}"
-  if ((${#lh[@]} != 3)); then
-    fail "f16: expected 3 step losses, got ${#lh[@]}"
-  else
-    for i in 0 1 2; do
-      if awk -v a="${lh[$i]}" -v b="${lc[$i]:-0}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= 2e-3 * b) }'; then
-        ok "step $((i + 1)): webgpu f16 mirror ${lh[$i]} vs cpu ${lc[$i]} within 2e-3 relative"
-      else
-        fail "step $((i + 1)): webgpu f16 mirror ${lh[$i]} vs cpu ${lc[$i]:-?} differ by more than 2e-3 relative"
-      fi
-    done
-  fi
-else
-  echo "note: no ShaderF16 on this adapter; the f16 mirror run is not exercised"
 fi
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]
