@@ -1563,7 +1563,10 @@ static void check_att_sg(tz_backend *ge, int B, int T, int nh, int nkv, int hd) 
  * (TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1). Under TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1 (the
  * software stand-in for subgroup matrices, ctest test_webgpu_ops_attn_sgemu on lavapipe, where
  * a case takes about a minute) one case per path: GQA head_dim 64, head_dim 128, the one-pass
- * forward, chunked dq sums, f16 out. Bound: SG_RTOL / SG_ARMS above. The other
+ * forward, chunked dq sums, f16 out. Every case runs the kernels TEZGAH_WEBGPU_ATTN_SG_STAGE picks
+ * (unset: the staged forward fa_sg_fwd_st and the direct backward fa_sg_dkdv; 0: both direct;
+ * 1: both staged, fa_sg_dkdv_st too; ctest runs unset and 0, scripts/device_webgpu_attnst.sh 1
+ * and 0). Bound: SG_RTOL / SG_ARMS above. The other
  * attention tests run with TEZGAH_WEBGPU_ATTN_SGMAT=0 (setup): the fp32 kernels at their fp32
  * bounds on every adapter. */
 static void test_attention_sgmat(void **state) {
