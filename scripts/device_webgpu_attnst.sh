@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Staged subgroup-matrix flash attention on the GPU machine (branch attnst, issue 22 item 4), one
 # device call, at most ~200 s warm (each part has a time limit; a part is skipped once the script
-# has run LIM seconds, default 190):
+# has run LIM seconds, default 160; worst case ~200 s):
 #  1. `tezgah info` (adapter, subgroup-matrix configurations) and the backend's description line;
 #  2. test_webgpu_ops' test_attention_sgmat (forward, lse and every backward output vs the CPU:
 #     head_dim 64/128, causal, GQA, T off the blocks, f32 and f16 out, chunked dq, both grid
@@ -14,7 +14,8 @@
 #       dir2 direct (the fasgmat kernels)       dir1 direct, one-pass
 #       fp32 TEZGAH_WEBGPU_ATTN_SGMAT=0: the fp32 flash kernels (main's default)
 #     and a table of the kernels' ms per forward + backward pair: attention_fwd, attention_bwd_dkdv,
-#     attention_bwd_dq, attention_bwd_d, the f16 copies (attention_to_f16), their sum; the best
+#     attention_bwd_dq, attention_bwd_d, conversions (the f16 copies, attention_to_f16; the fp32
+#     path's to_f16 / to_f32 of its output), their sum; the best
 #     forward (attention_fwd) and the best backward (dkdv + dq) at head_dim 64 are combined;
 #  4. GPT-2 124M B16 T1024 `tezgah train --backend webgpu --precision f16 --profile`, STEPS (8)
 #     steps, with that best combination and with the default (fp32 flash attention): median
@@ -23,7 +24,7 @@
 #   bash scripts/device_webgpu_attnst.sh DIR   (run tool, carry [DIR, ".gl"]; DIR from
 #   `bash scripts/device_pack_webgpu.sh DIR`: bin/ (tezgah, test_webgpu_ops, bench_webgpu,
 #   libtz_napi_stub.so), lib/, dawn/dawn.node.xz, data/train.bin). Writes $OUT/ (summary.log and
-#   every log). STEPS, TTMO (per train run, default 45 s), LIM, NOTEST=1 / NOBENCH=1 / NOTRAIN=1
+#   every log). STEPS, TTMO (per train run, default 40 s), LIM, NOTEST=1 / NOBENCH=1 / NOTRAIN=1
 #   skip parts; VARIANTS="st2 st1 ..." picks the bench variants. DRY=1 runs the logic locally
 #   (lavapipe: the subgroup-matrix parts then report "not run here"; with
 #   TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1 the tests run the software stand-in, slowly).
@@ -32,7 +33,7 @@ set -uo pipefail
 source scripts/device_webgpu_env.sh
 device_start device_webgpu_attnst /tmp/attnst_out "" "$@"
 device_dawn_node
-lim=${LIM:-190}
+lim=${LIM:-160}
 timeout 60 "$dir/bin/tezgah" info 2>&1 | grep -E '^  (library|adapter|precision|ShaderF16|subgroup-matrix)' | tee -a "$sum"
 lb=$(command -v stdbuf >/dev/null && echo "stdbuf -oL -eL") # line-buffered: a timeout keeps the lines so far
 left() { ((SECONDS < lim)) || { say "skipped ($1): $SECONDS s past LIM $lim"; return 1; }; }
@@ -42,8 +43,8 @@ declare -A TRC
 if [[ -z ${NOTEST:-} ]]; then
   for v in st dir; do
     left "test $v" || continue
-    stage=1 tmo=60
-    [[ $v == dir ]] && stage=0 tmo=40
+    stage=1 tmo=50
+    [[ $v == dir ]] && stage=0 tmo=35
     TZ_TEST_FILTER='test_attention_sgmat' TEZGAH_WEBGPU_ATTN_SG_STAGE=$stage timeout $tmo $lb "$dir/bin/test_webgpu_ops" \
       >"$out/test_$v.log" 2>&1
     TRC[$v]=$?
@@ -71,23 +72,28 @@ venv() { # the environment of a variant
     *) echo TEZGAH_WEBGPU_ATTN_SGMAT=0 ;;
   esac
 }
-# a bench log's per-head_dim lines: hd fwd dkdv dq d to_f16 sum (ms per pair), fwd_ms bwd_ms (its own timing)
+# a bench log's per-head_dim lines: hd fwd dkdv dq d conv sum (ms per pair; conv: the f16 copies
+# of q/k/v (attention_to_f16) and the fp32 path's conversions of its out (to_f16 / to_f32 (attn
+# out))), fwd_ms bwd_ms (the bench's own wall timing). Needs stdout line-buffered: each head_dim's
+# table (stderr) comes before its "attention B=" line (stdout).
 bench_rows() {
-  awk '$1 ~ /^attention_(fwd|bwd_dkdv|bwd_dq|bwd_d|to_f16)$/ && $2 ~ /^[0-9.]+$/ {r[$1] = $2}
+  awk '$1 ~ /^attention_(fwd|bwd_dkdv|bwd_dq|bwd_d)$/ && $2 ~ /^[0-9.]+$/ {r[$1] = $2}
+       $1 == "attention_to_f16" && $2 ~ /^[0-9.]+$/ {cv += $2}
+       $1 ~ /^to_f(16|32)$/ && $2 == "(attn" && $4 ~ /^[0-9.]+$/ {cv += $4}
        /^attention B=/ {hd = $5; sub(/hd=/, "", hd); f = $9; b = $14;
-         s = r["attention_fwd"] + r["attention_bwd_dkdv"] + r["attention_bwd_dq"] + r["attention_bwd_d"] + r["attention_to_f16"];
+         s = r["attention_fwd"] + r["attention_bwd_dkdv"] + r["attention_bwd_dq"] + r["attention_bwd_d"] + cv;
          printf "%s %s %s %s %s %s %.3f %s %s\n", hd, r["attention_fwd"] + 0, r["attention_bwd_dkdv"] + 0, r["attention_bwd_dq"] + 0,
-           r["attention_bwd_d"] + 0, r["attention_to_f16"] + 0, s, f, b; delete r}' "$1"
+           r["attention_bwd_d"] + 0, cv + 0, s, f, b; delete r; cv = 0}' "$1"
 }
 best="" bestv=1e9 bestf="" bestfv=1e9 bestb="" bestbv=1e9
 better() { awk -v a="$1" -v b="$2" 'BEGIN {exit !(a > 0 && a < b)}'; }
 if [[ -z ${NOBENCH:-} ]]; then
   say "bench_webgpu attention 16 1024, ms per forward + backward (GPU timestamps; bench fwd/bwd: wall ms):"
-  say "$(printf '  %-5s %3s %8s %8s %8s %8s %8s %8s  %s' variant hd fwd dkdv dq D to_f16 sum 'bench fwd/bwd')"
+  say "$(printf '  %-5s %3s %8s %8s %8s %8s %8s %8s  %s' variant hd fwd dkdv dq D conv sum 'bench fwd/bwd')"
   for v in ${VARIANTS:-st2 st1 dir2 dir1 fp32}; do
     left "bench $v" || continue
     # shellcheck disable=SC2046  # the variant's assignments, word-split on purpose
-    env $(venv $v) TEZGAH_PROFILE=1 timeout 40 "$dir/bin/bench_webgpu" attention 16 1024 >"$out/bench_$v.log" 2>&1
+    env $(venv $v) TEZGAH_PROFILE=1 timeout 40 $lb "$dir/bin/bench_webgpu" attention 16 1024 >"$out/bench_$v.log" 2>&1
     brc=$?
     ((brc == 0)) || say "  [$v] rc $brc: $(grep -iE 'error' "$out/bench_$v.log" | head -1 | cut -c1-200)"
     while read -r hd f k q d p s bf bb; do
@@ -107,7 +113,7 @@ fi
 
 # 4. GPT-2 124M training: the best variant vs the default (fp32 flash attention)
 steps=${STEPS:-8}
-export TTMO=${TTMO:-45}
+export TTMO=${TTMO:-40}
 declare -A TPS ATT
 att_rows() { # the attention rows of the last profile table in a log, then their sum
   sed -n '/ms\/step/,$p' "$1" | grep -E '^  (attention_|to_f16 \(attn out\)|to_f32 \(attn out\)|total)' |
