@@ -10,8 +10,10 @@
 #     (TEZGAH_WEBGPU_ATTN_SG_STAGE=0); each line its worst err/bound;
 #  3. `TEZGAH_PROFILE=1 bench_webgpu attention 16 1024` (B 16, T 1024, n_head = 768 / head_dim,
 #     head_dim 64 (GPT-2 124M: C 768, H 12), 32 (fp32 kernels in every mode) and 128) per variant:
+#       sf2  staged fwd, direct bwd (the default of TEZGAH_WEBGPU_ATTN_SGMAT=1)
 #       st2  staged fwd (two-pass) and bwd      st1  staged, one-pass forward
-#       dir2 direct (the fasgmat kernels)       dir1 direct, one-pass
+#       dir2 direct (the fasgmat kernels)       (dir1 direct one-pass, st2n2 staged with 2
+#                                               subgroups: VARIANTS only)
 #       fp32 TEZGAH_WEBGPU_ATTN_SGMAT=0: the fp32 flash kernels (main's default)
 #     and a table of the kernels' ms per forward + backward pair: attention_fwd, attention_bwd_dkdv,
 #     attention_bwd_dq, attention_bwd_d, conversions (the f16 copies, attention_to_f16; the fp32
@@ -57,6 +59,7 @@ fi
 # 3. the kernels alone: per variant and head_dim, the profile's attention rows (ms per fwd + bwd)
 venv() { # the environment of a variant
   case $1 in
+    sf2) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_STAGE=2 ;; # the default: staged forward only
     st2) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_STAGE=1 ;;
     st1) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_STAGE=1 TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 ;;
     dir2) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_STAGE=0 ;;
@@ -64,9 +67,9 @@ venv() { # the environment of a variant
     st2n2) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_STAGE=1 TEZGAH_WEBGPU_ATTN_SG_NSG=2 ;;
     best) # the best forward variant's form with the best backward variant's staging
       local s=0 o=0
-      [[ $bestf == st* && $bestb == st* ]] && s=1
-      [[ $bestf == st* && $bestb != st* ]] && s=2
-      [[ $bestf != st* && $bestb == st* ]] && s=3
+      [[ $bestf == s* && $bestb == st* ]] && s=1
+      [[ $bestf == s* && $bestb != st* ]] && s=2
+      [[ $bestf != s* && $bestb == st* ]] && s=3
       [[ $bestf == *1 ]] && o=1
       echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_STAGE=$s TEZGAH_WEBGPU_ATTN_SG_ONEPASS=$o ;;
     *) echo TEZGAH_WEBGPU_ATTN_SGMAT=0 ;;
@@ -90,7 +93,7 @@ better() { awk -v a="$1" -v b="$2" 'BEGIN {exit !(a > 0 && a < b)}'; }
 if [[ -z ${NOBENCH:-} ]]; then
   say "bench_webgpu attention 16 1024, ms per forward + backward (GPU timestamps; bench fwd/bwd: wall ms):"
   say "$(printf '  %-5s %3s %8s %8s %8s %8s %8s %8s  %s' variant hd fwd dkdv dq D conv sum 'bench fwd/bwd')"
-  for v in ${VARIANTS:-st2 st1 dir2 dir1 fp32}; do
+  for v in ${VARIANTS:-sf2 st2 st1 dir2 fp32}; do
     left "bench $v" || continue
     # shellcheck disable=SC2046  # the variant's assignments, word-split on purpose
     env $(venv $v) TEZGAH_PROFILE=1 timeout 40 $lb "$dir/bin/bench_webgpu" attention 16 1024 >"$out/bench_$v.log" 2>&1
