@@ -30,7 +30,9 @@
 #   (and build-v4b with -DTEZGAH_BLAS=ON); cmake --build build-v4 --target tezgah bench_fma_peak
 #   D=.dev/cpu; cp build-v4/tezgah build-v4/bench/bench_fma_peak $D/bin/; cp build-v4b/tezgah $D/bin/tezgah-blas
 #   cp build-v4b/bench/bench_matmul $D/bin/; cp -L the libraries ldd names (libgomp, libpcre2-8,
-#   libcjson, libxxhash; libopenblas.so.0 of openblas-openmp, libgfortran, libquadmath) $D/lib/
+#   libcjson, libxxhash) $D/lib/, and libopenblas.so.0 of openblas-openmp, libgfortran and
+#   libquadmath, which ldd no longer names: tezgah loads OpenBLAS on use (TZ_MATMUL=blas), by
+#   its soname through LD_LIBRARY_PATH when the build's path is not on the machine
 #   tezgah tokenize --tokenizer gpt2 --in tinyshakespeare.txt --out $D/data/train.bin
 #   there: bash bench/bench_cpu.sh .dev/cpu     (about 4.5 minutes with the peer's compile)
 set -uo pipefail
@@ -142,7 +144,8 @@ if [[ ${TEZGAH_BENCH_QUICK:-0} != 1 || ${TEZGAH_BENCH_2CORE:-0} == 1 ]]; then
   ours "2 cores (taskset 0,1): tezgah + OpenBLAS" tezgah-blas OMP_NUM_THREADS=2 taskset -c 0,1
   steps=$steps_all
   if [[ -x $dir/bin/bench_matmul ]]; then
-    OMP_WAIT_POLICY=ACTIVE taskset -c 0,1 "$dir/bin/bench_matmul" 2 3 >&2
+    # without tezgah-blas the pack is a build without OpenBLAS: its BLAS column would be the C path
+    OMP_WAIT_POLICY=ACTIVE taskset -c 0,1 "$dir/bin/bench_matmul" 2 3 $([[ -x $dir/bin/tezgah-blas ]] || echo c) >&2
   fi
 fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

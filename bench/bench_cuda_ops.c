@@ -1,7 +1,10 @@
-/* CUDA micro-benchmark of the memory-bound ops at the GPT-2 124M training shapes (B=16,
- * T=1024, C=768, V=50257 padded to 50304, bf16; llama's SwiGLU/RMSNorm at d_ff 2048).
+/* CUDA micro-benchmark of the memory-bound ops at the GPT-2 training shapes (B=16, T=1024,
+ * V=50257 padded to 50304, bf16; C and n_layer from the arguments, 124M's 768 and 12 by
+ * default; llama's SwiGLU/RMSNorm at d_ff 2048).
  *
- *   bench_cuda_ops            (no arguments; built only with the CUDA backend)
+ *   bench_cuda_ops [C n_layer [OPS]]   e.g. 1024 24 (350M), 1280 36 (774M), 1600 48 (1.5B);
+ *                                      OPS: a comma list of ops to time (default: all), e.g.
+ *                                      layernorm_bwd,bias_bwd (built only with the CUDA backend)
  *
  * Each case: fresh buffers with random contents, 3 warm-up calls, then 20 calls each timed
  * with a CUDA event pair on the backend's stream; the table shows the median ms, the
@@ -22,7 +25,8 @@
 #define WARM 3
 #define PEAK_GBS 4000.0
 
-enum { B = 16, T = 1024, C = 768, V = 50257, VP = 50304, N = B * T, FF = 4 * C, LL_FF = 2048 };
+enum { B = 16, T = 1024, V = 50257, VP = 50304, N = B * T, LL_FF = 2048 };
+static int C = 768, FF = 4 * 768, L = 12; /* d_model, d_ff = 4·C, n_layer (argv) */
 
 static tz_backend *be;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -95,12 +99,25 @@ static float time_op(op_fn f, void *ctx) {
   return 0.5f * (ms[REPS / 2 - 1] + ms[REPS / 2]);
 }
 static double tot_ms, tot_floor;
+static const char *ops_only; /* argv[3]: comma list of op names, NULL = all */
+static int want(const char *op) {
+  if (!ops_only) return 1;
+  size_t n = strlen(op);
+  for (const char *p = ops_only; (p = strstr(p, op)); p += n)
+    if ((p == ops_only || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return 1;
+  return 0;
+}
 static void row(const char *op, const char *shape, float ms, double bytes, int calls) {
   double floor_ms = bytes / (PEAK_GBS * 1e9) * 1e3;
   printf("%-14s %-22s %9.4f %8.0f %9.4f %6.0f%% %5d %9.3f %9.3f\n", op, shape, ms, bytes / (ms * 1e-3) / 1e9,
          floor_ms, 100.0 * floor_ms / ms, calls, ms * calls, floor_ms * calls);
   tot_ms += ms * calls, tot_floor += floor_ms * calls;
   fflush(stdout);
+}
+
+/* time op `f` on ctx and print its row, when `op` is wanted */
+static void bench_case(const char *op, const char *shape, op_fn f, void *ctx, double bytes, int calls) {
+  if (want(op)) row(op, shape, time_op(f, ctx), bytes, calls);
 }
 
 /* ---- the cases ---- */
@@ -166,7 +183,19 @@ static void f_fill(void *p) {
   be->fill(be, c->s[0], 0.0f, c->n, TZ_BF16);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc == 3 || argc == 4) {
+    C = atoi(argv[1]), L = atoi(argv[2]), FF = 4 * C;
+    if (argc == 4) ops_only = argv[3];
+    if (C <= 0 || C % 8 || L <= 0 || L > 64) {
+      fprintf(stderr, "tezgah: error: bench_cuda_ops: C must be a positive multiple of 8 and n_layer in 1..64 (got %s %s)\n",
+              argv[1], argv[2]);
+      return 2;
+    }
+  } else if (argc != 1) {
+    fprintf(stderr, "tezgah: error: usage: bench_cuda_ops [C n_layer [OPS]]\n");
+    return 2;
+  }
   be = tz_backend_create("cuda", 0, "bf16");
   if (!be) {
     fprintf(stderr, "bench_cuda_ops: CUDA unavailable: %s\n", tz_errmsg());
@@ -175,61 +204,60 @@ int main(void) {
   for (int i = 0; i < 2 * REPS; i++) cudaEventCreate(&ev[i]);
   struct cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, tzc(be)->device);
-  printf("bench_cuda_ops: %s, %d SMs; bf16; median of %d after %d warm-up; floor at %.1f TB/s\n", prop.name,
-         prop.multiProcessorCount, REPS, WARM, PEAK_GBS / 1e3);
+  printf("bench_cuda_ops: %s, %d SMs; bf16; C %d, n_layer %d; median of %d after %d warm-up; floor at %.1f TB/s\n",
+         prop.name, prop.multiProcessorCount, C, L, REPS, WARM, PEAK_GBS / 1e3);
+  char nc[32], nf[32];
+  snprintf(nc, sizeof nc, "[%d,%d]", N, C);
+  snprintf(nf, sizeof nf, "[%d,%d]", N, FF);
   printf("%-14s %-22s %9s %8s %9s %7s %5s %9s %9s\n", "op", "shape", "ms", "GB/s", "floor_ms", "%floor", "calls",
          "ms/step", "floor/st");
   cx c;
-  float ms;
-  /* bias_bwd: per step 12 x (qkv 2304, attn proj 768, fc 3072, fc proj 768) */
-  {
-    static const int cols[] = {2304, 768, 3072};
-    static const int calls[] = {12, 24, 12};
+  /* bias_bwd: per step n_layer x (qkv 3C, attn proj C, fc 4C, fc proj C) */
+  if (want("bias_bwd")) {
+    const int cols[] = {3 * C, C, 4 * C};
+    const int calls[] = {L, 2 * L, L};
     for (int k = 0; k < 3; k++) {
       memset(&c, 0, sizeof c);
       c.i[0] = N, c.i[1] = cols[k];
       c.s[0] = f32(cols[k], 0.1f, 0), c.s[1] = act((size_t)N * cols[k], 1, 0);
-      ms = time_op(f_bias, &c);
       char sh[64];
       snprintf(sh, sizeof sh, "[%d,%d]", N, cols[k]);
-      row("bias_bwd", sh, ms, (double)N * cols[k] * 2 + 8.0 * cols[k], calls[k]);
+      bench_case("bias_bwd", sh, f_bias, &c, (double)N * cols[k] * 2 + 8.0 * cols[k], calls[k]);
       release();
     }
   }
   /* layernorm_bwd: dinp (+=), dw, db, dout, inp, w, mean, rstd */
-  memset(&c, 0, sizeof c);
-  c.s[0] = act((size_t)N * C, 1, 0), c.s[1] = f32(C, 1, 0), c.s[2] = f32(C, 1, 0);
-  c.s[3] = act((size_t)N * C, 1, 0), c.s[4] = act((size_t)N * C, 1, 0.3f), c.s[5] = act(C, 1, 0);
-  c.s[6] = f32(N, 0.1f, 0), c.s[7] = f32(N, 0.2f, 1.0f);
-  ms = time_op(f_ln_bwd, &c);
-  row("layernorm_bwd", "[16384,768]", ms, 4.0 * N * C * 2 + 8.0 * N + 16.0 * C, 25);
-  /* layernorm_fwd: out, mean, rstd, inp, w, b (same buffers) */
-  {
+  if (want("layernorm_bwd") || want("layernorm_fwd") || want("rmsnorm_bwd")) {
+    memset(&c, 0, sizeof c);
+    c.s[0] = act((size_t)N * C, 1, 0), c.s[1] = f32(C, 1, 0), c.s[2] = f32(C, 1, 0);
+    c.s[3] = act((size_t)N * C, 1, 0), c.s[4] = act((size_t)N * C, 1, 0.3f), c.s[5] = act(C, 1, 0);
+    c.s[6] = f32(N, 0.1f, 0), c.s[7] = f32(N, 0.2f, 1.0f);
+    bench_case("layernorm_bwd", nc, f_ln_bwd, &c, 4.0 * N * C * 2 + 8.0 * N + 16.0 * C, 2 * L + 1);
+    /* layernorm_fwd: out, mean, rstd, inp, w, b (same buffers) */
     cx f = c;
     f.s[1] = c.s[6], f.s[2] = c.s[7], f.s[3] = c.s[4], f.s[4] = c.s[5], f.s[5] = c.s[5];
-    ms = time_op(f_ln_fwd, &f);
-    row("layernorm_fwd", "[16384,768]", ms, 2.0 * N * C * 2 + 8.0 * N, 25);
+    bench_case("layernorm_fwd", nc, f_ln_fwd, &f, 2.0 * N * C * 2 + 8.0 * N, 2 * L + 1);
     /* rmsnorm_bwd: dinp, dw, dout, inp, w, rstd */
     f.s[0] = c.s[0], f.s[1] = c.s[1], f.s[2] = c.s[3], f.s[3] = c.s[4], f.s[4] = c.s[5], f.s[5] = c.s[7];
-    ms = time_op(f_rms_bwd, &f);
-    row("rmsnorm_bwd", "[16384,768] llama", ms, 4.0 * N * C * 2 + 4.0 * N + 8.0 * C, 25);
+    bench_case("rmsnorm_bwd", nc, f_rms_bwd, &f, 4.0 * N * C * 2 + 4.0 * N + 8.0 * C, 2 * L + 1);
+    release();
   }
-  release();
   /* crossentropy in place */
-  memset(&c, 0, sizeof c);
-  c.s[0] = f32(N, 1, 0), c.s[1] = act((size_t)N * VP, 4, 0), c.s[2] = i32(N, V);
-  ms = time_op(f_xent, &c);
-  row("crossentropy", "[16384,50304]", ms, 2.0 * N * VP * 2 + 8.0 * N, 1);
-  release();
-  /* adamw over GPT-2 124M's parameter layout, with the bf16 mirror */
-  {
-    tz_range rg[200];
+  if (want("crossentropy")) {
+    memset(&c, 0, sizeof c);
+    c.s[0] = f32(N, 1, 0), c.s[1] = act((size_t)N * VP, 4, 0), c.s[2] = i32(N, V);
+    bench_case("crossentropy", "[16384,50304]", f_xent, &c, 2.0 * N * VP * 2 + 8.0 * N, 1);
+    release();
+  }
+  /* adamw over the GPT-2 parameter layout (n_layer blocks), with the bf16 mirror */
+  if (want("adamw")) {
+    tz_range rg[12 * 64 + 4]; /* n_layer ≤ 64 */
     int nr = 0;
     size_t off = 0;
 #define RG(n_, d_) (rg[nr++] = (tz_range){off, (size_t)(n_), (d_)}, off += (size_t)(n_))
     RG((size_t)VP * C, 1.0f);
     RG((size_t)T * C, 1.0f);
-    for (int l = 0; l < 12; l++) {
+    for (int l = 0; l < L; l++) {
       RG(C, 0), RG(C, 0), RG((size_t)C * 3 * C, 1), RG(3 * C, 0), RG((size_t)C * C, 1), RG(C, 0);
       RG(C, 0), RG(C, 0), RG((size_t)C * FF, 1), RG(FF, 0), RG((size_t)FF * C, 1), RG(C, 0);
     }
@@ -240,51 +268,49 @@ int main(void) {
     c.s[3] = f32(off, 1e-6f, 2e-6f);
     if (be->params_mirror) be->params_mirror(be, c.s[0].buf);
     c.rg = rg, c.nr = nr;
-    ms = time_op(f_adamw, &c);
     char sh[64];
-    snprintf(sh, sizeof sh, "%zu params", off);
-    row("adamw", sh, ms, 30.0 * off, 1);
+    snprintf(sh, sizeof sh, "%zu_params", off);
+    bench_case("adamw", sh, f_adamw, &c, 30.0 * off, 1);
     release();
   }
   /* gelu */
-  memset(&c, 0, sizeof c);
-  c.n = (size_t)N * FF;
-  c.s[0] = act(c.n, 1, 0), c.s[1] = act(c.n, 3, 0), c.s[2] = act(c.n, 1, 0);
-  ms = time_op(f_gelu_fwd, &c);
-  row("gelu_fwd", "[16384,3072]", ms, 2.0 * c.n * 2, 12);
-  ms = time_op(f_gelu_bwd, &c);
-  row("gelu_bwd", "[16384,3072]", ms, 3.0 * c.n * 2, 12);
-  ms = time_op(f_fill, &c);
-  row("fill", "[16384,3072]", ms, 1.0 * c.n * 2, 1);
-  release();
+  if (want("gelu_fwd") || want("gelu_bwd") || want("fill")) {
+    memset(&c, 0, sizeof c);
+    c.n = (size_t)N * FF;
+    c.s[0] = act(c.n, 1, 0), c.s[1] = act(c.n, 3, 0), c.s[2] = act(c.n, 1, 0);
+    bench_case("gelu_fwd", nf, f_gelu_fwd, &c, 2.0 * c.n * 2, L);
+    bench_case("gelu_bwd", nf, f_gelu_bwd, &c, 3.0 * c.n * 2, L);
+    bench_case("fill", nf, f_fill, &c, 1.0 * c.n * 2, 1);
+    release();
+  }
   /* add (residual, out aliases a) */
-  memset(&c, 0, sizeof c);
-  c.n = (size_t)N * C;
-  c.s[0] = act(c.n, 1, 0), c.s[1] = act(c.n, 1e-3f, 0);
-  ms = time_op(f_add, &c);
-  row("add", "[16384,768]", ms, 3.0 * c.n * 2, 24);
-  release();
+  if (want("add")) {
+    memset(&c, 0, sizeof c);
+    c.n = (size_t)N * C;
+    c.s[0] = act(c.n, 1, 0), c.s[1] = act(c.n, 1e-3f, 0);
+    bench_case("add", nc, f_add, &c, 3.0 * c.n * 2, 2 * L);
+    release();
+  }
   /* swiglu (llama, d_ff 2048): out [N, F], gu [N, 2F] */
-  memset(&c, 0, sizeof c);
-  c.s[0] = act((size_t)N * 2 * LL_FF, 1, 0), c.s[1] = act((size_t)N * 2 * LL_FF, 3, 0),
-  c.s[2] = act((size_t)N * LL_FF, 1, 0);
-  {
+  if (want("swiglu_fwd") || want("swiglu_bwd")) {
+    memset(&c, 0, sizeof c);
+    c.s[0] = act((size_t)N * 2 * LL_FF, 1, 0), c.s[1] = act((size_t)N * 2 * LL_FF, 3, 0),
+    c.s[2] = act((size_t)N * LL_FF, 1, 0);
     cx f = c;
     f.s[0] = c.s[2], f.s[1] = c.s[1];
-    ms = time_op(f_swiglu_fwd, &f);
-    row("swiglu_fwd", "[16384,2x2048] llama", ms, 3.0 * N * LL_FF * 2, 12);
+    bench_case("swiglu_fwd", "[16384,2x2048] llama", f_swiglu_fwd, &f, 3.0 * N * LL_FF * 2, L);
     f.s[0] = c.s[0], f.s[1] = c.s[2], f.s[2] = c.s[1];
-    ms = time_op(f_swiglu_bwd, &f);
-    row("swiglu_bwd", "[16384,2x2048] llama", ms, 5.0 * N * LL_FF * 2, 12);
+    bench_case("swiglu_bwd", "[16384,2x2048] llama", f_swiglu_bwd, &f, 5.0 * N * LL_FF * 2, L);
+    release();
   }
-  release();
   /* embed_bwd: dwte, dwpe (fp32), dout, tok */
-  memset(&c, 0, sizeof c);
-  c.s[0] = f32((size_t)VP * C, 0.01f, 0), c.s[1] = f32((size_t)T * C, 0.01f, 0);
-  c.s[2] = act((size_t)N * C, 1, 0), c.s[3] = i32(N, V);
-  ms = time_op(f_embed_bwd, &c);
-  row("embed_bwd", "[16384,768]", ms, (double)N * C * 2 + 2.0 * T * C * 4 + 2.0 * N * C * 4 * 0.6, 1);
-  release();
+  if (want("embed_bwd")) {
+    memset(&c, 0, sizeof c);
+    c.s[0] = f32((size_t)VP * C, 0.01f, 0), c.s[1] = f32((size_t)T * C, 0.01f, 0);
+    c.s[2] = act((size_t)N * C, 1, 0), c.s[3] = i32(N, V);
+    bench_case("embed_bwd", nc, f_embed_bwd, &c, (double)N * C * 2 + 2.0 * T * C * 4 + 2.0 * N * C * 4 * 0.6, 1);
+    release();
+  }
   printf("%-14s %-22s %9s %8s %9s %6.0f%% %5s %9.3f %9.3f\n", "total", "(per GPT-2 step)", "", "", "",
          100.0 * tot_floor / tot_ms, "", tot_ms, tot_floor);
   for (int i = 0; i < 2 * REPS; i++) cudaEventDestroy(ev[i]);

@@ -67,11 +67,16 @@ if [[ -f $shared/data/tinyshakespeare.txt ]]; then
     echo "device_pack: warning: could not make the GPT-2 token shard (benchmarks need one)" >&2
   [[ -f $shared/bench/torch_gpt.py ]] && cp "$shared/bench/torch_gpt.py" "$out/data/"
 fi
-# Small models and tokenizers for the CLI checks (scripts/device_cuda.sh, device_cuda_decode.sh):
+# Small models and tokenizers for the CLI checks (scripts/device_cuda.sh, device_cuda_decode2.sh):
 # llm.c's GPT-2 tokenizer, llama2.c's stories260K and its tok512 (2 MB together).
 for f in llmc/gpt2_tokenizer.bin llama2c/stories260K.bin llama2c/tok512.bin; do
   if [[ -f $shared/$f ]]; then mkdir -p "$out/data" && cp "$shared/$f" "$out/data/"; fi
 done
+# GPT-2's encoder.json + vocab.bpe (1.5 MB; --tokenizer gpt2 with TEZGAH_GPT2_DIR=.dev/data/gpt2):
+# llm.c's gpt2_tokenizer.bin only decodes, so a check with a text prompt needs these.
+if [[ -f $shared/gpt2/encoder.json && -f $shared/gpt2/vocab.bpe ]]; then
+  mkdir -p "$out/data/gpt2" && cp "$shared/gpt2/encoder.json" "$shared/gpt2/vocab.bpe" "$out/data/gpt2/"
+fi
 size=$(du -sm "$out" | cut -f1)
 echo "device_pack: built ${#targets[@]} programs in $((SECONDS - t0)) s; .dev/ holds ${size} MiB:"
 ls "$out/bin" "$out/lib" | sed 's/^/  /'

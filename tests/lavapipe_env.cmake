@@ -12,8 +12,9 @@
 #   LP_NATIVE_VECTOR_WIDTH=128  llvmpipe's SIMD width, and so its subgroup size, 4 lanes instead
 #                             of 8 (what llvmpipe picks by itself on a CPU without AVX). Only on
 #                             the entries that run no lane reductions: test_webgpu_ops_matmul
-#                             (matmul_fast and matmul.wgsl reduce nothing across lanes) and
-#                             test_webgpu_ops_nosubgroups (workgroup-only reductions); the
+#                             and the matmul sweep (matmul_fast and matmul.wgsl reduce nothing
+#                             across lanes) and test_webgpu_ops_nosubgroups (workgroup-only
+#                             reductions); the
 #                             8-lane subgroup paths stay in test_webgpu_ops and
 #                             test_webgpu_ops_attn_pf (tests/CMakeLists.txt). Together with
 #                             nopt: those three 26 -> 9.3 s.
@@ -22,8 +23,9 @@
 # The entries measured with it (cold, passing, 2026-12-02; the matmul sweep runs the matmul
 # entry's kernels with other tiles). The plain test_webgpu_ops entry passed cold with it in 475
 # CPU s, more than without (439, cold, the same hour): not set there. Not yet: the attention
-# sweep (test_attention_flash runs T = 8192 in the plain entry, where slower generated code
-# matters), test_webgpu_mainjob and test_tok_webgpu_cli: add each here once a cold run passes
+# plain entry (its T = 8192 case, where slower generated
+# code mattered, is the sweep's test_webgpu_attn_long since ttime3: not measured again),
+# test_webgpu_mainjob and test_tok_webgpu_cli: add each here once a cold run passes
 # with it at a lower cost. test_webgpu_mainjob with nopt hit ctest's 900 s limit on
 # the loaded VM (its fp32 webgpu run alone: 166 CPU s, compiles included; the main job's shapes,
 # B 16, T 128, 4 layers, may be where unoptimised code shows; no cold run without it to compare).
@@ -32,7 +34,13 @@
 # (240 before), test_tok_webgpu 111 (about 120 before), test_webgpu_train 133 (about 220
 # before; a first try ran past ctest's 900 s on the VM at load 14, a second one without ctest's
 # limit passed in 225 s wall at load 4).
+# Branch ttime3 (2026-12-02, cold, passing): test_webgpu_matmul_sweep 174 CPU s with nopt alone
+# -> 79 with the 4-lane width too (tests/CMakeLists.txt sets that one per entry);
+# test_webgpu_attn_variants with nopt 748 (the only earlier figure: its COST, 900, from a cold
+# run without it on another day; a first try at load 15-18 stopped at tezgah's 10-minute
+# readback limit).
 set(TZ_LAVAPIPE_TESTS test_webgpu_ops_matmul test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep
+  test_webgpu_attn_variants
   test_webgpu_cli test_webgpu_ops_attn_pf test_webgpu_ops_act16 test_webgpu_large test_tok_webgpu
   test_webgpu_train)
 set_property(TEST ${TZ_LAVAPIPE_TESTS} APPEND PROPERTY ENVIRONMENT "GALLIVM_PERF=nopt")

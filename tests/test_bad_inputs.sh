@@ -153,6 +153,7 @@ corpus-empty        |corpus_empty.txt: file is empty|"$bin" train --data corpus_
 corpus-tiny         |corpus_tiny.txt: too small to hold out a validation split|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir r1 --quiet
 corpus-empty-nested |corpus_empty.txt: file is empty|"$bin" train --data corpus_empty.txt --run-dir runs6/a --quiet
 corpus-tiny-nested  |corpus_tiny.txt: too small to hold out a validation split|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir runs7/a/b --quiet
+nproc-oversubscribe |--nproc 4000: more processes than the|"$bin" train --data corpus_tiny.txt --vocab-size 300 --nproc 4000 --run-dir r1 --quiet
 corpus-glob-nodir   |nodir/*.txt: no files match|"$bin" train --data 'nodir/*.txt' --run-dir r1 --quiet
 toktrain-binary     |corpus_bin.txt: looks binary (NUL byte at offset 3); expected UTF-8 text|"$bin" tokenizer train --in corpus_bin.txt --out t.json
 toktrain-empty      |corpus_empty.txt: file is empty|"$bin" tokenizer train --in corpus_empty.txt --out t.json

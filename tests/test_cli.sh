@@ -47,18 +47,28 @@ if grep -q '^cuda: unavailable: this tezgah was built without CUDA' info.txt; th
 else
   grep -q '^backends: cpu, webgpu, cuda$' info.txt || fail "info does not list the backends: $(grep backends info.txt)"
 fi
-# info's features: MPI, NCCL and libplot, each yes/no with what it serves; checked against
-# the libraries the binary links (NCCL is loaded at run time: yes only in a CUDA build)
+# info's features: MPI, NCCL, libplot and OpenBLAS, each yes/no with what it serves. MPI,
+# libplot and OpenBLAS are loaded on use (src/core/dlib.h): the binary links none of them
+# (nor libplot's X11 libraries), and info says "loaded on use" for each one it has.
 "$bin" info >feat.txt 2>/dev/null
-grep -A3 '^features:$' feat.txt | grep -qE '^  mpi: (yes \(.+\)|no \(.+\)): ' || fail "info: no features/mpi line: $(cat feat.txt)"
+grep -A4 '^features:$' feat.txt | grep -qE '^  mpi: (yes \(.+\)|no \(.+\)): ' || fail "info: no features/mpi line: $(cat feat.txt)"
 grep -qE '^  nccl: (yes \(.+TEZGAH_NCCL_LIB|built in, not loadable here: .*TEZGAH_NCCL_LIB|no \(.+\): )' feat.txt ||
   fail "info: no nccl line: $(cat feat.txt)"
-grep -qE '^  libplot: (yes|no \(.+\)): .*tezgah plot' feat.txt || fail "info: no libplot line: $(cat feat.txt)"
+grep -qE '^  libplot: (yes|no) \(.+\): .*tezgah plot' feat.txt || fail "info: no libplot line: $(cat feat.txt)"
+grep -qE '^  openblas: (yes|no) \(.+\): .*TZ_MATMUL=blas' feat.txt || fail "info: no openblas line: $(cat feat.txt)"
 libs=$(ldd "$bin") # not `ldd | grep -q` under pipefail: grep's early exit fails the pipe (SIGPIPE)
-if grep -q libmpi <<<"$libs"; then want=yes; else want=no; fi
-grep -q "^  mpi: $want " feat.txt || fail "info says '$(grep '  mpi:' feat.txt)', the binary links MPI: $want"
-if grep -q libplot <<<"$libs"; then want=yes; else want=no; fi
-grep -q "^  libplot: $want" feat.txt || fail "info says '$(grep '  libplot:' feat.txt)', the binary links libplot: $want"
+for l in libmpi libplot libopenblas libX11; do
+  if grep -q "$l" <<<"$libs"; then fail "tezgah links $l, which should load only on use: $(grep "$l" <<<"$libs")"; fi
+done
+have=$(grep -E '^  (mpi|libplot|openblas): yes' feat.txt || true)
+if grep -v 'loaded on use' <<<"$have" | grep -q .; then fail "info: a feature not loaded on use: $have"; fi
+# The MPI module missing (TEZGAH_MODULE_DIR names an empty folder): info says so in its line
+if grep -q '^  mpi: yes' feat.txt; then
+  mkdir -p nomod
+  nomod=$(TEZGAH_MODULE_DIR=$PWD/nomod "$bin" info 2>/dev/null)
+  grep -qF "  mpi: no (built with MPI, but mpi: $PWD/nomod/libtezgah_mpi.so not found (TEZGAH_MODULE_DIR)): " <<<"$nomod" ||
+    fail "info without the MPI module: $(grep '  mpi:' <<<"$nomod")"
+fi
 "$bin" info | grep -q '^cuda: unavailable: this tezgah was built without CUDA' && ! grep -q '^  nccl: no (a build without the CUDA backend)' feat.txt &&
   fail "info: a build without CUDA claims NCCL: $(grep '  nccl:' feat.txt)"
 "$bin" --help >top.txt

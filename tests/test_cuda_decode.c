@@ -14,7 +14,8 @@
  * - pick: 4 rows of 1000 logits (padded to 1024) against tz_sampler_pick with the same
  *   generator: greedy, with ties (first maximal id); temperature 0.8 top-k 40; top-k 40 top-p
  *   0.9; full softmax (top-k 0); ids must be equal (fp32 logits: the same values on both
- *   sides). top-k 0 with top-p 0.9 must answer "not offered" (0).
+ *   sides). top-k 0 with top-p 0.9 must answer "not offered" (0). pick_dev (the draws read
+ *   from device memory, the ids written to a second buffer too) must give pick's ids.
  * - norm_matmul_t: see nm_case below.
  * Model (gpt2 and llama, 2 layers, d_model 128, vocab 301, context 96, weights N(0, 0.02) × 8
  * so that logits are well separated), 3 rows of one 5-token prompt, seeded apart, 70 steps
@@ -129,6 +130,8 @@ static void pick_case(tz_backend *g, const float *logits, int B, int V, int Vp, 
   ot_ctx o;
   ot_init(&o, g, 5);
   tz_slice dl = ct_act_upload(&o, logits, (size_t)B * Vp), dout = ot_buf(&o, NULL, (size_t)B * 4);
+  tz_slice dout2 = ot_buf(&o, NULL, (size_t)B * 4), dids = ot_buf(&o, NULL, (size_t)B * 4),
+           dr = ot_buf(&o, NULL, (size_t)B * 8);
   tz_sampler sg[4], sh[4];
   double r[4];
   for (int b = 0; b < B; b++) {
@@ -140,6 +143,18 @@ static void pick_case(tz_backend *g, const float *logits, int B, int V, int Vp, 
     assert_int_equal(g->pick(g, dout, dl, B, V, Vp, temp, top_k, top_p, r), 1);
     int32_t ids[4];
     g->download(g, ids, dout, (size_t)B * 4);
+    if (g->pick_dev) { /* the device loop's form: draws from device memory, ids also to a second buffer */
+      g->upload(g, dr, r, (size_t)B * sizeof *r);
+      assert_int_equal(g->pick_dev(g, dout2, dl, B, V, Vp, temp, top_k, top_p, temp > 0 ? dr : TZ_NONE, dids), 1);
+      int32_t i2[4], i3[4];
+      g->download(g, i2, dout2, (size_t)B * 4);
+      g->download(g, i3, dids, (size_t)B * 4);
+      for (int b = 0; b < B; b++)
+        if (i2[b] != ids[b] || i3[b] != ids[b]) {
+          print_error("pick_dev %s: row %d round %d: %d and %d, pick %d\n", what, b, round, i2[b], i3[b], ids[b]);
+          fail();
+        }
+    }
     for (int b = 0; b < B; b++) {
       int want = tz_sampler_pick(&sh[b], logits + (size_t)b * Vp);
       if (ids[b] != want) {
@@ -175,6 +190,7 @@ static void test_pick(void **state) {
   tz_slice dl = ct_act_upload(&o, z, (size_t)B * Vp), dout = ot_buf(&o, NULL, 16);
   double r[4] = {0.5, 0.5, 0.5, 0.5};
   assert_int_equal(g->pick(g, dout, dl, B, V, Vp, 0.8f, 0, 0.9f, r), 0); /* full sort: not offered */
+  if (g->pick_dev) assert_int_equal(g->pick_dev(g, dout, dl, B, V, Vp, 0.8f, 0, 0.9f, dout, TZ_NONE), 0);
   free(z);
   ot_release(&o);
   g->destroy(g);
@@ -388,6 +404,9 @@ static void test_model_bf16_llama(void **state) {
 }
 
 int main(void) {
+  /* the few-row kernels at up to 16 rows (nm_case's M 9 and 16), whatever the default crossover
+   * (TZC_GEMV_CROSSOVER) is; a value given in the environment is kept */
+  setenv("TEZGAH_CUDA_GEMV_MAX_M", "16", 0);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_attention_decode), cmocka_unit_test(test_pick), cmocka_unit_test(test_norm_matmul),
       cmocka_unit_test(test_model_fp32_gpt2),  cmocka_unit_test(test_model_fp32_llama),

@@ -260,10 +260,14 @@ static void norms_case(kase *k, int N, int C, uint64_t seed) {
   k_randn(k, K_F32, C, 1);             /* 15 rms dw (+=) */
 }
 static void test_norms(void **state) {
-  /* odd C; C % 8 = 4 (fp32 vectors, bf16 scalars); GPT-2's C; llama-large C; many row chunks */
-  static const int shapes[][2] = {{7, 37}, {70, 300}, {33, 768}, {3, 8192}, {301, 64}};
+  /* odd C; C % 8 = 4 (fp32 vectors, bf16 scalars); GPT-2's C; llama-large C; many row chunks;
+   * GPT-2 774M's and 1.5B's C (layernorm_bwd's one-pass kernel with 5 and 7 vectors per lane,
+   * the last partly filled) and 350M's over many chunks */
+  static const int shapes[][2] = {{7, 37}, {70, 300}, {33, 768}, {3, 8192}, {301, 64},
+                                  {21, 1280}, {19, 1600}, {4099, 1024}};
+  const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
   for (int g = 0; g < 2; g++)
-    for (int sh = 0; sh < 5; sh++)
+    for (int sh = 0; sh < nshapes; sh++)
       for (int p = 0; p < 2; p++) {
         kase k;
         norms_case(&k, shapes[sh][0], shapes[sh][1], 200 + sh);

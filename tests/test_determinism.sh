@@ -3,6 +3,7 @@
 # a small llama (GQA) and a small gpt2 are trained once as the reference, then again with
 #  - each GEMM micro-kernel this CPU runs, forced (TEZGAH_CPU_ISA=avx512|avx2|scalar): what an
 #    AVX-512, an AVX2-only and any other x86-64 CPU pick by themselves;
+#  - the AVX-512 kernel's other register tiles, MC and loop order (TEZGAH_MM_TILE/MC/LOOP);
 #  - 1 and 2 threads;
 #  - every buffer misaligned (TEZGAH_CPU_MISALIGN=4|20|36: data 4..36 bytes past 64-byte
 #    boundaries, where the allocator would put them for another model or loader);
@@ -23,7 +24,7 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=tests/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # skip, enter_scratch, fail, ok
 enter_scratch
-unset TEZGAH_CPU_ISA TEZGAH_CPU_MISALIGN TZ_MATMUL OMP_NUM_THREADS
+unset TEZGAH_CPU_ISA TEZGAH_CPU_MISALIGN TZ_MATMUL OMP_NUM_THREADS TEZGAH_MM_TILE TEZGAH_MM_MC TEZGAH_MM_LOOP
 cat "$src"/README.md "$src"/docs/FORMATS.md >a.txt
 
 # The kernels this CPU can run (a forced kernel the CPU lacks is a one-line error: checked).
@@ -72,6 +73,14 @@ for arch in llama gpt2; do
       i=$((i + 1))
     done
   done
+  # the AVX-512 kernel's other register tiles, cache block and loop order (TEZGAH_MM_TILE,
+  # TEZGAH_MM_MC, TEZGAH_MM_LOOP: chosen per CPU or for measurements, never part of the bits)
+  if [[ " ${isas[*]} " == *" avx512 "* ]]; then
+    train "${arch}_14x32pf" $arch TEZGAH_CPU_ISA=avx512 TEZGAH_MM_TILE=14x32pf TEZGAH_MM_LOOP=strips \
+      TEZGAH_MM_MC=40 OMP_NUM_THREADS=2 && same "${arch}_14x32pf" $arch
+    train "${arch}_12x32" $arch TEZGAH_CPU_ISA=avx512 TEZGAH_MM_TILE=12x32 OMP_NUM_THREADS=1 \
+      TEZGAH_CPU_MISALIGN=36 && same "${arch}_12x32" $arch
+  fi
   # stop under the narrowest kernel on one thread, resume under the widest on two, misaligned
   last=${isas[${#isas[@]} - 1]}
   ADD=(--stop-after 3)
@@ -85,6 +94,13 @@ for arch in llama gpt2; do
     b=$(basename "$(dirname "$other")")
     tz_main=$tz tz=$other
     train "${arch}_build_$b" $arch OMP_NUM_THREADS=2 && same "${arch}_build_$b" $arch
+    # and a run stopped there after 3 steps, resumed by the same build: the reference's losses
+    ADD=(--stop-after 3)
+    train "${arch}_build_${b}_stop" $arch OMP_NUM_THREADS=1
+    ADD=()
+    OMP_NUM_THREADS=2 "$tz" train --resume "runs/${arch}_build_${b}_stop" --quiet --sample-tokens 0 2>resume.err ||
+      fail "resume ${arch}_build_${b}_stop: $(tail -1 resume.err)"
+    same "${arch}_build_${b}_stop" $arch
     tz=$tz_main
   done
 done
@@ -112,6 +128,13 @@ for arch in llama gpt2; do
         n=$((n + 1))
         [[ $got == "$want" ]] || { bad=$((bad + 1)); echo "  $f under $isa, misalign $mis: logits differ"; }
       done
+    done
+  done
+  for other in ${TZ_DET_OTHER:-}; do # the exports' logits from the other builds too
+    for f in "${forms[@]}"; do
+      got=$(tz=$other logits "$f" OMP_NUM_THREADS=2)
+      n=$((n + 1))
+      [[ $got == "$want" ]] || { bad=$((bad + 1)); echo "  $f by $other: logits differ"; }
     done
   done
   ((n > 0 && bad == 0)) && ok "$arch: logits of ${forms[*]} identical under ${isas[*]}, aligned and not ($n runs)" ||

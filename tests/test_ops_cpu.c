@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/cpu_kernels.h"
 #include "ops_testutil.h"
 #include "xent_extremes.h"
 
@@ -76,6 +77,11 @@ static void run_matmul_family(const char *path) {
   }
   check_mm(be, 0, 4, 0, 5, 1, 1); /* K = 0: out (+)= bias only */
   check_mm(be, 1, 4, 0, 5, 0, 0);
+#ifdef TZ_USE_BLAS
+  /* the blas path really ran: OpenBLAS is loaded by the first matmul, and a failed load
+   * would fall back to the c path (with one warning) and pass the checks above unnoticed */
+  if (path && !strcmp(path, "blas")) assert_int_equal(TZ_CPU_CTX(be)->use_blas, 2);
+#endif
   be->destroy(be);
 }
 static void test_matmul_c(void **state) { run_matmul_family("c"); }
@@ -279,6 +285,77 @@ static void test_matmul_c_threads(void **state) {
   }
 }
 
+/* The micro-kernel's register tile (TEZGAH_MM_TILE), the A block's rows (TEZGAH_MM_MC) and the
+ * macro-kernel's loop order (TEZGAH_MM_LOOP) only decide who computes an element and when:
+ * every setting gives the default's bits, on 2 threads (bands) and 16 (shared blocks), on
+ * edge-heavy shapes, accumulating and with a bias. Tiles are those of the kernel this CPU
+ * runs (all six AVX-512 ones on an AVX-512 CPU; under TEZGAH_CPU_ISA=avx2 only MC and loop). */
+static float *mm_with(const char *tile, const char *mc, const char *loop, int threads, int kind,
+                      int M, int K, int N) {
+  if (tile) setenv("TEZGAH_MM_TILE", tile, 1);
+  if (mc) setenv("TEZGAH_MM_MC", mc, 1);
+  if (loop) setenv("TEZGAH_MM_LOOP", loop, 1);
+  setenv("TZ_MATMUL", "c", 1);
+  tz_backend *be = tz_backend_create("cpu", threads, NULL);
+  unsetenv("TZ_MATMUL"), unsetenv("TEZGAH_MM_TILE"), unsetenv("TEZGAH_MM_MC");
+  unsetenv("TEZGAH_MM_LOOP");
+  if (!be) print_error("tile %s MC %s loop %s: %s\n", tile, mc, loop, tz_errmsg());
+  assert_non_null(be);
+  ot_ctx o;
+  ot_init(&o, be, 1234 + kind * 7 + M + K + N);
+  float *a = ot_randn(&o, (size_t)M * K, 1), *b = ot_randn(&o, (size_t)K * N, 1);
+  float *bs = ot_randn(&o, N, 1), *c0 = ot_randn(&o, (size_t)M * N, 1);
+  tz_slice sa = ot_buf(&o, a, 4 * (size_t)M * K), sb = ot_buf(&o, b, 4 * (size_t)K * N),
+           sc = ot_buf(&o, c0, 4 * (size_t)M * N);
+  if (kind == 0) be->matmul_t(be, sc, sa, sb, ot_buf(&o, bs, 4 * (size_t)N), M, K, N, 0);
+  else if (kind == 1) be->matmul(be, sc, sa, sb, M, K, N, 1);
+  else be->matmul_at(be, sc, sa, sb, M, K, N, 1);
+  float *c = ot_get(&o, sc, (size_t)M * N);
+  free(a), free(b), free(bs), free(c0);
+  ot_release(&o);
+  be->destroy(be);
+  return c;
+}
+
+static void test_matmul_c_tiles(void **state) {
+  static const int shapes[][4] = {{0, 301, 300, 70}, {1, 130, 513, 97}, {2, 77, 600, 45},
+                                  {0, 29, 40, 4133}, {2, 1030, 300, 33}};
+  static const char *tiles[] = {NULL, "8x32", "12x32", "14x32", "8x32pf", "12x32pf", "14x32pf"};
+  static const char *mcs[] = {NULL, "14", "40", "512"};
+  static const char *loops[] = {NULL, "panels", "strips"};
+  int avx512 = !strncmp(tz_cpu_gemm_kernel(), "avx512 ", 7);
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+    int kind = shapes[s][0], M = shapes[s][1], K = shapes[s][2], N = shapes[s][3];
+    float *ref = mm_with(NULL, NULL, NULL, 1, kind, M, K, N);
+    for (int th = 2; th <= 16; th += 14)
+      for (int t = 0; t < (avx512 ? 7 : 1); t++)
+        for (int m = 0; m < 4; m++)
+          for (int l = 0; l < 3; l++) {
+            if ((t + m + l + th) % 3 && m + l) continue; /* a spread, not all 168 */
+            float *got = mm_with(tiles[t], mcs[m], loops[l], th, kind, M, K, N);
+            if (memcmp(ref, got, (size_t)M * N * 4)) {
+              print_error("matmul kind %d %dx%dx%d: tile %s MC %s loop %s, %d threads differ "
+                          "from the default, 1 thread\n", kind, M, K, N, tiles[t], mcs[m],
+                          loops[l], th);
+              fail();
+            }
+            free(got);
+          }
+    free(ref);
+  }
+  /* bad settings: one error line each, no backend */
+  static const char *bad[][2] = {{"TEZGAH_MM_TILE", "9x32"}, {"TEZGAH_MM_MC", "0"},
+                                 {"TEZGAH_MM_MC", "513"}, {"TEZGAH_MM_MC", "64k"},
+                                 {"TEZGAH_MM_LOOP", "rows"}};
+  for (int i = 0; i < 5; i++) {
+    setenv(bad[i][0], bad[i][1], 1);
+    tz_backend *be = tz_backend_create("cpu", 1, NULL);
+    unsetenv(bad[i][0]);
+    assert_null(be);
+    assert_non_null(strstr(tz_errmsg(), bad[i][0]));
+  }
+}
+
 static void test_backend_create(void **state) {
   assert_null(tz_backend_create("vulkan", 1, NULL));
   assert_non_null(strstr(tz_errmsg(), "unknown backend 'vulkan' (available: cpu, webgpu, cuda)"));
@@ -311,7 +388,7 @@ int main(void) {
       cmocka_unit_test(test_adamw),            cmocka_unit_test(test_sum_sq),
       cmocka_unit_test(test_attention_kvcache), cmocka_unit_test(test_determinism_c),
       cmocka_unit_test(test_determinism_blas), cmocka_unit_test(test_crossentropy_extremes),
-      cmocka_unit_test(test_matmul_c_threads),
+      cmocka_unit_test(test_matmul_c_threads), cmocka_unit_test(test_matmul_c_tiles),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

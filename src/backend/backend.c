@@ -23,6 +23,10 @@ int tz_backend_check(const char *name, const char *precision) {
   return 0;
 }
 
+static int g_matmul_rows = -1;
+void tz_backend_hint_matmul_rows(int rows) { g_matmul_rows = rows; }
+int tz_backend_matmul_rows_expected(void) { return g_matmul_rows; }
+
 tz_backend *tz_backend_create(const char *name, int threads, const char *precision) {
   if (tz_backend_check(name, precision)) return NULL;
   if (strcmp(name, "cpu") == 0) return tz_backend_cpu_create(threads);

@@ -309,6 +309,12 @@ struct tz_backend {
    * queued) for settings it does not offer (the caller then picks on the host). */
   int (*pick)(tz_backend *be, tz_slice out, tz_slice logits, int B, int V, int Vp,
               float temperature, int top_k, float top_p, const double *r);
+  /* pick_dev: pick with the draws already in device memory (r: fp64 [B], may be NONE when
+   * greedy) and the ids written to `ids` too (int32 [B], or NONE), so that many decoding
+   * steps can be queued without the host waiting on any (src/sample/generate.c's device
+   * loop). Same ids as pick for the same draws; returns 0 (nothing queued) where pick would. */
+  int (*pick_dev)(tz_backend *be, tz_slice out, tz_slice logits, int B, int V, int Vp, float temperature,
+                  int top_k, float top_p, tz_slice r, tz_slice ids);
   /* Recording a step once and replaying it (CUDA graphs; NULL: ops are queued one by one).
    * replay(key): 1 when a recording made under `key` was queued (as if its ops had been
    * called again, with the same arguments: per-step values must live in device memory), 0
@@ -350,6 +356,14 @@ const char *tz_webgpu_describe(tz_backend *be);
 void tz_webgpu_profile_print(tz_backend *be, double steps);
 void tz_webgpu_profile_reset(tz_backend *be);
 
+/* A hint for backends created after it: the most rows any matmul of the coming work has
+ * (decoding after a short prompt: max(prompt tokens, batch)), so that a backend may skip
+ * preloading what only larger products use (CUDA: cuBLASLt, a ~500 MB library, then loaded at
+ * its first use, when rows > tzc_gemv_max_m()); -1 (the default): unknown, large. Only a
+ * matter of speed: a backend loads what a call needs either way. Not thread-safe (set it
+ * before creating the backend). */
+void tz_backend_hint_matmul_rows(int rows);
+int tz_backend_matmul_rows_expected(void);
 /* The CUDA backend (src/backend/cuda): NULL with tz_err() when built without CUDA
  * (TEZGAH_CUDA=OFF or no toolkit), or without a driver or GPU at run time. precision as
  * above. */
@@ -400,5 +414,10 @@ void *tz_cpu_ptr(tz_slice s);
  * widest this CPU has, or TEZGAH_CPU_ISA's), or NULL with tz_err() when TEZGAH_CPU_ISA names
  * an unknown kernel or one this CPU lacks. Results do not depend on it (docs/RELIABILITY.md). */
 const char *tz_cpu_gemm_kernel(void);
+/* For `tezgah info`: one line (no newline) into out (cap bytes) on OpenBLAS, which the CPU
+ * matmuls run with TZ_MATMUL=blas: "yes (<its config>, <path>, loaded on use)" (loading it
+ * now), "no (<why it does not load>)" or "no (built without OpenBLAS: ...)". 1 when it
+ * loads, else 0. */
+int tz_cpu_blas_describe(char *out, size_t cap);
 
 #endif

@@ -25,8 +25,8 @@ static const char *HELP =
     "Without an argument: the backends (cpu, webgpu, cuda) and whether each is\n"
     "usable here, for WebGPU the adapter, features and limits, for CUDA the devices\n"
     "(name, compute capability, SMs, memory) and the driver and runtime versions,\n"
-    "the build's optional features (MPI, NCCL, libplot: present or why not, and what\n"
-    "each serves) and where the data files were found.\n"
+    "the build's optional features (MPI, NCCL, libplot, OpenBLAS: present or why\n"
+    "not, and what each serves) and where the data files were found.\n"
     "With a run directory, checkpoint or model file (llm.c, llama2.c) or a Hugging\n"
     "Face directory: the model's config, tokenizer, training options and state\n"
     "(step, elapsed time, last losses from metrics.jsonl), and its size on disk.\n";
@@ -139,7 +139,7 @@ int tz_cmd_info(int argc, char **argv) {
 #endif
   printf("tezgah %s\nbackends: %s\n", TEZGAH_VERSION, backends);
   const char *gemm = tz_cpu_gemm_kernel();
-  if (gemm) printf("cpu: available, GEMM kernel %s (same results with any: TEZGAH_CPU_ISA)\n", gemm);
+  if (gemm) printf("cpu: available, GEMM kernel %s (same results with any: TEZGAH_CPU_ISA, TEZGAH_MM_TILE)\n", gemm);
   else printf("cpu: unavailable: %s\n", tz_errmsg());
   if (tz_webgpu_info() != 0) { /* one "webgpu: " (the message has its own for other callers) */
     const char *msg = tz_errmsg();
@@ -157,8 +157,19 @@ int tz_cmd_info(int argc, char **argv) {
   printf("  mpi: %s\n", line);
   tz_nccl_describe(line, sizeof line);
   printf("  nccl: %s\n", line);
-  if (tz_plot_available()) printf("  libplot: yes: tezgah plot and train --plot (SVG, PNG)\n");
-  else printf("  libplot: no (built without libplot-dev): tezgah plot and train --plot unavailable\n");
+#ifdef TZ_HAVE_LIBPLOT
+  if (tz_plot_available()) printf("  libplot: yes (%s, loaded on use): tezgah plot and train --plot (SVG, PNG)\n", TZ_LIBPLOT_SONAME);
+  else printf("  libplot: no (%s): tezgah plot and train --plot unavailable\n", tz_errmsg());
+#else
+  printf("  libplot: no (built without libplot-dev): tezgah plot and train --plot unavailable\n");
+#endif
+  /* OpenBLAS: only TZ_MATMUL=blas uses it (the default CPU matmul is tezgah's own GEMM) */
+  const char *mm = getenv("TZ_MATMUL");
+  if (tz_cpu_blas_describe(line, sizeof line))
+    printf("  openblas: %s: the CPU matmuls with TZ_MATMUL=blas%s\n", line,
+           mm && !strcmp(mm, "blas") ? " (set now)" : " (default: tezgah's GEMM)");
+  else
+    printf("  openblas: %s: TZ_MATMUL=blas runs tezgah's GEMM\n", line);
   const char *how;
   char *g = tz_gpt2_dir_find(&how);
   printf("data: gpt2 tokenizer files: %s (%s; TEZGAH_GPT2_DIR overrides)\n", g ? g : "-", how);

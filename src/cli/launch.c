@@ -80,6 +80,12 @@ static void describe(char *out, size_t n, int status) {
 
 /* cpu: mpirun running N copies of this command, as a watched child. */
 static int launch_mpirun(int nproc, const char *run_dir, int argc, char **argv) {
+  tz_err_clear();
+  if (!tz_comm_have_mpi() && *tz_errmsg()) { /* built with MPI, but its module does not load */
+    char what[64];
+    snprintf(what, sizeof what, "--nproc %d on the cpu backend", nproc);
+    return tz_err_prefix(what);
+  }
   if (!tz_comm_have_mpi())
     return tz_err("--nproc %d on the cpu backend runs the ranks under mpirun, and this tezgah was built without "
                   "MPI (TEZGAH_MPI=OFF or no libopenmpi-dev at build time)",
@@ -254,6 +260,15 @@ static int launch_local(int nproc, const char *run_dir, int argc, char **argv) {
 
 int tz_launch_nproc(int nproc, const char *backend, const char *run_dir, int argc, char **argv) {
   if (!strcmp(backend, "cpu")) {
+    /* each rank is a training process with its own OpenMP team: more ranks than CPUs only
+     * oversubscribes the machine (a new user's `--nproc 1000` on 2 cores started 1000 ranks and
+     * ran for minutes without a line); 2 are always allowed (the tests' size) */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 2) ncpu = 2;
+    if (nproc > ncpu) {
+      tz_err("--nproc %d: more processes than the %ld CPUs of this machine (use at most %ld)", nproc, ncpu, ncpu);
+      return tz_cli_fail();
+    }
     int rc = launch_mpirun(nproc, run_dir, argc, argv);
     return rc < 0 ? tz_cli_fail() : rc;
   }

@@ -2,8 +2,9 @@
  *
  * plot_metrics.c reads metrics.jsonl (src/data/metrics.h writes it; README "A run directory
  * holds ...") into series; plot_draw.c draws them with GNU plotutils' libplot (Debian
- * libplot-dev) as SVG or PNG; without libplot at build time tz_plot_write fails with one line
- * saying how to get it. */
+ * libplot-dev) as SVG or PNG. libplot is loaded on first use (tz_plot_available; not linked:
+ * src/core/dlib.h); without it at build time, or when it does not load, tz_plot_write fails
+ * with one line saying how to get it. */
 #ifndef TZ_CLI_PLOT_H
 #define TZ_CLI_PLOT_H
 #include <stddef.h>
@@ -49,7 +50,9 @@ double *tz_plot_smooth(const tz_plot_series *s, int window);
  * missing from this build, libplot failures, write errors naming `out`. */
 int tz_plot_write(const char *out, const tz_plot_metrics *m, const char *title, int smooth);
 
-/* 1 if this build draws plots (libplot was found), else 0 with the error message set. */
+/* 1 if this build draws plots (libplot was found at build time and loads now: the first call
+ * dlopens it), else 0 with the error message set ("plot: cannot load GNU plotutils'
+ * libplot.so.2 (Debian: apt-get install libplot2c2): <reason>", or the build's). */
 int tz_plot_available(void);
 
 /* 1 if `out` ends in .svg or .png (case-insensitive) after a non-empty file name, else 0

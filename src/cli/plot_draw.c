@@ -43,9 +43,54 @@ int tz_plot_write(const char *out, const tz_plot_metrics *m, const char *title, 
 }
 
 #else
+#include <dlfcn.h>
 #include <plot.h>
 
-int tz_plot_available(void) { return 1; }
+#include "core/dlib.h"
+
+/* libplot is not linked: it and its X11 libraries cost every tezgah call ~10 ms of CPU in the
+ * dynamic loader (src/core/dlib.h). tz_plot_available loads it on first use, from its soname
+ * (TZ_LIBPLOT_SONAME, the usual library search) or else the file the build found, and takes
+ * the functions below from it; the calls go through the table plib (same prototypes: the
+ * table's types are those of plot.h's declarations). */
+#define TZ_PLOT_FUNCS(X)                                                                      \
+  X(pl_newplparams) X(pl_setplparam) X(pl_deleteplparams) X(pl_newpl_r) X(pl_openpl_r)         \
+  X(pl_closepl_r) X(pl_deletepl_r) X(pl_fontname_r) X(pl_fspace_r) X(pl_erase_r)               \
+  X(pl_joinmod_r) X(pl_pencolorname_r) X(pl_fillcolorname_r) X(pl_flinewidth_r)              \
+  X(pl_ffontsize_r) X(pl_ftextangle_r) X(pl_fmove_r) X(pl_fcont_r) X(pl_fline_r)              \
+  X(pl_fbox_r) X(pl_fmarker_r) X(pl_endpath_r) X(pl_alabel_r)
+
+static struct {
+#define TZ_PL_FIELD(name) __typeof__(&name) name;
+  TZ_PLOT_FUNCS(TZ_PL_FIELD)
+#undef TZ_PL_FIELD
+} plib;
+static int plib_state; /* 0: not tried, 1: loaded, -1: failed (plib_error says why) */
+static char plib_error[TZ_ERR_MAX];
+
+int tz_plot_available(void) {
+  if (!plib_state) {
+    const char *paths[] = {TZ_LIBPLOT_SONAME, TZ_LIBPLOT_PATH};
+    void *h = NULL;
+    for (int i = 0; i < 2 && !h; i++)
+      if (!(h = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL)))
+        snprintf(plib_error, sizeof plib_error,
+                 "plot: cannot load GNU plotutils' %s (Debian: apt-get install libplot2c2): %s", paths[i],
+                 tz_dl_why(paths[i]));
+    plib_state = h ? 1 : -1;
+#define TZ_PL_LOAD(name)                                                                        \
+  if (h && plib_state == 1 && !(*(void **)&plib.name = dlsym(h, #name))) {                      \
+    snprintf(plib_error, sizeof plib_error, "plot: %s has no %s (not GNU plotutils' libplot?)", \
+             TZ_LIBPLOT_SONAME, #name);                                                         \
+    plib_state = -1;                                                                            \
+  }
+    TZ_PLOT_FUNCS(TZ_PL_LOAD)
+#undef TZ_PL_LOAD
+  }
+  if (plib_state == 1) return 1;
+  tz_err("%s", plib_error);
+  return 0;
+}
 
 #define PAGE_W 800.0
 #define PAGE_H 600.0
@@ -71,11 +116,11 @@ static void fmt_tick(char *buf, size_t n, double v, double step) {
 }
 
 static void text(plPlotter *pl, double x, double y, int hj, int vj, double size, double angle, const char *s) {
-  pl_ffontsize_r(pl, size);
-  pl_ftextangle_r(pl, angle);
-  pl_fmove_r(pl, x, y);
-  pl_alabel_r(pl, hj, vj, s);
-  pl_ftextangle_r(pl, 0);
+  plib.pl_ffontsize_r(pl, size);
+  plib.pl_ftextangle_r(pl, angle);
+  plib.pl_fmove_r(pl, x, y);
+  plib.pl_alabel_r(pl, hj, vj, s);
+  plib.pl_ftextangle_r(pl, 0);
 }
 
 /* Tick k of `step` in [lo, hi]: the range of k (at most 40 ticks; none when a range is too
@@ -94,14 +139,14 @@ static void axes(plPlotter *pl, const panel *p, const char *ylabel, int xlabels)
   if (xs < 1) xs = 1; /* steps are integers */
   long y0, y1, x0, x1;
   int yt = tick_range(p->ymin, p->ymax, ys, &y0, &y1), xt = tick_range(p->xmin, p->xmax, xs, &x0, &x1);
-  pl_flinewidth_r(pl, 0.5);
-  pl_pencolorname_r(pl, "gainsboro");
-  for (long k = y0; yt && k <= y1; k++) pl_fline_r(pl, p->x0, py(p, k * ys), p->x1, py(p, k * ys));
-  for (long k = x0; xt && k <= x1; k++) pl_fline_r(pl, px(p, k * xs), p->y0, px(p, k * xs), p->y1);
-  pl_endpath_r(pl);
-  pl_pencolorname_r(pl, "black");
-  pl_flinewidth_r(pl, 1);
-  pl_fbox_r(pl, p->x0, p->y0, p->x1, p->y1);
+  plib.pl_flinewidth_r(pl, 0.5);
+  plib.pl_pencolorname_r(pl, "gainsboro");
+  for (long k = y0; yt && k <= y1; k++) plib.pl_fline_r(pl, p->x0, py(p, k * ys), p->x1, py(p, k * ys));
+  for (long k = x0; xt && k <= x1; k++) plib.pl_fline_r(pl, px(p, k * xs), p->y0, px(p, k * xs), p->y1);
+  plib.pl_endpath_r(pl);
+  plib.pl_pencolorname_r(pl, "black");
+  plib.pl_flinewidth_r(pl, 1);
+  plib.pl_fbox_r(pl, p->x0, p->y0, p->x1, p->y1);
   for (long k = y0; yt && k <= y1; k++) {
     fmt_tick(buf, sizeof buf, k * ys, ys);
     text(pl, p->x0 - 6, py(p, k * ys), 'r', 'c', 12, 0, buf);
@@ -120,9 +165,9 @@ static void polyline(plPlotter *pl, const panel *p, const double *x, const doubl
   if (n == 0) return;
   size_t cols = (size_t)(p->x1 - p->x0);
   if (n <= 2 * cols) {
-    pl_fmove_r(pl, px(p, x[0]), py(p, y[0]));
-    for (size_t i = 1; i < n; i++) pl_fcont_r(pl, px(p, x[i]), py(p, y[i]));
-    pl_endpath_r(pl);
+    plib.pl_fmove_r(pl, px(p, x[0]), py(p, y[0]));
+    for (size_t i = 1; i < n; i++) plib.pl_fcont_r(pl, px(p, x[i]), py(p, y[i]));
+    plib.pl_endpath_r(pl);
     return;
   }
   int first = 1;
@@ -134,20 +179,20 @@ static void polyline(plPlotter *pl, const panel *p, const double *x, const doubl
       if (y[j] > y[hi]) hi = j;
     }
     size_t a = lo < hi ? lo : hi, b = lo < hi ? hi : lo;
-    if (first) pl_fmove_r(pl, px(p, x[a]), py(p, y[a])), first = 0;
-    else pl_fcont_r(pl, px(p, x[a]), py(p, y[a]));
-    if (b != a) pl_fcont_r(pl, px(p, x[b]), py(p, y[b]));
+    if (first) plib.pl_fmove_r(pl, px(p, x[a]), py(p, y[a])), first = 0;
+    else plib.pl_fcont_r(pl, px(p, x[a]), py(p, y[a]));
+    if (b != a) plib.pl_fcont_r(pl, px(p, x[b]), py(p, y[b]));
     i = j;
   }
-  pl_endpath_r(pl);
+  plib.pl_endpath_r(pl);
 }
 
 /* A series of one point (a run of one step): a filled dot in `color`, since a polyline of
  * one point draws nothing visible. */
 static void lone_point(plPlotter *pl, const panel *p, const tz_plot_series *s, const char *color) {
   if (s->n != 1) return;
-  pl_fillcolorname_r(pl, color);
-  pl_fmarker_r(pl, px(p, s->x[0]), py(p, s->y[0]), 16, 6);
+  plib.pl_fillcolorname_r(pl, color);
+  plib.pl_fmarker_r(pl, px(p, s->x[0]), py(p, s->y[0]), 16, 6);
 }
 
 static void range_of(const tz_plot_series *s, double *lo, double *hi, int use_x) {
@@ -166,16 +211,16 @@ static void plain_ascii(char *s) {
 }
 
 static void legend_entry(plPlotter *pl, double x, double y, const char *color, double width, int marker, const char *label) {
-  pl_pencolorname_r(pl, color);
-  pl_fillcolorname_r(pl, color);
+  plib.pl_pencolorname_r(pl, color);
+  plib.pl_fillcolorname_r(pl, color);
   if (marker) {
-    pl_fmarker_r(pl, x + 12, y, 16, 7);
+    plib.pl_fmarker_r(pl, x + 12, y, 16, 7);
   } else {
-    pl_flinewidth_r(pl, width);
-    pl_fline_r(pl, x, y, x + 24, y);
-    pl_endpath_r(pl);
+    plib.pl_flinewidth_r(pl, width);
+    plib.pl_fline_r(pl, x, y, x + 24, y);
+    plib.pl_endpath_r(pl);
   }
-  pl_pencolorname_r(pl, "black");
+  plib.pl_pencolorname_r(pl, "black");
   text(pl, x + 30, y, 'l', 'c', 12, 0, label);
 }
 
@@ -194,10 +239,10 @@ static void draw(plPlotter *pl, const tz_plot_metrics *m, const char *title, int
   panel lp = {80, 300, 770, 545, xmin, xmax, lmin - pad, lmax + pad};
   panel rp = {80, 70, 770, 240, xmin, xmax, 0, rmax > 0 ? rmax * 1.05 : 1};
 
-  pl_fspace_r(pl, 0, 0, PAGE_W, PAGE_H);
-  pl_erase_r(pl);
-  pl_joinmod_r(pl, "round");
-  pl_pencolorname_r(pl, "black");
+  plib.pl_fspace_r(pl, 0, 0, PAGE_W, PAGE_H);
+  plib.pl_erase_r(pl);
+  plib.pl_joinmod_r(pl, "round");
+  plib.pl_pencolorname_r(pl, "black");
   text(pl, PAGE_W / 2, 588, 'c', 't', 16, 0, title);
   axes(pl, &lp, "loss (nats/token)", 0);
   axes(pl, &rp, "learning rate", 1);
@@ -208,28 +253,28 @@ static void draw(plPlotter *pl, const tz_plot_metrics *m, const char *title, int
   char label[64];
   int smoothed = smooth > 1 && m->loss.n > 1;
   const char *raw_color = smoothed ? "lightsteelblue" : "mediumblue";
-  pl_flinewidth_r(pl, smoothed ? 1 : 1.5);
-  pl_pencolorname_r(pl, raw_color);
+  plib.pl_flinewidth_r(pl, smoothed ? 1 : 1.5);
+  plib.pl_pencolorname_r(pl, raw_color);
   polyline(pl, &lp, m->loss.x, m->loss.y, m->loss.n);
   lone_point(pl, &lp, &m->loss, raw_color);
   if (!m->loss.n && !m->val.n) {
     snprintf(label, sizeof label, "no training loss: all %d step%s skipped", m->skipped, m->skipped == 1 ? " was" : "s were");
-    pl_pencolorname_r(pl, "black");
+    plib.pl_pencolorname_r(pl, "black");
     text(pl, (lp.x0 + lp.x1) / 2, (lp.y0 + lp.y1) / 2, 'c', 'c', 12, 0, label);
   }
   if (smoothed) {
     double *sm = tz_plot_smooth(&m->loss, smooth);
-    pl_flinewidth_r(pl, 2);
-    pl_pencolorname_r(pl, "mediumblue");
+    plib.pl_flinewidth_r(pl, 2);
+    plib.pl_pencolorname_r(pl, "mediumblue");
     polyline(pl, &lp, m->loss.x, sm, m->loss.n);
     free(sm);
   }
   if (m->val.n) {
-    pl_flinewidth_r(pl, 1);
-    pl_pencolorname_r(pl, "red");
-    pl_fillcolorname_r(pl, "red");
+    plib.pl_flinewidth_r(pl, 1);
+    plib.pl_pencolorname_r(pl, "red");
+    plib.pl_fillcolorname_r(pl, "red");
     if (m->val.n > 1) polyline(pl, &lp, m->val.x, m->val.y, m->val.n);
-    for (size_t i = 0; i < m->val.n; i++) pl_fmarker_r(pl, px(&lp, m->val.x[i]), py(&lp, m->val.y[i]), 16, 7);
+    for (size_t i = 0; i < m->val.n; i++) plib.pl_fmarker_r(pl, px(&lp, m->val.x[i]), py(&lp, m->val.y[i]), 16, 7);
   }
   double ly = lp.y1 - 14;
   if (m->loss.n) legend_entry(pl, lp.x1 - 190, ly, raw_color, smoothed ? 1 : 1.5, 0, "train loss"), ly -= 16;
@@ -240,46 +285,46 @@ static void draw(plPlotter *pl, const tz_plot_metrics *m, const char *title, int
   if (m->val.n) legend_entry(pl, lp.x1 - 190, ly, "red", 1, 1, "val loss"), ly -= 16;
   if (m->skipped) {
     snprintf(label, sizeof label, "%d skipped step%s left out", m->skipped, m->skipped == 1 ? "" : "s");
-    pl_pencolorname_r(pl, "black");
+    plib.pl_pencolorname_r(pl, "black");
     text(pl, lp.x1 - 160, ly, 'l', 'c', 12, 0, label);
   }
 
   /* learning rate */
-  pl_flinewidth_r(pl, 1.5);
-  pl_pencolorname_r(pl, "darkgreen");
+  plib.pl_flinewidth_r(pl, 1.5);
+  plib.pl_pencolorname_r(pl, "darkgreen");
   polyline(pl, &rp, m->lr.x, m->lr.y, m->lr.n);
   lone_point(pl, &rp, &m->lr, "darkgreen");
   if (!m->lr.n) {
-    pl_pencolorname_r(pl, "black");
+    plib.pl_pencolorname_r(pl, "black");
     text(pl, (rp.x0 + rp.x1) / 2, (rp.y0 + rp.y1) / 2, 'c', 'c', 12, 0, "no learning rate recorded");
   }
 }
 
 int tz_plot_write(const char *out, const tz_plot_metrics *m, const char *title, int smooth) {
-  if (!tz_plot_check_ext(out)) return -1;
+  if (!tz_plot_check_ext(out) || !tz_plot_available()) return -1;
   int svg = !strcasecmp(out + strlen(out) - 4, ".svg");
   tz_afile af;
   if (tz_afile_open(&af, out)) return -1;
-  plPlotterParams *pp = pl_newplparams();
+  plPlotterParams *pp = plib.pl_newplparams();
   /* SVG: 8 x 6 inches (768 x 576 CSS pixels); PNG: 800 x 600 pixels */
-  pl_setplparam(pp, "PAGESIZE", (void *)"letter,xsize=8in,ysize=6in");
-  pl_setplparam(pp, "BITMAPSIZE", (void *)"800x600");
-  pl_setplparam(pp, "BG_COLOR", (void *)"white");
+  plib.pl_setplparam(pp, "PAGESIZE", (void *)"letter,xsize=8in,ysize=6in");
+  plib.pl_setplparam(pp, "BITMAPSIZE", (void *)"800x600");
+  plib.pl_setplparam(pp, "BG_COLOR", (void *)"white");
   /* errfile NULL: libplot prints nothing; its failures come back as return codes */
-  plPlotter *pl = pl_newpl_r(svg ? "svg" : "png", NULL, af.f, NULL, pp);
+  plPlotter *pl = plib.pl_newpl_r(svg ? "svg" : "png", NULL, af.f, NULL, pp);
   int rc = 0;
-  if (!pl || pl_openpl_r(pl) < 0) {
+  if (!pl || plib.pl_openpl_r(pl) < 0) {
     rc = tz_err("%s: libplot could not start a %s plotter", out, svg ? "svg" : "png");
   } else {
     char *t = tz_strdup(title);
     plain_ascii(t);
-    pl_fontname_r(pl, svg ? "Helvetica" : "HersheySans");
+    plib.pl_fontname_r(pl, svg ? "Helvetica" : "HersheySans");
     draw(pl, m, t, smooth);
     free(t);
-    if (pl_closepl_r(pl) < 0) rc = tz_err("%s: libplot failed to finish the %s page", out, svg ? "SVG" : "PNG");
+    if (plib.pl_closepl_r(pl) < 0) rc = tz_err("%s: libplot failed to finish the %s page", out, svg ? "SVG" : "PNG");
   }
-  if (pl) pl_deletepl_r(pl);
-  pl_deleteplparams(pp);
+  if (pl) plib.pl_deletepl_r(pl);
+  plib.pl_deleteplparams(pp);
   if (!rc && ferror(af.f)) rc = tz_err("%s: write failed: %s", out, strerror(errno ? errno : EIO));
   if (rc) {
     tz_afile_abort(&af);

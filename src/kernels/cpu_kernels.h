@@ -23,10 +23,13 @@ struct tz_buf {
   void *mem; /* the allocation (what free() takes): data − the misalignment */
 };
 
-/* Matmul packing geometry (matmul_cpu.c): cache blocks MC (rounded down to the kernel's MR),
- * KC, NC (a multiple of every kernel's NR). KC is part of the arithmetic (an element's sum is
- * one FMA chain per KC slice, slices added in order): changing it changes results' bits. */
+/* Matmul packing geometry (matmul_cpu.c): cache blocks MC (rounded down to the kernel's MR;
+ * TEZGAH_MM_MC=n picks another in [MR, TZ_MM_MC_MAX] for measurements), KC, NC (a multiple of
+ * every kernel's NR). KC is part of the arithmetic (an element's sum is one FMA chain per KC
+ * slice, slices added in order): changing it changes results' bits; MC, NC and the tile only
+ * decide who computes an element and when, never how. */
 #define TZ_MM_MC 128
+#define TZ_MM_MC_MAX 512 /* apack's rows per thread */
 #define TZ_MM_KC 256
 #define TZ_MM_NC 4096
 /* Teams of at most this many threads run the GEMM without barriers: each thread owns a band of
@@ -37,7 +40,8 @@ struct tz_buf {
 /* A GEMM micro-kernel (matmul_ukernel_cpu.c): C[mr,nr] (ldc) = (load ? C : 0) + (bias ? bias :
  * 0) + a·b over kc, a a packed MR-row strip, b a packed NR-wide panel (64-byte aligned). */
 typedef struct {
-  const char *name; /* "avx512", "avx2", "scalar" */
+  const char *name; /* the ISA: "avx512", "avx2", "scalar" */
+  const char *tile; /* "MRxNR", plus "pf" where the kernel prefetches C (TEZGAH_MM_TILE) */
   int mr, nr;       /* register tile */
   void (*fn)(int kc, const float *a, const float *b, float *C, size_t ldc, int mr, int nr,
              int load, const float *bias);
@@ -47,8 +51,9 @@ typedef struct {
   void (*pack_t)(float *dst, int w, const float *src, size_t stride, int n, int kc);
 } tz_mm_ukernel;
 
-/* The widest micro-kernel this CPU runs, or the one TEZGAH_CPU_ISA=avx512|avx2|scalar names;
- * NULL with tz_err() when that one is unknown or the CPU lacks its instructions. */
+/* The widest micro-kernel this CPU runs, or the one TEZGAH_CPU_ISA=avx512|avx2|scalar names,
+ * with the tile TEZGAH_MM_TILE names or this CPU's default; NULL with tz_err() when that ISA or
+ * tile is unknown or the CPU lacks its instructions. */
 const tz_mm_ukernel *tz_mm_pick(void);
 
 typedef struct tz_cpu_prof tz_cpu_prof; /* backend_cpu_prof.c */
@@ -57,9 +62,12 @@ typedef struct tz_cpu_prof tz_cpu_prof; /* backend_cpu_prof.c */
  * packing) or grown on first use (attention rows), never per call in steady state. */
 typedef struct {
   int threads;    /* OpenMP team size used by every kernel */
-  int use_blas;   /* matmul path: 1 = cblas_sgemm, 0 = our GEMM (TZ_MATMUL env, default c) */
+  int use_blas;   /* matmul path (TZ_MATMUL env, default c): 0 = our GEMM; 1 = cblas_sgemm asked
+                   * for, OpenBLAS not loaded yet; 2 = cblas_sgemm (matmul_cpu.c, blas_on) */
   const tz_mm_ukernel *mm; /* our GEMM's micro-kernel (tz_mm_pick) */
-  float *apack;   /* [threads][MC*KC] packed A blocks, one per thread */
+  int mm_mc;      /* MC: rows of A packed per block, a multiple of mm->mr (TEZGAH_MM_MC) */
+  int mm_loop;    /* macro-kernel order: 0 B panels outer, 1 A strips outer (TEZGAH_MM_LOOP) */
+  float *apack;   /* [threads][TZ_MM_MC_MAX*KC] packed A blocks, one per thread */
   float *bpack;   /* [KC*NC] packed B block shared by the team, or one per thread for teams of
                    * at most TZ_MM_BAND_THREADS */
   float *scratch; /* attention score rows, [threads][scratch_stride] */

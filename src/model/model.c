@@ -598,6 +598,15 @@ static void forward_step(tz_model *m, int B) {
     be->matmul_t(be, a->logits, a->nf, P(m, m->lay.lm_head), TZ_NONE, B, d.C, d.Vp, 0);
 }
 
+/* forward_step, replayed from its recording where the backend has one for B rows. */
+static void run_step(tz_model *m, int B) {
+  tz_backend *be = m->be;
+  if (be->replay && be->replay(be, B)) return;
+  int rec = be->record_begin && be->record_begin(be, B);
+  forward_step(m, B);
+  if (rec && !be->record_end(be, B)) forward_step(m, B); /* not recorded: run the ops as usual */
+}
+
 void tz_model_step(tz_model *m, const int32_t *pos, int B) {
   tz_acts *a = &m->infer;
   tz_backend *be = m->be;
@@ -611,8 +620,12 @@ void tz_model_step(tz_model *m, const int32_t *pos, int B) {
     return;
   }
   be->upload(be, a->pos, pos, (size_t)B * sizeof *pos);
-  if (be->replay && be->replay(be, B)) return;
-  int rec = be->record_begin && be->record_begin(be, B);
-  forward_step(m, B);
-  if (rec && !be->record_end(be, B)) forward_step(m, B); /* not recorded: run the ops as usual */
+  run_step(m, B);
+}
+
+void tz_model_step_dev(tz_model *m, tz_slice pos, int B) {
+  tz_acts *a = &m->infer;
+  TZ_ASSERT(B >= 1 && B <= a->rows && tz_model_step_fused(m));
+  m->be->copy(m->be, a->pos, pos, (size_t)B * sizeof(int32_t));
+  run_step(m, B);
 }

@@ -135,6 +135,10 @@ void tz_model_feed_row(tz_model *m, int row, const int32_t *tokens, int n, int p
  * recorded unit where the backend records (CUDA graphs), else each row goes through
  * tz_model_feed_row. */
 void tz_model_step(tz_model *m, const int32_t *pos, int B);
+/* tz_model_step with the positions already in device memory (pos: int32 [B], copied on the
+ * device into the step's position buffer): nothing waits for or copies from the host.
+ * Only where tz_model_step_fused(m). */
+void tz_model_step_dev(tz_model *m, tz_slice pos, int B);
 /* 1 when tz_model_step runs on the backend's batched decoding ops. */
 int tz_model_step_fused(const tz_model *m);
 

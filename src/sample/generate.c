@@ -116,6 +116,26 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* Seconds since the epoch (--stats' teardown line: a wall clock around the process can tell the
+ * time before the sample command started and after it returned: exec, libraries, exit). */
+static double epoch_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* K of the device loop (generate_rows): TEZGAH_DECODE_CHUNK=K (0 or 1: off, one step at a
+ * time as before), default 32 steps per round trip. */
+static int decode_chunk(void) {
+  const char *e = getenv("TEZGAH_DECODE_CHUNK");
+  if (!e || !*e) return 32;
+  int k = atoi(e);
+  return k < 0 ? 0 : k > 1024 ? 1024 : k;
+}
+
+/* A slice `bytes` further into the same buffer. */
+static tz_slice slice_at(tz_slice s, size_t bytes) { return (tz_slice){s.buf, s.off + bytes}; }
+
 /* One generated row's output: batch 1 streams to `out` as tokens are picked; a batch keeps
  * each row's bytes (an open_memstream) and prints them when every row is done. */
 typedef struct {
@@ -156,9 +176,90 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
   for (int b = 0; b < B; b++) tz_model_feed_row(m, b, hist + (size_t)b * (maxT + 1), (int)n0[b], 0); /* prefill */
   be->sync(be);
   double t_prefilled = now_s();
+  /* TEZGAH_PROFILE's table is per decoding step: the weight upload and the prefill left out
+   * (until 2026-12-02 they were in it: the "upload" row, 0.34 ms/step over 199 steps, was the
+   * 0.067 s weight upload of the load) */
+  if (be->profile_reset) be->profile_reset(be);
   long produced = 0, steps = 0;
   int alive = B;
+  /* The device loop: K picks and steps queued at once (pick_dev writes each step's ids on the
+   * device where the next step's embedding reads them; positions and draws uploaded once per
+   * K), then the K·B ids come back in one download. Rows are told apart from here as in the
+   * one-step loop below; a row that ends inside a chunk is stepped on to its end unseen (rows
+   * do not interact). K stops before the last token and before any row fills the context
+   * (those go through the one-step loop). */
+  int kmax = decode_chunk();
+  tz_buf *cb = NULL;
+  int32_t *h_pos = NULL, *h_ids = NULL;
+  double *h_r = NULL;
+  tz_rng *saved = NULL;
+  if (kmax >= 2 && be->pick_dev && tz_model_step_fused(m)) {
+    size_t kb = (size_t)kmax * B;
+    cb = be->alloc(be, kb * (sizeof(double) + 2 * sizeof(int32_t)), "decoding chunk");
+    h_pos = tz_malloc(kb * sizeof *h_pos);
+    h_ids = tz_malloc(kb * sizeof *h_ids);
+    h_r = tz_malloc(kb * sizeof *h_r);
+    saved = tz_malloc((size_t)B * sizeof *saved);
+  }
+  tz_slice c_r = {cb, 0}, c_pos = {cb, (size_t)kmax * B * sizeof(double)},
+           c_ids = {cb, (size_t)kmax * B * (sizeof(double) + sizeof(int32_t))};
   for (int i = 0; i < o->tokens && alive; i++) {
+    int K = 0;
+    if (cb) {
+      int maxn = 0;
+      for (int b = 0; b < B; b++)
+        if (!done[b] && (int)n[b] > maxn) maxn = (int)n[b];
+      K = kmax;
+      if (K > o->tokens - i - 1) K = o->tokens - i - 1;
+      if (K > maxT - maxn) K = maxT - maxn;
+    }
+    if (K >= 2) {
+      const float temp = smp[0].temperature;
+      for (int k = 0; k < K; k++)
+        for (int b = 0; b < B; b++)
+          h_pos[(size_t)k * B + b] = (int32_t)(done[b] ? (n[b] < (size_t)maxT ? n[b] : (size_t)maxT - 1) : n[b] + k);
+      for (int b = 0; b < B; b++) saved[b] = smp[b].rng;
+      if (temp > 0) /* the draws the one-step loop would take: per step, one per row */
+        for (int k = 0; k < K; k++)
+          for (int b = 0; b < B; b++) h_r[(size_t)k * B + b] = tz_rng_uniform(&smp[b].rng);
+      if (temp > 0) be->upload(be, c_r, h_r, (size_t)K * B * sizeof *h_r);
+      be->upload(be, c_pos, h_pos, (size_t)K * B * sizeof *h_pos);
+      int queued = 1;
+      for (int k = 0; k < K && queued; k++) {
+        tz_slice rk = temp > 0 ? slice_at(c_r, (size_t)k * B * sizeof(double)) : TZ_NONE;
+        queued = be->pick_dev(be, m->infer.tokens, m->infer.logits, B, V, m->cfg.padded_vocab, temp, smp[0].top_k,
+                              smp[0].top_p, rk, slice_at(c_ids, (size_t)k * B * sizeof(int32_t)));
+        if (queued) tz_model_step_dev(m, slice_at(c_pos, (size_t)k * B * sizeof(int32_t)), B);
+      }
+      if (!queued) { /* settings pick_dev does not take (only ever at the first k): one step at a time */
+        for (int b = 0; b < B; b++) smp[b].rng = saved[b];
+        be->free(be, cb);
+        cb = NULL;
+        i--;
+        continue;
+      }
+      be->download(be, h_ids, c_ids, (size_t)K * B * sizeof *h_ids);
+      steps += K;
+      for (int k = 0; k < K && alive; k++)
+        for (int b = 0; b < B; b++) {
+          if (done[b]) continue;
+          int id = h_ids[(size_t)k * B + b];
+          if (id == eot && !o->ignore_eot) {
+            done[b] = 1;
+            alive--;
+            continue;
+          }
+          const char *bytes;
+          size_t len;
+          if (tz_tok_token_bytes(tok, id, &bytes, &len) == 0) fwrite(bytes, 1, len, rt[b].f);
+          produced++;
+          hist[(size_t)b * (maxT + 1) + n[b]] = id;
+          n[b]++;
+        }
+      if (B == 1) fflush(out);
+      i += K - 1;
+      continue;
+    }
     tz_sampler_pick_rows(smp, m, B, next, logits);
     int window = 0;
     for (int b = 0; b < B; b++) {
@@ -208,6 +309,12 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
     tz_model_step(m, pos, B);
   }
   double t_end = now_s();
+  int chunked = cb != NULL;
+  if (cb) be->free(be, cb);
+  free(h_pos);
+  free(h_ids);
+  free(h_r);
+  free(saved);
   if (B == 1) {
     fputc('\n', out);
     fflush(out);
@@ -225,11 +332,11 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
     double dec = t_end - t_prefilled;
     fprintf(stderr,
             "sample: %s %s, %d row(s), %zu prompt tokens (row 1): load %.3f s (checkpoint and backend %.3f, "
-            "weights %.3f), prefill %.3f s, %ld tokens in %ld steps %.3f s (%.1f tokens/s, %.3f ms/step), %s steps\n",
+            "weights %.3f), prefill %.3f s, %ld tokens in %ld steps %.3f s (%.1f tokens/s, %.3f ms/step), %s steps%s\n",
             be->name, tz_dtype_name(be->act), B, n0[0], t_loaded - t_mark[0], t_mark[1] - t_mark[0],
             t_mark[3] - t_mark[2], t_prefilled - t_loaded, produced, steps, dec,
             dec > 0 ? produced / dec : 0.0, steps ? 1e3 * dec / steps : 0.0,
-            tz_model_step_fused(m) ? "fused" : "row-by-row");
+            tz_model_step_fused(m) ? "fused" : "row-by-row", chunked ? ", device loop" : "");
     if (be->profile_print) be->profile_print(be, steps > 0 ? (double)steps : 1.0);
   }
   for (int b = 0; b < B; b++) tz_sampler_free(&smp[b]);
@@ -331,6 +438,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   char *pf_data = NULL, **rows_prompt = NULL; /* --prompts: the file, cut into lines in place */
   if (o->prompts_file && read_prompts(o, &pf_data, &rows_prompt, &B)) return -1;
   double t_mark[4] = {now_s(), 0, 0, 0}; /* start, checkpoint and backend ready, (same), model on it */
+  const double epoch_start = epoch_s();
   const char *prompt = o->prompt ? o->prompt : "";
   long bad = tz_utf8_invalid_at((const unsigned char *)prompt, strlen(prompt));
   const char *model = o->model ? o->model : default_model();
@@ -349,7 +457,15 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   pthread_t th;
   int threaded = pthread_create(&th, NULL, open_thread, &job) == 0;
   if (!threaded) open_thread(&job);
+  /* A prompt of P bytes is at most P + 2 tokens (byte-level BPE: a token is ≥ 1 byte; + EOT or
+   * BOS and the llama2.c dummy space); a step has B rows: when both are few, CUDA need not
+   * preload cuBLASLt (a sliding window past the context loads it). */
+  size_t pmax = strlen(prompt);
+  for (int b = 0; rows_prompt && b < B; b++)
+    if (strlen(rows_prompt[b]) > pmax) pmax = strlen(rows_prompt[b]);
+  tz_backend_hint_matmul_rows(pmax + 2 > (size_t)B ? (int)(pmax + 2 < 1 << 20 ? pmax + 2 : 1 << 20) : B);
   be = tz_backend_create(o->backend, o->threads, o->precision);
+  tz_backend_hint_matmul_rows(-1);
   char be_err[TZ_ERR_MAX_COPY];
   snprintf(be_err, sizeof be_err, "%s", be ? "" : tz_errmsg());
   if (threaded) pthread_join(th, NULL);
@@ -414,7 +530,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
       }
       if (n_prompt + (eot >= 0) > (size_t)maxT) {
         free(pids);
-        if (rows_prompt) tz_err("%s: line %d: %zu tokens exceed the model's context max_seq_len=%d", o->prompts_file, b + 1, n_prompt, maxT);
+        if (rows_prompt) tz_err("--prompts: %s: line %d: %zu tokens exceed the model's context max_seq_len=%d", o->prompts_file, b + 1, n_prompt, maxT);
         else tz_err("--prompt: %zu tokens exceed the model's context max_seq_len=%d", n_prompt, maxT);
         rc = -2;
         break;
@@ -442,8 +558,12 @@ out:
   free(ids);
   free(rows_prompt);
   free(pf_data);
+  double t_free = now_s();
   tz_model_free(m);
   if (be) be->destroy(be);
   tz_run_close(&rf);
+  if (o->stats && rc == 0)
+    fprintf(stderr, "sample: teardown %.3f s (model, backend, checkpoint freed); epoch %.6f .. %.6f s\n",
+            now_s() - t_free, epoch_start, epoch_s());
   return rc;
 }

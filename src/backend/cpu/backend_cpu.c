@@ -10,19 +10,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef TZ_USE_BLAS
-#include <cblas.h>
-#endif
 
 #include "backend/backend.h"
 #include "core/error.h"
 #include "kernels/cpu_kernels.h"
+#include "kernels/matmul/blas_load.h"
 
 void *tz_cpu_ptr(tz_slice s) { return s.buf ? (char *)s.buf->data + s.off : NULL; }
 
+/* "avx512 8x32": the micro-kernel tz_mm_pick chooses and its register tile (MR x NR). */
 const char *tz_cpu_gemm_kernel(void) {
+  static char s[32];
   const tz_mm_ukernel *k = tz_mm_pick();
-  return k ? k->name : NULL;
+  if (!k) return NULL;
+  snprintf(s, sizeof s, "%s %s", k->name, k->tile);
+  return s;
+}
+
+int tz_cpu_blas_describe(char *out, size_t cap) {
+#ifdef TZ_USE_BLAS
+  char line[TZ_ERR_MAX];
+  if (!tz_blas_describe(line, sizeof line)) {
+    snprintf(out, cap, "%s", line);
+    return 0;
+  }
+  snprintf(out, cap, "yes (%s, loaded on use)", line);
+  return 1;
+#else
+  snprintf(out, cap, "no (built without OpenBLAS: TEZGAH_BLAS=OFF or no libopenblas-dev)");
+  return 0;
+#endif
 }
 
 static void *aligned_zalloc(size_t bytes) {
@@ -96,9 +113,10 @@ static void cpu_destroy(tz_backend *be) {
 }
 
 /* threads > 0 sets the OpenMP team size for the process (omp_set_num_threads); <= 0 keeps
- * the OpenMP default (OMP_NUM_THREADS or all cores). OpenBLAS (pthread flavour) gets the
- * same count so the two thread pools never oversubscribe the cores: BLAS is only ever
- * called from the serial part of a kernel, never inside an OpenMP region. */
+ * the OpenMP default (OMP_NUM_THREADS or all cores). OpenBLAS (pthread flavour), loaded by the
+ * first matmul with TZ_MATMUL=blas (matmul_cpu.c), gets the same count so the two thread pools
+ * never oversubscribe the cores: BLAS is only ever called from the serial part of a kernel,
+ * never inside an OpenMP region. */
 tz_backend *tz_backend_cpu_create(int threads) {
   if (threads > 0) omp_set_num_threads(threads);
   tz_backend *be = tz_calloc(1, sizeof *be);
@@ -106,8 +124,7 @@ tz_backend *tz_backend_cpu_create(int threads) {
   cx->threads = omp_get_max_threads();
   const char *mm = getenv("TZ_MATMUL");
 #ifdef TZ_USE_BLAS
-  cx->use_blas = mm && strcmp(mm, "blas") == 0;
-  openblas_set_num_threads(cx->threads);
+  cx->use_blas = mm && strcmp(mm, "blas") == 0; /* 1: asked for, loaded by the first matmul */
 #else
   cx->use_blas = 0;
 #endif
@@ -136,7 +153,32 @@ tz_backend *tz_backend_cpu_create(int threads) {
     free(be);
     return NULL;
   }
-  cx->apack = aligned_zalloc((size_t)cx->threads * TZ_MM_MC * TZ_MM_KC * sizeof(float));
+  /* MC, the A block's rows: TZ_MM_MC, or TEZGAH_MM_MC (for measurements: scripts/device_cpu17.sh),
+   * rounded down to the tile's MR. A blocking choice: the same bits with any. */
+  int mc = TZ_MM_MC;
+  const char *mcs = getenv("TEZGAH_MM_MC");
+  if (mcs && *mcs) {
+    char *end;
+    long v = strtol(mcs, &end, 10);
+    if (*end || v < cx->mm->mr || v > TZ_MM_MC_MAX) {
+      tz_err("TEZGAH_MM_MC='%s' is not a row count in [%d, %d]", mcs, cx->mm->mr, TZ_MM_MC_MAX);
+      free(cx);
+      free(be);
+      return NULL;
+    }
+    mc = (int)v;
+  }
+  cx->mm_mc = mc / cx->mm->mr * cx->mm->mr;
+  /* the macro-kernel's loop order (matmul_cpu.c, gemm_block): panels (default) or strips */
+  const char *loop = getenv("TEZGAH_MM_LOOP");
+  if (loop && *loop && strcmp(loop, "panels") && strcmp(loop, "strips")) {
+    tz_err("TEZGAH_MM_LOOP='%s' is not one of panels, strips", loop);
+    free(cx);
+    free(be);
+    return NULL;
+  }
+  cx->mm_loop = loop && !strcmp(loop, "strips");
+  cx->apack = aligned_zalloc((size_t)cx->threads * TZ_MM_MC_MAX * TZ_MM_KC * sizeof(float));
   size_t bblocks = cx->threads <= TZ_MM_BAND_THREADS ? (size_t)cx->threads : 1;
   cx->bpack = aligned_zalloc(bblocks * TZ_MM_KC * TZ_MM_NC * sizeof(float));
   if (!cx->apack || !cx->bpack) {

@@ -29,6 +29,7 @@ static double now_ms(void) {
 typedef struct {
   pthread_t th;
   int started, joined, rc;
+  int deferred; /* not started at creation (tz_backend_hint_matmul_rows: few rows): loaded at first use */
   double t0, ms;
   char err[512];
 } lt_job;
@@ -48,6 +49,11 @@ void tzc_lt_ready(tz_backend *be) {
   tzc_ctx *c = tzc(be);
   if (c->lt) return;
   lt_job *j = c->lt_job;
+  if (j && j->deferred) { /* nobody expected a large matmul: load it now, on this thread */
+    j->deferred = 0;
+    j->t0 = now_ms();
+    lt_thread(j);
+  }
   if (j) lt_join(j);
   if (j && j->rc) tz_fatal(j->err);
   cublasLtHandle_t lt = NULL;
@@ -153,6 +159,7 @@ static void fill_ops(tz_backend *be) {
   OP(rope_pos);
   OP(attention_decode);
   OP(pick);
+  OP(pick_dev);
   OP(norm_matmul_t);
   be->replay = tzc_replay;
   be->record_begin = tzc_record_begin;
@@ -187,8 +194,9 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   double t_probe = now_ms();
   lt_job *job = tz_calloc(1, sizeof *job); /* cuBLASLt loads on a thread meanwhile */
   job->t0 = t_probe;
-  job->started = pthread_create(&job->th, NULL, lt_thread, job) == 0;
-  if (!job->started) lt_thread(job);
+  const int rows = tz_backend_matmul_rows_expected();
+  if (rows >= 0 && rows <= tzc_gemv_max_m()) job->deferred = 1;
+  else if (!(job->started = pthread_create(&job->th, NULL, lt_thread, job) == 0)) lt_thread(job);
   double t_lt = now_ms();
   struct cudaDeviceProp prop;
   cudaError_t e = cudaSetDevice(dev);
@@ -239,12 +247,15 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   if (pf && *pf && strcmp(pf, "0") != 0) c->prof = tzc_prof_create();
   const char *gr = getenv("TEZGAH_CUDA_GRAPHS");
   c->graphs_off = c->prof || (gr && !strcmp(gr, "0"));
+  const char *pd = getenv("TEZGAH_CUDA_PDL");
+  c->pdl_off = prop.major < 9 || (pd && !strcmp(pd, "0"));
   if (c->verbose) {
     fprintf(stderr, "cuda: device %d %s (sm_%d%d, %d SMs), %s activations\n", dev, prop.name, prop.major, prop.minor,
             prop.multiProcessorCount, tz_dtype_name(act));
-    fprintf(stderr, "cuda: start-up %.1f ms: driver %.1f, context %.1f, stream/workspace/staging %.1f (cuBLASLt loads "
-            "on a thread until its first use)\n",
-            now_ms() - t0, t_probe - t0, t_ctx - t_lt, now_ms() - t_ctx);
+    fprintf(stderr, "cuda: start-up %.1f ms: driver %.1f, context %.1f, stream/workspace/staging %.1f (cuBLASLt %s)\n",
+            now_ms() - t0, t_probe - t0, t_ctx - t_lt, now_ms() - t_ctx,
+            job->deferred ? "not preloaded: few-row matmuls expected; loaded at a first large one"
+                          : "loads on a thread until its first use");
   }
   return be;
 }

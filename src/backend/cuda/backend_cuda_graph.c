@@ -12,7 +12,10 @@
  * older recordings stale (replay returns 0, the step is recorded again). A capture that fails
  * (an op that cannot be captured) turns recording off for the key: record_end returns 0 and the
  * model runs the ops as usual. TEZGAH_CUDA_GRAPHS=0 or profiling (TEZGAH_PROFILE: per-op
- * events) turn recording off altogether. */
+ * events) turn recording off altogether.
+ * While a step is recorded the few-row matmuls are launched with programmatic dependent launch
+ * (gemv.cu: each lets the next one start and load its weights while it finishes); a recording
+ * that fails with them is made again without them (TEZGAH_CUDA_PDL=0: never). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +69,7 @@ int tzc_record_begin(tz_backend *be, int key) {
     g->broken = 1;
     return 0;
   }
+  c->pdl = !c->pdl_off;
   return 1;
 }
 
@@ -77,10 +81,13 @@ int tzc_record_end(tz_backend *be, int key) {
   cudaError_t e = cudaStreamEndCapture(c->stream, &graph);
   if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
   if (graph) cudaGraphDestroy(graph);
+  int pdl = c->pdl;
+  c->pdl = 0;
   if (e != cudaSuccess || !g) {
     cudaGetLastError();
     if (exec) cudaGraphExecDestroy(exec);
-    if (g) g->broken = 1;
+    if (pdl) c->pdl_off = 1; /* record again later without programmatic launches */
+    else if (g) g->broken = 1;
     if (c->verbose) fprintf(stderr, "cuda: recording step %d failed (%s): ops run one by one\n", key, cudaGetErrorString(e));
     return 0;
   }

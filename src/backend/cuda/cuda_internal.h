@@ -76,6 +76,10 @@ typedef struct {
   void *graphs;
   unsigned graph_gen;
   int graphs_off; /* TEZGAH_CUDA_GRAPHS=0, or profiling: ops always run one by one */
+  /* Programmatic dependent launch of the few-row matmuls (gemv.cu): pdl is 1 while a decoding
+   * step is being recorded (its matmuls read only weights before their wait), pdl_off when
+   * TEZGAH_CUDA_PDL=0, the device is older than sm_90, or a recording with it failed. */
+  int pdl, pdl_off;
 } tzc_ctx;
 
 static inline tzc_ctx *tzc(tz_backend *be) { return (tzc_ctx *)be->ctx; }
@@ -187,6 +191,8 @@ void tzc_attention_decode(tz_backend *be, tz_slice out, tz_slice kcache, tz_slic
                           int B, int n_head, int n_kv_head, int head_dim, int q_stride, int max_T);
 int tzc_pick(tz_backend *be, tz_slice out, tz_slice logits, int B, int V, int Vp, float temperature, int top_k,
              float top_p, const double *r);
+int tzc_pick_dev(tz_backend *be, tz_slice out, tz_slice logits, int B, int V, int Vp, float temperature, int top_k,
+                 float top_p, tz_slice r, tz_slice ids);
 /* The decoding buffers (which: 0 partials, 1 counters (zero-filled), 2 draws), at least
  * `bytes`; growing one bumps graph_gen. Freed by tzc_dec_buffers_free at destroy. */
 void *tzc_dec_buffer(tz_backend *be, int which, size_t bytes);
@@ -197,9 +203,15 @@ int tzc_record_begin(tz_backend *be, int key);
 int tzc_record_end(tz_backend *be, int key);
 void tzc_graphs_free(tz_backend *be);
 
-/* matmul_t for M ≤ TZC_GEMV_MAX_M rows (gemv.cu; matmul.cu calls it first): 1 when it ran,
- * 0 when the call is not for it (then cuBLASLt). Row m's result does not depend on M. */
+/* matmul_t for M ≤ tzc_gemv_max_m() rows (gemv.cu; matmul.cu calls it first): 1 when it ran,
+ * 0 when the call is not for it (then cuBLASLt). Row m's result does not depend on M.
+ * TZC_GEMV_MAX_M: the most rows the kernels handle; tzc_gemv_max_m(): the crossover used,
+ * TZC_GEMV_CROSSOVER (7: batch >= 8 on the tensor cores, as the H200 run of 2026-12-02 showed
+ * cuBLASLt at 64 rows, 1.40 ms/step, faster than these kernels at 16, 2.75) or
+ * TEZGAH_CUDA_GEMV_MAX_M=1..16 (read once per process; 16 = the rule before 2026-12-02). */
 #define TZC_GEMV_MAX_M 16
+#define TZC_GEMV_CROSSOVER 7
+int tzc_gemv_max_m(void);
 int tzc_gemv_t(tz_backend *be, void *out, const void *a, const void *b, const void *bias, int M, int K, int N,
                int acc);
 int tzc_norm_matmul_t(tz_backend *be, tz_slice out, tz_slice x, tz_slice nw, tz_slice nb, float eps, tz_slice w,

@@ -3,30 +3,72 @@
  * and the activations (GELU, SwiGLU) forward / backward. Each splits work above one binding
  * (wg_cap_elems) into pieces. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/webgpu/webgpu_internal.h"
 
 void wg_add(tz_backend *be, tz_slice out, tz_slice a_, tz_slice b_, size_t n) {
   wg_ctx *c = CTX(be);
-  int pi = wg_pipeline(c, "elementwise", "add", "");
+  int e4 = wg_memops_new(); /* add4: four elements per thread */
+  int pi = wg_pipeline(c, "elementwise", e4 ? "add4" : "add", "");
   for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
     size_t k = n - i < cap ? n - i : cap;
     uint32_t w[24] = {0};
     w[8] = (uint32_t)k;
     wg_arg a[] = {A(tz_f32(out, i), F4(k), "out"), A(tz_f32(a_, i), F4(k), "a"), A(tz_f32(b_, i), F4(k), "b")};
     uint32_t gx, gy;
-    grid1(k, &gx, &gy);
+    grid1(e4 ? (k + 3) / 4 : k, &gx, &gy);
     wg_run(c, "add", pi, w, 9, a, 3, gx, gy, 1);
   }
 }
 
-/* dst[c] += Σ_k part[k*stride + c], c < cols, k < rows (colsum_rows: 16 columns per workgroup) */
-void wg_colsum_add(wg_ctx *c, tz_slice dst, tz_slice part, int rows, int cols, int stride) {
+/* TEZGAH_WEBGPU_MEMOPS=0: the memory-bound ops' former kernels, for a before/after in one binary
+ * (add, gelu_fwd, ffn_gelu_backward: one element per thread; layernorm_fwd / _bwd: loops that
+ * re-read the row; colsum_rows, one dispatch per layernorm parameter; the three-pass
+ * crossentropy). Unset or any other value: the current ones (add4, gelu_fwd4,
+ * ffn_gelu_backward4: four per thread; layernorm_fwd4 / _bwd4: the row in registers for
+ * C <= 1024; colsum_rows8 and one dispatch for layernorm's dw and db; softmax_xent_online).
+ * colsum_partial's and layernorm_dwdb_partial's several running sums have no switch. Read once. */
+int wg_memops_new(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("TEZGAH_WEBGPU_MEMOPS");
+    on = !(e && strcmp(e, "0") == 0);
+  }
+  return on;
+}
+
+/* Column sums of partials, added to parameter gradients (fp32):
+ * dst[c] += Σ_k part[k*stride + c] for c < cols0, and, when dst2 is given (cols1 > 0),
+ * dst2[c] += Σ_k part[k*stride + cols0 + c] for c < cols1; k < rows. One dispatch
+ * (colsum_rows8: 8 columns per workgroup), or with TEZGAH_WEBGPU_MEMOPS=0 one colsum_rows
+ * dispatch (16 columns per workgroup) per destination. */
+static void colsum2(wg_ctx *c, tz_slice dst, int cols0, tz_slice dst2, int cols1, tz_slice part, int rows,
+                    int stride) {
+  if (!wg_memops_new()) {
+    for (int d = 0; d < (cols1 > 0 ? 2 : 1); d++) {
+      int cols = d ? cols1 : cols0;
+      uint32_t w[24] = {0};
+      w[8] = rows, w[9] = cols, w[10] = 0, w[11] = stride;
+      wg_arg a[] = {A(d ? dst2 : dst, F4(cols), "param grad"),
+                    A(d ? tz_f32(part, cols0) : part, F4((size_t)rows * stride - (d ? cols0 : 0)), "partials")};
+      wg_run(c, "colsum_add", wg_pipeline(c, "elementwise", "colsum_rows", ""), w, 12, a, 2, (cols + 15) / 16, 1, 1);
+    }
+    return;
+  }
+  int cols = cols0 + (cols1 > 0 ? cols1 : 0);
   uint32_t w[24] = {0};
-  w[8] = rows, w[9] = cols, w[10] = 0, w[11] = stride;
-  wg_arg a[] = {A(dst, F4(cols), "param grad"), A(part, F4((size_t)rows * stride), "partials")};
-  wg_run(c, "colsum_add", wg_pipeline(c, "elementwise", "colsum_rows", ""), w, 12, a, 2, (cols + 15) / 16, 1, 1);
+  w[8] = rows, w[9] = cols, w[10] = 0, w[11] = stride, w[12] = cols1 > 0 ? cols0 : 0;
+  wg_arg a[] = {A(dst, F4(cols0), "param grad"), A(part, F4((size_t)rows * stride), "partials"),
+                A(cols1 > 0 ? dst2 : dst, F4(cols1 > 0 ? cols1 : cols0), "param grad 2")};
+  wg_run(c, "colsum_add", wg_pipeline(c, "elementwise", "colsum_rows8", ""), w, 13, a, cols1 > 0 ? 3 : 2,
+         (cols + 7) / 8, 1, 1);
+}
+
+/* dst[c] += Σ_k part[k*stride + c], c < cols, k < rows */
+void wg_colsum_add(wg_ctx *c, tz_slice dst, tz_slice part, int rows, int cols, int stride) {
+  colsum2(c, dst, cols, dst, 0, part, rows, stride);
 }
 
 #define CHUNK 32 /* rows per partial column sum */
@@ -112,6 +154,13 @@ void wg_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout, t
   if (g16) wg_grad16_made(c, dinp, NC); /* the passes since wrote scratch and dw only */
 }
 
+/* layernorm_fwd4 / layernorm_bwd4 (the row in registers, C <= 4·256) where they fit, else (or
+ * with TEZGAH_WEBGPU_MEMOPS=0) the loop forms layernorm_fwd / layernorm_bwd */
+static const char *ln_entry(int C, int bwd) {
+  int r4 = C <= 4 * 256 && wg_memops_new();
+  return bwd ? (r4 ? "layernorm_bwd4" : "layernorm_bwd") : (r4 ? "layernorm_fwd4" : "layernorm_fwd");
+}
+
 void wg_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd, tz_slice inp,
                              tz_slice w_, tz_slice b_, int N, int C, float eps) {
   wg_ctx *c = CTX(be);
@@ -122,7 +171,7 @@ void wg_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd
                    A(inp, F4(NC), "inp"), A(w_, F4(C), "w"), A(b_, F4(C), "b")};
   uint32_t gx, gy;
   gridn(N, &gx, &gy);
-  wg_run_ex(c, "layernorm_fwd", wg_pipeline(c, "layernorm", "layernorm_fwd", wg_out16_prefix(c)), w, 12, a, 6, gx, gy,
+  wg_run_ex(c, "layernorm_fwd", wg_pipeline(c, "layernorm", ln_entry(C, 0), wg_out16_prefix(c)), w, 12, a, 6, gx, gy,
             1, c->act16 ? &h : NULL, -1);
 }
 
@@ -138,7 +187,7 @@ void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, t
   gridn(N, &gx, &gy);
   wg_arg h = {{0}, 0, 0};
   int g16 = wg_grad16(be, dinp, NC, &h); /* dinp (the residual stream's gradient) is the next dY */
-  wg_run_ex(c, "layernorm_bwd", wg_pipeline(c, "layernorm", "layernorm_bwd", wg_out16_prefix_on(g16, 1)), w, 12, a, 6,
+  wg_run_ex(c, "layernorm_bwd", wg_pipeline(c, "layernorm", ln_entry(C, 1), wg_out16_prefix_on(g16, 1)), w, 12, a, 6,
             gx, gy, 1, g16 ? &h : NULL, -1);
   int nch = (N + CHUNK - 1) / CHUNK;
   tz_slice part = wg_scratch(be, F4((size_t)nch * 2 * C));
@@ -146,22 +195,22 @@ void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, t
                 A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd")};
   wg_run(c, "layernorm_bwd", wg_pipeline(c, "layernorm", "layernorm_dwdb_partial", wg_out16_prefix_on(0, 0)), w, 12, b,
          5, (C + 255) / 256, nch, 1);
-  wg_colsum_add(c, dw, part, nch, C, 2 * C);
-  wg_colsum_add(c, db, tz_f32(part, C), nch, C, 2 * C);
+  colsum2(c, dw, C, db, C, part, nch, 2 * C); /* [dw | db] partials: one dispatch */
   if (g16) wg_grad16_made(c, dinp, NC); /* the passes since wrote scratch, dw and db only */
 }
 
 /* ---- activations ---- */
 void wg_gelu_fwd(tz_backend *be, tz_slice out, tz_slice inp, size_t n) {
   wg_ctx *c = CTX(be);
-  int pi = wg_pipeline(c, "gelu", "gelu_fwd", wg_out16_prefix(c));
+  int e4 = wg_memops_new(); /* gelu_fwd4: four elements per thread */
+  int pi = wg_pipeline(c, "gelu", e4 ? "gelu_fwd4" : "gelu_fwd", wg_out16_prefix(c));
   for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
     size_t k = n - i < cap ? n - i : cap;
     uint32_t w[24] = {0};
     w[8] = (uint32_t)k;
     wg_arg h, a[] = {out_arg(c, tz_at(out, i * (c->act16 ? 2 : 4)), k, &h), A(tz_f32(inp, i), F4(k), "inp")};
     uint32_t gx, gy;
-    grid1(k, &gx, &gy);
+    grid1(e4 ? (k + 3) / 4 : k, &gx, &gy);
     wg_run_ex(c, "gelu_fwd", pi, w, 9, a, 2, gx, gy, 1, c->act16 ? &h : NULL, -1);
   }
 }
@@ -169,7 +218,8 @@ void wg_gelu_bwd(tz_backend *be, tz_slice dinp, tz_slice inp, tz_slice dout, siz
   wg_ctx *c = CTX(be);
   wg_arg h = {{0}, 0, 0};
   int g16 = wg_grad16(be, dinp, n, &h); /* dinp (dh) is the next dY */
-  int pi = wg_pipeline(c, "gelu", "ffn_gelu_backward", wg_out16_prefix_on(g16, 1));
+  int e4 = wg_memops_new(); /* ffn_gelu_backward4: four elements per thread */
+  int pi = wg_pipeline(c, "gelu", e4 ? "ffn_gelu_backward4" : "ffn_gelu_backward", wg_out16_prefix_on(g16, 1));
   for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
     size_t k = n - i < cap ? n - i : cap;
     uint32_t w[24] = {0};
@@ -178,7 +228,7 @@ void wg_gelu_bwd(tz_backend *be, tz_slice dinp, tz_slice inp, tz_slice dout, siz
                   A(tz_f32(dout, i), F4(k), "dout")};
     wg_arg hp = A(tz_at(h.s, 2 * i), (2 * k + 3) & ~(size_t)3, "dinp (f16 copy)");
     uint32_t gx, gy;
-    grid1(k, &gx, &gy);
+    grid1(e4 ? (k + 3) / 4 : k, &gx, &gy);
     wg_run_ex(c, "gelu_bwd", pi, w, 9, a, 3, gx, gy, 1, g16 ? &hp : NULL, -1);
   }
   if (g16) wg_grad16_made(c, dinp, n);

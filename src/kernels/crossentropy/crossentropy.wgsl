@@ -1,5 +1,6 @@
 // Fused softmax + cross-entropy, in place: logits [N, Vp] become fp32 dlogits. One
-// workgroup per row: max m, then s = Σ exp(z − m), then the writes (three passes over the row).
+// workgroup per row: max m and s = Σ exp(z − m) (softmax_xent_online: one pass; softmax_xent:
+// two), then the writes.
 // loss = log(s) − (z[t] − m), never (m + log(s)) − z[t]: m + log(s) rounded to f32 loses
 // everything below the spacing of |m| (loss 0 for logits [1e8, 1e8], pytorch/pytorch#11752).
 // args 0 losses, 1 logits, 2 targets (i32); u0 N, u1 V, u2 Vp, u3 dscale
@@ -10,6 +11,51 @@
 
 var<workgroup> tsh: i32;
 
+// The row's target t, read by thread 0 and made uniform (the branches that follow hold barriers).
+fn xent_target(n: u32, lid: u32) -> i32 {
+  if (lid == 0u) {
+    tsh = ldi(2u, n);
+  }
+  return workgroupUniformLoad(&tsh);
+}
+
+// A row whose target is out of range (ignored position): dlogits 0, loss 0.
+fn xent_ignored(n: u32, row: u32, Vp: u32, lid: u32) {
+  for (var c = lid; c < Vp; c = c + WG) {
+    st(1u, row + c, 0.0);
+    if (OUT16) { st16(row + c, 0.0); }
+  }
+  if (lid == 0u) {
+    st(0u, n, 0.0);
+  }
+}
+
+// The last pass, given the row's max m and sum = Σ exp(z − m): dlogits = dscale·(softmax − onehot)
+// written over the logits (and their f16 copy), and the loss.
+fn xent_finish(n: u32, row: u32, t: u32, m: f32, sum: f32, lid: u32) {
+  let V = pu(1u);
+  let Vp = pu(2u);
+  let dscale = pf(3u);
+  let zt = ld(1u, row + t);
+  workgroupBarrier(); // every thread has read z[t] before anyone overwrites it
+  let scale = dscale / sum;
+  for (var c = lid; c < Vp; c = c + WG) {
+    var d = 0.0;
+    if (c < V) {
+      d = exp(ld(1u, row + c) - m) * scale;
+      if (c == t) {
+        d = d - dscale;
+      }
+    }
+    st(1u, row + c, d);
+    if (OUT16) { st16(row + c, d); }
+  }
+  if (lid == 0u) {
+    st(0u, n, log(sum) - (zt - m));
+  }
+}
+
+// Three passes: max, then Σ exp(z − m), then the writes (TEZGAH_WEBGPU_MEMOPS=0).
 @compute @workgroup_size(256)
 fn softmax_xent(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                 @builtin(local_invocation_index) lid: u32) {
@@ -18,21 +64,10 @@ fn softmax_xent(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     return;
   }
   let V = pu(1u);
-  let Vp = pu(2u);
-  let dscale = pf(3u);
-  let row = n * Vp;
-  if (lid == 0u) {
-    tsh = ldi(2u, n);
-  }
-  let t = workgroupUniformLoad(&tsh); // uniform: the branches below hold barriers
+  let row = n * pu(2u);
+  let t = xent_target(n, lid);
   if (t < 0 || u32(t) >= V) {
-    for (var c = lid; c < Vp; c = c + WG) {
-      st(1u, row + c, 0.0);
-      if (OUT16) { st16(row + c, 0.0); }
-    }
-    if (lid == 0u) {
-      st(0u, n, 0.0);
-    }
+    xent_ignored(n, row, pu(2u), lid);
     return;
   }
   var mx = -3.4e38;
@@ -44,22 +79,40 @@ fn softmax_xent(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
   for (var c = lid; c < V; c = c + WG) {
     s = s + exp(ld(1u, row + c) - m);
   }
-  let sum = wg_sum(s, lid);
-  let zt = ld(1u, row + u32(t));
-  workgroupBarrier(); // every thread has read z[t] before anyone overwrites it
-  let scale = dscale / sum;
-  for (var c = lid; c < Vp; c = c + WG) {
-    var d = 0.0;
-    if (c < V) {
-      d = exp(ld(1u, row + c) - m) * scale;
-      if (c == u32(t)) {
-        d = d - dscale;
-      }
+  xent_finish(n, row, u32(t), m, wg_sum(s, lid), lid);
+}
+
+// Two passes (the default): the max and the sum in one read of the row (online softmax, Milakov
+// & Gimelshein 2018, arXiv:1805.02867): each thread keeps its running max mt and st = Σ exp(z − mt),
+// rescaling st only when mt grows (one exp per element otherwise), then the workgroup's max m and
+// Σ st·exp(mt − m); then the writes. A thread with no columns has mt = −3.4e38, st = 0 (adds 0).
+// The row of 50257 fp32 logits does not stay in cache between passes, so one pass less is a
+// third less read traffic.
+@compute @workgroup_size(256)
+fn softmax_xent_online(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                       @builtin(local_invocation_index) lid: u32) {
+  let n = lin_wg(wid, nwg);
+  if (n >= pu(0u)) {
+    return;
+  }
+  let V = pu(1u);
+  let row = n * pu(2u);
+  let t = xent_target(n, lid);
+  if (t < 0 || u32(t) >= V) {
+    xent_ignored(n, row, pu(2u), lid);
+    return;
+  }
+  var mt = -3.4e38;
+  var sr = 0.0;
+  for (var c = lid; c < V; c = c + WG) {
+    let z = ld(1u, row + c);
+    if (z > mt) {
+      sr = sr * exp(mt - z) + 1.0;
+      mt = z;
+    } else {
+      sr = sr + exp(z - mt);
     }
-    st(1u, row + c, d);
-    if (OUT16) { st16(row + c, d); }
   }
-  if (lid == 0u) {
-    st(0u, n, log(sum) - (zt - m));
-  }
+  let m = wg_max(mt, lid);
+  xent_finish(n, row, u32(t), m, wg_sum(sr * exp(mt - m), lid), lid);
 }

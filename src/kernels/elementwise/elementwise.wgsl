@@ -31,6 +31,28 @@ fn add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   }
 }
 
+// add4: add with four elements per thread (4·WG·w + lid + k·WG, k < 4: coalesced, four loads
+// of each input in flight); the host's default (TEZGAH_WEBGPU_MEMOPS=0: add). out may alias a
+// or b (each element is read before it is written, by the same thread). Grid: ceil(n / 1024).
+@compute @workgroup_size(256)
+fn add4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i0 = lin_wg(wid, nwg) * 4u * WG + lid;
+  let n = pu(0u);
+  var v: array<f32, 4>;
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    v[k] = 0.0;
+    if (i0 + k * WG < n) {
+      v[k] = ld(1u, i0 + k * WG) + ld(2u, i0 + k * WG);
+    }
+  }
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    if (i0 + k * WG < n) {
+      st(0u, i0 + k * WG, v[k]);
+    }
+  }
+}
+
 // copy_rows: dst[r*ds + c] = src[r*ss + c] (u4 = 1: +=, the split matmul's column pieces);
 // args 0 dst, 1 src; u0 rows, u1 cols, u2 ds, u3 ss, u4 acc
 @compute @workgroup_size(256)
@@ -118,11 +140,24 @@ fn colsum_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
   }
   let r0 = wid.y * pu(2u);
   let r1 = min(r0 + pu(2u), pu(0u));
-  var s = 0.0;
-  for (var r = r0; r < r1; r = r + 1u) {
-    s = s + ld(1u, r * pu(3u) + c);
+  let stride = pu(3u);
+  var s0 = 0.0; // four independent running sums: four loads in flight per thread, not one
+  var s1 = 0.0;
+  var s2 = 0.0;
+  var s3 = 0.0;
+  var r = r0;
+  while (r + 3u < r1) {
+    s0 = s0 + ld(1u, r * stride + c);
+    s1 = s1 + ld(1u, (r + 1u) * stride + c);
+    s2 = s2 + ld(1u, (r + 2u) * stride + c);
+    s3 = s3 + ld(1u, (r + 3u) * stride + c);
+    r = r + 4u;
   }
-  st(0u, wid.y * cols + c, s);
+  while (r < r1) {
+    s0 = s0 + ld(1u, r * stride + c);
+    r = r + 1u;
+  }
+  st(0u, wid.y * cols + c, (s0 + s1) + (s2 + s3));
 }
 
 // colsum_rows: the same sum as colsum_add for few columns and many rows (bias and norm-weight
@@ -153,6 +188,60 @@ fn colsum_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
       t = t + ld(0u, c);
     }
     st(0u, c, t);
+  }
+}
+
+// colsum_rows8: colsum_rows' sum with 8 columns and 32 lanes per workgroup, each lane four
+// independent running sums (the default; TEZGAH_WEBGPU_MEMOPS=0: colsum_rows). For C = 768 and
+// 512 rows colsum_rows ran 48 workgroups whose lanes made 32 dependent loads each (latency
+// bound, ~11 us a call on the H200); here 96 workgroups (192 with a second destination) make 4
+// rounds of 4 loads. 8 adjacent fp32 columns are one 32-byte memory sector.
+// With u4 = S > 0 the columns c >= S go to a second destination (arg 2, element c − S): the
+// layernorm's [dw | db] partials in one dispatch instead of two.
+// args 0 dst, 1 src, 2 dst2 (u4 > 0 only); u0 rows, u1 cols, u2 overwrite, u3 stride, u4 S
+@compute @workgroup_size(256)
+fn colsum_rows8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let c = wid.x * 8u + lid % 8u;
+  let lane = lid / 8u;
+  let rows = pu(0u);
+  let stride = pu(3u);
+  var s0 = 0.0;
+  var s1 = 0.0;
+  var s2 = 0.0;
+  var s3 = 0.0;
+  if (c < pu(1u)) {
+    var k = lane;
+    while (k + 96u < rows) {
+      s0 = s0 + ld(1u, k * stride + c);
+      s1 = s1 + ld(1u, (k + 32u) * stride + c);
+      s2 = s2 + ld(1u, (k + 64u) * stride + c);
+      s3 = s3 + ld(1u, (k + 96u) * stride + c);
+      k = k + 128u;
+    }
+    while (k < rows) {
+      s0 = s0 + ld(1u, k * stride + c);
+      k = k + 32u;
+    }
+  }
+  colsum_red[lid] = (s0 + s1) + (s2 + s3);
+  workgroupBarrier();
+  if (lid < 8u && c < pu(1u)) {
+    var t = 0.0;
+    for (var l = 0u; l < 32u; l = l + 1u) {
+      t = t + colsum_red[l * 8u + lid];
+    }
+    let S = pu(4u);
+    if (S > 0u && c >= S) {
+      if (pu(2u) == 0u) {
+        t = t + ld(2u, c - S);
+      }
+      st(2u, c - S, t);
+    } else {
+      if (pu(2u) == 0u) {
+        t = t + ld(0u, c);
+      }
+      st(0u, c, t);
+    }
   }
 }
 

@@ -18,6 +18,20 @@ fn tanh_stable(u: f32) -> f32 {
   return select(-t, t, u >= 0.0);
 }
 
+// gelu(x) and its derivative gelu'(x)
+fn gelu_f(x: f32) -> f32 {
+  let xc = clamp(x, -100.0, 100.0);
+  let u = GELU_K * (xc + 0.044715 * xc * xc * xc);
+  return 0.5 * x * (1.0 + tanh_stable(u));
+}
+fn gelu_g(x: f32) -> f32 {
+  let xc = clamp(x, -100.0, 100.0);
+  let u = GELU_K * (xc + 0.044715 * xc * xc * xc);
+  let th = tanh_stable(u);
+  let sech2 = 1.0 - th * th;
+  return 0.5 * (1.0 + th) + 0.5 * xc * sech2 * GELU_K * (1.0 + 3.0 * 0.044715 * xc * xc);
+}
+
 @compute @workgroup_size(256)
 fn gelu_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
@@ -25,10 +39,7 @@ fn gelu_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
   if (i >= pu(0u)) {
     return;
   }
-  let x = ld(1u, i);
-  let xc = clamp(x, -100.0, 100.0);
-  let u = GELU_K * (xc + 0.044715 * xc * xc * xc);
-  let y = 0.5 * x * (1.0 + tanh_stable(u));
+  let y = gelu_f(ld(1u, i));
   if (OUT16) { st16(i, y); } else { st(0u, i, y); }
 }
 
@@ -40,12 +51,57 @@ fn ffn_gelu_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
   if (i >= pu(0u)) {
     return;
   }
-  let xc = clamp(ld(1u, i), -100.0, 100.0);
-  let u = GELU_K * (xc + 0.044715 * xc * xc * xc);
-  let th = tanh_stable(u);
-  let sech2 = 1.0 - th * th;
-  let g = 0.5 * (1.0 + th) + 0.5 * xc * sech2 * GELU_K * (1.0 + 3.0 * 0.044715 * xc * xc);
-  let y = g * ld(2u, i);
+  let y = gelu_g(ld(1u, i)) * ld(2u, i);
   st(0u, i, y);
   if (OUT16) { st16(i, y); } // the backward pipeline's OUT16: an f16 copy of dinp too
+}
+
+// gelu_fwd4 / ffn_gelu_backward4: the same per element, four elements per thread (elements
+// 4·WG·w + lid + k·WG, k < 4, of workgroup w: each load coalesced across the workgroup, four in
+// flight per thread; a quarter of the workgroups). The host's default (TEZGAH_WEBGPU_MEMOPS=0:
+// the one-element forms); grid: ceil(n / 1024) workgroups.
+@compute @workgroup_size(256)
+fn gelu_fwd4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+  let i0 = lin_wg(wid, nwg) * 4u * WG + lid;
+  let n = pu(0u);
+  var x: array<f32, 4>;
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    x[k] = 0.0;
+    if (i0 + k * WG < n) {
+      x[k] = ld(1u, i0 + k * WG);
+    }
+  }
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    let i = i0 + k * WG;
+    if (i < n) {
+      let y = gelu_f(x[k]);
+      if (OUT16) { st16(i, y); } else { st(0u, i, y); }
+    }
+  }
+}
+
+@compute @workgroup_size(256)
+fn ffn_gelu_backward4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                      @builtin(local_invocation_index) lid: u32) {
+  let i0 = lin_wg(wid, nwg) * 4u * WG + lid;
+  let n = pu(0u);
+  var x: array<f32, 4>;
+  var d: array<f32, 4>;
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    x[k] = 0.0;
+    d[k] = 0.0;
+    if (i0 + k * WG < n) {
+      x[k] = ld(1u, i0 + k * WG);
+      d[k] = ld(2u, i0 + k * WG);
+    }
+  }
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    let i = i0 + k * WG;
+    if (i < n) {
+      let y = gelu_g(x[k]) * d[k];
+      st(0u, i, y);
+      if (OUT16) { st16(i, y); }
+    }
+  }
 }

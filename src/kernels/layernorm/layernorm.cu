@@ -1,9 +1,12 @@
 /* CUDA LayerNorm (Ba et al. 2016): layernorm_cpu.c's math in fp32 on act rows.
  * Forward: one warp per row (two-pass mean and variance over the row, as the CPU), out act,
  * mean/rstd fp32. Backward: dinp (+=, act) one warp per row, and dw, db (+=, fp32) as
- * deterministic per-chunk partials then a fixed-order final sum. When C = NV·32·W (e.g. 768)
- * and the rows are 16-byte aligned, one kernel reads each row once for both (ln_bwd_fused_k);
- * otherwise the rows kernel, then the tiled column sum of cuda_common.cuh. */
+ * deterministic per-chunk partials then a fixed-order final sum. When C % W == 0, C ≤ 8·32·W
+ * (2048 in bf16) and the rows are 16-byte aligned, one kernel reads each row once for both
+ * (ln_bwd_fused_k: GPT-2's 768/1024/1280/1600); otherwise the rows kernel, then the tiled
+ * column sum of cuda_common.cuh. */
+#include <stdlib.h>
+
 #include "kernels/common/cuda_common.cuh"
 
 namespace {
@@ -97,77 +100,109 @@ template <int W, class T> struct LnDwDbTerm {
   }
 };
 
-/* One pass for C = NV·32·W: block = FW warps over a chunk of rpc rows (warp w: rows n0 + w,
- * n0 + w + FW, ...); each warp holds its row in registers, computes dx (+=) as
- * ln_bwd_rows_k does, and adds the row's dw, db summands into per-lane accumulators; then the
- * warps' accumulators are added in warp order (shared memory) into partw/partb[chunk, C]. */
-constexpr int FW = 8;
+/* One pass (ln_bwd_fused_k) for C % W == 0 and C ≤ NV·32·W, 16-byte aligned rows: block =
+ * FB_WARPS warps over a chunk of rpc rows (warp w: rows n0 + w, n0 + w + FB_WARPS, ... in
+ * increasing order). Lane l owns the vectors v = k·32 + l (k < NV, v < C/W) of every row.
+ * A warp loads x, dy and dx of its row at once (raw 16-byte vectors in registers: 3·NV
+ * loads in flight per lane, so the memory pipe stays full at any C), computes dx (+=) as
+ * ln_bwd_rows_k does, and adds the row's dw, db summands into its own fp32 accumulators in
+ * shared memory (sh[warp][C] each; a lane touches only its own columns, so no barrier). At
+ * the end the warps' accumulators are added in warp order into partw/partb[chunk, C], and
+ * tzc_colsum_final_k adds the chunks in order: deterministic, the order fixed by (N, C). */
+constexpr int FB_WARPS = 4;
+constexpr int FB_CHUNKS = 512; /* about this many blocks (one wave at 4-6 blocks per SM) */
+/* The chunk count: FB_CHUNKS, or env TEZGAH_CUDA_LN_CHUNKS (16..8192; read once per process,
+ * so results stay bit-identical run to run at a given setting) for the device sweep in
+ * scripts/device_cuda_ln.sh. */
+static int ln_chunks() {
+  static int v = 0;
+  if (!v) {
+    const char *e = getenv("TEZGAH_CUDA_LN_CHUNKS");
+    int x = e ? atoi(e) : 0;
+    v = x >= 16 && x <= 8192 ? x : FB_CHUNKS;
+  }
+  return v;
+}
+
+template <int W, class T> __device__ __forceinline__ void unpack(const int4 &r, float *f) {
+  const T *e = reinterpret_cast<const T *>(&r);
+#pragma unroll
+  for (int i = 0; i < W; i++) f[i] = tzc_tof(e[i]);
+}
+
 template <int W, int NV, class T>
-__global__ void __launch_bounds__(32 * FW)
+__global__ void __launch_bounds__(32 * FB_WARPS)
 ln_bwd_fused_k(T *dinp, float *partw, float *partb, const T *dout, const T *inp, const T *w,
-               const float *mean, const float *rstd, int N, int rpc) {
-  extern __shared__ float sh[]; /* [FW][C] */
-  constexpr int C = NV * 32 * W;
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+               const float *mean, const float *rstd, int N, int C, int rpc) {
+  static_assert(W * sizeof(T) == 16, "16-byte vectors");
+  extern __shared__ float sh[]; /* [2][FB_WARPS][C]: dw then db accumulators per warp */
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nv = C / W;
+  float *sw = sh + (size_t)warp * C, *sb = sh + (size_t)(FB_WARPS + warp) * C;
   int n0 = blockIdx.x * rpc, n1 = min(N, n0 + rpc);
-  float aw[NV][W], ab[NV][W];
+  const float zero[W] = {};
 #pragma unroll
-  for (int k = 0; k < NV; k++)
-#pragma unroll
-    for (int j = 0; j < W; j++) aw[k][j] = 0.0f, ab[k][j] = 0.0f;
-  for (int n = n0 + warp; n < n1; n += FW) {
-    const T *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
-    T *dx = dinp + (size_t)n * C;
-    float a[NV][W], d[NV][W];
+  for (int k = 0; k < NV; k++) {
+    int v = k * 32 + lane;
+    if (v < nv) tzc_st_f32<W>(sw + v * W, zero), tzc_st_f32<W>(sb + v * W, zero);
+  }
+  for (int n = n0 + warp; n < n1; n += FB_WARPS) {
+    const int4 *x = reinterpret_cast<const int4 *>(inp + (size_t)n * C);
+    const int4 *dy = reinterpret_cast<const int4 *>(dout + (size_t)n * C);
+    int4 *dx = reinterpret_cast<int4 *>(dinp + (size_t)n * C);
+    int4 ra[NV], rd[NV], ro[NV];
 #pragma unroll
     for (int k = 0; k < NV; k++) {
-      int c = (k * 32 + lane) * W;
-      tzc_ld<W>(x + c, a[k]);
-      tzc_ld<W>(dy + c, d[k]);
+      int v = k * 32 + lane;
+      if (v < nv) ra[k] = __ldg(x + v), rd[k] = __ldg(dy + v), ro[k] = dx[v];
     }
     float m = mean[n], r = rstd[n], gm = 0.0f, gxm = 0.0f;
 #pragma unroll
     for (int k = 0; k < NV; k++) {
-      float g[W];
-      tzc_ld<W>(w + (k * 32 + lane) * W, g);
+      int v = k * 32 + lane;
+      if (v >= nv) continue;
+      float a[W], d[W], g[W];
+      unpack<W, T>(ra[k], a);
+      unpack<W, T>(rd[k], d);
+      tzc_ld<W>(w + v * W, g);
 #pragma unroll
       for (int j = 0; j < W; j++) {
-        float gg = g[j] * d[k][j];
+        float gg = g[j] * d[j];
         gm += gg;
-        gxm += gg * (a[k][j] - m) * r;
+        gxm += gg * (a[j] - m) * r;
       }
     }
     gm = tzc_warp_sum(gm) / C;
     gxm = tzc_warp_sum(gxm) / C;
 #pragma unroll
     for (int k = 0; k < NV; k++) {
-      int c = (k * 32 + lane) * W;
-      float g[W], o[W];
-      tzc_ld<W>(w + c, g);
-      tzc_ld<W>(dx + c, o);
+      int v = k * 32 + lane;
+      if (v >= nv) continue;
+      float a[W], d[W], g[W], o[W], aw[W], ab[W];
+      unpack<W, T>(ra[k], a);
+      unpack<W, T>(rd[k], d);
+      unpack<W, T>(ro[k], o);
+      tzc_ld<W>(w + v * W, g);
+      tzc_ld_f32<W>(sw + v * W, aw);
+      tzc_ld_f32<W>(sb + v * W, ab);
 #pragma unroll
       for (int j = 0; j < W; j++) {
-        o[j] += r * (g[j] * d[k][j] - gm - (a[k][j] - m) * r * gxm);
-        aw[k][j] += d[k][j] * (a[k][j] - m) * r;
-        ab[k][j] += d[k][j];
+        float xh = (a[j] - m) * r;
+        o[j] += r * (g[j] * d[j] - gm - xh * gxm);
+        aw[j] += d[j] * xh;
+        ab[j] += d[j];
       }
-      tzc_st<W>(dx + c, o);
+      tzc_st<W>(reinterpret_cast<T *>(dx + v), o);
+      tzc_st_f32<W>(sw + v * W, aw);
+      tzc_st_f32<W>(sb + v * W, ab);
     }
   }
+  __syncthreads();
+  for (int c = threadIdx.x; c < C; c += 32 * FB_WARPS) {
+    float tw = 0.0f, tb = 0.0f;
 #pragma unroll
-  for (int q = 0; q < 2; q++) {
-    if (q) __syncthreads();
-#pragma unroll
-    for (int k = 0; k < NV; k++)
-#pragma unroll
-      for (int j = 0; j < W; j++) sh[warp * C + (k * 32 + lane) * W + j] = q ? ab[k][j] : aw[k][j];
-    __syncthreads();
-    for (int c = threadIdx.x; c < C; c += 32 * FW) {
-      float t = 0.0f;
-#pragma unroll
-      for (int u = 0; u < FW; u++) t += sh[u * C + c];
-      (q ? partb : partw)[(size_t)blockIdx.x * C + c] = t;
-    }
+    for (int u = 0; u < FB_WARPS; u++) tw += sh[(size_t)u * C + c], tb += sh[(size_t)(FB_WARPS + u) * C + c];
+    partw[(size_t)blockIdx.x * C + c] = tw;
+    partb[(size_t)blockIdx.x * C + c] = tb;
   }
 }
 
@@ -200,20 +235,24 @@ extern "C" void tzc_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, t
 }
 
 namespace {
-/* the fused kernel for C = NV·32·W (true when launched) */
+/* the fused kernel with NV = ⌈C / (32·W)⌉ vectors per lane (true when launched: NV ≤ 8,
+ * i.e. C ≤ 2048 in bf16, 1024 in fp32; its shared memory is 2·FB_WARPS·C·4 bytes) */
 template <int W, int NV, class T>
 bool ln_bwd_fused(tz_backend *be, T *dx, float *dw, float *db, const T *dy, const T *x,
                   const T *g, const float *mu, const float *rs, int N, int C) {
-  if (C != NV * 32 * W) return false;
+  if ((C + 32 * W - 1) / (32 * W) != NV) return false;
   cudaStream_t st = tzc(be)->stream;
-  int rpc = (N + 255) / 256; /* ~256 blocks */
-  if (rpc < 2 * FW) rpc = 2 * FW;
+  int chunks = ln_chunks(), rpc = (N + chunks - 1) / chunks;
+  if (rpc < 2 * FB_WARPS) rpc = 2 * FB_WARPS;
   int P = (N + rpc - 1) / rpc;
   size_t pb = tzc_round256((size_t)P * C * sizeof(float));
+  size_t smem = 2 * FB_WARPS * (size_t)C * sizeof(float);
+  if (smem > 48 * 1024) /* above the default dynamic limit (per device: set on every call) */
+    TZC_CHECK(cudaFuncSetAttribute(ln_bwd_fused_k<W, NV, T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)smem));
   char *s = (char *)tzc_scratch(be, 2 * pb);
   float *partw = (float *)s, *partb = (float *)(s + pb);
-  ln_bwd_fused_k<W, NV><<<P, 32 * FW, FW * C * sizeof(float), st>>>(dx, partw, partb, dy, x, g,
-                                                                     mu, rs, N, rpc);
+  ln_bwd_fused_k<W, NV><<<P, 32 * FB_WARPS, smem, st>>>(dx, partw, partb, dy, x, g, mu, rs, N, C, rpc);
   TZC_LAUNCHED();
   tzc_colsum_final_k<<<tzc_blocks(C, 32), 32 * TZC_CF_GROUPS, 0, st>>>(dw, partw, db, partb, P, C);
   TZC_LAUNCHED();
@@ -241,7 +280,10 @@ extern "C" void tzc_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz
                 ln_bwd_fused<W, 2>(be, dx, pw, pb, dy, x, g, mu, rs, N, C) ||
                 ln_bwd_fused<W, 3>(be, dx, pw, pb, dy, x, g, mu, rs, N, C) ||
                 ln_bwd_fused<W, 4>(be, dx, pw, pb, dy, x, g, mu, rs, N, C) ||
-                ln_bwd_fused<W, 6>(be, dx, pw, pb, dy, x, g, mu, rs, N, C)))
+                ln_bwd_fused<W, 5>(be, dx, pw, pb, dy, x, g, mu, rs, N, C) ||
+                ln_bwd_fused<W, 6>(be, dx, pw, pb, dy, x, g, mu, rs, N, C) ||
+                ln_bwd_fused<W, 7>(be, dx, pw, pb, dy, x, g, mu, rs, N, C) ||
+                ln_bwd_fused<W, 8>(be, dx, pw, pb, dy, x, g, mu, rs, N, C)))
       break;
     unsigned grid = tzc_blocks(N, ROWS_PER_BLOCK);
     if (vec) {

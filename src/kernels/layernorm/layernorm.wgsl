@@ -80,13 +80,110 @@ fn layernorm_dwdb_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_
   }
   let n0 = wid.y * pu(3u);
   let n1 = min(n0 + pu(3u), pu(0u));
-  var sw = 0.0;
-  var sb = 0.0;
-  for (var n = n0; n < n1; n = n + 1u) {
-    let d = ld(1u, n * C + c);
-    sw = sw + d * (ld(2u, n * C + c) - ld(3u, n)) * ld(4u, n);
-    sb = sb + d;
+  // two rows per iteration into independent sums (twice the loads in flight per thread)
+  var sw0 = 0.0;
+  var sb0 = 0.0;
+  var sw1 = 0.0;
+  var sb1 = 0.0;
+  var n = n0;
+  while (n + 1u < n1) {
+    let d0 = ld(1u, n * C + c);
+    let d1 = ld(1u, (n + 1u) * C + c);
+    sw0 = sw0 + d0 * (ld(2u, n * C + c) - ld(3u, n)) * ld(4u, n);
+    sw1 = sw1 + d1 * (ld(2u, (n + 1u) * C + c) - ld(3u, n + 1u)) * ld(4u, n + 1u);
+    sb0 = sb0 + d0;
+    sb1 = sb1 + d1;
+    n = n + 2u;
   }
-  st(0u, wid.y * 2u * C + c, sw);
-  st(0u, wid.y * 2u * C + C + c, sb);
+  if (n < n1) {
+    let d = ld(1u, n * C + c);
+    sw0 = sw0 + d * (ld(2u, n * C + c) - ld(3u, n)) * ld(4u, n);
+    sb0 = sb0 + d;
+  }
+  st(0u, wid.y * 2u * C + c, sw0 + sw1);
+  st(0u, wid.y * 2u * C + C + c, sb0 + sb1);
+}
+
+// layernorm_fwd4 / layernorm_bwd4: the same results as layernorm_fwd / layernorm_bwd for
+// C <= 4·WG (the host's choice; TEZGAH_WEBGPU_MEMOPS=0: the loops above), with the row's
+// elements held in registers (thread lid owns columns lid + k·WG, k < 4): every input element
+// is read from memory once instead of two or three times, and the passes run no loop bounds.
+// Same arguments and uniforms as the loop forms.
+@compute @workgroup_size(256)
+fn layernorm_fwd4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                  @builtin(local_invocation_index) lid: u32) {
+  let n = lin_wg(wid, nwg);
+  let C = pu(1u);
+  if (n >= pu(0u)) {
+    return;
+  }
+  let row = n * C;
+  var x: array<f32, 4>;
+  var s = 0.0;
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    let c = lid + k * WG;
+    x[k] = 0.0;
+    if (c < C) {
+      x[k] = ld(3u, row + c);
+      s = s + x[k];
+    }
+  }
+  let m = wg_sum(s, lid) / f32(C);
+  var v = 0.0;
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    if (lid + k * WG < C) {
+      let d = x[k] - m;
+      v = v + d * d;
+    }
+  }
+  let r = 1.0 / sqrt(wg_sum(v, lid) / f32(C) + pf(2u));
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    let c = lid + k * WG;
+    if (c < C) {
+      let y = (x[k] - m) * r * ld(4u, c) + ld(5u, c);
+      if (OUT16) { st16(row + c, y); } else { st(0u, row + c, y); }
+    }
+  }
+  if (lid == 0u) {
+    st(1u, n, m);
+    st(2u, n, r);
+  }
+}
+
+@compute @workgroup_size(256)
+fn layernorm_bwd4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                  @builtin(local_invocation_index) lid: u32) {
+  let n = lin_wg(wid, nwg);
+  let C = pu(1u);
+  if (n >= pu(0u)) {
+    return;
+  }
+  let row = n * C;
+  let m = ld(4u, n);
+  let r = ld(5u, n);
+  var g: array<f32, 4>;
+  var xh: array<f32, 4>;
+  var gs = 0.0;
+  var gx = 0.0;
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    let c = lid + k * WG;
+    g[k] = 0.0;
+    xh[k] = 0.0;
+    if (c < C) {
+      g[k] = ld(3u, c) * ld(1u, row + c);
+      xh[k] = (ld(2u, row + c) - m) * r;
+      gs = gs + g[k];
+      gx = gx + g[k] * xh[k];
+    }
+  }
+  let gm = wg_sum(gs, lid) / f32(C);
+  let gxm = wg_sum(gx, lid) / f32(C);
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    let c = lid + k * WG;
+    if (c < C) {
+      let y = ld(0u, row + c) + r * (g[k] - gm - xh[k] * gxm);
+      st(0u, row + c, y);
+      if (OUT16) { st16(row + c, y); } // the backward pipeline's OUT16: an f16 copy of dinp too
+    }
+  }
 }

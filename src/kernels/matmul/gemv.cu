@@ -1,8 +1,16 @@
-/* matmul_t for a few rows (M ≤ GEMV_MAX_M: decoding, where M is the number of sequences):
+/* matmul_t for a few rows (M ≤ tzc_gemv_max_m(): 7 unless TEZGAH_CUDA_GEMV_MAX_M says, at most
+ * 16; decoding, where M is the number of sequences):
  * out[m, n] (+)= Σ_k a[m, k]·b[n, k] (+ bias[n]), the backend.h semantics of matmul.cu's
  * cuBLASLt path, as a memory-bound kernel: one warp per output column n reads b's row n once
- * (16-byte loads, 4 in flight per lane) and multiplies it with every row of a (read through
- * L1/L2: all warps share them).
+ * (16-byte loads, up to 12 in flight per lane, all issued before the first product: at K ≤
+ * 3,072 in bf16 a lane requests its whole share of the row at once) and multiplies it with
+ * every row of a (read through L1/L2: all warps share them).
+ *
+ * At batch 1 a decoding step is ~60 of these in a row, each reading 1-8 MB: latency, not
+ * bandwidth, bounds it. So each kernel first lets the next one start (programmatic dependent
+ * launch, sm_90, only while a decoding step is recorded: tzc_ctx.pdl), requests its weights,
+ * and only then waits for the kernel that wrote a: a kernel's launch and weight loads overlap
+ * the previous kernel's tail. TEZGAH_CUDA_PDL=0 launches them plainly.
  *
  * Why not cuBLASLt here: at M = 1..16 the product is a matrix-vector product bound by reading
  * b; one kernel per call with the bias and the accumulation in it (cuBLASLt may add split-K
@@ -27,6 +35,32 @@ __device__ __forceinline__ float gelu_fwd1(float x) {
   return __fdividef(x, 1.0f + __expf(fminf(-2.0f * u, 80.0f)));
 }
 
+/* W elements of T as loaded (one 16-byte load when W·sizeof(T) = 16), converted to float only
+ * when multiplied: a lane keeps up to 12 loads in flight in 4 registers each, not 8. */
+template <class T, int W> struct alignas(W * sizeof(T)) wvec {
+  T e[W];
+};
+template <class T, int W> __device__ __forceinline__ void ld_raw(const T *p, wvec<T, W> &v) {
+  if constexpr (W == 1) v.e[0] = *p;
+  else *reinterpret_cast<int4 *>(&v) = *reinterpret_cast<const int4 *>(p);
+}
+
+/* Programmatic dependent launch (sm_90+; no-ops below, and when the kernel was launched
+ * without the attribute): launch_dependents lets the next kernel of the stream, launched with
+ * cudaLaunchAttributeProgrammaticStreamSerialization, start while this one runs; wait blocks
+ * until every kernel this one depends on has finished and its writes are visible. A gemv
+ * reads only weights (never written during a decoding step) before its wait. */
+__device__ __forceinline__ void gemv_let_next_start() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void gemv_wait_prior() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 /* MT: rows handled (≥ M, a power of two ≤ 16); NC: columns per warp (more rows, more columns:
  * each load of a row of `a` then serves NC columns, so L1 traffic stays below the DRAM rate);
  * W: elements per 16-byte load (1: the scalar path for unaligned rows). Lane l visits k = l·W +
@@ -40,38 +74,57 @@ template <class T, int MT, int NC, int W, int NORM, bool GELU>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_k(T *__restrict__ out, const T *__restrict__ a, const T *__restrict__ b, const T *__restrict__ bias, int M,
            int K, int N, int acc, const T *__restrict__ nw, const T *__restrict__ nb, float eps) {
+  gemv_let_next_start(); /* PDL: the next gemv may start loading its weights */
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int n0 = (blockIdx.x * GEMV_WARPS + warp) * NC;
+  const bool active = n0 < N;
+  const T *br[NC];
+#pragma unroll
+  for (int c = 0; c < NC; c++) br[c] = b + (size_t)min(n0 + c, N - 1) * K; /* past N: row N-1, not written */
+  /* U·NC 16-byte loads of b in flight per lane (U k-steps of 32·W each, issued together before
+   * any product): at K = 768 and 3,072 (bf16, one row) one round of loads covers a whole row of
+   * b, so a warp waits for DRAM once instead of once per k-step. Steps past K are neither
+   * loaded nor added, so the sums' order is that of one step at a time. The first round is
+   * issued before waiting for the kernel that writes a (PDL) and before the norm statistics. */
+  constexpr int U = NC >= 4 ? 2 : 12 / NC; /* NC = 4 (5..16 rows): registers for the 16×4 sums */
+  wvec<T, W> wv[U][NC];
+  const int k0 = lane * W;
+  if (active) {
+#pragma unroll
+    for (int u = 0; u < U; u++)
+      if (k0 + u * 32 * W < K)
+#pragma unroll
+        for (int c = 0; c < NC; c++) ld_raw<T, W>(br[c] + k0 + u * 32 * W, wv[u][c]);
+  }
+  gemv_wait_prior();
   float mu[MT], rs[MT];
 #pragma unroll
   for (int m = 0; m < MT; m++) mu[m] = 0.0f, rs[m] = 1.0f;
   if constexpr (NORM != 0) { /* the block's warps share the rows' statistics: warp w does rows w, w + 4, ... */
     __shared__ float smu[MT], srs[MT];
     for (int m = warp; m < M; m += GEMV_WARPS) {
-      {
-        const T *x = a + (size_t)m * K;
-        float s = 0.0f;
+      const T *x = a + (size_t)m * K;
+      float s = 0.0f;
+      for (int c = lane * W; c < K; c += 32 * W) {
+        float f[W];
+        tzc_ld<W>(x + c, f);
+#pragma unroll
+        for (int j = 0; j < W; j++) s += NORM == 1 ? f[j] : f[j] * f[j];
+      }
+      if constexpr (NORM == 1) {
+        const float mm = tzc_warp_sum(s) / K;
+        float v = 0.0f;
         for (int c = lane * W; c < K; c += 32 * W) {
           float f[W];
           tzc_ld<W>(x + c, f);
 #pragma unroll
-          for (int j = 0; j < W; j++) s += NORM == 1 ? f[j] : f[j] * f[j];
+          for (int j = 0; j < W; j++) v += (f[j] - mm) * (f[j] - mm);
         }
-        if constexpr (NORM == 1) {
-          const float mm = tzc_warp_sum(s) / K;
-          float v = 0.0f;
-          for (int c = lane * W; c < K; c += 32 * W) {
-            float f[W];
-            tzc_ld<W>(x + c, f);
-#pragma unroll
-            for (int j = 0; j < W; j++) v += (f[j] - mm) * (f[j] - mm);
-          }
-          v = tzc_warp_sum(v);
-          if (lane == 0) smu[m] = mm, srs[m] = 1.0f / sqrtf(v / K + eps);
-        } else {
-          s = tzc_warp_sum(s);
-          if (lane == 0) smu[m] = 0.0f, srs[m] = 1.0f / sqrtf(s / K + eps);
-        }
+        v = tzc_warp_sum(v);
+        if (lane == 0) smu[m] = mm, srs[m] = 1.0f / sqrtf(v / K + eps);
+      } else {
+        s = tzc_warp_sum(s);
+        if (lane == 0) smu[m] = 0.0f, srs[m] = 1.0f / sqrtf(s / K + eps);
       }
     }
     __syncthreads();
@@ -79,7 +132,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     for (int m = 0; m < MT; m++)
       if (m < M) mu[m] = smu[m], rs[m] = srs[m];
   }
-  if (n0 >= N) return; /* after the block's barrier */
+  if (!active) return; /* after the block's barrier */
   /* row m of a at column kk, normalized when NORM (g, h: the norm weights there) */
   auto ldx = [&](int m, int kk, const float *g, const float *h, float *xv) {
     tzc_ld<W>(a + (size_t)m * K + kk, xv);
@@ -95,24 +148,22 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     if constexpr (NORM != 0) tzc_ld<W>(nw + kk, g);
     if constexpr (NORM == 1) tzc_ld<W>(nb + kk, h);
   };
-  const T *br[NC];
-#pragma unroll
-  for (int c = 0; c < NC; c++) br[c] = b + (size_t)min(n0 + c, N - 1) * K; /* past N: row N-1, not written */
   float s[MT][NC];
 #pragma unroll
   for (int m = 0; m < MT; m++)
 #pragma unroll
     for (int c = 0; c < NC; c++) s[m][c] = 0.0f;
-  constexpr int U = NC >= 4 ? 1 : 4 / NC; /* 16-byte loads of b in flight per lane: U·NC = 4 */
-  int k = lane * W;
-  for (; k + (U - 1) * 32 * W < K; k += U * 32 * W) {
-    float wv[U][NC][W];
+  for (int k = k0; k < K; k += U * 32 * W) {
+    if (k != k0) {
 #pragma unroll
-    for (int u = 0; u < U; u++)
+      for (int u = 0; u < U; u++)
+        if (k + u * 32 * W < K)
 #pragma unroll
-      for (int c = 0; c < NC; c++) tzc_ld<W>(br[c] + k + u * 32 * W, wv[u][c]);
+          for (int c = 0; c < NC; c++) ld_raw<T, W>(br[c] + k + u * 32 * W, wv[u][c]);
+    }
 #pragma unroll
     for (int u = 0; u < U; u++) {
+      if (k + u * 32 * W >= K) break;
       float g[W], h[W];
       ldn(k + u * 32 * W, g, h);
 #pragma unroll
@@ -123,26 +174,9 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
 #pragma unroll
           for (int c = 0; c < NC; c++)
 #pragma unroll
-            for (int j = 0; j < W; j++) s[m][c] += wv[u][c][j] * xv[j];
+            for (int j = 0; j < W; j++) s[m][c] += tzc_tof(wv[u][c].e[j]) * xv[j];
         }
     }
-  }
-  for (; k < K; k += 32 * W) {
-    float wv[NC][W];
-#pragma unroll
-    for (int c = 0; c < NC; c++) tzc_ld<W>(br[c] + k, wv[c]);
-    float g[W], h[W];
-    ldn(k, g, h);
-#pragma unroll
-    for (int m = 0; m < MT; m++)
-      if (m < M) {
-        float xv[W];
-        ldx(m, k, g, h, xv);
-#pragma unroll
-        for (int c = 0; c < NC; c++)
-#pragma unroll
-          for (int j = 0; j < W; j++) s[m][c] += wv[c][j] * xv[j];
-      }
   }
 #pragma unroll
   for (int c = 0; c < NC; c++) {
@@ -166,14 +200,24 @@ struct gemv_args {
   int M, K, N, acc;
   const void *nw, *nb;
   float eps;
+  int pdl; /* launch with programmatic stream serialization (tzc_ctx.pdl: decoding steps only) */
 };
 
 template <class T, int MT, int NC, int W, int NORM, bool GELU>
 void go(cudaStream_t st, T *o, const T *a, const T *b, const T *bias, const gemv_args &g) {
   unsigned grid = tzc_blocks(((size_t)g.N + NC - 1) / NC, GEMV_WARPS);
-  gemv_k<T, MT, NC, W, NORM, GELU><<<grid, GEMV_WARPS * 32, 0, st>>>(o, a, b, bias, g.M, g.K, g.N, g.acc,
-                                                                     (const T *)g.nw, (const T *)g.nb, g.eps);
-  TZC_LAUNCHED();
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(GEMV_WARPS * 32);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = st;
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = at;
+  cfg.numAttrs = g.pdl ? 1 : 0;
+  TZC_CHECK(cudaLaunchKernelEx(&cfg, gemv_k<T, MT, NC, W, NORM, GELU>, o, a, b, bias, g.M, g.K, g.N, g.acc,
+                               (const T *)g.nw, (const T *)g.nb, g.eps));
 }
 
 template <class T, int W, int NORM, bool GELU>
@@ -207,26 +251,36 @@ int gemv_off() {
 }
 } // namespace
 
+extern "C" int tzc_gemv_max_m(void) {
+  static int m = 0;
+  if (m == 0) {
+    const char *e = getenv("TEZGAH_CUDA_GEMV_MAX_M");
+    int v = e ? atoi(e) : 0;
+    m = v >= 1 && v <= TZC_GEMV_MAX_M ? v : TZC_GEMV_CROSSOVER;
+  }
+  return m;
+}
+
 /* matmul.cu's tzc_matmul_t calls this first: 1 when it ran the product, 0 when the shape is
- * not for it (M > TZC_GEMV_MAX_M, K < 1) or TEZGAH_CUDA_GEMV=0. a, out: act; b, bias: as kernels
+ * not for it (M > tzc_gemv_max_m(), K < 1) or TEZGAH_CUDA_GEMV=0. a, out: act; b, bias: as kernels
  * read weights (tzc_w). */
 extern "C" int tzc_gemv_t(tz_backend *be, void *out, const void *a, const void *b, const void *bias, int M, int K,
                           int N, int acc) {
-  if (gemv_off() || M < 1 || M > TZC_GEMV_MAX_M || K < 1 || N < 1) return 0;
+  if (gemv_off() || M < 1 || M > tzc_gemv_max_m() || K < 1 || N < 1) return 0;
   cudaStream_t st = tzc(be)->stream;
-  gemv_args g = {M, K, N, acc, nullptr, nullptr, 0.0f};
+  gemv_args g = {M, K, N, acc, nullptr, nullptr, 0.0f, tzc(be)->pdl};
   TZC_DISPATCH_ACT(be, launch<T, 0, false>(st, (T *)out, (const T *)a, (const T *)b, (const T *)bias, g));
   return 1;
 }
 
-/* backend.h's norm_matmul_t for M ≤ TZC_GEMV_MAX_M (else 0: not taken). */
+/* backend.h's norm_matmul_t for M ≤ tzc_gemv_max_m() (else 0: not taken). */
 extern "C" int tzc_norm_matmul_t(tz_backend *be, tz_slice out, tz_slice x, tz_slice nw, tz_slice nb, float eps,
                                  tz_slice w, tz_slice bias, int M, int K, int N, int gelu) {
-  if (gemv_off() || M < 1 || M > TZC_GEMV_MAX_M || K < 1 || N < 1 || !tz_present(nw)) return 0;
+  if (gemv_off() || M < 1 || M > tzc_gemv_max_m() || K < 1 || N < 1 || !tz_present(nw)) return 0;
   TZC_PROF(be, gelu ? "norm_matmul_t_gelu" : "norm_matmul_t");
   TZC_PROF_WORK(2.0 * M * N * K, 0);
   cudaStream_t st = tzc(be)->stream;
-  gemv_args g = {M, K, N, 0, tzc_w(be, nw), tzc_w(be, nb), eps};
+  gemv_args g = {M, K, N, 0, tzc_w(be, nw), tzc_w(be, nb), eps, tzc(be)->pdl};
   const bool ln = tz_present(nb);
   TZC_DISPATCH_ACT(be, {
     T *o = (T *)tzc_ptr(out);

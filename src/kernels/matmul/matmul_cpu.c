@@ -7,21 +7,24 @@
  *   panels (by each thread for its own band of C in teams of up to TZ_MM_BAND_THREADS, else
  *   once, shared by the team), an MC×KC block of A is packed into MR-row strips, and a
  *   register-tile micro-kernel (matmul_ukernel_cpu.c: AVX-512, AVX2+FMA or scalar fmaf,
- *   picked at run time) runs over them. Every output element is one fused
- *   multiply-add chain in k order per KC slice, the slices added in order, by one thread:
- *   bit-identical for any thread count, CPU, build flags, matrix size and buffer address.
+ *   picked at run time; the AVX-512 tile's height, MC and the macro-kernel's loop order are
+ *   choices per CPU: TEZGAH_MM_TILE, TEZGAH_MM_MC, TEZGAH_MM_LOOP) runs over them. Every output
+ *   element is one fused multiply-add chain in k order per KC slice, the slices added in
+ *   order, by one thread: bit-identical for any thread count, CPU, build flags, tile, MC, loop
+ *   order, matrix size and buffer address.
  * - blas (opt-in, when built with TZ_USE_BLAS): cblas_sgemm. OpenBLAS picks its kernel by CPU
  *   and splits work by thread count and shape, so its bits change with those (a run resumed
  *   with another thread count, or a model whose vocabulary is padded differently, differs in
- *   the last bits: docs/RELIABILITY.md).
+ *   the last bits: docs/RELIABILITY.md). OpenBLAS is loaded by the backend's first matmul
+ *   (blas_load.h); when it cannot be, the c path runs and stderr says so once.
  */
 #include <string.h>
 #include <omp.h>
-#ifdef TZ_USE_BLAS
-#include <cblas.h>
-#endif
+#include <stdio.h>
 
+#include "core/error.h"
 #include "kernels/cpu_kernels.h"
+#include "kernels/matmul/blas_load.h"
 
 enum { KC = TZ_MM_KC, NC = TZ_MM_NC };
 #define TZ_MM_BAND_C_BYTES ((size_t)4 << 20) /* see gemm_band */
@@ -95,10 +98,14 @@ static int imin(int a, int b) { return a < b ? a : b; }
 
 /* The macro-kernel: C rows [ic, ic+mc) × the packed panels [jp0, jp1) of the B block at bp
  * (its first panel is column jc), one KC slice of depth kc starting at k = pc. Packs the A
- * block into ap first unless *packed_ic says ap already holds it. */
+ * block into ap first unless *packed_ic says ap already holds it. Loop order (TEZGAH_MM_LOOP):
+ * panels outer (0, BLIS: one B panel, KC·NR·4 = 32 KB, stays in L1 while the A strips stream
+ * from L2) or strips outer (1: one A strip, KC·MR·4 = 8-14 KB, stays in L1 while the B panels
+ * stream from L2; for cores whose 32-48 KB L1 cannot hold a B panel and a strip). Either order
+ * gives every C tile the same one kernel call per slice: the same bits. */
 static void gemm_block(const tz_mm_ukernel *uk, float *ap, const float *bp, float *C, view A,
                        const float *bias, int N, int jc, int jp0, int jp1, int ic, int mc,
-                       int pc, int kc, int load, int *packed_ic) {
+                       int pc, int kc, int load, int *packed_ic, int strips_outer) {
   const int MR = uk->mr, NR = uk->nr;
   if (ic != *packed_ic && A.rs == 1)
     pack_a_t_block(ap, MR, A, ic, mc, pc, kc);
@@ -106,6 +113,16 @@ static void gemm_block(const tz_mm_ukernel *uk, float *ap, const float *bp, floa
     for (int ir = 0; ir < mc; ir += MR)
       pack_a(uk, ap + (size_t)ir * kc, MR, A, ic + ir, imin(mc - ir, MR), pc, kc);
   *packed_ic = ic;
+  if (strips_outer) {
+    for (int ir = 0; ir < mc; ir += MR)
+      for (int jp = jp0; jp < jp1; jp++) {
+        int c0 = jc + jp * NR, nr = imin(N - c0, NR);
+        const float *bb = bias && pc == 0 ? bias + c0 : NULL;
+        uk->fn(kc, ap + (size_t)ir * kc, bp + (size_t)jp * NR * kc,
+               C + (size_t)(ic + ir) * N + c0, N, imin(mc - ir, MR), nr, load, bb);
+      }
+    return;
+  }
   for (int jp = jp0; jp < jp1; jp++) {
     int c0 = jc + jp * NR, nr = imin(N - c0, NR);
     const float *bb = bias && pc == 0 ? bias + c0 : NULL;
@@ -124,9 +141,10 @@ static void gemm_block(const tz_mm_ukernel *uk, float *ap, const float *bp, floa
  * memory and back once per slice (lm_head dW 1 thread: 119 -> 157 GFLOP/s; the layers' dW with
  * C blocks of 0.4-0.5 MB measured 4-7% slower that way, so they keep the plain order). The
  * slices still reach every element in k order (load = acc || pc > 0): the same bits. */
-static void gemm_band(const tz_mm_ukernel *uk, float *ap, float *bp, float *C, view A, view B,
-                      const float *bias, int m0, int m1, int n0, int n1, int K, int N, int acc) {
-  const int MR = uk->mr, NR = uk->nr, MC = TZ_MM_MC / MR * MR;
+static void gemm_band(const tz_mm_ukernel *uk, int MC, int loop, float *ap, float *bp, float *C, view A,
+                      view B, const float *bias, int m0, int m1, int n0, int n1, int K, int N,
+                      int acc) {
+  const int NR = uk->nr;
   for (int jc = n0; jc < n1; jc += NC) {
     int nc = imin(n1 - jc, NC), npan = (nc + NR - 1) / NR;
     size_t slice = (size_t)npan * NR * KC; /* floats of one packed KC slice */
@@ -147,7 +165,7 @@ static void gemm_band(const tz_mm_ukernel *uk, float *ap, float *bp, float *C, v
         for (int pc = pg; pc < pg1; pc += KC) {
           int none = -1; /* A's block changes with the slice: always pack */
           gemm_block(uk, ap, bp + (size_t)(pc - pg) / KC * slice, C, A, bias, N, jc, 0, npan, ic,
-                     imin(m1 - ic, MC), pc, imin(K - pc, KC), acc || pc > 0, &none);
+                     imin(m1 - ic, MC), pc, imin(K - pc, KC), acc || pc > 0, &none, loop);
         }
     }
   }
@@ -174,19 +192,19 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
     return;
   }
   const tz_mm_ukernel *uk = cx->mm;
-  const int MR = uk->mr, NR = uk->nr, MC = TZ_MM_MC / MR * MR;
+  const int MR = uk->mr, NR = uk->nr, MC = cx->mm_mc; /* a multiple of MR */
   const int mblocks = (M + MC - 1) / MC;
   if (cx->threads <= TZ_MM_BAND_THREADS) {
 #pragma omp parallel num_threads(cx->threads)
     {
       int t = omp_get_thread_num(), nt = omp_get_num_threads();
-      float *ap = cx->apack + (size_t)t * TZ_MM_MC * KC, *bp = cx->bpack + (size_t)t * KC * NC;
+      float *ap = cx->apack + (size_t)t * TZ_MM_MC_MAX * KC, *bp = cx->bpack + (size_t)t * KC * NC;
       if (M >= N) {
         int per = ((M + MR - 1) / MR + nt - 1) / nt * MR, m0 = imin(M, t * per);
-        if (m0 < M) gemm_band(uk, ap, bp, C, A, B, bias, m0, imin(M, m0 + per), 0, N, K, N, acc);
+        if (m0 < M) gemm_band(uk, MC, cx->mm_loop, ap, bp, C, A, B, bias, m0, imin(M, m0 + per), 0, N, K, N, acc);
       } else {
         int per = ((N + NR - 1) / NR + nt - 1) / nt * NR, n0 = imin(N, t * per);
-        if (n0 < N) gemm_band(uk, ap, bp, C, A, B, bias, 0, M, n0, imin(N, n0 + per), K, N, acc);
+        if (n0 < N) gemm_band(uk, MC, cx->mm_loop, ap, bp, C, A, B, bias, 0, M, n0, imin(N, n0 + per), K, N, acc);
       }
     }
     return;
@@ -204,7 +222,7 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
     groups = (npan_all + per - 1) / per;
 #pragma omp parallel num_threads(cx->threads)
     {
-      float *ap = cx->apack + (size_t)omp_get_thread_num() * TZ_MM_MC * KC;
+      float *ap = cx->apack + (size_t)omp_get_thread_num() * TZ_MM_MC_MAX * KC;
 #pragma omp for schedule(static)
       for (int task = 0; task < nslices * npan_all; task++) {
         int pc = task / npan_all * KC, jp = task % npan_all, kc = imin(K - pc, KC);
@@ -217,7 +235,8 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
         for (int pc = 0; pc < K; pc += KC) {
           int none = -1; /* A's block changes with the slice: always pack */
           gemm_block(uk, ap, bp + (size_t)pc * npan_all * NR, C, A, bias, N, 0, jp0, jp1, ic,
-                     imin(M - ic, MC), pc, imin(K - pc, KC), acc || pc > 0, &none);
+                     imin(M - ic, MC), pc, imin(K - pc, KC), acc || pc > 0, &none,
+                     cx->mm_loop);
         }
       }
     }
@@ -225,7 +244,7 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
   }
 #pragma omp parallel num_threads(cx->threads)
   {
-    float *ap = cx->apack + (size_t)omp_get_thread_num() * TZ_MM_MC * KC;
+    float *ap = cx->apack + (size_t)omp_get_thread_num() * TZ_MM_MC_MAX * KC;
     for (int jc = 0; jc < N; jc += NC) {
       int nc = imin(N - jc, NC), npan = (nc + NR - 1) / NR;
       /* Tasks are (M block, run of NR panels), about 4 per thread: a weight gradient of
@@ -249,7 +268,7 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
           int ic = task / groups * MC;
           int jp0 = task % groups * per, jp1 = imin(npan, jp0 + per);
           gemm_block(uk, ap, bp, C, A, bias, N, jc, jp0, jp1, ic, imin(M - ic, MC), pc, kc,
-                     load, &packed_ic);
+                     load, &packed_ic, cx->mm_loop);
         }
       }
     }
@@ -257,6 +276,24 @@ static void gemm_c(tz_cpu_ctx *cx, float *C, view A, view B, const float *bias, 
 }
 
 #ifdef TZ_USE_BLAS
+/* Whether this matmul runs on OpenBLAS: cx->use_blas is 1 while TZ_MATMUL=blas has not been
+ * tried yet; the first matmul loads the library (2: loaded, OpenBLAS's thread count set to the
+ * backend's) or falls back to the c path for good (0), with one warning per process. */
+static int blas_on(tz_cpu_ctx *cx) {
+  if (cx->use_blas != 1) return cx->use_blas == 2;
+  static int warned;
+  if (tz_blas_load() != 0) {
+    if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+      fprintf(stderr, "tezgah: warning: TZ_MATMUL=blas: %s: the CPU matmuls run tezgah's own GEMM\n", tz_errmsg());
+    tz_err_clear();
+    cx->use_blas = 0;
+    return 0;
+  }
+  tz_blas_set_threads(cx->threads);
+  cx->use_blas = 2;
+  return 1;
+}
+
 /* Row-major sgemm; the bias is pre-added to C and then accumulated (beta = 1). */
 static void gemm_blas(float *C, const float *A, int ta, const float *B, int tb, const float *bias,
                       int M, int K, int N, int acc) {
@@ -273,7 +310,7 @@ static void gemm_blas(float *C, const float *A, int ta, const float *B, int tb, 
     if (beta == 0.0f) memset(C, 0, (size_t)M * N * sizeof(float));
     return;
   }
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
+  tz_blas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
               N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, beta, C, N);
 }
 #endif
@@ -285,7 +322,7 @@ void tz_cpu_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_sl
   tz_cpu_ctx *cx = TZ_CPU_CTX(be);
   const float *bs = tz_present(bias) ? TZ_F(bias) : NULL;
 #ifdef TZ_USE_BLAS
-  if (cx->use_blas) {
+  if (blas_on(cx)) {
     gemm_blas(TZ_F(out), TZ_F(a), 0, TZ_F(b), 1, bs, M, K, N, acc);
     return;
   }
@@ -299,7 +336,7 @@ void tz_cpu_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, 
                    int acc) {
   tz_cpu_ctx *cx = TZ_CPU_CTX(be);
 #ifdef TZ_USE_BLAS
-  if (cx->use_blas) {
+  if (blas_on(cx)) {
     gemm_blas(TZ_F(out), TZ_F(a), 0, TZ_F(b), 0, NULL, M, K, N, acc);
     return;
   }
@@ -313,7 +350,7 @@ void tz_cpu_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int 
                       int N, int acc) {
   tz_cpu_ctx *cx = TZ_CPU_CTX(be);
 #ifdef TZ_USE_BLAS
-  if (cx->use_blas) {
+  if (blas_on(cx)) {
     gemm_blas(TZ_F(out), TZ_F(a), 1, TZ_F(b), 0, NULL, M, K, N, acc);
     return;
   }

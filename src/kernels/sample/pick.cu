@@ -13,10 +13,10 @@
  *     a boundary).
  *   top-k (1 ≤ k ≤ PK_MAXK, k < V), then top_p: the k largest logits by a radix select on the
  *     order-preserving integer form of the float (4 passes of 8 bits: histogram in shared
- *     memory, integer atomics only), ties at the k-th value taken in id order; their p
- *     computed as above and sorted by (p descending, id ascending) (bitonic sort, the host's
- *     qsort order); then one thread runs the host's loops literally: the top_p cut (kept ≥
- *     top_p·total), the sum, and the scan against r·sum.
+ *     memory, integer atomics only, one per warp and bin), ties at the k-th value taken in id
+ *     order; their p computed as above and sorted by (p descending, id ascending) (bitonic
+ *     sort, the host's qsort order); then one thread runs the host's loops literally: the
+ *     top_p cut (kept ≥ top_p·total), the sum, and the scan against r·sum.
  * Not offered (returns 0; the caller picks on the host): top-k off or ≥ V with top_p < 1
  * (a full sort), and k > PK_MAXK. Logits with equal p but different values at the k-th edge
  * can be cut differently than the host (the host cuts by p, this by logit). */
@@ -78,8 +78,9 @@ template <class F> __device__ F block_excl_scan(F v, F *incl, F *wsh, F *tot) {
 }
 
 template <class T>
-__global__ void __launch_bounds__(PK_THREADS) pick_k(int *__restrict__ out, const T *__restrict__ logits,
-                                                     const double *__restrict__ r, pick_args a) {
+__global__ void __launch_bounds__(PK_THREADS) pick_k(int *__restrict__ out, int *__restrict__ ids,
+                                                     const T *__restrict__ logits, const double *__restrict__ r,
+                                                     pick_args a) {
   __shared__ float smax[32];
   __shared__ int sidx[32];
   __shared__ double dsh[32], dincl[PK_THREADS];
@@ -90,12 +91,19 @@ __global__ void __launch_bounds__(PK_THREADS) pick_k(int *__restrict__ out, cons
   __shared__ int found;
   __shared__ unsigned sprefix, skk;
   const int b = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  auto put = [&](int id) { /* the pick, into out (the next step's tokens) and ids (kept) */
+    out[b] = id;
+    if (ids) ids[b] = id;
+  };
   const T *z = logits + (size_t)b * a.Vp;
   const int chunk = (a.V + PK_THREADS - 1) / PK_THREADS, lo = min(a.V, tid * chunk), hi = min(a.V, lo + chunk);
-  /* arg-max over finite logits, first index on ties */
+  /* arg-max over finite logits, first index on ties: thread t reads ids t, t + PK_THREADS, ...
+   * (coalesced: a warp's load is 32 neighbours; by contiguous chunks each load touched 32
+   * cache lines), ascending, and the reduction below orders ties by id, so the pair (max,
+   * first id) is the same whatever the split */
   float best = -INFINITY;
   int bi = INT_MAX;
-  for (int i = lo; i < hi; i++) {
+  for (int i = tid; i < a.V; i += PK_THREADS) {
     float x = tzc_tof(z[i]);
     if (isfinite(x) && (bi == INT_MAX || x > best)) best = x, bi = i;
   }
@@ -120,7 +128,7 @@ __global__ void __launch_bounds__(PK_THREADS) pick_k(int *__restrict__ out, cons
   __syncthreads();
   best = smax[0], bi = sidx[0];
   if (bi == INT_MAX || !(a.temperature > 0.0f)) { /* none finite: 0, as the host; greedy */
-    if (tid == 0) out[b] = bi == INT_MAX ? 0 : bi;
+    if (tid == 0) put(bi == INT_MAX ? 0 : bi);
     return;
   }
   const double mx = best, temp = a.temperature, rr = r[b];
@@ -141,15 +149,15 @@ __global__ void __launch_bounds__(PK_THREADS) pick_k(int *__restrict__ out, cons
         float x = tzc_tof(z[i]);
         acc += isfinite(x) ? exp(((double)x - mx) / temp) : 0.0;
         if (target < acc) {
-          out[b] = i;
+          put(i);
           found = 1;
           break;
         }
       }
-      if (!found) out[b] = hi - 1, found = 1; /* the range said "here": rounding of the running sum */
+      if (!found) put(hi - 1), found = 1; /* the range said "here": rounding of the running sum */
     }
     __syncthreads();
-    if (tid == 0 && !found) out[b] = a.V - 1; /* the host's fallback: the last id */
+    if (tid == 0 && !found) put(a.V - 1); /* the host's fallback: the last id */
     return;
   }
   /* top-k: radix select of the k-th largest key */
@@ -160,9 +168,15 @@ __global__ void __launch_bounds__(PK_THREADS) pick_k(int *__restrict__ out, cons
     __syncthreads();
     const unsigned prefix = sprefix;
     const unsigned hmask = shift == 24 ? 0u : (0xffffffffu << (shift + 8));
-    for (int i = lo; i < hi; i++) {
-      unsigned key = fkey(tzc_tof(z[i]));
-      if ((key & hmask) == (prefix & hmask)) atomicAdd(&hist[(key >> shift) & 255u], 1u);
+    /* counts only: any order will do, so the reads are strided (coalesced) and each warp adds
+     * once per distinct bin (most logits share the top byte: one shared atomic per lane there
+     * serialized 32-fold) */
+    for (int i = tid; i < a.V; i += PK_THREADS) {
+      const unsigned key = fkey(tzc_tof(z[i]));
+      const bool in = (key & hmask) == (prefix & hmask);
+      const unsigned bin = in ? (key >> shift) & 255u : 256u;
+      const unsigned peers = __match_any_sync(__activemask(), bin);
+      if (in && __ffs(peers) - 1 == lane) atomicAdd(&hist[bin], (unsigned)__popc(peers));
     }
     __syncthreads();
     if (tid == 0) {
@@ -247,24 +261,47 @@ __global__ void __launch_bounds__(PK_THREADS) pick_k(int *__restrict__ out, cons
         break;
       }
     }
-    out[b] = pick;
+    put(pick);
   }
 }
 } // namespace
+
+/* Not offered (0): sampling with top-k off (or ≥ V) and top_p < 1, or k > PK_MAXK. */
+static bool pick_offered(int V, float temperature, int top_k, float top_p) {
+  return !(temperature > 0.0f) || ((top_k <= 0 || top_k >= V) ? top_p >= 1.0f : top_k <= PK_MAXK);
+}
+
+template <class T>
+void pick_launch(tzc_ctx *c, int *out, int *ids, const void *logits, const double *rd, int B, const pick_args &a) {
+  pick_k<T><<<B, PK_THREADS, 0, c->stream>>>(out, ids, (const T *)logits, rd, a);
+  TZC_LAUNCHED();
+}
 
 extern "C" int tzc_pick(tz_backend *be, tz_slice out, tz_slice logits, int B, int V, int Vp, float temperature,
                         int top_k, float top_p, const double *r) {
   if (B <= 0) return 1;
   const int sampling = temperature > 0.0f;
-  if (sampling && ((top_k <= 0 || top_k >= V) ? top_p < 1.0f : top_k > PK_MAXK)) return 0;
+  if (!pick_offered(V, temperature, top_k, top_p)) return 0;
   TZC_PROF(be, "pick");
   tzc_ctx *c = tzc(be);
   double *rd = (double *)tzc_dec_buffer(be, 2, (size_t)B * sizeof(double));
   if (sampling) TZC_CHECK(cudaMemcpyAsync(rd, r, (size_t)B * sizeof(double), cudaMemcpyHostToDevice, c->stream));
   pick_args a = {V, Vp, top_k, temperature, top_p};
-  TZC_DISPATCH_ACT(be, {
-    pick_k<T><<<B, PK_THREADS, 0, c->stream>>>((int *)tzc_ptr(out), (const T *)tzc_ptr(logits), rd, a);
-    TZC_LAUNCHED();
-  });
+  TZC_DISPATCH_ACT(be, pick_launch<T>(c, (int *)tzc_ptr(out), nullptr, tzc_ptr(logits), rd, B, a));
+  return 1;
+}
+
+/* backend.h's pick_dev: the draws already on the device (r: double [B], absent when greedy),
+ * the ids also to `ids` (int32 [B], absent: not); nothing waits for the host. */
+extern "C" int tzc_pick_dev(tz_backend *be, tz_slice out, tz_slice logits, int B, int V, int Vp, float temperature,
+                            int top_k, float top_p, tz_slice r, tz_slice ids) {
+  if (B <= 0) return 1;
+  if (!pick_offered(V, temperature, top_k, top_p)) return 0;
+  if (temperature > 0.0f && !tz_present(r)) return 0;
+  TZC_PROF(be, "pick");
+  tzc_ctx *c = tzc(be);
+  pick_args a = {V, Vp, top_k, temperature, top_p};
+  TZC_DISPATCH_ACT(be, pick_launch<T>(c, (int *)tzc_ptr(out), (int *)tzc_ptr(ids), tzc_ptr(logits),
+                                      (const double *)tzc_ptr(r), B, a));
   return 1;
 }

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# On the GPU machine (device tool): issue 24 item 4's decoding speed on branch cudadec2, second
+# pass (after the H200 run of 2026-12-02 14:51): batch >= 8 on cuBLASLt instead of the few-row
+# kernels (TEZGAH_CUDA_GEMV_MAX_M, default 7; 16 = the old rule), the per-op profile per
+# decoding step (the old "upload" row was the load's weight upload), where the fixed ~0.59 s of
+# a process goes (before/after the sample command; CUDA lazy module loading vs EAGER), from a
+# carried pack DIR (scripts/device_pack.sh's .dev: bin/, lib/, data/ with data/gpt2/).
+#
+#   here:  bash scripts/device_pack.sh -DCMAKE_CUDA_ARCHITECTURES=90-real
+#   there: bash scripts/device_cuda_decode2.sh .dev          (run tool, carry [".dev"])
+#
+# 1. test_cuda_decode (TEZGAH_CUDA_REQUIRED=1; it sets TEZGAH_CUDA_GEMV_MAX_M=16 itself).
+# 2. A GPT-2 124M-shaped run made on the spot (train 20 steps, B 4, T 256, tiny Shakespeare).
+#    CLI checks, each "identical" or not: greedy fp32 CUDA vs CPU; --batch 4 sampled fp32 CUDA
+#    vs CPU; the device loop vs one step at a time, PDL vs not; batch 8 and 16 on cuBLASLt run
+#    to run; batch 16 cuBLASLt vs the few-row kernels (other summation order: may differ);
+#    a text prompt (GPT-2's own tokenizer files) with the device loop vs not.
+# 3. Timing, whole process (wall clock around the command), 1,000 new tokens (--ignore-eot),
+#    empty prompt; each --stats line (load, prefill, decode, teardown) and the time before the
+#    sample command started (pre: exec, libraries, arguments) and after it returned (post:
+#    exit, the driver's clean-up). A/Bs: the crossover (batch 4, 8, 16), device loop, PDL,
+#    CUDA_MODULE_LOADING=EAGER, TEZGAH_QUICK_EXIT=1 (_exit after the command). Then start-up phases (TEZGAH_VERBOSE), 1-token processes, and
+#    per-op profiles per decoding step (batch 1, 8, 16).
+# No transformers peer (measured 2026-12-02: fp32 batch 1 120.4 tokens/s, batch 16 2,176).
+# Expected time: ~25 s tests, ~10 s train, ~30 s checks (3 CPU runs), ~45 s timing and
+# profiles (<= 150 s).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+dir=${1:-.dev}
+export LD_LIBRARY_PATH=$PWD/$dir/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+out=${OUT:-/tmp/tz-decode2}
+mkdir -p "$out"
+tz=$dir/bin/tezgah data=$dir/data
+t_all=$SECONDS
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader 2>/dev/null | head -1
+
+echo "== 1. tests"
+t=test_cuda_decode
+if [[ -x $dir/bin/$t ]]; then
+  TEZGAH_CUDA_REQUIRED=1 timeout 120 "$dir/bin/$t" > "$out/$t.log" 2>&1
+  rc=$?
+  grep -E "^\[  (FAILED|PASSED|SKIPPED|ERROR) |error|difference|device [0-9]|pick_dev" "$out/$t.log" | head -30
+  echo "$t: exit $rc"
+else
+  echo "$t: not in the pack"
+fi
+
+echo "== 2. a GPT-2 124M-shaped run"
+tok=$data/gpt2_tokenizer.bin shard=$data/tiny_shakespeare_train.bin
+w=$(mktemp -d)
+t=$SECONDS
+"$tz" train --backend cuda --model gpt2-124m --vocab-size 50257 -B 4 -T 256 --train-shards "$shard" \
+  --val-shards "$shard" --steps 20 --val-every 0 --sample-tokens 0 --ckpt-every 0 --run-dir "$w/run" --quiet \
+  > "$out/train.log" 2>&1 || { echo "train failed:"; tail -5 "$out/train.log"; }
+echo "train: $((SECONDS - t)) s"
+S() { "$tz" sample "$w/run" --tokenizer "$tok" "$@"; }
+same() {
+  if [[ ! -s $2 || ! -s $3 ]]; then echo "cli: $1: FAILED (no output; $out/cli.err)"; tail -2 "$out/cli.err"
+  elif cmp -s "$2" "$3"; then echo "cli: $1: identical"; else echo "cli: $1: DIFFERENT"; cmp "$2" "$3" | head -2; fi
+}
+S --backend cpu --precision fp32 --temperature 0 --tokens 100 > "$w/g.cpu" 2>> "$out/cli.err"
+S --backend cuda --precision fp32 --temperature 0 --tokens 100 > "$w/g.cuda" 2>> "$out/cli.err"
+same "greedy 100 tokens fp32, cuda vs cpu" "$w/g.cpu" "$w/g.cuda"
+S --backend cpu --precision fp32 --tokens 60 --batch 4 --seed 7 > "$w/b.cpu" 2>> "$out/cli.err"
+S --backend cuda --precision fp32 --tokens 60 --batch 4 --seed 7 > "$w/b.cuda" 2>> "$out/cli.err"
+same "--batch 4 sampled fp32, cuda vs cpu" "$w/b.cpu" "$w/b.cuda"
+S --backend cuda --tokens 300 --temperature 0 > "$w/g1a" 2>> "$out/cli.err"
+TEZGAH_DECODE_CHUNK=0 S --backend cuda --tokens 300 --temperature 0 > "$w/g1b" 2>> "$out/cli.err"
+same "bf16 greedy 300 tokens, device loop vs one step at a time" "$w/g1a" "$w/g1b"
+TEZGAH_CUDA_PDL=0 S --backend cuda --tokens 300 --temperature 0 > "$w/g1c" 2>> "$out/cli.err"
+same "bf16 greedy 300 tokens, PDL vs not" "$w/g1a" "$w/g1c"
+S --backend cuda --tokens 200 --batch 4 --seed 7 > "$w/s4a" 2>> "$out/cli.err"
+S --backend cuda --tokens 200 --batch 4 --seed 7 > "$w/s4b" 2>> "$out/cli.err"
+same "bf16 sampled --batch 4, run to run" "$w/s4a" "$w/s4b"
+TEZGAH_DECODE_CHUNK=0 TEZGAH_CUDA_PDL=0 S --backend cuda --tokens 200 --batch 4 --seed 7 > "$w/s4c" 2>> "$out/cli.err"
+same "bf16 sampled --batch 4, device loop + PDL vs neither" "$w/s4a" "$w/s4c"
+S --backend cuda --tokens 200 --batch 16 --seed 3 --temperature 1 --top-k 0 > "$w/s16a" 2>> "$out/cli.err"
+TEZGAH_DECODE_CHUNK=0 S --backend cuda --tokens 200 --batch 16 --seed 3 --temperature 1 --top-k 0 > "$w/s16b" 2>> "$out/cli.err"
+same "bf16 full softmax --batch 16, device loop vs not" "$w/s16a" "$w/s16b"
+S --backend cuda --tokens 200 --batch 8 --seed 5 > "$w/s8a" 2>> "$out/cli.err"
+S --backend cuda --tokens 200 --batch 8 --seed 5 > "$w/s8b" 2>> "$out/cli.err"
+same "bf16 sampled --batch 8 (cuBLASLt steps), run to run" "$w/s8a" "$w/s8b"
+S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16c" 2>> "$out/cli.err"
+TEZGAH_CUDA_GEMV_MAX_M=16 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16d" 2>> "$out/cli.err"
+same "bf16 greedy --batch 16, cuBLASLt vs few-row kernels (other sums: may differ)" "$w/s16c" "$w/s16d"
+# a text prompt: --tokenizer gpt2 (encoder.json + vocab.bpe in data/gpt2; llm.c's file only decodes)
+P() { TEZGAH_GPT2_DIR=$data/gpt2 "$tz" sample "$w/run" --tokenizer gpt2 "$@"; }
+lp="To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer"
+P --backend cuda --tokens 60 --seed 10 --prompt "$lp" > "$w/p1" 2>> "$out/cli.err"
+TEZGAH_DECODE_CHUNK=0 P --backend cuda --tokens 60 --seed 10 --prompt "$lp" > "$w/p2" 2>> "$out/cli.err"
+same "bf16 long prompt (cuBLASLt prefill), device loop vs not" "$w/p1" "$w/p2"
+P --backend cuda --tokens 60 --seed 10 --prompt "$lp" --batch 8 > "$w/p3" 2>> "$out/cli.err"
+P --backend cuda --tokens 60 --seed 10 --prompt "$lp" --batch 8 > "$w/p4" 2>> "$out/cli.err"
+same "bf16 long prompt --batch 8, run to run" "$w/p3" "$w/p4"
+head -c 160 "$w/g.cuda" | tr '\n' ' '; echo
+
+echo "== 3. tezgah sample, 1,000 new tokens, whole process"
+echo "| precision | batch | picking | env | process s | tokens/s (process) | decode tokens/s | ms/step | load s | prefill s | teardown s | pre s | post s |"
+echo "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+run() { # precision batch picking(greedy|sampled) [env...]
+  local p=$1 b=$2 k=$3; shift 3
+  local extra=(--temperature 0)
+  [[ $k == sampled ]] && extra=(--temperature 0.8 --top-k 40)
+  local t0 t1
+  t0=$(date +%s.%N)
+  env "$@" "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --precision "$p" --tokens 1000 --ignore-eot \
+    --batch "$b" --stats "${extra[@]}" > "$w/out.txt" 2> "$w/stats.txt"
+  local rc=$?
+  t1=$(date +%s.%N)
+  if ((rc != 0)); then echo "| $p | $b | $k | $* | FAILED (exit $rc) | | | | | | | | |"; tail -2 "$w/stats.txt"; return; fi
+  local st; st=$(grep '^sample: cuda' "$w/stats.txt" | tail -1)
+  local rate ms load pf td e0 e1
+  rate=$(sed -n 's/.*s (\([0-9.]*\) tokens\/s.*/\1/p' <<< "$st")
+  ms=$(sed -n 's/.*tokens\/s, \([0-9.]*\) ms\/step.*/\1/p' <<< "$st")
+  load=$(sed -n 's/.*load \([0-9.]*\) s.*/\1/p' <<< "$st")
+  pf=$(sed -n 's/.*prefill \([0-9.]*\) s.*/\1/p' <<< "$st")
+  td=$(sed -n 's/^sample: teardown \([0-9.]*\) s.*/\1/p' "$w/stats.txt")
+  e0=$(sed -n 's/^sample: teardown.*epoch \([0-9.]*\) \.\. .*/\1/p' "$w/stats.txt")
+  e1=$(sed -n 's/^sample: teardown.*epoch [0-9.]* \.\. \([0-9.]*\) s.*/\1/p' "$w/stats.txt")
+  awk -v p="$p" -v b="$b" -v k="$k" -v f="${*:-default}" -v a="$t0" -v z="$t1" -v rate="$rate" -v ms="$ms" -v ld="$load" \
+    -v pf="$pf" -v td="$td" -v e0="${e0:-0}" -v e1="${e1:-0}" \
+    'BEGIN { d = z - a; printf "| %s | %d | %s | %s | %.3f | %.0f | %s | %s | %s | %s | %s | %.3f | %.3f |\n", p, b, k, f, d, 1000 * b / d, rate, ms, ld, pf, td, e0 - a, z - e1 }'
+  echo "$* $st" >> "$out/stats.log"
+}
+run bf16 1 greedy
+run bf16 1 greedy
+run bf16 1 sampled
+run bf16 1 greedy CUDA_MODULE_LOADING=EAGER
+run bf16 1 greedy TEZGAH_QUICK_EXIT=1
+run bf16 1 greedy TEZGAH_DECODE_CHUNK=0
+run fp32 1 greedy
+run bf16 4 greedy
+run bf16 4 greedy TEZGAH_CUDA_GEMV_MAX_M=3
+run bf16 8 greedy
+run bf16 8 greedy TEZGAH_CUDA_GEMV_MAX_M=16
+run bf16 16 greedy
+run bf16 16 greedy
+run bf16 16 sampled
+run bf16 16 greedy TEZGAH_CUDA_GEMV_MAX_M=16
+run bf16 16 greedy TEZGAH_DECODE_CHUNK=0
+run bf16 16 greedy TEZGAH_CUDA_PDL=0
+run fp32 16 greedy
+run bf16 64 greedy
+echo "-- start-up phases (bf16, batch 1, 1,000 tokens greedy, TEZGAH_VERBOSE=1 --stats)"
+t0=$(date +%s.%N)
+TEZGAH_VERBOSE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 1000 --ignore-eot --temperature 0 \
+  --stats > /dev/null 2> "$out/verbose.txt"
+t1=$(date +%s.%N)
+grep -E "start-up|cuBLASLt|^sample:|recording" "$out/verbose.txt"
+awk -v a="$t0" -v z="$t1" 'BEGIN { printf "process: %.3f s\n", z - a }'
+one() { # label batch [env...]: a 1-token process, its stats and its time before/after the command
+  local label=$1 b=$2; shift 2
+  local t0 t1
+  t0=$(date +%s.%N)
+  env "$@" "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 1 --batch "$b" --temperature 0 --stats \
+    > /dev/null 2> "$w/one.txt"
+  t1=$(date +%s.%N)
+  grep "^sample:" "$w/one.txt" | sed 's/^/  /'
+  local e0 e1
+  e0=$(sed -n 's/^sample: teardown.*epoch \([0-9.]*\) \.\. .*/\1/p' "$w/one.txt")
+  e1=$(sed -n 's/^sample: teardown.*epoch [0-9.]* \.\. \([0-9.]*\) s.*/\1/p' "$w/one.txt")
+  awk -v l="$label" -v a="$t0" -v z="$t1" -v e0="${e0:-0}" -v e1="${e1:-0}" \
+    'BEGIN { printf "1-token process (%s): %.3f s (before the command %.3f, after it %.3f)\n", l, z - a, e0 - a, z - e1 }'
+}
+one default 1
+one default 1
+one "CUDA_MODULE_LOADING=EAGER" 1 CUDA_MODULE_LOADING=EAGER
+one "TEZGAH_QUICK_EXIT=1: no exit handlers" 1 TEZGAH_QUICK_EXIT=1
+one "batch 16: cuBLASLt preloaded" 16
+t0=$(date +%s.%N); "$tz" --help > /dev/null; t1=$(date +%s.%N)
+awk -v a="$t0" -v z="$t1" 'BEGIN { printf "tezgah --help (exec, libraries): %.3f s\n", z - a }'
+for b in 1 8 16; do
+  echo "-- per-op profile per decoding step (bf16, batch $b, 200 tokens, ops one by one)"
+  TEZGAH_PROFILE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 200 --batch $b --ignore-eot \
+    --temperature 0 --stats > /dev/null 2> "$out/profile$b.txt"
+  sed -n '2,14p' "$out/profile$b.txt"
+done
+rm -rf "$w"
+echo "total: $((SECONDS - t_all)) s"
