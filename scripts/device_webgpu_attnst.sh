@@ -1,78 +1,76 @@
 #!/usr/bin/env bash
-# Staged subgroup-matrix flash attention on the GPU machine (branch attnst, issue 22 item 4), one
-# device call, at most ~200 s warm (each part has a time limit; a part is skipped once the script
-# has run LIM seconds, default 160; worst case ~200 s):
-#  1. `tezgah info` (adapter, subgroup-matrix configurations) and the backend's description line;
+# Subgroup-matrix flash attention as the H200's default (branch attn22, issue 22 item 4), one
+# device call, at most ~240 s warm: every part has its own time limit, and once the script has
+# run LIM seconds (default 200) the parts left are skipped, the optional ones (marked *) first:
+#  1. `tezgah info` (adapter, subgroup-matrix configurations, the attention choice);
 #  2. test_webgpu_ops' test_attention_sgmat (forward, lse and every backward output vs the CPU:
 #     head_dim 64/128, causal, GQA, T off the blocks, f32 and f16 out, chunked dq, both grid
-#     orders, the one-pass forward) with every kernel staged (TEZGAH_WEBGPU_ATTN_SG_STAGE=1: the
-#     staged backward's only check, lavapipe cannot compile its stand-in) and every kernel direct
-#     (TEZGAH_WEBGPU_ATTN_SG_STAGE=0); each line its worst err/bound;
+#     orders, both forward forms, head_dim 32's clean fallback) with the default kernels (every
+#     kernel staged: TEZGAH_WEBGPU_ATTN_SG_STAGE unset), *every kernel direct (=0) and *the
+#     sgkr variant below; each line its worst err/bound;
 #  3. `TEZGAH_PROFILE=1 bench_webgpu attention 16 1024` (B 16, T 1024, n_head = 768 / head_dim,
-#     head_dim 64 (GPT-2 124M: C 768, H 12), 32 (fp32 kernels in every mode) and 128) per variant:
-#       sf2  staged fwd, direct bwd (the default of TEZGAH_WEBGPU_ATTN_SGMAT=1)
-#       st2  staged fwd (two-pass) and bwd      st1  staged, one-pass forward
-#       dir2 direct (the fasgmat kernels)       (dir1 direct one-pass, st2n2 staged with 2
-#                                               subgroups: VARIANTS only)
-#       fp32 TEZGAH_WEBGPU_ATTN_SGMAT=0: the fp32 flash kernels (main's default)
+#     head_dim 64, 32 and 128; 32 is the fp32 kernels in every mode: not shown) per variant:
+#       sg    TEZGAH_WEBGPU_ATTN_SGMAT=1: the subgroup-matrix kernels forced, staged, one-pass
+#             forward (the default's kernels at head_dim 64)
+#       fp32  TEZGAH_WEBGPU_ATTN_SGMAT=0: the fp32 flash kernels
+#       *def  nothing set: the default (head_dim 64 sg, 128 fp32 unless changed)
+#       *sgkr sg with V's and K's left matrices of the dK/dV kernel in registers
+#             (TEZGAH_WEBGPU_ATTN_SG_VST=0 TEZGAH_WEBGPU_ATTN_SG_KREG=1: 9 KB less workgroup
+#             memory at head_dim 64, no K matrix loads in Sᵀ = K·Qᵀ)
+#       *sgv0 sg with V's left matrices in registers only (TEZGAH_WEBGPU_ATTN_SG_VST=0)
+#       *sg2p the two-pass staged forward (TEZGAH_WEBGPU_ATTN_SG_ONEPASS=0)
 #     and a table of the kernels' ms per forward + backward pair: attention_fwd, attention_bwd_dkdv,
 #     attention_bwd_dq, attention_bwd_d, conversions (the f16 copies, attention_to_f16; the fp32
-#     path's to_f16 / to_f32 of its output), their sum; the best
-#     forward (attention_fwd) and the best backward (dkdv + dq) at head_dim 64 are combined;
+#     path's to_f16 / to_f32 of its output), their sum;
 #  4. GPT-2 124M B16 T1024 `tezgah train --backend webgpu --precision f16 --profile`, STEPS (8)
-#     steps, with that best combination and with the default (fp32 flash attention): median
-#     tokens/s of steps 6.. and the profile's attention rows;
-#  5. a summary table (summary.log).
+#     steps, the default vs TEZGAH_WEBGPU_ATTN_SGMAT=0: median tokens/s of steps 6.., the profile's
+#     attention rows, the losses side by side;
+#  5. the peer, PyTorch bf16 eager (torch_gpt.py --compile 0, TF32=1) at B 16 T 1024, 12 steps;
+#  6. a summary line.
 #   bash scripts/device_webgpu_attnst.sh DIR   (run tool, carry [DIR, ".gl"]; DIR from
 #   `bash scripts/device_pack_webgpu.sh DIR`: bin/ (tezgah, test_webgpu_ops, bench_webgpu,
-#   libtz_napi_stub.so), lib/, dawn/dawn.node.xz, data/train.bin). Writes $OUT/ (summary.log and
-#   every log). STEPS, TTMO (per train run, default 40 s), LIM, NOTEST=1 / NOBENCH=1 / NOTRAIN=1
-#   skip parts; VARIANTS="st2 st1 ..." picks the bench variants. DRY=1 runs the logic locally
-#   (lavapipe: the subgroup-matrix parts then report "not run here"; with
-#   TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1 the tests run the software stand-in, slowly).
+#   libtz_napi_stub.so), lib/, dawn/dawn.node.xz, data/train.bin, data/torch_gpt.py). Writes
+#   $OUT/ (summary.log and every log). STEPS, TTMO (per train run, default 40 s), LIM,
+#   NOTEST=1 / NOBENCH=1 / NOTRAIN=1 / NOTORCH=1 skip parts; VARIANTS="sg fp32 ..." picks the
+#   bench variants (default "sg fp32", then "def sg2p" while time is left). DRY=1 runs the
+#   logic locally (lavapipe: the subgroup-matrix parts then report "not run here").
 set -uo pipefail
 # shellcheck source=scripts/device_webgpu_env.sh
 source scripts/device_webgpu_env.sh
 device_start device_webgpu_attnst /tmp/attnst_out "" "$@"
 device_dawn_node
-lim=${LIM:-160}
-timeout 60 "$dir/bin/tezgah" info 2>&1 | grep -E '^  (library|adapter|precision|ShaderF16|subgroup-matrix)' | tee -a "$sum"
+lim=${LIM:-200}
+timeout 60 "$dir/bin/tezgah" info 2>&1 | grep -E '^  (library|adapter|precision|ShaderF16|subgroup-matrix|attention)' | tee -a "$sum"
 lb=$(command -v stdbuf >/dev/null && echo "stdbuf -oL -eL") # line-buffered: a timeout keeps the lines so far
-left() { ((SECONDS < lim)) || { say "skipped ($1): $SECONDS s past LIM $lim"; return 1; }; }
+left() { # NAME [SECONDS]: whether the part fits (SECONDS more, default 0, before LIM)
+  ((SECONDS + ${2:-0} < lim)) || { say "skipped ($1): $SECONDS s run, LIM $lim"; return 1; }
+}
 
-# 2. the tests, staged then direct
 declare -A TRC
-if [[ -z ${NOTEST:-} ]]; then
-  for v in st dir; do
-    left "test $v" || continue
-    stage=1 tmo=50
-    [[ $v == dir ]] && stage=0 tmo=35
-    TZ_TEST_FILTER='test_attention_sgmat' TEZGAH_WEBGPU_ATTN_SG_STAGE=$stage timeout $tmo $lb "$dir/bin/test_webgpu_ops" \
-      >"$out/test_$v.log" 2>&1
-    TRC[$v]=$?
-    [[ $v == st ]] && grep -E '^webgpu:' "$out/test_$v.log" | head -1 | cut -c1-300 | tee -a "$sum"
-    grep -vE '^webgpu:' "$out/test_$v.log" | head -60 | sed "s/^/  [$v] /" | tee -a "$sum"
-    say "test_attention_sgmat [$v: TEZGAH_WEBGPU_ATTN_SG_STAGE=$stage] rc ${TRC[$v]}"
-  done
-fi
+test_run() { # v: the test with the default kernels (st), every kernel direct (dir), or the
+  # staged dK/dV with V and K's left matrices in registers (kr: the sgkr bench variant)
+  local v=$1 stage tmo=60 kr=""
+  stage=$([[ $v == dir ]] && echo 0 || echo "")
+  [[ $v == dir ]] && tmo=35
+  [[ $v == kr ]] && tmo=40 kr="TEZGAH_WEBGPU_ATTN_SG_VST=0 TEZGAH_WEBGPU_ATTN_SG_KREG=1"
+  # shellcheck disable=SC2086  # kr: assignments, word-split on purpose
+  env ${stage:+TEZGAH_WEBGPU_ATTN_SG_STAGE=$stage} $kr TZ_TEST_FILTER='test_attention_sgmat' timeout $tmo $lb \
+    "$dir/bin/test_webgpu_ops" >"$out/test_$v.log" 2>&1
+  TRC[$v]=$?
+  [[ $v == st ]] && grep -E '^webgpu:' "$out/test_$v.log" | head -1 | cut -c1-400 | tee -a "$sum"
+  grep -vE '^webgpu:' "$out/test_$v.log" | head -60 | sed "s/^/  [$v] /" | tee -a "$sum"
+  say "test_attention_sgmat [$v: TEZGAH_WEBGPU_ATTN_SG_STAGE=${stage:-unset}${kr:+ $kr}] rc ${TRC[$v]}"
+}
 
-# 3. the kernels alone: per variant and head_dim, the profile's attention rows (ms per fwd + bwd)
-venv() { # the environment of a variant
+venv() { # the environment of a bench variant
   case $1 in
-    sf2) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_STAGE=2 ;; # the default: staged forward only
-    st2) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_STAGE=1 ;;
-    st1) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_STAGE=1 TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 ;;
-    dir2) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_STAGE=0 ;;
-    dir1) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_STAGE=0 TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 ;;
-    st2n2) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_STAGE=1 TEZGAH_WEBGPU_ATTN_SG_NSG=2 ;;
-    best) # the best forward variant's form with the best backward variant's staging
-      local s=0 o=0
-      [[ $bestf == s* && $bestb == st* ]] && s=1
-      [[ $bestf == s* && $bestb != st* ]] && s=2
-      [[ $bestf != s* && $bestb == st* ]] && s=3
-      [[ $bestf == *1 ]] && o=1
-      echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_STAGE=$s TEZGAH_WEBGPU_ATTN_SG_ONEPASS=$o ;;
-    *) echo TEZGAH_WEBGPU_ATTN_SGMAT=0 ;;
+    sg) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 ;;
+    sg2p) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_ONEPASS=0 ;;
+    sgv0) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_VST=0 ;;
+    sgkr) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_VST=0 TEZGAH_WEBGPU_ATTN_SG_KREG=1 ;;
+    dir) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_STAGE=0 ;;
+    fp32) echo TEZGAH_WEBGPU_ATTN_SGMAT=0 ;;
+    *) echo TZ_DEFAULT=1 ;; # def: nothing of ours set
   esac
 }
 # a bench log's per-head_dim lines: hd fwd dkdv dq d conv sum (ms per pair; conv: the f16 copies
@@ -88,33 +86,21 @@ bench_rows() {
          printf "%s %s %s %s %s %s %.3f %s %s\n", hd, r["attention_fwd"] + 0, r["attention_bwd_dkdv"] + 0, r["attention_bwd_dq"] + 0,
            r["attention_bwd_d"] + 0, cv + 0, s, f, b; delete r; cv = 0}' "$1"
 }
-best="" bestv=1e9 bestf="" bestfv=1e9 bestb="" bestbv=1e9
-better() { awk -v a="$1" -v b="$2" 'BEGIN {exit !(a > 0 && a < b)}'; }
-if [[ -z ${NOBENCH:-} ]]; then
-  say "bench_webgpu attention 16 1024, ms per forward + backward (GPU timestamps; bench fwd/bwd: wall ms):"
-  say "$(printf '  %-5s %3s %8s %8s %8s %8s %8s %8s  %s' variant hd fwd dkdv dq D conv sum 'bench fwd/bwd')"
-  for v in ${VARIANTS:-sf2 st2 st1 dir2 fp32}; do
-    left "bench $v" || continue
-    # shellcheck disable=SC2046  # the variant's assignments, word-split on purpose
-    env $(venv $v) TEZGAH_PROFILE=1 timeout 40 $lb "$dir/bin/bench_webgpu" attention 16 1024 >"$out/bench_$v.log" 2>&1
-    brc=$?
-    ((brc == 0)) || say "  [$v] rc $brc: $(grep -iE 'error' "$out/bench_$v.log" | head -1 | cut -c1-200)"
-    while read -r hd f k q d p s bf bb; do
-      [[ $hd == 32 ]] && continue # fp32 kernels in every mode
-      say "$(printf '  %-5s %3s %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f  %s/%s' "$v" "$hd" "$f" "$k" "$q" "$d" "$p" "$s" "$bf" "$bb")"
-      if [[ $hd == 64 && $v != fp32 && $brc == 0 ]]; then
-        better "$s" "$bestv" && best=$v bestv=$s
-        better "$f" "$bestfv" && bestf=$v bestfv=$f
-        kq=$(awk -v a="$k" -v b="$q" 'BEGIN {print a + b}')
-        better "$kq" "$bestbv" && bestb=$v bestbv=$kq
-      fi
-    done < <(bench_rows "$out/bench_$v.log")
-  done
-  say "best at head_dim 64: whole ${best:-none} (${bestv} ms per fwd + bwd); forward ${bestf:-none} (${bestfv} ms);" \
-    "backward ${bestb:-none} (dkdv + dq ${bestbv} ms); training runs $(venv best)"
-fi
+declare -A SUMS
+bench_run() { # v
+  local v=$1 brc
+  # shellcheck disable=SC2046  # the variant's assignments, word-split on purpose
+  env $(venv "$v") TEZGAH_PROFILE=1 timeout 40 $lb "$dir/bin/bench_webgpu" attention 16 1024 >"$out/bench_$v.log" 2>&1
+  brc=$?
+  ((brc == 0)) || say "  [$v] rc $brc: $(grep -iE 'error|abort' "$out/bench_$v.log" | head -1 | cut -c1-200)"
+  grep -E 'TEZGAH_WEBGPU_ATTN_SGMAT=1, but' "$out/bench_$v.log" | head -2 | sed "s/^/  [$v] /" | tee -a "$sum"
+  while read -r hd f k q d p s bf bb; do
+    [[ $hd == 32 ]] && continue # fp32 kernels in every mode
+    SUMS[$v.$hd]=$s
+    say "$(printf '  %-5s %3s %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f  %s/%s' "$v" "$hd" "$f" "$k" "$q" "$d" "$p" "$s" "$bf" "$bb")"
+  done < <(bench_rows "$out/bench_$v.log")
+}
 
-# 4. GPT-2 124M training: the best variant vs the default (fp32 flash attention)
 steps=${STEPS:-8}
 export TTMO=${TTMO:-40}
 declare -A TPS ATT
@@ -124,28 +110,47 @@ att_rows() { # the attention rows of the last profile table in a log, then their
          printf "    %-20s %8.3f ms/step\n", l, $i; if (l != "total") s += $i; break}}
          END {printf "    %-20s %8.3f ms/step\n", "attention sum", s}'
 }
-if [[ -z ${NOTRAIN:-} ]]; then
-  for mode in best default; do
-    left "train $mode" || continue
-    if [[ $mode == best ]]; then
-      [[ -n $bestf && -n $bestb ]] || { say "train best: no subgroup-matrix variant measured"; continue; }
-      # shellcheck disable=SC2046
-      export $(venv best)
-    else
-      unset TEZGAH_WEBGPU_ATTN_SGMAT TEZGAH_WEBGPU_ATTN_SG_ONEPASS TEZGAH_WEBGPU_ATTN_SG_STAGE TEZGAH_WEBGPU_ATTN_SG_NSG
-    fi
-    train_gpt2 "train_$mode" f16 "$steps" --profile
-    TPS[$mode]=$tps
-    ATT[$mode]=$(att_rows "$out/train_$mode.log" | tail -1 | awk '{print $3}')
-    say "train [$mode$([[ $mode == best ]] && echo ": $(venv best)")] rc $rc: median tokens/s (steps 6..) $tps;" \
-      "$(grep -iE 'error' "$out/train_$mode.log" | head -1 | cut -c1-200)"
-    att_rows "$out/train_$mode.log" | tee -a "$sum"
-  done
+train_run() { # mode: default (nothing set) or fp32 (TEZGAH_WEBGPU_ATTN_SGMAT=0)
+  local mode=$1
   unset TEZGAH_WEBGPU_ATTN_SGMAT TEZGAH_WEBGPU_ATTN_SG_ONEPASS TEZGAH_WEBGPU_ATTN_SG_STAGE TEZGAH_WEBGPU_ATTN_SG_NSG
-  [[ -s $out/loss_train_best.txt && -s $out/loss_train_default.txt ]] &&
-    paste "$out/loss_train_best.txt" "$out/loss_train_default.txt" |
-    awk '{printf "  step %2d  loss best %.5f  default %.5f  diff %+.5f\n", NR, $1, $2, $1 - $2}' | tee -a "$sum"
+  [[ $mode == fp32 ]] && export TEZGAH_WEBGPU_ATTN_SGMAT=0
+  train_gpt2 "train_$mode" f16 "$steps" --profile
+  unset TEZGAH_WEBGPU_ATTN_SGMAT
+  TPS[$mode]=$tps
+  ATT[$mode]=$(att_rows "$out/train_$mode.log" | tail -1 | awk '{print $3}')
+  say "train [$mode$([[ $mode == fp32 ]] && echo ": TEZGAH_WEBGPU_ATTN_SGMAT=0")] rc $rc: median tokens/s (steps 6..) $tps;" \
+    "$(grep -E '^webgpu: ' "$out/train_$mode.log" | head -1 | grep -oE '(attention on subgroup matrices|attention: fp32 flash)[^;]*' | cut -c1-160)" \
+    "$(grep -iE 'error' "$out/train_$mode.log" | head -1 | cut -c1-200)"
+  att_rows "$out/train_$mode.log" | tee -a "$sum"
+}
+
+# the must-haves first: the default's test, the two bench variants, the two training runs, the peer
+[[ -n ${NOTEST:-} ]] || { left "test st" 60 && test_run st; }
+if [[ -z ${NOBENCH:-} ]]; then
+  say "bench_webgpu attention 16 1024, ms per forward + backward (GPU timestamps; bench fwd/bwd: wall ms):"
+  say "$(printf '  %-5s %3s %8s %8s %8s %8s %8s %8s  %s' variant hd fwd dkdv dq D conv sum 'bench fwd/bwd')"
+  for v in ${VARIANTS:-sg fp32}; do left "bench $v" 40 && bench_run "$v"; done
 fi
-say "SUMMARY tests rc staged ${TRC[st]:-?} direct ${TRC[dir]:-?}; best fwd ${bestf:-?} (${bestfv} ms) bwd ${bestb:-?} (${bestbv} ms) hd64;" \
-  "train tokens/s best ${TPS[best]:-?} default ${TPS[default]:-?}; attention ms/step best ${ATT[best]:-?} default ${ATT[default]:-?}"
+if [[ -z ${NOTRAIN:-} ]]; then
+  for mode in default fp32; do left "train $mode" "$TTMO" && train_run "$mode"; done
+  [[ -s $out/loss_train_default.txt && -s $out/loss_train_fp32.txt ]] &&
+    paste "$out/loss_train_default.txt" "$out/loss_train_fp32.txt" |
+    awk '{printf "  step %2d  loss default %.5f  fp32-attention %.5f  diff %+.5f\n", NR, $1, $2, $1 - $2}' | tee -a "$sum"
+fi
+if [[ -z ${NOTORCH:-} && -f $dir/data/torch_gpt.py ]] && left "torch" 45; then
+  TF32=1 timeout 60 python3 "$dir/data/torch_gpt.py" --arch gpt2 --B 16 --T 1024 --compile 0 --steps 12 >"$out/torch.log" 2>&1
+  say "peer PyTorch bf16 eager (torch_gpt.py --compile 0) rc $?:"
+  tail -3 "$out/torch.log" | sed 's/^/  /' | tee -a "$sum"
+fi
+# then the optional parts while time is left
+[[ -n ${NOTEST:-} ]] || { left "test dir" 35 && test_run dir; }
+[[ -n ${NOTEST:-} ]] || { left "test kr" 40 && test_run kr; }
+if [[ -z ${NOBENCH:-} && -z ${VARIANTS:-} ]]; then
+  for v in sgkr sgv0 def sg2p; do left "bench $v" 40 && bench_run "$v"; done
+fi
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a > 0 && b > 0) printf "%.2fx", b / a; else print "?"}'; }
+say "SUMMARY tests rc default ${TRC[st]:-?} direct ${TRC[dir]:-?} kr ${TRC[kr]:-?}; fwd+bwd ms hd64 sg ${SUMS[sg.64]:-?} fp32 ${SUMS[fp32.64]:-?}" \
+  "($(ratio "${SUMS[sg.64]:-0}" "${SUMS[fp32.64]:-0}")), hd128 sg ${SUMS[sg.128]:-?} fp32 ${SUMS[fp32.128]:-?}" \
+  "($(ratio "${SUMS[sg.128]:-0}" "${SUMS[fp32.128]:-0}")); train tokens/s default ${TPS[default]:-?} fp32-attention ${TPS[fp32]:-?};" \
+  "attention ms/step default ${ATT[default]:-?} fp32 ${ATT[fp32]:-?}"
 say "end ${SECONDS}s"

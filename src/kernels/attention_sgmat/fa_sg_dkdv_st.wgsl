@@ -10,9 +10,12 @@
 //  - kb_: the block's BC keys, staged once and kept: the left matrices of Sᵀ = K·Qᵀ (each
 //    subgroup its own 16 keys) and the right matrices of the dq part dS·K (all BC keys);
 //  - V: with VST (host constant, where 48 KB allow: head_dim 64) the block's BC values staged
-//    once into vb_ and the left matrices of dPᵀ = V·dOᵀ read from there per tile; else each
-//    subgroup's left matrices are loaded once through kb_ at the start and held in registers
-//    (vl; head_dim 128);
+//    once into kb_'s second half (rows BC .. 2·BC − 1: one array, not a separate vb_, so that
+//    every subgroupMatrixLoad source is a full tile even where VST is false and that branch
+//    is dead: Dawn checks each load's array against the matrix access statically and rejected
+//    a 1-element vb_ at head_dim 128) and the left matrices of dPᵀ = V·dOᵀ read from there per
+//    tile; else each subgroup's left matrices are loaded once through kb_ at the start and
+//    held in registers (vl; head_dim 128);
 //  - qt_, dt_: the query tile's Q and dO, BR = 32 queries (not BC: 48 KB then holds kb_, qt_,
 //    dt_, s_ and pds_ for head_dim 128), the next tile's global loads issued into registers
 //    (prefetch) before this tile's products and stored after them.
@@ -25,7 +28,9 @@
 // The iteration runs over (query head of the group, tile) flattened, so prefetch crosses heads.
 // Requirements (host): as fa_sg_fwd_st.wgsl (x16's offsets 16-byte aligned); NSG 2 or 4.
 // Host prefix: const HD, SGSIZE, NSG, KPAD (vec4 of padding per tile row: 1, or 0 where the
-// workgroup memory is short, the emulation), VST (bool: V staged in vb_).
+// workgroup memory is short, the emulation), VST (bool: V staged in kb_'s second half), KREG
+// (bool: the subgroup's left matrices of K loaded once into registers (kl) rather than from kb_
+// per tile; a tuning variant, TEZGAH_WEBGPU_ATTN_SG_KREG=1).
 enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
@@ -58,10 +63,11 @@ const HV = HD / 8u;        // vec4<u32> (8 halves) across a head
 const KLD = HV + KPAD;     // tile row stride (vec4<u32>)
 const NVK = BC * HV / NT;  // vec4 per thread of a BC-row tile (16·HV / SGSIZE)
 const NVQ = BR * HV / NT;  // of a BR-row tile
-const NVB = select(1u, BC * KLD, VST); // vb_'s size (1: unused)
+const VOFF = BC * KLD;                  // V's first vec4 in kb_ (VST)
+const NKB = select(1u, 2u, VST) * BC * KLD; // kb_'s size: K, then V where staged
 const NVL = select(NQ, 1u, VST);        // vl's size (1: unused)
-var<workgroup> kb_: array<vec4<u32>, BC * KLD>;
-var<workgroup> vb_: array<vec4<u32>, NVB>;
+const NKL = select(1u, NQ, KREG);       // kl's size (1: unused)
+var<workgroup> kb_: array<vec4<u32>, NKB>;
 var<workgroup> qt_: array<vec4<u32>, BR * KLD>;
 var<workgroup> dt_: array<vec4<u32>, BR * KLD>;
 var<workgroup> s_: array<f32, BC * SLD>;
@@ -131,7 +137,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let vpre = blk_ld(x0 + (pu(7u) + kv0) / 8u, KS / 8u, lid);
     for (var e = 0u; e < NVK; e++) {
       let i = lid + e * NT;
-      vb_[(i / HV) * KLD + i % HV] = vpre[e];
+      kb_[VOFF + (i / HV) * KLD + i % HV] = vpre[e];
     }
   } else {
     blk_st(blk_ld(x0 + (pu(7u) + kv0) / 8u, KS / 8u, lid), lid);
@@ -143,6 +149,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let kpre = blk_ld(x0 + (pu(6u) + kv0) / 8u, KS / 8u, lid);
   workgroupBarrier();
   blk_st(kpre, lid);
+  var kl: array<Left, NKL>;
+  if (KREG) {
+    workgroupBarrier();
+    for (var kk = 0u; kk < NQ; kk++) {
+      kl[kk] = subgroupMatrixLoad<Left, row_major>(&kb_, sg * 16u * KLD + kk * 2u, KLD);
+    }
+  }
   var dk: array<Res, NQ>;
   var dv: array<Res, NQ>;
   // tiles per query head: queries k0 .. T−1 (none where k0 ≥ T)
@@ -193,10 +206,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       sacc[n] = Res(); // explicit zeros: a loop-local var is not reliably re-zeroed
     }
     for (var kk = 0u; kk < NQ; kk++) {
-      let kl = subgroupMatrixLoad<Left, row_major>(&kb_, sg * 16u * KLD + kk * 2u, KLD);
+      var kf: Left;
+      if (KREG) {
+        kf = kl[kk];
+      } else {
+        kf = subgroupMatrixLoad<Left, row_major>(&kb_, sg * 16u * KLD + kk * 2u, KLD);
+      }
       for (var n = 0u; n < NR; n++) {
         let qr = subgroupMatrixLoad<Right, col_major>(&qt_, n * 16u * KLD + kk * 2u, KLD);
-        sacc[n] = subgroupMatrixMultiplyAccumulate(kl, qr, sacc[n]);
+        sacc[n] = subgroupMatrixMultiplyAccumulate(kf, qr, sacc[n]);
       }
     }
     for (var n = 0u; n < NR; n++) {
@@ -221,7 +239,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       for (var n = 0u; n < NR; n++) {
         let dr = subgroupMatrixLoad<Right, col_major>(&dt_, n * 16u * KLD + kk * 2u, KLD);
         if (VST) {
-          let vv = subgroupMatrixLoad<Left, row_major>(&vb_, sg * 16u * KLD + kk * 2u, KLD);
+          let vv = subgroupMatrixLoad<Left, row_major>(&kb_, VOFF + sg * 16u * KLD + kk * 2u, KLD);
           dp[n] = subgroupMatrixMultiplyAccumulate(vv, dr, dp[n]);
         } else {
           dp[n] = subgroupMatrixMultiplyAccumulate(vl[kk], dr, dp[n]);
