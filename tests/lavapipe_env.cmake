@@ -39,8 +39,15 @@
 # test_webgpu_attn_variants with nopt 748 (the only earlier figure: its COST, 900, from a cold
 # run without it on another day; a first try at load 15-18 stopped at tezgah's 10-minute
 # readback limit).
+# Branch attn22 (2026-12-02, load ~10, passing, with nopt): the subgroup-matrix attention's
+# software stand-in, test_webgpu_ops_attn_sgemu 143 CPU s (its first case's pipelines warm from
+# an earlier run, that case 69 s cold: ~200 cold; the lead measured ~1,000 for the stand-in
+# entries without it), test_webgpu_ops_attn_sgemu_staged 88 (cold; the staged backward's stand-in
+# did not compile within 10 minutes without nopt); _direct: not measured with it (the same kind
+# of kernels). All three are sweep entries.
 set(TZ_LAVAPIPE_TESTS test_webgpu_ops_matmul test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep
-  test_webgpu_attn_variants
+  test_webgpu_attn_variants test_webgpu_ops_attn_sgemu test_webgpu_ops_attn_sgemu_direct
+  test_webgpu_ops_attn_sgemu_staged
   test_webgpu_cli test_webgpu_ops_attn_pf test_webgpu_ops_act16 test_webgpu_large test_tok_webgpu
   test_webgpu_train)
 set_property(TEST ${TZ_LAVAPIPE_TESTS} APPEND PROPERTY ENVIRONMENT "GALLIVM_PERF=nopt")
