@@ -12,7 +12,9 @@
  *                                    768 / hd, default 16 1024 and hd 64, 32, 128 in turn; hd 0
  *                                    = all three): median ms of 5 after a warm-up and TFLOP/s
  *                                    counting the causal half (fwd 2·B·H·T²·hd, bwd 2.5× that);
- *                                    TEZGAH_WEBGPU_ATTN=fallback times the general kernels
+ *                                    TEZGAH_WEBGPU_ATTN=fallback times the general kernels;
+ *                                    TEZGAH_PROFILE=1 adds the per-kernel table (ms per fwd +
+ *                                    bwd pair) of each head_dim's timed calls
  *   bench_webgpu embed_bwd [B T [shard.bin]]  embed_backward at GPT-2 124M's tables (V 50257,
  *                                    C 768, wpe T rows; default B 16, T 1024): token ids from an
  *                                    llm.c shard (its first B·T tokens: real text's repeats) or,
@@ -229,6 +231,7 @@ static int bench_attention_hd(tz_backend *be, int B, int T, int hd) {
     be->sync(be);
   }
   double fl = 2.0 * B * H * (double)T * T * hd, t[2][5];
+  tz_webgpu_profile_reset(be); /* TEZGAH_PROFILE=1: the kernels of the 6 calls of each kind below */
   for (int kind = 0; kind < 2; kind++)
     for (int i = -1; i < 5; i++) {
       be->sync(be);
@@ -238,6 +241,7 @@ static int bench_attention_hd(tz_backend *be, int B, int T, int hd) {
       be->sync(be);
       if (i >= 0) t[kind][i] = now() - t0;
     }
+  tz_webgpu_profile_print(be, 6); /* per forward + backward pair */
   qsort(t[0], 5, sizeof(double), cmpd);
   qsort(t[1], 5, sizeof(double), cmpd);
   float *o = malloc(no * 4);

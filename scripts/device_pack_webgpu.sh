@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Pack the WebGPU device scripts' folder DIR (scripts/device_webgpu_fasgmat.sh, _sgmm.sh, _f16act.sh, ...):
+# Pack the WebGPU device scripts' folder DIR (scripts/device_webgpu_fasgmat.sh, _attnst.sh, _sgmm.sh, _f16act.sh, ...):
 # a portable build (Release, -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v4, no BLAS / CUDA /
 # MPI / libplot, as scripts/device_pack.sh) in build-devwg/, then
 #   DIR/bin/   tezgah, test_webgpu_ops, test_webgpu_sgmat, bench_webgpu, bench_webgpu_sgmat,

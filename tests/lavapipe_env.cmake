@@ -39,9 +39,15 @@
 # Branch ttime5 (2026-12-02, cold, CPU s incl. every child: bench/cpu_tree.py): the main job's
 # f16 run (its one WebGPU run since then) 161.1 -> 134.4 with nopt, the same losses to every
 # digit; test_tok_webgpu_cli 46.2 -> 51.0 with nopt (execution-bound: not set).
+# Branch attn22 (2026-12-02, load ~10, passing, with nopt): the subgroup-matrix attention's
+# software stand-in, test_webgpu_ops_attn_sgemu 143 CPU s (its first case's pipelines warm from
+# an earlier run, that case 69 s cold: ~200 cold; ~1,000 for the stand-in entries without it),
+# test_webgpu_ops_attn_sgemu_staged 88 (cold; the staged backward's stand-in did not compile
+# within 10 minutes without nopt); _direct: not measured with it. All three are sweep entries.
 # docs/RELIABILITY.md has the measurements.
 set(TZ_LAVAPIPE_TESTS test_webgpu_ops test_webgpu_ops_flash test_webgpu_ops_matmul
   test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep test_webgpu_attn_variants
+  test_webgpu_ops_attn_sgemu test_webgpu_ops_attn_sgemu_direct test_webgpu_ops_attn_sgemu_staged
   test_webgpu_cli test_webgpu_ops_attn_pf test_webgpu_ops_act16 test_webgpu_large test_tok_webgpu
   test_webgpu_train test_webgpu_train_arena test_webgpu_sgmat test_webgpu_sgmat_sweep
   test_webgpu_mainjob test_tok_webgpu_fused)

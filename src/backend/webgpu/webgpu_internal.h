@@ -358,6 +358,9 @@ void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_
  * 64 / 128) where the adapter allows (wg_attn_sg_why: NULL, else why not); each returns 1 when
  * it ran the op, 0 when the caller's fp32 kernels must (out: f16 with c->act16, else fp32). */
 const char *wg_attn_sg_why(wg_ctx *c);
+/* the attention kernels' choice in words ("attention on subgroup matrices (...) for training at
+ * head_dim 64, ..." or "attention: fp32 flash kernels (...)"), for tz_webgpu_describe; static */
+const char *wg_attn_sg_choice(wg_ctx *c);
 /* the kernel source with a software stand-in for subgroup matrices (TEZGAH_WEBGPU_ATTN_SGMAT_EMU,
  * tests); module() applies it to a prefix holding "// sgmat emulation"; malloc'ed */
 char *wg_attn_sg_emulate(const char *src);

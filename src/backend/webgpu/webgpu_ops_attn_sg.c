@@ -12,10 +12,16 @@
  * lse. Backward: the same copies, fa_sg_prep (D = rowsum(dout ∘ out) into the scratch and dout's
  * f16 copy), then per chunk of sequences fa_sg_dkdv (dk, dv; the partial dq of every (key
  * block, query tile) into the scratch after D) and fa_sg_dqsum (dq, a fixed order).
+ * Two forms of the forward and dk/dv kernels: staged (fa_sg_fwd_st, fa_sg_dkdv_st: the operand
+ * tiles loaded once per workgroup into workgroup memory with 16-byte loads, then read by the
+ * subgroups; where their tiles fit) and direct (fa_sg_fwd, fa_sg_dkdv: every subgroup loads its
+ * matrices from the storage buffer), both with the same inputs, outputs and dq-part layout;
+ * TEZGAH_WEBGPU_ATTN_SG_STAGE picks (sg_stage).
  *
- * Opt-in: TEZGAH_WEBGPU_ATTN_SGMAT=1 runs these (an error where a call cannot take them: the
- * tests); unset or 0, the fp32 kernels, faster on the H200 so far (sg_use); TEZGAH_WEBGPU_ATTN=fallback forces the
- * general kernels as before. The partial dq sums follow TEZGAH_WEBGPU_ATTN_DQ_KB as the fp32
+ * Default where the adapter runs them and they are faster than the fp32 flash kernels
+ * (head_dim 64 on the H200: sg_faster); TEZGAH_WEBGPU_ATTN_SGMAT=1 forces them for every shape
+ * they take, =0 never (sg_use says how); TEZGAH_WEBGPU_ATTN=fallback forces the general kernels
+ * as before. The partial dq sums follow TEZGAH_WEBGPU_ATTN_DQ_KB as the fp32
  * fused backward's do. */
 #include <math.h>
 #include <stdio.h>
@@ -33,7 +39,7 @@ static int sg_emu(void) { return env_int("TEZGAH_WEBGPU_ATTN_SGMAT_EMU", 0) != 0
 static uint32_t sg_lanes(wg_ctx *c) { return sg_emu() ? 32 : c->sg_size; }
 
 /* workgroup memory of a kernel with nsg subgroups (their s_, p_ / pT_, dsT_, ls_, dd_, and the
- * emulation's exchange array), bytes */
+ * emulation's exchange array), bytes: the direct kernels (fa_sg_fwd, fa_sg_dkdv) */
 static size_t sg_smem(int bwd, int nsg, uint32_t lanes) {
   size_t n = 16 * (size_t)nsg, s = n * (n + 4) * 4, p = n * (n + 8) * 2;
   return (bwd ? s + 2 * p + 2 * n * 4 : s + p) + (sg_emu() ? nsg * lanes * 4 : 0);
@@ -47,6 +53,44 @@ static int sg_nsg(wg_ctx *c, int bwd) {
     if (sg_smem(bwd, n, lanes) <= c->lim.maxComputeWorkgroupStorageSize &&
         (uint32_t)n * lanes <= c->lim.maxComputeInvocationsPerWorkgroup)
       return n;
+  return 0;
+}
+
+/* Which kernels are staged (fa_sg_fwd_st, fa_sg_dkdv_st: operand tiles in workgroup memory,
+ * 16-byte global loads) rather than direct (every subgroup loads its matrices from the storage
+ * buffer): TEZGAH_WEBGPU_ATTN_SG_STAGE=1 both (the default: on the H200 the staged dK/dV took
+ * 1.80 ms vs the direct 3.34 at B16 T1024 head_dim 64, and test_attention_sgmat passed it
+ * there; its software stand-in does not compile in reasonable time on lavapipe, so ctest's
+ * stand-in entries pick 2 or 0), 2 the forward only, 3 the backward only, 0 neither. */
+static int sg_stage(int bwd) {
+  int v = env_int("TEZGAH_WEBGPU_ATTN_SG_STAGE", 1);
+  return v == 1 || (v == 2 && !bwd) || (v == 3 && bwd);
+}
+/* workgroup memory of a staged kernel, bytes: forward s_ (f32 BR × (BR + 4)), p_ (f16
+ * BR × (BR + 8)), kv_ (BR rows of head_dim / 8 + kpad vec4); backward kb_ (BC rows, 2·BC
+ * with vst: V after K), qt_, dt_ (32 rows each), s_ (f32 BC × 36), pds_ (f16 BC × 40);
+ * plus the emulation's exchange array */
+static size_t sg_smem_st(int bwd, int nsg, uint32_t lanes, int hd, int kpad, int vst) {
+  size_t n = 16 * (size_t)nsg, row = (size_t)(hd / 8 + kpad) * 16, e = sg_emu() ? nsg * lanes * 4 : 0;
+  if (!bwd) return n * (n + 4) * 4 + n * (n + 8) * 2 + n * row + e;
+  return n * row * (vst ? 2 : 1) + 2 * 32 * row + n * 36 * 4 + n * 40 * 2 + e;
+}
+/* A staged kernel's subgroups per workgroup, row padding (*kpad, vec4) and, backward, whether V
+ * is staged too (*vst): 4 subgroups with a 16-byte pad and V staged, then without the pad, then
+ * V in registers with and without the pad, then 2 subgroups likewise
+ * (TEZGAH_WEBGPU_ATTN_SG_NSG=2 asks for 2; TEZGAH_WEBGPU_ATTN_SG_VST=0 keeps V in registers);
+ * 0 where none fits (the call then runs the direct kernel). */
+static int sg_nsg_st(wg_ctx *c, int bwd, int hd, int *kpad, int *vst) {
+  int n = env_int("TEZGAH_WEBGPU_ATTN_SG_NSG", 4) == 2 ? 2 : 4, v0 = bwd && env_int("TEZGAH_WEBGPU_ATTN_SG_VST", 1) != 0;
+  uint32_t lanes = sg_lanes(c);
+  for (; n >= 2; n /= 2)
+    for (int v = v0; v >= 0; v--)
+      for (int k = 1; k >= 0; k--)
+        if (sg_smem_st(bwd, n, lanes, hd, k, v) <= c->lim.maxComputeWorkgroupStorageSize &&
+            (uint32_t)n * lanes <= c->lim.maxComputeInvocationsPerWorkgroup) {
+          *kpad = k, *vst = v;
+          return n;
+        }
   return 0;
 }
 
@@ -105,8 +149,10 @@ char *wg_attn_sg_emulate(const char *src) {
   }
   o[n] = 0;
   /* the library, after the host's prefix (it needs NT): per f16 array a load, per f32 array a store */
-  static const char *const f16s[] = {"x16", "p_", "pT_", "dsT_"}, *const f32s[] = {"s_", "scr"};
-  char lib[8192];
+  static const char *const f16s[] = {"x16", "p_", "pT_", "dsT_", "pds_"}, *const f32s[] = {"s_", "scr"};
+  /* the staged kernels' tiles of vec4<u32> (8 halves): offsets and strides count vec4 */
+  static const char *const v4s[] = {"kv_", "kb_", "qt_", "dt_"};
+  char lib[16384];
   size_t m = (size_t)snprintf(lib, sizeof lib,
                               "struct SM { v: array<f32, 256> }\n"
                               "fn sm_mma(a: SM, b: SM, c: SM) -> SM {\n  var r = c;\n"
@@ -116,7 +162,23 @@ char *wg_attn_sg_emulate(const char *src) {
                               "var<workgroup> sm_x: array<f32, NT>;\n"
                               "fn sm_shfx(y: f32, o: u32, lid: u32) -> f32 {\n  workgroupBarrier();\n  sm_x[lid] = y;\n"
                               "  workgroupBarrier();\n  return sm_x[lid ^ o];\n}\n");
-  for (size_t i = 0; i < 4; i++) {
+  for (size_t i = 0; i < sizeof v4s / sizeof *v4s; i++) {
+    char key[16];
+    snprintf(key, sizeof key, "sm_ld_r_%s(", v4s[i]);
+    if (!strstr(o, key) && !(snprintf(key, sizeof key, "sm_ld_c_%s(", v4s[i]), strstr(o, key))) continue;
+    /* line a (a row, or a column when column-major) is 2 vec4 at off + a·ld: halves q·8 .. +7
+     * of it, with static component access (dynamic vector indexing compiles slowly in lavapipe) */
+    for (int cm = 0; cm < 2; cm++)
+      m += (size_t)snprintf(lib + m, sizeof lib - m,
+                            "fn sm_ld_%c_%s(off: u32, ld: u32) -> SM {\n  var r: SM;\n"
+                            "  for (var a = 0u; a < 16u; a++) { for (var q = 0u; q < 2u; q++) {\n"
+                            "    let w = %s[off + a * ld + q];\n"
+                            "    let h = array<vec2<f32>, 4>(unpack2x16float(w.x), unpack2x16float(w.y), unpack2x16float(w.z), unpack2x16float(w.w));\n"
+                            "    for (var e = 0u; e < 8u; e++) { r.v[%s] = h[e / 2u][e %% 2u]; } } }\n"
+                            "  return r;\n}\n",
+                            cm ? 'c' : 'r', v4s[i], v4s[i], cm ? "(q * 8u + e) * 16u + a" : "a * 16u + q * 8u + e");
+  }
+  for (size_t i = 0; i < sizeof f16s / sizeof *f16s; i++) {
     char key[16];
     snprintf(key, sizeof key, "sm_ld_r_%s(", f16s[i]);
     if (!strstr(o, key) && !(snprintf(key, sizeof key, "sm_ld_c_%s(", f16s[i]), strstr(o, key))) continue;
@@ -148,25 +210,78 @@ char *wg_attn_sg_emulate(const char *src) {
   return r;
 }
 
-/* Whether this call runs on the subgroup-matrix kernels (see the top): only when asked for
- * (TEZGAH_WEBGPU_ATTN_SGMAT=1; a call that cannot is then an error naming why). Opt-in because
- * on the H200 they are slower than the fp32 flash kernels they would replace (2026-12-02 12:24
- * UTC, GPT-2 124M B16 T1024 f16 profile: forward 27.5 vs 11.4 ms/step, dk/dv 40.1 vs 34.3;
- * docs/PERF.md), though correct there (test_attention_sgmat) and in a 1,500-step run. */
-static int sg_use(wg_ctx *c, const char *op, int Tq, int Tk, int q_pos0, int hd) {
-  const char *e = getenv("TEZGAH_WEBGPU_ATTN_SGMAT"), *f = getenv("TEZGAH_WEBGPU_ATTN");
-  if (!e || !*e || !strcmp(e, "0") || (f && !strcmp(f, "fallback"))) return 0;
-  const char *why = wg_attn_sg_why(c);
-  if (!why && !(Tq == Tk && q_pos0 == 0)) why = "not the training form (Tq == Tk, q_pos0 0)";
-  if (!why && hd != 64 && hd != 128) why = "head_dim not 64 or 128";
-  if (why && e && *e) wg_fail(c, "%s: TEZGAH_WEBGPU_ATTN_SGMAT=1 but the subgroup-matrix kernels cannot run: %s", op, why, 0, 0);
-  return !why;
+/* head_dims whose training form runs on the subgroup-matrix kernels by default: where the H200
+ * measured them faster than the fp32 flash kernels (docs/PERF.md, 2026-12-02 15:21-15:35 UTC,
+ * bench_webgpu attention 16 1024, ms per forward + backward pair): head_dim 64 staged 3.40 (one-
+ * pass forward, staged dK/dV) vs fp32 flash 4.06. head_dim 128: its staged dK/dV did not compile
+ * then (fixed since: V after K in one workgroup array) and has not been timed, so the fp32 flash
+ * kernels stay its default until a measurement says otherwise (scripts/device_webgpu_attnst.sh
+ * times both). TEZGAH_WEBGPU_ATTN_SGMAT=1 runs them at 128 too. */
+static int sg_faster(int hd) { return hd == 64; }
+
+/* Whether a (Tq, Tk, q_pos0, head_dim) call is a shape the kernels take: NULL, else why not. */
+static const char *sg_shape_why(int Tq, int Tk, int q_pos0, int hd) {
+  if (!(Tq == Tk && q_pos0 == 0)) return "not the training form (Tq == Tk, q_pos0 0)";
+  if (hd != 64 && hd != 128) return "head_dim not 64 or 128";
+  return NULL;
 }
+
+/* The choice (TEZGAH_WEBGPU_ATTN_SGMAT; TEZGAH_WEBGPU_ATTN=fallback forces the general kernels):
+ *   unset or "auto"  the subgroup-matrix kernels where the adapter runs them (wg_attn_sg_why),
+ *                    the shape is theirs (sg_shape_why) and they are faster (sg_faster); else
+ *                    the fp32 flash kernels, silently;
+ *   1                forced: every call whose shape they take runs them (an adapter that cannot
+ *                    is an error naming why: the tests rely on it); other shapes (head_dim 32,
+ *                    decoding) fall back to the fp32 kernels, with one note on stderr per reason;
+ *   0                never.
+ * The forward and the backward of one layer take the same decision (same shape), so the lse the
+ * backward reads is the one its forward wrote. wg_attn_sg_choice says it in words. */
+static int sg_mode(void) {
+  const char *e = getenv("TEZGAH_WEBGPU_ATTN_SGMAT"), *f = getenv("TEZGAH_WEBGPU_ATTN");
+  if (f && !strcmp(f, "fallback")) return 0;
+  if (!e || !*e || !strcmp(e, "auto")) return 2;
+  return strcmp(e, "0") ? 1 : 0;
+}
+static int sg_use(wg_ctx *c, const char *op, int Tq, int Tk, int q_pos0, int hd) {
+  int m = sg_mode();
+  if (!m) return 0;
+  const char *why = wg_attn_sg_why(c);
+  if (m == 2) return !why && !sg_shape_why(Tq, Tk, q_pos0, hd) && sg_faster(hd);
+  if (why) {
+    wg_fail(c, "%s: TEZGAH_WEBGPU_ATTN_SGMAT=1 but the subgroup-matrix kernels cannot run: %s", op, why, 0, 0);
+    return 0;
+  }
+  const char *sw = sg_shape_why(Tq, Tk, q_pos0, hd);
+  if (sw) {
+    static int noted[2]; /* per reason, once per process */
+    int r = sw[0] == 'h';
+    if (!noted[r]++)
+      fprintf(stderr, "webgpu: %s: TEZGAH_WEBGPU_ATTN_SGMAT=1, but %s (%d): the fp32 flash kernels run it\n", op, sw,
+              r ? hd : Tq);
+    return 0;
+  }
+  return 1;
+}
+const char *wg_attn_sg_choice(wg_ctx *c) {
+  static char line[200];
+  const char *why = wg_attn_sg_why(c);
+  int m = sg_mode();
+  if (why) snprintf(line, sizeof line, "attention: fp32 flash kernels (subgroup-matrix attention off: %s)", why);
+  else if (m == 0)
+    snprintf(line, sizeof line, "attention: fp32 flash kernels (attention on subgroup matrices available; forced off)");
+  else
+    snprintf(line, sizeof line,
+             "attention on subgroup matrices (f16 x f16 -> f32, forward %s %s, dK/dV %s) for training at head_dim %s, "
+             "fp32 flash kernels elsewhere",
+             sg_stage(0) ? "staged" : "direct", env_int("TEZGAH_WEBGPU_ATTN_SG_ONEPASS", 1) ? "one-pass" : "two-pass",
+             sg_stage(1) ? "staged" : "direct", m == 1 ? "64 and 128 (TEZGAH_WEBGPU_ATTN_SGMAT=1)" : "64 (faster there on the H200)");
+  return line;
+}
+
 /* A call the kernels decline after sg_use (layout, binding limits): 0, an error under
  * TEZGAH_WEBGPU_ATTN_SGMAT=1. */
 static int sg_decline(wg_ctx *c, const char *op, const char *why) {
-  const char *e = getenv("TEZGAH_WEBGPU_ATTN_SGMAT");
-  if (e && *e && strcmp(e, "0"))
+  if (sg_mode() == 1)
     wg_fail(c, "%s: TEZGAH_WEBGPU_ATTN_SGMAT=1 but the subgroup-matrix kernels decline: %s", op, why, 0, 0);
   return 0;
 }
@@ -233,10 +348,14 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
   sg_pack(c, tz_at(x, l.q), q, B, T, Tp, (int)C, qs);
   sg_pack(c, tz_at(x, l.k), k, B, T, Tp, nkv * hd, kvs);
   sg_pack(c, tz_at(x, l.v), v, B, T, Tp, nkv * hd, kvs);
+  /* the staged kernel where its tiles fit and x16 is 16-byte aligned (TEZGAH_WEBGPU_ATTN_SG_STAGE) */
+  int kpad = 0, vst = 0, nst = sg_stage(0) && x.off % 16 == 0 ? sg_nsg_st(c, 0, hd, &kpad, &vst) : 0;
+  if (nst) nsg = nst;
   char pre[256];
   snprintf(pre, sizeof pre,
-           "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n%s",
-           hd, sg_lanes(c), nsg, o16 ? "true" : "false", o16 ? "f16" : "f32", sg_emu() ? "// sgmat emulation\n" : "");
+           "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n"
+           "const KPAD: u32 = %du;\n%s",
+           hd, sg_lanes(c), nsg, o16 ? "true" : "false", o16 ? "f16" : "f32", kpad, sg_emu() ? "// sgmat emulation\n" : "");
   uint32_t w[24] = {0};
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)nkv,
@@ -244,11 +363,12 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
   w[15] = (uint32_t)(l.v / 2), w[16] = (uint32_t)ord, w[17] = (uint32_t)has_lse;
   uint32_t nb = (uint32_t)(Tp / (16 * nsg));
   c->pending_flop = 3.0 * B * nh * (double)T * T * hd; /* S twice (two passes), P·V; causal half */
-  /* TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1: the one-pass form (main1: output rows in registers, 2 matmul
-   * units); default the two-pass form (main) until the H200 has measured both */
-  int one = env_int("TEZGAH_WEBGPU_ATTN_SG_ONEPASS", 0) != 0;
+  /* the one-pass form (main1: output rows in registers, 2 matmul units; the default: 0.75 ms vs
+   * the two-pass form's 0.87 staged on the H200 at B16 T1024 head_dim 64, docs/PERF.md);
+   * TEZGAH_WEBGPU_ATTN_SG_ONEPASS=0 the two-pass form (main) */
+  int one = env_int("TEZGAH_WEBGPU_ATTN_SG_ONEPASS", 1) != 0;
   if (one) c->pending_flop = 2.0 * B * nh * (double)T * T * hd;
-  wg_run(c, op, wg_pipeline(c, "fa_sg_fwd", one ? "main1" : "main", pre), w, 18, a, 3, ord ? (uint32_t)nh : nb, ord ? (uint32_t)B : (uint32_t)nh,
+  wg_run(c, op, wg_pipeline(c, nst ? "fa_sg_fwd_st" : "fa_sg_fwd", one ? "main1" : "main", pre), w, 18, a, 3, ord ? (uint32_t)nh : nb, ord ? (uint32_t)B : (uint32_t)nh,
          ord ? nb : (uint32_t)B);
   c->pending_flop = 0;
   return 1;
@@ -265,7 +385,12 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   wg_ctx *c = CTX(be);
   static const char *op = "attention_bwd";
   if (!sg_use(c, op, T, T, 0, hd)) return 0;
-  int Tp = (T + SG_PAD - 1) / SG_PAD * SG_PAD, o16 = c->act16, nsg = sg_nsg(c, 1), kbc = 16 * nsg;
+  int Tp = (T + SG_PAD - 1) / SG_PAD * SG_PAD, o16 = c->act16, nsg = sg_nsg(c, 1);
+  /* the staged kernel where its tiles fit (TEZGAH_WEBGPU_ATTN_SG_STAGE; x16 is the staging
+   * buffer from offset 0: 16-byte aligned) */
+  int kpad = 0, vst = 0, nst = sg_stage(1) ? sg_nsg_st(c, 1, hd, &kpad, &vst) : 0;
+  if (nst) nsg = nst;
+  int kbc = 16 * nsg;
   if (dk.buf != dv.buf || dv.off < dk.off || (dv.off - dk.off) % 4 || dk.off % 4 || dq.off % 4 || out.off % 4)
     return sg_decline(c, op, "dk and dv are not 4-byte aligned slices of one buffer with dv after dk");
   sg_lay l = sg_layout(B, Tp, nh, nkv, hd, 1);
@@ -295,11 +420,14 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   snprintf(pre, sizeof pre, "const HD: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n", hd, o16 ? "true" : "false",
            o16 ? "f16" : "f32");
   w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)B;
-  grid1(nl / T * Tp, &gx, &gy);
+  grid1(nl / T * Tp * (hd / 2), &gx, &gy); /* hd / 2 threads per row (fa_sg_prep.wgsl) */
   wg_run(c, "attention_bwd_d", wg_pipeline(c, "fa_sg_prep", "main", pre), w, 12, ap, 4, gx, gy, 1);
   char pk[256], pq[128];
-  snprintf(pk, sizeof pk, "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\n%s", hd, sg_lanes(c), nsg,
-           sg_emu() ? "// sgmat emulation\n" : "");
+  /* TEZGAH_WEBGPU_ATTN_SG_KREG=1 (tuning, staged only): K's left matrices held in registers */
+  int kreg = nst && env_int("TEZGAH_WEBGPU_ATTN_SG_KREG", 0) != 0;
+  snprintf(pk, sizeof pk, "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst KPAD: u32 = %du;\n"
+           "const VST = %s;\nconst KREG = %s;\n%s",
+           hd, sg_lanes(c), nsg, kpad, vst ? "true" : "false", kreg ? "true" : "false", sg_emu() ? "// sgmat emulation\n" : "");
   snprintf(pq, sizeof pq, "const HD: u32 = %du;\nconst BC: u32 = %du;\n", hd, kbc);
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   uint32_t nkb = (uint32_t)(Tp / kbc);
@@ -312,7 +440,7 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
     w[19] = (uint32_t)(dbytes / 4), w[20] = (uint32_t)rows, w[21] = (uint32_t)b0, w[22] = (uint32_t)((dv.off - dk.off) / 4),
     w[23] = (uint32_t)kvs;
     c->pending_flop = 5.0 * nb * nh * (double)T * T * hd; /* S, dP, dV, dK, dq: causal half */
-    wg_run(c, "attention_bwd_dkdv", wg_pipeline(c, "fa_sg_dkdv", "main", pk), w, 24, ak, 4, ord ? (uint32_t)nkv : nkb,
+    wg_run(c, "attention_bwd_dkdv", wg_pipeline(c, nst ? "fa_sg_dkdv_st" : "fa_sg_dkdv", "main", pk), w, 24, ak, 4, ord ? (uint32_t)nkv : nkb,
            ord ? (uint32_t)nb : (uint32_t)nkv, ord ? nkb : (uint32_t)nb);
     c->pending_flop = 0;
     memset(w, 0, sizeof w);

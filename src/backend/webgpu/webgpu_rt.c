@@ -429,10 +429,9 @@ const char *tz_webgpu_describe(tz_backend *be) {
   char sg[128];
   if (c->sgmat) snprintf(sg, sizeof sg, "; matmul on subgroup matrices (f16 x f16 -> f32, %u lanes)", c->sg_size);
   else snprintf(sg, sizeof sg, "; subgroup-matrix matmul off (%s)", c->sg_why ? c->sg_why : "?");
-  char sa[160];
-  const char *aw = wg_attn_sg_why(c);
-  if (!aw) snprintf(sa, sizeof sa, "; attention on subgroup matrices available (TEZGAH_WEBGPU_ATTN_SGMAT=1; default: the fp32 flash kernels, faster on the H200 so far)");
-  else snprintf(sa, sizeof sa, "; subgroup-matrix attention off (%s)", aw);
+  /* the attention kernels' choice (webgpu_ops_attn_sg.c: sg_use) */
+  char sa[240];
+  snprintf(sa, sizeof sa, "; %s", wg_attn_sg_choice(c));
   snprintf(line, sizeof line, "%s; %s; %s; matmul tile %dx%d, BK %d, %d buffer%s (%zu of %u bytes)%s%s", a, precision(c),
            r, f.tm, f.tn, f.bk, f.nbuf, f.nbuf > 1 ? "s" : "", wg_mm_smem(f),
            (unsigned)c->lim.maxComputeWorkgroupStorageSize, sg, sa);
@@ -500,6 +499,13 @@ int tz_webgpu_info(void) {
   printf("  subgroup-matrix matmul (f16 x f16 -> f32 16x16x16): %s\n",
          f16f32 && c->has_f16 ? "available (the matmul family's kernel with --precision f16; TEZGAH_WEBGPU_SGMAT=0: off)"
                               : "not available here: the fp32 / f16-vector kernels run");
+  /* the attention kernels' choice as training makes it (webgpu_ops_attn_sg.c: sg_use; the
+   * train log's "webgpu:" line says it for the device it opened) */
+  printf("  attention (training form): %s\n",
+         f16f32 && c->has_f16 && c->has_subgroups
+             ? "subgroup matrices at head_dim 64 with --precision f16 (faster there on the H200), fp32 flash kernels "
+               "elsewhere; TEZGAH_WEBGPU_ATTN_SGMAT=1 forces them (head_dim 64 and 128), =0 off"
+             : "fp32 flash kernels (no f16 x f16 -> f32 subgroup matrices with Subgroups here)");
   if (has_sgm) W.wgpuAdapterPropertiesSubgroupMatrixConfigsFreeMembers(mc);
   const char *fe = getenv("TEZGAH_WEBGPU_F16");
   c->f16 = c->has_f16 && !(fe && !strcmp(fe, "0"));

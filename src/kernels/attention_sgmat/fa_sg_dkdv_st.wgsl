@@ -1,0 +1,310 @@
+// Flash attention backward (dK, dV and the dq parts) on subgroup matrices with the operands
+// staged in workgroup memory: the same computation, uniform block, bindings, dq-part layout and
+// results as fa_sg_dkdv.wgsl (read its header first), different operand traffic and query tiles.
+// Chosen by the host unless TEZGAH_WEBGPU_ATTN_SG_STAGE=0 (webgpu_ops_attn_sg.c). Source: our own.
+//
+// Why: fa_sg_dkdv.wgsl loads every K, V, Q and dO matrix straight from the storage buffer; the
+// matmul's H200 measurements found staged tiles with 16-byte global loads ~3× faster
+// (docs/PERF.md). Here x16 is read as vec4<u32> (8 halves per load, coalesced) into workgroup
+// tiles of vec4<u32> (subgroupMatrixLoad reads vector arrays: offsets and strides count 8 halves):
+//  - kb_: the block's BC keys, staged once and kept: the left matrices of Sᵀ = K·Qᵀ (each
+//    subgroup its own 16 keys) and the right matrices of the dq part dS·K (all BC keys);
+//  - V: with VST (host constant, where 48 KB allow: head_dim 64) the block's BC values staged
+//    once into kb_'s second half (rows BC .. 2·BC − 1: one array, not a separate vb_, so that
+//    every subgroupMatrixLoad source is a full tile even where VST is false and that branch
+//    is dead: Dawn checks each load's array against the matrix access statically and rejected
+//    a 1-element vb_ at head_dim 128) and the left matrices of dPᵀ = V·dOᵀ read from there per
+//    tile; else each subgroup's left matrices are loaded once through kb_ at the start and
+//    held in registers (vl; head_dim 128);
+//  - qt_, dt_: the query tile's Q and dO, BR = 32 queries (not BC: 48 KB then holds kb_, qt_,
+//    dt_, s_ and pds_ for head_dim 128), the next tile's global loads issued into registers
+//    (prefetch) before this tile's products and stored after them.
+// pds_ holds Pᵀ, then dSᵀ in place (each thread rewrites the entries it wrote; the P values also
+// stay in its registers). lse and D of the tile's queries sit in s_'s row padding (columns BR and
+// BR + 1 of row i < BR), which the matrix stores never touch.
+// Per tile: s_ ← Sᵀ → Pᵀ → s_ ← dPᵀ, dV += Pᵀ·dO → dSᵀ → dK += dSᵀ·Q,
+// dq part of the tile's 16-query block qi = sg mod NR, columns (sg / NR)·NQS .. (all subgroups
+// busy: NSG = 4 gives each half the columns of one 16-query block). 6 barriers per tile.
+// The iteration runs over (query head of the group, tile) flattened, so prefetch crosses heads.
+// Requirements (host): as fa_sg_fwd_st.wgsl (x16's offsets 16-byte aligned); NSG 2 or 4.
+// Host prefix: const HD, SGSIZE, NSG, KPAD (vec4 of padding per tile row: 1, or 0 where the
+// workgroup memory is short, the emulation), VST (bool: V staged in kb_'s second half), KREG
+// (bool: the subgroup's left matrices of K loaded once into registers (kl) rather than from kb_
+// per tile; a tuning variant, TEZGAH_WEBGPU_ATTN_SG_KREG=1).
+enable f16;
+enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+// subgroups are consecutive ranges of local_invocation_index (the host requires one subgroup
+// size), so lid / SGSIZE is subgroup-uniform, which the uniformity analysis cannot see
+diagnostic(off, chromium.subgroup_matrix_uniformity);
+// end of directives
+struct U { oa: vec4<u32>, ob: vec4<u32>, sa: vec4<u32>, sb: vec4<u32>, u: array<vec4<u32>, 4> }
+@group(0) @binding(0) var<uniform> p: U;
+@group(0) @binding(1) var<storage, read_write> dkv: array<f32>;
+@group(0) @binding(2) var<storage, read_write> scr: array<f32>;
+@group(0) @binding(3) var<storage, read> x16: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read> lse: array<f32>;
+
+alias Left = subgroup_matrix_left<f16, 16, 16>;
+alias Right = subgroup_matrix_right<f16, 16, 16>;
+alias Res = subgroup_matrix_result<f32, 16, 16>;
+const BC = NSG * 16u;      // keys per workgroup
+const BR = 32u;            // queries per tile
+const NT = NSG * SGSIZE;   // threads
+const LPR = SGSIZE / 16u;  // lanes per key row
+const CPL = BR / LPR;      // queries per lane
+const NQ = HD / 16u;       // 16-column matrices across a head
+const NR = BR / 16u;       // 16-query matrices across a tile
+const QSPL = NSG / NR;     // subgroups per 16-query block in the dq part
+const NQS = NQ / QSPL;     // and the column matrices each takes
+const SLD = BR + 4u;       // s_ row stride (f32; 16-byte multiple; columns BR, BR + 1: lse, D)
+const PLD = BR + 8u;       // pds_ row stride (f16; 16-byte multiple)
+const HV = HD / 8u;        // vec4<u32> (8 halves) across a head
+const KLD = HV + KPAD;     // tile row stride (vec4<u32>)
+const NVK = BC * HV / NT;  // vec4 per thread of a BC-row tile (16·HV / SGSIZE)
+const NVQ = BR * HV / NT;  // of a BR-row tile
+const VOFF = BC * KLD;                  // V's first vec4 in kb_ (VST)
+const NKB = select(1u, 2u, VST) * BC * KLD; // kb_'s size: K, then V where staged
+const NVL = select(NQ, 1u, VST);        // vl's size (1: unused)
+const NKL = select(1u, NQ, KREG);       // kl's size (1: unused)
+var<workgroup> kb_: array<vec4<u32>, NKB>;
+var<workgroup> qt_: array<vec4<u32>, BR * KLD>;
+var<workgroup> dt_: array<vec4<u32>, BR * KLD>;
+var<workgroup> s_: array<f32, BC * SLD>;
+var<workgroup> pds_: array<f16, BC * PLD>;
+
+fn pu(k: u32) -> u32 {
+  return p.u[k / 4u][k % 4u];
+}
+fn part_row(kb: u32, Tp: u32) -> u32 {
+  return kb * Tp - BC * ((kb * max(kb, 1u) - kb) / 2u); // Σ_{k < kb} (Tp − k·BC)
+}
+// slot i of a tile of HV vec4 per row: row i / HV, column i % HV (consecutive threads, consecutive
+// 16 bytes)
+fn blk_ld(base: u32, sv: u32, lid: u32) -> array<vec4<u32>, NVK> {
+  var v: array<vec4<u32>, NVK>;
+  for (var e = 0u; e < NVK; e++) {
+    let i = lid + e * NT;
+    v[e] = x16[base + (i / HV) * sv + i % HV];
+  }
+  return v;
+}
+fn blk_st(v: array<vec4<u32>, NVK>, lid: u32) {
+  for (var e = 0u; e < NVK; e++) {
+    let i = lid + e * NT;
+    kb_[(i / HV) * KLD + i % HV] = v[e];
+  }
+}
+fn til_ld(base: u32, sv: u32, lid: u32) -> array<vec4<u32>, NVQ> {
+  var v: array<vec4<u32>, NVQ>;
+  for (var e = 0u; e < NVQ; e++) {
+    let i = lid + e * NT;
+    v[e] = x16[base + (i / HV) * sv + i % HV];
+  }
+  return v;
+}
+
+@compute @workgroup_size(NT)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  _ = &dkv; _ = &scr; _ = &x16; _ = &lse;
+  let T = pu(0u);
+  let Tp = pu(1u);
+  let nh = pu(2u);
+  let nkv = pu(3u);
+  let rep = nh / nkv;
+  let sc = bitcast<f32>(pu(4u));
+  var ids = wid;
+  if (pu(9u) == 1u) {
+    ids = vec3<u32>(wid.z, wid.x, wid.y);
+  }
+  let bl = ids.z;           // sequence in this chunk
+  let b = bl + pu(13u);
+  let g = ids.y;
+  let kblk = ids.x;
+  let k0 = kblk * BC;
+  let sg = lid / SGSIZE;
+  let lane = lid % SGSIZE; // (consecutive subgroups: the lane's subgroup_invocation_id)
+  let r = sg * 16u + lane / LPR;  // this lane's key row in the block
+  let c0 = (lane % LPR) * CPL;    // and its first query in a tile
+  let j = k0 + r;
+  let QS = nh * HD;
+  let KS = nkv * HD;
+  let x0 = p.oa.z / 4u; // x16's first vec4 (the host keeps it 16-byte aligned)
+  let kv0 = (b * Tp + k0) * KS + g * HD; // the block's first key (halves, after the copy's offset)
+  // V's left matrices through kb_, then K's block into kb_ for good
+  var vl: array<Left, NVL>;
+  if (VST) {
+    let vpre = blk_ld(x0 + (pu(7u) + kv0) / 8u, KS / 8u, lid);
+    for (var e = 0u; e < NVK; e++) {
+      let i = lid + e * NT;
+      kb_[VOFF + (i / HV) * KLD + i % HV] = vpre[e];
+    }
+  } else {
+    blk_st(blk_ld(x0 + (pu(7u) + kv0) / 8u, KS / 8u, lid), lid);
+    workgroupBarrier();
+    for (var kk = 0u; kk < NQ; kk++) {
+      vl[kk] = subgroupMatrixLoad<Left, row_major>(&kb_, sg * 16u * KLD + kk * 2u, KLD);
+    }
+  }
+  let kpre = blk_ld(x0 + (pu(6u) + kv0) / 8u, KS / 8u, lid);
+  workgroupBarrier();
+  blk_st(kpre, lid);
+  var kl: array<Left, NKL>;
+  if (KREG) {
+    workgroupBarrier();
+    for (var kk = 0u; kk < NQ; kk++) {
+      kl[kk] = subgroupMatrixLoad<Left, row_major>(&kb_, sg * 16u * KLD + kk * 2u, KLD);
+    }
+  }
+  var dk: array<Res, NQ>;
+  var dv: array<Res, NQ>;
+  // tiles per query head: queries k0 .. T−1 (none where k0 ≥ T)
+  let ntl = select(0u, (T - k0 + BR - 1u) / BR, k0 < T);
+  let nit = rep * ntl;
+  var qpre: array<vec4<u32>, NVQ>;
+  var dpre: array<vec4<u32>, NVQ>;
+  if (nit > 0u) {
+    let qo = b * Tp * QS + g * rep * HD + k0 * QS;
+    qpre = til_ld(x0 + (pu(5u) + qo) / 8u, QS / 8u, lid);
+    dpre = til_ld(x0 + (pu(8u) + qo) / 8u, QS / 8u, lid);
+  }
+  let qi = sg % NR;            // this subgroup's 16-query block of the dq part
+  let qn0 = (sg / NR) * NQS;   // and its first column matrix
+  for (var it = 0u; it < nit; it++) {
+    let h = g * rep + it / ntl;
+    let t0 = k0 + (it % ntl) * BR;
+    let lrow = (b * nh + h) * T;
+    let pb = p.oa.y + pu(11u) + ((bl * nh + h) * pu(12u) + part_row(kblk, Tp)) * HD; // query k0's part row
+    // the tile's Q, dO (prefetched), lse and D into workgroup memory
+    for (var e = 0u; e < NVQ; e++) {
+      let i = lid + e * NT;
+      qt_[(i / HV) * KLD + i % HV] = qpre[e];
+      dt_[(i / HV) * KLD + i % HV] = dpre[e];
+    }
+    for (var i = lid; i < 2u * BR; i += NT) {
+      let tq = t0 + i % BR;
+      var v = 0.0;
+      if (tq < T) {
+        if (i < BR) {
+          v = lse[p.oa.w + lrow + tq];
+        } else {
+          v = scr[p.oa.y + pu(10u) + lrow + tq];
+        }
+      }
+      s_[(i % BR) * SLD + BR + i / BR] = v;
+    }
+    workgroupBarrier(); // (1) the tile visible
+    if (it + 1u < nit) { // the next tile's global loads, stored at the top of the next iteration
+      let hn = g * rep + (it + 1u) / ntl;
+      let qo = b * Tp * QS + hn * HD + (k0 + ((it + 1u) % ntl) * BR) * QS;
+      qpre = til_ld(x0 + (pu(5u) + qo) / 8u, QS / 8u, lid);
+      dpre = til_ld(x0 + (pu(8u) + qo) / 8u, QS / 8u, lid);
+    }
+    // Sᵀ = K·Qᵀ (this subgroup's 16 keys × the tile's BR queries)
+    var sacc: array<Res, NR>;
+    for (var n = 0u; n < NR; n++) {
+      sacc[n] = Res(); // explicit zeros: a loop-local var is not reliably re-zeroed
+    }
+    for (var kk = 0u; kk < NQ; kk++) {
+      var kf: Left;
+      if (KREG) {
+        kf = kl[kk];
+      } else {
+        kf = subgroupMatrixLoad<Left, row_major>(&kb_, sg * 16u * KLD + kk * 2u, KLD);
+      }
+      for (var n = 0u; n < NR; n++) {
+        let qr = subgroupMatrixLoad<Right, col_major>(&qt_, n * 16u * KLD + kk * 2u, KLD);
+        sacc[n] = subgroupMatrixMultiplyAccumulate(kf, qr, sacc[n]);
+      }
+    }
+    for (var n = 0u; n < NR; n++) {
+      subgroupMatrixStore<row_major>(&s_, sg * 16u * SLD + n * 16u, sacc[n], SLD);
+    }
+    workgroupBarrier(); // (2) Sᵀ visible
+    // Pᵀ (kept in pv, and as f16 in pds_)
+    var pv: array<f32, CPL>;
+    for (var i = 0u; i < CPL; i++) {
+      let tq = t0 + c0 + i;
+      let x = select(exp(s_[r * SLD + c0 + i] * sc - s_[(c0 + i) * SLD + BR]), 0.0, tq < j || tq >= T);
+      pv[i] = f32(f16(x)); // the value the products use
+      pds_[r * PLD + c0 + i] = f16(x);
+    }
+    workgroupBarrier(); // (3) Pᵀ visible, Sᵀ read
+    // dPᵀ = V·dOᵀ into s_
+    var dp: array<Res, NR>;
+    for (var n = 0u; n < NR; n++) {
+      dp[n] = Res(); // explicit zeros: a loop-local var is not reliably re-zeroed
+    }
+    for (var kk = 0u; kk < NQ; kk++) {
+      for (var n = 0u; n < NR; n++) {
+        let dr = subgroupMatrixLoad<Right, col_major>(&dt_, n * 16u * KLD + kk * 2u, KLD);
+        if (VST) {
+          let vv = subgroupMatrixLoad<Left, row_major>(&kb_, VOFF + sg * 16u * KLD + kk * 2u, KLD);
+          dp[n] = subgroupMatrixMultiplyAccumulate(vv, dr, dp[n]);
+        } else {
+          dp[n] = subgroupMatrixMultiplyAccumulate(vl[kk], dr, dp[n]);
+        }
+      }
+    }
+    for (var n = 0u; n < NR; n++) {
+      subgroupMatrixStore<row_major>(&s_, sg * 16u * SLD + n * 16u, dp[n], SLD);
+    }
+    // dV += Pᵀ·dO
+    for (var kc = 0u; kc < NR; kc++) {
+      let pl = subgroupMatrixLoad<Left, row_major>(&pds_, sg * 16u * PLD + kc * 16u, PLD);
+      for (var n = 0u; n < NQ; n++) {
+        let dr = subgroupMatrixLoad<Right, row_major>(&dt_, kc * 16u * KLD + n * 2u, KLD);
+        dv[n] = subgroupMatrixMultiplyAccumulate(pl, dr, dv[n]);
+      }
+    }
+    workgroupBarrier(); // (4) dPᵀ visible, Pᵀ read
+    // dSᵀ = Pᵀ ∘ (dPᵀ − D)·scale over Pᵀ in pds_
+    for (var i = 0u; i < CPL; i++) {
+      pds_[r * PLD + c0 + i] = f16(pv[i] * (s_[r * SLD + c0 + i] - s_[(c0 + i) * SLD + BR + 1u]) * sc);
+    }
+    workgroupBarrier(); // (5) dSᵀ visible
+    // dK += dSᵀ·Q; the dq part dS·K of query block qi, columns qn0 .. qn0 + NQS
+    for (var kc = 0u; kc < NR; kc++) {
+      let dl = subgroupMatrixLoad<Left, row_major>(&pds_, sg * 16u * PLD + kc * 16u, PLD);
+      for (var n = 0u; n < NQ; n++) {
+        let qr = subgroupMatrixLoad<Right, row_major>(&qt_, kc * 16u * KLD + n * 2u, KLD);
+        dk[n] = subgroupMatrixMultiplyAccumulate(dl, qr, dk[n]);
+      }
+    }
+    var dq: array<Res, NQS>;
+    for (var n = 0u; n < NQS; n++) {
+      dq[n] = Res(); // explicit zeros: a loop-local var is not reliably re-zeroed
+    }
+    for (var kc = 0u; kc < BC / 16u; kc++) {
+      let al = subgroupMatrixLoad<Left, col_major>(&pds_, kc * 16u * PLD + qi * 16u, PLD);
+      for (var n = 0u; n < NQS; n++) {
+        let kr = subgroupMatrixLoad<Right, row_major>(&kb_, kc * 16u * KLD + (qn0 + n) * 2u, KLD);
+        dq[n] = subgroupMatrixMultiplyAccumulate(al, kr, dq[n]);
+      }
+    }
+    for (var n = 0u; n < NQS; n++) {
+      subgroupMatrixStore<row_major>(&scr, pb + (t0 - k0 + qi * 16u) * HD + (qn0 + n) * 16u, dq[n], HD);
+    }
+    workgroupBarrier(); // (6) qt_, dt_, pds_, s_ read before the next tile's writes
+  }
+  // dK, dV through s_, NR matrices (BR columns) at a time, rows j < T
+  let ko = p.oa.x + (b * T + j) * pu(15u) + g * HD;
+  for (var w = 0u; w < 2u; w++) {
+    for (var n0 = 0u; n0 < NQ; n0 += NR) {
+      workgroupBarrier();
+      for (var n = 0u; n < NR; n++) {
+        if (w == 0u) {
+          subgroupMatrixStore<row_major>(&s_, sg * 16u * SLD + n * 16u, dk[n0 + n], SLD);
+        } else {
+          subgroupMatrixStore<row_major>(&s_, sg * 16u * SLD + n * 16u, dv[n0 + n], SLD);
+        }
+      }
+      workgroupBarrier();
+      if (j < T) {
+        for (var i = 0u; i < CPL; i++) {
+          dkv[ko + w * pu(14u) + n0 * 16u + c0 + i] = s_[r * SLD + c0 + i];
+        }
+      }
+    }
+  }
+}
