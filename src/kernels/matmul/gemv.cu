@@ -91,22 +91,25 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
   for (int m = 0; m < MT; m++) mu[m] = 0.0f, rs[m] = 1.0f;
   if constexpr (NORM != 0) { /* the block's warps share the rows' statistics: warp w does rows w, w + 4, ... */
     __shared__ float smu[MT], srs[MT];
-    /* the row's first XC·32·W elements are read once into registers (K ≤ 1,024: all of it) and
-     * both passes use them: one wait for L2 instead of one per pass and chunk; the sums are
-     * the same, in the same order, as the loops over memory */
+    /* the row's first XC·32·W elements are read once into registers, as loaded (K ≤ 1,024: all
+     * of it; bf16: 16 registers), and both passes use them: one wait for L2 instead of one per
+     * pass and chunk; the sums are the same, in the same order, as the loops over memory */
     constexpr int XC = 32 / W;
     for (int m = warp; m < M; m += GEMV_WARPS) {
       const T *x = a + (size_t)m * K;
-      float xr[XC][W];
+      wvec<T, W> xr[XC];
 #pragma unroll
       for (int i = 0; i < XC; i++)
-        if (lane * W + i * 32 * W < K) tzc_ld<W>(x + lane * W + i * 32 * W, xr[i]);
+        if (lane * W + i * 32 * W < K) ld_raw<T, W>(x + lane * W + i * 32 * W, xr[i]);
       float s = 0.0f;
 #pragma unroll
       for (int i = 0; i < XC; i++)
         if (lane * W + i * 32 * W < K)
 #pragma unroll
-          for (int j = 0; j < W; j++) s += NORM == 1 ? xr[i][j] : xr[i][j] * xr[i][j];
+          for (int j = 0; j < W; j++) {
+            const float f = tzc_tof(xr[i].e[j]);
+            s += NORM == 1 ? f : f * f;
+          }
       for (int c = lane * W + XC * 32 * W; c < K; c += 32 * W) {
         float f[W];
         tzc_ld<W>(x + c, f);
@@ -120,7 +123,10 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
         for (int i = 0; i < XC; i++)
           if (lane * W + i * 32 * W < K)
 #pragma unroll
-            for (int j = 0; j < W; j++) v += (xr[i][j] - mm) * (xr[i][j] - mm);
+            for (int j = 0; j < W; j++) {
+              const float f = tzc_tof(xr[i].e[j]);
+              v += (f - mm) * (f - mm);
+            }
         for (int c = lane * W + XC * 32 * W; c < K; c += 32 * W) {
           float f[W];
           tzc_ld<W>(x + c, f);
