@@ -197,14 +197,17 @@ static void test_pick(void **state) {
 }
 
 /* ---- norm_matmul_t (and matmul_t for few rows) ---- */
-/* M rows, K (96: the 16-byte path; 99 in fp32 / 98 in bf16: the scalar path), N = 50;
- * LayerNorm + GeLU, LayerNorm, RMSNorm. Against the CPU's norm_fwd, matmul_t, gelu_fwd:
- * fp32 rtol 1e-4 atol 1e-5 (two roundings of other summation orders, GeLU's fast exp); and
- * against the same three ops on CUDA bit for bit (the fused kernel uses their loops). */
-static void nm_case(const char *prec, int M, int K, int kind) {
+/* M rows, K (96: the 16-byte path; 99 in fp32 / 98 in bf16: the scalar path; 1,100 / 1,104:
+ * past the 1,024 elements whose statistics gemv.cu keeps in registers), N columns (50; 8,200:
+ * one row takes 4 columns a warp from 8,192, as lm_head); LayerNorm + GeLU, LayerNorm, RMSNorm.
+ * Against the CPU's norm_fwd, matmul_t, gelu_fwd: fp32 rtol 1e-4 atol 1e-5 (two roundings of
+ * other summation orders, GeLU's fast exp); against the same three ops on CUDA bit for bit (the
+ * fused kernel uses their loops); with M = 1, against both rows of the same product over the
+ * row twice (M = 2) bit for bit (batch invariance across the kernels' column blocking). */
+static void nm_case(const char *prec, int M, int K, int N, int kind) {
   tz_backend *g = tz_backend_create("cuda", 0, prec);
   assert_non_null(g);
-  const int N = 50, ln = kind != 2, gelu = kind == 0;
+  const int ln = kind != 2, gelu = kind == 0;
   ot_ctx o, oc;
   ot_init(&o, g, 21);
   ot_init(&oc, cpu, 22);
@@ -230,6 +233,20 @@ static void nm_case(const char *prec, int M, int K, int kind) {
   if (memcmp(gf, gu, (size_t)M * N * 4)) {
     print_error("%s: not bit-identical\n", what);
     fail();
+  }
+  if (M == 1) {
+    float *x2 = malloc((size_t)2 * K * sizeof *x2);
+    memcpy(x2, x, (size_t)K * sizeof *x2);
+    memcpy(x2 + K, x, (size_t)K * sizeof *x2);
+    tz_slice gx2 = ct_act_upload(&o, x2, (size_t)2 * K), f2 = ct_act_upload(&o, NULL, (size_t)2 * N);
+    assert_int_equal(g->norm_matmul_t(g, f2, gx2, tz_f32(gp, nw), nbs, 1e-5f, tz_f32(gp, w), tz_f32(gp, bi), 2, K, N, gelu), 1);
+    float *r2 = ct_act_download(&o, f2, (size_t)2 * N);
+    snprintf(what, sizeof what, "norm_matmul_t %s K %d N %d kind %d: 1 row vs 2 rows", prec, K, N, kind);
+    if (memcmp(gf, r2, (size_t)N * 4) || memcmp(gf, r2 + N, (size_t)N * 4)) {
+      print_error("%s: not bit-identical\n", what);
+      fail();
+    }
+    free(x2), free(r2);
   }
   /* CPU reference */
   tz_slice cp = ot_buf(&oc, p, np * 4), cx = ot_buf(&oc, x, (size_t)M * K * 4);
@@ -261,11 +278,14 @@ static void nm_case(const char *prec, int M, int K, int kind) {
 static void test_norm_matmul(void **state) {
   (void)state;
   for (int kind = 0; kind < 3; kind++) {
-    nm_case("fp32", 1, 96, kind);
-    nm_case("fp32", 3, 99, kind);
-    nm_case("fp32", 16, 96, kind);
-    nm_case("bf16", 5, 96, kind);
-    nm_case("bf16", 9, 98, kind);
+    nm_case("fp32", 1, 96, 50, kind);
+    nm_case("fp32", 3, 99, 50, kind);
+    nm_case("fp32", 16, 96, 50, kind);
+    nm_case("bf16", 5, 96, 50, kind);
+    nm_case("bf16", 9, 98, 50, kind);
+    nm_case("fp32", 1, 1100, 8200, kind);
+    nm_case("bf16", 1, 1104, 8200, kind);
+    nm_case("bf16", 3, 1104, 50, kind);
   }
 }
 

@@ -24,6 +24,7 @@ int tz_backend_check(const char *name, const char *precision) {
 }
 
 static int g_matmul_rows = -1;
+static int g_cuda_created; /* tz_backend_create made a CUDA backend in this process */
 void tz_backend_hint_matmul_rows(int rows) { g_matmul_rows = rows; }
 int tz_backend_matmul_rows_expected(void) { return g_matmul_rows; }
 
@@ -31,8 +32,11 @@ tz_backend *tz_backend_create(const char *name, int threads, const char *precisi
   if (tz_backend_check(name, precision)) return NULL;
   if (strcmp(name, "cpu") == 0) return tz_backend_cpu_create(threads);
   if (strcmp(name, "webgpu") == 0) return tz_backend_webgpu_create(precision);
-  return tz_backend_cuda_create(precision);
+  tz_backend *be = tz_backend_cuda_create(precision);
+  if (be) g_cuda_created = 1;
+  return be;
 }
+int tz_backend_cuda_was_created(void) { return g_cuda_created; }
 
 static int prof_slower(const void *a, const void *b) {
   double x = ((const tz_prof_row *)a)->ns, y = ((const tz_prof_row *)b)->ns;

@@ -339,6 +339,9 @@ tz_backend *tz_backend_create(const char *name, int threads, const char *precisi
  * command can refuse a bad --backend / --precision before any slow work. 0, or -1 with
  * tz_err() set. */
 int tz_backend_check(const char *name, const char *precision);
+/* 1 when tz_backend_create has made a CUDA backend in this process (main.c: such a process
+ * leaves without the CUDA runtime's exit-time context teardown; TEZGAH_QUICK_EXIT). */
+int tz_backend_cuda_was_created(void);
 
 /* The WebGPU backend (src/backend/webgpu): Dawn loaded at run time (TEZGAH_WEBGPU_LIB or
  * the repository's .deps/dawn/). precision: NULL / "" (f16 where the adapter offers ShaderF16,

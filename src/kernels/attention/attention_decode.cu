@@ -11,18 +11,23 @@
  * Grid (split s, head h, row b), DEC_WARPS warps a block. Split s owns keys [s·DEC_CHUNK,
  * (s+1)·DEC_CHUNK) ∩ [0, pos[b]]; blocks past pos[b] return at once (the grid is sized for
  * max_T so that it does not depend on the position). Warp w takes keys s·DEC_CHUNK + w,
- * + DEC_WARPS, ... in increasing order: the score by a lane-split dot product and a butterfly
- * sum, then an online-softmax update of (m, l, acc[hd]) (lane = dims lane, lane + 32, ...).
+ * + DEC_WARPS, ... in increasing order: the scores of KU keys at once (loads, lane-split dot
+ * products and butterfly sums side by side: one wait for memory per KU keys), then an
+ * online-softmax update of (m, l, acc[hd]) per key in key order (lane = dims lane, lane + 32, ...).
  * The block merges its warps in warp order. One split: the block writes out. Several: each
  * writes its (m, l, acc) to a partial buffer, and the last block of (b, h) to finish (a counter
  * per (b, h), reset by that block) merges the partials in split order. The new key (j = pos[b])
  * is read from qkv, and the block that owns it (for the first query head of each kv group)
  * writes k and v into the cache; no block reads cache row pos[b] in this launch.
  * No floating-point atomics, merge orders fixed: bit-identical run to run, and row b's result
- * does not depend on B (batch-invariant). fp32 math on either act dtype. */
+ * does not depend on B (batch-invariant). fp32 math on either act dtype. While a decoding step
+ * is recorded it is launched with programmatic dependent launch (cuda_pdl.cuh's tzc_pdl_*,
+ * as gemv.cu's kernels): its launch overlaps the previous kernel's tail, and the next kernel's
+ * launch and weight loads overlap its own. */
 #include <math.h>
 
 #include "kernels/common/cuda_common.cuh"
+#include "kernels/common/cuda_pdl.cuh"
 
 namespace {
 constexpr int DEC_WARPS = 4;
@@ -37,6 +42,10 @@ __global__ void __launch_bounds__(DEC_WARPS * 32)
   __shared__ float wm[DEC_WARPS], wl[DEC_WARPS];
   __shared__ float wacc[DEC_WARPS][32 * NPL];
   __shared__ int is_last;
+  /* PDL (while a step is recorded): the next kernel may start; everything below (qkv, the cache,
+   * the partials) was written by earlier kernels of the chain, so wait first, in every block */
+  tzc_pdl_let_next_start();
+  tzc_pdl_wait_prior();
   const int s = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int P = pos[b], L = P + 1, nsp = (L + DEC_CHUNK - 1) / DEC_CHUNK;
@@ -56,28 +65,44 @@ __global__ void __launch_bounds__(DEC_WARPS * 32)
   float m = -INFINITY, l = 0.0f, acc[NPL];
 #pragma unroll
   for (int i = 0; i < NPL; i++) acc[i] = 0.0f;
+  /* KU keys at a time (j, j + DEC_WARPS, ...): their loads, dot products and butterfly sums are
+   * independent, so a warp waits for memory once per KU keys instead of once per key; the
+   * online-softmax updates then run one key after the other in increasing j as before. Keys
+   * past j1 load key j1 - 1 again (a valid row) and are not added. */
+  constexpr int KU = NPL <= 2 ? 8 : NPL == 4 ? 4 : 2;
   const int j1 = min(L, (s + 1) * DEC_CHUNK);
-  for (int j = s * DEC_CHUNK + warp; j < j1; j += DEC_WARPS) {
-    const T *kr = j == P ? knew : kb + (size_t)j * kvrow;
-    const T *vr = j == P ? vnew : vb + (size_t)j * kvrow;
-    float kv[NPL], vv[NPL];
+  for (int j = s * DEC_CHUNK + warp; j < j1; j += KU * DEC_WARPS) {
+    float sc[KU], vv[KU][NPL];
 #pragma unroll
-    for (int i = 0; i < NPL; i++) {
-      const int d = lane + 32 * i;
-      kv[i] = d < hd ? tzc_tof(kr[d]) : 0.0f;
-      vv[i] = d < hd ? tzc_tof(vr[d]) : 0.0f;
+    for (int u = 0; u < KU; u++) {
+      const int jj = min(j + u * DEC_WARPS, j1 - 1);
+      const T *kr = jj == P ? knew : kb + (size_t)jj * kvrow;
+      const T *vr = jj == P ? vnew : vb + (size_t)jj * kvrow;
+      float kv[NPL];
+#pragma unroll
+      for (int i = 0; i < NPL; i++) {
+        const int d = lane + 32 * i;
+        kv[i] = d < hd ? tzc_tof(kr[d]) : 0.0f;
+        vv[u][i] = d < hd ? tzc_tof(vr[d]) : 0.0f;
+      }
+      float dot = 0.0f;
+#pragma unroll
+      for (int i = 0; i < NPL; i++) dot += (lane + 32 * i < hd ? qsh[lane + 32 * i] : 0.0f) * kv[i];
+      sc[u] = dot;
     }
-    float dot = 0.0f;
 #pragma unroll
-    for (int i = 0; i < NPL; i++) dot += (lane + 32 * i < hd ? qsh[lane + 32 * i] : 0.0f) * kv[i];
-    const float sc = tzc_warp_sum(dot) * scale;
-    const float mn = fmaxf(m, sc);
-    const float corr = expf(m - mn); /* 0 on the first key (m = −inf) */
-    const float p = expf(sc - mn);
-    l = l * corr + p;
+    for (int u = 0; u < KU; u++) sc[u] = tzc_warp_sum(sc[u]) * scale;
 #pragma unroll
-    for (int i = 0; i < NPL; i++) acc[i] = acc[i] * corr + p * vv[i];
-    m = mn;
+    for (int u = 0; u < KU; u++) {
+      if (j + u * DEC_WARPS >= j1) break;
+      const float mn = fmaxf(m, sc[u]);
+      const float corr = expf(m - mn); /* 0 on the first key (m = −inf) */
+      const float p = expf(sc[u] - mn);
+      l = l * corr + p;
+#pragma unroll
+      for (int i = 0; i < NPL; i++) acc[i] = acc[i] * corr + p * vv[u][i];
+      m = mn;
+    }
   }
   if (lane == 0) wm[warp] = m, wl[warp] = l;
 #pragma unroll
@@ -153,17 +178,17 @@ void grow(tz_backend *be, void **p, size_t *have, size_t want, int zero) {
   c->graph_gen++;
 }
 template <class T>
-void launch_decode(dim3 grid, cudaStream_t st, T *o, T *kc, T *vc, const T *x, const int *p, float *part,
+void launch_decode(dim3 grid, cudaStream_t st, int pdl, T *o, T *kc, T *vc, const T *x, const int *p, float *part,
                    unsigned *cnt, int H, int rep, int hd, int qs, int kvrow, int maxT, int nsplit, float scale) {
+  const dim3 blk(DEC_WARPS * 32);
   if (hd <= 32)
-    attn_decode_k<T, 1><<<grid, DEC_WARPS * 32, 0, st>>>(o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, scale);
+    tzc_launch_pdl(attn_decode_k<T, 1>, grid, blk, st, pdl, o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, scale);
   else if (hd <= 64)
-    attn_decode_k<T, 2><<<grid, DEC_WARPS * 32, 0, st>>>(o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, scale);
+    tzc_launch_pdl(attn_decode_k<T, 2>, grid, blk, st, pdl, o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, scale);
   else if (hd <= 128)
-    attn_decode_k<T, 4><<<grid, DEC_WARPS * 32, 0, st>>>(o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, scale);
+    tzc_launch_pdl(attn_decode_k<T, 4>, grid, blk, st, pdl, o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, scale);
   else
-    attn_decode_k<T, 8><<<grid, DEC_WARPS * 32, 0, st>>>(o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, scale);
-  TZC_LAUNCHED();
+    tzc_launch_pdl(attn_decode_k<T, 8>, grid, blk, st, pdl, o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, scale);
 }
 } // namespace
 
@@ -196,7 +221,8 @@ extern "C" void tzc_attention_decode(tz_backend *be, tz_slice out, tz_slice kcac
   dim3 grid(nsplit, n_head, B);
   cudaStream_t st = tzc(be)->stream;
   const int rep = n_head / n_kv_head;
-  TZC_DISPATCH_ACT(be, launch_decode<T>(grid, st, (T *)tzc_ptr(out), (T *)tzc_ptr(kcache), (T *)tzc_ptr(vcache),
+  const int pdl = tzc(be)->pdl;
+  TZC_DISPATCH_ACT(be, launch_decode<T>(grid, st, pdl, (T *)tzc_ptr(out), (T *)tzc_ptr(kcache), (T *)tzc_ptr(vcache),
                                         (const T *)tzc_ptr(qkv), (const int *)tzc_ptr(pos), part, cnt, n_head, rep,
                                         head_dim, q_stride, kvrow, max_T, nsplit, scale));
 }

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "kernels/common/cuda_common.cuh"
+#include "kernels/common/cuda_pdl.cuh"
 
 namespace {
 constexpr int GEMV_WARPS = 4;
@@ -45,21 +46,8 @@ template <class T, int W> __device__ __forceinline__ void ld_raw(const T *p, wve
   else *reinterpret_cast<int4 *>(&v) = *reinterpret_cast<const int4 *>(p);
 }
 
-/* Programmatic dependent launch (sm_90+; no-ops below, and when the kernel was launched
- * without the attribute): launch_dependents lets the next kernel of the stream, launched with
- * cudaLaunchAttributeProgrammaticStreamSerialization, start while this one runs; wait blocks
- * until every kernel this one depends on has finished and its writes are visible. A gemv
- * reads only weights (never written during a decoding step) before its wait. */
-__device__ __forceinline__ void gemv_let_next_start() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void gemv_wait_prior() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
+/* Programmatic dependent launch: cuda_pdl.cuh's tzc_pdl_*. A gemv reads only weights (never
+ * written during a decoding step) before its wait. */
 
 /* MT: rows handled (≥ M, a power of two ≤ 16); NC: columns per warp (more rows, more columns:
  * each load of a row of `a` then serves NC columns, so L1 traffic stays below the DRAM rate);
@@ -74,7 +62,7 @@ template <class T, int MT, int NC, int W, int NORM, bool GELU>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_k(T *__restrict__ out, const T *__restrict__ a, const T *__restrict__ b, const T *__restrict__ bias, int M,
            int K, int N, int acc, const T *__restrict__ nw, const T *__restrict__ nb, float eps) {
-  gemv_let_next_start(); /* PDL: the next gemv may start loading its weights */
+  tzc_pdl_let_next_start(); /* PDL: the next gemv may start loading its weights */
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int n0 = (blockIdx.x * GEMV_WARPS + warp) * NC;
   const bool active = n0 < N;
@@ -86,7 +74,8 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
    * b, so a warp waits for DRAM once instead of once per k-step. Steps past K are neither
    * loaded nor added, so the sums' order is that of one step at a time. The first round is
    * issued before waiting for the kernel that writes a (PDL) and before the norm statistics. */
-  constexpr int U = NC >= 4 ? 2 : 12 / NC; /* NC = 4 (5..16 rows): registers for the 16×4 sums */
+  /* NC = 4 with 5..16 rows: registers for the 16×4 sums; with 1 row (lm_head): 3 */
+  constexpr int U = NC >= 4 ? (MT == 1 ? 3 : 2) : 12 / NC;
   wvec<T, W> wv[U][NC];
   const int k0 = lane * W;
   if (active) {
@@ -96,16 +85,32 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
 #pragma unroll
         for (int c = 0; c < NC; c++) ld_raw<T, W>(br[c] + k0 + u * 32 * W, wv[u][c]);
   }
-  gemv_wait_prior();
+  tzc_pdl_wait_prior();
   float mu[MT], rs[MT];
 #pragma unroll
   for (int m = 0; m < MT; m++) mu[m] = 0.0f, rs[m] = 1.0f;
   if constexpr (NORM != 0) { /* the block's warps share the rows' statistics: warp w does rows w, w + 4, ... */
     __shared__ float smu[MT], srs[MT];
+    /* the row's first XC·32·W elements are read once into registers, as loaded (K ≤ 1,024: all
+     * of it; bf16: 16 registers), and both passes use them: one wait for L2 instead of one per
+     * pass and chunk; the sums are the same, in the same order, as the loops over memory */
+    constexpr int XC = 32 / W;
     for (int m = warp; m < M; m += GEMV_WARPS) {
       const T *x = a + (size_t)m * K;
+      wvec<T, W> xr[XC];
+#pragma unroll
+      for (int i = 0; i < XC; i++)
+        if (lane * W + i * 32 * W < K) ld_raw<T, W>(x + lane * W + i * 32 * W, xr[i]);
       float s = 0.0f;
-      for (int c = lane * W; c < K; c += 32 * W) {
+#pragma unroll
+      for (int i = 0; i < XC; i++)
+        if (lane * W + i * 32 * W < K)
+#pragma unroll
+          for (int j = 0; j < W; j++) {
+            const float f = tzc_tof(xr[i].e[j]);
+            s += NORM == 1 ? f : f * f;
+          }
+      for (int c = lane * W + XC * 32 * W; c < K; c += 32 * W) {
         float f[W];
         tzc_ld<W>(x + c, f);
 #pragma unroll
@@ -114,7 +119,15 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
       if constexpr (NORM == 1) {
         const float mm = tzc_warp_sum(s) / K;
         float v = 0.0f;
-        for (int c = lane * W; c < K; c += 32 * W) {
+#pragma unroll
+        for (int i = 0; i < XC; i++)
+          if (lane * W + i * 32 * W < K)
+#pragma unroll
+            for (int j = 0; j < W; j++) {
+              const float f = tzc_tof(xr[i].e[j]);
+              v += (f - mm) * (f - mm);
+            }
+        for (int c = lane * W + XC * 32 * W; c < K; c += 32 * W) {
           float f[W];
           tzc_ld<W>(x + c, f);
 #pragma unroll
@@ -206,23 +219,17 @@ struct gemv_args {
 template <class T, int MT, int NC, int W, int NORM, bool GELU>
 void go(cudaStream_t st, T *o, const T *a, const T *b, const T *bias, const gemv_args &g) {
   unsigned grid = tzc_blocks(((size_t)g.N + NC - 1) / NC, GEMV_WARPS);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(GEMV_WARPS * 32);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = st;
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  at[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = at;
-  cfg.numAttrs = g.pdl ? 1 : 0;
-  TZC_CHECK(cudaLaunchKernelEx(&cfg, gemv_k<T, MT, NC, W, NORM, GELU>, o, a, b, bias, g.M, g.K, g.N, g.acc,
-                               (const T *)g.nw, (const T *)g.nb, g.eps));
+  tzc_launch_pdl(gemv_k<T, MT, NC, W, NORM, GELU>, dim3(grid), dim3(GEMV_WARPS * 32), st, g.pdl, o, a, b, bias, g.M,
+                 g.K, g.N, g.acc, (const T *)g.nw, (const T *)g.nb, g.eps);
 }
 
 template <class T, int W, int NORM, bool GELU>
 void launch_w(cudaStream_t st, T *o, const T *a, const T *b, const T *bias, const gemv_args &g) {
-  if (g.M <= 1) go<T, 1, 1, W, NORM, GELU>(st, o, a, b, bias, g);
+  /* one row and many columns (lm_head, N ≈ 50K): 4 columns a warp, so that the grid is ~3 waves
+   * of resident blocks instead of ~12 and the norm statistics are computed 4× less often (the
+   * sums of a column are the same for any NC) */
+  if (g.M <= 1 && g.N >= 8192) go<T, 1, 4, W, NORM, GELU>(st, o, a, b, bias, g);
+  else if (g.M <= 1) go<T, 1, 1, W, NORM, GELU>(st, o, a, b, bias, g);
   else if (g.M <= 2) go<T, 2, 1, W, NORM, GELU>(st, o, a, b, bias, g);
   else if (g.M <= 4) go<T, 4, 2, W, NORM, GELU>(st, o, a, b, bias, g);
   else if (g.M <= 8) go<T, 8, 4, W, NORM, GELU>(st, o, a, b, bias, g);

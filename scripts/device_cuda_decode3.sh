@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# On the GPU machine (device tool): issue 24 item 4's decoding speed on branch cudadec2, second
-# pass (after the H200 run of 2026-12-02 14:51): batch >= 8 on cuBLASLt instead of the few-row
-# kernels (TEZGAH_CUDA_GEMV_MAX_M, default 7; 16 = the old rule), the per-op profile per
-# decoding step (the old "upload" row was the load's weight upload), where the fixed ~0.59 s of
-# a process goes (before/after the sample command; CUDA lazy module loading vs EAGER), from a
-# carried pack DIR (scripts/device_pack.sh's .dev: bin/, lib/, data/ with data/gpt2/).
+# On the GPU machine (device tool): issue 24 item 4's decoding speed, round 3 (branch decode3;
+# it replaces device_cuda_decode2.sh): decoding attention scoring 8 keys at a time per warp and
+# launched with PDL, the fused norm matmuls' statistics from registers, the CUDA runtime's exit
+# handlers skipped by default (TEZGAH_QUICK_EXIT=0: kept) — and where a step's time goes:
+# kernel time vs gaps in the recorded step (nsys when the machine has it, else the per-op
+# events only). From a carried pack DIR (scripts/device_pack.sh's .dev: bin/, lib/, data/ with
+# data/gpt2/).
 #
 #   here:  bash scripts/device_pack.sh -DCMAKE_CUDA_ARCHITECTURES=90-real
-#   there: bash scripts/device_cuda_decode2.sh .dev          (run tool, carry [".dev"])
+#   there: bash scripts/device_cuda_decode3.sh .dev          (run tool, carry [".dev"])
 #
 # 1. test_cuda_decode (TEZGAH_CUDA_REQUIRED=1; it sets TEZGAH_CUDA_GEMV_MAX_M=16 itself).
 # 2. A GPT-2 124M-shaped run made on the spot (train 20 steps, B 4, T 256, tiny Shakespeare).
@@ -18,17 +19,20 @@
 # 3. Timing, whole process (wall clock around the command), 1,000 new tokens (--ignore-eot),
 #    empty prompt; each --stats line (load, prefill, decode, teardown) and the time before the
 #    sample command started (pre: exec, libraries, arguments) and after it returned (post:
-#    exit, the driver's clean-up). A/Bs: the crossover (batch 4, 8, 16), device loop, PDL,
-#    CUDA_MODULE_LOADING=EAGER, TEZGAH_QUICK_EXIT=1 (_exit after the command). Then start-up phases (TEZGAH_VERBOSE), 1-token processes, and
-#    per-op profiles per decoding step (batch 1, 8, 16).
-# No transformers peer (measured 2026-12-02: fp32 batch 1 120.4 tokens/s, batch 16 2,176).
-# Expected time: ~25 s tests, ~10 s train, ~30 s checks (3 CPU runs), ~45 s timing and
-# profiles (<= 150 s).
+#    exit). A/Bs: PDL off, TEZGAH_QUICK_EXIT=0 (the exit handlers run), CUDA_MODULE_LOADING=EAGER.
+#    Then start-up phases
+#    (TEZGAH_VERBOSE), 1-token processes, per-op profiles per decoding step (ops one by one,
+#    no recording: batch 1, 16) and, where nsys is found, the recorded step's kernels
+#    (from cuda_gpu_trace) and its GPU-busy share and gaps between kernels (batch 1, 16).
+# 4. The peer: transformers generate() fp32, batch 1 and 16, 1,000 tokens, same weights
+#    (bench/hf_generate.py on `tezgah convert --to hf`).
+# Expected time: ~25 s tests, ~10 s train, ~30 s checks, ~30 s timing, ~10 s profiles, ~40 s
+# nsys (skipped past 140 s), ~35 s peer (<= 200 s; the peer is cut at 215 s, give timeout 300).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 dir=${1:-.dev}
 export LD_LIBRARY_PATH=$PWD/$dir/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-out=${OUT:-/tmp/tz-decode2}
+out=${OUT:-/tmp/tz-decode3}
 mkdir -p "$out"
 tz=$dir/bin/tezgah data=$dir/data
 t_all=$SECONDS
@@ -125,19 +129,15 @@ run() { # precision batch picking(greedy|sampled) [env...]
 run bf16 1 greedy
 run bf16 1 greedy
 run bf16 1 sampled
+run bf16 1 greedy TEZGAH_QUICK_EXIT=0
+run bf16 1 greedy TEZGAH_CUDA_PDL=0
 run bf16 1 greedy CUDA_MODULE_LOADING=EAGER
-run bf16 1 greedy TEZGAH_QUICK_EXIT=1
-run bf16 1 greedy TEZGAH_DECODE_CHUNK=0
 run fp32 1 greedy
-run bf16 4 greedy
-run bf16 4 greedy TEZGAH_CUDA_GEMV_MAX_M=3
 run bf16 8 greedy
-run bf16 8 greedy TEZGAH_CUDA_GEMV_MAX_M=16
 run bf16 16 greedy
 run bf16 16 greedy
 run bf16 16 sampled
-run bf16 16 greedy TEZGAH_CUDA_GEMV_MAX_M=16
-run bf16 16 greedy TEZGAH_DECODE_CHUNK=0
+run bf16 16 greedy TEZGAH_QUICK_EXIT=0
 run bf16 16 greedy TEZGAH_CUDA_PDL=0
 run fp32 16 greedy
 run bf16 64 greedy
@@ -164,16 +164,85 @@ one() { # label batch [env...]: a 1-token process, its stats and its time before
 }
 one default 1
 one default 1
-one "CUDA_MODULE_LOADING=EAGER" 1 CUDA_MODULE_LOADING=EAGER
-one "TEZGAH_QUICK_EXIT=1: no exit handlers" 1 TEZGAH_QUICK_EXIT=1
+one "TEZGAH_QUICK_EXIT=0: exit handlers" 1 TEZGAH_QUICK_EXIT=0
 one "batch 16: cuBLASLt preloaded" 16
 t0=$(date +%s.%N); "$tz" --help > /dev/null; t1=$(date +%s.%N)
 awk -v a="$t0" -v z="$t1" 'BEGIN { printf "tezgah --help (exec, libraries): %.3f s\n", z - a }'
-for b in 1 8 16; do
-  echo "-- per-op profile per decoding step (bf16, batch $b, 200 tokens, ops one by one)"
+for b in 1 16; do
+  echo "-- per-op profile per decoding step (bf16, batch $b, 200 tokens, ops one by one, not recorded)"
   TEZGAH_PROFILE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 200 --batch $b --ignore-eot \
     --temperature 0 --stats > /dev/null 2> "$out/profile$b.txt"
-  sed -n '2,14p' "$out/profile$b.txt"
+  sed -n '2,12p' "$out/profile$b.txt"
 done
+# The recorded step as the GPU runs it: per-kernel time (graph nodes traced one by one) and the
+# share of the decoding span in which some kernel runs (the rest: gaps between kernels).
+nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys \
+  /usr/local/cuda/nsight-systems*/bin/nsys 2> /dev/null | head -1)
+if [[ -z $nsys ]]; then
+  echo "-- nsys: not on this machine (no recorded-step profile; see the per-op tables)"
+else
+  for b in 1 16; do
+    echo "-- nsys, recorded steps (bf16, batch $b, 300 tokens): kernels, busy share, gaps"
+    if ((SECONDS - t_all > 140)); then echo "  skipped: $((SECONDS - t_all)) s spent (the peer comes next)"; continue; fi
+    # TEZGAH_QUICK_EXIT=0: nsys writes its trace from the exit handlers. A PDL-launched kernel's
+    # duration includes its wait for the one before (its blocks start early): see the busy share.
+    TEZGAH_QUICK_EXIT=0 timeout 60 "$nsys" profile -t cuda --cuda-graph-trace=node -f true -o "$w/ns$b" \
+      "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 300 --batch $b --ignore-eot --temperature 0 \
+      > /dev/null 2> "$out/nsys$b.err" || { echo "nsys profile failed:"; tail -3 "$out/nsys$b.err"; continue; }
+    timeout 60 "$nsys" stats -q -r cuda_gpu_trace -f csv -o "$w/tr$b" "$w/ns$b.nsys-rep" > /dev/null 2>> "$out/nsys$b.err"
+    f=$(ls "$w/tr$b"*.csv 2> /dev/null | head -1)
+    [[ -n $f ]] || { echo "nsys stats failed:"; tail -3 "$out/nsys$b.err"; continue; }
+    cp "$f" "$out/nsys_trace$b.csv"
+    python3 - "$f" 300 << 'PY'
+import csv, re, sys, statistics
+rows = list(csv.DictReader(open(sys.argv[1])))
+ks = []
+for r in rows:
+    name = r.get("Name", "")
+    start = r.get("Start (ns)") or r.get("Start")
+    dur = r.get("Duration (ns)") or r.get("Duration")
+    if not start or not dur or name.startswith("["):  # copies, memsets
+        continue
+    ks.append((int(float(start)), int(float(dur)), name))
+ks.sort()
+n = len(ks)
+ks = ks[n // 3:]  # the last two thirds: decoding steps, recorded, warm
+span = ks[-1][0] + ks[-1][1] - ks[0][0]
+busy, end = 0, ks[0][0]
+gaps = []
+per = {}
+for i, (s, d, name) in enumerate(ks):
+    if i:
+        gaps.append((s - (ks[i - 1][0] + ks[i - 1][1])) / 1e3)
+    a = max(s, end)
+    if s + d > a:
+        busy += s + d - a
+    end = max(end, s + d)
+    key = re.sub(r"^void |\(anonymous namespace\)::", "", name).split("(")[0].replace("__nv_bfloat16", "bf16")[:48]
+    t = per.setdefault(key, [0, 0])
+    t[0] += d
+    t[1] += 1
+steps = sum(1 for _, _, nm in ks if "embed_fwd_k" in nm) or 1  # one embedding per step
+print(f"  {len(ks)} kernels over {span / 1e6:.2f} ms, ~{steps} steps: {span / 1e3 / steps:.1f} us/step, "
+      f"GPU busy {100 * busy / span:.1f} %, kernels {len(ks) / steps:.0f}/step")
+print(f"  gap to the previous kernel's end (us; negative: overlap, PDL): median {statistics.median(gaps):.2f}, "
+      f"mean {statistics.mean(gaps):.2f}, p90 {sorted(gaps)[int(0.9 * len(gaps))]:.2f}")
+print(f"  {'kernel':48s}  us/step calls/step  us/call")
+for k, (t, c) in sorted(per.items(), key=lambda kv: -kv[1][0])[:10]:
+    print(f"  {k:48s} {t / 1e3 / steps:8.1f} {c / steps:10.1f} {t / 1e3 / c:8.2f}")
+PY
+  done
+fi
+
+echo "== 4. peer: transformers generate (fp32; batch 1, 16; 1,000 tokens)"
+if python3 -c "import torch, transformers" 2> /dev/null; then
+  "$tz" convert --to hf "$w/run" --out "$w/hf" > /dev/null 2> "$out/convert.err" || tail -3 "$out/convert.err"
+  lim=$((215 - (SECONDS - t_all)))
+  ((lim < 40)) && lim=40
+  timeout $lim python3 bench/hf_generate.py "$w/hf" --tokens 1000 --batch 1,16 --dtype fp32 2>&1 |
+    grep -E "^peer" | tee "$out/peer.log"
+else
+  echo "peer: no torch/transformers in python3"
+fi
 rm -rf "$w"
 echo "total: $((SECONDS - t_all)) s"
