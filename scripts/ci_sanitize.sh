@@ -46,13 +46,14 @@ ASAN_OPTIONS=${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0} \
 #   test_webgpu_ops_matmul            the matmul family (tiles, matmul_fast, transposed weight)
 #   test_webgpu_ops_act16             f16 activations (the conversions, f16 scratch sizes)
 #   test_webgpu_ops_attn_sgemu        flash attention on subgroup matrices (webgpu_ops_attn_sg.c)
-#   test_webgpu_train, _large         whole models: arena, f16 mirror, decoding, split bindings
-#   test_tok_webgpu                   the tokenizer's WebGPU trainer and encoder
+#   test_webgpu_train, _large         whole models: f16 mirror, decoding, split bindings
+#   test_webgpu_train_arena           the single activation arena (an A/B switch; sweep entry)
+#   test_tok_webgpu, _fused           the tokenizer's WebGPU trainer (both merge loops), encoder
 # Left out: the plain test_webgpu_ops entry (nosubgroups' host code with subgroup lanes, and
 # the two-kernel attention backward at T 8192), _attn_pf (another RG / NT / PF), the sweeps
 # (label sweep: other kernel constants), test_webgpu_cli, _mainjob and test_tok_webgpu_cli
 # (the CLI over the same backend calls).
-asan_webgpu='^(test_webgpu_(load|abi|sgmat|large|train|ops_nosubgroups|ops_matmul|ops_act16|ops_attn_sgemu)|test_tok_webgpu)$'
+asan_webgpu='^(test_webgpu_(load|abi|sgmat|large|train|train_arena|ops_nosubgroups|ops_matmul|ops_act16|ops_attn_sgemu)|test_tok_webgpu(_fused)?)$'
 ASAN_OPTIONS=${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0} \
   ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -R "$asan_webgpu" "$@"
 echo "ci_sanitize: ASan+UBSan suite passed in $((SECONDS - t0)) s"
