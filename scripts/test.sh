@@ -3,10 +3,12 @@
 #   bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+t_setup=$SECONDS
 bash scripts/setup.sh
 # the wasm build and its browser tests: clang-19/lld-19, wasi-libc, chromium, PCRE2/cJSON
 # source packages, web/'s npm packages (docs/BROWSER.md)
 bash scripts/setup_wasm.sh
+t_build=$SECONDS
 echo "--- building tezgah and the tests in build/ (a few minutes the first time; log: build/build.log) ---"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" >build/build.log 2>&1 || { tail -30 build/build.log >&2; exit 1; }
@@ -15,6 +17,7 @@ cmake --build build -j"$(nproc)" >build/build.log 2>&1 || { tail -30 build/build
 # -LE sweep: the tuning variants no adapter chooses by default (label sweep, minutes of cold
 # lavapipe compiles) are left to CI (.ci/run: ctest --test-dir build -L sweep) and to
 # whoever changes a kernel; docs/RELIABILITY.md says what each set covers.
+t_ctest=$SECONDS
 set +e
 ctest --test-dir build --output-on-failure -j"$(nproc)" -LE sweep | tee build/ctest.log
 rc=${PIPESTATUS[0]}
@@ -30,4 +33,7 @@ if ((${#skipped[@]})); then
     echo "  $t: ${why:-no reason printed (ctest --test-dir build -R $t -V)}"
   done
 fi
+# wall seconds of each phase (issue 21: the test command's time without the package installs is
+# the build and ctest phases)
+echo "test.sh: setup $((t_build - t_setup)) s, build $((t_ctest - t_build)) s, ctest $((SECONDS - t_ctest)) s (wall, $(nproc) cores)"
 exit "$rc"
