@@ -6,8 +6,7 @@
  * Usage: bench_cuda_attention [reps] [precision] [path] [shapes]
  *   reps (20), precision bf16 (default) | fp32, path fast | fallback | auto (default: the
  *   backend's choice; sets TEZGAH_CUDA_ATTN), shapes all (default) | gpt2 (only the two GPT-2
- *   shapes of training, 124M and 350M). Mean over reps after one warm-up call. The tensor-core
- *   kernels' variant comes from TEZGAH_CUDA_FA (attention_fa.cu), printed in the header. */
+ *   shapes of training, 124M and 350M). Mean over reps after one warm-up call. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +42,7 @@ int main(int argc, char **argv) {
   };
   const int only_gpt2 = argc > 4 && strcmp(argv[4], "gpt2") == 0;
   size_t es = tz_dtype_size(be->act);
-  const char *fa = getenv("TEZGAH_CUDA_FA");
-  printf("attention, %s, path %s, TEZGAH_CUDA_FA %s, mean of %d\n", prec, argc > 3 ? argv[3] : "auto",
-         fa ? fa : "(unset)", reps);
+  printf("attention, %s, path %s, mean of %d\n", prec, argc > 3 ? argv[3] : "auto", reps);
   printf("%-20s %9s %9s %9s %9s\n", "shape", "fwd ms", "TFLOP/s", "bwd ms", "TFLOP/s");
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
     if (only_gpt2 && shapes[s].H != shapes[s].KVH) continue;

@@ -1,34 +1,29 @@
 #!/usr/bin/env bash
-# On the GPU machine (device tool): issue 24's CUDA attention round (branch cudaatt2): the
-# tensor-core attention kernels' tuning variants (TEZGAH_CUDA_FA="f,k,q,d", attention_fa.cu's
-# tables; d = 1 the old scalar D kernel) measured against each other, the best combination
-# trained, and the PyTorch peer in the same call. From a carried pack DIR (device_pack.sh's .dev).
+# On the GPU machine (device tool): issue 24's CUDA attention figures (branch cudaatt2, merged
+# defaults: dQ with 32-key tiles and Q / dO in registers, the 16-byte-load D kernel; the tuning
+# sweep that chose them ran in session 12, docs/PERF.md) and the PyTorch peer in the same call.
+# From a carried pack DIR (device_pack.sh's .dev).
 #
 #   here:  nice -n 19 bash scripts/device_pack.sh -DCMAKE_CUDA_ARCHITECTURES=90-real
 #   there: bash scripts/device_cuda_att2.sh .dev          (run tool, carry [".dev"])
 #
-# 1. test_cuda_attention (every variant against the CPU, determinism) and test_cuda_train, at
-#    once, TEZGAH_CUDA_REQUIRED=1.
+# 1. test_cuda_attention (the tensor-core and SIMT kernels against the CPU, determinism) and
+#    test_cuda_train, at once, TEZGAH_CUDA_REQUIRED=1.
 # 2. bench_cuda_attention 20 bf16 fast gpt2 (B16 T1024 hd64, H 12 and H 16; mean ms after a
-#    warm-up, FlashAttention's causal FLOP count) under: "0,0,0,1" (before: main's kernels),
-#    "0,0,0,0" (the 16-byte-load D kernel), then one kernel's variants at a time
-#    (f,0,0,0 / 0,k,0,0 / 0,0,q,0); the best f (forward ms), k and q (backward ms, summed over
-#    both shapes) are combined and measured too.
-# 3. tezgah train --backend cuda, B16 T1024 bf16: gpt2-124m with --profile under before and
-#    best (tokens/s = median of steps 6-20, profiled; the attention rows), then unprofiled
-#    gpt2-124m and gpt2-350m under before and best (the figures for the ratio).
+#    warm-up, FlashAttention's causal FLOP count).
+# 3. tezgah train --backend cuda, B16 T1024 bf16: gpt2-124m with --profile (tokens/s = median of
+#    steps 6-20, profiled; the attention rows), then unprofiled gpt2-124m and gpt2-350m.
 # 4. the peer: ../shared/bench/torch_gpt.py --compile 1 (bf16 autocast, torch.compile, fused
 #    AdamW) at 124M and 350M, 15 steps each (compiled once already during step 1, untimed).
 # Logs go to $OUT (the device tool's output folder) or /tmp/tz-cudaatt2; the summary is printed last.
-# Expected time: ~60-110 s tests + the peer's compile (in parallel), ~30 s bench, ~30 s training,
-# ~30 s peer (<= 200 s; each step has its own timeout).
+# Expected time: ~60-110 s tests + the peer's compile (in parallel), ~5 s bench, ~15 s training,
+# the peer what is left of 198 s (<= 200 s; each step has its own timeout).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 dir=${1:?usage: device_cuda_att2.sh DIR (the pack, e.g. .dev)}
 out=${OUT:-/tmp/tz-cudaatt2}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/$dir/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-unset TEZGAH_CUDA_FA
 t_all=$SECONDS
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
 summary=()
@@ -52,52 +47,33 @@ for t in "${tests[@]}"; do
   line="$t: exit $(cat "$out/$t.rc"), $(grep -c '^\[       OK \]' "$out/$t.log") OK, $(grep -c '^\[  FAILED  \]' "$out/$t.log") FAILED"
   echo "$line"
   summary+=("$line")
-  grep -E "^\[  (FAILED|SKIPPED) |^\[  ERROR|off;|error|differ|TEZGAH_CUDA_FA" "$out/$t.log" | head -14
+  grep -E "^\[  (FAILED|SKIPPED) |^\[  ERROR|off;|error|differ" "$out/$t.log" | head -14
 done
 echo "tests: $((SECONDS - t0)) s"
 wait "$warm"
 echo "peer warm-up done at $((SECONDS - t0)) s: $(grep -ho 'tok_s=[0-9]*' "$out"/peer_warm.*.log | paste -sd' ')"
 
-echo "== 2. bench_cuda_attention (ms, TFLOP/s) per TEZGAH_CUDA_FA"
-bench() { # variant -> "f124 tf124 b124 tb124 f350 tf350 b350 tb350" (or "fail")
-  TEZGAH_CUDA_FA=$1 timeout 25 "$dir/bin/bench_cuda_attention" 20 bf16 fast gpt2 >"$out/bench.$1.txt" 2>&1 || { echo fail; return; }
-  awk '{t = $(NF-3) " " $(NF-2) " " $(NF-1) " " $NF} /^gpt2 \(MHA/ {a = t} /^350m/ {b = t} END {print (a == "" || b == "" ? "fail" : a " " b)}' "$out/bench.$1.txt"
-}
-declare -A R
-row() { printf "%-10s %8s %6s %8s %6s | %8s %6s %8s %6s\n" "$@"; }
-row variant f124ms TF b124ms TF f350ms TF b350ms TF
+echo "== 2. bench_cuda_attention (ms, TFLOP/s)"
 t0=$SECONDS
-list=("0,0,0,1" "0,0,0,0" "1,0,0,0" "2,0,0,0" "3,0,0,0" "4,0,0,0" "0,1,0,0" "0,2,0,0" "0,3,0,0" "0,4,0,0" "0,0,1,0" "0,0,2,0" "0,0,3,0" "0,0,4,0")
-for v in "${list[@]}"; do
-  R[$v]=$(bench "$v")
-  row "$v" ${R[$v]}
-done
-# best per kernel: the forward by f124+f350, dK/dV and dQ by b124+b350 (fail = never best)
-best() { # field-prefix (f|k|q) -> index
-  local bi=0 bt=1e9 i v t
-  for i in 0 1 2 3 4; do
-    case $1 in f) v="$i,0,0,0" ;; k) v="0,$i,0,0" ;; q) v="0,0,$i,0" ;; esac
-    [[ ${R[$v]:-fail} == fail ]] && continue
-    if [[ $1 == f ]]; then t=$(awk '{print $1 + $5}' <<<"${R[$v]}"); else t=$(awk '{print $3 + $7}' <<<"${R[$v]}"); fi
-    if awk -v a="$t" -v b="$bt" 'BEGIN {exit !(a < b)}'; then bt=$t bi=$i; fi
-  done
-  echo $bi
-}
-B="$(best f),$(best k),$(best q),0"
-if [[ -z ${R[$B]:-} ]]; then R[$B]=$(bench "$B"); row "$B" ${R[$B]}; fi
-echo "bench: $((SECONDS - t0)) s; best combination $B"
-summary+=("attention kernels (ms TFLOP/s: fwd124 bwd124 | fwd350 bwd350):")
-for v in "0,0,0,1" "0,0,0,0" "$B"; do summary+=("$(row "$v" ${R[$v]})"); done
+if timeout 25 "$dir/bin/bench_cuda_attention" 20 bf16 fast gpt2 >"$out/bench.txt" 2>&1; then
+  r=$(awk '{t = $(NF-3) " " $(NF-2) " " $(NF-1) " " $NF} /^gpt2 \(MHA/ {a = t} /^350m/ {b = t} END {print (a == "" || b == "" ? "fail" : a " | " b)}' "$out/bench.txt")
+else
+  r="fail (exit $?)"; tail -3 "$out/bench.txt"
+fi
+r="attention kernels (ms TFLOP/s: fwd124 bwd124 | fwd350 bwd350): $r"
+echo "$r"
+echo "bench: $((SECONDS - t0)) s"
+summary+=("$r")
 
 echo "== 3. train (B16 T1024 bf16)"
 shard=$dir/data/tiny_shakespeare_train.bin
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}'; }
-train() { # model variant tag extra... -> prints a line
-  local m=$1 v=$2 tag=$3 run
-  shift 3
+train() { # model tag extra... -> prints a line
+  local m=$1 tag=$2 run
+  shift 2
   run=$(mktemp -d)
   local t0=$SECONDS
-  TEZGAH_CUDA_FA=$v timeout 60 "$dir/bin/tezgah" train --backend cuda --model "$m" -B 16 -T 1024 \
+  timeout 60 "$dir/bin/tezgah" train --backend cuda --model "$m" -B 16 -T 1024 \
     --vocab-size 50257 --train-shards "$shard" --val-shards "$shard" --steps 20 --val-every 0 --ckpt-every 0 \
     --sample-tokens 0 --log-every 1 --run-dir "$run/r" "$@" >"$out/train.$m.$tag.out" 2>"$out/train.$m.$tag.log"
   local rc=$?
@@ -105,13 +81,12 @@ train() { # model variant tag extra... -> prints a line
   tps=$(grep -o '"tok_per_s":[0-9.e+]*' "$run/r/metrics.jsonl" 2>/dev/null | cut -d: -f2 | tail -n +6 | median)
   local prof
   prof=$(grep -E "^  (attention_fwd|attention_bwd|total) " "$out/train.$m.$tag.log" | awk '{printf "%s %s ms  ", $1, $2}')
-  echo "$m $tag (TEZGAH_CUDA_FA=$v): exit $rc, $(printf '%.0f' "$tps") tokens/s, $((SECONDS - t0)) s ${prof:+| $prof}"
+  echo "$m $tag: exit $rc, $(printf '%.0f' "$tps") tokens/s, $((SECONDS - t0)) s ${prof:+| $prof}"
   [[ $rc == 0 ]] || tail -3 "$out/train.$m.$tag.log"
   rm -rf "$run"
 }
 t0=$SECONDS
-for line in "gpt2-124m 0,0,0,1 before-prof --profile" "gpt2-124m $B best-prof --profile" \
-  "gpt2-124m 0,0,0,1 before" "gpt2-124m $B best" "gpt2-350m 0,0,0,1 before" "gpt2-350m $B best"; do
+for line in "gpt2-124m prof --profile" "gpt2-124m plain" "gpt2-350m plain"; do
   # shellcheck disable=SC2086
   r=$(train $line)
   echo "$r"

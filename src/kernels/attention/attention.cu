@@ -12,8 +12,6 @@
  *             below, fp32 math on either act dtype.
  * TEZGAH_CUDA_ATTN=fallback forces the fallback; TEZGAH_CUDA_ATTN=fast makes a call that
  * cannot take the fast path abort (tests use it to be sure the fast kernels really ran).
- * TEZGAH_CUDA_FA (attention_cuda.h's tzc_fa_variants) picks among the tensor-core kernels'
- * tuning variants and, in its 4th field, the backward's D kernel (1: the old scalar form).
  *
  * Fallback kernels (one warp per output row, 4 warps a block, no T×T buffer, no atomics):
  *   fwd     warp = query row (b, h, t). Keys in chunks of 32, one key per lane: the lane's
@@ -421,17 +419,15 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
              *op = tzc_ptr(out);
   const float *l = (const float *)tzc_ptr(lse);
   const bool bf = tzc(be)->act == TZ_BF16;
-  int fav[4];
-  tzc_fa_variants(fav);
-  if (bf && head_dim % 8 == 0 && al16(dop) && al16(op) && fav[3] != 1)
+  if (bf && head_dim % 8 == 0 && al16(dop) && al16(op))
     attn_bwd_d<bf16, 8><<<cdiv(rows, FB_WARPS * 4), FB_WARPS * 32, 0, st>>>(
         D, (const bf16 *)dop, (const bf16 *)op, B, T, n_head, head_dim);
   else if (bf)
-    attn_bwd_d<bf16, 1><<<cdiv(rows, FB_WARPS), FB_WARPS * 32, 0, st>>>(D, (const bf16 *)dop, (const bf16 *)op,
-                                                                         B, T, n_head, head_dim);
+    attn_bwd_d<bf16, 1><<<cdiv(rows, FB_WARPS), FB_WARPS * 32, 0, st>>>(
+        D, (const bf16 *)dop, (const bf16 *)op, B, T, n_head, head_dim);
   else
-    attn_bwd_d<float, 1><<<cdiv(rows, FB_WARPS), FB_WARPS * 32, 0, st>>>(D, (const float *)dop, (const float *)op,
-                                                                          B, T, n_head, head_dim);
+    attn_bwd_d<float, 1><<<cdiv(rows, FB_WARPS), FB_WARPS * 32, 0, st>>>(
+        D, (const float *)dop, (const float *)op, B, T, n_head, head_dim);
   TZC_LAUNCHED();
   const void *ptrs[] = {dqp, dkp, dvp, dop, qp, kp, vp};
   if (use_fast(be, "attention_bwd", T, T, 0, head_dim, q_stride, kv_stride, ptrs, 7)) {

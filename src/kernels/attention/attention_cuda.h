@@ -8,12 +8,6 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
-/* TEZGAH_CUDA_FA="f,k,q,d" parsed: v[0..2] the head_dim-64 variants of the forward, dK/dV and
- * dQ kernels (attention_fa.cu's tables; 0 the default), v[3] the D = rowsum(dout ∘ out) kernel
- * (attention.cu: 0 the 16-byte-load form, 1 the warp-per-row scalar form it replaced). Missing,
- * malformed or negative fields are 0; indices past a table are treated as 0 by its user. */
-void tzc_fa_variants(int v[4]);
-
 /* Bytes of dynamic shared memory the tensor-core kernels need for head_dim hd (the largest of
  * the forward, dQ and dK/dV kernels), so the dispatcher can fall back on a device with less. */
 size_t tzc_fa_smem_bytes(int hd);

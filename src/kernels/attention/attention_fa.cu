@@ -40,6 +40,7 @@
  *            dV += Pᵀ·dO, dK += dSᵀ·Q; dK·scale at the end.
  *   fa_dq    block = (b, h, 16·NW·MT query rows); over key tiles of BK keys ≤ the diagonal:
  *            S = Q·Kᵀ, dP = dO·Vᵀ, dS = P∘(dP − D), dQ += dS·K; dQ·scale at the end.
+ *            Q / dO fragments in registers at head_dim 64 (QREG).
  * No atomics: every output element has one owner and a fixed summation order.
  *
  * Measured on an H200 (bench_cuda_attention, GPT-2 shape B 16, 12 heads, T 1024, hd 64), ncu:
@@ -48,9 +49,6 @@
  * shared-memory-bandwidth-bound: halving ldmatrix traffic per FLOP (MT = 2) did not help. */
 #include <cuda_bf16.h>
 #include <stdint.h>
-#include <stdlib.h>
-
-#include <tuple>
 
 #include "backend/cuda/cuda_internal.h"
 #include "kernels/attention/attention_cuda.h"
@@ -166,20 +164,26 @@ __device__ __forceinline__ void store_rows(bf16 *dst, size_t stride, const bf16 
 /* ================= forward ================= */
 /* MT m-tiles a warp: the warp owns 16·MT consecutive rows of the block, and every K / V
  * fragment it loads from shared memory feeds MT mma's (shared-memory traffic per FLOP / MT). */
-template <int HD, int NW, int MT, int BK_> struct FwdCfg {
-  static constexpr int BQ = 16 * NW * MT, BK = BK_, LD = HD + 8, NT = 32 * NW;
+template <int HD, int NW, int MT> struct FwdCfg {
+  static constexpr int BQ = 16 * NW * MT, BK = 64, LD = HD + 8, NT = 32 * NW;
   static constexpr size_t SMEM = (size_t)(BQ + 4 * BK) * LD * sizeof(bf16); /* Q, 2×K, 2×V */
 };
 
-/* MINB (every kernel): blocks an SM should hold at once, __launch_bounds__' second argument:
- * the register cap that allows it, 65536 / (32·NW·MINB). Without one, ptxas drifts a few
- * registers past a step (130 → 3 blocks instead of 4); with 1, it takes up to 255. */
-template <int HD, int NW, int MT, int BK_, int MINB>
-__global__ void __launch_bounds__(NW * 32, MINB)
+/* Blocks an SM should hold at once (__launch_bounds__' second argument: the register cap
+ * that allows it, 65536 / (128·blocks)). Without one, ptxas drifts a few registers past a
+ * step (130 → 3 blocks instead of 4); with 1, it takes up to 255. */
+template <int HD, int MT> constexpr int fwd_blocks() { return HD == 64 && MT == 1 ? 4 : 2; }
+template <int HD, int MT> constexpr int dkdv_blocks() { return HD == 64 && MT == 1 ? 3 : 2; }
+template <int HD, int MT, int BK> constexpr int dq_blocks() {
+  return MT == 1 ? (HD == 64 && BK <= 32 ? 4 : 3) : 2;
+}
+
+template <int HD, int NW, int MT>
+__global__ void __launch_bounds__(NW * 32, (fwd_blocks<HD, MT>()))
     fa_fwd(bf16 *__restrict__ out, float *__restrict__ lse, const bf16 *__restrict__ q,
            const bf16 *__restrict__ k, const bf16 *__restrict__ v, int T, int H, int rep, int qs,
            int kvs, float scale) {
-  using C = FwdCfg<HD, NW, MT, BK_>;
+  using C = FwdCfg<HD, NW, MT>;
   constexpr int BQ = C::BQ, BK = C::BK, LD = C::LD, NT = C::NT, WR = 16 * MT;
   extern __shared__ __align__(16) unsigned char fa_sh[];
   bf16 *Qs = reinterpret_cast<bf16 *>(fa_sh);
@@ -354,10 +358,8 @@ template <int HD, int NW, int MT, int BQ> struct DkvCfg {
       (size_t)(2 * BKV + 4 * BQ) * LD * sizeof(bf16) + 4 * BQ * sizeof(float);
 };
 
-/* KVREG: the warp's K and V fragments (A operands of Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ; the same for every
- * query tile) stay in registers (2·MT·HD/4 of them) instead of being re-read by ldmatrix each tile. */
-template <int HD, int NW, int MT, int BQ, int MINB, bool KVREG>
-__global__ void __launch_bounds__(NW * 32, MINB)
+template <int HD, int NW, int MT, int BQ>
+__global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT>()))
     fa_dkdv(bf16 *__restrict__ dk, bf16 *__restrict__ dv, const bf16 *__restrict__ dout,
             const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
             const float *__restrict__ lse, const float *__restrict__ D, int T, int H, int rep,
@@ -412,7 +414,6 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   const int wk0 = warp * WR;           /* the warp's first key row in the block */
   const int key0 = k0 + wk0 + gr;      /* this thread's keys: key0 + 16·mt (+ 8) */
   const bf16 *Kw = Ks + wk0 * LD, *Vw = Vs + wk0 * LD;
-  uint32_t kr[KVREG ? MT : 1][KVREG ? HD / 16 : 1][4], vr[KVREG ? MT : 1][KVREG ? HD / 16 : 1][4];
 
   for (int it = 0; it < niter; it++) {
     const int buf = it & 1;
@@ -424,17 +425,6 @@ __global__ void __launch_bounds__(NW * 32, MINB)
       cp_wait<0>();
     }
     __syncthreads();
-    if constexpr (KVREG) {
-      if (it == 0) { /* K / V arrived with the first query tile's group */
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-          for (int ks = 0; ks < HD / 16; ks++) {
-            ldsm4(kr[mt][ks], Kw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-            ldsm4(vr[mt][ks], Vw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-          }
-      }
-    }
     const int qt0 = (qb0 + it % nq) * BQ;
     /* a query tile wholly before the warp's keys (causal) adds nothing */
     if (qt0 + BQ - 1 >= k0 + wk0) {
@@ -454,13 +444,8 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         uint32_t ka[MT][4], va[MT][4];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
-          if constexpr (KVREG) {
-#pragma unroll
-            for (int i = 0; i < 4; i++) ka[mt][i] = kr[mt][ks][i], va[mt][i] = vr[mt][ks][i];
-          } else {
-            ldsm4(ka[mt], Kw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-            ldsm4(va[mt], Vw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-          }
+          ldsm4(ka[mt], Kw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+          ldsm4(va[mt], Vw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
         }
 #pragma unroll
         for (int np = 0; np < BQ / 16; np++) {
@@ -549,9 +534,10 @@ template <int HD, int NW, int MT, int BK> struct DqCfg {
 };
 
 /* QREG: the warp's Q and dO fragments (A operands of S = Q·Kᵀ, dP = dO·Vᵀ; the same for every
- * key tile) stay in registers (2·MT·HD/4 of them) instead of being re-read by ldmatrix each tile. */
-template <int HD, int NW, int MT, int BK, int MINB, bool QREG>
-__global__ void __launch_bounds__(NW * 32, MINB)
+ * key tile) are loaded by ldmatrix once, with the first key tile, and stay in registers
+ * (2·MT·HD/4 of them) instead of being re-read from shared memory for every key tile. */
+template <int HD, int NW, int MT, int BK, bool QREG>
+__global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, MT, BK>()))
     fa_dq(bf16 *__restrict__ dq, const bf16 *__restrict__ dout, const bf16 *__restrict__ q,
           const bf16 *__restrict__ k, const bf16 *__restrict__ v, const float *__restrict__ lse,
           const float *__restrict__ D, int T, int H, int rep, int qs, int kvs, float scale) {
@@ -612,7 +598,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     }
     __syncthreads();
     if constexpr (QREG) {
-      if (kb == 0) { /* Q / dO arrived with the first key tile's group */
+      if (kb == 0) { /* Q / dO arrived with the first key tile's cp.async group */
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -712,192 +698,96 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 }
 
 /* ---- configurations ----
- * A configuration is one instance of each kernel: warps a block NW, m-tiles a warp MT, the
- * inner tile (the forward's and dQ's key tile, the dK/dV loop's query tile), MINB and the
- * register-resident A fragments (KVREG / QREG). Variant 0 of each table is the default.
- *
- * Default (session 9, H200): 4 warps a block, MT = 1 (64-row blocks); inner tile 64 for
- * head_dim 64 and 32 for 128 (registers; and dQ's shared memory ≤ 99 KB for sm_89). Two
- * m-tiles a warp (128-row blocks, inner tiles 32 or 16) measured no faster on the H200 (gpt2
- * shape: fwd 201 vs 205 TFLOP/s, bwd 148 vs 148.5; GQA bwd 133 vs 139): at ~240 registers a
- * block of 4 warps leaves 2 blocks an SM, and these kernels are latency-bound.
- *
- * TEZGAH_CUDA_FA="f,k,q[,d]" (read on every call; head_dim 64 only for f, k, q; a missing,
- * malformed or out of range number means 0) picks variant f of the forward, k of dK/dV and q of
- * dQ from the tables below (d: attention.cu's D kernel, 0 vectorized, 1 the scalar form), for measuring them against each other (bench_cuda_attention, scripts/device_cuda_att2.sh)
- * before one becomes the default; test_cuda_attention runs under any of them. */
-template <int HD, int NW, int MT, int BK, int MINB> struct FwdV {
-  using C = FwdCfg<HD, NW, MT, BK>;
-  static constexpr auto kern = fa_fwd<HD, NW, MT, BK, MINB>;
-};
-template <int HD, int NW, int MT, int BQ, int MINB, bool KVREG> struct DkvV {
-  using C = DkvCfg<HD, NW, MT, BQ>;
-  static constexpr auto kern = fa_dkdv<HD, NW, MT, BQ, MINB, KVREG>;
-};
-template <int HD, int NW, int MT, int BK, int MINB, bool QREG> struct DqV {
-  using C = DqCfg<HD, NW, MT, BK>;
-  static constexpr auto kern = fa_dq<HD, NW, MT, BK, MINB, QREG>;
-};
-
-/* head_dim 64 variants (f / k / q index): */
-using Fwd64 = std::tuple<FwdV<64, 4, 1, 64, 4>,   /* 0: default */
-                         FwdV<64, 4, 1, 128, 2>,  /* 1: 128-key tiles (half the syncs) */
-                         FwdV<64, 8, 1, 64, 2>,   /* 2: 8 warps, 128-row blocks */
-                         FwdV<64, 4, 1, 32, 5>,   /* 3: 32-key tiles, 5 blocks an SM */
-                         FwdV<64, 4, 2, 64, 2>>;  /* 4: 2 m-tiles a warp */
-using Dkv64 = std::tuple<DkvV<64, 4, 1, 64, 3, false>,  /* 0: default */
-                         DkvV<64, 4, 1, 64, 2, true>,   /* 1: K, V fragments in registers
-                                                           (2 blocks an SM: at 3 it spills) */
-                         DkvV<64, 4, 1, 32, 4, false>,  /* 2: 32-query tiles, 4 blocks an SM */
-                         DkvV<64, 4, 1, 32, 3, true>,   /* 3: 32-query tiles, K, V in registers */
-                         DkvV<64, 4, 1, 128, 2, false>>; /* 4: 128-query tiles */
-using Dq64 = std::tuple<DqV<64, 4, 1, 64, 3, false>,   /* 0: default */
-                        DqV<64, 4, 1, 64, 3, true>,    /* 1: Q, dO fragments in registers */
-                        DqV<64, 4, 1, 32, 4, false>,   /* 2: 32-key tiles, 4 blocks an SM */
-                        DqV<64, 4, 1, 32, 4, true>,    /* 3: 32-key tiles, Q, dO in registers */
-                        DqV<64, 4, 1, 128, 2, false>>; /* 4: 128-key tiles */
-/* head_dim 128: the default only */
-using Fwd128 = std::tuple<FwdV<128, 4, 1, 64, 2>>;
-using Dkv128 = std::tuple<DkvV<128, 4, 1, 32, 2, false>>;
-using Dq128 = std::tuple<DqV<128, 4, 1, 32, 3, false>>;
-
-struct Sel {
-  int f, k, q;
-};
-/* TEZGAH_CUDA_FA → variant indices (each out of range → 0); head_dim 128: all 0. */
-Sel select(int hd) {
-  int v[4];
-  tzc_fa_variants(v);
-  Sel s = {v[0], v[1], v[2]};
-  if (hd != 64) return Sel{0, 0, 0};
-  if (s.f >= (int)std::tuple_size<Fwd64>::value) s.f = 0;
-  if (s.k >= (int)std::tuple_size<Dkv64>::value) s.k = 0;
-  if (s.q >= (int)std::tuple_size<Dq64>::value) s.q = 0;
-  return s;
-}
-
-/* Calls fn.template operator()<V>() with V the i-th type of tuple Tup (i < its size). */
-template <typename Tup, typename Fn, size_t I = 0> void visit(int i, const Fn &fn) {
-  if constexpr (I < std::tuple_size<Tup>::value) {
-    if ((int)I == i) {
-      fn.template operator()<typename std::tuple_element<I, Tup>::type>();
-      return;
-    }
-    visit<Tup, Fn, I + 1>(i, fn);
-  }
-}
+ * Every kernel: 4 warps a block, MT = 1 m-tile a warp (64-row blocks); the dK/dV loop's
+ * query tile is 64 for head_dim 64 and 32 for 128 (registers), dQ's key tile 32 for both
+ * (128: registers, and dQ's shared memory ≤ 99 KB for sm_89). Two m-tiles a warp (128-row
+ * blocks, inner tiles 32 or 16) measured no faster on the H200 (gpt2 shape: fwd 201 vs 205
+ * TFLOP/s, bwd 148 vs 148.5; GQA bwd 133 vs 139): at ~240 registers a block of 4 warps leaves
+ * 2 blocks an SM, and these kernels are latency-bound, not shared-memory-bound.
+ * Session 12 (issue 24, H200, bench_cuda_attention gpt2 124M shape; docs/PERF.md): dQ at
+ * head_dim 64 with 32-key tiles, 4 blocks an SM and Q / dO kept in registers (QREG) cut the
+ * backward from 0.405 to 0.395 ms (with attention.cu's 16-byte-load D kernel; 0.438 before
+ * both). Measured and dropped (none faster than these defaults): forward with 128- or 32-key
+ * tiles, 8 warps, or 2 m-tiles; dK/dV with K / V in registers, 32- or 128-query tiles; dQ
+ * with 64-key tiles + QREG (0.396 ms, a tie) or 128-key tiles. */
+constexpr int NW = 4, MT = 1;
+constexpr int DKV_BQ64 = 64, DKV_BQ128 = 32; /* query tile of the dK/dV loop */
+constexpr int DQ_BK64 = 32, DQ_BK128 = 32;   /* key tile of dQ */
+/* dQ's Q / dO fragments in registers: head_dim 64 only (128 would need 64 more registers a
+ * thread at 3 blocks an SM: not measured) */
+constexpr bool DQ_QREG64 = true, DQ_QREG128 = false;
 
 template <typename K> void set_smem(K kern, size_t bytes) {
-  /* a host-side attribute, no allocation or synchronization */
+  /* once per kernel instance; a host-side attribute, no allocation or synchronization */
   TZC_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
-/* once per kernel instance */
-template <typename V> void smem_once() {
+
+template <int HD>
+void fwd_hd(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf16 *k, const bf16 *v,
+            int B, int T, int H, int KVH, int qs, int kvs) {
+  using C = FwdCfg<HD, NW, MT>;
+  auto kern = fa_fwd<HD, NW, MT>;
   static bool init = false;
-  if (!init) set_smem(V::kern, V::C::SMEM), init = true;
+  if (!init) set_smem(kern, C::SMEM), init = true;
+  dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
+  kern<<<grid, C::NT, C::SMEM, st>>>(out, lse, q, k, v, T, H, H / KVH, qs, kvs,
+                                     1.0f / sqrtf((float)HD));
+  TZC_LAUNCHED();
 }
 
-struct SmemOf {
-  size_t *b;
-  template <typename V> void operator()() const { *b = V::C::SMEM; }
-};
-template <typename Tup> size_t smem_of(int i) {
-  size_t b = 0;
-  visit<Tup>(i, SmemOf{&b});
-  return b;
-}
-
-struct FwdLaunch {
-  cudaStream_t st;
-  bf16 *out;
-  float *lse;
-  const bf16 *q, *k, *v;
-  int B, T, H, KVH, qs, kvs;
-  float scale;
-  template <typename V> void operator()() const {
-    using C = typename V::C;
-    smem_once<V>();
+template <int HD, int BQd, int BKq, bool QREG>
+void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *q,
+            const bf16 *k, const bf16 *v, const float *lse, const float *D, int B, int T, int H,
+            int KVH, int qs, int kvs) {
+  const float scale = 1.0f / sqrtf((float)HD);
+  const int rep = H / KVH;
+  {
+    using C = DkvCfg<HD, NW, MT, BQd>;
+    auto kern = fa_dkdv<HD, NW, MT, BQd>;
+    static bool init = false;
+    if (!init) set_smem(kern, C::SMEM), init = true;
+    dim3 grid((T + C::BKV - 1) / C::BKV, KVH, B);
+    kern<<<grid, C::NT, C::SMEM, st>>>(dk, dv, dout, q, k, v, lse, D, T, H, rep, qs, kvs, scale);
+    TZC_LAUNCHED();
+  }
+  {
+    using C = DqCfg<HD, NW, MT, BKq>;
+    auto kern = fa_dq<HD, NW, MT, BKq, QREG>;
+    static bool init = false;
+    if (!init) set_smem(kern, C::SMEM), init = true;
     dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
-    V::kern<<<grid, C::NT, C::SMEM, st>>>(out, lse, q, k, v, T, H, H / KVH, qs, kvs, scale);
+    kern<<<grid, C::NT, C::SMEM, st>>>(dq, dout, q, k, v, lse, D, T, H, rep, qs, kvs, scale);
     TZC_LAUNCHED();
   }
-};
-struct BwdArgs {
-  cudaStream_t st;
-  bf16 *dq, *dk, *dv;
-  const bf16 *dout, *q, *k, *v;
-  const float *lse, *D;
-  int B, T, H, KVH, qs, kvs;
-  float scale;
-};
-struct DkvLaunch {
-  BwdArgs a;
-  template <typename V> void operator()() const {
-    using C = typename V::C;
-    smem_once<V>();
-    dim3 grid((a.T + C::BKV - 1) / C::BKV, a.KVH, a.B);
-    V::kern<<<grid, C::NT, C::SMEM, a.st>>>(a.dk, a.dv, a.dout, a.q, a.k, a.v, a.lse, a.D, a.T, a.H,
-                                            a.H / a.KVH, a.qs, a.kvs, a.scale);
-    TZC_LAUNCHED();
-  }
-};
-struct DqLaunch {
-  BwdArgs a;
-  template <typename V> void operator()() const {
-    using C = typename V::C;
-    smem_once<V>();
-    dim3 grid((a.T + C::BQ - 1) / C::BQ, a.H, a.B);
-    V::kern<<<grid, C::NT, C::SMEM, a.st>>>(a.dq, a.dout, a.q, a.k, a.v, a.lse, a.D, a.T, a.H,
-                                            a.H / a.KVH, a.qs, a.kvs, a.scale);
-    TZC_LAUNCHED();
-  }
-};
+}
+
+template <int HD, int BQd, int BKq> constexpr size_t smem_max() {
+  const size_t a = FwdCfg<HD, NW, MT>::SMEM, b = DkvCfg<HD, NW, MT, BQd>::SMEM,
+               c = DqCfg<HD, NW, MT, BKq>::SMEM;
+  return a > b ? (a > c ? a : c) : (b > c ? b : c);
+}
 
 } // namespace
 
-void tzc_fa_variants(int v[4]) {
-  v[0] = v[1] = v[2] = v[3] = 0;
-  const char *e = getenv("TEZGAH_CUDA_FA");
-  for (int i = 0; e && i < 4 && *e; i++) {
-    char *end;
-    const long x = strtol(e, &end, 10);
-    if (end == e) break;
-    v[i] = x < 0 || x > 99 ? 0 : (int)x;
-    if (*end != ',') break;
-    e = end + 1;
-  }
-}
-
 size_t tzc_fa_smem_bytes(int hd) {
-  const Sel s = select(hd);
-  size_t a, b, c;
-  if (hd == 64)
-    a = smem_of<Fwd64>(s.f), b = smem_of<Dkv64>(s.k), c = smem_of<Dq64>(s.q);
-  else
-    a = smem_of<Fwd128>(0), b = smem_of<Dkv128>(0), c = smem_of<Dq128>(0);
-  return a > b ? (a > c ? a : c) : (b > c ? b : c);
+  return hd == 64 ? smem_max<64, DKV_BQ64, DQ_BK64>() : smem_max<128, DKV_BQ128, DQ_BK128>();
 }
 
 void tzc_fa_fwd(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf16 *k,
                 const bf16 *v, int B, int T, int H, int KVH, int hd, int qs, int kvs) {
-  const FwdLaunch l = {st, out, lse, q, k, v, B, T, H, KVH, qs, kvs, 1.0f / sqrtf((float)hd)};
   if (hd == 64)
-    visit<Fwd64>(select(64).f, l);
+    fwd_hd<64>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
   else
-    visit<Fwd128>(0, l);
+    fwd_hd<128>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
 }
 
 void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *q,
                 const bf16 *k, const bf16 *v, const float *lse, const float *D, int B, int T,
                 int H, int KVH, int hd, int qs, int kvs) {
-  const BwdArgs a = {st, dq, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs,
-                     1.0f / sqrtf((float)hd)};
-  if (hd == 64) {
-    const Sel s = select(64);
-    visit<Dkv64>(s.k, DkvLaunch{a});
-    visit<Dq64>(s.q, DqLaunch{a});
-  } else {
-    visit<Dkv128>(0, DkvLaunch{a});
-    visit<Dq128>(0, DqLaunch{a});
-  }
+  if (hd == 64)
+    bwd_hd<64, DKV_BQ64, DQ_BK64, DQ_QREG64>(st, dq, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH,
+                                             qs, kvs);
+  else
+    bwd_hd<128, DKV_BQ128, DQ_BK128, DQ_QREG128>(st, dq, dk, dv, dout, q, k, v, lse, D, B, T, H,
+                                                 KVH, qs, kvs);
 }
