@@ -2,9 +2,11 @@
  * GPT-2 124M (B 16, 12 heads, T 1024, head_dim 64), the same with GQA (4 kv heads) and
  * head_dim 128 (6 heads). Causal FLOPs as FlashAttention counts them: forward 4·B·H·hd·P,
  * backward 2.5× that, P = T(T+1)/2 visible (query, key) pairs.
- * Usage: bench_cuda_attention [reps] [precision] [path]
+ * GPT-2 350M's (16 heads, hd 64) too.
+ * Usage: bench_cuda_attention [reps] [precision] [path] [shapes]
  *   reps (20), precision bf16 (default) | fp32, path fast | fallback | auto (default: the
- *   backend's choice; sets TEZGAH_CUDA_ATTN). Mean over reps after one warm-up call. */
+ *   backend's choice; sets TEZGAH_CUDA_ATTN), shapes all (default) | gpt2 (only the two GPT-2
+ *   shapes of training, 124M and 350M). Mean over reps after one warm-up call. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +38,15 @@ int main(int argc, char **argv) {
       {"gqa 12/4, hd 64", 16, 1024, 12, 4, 64},
       {"hd 128, 6 heads", 16, 1024, 6, 6, 128},
       {"gpt2, T 2048, B 8", 8, 2048, 12, 12, 64},
+      {"350m (MHA 16, hd 64)", 16, 1024, 16, 16, 64},
   };
+  const int only_gpt2 = argc > 4 && strcmp(argv[4], "gpt2") == 0;
   size_t es = tz_dtype_size(be->act);
   printf("attention, %s, path %s, mean of %d\n", prec, argc > 3 ? argv[3] : "auto", reps);
   printf("%-20s %9s %9s %9s %9s\n", "shape", "fwd ms", "TFLOP/s", "bwd ms", "TFLOP/s");
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    if (only_gpt2 && shapes[s].H != shapes[s].KVH) continue;
+    if (only_gpt2 && (shapes[s].hd != 64 || shapes[s].T != 1024)) continue;
     int B = shapes[s].B, T = shapes[s].T, H = shapes[s].H, KVH = shapes[s].KVH, hd = shapes[s].hd;
     size_t N = (size_t)B * T, Q = (size_t)(H + 2 * KVH) * hd, C = (size_t)H * hd;
     tz_buf *qkv = be->alloc(be, N * Q * es, "qkv"), *dqkv = be->alloc(be, N * Q * es, "dqkv"),

@@ -8,7 +8,7 @@
  * unchanged (dq, dk, dv are written only in their own columns); every GPU tensor has 32 guard
  * elements before and after it that must stay unchanged too. The backward runs twice and
  * the two dqkv buffers must be bit-identical (determinism). Shapes: T not a multiple of the
- * 64-row tiles (77, 200, 9, 130, 300), B 2, GQA (4 query heads on 2 or 1 kv heads), head_dim 32,
+ * 64-row tiles (77, 200, 9, 130, 300, 520), B 2, GQA (4 query heads on 2 or 1 kv heads), head_dim 32,
  * 64, 128 (and 8 in fp32).
  *
  * Paths: TEZGAH_CUDA_ATTN (read on every call) = "fast" makes a shape the tensor-core kernels
@@ -347,6 +347,7 @@ static void test_bf16_fast(void **state) {
   run_case(1, "fast", 1, 130, 2, 2, 128); /* 3 blocks, 2 rows in the last */
   run_case(1, "fast", 1, 256, 2, 1, 64);  /* T a multiple of every tile */
   run_case(1, "fast", 1, 300, 2, 2, 64);  /* 5 blocks, 44 rows in the last */
+  run_case(1, "fast", 1, 520, 2, 1, 64);  /* 17 dQ key tiles of 32, 8 rows in the last block */
 }
 /* bf16, the SIMT kernels */
 static void test_bf16_fallback(void **state) {

@@ -121,20 +121,43 @@ __global__ void __launch_bounds__(FB_WARPS * 32)
   if (lse && lane == 0) lse[row] = m + logf(l);
 }
 
-/* D[(b·H + h)·T + t] = Σ_d dout·out over the head's hd columns; warp per row. */
-template <typename T>
+/* D[(b·H + h)·T + t] = Σ_d dout·out over the head's hd columns (dout, out [B·T, H·hd]).
+ * V = 1: a warp per row, one element a lane at a time (any dtype, any hd). V = 8 (bf16 only;
+ * hd % 8 == 0, both pointers 16-byte aligned: the caller checks): 8 lanes per row (4 rows a
+ * warp), 16-byte loads, a lane's 8 products summed, then the 8 lanes over shuffles — the
+ * scalar form issued 2-byte loads and left the kernel far from the bandwidth floor. */
+template <typename T, int V>
 __global__ void __launch_bounds__(FB_WARPS * 32)
     attn_bwd_d(float *__restrict__ D, const T *__restrict__ dout, const T *__restrict__ out,
                int B, int T_, int H, int hd) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const size_t row = (size_t)blockIdx.x * FB_WARPS + warp;
-  if (row >= (size_t)B * H * T_) return;
-  const int t = (int)(row % T_), h = (int)(row / T_ % H), b = (int)(row / T_ / H);
-  const size_t off = (((size_t)b * T_ + t) * H + h) * hd;
+  constexpr int L = V == 1 ? 32 : 8; /* lanes a row */
+  const int lane = threadIdx.x & 31, sub = lane % L;
+  const size_t row = ((size_t)blockIdx.x * FB_WARPS + (threadIdx.x >> 5)) * (32 / L) + lane / L;
+  const bool ok = row < (size_t)B * H * T_; /* no early return: every lane joins the shuffles */
   float s = 0.0f;
-  for (int d = lane; d < hd; d += 32) s += to_f(dout[off + d]) * to_f(out[off + d]);
-  s = warp_sum(s);
-  if (lane == 0) D[row] = s;
+  if (ok) {
+    const int t = (int)(row % T_), h = (int)(row / T_ % H), b = (int)(row / T_ / H);
+    const size_t off = (((size_t)b * T_ + t) * H + h) * hd;
+    for (int d = sub * V; d < hd; d += L * V) {
+      if constexpr (V == 1) {
+        s += to_f(dout[off + d]) * to_f(out[off + d]);
+      } else {
+        const uint4 a = *reinterpret_cast<const uint4 *>(dout + off + d);
+        const uint4 c = *reinterpret_cast<const uint4 *>(out + off + d);
+        const __nv_bfloat162 *pa = reinterpret_cast<const __nv_bfloat162 *>(&a);
+        const __nv_bfloat162 *pc = reinterpret_cast<const __nv_bfloat162 *>(&c);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+          const float2 x = __bfloat1622float2(pa[i]), y = __bfloat1622float2(pc[i]);
+          s = fmaf(x.x, y.x, s);
+          s = fmaf(x.y, y.y, s);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int o = L / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if (ok && sub == 0) D[row] = s;
 }
 
 /* dq, warp per query row (b, h, t). Shared memory: FB_WARPS·2·hd floats (q and dout). */
@@ -396,12 +419,15 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
              *op = tzc_ptr(out);
   const float *l = (const float *)tzc_ptr(lse);
   const bool bf = tzc(be)->act == TZ_BF16;
-  if (bf)
-    attn_bwd_d<bf16><<<cdiv(rows, FB_WARPS), FB_WARPS * 32, 0, st>>>(D, (const bf16 *)dop, (const bf16 *)op,
-                                                                      B, T, n_head, head_dim);
+  if (bf && head_dim % 8 == 0 && al16(dop) && al16(op))
+    attn_bwd_d<bf16, 8><<<cdiv(rows, FB_WARPS * 4), FB_WARPS * 32, 0, st>>>(
+        D, (const bf16 *)dop, (const bf16 *)op, B, T, n_head, head_dim);
+  else if (bf)
+    attn_bwd_d<bf16, 1><<<cdiv(rows, FB_WARPS), FB_WARPS * 32, 0, st>>>(
+        D, (const bf16 *)dop, (const bf16 *)op, B, T, n_head, head_dim);
   else
-    attn_bwd_d<float><<<cdiv(rows, FB_WARPS), FB_WARPS * 32, 0, st>>>(D, (const float *)dop, (const float *)op,
-                                                                       B, T, n_head, head_dim);
+    attn_bwd_d<float, 1><<<cdiv(rows, FB_WARPS), FB_WARPS * 32, 0, st>>>(
+        D, (const float *)dop, (const float *)op, B, T, n_head, head_dim);
   TZC_LAUNCHED();
   const void *ptrs[] = {dqp, dkp, dvp, dop, qp, kp, vp};
   if (use_fast(be, "attention_bwd", T, T, 0, head_dim, q_stride, kv_stride, ptrs, 7)) {

@@ -40,6 +40,7 @@
  *            dV += Pᵀ·dO, dK += dSᵀ·Q; dK·scale at the end.
  *   fa_dq    block = (b, h, 16·NW·MT query rows); over key tiles of BK keys ≤ the diagonal:
  *            S = Q·Kᵀ, dP = dO·Vᵀ, dS = P∘(dP − D), dQ += dS·K; dQ·scale at the end.
+ *            Q / dO fragments in registers at head_dim 64 (QREG).
  * No atomics: every output element has one owner and a fixed summation order.
  *
  * Measured on an H200 (bench_cuda_attention, GPT-2 shape B 16, 12 heads, T 1024, hd 64), ncu:
@@ -532,7 +533,10 @@ template <int HD, int NW, int MT, int BK> struct DqCfg {
   static constexpr size_t SMEM = (size_t)(2 * BQ + 4 * BK) * LD * sizeof(bf16); /* Q, dO, 2×K, 2×V */
 };
 
-template <int HD, int NW, int MT, int BK>
+/* QREG: the warp's Q and dO fragments (A operands of S = Q·Kᵀ, dP = dO·Vᵀ; the same for every
+ * key tile) are loaded by ldmatrix once, with the first key tile, and stay in registers
+ * (2·MT·HD/4 of them) instead of being re-read from shared memory for every key tile. */
+template <int HD, int NW, int MT, int BK, bool QREG>
 __global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, MT, BK>()))
     fa_dq(bf16 *__restrict__ dq, const bf16 *__restrict__ dout, const bf16 *__restrict__ q,
           const bf16 *__restrict__ k, const bf16 *__restrict__ v, const float *__restrict__ lse,
@@ -580,6 +584,7 @@ __global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, MT, BK>()))
 #pragma unroll
     for (int n = 0; n < HD / 8; n++) acc[mt][n][0] = acc[mt][n][1] = acc[mt][n][2] = acc[mt][n][3] = 0.0f;
   const bf16 *Qw = Qs + wr0 * LD, *Ow = Os + wr0 * LD;
+  uint32_t qr[QREG ? MT : 1][QREG ? HD / 16 : 1][4], orr[QREG ? MT : 1][QREG ? HD / 16 : 1][4];
 
   for (int kb = 0; kb < nkb; kb++) {
     const int buf = kb & 1;
@@ -592,6 +597,17 @@ __global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, MT, BK>()))
       cp_wait<0>();
     }
     __syncthreads();
+    if constexpr (QREG) {
+      if (kb == 0) { /* Q / dO arrived with the first key tile's cp.async group */
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+          for (int ks = 0; ks < HD / 16; ks++) {
+            ldsm4(qr[mt][ks], Qw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+            ldsm4(orr[mt][ks], Ow + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+          }
+      }
+    }
     const int k0 = kb * BK;
     if (k0 <= wlast) { /* a tile wholly past the warp's rows adds nothing */
       const bf16 *Kb = Ks + buf * BK * LD, *Vb = Vs + buf * BK * LD;
@@ -609,8 +625,13 @@ __global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, MT, BK>()))
         uint32_t qa[MT][4], oa[MT][4];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
-          ldsm4(qa[mt], Qw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-          ldsm4(oa[mt], Ow + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+          if constexpr (QREG) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) qa[mt][i] = qr[mt][ks][i], oa[mt][i] = orr[mt][ks][i];
+          } else {
+            ldsm4(qa[mt], Qw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+            ldsm4(oa[mt], Ow + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+          }
         }
 #pragma unroll
         for (int np = 0; np < BK / 16; np++) {
@@ -677,15 +698,24 @@ __global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, MT, BK>()))
 }
 
 /* ---- configurations ----
- * Every kernel: 4 warps a block, MT = 1 m-tile a warp (64-row blocks); the backward's inner
- * tile (the query tile of dK/dV, the key tile of dQ) is 64 for head_dim 64 and 32 for 128
- * (registers; and dQ's shared memory ≤ 99 KB for sm_89). Two m-tiles a warp (128-row blocks,
- * inner tiles 32 or 16) measured no faster on the H200 (gpt2 shape: fwd 201 vs 205 TFLOP/s,
- * bwd 148 vs 148.5; GQA bwd 133 vs 139): at ~240 registers a block of 4 warps leaves 2 blocks
- * an SM, and these kernels are latency-bound, not shared-memory-bound. */
+ * Every kernel: 4 warps a block, MT = 1 m-tile a warp (64-row blocks); the dK/dV loop's
+ * query tile is 64 for head_dim 64 and 32 for 128 (registers), dQ's key tile 32 for both
+ * (128: registers, and dQ's shared memory ≤ 99 KB for sm_89). Two m-tiles a warp (128-row
+ * blocks, inner tiles 32 or 16) measured no faster on the H200 (gpt2 shape: fwd 201 vs 205
+ * TFLOP/s, bwd 148 vs 148.5; GQA bwd 133 vs 139): at ~240 registers a block of 4 warps leaves
+ * 2 blocks an SM, and these kernels are latency-bound, not shared-memory-bound.
+ * Session 12 (issue 24, H200, bench_cuda_attention gpt2 124M shape; docs/PERF.md): dQ at
+ * head_dim 64 with 32-key tiles, 4 blocks an SM and Q / dO kept in registers (QREG) cut the
+ * backward from 0.405 to 0.395 ms (with attention.cu's 16-byte-load D kernel; 0.438 before
+ * both). Measured and dropped (none faster than these defaults): forward with 128- or 32-key
+ * tiles, 8 warps, or 2 m-tiles; dK/dV with K / V in registers, 32- or 128-query tiles; dQ
+ * with 64-key tiles + QREG (0.396 ms, a tie) or 128-key tiles. */
 constexpr int NW = 4, MT = 1;
 constexpr int DKV_BQ64 = 64, DKV_BQ128 = 32; /* query tile of the dK/dV loop */
-constexpr int DQ_BK64 = 64, DQ_BK128 = 32;   /* key tile of dQ */
+constexpr int DQ_BK64 = 32, DQ_BK128 = 32;   /* key tile of dQ */
+/* dQ's Q / dO fragments in registers: head_dim 64 only (128 would need 64 more registers a
+ * thread at 3 blocks an SM: not measured) */
+constexpr bool DQ_QREG64 = true, DQ_QREG128 = false;
 
 template <typename K> void set_smem(K kern, size_t bytes) {
   /* once per kernel instance; a host-side attribute, no allocation or synchronization */
@@ -705,7 +735,7 @@ void fwd_hd(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf16 *k
   TZC_LAUNCHED();
 }
 
-template <int HD, int BQd, int BKq>
+template <int HD, int BQd, int BKq, bool QREG>
 void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *q,
             const bf16 *k, const bf16 *v, const float *lse, const float *D, int B, int T, int H,
             int KVH, int qs, int kvs) {
@@ -722,7 +752,7 @@ void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, con
   }
   {
     using C = DqCfg<HD, NW, MT, BKq>;
-    auto kern = fa_dq<HD, NW, MT, BKq>;
+    auto kern = fa_dq<HD, NW, MT, BKq, QREG>;
     static bool init = false;
     if (!init) set_smem(kern, C::SMEM), init = true;
     dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
@@ -755,7 +785,9 @@ void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout,
                 const bf16 *k, const bf16 *v, const float *lse, const float *D, int B, int T,
                 int H, int KVH, int hd, int qs, int kvs) {
   if (hd == 64)
-    bwd_hd<64, DKV_BQ64, DQ_BK64>(st, dq, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs);
+    bwd_hd<64, DKV_BQ64, DQ_BK64, DQ_QREG64>(st, dq, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH,
+                                             qs, kvs);
   else
-    bwd_hd<128, DKV_BQ128, DQ_BK128>(st, dq, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs);
+    bwd_hd<128, DKV_BQ128, DQ_BK128, DQ_QREG128>(st, dq, dk, dv, dout, q, k, v, lse, D, B, T, H,
+                                                 KVH, qs, kvs);
 }
