@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# CI stage: the CUDA backend compiles (CI has nvcc and no GPU; scripts/test.sh builds without
+# the backend where no GPU is visible, since its tests skip there). Configures build-cuda with
+# TEZGAH_CUDA=ON (a missing toolkit is an error here, not a skip) and the default architecture
+# choice (sm_90 alone without a GPU: a compile check), builds the CLI and the CUDA test programs,
+# and runs them: without a GPU each must say SKIPPED (exit 77) and nothing else may fail.
+#   bash scripts/ci_cuda_build.sh
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$root/build-cuda
+t0=$SECONDS
+mkdir -p "$build"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTEZGAH_CUDA=ON >"$build/build.log" 2>&1 ||
+  { tail -30 "$build/build.log" >&2; exit 1; }
+cmake --build "$build" -j"$(nproc)" >>"$build/build.log" 2>&1 || { tail -40 "$build/build.log" >&2; exit 1; }
+grep -i 'warning' "$build/build.log" | grep -v '^--' | head -20 || true
+echo "ci_cuda_build: built in $((SECONDS - t0)) s"
+"$build/tezgah" info 2>&1 | grep '^cuda' || true
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -R '^test_cuda_'
+echo "ci_cuda_build: passed in $((SECONDS - t0)) s"
