@@ -48,15 +48,16 @@ ASAN_OPTIONS=${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0} \
 #                                     workgroup-reduction forms, flash and general attention)
 #   test_webgpu_ops_matmul            the matmul family (tiles, matmul_fast, transposed weight)
 #   test_webgpu_ops_act16             f16 activations (the conversions, f16 scratch sizes)
-#   test_webgpu_ops_attn_sgemu        flash attention on subgroup matrices (webgpu_ops_attn_sg.c;
-#                                     a sweep entry that .ci/run runs here only, not twice)
 #   test_webgpu_train, _large         whole models: f16 mirror, decoding, split bindings
 #   test_tok_webgpu                   the tokenizer's WebGPU trainer and encoder
-# Left out: the plain test_webgpu_ops entry (nosubgroups' host code with subgroup lanes, and
+# Left out: test_webgpu_ops_attn_sgemu (the subgroup-matrix attention's stand-in, a sweep entry:
+# lavapipe's LLVM compiling its pipelines under ASan's allocator took 14 minutes cold on the
+# 2-core CI machine, 2026-12-02; its host code, webgpu_ops_attn_sg.c, runs without ASan in the
+# sweep and on the H200), the plain test_webgpu_ops entry (nosubgroups' host code with subgroup lanes, and
 # the two-kernel attention backward at T 8192), _attn_pf (another RG / NT / PF), the sweeps
 # (label sweep: other kernel constants), test_webgpu_cli, _mainjob and test_tok_webgpu_cli
 # (the CLI over the same backend calls).
-asan_webgpu='^(test_webgpu_(load|abi|sgmat|large|train|ops_nosubgroups|ops_matmul|ops_act16|ops_attn_sgemu)|test_tok_webgpu)$'
+asan_webgpu='^(test_webgpu_(load|abi|sgmat|large|train|ops_nosubgroups|ops_matmul|ops_act16)|test_tok_webgpu)$'
 ASAN_OPTIONS=${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0} \
   ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -R "$asan_webgpu" "$@"
 echo "ci_sanitize: ASan+UBSan suite passed in $((SECONDS - t0)) s"
