@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# WebGPU f16 training speed on the H200 (issue 22's >= 200K tokens/s, branch wgpu23), one device
+# call, <= ~200 s warm. Profile first: where GPT-2 124M B16 T1024's step goes, per op and per
+# matmul shape, then this branch's change (the subgroup-matrix attention the default at head_dim
+# 128 too, with the two-pass forward) measured against the former choice. Every part has a time
+# limit and starts only while it would end within LIM seconds (default 195) of the start; the
+# must-haves run first, the optional ones (*) after them while time is left:
+#  1. `tezgah info` (adapter, subgroup-matrix configurations, the attention choice);
+#  2. test_webgpu_ops' test_attention_sgmat (forward, lse and every backward output vs the CPU:
+#     head_dim 64 / 128 with each one's default forward form and the other, causal, GQA, T off the
+#     blocks, f16 out, chunked dq, grid orders, head_dim 32's fallback) with the default kernels;
+#  3. GPT-2 124M B16 T1024 `tezgah train --backend webgpu --precision f16 --profile`, STEPS (10)
+#     steps with TEZGAH_PROFILE_SHAPES=1 (the subgroup-matrix matmuls one row per M x N x K):
+#     median tokens/s of steps 6.., the whole per-op table (ms/step, share, rate);
+#  4. the peer, PyTorch bf16 eager (torch_gpt.py --compile 0, TF32=1) at B 16 T 1024, 12 steps;
+#  5. the A/B of this branch's switch, in training: the same model with n_head 6 (head_dim 128),
+#     STEPS steps, the default (now subgroup-matrix attention, two-pass forward) vs
+#     TEZGAH_WEBGPU_ATTN_SGMAT=0 (the fp32 flash kernels: main's default at head_dim 128), median
+#     tokens/s and the losses side by side;
+#  6. `TEZGAH_PROFILE=1 bench_webgpu attention 16 1024` (n_head = 768 / head_dim; head_dim 64 and
+#     128; 32 runs the fp32 kernels in every mode: not shown) per variant, ms per forward +
+#     backward pair of one layer: attention_fwd, _bwd_dkdv, _bwd_dq, _bwd_d, the f16 copies, sum:
+#       def    nothing set (head_dim 64: one-pass forward; 128: two-pass)
+#       fp32   TEZGAH_WEBGPU_ATTN_SGMAT=0
+#      *sg1    TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 (one-pass at 128 too: main's sg at 128)
+#      *nsg2   TEZGAH_WEBGPU_ATTN_SG_NSG=2 (32-key blocks, 2 subgroups per workgroup)
+#      *kreg   VST=0 KREG=1 (K's left matrices in registers too)
+#      *sgv0   VST=0 (V's left matrices in registers; at 128 they always are: same as def)
+#      *sg2p   TEZGAH_WEBGPU_ATTN_SG_ONEPASS=0 (two-pass at 64 too; at 128 the same as def)
+#     (every variant sets TEZGAH_WEBGPU_ATTN_SGMAT=1 but fp32 and def);
+#  7. *test_attention_sgmat with every kernel direct (TEZGAH_WEBGPU_ATTN_SG_STAGE=0) and with the
+#     kreg variant's dK/dV (VST=0 KREG=1): the tuning forms' H200 coverage;
+#  8. a summary line (the key figures, last).
+#   bash scripts/device_webgpu_f16speed.sh DIR   (run tool, carry [DIR, ".gl"]; DIR from
+#   `bash scripts/device_pack_webgpu.sh DIR`: bin/ (tezgah, test_webgpu_ops, bench_webgpu,
+#   libtz_napi_stub.so), lib/, dawn/dawn.node.xz, data/train.bin, data/torch_gpt.py). Writes
+#   $OUT/ (summary.log and every log). STEPS, TTMO (per train run, default 40 s), LIM,
+#   NOTEST=1 / NOTRAIN=1 / NOTORCH=1 / NOBENCH=1 skip parts; VARIANTS="def fp32 ..." picks the
+#   bench variants (default "def fp32", then the starred ones while time is left); TRAIN_ARGS
+#   are appended to every training command (DRY=1 local runs on lavapipe: a small model, e.g.
+#   TRAIN_ARGS="--n-layer 2 --d-model 128 -B 2 -T 128"; the A/B's n_head 6 comes after them).
+# Supersedes scripts/device_webgpu_attnst.sh (removed: its tests, bench variants, training A/B and
+# peer are parts 2, 4, 6 and 7 here; its head_dim 64 A/B is the profile's attention rows vs
+# main's 20:15 call).
+set -uo pipefail
+# shellcheck source=scripts/device_webgpu_env.sh
+source scripts/device_webgpu_env.sh
+device_start device_webgpu_f16speed /tmp/f16speed_out "" "$@"
+device_dawn_node
+lim=${LIM:-195}
+timeout 30 "$dir/bin/tezgah" info 2>&1 | grep -E '^  (adapter|precision|subgroup-matrix|attention)' | cut -c1-220 | tee -a "$sum"
+lb=$(command -v stdbuf >/dev/null && echo "stdbuf -oL -eL") # line-buffered: a timeout keeps the lines so far
+left() { # NAME [SECONDS]: whether the part fits (SECONDS more, default 0, before LIM)
+  ((SECONDS + ${2:-0} < lim)) || { say "skipped ($1): $SECONDS s run, LIM $lim"; return 1; }
+}
+read -ra targs <<<"${TRAIN_ARGS:-}"
+
+declare -A TRC
+test_run() { # v: the test with the default kernels (def), every kernel direct (dir:
+  # TEZGAH_WEBGPU_ATTN_SG_STAGE=0) or the staged dK/dV with V's and K's left matrices in
+  # registers (kr: the kreg bench variant)
+  local v=$1 e="" tmo=60
+  [[ $v == dir ]] && e="TEZGAH_WEBGPU_ATTN_SG_STAGE=0" tmo=35
+  [[ $v == kr ]] && e="TEZGAH_WEBGPU_ATTN_SG_VST=0 TEZGAH_WEBGPU_ATTN_SG_KREG=1" tmo=40
+  # shellcheck disable=SC2086  # e: assignments, lb: empty or stdbuf's words
+  env $e TZ_TEST_FILTER='test_attention_sgmat' timeout $tmo $lb "$dir/bin/test_webgpu_ops" >"$out/test_$v.log" 2>&1
+  TRC[$v]=$?
+  grep -vE '^webgpu:' "$out/test_$v.log" | grep -E 'FAIL|err|SKIP|PASS|OK|rc' | head -30 | cut -c1-200 | sed "s/^/  [$v] /" | tee -a "$sum"
+  say "test_attention_sgmat [$v${e:+: $e}] rc ${TRC[$v]}"
+}
+
+steps=${STEPS:-10}
+export TTMO=${TTMO:-40}
+declare -A TPS
+train_run() { # NAME ENV... -- ARGS...: one f16 training run, its result line
+  local name=$1 e=()
+  shift
+  while [[ $# -gt 0 && $1 != -- ]]; do e+=("$1"); shift; done
+  shift
+  # shellcheck disable=SC2034  # the exports are read by train_gpt2's tezgah
+  if ((${#e[@]})); then export "${e[@]}"; fi
+  train_gpt2 "$name" f16 "$steps" "${targs[@]}" "$@"
+  for v in "${e[@]}"; do unset "${v%%=*}"; done
+  TPS[$name]=$tps
+  say "train $name [${e[*]:-default}${*:+ $*}] rc $rc: median tokens/s (steps 6..) $tps;" \
+    "$(grep -E '^webgpu: ' "$out/$name.log" | head -1 | grep -oE '(attention on subgroup matrices|attention: fp32 flash)[^;]*' | cut -c1-150)" \
+    "$(grep -iE 'error' "$out/$name.log" | head -1 | cut -c1-200)"
+}
+
+venv() { # the environment of a bench variant
+  case $1 in
+    fp32) echo TEZGAH_WEBGPU_ATTN_SGMAT=0 ;;
+    sg1) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 ;;
+    sgv0) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_VST=0 ;;
+    sg2p) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_ONEPASS=0 ;;
+    nsg2) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_NSG=2 ;;
+    kreg) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_VST=0 TEZGAH_WEBGPU_ATTN_SG_KREG=1 ;;
+    *) echo TZ_DEFAULT=1 ;; # def: nothing of ours set
+  esac
+}
+# a bench log's per-head_dim lines: hd fwd dkdv dq d conv sum (ms per pair; conv: the f16 copies
+# of q/k/v (attention_to_f16) and the fp32 path's conversions of its out), then the bench's own
+# wall ms fwd, bwd. Needs stdout line-buffered: each head_dim's table (stderr) comes before its
+# "attention B=" line (stdout).
+bench_rows() {
+  awk '$1 ~ /^attention_(fwd|bwd_dkdv|bwd_dq|bwd_d)$/ && $2 ~ /^[0-9.]+$/ {r[$1] = $2}
+       $1 == "attention_to_f16" && $2 ~ /^[0-9.]+$/ {cv += $2}
+       $1 ~ /^to_f(16|32)$/ && $2 == "(attn" && $4 ~ /^[0-9.]+$/ {cv += $4}
+       /^attention B=/ {hd = $5; sub(/hd=/, "", hd); f = $9; b = $14;
+         s = r["attention_fwd"] + r["attention_bwd_dkdv"] + r["attention_bwd_dq"] + r["attention_bwd_d"] + cv;
+         printf "%s %s %s %s %s %s %.3f %s %s\n", hd, r["attention_fwd"] + 0, r["attention_bwd_dkdv"] + 0, r["attention_bwd_dq"] + 0,
+           r["attention_bwd_d"] + 0, cv + 0, s, f, b; delete r; cv = 0}' "$1"
+}
+declare -A SUMS
+bench_run() { # v
+  local v=$1 brc
+  # shellcheck disable=SC2046,SC2086  # the variant's assignments and lb, word-split on purpose
+  env $(venv "$v") TEZGAH_PROFILE=1 timeout 40 $lb "$dir/bin/bench_webgpu" attention 16 1024 >"$out/bench_$v.log" 2>&1
+  brc=$?
+  ((brc == 0)) || say "  [$v] rc $brc: $(grep -iE 'error|abort' "$out/bench_$v.log" | head -1 | cut -c1-200)"
+  while read -r hd f k q d p s bf bb; do
+    [[ $hd == 32 ]] && continue # fp32 kernels in every mode
+    SUMS[$v.$hd]=$s
+    say "$(printf '  %-5s %3s %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f  %s/%s' "$v" "$hd" "$f" "$k" "$q" "$d" "$p" "$s" "$bf" "$bb")"
+  done < <(bench_rows "$out/bench_$v.log")
+}
+
+# the must-haves: the test, the profiled default, the peer, the A/B; then the bench variants
+[[ -n ${NOTEST:-} ]] || { left "test def" 60 && test_run def; }
+if [[ -z ${NOTRAIN:-} ]] && left "train default" "$TTMO"; then
+  train_run gpt2 TEZGAH_PROFILE_SHAPES=1 -- --profile
+  say "per-op profile of train gpt2 (ms/step; matmuls on subgroup matrices per M x N x K: X·Wᵀ matmul_t" \
+    "[B·T, N_out, K_in], dY·W matmul [B·T, K_in, N_out], dW matmul_at [N_out, K_in, B·T] /split-K):"
+  sed -n '/ms\/step/,$p' "$out/gpt2.log" | grep -vE '^(step|\{)' | head -70 | cut -c1-120 | tee -a "$sum"
+fi
+if [[ -z ${NOTORCH:-} && -f $dir/data/torch_gpt.py ]] && left "torch" 60; then
+  TF32=1 timeout 60 python3 "$dir/data/torch_gpt.py" --arch gpt2 --B 16 --T 1024 --compile 0 --steps 12 >"$out/torch.log" 2>&1
+  say "peer PyTorch bf16 eager (torch_gpt.py --compile 0) rc $?:"
+  tail -3 "$out/torch.log" | sed 's/^/  /' | tee -a "$sum"
+fi
+if [[ -z ${NOTRAIN:-} ]]; then
+  left "train hd128 default" "$TTMO" && train_run hd128 -- --n-head 6
+  left "train hd128 fp32" "$TTMO" && train_run hd128_fp32 TEZGAH_WEBGPU_ATTN_SGMAT=0 -- --n-head 6
+  [[ -s $out/loss_hd128.txt && -s $out/loss_hd128_fp32.txt ]] &&
+    paste "$out/loss_hd128.txt" "$out/loss_hd128_fp32.txt" |
+    awk '{printf "  hd128 step %2d  loss default %.5f  fp32-attention %.5f  diff %+.5f\n", NR, $1, $2, $1 - $2}' | tee -a "$sum"
+fi
+if [[ -z ${NOBENCH:-} ]]; then
+  say "bench_webgpu attention 16 1024, ms per forward + backward of one layer (GPU timestamps; bench fwd/bwd: wall ms):"
+  say "$(printf '  %-5s %3s %8s %8s %8s %8s %8s %8s  %s' variant hd fwd dkdv dq D conv sum 'bench fwd/bwd')"
+  for v in ${VARIANTS:-def fp32 sg1 nsg2 kreg sgv0 sg2p}; do left "bench $v" 30 && bench_run "$v"; done
+fi
+[[ -n ${NOTEST:-} ]] || { left "test dir" 35 && test_run dir; }
+[[ -n ${NOTEST:-} ]] || { left "test kr" 40 && test_run kr; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a > 0 && b > 0) printf "%.2fx", b / a; else print "?"}'; }
+say "SUMMARY tests rc def ${TRC[def]:-?} dir ${TRC[dir]:-?} kr ${TRC[kr]:-?}; GPT-2 124M f16 tokens/s ${TPS[gpt2]:-?} (profiled, shape rows), step ms" \
+  "$(awk -v t="${TPS[gpt2]:-0}" 'BEGIN {if (t > 0) printf "%.1f", 16384000 / t; else print "?"}');" \
+  "torch bf16 eager $(grep -oE 'tok_s=[0-9]+' "$out/torch.log" 2>/dev/null | tail -1 | cut -d= -f2);" \
+  "hd128 train default ${TPS[hd128]:-?} vs fp32-attention ${TPS[hd128_fp32]:-?};" \
+  "attention fwd+bwd ms/layer hd64 def ${SUMS[def.64]:-?} fp32 ${SUMS[fp32.64]:-?}, hd128 def ${SUMS[def.128]:-?}" \
+  "fp32 ${SUMS[fp32.128]:-?} ($(ratio "${SUMS[def.128]:-0}" "${SUMS[fp32.128]:-0}")) sg1 ${SUMS[sg1.128]:-?}; hd64 nsg2 ${SUMS[nsg2.64]:-?} kreg ${SUMS[kreg.64]:-?}"
+say "end ${SECONDS}s"
