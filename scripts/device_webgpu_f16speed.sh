@@ -79,6 +79,7 @@ train_run() { # NAME ENV... -- ARGS...: one f16 training run, its result line
   shift
   # shellcheck disable=SC2034  # the exports are read by train_gpt2's tezgah
   if ((${#e[@]})); then export "${e[@]}"; fi
+  rm -rf "/tmp/run_$name" # a run folder left by an earlier call on this machine: tezgah refuses it
   train_gpt2 "$name" f16 "$steps" "${targs[@]}" "$@"
   for v in "${e[@]}"; do unset "${v%%=*}"; done
   TPS[$name]=$tps
