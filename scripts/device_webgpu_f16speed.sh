@@ -67,9 +67,11 @@ test_run() { # v: the test with the default kernels (def), every kernel direct (
   # shellcheck disable=SC2086  # e: assignments, lb: empty or stdbuf's words
   env $e TZ_TEST_FILTER='test_attention_sgmat' timeout $tmo $lb "$dir/bin/test_webgpu_ops" >"$out/test_$v.log" 2>&1
   TRC[$v]=$?
-  # the case lines (worst err / bound) and cmocka's verdicts; all of it in $out/test_$v.log
-  grep -vE '^webgpu:' "$out/test_$v.log" | grep -E 'FAIL|err|SKIP|PASS|OK|rc' | head -n "$([[ $v == def ]] && echo 16 || echo 6)" |
-    cut -c1-160 | sed "s/^/  [$v] /" | tee -a "$sum"
+  # the checks' largest worst err / bound (<= 1 passes) and cmocka's verdicts; every line in
+  # $out/test_$v.log
+  say "  [$v] $(grep -c 'worst err/bound' "$out/test_$v.log") checks, largest worst err/bound" \
+    "$(grep -oE 'worst err/bound [0-9.]+' "$out/test_$v.log" | awk '$3 > m {m = $3} END {print m + 0}')"
+  grep -E 'FAIL|SKIP|PASSED|rror' "$out/test_$v.log" | grep -v '^webgpu:' | head -n 8 | cut -c1-160 | sed "s/^/  [$v] /" | tee -a "$sum"
   say "test_attention_sgmat [$v${e:+: $e}] rc ${TRC[$v]}"
 }
 
