@@ -25,6 +25,9 @@
 #       def    nothing set (head_dim 64: one-pass forward; 128: two-pass)
 #       fp32   TEZGAH_WEBGPU_ATTN_SGMAT=0
 #      *sg1    TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 (one-pass at 128 too: main's sg at 128)
+#      *dq1    TEZGAH_WEBGPU_ATTN_DQ_KB=1048576: the dq partial sums of all 16 sequences in one
+#              chunk (427 MB at head_dim 64) where the binding allows, so dK/dV is one dispatch
+#              of 3,072 workgroups, not 9 + 7 sequences' 1,728 + 1,344 (two partial last waves)
 #      *nsg2   TEZGAH_WEBGPU_ATTN_SG_NSG=2 (32-key blocks, 2 subgroups per workgroup)
 #      *kreg   VST=0 KREG=1 (K's left matrices in registers too)
 #      *sgv0   VST=0 (V's left matrices in registers; at 128 they always are: same as def)
@@ -100,6 +103,7 @@ venv() { # the environment of a bench variant
     sg1) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 ;;
     sgv0) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_VST=0 ;;
     sg2p) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_ONEPASS=0 ;;
+    dq1) echo TEZGAH_WEBGPU_ATTN_DQ_KB=1048576 ;;
     nsg2) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_NSG=2 ;;
     kreg) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_VST=0 TEZGAH_WEBGPU_ATTN_SG_KREG=1 ;;
     *) echo TZ_DEFAULT=1 ;; # def: nothing of ours set
@@ -156,7 +160,7 @@ fi
 if [[ -z ${NOBENCH:-} ]]; then
   say "bench_webgpu attention 16 1024, ms per forward + backward of one layer (GPU timestamps; bench fwd/bwd: wall ms):"
   say "$(printf '  %-5s %3s %8s %8s %8s %8s %8s %8s  %s' variant hd fwd dkdv dq D conv sum 'bench fwd/bwd')"
-  for v in ${VARIANTS:-def fp32 sg1 nsg2 kreg sgv0 sg2p}; do left "bench $v" 30 && bench_run "$v"; done
+  for v in ${VARIANTS:-def fp32 dq1 sg1 nsg2 kreg sgv0 sg2p}; do left "bench $v" 30 && bench_run "$v"; done
 fi
 [[ -n ${NOTEST:-} ]] || { left "test dir" 35 && test_run dir; }
 [[ -n ${NOTEST:-} ]] || { left "test kr" 40 && test_run kr; }
@@ -167,5 +171,5 @@ say "SUMMARY tests rc def ${TRC[def]:-?} dir ${TRC[dir]:-?} kr ${TRC[kr]:-?}; GP
   "torch bf16 eager $(grep -oE 'tok_s=[0-9]+' "$out/torch.log" 2>/dev/null | tail -1 | cut -d= -f2);" \
   "hd128 train default ${TPS[hd128]:-?} vs fp32-attention ${TPS[hd128_fp32]:-?};" \
   "attention fwd+bwd ms/layer hd64 def ${SUMS[def.64]:-?} fp32 ${SUMS[fp32.64]:-?}, hd128 def ${SUMS[def.128]:-?}" \
-  "fp32 ${SUMS[fp32.128]:-?} ($(ratio "${SUMS[def.128]:-0}" "${SUMS[fp32.128]:-0}")) sg1 ${SUMS[sg1.128]:-?}; hd64 nsg2 ${SUMS[nsg2.64]:-?} kreg ${SUMS[kreg.64]:-?}"
+  "fp32 ${SUMS[fp32.128]:-?} ($(ratio "${SUMS[def.128]:-0}" "${SUMS[fp32.128]:-0}")) sg1 ${SUMS[sg1.128]:-?}; hd64 dq1 ${SUMS[dq1.64]:-?} nsg2 ${SUMS[nsg2.64]:-?} kreg ${SUMS[kreg.64]:-?}"
 say "end ${SECONDS}s"
