@@ -62,6 +62,11 @@ static int sg_nsg(wg_ctx *c, int bwd) {
  * 1.80 ms vs the direct 3.34 at B16 T1024 head_dim 64, and test_attention_sgmat passed it
  * there; its software stand-in does not compile in reasonable time on lavapipe, so ctest's
  * stand-in entries pick 2 or 0), 2 the forward only, 3 the backward only, 0 neither. */
+/* The staged kernels' element-wise passes (softmax, P, dS between the matrix products) in their
+ * bank-conflict-free order (const EWF; fa_sg_fwd_st / fa_sg_dkdv_st say which order):
+ * TEZGAH_WEBGPU_ATTN_SG_EWF=1 (the default), 0 round 1's (each lane CPL consecutive columns:
+ * 4-way workgroup-memory bank conflicts on 32 lanes). Same results, bit for bit. */
+static int sg_ewf(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_EWF", 1) != 0; }
 static int sg_stage(int bwd) {
   int v = env_int("TEZGAH_WEBGPU_ATTN_SG_STAGE", 1);
   return v == 1 || (v == 2 && !bwd) || (v == 3 && bwd);
@@ -369,8 +374,9 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
   char pre[256];
   snprintf(pre, sizeof pre,
            "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n"
-           "const KPAD: u32 = %du;\n%s",
-           hd, sg_lanes(c), nsg, o16 ? "true" : "false", o16 ? "f16" : "f32", kpad, sg_emu() ? "// sgmat emulation\n" : "");
+           "const KPAD: u32 = %du;\nconst EWF = %s;\n%s",
+           hd, sg_lanes(c), nsg, o16 ? "true" : "false", o16 ? "f16" : "f32", kpad, sg_ewf() ? "true" : "false",
+           sg_emu() ? "// sgmat emulation\n" : "");
   uint32_t w[24] = {0};
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)nkv,
@@ -440,8 +446,9 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   /* TEZGAH_WEBGPU_ATTN_SG_KREG=1 (tuning, staged only): K's left matrices held in registers */
   int kreg = nst && env_int("TEZGAH_WEBGPU_ATTN_SG_KREG", 0) != 0;
   snprintf(pk, sizeof pk, "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst KPAD: u32 = %du;\n"
-           "const VST = %s;\nconst KREG = %s;\n%s",
-           hd, sg_lanes(c), nsg, kpad, vst ? "true" : "false", kreg ? "true" : "false", sg_emu() ? "// sgmat emulation\n" : "");
+           "const VST = %s;\nconst KREG = %s;\nconst EWF = %s;\n%s",
+           hd, sg_lanes(c), nsg, kpad, vst ? "true" : "false", kreg ? "true" : "false", sg_ewf() ? "true" : "false",
+           sg_emu() ? "// sgmat emulation\n" : "");
   snprintf(pq, sizeof pq, "const HD: u32 = %du;\nconst BC: u32 = %du;\n", hd, kbc);
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   uint32_t nkb = (uint32_t)(Tp / kbc);
