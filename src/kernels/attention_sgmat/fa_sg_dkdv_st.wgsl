@@ -230,12 +230,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let ers = select(0u, NT / BR, EWF);
     let ec0 = select(c0, lid % BR, EWF);
     let ecs = select(1u, 0u, EWF);
+    // EWF: the thread's query's lse and D, read once (a read per entry would be a 4-way bank
+    // conflict: the 32 lanes' queries are 32 rows of s_ apart)
+    var lq = 0.0;
+    var dq_ = 0.0;
+    if (EWF) {
+      lq = s_[ec0 * SLD + BR];
+      dq_ = s_[ec0 * SLD + BR + 1u];
+    }
     var pv: array<f32, CPL>;
     for (var i = 0u; i < CPL; i++) {
       let er = er0 + ers * i;
       let ec = ec0 + ecs * i;
       let tq = t0 + ec;
-      let x = select(exp(s_[er * SLD + ec] * sc - s_[ec * SLD + BR]), 0.0, tq < k0 + er || tq >= T);
+      var l_ = lq;
+      if (!EWF) {
+        l_ = s_[ec * SLD + BR];
+      }
+      let x = select(exp(s_[er * SLD + ec] * sc - l_), 0.0, tq < k0 + er || tq >= T);
       pv[i] = f32(f16(x)); // the value the products use
       pds_[er * PLD + ec] = f16(x);
     }
@@ -272,7 +284,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var i = 0u; i < CPL; i++) {
       let er = er0 + ers * i;
       let ec = ec0 + ecs * i;
-      pds_[er * PLD + ec] = f16(pv[i] * (s_[er * SLD + ec] - s_[ec * SLD + BR + 1u]) * sc);
+      var d_ = dq_;
+      if (!EWF) {
+        d_ = s_[ec * SLD + BR + 1u];
+      }
+      pds_[er * PLD + ec] = f16(pv[i] * (s_[er * SLD + ec] - d_) * sc);
     }
     workgroupBarrier(); // (5) dSᵀ visible
     // dK += dSᵀ·Q; the dq part dS·K of query block qi, columns qn0 .. qn0 + NQS
