@@ -1637,15 +1637,15 @@ static void check_att_sg(tz_backend *ge, int B, int T, int nh, int nkv, int hd) 
  * 64-row block, between blocks, an exact multiple, several blocks; B 1-3; the fp32 output (the
  * fp32 op contract) and the f16 output (c->act16: a backend with TEZGAH_WEBGPU_ACT16=1, the
  * CPU's backward fed the same f16 out); the backward's dq partial sums in chunks of one sequence
- * (TEZGAH_WEBGPU_ATTN_DQ_KB); the former grid order; the forward's two-pass form
- * (TEZGAH_WEBGPU_ATTN_SG_ONEPASS=0; one-pass is the default); head_dim 32, which falls back to
+ * (TEZGAH_WEBGPU_ATTN_DQ_KB); the former grid order; the forward's form not the default for its
+ * head_dim (TEZGAH_WEBGPU_ATTN_SG_ONEPASS: the default is one-pass at 64, two-pass at 128); head_dim 32, which falls back to
  * the fp32 kernels under TEZGAH_WEBGPU_ATTN_SGMAT=1. Under TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1 (the
  * software stand-in for subgroup matrices, ctest test_webgpu_ops_attn_sgemu on lavapipe, where
- * a case takes about a minute) one case per path: GQA head_dim 64, head_dim 128, the two-pass
- * forward, chunked dq sums, f16 out, head_dim 32. Every case runs the kernels
+ * a case takes about a minute) one case per path: GQA head_dim 64, head_dim 128 (two-pass
+ * forward), its one-pass forward, chunked dq sums, f16 out, head_dim 32. Every case runs the kernels
  * TEZGAH_WEBGPU_ATTN_SG_STAGE picks (unset or 1: both staged, fa_sg_fwd_st and fa_sg_dkdv_st;
  * 2: the staged forward and the direct backward fa_sg_dkdv; 0: both direct; ctest's sweep
- * entries run 2 and 0, scripts/device_webgpu_attnst.sh 1 and 0). Bound: SG_RTOL / SG_ARMS above. The other
+ * entries run 2 and 0, scripts/device_webgpu_f16speed.sh 1 and 0). Bound: SG_RTOL / SG_ARMS above. The other
  * attention tests run with TEZGAH_WEBGPU_ATTN_SGMAT=0 (setup): the fp32 kernels at their fp32
  * bounds on every adapter. */
 static void test_attention_sgmat(void **state) {
@@ -1673,10 +1673,12 @@ static void test_attention_sgmat(void **state) {
       check_att_sg(gpu, 2, 133, 2, 2, 128);
     }
     check_att_sg(gpu, 1, 45, 4, 1, 128);
-    /* the forward's two-pass form (TEZGAH_WEBGPU_ATTN_SG_ONEPASS=0; the default is the one-pass
-     * form, output rows in registers) */
-    setenv("TEZGAH_WEBGPU_ATTN_SG_ONEPASS", "0", 1);
+    /* the forward's other form per head_dim (the default, sg_onepass: one-pass at 64, output
+     * rows in registers; two-pass at 128, which the cases above ran): one-pass at 128
+     * (TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1), two-pass at 64 (=0) */
+    setenv("TEZGAH_WEBGPU_ATTN_SG_ONEPASS", "1", 1);
     check_att_sg(gpu, 2, 70, 4, 2, 128);
+    setenv("TEZGAH_WEBGPU_ATTN_SG_ONEPASS", "0", 1);
     if (!emu) check_att_sg(gpu, 3, 130, 4, 1, 64);
     unsetenv("TEZGAH_WEBGPU_ATTN_SG_ONEPASS");
     setenv("TEZGAH_WEBGPU_ATTN_DQ_KB", "200", 1); /* chunks of 2 sequences (64-key blocks: 98 KB of parts each) or 1 (32: 160 KB) */

@@ -19,7 +19,7 @@
  * TEZGAH_WEBGPU_ATTN_SG_STAGE picks (sg_stage).
  *
  * Default where the adapter runs them and they are faster than the fp32 flash kernels
- * (head_dim 64 on the H200: sg_faster); TEZGAH_WEBGPU_ATTN_SGMAT=1 forces them for every shape
+ * (head_dim 64 and 128 on the H200: sg_faster); TEZGAH_WEBGPU_ATTN_SGMAT=1 forces them for every shape
  * they take, =0 never (sg_use says how); TEZGAH_WEBGPU_ATTN=fallback forces the general kernels
  * as before. The partial dq sums follow TEZGAH_WEBGPU_ATTN_DQ_KB as the fp32
  * fused backward's do. */
@@ -62,6 +62,11 @@ static int sg_nsg(wg_ctx *c, int bwd) {
  * 1.80 ms vs the direct 3.34 at B16 T1024 head_dim 64, and test_attention_sgmat passed it
  * there; its software stand-in does not compile in reasonable time on lavapipe, so ctest's
  * stand-in entries pick 2 or 0), 2 the forward only, 3 the backward only, 0 neither. */
+/* The staged kernels' element-wise passes (softmax, P, dS between the matrix products) in their
+ * bank-conflict-free order (const EWF; fa_sg_fwd_st / fa_sg_dkdv_st say which order):
+ * TEZGAH_WEBGPU_ATTN_SG_EWF=1 (the default), 0 round 1's (each lane CPL consecutive columns:
+ * 4-way workgroup-memory bank conflicts on 32 lanes). Same results, bit for bit. */
+static int sg_ewf(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_EWF", 1) != 0; }
 static int sg_stage(int bwd) {
   int v = env_int("TEZGAH_WEBGPU_ATTN_SG_STAGE", 1);
   return v == 1 || (v == 2 && !bwd) || (v == 3 && bwd);
@@ -211,13 +216,24 @@ char *wg_attn_sg_emulate(const char *src) {
 }
 
 /* head_dims whose training form runs on the subgroup-matrix kernels by default: where the H200
- * measured them faster than the fp32 flash kernels (docs/PERF.md, 2026-12-02 15:21-15:35 UTC,
- * bench_webgpu attention 16 1024, ms per forward + backward pair): head_dim 64 staged 3.40 (one-
- * pass forward, staged dK/dV) vs fp32 flash 4.06. head_dim 128: its staged dK/dV did not compile
- * then (fixed since: V after K in one workgroup array) and has not been timed, so the fp32 flash
- * kernels stay its default until a measurement says otherwise (scripts/device_webgpu_attnst.sh
- * times both). TEZGAH_WEBGPU_ATTN_SGMAT=1 runs them at 128 too. */
-static int sg_faster(int hd) { return hd == 64; }
+ * measured them faster than the fp32 flash kernels (bench_webgpu attention 16 1024, ms per
+ * forward + backward pair of one layer): head_dim 64 staged 3.40 (one-pass forward, staged dK/dV)
+ * vs fp32 flash 4.06 (docs/PERF.md, 2026-12-02 15:21-15:35 UTC); head_dim 128 (lead's call
+ * 2026-12-02 ~20:15 UTC; scripts/device_webgpu_f16speed.sh times it now) staged with the two-pass
+ * forward 2.73, with the one-pass forward 2.83, vs fp32 flash 4.0, so 128 runs them too, with the
+ * two-pass forward (sg_onepass). TEZGAH_WEBGPU_ATTN_SGMAT=1 / 0 force them on / off. */
+static int sg_faster(int hd) { return hd == 64 || hd == 128; }
+
+/* The forward's form: one-pass (entry point main1: output rows in registers; head_dim 64 staged
+ * 0.75 ms vs the two-pass form's 0.87 on the H200 at B16 T1024, docs/PERF.md) or two-pass (main;
+ * head_dim 128: 2.73 ms per forward + backward pair vs 2.83 with the one-pass form, the 20:15
+ * call; its dK/dV keeps V in registers either way: K and V staged do not fit 48 KB at 128).
+ * TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 / 0 forces one form for every head_dim. */
+static int sg_onepass(int hd) {
+  const char *e = getenv("TEZGAH_WEBGPU_ATTN_SG_ONEPASS");
+  if (e && *e) return strcmp(e, "0") != 0;
+  return hd != 128;
+}
 
 /* Whether a (Tq, Tk, q_pos0, head_dim) call is a shape the kernels take: NULL, else why not. */
 static const char *sg_shape_why(int Tq, int Tk, int q_pos0, int hd) {
@@ -263,7 +279,7 @@ static int sg_use(wg_ctx *c, const char *op, int Tq, int Tk, int q_pos0, int hd)
   return 1;
 }
 const char *wg_attn_sg_choice(wg_ctx *c) {
-  static char line[200];
+  static char line[320];
   const char *why = wg_attn_sg_why(c);
   int m = sg_mode();
   if (why) snprintf(line, sizeof line, "attention: fp32 flash kernels (subgroup-matrix attention off: %s)", why);
@@ -273,8 +289,12 @@ const char *wg_attn_sg_choice(wg_ctx *c) {
     snprintf(line, sizeof line,
              "attention on subgroup matrices (f16 x f16 -> f32, forward %s %s, dK/dV %s) for training at head_dim %s, "
              "fp32 flash kernels elsewhere",
-             sg_stage(0) ? "staged" : "direct", env_int("TEZGAH_WEBGPU_ATTN_SG_ONEPASS", 1) ? "one-pass" : "two-pass",
-             sg_stage(1) ? "staged" : "direct", m == 1 ? "64 and 128 (TEZGAH_WEBGPU_ATTN_SGMAT=1)" : "64 (faster there on the H200)");
+             sg_stage(0) ? "staged" : "direct",
+             sg_onepass(64) == sg_onepass(128) ? (sg_onepass(64) ? "one-pass" : "two-pass")
+                                               : sg_onepass(64) ? "one-pass (128: two-pass)"
+                                                                : "two-pass (128: one-pass)",
+             sg_stage(1) ? "staged" : "direct",
+             m == 1 ? "64 and 128 (TEZGAH_WEBGPU_ATTN_SGMAT=1)" : "64 and 128 (faster there on the H200)");
   return line;
 }
 
@@ -354,8 +374,9 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
   char pre[256];
   snprintf(pre, sizeof pre,
            "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n"
-           "const KPAD: u32 = %du;\n%s",
-           hd, sg_lanes(c), nsg, o16 ? "true" : "false", o16 ? "f16" : "f32", kpad, sg_emu() ? "// sgmat emulation\n" : "");
+           "const KPAD: u32 = %du;\nconst EWF = %s;\n%s",
+           hd, sg_lanes(c), nsg, o16 ? "true" : "false", o16 ? "f16" : "f32", kpad, sg_ewf() ? "true" : "false",
+           sg_emu() ? "// sgmat emulation\n" : "");
   uint32_t w[24] = {0};
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)nkv,
@@ -363,10 +384,9 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
   w[15] = (uint32_t)(l.v / 2), w[16] = (uint32_t)ord, w[17] = (uint32_t)has_lse;
   uint32_t nb = (uint32_t)(Tp / (16 * nsg));
   c->pending_flop = 3.0 * B * nh * (double)T * T * hd; /* S twice (two passes), P·V; causal half */
-  /* the one-pass form (main1: output rows in registers, 2 matmul units; the default: 0.75 ms vs
-   * the two-pass form's 0.87 staged on the H200 at B16 T1024 head_dim 64, docs/PERF.md);
-   * TEZGAH_WEBGPU_ATTN_SG_ONEPASS=0 the two-pass form (main) */
-  int one = env_int("TEZGAH_WEBGPU_ATTN_SG_ONEPASS", 1) != 0;
+  /* the one-pass form (main1: output rows in registers, 2 matmul units) or the two-pass form
+   * (main), per head_dim (sg_onepass) */
+  int one = sg_onepass(hd);
   if (one) c->pending_flop = 2.0 * B * nh * (double)T * T * hd;
   wg_run(c, op, wg_pipeline(c, nst ? "fa_sg_fwd_st" : "fa_sg_fwd", one ? "main1" : "main", pre), w, 18, a, 3, ord ? (uint32_t)nh : nb, ord ? (uint32_t)B : (uint32_t)nh,
          ord ? nb : (uint32_t)B);
@@ -426,8 +446,9 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   /* TEZGAH_WEBGPU_ATTN_SG_KREG=1 (tuning, staged only): K's left matrices held in registers */
   int kreg = nst && env_int("TEZGAH_WEBGPU_ATTN_SG_KREG", 0) != 0;
   snprintf(pk, sizeof pk, "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst KPAD: u32 = %du;\n"
-           "const VST = %s;\nconst KREG = %s;\n%s",
-           hd, sg_lanes(c), nsg, kpad, vst ? "true" : "false", kreg ? "true" : "false", sg_emu() ? "// sgmat emulation\n" : "");
+           "const VST = %s;\nconst KREG = %s;\nconst EWF = %s;\n%s",
+           hd, sg_lanes(c), nsg, kpad, vst ? "true" : "false", kreg ? "true" : "false", sg_ewf() ? "true" : "false",
+           sg_emu() ? "// sgmat emulation\n" : "");
   snprintf(pq, sizeof pq, "const HD: u32 = %du;\nconst BC: u32 = %du;\n", hd, kbc);
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   uint32_t nkb = (uint32_t)(Tp / kbc);

@@ -227,6 +227,27 @@ static tz_slice sg_operand(tz_backend *be, int which, tz_slice src, size_t n) {
   return d;
 }
 
+/* The profile label of a subgroup-matrix call: the form's ("matmul_t (sgmat)", ...), or with
+ * TEZGAH_PROFILE_SHAPES=1 (tuning: which of the model's shapes costs what) the form's followed
+ * by " MxNxK" and, for a split-K call, " /S" (its colsum_add reduction then " MxN +S"). The
+ * profile keeps label pointers (tz_prof_label), so each distinct label is kept in a process-wide
+ * table of SG_LABELS entries; past that, the form's label. */
+#define SG_LABELS 48
+static const char *sg_label(const char *form, int M, int N, int K, uint32_t S, int reduce) {
+  static char names[SG_LABELS][64];
+  static int used;
+  if (!env_int("TEZGAH_PROFILE_SHAPES", 0)) return form;
+  char l[64];
+  if (reduce) snprintf(l, sizeof l, "%s %dx%d +%u", form, M, N, S);
+  else if (S > 1) snprintf(l, sizeof l, "%s %dx%dx%d /%u", form, M, N, K, S);
+  else snprintf(l, sizeof l, "%s %dx%dx%d", form, M, N, K);
+  for (int i = 0; i < used; i++)
+    if (!strcmp(names[i], l)) return names[i];
+  if (used == SG_LABELS) return form;
+  snprintf(names[used], sizeof names[used], "%s", l);
+  return names[used++];
+}
+
 /* The subgroup-matrix kernel for one call, when sg_shape_ok and the operands allow it: 1 when it
  * ran, 0 when the caller must take the other kernels (bias with accumulation, bias in the
  * output's buffer, unaligned operands). out [M, N] f32 (+)= op(a)·op(b) (+ bias) with a and b
@@ -273,14 +294,14 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   int valid[2];
   for (int i = 0; i < 2; i++) valid[i] = c->sg_src[i] && c->sg_serial[i] == c->serial;
   c->pending_flop = 2.0 * M * N * K;
-  wg_run(c, labels[variant], wg_pipeline(c, tz_sgmat_file(t), "main", prefix), w, 12, ar, 4, (uint32_t)(N / bn),
-         (uint32_t)(M / bm), S);
+  wg_run(c, sg_label(labels[variant], M, N, K, S, 0), wg_pipeline(c, tz_sgmat_file(t), "main", prefix), w, 12, ar, 4,
+         (uint32_t)(N / bn), (uint32_t)(M / bm), S);
   c->pending_flop = 0;
   if (S > 1) { /* out (+)= Σ_s part[s] */
     uint32_t r[24] = {0};
     r[8] = S, r[9] = (uint32_t)(m * n), r[10] = !acc, r[11] = (uint32_t)(m * n);
     wg_arg ra[] = {A(out, F4(m * n), "out"), A(part, F4(S * m * n), "split-K partials")};
-    wg_run(c, labels[variant], wg_pipeline(c, "elementwise", "colsum_add", ""), r, 12, ra, 2,
+    wg_run(c, sg_label(labels[variant], M, N, K, S, 1), wg_pipeline(c, "elementwise", "colsum_add", ""), r, 12, ra, 2,
            (uint32_t)((m * n + 255) / 256), 1, 1);
   }
   /* the scratch copies valid before this dispatch stay valid unless it wrote their source */

@@ -430,7 +430,7 @@ const char *tz_webgpu_describe(tz_backend *be) {
   if (c->sgmat) snprintf(sg, sizeof sg, "; matmul on subgroup matrices (f16 x f16 -> f32, %u lanes)", c->sg_size);
   else snprintf(sg, sizeof sg, "; subgroup-matrix matmul off (%s)", c->sg_why ? c->sg_why : "?");
   /* the attention kernels' choice (webgpu_ops_attn_sg.c: sg_use) */
-  char sa[240];
+  char sa[320];
   snprintf(sa, sizeof sa, "; %s", wg_attn_sg_choice(c));
   snprintf(line, sizeof line, "%s; %s; %s; matmul tile %dx%d, BK %d, %d buffer%s (%zu of %u bytes)%s%s", a, precision(c),
            r, f.tm, f.tn, f.bk, f.nbuf, f.nbuf > 1 ? "s" : "", wg_mm_smem(f),
@@ -503,8 +503,8 @@ int tz_webgpu_info(void) {
    * train log's "webgpu:" line says it for the device it opened) */
   printf("  attention (training form): %s\n",
          f16f32 && c->has_f16 && c->has_subgroups
-             ? "subgroup matrices at head_dim 64 with --precision f16 (faster there on the H200), fp32 flash kernels "
-               "elsewhere; TEZGAH_WEBGPU_ATTN_SGMAT=1 forces them (head_dim 64 and 128), =0 off"
+             ? "subgroup matrices at head_dim 64 and 128 with --precision f16 (faster there on the H200), fp32 flash "
+               "kernels elsewhere; TEZGAH_WEBGPU_ATTN_SGMAT=1 forces them (head_dim 64 and 128), =0 off"
              : "fp32 flash kernels (no f16 x f16 -> f32 subgroup matrices with Subgroups here)");
   if (has_sgm) W.wgpuAdapterPropertiesSubgroupMatrixConfigsFreeMembers(mc);
   const char *fe = getenv("TEZGAH_WEBGPU_F16");

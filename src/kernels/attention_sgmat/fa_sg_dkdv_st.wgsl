@@ -30,7 +30,8 @@
 // Host prefix: const HD, SGSIZE, NSG, KPAD (vec4 of padding per tile row: 1, or 0 where the
 // workgroup memory is short, the emulation), VST (bool: V staged in kb_'s second half), KREG
 // (bool: the subgroup's left matrices of K loaded once into registers (kl) rather than from kb_
-// per tile; a tuning variant, TEZGAH_WEBGPU_ATTN_SG_KREG=1).
+// per tile; a tuning variant, TEZGAH_WEBGPU_ATTN_SG_KREG=1), EWF (bool: the element-wise passes'
+// bank-conflict-free entry order, TEZGAH_WEBGPU_ATTN_SG_EWF, default true).
 enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
@@ -221,13 +222,34 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       subgroupMatrixStore<row_major>(&s_, sg * 16u * SLD + n * 16u, sacc[n], SLD);
     }
     workgroupBarrier(); // (2) Sᵀ visible
-    // Pᵀ (kept in pv, and as f16 in pds_)
+    // Pᵀ (kept in pv, and as f16 in pds_). The element-wise passes' i-th entry of this thread:
+    // with EWF entry lid + i·NT of the BC × BR tile (row er0 + ers·i, column lid % BR: one query
+    // per thread; the 32 lanes of an access read one row's 32 consecutive entries, no bank
+    // conflicts); else row r, column c0 + i (4-way bank conflicts at SGSIZE 32, SLD 36)
+    let er0 = select(r, lid / BR, EWF);
+    let ers = select(0u, NT / BR, EWF);
+    let ec0 = select(c0, lid % BR, EWF);
+    let ecs = select(1u, 0u, EWF);
+    // EWF: the thread's query's lse and D, read once (a read per entry would be a 4-way bank
+    // conflict: the 32 lanes' queries are 32 rows of s_ apart)
+    var lq = 0.0;
+    var dq_ = 0.0;
+    if (EWF) {
+      lq = s_[ec0 * SLD + BR];
+      dq_ = s_[ec0 * SLD + BR + 1u];
+    }
     var pv: array<f32, CPL>;
     for (var i = 0u; i < CPL; i++) {
-      let tq = t0 + c0 + i;
-      let x = select(exp(s_[r * SLD + c0 + i] * sc - s_[(c0 + i) * SLD + BR]), 0.0, tq < j || tq >= T);
+      let er = er0 + ers * i;
+      let ec = ec0 + ecs * i;
+      let tq = t0 + ec;
+      var l_ = lq;
+      if (!EWF) {
+        l_ = s_[ec * SLD + BR];
+      }
+      let x = select(exp(s_[er * SLD + ec] * sc - l_), 0.0, tq < k0 + er || tq >= T);
       pv[i] = f32(f16(x)); // the value the products use
-      pds_[r * PLD + c0 + i] = f16(x);
+      pds_[er * PLD + ec] = f16(x);
     }
     workgroupBarrier(); // (3) Pᵀ visible, Sᵀ read
     // dPᵀ = V·dOᵀ into s_
@@ -260,7 +282,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     workgroupBarrier(); // (4) dPᵀ visible, Pᵀ read
     // dSᵀ = Pᵀ ∘ (dPᵀ − D)·scale over Pᵀ in pds_
     for (var i = 0u; i < CPL; i++) {
-      pds_[r * PLD + c0 + i] = f16(pv[i] * (s_[r * SLD + c0 + i] - s_[(c0 + i) * SLD + BR + 1u]) * sc);
+      let er = er0 + ers * i;
+      let ec = ec0 + ecs * i;
+      var d_ = dq_;
+      if (!EWF) {
+        d_ = s_[ec * SLD + BR + 1u];
+      }
+      pds_[er * PLD + ec] = f16(pv[i] * (s_[er * SLD + ec] - d_) * sc);
     }
     workgroupBarrier(); // (5) dSᵀ visible
     // dK += dSᵀ·Q; the dq part dS·K of query block qi, columns qn0 .. qn0 + NQS

@@ -20,7 +20,8 @@
 // visible and kv_ free; p_ and V visible; kv_ free), 3 + 2·HD/BC in the one-pass form.
 // Requirements (host): x16's binding offset and the q/k/v copies' offsets 16-byte aligned (every
 // row and head start then is: heads·HD is a multiple of 8).
-// Host prefix: as fa_sg_fwd.wgsl plus const KPAD (u32, 0 or 1).
+// Host prefix: as fa_sg_fwd.wgsl plus const KPAD (u32, 0 or 1) and EWF (bool: the element-wise
+// passes' bank-conflict-free column order, TEZGAH_WEBGPU_ATTN_SG_EWF, default true).
 enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
@@ -109,6 +110,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let lane = lid % SGSIZE; // (consecutive subgroups: the lane's subgroup_invocation_id)
   let r = sg * 16u + lane / LPR;  // this lane's row in the block
   let c0 = (lane % LPR) * CPL;    // and its first column in a tile
+  // the lane's i-th column of a tile is cb + cs·((i + rot) mod CPL): with EWF the columns
+  // lane % LPR + LPR·m, rotated by one for rows 8..15 of a 16-row matrix, so that the 32 lanes'
+  // s_ reads (row stride SLD ≡ 4 mod 32 words) and p_ writes fall in distinct banks; else the
+  // CPL consecutive columns from c0 (4-way bank conflicts at SGSIZE 32)
+  let cb = select(c0, lane % LPR, EWF);
+  let cs = select(1u, LPR, EWF);
+  let rot = select(0u, (r / 8u) % 2u, EWF);
   let t = q0 + r;
   let QS = nh * HD;
   let KS = nkv * HD;
@@ -160,14 +168,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         var mt = NEG;
         for (var i = 0u; i < CPL; i++) {
-          let k = j0 + c0 + i;
-          mt = max(mt, select(s_[r * SLD + c0 + i] * sc, NEG, k > t || k >= T));
+          let k = j0 + cb + cs * ((i + rot) % CPL);
+          mt = max(mt, select(s_[r * SLD + cb + cs * ((i + rot) % CPL)] * sc, NEG, k > t || k >= T));
         }
         let mn = max(m, row_max(mt, lid));
         var st = 0.0;
         for (var i = 0u; i < CPL; i++) {
-          let k = j0 + c0 + i;
-          st += exp(select(s_[r * SLD + c0 + i] * sc, NEG, k > t || k >= T) - mn);
+          let k = j0 + cb + cs * ((i + rot) % CPL);
+          st += exp(select(s_[r * SLD + cb + cs * ((i + rot) % CPL)] * sc, NEG, k > t || k >= T) - mn);
         }
         l = l * exp(m - mn) + st;
         m = mn;
@@ -177,9 +185,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
           pre = tile_ld(kb + (j0 + BC) * sv, sv, lid);
         }
         for (var i = 0u; i < CPL; i++) {
-          let k = j0 + c0 + i;
-          let s = select(s_[r * SLD + c0 + i] * sc, NEG, k > t || k >= T);
-          p_[r * PLD + c0 + i] = f16(exp(s - ls));
+          let k = j0 + cb + cs * ((i + rot) % CPL);
+          let s = select(s_[r * SLD + cb + cs * ((i + rot) % CPL)] * sc, NEG, k > t || k >= T);
+          p_[r * PLD + cb + cs * ((i + rot) % CPL)] = f16(exp(s - ls));
         }
         workgroupBarrier(); // p_ and V visible
         for (var kc = 0u; kc < NC; kc++) {
@@ -212,8 +220,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     workgroupBarrier();
     if (t < T) {
       for (var i = 0u; i < CPL; i++) {
-        let v = s_[r * SLD + c0 + i];
-        outp[ob + n0 * 16u + c0 + i] = OT(select(v, clamp(v, -65504.0, 65504.0), OUT16));
+        let v = s_[r * SLD + cb + cs * ((i + rot) % CPL)];
+        outp[ob + n0 * 16u + cb + cs * ((i + rot) % CPL)] = OT(select(v, clamp(v, -65504.0, 65504.0), OUT16));
       }
     }
   }
@@ -242,6 +250,9 @@ fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
   let lane = lid % SGSIZE;
   let r = sg * 16u + lane / LPR;
   let c0 = (lane % LPR) * CPL;
+  let cb = select(c0, lane % LPR, EWF); // the lane's columns: as main
+  let cs = select(1u, LPR, EWF);
+  let rot = select(0u, (r / 8u) % 2u, EWF);
   let t = q0 + r;
   let QS = nh * HD;
   let KS = nkv * HD;
@@ -286,17 +297,17 @@ fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     }
     var mt = NEG;
     for (var i = 0u; i < CPL; i++) {
-      let k = j0 + c0 + i;
-      mt = max(mt, select(s_[r * SLD + c0 + i] * sc, NEG, k > t || k >= T));
+      let k = j0 + cb + cs * ((i + rot) % CPL);
+      mt = max(mt, select(s_[r * SLD + cb + cs * ((i + rot) % CPL)] * sc, NEG, k > t || k >= T));
     }
     let mn = max(m, row_max(mt, lid));
     let corr = exp(m - mn);
     var st = 0.0;
     for (var i = 0u; i < CPL; i++) {
-      let k = j0 + c0 + i;
-      let pv = exp(select(s_[r * SLD + c0 + i] * sc, NEG, k > t || k >= T) - mn);
+      let k = j0 + cb + cs * ((i + rot) % CPL);
+      let pv = exp(select(s_[r * SLD + cb + cs * ((i + rot) % CPL)] * sc, NEG, k > t || k >= T) - mn);
       st += pv;
-      p_[r * PLD + c0 + i] = f16(pv);
+      p_[r * PLD + cb + cs * ((i + rot) % CPL)] = f16(pv);
     }
     l = l * corr + st;
     m = mn;
@@ -325,7 +336,7 @@ fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
       }
       let a0 = (n0 / NC) * CPL;
       for (var i = 0u; i < CPL; i++) {
-        oacc[a0 + i] = fma(oacc[a0 + i], corr, s_[r * SLD + c0 + i]);
+        oacc[a0 + i] = fma(oacc[a0 + i], corr, s_[r * SLD + cb + cs * ((i + rot) % CPL)]);
       }
     }
   }
@@ -340,7 +351,7 @@ fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
       let a0 = (n0 / NC) * CPL;
       for (var i = 0u; i < CPL; i++) {
         let v = oacc[a0 + i] * il;
-        outp[ob + n0 * 16u + c0 + i] = OT(select(v, clamp(v, -65504.0, 65504.0), OUT16));
+        outp[ob + n0 * 16u + cb + cs * ((i + rot) % CPL)] = OT(select(v, clamp(v, -65504.0, 65504.0), OUT16));
       }
     }
   }
