@@ -1,39 +1,40 @@
 #!/usr/bin/env bash
-# On the GPU machine (device tool): issue 24 item 4's decoding speed, round 3 (branch decode3;
-# it replaces device_cuda_decode2.sh): decoding attention scoring 8 keys at a time per warp and
-# launched with PDL, the fused norm matmuls' statistics from registers, the CUDA runtime's exit
-# handlers skipped by default (TEZGAH_QUICK_EXIT=0: kept) — and where a step's time goes:
-# kernel time vs gaps in the recorded step (nsys when the machine has it, else the per-op
-# events only). From a carried pack DIR (scripts/device_pack.sh's .dev: bin/, lib/, data/ with
+# On the GPU machine (device tool): issue 24 item 4's decoding speed, round 4 (branch decode4;
+# it replaces device_cuda_decode3.sh): 8..16 rows (batch 8..16) through gemv.cu's tensor-core
+# few-row kernel (mma_k: the weights streamed once into mma.sync, the norm fused) instead of
+# cuBLASLt (TEZGAH_CUDA_MMA=0: cuBLASLt as before); cuBLASLt then not loaded at batch <= 16
+# (bf16); CUDA_MODULE_LOADING=EAGER the default of `sample` (CUDA_MODULE_LOADING=LAZY: as
+# before). From a carried pack DIR (scripts/device_pack.sh's .dev: bin/, lib/, data/ with
 # data/gpt2/).
 #
-#   here:  bash scripts/device_pack.sh -DCMAKE_CUDA_ARCHITECTURES=90-real
-#   there: bash scripts/device_cuda_decode3.sh .dev          (run tool, carry [".dev"])
+#   here:  nice -n 19 bash scripts/device_pack.sh -DCMAKE_CUDA_ARCHITECTURES=90-real
+#   there: bash scripts/device_cuda_decode4.sh .dev          (run tool, carry [".dev"], timeout 300)
 #
-# 1. test_cuda_decode (TEZGAH_CUDA_REQUIRED=1; it sets TEZGAH_CUDA_GEMV_MAX_M=16 itself).
+# 1. test_cuda_decode (TEZGAH_CUDA_REQUIRED=1; it sets TEZGAH_CUDA_GEMV_MAX_M=16 itself; its
+#    mma cases call the tensor-core kernel directly).
 # 2. A GPT-2 124M-shaped run made on the spot (train 20 steps, B 4, T 256, tiny Shakespeare).
 #    CLI checks, each "identical" or not: greedy fp32 CUDA vs CPU; --batch 4 sampled fp32 CUDA
-#    vs CPU; the device loop vs one step at a time, PDL vs not; batch 8 and 16 on cuBLASLt run
-#    to run; batch 16 cuBLASLt vs the few-row kernels (other summation order: may differ);
-#    a text prompt (GPT-2's own tokenizer files) with the device loop vs not.
+#    vs CPU; the device loop vs one step at a time, PDL vs not; batch 8 and 16 (tensor-core
+#    few-row kernel) run to run and device loop vs not; batch 16 mma vs cuBLASLt and vs the
+#    FMA few-row kernels (other summation orders: may differ); a text prompt.
 # 3. Timing, whole process (wall clock around the command), 1,000 new tokens (--ignore-eot),
-#    empty prompt; each --stats line (load, prefill, decode, teardown) and the time before the
-#    sample command started (pre: exec, libraries, arguments) and after it returned (post:
-#    exit). A/Bs: PDL off, TEZGAH_QUICK_EXIT=0 (the exit handlers run), CUDA_MODULE_LOADING=EAGER.
-#    Then start-up phases
-#    (TEZGAH_VERBOSE), 1-token processes, per-op profiles per decoding step (ops one by one,
-#    no recording: batch 1, 16) and, where nsys is found, the recorded step's kernels
-#    (from cuda_gpu_trace) and its GPU-busy share and gaps between kernels (batch 1, 16).
+#    empty prompt, default settings as a user runs them, then A/Bs (PDL off, LAZY module
+#    loading, TEZGAH_CUDA_MMA=0). Each --stats line (load, prefill, decode, teardown) and the
+#    time before the sample command started (pre) and after it returned (post). Start-up phases
+#    (TEZGAH_VERBOSE, batch 1 and 16), 1-token processes, per-op profiles per decoding step
+#    (batch 1, 16) and, where nsys is found, the recorded step's kernels and gaps.
 # 4. The peer: transformers generate() fp32, batch 1 and 16, 1,000 tokens, same weights
 #    (bench/hf_generate.py on `tezgah convert --to hf`).
+# 5. The summary: the timing table again (the output's tail is what comes back).
 # Expected time: ~25 s tests, ~10 s train, ~30 s checks, ~30 s timing, ~10 s profiles, ~40 s
 # nsys (skipped past 140 s), ~35 s peer (<= 200 s; the peer is cut at 215 s, give timeout 300).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 dir=${1:-.dev}
 export LD_LIBRARY_PATH=$PWD/$dir/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-out=${OUT:-/tmp/tz-decode3}
+out=${OUT:-/tmp/tz-decode4}
 mkdir -p "$out"
+rm -f "$out/table.md" "$out/cli.txt" "$out/tests.txt"
 tz=$dir/bin/tezgah data=$dir/data
 t_all=$SECONDS
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader 2>/dev/null | head -1
@@ -44,7 +45,7 @@ if [[ -x $dir/bin/$t ]]; then
   TEZGAH_CUDA_REQUIRED=1 timeout 120 "$dir/bin/$t" > "$out/$t.log" 2>&1
   rc=$?
   grep -E "^\[  (FAILED|PASSED|SKIPPED|ERROR) |error|difference|device [0-9]|pick_dev" "$out/$t.log" | head -30
-  echo "$t: exit $rc"
+  echo "$t: exit $rc" | tee "$out/tests.txt"
 else
   echo "$t: not in the pack"
 fi
@@ -59,8 +60,9 @@ t=$SECONDS
 echo "train: $((SECONDS - t)) s"
 S() { "$tz" sample "$w/run" --tokenizer "$tok" "$@"; }
 same() {
-  if [[ ! -s $2 || ! -s $3 ]]; then echo "cli: $1: FAILED (no output; $out/cli.err)"; tail -2 "$out/cli.err"
-  elif cmp -s "$2" "$3"; then echo "cli: $1: identical"; else echo "cli: $1: DIFFERENT"; cmp "$2" "$3" | head -2; fi
+  if [[ ! -s $2 || ! -s $3 ]]; then echo "cli: $1: FAILED (no output; $out/cli.err)" | tee -a "$out/cli.txt"; tail -2 "$out/cli.err"
+  elif cmp -s "$2" "$3"; then echo "cli: $1: identical" | tee -a "$out/cli.txt"
+  else echo "cli: $1: DIFFERENT" | tee -a "$out/cli.txt"; cmp "$2" "$3" | head -2; fi
 }
 S --backend cpu --precision fp32 --temperature 0 --tokens 100 > "$w/g.cpu" 2>> "$out/cli.err"
 S --backend cuda --precision fp32 --temperature 0 --tokens 100 > "$w/g.cuda" 2>> "$out/cli.err"
@@ -83,10 +85,14 @@ TEZGAH_DECODE_CHUNK=0 S --backend cuda --tokens 200 --batch 16 --seed 3 --temper
 same "bf16 full softmax --batch 16, device loop vs not" "$w/s16a" "$w/s16b"
 S --backend cuda --tokens 200 --batch 8 --seed 5 > "$w/s8a" 2>> "$out/cli.err"
 S --backend cuda --tokens 200 --batch 8 --seed 5 > "$w/s8b" 2>> "$out/cli.err"
-same "bf16 sampled --batch 8 (cuBLASLt steps), run to run" "$w/s8a" "$w/s8b"
+same "bf16 sampled --batch 8 (mma steps), run to run" "$w/s8a" "$w/s8b"
 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16c" 2>> "$out/cli.err"
-TEZGAH_CUDA_GEMV_MAX_M=16 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16d" 2>> "$out/cli.err"
-same "bf16 greedy --batch 16, cuBLASLt vs few-row kernels (other sums: may differ)" "$w/s16c" "$w/s16d"
+S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16e" 2>> "$out/cli.err"
+same "bf16 greedy --batch 16 (mma), run to run" "$w/s16c" "$w/s16e"
+TEZGAH_CUDA_MMA=0 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16d" 2>> "$out/cli.err"
+same "bf16 greedy --batch 16, mma vs cuBLASLt (other sums: may differ)" "$w/s16c" "$w/s16d"
+TEZGAH_CUDA_GEMV_MAX_M=16 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16f" 2>> "$out/cli.err"
+same "bf16 greedy --batch 16, mma vs FMA few-row kernels (other sums: may differ)" "$w/s16c" "$w/s16f"
 # a text prompt: --tokenizer gpt2 (encoder.json + vocab.bpe in data/gpt2; llm.c's file only decodes)
 P() { TEZGAH_GPT2_DIR=$data/gpt2 "$tz" sample "$w/run" --tokenizer gpt2 "$@"; }
 lp="To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer"
@@ -123,31 +129,34 @@ run() { # precision batch picking(greedy|sampled) [env...]
   e1=$(sed -n 's/^sample: teardown.*epoch [0-9.]* \.\. \([0-9.]*\) s.*/\1/p' "$w/stats.txt")
   awk -v p="$p" -v b="$b" -v k="$k" -v f="${*:-default}" -v a="$t0" -v z="$t1" -v rate="$rate" -v ms="$ms" -v ld="$load" \
     -v pf="$pf" -v td="$td" -v e0="${e0:-0}" -v e1="${e1:-0}" \
-    'BEGIN { d = z - a; printf "| %s | %d | %s | %s | %.3f | %.0f | %s | %s | %s | %s | %s | %.3f | %.3f |\n", p, b, k, f, d, 1000 * b / d, rate, ms, ld, pf, td, e0 - a, z - e1 }'
+    'BEGIN { d = z - a; printf "| %s | %d | %s | %s | %.3f | %.0f | %s | %s | %s | %s | %s | %.3f | %.3f |\n", p, b, k, f, d, 1000 * b / d, rate, ms, ld, pf, td, e0 - a, z - e1 }' |
+    tee -a "$out/table.md"
   echo "$* $st" >> "$out/stats.log"
 }
 run bf16 1 greedy
 run bf16 1 greedy
 run bf16 1 sampled
-run bf16 1 greedy TEZGAH_QUICK_EXIT=0
+run bf16 1 greedy CUDA_MODULE_LOADING=LAZY
 run bf16 1 greedy TEZGAH_CUDA_PDL=0
-run bf16 1 greedy CUDA_MODULE_LOADING=EAGER
 run fp32 1 greedy
 run bf16 8 greedy
 run bf16 16 greedy
 run bf16 16 greedy
 run bf16 16 sampled
-run bf16 16 greedy TEZGAH_QUICK_EXIT=0
+run bf16 16 greedy TEZGAH_CUDA_MMA=0
+run bf16 16 greedy CUDA_MODULE_LOADING=LAZY
 run bf16 16 greedy TEZGAH_CUDA_PDL=0
 run fp32 16 greedy
 run bf16 64 greedy
-echo "-- start-up phases (bf16, batch 1, 1,000 tokens greedy, TEZGAH_VERBOSE=1 --stats)"
-t0=$(date +%s.%N)
-TEZGAH_VERBOSE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 1000 --ignore-eot --temperature 0 \
-  --stats > /dev/null 2> "$out/verbose.txt"
-t1=$(date +%s.%N)
-grep -E "start-up|cuBLASLt|^sample:|recording" "$out/verbose.txt"
-awk -v a="$t0" -v z="$t1" 'BEGIN { printf "process: %.3f s\n", z - a }'
+for b in 1 16; do
+  echo "-- start-up phases (bf16, batch $b, 1,000 tokens greedy, TEZGAH_VERBOSE=1 --stats)"
+  t0=$(date +%s.%N)
+  TEZGAH_VERBOSE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 1000 --ignore-eot --temperature 0 \
+    --batch $b --stats > /dev/null 2> "$out/verbose$b.txt"
+  t1=$(date +%s.%N)
+  grep -E "start-up|cuBLASLt|^sample:|recording" "$out/verbose$b.txt"
+  awk -v a="$t0" -v z="$t1" 'BEGIN { printf "process: %.3f s\n", z - a }'
+done
 one() { # label batch [env...]: a 1-token process, its stats and its time before/after the command
   local label=$1 b=$2; shift 2
   local t0 t1
@@ -164,8 +173,9 @@ one() { # label batch [env...]: a 1-token process, its stats and its time before
 }
 one default 1
 one default 1
-one "TEZGAH_QUICK_EXIT=0: exit handlers" 1 TEZGAH_QUICK_EXIT=0
-one "batch 16: cuBLASLt preloaded" 16
+one "LAZY module loading" 1 CUDA_MODULE_LOADING=LAZY
+one "batch 16" 16
+one "batch 16, cuBLASLt (TEZGAH_CUDA_MMA=0)" 16 TEZGAH_CUDA_MMA=0
 t0=$(date +%s.%N); "$tz" --help > /dev/null; t1=$(date +%s.%N)
 awk -v a="$t0" -v z="$t1" 'BEGIN { printf "tezgah --help (exec, libraries): %.3f s\n", z - a }'
 for b in 1 16; do
@@ -245,4 +255,10 @@ else
   echo "peer: no torch/transformers in python3"
 fi
 rm -rf "$w"
+echo "== 5. summary: 1,000 new tokens, whole process (section 3)"
+echo "| precision | batch | picking | env | process s | tokens/s (process) | decode tokens/s | ms/step | load s | prefill s | teardown s | pre s | post s |"
+cat "$out/table.md"
+cat "$out/tests.txt" 2> /dev/null
+echo "cli checks: $(grep -c ': identical$' "$out/cli.txt" 2> /dev/null) identical; not: $(grep -vc ': identical$' "$out/cli.txt" 2> /dev/null)"
+grep -v ': identical$' "$out/cli.txt" 2> /dev/null
 echo "total: $((SECONDS - t_all)) s"
