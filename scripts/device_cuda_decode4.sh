@@ -1,33 +1,40 @@
 #!/usr/bin/env bash
 # On the GPU machine (device tool): issue 24 item 4's decoding speed, round 4 (branch decode4;
-# it replaces device_cuda_decode3.sh): 8..16 rows (batch 8..16) through gemv.cu's tensor-core
+# it replaces device_cuda_decode3.sh; round 2 at 00:05): 8..16 rows (batch 8..16) through gemv.cu's tensor-core
 # few-row kernel (mma_k: the weights streamed once into mma.sync, the norm fused) instead of
 # cuBLASLt (TEZGAH_CUDA_MMA=0: cuBLASLt as before); cuBLASLt then not loaded at batch <= 16
-# (bf16); CUDA_MODULE_LOADING=EAGER the default of `sample` (CUDA_MODULE_LOADING=LAZY: as
-# before). From a carried pack DIR (scripts/device_pack.sh's .dev: bin/, lib/, data/ with
+# (bf16); CUDA_MODULE_LOADING=EAGER the default of `sample` where cuBLASLt is not used
+# (CUDA_MODULE_LOADING=LAZY: as before); round 2: lm_head's mma blocks 4 tiles of 8 columns
+# (TEZGAH_CUDA_MMA_TN), test_mma's cases named as they run. From a carried pack DIR (scripts/device_pack.sh's .dev: bin/, lib/, data/ with
 # data/gpt2/).
 #
 #   here:  nice -n 19 bash scripts/device_pack.sh -DCMAKE_CUDA_ARCHITECTURES=90-real
 #   there: bash scripts/device_cuda_decode4.sh .dev          (run tool, carry [".dev"], timeout 300)
 #
 # 1. test_cuda_decode (TEZGAH_CUDA_REQUIRED=1; it sets TEZGAH_CUDA_GEMV_MAX_M=16 itself; its
-#    mma cases call the tensor-core kernel directly).
+#    mma cases call the tensor-core kernel directly and name each case before it runs); then
+#    test_mma alone under the other column tilings (TEZGAH_CUDA_MMA_TN=2,8 and 8,1); when the
+#    first run fails: its log's tail, test_mma under compute-sanitizer, the model tests alone.
 # 2. A GPT-2 124M-shaped run made on the spot (train 20 steps, B 4, T 256, tiny Shakespeare).
 #    CLI checks, each "identical" or not: greedy fp32 CUDA vs CPU; --batch 4 sampled fp32 CUDA
 #    vs CPU; the device loop vs one step at a time, PDL vs not; batch 8 and 16 (tensor-core
 #    few-row kernel) run to run and device loop vs not; batch 16 mma vs cuBLASLt and vs the
-#    FMA few-row kernels (other summation orders: may differ); a text prompt.
+#    FMA few-row kernels (other summation orders: may differ); batch 16 mma tilings 2,8 vs 1,4
+#    (must be identical); a text prompt.
 # 3. Timing, whole process (wall clock around the command), 1,000 new tokens (--ignore-eot),
-#    empty prompt, default settings as a user runs them, then A/Bs (PDL off, LAZY module
-#    loading, TEZGAH_CUDA_MMA=0). Each --stats line (load, prefill, decode, teardown) and the
+#    empty prompt, default settings as a user runs them, then A/Bs (PDL off, LAZY/EAGER module
+#    loading: EAGER is now the default only where cuBLASLt is not used, TEZGAH_CUDA_MMA=0,
+#    TEZGAH_CUDA_MMA_TN tilings). Each --stats line (load, prefill, decode, teardown) and the
 #    time before the sample command started (pre) and after it returned (post). Start-up phases
 #    (TEZGAH_VERBOSE, batch 1 and 16), 1-token processes, per-op profiles per decoding step
-#    (batch 1, 16) and, where nsys is found, the recorded step's kernels and gaps.
+#    (batch 1, 16, 16 with TEZGAH_CUDA_MMA=0) and, where nsys is found, the recorded step's
+#    kernels and gaps.
 # 4. The peer: transformers generate() fp32, batch 1 and 16, 1,000 tokens, same weights
 #    (bench/hf_generate.py on `tezgah convert --to hf`).
 # 5. The summary: the timing table again (the output's tail is what comes back).
-# Expected time: ~25 s tests, ~10 s train, ~30 s checks, ~30 s timing, ~10 s profiles, ~40 s
-# nsys (skipped past 140 s), ~35 s peer (<= 200 s; the peer is cut at 215 s, give timeout 300).
+# Expected time: ~35 s tests (+ ~110 s when they fail: sanitizer), ~10 s train, ~35 s checks,
+# ~45 s timing, ~12 s profiles, nsys (skipped past 140 s), ~35 s peer (cut at 215 s; give
+# timeout 300).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 dir=${1:-.dev}
@@ -41,11 +48,30 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader 2>/de
 
 echo "== 1. tests"
 t=test_cuda_decode
+san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2> /dev/null | head -1)
 if [[ -x $dir/bin/$t ]]; then
   TEZGAH_CUDA_REQUIRED=1 timeout 120 "$dir/bin/$t" > "$out/$t.log" 2>&1
   rc=$?
-  grep -E "^\[  (FAILED|PASSED|SKIPPED|ERROR) |error|difference|device [0-9]|pick_dev" "$out/$t.log" | head -30
+  grep -E "^\[  (FAILED|PASSED|SKIPPED|ERROR) |error|difference|device [0-9]|pick_dev|differ|identical" "$out/$t.log" | head -30
   echo "$t: exit $rc" | tee "$out/tests.txt"
+  if ((rc != 0)); then
+    echo "-- the log's last lines:"; tail -6 "$out/$t.log"
+  fi
+  # test_mma alone under the other column tilings (TEZGAH_CUDA_MMA_TN "small,large"; the bits
+  # must not depend on it), and under compute-sanitizer when the run above failed
+  for tn in 2,8 8,1; do
+    TEZGAH_CUDA_MMA_TN=$tn TEZGAH_TEST_FILTER=test_mma TEZGAH_CUDA_REQUIRED=1 timeout 60 "$dir/bin/$t" > "$out/$t.tn$tn.log" 2>&1
+    r=$?
+    echo "$t test_mma TEZGAH_CUDA_MMA_TN=$tn: exit $r" | tee -a "$out/tests.txt"
+    ((r != 0)) && tail -4 "$out/$t.tn$tn.log"
+  done
+  if ((rc != 0)) && [[ -n $san ]]; then
+    echo "-- compute-sanitizer memcheck, test_mma only"
+    TEZGAH_TEST_FILTER=test_mma TEZGAH_CUDA_REQUIRED=1 timeout 70 "$san" --print-limit 3 "$dir/bin/$t" > "$out/$t.san.log" 2>&1
+    grep -E "^mma |Invalid|at 0x|by thread|Address|ERROR SUMMARY|FAILED|PASSED" "$out/$t.san.log" | head -16
+    TEZGAH_TEST_FILTER='test_model*' TEZGAH_CUDA_REQUIRED=1 timeout 40 "$dir/bin/$t" > "$out/$t.models.log" 2>&1
+    echo "$t model tests alone: exit $?"; grep -E "^\[  (FAILED|PASSED) " "$out/$t.models.log" | head -4
+  fi
 else
   echo "$t: not in the pack"
 fi
@@ -93,6 +119,8 @@ TEZGAH_CUDA_MMA=0 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperatur
 same "bf16 greedy --batch 16, mma vs cuBLASLt (other sums: may differ)" "$w/s16c" "$w/s16d"
 TEZGAH_CUDA_GEMV_MAX_M=16 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16f" 2>> "$out/cli.err"
 same "bf16 greedy --batch 16, mma vs FMA few-row kernels (other sums: may differ)" "$w/s16c" "$w/s16f"
+TEZGAH_CUDA_MMA_TN=2,8 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16g" 2>> "$out/cli.err"
+same "bf16 greedy --batch 16, mma column tiles 2,8 vs default 1,4 (same sums: must be identical)" "$w/s16c" "$w/s16g"
 # a text prompt: --tokenizer gpt2 (encoder.json + vocab.bpe in data/gpt2; llm.c's file only decodes)
 P() { TEZGAH_GPT2_DIR=$data/gpt2 "$tz" sample "$w/run" --tokenizer gpt2 "$@"; }
 lp="To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer"
@@ -143,11 +171,17 @@ run bf16 8 greedy
 run bf16 16 greedy
 run bf16 16 greedy
 run bf16 16 sampled
+run bf16 16 greedy TEZGAH_CUDA_MMA_TN=1,1
+run bf16 16 greedy TEZGAH_CUDA_MMA_TN=1,8
+run bf16 16 greedy TEZGAH_CUDA_MMA_TN=2,4
 run bf16 16 greedy TEZGAH_CUDA_MMA=0
+run bf16 16 greedy TEZGAH_CUDA_MMA=0 CUDA_MODULE_LOADING=EAGER
 run bf16 16 greedy CUDA_MODULE_LOADING=LAZY
 run bf16 16 greedy TEZGAH_CUDA_PDL=0
 run fp32 16 greedy
+run fp32 16 greedy CUDA_MODULE_LOADING=EAGER
 run bf16 64 greedy
+run bf16 64 greedy CUDA_MODULE_LOADING=EAGER
 for b in 1 16; do
   echo "-- start-up phases (bf16, batch $b, 1,000 tokens greedy, TEZGAH_VERBOSE=1 --stats)"
   t0=$(date +%s.%N)
@@ -178,9 +212,10 @@ one "batch 16" 16
 one "batch 16, cuBLASLt (TEZGAH_CUDA_MMA=0)" 16 TEZGAH_CUDA_MMA=0
 t0=$(date +%s.%N); "$tz" --help > /dev/null; t1=$(date +%s.%N)
 awk -v a="$t0" -v z="$t1" 'BEGIN { printf "tezgah --help (exec, libraries): %.3f s\n", z - a }'
-for b in 1 16; do
-  echo "-- per-op profile per decoding step (bf16, batch $b, 200 tokens, ops one by one, not recorded)"
-  TEZGAH_PROFILE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 200 --batch $b --ignore-eot \
+for b in 1 16 16m; do
+  echo "-- per-op profile per decoding step (bf16, batch $b, 200 tokens, ops one by one, not recorded; 16m: TEZGAH_CUDA_MMA=0)"
+  mm=1; [[ $b == 16m ]] && mm=0
+  TEZGAH_CUDA_MMA=$mm TEZGAH_PROFILE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 200 --batch ${b%m} --ignore-eot \
     --temperature 0 --stats > /dev/null 2> "$out/profile$b.txt"
   sed -n '2,12p' "$out/profile$b.txt"
 done

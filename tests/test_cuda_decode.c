@@ -319,13 +319,15 @@ static void mma_case(int M, int K, int N, int kind, int acc) {
   tz_slice yh = ct_act_upload(&o, o0, (size_t)Mh * N);
   void *W = tzc_w(g, tz_f32(gp, w)), *B = tzc_w(g, tz_f32(gp, bi));
   void *NW = norm ? tzc_w(g, tz_f32(gp, nw)) : NULL, *NB = norm == 1 ? tzc_w(g, tz_f32(gp, nb)) : NULL;
+  char what[96];
+  snprintf(what, sizeof what, "mma M %d K %d N %d kind %d acc %d", M, K, N, kind, acc);
+  print_message("%s\n", what); /* the case is named before it runs (a fault aborts the process) */
+  fflush(stdout);
   for (int r = 0; r < 2; r++)
     assert_int_equal(tzc_mma_t(g, tzc_ptr(r ? y2 : y1), tzc_ptr(gx), W, B, NW, NB, 1e-5f, norm, gelu, M, K, N, acc), 1);
   assert_int_equal(tzc_mma_t(g, tzc_ptr(yh), tzc_ptr(gx), W, B, NW, NB, 1e-5f, norm, gelu, Mh, K, N, acc), 1);
   float *r1 = ct_act_download(&o, y1, (size_t)M * N), *r2 = ct_act_download(&o, y2, (size_t)M * N);
   float *rh = ct_act_download(&o, yh, (size_t)Mh * N);
-  char what[96];
-  snprintf(what, sizeof what, "mma M %d K %d N %d kind %d acc %d", M, K, N, kind, acc);
   if (memcmp(r1, r2, (size_t)M * N * 4)) {
     print_error("%s: two launches not bit-identical\n", what);
     fail();
@@ -524,6 +526,10 @@ int main(void) {
   /* the few-row kernels at up to 16 rows (nm_case's M 9 and 16), whatever the default crossover
    * (TZC_GEMV_CROSSOVER) is; a value given in the environment is kept */
   setenv("TEZGAH_CUDA_GEMV_MAX_M", "16", 0);
+  /* TEZGAH_TEST_FILTER=test_mma (a cmocka pattern): only those tests (the device script runs
+   * test_mma alone under other TEZGAH_CUDA_MMA_TN tilings and under compute-sanitizer) */
+  const char *filter = getenv("TEZGAH_TEST_FILTER");
+  if (filter && *filter) cmocka_set_test_filter(filter);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_attention_decode), cmocka_unit_test(test_pick), cmocka_unit_test(test_norm_matmul), cmocka_unit_test(test_mma),
       cmocka_unit_test(test_model_fp32_gpt2),  cmocka_unit_test(test_model_fp32_llama),

@@ -22,6 +22,7 @@
  * TEZGAH_CUDA_GEMV=0 (read once per process) turns it off: cuBLASLt for every M.
  * Past tzc_gemv_max_m() rows (up to 16, bf16): mma_k below, the same weight stream into the
  * tensor cores (TEZGAH_CUDA_MMA=0: cuBLASLt). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -269,22 +270,26 @@ void launch(cudaStream_t st, T *o, const T *a, const T *b, const T *bias, const 
  * mma.sync.m16n8k16 (bf16 in, fp32 accumulate; sm_80+), the 16 rows of `a` (rows ≥ M zero) as
  * the 16×16 A tile, 8 columns of b (b's rows n0..n0+7: already the "col" layout K×N) as B.
  *
- * One block: 8 output columns n0.. for all rows, its MMA_WK warps splitting K into 32-element
- * chunks (warp w: chunks w, w + MMA_WK, ...; all its chunks' weight loads, up to MMA_U, issued
- * before the first product and before waiting for the previous kernel: PDL as the gemv). Lane
- * (g = lane/4, t = lane%4) loads 8 consecutive k (16 bytes) of b's row n0 + g at chunk offset
- * 8t, and of a's rows g and g + 8 at the same k: two m16n8k16 steps take the halves of those
- * registers, i.e. the product's k order is permuted the same way on both sides (a sum over k
- * in another order; the fragments' own layout would need 4-byte loads). The warps' 16×8 fp32
- * partials are summed through shared memory in warp order by warp 0, which adds bias, GeLU
- * (of the bf16-rounded value, as gemv_k) and the accumulation, and rounds once: deterministic,
- * run to run; but a row's result depends on the tensor cores' summation, not on the gemv's,
- * so it is not bit-identical to the same row through gemv_k (M ≤ tzc_gemv_max_m()).
+ * One block: TN tiles of 8 output columns (n0 .. n0 + 8·TN) for all rows, its MMA_WK warps
+ * splitting K into 32-element chunks (warp w: chunks w, w + MMA_WK, ..., in that order; up to
+ * UC chunks × TN tiles of weight loads in flight per lane, the first round issued before the
+ * first product and before waiting for the previous kernel: PDL as the gemv). One A fragment
+ * (and one normalization of it) serves the block's TN tiles: with many columns (lm_head) a
+ * larger TN means fewer blocks, each computing the norm statistics and loading `a` once.
+ * Lane (g = lane/4, t = lane%4) loads 8 consecutive k (16 bytes) of b's row n0 + 8j + g at
+ * chunk offset 8t, and of a's rows g and g + 8 at the same k: two m16n8k16 steps take the
+ * halves of those registers, i.e. the product's k order is permuted the same way on both sides
+ * (a sum over k in another order; the fragments' own layout would need 4-byte loads). The
+ * warps' 16×8 fp32 partials are summed through shared memory in warp order (warp j sums tile
+ * j), then bias, GeLU (of the bf16-rounded value, as gemv_k) and the accumulation, rounded
+ * once: deterministic, run to run, and a column's result does not depend on TN or UC (the
+ * same chunks per warp in the same order); a row's does not depend on M (the tile's rows are
+ * independent); but it is not bit-identical to the same row through gemv_k (another order).
  * NORM 1/2: LayerNorm / RMSNorm of a's rows first (statistics by norm_row_stats, each block
  * for itself; the normalized values rounded to bf16 as the norm op stores them).
- * Needs: K % 32 == 0, a, b, nw, nb 16-byte aligned (else the caller takes another path). */
-constexpr int MMA_WK = 8;  /* warps per block, over K */
-constexpr int MMA_U = 12;  /* 32-element chunks of b per warp in flight: K = 3,072 at once */
+ * Needs: K % 32 == 0, a, b, nw, nb 16-byte aligned (else the caller takes another path).
+ * Bounds: lane reads b rows min(n, N − 1) (never past N), k < K (chunk c < K/32), a rows < M. */
+constexpr int MMA_WK = 8; /* warps per block, over K */
 
 __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
                                                unsigned b0, unsigned b1) {
@@ -319,25 +324,31 @@ __device__ __forceinline__ uint4 mma_ld_a(const tzc_bf16 *x, const tzc_bf16 *nw,
   return v;
 }
 
-template <int NORM, bool GELU>
+/* TN: 8-column tiles per block (1, 2, 4, 8); UC: chunks per warp whose weights are in flight at
+ * once (UC·TN 16-byte loads a lane: 12, or 16 at TN 8). */
+template <int NORM, bool GELU, int TN>
 __global__ void __launch_bounds__(MMA_WK * 32)
     mma_k(tzc_bf16 *__restrict__ out, const tzc_bf16 *__restrict__ a, const tzc_bf16 *__restrict__ b,
           const tzc_bf16 *__restrict__ bias, int M, int K, int N, int acc, const tzc_bf16 *__restrict__ nw,
           const tzc_bf16 *__restrict__ nb, float eps) {
+  constexpr int UC = TN == 1 ? 12 : TN == 2 ? 6 : TN == 4 ? 3 : 2;
   tzc_pdl_let_next_start();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int n0 = blockIdx.x * 8, nch = K / 32;
-  const tzc_bf16 *br = b + (size_t)min(n0 + g, N - 1) * K + t * 8; /* past N: row N-1, not written */
-  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  __shared__ float smu[16], srs[16];
-  __shared__ float red[MMA_WK][32][4];
-  uint4 wv[MMA_U];
-  auto load = [&](int c0) {
+  const int n0 = blockIdx.x * 8 * TN, nch = K / 32;
+  const tzc_bf16 *br[TN];
 #pragma unroll
-    for (int u = 0; u < MMA_U; u++)
-      if (c0 + u * MMA_WK < nch) wv[u] = __ldg(reinterpret_cast<const uint4 *>(br + (size_t)(c0 + u * MMA_WK) * 32));
-  };
-  load(warp);
+  for (int j = 0; j < TN; j++) br[j] = b + (size_t)min(n0 + 8 * j + g, N - 1) * K + t * 8; /* past N: row N-1, not written */
+  float d[TN][4];
+#pragma unroll
+  for (int j = 0; j < TN; j++) d[j][0] = d[j][1] = d[j][2] = d[j][3] = 0.0f;
+  __shared__ float smu[16], srs[16];
+  __shared__ float red[MMA_WK][TN][32][4];
+  uint4 wv[UC][TN];
+#pragma unroll
+  for (int u = 0; u < UC; u++)
+    if (warp + u * MMA_WK < nch)
+#pragma unroll
+      for (int j = 0; j < TN; j++) wv[u][j] = __ldg(reinterpret_cast<const uint4 *>(br[j] + (size_t)(warp + u * MMA_WK) * 32));
   tzc_pdl_wait_prior(); /* every warp, even one with no chunk (K < 32·MMA_WK) */
   if constexpr (NORM != 0) {
     for (int m = warp; m < M; m += MMA_WK) {
@@ -347,39 +358,82 @@ __global__ void __launch_bounds__(MMA_WK * 32)
     }
     __syncthreads();
   }
-  const float mu0 = NORM && g < M ? smu[g] : 0.0f, rs0 = NORM && g < M ? srs[g] : 1.0f;
-  const float mu1 = NORM && g + 8 < M ? smu[g + 8] : 0.0f, rs1 = NORM && g + 8 < M ? srs[g + 8] : 1.0f;
-  for (int c0 = warp; c0 < nch; c0 += MMA_WK * MMA_U) {
-    if (c0 != warp) load(c0);
+  const bool r0 = g < M, r1 = g + 8 < M;
+  const float mu0 = NORM && r0 ? smu[g] : 0.0f, rs0 = NORM && r0 ? srs[g] : 1.0f;
+  const float mu1 = NORM && r1 ? smu[g + 8] : 0.0f, rs1 = NORM && r1 ? srs[g + 8] : 1.0f;
+  const tzc_bf16 *a0 = a + (size_t)(r0 ? g : 0) * K, *a1 = a + (size_t)(r1 ? g + 8 : 0) * K;
+  for (int c0 = warp; c0 < nch; c0 += MMA_WK * UC) {
+    if (c0 != warp) {
 #pragma unroll
-    for (int u = 0; u < MMA_U; u++) {
+      for (int u = 0; u < UC; u++)
+        if (c0 + u * MMA_WK < nch)
+#pragma unroll
+          for (int j = 0; j < TN; j++) wv[u][j] = __ldg(reinterpret_cast<const uint4 *>(br[j] + (size_t)(c0 + u * MMA_WK) * 32));
+    }
+#pragma unroll
+    for (int u = 0; u < UC; u++) {
       const int c = c0 + u * MMA_WK;
-      if (c >= nch) break;
-      const int k = c * 32 + t * 8;
-      const uint4 z = make_uint4(0, 0, 0, 0);
-      const uint4 lo = g < M ? mma_ld_a<NORM>(a + (size_t)g * K, nw, nb, k, mu0, rs0) : z;
-      const uint4 hi = g + 8 < M ? mma_ld_a<NORM>(a + (size_t)(g + 8) * K, nw, nb, k, mu1, rs1) : z;
-      mma_bf16_16816(d, lo.x, hi.x, lo.y, hi.y, wv[u].x, wv[u].y);
-      mma_bf16_16816(d, lo.z, hi.z, lo.w, hi.w, wv[u].z, wv[u].w);
+      if (c < nch) { /* uniform over the warp */
+        const int k = c * 32 + t * 8;
+        const uint4 z = make_uint4(0, 0, 0, 0);
+        const uint4 lo = r0 ? mma_ld_a<NORM>(a0, nw, nb, k, mu0, rs0) : z;
+        const uint4 hi = r1 ? mma_ld_a<NORM>(a1, nw, nb, k, mu1, rs1) : z;
+#pragma unroll
+        for (int j = 0; j < TN; j++) {
+          mma_bf16_16816(d[j], lo.x, hi.x, lo.y, hi.y, wv[u][j].x, wv[u][j].y);
+          mma_bf16_16816(d[j], lo.z, hi.z, lo.w, hi.w, wv[u][j].z, wv[u][j].w);
+        }
+      }
     }
   }
-  red[warp][lane][0] = d[0], red[warp][lane][1] = d[1], red[warp][lane][2] = d[2], red[warp][lane][3] = d[3];
+#pragma unroll
+  for (int j = 0; j < TN; j++)
+#pragma unroll
+    for (int i = 0; i < 4; i++) red[warp][j][lane][i] = d[j][i];
   __syncthreads();
-  if (warp != 0) return;
+  for (int j = warp; j < TN; j += MMA_WK) { /* warp j: tile j, its 8 warps' partials in warp order */
 #pragma unroll
-  for (int i = 0; i < 4; i++) {
-    float v = 0.0f;
+    for (int i = 0; i < 4; i++) {
+      float v = 0.0f;
 #pragma unroll
-    for (int w = 0; w < MMA_WK; w++) v += red[w][lane][i];
-    const int m = g + (i >> 1) * 8, n = n0 + t * 2 + (i & 1);
-    if (m < M && n < N) {
-      if (bias) v += tzc_tof(bias[n]);
-      tzc_bf16 *o = out + (size_t)m * N + n;
-      if constexpr (GELU) v = gelu_fwd1(tzc_tof(tzc_from<tzc_bf16>(v)));
-      if (acc) v += tzc_tof(*o);
-      *o = tzc_from<tzc_bf16>(v);
+      for (int w = 0; w < MMA_WK; w++) v += red[w][j][lane][i];
+      const int m = g + (i >> 1) * 8, n = n0 + 8 * j + t * 2 + (i & 1);
+      if (m < M && n < N) {
+        if (bias) v += tzc_tof(bias[n]);
+        tzc_bf16 *o = out + (size_t)m * N + n;
+        if constexpr (GELU) v = gelu_fwd1(tzc_tof(tzc_from<tzc_bf16>(v)));
+        if (acc) v += tzc_tof(*o);
+        *o = tzc_from<tzc_bf16>(v);
+      }
     }
   }
+}
+
+template <int NORM, bool GELU>
+void mma_go(tzc_ctx *c, int tn, tzc_bf16 *o, const tzc_bf16 *x, const tzc_bf16 *w, const tzc_bf16 *bi,
+            const tzc_bf16 *g, const tzc_bf16 *h, float eps, int M, int K, int N, int acc) {
+  const dim3 grid((unsigned)((N + 8 * tn - 1) / (8 * tn))), block(MMA_WK * 32);
+  if (tn == 8) tzc_launch_pdl(mma_k<NORM, GELU, 8>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
+  else if (tn == 4) tzc_launch_pdl(mma_k<NORM, GELU, 4>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
+  else if (tn == 2) tzc_launch_pdl(mma_k<NORM, GELU, 2>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
+  else tzc_launch_pdl(mma_k<NORM, GELU, 1>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
+}
+
+/* Column tiles per block: TEZGAH_CUDA_MMA_TN="S,L" (read once per process; each 1, 2, 4 or 8):
+ * S for N < 8,192, L for N ≥ 8,192 (lm_head); default 1,4 (below 8,192 columns a block per
+ * 8 columns already gives 96..384 blocks at GPT-2 124M's shapes; lm_head's 6,288 one-tile
+ * blocks each recomputed 16 rows' statistics and reloaded a). The bits do not depend on it. */
+int mma_tn(int N) {
+  static int tn[2] = {0, 0};
+  if (!tn[0]) {
+    int s = 1, l = 4;
+    const char *e = getenv("TEZGAH_CUDA_MMA_TN");
+    if (e) sscanf(e, "%d,%d", &s, &l);
+    auto ok = [](int v) { return v == 1 || v == 2 || v == 4 || v == 8; };
+    tn[1] = ok(l) ? l : 4;
+    tn[0] = ok(s) ? s : 1;
+  }
+  return N >= 8192 ? tn[1] : tn[0];
 }
 
 int mma_off() {
@@ -423,13 +477,13 @@ extern "C" int tzc_mma_t(tz_backend *be, void *out, const void *a, const void *b
   typedef tzc_bf16 T;
   T *o = (T *)out;
   const T *x = (const T *)a, *w = (const T *)b, *bi = (const T *)bias, *g = (const T *)nw, *h = (const T *)nb;
-  const dim3 grid((unsigned)((N + 7) / 8)), block(MMA_WK * 32);
-  if (norm == 1 && gelu) tzc_launch_pdl(mma_k<1, true>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
-  else if (norm == 1) tzc_launch_pdl(mma_k<1, false>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
-  else if (norm == 2 && gelu) tzc_launch_pdl(mma_k<2, true>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
-  else if (norm == 2) tzc_launch_pdl(mma_k<2, false>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
-  else if (gelu) tzc_launch_pdl(mma_k<0, true>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
-  else tzc_launch_pdl(mma_k<0, false>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
+  const int tn = mma_tn(N);
+  if (norm == 1 && gelu) mma_go<1, true>(c, tn, o, x, w, bi, g, h, eps, M, K, N, acc);
+  else if (norm == 1) mma_go<1, false>(c, tn, o, x, w, bi, g, h, eps, M, K, N, acc);
+  else if (norm == 2 && gelu) mma_go<2, true>(c, tn, o, x, w, bi, g, h, eps, M, K, N, acc);
+  else if (norm == 2) mma_go<2, false>(c, tn, o, x, w, bi, g, h, eps, M, K, N, acc);
+  else if (gelu) mma_go<0, true>(c, tn, o, x, w, bi, g, h, eps, M, K, N, acc);
+  else mma_go<0, false>(c, tn, o, x, w, bi, g, h, eps, M, K, N, acc);
   return 1;
 }
 
