@@ -1,40 +1,39 @@
 #!/usr/bin/env bash
-# On the GPU machine (device tool): issue 24 item 4's decoding speed, round 4 (branch decode4;
-# it replaces device_cuda_decode3.sh; round 2 at 00:05): 8..16 rows (batch 8..16) through gemv.cu's tensor-core
+# On the GPU machine (device tool): issue 24 item 4's decoding speed, round 5 (branch decode4; it
+# replaces device_cuda_decode3.sh): 8..16 rows (batch 8..16) through gemv.cu's tensor-core
 # few-row kernel (mma_k: the weights streamed once into mma.sync, the norm fused) instead of
-# cuBLASLt (TEZGAH_CUDA_MMA=0: cuBLASLt as before); cuBLASLt then not loaded at batch <= 16
-# (bf16); CUDA_MODULE_LOADING=EAGER the default of `sample` where cuBLASLt is not used
-# (CUDA_MODULE_LOADING=LAZY: as before); round 2: lm_head's mma blocks 4 tiles of 8 columns
-# (TEZGAH_CUDA_MMA_TN), test_mma's cases named as they run. From a carried pack DIR (scripts/device_pack.sh's .dev: bin/, lib/, data/ with
-# data/gpt2/).
+# cuBLASLt (TEZGAH_CUDA_MMA=0: cuBLASLt); cuBLASLt then not loaded at batch <= 16 (bf16);
+# CUDA_MODULE_LOADING=EAGER the default of `sample` only where cuBLASLt is not used; mma_k's
+# column tiles per block TEZGAH_CUDA_MMA_TN=S,L, default 2,4 since round 3 (0.627 ms/step at
+# batch 16 against 0.728 at 1,4 in round 2). From a carried pack DIR (scripts/device_pack.sh's
+# .dev: bin/, lib/, data/ with data/gpt2/).
 #
 #   here:  nice -n 19 bash scripts/device_pack.sh -DCMAKE_CUDA_ARCHITECTURES=90-real
 #   there: bash scripts/device_cuda_decode4.sh .dev          (run tool, carry [".dev"], timeout 300)
 #
-# 1. test_cuda_decode (TEZGAH_CUDA_REQUIRED=1; it sets TEZGAH_CUDA_GEMV_MAX_M=16 itself; its
-#    mma cases call the tensor-core kernel directly and name each case before it runs); then
-#    test_mma alone under the other column tilings (TEZGAH_CUDA_MMA_TN=2,8 and 8,1); when the
-#    first run fails: its log's tail, test_mma under compute-sanitizer, the model tests alone.
+# 1. test_cuda_decode (TEZGAH_CUDA_REQUIRED=1; it sets TEZGAH_CUDA_GEMV_MAX_M=16 itself), each of
+#    its 8 cases in its own process (TEZGAH_TEST_FILTER), then test_mma under TEZGAH_CUDA_MMA_TN
+#    1,4 and 8,1; a failing case's name, exit status, last mma case and first error lines, and
+#    compute-sanitizer's first report lines for the first failing case, go to the final summary.
 # 2. A GPT-2 124M-shaped run made on the spot (train 20 steps, B 4, T 256, tiny Shakespeare).
 #    CLI checks, each "identical" or not: greedy fp32 CUDA vs CPU; --batch 4 sampled fp32 CUDA
 #    vs CPU; the device loop vs one step at a time, PDL vs not; batch 8 and 16 (tensor-core
 #    few-row kernel) run to run and device loop vs not; batch 16 mma vs cuBLASLt and vs the
-#    FMA few-row kernels (other summation orders: may differ); batch 16 mma tilings 2,8 vs 1,4
+#    FMA few-row kernels (other summation orders: may differ); batch 16 mma tilings 1,8 vs 2,4
 #    (must be identical); a text prompt.
 # 3. Timing, whole process (wall clock around the command), 1,000 new tokens (--ignore-eot),
-#    empty prompt, default settings as a user runs them, then A/Bs (PDL off, LAZY/EAGER module
-#    loading: EAGER is now the default only where cuBLASLt is not used, TEZGAH_CUDA_MMA=0,
-#    TEZGAH_CUDA_MMA_TN tilings). Each --stats line (load, prefill, decode, teardown) and the
-#    time before the sample command started (pre) and after it returned (post). Start-up phases
-#    (TEZGAH_VERBOSE, batch 1 and 16), 1-token processes, per-op profiles per decoding step
-#    (batch 1, 16, 16 with TEZGAH_CUDA_MMA=0) and, where nsys is found, the recorded step's
-#    kernels and gaps.
+#    empty prompt, default settings as a user runs them, then A/Bs (PDL off, LAZY module
+#    loading, TEZGAH_CUDA_MMA=0, TEZGAH_CUDA_MMA_TN 2,8 and 4,4). Each --stats line (load,
+#    prefill, decode, teardown) and the time before the sample command started (pre) and after
+#    it returned (post). Start-up phases (TEZGAH_VERBOSE, batch 1 and 16), 1-token processes,
+#    per-op profiles per decoding step (batch 1, 16, 16 with TEZGAH_CUDA_MMA=0) and, where nsys
+#    is found and less than 95 s are spent, the recorded step's kernels and gaps.
 # 4. The peer: transformers generate() fp32, batch 1 and 16, 1,000 tokens, same weights
-#    (bench/hf_generate.py on `tezgah convert --to hf`).
-# 5. The summary: the timing table again (the output's tail is what comes back).
-# Expected time: ~35 s tests (+ <= 75 s when they fail: sanitizer, models alone), ~10 s train, ~35 s checks,
-# ~45 s timing, ~12 s profiles, nsys (skipped past 140 s), ~35 s peer (cut at 215 s; give
-# timeout 300).
+#    (bench/hf_generate.py on `tezgah convert --to hf`), cut at 145 s of the script.
+# 5. The summary (the output's tail is what comes back): the timing table, the tests (failing
+#    cases and their diagnosis, <= 25 lines), the CLI checks.
+# Expected time: ~40 s tests (+ <= 50 s sanitizer when one fails), ~10 s train, ~35 s checks,
+# ~40 s timing, ~12 s profiles, ~30 s peer: ~130-150 s (give timeout 300).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 dir=${1:-.dev}
@@ -47,34 +46,54 @@ t_all=$SECONDS
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader 2>/dev/null | head -1
 
 echo "== 1. tests"
+# Each test case of test_cuda_decode in its own process (TEZGAH_TEST_FILTER; an abort in one does
+# not hide the others), then test_mma under the former default tiling 1,4 and under 8,1. For each
+# failing run, $out/diag.txt keeps (for the final summary): the case, its exit status, the mma
+# case running when it stopped (test_mma names each before it runs) and the first error lines;
+# the first failing case is run again under compute-sanitizer (memcheck) and its first report
+# lines are kept too.
 t=test_cuda_decode
+rm -f "$out/diag.txt"
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2> /dev/null | head -1)
+diag() { # label log rc: a compact note of a failed run
+  {
+    echo "FAILED $1: exit $3; last case: $(grep -E '^mma M|^\[ RUN' "$2" | tail -1 | tr -s ' ')"
+    grep -E 'tezgah: error|error:|Error|differ|not bit|FAILED \]|worst' "$2" | grep -v '^\[  FAILED  \] [0-9]' | head -3 | cut -c1-200
+  } >> "$out/diag.txt"
+}
+failed=()
 if [[ -x $dir/bin/$t ]]; then
-  TEZGAH_CUDA_REQUIRED=1 timeout 120 "$dir/bin/$t" > "$out/$t.log" 2>&1
-  rc=$?
-  grep -E "^\[  (FAILED|PASSED|SKIPPED|ERROR) |error|difference|device [0-9]|pick_dev|differ|identical" "$out/$t.log" | head -30
-  echo "$t: exit $rc" | tee "$out/tests.txt"
-  if ((rc != 0)); then
-    echo "-- the log's last lines:"; tail -6 "$out/$t.log"
-  fi
-  # test_mma alone under the other column tilings (TEZGAH_CUDA_MMA_TN "small,large"; the bits
-  # must not depend on it), and under compute-sanitizer when the run above failed
-  for tn in 2,8 8,1; do
+  for c in test_attention_decode test_pick test_norm_matmul test_mma test_model_fp32_gpt2 test_model_fp32_llama \
+    test_model_bf16_gpt2 test_model_bf16_llama; do
+    TEZGAH_TEST_FILTER=$c TEZGAH_CUDA_REQUIRED=1 timeout 60 "$dir/bin/$t" > "$out/$t.$c.log" 2>&1
+    rc=$?
+    if ((rc == 0)) && grep -q "^\[  PASSED  \] 1 test" "$out/$t.$c.log"; then r=passed
+    else r="FAILED (exit $rc)"; failed+=("$c"); diag "$c" "$out/$t.$c.log" $rc; fi
+    echo "$t $c: $r" | tee -a "$out/tests.txt"
+  done
+  # test_mma under other column tilings (TEZGAH_CUDA_MMA_TN "small,large"; default now 2,4; the
+  # bits must not depend on it): 1,4 (the former default, aborted in round 2?) and 8,1
+  for tn in 1,4 8,1; do
     TEZGAH_CUDA_MMA_TN=$tn TEZGAH_TEST_FILTER=test_mma TEZGAH_CUDA_REQUIRED=1 timeout 60 "$dir/bin/$t" > "$out/$t.tn$tn.log" 2>&1
     r=$?
-    echo "$t test_mma TEZGAH_CUDA_MMA_TN=$tn: exit $r" | tee -a "$out/tests.txt"
-    ((r != 0)) && tail -4 "$out/$t.tn$tn.log"
+    echo "$t test_mma TEZGAH_CUDA_MMA_TN=$tn: $( ((r == 0)) && echo passed || echo "FAILED (exit $r)")" | tee -a "$out/tests.txt"
+    if ((r != 0)); then diag "test_mma TN $tn" "$out/$t.tn$tn.log" $r; [[ ${#failed[@]} -gt 0 ]] || failed+=("test_mma TN $tn"); fi
   done
-  if ((rc != 0)) && [[ -n $san ]]; then
-    last=$(sed -n 's/^\[ RUN      \] \([a-z0-9_]*\).*/\1/p' "$out/$t.log" | tail -1)
-    echo "-- compute-sanitizer memcheck, ${last:=test_mma} alone (the test running when it failed)"
-    TEZGAH_TEST_FILTER=$last TEZGAH_CUDA_REQUIRED=1 timeout 45 "$san" --print-limit 3 "$dir/bin/$t" > "$out/$t.san.log" 2>&1
-    grep -E "^mma |Invalid|at 0x|by thread|Address|ERROR SUMMARY|FAILED|PASSED" "$out/$t.san.log" | head -16
-    TEZGAH_TEST_FILTER='test_model*' TEZGAH_CUDA_REQUIRED=1 timeout 30 "$dir/bin/$t" > "$out/$t.models.log" 2>&1
-    echo "$t model tests alone: exit $?"; grep -E "^\[  (FAILED|PASSED) " "$out/$t.models.log" | head -4
+  if ((${#failed[@]})) && [[ -n $san ]]; then
+    c=${failed[0]} env=()
+    [[ $c == "test_mma TN "* ]] && env=(TEZGAH_CUDA_MMA_TN=${c##* }) c=test_mma
+    echo "-- compute-sanitizer memcheck: $c ${env[*]}"
+    env "${env[@]}" TEZGAH_TEST_FILTER=$c TEZGAH_CUDA_REQUIRED=1 timeout 50 "$san" --print-limit 2 "$dir/bin/$t" \
+      > "$out/$t.san.log" 2>&1
+    echo "sanitizer ($c ${env[*]}, exit $?):" >> "$out/diag.txt"
+    grep -E '^mma M|Invalid|at 0x|by thread|Address|is out of bounds|ERROR SUMMARY|Error|error' "$out/$t.san.log" |
+      grep -v '^=========     Host Frame\|Saved host backtrace' | head -10 | cut -c1-180 | sed 's/^/  /' >> "$out/diag.txt"
+  elif ((${#failed[@]})); then
+    echo "compute-sanitizer: not on this machine" >> "$out/diag.txt"
   fi
+  [[ -f $out/diag.txt ]] && head -25 "$out/diag.txt"
 else
-  echo "$t: not in the pack"
+  echo "$t: not in the pack" | tee -a "$out/tests.txt"
 fi
 
 echo "== 2. a GPT-2 124M-shaped run"
@@ -120,8 +139,8 @@ TEZGAH_CUDA_MMA=0 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperatur
 same "bf16 greedy --batch 16, mma vs cuBLASLt (other sums: may differ)" "$w/s16c" "$w/s16d"
 TEZGAH_CUDA_GEMV_MAX_M=16 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16f" 2>> "$out/cli.err"
 same "bf16 greedy --batch 16, mma vs FMA few-row kernels (other sums: may differ)" "$w/s16c" "$w/s16f"
-TEZGAH_CUDA_MMA_TN=2,8 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16g" 2>> "$out/cli.err"
-same "bf16 greedy --batch 16, mma column tiles 2,8 vs default 1,4 (same sums: must be identical)" "$w/s16c" "$w/s16g"
+TEZGAH_CUDA_MMA_TN=1,8 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16g" 2>> "$out/cli.err"
+same "bf16 greedy --batch 16, mma column tiles 1,8 vs default 2,4 (same sums: must be identical)" "$w/s16c" "$w/s16g"
 # a text prompt: --tokenizer gpt2 (encoder.json + vocab.bpe in data/gpt2; llm.c's file only decodes)
 P() { TEZGAH_GPT2_DIR=$data/gpt2 "$tz" sample "$w/run" --tokenizer gpt2 "$@"; }
 lp="To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer"
@@ -172,17 +191,13 @@ run bf16 8 greedy
 run bf16 16 greedy
 run bf16 16 greedy
 run bf16 16 sampled
-run bf16 16 greedy TEZGAH_CUDA_MMA_TN=1,1
-run bf16 16 greedy TEZGAH_CUDA_MMA_TN=1,8
-run bf16 16 greedy TEZGAH_CUDA_MMA_TN=2,4
+run bf16 16 greedy TEZGAH_CUDA_MMA_TN=2,8
+run bf16 16 greedy TEZGAH_CUDA_MMA_TN=4,4
 run bf16 16 greedy TEZGAH_CUDA_MMA=0
-run bf16 16 greedy TEZGAH_CUDA_MMA=0 CUDA_MODULE_LOADING=EAGER
 run bf16 16 greedy CUDA_MODULE_LOADING=LAZY
 run bf16 16 greedy TEZGAH_CUDA_PDL=0
 run fp32 16 greedy
-run fp32 16 greedy CUDA_MODULE_LOADING=EAGER
 run bf16 64 greedy
-run bf16 64 greedy CUDA_MODULE_LOADING=EAGER
 for b in 1 16; do
   echo "-- start-up phases (bf16, batch $b, 1,000 tokens greedy, TEZGAH_VERBOSE=1 --stats)"
   t0=$(date +%s.%N)
@@ -229,7 +244,7 @@ if [[ -z $nsys ]]; then
 else
   for b in 1 16; do
     echo "-- nsys, recorded steps (bf16, batch $b, 300 tokens): kernels, busy share, gaps"
-    if ((SECONDS - t_all > 140)); then echo "  skipped: $((SECONDS - t_all)) s spent (the peer comes next)"; continue; fi
+    if ((SECONDS - t_all > 95)); then echo "  skipped: $((SECONDS - t_all)) s spent (the peer comes next)"; continue; fi
     # TEZGAH_QUICK_EXIT=0: nsys writes its trace from the exit handlers. A PDL-launched kernel's
     # duration includes its wait for the one before (its blocks start early): see the busy share.
     TEZGAH_QUICK_EXIT=0 timeout 60 "$nsys" profile -t cuda --cuda-graph-trace=node -f true -o "$w/ns$b" \
@@ -283,8 +298,8 @@ fi
 echo "== 4. peer: transformers generate (fp32; batch 1, 16; 1,000 tokens)"
 if python3 -c "import torch, transformers" 2> /dev/null; then
   "$tz" convert --to hf "$w/run" --out "$w/hf" > /dev/null 2> "$out/convert.err" || tail -3 "$out/convert.err"
-  lim=$((215 - (SECONDS - t_all)))
-  ((lim < 40)) && lim=40
+  lim=$((145 - (SECONDS - t_all)))
+  ((lim < 30)) && lim=30
   timeout $lim python3 bench/hf_generate.py "$w/hf" --tokens 1000 --batch 1,16 --dtype fp32 2>&1 |
     grep -E "^peer" | tee "$out/peer.log"
 else
@@ -294,7 +309,9 @@ rm -rf "$w"
 echo "== 5. summary: 1,000 new tokens, whole process (section 3)"
 echo "| precision | batch | picking | env | process s | tokens/s (process) | decode tokens/s | ms/step | load s | prefill s | teardown s | pre s | post s |"
 cat "$out/table.md"
-cat "$out/tests.txt" 2> /dev/null
+echo "tests: $(grep -c ': passed$' "$out/tests.txt" 2> /dev/null) cases passed; not passed:"
+grep -v ': passed$' "$out/tests.txt" 2> /dev/null
+[[ -f $out/diag.txt ]] && head -25 "$out/diag.txt"
 echo "cli checks: $(grep -c ': identical$' "$out/cli.txt" 2> /dev/null) identical; not: $(grep -vc ': identical$' "$out/cli.txt" 2> /dev/null)"
 grep -v ': identical$' "$out/cli.txt" 2> /dev/null
 echo "total: $((SECONDS - t_all)) s"
