@@ -86,8 +86,9 @@ if [[ -x $dir/bin/$t ]]; then
     env "${env[@]}" TEZGAH_TEST_FILTER=$c TEZGAH_CUDA_REQUIRED=1 timeout 50 "$san" --print-limit 2 "$dir/bin/$t" \
       > "$out/$t.san.log" 2>&1
     echo "sanitizer ($c ${env[*]}, exit $?):" >> "$out/diag.txt"
-    grep -E '^mma M|Invalid|at 0x|by thread|Address|is out of bounds|ERROR SUMMARY|Error|error' "$out/$t.san.log" |
-      grep -v '^=========     Host Frame\|Saved host backtrace' | head -10 | cut -c1-180 | sed 's/^/  /' >> "$out/diag.txt"
+    { grep '^mma M' "$out/$t.san.log" | tail -1
+      grep -E 'Invalid|^=+ +at |by thread|Address|out of bounds|ERROR SUMMARY|rror' "$out/$t.san.log" |
+        grep -v 'Host Frame|Saved host backtrace' | head -9; } | cut -c1-180 | sed 's/^/  /' >> "$out/diag.txt"
   elif ((${#failed[@]})); then
     echo "compute-sanitizer: not on this machine" >> "$out/diag.txt"
   fi
