@@ -53,7 +53,7 @@ echo "== 1. tests"
 # the first failing case is run again under compute-sanitizer (memcheck) and its first report
 # lines are kept too.
 t=test_cuda_decode
-rm -f "$out/diag.txt"
+rm -f "$out/diag.txt" "$out/whole.txt"
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2> /dev/null | head -1)
 diag() { # label log rc: a compact note of a failed run
   {
@@ -79,6 +79,28 @@ if [[ -x $dir/bin/$t ]]; then
     echo "$t test_mma TEZGAH_CUDA_MMA_TN=$tn: $( ((r == 0)) && echo passed || echo "FAILED (exit $r)")" | tee -a "$out/tests.txt"
     if ((r != 0)); then diag "test_mma TN $tn" "$out/$t.tn$tn.log" $r; [[ ${#failed[@]} -gt 0 ]] || failed+=("test_mma TN $tn"); fi
   done
+  # The whole program in one process, as ctest runs it (the 23:40 call: test_mma OK, then
+  # test_model_fp32_gpt2 aborted on an illegal address; each case alone passes). On a failure:
+  # test_mma + the model tests (filter test_m*, same order) with TEZGAH_CUDA_PDL=0, and under
+  # compute-sanitizer memcheck (names the faulting kernel and address), notes to diag.txt.
+  TEZGAH_CUDA_REQUIRED=1 timeout 90 "$dir/bin/$t" > "$out/$t.whole.log" 2>&1
+  rw=$?
+  lastrun=$(grep -E '^\[ RUN' "$out/$t.whole.log" | tail -1 | tr -s ' ')
+  echo "$t whole program, one process: exit $rw; last: $lastrun" | tee -a "$out/tests.txt"
+  echo "WHOLE: exit $rw; last: $lastrun" >> "$out/whole.txt"
+  if ((rw != 0)); then
+    diag "whole program" "$out/$t.whole.log" $rw
+    TEZGAH_CUDA_PDL=0 TEZGAH_TEST_FILTER='test_m*' TEZGAH_CUDA_REQUIRED=1 timeout 40 "$dir/bin/$t" > "$out/$t.whole_pdl0.log" 2>&1
+    r=$?
+    echo "WHOLE test_m* PDL=0: exit $r; last: $(grep -E '^\[ RUN' "$out/$t.whole_pdl0.log" | tail -1 | tr -s ' ')" >> "$out/whole.txt"
+    if [[ -n $san ]]; then
+      TEZGAH_TEST_FILTER='test_m*' TEZGAH_CUDA_REQUIRED=1 timeout 50 "$san" --print-limit 3 "$dir/bin/$t" \
+        > "$out/$t.whole_san.log" 2>&1
+      echo "WHOLE test_m* sanitizer: exit $?; last: $(grep -E '^\[ RUN|^mma M' "$out/$t.whole_san.log" | tail -1 | tr -s ' ')" >> "$out/whole.txt"
+      grep -E 'Invalid|^=+ +at |by thread|Address|out of bounds|ERROR SUMMARY|rror' "$out/$t.whole_san.log" |
+        grep -v 'Host Frame|Saved host backtrace' | head -8 | cut -c1-180 | sed 's/^/  /' >> "$out/whole.txt"
+    fi
+  fi
   if ((${#failed[@]})) && [[ -n $san ]]; then
     c=${failed[0]} env=()
     [[ $c == "test_mma TN "* ]] && env=(TEZGAH_CUDA_MMA_TN=${c##* }) c=test_mma
@@ -313,6 +335,7 @@ cat "$out/table.md"
 echo "tests: $(grep -c ': passed$' "$out/tests.txt" 2> /dev/null) cases passed; not passed:"
 grep -v ': passed$' "$out/tests.txt" 2> /dev/null
 [[ -f $out/diag.txt ]] && head -25 "$out/diag.txt"
+[[ -f $out/whole.txt ]] && head -12 "$out/whole.txt"
 echo "cli checks: $(grep -c ': identical$' "$out/cli.txt" 2> /dev/null) identical; not: $(grep -vc ': identical$' "$out/cli.txt" 2> /dev/null)"
 grep -v ': identical$' "$out/cli.txt" 2> /dev/null
 echo "total: $((SECONDS - t_all)) s"
