@@ -454,18 +454,29 @@ static void same_ids(const char *what, const int32_t *got, const int32_t *want, 
     }
 }
 
+/* decode_run on the CUDA backend g with a spacer of `k` + 1 MiB held meanwhile: each run's model
+ * buffers then land at other addresses than the previous run's on g, so that a recorded step
+ * of a freed model replayed by the next one (the backend must not) reads the wrong buffers. */
+static void gpu_run(tz_backend *g, const tz_config *c, int rows, int seed0, float temp, int32_t *out, int k) {
+  tz_buf *sp = g->alloc(g, ((size_t)k + 1) << 20, "test spacer");
+  assert_non_null(sp);
+  decode_run(g, c, rows, seed0, temp, out, NULL);
+  g->free(g, sp);
+}
+
 static void model_fp32(tz_arch arch) {
   tz_config c = cfg_of(arch);
   tz_backend *g = tz_backend_create("cuda", 0, "fp32");
   assert_non_null(g);
+  int k = 0;
   for (int mode = 0; mode < 2; mode++) {
     float temp = mode ? 0.8f : 0.0f;
     int32_t want[NROW * STEPS], got[NROW * STEPS], one[STEPS];
     decode_run(cpu, &c, NROW, 0, temp, want, NULL);
-    decode_run(g, &c, NROW, 0, temp, got, NULL);
+    gpu_run(g, &c, NROW, 0, temp, got, k++);
     same_ids(mode ? "fp32 sampled, cuda vs cpu" : "fp32 greedy, cuda vs cpu", got, want, NROW * STEPS);
     for (int b = 0; b < NROW; b++) { /* row b of the batch = a one-row run with its seed */
-      decode_run(g, &c, 1, b, temp, one, NULL);
+      gpu_run(g, &c, 1, b, temp, one, k++);
       same_ids("fp32, cuda batch row vs one row", one, got + b * STEPS, STEPS);
       decode_run(cpu, &c, 1, b, temp, one, NULL);
       same_ids("fp32, cpu batch row vs one row", one, want + b * STEPS, STEPS);
