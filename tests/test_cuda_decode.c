@@ -16,7 +16,7 @@
  *   0.9; full softmax (top-k 0); ids must be equal (fp32 logits: the same values on both
  *   sides). top-k 0 with top-p 0.9 must answer "not offered" (0). pick_dev (the draws read
  *   from device memory, the ids written to a second buffer too) must give pick's ids.
- * - norm_matmul_t: see nm_case below.
+ * - norm_matmul_t: see nm_case below; tzc_mma_t (8..16 rows on the tensor cores): mma_case.
  * Model (gpt2 and llama, 2 layers, d_model 128, vocab 301, context 96, weights N(0, 0.02) × 8
  * so that logits are well separated), 3 rows of one 5-token prompt, seeded apart, 70 steps
  * (positions 5..74: the decoding attention's second 64-key split is reached):
@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "cuda_testutil.h"
+#include "backend/cuda/cuda_internal.h"
 #include "model/model.h"
 #include "sample/sampler.h"
 
@@ -289,6 +290,104 @@ static void test_norm_matmul(void **state) {
   }
 }
 
+/* ---- tzc_mma_t: the few-row product on the tensor cores (bf16) ----
+ * M rows (1, 9, 16), K (96; 1,056: past the 1,024 elements norm_row_stats keeps in registers;
+ * 4,096: more than one round of the 12 loads in flight per warp), N (50: a partial last 8-column
+ * tile; 8,200); kind 0 plain with bias (acc 0 and 1), 1 LayerNorm + GeLU, 2 LayerNorm,
+ * 3 RMSNorm. Against the CPU's norm_fwd (output rounded to bf16 as the GPU stores it),
+ * matmul_t, gelu_fwd on the same bf16-rounded inputs: rtol 2e-2 atol 2e-2 (the output's bf16
+ * rounding, 2^-8, plus fp32 sums in another order; GeLU of a rounded value); a second launch
+ * bit-identical (deterministic); the first rows of an M-row call bit-identical to a call with
+ * fewer rows (a row does not depend on M). Called directly: the test process sets
+ * TEZGAH_CUDA_GEMV_MAX_M=16, so the backend's ops take gemv_k at these M. */
+static void mma_case(int M, int K, int N, int kind, int acc) {
+  tz_backend *g = tz_backend_create("cuda", 0, "bf16");
+  assert_non_null(g);
+  const int ln = kind == 1 || kind == 2, norm = kind == 0 ? 0 : ln ? 1 : 2, gelu = kind == 1;
+  ot_ctx o, oc;
+  ot_init(&o, g, 31);
+  ot_init(&oc, cpu, 32);
+  size_t nw = 0, nb = (size_t)K, w = 2 * (size_t)K, bi = w + (size_t)N * K, np = bi + N;
+  float *p = ot_randn(&o, np, 0.3f), *x = ot_randn(&o, (size_t)M * K, 1.5f), *o0 = ot_randn(&o, (size_t)M * N, 1.0f);
+  for (int k = 0; k < K; k++) p[nw + k] += 1.0f;
+  ct_round(g, p, np);
+  ct_round(g, x, (size_t)M * K);
+  ct_round(g, o0, (size_t)M * N);
+  tz_slice gp = ct_params(&o, p, np), gx = ct_act_upload(&o, x, (size_t)M * K);
+  tz_slice y1 = ct_act_upload(&o, o0, (size_t)M * N), y2 = ct_act_upload(&o, o0, (size_t)M * N);
+  const int Mh = M > 1 ? M / 2 + 1 : 1;
+  tz_slice yh = ct_act_upload(&o, o0, (size_t)Mh * N);
+  void *W = tzc_w(g, tz_f32(gp, w)), *B = tzc_w(g, tz_f32(gp, bi));
+  void *NW = norm ? tzc_w(g, tz_f32(gp, nw)) : NULL, *NB = norm == 1 ? tzc_w(g, tz_f32(gp, nb)) : NULL;
+  char what[96];
+  snprintf(what, sizeof what, "mma M %d K %d N %d kind %d acc %d", M, K, N, kind, acc);
+  print_message("%s\n", what); /* the case is named before it runs (a fault aborts the process) */
+  fflush(stdout);
+  for (int r = 0; r < 2; r++)
+    assert_int_equal(tzc_mma_t(g, tzc_ptr(r ? y2 : y1), tzc_ptr(gx), W, B, NW, NB, 1e-5f, norm, gelu, M, K, N, acc), 1);
+  assert_int_equal(tzc_mma_t(g, tzc_ptr(yh), tzc_ptr(gx), W, B, NW, NB, 1e-5f, norm, gelu, Mh, K, N, acc), 1);
+  float *r1 = ct_act_download(&o, y1, (size_t)M * N), *r2 = ct_act_download(&o, y2, (size_t)M * N);
+  float *rh = ct_act_download(&o, yh, (size_t)Mh * N);
+  if (memcmp(r1, r2, (size_t)M * N * 4)) {
+    print_error("%s: two launches not bit-identical\n", what);
+    fail();
+  }
+  if (memcmp(r1, rh, (size_t)Mh * N * 4)) {
+    print_error("%s: the first %d rows differ from a %d-row call\n", what, Mh, Mh);
+    fail();
+  }
+  /* CPU reference */
+  tz_slice cp = ot_buf(&oc, p, np * 4), cx = ot_buf(&oc, x, (size_t)M * K * 4);
+  tz_slice cn = ot_buf(&oc, NULL, (size_t)M * K * 4), cs = ot_buf(&oc, NULL, (size_t)2 * M * 4);
+  tz_slice ch = ot_buf(&oc, o0, (size_t)M * N * 4);
+  tz_slice in = cx;
+  if (norm) {
+    if (ln) cpu->layernorm_fwd(cpu, cn, cs, tz_f32(cs, M), cx, tz_f32(cp, nw), tz_f32(cp, nb), M, K, 1e-5f);
+    else cpu->rmsnorm_fwd(cpu, cn, cs, cx, tz_f32(cp, nw), M, K, 1e-5f);
+    float *cnh = ot_get(&oc, cn, (size_t)M * K);
+    ct_round(g, cnh, (size_t)M * K);
+    cpu->upload(cpu, cn, cnh, (size_t)M * K * 4);
+    free(cnh);
+    in = cn;
+  }
+  cpu->matmul_t(cpu, ch, in, tz_f32(cp, w), tz_f32(cp, bi), M, K, N, acc);
+  if (gelu) {
+    float *hh = ot_get(&oc, ch, (size_t)M * N);
+    ct_round(g, hh, (size_t)M * N);
+    cpu->upload(cpu, ch, hh, (size_t)M * N * 4);
+    free(hh);
+    cpu->gelu_fwd(cpu, ch, ch, (size_t)M * N);
+  }
+  float *ref = ot_get(&oc, ch, (size_t)M * N);
+  double *rd = ot_dbl(ref, (size_t)M * N);
+  ct_close(what, r1, rd, (size_t)M * N, 2e-2, 2e-2);
+  free(p), free(x), free(o0), free(r1), free(r2), free(rh), free(ref), free(rd);
+  ot_release(&oc);
+  ot_release(&o);
+  g->destroy(g);
+}
+static void test_mma(void **state) {
+  (void)state;
+  tz_backend *g = tz_backend_create("cuda", 0, "bf16");
+  assert_non_null(g);
+  const int cc = tzc(g)->cc_major;
+  g->destroy(g);
+  if (cc < 8) {
+    print_message("SKIPPED part: tzc_mma_t needs sm_80+ (cc %d)\n", cc);
+    return;
+  }
+  mma_case(16, 96, 50, 0, 0);
+  mma_case(9, 96, 50, 0, 1);
+  mma_case(16, 1056, 8200, 0, 0);
+  mma_case(16, 4096, 50, 0, 1);
+  for (int kind = 1; kind < 4; kind++) {
+    mma_case(16, 96, 50, kind, 0);
+    mma_case(9, 1056, 50, kind, 0);
+    mma_case(1, 768, 8200, kind, 0);
+    mma_case(16, 768, 8200, kind, 0);
+  }
+}
+
 /* ---- the model ---- */
 #define STEPS 70
 #define NROW 3
@@ -355,18 +454,29 @@ static void same_ids(const char *what, const int32_t *got, const int32_t *want, 
     }
 }
 
+/* decode_run on the CUDA backend g with a spacer of `k` + 1 MiB held meanwhile: each run's model
+ * buffers then land at other addresses than the previous run's on g, so that a recorded step
+ * of a freed model replayed by the next one (the backend must not) reads the wrong buffers. */
+static void gpu_run(tz_backend *g, const tz_config *c, int rows, int seed0, float temp, int32_t *out, int k) {
+  tz_buf *sp = g->alloc(g, ((size_t)k + 1) << 20, "test spacer");
+  assert_non_null(sp);
+  decode_run(g, c, rows, seed0, temp, out, NULL);
+  g->free(g, sp);
+}
+
 static void model_fp32(tz_arch arch) {
   tz_config c = cfg_of(arch);
   tz_backend *g = tz_backend_create("cuda", 0, "fp32");
   assert_non_null(g);
+  int k = 0;
   for (int mode = 0; mode < 2; mode++) {
     float temp = mode ? 0.8f : 0.0f;
     int32_t want[NROW * STEPS], got[NROW * STEPS], one[STEPS];
     decode_run(cpu, &c, NROW, 0, temp, want, NULL);
-    decode_run(g, &c, NROW, 0, temp, got, NULL);
+    gpu_run(g, &c, NROW, 0, temp, got, k++);
     same_ids(mode ? "fp32 sampled, cuda vs cpu" : "fp32 greedy, cuda vs cpu", got, want, NROW * STEPS);
     for (int b = 0; b < NROW; b++) { /* row b of the batch = a one-row run with its seed */
-      decode_run(g, &c, 1, b, temp, one, NULL);
+      gpu_run(g, &c, 1, b, temp, one, k++);
       same_ids("fp32, cuda batch row vs one row", one, got + b * STEPS, STEPS);
       decode_run(cpu, &c, 1, b, temp, one, NULL);
       same_ids("fp32, cpu batch row vs one row", one, want + b * STEPS, STEPS);
@@ -427,8 +537,12 @@ int main(void) {
   /* the few-row kernels at up to 16 rows (nm_case's M 9 and 16), whatever the default crossover
    * (TZC_GEMV_CROSSOVER) is; a value given in the environment is kept */
   setenv("TEZGAH_CUDA_GEMV_MAX_M", "16", 0);
+  /* TEZGAH_TEST_FILTER=test_mma (a cmocka pattern): only those tests (the device script runs
+   * test_mma alone under other TEZGAH_CUDA_MMA_TN tilings and under compute-sanitizer) */
+  const char *filter = getenv("TEZGAH_TEST_FILTER");
+  if (filter && *filter) cmocka_set_test_filter(filter);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_attention_decode), cmocka_unit_test(test_pick), cmocka_unit_test(test_norm_matmul),
+      cmocka_unit_test(test_attention_decode), cmocka_unit_test(test_pick), cmocka_unit_test(test_norm_matmul), cmocka_unit_test(test_mma),
       cmocka_unit_test(test_model_fp32_gpt2),  cmocka_unit_test(test_model_fp32_llama),
       cmocka_unit_test(test_model_bf16_gpt2),  cmocka_unit_test(test_model_bf16_llama),
   };

@@ -189,13 +189,25 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
     }
   }
   int n, dv, rv, dev;
+  const int rows = tz_backend_matmul_rows_expected();
+  /* few rows expected (`sample`'s hint): gemv.cu's kernels take every matmul (up to
+   * tzc_gemv_max_m() rows; in bf16 up to 16 through tzc_mma_t), so cuBLASLt is not preloaded */
+  const int few = rows >= 0 && rows <= (act == TZ_BF16 && tzc_mma_max_m() > 0 ? tzc_mma_max_m() : tzc_gemv_max_m());
+  /* ... and the driver loads every kernel module when the context is made instead of at each
+   * kernel's first launch, which the H200 runs of 2026-12-02 measured ~0.07 s faster over a
+   * whole process (the first step no longer loads kernels one by one). Only then: with
+   * cuBLASLt in use (batch 64, fp32 batch 16, TEZGAH_CUDA_MMA=0) the 22:44 run's EAGER steps
+   * were 2-3x slower than decode3's LAZY ones (batch 64 2.74 vs ~1.4 ms/step; a suspicion that
+   * device_cuda_decode4.sh's EAGER/LAZY A/Bs check). The user's own
+   * CUDA_MODULE_LOADING wins; set before the driver starts. */
+  if (few) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   double t0 = now_ms();
   if (tzc_probe(&n, &dv, &rv) || env_device(n, &dev)) return NULL;
   double t_probe = now_ms();
   lt_job *job = tz_calloc(1, sizeof *job); /* cuBLASLt loads on a thread meanwhile */
   job->t0 = t_probe;
-  const int rows = tz_backend_matmul_rows_expected();
-  if (rows >= 0 && rows <= tzc_gemv_max_m()) job->deferred = 1;
+  if (few)
+    job->deferred = 1;
   else if (!(job->started = pthread_create(&job->th, NULL, lt_thread, job) == 0)) lt_thread(job);
   double t_lt = now_ms();
   struct cudaDeviceProp prop;

@@ -9,7 +9,8 @@
  * launched; later uses replay it. Replaying is valid because the recorded ops read every
  * per-step value (tokens, positions) from device memory and the buffers they touch stay where
  * they are; a reallocation of scratch or decoding buffers bumps tzc_ctx.graph_gen, which makes
- * older recordings stale (replay returns 0, the step is recorded again). A capture that fails
+ * older recordings stale (replay returns 0, the step is recorded again); freeing any buffer
+ * (tzc_free: e.g. a model freed, another made on the same backend) drops every recording. A capture that fails
  * (an op that cannot be captured) turns recording off for the key: record_end returns 0 and the
  * model runs the ops as usual. TEZGAH_CUDA_GRAPHS=0 or profiling (TEZGAH_PROFILE: per-op
  * events) turn recording off altogether.

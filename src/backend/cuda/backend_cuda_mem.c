@@ -97,6 +97,13 @@ void tzc_free(tz_backend *be, tz_buf *b) {
   TZC_CHECK(cudaFree(b->ptr));
   tzc_mem_account(be, -(long long)b->bytes);
   free(b);
+  /* recorded steps may point into the freed buffer (a model freed, another made on the same
+   * backend whose buffers need not land at the same addresses: replaying the old recording
+   * reads and writes freed memory; the suspected cause of test_cuda_decode's illegal address
+   * in its fp32 model test on the H200, 2026-12-02): they are dropped (the stream is idle:
+   * synchronized above), and each key's next use is a warm-up again, then recorded. Frees
+   * happen at set-up and teardown, never per step, so steps keep their recordings. */
+  tzc_graphs_free(be);
 }
 
 /* After bytes [off, off + bytes) of `buf` were written: refresh the bf16 mirror there. */

@@ -206,8 +206,9 @@ void tzc_graphs_free(tz_backend *be);
 /* matmul_t for M ≤ tzc_gemv_max_m() rows (gemv.cu; matmul.cu calls it first): 1 when it ran,
  * 0 when the call is not for it (then cuBLASLt). Row m's result does not depend on M.
  * TZC_GEMV_MAX_M: the most rows the kernels handle; tzc_gemv_max_m(): the crossover used,
- * TZC_GEMV_CROSSOVER (7: batch >= 8 on the tensor cores, as the H200 run of 2026-12-02 showed
- * cuBLASLt at 64 rows, 1.40 ms/step, faster than these kernels at 16, 2.75) or
+ * TZC_GEMV_CROSSOVER (7: batch >= 8 on the tensor cores — tzc_mma_t up to 16 rows in bf16, else
+ * cuBLASLt — as the H200 run of 2026-12-02 showed cuBLASLt at 64 rows, 1.40 ms/step, faster
+ * than these kernels at 16, 2.75) or
  * TEZGAH_CUDA_GEMV_MAX_M=1..16 (read once per process; 16 = the rule before 2026-12-02). */
 #define TZC_GEMV_MAX_M 16
 #define TZC_GEMV_CROSSOVER 7
@@ -216,6 +217,19 @@ int tzc_gemv_t(tz_backend *be, void *out, const void *a, const void *b, const vo
                int acc);
 int tzc_norm_matmul_t(tz_backend *be, tz_slice out, tz_slice x, tz_slice nw, tz_slice nb, float eps, tz_slice w,
                       tz_slice bias, int M, int K, int N, int gelu);
+/* The same products for M = 1..16 rows on the tensor cores (gemv.cu's mma_k: bf16 only, sm_80+,
+ * K % 32 == 0, a, b, nw, nb 16-byte aligned; device pointers as tzc_w gives them): out[M,N]
+ * (+)= [gelu](norm(a)·bᵀ + bias), norm 0 none, 1 LayerNorm (nw, nb), 2 RMSNorm (nw). 1 when it
+ * ran, 0 when the call is not for it. tzc_gemv_t and tzc_norm_matmul_t call it for
+ * tzc_gemv_max_m() < M ≤ 16; TEZGAH_CUDA_MMA=0 (read once per process): never (cuBLASLt, or the
+ * norm op then cuBLASLt). Deterministic, and a row's result does not depend on M (the tile's
+ * rows are independent), but it differs from gemv_k's (another summation order). Tests call it
+ * directly (test_cuda_decode). */
+int tzc_mma_t(tz_backend *be, void *out, const void *a, const void *b, const void *bias, const void *nw,
+              const void *nb, float eps, int norm, int gelu, int M, int K, int N, int acc);
+/* The most rows tzc_mma_t takes in bf16 (16), or 0 under TEZGAH_CUDA_MMA=0 (start-up: whether
+ * decoding at that many rows will need cuBLASLt). */
+int tzc_mma_max_m(void);
 
 /* ---- runtime helpers in kernel files (src/kernels/w16/w16.cu, matmul.cu) ---- */
 /* bf16 mirror: mirror[i] = bf16(params[i]) for i in [first, first + n) (after a write into the

@@ -19,7 +19,10 @@
  * the 32 lanes are combined by a fixed butterfly, then + bias, then + out (acc). So row i of a
  * batch is bit-identical to the same row decoded alone, and runs repeat bit for bit.
  * fp32 accumulation on either act dtype (bf16: a, b, bias bf16, out rounded once).
- * TEZGAH_CUDA_GEMV=0 (read once per process) turns it off: cuBLASLt for every M. */
+ * TEZGAH_CUDA_GEMV=0 (read once per process) turns it off: cuBLASLt for every M.
+ * Past tzc_gemv_max_m() rows (up to 16, bf16): mma_k below, the same weight stream into the
+ * tensor cores (TEZGAH_CUDA_MMA=0: cuBLASLt). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +51,61 @@ template <class T, int W> __device__ __forceinline__ void ld_raw(const T *p, wve
 
 /* Programmatic dependent launch: cuda_pdl.cuh's tzc_pdl_*. A gemv reads only weights (never
  * written during a decoding step) before its wait. */
+
+/* The statistics of one row x[0..K) for NORM 1 (LayerNorm: mean mu, rs = 1/sqrt(var + eps)) or 2
+ * (RMSNorm: mu 0, rs = 1/sqrt(mean(x²) + eps)), as layernorm.cu's / rmsnorm.cu's loops sum them
+ * (lane l from l·W, 32·W apart; the warp combined by tzc_warp_sum), so that a fused product's
+ * normalized values equal the norm op's output. Every lane gets mu and rs. The row's first
+ * XC·32·W elements are read once into registers, as loaded (K ≤ 1,024: all of it; bf16: 16
+ * registers), and both passes use them: one wait for L2 instead of one per pass and chunk; the
+ * sums are the same, in the same order, as the loops over memory. */
+template <class T, int W, int NORM>
+__device__ __forceinline__ void norm_row_stats(const T *__restrict__ x, int K, int lane, float eps, float &mu,
+                                               float &rs) {
+  constexpr int XC = 32 / W;
+  wvec<T, W> xr[XC];
+#pragma unroll
+  for (int i = 0; i < XC; i++)
+    if (lane * W + i * 32 * W < K) ld_raw<T, W>(x + lane * W + i * 32 * W, xr[i]);
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < XC; i++)
+    if (lane * W + i * 32 * W < K)
+#pragma unroll
+      for (int j = 0; j < W; j++) {
+        const float f = tzc_tof(xr[i].e[j]);
+        s += NORM == 1 ? f : f * f;
+      }
+  for (int c = lane * W + XC * 32 * W; c < K; c += 32 * W) {
+    float f[W];
+    tzc_ld<W>(x + c, f);
+#pragma unroll
+    for (int j = 0; j < W; j++) s += NORM == 1 ? f[j] : f[j] * f[j];
+  }
+  if constexpr (NORM == 1) {
+    const float mm = tzc_warp_sum(s) / K;
+    float v = 0.0f;
+#pragma unroll
+    for (int i = 0; i < XC; i++)
+      if (lane * W + i * 32 * W < K)
+#pragma unroll
+        for (int j = 0; j < W; j++) {
+          const float f = tzc_tof(xr[i].e[j]);
+          v += (f - mm) * (f - mm);
+        }
+    for (int c = lane * W + XC * 32 * W; c < K; c += 32 * W) {
+      float f[W];
+      tzc_ld<W>(x + c, f);
+#pragma unroll
+      for (int j = 0; j < W; j++) v += (f[j] - mm) * (f[j] - mm);
+    }
+    v = tzc_warp_sum(v);
+    mu = mm, rs = 1.0f / sqrtf(v / K + eps);
+  } else {
+    s = tzc_warp_sum(s);
+    mu = 0.0f, rs = 1.0f / sqrtf(s / K + eps);
+  }
+}
 
 /* MT: rows handled (≥ M, a power of two ≤ 16); NC: columns per warp (more rows, more columns:
  * each load of a row of `a` then serves NC columns, so L1 traffic stays below the DRAM rate);
@@ -91,54 +149,10 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
   for (int m = 0; m < MT; m++) mu[m] = 0.0f, rs[m] = 1.0f;
   if constexpr (NORM != 0) { /* the block's warps share the rows' statistics: warp w does rows w, w + 4, ... */
     __shared__ float smu[MT], srs[MT];
-    /* the row's first XC·32·W elements are read once into registers, as loaded (K ≤ 1,024: all
-     * of it; bf16: 16 registers), and both passes use them: one wait for L2 instead of one per
-     * pass and chunk; the sums are the same, in the same order, as the loops over memory */
-    constexpr int XC = 32 / W;
     for (int m = warp; m < M; m += GEMV_WARPS) {
-      const T *x = a + (size_t)m * K;
-      wvec<T, W> xr[XC];
-#pragma unroll
-      for (int i = 0; i < XC; i++)
-        if (lane * W + i * 32 * W < K) ld_raw<T, W>(x + lane * W + i * 32 * W, xr[i]);
-      float s = 0.0f;
-#pragma unroll
-      for (int i = 0; i < XC; i++)
-        if (lane * W + i * 32 * W < K)
-#pragma unroll
-          for (int j = 0; j < W; j++) {
-            const float f = tzc_tof(xr[i].e[j]);
-            s += NORM == 1 ? f : f * f;
-          }
-      for (int c = lane * W + XC * 32 * W; c < K; c += 32 * W) {
-        float f[W];
-        tzc_ld<W>(x + c, f);
-#pragma unroll
-        for (int j = 0; j < W; j++) s += NORM == 1 ? f[j] : f[j] * f[j];
-      }
-      if constexpr (NORM == 1) {
-        const float mm = tzc_warp_sum(s) / K;
-        float v = 0.0f;
-#pragma unroll
-        for (int i = 0; i < XC; i++)
-          if (lane * W + i * 32 * W < K)
-#pragma unroll
-            for (int j = 0; j < W; j++) {
-              const float f = tzc_tof(xr[i].e[j]);
-              v += (f - mm) * (f - mm);
-            }
-        for (int c = lane * W + XC * 32 * W; c < K; c += 32 * W) {
-          float f[W];
-          tzc_ld<W>(x + c, f);
-#pragma unroll
-          for (int j = 0; j < W; j++) v += (f[j] - mm) * (f[j] - mm);
-        }
-        v = tzc_warp_sum(v);
-        if (lane == 0) smu[m] = mm, srs[m] = 1.0f / sqrtf(v / K + eps);
-      } else {
-        s = tzc_warp_sum(s);
-        if (lane == 0) smu[m] = 0.0f, srs[m] = 1.0f / sqrtf(s / K + eps);
-      }
+      float mm, rr;
+      norm_row_stats<T, W, NORM>(a + (size_t)m * K, K, lane, eps, mm, rr);
+      if (lane == 0) smu[m] = mm, srs[m] = rr;
     }
     __syncthreads();
 #pragma unroll
@@ -248,6 +262,190 @@ void launch(cudaStream_t st, T *o, const T *a, const T *b, const T *bias, const 
     launch_w<T, 1, NORM, GELU>(st, o, a, b, bias, g);
 }
 
+/* ---- the same products on the tensor cores, bf16, M ≤ 16 rows (mma_k) ----
+ * At 8..16 rows the gemv kernels above are bound by their FMAs (16 products per weight loaded)
+ * and cuBLASLt by its tiling for large M (at M = 16 a decoding step's matmuls took 0.93 ms on
+ * the H200, ~10× the time of reading the weights once). mma_k reads the weights once with
+ * 16-byte loads, as the gemv does, and multiplies them on the tensor cores:
+ * mma.sync.m16n8k16 (bf16 in, fp32 accumulate; sm_80+), the 16 rows of `a` (rows ≥ M zero) as
+ * the 16×16 A tile, 8 columns of b (b's rows n0..n0+7: already the "col" layout K×N) as B.
+ *
+ * One block: TN tiles of 8 output columns (n0 .. n0 + 8·TN) for all rows, its MMA_WK warps
+ * splitting K into 32-element chunks (warp w: chunks w, w + MMA_WK, ..., in that order; up to
+ * UC chunks × TN tiles of weight loads in flight per lane, the first round issued before the
+ * first product and before waiting for the previous kernel: PDL as the gemv). One A fragment
+ * (and one normalization of it) serves the block's TN tiles: with many columns (lm_head) a
+ * larger TN means fewer blocks, each computing the norm statistics and loading `a` once.
+ * Lane (g = lane/4, t = lane%4) loads 8 consecutive k (16 bytes) of b's row n0 + 8j + g at
+ * chunk offset 8t, and of a's rows g and g + 8 at the same k: two m16n8k16 steps take the
+ * halves of those registers, i.e. the product's k order is permuted the same way on both sides
+ * (a sum over k in another order; the fragments' own layout would need 4-byte loads). The
+ * warps' 16×8 fp32 partials are summed through shared memory in warp order (warp j sums tile
+ * j), then bias, GeLU (of the bf16-rounded value, as gemv_k) and the accumulation, rounded
+ * once: deterministic, run to run, and a column's result does not depend on TN or UC (the
+ * same chunks per warp in the same order); a row's does not depend on M (the tile's rows are
+ * independent); but it is not bit-identical to the same row through gemv_k (another order).
+ * NORM 1/2: LayerNorm / RMSNorm of a's rows first (statistics by norm_row_stats, each block
+ * for itself; the normalized values rounded to bf16 as the norm op stores them).
+ * Needs: K % 32 == 0, a, b, nw, nb 16-byte aligned (else the caller takes another path).
+ * Bounds: lane reads b rows min(n, N − 1) (never past N), k < K (chunk c < K/32), a rows < M. */
+constexpr int MMA_WK = 8; /* warps per block, over K */
+
+__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                               unsigned b0, unsigned b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+  __trap(); /* the host never launches it below sm_80 (tzc_mma_t) */
+#endif
+}
+
+/* 8 bf16 of a row at k (16 bytes), normalized when NORM with mu, rs and the norm weights at k,
+ * each rounded to bf16 as the norm op's output is. */
+template <int NORM>
+__device__ __forceinline__ uint4 mma_ld_a(const tzc_bf16 *x, const tzc_bf16 *nw, const tzc_bf16 *nb, int k, float mu,
+                                          float rs) {
+  uint4 v = *reinterpret_cast<const uint4 *>(x + k);
+  if constexpr (NORM != 0) {
+    uint4 gw = *reinterpret_cast<const uint4 *>(nw + k), hw = make_uint4(0, 0, 0, 0);
+    if constexpr (NORM == 1) hw = *reinterpret_cast<const uint4 *>(nb + k);
+    tzc_bf16 *e = reinterpret_cast<tzc_bf16 *>(&v);
+    const tzc_bf16 *g = reinterpret_cast<const tzc_bf16 *>(&gw), *h = reinterpret_cast<const tzc_bf16 *>(&hw);
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      const float f = tzc_tof(e[j]);
+      e[j] = NORM == 1 ? tzc_from<tzc_bf16>((f - mu) * rs * tzc_tof(g[j]) + tzc_tof(h[j]))
+                       : tzc_from<tzc_bf16>(f * rs * tzc_tof(g[j]));
+    }
+  }
+  return v;
+}
+
+/* TN: 8-column tiles per block (1, 2, 4, 8); UC: chunks per warp whose weights are in flight at
+ * once (UC·TN 16-byte loads a lane: 12, or 16 at TN 8). */
+template <int NORM, bool GELU, int TN>
+__global__ void __launch_bounds__(MMA_WK * 32)
+    mma_k(tzc_bf16 *__restrict__ out, const tzc_bf16 *__restrict__ a, const tzc_bf16 *__restrict__ b,
+          const tzc_bf16 *__restrict__ bias, int M, int K, int N, int acc, const tzc_bf16 *__restrict__ nw,
+          const tzc_bf16 *__restrict__ nb, float eps) {
+  constexpr int UC = TN == 1 ? 12 : TN == 2 ? 6 : TN == 4 ? 3 : 2;
+  tzc_pdl_let_next_start();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int n0 = blockIdx.x * 8 * TN, nch = K / 32;
+  const tzc_bf16 *br[TN];
+#pragma unroll
+  for (int j = 0; j < TN; j++) br[j] = b + (size_t)min(n0 + 8 * j + g, N - 1) * K + t * 8; /* past N: row N-1, not written */
+  float d[TN][4];
+#pragma unroll
+  for (int j = 0; j < TN; j++) d[j][0] = d[j][1] = d[j][2] = d[j][3] = 0.0f;
+  __shared__ float smu[16], srs[16];
+  __shared__ float red[MMA_WK][TN][32][4];
+  uint4 wv[UC][TN];
+#pragma unroll
+  for (int u = 0; u < UC; u++)
+    if (warp + u * MMA_WK < nch)
+#pragma unroll
+      for (int j = 0; j < TN; j++) wv[u][j] = __ldg(reinterpret_cast<const uint4 *>(br[j] + (size_t)(warp + u * MMA_WK) * 32));
+  tzc_pdl_wait_prior(); /* every warp, even one with no chunk (K < 32·MMA_WK) */
+  if constexpr (NORM != 0) {
+    for (int m = warp; m < M; m += MMA_WK) {
+      float mm, rr;
+      norm_row_stats<tzc_bf16, 8, NORM>(a + (size_t)m * K, K, lane, eps, mm, rr);
+      if (lane == 0) smu[m] = mm, srs[m] = rr;
+    }
+    __syncthreads();
+  }
+  const bool r0 = g < M, r1 = g + 8 < M;
+  const float mu0 = NORM && r0 ? smu[g] : 0.0f, rs0 = NORM && r0 ? srs[g] : 1.0f;
+  const float mu1 = NORM && r1 ? smu[g + 8] : 0.0f, rs1 = NORM && r1 ? srs[g + 8] : 1.0f;
+  const tzc_bf16 *a0 = a + (size_t)(r0 ? g : 0) * K, *a1 = a + (size_t)(r1 ? g + 8 : 0) * K;
+  for (int c0 = warp; c0 < nch; c0 += MMA_WK * UC) {
+    if (c0 != warp) {
+#pragma unroll
+      for (int u = 0; u < UC; u++)
+        if (c0 + u * MMA_WK < nch)
+#pragma unroll
+          for (int j = 0; j < TN; j++) wv[u][j] = __ldg(reinterpret_cast<const uint4 *>(br[j] + (size_t)(c0 + u * MMA_WK) * 32));
+    }
+#pragma unroll
+    for (int u = 0; u < UC; u++) {
+      const int c = c0 + u * MMA_WK;
+      if (c < nch) { /* uniform over the warp */
+        const int k = c * 32 + t * 8;
+        const uint4 z = make_uint4(0, 0, 0, 0);
+        const uint4 lo = r0 ? mma_ld_a<NORM>(a0, nw, nb, k, mu0, rs0) : z;
+        const uint4 hi = r1 ? mma_ld_a<NORM>(a1, nw, nb, k, mu1, rs1) : z;
+#pragma unroll
+        for (int j = 0; j < TN; j++) {
+          mma_bf16_16816(d[j], lo.x, hi.x, lo.y, hi.y, wv[u][j].x, wv[u][j].y);
+          mma_bf16_16816(d[j], lo.z, hi.z, lo.w, hi.w, wv[u][j].z, wv[u][j].w);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < TN; j++)
+#pragma unroll
+    for (int i = 0; i < 4; i++) red[warp][j][lane][i] = d[j][i];
+  __syncthreads();
+  for (int j = warp; j < TN; j += MMA_WK) { /* warp j: tile j, its 8 warps' partials in warp order */
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      float v = 0.0f;
+#pragma unroll
+      for (int w = 0; w < MMA_WK; w++) v += red[w][j][lane][i];
+      const int m = g + (i >> 1) * 8, n = n0 + 8 * j + t * 2 + (i & 1);
+      if (m < M && n < N) {
+        if (bias) v += tzc_tof(bias[n]);
+        tzc_bf16 *o = out + (size_t)m * N + n;
+        if constexpr (GELU) v = gelu_fwd1(tzc_tof(tzc_from<tzc_bf16>(v)));
+        if (acc) v += tzc_tof(*o);
+        *o = tzc_from<tzc_bf16>(v);
+      }
+    }
+  }
+}
+
+template <int NORM, bool GELU>
+void mma_go(tzc_ctx *c, int tn, tzc_bf16 *o, const tzc_bf16 *x, const tzc_bf16 *w, const tzc_bf16 *bi,
+            const tzc_bf16 *g, const tzc_bf16 *h, float eps, int M, int K, int N, int acc) {
+  const dim3 grid((unsigned)((N + 8 * tn - 1) / (8 * tn))), block(MMA_WK * 32);
+  if (tn == 8) tzc_launch_pdl(mma_k<NORM, GELU, 8>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
+  else if (tn == 4) tzc_launch_pdl(mma_k<NORM, GELU, 4>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
+  else if (tn == 2) tzc_launch_pdl(mma_k<NORM, GELU, 2>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
+  else tzc_launch_pdl(mma_k<NORM, GELU, 1>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
+}
+
+/* Column tiles per block: TEZGAH_CUDA_MMA_TN="S,L" (read once per process; each 1, 2, 4 or 8):
+ * S for N < 8,192, L for N ≥ 8,192 (lm_head); default 2,4: the H200 run of 2026-12-02 23:14
+ * (device_cuda_decode4.sh, GPT-2 124M bf16, batch 16, 1,000 tokens) measured 0.627 ms/step
+ * at 2,4 against 0.728 at 1,4, 0.729 at 1,8 and 0.810 at 1,1 (lm_head's 6,288 one-tile blocks
+ * each recomputed 16 rows' statistics and reloaded a). The bits do not depend on it. */
+int mma_tn(int N) {
+  static int tn[2] = {0, 0};
+  if (!tn[0]) {
+    int s = 2, l = 4;
+    const char *e = getenv("TEZGAH_CUDA_MMA_TN");
+    if (e) sscanf(e, "%d,%d", &s, &l);
+    auto ok = [](int v) { return v == 1 || v == 2 || v == 4 || v == 8; };
+    tn[1] = ok(l) ? l : 4;
+    tn[0] = ok(s) ? s : 2;
+  }
+  return N >= 8192 ? tn[1] : tn[0];
+}
+
+int mma_off() {
+  static int off = -1;
+  if (off < 0) {
+    const char *e = getenv("TEZGAH_CUDA_MMA");
+    off = e && !strcmp(e, "0");
+  }
+  return off;
+}
+
 int gemv_off() {
   static int off = -1;
   if (off < 0) {
@@ -268,24 +466,53 @@ extern "C" int tzc_gemv_max_m(void) {
   return m;
 }
 
+extern "C" int tzc_mma_max_m(void) { return mma_off() ? 0 : 16; }
+
+/* cuda_internal.h: out (+)= [gelu](norm(a)·bᵀ + bias) by mma_k for M ≤ 16 rows in bf16, or 0. */
+extern "C" int tzc_mma_t(tz_backend *be, void *out, const void *a, const void *b, const void *bias, const void *nw,
+                         const void *nb, float eps, int norm, int gelu, int M, int K, int N, int acc) {
+  tzc_ctx *c = tzc(be);
+  if (mma_off() || c->act != TZ_BF16 || c->cc_major < 8 || M < 1 || M > 16 || K < 32 || K % 32 || N < 1 ||
+      !tzc_aligned16(a) || !tzc_aligned16(b) || (norm && !tzc_aligned16(nw)) || (norm == 1 && !tzc_aligned16(nb)))
+    return 0;
+  typedef tzc_bf16 T;
+  T *o = (T *)out;
+  const T *x = (const T *)a, *w = (const T *)b, *bi = (const T *)bias, *g = (const T *)nw, *h = (const T *)nb;
+  const int tn = mma_tn(N);
+  if (norm == 1 && gelu) mma_go<1, true>(c, tn, o, x, w, bi, g, h, eps, M, K, N, acc);
+  else if (norm == 1) mma_go<1, false>(c, tn, o, x, w, bi, g, h, eps, M, K, N, acc);
+  else if (norm == 2 && gelu) mma_go<2, true>(c, tn, o, x, w, bi, g, h, eps, M, K, N, acc);
+  else if (norm == 2) mma_go<2, false>(c, tn, o, x, w, bi, g, h, eps, M, K, N, acc);
+  else if (gelu) mma_go<0, true>(c, tn, o, x, w, bi, g, h, eps, M, K, N, acc);
+  else mma_go<0, false>(c, tn, o, x, w, bi, g, h, eps, M, K, N, acc);
+  return 1;
+}
+
 /* matmul.cu's tzc_matmul_t calls this first: 1 when it ran the product, 0 when the shape is
- * not for it (M > tzc_gemv_max_m(), K < 1) or TEZGAH_CUDA_GEMV=0. a, out: act; b, bias: as kernels
+ * not for it (M > 16, or M > tzc_gemv_max_m() where tzc_mma_t does not take it;
+ * K < 1) or TEZGAH_CUDA_GEMV=0. a, out: act; b, bias: as kernels
  * read weights (tzc_w). */
 extern "C" int tzc_gemv_t(tz_backend *be, void *out, const void *a, const void *b, const void *bias, int M, int K,
                           int N, int acc) {
-  if (gemv_off() || M < 1 || M > tzc_gemv_max_m() || K < 1 || N < 1) return 0;
+  if (gemv_off() || M < 1 || K < 1 || N < 1) return 0;
+  if (M > tzc_gemv_max_m()) /* 8..16 rows: the tensor cores (bf16), else cuBLASLt */
+    return tzc_mma_t(be, out, a, b, bias, nullptr, nullptr, 0.0f, 0, 0, M, K, N, acc);
   cudaStream_t st = tzc(be)->stream;
   gemv_args g = {M, K, N, acc, nullptr, nullptr, 0.0f, tzc(be)->pdl};
   TZC_DISPATCH_ACT(be, launch<T, 0, false>(st, (T *)out, (const T *)a, (const T *)b, (const T *)bias, g));
   return 1;
 }
 
-/* backend.h's norm_matmul_t for M ≤ tzc_gemv_max_m() (else 0: not taken). */
+/* backend.h's norm_matmul_t for M ≤ tzc_gemv_max_m() (gemv_k), or up to 16 rows (tzc_mma_t), else 0:
+ * not taken. */
 extern "C" int tzc_norm_matmul_t(tz_backend *be, tz_slice out, tz_slice x, tz_slice nw, tz_slice nb, float eps,
                                  tz_slice w, tz_slice bias, int M, int K, int N, int gelu) {
-  if (gemv_off() || M < 1 || M > tzc_gemv_max_m() || K < 1 || N < 1 || !tz_present(nw)) return 0;
+  if (gemv_off() || M < 1 || K < 1 || N < 1 || !tz_present(nw)) return 0;
   TZC_PROF(be, gelu ? "norm_matmul_t_gelu" : "norm_matmul_t");
   TZC_PROF_WORK(2.0 * M * N * K, 0);
+  if (M > tzc_gemv_max_m()) /* 8..16 rows: the tensor cores (bf16), else 0: the norm op, then matmul_t */
+    return tzc_mma_t(be, tzc_ptr(out), tzc_ptr(x), tzc_w(be, w), tzc_w(be, bias), tzc_w(be, nw), tzc_w(be, nb), eps,
+                     tz_present(nb) ? 1 : 2, gelu, M, K, N, 0);
   cudaStream_t st = tzc(be)->stream;
   gemv_args g = {M, K, N, 0, tzc_w(be, nw), tzc_w(be, nb), eps, tzc(be)->pdl};
   const bool ln = tz_present(nb);
