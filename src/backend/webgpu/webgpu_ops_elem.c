@@ -154,11 +154,31 @@ void wg_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout, t
   if (g16) wg_grad16_made(c, dinp, NC); /* the passes since wrote scratch and dw only */
 }
 
+/* TEZGAH_WEBGPU_LN_SG: layernorm's forward and backward with one subgroup per row
+ * (layernorm_sg.wgsl, LN_SG_ROWS rows a workgroup) where the adapter has subgroups; =0: the
+ * kernels below (issue 22's before / after). Read once. */
+#define LN_SG_ROWS 8 /* layernorm_sg.wgsl's LN_ROWS */
+static int ln_sg(wg_ctx *c) {
+  static int on = -1;
+  if (on < 0) on = env_int("TEZGAH_WEBGPU_LN_SG", 1) != 0;
+  return on && c->subgroups;
+}
+
 /* layernorm_fwd4 / layernorm_bwd4 (the row in registers, C <= 4·256) where they fit, else (or
  * with TEZGAH_WEBGPU_MEMOPS=0) the loop forms layernorm_fwd / layernorm_bwd */
 static const char *ln_entry(int C, int bwd) {
   int r4 = C <= 4 * 256 && wg_memops_new();
   return bwd ? (r4 ? "layernorm_bwd4" : "layernorm_bwd") : (r4 ? "layernorm_fwd4" : "layernorm_fwd");
+}
+
+/* the pipeline and workgroup count of layernorm's row pass (fwd or bwd) */
+static int ln_pipe(wg_ctx *c, int N, int C, int bwd, const char *prefix, uint32_t *gx, uint32_t *gy) {
+  if (ln_sg(c)) {
+    gridn(((size_t)N + LN_SG_ROWS - 1) / LN_SG_ROWS, gx, gy);
+    return wg_pipeline(c, "layernorm_sg", bwd ? "layernorm_bwd_sg" : "layernorm_fwd_sg", prefix);
+  }
+  gridn(N, gx, gy);
+  return wg_pipeline(c, "layernorm", ln_entry(C, bwd), prefix);
 }
 
 void wg_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd, tz_slice inp,
@@ -170,9 +190,8 @@ void wg_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd
   wg_arg h, a[] = {out_arg(c, out, NC, &h), A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd"),
                    A(inp, F4(NC), "inp"), A(w_, F4(C), "w"), A(b_, F4(C), "b")};
   uint32_t gx, gy;
-  gridn(N, &gx, &gy);
-  wg_run_ex(c, "layernorm_fwd", wg_pipeline(c, "layernorm", ln_entry(C, 0), wg_out16_prefix(c)), w, 12, a, 6, gx, gy,
-            1, c->act16 ? &h : NULL, -1);
+  int pi = ln_pipe(c, N, C, 0, wg_out16_prefix(c), &gx, &gy);
+  wg_run_ex(c, "layernorm_fwd", pi, w, 12, a, 6, gx, gy, 1, c->act16 ? &h : NULL, -1);
 }
 
 void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice dout,
@@ -184,11 +203,10 @@ void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, t
   wg_arg a[] = {A(dinp, F4(NC), "dinp"), A(dout, F4(NC), "dout"), A(inp, F4(NC), "inp"), A(w_, F4(C), "w"),
                 A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd")};
   uint32_t gx, gy;
-  gridn(N, &gx, &gy);
   wg_arg h = {{0}, 0, 0};
   int g16 = wg_grad16(be, dinp, NC, &h); /* dinp (the residual stream's gradient) is the next dY */
-  wg_run_ex(c, "layernorm_bwd", wg_pipeline(c, "layernorm", ln_entry(C, 1), wg_out16_prefix_on(g16, 1)), w, 12, a, 6,
-            gx, gy, 1, g16 ? &h : NULL, -1);
+  int pi = ln_pipe(c, N, C, 1, wg_out16_prefix_on(g16, 1), &gx, &gy);
+  wg_run_ex(c, "layernorm_bwd", pi, w, 12, a, 6, gx, gy, 1, g16 ? &h : NULL, -1);
   int nch = (N + CHUNK - 1) / CHUNK;
   tz_slice part = wg_scratch(be, F4((size_t)nch * 2 * C));
   wg_arg b[] = {A(part, F4((size_t)nch * 2 * C), "partials"), A(dout, F4(NC), "dout"), A(inp, F4(NC), "inp"),

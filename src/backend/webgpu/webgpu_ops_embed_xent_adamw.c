@@ -128,9 +128,11 @@ void wg_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice 
   wg_arg hall = {{0}, 0, 0};
   int x16 = dscale != 0.0f && Vp % 2 == 0 && wg_grad16(be, logits, (size_t)N * Vp, &hall);
   tz_buf *h16 = x16 ? hall.s.buf : NULL;
-  /* softmax_xent_online: max and Σ exp in one read of the row; softmax_xent (TEZGAH_WEBGPU_MEMOPS=0): two */
-  int pi = wg_pipeline(c, "crossentropy", wg_memops_new() ? "softmax_xent_online" : "softmax_xent",
-                       wg_out16_prefix_on(x16, 1));
+  /* softmax_xent_online4 (four columns per iteration; TEZGAH_WEBGPU_XENT4=0: softmax_xent_online,
+   * one): max and Σ exp in one read of the row; softmax_xent (TEZGAH_WEBGPU_MEMOPS=0): two */
+  const char *ent = !wg_memops_new() ? "softmax_xent"
+                    : env_int("TEZGAH_WEBGPU_XENT4", 1) ? "softmax_xent_online4" : "softmax_xent_online";
+  int pi = wg_pipeline(c, "crossentropy", ent, wg_out16_prefix_on(x16, 1));
   for (size_t r0 = 0; r0 < (size_t)N; r0 += rc) {
     size_t r = (size_t)N - r0 < rc ? (size_t)N - r0 : rc;
     uint32_t w[24] = {0};

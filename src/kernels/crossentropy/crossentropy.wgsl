@@ -116,3 +116,90 @@ fn softmax_xent_online(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
   let m = wg_max(mt, lid);
   xent_finish(n, row, u32(t), m, wg_sum(sr * exp(mt - m), lid), lid);
 }
+
+// softmax_xent_online4 (the host's default; TEZGAH_WEBGPU_XENT4=0: softmax_xent_online): the
+// same two passes with four columns per iteration (c, c + WG, c + 2·WG, c + 3·WG): four loads
+// in flight per thread where the one-column loop waits on each (issue 22: the H200 ran the
+// crossentropy at ~1.35x its DRAM time), and one running-max update per four columns: the four
+// are folded into the running sum after the max of the four (sr·exp(mt − m4) when it grows).
+// Same results up to fp32 summation order.
+@compute @workgroup_size(256)
+fn softmax_xent_online4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                        @builtin(local_invocation_index) lid: u32) {
+  let n = lin_wg(wid, nwg);
+  if (n >= pu(0u)) {
+    return;
+  }
+  let V = pu(1u);
+  let Vp = pu(2u);
+  let row = n * Vp;
+  let t = xent_target(n, lid);
+  if (t < 0 || u32(t) >= V) {
+    xent_ignored(n, row, Vp, lid);
+    return;
+  }
+  var mt = -3.4e38;
+  var sr = 0.0;
+  var c = lid;
+  for (; c + 3u * WG < V; c = c + 4u * WG) {
+    let z0 = ld(1u, row + c);
+    let z1 = ld(1u, row + c + WG);
+    let z2 = ld(1u, row + c + 2u * WG);
+    let z3 = ld(1u, row + c + 3u * WG);
+    let m4 = max(max(z0, z1), max(z2, z3));
+    if (m4 > mt) {
+      sr = sr * exp(mt - m4);
+      mt = m4;
+    }
+    sr = sr + ((exp(z0 - mt) + exp(z1 - mt)) + (exp(z2 - mt) + exp(z3 - mt)));
+  }
+  for (; c < V; c = c + WG) {
+    let z = ld(1u, row + c);
+    if (z > mt) {
+      sr = sr * exp(mt - z) + 1.0;
+      mt = z;
+    } else {
+      sr = sr + exp(z - mt);
+    }
+  }
+  let m = wg_max(mt, lid);
+  let sum = wg_sum(sr * exp(mt - m), lid);
+  // the writes (xent_finish's, four columns per iteration)
+  let dscale = pf(3u);
+  let zt = ld(1u, row + u32(t));
+  workgroupBarrier(); // every thread has read z[t] before anyone overwrites it
+  let scale = dscale / sum;
+  c = lid;
+  for (; c + 3u * WG < Vp; c = c + 4u * WG) {
+    var z: array<f32, 4>;
+    for (var k = 0u; k < 4u; k = k + 1u) {
+      z[k] = ld(1u, row + c + k * WG);
+    }
+    for (var k = 0u; k < 4u; k = k + 1u) {
+      let ck = c + k * WG;
+      var d = 0.0;
+      if (ck < V) {
+        d = exp(z[k] - m) * scale;
+        if (ck == u32(t)) {
+          d = d - dscale;
+        }
+      }
+      st(1u, row + ck, d);
+      if (OUT16) { st16(row + ck, d); }
+    }
+  }
+  for (; c < Vp; c = c + WG) {
+    var d = 0.0;
+    if (c < V) {
+      d = exp(ld(1u, row + c) - m) * scale;
+      if (c == u32(t)) {
+        d = d - dscale;
+      }
+    }
+    st(1u, row + c, d);
+    if (OUT16) { st16(row + c, d); }
+  }
+  if (lid == 0u) {
+    st(0u, n, log(sum) - (zt - m));
+  }
+}
