@@ -194,12 +194,43 @@ void wg_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd
   wg_run_ex(c, "layernorm_fwd", pi, w, 12, a, 6, gx, gy, 1, c->act16 ? &h : NULL, -1);
 }
 
+/* TEZGAH_WEBGPU_LN_DW: layernorm's backward in one pass, dinp and the dw / db partial sums
+ * (layernorm_sgdw.wgsl, LN_DW_ROWS rows a workgroup), where the layernorm_sg kernels run, the
+ * adapter's subgroup size is one size ns (min == max), ns divides C, C <= 1024 and C / ns <= 32
+ * (the per-lane registers): returns C / ns, else 0 (=0: always 0, the two passes). Read once. */
+#define LN_DW_ROWS 32 /* layernorm_sgdw.wgsl's DW_ROWS */
+static int ln_dw_k(wg_ctx *c, int C) {
+  static int on = -1;
+  if (on < 0) on = env_int("TEZGAH_WEBGPU_LN_DW", 1) != 0;
+  unsigned ns = c->info.subgroupMinSize;
+  if (!on || !ln_sg(c) || ns == 0 || ns != c->info.subgroupMaxSize || C <= 0 || C > 1024 || C % ns) return 0;
+  return C / ns <= 32 ? (int)(C / ns) : 0;
+}
+
 void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice dout,
                              tz_slice inp, tz_slice w_, tz_slice mean, tz_slice rstd, int N, int C) {
   wg_ctx *c = CTX(be);
   uint32_t w[24] = {0};
   size_t NC = (size_t)N * C;
   w[8] = N, w[9] = C, w[11] = CHUNK;
+  int K = ln_dw_k(c, C);
+  if (K) {
+    int nch = (N + LN_DW_ROWS - 1) / LN_DW_ROWS;
+    tz_slice part = wg_scratch(be, F4((size_t)nch * 2 * C));
+    wg_arg h = {{0}, 0, 0};
+    int g16 = wg_grad16(be, dinp, NC, &h); /* dinp (the residual stream's gradient) is the next dY */
+    wg_arg a[] = {A(dinp, F4(NC), "dinp"), A(dout, F4(NC), "dout"), A(inp, F4(NC), "inp"), A(w_, F4(C), "w"),
+                  A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd"), A(part, F4((size_t)nch * 2 * C), "partials")};
+    char pre[1024];
+    snprintf(pre, sizeof pre, "%s\nconst LN_K: u32 = %du;\n", wg_out16_prefix_on(g16, 1), K);
+    uint32_t gx, gy;
+    gridn(nch, &gx, &gy);
+    wg_run_ex(c, "layernorm_bwd", wg_pipeline(c, "layernorm_sgdw", "layernorm_bwd_sgdw", pre), w, 12, a, 7, gx, gy, 1,
+              g16 ? &h : NULL, -1);
+    colsum2(c, dw, C, db, C, part, nch, 2 * C); /* [dw | db] partials: one dispatch */
+    if (g16) wg_grad16_made(c, dinp, NC);
+    return;
+  }
   wg_arg a[] = {A(dinp, F4(NC), "dinp"), A(dout, F4(NC), "dout"), A(inp, F4(NC), "inp"), A(w_, F4(C), "w"),
                 A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd")};
   uint32_t gx, gy;
