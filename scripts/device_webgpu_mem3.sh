@@ -19,13 +19,17 @@
 #   TEZGAH_WEBGPU_LN_SG=0   layernorm fwd / bwd: layernorm.wgsl's workgroup-per-row kernels
 #                           instead of layernorm_sg.wgsl's subgroup-per-row ones
 #   TEZGAH_WEBGPU_XENT4=0   crossentropy: softmax_xent_online instead of softmax_xent_online4
+#   TEZGAH_WEBGPU_LN_DW=0   layernorm bwd: two passes (layernorm_bwd_sg, then layernorm_dwdb_partial
+#                           re-reading dout and inp) instead of layernorm_sgdw.wgsl's one
+# and, while time is left (*), a profiled run with only TEZGAH_WEBGPU_LN_DW=0 (dw0): the one-pass
+# backward's own share.
 set -uo pipefail
 # shellcheck source=scripts/device_webgpu_env.sh
 source scripts/device_webgpu_env.sh
 device_start device_webgpu_mem3 /tmp/mem3_out "" "$@"
 device_dawn_node
 lim=${LIM:-120}
-OLD=(TEZGAH_WEBGPU_LN_SG=0 TEZGAH_WEBGPU_XENT4=0)
+OLD=(TEZGAH_WEBGPU_LN_SG=0 TEZGAH_WEBGPU_XENT4=0 TEZGAH_WEBGPU_LN_DW=0)
 timeout 30 "$dir/bin/tezgah" info 2>&1 | grep -E '^  (adapter|precision|reductions)' | cut -c1-200 | tee -a "$sum"
 left() { # NAME [SECONDS]: whether the part fits (SECONDS more, default 0, before LIM)
   ((SECONDS + ${2:-0} < lim)) || { say "skipped ($1): $SECONDS s run, LIM $lim"; return 1; }
@@ -47,6 +51,7 @@ train_run() { # NAME (new | old) ARGS...
   local name=$1 v=$2 e=()
   shift 2
   [[ $v == old ]] && e=("${OLD[@]}")
+  [[ $v == dw0 ]] && e=(TEZGAH_WEBGPU_LN_DW=0)
   if ((${#e[@]})); then export "${e[@]}"; fi
   rm -rf "/tmp/run_$name"
   train_gpt2 "$name" f16 "$steps" "${targs[@]}" "$@"
@@ -65,6 +70,7 @@ if [[ -f $dir/data/torch_gpt.py ]] && left "torch" 45; then
 fi
 left "train new --profile" "$TTMO" && train_run newp new --profile
 left "train old --profile" "$TTMO" && train_run oldp old --profile
+left "train dw0 --profile" "$TTMO" && train_run dw0p dw0 --profile
 for f in newp oldp; do
   [[ -s $out/$f.log ]] && { say "profile $f (ms/step):"; sed -n '/ms\/step/,$p' "$out/$f.log" | grep -vE '^(step|\{)' | head -40 | cut -c1-100 >>"$sum"; }
 done
@@ -73,11 +79,12 @@ done
     END {printf "losses new vs old over %d steps: largest |diff| %.2g (summation order only)\n", NR, m}' | tee -a "$sum"
 ttok=$(grep -oE 'tok_s=[0-9.]+' "$out/torch.log" 2>/dev/null | tail -1 | cut -d= -f2)
 echo "==== device_webgpu_mem3 summary ($SECONDS s) ===="
-printf '%-22s %10s %10s\n' "" new old
+printf '%-22s %10s %10s %10s\n' "" new old "dw0 (LN_DW=0)"
 printf '%-22s %10s %10s\n' "test_webgpu_ops rc" "${TRC[new]:--}" "${TRC[old]:--}"
 printf '%-22s %10s %10s\n' "tokens/s (steps 6..)" "${TPS[new]:--}" "${TPS[old]:--}"
 printf '%-22s %10s %10s\n' "tokens/s profiled" "${TPS[newp]:--}" "${TPS[oldp]:--}"
 for k in layernorm_fwd layernorm_bwd crossentropy colsum_add add gelu_fwd gelu_bwd adamw total; do
-  printf '%-22s %10s %10s\n' "$k ms/step" "$(row "$k" "$out/newp.log" 2>/dev/null)" "$(row "$k" "$out/oldp.log" 2>/dev/null)"
+  printf '%-22s %10s %10s %10s\n' "$k ms/step" "$(row "$k" "$out/newp.log" 2>/dev/null)" "$(row "$k" "$out/oldp.log" 2>/dev/null)" \
+    "$(row "$k" "$out/dw0p.log" 2>/dev/null)"
 done
 echo "PyTorch bf16 eager tokens/s: ${ttok:-see torch.log}"

@@ -315,11 +315,12 @@ static void test_norms(void **state) {
    * loop forms; N = 4200: 132 chunks of partials (colsum_rows8's rounds of four sums, one
    * dispatch for layernorm's dw and db). Where the adapter has subgroups: layernorm_sg's
    * subgroup-per-row kernels at every shape (8-row workgroups: N = 7, 70 leave one part full), and
-   * the one-pass backward (layernorm_sgdw, C a multiple of the subgroup size, C / size <= 32)
-   * at C 40 and 128 (lavapipe's 4 or 8 lanes), 128, 768 and 1024 (NVIDIA's 32); N = 70, 4200 are
-   * not multiples of its 32-row workgroups */
-  int shapes[][2] = {{7, 37}, {70, 300}, {1, 1024}, {3, 1300}, {4200, 40}, {70, 128}, {33, 768}};
-  for (int i = 0; i < 7; i++) {
+   * the one-pass backward (layernorm_sgdw where on: GPUs, test_webgpu_ops_lndw; C a multiple of
+   * the subgroup size, C / size <= 32)
+   * at C 40, 64 and 128 (lavapipe's 4 or 8 lanes), 64, 128, 768 and 1024 (NVIDIA's 32); N = 70, 148, 4200 are
+   * not multiples of its 16-row subgroup spans */
+  int shapes[][2] = {{7, 37}, {70, 300}, {1, 1024}, {3, 1300}, {4200, 40}, {70, 128}, {148, 64}, {33, 768}};
+  for (int i = 0; i < 8; i++) {
     int N = shapes[i][0], C = shapes[i][1];
     kase k;
     k_init(&k, 10 + i);

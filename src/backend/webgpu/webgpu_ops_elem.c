@@ -195,15 +195,20 @@ void wg_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd
 }
 
 /* TEZGAH_WEBGPU_LN_DW: layernorm's backward in one pass, dinp and the dw / db partial sums
- * (layernorm_sgdw.wgsl, LN_DW_ROWS rows a workgroup), where the layernorm_sg kernels run, the
- * adapter's subgroup size is one size ns (min == max), ns divides C, C <= 1024 and C / ns <= 32
- * (the per-lane registers): returns C / ns, else 0 (=0: always 0, the two passes). Read once. */
-#define LN_DW_ROWS 32 /* layernorm_sgdw.wgsl's DW_ROWS */
+ * (layernorm_sgdw.wgsl, LN_DW_ROWS rows a subgroup, one partial row each), where the layernorm_sg
+ * kernels run, the adapter's subgroup size is one size ns <= 64 (min == max), ns divides C and
+ * C / ns <= 32 (the per-lane registers): returns C / ns, else 0 (=0: always 0, the two passes).
+ * Default on except on CPU adapters: lavapipe with GALLIVM_PERF=nopt (the lavapipe tests'
+ * setting) computed wrong dinp at C / ns = 16 (C 64 at 4 lanes, 128 at 8; which one moved as
+ * the kernel's statements were reordered), with LLVM's optimisations on it passes at every
+ * width: not explained. test_webgpu_ops_lndw runs it on lavapipe with them on; the GPUs' runs
+ * (scripts/device_webgpu_mem3.sh) test it there. */
+#define LN_DW_ROWS 16 /* layernorm_sgdw.wgsl's DW_ROWS: rows per subgroup */
+#define LN_DW_WG 64   /* and DW_WG: threads per workgroup */
 static int ln_dw_k(wg_ctx *c, int C) {
-  static int on = -1;
-  if (on < 0) on = env_int("TEZGAH_WEBGPU_LN_DW", 1) != 0;
+  int on = env_int("TEZGAH_WEBGPU_LN_DW", c->info.adapterType != WGPUAdapterType_CPU) != 0;
   unsigned ns = c->info.subgroupMinSize;
-  if (!on || !ln_sg(c) || ns == 0 || ns != c->info.subgroupMaxSize || C <= 0 || C > 1024 || C % ns) return 0;
+  if (!on || !ln_sg(c) || ns == 0 || ns > LN_DW_WG || ns != c->info.subgroupMaxSize || C <= 0 || C % ns) return 0;
   return C / ns <= 32 ? (int)(C / ns) : 0;
 }
 
@@ -224,7 +229,7 @@ void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, t
     char pre[1024];
     snprintf(pre, sizeof pre, "%s\nconst LN_K: u32 = %du;\n", wg_out16_prefix_on(g16, 1), K);
     uint32_t gx, gy;
-    gridn(nch, &gx, &gy);
+    gridn((nch + LN_DW_WG / c->info.subgroupMinSize - 1) / (LN_DW_WG / c->info.subgroupMinSize), &gx, &gy);
     wg_run_ex(c, "layernorm_bwd", wg_pipeline(c, "layernorm_sgdw", "layernorm_bwd_sgdw", pre), w, 12, a, 7, gx, gy, 1,
               g16 ? &h : NULL, -1);
     colsum2(c, dw, C, db, C, part, nch, 2 * C); /* [dw | db] partials: one dispatch */
