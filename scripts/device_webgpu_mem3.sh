@@ -5,7 +5,7 @@
 # while it would end within LIM seconds (default 120) of the start, the must-haves first:
 #  1. `tezgah info` (adapter, subgroups);
 #  2. test_webgpu_ops' cases of the changed kernels vs the CPU backend (test_norms, test_act16,
-#     test_crossentropy*, test_activations) with this branch's defaults, then with OLD;
+#     test_crossentropy*, test_activations) with this branch's defaults (with OLD at the end, *);
 #  3. GPT-2 124M B16 T1024 `tezgah train --backend webgpu --precision f16`, STEPS (10) steps:
 #     median tokens/s of steps 6.., this branch (new) and OLD (old); the losses side by side;
 #  4. the peer, PyTorch bf16 eager (torch_gpt.py --compile 0, TF32=1) at B 16 T 1024, 12 steps;
@@ -61,7 +61,6 @@ train_run() { # NAME (new | old) ARGS...
 }
 
 left "test new" 40 && test_run new
-left "test old" 40 && test_run old
 left "train new" "$TTMO" && train_run new new
 left "train old" "$TTMO" && train_run old old
 if [[ -f $dir/data/torch_gpt.py ]] && left "torch" 45; then
@@ -71,6 +70,7 @@ fi
 left "train new --profile" "$TTMO" && train_run newp new --profile
 left "train old --profile" "$TTMO" && train_run oldp old --profile
 left "train dw0 --profile" "$TTMO" && train_run dw0p dw0 --profile
+left "test old" 30 && test_run old
 for f in newp oldp; do
   [[ -s $out/$f.log ]] && { say "profile $f (ms/step):"; sed -n '/ms\/step/,$p' "$out/$f.log" | grep -vE '^(step|\{)' | head -40 | cut -c1-100 >>"$sum"; }
 done
