@@ -4,7 +4,8 @@
 # (OLD below turns every one off: main's kernels), and the PyTorch peer. Parts, each started only
 # while it would end within LIM seconds (default 120) of the start, the must-haves first:
 #  1. `tezgah info` (adapter, subgroups);
-#  2. test_webgpu_ops' cases of the changed kernels vs the CPU backend (test_norms, test_act16,
+#  2. test_webgpu_ops' cases of the changed kernels vs the CPU backend (test_memory_ops: add;
+#     test_norms, test_act16,
 #     test_crossentropy*, test_activations) with this branch's defaults (with OLD at the end, *);
 #  3. GPT-2 124M B16 T1024 `tezgah train --backend webgpu --precision f16`, STEPS (10) steps:
 #     median tokens/s of steps 6.., this branch (new) and OLD (old); the losses side by side;
@@ -19,6 +20,8 @@
 #   TEZGAH_WEBGPU_LN_SG=0   layernorm fwd / bwd: layernorm.wgsl's workgroup-per-row kernels
 #                           instead of layernorm_sg.wgsl's subgroup-per-row ones
 #   TEZGAH_WEBGPU_XENT4=0   crossentropy: softmax_xent_online instead of softmax_xent_online4
+#   TEZGAH_WEBGPU_ELEM8=0   add, gelu_fwd: add4, gelu_fwd4 (four elements per thread) instead of
+#                           add8, gelu_fwd8 (eight)
 #   TEZGAH_WEBGPU_LN_DW=0   layernorm bwd: two passes (layernorm_bwd_sg, then layernorm_dwdb_partial
 #                           re-reading dout and inp) instead of layernorm_sgdw.wgsl's one
 # and, while time is left (*), a profiled run with only TEZGAH_WEBGPU_LN_DW=0 (dw0): the one-pass
@@ -29,7 +32,7 @@ source scripts/device_webgpu_env.sh
 device_start device_webgpu_mem3 /tmp/mem3_out "" "$@"
 device_dawn_node
 lim=${LIM:-120}
-OLD=(TEZGAH_WEBGPU_LN_SG=0 TEZGAH_WEBGPU_XENT4=0 TEZGAH_WEBGPU_LN_DW=0)
+OLD=(TEZGAH_WEBGPU_LN_SG=0 TEZGAH_WEBGPU_XENT4=0 TEZGAH_WEBGPU_LN_DW=0 TEZGAH_WEBGPU_ELEM8=0)
 timeout 30 "$dir/bin/tezgah" info 2>&1 | grep -E '^  (adapter|precision|reductions)' | cut -c1-200 | tee -a "$sum"
 left() { # NAME [SECONDS]: whether the part fits (SECONDS more, default 0, before LIM)
   ((SECONDS + ${2:-0} < lim)) || { say "skipped ($1): $SECONDS s run, LIM $lim"; return 1; }
@@ -39,7 +42,7 @@ declare -A TRC TPS
 test_run() { # v (new | old)
   local v=$1 e=()
   [[ $v == old ]] && e=("${OLD[@]}")
-  env "${e[@]}" TZ_TEST_FILTER='test_norms,test_act16,test_crossentropy*,test_activations' timeout 40 \
+  env "${e[@]}" TZ_TEST_FILTER='test_memory_ops,test_norms,test_act16,test_crossentropy*,test_activations' timeout 40 \
     "$dir/bin/test_webgpu_ops" >"$out/test_$v.log" 2>&1
   TRC[$v]=$?
   grep -E 'FAIL|SKIP|PASSED|rror' "$out/test_$v.log" | grep -v '^webgpu' | head -n 6 | cut -c1-160 | sed "s/^/  [$v] /" | tee -a "$sum"

@@ -179,7 +179,7 @@ static void k_check(kase *k, int i, const char *what, double rtol, double atol) 
 /* ---- memory ops ---- */
 static void op_misc(tz_backend *be, tz_slice *s, const int *d) {
   be->fill(be, s[0], 1.5f, 37, TZ_F32);
-  be->add(be, s[1], s[1], s[2], 2501); /* add4: three workgroups of 1024, the last partial */
+  be->add(be, s[1], s[1], s[2], 2501); /* add4: three workgroups of 1024, add8: two of 2048, the last partial */
   be->copy(be, s[3], s[2], 500 * 4);
   be->copy_rows(be, s[4], 9, s[2], 13, 7, 5);
 }
@@ -961,7 +961,7 @@ static void op_act(tz_backend *be, tz_slice *s, const int *d) {
   be->swiglu_bwd(be, s[6], s[3], s[5], N, F);
 }
 static void test_activations(void **state) {
-  int N = 37, F = 45; /* n = 1665: gelu's four-per-thread forms over two workgroups, one partial */
+  int N = 37, F = 45; /* n = 1665: gelu_fwd4 / ffn_gelu_backward4 over two workgroups, one partial; gelu_fwd8: one, partial */
   size_t n = (size_t)N * F;
   kase k;
   k_init(&k, 40);

@@ -8,17 +8,26 @@
 
 #include "backend/webgpu/webgpu_internal.h"
 
+/* TEZGAH_WEBGPU_ELEM8: add and gelu_fwd with eight elements per thread (add8, gelu_fwd8; =0:
+ * add4, gelu_fwd4). Elements per thread of those kernels: 8, 4, or 1 (TEZGAH_WEBGPU_MEMOPS=0).
+ * Read once. */
+static int elem_per_thread(void) {
+  static int e8 = -1;
+  if (e8 < 0) e8 = env_int("TEZGAH_WEBGPU_ELEM8", 1) != 0;
+  return !wg_memops_new() ? 1 : e8 ? 8 : 4;
+}
+
 void wg_add(tz_backend *be, tz_slice out, tz_slice a_, tz_slice b_, size_t n) {
   wg_ctx *c = CTX(be);
-  int e4 = wg_memops_new(); /* add4: four elements per thread */
-  int pi = wg_pipeline(c, "elementwise", e4 ? "add4" : "add", "");
+  int ept = elem_per_thread();
+  int pi = wg_pipeline(c, "elementwise", ept == 8 ? "add8" : ept == 4 ? "add4" : "add", "");
   for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
     size_t k = n - i < cap ? n - i : cap;
     uint32_t w[24] = {0};
     w[8] = (uint32_t)k;
     wg_arg a[] = {A(tz_f32(out, i), F4(k), "out"), A(tz_f32(a_, i), F4(k), "a"), A(tz_f32(b_, i), F4(k), "b")};
     uint32_t gx, gy;
-    grid1(e4 ? (k + 3) / 4 : k, &gx, &gy);
+    grid1((k + ept - 1) / ept, &gx, &gy);
     wg_run(c, "add", pi, w, 9, a, 3, gx, gy, 1);
   }
 }
@@ -256,15 +265,15 @@ void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, t
 /* ---- activations ---- */
 void wg_gelu_fwd(tz_backend *be, tz_slice out, tz_slice inp, size_t n) {
   wg_ctx *c = CTX(be);
-  int e4 = wg_memops_new(); /* gelu_fwd4: four elements per thread */
-  int pi = wg_pipeline(c, "gelu", e4 ? "gelu_fwd4" : "gelu_fwd", wg_out16_prefix(c));
+  int ept = elem_per_thread();
+  int pi = wg_pipeline(c, "gelu", ept == 8 ? "gelu_fwd8" : ept == 4 ? "gelu_fwd4" : "gelu_fwd", wg_out16_prefix(c));
   for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
     size_t k = n - i < cap ? n - i : cap;
     uint32_t w[24] = {0};
     w[8] = (uint32_t)k;
     wg_arg h, a[] = {out_arg(c, tz_at(out, i * (c->act16 ? 2 : 4)), k, &h), A(tz_f32(inp, i), F4(k), "inp")};
     uint32_t gx, gy;
-    grid1(e4 ? (k + 3) / 4 : k, &gx, &gy);
+    grid1((k + ept - 1) / ept, &gx, &gy);
     wg_run_ex(c, "gelu_fwd", pi, w, 9, a, 2, gx, gy, 1, c->act16 ? &h : NULL, -1);
   }
 }

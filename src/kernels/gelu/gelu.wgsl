@@ -81,6 +81,30 @@ fn gelu_fwd4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   }
 }
 
+// gelu_fwd8: gelu_fwd4 with eight elements per thread (8·WG·w + lid + k·WG, k < 8): twice the
+// loads in flight (issue 22: one fp32 stream in, f16 out, moved ~3 TB/s on the H200 at four);
+// the host's default (TEZGAH_WEBGPU_ELEM8=0: gelu_fwd4). Grid: ceil(n / 2048).
+@compute @workgroup_size(256)
+fn gelu_fwd8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+  let i0 = lin_wg(wid, nwg) * 8u * WG + lid;
+  let n = pu(0u);
+  var x: array<f32, 8>;
+  for (var k = 0u; k < 8u; k = k + 1u) {
+    x[k] = 0.0;
+    if (i0 + k * WG < n) {
+      x[k] = ld(1u, i0 + k * WG);
+    }
+  }
+  for (var k = 0u; k < 8u; k = k + 1u) {
+    let i = i0 + k * WG;
+    if (i < n) {
+      let y = gelu_f(x[k]);
+      if (OUT16) { st16(i, y); } else { st(0u, i, y); }
+    }
+  }
+}
+
 @compute @workgroup_size(256)
 fn ffn_gelu_backward4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                       @builtin(local_invocation_index) lid: u32) {
