@@ -8,10 +8,10 @@
 
 #include "backend/webgpu/webgpu_internal.h"
 
-/* TEZGAH_WEBGPU_ELEM8: add and gelu_fwd with eight elements per thread (add8, gelu_fwd8; =0:
- * add4, gelu_fwd4). Elements per thread of those kernels: 8, 4, or 1 (TEZGAH_WEBGPU_MEMOPS=0).
- * Read once. */
-static int elem_per_thread(void) {
+/* TEZGAH_WEBGPU_ELEM8: gelu_fwd with eight elements per thread (gelu_fwd8; =0: gelu_fwd4). Elements
+ * per thread of gelu_fwd: 8, 4, or 1 (TEZGAH_WEBGPU_MEMOPS=0). Read once. (add stays at add4: add8
+ * measured slower on the H200, 1.49 against 1.39 ms per GPT-2 124M B16 T1024 step, issue 22.) */
+static int gelu_per_thread(void) {
   static int e8 = -1;
   if (e8 < 0) e8 = env_int("TEZGAH_WEBGPU_ELEM8", 1) != 0;
   return !wg_memops_new() ? 1 : e8 ? 8 : 4;
@@ -19,15 +19,15 @@ static int elem_per_thread(void) {
 
 void wg_add(tz_backend *be, tz_slice out, tz_slice a_, tz_slice b_, size_t n) {
   wg_ctx *c = CTX(be);
-  int ept = elem_per_thread();
-  int pi = wg_pipeline(c, "elementwise", ept == 8 ? "add8" : ept == 4 ? "add4" : "add", "");
+  int e4 = wg_memops_new(); /* add4: four elements per thread */
+  int pi = wg_pipeline(c, "elementwise", e4 ? "add4" : "add", "");
   for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
     size_t k = n - i < cap ? n - i : cap;
     uint32_t w[24] = {0};
     w[8] = (uint32_t)k;
     wg_arg a[] = {A(tz_f32(out, i), F4(k), "out"), A(tz_f32(a_, i), F4(k), "a"), A(tz_f32(b_, i), F4(k), "b")};
     uint32_t gx, gy;
-    grid1((k + ept - 1) / ept, &gx, &gy);
+    grid1(e4 ? (k + 3) / 4 : k, &gx, &gy);
     wg_run(c, "add", pi, w, 9, a, 3, gx, gy, 1);
   }
 }
@@ -180,11 +180,27 @@ static const char *ln_entry(int C, int bwd) {
   return bwd ? (r4 ? "layernorm_bwd4" : "layernorm_bwd") : (r4 ? "layernorm_fwd4" : "layernorm_fwd");
 }
 
-/* the pipeline and workgroup count of layernorm's row pass (fwd or bwd) */
+/* TEZGAH_WEBGPU_LN_REG: where layernorm_sg runs, the row-in-registers forms layernorm_fwd_sgr /
+ * layernorm_bwd_sgr when LN_REG = ceil(C / smallest subgroup size) <= 32 (=0: the loop forms
+ * layernorm_fwd_sg / layernorm_bwd_sg, round 1 of issue 22). Read once. */
+#define LN_REG_MAX 32
+static int ln_reg(wg_ctx *c, int C) {
+  static int on = -1;
+  if (on < 0) on = env_int("TEZGAH_WEBGPU_LN_REG", 1) != 0;
+  unsigned ns = c->info.subgroupMinSize;
+  int k = ns ? (int)((C + ns - 1) / ns) : 0;
+  return on && k >= 1 && k <= LN_REG_MAX ? k : 0;
+}
+
+/* the pipeline and workgroup count of layernorm's row pass (fwd or bwd); prefix: the OUT16 one */
 static int ln_pipe(wg_ctx *c, int N, int C, int bwd, const char *prefix, uint32_t *gx, uint32_t *gy) {
   if (ln_sg(c)) {
+    int k = ln_reg(c, C);
+    char pre[1024];
+    snprintf(pre, sizeof pre, "%s\nconst LN_REG: u32 = %du;\n", prefix, k ? k : 1);
     gridn(((size_t)N + LN_SG_ROWS - 1) / LN_SG_ROWS, gx, gy);
-    return wg_pipeline(c, "layernorm_sg", bwd ? "layernorm_bwd_sg" : "layernorm_fwd_sg", prefix);
+    const char *e = bwd ? (k ? "layernorm_bwd_sgr" : "layernorm_bwd_sg") : (k ? "layernorm_fwd_sgr" : "layernorm_fwd_sg");
+    return wg_pipeline(c, "layernorm_sg", e, pre);
   }
   gridn(N, gx, gy);
   return wg_pipeline(c, "layernorm", ln_entry(C, bwd), prefix);
@@ -203,48 +219,12 @@ void wg_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd
   wg_run_ex(c, "layernorm_fwd", pi, w, 12, a, 6, gx, gy, 1, c->act16 ? &h : NULL, -1);
 }
 
-/* TEZGAH_WEBGPU_LN_DW: layernorm's backward in one pass, dinp and the dw / db partial sums
- * (layernorm_sgdw.wgsl, LN_DW_ROWS rows a subgroup, one partial row each), where the layernorm_sg
- * kernels run, the adapter's subgroup size is one size ns <= 64 (min == max), ns divides C and
- * C / ns <= 32 (the per-lane registers): returns C / ns, else 0 (=0: always 0, the two passes).
- * Default on except on CPU adapters: lavapipe with GALLIVM_PERF=nopt (the lavapipe tests'
- * setting) computed wrong dinp at C / ns = 16 (C 64 at 4 lanes, 128 at 8; which one moved as
- * the kernel's statements were reordered), with LLVM's optimisations on it passes at every
- * width: not explained. test_webgpu_ops_lndw runs it on lavapipe with them on; the GPUs' runs
- * (scripts/device_webgpu_mem3.sh) test it there. */
-#define LN_DW_ROWS 16 /* layernorm_sgdw.wgsl's DW_ROWS: rows per subgroup */
-#define LN_DW_WG 64   /* and DW_WG: threads per workgroup */
-static int ln_dw_k(wg_ctx *c, int C) {
-  int on = env_int("TEZGAH_WEBGPU_LN_DW", c->info.adapterType != WGPUAdapterType_CPU) != 0;
-  unsigned ns = c->info.subgroupMinSize;
-  if (!on || !ln_sg(c) || ns == 0 || ns > LN_DW_WG || ns != c->info.subgroupMaxSize || C <= 0 || C % ns) return 0;
-  return C / ns <= 32 ? (int)(C / ns) : 0;
-}
-
 void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice dout,
                              tz_slice inp, tz_slice w_, tz_slice mean, tz_slice rstd, int N, int C) {
   wg_ctx *c = CTX(be);
   uint32_t w[24] = {0};
   size_t NC = (size_t)N * C;
   w[8] = N, w[9] = C, w[11] = CHUNK;
-  int K = ln_dw_k(c, C);
-  if (K) {
-    int nch = (N + LN_DW_ROWS - 1) / LN_DW_ROWS;
-    tz_slice part = wg_scratch(be, F4((size_t)nch * 2 * C));
-    wg_arg h = {{0}, 0, 0};
-    int g16 = wg_grad16(be, dinp, NC, &h); /* dinp (the residual stream's gradient) is the next dY */
-    wg_arg a[] = {A(dinp, F4(NC), "dinp"), A(dout, F4(NC), "dout"), A(inp, F4(NC), "inp"), A(w_, F4(C), "w"),
-                  A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd"), A(part, F4((size_t)nch * 2 * C), "partials")};
-    char pre[1024];
-    snprintf(pre, sizeof pre, "%s\nconst LN_K: u32 = %du;\n", wg_out16_prefix_on(g16, 1), K);
-    uint32_t gx, gy;
-    gridn((nch + LN_DW_WG / c->info.subgroupMinSize - 1) / (LN_DW_WG / c->info.subgroupMinSize), &gx, &gy);
-    wg_run_ex(c, "layernorm_bwd", wg_pipeline(c, "layernorm_sgdw", "layernorm_bwd_sgdw", pre), w, 12, a, 7, gx, gy, 1,
-              g16 ? &h : NULL, -1);
-    colsum2(c, dw, C, db, C, part, nch, 2 * C); /* [dw | db] partials: one dispatch */
-    if (g16) wg_grad16_made(c, dinp, NC);
-    return;
-  }
   wg_arg a[] = {A(dinp, F4(NC), "dinp"), A(dout, F4(NC), "dout"), A(inp, F4(NC), "inp"), A(w_, F4(C), "w"),
                 A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd")};
   uint32_t gx, gy;
@@ -256,7 +236,8 @@ void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, t
   tz_slice part = wg_scratch(be, F4((size_t)nch * 2 * C));
   wg_arg b[] = {A(part, F4((size_t)nch * 2 * C), "partials"), A(dout, F4(NC), "dout"), A(inp, F4(NC), "inp"),
                 A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd")};
-  wg_run(c, "layernorm_bwd", wg_pipeline(c, "layernorm", "layernorm_dwdb_partial", wg_out16_prefix_on(0, 0)), w, 12, b,
+  /* its own profile row (layernorm_bwd: the row pass; the op is both) */
+  wg_run(c, "layernorm_dwdb", wg_pipeline(c, "layernorm", "layernorm_dwdb_partial", wg_out16_prefix_on(0, 0)), w, 12, b,
          5, (C + 255) / 256, nch, 1);
   colsum2(c, dw, C, db, C, part, nch, 2 * C); /* [dw | db] partials: one dispatch */
   if (g16) wg_grad16_made(c, dinp, NC); /* the passes since wrote scratch, dw and db only */
@@ -265,7 +246,7 @@ void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, t
 /* ---- activations ---- */
 void wg_gelu_fwd(tz_backend *be, tz_slice out, tz_slice inp, size_t n) {
   wg_ctx *c = CTX(be);
-  int ept = elem_per_thread();
+  int ept = gelu_per_thread();
   int pi = wg_pipeline(c, "gelu", ept == 8 ? "gelu_fwd8" : ept == 4 ? "gelu_fwd4" : "gelu_fwd", wg_out16_prefix(c));
   for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
     size_t k = n - i < cap ? n - i : cap;

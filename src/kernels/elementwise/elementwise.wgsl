@@ -53,28 +53,6 @@ fn add4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
 }
 
-// add8: add4 with eight elements per thread (8·WG·w + lid + k·WG, k < 8): twice the loads in
-// flight (issue 22: add4 moved ~2.6 TB/s on the H200 where ffn_gelu_backward4, five streams a
-// thread, moved ~3.9); the host's default (TEZGAH_WEBGPU_ELEM8=0: add4). Grid: ceil(n / 2048).
-@compute @workgroup_size(256)
-fn add8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let i0 = lin_wg(wid, nwg) * 8u * WG + lid;
-  let n = pu(0u);
-  var v: array<f32, 8>;
-  for (var k = 0u; k < 8u; k = k + 1u) {
-    v[k] = 0.0;
-    if (i0 + k * WG < n) {
-      v[k] = ld(1u, i0 + k * WG) + ld(2u, i0 + k * WG);
-    }
-  }
-  for (var k = 0u; k < 8u; k = k + 1u) {
-    if (i0 + k * WG < n) {
-      st(0u, i0 + k * WG, v[k]);
-    }
-  }
-}
-
 // copy_rows: dst[r*ds + c] = src[r*ss + c] (u4 = 1: +=, the split matmul's column pieces);
 // args 0 dst, 1 src; u0 rows, u1 cols, u2 ds, u3 ss, u4 acc
 @compute @workgroup_size(256)

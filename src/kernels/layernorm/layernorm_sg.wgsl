@@ -121,3 +121,110 @@ fn layernorm_bwd_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
     }
   }
 }
+
+// layernorm_fwd_sgr / layernorm_bwd_sgr: the two kernels above with the lane's columns of the row
+// in registers (round 2 of issue 22: the loops above wait on each L1 / DRAM load in their second
+// and third passes; here every load of a row is issued before the first sum). The host's prefix
+// sets LN_REG = ceil(C / the adapter's smallest subgroup size), an upper bound of the lane's
+// column count; it runs these where LN_REG <= 32 (GPT-2's C 768 at 32 lanes: 24), else (or with
+// TEZGAH_WEBGPU_LN_REG=0) the loop forms above (whose prefix sets LN_REG 1, unused). The
+// constant-trip loops unroll; lanes past C hold 0 and are masked. Same arguments, grid and
+// results (up to fp32 summation order) as the loop forms.
+@compute @workgroup_size(256)
+fn layernorm_fwd_sgr(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                     @builtin(local_invocation_index) lid: u32) {
+  let ns = subgroupAdd(1u);
+  let lane = subgroupExclusiveAdd(1u);
+  let N = pu(0u);
+  let C = pu(1u);
+  let r0 = lin_wg(wid, nwg) * LN_ROWS;
+  for (var rr = lid / ns; rr < LN_ROWS; rr = rr + WG / ns) {
+    let n = r0 + rr;
+    if (n >= N) {
+      break;
+    }
+    let row = n * C;
+    var x: array<f32, LN_REG>;
+    for (var k = 0u; k < LN_REG; k = k + 1u) {
+      let c = lane + k * ns;
+      x[k] = 0.0;
+      if (c < C) {
+        x[k] = ld(3u, row + c);
+      }
+    }
+    var s = 0.0;
+    for (var k = 0u; k < LN_REG; k = k + 1u) {
+      s = s + x[k];
+    }
+    let m = subgroupAdd(s) / f32(C);
+    var v = 0.0;
+    for (var k = 0u; k < LN_REG; k = k + 1u) {
+      if (lane + k * ns < C) {
+        let d = x[k] - m;
+        v = v + d * d;
+      }
+    }
+    let r = 1.0 / sqrt(subgroupAdd(v) / f32(C) + pf(2u));
+    for (var k = 0u; k < LN_REG; k = k + 1u) {
+      let c = lane + k * ns;
+      if (c < C) {
+        let y = (x[k] - m) * r * ld(4u, c) + ld(5u, c);
+        if (OUT16) { st16(row + c, y); } else { st(0u, row + c, y); }
+      }
+    }
+    if (lane == 0u) {
+      st(1u, n, m);
+      st(2u, n, r);
+    }
+  }
+}
+
+// the row's w·dout, x̂ and dinp in registers: dinp's read is issued with the others
+@compute @workgroup_size(256)
+fn layernorm_bwd_sgr(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                     @builtin(local_invocation_index) lid: u32) {
+  let ns = subgroupAdd(1u);
+  let lane = subgroupExclusiveAdd(1u);
+  let N = pu(0u);
+  let C = pu(1u);
+  let r0 = lin_wg(wid, nwg) * LN_ROWS;
+  for (var rr = lid / ns; rr < LN_ROWS; rr = rr + WG / ns) {
+    let n = r0 + rr;
+    if (n >= N) {
+      break;
+    }
+    let row = n * C;
+    let m = ld(4u, n);
+    let r = ld(5u, n);
+    var g: array<f32, LN_REG>;
+    var xh: array<f32, LN_REG>;
+    var di: array<f32, LN_REG>;
+    for (var k = 0u; k < LN_REG; k = k + 1u) {
+      let c = lane + k * ns;
+      g[k] = 0.0;
+      xh[k] = 0.0;
+      di[k] = 0.0;
+      if (c < C) {
+        g[k] = ld(3u, c) * ld(1u, row + c);
+        xh[k] = (ld(2u, row + c) - m) * r;
+        di[k] = ld(0u, row + c);
+      }
+    }
+    var gs = 0.0;
+    var gx = 0.0;
+    for (var k = 0u; k < LN_REG; k = k + 1u) {
+      gs = gs + g[k];
+      gx = gx + g[k] * xh[k];
+    }
+    let gm = subgroupAdd(gs) / f32(C);
+    let gxm = subgroupAdd(gx) / f32(C);
+    for (var k = 0u; k < LN_REG; k = k + 1u) {
+      let c = lane + k * ns;
+      if (c < C) {
+        let y = di[k] + r * (g[k] - gm - xh[k] * gxm);
+        st(0u, row + c, y);
+        if (OUT16) { st16(row + c, y); }
+      }
+    }
+  }
+}
