@@ -12,7 +12,8 @@
 # takes text), HF directories in the helps, clear messages for a model without a tokenizer,
 # an unknown tokenizing backend, an extra `logits` argument, `train --tokenizer` with --data.
 # `train --model NAME` (shape presets: the shape, flags beside it win, checked on --resume).
-# `train --profile` on the CPU backend prints the per-op table.
+# `train --profile` on the CPU backend prints the per-op table. Ctrl-C during data preparation
+# ends the run there (exit 130, one line, nothing left).
 # Usage (from ctest): bash test_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 bin=$(realpath "${1:?tezgah binary}")
@@ -145,6 +146,26 @@ usage_case "'f16' is not offered by the cpu backend" "$bin" train --data big.txt
 usage_case "'bf16' is not offered by the webgpu backend" "$bin" train --data big.txt --backend webgpu --precision bf16 --run-dir nh
 usage_case "unknown backend 'bogus'" "$bin" eval nosuch --data big.txt --backend bogus
 [[ ! -e .cache && ! -e nh ]] || fail "bad --backend / --precision: data was prepared (or the run directory made) before the check"
+
+# ---- Ctrl-C during data preparation: stops there (not after step 1), exit 130, one error line,
+# no run directory, no cache entry, no temporary file. SIGINT once the BPE training has begun
+# (its line on stderr): 18 MB take seconds to train and encode, so the signal lands in them.
+for _ in {1..16}; do cat "$src"; done >huge.txt
+"$bin" train --data huge.txt --steps 2 --sample-tokens 0 --run-dir intr >intr.out 2>intr.err &
+pid=$!
+for _ in $(seq 600); do grep -q '^data: training' intr.err && break; sleep 0.02; done
+kill -INT $pid
+t_int=$SECONDS
+wait $pid
+rc=$?
+((rc == 130)) || fail "SIGINT during data preparation: exit $rc, want 130: $(cat intr.err)"
+((SECONDS - t_int <= 5)) || fail "SIGINT during data preparation: took $((SECONDS - t_int)) s to stop" # a hang guard
+[[ $(grep -c '^tezgah: error:' intr.err) == 1 && $(tail -n 1 intr.err) == \
+  "tezgah: error: huge.txt: interrupted by SIGINT while preparing the data, before step 1; no run was made" ]] ||
+  fail "SIGINT during data preparation: want one error line last: $(cat intr.err)"
+[[ ! -e intr && ! -e latest && ! -e .cache ]] ||
+  fail "SIGINT during data preparation left files: $(ls -a; find .cache 2>/dev/null)"
+rm -f huge.txt
 
 # ---- --data lists and globs; latest beside the run directory; sample finds it --------------
 head -c 12000 "$src" >part_a.txt

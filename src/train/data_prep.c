@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/stop.h"
 #include "core/utf8.h"
 #include "data/shard.h"
 
@@ -96,6 +97,7 @@ static int encode_with(const tz_tokenizer *tok, const char *corpus, char *text, 
   if (tz_tok_kind(tok) != TZ_TOKENIZER_LLAMA2C) return tz_tok_encode(tok, text, len, 1, ids, n);
   size_t cap = 0, p = 0;
   for (;;) {
+    if (tz_stop_check()) return -1; /* Ctrl-C: between documents (core/stop.h) */
     char *hit = memmem(text + p, len - p, "<|endoftext|>", 13);
     size_t e = hit ? (size_t)(hit - text) : len;
     if (e > p) {
@@ -182,7 +184,10 @@ int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int voc
     }
   }
   double t1 = now_s();
-  if (given ? encode_with(given, corpus, text, len, &ids, &n) : tz_tok_encode_on(tok_backend, tok, text, len, 1, &ids, &n))
+  /* a stop request (Ctrl-C) between the stages too: the GPU's stages do not poll for one */
+  if (tz_stop_check() ||
+      (given ? encode_with(given, corpus, text, len, &ids, &n) : tz_tok_encode_on(tok_backend, tok, text, len, 1, &ids, &n)) ||
+      tz_stop_check())
     goto done;
   double t2 = now_s();
   if (n < 4 || (size_t)(n * (double)val_fraction) < 2) {

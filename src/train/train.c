@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/progress.h"
+#include "core/stop.h"
 #include "data/dataloader.h"
 #include "data/metrics.h"
 #include "dist/comm.h"
@@ -209,9 +210,8 @@ static double peak_rss_mib(void) {
 /* A stop request (the CLI's SIGINT / SIGTERM handler calls tz_train_request_stop): the current
  * step finishes, a checkpoint is written, and `--resume` continues exactly. The library
  * installs no signal handler itself. */
-static volatile sig_atomic_t g_stop_signal;
-void tz_train_request_stop(int sig) { g_stop_signal = sig > 0 ? sig : SIGTERM; }
-int tz_train_stop_requested(void) { return g_stop_signal; }
+void tz_train_request_stop(int sig) { tz_stop_request(sig); } /* core/stop.h: data preparation checks it too */
+int tz_train_stop_requested(void) { return tz_stop_pending(); }
 
 /* ---- tz_train, phase by phase ----
  * One training session: start → resume | init-from → options → backend and ranks → run
@@ -235,6 +235,7 @@ typedef struct {
   tz_tokenizer *tok;
   tz_run_file rf;   /* the checkpoint (--resume) or model (--init-from) opened */
   tz_prepared prep; /* a --data corpus's cached shards and tokenizer */
+  int preparing;    /* 1 from the start of the corpus's preparation until it is done */
   tz_loader *train, *val;
   tz_metrics *metrics;
   int32_t *in, *tg; /* this rank's batch rows: B_rank × T inputs and targets */
@@ -442,6 +443,7 @@ static int data_turn(train_run *r, const char **train_shards, const char **val_s
     char *abs = realpath(o->run_dir, NULL);
     r->cache_root = tz_path_join(dirname(abs), ".cache");
     free(abs);
+    r->preparing = 1;
     if (tz_prepare_corpus_tok(o->data, o->init_from ? r->tok : NULL, o->vocab_size, o->val_fraction, r->cache_root,
                               o->quiet, o->tokenizer_backend, &r->prep))
       return -1;
@@ -622,7 +624,7 @@ static int accumulate(train_run *r, double *loss) {
 static double reduce_grads(train_run *r, double *loss, int *stop_sig) {
   tz_model *m = r->m;
   tz_comm *comm = r->comm;
-  *stop_sig = g_stop_signal;
+  *stop_sig = tz_stop_pending();
   if (r->W == 1) return tz_model_grad_norm(m);
   /* sum the gradients (ZeRO-1: only this rank's shard is needed); the norm from each
    * rank's shard of the sum; loss and stop requests summed alongside, so every rank
@@ -631,11 +633,12 @@ static double reduce_grads(train_run *r, double *loss, int *stop_sig) {
   else tz_comm_allreduce(comm, (tz_slice){m->grads, 0}, m->shard_n);
   size_t first, n;
   tz_model_shard(m, &first, &n);
-  double v[3] = {*loss, tz_model_grad_sumsq(m, first, n), g_stop_signal ? 1.0 : 0.0};
+  double v[3] = {*loss, tz_model_grad_sumsq(m, first, n), tz_stop_pending() ? 1.0 : 0.0};
   tz_comm_sum_f64(comm, v, 3);
   *loss = v[0] / r->W;
   double norm = sqrt(v[1]);
-  *stop_sig = v[2] > 0 ? (g_stop_signal ? g_stop_signal : SIGTERM) : 0;
+  int sig = tz_stop_pending();
+  *stop_sig = v[2] > 0 ? (sig ? sig : SIGTERM) : 0;
   tz_comm_progress();
   /* tests: TEZGAH_DEBUG_KILL="RANK:STEP" kills that rank there, "RANK:STEP:stop" stops it
    * (SIGSTOP: a hung peer, for the watchdog) */
@@ -754,7 +757,7 @@ static int stop_early(train_run *r, int stop_sig) {
   tz_train_opts *o = &r->o;
   tz_train_state *st = &r->st;
   int stop_now = o->stop_after > 0 && st->step + 1 - r->first_step >= o->stop_after;
-  if (r->W == 1) stop_sig = g_stop_signal; /* one process: a signal up to now counts */
+  if (r->W == 1) stop_sig = tz_stop_pending(); /* one process: a signal up to now counts */
   if (!(stop_now || stop_sig) || st->step + 1 >= o->steps) return 0;
   if (agree(r, checkpoint_next(r) == 0)) return -1;
   if (stop_sig && r->rank == 0)
@@ -885,6 +888,26 @@ static int phase_end(train_run *r) {
   return 0;
 }
 
+/* A stop request (SIGINT / SIGTERM) before the loop's first step, e.g. Ctrl-C while the
+ * corpus is prepared: nothing has been trained, so there is nothing to checkpoint. The session
+ * ends as a failure (-1 and one line): finish() removes the run directory it made, and data
+ * preparation leaves no partial cache entry (temporary names are renamed only when complete).
+ * 0 when no stop is pending. */
+static int stopped_before_loop(train_run *r) {
+  tz_train_opts *o = &r->o;
+  int sig = tz_stop_pending();
+  if (!sig) return 0;
+  const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
+  if (o->resume) {
+    if (r->st.step > 0)
+      return tz_err("%s: interrupted by %s before step %d; the run is unchanged", o->resume, name, r->st.step + 1);
+    return tz_err("%s: interrupted by %s before training; the run is unchanged", o->resume, name);
+  }
+  if (r->preparing && !r->prep.train_path)
+    return tz_err("%s: interrupted by %s while preparing the data, before step 1; no run was made", o->data, name);
+  return tz_err("interrupted by %s before step 1; no run was made", name);
+}
+
 /* Whatever the phases reached: the session's peak memory, a failure told to the other
  * ranks, a run directory that never got a checkpoint removed, everything freed. */
 static int finish(train_run *r) {
@@ -896,7 +919,7 @@ static int finish(train_run *r) {
     if (be && be->mem_peak) fprintf(stderr, "; %s device memory: %.1f MiB peak", be->name, be->mem_peak(be) / 1048576.0);
     fprintf(stderr, "\n");
   }
-  g_stop_signal = 0;
+  tz_stop_clear();
   if (r->comm && r->W > 1 && rc < 0 && !r->agreed) {
     /* a failure of this rank alone: in the set-up the others wait at a tz_comm_agree (join
      * it with "failed"); later they may wait in any collective (abort) */
@@ -942,7 +965,14 @@ int tz_train(const tz_train_opts *opts_in) {
   train_run r;
   memset(&r, 0, sizeof r);
   if (phase_start(&r, opts_in) == 0)
-    for (size_t i = 0; i < sizeof phases / sizeof *phases; i++)
-      if (phases[i](&r)) break;
+    for (size_t i = 0; i < sizeof phases / sizeof *phases; i++) {
+      /* the loop checks stop requests after every step; before it, one ends the session as it
+       * is (data preparation polls for it too: core/stop.h) */
+      int before_loop = phases[i] != phase_end;
+      if ((before_loop && stopped_before_loop(&r)) || phases[i](&r)) {
+        if (before_loop && phases[i] != phase_loop) stopped_before_loop(&r);
+        break;
+      }
+    }
   return finish(&r);
 }
