@@ -2,9 +2,9 @@
 # CLI consistency (issue 11): -h/--help on every command and `tezgah help CMD`; every help that
 # takes --backend lists cpu, webgpu and cuda; exit 1 for every usage error, with one line on
 # stderr and nothing on stdout; --data takes comma-separated files and globs; a shape error
-# comes before any slow work (no BPE training); `latest` is written beside the run directory
-# and `sample` with no model finds it; the run directory holds tokenizer.json and
-# encode/decode take a run directory; eval takes text (same loss as the tokenized shard),
+# comes before any slow work (no BPE training), as does -B x -T too large for the shard limit or
+# the corpus; `latest` is written beside the run directory and `sample` with no model finds it;
+# the run directory holds tokenizer.json and encode/decode take a run directory; eval takes text (same loss as the tokenized shard),
 # shows progress on stderr and `--json -` prints only JSON; the progress line fits 80 columns
 # and names the step of its val loss (ETA 0 at the last step), eval's fits too; `tezgah info RUN`
 # prints the config and state, `info HF_DIR` the directory's size. Review leftovers: bare
@@ -136,6 +136,11 @@ usage_case "n_head=5 does not divide d_model=128" "$bin" train --data big.txt --
 [[ ! -e .cache && ! -e nh ]] || fail "--n-head 5: data was prepared (or the run directory made) before the config check"
 usage_case "T=64 is above the model's context max_seq_len=32" "$bin" train --data big.txt --max-seq-len 32 -T 64 --run-dir nh
 [[ ! -e .cache ]] || fail "-T above the context: data was prepared before the check"
+usage_case "--batch-size / --seq-len: B*T+1 = 1048576*4096+1 = 4294967297 tokens per batch is above the shard limit" \
+  "$bin" train --data big.txt -B 1048576 -T 4096 --max-seq-len 4096 --run-dir nh
+usage_case "big.txt: 40000 bytes are at most 40000 tokens, fewer than one batch (B*T+1 = 64*1024+1 = 65537 tokens)" \
+  "$bin" train --data big.txt -B 64 -T 1024 --max-seq-len 1024 --run-dir nh
+[[ ! -e .cache && ! -e nh ]] || fail "-B x -T above the shard limit or the corpus: data was prepared before the check"
 for b in bogus CUDA; do
   usage_case "unknown backend '$b'" "$bin" train --data big.txt --backend "$b" --run-dir nh
 done

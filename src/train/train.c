@@ -28,6 +28,7 @@
 #include "core/stop.h"
 #include "data/dataloader.h"
 #include "data/metrics.h"
+#include "data/shard.h"
 #include "dist/comm.h"
 #include "model/config_json.h"
 #include "train/data_prep.h"
@@ -368,6 +369,12 @@ static int phase_options(train_run *r) {
       return tz_err("--batch-size: B=%d per process × %d processes is too large", o->B, r->W);
     o->B *= r->W;
   }
+  /* a batch is one window of B*T+1 tokens of one shard (tz_loader_open refuses it later, after
+   * the corpus was prepared) */
+  if ((uint64_t)o->B * (uint64_t)o->T + 1 > TZ_SHARD_MAX_TOKENS)
+    return tz_err("--batch-size / --seq-len: B*T+1 = %d*%d+1 = %llu tokens per batch is above the shard limit of %zu "
+                  "tokens; lower -B or -T", o->B, o->T, (unsigned long long)o->B * (unsigned long long)o->T + 1,
+                  TZ_SHARD_MAX_TOKENS);
   if (!o->resume) { /* shape errors now, before any slow work (BPE training, tokenizing) */
     tz_config probe = o->model;
     if (probe.vocab_size <= 0) probe.vocab_size = o->vocab_size;
@@ -444,8 +451,8 @@ static int data_turn(train_run *r, const char **train_shards, const char **val_s
     r->cache_root = tz_path_join(dirname(abs), ".cache");
     free(abs);
     r->preparing = 1;
-    if (tz_prepare_corpus_tok(o->data, o->init_from ? r->tok : NULL, o->vocab_size, o->val_fraction, r->cache_root,
-                              o->quiet, o->tokenizer_backend, &r->prep))
+    if (tz_prepare_corpus_tok(o->data, o->init_from ? r->tok : NULL, o->vocab_size, o->val_fraction, o->B, o->T,
+                              r->cache_root, o->quiet, o->tokenizer_backend, &r->prep))
       return -1;
     *train_shards = r->prep.train_path;
     *val_shards = r->prep.val_path;
