@@ -172,7 +172,8 @@ flag-loss-scale     |--loss-scale: 'abc' is not dynamic, off or a power of two i
 flag-steps-zero     |--steps: 0 is out of range [1, 1073741824]|"$bin" train --steps 0
 flag-steps-negative |--steps: -5 is out of range|"$bin" train --steps -5
 flag-steps-huge     |--steps: 99999999999 is out of range|"$bin" train --steps 99999999999
-flag-steps-overflow |--steps: '999999999999999999999999' is not an integer|"$bin" train --steps 999999999999999999999999
+flag-steps-overflow |--steps: 999999999999999999999999 is out of range [1, 1073741824]|"$bin" train --steps 999999999999999999999999
+flag-seed-overflow  |--seed: 18446744073709551616 is out of range (max 18446744073709551615)|"$bin" train --seed 18446744073709551616
 flag-batch-zero     |--batch-size: 0 is out of range|"$bin" train -B 0
 flag-lr-negative    |--lr: -1 is out of range [0, 10]|"$bin" train --lr -1
 flag-lr-nan         |--lr: 'nan' is not a number|"$bin" train --lr nan

@@ -216,6 +216,11 @@ ids=$("$bin" encode --tokenizer myrun "First Citizen") || fail "encode --tokeniz
 [[ $ids == "$("$bin" encode --tokenizer myrun/tokenizer.json "First Citizen")" ]] || fail "run dir vs tokenizer.json ids differ"
 [[ $ids == "$("$bin" encode --tokenizer myrun/checkpoint.tzc "First Citizen")" ]] || fail "checkpoint vs tokenizer.json ids differ"
 [[ $("$bin" decode --tokenizer myrun "$ids") == "First Citizen" ]] || fail "decode --tokenizer RUN_DIR does not round-trip"
+# an integer too large for any vocabulary is out of range, not "not an integer"
+usage_case "decode: element 0 (99999999999) is out of range (max 299)" "$bin" decode --tokenizer myrun '[99999999999]'
+usage_case "--ids: token id 99999999999 is out of range (max 299: the model's vocab_size is 300)" \
+  "$bin" logits myrun --ids 1,99999999999
+usage_case "--tokens: 99999999999999999999 is out of range [0, 16777216]" "$bin" sample myrun --tokens 99999999999999999999
 
 # ---- eval on text: same loss as on the tokenized shard; progress on stderr; --json - --------
 "$bin" tokenize --tokenizer myrun --in part_b.txt --out part_b.bin >/dev/null || fail "tokenize with the run's tokenizer"

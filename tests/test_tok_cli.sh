@@ -63,6 +63,8 @@ err1 "decode negative" "out of range" $tz decode '[-1]'
 err1 "decode llama2c range" "out of range" $tz decode --tokenizer "$shared/llama2c/tok512.bin" '[512]'
 err1 "decode llmc range" "out of range" $tz decode --tokenizer "$shared/llmc/gpt2_tokenizer.bin" '[99999]'
 err1 "decode not json" "JSON array" $tz decode 'hello'
+err1 "decode huge" "decode: element 1 (99999999999) is out of range (max 50256)" $tz decode '[15496, 99999999999]'
+err1 "decode above vocab" "decode: element 0 (50257) is out of range (max 50256)" $tz decode '[50257]'
 err1 "decode fraction" "not an integer" $tz decode '[1.5]'
 err1 "decode string" "not an integer" $tz decode '["a"]'
 err1 "llmc encode" "only decode" $tz encode --tokenizer "$shared/llmc/gpt2_tokenizer.bin" hi
