@@ -13,7 +13,8 @@
 # an unknown tokenizing backend, an extra `logits` argument, `train --tokenizer` with --data.
 # `train --model NAME` (shape presets: the shape, flags beside it win, checked on --resume).
 # `train --profile` on the CPU backend prints the per-op table. Ctrl-C during data preparation
-# ends the run there (exit 130, one line, nothing left).
+# ends the run there (exit 130, one line, nothing left). A junk line in metrics.jsonl is dropped
+# on resume with one warning.
 # Usage (from ctest): bash test_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 bin=$(realpath "${1:?tezgah binary}")
@@ -272,6 +273,14 @@ usage_case "--steps 3: the run is already at step 3 (nothing to do); give --step
 grep -q '^eta: the run is finished (step 3 of 3); nothing to do, give --steps above 3 to continue it$' fin.err ||
   fail "resume of a finished run: $(cat fin.err)"
 [[ $(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum) == "$sum" ]] || fail "resuming a finished run changed it"
+
+# ---- a line in metrics.jsonl that is not a record: dropped on resume with one warning -------
+cp -r eta eta_junk && echo 'my note' >>eta_junk/metrics.jsonl
+"$bin" train --resume eta_junk --steps 4 --quiet --sample-tokens 0 2>junk.err || fail "resume with a junk metrics line: $(cat junk.err)"
+[[ $(cat junk.err) == 'tezgah: warning: eta_junk/metrics.jsonl: line 5 is not a metrics record (a JSON object with a numeric "step"); dropped on resume' ]] ||
+  fail "resume with a junk metrics line: want one warning naming line 5: $(cat junk.err)"
+! grep -q 'my note' eta_junk/metrics.jsonl && [[ $(grep -c '^{"step":4,"loss"' eta_junk/metrics.jsonl) == 1 ]] ||
+  fail "resume with a junk metrics line: $(cat eta_junk/metrics.jsonl)"
 
 # ---- a seed above 2^53 survives a resume (JSON numbers are doubles): same losses ------------
 big=(--data part_a.txt "${small[@]}" --steps 6 --val-every 0 --sample-tokens 0 --quiet --seed 18446744073709551557)

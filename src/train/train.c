@@ -131,7 +131,11 @@ static void progress_line(char *out, size_t cap, int step, int steps, double los
 }
 
 /* On resume, drop metrics lines of steps after the checkpoint (they will be re-run), so
- * metrics.jsonl reads like an uninterrupted run's. Lines that do not parse are dropped too. */
+ * metrics.jsonl reads like an uninterrupted run's. Lines that are not a record (not a JSON
+ * object with a numeric "step": text appended by hand, a damaged line) are dropped too, with
+ * one warning naming the first: the file is the run's log, rewritten here, and the checkpoint
+ * holds the state, so the resume goes on (plot leaves such lines out the same way). Blank
+ * lines and an unterminated last line (a write cut short by a kill) go without a word. */
 static int metrics_trim(const char *path, int step) {
   if (step == 0 || !tz_exists(path)) return 0;
   char *data;
@@ -139,19 +143,29 @@ static int metrics_trim(const char *path, int step) {
   if (tz_read_file(path, &data, &len)) return -1;
   char *keep = tz_malloc(len + 1);
   size_t n = 0;
+  int lineno = 0, bad = 0, first_bad = 0;
   for (char *line = data, *end; line < data + len; line = end + 1) {
     end = memchr(line, '\n', (size_t)(data + len - line));
     if (!end) break; /* a partial last line from a crash */
+    lineno++;
     cJSON *j = cJSON_ParseWithLength(line, (size_t)(end - line));
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "step");
     const cJSON *fin = cJSON_GetObjectItemCaseSensitive(j, "final");
     if (cJSON_IsNumber(s) && s->valuedouble <= step && !cJSON_IsTrue(fin)) {
       memcpy(keep + n, line, (size_t)(end - line + 1));
       n += (size_t)(end - line + 1);
+    } else if (!(cJSON_IsObject(j) && cJSON_IsNumber(s)) && strspn(line, " \t\r") < (size_t)(end - line)) {
+      if (!bad++) first_bad = lineno;
     }
     cJSON_Delete(j);
   }
   int rc = tz_write_file_atomic(path, keep, n);
+  if (!rc && bad == 1)
+    fprintf(stderr, "tezgah: warning: %s: line %d is not a metrics record (a JSON object with a numeric \"step\"); "
+                    "dropped on resume\n", path, first_bad);
+  else if (!rc && bad > 1)
+    fprintf(stderr, "tezgah: warning: %s: %d lines are not metrics records (JSON objects with a numeric \"step\"), the "
+                    "first at line %d; dropped on resume\n", path, bad, first_bad);
   free(keep);
   free(data);
   return rc;
