@@ -210,6 +210,9 @@ for i in {1..1000}; do echo "the cat sat on the mat"; done >few.txt
   fail "train on a corpus with few pairs: $(tail -3 few.err)"
 grep -q '^data: the tokenizer has 2[0-9][0-9] tokens, not 400: the corpus has no more pairs to merge$' few.err ||
   fail "train on a corpus with few pairs: no line saying the tokenizer is smaller: $(cat few.err)"
+# counts of one are singular: "1 step", "1 layer"
+grep -q '^model: llama, 1 layer, 2 heads (2 kv), ' few.err && grep -q '^train: cpu backend, B=4 T=32 accum=1, 1 step, ' few.err &&
+  grep -q '^done: 1 step, ' few.err || fail "train --steps 1 --n-layer 1: want '1 layer', '1 step': $(cat few.err)"
 
 # ---- the run's tokenizer: tokenizer.json in the run directory; encode/decode take the run ----
 [[ -f myrun/tokenizer.json ]] || fail "myrun/tokenizer.json is missing: $(ls myrun)"
@@ -306,7 +309,7 @@ grep -q '^model: llama, 6 layers, 6 heads (6 kv), d_model 288, d_ff 768, .*conte
 "$bin" train --model gpt2-1.5b --n-layer 1 --d-model 32 --n-head 2 --data big.txt --vocab-size 300 -B 1 -T 8 \
   --steps 1 --threads 1 --sample-tokens 0 --quiet --run-dir preset2 2>preset.err || fail "train --model with flags: $(cat preset.err)"
 "$bin" info preset2 >preset.out || fail "info preset2"
-grep -q '^model: gpt2, 1 layers, 2 heads (2 kv), d_model 32, d_ff 128, .*context 1024' preset.out ||
+grep -q '^model: gpt2, 1 layer, 2 heads (2 kv), d_model 32, d_ff 128, .*context 1024' preset.out ||
   fail "--model gpt2-1.5b with shape flags: $(sed -n 2p preset.out)"
 usage_case "--model: 'gpt2-2b' is not a known shape (gpt2-124m, gpt2-350m" "$bin" train --model gpt2-2b --data big.txt
 usage_case "--arch=gpt2 does not match the checkpoint's arch=llama" "$bin" train --resume preset --model gpt2-124m --steps 2
@@ -317,7 +320,7 @@ usage_case "--arch=gpt2 does not match the checkpoint's arch=llama" "$bin" train
 
 # ---- info RUN ---------------------------------------------------------------------------------
 "$bin" info wide >info.out 2>info.err || fail "info RUN: $(cat info.err)"
-grep -q '^model: llama, 1 layers, 2 heads (2 kv), d_model 32' info.out || fail "info: no model line: $(cat info.out)"
+grep -q '^model: llama, 1 layer, 2 heads (2 kv), d_model 32' info.out || fail "info: no model line: $(cat info.out)"
 grep -q '^training: step 12 of 1000000' info.out || fail "info: no training state: $(cat info.out)"
 grep -q '^last val loss: [0-9.]* at step 10$' info.out || fail "info: no last val loss: $(cat info.out)"
 grep -q '^tokenizer: byte-level BPE, 300 tokens' info.out || fail "info: no tokenizer line"

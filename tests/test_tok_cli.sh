@@ -56,6 +56,9 @@ fi
 printf 'doc one<|endoftext|>doc two<|endoftext|>' >"$tmp/two.txt"
 $tz tokenize --in "$tmp/two.txt" --out "$tmp/two.bin" >/dev/null
 check "tokenize docs" "50256 15390 530 50256 15390 734" "$(tail -c +1025 "$tmp/two.bin" | od -An -tu2 -v | xargs)"
+printf 'x' >"$tmp/one.txt" # <|endoftext|> x
+check "tokenize one: singular counts" "tokenize: $tmp/one.txt: 1 byte, 1 document -> 2 tokens (0.50 bytes/token) -> $tmp/one.bin" \
+  "$($tz tokenize --in "$tmp/one.txt" --out "$tmp/one.bin")"
 
 # errors: one line, nonzero exit
 err1 "decode out of range" "out of range" $tz decode '[15496, 50257]'

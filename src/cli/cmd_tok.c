@@ -25,6 +25,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/progress.h"
 #include "data/shard.h"
 #include "tokenizer/tokenizer.h"
 #include "train/data_prep.h"
@@ -228,7 +229,8 @@ int tz_cmd_tokenize(int argc, char **argv) {
   if (!rc && ni == 0) rc = tz_err("tokenize: %s has no text to tokenize", o.in);
   if (!rc) rc = tz_shard_write(o.out, ids, ni);
   if (!rc)
-    printf("tokenize: %s: %zu bytes, %zu documents -> %zu tokens (%.2f bytes/token) -> %s\n", o.in, n, ndocs, ni,
+    printf("tokenize: %s: %zu byte%s, %zu document%s -> %zu token%s (%.2f bytes/token) -> %s\n", o.in, n,
+           tz_plural((long long)n), ndocs, tz_plural((long long)ndocs), ni, tz_plural((long long)ni),
            (double)n / (double)ni, o.out);
   free(ids);
   free(text);

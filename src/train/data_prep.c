@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/progress.h"
 #include "core/stop.h"
 #include "core/utf8.h"
 #include "data/shard.h"
@@ -212,7 +213,7 @@ int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int voc
     goto done;
   double t2 = now_s();
   if (n < 4 || (size_t)(n * (double)val_fraction) < 2) {
-    tz_err("%s: too small to hold out a validation split (%zu tokens)", corpus, n);
+    tz_err("%s: too small to hold out a validation split (%zu token%s)", corpus, n, tz_plural((long long)n));
     goto done;
   }
   /* Hold out every k-th block of VAL_BLOCK tokens (k = 1/val_fraction) so the validation

@@ -559,11 +559,12 @@ static int phase_report(train_run *r) {
   r->tg = tz_malloc(Nr * sizeof *r->tg);
   r->warmup = o->warmup >= 0 ? o->warmup : o->steps / 20;
   if (!o->quiet) {
-    fprintf(stderr, "model: %s, %d layers, %d heads (%d kv), C=%d, d_ff=%d, V=%d, T=%d: %.2fM params (%016" PRIx64 ")\n",
-            tz_arch_name(m->cfg.arch), m->cfg.n_layer, m->cfg.n_head, m->cfg.n_kv_head, m->cfg.d_model,
+    fprintf(stderr, "model: %s, %d layer%s, %d head%s (%d kv), C=%d, d_ff=%d, V=%d, T=%d: %.2fM params (%016" PRIx64 ")\n",
+            tz_arch_name(m->cfg.arch), m->cfg.n_layer, tz_plural(m->cfg.n_layer), m->cfg.n_head,
+            tz_plural(m->cfg.n_head), m->cfg.n_kv_head, m->cfg.d_model,
             m->cfg.d_ff, m->cfg.vocab_size, m->cfg.max_seq_len, m->lay.total / 1e6, m->lay.fingerprint);
-    fprintf(stderr, "train: %s backend, B=%d T=%d accum=%d, %d steps%s, lr %.2e, run %s\n", be->name, o->B, o->T,
-            o->grad_accum, o->steps, r->st.step ? " (resumed)" : "", o->lr, o->run_dir);
+    fprintf(stderr, "train: %s backend, B=%d T=%d accum=%d, %d step%s%s, lr %.2e, run %s\n", be->name, o->B, o->T,
+            o->grad_accum, o->steps, tz_plural(o->steps), r->st.step ? " (resumed)" : "", o->lr, o->run_dir);
     if (r->W > 1)
       fprintf(stderr, "dist: %d processes (%s), B=%d rows each%s\n", r->W, r->comm->kind, r->B_rank,
               m->zero ? ", ZeRO-1: AdamW moments sharded" : "");
@@ -785,8 +786,8 @@ static int stop_early(train_run *r, int stop_sig) {
     fprintf(stderr, "%s%s: stopped at step %d with a checkpoint; continue with --resume %s\n", r->tty ? "\n" : "",
             stop_sig == SIGINT ? "interrupted" : "terminated", st->step, o->run_dir);
   else if (!o->quiet)
-    fprintf(stderr, "%sstopped after %d steps of this session at step %d; continue with --resume %s\n",
-            r->tty ? "\n" : "", o->stop_after, st->step, o->run_dir);
+    fprintf(stderr, "%sstopped after %d step%s of this session at step %d; continue with --resume %s\n",
+            r->tty ? "\n" : "", o->stop_after, tz_plural(o->stop_after), st->step, o->run_dir);
   r->rc = stop_sig ? 128 + stop_sig : 0;
   return 1;
 }
@@ -900,8 +901,8 @@ static int phase_end(train_run *r) {
   if (!o->quiet) {
     char vl[64] = "no validation";
     if (r->val) snprintf(vl, sizeof vl, "final val loss %.4f (ppl %.2f)", r->last_val, exp(r->last_val));
-    fprintf(stderr, "done: %d steps, %.0f tok/s this session, %s, %d skipped; checkpoint %s\n", st->step,
-            total > 0 ? r->tokens_done / total : 0.0, vl, st->skipped, r->ckpt_path);
+    fprintf(stderr, "done: %d step%s, %.0f tok/s this session, %s, %d skipped; checkpoint %s\n", st->step,
+            tz_plural(st->step), total > 0 ? r->tokens_done / total : 0.0, vl, st->skipped, r->ckpt_path);
   }
   tz_comm_watchdog_stop(); /* the collectives are over (rank 0 may sample for a while) */
   if (final_sample(r)) return -1;
