@@ -115,7 +115,9 @@ TZ_API void tz_train_opts_default(tz_train_opts *o);
 /* Train (or resume) as the options say. Returns 0, a negative value with tz_last_error(), or
  * 128+sig when stopped by tz_train_request_stop(sig) (after writing a checkpoint). */
 TZ_API int tz_train(const tz_train_opts *o);
-/* Ask a running tz_train to stop after the current step with a checkpoint. Async-signal-safe:
+/* Ask a running tz_train to stop after the current step with a checkpoint; before step 1 (data
+ * preparation polls for it) tz_train returns -1 at once, its error saying so, and leaves no run
+ * directory it made and no partial token cache. Async-signal-safe:
  * the program's own SIGINT/SIGTERM handler may call it (the library installs no handlers).
  * tz_train clears the request when it returns. */
 TZ_API void tz_train_request_stop(int sig);

@@ -164,12 +164,16 @@ eval-text-empty     |corpus_empty.txt: file is empty|"$bin" eval good --data cor
 eval-text-binary    |corpus_bin.txt: looks binary (NUL byte at offset 3)|"$bin" eval good --data corpus_bin.txt
 eval-text-tiny      |corpus_tiny.txt: 3 tokens, too few for one batch of B*T+1 = 4*32+1 = 129 tokens; lower -B or -T|"$bin" eval good --data corpus_tiny.txt
 eval-json-nodir     |nodir/e.json: cannot write: No such file or directory|"$bin" eval good --data corpus.txt --json nodir/e.json
-corpus-below-batch  |corpus_small.txt: /|"$bin" train --data corpus_small.txt --vocab-size 300 -B 16 -T 64 --run-dir r1 --quiet
+corpus-below-batch  |corpus_small.txt: 3000 bytes hold out at most 150 validation tokens (--val-fraction 0.05), fewer than one batch (B*T+1 = 16*64+1 = 1025 tokens)|"$bin" train --data corpus_small.txt --vocab-size 300 -B 16 -T 64 --run-dir r1 --quiet
+corpus-below-batch2 |corpus_small.txt: 3000 bytes are at most 3000 tokens, fewer than one batch (B*T+1 = 64*64+1 = 4097 tokens)|"$bin" train --data corpus_small.txt --vocab-size 300 -B 64 -T 64 --run-dir r1 --quiet
+val-below-batch     |corpus.txt: /|"$bin" train --data corpus.txt --vocab-size 300 -B 8 -T 128 --run-dir r1 --quiet
+flag-batch-shard    |--batch-size / --seq-len: B*T+1 = 1048576*4096+1 = 4294967297 tokens per batch is above the shard limit of 2147483647 tokens|"$bin" train --data corpus.txt -B 1048576 -T 4096 --max-seq-len 4096 --run-dir r1 --quiet
 flag-loss-scale     |--loss-scale: 'abc' is not dynamic, off or a power of two in [1, 16777216]|"$bin" train --loss-scale abc
 flag-steps-zero     |--steps: 0 is out of range [1, 1073741824]|"$bin" train --steps 0
 flag-steps-negative |--steps: -5 is out of range|"$bin" train --steps -5
 flag-steps-huge     |--steps: 99999999999 is out of range|"$bin" train --steps 99999999999
-flag-steps-overflow |--steps: '999999999999999999999999' is not an integer|"$bin" train --steps 999999999999999999999999
+flag-steps-overflow |--steps: 999999999999999999999999 is out of range [1, 1073741824]|"$bin" train --steps 999999999999999999999999
+flag-seed-overflow  |--seed: 18446744073709551616 is out of range (max 18446744073709551615)|"$bin" train --seed 18446744073709551616
 flag-batch-zero     |--batch-size: 0 is out of range|"$bin" train -B 0
 flag-lr-negative    |--lr: -1 is out of range [0, 10]|"$bin" train --lr -1
 flag-lr-nan         |--lr: 'nan' is not a number|"$bin" train --lr nan
@@ -271,7 +275,7 @@ else
   # fill the file system: the next write of any kind fails
   head -c $((200 * 1024)) /dev/zero >full/filler 2>/dev/null
   case_full enospc-data-prep "write failed: $full_err" \
-    '"$bin" train --data corpus_small.txt --vocab-size 280 --run-dir full/r2 --quiet'
+    '"$bin" train --data corpus_small.txt --vocab-size 280 -B 4 -T 32 --run-dir full/r2 --quiet'
   case_full enospc-metrics "full/run/metrics.jsonl" \
     '"$bin" train --resume full/run --steps 9 --quiet --sample-tokens 0'
 fi

@@ -2,9 +2,9 @@
 # CLI consistency (issue 11): -h/--help on every command and `tezgah help CMD`; every help that
 # takes --backend lists cpu, webgpu and cuda; exit 1 for every usage error, with one line on
 # stderr and nothing on stdout; --data takes comma-separated files and globs; a shape error
-# comes before any slow work (no BPE training); `latest` is written beside the run directory
-# and `sample` with no model finds it; the run directory holds tokenizer.json and
-# encode/decode take a run directory; eval takes text (same loss as the tokenized shard),
+# comes before any slow work (no BPE training), as does -B x -T too large for the shard limit or
+# the corpus; `latest` is written beside the run directory and `sample` with no model finds it;
+# the run directory holds tokenizer.json and encode/decode take a run directory; eval takes text (same loss as the tokenized shard),
 # shows progress on stderr and `--json -` prints only JSON; the progress line fits 80 columns
 # and names the step of its val loss (ETA 0 at the last step), eval's fits too; `tezgah info RUN`
 # prints the config and state, `info HF_DIR` the directory's size. Review leftovers: bare
@@ -12,7 +12,9 @@
 # takes text), HF directories in the helps, clear messages for a model without a tokenizer,
 # an unknown tokenizing backend, an extra `logits` argument, `train --tokenizer` with --data.
 # `train --model NAME` (shape presets: the shape, flags beside it win, checked on --resume).
-# `train --profile` on the CPU backend prints the per-op table.
+# `train --profile` on the CPU backend prints the per-op table. Ctrl-C during data preparation
+# ends the run there (exit 130, one line, nothing left). A junk line in metrics.jsonl is dropped
+# on resume with one warning.
 # Usage (from ctest): bash test_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 bin=$(realpath "${1:?tezgah binary}")
@@ -135,6 +137,11 @@ usage_case "n_head=5 does not divide d_model=128" "$bin" train --data big.txt --
 [[ ! -e .cache && ! -e nh ]] || fail "--n-head 5: data was prepared (or the run directory made) before the config check"
 usage_case "T=64 is above the model's context max_seq_len=32" "$bin" train --data big.txt --max-seq-len 32 -T 64 --run-dir nh
 [[ ! -e .cache ]] || fail "-T above the context: data was prepared before the check"
+usage_case "--batch-size / --seq-len: B*T+1 = 1048576*4096+1 = 4294967297 tokens per batch is above the shard limit" \
+  "$bin" train --data big.txt -B 1048576 -T 4096 --max-seq-len 4096 --run-dir nh
+usage_case "big.txt: 40000 bytes are at most 40000 tokens, fewer than one batch (B*T+1 = 64*1024+1 = 65537 tokens)" \
+  "$bin" train --data big.txt -B 64 -T 1024 --max-seq-len 1024 --run-dir nh
+[[ ! -e .cache && ! -e nh ]] || fail "-B x -T above the shard limit or the corpus: data was prepared before the check"
 for b in bogus CUDA; do
   usage_case "unknown backend '$b'" "$bin" train --data big.txt --backend "$b" --run-dir nh
 done
@@ -145,6 +152,26 @@ usage_case "'f16' is not offered by the cpu backend" "$bin" train --data big.txt
 usage_case "'bf16' is not offered by the webgpu backend" "$bin" train --data big.txt --backend webgpu --precision bf16 --run-dir nh
 usage_case "unknown backend 'bogus'" "$bin" eval nosuch --data big.txt --backend bogus
 [[ ! -e .cache && ! -e nh ]] || fail "bad --backend / --precision: data was prepared (or the run directory made) before the check"
+
+# ---- Ctrl-C during data preparation: stops there (not after step 1), exit 130, one error line,
+# no run directory, no cache entry, no temporary file. SIGINT once the BPE training has begun
+# (its line on stderr): 18 MB take seconds to train and encode, so the signal lands in them.
+for _ in {1..16}; do cat "$src"; done >huge.txt
+"$bin" train --data huge.txt --steps 2 --sample-tokens 0 --run-dir intr >intr.out 2>intr.err &
+pid=$!
+for _ in $(seq 600); do grep -q '^data: training' intr.err && break; sleep 0.02; done
+kill -INT $pid
+t_int=$SECONDS
+wait $pid
+rc=$?
+((rc == 130)) || fail "SIGINT during data preparation: exit $rc, want 130: $(cat intr.err)"
+((SECONDS - t_int <= 5)) || fail "SIGINT during data preparation: took $((SECONDS - t_int)) s to stop" # a hang guard
+[[ $(grep -c '^tezgah: error:' intr.err) == 1 && $(tail -n 1 intr.err) == \
+  "tezgah: error: huge.txt: interrupted by SIGINT while preparing the data, before step 1; no run was made" ]] ||
+  fail "SIGINT during data preparation: want one error line last: $(cat intr.err)"
+[[ ! -e intr && ! -e latest && ! -e .cache ]] ||
+  fail "SIGINT during data preparation left files: $(ls -a; find .cache 2>/dev/null)"
+rm -f huge.txt
 
 # ---- --data lists and globs; latest beside the run directory; sample finds it --------------
 head -c 12000 "$src" >part_a.txt
@@ -183,6 +210,9 @@ for i in {1..1000}; do echo "the cat sat on the mat"; done >few.txt
   fail "train on a corpus with few pairs: $(tail -3 few.err)"
 grep -q '^data: the tokenizer has 2[0-9][0-9] tokens, not 400: the corpus has no more pairs to merge$' few.err ||
   fail "train on a corpus with few pairs: no line saying the tokenizer is smaller: $(cat few.err)"
+# counts of one are singular: "1 step", "1 layer"
+grep -q '^model: llama, 1 layer, 2 heads (2 kv), ' few.err && grep -q '^train: cpu backend, B=4 T=32 accum=1, 1 step, ' few.err &&
+  grep -q '^done: 1 step, ' few.err || fail "train --steps 1 --n-layer 1: want '1 layer', '1 step': $(cat few.err)"
 
 # ---- the run's tokenizer: tokenizer.json in the run directory; encode/decode take the run ----
 [[ -f myrun/tokenizer.json ]] || fail "myrun/tokenizer.json is missing: $(ls myrun)"
@@ -190,6 +220,11 @@ ids=$("$bin" encode --tokenizer myrun "First Citizen") || fail "encode --tokeniz
 [[ $ids == "$("$bin" encode --tokenizer myrun/tokenizer.json "First Citizen")" ]] || fail "run dir vs tokenizer.json ids differ"
 [[ $ids == "$("$bin" encode --tokenizer myrun/checkpoint.tzc "First Citizen")" ]] || fail "checkpoint vs tokenizer.json ids differ"
 [[ $("$bin" decode --tokenizer myrun "$ids") == "First Citizen" ]] || fail "decode --tokenizer RUN_DIR does not round-trip"
+# an integer too large for any vocabulary is out of range, not "not an integer"
+usage_case "decode: element 0 (99999999999) is out of range (max 299)" "$bin" decode --tokenizer myrun '[99999999999]'
+usage_case "--ids: token id 99999999999 is out of range (max 299: the model's vocab_size is 300)" \
+  "$bin" logits myrun --ids 1,99999999999
+usage_case "--tokens: 99999999999999999999 is out of range [0, 16777216]" "$bin" sample myrun --tokens 99999999999999999999
 
 # ---- eval on text: same loss as on the tokenized shard; progress on stderr; --json - --------
 "$bin" tokenize --tokenizer myrun --in part_b.txt --out part_b.bin >/dev/null || fail "tokenize with the run's tokenizer"
@@ -242,6 +277,14 @@ grep -q '^eta: the run is finished (step 3 of 3); nothing to do, give --steps ab
   fail "resume of a finished run: $(cat fin.err)"
 [[ $(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum) == "$sum" ]] || fail "resuming a finished run changed it"
 
+# ---- a line in metrics.jsonl that is not a record: dropped on resume with one warning -------
+cp -r eta eta_junk && echo 'my note' >>eta_junk/metrics.jsonl
+"$bin" train --resume eta_junk --steps 4 --quiet --sample-tokens 0 2>junk.err || fail "resume with a junk metrics line: $(cat junk.err)"
+[[ $(cat junk.err) == 'tezgah: warning: eta_junk/metrics.jsonl: line 5 is not a metrics record (a JSON object with a numeric "step"); dropped on resume' ]] ||
+  fail "resume with a junk metrics line: want one warning naming line 5: $(cat junk.err)"
+! grep -q 'my note' eta_junk/metrics.jsonl && [[ $(grep -c '^{"step":4,"loss"' eta_junk/metrics.jsonl) == 1 ]] ||
+  fail "resume with a junk metrics line: $(cat eta_junk/metrics.jsonl)"
+
 # ---- a seed above 2^53 survives a resume (JSON numbers are doubles): same losses ------------
 big=(--data part_a.txt "${small[@]}" --steps 6 --val-every 0 --sample-tokens 0 --quiet --seed 18446744073709551557)
 "$bin" train "${big[@]}" --run-dir seed_ref || fail "train with a 64-bit seed"
@@ -266,7 +309,7 @@ grep -q '^model: llama, 6 layers, 6 heads (6 kv), d_model 288, d_ff 768, .*conte
 "$bin" train --model gpt2-1.5b --n-layer 1 --d-model 32 --n-head 2 --data big.txt --vocab-size 300 -B 1 -T 8 \
   --steps 1 --threads 1 --sample-tokens 0 --quiet --run-dir preset2 2>preset.err || fail "train --model with flags: $(cat preset.err)"
 "$bin" info preset2 >preset.out || fail "info preset2"
-grep -q '^model: gpt2, 1 layers, 2 heads (2 kv), d_model 32, d_ff 128, .*context 1024' preset.out ||
+grep -q '^model: gpt2, 1 layer, 2 heads (2 kv), d_model 32, d_ff 128, .*context 1024' preset.out ||
   fail "--model gpt2-1.5b with shape flags: $(sed -n 2p preset.out)"
 usage_case "--model: 'gpt2-2b' is not a known shape (gpt2-124m, gpt2-350m" "$bin" train --model gpt2-2b --data big.txt
 usage_case "--arch=gpt2 does not match the checkpoint's arch=llama" "$bin" train --resume preset --model gpt2-124m --steps 2
@@ -277,7 +320,7 @@ usage_case "--arch=gpt2 does not match the checkpoint's arch=llama" "$bin" train
 
 # ---- info RUN ---------------------------------------------------------------------------------
 "$bin" info wide >info.out 2>info.err || fail "info RUN: $(cat info.err)"
-grep -q '^model: llama, 1 layers, 2 heads (2 kv), d_model 32' info.out || fail "info: no model line: $(cat info.out)"
+grep -q '^model: llama, 1 layer, 2 heads (2 kv), d_model 32' info.out || fail "info: no model line: $(cat info.out)"
 grep -q '^training: step 12 of 1000000' info.out || fail "info: no training state: $(cat info.out)"
 grep -q '^last val loss: [0-9.]* at step 10$' info.out || fail "info: no last val loss: $(cat info.out)"
 grep -q '^tokenizer: byte-level BPE, 300 tokens' info.out || fail "info: no tokenizer line"

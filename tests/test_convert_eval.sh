@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # convert / eval / sample on foreign checkpoints, through the CLI:
-#  1. llama2.c stories260K → run directory (with tok512) → sample gives run.c's exact output,
-#     the same bytes as sampling the .bin directly;
+#  1. llama2.c stories260K → run directory (with tok512, stored as its tokenizer.bin) → sample
+#     gives run.c's exact output, the same bytes as sampling the .bin directly;
 #  2. a tiny gpt2 trained here → llm.c file (fp32 and bf16) → eval of the run, of the fp32
 #     file (identical loss) and of the bf16 file (close); --json writes loss and perplexity;
 #     the llm.c file converts back to a run with identical eval;
@@ -28,6 +28,10 @@ want=f5a0e67db7424051520e7d8db9880b3dc2aa13577db570c28805c1b51c42eaf0
   fail "convert llama2c: $(cat convert.log)"
 got=$("$tz" sample st --temperature 0 --tokens 200 | sha256sum | cut -d' ' -f1)
 [[ $got == "$want" ]] && ok "converted stories260K samples run.c's output" || fail "converted run: sha256 $got"
+# the run holds the tokenizer beside its checkpoint (as a trained run does): tok512.bin's bytes
+cmp -s st/tokenizer.bin "$l2/tok512.bin" && ok "converted run holds tokenizer.bin" || fail "st/tokenizer.bin: $(ls st)"
+[[ $("$tz" encode --tokenizer st/tokenizer.bin --bos 'Once upon a time') == "[1, 403, 407, 261, 378]" ]] &&
+  ok "the run's tokenizer.bin encodes" || fail "encode --tokenizer st/tokenizer.bin"
 got=$("$tz" sample "$l2/stories260K.bin" --tokenizer "$l2/tok512.bin" --temperature 0 --tokens 200 --prompt "Once upon a time" | sha256sum | cut -d' ' -f1)
 [[ $got == "$want" ]] && ok "direct .bin with a prompt" || fail "direct .bin: sha256 $got"
 

@@ -2,7 +2,8 @@
 # convert never destroys or half-writes:
 #  1. --to llmc / --to llama2c refuse an existing --out (a user's file stays byte-identical);
 #  2. --to hf writes its directory all or nothing: a write failure (ulimit -f: EFBIG) leaves no
-#     --out directory, no temporary directory, a message saying why; the retry then succeeds;
+#     --out directory (nor the parents it made), no temporary directory, a message saying why
+#     (naming --out as given, also when the directory cannot be made); the retry then succeeds;
 #     a failed --from hf import leaves no empty run directory; logits --out says why too; the
 #     temporary directory of a killed export is removed by the next export to that name;
 #  3. --to hf --tokenizer with more tokens than the model's vocab_size is refused.
@@ -56,6 +57,11 @@ limited() { ( trap "" XFSZ; ulimit -f $((big / 8)); "$@" ); }
 one_line_error "hf_g/model.safetensors: write failed: File too large" limited "$tz" convert --to hf g --out hf_g
 [[ ! -e hf_g ]] && ok "failed --to hf left no hf_g" || fail "failed --to hf left: $(ls -A hf_g)"
 no_leftovers "failed --to hf"
+# the directories it made for --out are removed too; an uncreatable --out is named as given
+one_line_error "nd/sub/hf_g/model.safetensors: write failed: File too large" limited "$tz" convert --to hf g --out nd/sub/hf_g
+[[ ! -e nd ]] && ok "failed --to hf left no parent directory" || fail "failed --to hf left: $(find nd)"
+one_line_error "keep.txt/hf: cannot create directory: Not a directory" "$tz" convert --to hf g --out keep.txt/hf
+no_leftovers "--to hf into an uncreatable directory"
 "$tz" convert --to hf g --out hf_g/ 2>/dev/null && [[ -f hf_g/config.json && -f hf_g/model.safetensors && -f hf_g/tokenizer.json ]] &&
   ok "retry --to hf succeeds" || fail "retry --to hf: $(ls -A hf_g 2>&1)"
 one_line_error "already holds a Hugging Face model" "$tz" convert --to hf g --out hf_g

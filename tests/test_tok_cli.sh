@@ -56,6 +56,9 @@ fi
 printf 'doc one<|endoftext|>doc two<|endoftext|>' >"$tmp/two.txt"
 $tz tokenize --in "$tmp/two.txt" --out "$tmp/two.bin" >/dev/null
 check "tokenize docs" "50256 15390 530 50256 15390 734" "$(tail -c +1025 "$tmp/two.bin" | od -An -tu2 -v | xargs)"
+printf 'x' >"$tmp/one.txt" # <|endoftext|> x
+check "tokenize one: singular counts" "tokenize: $tmp/one.txt: 1 byte, 1 document -> 2 tokens (0.50 bytes/token) -> $tmp/one.bin" \
+  "$($tz tokenize --in "$tmp/one.txt" --out "$tmp/one.bin")"
 
 # errors: one line, nonzero exit
 err1 "decode out of range" "out of range" $tz decode '[15496, 50257]'
@@ -63,6 +66,8 @@ err1 "decode negative" "out of range" $tz decode '[-1]'
 err1 "decode llama2c range" "out of range" $tz decode --tokenizer "$shared/llama2c/tok512.bin" '[512]'
 err1 "decode llmc range" "out of range" $tz decode --tokenizer "$shared/llmc/gpt2_tokenizer.bin" '[99999]'
 err1 "decode not json" "JSON array" $tz decode 'hello'
+err1 "decode huge" "decode: element 1 (99999999999) is out of range (max 50256)" $tz decode '[15496, 99999999999]'
+err1 "decode above vocab" "decode: element 0 (50257) is out of range (max 50256)" $tz decode '[50257]'
 err1 "decode fraction" "not an integer" $tz decode '[1.5]'
 err1 "decode string" "not an integer" $tz decode '["a"]'
 err1 "llmc encode" "only decode" $tz encode --tokenizer "$shared/llmc/gpt2_tokenizer.bin" hi

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/progress.h"
 
 int tz_backend_check(const char *name, const char *precision) {
   if (!name || (strcmp(name, "cpu") && strcmp(name, "webgpu") && strcmp(name, "cuda")))
@@ -49,7 +50,7 @@ static void prof_table(const char *title, tz_prof_row *rows, int n, double steps
   for (int i = 0; i < n; i++) total += rows[i].ns;
   if (steps <= 0) steps = 1;
   qsort(rows, (size_t)n, sizeof *rows, prof_slower);
-  fprintf(stderr, "%s, per step over %.0f steps):\n", title, steps);
+  fprintf(stderr, "%s, per step over %.0f step%s):\n", title, steps, tz_plural((long long)steps));
   fprintf(stderr, "  %-18s %10s %8s %7s %12s\n", "kernel", "ms/step", "calls", "share", "rate");
   for (int i = 0; i < n; i++) {
     const tz_prof_row *r = &rows[i];

@@ -190,3 +190,13 @@ void tz_run_close(tz_run_file *rf) {
   free(rf->path);
   memset(rf, 0, sizeof *rf);
 }
+
+int tz_run_save_tokenizer(const char *run_dir, const tz_tokenizer *tok) {
+  if (!tok) return 0;
+  char *data, *tp = tz_path_join(run_dir, tz_tok_kind(tok) == TZ_TOKENIZER_BPE ? "tokenizer.json" : "tokenizer.bin");
+  size_t len;
+  int e = tz_tok_to_blob(tok, &data, &len);
+  if (!e) e = tz_write_file_atomic(tp, data, len), free(data);
+  free(tp);
+  return e ? -1 : 0;
+}

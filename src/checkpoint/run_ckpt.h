@@ -24,6 +24,12 @@
 /* Write a checkpoint atomically. train_state may be NULL (inference-only export); the AdamW
  * moments are included when the model has them and train_state is not NULL. */
 int tz_run_save(const char *path, tz_model *m, const tz_tokenizer *tok, const cJSON *train_state);
+/* The run's tokenizer beside its checkpoint, in its native format (tz_tok_to_blob), written
+ * atomically: <run_dir>/tokenizer.json for byte-level BPE (Hugging Face tools read it),
+ * <run_dir>/tokenizer.bin for the others (llama2.c's, llm.c's), so that encode / decode
+ * --tokenizer RUN_DIR and other tools find it. tok NULL: nothing. Errors: the file's write
+ * error ("<path>: write failed: ..."). */
+int tz_run_save_tokenizer(const char *run_dir, const tz_tokenizer *tok);
 /* Where a moment section's lay.total floats come from: a backend buffer or a host array. */
 typedef struct {
   tz_buf *buf;

@@ -13,7 +13,8 @@ int tz_arg_int(const char *flag, const char *s, long min, long max, int *out) {
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
-  if (!*s || *end || errno) return tz_err("%s: '%s' is not an integer", flag, s);
+  if (!*s || *end || (errno && errno != ERANGE)) return tz_err("%s: '%s' is not an integer", flag, s);
+  if (errno) return tz_err("%s: %s is out of range [%ld, %ld]", flag, s, min, max); /* beyond a long */
   if (v < min || v > max) return tz_err("%s: %ld is out of range [%ld, %ld]", flag, v, min, max);
   *out = (int)v;
   return 0;
@@ -24,7 +25,8 @@ int tz_arg_u64(const char *flag, const char *s, uint64_t *out) {
   errno = 0;
   if (*s == '-') return tz_err("%s: '%s' must not be negative", flag, s);
   unsigned long long v = strtoull(s, &end, 10);
-  if (!*s || *end || errno) return tz_err("%s: '%s' is not a non-negative integer", flag, s);
+  if (!*s || *end || (errno && errno != ERANGE)) return tz_err("%s: '%s' is not a non-negative integer", flag, s);
+  if (errno) return tz_err("%s: %s is out of range (max %llu)", flag, s, (unsigned long long)UINT64_MAX);
   *out = v;
   return 0;
 }

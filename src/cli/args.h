@@ -1,5 +1,6 @@
 /* Command-line helpers shared by the commands: strict numeric parsing with one-line errors
- * ("--steps: 'abc' is not an integer", "--lr: -1 is out of range [0, 10]"). */
+ * ("--steps: 'abc' is not an integer", "--lr: -1 is out of range [0, 10]"; an integer beyond
+ * any long, "--steps: 99999999999999999999 is out of range [1, 1073741824]", is one too). */
 #ifndef TZ_CLI_ARGS_H
 #define TZ_CLI_ARGS_H
 #include <stdint.h>

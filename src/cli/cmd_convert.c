@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/progress.h"
 #include "formats/formats.h"
 
 static const char *HELP =
@@ -205,11 +206,14 @@ int tz_cmd_convert(int argc, char **argv) {
     free(path);
     goto out_p;
   }
+  /* a run holds its tokenizer beside the checkpoint too (as train writes it) */
   int e = tz_run_save(path, m, tok, NULL);
+  if (!e && (e = tz_run_save_tokenizer(out, tok))) unlink(path);
   if (e) tz_rmdirs_upto(out, made); /* no empty directories left behind by a failed import */
   free(made);
-  if (!e) fprintf(stderr, "convert: wrote %s (%s, %d layers, C=%d, V=%d, %zu params)\n", path,
-                  cfg.arch == TZ_ARCH_GPT2 ? "gpt2" : "llama", cfg.n_layer, cfg.d_model, cfg.vocab_size, m->lay.total);
+  if (!e) fprintf(stderr, "convert: wrote %s (%s, %d layer%s, C=%d, V=%d, %zu params)%s\n", path,
+                  cfg.arch == TZ_ARCH_GPT2 ? "gpt2" : "llama", cfg.n_layer, tz_plural(cfg.n_layer), cfg.d_model, cfg.vocab_size, m->lay.total,
+                  tok ? "" : "; no tokenizer stored (give --tokenizer FILE to store one)");
   free(path);
   if (!e) rc = 0;
 out_p:

@@ -15,6 +15,7 @@
 #include "cli/plot.h"
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/progress.h"
 #include "dist/comm.h"
 #include "formats/formats.h"
 #include "model/config_json.h"
@@ -83,9 +84,9 @@ static int info_run(const char *arg) {
   const tz_config *c = &rf.cfg;
   struct stat st;
   printf("checkpoint: %s (%s, %.1f MiB)\n", rf.path, tz_format_name(rf.format), model_bytes(rf.path) / 1048576.0);
-  printf("model: %s, %d layers, %d heads (%d kv), d_model %d, d_ff %d, vocab %d (padded %d), context %d, %s lm_head, "
+  printf("model: %s, %d layer%s, %d head%s (%d kv), d_model %d, d_ff %d, vocab %d (padded %d), context %d, %s lm_head, "
          "%.3fM params\n",
-         tz_arch_name(c->arch), c->n_layer, c->n_head, c->n_kv_head, c->d_model, c->d_ff, c->vocab_size, c->padded_vocab,
+         tz_arch_name(c->arch), c->n_layer, tz_plural(c->n_layer), c->n_head, tz_plural(c->n_head), c->n_kv_head, c->d_model, c->d_ff, c->vocab_size, c->padded_vocab,
          c->max_seq_len, c->tied ? "tied" : "untied", tz_config_num_params(c) / 1e6);
   if (c->arch == TZ_ARCH_LLAMA) printf("rope_theta %g, norm_eps %g\n", c->rope_theta, c->norm_eps);
   else printf("norm_eps %g\n", c->norm_eps);

@@ -58,12 +58,12 @@ int tz_cmd_logits(int argc, char **argv) {
   for (const char *p = ids_s;;) {
     char *end;
     long v = strtol(p, &end, 10);
-    if (end == p || v < 0 || v > (1L << 30) || (*end && *end != ',')) {
+    if (end == p || *p == '-' || (*end && *end != ',')) {
       tz_err("--ids: '%s' is not a comma-separated list of token ids", ids_s);
       free(ids);
       return tz_cli_fail();
     }
-    ids[n++] = (int32_t)v;
+    ids[n++] = v > INT32_MAX ? INT32_MAX : (int32_t)v; /* an id above any vocabulary: refused below */
     if (!*end) break;
     p = end + 1;
   }
@@ -78,7 +78,10 @@ int tz_cmd_logits(int argc, char **argv) {
   int V = rf.cfg.vocab_size;
   for (int i = 0; i < n; i++)
     if (ids[i] >= V) {
-      tz_err("--ids: token id %d is not below the model's vocab_size %d", ids[i], V);
+      const char *p = ids_s; /* the id as given (a clamped one would misquote it) */
+      for (int k = 0; k < i; k++) p = strchr(p, ',') + 1;
+      tz_err("--ids: token id %.*s is out of range (max %d: the model's vocab_size is %d)", (int)strcspn(p, ","), p,
+             V - 1, V);
       goto out;
     }
   if (n > rf.cfg.max_seq_len) {

@@ -13,6 +13,7 @@
 #include "cli/plot.h"
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/progress.h"
 
 static const char *HELP =
     "usage: tezgah plot RUN_DIR|METRICS.jsonl [--out FILE.svg|FILE.png] [--smooth N]\n"
@@ -53,7 +54,7 @@ int tz_plot_run(const char *run, const char *out, int smooth, int quiet) {
             m.bad_lines == 1 ? "" : "s", m.first_bad, m.first_bad_why);
   int steps = m.loss.n ? (int)m.loss.x[m.loss.n - 1] : m.last_step > 0 ? m.last_step : 0;
   if (smooth <= 0) smooth = m.loss.n / 20 > 1 ? (int)(m.loss.n / 20) : 1;
-  int k = snprintf(title, sizeof title, "%s: %d steps", name, steps);
+  int k = snprintf(title, sizeof title, "%s: %d step%s", name, steps, tz_plural(steps));
   if (m.loss.n) k += snprintf(title + k, sizeof title - k, ", loss %.4f", m.loss.y[m.loss.n - 1]);
   else if (m.skipped) k += snprintf(title + k, sizeof title - k, ", all %d skipped", m.skipped);
   if (m.val.n) snprintf(title + k, sizeof title - k, ", val %.4f@%g", m.val.y[m.val.n - 1], m.val.x[m.val.n - 1]);

@@ -25,6 +25,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/progress.h"
 #include "data/shard.h"
 #include "tokenizer/tokenizer.h"
 #include "train/data_prep.h"
@@ -228,7 +229,8 @@ int tz_cmd_tokenize(int argc, char **argv) {
   if (!rc && ni == 0) rc = tz_err("tokenize: %s has no text to tokenize", o.in);
   if (!rc) rc = tz_shard_write(o.out, ids, ni);
   if (!rc)
-    printf("tokenize: %s: %zu bytes, %zu documents -> %zu tokens (%.2f bytes/token) -> %s\n", o.in, n, ndocs, ni,
+    printf("tokenize: %s: %zu byte%s, %zu document%s -> %zu token%s (%.2f bytes/token) -> %s\n", o.in, n,
+           tz_plural((long long)n), ndocs, tz_plural((long long)ndocs), ni, tz_plural((long long)ni),
            (double)n / (double)ni, o.out);
   free(ids);
   free(text);
@@ -336,7 +338,8 @@ int tz_cmd_decode(int argc, char **argv) {
   }
   int rc = 0;
   int32_t *ids = NULL;
-  size_t ni = 0;
+  size_t ni = 0, big_i = SIZE_MAX; /* big_i: the first integer element beyond int32 (out of range) */
+  char *big = NULL;                 /* ... as written */
   if (!arr || !cJSON_IsArray(arr)) {
     rc = tz_err("decode: the input is not a JSON array of token ids (e.g. [15496, 995])");
   } else {
@@ -346,19 +349,29 @@ int tz_cmd_decode(int argc, char **argv) {
     const cJSON *it;
     cJSON_ArrayForEach(it, arr) {
       double d = cJSON_IsNumber(it) ? it->valuedouble : NAN;
-      if (!(d == floor(d) && fabs(d) < 2147483648.0)) {
+      if (!(d == floor(d) && isfinite(d))) {
         char *s = cJSON_PrintUnformatted(it);
         rc = tz_err("decode: element %zu (%.40s) is not an integer token id", i, s ? s : "?");
         free(s);
         break;
       }
-      ids[i++] = (int32_t)d;
+      if (fabs(d) >= 2147483648.0 && big_i == SIZE_MAX) big_i = i, big = cJSON_PrintUnformatted(it);
+      ids[i++] = fabs(d) < 2147483648.0 ? (int32_t)d : -1;
     }
   }
   cJSON_Delete(arr);
   free(js);
   tz_tokenizer *t = NULL;
   if (!rc) rc = load_tok(o.tokenizer, &t);
+  /* ids outside the vocabulary (also those beyond int32, kept as -1): the first one, as written */
+  for (size_t i = 0; !rc && i < ni; i++)
+    if (ids[i] < 0 || ids[i] >= tz_tok_vocab_size(t)) {
+      char num[16];
+      snprintf(num, sizeof num, "%d", ids[i]);
+      rc = tz_err("decode: element %zu (%.40s) is out of range (max %d)", i, i == big_i && big ? big : num,
+                  tz_tok_vocab_size(t) - 1);
+    }
+  free(big);
   char *text = NULL;
   size_t tl = 0;
   if (!rc) rc = tz_tok_decode_on(o.backend, t, ids, ni, &text, &tl);

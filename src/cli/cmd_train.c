@@ -217,12 +217,15 @@ static void apply_preset(tz_train_opts *o, const tz_model_preset *p, int *given)
     if (opt != O_DFF) given[opt - 256] = 1;
 }
 
-/* SIGINT / SIGTERM: finish the step, checkpoint, exit 128+sig; a second signal kills at once. */
+/* SIGINT / SIGTERM: finish the step, checkpoint, exit 128+sig; a second signal kills at once.
+ * Before step 1 (data preparation) the run ends at once with an error line, also 128+sig. */
+static volatile sig_atomic_t g_caught;
 static void on_stop_signal(int sig) {
   if (tz_train_stop_requested()) {
     signal(sig, SIG_DFL);
     raise(sig);
   }
+  g_caught = sig;
   tz_train_request_stop(sig);
 }
 
@@ -396,5 +399,9 @@ int tz_cmd_train(int argc, char **argv) {
   signal(SIGTERM, SIG_DFL);
   /* in a data-parallel run the plot is rank 0's, like the metrics it reads */
   if (rc == 0 && plot && env.rank == 0 && tz_plot_run(o.run_dir ? o.run_dir : o.resume, NULL, 0, o.quiet)) rc = -1;
+  if (rc < 0 && g_caught) { /* stopped before step 1: tz_train's line says so */
+    tz_cli_fail();
+    return 128 + g_caught;
+  }
   return rc < 0 ? tz_cli_fail() : rc; /* rc > 0: stopped by a signal after a checkpoint */
 }

@@ -11,5 +11,7 @@
 void tz_fmt_rate(char *buf, size_t n, double tok_s);
 /* Remaining seconds as "1m23s" or "2h05m" (capped at 99h59m; negative or not finite: 0m00s). */
 void tz_fmt_eta(char *buf, size_t n, double s);
+/* The plural ending of a count in a message: "s", or "" for 1 ("%d step%s", n, tz_plural(n)). */
+static inline const char *tz_plural(long long n) { return n == 1 ? "" : "s"; }
 
 #endif

@@ -602,7 +602,8 @@ int tz_hf_save(const char *dir, const tz_config *cfg, const float *params, const
   remove_flat_dir(tmp); /* a leftover of an earlier process with our pid */
   sweep_dead_exports(out);
   int rc = -1;
-  if (!tz_mkdirs(tmp) && !hf_write_files(tmp, cfg, params, tok, note, note_len)) {
+  char *made = NULL; /* the shallowest directory tz_mkdirs_track made: tmp or a parent of out */
+  if (!tz_mkdirs_track(tmp, &made) && !hf_write_files(tmp, cfg, params, tok, note, note_len)) {
     if (rename(tmp, out) != 0) {
       int e = errno;
       tz_err("%s: cannot move the finished export into place: %s", out, strerror(e));
@@ -613,14 +614,22 @@ int tz_hf_save(const char *dir, const tz_config *cfg, const float *params, const
   }
   if (rc) {
     remove_flat_dir(tmp);
-    const char *m = tz_errmsg(); /* name the files as the user knows them: <dir>/x, not <dir>.tmp.<pid>/x */
+    if (made && strcmp(made, tmp)) { /* the parents of out that this export made, if empty */
+      char *slash = strrchr(tmp, '/');
+      *slash = 0;
+      tz_rmdirs_upto(tmp, made);
+      *slash = '/';
+    }
+    /* name the files as the user knows them: <dir>/x and <dir>, not <dir>.tmp.<pid>/x */
+    const char *m = tz_errmsg();
     size_t k = strlen(tmp);
-    if (m && !strncmp(m, tmp, k) && m[k] == '/') {
+    if (m && !strncmp(m, tmp, k) && (m[k] == '/' || m[k] == ':')) {
       char *rest = tz_strdup(m + k);
       tz_err("%s%s", out, rest);
       free(rest);
     }
   }
+  free(made);
   free(tmp);
   free(out);
   return rc;

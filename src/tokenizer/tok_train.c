@@ -16,6 +16,7 @@
 #endif
 
 #include "core/error.h"
+#include "core/stop.h"
 #include "tokenizer/tok_internal.h"
 
 typedef struct {
@@ -41,6 +42,7 @@ typedef struct {
 
 static int count_cb(void *ud, const char *s, size_t n) {
   count_ctx *c = ud;
+  if (tz_stop_pending()) return -1; /* Ctrl-C while `train` prepares its data (core/stop.h) */
   long e = tz_bmap_put(&c->words, s, n, 0, NULL);
   if ((size_t)e >= c->wcap) {
     size_t old = c->wcap;
@@ -198,7 +200,7 @@ int tz_count_words(const char *text, size_t len, tz_wordcount *out) {
   free(cc);
   if (failed) {
     tz_wordcount_free(out);
-    return -1;
+    return tz_stop_pending() ? tz_stop_check() : -1; /* the workers' messages are theirs (thread-local) */
   }
   return 0;
 }
@@ -259,8 +261,8 @@ int tz_tok_train(const char *text, size_t len, int vocab_size, tz_tokenizer **ou
   }
   int next_id = 256, n_merges = 0;
 
-  /* 4. merges */
-  while (next_id < vocab_size - 1 && P.hn) {
+  /* 4. merges (until a stop request: core/stop.h) */
+  while (next_id < vocab_size - 1 && P.hn && !tz_stop_pending()) {
     hent e = hpop(&P);
     int32_t *pi = tz_u64map_get(&P.idx, pkey(e.a, e.b));
     pstat *p = &P.ps[*pi];
@@ -337,6 +339,10 @@ int tz_tok_train(const char *text, size_t len, int vocab_size, tz_tokenizer **ou
   free(wlen);
   free(wstamp);
   tz_wordcount_free(&wc);
+  if (tz_stop_pending()) {
+    free(merges);
+    return tz_stop_check();
+  }
   return tz_tok_from_trained_merges(merges, n_merges, out);
 }
 

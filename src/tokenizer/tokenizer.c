@@ -9,6 +9,7 @@
 #endif
 
 #include "core/error.h"
+#include "core/stop.h"
 #include "tokenizer/tok_internal.h"
 
 /* ---- GPT-2 bytes_to_unicode -------------------------------------------------------------
@@ -430,6 +431,7 @@ static void bpe_piece(enc_ctx *c, const char *s, size_t n, ivec *out) {
 static int enc_piece_cb(void *ud, const char *s, size_t n) {
   enc_ctx *c = ud;
   int is_new;
+  if (tz_stop_pending()) return tz_stop_check(); /* Ctrl-C while `train` prepares its data (core/stop.h) */
   if (n > CACHE_MAX_PIECE || c->cache.n >= CACHE_MAX_ENTRIES) {
     if (n > CACHE_MAX_PIECE || tz_bmap_find(&c->cache, s, n) < 0) {
       bpe_piece(c, s, n, c->out);

@@ -10,6 +10,8 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/progress.h"
+#include "core/stop.h"
 #include "core/utf8.h"
 #include "data/shard.h"
 
@@ -96,6 +98,7 @@ static int encode_with(const tz_tokenizer *tok, const char *corpus, char *text, 
   if (tz_tok_kind(tok) != TZ_TOKENIZER_LLAMA2C) return tz_tok_encode(tok, text, len, 1, ids, n);
   size_t cap = 0, p = 0;
   for (;;) {
+    if (tz_stop_check()) return -1; /* Ctrl-C: between documents (core/stop.h) */
     char *hit = memmem(text + p, len - p, "<|endoftext|>", 13);
     size_t e = hit ? (size_t)(hit - text) : len;
     if (e > p) {
@@ -118,11 +121,30 @@ static int encode_with(const tz_tokenizer *tok, const char *corpus, char *text, 
 
 int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
                       const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out) {
-  return tz_prepare_corpus_tok(corpus, NULL, vocab_size, val_fraction, cache_root, quiet, tok_backend, out);
+  return tz_prepare_corpus_tok(corpus, NULL, vocab_size, val_fraction, 0, 0, cache_root, quiet, tok_backend, out);
 }
 
-int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int vocab_size, float val_fraction,
-                          const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out) {
+/* A batch (B*T+1 tokens) that the splits of a corpus of len bytes cannot hold whatever the BPE
+ * learns (byte-level: at most one token per byte; the split as below): refused before the
+ * slow work. n_val is floor(n * val_fraction) for a corpus under every * VAL_BLOCK tokens, else
+ * at most (n + VAL_BLOCK) / every, with n <= len. */
+static int check_batch_fits(const char *corpus, size_t len, float val_fraction, int B, int T) {
+  /* no batch to check, or a corpus too small for any split (said after encoding, with its count) */
+  if (B <= 0 || T <= 0 || (size_t)(len * (double)val_fraction) < 2) return 0;
+  size_t need = (size_t)B * (size_t)T + 1, every = (size_t)(1.0 / val_fraction + 0.5);
+  if (need > len)
+    return tz_err("%s: %zu bytes are at most %zu tokens, fewer than one batch (B*T+1 = %d*%d+1 = %zu tokens); lower -B "
+                  "or -T", corpus, len, len, B, T, need);
+  size_t val_max = (size_t)(len * (double)val_fraction);
+  if (len >= every * VAL_BLOCK && (len + VAL_BLOCK) / every > val_max) val_max = (len + VAL_BLOCK) / every;
+  if (need > val_max)
+    return tz_err("%s: %zu bytes hold out at most %zu validation tokens (--val-fraction %g), fewer than one batch "
+                  "(B*T+1 = %d*%d+1 = %zu tokens); lower -B or -T", corpus, len, val_max, val_fraction, B, T, need);
+  return 0;
+}
+
+int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int vocab_size, float val_fraction, int B,
+                          int T, const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out) {
   memset(out, 0, sizeof *out);
   char *blob = NULL;
   size_t blob_len = 0;
@@ -133,9 +155,11 @@ int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int voc
     return tz_err("--vocab-size: %d must be in [257, 65536] (256 byte tokens + <|endoftext|>, uint16 shards)", vocab_size);
   if (!(val_fraction > 0 && val_fraction < 0.5f))
     return tz_err("--val-fraction: %g must be in (0, 0.5)", val_fraction);
-  char *text;
+  char *text = NULL;
   size_t len;
-  if (read_corpus(corpus, &text, &len)) {
+  if (read_corpus(corpus, &text, &len) ||
+      ((!given || tz_tok_kind(given) == TZ_TOKENIZER_BPE) && check_batch_fits(corpus, len, val_fraction, B, T))) {
+    free(text);
     free(blob);
     return -1;
   }
@@ -182,11 +206,14 @@ int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int voc
     }
   }
   double t1 = now_s();
-  if (given ? encode_with(given, corpus, text, len, &ids, &n) : tz_tok_encode_on(tok_backend, tok, text, len, 1, &ids, &n))
+  /* a stop request (Ctrl-C) between the stages too: the GPU's stages do not poll for one */
+  if (tz_stop_check() ||
+      (given ? encode_with(given, corpus, text, len, &ids, &n) : tz_tok_encode_on(tok_backend, tok, text, len, 1, &ids, &n)) ||
+      tz_stop_check())
     goto done;
   double t2 = now_s();
   if (n < 4 || (size_t)(n * (double)val_fraction) < 2) {
-    tz_err("%s: too small to hold out a validation split (%zu tokens)", corpus, n);
+    tz_err("%s: too small to hold out a validation split (%zu token%s)", corpus, n, tz_plural((long long)n));
     goto done;
   }
   /* Hold out every k-th block of VAL_BLOCK tokens (k = 1/val_fraction) so the validation

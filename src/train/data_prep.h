@@ -23,9 +23,14 @@ int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
  * trained BPE; vocab_size is ignored. Byte-level BPE encodes with <|endoftext|> special;
  * llama2.c tokenizers give BOS + run.c encode per document; llm.c's (decode-only) is refused.
  * Cached under a key that includes the tokenizer's bytes; tokenizer_path is then the
- * tokenizer in its native format (tz_tok_to_blob). */
-int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int vocab_size, float val_fraction,
-                          const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out);
+ * tokenizer in its native format (tz_tok_to_blob).
+ * B, T > 0: the batch the shards must hold (B*T+1 tokens in each split). A byte-level BPE
+ * gives at most one token per byte, so a corpus too small for it is refused before the BPE is
+ * trained: "<corpus>: N bytes are at most N tokens, fewer than one batch (B*T+1 = ...)" or
+ * "<corpus>: N bytes hold out at most M validation tokens (--val-fraction F), fewer than one
+ * batch (...)". 0: no such check. */
+int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int vocab_size, float val_fraction, int B,
+                          int T, const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out);
 void tz_prepared_free(tz_prepared *p);
 
 /* The corpus rule, shared by every command that takes text to train or tokenize (train

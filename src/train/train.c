@@ -25,8 +25,10 @@
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/progress.h"
+#include "core/stop.h"
 #include "data/dataloader.h"
 #include "data/metrics.h"
+#include "data/shard.h"
 #include "dist/comm.h"
 #include "model/config_json.h"
 #include "train/data_prep.h"
@@ -129,7 +131,11 @@ static void progress_line(char *out, size_t cap, int step, int steps, double los
 }
 
 /* On resume, drop metrics lines of steps after the checkpoint (they will be re-run), so
- * metrics.jsonl reads like an uninterrupted run's. Lines that do not parse are dropped too. */
+ * metrics.jsonl reads like an uninterrupted run's. Lines that are not a record (not a JSON
+ * object with a numeric "step": text appended by hand, a damaged line) are dropped too, with
+ * one warning naming the first: the file is the run's log, rewritten here, and the checkpoint
+ * holds the state, so the resume goes on (plot leaves such lines out the same way). Blank
+ * lines and an unterminated last line (a write cut short by a kill) go without a word. */
 static int metrics_trim(const char *path, int step) {
   if (step == 0 || !tz_exists(path)) return 0;
   char *data;
@@ -137,19 +143,29 @@ static int metrics_trim(const char *path, int step) {
   if (tz_read_file(path, &data, &len)) return -1;
   char *keep = tz_malloc(len + 1);
   size_t n = 0;
+  int lineno = 0, bad = 0, first_bad = 0;
   for (char *line = data, *end; line < data + len; line = end + 1) {
     end = memchr(line, '\n', (size_t)(data + len - line));
     if (!end) break; /* a partial last line from a crash */
+    lineno++;
     cJSON *j = cJSON_ParseWithLength(line, (size_t)(end - line));
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "step");
     const cJSON *fin = cJSON_GetObjectItemCaseSensitive(j, "final");
     if (cJSON_IsNumber(s) && s->valuedouble <= step && !cJSON_IsTrue(fin)) {
       memcpy(keep + n, line, (size_t)(end - line + 1));
       n += (size_t)(end - line + 1);
+    } else if (!(cJSON_IsObject(j) && cJSON_IsNumber(s)) && strspn(line, " \t\r") < (size_t)(end - line)) {
+      if (!bad++) first_bad = lineno;
     }
     cJSON_Delete(j);
   }
   int rc = tz_write_file_atomic(path, keep, n);
+  if (!rc && bad == 1)
+    fprintf(stderr, "tezgah: warning: %s: line %d is not a metrics record (a JSON object with a numeric \"step\"); "
+                    "dropped on resume\n", path, first_bad);
+  else if (!rc && bad > 1)
+    fprintf(stderr, "tezgah: warning: %s: %d lines are not metrics records (JSON objects with a numeric \"step\"), the "
+                    "first at line %d; dropped on resume\n", path, bad, first_bad);
   free(keep);
   free(data);
   return rc;
@@ -209,9 +225,8 @@ static double peak_rss_mib(void) {
 /* A stop request (the CLI's SIGINT / SIGTERM handler calls tz_train_request_stop): the current
  * step finishes, a checkpoint is written, and `--resume` continues exactly. The library
  * installs no signal handler itself. */
-static volatile sig_atomic_t g_stop_signal;
-void tz_train_request_stop(int sig) { g_stop_signal = sig > 0 ? sig : SIGTERM; }
-int tz_train_stop_requested(void) { return g_stop_signal; }
+void tz_train_request_stop(int sig) { tz_stop_request(sig); } /* core/stop.h: data preparation checks it too */
+int tz_train_stop_requested(void) { return tz_stop_pending(); }
 
 /* ---- tz_train, phase by phase ----
  * One training session: start → resume | init-from → options → backend and ranks → run
@@ -235,6 +250,7 @@ typedef struct {
   tz_tokenizer *tok;
   tz_run_file rf;   /* the checkpoint (--resume) or model (--init-from) opened */
   tz_prepared prep; /* a --data corpus's cached shards and tokenizer */
+  int preparing;    /* 1 from the start of the corpus's preparation until it is done */
   tz_loader *train, *val;
   tz_metrics *metrics;
   int32_t *in, *tg; /* this rank's batch rows: B_rank × T inputs and targets */
@@ -367,6 +383,12 @@ static int phase_options(train_run *r) {
       return tz_err("--batch-size: B=%d per process × %d processes is too large", o->B, r->W);
     o->B *= r->W;
   }
+  /* a batch is one window of B*T+1 tokens of one shard (tz_loader_open refuses it later, after
+   * the corpus was prepared) */
+  if ((uint64_t)o->B * (uint64_t)o->T + 1 > TZ_SHARD_MAX_TOKENS)
+    return tz_err("--batch-size / --seq-len: B*T+1 = %d*%d+1 = %llu tokens per batch is above the shard limit of %zu "
+                  "tokens; lower -B or -T", o->B, o->T, (unsigned long long)o->B * (unsigned long long)o->T + 1,
+                  TZ_SHARD_MAX_TOKENS);
   if (!o->resume) { /* shape errors now, before any slow work (BPE training, tokenizing) */
     tz_config probe = o->model;
     if (probe.vocab_size <= 0) probe.vocab_size = o->vocab_size;
@@ -442,8 +464,9 @@ static int data_turn(train_run *r, const char **train_shards, const char **val_s
     char *abs = realpath(o->run_dir, NULL);
     r->cache_root = tz_path_join(dirname(abs), ".cache");
     free(abs);
-    if (tz_prepare_corpus_tok(o->data, o->init_from ? r->tok : NULL, o->vocab_size, o->val_fraction, r->cache_root,
-                              o->quiet, o->tokenizer_backend, &r->prep))
+    r->preparing = 1;
+    if (tz_prepare_corpus_tok(o->data, o->init_from ? r->tok : NULL, o->vocab_size, o->val_fraction, o->B, o->T,
+                              r->cache_root, o->quiet, o->tokenizer_backend, &r->prep))
       return -1;
     *train_shards = r->prep.train_path;
     *val_shards = r->prep.val_path;
@@ -536,11 +559,12 @@ static int phase_report(train_run *r) {
   r->tg = tz_malloc(Nr * sizeof *r->tg);
   r->warmup = o->warmup >= 0 ? o->warmup : o->steps / 20;
   if (!o->quiet) {
-    fprintf(stderr, "model: %s, %d layers, %d heads (%d kv), C=%d, d_ff=%d, V=%d, T=%d: %.2fM params (%016" PRIx64 ")\n",
-            tz_arch_name(m->cfg.arch), m->cfg.n_layer, m->cfg.n_head, m->cfg.n_kv_head, m->cfg.d_model,
+    fprintf(stderr, "model: %s, %d layer%s, %d head%s (%d kv), C=%d, d_ff=%d, V=%d, T=%d: %.2fM params (%016" PRIx64 ")\n",
+            tz_arch_name(m->cfg.arch), m->cfg.n_layer, tz_plural(m->cfg.n_layer), m->cfg.n_head,
+            tz_plural(m->cfg.n_head), m->cfg.n_kv_head, m->cfg.d_model,
             m->cfg.d_ff, m->cfg.vocab_size, m->cfg.max_seq_len, m->lay.total / 1e6, m->lay.fingerprint);
-    fprintf(stderr, "train: %s backend, B=%d T=%d accum=%d, %d steps%s, lr %.2e, run %s\n", be->name, o->B, o->T,
-            o->grad_accum, o->steps, r->st.step ? " (resumed)" : "", o->lr, o->run_dir);
+    fprintf(stderr, "train: %s backend, B=%d T=%d accum=%d, %d step%s%s, lr %.2e, run %s\n", be->name, o->B, o->T,
+            o->grad_accum, o->steps, tz_plural(o->steps), r->st.step ? " (resumed)" : "", o->lr, o->run_dir);
     if (r->W > 1)
       fprintf(stderr, "dist: %d processes (%s), B=%d rows each%s\n", r->W, r->comm->kind, r->B_rank,
               m->zero ? ", ZeRO-1: AdamW moments sharded" : "");
@@ -622,7 +646,7 @@ static int accumulate(train_run *r, double *loss) {
 static double reduce_grads(train_run *r, double *loss, int *stop_sig) {
   tz_model *m = r->m;
   tz_comm *comm = r->comm;
-  *stop_sig = g_stop_signal;
+  *stop_sig = tz_stop_pending();
   if (r->W == 1) return tz_model_grad_norm(m);
   /* sum the gradients (ZeRO-1: only this rank's shard is needed); the norm from each
    * rank's shard of the sum; loss and stop requests summed alongside, so every rank
@@ -631,11 +655,12 @@ static double reduce_grads(train_run *r, double *loss, int *stop_sig) {
   else tz_comm_allreduce(comm, (tz_slice){m->grads, 0}, m->shard_n);
   size_t first, n;
   tz_model_shard(m, &first, &n);
-  double v[3] = {*loss, tz_model_grad_sumsq(m, first, n), g_stop_signal ? 1.0 : 0.0};
+  double v[3] = {*loss, tz_model_grad_sumsq(m, first, n), tz_stop_pending() ? 1.0 : 0.0};
   tz_comm_sum_f64(comm, v, 3);
   *loss = v[0] / r->W;
   double norm = sqrt(v[1]);
-  *stop_sig = v[2] > 0 ? (g_stop_signal ? g_stop_signal : SIGTERM) : 0;
+  int sig = tz_stop_pending();
+  *stop_sig = v[2] > 0 ? (sig ? sig : SIGTERM) : 0;
   tz_comm_progress();
   /* tests: TEZGAH_DEBUG_KILL="RANK:STEP" kills that rank there, "RANK:STEP:stop" stops it
    * (SIGSTOP: a hung peer, for the watchdog) */
@@ -754,15 +779,15 @@ static int stop_early(train_run *r, int stop_sig) {
   tz_train_opts *o = &r->o;
   tz_train_state *st = &r->st;
   int stop_now = o->stop_after > 0 && st->step + 1 - r->first_step >= o->stop_after;
-  if (r->W == 1) stop_sig = g_stop_signal; /* one process: a signal up to now counts */
+  if (r->W == 1) stop_sig = tz_stop_pending(); /* one process: a signal up to now counts */
   if (!(stop_now || stop_sig) || st->step + 1 >= o->steps) return 0;
   if (agree(r, checkpoint_next(r) == 0)) return -1;
   if (stop_sig && r->rank == 0)
     fprintf(stderr, "%s%s: stopped at step %d with a checkpoint; continue with --resume %s\n", r->tty ? "\n" : "",
             stop_sig == SIGINT ? "interrupted" : "terminated", st->step, o->run_dir);
   else if (!o->quiet)
-    fprintf(stderr, "%sstopped after %d steps of this session at step %d; continue with --resume %s\n",
-            r->tty ? "\n" : "", o->stop_after, st->step, o->run_dir);
+    fprintf(stderr, "%sstopped after %d step%s of this session at step %d; continue with --resume %s\n",
+            r->tty ? "\n" : "", o->stop_after, tz_plural(o->stop_after), st->step, o->run_dir);
   r->rc = stop_sig ? 128 + stop_sig : 0;
   return 1;
 }
@@ -876,13 +901,33 @@ static int phase_end(train_run *r) {
   if (!o->quiet) {
     char vl[64] = "no validation";
     if (r->val) snprintf(vl, sizeof vl, "final val loss %.4f (ppl %.2f)", r->last_val, exp(r->last_val));
-    fprintf(stderr, "done: %d steps, %.0f tok/s this session, %s, %d skipped; checkpoint %s\n", st->step,
-            total > 0 ? r->tokens_done / total : 0.0, vl, st->skipped, r->ckpt_path);
+    fprintf(stderr, "done: %d step%s, %.0f tok/s this session, %s, %d skipped; checkpoint %s\n", st->step,
+            tz_plural(st->step), total > 0 ? r->tokens_done / total : 0.0, vl, st->skipped, r->ckpt_path);
   }
   tz_comm_watchdog_stop(); /* the collectives are over (rank 0 may sample for a while) */
   if (final_sample(r)) return -1;
   r->rc = 0;
   return 0;
+}
+
+/* A stop request (SIGINT / SIGTERM) before the loop's first step, e.g. Ctrl-C while the
+ * corpus is prepared: nothing has been trained, so there is nothing to checkpoint. The session
+ * ends as a failure (-1 and one line): finish() removes the run directory it made, and data
+ * preparation leaves no partial cache entry (temporary names are renamed only when complete).
+ * 0 when no stop is pending. */
+static int stopped_before_loop(train_run *r) {
+  tz_train_opts *o = &r->o;
+  int sig = tz_stop_pending();
+  if (!sig) return 0;
+  const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
+  if (o->resume) {
+    if (r->st.step > 0)
+      return tz_err("%s: interrupted by %s before step %d; the run is unchanged", o->resume, name, r->st.step + 1);
+    return tz_err("%s: interrupted by %s before training; the run is unchanged", o->resume, name);
+  }
+  if (r->preparing && !r->prep.train_path)
+    return tz_err("%s: interrupted by %s while preparing the data, before step 1; no run was made", o->data, name);
+  return tz_err("interrupted by %s before step 1; no run was made", name);
 }
 
 /* Whatever the phases reached: the session's peak memory, a failure told to the other
@@ -896,7 +941,7 @@ static int finish(train_run *r) {
     if (be && be->mem_peak) fprintf(stderr, "; %s device memory: %.1f MiB peak", be->name, be->mem_peak(be) / 1048576.0);
     fprintf(stderr, "\n");
   }
-  g_stop_signal = 0;
+  tz_stop_clear();
   if (r->comm && r->W > 1 && rc < 0 && !r->agreed) {
     /* a failure of this rank alone: in the set-up the others wait at a tz_comm_agree (join
      * it with "failed"); later they may wait in any collective (abort) */
@@ -942,7 +987,14 @@ int tz_train(const tz_train_opts *opts_in) {
   train_run r;
   memset(&r, 0, sizeof r);
   if (phase_start(&r, opts_in) == 0)
-    for (size_t i = 0; i < sizeof phases / sizeof *phases; i++)
-      if (phases[i](&r)) break;
+    for (size_t i = 0; i < sizeof phases / sizeof *phases; i++) {
+      /* the loop checks stop requests after every step; before it, one ends the session as it
+       * is (data preparation polls for it too: core/stop.h) */
+      int before_loop = phases[i] != phase_end;
+      if ((before_loop && stopped_before_loop(&r)) || phases[i](&r)) {
+        if (before_loop && phases[i] != phase_loop) stopped_before_loop(&r);
+        break;
+      }
+    }
   return finish(&r);
 }

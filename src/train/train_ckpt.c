@@ -141,14 +141,7 @@ int tz_train_save_and_mark(const char *path, const char *run_dir, int *marked, t
   if (!*marked) {
     /* the run's tokenizer beside the checkpoint, in its native format (encode/decode
      * --tokenizer RUN_DIR, Hugging Face tools read tokenizer.json) */
-    if (tok) {
-      char *data, *tp = tz_path_join(run_dir, tz_tok_kind(tok) == TZ_TOKENIZER_BPE ? "tokenizer.json" : "tokenizer.bin");
-      size_t len;
-      int e = tz_tok_to_blob(tok, &data, &len);
-      if (!e) e = tz_write_file_atomic(tp, data, len), free(data);
-      free(tp);
-      if (e) return -1;
-    }
+    if (tz_run_save_tokenizer(run_dir, tok)) return -1;
     mark_latest(run_dir);
   }
   *marked = 1;
