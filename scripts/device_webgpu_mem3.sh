@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # WebGPU f16 training's memory-bound ops on the H200 (issue 22, branch wgfuse, round 2), one
-# device call, <= ~90 s warm: this branch's kernels against main's in the same binary, through
+# device call, <= ~80 s warm: this branch's kernels against main's in the same binary, through
 # their switches (OLD below turns every one off: main's kernels), and the PyTorch peer. Parts,
 # each started only while it would end within LIM seconds (default 90) of the start, the
 # must-haves first:
@@ -10,18 +10,16 @@
 #  3. GPT-2 124M B16 T1024 `tezgah train --backend webgpu --precision f16`, STEPS (10) steps:
 #     median tokens/s of steps 6.., this branch (new) and OLD (old); the losses side by side;
 #  4. the peer, PyTorch bf16 eager (torch_gpt.py --compile 0, TF32=1) at B 16 T 1024, 12 steps;
-#  5. new with --profile: the memory-bound ops' ms/step; then, while time is left, --profile
-#     with TEZGAH_WEBGPU_LN_REG=0 (reg0: round 1's layernorm loop kernels) and of OLD;
+#  5. new with --profile: the memory-bound ops' ms/step; then, while time is left, OLD's;
 #  6. a compact table (the key figures, last).
 #   bash scripts/device_webgpu_mem3.sh DIR   (run tool, carry [DIR, ".gl"]; DIR from
 #   `bash scripts/device_pack_webgpu.sh DIR`). Writes $OUT/ (summary.log and every log). STEPS,
 #   TTMO (per train run, default 30 s), LIM; DRY=1 TRAIN_ARGS="--n-layer 2 --d-model 128 -B 2
 #   -T 128": a local run on lavapipe.
 # The switches (each read once per process; unset = this branch's kernel):
-#   TEZGAH_WEBGPU_LN_SG=0   layernorm fwd / bwd row pass: layernorm.wgsl's workgroup-per-row
-#                           kernels instead of layernorm_sg.wgsl's subgroup-per-row ones
-#   TEZGAH_WEBGPU_LN_REG=0  within layernorm_sg: the loop forms (layernorm_fwd_sg / _bwd_sg) instead
-#                           of the row-in-registers forms (layernorm_fwd_sgr / _bwd_sgr)
+#   TEZGAH_WEBGPU_LN_SG=0   layernorm fwd / bwd: layernorm.wgsl's workgroup-per-row kernels and
+#                           two-row layernorm_dwdb_partial instead of layernorm_sg.wgsl's
+#                           subgroup-per-row ones and the four-row layernorm_dwdb_partial4
 #   TEZGAH_WEBGPU_XENT4=0   crossentropy: softmax_xent_online instead of softmax_xent_online4
 #   TEZGAH_WEBGPU_ELEM8=0   gelu_fwd: gelu_fwd4 (four elements per thread) instead of gelu_fwd8
 # Profile rows: layernorm_bwd is the backward's row pass, layernorm_dwdb its dw / db partial
@@ -49,11 +47,10 @@ if left "test" 25; then
 fi
 steps=${STEPS:-10}
 export TTMO=${TTMO:-30}
-train_run() { # NAME (new | old | reg0) ARGS...
+train_run() { # NAME (new | old) ARGS...
   local name=$1 v=$2 e=()
   shift 2
   [[ $v == old ]] && e=("${OLD[@]}")
-  [[ $v == reg0 ]] && e=(TEZGAH_WEBGPU_LN_REG=0)
   if ((${#e[@]})); then export "${e[@]}"; fi
   rm -rf "/tmp/run_$name"
   train_gpt2 "$name" f16 "$steps" "${targs[@]}" "$@"
@@ -69,7 +66,6 @@ if [[ -f $dir/data/torch_gpt.py ]] && left "torch" 20; then
   say "peer PyTorch bf16 eager (torch_gpt.py --compile 0) rc $?: $(tail -1 "$out/torch.log" | cut -c1-200)"
 fi
 left "train new --profile" 15 && train_run newp new --profile
-left "train reg0 --profile" 15 && train_run reg0p reg0 --profile
 left "train old --profile" 15 && train_run oldp old --profile
 [[ -s $out/newp.log ]] && sed -n '/ms\/step/,$p' "$out/newp.log" | grep -vE '^(step|\{)' | head -40 | cut -c1-100 >>"$sum"
 [[ -s $out/loss_new.txt && -s $out/loss_old.txt ]] &&
@@ -77,11 +73,10 @@ left "train old --profile" 15 && train_run oldp old --profile
     END {printf "losses new vs old over %d steps: largest |diff| %.2g (summation order only)\n", NR, m}' | tee -a "$sum"
 ttok=$(grep -oE 'tok_s=[0-9.]+' "$out/torch.log" 2>/dev/null | tail -1 | cut -d= -f2)
 echo "==== device_webgpu_mem3 summary ($SECONDS s; test_webgpu_ops rc $trc) ===="
-printf '%-22s %10s %10s %10s\n' "" new "reg0" old
-printf '%-22s %10s %10s %10s\n' "tokens/s (steps 6..)" "${TPS[new]:--}" "" "${TPS[old]:--}"
-printf '%-22s %10s %10s %10s\n' "tokens/s profiled" "${TPS[newp]:--}" "${TPS[reg0p]:--}" "${TPS[oldp]:--}"
+printf '%-22s %10s %10s\n' "" new old
+printf '%-22s %10s %10s\n' "tokens/s (steps 6..)" "${TPS[new]:--}" "${TPS[old]:--}"
+printf '%-22s %10s %10s\n' "tokens/s profiled" "${TPS[newp]:--}" "${TPS[oldp]:--}"
 for k in layernorm_fwd layernorm_bwd layernorm_dwdb crossentropy colsum_add add gelu_fwd gelu_bwd adamw total; do
-  printf '%-22s %10s %10s %10s\n' "$k ms/step" "$(row "$k" "$out/newp.log" 2>/dev/null)" \
-    "$(row "$k" "$out/reg0p.log" 2>/dev/null)" "$(row "$k" "$out/oldp.log" 2>/dev/null)"
+  printf '%-22s %10s %10s\n' "$k ms/step" "$(row "$k" "$out/newp.log" 2>/dev/null)" "$(row "$k" "$out/oldp.log" 2>/dev/null)"
 done
 echo "PyTorch bf16 eager tokens/s: ${ttok:-see torch.log}"

@@ -180,27 +180,11 @@ static const char *ln_entry(int C, int bwd) {
   return bwd ? (r4 ? "layernorm_bwd4" : "layernorm_bwd") : (r4 ? "layernorm_fwd4" : "layernorm_fwd");
 }
 
-/* TEZGAH_WEBGPU_LN_REG: where layernorm_sg runs, the row-in-registers forms layernorm_fwd_sgr /
- * layernorm_bwd_sgr when LN_REG = ceil(C / smallest subgroup size) <= 32 (=0: the loop forms
- * layernorm_fwd_sg / layernorm_bwd_sg, round 1 of issue 22). Read once. */
-#define LN_REG_MAX 32
-static int ln_reg(wg_ctx *c, int C) {
-  static int on = -1;
-  if (on < 0) on = env_int("TEZGAH_WEBGPU_LN_REG", 1) != 0;
-  unsigned ns = c->info.subgroupMinSize;
-  int k = ns ? (int)((C + ns - 1) / ns) : 0;
-  return on && k >= 1 && k <= LN_REG_MAX ? k : 0;
-}
-
-/* the pipeline and workgroup count of layernorm's row pass (fwd or bwd); prefix: the OUT16 one */
+/* the pipeline and workgroup count of layernorm's row pass (fwd or bwd) */
 static int ln_pipe(wg_ctx *c, int N, int C, int bwd, const char *prefix, uint32_t *gx, uint32_t *gy) {
   if (ln_sg(c)) {
-    int k = ln_reg(c, C);
-    char pre[1024];
-    snprintf(pre, sizeof pre, "%s\nconst LN_REG: u32 = %du;\n", prefix, k ? k : 1);
     gridn(((size_t)N + LN_SG_ROWS - 1) / LN_SG_ROWS, gx, gy);
-    const char *e = bwd ? (k ? "layernorm_bwd_sgr" : "layernorm_bwd_sg") : (k ? "layernorm_fwd_sgr" : "layernorm_fwd_sg");
-    return wg_pipeline(c, "layernorm_sg", e, pre);
+    return wg_pipeline(c, "layernorm_sg", bwd ? "layernorm_bwd_sg" : "layernorm_fwd_sg", prefix);
   }
   gridn(N, gx, gy);
   return wg_pipeline(c, "layernorm", ln_entry(C, bwd), prefix);
@@ -236,8 +220,10 @@ void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, t
   tz_slice part = wg_scratch(be, F4((size_t)nch * 2 * C));
   wg_arg b[] = {A(part, F4((size_t)nch * 2 * C), "partials"), A(dout, F4(NC), "dout"), A(inp, F4(NC), "inp"),
                 A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd")};
-  /* its own profile row (layernorm_bwd: the row pass; the op is both) */
-  wg_run(c, "layernorm_dwdb", wg_pipeline(c, "layernorm", "layernorm_dwdb_partial", wg_out16_prefix_on(0, 0)), w, 12, b,
+  /* its own profile row (layernorm_bwd: the row pass; the op is both); four rows per iteration
+   * where layernorm_sg runs */
+  const char *pe = ln_sg(c) ? "layernorm_dwdb_partial4" : "layernorm_dwdb_partial";
+  wg_run(c, "layernorm_dwdb", wg_pipeline(c, "layernorm", pe, wg_out16_prefix_on(0, 0)), w, 12, b,
          5, (C + 255) / 256, nch, 1);
   colsum2(c, dw, C, db, C, part, nch, 2 * C); /* [dw | db] partials: one dispatch */
   if (g16) wg_grad16_made(c, dinp, NC); /* the passes since wrote scratch, dw and db only */

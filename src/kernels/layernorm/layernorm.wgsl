@@ -104,6 +104,43 @@ fn layernorm_dwdb_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_
   st(0u, wid.y * 2u * C + C + c, sb0 + sb1);
 }
 
+// layernorm_dwdb_partial4: layernorm_dwdb_partial with four rows per iteration (eight loads in
+// flight per thread where that kernel has four; issue 22, round 2: its row pass and this one
+// share 3.3 ms of the H200's GPT-2 124M B16 T1024 step against ~2.0 at DRAM speed). The host's
+// choice where layernorm_sg.wgsl's row passes run (TEZGAH_WEBGPU_LN_SG=0: the two-row form).
+// Same arguments, uniforms and grid; the same results up to fp32 summation order.
+fn ln_dw_term(n: u32, C: u32, c: u32, d: f32) -> f32 {
+  return d * (ld(2u, n * C + c) - ld(3u, n)) * ld(4u, n);
+}
+
+@compute @workgroup_size(256)
+fn layernorm_dwdb_partial4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let C = pu(1u);
+  let c = wid.x * WG + lid;
+  if (c >= C) {
+    return;
+  }
+  let n0 = wid.y * pu(3u);
+  let n1 = min(n0 + pu(3u), pu(0u));
+  var sw = vec4<f32>(0.0);
+  var sb = vec4<f32>(0.0);
+  var n = n0;
+  while (n + 3u < n1) {
+    let d = vec4<f32>(ld(1u, n * C + c), ld(1u, (n + 1u) * C + c), ld(1u, (n + 2u) * C + c), ld(1u, (n + 3u) * C + c));
+    sw = sw + vec4<f32>(ln_dw_term(n, C, c, d.x), ln_dw_term(n + 1u, C, c, d.y), ln_dw_term(n + 2u, C, c, d.z),
+                        ln_dw_term(n + 3u, C, c, d.w));
+    sb = sb + d;
+    n = n + 4u;
+  }
+  for (; n < n1; n = n + 1u) {
+    let d = ld(1u, n * C + c);
+    sw.x = sw.x + ln_dw_term(n, C, c, d);
+    sb.x = sb.x + d;
+  }
+  st(0u, wid.y * 2u * C + c, (sw.x + sw.y) + (sw.z + sw.w));
+  st(0u, wid.y * 2u * C + C + c, (sb.x + sb.y) + (sb.z + sb.w));
+}
+
 // layernorm_fwd4 / layernorm_bwd4: the same results as layernorm_fwd / layernorm_bwd for
 // C <= 4·WG (the host's choice; TEZGAH_WEBGPU_MEMOPS=0: the loops above), with the row's
 // elements held in registers (thread lid owns columns lid + k·WG, k < 4): every input element

@@ -16,9 +16,12 @@ diagnostic(off, subgroup_uniformity);
 // of local_invocation_index, as reduce_sg.wgsl assumes and test_webgpu_ops checks) takes rows
 // s, s + WG / size, ... < LN_ROWS: one row each at 32 lanes (NVIDIA); at lavapipe's 4 lanes 8 of
 // the 64 subgroups work. Lane l handles columns l, l + size, ...: each load is coalesced across
-// the subgroup, the sums are subgroupAdd (no barrier, no workgroup memory), and the first pass
-// keeps four loads in flight per lane. Later passes re-read the row the subgroup just read
-// (3 KB at C 768: from L1, not DRAM).
+// the subgroup, the sums are subgroupAdd (no barrier, no workgroup memory), and every pass takes
+// four columns per iteration (four or eight loads in flight per lane; round 2 of issue 22: the
+// later passes took one and waited on each). Later passes re-read the row the subgroup just read
+// (3 KB at C 768: from L1, not DRAM). Round 2 also tried forms holding the lane's columns in
+// private arrays (array<f32, C / lanes>): lavapipe with GALLIVM_PERF=nopt computed them wrong at
+// some widths (as the dropped one-pass backward), right with LLVM's optimisations: not kept.
 
 const LN_ROWS: u32 = 8u;
 
@@ -41,6 +44,14 @@ fn ln_row_sum(a: u32, row: u32, C: u32, lane: u32, ns: u32) -> f32 {
   return (s0 + s1) + (s2 + s3);
 }
 
+// the forward's output y of column c (f16 where OUT16), four at a time below: the loads first
+fn ln_y(row: u32, c: u32, m: f32, r: f32) -> f32 {
+  return (ld(3u, row + c) - m) * r * ld(4u, c) + ld(5u, c);
+}
+fn ln_st_y(i: u32, y: f32) {
+  if (OUT16) { st16(i, y); } else { st(0u, i, y); }
+}
+
 @compute @workgroup_size(256)
 fn layernorm_fwd_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                     @builtin(local_invocation_index) lid: u32) {
@@ -56,15 +67,36 @@ fn layernorm_fwd_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
     }
     let row = n * C;
     let m = subgroupAdd(ln_row_sum(3u, row, C, lane, ns)) / f32(C);
-    var v = 0.0;
-    for (var c = lane; c < C; c = c + ns) {
-      let d = ld(3u, row + c) - m;
-      v = v + d * d;
+    // the second and third passes re-read the row (L1) four columns per iteration too
+    var v0 = 0.0;
+    var v1 = 0.0;
+    var c = lane;
+    for (; c + 3u * ns < C; c = c + 4u * ns) {
+      let d0 = ld(3u, row + c) - m;
+      let d1 = ld(3u, row + c + ns) - m;
+      let d2 = ld(3u, row + c + 2u * ns) - m;
+      let d3 = ld(3u, row + c + 3u * ns) - m;
+      v0 = v0 + (d0 * d0 + d1 * d1);
+      v1 = v1 + (d2 * d2 + d3 * d3);
     }
-    let r = 1.0 / sqrt(subgroupAdd(v) / f32(C) + pf(2u));
-    for (var c = lane; c < C; c = c + ns) {
-      let y = (ld(3u, row + c) - m) * r * ld(4u, c) + ld(5u, c);
-      if (OUT16) { st16(row + c, y); } else { st(0u, row + c, y); }
+    for (; c < C; c = c + ns) {
+      let d = ld(3u, row + c) - m;
+      v0 = v0 + d * d;
+    }
+    let r = 1.0 / sqrt(subgroupAdd(v0 + v1) / f32(C) + pf(2u));
+    c = lane;
+    for (; c + 3u * ns < C; c = c + 4u * ns) {
+      let y0 = ln_y(row, c, m, r);
+      let y1 = ln_y(row, c + ns, m, r);
+      let y2 = ln_y(row, c + 2u * ns, m, r);
+      let y3 = ln_y(row, c + 3u * ns, m, r);
+      ln_st_y(row + c, y0);
+      ln_st_y(row + c + ns, y1);
+      ln_st_y(row + c + 2u * ns, y2);
+      ln_st_y(row + c + 3u * ns, y3);
+    }
+    for (; c < C; c = c + ns) {
+      ln_st_y(row + c, ln_y(row, c, m, r));
     }
     if (lane == 0u) {
       st(1u, n, m);
@@ -73,7 +105,19 @@ fn layernorm_fwd_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
   }
 }
 
-// g = w·dout, xh = (x − mean)·rstd: dinp += rstd·(g − mean(g) − xh·mean(g·xh))
+// the backward's new dinp of column c: dinp + rstd·(g − mean(g) − x̂·mean(g·x̂)), and its store
+// (with the f16 copy where OUT16)
+fn ln_dinp(row: u32, c: u32, m: f32, r: f32, gm: f32, gxm: f32) -> f32 {
+  return ld(0u, row + c) + r * (ld(3u, c) * ld(1u, row + c) - gm - (ld(2u, row + c) - m) * r * gxm);
+}
+fn ln_st_dinp(i: u32, y: f32) {
+  st(0u, i, y);
+  if (OUT16) { st16(i, y); } // the backward pipeline's OUT16: an f16 copy of dinp too
+}
+
+// g = w·dout, xh = (x − mean)·rstd: dinp += rstd·(g − mean(g) − xh·mean(g·xh)). Four columns
+// per iteration in both passes: the first keeps eight DRAM loads in flight per lane (dout, inp),
+// the second four of dinp (its dout and inp re-reads come from L1); round 1's two and one.
 @compute @workgroup_size(256)
 fn layernorm_bwd_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                     @builtin(local_invocation_index) lid: u32) {
@@ -90,141 +134,45 @@ fn layernorm_bwd_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
     let row = n * C;
     let m = ld(4u, n);
     let r = ld(5u, n);
-    // two columns per iteration into independent sums (more loads in flight)
     var gs0 = 0.0;
     var gx0 = 0.0;
     var gs1 = 0.0;
     var gx1 = 0.0;
     var c = lane;
-    for (; c + ns < C; c = c + 2u * ns) {
+    for (; c + 3u * ns < C; c = c + 4u * ns) {
       let g0 = ld(3u, c) * ld(1u, row + c);
       let g1 = ld(3u, c + ns) * ld(1u, row + c + ns);
-      let x0 = ld(2u, row + c);
-      let x1 = ld(2u, row + c + ns);
-      gs0 = gs0 + g0;
-      gs1 = gs1 + g1;
-      gx0 = gx0 + g0 * (x0 - m) * r;
-      gx1 = gx1 + g1 * (x1 - m) * r;
+      let g2 = ld(3u, c + 2u * ns) * ld(1u, row + c + 2u * ns);
+      let g3 = ld(3u, c + 3u * ns) * ld(1u, row + c + 3u * ns);
+      let x0 = (ld(2u, row + c) - m) * r;
+      let x1 = (ld(2u, row + c + ns) - m) * r;
+      let x2 = (ld(2u, row + c + 2u * ns) - m) * r;
+      let x3 = (ld(2u, row + c + 3u * ns) - m) * r;
+      gs0 = gs0 + (g0 + g1);
+      gs1 = gs1 + (g2 + g3);
+      gx0 = gx0 + (g0 * x0 + g1 * x1);
+      gx1 = gx1 + (g2 * x2 + g3 * x3);
     }
-    if (c < C) {
-      let g0 = ld(3u, c) * ld(1u, row + c);
-      gs0 = gs0 + g0;
-      gx0 = gx0 + g0 * (ld(2u, row + c) - m) * r;
+    for (; c < C; c = c + ns) {
+      let g = ld(3u, c) * ld(1u, row + c);
+      gs0 = gs0 + g;
+      gx0 = gx0 + g * (ld(2u, row + c) - m) * r;
     }
     let gm = subgroupAdd(gs0 + gs1) / f32(C);
     let gxm = subgroupAdd(gx0 + gx1) / f32(C);
-    for (var c2 = lane; c2 < C; c2 = c2 + ns) {
-      let g = ld(3u, c2) * ld(1u, row + c2);
-      let y = ld(0u, row + c2) + r * (g - gm - (ld(2u, row + c2) - m) * r * gxm);
-      st(0u, row + c2, y);
-      if (OUT16) { st16(row + c2, y); } // the backward pipeline's OUT16: an f16 copy of dinp too
+    c = lane;
+    for (; c + 3u * ns < C; c = c + 4u * ns) {
+      let y0 = ln_dinp(row, c, m, r, gm, gxm);
+      let y1 = ln_dinp(row, c + ns, m, r, gm, gxm);
+      let y2 = ln_dinp(row, c + 2u * ns, m, r, gm, gxm);
+      let y3 = ln_dinp(row, c + 3u * ns, m, r, gm, gxm);
+      ln_st_dinp(row + c, y0);
+      ln_st_dinp(row + c + ns, y1);
+      ln_st_dinp(row + c + 2u * ns, y2);
+      ln_st_dinp(row + c + 3u * ns, y3);
     }
-  }
-}
-
-// layernorm_fwd_sgr / layernorm_bwd_sgr: the two kernels above with the lane's columns of the row
-// in registers (round 2 of issue 22: the loops above wait on each L1 / DRAM load in their second
-// and third passes; here every load of a row is issued before the first sum). The host's prefix
-// sets LN_REG = ceil(C / the adapter's smallest subgroup size), an upper bound of the lane's
-// column count; it runs these where LN_REG <= 32 (GPT-2's C 768 at 32 lanes: 24), else (or with
-// TEZGAH_WEBGPU_LN_REG=0) the loop forms above (whose prefix sets LN_REG 1, unused). The
-// constant-trip loops unroll; lanes past C hold 0 and are masked. Same arguments, grid and
-// results (up to fp32 summation order) as the loop forms.
-@compute @workgroup_size(256)
-fn layernorm_fwd_sgr(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                     @builtin(local_invocation_index) lid: u32) {
-  let ns = subgroupAdd(1u);
-  let lane = subgroupExclusiveAdd(1u);
-  let N = pu(0u);
-  let C = pu(1u);
-  let r0 = lin_wg(wid, nwg) * LN_ROWS;
-  for (var rr = lid / ns; rr < LN_ROWS; rr = rr + WG / ns) {
-    let n = r0 + rr;
-    if (n >= N) {
-      break;
-    }
-    let row = n * C;
-    var x: array<f32, LN_REG>;
-    for (var k = 0u; k < LN_REG; k = k + 1u) {
-      let c = lane + k * ns;
-      x[k] = 0.0;
-      if (c < C) {
-        x[k] = ld(3u, row + c);
-      }
-    }
-    var s = 0.0;
-    for (var k = 0u; k < LN_REG; k = k + 1u) {
-      s = s + x[k];
-    }
-    let m = subgroupAdd(s) / f32(C);
-    var v = 0.0;
-    for (var k = 0u; k < LN_REG; k = k + 1u) {
-      if (lane + k * ns < C) {
-        let d = x[k] - m;
-        v = v + d * d;
-      }
-    }
-    let r = 1.0 / sqrt(subgroupAdd(v) / f32(C) + pf(2u));
-    for (var k = 0u; k < LN_REG; k = k + 1u) {
-      let c = lane + k * ns;
-      if (c < C) {
-        let y = (x[k] - m) * r * ld(4u, c) + ld(5u, c);
-        if (OUT16) { st16(row + c, y); } else { st(0u, row + c, y); }
-      }
-    }
-    if (lane == 0u) {
-      st(1u, n, m);
-      st(2u, n, r);
-    }
-  }
-}
-
-// the row's w·dout, x̂ and dinp in registers: dinp's read is issued with the others
-@compute @workgroup_size(256)
-fn layernorm_bwd_sgr(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                     @builtin(local_invocation_index) lid: u32) {
-  let ns = subgroupAdd(1u);
-  let lane = subgroupExclusiveAdd(1u);
-  let N = pu(0u);
-  let C = pu(1u);
-  let r0 = lin_wg(wid, nwg) * LN_ROWS;
-  for (var rr = lid / ns; rr < LN_ROWS; rr = rr + WG / ns) {
-    let n = r0 + rr;
-    if (n >= N) {
-      break;
-    }
-    let row = n * C;
-    let m = ld(4u, n);
-    let r = ld(5u, n);
-    var g: array<f32, LN_REG>;
-    var xh: array<f32, LN_REG>;
-    var di: array<f32, LN_REG>;
-    for (var k = 0u; k < LN_REG; k = k + 1u) {
-      let c = lane + k * ns;
-      g[k] = 0.0;
-      xh[k] = 0.0;
-      di[k] = 0.0;
-      if (c < C) {
-        g[k] = ld(3u, c) * ld(1u, row + c);
-        xh[k] = (ld(2u, row + c) - m) * r;
-        di[k] = ld(0u, row + c);
-      }
-    }
-    var gs = 0.0;
-    var gx = 0.0;
-    for (var k = 0u; k < LN_REG; k = k + 1u) {
-      gs = gs + g[k];
-      gx = gx + g[k] * xh[k];
-    }
-    let gm = subgroupAdd(gs) / f32(C);
-    let gxm = subgroupAdd(gx) / f32(C);
-    for (var k = 0u; k < LN_REG; k = k + 1u) {
-      let c = lane + k * ns;
-      if (c < C) {
-        let y = di[k] + r * (g[k] - gm - xh[k] * gxm);
-        st(0u, row + c, y);
-        if (OUT16) { st16(row + c, y); }
-      }
+    for (; c < C; c = c + ns) {
+      ln_st_dinp(row + c, ln_dinp(row, c, m, r, gm, gxm));
     }
   }
 }
