@@ -163,9 +163,10 @@ void wg_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout, t
   if (g16) wg_grad16_made(c, dinp, NC); /* the passes since wrote scratch and dw only */
 }
 
-/* TEZGAH_WEBGPU_LN_SG: layernorm's forward and backward with one subgroup per row
- * (layernorm_sg.wgsl, LN_SG_ROWS rows a workgroup) where the adapter has subgroups; =0: the
- * kernels below (issue 22's before / after). Read once. */
+/* TEZGAH_WEBGPU_LN_SG: layernorm's forward and backward row passes with one subgroup per row
+ * (layernorm_sg.wgsl, LN_SG_ROWS rows a workgroup) and the backward's dw / db partials four rows
+ * per iteration (layernorm_dwdb_partial4) where the adapter has subgroups; =0: the kernels below
+ * and layernorm_dwdb_partial (issue 22's before / after). Read once. */
 #define LN_SG_ROWS 8 /* layernorm_sg.wgsl's LN_ROWS */
 static int ln_sg(wg_ctx *c) {
   static int on = -1;
