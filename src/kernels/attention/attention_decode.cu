@@ -25,19 +25,20 @@
  * as gemv.cu's kernels): its launch overlaps the previous kernel's tail, and the next kernel's
  * launch and weight loads overlap its own. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "kernels/common/cuda_common.cuh"
 #include "kernels/common/cuda_pdl.cuh"
 
 namespace {
 constexpr int DEC_WARPS = 4;
-constexpr int DEC_CHUNK = 64; /* keys per block */
+constexpr int DEC_CHUNK = 64; /* keys per block (the default of TEZGAH_CUDA_DEC_CHUNK) */
 
 template <class T, int NPL>
 __global__ void __launch_bounds__(DEC_WARPS * 32)
     attn_decode_k(T *__restrict__ out, T *__restrict__ kc, T *__restrict__ vc, const T *__restrict__ qkv,
                   const int *__restrict__ pos, float *__restrict__ part, unsigned *__restrict__ cnt, int H, int rep,
-                  int hd, int qs, int kvrow, int maxT, int nsplit, float scale) {
+                  int hd, int qs, int kvrow, int maxT, int nsplit, int chunk, float scale) {
   __shared__ float qsh[32 * NPL];
   __shared__ float wm[DEC_WARPS], wl[DEC_WARPS];
   __shared__ float wacc[DEC_WARPS][32 * NPL];
@@ -48,13 +49,13 @@ __global__ void __launch_bounds__(DEC_WARPS * 32)
   tzc_pdl_wait_prior();
   const int s = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int P = pos[b], L = P + 1, nsp = (L + DEC_CHUNK - 1) / DEC_CHUNK;
+  const int P = pos[b], L = P + 1, nsp = (L + chunk - 1) / chunk;
   const int g = h / rep;
   const T *qrow = qkv + (size_t)b * qs;
   const T *knew = qrow + (size_t)(H + g) * hd;                  /* k of the new position */
   const T *vnew = qrow + (size_t)(H + H / rep + g) * hd;        /* v: after n_kv_head k heads */
   T *kb = kc + (size_t)b * maxT * kvrow + (size_t)g * hd, *vb = vc + (size_t)b * maxT * kvrow + (size_t)g * hd;
-  if (s == P / DEC_CHUNK && h % rep == 0)
+  if (s == P / chunk && h % rep == 0)
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
       kb[(size_t)P * kvrow + d] = knew[d];
       vb[(size_t)P * kvrow + d] = vnew[d];
@@ -70,8 +71,8 @@ __global__ void __launch_bounds__(DEC_WARPS * 32)
    * online-softmax updates then run one key after the other in increasing j as before. Keys
    * past j1 load key j1 - 1 again (a valid row) and are not added. */
   constexpr int KU = NPL <= 2 ? 8 : NPL == 4 ? 4 : 2;
-  const int j1 = min(L, (s + 1) * DEC_CHUNK);
-  for (int j = s * DEC_CHUNK + warp; j < j1; j += KU * DEC_WARPS) {
+  const int j1 = min(L, (s + 1) * chunk);
+  for (int j = s * chunk + warp; j < j1; j += KU * DEC_WARPS) {
     float sc[KU], vv[KU][NPL];
 #pragma unroll
     for (int u = 0; u < KU; u++) {
@@ -161,6 +162,19 @@ __global__ void __launch_bounds__(DEC_WARPS * 32)
   if (threadIdx.x == 0) cnt[bh] = 0u; /* ready for the next launch */
 }
 
+/* Keys per block: TEZGAH_CUDA_DEC_CHUNK (16..512, a multiple of 16; default DEC_CHUNK), read
+ * once. Other values split and merge the keys differently: other bits (within the tests'
+ * tolerances), still run to run identical. For A/Bs (scripts/device_cuda_decode5.sh). */
+int dec_chunk() {
+  static int c = 0;
+  if (!c) {
+    const char *e = getenv("TEZGAH_CUDA_DEC_CHUNK");
+    int v = e && *e ? atoi(e) : DEC_CHUNK;
+    c = v >= 16 && v <= 512 && v % 16 == 0 ? v : DEC_CHUNK;
+  }
+  return c;
+}
+
 /* Device buffers of the decoding kernels, grown outside recordings (the first, warm-up use of
  * a shape runs unrecorded: backend_cuda_graph.c); growing one makes recordings stale. */
 void grow(tz_backend *be, void **p, size_t *have, size_t want, int zero) {
@@ -179,16 +193,16 @@ void grow(tz_backend *be, void **p, size_t *have, size_t want, int zero) {
 }
 template <class T>
 void launch_decode(dim3 grid, cudaStream_t st, int pdl, T *o, T *kc, T *vc, const T *x, const int *p, float *part,
-                   unsigned *cnt, int H, int rep, int hd, int qs, int kvrow, int maxT, int nsplit, float scale) {
+                   unsigned *cnt, int H, int rep, int hd, int qs, int kvrow, int maxT, int nsplit, int chunk, float scale) {
   const dim3 blk(DEC_WARPS * 32);
   if (hd <= 32)
-    tzc_launch_pdl(attn_decode_k<T, 1>, grid, blk, st, pdl, o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, scale);
+    tzc_launch_pdl(attn_decode_k<T, 1>, grid, blk, st, pdl, o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, chunk, scale);
   else if (hd <= 64)
-    tzc_launch_pdl(attn_decode_k<T, 2>, grid, blk, st, pdl, o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, scale);
+    tzc_launch_pdl(attn_decode_k<T, 2>, grid, blk, st, pdl, o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, chunk, scale);
   else if (hd <= 128)
-    tzc_launch_pdl(attn_decode_k<T, 4>, grid, blk, st, pdl, o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, scale);
+    tzc_launch_pdl(attn_decode_k<T, 4>, grid, blk, st, pdl, o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, chunk, scale);
   else
-    tzc_launch_pdl(attn_decode_k<T, 8>, grid, blk, st, pdl, o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, scale);
+    tzc_launch_pdl(attn_decode_k<T, 8>, grid, blk, st, pdl, o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, chunk, scale);
 }
 } // namespace
 
@@ -214,7 +228,7 @@ extern "C" void tzc_attention_decode(tz_backend *be, tz_slice out, tz_slice kcac
   TZC_PROF(be, "attention_decode");
   if (B <= 0 || n_head <= 0) return;
   TZC_ASSERT(head_dim >= 1 && head_dim <= 256 && n_kv_head >= 1 && n_head % n_kv_head == 0);
-  const int nsplit = (max_T + DEC_CHUNK - 1) / DEC_CHUNK, kvrow = n_kv_head * head_dim;
+  const int chunk = dec_chunk(), nsplit = (max_T + chunk - 1) / chunk, kvrow = n_kv_head * head_dim;
   float *part = (float *)tzc_dec_buffer(be, 0, (size_t)B * n_head * nsplit * (head_dim + 2) * sizeof(float));
   unsigned *cnt = (unsigned *)tzc_dec_buffer(be, 1, (size_t)B * n_head * sizeof(unsigned));
   const float scale = 1.0f / sqrtf((float)head_dim);
@@ -224,5 +238,5 @@ extern "C" void tzc_attention_decode(tz_backend *be, tz_slice out, tz_slice kcac
   const int pdl = tzc(be)->pdl;
   TZC_DISPATCH_ACT(be, launch_decode<T>(grid, st, pdl, (T *)tzc_ptr(out), (T *)tzc_ptr(kcache), (T *)tzc_ptr(vcache),
                                         (const T *)tzc_ptr(qkv), (const int *)tzc_ptr(pos), part, cnt, n_head, rep,
-                                        head_dim, q_stride, kvrow, max_T, nsplit, scale));
+                                        head_dim, q_stride, kvrow, max_T, nsplit, chunk, scale));
 }
