@@ -150,6 +150,7 @@ void tzc_upload(tz_backend *be, tz_slice dst, const void *src, size_t bytes) {
 #pragma omp parallel num_threads(nt)
     {
       int t = omp_get_thread_num(), n = omp_get_num_threads();
+      TZC_CHECK(cudaSetDevice(c->device)); /* a new thread starts on device 0 (TEZGAH_CUDA_DEVICE) */
       for (size_t k = (size_t)t; k < nchunk; k += (size_t)n) {
         size_t off = k * sb, len = bytes - off < sb ? bytes - off : sb;
         TZC_CHECK(cudaEventSynchronize(c->stage_ev[t]));
