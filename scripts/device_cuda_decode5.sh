@@ -27,7 +27,8 @@
 # 3. Timing, whole process (wall clock around the command), 1,000 new tokens (--ignore-eot),
 #    empty prompt, greedy bf16: batch 1 and 16, default x3, TEZGAH_DETACH_EXIT=1 x3,
 #    TEZGAH_CUDA_UPLOAD_THREADS=1 x2, then x1 each: LAZY modules, TEZGAH_CUDA_DEC_CHUNK 32 and 128,
-#    TEZGAH_QUICK_EXIT=0 (all freed, handlers run); per row min and median.
+#    TEZGAH_QUICK_EXIT=0 (all freed, handlers run), TEZGAH_DECODE_CHUNK=128 (steps per round trip
+#    of the device loop, default 32); per row min and median.
 # 4. Start-up phases (TEZGAH_VERBOSE=1, batch 1 and 16): the backend's (driver, context,
 #    staging) and sample's (backend, checkpoint thread, tokenizer, model + weights, decoding
 #    buffers, sync); 1-token processes default / detached.
@@ -148,6 +149,7 @@ for b in 1 16; do
   run lazy $b CUDA_MODULE_LOADING=LAZY
   run chunk32 $b TEZGAH_CUDA_DEC_CHUNK=32
   run chunk128 $b TEZGAH_CUDA_DEC_CHUNK=128
+  run loop128 $b TEZGAH_DECODE_CHUNK=128
   run freed $b TEZGAH_QUICK_EXIT=0
 done
 
