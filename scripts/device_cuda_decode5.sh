@@ -31,7 +31,8 @@
 #    of the device loop, default 32); per row min and median.
 # 4. Start-up phases (TEZGAH_VERBOSE=1, batch 1 and 16): the backend's (driver, context,
 #    staging) and sample's (backend, checkpoint thread, tokenizer, model + weights, decoding
-#    buffers, sync); 1-token processes default / detached.
+#    buffers, sync); 1-token processes default / detached; per-op profiles (TEZGAH_PROFILE=1,
+#    ops one by one) at batch 1 and 16, attention key chunk 64 and 32.
 # 5. The peer: transformers generate() fp32, batch 1 and 16, 1,000 tokens, same weights
 #    (bench/hf_generate.py on `tezgah convert --to hf`), cut at 140 s of the script.
 # 6. The summary LAST (the output's tail is what comes back): tests, checks, phases, the table.
@@ -187,6 +188,14 @@ one default
 one default
 one detached TEZGAH_DETACH_EXIT=1
 one detached TEZGAH_DETACH_EXIT=1
+# per-op profiles per decoding step (ops one by one, not recorded: each op's own time; 200 tokens)
+for pv in "1 64" "1 32" "16 64" "16 32"; do
+  read -r b ch <<< "$pv"
+  TEZGAH_CUDA_DEC_CHUNK=$ch TEZGAH_PROFILE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 200 \
+    --batch $b --ignore-eot --temperature 0 --stats > /dev/null 2> "$out/profile$b.$ch.txt"
+  echo "per-op b$b chunk $ch (ms/step, calls): $(awk '$2 ~ /^[0-9.]+$/ && $1 != "total" && NR > 2 && n++ < 5 { printf "%s %s (%s), ", $1, $2, $3 } $1 == "total" { printf "total %s", $2 }' "$out/profile$b.$ch.txt")" |
+    tee -a "$out/phases.txt"
+done
 t0=$(date +%s.%N); "$tz" --version > /dev/null; t1=$(date +%s.%N)
 awk -v a="$t0" -v z="$t1" 'BEGIN { printf "tezgah --version (exec, libraries): %.3f s\n", z - a }' | tee -a "$out/phases.txt"
 
