@@ -42,9 +42,11 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 dir=${1:-pack}
 export LD_LIBRARY_PATH=$PWD/$dir/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-out=${OUT:-/tmp/tz-decode5}
+# logs here; one archive of them to $OUT at the end (the device tool returns 8 files at most,
+# shared by every script of a call)
+out=/tmp/tz-decode5
+rm -rf "$out"
 mkdir -p "$out"
-rm -f "$out"/{raw.tsv,cli.txt,tests.txt,phases.txt,peer.log,cli.err}
 tz=$dir/bin/tezgah data=$dir/data
 t_all=$SECONDS
 gpu=$(nvidia-smi --query-gpu=name,driver_version,persistence_mode --format=csv,noheader 2> /dev/null | head -1)
@@ -233,4 +235,5 @@ for (lab, b), v in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0] != 
     print(f"| {lab} | {b} | {len(v)} | {min(d):.3f} / {S.median(d):.3f} | {1000 * b / min(d):,.0f} / {1000 * b / S.median(d):,.0f} | "
           f"{med(2):.3f} | {med(3):.3f} | {med(4):.3f} | {med(5):.3f} | {med(6):.3f} | {med(7):.3f} | {med(8):.3f} | {med(9):.3f} |")
 PY
+[[ -n ${OUT:-} ]] && tar czf "$OUT/decode5_logs.tgz" -C "$out" . 2> /dev/null
 echo "targets: batch 1 >= 1,500 tokens/s (<= 0.667 s), batch 16 >= 15,000 (<= 1.067 s). total: $((SECONDS - t_all)) s"
