@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # On the GPU machine (device tool): issue 24 item 4's decoding targets, whole `tezgah sample`
 # process, 1,000 new tokens, GPT-2 124M: batch 16 >= 15,000 tokens/s, batch 1 >= 1,500 (branch
-# cudadec5; replaces device_cuda_decode4.sh). What this round changed at start-up and exit:
-#   - the weight upload's copies into the pinned staging slots on 4 host threads
-#     (TEZGAH_CUDA_UPLOAD_THREADS, 1 = one thread as before; 51-67 ms for 498 MB before);
-#   - --tokenizer read on the checkpoint's thread (beside the CUDA start-up);
-#   - on CUDA, `sample` leaves its model, backend and checkpoint to the process's end instead of
-#     freeing them (main.c's quick exit skips the exit handlers anyway; TEZGAH_QUICK_EXIT=0
-#     frees as before);
-#   - TEZGAH_DETACH_EXIT=1 (not the default; measured here): the driver's context teardown
-#     (~0.1 s after the command returned) runs in a child that outlives the process by moments;
-#   - TEZGAH_CUDA_DEC_CHUNK (keys per block of the decoding attention, default 64): A/B 32, 128.
+# cudadec5, round 2; round 1's figures are in docs/PERF.md). What round 2 changed:
+#   - attention_decode: attn_decode_v, the default where rows are 16-byte aligned (16-byte loads,
+#     LPK lanes a key, 4 rounds of loads in flight, one softmax update per round);
+#     TEZGAH_CUDA_DEC_VEC=0 runs round 1's kernel (attn_decode_k). Both merge the splits'
+#     partials through shared memory now (the same sums in the same order as round 1's loop);
+#   - keys per block 32 at B <= 7 rows (the gemv regime), 64 above; TEZGAH_CUDA_DEC_CHUNK overrides;
+#   - TEZGAH_EXIT_RESET=1 (A/B only): cudaDeviceReset() before the quick exit; does tearing the
+#     context down in the process make the time after the command shorter in all?
+#   - TEZGAH_DETACH_EXIT=1 stays opt-in (it moves the ~0.1 s teardown out of the measured
+#     process); shown for reference.
 # From a carried pack DIR (scripts/device_pack.sh's output: bin/tezgah, bin/test_cuda_decode,
 # lib/, data/ with gpt2_tokenizer.bin, tiny_shakespeare_train.bin).
 #
@@ -18,26 +18,23 @@
 #            -DCMAKE_CUDA_ARCHITECTURES=90-real
 #   there: bash scripts/device_cuda_decode5.sh pack      (run tool, carry ["pack"], timeout 300)
 #
-# 1. test_cuda_decode, the whole program in one process (as ctest runs it); on a failure each
-#    case alone, to name it; test_attention_decode under TEZGAH_CUDA_DEC_CHUNK 32 and 128.
+# 1. test_cuda_decode, the whole program in one process (as ctest runs it), default and under
+#    TEZGAH_CUDA_DEC_CHUNK=64 (batch 16's chunk, for every case); on a failure each case alone,
+#    to name it; test_attention_decode under TEZGAH_CUDA_DEC_VEC=0 and TEZGAH_CUDA_DEC_CHUNK=16.
 # 2. A GPT-2 124M-shaped run made on the spot (train 20 steps, B 4, T 256), then CLI checks,
-#    each "identical" or not: greedy fp32 CUDA vs CPU; bf16 batch 16 run to run; output through
-#    a pipe with TEZGAH_DETACH_EXIT=1 vs without; TEZGAH_QUICK_EXIT=0 (everything freed) vs
-#    default (left to the exit); upload on 1 thread vs 4.
+#    each "identical" or not: greedy fp32 CUDA vs CPU; bf16 batch 16 run to run;
+#    TEZGAH_EXIT_RESET=1 (through a pipe) vs default.
 # 3. Timing, whole process (wall clock around the command), 1,000 new tokens (--ignore-eot),
-#    empty prompt, greedy bf16: batch 1 and 16, default x3, TEZGAH_DETACH_EXIT=1 x3,
-#    TEZGAH_CUDA_UPLOAD_THREADS=1 x2, then x1 each: LAZY modules, TEZGAH_CUDA_DEC_CHUNK 32 and 128,
-#    TEZGAH_QUICK_EXIT=0 (all freed, handlers run), TEZGAH_DECODE_CHUNK=128 (steps per round trip
-#    of the device loop, default 32); per row min and median.
-# 4. Start-up phases (TEZGAH_VERBOSE=1, batch 1 and 16): the backend's (driver, context,
-#    staging) and sample's (backend, checkpoint thread, tokenizer, model + weights, decoding
-#    buffers, sync); 1-token processes default / detached; per-op profiles (TEZGAH_PROFILE=1,
-#    ops one by one) at batch 1 and 16, attention key chunk 64 and 32.
+#    empty prompt, greedy bf16, batch 1 and 16: default, TEZGAH_CUDA_DEC_VEC=0 and
+#    TEZGAH_EXIT_RESET=1 x3 each (interleaved), detached x2, the other key chunk x1 (and at
+#    batch 1 round 1's setting: VEC=0 with chunk 64); per row min and median.
+# 4. Start-up phases at batch 16 (TEZGAH_VERBOSE=1), 1-token processes default / reset x2,
+#    per-op profiles (TEZGAH_PROFILE=1) at batch 1 and 16, default and VEC=0.
 # 5. The peer: transformers generate() fp32, batch 1 and 16, 1,000 tokens, same weights
-#    (bench/hf_generate.py on `tezgah convert --to hf`), cut at 140 s of the script.
+#    (bench/hf_generate.py on `tezgah convert --to hf`), cut at 112 s of the script.
 # 6. The summary LAST (the output's tail is what comes back): tests, checks, phases, the table.
-# Expected: ~30 s tests, ~10 s train, ~15 s checks, ~30 s timing, ~5 s phases, ~35 s peer:
-# ~125-145 s.
+# Expected: ~20 s tests, ~10 s train, ~8 s checks, ~35 s timing, ~8 s phases, ~30 s peer:
+# ~105-120 s.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 dir=${1:-pack}
@@ -56,29 +53,29 @@ echo "== 1. test_cuda_decode (whole program)"
 t=test_cuda_decode
 ts=$SECONDS
 if [[ -x $dir/bin/$t ]]; then
-  TEZGAH_CUDA_REQUIRED=1 timeout 100 "$dir/bin/$t" > "$out/$t.log" 2>&1
-  rc=$?
-  np=$(grep -c '^\[       OK \]' "$out/$t.log")
-  last=$(grep -E '^\[ RUN' "$out/$t.log" | tail -1 | tr -s ' ')
-  if ((rc == 0)); then echo "$t whole program: passed ($np cases, $((SECONDS - ts)) s)" | tee -a "$out/tests.txt"
-  else
-    echo "$t whole program: FAILED exit $rc ($np cases OK; last: $last)" | tee -a "$out/tests.txt"
-    grep -E 'tezgah: error|error:|differ|not bit|FAILED \]|worst' "$out/$t.log" | head -4 | cut -c1-180 >> "$out/tests.txt"
-    for c in test_attention_decode test_pick test_norm_matmul test_mma test_model_fp32_gpt2 test_model_fp32_llama \
-      test_model_bf16_gpt2 test_model_bf16_llama; do
-      ((SECONDS - ts > 80)) && break
-      TEZGAH_TEST_FILTER=$c TEZGAH_CUDA_REQUIRED=1 timeout 40 "$dir/bin/$t" > "$out/$t.$c.log" 2>&1
-      r=$?
-      ((r != 0)) && echo "  $c alone: FAILED exit $r" >> "$out/tests.txt"
-    done
-  fi
-  # the decoding attention at other key chunks per block (TEZGAH_CUDA_DEC_CHUNK; 64 the default)
-  for ch in 32 128; do
-    TEZGAH_CUDA_DEC_CHUNK=$ch TEZGAH_TEST_FILTER=test_attention_decode TEZGAH_CUDA_REQUIRED=1 timeout 30 "$dir/bin/$t" \
-      > "$out/$t.chunk$ch.log" 2>&1
+  for v in default chunk64; do
+    env=(); [[ $v == chunk64 ]] && env=(TEZGAH_CUDA_DEC_CHUNK=64)
+    env "${env[@]}" TEZGAH_CUDA_REQUIRED=1 timeout 60 "$dir/bin/$t" > "$out/$t.$v.log" 2>&1
+    rc=$?
+    np=$(grep -c '^\[       OK \]' "$out/$t.$v.log")
+    last=$(grep -E '^\[ RUN' "$out/$t.$v.log" | tail -1 | tr -s ' ')
+    if ((rc == 0)); then echo "$t whole program ($v): passed ($np cases, $((SECONDS - ts)) s)" | tee -a "$out/tests.txt"
+    else
+      echo "$t whole program ($v): FAILED exit $rc ($np cases OK; last: $last)" | tee -a "$out/tests.txt"
+      grep -E 'tezgah: error|error:|differ|not bit|FAILED \]|worst' "$out/$t.$v.log" | head -4 | cut -c1-180 >> "$out/tests.txt"
+      for c in test_attention_decode test_model_fp32_gpt2 test_model_fp32_llama test_model_bf16_gpt2 test_model_bf16_llama; do
+        ((SECONDS - ts > 45)) && break
+        env "${env[@]}" TEZGAH_TEST_FILTER=$c TEZGAH_CUDA_REQUIRED=1 timeout 20 "$dir/bin/$t" > "$out/$t.$v.$c.log" 2>&1
+        r=$?
+        ((r != 0)) && echo "  $c alone ($v): FAILED exit $r" >> "$out/tests.txt"
+      done
+    fi
+  done
+  for e in TEZGAH_CUDA_DEC_VEC=0 TEZGAH_CUDA_DEC_CHUNK=16; do
+    env $e TEZGAH_TEST_FILTER=test_attention_decode TEZGAH_CUDA_REQUIRED=1 timeout 30 "$dir/bin/$t" \
+      > "$out/$t.$e.log" 2>&1
     r=$?
-    echo "$t test_attention_decode TEZGAH_CUDA_DEC_CHUNK=$ch: $( ((r == 0)) && echo passed || echo "FAILED exit $r")" |
-      tee -a "$out/tests.txt"
+    echo "$t test_attention_decode $e: $( ((r == 0)) && echo passed || echo "FAILED exit $r")" | tee -a "$out/tests.txt"
   done
 else
   echo "$t: not in the pack" | tee -a "$out/tests.txt"
@@ -104,16 +101,8 @@ same "greedy 100 tokens fp32, cuda vs cpu" "$w/g.cpu" "$w/g.cuda"
 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16a" 2>> "$out/cli.err"
 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16b" 2>> "$out/cli.err"
 same "bf16 greedy --batch 16, run to run" "$w/s16a" "$w/s16b"
-# detached exit: the whole output through a pipe (the reader sees EOF when the process ends)
-TEZGAH_DETACH_EXIT=1 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 2>> "$out/cli.err" | cat > "$w/s16c"
-same "bf16 --batch 16 through a pipe, TEZGAH_DETACH_EXIT=1 vs default" "$w/s16a" "$w/s16c"
-TEZGAH_QUICK_EXIT=0 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16d" 2>> "$out/cli.err"
-same "bf16 --batch 16, TEZGAH_QUICK_EXIT=0 (all freed) vs default" "$w/s16a" "$w/s16d"
-TEZGAH_CUDA_UPLOAD_THREADS=1 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16e" 2>> "$out/cli.err"
-same "bf16 --batch 16, upload on 1 thread vs 4" "$w/s16a" "$w/s16e"
-S --backend cuda --tokens 200 --seed 9 > "$w/s1a" 2>> "$out/cli.err"
-TEZGAH_DETACH_EXIT=1 S --backend cuda --tokens 200 --seed 9 > "$w/s1b" 2>> "$out/cli.err"
-same "bf16 sampled batch 1, TEZGAH_DETACH_EXIT=1 vs default" "$w/s1a" "$w/s1b"
+TEZGAH_EXIT_RESET=1 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 2>> "$out/cli.err" | cat > "$w/s16c"
+same "bf16 --batch 16 through a pipe, TEZGAH_EXIT_RESET=1 vs default" "$w/s16a" "$w/s16c"
 sleep 0.3
 left=$(pgrep -c -f "$tz sample" 2> /dev/null || true)
 echo "tezgah sample processes left after the checks: ${left:-0}" | tee -a "$out/cli.txt"
@@ -147,64 +136,56 @@ print(f"{label}\t{b}\t{d:.3f}\t{1000 * b / d:.0f}\t{ms:.3f}\t{load:.3f}\t{wt:.3f
 PY
 }
 for b in 1 16; do
-  for i in 1 2 3; do run default $b; run detach $b TEZGAH_DETACH_EXIT=1; done
-  for i in 1 2; do run upload1 $b TEZGAH_CUDA_UPLOAD_THREADS=1; done
-  run lazy $b CUDA_MODULE_LOADING=LAZY
-  run chunk32 $b TEZGAH_CUDA_DEC_CHUNK=32
-  run chunk128 $b TEZGAH_CUDA_DEC_CHUNK=128
-  run loop128 $b TEZGAH_DECODE_CHUNK=128
-  run freed $b TEZGAH_QUICK_EXIT=0
+  other=64; ((b > 7)) && other=32
+  for i in 1 2 3; do
+    run default $b
+    run vec0 $b TEZGAH_CUDA_DEC_VEC=0
+    run reset $b TEZGAH_EXIT_RESET=1
+  done
+  for i in 1 2; do run detach $b TEZGAH_DETACH_EXIT=1; done
+  run chunk$other $b TEZGAH_CUDA_DEC_CHUNK=$other
+  ((b == 1)) && run vec0chunk64 $b TEZGAH_CUDA_DEC_VEC=0 TEZGAH_CUDA_DEC_CHUNK=64
 done
 
 echo "== 4. start-up phases"
-for b in 1 16; do
-  for v in default detach; do
-    env=(); [[ $v == detach ]] && env=(TEZGAH_DETACH_EXIT=1)
-    t0=$(date +%s.%N)
-    env "${env[@]}" TEZGAH_VERBOSE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 1000 \
-      --ignore-eot --temperature 0 --batch $b --stats > /dev/null 2> "$out/verbose$b$v.txt"
-    t1=$(date +%s.%N)
-    [[ $v == detach ]] && sleep 0.25
-    {
-      echo "batch $b, $v:"
-      grep -E "^cuda: start-up|^sample: start-up|^sample: cuda|^sample: teardown" "$out/verbose$b$v.txt" |
-        sed -e 's/ (cuBLASLt.*//' -e 's/; epoch.*//' -e 's/^/  /' | cut -c1-230
-      awk -v a="$t0" -v z="$t1" 'BEGIN { printf "  process %.3f s\n", z - a }'
-    } | tee -a "$out/phases.txt"
-  done
-done
+t0=$(date +%s.%N)
+TEZGAH_VERBOSE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 1000 --ignore-eot --temperature 0 \
+  --batch 16 --stats > /dev/null 2> "$out/verbose16.txt"
+t1=$(date +%s.%N)
+{
+  echo "batch 16, default:"
+  grep -E "^cuda: start-up|^sample: start-up|^sample: cuda" "$out/verbose16.txt" |
+    sed -e 's/ (cuBLASLt.*//' -e 's/; epoch.*//' -e 's/^/  /' | cut -c1-230
+  awk -v a="$t0" -v z="$t1" 'BEGIN { printf "  process %.3f s\n", z - a }'
+} | tee -a "$out/phases.txt"
 one() { # label [env...]: a 1-token process, batch 1
   local label=$1; shift
   local t0 t1
   t0=$(date +%s.%N)
-  env "$@" "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 1 --temperature 0 --stats \
+  env "$@" TEZGAH_VERBOSE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 1 --temperature 0 --stats \
     > /dev/null 2> "$w/one.txt"
   t1=$(date +%s.%N)
   [[ $* == *TEZGAH_DETACH_EXIT=1* ]] && sleep 0.25
-  local e1
+  local e1 rs
   e1=$(sed -n 's/^sample: teardown.*epoch [0-9.]* \.\. \([0-9.]*\) s.*/\1/p' "$w/one.txt")
-  awk -v l="$label" -v a="$t0" -v z="$t1" -v e1="${e1:-0}" \
-    'BEGIN { printf "1-token process (%s): %.3f s, after the command %.3f s\n", l, z - a, z - e1 }' | tee -a "$out/phases.txt"
+  rs=$(sed -n 's/^exit: cudaDeviceReset \([0-9.]*\) ms/, of which cudaDeviceReset \1 ms/p' "$w/one.txt")
+  awk -v l="$label" -v a="$t0" -v z="$t1" -v e1="${e1:-0}" -v rs="$rs" \
+    'BEGIN { printf "1-token process (%s): %.3f s, after the command %.3f s%s\n", l, z - a, z - e1, rs }' | tee -a "$out/phases.txt"
 }
-one default
-one default
-one detached TEZGAH_DETACH_EXIT=1
-one detached TEZGAH_DETACH_EXIT=1
+for i in 1 2; do one default; one reset TEZGAH_EXIT_RESET=1; done
 # per-op profiles per decoding step (ops one by one, not recorded: each op's own time; 200 tokens)
-for pv in "1 64" "1 32" "16 64" "16 32"; do
-  read -r b ch <<< "$pv"
-  TEZGAH_CUDA_DEC_CHUNK=$ch TEZGAH_PROFILE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 200 \
-    --batch $b --ignore-eot --temperature 0 --stats > /dev/null 2> "$out/profile$b.$ch.txt"
-  echo "per-op b$b chunk $ch (ms/step, calls): $(awk '$2 ~ /^[0-9.]+$/ && $1 != "total" && NR > 2 && n++ < 5 { printf "%s %s (%s), ", $1, $2, $3 } $1 == "total" { printf "total %s", $2 }' "$out/profile$b.$ch.txt")" |
+for pv in "1 1" "1 0" "16 1" "16 0"; do
+  read -r b vec <<< "$pv"
+  TEZGAH_CUDA_DEC_VEC=$vec TEZGAH_PROFILE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 200 \
+    --batch $b --ignore-eot --temperature 0 --stats > /dev/null 2> "$out/profile$b.$vec.txt"
+  echo "per-op b$b DEC_VEC=$vec (ms/step, calls): $(awk '$2 ~ /^[0-9.]+$/ && $1 != "total" && NR > 2 && n++ < 4 { printf "%s %s (%s), ", $1, $2, $3 } $1 == "total" { printf "total %s", $2 }' "$out/profile$b.$vec.txt")" |
     tee -a "$out/phases.txt"
 done
-t0=$(date +%s.%N); "$tz" --version > /dev/null; t1=$(date +%s.%N)
-awk -v a="$t0" -v z="$t1" 'BEGIN { printf "tezgah --version (exec, libraries): %.3f s\n", z - a }' | tee -a "$out/phases.txt"
 
 echo "== 5. peer: transformers generate (fp32; batch 1, 16; 1,000 tokens)"
 if python3 -c "import torch, transformers" 2> /dev/null; then
   "$tz" convert --to hf "$w/run" --out "$w/hf" > /dev/null 2> "$out/convert.err" || tail -3 "$out/convert.err"
-  lim=$((140 - (SECONDS - t_all)))
+  lim=$((112 - (SECONDS - t_all)))
   ((lim < 25)) && lim=25
   timeout $lim python3 bench/hf_generate.py "$w/hf" --tokens 1000 --batch 1,16 --dtype fp32 2>&1 |
     grep -E "^peer" | tee "$out/peer.log"
@@ -213,7 +194,7 @@ else
 fi
 rm -rf "$w"
 
-echo "== 6. summary (cudadec5; gpu: $gpu)"
+echo "== 6. summary (cudadec5 round 2; gpu: $gpu)"
 cat "$out/tests.txt"
 echo "cli checks: $(grep -c ': identical$' "$out/cli.txt") identical, $(grep -c ': DIFFERENT$\|: FAILED' "$out/cli.txt") not"
 grep -v ': identical$' "$out/cli.txt"

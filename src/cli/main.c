@@ -243,6 +243,12 @@ int main(int argc, char **argv) {
     int quick = qe && *qe ? strcmp(qe, "0") != 0 : tz_backend_cuda_was_created();
     if (quick) {
       fflush(NULL);
+      const char *rs = getenv("TEZGAH_EXIT_RESET"); /* A/B: the context torn down before the exit */
+      if (rs && *rs && strcmp(rs, "0") != 0 && tz_backend_cuda_was_created()) {
+        double ms = tz_backend_cuda_reset_device();
+        const char *vb = getenv("TEZGAH_VERBOSE");
+        if (vb && *vb && strcmp(vb, "0") != 0) fprintf(stderr, "exit: cudaDeviceReset %.1f ms\n", ms);
+      }
 #if defined(__linux__)
       const char *de = getenv("TEZGAH_DETACH_EXIT");
       if (de && *de && strcmp(de, "0") != 0 && tz_backend_cuda_was_created()) detach_exit(rc);
