@@ -7,6 +7,9 @@
 #     TEZGAH_CUDA_DEC_VEC=0 runs round 1's kernel (attn_decode_k). Both merge the splits'
 #     partials through shared memory now (the same sums in the same order as round 1's loop);
 #   - keys per block 32 at B <= 7 rows (the gemv regime), 64 above; TEZGAH_CUDA_DEC_CHUNK overrides;
+#   - mma_k (8..16 rows) and gemv_k (1 row, no norm) load a round's pieces of a together
+#     (PRE; nvcc did not hoist them): TEZGAH_CUDA_MMA_PREA=0 loads them one by one as round 1
+#     (the same bits: the CLI checks say "identical");
 #   - TEZGAH_EXIT_RESET=1 (A/B only): cudaDeviceReset() before the quick exit; does tearing the
 #     context down in the process make the time after the command shorter in all?
 #   - TEZGAH_DETACH_EXIT=1 stays opt-in (it moves the ~0.1 s teardown out of the measured
@@ -25,11 +28,12 @@
 #    each "identical" or not: greedy fp32 CUDA vs CPU; bf16 batch 16 run to run;
 #    TEZGAH_EXIT_RESET=1 (through a pipe) vs default.
 # 3. Timing, whole process (wall clock around the command), 1,000 new tokens (--ignore-eot),
-#    empty prompt, greedy bf16, batch 1 and 16: default, TEZGAH_CUDA_DEC_VEC=0 and
-#    TEZGAH_EXIT_RESET=1 x3 each (interleaved), detached x2, the other key chunk x1 (and at
-#    batch 1 round 1's setting: VEC=0 with chunk 64); per row min and median.
+#    empty prompt, greedy bf16, batch 1 and 16: default, round1 (round 1's kernels:
+#    TEZGAH_CUDA_DEC_VEC=0 TEZGAH_CUDA_MMA_PREA=0, at batch 1 TEZGAH_CUDA_DEC_CHUNK=64) and
+#    TEZGAH_EXIT_RESET=1 x3 each (interleaved); VEC=0 alone, PREA=0 alone, detached x2; the
+#    other key chunk x1; per row min and median.
 # 4. Start-up phases at batch 16 (TEZGAH_VERBOSE=1), 1-token processes default / reset x2,
-#    per-op profiles (TEZGAH_PROFILE=1) at batch 1 and 16, default and VEC=0.
+#    per-op profiles (TEZGAH_PROFILE=1) at batch 1 and 16, default and round 1's kernels.
 # 5. The peer: transformers generate() fp32, batch 1 and 16, 1,000 tokens, same weights
 #    (bench/hf_generate.py on `tezgah convert --to hf`), cut at 112 s of the script.
 # 6. The summary LAST (the output's tail is what comes back): tests, checks, phases, the table.
@@ -103,6 +107,11 @@ S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16b" 2>
 same "bf16 greedy --batch 16, run to run" "$w/s16a" "$w/s16b"
 TEZGAH_EXIT_RESET=1 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 2>> "$out/cli.err" | cat > "$w/s16c"
 same "bf16 --batch 16 through a pipe, TEZGAH_EXIT_RESET=1 vs default" "$w/s16a" "$w/s16c"
+TEZGAH_CUDA_MMA_PREA=0 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16d" 2>> "$out/cli.err"
+same "bf16 greedy --batch 16, TEZGAH_CUDA_MMA_PREA=0 (a loaded chunk by chunk) vs default" "$w/s16a" "$w/s16d"
+S --backend cuda --tokens 200 --temperature 0 > "$w/s1a" 2>> "$out/cli.err"
+TEZGAH_CUDA_MMA_PREA=0 S --backend cuda --tokens 200 --temperature 0 > "$w/s1b" 2>> "$out/cli.err"
+same "bf16 greedy batch 1, TEZGAH_CUDA_MMA_PREA=0 vs default" "$w/s1a" "$w/s1b"
 sleep 0.3
 left=$(pgrep -c -f "$tz sample" 2> /dev/null || true)
 echo "tezgah sample processes left after the checks: ${left:-0}" | tee -a "$out/cli.txt"
@@ -137,14 +146,18 @@ PY
 }
 for b in 1 16; do
   other=64; ((b > 7)) && other=32
+  r1=(TEZGAH_CUDA_DEC_VEC=0 TEZGAH_CUDA_MMA_PREA=0); ((b == 1)) && r1+=(TEZGAH_CUDA_DEC_CHUNK=64)
   for i in 1 2 3; do
     run default $b
-    run vec0 $b TEZGAH_CUDA_DEC_VEC=0
+    run round1 $b "${r1[@]}"
     run reset $b TEZGAH_EXIT_RESET=1
   done
-  for i in 1 2; do run detach $b TEZGAH_DETACH_EXIT=1; done
+  for i in 1 2; do
+    run vec0 $b TEZGAH_CUDA_DEC_VEC=0
+    run prea0 $b TEZGAH_CUDA_MMA_PREA=0
+    run detach $b TEZGAH_DETACH_EXIT=1
+  done
   run chunk$other $b TEZGAH_CUDA_DEC_CHUNK=$other
-  ((b == 1)) && run vec0chunk64 $b TEZGAH_CUDA_DEC_VEC=0 TEZGAH_CUDA_DEC_CHUNK=64
 done
 
 echo "== 4. start-up phases"
@@ -154,7 +167,7 @@ TEZGAH_VERBOSE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --token
 t1=$(date +%s.%N)
 {
   echo "batch 16, default:"
-  grep -E "^cuda: start-up|^sample: start-up|^sample: cuda" "$out/verbose16.txt" |
+  grep -E "^cuda: start-up|^cuda: attention_decode|^sample: start-up|^sample: cuda" "$out/verbose16.txt" |
     sed -e 's/ (cuBLASLt.*//' -e 's/; epoch.*//' -e 's/^/  /' | cut -c1-230
   awk -v a="$t0" -v z="$t1" 'BEGIN { printf "  process %.3f s\n", z - a }'
 } | tee -a "$out/phases.txt"
@@ -173,12 +186,15 @@ one() { # label [env...]: a 1-token process, batch 1
     'BEGIN { printf "1-token process (%s): %.3f s, after the command %.3f s%s\n", l, z - a, z - e1, rs }' | tee -a "$out/phases.txt"
 }
 for i in 1 2; do one default; one reset TEZGAH_EXIT_RESET=1; done
+echo "run dir (the checkpoint read and verified at start-up): $(du -sm "$w/run" | cut -f1) MB: $(cd "$w/run" && ls -s --block-size=M | tail -n +2 | tr -s ' ' | tr '\n' ';')" |
+  cut -c1-200 | tee -a "$out/phases.txt"
 # per-op profiles per decoding step (ops one by one, not recorded: each op's own time; 200 tokens)
-for pv in "1 1" "1 0" "16 1" "16 0"; do
-  read -r b vec <<< "$pv"
-  TEZGAH_CUDA_DEC_VEC=$vec TEZGAH_PROFILE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 200 \
-    --batch $b --ignore-eot --temperature 0 --stats > /dev/null 2> "$out/profile$b.$vec.txt"
-  echo "per-op b$b DEC_VEC=$vec (ms/step, calls): $(awk '$2 ~ /^[0-9.]+$/ && $1 != "total" && NR > 2 && n++ < 4 { printf "%s %s (%s), ", $1, $2, $3 } $1 == "total" { printf "total %s", $2 }' "$out/profile$b.$vec.txt")" |
+for pv in "1 1" "1 0" "16 1" "16 0"; do # 1: default; 0: round 1's kernels (VEC=0, PREA=0; chunk 64)
+  read -r b v <<< "$pv"
+  env=(); ((v == 0)) && env=(TEZGAH_CUDA_DEC_VEC=0 TEZGAH_CUDA_MMA_PREA=0 TEZGAH_CUDA_DEC_CHUNK=64)
+  env "${env[@]}" TEZGAH_PROFILE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 200 \
+    --batch $b --ignore-eot --temperature 0 --stats > /dev/null 2> "$out/profile$b.$v.txt"
+  echo "per-op b$b $( ((v)) && echo default || echo round1) (ms/step, calls): $(awk '$2 ~ /^[0-9.]+$/ && $1 != "total" && NR > 2 && n++ < 4 { printf "%s %s (%s), ", $1, $2, $3 } $1 == "total" { printf "total %s", $2 }' "$out/profile$b.$v.txt")" |
     tee -a "$out/phases.txt"
 done
 

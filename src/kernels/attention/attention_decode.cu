@@ -41,6 +41,7 @@
  * chunk, so it is the same for every B within a regime (as the matmuls: gemv_k below the
  * crossover, mma_k above) but not across the crossover. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -348,11 +349,21 @@ void grow(tz_backend *be, void **p, size_t *have, size_t want, int zero) {
 }
 template <class T>
 void launch_decode(dim3 grid, cudaStream_t st, int pdl, T *o, T *kc, T *vc, const T *x, const int *p, float *part,
-                   unsigned *cnt, int H, int rep, int hd, int qs, int kvrow, int maxT, int nsplit, int chunk, float scale) {
+                   unsigned *cnt, int H, int rep, int hd, int qs, int kvrow, int maxT, int nsplit, int chunk, float scale,
+                   int verbose) {
   const dim3 blk(DEC_WARPS * 32);
   constexpr int VEC = 16 / (int)sizeof(T);
-  if (!dec_vec_off() && hd % VEC == 0 && kvrow % VEC == 0 && qs % VEC == 0 && hd <= 32 * VEC && tzc_aligned16(kc) &&
-      tzc_aligned16(vc) && tzc_aligned16(x)) {
+  const bool vec = !dec_vec_off() && hd % VEC == 0 && kvrow % VEC == 0 && qs % VEC == 0 && hd <= 32 * VEC &&
+                   tzc_aligned16(kc) && tzc_aligned16(vc) && tzc_aligned16(x);
+  static int told = 0; /* TEZGAH_VERBOSE: which kernel, once a process */
+  if (verbose && !told) {
+    told = 1;
+    fprintf(stderr, "cuda: attention_decode: %s, %d keys a block, %d rows\n",
+            vec ? "attn_decode_v (16-byte loads)" : dec_vec_off() ? "attn_decode_k (TEZGAH_CUDA_DEC_VEC=0)"
+                                                                  : "attn_decode_k (rows not 16-byte aligned)",
+            chunk, (int)grid.z);
+  }
+  if (vec) {
     const int nv = hd / VEC; /* lanes a key: the power of two ≥ nv, at least 2 */
     if (nv <= 2)
       tzc_launch_pdl(attn_decode_v<T, 2>, grid, blk, st, pdl, o, kc, vc, x, p, part, cnt, H, rep, hd, qs, kvrow, maxT, nsplit, chunk, scale);
@@ -409,5 +420,5 @@ extern "C" void tzc_attention_decode(tz_backend *be, tz_slice out, tz_slice kcac
   const int pdl = tzc(be)->pdl;
   TZC_DISPATCH_ACT(be, launch_decode<T>(grid, st, pdl, (T *)tzc_ptr(out), (T *)tzc_ptr(kcache), (T *)tzc_ptr(vcache),
                                         (const T *)tzc_ptr(qkv), (const int *)tzc_ptr(pos), part, cnt, n_head, rep,
-                                        head_dim, q_stride, kvrow, max_T, nsplit, chunk, scale));
+                                        head_dim, q_stride, kvrow, max_T, nsplit, chunk, scale, tzc(be)->verbose));
 }
