@@ -10,6 +10,8 @@
 #   - mma_k (8..16 rows) and gemv_k (1 row, no norm) load a round's pieces of a together
 #     (PRE; nvcc did not hoist them): TEZGAH_CUDA_MMA_PREA=0 loads them one by one as round 1
 #     (the same bits: the CLI checks say "identical");
+#   - sample: one-token prompts (an empty prompt) of B > 1 rows prefilled by one batched step
+#     (B one-row forwards before: ~10 ms at batch 16, round 1's "prefill" column);
 #   - TEZGAH_EXIT_RESET=1 (A/B only): cudaDeviceReset() before the quick exit; does tearing the
 #     context down in the process make the time after the command shorter in all?
 #   - TEZGAH_DETACH_EXIT=1 stays opt-in (it moves the ~0.1 s teardown out of the measured
@@ -25,7 +27,7 @@
 #    TEZGAH_CUDA_DEC_CHUNK=64 (batch 16's chunk, for every case); on a failure each case alone,
 #    to name it; test_attention_decode under TEZGAH_CUDA_DEC_VEC=0 and TEZGAH_CUDA_DEC_CHUNK=16.
 # 2. A GPT-2 124M-shaped run made on the spot (train 20 steps, B 4, T 256), then CLI checks,
-#    each "identical" or not: greedy fp32 CUDA vs CPU; bf16 batch 16 run to run;
+#    each "identical" or not: greedy fp32 CUDA vs CPU (batch 1 and 2); bf16 batch 16 run to run;
 #    TEZGAH_EXIT_RESET=1 (through a pipe) vs default.
 # 3. Timing, whole process (wall clock around the command), 1,000 new tokens (--ignore-eot),
 #    empty prompt, greedy bf16, batch 1 and 16: default, round1 (round 1's kernels:
@@ -102,6 +104,10 @@ same() {
 S --backend cpu --precision fp32 --temperature 0 --tokens 100 > "$w/g.cpu" 2>> "$out/cli.err"
 S --backend cuda --precision fp32 --temperature 0 --tokens 100 > "$w/g.cuda" 2>> "$out/cli.err"
 same "greedy 100 tokens fp32, cuda vs cpu" "$w/g.cpu" "$w/g.cuda"
+# batch 2: the one-step prefill of one-token prompts (generate.c), 2-row kernels, chunk 32
+S --backend cpu --precision fp32 --temperature 0 --tokens 100 --batch 2 > "$w/g2.cpu" 2>> "$out/cli.err"
+S --backend cuda --precision fp32 --temperature 0 --tokens 100 --batch 2 > "$w/g2.cuda" 2>> "$out/cli.err"
+same "greedy 100 tokens fp32 --batch 2, cuda vs cpu" "$w/g2.cpu" "$w/g2.cuda"
 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16a" 2>> "$out/cli.err"
 S --backend cuda --tokens 200 --batch 16 --seed 5 --temperature 0 > "$w/s16b" 2>> "$out/cli.err"
 same "bf16 greedy --batch 16, run to run" "$w/s16a" "$w/s16b"
