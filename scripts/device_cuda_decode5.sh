@@ -12,6 +12,8 @@
 #     (the same bits: the CLI checks say "identical");
 #   - sample: one-token prompts (an empty prompt) of B > 1 rows prefilled by one batched step
 #     (B one-row forwards before: ~10 ms at batch 16, round 1's "prefill" column);
+#   - the checkpoint's sections hashed on threads (params, adam_m, adam_v: 1.5 GB on one thread
+#     took ~255 ms beside the ~280 ms CUDA start-up): the start-up phases show both;
 #   - TEZGAH_EXIT_RESET=1 (A/B only): cudaDeviceReset() before the quick exit; does tearing the
 #     context down in the process make the time after the command shorter in all?
 #   - TEZGAH_DETACH_EXIT=1 stays opt-in (it moves the ~0.1 s teardown out of the measured
@@ -34,7 +36,7 @@
 #    TEZGAH_CUDA_DEC_VEC=0 TEZGAH_CUDA_MMA_PREA=0, at batch 1 TEZGAH_CUDA_DEC_CHUNK=64) and
 #    TEZGAH_EXIT_RESET=1 x3 each (interleaved); VEC=0 alone, PREA=0 alone, detached x2; the
 #    other key chunk x1; per row min and median.
-# 4. Start-up phases at batch 16 (TEZGAH_VERBOSE=1), 1-token processes default / reset x2,
+# 4. Start-up phases at batch 1 and 16 (TEZGAH_VERBOSE=1), 1-token processes default / reset x2,
 #    per-op profiles (TEZGAH_PROFILE=1) at batch 1 and 16, default and round 1's kernels.
 # 5. The peer: transformers generate() fp32, batch 1 and 16, 1,000 tokens, same weights
 #    (bench/hf_generate.py on `tezgah convert --to hf`), cut at 112 s of the script.
@@ -167,16 +169,18 @@ for b in 1 16; do
 done
 
 echo "== 4. start-up phases"
-t0=$(date +%s.%N)
-TEZGAH_VERBOSE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 1000 --ignore-eot --temperature 0 \
-  --batch 16 --stats > /dev/null 2> "$out/verbose16.txt"
-t1=$(date +%s.%N)
-{
-  echo "batch 16, default:"
-  grep -E "^cuda: start-up|^cuda: attention_decode|^sample: start-up|^sample: cuda" "$out/verbose16.txt" |
-    sed -e 's/ (cuBLASLt.*//' -e 's/; epoch.*//' -e 's/^/  /' | cut -c1-230
-  awk -v a="$t0" -v z="$t1" 'BEGIN { printf "  process %.3f s\n", z - a }'
-} | tee -a "$out/phases.txt"
+for b in 1 16; do
+  t0=$(date +%s.%N)
+  TEZGAH_VERBOSE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 1000 --ignore-eot --temperature 0 \
+    --batch $b --stats > /dev/null 2> "$out/verbose$b.txt"
+  t1=$(date +%s.%N)
+  {
+    echo "batch $b, default:"
+    grep -E "^cuda: start-up|^cuda: attention_decode|^sample: start-up|^sample: cuda" "$out/verbose$b.txt" |
+      sed -e 's/ (cuBLASLt.*//' -e 's/; epoch.*//' -e 's/^/  /' | cut -c1-230
+    awk -v a="$t0" -v z="$t1" 'BEGIN { printf "  process %.3f s\n", z - a }'
+  } | tee -a "$out/phases.txt"
+done
 one() { # label [env...]: a 1-token process, batch 1
   local label=$1; shift
   local t0 t1
