@@ -11,7 +11,8 @@
 #     (PRE; nvcc did not hoist them): TEZGAH_CUDA_MMA_PREA=0 loads them one by one as round 1
 #     (the same bits: the CLI checks say "identical");
 #   - sample: one-token prompts (an empty prompt) of B > 1 rows prefilled by one batched step
-#     (B one-row forwards before: ~10 ms at batch 16, round 1's "prefill" column);
+#     (B one-row forwards before: ~10 ms at batch 16, round 1's "prefill" column;
+#     TEZGAH_PREFILL_ROWS=1: as before, in the round1 rows);
 #   - the checkpoint's sections hashed on threads (params, adam_m, adam_v: 1.5 GB on one thread
 #     took ~255 ms beside the ~280 ms CUDA start-up): the start-up phases show both;
 #   - TEZGAH_EXIT_RESET=1 (A/B only): cudaDeviceReset() before the quick exit; does tearing the
@@ -32,8 +33,9 @@
 #    each "identical" or not: greedy fp32 CUDA vs CPU (batch 1 and 2); bf16 batch 16 run to run;
 #    TEZGAH_EXIT_RESET=1 (through a pipe) vs default.
 # 3. Timing, whole process (wall clock around the command), 1,000 new tokens (--ignore-eot),
-#    empty prompt, greedy bf16, batch 1 and 16: default, round1 (round 1's kernels:
-#    TEZGAH_CUDA_DEC_VEC=0 TEZGAH_CUDA_MMA_PREA=0, at batch 1 TEZGAH_CUDA_DEC_CHUNK=64) and
+#    empty prompt, greedy bf16, batch 1 and 16: default, round1 (round 1's kernels and prefill:
+#    TEZGAH_CUDA_DEC_VEC=0 TEZGAH_CUDA_MMA_PREA=0 TEZGAH_PREFILL_ROWS=1, at batch 1
+#    TEZGAH_CUDA_DEC_CHUNK=64; the checkpoint threads stay) and
 #    TEZGAH_EXIT_RESET=1 x3 each (interleaved); VEC=0 alone, PREA=0 alone, detached x2; the
 #    other key chunk x1; per row min and median.
 # 4. Start-up phases at batch 1 and 16 (TEZGAH_VERBOSE=1), 1-token processes default / reset x2,
@@ -154,7 +156,7 @@ PY
 }
 for b in 1 16; do
   other=64; ((b > 7)) && other=32
-  r1=(TEZGAH_CUDA_DEC_VEC=0 TEZGAH_CUDA_MMA_PREA=0); ((b == 1)) && r1+=(TEZGAH_CUDA_DEC_CHUNK=64)
+  r1=(TEZGAH_CUDA_DEC_VEC=0 TEZGAH_CUDA_MMA_PREA=0 TEZGAH_PREFILL_ROWS=1); ((b == 1)) && r1+=(TEZGAH_CUDA_DEC_CHUNK=64)
   for i in 1 2 3; do
     run default $b
     run round1 $b "${r1[@]}"

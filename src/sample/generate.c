@@ -176,8 +176,10 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
   /* prefill. Every row a one-token prompt (an empty --prompt: <|endoftext|>) on a backend with the
    * fused step: one batched step at position 0 instead of B one-row forwards (each ~62 kernels
    * launched one by one: ~10 ms at B = 16 on the H200, 2026-12-03). The same ops a decoding step
-   * runs (the first, unrecorded use of the step; rows computed as in every later step). */
-  int one_step = B > 1 && tz_model_step_fused(m);
+   * runs (the first, unrecorded use of the step; rows computed as in every later step).
+   * TEZGAH_PREFILL_ROWS=1: row by row as before (an A/B). */
+  const char *pr = getenv("TEZGAH_PREFILL_ROWS");
+  int one_step = B > 1 && tz_model_step_fused(m) && !(pr && *pr && strcmp(pr, "0") != 0);
   for (int b = 0; b < B && one_step; b++) one_step = n0[b] == 1;
   if (one_step) {
     int32_t *t0 = tz_malloc((size_t)B * sizeof *t0), *p0 = tz_calloc((size_t)B, sizeof *p0);
