@@ -24,11 +24,18 @@
 #   or all of it: bash scripts/device_cuda.sh tests bench peer
 # (cmocka prints one line per test; CMOCKA_MESSAGE_OUTPUT=stdout is the default.)
 #
-#   bash scripts/device_pack.sh [extra cmake args...]     e.g. -DCMAKE_CUDA_ARCHITECTURES=90-real
+#   bash scripts/device_pack.sh [DIR] [extra cmake args...]     e.g. pack -DCMAKE_CUDA_ARCHITECTURES=90-real
+# DIR (a first argument not starting with '-'): the pack's folder instead of .dev/, relative to
+# the repository root or absolute. TZ_PACK_TARGETS="tezgah test_cuda_decode": only those
+# programs (a smaller pack, a shorter build) instead of tezgah + every CUDA test and bench.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build-dev
 out=$root/.dev
+if (($#)) && [[ $1 != -* ]]; then
+  [[ $1 == /* ]] && out=$1 || out=$root/$1
+  shift
+fi
 t0=$SECONDS
 mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v4 \
@@ -37,6 +44,7 @@ targets=(tezgah)
 for f in "$root"/tests/test_cuda_*.c "$root"/bench/bench_*.c; do
   [[ -f $f ]] && targets+=("$(basename "$f" .c)")
 done
+if [[ -n ${TZ_PACK_TARGETS:-} ]]; then read -r -a targets <<< "$TZ_PACK_TARGETS"; fi
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >"$build/build.log" 2>&1 ||
   { tail -40 "$build/build.log" >&2; exit 1; }
 rm -rf "$out"

@@ -3,8 +3,9 @@
  * copy_rows and attention_fwd (the reference path of src/model/model.c).
  *
  * Ops:
- * - attention_decode: B = 3 rows at positions 0, 63 and 200 (one split, the edge of the first
- *   64-key split, four splits) of a 256-position cache, 4 query heads on 2 kv heads, head_dim
+ * - attention_decode: B = 3 rows at positions 0, 63 and 200 (with 32 keys a block, the default
+ *   at 3 rows: one split, the edge of the second split, seven splits; TEZGAH_CUDA_DEC_CHUNK=64:
+ *   one, the edge of the first, four) of a 256-position cache, 4 query heads on 2 kv heads, head_dim
  *   64 (bf16 and fp32) and 32 (fp32); reference: the CPU's attention_fwd with Tq = 1 at
  *   q_pos0 = pos[b] over that row's cache with the new key appended. Tolerances as
  *   test_cuda_attention.c: fp32 rtol 2e-5 atol 5e-6; bf16 (inputs rounded to bf16, the CPU

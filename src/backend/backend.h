@@ -342,6 +342,11 @@ int tz_backend_check(const char *name, const char *precision);
 /* 1 when tz_backend_create has made a CUDA backend in this process (main.c: such a process
  * leaves without the CUDA runtime's exit-time context teardown; TEZGAH_QUICK_EXIT). */
 int tz_backend_cuda_was_created(void);
+/* TEZGAH_EXIT_RESET=1 (an A/B of the exit, scripts/device_cuda_decode5.sh): main.c calls this
+ * before its quick exit. CUDA: cudaDeviceReset() (the primary context, its memory and modules
+ * torn down by the runtime before the process ends, instead of by the driver when the process's
+ * device files close); returns the milliseconds it took. Without CUDA: 0, nothing done. */
+double tz_backend_cuda_reset_device(void);
 
 /* The WebGPU backend (src/backend/webgpu): Dawn loaded at run time (TEZGAH_WEBGPU_LIB or
  * the repository's .deps/dawn/). precision: NULL / "" (f16 where the adapter offers ShaderF16,

@@ -1,11 +1,13 @@
 /* tezgah sample [RUN_DIR|CKPT]: stream generated text to stdout. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "sample/sampler.h"
 #include "tezgah.h"
 
 static const char *HELP =
@@ -90,5 +92,7 @@ int tz_cmd_sample(int argc, char **argv) {
     tz_err("sample: unexpected argument '%s' (see tezgah sample --help)", argv[optind]);
     return tz_cli_fail();
   }
+  const char *qe = getenv("TEZGAH_QUICK_EXIT"); /* main.c's quick exit after a CUDA backend */
+  tz_sample_process_exits_after(!qe || !*qe || strcmp(qe, "0") != 0);
   return tz_sample(&o, stdout) ? tz_cli_fail() : 0;
 }

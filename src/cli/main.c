@@ -114,6 +114,14 @@ static int runs_no_team(char **argv) {
     if (!strcmp(argv[1], none[i])) return 1;
   for (int i = 2; argv[i]; i++)
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+  /* `sample --backend cuda`: the model runs on the GPU (the weight upload's 4 copy threads
+   * run once, for ~20 ms); the probe's 2 ms of sleeps would be most of the time before the
+   * command starts */
+  if (!strcmp(argv[1], "sample"))
+    for (int i = 2; argv[i]; i++)
+      if ((!strcmp(argv[i], "--backend") && argv[i + 1] && !strcmp(argv[i + 1], "cuda")) ||
+          !strcmp(argv[i], "--backend=cuda"))
+        return 1;
   return 0;
 }
 
@@ -123,6 +131,67 @@ static void set_wait_policy(char **argv) {
   if (pre && strstr(pre, "vgpreload")) return;
   if (spin_fits(argv) || setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
   execv("/proc/self/exe", argv); /* returns only on failure: run on with the default policy */
+}
+#endif
+
+#if defined(__linux__)
+/* TEZGAH_DETACH_EXIT=1 (Linux; only where the process leaves quickly, see main): the last
+ * reference to the CUDA driver's device files and to the address space passes to a short-lived
+ * child, so that the driver's context teardown (~0.1 s after `sample` returned, H200,
+ * 2026-12-02: freeing the context and its device memory when the last file reference closes
+ * and the mappings go) runs after the command's process has ended and its output is closed.
+ * The child shares the address space (CLONE_VM: the parent's exit then unmaps nothing) and
+ * holds copies of the /dev/nvidia* descriptors only (every other descriptor, stdout among
+ * them, is closed in it: a reader of the output sees its end when the parent ends); it waits
+ * for the parent's end (EOF on a pipe whose write end only the parent holds) and exits, which
+ * tears everything down as the parent's exit would have. Not the default: a measurement
+ * (scripts/device_cuda_decode5.sh) decides. 0 = done (does not return), -1 = not possible
+ * (the caller exits as before). */
+#include <dirent.h>
+#include <signal.h>
+#include <sys/mman.h>
+#define DETACH_MAX_FDS 1024
+typedef struct {
+  int pipe_r, n;
+  int fd[DETACH_MAX_FDS];
+} detach_job;
+static int detach_child(void *p) { /* CLONE_VM: only plain system calls here */
+  detach_job *j = p;
+  for (int i = 0; i < j->n; i++) close(j->fd[i]);
+  char b;
+  for (int i = 0; i < 100 && read(j->pipe_r, &b, 1) < 0; i++) {
+  } /* returns 0 (EOF) once the parent has ended; an interrupted read is tried again */
+  _exit(0);
+}
+static int detach_exit(int rc) {
+  static detach_job job; /* static: the child reads it after the parent's stack is gone */
+  int pp[2];
+  if (pipe(pp)) return -1;
+  job.pipe_r = pp[0];
+  job.n = 0;
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return -1;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    int fd = atoi(e->d_name);
+    char path[64], target[256];
+    if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d) || fd == pp[0]) continue;
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    target[n > 0 ? n : 0] = 0;
+    if (strncmp(target, "/dev/nvidia", 11) == 0) continue; /* kept by the child */
+    if (job.n == DETACH_MAX_FDS) {
+      closedir(d);
+      return -1;
+    }
+    job.fd[job.n++] = fd;
+  }
+  closedir(d);
+  size_t stack_bytes = 64 << 10;
+  char *stack = mmap(NULL, stack_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return -1;
+  if (clone(detach_child, stack + stack_bytes, CLONE_VM | SIGCHLD, &job) < 0) return -1;
+  _exit(rc); /* the write end of the pipe closes with this process */
 }
 #endif
 
@@ -174,6 +243,16 @@ int main(int argc, char **argv) {
     int quick = qe && *qe ? strcmp(qe, "0") != 0 : tz_backend_cuda_was_created();
     if (quick) {
       fflush(NULL);
+      const char *rs = getenv("TEZGAH_EXIT_RESET"); /* A/B: the context torn down before the exit */
+      if (rs && *rs && strcmp(rs, "0") != 0 && tz_backend_cuda_was_created()) {
+        double ms = tz_backend_cuda_reset_device();
+        const char *vb = getenv("TEZGAH_VERBOSE");
+        if (vb && *vb && strcmp(vb, "0") != 0) fprintf(stderr, "exit: cudaDeviceReset %.1f ms\n", ms);
+      }
+#if defined(__linux__)
+      const char *de = getenv("TEZGAH_DETACH_EXIT");
+      if (de && *de && strcmp(de, "0") != 0 && tz_backend_cuda_was_created()) detach_exit(rc);
+#endif
       _exit(rc);
     }
     return rc;

@@ -173,7 +173,22 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
   }
   tz_backend *be = m->be;
   double t_loaded = now_s();
-  for (int b = 0; b < B; b++) tz_model_feed_row(m, b, hist + (size_t)b * (maxT + 1), (int)n0[b], 0); /* prefill */
+  /* prefill. Every row a one-token prompt (an empty --prompt: <|endoftext|>) on a backend with the
+   * fused step: one batched step at position 0 instead of B one-row forwards (each ~62 kernels
+   * launched one by one: ~10 ms at B = 16 on the H200, 2026-12-03). The same ops a decoding step
+   * runs (the first, unrecorded use of the step; rows computed as in every later step).
+   * TEZGAH_PREFILL_ROWS=1: row by row as before (an A/B). */
+  const char *pr = getenv("TEZGAH_PREFILL_ROWS");
+  int one_step = B > 1 && tz_model_step_fused(m) && !(pr && *pr && strcmp(pr, "0") != 0);
+  for (int b = 0; b < B && one_step; b++) one_step = n0[b] == 1;
+  if (one_step) {
+    int32_t *t0 = tz_malloc((size_t)B * sizeof *t0), *p0 = tz_calloc((size_t)B, sizeof *p0);
+    for (int b = 0; b < B; b++) t0[b] = hist[(size_t)b * (maxT + 1)];
+    be->upload(be, m->infer.tokens, t0, (size_t)B * sizeof *t0);
+    tz_model_step(m, p0, B);
+    free(t0), free(p0);
+  } else
+    for (int b = 0; b < B; b++) tz_model_feed_row(m, b, hist + (size_t)b * (maxT + 1), (int)n0[b], 0);
   be->sync(be);
   double t_prefilled = now_s();
   /* TEZGAH_PROFILE's table is per decoding step: the weight upload and the prefill left out
@@ -405,17 +420,27 @@ static int read_prompts(const tz_sample_opts *o, char **data, char ***rows, int 
   return 0;
 }
 
+static int exits_after; /* tz_sample_process_exits_after */
+void tz_sample_process_exits_after(int yes) { exits_after = yes; }
+
 #define TZ_ERR_MAX_COPY 1024
-/* tz_run_open on a thread (tz_err is thread-local: the message is copied out). */
+/* tz_run_open on a thread, then the --tokenizer file when one is given (tz_err is thread-local:
+ * the message is copied out; tok_rc says which of the two failed). */
 typedef struct {
-  const char *model;
+  const char *model, *tok_spec;
+  tz_tokenizer *tok; /* --tokenizer's, when given and read */
+  int tok_rc;
   tz_run_file rf;
   int rc;
+  double t_done; /* now_s() when the checkpoint was read and verified */
   char err[TZ_ERR_MAX_COPY];
 } open_job;
 static void *open_thread(void *p) {
   open_job *j = p;
   j->rc = tz_run_open(j->model, &j->rf);
+  if (!j->rc && j->tok_spec && (j->tok_rc = tz_tok_load_spec(j->tok_spec, &j->tok)) != 0)
+    snprintf(j->err, sizeof j->err, "%s", tz_errmsg());
+  j->t_done = now_s();
   if (j->rc) snprintf(j->err, sizeof j->err, "%s", tz_errmsg());
   return NULL;
 }
@@ -453,7 +478,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   }
   /* The checkpoint is read and verified (checksums over every section) on a thread while the
    * backend starts (CUDA: driver, context, cuBLASLt: a few hundred ms each, side by side). */
-  open_job job = {model, {0}, 0, {0}};
+  open_job job = {model, o->tokenizer, NULL, 0, {0}, 0, 0, {0}};
   pthread_t th;
   int threaded = pthread_create(&th, NULL, open_thread, &job) == 0;
   if (!threaded) open_thread(&job);
@@ -466,9 +491,11 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   tz_backend_hint_matmul_rows(pmax + 2 > (size_t)B ? (int)(pmax + 2 < 1 << 20 ? pmax + 2 : 1 << 20) : B);
   be = tz_backend_create(o->backend, o->threads, o->precision);
   tz_backend_hint_matmul_rows(-1);
+  double t_be = now_s();
   char be_err[TZ_ERR_MAX_COPY];
   snprintf(be_err, sizeof be_err, "%s", be ? "" : tz_errmsg());
   if (threaded) pthread_join(th, NULL);
+  double t_joined = now_s();
   rf = job.rf;
   if (job.rc) {
     if (be) be->destroy(be);
@@ -476,14 +503,19 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
     free(pf_data);
     return tz_err("%s", job.err);
   }
+  if (o->tokenizer && !job.tok_rc) { /* read on the thread: it replaces the checkpoint's */
+    tz_tok_free(rf.tok);
+    rf.tok = job.tok;
+  }
   if (!be) {
     tz_err("%s", be_err);
     goto out;
   }
   if (o->tokenizer) {
-    tz_tok_free(rf.tok);
-    rf.tok = NULL;
-    if (tz_tok_load_spec(o->tokenizer, &rf.tok)) goto out;
+    if (job.tok_rc) {
+      tz_err("%s", job.err);
+      goto out;
+    }
     if (tz_tok_vocab_size(rf.tok) > rf.cfg.vocab_size) {
       tz_err("--tokenizer: %s has %d tokens but the model's vocab_size is %d", o->tokenizer,
              tz_tok_vocab_size(rf.tok), rf.cfg.vocab_size);
@@ -502,14 +534,25 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   }
   t_mark[1] = t_mark[2] = now_s(); /* checkpoint and backend: together */
   if (tz_run_load_model(&rf, be, &m)) goto out;
+  double t_model = now_s();
   if (B > m->cfg.max_seq_len) {
     tz_err("--batch: %d rows exceed the model's context max_seq_len=%d (the decoding arena holds that many rows)", B,
            m->cfg.max_seq_len);
     goto out;
   }
   if (tz_model_alloc_inference_rows(m, B)) goto out;
+  double t_rows = now_s();
   be->sync(be);
   t_mark[3] = now_s();
+  const char *vb = getenv("TEZGAH_VERBOSE");
+  if (vb && *vb && strcmp(vb, "0") != 0) /* the start-up's phases (device_cuda_decode5.sh) */
+    fprintf(stderr,
+            "sample: start-up %.1f ms: backend %.1f ms; checkpoint read+verified on a thread %.1f ms (waited for "
+            "%.1f more); tokenizer %.1f ms; model made + weights queued %.1f ms; decoding buffers %.1f ms; sync %.1f "
+            "ms\n",
+            1e3 * (t_mark[3] - t_mark[0]), 1e3 * (t_be - t_mark[0]), 1e3 * (job.t_done - t_mark[0]),
+            1e3 * (t_joined - t_be), 1e3 * (t_mark[1] - t_joined), 1e3 * (t_model - t_mark[1]),
+            1e3 * (t_rows - t_model), 1e3 * (t_mark[3] - t_rows));
   if (tz_tok_kind(rf.tok) == TZ_TOKENIZER_LLAMA2C) {
     tz_sampler_init(&smp, m->cfg.vocab_size, o->temperature, o->top_k, o->top_p, o->seed);
     rc = generate_llama2c(m, rf.tok, &smp, prompt, o->tokens, out);
@@ -559,11 +602,17 @@ out:
   free(rows_prompt);
   free(pf_data);
   double t_free = now_s();
-  tz_model_free(m);
-  if (be) be->destroy(be);
-  tz_run_close(&rf);
+  /* leave them to the process's end (see tz_sample_process_exits_after): the output is
+   * flushed, the GPU idle after the last download */
+  int left = rc == 0 && exits_after && be && !strcmp(be->name, "cuda");
+  if (left) be->sync(be);
+  else {
+    tz_model_free(m);
+    if (be) be->destroy(be);
+    tz_run_close(&rf);
+  }
   if (o->stats && rc == 0)
-    fprintf(stderr, "sample: teardown %.3f s (model, backend, checkpoint freed); epoch %.6f .. %.6f s\n",
-            now_s() - t_free, epoch_start, epoch_s());
+    fprintf(stderr, "sample: teardown %.3f s (model, backend, checkpoint %s); epoch %.6f .. %.6f s\n",
+            now_s() - t_free, left ? "left to the process exit" : "freed", epoch_start, epoch_s());
   return rc;
 }

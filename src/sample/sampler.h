@@ -33,4 +33,12 @@ int tz_sampler_pick(tz_sampler *s, const float *logits);
  * to exp() rounding on the device and ties among equal probabilities at the top-k edge. */
 void tz_sampler_pick_rows(tz_sampler *s, tz_model *m, int B, int32_t *out, float *host_logits);
 
+/* `tezgah sample` (cli/cmd_sample.c) says that the process ends right after tz_sample without
+ * the libraries' exit handlers (main.c's quick exit: the default after a CUDA backend, unless
+ * TEZGAH_QUICK_EXIT=0). Then a successful tz_sample on CUDA leaves its model, backend and
+ * checkpoint to the process's end instead of freeing them (0.010-0.013 s of cudaFree and
+ * munmap on the H200, 2026-12-02; the driver frees them at exit anyway). Other backends (the
+ * CPU paths that valgrind / ASan check) and library callers always free. */
+void tz_sample_process_exits_after(int yes);
+
 #endif

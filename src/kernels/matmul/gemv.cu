@@ -31,6 +31,7 @@
 
 namespace {
 constexpr int GEMV_WARPS = 4;
+int mma_prea(); /* TEZGAH_CUDA_MMA_PREA (below) */
 
 /* GeLU, tanh form, exactly as gelu.cu's forward (its clamp and sigmoid identity). */
 __device__ __forceinline__ float gelu_fwd1(float x) {
@@ -116,7 +117,7 @@ __device__ __forceinline__ void norm_row_stats(const T *__restrict__ x, int K, i
  * the normalized value rounded to T as their stored output is (so the fused product equals the
  * norm op followed by this one). GELU: the output is gelu(round_T(dot + bias)), as matmul_t
  * then gelu_fwd would give. */
-template <class T, int MT, int NC, int W, int NORM, bool GELU>
+template <class T, int MT, int NC, int W, int NORM, bool GELU, bool PRE = false>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_k(T *__restrict__ out, const T *__restrict__ a, const T *__restrict__ b, const T *__restrict__ bias, int M,
            int K, int N, int acc, const T *__restrict__ nw, const T *__restrict__ nb, float eps) {
@@ -188,21 +189,37 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
 #pragma unroll
           for (int c = 0; c < NC; c++) ld_raw<T, W>(br[c] + k + u * 32 * W, wv[u][c]);
     }
+    if constexpr (PRE) { /* one row, no norm: the round's U pieces of a loaded together (one wait for L2) */
+      static_assert(MT == 1 && NORM == 0, "PRE: one row, no norm");
+      wvec<T, W> xr[U];
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-      if (k + u * 32 * W >= K) break;
-      float g[W], h[W];
-      ldn(k + u * 32 * W, g, h);
+      for (int u = 0; u < U; u++)
+        if (k + u * 32 * W < K) ld_raw<T, W>(a + k + u * 32 * W, xr[u]);
 #pragma unroll
-      for (int m = 0; m < MT; m++)
-        if (m < M) {
-          float xv[W];
-          ldx(m, k + u * 32 * W, g, h, xv);
+      for (int u = 0; u < U; u++) {
+        if (k + u * 32 * W >= K) break;
 #pragma unroll
-          for (int c = 0; c < NC; c++)
+        for (int c = 0; c < NC; c++)
 #pragma unroll
-            for (int j = 0; j < W; j++) s[m][c] += tzc_tof(wv[u][c].e[j]) * xv[j];
-        }
+          for (int j = 0; j < W; j++) s[0][c] += tzc_tof(wv[u][c].e[j]) * tzc_tof(xr[u].e[j]);
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        if (k + u * 32 * W >= K) break;
+        float g[W], h[W];
+        ldn(k + u * 32 * W, g, h);
+#pragma unroll
+        for (int m = 0; m < MT; m++)
+          if (m < M) {
+            float xv[W];
+            ldx(m, k + u * 32 * W, g, h, xv);
+#pragma unroll
+            for (int c = 0; c < NC; c++)
+#pragma unroll
+              for (int j = 0; j < W; j++) s[m][c] += tzc_tof(wv[u][c].e[j]) * xv[j];
+          }
+      }
     }
   }
 #pragma unroll
@@ -230,10 +247,10 @@ struct gemv_args {
   int pdl; /* launch with programmatic stream serialization (tzc_ctx.pdl: decoding steps only) */
 };
 
-template <class T, int MT, int NC, int W, int NORM, bool GELU>
+template <class T, int MT, int NC, int W, int NORM, bool GELU, bool PRE = false>
 void go(cudaStream_t st, T *o, const T *a, const T *b, const T *bias, const gemv_args &g) {
   unsigned grid = tzc_blocks(((size_t)g.N + NC - 1) / NC, GEMV_WARPS);
-  tzc_launch_pdl(gemv_k<T, MT, NC, W, NORM, GELU>, dim3(grid), dim3(GEMV_WARPS * 32), st, g.pdl, o, a, b, bias, g.M,
+  tzc_launch_pdl(gemv_k<T, MT, NC, W, NORM, GELU, PRE>, dim3(grid), dim3(GEMV_WARPS * 32), st, g.pdl, o, a, b, bias, g.M,
                  g.K, g.N, g.acc, (const T *)g.nw, (const T *)g.nb, g.eps);
 }
 
@@ -243,7 +260,11 @@ void launch_w(cudaStream_t st, T *o, const T *a, const T *b, const T *bias, cons
    * of resident blocks instead of ~12 and the norm statistics are computed 4× less often (the
    * sums of a column are the same for any NC) */
   if (g.M <= 1 && g.N >= 8192) go<T, 1, 4, W, NORM, GELU>(st, o, a, b, bias, g);
-  else if (g.M <= 1) go<T, 1, 1, W, NORM, GELU>(st, o, a, b, bias, g);
+  else if (g.M <= 1) {
+    if constexpr (NORM == 0 && W > 1)
+      if (mma_prea()) return go<T, 1, 1, W, 0, GELU, true>(st, o, a, b, bias, g);
+    go<T, 1, 1, W, NORM, GELU>(st, o, a, b, bias, g);
+  }
   else if (g.M <= 2) go<T, 2, 1, W, NORM, GELU>(st, o, a, b, bias, g);
   else if (g.M <= 4) go<T, 4, 2, W, NORM, GELU>(st, o, a, b, bias, g);
   else if (g.M <= 8) go<T, 8, 4, W, NORM, GELU>(st, o, a, b, bias, g);
@@ -287,6 +308,14 @@ void launch(cudaStream_t st, T *o, const T *a, const T *b, const T *bias, const 
  * independent); but it is not bit-identical to the same row through gemv_k (another order).
  * NORM 1/2: LayerNorm / RMSNorm of a's rows first (statistics by norm_row_stats, each block
  * for itself; the normalized values rounded to bf16 as the norm op stores them).
+ * PRE (the default; TEZGAH_CUDA_MMA_PREA=0: off; TN = 2 only, the narrow products): each round's
+ * UC chunks of a's two rows (3 at a time with a norm: registers) are loaded before the first
+ * product of the round, so that a warp waits for L2 once a round, not once a chunk (a K = 3,072
+ * product: 12 chunks a warp; nvcc did not hoist those loads itself: 96 registers without, 176
+ * with, held to 128 by the launch bounds so that 2 blocks fit an SM as before: qkv's 144 and
+ * fc's 192 blocks stay one wave on 132 SMs); the same values enter the same products in the same
+ * order: the bits do not change. Not at TN 1 (spills) nor 4 / 8 (lm_head: more registers, half
+ * the resident blocks).
  * Needs: K % 32 == 0, a, b, nw, nb 16-byte aligned (else the caller takes another path).
  * Bounds: lane reads b rows min(n, N − 1) (never past N), k < K (chunk c < K/32), a rows < M. */
 constexpr int MMA_WK = 8; /* warps per block, over K */
@@ -303,15 +332,11 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], unsigned a0, unsig
 #endif
 }
 
-/* 8 bf16 of a row at k (16 bytes), normalized when NORM with mu, rs and the norm weights at k,
- * each rounded to bf16 as the norm op's output is. */
+/* 8 bf16 of a row as loaded (v), normalized when NORM with mu, rs and the norm weights gw, hw
+ * loaded at the same k, each rounded to bf16 as the norm op's output is. */
 template <int NORM>
-__device__ __forceinline__ uint4 mma_ld_a(const tzc_bf16 *x, const tzc_bf16 *nw, const tzc_bf16 *nb, int k, float mu,
-                                          float rs) {
-  uint4 v = *reinterpret_cast<const uint4 *>(x + k);
+__device__ __forceinline__ uint4 mma_norm_a(uint4 v, uint4 gw, uint4 hw, float mu, float rs) {
   if constexpr (NORM != 0) {
-    uint4 gw = *reinterpret_cast<const uint4 *>(nw + k), hw = make_uint4(0, 0, 0, 0);
-    if constexpr (NORM == 1) hw = *reinterpret_cast<const uint4 *>(nb + k);
     tzc_bf16 *e = reinterpret_cast<tzc_bf16 *>(&v);
     const tzc_bf16 *g = reinterpret_cast<const tzc_bf16 *>(&gw), *h = reinterpret_cast<const tzc_bf16 *>(&hw);
 #pragma unroll
@@ -323,11 +348,20 @@ __device__ __forceinline__ uint4 mma_ld_a(const tzc_bf16 *x, const tzc_bf16 *nw,
   }
   return v;
 }
+/* mma_norm_a of the 8 bf16 of row x at k (16 bytes), loaded here (one load at a time: PRE = 0). */
+template <int NORM>
+__device__ __forceinline__ uint4 mma_ld_a(const tzc_bf16 *x, const tzc_bf16 *nw, const tzc_bf16 *nb, int k, float mu,
+                                          float rs) {
+  uint4 gw = make_uint4(0, 0, 0, 0), hw = make_uint4(0, 0, 0, 0);
+  if constexpr (NORM != 0) gw = *reinterpret_cast<const uint4 *>(nw + k);
+  if constexpr (NORM == 1) hw = *reinterpret_cast<const uint4 *>(nb + k);
+  return mma_norm_a<NORM>(*reinterpret_cast<const uint4 *>(x + k), gw, hw, mu, rs);
+}
 
 /* TN: 8-column tiles per block (1, 2, 4, 8); UC: chunks per warp whose weights are in flight at
  * once (UC·TN 16-byte loads a lane: 12, or 16 at TN 8). */
-template <int NORM, bool GELU, int TN>
-__global__ void __launch_bounds__(MMA_WK * 32)
+template <int NORM, bool GELU, int TN, bool PRE>
+__global__ void __launch_bounds__(MMA_WK * 32, PRE && TN == 2 ? 2 : 1) /* PRE: ≤ 128 registers, 2 blocks an SM */
     mma_k(tzc_bf16 *__restrict__ out, const tzc_bf16 *__restrict__ a, const tzc_bf16 *__restrict__ b,
           const tzc_bf16 *__restrict__ bias, int M, int K, int N, int acc, const tzc_bf16 *__restrict__ nw,
           const tzc_bf16 *__restrict__ nb, float eps) {
@@ -370,18 +404,50 @@ __global__ void __launch_bounds__(MMA_WK * 32)
 #pragma unroll
           for (int j = 0; j < TN; j++) wv[u][j] = __ldg(reinterpret_cast<const uint4 *>(br[j] + (size_t)(c0 + u * MMA_WK) * 32));
     }
+    const uint4 z = make_uint4(0, 0, 0, 0);
+    if constexpr (PRE && TN == 2) { /* PB chunks' rows of a (and norm weights) loaded together */
+      constexpr int PB = NORM != 0 && UC > 3 ? 3 : UC; /* registers: one block of 256 threads at 255 */
 #pragma unroll
-    for (int u = 0; u < UC; u++) {
-      const int c = c0 + u * MMA_WK;
-      if (c < nch) { /* uniform over the warp */
-        const int k = c * 32 + t * 8;
-        const uint4 z = make_uint4(0, 0, 0, 0);
-        const uint4 lo = r0 ? mma_ld_a<NORM>(a0, nw, nb, k, mu0, rs0) : z;
-        const uint4 hi = r1 ? mma_ld_a<NORM>(a1, nw, nb, k, mu1, rs1) : z;
+      for (int u0 = 0; u0 < UC; u0 += PB) {
+        uint4 la[PB], ha[PB], ga[PB], ba[PB];
 #pragma unroll
-        for (int j = 0; j < TN; j++) {
-          mma_bf16_16816(d[j], lo.x, hi.x, lo.y, hi.y, wv[u][j].x, wv[u][j].y);
-          mma_bf16_16816(d[j], lo.z, hi.z, lo.w, hi.w, wv[u][j].z, wv[u][j].w);
+        for (int i = 0; i < PB; i++) {
+          const int c = c0 + (u0 + i) * MMA_WK, k = c * 32 + t * 8;
+          la[i] = ha[i] = ga[i] = ba[i] = z;
+          if (u0 + i < UC && c < nch) {
+            if (r0) la[i] = *reinterpret_cast<const uint4 *>(a0 + k);
+            if (r1) ha[i] = *reinterpret_cast<const uint4 *>(a1 + k);
+            if constexpr (NORM != 0) ga[i] = *reinterpret_cast<const uint4 *>(nw + k);
+            if constexpr (NORM == 1) ba[i] = *reinterpret_cast<const uint4 *>(nb + k);
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < PB; i++) {
+          const int u = u0 + i;
+          if (u < UC && c0 + u * MMA_WK < nch) { /* uniform over the warp */
+            const uint4 lo = r0 ? mma_norm_a<NORM>(la[i], ga[i], ba[i], mu0, rs0) : z;
+            const uint4 hi = r1 ? mma_norm_a<NORM>(ha[i], ga[i], ba[i], mu1, rs1) : z;
+#pragma unroll
+            for (int j = 0; j < TN; j++) {
+              mma_bf16_16816(d[j], lo.x, hi.x, lo.y, hi.y, wv[u][j].x, wv[u][j].y);
+              mma_bf16_16816(d[j], lo.z, hi.z, lo.w, hi.w, wv[u][j].z, wv[u][j].w);
+            }
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < UC; u++) {
+        const int c = c0 + u * MMA_WK;
+        if (c < nch) { /* uniform over the warp */
+          const int k = c * 32 + t * 8;
+          const uint4 lo = r0 ? mma_ld_a<NORM>(a0, nw, nb, k, mu0, rs0) : z;
+          const uint4 hi = r1 ? mma_ld_a<NORM>(a1, nw, nb, k, mu1, rs1) : z;
+#pragma unroll
+          for (int j = 0; j < TN; j++) {
+            mma_bf16_16816(d[j], lo.x, hi.x, lo.y, hi.y, wv[u][j].x, wv[u][j].y);
+            mma_bf16_16816(d[j], lo.z, hi.z, lo.w, hi.w, wv[u][j].z, wv[u][j].w);
+          }
         }
       }
     }
@@ -409,14 +475,35 @@ __global__ void __launch_bounds__(MMA_WK * 32)
   }
 }
 
+template <int NORM, bool GELU, bool PRE>
+void mma_go_p(tzc_ctx *c, int tn, tzc_bf16 *o, const tzc_bf16 *x, const tzc_bf16 *w, const tzc_bf16 *bi,
+              const tzc_bf16 *g, const tzc_bf16 *h, float eps, int M, int K, int N, int acc) {
+  const dim3 grid((unsigned)((N + 8 * tn - 1) / (8 * tn))), block(MMA_WK * 32);
+  if (tn == 8) tzc_launch_pdl(mma_k<NORM, GELU, 8, PRE>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
+  else if (tn == 4) tzc_launch_pdl(mma_k<NORM, GELU, 4, PRE>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
+  else if (tn == 2) tzc_launch_pdl(mma_k<NORM, GELU, 2, PRE>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
+  else tzc_launch_pdl(mma_k<NORM, GELU, 1, PRE>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
+}
+
+/* TEZGAH_CUDA_MMA_PREA=0 (read once): mma_k loads a's rows chunk by chunk as round 1 did, and so
+ * does gemv_k with one row and no norm (an A/B; the bits are the same either way); else the
+ * round's pieces of a together (PRE: mma_k above; gemv_k at M = 1, NORM 0: the proj and MLP-down
+ * products at batch 1, K = 768 and 3,072: 3 and 12 pieces a lane, 66 registers without — nvcc
+ * did not hoist those loads — more with). */
+int mma_prea() {
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("TEZGAH_CUDA_MMA_PREA");
+    on = !(e && !strcmp(e, "0"));
+  }
+  return on;
+}
+
 template <int NORM, bool GELU>
 void mma_go(tzc_ctx *c, int tn, tzc_bf16 *o, const tzc_bf16 *x, const tzc_bf16 *w, const tzc_bf16 *bi,
             const tzc_bf16 *g, const tzc_bf16 *h, float eps, int M, int K, int N, int acc) {
-  const dim3 grid((unsigned)((N + 8 * tn - 1) / (8 * tn))), block(MMA_WK * 32);
-  if (tn == 8) tzc_launch_pdl(mma_k<NORM, GELU, 8>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
-  else if (tn == 4) tzc_launch_pdl(mma_k<NORM, GELU, 4>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
-  else if (tn == 2) tzc_launch_pdl(mma_k<NORM, GELU, 2>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
-  else tzc_launch_pdl(mma_k<NORM, GELU, 1>, grid, block, c->stream, c->pdl, o, x, w, bi, M, K, N, acc, g, h, eps);
+  if (mma_prea()) mma_go_p<NORM, GELU, true>(c, tn, o, x, w, bi, g, h, eps, M, K, N, acc);
+  else mma_go_p<NORM, GELU, false>(c, tn, o, x, w, bi, g, h, eps, M, K, N, acc);
 }
 
 /* Column tiles per block: TEZGAH_CUDA_MMA_TN="S,L" (read once per process; each 1, 2, 4 or 8):
