@@ -67,35 +67,51 @@ static int sg_nsg(wg_ctx *c, int bwd) {
  * TEZGAH_WEBGPU_ATTN_SG_EWF=1 (the default), 0 round 1's (each lane CPL consecutive columns:
  * 4-way workgroup-memory bank conflicts on 32 lanes). Same results, bit for bit. */
 static int sg_ewf(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_EWF", 1) != 0; }
+/* The staged one-pass forward's output accumulator (fa_sg_fwd_st.wgsl main1, const LAZY):
+ * TEZGAH_WEBGPU_ATTN_SG_LAZY=1 (the default) keeps it in subgroup matrices and rescales them only
+ * when a row's running maximum grows by more than e^8 (a rare pass through workgroup memory);
+ * 0 round 2's form (every key tile's P·V stored to workgroup memory and added, rescaled, into
+ * registers: one more barrier and a scalar pass per tile); 2 (tests) rescales whenever a row's
+ * maximum grows at all, so that random inputs take the rare path too. Same results up to
+ * rounding. The threshold in nats (const LTH), or -1 for off. */
+static double sg_lazy(void) {
+  int v = env_int("TEZGAH_WEBGPU_ATTN_SG_LAZY", 1);
+  return v == 0 ? -1.0 : v == 2 ? 0.0 : 8.0;
+}
 static int sg_stage(int bwd) {
   int v = env_int("TEZGAH_WEBGPU_ATTN_SG_STAGE", 1);
   return v == 1 || (v == 2 && !bwd) || (v == 3 && bwd);
 }
 /* workgroup memory of a staged kernel, bytes: forward s_ (f32 BR × (BR + 4)), p_ (f16
- * BR × (BR + 8)), kv_ (BR rows of head_dim / 8 + kpad vec4); backward kb_ (BC rows, 2·BC
- * with vst: V after K), qt_, dt_ (32 rows each), s_ (f32 BC × 36), pds_ (f16 BC × 40);
- * plus the emulation's exchange array */
-static size_t sg_smem_st(int bwd, int nsg, uint32_t lanes, int hd, int kpad, int vst) {
+ * BR × (BR + 8)), kv_ (BR rows of head_dim / 8 + kpad vec4), rs_ (4); backward kb_ (BC rows,
+ * 2·BC with vst: V after K), qt_, dt_ (32 rows each, 64 with db), s_ (f32 BC × 36), pds_ (f16
+ * BC × 40); plus the emulation's exchange array */
+static size_t sg_smem_st(int bwd, int nsg, uint32_t lanes, int hd, int kpad, int vst, int db) {
   size_t n = 16 * (size_t)nsg, row = (size_t)(hd / 8 + kpad) * 16, e = sg_emu() ? nsg * lanes * 4 : 0;
-  if (!bwd) return n * (n + 4) * 4 + n * (n + 8) * 2 + n * row + e;
-  return n * row * (vst ? 2 : 1) + 2 * 32 * row + n * 36 * 4 + n * 40 * 2 + e;
+  if (!bwd) return n * (n + 4) * 4 + n * (n + 8) * 2 + n * row + 4 + e;
+  return n * row * (vst ? 2 : 1) + (db ? 4 : 2) * 32 * row + n * 36 * 4 + n * 40 * 2 + e;
 }
-/* A staged kernel's subgroups per workgroup, row padding (*kpad, vec4) and, backward, whether V
- * is staged too (*vst): 4 subgroups with a 16-byte pad and V staged, then without the pad, then
- * V in registers with and without the pad, then 2 subgroups likewise
- * (TEZGAH_WEBGPU_ATTN_SG_NSG=2 asks for 2; TEZGAH_WEBGPU_ATTN_SG_VST=0 keeps V in registers);
- * 0 where none fits (the call then runs the direct kernel). */
-static int sg_nsg_st(wg_ctx *c, int bwd, int hd, int *kpad, int *vst) {
+/* A staged kernel's subgroups per workgroup, row padding (*kpad, vec4) and, backward, whether
+ * the Q / dO tiles are double-buffered (*db, fa_sg_dkdv_st.wgsl's DB: one barrier less per tile)
+ * and whether V is staged too (*vst), in this order of preference: 4 subgroups before 2 (more
+ * work per barrier), the 16-byte pad (bank conflicts without it), double buffers, V staged
+ * (TEZGAH_WEBGPU_ATTN_SG_NSG=2 asks for 2 subgroups; TEZGAH_WEBGPU_ATTN_SG_VST=0 keeps V in
+ * registers; TEZGAH_WEBGPU_ATTN_SG_DB=0 single buffers, round 2's form): head_dim 64 on the
+ * H200's 48 KB gets 4 subgroups, the pad, double buffers and V in registers; 128 single buffers
+ * and V in registers. 0 where none fits (the call then runs the direct kernel). */
+static int sg_nsg_st(wg_ctx *c, int bwd, int hd, int *kpad, int *vst, int *db) {
   int n = env_int("TEZGAH_WEBGPU_ATTN_SG_NSG", 4) == 2 ? 2 : 4, v0 = bwd && env_int("TEZGAH_WEBGPU_ATTN_SG_VST", 1) != 0;
+  int d0 = bwd && env_int("TEZGAH_WEBGPU_ATTN_SG_DB", 1) != 0;
   uint32_t lanes = sg_lanes(c);
   for (; n >= 2; n /= 2)
-    for (int v = v0; v >= 0; v--)
-      for (int k = 1; k >= 0; k--)
-        if (sg_smem_st(bwd, n, lanes, hd, k, v) <= c->lim.maxComputeWorkgroupStorageSize &&
-            (uint32_t)n * lanes <= c->lim.maxComputeInvocationsPerWorkgroup) {
-          *kpad = k, *vst = v;
-          return n;
-        }
+    for (int k = 1; k >= 0; k--)
+      for (int d = d0; d >= 0; d--)
+        for (int v = v0; v >= 0; v--)
+          if (sg_smem_st(bwd, n, lanes, hd, k, v, d) <= c->lim.maxComputeWorkgroupStorageSize &&
+              (uint32_t)n * lanes <= c->lim.maxComputeInvocationsPerWorkgroup) {
+            *kpad = k, *vst = v, *db = d;
+            return n;
+          }
   return 0;
 }
 
@@ -131,6 +147,7 @@ char *wg_attn_sg_emulate(const char *src) {
       {"subgroupMatrixLoad<Left, col_major>(&", "sm_ld_c_"},
       {"subgroupMatrixLoad<Right, row_major>(&", "sm_ld_r_"},
       {"subgroupMatrixLoad<Right, col_major>(&", "sm_ld_c_"},
+      {"subgroupMatrixLoad<Res, row_major>(&", "sm_ld_r_"},
       {"subgroupMatrixStore<row_major>(&", "sm_st_"},
   };
   size_t cap = strlen(src) * 2 + 8192, n = 0;
@@ -154,7 +171,8 @@ char *wg_attn_sg_emulate(const char *src) {
   }
   o[n] = 0;
   /* the library, after the host's prefix (it needs NT): per f16 array a load, per f32 array a store */
-  static const char *const f16s[] = {"x16", "p_", "pT_", "dsT_", "pds_"}, *const f32s[] = {"s_", "scr"};
+  /* (f16s: the arrays loaded element by element, f16 or, s_ (fa_sg_fwd_st's LAZY), f32) */
+  static const char *const f16s[] = {"x16", "p_", "pT_", "dsT_", "pds_", "s_"}, *const f32s[] = {"s_", "scr"};
   /* the staged kernels' tiles of vec4<u32> (8 halves): offsets and strides count vec4 */
   static const char *const v4s[] = {"kv_", "kb_", "qt_", "dt_"};
   char lib[16384];
@@ -369,14 +387,14 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
   sg_pack(c, tz_at(x, l.k), k, B, T, Tp, nkv * hd, kvs);
   sg_pack(c, tz_at(x, l.v), v, B, T, Tp, nkv * hd, kvs);
   /* the staged kernel where its tiles fit and x16 is 16-byte aligned (TEZGAH_WEBGPU_ATTN_SG_STAGE) */
-  int kpad = 0, vst = 0, nst = sg_stage(0) && x.off % 16 == 0 ? sg_nsg_st(c, 0, hd, &kpad, &vst) : 0;
+  int kpad = 0, vst = 0, db = 0, nst = sg_stage(0) && x.off % 16 == 0 ? sg_nsg_st(c, 0, hd, &kpad, &vst, &db) : 0;
   if (nst) nsg = nst;
   char pre[256];
   snprintf(pre, sizeof pre,
            "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n"
-           "const KPAD: u32 = %du;\nconst EWF = %s;\n%s",
+           "const KPAD: u32 = %du;\nconst EWF = %s;\nconst LAZY = %s;\nconst LTH: f32 = %.1f;\n%s",
            hd, sg_lanes(c), nsg, o16 ? "true" : "false", o16 ? "f16" : "f32", kpad, sg_ewf() ? "true" : "false",
-           sg_emu() ? "// sgmat emulation\n" : "");
+           sg_lazy() >= 0 ? "true" : "false", sg_lazy() >= 0 ? sg_lazy() : 0.0, sg_emu() ? "// sgmat emulation\n" : "");
   uint32_t w[24] = {0};
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)nkv,
@@ -408,7 +426,7 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   int Tp = (T + SG_PAD - 1) / SG_PAD * SG_PAD, o16 = c->act16, nsg = sg_nsg(c, 1);
   /* the staged kernel where its tiles fit (TEZGAH_WEBGPU_ATTN_SG_STAGE; x16 is the staging
    * buffer from offset 0: 16-byte aligned) */
-  int kpad = 0, vst = 0, nst = sg_stage(1) ? sg_nsg_st(c, 1, hd, &kpad, &vst) : 0;
+  int kpad = 0, vst = 0, db = 0, nst = sg_stage(1) ? sg_nsg_st(c, 1, hd, &kpad, &vst, &db) : 0;
   if (nst) nsg = nst;
   int kbc = 16 * nsg;
   if (dk.buf != dv.buf || dv.off < dk.off || (dv.off - dk.off) % 4 || dk.off % 4 || dq.off % 4 || out.off % 4)
@@ -446,9 +464,9 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   /* TEZGAH_WEBGPU_ATTN_SG_KREG=1 (tuning, staged only): K's left matrices held in registers */
   int kreg = nst && env_int("TEZGAH_WEBGPU_ATTN_SG_KREG", 0) != 0;
   snprintf(pk, sizeof pk, "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst KPAD: u32 = %du;\n"
-           "const VST = %s;\nconst KREG = %s;\nconst EWF = %s;\n%s",
+           "const VST = %s;\nconst KREG = %s;\nconst EWF = %s;\nconst DB = %s;\n%s",
            hd, sg_lanes(c), nsg, kpad, vst ? "true" : "false", kreg ? "true" : "false", sg_ewf() ? "true" : "false",
-           sg_emu() ? "// sgmat emulation\n" : "");
+           db ? "true" : "false", sg_emu() ? "// sgmat emulation\n" : "");
   snprintf(pq, sizeof pq, "const HD: u32 = %du;\nconst BC: u32 = %du;\n", hd, kbc);
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   uint32_t nkb = (uint32_t)(Tp / kbc);

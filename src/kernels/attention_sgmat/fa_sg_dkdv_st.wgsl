@@ -24,14 +24,18 @@
 // BR + 1 of row i < BR), which the matrix stores never touch.
 // Per tile: s_ ← Sᵀ → Pᵀ → s_ ← dPᵀ, dV += Pᵀ·dO → dSᵀ → dK += dSᵀ·Q,
 // dq part of the tile's 16-query block qi = sg mod NR, columns (sg / NR)·NQS .. (all subgroups
-// busy: NSG = 4 gives each half the columns of one 16-query block). 6 barriers per tile.
+// busy: NSG = 4 gives each half the columns of one 16-query block). 6 barriers per tile, 5 with
+// DB (host constant, TEZGAH_WEBGPU_ATTN_SG_DB, default true where 48 KB allow: head_dim 64 with
+// V in registers): qt_ and dt_ hold two tiles, alternate tiles use alternate halves, so the
+// barrier that kept the next tile's stores off this tile's reads goes.
 // The iteration runs over (query head of the group, tile) flattened, so prefetch crosses heads.
 // Requirements (host): as fa_sg_fwd_st.wgsl (x16's offsets 16-byte aligned); NSG 2 or 4.
 // Host prefix: const HD, SGSIZE, NSG, KPAD (vec4 of padding per tile row: 1, or 0 where the
 // workgroup memory is short, the emulation), VST (bool: V staged in kb_'s second half), KREG
 // (bool: the subgroup's left matrices of K loaded once into registers (kl) rather than from kb_
 // per tile; a tuning variant, TEZGAH_WEBGPU_ATTN_SG_KREG=1), EWF (bool: the element-wise passes'
-// bank-conflict-free entry order, TEZGAH_WEBGPU_ATTN_SG_EWF, default true).
+// bank-conflict-free entry order, TEZGAH_WEBGPU_ATTN_SG_EWF, default true), DB (bool: Q and dO
+// tiles double-buffered, above).
 enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
@@ -69,8 +73,9 @@ const NKB = select(1u, 2u, VST) * BC * KLD; // kb_'s size: K, then V where stage
 const NVL = select(NQ, 1u, VST);        // vl's size (1: unused)
 const NKL = select(1u, NQ, KREG);       // kl's size (1: unused)
 var<workgroup> kb_: array<vec4<u32>, NKB>;
-var<workgroup> qt_: array<vec4<u32>, BR * KLD>;
-var<workgroup> dt_: array<vec4<u32>, BR * KLD>;
+const NQB = select(1u, 2u, DB) * BR * KLD; // qt_'s and dt_'s size: two tiles with DB
+var<workgroup> qt_: array<vec4<u32>, NQB>;
+var<workgroup> dt_: array<vec4<u32>, NQB>;
 var<workgroup> s_: array<f32, BC * SLD>;
 var<workgroup> pds_: array<f16, BC * PLD>;
 
@@ -175,12 +180,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let h = g * rep + it / ntl;
     let t0 = k0 + (it % ntl) * BR;
     let lrow = (b * nh + h) * T;
+    let tb = select(0u, BR * KLD, DB && it % 2u == 1u); // this tile's half of qt_, dt_ (DB)
     let pb = p.oa.y + pu(11u) + ((bl * nh + h) * pu(12u) + part_row(kblk, Tp)) * HD; // query k0's part row
     // the tile's Q, dO (prefetched), lse and D into workgroup memory
     for (var e = 0u; e < NVQ; e++) {
       let i = lid + e * NT;
-      qt_[(i / HV) * KLD + i % HV] = qpre[e];
-      dt_[(i / HV) * KLD + i % HV] = dpre[e];
+      qt_[tb + (i / HV) * KLD + i % HV] = qpre[e];
+      dt_[tb + (i / HV) * KLD + i % HV] = dpre[e];
     }
     for (var i = lid; i < 2u * BR; i += NT) {
       let tq = t0 + i % BR;
@@ -214,7 +220,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         kf = subgroupMatrixLoad<Left, row_major>(&kb_, sg * 16u * KLD + kk * 2u, KLD);
       }
       for (var n = 0u; n < NR; n++) {
-        let qr = subgroupMatrixLoad<Right, col_major>(&qt_, n * 16u * KLD + kk * 2u, KLD);
+        let qr = subgroupMatrixLoad<Right, col_major>(&qt_, tb + n * 16u * KLD + kk * 2u, KLD);
         sacc[n] = subgroupMatrixMultiplyAccumulate(kf, qr, sacc[n]);
       }
     }
@@ -259,7 +265,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     for (var kk = 0u; kk < NQ; kk++) {
       for (var n = 0u; n < NR; n++) {
-        let dr = subgroupMatrixLoad<Right, col_major>(&dt_, n * 16u * KLD + kk * 2u, KLD);
+        let dr = subgroupMatrixLoad<Right, col_major>(&dt_, tb + n * 16u * KLD + kk * 2u, KLD);
         if (VST) {
           let vv = subgroupMatrixLoad<Left, row_major>(&kb_, VOFF + sg * 16u * KLD + kk * 2u, KLD);
           dp[n] = subgroupMatrixMultiplyAccumulate(vv, dr, dp[n]);
@@ -275,7 +281,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var kc = 0u; kc < NR; kc++) {
       let pl = subgroupMatrixLoad<Left, row_major>(&pds_, sg * 16u * PLD + kc * 16u, PLD);
       for (var n = 0u; n < NQ; n++) {
-        let dr = subgroupMatrixLoad<Right, row_major>(&dt_, kc * 16u * KLD + n * 2u, KLD);
+        let dr = subgroupMatrixLoad<Right, row_major>(&dt_, tb + kc * 16u * KLD + n * 2u, KLD);
         dv[n] = subgroupMatrixMultiplyAccumulate(pl, dr, dv[n]);
       }
     }
@@ -295,7 +301,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var kc = 0u; kc < NR; kc++) {
       let dl = subgroupMatrixLoad<Left, row_major>(&pds_, sg * 16u * PLD + kc * 16u, PLD);
       for (var n = 0u; n < NQ; n++) {
-        let qr = subgroupMatrixLoad<Right, row_major>(&qt_, kc * 16u * KLD + n * 2u, KLD);
+        let qr = subgroupMatrixLoad<Right, row_major>(&qt_, tb + kc * 16u * KLD + n * 2u, KLD);
         dk[n] = subgroupMatrixMultiplyAccumulate(dl, qr, dk[n]);
       }
     }
@@ -313,7 +319,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var n = 0u; n < NQS; n++) {
       subgroupMatrixStore<row_major>(&scr, pb + (t0 - k0 + qi * 16u) * HD + (qn0 + n) * 16u, dq[n], HD);
     }
-    workgroupBarrier(); // (6) qt_, dt_, pds_, s_ read before the next tile's writes
+    if (!DB) {
+      workgroupBarrier(); // (6) qt_, dt_, pds_, s_ read before the next tile's writes
+    }
+    // (with DB the next tile's Q and dO go to the other half of qt_, dt_, last read two tiles
+    // ago; its lse, D and Sᵀ go to s_ after (5) and (1), its Pᵀ to pds_ after its (1) and (2),
+    // each past the last reads of this tile's)
   }
   // dK, dV through s_, NR matrices (BR columns) at a time, rows j < T
   let ko = p.oa.x + (b * T + j) * pu(15u) + g * HD;

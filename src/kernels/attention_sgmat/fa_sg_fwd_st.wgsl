@@ -20,8 +20,10 @@
 // visible and kv_ free; p_ and V visible; kv_ free), 3 + 2·HD/BC in the one-pass form.
 // Requirements (host): x16's binding offset and the q/k/v copies' offsets 16-byte aligned (every
 // row and head start then is: heads·HD is a multiple of 8).
-// Host prefix: as fa_sg_fwd.wgsl plus const KPAD (u32, 0 or 1) and EWF (bool: the element-wise
-// passes' bank-conflict-free column order, TEZGAH_WEBGPU_ATTN_SG_EWF, default true).
+// Host prefix: as fa_sg_fwd.wgsl plus const KPAD (u32, 0 or 1), EWF (bool: the element-wise
+// passes' bank-conflict-free column order, TEZGAH_WEBGPU_ATTN_SG_EWF, default true) and LAZY
+// (bool: main1's output in subgroup matrices, rescaled only when needed; below) with LTH (f32:
+// the growth of a row's maximum, nats, that forces the rescale: 8, or 0 in tests).
 enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
@@ -54,6 +56,7 @@ const NEG: f32 = -3.0e38;
 var<workgroup> s_: array<f32, BR * SLD>;
 var<workgroup> p_: array<f16, BR * PLD>;
 var<workgroup> kv_: array<vec4<u32>, BC * KLD>;
+var<workgroup> rs_: u32; // LAZY: some row's reference maximum moved this tile (main1)
 
 fn pu(k: u32) -> u32 {
   return p.u[k / 4u][k % 4u];
@@ -230,6 +233,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 // The one-pass form (entry point main1, TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1), staged: as
 // fa_sg_fwd.wgsl's main1 (online softmax, the output rows in registers of the threads) with K and
 // V through kv_ as main above. K is read once (main reads it twice).
+// With LAZY (host constant, TEZGAH_WEBGPU_ATTN_SG_LAZY, default true) the output stays in
+// subgroup matrices (o, as main's) and is rescaled only when some row's running maximum grew by
+// more than LTH since the row's reference maximum mu (the reference P = exp(S·scale − mu) used):
+// P ≤ e^LTH then (f16 holds it; the sums are f32), and after the first tile a row's maximum
+// rarely grows that much, so the per-tile pass through s_ (store P·V, barrier, rescale and add in
+// registers) becomes a rare one (store o, rescale in place, load it back). The rescale decision is
+// made workgroup-uniform through rs_ (workgroupUniformLoad, which is also the barrier that makes
+// p_ and the V tile visible). Same result up to rounding (the order of the scalings differs).
 @compute @workgroup_size(NT)
 fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   _ = &outp; _ = &lse; _ = &x16;
@@ -271,11 +282,15 @@ fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
   workgroupBarrier(); // Q's left matrices read
   tile_st(pre, lid);
   var oacc: array<f32, CPL * (NQ / NC)>;
-  var m = NEG;
+  var o: array<Res, NQ>; // LAZY: the output rows, scaled by exp(mu − the true running max)
+  var m = NEG;           // the row's reference maximum (LAZY: mu)
   var l = 0.0;
   let kend = min(q0 + BR, T);
   for (var j0 = 0u; j0 < kend; j0 += BC) {
     workgroupBarrier(); // the K tile visible, s_ read
+    if (LAZY && lid == 0u) {
+      rs_ = 0u; // last read by the previous tile's workgroupUniformLoad, before the barrier above
+    }
     pre = tile_ld(vb + j0 * sv, sv, lid);
     var sacc: array<Res, NC>;
     for (var n = 0u; n < NC; n++) {
@@ -300,8 +315,14 @@ fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
       let k = j0 + cb + cs * ((i + rot) % CPL);
       mt = max(mt, select(s_[r * SLD + cb + cs * ((i + rot) % CPL)] * sc, NEG, k > t || k >= T));
     }
-    let mn = max(m, row_max(mt, lid));
+    var mn = max(m, row_max(mt, lid));
+    if (LAZY && mn <= m + LTH) {
+      mn = m; // keep the reference: P ≤ e^LTH
+    }
     let corr = exp(m - mn);
+    if (LAZY && mn != m && j0 > 0u) {
+      rs_ = 1u; // o holds rows to rescale (before the first tile it is zero: nothing to do)
+    }
     var st = 0.0;
     for (var i = 0u; i < CPL; i++) {
       let k = j0 + cb + cs * ((i + rot) % CPL);
@@ -311,6 +332,39 @@ fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     }
     l = l * corr + st;
     m = mn;
+    if (LAZY) {
+      // a barrier (p_ and V visible, s_ read), then rs_ read alike by every invocation
+      if (workgroupUniformLoad(&rs_) != 0u) {
+        // o ← diag(corr)·o through this subgroup's rows of s_, NC matrices at a time
+        for (var n0 = 0u; n0 < NQ; n0 += NC) {
+          for (var n = 0u; n < NC; n++) {
+            subgroupMatrixStore<row_major>(&s_, sg * 16u * SLD + n * 16u, o[n0 + n], SLD);
+          }
+          workgroupBarrier();
+          for (var i = 0u; i < CPL; i++) {
+            let e = r * SLD + cb + cs * ((i + rot) % CPL);
+            s_[e] = s_[e] * corr;
+          }
+          workgroupBarrier();
+          for (var n = 0u; n < NC; n++) {
+            o[n0 + n] = subgroupMatrixLoad<Res, row_major>(&s_, sg * 16u * SLD + n * 16u, SLD);
+          }
+          workgroupBarrier(); // s_ read before the next chunk (or the next tile's S)
+        }
+      }
+      for (var kc = 0u; kc < NC; kc++) {
+        let pl = subgroupMatrixLoad<Left, row_major>(&p_, sg * 16u * PLD + kc * 16u, PLD);
+        for (var n = 0u; n < NQ; n++) {
+          let vr = subgroupMatrixLoad<Right, row_major>(&kv_, kc * 16u * KLD + n * 2u, KLD);
+          o[n] = subgroupMatrixMultiplyAccumulate(pl, vr, o[n]);
+        }
+      }
+      if (j0 + BC < kend) {
+        workgroupBarrier(); // V read by every subgroup
+        tile_st(pre, lid);
+      }
+      continue;
+    }
     workgroupBarrier(); // p_ and V visible, s_ read
     var ot: array<Res, NQ>;
     for (var n = 0u; n < NQ; n++) {
@@ -344,11 +398,21 @@ fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
   if (pu(9u) != 0u && lane % LPR == 0u && t < T) {
     lse[p.oa.y + (b * nh + h) * T + t] = m + log(lt);
   }
-  if (t < T) {
-    let ob = select(1u, 2u, OUT16) * p.oa.x + (b * T + t) * QS + h * HD;
-    let il = 1.0 / lt;
-    for (var n0 = 0u; n0 < NQ; n0 += NC) {
-      let a0 = (n0 / NC) * CPL;
+  let ob = select(1u, 2u, OUT16) * p.oa.x + (b * T + t) * QS + h * HD;
+  let il = 1.0 / lt;
+  for (var n0 = 0u; n0 < NQ; n0 += NC) {
+    let a0 = (n0 / NC) * CPL;
+    if (LAZY) { // o through s_ (the uniform branch: every invocation gets here)
+      workgroupBarrier(); // s_ read (the last tile's S, or the last chunk)
+      for (var n = 0u; n < NC; n++) {
+        subgroupMatrixStore<row_major>(&s_, sg * 16u * SLD + n * 16u, o[n0 + n], SLD);
+      }
+      workgroupBarrier();
+      for (var i = 0u; i < CPL; i++) {
+        oacc[a0 + i] = s_[r * SLD + cb + cs * ((i + rot) % CPL)];
+      }
+    }
+    if (t < T) {
       for (var i = 0u; i < CPL; i++) {
         let v = oacc[a0 + i] * il;
         outp[ob + n0 * 16u + cb + cs * ((i + rot) % CPL)] = OT(select(v, clamp(v, -65504.0, 65504.0), OUT16));
