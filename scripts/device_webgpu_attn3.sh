@@ -15,14 +15,18 @@
 #     ms per forward + backward of one layer (GPU timestamps) per variant:
 #       main  LAZY=0 DB=0 (main's default)    def   nothing set (LAZY=1 DB=1)
 #       lazy  DB=0 (the forward's change)     db    LAZY=0 (the backward's change)
-#       main_2, def_2: again, after the others (the clock: the D column is the same kernel in
-#       every variant, the control); at head_dim 128: main, def, and the one-pass forward
-#       (TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1) with and without LAZY (sg1 / sg1m): whether the lazy
-#       one-pass form beats 128's two-pass default;
 #  4. GPT-2 124M f16 B16 T1024, STEPS (10) steps, median tokens/s of steps 6..: default vs main's
 #     (LAZY=0 DB=0), and the losses side by side;
 #  5. the peer, PyTorch bf16 eager (torch_gpt.py --compile 0, TF32=1), 12 steps;
-#  6. the table (last): every figure above in a few lines.
+#  6. more bench rows while time is left: main_2, def_2 (the first ones again: the clock; the D
+#     column is the same kernel in every variant, the control); kreg (def with K's matrices in
+#     registers too, TEZGAH_WEBGPU_ATTN_SG_KREG=1); the diagnosis of dK/dV, WRONG results, time
+#     only (TEZGAH_WEBGPU_ATTN_SG_ABLATE): ab1 without the dq part, ab2 without the element-wise
+#     passes, ab4 without the barriers between its phases, ab7 without all three (the matrix
+#     products and tile loads alone); at head_dim 128: main, def, and the one-pass forward
+#     (TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1) with and without LAZY (sg1 / sg1m): whether the lazy
+#     one-pass form beats 128's two-pass default;
+#  7. the table (last): every figure above in a few lines.
 #   bash scripts/device_webgpu_attn3.sh DIR   (run tool, carry [DIR, ".gl"]; DIR from
 #   `bash scripts/device_pack_webgpu.sh DIR`). Writes $OUT/ (summary.log and every log). LIM,
 #   STEPS, TTMO (per train run, default 40 s), NOTEST / NOTRAIN / NOTORCH / NOBENCH=1 skip parts;
@@ -59,6 +63,8 @@ venv() { # a bench variant's environment
     db) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_LAZY=0 ;;
     sg1) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 ;;
     sg1m) echo "TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1 $MAIN" ;;
+    kreg) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_KREG=1 ;;
+    ab?) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_ABLATE="${1#ab}" ;;
     *) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 ;; # def, def_2
   esac
 }
@@ -75,8 +81,7 @@ bench_run() { # v hd
   done < <(bench_rows "$out/bench_${v}_$hd.log")
 }
 if [[ -z ${NOBENCH:-} ]]; then
-  for v in main def lazy db main_2 def_2; do left "bench $v 64" 12 && bench_run "$v" 64; done
-  for v in main def sg1 sg1m; do left "bench $v 128" 12 && bench_run "$v" 128; done
+  for v in main def lazy db; do left "bench $v 64" 12 && bench_run "$v" 64; done
 fi
 
 declare -A TPS
@@ -107,12 +112,17 @@ if [[ -z ${NOTORCH:-} && -f $dir/data/torch_gpt.py ]] && left "torch" 50; then
   ttps=$(grep -oE 'tok_s=[0-9]+' "$out/torch.log" | tail -1 | cut -d= -f2)
 fi
 
+if [[ -z ${NOBENCH:-} ]]; then
+  for v in main_2 def_2 ab7 ab1 ab4 ab2 kreg; do left "bench $v 64" 14 && bench_run "$v" 64; done
+  for v in main def sg1 sg1m; do left "bench $v 128" 14 && bench_run "$v" 128; done
+fi
+
 ms() { awk -v t="${1:-0}" 'BEGIN {if (t ~ /^[0-9.]+$/ && t + 0 > 0) printf "%.1f", 16384000 / t; else print "?"}'; } # tokens/s -> ms/step
 say "===== attn3 table (branch wgattn; $(date -u +%H:%M) UTC, ${SECONDS}s) ====="
 say "test_attention_sgmat (defaults) rc $trc: ${tchk:-not run}"
 say "bench_webgpu attention 16 1024 HD, ms per fwd+bwd of one layer (GPU timestamps):"
-say "  var     hd    fwd   dkdv     dq      D   conv    sum"
-for k in main.64 def.64 lazy.64 db.64 main_2.64 def_2.64 main.128 def.128 sg1.128 sg1m.128; do
+say "  var     hd    fwd   dkdv     dq      D   conv    sum   (ab*: dK/dV ablations, wrong results, time only)"
+for k in main.64 def.64 lazy.64 db.64 main_2.64 def_2.64 kreg.64 ab1.64 ab2.64 ab4.64 ab7.64 main.128 def.128 sg1.128 sg1m.128; do
   [[ -n ${ROW[$k]:-} ]] && say "  ${ROW[$k]}"
 done
 say "GPT-2 124M f16 B16 T1024 tokens/s (median steps 6..10): default ${TPS[a3def]:-?} ($(ms "${TPS[a3def]:-0}") ms/step)" \

@@ -463,10 +463,18 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   char pk[256], pq[128];
   /* TEZGAH_WEBGPU_ATTN_SG_KREG=1 (tuning, staged only): K's left matrices held in registers */
   int kreg = nst && env_int("TEZGAH_WEBGPU_ATTN_SG_KREG", 0) != 0;
+  /* TEZGAH_WEBGPU_ATTN_SG_ABLATE=N (diagnosis, staged only; WRONG RESULTS, a note on stderr):
+   * the staged dK/dV without parts of its work, so that bench_webgpu shows where its time goes:
+   * bit 1 the dq part (its products and stores), 2 the element-wise passes (P, dS), 4 the
+   * barriers between the per-tile phases (2)-(5) of fa_sg_dkdv_st.wgsl */
+  int abl = nst ? env_int("TEZGAH_WEBGPU_ATTN_SG_ABLATE", 0) & 7 : 0;
+  static int abl_noted;
+  if (abl && !abl_noted++)
+    fprintf(stderr, "webgpu: TEZGAH_WEBGPU_ATTN_SG_ABLATE=%d: dK/dV and dq are WRONG (timing only)\n", abl);
   snprintf(pk, sizeof pk, "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst KPAD: u32 = %du;\n"
-           "const VST = %s;\nconst KREG = %s;\nconst EWF = %s;\nconst DB = %s;\n%s",
+           "const VST = %s;\nconst KREG = %s;\nconst EWF = %s;\nconst DB = %s;\nconst ABL: u32 = %du;\n%s",
            hd, sg_lanes(c), nsg, kpad, vst ? "true" : "false", kreg ? "true" : "false", sg_ewf() ? "true" : "false",
-           db ? "true" : "false", sg_emu() ? "// sgmat emulation\n" : "");
+           db ? "true" : "false", abl, sg_emu() ? "// sgmat emulation\n" : "");
   snprintf(pq, sizeof pq, "const HD: u32 = %du;\nconst BC: u32 = %du;\n", hd, kbc);
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   uint32_t nkb = (uint32_t)(Tp / kbc);

@@ -35,7 +35,9 @@
 // (bool: the subgroup's left matrices of K loaded once into registers (kl) rather than from kb_
 // per tile; a tuning variant, TEZGAH_WEBGPU_ATTN_SG_KREG=1), EWF (bool: the element-wise passes'
 // bank-conflict-free entry order, TEZGAH_WEBGPU_ATTN_SG_EWF, default true), DB (bool: Q and dO
-// tiles double-buffered, above).
+// tiles double-buffered, above), ABL (u32, 0: an ablation for timing only, wrong results,
+// TEZGAH_WEBGPU_ATTN_SG_ABLATE: bit 1 no dq part (products, stores), 2 no element-wise passes
+// (P, dS), 4 no barriers (2)-(5): where the time goes).
 enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
@@ -227,7 +229,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var n = 0u; n < NR; n++) {
       subgroupMatrixStore<row_major>(&s_, sg * 16u * SLD + n * 16u, sacc[n], SLD);
     }
-    workgroupBarrier(); // (2) Sᵀ visible
+    if ((ABL & 4u) == 0u) {
+      workgroupBarrier(); // (2) Sᵀ visible
+    }
     // Pᵀ (kept in pv, and as f16 in pds_). The element-wise passes' i-th entry of this thread:
     // with EWF entry lid + i·NT of the BC × BR tile (row er0 + ers·i, column lid % BR: one query
     // per thread; the 32 lanes of an access read one row's 32 consecutive entries, no bank
@@ -245,7 +249,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       dq_ = s_[ec0 * SLD + BR + 1u];
     }
     var pv: array<f32, CPL>;
-    for (var i = 0u; i < CPL; i++) {
+    for (var i = 0u; i < select(CPL, 0u, (ABL & 2u) != 0u); i++) {
       let er = er0 + ers * i;
       let ec = ec0 + ecs * i;
       let tq = t0 + ec;
@@ -257,7 +261,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       pv[i] = f32(f16(x)); // the value the products use
       pds_[er * PLD + ec] = f16(x);
     }
-    workgroupBarrier(); // (3) Pᵀ visible, Sᵀ read
+    if ((ABL & 4u) == 0u) {
+      workgroupBarrier(); // (3) Pᵀ visible, Sᵀ read
+    }
     // dPᵀ = V·dOᵀ into s_
     var dp: array<Res, NR>;
     for (var n = 0u; n < NR; n++) {
@@ -285,9 +291,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         dv[n] = subgroupMatrixMultiplyAccumulate(pl, dr, dv[n]);
       }
     }
-    workgroupBarrier(); // (4) dPᵀ visible, Pᵀ read
+    if ((ABL & 4u) == 0u) {
+      workgroupBarrier(); // (4) dPᵀ visible, Pᵀ read
+    }
     // dSᵀ = Pᵀ ∘ (dPᵀ − D)·scale over Pᵀ in pds_
-    for (var i = 0u; i < CPL; i++) {
+    for (var i = 0u; i < select(CPL, 0u, (ABL & 2u) != 0u); i++) {
       let er = er0 + ers * i;
       let ec = ec0 + ecs * i;
       var d_ = dq_;
@@ -296,7 +304,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       }
       pds_[er * PLD + ec] = f16(pv[i] * (s_[er * SLD + ec] - d_) * sc);
     }
-    workgroupBarrier(); // (5) dSᵀ visible
+    if ((ABL & 4u) == 0u) {
+      workgroupBarrier(); // (5) dSᵀ visible
+    }
     // dK += dSᵀ·Q; the dq part dS·K of query block qi, columns qn0 .. qn0 + NQS
     for (var kc = 0u; kc < NR; kc++) {
       let dl = subgroupMatrixLoad<Left, row_major>(&pds_, sg * 16u * PLD + kc * 16u, PLD);
@@ -309,14 +319,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var n = 0u; n < NQS; n++) {
       dq[n] = Res(); // explicit zeros: a loop-local var is not reliably re-zeroed
     }
-    for (var kc = 0u; kc < BC / 16u; kc++) {
+    for (var kc = 0u; kc < select(BC / 16u, 0u, (ABL & 1u) != 0u); kc++) {
       let al = subgroupMatrixLoad<Left, col_major>(&pds_, kc * 16u * PLD + qi * 16u, PLD);
       for (var n = 0u; n < NQS; n++) {
         let kr = subgroupMatrixLoad<Right, row_major>(&kb_, kc * 16u * KLD + (qn0 + n) * 2u, KLD);
         dq[n] = subgroupMatrixMultiplyAccumulate(al, kr, dq[n]);
       }
     }
-    for (var n = 0u; n < NQS; n++) {
+    for (var n = 0u; n < select(NQS, 0u, (ABL & 1u) != 0u); n++) {
       subgroupMatrixStore<row_major>(&scr, pb + (t0 - k0 + qi * 16u) * HD + (qn0 + n) * 16u, dq[n], HD);
     }
     if (!DB) {
