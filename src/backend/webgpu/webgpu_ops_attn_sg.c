@@ -78,6 +78,28 @@ static double sg_lazy(void) {
   int v = env_int("TEZGAH_WEBGPU_ATTN_SG_LAZY", 1);
   return v == 0 ? -1.0 : v == 2 ? 0.0 : 8.0;
 }
+/* The staged kernels' fp32 operands (const F32IN; fa_sg_fwd_st.wgsl says how):
+ * TEZGAH_WEBGPU_ATTN_SG_F32IN=1 (the default) reads q, k, v straight from the fp32 tensors and
+ * converts them while staging the tiles, so the three fa_sg_pack passes per forward and per
+ * backward ("attention_to_f16": 0.20 ms per layer pair, 2.6 ms per GPT-2 124M step on the H200)
+ * go; 0 round 3's form (the packs, then the f16 copies). Same f16 values, same results bit for
+ * bit. Where sg_f32in_ok declines (the layout), the packs run. */
+/* The staged dK/dV's element-wise passes with their scales folded (const EWX, fa_sg_dkdv_st.wgsl:
+ * exp2 of one fma for P, the softmax scale taken into P's register copy for dS; 2 multiplies per
+ * entry fewer, the same up to rounding): TEZGAH_WEBGPU_ATTN_SG_EWX=1 (the default), 0 round 3's. */
+static int sg_ewx(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_EWX", 1) != 0; }
+static int sg_f32in(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_F32IN", 1) != 0; }
+/* Whether q, k, v can be read as the F32IN kernels do: one buffer, q first (xin's argument
+ * starts at q), every offset and row stride a multiple of 16 bytes (vec4<f32> loads). *bytes:
+ * the argument's extent from q's offset. */
+static int sg_f32in_ok(tz_slice q, tz_slice k, tz_slice v, int B, int T, int C, int ckv, int qs, int kvs, size_t *bytes) {
+  if (q.buf != k.buf || q.buf != v.buf || k.off < q.off || v.off < q.off) return 0;
+  if (q.off % 16 || k.off % 16 || v.off % 16 || qs % 4 || kvs % 4) return 0;
+  size_t eq = q.off + F4(((size_t)B * T - 1) * qs + C), ek = k.off + F4(((size_t)B * T - 1) * kvs + ckv);
+  size_t ev = v.off + F4(((size_t)B * T - 1) * kvs + ckv), e = eq > ek ? eq : ek;
+  *bytes = (e > ev ? e : ev) - q.off;
+  return 1;
+}
 static int sg_stage(int bwd) {
   int v = env_int("TEZGAH_WEBGPU_ATTN_SG_STAGE", 1);
   return v == 1 || (v == 2 && !bwd) || (v == 3 && bwd);
@@ -376,37 +398,54 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
   sg_lay l = sg_layout(B, Tp, nh, nkv, hd, 0);
   size_t C = (size_t)nh * hd, nl = (size_t)B * nh * T;
   int has_lse = tz_present(lse);
+  /* the staged kernel where its tiles fit (TEZGAH_WEBGPU_ATTN_SG_STAGE; x16 is the staging
+   * buffer from offset 0: 16-byte aligned); it reads q, k, v itself where it may (F32IN), else
+   * binds xin to a spare slice of the staging buffer after the copies (unread) */
+  int kpad = 0, vst = 0, db = 0, nst = sg_stage(0) ? sg_nsg_st(c, 0, hd, &kpad, &vst, &db) : 0;
+  if (nst) nsg = nst;
+  size_t xb = 0;
+  int f32in = nst && sg_f32in() && sg_f32in_ok(q, k, v, B, T, (int)C, nkv * hd, qs, kvs, &xb);
+  size_t xend = f32in ? 256 : l.end;
   wg_arg a[] = {A(out, o16 ? ((size_t)B * T * C * 2 + 3) & ~(size_t)3 : F4((size_t)B * T * C), "att out"),
-                A(has_lse ? lse : TZ_NONE, F4(nl), "lse"), A(TZ_NONE, l.end, "x16")};
-  if (l.end > wg_cap_bytes(c)) return sg_decline(c, op, "the f16 copies exceed one binding");
-  tz_slice x = wg_stage(be, l.end);
+                A(has_lse ? lse : TZ_NONE, F4(nl), "lse"), A(TZ_NONE, xend, "x16"), A(q, xb, "q/k/v")};
+  if (xend > wg_cap_bytes(c)) return sg_decline(c, op, "the f16 copies exceed one binding");
+  tz_slice x = wg_stage(be, xend + 512);
   if (!has_lse) a[1].s = wg_scratch(be, F4(nl)); /* written, not read: a place for it */
   a[2].s = x;
-  if (!sg_binds_ok(c, a, 3, 0x3)) return sg_decline(c, op, "the arguments do not get a binding each");
-  sg_pack(c, tz_at(x, l.q), q, B, T, Tp, (int)C, qs);
-  sg_pack(c, tz_at(x, l.k), k, B, T, Tp, nkv * hd, kvs);
-  sg_pack(c, tz_at(x, l.v), v, B, T, Tp, nkv * hd, kvs);
-  /* the staged kernel where its tiles fit and x16 is 16-byte aligned (TEZGAH_WEBGPU_ATTN_SG_STAGE) */
-  int kpad = 0, vst = 0, db = 0, nst = sg_stage(0) && x.off % 16 == 0 ? sg_nsg_st(c, 0, hd, &kpad, &vst, &db) : 0;
-  if (nst) nsg = nst;
-  char pre[256];
+  if (f32in && !sg_binds_ok(c, a, 4, 0x3)) { /* e.g. q/k/v in a buffer the kernel writes: the packs */
+    f32in = 0, xend = l.end, a[2].bytes = xend;
+    if (xend > wg_cap_bytes(c)) return sg_decline(c, op, "the f16 copies exceed one binding");
+    a[2].s = x = wg_stage(be, xend + 512);
+  }
+  if (!f32in) a[3] = A(tz_at(x, al256(xend)), 16, "xin (unread)");
+  if (!sg_binds_ok(c, a, nst ? 4 : 3, 0x3)) return sg_decline(c, op, "the arguments do not get a binding each");
+  if (!f32in) {
+    sg_pack(c, tz_at(x, l.q), q, B, T, Tp, (int)C, qs);
+    sg_pack(c, tz_at(x, l.k), k, B, T, Tp, nkv * hd, kvs);
+    sg_pack(c, tz_at(x, l.v), v, B, T, Tp, nkv * hd, kvs);
+  }
+  char pre[320];
   snprintf(pre, sizeof pre,
            "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n"
-           "const KPAD: u32 = %du;\nconst EWF = %s;\nconst LAZY = %s;\nconst LTH: f32 = %.1f;\n%s",
+           "const KPAD: u32 = %du;\nconst EWF = %s;\nconst LAZY = %s;\nconst LTH: f32 = %.1f;\nconst F32IN = %s;\n%s",
            hd, sg_lanes(c), nsg, o16 ? "true" : "false", o16 ? "f16" : "f32", kpad, sg_ewf() ? "true" : "false",
-           sg_lazy() >= 0 ? "true" : "false", sg_lazy() >= 0 ? sg_lazy() : 0.0, sg_emu() ? "// sgmat emulation\n" : "");
+           sg_lazy() >= 0 ? "true" : "false", sg_lazy() >= 0 ? sg_lazy() : 0.0, f32in ? "true" : "false",
+           sg_emu() ? "// sgmat emulation\n" : "");
   uint32_t w[24] = {0};
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)nkv,
   w[12] = fbits(1.0f / sqrtf((float)hd)), w[13] = (uint32_t)(l.q / 2), w[14] = (uint32_t)(l.k / 2),
   w[15] = (uint32_t)(l.v / 2), w[16] = (uint32_t)ord, w[17] = (uint32_t)has_lse;
+  if (f32in) /* q's row stride; k's, v's first float after q's; their row stride (floats) */
+    w[13] = (uint32_t)qs, w[14] = (uint32_t)((k.off - q.off) / 4), w[15] = (uint32_t)((v.off - q.off) / 4),
+    w[23] = (uint32_t)kvs;
   uint32_t nb = (uint32_t)(Tp / (16 * nsg));
   c->pending_flop = 3.0 * B * nh * (double)T * T * hd; /* S twice (two passes), P·V; causal half */
   /* the one-pass form (main1: output rows in registers, 2 matmul units) or the two-pass form
    * (main), per head_dim (sg_onepass) */
   int one = sg_onepass(hd);
   if (one) c->pending_flop = 2.0 * B * nh * (double)T * T * hd;
-  wg_run(c, op, wg_pipeline(c, nst ? "fa_sg_fwd_st" : "fa_sg_fwd", one ? "main1" : "main", pre), w, 18, a, 3, ord ? (uint32_t)nh : nb, ord ? (uint32_t)B : (uint32_t)nh,
+  wg_run(c, op, wg_pipeline(c, nst ? "fa_sg_fwd_st" : "fa_sg_fwd", one ? "main1" : "main", pre), w, 24, a, nst ? 4 : 3, ord ? (uint32_t)nh : nb, ord ? (uint32_t)B : (uint32_t)nh,
          ord ? nb : (uint32_t)B);
   c->pending_flop = 0;
   return 1;
@@ -441,18 +480,25 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   size_t bc = cap / per < (size_t)B ? cap / per : (size_t)B;
   if (!bc) return sg_decline(c, op, "one sequence's dq partial sums exceed TEZGAH_WEBGPU_ATTN_DQ_KB or the binding limits");
   if (l.end > wg_cap_bytes(c)) return sg_decline(c, op, "the f16 copies exceed one binding");
-  size_t kvext = F4(((size_t)B * T - 1) * kvs + (size_t)nkv * hd);
-  tz_slice x = wg_stage(be, l.end), s = wg_scratch(be, dbytes + bc * per);
+  size_t kvext = F4(((size_t)B * T - 1) * kvs + (size_t)nkv * hd), xb = 0;
+  /* the staged kernel reads q, k, v itself where it may (F32IN; dout still through its copy),
+   * else binds xin to a spare slice of the staging buffer after the copies (unread) */
+  int f32in = nst && sg_f32in() && sg_f32in_ok(q, k, v, B, T, (int)C, nkv * hd, qs, kvs, &xb);
+  tz_slice x = wg_stage(be, l.end + 512), s = wg_scratch(be, dbytes + bc * per);
   wg_arg ap[] = {A(s, F4(nl), "D"), A(tz_at(x, l.d), (size_t)B * Tp * C * 2, "dout16"), A(dout, F4((size_t)B * T * C), "dout"),
                  A(out, o16 ? ((size_t)B * T * C * 2 + 3) & ~(size_t)3 : F4((size_t)B * T * C), "att out")};
   wg_arg ak[] = {A(dk, dv.off - dk.off + kvext, "dk, dv"), A(s, dbytes + bc * per, "D, dq parts"), A(x, l.end, "x16"),
-                 A(lse, F4(nl), "lse")};
+                 A(lse, F4(nl), "lse"), A(q, xb, "q/k/v")};
+  if (f32in && !sg_binds_ok(c, ak, 5, 0x3)) f32in = 0; /* e.g. q/k/v in a buffer the kernel writes: the packs */
+  if (!f32in) ak[4] = A(tz_at(x, al256(l.end)), 16, "xin (unread)");
   wg_arg as[] = {A(dq, F4(((size_t)B * T - 1) * qs + C), "dq"), A(s, dbytes + bc * per, "dq parts")};
-  if (!sg_binds_ok(c, ap, 4, 0x3) || !sg_binds_ok(c, ak, 4, 0x3) || !sg_binds_ok(c, as, 2, 0x1))
+  if (!sg_binds_ok(c, ap, 4, 0x3) || !sg_binds_ok(c, ak, nst ? 5 : 4, 0x3) || !sg_binds_ok(c, as, 2, 0x1))
     return sg_decline(c, op, "the arguments do not get a binding each");
-  sg_pack(c, tz_at(x, l.q), q, B, T, Tp, (int)C, qs);
-  sg_pack(c, tz_at(x, l.k), k, B, T, Tp, nkv * hd, kvs);
-  sg_pack(c, tz_at(x, l.v), v, B, T, Tp, nkv * hd, kvs);
+  if (!f32in) {
+    sg_pack(c, tz_at(x, l.q), q, B, T, Tp, (int)C, qs);
+    sg_pack(c, tz_at(x, l.k), k, B, T, Tp, nkv * hd, kvs);
+    sg_pack(c, tz_at(x, l.v), v, B, T, Tp, nkv * hd, kvs);
+  }
   char pre[256];
   uint32_t w[24] = {0}, gx, gy;
   snprintf(pre, sizeof pre, "const HD: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n", hd, o16 ? "true" : "false",
@@ -460,7 +506,7 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)B;
   grid1(nl / T * Tp * (hd / 2), &gx, &gy); /* hd / 2 threads per row (fa_sg_prep.wgsl) */
   wg_run(c, "attention_bwd_d", wg_pipeline(c, "fa_sg_prep", "main", pre), w, 12, ap, 4, gx, gy, 1);
-  char pk[256], pq[128];
+  char pk[384], pq[128];
   /* TEZGAH_WEBGPU_ATTN_SG_KREG=1 (tuning, staged only): K's left matrices held in registers */
   int kreg = nst && env_int("TEZGAH_WEBGPU_ATTN_SG_KREG", 0) != 0;
   /* TEZGAH_WEBGPU_ATTN_SG_ABLATE=N (diagnosis, staged only; WRONG RESULTS, a note on stderr):
@@ -472,9 +518,11 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   if (abl && !abl_noted++)
     fprintf(stderr, "webgpu: TEZGAH_WEBGPU_ATTN_SG_ABLATE=%d: dK/dV and dq are WRONG (timing only)\n", abl);
   snprintf(pk, sizeof pk, "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst KPAD: u32 = %du;\n"
-           "const VST = %s;\nconst KREG = %s;\nconst EWF = %s;\nconst DB = %s;\nconst ABL: u32 = %du;\n%s",
+           "const VST = %s;\nconst KREG = %s;\nconst EWF = %s;\nconst DB = %s;\nconst ABL: u32 = %du;\nconst F32IN = %s;\n"
+           "const EWX = %s;\n%s",
            hd, sg_lanes(c), nsg, kpad, vst ? "true" : "false", kreg ? "true" : "false", sg_ewf() ? "true" : "false",
-           db ? "true" : "false", abl, sg_emu() ? "// sgmat emulation\n" : "");
+           db ? "true" : "false", abl, f32in ? "true" : "false", sg_ewx() ? "true" : "false",
+           sg_emu() ? "// sgmat emulation\n" : "");
   snprintf(pq, sizeof pq, "const HD: u32 = %du;\nconst BC: u32 = %du;\n", hd, kbc);
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   uint32_t nkb = (uint32_t)(Tp / kbc);
@@ -486,8 +534,10 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
     w[15] = (uint32_t)(l.v / 2), w[16] = (uint32_t)(l.d / 2), w[17] = (uint32_t)ord, w[18] = 0,
     w[19] = (uint32_t)(dbytes / 4), w[20] = (uint32_t)rows, w[21] = (uint32_t)b0, w[22] = (uint32_t)((dv.off - dk.off) / 4),
     w[23] = (uint32_t)kvs;
+    if (f32in) /* q's row stride; k's, v's first float after q's (floats) */
+      w[13] = (uint32_t)qs, w[14] = (uint32_t)((k.off - q.off) / 4), w[15] = (uint32_t)((v.off - q.off) / 4);
     c->pending_flop = 5.0 * nb * nh * (double)T * T * hd; /* S, dP, dV, dK, dq: causal half */
-    wg_run(c, "attention_bwd_dkdv", wg_pipeline(c, nst ? "fa_sg_dkdv_st" : "fa_sg_dkdv", "main", pk), w, 24, ak, 4, ord ? (uint32_t)nkv : nkb,
+    wg_run(c, "attention_bwd_dkdv", wg_pipeline(c, nst ? "fa_sg_dkdv_st" : "fa_sg_dkdv", "main", pk), w, 24, ak, nst ? 5 : 4, ord ? (uint32_t)nkv : nkb,
            ord ? (uint32_t)nb : (uint32_t)nkv, ord ? nkb : (uint32_t)nb);
     c->pending_flop = 0;
     memset(w, 0, sizeof w);

@@ -37,7 +37,15 @@
 // bank-conflict-free entry order, TEZGAH_WEBGPU_ATTN_SG_EWF, default true), DB (bool: Q and dO
 // tiles double-buffered, above), ABL (u32, 0: an ablation for timing only, wrong results,
 // TEZGAH_WEBGPU_ATTN_SG_ABLATE: bit 1 no dq part (products, stores), 2 no element-wise passes
-// (P, dS), 4 no barriers (2)-(5): where the time goes).
+// (P, dS), 4 no barriers (2)-(5): where the time goes) and F32IN (bool,
+// TEZGAH_WEBGPU_ATTN_SG_F32IN, default true) and EWX (bool, TEZGAH_WEBGPU_ATTN_SG_EWX,
+// default true: the element-wise passes' scales folded: P = exp2(fma(S, scale·log2 e,
+// −lse·log2 e)) and P's register copy times the scale, so dS = that · (dP − D): 2 multiplies
+// per entry fewer; the same up to rounding; false: exp(S·scale − lse), dS = P·(dP − D)·scale): K, V and Q read from the fp32 tensors (binding 5,
+// xin, as fa_sg_fwd_st.wgsl's F32IN: converted when stored to workgroup memory, rows t ≥ T
+// zero; no fa_sg_pack copies); dO still from its f16 copy in x16 (fa_sg_prep.wgsl makes it
+// with D). Words (F32IN): u5 q's row stride (floats), u6 / u7 k's / v's first float after q's
+// (q is xin's argument start: ob.x), u15 k's and v's row stride (as always).
 enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
@@ -51,6 +59,7 @@ struct U { oa: vec4<u32>, ob: vec4<u32>, sa: vec4<u32>, sb: vec4<u32>, u: array<
 @group(0) @binding(2) var<storage, read_write> scr: array<f32>;
 @group(0) @binding(3) var<storage, read> x16: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read> lse: array<f32>;
+@group(0) @binding(5) var<storage, read> xin: array<vec4<f32>>;
 
 alias Left = subgroup_matrix_left<f16, 16, 16>;
 alias Right = subgroup_matrix_right<f16, 16, 16>;
@@ -70,6 +79,7 @@ const HV = HD / 8u;        // vec4<u32> (8 halves) across a head
 const KLD = HV + KPAD;     // tile row stride (vec4<u32>)
 const NVK = BC * HV / NT;  // vec4 per thread of a BC-row tile (16·HV / SGSIZE)
 const NVQ = BR * HV / NT;  // of a BR-row tile
+const LOG2E: f32 = 1.4426950408889634;
 const VOFF = BC * KLD;                  // V's first vec4 in kb_ (VST)
 const NKB = select(1u, 2u, VST) * BC * KLD; // kb_'s size: K, then V where staged
 const NVL = select(NQ, 1u, VST);        // vl's size (1: unused)
@@ -87,23 +97,79 @@ fn pu(k: u32) -> u32 {
 fn part_row(kb: u32, Tp: u32) -> u32 {
   return kb * Tp - BC * ((kb * max(kb, 1u) - kb) / 2u); // Σ_{k < kb} (Tp − k·BC)
 }
-// slot i of a tile of HV vec4 per row: row i / HV, column i % HV (consecutive threads, consecutive
-// 16 bytes)
-fn blk_ld(base: u32, sv: u32, lid: u32) -> array<vec4<u32>, NVK> {
-  var v: array<vec4<u32>, NVK>;
+// where a tensor's tiles come from: x16 (its copy's first vec4 h, row stride hs, rows Tp) or,
+// F32IN, xin (first vec4<f32> f, row stride fs, rows T)
+struct Src { h: u32, hs: u32, f: u32, fs: u32 }
+fn src_of(w: u32, b: u32, hg: u32, stride: u32, Tp: u32, T: u32) -> Src { // w: 5 q, 6 k, 7 v
+  if (F32IN) {
+    let fs = select(pu(15u), pu(5u), w == 5u);
+    return Src(0u, 0u, (p.ob.x + select(pu(w), 0u, w == 5u) + b * T * fs + hg * HD) / 4u, fs / 4u);
+  }
+  return Src(p.oa.z / 4u + (pu(w) + b * Tp * stride + hg * HD) / 8u, stride / 8u, 0u, 0u);
+}
+// 8 floats as 8 halves (fa_sg_pack's conversion)
+fn pk8(a: vec4<f32>, b: vec4<f32>) -> vec4<u32> {
+  let ca = clamp(a, vec4<f32>(-65504.0), vec4<f32>(65504.0));
+  let cb = clamp(b, vec4<f32>(-65504.0), vec4<f32>(65504.0));
+  return vec4<u32>(pack2x16float(ca.xy), pack2x16float(ca.zw), pack2x16float(cb.xy), pack2x16float(cb.zw));
+}
+// a tile in the prefetch registers: h (x16's halves) or, F32IN, f (xin's floats, 2 per slot);
+// slot i of a tile of HV slots per row: row i / HV, column i % HV (consecutive threads,
+// consecutive 16 bytes, F32IN 32); rows t0 .. of s's sequence, F32IN rows t ≥ T zero
+struct PreK { h: array<vec4<u32>, NVK>, f: array<vec4<f32>, 2u * NVK> }
+struct PreQ { h: array<vec4<u32>, NVQ>, f: array<vec4<f32>, 2u * NVQ> }
+fn blk_ld(s: Src, t0: u32, T: u32, lid: u32) -> PreK {
+  var v: PreK;
   for (var e = 0u; e < NVK; e++) {
     let i = lid + e * NT;
-    v[e] = x16[base + (i / HV) * sv + i % HV];
+    if (F32IN) {
+      if (t0 + i / HV < T) {
+        let a = s.f + (t0 + i / HV) * s.fs + (i % HV) * 2u;
+        v.f[2u * e] = xin[a];
+        v.f[2u * e + 1u] = xin[a + 1u];
+      }
+    } else {
+      v.h[e] = x16[s.h + (t0 + i / HV) * s.hs + i % HV];
+    }
   }
   return v;
 }
-fn blk_st(v: array<vec4<u32>, NVK>, lid: u32) {
+fn blk_h(v: PreK, e: u32) -> vec4<u32> { // slot e as halves
+  if (F32IN) {
+    return pk8(v.f[2u * e], v.f[2u * e + 1u]);
+  }
+  return v.h[e];
+}
+fn blk_st(v: PreK, lid: u32) {
   for (var e = 0u; e < NVK; e++) {
     let i = lid + e * NT;
-    kb_[(i / HV) * KLD + i % HV] = v[e];
+    kb_[(i / HV) * KLD + i % HV] = blk_h(v, e);
   }
 }
-fn til_ld(base: u32, sv: u32, lid: u32) -> array<vec4<u32>, NVQ> {
+fn til_ld(s: Src, t0: u32, T: u32, lid: u32) -> PreQ {
+  var v: PreQ;
+  for (var e = 0u; e < NVQ; e++) {
+    let i = lid + e * NT;
+    if (F32IN) {
+      if (t0 + i / HV < T) {
+        let a = s.f + (t0 + i / HV) * s.fs + (i % HV) * 2u;
+        v.f[2u * e] = xin[a];
+        v.f[2u * e + 1u] = xin[a + 1u];
+      }
+    } else {
+      v.h[e] = x16[s.h + (t0 + i / HV) * s.hs + i % HV];
+    }
+  }
+  return v;
+}
+fn til_h(v: PreQ, e: u32) -> vec4<u32> {
+  if (F32IN) {
+    return pk8(v.f[2u * e], v.f[2u * e + 1u]);
+  }
+  return v.h[e];
+}
+// dO's tile (always x16's copy): first vec4 base, rows sv vec4 apart
+fn til16(base: u32, sv: u32, lid: u32) -> array<vec4<u32>, NVQ> {
   var v: array<vec4<u32>, NVQ>;
   for (var e = 0u; e < NVQ; e++) {
     let i = lid + e * NT;
@@ -114,7 +180,7 @@ fn til_ld(base: u32, sv: u32, lid: u32) -> array<vec4<u32>, NVQ> {
 
 @compute @workgroup_size(NT)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  _ = &dkv; _ = &scr; _ = &x16; _ = &lse;
+  _ = &dkv; _ = &scr; _ = &x16; _ = &lse; _ = &xin;
   let T = pu(0u);
   let Tp = pu(1u);
   let nh = pu(2u);
@@ -138,23 +204,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let QS = nh * HD;
   let KS = nkv * HD;
   let x0 = p.oa.z / 4u; // x16's first vec4 (the host keeps it 16-byte aligned)
-  let kv0 = (b * Tp + k0) * KS + g * HD; // the block's first key (halves, after the copy's offset)
+  let ksrc = src_of(6u, b, g, KS, Tp, T);
+  let vsrc = src_of(7u, b, g, KS, Tp, T);
   // V's left matrices through kb_, then K's block into kb_ for good
   var vl: array<Left, NVL>;
   if (VST) {
-    let vpre = blk_ld(x0 + (pu(7u) + kv0) / 8u, KS / 8u, lid);
+    let vpre = blk_ld(vsrc, k0, T, lid);
     for (var e = 0u; e < NVK; e++) {
       let i = lid + e * NT;
-      kb_[VOFF + (i / HV) * KLD + i % HV] = vpre[e];
+      kb_[VOFF + (i / HV) * KLD + i % HV] = blk_h(vpre, e);
     }
   } else {
-    blk_st(blk_ld(x0 + (pu(7u) + kv0) / 8u, KS / 8u, lid), lid);
+    blk_st(blk_ld(vsrc, k0, T, lid), lid);
     workgroupBarrier();
     for (var kk = 0u; kk < NQ; kk++) {
       vl[kk] = subgroupMatrixLoad<Left, row_major>(&kb_, sg * 16u * KLD + kk * 2u, KLD);
     }
   }
-  let kpre = blk_ld(x0 + (pu(6u) + kv0) / 8u, KS / 8u, lid);
+  let kpre = blk_ld(ksrc, k0, T, lid);
   workgroupBarrier();
   blk_st(kpre, lid);
   var kl: array<Left, NKL>;
@@ -169,12 +236,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   // tiles per query head: queries k0 .. T−1 (none where k0 ≥ T)
   let ntl = select(0u, (T - k0 + BR - 1u) / BR, k0 < T);
   let nit = rep * ntl;
-  var qpre: array<vec4<u32>, NVQ>;
+  var qpre: PreQ;
   var dpre: array<vec4<u32>, NVQ>;
   if (nit > 0u) {
     let qo = b * Tp * QS + g * rep * HD + k0 * QS;
-    qpre = til_ld(x0 + (pu(5u) + qo) / 8u, QS / 8u, lid);
-    dpre = til_ld(x0 + (pu(8u) + qo) / 8u, QS / 8u, lid);
+    qpre = til_ld(src_of(5u, b, g * rep, QS, Tp, T), k0, T, lid);
+    dpre = til16(x0 + (pu(8u) + qo) / 8u, QS / 8u, lid);
   }
   let qi = sg % NR;            // this subgroup's 16-query block of the dq part
   let qn0 = (sg / NR) * NQS;   // and its first column matrix
@@ -187,7 +254,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // the tile's Q, dO (prefetched), lse and D into workgroup memory
     for (var e = 0u; e < NVQ; e++) {
       let i = lid + e * NT;
-      qt_[tb + (i / HV) * KLD + i % HV] = qpre[e];
+      qt_[tb + (i / HV) * KLD + i % HV] = til_h(qpre, e);
       dt_[tb + (i / HV) * KLD + i % HV] = dpre[e];
     }
     for (var i = lid; i < 2u * BR; i += NT) {
@@ -205,9 +272,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     workgroupBarrier(); // (1) the tile visible
     if (it + 1u < nit) { // the next tile's global loads, stored at the top of the next iteration
       let hn = g * rep + (it + 1u) / ntl;
-      let qo = b * Tp * QS + hn * HD + (k0 + ((it + 1u) % ntl) * BR) * QS;
-      qpre = til_ld(x0 + (pu(5u) + qo) / 8u, QS / 8u, lid);
-      dpre = til_ld(x0 + (pu(8u) + qo) / 8u, QS / 8u, lid);
+      let tn = k0 + ((it + 1u) % ntl) * BR;
+      qpre = til_ld(src_of(5u, b, hn, QS, Tp, T), tn, T, lid);
+      dpre = til16(x0 + (pu(8u) + b * Tp * QS + hn * HD + tn * QS) / 8u, QS / 8u, lid);
     }
     // Sᵀ = K·Qᵀ (this subgroup's 16 keys × the tile's BR queries)
     var sacc: array<Res, NR>;
@@ -257,8 +324,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       if (!EWF) {
         l_ = s_[ec * SLD + BR];
       }
-      let x = select(exp(s_[er * SLD + ec] * sc - l_), 0.0, tq < k0 + er || tq >= T);
+      var x: f32;
+      if (EWX) { // exp(s·sc − l) as exp2 of one fma
+        x = select(exp2(fma(s_[er * SLD + ec], sc * LOG2E, -l_ * LOG2E)), 0.0, tq < k0 + er || tq >= T);
+      } else {
+        x = select(exp(s_[er * SLD + ec] * sc - l_), 0.0, tq < k0 + er || tq >= T);
+      }
       pv[i] = f32(f16(x)); // the value the products use
+      if (EWX) {
+        pv[i] = pv[i] * sc; // dS's scale, folded in
+      }
       pds_[er * PLD + ec] = f16(x);
     }
     if ((ABL & 4u) == 0u) {
@@ -302,7 +377,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       if (!EWF) {
         d_ = s_[ec * SLD + BR + 1u];
       }
-      pds_[er * PLD + ec] = f16(pv[i] * (s_[er * SLD + ec] - d_) * sc);
+      if (EWX) {
+        pds_[er * PLD + ec] = f16(pv[i] * (s_[er * SLD + ec] - d_)); // pv holds P·sc
+      } else {
+        pds_[er * PLD + ec] = f16(pv[i] * (s_[er * SLD + ec] - d_) * sc);
+      }
     }
     if ((ABL & 4u) == 0u) {
       workgroupBarrier(); // (5) dSᵀ visible
