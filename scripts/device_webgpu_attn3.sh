@@ -9,6 +9,8 @@
 #   DB    TEZGAH_WEBGPU_ATTN_SG_DB=1 (default): dK/dV's Q / dO tiles double-buffered
 #   EWX   TEZGAH_WEBGPU_ATTN_SG_EWX=1 (default): dK/dV's element-wise passes with the scales
 #         folded (exp2 of one fma; dS's scale in P's register copy); 0 = main's
+#   DQV4  TEZGAH_WEBGPU_ATTN_SG_DQV4=1 (default): the dq sums (the dq column) four floats per
+#         thread with 16-byte loads; 0 = main's (one per thread)
 # Parts, each with a time limit, each started only while it would end within LIM (100) s:
 #  1. `tezgah info`'s adapter and attention lines;
 #  2. test_webgpu_ops' test_attention_sgmat with the defaults (every subgroup-matrix kernel vs
@@ -16,10 +18,9 @@
 #     chunked dq, grid orders);
 #  3. `TEZGAH_PROFILE=1 bench_webgpu attention 16 1024 HD` (B 16, n_head 768 / HD, T 1024),
 #     ms per forward + backward of one layer (GPU timestamps): main (every switch 0), def
-#     (nothing set), pack (def but F32IN=0: the conversions' share) at head_dim 64, main and def
-#     at 128;
+#     (nothing set), pack (def but F32IN=0: the conversions' share) at head_dim 64 and 128;
 #  4. GPT-2 124M f16 B16 T1024, STEPS (10) steps, median tokens/s of steps 6..: default vs
-#     main's, the losses side by side;
+#     main's vs pack (F32IN=0), the losses of the first two side by side;
 #  5. the peer, PyTorch bf16 eager (torch_gpt.py --compile 0, TF32=1), 12 steps;
 #  6. the table (last).
 #   bash scripts/device_webgpu_attn3.sh DIR   (run tool, carry [DIR, ".gl"]; DIR from
@@ -39,6 +40,7 @@ left() { # NAME [SECONDS]: whether the part fits (SECONDS more, default 0, befor
 }
 read -ra targs <<<"${TRAIN_ARGS:-}"
 MAIN="TEZGAH_WEBGPU_ATTN_SG_F32IN=0 TEZGAH_WEBGPU_ATTN_SG_LAZY=0 TEZGAH_WEBGPU_ATTN_SG_DB=0 TEZGAH_WEBGPU_ATTN_SG_EWX=0"
+MAIN+=" TEZGAH_WEBGPU_ATTN_SG_DQV4=0"
 
 trc="?"
 if [[ -z ${NOTEST:-} ]] && left "test" 40; then
@@ -72,7 +74,7 @@ bench_run() { # v hd
 }
 if [[ -z ${NOBENCH:-} ]]; then
   for v in main def pack; do left "bench $v 64" 8 && bench_run "$v" 64; done
-  for v in main def; do left "bench $v 128" 8 && bench_run "$v" 128; done
+  for v in main def pack; do left "bench $v 128" 8 && bench_run "$v" 128; done
 fi
 
 declare -A TPS
@@ -89,8 +91,9 @@ train_run() { # NAME ENV...: one f16 training run of GPT-2 124M B16 T1024
 export TTMO=${TTMO:-30}
 if [[ -z ${NOTRAIN:-} ]]; then
   left "train def" "$TTMO" && train_run a4def
-  # shellcheck disable=SC2086  # MAIN: four assignments
+  # shellcheck disable=SC2086  # MAIN: five assignments
   left "train main" "$TTMO" && train_run a4main $MAIN
+  left "train pack" "$TTMO" && train_run a4pack TEZGAH_WEBGPU_ATTN_SG_F32IN=0
   [[ -s $out/loss_a4def.txt && -s $out/loss_a4main.txt ]] &&
     ldiff=$(paste "$out/loss_a4def.txt" "$out/loss_a4main.txt" | awk '{d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d}
       END {printf "%.2g over %d steps", m, NR}')
@@ -106,11 +109,12 @@ ms() { awk -v t="${1:-0}" 'BEGIN {if (t ~ /^[0-9.]+$/ && t + 0 > 0) printf "%.1f
 say "===== attn4 table (branch wgattn; $(date -u +%H:%M) UTC, ${SECONDS}s) ====="
 say "test_attention_sgmat (defaults) rc $trc: ${tchk:-not run}"
 say "bench_webgpu attention 16 1024 HD, ms per fwd+bwd of one layer (GPU timestamps):"
-say "  var     hd    fwd   dkdv     dq      D   conv    sum   (main: F32IN LAZY DB EWX 0; pack: F32IN 0)"
-for k in main.64 def.64 pack.64 main.128 def.128; do
+say "  var     hd    fwd   dkdv     dq      D   conv    sum   (main: F32IN LAZY DB EWX DQV4 0; pack: F32IN 0)"
+for k in main.64 def.64 pack.64 main.128 def.128 pack.128; do
   [[ -n ${ROW[$k]:-} ]] && say "  ${ROW[$k]}"
 done
 say "GPT-2 124M f16 B16 T1024 tokens/s (median steps 6..10): default ${TPS[a4def]:-?} ($(ms "${TPS[a4def]:-0}") ms/step)" \
-  "vs main's (F32IN LAZY DB EWX 0) ${TPS[a4main]:-?} ($(ms "${TPS[a4main]:-0}") ms/step); losses differ by ${ldiff:-?};" \
+  "vs main's (F32IN LAZY DB EWX DQV4 0) ${TPS[a4main]:-?} ($(ms "${TPS[a4main]:-0}") ms/step) vs pack (F32IN 0)" \
+  "${TPS[a4pack]:-?} ($(ms "${TPS[a4pack]:-0}") ms/step); losses def vs main differ by ${ldiff:-?};" \
   "PyTorch bf16 eager ${ttps:-?} ($(ms "${ttps:-0}") ms/step); target 200000 (81.9 ms/step)"
 say "end ${SECONDS}s"

@@ -526,6 +526,9 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   snprintf(pq, sizeof pq, "const HD: u32 = %du;\nconst BC: u32 = %du;\n", hd, kbc);
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   uint32_t nkb = (uint32_t)(Tp / kbc);
+  /* the dq sums four floats per thread (fa_sg_dqsum.wgsl main4) where 16-byte aligned:
+   * TEZGAH_WEBGPU_ATTN_SG_DQV4=1 (the default), 0 one per thread (round 3's); same bits */
+  int dq4 = env_int("TEZGAH_WEBGPU_ATTN_SG_DQV4", 1) != 0 && dq.off % 16 == 0 && s.off % 16 == 0 && qs % 4 == 0;
   for (int b0 = 0; b0 < B; b0 += (int)bc) {
     int nb = B - b0 < (int)bc ? B - b0 : (int)bc;
     memset(w, 0, sizeof w);
@@ -543,8 +546,8 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
     memset(w, 0, sizeof w);
     w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)qs, w[12] = (uint32_t)(dbytes / 4),
     w[13] = (uint32_t)rows, w[14] = (uint32_t)b0, w[15] = (uint32_t)nb;
-    grid1((size_t)nb * nh * T * hd, &gx, &gy);
-    wg_run(c, "attention_bwd_dq", wg_pipeline(c, "fa_sg_dqsum", "main", pq), w, 16, as, 2, gx, gy, 1);
+    grid1((size_t)nb * nh * T * hd / (dq4 ? 4 : 1), &gx, &gy);
+    wg_run(c, "attention_bwd_dq", wg_pipeline(c, "fa_sg_dqsum", dq4 ? "main4" : "main", pq), w, 16, as, 2, gx, gy, 1);
   }
   return 1;
 }
