@@ -18,7 +18,8 @@
 #     chunked dq, grid orders);
 #  3. `TEZGAH_PROFILE=1 bench_webgpu attention 16 1024 HD` (B 16, n_head 768 / HD, T 1024),
 #     ms per forward + backward of one layer (GPU timestamps): main (every switch 0), def
-#     (nothing set), pack (def but F32IN=0: the conversions' share) at head_dim 64 and 128;
+#     (nothing set), pack (def but F32IN=0: the conversions' share), f32l (def but F32IN=2: the
+#     conversion at the loads, halves in the prefetch registers) at head_dim 64 and 128;
 #  4. GPT-2 124M f16 B16 T1024, STEPS (10) steps, median tokens/s of steps 6..: default vs
 #     main's vs pack (F32IN=0), the losses of the first two side by side;
 #  5. the peer, PyTorch bf16 eager (torch_gpt.py --compile 0, TF32=1), 12 steps;
@@ -57,6 +58,7 @@ venv() { # a bench variant's environment
   case $1 in
     main) echo "TEZGAH_WEBGPU_ATTN_SGMAT=1 $MAIN" ;;
     pack) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_F32IN=0 ;;
+    f32l) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 TEZGAH_WEBGPU_ATTN_SG_F32IN=2 ;;
     *) echo TEZGAH_WEBGPU_ATTN_SGMAT=1 ;; # def
   esac
 }
@@ -73,8 +75,8 @@ bench_run() { # v hd
   done < <(bench_rows "$out/bench_${v}_$hd.log")
 }
 if [[ -z ${NOBENCH:-} ]]; then
-  for v in main def pack; do left "bench $v 64" 8 && bench_run "$v" 64; done
-  for v in main def pack; do left "bench $v 128" 8 && bench_run "$v" 128; done
+  for v in main def pack f32l; do left "bench $v 64" 8 && bench_run "$v" 64; done
+  for v in main def pack f32l; do left "bench $v 128" 8 && bench_run "$v" 128; done
 fi
 
 declare -A TPS
@@ -109,8 +111,8 @@ ms() { awk -v t="${1:-0}" 'BEGIN {if (t ~ /^[0-9.]+$/ && t + 0 > 0) printf "%.1f
 say "===== attn4 table (branch wgattn; $(date -u +%H:%M) UTC, ${SECONDS}s) ====="
 say "test_attention_sgmat (defaults) rc $trc: ${tchk:-not run}"
 say "bench_webgpu attention 16 1024 HD, ms per fwd+bwd of one layer (GPU timestamps):"
-say "  var     hd    fwd   dkdv     dq      D   conv    sum   (main: F32IN LAZY DB EWX DQV4 0; pack: F32IN 0)"
-for k in main.64 def.64 pack.64 main.128 def.128 pack.128; do
+say "  var     hd    fwd   dkdv     dq      D   conv    sum   (main: F32IN LAZY DB EWX DQV4 0; pack: F32IN 0; f32l: 2)"
+for k in main.64 def.64 pack.64 f32l.64 main.128 def.128 pack.128 f32l.128; do
   [[ -n ${ROW[$k]:-} ]] && say "  ${ROW[$k]}"
 done
 say "GPT-2 124M f16 B16 T1024 tokens/s (median steps 6..10): default ${TPS[a4def]:-?} ($(ms "${TPS[a4def]:-0}") ms/step)" \

@@ -89,6 +89,9 @@ static double sg_lazy(void) {
  * entry fewer, the same up to rounding): TEZGAH_WEBGPU_ATTN_SG_EWX=1 (the default), 0 round 3's. */
 static int sg_ewx(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_EWX", 1) != 0; }
 static int sg_f32in(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_F32IN", 1) != 0; }
+/* TEZGAH_WEBGPU_ATTN_SG_F32IN=2 (tuning): the same with the conversion at the loads (const F32L:
+ * the prefetch registers hold halves, half as many, rather than floats) */
+static const char *sg_f32l(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_F32IN", 1) == 2 ? "true" : "false"; }
 /* Whether q, k, v can be read as the F32IN kernels do: one buffer, q first (xin's argument
  * starts at q), every offset and row stride a multiple of 16 bytes (vec4<f32> loads). *bytes:
  * the argument's extent from q's offset. */
@@ -424,12 +427,12 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
     sg_pack(c, tz_at(x, l.k), k, B, T, Tp, nkv * hd, kvs);
     sg_pack(c, tz_at(x, l.v), v, B, T, Tp, nkv * hd, kvs);
   }
-  char pre[320];
+  char pre[384];
   snprintf(pre, sizeof pre,
            "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n"
-           "const KPAD: u32 = %du;\nconst EWF = %s;\nconst LAZY = %s;\nconst LTH: f32 = %.1f;\nconst F32IN = %s;\n%s",
+           "const KPAD: u32 = %du;\nconst EWF = %s;\nconst LAZY = %s;\nconst LTH: f32 = %.1f;\nconst F32IN = %s;\nconst F32L = %s;\n%s",
            hd, sg_lanes(c), nsg, o16 ? "true" : "false", o16 ? "f16" : "f32", kpad, sg_ewf() ? "true" : "false",
-           sg_lazy() >= 0 ? "true" : "false", sg_lazy() >= 0 ? sg_lazy() : 0.0, f32in ? "true" : "false",
+           sg_lazy() >= 0 ? "true" : "false", sg_lazy() >= 0 ? sg_lazy() : 0.0, f32in ? "true" : "false", sg_f32l(),
            sg_emu() ? "// sgmat emulation\n" : "");
   uint32_t w[24] = {0};
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
@@ -506,7 +509,7 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)B;
   grid1(nl / T * Tp * (hd / 2), &gx, &gy); /* hd / 2 threads per row (fa_sg_prep.wgsl) */
   wg_run(c, "attention_bwd_d", wg_pipeline(c, "fa_sg_prep", "main", pre), w, 12, ap, 4, gx, gy, 1);
-  char pk[384], pq[128];
+  char pk[448], pq[128];
   /* TEZGAH_WEBGPU_ATTN_SG_KREG=1 (tuning, staged only): K's left matrices held in registers */
   int kreg = nst && env_int("TEZGAH_WEBGPU_ATTN_SG_KREG", 0) != 0;
   /* TEZGAH_WEBGPU_ATTN_SG_ABLATE=N (diagnosis, staged only; WRONG RESULTS, a note on stderr):
@@ -519,9 +522,9 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
     fprintf(stderr, "webgpu: TEZGAH_WEBGPU_ATTN_SG_ABLATE=%d: dK/dV and dq are WRONG (timing only)\n", abl);
   snprintf(pk, sizeof pk, "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst KPAD: u32 = %du;\n"
            "const VST = %s;\nconst KREG = %s;\nconst EWF = %s;\nconst DB = %s;\nconst ABL: u32 = %du;\nconst F32IN = %s;\n"
-           "const EWX = %s;\n%s",
+           "const F32L = %s;\nconst EWX = %s;\n%s",
            hd, sg_lanes(c), nsg, kpad, vst ? "true" : "false", kreg ? "true" : "false", sg_ewf() ? "true" : "false",
-           db ? "true" : "false", abl, f32in ? "true" : "false", sg_ewx() ? "true" : "false",
+           db ? "true" : "false", abl, f32in ? "true" : "false", sg_f32l(), sg_ewx() ? "true" : "false",
            sg_emu() ? "// sgmat emulation\n" : "");
   snprintf(pq, sizeof pq, "const HD: u32 = %du;\nconst BC: u32 = %du;\n", hd, kbc);
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;

@@ -37,15 +37,17 @@
 // bank-conflict-free entry order, TEZGAH_WEBGPU_ATTN_SG_EWF, default true), DB (bool: Q and dO
 // tiles double-buffered, above), ABL (u32, 0: an ablation for timing only, wrong results,
 // TEZGAH_WEBGPU_ATTN_SG_ABLATE: bit 1 no dq part (products, stores), 2 no element-wise passes
-// (P, dS), 4 no barriers (2)-(5): where the time goes) and F32IN (bool,
-// TEZGAH_WEBGPU_ATTN_SG_F32IN, default true) and EWX (bool, TEZGAH_WEBGPU_ATTN_SG_EWX,
-// default true: the element-wise passes' scales folded: P = exp2(fma(S, scale·log2 e,
-// −lse·log2 e)) and P's register copy times the scale, so dS = that · (dP − D): 2 multiplies
-// per entry fewer; the same up to rounding; false: exp(S·scale − lse), dS = P·(dP − D)·scale): K, V and Q read from the fp32 tensors (binding 5,
+// (P, dS), 4 no barriers (2)-(5): where the time goes), F32IN (bool,
+// TEZGAH_WEBGPU_ATTN_SG_F32IN, default true: K, V and Q read from the fp32 tensors (binding 5,
 // xin, as fa_sg_fwd_st.wgsl's F32IN: converted when stored to workgroup memory, rows t ≥ T
-// zero; no fa_sg_pack copies); dO still from its f16 copy in x16 (fa_sg_prep.wgsl makes it
-// with D). Words (F32IN): u5 q's row stride (floats), u6 / u7 k's / v's first float after q's
-// (q is xin's argument start: ob.x), u15 k's and v's row stride (as always).
+// zero; no fa_sg_pack copies); dO still from its f16 copy in x16, which fa_sg_prep.wgsl makes
+// with D), F32L (bool: as fa_sg_fwd_st.wgsl's, the conversion at the loads) and EWX (bool,
+// TEZGAH_WEBGPU_ATTN_SG_EWX, default true: the element-wise passes' scales folded,
+// P = exp2(fma(S, scale·log2 e, −lse·log2 e)) and P's register copy times the scale, so
+// dS = that · (dP − D): 2 multiplies per entry fewer, the same up to rounding; false:
+// exp(S·scale − lse), dS = P·(dP − D)·scale). Words (F32IN): u5 q's row stride (floats),
+// u6 / u7 k's / v's first float after q's (q is xin's argument start: ob.x), u15 k's and v's
+// row stride (as always).
 enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
@@ -125,8 +127,12 @@ fn blk_ld(s: Src, t0: u32, T: u32, lid: u32) -> PreK {
     if (F32IN) {
       if (t0 + i / HV < T) {
         let a = s.f + (t0 + i / HV) * s.fs + (i % HV) * 2u;
-        v.f[2u * e] = xin[a];
-        v.f[2u * e + 1u] = xin[a + 1u];
+        if (F32L) {
+          v.h[e] = pk8(xin[a], xin[a + 1u]);
+        } else {
+          v.f[2u * e] = xin[a];
+          v.f[2u * e + 1u] = xin[a + 1u];
+        }
       }
     } else {
       v.h[e] = x16[s.h + (t0 + i / HV) * s.hs + i % HV];
@@ -135,7 +141,7 @@ fn blk_ld(s: Src, t0: u32, T: u32, lid: u32) -> PreK {
   return v;
 }
 fn blk_h(v: PreK, e: u32) -> vec4<u32> { // slot e as halves
-  if (F32IN) {
+  if (F32IN && !F32L) {
     return pk8(v.f[2u * e], v.f[2u * e + 1u]);
   }
   return v.h[e];
@@ -153,8 +159,12 @@ fn til_ld(s: Src, t0: u32, T: u32, lid: u32) -> PreQ {
     if (F32IN) {
       if (t0 + i / HV < T) {
         let a = s.f + (t0 + i / HV) * s.fs + (i % HV) * 2u;
-        v.f[2u * e] = xin[a];
-        v.f[2u * e + 1u] = xin[a + 1u];
+        if (F32L) {
+          v.h[e] = pk8(xin[a], xin[a + 1u]);
+        } else {
+          v.f[2u * e] = xin[a];
+          v.f[2u * e + 1u] = xin[a + 1u];
+        }
       }
     } else {
       v.h[e] = x16[s.h + (t0 + i / HV) * s.hs + i % HV];
@@ -163,7 +173,7 @@ fn til_ld(s: Src, t0: u32, T: u32, lid: u32) -> PreQ {
   return v;
 }
 fn til_h(v: PreQ, e: u32) -> vec4<u32> {
-  if (F32IN) {
+  if (F32IN && !F32L) {
     return pk8(v.f[2u * e], v.f[2u * e + 1u]);
   }
   return v.h[e];

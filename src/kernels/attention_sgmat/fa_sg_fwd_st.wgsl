@@ -32,6 +32,9 @@
 // zero rows). Words (F32IN): u5 q's row stride (floats), u6 / u7 k's / v's first float after
 // q's (q is xin's argument start: oa.w), u15 k's and v's row stride; xin's offsets 16-byte
 // aligned (host). Without F32IN xin is bound but unread, and u5..u7 are the x16 offsets.
+// F32L (bool, TEZGAH_WEBGPU_ATTN_SG_F32IN=2; a tuning variant): the conversion right at the
+// loads, the prefetch registers then hold halves (half the registers; the conversion waits for
+// the loads where the fp32 form's waits at the store).
 enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
@@ -99,8 +102,12 @@ fn tile_ld(s: Src, t0: u32, T: u32, lid: u32) -> Pre {
     if (F32IN) {
       if (t0 + i / HV < T) {
         let a = s.f + (t0 + i / HV) * s.fs + (i % HV) * 2u;
-        v.f[2u * e] = xin[a];
-        v.f[2u * e + 1u] = xin[a + 1u];
+        if (F32L) {
+          v.h[e] = pk8(xin[a], xin[a + 1u]);
+        } else {
+          v.f[2u * e] = xin[a];
+          v.f[2u * e + 1u] = xin[a + 1u];
+        }
       }
     } else {
       v.h[e] = x16[s.h + (t0 + i / HV) * s.hs + i % HV];
@@ -117,7 +124,7 @@ fn pk8(a: vec4<f32>, b: vec4<f32>) -> vec4<u32> {
 fn tile_st(v: Pre, lid: u32) {
   for (var e = 0u; e < NV; e++) {
     let i = lid + e * NT;
-    if (F32IN) {
+    if (F32IN && !F32L) {
       kv_[(i / HV) * KLD + i % HV] = pk8(v.f[2u * e], v.f[2u * e + 1u]);
     } else {
       kv_[(i / HV) * KLD + i % HV] = v.h[e];
