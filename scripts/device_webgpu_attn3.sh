@@ -21,8 +21,9 @@
 #     (nothing set), pack (def but F32IN=0: the conversions' share), f32l (def but F32IN=2: the
 #     conversion at the loads, halves in the prefetch registers) at head_dim 64 and 128;
 #  4. GPT-2 124M f16 B16 T1024, STEPS (10) steps, median tokens/s of steps 6..: default vs
-#     main's vs pack (F32IN=0), the losses of the first two side by side;
-#  5. the peer, PyTorch bf16 eager (torch_gpt.py --compile 0, TF32=1), 12 steps;
+#     main's, the losses side by side;
+#  5. the peer, PyTorch bf16 eager (torch_gpt.py --compile 0, TF32=1), 12 steps; then the
+#     training run with pack's switch (F32IN=0) while time is left;
 #  6. the table (last).
 #   bash scripts/device_webgpu_attn3.sh DIR   (run tool, carry [DIR, ".gl"]; DIR from
 #   `bash scripts/device_pack_webgpu.sh DIR`). Writes $OUT/ (summary.log and every log). LIM,
@@ -95,7 +96,6 @@ if [[ -z ${NOTRAIN:-} ]]; then
   left "train def" "$TTMO" && train_run a4def
   # shellcheck disable=SC2086  # MAIN: five assignments
   left "train main" "$TTMO" && train_run a4main $MAIN
-  left "train pack" "$TTMO" && train_run a4pack TEZGAH_WEBGPU_ATTN_SG_F32IN=0
   [[ -s $out/loss_a4def.txt && -s $out/loss_a4main.txt ]] &&
     ldiff=$(paste "$out/loss_a4def.txt" "$out/loss_a4main.txt" | awk '{d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d}
       END {printf "%.2g over %d steps", m, NR}')
@@ -106,6 +106,7 @@ if [[ -z ${NOTORCH:-} && -f $dir/data/torch_gpt.py ]] && left "torch" 25; then
   say "peer PyTorch bf16 eager (torch_gpt.py --compile 0) rc $?: $(tail -1 "$out/torch.log" | cut -c1-200)"
   ttps=$(grep -oE 'tok_s=[0-9]+' "$out/torch.log" | tail -1 | cut -d= -f2)
 fi
+[[ -z ${NOTRAIN:-} ]] && left "train pack" 16 && train_run a4pack TEZGAH_WEBGPU_ATTN_SG_F32IN=0
 
 ms() { awk -v t="${1:-0}" 'BEGIN {if (t ~ /^[0-9.]+$/ && t + 0 > 0) printf "%.1f", 16384000 / t; else print "?"}'; } # tokens/s -> ms/step
 say "===== attn4 table (branch wgattn; $(date -u +%H:%M) UTC, ${SECONDS}s) ====="
