@@ -2,7 +2,7 @@
 # WebGPU subgroup-matrix attention, round 4 (issue 22, branch wgattn): this branch's changes to
 # the staged kernels against main's forms, from the same binary (main's are the switches' 0
 # values), on the H200 in one device call of <= ~100 s warm:
-#   F32IN TEZGAH_WEBGPU_ATTN_SG_F32IN=1 (default): the staged forward and dK/dV read q, k, v from
+#   F32IN TEZGAH_WEBGPU_ATTN_SG_F32IN=1 (opt-in since 04:53, slower): the staged forward and dK/dV read q, k, v from
 #         the fp32 tensors and convert while staging, so the fa_sg_pack passes
 #         ("attention_to_f16", the conv column) go; 0 = main's (the packs)
 #   LAZY  TEZGAH_WEBGPU_ATTN_SG_LAZY=1 (default): the one-pass forward's lazy output rescale

@@ -1641,8 +1641,8 @@ static void check_att_sg(tz_backend *ge, int B, int T, int nh, int nkv, int hd) 
  * head_dim (TEZGAH_WEBGPU_ATTN_SG_ONEPASS: the default is one-pass at 64, two-pass at 128); the
  * one-pass forward's output rescale taken at every growth of a row's maximum
  * (TEZGAH_WEBGPU_ATTN_SG_LAZY=2; random inputs seldom take it by default); the staged kernels
- * on f16 copies of q, k, v and with unfolded scales and one-float dq sums
- * (TEZGAH_WEBGPU_ATTN_SG_F32IN=0, _EWX=0, _DQV4=0: the defaults read the fp32 q, k, v in place); head_dim 32, which falls back to
+ * reading the fp32 q, k, v in place (TEZGAH_WEBGPU_ATTN_SG_F32IN=1, opt-in; the default reads
+ * f16 copies) and with unfolded scales and one-float dq sums (_EWX=0, _DQV4=0); head_dim 32, which falls back to
  * the fp32 kernels under TEZGAH_WEBGPU_ATTN_SGMAT=1. Under TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1 (the
  * software stand-in for subgroup matrices, ctest test_webgpu_ops_attn_sgemu on lavapipe, where
  * a case takes about a minute) one case per path: GQA head_dim 64 (LAZY=2), head_dim 128 (two-pass
@@ -1689,11 +1689,11 @@ static void test_attention_sgmat(void **state) {
       check_att_sg(gpu, 2, 133, 2, 2, 128);
     }
     check_att_sg(gpu, 1, 45, 4, 1, 128);
-    /* the staged kernels' former operand path and element-wise passes (the f16 copies of q, k,
-     * v by fa_sg_pack, TEZGAH_WEBGPU_ATTN_SG_F32IN=0; unfolded scales, TEZGAH_WEBGPU_ATTN_SG_EWX=0;
+    /* the staged kernels' other operand path and former element-wise passes (q, k, v read as
+     * fp32 in place, TEZGAH_WEBGPU_ATTN_SG_F32IN=1; unfolded scales, TEZGAH_WEBGPU_ATTN_SG_EWX=0;
      * the dq sums one float per thread, TEZGAH_WEBGPU_ATTN_SG_DQV4=0) */
     if (!emu) {
-      setenv("TEZGAH_WEBGPU_ATTN_SG_F32IN", "0", 1);
+      setenv("TEZGAH_WEBGPU_ATTN_SG_F32IN", "1", 1);
       setenv("TEZGAH_WEBGPU_ATTN_SG_EWX", "0", 1);
       setenv("TEZGAH_WEBGPU_ATTN_SG_DQV4", "0", 1);
       check_att_sg(gpu, 2, 70, 4, 2, 64);

@@ -80,19 +80,21 @@ static double sg_lazy(void) {
   return v == 0 ? -1.0 : v == 2 ? 0.0 : 8.0;
 }
 /* The staged kernels' fp32 operands (const F32IN; fa_sg_fwd_st.wgsl says how):
- * TEZGAH_WEBGPU_ATTN_SG_F32IN=1 (the default) reads q, k, v straight from the fp32 tensors and
+ * TEZGAH_WEBGPU_ATTN_SG_F32IN=1 (opt-in) reads q, k, v straight from the fp32 tensors and
  * converts them while staging the tiles, so the three fa_sg_pack passes per forward and per
- * backward ("attention_to_f16": 0.20 ms per layer pair, 2.6 ms per GPT-2 124M step on the H200)
- * go; 0 round 3's form (the packs, then the f16 copies). Same f16 values, same results bit for
- * bit. Where sg_f32in_ok declines (the layout), the packs run. */
+ * backward ("attention_to_f16": 0.20 ms per layer pair) go; same f16 values, same results bit for
+ * bit. Not the default: on the H200 (2026-12-03 04:53) the forward took 0.873 ms per layer with it
+ * against 0.634 with the packs (reading fp32 in the kernel costs more than the separate pass),
+ * training 144,857 vs 145,764 tokens/s. 0 (the default): the packs, then the f16 copies. Where
+ * sg_f32in_ok declines (the layout), the packs run. */
 /* The staged dK/dV's element-wise passes with their scales folded (const EWX, fa_sg_dkdv_st.wgsl:
  * exp2 of one fma for P, the softmax scale taken into P's register copy for dS; 2 multiplies per
  * entry fewer, the same up to rounding): TEZGAH_WEBGPU_ATTN_SG_EWX=1 (the default), 0 round 3's. */
 static int sg_ewx(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_EWX", 1) != 0; }
-static int sg_f32in(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_F32IN", 1) != 0; }
+static int sg_f32in(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_F32IN", 0) != 0; }
 /* TEZGAH_WEBGPU_ATTN_SG_F32IN=2 (tuning): the same with the conversion at the loads (const F32L:
  * the prefetch registers hold halves, half as many, rather than floats) */
-static const char *sg_f32l(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_F32IN", 1) == 2 ? "true" : "false"; }
+static const char *sg_f32l(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_F32IN", 0) == 2 ? "true" : "false"; }
 /* Whether q, k, v can be read as the F32IN kernels do: one buffer, q first (xin's argument
  * starts at q), every offset and row stride a multiple of 16 bytes (vec4<f32> loads). *bytes:
  * the argument's extent from q's offset. */
