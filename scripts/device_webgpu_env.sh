@@ -15,7 +15,8 @@
 #   device_dawn_node   (after device_start) for the scripts that load npm webgpu's dawn.node
 #                      through the Node-API stubs: DIR/bin (tezgah, the tests and
 #                      libtz_napi_stub.so) after DIR/lib on LD_LIBRARY_PATH, DIR/dawn/dawn.node.xz
-#                      unpacked to /tmp/dawn.node and TEZGAH_WEBGPU_LIB pointing at it
+#                      unpacked to $DAWN_NODE (default /tmp/dawn.node) and TEZGAH_WEBGPU_LIB
+#                      pointing at it
 #   train_gpt2 NAME PRECISION STEPS ARGS...
 #                      `DIR/bin/tezgah train --backend webgpu --precision PRECISION` on GPT-2 124M,
 #                      B 16, T 1024, STEPS steps of DIR/data/train.bin (timeout TTMO, else 120 s;
@@ -23,6 +24,7 @@
 #                      rc (its exit status) and tps (the median tok_per_s of steps 6.., "nan"
 #                      without any) and writes the loss of every step to $out/loss_NAME.txt
 #   row KEY FILE       the ms/step of row KEY of the last per-op profile table in FILE
+#   bench_rows FILE    a `TEZGAH_PROFILE=1 bench_webgpu attention` log's rows, one per head_dim
 #   prof NAME VAR=VALUE...
 #                      the attention scripts' profiled run: `bench_webgpu train $bt $steps` with
 #                      TEZGAH_PROFILE=1 and the variables (timeout TMO, else $tmo), into
@@ -54,8 +56,12 @@ device_start() {
 
 device_dawn_node() {
   export LD_LIBRARY_PATH=$PWD/$dir/lib:$PWD/$dir/bin:${LD_LIBRARY_PATH#"$PWD/$dir/lib:"}
-  xz -dc "$dir/dawn/dawn.node.xz" >/tmp/dawn.node
-  export TEZGAH_WEBGPU_LIB=/tmp/dawn.node
+  # (DAWN_NODE, default /tmp/dawn.node: where; rewritten only when it differs, so that a local
+  # DRY run does not truncate a file that another process on the machine has mapped: give local
+  # runs their own DAWN_NODE)
+  local dn=${DAWN_NODE:-/tmp/dawn.node}
+  xz -dc "$dir/dawn/dawn.node.xz" | cmp -s - "$dn" || xz -dc "$dir/dawn/dawn.node.xz" >"$dn"
+  export TEZGAH_WEBGPU_LIB=$dn
 }
 
 train_gpt2() {
@@ -96,4 +102,18 @@ prof() {
   say "[$name] rc $rc fwd ${F[$name]} dq ${Q[$name]} dkdv ${K[$name]}" \
     "d $(row attention_bwd_d "$f") matmul_t $(row matmul_t "$f") matmul $(row matmul "$f")" \
     "matmul_at $(row matmul_at "$f") total $(row total "$f") ($*)"
+}
+
+# a bench log's per-head_dim lines: hd fwd dkdv dq d conv sum (ms per pair; conv: the f16 copies
+# of q/k/v (attention_to_f16) and the fp32 path's conversions of its out), then the bench's own
+# wall ms fwd, bwd. Needs stdout line-buffered: each head_dim's table (stderr) comes before its
+# "attention B=" line (stdout).
+bench_rows() {
+  awk '$1 ~ /^attention_(fwd|bwd_dkdv|bwd_dq|bwd_d)$/ && $2 ~ /^[0-9.]+$/ {r[$1] = $2}
+       $1 == "attention_to_f16" && $2 ~ /^[0-9.]+$/ {cv += $2}
+       $1 ~ /^to_f(16|32)$/ && $2 == "(attn" && $4 ~ /^[0-9.]+$/ {cv += $4}
+       /^attention B=/ {hd = $5; sub(/hd=/, "", hd); f = $9; b = $14;
+         s = r["attention_fwd"] + r["attention_bwd_dkdv"] + r["attention_bwd_dq"] + r["attention_bwd_d"] + cv;
+         printf "%s %s %s %s %s %s %.3f %s %s\n", hd, r["attention_fwd"] + 0, r["attention_bwd_dkdv"] + 0, r["attention_bwd_dq"] + 0,
+           r["attention_bwd_d"] + 0, cv + 0, s, f, b; delete r; cv = 0}' "$1"
 }

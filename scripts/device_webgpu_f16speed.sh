@@ -128,19 +128,7 @@ venv() { # the environment of a bench variant
     *) echo TZ_DEFAULT=1 ;; # def, def_2: nothing of ours set
   esac
 }
-# a bench log's per-head_dim lines: hd fwd dkdv dq d conv sum (ms per pair; conv: the f16 copies
-# of q/k/v (attention_to_f16) and the fp32 path's conversions of its out), then the bench's own
-# wall ms fwd, bwd. Needs stdout line-buffered: each head_dim's table (stderr) comes before its
-# "attention B=" line (stdout).
-bench_rows() {
-  awk '$1 ~ /^attention_(fwd|bwd_dkdv|bwd_dq|bwd_d)$/ && $2 ~ /^[0-9.]+$/ {r[$1] = $2}
-       $1 == "attention_to_f16" && $2 ~ /^[0-9.]+$/ {cv += $2}
-       $1 ~ /^to_f(16|32)$/ && $2 == "(attn" && $4 ~ /^[0-9.]+$/ {cv += $4}
-       /^attention B=/ {hd = $5; sub(/hd=/, "", hd); f = $9; b = $14;
-         s = r["attention_fwd"] + r["attention_bwd_dkdv"] + r["attention_bwd_dq"] + r["attention_bwd_d"] + cv;
-         printf "%s %s %s %s %s %s %.3f %s %s\n", hd, r["attention_fwd"] + 0, r["attention_bwd_dkdv"] + 0, r["attention_bwd_dq"] + 0,
-           r["attention_bwd_d"] + 0, cv + 0, s, f, b; delete r; cv = 0}' "$1"
-}
+# bench_rows: scripts/device_webgpu_env.sh
 declare -A SUMS DS
 smi_n() { wc -l <"$out/smi.log" 2>/dev/null || echo 0; }
 smi_since() { # N: the smallest SM clock (MHz) and most compute processes in the samples after line N

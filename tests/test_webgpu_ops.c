@@ -1640,10 +1640,14 @@ static void check_att_sg(tz_backend *ge, int B, int T, int nh, int nkv, int hd) 
  * fp32 op contract) and the f16 output (c->act16: a backend with TEZGAH_WEBGPU_ACT16=1, the
  * CPU's backward fed the same f16 out); the backward's dq partial sums in chunks of one sequence
  * (TEZGAH_WEBGPU_ATTN_DQ_KB); the former grid order; the forward's form not the default for its
- * head_dim (TEZGAH_WEBGPU_ATTN_SG_ONEPASS: the default is one-pass at 64, two-pass at 128); head_dim 32, which falls back to
+ * head_dim (TEZGAH_WEBGPU_ATTN_SG_ONEPASS: the default is one-pass at 64, two-pass at 128); the
+ * one-pass forward's output rescale taken at every growth of a row's maximum
+ * (TEZGAH_WEBGPU_ATTN_SG_LAZY=2; random inputs seldom take it by default); the staged kernels
+ * reading the fp32 q, k, v in place (TEZGAH_WEBGPU_ATTN_SG_F32IN=1, opt-in; the default reads
+ * f16 copies) and with unfolded scales and one-float dq sums (_EWX=0, _DQV4=0); head_dim 32, which falls back to
  * the fp32 kernels under TEZGAH_WEBGPU_ATTN_SGMAT=1. Under TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1 (the
  * software stand-in for subgroup matrices, ctest test_webgpu_ops_attn_sgemu on lavapipe, where
- * a case takes about a minute) one case per path: GQA head_dim 64, head_dim 128 (two-pass
+ * a case takes about a minute) one case per path: GQA head_dim 64 (LAZY=2), head_dim 128 (two-pass
  * forward), its one-pass forward, chunked dq sums, f16 out, head_dim 32. Every case runs the kernels
  * TEZGAH_WEBGPU_ATTN_SG_STAGE picks (unset or 1: both staged, fa_sg_fwd_st and fa_sg_dkdv_st;
  * 2: the staged forward and the direct backward fa_sg_dkdv; 0: both direct; ctest's sweep
@@ -1666,7 +1670,19 @@ static void test_attention_sgmat(void **state) {
   if (one && sscanf(one, "%d,%d,%d,%d,%d", &cs[0], &cs[1], &cs[2], &cs[3], &cs[4]) == 5) {
     check_att_sg(gpu, cs[0], cs[1], cs[2], cs[3], cs[4]);
   } else {
+    /* the staged one-pass forward's rare rescale of its output matrices
+     * (TEZGAH_WEBGPU_ATTN_SG_LAZY=2: at every growth of a row's maximum, which random inputs
+     * seldom grow by the default's e^8): the stand-in's first case, two more on a GPU */
+    if (emu) setenv("TEZGAH_WEBGPU_ATTN_SG_LAZY", "2", 1);
     check_att_sg(gpu, 2, 70, 4, 2, 64); /* GQA 2, T between blocks */
+    if (!emu) {
+      setenv("TEZGAH_WEBGPU_ATTN_SG_LAZY", "2", 1);
+      check_att_sg(gpu, 3, 130, 4, 1, 64);
+      setenv("TEZGAH_WEBGPU_ATTN_SG_ONEPASS", "1", 1);
+      check_att_sg(gpu, 2, 133, 2, 2, 128);
+      unsetenv("TEZGAH_WEBGPU_ATTN_SG_ONEPASS");
+    }
+    unsetenv("TEZGAH_WEBGPU_ATTN_SG_LAZY");
     if (!emu) {
       check_att_sg(gpu, 3, 130, 4, 1, 64); /* multi-query, B 3, three blocks */
       check_att_sg(gpu, 1, 64, 2, 2, 64);  /* T a multiple of the block */
@@ -1675,6 +1691,19 @@ static void test_attention_sgmat(void **state) {
       check_att_sg(gpu, 2, 133, 2, 2, 128);
     }
     check_att_sg(gpu, 1, 45, 4, 1, 128);
+    /* the staged kernels' other operand path and former element-wise passes (q, k, v read as
+     * fp32 in place, TEZGAH_WEBGPU_ATTN_SG_F32IN=1; unfolded scales, TEZGAH_WEBGPU_ATTN_SG_EWX=0;
+     * the dq sums one float per thread, TEZGAH_WEBGPU_ATTN_SG_DQV4=0) */
+    if (!emu) {
+      setenv("TEZGAH_WEBGPU_ATTN_SG_F32IN", "1", 1);
+      setenv("TEZGAH_WEBGPU_ATTN_SG_EWX", "0", 1);
+      setenv("TEZGAH_WEBGPU_ATTN_SG_DQV4", "0", 1);
+      check_att_sg(gpu, 2, 70, 4, 2, 64);
+      check_att_sg(gpu, 1, 45, 4, 1, 128);
+      unsetenv("TEZGAH_WEBGPU_ATTN_SG_F32IN");
+      unsetenv("TEZGAH_WEBGPU_ATTN_SG_EWX");
+      unsetenv("TEZGAH_WEBGPU_ATTN_SG_DQV4");
+    }
     /* the forward's other form per head_dim (the default, sg_onepass: one-pass at 64, output
      * rows in registers; two-pass at 128, which the cases above ran): one-pass at 128
      * (TEZGAH_WEBGPU_ATTN_SG_ONEPASS=1), two-pass at 64 (=0) */

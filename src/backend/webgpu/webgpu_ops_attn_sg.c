@@ -7,8 +7,9 @@
  * everything else keeps the fp32 kernels (attention_fa.wgsl, attention.wgsl).
  *
  * Data flow, forward: fa_sg_pack makes compact f16 copies of q, k, v ([B, Tp, heads·head_dim],
- * zero rows from T up to Tp = T rounded up to 64) in the staging buffer (wg_stage); fa_sg_fwd
- * writes out (f16 where the backend keeps the attention output in f16, c->act16, else fp32) and
+ * zero rows from T up to Tp = T rounded up to 64) in the staging buffer (wg_stage), except where
+ * the staged kernels read the fp32 q, k, v themselves (sg_f32in, the default; so the backward
+ * too); fa_sg_fwd writes out (f16 where the backend keeps the attention output in f16, c->act16, else fp32) and
  * lse. Backward: the same copies, fa_sg_prep (D = rowsum(dout ∘ out) into the scratch and dout's
  * f16 copy), then per chunk of sequences fa_sg_dkdv (dk, dv; the partial dq of every (key
  * block, query tile) into the scratch after D) and fa_sg_dqsum (dq, a fixed order).
@@ -67,35 +68,78 @@ static int sg_nsg(wg_ctx *c, int bwd) {
  * TEZGAH_WEBGPU_ATTN_SG_EWF=1 (the default), 0 round 1's (each lane CPL consecutive columns:
  * 4-way workgroup-memory bank conflicts on 32 lanes). Same results, bit for bit. */
 static int sg_ewf(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_EWF", 1) != 0; }
+/* The staged one-pass forward's output accumulator (fa_sg_fwd_st.wgsl main1, const LAZY):
+ * TEZGAH_WEBGPU_ATTN_SG_LAZY=1 (the default) keeps it in subgroup matrices and rescales them only
+ * when a row's running maximum grows by more than e^8 (a rare pass through workgroup memory);
+ * 0 round 2's form (every key tile's P·V stored to workgroup memory and added, rescaled, into
+ * registers: one more barrier and a scalar pass per tile); 2 (tests) rescales whenever a row's
+ * maximum grows at all, so that random inputs take the rare path too. Same results up to
+ * rounding. The threshold in nats (const LTH), or -1 for off. */
+static double sg_lazy(void) {
+  int v = env_int("TEZGAH_WEBGPU_ATTN_SG_LAZY", 1);
+  return v == 0 ? -1.0 : v == 2 ? 0.0 : 8.0;
+}
+/* The staged kernels' fp32 operands (const F32IN; fa_sg_fwd_st.wgsl says how):
+ * TEZGAH_WEBGPU_ATTN_SG_F32IN=1 (opt-in) reads q, k, v straight from the fp32 tensors and
+ * converts them while staging the tiles, so the three fa_sg_pack passes per forward and per
+ * backward ("attention_to_f16": 0.20 ms per layer pair) go; same f16 values, same results bit for
+ * bit. Not the default: on the H200 (2026-12-03 04:53) the forward took 0.873 ms per layer with it
+ * against 0.634 with the packs (reading fp32 in the kernel costs more than the separate pass),
+ * training 144,857 vs 145,764 tokens/s. 0 (the default): the packs, then the f16 copies. Where
+ * sg_f32in_ok declines (the layout), the packs run. */
+/* The staged dK/dV's element-wise passes with their scales folded (const EWX, fa_sg_dkdv_st.wgsl:
+ * exp2 of one fma for P, the softmax scale taken into P's register copy for dS; 2 multiplies per
+ * entry fewer, the same up to rounding): TEZGAH_WEBGPU_ATTN_SG_EWX=1 (the default), 0 round 3's. */
+static int sg_ewx(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_EWX", 1) != 0; }
+static int sg_f32in(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_F32IN", 0) != 0; }
+/* TEZGAH_WEBGPU_ATTN_SG_F32IN=2 (tuning): the same with the conversion at the loads (const F32L:
+ * the prefetch registers hold halves, half as many, rather than floats) */
+static const char *sg_f32l(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_F32IN", 0) == 2 ? "true" : "false"; }
+/* Whether q, k, v can be read as the F32IN kernels do: one buffer, q first (xin's argument
+ * starts at q), every offset and row stride a multiple of 16 bytes (vec4<f32> loads). *bytes:
+ * the argument's extent from q's offset. */
+static int sg_f32in_ok(tz_slice q, tz_slice k, tz_slice v, int B, int T, int C, int ckv, int qs, int kvs, size_t *bytes) {
+  if (q.buf != k.buf || q.buf != v.buf || k.off < q.off || v.off < q.off) return 0;
+  if (q.off % 16 || k.off % 16 || v.off % 16 || qs % 4 || kvs % 4) return 0;
+  size_t eq = q.off + F4(((size_t)B * T - 1) * qs + C), ek = k.off + F4(((size_t)B * T - 1) * kvs + ckv);
+  size_t ev = v.off + F4(((size_t)B * T - 1) * kvs + ckv), e = eq > ek ? eq : ek;
+  *bytes = (e > ev ? e : ev) - q.off;
+  return 1;
+}
 static int sg_stage(int bwd) {
   int v = env_int("TEZGAH_WEBGPU_ATTN_SG_STAGE", 1);
   return v == 1 || (v == 2 && !bwd) || (v == 3 && bwd);
 }
 /* workgroup memory of a staged kernel, bytes: forward s_ (f32 BR × (BR + 4)), p_ (f16
- * BR × (BR + 8)), kv_ (BR rows of head_dim / 8 + kpad vec4); backward kb_ (BC rows, 2·BC
- * with vst: V after K), qt_, dt_ (32 rows each), s_ (f32 BC × 36), pds_ (f16 BC × 40);
- * plus the emulation's exchange array */
-static size_t sg_smem_st(int bwd, int nsg, uint32_t lanes, int hd, int kpad, int vst) {
+ * BR × (BR + 8)), kv_ (BR rows of head_dim / 8 + kpad vec4), rs_ (4); backward kb_ (BC rows,
+ * 2·BC with vst: V after K), qt_, dt_ (32 rows each, 64 with db), s_ (f32 BC × 36), pds_ (f16
+ * BC × 40); plus the emulation's exchange array */
+static size_t sg_smem_st(int bwd, int nsg, uint32_t lanes, int hd, int kpad, int vst, int db) {
   size_t n = 16 * (size_t)nsg, row = (size_t)(hd / 8 + kpad) * 16, e = sg_emu() ? nsg * lanes * 4 : 0;
-  if (!bwd) return n * (n + 4) * 4 + n * (n + 8) * 2 + n * row + e;
-  return n * row * (vst ? 2 : 1) + 2 * 32 * row + n * 36 * 4 + n * 40 * 2 + e;
+  if (!bwd) return n * (n + 4) * 4 + n * (n + 8) * 2 + n * row + 4 + e;
+  return n * row * (vst ? 2 : 1) + (db ? 4 : 2) * 32 * row + n * 36 * 4 + n * 40 * 2 + e;
 }
-/* A staged kernel's subgroups per workgroup, row padding (*kpad, vec4) and, backward, whether V
- * is staged too (*vst): 4 subgroups with a 16-byte pad and V staged, then without the pad, then
- * V in registers with and without the pad, then 2 subgroups likewise
- * (TEZGAH_WEBGPU_ATTN_SG_NSG=2 asks for 2; TEZGAH_WEBGPU_ATTN_SG_VST=0 keeps V in registers);
- * 0 where none fits (the call then runs the direct kernel). */
-static int sg_nsg_st(wg_ctx *c, int bwd, int hd, int *kpad, int *vst) {
+/* A staged kernel's subgroups per workgroup, row padding (*kpad, vec4) and, backward, whether
+ * the Q / dO tiles are double-buffered (*db, fa_sg_dkdv_st.wgsl's DB: one barrier less per tile)
+ * and whether V is staged too (*vst), in this order of preference: 4 subgroups before 2 (more
+ * work per barrier), the 16-byte pad (bank conflicts without it), double buffers, V staged
+ * (TEZGAH_WEBGPU_ATTN_SG_NSG=2 asks for 2 subgroups; TEZGAH_WEBGPU_ATTN_SG_VST=0 keeps V in
+ * registers; TEZGAH_WEBGPU_ATTN_SG_DB=0 single buffers, round 2's form): head_dim 64 on the
+ * H200's 48 KB gets 4 subgroups, the pad, double buffers and V in registers; 128 single buffers
+ * and V in registers. 0 where none fits (the call then runs the direct kernel). */
+static int sg_nsg_st(wg_ctx *c, int bwd, int hd, int *kpad, int *vst, int *db) {
   int n = env_int("TEZGAH_WEBGPU_ATTN_SG_NSG", 4) == 2 ? 2 : 4, v0 = bwd && env_int("TEZGAH_WEBGPU_ATTN_SG_VST", 1) != 0;
+  int d0 = bwd && env_int("TEZGAH_WEBGPU_ATTN_SG_DB", 1) != 0;
   uint32_t lanes = sg_lanes(c);
   for (; n >= 2; n /= 2)
-    for (int v = v0; v >= 0; v--)
-      for (int k = 1; k >= 0; k--)
-        if (sg_smem_st(bwd, n, lanes, hd, k, v) <= c->lim.maxComputeWorkgroupStorageSize &&
-            (uint32_t)n * lanes <= c->lim.maxComputeInvocationsPerWorkgroup) {
-          *kpad = k, *vst = v;
-          return n;
-        }
+    for (int k = 1; k >= 0; k--)
+      for (int d = d0; d >= 0; d--)
+        for (int v = v0; v >= 0; v--)
+          if (sg_smem_st(bwd, n, lanes, hd, k, v, d) <= c->lim.maxComputeWorkgroupStorageSize &&
+              (uint32_t)n * lanes <= c->lim.maxComputeInvocationsPerWorkgroup) {
+            *kpad = k, *vst = v, *db = d;
+            return n;
+          }
   return 0;
 }
 
@@ -131,6 +175,7 @@ char *wg_attn_sg_emulate(const char *src) {
       {"subgroupMatrixLoad<Left, col_major>(&", "sm_ld_c_"},
       {"subgroupMatrixLoad<Right, row_major>(&", "sm_ld_r_"},
       {"subgroupMatrixLoad<Right, col_major>(&", "sm_ld_c_"},
+      {"subgroupMatrixLoad<Res, row_major>(&", "sm_ld_r_"},
       {"subgroupMatrixStore<row_major>(&", "sm_st_"},
   };
   size_t cap = strlen(src) * 2 + 8192, n = 0;
@@ -154,7 +199,8 @@ char *wg_attn_sg_emulate(const char *src) {
   }
   o[n] = 0;
   /* the library, after the host's prefix (it needs NT): per f16 array a load, per f32 array a store */
-  static const char *const f16s[] = {"x16", "p_", "pT_", "dsT_", "pds_"}, *const f32s[] = {"s_", "scr"};
+  /* (f16s: the arrays loaded element by element, f16 or, s_ (fa_sg_fwd_st's LAZY), f32) */
+  static const char *const f16s[] = {"x16", "p_", "pT_", "dsT_", "pds_", "s_"}, *const f32s[] = {"s_", "scr"};
   /* the staged kernels' tiles of vec4<u32> (8 halves): offsets and strides count vec4 */
   static const char *const v4s[] = {"kv_", "kb_", "qt_", "dt_"};
   char lib[16384];
@@ -358,37 +404,54 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
   sg_lay l = sg_layout(B, Tp, nh, nkv, hd, 0);
   size_t C = (size_t)nh * hd, nl = (size_t)B * nh * T;
   int has_lse = tz_present(lse);
+  /* the staged kernel where its tiles fit (TEZGAH_WEBGPU_ATTN_SG_STAGE; x16 is the staging
+   * buffer from offset 0: 16-byte aligned); it reads q, k, v itself where it may (F32IN), else
+   * binds xin to a spare slice of the staging buffer after the copies (unread) */
+  int kpad = 0, vst = 0, db = 0, nst = sg_stage(0) ? sg_nsg_st(c, 0, hd, &kpad, &vst, &db) : 0;
+  if (nst) nsg = nst;
+  size_t xb = 0;
+  int f32in = nst && sg_f32in() && sg_f32in_ok(q, k, v, B, T, (int)C, nkv * hd, qs, kvs, &xb);
+  size_t xend = f32in ? 256 : l.end;
   wg_arg a[] = {A(out, o16 ? ((size_t)B * T * C * 2 + 3) & ~(size_t)3 : F4((size_t)B * T * C), "att out"),
-                A(has_lse ? lse : TZ_NONE, F4(nl), "lse"), A(TZ_NONE, l.end, "x16")};
-  if (l.end > wg_cap_bytes(c)) return sg_decline(c, op, "the f16 copies exceed one binding");
-  tz_slice x = wg_stage(be, l.end);
+                A(has_lse ? lse : TZ_NONE, F4(nl), "lse"), A(TZ_NONE, xend, "x16"), A(q, xb, "q/k/v")};
+  if (xend > wg_cap_bytes(c)) return sg_decline(c, op, "the f16 copies exceed one binding");
+  tz_slice x = wg_stage(be, xend + 512);
   if (!has_lse) a[1].s = wg_scratch(be, F4(nl)); /* written, not read: a place for it */
   a[2].s = x;
-  if (!sg_binds_ok(c, a, 3, 0x3)) return sg_decline(c, op, "the arguments do not get a binding each");
-  sg_pack(c, tz_at(x, l.q), q, B, T, Tp, (int)C, qs);
-  sg_pack(c, tz_at(x, l.k), k, B, T, Tp, nkv * hd, kvs);
-  sg_pack(c, tz_at(x, l.v), v, B, T, Tp, nkv * hd, kvs);
-  /* the staged kernel where its tiles fit and x16 is 16-byte aligned (TEZGAH_WEBGPU_ATTN_SG_STAGE) */
-  int kpad = 0, vst = 0, nst = sg_stage(0) && x.off % 16 == 0 ? sg_nsg_st(c, 0, hd, &kpad, &vst) : 0;
-  if (nst) nsg = nst;
-  char pre[256];
+  if (f32in && !sg_binds_ok(c, a, 4, 0x3)) { /* e.g. q/k/v in a buffer the kernel writes: the packs */
+    f32in = 0, xend = l.end, a[2].bytes = xend;
+    if (xend > wg_cap_bytes(c)) return sg_decline(c, op, "the f16 copies exceed one binding");
+    a[2].s = x = wg_stage(be, xend + 512);
+  }
+  if (!f32in) a[3] = A(tz_at(x, al256(xend)), 16, "xin (unread)");
+  if (!sg_binds_ok(c, a, nst ? 4 : 3, 0x3)) return sg_decline(c, op, "the arguments do not get a binding each");
+  if (!f32in) {
+    sg_pack(c, tz_at(x, l.q), q, B, T, Tp, (int)C, qs);
+    sg_pack(c, tz_at(x, l.k), k, B, T, Tp, nkv * hd, kvs);
+    sg_pack(c, tz_at(x, l.v), v, B, T, Tp, nkv * hd, kvs);
+  }
+  char pre[384];
   snprintf(pre, sizeof pre,
            "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n"
-           "const KPAD: u32 = %du;\nconst EWF = %s;\n%s",
+           "const KPAD: u32 = %du;\nconst EWF = %s;\nconst LAZY = %s;\nconst LTH: f32 = %.1f;\nconst F32IN = %s;\nconst F32L = %s;\n%s",
            hd, sg_lanes(c), nsg, o16 ? "true" : "false", o16 ? "f16" : "f32", kpad, sg_ewf() ? "true" : "false",
+           sg_lazy() >= 0 ? "true" : "false", sg_lazy() >= 0 ? sg_lazy() : 0.0, f32in ? "true" : "false", sg_f32l(),
            sg_emu() ? "// sgmat emulation\n" : "");
   uint32_t w[24] = {0};
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)nkv,
   w[12] = fbits(1.0f / sqrtf((float)hd)), w[13] = (uint32_t)(l.q / 2), w[14] = (uint32_t)(l.k / 2),
   w[15] = (uint32_t)(l.v / 2), w[16] = (uint32_t)ord, w[17] = (uint32_t)has_lse;
+  if (f32in) /* q's row stride; k's, v's first float after q's; their row stride (floats) */
+    w[13] = (uint32_t)qs, w[14] = (uint32_t)((k.off - q.off) / 4), w[15] = (uint32_t)((v.off - q.off) / 4),
+    w[23] = (uint32_t)kvs;
   uint32_t nb = (uint32_t)(Tp / (16 * nsg));
   c->pending_flop = 3.0 * B * nh * (double)T * T * hd; /* S twice (two passes), P·V; causal half */
   /* the one-pass form (main1: output rows in registers, 2 matmul units) or the two-pass form
    * (main), per head_dim (sg_onepass) */
   int one = sg_onepass(hd);
   if (one) c->pending_flop = 2.0 * B * nh * (double)T * T * hd;
-  wg_run(c, op, wg_pipeline(c, nst ? "fa_sg_fwd_st" : "fa_sg_fwd", one ? "main1" : "main", pre), w, 18, a, 3, ord ? (uint32_t)nh : nb, ord ? (uint32_t)B : (uint32_t)nh,
+  wg_run(c, op, wg_pipeline(c, nst ? "fa_sg_fwd_st" : "fa_sg_fwd", one ? "main1" : "main", pre), w, 24, a, nst ? 4 : 3, ord ? (uint32_t)nh : nb, ord ? (uint32_t)B : (uint32_t)nh,
          ord ? nb : (uint32_t)B);
   c->pending_flop = 0;
   return 1;
@@ -408,7 +471,7 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   int Tp = (T + SG_PAD - 1) / SG_PAD * SG_PAD, o16 = c->act16, nsg = sg_nsg(c, 1);
   /* the staged kernel where its tiles fit (TEZGAH_WEBGPU_ATTN_SG_STAGE; x16 is the staging
    * buffer from offset 0: 16-byte aligned) */
-  int kpad = 0, vst = 0, nst = sg_stage(1) ? sg_nsg_st(c, 1, hd, &kpad, &vst) : 0;
+  int kpad = 0, vst = 0, db = 0, nst = sg_stage(1) ? sg_nsg_st(c, 1, hd, &kpad, &vst, &db) : 0;
   if (nst) nsg = nst;
   int kbc = 16 * nsg;
   if (dk.buf != dv.buf || dv.off < dk.off || (dv.off - dk.off) % 4 || dk.off % 4 || dq.off % 4 || out.off % 4)
@@ -423,18 +486,25 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   size_t bc = cap / per < (size_t)B ? cap / per : (size_t)B;
   if (!bc) return sg_decline(c, op, "one sequence's dq partial sums exceed TEZGAH_WEBGPU_ATTN_DQ_KB or the binding limits");
   if (l.end > wg_cap_bytes(c)) return sg_decline(c, op, "the f16 copies exceed one binding");
-  size_t kvext = F4(((size_t)B * T - 1) * kvs + (size_t)nkv * hd);
-  tz_slice x = wg_stage(be, l.end), s = wg_scratch(be, dbytes + bc * per);
+  size_t kvext = F4(((size_t)B * T - 1) * kvs + (size_t)nkv * hd), xb = 0;
+  /* the staged kernel reads q, k, v itself where it may (F32IN; dout still through its copy),
+   * else binds xin to a spare slice of the staging buffer after the copies (unread) */
+  int f32in = nst && sg_f32in() && sg_f32in_ok(q, k, v, B, T, (int)C, nkv * hd, qs, kvs, &xb);
+  tz_slice x = wg_stage(be, l.end + 512), s = wg_scratch(be, dbytes + bc * per);
   wg_arg ap[] = {A(s, F4(nl), "D"), A(tz_at(x, l.d), (size_t)B * Tp * C * 2, "dout16"), A(dout, F4((size_t)B * T * C), "dout"),
                  A(out, o16 ? ((size_t)B * T * C * 2 + 3) & ~(size_t)3 : F4((size_t)B * T * C), "att out")};
   wg_arg ak[] = {A(dk, dv.off - dk.off + kvext, "dk, dv"), A(s, dbytes + bc * per, "D, dq parts"), A(x, l.end, "x16"),
-                 A(lse, F4(nl), "lse")};
+                 A(lse, F4(nl), "lse"), A(q, xb, "q/k/v")};
+  if (f32in && !sg_binds_ok(c, ak, 5, 0x3)) f32in = 0; /* e.g. q/k/v in a buffer the kernel writes: the packs */
+  if (!f32in) ak[4] = A(tz_at(x, al256(l.end)), 16, "xin (unread)");
   wg_arg as[] = {A(dq, F4(((size_t)B * T - 1) * qs + C), "dq"), A(s, dbytes + bc * per, "dq parts")};
-  if (!sg_binds_ok(c, ap, 4, 0x3) || !sg_binds_ok(c, ak, 4, 0x3) || !sg_binds_ok(c, as, 2, 0x1))
+  if (!sg_binds_ok(c, ap, 4, 0x3) || !sg_binds_ok(c, ak, nst ? 5 : 4, 0x3) || !sg_binds_ok(c, as, 2, 0x1))
     return sg_decline(c, op, "the arguments do not get a binding each");
-  sg_pack(c, tz_at(x, l.q), q, B, T, Tp, (int)C, qs);
-  sg_pack(c, tz_at(x, l.k), k, B, T, Tp, nkv * hd, kvs);
-  sg_pack(c, tz_at(x, l.v), v, B, T, Tp, nkv * hd, kvs);
+  if (!f32in) {
+    sg_pack(c, tz_at(x, l.q), q, B, T, Tp, (int)C, qs);
+    sg_pack(c, tz_at(x, l.k), k, B, T, Tp, nkv * hd, kvs);
+    sg_pack(c, tz_at(x, l.v), v, B, T, Tp, nkv * hd, kvs);
+  }
   char pre[256];
   uint32_t w[24] = {0}, gx, gy;
   snprintf(pre, sizeof pre, "const HD: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n", hd, o16 ? "true" : "false",
@@ -442,16 +512,29 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)B;
   grid1(nl / T * Tp * (hd / 2), &gx, &gy); /* hd / 2 threads per row (fa_sg_prep.wgsl) */
   wg_run(c, "attention_bwd_d", wg_pipeline(c, "fa_sg_prep", "main", pre), w, 12, ap, 4, gx, gy, 1);
-  char pk[256], pq[128];
+  char pk[448], pq[128];
   /* TEZGAH_WEBGPU_ATTN_SG_KREG=1 (tuning, staged only): K's left matrices held in registers */
   int kreg = nst && env_int("TEZGAH_WEBGPU_ATTN_SG_KREG", 0) != 0;
+  /* TEZGAH_WEBGPU_ATTN_SG_ABLATE=N (diagnosis, staged only; WRONG RESULTS, a note on stderr):
+   * the staged dK/dV without parts of its work, so that bench_webgpu shows where its time goes:
+   * bit 1 the dq part (its products and stores), 2 the element-wise passes (P, dS), 4 the
+   * barriers between the per-tile phases (2)-(5) of fa_sg_dkdv_st.wgsl */
+  int abl = nst ? env_int("TEZGAH_WEBGPU_ATTN_SG_ABLATE", 0) & 7 : 0;
+  static int abl_noted;
+  if (abl && !abl_noted++)
+    fprintf(stderr, "webgpu: TEZGAH_WEBGPU_ATTN_SG_ABLATE=%d: dK/dV and dq are WRONG (timing only)\n", abl);
   snprintf(pk, sizeof pk, "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst KPAD: u32 = %du;\n"
-           "const VST = %s;\nconst KREG = %s;\nconst EWF = %s;\n%s",
+           "const VST = %s;\nconst KREG = %s;\nconst EWF = %s;\nconst DB = %s;\nconst ABL: u32 = %du;\nconst F32IN = %s;\n"
+           "const F32L = %s;\nconst EWX = %s;\n%s",
            hd, sg_lanes(c), nsg, kpad, vst ? "true" : "false", kreg ? "true" : "false", sg_ewf() ? "true" : "false",
+           db ? "true" : "false", abl, f32in ? "true" : "false", sg_f32l(), sg_ewx() ? "true" : "false",
            sg_emu() ? "// sgmat emulation\n" : "");
   snprintf(pq, sizeof pq, "const HD: u32 = %du;\nconst BC: u32 = %du;\n", hd, kbc);
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   uint32_t nkb = (uint32_t)(Tp / kbc);
+  /* the dq sums four floats per thread (fa_sg_dqsum.wgsl main4) where 16-byte aligned:
+   * TEZGAH_WEBGPU_ATTN_SG_DQV4=1 (the default), 0 one per thread (round 3's); same bits */
+  int dq4 = env_int("TEZGAH_WEBGPU_ATTN_SG_DQV4", 1) != 0 && dq.off % 16 == 0 && s.off % 16 == 0 && qs % 4 == 0;
   for (int b0 = 0; b0 < B; b0 += (int)bc) {
     int nb = B - b0 < (int)bc ? B - b0 : (int)bc;
     memset(w, 0, sizeof w);
@@ -460,15 +543,17 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
     w[15] = (uint32_t)(l.v / 2), w[16] = (uint32_t)(l.d / 2), w[17] = (uint32_t)ord, w[18] = 0,
     w[19] = (uint32_t)(dbytes / 4), w[20] = (uint32_t)rows, w[21] = (uint32_t)b0, w[22] = (uint32_t)((dv.off - dk.off) / 4),
     w[23] = (uint32_t)kvs;
+    if (f32in) /* q's row stride; k's, v's first float after q's (floats) */
+      w[13] = (uint32_t)qs, w[14] = (uint32_t)((k.off - q.off) / 4), w[15] = (uint32_t)((v.off - q.off) / 4);
     c->pending_flop = 5.0 * nb * nh * (double)T * T * hd; /* S, dP, dV, dK, dq: causal half */
-    wg_run(c, "attention_bwd_dkdv", wg_pipeline(c, nst ? "fa_sg_dkdv_st" : "fa_sg_dkdv", "main", pk), w, 24, ak, 4, ord ? (uint32_t)nkv : nkb,
+    wg_run(c, "attention_bwd_dkdv", wg_pipeline(c, nst ? "fa_sg_dkdv_st" : "fa_sg_dkdv", "main", pk), w, 24, ak, nst ? 5 : 4, ord ? (uint32_t)nkv : nkb,
            ord ? (uint32_t)nb : (uint32_t)nkv, ord ? nkb : (uint32_t)nb);
     c->pending_flop = 0;
     memset(w, 0, sizeof w);
     w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)qs, w[12] = (uint32_t)(dbytes / 4),
     w[13] = (uint32_t)rows, w[14] = (uint32_t)b0, w[15] = (uint32_t)nb;
-    grid1((size_t)nb * nh * T * hd, &gx, &gy);
-    wg_run(c, "attention_bwd_dq", wg_pipeline(c, "fa_sg_dqsum", "main", pq), w, 16, as, 2, gx, gy, 1);
+    grid1((size_t)nb * nh * T * hd / (dq4 ? 4 : 1), &gx, &gy);
+    wg_run(c, "attention_bwd_dq", wg_pipeline(c, "fa_sg_dqsum", dq4 ? "main4" : "main", pq), w, 16, as, 2, gx, gy, 1);
   }
   return 1;
 }

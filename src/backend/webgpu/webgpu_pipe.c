@@ -67,11 +67,18 @@ static const char *wgsl_src(const char *name) {
 
 /* A kernel file that declares its own uniform binding is standalone: no preamble (its
  * bindings can then be read-only and vec4-typed); it has as many storage bindings as
- * "@binding(" occurrences minus the uniform. */
+ * distinct "@binding(" numbers minus the uniform's. */
 static int standalone(const char *body) {
   if (!strstr(body, "@binding(0) var<uniform>")) return 0;
+  /* distinct binding numbers: a file may declare one binding twice, as views of different types
+   * for different entry points (fa_sg_dqsum.wgsl) */
+  unsigned long long seen = 0;
   int n = -1;
-  for (const char *q = body; (q = strstr(q, "@binding(")); q++) n++;
+  for (const char *q = body; (q = strstr(q, "@binding(")); q++) {
+    int b = atoi(q + 9);
+    if (b < 0 || b > 63 || !(seen >> b & 1)) n++;
+    if (b >= 0 && b <= 63) seen |= 1ull << b;
+  }
   return n;
 }
 

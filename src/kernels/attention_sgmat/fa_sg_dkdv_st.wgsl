@@ -24,14 +24,30 @@
 // BR + 1 of row i < BR), which the matrix stores never touch.
 // Per tile: s_ ← Sᵀ → Pᵀ → s_ ← dPᵀ, dV += Pᵀ·dO → dSᵀ → dK += dSᵀ·Q,
 // dq part of the tile's 16-query block qi = sg mod NR, columns (sg / NR)·NQS .. (all subgroups
-// busy: NSG = 4 gives each half the columns of one 16-query block). 6 barriers per tile.
+// busy: NSG = 4 gives each half the columns of one 16-query block). 6 barriers per tile, 5 with
+// DB (host constant, TEZGAH_WEBGPU_ATTN_SG_DB, default true where 48 KB allow: head_dim 64 with
+// V in registers): qt_ and dt_ hold two tiles, alternate tiles use alternate halves, so the
+// barrier that kept the next tile's stores off this tile's reads goes.
 // The iteration runs over (query head of the group, tile) flattened, so prefetch crosses heads.
 // Requirements (host): as fa_sg_fwd_st.wgsl (x16's offsets 16-byte aligned); NSG 2 or 4.
 // Host prefix: const HD, SGSIZE, NSG, KPAD (vec4 of padding per tile row: 1, or 0 where the
 // workgroup memory is short, the emulation), VST (bool: V staged in kb_'s second half), KREG
 // (bool: the subgroup's left matrices of K loaded once into registers (kl) rather than from kb_
 // per tile; a tuning variant, TEZGAH_WEBGPU_ATTN_SG_KREG=1), EWF (bool: the element-wise passes'
-// bank-conflict-free entry order, TEZGAH_WEBGPU_ATTN_SG_EWF, default true).
+// bank-conflict-free entry order, TEZGAH_WEBGPU_ATTN_SG_EWF, default true), DB (bool: Q and dO
+// tiles double-buffered, above), ABL (u32, 0: an ablation for timing only, wrong results,
+// TEZGAH_WEBGPU_ATTN_SG_ABLATE: bit 1 no dq part (products, stores), 2 no element-wise passes
+// (P, dS), 4 no barriers (2)-(5): where the time goes), F32IN (bool,
+// TEZGAH_WEBGPU_ATTN_SG_F32IN, default true: K, V and Q read from the fp32 tensors (binding 5,
+// xin, as fa_sg_fwd_st.wgsl's F32IN: converted when stored to workgroup memory, rows t ≥ T
+// zero; no fa_sg_pack copies); dO still from its f16 copy in x16, which fa_sg_prep.wgsl makes
+// with D), F32L (bool: as fa_sg_fwd_st.wgsl's, the conversion at the loads) and EWX (bool,
+// TEZGAH_WEBGPU_ATTN_SG_EWX, default true: the element-wise passes' scales folded,
+// P = exp2(fma(S, scale·log2 e, −lse·log2 e)) and P's register copy times the scale, so
+// dS = that · (dP − D): 2 multiplies per entry fewer, the same up to rounding; false:
+// exp(S·scale − lse), dS = P·(dP − D)·scale). Words (F32IN): u5 q's row stride (floats),
+// u6 / u7 k's / v's first float after q's (q is xin's argument start: ob.x), u15 k's and v's
+// row stride (as always).
 enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
@@ -45,6 +61,7 @@ struct U { oa: vec4<u32>, ob: vec4<u32>, sa: vec4<u32>, sb: vec4<u32>, u: array<
 @group(0) @binding(2) var<storage, read_write> scr: array<f32>;
 @group(0) @binding(3) var<storage, read> x16: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read> lse: array<f32>;
+@group(0) @binding(5) var<storage, read> xin: array<vec4<f32>>;
 
 alias Left = subgroup_matrix_left<f16, 16, 16>;
 alias Right = subgroup_matrix_right<f16, 16, 16>;
@@ -64,13 +81,15 @@ const HV = HD / 8u;        // vec4<u32> (8 halves) across a head
 const KLD = HV + KPAD;     // tile row stride (vec4<u32>)
 const NVK = BC * HV / NT;  // vec4 per thread of a BC-row tile (16·HV / SGSIZE)
 const NVQ = BR * HV / NT;  // of a BR-row tile
+const LOG2E: f32 = 1.4426950408889634;
 const VOFF = BC * KLD;                  // V's first vec4 in kb_ (VST)
 const NKB = select(1u, 2u, VST) * BC * KLD; // kb_'s size: K, then V where staged
 const NVL = select(NQ, 1u, VST);        // vl's size (1: unused)
 const NKL = select(1u, NQ, KREG);       // kl's size (1: unused)
 var<workgroup> kb_: array<vec4<u32>, NKB>;
-var<workgroup> qt_: array<vec4<u32>, BR * KLD>;
-var<workgroup> dt_: array<vec4<u32>, BR * KLD>;
+const NQB = select(1u, 2u, DB) * BR * KLD; // qt_'s and dt_'s size: two tiles with DB
+var<workgroup> qt_: array<vec4<u32>, NQB>;
+var<workgroup> dt_: array<vec4<u32>, NQB>;
 var<workgroup> s_: array<f32, BC * SLD>;
 var<workgroup> pds_: array<f16, BC * PLD>;
 
@@ -80,23 +99,87 @@ fn pu(k: u32) -> u32 {
 fn part_row(kb: u32, Tp: u32) -> u32 {
   return kb * Tp - BC * ((kb * max(kb, 1u) - kb) / 2u); // Σ_{k < kb} (Tp − k·BC)
 }
-// slot i of a tile of HV vec4 per row: row i / HV, column i % HV (consecutive threads, consecutive
-// 16 bytes)
-fn blk_ld(base: u32, sv: u32, lid: u32) -> array<vec4<u32>, NVK> {
-  var v: array<vec4<u32>, NVK>;
+// where a tensor's tiles come from: x16 (its copy's first vec4 h, row stride hs, rows Tp) or,
+// F32IN, xin (first vec4<f32> f, row stride fs, rows T)
+struct Src { h: u32, hs: u32, f: u32, fs: u32 }
+fn src_of(w: u32, b: u32, hg: u32, stride: u32, Tp: u32, T: u32) -> Src { // w: 5 q, 6 k, 7 v
+  if (F32IN) {
+    let fs = select(pu(15u), pu(5u), w == 5u);
+    return Src(0u, 0u, (p.ob.x + select(pu(w), 0u, w == 5u) + b * T * fs + hg * HD) / 4u, fs / 4u);
+  }
+  return Src(p.oa.z / 4u + (pu(w) + b * Tp * stride + hg * HD) / 8u, stride / 8u, 0u, 0u);
+}
+// 8 floats as 8 halves (fa_sg_pack's conversion)
+fn pk8(a: vec4<f32>, b: vec4<f32>) -> vec4<u32> {
+  let ca = clamp(a, vec4<f32>(-65504.0), vec4<f32>(65504.0));
+  let cb = clamp(b, vec4<f32>(-65504.0), vec4<f32>(65504.0));
+  return vec4<u32>(pack2x16float(ca.xy), pack2x16float(ca.zw), pack2x16float(cb.xy), pack2x16float(cb.zw));
+}
+// a tile in the prefetch registers: h (x16's halves) or, F32IN, f (xin's floats, 2 per slot);
+// slot i of a tile of HV slots per row: row i / HV, column i % HV (consecutive threads,
+// consecutive 16 bytes, F32IN 32); rows t0 .. of s's sequence, F32IN rows t ≥ T zero
+struct PreK { h: array<vec4<u32>, NVK>, f: array<vec4<f32>, 2u * NVK> }
+struct PreQ { h: array<vec4<u32>, NVQ>, f: array<vec4<f32>, 2u * NVQ> }
+fn blk_ld(s: Src, t0: u32, T: u32, lid: u32) -> PreK {
+  var v: PreK;
   for (var e = 0u; e < NVK; e++) {
     let i = lid + e * NT;
-    v[e] = x16[base + (i / HV) * sv + i % HV];
+    if (F32IN) {
+      if (t0 + i / HV < T) {
+        let a = s.f + (t0 + i / HV) * s.fs + (i % HV) * 2u;
+        if (F32L) {
+          v.h[e] = pk8(xin[a], xin[a + 1u]);
+        } else {
+          v.f[2u * e] = xin[a];
+          v.f[2u * e + 1u] = xin[a + 1u];
+        }
+      }
+    } else {
+      v.h[e] = x16[s.h + (t0 + i / HV) * s.hs + i % HV];
+    }
   }
   return v;
 }
-fn blk_st(v: array<vec4<u32>, NVK>, lid: u32) {
+fn blk_h(v: PreK, e: u32) -> vec4<u32> { // slot e as halves
+  if (F32IN && !F32L) {
+    return pk8(v.f[2u * e], v.f[2u * e + 1u]);
+  }
+  return v.h[e];
+}
+fn blk_st(v: PreK, lid: u32) {
   for (var e = 0u; e < NVK; e++) {
     let i = lid + e * NT;
-    kb_[(i / HV) * KLD + i % HV] = v[e];
+    kb_[(i / HV) * KLD + i % HV] = blk_h(v, e);
   }
 }
-fn til_ld(base: u32, sv: u32, lid: u32) -> array<vec4<u32>, NVQ> {
+fn til_ld(s: Src, t0: u32, T: u32, lid: u32) -> PreQ {
+  var v: PreQ;
+  for (var e = 0u; e < NVQ; e++) {
+    let i = lid + e * NT;
+    if (F32IN) {
+      if (t0 + i / HV < T) {
+        let a = s.f + (t0 + i / HV) * s.fs + (i % HV) * 2u;
+        if (F32L) {
+          v.h[e] = pk8(xin[a], xin[a + 1u]);
+        } else {
+          v.f[2u * e] = xin[a];
+          v.f[2u * e + 1u] = xin[a + 1u];
+        }
+      }
+    } else {
+      v.h[e] = x16[s.h + (t0 + i / HV) * s.hs + i % HV];
+    }
+  }
+  return v;
+}
+fn til_h(v: PreQ, e: u32) -> vec4<u32> {
+  if (F32IN && !F32L) {
+    return pk8(v.f[2u * e], v.f[2u * e + 1u]);
+  }
+  return v.h[e];
+}
+// dO's tile (always x16's copy): first vec4 base, rows sv vec4 apart
+fn til16(base: u32, sv: u32, lid: u32) -> array<vec4<u32>, NVQ> {
   var v: array<vec4<u32>, NVQ>;
   for (var e = 0u; e < NVQ; e++) {
     let i = lid + e * NT;
@@ -107,7 +190,7 @@ fn til_ld(base: u32, sv: u32, lid: u32) -> array<vec4<u32>, NVQ> {
 
 @compute @workgroup_size(NT)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  _ = &dkv; _ = &scr; _ = &x16; _ = &lse;
+  _ = &dkv; _ = &scr; _ = &x16; _ = &lse; _ = &xin;
   let T = pu(0u);
   let Tp = pu(1u);
   let nh = pu(2u);
@@ -131,23 +214,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let QS = nh * HD;
   let KS = nkv * HD;
   let x0 = p.oa.z / 4u; // x16's first vec4 (the host keeps it 16-byte aligned)
-  let kv0 = (b * Tp + k0) * KS + g * HD; // the block's first key (halves, after the copy's offset)
+  let ksrc = src_of(6u, b, g, KS, Tp, T);
+  let vsrc = src_of(7u, b, g, KS, Tp, T);
   // V's left matrices through kb_, then K's block into kb_ for good
   var vl: array<Left, NVL>;
   if (VST) {
-    let vpre = blk_ld(x0 + (pu(7u) + kv0) / 8u, KS / 8u, lid);
+    let vpre = blk_ld(vsrc, k0, T, lid);
     for (var e = 0u; e < NVK; e++) {
       let i = lid + e * NT;
-      kb_[VOFF + (i / HV) * KLD + i % HV] = vpre[e];
+      kb_[VOFF + (i / HV) * KLD + i % HV] = blk_h(vpre, e);
     }
   } else {
-    blk_st(blk_ld(x0 + (pu(7u) + kv0) / 8u, KS / 8u, lid), lid);
+    blk_st(blk_ld(vsrc, k0, T, lid), lid);
     workgroupBarrier();
     for (var kk = 0u; kk < NQ; kk++) {
       vl[kk] = subgroupMatrixLoad<Left, row_major>(&kb_, sg * 16u * KLD + kk * 2u, KLD);
     }
   }
-  let kpre = blk_ld(x0 + (pu(6u) + kv0) / 8u, KS / 8u, lid);
+  let kpre = blk_ld(ksrc, k0, T, lid);
   workgroupBarrier();
   blk_st(kpre, lid);
   var kl: array<Left, NKL>;
@@ -162,12 +246,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   // tiles per query head: queries k0 .. T−1 (none where k0 ≥ T)
   let ntl = select(0u, (T - k0 + BR - 1u) / BR, k0 < T);
   let nit = rep * ntl;
-  var qpre: array<vec4<u32>, NVQ>;
+  var qpre: PreQ;
   var dpre: array<vec4<u32>, NVQ>;
   if (nit > 0u) {
     let qo = b * Tp * QS + g * rep * HD + k0 * QS;
-    qpre = til_ld(x0 + (pu(5u) + qo) / 8u, QS / 8u, lid);
-    dpre = til_ld(x0 + (pu(8u) + qo) / 8u, QS / 8u, lid);
+    qpre = til_ld(src_of(5u, b, g * rep, QS, Tp, T), k0, T, lid);
+    dpre = til16(x0 + (pu(8u) + qo) / 8u, QS / 8u, lid);
   }
   let qi = sg % NR;            // this subgroup's 16-query block of the dq part
   let qn0 = (sg / NR) * NQS;   // and its first column matrix
@@ -175,12 +259,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let h = g * rep + it / ntl;
     let t0 = k0 + (it % ntl) * BR;
     let lrow = (b * nh + h) * T;
+    let tb = select(0u, BR * KLD, DB && it % 2u == 1u); // this tile's half of qt_, dt_ (DB)
     let pb = p.oa.y + pu(11u) + ((bl * nh + h) * pu(12u) + part_row(kblk, Tp)) * HD; // query k0's part row
     // the tile's Q, dO (prefetched), lse and D into workgroup memory
     for (var e = 0u; e < NVQ; e++) {
       let i = lid + e * NT;
-      qt_[(i / HV) * KLD + i % HV] = qpre[e];
-      dt_[(i / HV) * KLD + i % HV] = dpre[e];
+      qt_[tb + (i / HV) * KLD + i % HV] = til_h(qpre, e);
+      dt_[tb + (i / HV) * KLD + i % HV] = dpre[e];
     }
     for (var i = lid; i < 2u * BR; i += NT) {
       let tq = t0 + i % BR;
@@ -197,9 +282,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     workgroupBarrier(); // (1) the tile visible
     if (it + 1u < nit) { // the next tile's global loads, stored at the top of the next iteration
       let hn = g * rep + (it + 1u) / ntl;
-      let qo = b * Tp * QS + hn * HD + (k0 + ((it + 1u) % ntl) * BR) * QS;
-      qpre = til_ld(x0 + (pu(5u) + qo) / 8u, QS / 8u, lid);
-      dpre = til_ld(x0 + (pu(8u) + qo) / 8u, QS / 8u, lid);
+      let tn = k0 + ((it + 1u) % ntl) * BR;
+      qpre = til_ld(src_of(5u, b, hn, QS, Tp, T), tn, T, lid);
+      dpre = til16(x0 + (pu(8u) + b * Tp * QS + hn * HD + tn * QS) / 8u, QS / 8u, lid);
     }
     // Sᵀ = K·Qᵀ (this subgroup's 16 keys × the tile's BR queries)
     var sacc: array<Res, NR>;
@@ -214,14 +299,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         kf = subgroupMatrixLoad<Left, row_major>(&kb_, sg * 16u * KLD + kk * 2u, KLD);
       }
       for (var n = 0u; n < NR; n++) {
-        let qr = subgroupMatrixLoad<Right, col_major>(&qt_, n * 16u * KLD + kk * 2u, KLD);
+        let qr = subgroupMatrixLoad<Right, col_major>(&qt_, tb + n * 16u * KLD + kk * 2u, KLD);
         sacc[n] = subgroupMatrixMultiplyAccumulate(kf, qr, sacc[n]);
       }
     }
     for (var n = 0u; n < NR; n++) {
       subgroupMatrixStore<row_major>(&s_, sg * 16u * SLD + n * 16u, sacc[n], SLD);
     }
-    workgroupBarrier(); // (2) Sᵀ visible
+    if ((ABL & 4u) == 0u) {
+      workgroupBarrier(); // (2) Sᵀ visible
+    }
     // Pᵀ (kept in pv, and as f16 in pds_). The element-wise passes' i-th entry of this thread:
     // with EWF entry lid + i·NT of the BC × BR tile (row er0 + ers·i, column lid % BR: one query
     // per thread; the 32 lanes of an access read one row's 32 consecutive entries, no bank
@@ -239,7 +326,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       dq_ = s_[ec0 * SLD + BR + 1u];
     }
     var pv: array<f32, CPL>;
-    for (var i = 0u; i < CPL; i++) {
+    for (var i = 0u; i < select(CPL, 0u, (ABL & 2u) != 0u); i++) {
       let er = er0 + ers * i;
       let ec = ec0 + ecs * i;
       let tq = t0 + ec;
@@ -247,11 +334,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       if (!EWF) {
         l_ = s_[ec * SLD + BR];
       }
-      let x = select(exp(s_[er * SLD + ec] * sc - l_), 0.0, tq < k0 + er || tq >= T);
+      var x: f32;
+      if (EWX) { // exp(s·sc − l) as exp2 of one fma
+        x = select(exp2(fma(s_[er * SLD + ec], sc * LOG2E, -l_ * LOG2E)), 0.0, tq < k0 + er || tq >= T);
+      } else {
+        x = select(exp(s_[er * SLD + ec] * sc - l_), 0.0, tq < k0 + er || tq >= T);
+      }
       pv[i] = f32(f16(x)); // the value the products use
+      if (EWX) {
+        pv[i] = pv[i] * sc; // dS's scale, folded in
+      }
       pds_[er * PLD + ec] = f16(x);
     }
-    workgroupBarrier(); // (3) Pᵀ visible, Sᵀ read
+    if ((ABL & 4u) == 0u) {
+      workgroupBarrier(); // (3) Pᵀ visible, Sᵀ read
+    }
     // dPᵀ = V·dOᵀ into s_
     var dp: array<Res, NR>;
     for (var n = 0u; n < NR; n++) {
@@ -259,7 +356,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     for (var kk = 0u; kk < NQ; kk++) {
       for (var n = 0u; n < NR; n++) {
-        let dr = subgroupMatrixLoad<Right, col_major>(&dt_, n * 16u * KLD + kk * 2u, KLD);
+        let dr = subgroupMatrixLoad<Right, col_major>(&dt_, tb + n * 16u * KLD + kk * 2u, KLD);
         if (VST) {
           let vv = subgroupMatrixLoad<Left, row_major>(&kb_, VOFF + sg * 16u * KLD + kk * 2u, KLD);
           dp[n] = subgroupMatrixMultiplyAccumulate(vv, dr, dp[n]);
@@ -275,27 +372,35 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var kc = 0u; kc < NR; kc++) {
       let pl = subgroupMatrixLoad<Left, row_major>(&pds_, sg * 16u * PLD + kc * 16u, PLD);
       for (var n = 0u; n < NQ; n++) {
-        let dr = subgroupMatrixLoad<Right, row_major>(&dt_, kc * 16u * KLD + n * 2u, KLD);
+        let dr = subgroupMatrixLoad<Right, row_major>(&dt_, tb + kc * 16u * KLD + n * 2u, KLD);
         dv[n] = subgroupMatrixMultiplyAccumulate(pl, dr, dv[n]);
       }
     }
-    workgroupBarrier(); // (4) dPᵀ visible, Pᵀ read
+    if ((ABL & 4u) == 0u) {
+      workgroupBarrier(); // (4) dPᵀ visible, Pᵀ read
+    }
     // dSᵀ = Pᵀ ∘ (dPᵀ − D)·scale over Pᵀ in pds_
-    for (var i = 0u; i < CPL; i++) {
+    for (var i = 0u; i < select(CPL, 0u, (ABL & 2u) != 0u); i++) {
       let er = er0 + ers * i;
       let ec = ec0 + ecs * i;
       var d_ = dq_;
       if (!EWF) {
         d_ = s_[ec * SLD + BR + 1u];
       }
-      pds_[er * PLD + ec] = f16(pv[i] * (s_[er * SLD + ec] - d_) * sc);
+      if (EWX) {
+        pds_[er * PLD + ec] = f16(pv[i] * (s_[er * SLD + ec] - d_)); // pv holds P·sc
+      } else {
+        pds_[er * PLD + ec] = f16(pv[i] * (s_[er * SLD + ec] - d_) * sc);
+      }
     }
-    workgroupBarrier(); // (5) dSᵀ visible
+    if ((ABL & 4u) == 0u) {
+      workgroupBarrier(); // (5) dSᵀ visible
+    }
     // dK += dSᵀ·Q; the dq part dS·K of query block qi, columns qn0 .. qn0 + NQS
     for (var kc = 0u; kc < NR; kc++) {
       let dl = subgroupMatrixLoad<Left, row_major>(&pds_, sg * 16u * PLD + kc * 16u, PLD);
       for (var n = 0u; n < NQ; n++) {
-        let qr = subgroupMatrixLoad<Right, row_major>(&qt_, kc * 16u * KLD + n * 2u, KLD);
+        let qr = subgroupMatrixLoad<Right, row_major>(&qt_, tb + kc * 16u * KLD + n * 2u, KLD);
         dk[n] = subgroupMatrixMultiplyAccumulate(dl, qr, dk[n]);
       }
     }
@@ -303,17 +408,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var n = 0u; n < NQS; n++) {
       dq[n] = Res(); // explicit zeros: a loop-local var is not reliably re-zeroed
     }
-    for (var kc = 0u; kc < BC / 16u; kc++) {
+    for (var kc = 0u; kc < select(BC / 16u, 0u, (ABL & 1u) != 0u); kc++) {
       let al = subgroupMatrixLoad<Left, col_major>(&pds_, kc * 16u * PLD + qi * 16u, PLD);
       for (var n = 0u; n < NQS; n++) {
         let kr = subgroupMatrixLoad<Right, row_major>(&kb_, kc * 16u * KLD + (qn0 + n) * 2u, KLD);
         dq[n] = subgroupMatrixMultiplyAccumulate(al, kr, dq[n]);
       }
     }
-    for (var n = 0u; n < NQS; n++) {
+    for (var n = 0u; n < select(NQS, 0u, (ABL & 1u) != 0u); n++) {
       subgroupMatrixStore<row_major>(&scr, pb + (t0 - k0 + qi * 16u) * HD + (qn0 + n) * 16u, dq[n], HD);
     }
-    workgroupBarrier(); // (6) qt_, dt_, pds_, s_ read before the next tile's writes
+    if (!DB) {
+      workgroupBarrier(); // (6) qt_, dt_, pds_, s_ read before the next tile's writes
+    }
+    // (with DB the next tile's Q and dO go to the other half of qt_, dt_, last read two tiles
+    // ago; its lse, D and Sᵀ go to s_ after (5) and (1), its Pᵀ to pds_ after its (1) and (2),
+    // each past the last reads of this tile's)
   }
   // dK, dV through s_, NR matrices (BR columns) at a time, rows j < T
   let ko = p.oa.x + (b * T + j) * pu(15u) + g * HD;

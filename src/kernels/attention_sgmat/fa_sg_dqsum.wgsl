@@ -10,11 +10,17 @@
 // element offset in the scratch, u5 rows per (sequence, head), u6 the chunk's first sequence,
 // u7 its sequences], bindings 1 dq f32 (rows of q_stride floats, head h at h·HD), 2 scratch.
 // One element per thread, d fastest; 256 threads per workgroup, the grid folded into x and y.
+// Entry point main4 (TEZGAH_WEBGPU_ATTN_SG_DQV4, the default where dq's and the parts' offsets
+// are 16-byte aligned and q_stride a multiple of 4): the same sums, four consecutive d per thread
+// with 16-byte loads and stores (dq4, scr4: the same bindings as vec4 arrays; an entry point
+// uses one view), a quarter of the threads and load instructions; same order, same bits.
 // Host prefix: const HD, BC.
 struct U { oa: vec4<u32>, ob: vec4<u32>, sa: vec4<u32>, sb: vec4<u32>, u: array<vec4<u32>, 4> }
 @group(0) @binding(0) var<uniform> p: U;
 @group(0) @binding(1) var<storage, read_write> dq: array<f32>;
 @group(0) @binding(2) var<storage, read> scr: array<f32>;
+@group(0) @binding(1) var<storage, read_write> dq4: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> scr4: array<vec4<f32>>;
 
 fn part_row(kb: u32, Tp: u32) -> u32 {
   return kb * Tp - BC * ((kb * max(kb, 1u) - kb) / 2u); // Σ_{k < kb} (Tp − k·BC)
@@ -40,4 +46,27 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     acc += scr[base + (part_row(kb, Tp) + t - kb * BC) * HD];
   }
   dq[p.oa.x + (b * T + t) * p.u[0].w + h * HD + d] = acc;
+}
+
+@compute @workgroup_size(256)
+fn main4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+  let i = gid.x + gid.y * nw.x * 256u;
+  let T = p.u[0].x;
+  let Tp = p.u[0].y;
+  let nh = p.u[0].z;
+  let H4 = HD / 4u;
+  if (i >= p.u[1].w * nh * T * H4) {
+    return;
+  }
+  let d4 = i % H4;
+  let t = (i / H4) % T;
+  let bh = i / (H4 * T);
+  let h = bh % nh;
+  let b = bh / nh + p.u[1].z;
+  let base = (p.oa.y + p.u[1].x + bh * p.u[1].y * HD) / 4u + d4;
+  var acc = vec4<f32>(0.0);
+  for (var kb = 0u; kb <= t / BC; kb++) {
+    acc += scr4[base + (part_row(kb, Tp) + t - kb * BC) * H4];
+  }
+  dq4[(p.oa.x + (b * T + t) * p.u[0].w + h * HD) / 4u + d4] = acc;
 }
