@@ -428,6 +428,13 @@ int tz_sgmat_tile_parse(const char *s, tz_sgmat_tile *t) {
     else if (*f == '2' && g.kern) g.nbuf = 2;
     else if (*f == 'p' && g.kern) g.pf = 1;
     else if (*f == 'g' && g.kern) g.swz = 1;
+    else if (*f == 'P' && g.kern) {
+      char *e;
+      unsigned long v = strtoul(f + 1, &e, 10);
+      g.pers = e == f + 1 ? 264 : (uint32_t)v;
+      if (!g.pers || g.pers > 65535) return tz_err("webgpu sgmat: tile '%s': P takes 1..65535 workgroups", s);
+      f = e - 1;
+    }
     else return tz_err("webgpu sgmat: tile '%s': unknown flag '%c'", s, *f);
   }
   if (!g.bk || g.bk % 16 || !g.sg_m || !g.sg_n || !g.tm || !g.tn)
@@ -437,13 +444,14 @@ int tz_sgmat_tile_parse(const char *s, tz_sgmat_tile *t) {
 }
 
 void tz_sgmat_tile_name(tz_sgmat_tile t, char *buf, size_t cap) {
-  char f[8] = "", *q = f;
+  char f[24] = "", *q = f;
   if (t.kern) {
     if (t.tv8) *q++ = 'v';
     if (t.trb) *q++ = 't';
     if (t.nbuf == 2) *q++ = '2';
     if (t.pf) *q++ = 'p';
     if (t.swz) *q++ = 'g';
+    if (t.pers) q += snprintf(q, 8, "P%u", t.pers);
   } else if (t.direct) {
     *q++ = 'd';
   }
@@ -473,6 +481,7 @@ int tz_sgmat_tile_fits(tz_sgmat_tile t, int form, uint32_t M, uint32_t N, uint32
   else if (nt > max_threads) w = "too many threads per workgroup";
   else if (t.kern && (t.nbuf < 1 || t.nbuf > 2)) w = "nbuf must be 1 or 2";
   else if (t.kern && t.tv8 && t.trb) w = "trb needs f16 tiles (no v)";
+  else if (t.pers && (!t.pf || t.nbuf == 2 || split > 1)) w = "P needs p, one buffer and no split";
   else if (t.kern && ((bm * t.bk / 8) % nt || (bn * t.bk / 8) % nt)) w = "tile loads do not divide over the threads";
   else if (!t.kern && !t.direct && ((bm * t.bk / 4) % nt || (bn * t.bk / 4) % nt))
     w = "tile loads do not divide over the threads";
@@ -482,16 +491,37 @@ int tz_sgmat_tile_fits(tz_sgmat_tile t, int form, uint32_t M, uint32_t N, uint32
 }
 
 uint32_t tz_sgmat_splits(uint32_t tiles, uint32_t K, uint32_t bk) {
-  if (!tiles || tiles >= 264 || K < 2048 || !bk) return 1;
-  uint32_t S = (264 + tiles - 1) / tiles;
-  while (S > 1 && K / S < 512) S--;
-  if (S > 16) S = 16;
+  const char *se = getenv("TEZGAH_WEBGPU_SGMAT_SLOTS");
+  uint32_t S;
+  if (se && atoi(se) > 0) {
+    double slots = atoi(se), best = 1e30;
+    if (!tiles || K < 1024 || !bk) return 1;
+    S = 1;
+    for (uint32_t s = 1; s <= 16 && (s == 1 || K / s >= 512); s++) {
+      double cost = ceil(tiles * (double)s / slots) / s * (1 + 0.01 * s);
+      if (cost < best - 1e-9) best = cost, S = s;
+    }
+  } else {
+    if (!tiles || tiles >= 264 || K < 2048 || !bk) return 1;
+    S = (264 + tiles - 1) / tiles;
+    while (S > 1 && K / S < 512) S--;
+    if (S > 16) S = 16;
+  }
   /* whole BK pieces; the count that covers K with them */
   uint32_t ks = ((K + S - 1) / S + bk - 1) / bk * bk;
   return (K + ks - 1) / ks;
 }
 
 const char *tz_sgmat_file(tz_sgmat_tile t) { return t.kern ? "matmul_sgmm" : "matmul_sgmat"; }
+
+void tz_sgmat_grid(tz_sgmat_tile t, uint32_t M, uint32_t N, uint32_t split, uint32_t g[3]) {
+  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
+  g[0] = bn ? N / bn : 0, g[1] = bm ? M / bm : 0, g[2] = split ? split : 1;
+  if (t.pers && t.kern) {
+    uint32_t tiles = g[0] * g[1];
+    g[0] = tiles < t.pers ? tiles : t.pers, g[1] = g[2] = 1;
+  }
+}
 
 size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc, int has_bias, int split,
                        uint32_t sgsize, int emu) {
@@ -503,10 +533,10 @@ size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc
                    "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"
                    "const ACC = %s;\nconst NBUF = %uu;\n"
                    "//defs DIRECT=%d HAS_BIAS=%d TM=%u TN=%u A_PER=%u B_PER=%u A_MK=%d B_NK=%d ACC=%d TV8=%d TRB=%d "
-                   "NBUF2=%d PF=%d SPLIT=%d SWZ=%d EMU=%d\n",
+                   "NBUF2=%d PF=%d SPLIT=%d SWZ=%d PERS=%d EMU=%d\n",
                    bm, bn, t.bk, t.sg_m, t.sg_n, t.tm, t.tn, sgsize, a_mk ? "true" : "false", b_nk ? "true" : "false",
                    acc ? "true" : "false", t.nbuf ? t.nbuf : 1, t.direct != 0, has_bias != 0, t.tm, t.tn, a_per, b_per,
-                   a_mk, b_nk, acc != 0, t.tv8 != 0, t.trb != 0 && b_nk, t.nbuf == 2, t.pf != 0, split > 1, t.swz != 0, emu != 0);
+                   a_mk, b_nk, acc != 0, t.tv8 != 0, t.trb != 0 && b_nk, t.nbuf == 2, t.pf != 0, split > 1, t.swz != 0, t.pers != 0 && t.kern, emu != 0);
   return n < 0 ? 0 : (size_t)n;
 }
 
@@ -606,7 +636,6 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
   if (emu && !t.kern) return tz_err("webgpu sgmat: the emulated builtins are matmul_sgmm.wgsl's (kernel n)");
   if (bias && form != TZ_SGMAT_XWT) return tz_err("webgpu sgmat: bias only with the X·Wᵀ form");
   if (split < 1) split = 1;
-  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
   const char *why;
   if (!tz_sgmat_tile_fits(t, form, M, N, K, split, s->sgsize, s->lim.maxComputeWorkgroupStorageSize,
                           s->lim.maxComputeInvocationsPerWorkgroup, &why))
@@ -672,6 +701,8 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
     sgx = (uint32_t)(groups < 65535 ? groups : 65535), sgy = (uint32_t)((groups + 65534) / 65535);
   }
   int rc = 0;
+  uint32_t grid[3];
+  tz_sgmat_grid(t, M, N, split, grid);
   /* `count` repetitions (the matmul, and the partial sums after a split) in one submission */
 #define SUBMIT(count)                                                                           \
   {                                                                                             \
@@ -680,7 +711,7 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
     for (int q = 0; q < (count); q++) {                                                         \
       W.wgpuComputePassEncoderSetPipeline(pass, pipe);                                          \
       W.wgpuComputePassEncoderSetBindGroup(pass, 0, bg, 0, NULL);                               \
-      W.wgpuComputePassEncoderDispatchWorkgroups(pass, N / bn, M / bm, split);                  \
+      W.wgpuComputePassEncoderDispatchWorkgroups(pass, grid[0], grid[1], grid[2]);             \
       if (sbg) {                                                                                \
         W.wgpuComputePassEncoderSetPipeline(pass, spipe);                                       \
         W.wgpuComputePassEncoderSetBindGroup(pass, 0, sbg, 0, NULL);                            \

@@ -130,7 +130,7 @@ static const char *const sg_default[3] = {SG_DEFAULT, SG_DEFAULT, SG_DEFAULT};
 /* Pieces of K for the weight gradient on kernel n (tz_sgmat_splits; TEZGAH_WEBGPU_SGMAT_SPLIT=0:
  * none), fewer where the partial products would not fit one binding. */
 static uint32_t sg_split(wg_ctx *c, tz_sgmat_tile t, int form, int M, int K, int N) {
-  if (form != TZ_SGMAT_DYTX || !t.kern || !env_int("TEZGAH_WEBGPU_SGMAT_SPLIT", 1)) return 1;
+  if (form != TZ_SGMAT_DYTX || !t.kern || t.pers || !env_int("TEZGAH_WEBGPU_SGMAT_SPLIT", 1)) return 1;
   uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
   if ((uint32_t)M % bm || (uint32_t)N % bn) return 1;
   uint32_t S = tz_sgmat_splits((uint32_t)(M / bm) * (uint32_t)(N / bn), (uint32_t)K, t.bk);
@@ -144,8 +144,11 @@ static uint32_t sg_split(wg_ctx *c, tz_sgmat_tile t, int form, int M, int K, int
 static int sg_pick(wg_ctx *c, int form, int M, int K, int N, int aligned, tz_sgmat_tile *t, uint32_t *split) {
   static const char *const env[3] = {"TEZGAH_WEBGPU_SGMAT_TILE_XWT", "TEZGAH_WEBGPU_SGMAT_TILE_DYW",
                                      "TEZGAH_WEBGPU_SGMAT_TILE_DYTX"};
-  const char *lists[3] = {getenv(env[form]), getenv("TEZGAH_WEBGPU_SGMAT_TILE"), sg_default[form]};
-  for (int l = 0; l < 3; l++) {
+  /* TEZGAH_WEBGPU_SGMAT_TILE_SHORTK (tuning): a list tried first for X·Wᵀ and dY·W at K <= 1024
+   * (GPT-2's K = 768 shapes: 12 k steps per tile, where the tile's prologue and stores weigh) */
+  const char *shortk = form != TZ_SGMAT_DYTX && K <= 1024 ? getenv("TEZGAH_WEBGPU_SGMAT_TILE_SHORTK") : NULL;
+  const char *lists[4] = {shortk, getenv(env[form]), getenv("TEZGAH_WEBGPU_SGMAT_TILE"), sg_default[form]};
+  for (int l = 0; l < 4; l++) {
     if (!lists[l] || !*lists[l]) continue;
     char buf[512];
     snprintf(buf, sizeof buf, "%s", lists[l]);
@@ -281,7 +284,6 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   /* none: only kernel n fitted and the operands are not 16-byte aligned (the conversions made
    * are harmless) */
   if (!sg_pick(c, variant, M, K, N, al, &t, &S)) return 0;
-  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
   int hb = tz_present(bias);
   char prefix[1024];
   tz_sgmat_prefix(prefix, sizeof prefix, t, variant, acc && S == 1, hb, (int)S, c->sg_size, 0);
@@ -294,8 +296,10 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   int valid[2];
   for (int i = 0; i < 2; i++) valid[i] = c->sg_src[i] && c->sg_serial[i] == c->serial;
   c->pending_flop = 2.0 * M * N * K;
+  uint32_t grid[3];
+  tz_sgmat_grid(t, (uint32_t)M, (uint32_t)N, S, grid);
   wg_run(c, sg_label(labels[variant], M, N, K, S, 0), wg_pipeline(c, tz_sgmat_file(t), "main", prefix), w, 12, ar, 4,
-         (uint32_t)(N / bn), (uint32_t)(M / bm), S);
+         grid[0], grid[1], grid[2]);
   c->pending_flop = 0;
   if (S > 1) { /* out (+)= Σ_s part[s] */
     uint32_t r[24] = {0};

@@ -24,12 +24,19 @@
 //    product at c[off + z·M·N] (no ACC, no bias): the weight gradient's split over K, summed
 //    by the host after.
 //  - SWZ: workgroups walk the output in groups of 8 tile rows (L2 reuse of the operands).
+//  - PERS (with PF, one buffer, no SPLIT): a persistent grid of num_workgroups.x workgroups
+//    (fewer than the tiles, x only) each walking tiles wg.x, wg.x + nwg, ... in the SWZ (or
+//    row-major) tile order; at a tile's last k step the register prefetch loads the NEXT tile's
+//    first k tile, so that load overlaps the last products and the result stores instead of
+//    starting the next workgroup cold (why: at K = 768, 12 k steps per tile, the model's
+//    shapes ran ~180 TFLOP/s against 270 at 8192³: a guess that the per-tile prologue and
+//    epilogue are not hidden with one resident workgroup per SM; docs/PERF.md).
 //  - EMU: the subgroup-matrix builtins replaced by per-invocation emulations (every invocation
 //    holds whole 16×16 matrices in f32), so that the kernel's indexing is testable on adapters
 //    without subgroup matrices (lavapipe); the host rewrites the builtin calls to emu_* ones.
 // Host constants (prepended): BM, BN, BK, SG_M, SG_N, TM, TN, SGSIZE, NBUF; preprocessor
 // values (the host's `//defs` line): TM, TN, A_PER, B_PER, A_MK, B_NK, ACC, HAS_BIAS, TV8,
-// TRB, NBUF2, PF, SPLIT, SWZ, EMU.
+// TRB, NBUF2, PF, SPLIT, SWZ, PERS, EMU.
 // Requirements (the host's): M % BM, N % BN, K % BK (and KS % BK) == 0; the tile loads divide
 // evenly over the threads (A_PER, B_PER whole); workgroup memory within the device's limit.
 enable f16;
@@ -210,26 +217,55 @@ fn st_b(i: u32, buf: u32, v: vec4<u32>) {
 //#endif
 }
 
-@compute @workgroup_size(NT)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let sg = lid / SGSIZE;
-//#if SWZ
-  // the grid in groups of 8 tile rows, column by column inside a group (consecutive workgroups
-  // share B's column block and 8 of A's row blocks: fewer operand reads from memory at 8192³)
+// The origin (m0, n0) of output tile `pid` (row-major over the N / BN tile columns), or with
+// SWZ in groups of 8 tile rows, column by column inside a group (consecutive workgroups share
+// B's column block and 8 of A's row blocks: fewer operand reads from memory at 8192³).
+fn tile_origin(pid: u32) -> vec2<u32> {
   let nx = p.N / BN;
-  let pid = wg.y * nx + wg.x;
+//#if SWZ
   let fm = (pid / (8u * nx)) * 8u;
   let gs = min(p.M / BM - fm, 8u);
   let pin = pid % (8u * nx);
-  let m0 = (fm + pin % gs) * BM;
-  let n0 = (pin / gs) * BN;
+  return vec2<u32>((fm + pin % gs) * BM, (pin / gs) * BN);
+//#else
+  return vec2<u32>((pid / nx) * BM, (pid % nx) * BN);
+//#endif
+}
+
+@compute @workgroup_size(NT)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let sg = lid / SGSIZE;
+  let sm = (sg / SG_N) * (TM * 16u); // this subgroup's block inside the workgroup tile
+  let sn = (sg % SG_N) * (TN * 16u);
+  _ = &a; _ = &b; _ = &bias; // every binding in the layout whatever the constants keep
+//#if PERS
+  var zero: Res; // never written: the accumulators' start on every tile
+  let ntiles = (p.M / BM) * (p.N / BN);
+  let o0 = tile_origin(wg.x);
+  // the first tile's first k tile (the later tiles' come from the previous tile's last k step)
+//#for t in A_PER
+  var ra{t} = a[a_src(lid + {t}u * NT, o0.x, 0u)];
+//#endfor
+//#for t in B_PER
+  var rb{t} = b[b_src(lid + {t}u * NT, o0.y, 0u)];
+//#endfor
+  for (var tile = wg.x; tile < ntiles; tile += nwg.x) {
+  let o = tile_origin(tile);
+  let m0 = o.x;
+  let n0 = o.y;
+  let has_next = tile + nwg.x < ntiles;
+  let onx = tile_origin(select(tile, tile + nwg.x, has_next));
+//#else
+//#if SWZ
+  let o = tile_origin(wg.y * (p.N / BN) + wg.x);
+  let m0 = o.x;
+  let n0 = o.y;
 //#else
   let m0 = wg.y * BM;
   let n0 = wg.x * BN;
 //#endif
-  let sm = (sg / SG_N) * (TM * 16u); // this subgroup's block inside the workgroup tile
-  let sn = (sg % SG_N) * (TN * 16u);
-  _ = &a; _ = &b; _ = &bias; // every binding in the layout whatever the constants keep
+//#endif
 //#if SPLIT
   let kbeg = wg.z * p.KS;
   let kend = min(p.K, kbeg + p.KS);
@@ -242,6 +278,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 //#for i in TM
 //#for j in TN
   var acc{i}_{j}: Res;
+//#if PERS
+  acc{i}_{j} = zero; // a var declared in a loop is not re-zeroed on every pass everywhere (lavapipe)
+//#endif
 //#endfor
 //#endfor
 //#if HAS_BIAS
@@ -265,12 +304,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 //#endfor
 //#endfor
 //#endif
+//#if !PERS
 //#for t in A_PER
   var ra{t}: vec4<u32>;
 //#endfor
 //#for t in B_PER
   var rb{t}: vec4<u32>;
 //#endfor
+//#endif
 //#if NBUF2
   // prologue: the first k tile into buffer 0
 //#for t in A_PER
@@ -284,12 +325,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 //#else
   let cur = 0u;
 //#if PF
+//#if !PERS
 //#for t in A_PER
   ra{t} = a[a_src(lid + {t}u * NT, m0, kbeg)];
 //#endfor
 //#for t in B_PER
   rb{t} = b[b_src(lid + {t}u * NT, n0, kbeg)];
 //#endfor
+//#endif
 //#endif
 //#endif
   for (var k0 = kbeg; k0 < kend; k0 += BK) {
@@ -321,6 +364,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
       rb{t} = b[b_src(lid + {t}u * NT, n0, k1)];
 //#endfor
     }
+//#if PERS
+    else if (has_next) {
+//#for t in A_PER
+      ra{t} = a[a_src(lid + {t}u * NT, onx.x, 0u)];
+//#endfor
+//#for t in B_PER
+      rb{t} = b[b_src(lid + {t}u * NT, onx.y, 0u)];
+//#endfor
+    }
+//#endif
 //#else
 //#for t in A_PER
     st_a(lid + {t}u * NT, 0u, a[a_src(lid + {t}u * NT, m0, k0)]);
@@ -374,4 +427,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   subgroupMatrixStore<row_major>(&c, cbase + (m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, acc{i}_{j}, p.N);
 //#endfor
 //#endfor
+//#if PERS
+  }
+//#endif
 }
