@@ -5,8 +5,10 @@
 #  1. `tezgah info`; test_webgpu_sgmat (real builtins) on the persistent-grid tiles and the
 #     default tile (TZ_TEST_SGMAT_TILES), test_webgpu_ops' test_matmul_sgmat through the backend
 #     on the same tiles (three forms, accumulation, bias, split-K, shapes off the tile);
-#  2. GPT-2 124M f16 B16 T1024, STEPS (10) steps, median tokens/s of steps 6..: main's default
-#     tiles ("main") and this branch's candidate ("mm3": CAND, below);
+#     test_webgpu_ops' test_act16 (bias_bwd from dY's f16 copy after the subgroup-matrix dX, dW);
+#  2. GPT-2 124M f16 B16 T1024, STEPS (10) steps, median tokens/s of steps 6..: main's choices
+#     ("main": default tiles, TEZGAH_WEBGPU_BIAS16=0) and this branch's ("mm3": the f16 bias
+#     gradient, the default now, and the candidate tiles CAND, below);
 #  3. the peer, PyTorch bf16 eager (torch_gpt.py --compile 0, TF32=1), 12 steps;
 #  4. `--profile` with TEZGAH_PROFILE_SHAPES=1 on the candidate: the matmul rows per shape;
 #  5. *bench_webgpu_sgmat sweep at the model's shapes only (TZ_SGMAT_NO_CUBE=1): X·Wᵀ and dY·W per
@@ -43,6 +45,10 @@ TZ_TEST_SGMAT_TILES="$tiles" TZ_TEST_FILTER=test_matmul_sgmat timeout 35 "$dir/b
 rc_t2=$?
 grep -E '^\[ *(FAILED|ERROR)|SKIPPED:|FAIL' "$out/test_ops.log" | head -8 | tee -a "$sum"
 say "test_webgpu_ops test_matmul_sgmat rc $rc_t2"
+TZ_TEST_FILTER=test_act16 timeout 30 "$dir/bin/test_webgpu_ops" >"$out/test_act16.log" 2>&1
+rc_t3=$?
+grep -E '^\[ *(FAILED|ERROR)|SKIPPED:|FAIL|db after' "$out/test_act16.log" | head -10 | cut -c1-120 | tee -a "$sum"
+say "test_webgpu_ops test_act16 (bias_bwd from dY's f16 copy) rc $rc_t3"
 
 # 2. training: main's default, then the candidate
 steps=${STEPS:-10}
@@ -61,7 +67,7 @@ run_train() { # NAME ENV... -- ARGS...
   say "train $name [${e[*]:-main default}${*:+ $*}] rc $rc: median tokens/s (steps 6..) $tps; last loss $(tail -1 "$out/loss_$name.txt" 2>/dev/null)" \
     "$(grep -iE 'error' "$out/$name.log" | head -1 | cut -c1-160)"
 }
-run_train main --
+run_train main TEZGAH_WEBGPU_BIAS16=0 --
 run_train mm3 "${cand[@]}" --
 
 # 3. the peer
@@ -108,7 +114,7 @@ done
 echo "== candidate profile (ms/step per shape) =="
 [[ -f $out/prof_rows.txt ]] && head -40 "$out/prof_rows.txt"
 echo "== summary =="
-echo "tests: test_webgpu_sgmat rc $rc_t1, test_matmul_sgmat rc $rc_t2"
+echo "tests: test_webgpu_sgmat rc $rc_t1, test_matmul_sgmat rc $rc_t2, test_act16 rc $rc_t3"
 echo "GPT-2 124M f16 B16 T1024 tokens/s (median steps 6..$steps): main default ${TPS[main]:-nan}; mm3 [${cand[*]}] ${TPS[mm3]:-nan}; PyTorch bf16 eager ${TORCH:-nan}"
 echo "losses main: $(tr '\n' ' ' <"$out/loss_main.txt" 2>/dev/null | cut -c1-120)"
 echo "losses mm3:  $(tr '\n' ' ' <"$out/loss_mm3.txt" 2>/dev/null | cut -c1-120)"

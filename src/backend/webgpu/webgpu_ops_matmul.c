@@ -205,13 +205,19 @@ int wg_sg_reuse(void) { return env_int("TEZGAH_WEBGPU_SG_REUSE", 1) != 0; }
  * subgroup-matrix kernel that last read it (c->serial): the backward's dY is the a operand of
  * matmul (dX = dY·W) and right after of matmul_at (dW += dYᵀ·X); the lm_head's dlogits, written
  * in f16 by crossentropy too (wg_crossentropy, sgmat), are read in row pieces by both. */
-static tz_slice sg_operand(tz_backend *be, int which, tz_slice src, size_t n) {
-  wg_ctx *c = CTX(be);
-  size_t bytes = n * 2;
-  if (wg_sg_reuse() && c->sg16[which] && c->sg_src[which] == src.buf && c->sg_serial[which] == c->serial &&
+tz_slice wg_sg_copy16(wg_ctx *c, int which, tz_slice src, size_t n) {
+  if (wg_sg_reuse() && src.buf && c->sg16[which] && c->sg_src[which] == src.buf && c->sg_serial[which] == c->serial &&
       src.off >= c->sg_off[which] &&
       (src.off - c->sg_off[which]) % 16 == 0 && src.off + F4(n) <= c->sg_off[which] + F4(c->sg_n[which]))
     return (tz_slice){c->sg16[which], (src.off - c->sg_off[which]) / 2};
+  return TZ_NONE;
+}
+
+static tz_slice sg_operand(tz_backend *be, int which, tz_slice src, size_t n) {
+  wg_ctx *c = CTX(be);
+  size_t bytes = n * 2;
+  tz_slice have = wg_sg_copy16(c, which, src, n);
+  if (have.buf) return have;
   c->sg_src[which] = NULL;
   tz_slice d = {wg_sg16(be, which, bytes), 0};
   uint32_t w[24] = {0};
