@@ -45,7 +45,7 @@ TZ_TEST_SGMAT_TILES="$tiles" TZ_TEST_FILTER=test_matmul_sgmat timeout 35 "$dir/b
 rc_t2=$?
 grep -E '^\[ *(FAILED|ERROR)|SKIPPED:|FAIL' "$out/test_ops.log" | head -8 | tee -a "$sum"
 say "test_webgpu_ops test_matmul_sgmat rc $rc_t2"
-TZ_TEST_FILTER=test_act16 timeout 30 "$dir/bin/test_webgpu_ops" >"$out/test_act16.log" 2>&1
+TZ_TEST_FILTER=test_act16 timeout 40 "$dir/bin/test_webgpu_ops" >"$out/test_act16.log" 2>&1
 rc_t3=$?
 grep -E '^\[ *(FAILED|ERROR)|SKIPPED:|FAIL|db after' "$out/test_act16.log" | head -10 | cut -c1-120 | tee -a "$sum"
 say "test_webgpu_ops test_act16 (bias_bwd from dY's f16 copy) rc $rc_t3"
