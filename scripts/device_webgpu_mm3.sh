@@ -89,7 +89,7 @@ sw() { # NAME BUDGET ENV...
 }
 if left sweep_xd 45; then
   sw xd $((lim - SECONDS - 40 > 30 ? 30 : lim - SECONDS - 40)) TZ_SGMAT_FORMS=0,1 \
-    TZ_SGMAT_TILES="${SWEEP_XD:-n:64:2x4:4x2:vp;n:64:2x4:4x2:vpP264;n:64:2x4:4x2:vpP132;n:64:2x4:4x2:vpgP264;n:64:2x4:4x2:v}"
+    TZ_SGMAT_TILES="${SWEEP_XD:-n:64:2x4:4x2:vp;n:64:2x4:4x2:vpP264;n:64:2x4:4x2:vpP132;n:32:2x4:4x2:vpP264;n:64:2x4:4x2:vpgP264;n:64:2x4:4x2:v}"
 fi
 # 4. the candidate's profile, per shape (6 steps)
 if left profile 25; then
