@@ -41,6 +41,7 @@ struct tz_sgmat {
   WGPUBuffer buf[7]; /* a, b, c, bias, uniform, readback, partials */
   uint64_t cap[7];
   uint64_t up_a, up_b; /* bytes of a and b uploaded by the last run */
+  int up_a32;           /* ... a as f32 (tile flag f) */
 };
 
 uint16_t tz_sgmat_f16(float x) {
@@ -428,6 +429,7 @@ int tz_sgmat_tile_parse(const char *s, tz_sgmat_tile *t) {
     else if (*f == '2' && g.kern) g.nbuf = 2;
     else if (*f == 'p' && g.kern) g.pf = 1;
     else if (*f == 'g' && g.kern) g.swz = 1;
+    else if (*f == 'f' && g.kern) g.a32 = 1;
     else if (*f == 'P' && g.kern) {
       char *e;
       unsigned long v = strtoul(f + 1, &e, 10);
@@ -452,6 +454,7 @@ void tz_sgmat_tile_name(tz_sgmat_tile t, char *buf, size_t cap) {
     if (t.pf) *q++ = 'p';
     if (t.swz) *q++ = 'g';
     if (t.pers) q += snprintf(q, 8, "P%u", t.pers);
+    if (t.a32) *q++ = 'f';
   } else if (t.direct) {
     *q++ = 'd';
   }
@@ -482,6 +485,7 @@ int tz_sgmat_tile_fits(tz_sgmat_tile t, int form, uint32_t M, uint32_t N, uint32
   else if (t.kern && (t.nbuf < 1 || t.nbuf > 2)) w = "nbuf must be 1 or 2";
   else if (t.kern && t.tv8 && t.trb) w = "trb needs f16 tiles (no v)";
   else if (t.pers && (!t.pf || t.nbuf == 2 || split > 1)) w = "P needs p, one buffer and no split";
+  else if (t.a32 && !t.kern) w = "f (a in f32) is kernel n's";
   else if (t.kern && ((bm * t.bk / 8) % nt || (bn * t.bk / 8) % nt)) w = "tile loads do not divide over the threads";
   else if (!t.kern && !t.direct && ((bm * t.bk / 4) % nt || (bn * t.bk / 4) % nt))
     w = "tile loads do not divide over the threads";
@@ -493,8 +497,8 @@ int tz_sgmat_tile_fits(tz_sgmat_tile t, int form, uint32_t M, uint32_t N, uint32
 uint32_t tz_sgmat_splits(uint32_t tiles, uint32_t K, uint32_t bk) {
   const char *se = getenv("TEZGAH_WEBGPU_SGMAT_SLOTS");
   uint32_t S;
-  if (se && atoi(se) > 0) {
-    double slots = atoi(se), best = 1e30;
+  if (!se || atoi(se) > 0) {
+    double slots = se ? atoi(se) : 132, best = 1e30;
     if (!tiles || K < 1024 || !bk) return 1;
     S = 1;
     for (uint32_t s = 1; s <= 16 && (s == 1 || K / s >= 512); s++) {
@@ -533,10 +537,11 @@ size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc
                    "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"
                    "const ACC = %s;\nconst NBUF = %uu;\n"
                    "//defs DIRECT=%d HAS_BIAS=%d TM=%u TN=%u A_PER=%u B_PER=%u A_MK=%d B_NK=%d ACC=%d TV8=%d TRB=%d "
-                   "NBUF2=%d PF=%d SPLIT=%d SWZ=%d PERS=%d EMU=%d\n",
+                   "NBUF2=%d PF=%d SPLIT=%d SWZ=%d PERS=%d A32=%d EMU=%d\n",
                    bm, bn, t.bk, t.sg_m, t.sg_n, t.tm, t.tn, sgsize, a_mk ? "true" : "false", b_nk ? "true" : "false",
                    acc ? "true" : "false", t.nbuf ? t.nbuf : 1, t.direct != 0, has_bias != 0, t.tm, t.tn, a_per, b_per,
-                   a_mk, b_nk, acc != 0, t.tv8 != 0, t.trb != 0 && b_nk, t.nbuf == 2, t.pf != 0, split > 1, t.swz != 0, t.pers != 0 && t.kern, emu != 0);
+                   a_mk, b_nk, acc != 0, t.tv8 != 0, t.trb != 0 && b_nk, t.nbuf == 2, t.pf != 0, split > 1, t.swz != 0, t.pers != 0 && t.kern,
+                   t.a32 != 0 && t.kern, emu != 0);
   return n < 0 ? 0 : (size_t)n;
 }
 
@@ -655,7 +660,7 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
   WGPUBindGroupLayout bgl, sbgl = NULL;
   if (pipeline(s, tz_sgmat_file(t), prefix, &pipe, &bgl) != 0) return -1;
   if (split > 1 && pipeline(s, "sgmat_sum", "", &spipe, &sbgl) != 0) return -1;
-  uint64_t na = (uint64_t)M * K * 2, nb = (uint64_t)N * K * 2, nc = (uint64_t)M * N * 4, np = nc * split;
+  uint64_t na = (uint64_t)M * K * (t.a32 ? 4 : 2), nb = (uint64_t)N * K * 2, nc = (uint64_t)M * N * 4, np = nc * split;
   uint64_t lim = s->lim.maxStorageBufferBindingSize;
   if (na > lim || nb > lim || np > lim) return tz_err("webgpu sgmat: an operand is over the binding limit %llu", (unsigned long long)lim);
   WGPUBufferUsage st = WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst | WGPUBufferUsage_CopySrc;
@@ -664,7 +669,18 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
   WGPUBuffer rb = rbuf(s, 5, nc, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst);
   WGPUBuffer bp = split > 1 ? rbuf(s, 6, np, st) : NULL;
   /* keep_ab: the buffers already hold a prefix of the same arrays (uploaded by earlier runs) */
-  if (!keep_ab || s->up_a < na) W.wgpuQueueWriteBuffer(s->queue, ba, 0, a, (size_t)na), s->up_a = na;
+  if (!keep_ab || s->up_a < na || s->up_a32 != (int)t.a32) {
+    if (t.a32) { /* a's f16 values as f32 (exact): the f16 run's results */
+      float *af = malloc((size_t)na);
+      if (!af) return tz_err("webgpu sgmat: out of memory (%llu bytes)", (unsigned long long)na);
+      for (uint64_t i = 0; i < (uint64_t)M * K; i++) af[i] = tz_sgmat_f32(a[i]);
+      W.wgpuQueueWriteBuffer(s->queue, ba, 0, af, (size_t)na);
+      free(af);
+    } else {
+      W.wgpuQueueWriteBuffer(s->queue, ba, 0, a, (size_t)na);
+    }
+    s->up_a = na, s->up_a32 = (int)t.a32;
+  }
   if (!keep_ab || s->up_b < nb) W.wgpuQueueWriteBuffer(s->queue, bb, 0, b, (size_t)nb), s->up_b = nb;
   if (bias) W.wgpuQueueWriteBuffer(s->queue, bz, 0, bias, (size_t)N * 4);
   if (acc) W.wgpuQueueWriteBuffer(s->queue, bc, 0, c, (size_t)nc);

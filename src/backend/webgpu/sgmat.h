@@ -32,6 +32,7 @@ typedef enum { TZ_SGMAT_XWT = 0, TZ_SGMAT_DYW = 1, TZ_SGMAT_DYTX = 2 } tz_sgmat_
 typedef struct {
   uint32_t bk, sg_m, sg_n, tm, tn, direct;
   uint32_t kern, tv8, trb, nbuf, pf, swz, pers;
+  uint32_t a32; /* kern 1: operand a is f32, rounded to f16 in the kernel (matmul_sgmm.wgsl, A32) */
 } tz_sgmat_tile;
 
 /* The tiles bench_webgpu_sgmat's sweep measures and test_webgpu_ops' test_matmul_sgmat checks
@@ -45,7 +46,8 @@ typedef struct {
 /* A tile from its name: "o:BK:SGMxSGN:TMxTN[:d]" (kern 0; d = direct) or
  * "n:BK:SGMxSGN:TMxTN[:FLAGS]" (kern 1; FLAGS letters v = tv8, t = trb, 2 = two buffers,
  * p = register prefetch, g = grouped grid order, P<n> = a persistent grid of n workgroups
- * (P alone: 264, two per SM of a 132-SM GPU)), e.g. "o:64:4x4:2x2", "n:32:2x4:4x2:v2". 0, or -1 with tz_err naming
+ * (P alone: 264, two per SM of a 132-SM GPU), f = operand a in f32 (a32: tz_sgmat_run_ex uploads
+ * a's f16 values as f32, so results match the f16 run; the backend sets it itself)), e.g. "o:64:4x4:2x2", "n:32:2x4:4x2:v2". 0, or -1 with tz_err naming
  * the text. tz_sgmat_tile_name writes the same form back (cap >= 32). */
 int tz_sgmat_tile_parse(const char *s, tz_sgmat_tile *t);
 void tz_sgmat_tile_name(tz_sgmat_tile t, char *buf, size_t cap);
@@ -61,11 +63,14 @@ uint32_t tz_sgmat_tile_smem(tz_sgmat_tile t, int form, int has_bias);
 int tz_sgmat_tile_fits(tz_sgmat_tile t, int form, uint32_t M, uint32_t N, uint32_t K, uint32_t split,
                        uint32_t sgsize, uint32_t smem_limit, uint32_t max_threads, const char **why);
 
-/* Pieces of K for the weight-gradient form (dW += dYᵀ·X: few output tiles over a long K) so
- * that the grid fills ~2 waves of a 132-multiprocessor GPU: 1 when tiles >= 264 or K is short;
- * each piece a multiple of bk. TEZGAH_WEBGPU_SGMAT_SLOTS=n (tuning, default unset: the rule
- * above): the S in 1..16 (pieces of >= 512 k) that minimises ceil(tiles·S / n) / S · (1 + 0.01·S)
- * (waves per unit of work with n workgroups in flight, 1 % per piece for the partial sums). */
+/* Pieces of K for the weight-gradient form (dW += dYᵀ·X: few output tiles over a long K): the S
+ * in 1..16 (pieces of >= 512 k; 1 where K < 1024) that minimises ceil(tiles·S / n) / S ·
+ * (1 + 0.01·S): waves per unit of work with n = 132 workgroups in flight (one per multiprocessor
+ * of an H200), 1 % per piece for the partial sums; each piece a multiple of bk.
+ * TEZGAH_WEBGPU_SGMAT_SLOTS=n: another n; =0: the earlier rule (S = ceil(264 / tiles), 1 when
+ * tiles >= 264 or K < 2048). H200 (2026-12-03 04:11 UTC, bench_webgpu_sgmat sweep, GPT-2 124M's
+ * five weight-gradient shapes, partial sums included): 18.21 ms with n = 132, 18.53 with 264,
+ * 19.19 with the earlier rule. */
 uint32_t tz_sgmat_splits(uint32_t tiles, uint32_t K, uint32_t bk);
 
 /* The constants and preprocessor values the kernel file of t expects, for one pipeline:

@@ -126,6 +126,14 @@ static uint32_t mm_splits(uint32_t tiles, int K, mm_cfg f) {
  * run (operands not 16-byte aligned, shapes off its tile). */
 #define SG_DEFAULT "n:64:2x4:4x2:vp;o:64:4x4:2x2"
 static const char *const sg_default[3] = {SG_DEFAULT, SG_DEFAULT, SG_DEFAULT};
+/* Default for X·Wᵀ and dY·W at K <= 1024 (GPT-2's K = 768 shapes: 12 k steps per tile, where a
+ * tile's prologue and stores weigh), tried before SG_DEFAULT but after every variable above:
+ * the same tile on a persistent grid of 264 workgroups in grouped order (vpgP264: the next
+ * tile's first loads overlap the last k step). H200 (2026-12-03 04:11 UTC, bench_webgpu_sgmat
+ * sweep over GPT-2 124M's shapes of each form, ms summed): X·Wᵀ 20.51 vs 22.05 on
+ * n:64:2x4:4x2:vp (vpP264 20.89), dY·W 19.44 vs 19.54 (vpP264 19.69); training step with vpP264
+ * 145 030 vs 141 808 tokens/s. main's choice: TEZGAH_WEBGPU_SGMAT_TILE="n:64:2x4:4x2:vp;o:64:4x4:2x2". */
+#define SG_SHORTK "n:64:2x4:4x2:vpgP264"
 
 /* Pieces of K for the weight gradient on kernel n (tz_sgmat_splits; TEZGAH_WEBGPU_SGMAT_SPLIT=0:
  * none), fewer where the partial products would not fit one binding. */
@@ -144,11 +152,12 @@ static uint32_t sg_split(wg_ctx *c, tz_sgmat_tile t, int form, int M, int K, int
 static int sg_pick(wg_ctx *c, int form, int M, int K, int N, int aligned, tz_sgmat_tile *t, uint32_t *split) {
   static const char *const env[3] = {"TEZGAH_WEBGPU_SGMAT_TILE_XWT", "TEZGAH_WEBGPU_SGMAT_TILE_DYW",
                                      "TEZGAH_WEBGPU_SGMAT_TILE_DYTX"};
-  /* TEZGAH_WEBGPU_SGMAT_TILE_SHORTK (tuning): a list tried first for X·Wᵀ and dY·W at K <= 1024
-   * (GPT-2's K = 768 shapes: 12 k steps per tile, where the tile's prologue and stores weigh) */
-  const char *shortk = form != TZ_SGMAT_DYTX && K <= 1024 ? getenv("TEZGAH_WEBGPU_SGMAT_TILE_SHORTK") : NULL;
-  const char *lists[4] = {shortk, getenv(env[form]), getenv("TEZGAH_WEBGPU_SGMAT_TILE"), sg_default[form]};
-  for (int l = 0; l < 4; l++) {
+  /* TEZGAH_WEBGPU_SGMAT_TILE_SHORTK (tuning): a list tried first for X·Wᵀ and dY·W at K <= 1024;
+   * SG_SHORTK the same calls' default */
+  int sk = form != TZ_SGMAT_DYTX && K <= 1024;
+  const char *lists[5] = {sk ? getenv("TEZGAH_WEBGPU_SGMAT_TILE_SHORTK") : NULL, getenv(env[form]),
+                          getenv("TEZGAH_WEBGPU_SGMAT_TILE"), sk ? SG_SHORTK : NULL, sg_default[form]};
+  for (int l = 0; l < 5; l++) {
     if (!lists[l] || !*lists[l]) continue;
     char buf[512];
     snprintf(buf, sizeof buf, "%s", lists[l]);
@@ -236,6 +245,13 @@ static tz_slice sg_operand(tz_backend *be, int which, tz_slice src, size_t n) {
   return d;
 }
 
+/* Read an fp32 a operand (the gradients dY) in kernel n directly, rounding it to f16 while
+ * staging (matmul_sgmm.wgsl, A32), instead of an f16 copy made by a conversion pass
+ * (sg_operand)? TEZGAH_WEBGPU_SGMAT_A32=0: the copy, as before (A/B). GPT-2 124M f16 on the
+ * H200: the pass cost 1.12 ms / step in 12 calls (round 1 of 2026-12-03, 04:11 UTC): the
+ * attention backward's dqkv [B·T, 3C], read by dX = dqkv·W_qkv and dW_qkv += dqkvᵀ·ln1. */
+static int sg_a32(void) { return env_int("TEZGAH_WEBGPU_SGMAT_A32", 1) != 0; }
+
 /* The profile label of a subgroup-matrix call: the form's ("matmul_t (sgmat)", ...), or with
  * TEZGAH_PROFILE_SHAPES=1 (tuning: which of the model's shapes costs what) the form's followed
  * by " MxNxK" and, for a split-K call, " /S" (its colsum_add reduction then " MxN +S"). The
@@ -282,14 +298,23 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
     wg_mirror_refresh(c);
     c->pending_flop = fl;
   }
-  tz_slice ah = a16 ? a_ : sg_operand(be, 0, a_, m * k);
   tz_slice bh = b16 ? b_ : bmir ? (tz_slice){c->mirror, b_.off / 2} : sg_operand(be, 1, b_, k * n);
-  int al = c->lim.minStorageBufferOffsetAlignment % 16 == 0 && ah.off % 16 == 0 && bh.off % 16 == 0;
+  int al16 = c->lim.minStorageBufferOffsetAlignment % 16 == 0 && bh.off % 16 == 0;
   tz_sgmat_tile t;
   uint32_t S = 1;
+  /* a fp32 with no valid f16 copy (the gradients dY): kernel n reads it as f32 and rounds it
+   * while staging (A32), where the tile picked for a 16-byte aligned a is kernel n and a fits
+   * one binding as f32; else an f16 copy first (sg_operand) */
+  tz_slice ah = a16 ? a_ : wg_sg_copy16(c, 0, a_, m * k);
+  int a32 = 0;
+  if (!ah.buf && sg_a32() && m * k * 4 <= c->lim.maxStorageBufferBindingSize &&
+      sg_pick(c, variant, M, K, N, al16 && a_.off % 16 == 0, &t, &S) && t.kern)
+    a32 = 1, t.a32 = 1, ah = a_;
+  if (!ah.buf) ah = sg_operand(be, 0, a_, m * k);
+  int al = al16 && ah.off % 16 == 0;
   /* none: only kernel n fitted and the operands are not 16-byte aligned (the conversions made
    * are harmless) */
-  if (!sg_pick(c, variant, M, K, N, al, &t, &S)) return 0;
+  if (!a32 && !sg_pick(c, variant, M, K, N, al, &t, &S)) return 0;
   int hb = tz_present(bias);
   char prefix[1024];
   tz_sgmat_prefix(prefix, sizeof prefix, t, variant, acc && S == 1, hb, (int)S, c->sg_size, 0);
@@ -298,7 +323,8 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   w[8] = (uint32_t)M, w[9] = (uint32_t)N, w[10] = (uint32_t)K, w[11] = ks;
   tz_slice part = S > 1 ? wg_scratch(be, F4(S * m * n)) : TZ_NONE;
   wg_arg ar[] = {S > 1 ? A(part, F4(S * m * n), "split-K partials") : A(out, F4(m * n), "out"),
-                 A(ah, m * k * 2, "a (f16)"), A(bh, k * n * 2, "b (f16)"), A(bias, F4(n), "bias")};
+                 a32 ? A(ah, F4(m * k), "a (f32)") : A(ah, m * k * 2, "a (f16)"), A(bh, k * n * 2, "b (f16)"),
+                 A(bias, F4(n), "bias")};
   int valid[2];
   for (int i = 0; i < 2; i++) valid[i] = c->sg_src[i] && c->sg_serial[i] == c->serial;
   c->pending_flop = 2.0 * M * N * K;

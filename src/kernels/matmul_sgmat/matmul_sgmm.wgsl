@@ -31,12 +31,18 @@
 //    starting the next workgroup cold (why: at K = 768, 12 k steps per tile, the model's
 //    shapes ran ~180 TFLOP/s against 270 at 8192³: a guess that the per-tile prologue and
 //    epilogue are not hidden with one resident workgroup per SM; docs/PERF.md).
+//  - A32: operand a is f32 (4-byte elements; its offset p.off.y then counts f32 elements, a
+//    multiple of 4), two vec4 loads per 8 halves kept raw in registers (AReg) and rounded to f16
+//    (pack2x16float) only when stored into workgroup memory, so the prefetch's latency stays
+//    hidden: the gradients dY, fp32 from their producer, without a conversion pass writing an
+//    f16 copy first (webgpu_ops_matmul.c, sg_matmul; 1.1 ms / step on the H200 in GPT-2 124M,
+//    the attention backward's dqkv).
 //  - EMU: the subgroup-matrix builtins replaced by per-invocation emulations (every invocation
 //    holds whole 16×16 matrices in f32), so that the kernel's indexing is testable on adapters
 //    without subgroup matrices (lavapipe); the host rewrites the builtin calls to emu_* ones.
 // Host constants (prepended): BM, BN, BK, SG_M, SG_N, TM, TN, SGSIZE, NBUF; preprocessor
 // values (the host's `//defs` line): TM, TN, A_PER, B_PER, A_MK, B_NK, ACC, HAS_BIAS, TV8,
-// TRB, NBUF2, PF, SPLIT, SWZ, PERS, EMU.
+// TRB, NBUF2, PF, SPLIT, SWZ, PERS, A32, EMU.
 // Requirements (the host's): M % BM, N % BN, K % BK (and KS % BK) == 0; the tile loads divide
 // evenly over the threads (A_PER, B_PER whole); workgroup memory within the device's limit.
 enable f16;
@@ -160,11 +166,31 @@ fn a_src(i: u32, m0: u32, k0: u32) -> u32 {
   let r = i / A_CH;
   let q = (i % A_CH) * 8u;
 //#if A_MK
-  return p.off.y / 4u + ((m0 + r) * p.K + k0 + q) / 8u;
+  let e = (m0 + r) * p.K + k0 + q; // element index in a
 //#else
-  return p.off.y / 4u + ((k0 + r) * p.M + m0 + q) / 8u;
+  let e = (k0 + r) * p.M + m0 + q;
+//#endif
+//#if A32
+  return p.off.y / 4u + e / 4u; // the first of two vec4<f32>
+//#else
+  return p.off.y / 4u + e / 8u;
 //#endif
 }
+// The 8 elements of load slot i as held in registers (ld_a), and as the 8 halves stored into
+// the workgroup tile (cv_a): A32 keeps the f32 values until the store.
+//#if A32
+struct AReg { lo: vec4<u32>, hi: vec4<u32> }
+fn ld_a(s: u32) -> AReg { return AReg(a[s], a[s + 1u]); }
+fn cv_a(r: AReg) -> vec4<u32> {
+  let x = bitcast<vec4<f32>>(r.lo);
+  let y = bitcast<vec4<f32>>(r.hi);
+  return vec4<u32>(pack2x16float(x.xy), pack2x16float(x.zw), pack2x16float(y.xy), pack2x16float(y.zw));
+}
+//#else
+alias AReg = vec4<u32>;
+fn ld_a(s: u32) -> AReg { return a[s]; }
+fn cv_a(r: AReg) -> vec4<u32> { return r; }
+//#endif
 fn a_dst(i: u32) -> u32 { return (i / A_CH) * A_LD + (i % A_CH) * 8u; }
 //#if TRB
 // B_NK transposed: 8 consecutive slots take 8 rows (n) at one k chunk, the next 8 the next
@@ -245,7 +271,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   let o0 = tile_origin(wg.x);
   // the first tile's first k tile (the later tiles' come from the previous tile's last k step)
 //#for t in A_PER
-  var ra{t} = a[a_src(lid + {t}u * NT, o0.x, 0u)];
+  var ra{t} = ld_a(a_src(lid + {t}u * NT, o0.x, 0u));
 //#endfor
 //#for t in B_PER
   var rb{t} = b[b_src(lid + {t}u * NT, o0.y, 0u)];
@@ -306,7 +332,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#endif
 //#if !PERS
 //#for t in A_PER
-  var ra{t}: vec4<u32>;
+  var ra{t}: AReg;
 //#endfor
 //#for t in B_PER
   var rb{t}: vec4<u32>;
@@ -315,7 +341,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#if NBUF2
   // prologue: the first k tile into buffer 0
 //#for t in A_PER
-  st_a(lid + {t}u * NT, 0u, a[a_src(lid + {t}u * NT, m0, kbeg)]);
+  st_a(lid + {t}u * NT, 0u, cv_a(ld_a(a_src(lid + {t}u * NT, m0, kbeg))));
 //#endfor
 //#for t in B_PER
   st_b(lid + {t}u * NT, 0u, b[b_src(lid + {t}u * NT, n0, kbeg)]);
@@ -327,7 +353,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#if PF
 //#if !PERS
 //#for t in A_PER
-  ra{t} = a[a_src(lid + {t}u * NT, m0, kbeg)];
+  ra{t} = ld_a(a_src(lid + {t}u * NT, m0, kbeg));
 //#endfor
 //#for t in B_PER
   rb{t} = b[b_src(lid + {t}u * NT, n0, kbeg)];
@@ -340,7 +366,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#if NBUF2
     if (k1 < kend) {
 //#for t in A_PER
-      ra{t} = a[a_src(lid + {t}u * NT, m0, k1)];
+      ra{t} = ld_a(a_src(lid + {t}u * NT, m0, k1));
 //#endfor
 //#for t in B_PER
       rb{t} = b[b_src(lid + {t}u * NT, n0, k1)];
@@ -350,7 +376,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     workgroupBarrier();
 //#if PF
 //#for t in A_PER
-    st_a(lid + {t}u * NT, 0u, ra{t});
+    st_a(lid + {t}u * NT, 0u, cv_a(ra{t}));
 //#endfor
 //#for t in B_PER
     st_b(lid + {t}u * NT, 0u, rb{t});
@@ -358,7 +384,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     workgroupBarrier();
     if (k1 < kend) {
 //#for t in A_PER
-      ra{t} = a[a_src(lid + {t}u * NT, m0, k1)];
+      ra{t} = ld_a(a_src(lid + {t}u * NT, m0, k1));
 //#endfor
 //#for t in B_PER
       rb{t} = b[b_src(lid + {t}u * NT, n0, k1)];
@@ -367,7 +393,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#if PERS
     else if (has_next) {
 //#for t in A_PER
-      ra{t} = a[a_src(lid + {t}u * NT, onx.x, 0u)];
+      ra{t} = ld_a(a_src(lid + {t}u * NT, onx.x, 0u));
 //#endfor
 //#for t in B_PER
       rb{t} = b[b_src(lid + {t}u * NT, onx.y, 0u)];
@@ -376,7 +402,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#endif
 //#else
 //#for t in A_PER
-    st_a(lid + {t}u * NT, 0u, a[a_src(lid + {t}u * NT, m0, k0)]);
+    st_a(lid + {t}u * NT, 0u, cv_a(ld_a(a_src(lid + {t}u * NT, m0, k0))));
 //#endfor
 //#for t in B_PER
     st_b(lid + {t}u * NT, 0u, b[b_src(lid + {t}u * NT, n0, k0)]);
@@ -412,7 +438,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#if NBUF2
     if (k1 < kend) {
 //#for t in A_PER
-      st_a(lid + {t}u * NT, 1u - cur, ra{t});
+      st_a(lid + {t}u * NT, 1u - cur, cv_a(ra{t}));
 //#endfor
 //#for t in B_PER
       st_b(lid + {t}u * NT, 1u - cur, rb{t});
