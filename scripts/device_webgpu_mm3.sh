@@ -3,17 +3,20 @@
 # tokens/s, branch wgmm), one device call, <= LIM (default 100) seconds warm. Parts, each with a
 # time limit, the optional ones (*) only while they would end before LIM:
 #  1. `tezgah info`; test_webgpu_sgmat (real builtins) on the default tiles (n:64:2x4:4x2:vp, the
-#     K <= 1024 one vpgP264) with a in f16 and in f32 (flag f: the A32 path) plus one emulated
-#     tile; test_webgpu_ops' test_matmul_sgmat through the backend on the same tiles (three
-#     forms, accumulation, bias, split-K, shapes off the tile; fp32 a operands now read directly,
-#     A32) and test_act16 (bias_bwd from dY's f16 copy after the subgroup-matrix dX, dW);
+#     K <= 1024 one vpgP264) with a in f16 and in f32 writing its f16 copy (flags fw: the A32 /
+#     A16W path, the copy compared bit for bit) plus one emulated tile; test_webgpu_ops'
+#     test_matmul_sgmat through the backend on the same tiles (three forms, accumulation, bias,
+#     split-K, shapes off the tile; fp32 a operands now read directly, A32) and test_act16
+#     (act16_sg_chain: dX from an fp32 dY, then dW from the copy A16W wrote; bias_bwd from dY's
+#     f16 copy after the subgroup-matrix dX, dW);
 #  2. GPT-2 124M f16 B16 T1024, STEPS (10) steps, median tokens/s of steps 6..: "main", main's
 #     choices restored by switches in this one binary (tiles n:64:2x4:4x2:vp;o:64:4x4:2x2 for
 #     every form, the earlier dW split rule SLOTS=0, the to_f16 copy A32=0, the fp32 bias
 #     gradient BIAS16=0), and "wgmm", this branch's defaults;
 #  3. the peer, PyTorch bf16 eager (torch_gpt.py --compile 0, TF32=1), 12 steps;
 #  4. *`--profile` (6 steps) with TEZGAH_PROFILE_SHAPES=1 on the defaults: rows per shape;
-#  5. *"noa32": the defaults with TEZGAH_WEBGPU_SGMAT_A32=0 (the A32 path's own effect);
+#  5. *"noa32": the defaults with TEZGAH_WEBGPU_SGMAT_A32=0 (the to_f16 pass instead of the A32 /
+#     A16W path: that path's own effect);
 #  6. the table, LAST.
 #   bash scripts/device_webgpu_mm3.sh DIR   (run tool, carry [DIR, ".gl"]; DIR from
 #   `bash scripts/device_pack_webgpu.sh DIR`: bin/ (tezgah, test_webgpu_ops, test_webgpu_sgmat,
@@ -33,8 +36,8 @@ main_env=(TEZGAH_WEBGPU_SGMAT_TILE="n:64:2x4:4x2:vp;o:64:4x4:2x2" TEZGAH_WEBGPU_
 timeout 20 "$dir/bin/tezgah" info 2>&1 | grep -E '^  (adapter|subgroup-matrix matmul)' | cut -c1-160 | tee -a "$sum"
 
 # 1. tests on the real builtins
-tiles="n:64:2x4:4x2:vpgP264;n:64:2x4:4x2:vp;n:64:2x4:4x2:vpgP264f;n:64:2x4:4x2:vpf"
-TEZGAH_TEST_SGMAT_REQUIRED=1 TZ_TEST_SGMAT_TILES="$tiles" TZ_TEST_SGMAT_EMU_TILES="n:32:2x1:1x2:vpgP3f" timeout 30 \
+tiles="n:64:2x4:4x2:vpgP264;n:64:2x4:4x2:vp;n:64:2x4:4x2:vpgP264fw;n:64:2x4:4x2:vpfw"
+TEZGAH_TEST_SGMAT_REQUIRED=1 TZ_TEST_SGMAT_TILES="$tiles" TZ_TEST_SGMAT_EMU_TILES="n:32:2x1:1x2:vpgP3fw" timeout 30 \
   "$dir/bin/test_webgpu_sgmat" >"$out/test_sgmat.log" 2>&1
 rc_t1=$?
 grep -E 'FAIL|SKIPPED|failed' "$out/test_sgmat.log" | head -8 | tee -a "$sum"

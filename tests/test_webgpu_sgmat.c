@@ -102,8 +102,9 @@ static const char *const kernel_tiles =
  * the persistent grid (P3: 3 workgroups over 6 tiles, instead of the default tile's plain vp),
  * which no adapter takes unless told to (TEZGAH_WEBGPU_SGMAT_TILE). The default list also runs
  * the backend's K <= 1024 tile's paths (SG_SHORTK: persistent grid, grouped order) with a in f32
- * (f: the backend's path for an fp32 dY). */
-static const char *const emu_tiles_default = "n:32:2x1:1x2:vp;n:32:2x1:1x2:vpgP3f";
+ * and its f16 copy written by the kernel (fw: the backend's path for an fp32 dY; the copy is
+ * compared with a bit for bit). */
+static const char *const emu_tiles_default = "n:32:2x1:1x2:vp;n:32:2x1:1x2:vpgP3fw";
 static const char *const emu_tiles_sweep =
     "n:32:2x2:2x1:v2;n:32:2x1:1x2:vpP3;n:16:1x2:2x2:v;n:32:2x2:1x2:t2;n:16:2x1:2x1:p;n:16:1x1:1x1:v2g";
 static void run_tiles(tz_sgmat *s, const char *names, int emu);
@@ -228,6 +229,14 @@ static void test_preprocess(void **state) {
   tz_sgmat_tile_name(t, name, sizeof name);
   assert_string_equal(name, "n:64:2x4:4x2:vpgP264f");
   assert_int_equal(tz_sgmat_tile_parse("o:64:4x4:2x2:f", &t), -1);
+  /* w: a's f16 copy written by the kernel, with f, p and one buffer */
+  assert_int_equal(tz_sgmat_tile_parse("n:64:2x4:4x2:vpfw", &t), 0);
+  assert_true(t.a32 == 1 && t.a16w == 1);
+  tz_sgmat_tile_name(t, name, sizeof name);
+  assert_string_equal(name, "n:64:2x4:4x2:vpfw");
+  assert_int_equal(tz_sgmat_tile_fits(t, TZ_SGMAT_DYW, 1024, 1024, 1024, 1, 32, 49152, 1024, NULL), 1);
+  assert_int_equal(tz_sgmat_tile_parse("n:64:2x4:4x2:vpw", &t), 0);
+  assert_int_equal(tz_sgmat_tile_fits(t, TZ_SGMAT_DYW, 1024, 1024, 1024, 1, 32, 49152, 1024, NULL), 0); /* no f */
   /* the persistent grid: P<n> names n workgroups (P alone 264), needs p and one buffer */
   assert_int_equal(tz_sgmat_tile_parse("n:64:2x4:4x2:vpgP132", &t), 0);
   assert_int_equal(t.pers, 132);
@@ -246,7 +255,7 @@ static void test_preprocess(void **state) {
   assert_int_equal(tz_sgmat_tile_fits(t, TZ_SGMAT_XWT, 1024, 1024, 1024, 1, 32, 49152, 1024, NULL), 1);
   assert_int_equal(tz_sgmat_tile_fits(t, TZ_SGMAT_DYTX, 1024, 1024, 1024, 2, 32, 49152, 1024, NULL), 0); /* split */
   assert_int_equal(tz_sgmat_tile_parse("n:64:2x4:4x2:vpP0", &t), -1);
-  tz_sgmat_grid((tz_sgmat_tile){64, 2, 4, 4, 2, 0, 1, 1, 0, 1, 1, 0, 0, 0}, 1024, 512, 3, g); /* no P: (N/BN, M/BM, S) */
+  tz_sgmat_grid((tz_sgmat_tile){64, 2, 4, 4, 2, 0, 1, 1, 0, 1, 1, 0, 0, 0, 0}, 1024, 512, 3, g); /* no P: (N/BN, M/BM, S) */
   assert_true(g[0] == 4 && g[1] == 8 && g[2] == 3);
   /* TEZGAH_WEBGPU_SGMAT_SLOTS=264: the wave rule on 264 slots; 144 tiles: 11 pieces, 6 waves */
   setenv("TEZGAH_WEBGPU_SGMAT_SLOTS", "264", 1);

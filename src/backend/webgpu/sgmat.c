@@ -38,8 +38,8 @@ struct tz_sgmat {
     WGPUBindGroupLayout bgl;
   } pipes[64];
   int npipes;
-  WGPUBuffer buf[7]; /* a, b, c, bias, uniform, readback, partials */
-  uint64_t cap[7];
+  WGPUBuffer buf[9]; /* a, b, c, bias, uniform, readback, partials, a16w copy, its readback */
+  uint64_t cap[9];
   uint64_t up_a, up_b; /* bytes of a and b uploaded by the last run */
   int up_a32;           /* ... a as f32 (tile flag f) */
 };
@@ -251,7 +251,7 @@ void tz_sgmat_close(tz_sgmat *s) {
     W.wgpuBindGroupLayoutRelease(s->pipes[i].bgl);
     W.wgpuComputePipelineRelease(s->pipes[i].pipe);
   }
-  for (int i = 0; i < 7; i++)
+  for (int i = 0; i < 9; i++)
     if (s->buf[i]) W.wgpuBufferDestroy(s->buf[i]), W.wgpuBufferRelease(s->buf[i]);
   if (s->queue) W.wgpuQueueRelease(s->queue);
   if (s->dev) W.wgpuDeviceDestroy(s->dev), W.wgpuDeviceRelease(s->dev);
@@ -430,6 +430,7 @@ int tz_sgmat_tile_parse(const char *s, tz_sgmat_tile *t) {
     else if (*f == 'p' && g.kern) g.pf = 1;
     else if (*f == 'g' && g.kern) g.swz = 1;
     else if (*f == 'f' && g.kern) g.a32 = 1;
+    else if (*f == 'w' && g.kern) g.a16w = 1;
     else if (*f == 'P' && g.kern) {
       char *e;
       unsigned long v = strtoul(f + 1, &e, 10);
@@ -455,6 +456,7 @@ void tz_sgmat_tile_name(tz_sgmat_tile t, char *buf, size_t cap) {
     if (t.swz) *q++ = 'g';
     if (t.pers) q += snprintf(q, 8, "P%u", t.pers);
     if (t.a32) *q++ = 'f';
+    if (t.a16w) *q++ = 'w';
   } else if (t.direct) {
     *q++ = 'd';
   }
@@ -486,6 +488,7 @@ int tz_sgmat_tile_fits(tz_sgmat_tile t, int form, uint32_t M, uint32_t N, uint32
   else if (t.kern && t.tv8 && t.trb) w = "trb needs f16 tiles (no v)";
   else if (t.pers && (!t.pf || t.nbuf == 2 || split > 1)) w = "P needs p, one buffer and no split";
   else if (t.a32 && !t.kern) w = "f (a in f32) is kernel n's";
+  else if (t.a16w && (!t.a32 || !t.pf || t.nbuf == 2)) w = "w (a's f16 copy) needs f, p and one buffer";
   else if (t.kern && ((bm * t.bk / 8) % nt || (bn * t.bk / 8) % nt)) w = "tile loads do not divide over the threads";
   else if (!t.kern && !t.direct && ((bm * t.bk / 4) % nt || (bn * t.bk / 4) % nt))
     w = "tile loads do not divide over the threads";
@@ -537,11 +540,13 @@ size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc
                    "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"
                    "const ACC = %s;\nconst NBUF = %uu;\n"
                    "//defs DIRECT=%d HAS_BIAS=%d TM=%u TN=%u A_PER=%u B_PER=%u A_MK=%d B_NK=%d ACC=%d TV8=%d TRB=%d "
-                   "NBUF2=%d PF=%d SPLIT=%d SWZ=%d PERS=%d A32=%d EMU=%d\n",
+                   "NBUF2=%d PF=%d SPLIT=%d SWZ=%d PERS=%d A32=%d A16W=%d EMU=%d\n",
                    bm, bn, t.bk, t.sg_m, t.sg_n, t.tm, t.tn, sgsize, a_mk ? "true" : "false", b_nk ? "true" : "false",
                    acc ? "true" : "false", t.nbuf ? t.nbuf : 1, t.direct != 0, has_bias != 0, t.tm, t.tn, a_per, b_per,
                    a_mk, b_nk, acc != 0, t.tv8 != 0, t.trb != 0 && b_nk, t.nbuf == 2, t.pf != 0, split > 1, t.swz != 0, t.pers != 0 && t.kern,
-                   t.a32 != 0 && t.kern, emu != 0);
+                   t.a32 != 0 && t.kern, t.a16w != 0 && t.a32 && t.kern, emu != 0);
+  if (n >= 0 && t.a16w && t.a32 && t.kern && (size_t)n < cap) /* A16W's output, binding 5 (the fifth argument) */
+    n += snprintf(buf + n, cap - (size_t)n, "@group(0) @binding(5) var<storage, read_write> a16w: array<vec4<u32>>;\n");
   return n < 0 ? 0 : (size_t)n;
 }
 
@@ -668,6 +673,8 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
   WGPUBuffer bu = rbuf(s, 4, 512, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst);
   WGPUBuffer rb = rbuf(s, 5, nc, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst);
   WGPUBuffer bp = split > 1 ? rbuf(s, 6, np, st) : NULL;
+  uint64_t nw = (uint64_t)M * K * 2; /* a16w: a's f16 copy, read back and compared with a */
+  WGPUBuffer bw = t.a16w ? rbuf(s, 7, nw, st) : NULL;
   /* keep_ab: the buffers already hold a prefix of the same arrays (uploaded by earlier runs) */
   if (!keep_ab || s->up_a < na || s->up_a32 != (int)t.a32) {
     if (t.a32) { /* a's f16 values as f32 (exact): the f16 run's results */
@@ -695,10 +702,10 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
    * kernel touches them), 5 a_h and 6 b_h with DIRECT */
   WGPUBindGroupEntry e[7];
   memset(e, 0, sizeof e);
-  WGPUBuffer bufs[7] = {bu, bp ? bp : bc, ba, bb, bz, ba, bb};
+  WGPUBuffer bufs[7] = {bu, bp ? bp : bc, ba, bb, bz, bw ? bw : ba, bb};
   uint64_t sizes[7] = {128, bp ? np : nc, (na + 15) / 16 * 16, (nb + 15) / 16 * 16, ((uint64_t)N * 4 + 15) / 16 * 16,
-                       (na + 15) / 16 * 16, (nb + 15) / 16 * 16};
-  int used[7] = {1, 1, 1, 1, 1, t.direct != 0, t.direct != 0};
+                       bw ? (nw + 15) / 16 * 16 : (na + 15) / 16 * 16, (nb + 15) / 16 * 16};
+  int used[7] = {1, 1, 1, 1, 1, t.direct != 0 || bw != NULL, t.direct != 0};
   size_t ne = 0;
   for (int i = 0; i < 7; i++)
     if (used[i]) e[ne].binding = (uint32_t)i, e[ne].buffer = bufs[i], e[ne].size = sizes[i], ne++;
@@ -760,6 +767,31 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
       if (pm) memcpy(c, pm, (size_t)nc);
       else rc = tz_err("webgpu sgmat: no mapped range");
       W.wgpuBufferUnmap(rb);
+    }
+  }
+  if (!rc && bw) { /* a's f16 copy: a, bit for bit (a's values are f16, uploaded as f32) */
+    WGPUBuffer rw = rbuf(s, 8, nw, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst);
+    WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(s->dev, NULL);
+    W.wgpuCommandEncoderCopyBufferToBuffer(enc, bw, 0, rw, 0, (nw + 15) / 16 * 16);
+    WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
+    W.wgpuQueueSubmit(s->queue, 1, &cb);
+    W.wgpuCommandBufferRelease(cb);
+    W.wgpuCommandEncoderRelease(enc);
+    int mst = 0;
+    WGPUBufferMapCallbackInfo mci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_mapped, &mst, NULL};
+    size_t mapn = (size_t)((nw + 15) / 16 * 16);
+    if (wait(s, W.wgpuBufferMapAsync(rw, WGPUMapMode_Read, 0, mapn, mci)) != 0 || mst != 1) {
+      rc = tz_err("webgpu sgmat: readback of a's f16 copy failed");
+    } else {
+      const uint16_t *pm = W.wgpuBufferGetConstMappedRange(rw, 0, mapn);
+      uint64_t bad = 0, first = 0;
+      for (uint64_t i = 0; pm && i < (uint64_t)M * K; i++)
+        if (pm[i] != a[i] && !bad++) first = i;
+      if (!pm) rc = tz_err("webgpu sgmat: no mapped range");
+      else if (bad)
+        rc = tz_err("webgpu sgmat: a's f16 copy (w) differs from a at %llu of %llu halves, first at %llu",
+                    (unsigned long long)bad, (unsigned long long)M * K, (unsigned long long)first);
+      W.wgpuBufferUnmap(rw);
     }
   }
   if (!rc && reps > 0 && ms) {

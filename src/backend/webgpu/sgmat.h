@@ -32,7 +32,8 @@ typedef enum { TZ_SGMAT_XWT = 0, TZ_SGMAT_DYW = 1, TZ_SGMAT_DYTX = 2 } tz_sgmat_
 typedef struct {
   uint32_t bk, sg_m, sg_n, tm, tn, direct;
   uint32_t kern, tv8, trb, nbuf, pf, swz, pers;
-  uint32_t a32; /* kern 1: operand a is f32, rounded to f16 in the kernel (matmul_sgmm.wgsl, A32) */
+  uint32_t a32;  /* kern 1: operand a is f32, rounded to f16 in the kernel (matmul_sgmm.wgsl, A32) */
+  uint32_t a16w; /* with a32, p, one buffer: the kernel also writes a's f16 copy (A16W) */
 } tz_sgmat_tile;
 
 /* The tiles bench_webgpu_sgmat's sweep measures and test_webgpu_ops' test_matmul_sgmat checks
@@ -47,7 +48,9 @@ typedef struct {
  * "n:BK:SGMxSGN:TMxTN[:FLAGS]" (kern 1; FLAGS letters v = tv8, t = trb, 2 = two buffers,
  * p = register prefetch, g = grouped grid order, P<n> = a persistent grid of n workgroups
  * (P alone: 264, two per SM of a 132-SM GPU), f = operand a in f32 (a32: tz_sgmat_run_ex uploads
- * a's f16 values as f32, so results match the f16 run; the backend sets it itself)), e.g. "o:64:4x4:2x2", "n:32:2x4:4x2:v2". 0, or -1 with tz_err naming
+ * a's f16 values as f32, so results match the f16 run; the backend sets it itself), w = with
+ * f, p and one buffer, the kernel also writes a's f16 copy (a16w: tz_sgmat_run_ex reads it back
+ * and requires it equal to a, bit for bit)), e.g. "o:64:4x4:2x2", "n:32:2x4:4x2:v2". 0, or -1 with tz_err naming
  * the text. tz_sgmat_tile_name writes the same form back (cap >= 32). */
 int tz_sgmat_tile_parse(const char *s, tz_sgmat_tile *t);
 void tz_sgmat_tile_name(tz_sgmat_tile t, char *buf, size_t cap);

@@ -311,6 +311,11 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
       sg_pick(c, variant, M, K, N, al16 && a_.off % 16 == 0, &t, &S) && t.kern)
     a32 = 1, t.a32 = 1, ah = a_;
   if (!ah.buf) ah = sg_operand(be, 0, a_, m * k);
+  /* ... and, on the tiles that can (p, one buffer), writes a's f16 copy while it stages a (A16W)
+   * into the operand scratch, for the calls that read the same a next (dW, the bias gradient) */
+  tz_slice h16 = TZ_NONE;
+  if (a32 && t.pf && t.nbuf == 1 && env_int("TEZGAH_WEBGPU_SGMAT_A16W", 1) && a_.buf != out.buf)
+    t.a16w = 1, h16 = (tz_slice){wg_sg16(be, 0, m * k * 2), 0};
   int al = al16 && ah.off % 16 == 0;
   /* none: only kernel n fitted and the operands are not 16-byte aligned (the conversions made
    * are harmless) */
@@ -324,14 +329,14 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   tz_slice part = S > 1 ? wg_scratch(be, F4(S * m * n)) : TZ_NONE;
   wg_arg ar[] = {S > 1 ? A(part, F4(S * m * n), "split-K partials") : A(out, F4(m * n), "out"),
                  a32 ? A(ah, F4(m * k), "a (f32)") : A(ah, m * k * 2, "a (f16)"), A(bh, k * n * 2, "b (f16)"),
-                 A(bias, F4(n), "bias")};
+                 A(bias, F4(n), "bias"), A(h16, m * k * 2, "a (f16 copy out)")};
   int valid[2];
   for (int i = 0; i < 2; i++) valid[i] = c->sg_src[i] && c->sg_serial[i] == c->serial;
   c->pending_flop = 2.0 * M * N * K;
   uint32_t grid[3];
   tz_sgmat_grid(t, (uint32_t)M, (uint32_t)N, S, grid);
-  wg_run(c, sg_label(labels[variant], M, N, K, S, 0), wg_pipeline(c, tz_sgmat_file(t), "main", prefix), w, 12, ar, 4,
-         grid[0], grid[1], grid[2]);
+  wg_run(c, sg_label(labels[variant], M, N, K, S, 0), wg_pipeline(c, tz_sgmat_file(t), "main", prefix), w, 12, ar,
+         t.a16w ? 5 : 4, grid[0], grid[1], grid[2]);
   c->pending_flop = 0;
   if (S > 1) { /* out (+)= Σ_s part[s] */
     uint32_t r[24] = {0};
@@ -343,6 +348,8 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   /* the scratch copies valid before this dispatch stay valid unless it wrote their source */
   for (int i = 0; i < 2; i++)
     if (valid[i] && c->sg_src[i] != out.buf) c->sg_serial[i] = c->serial;
+  if (t.a16w) /* the copy A16W wrote, valid as of now (wg_sg_copy16) */
+    c->sg_src[0] = a_.buf, c->sg_off[0] = a_.off, c->sg_n[0] = m * k, c->sg_serial[0] = c->serial;
   return 1;
 }
 

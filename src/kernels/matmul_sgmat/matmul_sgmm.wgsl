@@ -37,12 +37,19 @@
 //    hidden: the gradients dY, fp32 from their producer, without a conversion pass writing an
 //    f16 copy first (webgpu_ops_matmul.c, sg_matmul; 1.1 ms / step on the H200 in GPT-2 124M,
 //    the attention backward's dqkv).
+//  - A16W (with A32, PF and one buffer): the workgroups of tile column 0 (n0 == 0, which
+//    together stage every element of a exactly once) also write the halves they stage to a16w,
+//    an f16 copy of a (binding 5, declared by the host's prefix: the backend counts a standalone
+//    module's bindings in its text) at element offset p.off_hi.x (4-byte units, a multiple of
+//    4): the copy the
+//    conversion pass used to make, for the calls after this one that read the same operand
+//    (dX = dY·W writes it; dW += dYᵀ·X and the bias gradient then read f16).
 //  - EMU: the subgroup-matrix builtins replaced by per-invocation emulations (every invocation
 //    holds whole 16×16 matrices in f32), so that the kernel's indexing is testable on adapters
 //    without subgroup matrices (lavapipe); the host rewrites the builtin calls to emu_* ones.
 // Host constants (prepended): BM, BN, BK, SG_M, SG_N, TM, TN, SGSIZE, NBUF; preprocessor
 // values (the host's `//defs` line): TM, TN, A_PER, B_PER, A_MK, B_NK, ACC, HAS_BIAS, TV8,
-// TRB, NBUF2, PF, SPLIT, SWZ, PERS, A32, EMU.
+// TRB, NBUF2, PF, SPLIT, SWZ, PERS, A32, A16W, EMU.
 // Requirements (the host's): M % BM, N % BN, K % BK (and KS % BK) == 0; the tile loads divide
 // evenly over the threads (A_PER, B_PER whole); workgroup memory within the device's limit.
 enable f16;
@@ -191,6 +198,12 @@ alias AReg = vec4<u32>;
 fn ld_a(s: u32) -> AReg { return a[s]; }
 fn cv_a(r: AReg) -> vec4<u32> { return r; }
 //#endif
+//#if A16W
+// the 8 halves v of load slot i at (m0, k0) into a's f16 copy (tile column 0 only)
+fn w16_a(i: u32, m0: u32, k0: u32, n0: u32, v: vec4<u32>) {
+  if (n0 == 0u) { a16w[p.off_hi.x / 4u + (a_src(i, m0, k0) - p.off.y / 4u) / 2u] = v; }
+}
+//#endif
 fn a_dst(i: u32) -> u32 { return (i / A_CH) * A_LD + (i % A_CH) * 8u; }
 //#if TRB
 // B_NK transposed: 8 consecutive slots take 8 rows (n) at one k chunk, the next 8 the next
@@ -265,6 +278,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   let sm = (sg / SG_N) * (TM * 16u); // this subgroup's block inside the workgroup tile
   let sn = (sg % SG_N) * (TN * 16u);
   _ = &a; _ = &b; _ = &bias; // every binding in the layout whatever the constants keep
+//#if A16W
+  _ = &a16w;
+//#endif
 //#if PERS
   var zero: Res; // never written: the accumulators' start on every tile
   let ntiles = (p.M / BM) * (p.N / BN);
@@ -376,7 +392,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     workgroupBarrier();
 //#if PF
 //#for t in A_PER
+//#if A16W
+    let h{t} = cv_a(ra{t});
+    st_a(lid + {t}u * NT, 0u, h{t});
+    w16_a(lid + {t}u * NT, m0, k0, n0, h{t});
+//#else
     st_a(lid + {t}u * NT, 0u, cv_a(ra{t}));
+//#endif
 //#endfor
 //#for t in B_PER
     st_b(lid + {t}u * NT, 0u, rb{t});
