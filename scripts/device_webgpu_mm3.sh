@@ -2,10 +2,10 @@
 # The subgroup-matrix matmul family's defaults on the H200 in GPT-2 124M (issue 22's >= 200K
 # tokens/s, branch wgmm), one device call, <= LIM (default 100) seconds warm. Parts, each with a
 # time limit, the optional ones (*) only while they would end before LIM:
-#  1. `tezgah info`; test_webgpu_sgmat (real builtins) on the default tiles (n:64:2x4:4x2:vp, the
-#     K <= 1024 one vpgP264) with a in f16 and in f32 writing its f16 copy (flags fw: the A32 /
+#  1. `tezgah info`; test_webgpu_sgmat (real builtins) on the K <= 1024 default tile vpgP264
+#     with a in f16 and, as the default tile vp, in f32 writing its f16 copy (flags fw: the A32 /
 #     A16W path, the copy compared bit for bit) plus one emulated tile; test_webgpu_ops'
-#     test_matmul_sgmat through the backend on the same tiles (three forms, accumulation, bias,
+#     test_matmul_sgmat through the backend on vpgP264 and vp (three forms, accumulation, bias,
 #     split-K, shapes off the tile; fp32 a operands now read directly, A32) and test_act16
 #     (act16_sg_chain: dX from an fp32 dY, then dW from the copy A16W wrote; bias_bwd from dY's
 #     f16 copy after the subgroup-matrix dX, dW);
@@ -36,7 +36,7 @@ main_env=(TEZGAH_WEBGPU_SGMAT_TILE="n:64:2x4:4x2:vp;o:64:4x4:2x2" TEZGAH_WEBGPU_
 timeout 20 "$dir/bin/tezgah" info 2>&1 | grep -E '^  (adapter|subgroup-matrix matmul)' | cut -c1-160 | tee -a "$sum"
 
 # 1. tests on the real builtins
-tiles="n:64:2x4:4x2:vpgP264;n:64:2x4:4x2:vp;n:64:2x4:4x2:vpgP264fw;n:64:2x4:4x2:vpfw"
+tiles="n:64:2x4:4x2:vpgP264;n:64:2x4:4x2:vpgP264fw;n:64:2x4:4x2:vpfw"
 TEZGAH_TEST_SGMAT_REQUIRED=1 TZ_TEST_SGMAT_TILES="$tiles" TZ_TEST_SGMAT_EMU_TILES="n:32:2x1:1x2:vpgP3fw" timeout 30 \
   "$dir/bin/test_webgpu_sgmat" >"$out/test_sgmat.log" 2>&1
 rc_t1=$?
