@@ -123,6 +123,8 @@ typedef struct {
    * the adapter lists f16 x f16 -> f32 16x16x16, offers ShaderF16 and one subgroup size, unless
    * TEZGAH_WEBGPU_SGMAT=0 (wg_sgmat_choose, webgpu_rt.c); sg_why: why not */
   int sgmat;
+  int sg_emu; /* TEZGAH_WEBGPU_SGMAT_EMU=1 (tests): the matmul family's kernel n with the builtins
+               * emulated in WGSL (matmul_sgmm.wgsl EMU) on an adapter with ShaderF16 only */
   uint32_t sg_size;
   const char *sg_why;
   tz_buf *sg16[2];   /* f16 copies of the two operands (wg_matmul's sgmat path) */

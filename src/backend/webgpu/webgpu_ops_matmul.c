@@ -157,6 +157,9 @@ static int sg_pick(wg_ctx *c, int form, int M, int K, int N, int aligned, tz_sgm
   int sk = form != TZ_SGMAT_DYTX && K <= 1024;
   const char *lists[5] = {sk ? getenv("TEZGAH_WEBGPU_SGMAT_TILE_SHORTK") : NULL, getenv(env[form]),
                           getenv("TEZGAH_WEBGPU_SGMAT_TILE"), sk ? SG_SHORTK : NULL, sg_default[form]};
+  if (c->sg_emu) /* the emulation's defaults: the same paths on 32 × 32 tiles (lavapipe's 32 KiB of
+                  * workgroup memory) */
+    lists[3] = sk ? "n:32:2x1:1x2:vpgP3" : NULL, lists[4] = "n:32:2x1:1x2:vp";
   for (int l = 0; l < 5; l++) {
     if (!lists[l] || !*lists[l]) continue;
     char buf[512];
@@ -322,14 +325,30 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   if (!a32 && !sg_pick(c, variant, M, K, N, al, &t, &S)) return 0;
   int hb = tz_present(bias);
   char prefix[1024];
-  tz_sgmat_prefix(prefix, sizeof prefix, t, variant, acc && S == 1, hb, (int)S, c->sg_size, 0);
+  tz_sgmat_prefix(prefix, sizeof prefix, t, variant, acc && S == 1, hb, (int)S, c->sg_size, c->sg_emu);
   uint32_t w[24] = {0};
   uint32_t ks = S > 1 ? (((uint32_t)K + S - 1) / S + t.bk - 1) / t.bk * t.bk : (uint32_t)K;
   w[8] = (uint32_t)M, w[9] = (uint32_t)N, w[10] = (uint32_t)K, w[11] = ks;
   tz_slice part = S > 1 ? wg_scratch(be, F4(S * m * n)) : TZ_NONE;
+  tz_slice bias4 = hb || !t.a16w ? bias : (tz_slice){c->dummy[3], 0};
   wg_arg ar[] = {S > 1 ? A(part, F4(S * m * n), "split-K partials") : A(out, F4(m * n), "out"),
                  a32 ? A(ah, F4(m * k), "a (f32)") : A(ah, m * k * 2, "a (f16)"), A(bh, k * n * 2, "b (f16)"),
-                 A(bias, F4(n), "bias"), A(h16, m * k * 2, "a (f16 copy out)")};
+                 /* the kernel's bindings are fixed (1 c, 2 a, 3 b, 4 bias, 5 a16w) while wg_run
+                  * numbers the PRESENT arguments in order: with A16W an absent bias would move
+                  * the copy to binding 4 (the kernel then wrote it into an unused 16-byte
+                  * binding: dW and the bias gradient read a stale scratch, H200 2026-12-03), so
+                  * a placeholder buffer holds binding 4 */
+                 A(bias4, hb || !t.a16w ? F4(n) : 16, "bias"),
+                 A(h16, m * k * 2, "a (f16 copy out)")};
+  { /* every present argument must get its own binding, in order (no merge, no gap before the
+     * last): else the other kernels (the conversions made are harmless) */
+    int slot_of[MAX_ARGS];
+    tz_buf *sb[MAX_ARGS];
+    uint64_t lo[MAX_ARGS], hi[MAX_ARGS];
+    int na = t.a16w ? 5 : 4, ns = wg_bind_slots(c, ar, na, slot_of, sb, lo, hi);
+    for (int i = 0; i < na; i++)
+      if (slot_of[i] >= 0 ? slot_of[i] != i : i < ns) return 0;
+  }
   int valid[2];
   for (int i = 0; i < 2; i++) valid[i] = c->sg_src[i] && c->sg_serial[i] == c->serial;
   c->pending_flop = 2.0 * M * N * K;
