@@ -7,7 +7,8 @@
  *                                       per step per form (below), then the best per form
  * Variants: TZ_SGMAT_TILES="name;name;..." (tz_sgmat_tile_parse names), else the list below.
  * TZ_SGMAT_FORMS="0,1,2" the forms (0 X·Wᵀ + bias, 1 dY·W, 2 dW += dYᵀ·X). TZ_SGMAT_BUDGET_S
- * (sweep, default 120): variants not started by then are left out (said so).
+ * (sweep, default 120): variants not started by then are left out (said so). TZ_SGMAT_NO_CUBE=1
+ * (sweep): the model's shapes only, no 8192³ runs ("-" in those columns).
  * The model's shapes (sweep): GPT-2 124M, B·T = 16384, C = 768, V padded to 50304; per layer
  * (×12) the linear layers qkv [2304, 768], attention projection [768, 768], fc [3072, 768], fc
  * projection [768, 3072], once the lm_head [50304, 768] (no bias). For a layer W [N_out, K_in]:
@@ -48,7 +49,10 @@
  *   n:32:2x4:4x2:t2   two f16 buffers, B transposed
  *   n:32:4x4:2x2:v2   16 subgroups of 2x2, two buffers
  *   n:64:2x4:4x2:v    vec4<u32> tiles without register prefetch (occupancy hides the loads)
- *   o:64:2x4:4x2      main's kernel with 8 subgroups of 4x2 */
+ *   o:64:2x4:4x2      main's kernel with 8 subgroups of 4x2
+ *   n:64:2x4:4x2:vpP264   the default tile on a persistent grid of 264 workgroups (the next
+ *                     tile's first loads overlap this tile's last products and stores)
+ *   n:64:2x4:4x2:vpgP132  the same, 132 workgroups, grouped tile order */
 static const char *const sweep_default = TZ_SGMAT_SWEEP_TILES;
 
 static uint32_t rng = 777;
@@ -179,7 +183,7 @@ static int sweep(ctx *x, tz_sgmat_tile *tiles, char names[][40], int nt, const i
     for (int fi = 0; fi < nf; fi++) {
       tz_sgmat_form f = (tz_sgmat_form)forms[fi];
       double ms, e;
-      if (run(x, f, tiles[ti], 8192, 8192, 8192, 1, 10, 1, &ms, &e, 0) == 0) {
+      if (!getenv("TZ_SGMAT_NO_CUBE") && run(x, f, tiles[ti], 8192, 8192, 8192, 1, 10, 1, &ms, &e, 0) == 0) {
         tf[f] = 2.0 * 8192 * 8192 * 8192 / (ms * 1e-3) / 1e12;
         if (e > worst) worst = e;
         printf("    %-4s 8192^3: %.3f ms %.1f TFLOP/s err %.3f\n", fname[f], ms, tf[f], e);
@@ -192,7 +196,7 @@ static int sweep(ctx *x, tz_sgmat_tile *tiles, char names[][40], int nt, const i
         shape r = sh[i];
         uint32_t scale = shrink(f, &r);
         uint32_t bm = tiles[ti].sg_m * tiles[ti].tm * 16, bn = tiles[ti].sg_n * tiles[ti].tn * 16;
-        uint32_t split = f == TZ_SGMAT_DYTX && tiles[ti].kern && r.M % bm == 0 && r.N % bn == 0
+        uint32_t split = f == TZ_SGMAT_DYTX && tiles[ti].kern && !tiles[ti].pers && r.M % bm == 0 && r.N % bn == 0
                              ? tz_sgmat_splits((r.M / bm) * (r.N / bn), r.K, tiles[ti].bk)
                              : 1;
         if (getenv("TZ_SGMAT_SPLIT") && atoi(getenv("TZ_SGMAT_SPLIT")) == 0) split = 1;

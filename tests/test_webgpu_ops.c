@@ -1460,7 +1460,7 @@ static void act16_grad_chain(tz_backend *g16) {
   for (int r = 0; r < R; r++) st[R + r] = 0.5f + fabsf(st[R + r]); /* rstd > 0 */
   round16(xf, nc);
   tz_backend *bes[2] = {g16, cpu};
-  float *res[2][3]; /* [backend][dY, dX, dW] of one op */
+  float *res[2][5]; /* [backend][dY, dX, dW, db right after the producer, db after dW] of one op */
   const char *ops[4] = {"layernorm_bwd", "rmsnorm_bwd", "gelu_bwd", "swiglu_bwd"};
   for (int op = 0; op < 4; op++) {
     for (int i = 0; i < 2; i++) {
@@ -1469,14 +1469,21 @@ static void act16_grad_chain(tz_backend *g16) {
       tz_slice sx = up32(o, x, nc), sdy = up32(o, dy, nc), sd = up32(o, d0, nc), sw = up32(o, nw_, C),
                sm = up32(o, st, R), sr = up32(o, st + R, R), W = up32(o, w, nw), X = i ? up32(o, xf, nc) : up16(o, xf, nc, 0),
                dwn = ot_buf(o, NULL, C * 4), dbn = ot_buf(o, NULL, C * 4), dx = ot_buf(o, NULL, nc * 4),
-               dW = ot_buf(o, NULL, nw * 4);
+               dW = ot_buf(o, NULL, nw * 4), db1 = ot_buf(o, NULL, C * 4), db2 = ot_buf(o, NULL, C * 4);
+      be->fill(be, db1, 0.25f, C, TZ_F32), be->fill(be, db2, -0.5f, C, TZ_F32); /* bias_bwd accumulates */
       if (op == 0) be->layernorm_bwd(be, sd, dwn, dbn, sdy, sx, sw, sm, sr, R, C);
       if (op == 1) be->rmsnorm_bwd(be, sd, dwn, sdy, sx, sw, sr, R, C);
       if (op == 2) be->gelu_bwd(be, sd, sx, sdy, nc);
       if (op == 3) be->swiglu_bwd(be, sd, sdy, sx, R, F); /* dout [R, F] = dy's first half */
+      /* bias_bwd reads dY's f16 copy while it is valid: right after its producer (lavapipe with
+       * GRAD16=1 too), and after dX and dW where the subgroup-matrix kernel keeps it (the model's
+       * order) */
+      be->bias_bwd(be, db1, sd, R, C);
       be->matmul(be, dx, sd, W, R, C, C, 0);
       be->matmul_at(be, dW, sd, X, C, R, C, 0);
+      be->bias_bwd(be, db2, sd, R, C);
       res[i][0] = ot_get(o, sd, nc), res[i][1] = ot_get(o, dx, nc), res[i][2] = ot_get(o, dW, nw);
+      res[i][3] = ot_get(o, db1, C), res[i][4] = ot_get(o, db2, C);
       ot_release(o);
     }
     char what[96];
@@ -1497,9 +1504,20 @@ static void act16_grad_chain(tz_backend *g16) {
         for (int r = 0; r < R; r++) mag[(size_t)k * C + j] += fabs((double)g[(size_t)r * C + k] * xf[(size_t)r * C + j]);
     snprintf(what, sizeof what, "act16 grad chain %s dW = dYᵀ·X", ops[op]);
     check_bound(what, res[0][2], res[1][2], mag, nw, 1e-3, 1e-5);
+    /* db: the f16 copy's rounding (2^-11 relative per term) under 1e-3·Σ_r |dY[r, j]| */
+    memset(mag, 0, nc * sizeof(double));
+    for (int r = 0; r < R; r++)
+      for (int j = 0; j < C; j++) mag[j] += fabs((double)g[(size_t)r * C + j]);
+    snprintf(what, sizeof what, "act16 grad chain %s db after the producer", ops[op]);
+    check_bound(what, res[0][3], res[1][3], mag, C, 1e-3, 1e-5);
+    double wr = 0; /* the worst |err| / Σ|dY|: ~1e-4 where the f16 copy was read, ~1e-7 from fp32 */
+    for (int j = 0; j < C; j++) wr = fmax(wr, fabs((double)res[0][3][j] - res[1][3][j]) / (mag[j] + 1e-30));
+    printf("%s: worst |err| / sum|dY| %.2g\n", what, wr);
+    snprintf(what, sizeof what, "act16 grad chain %s db after dX, dW", ops[op]);
+    check_bound(what, res[0][4], res[1][4], mag, C, 1e-3, 1e-5);
     free(mag);
     for (int i = 0; i < 2; i++)
-      for (int t = 0; t < 3; t++) free(res[i][t]);
+      for (int t = 0; t < 5; t++) free(res[i][t]);
   }
   free(x), free(dy), free(d0), free(nw_), free(w), free(xf), free(st);
 }

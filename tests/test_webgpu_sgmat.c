@@ -93,16 +93,20 @@ static double check_form(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint3
 static const char *const kernel_tiles =
     "o:32:2x2:2x2;o:16:1x2:4x2;o:32:2x2:2x2:d;o:64:4x4:2x2;"
     "n:32:2x2:2x2:v2;n:64:2x4:4x2:vp;n:32:2x4:4x2:v;n:64:2x4:4x2:tp;n:32:2x4:4x2:t2;n:16:2x2:4x4:v2;"
-    "n:32:2x4:4x4:vp;n:32:2x2:2x2:p;n:32:2x2:2x2:v2g";
+    "n:32:2x4:4x4:vp;n:32:2x2:2x2:p;n:32:2x2:2x2:v2g;n:64:2x4:4x2:vpP4;n:32:2x4:4x2:vpgP5";
 /* The emulated builtins (any adapter with ShaderF16): matmul_sgmm.wgsl on small tiles (the
  * emulation repeats each subgroup's work in every invocation). By default the paths of the
  * backend's default tile (SG_DEFAULT in webgpu_ops_matmul.c: vec4<u32> staging, one buffer,
  * register prefetch: "vp"); under TEZGAH_TEST_SWEEP=1 (ctest test_webgpu_sgmat_sweep, label
  * sweep) every path: two buffers, B transposed, the grouped grid, no prefetch, 8-half staging,
- * which no adapter takes unless told to (TEZGAH_WEBGPU_SGMAT_TILE). */
-static const char *const emu_tiles_default = "n:32:2x1:1x2:vp";
+ * the persistent grid (P3: 3 workgroups over 6 tiles, instead of the default tile's plain vp),
+ * which no adapter takes unless told to (TEZGAH_WEBGPU_SGMAT_TILE). The default list also runs
+ * the backend's K <= 1024 tile's paths (SG_SHORTK: persistent grid, grouped order) with a in f32
+ * and its f16 copy written by the kernel (fw: the backend's path for an fp32 dY; the copy is
+ * compared with a bit for bit). */
+static const char *const emu_tiles_default = "n:32:2x1:1x2:vp;n:32:2x1:1x2:vpgP3fw";
 static const char *const emu_tiles_sweep =
-    "n:32:2x2:2x1:v2;n:32:2x1:1x2:vp;n:16:1x2:2x2:v;n:32:2x2:1x2:t2;n:16:2x1:2x1:p;n:16:1x1:1x1:v2g";
+    "n:32:2x2:2x1:v2;n:32:2x1:1x2:vpP3;n:16:1x2:2x2:v;n:32:2x2:1x2:t2;n:16:2x1:2x1:p;n:16:1x1:1x1:v2g";
 static void run_tiles(tz_sgmat *s, const char *names, int emu);
 
 static void test_kernel_or_fallback(void **state) {
@@ -128,7 +132,8 @@ static void test_kernel_or_fallback(void **state) {
     tz_sgmat_close(s);
     return;
   }
-  run_tiles(s, kernel_tiles, 0);
+  const char *e = getenv("TZ_TEST_SGMAT_TILES"); /* another list (a device script's short run) */
+  run_tiles(s, e && *e ? e : kernel_tiles, 0);
   tz_sgmat_close(s);
 }
 
@@ -147,7 +152,7 @@ static void run_tiles(tz_sgmat *s, const char *names, int emu) {
     for (int f = 0; f < 4; f++) {
       if (fe && !strchr(fe, '0' + f)) continue;
       uint32_t split = f == 3 ? 3 : 1;
-      if (split > 1 && !t.kern) continue;
+      if (split > 1 && (!t.kern || t.pers)) continue; /* P: no split (tz_sgmat_tile_fits) */
       tz_sgmat_form form = f == 3 ? TZ_SGMAT_DYTX : (tz_sgmat_form)f;
       double w = check_form(s, form, t, M, N, K, split, emu);
       printf("%stile %s form %d (%ux%ux%u, split %u): worst error %.3g of the bound%s\n", emu ? "emulated " : "", tok,
@@ -206,10 +211,56 @@ static void test_preprocess(void **state) {
   assert_int_equal(tz_sgmat_tile_parse("n:24:1x1:1x1", &t), -1);
   assert_int_equal(tz_sgmat_tile_parse("o:32:1x1:1x1:v", &t), -1);
   assert_int_equal(tz_sgmat_tile_parse("x", &t), -1);
-  /* splits: 36 tiles over K = 16384 -> 8 pieces of 2048; enough tiles -> 1 */
+  /* splits, the earlier rule (TEZGAH_WEBGPU_SGMAT_SLOTS=0): 36 tiles over K = 16384 -> 8 pieces
+   * of 2048; enough tiles -> 1 */
+  setenv("TEZGAH_WEBGPU_SGMAT_SLOTS", "0", 1);
   assert_int_equal(tz_sgmat_splits(36, 16384, 32), 8);
   assert_int_equal(tz_sgmat_splits(300, 16384, 32), 1);
   assert_int_equal(tz_sgmat_splits(144, 16384, 64), 2);
+  unsetenv("TEZGAH_WEBGPU_SGMAT_SLOTS");
+  /* the default, the wave rule on 132 slots: 144 tiles -> 10 pieces (11 waves of 12 tiles
+   * after 1440 pieces / 132), 36 tiles -> 11 (3 full waves), a short K -> 1 */
+  assert_int_equal(tz_sgmat_splits(144, 16384, 64), 10);
+  assert_int_equal(tz_sgmat_splits(36, 16384, 32), 11);
+  assert_int_equal(tz_sgmat_splits(3072, 768, 64), 1);
+  /* f: operand a in f32 (kernel n only) */
+  assert_int_equal(tz_sgmat_tile_parse("n:64:2x4:4x2:vpgP264f", &t), 0);
+  assert_true(t.a32 == 1 && t.pers == 264 && t.swz == 1);
+  tz_sgmat_tile_name(t, name, sizeof name);
+  assert_string_equal(name, "n:64:2x4:4x2:vpgP264f");
+  assert_int_equal(tz_sgmat_tile_parse("o:64:4x4:2x2:f", &t), -1);
+  /* w: a's f16 copy written by the kernel, with f, p and one buffer */
+  assert_int_equal(tz_sgmat_tile_parse("n:64:2x4:4x2:vpfw", &t), 0);
+  assert_true(t.a32 == 1 && t.a16w == 1);
+  tz_sgmat_tile_name(t, name, sizeof name);
+  assert_string_equal(name, "n:64:2x4:4x2:vpfw");
+  assert_int_equal(tz_sgmat_tile_fits(t, TZ_SGMAT_DYW, 1024, 1024, 1024, 1, 32, 49152, 1024, NULL), 1);
+  assert_int_equal(tz_sgmat_tile_parse("n:64:2x4:4x2:vpw", &t), 0);
+  assert_int_equal(tz_sgmat_tile_fits(t, TZ_SGMAT_DYW, 1024, 1024, 1024, 1, 32, 49152, 1024, NULL), 0); /* no f */
+  /* the persistent grid: P<n> names n workgroups (P alone 264), needs p and one buffer */
+  assert_int_equal(tz_sgmat_tile_parse("n:64:2x4:4x2:vpgP132", &t), 0);
+  assert_int_equal(t.pers, 132);
+  assert_int_equal(t.swz, 1);
+  tz_sgmat_tile_name(t, name, sizeof name);
+  assert_string_equal(name, "n:64:2x4:4x2:vpgP132");
+  uint32_t g[3];
+  tz_sgmat_grid(t, 1024, 512, 1, g); /* 8 x 4 tiles: 32 < 132 workgroups */
+  assert_true(g[0] == 32 && g[1] == 1 && g[2] == 1);
+  tz_sgmat_grid(t, 16384, 3072, 1, g);
+  assert_true(g[0] == 132 && g[1] == 1 && g[2] == 1);
+  assert_int_equal(tz_sgmat_tile_parse("n:64:2x4:4x2:vP", &t), 0);
+  assert_int_equal(t.pers, 264);
+  assert_int_equal(tz_sgmat_tile_fits(t, TZ_SGMAT_XWT, 1024, 1024, 1024, 1, 32, 49152, 1024, NULL), 0); /* no p */
+  assert_int_equal(tz_sgmat_tile_parse("n:64:2x4:4x2:vpP264", &t), 0);
+  assert_int_equal(tz_sgmat_tile_fits(t, TZ_SGMAT_XWT, 1024, 1024, 1024, 1, 32, 49152, 1024, NULL), 1);
+  assert_int_equal(tz_sgmat_tile_fits(t, TZ_SGMAT_DYTX, 1024, 1024, 1024, 2, 32, 49152, 1024, NULL), 0); /* split */
+  assert_int_equal(tz_sgmat_tile_parse("n:64:2x4:4x2:vpP0", &t), -1);
+  tz_sgmat_grid((tz_sgmat_tile){64, 2, 4, 4, 2, 0, 1, 1, 0, 1, 1, 0, 0, 0, 0}, 1024, 512, 3, g); /* no P: (N/BN, M/BM, S) */
+  assert_true(g[0] == 4 && g[1] == 8 && g[2] == 3);
+  /* TEZGAH_WEBGPU_SGMAT_SLOTS=264: the wave rule on 264 slots; 144 tiles: 11 pieces, 6 waves */
+  setenv("TEZGAH_WEBGPU_SGMAT_SLOTS", "264", 1);
+  assert_int_equal(tz_sgmat_splits(144, 16384, 64), 11);
+  unsetenv("TEZGAH_WEBGPU_SGMAT_SLOTS");
 }
 
 int main(void) {

@@ -38,9 +38,10 @@ struct tz_sgmat {
     WGPUBindGroupLayout bgl;
   } pipes[64];
   int npipes;
-  WGPUBuffer buf[7]; /* a, b, c, bias, uniform, readback, partials */
-  uint64_t cap[7];
+  WGPUBuffer buf[9]; /* a, b, c, bias, uniform, readback, partials, a16w copy, its readback */
+  uint64_t cap[9];
   uint64_t up_a, up_b; /* bytes of a and b uploaded by the last run */
+  int up_a32;           /* ... a as f32 (tile flag f) */
 };
 
 uint16_t tz_sgmat_f16(float x) {
@@ -250,7 +251,7 @@ void tz_sgmat_close(tz_sgmat *s) {
     W.wgpuBindGroupLayoutRelease(s->pipes[i].bgl);
     W.wgpuComputePipelineRelease(s->pipes[i].pipe);
   }
-  for (int i = 0; i < 7; i++)
+  for (int i = 0; i < 9; i++)
     if (s->buf[i]) W.wgpuBufferDestroy(s->buf[i]), W.wgpuBufferRelease(s->buf[i]);
   if (s->queue) W.wgpuQueueRelease(s->queue);
   if (s->dev) W.wgpuDeviceDestroy(s->dev), W.wgpuDeviceRelease(s->dev);
@@ -428,6 +429,15 @@ int tz_sgmat_tile_parse(const char *s, tz_sgmat_tile *t) {
     else if (*f == '2' && g.kern) g.nbuf = 2;
     else if (*f == 'p' && g.kern) g.pf = 1;
     else if (*f == 'g' && g.kern) g.swz = 1;
+    else if (*f == 'f' && g.kern) g.a32 = 1;
+    else if (*f == 'w' && g.kern) g.a16w = 1;
+    else if (*f == 'P' && g.kern) {
+      char *e;
+      unsigned long v = strtoul(f + 1, &e, 10);
+      g.pers = e == f + 1 ? 264 : (uint32_t)v;
+      if (!g.pers || g.pers > 65535) return tz_err("webgpu sgmat: tile '%s': P takes 1..65535 workgroups", s);
+      f = e - 1;
+    }
     else return tz_err("webgpu sgmat: tile '%s': unknown flag '%c'", s, *f);
   }
   if (!g.bk || g.bk % 16 || !g.sg_m || !g.sg_n || !g.tm || !g.tn)
@@ -437,13 +447,16 @@ int tz_sgmat_tile_parse(const char *s, tz_sgmat_tile *t) {
 }
 
 void tz_sgmat_tile_name(tz_sgmat_tile t, char *buf, size_t cap) {
-  char f[8] = "", *q = f;
+  char f[24] = "", *q = f;
   if (t.kern) {
     if (t.tv8) *q++ = 'v';
     if (t.trb) *q++ = 't';
     if (t.nbuf == 2) *q++ = '2';
     if (t.pf) *q++ = 'p';
     if (t.swz) *q++ = 'g';
+    if (t.pers) q += snprintf(q, 8, "P%u", t.pers);
+    if (t.a32) *q++ = 'f';
+    if (t.a16w) *q++ = 'w';
   } else if (t.direct) {
     *q++ = 'd';
   }
@@ -473,6 +486,9 @@ int tz_sgmat_tile_fits(tz_sgmat_tile t, int form, uint32_t M, uint32_t N, uint32
   else if (nt > max_threads) w = "too many threads per workgroup";
   else if (t.kern && (t.nbuf < 1 || t.nbuf > 2)) w = "nbuf must be 1 or 2";
   else if (t.kern && t.tv8 && t.trb) w = "trb needs f16 tiles (no v)";
+  else if (t.pers && (!t.pf || t.nbuf == 2 || split > 1)) w = "P needs p, one buffer and no split";
+  else if (t.a32 && !t.kern) w = "f (a in f32) is kernel n's";
+  else if (t.a16w && (!t.a32 || !t.pf || t.nbuf == 2)) w = "w (a's f16 copy) needs f, p and one buffer";
   else if (t.kern && ((bm * t.bk / 8) % nt || (bn * t.bk / 8) % nt)) w = "tile loads do not divide over the threads";
   else if (!t.kern && !t.direct && ((bm * t.bk / 4) % nt || (bn * t.bk / 4) % nt))
     w = "tile loads do not divide over the threads";
@@ -482,16 +498,37 @@ int tz_sgmat_tile_fits(tz_sgmat_tile t, int form, uint32_t M, uint32_t N, uint32
 }
 
 uint32_t tz_sgmat_splits(uint32_t tiles, uint32_t K, uint32_t bk) {
-  if (!tiles || tiles >= 264 || K < 2048 || !bk) return 1;
-  uint32_t S = (264 + tiles - 1) / tiles;
-  while (S > 1 && K / S < 512) S--;
-  if (S > 16) S = 16;
+  const char *se = getenv("TEZGAH_WEBGPU_SGMAT_SLOTS");
+  uint32_t S;
+  if (!se || atoi(se) > 0) {
+    double slots = se ? atoi(se) : 132, best = 1e30;
+    if (!tiles || K < 1024 || !bk) return 1;
+    S = 1;
+    for (uint32_t s = 1; s <= 16 && (s == 1 || K / s >= 512); s++) {
+      double cost = ceil(tiles * (double)s / slots) / s * (1 + 0.01 * s);
+      if (cost < best - 1e-9) best = cost, S = s;
+    }
+  } else {
+    if (!tiles || tiles >= 264 || K < 2048 || !bk) return 1;
+    S = (264 + tiles - 1) / tiles;
+    while (S > 1 && K / S < 512) S--;
+    if (S > 16) S = 16;
+  }
   /* whole BK pieces; the count that covers K with them */
   uint32_t ks = ((K + S - 1) / S + bk - 1) / bk * bk;
   return (K + ks - 1) / ks;
 }
 
 const char *tz_sgmat_file(tz_sgmat_tile t) { return t.kern ? "matmul_sgmm" : "matmul_sgmat"; }
+
+void tz_sgmat_grid(tz_sgmat_tile t, uint32_t M, uint32_t N, uint32_t split, uint32_t g[3]) {
+  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
+  g[0] = bn ? N / bn : 0, g[1] = bm ? M / bm : 0, g[2] = split ? split : 1;
+  if (t.pers && t.kern) {
+    uint32_t tiles = g[0] * g[1];
+    g[0] = tiles < t.pers ? tiles : t.pers, g[1] = g[2] = 1;
+  }
+}
 
 size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc, int has_bias, int split,
                        uint32_t sgsize, int emu) {
@@ -503,10 +540,13 @@ size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc
                    "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"
                    "const ACC = %s;\nconst NBUF = %uu;\n"
                    "//defs DIRECT=%d HAS_BIAS=%d TM=%u TN=%u A_PER=%u B_PER=%u A_MK=%d B_NK=%d ACC=%d TV8=%d TRB=%d "
-                   "NBUF2=%d PF=%d SPLIT=%d SWZ=%d EMU=%d\n",
+                   "NBUF2=%d PF=%d SPLIT=%d SWZ=%d PERS=%d A32=%d A16W=%d EMU=%d\n",
                    bm, bn, t.bk, t.sg_m, t.sg_n, t.tm, t.tn, sgsize, a_mk ? "true" : "false", b_nk ? "true" : "false",
                    acc ? "true" : "false", t.nbuf ? t.nbuf : 1, t.direct != 0, has_bias != 0, t.tm, t.tn, a_per, b_per,
-                   a_mk, b_nk, acc != 0, t.tv8 != 0, t.trb != 0 && b_nk, t.nbuf == 2, t.pf != 0, split > 1, t.swz != 0, emu != 0);
+                   a_mk, b_nk, acc != 0, t.tv8 != 0, t.trb != 0 && b_nk, t.nbuf == 2, t.pf != 0, split > 1, t.swz != 0, t.pers != 0 && t.kern,
+                   t.a32 != 0 && t.kern, t.a16w != 0 && t.a32 && t.kern, emu != 0);
+  if (n >= 0 && t.a16w && t.a32 && t.kern && (size_t)n < cap) /* A16W's output, binding 5 (the fifth argument) */
+    n += snprintf(buf + n, cap - (size_t)n, "@group(0) @binding(5) var<storage, read_write> a16w: array<vec4<u32>>;\n");
   return n < 0 ? 0 : (size_t)n;
 }
 
@@ -606,7 +646,6 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
   if (emu && !t.kern) return tz_err("webgpu sgmat: the emulated builtins are matmul_sgmm.wgsl's (kernel n)");
   if (bias && form != TZ_SGMAT_XWT) return tz_err("webgpu sgmat: bias only with the X·Wᵀ form");
   if (split < 1) split = 1;
-  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
   const char *why;
   if (!tz_sgmat_tile_fits(t, form, M, N, K, split, s->sgsize, s->lim.maxComputeWorkgroupStorageSize,
                           s->lim.maxComputeInvocationsPerWorkgroup, &why))
@@ -626,7 +665,7 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
   WGPUBindGroupLayout bgl, sbgl = NULL;
   if (pipeline(s, tz_sgmat_file(t), prefix, &pipe, &bgl) != 0) return -1;
   if (split > 1 && pipeline(s, "sgmat_sum", "", &spipe, &sbgl) != 0) return -1;
-  uint64_t na = (uint64_t)M * K * 2, nb = (uint64_t)N * K * 2, nc = (uint64_t)M * N * 4, np = nc * split;
+  uint64_t na = (uint64_t)M * K * (t.a32 ? 4 : 2), nb = (uint64_t)N * K * 2, nc = (uint64_t)M * N * 4, np = nc * split;
   uint64_t lim = s->lim.maxStorageBufferBindingSize;
   if (na > lim || nb > lim || np > lim) return tz_err("webgpu sgmat: an operand is over the binding limit %llu", (unsigned long long)lim);
   WGPUBufferUsage st = WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst | WGPUBufferUsage_CopySrc;
@@ -634,8 +673,21 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
   WGPUBuffer bu = rbuf(s, 4, 512, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst);
   WGPUBuffer rb = rbuf(s, 5, nc, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst);
   WGPUBuffer bp = split > 1 ? rbuf(s, 6, np, st) : NULL;
+  uint64_t nw = (uint64_t)M * K * 2; /* a16w: a's f16 copy, read back and compared with a */
+  WGPUBuffer bw = t.a16w ? rbuf(s, 7, nw, st) : NULL;
   /* keep_ab: the buffers already hold a prefix of the same arrays (uploaded by earlier runs) */
-  if (!keep_ab || s->up_a < na) W.wgpuQueueWriteBuffer(s->queue, ba, 0, a, (size_t)na), s->up_a = na;
+  if (!keep_ab || s->up_a < na || s->up_a32 != (int)t.a32) {
+    if (t.a32) { /* a's f16 values as f32 (exact): the f16 run's results */
+      float *af = malloc((size_t)na);
+      if (!af) return tz_err("webgpu sgmat: out of memory (%llu bytes)", (unsigned long long)na);
+      for (uint64_t i = 0; i < (uint64_t)M * K; i++) af[i] = tz_sgmat_f32(a[i]);
+      W.wgpuQueueWriteBuffer(s->queue, ba, 0, af, (size_t)na);
+      free(af);
+    } else {
+      W.wgpuQueueWriteBuffer(s->queue, ba, 0, a, (size_t)na);
+    }
+    s->up_a = na, s->up_a32 = (int)t.a32;
+  }
   if (!keep_ab || s->up_b < nb) W.wgpuQueueWriteBuffer(s->queue, bb, 0, b, (size_t)nb), s->up_b = nb;
   if (bias) W.wgpuQueueWriteBuffer(s->queue, bz, 0, bias, (size_t)N * 4);
   if (acc) W.wgpuQueueWriteBuffer(s->queue, bc, 0, c, (size_t)nc);
@@ -650,10 +702,10 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
    * kernel touches them), 5 a_h and 6 b_h with DIRECT */
   WGPUBindGroupEntry e[7];
   memset(e, 0, sizeof e);
-  WGPUBuffer bufs[7] = {bu, bp ? bp : bc, ba, bb, bz, ba, bb};
+  WGPUBuffer bufs[7] = {bu, bp ? bp : bc, ba, bb, bz, bw ? bw : ba, bb};
   uint64_t sizes[7] = {128, bp ? np : nc, (na + 15) / 16 * 16, (nb + 15) / 16 * 16, ((uint64_t)N * 4 + 15) / 16 * 16,
-                       (na + 15) / 16 * 16, (nb + 15) / 16 * 16};
-  int used[7] = {1, 1, 1, 1, 1, t.direct != 0, t.direct != 0};
+                       bw ? (nw + 15) / 16 * 16 : (na + 15) / 16 * 16, (nb + 15) / 16 * 16};
+  int used[7] = {1, 1, 1, 1, 1, t.direct != 0 || bw != NULL, t.direct != 0};
   size_t ne = 0;
   for (int i = 0; i < 7; i++)
     if (used[i]) e[ne].binding = (uint32_t)i, e[ne].buffer = bufs[i], e[ne].size = sizes[i], ne++;
@@ -672,6 +724,8 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
     sgx = (uint32_t)(groups < 65535 ? groups : 65535), sgy = (uint32_t)((groups + 65534) / 65535);
   }
   int rc = 0;
+  uint32_t grid[3];
+  tz_sgmat_grid(t, M, N, split, grid);
   /* `count` repetitions (the matmul, and the partial sums after a split) in one submission */
 #define SUBMIT(count)                                                                           \
   {                                                                                             \
@@ -680,7 +734,7 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
     for (int q = 0; q < (count); q++) {                                                         \
       W.wgpuComputePassEncoderSetPipeline(pass, pipe);                                          \
       W.wgpuComputePassEncoderSetBindGroup(pass, 0, bg, 0, NULL);                               \
-      W.wgpuComputePassEncoderDispatchWorkgroups(pass, N / bn, M / bm, split);                  \
+      W.wgpuComputePassEncoderDispatchWorkgroups(pass, grid[0], grid[1], grid[2]);             \
       if (sbg) {                                                                                \
         W.wgpuComputePassEncoderSetPipeline(pass, spipe);                                       \
         W.wgpuComputePassEncoderSetBindGroup(pass, 0, sbg, 0, NULL);                            \
@@ -713,6 +767,31 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
       if (pm) memcpy(c, pm, (size_t)nc);
       else rc = tz_err("webgpu sgmat: no mapped range");
       W.wgpuBufferUnmap(rb);
+    }
+  }
+  if (!rc && bw) { /* a's f16 copy: a, bit for bit (a's values are f16, uploaded as f32) */
+    WGPUBuffer rw = rbuf(s, 8, nw, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst);
+    WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(s->dev, NULL);
+    W.wgpuCommandEncoderCopyBufferToBuffer(enc, bw, 0, rw, 0, (nw + 15) / 16 * 16);
+    WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
+    W.wgpuQueueSubmit(s->queue, 1, &cb);
+    W.wgpuCommandBufferRelease(cb);
+    W.wgpuCommandEncoderRelease(enc);
+    int mst = 0;
+    WGPUBufferMapCallbackInfo mci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_mapped, &mst, NULL};
+    size_t mapn = (size_t)((nw + 15) / 16 * 16);
+    if (wait(s, W.wgpuBufferMapAsync(rw, WGPUMapMode_Read, 0, mapn, mci)) != 0 || mst != 1) {
+      rc = tz_err("webgpu sgmat: readback of a's f16 copy failed");
+    } else {
+      const uint16_t *pm = W.wgpuBufferGetConstMappedRange(rw, 0, mapn);
+      uint64_t bad = 0, first = 0;
+      for (uint64_t i = 0; pm && i < (uint64_t)M * K; i++)
+        if (pm[i] != a[i] && !bad++) first = i;
+      if (!pm) rc = tz_err("webgpu sgmat: no mapped range");
+      else if (bad)
+        rc = tz_err("webgpu sgmat: a's f16 copy (w) differs from a at %llu of %llu halves, first at %llu",
+                    (unsigned long long)bad, (unsigned long long)M * K, (unsigned long long)first);
+      W.wgpuBufferUnmap(rw);
     }
   }
   if (!rc && reps > 0 && ms) {

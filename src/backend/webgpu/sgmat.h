@@ -27,10 +27,13 @@ typedef enum { TZ_SGMAT_XWT = 0, TZ_SGMAT_DYW = 1, TZ_SGMAT_DYTX = 2 } tz_sgmat_
  * kern 0: matmul_sgmat.wgsl (direct: the subgroups load their matrices from the operands, not
  * through workgroup memory). kern 1: matmul_sgmm.wgsl (one variable per result matrix, 8-half
  * loads; its header says what tv8, trb, nbuf and pf select). Positional initialisers of the first
- * six fields give kern 0. */
+ * six fields give kern 0. pers (kern 1 with pf, one buffer, no split): a persistent grid of
+ * `pers` workgroups walking the tiles (matmul_sgmm.wgsl, PERS). */
 typedef struct {
   uint32_t bk, sg_m, sg_n, tm, tn, direct;
-  uint32_t kern, tv8, trb, nbuf, pf, swz;
+  uint32_t kern, tv8, trb, nbuf, pf, swz, pers;
+  uint32_t a32;  /* kern 1: operand a is f32, rounded to f16 in the kernel (matmul_sgmm.wgsl, A32) */
+  uint32_t a16w; /* with a32, p, one buffer: the kernel also writes a's f16 copy (A16W) */
 } tz_sgmat_tile;
 
 /* The tiles bench_webgpu_sgmat's sweep measures and test_webgpu_ops' test_matmul_sgmat checks
@@ -39,11 +42,15 @@ typedef struct {
 #define TZ_SGMAT_SWEEP_TILES                                                                       \
   "o:64:4x4:2x2;n:64:2x4:4x2:vp;n:32:2x4:4x2:v2;n:32:2x4:4x4:vp;n:32:2x2:4x4:v2;n:32:2x4:4x4:vpg;" \
   "n:32:2x4:4x2:v2g;n:64:2x2:4x4:vp;n:32:4x2:4x4:vp;n:64:4x4:2x2:tp;n:64:2x4:4x2:tp;n:32:2x4:4x2:t2;" \
-  "n:32:4x4:2x2:v2;n:64:2x4:4x2:v;o:64:2x4:4x2"
+  "n:32:4x4:2x2:v2;n:64:2x4:4x2:v;o:64:2x4:4x2;n:64:2x4:4x2:vpP264;n:64:2x4:4x2:vpgP132"
 
 /* A tile from its name: "o:BK:SGMxSGN:TMxTN[:d]" (kern 0; d = direct) or
  * "n:BK:SGMxSGN:TMxTN[:FLAGS]" (kern 1; FLAGS letters v = tv8, t = trb, 2 = two buffers,
- * p = register prefetch, g = grouped grid order), e.g. "o:64:4x4:2x2", "n:32:2x4:4x2:v2". 0, or -1 with tz_err naming
+ * p = register prefetch, g = grouped grid order, P<n> = a persistent grid of n workgroups
+ * (P alone: 264, two per SM of a 132-SM GPU), f = operand a in f32 (a32: tz_sgmat_run_ex uploads
+ * a's f16 values as f32, so results match the f16 run; the backend sets it itself), w = with
+ * f, p and one buffer, the kernel also writes a's f16 copy (a16w: tz_sgmat_run_ex reads it back
+ * and requires it equal to a, bit for bit)), e.g. "o:64:4x4:2x2", "n:32:2x4:4x2:v2". 0, or -1 with tz_err naming
  * the text. tz_sgmat_tile_name writes the same form back (cap >= 32). */
 int tz_sgmat_tile_parse(const char *s, tz_sgmat_tile *t);
 void tz_sgmat_tile_name(tz_sgmat_tile t, char *buf, size_t cap);
@@ -59,9 +66,14 @@ uint32_t tz_sgmat_tile_smem(tz_sgmat_tile t, int form, int has_bias);
 int tz_sgmat_tile_fits(tz_sgmat_tile t, int form, uint32_t M, uint32_t N, uint32_t K, uint32_t split,
                        uint32_t sgsize, uint32_t smem_limit, uint32_t max_threads, const char **why);
 
-/* Pieces of K for the weight-gradient form (dW += dYᵀ·X: few output tiles over a long K) so
- * that the grid fills ~2 waves of a 132-multiprocessor GPU: 1 when tiles >= 264 or K is short;
- * each piece a multiple of bk. */
+/* Pieces of K for the weight-gradient form (dW += dYᵀ·X: few output tiles over a long K): the S
+ * in 1..16 (pieces of >= 512 k; 1 where K < 1024) that minimises ceil(tiles·S / n) / S ·
+ * (1 + 0.01·S): waves per unit of work with n = 132 workgroups in flight (one per multiprocessor
+ * of an H200), 1 % per piece for the partial sums; each piece a multiple of bk.
+ * TEZGAH_WEBGPU_SGMAT_SLOTS=n: another n; =0: the earlier rule (S = ceil(264 / tiles), 1 when
+ * tiles >= 264 or K < 2048). H200 (2026-12-03 04:11 UTC, bench_webgpu_sgmat sweep, GPT-2 124M's
+ * five weight-gradient shapes, partial sums included): 18.21 ms with n = 132, 18.53 with 264,
+ * 19.19 with the earlier rule. */
 uint32_t tz_sgmat_splits(uint32_t tiles, uint32_t K, uint32_t bk);
 
 /* The constants and preprocessor values the kernel file of t expects, for one pipeline:
@@ -72,6 +84,10 @@ size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc
                        uint32_t sgsize, int emu);
 /* The kernel file of t: "matmul_sgmat" or "matmul_sgmm". */
 const char *tz_sgmat_file(tz_sgmat_tile t);
+
+/* The dispatch grid g[3] of tile t at M × N with `split` pieces of K: (N / BN, M / BM, split),
+ * or with t.pers (min(tiles, pers), 1, 1). */
+void tz_sgmat_grid(tz_sgmat_tile t, uint32_t M, uint32_t N, uint32_t split, uint32_t g[3]);
 
 /* Index of the configuration the kernel uses (f16 × f16 → f32, M = N = K = 16) in `cfg[0..n)`,
  * or -1 when there is none (the caller falls back). Pure; no GPU. */

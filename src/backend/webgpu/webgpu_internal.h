@@ -123,6 +123,8 @@ typedef struct {
    * the adapter lists f16 x f16 -> f32 16x16x16, offers ShaderF16 and one subgroup size, unless
    * TEZGAH_WEBGPU_SGMAT=0 (wg_sgmat_choose, webgpu_rt.c); sg_why: why not */
   int sgmat;
+  int sg_emu; /* TEZGAH_WEBGPU_SGMAT_EMU=1 (tests): the matmul family's kernel n with the builtins
+               * emulated in WGSL (matmul_sgmm.wgsl EMU) on an adapter with ShaderF16 only */
   uint32_t sg_size;
   const char *sg_why;
   tz_buf *sg16[2];   /* f16 copies of the two operands (wg_matmul's sgmat path) */
@@ -345,6 +347,10 @@ tz_buf *wg_sg16(tz_backend *be, int which, size_t bytes);
 /* 0 under TEZGAH_WEBGPU_SG_REUSE=0: the subgroup-matrix path converts every operand that is not
  * already f16 on every call (no weight-mirror reads, no reused copies, no f16 dlogits). */
 int wg_sg_reuse(void);
+/* The f16 copy of the fp32 tensor src [n] that scratch buffer `which` holds and is still valid
+ * (sg_operand's rule: made by the last pass or kept valid since, 16-byte steps inside the tensor
+ * it was made of), else a slice with buf NULL. */
+tz_slice wg_sg_copy16(wg_ctx *c, int which, tz_slice src, size_t n);
 /* webgpu_ops_attn.c */
 void wg_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_head, int head_dim, int pos0,
              float theta, int dir);

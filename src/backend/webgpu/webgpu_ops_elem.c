@@ -82,16 +82,30 @@ void wg_colsum_add(wg_ctx *c, tz_slice dst, tz_slice part, int rows, int cols, i
 
 #define CHUNK 32 /* rows per partial column sum */
 
+/* db [N] += Σ_r dout[r, :] over M rows: partial column sums over CHUNK rows, then their sum.
+ * Where dout's f16 copy is still valid (the backward's dY: its producer wrote the copy for the
+ * subgroup-matrix dX and dW, which ran just before; wg_sg_copy16) and N is even, the partial
+ * sums read the copy (colsum_f16.wgsl: half the bytes; dout rounded to f16 as the matmuls use
+ * it, f32 sums) and the copy stays valid; TEZGAH_WEBGPU_BIAS16=0: always the fp32 tensor. */
 void wg_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N) {
   wg_ctx *c = CTX(be);
   if (M <= 0 || N <= 0) return;
   int nch = (M + CHUNK - 1) / CHUNK;
+  size_t mn = (size_t)M * N;
+  tz_slice h = N % 2 == 0 && env_int("TEZGAH_WEBGPU_BIAS16", 1) ? wg_sg_copy16(c, 0, dout, mn) : TZ_NONE;
   tz_slice part = wg_scratch(be, F4((size_t)nch * N));
   uint32_t w[24] = {0};
   w[8] = M, w[9] = N, w[10] = CHUNK, w[11] = N;
-  wg_arg a[] = {A(part, F4((size_t)nch * N), "partials"), A(dout, F4((size_t)M * N), "dout")};
-  wg_run(c, "bias_bwd", wg_pipeline(c, "elementwise", "colsum_partial", ""), w, 12, a, 2, (N + 255) / 256, nch, 1);
+  if (h.buf) {
+    wg_arg a[] = {A(part, F4((size_t)nch * N), "partials"), A(h, mn * 2, "dout (f16 copy)")};
+    wg_run(c, "bias_bwd", wg_pipeline(c, "colsum_f16", "colsum_partial_f16", ""), w, 12, a, 2, (N / 2 + 255) / 256,
+           nch, 1);
+  } else {
+    wg_arg a[] = {A(part, F4((size_t)nch * N), "partials"), A(dout, F4(mn), "dout")};
+    wg_run(c, "bias_bwd", wg_pipeline(c, "elementwise", "colsum_partial", ""), w, 12, a, 2, (N + 255) / 256, nch, 1);
+  }
   wg_colsum_add(c, db, part, nch, N, N);
+  if (h.buf) c->sg_serial[0] = c->serial; /* the passes wrote scratch and db only */
 }
 
 void wg_sum_sq(tz_backend *be, tz_slice out, tz_slice x, size_t n) {

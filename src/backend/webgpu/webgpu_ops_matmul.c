@@ -126,11 +126,19 @@ static uint32_t mm_splits(uint32_t tiles, int K, mm_cfg f) {
  * run (operands not 16-byte aligned, shapes off its tile). */
 #define SG_DEFAULT "n:64:2x4:4x2:vp;o:64:4x4:2x2"
 static const char *const sg_default[3] = {SG_DEFAULT, SG_DEFAULT, SG_DEFAULT};
+/* Default for X·Wᵀ and dY·W at K <= 1024 (GPT-2's K = 768 shapes: 12 k steps per tile, where a
+ * tile's prologue and stores weigh), tried before SG_DEFAULT but after every variable above:
+ * the same tile on a persistent grid of 264 workgroups in grouped order (vpgP264: the next
+ * tile's first loads overlap the last k step). H200 (2026-12-03 04:11 UTC, bench_webgpu_sgmat
+ * sweep over GPT-2 124M's shapes of each form, ms summed): X·Wᵀ 20.51 vs 22.05 on
+ * n:64:2x4:4x2:vp (vpP264 20.89), dY·W 19.44 vs 19.54 (vpP264 19.69); training step with vpP264
+ * 145 030 vs 141 808 tokens/s. main's choice: TEZGAH_WEBGPU_SGMAT_TILE="n:64:2x4:4x2:vp;o:64:4x4:2x2". */
+#define SG_SHORTK "n:64:2x4:4x2:vpgP264"
 
 /* Pieces of K for the weight gradient on kernel n (tz_sgmat_splits; TEZGAH_WEBGPU_SGMAT_SPLIT=0:
  * none), fewer where the partial products would not fit one binding. */
 static uint32_t sg_split(wg_ctx *c, tz_sgmat_tile t, int form, int M, int K, int N) {
-  if (form != TZ_SGMAT_DYTX || !t.kern || !env_int("TEZGAH_WEBGPU_SGMAT_SPLIT", 1)) return 1;
+  if (form != TZ_SGMAT_DYTX || !t.kern || t.pers || !env_int("TEZGAH_WEBGPU_SGMAT_SPLIT", 1)) return 1;
   uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
   if ((uint32_t)M % bm || (uint32_t)N % bn) return 1;
   uint32_t S = tz_sgmat_splits((uint32_t)(M / bm) * (uint32_t)(N / bn), (uint32_t)K, t.bk);
@@ -144,8 +152,15 @@ static uint32_t sg_split(wg_ctx *c, tz_sgmat_tile t, int form, int M, int K, int
 static int sg_pick(wg_ctx *c, int form, int M, int K, int N, int aligned, tz_sgmat_tile *t, uint32_t *split) {
   static const char *const env[3] = {"TEZGAH_WEBGPU_SGMAT_TILE_XWT", "TEZGAH_WEBGPU_SGMAT_TILE_DYW",
                                      "TEZGAH_WEBGPU_SGMAT_TILE_DYTX"};
-  const char *lists[3] = {getenv(env[form]), getenv("TEZGAH_WEBGPU_SGMAT_TILE"), sg_default[form]};
-  for (int l = 0; l < 3; l++) {
+  /* TEZGAH_WEBGPU_SGMAT_TILE_SHORTK (tuning): a list tried first for X·Wᵀ and dY·W at K <= 1024;
+   * SG_SHORTK the same calls' default */
+  int sk = form != TZ_SGMAT_DYTX && K <= 1024;
+  const char *lists[5] = {sk ? getenv("TEZGAH_WEBGPU_SGMAT_TILE_SHORTK") : NULL, getenv(env[form]),
+                          getenv("TEZGAH_WEBGPU_SGMAT_TILE"), sk ? SG_SHORTK : NULL, sg_default[form]};
+  if (c->sg_emu) /* the emulation's defaults: the same paths on 32 × 32 tiles (lavapipe's 32 KiB of
+                  * workgroup memory) */
+    lists[3] = sk ? "n:32:2x1:1x2:vpgP3" : NULL, lists[4] = "n:32:2x1:1x2:vp";
+  for (int l = 0; l < 5; l++) {
     if (!lists[l] || !*lists[l]) continue;
     char buf[512];
     snprintf(buf, sizeof buf, "%s", lists[l]);
@@ -202,13 +217,19 @@ int wg_sg_reuse(void) { return env_int("TEZGAH_WEBGPU_SG_REUSE", 1) != 0; }
  * subgroup-matrix kernel that last read it (c->serial): the backward's dY is the a operand of
  * matmul (dX = dY·W) and right after of matmul_at (dW += dYᵀ·X); the lm_head's dlogits, written
  * in f16 by crossentropy too (wg_crossentropy, sgmat), are read in row pieces by both. */
-static tz_slice sg_operand(tz_backend *be, int which, tz_slice src, size_t n) {
-  wg_ctx *c = CTX(be);
-  size_t bytes = n * 2;
-  if (wg_sg_reuse() && c->sg16[which] && c->sg_src[which] == src.buf && c->sg_serial[which] == c->serial &&
+tz_slice wg_sg_copy16(wg_ctx *c, int which, tz_slice src, size_t n) {
+  if (wg_sg_reuse() && src.buf && c->sg16[which] && c->sg_src[which] == src.buf && c->sg_serial[which] == c->serial &&
       src.off >= c->sg_off[which] &&
       (src.off - c->sg_off[which]) % 16 == 0 && src.off + F4(n) <= c->sg_off[which] + F4(c->sg_n[which]))
     return (tz_slice){c->sg16[which], (src.off - c->sg_off[which]) / 2};
+  return TZ_NONE;
+}
+
+static tz_slice sg_operand(tz_backend *be, int which, tz_slice src, size_t n) {
+  wg_ctx *c = CTX(be);
+  size_t bytes = n * 2;
+  tz_slice have = wg_sg_copy16(c, which, src, n);
+  if (have.buf) return have;
   c->sg_src[which] = NULL;
   tz_slice d = {wg_sg16(be, which, bytes), 0};
   uint32_t w[24] = {0};
@@ -226,6 +247,13 @@ static tz_slice sg_operand(tz_backend *be, int which, tz_slice src, size_t n) {
   if (other) c->sg_serial[1 - which] = c->serial;
   return d;
 }
+
+/* Read an fp32 a operand (the gradients dY) in kernel n directly, rounding it to f16 while
+ * staging (matmul_sgmm.wgsl, A32), instead of an f16 copy made by a conversion pass
+ * (sg_operand)? TEZGAH_WEBGPU_SGMAT_A32=0: the copy, as before (A/B). GPT-2 124M f16 on the
+ * H200: the pass cost 1.12 ms / step in 12 calls (round 1 of 2026-12-03, 04:11 UTC): the
+ * attention backward's dqkv [B·T, 3C], read by dX = dqkv·W_qkv and dW_qkv += dqkvᵀ·ln1. */
+static int sg_a32(void) { return env_int("TEZGAH_WEBGPU_SGMAT_A32", 1) != 0; }
 
 /* The profile label of a subgroup-matrix call: the form's ("matmul_t (sgmat)", ...), or with
  * TEZGAH_PROFILE_SHAPES=1 (tuning: which of the model's shapes costs what) the form's followed
@@ -273,29 +301,61 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
     wg_mirror_refresh(c);
     c->pending_flop = fl;
   }
-  tz_slice ah = a16 ? a_ : sg_operand(be, 0, a_, m * k);
   tz_slice bh = b16 ? b_ : bmir ? (tz_slice){c->mirror, b_.off / 2} : sg_operand(be, 1, b_, k * n);
-  int al = c->lim.minStorageBufferOffsetAlignment % 16 == 0 && ah.off % 16 == 0 && bh.off % 16 == 0;
+  int al16 = c->lim.minStorageBufferOffsetAlignment % 16 == 0 && bh.off % 16 == 0;
   tz_sgmat_tile t;
   uint32_t S = 1;
+  /* a fp32 with no valid f16 copy (the gradients dY): kernel n reads it as f32 and rounds it
+   * while staging (A32), where the tile picked for a 16-byte aligned a is kernel n and a fits
+   * one binding as f32; else an f16 copy first (sg_operand) */
+  tz_slice ah = a16 ? a_ : wg_sg_copy16(c, 0, a_, m * k);
+  int a32 = 0;
+  if (!ah.buf && sg_a32() && m * k * 4 <= c->lim.maxStorageBufferBindingSize &&
+      sg_pick(c, variant, M, K, N, al16 && a_.off % 16 == 0, &t, &S) && t.kern)
+    a32 = 1, t.a32 = 1, ah = a_;
+  if (!ah.buf) ah = sg_operand(be, 0, a_, m * k);
+  /* ... and, on the tiles that can (p, one buffer), writes a's f16 copy while it stages a (A16W)
+   * into the operand scratch, for the calls that read the same a next (dW, the bias gradient) */
+  tz_slice h16 = TZ_NONE;
+  if (a32 && t.pf && t.nbuf == 1 && env_int("TEZGAH_WEBGPU_SGMAT_A16W", 1) && a_.buf != out.buf)
+    t.a16w = 1, h16 = (tz_slice){wg_sg16(be, 0, m * k * 2), 0};
+  int al = al16 && ah.off % 16 == 0;
   /* none: only kernel n fitted and the operands are not 16-byte aligned (the conversions made
    * are harmless) */
-  if (!sg_pick(c, variant, M, K, N, al, &t, &S)) return 0;
-  uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16;
+  if (!a32 && !sg_pick(c, variant, M, K, N, al, &t, &S)) return 0;
   int hb = tz_present(bias);
   char prefix[1024];
-  tz_sgmat_prefix(prefix, sizeof prefix, t, variant, acc && S == 1, hb, (int)S, c->sg_size, 0);
+  tz_sgmat_prefix(prefix, sizeof prefix, t, variant, acc && S == 1, hb, (int)S, c->sg_size, c->sg_emu);
   uint32_t w[24] = {0};
   uint32_t ks = S > 1 ? (((uint32_t)K + S - 1) / S + t.bk - 1) / t.bk * t.bk : (uint32_t)K;
   w[8] = (uint32_t)M, w[9] = (uint32_t)N, w[10] = (uint32_t)K, w[11] = ks;
   tz_slice part = S > 1 ? wg_scratch(be, F4(S * m * n)) : TZ_NONE;
+  tz_slice bias4 = hb || !t.a16w ? bias : (tz_slice){c->dummy[3], 0};
   wg_arg ar[] = {S > 1 ? A(part, F4(S * m * n), "split-K partials") : A(out, F4(m * n), "out"),
-                 A(ah, m * k * 2, "a (f16)"), A(bh, k * n * 2, "b (f16)"), A(bias, F4(n), "bias")};
+                 a32 ? A(ah, F4(m * k), "a (f32)") : A(ah, m * k * 2, "a (f16)"), A(bh, k * n * 2, "b (f16)"),
+                 /* the kernel's bindings are fixed (1 c, 2 a, 3 b, 4 bias, 5 a16w) while wg_run
+                  * numbers the PRESENT arguments in order: with A16W an absent bias would move
+                  * the copy to binding 4 (the kernel then wrote it into an unused 16-byte
+                  * binding: dW and the bias gradient read a stale scratch, H200 2026-12-03), so
+                  * a placeholder buffer holds binding 4 */
+                 A(bias4, hb || !t.a16w ? F4(n) : 16, "bias"),
+                 A(h16, m * k * 2, "a (f16 copy out)")};
+  { /* every present argument must get its own binding, in order (no merge, no gap before the
+     * last): else the other kernels (the conversions made are harmless) */
+    int slot_of[MAX_ARGS];
+    tz_buf *sb[MAX_ARGS];
+    uint64_t lo[MAX_ARGS], hi[MAX_ARGS];
+    int na = t.a16w ? 5 : 4, ns = wg_bind_slots(c, ar, na, slot_of, sb, lo, hi);
+    for (int i = 0; i < na; i++)
+      if (slot_of[i] >= 0 ? slot_of[i] != i : i < ns) return 0;
+  }
   int valid[2];
   for (int i = 0; i < 2; i++) valid[i] = c->sg_src[i] && c->sg_serial[i] == c->serial;
   c->pending_flop = 2.0 * M * N * K;
-  wg_run(c, sg_label(labels[variant], M, N, K, S, 0), wg_pipeline(c, tz_sgmat_file(t), "main", prefix), w, 12, ar, 4,
-         (uint32_t)(N / bn), (uint32_t)(M / bm), S);
+  uint32_t grid[3];
+  tz_sgmat_grid(t, (uint32_t)M, (uint32_t)N, S, grid);
+  wg_run(c, sg_label(labels[variant], M, N, K, S, 0), wg_pipeline(c, tz_sgmat_file(t), "main", prefix), w, 12, ar,
+         t.a16w ? 5 : 4, grid[0], grid[1], grid[2]);
   c->pending_flop = 0;
   if (S > 1) { /* out (+)= Σ_s part[s] */
     uint32_t r[24] = {0};
@@ -307,6 +367,8 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   /* the scratch copies valid before this dispatch stay valid unless it wrote their source */
   for (int i = 0; i < 2; i++)
     if (valid[i] && c->sg_src[i] != out.buf) c->sg_serial[i] = c->serial;
+  if (t.a16w) /* the copy A16W wrote, valid as of now (wg_sg_copy16) */
+    c->sg_src[0] = a_.buf, c->sg_off[0] = a_.off, c->sg_n[0] = m * k, c->sg_serial[0] = c->serial;
   return 1;
 }
 

@@ -196,6 +196,15 @@ static int sgmat_choose(wg_ctx *c) {
   else if (!c->f16) c->sg_why = "precision fp32";
   else if (off) c->sg_why = "TEZGAH_WEBGPU_SGMAT=0";
   else c->sgmat = 1, c->sg_size = c->info.subgroupMinSize, c->sg_why = NULL;
+  /* TEZGAH_WEBGPU_SGMAT_EMU=1 (tests, lavapipe): the path with the builtins emulated in WGSL
+   * (kernel n only; a "subgroup" of 8 invocations, TZ_SGMAT_EMU_SGSIZE another): the backend's
+   * operand flow (A32, A16W, copies, splits, persistent grids) checked where no adapter has
+   * subgroup matrices. Slow: tile-multiple shapes of a few hundred only. */
+  c->sg_emu = 0;
+  if (!c->sgmat && !off && c->has_f16 && c->f16 && env_int("TEZGAH_WEBGPU_SGMAT_EMU", 0)) {
+    const char *se = getenv("TZ_SGMAT_EMU_SGSIZE");
+    c->sgmat = c->sg_emu = 1, c->sg_size = se && atoi(se) > 0 ? (uint32_t)atoi(se) : 8, c->sg_why = NULL;
+  }
   if (req && !c->sgmat)
     return tz_err("webgpu: TEZGAH_WEBGPU_SGMAT=%s but the subgroup-matrix matmul cannot run here: %s", e, c->sg_why);
   return 0;
@@ -288,7 +297,7 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   if (c->has_ts) feats[nf++] = WGPUFeatureName_TimestampQuery;
   if (c->has_f16) feats[nf++] = WGPUFeatureName_ShaderF16;
   if (c->has_subgroups) feats[nf++] = WGPUFeatureName_Subgroups;
-  if (c->sgmat) feats[nf++] = WGPUFeatureName_ChromiumExperimentalSubgroupMatrix;
+  if (c->sgmat && !c->sg_emu) feats[nf++] = WGPUFeatureName_ChromiumExperimentalSubgroupMatrix;
   WGPULimits lim = c->lim; /* request the adapter's maximum limits */
   lim.nextInChain = NULL;
   const char *off_toggles[] = {"timestamp_quantization"};
@@ -427,7 +436,9 @@ const char *tz_webgpu_describe(tz_backend *be) {
    * benches ran */
   mm_cfg f = wg_mm_config(c, 0);
   char sg[128];
-  if (c->sgmat) snprintf(sg, sizeof sg, "; matmul on subgroup matrices (f16 x f16 -> f32, %u lanes)", c->sg_size);
+  if (c->sgmat)
+    snprintf(sg, sizeof sg, "; matmul on subgroup matrices (f16 x f16 -> f32, %u lanes%s)", c->sg_size,
+             c->sg_emu ? ", builtins emulated" : "");
   else snprintf(sg, sizeof sg, "; subgroup-matrix matmul off (%s)", c->sg_why ? c->sg_why : "?");
   /* the attention kernels' choice (webgpu_ops_attn_sg.c: sg_use) */
   char sa[320];

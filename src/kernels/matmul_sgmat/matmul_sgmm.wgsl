@@ -24,12 +24,32 @@
 //    product at c[off + z·M·N] (no ACC, no bias): the weight gradient's split over K, summed
 //    by the host after.
 //  - SWZ: workgroups walk the output in groups of 8 tile rows (L2 reuse of the operands).
+//  - PERS (with PF, one buffer, no SPLIT): a persistent grid of num_workgroups.x workgroups
+//    (fewer than the tiles, x only) each walking tiles wg.x, wg.x + nwg, ... in the SWZ (or
+//    row-major) tile order; at a tile's last k step the register prefetch loads the NEXT tile's
+//    first k tile, so that load overlaps the last products and the result stores instead of
+//    starting the next workgroup cold (why: at K = 768, 12 k steps per tile, the model's
+//    shapes ran ~180 TFLOP/s against 270 at 8192³: a guess that the per-tile prologue and
+//    epilogue are not hidden with one resident workgroup per SM; docs/PERF.md).
+//  - A32: operand a is f32 (4-byte elements; its offset p.off.y then counts f32 elements, a
+//    multiple of 4), two vec4 loads per 8 halves kept raw in registers (AReg) and rounded to f16
+//    (pack2x16float) only when stored into workgroup memory, so the prefetch's latency stays
+//    hidden: the gradients dY, fp32 from their producer, without a conversion pass writing an
+//    f16 copy first (webgpu_ops_matmul.c, sg_matmul; 1.1 ms / step on the H200 in GPT-2 124M,
+//    the attention backward's dqkv).
+//  - A16W (with A32, PF and one buffer): the workgroups of tile column 0 (n0 == 0, which
+//    together stage every element of a exactly once) also write the halves they stage to a16w,
+//    an f16 copy of a (binding 5, declared by the host's prefix: the backend counts a standalone
+//    module's bindings in its text) at element offset p.off_hi.x (4-byte units, a multiple of
+//    4): the copy the
+//    conversion pass used to make, for the calls after this one that read the same operand
+//    (dX = dY·W writes it; dW += dYᵀ·X and the bias gradient then read f16).
 //  - EMU: the subgroup-matrix builtins replaced by per-invocation emulations (every invocation
 //    holds whole 16×16 matrices in f32), so that the kernel's indexing is testable on adapters
 //    without subgroup matrices (lavapipe); the host rewrites the builtin calls to emu_* ones.
 // Host constants (prepended): BM, BN, BK, SG_M, SG_N, TM, TN, SGSIZE, NBUF; preprocessor
 // values (the host's `//defs` line): TM, TN, A_PER, B_PER, A_MK, B_NK, ACC, HAS_BIAS, TV8,
-// TRB, NBUF2, PF, SPLIT, SWZ, EMU.
+// TRB, NBUF2, PF, SPLIT, SWZ, PERS, A32, A16W, EMU.
 // Requirements (the host's): M % BM, N % BN, K % BK (and KS % BK) == 0; the tile loads divide
 // evenly over the threads (A_PER, B_PER whole); workgroup memory within the device's limit.
 enable f16;
@@ -153,11 +173,37 @@ fn a_src(i: u32, m0: u32, k0: u32) -> u32 {
   let r = i / A_CH;
   let q = (i % A_CH) * 8u;
 //#if A_MK
-  return p.off.y / 4u + ((m0 + r) * p.K + k0 + q) / 8u;
+  let e = (m0 + r) * p.K + k0 + q; // element index in a
 //#else
-  return p.off.y / 4u + ((k0 + r) * p.M + m0 + q) / 8u;
+  let e = (k0 + r) * p.M + m0 + q;
+//#endif
+//#if A32
+  return p.off.y / 4u + e / 4u; // the first of two vec4<f32>
+//#else
+  return p.off.y / 4u + e / 8u;
 //#endif
 }
+// The 8 elements of load slot i as held in registers (ld_a), and as the 8 halves stored into
+// the workgroup tile (cv_a): A32 keeps the f32 values until the store.
+//#if A32
+struct AReg { lo: vec4<u32>, hi: vec4<u32> }
+fn ld_a(s: u32) -> AReg { return AReg(a[s], a[s + 1u]); }
+fn cv_a(r: AReg) -> vec4<u32> {
+  let x = bitcast<vec4<f32>>(r.lo);
+  let y = bitcast<vec4<f32>>(r.hi);
+  return vec4<u32>(pack2x16float(x.xy), pack2x16float(x.zw), pack2x16float(y.xy), pack2x16float(y.zw));
+}
+//#else
+alias AReg = vec4<u32>;
+fn ld_a(s: u32) -> AReg { return a[s]; }
+fn cv_a(r: AReg) -> vec4<u32> { return r; }
+//#endif
+//#if A16W
+// the 8 halves v of load slot i at (m0, k0) into a's f16 copy (tile column 0 only)
+fn w16_a(i: u32, m0: u32, k0: u32, n0: u32, v: vec4<u32>) {
+  if (n0 == 0u) { a16w[p.off_hi.x / 4u + (a_src(i, m0, k0) - p.off.y / 4u) / 2u] = v; }
+}
+//#endif
 fn a_dst(i: u32) -> u32 { return (i / A_CH) * A_LD + (i % A_CH) * 8u; }
 //#if TRB
 // B_NK transposed: 8 consecutive slots take 8 rows (n) at one k chunk, the next 8 the next
@@ -210,26 +256,58 @@ fn st_b(i: u32, buf: u32, v: vec4<u32>) {
 //#endif
 }
 
-@compute @workgroup_size(NT)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let sg = lid / SGSIZE;
-//#if SWZ
-  // the grid in groups of 8 tile rows, column by column inside a group (consecutive workgroups
-  // share B's column block and 8 of A's row blocks: fewer operand reads from memory at 8192³)
+// The origin (m0, n0) of output tile `pid` (row-major over the N / BN tile columns), or with
+// SWZ in groups of 8 tile rows, column by column inside a group (consecutive workgroups share
+// B's column block and 8 of A's row blocks: fewer operand reads from memory at 8192³).
+fn tile_origin(pid: u32) -> vec2<u32> {
   let nx = p.N / BN;
-  let pid = wg.y * nx + wg.x;
+//#if SWZ
   let fm = (pid / (8u * nx)) * 8u;
   let gs = min(p.M / BM - fm, 8u);
   let pin = pid % (8u * nx);
-  let m0 = (fm + pin % gs) * BM;
-  let n0 = (pin / gs) * BN;
+  return vec2<u32>((fm + pin % gs) * BM, (pin / gs) * BN);
+//#else
+  return vec2<u32>((pid / nx) * BM, (pid % nx) * BN);
+//#endif
+}
+
+@compute @workgroup_size(NT)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let sg = lid / SGSIZE;
+  let sm = (sg / SG_N) * (TM * 16u); // this subgroup's block inside the workgroup tile
+  let sn = (sg % SG_N) * (TN * 16u);
+  _ = &a; _ = &b; _ = &bias; // every binding in the layout whatever the constants keep
+//#if A16W
+  _ = &a16w;
+//#endif
+//#if PERS
+  var zero: Res; // never written: the accumulators' start on every tile
+  let ntiles = (p.M / BM) * (p.N / BN);
+  let o0 = tile_origin(wg.x);
+  // the first tile's first k tile (the later tiles' come from the previous tile's last k step)
+//#for t in A_PER
+  var ra{t} = ld_a(a_src(lid + {t}u * NT, o0.x, 0u));
+//#endfor
+//#for t in B_PER
+  var rb{t} = b[b_src(lid + {t}u * NT, o0.y, 0u)];
+//#endfor
+  for (var tile = wg.x; tile < ntiles; tile += nwg.x) {
+  let o = tile_origin(tile);
+  let m0 = o.x;
+  let n0 = o.y;
+  let has_next = tile + nwg.x < ntiles;
+  let onx = tile_origin(select(tile, tile + nwg.x, has_next));
+//#else
+//#if SWZ
+  let o = tile_origin(wg.y * (p.N / BN) + wg.x);
+  let m0 = o.x;
+  let n0 = o.y;
 //#else
   let m0 = wg.y * BM;
   let n0 = wg.x * BN;
 //#endif
-  let sm = (sg / SG_N) * (TM * 16u); // this subgroup's block inside the workgroup tile
-  let sn = (sg % SG_N) * (TN * 16u);
-  _ = &a; _ = &b; _ = &bias; // every binding in the layout whatever the constants keep
+//#endif
 //#if SPLIT
   let kbeg = wg.z * p.KS;
   let kend = min(p.K, kbeg + p.KS);
@@ -242,6 +320,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 //#for i in TM
 //#for j in TN
   var acc{i}_{j}: Res;
+//#if PERS
+  acc{i}_{j} = zero; // a var declared in a loop is not re-zeroed on every pass everywhere (lavapipe)
+//#endif
 //#endfor
 //#endfor
 //#if HAS_BIAS
@@ -265,16 +346,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 //#endfor
 //#endfor
 //#endif
+//#if !PERS
 //#for t in A_PER
-  var ra{t}: vec4<u32>;
+  var ra{t}: AReg;
 //#endfor
 //#for t in B_PER
   var rb{t}: vec4<u32>;
 //#endfor
+//#endif
 //#if NBUF2
   // prologue: the first k tile into buffer 0
 //#for t in A_PER
-  st_a(lid + {t}u * NT, 0u, a[a_src(lid + {t}u * NT, m0, kbeg)]);
+  st_a(lid + {t}u * NT, 0u, cv_a(ld_a(a_src(lid + {t}u * NT, m0, kbeg))));
 //#endfor
 //#for t in B_PER
   st_b(lid + {t}u * NT, 0u, b[b_src(lid + {t}u * NT, n0, kbeg)]);
@@ -284,12 +367,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 //#else
   let cur = 0u;
 //#if PF
+//#if !PERS
 //#for t in A_PER
-  ra{t} = a[a_src(lid + {t}u * NT, m0, kbeg)];
+  ra{t} = ld_a(a_src(lid + {t}u * NT, m0, kbeg));
 //#endfor
 //#for t in B_PER
   rb{t} = b[b_src(lid + {t}u * NT, n0, kbeg)];
 //#endfor
+//#endif
 //#endif
 //#endif
   for (var k0 = kbeg; k0 < kend; k0 += BK) {
@@ -297,7 +382,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 //#if NBUF2
     if (k1 < kend) {
 //#for t in A_PER
-      ra{t} = a[a_src(lid + {t}u * NT, m0, k1)];
+      ra{t} = ld_a(a_src(lid + {t}u * NT, m0, k1));
 //#endfor
 //#for t in B_PER
       rb{t} = b[b_src(lid + {t}u * NT, n0, k1)];
@@ -307,7 +392,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     workgroupBarrier();
 //#if PF
 //#for t in A_PER
-    st_a(lid + {t}u * NT, 0u, ra{t});
+//#if A16W
+    let h{t} = cv_a(ra{t});
+    st_a(lid + {t}u * NT, 0u, h{t});
+    w16_a(lid + {t}u * NT, m0, k0, n0, h{t});
+//#else
+    st_a(lid + {t}u * NT, 0u, cv_a(ra{t}));
+//#endif
 //#endfor
 //#for t in B_PER
     st_b(lid + {t}u * NT, 0u, rb{t});
@@ -315,15 +406,25 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     workgroupBarrier();
     if (k1 < kend) {
 //#for t in A_PER
-      ra{t} = a[a_src(lid + {t}u * NT, m0, k1)];
+      ra{t} = ld_a(a_src(lid + {t}u * NT, m0, k1));
 //#endfor
 //#for t in B_PER
       rb{t} = b[b_src(lid + {t}u * NT, n0, k1)];
 //#endfor
     }
+//#if PERS
+    else if (has_next) {
+//#for t in A_PER
+      ra{t} = ld_a(a_src(lid + {t}u * NT, onx.x, 0u));
+//#endfor
+//#for t in B_PER
+      rb{t} = b[b_src(lid + {t}u * NT, onx.y, 0u)];
+//#endfor
+    }
+//#endif
 //#else
 //#for t in A_PER
-    st_a(lid + {t}u * NT, 0u, a[a_src(lid + {t}u * NT, m0, k0)]);
+    st_a(lid + {t}u * NT, 0u, cv_a(ld_a(a_src(lid + {t}u * NT, m0, k0))));
 //#endfor
 //#for t in B_PER
     st_b(lid + {t}u * NT, 0u, b[b_src(lid + {t}u * NT, n0, k0)]);
@@ -359,7 +460,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 //#if NBUF2
     if (k1 < kend) {
 //#for t in A_PER
-      st_a(lid + {t}u * NT, 1u - cur, ra{t});
+      st_a(lid + {t}u * NT, 1u - cur, cv_a(ra{t}));
 //#endfor
 //#for t in B_PER
       st_b(lid + {t}u * NT, 1u - cur, rb{t});
@@ -374,4 +475,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   subgroupMatrixStore<row_major>(&c, cbase + (m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, acc{i}_{j}, p.N);
 //#endfor
 //#endfor
+//#if PERS
+  }
+//#endif
 }
