@@ -75,7 +75,7 @@ if [[ -f $shared/data/tinyshakespeare.txt ]]; then
     echo "device_pack: warning: could not make the GPT-2 token shard (benchmarks need one)" >&2
   [[ -f $shared/bench/torch_gpt.py ]] && cp "$shared/bench/torch_gpt.py" "$out/data/"
 fi
-# Small models and tokenizers for the CLI checks (scripts/device_cuda.sh, device_cuda_decode4.sh):
+# Small models and tokenizers for the CLI checks (scripts/device_cuda.sh, device_cuda_decode5.sh):
 # llm.c's GPT-2 tokenizer, llama2.c's stories260K and its tok512 (2 MB together).
 for f in llmc/gpt2_tokenizer.bin llama2c/stories260K.bin llama2c/tok512.bin; do
   if [[ -f $shared/$f ]]; then mkdir -p "$out/data" && cp "$shared/$f" "$out/data/"; fi
