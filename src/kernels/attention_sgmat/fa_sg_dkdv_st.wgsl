@@ -38,7 +38,7 @@
 // tiles double-buffered, above), ABL (u32, 0: an ablation for timing only, wrong results,
 // TEZGAH_WEBGPU_ATTN_SG_ABLATE: bit 1 no dq part (products, stores), 2 no element-wise passes
 // (P, dS), 4 no barriers (2)-(5): where the time goes), F32IN (bool,
-// TEZGAH_WEBGPU_ATTN_SG_F32IN, default true: K, V and Q read from the fp32 tensors (binding 5,
+// TEZGAH_WEBGPU_ATTN_SG_F32IN=1, opt-in, default false: K, V and Q read from the fp32 tensors (binding 5,
 // xin, as fa_sg_fwd_st.wgsl's F32IN: converted when stored to workgroup memory, rows t ≥ T
 // zero; no fa_sg_pack copies); dO still from its f16 copy in x16, which fa_sg_prep.wgsl makes
 // with D), F32L (bool: as fa_sg_fwd_st.wgsl's, the conversion at the loads) and EWX (bool,

@@ -24,7 +24,7 @@
 // passes' bank-conflict-free column order, TEZGAH_WEBGPU_ATTN_SG_EWF, default true) and LAZY
 // (bool: main1's output in subgroup matrices, rescaled only when needed; below) with LTH (f32:
 // the growth of a row's maximum, nats, that forces the rescale: 8, or 0 in tests) and F32IN
-// (bool, TEZGAH_WEBGPU_ATTN_SG_F32IN, default true: Q, K, V read from the fp32 tensors, below).
+// (bool, TEZGAH_WEBGPU_ATTN_SG_F32IN=1, opt-in, default false: Q, K, V read from the fp32 tensors, below).
 // F32IN: the tiles come straight from the fp32 q, k, v (binding 4, xin, read as vec4<f32>; no
 // fa_sg_pack copies): each 8-half slot of a tile is two vec4<f32> loads, held as fp32 in the
 // prefetch registers and converted (clamp to ±65504, pack2x16float: fa_sg_pack's rounding, so
