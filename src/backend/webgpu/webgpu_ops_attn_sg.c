@@ -8,8 +8,8 @@
  *
  * Data flow, forward: fa_sg_pack makes compact f16 copies of q, k, v ([B, Tp, heads·head_dim],
  * zero rows from T up to Tp = T rounded up to 64) in the staging buffer (wg_stage), except where
- * the staged kernels read the fp32 q, k, v themselves (sg_f32in, the default; so the backward
- * too); fa_sg_fwd writes out (f16 where the backend keeps the attention output in f16, c->act16, else fp32) and
+ * the staged kernels read the fp32 q, k, v themselves (sg_f32in, opt-in: TEZGAH_WEBGPU_ATTN_SG_F32IN=1;
+ * so the backward too); fa_sg_fwd writes out (f16 where the backend keeps the attention output in f16, c->act16, else fp32) and
  * lse. Backward: the same copies, fa_sg_prep (D = rowsum(dout ∘ out) into the scratch and dout's
  * f16 copy), then per chunk of sequences fa_sg_dkdv (dk, dv; the partial dq of every (key
  * block, query tile) into the scratch after D) and fa_sg_dqsum (dq, a fixed order).
