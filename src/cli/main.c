@@ -238,7 +238,7 @@ int main(int argc, char **argv) {
      * its files by now) when the command made a CUDA backend: the CUDA runtime's handler tears
      * the context down, 0.09-0.10 s of a 1-second `sample` on the H200 (2026-12-02), work the
      * kernel does anyway when the process ends. TEZGAH_QUICK_EXIT=0: never (run the handlers,
-     * e.g. for a leak checker); =1: after any command. Measured by scripts/device_cuda_decode3.sh (now device_cuda_decode4.sh). */
+     * e.g. for a leak checker); =1: after any command. Measured by scripts/device_cuda_decode3.sh (since removed; device_cuda_decode5.sh times the exit's A/Bs). */
     const char *qe = getenv("TEZGAH_QUICK_EXIT");
     int quick = qe && *qe ? strcmp(qe, "0") != 0 : tz_backend_cuda_was_created();
     if (quick) {

@@ -198,7 +198,7 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
    * whole process (the first step no longer loads kernels one by one). Only then: with
    * cuBLASLt in use (batch 64, fp32 batch 16, TEZGAH_CUDA_MMA=0) the 22:44 run's EAGER steps
    * were 2-3x slower than decode3's LAZY ones (batch 64 2.74 vs ~1.4 ms/step; a suspicion that
-   * device_cuda_decode4.sh's EAGER/LAZY A/Bs check). The user's own
+   * the EAGER/LAZY A/Bs of device_cuda_decode4.sh, since removed, were to check). The user's own
    * CUDA_MODULE_LOADING wins; set before the driver starts. */
   if (few) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   double t0 = now_ms();

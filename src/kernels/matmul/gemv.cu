@@ -508,7 +508,7 @@ void mma_go(tzc_ctx *c, int tn, tzc_bf16 *o, const tzc_bf16 *x, const tzc_bf16 *
 
 /* Column tiles per block: TEZGAH_CUDA_MMA_TN="S,L" (read once per process; each 1, 2, 4 or 8):
  * S for N < 8,192, L for N ≥ 8,192 (lm_head); default 2,4: the H200 run of 2026-12-02 23:14
- * (device_cuda_decode4.sh, GPT-2 124M bf16, batch 16, 1,000 tokens) measured 0.627 ms/step
+ * (device_cuda_decode4.sh, since removed: git history; GPT-2 124M bf16, batch 16, 1,000 tokens) measured 0.627 ms/step
  * at 2,4 against 0.728 at 1,4, 0.729 at 1,8 and 0.810 at 1,1 (lm_head's 6,288 one-tile blocks
  * each recomputed 16 rows' statistics and reloaded a). The bits do not depend on it. */
 int mma_tn(int N) {
