@@ -58,7 +58,7 @@ int tz_cmd_logits(int argc, char **argv) {
   for (const char *p = ids_s;;) {
     char *end;
     long v = strtol(p, &end, 10);
-    if (end == p || *p == '-' || (*end && *end != ',')) {
+    if (end == p || *p == '-' || v < 0 || (*end && *end != ',')) { /* v < 0: strtol skips blanks, " -1" */
       tz_err("--ids: '%s' is not a comma-separated list of token ids", ids_s);
       free(ids);
       return tz_cli_fail();
