@@ -18,7 +18,7 @@
 #     chunked dq, grid orders);
 #  3. `TEZGAH_PROFILE=1 bench_webgpu attention 16 1024 HD` (B 16, n_head 768 / HD, T 1024),
 #     ms per forward + backward of one layer (GPU timestamps): main (every switch 0), def
-#     (nothing set), pack (def but F32IN=0: the conversions' share), f32l (def but F32IN=2: the
+#     (nothing set), pack (F32IN=0 set: since bb82983 the default, so the same as def), f32l (F32IN=2: the
 #     conversion at the loads, halves in the prefetch registers) at head_dim 64 and 128;
 #  4. GPT-2 124M f16 B16 T1024, STEPS (10) steps, median tokens/s of steps 6..: default vs
 #     main's, the losses side by side;
