@@ -399,7 +399,8 @@ int tz_cmd_train(int argc, char **argv) {
   signal(SIGTERM, SIG_DFL);
   /* in a data-parallel run the plot is rank 0's, like the metrics it reads */
   if (rc == 0 && plot && env.rank == 0 && tz_plot_run(o.run_dir ? o.run_dir : o.resume, NULL, 0, o.quiet)) rc = -1;
-  if (rc < 0 && g_caught) { /* stopped before step 1: tz_train's line says so */
+  if (rc < 0 && g_caught) { /* a signal, then a failure: before step 1 (tz_train's line says so) or the stop
+                             * checkpoint failed (its error line): 128+sig, as for any interrupted command */
     tz_cli_fail();
     return 128 + g_caught;
   }
