@@ -1,10 +1,14 @@
 #include "core/stop.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 
 #include "core/error.h"
 
-static volatile sig_atomic_t g_stop;
+/* atomic (lock-free on every target we build for): written by a signal handler, read by the
+ * BPE worker threads too, where a volatile sig_atomic_t would be a data race */
+static atomic_int g_stop;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag is set from a signal handler: atomic_int must be lock-free");
 
 void tz_stop_request(int sig) { g_stop = sig > 0 ? sig : SIGTERM; }
 int tz_stop_pending(void) { return g_stop; }

@@ -2,7 +2,8 @@
  * it (through tz_train_request_stop); training checks it after every step, and the work
  * before step 1 (BPE training, encoding a corpus) checks it between pieces of work, so that
  * Ctrl-C during data preparation ends within a fraction of a second instead of after step 1.
- * One process-wide flag (sig_atomic_t): setting it is async-signal-safe. */
+ * One process-wide flag (a lock-free atomic_int): setting it is async-signal-safe, and threads
+ * may read it. */
 #ifndef TZ_CORE_STOP_H
 #define TZ_CORE_STOP_H
 
