@@ -49,7 +49,7 @@ set(TZ_LAVAPIPE_TESTS test_webgpu_ops test_webgpu_ops_flash test_webgpu_ops_matm
   test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep test_webgpu_attn_variants
   test_webgpu_ops_attn_sgemu test_webgpu_ops_attn_sgemu_direct test_webgpu_ops_attn_sgemu_staged
   test_webgpu_ops_attn_sgemu_db
-  test_webgpu_cli test_webgpu_ops_attn_pf test_webgpu_ops_act16 test_webgpu_large test_tok_webgpu
+  test_webgpu_cli test_webgpu_ops_attn_pf test_webgpu_ops_act16 test_webgpu_ops_act16_sgemu test_webgpu_large test_tok_webgpu
   test_webgpu_train test_webgpu_train_arena test_webgpu_sgmat test_webgpu_sgmat_sweep
   test_webgpu_mainjob test_tok_webgpu_fused)
 set_property(TEST ${TZ_LAVAPIPE_TESTS} APPEND PROPERTY ENVIRONMENT "GALLIVM_PERF=nopt")
