@@ -632,6 +632,28 @@ static WGPUBuffer rbuf(tz_sgmat *s, int i, uint64_t bytes, WGPUBufferUsage u) {
   return s->buf[i];
 }
 
+/* Copy n bytes of GPU buffer src into host memory out through the map-readable buffer rb (at
+ * least n rounded up to 16 bytes). Errors: "webgpu sgmat: readback<what> failed[: device error]",
+ * "no mapped range". */
+static int readback(tz_sgmat *s, WGPUBuffer src, WGPUBuffer rb, uint64_t n, void *out, const char *what) {
+  size_t mapn = (size_t)((n + 15) / 16 * 16);
+  WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(s->dev, NULL);
+  W.wgpuCommandEncoderCopyBufferToBuffer(enc, src, 0, rb, 0, mapn);
+  WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
+  W.wgpuQueueSubmit(s->queue, 1, &cb);
+  W.wgpuCommandBufferRelease(cb);
+  W.wgpuCommandEncoderRelease(enc);
+  int mst = 0;
+  WGPUBufferMapCallbackInfo mci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_mapped, &mst, NULL};
+  if (wait(s, W.wgpuBufferMapAsync(rb, WGPUMapMode_Read, 0, mapn, mci)) != 0 || mst != 1)
+    return tz_err("webgpu sgmat: readback%s failed%s%s", what, s->failed ? ": " : "", s->failed ? s->errmsg : "");
+  const void *pm = W.wgpuBufferGetConstMappedRange(rb, 0, mapn);
+  int rc = pm ? 0 : tz_err("webgpu sgmat: no mapped range");
+  if (pm) memcpy(out, pm, (size_t)n);
+  W.wgpuBufferUnmap(rb);
+  return rc;
+}
+
 int tz_sgmat_run(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M, uint32_t N, uint32_t K,
                  const uint16_t *a, const uint16_t *b, const float *bias, float *c, int reps, double *ms) {
   return tz_sgmat_run_ex(s, form, t, M, N, K, a, b, bias, c, reps, ms, 1, 0, 0);
@@ -751,48 +773,20 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
   SUBMIT(1);
   if (finish(s) != 0) rc = -1;
   if (!rc) {
-    WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(s->dev, NULL);
-    W.wgpuCommandEncoderCopyBufferToBuffer(enc, bc, 0, rb, 0, (nc + 15) / 16 * 16);
-    WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
-    W.wgpuQueueSubmit(s->queue, 1, &cb);
-    W.wgpuCommandBufferRelease(cb);
-    W.wgpuCommandEncoderRelease(enc);
-    int mst = 0;
-    WGPUBufferMapCallbackInfo mci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_mapped, &mst, NULL};
-    size_t mapn = (size_t)((nc + 15) / 16 * 16);
-    if (wait(s, W.wgpuBufferMapAsync(rb, WGPUMapMode_Read, 0, mapn, mci)) != 0 || mst != 1) {
-      rc = tz_err("webgpu sgmat: readback failed%s%s", s->failed ? ": " : "", s->failed ? s->errmsg : "");
-    } else {
-      const void *pm = W.wgpuBufferGetConstMappedRange(rb, 0, mapn);
-      if (pm) memcpy(c, pm, (size_t)nc);
-      else rc = tz_err("webgpu sgmat: no mapped range");
-      W.wgpuBufferUnmap(rb);
-    }
+    rc = readback(s, bc, rb, nc, c, "");
   }
   if (!rc && bw) { /* a's f16 copy: a, bit for bit (a's values are f16, uploaded as f32) */
-    WGPUBuffer rw = rbuf(s, 8, nw, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst);
-    WGPUCommandEncoder enc = W.wgpuDeviceCreateCommandEncoder(s->dev, NULL);
-    W.wgpuCommandEncoderCopyBufferToBuffer(enc, bw, 0, rw, 0, (nw + 15) / 16 * 16);
-    WGPUCommandBuffer cb = W.wgpuCommandEncoderFinish(enc, NULL);
-    W.wgpuQueueSubmit(s->queue, 1, &cb);
-    W.wgpuCommandBufferRelease(cb);
-    W.wgpuCommandEncoderRelease(enc);
-    int mst = 0;
-    WGPUBufferMapCallbackInfo mci = {NULL, WGPUCallbackMode_WaitAnyOnly, on_mapped, &mst, NULL};
-    size_t mapn = (size_t)((nw + 15) / 16 * 16);
-    if (wait(s, W.wgpuBufferMapAsync(rw, WGPUMapMode_Read, 0, mapn, mci)) != 0 || mst != 1) {
-      rc = tz_err("webgpu sgmat: readback of a's f16 copy failed");
-    } else {
-      const uint16_t *pm = W.wgpuBufferGetConstMappedRange(rw, 0, mapn);
-      uint64_t bad = 0, first = 0;
-      for (uint64_t i = 0; pm && i < (uint64_t)M * K; i++)
-        if (pm[i] != a[i] && !bad++) first = i;
-      if (!pm) rc = tz_err("webgpu sgmat: no mapped range");
-      else if (bad)
-        rc = tz_err("webgpu sgmat: a's f16 copy (w) differs from a at %llu of %llu halves, first at %llu",
-                    (unsigned long long)bad, (unsigned long long)M * K, (unsigned long long)first);
-      W.wgpuBufferUnmap(rw);
-    }
+    uint16_t *pw = malloc((size_t)nw);
+    if (!pw) rc = tz_err("webgpu sgmat: out of host memory for a's f16 copy");
+    else rc = readback(s, bw, rbuf(s, 8, nw, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst), nw, pw,
+                       " of a's f16 copy");
+    uint64_t bad = 0, first = 0;
+    for (uint64_t i = 0; !rc && i < (uint64_t)M * K; i++)
+      if (pw[i] != a[i] && !bad++) first = i;
+    if (!rc && bad)
+      rc = tz_err("webgpu sgmat: a's f16 copy (w) differs from a at %llu of %llu halves, first at %llu",
+                  (unsigned long long)bad, (unsigned long long)M * K, (unsigned long long)first);
+    free(pw);
   }
   if (!rc && reps > 0 && ms) {
     SUBMIT(1); /* warm-up */
