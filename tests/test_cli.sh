@@ -224,6 +224,7 @@ ids=$("$bin" encode --tokenizer myrun "First Citizen") || fail "encode --tokeniz
 usage_case "decode: element 0 (99999999999) is out of range (max 299)" "$bin" decode --tokenizer myrun '[99999999999]'
 usage_case "--ids: token id 99999999999 is out of range (max 299: the model's vocab_size is 300)" \
   "$bin" logits myrun --ids 1,99999999999
+usage_case "--ids: token id -1 in '1, -1' is negative (ids are 0 .. vocab_size-1)" "$bin" logits myrun --ids "1, -1"
 usage_case "--tokens: 99999999999999999999 is out of range [0, 16777216]" "$bin" sample myrun --tokens 99999999999999999999
 
 # ---- eval on text: same loss as on the tokenized shard; progress on stderr; --json - --------

@@ -58,7 +58,12 @@ int tz_cmd_logits(int argc, char **argv) {
   for (const char *p = ids_s;;) {
     char *end;
     long v = strtol(p, &end, 10);
-    if (end == p || *p == '-' || v < 0 || (*end && *end != ',')) { /* v < 0: strtol skips blanks, " -1" */
+    if (end != p && v < 0 && (!*end || *end == ',')) { /* strtol skips blanks: " -1" is negative too */
+      tz_err("--ids: token id %ld in '%s' is negative (ids are 0 .. vocab_size-1)", v, ids_s);
+      free(ids);
+      return tz_cli_fail();
+    }
+    if (end == p || *p == '-' || v < 0 || (*end && *end != ',')) {
       tz_err("--ids: '%s' is not a comma-separated list of token ids", ids_s);
       free(ids);
       return tz_cli_fail();
