@@ -13,7 +13,9 @@
  *
  * Paths: TEZGAH_CUDA_ATTN (read on every call) = "fast" makes a shape the tensor-core kernels
  * cannot take abort, so the fast cases really ran them; "fallback" forces the SIMT kernels;
- * unset, the backend chooses.
+ * unset, the backend chooses. TEZGAH_CUDA_ATTN_BWD = ds | ds1 | ds2 (test_bf16_fast_ds): the
+ * tensor-core backward's dQ from a stored dS. An outer TEZGAH_CUDA_ATTN_BWD (device scripts run
+ * the whole test under each setting) applies to every other test.
  *
  * Tolerances, |gpu − cpu| ≤ atol + rtol·|cpu| per element (plus, where stated, a bound on the
  * relative RMS error ‖gpu − cpu‖₂ / ‖cpu‖₂):
@@ -349,6 +351,39 @@ static void test_bf16_fast(void **state) {
   run_case(1, "fast", 1, 300, 2, 2, 64);  /* 5 blocks, 44 rows in the last */
   run_case(1, "fast", 1, 520, 2, 1, 64);  /* 17 dQ key tiles of 32, 8 rows in the last block */
 }
+/* bf16, the tensor-core backward with dQ from a stored dS (TEZGAH_CUDA_ATTN_BWD=ds: fa_dkdv
+ * writes dS, fa_dq_ds computes dQ = dS·K; with TEZGAH_CUDA_ATTN=fast a dS scratch that does
+ * not fit aborts instead of falling back), its three block shapes; same tolerances, guards and
+ * run-to-run bit-identity as the default kernels. */
+static void test_bf16_fast_ds(void **state) {
+  (void)state;
+  const char *outer = getenv("TEZGAH_CUDA_ATTN_BWD");
+  char *saved = outer ? strdup(outer) : NULL;
+  setenv("TEZGAH_CUDA_ATTN_BWD", "ds", 1);
+  run_case(1, "fast", 2, 77, 4, 2, 64);   /* GQA 2, the last dS tile partial */
+  run_case(1, "fast", 1, 200, 4, 1, 64);  /* multi-query */
+  run_case(1, "fast", 2, 200, 4, 4, 128); /* head_dim 128 (dK/dV query tiles of 32: two a dS tile) */
+  run_case(1, "fast", 1, 77, 2, 1, 128);  /* head_dim 128, GQA */
+  run_case(1, "fast", 2, 9, 4, 2, 64);    /* T below one tile */
+  run_case(1, "fast", 1, 130, 2, 2, 128); /* 3 dS tiles, 2 rows in the last */
+  run_case(1, "fast", 1, 256, 2, 1, 64);  /* T a multiple of every tile */
+  run_case(1, "fast", 1, 520, 2, 1, 64);  /* 9 dS tiles, 8 rows in the last */
+  /* 128-row dQ blocks: a block's second dS tile past the last (T 130: tile 3 of 3) is zero-filled */
+  const char *var[2] = {"ds1", "ds2"};
+  for (int i = 0; i < 2; i++) {
+    setenv("TEZGAH_CUDA_ATTN_BWD", var[i], 1);
+    printf("TEZGAH_CUDA_ATTN_BWD=%s\n", var[i]);
+    run_case(1, "fast", 2, 77, 4, 2, 64);
+    run_case(1, "fast", 1, 130, 2, 2, 128);
+    run_case(1, "fast", 1, 300, 2, 1, 64);
+    run_case(1, "fast", 1, 200, 4, 2, 128);
+  }
+  if (saved) /* the outer setting back for the tests after this one */
+    setenv("TEZGAH_CUDA_ATTN_BWD", saved, 1);
+  else
+    unsetenv("TEZGAH_CUDA_ATTN_BWD");
+  free(saved);
+}
 /* bf16, the SIMT kernels */
 static void test_bf16_fallback(void **state) {
   (void)state;
@@ -376,6 +411,7 @@ static void test_decode(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fp32),          cmocka_unit_test(test_bf16_fast),
+      cmocka_unit_test(test_bf16_fast_ds),
       cmocka_unit_test(test_bf16_fallback), cmocka_unit_test(test_bf16_auto),
       cmocka_unit_test(test_decode),
   };

@@ -12,6 +12,8 @@
  *             below, fp32 math on either act dtype.
  * TEZGAH_CUDA_ATTN=fallback forces the fallback; TEZGAH_CUDA_ATTN=fast makes a call that
  * cannot take the fast path abort (tests use it to be sure the fast kernels really ran).
+ * TEZGAH_CUDA_ATTN_BWD=ds|ds1|ds2 (default old) picks the fast backward's dQ from a stored dS
+ * (bwd_variant; attention_fa.cu's "ds path"), when its scratch fits (ds_fits).
  *
  * Fallback kernels (one warp per output row, 4 warps a block, no T×T buffer, no atomics):
  *   fwd     warp = query row (b, h, t). Keys in chunks of 32, one key per lane: the lane's
@@ -370,6 +372,32 @@ bool use_fast(tz_backend *be, const char *op, int Tq, int Tk, int q_pos0, int hd
   return ok;
 }
 
+/* The tensor-core backward's dQ (TEZGAH_CUDA_ATTN_BWD, read on every call): unset or "old":
+ * -1, fa_dq recomputes S and dP; "ds": 0, fa_dkdv stores dS and fa_dq_ds computes dQ = dS·K
+ * (64-row blocks); "ds1": 1 (128-row blocks, 2 m-tiles a warp); "ds2": 2 (128 rows, 8 warps).
+ * Anything else is a fatal error (a typo must not measure the old kernels under a new name). */
+int bwd_variant(void) {
+  const char *e = getenv("TEZGAH_CUDA_ATTN_BWD");
+  if (!e || !*e || !strcmp(e, "old")) return -1;
+  if (!strcmp(e, "ds")) return 0;
+  if (!strcmp(e, "ds1")) return 1;
+  if (!strcmp(e, "ds2")) return 2;
+  tz_panic(__FILE__, __LINE__, "cuda attention_bwd: TEZGAH_CUDA_ATTN_BWD must be old, ds, ds1 or ds2");
+}
+
+/* Whether the scratch can hold `bytes` (D + the dS tiles): already does, or growing it takes at
+ * most half the device's free memory (tzc_scratch aborts when cudaMalloc fails; a dS scratch
+ * that does not fit falls back to the recomputing dQ kernel instead). */
+bool ds_fits(tz_backend *be, size_t bytes) {
+  if (bytes <= tzc(be)->scratch_bytes) return true;
+  size_t fr = 0, tot = 0;
+  if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return bytes - tzc(be)->scratch_bytes <= fr / 2;
+}
+
 } // namespace
 
 extern "C" void tzc_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q,
@@ -413,12 +441,22 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
   if (B <= 0 || T <= 0) return;
   cudaStream_t st = tzc(be)->stream;
   const size_t rows = (size_t)B * n_head * T;
-  float *D = (float *)tzc_scratch(be, rows * sizeof(float));
   void *dqp = tzc_ptr(dq), *dkp = tzc_ptr(dk), *dvp = tzc_ptr(dv);
   const void *dop = tzc_ptr(dout), *qp = tzc_ptr(q), *kp = tzc_ptr(k), *vp = tzc_ptr(v),
              *op = tzc_ptr(out);
   const float *l = (const float *)tzc_ptr(lse);
   const bool bf = tzc(be)->act == TZ_BF16;
+  const void *ptrs[] = {dqp, dkp, dvp, dop, qp, kp, vp};
+  const bool fast = use_fast(be, "attention_bwd", T, T, 0, head_dim, q_stride, kv_stride, ptrs, 7);
+  /* scratch: D (rows floats), then on the ds path the dS tiles (256-byte aligned) */
+  const size_t d_bytes = (rows * sizeof(float) + 255) & ~(size_t)255;
+  const int dsvar = fast ? bwd_variant() : -1;
+  const size_t ds_bytes = dsvar >= 0 ? tzc_fa_ds_bytes(B, n_head, T) : 0;
+  const bool ds = dsvar >= 0 && ds_fits(be, d_bytes + ds_bytes);
+  if (dsvar >= 0 && !ds && attn_mode() == MODE_FAST) /* tests: the ds kernels must really run */
+    tz_panic(__FILE__, __LINE__, "cuda attention_bwd: TEZGAH_CUDA_ATTN=fast, TEZGAH_CUDA_ATTN_BWD=ds* but the dS scratch does not fit");
+  float *D = (float *)tzc_scratch(be, d_bytes + (ds ? ds_bytes : 0));
+  bf16 *dsp = ds ? (bf16 *)((char *)D + d_bytes) : NULL;
   if (bf && head_dim % 8 == 0 && al16(dop) && al16(op))
     attn_bwd_d<bf16, 8><<<cdiv(rows, FB_WARPS * 4), FB_WARPS * 32, 0, st>>>(
         D, (const bf16 *)dop, (const bf16 *)op, B, T, n_head, head_dim);
@@ -429,9 +467,8 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
     attn_bwd_d<float, 1><<<cdiv(rows, FB_WARPS), FB_WARPS * 32, 0, st>>>(
         D, (const float *)dop, (const float *)op, B, T, n_head, head_dim);
   TZC_LAUNCHED();
-  const void *ptrs[] = {dqp, dkp, dvp, dop, qp, kp, vp};
-  if (use_fast(be, "attention_bwd", T, T, 0, head_dim, q_stride, kv_stride, ptrs, 7)) {
-    tzc_fa_bwd(st, (bf16 *)dqp, (bf16 *)dkp, (bf16 *)dvp, (const bf16 *)dop, (const bf16 *)qp,
+  if (fast) {
+    tzc_fa_bwd(st, (bf16 *)dqp, (bf16 *)dkp, (bf16 *)dvp, dsp, dsvar, (const bf16 *)dop, (const bf16 *)qp,
                (const bf16 *)kp, (const bf16 *)vp, l, D, B, T, n_head, n_kv_head, head_dim,
                q_stride, kv_stride);
   } else if (bf) {

@@ -19,10 +19,17 @@ void tzc_fa_fwd(cudaStream_t st, __nv_bfloat16 *out, float *lse, const __nv_bflo
                 const __nv_bfloat16 *k, const __nv_bfloat16 *v, int B, int T, int H, int KVH,
                 int hd, int qs, int kvs);
 
+/* Bytes of the dS scratch the ds backward needs: B·H·nt(nt+1)/2 tiles of 64×64 bf16,
+ * nt = ⌈T / 64⌉ (~B·H·T² bytes: 214 MB at B 16, H 12, T 1024). */
+size_t tzc_fa_ds_bytes(int B, int H, int T);
+
 /* Backward: dq, dk, dv written (=) with strides qs, kvs; D [B, H, T] = rowsum(dout ∘ out),
- * computed by the caller. */
+ * computed by the caller. ds NULL: dK/dV, then dQ recomputing S and dP (fa_dq); ds (256-byte
+ * aligned, tzc_fa_ds_bytes(B, H, T) bytes, contents ignored): dK/dV also writes dS there, then
+ * dQ = dS·K (fa_dq_ds; dsvar 0: 64-row blocks of 4 warps, 1: 128 rows, 4 warps of 2 m-tiles,
+ * 2: 128 rows, 8 warps). */
 void tzc_fa_bwd(cudaStream_t st, __nv_bfloat16 *dq, __nv_bfloat16 *dk, __nv_bfloat16 *dv,
-                const __nv_bfloat16 *dout, const __nv_bfloat16 *q, const __nv_bfloat16 *k,
+                __nv_bfloat16 *ds, int dsvar, const __nv_bfloat16 *dout, const __nv_bfloat16 *q, const __nv_bfloat16 *k,
                 const __nv_bfloat16 *v, const float *lse, const float *D, int B, int T, int H,
                 int KVH, int hd, int qs, int kvs);
 

@@ -41,6 +41,12 @@
  *   fa_dq    block = (b, h, 16·NW·MT query rows); over key tiles of BK keys ≤ the diagonal:
  *            S = Q·Kᵀ, dP = dO·Vᵀ, dS = P∘(dP − D), dQ += dS·K; dQ·scale at the end.
  *            Q / dO fragments in registers at head_dim 64 (QREG).
+ *   ds path  (TEZGAH_CUDA_ATTN_BWD=ds, attention.cu): fa_dkdv<DS> also stores its dSᵀ tiles
+ *            (bf16, the values dK's product uses) to a scratch of B·H·T²/2 elements (packed
+ *            causal tiles, ds_tile()), and fa_dq_ds computes dQ = dS·K from it as a plain tiled
+ *            matmul: 5 matmul units a step instead of 7 (S and dP are no longer recomputed for
+ *            dQ: FlashAttention-2's count, Dao 2023 alg. 2, whose dQ atomics this replaces with
+ *            a stored dS and one owner per dQ row), for ~2·B·H·T² bytes of DRAM traffic.
  * No atomics: every output element has one owner and a fixed summation order.
  *
  * Measured on an H200 (bench_cuda_attention, GPT-2 shape B 16, 12 heads, T 1024, hd 64), ncu:
@@ -350,6 +356,23 @@ __global__ void __launch_bounds__(NW * 32, (fwd_blocks<HD, MT>()))
   }
 }
 
+/* ================= backward: dS scratch (TEZGAH_CUDA_ATTN_BWD=ds) ================= */
+/* dS = P∘(dP − D) (bf16, before the softmax scale) of one (batch, query head), in DS_T × DS_T
+ * tiles over the causal lower triangle, packed: tile (query tile i, key tile j ≤ i) at index
+ * i(i+1)/2 + j, each tile row-major [key][query] (DS_T keys × DS_T queries, 8 KB): the layout
+ * fa_dkdv's fragments (key rows, query pairs) store with 4-byte writes and fa_dq_ds reads with
+ * 16-byte cp.async rows. A (batch, head) holds nt(nt+1)/2 tiles, nt = ⌈T / DS_T⌉. Entries of
+ * queries ≥ T may be left unwritten (they feed only dQ rows ≥ T, never stored); every key
+ * column < nt·DS_T of a written tile is written (masked ones as 0), since it is reduced over. */
+constexpr int DS_T = 64;
+__host__ __device__ __forceinline__ size_t ds_tiles(int T) {
+  const size_t nt = (size_t)(T + DS_T - 1) / DS_T;
+  return nt * (nt + 1) / 2;
+}
+__device__ __forceinline__ bf16 *ds_tile(bf16 *ds, size_t bh, int T, int i, int j) {
+  return ds + (bh * ds_tiles(T) + (size_t)i * (i + 1) / 2 + j) * (DS_T * DS_T);
+}
+
 /* ================= backward: dK, dV ================= */
 template <int HD, int NW, int MT, int BQ> struct DkvCfg {
   static constexpr int BKV = 16 * NW * MT, LD = HD + 8, NT = 32 * NW;
@@ -358,14 +381,18 @@ template <int HD, int NW, int MT, int BQ> struct DkvCfg {
       (size_t)(2 * BKV + 4 * BQ) * LD * sizeof(bf16) + 4 * BQ * sizeof(float);
 };
 
-template <int HD, int NW, int MT, int BQ>
+/* DS: also store the tile's dS (bf16, unscaled: the A operand dK's product uses) to ds, in
+ * the tile-packed layout of ds_tile() below, for fa_dq_ds (no dQ recompute). */
+template <int HD, int NW, int MT, int BQ, bool DS>
 __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT>()))
-    fa_dkdv(bf16 *__restrict__ dk, bf16 *__restrict__ dv, const bf16 *__restrict__ dout,
-            const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
-            const float *__restrict__ lse, const float *__restrict__ D, int T, int H, int rep,
-            int qs, int kvs, float scale) {
+    fa_dkdv(bf16 *__restrict__ dk, bf16 *__restrict__ dv, bf16 *__restrict__ ds,
+            const bf16 *__restrict__ dout, const bf16 *__restrict__ q, const bf16 *__restrict__ k,
+            const bf16 *__restrict__ v, const float *__restrict__ lse,
+            const float *__restrict__ D, int T, int H, int rep, int qs, int kvs, float scale) {
   using C = DkvCfg<HD, NW, MT, BQ>;
   constexpr int BKV = C::BKV, LD = C::LD, NT = C::NT, WR = 16 * MT;
+  static_assert(!DS || (DS_T % BQ == 0 && DS_T % WR == 0),
+                "a query tile and a warp's keys must lie in one dS tile");
   extern __shared__ __align__(16) unsigned char fa_sh[];
   bf16 *Ks = reinterpret_cast<bf16 *>(fa_sh);
   bf16 *Vs = Ks + BKV * LD;
@@ -426,8 +453,28 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT>()))
     }
     __syncthreads();
     const int qt0 = (qb0 + it % nq) * BQ;
+    /* DS: this warp's rows of the dS tile (query tile qt0 / DS_T, key tile of the warp's keys;
+     * query tile ≥ key tile always: the loop starts at the block's first key) */
+    bf16 *dsw = nullptr;
+    if constexpr (DS) {
+      const int h = g * rep + it / nq, kt = (k0 + wk0) / DS_T;
+      dsw = ds_tile(ds, (size_t)b * Hh + h, T, qt0 / DS_T, kt) +
+            ((k0 + wk0) % DS_T + gr) * DS_T + qt0 % DS_T + 2 * gc;
+    }
     /* a query tile wholly before the warp's keys (causal) adds nothing */
-    if (qt0 + BQ - 1 >= k0 + wk0) {
+    if (qt0 + BQ - 1 < k0 + wk0) {
+      /* but its dS entries (all masked) are read by fa_dq_ds: zeros (when the tile exists:
+       * with 128-key blocks a warp's key tile can lie past the query tile) */
+      if (DS && qt0 / DS_T >= (k0 + wk0) / DS_T) {
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+          for (int n = 0; n < BQ / 8; n++) {
+            *reinterpret_cast<uint32_t *>(dsw + (mt * 16) * DS_T + n * 8) = 0u;
+            *reinterpret_cast<uint32_t *>(dsw + (mt * 16 + 8) * DS_T + n * 8) = 0u;
+          }
+      }
+    } else {
       const bf16 *Qb = Qs + buf * BQ * LD, *Ob = Os + buf * BQ * LD;
       const float *Lb = Ls + buf * BQ, *Db = Dsh + buf * BQ;
 
@@ -495,6 +542,13 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT>()))
           da[mt][1] = pack(dpt[mt][2 * kk][2], dpt[mt][2 * kk][3]);
           da[mt][2] = pack(dpt[mt][2 * kk + 1][0], dpt[mt][2 * kk + 1][1]);
           da[mt][3] = pack(dpt[mt][2 * kk + 1][2], dpt[mt][2 * kk + 1][3]);
+          if constexpr (DS) { /* (key, 2 queries) pairs, 4-byte stores; L2 merges the sectors */
+            bf16 *p = dsw + (mt * 16) * DS_T + kk * 16;
+            *reinterpret_cast<uint32_t *>(p) = da[mt][0];
+            *reinterpret_cast<uint32_t *>(p + 8 * DS_T) = da[mt][1];
+            *reinterpret_cast<uint32_t *>(p + 8) = da[mt][2];
+            *reinterpret_cast<uint32_t *>(p + 8 * DS_T + 8) = da[mt][3];
+          }
         }
 #pragma unroll
         for (int dp = 0; dp < HD / 16; dp++) {
@@ -697,6 +751,111 @@ __global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, MT, BK>()))
   }
 }
 
+/* ================= backward: dQ = dS·K from the dS scratch ================= */
+/* fa_dq_ds: dQ = scale · dS·K over the causal triangle, a plain tiled matmul (FlashAttention-2's
+ * dQ_i += dS_ij·K_j, Dao 2023 alg. 2 line 21, without the atomics: one block owns a query tile
+ * and adds the key tiles in order). block = (b, h, BQ = 16·NW·MT query rows = BQ / DS_T dS
+ * tiles); over key tiles j of DS_T keys ≤ the block's last query tile, double-buffered cp.async
+ * of the K tile ([key][HD]) and the BQ / DS_T dS tiles (i, j) side by side ([key][BQ queries];
+ * a tile with i < j or i ≥ nt is zero-filled). A fragments: ldmatrix.trans of the stored
+ * [key][query] rows (the "B with B[k][n] = X[n][k]" addressing, which with .trans yields A);
+ * B fragments: K read transposed as in fa_dq. */
+template <int HD, int NW, int MT> struct DqdsCfg {
+  static constexpr int BQ = 16 * NW * MT, LDS = BQ + 8, LD = HD + 8, NT = 32 * NW;
+  static_assert(BQ % DS_T == 0, "a block covers whole dS tiles");
+  /* 2×dS [DS_T][LDS], 2×K [DS_T][LD]; the epilogue stages BQ rows of LD in the K buffers */
+  static constexpr size_t SMEM = (size_t)2 * DS_T * (LDS + LD) * sizeof(bf16);
+  static_assert(BQ <= 2 * DS_T, "epilogue staging fits the two K buffers");
+};
+
+template <int HD, int NW, int MT>
+__global__ void __launch_bounds__(NW * 32)
+    fa_dq_ds(bf16 *__restrict__ dq, const bf16 *__restrict__ ds, const bf16 *__restrict__ k,
+             int T, int H, int rep, int qs, int kvs, float scale) {
+  using C = DqdsCfg<HD, NW, MT>;
+  constexpr int BQ = C::BQ, LDS = C::LDS, LD = C::LD, NT = C::NT, WR = 16 * MT;
+  constexpr int NSUB = BQ / DS_T;
+  extern __shared__ __align__(16) unsigned char fa_sh[];
+  bf16 *Ss = reinterpret_cast<bf16 *>(fa_sh); /* [2][DS_T][LDS] */
+  bf16 *Ks = Ss + 2 * DS_T * LDS;              /* [2][DS_T][LD] */
+
+  const int qb = gridDim.x - 1 - blockIdx.x; /* the longest (last) query blocks first */
+  const int h = blockIdx.y, b = blockIdx.z, g = h / rep;
+  const int q0 = qb * BQ, i0 = q0 / DS_T;
+  const int nt = (T + DS_T - 1) / DS_T;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const bf16 *kg = k + (size_t)b * T * kvs + (size_t)g * HD;
+  const bf16 *dsb = ds + ((size_t)b * H + h) * ds_tiles(T) * (DS_T * DS_T);
+  const int nkb = (min(q0 + BQ, T) - 1) / DS_T + 1; /* key tiles with a visible key */
+
+  auto load = [&](int j, int bsel) {
+    load_tile<DS_T, HD, LD, NT>(Ks + bsel * DS_T * LD, kg, kvs, j * DS_T, T);
+    bf16 *dst = Ss + bsel * DS_T * LDS;
+    constexpr int CH = DS_T / 8; /* 16-byte chunks in a tile row */
+    static_assert(NSUB * DS_T * CH % NT == 0, "dS tiles not a whole number of passes");
+#pragma unroll
+    for (int it = 0; it < NSUB * DS_T * CH / NT; it++) {
+      const int c = threadIdx.x + it * NT;
+      const int sub = c / (DS_T * CH), r = c / CH % DS_T, ch = c % CH, i = i0 + sub;
+      const bool ok = i >= j && i < nt;
+      const bf16 *src = ok ? dsb + ((size_t)i * (i + 1) / 2 + j) * (DS_T * DS_T) + r * DS_T + ch * 8 : dsb;
+      cp16(dst + r * LDS + sub * DS_T + ch * 8, src, ok);
+    }
+  };
+
+  load(0, 0);
+  cp_commit();
+  float acc[MT][HD / 8][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int n = 0; n < HD / 8; n++) acc[mt][n][0] = acc[mt][n][1] = acc[mt][n][2] = acc[mt][n][3] = 0.0f;
+  const int wr0 = warp * WR;
+  const int wlast = q0 + wr0 + WR - 1;
+
+  for (int j = 0; j < nkb; j++) {
+    const int buf = j & 1;
+    if (j + 1 < nkb) {
+      load(j + 1, buf ^ 1);
+      cp_commit();
+      cp_wait<1>();
+    } else {
+      cp_wait<0>();
+    }
+    __syncthreads();
+    if (j * DS_T <= wlast) { /* a key tile wholly past the warp's rows holds only zeros */
+      const bf16 *Sb = Ss + buf * DS_T * LDS, *Kb = Ks + buf * DS_T * LD;
+#pragma unroll
+      for (int kk = 0; kk < DS_T / 16; kk++) {
+        uint32_t da[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+          ldsm4t(da[mt], Sb + (kk * 16 + (lane & 7) + ((lane >> 4) << 3)) * LDS + wr0 + mt * 16 +
+                             ((lane >> 3) & 1) * 8);
+#pragma unroll
+        for (int dn = 0; dn < HD / 16; dn++) {
+          uint32_t kf[4];
+          ldsm4t(kf, Kb + (kk * 16 + (lane & 15)) * LD + dn * 16 + (lane >> 4) * 8);
+#pragma unroll
+          for (int mt = 0; mt < MT; mt++) {
+            mma(acc[mt][2 * dn], da[mt], kf[0], kf[1]);
+            mma(acc[mt][2 * dn + 1], da[mt], kf[2], kf[3]);
+          }
+        }
+      }
+    }
+    __syncthreads();
+  }
+
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    bf16 *Qx = Ks + (wr0 + mt * 16) * LD; /* this warp's own staging rows */
+    stage_rows<HD, LD>(Qx, acc[mt], scale);
+    __syncwarp();
+    store_rows<HD, LD>(dq + (size_t)b * T * qs + (size_t)h * HD, qs, Qx, q0 + wr0 + mt * 16, T);
+  }
+}
+
 /* ---- configurations ----
  * Every kernel: 4 warps a block, MT = 1 m-tile a warp (64-row blocks); the dK/dV loop's
  * query tile is 64 for head_dim 64 and 32 for 128 (registers), dQ's key tile 32 for both
@@ -735,20 +894,48 @@ void fwd_hd(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf16 *k
   TZC_LAUNCHED();
 }
 
+/* dQ from the dS scratch (fa_dq_ds) with NW warps × MT m-tiles a block */
+template <int HD, int NWq, int MTq>
+void dq_ds_launch(cudaStream_t st, bf16 *dq, const bf16 *ds, const bf16 *k, int B, int T, int H,
+                  int rep, int qs, int kvs, float scale) {
+  using C = DqdsCfg<HD, NWq, MTq>;
+  auto kern = fa_dq_ds<HD, NWq, MTq>;
+  static bool init = false;
+  if (!init) set_smem(kern, C::SMEM), init = true;
+  dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
+  kern<<<grid, C::NT, C::SMEM, st>>>(dq, ds, k, T, H, rep, qs, kvs, scale);
+  TZC_LAUNCHED();
+}
+
 template <int HD, int BQd, int BKq, bool QREG>
-void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *q,
-            const bf16 *k, const bf16 *v, const float *lse, const float *D, int B, int T, int H,
-            int KVH, int qs, int kvs) {
+void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsvar, const bf16 *dout,
+            const bf16 *q, const bf16 *k, const bf16 *v, const float *lse, const float *D, int B,
+            int T, int H, int KVH, int qs, int kvs) {
   const float scale = 1.0f / sqrtf((float)HD);
   const int rep = H / KVH;
   {
     using C = DkvCfg<HD, NW, MT, BQd>;
-    auto kern = fa_dkdv<HD, NW, MT, BQd>;
-    static bool init = false;
-    if (!init) set_smem(kern, C::SMEM), init = true;
     dim3 grid((T + C::BKV - 1) / C::BKV, KVH, B);
-    kern<<<grid, C::NT, C::SMEM, st>>>(dk, dv, dout, q, k, v, lse, D, T, H, rep, qs, kvs, scale);
+    if (ds) {
+      auto kern = fa_dkdv<HD, NW, MT, BQd, true>;
+      static bool init = false;
+      if (!init) set_smem(kern, C::SMEM), init = true;
+      kern<<<grid, C::NT, C::SMEM, st>>>(dk, dv, ds, dout, q, k, v, lse, D, T, H, rep, qs, kvs, scale);
+    } else {
+      auto kern = fa_dkdv<HD, NW, MT, BQd, false>;
+      static bool init = false;
+      if (!init) set_smem(kern, C::SMEM), init = true;
+      kern<<<grid, C::NT, C::SMEM, st>>>(dk, dv, ds, dout, q, k, v, lse, D, T, H, rep, qs, kvs, scale);
+    }
     TZC_LAUNCHED();
+  }
+  if (ds) {
+    switch (dsvar) {
+    case 1: dq_ds_launch<HD, 4, 2>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale); break;
+    case 2: dq_ds_launch<HD, 8, 1>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale); break;
+    default: dq_ds_launch<HD, 4, 1>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale); break;
+    }
+    return;
   }
   {
     using C = DqCfg<HD, NW, MT, BKq>;
@@ -763,8 +950,9 @@ void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, con
 
 template <int HD, int BQd, int BKq> constexpr size_t smem_max() {
   const size_t a = FwdCfg<HD, NW, MT>::SMEM, b = DkvCfg<HD, NW, MT, BQd>::SMEM,
-               c = DqCfg<HD, NW, MT, BKq>::SMEM;
-  return a > b ? (a > c ? a : c) : (b > c ? b : c);
+               c = DqCfg<HD, NW, MT, BKq>::SMEM, d = DqdsCfg<HD, 4, 2>::SMEM; /* dq_ds's largest */
+  const size_t ab = a > b ? a : b, cd = c > d ? c : d;
+  return ab > cd ? ab : cd;
 }
 
 } // namespace
@@ -781,13 +969,17 @@ void tzc_fa_fwd(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf1
     fwd_hd<128>(st, out, lse, q, k, v, B, T, H, KVH, qs, kvs);
 }
 
-void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 *q,
-                const bf16 *k, const bf16 *v, const float *lse, const float *D, int B, int T,
-                int H, int KVH, int hd, int qs, int kvs) {
+size_t tzc_fa_ds_bytes(int B, int H, int T) {
+  return (size_t)B * H * ds_tiles(T) * (DS_T * DS_T) * sizeof(bf16);
+}
+
+void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsvar,
+                const bf16 *dout, const bf16 *q, const bf16 *k, const bf16 *v, const float *lse,
+                const float *D, int B, int T, int H, int KVH, int hd, int qs, int kvs) {
   if (hd == 64)
-    bwd_hd<64, DKV_BQ64, DQ_BK64, DQ_QREG64>(st, dq, dk, dv, dout, q, k, v, lse, D, B, T, H, KVH,
-                                             qs, kvs);
+    bwd_hd<64, DKV_BQ64, DQ_BK64, DQ_QREG64>(st, dq, dk, dv, ds, dsvar, dout, q, k, v, lse, D, B,
+                                             T, H, KVH, qs, kvs);
   else
-    bwd_hd<128, DKV_BQ128, DQ_BK128, DQ_QREG128>(st, dq, dk, dv, dout, q, k, v, lse, D, B, T, H,
-                                                 KVH, qs, kvs);
+    bwd_hd<128, DKV_BQ128, DQ_BK128, DQ_QREG128>(st, dq, dk, dv, ds, dsvar, dout, q, k, v, lse, D,
+                                                 B, T, H, KVH, qs, kvs);
 }
