@@ -12,8 +12,8 @@
 #    and =ds (4 processes at once; test_cuda_attention's test_bf16_fast_ds runs the ds kernels in
 #    both), the peer's torch.compile warm-up in the background.
 # 2. bench_cuda_attention 20 bf16 fast: all 5 shapes under old and ds, the two GPT-2 shapes (124M
-#    H12, 350M H16; B16 T1024 hd64) under ds1 and ds2. The fastest ds variant at 350M is the one
-#    trained in step 3.
+#    H12, 350M H16; B16 T1024 hd64) under ds1 and ds2, then the fastest of those in chunks of 2 and
+#    4 sequences (TEZGAH_CUDA_ATTN_DS_CHUNK). The fastest setting at 350M is trained in step 3.
 # 3. tezgah train --backend cuda, B16 T1024 bf16, 20 steps: gpt2-124m and gpt2-350m, old then the
 #    chosen ds variant (tokens/s = median of steps 6..20; the losses of steps 1-3 of both printed:
 #    they must agree to ~bf16 noise), then gpt2-124m --profile under both if the budget allows.
@@ -64,30 +64,38 @@ echo "tests: $((SECONDS - t0)) s"
 
 echo "== 2. bench_cuda_attention (ms, TFLOP/s; FlashAttention's causal FLOP count)"
 t0=$SECONDS
-bench() { # variant shapes -> $out/bench.$1.txt
-  TEZGAH_CUDA_ATTN_BWD=$1 timeout 30 "$dir/bin/bench_cuda_attention" 20 bf16 fast "$2" >"$out/bench.$1.txt" 2>&1 ||
-    echo "bench $1: exit $?" >>"$out/bench.$1.txt"
+bench() { # tag variant chunk shapes -> $out/bench.$tag.txt
+  TEZGAH_CUDA_ATTN_BWD=$2 TEZGAH_CUDA_ATTN_DS_CHUNK=$3 timeout 30 "$dir/bin/bench_cuda_attention" 20 bf16 fast "$4" \
+    >"$out/bench.$1.txt" 2>&1 || echo "bench $1: exit $?" >>"$out/bench.$1.txt"
 }
-bench old all
-bench ds all
-bench ds1 gpt2
-bench ds2 gpt2
-for v in old ds ds1 ds2; do
-  echo "-- $v"; grep -vE "^attention|^shape" "$out/bench.$v.txt"
-done
-# variant, shape-name prefix, field counted from the end (0 bwd TFLOP/s, 1 bwd ms, 3 fwd ms)
+# tag, shape-name prefix, field counted from the end (0 bwd TFLOP/s, 1 bwd ms, 3 fwd ms)
 col() { awk -v s="$2" -v k="$3" 'index($0, s) == 1 {print $(NF - k)}' "$out/bench.$1.txt"; }
+faster() { [[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN {exit !(a < b)}'; }
+bench old old 0 all
+bench ds ds 0 all
+bench ds1 ds1 0 gpt2
+bench ds2 ds2 0 gpt2
 best=ds; bt=$(col ds "350m" 1)
 for v in ds1 ds2; do
   x=$(col $v "350m" 1)
-  [[ -n $x && -n $bt ]] && awk -v a="$x" -v b="$bt" 'BEGIN {exit !(a < b)}' && best=$v bt=$x
+  faster "$x" "$bt" && best=$v bt=$x
 done
-for v in old ds ds1 ds2; do
+# the best block shape in chunks of 2 and 4 sequences (one chunk's dS in the 50 MB L2)
+tags=(old ds ds1 ds2)
+bestc=0; besttag=$best
+for c in 2 4; do
+  bench "$best.c$c" "$best" $c gpt2
+  tags+=("$best.c$c")
+  x=$(col "$best.c$c" "350m" 1)
+  faster "$x" "$bt" && bestc=$c bt=$x besttag=$best.c$c
+done
+for v in "${tags[@]}"; do
+  echo "-- $v"; grep -vE "^attention|^shape" "$out/bench.$v.txt"
   r="bench $v: bwd ms 124M $(col $v "gpt2 (" 1) ($(col $v "gpt2 (" 0) TFLOP/s), 350M $(col $v 350m 1) ($(col $v 350m 0)); fwd 124M $(col $v "gpt2 (" 3)"
   summary+=("$r")
 done
-summary+=("ds variant for training (fastest bwd at 350M): $best")
-echo "bench: $((SECONDS - t0)) s, training uses TEZGAH_CUDA_ATTN_BWD=$best"
+summary+=("ds setting for training (fastest bwd at 350M): TEZGAH_CUDA_ATTN_BWD=$best TEZGAH_CUDA_ATTN_DS_CHUNK=$bestc")
+echo "bench: $((SECONDS - t0)) s, training uses TEZGAH_CUDA_ATTN_BWD=$best TEZGAH_CUDA_ATTN_DS_CHUNK=$bestc"
 
 echo "== 3. train (B16 T1024 bf16, 20 steps)"
 shard=$dir/data/tiny_shakespeare_train.bin
@@ -97,7 +105,7 @@ train() { # model variant extra... -> prints a line
   shift 2
   run=$(mktemp -d)
   local t0=$SECONDS
-  TEZGAH_CUDA_ATTN_BWD=$v timeout 60 "$dir/bin/tezgah" train --backend cuda --model "$m" -B 16 -T 1024 \
+  TEZGAH_CUDA_ATTN_BWD=${v%.c*} TEZGAH_CUDA_ATTN_DS_CHUNK=$([[ $v == *.c* ]] && echo "${v##*.c}" || echo 0) timeout 60 "$dir/bin/tezgah" train --backend cuda --model "$m" -B 16 -T 1024 \
     --vocab-size 50257 --train-shards "$shard" --val-shards "$shard" --steps 20 --val-every 0 --ckpt-every 0 \
     --sample-tokens 0 --log-every 1 --run-dir "$run/r" "$@" >"$out/train.$m.$v$#.out" 2>"$out/train.$m.$v$#.log"
   local rc=$?
@@ -110,8 +118,8 @@ train() { # model variant extra... -> prints a line
   rm -rf "$run"
 }
 t0=$SECONDS
-for line in "gpt2-124m old" "gpt2-124m $best" "gpt2-350m old" "gpt2-350m $best" \
-  "gpt2-124m old --profile" "gpt2-124m $best --profile"; do
+for line in "gpt2-124m old" "gpt2-124m $besttag" "gpt2-350m old" "gpt2-350m $besttag" \
+  "gpt2-124m old --profile" "gpt2-124m $besttag --profile"; do
   if ((SECONDS - t_all > 150)); then
     summary+=("skipped (budget): train $line"); continue
   fi

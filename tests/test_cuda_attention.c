@@ -353,8 +353,9 @@ static void test_bf16_fast(void **state) {
 }
 /* bf16, the tensor-core backward with dQ from a stored dS (TEZGAH_CUDA_ATTN_BWD=ds: fa_dkdv
  * writes dS, fa_dq_ds computes dQ = dS·K; with TEZGAH_CUDA_ATTN=fast a dS scratch that does
- * not fit aborts instead of falling back), its three block shapes; same tolerances, guards and
- * run-to-run bit-identity as the default kernels. */
+ * not fit aborts instead of falling back), its three block shapes and sequence chunks
+ * (TEZGAH_CUDA_ATTN_DS_CHUNK); same tolerances, guards and run-to-run bit-identity as the
+ * default kernels. */
 static void test_bf16_fast_ds(void **state) {
   (void)state;
   const char *outer = getenv("TEZGAH_CUDA_ATTN_BWD");
@@ -378,6 +379,16 @@ static void test_bf16_fast_ds(void **state) {
     run_case(1, "fast", 1, 300, 2, 1, 64);
     run_case(1, "fast", 1, 200, 4, 2, 128);
   }
+  /* in chunks of sequences (TEZGAH_CUDA_ATTN_DS_CHUNK): B 3 as 2 + 1, and as 1 + 1 + 1 */
+  setenv("TEZGAH_CUDA_ATTN_BWD", "ds", 1);
+  setenv("TEZGAH_CUDA_ATTN_DS_CHUNK", "2", 1);
+  printf("TEZGAH_CUDA_ATTN_BWD=ds TEZGAH_CUDA_ATTN_DS_CHUNK=2\n");
+  run_case(1, "fast", 3, 77, 4, 2, 64);
+  run_case(1, "fast", 3, 130, 2, 1, 128);
+  setenv("TEZGAH_CUDA_ATTN_DS_CHUNK", "1", 1);
+  printf("TEZGAH_CUDA_ATTN_BWD=ds TEZGAH_CUDA_ATTN_DS_CHUNK=1\n");
+  run_case(1, "fast", 3, 200, 4, 4, 64);
+  unsetenv("TEZGAH_CUDA_ATTN_DS_CHUNK");
   if (saved) /* the outer setting back for the tests after this one */
     setenv("TEZGAH_CUDA_ATTN_BWD", saved, 1);
   else

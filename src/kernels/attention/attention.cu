@@ -13,7 +13,8 @@
  * TEZGAH_CUDA_ATTN=fallback forces the fallback; TEZGAH_CUDA_ATTN=fast makes a call that
  * cannot take the fast path abort (tests use it to be sure the fast kernels really ran).
  * TEZGAH_CUDA_ATTN_BWD=ds|ds1|ds2 (default old) picks the fast backward's dQ from a stored dS
- * (bwd_variant; attention_fa.cu's "ds path"), when its scratch fits (ds_fits).
+ * (bwd_variant; attention_fa.cu's "ds path"), when its scratch fits (ds_fits);
+ * TEZGAH_CUDA_ATTN_DS_CHUNK=n runs that backward n sequences at a time (ds_chunk).
  *
  * Fallback kernels (one warp per output row, 4 warps a block, no T×T buffer, no atomics):
  *   fwd     warp = query row (b, h, t). Keys in chunks of 32, one key per lane: the lane's
@@ -385,6 +386,16 @@ int bwd_variant(void) {
   tz_panic(__FILE__, __LINE__, "cuda attention_bwd: TEZGAH_CUDA_ATTN_BWD must be old, ds, ds1 or ds2");
 }
 
+/* Sequences a chunk of the ds backward (TEZGAH_CUDA_ATTN_DS_CHUNK, read on every call; unset
+ * or 0: all B at once): fa_dkdv then fa_dq_ds per chunk, so a chunk's dS (13.4 MB a sequence at
+ * 12 heads, T 1024) can still be in the H200's 50 MB L2 when fa_dq_ds reads it, and the scratch
+ * is the chunk's. */
+int ds_chunk(int B) {
+  const char *e = getenv("TEZGAH_CUDA_ATTN_DS_CHUNK");
+  const int c = e ? atoi(e) : 0;
+  return c > 0 && c < B ? c : B;
+}
+
 /* Whether the scratch can hold `bytes` (D + the dS tiles): already does, or growing it takes at
  * most half the device's free memory (tzc_scratch aborts when cudaMalloc fails; a dS scratch
  * that does not fit falls back to the recomputing dQ kernel instead). */
@@ -451,7 +462,8 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
   /* scratch: D (rows floats), then on the ds path the dS tiles (256-byte aligned) */
   const size_t d_bytes = (rows * sizeof(float) + 255) & ~(size_t)255;
   const int dsvar = fast ? bwd_variant() : -1;
-  const size_t ds_bytes = dsvar >= 0 ? tzc_fa_ds_bytes(B, n_head, T) : 0;
+  const int bchunk = ds_chunk(B);
+  const size_t ds_bytes = dsvar >= 0 ? tzc_fa_ds_bytes(bchunk, n_head, T) : 0;
   const bool ds = dsvar >= 0 && ds_fits(be, d_bytes + ds_bytes);
   if (dsvar >= 0 && !ds && attn_mode() == MODE_FAST) /* tests: the ds kernels must really run */
     tz_panic(__FILE__, __LINE__, "cuda attention_bwd: TEZGAH_CUDA_ATTN=fast, TEZGAH_CUDA_ATTN_BWD=ds* but the dS scratch does not fit");
@@ -468,7 +480,7 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
         D, (const float *)dop, (const float *)op, B, T, n_head, head_dim);
   TZC_LAUNCHED();
   if (fast) {
-    tzc_fa_bwd(st, (bf16 *)dqp, (bf16 *)dkp, (bf16 *)dvp, dsp, dsvar, (const bf16 *)dop, (const bf16 *)qp,
+    tzc_fa_bwd(st, (bf16 *)dqp, (bf16 *)dkp, (bf16 *)dvp, dsp, dsvar, bchunk, (const bf16 *)dop, (const bf16 *)qp,
                (const bf16 *)kp, (const bf16 *)vp, l, D, B, T, n_head, n_kv_head, head_dim,
                q_stride, kv_stride);
   } else if (bf) {

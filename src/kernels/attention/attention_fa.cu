@@ -973,13 +973,23 @@ size_t tzc_fa_ds_bytes(int B, int H, int T) {
   return (size_t)B * H * ds_tiles(T) * (DS_T * DS_T) * sizeof(bf16);
 }
 
-void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsvar,
+void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsvar, int bchunk,
                 const bf16 *dout, const bf16 *q, const bf16 *k, const bf16 *v, const float *lse,
                 const float *D, int B, int T, int H, int KVH, int hd, int qs, int kvs) {
-  if (hd == 64)
-    bwd_hd<64, DKV_BQ64, DQ_BK64, DQ_QREG64>(st, dq, dk, dv, ds, dsvar, dout, q, k, v, lse, D, B,
-                                             T, H, KVH, qs, kvs);
-  else
-    bwd_hd<128, DKV_BQ128, DQ_BK128, DQ_QREG128>(st, dq, dk, dv, ds, dsvar, dout, q, k, v, lse, D,
-                                                 B, T, H, KVH, qs, kvs);
+  /* the ds path in chunks of bchunk sequences (the kernels index sequences from the pointers
+   * given): one chunk's dS can stay in L2 from fa_dkdv to fa_dq_ds */
+  const int bc = ds && bchunk > 0 && bchunk < B ? bchunk : B;
+  for (int b0 = 0; b0 < B; b0 += bc) {
+    const int nb = B - b0 < bc ? B - b0 : bc;
+    const size_t rq = (size_t)b0 * T * qs, rkv = (size_t)b0 * T * kvs, ro = (size_t)b0 * T * H * hd,
+                 rl = (size_t)b0 * H * T;
+    if (hd == 64)
+      bwd_hd<64, DKV_BQ64, DQ_BK64, DQ_QREG64>(st, dq + rq, dk + rkv, dv + rkv, ds, dsvar, dout + ro,
+                                               q + rq, k + rkv, v + rkv, lse + rl, D + rl, nb, T,
+                                               H, KVH, qs, kvs);
+    else
+      bwd_hd<128, DKV_BQ128, DQ_BK128, DQ_QREG128>(st, dq + rq, dk + rkv, dv + rkv, ds, dsvar,
+                                                   dout + ro, q + rq, k + rkv, v + rkv, lse + rl,
+                                                   D + rl, nb, T, H, KVH, qs, kvs);
+  }
 }
