@@ -11,11 +11,13 @@
 # 1. test_cuda_attention and test_cuda_train, TEZGAH_CUDA_REQUIRED=1, under TEZGAH_CUDA_ATTN_BWD=old
 #    and =ds (4 processes at once; test_cuda_attention's test_bf16_fast_ds runs the ds kernels in
 #    both), the peer's torch.compile warm-up in the background.
-# 2. bench_cuda_attention 20 bf16 fast: all 5 shapes under old and ds, the two GPT-2 shapes (124M
-#    H12, 350M H16; B16 T1024 hd64) under ds1 and ds2, then the fastest of those in chunks of 2 and
-#    4 sequences (TEZGAH_CUDA_ATTN_DS_CHUNK). The fastest setting at 350M is trained in step 3.
+# 2. bench_cuda_attention 20 bf16 fast: all 5 shapes under old and ds, each with fa_dkdv whole and
+#    split in half query tiles (TEZGAH_CUDA_ATTN_DKV_SPLIT=2); the two GPT-2 shapes (124M H12,
+#    350M H16; B16 T1024 hd64) under ds1 and ds2 with the better split, then the fastest of those
+#    in chunks of 2 and 4 sequences (TEZGAH_CUDA_ATTN_DS_CHUNK). The fastest old setting and the
+#    fastest new one at 350M are trained in step 3.
 # 3. tezgah train --backend cuda, B16 T1024 bf16, 20 steps: gpt2-124m and gpt2-350m, old then the
-#    chosen ds variant (tokens/s = median of steps 6..20; the losses of steps 1-3 of both printed:
+#    chosen ds setting (tokens/s = median of steps 6..20; the losses of steps 1-3 of both printed:
 #    they must agree to ~bf16 noise), then gpt2-124m --profile under both if the budget allows.
 # 4. the peer: ../shared/bench/torch_gpt.py --compile 1 at 124M and 350M (15 steps) with what is left.
 # Logs go to $OUT or /tmp/tz-cudabwd; the summary is printed last. Budget 235 s (each step under
@@ -64,38 +66,51 @@ echo "tests: $((SECONDS - t0)) s"
 
 echo "== 2. bench_cuda_attention (ms, TFLOP/s; FlashAttention's causal FLOP count)"
 t0=$SECONDS
-bench() { # tag variant chunk shapes -> $out/bench.$tag.txt
-  TEZGAH_CUDA_ATTN_BWD=$2 TEZGAH_CUDA_ATTN_DS_CHUNK=$3 timeout 30 "$dir/bin/bench_cuda_attention" 20 bf16 fast "$4" \
+# a setting's tag: BWD[.sSPLIT][.cCHUNK], e.g. ds1.s2.c4 = TEZGAH_CUDA_ATTN_BWD=ds1
+# TEZGAH_CUDA_ATTN_DKV_SPLIT=2 TEZGAH_CUDA_ATTN_DS_CHUNK=4
+envof() { # tag -> the env assignments
+  local t=$1 sp=1 ch=0
+  [[ $t =~ \.s([0-9]+) ]] && sp=${BASH_REMATCH[1]}
+  [[ $t =~ \.c([0-9]+) ]] && ch=${BASH_REMATCH[1]}
+  echo "TEZGAH_CUDA_ATTN_BWD=${t%%.*} TEZGAH_CUDA_ATTN_DKV_SPLIT=$sp TEZGAH_CUDA_ATTN_DS_CHUNK=$ch"
+}
+bench() { # tag shapes -> $out/bench.$tag.txt
+  # shellcheck disable=SC2046
+  env $(envof "$1") timeout 30 "$dir/bin/bench_cuda_attention" 20 bf16 fast "$2" \
     >"$out/bench.$1.txt" 2>&1 || echo "bench $1: exit $?" >>"$out/bench.$1.txt"
+  tags+=("$1")
 }
 # tag, shape-name prefix, field counted from the end (0 bwd TFLOP/s, 1 bwd ms, 3 fwd ms)
 col() { awk -v s="$2" -v k="$3" 'index($0, s) == 1 {print $(NF - k)}' "$out/bench.$1.txt"; }
 faster() { [[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN {exit !(a < b)}'; }
-bench old old 0 all
-bench ds ds 0 all
-bench ds1 ds1 0 gpt2
-bench ds2 ds2 0 gpt2
-best=ds; bt=$(col ds "350m" 1)
-for v in ds1 ds2; do
-  x=$(col $v "350m" 1)
-  faster "$x" "$bt" && best=$v bt=$x
-done
-# the best block shape in chunks of 2 and 4 sequences (one chunk's dS in the 50 MB L2)
-tags=(old ds ds1 ds2)
-bestc=0; besttag=$best
-for c in 2 4; do
-  bench "$best.c$c" "$best" $c gpt2
-  tags+=("$best.c$c")
-  x=$(col "$best.c$c" "350m" 1)
-  faster "$x" "$bt" && bestc=$c bt=$x besttag=$best.c$c
-done
+tags=()
+pick() { # candidates... -> $best: the fastest backward at 350M among them
+  best=$1
+  for c in "$@"; do faster "$(col "$c" 350m 1)" "$(col "$best" 350m 1)" && best=$c; done
+}
+bench old all
+bench ds all
+bench old.s2 all
+bench ds.s2 all
+pick ds ds.s2
+s=${best#ds}                       # the better fa_dkdv split under ds ("" or .s2)
+bench "ds1$s" gpt2
+bench "ds2$s" gpt2
+pick "ds$s" "ds1$s" "ds2$s"
+b0=$best
+bench "$b0.c2" gpt2
+bench "$b0.c4" gpt2
+pick "$b0" "$b0.c2" "$b0.c4"
+besttag=$best
+pick old old.s2
+oldtag=$best
 for v in "${tags[@]}"; do
-  echo "-- $v"; grep -vE "^attention|^shape" "$out/bench.$v.txt"
-  r="bench $v: bwd ms 124M $(col $v "gpt2 (" 1) ($(col $v "gpt2 (" 0) TFLOP/s), 350M $(col $v 350m 1) ($(col $v 350m 0)); fwd 124M $(col $v "gpt2 (" 3)"
+  echo "-- $v: $(envof "$v")"; grep -vE "^attention|^shape" "$out/bench.$v.txt"
+  r="bench $v: bwd ms 124M $(col "$v" "gpt2 (" 1) ($(col "$v" "gpt2 (" 0) TFLOP/s), 350M $(col "$v" 350m 1) ($(col "$v" 350m 0)); fwd 124M $(col "$v" "gpt2 (" 3)"
   summary+=("$r")
 done
-summary+=("ds setting for training (fastest bwd at 350M): TEZGAH_CUDA_ATTN_BWD=$best TEZGAH_CUDA_ATTN_DS_CHUNK=$bestc")
-echo "bench: $((SECONDS - t0)) s, training uses TEZGAH_CUDA_ATTN_BWD=$best TEZGAH_CUDA_ATTN_DS_CHUNK=$bestc"
+summary+=("trained (fastest bwd at 350M): old kernels $oldtag, new $besttag = $(envof "$besttag")")
+echo "bench: $((SECONDS - t0)) s; training $oldtag against $besttag"
 
 echo "== 3. train (B16 T1024 bf16, 20 steps)"
 shard=$dir/data/tiny_shakespeare_train.bin
@@ -105,7 +120,8 @@ train() { # model variant extra... -> prints a line
   shift 2
   run=$(mktemp -d)
   local t0=$SECONDS
-  TEZGAH_CUDA_ATTN_BWD=${v%.c*} TEZGAH_CUDA_ATTN_DS_CHUNK=$([[ $v == *.c* ]] && echo "${v##*.c}" || echo 0) timeout 60 "$dir/bin/tezgah" train --backend cuda --model "$m" -B 16 -T 1024 \
+  # shellcheck disable=SC2046
+  env $(envof "$v") timeout 60 "$dir/bin/tezgah" train --backend cuda --model "$m" -B 16 -T 1024 \
     --vocab-size 50257 --train-shards "$shard" --val-shards "$shard" --steps 20 --val-every 0 --ckpt-every 0 \
     --sample-tokens 0 --log-every 1 --run-dir "$run/r" "$@" >"$out/train.$m.$v$#.out" 2>"$out/train.$m.$v$#.log"
   local rc=$?
@@ -118,8 +134,8 @@ train() { # model variant extra... -> prints a line
   rm -rf "$run"
 }
 t0=$SECONDS
-for line in "gpt2-124m old" "gpt2-124m $besttag" "gpt2-350m old" "gpt2-350m $besttag" \
-  "gpt2-124m old --profile" "gpt2-124m $besttag --profile"; do
+for line in "gpt2-124m $oldtag" "gpt2-124m $besttag" "gpt2-350m $oldtag" "gpt2-350m $besttag" \
+  "gpt2-124m $oldtag --profile" "gpt2-124m $besttag --profile"; do
   if ((SECONDS - t_all > 150)); then
     summary+=("skipped (budget): train $line"); continue
   fi

@@ -354,7 +354,8 @@ static void test_bf16_fast(void **state) {
 /* bf16, the tensor-core backward with dQ from a stored dS (TEZGAH_CUDA_ATTN_BWD=ds: fa_dkdv
  * writes dS, fa_dq_ds computes dQ = dS·K; with TEZGAH_CUDA_ATTN=fast a dS scratch that does
  * not fit aborts instead of falling back), its three block shapes and sequence chunks
- * (TEZGAH_CUDA_ATTN_DS_CHUNK); same tolerances, guards and run-to-run bit-identity as the
+ * (TEZGAH_CUDA_ATTN_DS_CHUNK), and fa_dkdv in half query tiles (TEZGAH_CUDA_ATTN_DKV_SPLIT=2)
+ * under both backward paths; same tolerances, guards and run-to-run bit-identity as the
  * default kernels. */
 static void test_bf16_fast_ds(void **state) {
   (void)state;
@@ -389,6 +390,18 @@ static void test_bf16_fast_ds(void **state) {
   printf("TEZGAH_CUDA_ATTN_BWD=ds TEZGAH_CUDA_ATTN_DS_CHUNK=1\n");
   run_case(1, "fast", 3, 200, 4, 4, 64);
   unsetenv("TEZGAH_CUDA_ATTN_DS_CHUNK");
+  /* fa_dkdv through each query tile in two halves (TEZGAH_CUDA_ATTN_DKV_SPLIT=2), both paths */
+  const char *path[2] = {"old", "ds"};
+  setenv("TEZGAH_CUDA_ATTN_DKV_SPLIT", "2", 1);
+  for (int i = 0; i < 2; i++) {
+    setenv("TEZGAH_CUDA_ATTN_BWD", path[i], 1);
+    printf("TEZGAH_CUDA_ATTN_BWD=%s TEZGAH_CUDA_ATTN_DKV_SPLIT=2\n", path[i]);
+    run_case(1, "fast", 2, 77, 4, 2, 64);
+    run_case(1, "fast", 1, 300, 2, 1, 64);
+    run_case(1, "fast", 2, 200, 4, 4, 128);
+    run_case(1, "fast", 1, 130, 2, 1, 128);
+  }
+  unsetenv("TEZGAH_CUDA_ATTN_DKV_SPLIT");
   if (saved) /* the outer setting back for the tests after this one */
     setenv("TEZGAH_CUDA_ATTN_BWD", saved, 1);
   else

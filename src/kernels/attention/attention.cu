@@ -14,7 +14,8 @@
  * cannot take the fast path abort (tests use it to be sure the fast kernels really ran).
  * TEZGAH_CUDA_ATTN_BWD=ds|ds1|ds2 (default old) picks the fast backward's dQ from a stored dS
  * (bwd_variant; attention_fa.cu's "ds path"), when its scratch fits (ds_fits);
- * TEZGAH_CUDA_ATTN_DS_CHUNK=n runs that backward n sequences at a time (ds_chunk).
+ * TEZGAH_CUDA_ATTN_DS_CHUNK=n runs that backward n sequences at a time (ds_chunk);
+ * TEZGAH_CUDA_ATTN_DKV_SPLIT=2 halves fa_dkdv's query sub-tiles (dkv_split).
  *
  * Fallback kernels (one warp per output row, 4 warps a block, no T×T buffer, no atomics):
  *   fwd     warp = query row (b, h, t). Keys in chunks of 32, one key per lane: the lane's
@@ -396,6 +397,15 @@ int ds_chunk(int B) {
   return c > 0 && c < B ? c : B;
 }
 
+/* TEZGAH_CUDA_ATTN_DKV_SPLIT (read on every call): 2 makes fa_dkdv work through each query tile
+ * in two halves (both backward paths); unset or 1: whole tiles. */
+int dkv_split(void) {
+  const char *e = getenv("TEZGAH_CUDA_ATTN_DKV_SPLIT");
+  if (!e || !*e || !strcmp(e, "1")) return 1;
+  if (!strcmp(e, "2")) return 2;
+  tz_panic(__FILE__, __LINE__, "cuda attention_bwd: TEZGAH_CUDA_ATTN_DKV_SPLIT must be 1 or 2");
+}
+
 /* Whether the scratch can hold `bytes` (D + the dS tiles): already does, or growing it takes at
  * most half the device's free memory (tzc_scratch aborts when cudaMalloc fails; a dS scratch
  * that does not fit falls back to the recomputing dQ kernel instead). */
@@ -480,7 +490,7 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
         D, (const float *)dop, (const float *)op, B, T, n_head, head_dim);
   TZC_LAUNCHED();
   if (fast) {
-    tzc_fa_bwd(st, (bf16 *)dqp, (bf16 *)dkp, (bf16 *)dvp, dsp, dsvar, bchunk, (const bf16 *)dop, (const bf16 *)qp,
+    tzc_fa_bwd(st, (bf16 *)dqp, (bf16 *)dkp, (bf16 *)dvp, dsp, dsvar, bchunk, dkv_split(), (const bf16 *)dop, (const bf16 *)qp,
                (const bf16 *)kp, (const bf16 *)vp, l, D, B, T, n_head, n_kv_head, head_dim,
                q_stride, kv_stride);
   } else if (bf) {

@@ -179,7 +179,9 @@ template <int HD, int NW, int MT> struct FwdCfg {
  * that allows it, 65536 / (128·blocks)). Without one, ptxas drifts a few registers past a
  * step (130 → 3 blocks instead of 4); with 1, it takes up to 255. */
 template <int HD, int MT> constexpr int fwd_blocks() { return HD == 64 && MT == 1 ? 4 : 2; }
-template <int HD, int MT> constexpr int dkdv_blocks() { return HD == 64 && MT == 1 ? 3 : 2; }
+template <int HD, int MT, int QSPLIT = 1> constexpr int dkdv_blocks() {
+  return HD == 64 && MT == 1 ? (QSPLIT > 1 ? 4 : 3) : 2;
+}
 template <int HD, int MT, int BK> constexpr int dq_blocks() {
   return MT == 1 ? (HD == 64 && BK <= 32 ? 4 : 3) : 2;
 }
@@ -383,14 +385,15 @@ template <int HD, int NW, int MT, int BQ> struct DkvCfg {
 
 /* DS: also store the tile's dS (bf16, unscaled: the A operand dK's product uses) to ds, in
  * the tile-packed layout of ds_tile() below, for fa_dq_ds (no dQ recompute). */
-template <int HD, int NW, int MT, int BQ, bool DS>
-__global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT>()))
+template <int HD, int NW, int MT, int BQ, bool DS, int QSPLIT>
+__global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT, QSPLIT>()))
     fa_dkdv(bf16 *__restrict__ dk, bf16 *__restrict__ dv, bf16 *__restrict__ ds,
             const bf16 *__restrict__ dout, const bf16 *__restrict__ q, const bf16 *__restrict__ k,
             const bf16 *__restrict__ v, const float *__restrict__ lse,
             const float *__restrict__ D, int T, int H, int rep, int qs, int kvs, float scale) {
   using C = DkvCfg<HD, NW, MT, BQ>;
-  constexpr int BKV = C::BKV, LD = C::LD, NT = C::NT, WR = 16 * MT;
+  constexpr int BKV = C::BKV, LD = C::LD, NT = C::NT, WR = 16 * MT, BQS = BQ / QSPLIT;
+  static_assert(BQS % 16 == 0 && BQS * QSPLIT == BQ, "sub-tiles of whole 16-query steps");
   static_assert(!DS || (DS_T % BQ == 0 && DS_T % WR == 0),
                 "a query tile and a warp's keys must lie in one dS tile");
   extern __shared__ __align__(16) unsigned char fa_sh[];
@@ -461,107 +464,114 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT>()))
       dsw = ds_tile(ds, (size_t)b * Hh + h, T, qt0 / DS_T, kt) +
             ((k0 + wk0) % DS_T + gr) * DS_T + qt0 % DS_T + 2 * gc;
     }
-    /* a query tile wholly before the warp's keys (causal) adds nothing */
-    if (qt0 + BQ - 1 < k0 + wk0) {
-      /* but its dS entries (all masked) are read by fa_dq_ds: zeros (when the tile exists:
-       * with 128-key blocks a warp's key tile can lie past the query tile) */
-      if (DS && qt0 / DS_T >= (k0 + wk0) / DS_T) {
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-          for (int n = 0; n < BQ / 8; n++) {
-            *reinterpret_cast<uint32_t *>(dsw + (mt * 16) * DS_T + n * 8) = 0u;
-            *reinterpret_cast<uint32_t *>(dsw + (mt * 16 + 8) * DS_T + n * 8) = 0u;
-          }
-      }
-    } else {
-      const bf16 *Qb = Qs + buf * BQ * LD, *Ob = Os + buf * BQ * LD;
-      const float *Lb = Ls + buf * BQ, *Db = Dsh + buf * BQ;
-
-      /* Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ: 16·MT keys × BQ queries per warp */
-      float st[MT][BQ / 8][4], dpt[MT][BQ / 8][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int n = 0; n < BQ / 8; n++)
-#pragma unroll
-          for (int e = 0; e < 4; e++) st[mt][n][e] = dpt[mt][n][e] = 0.0f;
-#pragma unroll
-      for (int ks = 0; ks < HD / 16; ks++) {
-        uint32_t ka[MT][4], va[MT][4];
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++) {
-          ldsm4(ka[mt], Kw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-          ldsm4(va[mt], Vw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-        }
-#pragma unroll
-        for (int np = 0; np < BQ / 16; np++) {
-          const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
-          uint32_t qf[4], of[4];
-          ldsm4(qf, Qb + off);
-          ldsm4(of, Ob + off);
-#pragma unroll
-          for (int mt = 0; mt < MT; mt++) {
-            mma(st[mt][2 * np], ka[mt], qf[0], qf[1]);
-            mma(st[mt][2 * np + 1], ka[mt], qf[2], qf[3]);
-            mma(dpt[mt][2 * np], va[mt], of[0], of[1]);
-            mma(dpt[mt][2 * np + 1], va[mt], of[2], of[3]);
-          }
-        }
-      }
-      /* Pᵀ = exp(Sᵀ·scale − lse) (0 where query < key or query ≥ T), dSᵀ = Pᵀ∘(dPᵀ − D) */
-      const bool edge = qt0 < k0 + wk0 + WR || qt0 + BQ > T;
-#pragma unroll
-      for (int n = 0; n < BQ / 8; n++)
-#pragma unroll
-        for (int e1 = 0; e1 < 2; e1++) {
-          const int qi = n * 8 + 2 * gc + e1;
-          const float lq = Lb[qi] * LOG2E, dq_ = Db[qi];
+    /* QSPLIT sub-tiles of BQS queries, one after the other (the st / dpt accumulators of one
+     * sub-tile live at a time: fewer registers for the same tile loads and barriers) */
+#pragma unroll 1
+    for (int sub = 0; sub < QSPLIT; sub++) {
+      const int qs0 = qt0 + sub * BQS;
+      bf16 *dss = DS ? dsw + sub * BQS : nullptr;
+      /* a query tile wholly before the warp's keys (causal) adds nothing */
+      if (qs0 + BQS - 1 < k0 + wk0) {
+        /* but its dS entries (all masked) are read by fa_dq_ds: zeros (when the tile exists:
+         * with 128-key blocks a warp's key tile can lie past the query tile) */
+        if (DS && qs0 / DS_T >= (k0 + wk0) / DS_T) {
 #pragma unroll
           for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int e2 = 0; e2 < 2; e2++) {
-              const int e = e2 * 2 + e1, key = key0 + mt * 16 + e2 * 8;
-              float p = ex2(fmaf(st[mt][n][e], sl2, -lq));
-              if (edge && (qt0 + qi < key || qt0 + qi >= T)) p = 0.0f;
-              st[mt][n][e] = p;
-              dpt[mt][n][e] = p * (dpt[mt][n][e] - dq_);
+            for (int n = 0; n < BQS / 8; n++) {
+              *reinterpret_cast<uint32_t *>(dss + (mt * 16) * DS_T + n * 8) = 0u;
+              *reinterpret_cast<uint32_t *>(dss + (mt * 16 + 8) * DS_T + n * 8) = 0u;
             }
         }
-      /* dV += Pᵀ·dO, dK += dSᵀ·Q (reduction over the BQ queries) */
+      } else {
+        const bf16 *Qb = Qs + (buf * BQ + sub * BQS) * LD, *Ob = Os + (buf * BQ + sub * BQS) * LD;
+        const float *Lb = Ls + buf * BQ + sub * BQS, *Db = Dsh + buf * BQ + sub * BQS;
+
+        /* Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ: 16·MT keys × BQS queries per warp */
+        float st[MT][BQS / 8][4], dpt[MT][BQS / 8][4];
 #pragma unroll
-      for (int kk = 0; kk < BQ / 16; kk++) {
-        uint32_t pa[MT][4], da[MT][4];
+        for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++) {
-          pa[mt][0] = pack(st[mt][2 * kk][0], st[mt][2 * kk][1]);
-          pa[mt][1] = pack(st[mt][2 * kk][2], st[mt][2 * kk][3]);
-          pa[mt][2] = pack(st[mt][2 * kk + 1][0], st[mt][2 * kk + 1][1]);
-          pa[mt][3] = pack(st[mt][2 * kk + 1][2], st[mt][2 * kk + 1][3]);
-          da[mt][0] = pack(dpt[mt][2 * kk][0], dpt[mt][2 * kk][1]);
-          da[mt][1] = pack(dpt[mt][2 * kk][2], dpt[mt][2 * kk][3]);
-          da[mt][2] = pack(dpt[mt][2 * kk + 1][0], dpt[mt][2 * kk + 1][1]);
-          da[mt][3] = pack(dpt[mt][2 * kk + 1][2], dpt[mt][2 * kk + 1][3]);
-          if constexpr (DS) { /* (key, 2 queries) pairs, 4-byte stores; L2 merges the sectors */
-            bf16 *p = dsw + (mt * 16) * DS_T + kk * 16;
-            *reinterpret_cast<uint32_t *>(p) = da[mt][0];
-            *reinterpret_cast<uint32_t *>(p + 8 * DS_T) = da[mt][1];
-            *reinterpret_cast<uint32_t *>(p + 8) = da[mt][2];
-            *reinterpret_cast<uint32_t *>(p + 8 * DS_T + 8) = da[mt][3];
-          }
-        }
+          for (int n = 0; n < BQS / 8; n++)
 #pragma unroll
-        for (int dp = 0; dp < HD / 16; dp++) {
-          const int off = (kk * 16 + (lane & 15)) * LD + dp * 16 + (lane >> 4) * 8;
-          uint32_t of[4], qf[4];
-          ldsm4t(of, Ob + off);
-          ldsm4t(qf, Qb + off);
+            for (int e = 0; e < 4; e++) st[mt][n][e] = dpt[mt][n][e] = 0.0f;
+#pragma unroll
+        for (int ks = 0; ks < HD / 16; ks++) {
+          uint32_t ka[MT][4], va[MT][4];
 #pragma unroll
           for (int mt = 0; mt < MT; mt++) {
-            mma(dva[mt][2 * dp], pa[mt], of[0], of[1]);
-            mma(dva[mt][2 * dp + 1], pa[mt], of[2], of[3]);
-            mma(dka[mt][2 * dp], da[mt], qf[0], qf[1]);
-            mma(dka[mt][2 * dp + 1], da[mt], qf[2], qf[3]);
+            ldsm4(ka[mt], Kw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+            ldsm4(va[mt], Vw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+          }
+#pragma unroll
+          for (int np = 0; np < BQS / 16; np++) {
+            const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
+            uint32_t qf[4], of[4];
+            ldsm4(qf, Qb + off);
+            ldsm4(of, Ob + off);
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+              mma(st[mt][2 * np], ka[mt], qf[0], qf[1]);
+              mma(st[mt][2 * np + 1], ka[mt], qf[2], qf[3]);
+              mma(dpt[mt][2 * np], va[mt], of[0], of[1]);
+              mma(dpt[mt][2 * np + 1], va[mt], of[2], of[3]);
+            }
+          }
+        }
+        /* Pᵀ = exp(Sᵀ·scale − lse) (0 where query < key or query ≥ T), dSᵀ = Pᵀ∘(dPᵀ − D) */
+        const bool edge = qs0 < k0 + wk0 + WR || qs0 + BQS > T;
+#pragma unroll
+        for (int n = 0; n < BQS / 8; n++)
+#pragma unroll
+          for (int e1 = 0; e1 < 2; e1++) {
+            const int qi = n * 8 + 2 * gc + e1;
+            const float lq = Lb[qi] * LOG2E, dq_ = Db[qi];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+              for (int e2 = 0; e2 < 2; e2++) {
+                const int e = e2 * 2 + e1, key = key0 + mt * 16 + e2 * 8;
+                float p = ex2(fmaf(st[mt][n][e], sl2, -lq));
+                if (edge && (qs0 + qi < key || qs0 + qi >= T)) p = 0.0f;
+                st[mt][n][e] = p;
+                dpt[mt][n][e] = p * (dpt[mt][n][e] - dq_);
+              }
+          }
+        /* dV += Pᵀ·dO, dK += dSᵀ·Q (reduction over the BQS queries) */
+#pragma unroll
+        for (int kk = 0; kk < BQS / 16; kk++) {
+          uint32_t pa[MT][4], da[MT][4];
+#pragma unroll
+          for (int mt = 0; mt < MT; mt++) {
+            pa[mt][0] = pack(st[mt][2 * kk][0], st[mt][2 * kk][1]);
+            pa[mt][1] = pack(st[mt][2 * kk][2], st[mt][2 * kk][3]);
+            pa[mt][2] = pack(st[mt][2 * kk + 1][0], st[mt][2 * kk + 1][1]);
+            pa[mt][3] = pack(st[mt][2 * kk + 1][2], st[mt][2 * kk + 1][3]);
+            da[mt][0] = pack(dpt[mt][2 * kk][0], dpt[mt][2 * kk][1]);
+            da[mt][1] = pack(dpt[mt][2 * kk][2], dpt[mt][2 * kk][3]);
+            da[mt][2] = pack(dpt[mt][2 * kk + 1][0], dpt[mt][2 * kk + 1][1]);
+            da[mt][3] = pack(dpt[mt][2 * kk + 1][2], dpt[mt][2 * kk + 1][3]);
+            if constexpr (DS) { /* (key, 2 queries) pairs, 4-byte stores; L2 merges the sectors */
+              bf16 *p = dss + (mt * 16) * DS_T + kk * 16;
+              *reinterpret_cast<uint32_t *>(p) = da[mt][0];
+              *reinterpret_cast<uint32_t *>(p + 8 * DS_T) = da[mt][1];
+              *reinterpret_cast<uint32_t *>(p + 8) = da[mt][2];
+              *reinterpret_cast<uint32_t *>(p + 8 * DS_T + 8) = da[mt][3];
+            }
+          }
+#pragma unroll
+          for (int dp = 0; dp < HD / 16; dp++) {
+            const int off = (kk * 16 + (lane & 15)) * LD + dp * 16 + (lane >> 4) * 8;
+            uint32_t of[4], qf[4];
+            ldsm4t(of, Ob + off);
+            ldsm4t(qf, Qb + off);
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+              mma(dva[mt][2 * dp], pa[mt], of[0], of[1]);
+              mma(dva[mt][2 * dp + 1], pa[mt], of[2], of[3]);
+              mma(dka[mt][2 * dp], da[mt], qf[0], qf[1]);
+              mma(dka[mt][2 * dp + 1], da[mt], qf[2], qf[3]);
+            }
           }
         }
       }
@@ -907,27 +917,32 @@ void dq_ds_launch(cudaStream_t st, bf16 *dq, const bf16 *ds, const bf16 *k, int 
   TZC_LAUNCHED();
 }
 
+/* fa_dkdv (DS: also writing dS; QS: sub-tiles a query tile) */
+template <int HD, int BQd, bool DS, int QS>
+void dkdv_launch(cudaStream_t st, bf16 *dk, bf16 *dv, bf16 *ds, const bf16 *dout, const bf16 *q,
+                 const bf16 *k, const bf16 *v, const float *lse, const float *D, int B, int T,
+                 int H, int KVH, int qs, int kvs, float scale) {
+  using C = DkvCfg<HD, NW, MT, BQd>;
+  auto kern = fa_dkdv<HD, NW, MT, BQd, DS, QS>;
+  static bool init = false;
+  if (!init) set_smem(kern, C::SMEM), init = true;
+  dim3 grid((T + C::BKV - 1) / C::BKV, KVH, B);
+  kern<<<grid, C::NT, C::SMEM, st>>>(dk, dv, ds, dout, q, k, v, lse, D, T, H, H / KVH, qs, kvs, scale);
+  TZC_LAUNCHED();
+}
+
 template <int HD, int BQd, int BKq, bool QREG>
-void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsvar, const bf16 *dout,
+void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsvar, int split, const bf16 *dout,
             const bf16 *q, const bf16 *k, const bf16 *v, const float *lse, const float *D, int B,
             int T, int H, int KVH, int qs, int kvs) {
   const float scale = 1.0f / sqrtf((float)HD);
   const int rep = H / KVH;
-  {
-    using C = DkvCfg<HD, NW, MT, BQd>;
-    dim3 grid((T + C::BKV - 1) / C::BKV, KVH, B);
-    if (ds) {
-      auto kern = fa_dkdv<HD, NW, MT, BQd, true>;
-      static bool init = false;
-      if (!init) set_smem(kern, C::SMEM), init = true;
-      kern<<<grid, C::NT, C::SMEM, st>>>(dk, dv, ds, dout, q, k, v, lse, D, T, H, rep, qs, kvs, scale);
-    } else {
-      auto kern = fa_dkdv<HD, NW, MT, BQd, false>;
-      static bool init = false;
-      if (!init) set_smem(kern, C::SMEM), init = true;
-      kern<<<grid, C::NT, C::SMEM, st>>>(dk, dv, ds, dout, q, k, v, lse, D, T, H, rep, qs, kvs, scale);
-    }
-    TZC_LAUNCHED();
+  if (split == 2) {
+    if (ds) dkdv_launch<HD, BQd, true, 2>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs, scale);
+    else dkdv_launch<HD, BQd, false, 2>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs, scale);
+  } else {
+    if (ds) dkdv_launch<HD, BQd, true, 1>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs, scale);
+    else dkdv_launch<HD, BQd, false, 1>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs, scale);
   }
   if (ds) {
     switch (dsvar) {
@@ -973,7 +988,7 @@ size_t tzc_fa_ds_bytes(int B, int H, int T) {
   return (size_t)B * H * ds_tiles(T) * (DS_T * DS_T) * sizeof(bf16);
 }
 
-void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsvar, int bchunk,
+void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsvar, int bchunk, int split,
                 const bf16 *dout, const bf16 *q, const bf16 *k, const bf16 *v, const float *lse,
                 const float *D, int B, int T, int H, int KVH, int hd, int qs, int kvs) {
   /* the ds path in chunks of bchunk sequences (the kernels index sequences from the pointers
@@ -984,11 +999,11 @@ void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsv
     const size_t rq = (size_t)b0 * T * qs, rkv = (size_t)b0 * T * kvs, ro = (size_t)b0 * T * H * hd,
                  rl = (size_t)b0 * H * T;
     if (hd == 64)
-      bwd_hd<64, DKV_BQ64, DQ_BK64, DQ_QREG64>(st, dq + rq, dk + rkv, dv + rkv, ds, dsvar, dout + ro,
+      bwd_hd<64, DKV_BQ64, DQ_BK64, DQ_QREG64>(st, dq + rq, dk + rkv, dv + rkv, ds, dsvar, split, dout + ro,
                                                q + rq, k + rkv, v + rkv, lse + rl, D + rl, nb, T,
                                                H, KVH, qs, kvs);
     else
-      bwd_hd<128, DKV_BQ128, DQ_BK128, DQ_QREG128>(st, dq + rq, dk + rkv, dv + rkv, ds, dsvar,
+      bwd_hd<128, DKV_BQ128, DQ_BK128, DQ_QREG128>(st, dq + rq, dk + rkv, dv + rkv, ds, dsvar, split,
                                                    dout + ro, q + rq, k + rkv, v + rkv, lse + rl,
                                                    D + rl, nb, T, H, KVH, qs, kvs);
   }
