@@ -37,7 +37,9 @@
  *   fa_dkdv  block = (b, kv head g, 16·NW·MT key rows); loops over the query heads of the group
  *            and the query tiles of BQ rows that see its keys (t ≥ the block's first key):
  *            Sᵀ = K·Qᵀ, Pᵀ = exp(Sᵀ·scale − lse), dPᵀ = V·dOᵀ, dSᵀ = Pᵀ∘(dPᵀ − D),
- *            dV += Pᵀ·dO, dK += dSᵀ·Q; dK·scale at the end.
+ *            dV += Pᵀ·dO, dK += dSᵀ·Q; dK·scale at the end. QSPLIT 2 (TEZGAH_CUDA_ATTN_DKV_SPLIT):
+ *            each loaded query tile in two halves, one half's Sᵀ / dPᵀ live at a time (head_dim
+ *            64: 128 registers, 4 blocks an SM instead of 3).
  *   fa_dq    block = (b, h, 16·NW·MT query rows); over key tiles of BK keys ≤ the diagonal:
  *            S = Q·Kᵀ, dP = dO·Vᵀ, dS = P∘(dP − D), dQ += dS·K; dQ·scale at the end.
  *            Q / dO fragments in registers at head_dim 64 (QREG).
