@@ -60,9 +60,11 @@ for t in "${tests[@]}"; do
     grep -E "^\[  (FAILED|SKIPPED) |^\[  ERROR|off;|error|differ|relative RMS" "$out/$t.$v.log" | head -14
   done
 done
-# the ds cases' error figures next to the old ones (worst err/bound of dq at T 520)
-echo "test_cuda_attention worst err/bound lines of dq (old kernels, then ds):"
-grep -A4 "^bf16 fast B 1 T 520" "$out/test_cuda_attention.old.log" | grep -E "^  d(q|k|v) " | head -6
+# the error figures of one case (bf16 fast B 1 T 520, test_bf16_fast's) under both settings
+for v in old ds; do
+  echo "test_cuda_attention, B 1 T 520 hd 64 under $v:"
+  grep -m1 -A5 "^bf16 fast B 1 T 520" "$out/test_cuda_attention.$v.log" | grep -E "^  d(q|k|v) "
+done
 echo "tests: $((SECONDS - t0)) s"
 
 echo "== 2. bench_cuda_attention (ms, TFLOP/s; FlashAttention's causal FLOP count)"

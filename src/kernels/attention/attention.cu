@@ -384,7 +384,8 @@ int bwd_variant(void) {
   if (!strcmp(e, "ds")) return 0;
   if (!strcmp(e, "ds1")) return 1;
   if (!strcmp(e, "ds2")) return 2;
-  tz_panic(__FILE__, __LINE__, "cuda attention_bwd: TEZGAH_CUDA_ATTN_BWD must be old, ds, ds1 or ds2");
+  tz_panic(__FILE__, __LINE__,
+           "cuda attention_bwd: TEZGAH_CUDA_ATTN_BWD must be old, ds, ds1 or ds2");
 }
 
 /* Sequences a chunk of the ds backward (TEZGAH_CUDA_ATTN_DS_CHUNK, read on every call; unset
@@ -476,7 +477,9 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
   const size_t ds_bytes = dsvar >= 0 ? tzc_fa_ds_bytes(bchunk, n_head, T) : 0;
   const bool ds = dsvar >= 0 && ds_fits(be, d_bytes + ds_bytes);
   if (dsvar >= 0 && !ds && attn_mode() == MODE_FAST) /* tests: the ds kernels must really run */
-    tz_panic(__FILE__, __LINE__, "cuda attention_bwd: TEZGAH_CUDA_ATTN=fast, TEZGAH_CUDA_ATTN_BWD=ds* but the dS scratch does not fit");
+    tz_panic(__FILE__, __LINE__,
+             "cuda attention_bwd: TEZGAH_CUDA_ATTN=fast and TEZGAH_CUDA_ATTN_BWD=ds*, but the dS "
+             "scratch does not fit");
   float *D = (float *)tzc_scratch(be, d_bytes + (ds ? ds_bytes : 0));
   bf16 *dsp = ds ? (bf16 *)((char *)D + d_bytes) : NULL;
   if (bf && head_dim % 8 == 0 && al16(dop) && al16(op))
@@ -490,9 +493,9 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
         D, (const float *)dop, (const float *)op, B, T, n_head, head_dim);
   TZC_LAUNCHED();
   if (fast) {
-    tzc_fa_bwd(st, (bf16 *)dqp, (bf16 *)dkp, (bf16 *)dvp, dsp, dsvar, bchunk, dkv_split(), (const bf16 *)dop, (const bf16 *)qp,
-               (const bf16 *)kp, (const bf16 *)vp, l, D, B, T, n_head, n_kv_head, head_dim,
-               q_stride, kv_stride);
+    tzc_fa_bwd(st, (bf16 *)dqp, (bf16 *)dkp, (bf16 *)dvp, dsp, dsvar, bchunk, dkv_split(),
+               (const bf16 *)dop, (const bf16 *)qp, (const bf16 *)kp, (const bf16 *)vp, l, D, B,
+               T, n_head, n_kv_head, head_dim, q_stride, kv_stride);
   } else if (bf) {
     FB_DISPATCH(bf16, head_dim, fb_bwd, st, dqp, dkp, dvp, dop, qp, kp, vp, l, D, B, T, n_head,
                 n_kv_head, head_dim, q_stride, kv_stride);

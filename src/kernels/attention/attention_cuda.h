@@ -32,7 +32,8 @@ size_t tzc_fa_ds_bytes(int B, int H, int T);
  * split 2: fa_dkdv works through each query tile in two halves (fewer registers: 4 blocks an SM
  * at head_dim 64); else 1. */
 void tzc_fa_bwd(cudaStream_t st, __nv_bfloat16 *dq, __nv_bfloat16 *dk, __nv_bfloat16 *dv,
-                __nv_bfloat16 *ds, int dsvar, int bchunk, int split, const __nv_bfloat16 *dout, const __nv_bfloat16 *q, const __nv_bfloat16 *k,
+                __nv_bfloat16 *ds, int dsvar, int bchunk, int split, const __nv_bfloat16 *dout,
+                const __nv_bfloat16 *q, const __nv_bfloat16 *k,
                 const __nv_bfloat16 *v, const float *lse, const float *D, int B, int T, int H,
                 int KVH, int hd, int qs, int kvs);
 
