@@ -11,18 +11,19 @@
 # 1. test_cuda_attention and test_cuda_train, TEZGAH_CUDA_REQUIRED=1, under TEZGAH_CUDA_ATTN_BWD=old
 #    and =ds (4 processes at once; test_cuda_attention's test_bf16_fast_ds runs the ds kernels in
 #    both), the peer's torch.compile warm-up in the background.
-# 2. bench_cuda_attention 20 bf16 fast: all 5 shapes under old and ds, each with fa_dkdv whole and
-#    split in half query tiles (TEZGAH_CUDA_ATTN_DKV_SPLIT=2); the two GPT-2 shapes (124M H12,
-#    350M H16; B16 T1024 hd64) under ds1 and ds2 with the better split, then the fastest of those
-#    in chunks of 2 and 4 sequences (TEZGAH_CUDA_ATTN_DS_CHUNK). Step 3 trains main's kernels (old)
-#    against the fastest setting at 350M (any ds one, or old.s2).
+# 2. bench_cuda_attention 20 bf16 fast: all 5 shapes under old and ds; then the two GPT-2 shapes
+#    (124M H12, 350M H16; B16 T1024 hd64) with fa_dkdv split in half query tiles (.s2,
+#    TEZGAH_CUDA_ATTN_DKV_SPLIT=2), under ds1 and ds2 with the better split, the fastest of those
+#    in chunks of 2 and 4 sequences (.c2 .c4, TEZGAH_CUDA_ATTN_DS_CHUNK), then the best of those
+#    and old with blocks started longest first (.o24 .o96, TEZGAH_CUDA_ATTN_ORDER). Step 3 trains
+#    main's kernels (old) against the fastest setting at 350M (a ds one, old.s2 or old.o24).
 # 3. tezgah train --backend cuda, B16 T1024 bf16, 20 steps: gpt2-124m and gpt2-350m, old then the
 #    chosen ds setting (tokens/s = median of steps 6..20; the losses of steps 1-3 of both printed:
 #    they must agree to ~bf16 noise), then gpt2-124m --profile under both if the budget allows
 #    (started only before 120 s; plain runs only before 170 s).
 # 4. the peer: ../shared/bench/torch_gpt.py --compile 1 at 124M and 350M (15 steps) with what is left.
 # Logs go to $OUT or /tmp/tz-cudabwd; the summary is printed last. Budget 238 s (each step under
-# timeout): tests ~60-100 s, bench ~25 s, training ~60-80 s, the peer the rest.
+# timeout): tests ~60-100 s, bench ~40 s, training ~50-80 s, the peer the rest.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 dir=${1:?usage: device_cudabwd.sh DIR (the pack, e.g. .dev)}
@@ -69,13 +70,14 @@ echo "tests: $((SECONDS - t0)) s"
 
 echo "== 2. bench_cuda_attention (ms, TFLOP/s; FlashAttention's causal FLOP count)"
 t0=$SECONDS
-# a setting's tag: BWD[.sSPLIT][.cCHUNK], e.g. ds1.s2.c4 = TEZGAH_CUDA_ATTN_BWD=ds1
-# TEZGAH_CUDA_ATTN_DKV_SPLIT=2 TEZGAH_CUDA_ATTN_DS_CHUNK=4
+# a setting's tag: BWD[.sSPLIT][.cCHUNK][.oORDER], e.g. ds1.s2.c4.o24 = TEZGAH_CUDA_ATTN_BWD=ds1
+# TEZGAH_CUDA_ATTN_DKV_SPLIT=2 TEZGAH_CUDA_ATTN_DS_CHUNK=4 TEZGAH_CUDA_ATTN_ORDER=24
 envof() { # tag -> the env assignments
-  local t=$1 sp=1 ch=0
+  local t=$1 sp=1 ch=0 od=0
   [[ $t =~ \.s([0-9]+) ]] && sp=${BASH_REMATCH[1]}
   [[ $t =~ \.c([0-9]+) ]] && ch=${BASH_REMATCH[1]}
-  echo "TEZGAH_CUDA_ATTN_BWD=${t%%.*} TEZGAH_CUDA_ATTN_DKV_SPLIT=$sp TEZGAH_CUDA_ATTN_DS_CHUNK=$ch"
+  [[ $t =~ \.o([0-9]+) ]] && od=${BASH_REMATCH[1]}
+  echo "TEZGAH_CUDA_ATTN_BWD=${t%%.*} TEZGAH_CUDA_ATTN_DKV_SPLIT=$sp TEZGAH_CUDA_ATTN_DS_CHUNK=$ch TEZGAH_CUDA_ATTN_ORDER=$od"
 }
 bench() { # tag shapes -> $out/bench.$tag.txt
   # shellcheck disable=SC2046
@@ -93,8 +95,8 @@ pick() { # candidates... -> $best: the fastest backward at 350M among them
 }
 bench old all
 bench ds all
-bench old.s2 all
-bench ds.s2 all
+bench old.s2 gpt2
+bench ds.s2 gpt2
 pick ds ds.s2
 s=${best#ds}                       # the better fa_dkdv split under ds ("" or .s2)
 bench "ds1$s" gpt2
@@ -103,7 +105,13 @@ pick "ds$s" "ds1$s" "ds2$s"
 b0=$best
 bench "$b0.c2" gpt2
 bench "$b0.c4" gpt2
-pick "$b0" "$b0.c2" "$b0.c4" old.s2
+pick "$b0" "$b0.c2" "$b0.c4"
+b1=$best
+# blocks longest first in super-groups of 24 or 96 (batch, head) pairs (TEZGAH_CUDA_ATTN_ORDER)
+bench "$b1.o24" gpt2
+bench "$b1.o96" gpt2
+bench old.o24 gpt2
+pick "$b1" "$b1.o24" "$b1.o96" old.s2 old.o24
 besttag=$best
 oldtag=old # main's kernels, the baseline
 for v in "${tags[@]}"; do

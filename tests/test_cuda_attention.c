@@ -14,7 +14,8 @@
  * Paths: TEZGAH_CUDA_ATTN (read on every call) = "fast" makes a shape the tensor-core kernels
  * cannot take abort, so the fast cases really ran them; "fallback" forces the SIMT kernels;
  * unset, the backend chooses. TEZGAH_CUDA_ATTN_BWD = ds | ds1 | ds2 (test_bf16_fast_ds): the
- * tensor-core backward's dQ from a stored dS. An outer TEZGAH_CUDA_ATTN_BWD (device scripts run
+ * tensor-core backward's dQ from a stored dS; TEZGAH_CUDA_ATTN_ORDER (test_bf16_fast_order):
+ * its blocks longest first. An outer TEZGAH_CUDA_ATTN_BWD (device scripts run
  * the whole test under each setting) applies to every other test.
  *
  * Tolerances, |gpu − cpu| ≤ atol + rtol·|cpu| per element (plus, where stated, a bound on the
@@ -408,6 +409,33 @@ static void test_bf16_fast_ds(void **state) {
     unsetenv("TEZGAH_CUDA_ATTN_BWD");
   free(saved);
 }
+/* bf16, the tensor-core backward with its blocks started longest first in super-groups of 3
+ * (batch, head) pairs (TEZGAH_CUDA_ATTN_ORDER=3: several super-groups, the last one partial),
+ * under both dQ paths; a test of its own so that a failure here does not hide the others. */
+static void test_bf16_fast_order(void **state) {
+  (void)state;
+  const char *outer = getenv("TEZGAH_CUDA_ATTN_BWD");
+  char *saved = outer ? strdup(outer) : NULL;
+  const char *path[2] = {"old", "ds"};
+  setenv("TEZGAH_CUDA_ATTN_ORDER", "3", 1);
+  for (int i = 0; i < 2; i++) {
+    setenv("TEZGAH_CUDA_ATTN_BWD", path[i], 1);
+    printf("TEZGAH_CUDA_ATTN_BWD=%s TEZGAH_CUDA_ATTN_ORDER=3\n", path[i]);
+    run_case(1, "fast", 2, 77, 4, 2, 64);   /* dK/dV: 4 pairs, dQ: 8 pairs */
+    run_case(1, "fast", 1, 300, 2, 1, 64);  /* 1 and 2 pairs: one partial super-group */
+    run_case(1, "fast", 2, 200, 4, 4, 128);
+    run_case(1, "fast", 3, 130, 2, 1, 128);
+  }
+  setenv("TEZGAH_CUDA_ATTN_BWD", "ds1", 1);
+  printf("TEZGAH_CUDA_ATTN_BWD=ds1 TEZGAH_CUDA_ATTN_ORDER=3\n");
+  run_case(1, "fast", 2, 200, 4, 2, 64);
+  unsetenv("TEZGAH_CUDA_ATTN_ORDER");
+  if (saved)
+    setenv("TEZGAH_CUDA_ATTN_BWD", saved, 1);
+  else
+    unsetenv("TEZGAH_CUDA_ATTN_BWD");
+  free(saved);
+}
 /* bf16, the SIMT kernels */
 static void test_bf16_fallback(void **state) {
   (void)state;
@@ -435,7 +463,7 @@ static void test_decode(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fp32),          cmocka_unit_test(test_bf16_fast),
-      cmocka_unit_test(test_bf16_fast_ds),
+      cmocka_unit_test(test_bf16_fast_ds),  cmocka_unit_test(test_bf16_fast_order),
       cmocka_unit_test(test_bf16_fallback), cmocka_unit_test(test_bf16_auto),
       cmocka_unit_test(test_decode),
   };

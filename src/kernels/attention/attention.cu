@@ -15,7 +15,8 @@
  * TEZGAH_CUDA_ATTN_BWD=ds|ds1|ds2 (default old) picks the fast backward's dQ from a stored dS
  * (bwd_variant; attention_fa.cu's "ds path"), when its scratch fits (ds_fits);
  * TEZGAH_CUDA_ATTN_DS_CHUNK=n runs that backward n sequences at a time (ds_chunk);
- * TEZGAH_CUDA_ATTN_DKV_SPLIT=2 halves fa_dkdv's query sub-tiles (dkv_split).
+ * TEZGAH_CUDA_ATTN_DKV_SPLIT=2 halves fa_dkdv's query sub-tiles (dkv_split);
+ * TEZGAH_CUDA_ATTN_ORDER=n starts the backward's blocks longest first (bwd_order).
  *
  * Fallback kernels (one warp per output row, 4 warps a block, no T×T buffer, no atomics):
  *   fwd     warp = query row (b, h, t). Keys in chunks of 32, one key per lane: the lane's
@@ -407,6 +408,15 @@ int dkv_split(void) {
   tz_panic(__FILE__, __LINE__, "cuda attention_bwd: TEZGAH_CUDA_ATTN_DKV_SPLIT must be 1 or 2");
 }
 
+/* TEZGAH_CUDA_ATTN_ORDER (read on every call): n > 0 starts fa_dkdv's and fa_dq_ds's blocks
+ * longest first in super-groups of n (batch, head) pairs (attention_fa.cu's block_coords);
+ * unset or 0: the 3-D grid's order. */
+int bwd_order(void) {
+  const char *e = getenv("TEZGAH_CUDA_ATTN_ORDER");
+  const int n = e ? atoi(e) : 0;
+  return n > 0 ? n : 0;
+}
+
 /* Whether the scratch can hold `bytes` (D + the dS tiles): already does, or growing it takes at
  * most half the device's free memory (tzc_scratch aborts when cudaMalloc fails; a dS scratch
  * that does not fit falls back to the recomputing dQ kernel instead). */
@@ -494,7 +504,7 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
   TZC_LAUNCHED();
   if (fast) {
     tzc_fa_bwd(st, (bf16 *)dqp, (bf16 *)dkp, (bf16 *)dvp, dsp, dsvar, bchunk, dkv_split(),
-               (const bf16 *)dop, (const bf16 *)qp, (const bf16 *)kp, (const bf16 *)vp, l, D, B,
+               bwd_order(), (const bf16 *)dop, (const bf16 *)qp, (const bf16 *)kp, (const bf16 *)vp, l, D, B,
                T, n_head, n_kv_head, head_dim, q_stride, kv_stride);
   } else if (bf) {
     FB_DISPATCH(bf16, head_dim, fb_bwd, st, dqp, dkp, dvp, dop, qp, kp, vp, l, D, B, T, n_head,

@@ -30,9 +30,12 @@ size_t tzc_fa_ds_bytes(int B, int H, int T);
  * 2: 128 rows, 8 warps). bchunk > 0 (ds path only): the backward runs over chunks of bchunk
  * sequences, one after the other, and ds need only hold tzc_fa_ds_bytes(bchunk, H, T).
  * split 2: fa_dkdv works through each query tile in two halves (fewer registers: 4 blocks an SM
- * at head_dim 64); else 1. */
+ * at head_dim 64); else 1. order > 0: fa_dkdv and fa_dq_ds start their blocks longest first
+ * in super-groups of `order` (batch, head) pairs (attention_fa.cu's block_coords); 0: the 3-D
+ * grid's order. */
 void tzc_fa_bwd(cudaStream_t st, __nv_bfloat16 *dq, __nv_bfloat16 *dk, __nv_bfloat16 *dv,
-                __nv_bfloat16 *ds, int dsvar, int bchunk, int split, const __nv_bfloat16 *dout,
+                __nv_bfloat16 *ds, int dsvar, int bchunk, int split, int order,
+                const __nv_bfloat16 *dout,
                 const __nv_bfloat16 *q, const __nv_bfloat16 *k,
                 const __nv_bfloat16 *v, const float *lse, const float *D, int B, int T, int H,
                 int KVH, int hd, int qs, int kvs);

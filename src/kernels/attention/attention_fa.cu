@@ -360,6 +360,31 @@ __global__ void __launch_bounds__(NW * 32, (fwd_blocks<HD, MT>()))
   }
 }
 
+/* ================= block order (TEZGAH_CUDA_ATTN_ORDER) ================= */
+/* A backward block's (tile, head, batch). order 0: the 3-D grid (x = tile, y = head, z =
+ * batch): the hardware starts blocks in that linear order, so the longest tile of each (batch,
+ * head) pair starts once per 16 blocks and the last pair's longest block can end the kernel
+ * alone. order S > 0: a 1-D grid of ntile·nhead·B blocks in super-groups of S pairs, each
+ * listed tile-major (tile 0 of its S pairs, then tile 1, ...): the longest tiles start first
+ * (longest-processing-time order) while a super-group's pairs (S·256 KB of Q and dO at T 1024,
+ * hd 64) stay few enough to share L2. The last super-group may hold fewer pairs. tile 0 is the
+ * longest; the caller maps it to its block index. */
+__device__ __forceinline__ void block_coords(int order, int ntile, int nhead, int &tile,
+                                             int &head, int &batch) {
+  if (order <= 0) {
+    tile = blockIdx.x, head = blockIdx.y, batch = blockIdx.z;
+    return;
+  }
+  const int pairs = gridDim.x / ntile, idx = blockIdx.x;
+  const int sg = idx / (order * ntile), base = sg * order;
+  const int sa = min(order, pairs - base), rem = idx - base * ntile;
+  const int pair = base + rem % sa;
+  tile = rem / sa, head = pair % nhead, batch = pair / nhead;
+}
+inline dim3 order_grid(int order, int ntile, int nhead, int B) {
+  return order > 0 ? dim3((unsigned)ntile * nhead * B) : dim3(ntile, nhead, B);
+}
+
 /* ================= backward: dS scratch (TEZGAH_CUDA_ATTN_BWD=ds) ================= */
 /* dS = P∘(dP − D) (bf16, before the softmax scale) of one (batch, query head), in DS_T × DS_T
  * tiles over the causal lower triangle, packed: tile (query tile i, key tile j ≤ i) at index
@@ -387,12 +412,13 @@ template <int HD, int NW, int MT, int BQ> struct DkvCfg {
 
 /* DS: also store the tile's dS (bf16, unscaled: the A operand dK's product uses) to ds, in
  * the tile-packed layout of ds_tile() below, for fa_dq_ds (no dQ recompute). */
-template <int HD, int NW, int MT, int BQ, bool DS, int QSPLIT>
+template <int HD, int NW, int MT, int BQ, bool DS, int QSPLIT, bool ORD>
 __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT, QSPLIT>()))
     fa_dkdv(bf16 *__restrict__ dk, bf16 *__restrict__ dv, bf16 *__restrict__ ds,
             const bf16 *__restrict__ dout, const bf16 *__restrict__ q, const bf16 *__restrict__ k,
             const bf16 *__restrict__ v, const float *__restrict__ lse,
-            const float *__restrict__ D, int T, int H, int rep, int qs, int kvs, float scale) {
+            const float *__restrict__ D, int T, int H, int rep, int qs, int kvs, float scale,
+            int order) {
   using C = DkvCfg<HD, NW, MT, BQ>;
   constexpr int BKV = C::BKV, LD = C::LD, NT = C::NT, WR = 16 * MT, BQS = BQ / QSPLIT;
   static_assert(BQS % 16 == 0 && BQS * QSPLIT == BQ, "sub-tiles of whole 16-query steps");
@@ -406,8 +432,9 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT, QSPLIT>()))
   float *Ls = reinterpret_cast<float *>(Os + 2 * BQ * LD); /* [2][BQ] */
   float *Dsh = Ls + 2 * BQ;                                 /* [2][BQ] */
 
-  const int kb = blockIdx.x; /* the longest (first) key blocks first */
-  const int g = blockIdx.y, b = blockIdx.z, Hh = H;
+  int kb = blockIdx.x, g = blockIdx.y, b = blockIdx.z; /* the longest (first) key blocks first */
+  if constexpr (ORD) block_coords(order, (T + BKV - 1) / BKV, H / rep, kb, g, b);
+  const int Hh = H;
   const int k0 = kb * BKV;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gr = lane >> 2, gc = lane & 3;
   const bf16 *kg = k + (size_t)b * T * kvs + (size_t)g * HD;
@@ -780,10 +807,10 @@ template <int HD, int NW, int MT> struct DqdsCfg {
   static_assert(BQ <= 2 * DS_T, "epilogue staging fits the two K buffers");
 };
 
-template <int HD, int NW, int MT>
+template <int HD, int NW, int MT, bool ORD>
 __global__ void __launch_bounds__(NW * 32)
     fa_dq_ds(bf16 *__restrict__ dq, const bf16 *__restrict__ ds, const bf16 *__restrict__ k,
-             int T, int H, int rep, int qs, int kvs, float scale) {
+             int T, int H, int rep, int qs, int kvs, float scale, int order) {
   using C = DqdsCfg<HD, NW, MT>;
   constexpr int BQ = C::BQ, LDS = C::LDS, LD = C::LD, NT = C::NT, WR = 16 * MT;
   constexpr int NSUB = BQ / DS_T;
@@ -791,8 +818,10 @@ __global__ void __launch_bounds__(NW * 32)
   bf16 *Ss = reinterpret_cast<bf16 *>(fa_sh); /* [2][DS_T][LDS] */
   bf16 *Ks = Ss + 2 * DS_T * LDS;              /* [2][DS_T][LD] */
 
-  const int qb = gridDim.x - 1 - blockIdx.x; /* the longest (last) query blocks first */
-  const int h = blockIdx.y, b = blockIdx.z, g = h / rep;
+  int qb = blockIdx.x, h = blockIdx.y, b = blockIdx.z; /* the longest (last) query blocks first */
+  if constexpr (ORD) block_coords(order, (T + BQ - 1) / BQ, H, qb, h, b);
+  qb = (T + BQ - 1) / BQ - 1 - qb;
+  const int g = h / rep;
   const int q0 = qb * BQ, i0 = q0 / DS_T;
   const int nt = (T + DS_T - 1) / DS_T;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -909,48 +938,60 @@ void fwd_hd(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf16 *k
 /* dQ from the dS scratch (fa_dq_ds) with NW warps × MT m-tiles a block */
 template <int HD, int NWq, int MTq>
 void dq_ds_launch(cudaStream_t st, bf16 *dq, const bf16 *ds, const bf16 *k, int B, int T, int H,
-                  int rep, int qs, int kvs, float scale) {
+                  int rep, int qs, int kvs, float scale, int order) {
   using C = DqdsCfg<HD, NWq, MTq>;
-  auto kern = fa_dq_ds<HD, NWq, MTq>;
-  static bool init = false;
-  if (!init) set_smem(kern, C::SMEM), init = true;
-  dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
-  kern<<<grid, C::NT, C::SMEM, st>>>(dq, ds, k, T, H, rep, qs, kvs, scale);
+  auto kern = order > 0 ? fa_dq_ds<HD, NWq, MTq, true> : fa_dq_ds<HD, NWq, MTq, false>;
+  static bool init[2] = {false, false};
+  if (!init[order > 0]) set_smem(kern, C::SMEM), init[order > 0] = true;
+  const dim3 grid = order_grid(order, (T + C::BQ - 1) / C::BQ, H, B);
+  kern<<<grid, C::NT, C::SMEM, st>>>(dq, ds, k, T, H, rep, qs, kvs, scale, order);
   TZC_LAUNCHED();
 }
 
-/* fa_dkdv (DS: also writing dS; QS: sub-tiles a query tile) */
+/* fa_dkdv (DS: also writing dS; QS: sub-tiles a query tile; order > 0: the ORD instance, whose
+ * blocks start longest first; order 0 runs the 3-D grid's code unchanged) */
 template <int HD, int BQd, bool DS, int QS>
 void dkdv_launch(cudaStream_t st, bf16 *dk, bf16 *dv, bf16 *ds, const bf16 *dout, const bf16 *q,
                  const bf16 *k, const bf16 *v, const float *lse, const float *D, int B, int T,
-                 int H, int KVH, int qs, int kvs, float scale) {
+                 int H, int KVH, int qs, int kvs, float scale, int order) {
   using C = DkvCfg<HD, NW, MT, BQd>;
-  auto kern = fa_dkdv<HD, NW, MT, BQd, DS, QS>;
-  static bool init = false;
-  if (!init) set_smem(kern, C::SMEM), init = true;
-  dim3 grid((T + C::BKV - 1) / C::BKV, KVH, B);
-  kern<<<grid, C::NT, C::SMEM, st>>>(dk, dv, ds, dout, q, k, v, lse, D, T, H, H / KVH, qs, kvs, scale);
+  auto kern = order > 0 ? fa_dkdv<HD, NW, MT, BQd, DS, QS, true>
+                        : fa_dkdv<HD, NW, MT, BQd, DS, QS, false>;
+  static bool init[2] = {false, false};
+  if (!init[order > 0]) set_smem(kern, C::SMEM), init[order > 0] = true;
+  const dim3 grid = order_grid(order, (T + C::BKV - 1) / C::BKV, KVH, B);
+  kern<<<grid, C::NT, C::SMEM, st>>>(dk, dv, ds, dout, q, k, v, lse, D, T, H, H / KVH, qs, kvs,
+                                     scale, order);
   TZC_LAUNCHED();
 }
 
 template <int HD, int BQd, int BKq, bool QREG>
-void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsvar, int split, const bf16 *dout,
+void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsvar, int split, int order,
+            const bf16 *dout,
             const bf16 *q, const bf16 *k, const bf16 *v, const float *lse, const float *D, int B,
             int T, int H, int KVH, int qs, int kvs) {
   const float scale = 1.0f / sqrtf((float)HD);
   const int rep = H / KVH;
   if (split == 2) {
-    if (ds) dkdv_launch<HD, BQd, true, 2>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs, scale);
-    else dkdv_launch<HD, BQd, false, 2>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs, scale);
+    if (ds)
+      dkdv_launch<HD, BQd, true, 2>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs,
+                                    scale, order);
+    else
+      dkdv_launch<HD, BQd, false, 2>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs,
+                                     scale, order);
   } else {
-    if (ds) dkdv_launch<HD, BQd, true, 1>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs, scale);
-    else dkdv_launch<HD, BQd, false, 1>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs, scale);
+    if (ds)
+      dkdv_launch<HD, BQd, true, 1>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs,
+                                    scale, order);
+    else
+      dkdv_launch<HD, BQd, false, 1>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs,
+                                     scale, order);
   }
   if (ds) {
     switch (dsvar) {
-    case 1: dq_ds_launch<HD, 4, 2>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale); break;
-    case 2: dq_ds_launch<HD, 8, 1>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale); break;
-    default: dq_ds_launch<HD, 4, 1>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale); break;
+    case 1: dq_ds_launch<HD, 4, 2>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale, order); break;
+    case 2: dq_ds_launch<HD, 8, 1>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale, order); break;
+    default: dq_ds_launch<HD, 4, 1>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale, order); break;
     }
     return;
   }
@@ -990,7 +1031,7 @@ size_t tzc_fa_ds_bytes(int B, int H, int T) {
   return (size_t)B * H * ds_tiles(T) * (DS_T * DS_T) * sizeof(bf16);
 }
 
-void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsvar, int bchunk, int split,
+void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsvar, int bchunk, int split, int order,
                 const bf16 *dout, const bf16 *q, const bf16 *k, const bf16 *v, const float *lse,
                 const float *D, int B, int T, int H, int KVH, int hd, int qs, int kvs) {
   /* the ds path in chunks of bchunk sequences (the kernels index sequences from the pointers
@@ -1001,11 +1042,11 @@ void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsv
     const size_t rq = (size_t)b0 * T * qs, rkv = (size_t)b0 * T * kvs, ro = (size_t)b0 * T * H * hd,
                  rl = (size_t)b0 * H * T;
     if (hd == 64)
-      bwd_hd<64, DKV_BQ64, DQ_BK64, DQ_QREG64>(st, dq + rq, dk + rkv, dv + rkv, ds, dsvar, split, dout + ro,
+      bwd_hd<64, DKV_BQ64, DQ_BK64, DQ_QREG64>(st, dq + rq, dk + rkv, dv + rkv, ds, dsvar, split, order, dout + ro,
                                                q + rq, k + rkv, v + rkv, lse + rl, D + rl, nb, T,
                                                H, KVH, qs, kvs);
     else
-      bwd_hd<128, DKV_BQ128, DQ_BK128, DQ_QREG128>(st, dq + rq, dk + rkv, dv + rkv, ds, dsvar, split,
+      bwd_hd<128, DKV_BQ128, DQ_BK128, DQ_QREG128>(st, dq + rq, dk + rkv, dv + rkv, ds, dsvar, split, order,
                                                    dout + ro, q + rq, k + rkv, v + rkv, lse + rl,
                                                    D + rl, nb, T, H, KVH, qs, kvs);
   }
