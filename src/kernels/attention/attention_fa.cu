@@ -839,7 +839,8 @@ __global__ void __launch_bounds__(NW * 32)
       const int c = threadIdx.x + it * NT;
       const int sub = c / (DS_T * CH), r = c / CH % DS_T, ch = c % CH, i = i0 + sub;
       const bool ok = i >= j && i < nt;
-      const bf16 *src = ok ? dsb + ((size_t)i * (i + 1) / 2 + j) * (DS_T * DS_T) + r * DS_T + ch * 8 : dsb;
+      const bf16 *src =
+          ok ? dsb + ((size_t)i * (i + 1) / 2 + j) * (DS_T * DS_T) + r * DS_T + ch * 8 : dsb;
       cp16(dst + r * LDS + sub * DS_T + ch * 8, src, ok);
     }
   };
