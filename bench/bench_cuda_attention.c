@@ -3,10 +3,14 @@
  * head_dim 128 (6 heads). Causal FLOPs as FlashAttention counts them: forward 4·B·H·hd·P,
  * backward 2.5× that, P = T(T+1)/2 visible (query, key) pairs.
  * GPT-2 350M's (16 heads, hd 64) too.
- * Usage: bench_cuda_attention [reps] [precision] [path] [shapes]
+ * Usage: bench_cuda_attention [reps] [precision] [path] [shapes] [split]
  *   reps (20), precision bf16 (default) | fp32, path fast | fallback | auto (default: the
  *   backend's choice; sets TEZGAH_CUDA_ATTN), shapes all (default) | gpt2 (only the two GPT-2
- *   shapes of training, 124M and 350M). Mean over reps after one warm-up call. */
+ *   shapes of training, 124M and 350M), split: after each shape's row, the backward's kernels
+ *   timed one by one with CUDA events (TEZGAH_CUDA_ATTN_TIMING=1, another reps calls, the host
+ *   waiting between kernels; the row above is timed without): D = rowsum(dout ∘ out), fa_dkdv,
+ *   fa_dq or fa_dq_ds, in ms a call (CUDA builds; the tensor-core path only).
+ * Mean over reps after one warm-up call. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +18,9 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
+#ifdef TZ_HAVE_CUDA
+#include "backend/cuda/cuda_internal.h"
+#endif
 
 static double now(void) {
   struct timespec ts;
@@ -41,6 +48,7 @@ int main(int argc, char **argv) {
       {"350m (MHA 16, hd 64)", 16, 1024, 16, 16, 64},
   };
   const int only_gpt2 = argc > 4 && strcmp(argv[4], "gpt2") == 0;
+  const int split = argc > 5 && strcmp(argv[5], "split") == 0;
   size_t es = tz_dtype_size(be->act);
   printf("attention, %s, path %s, mean of %d\n", prec, argc > 3 ? argv[3] : "auto", reps);
   printf("%-20s %9s %9s %9s %9s\n", "shape", "fwd ms", "TFLOP/s", "bwd ms", "TFLOP/s");
@@ -81,6 +89,27 @@ int main(int argc, char **argv) {
     printf("%-20s %9.3f %9.1f %9.3f %9.1f\n", shapes[s].name, tf * 1e3, ff / tf * 1e-12,
            tb * 1e3, 2.5 * ff / tb * 1e-12);
     fflush(stdout);
+#ifdef TZ_HAVE_CUDA
+    if (split) {
+      double ms[3];
+      setenv("TEZGAH_CUDA_ATTN_TIMING", "1", 1);
+      tzc_attention_bwd_split(ms); /* reset */
+      for (int r = 0; r < reps; r++)
+        be->attention_bwd(be, dq, dk, dv, (tz_slice){dout, 0}, q, k, v, (tz_slice){out, 0},
+                          (tz_slice){lse, 0}, B, T, H, KVH, hd, (int)Q, (int)Q);
+      be->sync(be);
+      unsetenv("TEZGAH_CUDA_ATTN_TIMING");
+      long n = tzc_attention_bwd_split(ms);
+      if (n > 0)
+        printf("  split: D %.3f dkdv %.3f dq %.3f sum %.3f ms\n", ms[0] / n, ms[1] / n, ms[2] / n,
+               (ms[0] + ms[1] + ms[2]) / n);
+      else
+        printf("  split: no tensor-core backward call timed\n");
+      fflush(stdout);
+    }
+#else
+    (void)split;
+#endif
     be->free(be, qkv), be->free(be, dqkv), be->free(be, out), be->free(be, dout), be->free(be, lse);
   }
   be->destroy(be);

@@ -14,9 +14,11 @@
  * Paths: TEZGAH_CUDA_ATTN (read on every call) = "fast" makes a shape the tensor-core kernels
  * cannot take abort, so the fast cases really ran them; "fallback" forces the SIMT kernels;
  * unset, the backend chooses. TEZGAH_CUDA_ATTN_BWD = ds | ds1 | ds2 (test_bf16_fast_ds): the
- * tensor-core backward's dQ from a stored dS; TEZGAH_CUDA_ATTN_ORDER (test_bf16_fast_order):
- * its blocks longest first. An outer TEZGAH_CUDA_ATTN_BWD (device scripts run
- * the whole test under each setting) applies to every other test.
+ * tensor-core backward's dQ from a stored dS (unset: ds at head_dim 128, old at 64, so
+ * test_bf16_fast covers both paths; test_bf16_fast_ds runs old at 128 too), stored by 4- or
+ * 16-byte writes (TEZGAH_CUDA_ATTN_DS_STORE); TEZGAH_CUDA_ATTN_ORDER (test_bf16_fast_order):
+ * its blocks longest first. An outer TEZGAH_CUDA_ATTN_BWD or TEZGAH_CUDA_ATTN_DS_STORE (device
+ * scripts run the whole test under each setting) applies to every other test.
  *
  * Tolerances, |gpu − cpu| ≤ atol + rtol·|cpu| per element (plus, where stated, a bound on the
  * relative RMS error ‖gpu − cpu‖₂ / ‖cpu‖₂):
@@ -403,6 +405,43 @@ static void test_bf16_fast_ds(void **state) {
     run_case(1, "fast", 1, 130, 2, 1, 128);
   }
   unsetenv("TEZGAH_CUDA_ATTN_DKV_SPLIT");
+  /* dS through a shared-memory stage and 16-byte stores (TEZGAH_CUDA_ATTN_DS_STORE=16): 64-query
+   * rows (head_dim 64), 32 (128), and both halved (DKV_SPLIT=2); with 128-row dQ blocks. At 128
+   * and halved, a block's first query (sub-)tile lies wholly before its last warps' keys: those
+   * warps store its dS as zeros (read by fa_dq_ds). */
+  const char *outer_st = getenv("TEZGAH_CUDA_ATTN_DS_STORE");
+  char *saved_st = outer_st ? strdup(outer_st) : NULL;
+  setenv("TEZGAH_CUDA_ATTN_DS_STORE", "16", 1);
+  const char *var16[2] = {"ds", "ds1"};
+  for (int i = 0; i < 2; i++) {
+    setenv("TEZGAH_CUDA_ATTN_BWD", var16[i], 1);
+    printf("TEZGAH_CUDA_ATTN_BWD=%s TEZGAH_CUDA_ATTN_DS_STORE=16\n", var16[i]);
+    run_case(1, "fast", 2, 77, 4, 2, 64);
+    run_case(1, "fast", 1, 520, 2, 1, 64);
+    run_case(1, "fast", 2, 200, 4, 4, 128);
+    run_case(1, "fast", 1, 130, 2, 1, 128);
+  }
+  setenv("TEZGAH_CUDA_ATTN_BWD", "ds", 1);
+  setenv("TEZGAH_CUDA_ATTN_DKV_SPLIT", "2", 1);
+  printf("TEZGAH_CUDA_ATTN_BWD=ds TEZGAH_CUDA_ATTN_DS_STORE=16 TEZGAH_CUDA_ATTN_DKV_SPLIT=2\n");
+  run_case(1, "fast", 2, 77, 4, 2, 64);
+  run_case(1, "fast", 1, 300, 2, 1, 64);
+  run_case(1, "fast", 2, 200, 4, 4, 128);
+  unsetenv("TEZGAH_CUDA_ATTN_DKV_SPLIT");
+  if (saved_st)
+    setenv("TEZGAH_CUDA_ATTN_DS_STORE", saved_st, 1);
+  else
+    unsetenv("TEZGAH_CUDA_ATTN_DS_STORE");
+  free(saved_st);
+  /* the head_dim default (TEZGAH_CUDA_ATTN_BWD unset: ds at 128, old at 64) and "old" at 128 */
+  unsetenv("TEZGAH_CUDA_ATTN_BWD");
+  printf("TEZGAH_CUDA_ATTN_BWD unset\n");
+  run_case(1, "fast", 2, 200, 4, 2, 128);
+  run_case(1, "fast", 2, 77, 4, 2, 64);
+  setenv("TEZGAH_CUDA_ATTN_BWD", "old", 1);
+  printf("TEZGAH_CUDA_ATTN_BWD=old\n");
+  run_case(1, "fast", 2, 200, 4, 2, 128);
+  run_case(1, "fast", 1, 130, 2, 1, 128);
   if (saved) /* the outer setting back for the tests after this one */
     setenv("TEZGAH_CUDA_ATTN_BWD", saved, 1);
   else

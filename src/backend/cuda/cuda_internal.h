@@ -103,6 +103,12 @@ static inline void *tzc_w(tz_backend *be, tz_slice s) {
  * sizes it; later steps allocate nothing). Aligned to 256 bytes. */
 void *tzc_scratch(tz_backend *be, size_t bytes);
 
+/* With TEZGAH_CUDA_ATTN_TIMING=1, tzc_attention_bwd (src/kernels/attention/attention.cu) times
+ * its tensor-core kernels with CUDA events: ms[0] the D = rowsum(dout ∘ out) kernel, ms[1]
+ * fa_dkdv, ms[2] fa_dq or fa_dq_ds, summed over the calls since the last read; returns the
+ * number of those calls and resets (bench_cuda_attention's per-kernel split). */
+long tzc_attention_bwd_split(double ms[3]);
+
 /* Device memory held outside tz_bufs (scratch, workspaces, the bf16 mirror) counts toward
  * mem_used / mem_peak: call with +bytes after allocating and -bytes before freeing. */
 void tzc_mem_account(tz_backend *be, long long delta);

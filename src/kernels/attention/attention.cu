@@ -12,11 +12,14 @@
  *             below, fp32 math on either act dtype.
  * TEZGAH_CUDA_ATTN=fallback forces the fallback; TEZGAH_CUDA_ATTN=fast makes a call that
  * cannot take the fast path abort (tests use it to be sure the fast kernels really ran).
- * TEZGAH_CUDA_ATTN_BWD=ds|ds1|ds2 (default old) picks the fast backward's dQ from a stored dS
- * (bwd_variant; attention_fa.cu's "ds path"), when its scratch fits (ds_fits);
+ * TEZGAH_CUDA_ATTN_BWD=old|ds|ds1|ds2 (default auto: ds at head_dim 128, old at 64) picks the
+ * fast backward's dQ: recomputed, or from a stored dS (bwd_variant; attention_fa.cu's "ds
+ * path"), when its scratch fits (ds_fits; else old);
+ * TEZGAH_CUDA_ATTN_DS_STORE=4|16 how fa_dkdv stores dS (ds_store);
  * TEZGAH_CUDA_ATTN_DS_CHUNK=n runs that backward n sequences at a time (ds_chunk);
  * TEZGAH_CUDA_ATTN_DKV_SPLIT=2 halves fa_dkdv's query sub-tiles (dkv_split);
- * TEZGAH_CUDA_ATTN_ORDER=n starts the backward's blocks longest first (bwd_order).
+ * TEZGAH_CUDA_ATTN_ORDER=n starts the backward's blocks longest first (bwd_order);
+ * TEZGAH_CUDA_ATTN_TIMING=1 times the backward's kernels (bwd_events, tzc_attention_bwd_split).
  *
  * Fallback kernels (one warp per output row, 4 warps a block, no T×T buffer, no atomics):
  *   fwd     warp = query row (b, h, t). Keys in chunks of 32, one key per lane: the lane's
@@ -375,18 +378,51 @@ bool use_fast(tz_backend *be, const char *op, int Tq, int Tk, int q_pos0, int hd
   return ok;
 }
 
-/* The tensor-core backward's dQ (TEZGAH_CUDA_ATTN_BWD, read on every call): unset or "old":
- * -1, fa_dq recomputes S and dP; "ds": 0, fa_dkdv stores dS and fa_dq_ds computes dQ = dS·K
- * (64-row blocks); "ds1": 1 (128-row blocks, 2 m-tiles a warp); "ds2": 2 (128 rows, 8 warps).
+/* The tensor-core backward's dQ (TEZGAH_CUDA_ATTN_BWD, read on every call): "old": -1, fa_dq
+ * recomputes S and dP; "ds": 0, fa_dkdv stores dS and fa_dq_ds computes dQ = dS·K (64-row
+ * blocks); "ds1": 1 (128-row blocks, 2 m-tiles a warp); "ds2": 2 (128 rows, 8 warps). Unset,
+ * empty or "auto": by head_dim, ds at 128 and old at 64 (H200, bench_cuda_attention, B 16
+ * T 1024, 2026-12-03: hd 128 × 6 heads bwd 0.362 ms with ds vs 0.436 old; hd 64 × 12 heads
+ * 0.424 vs 0.395, 350M's 16 heads 0.544 vs 0.506). *asked: whether the variable chose ds.
  * Anything else is a fatal error (a typo must not measure the old kernels under a new name). */
-int bwd_variant(void) {
+int bwd_variant(int hd, bool *asked) {
   const char *e = getenv("TEZGAH_CUDA_ATTN_BWD");
-  if (!e || !*e || !strcmp(e, "old")) return -1;
+  *asked = false;
+  if (!e || !*e || !strcmp(e, "auto")) return hd == 128 ? 0 : -1;
+  if (!strcmp(e, "old")) return -1;
+  *asked = true;
   if (!strcmp(e, "ds")) return 0;
   if (!strcmp(e, "ds1")) return 1;
   if (!strcmp(e, "ds2")) return 2;
   tz_panic(__FILE__, __LINE__,
-           "cuda attention_bwd: TEZGAH_CUDA_ATTN_BWD must be old, ds, ds1 or ds2");
+           "cuda attention_bwd: TEZGAH_CUDA_ATTN_BWD must be auto, old, ds, ds1 or ds2");
+}
+
+/* How fa_dkdv writes dS on the ds path (TEZGAH_CUDA_ATTN_DS_STORE, read on every call): unset or
+ * "4": 4-byte stores straight from the mma fragments; "16": stmatrix into a per-warp
+ * shared-memory stage, then 16-byte stores of whole dS rows (attention_fa.cu's DkvCfg). */
+int ds_store(void) {
+  const char *e = getenv("TEZGAH_CUDA_ATTN_DS_STORE");
+  if (!e || !*e || !strcmp(e, "4")) return 4;
+  if (!strcmp(e, "16")) return 16;
+  tz_panic(__FILE__, __LINE__, "cuda attention_bwd: TEZGAH_CUDA_ATTN_DS_STORE must be 4 or 16");
+}
+
+/* Per-kernel timing of the backward (TEZGAH_CUDA_ATTN_TIMING=1, read on every call; for
+ * bench_cuda_attention): CUDA events around the D kernel, fa_dkdv and fa_dq / fa_dq_ds, summed
+ * into bwd_ms until tzc_attention_bwd_split reads them. The host waits after every call. */
+double bwd_ms[3];
+long bwd_calls;
+cudaEvent_t *bwd_events(void) {
+  const char *e = getenv("TEZGAH_CUDA_ATTN_TIMING");
+  if (!e || strcmp(e, "1") != 0) return NULL;
+  static cudaEvent_t ev[4];
+  static bool made = false;
+  if (!made) {
+    for (int i = 0; i < 4; i++) TZC_CHECK(cudaEventCreate(&ev[i]));
+    made = true;
+  }
+  return ev;
 }
 
 /* Sequences a chunk of the ds backward (TEZGAH_CUDA_ATTN_DS_CHUNK, read on every call; unset
@@ -482,16 +518,20 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
   const bool fast = use_fast(be, "attention_bwd", T, T, 0, head_dim, q_stride, kv_stride, ptrs, 7);
   /* scratch: D (rows floats), then on the ds path the dS tiles (256-byte aligned) */
   const size_t d_bytes = (rows * sizeof(float) + 255) & ~(size_t)255;
-  const int dsvar = fast ? bwd_variant() : -1;
+  bool asked = false;
+  const int dsvar = fast ? bwd_variant(head_dim, &asked) : -1;
   const int bchunk = ds_chunk(B);
   const size_t ds_bytes = dsvar >= 0 ? tzc_fa_ds_bytes(bchunk, n_head, T) : 0;
   const bool ds = dsvar >= 0 && ds_fits(be, d_bytes + ds_bytes);
-  if (dsvar >= 0 && !ds && attn_mode() == MODE_FAST) /* tests: the ds kernels must really run */
+  /* tests: ds kernels asked for must really run (the head_dim default falls back quietly) */
+  if (asked && !ds && attn_mode() == MODE_FAST)
     tz_panic(__FILE__, __LINE__,
              "cuda attention_bwd: TEZGAH_CUDA_ATTN=fast and TEZGAH_CUDA_ATTN_BWD=ds*, but the dS "
              "scratch does not fit");
   float *D = (float *)tzc_scratch(be, d_bytes + (ds ? ds_bytes : 0));
   bf16 *dsp = ds ? (bf16 *)((char *)D + d_bytes) : NULL;
+  cudaEvent_t *ev = fast ? bwd_events() : NULL; /* ev[3]: before the D kernel */
+  if (ev) TZC_CHECK(cudaEventRecord(ev[3], st));
   if (bf && head_dim % 8 == 0 && al16(dop) && al16(op))
     attn_bwd_d<bf16, 8><<<cdiv(rows, FB_WARPS * 4), FB_WARPS * 32, 0, st>>>(
         D, (const bf16 *)dop, (const bf16 *)op, B, T, n_head, head_dim);
@@ -503,9 +543,17 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
         D, (const float *)dop, (const float *)op, B, T, n_head, head_dim);
   TZC_LAUNCHED();
   if (fast) {
-    tzc_fa_bwd(st, (bf16 *)dqp, (bf16 *)dkp, (bf16 *)dvp, dsp, dsvar, bchunk, dkv_split(),
-               bwd_order(), (const bf16 *)dop, (const bf16 *)qp, (const bf16 *)kp, (const bf16 *)vp, l, D, B,
-               T, n_head, n_kv_head, head_dim, q_stride, kv_stride);
+    if (ev) { /* the D kernel alone */
+      float a = 0;
+      TZC_CHECK(cudaEventRecord(ev[0], st));
+      TZC_CHECK(cudaEventSynchronize(ev[0]));
+      TZC_CHECK(cudaEventElapsedTime(&a, ev[3], ev[0]));
+      bwd_ms[0] += a, bwd_calls++;
+    }
+    const tzc_fa_bwd_opts o = {dsvar, ds_store(), bchunk, dkv_split(), bwd_order(), ev, bwd_ms + 1};
+    tzc_fa_bwd(st, (bf16 *)dqp, (bf16 *)dkp, (bf16 *)dvp, dsp, &o, (const bf16 *)dop,
+               (const bf16 *)qp, (const bf16 *)kp, (const bf16 *)vp, l, D, B, T, n_head,
+               n_kv_head, head_dim, q_stride, kv_stride);
   } else if (bf) {
     FB_DISPATCH(bf16, head_dim, fb_bwd, st, dqp, dkp, dvp, dop, qp, kp, vp, l, D, B, T, n_head,
                 n_kv_head, head_dim, q_stride, kv_stride);
@@ -513,4 +561,11 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
     FB_DISPATCH(float, head_dim, fb_bwd, st, dqp, dkp, dvp, dop, qp, kp, vp, l, D, B, T, n_head,
                 n_kv_head, head_dim, q_stride, kv_stride);
   }
+}
+
+extern "C" long tzc_attention_bwd_split(double ms[3]) {
+  const long n = bwd_calls;
+  for (int i = 0; i < 3; i++) ms[i] = bwd_ms[i], bwd_ms[i] = 0;
+  bwd_calls = 0;
+  return n;
 }

@@ -99,6 +99,25 @@ __device__ __forceinline__ void ldsm4t(uint32_t (&r)[4], const bf16 *p) {
                : "r"(saddr(p))
                : "memory");
 }
+/* stmatrix x4 (sm_90): the inverse of ldsm4, lane l gives the address of row l % 8 of matrix
+ * l / 8 and register i goes to matrix i. Older architectures: the same bytes by 4-byte
+ * shared-memory stores (addresses as stmatrix's lanes would see them). */
+__device__ __forceinline__ void stsm4(bf16 *p, const uint32_t (&r)[4]) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\n" ::"r"(saddr(p)),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+#else
+  const int lane = threadIdx.x & 31;
+  /* lane l's own fragment: register i is matrix i's (row l / 4, columns 2(l % 4)..+1); that
+   * row's address is lane 8i + l / 4's */
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const unsigned a = (unsigned)__shfl_sync(0xffffffffu, (unsigned)saddr(p), 8 * i + lane / 4);
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a + 4 * (lane % 4)), "r"(r[i]) : "memory");
+  }
+#endif
+}
 /* c += a·b (16×8×16, bf16 inputs, fp32 accumulators) */
 __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
                                     uint32_t b1) {
@@ -403,24 +422,37 @@ __device__ __forceinline__ bf16 *ds_tile(bf16 *ds, size_t bh, int T, int i, int 
 }
 
 /* ================= backward: dK, dV ================= */
-template <int HD, int NW, int MT, int BQ> struct DkvCfg {
+/* DSM (how fa_dkdv writes dS): 0 not at all (fa_dq recomputes it), 1 straight from the
+ * fragments (4-byte stores: each covers 8 key rows × 16 bytes), 2 staged (TEZGAH_CUDA_ATTN_DS_STORE
+ * =16): stmatrix into the warp's own shared-memory stage, then 16-byte stores of whole rows (a
+ * warp's store covers 512 contiguous bytes at head_dim 64: 4 instructions a 64-query tile
+ * instead of 16). */
+template <int HD, int NW, int MT, int BQ, int DSM = 0> struct DkvCfg {
   static constexpr int BKV = 16 * NW * MT, LD = HD + 8, NT = 32 * NW;
-  /* K, V; 2×Q, 2×dO; 2×lse, 2×D */
-  static constexpr size_t SMEM =
-      (size_t)(2 * BKV + 4 * BQ) * LD * sizeof(bf16) + 4 * BQ * sizeof(float);
+  /* K, V; 2×Q, 2×dO; 2×lse, 2×D; DSM 2: a stage of 16·MT × BQ bf16 a warp */
+  static constexpr size_t SMEM = (size_t)(2 * BKV + 4 * BQ) * LD * sizeof(bf16) +
+                                 4 * BQ * sizeof(float) +
+                                 (DSM == 2 ? (size_t)NW * 16 * MT * BQ * sizeof(bf16) : 0);
 };
+/* The stage's 16-byte chunk ch of row r (CHR chunks a row, no padding) lies at chunk
+ * ch ^ swz(r): the 8 rows of one stmatrix 8×8 matrix (one logical chunk) then fall in 8
+ * different 16-byte bank groups (rows of 128 bytes: r % 8; of 64: (r / 2) % 4; of 32: (r / 4) % 2),
+ * and the 16-byte reads of a row's chunks stay conflict-free too. */
+template <int CHR> __device__ __forceinline__ int swz(int r) { return (r * CHR / 8) % CHR; }
 
-/* DS: also store the tile's dS (bf16, unscaled: the A operand dK's product uses) to ds, in
- * the tile-packed layout of ds_tile() below, for fa_dq_ds (no dQ recompute). */
-template <int HD, int NW, int MT, int BQ, bool DS, int QSPLIT, bool ORD>
+/* DSM > 0: also store the tile's dS (bf16, unscaled: the A operand dK's product uses) to ds, in
+ * the tile-packed layout of ds_tile() above, for fa_dq_ds (no dQ recompute); DkvCfg says how. */
+template <int HD, int NW, int MT, int BQ, int DSM, int QSPLIT, bool ORD>
 __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT, QSPLIT>()))
     fa_dkdv(bf16 *__restrict__ dk, bf16 *__restrict__ dv, bf16 *__restrict__ ds,
             const bf16 *__restrict__ dout, const bf16 *__restrict__ q, const bf16 *__restrict__ k,
             const bf16 *__restrict__ v, const float *__restrict__ lse,
             const float *__restrict__ D, int T, int H, int rep, int qs, int kvs, float scale,
             int order) {
-  using C = DkvCfg<HD, NW, MT, BQ>;
+  using C = DkvCfg<HD, NW, MT, BQ, DSM>;
   constexpr int BKV = C::BKV, LD = C::LD, NT = C::NT, WR = 16 * MT, BQS = BQ / QSPLIT;
+  constexpr bool DS = DSM > 0;
+  constexpr int CHR = BQS / 8; /* 16-byte chunks in a sub-tile's dS row */
   static_assert(BQS % 16 == 0 && BQS * QSPLIT == BQ, "sub-tiles of whole 16-query steps");
   static_assert(!DS || (DS_T % BQ == 0 && DS_T % WR == 0),
                 "a query tile and a warp's keys must lie in one dS tile");
@@ -431,6 +463,8 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT, QSPLIT>()))
   bf16 *Os = Qs + 2 * BQ * LD; /* dO, [2][BQ][LD] */
   float *Ls = reinterpret_cast<float *>(Os + 2 * BQ * LD); /* [2][BQ] */
   float *Dsh = Ls + 2 * BQ;                                 /* [2][BQ] */
+  /* DSM 2: this warp's stage [WR][BQS] (chunks swizzled, swz) */
+  bf16 *Stg = reinterpret_cast<bf16 *>(Dsh + 2 * BQ) + (threadIdx.x >> 5) * WR * BQ;
 
   int kb = blockIdx.x, g = blockIdx.y, b = blockIdx.z; /* the longest (first) key blocks first */
   if constexpr (ORD) block_coords(order, (T + BKV - 1) / BKV, H / rep, kb, g, b);
@@ -487,23 +521,28 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT, QSPLIT>()))
     const int qt0 = (qb0 + it % nq) * BQ;
     /* DS: this warp's rows of the dS tile (query tile qt0 / DS_T, key tile of the warp's keys;
      * query tile ≥ key tile always: the loop starts at the block's first key) */
-    bf16 *dsw = nullptr;
-    if constexpr (DS) {
+    auto ds_rows = [&]() { /* DSM 2 computes it where it stores (fewer live registers) */
       const int h = g * rep + it / nq, kt = (k0 + wk0) / DS_T;
-      dsw = ds_tile(ds, (size_t)b * Hh + h, T, qt0 / DS_T, kt) +
-            ((k0 + wk0) % DS_T + gr) * DS_T + qt0 % DS_T + 2 * gc;
-    }
+      return ds_tile(ds, (size_t)b * Hh + h, T, qt0 / DS_T, kt) + ((k0 + wk0) % DS_T) * DS_T +
+             qt0 % DS_T + (DSM == 1 ? gr * DS_T + 2 * gc : 0);
+    };
+    bf16 *dsw = DSM == 1 ? ds_rows() : nullptr;
     /* QSPLIT sub-tiles of BQS queries, one after the other (the st / dpt accumulators of one
      * sub-tile live at a time: fewer registers for the same tile loads and barriers) */
 #pragma unroll 1
     for (int sub = 0; sub < QSPLIT; sub++) {
       const int qs0 = qt0 + sub * BQS;
-      bf16 *dss = DS ? dsw + sub * BQS : nullptr;
+      bf16 *dss = DSM == 1 ? dsw + sub * BQS : nullptr;
       /* a query tile wholly before the warp's keys (causal) adds nothing */
       if (qs0 + BQS - 1 < k0 + wk0) {
         /* but its dS entries (all masked) are read by fa_dq_ds: zeros (when the tile exists:
          * with 128-key blocks a warp's key tile can lie past the query tile) */
-        if (DS && qs0 / DS_T >= (k0 + wk0) / DS_T) {
+        if (DSM == 2 && qs0 / DS_T >= (k0 + wk0) / DS_T) {
+          dss = ds_rows() + sub * BQS;
+#pragma unroll
+          for (int i = lane; i < WR * CHR; i += 32)
+            *reinterpret_cast<uint4 *>(dss + (i / CHR) * DS_T + (i % CHR) * 8) = make_uint4(0, 0, 0, 0);
+        } else if (DSM == 1 && qs0 / DS_T >= (k0 + wk0) / DS_T) {
 #pragma unroll
           for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -580,7 +619,16 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT, QSPLIT>()))
             da[mt][1] = pack(dpt[mt][2 * kk][2], dpt[mt][2 * kk][3]);
             da[mt][2] = pack(dpt[mt][2 * kk + 1][0], dpt[mt][2 * kk + 1][1]);
             da[mt][3] = pack(dpt[mt][2 * kk + 1][2], dpt[mt][2 * kk + 1][3]);
-            if constexpr (DS) { /* (key, 2 queries) pairs, 4-byte stores; L2 merges the sectors */
+            if constexpr (DSM == 2) {
+              /* 16×16 = 4 matrices: (keys 0-7 | 8-15) × (queries 0-7 | 8-15); lane l addresses
+               * row r = mt·16 + 8·((l / 8) % 2) + l % 8, chunk 2·kk + l / 16, at chunk
+               * (2·kk + l / 16) ^ swz(r) = 2·kk ^ (l / 16 ^ swz(r)) (2·kk and l / 16 share no
+               * bits): the per-kk part is an XOR of a constant */
+              const int m = lane >> 3, r = mt * 16 + (m & 1) * 8 + (lane & 7);
+              const int off = r * BQS + (((m >> 1) ^ swz<CHR>(r)) ^ (kk * 2)) * 8;
+              stsm4(Stg + off, da[mt]);
+            }
+            if constexpr (DSM == 1) { /* (key, 2 queries) pairs, 4-byte stores; L2 merges the sectors */
               bf16 *p = dss + (mt * 16) * DS_T + kk * 16;
               *reinterpret_cast<uint32_t *>(p) = da[mt][0];
               *reinterpret_cast<uint32_t *>(p + 8 * DS_T) = da[mt][1];
@@ -602,6 +650,17 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT, QSPLIT>()))
               mma(dka[mt][2 * dp + 1], da[mt], qf[2], qf[3]);
             }
           }
+        }
+        if constexpr (DSM == 2) { /* the stage → global, a row's chunks on consecutive lanes */
+          dss = ds_rows() + sub * BQS;
+          __syncwarp();
+#pragma unroll
+          for (int i = lane; i < WR * CHR; i += 32) {
+            const int r = i / CHR, ch = i % CHR;
+            *reinterpret_cast<uint4 *>(dss + r * DS_T + ch * 8) =
+                *reinterpret_cast<const uint4 *>(Stg + r * BQS + (ch ^ swz<CHR>(r)) * 8);
+          }
+          __syncwarp(); /* the next sub-tile's stmatrix overwrites the stage */
         }
       }
     }
@@ -949,15 +1008,15 @@ void dq_ds_launch(cudaStream_t st, bf16 *dq, const bf16 *ds, const bf16 *k, int 
   TZC_LAUNCHED();
 }
 
-/* fa_dkdv (DS: also writing dS; QS: sub-tiles a query tile; order > 0: the ORD instance, whose
- * blocks start longest first; order 0 runs the 3-D grid's code unchanged) */
-template <int HD, int BQd, bool DS, int QS>
+/* fa_dkdv (DSM: how it writes dS, DkvCfg; QS: sub-tiles a query tile; order > 0: the ORD
+ * instance, whose blocks start longest first; order 0 runs the 3-D grid's code unchanged) */
+template <int HD, int BQd, int DSM, int QS>
 void dkdv_launch(cudaStream_t st, bf16 *dk, bf16 *dv, bf16 *ds, const bf16 *dout, const bf16 *q,
                  const bf16 *k, const bf16 *v, const float *lse, const float *D, int B, int T,
                  int H, int KVH, int qs, int kvs, float scale, int order) {
-  using C = DkvCfg<HD, NW, MT, BQd>;
-  auto kern = order > 0 ? fa_dkdv<HD, NW, MT, BQd, DS, QS, true>
-                        : fa_dkdv<HD, NW, MT, BQd, DS, QS, false>;
+  using C = DkvCfg<HD, NW, MT, BQd, DSM>;
+  auto kern = order > 0 ? fa_dkdv<HD, NW, MT, BQd, DSM, QS, true>
+                        : fa_dkdv<HD, NW, MT, BQd, DSM, QS, false>;
   static bool init[2] = {false, false};
   if (!init[order > 0]) set_smem(kern, C::SMEM), init[order > 0] = true;
   const dim3 grid = order_grid(order, (T + C::BKV - 1) / C::BKV, KVH, B);
@@ -966,30 +1025,39 @@ void dkdv_launch(cudaStream_t st, bf16 *dk, bf16 *dv, bf16 *ds, const bf16 *dout
   TZC_LAUNCHED();
 }
 
+template <int HD, int BQd, int QS>
+void dkdv_dsm(int dsm, cudaStream_t st, bf16 *dk, bf16 *dv, bf16 *ds, const bf16 *dout,
+              const bf16 *q, const bf16 *k, const bf16 *v, const float *lse, const float *D, int B,
+              int T, int H, int KVH, int qs, int kvs, float scale, int order) {
+  if (dsm == 2)
+    dkdv_launch<HD, BQd, 2, QS>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs,
+                                scale, order);
+  else if (dsm == 1)
+    dkdv_launch<HD, BQd, 1, QS>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs,
+                                scale, order);
+  else
+    dkdv_launch<HD, BQd, 0, QS>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs,
+                                scale, order);
+}
+
+/* One chunk of sequences: fa_dkdv, then fa_dq or fa_dq_ds; ev (timing, else NULL): ev[1]
+ * recorded between the two. */
 template <int HD, int BQd, int BKq, bool QREG>
-void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsvar, int split, int order,
-            const bf16 *dout,
-            const bf16 *q, const bf16 *k, const bf16 *v, const float *lse, const float *D, int B,
-            int T, int H, int KVH, int qs, int kvs) {
+void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, const tzc_fa_bwd_opts &o,
+            const bf16 *dout, const bf16 *q, const bf16 *k, const bf16 *v, const float *lse,
+            const float *D, int B, int T, int H, int KVH, int qs, int kvs) {
   const float scale = 1.0f / sqrtf((float)HD);
-  const int rep = H / KVH;
-  if (split == 2) {
-    if (ds)
-      dkdv_launch<HD, BQd, true, 2>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs,
-                                    scale, order);
-    else
-      dkdv_launch<HD, BQd, false, 2>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs,
-                                     scale, order);
-  } else {
-    if (ds)
-      dkdv_launch<HD, BQd, true, 1>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs,
-                                    scale, order);
-    else
-      dkdv_launch<HD, BQd, false, 1>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs,
-                                     scale, order);
-  }
+  const int rep = H / KVH, order = o.order;
+  const int dsm = ds ? (o.dsstore == 16 ? 2 : 1) : 0;
+  if (o.split == 2)
+    dkdv_dsm<HD, BQd, 2>(dsm, st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs, scale,
+                         order);
+  else
+    dkdv_dsm<HD, BQd, 1>(dsm, st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs, scale,
+                         order);
+  if (o.ev) TZC_CHECK(cudaEventRecord(o.ev[1], st));
   if (ds) {
-    switch (dsvar) {
+    switch (o.dsvar) {
     case 1: dq_ds_launch<HD, 4, 2>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale, order); break;
     case 2: dq_ds_launch<HD, 8, 1>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale, order); break;
     default: dq_ds_launch<HD, 4, 1>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale, order); break;
@@ -1008,7 +1076,7 @@ void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsvar, 
 }
 
 template <int HD, int BQd, int BKq> constexpr size_t smem_max() {
-  const size_t a = FwdCfg<HD, NW, MT>::SMEM, b = DkvCfg<HD, NW, MT, BQd>::SMEM,
+  const size_t a = FwdCfg<HD, NW, MT>::SMEM, b = DkvCfg<HD, NW, MT, BQd, 2>::SMEM,
                c = DqCfg<HD, NW, MT, BKq>::SMEM, d = DqdsCfg<HD, 4, 2>::SMEM; /* dq_ds's largest */
   const size_t ab = a > b ? a : b, cd = c > d ? c : d;
   return ab > cd ? ab : cd;
@@ -1032,23 +1100,33 @@ size_t tzc_fa_ds_bytes(int B, int H, int T) {
   return (size_t)B * H * ds_tiles(T) * (DS_T * DS_T) * sizeof(bf16);
 }
 
-void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, int dsvar, int bchunk, int split, int order,
-                const bf16 *dout, const bf16 *q, const bf16 *k, const bf16 *v, const float *lse,
-                const float *D, int B, int T, int H, int KVH, int hd, int qs, int kvs) {
+void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds,
+                const tzc_fa_bwd_opts *o, const bf16 *dout, const bf16 *q, const bf16 *k,
+                const bf16 *v, const float *lse, const float *D, int B, int T, int H, int KVH,
+                int hd, int qs, int kvs) {
   /* the ds path in chunks of bchunk sequences (the kernels index sequences from the pointers
    * given): one chunk's dS can stay in L2 from fa_dkdv to fa_dq_ds */
-  const int bc = ds && bchunk > 0 && bchunk < B ? bchunk : B;
+  const int bc = ds && o->bchunk > 0 && o->bchunk < B ? o->bchunk : B;
   for (int b0 = 0; b0 < B; b0 += bc) {
     const int nb = B - b0 < bc ? B - b0 : bc;
     const size_t rq = (size_t)b0 * T * qs, rkv = (size_t)b0 * T * kvs, ro = (size_t)b0 * T * H * hd,
                  rl = (size_t)b0 * H * T;
+    if (o->ev) TZC_CHECK(cudaEventRecord(o->ev[0], st));
     if (hd == 64)
-      bwd_hd<64, DKV_BQ64, DQ_BK64, DQ_QREG64>(st, dq + rq, dk + rkv, dv + rkv, ds, dsvar, split, order, dout + ro,
+      bwd_hd<64, DKV_BQ64, DQ_BK64, DQ_QREG64>(st, dq + rq, dk + rkv, dv + rkv, ds, *o, dout + ro,
                                                q + rq, k + rkv, v + rkv, lse + rl, D + rl, nb, T,
                                                H, KVH, qs, kvs);
     else
-      bwd_hd<128, DKV_BQ128, DQ_BK128, DQ_QREG128>(st, dq + rq, dk + rkv, dv + rkv, ds, dsvar, split, order,
+      bwd_hd<128, DKV_BQ128, DQ_BK128, DQ_QREG128>(st, dq + rq, dk + rkv, dv + rkv, ds, *o,
                                                    dout + ro, q + rq, k + rkv, v + rkv, lse + rl,
                                                    D + rl, nb, T, H, KVH, qs, kvs);
+    if (o->ev) { /* timing: this chunk's two kernels (the host waits: diagnostics only) */
+      float a = 0, b = 0;
+      TZC_CHECK(cudaEventRecord(o->ev[2], st));
+      TZC_CHECK(cudaEventSynchronize(o->ev[2]));
+      TZC_CHECK(cudaEventElapsedTime(&a, o->ev[0], o->ev[1]));
+      TZC_CHECK(cudaEventElapsedTime(&b, o->ev[1], o->ev[2]));
+      o->ms[0] += a, o->ms[1] += b;
+    }
   }
 }
