@@ -1,42 +1,53 @@
 #!/usr/bin/env bash
-# On the GPU machine (device tool): issue 24, the CUDA attention backward with dQ from a stored dS
-# (branch cudabwd: TEZGAH_CUDA_ATTN_BWD=ds|ds1|ds2, fa_dkdv writes dS, fa_dq_ds computes dQ = dS·K;
-# default old = fa_dq recomputing S and dP) against the old kernels in the same binary, and the
-# PyTorch peer in the same call. From a carried pack DIR.
+# On the GPU machine (device tool): issue 24, round 2 of the CUDA attention backward with dQ from a
+# stored dS (branch cudabwd). TEZGAH_CUDA_ATTN_BWD: unset/auto = the new default (ds at head_dim
+# 128, old at 64), old = fa_dq recomputing S and dP (main's kernels), ds|ds1 = fa_dkdv stores dS
+# and fa_dq_ds computes dQ = dS·K; TEZGAH_CUDA_ATTN_DS_STORE=16 = dS written through a stmatrix
+# stage as 16-byte row stores (new) instead of 4-byte fragment stores. All in the same binary,
+# and the PyTorch peer in the same call. From a carried pack DIR.
 #
 #   here:  TZ_PACK_TARGETS="tezgah test_cuda_attention test_cuda_train bench_cuda_attention" \
 #            nice -n 19 bash scripts/device_pack.sh .dev -DCMAKE_CUDA_ARCHITECTURES=90-real
 #   there: bash scripts/device_cudabwd.sh .dev          (run tool, carry [".dev"])
 #
-# 1. test_cuda_attention and test_cuda_train, TEZGAH_CUDA_REQUIRED=1, under TEZGAH_CUDA_ATTN_BWD=old
-#    and =ds (4 processes at once; test_cuda_attention's test_bf16_fast_ds runs the ds kernels in
-#    both), the peer's torch.compile warm-up in the background.
-# 2. bench_cuda_attention 20 bf16 fast: all 5 shapes under old and ds; then the two GPT-2 shapes
-#    (124M H12, 350M H16; B16 T1024 hd64) with fa_dkdv split in half query tiles (.s2,
-#    TEZGAH_CUDA_ATTN_DKV_SPLIT=2), under ds1 and ds2 with the better split, the fastest of those
-#    in chunks of 2 and 4 sequences (.c2 .c4, TEZGAH_CUDA_ATTN_DS_CHUNK), then the best of those
-#    and old with blocks started longest first (.o24 .o96, TEZGAH_CUDA_ATTN_ORDER). Step 3 trains
-#    main's kernels (old) against the fastest setting at 350M (a ds one, old.s2 or old.o24).
-# 3. tezgah train --backend cuda, B16 T1024 bf16, 20 steps: gpt2-124m and gpt2-350m, old then the
-#    chosen ds setting (tokens/s = median of steps 6..20; the losses of steps 1-3 of both printed:
-#    they must agree to ~bf16 noise), then gpt2-124m --profile under both if the budget allows
-#    (started only before 120 s; plain runs only before 170 s).
-# 4. the peer: ../shared/bench/torch_gpt.py --compile 1 at 124M and 350M (15 steps) with what is left.
-# Logs go to $OUT or /tmp/tz-cudabwd; the summary is printed last. Budget 238 s (each step under
-# timeout): tests ~60-100 s, bench ~40 s, training ~50-80 s, the peer the rest.
+# 1. test_cuda_attention and test_cuda_train, TEZGAH_CUDA_REQUIRED=1, under auto, old and ds.v16
+#    (BWD=ds DS_STORE=16): 6 processes at once (test_cuda_attention's test_bf16_fast_ds runs
+#    every variant in all three), the peer's torch.compile warm-up in the background.
+# 2. bench_cuda_attention 20 bf16 fast all split: the 5 shapes under auto, old, ds, ds.v16, each
+#    row followed by the backward's per-kernel split (CUDA events, TEZGAH_CUDA_ATTN_TIMING: D,
+#    fa_dkdv, fa_dq | fa_dq_ds in ms); ds1.v16 all shapes without the split.
+# 3. tezgah train --backend cuda, B16 T1024 bf16, 20 steps (tokens/s = median of steps 6..20; the
+#    losses of steps 1-3 and 20): gpt2-124m and gpt2-350m under old and the fastest bwd at 350M
+#    of step 2 (if that is not old); llama-style head_dim 128 (gpt2-124m sizes, --arch llama
+#    --d-ff 2048 --n-head 6) under old and auto (= ds there). Started only before 150 s.
+# 4. the peer: ../shared/bench/torch_gpt.py --compile 1 at 124M and 350M (15 steps), what is left.
+# Logs go to $OUT or /tmp/tz-cudabwd; the summary is printed last. Budget 200 s (each step under
+# timeout): tests ~60-90 s, bench ~35 s, training ~60 s, the peer the rest.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 dir=${1:?usage: device_cudabwd.sh DIR (the pack, e.g. .dev)}
 out=${OUT:-/tmp/tz-cudabwd}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/$dir/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-unset TEZGAH_CUDA_ATTN_BWD
+unset TEZGAH_CUDA_ATTN_BWD TEZGAH_CUDA_ATTN_DS_STORE TEZGAH_CUDA_ATTN_DKV_SPLIT TEZGAH_CUDA_ATTN_DS_CHUNK \
+  TEZGAH_CUDA_ATTN_ORDER TEZGAH_CUDA_ATTN_TIMING
 t_all=$SECONDS
-budget=238
+budget=200
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
 summary=()
 
-echo "== 1. tests under TEZGAH_CUDA_ATTN_BWD=old and =ds (and the peer's torch.compile warm-up)"
+# a setting's tag: BWD[.sSPLIT][.cCHUNK][.oORDER][.vSTORE], e.g. ds1.v16 = TEZGAH_CUDA_ATTN_BWD=ds1
+# TEZGAH_CUDA_ATTN_DS_STORE=16 (the others at their defaults)
+envof() { # tag -> the env assignments
+  local t=$1 sp=1 ch=0 od=0 st=4
+  [[ $t =~ \.s([0-9]+) ]] && sp=${BASH_REMATCH[1]}
+  [[ $t =~ \.c([0-9]+) ]] && ch=${BASH_REMATCH[1]}
+  [[ $t =~ \.o([0-9]+) ]] && od=${BASH_REMATCH[1]}
+  [[ $t =~ \.v([0-9]+) ]] && st=${BASH_REMATCH[1]}
+  echo "TEZGAH_CUDA_ATTN_BWD=${t%%.*} TEZGAH_CUDA_ATTN_DKV_SPLIT=$sp TEZGAH_CUDA_ATTN_DS_CHUNK=$ch TEZGAH_CUDA_ATTN_ORDER=$od TEZGAH_CUDA_ATTN_DS_STORE=$st"
+}
+
+echo "== 1. tests under auto, old and ds.v16 (and the peer's torch.compile warm-up)"
 t0=$SECONDS
 peer_shapes=("124m 12 768 12" "350m 24 1024 16")
 (for s in "${peer_shapes[@]}"; do
@@ -46,108 +57,94 @@ peer_shapes=("124m 12 768 12" "350m 24 1024 16")
 done) &
 warm=$!
 tests=(test_cuda_attention test_cuda_train)
+tvars=(auto old ds.v16)
 for t in "${tests[@]}"; do
-  for v in old ds; do
-    (TEZGAH_CUDA_ATTN_BWD=$v TEZGAH_CUDA_REQUIRED=1 timeout 110 "$dir/bin/$t" >"$out/$t.$v.log" 2>&1
+  for v in "${tvars[@]}"; do
+    # shellcheck disable=SC2046
+    (env $(envof "$v") TEZGAH_CUDA_REQUIRED=1 timeout 100 "$dir/bin/$t" >"$out/$t.$v.log" 2>&1
      echo $? >"$out/$t.$v.rc") &
   done
 done
 wait $(jobs -p | grep -v "^$warm\$")
 for t in "${tests[@]}"; do
-  for v in old ds; do
+  for v in "${tvars[@]}"; do
     line="$t ($v): exit $(cat "$out/$t.$v.rc"), $(grep -c '^\[       OK \]' "$out/$t.$v.log") OK, $(grep -c '^\[  FAILED  \]' "$out/$t.$v.log") FAILED"
     echo "$line"
     summary+=("$line")
     grep -E "^\[  (FAILED|SKIPPED) |^\[  ERROR|off;|error|differ|relative RMS" "$out/$t.$v.log" | head -14
   done
 done
-# the error figures of one case (bf16 fast B 1 T 520, test_bf16_fast's) under both settings
-for v in old ds; do
-  echo "test_cuda_attention, B 1 T 520 hd 64 under $v:"
+# the error figures of one case (bf16 fast B 1 T 520 hd 64; B 2 T 200 hd 128) under each setting
+for v in "${tvars[@]}"; do
+  echo "test_cuda_attention under $v: B 1 T 520 hd 64, then B 2 T 200 hd 128:"
   grep -m1 -A5 "^bf16 fast B 1 T 520" "$out/test_cuda_attention.$v.log" | grep -E "^  d(q|k|v) "
+  grep -m1 -A5 "^bf16 fast B 2 T 200 .*128" "$out/test_cuda_attention.$v.log" | grep -E "^  d(q|k|v) "
 done
 echo "tests: $((SECONDS - t0)) s"
 
-echo "== 2. bench_cuda_attention (ms, TFLOP/s; FlashAttention's causal FLOP count)"
+echo "== 2. bench_cuda_attention (ms, TFLOP/s; FlashAttention's causal FLOP count; split: ms a call)"
 t0=$SECONDS
-# a setting's tag: BWD[.sSPLIT][.cCHUNK][.oORDER], e.g. ds1.s2.c4.o24 = TEZGAH_CUDA_ATTN_BWD=ds1
-# TEZGAH_CUDA_ATTN_DKV_SPLIT=2 TEZGAH_CUDA_ATTN_DS_CHUNK=4 TEZGAH_CUDA_ATTN_ORDER=24
-envof() { # tag -> the env assignments
-  local t=$1 sp=1 ch=0 od=0
-  [[ $t =~ \.s([0-9]+) ]] && sp=${BASH_REMATCH[1]}
-  [[ $t =~ \.c([0-9]+) ]] && ch=${BASH_REMATCH[1]}
-  [[ $t =~ \.o([0-9]+) ]] && od=${BASH_REMATCH[1]}
-  echo "TEZGAH_CUDA_ATTN_BWD=${t%%.*} TEZGAH_CUDA_ATTN_DKV_SPLIT=$sp TEZGAH_CUDA_ATTN_DS_CHUNK=$ch TEZGAH_CUDA_ATTN_ORDER=$od"
-}
-bench() { # tag shapes -> $out/bench.$tag.txt
+bench() { # tag shapes [split] -> $out/bench.$tag.txt
   # shellcheck disable=SC2046
-  env $(envof "$1") timeout 30 "$dir/bin/bench_cuda_attention" 20 bf16 fast "$2" \
+  env $(envof "$1") timeout 40 "$dir/bin/bench_cuda_attention" 20 bf16 fast "$2" ${3:-} \
     >"$out/bench.$1.txt" 2>&1 || echo "bench $1: exit $?" >>"$out/bench.$1.txt"
   tags+=("$1")
 }
 # tag, shape-name prefix, field counted from the end (0 bwd TFLOP/s, 1 bwd ms, 3 fwd ms)
 col() { awk -v s="$2" -v k="$3" 'index($0, s) == 1 {print $(NF - k)}' "$out/bench.$1.txt"; }
+# tag, shape-name prefix -> the split line after that shape's row ("D x dkdv y dq z")
+splitof() { awk -v s="$2" 'f && /^  split:/ {print $2, $3, $4, $5, $6, $7, $8, $9; exit} {f = index($0, s) == 1}' "$out/bench.$1.txt"; }
 faster() { [[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN {exit !(a < b)}'; }
 tags=()
 pick() { # candidates... -> $best: the fastest backward at 350M among them
   best=$1
   for c in "$@"; do faster "$(col "$c" 350m 1)" "$(col "$best" 350m 1)" && best=$c; done
 }
-bench old all
-bench ds all
-bench old.s2 gpt2
-bench ds.s2 gpt2
-pick ds ds.s2
-s=${best#ds}                       # the better fa_dkdv split under ds ("" or .s2)
-bench "ds1$s" gpt2
-bench "ds2$s" gpt2
-pick "ds$s" "ds1$s" "ds2$s"
-b0=$best
-bench "$b0.c2" gpt2
-bench "$b0.c4" gpt2
-pick "$b0" "$b0.c2" "$b0.c4"
-b1=$best
-# blocks longest first in super-groups of 24 or 96 (batch, head) pairs (TEZGAH_CUDA_ATTN_ORDER)
-bench "$b1.o24" gpt2
-bench "$b1.o96" gpt2
-bench old.o24 gpt2
-pick "$b1" "$b1.o24" "$b1.o96" old.s2 old.o24
+bench auto all split
+bench old all split
+bench ds all split
+bench ds.v16 all split
+bench ds1.v16 all
+pick old ds ds.v16 ds1.v16
 besttag=$best
-oldtag=old # main's kernels, the baseline
 for v in "${tags[@]}"; do
   echo "-- $v: $(envof "$v")"; grep -vE "^attention|^shape" "$out/bench.$v.txt"
-  r="bench $v: bwd ms 124M $(col "$v" "gpt2 (" 1) ($(col "$v" "gpt2 (" 0) TFLOP/s), 350M $(col "$v" 350m 1) ($(col "$v" 350m 0)); fwd 124M $(col "$v" "gpt2 (" 3)"
+  r="bench $v: bwd ms 124M $(col "$v" "gpt2 (" 1) ($(col "$v" "gpt2 (" 0) TFLOP/s), gqa $(col "$v" gqa 1), hd128 $(col "$v" "hd 128" 1) ($(col "$v" "hd 128" 0)), T2048 $(col "$v" "gpt2, T" 1), 350M $(col "$v" 350m 1) ($(col "$v" 350m 0)); fwd 124M $(col "$v" "gpt2 (" 3)"
   summary+=("$r")
 done
-summary+=("trained: main's kernels ($oldtag) against the fastest bwd at 350M, $besttag = $(envof "$besttag")")
-echo "bench: $((SECONDS - t0)) s; training $oldtag against $besttag"
+for v in auto old ds ds.v16; do
+  summary+=("split $v (D, fa_dkdv, dQ kernel ms): 124M $(splitof "$v" "gpt2 (") | hd128 $(splitof "$v" "hd 128") | 350M $(splitof "$v" 350m)")
+done
+summary+=("trained: main's kernels (old) against the fastest bwd at 350M, $besttag = $(envof "$besttag")")
+echo "bench: $((SECONDS - t0)) s; training old against $besttag"
 
 echo "== 3. train (B16 T1024 bf16, 20 steps)"
 shard=$dir/data/tiny_shakespeare_train.bin
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}'; }
-train() { # model variant extra... -> prints a line
-  local m=$1 v=$2 run
-  shift 2
+train() { # name model variant extra... -> prints a line
+  local name=$1 m=$2 v=$3 run
+  shift 3
   run=$(mktemp -d)
   local t0=$SECONDS
   # shellcheck disable=SC2046
   env $(envof "$v") timeout 60 "$dir/bin/tezgah" train --backend cuda --model "$m" -B 16 -T 1024 \
     --vocab-size 50257 --train-shards "$shard" --val-shards "$shard" --steps 20 --val-every 0 --ckpt-every 0 \
-    --sample-tokens 0 --log-every 1 --run-dir "$run/r" "$@" >"$out/train.$m.$v$#.out" 2>"$out/train.$m.$v$#.log"
+    --sample-tokens 0 --log-every 1 --run-dir "$run/r" "$@" >"$out/train.$name.$v.out" 2>"$out/train.$name.$v.log"
   local rc=$?
-  local tps losses prof
+  local tps losses
   tps=$(grep -o '"tok_per_s":[0-9.e+]*' "$run/r/metrics.jsonl" 2>/dev/null | cut -d: -f2 | tail -n +6 | median)
   losses=$(grep -o '"loss":[0-9.e+-]*' "$run/r/metrics.jsonl" 2>/dev/null | cut -d: -f2 | sed -n '1,3p;20p' | paste -sd' ')
-  prof=$(grep -E "^  (attention_fwd|attention_bwd|total) " "$out/train.$m.$v$#.log" | awk '{printf "%s %s ms  ", $1, $2}')
-  echo "$m $v$([[ $# -gt 0 ]] && echo " $*"): exit $rc, $(printf '%.0f' "$tps") tokens/s, loss steps 1-3,20: $losses, $((SECONDS - t0)) s${prof:+ | $prof}"
-  [[ $rc == 0 ]] || tail -3 "$out/train.$m.$v$#.log"
+  echo "$name $v: exit $rc, $(printf '%.0f' "$tps") tokens/s, loss steps 1-3,20: $losses, $((SECONDS - t0)) s"
+  [[ $rc == 0 ]] || tail -3 "$out/train.$name.$v.log"
   rm -rf "$run"
 }
 t0=$SECONDS
-for line in "gpt2-124m $oldtag" "gpt2-124m $besttag" "gpt2-350m $oldtag" "gpt2-350m $besttag" \
-  "gpt2-124m $oldtag --profile" "gpt2-124m $besttag --profile"; do
-  # the profiled runs only while the peer keeps >= ~100 s; the plain ones while it keeps ~60 s
-  if ((SECONDS - t_all > 170)) || { [[ $line == *--profile ]] && ((SECONDS - t_all > 120)); }; then
+runs=("124m gpt2-124m old" "350m gpt2-350m old")
+[[ $besttag != old ]] && runs=("124m gpt2-124m old" "124m gpt2-124m $besttag" "350m gpt2-350m old" "350m gpt2-350m $besttag")
+runs+=("llama-hd128 gpt2-124m old --arch llama --d-ff 2048 --n-head 6"
+  "llama-hd128 gpt2-124m auto --arch llama --d-ff 2048 --n-head 6")
+for line in "${runs[@]}"; do
+  if ((SECONDS - t_all > 150)); then
     summary+=("skipped (budget): train $line"); continue
   fi
   # shellcheck disable=SC2086
