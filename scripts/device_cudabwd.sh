@@ -19,7 +19,7 @@
 # 3. tezgah train --backend cuda, B16 T1024 bf16, 20 steps (tokens/s = median of steps 6..20; the
 #    losses of steps 1-3 and 20): gpt2-124m and gpt2-350m under old and the fastest bwd at 350M
 #    of step 2 (if that is not old); llama-style head_dim 128 (gpt2-124m sizes, --arch llama
-#    --d-ff 2048 --n-head 6) under old and auto (= ds there). Started only before 150 s.
+#    --d-ff 2048 --n-head 6) under old and auto (= ds there). Started only before 140 s.
 # 4. the peer: ../shared/bench/torch_gpt.py --compile 1 at 124M and 350M (15 steps), what is left.
 # Logs go to $OUT or /tmp/tz-cudabwd; the summary is printed last. Budget 200 s (each step under
 # timeout): tests ~60-90 s, bench ~35 s, training ~60 s, the peer the rest.
@@ -144,7 +144,7 @@ runs=("124m gpt2-124m old" "350m gpt2-350m old")
 runs+=("llama-hd128 gpt2-124m old --arch llama --d-ff 2048 --n-head 6"
   "llama-hd128 gpt2-124m auto --arch llama --d-ff 2048 --n-head 6")
 for line in "${runs[@]}"; do
-  if ((SECONDS - t_all > 150)); then
+  if ((SECONDS - t_all > 140)); then
     summary+=("skipped (budget): train $line"); continue
   fi
   # shellcheck disable=SC2086
