@@ -13,12 +13,13 @@
  *
  * Paths: TEZGAH_CUDA_ATTN (read on every call) = "fast" makes a shape the tensor-core kernels
  * cannot take abort, so the fast cases really ran them; "fallback" forces the SIMT kernels;
- * unset, the backend chooses. TEZGAH_CUDA_ATTN_BWD = ds | ds1 | ds2 (test_bf16_fast_ds): the
- * tensor-core backward's dQ from a stored dS (unset: ds at head_dim 128, old at 64, so
- * test_bf16_fast covers both paths; test_bf16_fast_ds runs old at 128 too), stored by 4- or
- * 16-byte writes (TEZGAH_CUDA_ATTN_DS_STORE); TEZGAH_CUDA_ATTN_ORDER (test_bf16_fast_order):
- * its blocks longest first. An outer TEZGAH_CUDA_ATTN_BWD or TEZGAH_CUDA_ATTN_DS_STORE (device
- * scripts run the whole test under each setting) applies to every other test.
+ * unset, the backend chooses. The tensor-core backward: test_bf16_fast runs the default (dQ
+ * from a stored dS, fa_dq_ds's 128-row blocks, dS written by 16-byte stores; under "fast" a dS
+ * scratch that does not fit aborts instead of falling back), test_bf16_fast_bwd the others
+ * (TEZGAH_CUDA_ATTN_BWD = old: fa_dq recomputing dS, every case of test_bf16_fast; ds, ds2:
+ * other fa_dq_ds blocks; TEZGAH_CUDA_ATTN_DS_STORE=4: 4-byte dS stores). An outer
+ * TEZGAH_CUDA_ATTN_BWD or TEZGAH_CUDA_ATTN_DS_STORE (device scripts run the whole test under
+ * each setting) applies to every other test.
  *
  * Tolerances, |gpu − cpu| ≤ atol + rtol·|cpu| per element (plus, where stated, a bound on the
  * relative RMS error ‖gpu − cpu‖₂ / ‖cpu‖₂):
@@ -342,138 +343,73 @@ static void test_fp32(void **state) {
   run_case(0, "fallback", 1, 33, 4, 2, 64);
 }
 /* bf16, the tensor-core kernels (forced: a shape that would fall back aborts) */
-static void test_bf16_fast(void **state) {
-  (void)state;
+static void fast_cases(void) {
   run_case(1, "fast", 2, 77, 4, 2, 64);   /* GQA 2, two query blocks, last partial */
   run_case(1, "fast", 1, 200, 4, 1, 64);  /* multi-query, 4 blocks */
-  run_case(1, "fast", 2, 200, 4, 4, 128); /* head_dim 128 */
+  run_case(1, "fast", 2, 200, 4, 4, 128); /* head_dim 128 (dK/dV query tiles of 32) */
   run_case(1, "fast", 1, 77, 2, 1, 128);  /* head_dim 128, GQA */
   run_case(1, "fast", 2, 9, 4, 2, 64);    /* T below one tile */
-  run_case(1, "fast", 1, 130, 2, 2, 128); /* 3 blocks, 2 rows in the last */
+  run_case(1, "fast", 1, 130, 2, 2, 128); /* 3 blocks, 2 rows in the last (ds1: dS tile 4 of 3) */
   run_case(1, "fast", 1, 256, 2, 1, 64);  /* T a multiple of every tile */
   run_case(1, "fast", 1, 300, 2, 2, 64);  /* 5 blocks, 44 rows in the last */
   run_case(1, "fast", 1, 520, 2, 1, 64);  /* 17 dQ key tiles of 32, 8 rows in the last block */
 }
-/* bf16, the tensor-core backward with dQ from a stored dS (TEZGAH_CUDA_ATTN_BWD=ds: fa_dkdv
- * writes dS, fa_dq_ds computes dQ = dS·K; with TEZGAH_CUDA_ATTN=fast a dS scratch that does
- * not fit aborts instead of falling back), its three block shapes and sequence chunks
- * (TEZGAH_CUDA_ATTN_DS_CHUNK), and fa_dkdv in half query tiles (TEZGAH_CUDA_ATTN_DKV_SPLIT=2)
- * under both backward paths; same tolerances, guards and run-to-run bit-identity as the
- * default kernels. */
-static void test_bf16_fast_ds(void **state) {
+static void test_bf16_fast(void **state) {
   (void)state;
-  const char *outer = getenv("TEZGAH_CUDA_ATTN_BWD");
-  char *saved = outer ? strdup(outer) : NULL;
-  setenv("TEZGAH_CUDA_ATTN_BWD", "ds", 1);
-  run_case(1, "fast", 2, 77, 4, 2, 64);   /* GQA 2, the last dS tile partial */
-  run_case(1, "fast", 1, 200, 4, 1, 64);  /* multi-query */
-  run_case(1, "fast", 2, 200, 4, 4, 128); /* head_dim 128 (dK/dV query tiles of 32: two a dS tile) */
-  run_case(1, "fast", 1, 77, 2, 1, 128);  /* head_dim 128, GQA */
-  run_case(1, "fast", 2, 9, 4, 2, 64);    /* T below one tile */
-  run_case(1, "fast", 1, 130, 2, 2, 128); /* 3 dS tiles, 2 rows in the last */
-  run_case(1, "fast", 1, 256, 2, 1, 64);  /* T a multiple of every tile */
-  run_case(1, "fast", 1, 520, 2, 1, 64);  /* 9 dS tiles, 8 rows in the last */
-  /* 128-row dQ blocks: a block's second dS tile past the last (T 130: tile 3 of 3) is zero-filled */
-  const char *var[2] = {"ds1", "ds2"};
+  fast_cases();
+}
+/* The environment variable `name` set to `val` (NULL: unset); returns its former value (malloc'd,
+ * or NULL) for env_restore. */
+static char *env_set(const char *name, const char *val) {
+  const char *e = getenv(name);
+  char *old = e ? strdup(e) : NULL;
+  if (val)
+    setenv(name, val, 1);
+  else
+    unsetenv(name);
+  return old;
+}
+static void env_restore(const char *name, char *old) {
+  if (old)
+    setenv(name, old, 1);
+  else
+    unsetenv(name);
+  free(old);
+}
+/* bf16, the tensor-core backward's other forms (TEZGAH_CUDA_ATTN_BWD, TEZGAH_CUDA_ATTN_DS_STORE):
+ * old (fa_dq recomputes dS: the path a dS scratch that does not fit falls back to) on every
+ * case of test_bf16_fast, fa_dq_ds's 64-row (ds) and 8-warp (ds2) blocks, and dS by 4-byte stores
+ * (with ds and ds1); same tolerances, guards and run-to-run bit-identity. */
+static void test_bf16_fast_bwd(void **state) {
+  (void)state;
+  char *bwd = env_set("TEZGAH_CUDA_ATTN_BWD", "old");
+  char *store = env_set("TEZGAH_CUDA_ATTN_DS_STORE", "16");
+  printf("TEZGAH_CUDA_ATTN_BWD=old\n");
+  fast_cases();
+  const char *var[2] = {"ds", "ds2"};
   for (int i = 0; i < 2; i++) {
     setenv("TEZGAH_CUDA_ATTN_BWD", var[i], 1);
     printf("TEZGAH_CUDA_ATTN_BWD=%s\n", var[i]);
     run_case(1, "fast", 2, 77, 4, 2, 64);
     run_case(1, "fast", 1, 130, 2, 2, 128);
-    run_case(1, "fast", 1, 300, 2, 1, 64);
-    run_case(1, "fast", 1, 200, 4, 2, 128);
+    run_case(1, "fast", 1, 520, 2, 1, 64);
+    run_case(1, "fast", 2, 200, 4, 2, 128);
+    run_case(1, "fast", 2, 9, 4, 2, 64);
   }
-  /* in chunks of sequences (TEZGAH_CUDA_ATTN_DS_CHUNK): B 3 as 2 + 1, and as 1 + 1 + 1 */
-  setenv("TEZGAH_CUDA_ATTN_BWD", "ds", 1);
-  setenv("TEZGAH_CUDA_ATTN_DS_CHUNK", "2", 1);
-  printf("TEZGAH_CUDA_ATTN_BWD=ds TEZGAH_CUDA_ATTN_DS_CHUNK=2\n");
-  run_case(1, "fast", 3, 77, 4, 2, 64);
-  run_case(1, "fast", 3, 130, 2, 1, 128);
-  setenv("TEZGAH_CUDA_ATTN_DS_CHUNK", "1", 1);
-  printf("TEZGAH_CUDA_ATTN_BWD=ds TEZGAH_CUDA_ATTN_DS_CHUNK=1\n");
-  run_case(1, "fast", 3, 200, 4, 4, 64);
-  unsetenv("TEZGAH_CUDA_ATTN_DS_CHUNK");
-  /* fa_dkdv through each query tile in two halves (TEZGAH_CUDA_ATTN_DKV_SPLIT=2), both paths */
-  const char *path[2] = {"old", "ds"};
-  setenv("TEZGAH_CUDA_ATTN_DKV_SPLIT", "2", 1);
+  /* 4-byte stores; at head_dim 128 a block's first query tile lies wholly before its last
+   * warps' keys: those warps store its dS as zeros (read by fa_dq_ds) */
+  setenv("TEZGAH_CUDA_ATTN_DS_STORE", "4", 1);
+  const char *var4[2] = {"ds", "ds1"};
   for (int i = 0; i < 2; i++) {
-    setenv("TEZGAH_CUDA_ATTN_BWD", path[i], 1);
-    printf("TEZGAH_CUDA_ATTN_BWD=%s TEZGAH_CUDA_ATTN_DKV_SPLIT=2\n", path[i]);
-    run_case(1, "fast", 2, 77, 4, 2, 64);
-    run_case(1, "fast", 1, 300, 2, 1, 64);
-    run_case(1, "fast", 2, 200, 4, 4, 128);
-    run_case(1, "fast", 1, 130, 2, 1, 128);
-  }
-  unsetenv("TEZGAH_CUDA_ATTN_DKV_SPLIT");
-  /* dS through a shared-memory stage and 16-byte stores (TEZGAH_CUDA_ATTN_DS_STORE=16): 64-query
-   * rows (head_dim 64), 32 (128), and both halved (DKV_SPLIT=2); with 128-row dQ blocks. At 128
-   * and halved, a block's first query (sub-)tile lies wholly before its last warps' keys: those
-   * warps store its dS as zeros (read by fa_dq_ds). */
-  const char *outer_st = getenv("TEZGAH_CUDA_ATTN_DS_STORE");
-  char *saved_st = outer_st ? strdup(outer_st) : NULL;
-  setenv("TEZGAH_CUDA_ATTN_DS_STORE", "16", 1);
-  const char *var16[2] = {"ds", "ds1"};
-  for (int i = 0; i < 2; i++) {
-    setenv("TEZGAH_CUDA_ATTN_BWD", var16[i], 1);
-    printf("TEZGAH_CUDA_ATTN_BWD=%s TEZGAH_CUDA_ATTN_DS_STORE=16\n", var16[i]);
+    setenv("TEZGAH_CUDA_ATTN_BWD", var4[i], 1);
+    printf("TEZGAH_CUDA_ATTN_BWD=%s TEZGAH_CUDA_ATTN_DS_STORE=4\n", var4[i]);
     run_case(1, "fast", 2, 77, 4, 2, 64);
     run_case(1, "fast", 1, 520, 2, 1, 64);
     run_case(1, "fast", 2, 200, 4, 4, 128);
     run_case(1, "fast", 1, 130, 2, 1, 128);
   }
-  setenv("TEZGAH_CUDA_ATTN_BWD", "ds", 1);
-  setenv("TEZGAH_CUDA_ATTN_DKV_SPLIT", "2", 1);
-  printf("TEZGAH_CUDA_ATTN_BWD=ds TEZGAH_CUDA_ATTN_DS_STORE=16 TEZGAH_CUDA_ATTN_DKV_SPLIT=2\n");
-  run_case(1, "fast", 2, 77, 4, 2, 64);
-  run_case(1, "fast", 1, 300, 2, 1, 64);
-  run_case(1, "fast", 2, 200, 4, 4, 128);
-  unsetenv("TEZGAH_CUDA_ATTN_DKV_SPLIT");
-  if (saved_st)
-    setenv("TEZGAH_CUDA_ATTN_DS_STORE", saved_st, 1);
-  else
-    unsetenv("TEZGAH_CUDA_ATTN_DS_STORE");
-  free(saved_st);
-  /* the head_dim default (TEZGAH_CUDA_ATTN_BWD unset: ds at 128, old at 64) and "old" at 128 */
-  unsetenv("TEZGAH_CUDA_ATTN_BWD");
-  printf("TEZGAH_CUDA_ATTN_BWD unset\n");
-  run_case(1, "fast", 2, 200, 4, 2, 128);
-  run_case(1, "fast", 2, 77, 4, 2, 64);
-  setenv("TEZGAH_CUDA_ATTN_BWD", "old", 1);
-  printf("TEZGAH_CUDA_ATTN_BWD=old\n");
-  run_case(1, "fast", 2, 200, 4, 2, 128);
-  run_case(1, "fast", 1, 130, 2, 1, 128);
-  if (saved) /* the outer setting back for the tests after this one */
-    setenv("TEZGAH_CUDA_ATTN_BWD", saved, 1);
-  else
-    unsetenv("TEZGAH_CUDA_ATTN_BWD");
-  free(saved);
-}
-/* bf16, the tensor-core backward with its blocks started longest first in super-groups of 3
- * (batch, head) pairs (TEZGAH_CUDA_ATTN_ORDER=3: several super-groups, the last one partial),
- * under both dQ paths; a test of its own so that a failure here does not hide the others. */
-static void test_bf16_fast_order(void **state) {
-  (void)state;
-  const char *outer = getenv("TEZGAH_CUDA_ATTN_BWD");
-  char *saved = outer ? strdup(outer) : NULL;
-  const char *path[2] = {"old", "ds"};
-  setenv("TEZGAH_CUDA_ATTN_ORDER", "3", 1);
-  for (int i = 0; i < 2; i++) {
-    setenv("TEZGAH_CUDA_ATTN_BWD", path[i], 1);
-    printf("TEZGAH_CUDA_ATTN_BWD=%s TEZGAH_CUDA_ATTN_ORDER=3\n", path[i]);
-    run_case(1, "fast", 2, 77, 4, 2, 64);   /* dK/dV: 4 pairs, dQ: 8 pairs */
-    run_case(1, "fast", 1, 300, 2, 1, 64);  /* 1 and 2 pairs: one partial super-group */
-    run_case(1, "fast", 2, 200, 4, 4, 128);
-    run_case(1, "fast", 3, 130, 2, 1, 128);
-  }
-  setenv("TEZGAH_CUDA_ATTN_BWD", "ds1", 1);
-  printf("TEZGAH_CUDA_ATTN_BWD=ds1 TEZGAH_CUDA_ATTN_ORDER=3\n");
-  run_case(1, "fast", 2, 200, 4, 2, 64);
-  unsetenv("TEZGAH_CUDA_ATTN_ORDER");
-  if (saved)
-    setenv("TEZGAH_CUDA_ATTN_BWD", saved, 1);
-  else
-    unsetenv("TEZGAH_CUDA_ATTN_BWD");
-  free(saved);
+  env_restore("TEZGAH_CUDA_ATTN_BWD", bwd); /* the outer setting for the tests after this one */
+  env_restore("TEZGAH_CUDA_ATTN_DS_STORE", store);
 }
 /* bf16, the SIMT kernels */
 static void test_bf16_fallback(void **state) {
@@ -502,8 +438,8 @@ static void test_decode(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fp32),          cmocka_unit_test(test_bf16_fast),
-      cmocka_unit_test(test_bf16_fast_ds),  cmocka_unit_test(test_bf16_fast_order),
-      cmocka_unit_test(test_bf16_fallback), cmocka_unit_test(test_bf16_auto),
+      cmocka_unit_test(test_bf16_fast_bwd), cmocka_unit_test(test_bf16_fallback),
+      cmocka_unit_test(test_bf16_auto),
       cmocka_unit_test(test_decode),
   };
   if (getenv("TZ_TEST_FILTER")) cmocka_set_test_filter(getenv("TZ_TEST_FILTER"));

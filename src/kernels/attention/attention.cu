@@ -11,15 +11,14 @@
  *   fallback  everything else (fp32 mode, other head sizes, KV-cache decoding): the kernels
  *             below, fp32 math on either act dtype.
  * TEZGAH_CUDA_ATTN=fallback forces the fallback; TEZGAH_CUDA_ATTN=fast makes a call that
- * cannot take the fast path abort (tests use it to be sure the fast kernels really ran).
- * TEZGAH_CUDA_ATTN_BWD=old|ds|ds1|ds2 (default auto: ds at head_dim 128, old at 64) picks the
- * fast backward's dQ: recomputed, or from a stored dS (bwd_variant; attention_fa.cu's "ds
- * path"), when its scratch fits (ds_fits; else old);
- * TEZGAH_CUDA_ATTN_DS_STORE=4|16 how fa_dkdv stores dS (ds_store);
- * TEZGAH_CUDA_ATTN_DS_CHUNK=n runs that backward n sequences at a time (ds_chunk);
- * TEZGAH_CUDA_ATTN_DKV_SPLIT=2 halves fa_dkdv's query sub-tiles (dkv_split);
- * TEZGAH_CUDA_ATTN_ORDER=n starts the backward's blocks longest first (bwd_order);
- * TEZGAH_CUDA_ATTN_TIMING=1 times the backward's kernels (bwd_events, tzc_attention_bwd_split).
+ * cannot take the fast path (or the backward's ds path, below) abort (tests use it to be sure
+ * the fast kernels really ran).
+ * The fast backward takes dQ from a stored dS (attention_fa.cu's "ds path", fa_dq_ds's 128-row
+ * blocks, dS written by 16-byte stores) when its scratch fits (ds_fits), else recomputes S and
+ * dP for dQ (fa_dq, "old"). For A/B runs: TEZGAH_CUDA_ATTN_BWD=old|ds|ds1|ds2 (default auto =
+ * ds1; bwd_variant) and TEZGAH_CUDA_ATTN_DS_STORE=4|16 (default 16; ds_store);
+ * TEZGAH_CUDA_ATTN_TIMING=1 times the backward's kernels (bwd_events, tzc_attention_bwd_split;
+ * bench_cuda_attention's split).
  *
  * Fallback kernels (one warp per output row, 4 warps a block, no T×T buffer, no atomics):
  *   fwd     warp = query row (b, h, t). Keys in chunks of 32, one key per lane: the lane's
@@ -381,16 +380,15 @@ bool use_fast(tz_backend *be, const char *op, int Tq, int Tk, int q_pos0, int hd
 /* The tensor-core backward's dQ (TEZGAH_CUDA_ATTN_BWD, read on every call): "old": -1, fa_dq
  * recomputes S and dP; "ds": 0, fa_dkdv stores dS and fa_dq_ds computes dQ = dS·K (64-row
  * blocks); "ds1": 1 (128-row blocks, 2 m-tiles a warp); "ds2": 2 (128 rows, 8 warps). Unset,
- * empty or "auto": by head_dim, ds at 128 and old at 64 (H200, bench_cuda_attention, B 16
- * T 1024, 2026-12-03: hd 128 × 6 heads bwd 0.362 ms with ds vs 0.436 old; hd 64 × 12 heads
- * 0.424 vs 0.395, 350M's 16 heads 0.544 vs 0.506). *asked: whether the variable chose ds.
- * Anything else is a fatal error (a typo must not measure the old kernels under a new name). */
-int bwd_variant(int hd, bool *asked) {
+ * empty or "auto": ds1, the fastest at every shape measured (H200, bench_cuda_attention, B 16
+ * T 1024, 2026-12-03, with 16-byte dS stores, bwd ms against old: 124M 0.370 vs 0.400, GQA
+ * 0.401 vs 0.426, hd 128 0.358 vs 0.463, T 2048 0.656 vs 0.767, 350M 0.471 vs 0.563; the
+ * table in attention_fa.cu's header). Anything else is a fatal error (a typo must not measure
+ * the old kernels under a new name). */
+int bwd_variant(void) {
   const char *e = getenv("TEZGAH_CUDA_ATTN_BWD");
-  *asked = false;
-  if (!e || !*e || !strcmp(e, "auto")) return hd == 128 ? 0 : -1;
+  if (!e || !*e || !strcmp(e, "auto")) return 1;
   if (!strcmp(e, "old")) return -1;
-  *asked = true;
   if (!strcmp(e, "ds")) return 0;
   if (!strcmp(e, "ds1")) return 1;
   if (!strcmp(e, "ds2")) return 2;
@@ -399,12 +397,13 @@ int bwd_variant(int hd, bool *asked) {
 }
 
 /* How fa_dkdv writes dS on the ds path (TEZGAH_CUDA_ATTN_DS_STORE, read on every call): unset or
- * "4": 4-byte stores straight from the mma fragments; "16": stmatrix into a per-warp
- * shared-memory stage, then 16-byte stores of whole dS rows (attention_fa.cu's DkvCfg). */
+ * "16": stmatrix into a per-warp shared-memory stage, then 16-byte stores of whole dS rows
+ * (attention_fa.cu's DkvCfg; fa_dkdv 0.257 ms against 0.312 with "4" at 124M, H200); "4":
+ * 4-byte stores straight from the mma fragments. */
 int ds_store(void) {
   const char *e = getenv("TEZGAH_CUDA_ATTN_DS_STORE");
-  if (!e || !*e || !strcmp(e, "4")) return 4;
-  if (!strcmp(e, "16")) return 16;
+  if (!e || !*e || !strcmp(e, "16")) return 16;
+  if (!strcmp(e, "4")) return 4;
   tz_panic(__FILE__, __LINE__, "cuda attention_bwd: TEZGAH_CUDA_ATTN_DS_STORE must be 4 or 16");
 }
 
@@ -425,45 +424,27 @@ cudaEvent_t *bwd_events(void) {
   return ev;
 }
 
-/* Sequences a chunk of the ds backward (TEZGAH_CUDA_ATTN_DS_CHUNK, read on every call; unset
- * or 0: all B at once): fa_dkdv then fa_dq_ds per chunk, so a chunk's dS (13.4 MB a sequence at
- * 12 heads, T 1024) can still be in the H200's 50 MB L2 when fa_dq_ds reads it, and the scratch
- * is the chunk's. */
-int ds_chunk(int B) {
-  const char *e = getenv("TEZGAH_CUDA_ATTN_DS_CHUNK");
-  const int c = e ? atoi(e) : 0;
-  return c > 0 && c < B ? c : B;
-}
-
-/* TEZGAH_CUDA_ATTN_DKV_SPLIT (read on every call): 2 makes fa_dkdv work through each query tile
- * in two halves (both backward paths); unset or 1: whole tiles. */
-int dkv_split(void) {
-  const char *e = getenv("TEZGAH_CUDA_ATTN_DKV_SPLIT");
-  if (!e || !*e || !strcmp(e, "1")) return 1;
-  if (!strcmp(e, "2")) return 2;
-  tz_panic(__FILE__, __LINE__, "cuda attention_bwd: TEZGAH_CUDA_ATTN_DKV_SPLIT must be 1 or 2");
-}
-
-/* TEZGAH_CUDA_ATTN_ORDER (read on every call): n > 0 starts fa_dkdv's and fa_dq_ds's blocks
- * longest first in super-groups of n (batch, head) pairs (attention_fa.cu's block_coords);
- * unset or 0: the 3-D grid's order. */
-int bwd_order(void) {
-  const char *e = getenv("TEZGAH_CUDA_ATTN_ORDER");
-  const int n = e ? atoi(e) : 0;
-  return n > 0 ? n : 0;
-}
-
 /* Whether the scratch can hold `bytes` (D + the dS tiles): already does, or growing it takes at
- * most half the device's free memory (tzc_scratch aborts when cudaMalloc fails; a dS scratch
- * that does not fit falls back to the recomputing dQ kernel instead). */
+ * most half of the device's free memory beyond a 1 GiB reserve (tzc_scratch aborts when
+ * cudaMalloc fails; a dS scratch that does not fit falls back to the recomputing dQ kernel
+ * instead). Training allocates its arenas (weights, grads, AdamW, activations) before step 1,
+ * and in its loop only this scratch and a matmul bias copy grow, each by replacing itself, in
+ * step 1: the first backward's check sees about what the run leaves free. The reserve and the
+ * other half stay for what comes later (buffers NCCL may set up at the first all-reduce; the
+ * final sample, which loads the model again while the training backend is still held).
+ * Sizes at B 16, T 1024 (dS + D, in MiB, rounded up by tzc_scratch): gpt2-124m (12 heads)
+ * 205, gpt2-350m (16) 273, gpt2-774m (20) 342, gpt2-1.5b (25) 427; the runs' peak device
+ * memory with the old kernels on the H200 (143,771 MiB): 20,496 / 38,590 / 67,584 MiB at
+ * 350M / 774M / 1.5B (docs/PERF.md), so the scratch is < 1% of what those runs leave free. */
 bool ds_fits(tz_backend *be, size_t bytes) {
-  if (bytes <= tzc(be)->scratch_bytes) return true;
+  const size_t have = tzc(be)->scratch_bytes, reserve = (size_t)1 << 30;
+  if (bytes <= have) return true;
   size_t fr = 0, tot = 0;
   if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
-  return bytes - tzc(be)->scratch_bytes <= fr / 2;
+  return fr > reserve && bytes - have <= (fr - reserve) / 2;
 }
 
 } // namespace
@@ -518,16 +499,14 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
   const bool fast = use_fast(be, "attention_bwd", T, T, 0, head_dim, q_stride, kv_stride, ptrs, 7);
   /* scratch: D (rows floats), then on the ds path the dS tiles (256-byte aligned) */
   const size_t d_bytes = (rows * sizeof(float) + 255) & ~(size_t)255;
-  bool asked = false;
-  const int dsvar = fast ? bwd_variant(head_dim, &asked) : -1;
-  const int bchunk = ds_chunk(B);
-  const size_t ds_bytes = dsvar >= 0 ? tzc_fa_ds_bytes(bchunk, n_head, T) : 0;
+  const int dsvar = fast ? bwd_variant() : -1;
+  const size_t ds_bytes = dsvar >= 0 ? tzc_fa_ds_bytes(B, n_head, T) : 0;
   const bool ds = dsvar >= 0 && ds_fits(be, d_bytes + ds_bytes);
-  /* tests: ds kernels asked for must really run (the head_dim default falls back quietly) */
-  if (asked && !ds && attn_mode() == MODE_FAST)
+  /* tests (TEZGAH_CUDA_ATTN=fast): the ds kernels chosen must really run */
+  if (dsvar >= 0 && !ds && attn_mode() == MODE_FAST)
     tz_panic(__FILE__, __LINE__,
-             "cuda attention_bwd: TEZGAH_CUDA_ATTN=fast and TEZGAH_CUDA_ATTN_BWD=ds*, but the dS "
-             "scratch does not fit");
+             "cuda attention_bwd: TEZGAH_CUDA_ATTN=fast, but the dS scratch of the ds backward "
+             "does not fit (TEZGAH_CUDA_ATTN_BWD=old needs none)");
   float *D = (float *)tzc_scratch(be, d_bytes + (ds ? ds_bytes : 0));
   bf16 *dsp = ds ? (bf16 *)((char *)D + d_bytes) : NULL;
   cudaEvent_t *ev = fast ? bwd_events() : NULL; /* ev[3]: before the D kernel */
@@ -550,7 +529,7 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
       TZC_CHECK(cudaEventElapsedTime(&a, ev[3], ev[0]));
       bwd_ms[0] += a, bwd_calls++;
     }
-    const tzc_fa_bwd_opts o = {dsvar, ds_store(), bchunk, dkv_split(), bwd_order(), ev, bwd_ms + 1};
+    const tzc_fa_bwd_opts o = {dsvar, ds_store(), ev, bwd_ms + 1};
     tzc_fa_bwd(st, (bf16 *)dqp, (bf16 *)dkp, (bf16 *)dvp, dsp, &o, (const bf16 *)dop,
                (const bf16 *)qp, (const bf16 *)kp, (const bf16 *)vp, l, D, B, T, n_head,
                n_kv_head, head_dim, q_stride, kv_stride);

@@ -28,24 +28,18 @@ size_t tzc_fa_ds_bytes(int B, int H, int T);
  *            2 m-tiles, 2: 128 rows, 8 warps
  *   dsstore  ds path only: how fa_dkdv writes dS, 4: 4-byte stores from the fragments, 16:
  *            stmatrix into a shared-memory stage, then 16-byte stores of whole rows
- *   bchunk   ds path only, > 0: the backward runs over chunks of bchunk sequences, one after the
- *            other, and ds need only hold tzc_fa_ds_bytes(bchunk, H, T)
- *   split    2: fa_dkdv works through each query tile in two halves (fewer registers: 4 blocks an
- *            SM at head_dim 64); else 1
- *   order    > 0: fa_dkdv and fa_dq_ds start their blocks longest first in super-groups of
- *            `order` (batch, head) pairs (attention_fa.cu's block_coords); 0: the 3-D grid's
- *   ev, ms   timing (ev NULL: off): 3 events; per chunk of sequences ms[0] += fa_dkdv's time,
- *            ms[1] += fa_dq's or fa_dq_ds's (the host waits for each chunk: diagnostics only) */
+ *   ev, ms   timing (ev NULL: off): 3 events; ms[0] += fa_dkdv's time, ms[1] += fa_dq's or
+ *            fa_dq_ds's (the host waits for the kernels: diagnostics only) */
 typedef struct {
-  int dsvar, dsstore, bchunk, split, order;
+  int dsvar, dsstore;
   cudaEvent_t *ev;
   double *ms;
 } tzc_fa_bwd_opts;
 
 /* Backward: dq, dk, dv written (=) with strides qs, kvs; D [B, H, T] = rowsum(dout ∘ out),
  * computed by the caller. ds NULL: dK/dV, then dQ recomputing S and dP (fa_dq); ds (256-byte
- * aligned, tzc_fa_ds_bytes(B or o->bchunk, H, T) bytes, contents ignored): dK/dV also writes
- * dS there, then dQ = dS·K (fa_dq_ds). */
+ * aligned, tzc_fa_ds_bytes(B, H, T) bytes, contents ignored): dK/dV also writes dS there, then
+ * dQ = dS·K (fa_dq_ds). */
 void tzc_fa_bwd(cudaStream_t st, __nv_bfloat16 *dq, __nv_bfloat16 *dk, __nv_bfloat16 *dv,
                 __nv_bfloat16 *ds, const tzc_fa_bwd_opts *o, const __nv_bfloat16 *dout,
                 const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v,

@@ -37,22 +37,34 @@
  *   fa_dkdv  block = (b, kv head g, 16·NW·MT key rows); loops over the query heads of the group
  *            and the query tiles of BQ rows that see its keys (t ≥ the block's first key):
  *            Sᵀ = K·Qᵀ, Pᵀ = exp(Sᵀ·scale − lse), dPᵀ = V·dOᵀ, dSᵀ = Pᵀ∘(dPᵀ − D),
- *            dV += Pᵀ·dO, dK += dSᵀ·Q; dK·scale at the end. QSPLIT 2 (TEZGAH_CUDA_ATTN_DKV_SPLIT):
- *            each loaded query tile in two halves, one half's Sᵀ / dPᵀ live at a time (head_dim
- *            64: 128 registers, 4 blocks an SM instead of 3).
+ *            dV += Pᵀ·dO, dK += dSᵀ·Q; dK·scale at the end.
  *   fa_dq    block = (b, h, 16·NW·MT query rows); over key tiles of BK keys ≤ the diagonal:
  *            S = Q·Kᵀ, dP = dO·Vᵀ, dS = P∘(dP − D), dQ += dS·K; dQ·scale at the end.
  *            Q / dO fragments in registers at head_dim 64 (QREG).
- *   ds path  (TEZGAH_CUDA_ATTN_BWD=ds, attention.cu): fa_dkdv<DS> also stores its dSᵀ tiles
- *            (bf16, the values dK's product uses) to a scratch of B·H·T²/2 elements (packed
- *            causal tiles, ds_tile()), and fa_dq_ds computes dQ = dS·K from it as a plain tiled
- *            matmul: 5 matmul units a step instead of 7 (S and dP are no longer recomputed for
- *            dQ: FlashAttention-2's count, Dao 2023 alg. 2, whose dQ atomics this replaces with
- *            a stored dS and one owner per dQ row), for ~2·B·H·T² bytes of DRAM traffic.
- *            attention.cu takes it by default at head_dim 128 (H200: bwd 0.362 vs 0.436 ms,
- *            B 16 × 6 heads, T 1024), not at 64 (0.424 vs 0.395 at 12 heads). fa_dkdv writes
- *            dS from the fragments with 4-byte stores (DSM 1) or, TEZGAH_CUDA_ATTN_DS_STORE=16,
- *            through a per-warp stmatrix stage as 16-byte row stores (DSM 2; DkvCfg).
+ *   ds path  (the default; attention.cu's TEZGAH_CUDA_ATTN_BWD): fa_dkdv<DSM > 0> also stores
+ *            its dSᵀ tiles (bf16, the values dK's product uses) to a scratch of B·H·T²/2
+ *            elements (packed causal tiles, ds_tile()), and fa_dq_ds computes dQ = dS·K from it
+ *            as a plain tiled matmul: 5 matmul units a step instead of 7 (S and dP are no longer
+ *            recomputed for dQ: FlashAttention-2's count, Dao 2023 alg. 2, whose dQ atomics this
+ *            replaces with a stored dS and one owner per dQ row), for ~2·B·H·T² bytes of DRAM
+ *            traffic. fa_dkdv writes dS through a per-warp stmatrix stage as 16-byte row
+ *            stores (DSM 2, the default) or straight from the fragments with 4-byte stores
+ *            (DSM 1, TEZGAH_CUDA_ATTN_DS_STORE=4); fa_dq_ds runs 128-row blocks of 4 warps × 2
+ *            m-tiles (ds1, the default), 64-row blocks (ds) or 128 rows of 8 warps (ds2).
+ *            H200, bench_cuda_attention, B 16 T 1024, bwd ms (2026-12-03, one call; old = fa_dq
+ *            recomputing; ds4 = ds with 4-byte stores, ds and ds1 with 16-byte):
+ *              shape                old     ds4     ds      ds1
+ *              124M (12 heads, 64)  0.400   0.428   0.374   0.370
+ *              GQA 12/4, 64         0.426   0.470   0.406   0.401
+ *              6 heads, hd 128      0.463   0.362   0.360   0.358
+ *              124M, T 2048, B 8    0.767   0.777   0.672   0.656
+ *              350M (16 heads, 64)  0.563   0.551   0.477   0.471
+ *            Per kernel at 124M (D, fa_dkdv, dQ ms): old 0.023 / 0.222 / 0.155, ds with 4-byte
+ *            stores 0.021 / 0.312 / 0.094, 16-byte 0.023 / 0.257 / 0.094: storing dS costs
+ *            fa_dkdv 16% (4-byte: 41%), fa_dq_ds takes 61% of fa_dq's time. Training B 16
+ *            T 1024 bf16, tokens/s old vs ds1 (losses identical): 124M 498,364 vs 505,851,
+ *            350M 191,881 vs 194,444; Llama-style hd 128 (124M sizes, 6 heads, d_ff 2048) old
+ *            469,227 vs ds4 482,555 (torch.compile, same call: 475,423 at 124M, 187,620 at 350M).
  * No atomics: every output element has one owner and a fixed summation order.
  *
  * Measured on an H200 (bench_cuda_attention, GPT-2 shape B 16, 12 heads, T 1024, hd 64), ncu:
@@ -204,9 +216,7 @@ template <int HD, int NW, int MT> struct FwdCfg {
  * that allows it, 65536 / (128·blocks)). Without one, ptxas drifts a few registers past a
  * step (130 → 3 blocks instead of 4); with 1, it takes up to 255. */
 template <int HD, int MT> constexpr int fwd_blocks() { return HD == 64 && MT == 1 ? 4 : 2; }
-template <int HD, int MT, int QSPLIT = 1> constexpr int dkdv_blocks() {
-  return HD == 64 && MT == 1 ? (QSPLIT > 1 ? 4 : 3) : 2;
-}
+template <int HD, int MT> constexpr int dkdv_blocks() { return HD == 64 && MT == 1 ? 3 : 2; }
 template <int HD, int MT, int BK> constexpr int dq_blocks() {
   return MT == 1 ? (HD == 64 && BK <= 32 ? 4 : 3) : 2;
 }
@@ -383,39 +393,15 @@ __global__ void __launch_bounds__(NW * 32, (fwd_blocks<HD, MT>()))
   }
 }
 
-/* ================= block order (TEZGAH_CUDA_ATTN_ORDER) ================= */
-/* A backward block's (tile, head, batch). order 0: the 3-D grid (x = tile, y = head, z =
- * batch): the hardware starts blocks in that linear order, so the longest tile of each (batch,
- * head) pair starts once per 16 blocks and the last pair's longest block can end the kernel
- * alone. order S > 0: a 1-D grid of ntile·nhead·B blocks in super-groups of S pairs, each
- * listed tile-major (tile 0 of its S pairs, then tile 1, ...): the longest tiles start first
- * (longest-processing-time order) while a super-group's pairs (S·256 KB of Q and dO at T 1024,
- * hd 64) stay few enough to share L2. The last super-group may hold fewer pairs. tile 0 is the
- * longest; the caller maps it to its block index. */
-__device__ __forceinline__ void block_coords(int order, int ntile, int nhead, int &tile,
-                                             int &head, int &batch) {
-  if (order <= 0) {
-    tile = blockIdx.x, head = blockIdx.y, batch = blockIdx.z;
-    return;
-  }
-  const int pairs = gridDim.x / ntile, idx = blockIdx.x;
-  const int sg = idx / (order * ntile), base = sg * order;
-  const int sa = min(order, pairs - base), rem = idx - base * ntile;
-  const int pair = base + rem % sa;
-  tile = rem / sa, head = pair % nhead, batch = pair / nhead;
-}
-inline dim3 order_grid(int order, int ntile, int nhead, int B) {
-  return order > 0 ? dim3((unsigned)ntile * nhead * B) : dim3(ntile, nhead, B);
-}
-
-/* ================= backward: dS scratch (TEZGAH_CUDA_ATTN_BWD=ds) ================= */
+/* ================= backward: dS scratch (the ds path) ================= */
 /* dS = P∘(dP − D) (bf16, before the softmax scale) of one (batch, query head), in DS_T × DS_T
  * tiles over the causal lower triangle, packed: tile (query tile i, key tile j ≤ i) at index
  * i(i+1)/2 + j, each tile row-major [key][query] (DS_T keys × DS_T queries, 8 KB): the layout
- * fa_dkdv's fragments (key rows, query pairs) store with 4-byte writes and fa_dq_ds reads with
- * 16-byte cp.async rows. A (batch, head) holds nt(nt+1)/2 tiles, nt = ⌈T / DS_T⌉. Entries of
- * queries ≥ T may be left unwritten (they feed only dQ rows ≥ T, never stored); every key
- * column < nt·DS_T of a written tile is written (masked ones as 0), since it is reduced over. */
+ * fa_dkdv writes (key rows: 16-byte row stores from its stage, or 4-byte query pairs from the
+ * fragments) and fa_dq_ds reads with 16-byte cp.async rows. A (batch, head) holds nt(nt+1)/2
+ * tiles, nt = ⌈T / DS_T⌉. Entries of queries ≥ T may be left unwritten (they feed only dQ rows
+ * ≥ T, never stored); every key column < nt·DS_T of a written tile is written (masked ones as
+ * 0), since it is reduced over. */
 constexpr int DS_T = 64;
 __host__ __device__ __forceinline__ size_t ds_tiles(int T) {
   const size_t nt = (size_t)(T + DS_T - 1) / DS_T;
@@ -427,10 +413,10 @@ __device__ __forceinline__ bf16 *ds_tile(bf16 *ds, size_t bh, int T, int i, int 
 
 /* ================= backward: dK, dV ================= */
 /* DSM (how fa_dkdv writes dS): 0 not at all (fa_dq recomputes it), 1 straight from the
- * fragments (4-byte stores: each covers 8 key rows × 16 bytes), 2 staged (TEZGAH_CUDA_ATTN_DS_STORE
- * =16): stmatrix into the warp's own shared-memory stage, then 16-byte stores of whole rows (a
- * warp's store covers 512 contiguous bytes at head_dim 64: 4 instructions a 64-query tile
- * instead of 16). */
+ * fragments (4-byte stores: each covers 8 key rows × 16 bytes; TEZGAH_CUDA_ATTN_DS_STORE=4),
+ * 2 staged (the default): stmatrix into the warp's own shared-memory stage, then 16-byte stores
+ * of whole rows (a warp's store covers 512 contiguous bytes at head_dim 64: 4 instructions a
+ * 64-query tile instead of 16). */
 template <int HD, int NW, int MT, int BQ, int DSM = 0> struct DkvCfg {
   static constexpr int BKV = 16 * NW * MT, LD = HD + 8, NT = 32 * NW;
   /* K, V; 2×Q, 2×dO; 2×lse, 2×D; DSM 2: a stage of 16·MT × BQ bf16 a warp */
@@ -444,20 +430,30 @@ template <int HD, int NW, int MT, int BQ, int DSM = 0> struct DkvCfg {
  * and the 16-byte reads of a row's chunks stay conflict-free too. */
 template <int CHR> __device__ __forceinline__ int swz(int r) { return (r * CHR / 8) % CHR; }
 
+/* The rows of the dS tile of (batch·H + query head) bh, query tile qt0 / DS_T, that the warp
+ * whose keys start at kw writes (query tile ≥ key tile always: fa_dkdv's loop starts at its
+ * block's first key); DSM 1: at this thread's first fragment element (row g, columns 2c..).
+ * A function, not a lambda: with a [&] lambda ptxas gave fa_dkdv at head_dim 128 255 registers
+ * and 12-24 bytes of spill instead of 240-245 and none (sm_90, nvcc 13.0). */
+template <int DSM>
+__device__ __forceinline__ bf16 *ds_rows(bf16 *ds, size_t bh, int T, int qt0, int kw) {
+  const int lane = threadIdx.x & 31;
+  return ds_tile(ds, bh, T, qt0 / DS_T, kw / DS_T) + (kw % DS_T) * DS_T + qt0 % DS_T +
+         (DSM == 1 ? (lane >> 2) * DS_T + 2 * (lane & 3) : 0);
+}
+
 /* DSM > 0: also store the tile's dS (bf16, unscaled: the A operand dK's product uses) to ds, in
  * the tile-packed layout of ds_tile() above, for fa_dq_ds (no dQ recompute); DkvCfg says how. */
-template <int HD, int NW, int MT, int BQ, int DSM, int QSPLIT, bool ORD>
-__global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT, QSPLIT>()))
+template <int HD, int NW, int MT, int BQ, int DSM>
+__global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT>()))
     fa_dkdv(bf16 *__restrict__ dk, bf16 *__restrict__ dv, bf16 *__restrict__ ds,
             const bf16 *__restrict__ dout, const bf16 *__restrict__ q, const bf16 *__restrict__ k,
             const bf16 *__restrict__ v, const float *__restrict__ lse,
-            const float *__restrict__ D, int T, int H, int rep, int qs, int kvs, float scale,
-            int order) {
+            const float *__restrict__ D, int T, int H, int rep, int qs, int kvs, float scale) {
   using C = DkvCfg<HD, NW, MT, BQ, DSM>;
-  constexpr int BKV = C::BKV, LD = C::LD, NT = C::NT, WR = 16 * MT, BQS = BQ / QSPLIT;
+  constexpr int BKV = C::BKV, LD = C::LD, NT = C::NT, WR = 16 * MT;
   constexpr bool DS = DSM > 0;
-  constexpr int CHR = BQS / 8; /* 16-byte chunks in a sub-tile's dS row */
-  static_assert(BQS % 16 == 0 && BQS * QSPLIT == BQ, "sub-tiles of whole 16-query steps");
+  constexpr int CHR = BQ / 8; /* 16-byte chunks in a query tile's dS row */
   static_assert(!DS || (DS_T % BQ == 0 && DS_T % WR == 0),
                 "a query tile and a warp's keys must lie in one dS tile");
   extern __shared__ __align__(16) unsigned char fa_sh[];
@@ -467,12 +463,11 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT, QSPLIT>()))
   bf16 *Os = Qs + 2 * BQ * LD; /* dO, [2][BQ][LD] */
   float *Ls = reinterpret_cast<float *>(Os + 2 * BQ * LD); /* [2][BQ] */
   float *Dsh = Ls + 2 * BQ;                                 /* [2][BQ] */
-  /* DSM 2: this warp's stage [WR][BQS] (chunks swizzled, swz) */
+  /* DSM 2: this warp's stage [WR][BQ] (chunks swizzled, swz) */
   bf16 *Stg = reinterpret_cast<bf16 *>(Dsh + 2 * BQ) + (threadIdx.x >> 5) * WR * BQ;
 
-  int kb = blockIdx.x, g = blockIdx.y, b = blockIdx.z; /* the longest (first) key blocks first */
-  if constexpr (ORD) block_coords(order, (T + BKV - 1) / BKV, H / rep, kb, g, b);
-  const int Hh = H;
+  const int kb = blockIdx.x; /* the longest (first) key blocks first */
+  const int g = blockIdx.y, b = blockIdx.z, Hh = H;
   const int k0 = kb * BKV;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gr = lane >> 2, gc = lane & 3;
   const bf16 *kg = k + (size_t)b * T * kvs + (size_t)g * HD;
@@ -523,149 +518,137 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT, QSPLIT>()))
     }
     __syncthreads();
     const int qt0 = (qb0 + it % nq) * BQ;
-    /* DS: this warp's rows of the dS tile (query tile qt0 / DS_T, key tile of the warp's keys;
-     * query tile ≥ key tile always: the loop starts at the block's first key) */
-    auto ds_rows = [&]() { /* DSM 2 computes it where it stores (fewer live registers) */
-      const int h = g * rep + it / nq, kt = (k0 + wk0) / DS_T;
-      return ds_tile(ds, (size_t)b * Hh + h, T, qt0 / DS_T, kt) + ((k0 + wk0) % DS_T) * DS_T +
-             qt0 % DS_T + (DSM == 1 ? gr * DS_T + 2 * gc : 0);
-    };
-    bf16 *dsw = DSM == 1 ? ds_rows() : nullptr;
-    /* QSPLIT sub-tiles of BQS queries, one after the other (the st / dpt accumulators of one
-     * sub-tile live at a time: fewer registers for the same tile loads and barriers) */
-#pragma unroll 1
-    for (int sub = 0; sub < QSPLIT; sub++) {
-      const int qs0 = qt0 + sub * BQS;
-      bf16 *dss = DSM == 1 ? dsw + sub * BQS : nullptr;
-      /* a query tile wholly before the warp's keys (causal) adds nothing */
-      if (qs0 + BQS - 1 < k0 + wk0) {
-        /* but its dS entries (all masked) are read by fa_dq_ds: zeros (when the tile exists:
-         * with 128-key blocks a warp's key tile can lie past the query tile) */
-        if (DSM == 2 && qs0 / DS_T >= (k0 + wk0) / DS_T) {
-          dss = ds_rows() + sub * BQS;
+    /* DSM 1: where this thread stores dS (DSM 2 computes it where it stores: fewer live
+     * registers) */
+    bf16 *dss = DSM == 1 ? ds_rows<DSM>(ds, (size_t)b * Hh + g * rep + it / nq, T, qt0, k0 + wk0)
+                         : nullptr;
+    const bf16 *Qb = Qs + buf * BQ * LD, *Ob = Os + buf * BQ * LD;
+    const float *Lb = Ls + buf * BQ, *Db = Dsh + buf * BQ;
+    /* a query tile wholly before the warp's keys (causal) adds nothing */
+    if (qt0 + BQ - 1 < k0 + wk0) {
+      /* but its dS entries (all masked) are read by fa_dq_ds: zeros (when the tile exists:
+       * with 128-key blocks a warp's key tile can lie past the query tile) */
+      if (DSM == 2 && qt0 / DS_T >= (k0 + wk0) / DS_T) {
+        dss = ds_rows<DSM>(ds, (size_t)b * Hh + g * rep + it / nq, T, qt0, k0 + wk0);
 #pragma unroll
-          for (int i = lane; i < WR * CHR; i += 32)
-            *reinterpret_cast<uint4 *>(dss + (i / CHR) * DS_T + (i % CHR) * 8) = make_uint4(0, 0, 0, 0);
-        } else if (DSM == 1 && qs0 / DS_T >= (k0 + wk0) / DS_T) {
-#pragma unroll
-          for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int n = 0; n < BQS / 8; n++) {
-              *reinterpret_cast<uint32_t *>(dss + (mt * 16) * DS_T + n * 8) = 0u;
-              *reinterpret_cast<uint32_t *>(dss + (mt * 16 + 8) * DS_T + n * 8) = 0u;
-            }
-        }
-      } else {
-        const bf16 *Qb = Qs + (buf * BQ + sub * BQS) * LD, *Ob = Os + (buf * BQ + sub * BQS) * LD;
-        const float *Lb = Ls + buf * BQ + sub * BQS, *Db = Dsh + buf * BQ + sub * BQS;
-
-        /* Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ: 16·MT keys × BQS queries per warp */
-        float st[MT][BQS / 8][4], dpt[MT][BQS / 8][4];
+        for (int i = lane; i < WR * CHR; i += 32)
+          *reinterpret_cast<uint4 *>(dss + (i / CHR) * DS_T + (i % CHR) * 8) = make_uint4(0, 0, 0, 0);
+      } else if (DSM == 1 && qt0 / DS_T >= (k0 + wk0) / DS_T) {
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-          for (int n = 0; n < BQS / 8; n++)
+          for (int n = 0; n < BQ / 8; n++) {
+            *reinterpret_cast<uint32_t *>(dss + (mt * 16) * DS_T + n * 8) = 0u;
+            *reinterpret_cast<uint32_t *>(dss + (mt * 16 + 8) * DS_T + n * 8) = 0u;
+          }
+      }
+    } else {
+      /* Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ: 16·MT keys × BQ queries per warp */
+      float st[MT][BQ / 8][4], dpt[MT][BQ / 8][4];
 #pragma unroll
-            for (int e = 0; e < 4; e++) st[mt][n][e] = dpt[mt][n][e] = 0.0f;
+      for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int ks = 0; ks < HD / 16; ks++) {
-          uint32_t ka[MT][4], va[MT][4];
+        for (int n = 0; n < BQ / 8; n++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) st[mt][n][e] = dpt[mt][n][e] = 0.0f;
+#pragma unroll
+      for (int ks = 0; ks < HD / 16; ks++) {
+        uint32_t ka[MT][4], va[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          ldsm4(ka[mt], Kw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+          ldsm4(va[mt], Vw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
+        }
+#pragma unroll
+        for (int np = 0; np < BQ / 16; np++) {
+          const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
+          uint32_t qf[4], of[4];
+          ldsm4(qf, Qb + off);
+          ldsm4(of, Ob + off);
 #pragma unroll
           for (int mt = 0; mt < MT; mt++) {
-            ldsm4(ka[mt], Kw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-            ldsm4(va[mt], Vw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
-          }
-#pragma unroll
-          for (int np = 0; np < BQS / 16; np++) {
-            const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
-            uint32_t qf[4], of[4];
-            ldsm4(qf, Qb + off);
-            ldsm4(of, Ob + off);
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-              mma(st[mt][2 * np], ka[mt], qf[0], qf[1]);
-              mma(st[mt][2 * np + 1], ka[mt], qf[2], qf[3]);
-              mma(dpt[mt][2 * np], va[mt], of[0], of[1]);
-              mma(dpt[mt][2 * np + 1], va[mt], of[2], of[3]);
-            }
+            mma(st[mt][2 * np], ka[mt], qf[0], qf[1]);
+            mma(st[mt][2 * np + 1], ka[mt], qf[2], qf[3]);
+            mma(dpt[mt][2 * np], va[mt], of[0], of[1]);
+            mma(dpt[mt][2 * np + 1], va[mt], of[2], of[3]);
           }
         }
-        /* Pᵀ = exp(Sᵀ·scale − lse) (0 where query < key or query ≥ T), dSᵀ = Pᵀ∘(dPᵀ − D) */
-        const bool edge = qs0 < k0 + wk0 + WR || qs0 + BQS > T;
+      }
+      /* Pᵀ = exp(Sᵀ·scale − lse) (0 where query < key or query ≥ T), dSᵀ = Pᵀ∘(dPᵀ − D) */
+      const bool edge = qt0 < k0 + wk0 + WR || qt0 + BQ > T;
 #pragma unroll
-        for (int n = 0; n < BQS / 8; n++)
+      for (int n = 0; n < BQ / 8; n++)
 #pragma unroll
-          for (int e1 = 0; e1 < 2; e1++) {
-            const int qi = n * 8 + 2 * gc + e1;
-            const float lq = Lb[qi] * LOG2E, dq_ = Db[qi];
+        for (int e1 = 0; e1 < 2; e1++) {
+          const int qi = n * 8 + 2 * gc + e1;
+          const float lq = Lb[qi] * LOG2E, dq_ = Db[qi];
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++)
+          for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-              for (int e2 = 0; e2 < 2; e2++) {
-                const int e = e2 * 2 + e1, key = key0 + mt * 16 + e2 * 8;
-                float p = ex2(fmaf(st[mt][n][e], sl2, -lq));
-                if (edge && (qs0 + qi < key || qs0 + qi >= T)) p = 0.0f;
-                st[mt][n][e] = p;
-                dpt[mt][n][e] = p * (dpt[mt][n][e] - dq_);
-              }
+            for (int e2 = 0; e2 < 2; e2++) {
+              const int e = e2 * 2 + e1, key = key0 + mt * 16 + e2 * 8;
+              float p = ex2(fmaf(st[mt][n][e], sl2, -lq));
+              if (edge && (qt0 + qi < key || qt0 + qi >= T)) p = 0.0f;
+              st[mt][n][e] = p;
+              dpt[mt][n][e] = p * (dpt[mt][n][e] - dq_);
+            }
+        }
+      /* dV += Pᵀ·dO, dK += dSᵀ·Q (reduction over the BQ queries) */
+#pragma unroll
+      for (int kk = 0; kk < BQ / 16; kk++) {
+        uint32_t pa[MT][4], da[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          pa[mt][0] = pack(st[mt][2 * kk][0], st[mt][2 * kk][1]);
+          pa[mt][1] = pack(st[mt][2 * kk][2], st[mt][2 * kk][3]);
+          pa[mt][2] = pack(st[mt][2 * kk + 1][0], st[mt][2 * kk + 1][1]);
+          pa[mt][3] = pack(st[mt][2 * kk + 1][2], st[mt][2 * kk + 1][3]);
+          da[mt][0] = pack(dpt[mt][2 * kk][0], dpt[mt][2 * kk][1]);
+          da[mt][1] = pack(dpt[mt][2 * kk][2], dpt[mt][2 * kk][3]);
+          da[mt][2] = pack(dpt[mt][2 * kk + 1][0], dpt[mt][2 * kk + 1][1]);
+          da[mt][3] = pack(dpt[mt][2 * kk + 1][2], dpt[mt][2 * kk + 1][3]);
+          if constexpr (DSM == 2) {
+            /* 16×16 = 4 matrices: (keys 0-7 | 8-15) × (queries 0-7 | 8-15); lane l addresses
+             * row r = mt·16 + 8·((l / 8) % 2) + l % 8, chunk 2·kk + l / 16, at chunk
+             * (2·kk + l / 16) ^ swz(r) = 2·kk ^ (l / 16 ^ swz(r)) (2·kk and l / 16 share no
+             * bits): the per-kk part is an XOR of a constant */
+            const int m = lane >> 3, r = mt * 16 + (m & 1) * 8 + (lane & 7);
+            const int off = r * BQ + (((m >> 1) ^ swz<CHR>(r)) ^ (kk * 2)) * 8;
+            stsm4(Stg + off, da[mt]);
           }
-        /* dV += Pᵀ·dO, dK += dSᵀ·Q (reduction over the BQS queries) */
+          if constexpr (DSM == 1) { /* (key, 2 queries) pairs, 4-byte stores; L2 merges the sectors */
+            bf16 *p = dss + (mt * 16) * DS_T + kk * 16;
+            *reinterpret_cast<uint32_t *>(p) = da[mt][0];
+            *reinterpret_cast<uint32_t *>(p + 8 * DS_T) = da[mt][1];
+            *reinterpret_cast<uint32_t *>(p + 8) = da[mt][2];
+            *reinterpret_cast<uint32_t *>(p + 8 * DS_T + 8) = da[mt][3];
+          }
+        }
 #pragma unroll
-        for (int kk = 0; kk < BQS / 16; kk++) {
-          uint32_t pa[MT][4], da[MT][4];
+        for (int dp = 0; dp < HD / 16; dp++) {
+          const int off = (kk * 16 + (lane & 15)) * LD + dp * 16 + (lane >> 4) * 8;
+          uint32_t of[4], qf[4];
+          ldsm4t(of, Ob + off);
+          ldsm4t(qf, Qb + off);
 #pragma unroll
           for (int mt = 0; mt < MT; mt++) {
-            pa[mt][0] = pack(st[mt][2 * kk][0], st[mt][2 * kk][1]);
-            pa[mt][1] = pack(st[mt][2 * kk][2], st[mt][2 * kk][3]);
-            pa[mt][2] = pack(st[mt][2 * kk + 1][0], st[mt][2 * kk + 1][1]);
-            pa[mt][3] = pack(st[mt][2 * kk + 1][2], st[mt][2 * kk + 1][3]);
-            da[mt][0] = pack(dpt[mt][2 * kk][0], dpt[mt][2 * kk][1]);
-            da[mt][1] = pack(dpt[mt][2 * kk][2], dpt[mt][2 * kk][3]);
-            da[mt][2] = pack(dpt[mt][2 * kk + 1][0], dpt[mt][2 * kk + 1][1]);
-            da[mt][3] = pack(dpt[mt][2 * kk + 1][2], dpt[mt][2 * kk + 1][3]);
-            if constexpr (DSM == 2) {
-              /* 16×16 = 4 matrices: (keys 0-7 | 8-15) × (queries 0-7 | 8-15); lane l addresses
-               * row r = mt·16 + 8·((l / 8) % 2) + l % 8, chunk 2·kk + l / 16, at chunk
-               * (2·kk + l / 16) ^ swz(r) = 2·kk ^ (l / 16 ^ swz(r)) (2·kk and l / 16 share no
-               * bits): the per-kk part is an XOR of a constant */
-              const int m = lane >> 3, r = mt * 16 + (m & 1) * 8 + (lane & 7);
-              const int off = r * BQS + (((m >> 1) ^ swz<CHR>(r)) ^ (kk * 2)) * 8;
-              stsm4(Stg + off, da[mt]);
-            }
-            if constexpr (DSM == 1) { /* (key, 2 queries) pairs, 4-byte stores; L2 merges the sectors */
-              bf16 *p = dss + (mt * 16) * DS_T + kk * 16;
-              *reinterpret_cast<uint32_t *>(p) = da[mt][0];
-              *reinterpret_cast<uint32_t *>(p + 8 * DS_T) = da[mt][1];
-              *reinterpret_cast<uint32_t *>(p + 8) = da[mt][2];
-              *reinterpret_cast<uint32_t *>(p + 8 * DS_T + 8) = da[mt][3];
-            }
-          }
-#pragma unroll
-          for (int dp = 0; dp < HD / 16; dp++) {
-            const int off = (kk * 16 + (lane & 15)) * LD + dp * 16 + (lane >> 4) * 8;
-            uint32_t of[4], qf[4];
-            ldsm4t(of, Ob + off);
-            ldsm4t(qf, Qb + off);
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-              mma(dva[mt][2 * dp], pa[mt], of[0], of[1]);
-              mma(dva[mt][2 * dp + 1], pa[mt], of[2], of[3]);
-              mma(dka[mt][2 * dp], da[mt], qf[0], qf[1]);
-              mma(dka[mt][2 * dp + 1], da[mt], qf[2], qf[3]);
-            }
+            mma(dva[mt][2 * dp], pa[mt], of[0], of[1]);
+            mma(dva[mt][2 * dp + 1], pa[mt], of[2], of[3]);
+            mma(dka[mt][2 * dp], da[mt], qf[0], qf[1]);
+            mma(dka[mt][2 * dp + 1], da[mt], qf[2], qf[3]);
           }
         }
-        if constexpr (DSM == 2) { /* the stage → global, a row's chunks on consecutive lanes */
-          dss = ds_rows() + sub * BQS;
-          __syncwarp();
+      }
+      if constexpr (DSM == 2) { /* the stage → global, a row's chunks on consecutive lanes */
+        dss = ds_rows<DSM>(ds, (size_t)b * Hh + g * rep + it / nq, T, qt0, k0 + wk0);
+        __syncwarp();
 #pragma unroll
-          for (int i = lane; i < WR * CHR; i += 32) {
-            const int r = i / CHR, ch = i % CHR;
-            *reinterpret_cast<uint4 *>(dss + r * DS_T + ch * 8) =
-                *reinterpret_cast<const uint4 *>(Stg + r * BQS + (ch ^ swz<CHR>(r)) * 8);
-          }
-          __syncwarp(); /* the next sub-tile's stmatrix overwrites the stage */
+        for (int i = lane; i < WR * CHR; i += 32) {
+          const int r = i / CHR, ch = i % CHR;
+          *reinterpret_cast<uint4 *>(dss + r * DS_T + ch * 8) =
+              *reinterpret_cast<const uint4 *>(Stg + r * BQ + (ch ^ swz<CHR>(r)) * 8);
         }
+        __syncwarp(); /* the next tile's stmatrix overwrites the stage */
       }
     }
     __syncthreads();
@@ -870,10 +853,10 @@ template <int HD, int NW, int MT> struct DqdsCfg {
   static_assert(BQ <= 2 * DS_T, "epilogue staging fits the two K buffers");
 };
 
-template <int HD, int NW, int MT, bool ORD>
+template <int HD, int NW, int MT>
 __global__ void __launch_bounds__(NW * 32)
     fa_dq_ds(bf16 *__restrict__ dq, const bf16 *__restrict__ ds, const bf16 *__restrict__ k,
-             int T, int H, int rep, int qs, int kvs, float scale, int order) {
+             int T, int H, int rep, int qs, int kvs, float scale) {
   using C = DqdsCfg<HD, NW, MT>;
   constexpr int BQ = C::BQ, LDS = C::LDS, LD = C::LD, NT = C::NT, WR = 16 * MT;
   constexpr int NSUB = BQ / DS_T;
@@ -881,10 +864,8 @@ __global__ void __launch_bounds__(NW * 32)
   bf16 *Ss = reinterpret_cast<bf16 *>(fa_sh); /* [2][DS_T][LDS] */
   bf16 *Ks = Ss + 2 * DS_T * LDS;              /* [2][DS_T][LD] */
 
-  int qb = blockIdx.x, h = blockIdx.y, b = blockIdx.z; /* the longest (last) query blocks first */
-  if constexpr (ORD) block_coords(order, (T + BQ - 1) / BQ, H, qb, h, b);
-  qb = (T + BQ - 1) / BQ - 1 - qb;
-  const int g = h / rep;
+  const int qb = gridDim.x - 1 - blockIdx.x; /* the longest (last) query blocks first */
+  const int h = blockIdx.y, b = blockIdx.z, g = h / rep;
   const int q0 = qb * BQ, i0 = q0 / DS_T;
   const int nt = (T + DS_T - 1) / DS_T;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -999,84 +980,64 @@ void fwd_hd(cudaStream_t st, bf16 *out, float *lse, const bf16 *q, const bf16 *k
   TZC_LAUNCHED();
 }
 
-/* dQ from the dS scratch (fa_dq_ds) with NW warps × MT m-tiles a block */
+/* dQ from the dS scratch (fa_dq_ds) with NWq warps × MTq m-tiles a block */
 template <int HD, int NWq, int MTq>
 void dq_ds_launch(cudaStream_t st, bf16 *dq, const bf16 *ds, const bf16 *k, int B, int T, int H,
-                  int rep, int qs, int kvs, float scale, int order) {
+                  int rep, int qs, int kvs, float scale) {
   using C = DqdsCfg<HD, NWq, MTq>;
-  auto kern = order > 0 ? fa_dq_ds<HD, NWq, MTq, true> : fa_dq_ds<HD, NWq, MTq, false>;
-  static bool init[2] = {false, false};
-  if (!init[order > 0]) set_smem(kern, C::SMEM), init[order > 0] = true;
-  const dim3 grid = order_grid(order, (T + C::BQ - 1) / C::BQ, H, B);
-  kern<<<grid, C::NT, C::SMEM, st>>>(dq, ds, k, T, H, rep, qs, kvs, scale, order);
+  auto kern = fa_dq_ds<HD, NWq, MTq>;
+  static bool init = false;
+  if (!init) set_smem(kern, C::SMEM), init = true;
+  dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
+  kern<<<grid, C::NT, C::SMEM, st>>>(dq, ds, k, T, H, rep, qs, kvs, scale);
   TZC_LAUNCHED();
 }
 
-/* fa_dkdv (DSM: how it writes dS, DkvCfg; QS: sub-tiles a query tile; order > 0: the ORD
- * instance, whose blocks start longest first; order 0 runs the 3-D grid's code unchanged) */
-template <int HD, int BQd, int DSM, int QS>
+/* fa_dkdv writing dS as DSM says (DkvCfg: 0 not at all, 1 4-byte stores, 2 staged) */
+template <int HD, int BQd, int DSM>
 void dkdv_launch(cudaStream_t st, bf16 *dk, bf16 *dv, bf16 *ds, const bf16 *dout, const bf16 *q,
                  const bf16 *k, const bf16 *v, const float *lse, const float *D, int B, int T,
-                 int H, int KVH, int qs, int kvs, float scale, int order) {
+                 int H, int KVH, int qs, int kvs, float scale) {
   using C = DkvCfg<HD, NW, MT, BQd, DSM>;
-  auto kern = order > 0 ? fa_dkdv<HD, NW, MT, BQd, DSM, QS, true>
-                        : fa_dkdv<HD, NW, MT, BQd, DSM, QS, false>;
-  static bool init[2] = {false, false};
-  if (!init[order > 0]) set_smem(kern, C::SMEM), init[order > 0] = true;
-  const dim3 grid = order_grid(order, (T + C::BKV - 1) / C::BKV, KVH, B);
+  auto kern = fa_dkdv<HD, NW, MT, BQd, DSM>;
+  static bool init = false;
+  if (!init) set_smem(kern, C::SMEM), init = true;
+  dim3 grid((T + C::BKV - 1) / C::BKV, KVH, B);
   kern<<<grid, C::NT, C::SMEM, st>>>(dk, dv, ds, dout, q, k, v, lse, D, T, H, H / KVH, qs, kvs,
-                                     scale, order);
+                                     scale);
   TZC_LAUNCHED();
 }
 
-template <int HD, int BQd, int QS>
-void dkdv_dsm(int dsm, cudaStream_t st, bf16 *dk, bf16 *dv, bf16 *ds, const bf16 *dout,
-              const bf16 *q, const bf16 *k, const bf16 *v, const float *lse, const float *D, int B,
-              int T, int H, int KVH, int qs, int kvs, float scale, int order) {
-  if (dsm == 2)
-    dkdv_launch<HD, BQd, 2, QS>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs,
-                                scale, order);
-  else if (dsm == 1)
-    dkdv_launch<HD, BQd, 1, QS>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs,
-                                scale, order);
-  else
-    dkdv_launch<HD, BQd, 0, QS>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs,
-                                scale, order);
-}
-
-/* One chunk of sequences: fa_dkdv, then fa_dq or fa_dq_ds; ev (timing, else NULL): ev[1]
- * recorded between the two. */
+/* fa_dkdv, then fa_dq (ds NULL) or fa_dq_ds (o.dsvar's block shape, dS stored as o.dsstore
+ * says); with o.ev (timing) ev[1] is recorded between the two. */
 template <int HD, int BQd, int BKq, bool QREG>
 void bwd_hd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds, const tzc_fa_bwd_opts &o,
             const bf16 *dout, const bf16 *q, const bf16 *k, const bf16 *v, const float *lse,
             const float *D, int B, int T, int H, int KVH, int qs, int kvs) {
   const float scale = 1.0f / sqrtf((float)HD);
-  const int rep = H / KVH, order = o.order;
-  const int dsm = ds ? (o.dsstore == 16 ? 2 : 1) : 0;
-  if (o.split == 2)
-    dkdv_dsm<HD, BQd, 2>(dsm, st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs, scale,
-                         order);
+  const int rep = H / KVH;
+  if (!ds)
+    dkdv_launch<HD, BQd, 0>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs, scale);
+  else if (o.dsstore == 16)
+    dkdv_launch<HD, BQd, 2>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs, scale);
   else
-    dkdv_dsm<HD, BQd, 1>(dsm, st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs, scale,
-                         order);
+    dkdv_launch<HD, BQd, 1>(st, dk, dv, ds, dout, q, k, v, lse, D, B, T, H, KVH, qs, kvs, scale);
   if (o.ev) TZC_CHECK(cudaEventRecord(o.ev[1], st));
   if (ds) {
     switch (o.dsvar) {
-    case 1: dq_ds_launch<HD, 4, 2>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale, order); break;
-    case 2: dq_ds_launch<HD, 8, 1>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale, order); break;
-    default: dq_ds_launch<HD, 4, 1>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale, order); break;
+    case 1: dq_ds_launch<HD, 4, 2>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale); break;
+    case 2: dq_ds_launch<HD, 8, 1>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale); break;
+    default: dq_ds_launch<HD, 4, 1>(st, dq, ds, k, B, T, H, rep, qs, kvs, scale); break;
     }
     return;
   }
-  {
-    using C = DqCfg<HD, NW, MT, BKq>;
-    auto kern = fa_dq<HD, NW, MT, BKq, QREG>;
-    static bool init = false;
-    if (!init) set_smem(kern, C::SMEM), init = true;
-    dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
-    kern<<<grid, C::NT, C::SMEM, st>>>(dq, dout, q, k, v, lse, D, T, H, rep, qs, kvs, scale);
-    TZC_LAUNCHED();
-  }
+  using C = DqCfg<HD, NW, MT, BKq>;
+  auto kern = fa_dq<HD, NW, MT, BKq, QREG>;
+  static bool init = false;
+  if (!init) set_smem(kern, C::SMEM), init = true;
+  dim3 grid((T + C::BQ - 1) / C::BQ, H, B);
+  kern<<<grid, C::NT, C::SMEM, st>>>(dq, dout, q, k, v, lse, D, T, H, rep, qs, kvs, scale);
+  TZC_LAUNCHED();
 }
 
 template <int HD, int BQd, int BKq> constexpr size_t smem_max() {
@@ -1108,29 +1069,19 @@ void tzc_fa_bwd(cudaStream_t st, bf16 *dq, bf16 *dk, bf16 *dv, bf16 *ds,
                 const tzc_fa_bwd_opts *o, const bf16 *dout, const bf16 *q, const bf16 *k,
                 const bf16 *v, const float *lse, const float *D, int B, int T, int H, int KVH,
                 int hd, int qs, int kvs) {
-  /* the ds path in chunks of bchunk sequences (the kernels index sequences from the pointers
-   * given): one chunk's dS can stay in L2 from fa_dkdv to fa_dq_ds */
-  const int bc = ds && o->bchunk > 0 && o->bchunk < B ? o->bchunk : B;
-  for (int b0 = 0; b0 < B; b0 += bc) {
-    const int nb = B - b0 < bc ? B - b0 : bc;
-    const size_t rq = (size_t)b0 * T * qs, rkv = (size_t)b0 * T * kvs, ro = (size_t)b0 * T * H * hd,
-                 rl = (size_t)b0 * H * T;
-    if (o->ev) TZC_CHECK(cudaEventRecord(o->ev[0], st));
-    if (hd == 64)
-      bwd_hd<64, DKV_BQ64, DQ_BK64, DQ_QREG64>(st, dq + rq, dk + rkv, dv + rkv, ds, *o, dout + ro,
-                                               q + rq, k + rkv, v + rkv, lse + rl, D + rl, nb, T,
-                                               H, KVH, qs, kvs);
-    else
-      bwd_hd<128, DKV_BQ128, DQ_BK128, DQ_QREG128>(st, dq + rq, dk + rkv, dv + rkv, ds, *o,
-                                                   dout + ro, q + rq, k + rkv, v + rkv, lse + rl,
-                                                   D + rl, nb, T, H, KVH, qs, kvs);
-    if (o->ev) { /* timing: this chunk's two kernels (the host waits: diagnostics only) */
-      float a = 0, b = 0;
-      TZC_CHECK(cudaEventRecord(o->ev[2], st));
-      TZC_CHECK(cudaEventSynchronize(o->ev[2]));
-      TZC_CHECK(cudaEventElapsedTime(&a, o->ev[0], o->ev[1]));
-      TZC_CHECK(cudaEventElapsedTime(&b, o->ev[1], o->ev[2]));
-      o->ms[0] += a, o->ms[1] += b;
-    }
+  if (o->ev) TZC_CHECK(cudaEventRecord(o->ev[0], st));
+  if (hd == 64)
+    bwd_hd<64, DKV_BQ64, DQ_BK64, DQ_QREG64>(st, dq, dk, dv, ds, *o, dout, q, k, v, lse, D, B, T,
+                                             H, KVH, qs, kvs);
+  else
+    bwd_hd<128, DKV_BQ128, DQ_BK128, DQ_QREG128>(st, dq, dk, dv, ds, *o, dout, q, k, v, lse, D, B,
+                                                 T, H, KVH, qs, kvs);
+  if (o->ev) { /* timing: the two kernels (the host waits: diagnostics only) */
+    float a = 0, b = 0;
+    TZC_CHECK(cudaEventRecord(o->ev[2], st));
+    TZC_CHECK(cudaEventSynchronize(o->ev[2]));
+    TZC_CHECK(cudaEventElapsedTime(&a, o->ev[0], o->ev[1]));
+    TZC_CHECK(cudaEventElapsedTime(&b, o->ev[1], o->ev[2]));
+    o->ms[0] += a, o->ms[1] += b;
   }
 }
