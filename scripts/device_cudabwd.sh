@@ -1,25 +1,25 @@
 #!/usr/bin/env bash
-# On the GPU machine (device tool): issue 24, round 2 of the CUDA attention backward with dQ from a
-# stored dS (branch cudabwd). TEZGAH_CUDA_ATTN_BWD: unset/auto = the new default (ds at head_dim
-# 128, old at 64), old = fa_dq recomputing S and dP (main's kernels), ds|ds1 = fa_dkdv stores dS
-# and fa_dq_ds computes dQ = dS·K; TEZGAH_CUDA_ATTN_DS_STORE=16 = dS written through a stmatrix
-# stage as 16-byte row stores (new) instead of 4-byte fragment stores. All in the same binary,
-# and the PyTorch peer in the same call. From a carried pack DIR.
+# On the GPU machine (device tool): issue 24, the CUDA attention backward with dQ from a stored dS
+# (branch cudabwd; round 2's output: /work/notes/s14/dev/call4/c4). TEZGAH_CUDA_ATTN_BWD: unset/auto
+# = the default (ds1: fa_dkdv stores dS, fa_dq_ds computes dQ = dS·K in 128-row blocks), old =
+# fa_dq recomputing S and dP (main's kernels before this branch), ds | ds2 = fa_dq_ds's 64-row or
+# 8-warp blocks; TEZGAH_CUDA_ATTN_DS_STORE=4 = dS by 4-byte fragment stores instead of the default
+# 16-byte row stores through a stmatrix stage. All in the same binary, and the PyTorch peer in
+# the same call. From a carried pack DIR.
 #
 #   here:  TZ_PACK_TARGETS="tezgah test_cuda_attention test_cuda_train bench_cuda_attention" \
 #            nice -n 19 bash scripts/device_pack.sh .dev -DCMAKE_CUDA_ARCHITECTURES=90-real
 #   there: bash scripts/device_cudabwd.sh .dev          (run tool, carry [".dev"])
 #
-# 1. test_cuda_attention and test_cuda_train, TEZGAH_CUDA_REQUIRED=1, under auto, old and ds.v16
-#    (BWD=ds DS_STORE=16): 6 processes at once (test_cuda_attention's test_bf16_fast_ds runs
+# 1. test_cuda_attention and test_cuda_train, TEZGAH_CUDA_REQUIRED=1, under auto, old and ds.v4
+#    (BWD=ds DS_STORE=4): 6 processes at once (test_cuda_attention's test_bf16_fast_bwd runs
 #    every variant in all three), the peer's torch.compile warm-up in the background.
-# 2. bench_cuda_attention 20 bf16 fast all split: the 5 shapes under auto, old, ds, ds.v16, each
+# 2. bench_cuda_attention 20 bf16 fast all split: the 5 shapes under auto, old, ds.v4, ds, each
 #    row followed by the backward's per-kernel split (CUDA events, TEZGAH_CUDA_ATTN_TIMING: D,
-#    fa_dkdv, fa_dq | fa_dq_ds in ms); ds1.v16 all shapes without the split.
+#    fa_dkdv, fa_dq | fa_dq_ds in ms); ds2 all shapes without the split.
 # 3. tezgah train --backend cuda, B16 T1024 bf16, 20 steps (tokens/s = median of steps 6..20; the
-#    losses of steps 1-3 and 20): gpt2-124m and gpt2-350m under old and the fastest bwd at 350M
-#    of step 2 (if that is not old); llama-style head_dim 128 (gpt2-124m sizes, --arch llama
-#    --d-ff 2048 --n-head 6) under old and auto (= ds there). Started only before 140 s.
+#    losses of steps 1-3 and 20): gpt2-124m, gpt2-350m and llama-style head_dim 128 (gpt2-124m
+#    sizes, --arch llama --d-ff 2048 --n-head 6) under old and auto. Started only before 140 s.
 # 4. the peer: ../shared/bench/torch_gpt.py --compile 1 at 124M and 350M (15 steps), what is left.
 # Logs go to $OUT or /tmp/tz-cudabwd; the summary is printed last. Budget 200 s (each step under
 # timeout): tests ~60-90 s, bench ~35 s, training ~60 s, the peer the rest.
@@ -29,25 +29,21 @@ dir=${1:?usage: device_cudabwd.sh DIR (the pack, e.g. .dev)}
 out=${OUT:-/tmp/tz-cudabwd}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/$dir/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-unset TEZGAH_CUDA_ATTN_BWD TEZGAH_CUDA_ATTN_DS_STORE TEZGAH_CUDA_ATTN_DKV_SPLIT TEZGAH_CUDA_ATTN_DS_CHUNK \
-  TEZGAH_CUDA_ATTN_ORDER TEZGAH_CUDA_ATTN_TIMING
+unset TEZGAH_CUDA_ATTN_BWD TEZGAH_CUDA_ATTN_DS_STORE TEZGAH_CUDA_ATTN_TIMING
 t_all=$SECONDS
 budget=200
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
 summary=()
 
-# a setting's tag: BWD[.sSPLIT][.cCHUNK][.oORDER][.vSTORE], e.g. ds1.v16 = TEZGAH_CUDA_ATTN_BWD=ds1
-# TEZGAH_CUDA_ATTN_DS_STORE=16 (the others at their defaults)
+# a setting's tag: BWD[.vSTORE], e.g. ds.v4 = TEZGAH_CUDA_ATTN_BWD=ds TEZGAH_CUDA_ATTN_DS_STORE=4
+# (STORE default 16)
 envof() { # tag -> the env assignments
-  local t=$1 sp=1 ch=0 od=0 st=4
-  [[ $t =~ \.s([0-9]+) ]] && sp=${BASH_REMATCH[1]}
-  [[ $t =~ \.c([0-9]+) ]] && ch=${BASH_REMATCH[1]}
-  [[ $t =~ \.o([0-9]+) ]] && od=${BASH_REMATCH[1]}
+  local t=$1 st=16
   [[ $t =~ \.v([0-9]+) ]] && st=${BASH_REMATCH[1]}
-  echo "TEZGAH_CUDA_ATTN_BWD=${t%%.*} TEZGAH_CUDA_ATTN_DKV_SPLIT=$sp TEZGAH_CUDA_ATTN_DS_CHUNK=$ch TEZGAH_CUDA_ATTN_ORDER=$od TEZGAH_CUDA_ATTN_DS_STORE=$st"
+  echo "TEZGAH_CUDA_ATTN_BWD=${t%%.*} TEZGAH_CUDA_ATTN_DS_STORE=$st"
 }
 
-echo "== 1. tests under auto, old and ds.v16 (and the peer's torch.compile warm-up)"
+echo "== 1. tests under auto, old and ds.v4 (and the peer's torch.compile warm-up)"
 t0=$SECONDS
 peer_shapes=("124m 12 768 12" "350m 24 1024 16")
 (for s in "${peer_shapes[@]}"; do
@@ -57,7 +53,7 @@ peer_shapes=("124m 12 768 12" "350m 24 1024 16")
 done) &
 warm=$!
 tests=(test_cuda_attention test_cuda_train)
-tvars=(auto old ds.v16)
+tvars=(auto old ds.v4)
 for t in "${tests[@]}"; do
   for v in "${tvars[@]}"; do
     # shellcheck disable=SC2046
@@ -65,6 +61,7 @@ for t in "${tests[@]}"; do
      echo $? >"$out/$t.$v.rc") &
   done
 done
+# shellcheck disable=SC2046
 wait $(jobs -p | grep -v "^$warm\$")
 for t in "${tests[@]}"; do
   for v in "${tvars[@]}"; do
@@ -86,7 +83,7 @@ echo "== 2. bench_cuda_attention (ms, TFLOP/s; FlashAttention's causal FLOP coun
 t0=$SECONDS
 bench() { # tag shapes [split] -> $out/bench.$tag.txt
   # shellcheck disable=SC2046
-  env $(envof "$1") timeout 40 "$dir/bin/bench_cuda_attention" 20 bf16 fast "$2" ${3:-} \
+  env $(envof "$1") timeout 40 "$dir/bin/bench_cuda_attention" 20 bf16 fast "$2" ${3:+"$3"} \
     >"$out/bench.$1.txt" 2>&1 || echo "bench $1: exit $?" >>"$out/bench.$1.txt"
   tags+=("$1")
 }
@@ -94,29 +91,21 @@ bench() { # tag shapes [split] -> $out/bench.$tag.txt
 col() { awk -v s="$2" -v k="$3" 'index($0, s) == 1 {print $(NF - k)}' "$out/bench.$1.txt"; }
 # tag, shape-name prefix -> the split line after that shape's row ("D x dkdv y dq z")
 splitof() { awk -v s="$2" 'f && /^  split:/ {print $2, $3, $4, $5, $6, $7, $8, $9; exit} {f = index($0, s) == 1}' "$out/bench.$1.txt"; }
-faster() { [[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN {exit !(a < b)}'; }
 tags=()
-pick() { # candidates... -> $best: the fastest backward at 350M among them
-  best=$1
-  for c in "$@"; do faster "$(col "$c" 350m 1)" "$(col "$best" 350m 1)" && best=$c; done
-}
 bench auto all split
 bench old all split
+bench ds.v4 all split
 bench ds all split
-bench ds.v16 all split
-bench ds1.v16 all
-pick old ds ds.v16 ds1.v16
-besttag=$best
+bench ds2 all
 for v in "${tags[@]}"; do
   echo "-- $v: $(envof "$v")"; grep -vE "^attention|^shape" "$out/bench.$v.txt"
   r="bench $v: bwd ms 124M $(col "$v" "gpt2 (" 1) ($(col "$v" "gpt2 (" 0) TFLOP/s), gqa $(col "$v" gqa 1), hd128 $(col "$v" "hd 128" 1) ($(col "$v" "hd 128" 0)), T2048 $(col "$v" "gpt2, T" 1), 350M $(col "$v" 350m 1) ($(col "$v" 350m 0)); fwd 124M $(col "$v" "gpt2 (" 3)"
   summary+=("$r")
 done
-for v in auto old ds ds.v16; do
+for v in auto old ds.v4 ds; do
   summary+=("split $v (D, fa_dkdv, dQ kernel ms): 124M $(splitof "$v" "gpt2 (") | hd128 $(splitof "$v" "hd 128") | 350M $(splitof "$v" 350m)")
 done
-summary+=("trained: main's kernels (old) against the fastest bwd at 350M, $besttag = $(envof "$besttag")")
-echo "bench: $((SECONDS - t0)) s; training old against $besttag"
+echo "bench: $((SECONDS - t0)) s"
 
 echo "== 3. train (B16 T1024 bf16, 20 steps)"
 shard=$dir/data/tiny_shakespeare_train.bin
@@ -139,9 +128,8 @@ train() { # name model variant extra... -> prints a line
   rm -rf "$run"
 }
 t0=$SECONDS
-runs=("124m gpt2-124m old" "350m gpt2-350m old")
-[[ $besttag != old ]] && runs=("124m gpt2-124m old" "124m gpt2-124m $besttag" "350m gpt2-350m old" "350m gpt2-350m $besttag")
-runs+=("llama-hd128 gpt2-124m old --arch llama --d-ff 2048 --n-head 6"
+runs=("124m gpt2-124m old" "124m gpt2-124m auto" "350m gpt2-350m old" "350m gpt2-350m auto"
+  "llama-hd128 gpt2-124m old --arch llama --d-ff 2048 --n-head 6"
   "llama-hd128 gpt2-124m auto --arch llama --d-ff 2048 --n-head 6")
 for line in "${runs[@]}"; do
   if ((SECONDS - t_all > 140)); then
