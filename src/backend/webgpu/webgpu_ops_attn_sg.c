@@ -119,6 +119,15 @@ static size_t sg_smem_st(int bwd, int nsg, uint32_t lanes, int hd, int kpad, int
   if (!bwd) return n * (n + 4) * 4 + n * (n + 8) * 2 + n * row + 4 + e;
   return n * row * (vst ? 2 : 1) + (db ? 4 : 2) * 32 * row + n * 36 * 4 + n * 40 * 2 + e;
 }
+/* The staged kernels written out (fa_sg_fwd_wo.wgsl, fa_sg_dkdv_wo.wgsl: every subgroup matrix,
+ * prefetch register and (dK/dV) element-wise value its own variable, no arrays indexed in loops,
+ * which NVIDIA's driver keeps in local memory): TEZGAH_WEBGPU_ATTN_SG_WO=1 (opt-in until the
+ * H200 shows a win), 0 fa_sg_fwd_st / fa_sg_dkdv_st. The forward's is the one-pass form with the
+ * lazy rescale (the two-pass form, LAZY=0 and F32IN run fa_sg_fwd_st); the dK/dV's is
+ * fa_sg_dkdv_st at its head_dim 64 defaults: V's left matrices in registers, f16 copies, EWF,
+ * EWX (F32IN or an ablation run fa_sg_dkdv_st). Same results up to the summation order
+ * (the same operations, but the driver may contract or reorder differently). */
+static int sg_wo(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_WO", 0) != 0; }
 /* A staged kernel's subgroups per workgroup, row padding (*kpad, vec4) and, backward, whether
  * the Q / dO tiles are double-buffered (*db, fa_sg_dkdv_st.wgsl's DB: one barrier less per tile)
  * and whether V is staged too (*vst), in this order of preference: 4 subgroups before 2 (more
@@ -128,7 +137,9 @@ static size_t sg_smem_st(int bwd, int nsg, uint32_t lanes, int hd, int kpad, int
  * H200's 48 KB gets 4 subgroups, the pad, double buffers and V in registers; 128 single buffers
  * and V in registers. 0 where none fits (the call then runs the direct kernel). */
 static int sg_nsg_st(wg_ctx *c, int bwd, int hd, int *kpad, int *vst, int *db) {
-  int n = env_int("TEZGAH_WEBGPU_ATTN_SG_NSG", 4) == 2 ? 2 : 4, v0 = bwd && env_int("TEZGAH_WEBGPU_ATTN_SG_VST", 1) != 0;
+  /* (the written-out dK/dV holds V in registers: no staged V under TEZGAH_WEBGPU_ATTN_SG_WO=1) */
+  int n = env_int("TEZGAH_WEBGPU_ATTN_SG_NSG", 4) == 2 ? 2 : 4,
+      v0 = bwd && env_int("TEZGAH_WEBGPU_ATTN_SG_VST", 1) != 0 && !sg_wo();
   int d0 = bwd && env_int("TEZGAH_WEBGPU_ATTN_SG_DB", 1) != 0;
   uint32_t lanes = sg_lanes(c);
   for (; n >= 2; n /= 2)
@@ -335,11 +346,11 @@ const char *wg_attn_sg_choice(wg_ctx *c) {
     snprintf(line, sizeof line,
              "attention on subgroup matrices (f16 x f16 -> f32, forward %s %s, dK/dV %s) for training at head_dim %s, "
              "fp32 flash kernels elsewhere",
-             sg_stage(0) ? "staged" : "direct",
+             sg_stage(0) ? (sg_wo() ? "staged (one-pass: written out)" : "staged") : "direct",
              sg_onepass(64) == sg_onepass(128) ? (sg_onepass(64) ? "one-pass" : "two-pass")
                                                : sg_onepass(64) ? "one-pass (128: two-pass)"
                                                                 : "two-pass (128: one-pass)",
-             sg_stage(1) ? "staged" : "direct",
+             sg_stage(1) ? (sg_wo() ? "staged, written out" : "staged") : "direct",
              m == 1 ? "64 and 128 (TEZGAH_WEBGPU_ATTN_SGMAT=1)" : "64 and 128 (faster there on the H200)");
   return line;
 }
@@ -430,13 +441,20 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
     sg_pack(c, tz_at(x, l.k), k, B, T, Tp, nkv * hd, kvs);
     sg_pack(c, tz_at(x, l.v), v, B, T, Tp, nkv * hd, kvs);
   }
-  char pre[384];
+  char pre[512];
+  int one = sg_onepass(hd);
+  /* the written-out one-pass forward (sg_wo: fa_sg_fwd_wo.wgsl, main1 with LAZY on the f16 copies) */
+  int wo = nst && one && sg_wo() && !f32in && sg_lazy() >= 0;
   snprintf(pre, sizeof pre,
            "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n"
            "const KPAD: u32 = %du;\nconst EWF = %s;\nconst LAZY = %s;\nconst LTH: f32 = %.1f;\nconst F32IN = %s;\nconst F32L = %s;\n%s",
            hd, sg_lanes(c), nsg, o16 ? "true" : "false", o16 ? "f16" : "f32", kpad, sg_ewf() ? "true" : "false",
            sg_lazy() >= 0 ? "true" : "false", sg_lazy() >= 0 ? sg_lazy() : 0.0, f32in ? "true" : "false", sg_f32l(),
            sg_emu() ? "// sgmat emulation\n" : "");
+  if (wo) {
+    size_t pl = strlen(pre);
+    snprintf(pre + pl, sizeof pre - pl, "//defs NQ=%d NC=%d NV=%d\n", hd / 16, nsg, 2 * hd / (int)sg_lanes(c));
+  }
   uint32_t w[24] = {0};
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)nkv,
@@ -449,9 +467,8 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
   c->pending_flop = 3.0 * B * nh * (double)T * T * hd; /* S twice (two passes), P·V; causal half */
   /* the one-pass form (main1: output rows in registers, 2 matmul units) or the two-pass form
    * (main), per head_dim (sg_onepass) */
-  int one = sg_onepass(hd);
   if (one) c->pending_flop = 2.0 * B * nh * (double)T * T * hd;
-  wg_run(c, op, wg_pipeline(c, nst ? "fa_sg_fwd_st" : "fa_sg_fwd", one ? "main1" : "main", pre), w, 24, a, nst ? 4 : 3, ord ? (uint32_t)nh : nb, ord ? (uint32_t)B : (uint32_t)nh,
+  wg_run(c, op, wg_pipeline(c, wo ? "fa_sg_fwd_wo" : nst ? "fa_sg_fwd_st" : "fa_sg_fwd", one ? "main1" : "main", pre), w, 24, a, nst ? 4 : 3, ord ? (uint32_t)nh : nb, ord ? (uint32_t)B : (uint32_t)nh,
          ord ? nb : (uint32_t)B);
   c->pending_flop = 0;
   return 1;
@@ -529,6 +546,16 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
            hd, sg_lanes(c), nsg, kpad, vst ? "true" : "false", kreg ? "true" : "false", sg_ewf() ? "true" : "false",
            db ? "true" : "false", abl, f32in ? "true" : "false", sg_f32l(), sg_ewx() ? "true" : "false",
            sg_emu() ? "// sgmat emulation\n" : "");
+  /* the written-out form (sg_wo; fa_sg_dkdv_wo.wgsl's prefix and `//defs` counts) */
+  int wo = nst && sg_wo() && !f32in && !abl;
+  if (wo) {
+    int lanes = (int)sg_lanes(c), nq = hd / 16;
+    snprintf(pk, sizeof pk,
+             "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst KPAD: u32 = %du;\n"
+             "const DB = %s;\n//defs NQ=%d NR=2 NQS=%d NVQ=%d CPL=%d NSG=%d KREG=%d\n%s",
+             hd, sg_lanes(c), nsg, kpad, db ? "true" : "false", nq, nq * 2 / nsg, 32 * (hd / 8) / (nsg * lanes),
+             32 * 16 / lanes, nsg, kreg, sg_emu() ? "// sgmat emulation\n" : "");
+  }
   snprintf(pq, sizeof pq, "const HD: u32 = %du;\nconst BC: u32 = %du;\n", hd, kbc);
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   uint32_t nkb = (uint32_t)(Tp / kbc);
@@ -546,7 +573,7 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
     if (f32in) /* q's row stride; k's, v's first float after q's (floats) */
       w[13] = (uint32_t)qs, w[14] = (uint32_t)((k.off - q.off) / 4), w[15] = (uint32_t)((v.off - q.off) / 4);
     c->pending_flop = 5.0 * nb * nh * (double)T * T * hd; /* S, dP, dV, dK, dq: causal half */
-    wg_run(c, "attention_bwd_dkdv", wg_pipeline(c, nst ? "fa_sg_dkdv_st" : "fa_sg_dkdv", "main", pk), w, 24, ak, nst ? 5 : 4, ord ? (uint32_t)nkv : nkb,
+    wg_run(c, "attention_bwd_dkdv", wg_pipeline(c, wo ? "fa_sg_dkdv_wo" : nst ? "fa_sg_dkdv_st" : "fa_sg_dkdv", "main", pk), w, 24, ak, nst ? 5 : 4, ord ? (uint32_t)nkv : nkb,
            ord ? (uint32_t)nb : (uint32_t)nkv, ord ? nkb : (uint32_t)nb);
     c->pending_flop = 0;
     memset(w, 0, sizeof w);
