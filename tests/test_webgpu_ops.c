@@ -1667,7 +1667,8 @@ static void check_att_sg(tz_backend *ge, int B, int T, int nh, int nkv, int hd) 
  * software stand-in for subgroup matrices, ctest test_webgpu_ops_attn_sgemu on lavapipe, where
  * a case takes about a minute) one case per path: GQA head_dim 64 (LAZY=2), head_dim 128 (two-pass
  * forward), its one-pass forward, chunked dq sums, f16 out, head_dim 32. Every case runs the kernels
- * TEZGAH_WEBGPU_ATTN_SG_STAGE picks (unset or 1: both staged, fa_sg_fwd_st and fa_sg_dkdv_st;
+ * TEZGAH_WEBGPU_ATTN_SG_STAGE picks (unset or 1: both staged: fa_sg_fwd_wo / fa_sg_dkdv_wo, or
+ * with TEZGAH_WEBGPU_ATTN_SG_WO=0 and where those decline fa_sg_fwd_st and fa_sg_dkdv_st;
  * 2: the staged forward and the direct backward fa_sg_dkdv; 0: both direct; ctest's sweep
  * entries run 2 and 0, scripts/device_webgpu_f16speed.sh 1 and 0). Bound: SG_RTOL / SG_ARMS above. The other
  * attention tests run with TEZGAH_WEBGPU_ATTN_SGMAT=0 (setup): the fp32 kernels at their fp32

@@ -121,25 +121,41 @@ static size_t sg_smem_st(int bwd, int nsg, uint32_t lanes, int hd, int kpad, int
 }
 /* The staged kernels written out (fa_sg_fwd_wo.wgsl, fa_sg_dkdv_wo.wgsl: every subgroup matrix,
  * prefetch register and (dK/dV) element-wise value its own variable, no arrays indexed in loops,
- * which NVIDIA's driver keeps in local memory): TEZGAH_WEBGPU_ATTN_SG_WO=1 (opt-in until the
- * H200 shows a win), 0 fa_sg_fwd_st / fa_sg_dkdv_st. The forward's is the one-pass form with the
- * lazy rescale (the two-pass form, LAZY=0 and F32IN run fa_sg_fwd_st); the dK/dV's is
- * fa_sg_dkdv_st at its head_dim 64 defaults: V's left matrices in registers, f16 copies, EWF,
- * EWX (F32IN or an ablation run fa_sg_dkdv_st). Same results up to the summation order
- * (the same operations, but the driver may contract or reorder differently). */
-static int sg_wo(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_WO", 0) != 0; }
+ * which NVIDIA's driver keeps in local memory): TEZGAH_WEBGPU_ATTN_SG_WO=1 (the default), 0
+ * fa_sg_fwd_st / fa_sg_dkdv_st (main's kernels before; kept for F32IN, the ablations and A/B).
+ * The forward's is the one-pass form with the lazy rescale (the two-pass form, head_dim 128's
+ * default, LAZY=0 and F32IN run fa_sg_fwd_st); the dK/dV's is fa_sg_dkdv_st at its head_dim 64
+ * defaults: V's left matrices in registers, f16 copies, EWF, EWX (F32IN or an ablation run
+ * fa_sg_dkdv_st). Same results up to the summation order (the same operations, but the driver
+ * may contract or reorder differently). H200, 2026-12-03 07:35, bench_webgpu attention 16 1024,
+ * ms per layer: dK/dV 1.638 -> 1.303 (head_dim 64), 1.353 -> 0.954 (128); the forward 0.639 ->
+ * 0.885 at 4 subgroups but 0.476 at 2 (sg_nsg_pref); GPT-2 124M f16 B16 T1024 151,938 -> 155,156
+ * tokens/s with both written out at 4 subgroups, the same losses over 10 steps. */
+static int sg_wo(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_WO", 1) != 0; }
+/* A staged kernel's preferred subgroups per workgroup (2 or 4; sg_nsg_st falls back to 2 where 4
+ * does not fit): TEZGAH_WEBGPU_ATTN_SG_FWD_NSG=2|4 the forward's, TEZGAH_WEBGPU_ATTN_SG_NSG=2|4
+ * both kernels' (the forward's where FWD_NSG is unset); unset: 2 for the written-out forward
+ * (wo_fwd: 0.476 ms vs 0.885 at 4 on the H200, the 07:35 call above: half the rows per
+ * workgroup, twice the workgroups), else 4 (the dK/dV: 1.303 ms at 4 vs 2.025 at 2, and its dq
+ * sum doubles with the key blocks; fa_sg_fwd_st keeps main's 4: its main1 at 2 is not measured,
+ * scripts/device_wgatt4.sh's oldf2 row). */
+static int sg_nsg_pref(int bwd, int wo_fwd) {
+  int f = bwd ? 0 : env_int("TEZGAH_WEBGPU_ATTN_SG_FWD_NSG", 0), n = env_int("TEZGAH_WEBGPU_ATTN_SG_NSG", 0);
+  if (f) return f == 2 ? 2 : 4;
+  if (n) return n == 2 ? 2 : 4;
+  return wo_fwd ? 2 : 4;
+}
 /* A staged kernel's subgroups per workgroup, row padding (*kpad, vec4) and, backward, whether
  * the Q / dO tiles are double-buffered (*db, fa_sg_dkdv_st.wgsl's DB: one barrier less per tile)
- * and whether V is staged too (*vst), in this order of preference: 4 subgroups before 2 (more
- * work per barrier), the 16-byte pad (bank conflicts without it), double buffers, V staged
- * (TEZGAH_WEBGPU_ATTN_SG_NSG=2 asks for 2 subgroups; TEZGAH_WEBGPU_ATTN_SG_VST=0 keeps V in
- * registers; TEZGAH_WEBGPU_ATTN_SG_DB=0 single buffers, round 2's form): head_dim 64 on the
+ * and whether V is staged too (*vst), in this order of preference: `pref` subgroups (sg_nsg_pref)
+ * before 2 (more work per barrier), the 16-byte pad (bank conflicts without it), double buffers,
+ * V staged (TEZGAH_WEBGPU_ATTN_SG_VST=0 keeps V in registers; TEZGAH_WEBGPU_ATTN_SG_DB=0 single
+ * buffers, round 2's form; the written-out dK/dV always holds V in registers): head_dim 64 on the
  * H200's 48 KB gets 4 subgroups, the pad, double buffers and V in registers; 128 single buffers
- * and V in registers. 0 where none fits (the call then runs the direct kernel). */
-static int sg_nsg_st(wg_ctx *c, int bwd, int hd, int *kpad, int *vst, int *db) {
-  /* (the written-out dK/dV holds V in registers: no staged V under TEZGAH_WEBGPU_ATTN_SG_WO=1) */
-  int n = env_int("TEZGAH_WEBGPU_ATTN_SG_NSG", 4) == 2 ? 2 : 4,
-      v0 = bwd && env_int("TEZGAH_WEBGPU_ATTN_SG_VST", 1) != 0 && !sg_wo();
+ * and V in registers; lavapipe's 32 KB (the emulation) 2 subgroups except the dK/dV at 64 (4,
+ * no pad, single buffers). 0 where none fits (the call then runs the direct kernel). */
+static int sg_nsg_st(wg_ctx *c, int bwd, int pref, int hd, int *kpad, int *vst, int *db) {
+  int n = pref, v0 = bwd && env_int("TEZGAH_WEBGPU_ATTN_SG_VST", 1) != 0 && !sg_wo();
   int d0 = bwd && env_int("TEZGAH_WEBGPU_ATTN_SG_DB", 1) != 0;
   uint32_t lanes = sg_lanes(c);
   for (; n >= 2; n /= 2)
@@ -418,7 +434,8 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
   /* the staged kernel where its tiles fit (TEZGAH_WEBGPU_ATTN_SG_STAGE; x16 is the staging
    * buffer from offset 0: 16-byte aligned); it reads q, k, v itself where it may (F32IN), else
    * binds xin to a spare slice of the staging buffer after the copies (unread) */
-  int kpad = 0, vst = 0, db = 0, nst = sg_stage(0) ? sg_nsg_st(c, 0, hd, &kpad, &vst, &db) : 0;
+  int one = sg_onepass(hd), wo_want = one && sg_wo() && !sg_f32in() && sg_lazy() >= 0;
+  int kpad = 0, vst = 0, db = 0, nst = sg_stage(0) ? sg_nsg_st(c, 0, sg_nsg_pref(0, wo_want), hd, &kpad, &vst, &db) : 0;
   if (nst) nsg = nst;
   size_t xb = 0;
   int f32in = nst && sg_f32in() && sg_f32in_ok(q, k, v, B, T, (int)C, nkv * hd, qs, kvs, &xb);
@@ -442,9 +459,9 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
     sg_pack(c, tz_at(x, l.v), v, B, T, Tp, nkv * hd, kvs);
   }
   char pre[512];
-  int one = sg_onepass(hd);
-  /* the written-out one-pass forward (sg_wo: fa_sg_fwd_wo.wgsl, main1 with LAZY on the f16 copies) */
-  int wo = nst && one && sg_wo() && !f32in && sg_lazy() >= 0;
+  /* the written-out one-pass forward (sg_wo: fa_sg_fwd_wo.wgsl, main1 with LAZY on the f16 copies;
+   * where F32IN was asked for but declined, at the subgroups chosen for fa_sg_fwd_st) */
+  int wo = nst && wo_want && !f32in;
   snprintf(pre, sizeof pre,
            "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n"
            "const KPAD: u32 = %du;\nconst EWF = %s;\nconst LAZY = %s;\nconst LTH: f32 = %.1f;\nconst F32IN = %s;\nconst F32L = %s;\n%s",
@@ -488,7 +505,7 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   int Tp = (T + SG_PAD - 1) / SG_PAD * SG_PAD, o16 = c->act16, nsg = sg_nsg(c, 1);
   /* the staged kernel where its tiles fit (TEZGAH_WEBGPU_ATTN_SG_STAGE; x16 is the staging
    * buffer from offset 0: 16-byte aligned) */
-  int kpad = 0, vst = 0, db = 0, nst = sg_stage(1) ? sg_nsg_st(c, 1, hd, &kpad, &vst, &db) : 0;
+  int kpad = 0, vst = 0, db = 0, nst = sg_stage(1) ? sg_nsg_st(c, 1, sg_nsg_pref(1, 0), hd, &kpad, &vst, &db) : 0;
   if (nst) nsg = nst;
   int kbc = 16 * nsg;
   if (dk.buf != dv.buf || dv.off < dk.off || (dv.off - dk.off) % 4 || dk.off % 4 || dq.off % 4 || out.off % 4)

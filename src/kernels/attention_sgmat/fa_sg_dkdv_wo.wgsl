@@ -3,7 +3,7 @@
 // the computation, uniform block, bindings, dq-part layout, barriers and tile order of
 // fa_sg_dkdv_st.wgsl (read its header, and fa_sg_dkdv.wgsl's, first) in its default
 // configuration, without arrays indexed in loops. Chosen by the host with
-// TEZGAH_WEBGPU_ATTN_SG_WO=1 (webgpu_ops_attn_sg.c; opt-in until the H200 shows a win).
+// TEZGAH_WEBGPU_ATTN_SG_WO (webgpu_ops_attn_sg.c: the default since the H200 call of 2026-12-03 07:35).
 // Source: our own.
 //
 // Why: fa_sg_dkdv_st keeps dK, dV (array<Res, NQ> each), the tile's Sᵀ / dPᵀ / dq products,
