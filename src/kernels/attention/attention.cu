@@ -382,9 +382,9 @@ bool use_fast(tz_backend *be, const char *op, int Tq, int Tk, int q_pos0, int hd
  * blocks); "ds1": 1 (128-row blocks, 2 m-tiles a warp); "ds2": 2 (128 rows, 8 warps). Unset,
  * empty or "auto": ds1, the fastest at every shape measured (H200, bench_cuda_attention, B 16
  * T 1024, 2026-12-03, with 16-byte dS stores, bwd ms against old: 124M 0.370 vs 0.400, GQA
- * 0.401 vs 0.426, hd 128 0.358 vs 0.463, T 2048 0.656 vs 0.767, 350M 0.471 vs 0.563; the
- * table in attention_fa.cu's header). Anything else is a fatal error (a typo must not measure
- * the old kernels under a new name). */
+ * 0.401 vs 0.426, hd 128 0.358 vs ~0.437, T 2048 0.656 vs 0.713, 350M 0.471 vs 0.508: old's
+ * undisturbed figures of that call; the table in attention_fa.cu's header says why). Anything
+ * else is a fatal error (a typo must not measure the old kernels under a new name). */
 int bwd_variant(void) {
   const char *e = getenv("TEZGAH_CUDA_ATTN_BWD");
   if (!e || !*e || !strcmp(e, "auto")) return 1;

@@ -59,6 +59,14 @@
  *              6 heads, hd 128      0.463   0.362   0.360   0.358
  *              124M, T 2048, B 8    0.767   0.777   0.672   0.656
  *              350M (16 heads, 64)  0.563   0.551   0.477   0.471
+ *            The old run's last three rows are inflated: its forward (the same kernel in every
+ *            run) took 0.237 / 0.380 / 0.253 ms there against 0.132 / 0.223 / 0.160 in the
+ *            others, and its per-kernel split sums to 0.437 / 0.725 / 0.508 (likely the
+ *            peer's torch.compile warm-up, which device_cudabwd.sh runs in the background
+ *            through the bench and waits for only after training). The same call's
+ *            undisturbed old figures: T 2048 0.713 and 350M 0.508 (its auto run, then old at
+ *            head_dim 64), hd 128 ~0.437 (the split). So ds1 against old: 124M −7%, GQA −6%,
+ *            T 2048 −8%, 350M −7%, hd 128 ~−18%.
  *            Per kernel at 124M (D, fa_dkdv, dQ ms): old 0.023 / 0.222 / 0.155, ds with 4-byte
  *            stores 0.021 / 0.312 / 0.094, 16-byte 0.023 / 0.257 / 0.094: storing dS costs
  *            fa_dkdv 16% (4-byte: 41%), fa_dq_ds takes 61% of fa_dq's time. Training B 16
