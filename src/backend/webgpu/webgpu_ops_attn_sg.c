@@ -459,8 +459,10 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
     sg_pack(c, tz_at(x, l.v), v, B, T, Tp, nkv * hd, kvs);
   }
   char pre[512];
-  /* the written-out one-pass forward (sg_wo: fa_sg_fwd_wo.wgsl, main1 with LAZY on the f16 copies;
-   * where F32IN was asked for but declined, at the subgroups chosen for fa_sg_fwd_st) */
+  /* the written-out one-pass forward (sg_wo: fa_sg_fwd_wo.wgsl, main1 with LAZY on the f16 copies).
+   * Not where TEZGAH_WEBGPU_ATTN_SG_F32IN asks for F32IN, even where F32IN is then declined: the
+   * subgroup count, chosen above, is then fa_sg_fwd_st's, and fa_sg_fwd_st runs on the copies
+   * (`!f32in` is implied by wo_want) */
   int wo = nst && wo_want && !f32in;
   snprintf(pre, sizeof pre,
            "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n"
