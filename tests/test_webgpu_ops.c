@@ -1670,7 +1670,8 @@ static void check_att_sg(tz_backend *ge, int B, int T, int nh, int nkv, int hd) 
  * TEZGAH_WEBGPU_ATTN_SG_STAGE picks (unset or 1: both staged: fa_sg_fwd_wo / fa_sg_dkdv_wo, or
  * with TEZGAH_WEBGPU_ATTN_SG_WO=0 and where those decline fa_sg_fwd_st and fa_sg_dkdv_st;
  * 2: the staged forward and the direct backward fa_sg_dkdv; 0: both direct; ctest's sweep
- * entries run 2 and 0, scripts/device_webgpu_f16speed.sh 1 and 0). Bound: SG_RTOL / SG_ARMS above. The other
+ * entries run 2 and 0 on every case, 1 on one case each (_staged, _db, _wo),
+ * scripts/device_webgpu_f16speed.sh 1 and 0). Bound: SG_RTOL / SG_ARMS above. The other
  * attention tests run with TEZGAH_WEBGPU_ATTN_SGMAT=0 (setup): the fp32 kernels at their fp32
  * bounds on every adapter. */
 static void test_attention_sgmat(void **state) {
