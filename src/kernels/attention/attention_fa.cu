@@ -535,7 +535,8 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT>()))
     /* a query tile wholly before the warp's keys (causal) adds nothing */
     if (qt0 + BQ - 1 < k0 + wk0) {
       /* but its dS entries (all masked) are read by fa_dq_ds: zeros (when the tile exists:
-       * with 128-key blocks a warp's key tile can lie past the query tile) */
+       * with 128-key blocks a warp's key tile could lie past the query tile; the blocks of 64
+       * keys configured below, NW 4 × MT 1 = DS_T, always have it) */
       if (DSM == 2 && qt0 / DS_T >= (k0 + wk0) / DS_T) {
         dss = ds_rows<DSM>(ds, (size_t)b * Hh + g * rep + it / nq, T, qt0, k0 + wk0);
 #pragma unroll
