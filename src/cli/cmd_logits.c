@@ -19,7 +19,7 @@ static const char *HELP =
     "CPU backend in fp32 and write {\"model\", \"ids\", \"vocab_size\", \"logits\":\n"
     "[[V floats] per position]} as JSON (9 significant digits) to FILE.json, or to\n"
     "stdout.\n\n"
-    "  --ids LIST             comma-separated token ids\n"
+    "  --ids LIST             comma-separated token ids, or encode's [1, 2]\n"
     "  --out FILE             output file (written atomically; default: stdout)\n"
     "  --threads N            OpenMP threads (default: all cores)\n"
     "example:\n"
@@ -53,19 +53,29 @@ int tz_cmd_logits(int argc, char **argv) {
     tz_err("logits: give MODEL and --ids (see tezgah logits --help)");
     return tz_cli_fail();
   }
+  /* `tezgah encode` prints the ids as a JSON array ("[1, 2]"): take that form too, brackets off */
+  char *list = tz_malloc(strlen(ids_s) + 1);
+  strcpy(list, ids_s);
+  const char *b = ids_s + strspn(ids_s, " ");
+  size_t e = strlen(b);
+  while (e && b[e - 1] == ' ') e--;
+  if (e >= 2 && b[0] == '[' && b[e - 1] == ']') {
+    memcpy(list, b + 1, e - 2);
+    list[e - 2] = '\0';
+  }
   int rc = 1, n = 0;
-  int32_t *ids = tz_malloc((strlen(ids_s) / 2 + 2) * sizeof *ids);
-  for (const char *p = ids_s;;) {
+  int32_t *ids = tz_malloc((strlen(list) / 2 + 2) * sizeof *ids);
+  for (const char *p = list;;) {
     char *end;
     long v = strtol(p, &end, 10);
     if (end != p && v < 0 && (!*end || *end == ',')) { /* strtol skips blanks: " -1" is negative too */
       tz_err("--ids: token id %ld in '%s' is negative (ids are 0 .. vocab_size-1)", v, ids_s);
-      free(ids);
+      free(ids), free(list);
       return tz_cli_fail();
     }
     if (end == p || *p == '-' || v < 0 || (*end && *end != ',')) {
       tz_err("--ids: '%s' is not a comma-separated list of token ids", ids_s);
-      free(ids);
+      free(ids), free(list);
       return tz_cli_fail();
     }
     ids[n++] = v > INT32_MAX ? INT32_MAX : (int32_t)v; /* an id above any vocabulary: refused below */
@@ -77,14 +87,15 @@ int tz_cmd_logits(int argc, char **argv) {
   tz_model *m = NULL;
   float *lg = NULL;
   if (tz_run_open(in, &rf)) {
-    free(ids);
+    free(ids), free(list);
     return tz_cli_fail();
   }
   int V = rf.cfg.vocab_size;
   for (int i = 0; i < n; i++)
     if (ids[i] >= V) {
-      const char *p = ids_s; /* the id as given (a clamped one would misquote it) */
+      const char *p = list; /* the id as given (a clamped one would misquote it) */
       for (int k = 0; k < i; k++) p = strchr(p, ',') + 1;
+      p += strspn(p, " ");
       tz_err("--ids: token id %.*s is out of range (max %d: the model's vocab_size is %d)", (int)strcspn(p, ","), p,
              V - 1, V);
       goto out;
@@ -120,7 +131,7 @@ int tz_cmd_logits(int argc, char **argv) {
   free(buf);
 out:
   free(lg);
-  free(ids);
+  free(ids), free(list);
   tz_model_free(m);
   if (be) be->destroy(be);
   tz_run_close(&rf);
