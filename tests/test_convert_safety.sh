@@ -73,6 +73,8 @@ mkdir -p emptydir
 one_line_error "write failed: File too large" limited "$tz" convert --from hf hf_g --out run_hf
 [[ ! -e run_hf ]] && ok "failed --from hf left no run_hf" || fail "failed --from hf left: $(ls -A run_hf)"
 no_leftovers "failed --from hf"
+one_line_error "keep.txt: not a directory (a Hugging Face model is a directory" "$tz" convert --from hf keep.txt --out run_hf2
+[[ ! -e run_hf2 ]] && ok "--from hf on a file left no run_hf2" || fail "--from hf on a file left: $(ls -A run_hf2)"
 one_line_error "lg.json: write failed: File too large" \
   bash -c "trap '' XFSZ; ulimit -f 1; \"$tz\" logits g --ids 1,2,3,4,5,6,7,8 --out lg.json"
 no_leftovers "failed logits --out"

@@ -425,6 +425,11 @@ int tz_hf_load(const char *dir, tz_config *cfg, float **params, tz_tokenizer **t
   tz_layout lay = {0};
   tz_config c;
   int rc = -1, n = 0;
+  struct stat sb;
+  if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) { /* else "FILE/config.json: Not a directory" */
+    tz_err("%s: not a directory (a Hugging Face model is a directory with config.json and model.safetensors)", dir);
+    goto out;
+  }
   if (tz_read_file(cpath, &txt, &len)) goto out;
   cJSON *j = cJSON_ParseWithLength(txt, len);
   if (!j) {
