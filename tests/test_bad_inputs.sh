@@ -16,6 +16,7 @@ src=$shared/data/tinyshakespeare.txt
 [[ -f $src ]] || { echo "SKIPPED: $src is absent"; exit 77; }
 [[ -x $edit ]] || { echo "FAIL: helper $edit is not built" >&2; exit 1; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
+fixtures=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fixtures
 mnt= mnt_ro=
 cleanup() {
   [[ -n $mnt ]] && mountpoint -q "$mnt" && umount "$mnt"
@@ -41,6 +42,11 @@ cp "$good" ck_version.tzc && poke ck_version.tzc 8 '\x02'
 head -c 1000 "$good" >ck_trunc.tzc
 head -c 10 "$good" >ck_tiny.tzc
 : >ck_empty.tzc
+printf 'hello world, this is a text file\n' >notes.txt
+printf 'hi' >hi.txt
+mkdir -p textrun && cp notes.txt textrun/checkpoint.tzc
+printf '\x01\x02' >ck_2bytes.bin
+cp "$fixtures/hf_gpt2/model.safetensors" model.safetensors
 cp "$good" ck_garbled.tzc && poke ck_garbled.tzc $((size - 5000)) '\x55\xaa\x55\xaa'
 cp "$good" ck_tail.tzc && printf 'junk' >>ck_tail.tzc
 "$edit" get "$good" meta >meta.json
@@ -102,7 +108,18 @@ fi
 
 # ---- the catalog: name | expected text in the message | command (run in the scratch dir) ---
 cases=$(cat <<'EOF'
-ckpt-bad-magic      |ck_magic.tzc: not a tezgah (magic "TZCKPT"), llm.c (magic 20240326) or llama2.c version 1 (magic 0x616b3432) checkpoint (first int32 1482184792 = 0x58585858), nor a valid legacy llama2.c one (no magic): llama2.c header field dim=1482184792 is out of range [1, 65536]|"$bin" sample ck_magic.tzc
+ckpt-bad-magic      |ck_magic.tzc: not a checkpoint: its first int32 1482184792 (0x58585858) is no tezgah ("TZCKPT"), llm.c (20240326) or llama2.c version 1 (0x616b3432) magic, and read as a legacy llama2.c file (no magic): llama2.c header field dim=1482184792 is out of range [1, 65536]|"$bin" sample ck_magic.tzc
+ckpt-text           |notes.txt: not a checkpoint: a text file (starts with "hello world, thi..."), not a tezgah ("TZCKPT"), llm.c (magic 20240326) or llama2.c model|"$bin" sample notes.txt
+ckpt-text-short     |hi.txt: not a checkpoint: a text file (starts with "hi"), not a tezgah|"$bin" info hi.txt
+ckpt-text-eval      |notes.txt: not a checkpoint: a text file|"$bin" eval notes.txt --data corpus.txt
+ckpt-text-logits    |notes.txt: not a checkpoint: a text file|"$bin" logits notes.txt --ids 1
+ckpt-text-import    |notes.txt: not a checkpoint: a text file|"$bin" convert notes.txt --out cx
+ckpt-text-export    |notes.txt: not a checkpoint: a text file|"$bin" convert --to llmc notes.txt --out cx.bin
+ckpt-text-init-from |notes.txt: not a checkpoint: a text file|"$bin" train --init-from notes.txt --data corpus.txt "${small[@]}" --run-dir r1
+ckpt-text-resume    |notes.txt: not a checkpoint: a text file|"$bin" train --resume notes.txt --quiet
+ckpt-text-in-run    |textrun/checkpoint.tzc: not a tezgah checkpoint: a text file (starts with "hello world, thi..."), not the magic "TZCKPT\0\0"|"$bin" sample textrun
+ckpt-safetensors    |model.safetensors: a safetensors file, not a checkpoint: give the Hugging Face directory that holds it with its config.json|"$bin" sample model.safetensors
+ckpt-short-binary   |ck_2bytes.bin: not a checkpoint: 2 bytes, shorter than any checkpoint's header|"$bin" sample ck_2bytes.bin
 ckpt-convert-tezgah |good/checkpoint.tzc: already a tezgah checkpoint, nothing to import; to export it give --to: tezgah convert --to llmc|"$bin" convert good/checkpoint.tzc --out cx.bin
 convert-run-dir     |good: already a tezgah run, nothing to import; to export it give --to: tezgah convert --to llmc|"$bin" convert good --out cx
 convert-run-from    |good: already a tezgah run, nothing to import|"$bin" convert --from llmc good --out cx

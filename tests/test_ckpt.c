@@ -157,8 +157,18 @@ static void test_truncation_and_corruption(void **state) {
   raw[0] = 'X';
   write_plain(bad, raw, len);
   assert_int_not_equal(tz_ckpt_open(bad, &ck), 0);
-  tz_test_assert_msg_has("bad magic");
+  tz_test_assert_msg_has("not a tezgah checkpoint: starts with bytes 58 5a 43 4b 50 54 00 00, not the magic");
+  /* a short text file: not "truncated" (the magic is checked over the bytes there are) */
+  write_plain(bad, "hi\n", 3);
+  assert_int_not_equal(tz_ckpt_open(bad, &ck), 0);
+  tz_test_assert_msg_has("bad.ckpt: not a tezgah checkpoint: a text file (starts with \"hi\\n\"), not the magic");
+  write_plain(bad, "{\"n_layer\": 12, \"d_model\": 768}", 31);
+  assert_int_not_equal(tz_ckpt_open(bad, &ck), 0);
+  tz_test_assert_msg_has("a text file (starts with \"{\\\"n_layer\\\": 12, ...\")");
   raw[0] = 'T';
+  write_plain(bad, raw, 10); /* the magic's first bytes, no whole header: truncated */
+  assert_int_not_equal(tz_ckpt_open(bad, &ck), 0);
+  tz_test_assert_msg_has("truncated: 10 bytes, smaller than the 24-byte minimum checkpoint");
   raw[8] = 2;
   write_plain(bad, raw, len);
   assert_int_not_equal(tz_ckpt_open(bad, &ck), 0);

@@ -279,8 +279,8 @@ static void test_malformed(void **st) {
   write_bytes(bad, b, size, NULL, 0);
   snprintf(args, sizeof args, "sample '%s'", bad);
   expect_cli_error(args, bad,
-                   "not a tezgah (magic \"TZCKPT\"), llm.c (magic 20240326) or llama2.c version 1 (magic 0x616b3432) "
-                   "checkpoint (first int32 12345 = 0x00003039), nor a valid legacy llama2.c one (no magic): "
+                   "not a checkpoint: its first int32 12345 (0x00003039) is no tezgah (\"TZCKPT\"), llm.c (20240326) "
+                   "or llama2.c version 1 (0x616b3432) magic, and read as a legacy llama2.c file (no magic): "
                    "llama2.c header n_heads=50 does not divide dim=12345");
   h[0] = 20240326;
   h[1] = 4;
@@ -332,7 +332,7 @@ static void test_malformed(void **st) {
       ((int32_t *)b)[1] = 1;
       b[0] ^= 0xff; /* wrong magic: no longer a version 1 file; read as legacy, whose header is garbage */
       write_bytes(bad, b, size, NULL, 0);
-      expect_cli_error(args, bad, "nor a valid legacy llama2.c one (no magic): llama2.c header field");
+      expect_cli_error(args, bad, "and read as a legacy llama2.c file (no magic): llama2.c header field");
     }
     free(b);
   }

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/utf8.h"
 
 #define HEADER_BYTES 16
 #define ENTRY_BYTES 72
@@ -232,10 +233,17 @@ static int validate(tz_ckpt *ck) {
   const char *path = ck->path;
   const unsigned char *m = ck->map;
   uint64_t fsize = ck->map_len;
+  /* the magic first, over the bytes there are: a short text file is no truncated checkpoint */
+  if (memcmp(m, TZ_CKPT_MAGIC, fsize < 8 ? (size_t)fsize : 8) != 0) {
+    char head[128];
+    size_t n = fsize < 64 ? (size_t)fsize : 64;
+    int text = tz_utf8_describe_head(m, n, fsize > n, head, sizeof head);
+    return tz_err("%s: not a tezgah checkpoint: %s%s%s, not the magic \"TZCKPT\\0\\0\"", path,
+                  text ? "a text file (starts with " : "starts with ", head, text ? ")" : "");
+  }
   if (fsize < HEADER_BYTES + 8)
     return tz_err("%s: truncated: %llu bytes, smaller than the %d-byte minimum checkpoint", path,
                   (unsigned long long)fsize, HEADER_BYTES + 8);
-  if (memcmp(m, TZ_CKPT_MAGIC, 8) != 0) return tz_err("%s: bad magic (not a tezgah checkpoint)", path);
   uint32_t version = get_le32(m + 8);
   if (version != TZ_CKPT_VERSION) return tz_err("%s: version %u (expected %d)", path, version, TZ_CKPT_VERSION);
   uint64_t n = get_le32(m + 12);
@@ -301,15 +309,12 @@ int tz_ckpt_open(const char *path, tz_ckpt **out) {
     close(fd);
     return tz_err("%s: not a regular file", path);
   }
+  if (st.st_size == 0) {
+    close(fd);
+    return tz_err("%s: file is empty (not a checkpoint)", path);
+  }
   tz_ckpt *ck = tz_calloc(1, sizeof *ck);
   ck->path = tz_strdup(path);
-  if (st.st_size < HEADER_BYTES + 8) {
-    close(fd);
-    tz_err("%s: truncated: %lld bytes, smaller than the %d-byte minimum checkpoint", path, (long long)st.st_size,
-           HEADER_BYTES + 8);
-    tz_ckpt_close(ck);
-    return -1;
-  }
   void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
   int e = errno;
   close(fd);

@@ -76,7 +76,11 @@ typedef struct tz_ckpt tz_ckpt;
  * every checksum is verified here, so later gets cannot see corrupt data).
  * Output: *out, to be closed with tz_ckpt_close. On error *out = NULL and -1 with a
  * one-line message naming the file, e.g.
- *   "<path>: bad magic (not a tezgah checkpoint)"
+ *   "<path>: file is empty (not a checkpoint)"
+ *   "<path>: not a tezgah checkpoint: a text file (starts with "hello world, thi..."), not the
+ *    magic "TZCKPT\0\0""  (or: starts with bytes 58 58 ..., for a binary file)
+ *   "<path>: truncated: 10 bytes, smaller than the 24-byte minimum checkpoint" (the magic's
+ *    first bytes, but no whole header)
  *   "<path>: version 2 (expected 1)"
  *   "<path>: truncated: 100 bytes, the table of 3 sections needs 240"
  *   "<path>: table checksum mismatch (file corrupt or truncated)"

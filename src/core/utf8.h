@@ -11,4 +11,14 @@ long tz_utf8_invalid_at(const unsigned char *s, size_t n);
 /* Number of bytes that are not part of a valid sequence. */
 size_t tz_utf8_count_invalid(const unsigned char *s, size_t n);
 
+/* The first bytes of a file as an error message shows them, to say what the file is not
+ * (a text file given as a checkpoint). b[0..n) are the bytes read; more: the file goes on
+ * past them. Returns 1 when they look like text: valid UTF-8 (a sequence cut off by the end
+ * of b may end it when more is set), no control characters but tab, LF, CR and FF, n > 0;
+ * out is then the first TZ_HEAD_SHOWN bytes or fewer (whole characters) quoted, with \n \t
+ * \r \" \\ escaped and "..." when more follows: "hello world, thi...". Else 0, and out is the
+ * first bytes in hex: "bytes 58 58 58 58 00 01 00 00" (at most 8). cap: at least 96. */
+#define TZ_HEAD_SHOWN 16
+int tz_utf8_describe_head(const unsigned char *b, size_t n, int more, char *out, size_t cap);
+
 #endif

@@ -11,6 +11,7 @@
 
 #include "checkpoint/ckpt.h"
 #include "core/error.h"
+#include "core/utf8.h"
 #include "formats/fmt_util.h"
 
 int tz_fmt_map_open(const char *path, tz_fmt_map *m) {
@@ -116,27 +117,43 @@ const char *tz_format_name(int fmt) {
 }
 
 /* A file that matches no magic is read as a legacy llama2.c checkpoint, the one format
- * without a magic. When that fails too the file may be anything (an llm.c file with a
- * corrupted magic reads as dim = the magic), so the legacy reader's complaint alone would
- * mislead: name every format that was checked, the first int32 found, then that complaint. */
+ * without a magic. When that fails too the file may be anything, and the legacy reader's
+ * complaint alone would mislead ("truncated llama2.c checkpoint" of a short text file): say
+ * what the file is not, from its first bytes. A text file (a corpus, a config or a tokenizer
+ * given as the model) gets its start quoted and nothing about llama2.c's fields (no text
+ * starts with a valid legacy header: its first int32, dim, would be negative or at least
+ * 0x09000000, where the reader takes up to 2^16); anything else (an llm.c file with a
+ * corrupted magic reads as dim = the magic) gets its first int32, the magics checked and the
+ * legacy reader's complaint. A safetensors file (a u64 length, then its JSON header) is named
+ * as one: tezgah reads it from its Hugging Face directory. */
 static int no_format(const char *path) {
   char legacy[TZ_ERR_MAX];
   const char *e = tz_errmsg();
   size_t pl = strlen(path);
   if (!strncmp(e, path, pl) && !strncmp(e + pl, ": ", 2)) e += pl + 2;
   snprintf(legacy, sizeof legacy, "%s", e);
-  unsigned char b[4] = {0};
-  int32_t first;
+  unsigned char b[65] = {0};
   FILE *f = fopen(path, "rb");
-  size_t n = f ? fread(b, 1, 4, f) : 0;
+  size_t n = f ? fread(b, 1, sizeof b, f) : 0;
   if (f) fclose(f);
+  int more = n == sizeof b;
+  if (more) n--;
+  uint64_t hlen;
+  memcpy(&hlen, b, 8);
+  if (n >= 9 && b[8] == '{' && hlen >= 2 && hlen < ((uint64_t)1 << 30)) /* safetensors: u64 length, JSON header */
+    return tz_err("%s: a safetensors file, not a checkpoint: give the Hugging Face directory that holds it with "
+                  "its config.json", path);
+  char head[128];
+  if (tz_utf8_describe_head(b, n, more, head, sizeof head))
+    return tz_err("%s: not a checkpoint: a text file (starts with %s), not a tezgah (\"TZCKPT\"), llm.c (magic %d) or "
+                  "llama2.c model", path, head, TZ_LLMC_MAGIC);
+  if (n < 4)
+    return tz_err("%s: not a checkpoint: %zu byte%s, shorter than any checkpoint's header", path, n, n == 1 ? "" : "s");
+  int32_t first;
   memcpy(&first, b, 4);
-  char found[64];
-  if (n == 4) snprintf(found, sizeof found, "first int32 %d = 0x%08x", first, (uint32_t)first);
-  else snprintf(found, sizeof found, "only %zu bytes", n);
-  return tz_err("%s: not a tezgah (magic \"TZCKPT\"), llm.c (magic %d) or llama2.c version 1 (magic 0x%08x) "
-                "checkpoint (%s), nor a valid legacy llama2.c one (no magic): %s",
-                path, TZ_LLMC_MAGIC, TZ_LLAMA2C_MAGIC, found, legacy);
+  return tz_err("%s: not a checkpoint: its first int32 %d (0x%08x) is no tezgah (\"TZCKPT\"), llm.c (%d) or llama2.c "
+                "version 1 (0x%08x) magic, and read as a legacy llama2.c file (no magic): %s",
+                path, first, (uint32_t)first, TZ_LLMC_MAGIC, TZ_LLAMA2C_MAGIC, legacy);
 }
 
 int tz_foreign_load(const char *path, const char *from, tz_config *cfg, float **params) {
