@@ -186,6 +186,7 @@ corpus-below-batch2 |corpus_small.txt: 3000 bytes are at most 3000 tokens, fewer
 val-below-batch     |corpus.txt: /|"$bin" train --data corpus.txt --vocab-size 300 -B 8 -T 128 --run-dir r1 --quiet
 flag-batch-shard    |--batch-size / --seq-len: B*T+1 = 1048576*4096+1 = 4294967297 tokens per batch is above the shard limit of 2147483647 tokens|"$bin" train --data corpus.txt -B 1048576 -T 4096 --max-seq-len 4096 --run-dir r1 --quiet
 flag-loss-scale     |--loss-scale: 'abc' is not dynamic, off or a power of two in [1, 16777216]|"$bin" train --loss-scale abc
+flag-loss-scale-sp  |--loss-scale: ' 4' is not dynamic, off or a power of two|"$bin" train --loss-scale " 4"
 flag-steps-zero     |--steps: 0 is out of range [1, 1073741824]|"$bin" train --steps 0
 flag-steps-negative |--steps: -5 is out of range|"$bin" train --steps -5
 flag-steps-huge     |--steps: 99999999999 is out of range|"$bin" train --steps 99999999999
@@ -194,6 +195,19 @@ flag-seed-overflow  |--seed: 18446744073709551616 is out of range (max 184467440
 flag-batch-zero     |--batch-size: 0 is out of range|"$bin" train -B 0
 flag-lr-negative    |--lr: -1 is out of range [0, 10]|"$bin" train --lr -1
 flag-lr-nan         |--lr: 'nan' is not a number|"$bin" train --lr nan
+flag-lr-inf         |--lr: 'inf' is not finite (give a number in [0, 10])|"$bin" train --lr inf
+flag-lr-hex         |--lr: '0x10' is not in decimal notation|"$bin" train --lr 0x10
+flag-lr-hexfrac     |--lr: '0x.1p0' is not in decimal notation|"$bin" train --lr 0x.1p0
+flag-lr-blank       |--lr: ' 0.1' is not in decimal notation|"$bin" train --lr " 0.1"
+flag-lr-overflow    |--lr: 1e999 is out of range [0, 10]|"$bin" train --lr 1e999
+flag-wd-inf         |--weight-decay: '-Infinity' is not finite|"$bin" train --weight-decay -Infinity
+flag-clip-hex       |--grad-clip: '0x1p3' is not in decimal notation|"$bin" train --grad-clip 0x1p3
+flag-temp-inf       |--temperature: 'inf' is not finite|"$bin" sample good --temperature inf
+flag-topp-hex       |--top-p: '0x1p-1' is not in decimal notation|"$bin" sample good --top-p 0x1p-1
+flag-steps-hex      |--steps: '0x10' is not a decimal integer|"$bin" train --steps 0x10
+flag-steps-blank    |--steps: ' 5' is not a decimal integer|"$bin" train --steps " 5"
+flag-batch-octal    |--batch: 1025 is out of range [1, 1024]|"$bin" sample good --batch 01025
+flag-seed-hex       |--seed: '0x5' is not a non-negative decimal integer|"$bin" train --seed 0x5
 flag-threads-neg    |--threads: -2 is out of range|"$bin" train --threads -2
 flag-dmodel-huge    |--d-model: 10000000 is out of range|"$bin" train --d-model 10000000
 flag-model-absurd   |out of host memory|"$bin" train --data corpus.txt --vocab-size 300 --n-layer 1024 --d-model 65536 --n-head 64 -B 1 -T 8 --run-dir r1 --quiet

@@ -6,14 +6,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/error.h"
 
-int tz_arg_int(const char *flag, const char *s, long min, long max, int *out) {
+/* Decimal notation only: an optional sign, digits, and for a float an optional fraction
+ * ('.' digits; digits on at least one side) and exponent ([eE], optional sign, digits).
+ * strtol / strtod alone would also take leading blanks, and strtod hex floats ("0x10" = 16),
+ * "inf" and "nan". Returns 1 when s is that. */
+static int decimal(const char *s, int frac) {
+  const char *p = s + (*s == '+' || *s == '-');
+  size_t d = strspn(p, "0123456789");
+  p += d;
+  if (frac && *p == '.') {
+    size_t f = strspn(p + 1, "0123456789");
+    d += f;
+    p += 1 + f;
+  }
+  if (!d) return 0;
+  if (frac && (*p == 'e' || *p == 'E')) {
+    const char *q = p + 1 + (p[1] == '+' || p[1] == '-');
+    size_t x = strspn(q, "0123456789");
+    if (!x) return 0;
+    p = q + x;
+  }
+  return !*p;
+}
+
+/* An integer that only strtol's base 0 or its leading blanks would read: "0x10", " 5". */
+static int other_integer(const char *s) {
   char *end;
+  strtoll(s, &end, 0);
+  return *s && end != s && !*end;
+}
+
+int tz_arg_int(const char *flag, const char *s, long min, long max, int *out) {
+  if (!decimal(s, 0))
+    return tz_err("%s: '%s' is not %s", flag, s, other_integer(s) ? "a decimal integer" : "an integer");
   errno = 0;
-  long v = strtol(s, &end, 10);
-  if (!*s || *end || (errno && errno != ERANGE)) return tz_err("%s: '%s' is not an integer", flag, s);
+  long v = strtol(s, NULL, 10); /* base 10: "010" is 10, not octal 8 */
   if (errno) return tz_err("%s: %s is out of range [%ld, %ld]", flag, s, min, max); /* beyond a long */
   if (v < min || v > max) return tz_err("%s: %ld is out of range [%ld, %ld]", flag, v, min, max);
   *out = (int)v;
@@ -21,21 +52,33 @@ int tz_arg_int(const char *flag, const char *s, long min, long max, int *out) {
 }
 
 int tz_arg_u64(const char *flag, const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
   if (*s == '-') return tz_err("%s: '%s' must not be negative", flag, s);
-  unsigned long long v = strtoull(s, &end, 10);
-  if (!*s || *end || (errno && errno != ERANGE)) return tz_err("%s: '%s' is not a non-negative integer", flag, s);
+  if (!decimal(s, 0))
+    return tz_err("%s: '%s' is not a non-negative %sinteger", flag, s, other_integer(s) ? "decimal " : "");
+  errno = 0;
+  unsigned long long v = strtoull(s, NULL, 10);
   if (errno) return tz_err("%s: %s is out of range (max %llu)", flag, s, (unsigned long long)UINT64_MAX);
   *out = v;
   return 0;
 }
 
 int tz_arg_float(const char *flag, const char *s, double min, double max, float *out) {
-  char *end;
+  if (!decimal(s, 1)) {
+    const char *w = s + (*s == '+' || *s == '-');
+    if (!strcasecmp(w, "inf") || !strcasecmp(w, "infinity"))
+      return tz_err("%s: '%s' is not finite (give a number in [%g, %g])", flag, s, min, max);
+    if (!strncasecmp(w, "nan", 3)) return tz_err("%s: '%s' is not a number", flag, s);
+    char *end;
+    strtod(s, &end);
+    if (*s && !*end) /* strtod's other forms: hex floats, leading blanks */
+      return tz_err("%s: '%s' is not in decimal notation (digits, '.', an exponent: 3e-4)", flag, s);
+    return tz_err("%s: '%s' is not a number", flag, s);
+  }
   errno = 0;
-  double v = strtod(s, &end);
-  if (!*s || *end || errno || !isfinite(v)) return tz_err("%s: '%s' is not a number", flag, s);
+  double v = strtod(s, NULL);
+  /* beyond a double (1e999): out of range; an underflow (1e-999) is its rounded value, 0 or
+   * subnormal, and the range check below judges that */
+  if (errno == ERANGE && isinf(v)) return tz_err("%s: %s is out of range [%g, %g]", flag, s, min, max);
   if (v < min || v > max) return tz_err("%s: %g is out of range [%g, %g]", flag, v, min, max);
   *out = (float)v;
   return 0;

@@ -1,6 +1,11 @@
 /* Command-line helpers shared by the commands: strict numeric parsing with one-line errors
  * ("--steps: 'abc' is not an integer", "--lr: -1 is out of range [0, 10]"; an integer beyond
- * any long, "--steps: 99999999999999999999 is out of range [1, 1073741824]", is one too). */
+ * any long, "--steps: 99999999999999999999 is out of range [1, 1073741824]", is one too).
+ * Numbers are decimal only: an optional sign and digits, for floats also a fraction and an
+ * exponent (1e-3, .5, 2.); integers are base 10 ("010" is 10). Refused with their own words:
+ * "--lr: 'inf' is not finite (...)", "--lr: 'nan' is not a number", "--lr: '0x10' is not in
+ * decimal notation (...)" (strtod's hex floats and leading blanks), "--steps: '0x10' is not
+ * a decimal integer", "--lr: 1e999 is out of range [0, 10]". */
 #ifndef TZ_CLI_ARGS_H
 #define TZ_CLI_ARGS_H
 #include <stdint.h>

@@ -1,6 +1,7 @@
 /* Dynamic loss scaling: see loss_scale.h. */
 #include "train/loss_scale.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@ int tz_loss_scale_parse(const char *s, int *mode, float *fixed) {
   errno = 0;
   long v = strtol(s, &end, 10);
   /* a power of two: S·g and g·(clip/S) are then exact in binary floating point */
-  if (end == s || *end || errno || v < 1 || v > (long)TZ_LS_MAX || (v & (v - 1)))
+  if (end == s || *end || errno || isspace((unsigned char)*s) || v < 1 || v > (long)TZ_LS_MAX || (v & (v - 1)))
     return tz_err("--loss-scale: '%s' is not dynamic, off or a power of two in [1, %.0f]", s, (double)TZ_LS_MAX);
   *mode = TZ_LS_FIXED;
   *fixed = (float)v;
