@@ -6,8 +6,9 @@
 # the corpus; `latest` is written beside the run directory and `sample` with no model finds it;
 # the run directory holds tokenizer.json and encode/decode take a run directory; eval takes text (same loss as the tokenized shard),
 # shows progress on stderr and `--json -` prints only JSON; the progress line fits 80 columns
-# and names the step of its val loss (ETA 0 at the last step), eval's fits too; `tezgah info RUN`
-# prints the config and state, `info HF_DIR` the directory's size. Review leftovers: bare
+# and names the step of its val loss (line N: the one after N steps where one is measured; ETA 0
+# at the last step), eval's fits too; `tezgah info RUN` prints the config and state, `info
+# HF_DIR` the directory's size. Review leftovers: bare
 # `tezgah` (usage, then one error line, exit 1), the top-level help (80 columns, aligned, eval
 # takes text), HF directories in the helps, clear messages for a model without a tokenizer,
 # an unknown tokenizing backend, an extra `logits` argument, `train --tokenizer` with --data.
@@ -255,6 +256,20 @@ grep -E '^ *[0-9]+/1000000' wide.err >prog.txt
 awk 'length($0) > 79 { print; bad = 1 } END { exit bad }' prog.txt || fail "progress line wider than 79 columns"
 grep -q ' 12/1000000 \[.*\] loss [0-9.]* | [0-9.k]* tok/s | ETA [0-9hms]* | val [0-9.]*@10$' prog.txt ||
   fail "last progress line is not 'step/total [bar] loss | tok/s | ETA | val X@10': $(tail -1 prog.txt)"
+
+# line N shows the validation of the model after N steps where there is one (every --val-every
+# steps, the final one after the last step), not the one before it (nanoGPT's "step N: ... val
+# loss", llm.c's val line after step N); the bar keeps its width (the columns after it stay put
+# when the val step gains digits)
+"$bin" train --data part_a.txt "${small[@]}" --steps 30 --val-every 10 --val-batches 1 --run-dir valstep 2>valstep.err ||
+  fail "train for the val column: $(tail -3 valstep.err)"
+grep -E '^ *[0-9]+/30 ' valstep.err >vs.txt
+for n in 10 20 30; do
+  grep -qE "^$n/30 \[.*\] loss [0-9.]* \| .* \| val [0-9.]*@$n\$" vs.txt || fail "line $n/30 does not show the val loss @$n: $(cat vs.txt)"
+done
+fv=$(grep -o 'final val loss [0-9.]*' valstep.err | cut -d' ' -f4)
+[[ -n $fv && $(tail -n 1 vs.txt) == *"| val $fv@30" ]] || fail "the last line's val is not the final one ($fv): $(tail -n 1 vs.txt)"
+[[ $(awk '{ print index($0, "]") }' vs.txt | sort -u | wc -l) == 1 ]] || fail "the progress bar changes width: $(cat vs.txt)"
 
 "$bin" train --data part_a.txt "${small[@]}" --steps 3 --log-every 1 --val-every 0 --run-dir eta 2>eta.err ||
   fail "train for the last step's ETA: $(tail -3 eta.err)"

@@ -106,9 +106,16 @@ static double validate(tz_model *m, tz_loader *val, int batches, int32_t *in, in
 /* The progress line, at most PROGRESS_COLS characters:
  *   " 120/600 [#####.........] loss 3.2145 | 12.3k tok/s | ETA 1m23s | val 3.4121@100"
  * tok/s is over the recent steps (validation excluded); the ETA adds the remaining
- * validations at the last one's duration; val is the last validation loss and its step. */
+ * validations at the last one's duration; val is the last validation loss and its step.
+ * The bar keeps one width through a run (*bar_w, 0 before the first line), so that the
+ * columns after it do not move: the first line sizes it for the typical fields (loss 6
+ * characters, tok/s 6, ETA 5) and, when the run validates (val_digits > 0), a val column with
+ * a step of val_digits digits (val 5.7072@0 on the first line, @100 later, would otherwise
+ * shrink it); a longer line later (a loss of 10 or more, an ETA in the tens of hours) narrows
+ * it for the rest of the run. At least 3: even a 7-digit step count with a val loss keeps a
+ * (short) bar where the line has room for it. */
 static void progress_line(char *out, size_t cap, int step, int steps, double loss, double tok_s, double eta_s,
-                          double val, int val_step) {
+                          double val, int val_step, int val_digits, int *bar_w) {
   char right[160], rate[32], eta[32], vs[48] = "";
   tz_fmt_rate(rate, sizeof rate, tok_s);
   tz_fmt_eta(eta, sizeof eta, eta_s);
@@ -117,10 +124,17 @@ static void progress_line(char *out, size_t cap, int step, int steps, double los
   int w = (int)log10(steps) + 1;
   char left[48];
   snprintf(left, sizeof left, "%*d/%d", w & 15, step, steps);
-  int bar = PROGRESS_COLS - (int)strlen(left) - (int)strlen(right) - 3;
-  if (bar > 30) bar = 30;
+  int fit = PROGRESS_COLS - (int)strlen(left) - (int)strlen(right) - 3;
+  if (!*bar_w) {
+    int typical = (int)strlen(" loss 0.0000 | 000.0k tok/s | ETA 0m00s") +
+                  (val_digits > 0 ? (int)strlen(" | val 0.0000@") + val_digits : 0);
+    int b0 = PROGRESS_COLS - (int)strlen(left) - typical - 3;
+    *bar_w = b0 > 30 ? 30 : b0 < 3 ? 3 : b0;
+  }
+  if (fit < *bar_w && fit >= 3) *bar_w = fit;
+  int bar = fit < *bar_w ? fit : *bar_w;
   char b[40] = "";
-  if (bar >= 3) { /* 3: even a 7-digit step count with a val loss keeps a (short) bar */
+  if (bar >= 3) {
     int fill = (int)((double)bar * step / steps);
     b[0] = ' ', b[1] = '[';
     for (int i = 0; i < bar; i++) b[2 + i] = i < fill ? '#' : '.';
@@ -261,6 +275,11 @@ typedef struct {
   /* the loop's clock and counters */
   size_t N; /* tokens per batch, all ranks */
   int warmup, tty, first_step, prof_from, n_recent, last_val_step;
+  /* the progress line of step index held_step (held != 0) waits for the validation of the
+   * model after that step, so that line N shows "val X@N" (below, progress) */
+  int held, held_step, tty_ended;
+  int bar_w; /* the progress bar's width, fixed by the first line (progress_line) */
+  double held_loss;
   /* elapsed_s in checkpoints = wall time of earlier sessions + this session's so far */
   double t_start, prior_elapsed, tokens_done, last_val, val_dt;
   double recent[RECENT];
@@ -738,23 +757,56 @@ static int log_step(train_run *r, double loss, float lr, double norm, double tok
   return r->metrics && tz_metrics_write_line(r->metrics, line, len) ? -1 : 0;
 }
 
+/* The progress line of step index `step` (its line says step+1). after_val: printed after the
+ * validation of the model after that step (its duration is no longer ahead, for the ETA). */
+static void print_progress(train_run *r, int step, double loss, int after_val) {
+  tz_train_opts *o = &r->o;
+  int k = r->n_recent < RECENT ? r->n_recent : RECENT, left = o->steps - step - 1;
+  double sum_dt = 0;
+  for (int i = 0; i < k; i++) sum_dt += r->recent[i];
+  int ve = o->val_every, done = step + after_val; /* validations left: after state `done`, and the final one */
+  int vals_left = r->val && ve > 0 ? (o->steps - 1) / ve - done / ve + 1 : 0;
+  /* the last step's line says 0: what follows (final validation, checkpoint) is reported by the done line */
+  double eta = left > 0 ? sum_dt / k * left + r->val_dt * vals_left : 0;
+  char pl[160];
+  int val_digits = r->val && ve > 0 ? (int)log10(o->steps) + 1 : 0; /* the last line's val step: the final one */
+  progress_line(pl, sizeof pl, step + 1, o->steps, loss, (double)r->N * o->grad_accum * k / sum_dt, eta, r->last_val,
+                r->last_val_step, val_digits, &r->bar_w);
+  fprintf(stderr, "%s%s%s", r->tty ? "\r" : "", pl, r->tty ? "\033[K" : "\n");
+}
+
 /* The step's time joins the recent ones; the progress line, on a terminal every step (redrawn
- * in place), else every --log-every steps and the first. */
+ * in place), else every --log-every steps and the first. The val column is the last
+ * validation loss with the step of the model it measured. A validation runs on the model
+ * after step N (every --val-every steps, at the start of the next turn; the final one after
+ * the last step), so line N is held until it is done and shows "val X@N", as nanoGPT's
+ * "step N: ... val loss" and llm.c's val line after step N do: printed at once, line N would
+ * show the validation --val-every steps older, and X@N would first appear on a later line. */
 static void progress(train_run *r, double loss, double dt) {
   tz_train_opts *o = &r->o;
   int step = r->st.step;
   r->recent[r->n_recent++ % RECENT] = dt;
   if (o->quiet || !(r->tty || (step + 1) % o->log_every == 0 || step == 0)) return;
-  int k = r->n_recent < RECENT ? r->n_recent : RECENT, left = o->steps - step - 1;
-  double sum_dt = 0;
-  for (int i = 0; i < k; i++) sum_dt += r->recent[i];
-  int vals_left = r->val && o->val_every > 0 ? (o->steps - 1) / o->val_every - step / o->val_every + 1 : 0;
-  /* the last step's line says 0: what follows (final validation, checkpoint) is reported by the done line */
-  double eta = left > 0 ? sum_dt / k * left + r->val_dt * vals_left : 0;
-  char pl[160];
-  progress_line(pl, sizeof pl, step + 1, o->steps, loss, (double)r->N * o->grad_accum * k / sum_dt, eta, r->last_val,
-                r->last_val_step);
-  fprintf(stderr, "%s%s%s", r->tty ? "\r" : "", pl, r->tty ? "\033[K" : "\n");
+  if (r->val && o->val_every > 0 && ((step + 1) % o->val_every == 0 || step + 1 == o->steps)) {
+    r->held = 1, r->held_step = step, r->held_loss = loss;
+    return;
+  }
+  print_progress(r, step, loss, 0);
+}
+
+/* The held line, if any (after_val: its validation is done, the val column shows it). */
+static void release_progress(train_run *r, int after_val) {
+  if (!r->held) return;
+  r->held = 0;
+  print_progress(r, r->held_step, r->held_loss, after_val);
+}
+
+/* The end of the progress lines: the held one, and on a terminal the newline that ends the
+ * line redrawn in place (once). */
+static void end_progress(train_run *r, int after_val) {
+  release_progress(r, after_val);
+  if (r->tty && !r->tty_ended) fprintf(stderr, "\n");
+  r->tty_ended = 1;
 }
 
 /* A checkpoint of the state after this step (the step counted, and wall time so far). */
@@ -781,6 +833,7 @@ static int stop_early(train_run *r, int stop_sig) {
   int stop_now = o->stop_after > 0 && st->step + 1 - r->first_step >= o->stop_after;
   if (r->W == 1) stop_sig = tz_stop_pending(); /* one process: a signal up to now counts */
   if (!(stop_now || stop_sig) || st->step + 1 >= o->steps) return 0;
+  release_progress(r, 0); /* this session does not validate the model after this step */
   if (agree(r, checkpoint_next(r) == 0)) return -1;
   if (stop_sig && r->rank == 0)
     fprintf(stderr, "%s%s: stopped at step %d with a checkpoint; continue with --resume %s\n", r->tty ? "\n" : "",
@@ -802,6 +855,7 @@ static int phase_loop(train_run *r) {
     char why[96];
     profile_window(r);
     if (periodic_validation(r, &val_loss)) return -1;
+    release_progress(r, 1); /* the previous step's line, with this validation */
     double t0 = now_s();
     float lr = tz_lr_at(st->step, o->steps, r->warmup, o->lr, o->min_lr_frac);
     if (accumulate(r, &loss)) return -1;
@@ -828,6 +882,7 @@ static int phase_loop(train_run *r) {
 static int final_validation(train_run *r) {
   if (!r->val) return 0;
   r->last_val = run_validation(r);
+  r->last_val_step = r->st.step;
   cJSON *fin = cJSON_CreateObject();
   cJSON_AddNumberToObject(fin, "step", r->st.step);
   cJSON_AddNumberToObject(fin, "val_loss", r->last_val);
@@ -887,7 +942,7 @@ static int phase_end(train_run *r) {
   tz_train_opts *o = &r->o;
   tz_train_state *st = &r->st;
   double total = now_s() - r->t_start;
-  if (r->tty) fprintf(stderr, "\n");
+  if (o->profile) end_progress(r, 0); /* before the table: the final validation is not in it */
   if (o->profile && r->rank == 0) { /* validation passes included; warm-up steps left out when there are enough */
     if (!o->quiet && r->prof_from > r->first_step)
       fprintf(stderr, "profile of steps %d..%d (warm-up steps left out)\n", r->prof_from + 1, st->step);
@@ -896,7 +951,9 @@ static int phase_end(train_run *r) {
                       "counted)\n", r->prof_from + 1, st->step);
     if (r->be->profile_print) r->be->profile_print(r->be, st->step - r->prof_from);
   }
-  if (final_validation(r) || final_checkpoint(r, total)) return -1;
+  int e = final_validation(r);
+  end_progress(r, 1); /* the last step's line, with the final validation */
+  if (e || final_checkpoint(r, total)) return -1;
   if (r->W > 1) report_rank_memory(r);
   if (!o->quiet) {
     char vl[64] = "no validation";
