@@ -7,7 +7,9 @@
 #     per-kernel table and the peak device memory (≥ 16 bytes per parameter); `--profile`
 #     on the CPU backend is a one-line error;
 #  4. a tensor above maxStorageBufferBindingSize that no op splits (activations, with the
-#     limit forced to 64 KiB by TEZGAH_WEBGPU_MAX_BINDING) stops with one error line naming it.
+#     limit forced to 64 KiB by TEZGAH_WEBGPU_MAX_BINDING) stops with one error line naming it;
+#  5. on a CPU adapter, `sample --backend webgpu` says on stderr (one line) that it compiles its
+#     pipelines on first use, and its stdout holds the text alone.
 # Usage (from ctest): bash test_webgpu_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 tz=$(realpath "${1:?tezgah binary}")
@@ -61,6 +63,20 @@ if "$tz" info 2>/dev/null | grep -q 'adapter'; then
     ok "device memory peak $peak MiB for $params M params"
   else
     fail "device memory peak line: '$peak' MiB for '$params' M params: $(grep 'peak' err.txt)"
+  fi
+  # ---- 5. a CPU adapter compiles pipelines at their first use (lavapipe: ~10-30 s of silence
+  # from a cold shader cache): one line on stderr says so, stdout stays sample's text alone.
+  # Its threshold (2 s of waiting by default) forced to 0 so that a warm cache shows it too.
+  if "$tz" info 2>/dev/null | grep -q '^  adapter: .*(CPU, '; then
+    if TEZGAH_WEBGPU_COMPILE_NOTE_S=0 "$tz" sample runs/prof --backend webgpu --tokens 4 --temperature 0 >s.out 2>s.err &&
+      [[ $(grep -c '^webgpu: .*, a CPU adapter, is compiling pipelines on first use (up to a minute from a cold shader cache, quick once cached)$' s.err) == 1 ]] &&
+      [[ -s s.out ]] && ! grep -q 'webgpu\|pipeline' s.out; then
+      ok "the CPU adapter's compile note: $(grep '^webgpu:' s.err)"
+    else
+      fail "the CPU adapter's compile note: stdout $(head -c 200 s.out), stderr:"; cat s.err
+    fi
+  else
+    echo "note: not a CPU adapter; its compile note not exercised"
   fi
   # ---- 4. a tensor above one binding that no op can split: one clear error line ----
   # (TEZGAH_WEBGPU_MAX_BINDING=65536: the [B*T, d_model] activations span 256 KiB)

@@ -143,6 +143,8 @@ typedef struct {
   /* caches */
   wg_pipe pipes[MAX_PIPES];
   int npipes;
+  int npipes_waited; /* npipes at the end of the last wait (the ones a CPU adapter has compiled) */
+  int compile_noted; /* the CPU adapter's compile note is out (wg_wait_future) */
   wg_module mods[MAX_MODULES];
   int nmods;
   wg_bg *bgs;

@@ -55,6 +55,25 @@ void wg_fail(wg_ctx *c, const char *fmt, const char *a, const char *b, size_t x,
 }
 
 /* ---- waiting on futures ---- */
+/* A CPU adapter (lavapipe; SwiftShader in a browser) compiles a pipeline's code at its first
+ * dispatch, inside the wait that follows: `tezgah sample --backend webgpu` on lavapipe printed
+ * nothing for 12 s here (10 pipelines, all created in 0.14 s, then 12.3 s in the first wait;
+ * cold Mesa shader cache, 2-core VM, 2026-12-03; a new user saw ~30 s) and ran in 0.25 s once
+ * the cache held them. So when a wait that follows new pipelines has lasted
+ * TEZGAH_WEBGPU_COMPILE_NOTE_S seconds (default 2; 0: from its start, for the tests) on a CPU
+ * adapter, one line on stderr says why: once per backend, never on a GPU adapter nor in a
+ * quick run from a warm cache. stdout (sample's text) is untouched. */
+static void compile_note(wg_ctx *c, int waited_s) {
+  if (c->compile_noted || c->info.adapterType != WGPUAdapterType_CPU || c->npipes <= c->npipes_waited) return;
+  if (waited_s < env_int("TEZGAH_WEBGPU_COMPILE_NOTE_S", 2)) return;
+  c->compile_noted = 1;
+  char dev[128];
+  tz_wgpu_sv_copy(dev, sizeof dev, c->info.device);
+  /* no count: training's first step compiles several batches of pipelines, and this wait the first */
+  fprintf(stderr, "webgpu: %s, a CPU adapter, is compiling pipelines on first use (up to a minute from a cold shader "
+          "cache, quick once cached)\n", dev[0] ? dev : "the adapter");
+}
+
 /* At most TEZGAH_WEBGPU_WAIT_S seconds (default 600): a hung device ends the program with an
  * error rather than waiting forever. A CPU adapter (lavapipe) compiles a pipeline's code at its
  * first dispatch, inside the wait for the next readback: on a loaded machine several cold
@@ -65,10 +84,15 @@ int wg_wait_future(wg_ctx *c, WGPUFuture f) {
   WGPUFutureWaitInfo wi = {f, 0};
   int lim = env_int("TEZGAH_WEBGPU_WAIT_S", 600);
   if (lim < 1) lim = 1;
+  compile_note(c, 0);
   for (int i = 0; i < lim; i++) {
     WGPUWaitStatus s = W.wgpuInstanceWaitAny(c->inst, 1, &wi, 1000000000ull);
-    if (s == WGPUWaitStatus_Success && wi.completed) return 0;
+    if (s == WGPUWaitStatus_Success && wi.completed) {
+      c->npipes_waited = c->npipes;
+      return 0;
+    }
     if (s != WGPUWaitStatus_TimedOut) return -1;
+    compile_note(c, i + 1);
     W.wgpuInstanceProcessEvents(c->inst);
     if (c->failed) return -1;
   }
