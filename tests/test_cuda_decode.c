@@ -540,6 +540,86 @@ static void test_model_bf16_llama(void **state) {
   model_bf16(TZ_ARCH_LLAMA);
 }
 
+/* ---- the whole step in one kernel (decode_step.cu) ----
+ * Teacher forcing: R = 10 rows (tile rows 0..7 and 8..9), the 5-token prompt, then STEPS steps
+ * feeding the same pseudo-random ids on every backend; every step's logits of every row
+ * compared with the CPU's fp32 ones: error = max |cuda − cpu| / max |cpu| over a row's V
+ * logits, the worst row and step. The one-kernel step (the default) must be within 1.5× the
+ * op-by-op bf16 path's error (TEZGAH_CUDA_STEP=0) plus 1e-3 (both round weights and
+ * activations to bf16; the kernel keeps the residual in fp32), and must have run (the
+ * backend's step state made) while the op-by-op run must not have made it. gpt2 at head_dim 32
+ * (n_head 4) and 64 (n_head 2). */
+#define FROWS 10
+static void forced_run(tz_backend *be, const tz_config *c, float *lg, int *made_step) {
+  tz_model *m = new_model(be, c, FROWS);
+  const int32_t prompt[5] = {1, 7, 42, 99, 3};
+  for (int b = 0; b < FROWS; b++) tz_model_feed_row(m, b, prompt, 5, 0);
+  uint32_t st = 12345u;
+  int32_t ids[FROWS], pos[FROWS];
+  for (int i = 0; i < STEPS; i++) {
+    for (int b = 0; b < FROWS; b++)
+      be->download_act(be, lg + ((size_t)i * FROWS + b) * c->vocab_size,
+                       tz_elems(m->infer.logits, (size_t)b * c->padded_vocab, be->act), (size_t)c->vocab_size);
+    for (int b = 0; b < FROWS; b++) {
+      st = st * 1664525u + 1013904223u;
+      ids[b] = (int32_t)((st >> 8) % (uint32_t)c->vocab_size), pos[b] = 5 + i;
+    }
+    be->upload(be, m->infer.tokens, ids, sizeof ids);
+    tz_model_step(m, pos, FROWS);
+  }
+#ifdef TZ_HAVE_CUDA
+  if (made_step) *made_step = tzc(be)->step != NULL;
+#else
+  (void)made_step;
+#endif
+  tz_model_free(m);
+}
+static double forced_err(const float *got, const float *want, int V) {
+  double worst = 0.0;
+  for (int r = 0; r < STEPS * FROWS; r++) {
+    double mx = 0.0, d = 0.0;
+    for (int v = 0; v < V; v++) {
+      const double w = want[(size_t)r * V + v], e = fabs((double)got[(size_t)r * V + v] - w);
+      if (fabs(w) > mx) mx = fabs(w);
+      if (!(e <= d)) d = e; /* NaN counts as worst */
+    }
+    const double rel = d / (mx > 0.0 ? mx : 1.0);
+    if (!(rel <= worst)) worst = rel;
+  }
+  return worst;
+}
+static void step_case(int n_head) {
+  tz_config c = cfg_of(TZ_ARCH_GPT2);
+  c.n_head = c.n_kv_head = n_head;
+  assert_int_equal(tz_config_finalize(&c), 0);
+  size_t n = (size_t)STEPS * FROWS * c.vocab_size;
+  float *ref = malloc(n * 4), *mk = malloc(n * 4), *op = malloc(n * 4);
+  forced_run(cpu, &c, ref, NULL);
+  int made_mk = 0, made_op = 1;
+  tz_backend *g = tz_backend_create("cuda", 0, "bf16");
+  assert_non_null(g);
+  forced_run(g, &c, mk, &made_mk);
+  g->destroy(g);
+  setenv("TEZGAH_CUDA_STEP", "0", 1);
+  g = tz_backend_create("cuda", 0, "bf16");
+  assert_non_null(g);
+  forced_run(g, &c, op, &made_op);
+  g->destroy(g);
+  unsetenv("TEZGAH_CUDA_STEP");
+  const double e_mk = forced_err(mk, ref, c.vocab_size), e_op = forced_err(op, ref, c.vocab_size);
+  printf("decode_step head_dim %d: error vs cpu fp32 %.3g (one kernel), %.3g (op by op), bound %.3g\n",
+         c.d_model / n_head, e_mk, e_op, 1.5 * e_op + 1e-3);
+  assert_true(made_mk);
+  assert_false(made_op);
+  assert_true(e_mk <= 1.5 * e_op + 1e-3);
+  free(ref), free(mk), free(op);
+}
+static void test_model_step_kernel(void **state) {
+  (void)state;
+  step_case(4);
+  step_case(2);
+}
+
 int main(void) {
   /* the few-row kernels at up to 16 rows (nm_case's M 9 and 16), whatever the default crossover
    * (TZC_GEMV_CROSSOVER) is; a value given in the environment is kept */
@@ -552,6 +632,7 @@ int main(void) {
       cmocka_unit_test(test_attention_decode), cmocka_unit_test(test_pick), cmocka_unit_test(test_norm_matmul), cmocka_unit_test(test_mma),
       cmocka_unit_test(test_model_fp32_gpt2),  cmocka_unit_test(test_model_fp32_llama),
       cmocka_unit_test(test_model_bf16_gpt2),  cmocka_unit_test(test_model_bf16_llama),
+      cmocka_unit_test(test_model_step_kernel),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
