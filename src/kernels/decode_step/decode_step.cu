@@ -77,7 +77,8 @@ struct Params {
   tzc_bf16 *qkv, *att, *h, *logits; /* [MR, Q] (q part), [MR, C], [MR, F], [B, Vp] */
   float *part;        /* [B·H, NS, hd + 2] attention partials (m, l, acc) */
   unsigned *cnt;      /* [B·H] items finished (zero between launches) */
-  unsigned *bar;      /* [2]: arrivals, generation */
+  unsigned *bar;      /* [1]: barrier arrivals, never reset (see grid_sync) */
+  unsigned epoch, nbar; /* this launch's number, barriers a launch (5·L + 1) */
 };
 
 /* ---- grid barrier, loads, prefetch ---- */
@@ -87,23 +88,20 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
   return v;
 }
 
-/* Every block of the grid arrives before any leaves; writes before it are visible after it.
- * The last block to arrive resets the counter and moves the generation on. */
-__device__ __forceinline__ void grid_sync(unsigned *bar) {
+/* Barrier number i (1, 2, ...) of launch `epoch` (the host counts the launches of a state; nbar
+ * barriers a launch): each block adds 1 to the counter (a release reduction: no reply awaited,
+ * so 132 arrivals cost ~132 L2 operations, not 132 round trips) and waits until it reaches
+ * (epoch·nbar + i)·gridDim.x (wrap-safe: 32-bit differences). Writes before the barrier are
+ * visible after it (bar.sync, then the release / acquire of thread 0, then bar.sync). */
+__device__ __forceinline__ void grid_sync(const Params &p, unsigned &bi) {
+  const unsigned target = (p.epoch * p.nbar + ++bi) * gridDim.x;
   __syncthreads();
   if (threadIdx.x == 0) {
-    const unsigned gen = ld_acquire(bar + 1); /* cannot move before every block arrives */
     __threadfence();
-    if (atomicAdd(bar, 1u) == gridDim.x - 1) {
-      atomicExch(bar, 0u);
-      __threadfence();
-      atomicAdd(bar + 1, 1u);
-    } else {
-      const long long t0 = clock64();
-      while (ld_acquire(bar + 1) == gen)
-        if (clock64() - t0 > (1ll << 33)) __trap(); /* ~4 s: not all blocks resident */
-    }
-    __threadfence();
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p.bar) : "memory");
+    const long long t0 = clock64();
+    while ((int)(ld_acquire(p.bar) - target) < 0)
+      if (clock64() - t0 > (1ll << 33)) __trap(); /* ~4 s: not all blocks resident */
   }
   __syncthreads();
 }
@@ -179,11 +177,11 @@ __device__ __forceinline__ void unpack8(uint4 v, float *f) {
   for (int i = 0; i < 8; i++) f[i] = tzc_tof(e[i]);
 }
 
-/* ---- LayerNorm statistics of the rows of x (warp m: row m < B), into smem mu[m], rs[m] ---- */
+/* ---- LayerNorm statistics of the rows of x (warp w: rows w, w + NW, ... < B), into smem mu[r], rs[r] ---- */
 __device__ __forceinline__ void row_stats(const Params &p, float *mu, float *rs) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if (warp < p.B) {
-    const float *xr = p.x + (size_t)warp * p.C;
+  for (int r = warp; r < p.B; r += NW) {
+    const float *xr = p.x + (size_t)r * p.C;
     float4 v[CPL];
     float s = 0.0f;
 #pragma unroll
@@ -201,7 +199,7 @@ __device__ __forceinline__ void row_stats(const Params &p, float *mu, float *rs)
         q += (a * a + b * b) + (c * c + d * d);
       }
     const float var = tzc_warp_sum(q) / p.C;
-    if (lane == 0) mu[warp] = m, rs[warp] = 1.0f / sqrtf(var + p.eps);
+    if (lane == 0) mu[r] = m, rs[r] = 1.0f / sqrtf(var + p.eps);
   }
   __syncthreads();
 }
@@ -225,26 +223,40 @@ __device__ __forceinline__ uint4 norm8(const Params &p, int r, int k, const tzc_
 
 /* ---- a matmul phase (A, C, D, E): out[r, n] = epi(r, n, Σ_k a[r, k]·W[n, k]) for r < B ----
  * lda(r, k): 8 bf16 of row r at k (zero for r ≥ B); W [N, K] bf16 (N % 8 == 0, K % 32 == 0). */
-template <int TNM, int UK, class LdA, class Epi>
-__device__ __forceinline__ void mm_phase(const tzc_bf16 *__restrict__ W, int N, int K, int TN, LdA lda, Epi epi,
-                                         float *red) {
+template <int TNM, int UK, class Pre, class LdA, class Epi>
+__device__ __forceinline__ void mm_phase(const tzc_bf16 *__restrict__ W, int N, int K, int TN, Pre pre, LdA lda,
+                                         Epi epi, float *red) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int Gn = N / 8, ntask = (Gn + TN - 1) / TN, nch = K / 32; /* TN ≤ TNM */
+  uint4 wv[UK][TNM];
+  auto load_w = [&](int task, int c0) { /* one round of a task's weights into wv */
+    const int j0 = task * TN, nj = min(TN, Gn - j0);
+#pragma unroll
+    for (int u = 0; u < UK; u++) {
+      const int c = c0 + u * NW;
+      if (c < nch)
+#pragma unroll
+        for (int j = 0; j < TNM; j++)
+          if (j < nj) wv[u][j] = ld_ro16(W + (size_t)((j0 + j) * 8 + g) * K + c * 32 + 8 * t);
+    }
+  };
+  /* the first round's weights are requested before pre() (the barrier, the norm statistics): the
+   * weights never depend on the previous phase, so their latency overlaps the wait */
+  if (blockIdx.x < ntask) load_w(blockIdx.x, warp);
+  pre();
   for (int task = blockIdx.x; task < ntask; task += gridDim.x) {
     const int j0 = task * TN, nj = min(TN, Gn - j0);
     float acc[TNM][4];
 #pragma unroll
     for (int j = 0; j < TNM; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
     for (int c0 = warp; c0 < nch; c0 += UK * NW) {
-      uint4 wv[UK][TNM], alo[UK], ahi[UK];
+      if (task != (int)blockIdx.x || c0 != warp) load_w(task, c0);
+      uint4 alo[UK], ahi[UK];
 #pragma unroll
       for (int u = 0; u < UK; u++) {
         const int c = c0 + u * NW;
         if (c < nch) {
           const int k = c * 32 + 8 * t;
-#pragma unroll
-          for (int j = 0; j < TNM; j++)
-            if (j < nj) wv[u][j] = ld_ro16(W + (size_t)((j0 + j) * 8 + g) * K + k);
           alo[u] = lda(g, k);
           ahi[u] = lda(g + 8, k);
         }
@@ -401,6 +413,7 @@ __global__ void __launch_bounds__(NT, 1) decode_step_k(const __grid_constant__ P
   tzc_bf16 *act = reinterpret_cast<tzc_bf16 *>(rs + MR); /* F: [MR][C + pad] */
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gq = lane >> 2, tq = lane & 3;
   const int C = p.C, B = p.B;
+  unsigned bi = 0; /* barriers passed in this launch */
   const int astr = C + ((16 - (C / 2) % 32 + 32) % 32) * 2; /* row stride: 16 banks apart (conflict-free) */
   for (int i = threadIdx.x; i < MR * astr / 8; i += NT) reinterpret_cast<uint4 *>(act)[i] = make_uint4(0, 0, 0, 0);
 
@@ -413,10 +426,8 @@ __global__ void __launch_bounds__(NT, 1) decode_step_k(const __grid_constant__ P
   for (int l = 0; l < p.L; l++) {
     const Layer ly = p.layer[l];
     /* A: qkv; k and v go straight to the cache row pos[b] */
-    grid_sync(p.bar);
-    row_stats(p, mu, rs);
     mm_phase<TN_MAX, 3>(
-        ly.qw, p.Q, C, p.tn_qkv, [&](int r, int k) { return norm8(p, r, k, ly.n1w, ly.n1b, mu, rs); },
+        ly.qw, p.Q, C, p.tn_qkv, [&] { grid_sync(p, bi), row_stats(p, mu, rs); }, [&](int r, int k) { return norm8(p, r, k, ly.n1w, ly.n1b, mu, rs); },
         [&](int r, int n, float s) {
           if (r >= B) return;
           const tzc_bf16 v = tzc_from<tzc_bf16>(s + tzc_tof(ly.qb[n]));
@@ -428,13 +439,12 @@ __global__ void __launch_bounds__(NT, 1) decode_step_k(const __grid_constant__ P
         red);
     /* B: attention */
     prefetch_mm(p, ly.pw, C, C, p.tn_proj);
-    grid_sync(p.bar);
+    grid_sync(p, bi);
     attention_phase<LPK>(p, ly);
     /* C: x += att·Wprojᵀ + b */
     prefetch_mm(p, ly.fw, p.F, C, p.tn_fc);
-    grid_sync(p.bar);
     mm_phase<1, 6>(
-        ly.pw, C, C, p.tn_proj,
+        ly.pw, C, C, p.tn_proj, [&] { grid_sync(p, bi); },
         [&](int r, int k) { return r < B ? ld_cg16(p.att + (size_t)r * C + k) : make_uint4(0, 0, 0, 0); },
         [&](int r, int n, float s) {
           if (r < B) p.x[(size_t)r * C + n] = __ldcg(p.x + (size_t)r * C + n) + (s + tzc_tof(ly.pb[n]));
@@ -442,10 +452,8 @@ __global__ void __launch_bounds__(NT, 1) decode_step_k(const __grid_constant__ P
         red);
     /* D: h = gelu(LN2(x)·Wfcᵀ + b) */
     prefetch_mm(p, ly.f2w, C, p.F, p.tn_fcp);
-    grid_sync(p.bar);
-    row_stats(p, mu, rs);
     mm_phase<TN_MAX, 3>(
-        ly.fw, p.F, C, p.tn_fc, [&](int r, int k) { return norm8(p, r, k, ly.n2w, ly.n2b, mu, rs); },
+        ly.fw, p.F, C, p.tn_fc, [&] { grid_sync(p, bi), row_stats(p, mu, rs); }, [&](int r, int k) { return norm8(p, r, k, ly.n2w, ly.n2b, mu, rs); },
         [&](int r, int n, float s) {
           if (r < B) p.h[(size_t)r * p.F + n] = tzc_from<tzc_bf16>(gelu1(tzc_tof(tzc_from<tzc_bf16>(s + tzc_tof(ly.fb[n])))));
         },
@@ -454,32 +462,36 @@ __global__ void __launch_bounds__(NT, 1) decode_step_k(const __grid_constant__ P
     if (l + 1 < p.L) prefetch_mm(p, p.layer[l + 1].qw, p.Q, C, p.tn_qkv);
     else if (p.pf && lane == 0 && warp * gridDim.x + blockIdx.x < p.Vp / 8) /* this warp's first 8 lm_head rows */
       l2_prefetch1(p.lm + (size_t)(warp * gridDim.x + blockIdx.x) * 8 * C, (unsigned)(8 * C * sizeof(tzc_bf16)));
-    grid_sync(p.bar);
     mm_phase<1, 6>(
-        ly.f2w, C, p.F, p.tn_fcp,
+        ly.f2w, C, p.F, p.tn_fcp, [&] { grid_sync(p, bi); },
         [&](int r, int k) { return r < B ? ld_cg16(p.h + (size_t)r * p.F + k) : make_uint4(0, 0, 0, 0); },
         [&](int r, int n, float s) {
           if (r < B) p.x[(size_t)r * C + n] = __ldcg(p.x + (size_t)r * C + n) + (s + tzc_tof(ly.f2b[n]));
         },
         red);
   }
-  /* F: logits = LNf(x)·wteᵀ; the normalized rows staged once per block */
-  grid_sync(p.bar);
+  /* F: logits = LNf(x)·wteᵀ; the normalized rows staged once per block, the first weights
+   * requested before the barrier */
+  const int nch = C / 32, Gn = p.Vp / 8, jg0 = warp * gridDim.x + blockIdx.x;
+  uint4 wv[UL];
+  auto load_lm = [&](int jg, int c0) {
+    const tzc_bf16 *wr = p.lm + (size_t)(jg * 8 + gq) * C + 8 * tq;
+#pragma unroll
+    for (int u = 0; u < UL; u++)
+      if (c0 + u < nch) wv[u] = ld_ro16(wr + (c0 + u) * 32);
+  };
+  if (jg0 < Gn) load_lm(jg0, 0);
+  grid_sync(p, bi);
   row_stats(p, mu, rs);
   for (int i = threadIdx.x; i < B * (C / 8); i += NT) {
     const int r = i / (C / 8), k = (i % (C / 8)) * 8;
     *reinterpret_cast<uint4 *>(act + (size_t)r * astr + k) = norm8(p, r, k, p.nfw, p.nfb, mu, rs);
   }
   __syncthreads();
-  const int nch = C / 32, Gn = p.Vp / 8;
-  for (int jg = warp * gridDim.x + blockIdx.x; jg < Gn; jg += gridDim.x * NW) {
-    const tzc_bf16 *wr = p.lm + (size_t)(jg * 8 + gq) * C + 8 * tq;
+  for (int jg = jg0; jg < Gn; jg += gridDim.x * NW) {
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int c0 = 0; c0 < nch; c0 += UL) {
-      uint4 wv[UL];
-#pragma unroll
-      for (int u = 0; u < UL; u++)
-        if (c0 + u < nch) wv[u] = ld_ro16(wr + (c0 + u) * 32);
+      if (jg != jg0 || c0 != 0) load_lm(jg, c0);
 #pragma unroll
       for (int u = 0; u < UL; u++)
         if (c0 + u < nch) {
@@ -508,6 +520,7 @@ struct State {
   int grid;
   size_t smem;
   void *fn;
+  unsigned launches; /* kernels queued with this state: the next launch's epoch (grid_sync) */
 };
 
 void state_free(State *s) {
@@ -619,6 +632,7 @@ extern "C" int tzc_decode_step(tz_backend *be, const tz_step_desc *d, int B) {
   p.lm = (const tzc_bf16 *)tzc_w(be, d->lm_head);
   p.layer = s->dlayer, p.x = s->x, p.qkv = s->qkv, p.att = s->att, p.h = s->h;
   p.logits = (tzc_bf16 *)tzc_ptr(d->logits), p.part = s->part, p.cnt = s->cnt, p.bar = s->bar;
+  p.epoch = s->launches++, p.nbar = 5u * (unsigned)d->n_layer + 1u;
   void *args[] = {&p};
   TZC_CHECK(cudaLaunchCooperativeKernel(s->fn, dim3(s->grid), dim3(NT), args, s->smem, c->stream));
   return 1;
