@@ -69,14 +69,14 @@ same() {
   elif cmp -s "$2" "$3"; then echo "cli: $1: identical" | tee -a "$out/cli.txt"
   else echo "cli: $1: DIFFERENT ($(cmp "$2" "$3" | head -1))" | tee -a "$out/cli.txt"; fi
 }
-S --backend cuda --tokens 300 --batch 16 --seed 5 --temperature 0 > "$w/s16a" 2>> "$out/cli.err"
-S --backend cuda --tokens 300 --batch 16 --seed 5 --temperature 0 > "$w/s16b" 2>> "$out/cli.err"
+TEZGAH_CUDA_STEP=1 S --backend cuda --tokens 300 --batch 16 --seed 5 --temperature 0 > "$w/s16a" 2>> "$out/cli.err"
+TEZGAH_CUDA_STEP=1 S --backend cuda --tokens 300 --batch 16 --seed 5 --temperature 0 > "$w/s16b" 2>> "$out/cli.err"
 same "bf16 greedy --batch 16, run to run" "$w/s16a" "$w/s16b"
-S --backend cuda --tokens 300 --batch 16 --seed 5 --temperature 0.8 > "$w/t16a" 2>> "$out/cli.err"
-S --backend cuda --tokens 300 --batch 16 --seed 5 --temperature 0.8 > "$w/t16b" 2>> "$out/cli.err"
+TEZGAH_CUDA_STEP=1 S --backend cuda --tokens 300 --batch 16 --seed 5 --temperature 0.8 > "$w/t16a" 2>> "$out/cli.err"
+TEZGAH_CUDA_STEP=1 S --backend cuda --tokens 300 --batch 16 --seed 5 --temperature 0.8 > "$w/t16b" 2>> "$out/cli.err"
 same "bf16 sampled --batch 16, run to run" "$w/t16a" "$w/t16b"
 S --backend cuda --tokens 300 --temperature 0 > "$w/s1" 2>> "$out/cli.err"
-TEZGAH_CUDA_STEP=0 S --backend cuda --tokens 300 --temperature 0 > "$w/s1op" 2>> "$out/cli.err"
+TEZGAH_CUDA_STEP=1 S --backend cuda --tokens 300 --temperature 0 > "$w/s1op" 2>> "$out/cli.err"
 echo "cli: bf16 greedy batch 1, one kernel vs op by op: $(cmp "$w/s1" "$w/s1op" > /dev/null && echo identical || echo "differ from byte $(cmp "$w/s1" "$w/s1op" | sed -n 's/.*byte \([0-9]*\).*/\1/p') of $(wc -c < "$w/s1")")" | tee -a "$out/cli.txt"
 S --backend cpu --precision fp32 --tokens 300 --temperature 0 > "$w/s1cpu" 2>> "$out/cli.err"
 echo "cli: greedy batch 1 vs cpu fp32: one kernel equal for $(cmp "$w/s1" "$w/s1cpu" > /dev/null && echo all || cmp "$w/s1" "$w/s1cpu" | sed -n 's/.*byte \([0-9]*\).*/\1/p') bytes, op by op for $(cmp "$w/s1op" "$w/s1cpu" > /dev/null && echo all || cmp "$w/s1op" "$w/s1cpu" | sed -n 's/.*byte \([0-9]*\).*/\1/p') (of $(wc -c < "$w/s1cpu"))" | tee -a "$out/cli.txt"
@@ -113,22 +113,23 @@ PY
 for b in 1 16; do
   for i in 1 2 3; do
     run default $b
-    run opbyop $b TEZGAH_CUDA_STEP=0
-    ((i < 3)) && run nopf $b TEZGAH_CUDA_STEP_PF=0
+    run step $b TEZGAH_CUDA_STEP=1
   done
 done
 pack_logs
 for pv in "1 1" "16 1" "1 0" "16 0"; do
   read -r b v <<< "$pv"
-  env=(); ((v == 0)) && env=(TEZGAH_CUDA_STEP=0)
+  env=(); ((v == 1)) && env=(TEZGAH_CUDA_STEP=1)
   env "${env[@]}" TEZGAH_PROFILE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 200 \
     --batch $b --ignore-eot --temperature 0 --stats > /dev/null 2> "$out/profile$b.$v.txt"
-  echo "per-op b$b $( ((v)) && echo default || echo opbyop) (ms/step, calls): $(awk '$2 ~ /^[0-9.]+$/ && $1 != "total" && NR > 2 && n++ < 4 { printf "%s %s (%s), ", $1, $2, $3 } $1 == "total" { printf "total %s", $2 }' "$out/profile$b.$v.txt")" |
+  echo "per-op b$b $( ((v)) && echo step || echo default) (ms/step, calls): $(awk '$2 ~ /^[0-9.]+$/ && $1 != "total" && NR > 2 && n++ < 4 { printf "%s %s (%s), ", $1, $2, $3 } $1 == "total" { printf "total %s", $2 }' "$out/profile$b.$v.txt")" |
     tee -a "$out/phases.txt"
 done
-TEZGAH_VERBOSE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 1000 --ignore-eot --temperature 0 \
-  --stats > /dev/null 2> "$out/verbose1.txt"
-grep -E "^cuda: (start-up|decode_step)|^sample: (start-up|cuda)" "$out/verbose1.txt" | cut -c1-230 | tee -a "$out/phases.txt"
+for b in 1 16; do
+  TEZGAH_CUDA_STEP=1 TEZGAH_CUDA_STEP_TRACE=1 TEZGAH_VERBOSE=1 "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda \
+    --tokens 400 --ignore-eot --temperature 0 --batch $b --stats > /dev/null 2> "$out/trace$b.txt"
+  echo "batch $b: $(grep -E "^cuda: decode_step trace" "$out/trace$b.txt" | tail -1)" | cut -c1-300 | tee -a "$out/phases.txt"
+done
 pack_logs
 
 echo "== 4. peer: transformers generate (fp32, batch 1, 1,000 tokens)"

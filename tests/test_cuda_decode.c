@@ -547,9 +547,9 @@ static void test_model_bf16_llama(void **state) {
  * tests above makes bf16 runs drift from fp32 by the size of the logits themselves); every
  * step's logits of every row compared with the CPU's fp32 ones: error = max |cuda − cpu| over
  * all rows, steps and logits / max |cpu|. The one-kernel step (the default) must be within
- * 1.5× the op-by-op bf16 path's error (TEZGAH_CUDA_STEP=0) plus 1e-3, and below 0.05 (both
+ * 1.5× the op-by-op bf16 path's error (the default) plus 1e-3, and below 0.05 (both
  * round weights and activations to bf16; the kernel keeps the residual in fp32); it must have
- * run (the backend's step state made) and the op-by-op run must not have made it. gpt2 at
+ * run (TEZGAH_CUDA_STEP=1: the backend's step state made) and the op-by-op run must not. gpt2 at
  * head_dim 32 (n_head 4) and 64 (n_head 2). */
 #define FROWS 10
 static void forced_run(tz_backend *be, const tz_config *c, float *lg, int *made_step) {
@@ -593,16 +593,16 @@ static void step_case(int n_head) {
   float *ref = malloc(n * 4), *mk = malloc(n * 4), *op = malloc(n * 4);
   forced_run(cpu, &c, ref, NULL);
   int made_mk = 0, made_op = 1;
+  setenv("TEZGAH_CUDA_STEP", "1", 1);
   tz_backend *g = tz_backend_create("cuda", 0, "bf16");
   assert_non_null(g);
   forced_run(g, &c, mk, &made_mk);
   g->destroy(g);
-  setenv("TEZGAH_CUDA_STEP", "0", 1);
+  unsetenv("TEZGAH_CUDA_STEP");
   g = tz_backend_create("cuda", 0, "bf16");
   assert_non_null(g);
   forced_run(g, &c, op, &made_op);
   g->destroy(g);
-  unsetenv("TEZGAH_CUDA_STEP");
   const double e_mk = forced_err(mk, ref, c.vocab_size), e_op = forced_err(op, ref, c.vocab_size);
   printf("decode_step head_dim %d: error vs cpu fp32 %.3g (one kernel), %.3g (op by op), bound %.3g\n",
          c.d_model / n_head, e_mk, e_op, 1.5 * e_op + 1e-3);

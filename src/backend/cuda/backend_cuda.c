@@ -262,7 +262,7 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   const char *gr = getenv("TEZGAH_CUDA_GRAPHS");
   c->graphs_off = c->prof || (gr && !strcmp(gr, "0"));
   const char *so = getenv("TEZGAH_CUDA_STEP");
-  c->step_off = so && !strcmp(so, "0");
+  c->step_on = so && !strcmp(so, "1");
   const char *pd = getenv("TEZGAH_CUDA_PDL");
   c->pdl_off = prop.major < 9 || (pd && !strcmp(pd, "0"));
   if (c->verbose) {

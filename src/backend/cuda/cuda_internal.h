@@ -81,9 +81,10 @@ typedef struct {
    * TEZGAH_CUDA_PDL=0, the device is older than sm_90, or a recording with it failed. */
   int pdl, pdl_off;
   /* decode_step's buffers, layer table and launch geometry (decode_step.cu), NULL until used;
-   * step_off: TEZGAH_CUDA_STEP=0 at creation (decode_step declines: the ops one by one) */
+   * step_on: TEZGAH_CUDA_STEP=1 at creation (opt-in: on the H200 the one-kernel step is still
+   * slower than the recorded op-by-op step, 2026-12-03; without it decode_step declines) */
   void *step;
-  int step_off;
+  int step_on;
 } tzc_ctx;
 
 static inline tzc_ctx *tzc(tz_backend *be) { return (tzc_ctx *)be->ctx; }

@@ -79,6 +79,7 @@ struct Params {
   unsigned *cnt;      /* [B·H] items finished (zero between launches) */
   unsigned *bar;      /* [1]: barrier arrivals, never reset (see grid_sync) */
   unsigned epoch, nbar; /* this launch's number, barriers a launch (5·L + 1) */
+  unsigned long long *trace; /* TEZGAH_CUDA_STEP_TRACE=1: block 0's ns at each barrier [2·(nbar + 1)] */
 };
 
 /* ---- grid barrier, loads, prefetch ---- */
@@ -86,6 +87,12 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
   unsigned v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
+}
+
+__device__ __forceinline__ unsigned long long globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
 }
 
 /* Barrier number i (1, 2, ...) of launch `epoch` (the host counts the launches of a state; nbar
@@ -97,11 +104,12 @@ __device__ __forceinline__ void grid_sync(const Params &p, unsigned &bi) {
   const unsigned target = (p.epoch * p.nbar + ++bi) * gridDim.x;
   __syncthreads();
   if (threadIdx.x == 0) {
-    __threadfence();
+    if (p.trace && blockIdx.x == 0) p.trace[2 * bi] = globaltimer(); /* block 0 arrives */
     asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p.bar) : "memory");
     const long long t0 = clock64();
     while ((int)(ld_acquire(p.bar) - target) < 0)
       if (clock64() - t0 > (1ll << 33)) __trap(); /* ~4 s: not all blocks resident */
+    if (p.trace && blockIdx.x == 0) p.trace[2 * bi + 1] = globaltimer(); /* ... and leaves */
   }
   __syncthreads();
 }
@@ -414,6 +422,7 @@ __global__ void __launch_bounds__(NT, 1) decode_step_k(const __grid_constant__ P
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gq = lane >> 2, tq = lane & 3;
   const int C = p.C, B = p.B;
   unsigned bi = 0; /* barriers passed in this launch */
+  if (p.trace && blockIdx.x == 0 && threadIdx.x == 0) p.trace[1] = globaltimer();
   const int astr = C + ((16 - (C / 2) % 32 + 32) % 32) * 2; /* row stride: 16 banks apart (conflict-free) */
   for (int i = threadIdx.x; i < MR * astr / 8; i += NT) reinterpret_cast<uint4 *>(act)[i] = make_uint4(0, 0, 0, 0);
 
@@ -505,6 +514,10 @@ __global__ void __launch_bounds__(NT, 1) decode_step_k(const __grid_constant__ P
     if (gq < B) *reinterpret_cast<unsigned *>(p.logits + (size_t)gq * p.Vp + n) = pack2(acc[0], acc[1]);
     if (gq + 8 < B) *reinterpret_cast<unsigned *>(p.logits + (size_t)(gq + 8) * p.Vp + n) = pack2(acc[2], acc[3]);
   }
+  if (p.trace && blockIdx.x == 0) {
+    __syncthreads();
+    if (threadIdx.x == 0) p.trace[2 * (bi + 1)] = globaltimer(); /* block 0 done */
+  }
 }
 
 /* ---- host side ---- */
@@ -521,10 +534,41 @@ struct State {
   size_t smem;
   void *fn;
   unsigned launches; /* kernels queued with this state: the next launch's epoch (grid_sync) */
+  unsigned long long *dtrace; /* TEZGAH_CUDA_STEP_TRACE=1: the kernel's barrier times, summed per */
+  double tsum[8], tn;         /* phase kind (0, A, B, C, D, E, F; arrive → leave as 7) over tn launches */
 };
+
+/* TEZGAH_CUDA_STEP_TRACE=1: block 0's time in each kind of phase, µs per step (stderr). */
+void trace_report(const State *s) {
+  if (!s->dtrace || s->tn < 1) return;
+  static const char *nm[8] = {"embed", "A qkv", "B attention", "C proj", "D fc", "E fcproj", "F lm_head", "barrier waits"};
+  fprintf(stderr, "cuda: decode_step trace (block 0, %.0f steps, µs per step):", s->tn);
+  for (int k = 0; k < 8; k++) fprintf(stderr, " %s %.1f;", nm[k], s->tsum[k] / s->tn);
+  fprintf(stderr, "\n");
+}
+void trace_add(State *s, cudaStream_t st) {
+  const int n = 2 * (5 * s->L + 2);
+  unsigned long long h[2 * (5 * 64 + 2)];
+  if (n > (int)(sizeof h / sizeof *h)) return;
+  TZC_CHECK(cudaMemcpyAsync(h, s->dtrace, (size_t)n * 8, cudaMemcpyDeviceToHost, st));
+  TZC_CHECK(cudaStreamSynchronize(st));
+  /* h[1]: start; barrier i (1..nbar): arrive h[2i], leave h[2i+1]; h[2(nbar+1)]: end. Phase after
+   * barrier i: kind 1 + (i − 1) % 5 for i ≤ 5L, F for the last; embed: start → barrier 1. */
+  const int nbar = 5 * s->L + 1;
+  s->tsum[0] += (double)(h[2] - h[1]) * 1e-3;
+  for (int i = 1; i <= nbar; i++) {
+    const unsigned long long end = i < nbar ? h[2 * (i + 1)] : h[2 * (nbar + 1)];
+    s->tsum[i < nbar ? 1 + (i - 1) % 5 : 6] += (double)(end - h[2 * i + 1]) * 1e-3;
+    s->tsum[7] += (double)(h[2 * i + 1] - h[2 * i]) * 1e-3;
+  }
+  s->tn += 1;
+  if ((long)s->tn % 200 == 0) trace_report(s); /* a quick exit never frees the state */
+}
 
 void state_free(State *s) {
   if (!s) return;
+  trace_report(s);
+  cudaFree(s->dtrace);
   cudaFree(s->x), cudaFree(s->part), cudaFree(s->qkv), cudaFree(s->att), cudaFree(s->h), cudaFree(s->cnt),
       cudaFree(s->bar), cudaFree(s->dlayer);
   free(s->hlayer);
@@ -546,7 +590,7 @@ extern "C" void tzc_decode_step_free(tz_backend *be) {
 
 extern "C" int tzc_decode_step(tz_backend *be, const tz_step_desc *d, int B) {
   tzc_ctx *c = tzc(be);
-  if (c->step_off || c->act != TZ_BF16 || c->cc_major < 8 || B < 1 || B > MR) return 0;
+  if (!c->step_on || c->act != TZ_BF16 || c->cc_major < 8 || B < 1 || B > MR) return 0;
   const int C = d->d_model, H = d->n_head, G = d->n_kv_head, hd = d->head_dim, F = d->d_ff, Vp = d->padded_vocab;
   const int Q = (H + 2 * G) * hd, NS = (d->max_T + CH - 1) / CH;
   /* what the kernel takes: 32-element K chunks, 8-column groups, 16-byte rows, C ≤ 1,024 in the
@@ -633,7 +677,11 @@ extern "C" int tzc_decode_step(tz_backend *be, const tz_step_desc *d, int B) {
   p.layer = s->dlayer, p.x = s->x, p.qkv = s->qkv, p.att = s->att, p.h = s->h;
   p.logits = (tzc_bf16 *)tzc_ptr(d->logits), p.part = s->part, p.cnt = s->cnt, p.bar = s->bar;
   p.epoch = s->launches++, p.nbar = 5u * (unsigned)d->n_layer + 1u;
+  const char *tr = getenv("TEZGAH_CUDA_STEP_TRACE");
+  if (tr && !strcmp(tr, "1") && !s->dtrace) TZC_CHECK(cudaMalloc(&s->dtrace, (size_t)2 * (5 * d->n_layer + 2) * 8));
+  p.trace = s->dtrace;
   void *args[] = {&p};
   TZC_CHECK(cudaLaunchCooperativeKernel(s->fn, dim3(s->grid), dim3(NT), args, s->smem, c->stream));
+  if (s->dtrace) trace_add(s, c->stream); /* waits for the step: a diagnosis, not a measurement of speed */
   return 1;
 }
