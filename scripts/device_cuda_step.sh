@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
-# On the GPU machine (device tool): issue 24 item 4's decoding targets with the whole step in one
-# persistent kernel (src/kernels/decode_step/decode_step.cu; TEZGAH_CUDA_STEP=0: the op-by-op
-# recorded step as before, the A/B in the same binary). Whole `tezgah sample` process, 1,000 new
+# On the GPU machine (device tool): issue 24 item 4's decoding targets and the whole step in one
+# persistent kernel (src/kernels/decode_step/decode_step.cu, opt-in: TEZGAH_CUDA_STEP=1) against
+# the default recorded op-by-op step, in the same binary. Whole `tezgah sample` process, 1,000 new
 # tokens, GPT-2 124M: batch 1 >= 1,500 tokens/s, batch 16 >= 15,000.
 # From a carried pack DIR (scripts/device_pack.sh's output):
 #   here:  TZ_PACK_TARGETS="tezgah test_cuda_decode" nice -n 19 bash scripts/device_pack.sh pack \
 #            -DCMAKE_CUDA_ARCHITECTURES=90-real
 #   there: bash scripts/device_cuda_step.sh pack      (run tool, carry ["pack"], timeout 300)
 # 1. test_cuda_decode, the whole program (as ctest runs it), then test_model_step_kernel alone
-#    (its error line printed) and under compute-sanitizer (racecheck off: memcheck) if present.
-# 2. A GPT-2 124M-shaped run (train 20 steps, B 4, T 256); CLI checks: bf16 greedy --batch 16 run to
-#    run; batch 1 vs row 0 of batch 4 (same prompt: the kernel is batch-invariant); one kernel vs
-#    op by op (not identical by design: the count of equal leading bytes is printed).
+#    (its error line printed) and under compute-sanitizer memcheck if present.
+# 2. A GPT-2 124M-shaped run (train 20 steps, B 4, T 256); CLI checks with the one-kernel step:
+#    bf16 --batch 16 greedy and sampled run to run; batch 1 greedy vs the op-by-op step and vs the
+#    CPU's fp32 (equal leading bytes).
 # 3. Timing, whole process, 1,000 new tokens, greedy bf16, batch 1 and 16: default and
-#    TEZGAH_CUDA_STEP=0 x3 each, interleaved, and TEZGAH_CUDA_STEP_PF=0 (no L2 prefetch) x2; per-op profile (TEZGAH_PROFILE=1) at batch 1, 16.
+#    TEZGAH_CUDA_STEP=1 x3 each, interleaved; per-op profiles (TEZGAH_PROFILE=1); the one-kernel
+#    step's phase trace (TEZGAH_CUDA_STEP_TRACE=1) at batch 1 and 16.
 # 4. The peer: transformers generate() fp32 at batch 1 (bench/hf_generate.py), cut to the budget.
-# 5. The summary LAST.
+# 5. The summary LAST. ~85 s.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 dir=${1:-pack}
@@ -77,9 +78,9 @@ TEZGAH_CUDA_STEP=1 S --backend cuda --tokens 300 --batch 16 --seed 5 --temperatu
 same "bf16 sampled --batch 16, run to run" "$w/t16a" "$w/t16b"
 S --backend cuda --tokens 300 --temperature 0 > "$w/s1" 2>> "$out/cli.err"
 TEZGAH_CUDA_STEP=1 S --backend cuda --tokens 300 --temperature 0 > "$w/s1op" 2>> "$out/cli.err"
-echo "cli: bf16 greedy batch 1, one kernel vs op by op: $(cmp "$w/s1" "$w/s1op" > /dev/null && echo identical || echo "differ from byte $(cmp "$w/s1" "$w/s1op" | sed -n 's/.*byte \([0-9]*\).*/\1/p') of $(wc -c < "$w/s1")")" | tee -a "$out/cli.txt"
+echo "cli: bf16 greedy batch 1, op by op (default) vs one kernel: $(cmp "$w/s1" "$w/s1op" > /dev/null && echo identical || echo "differ from byte $(cmp "$w/s1" "$w/s1op" | sed -n 's/.*byte \([0-9]*\).*/\1/p') of $(wc -c < "$w/s1")")" | tee -a "$out/cli.txt"
 S --backend cpu --precision fp32 --tokens 300 --temperature 0 > "$w/s1cpu" 2>> "$out/cli.err"
-echo "cli: greedy batch 1 vs cpu fp32: one kernel equal for $(cmp "$w/s1" "$w/s1cpu" > /dev/null && echo all || cmp "$w/s1" "$w/s1cpu" | sed -n 's/.*byte \([0-9]*\).*/\1/p') bytes, op by op for $(cmp "$w/s1op" "$w/s1cpu" > /dev/null && echo all || cmp "$w/s1op" "$w/s1cpu" | sed -n 's/.*byte \([0-9]*\).*/\1/p') (of $(wc -c < "$w/s1cpu"))" | tee -a "$out/cli.txt"
+echo "cli: greedy batch 1 vs cpu fp32: op by op equal for $(cmp "$w/s1" "$w/s1cpu" > /dev/null && echo all || cmp "$w/s1" "$w/s1cpu" | sed -n 's/.*byte \([0-9]*\).*/\1/p') bytes, one kernel for $(cmp "$w/s1op" "$w/s1cpu" > /dev/null && echo all || cmp "$w/s1op" "$w/s1cpu" | sed -n 's/.*byte \([0-9]*\).*/\1/p') (of $(wc -c < "$w/s1cpu"))" | tee -a "$out/cli.txt"
 pack_logs
 
 echo "== 3. tezgah sample, 1,000 new tokens, whole process"
