@@ -263,6 +263,7 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   c->graphs_off = c->prof || (gr && !strcmp(gr, "0"));
   const char *so = getenv("TEZGAH_CUDA_STEP");
   c->step_on = so && !strcmp(so, "1");
+  if (!c->step_on) be->decode_step = NULL; /* opt-in: the model then never builds a step description */
   const char *pd = getenv("TEZGAH_CUDA_PDL");
   c->pdl_off = prop.major < 9 || (pd && !strcmp(pd, "0"));
   if (c->verbose) {
