@@ -413,18 +413,19 @@ static tz_config cfg_of(tz_arch arch) {
   return c;
 }
 
-static tz_model *new_model(tz_backend *be, const tz_config *c, int rows) {
+static tz_model *new_model_scaled(tz_backend *be, const tz_config *c, int rows, float scale) {
   tz_model *m;
   assert_int_equal(tz_model_create(be, c, &m), 0);
   tz_model_init_weights(m, 4321);
   float *p = malloc(m->lay.total * sizeof(float));
   tz_model_get_params(m, p);
-  for (size_t i = 0; i < m->lay.total; i++) p[i] *= 8.0f;
+  for (size_t i = 0; i < m->lay.total; i++) p[i] *= scale;
   tz_model_set_params(m, p);
   free(p);
   assert_int_equal(tz_model_alloc_inference_rows(m, rows), 0);
   return m;
 }
+static tz_model *new_model(tz_backend *be, const tz_config *c, int rows) { return new_model_scaled(be, c, rows, 8.0f); }
 
 /* Decode STEPS tokens for `rows` rows (row b seeded 500 + seed0 + b) from one prompt; ids to
  * out[rows][STEPS]; every step's logits (rows × V) appended to `lg` when given. */
@@ -540,6 +541,83 @@ static void test_model_bf16_llama(void **state) {
   model_bf16(TZ_ARCH_LLAMA);
 }
 
+/* ---- the whole step in one kernel (decode_step.cu) ----
+ * Teacher forcing: R = 10 rows (tile rows 0..7 and 8..9), the 5-token prompt, then STEPS steps
+ * feeding the same pseudo-random ids on every backend, weights N(0, 0.02) × 2 (the ×8 of the
+ * tests above makes bf16 runs drift from fp32 by the size of the logits themselves); every
+ * step's logits of every row compared with the CPU's fp32 ones: error = max |cuda − cpu| over
+ * all rows, steps and logits / max |cpu|. The one-kernel step (the default) must be within
+ * 1.5× the op-by-op bf16 path's error (the default) plus 1e-3, and below 0.05 (both
+ * round weights and activations to bf16; the kernel keeps the residual in fp32); it must have
+ * run (TEZGAH_CUDA_STEP=1: the backend's step state made) and the op-by-op run must not. gpt2 at
+ * head_dim 32 (n_head 4) and 64 (n_head 2). */
+#define FROWS 10
+static void forced_run(tz_backend *be, const tz_config *c, float *lg, int *made_step) {
+  tz_model *m = new_model_scaled(be, c, FROWS, 2.0f);
+  const int32_t prompt[5] = {1, 7, 42, 99, 3};
+  for (int b = 0; b < FROWS; b++) tz_model_feed_row(m, b, prompt, 5, 0);
+  uint32_t st = 12345u;
+  int32_t ids[FROWS], pos[FROWS];
+  for (int i = 0; i < STEPS; i++) {
+    for (int b = 0; b < FROWS; b++)
+      be->download_act(be, lg + ((size_t)i * FROWS + b) * c->vocab_size,
+                       tz_elems(m->infer.logits, (size_t)b * c->padded_vocab, be->act), (size_t)c->vocab_size);
+    for (int b = 0; b < FROWS; b++) {
+      st = st * 1664525u + 1013904223u;
+      ids[b] = (int32_t)((st >> 8) % (uint32_t)c->vocab_size), pos[b] = 5 + i;
+    }
+    be->upload(be, m->infer.tokens, ids, sizeof ids);
+    tz_model_step(m, pos, FROWS);
+  }
+#ifdef TZ_HAVE_CUDA
+  if (made_step) *made_step = tzc(be)->step != NULL;
+#else
+  (void)made_step;
+#endif
+  tz_model_free(m);
+}
+static double forced_err(const float *got, const float *want, int V) {
+  double d = 0.0, mx = 0.0;
+  for (size_t i = 0; i < (size_t)STEPS * FROWS * V; i++) {
+    const double e = fabs((double)got[i] - want[i]);
+    if (!(e <= d)) d = e; /* NaN counts as worst */
+    if (fabs(want[i]) > mx) mx = fabs(want[i]);
+  }
+  return d / (mx > 0.0 ? mx : 1.0);
+}
+static void step_case(int n_head) {
+  tz_config c = cfg_of(TZ_ARCH_GPT2);
+  c.n_head = c.n_kv_head = n_head;
+  assert_int_equal(tz_config_finalize(&c), 0);
+  size_t n = (size_t)STEPS * FROWS * c.vocab_size;
+  float *ref = malloc(n * 4), *mk = malloc(n * 4), *op = malloc(n * 4);
+  forced_run(cpu, &c, ref, NULL);
+  int made_mk = 0, made_op = 1;
+  setenv("TEZGAH_CUDA_STEP", "1", 1);
+  tz_backend *g = tz_backend_create("cuda", 0, "bf16");
+  assert_non_null(g);
+  forced_run(g, &c, mk, &made_mk);
+  g->destroy(g);
+  unsetenv("TEZGAH_CUDA_STEP");
+  g = tz_backend_create("cuda", 0, "bf16");
+  assert_non_null(g);
+  forced_run(g, &c, op, &made_op);
+  g->destroy(g);
+  const double e_mk = forced_err(mk, ref, c.vocab_size), e_op = forced_err(op, ref, c.vocab_size);
+  printf("decode_step head_dim %d: error vs cpu fp32 %.3g (one kernel), %.3g (op by op), bound %.3g\n",
+         c.d_model / n_head, e_mk, e_op, 1.5 * e_op + 1e-3);
+  assert_true(made_mk);
+  assert_false(made_op);
+  assert_true(e_mk <= 1.5 * e_op + 1e-3);
+  assert_true(e_mk < 0.05);
+  free(ref), free(mk), free(op);
+}
+static void test_model_step_kernel(void **state) {
+  (void)state;
+  step_case(4);
+  step_case(2);
+}
+
 int main(void) {
   /* the few-row kernels at up to 16 rows (nm_case's M 9 and 16), whatever the default crossover
    * (TZC_GEMV_CROSSOVER) is; a value given in the environment is kept */
@@ -552,6 +630,7 @@ int main(void) {
       cmocka_unit_test(test_attention_decode), cmocka_unit_test(test_pick), cmocka_unit_test(test_norm_matmul), cmocka_unit_test(test_mma),
       cmocka_unit_test(test_model_fp32_gpt2),  cmocka_unit_test(test_model_fp32_llama),
       cmocka_unit_test(test_model_bf16_gpt2),  cmocka_unit_test(test_model_bf16_llama),
+      cmocka_unit_test(test_model_step_kernel),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -77,6 +77,25 @@ typedef struct {
   int t;            /* 1-based step for bias correction */
 } tz_adamw_hp;
 
+/* decode_step's view of one GPT-2 block: its weights (W slices of the parameter buffer, the
+ * layout of src/model/layout.c: qkv_w [Q, C], proj_w [C, C], fc_w [F, C], fcproj_w [C, F],
+ * biases and LayerNorm weights [N]) and this layer's KV cache (act [rows, max_T, kv_row]). */
+typedef struct {
+  tz_slice norm1_w, norm1_b, qkv_w, qkv_b, proj_w, proj_b, norm2_w, norm2_b, fc_w, fc_b, fcproj_w, fcproj_b;
+  tz_slice kcache, vcache;
+} tz_step_layer;
+
+/* decode_step's model: GPT-2 shapes (C = d_model = n_head·head_dim, Q = (n_head + 2·n_kv_head)
+ * ·head_dim, F = d_ff, Vp = padded vocabulary), LayerNorm eps, the step's inputs (tokens, pos:
+ * int32 [B]), the embeddings (wte [Vp, C], also the tied lm_head; wpe [max_T, C]), the final
+ * norm, and the logits act [B, Vp] it writes. layer: [n_layer]. */
+typedef struct {
+  int n_layer, d_model, n_head, n_kv_head, head_dim, d_ff, vocab, padded_vocab, max_T;
+  float eps;
+  tz_slice tokens, pos, wte, wpe, normf_w, normf_b, lm_head, logits;
+  const tz_step_layer *layer;
+} tz_step_desc;
+
 typedef struct tz_backend tz_backend;
 struct tz_backend {
   const char *name; /* "cpu", "webgpu", "cuda" */
@@ -315,6 +334,15 @@ struct tz_backend {
    * loop). Same ids as pick for the same draws; returns 0 (nothing queued) where pick would. */
   int (*pick_dev)(tz_backend *be, tz_slice out, tz_slice logits, int B, int V, int Vp, float temperature,
                   int top_k, float top_p, tz_slice r, tz_slice ids);
+  /* decode_step: a whole decoding step of a GPT-2 model in one call (the ops of model.c's
+   * forward_step: embed_pos_fwd, per layer LayerNorm → qkv → attention_decode (the k, v
+   * appended at pos[b]) → proj added to the residual → LayerNorm → fc → GeLU → fcproj added,
+   * then the final LayerNorm → lm_head), for rows 0..B-1 at positions pos[b] (tokens, pos:
+   * int32 [B] in device memory). Writes logits act [B, Vp] and each layer's kcache/vcache row
+   * pos[b]; the other act tensors of the step are not written (the residual stream stays inside).
+   * Returns 1 when queued, 0 (nothing queued) when it does not take this model, B or precision
+   * (the caller then runs the ops one by one). NULL where the backend has no such kernel. */
+  int (*decode_step)(tz_backend *be, const tz_step_desc *d, int B);
   /* Recording a step once and replaying it (CUDA graphs; NULL: ops are queued one by one).
    * replay(key): 1 when a recording made under `key` was queued (as if its ops had been
    * called again, with the same arguments: per-step values must live in device memory), 0

@@ -598,9 +598,38 @@ static void forward_step(tz_model *m, int B) {
     be->matmul_t(be, a->logits, a->nf, P(m, m->lay.lm_head), TZ_NONE, B, d.C, d.Vp, 0);
 }
 
-/* forward_step, replayed from its recording where the backend has one for B rows. */
+/* The whole step in one backend call (backend.h's decode_step: GPT-2 only), described from the
+ * layout; 1 when the backend queued it. The description is rebuilt each step (n_layer entries,
+ * no allocation beyond it): the backend keeps what it needs. */
+static int step_whole(tz_model *m, int B) {
+  tz_backend *be = m->be;
+  const tz_config *c = &m->cfg;
+  if (!be->decode_step || c->arch != TZ_ARCH_GPT2) return 0;
+  tz_acts *a = &m->infer;
+  dims d = dims_of(c);
+  size_t kvrow = (size_t)d.nkv * d.hd;
+  tz_step_layer *ly = tz_malloc((size_t)d.L * sizeof *ly);
+  for (int l = 0; l < d.L; l++) {
+    const tz_layer_offsets *o = &m->lay.layer[l];
+    size_t layer_off = (size_t)l * a->rows * c->max_seq_len * kvrow;
+    ly[l] = (tz_step_layer){P(m, o->norm1_w), P(m, o->norm1_b), P(m, o->qkv_w), P(m, o->qkv_b),
+                            P(m, o->proj_w),  P(m, o->proj_b),  P(m, o->norm2_w), P(m, o->norm2_b),
+                            P(m, o->fc_w),    P(m, o->fc_b),    P(m, o->fcproj_w), P(m, o->fcproj_b),
+                            A(m, (tz_slice){m->kcache, 0}, layer_off), A(m, (tz_slice){m->vcache, 0}, layer_off)};
+  }
+  tz_step_desc sd = {d.L, d.C, d.nh, d.nkv, d.hd, d.F, d.V, d.Vp, c->max_seq_len, c->norm_eps,
+                     a->tokens, a->pos, P(m, m->lay.wte), P(m, m->lay.wpe), P(m, m->lay.normf_w),
+                     P(m, m->lay.normf_b), P(m, m->lay.lm_head), a->logits, ly};
+  int done = be->decode_step(be, &sd, B);
+  free(ly);
+  return done;
+}
+
+/* forward_step, replayed from its recording where the backend has one for B rows; the whole
+ * step in one call where the backend offers that (decode_step). */
 static void run_step(tz_model *m, int B) {
   tz_backend *be = m->be;
+  if (step_whole(m, B)) return;
   if (be->replay && be->replay(be, B)) return;
   int rec = be->record_begin && be->record_begin(be, B);
   forward_step(m, B);

@@ -99,6 +99,7 @@ static void cuda_destroy(tz_backend *be) {
     }
     tzc_graphs_free(be);
     tzc_dec_buffers_free(be);
+    tzc_decode_step_free(be);
     tzc_matmul_destroy(be);
     tzc_scratch_free(be);
     if (c->params_bf16) cudaFree(c->params_bf16);
@@ -161,6 +162,7 @@ static void fill_ops(tz_backend *be) {
   OP(pick);
   OP(pick_dev);
   OP(norm_matmul_t);
+  OP(decode_step);
   be->replay = tzc_replay;
   be->record_begin = tzc_record_begin;
   be->record_end = tzc_record_end;
@@ -259,6 +261,9 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   if (pf && *pf && strcmp(pf, "0") != 0) c->prof = tzc_prof_create();
   const char *gr = getenv("TEZGAH_CUDA_GRAPHS");
   c->graphs_off = c->prof || (gr && !strcmp(gr, "0"));
+  const char *so = getenv("TEZGAH_CUDA_STEP");
+  c->step_on = so && !strcmp(so, "1");
+  if (!c->step_on) be->decode_step = NULL; /* opt-in: the model then never builds a step description */
   const char *pd = getenv("TEZGAH_CUDA_PDL");
   c->pdl_off = prop.major < 9 || (pd && !strcmp(pd, "0"));
   if (c->verbose) {

@@ -80,6 +80,11 @@ typedef struct {
    * step is being recorded (its matmuls read only weights before their wait), pdl_off when
    * TEZGAH_CUDA_PDL=0, the device is older than sm_90, or a recording with it failed. */
   int pdl, pdl_off;
+  /* decode_step's buffers, layer table and launch geometry (decode_step.cu), NULL until used;
+   * step_on: TEZGAH_CUDA_STEP=1 at creation (opt-in: on the H200 the one-kernel step is still
+   * slower than the recorded op-by-op step, 2026-12-03; without it decode_step declines) */
+  void *step;
+  int step_on;
 } tzc_ctx;
 
 static inline tzc_ctx *tzc(tz_backend *be) { return (tzc_ctx *)be->ctx; }
@@ -203,6 +208,10 @@ int tzc_pick_dev(tz_backend *be, tz_slice out, tz_slice logits, int B, int V, in
  * `bytes`; growing one bumps graph_gen. Freed by tzc_dec_buffers_free at destroy. */
 void *tzc_dec_buffer(tz_backend *be, int which, size_t bytes);
 void tzc_dec_buffers_free(tz_backend *be);
+/* A whole GPT-2 decoding step in one persistent kernel (src/kernels/decode_step/decode_step.cu):
+ * be->decode_step, and its state's release (tzc_ctx.step) at destroy. */
+int tzc_decode_step(tz_backend *be, const tz_step_desc *d, int B);
+void tzc_decode_step_free(tz_backend *be);
 /* Recorded steps (backend_cuda_graph.c): be->replay, record_begin, record_end, and release. */
 int tzc_replay(tz_backend *be, int key);
 int tzc_record_begin(tz_backend *be, int key);
