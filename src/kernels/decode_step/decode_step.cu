@@ -66,9 +66,8 @@
 namespace {
 constexpr int NT = 256, NW = NT / 32; /* threads and warps of a block (one block per SM: 255 registers) */
 constexpr int MR = 16;                /* rows of the tensor-core tile: B ≤ 16 */
-constexpr int CH = 32;                /* keys per attention item */
-constexpr int NSMAX = 32;             /* attention items per (row, head): max_T ≤ 1,024 */
-constexpr int TN_MAX = 4;             /* 8-column groups per block task */
+constexpr int CH = 32;                /* keys per warp of an attention item (NW·CH a block item) */
+constexpr int TN_MAX = 3;             /* 8-column groups per block task (registers: 4 spilled) */
 constexpr int CPL = 8;                /* float4s of a row per lane in the norm: C ≤ 1,024 */
 constexpr int UL = 12;                /* K chunks in flight per lane in F */
 
@@ -78,7 +77,7 @@ struct Layer {
 };
 
 struct Params {
-  int B, C, H, G, hd, Q, F, V, Vp, maxT, L, NS;
+  int B, C, H, G, hd, Q, F, V, Vp, maxT, L, NSB; /* NSB: attention items a (row, head) */
   float eps, scale;
   int tn_qkv, tn_proj, tn_fc, tn_fcp; /* groups per block task of each matmul */
   int pf;                             /* ask L2 for the next phase's weights (TEZGAH_CUDA_STEP_PF=0: not) */
@@ -87,7 +86,7 @@ struct Params {
   const Layer *layer; /* [L], device memory */
   float *x;           /* [MR, C] fp32 residual */
   tzc_bf16 *qkv, *att, *h, *logits; /* [MR, Q] (q part), [MR, C], [MR, F], [B, Vp] */
-  float *part;        /* [B·H, NS, hd + 2] attention partials (m, l, acc) */
+  float *part;        /* [B·H, NSB, hd + 2] attention partials (m, l, acc) */
   unsigned *cnt;      /* [B·H] items finished (zero between launches) */
   unsigned *bar;      /* [1]: barrier arrivals, never reset (see grid_sync) */
   unsigned epoch, nbar; /* this launch's number, barriers a launch (5·L + 1) */
@@ -241,13 +240,29 @@ __device__ __forceinline__ uint4 norm8(const Params &p, int r, int k, const tzc_
   return make_uint4(pack2(o[0], o[1]), pack2(o[2], o[3]), pack2(o[4], o[5]), pack2(o[6], o[7]));
 }
 
-/* ---- a matmul phase (A, C, D, E): out[r, n] = epi(r, n, Σ_k a[r, k]·W[n, k]) for r < B ----
- * lda(r, k): 8 bf16 of row r at k (zero for r ≥ B); W [N, K] bf16 (N % 8 == 0, K % 32 == 0). */
-template <int TNM, int UK, class Pre, class LdA, class Epi>
-__device__ __forceinline__ void mm_phase(const tzc_bf16 *__restrict__ W, int N, int K, int TN, Pre pre, LdA lda,
-                                         Epi epi, float *red) {
+/* ---- a matmul phase (A, C, D, E): v[r, n] = (x[r, n] +) Σ_k a[r, k]·W[n, k] + bias[n], r < B ----
+ * a = LN(x) (NORM: fp32 rows of x, LayerNorm weights nw, nb) or bf16 rows `ab` [B, K] (read
+ * through L2: another block wrote them). W [N, K] bf16 (N % 8 == 0, K % 32 == 0); RES: the
+ * residual x[r, n] added (v = x + (s + bias)); epi(r, n, v) stores it. Blocks take tasks of TN
+ * ≤ TNM groups of 8 columns (task t: block t % grid), their NW warps the K chunks (warp w: chunks
+ * w, w + NW, ..., UK a round). Before the barrier (pre: the grid barrier) a block requests what
+ * does not depend on the previous phase: its first round of weights and, for its first task, the
+ * bias and residual of the outputs each thread will store (the residual's last writer is at least
+ * one barrier back: C reads what E of the previous layer wrote, E what C wrote). After it, when
+ * the warps' UK rounds cover K (nch ≤ UK·NW: "resident"), the rows' fragments are loaded once for
+ * the phase, and with NORM the statistics come from those same loads: per row, the lanes' sums
+ * over their chunks, the 4 lanes of a row's fragment (butterfly), then the warps in order
+ * through shared memory (stat: [2][NW][MR] floats), mean first, then Σ(x − mean)². Otherwise
+ * (K past UK·NW chunks) rows are loaded round by round and NORM takes row_stats' statistics.
+ * Each task's 16×8 partials of the warps are summed in warp order through `red`. */
+template <int TNM, int UK, bool NORM, bool RES, class Pre, class Epi>
+__device__ __forceinline__ void mm_phase(const Params &p, const tzc_bf16 *__restrict__ W, int N, int K, int TN,
+                                         const tzc_bf16 *ab, const tzc_bf16 *nw, const tzc_bf16 *nb,
+                                         const tzc_bf16 *__restrict__ bias, Pre pre, Epi epi, float *red, float *stat,
+                                         float *mu, float *rs) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int Gn = N / 8, ntask = (Gn + TN - 1) / TN, nch = K / 32; /* TN ≤ TNM */
+  const int Gn = N / 8, ntask = (Gn + TN - 1) / TN, nch = K / 32, B = p.B;
+  const bool resident = nch <= UK * NW;
   uint4 wv[UK][TNM];
   auto load_w = [&](int task, int c0) { /* one round of a task's weights into wv */
     const int j0 = task * TN, nj = min(TN, Gn - j0);
@@ -260,10 +275,127 @@ __device__ __forceinline__ void mm_phase(const tzc_bf16 *__restrict__ W, int N, 
           if (j < nj) wv[u][j] = ld_ro16(W + (size_t)((j0 + j) * 8 + g) * K + c * 32 + 8 * t);
     }
   };
-  /* the first round's weights are requested before pre() (the barrier, the norm statistics): the
-   * weights never depend on the previous phase, so their latency overlaps the wait */
-  if (blockIdx.x < ntask) load_w(blockIdx.x, warp);
+  /* output q of a task (q < nj·128): row, column */
+  auto out_rc = [&](int j0, int q, int &r, int &n) {
+    const int j = q >> 7, ln = (q >> 2) & 31, e = q & 3;
+    r = (ln >> 2) + 8 * (e >> 1), n = (j0 + j) * 8 + 2 * (ln & 3) + (e & 1);
+  };
+  float pb[2] = {0.0f, 0.0f}, px[2] = {0.0f, 0.0f}; /* the first task's bias and residual */
+  if ((int)blockIdx.x < ntask) {
+    load_w(blockIdx.x, warp);
+    const int j0 = blockIdx.x * TN, nj = min(TN, Gn - j0);
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+      const int q = threadIdx.x + i * NT;
+      if (q < nj * 128) {
+        int r, n;
+        out_rc(j0, q, r, n);
+        pb[i] = tzc_tof(bias[n]);
+        if (RES && r < B) px[i] = __ldcg(p.x + (size_t)r * p.C + n);
+      }
+    }
+  }
   pre();
+  /* resident: the warp's rows, loaded (and normalized) once for every task */
+  uint4 alo[UK], ahi[UK];
+  if (resident) {
+    if constexpr (NORM) {
+      float xr[UK][2][8];
+      uint4 gw[UK], hw[UK];
+#pragma unroll
+      for (int u = 0; u < UK; u++) {
+        const int c = warp + u * NW, k = c * 32 + 8 * t;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const int r = g + 8 * h;
+          if (c < nch && r < B) {
+            const float4 a0 = __ldcg(reinterpret_cast<const float4 *>(p.x + (size_t)r * p.C + k));
+            const float4 a1 = __ldcg(reinterpret_cast<const float4 *>(p.x + (size_t)r * p.C + k + 4));
+            xr[u][h][0] = a0.x, xr[u][h][1] = a0.y, xr[u][h][2] = a0.z, xr[u][h][3] = a0.w;
+            xr[u][h][4] = a1.x, xr[u][h][5] = a1.y, xr[u][h][6] = a1.z, xr[u][h][7] = a1.w;
+          } else
+#pragma unroll
+            for (int e = 0; e < 8; e++) xr[u][h][e] = 0.0f;
+        }
+        if (c < nch) gw[u] = ld_ro16(nw + k), hw[u] = ld_ro16(nb + k);
+      }
+      float sm[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int u = 0; u < UK; u++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+          for (int e = 0; e < 8; e++) sm[h] += xr[u][h][e];
+      float mean[2], rstd[2];
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        sm[h] += __shfl_xor_sync(0xffffffffu, sm[h], 1);
+        sm[h] += __shfl_xor_sync(0xffffffffu, sm[h], 2);
+      }
+      if (t == 0) stat[warp * MR + g] = sm[0], stat[warp * MR + g + 8] = sm[1];
+      __syncthreads();
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        float a = 0.0f;
+#pragma unroll
+        for (int w = 0; w < NW; w++) a += stat[w * MR + g + 8 * h];
+        mean[h] = a / K;
+      }
+      float sq[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int u = 0; u < UK; u++)
+        if (warp + u * NW < nch)
+#pragma unroll
+          for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+              const float d = xr[u][h][e] - mean[h];
+              sq[h] += d * d;
+            }
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        sq[h] += __shfl_xor_sync(0xffffffffu, sq[h], 1);
+        sq[h] += __shfl_xor_sync(0xffffffffu, sq[h], 2);
+      }
+      if (t == 0) stat[(NW + warp) * MR + g] = sq[0], stat[(NW + warp) * MR + g + 8] = sq[1];
+      __syncthreads();
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        float a = 0.0f;
+#pragma unroll
+        for (int w = 0; w < NW; w++) a += stat[(NW + w) * MR + g + 8 * h];
+        rstd[h] = 1.0f / sqrtf(a / K + p.eps);
+      }
+#pragma unroll
+      for (int u = 0; u < UK; u++) {
+        uint4 v[2];
+        if (warp + u * NW < nch) {
+          float gf[8], hf[8];
+          unpack8(gw[u], gf);
+          unpack8(hw[u], hf);
+#pragma unroll
+          for (int h = 0; h < 2; h++) {
+            float o[8];
+#pragma unroll
+            for (int e = 0; e < 8; e++) o[e] = (xr[u][h][e] - mean[h]) * rstd[h] * gf[e] + hf[e];
+            v[h] = g + 8 * h < B ? make_uint4(pack2(o[0], o[1]), pack2(o[2], o[3]), pack2(o[4], o[5]), pack2(o[6], o[7]))
+                                 : make_uint4(0, 0, 0, 0);
+          }
+        } else
+          v[0] = v[1] = make_uint4(0, 0, 0, 0);
+        alo[u] = v[0], ahi[u] = v[1];
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < UK; u++) {
+        const int c = warp + u * NW, k = c * 32 + 8 * t;
+        alo[u] = c < nch && g < B ? ld_cg16(ab + (size_t)g * K + k) : make_uint4(0, 0, 0, 0);
+        ahi[u] = c < nch && g + 8 < B ? ld_cg16(ab + (size_t)(g + 8) * K + k) : make_uint4(0, 0, 0, 0);
+      }
+    }
+  } else if (NORM) {
+    row_stats(p, mu, rs);
+  }
   for (int task = blockIdx.x; task < ntask; task += gridDim.x) {
     const int j0 = task * TN, nj = min(TN, Gn - j0);
     float acc[TNM][4];
@@ -271,14 +403,19 @@ __device__ __forceinline__ void mm_phase(const tzc_bf16 *__restrict__ W, int N, 
     for (int j = 0; j < TNM; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
     for (int c0 = warp; c0 < nch; c0 += UK * NW) {
       if (task != (int)blockIdx.x || c0 != warp) load_w(task, c0);
-      uint4 alo[UK], ahi[UK];
+      if (!resident) {
 #pragma unroll
-      for (int u = 0; u < UK; u++) {
-        const int c = c0 + u * NW;
-        if (c < nch) {
-          const int k = c * 32 + 8 * t;
-          alo[u] = lda(g, k);
-          ahi[u] = lda(g + 8, k);
+        for (int u = 0; u < UK; u++) {
+          const int c = c0 + u * NW, k = c * 32 + 8 * t;
+          if (c < nch) {
+            if constexpr (NORM) {
+              alo[u] = norm8(p, g, k, nw, nb, mu, rs);
+              ahi[u] = norm8(p, g + 8, k, nw, nb, mu, rs);
+            } else {
+              alo[u] = g < B ? ld_cg16(ab + (size_t)g * K + k) : make_uint4(0, 0, 0, 0);
+              ahi[u] = g + 8 < B ? ld_cg16(ab + (size_t)(g + 8) * K + k) : make_uint4(0, 0, 0, 0);
+            }
+          }
         }
       }
 #pragma unroll
@@ -293,134 +430,153 @@ __device__ __forceinline__ void mm_phase(const tzc_bf16 *__restrict__ W, int N, 
     for (int j = 0; j < TNM; j++)
       if (j < nj) r4[(warp * TN_MAX + j) * 32 + lane] = make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
     __syncthreads();
-    for (int q = threadIdx.x; q < nj * 128; q += NT) { /* one output of the task: warps summed in order */
+#pragma unroll
+    for (int i = 0; i < 2; i++) { /* one output of the task per thread and i: warps summed in order */
+      const int q = threadIdx.x + i * NT;
+      if (q >= nj * 128) continue;
       const int j = q >> 7, ln = (q >> 2) & 31, e = q & 3;
       float s = 0.0f;
 #pragma unroll
       for (int w = 0; w < NW; w++) s += red[((w * TN_MAX + j) * 32 + ln) * 4 + e];
-      const int r = (ln >> 2) + 8 * (e >> 1), n = (j0 + j) * 8 + 2 * (ln & 3) + (e & 1);
-      epi(r, n, s);
+      int r, n;
+      out_rc(j0, q, r, n);
+      if (r >= B) continue;
+      float b = pb[i], x = px[i];
+      if (task != (int)blockIdx.x) {
+        b = tzc_tof(bias[n]);
+        if (RES) x = __ldcg(p.x + (size_t)r * p.C + n);
+      }
+      epi(r, n, RES ? x + (s + b) : s + b);
     }
     __syncthreads(); /* red is reused by the next task */
   }
 }
 
-/* ---- attention (phase B): items (b, h, s), 32 keys each, one warp an item ----
- * LPK lanes hold a key row (8 bf16 each; lanes with d0 ≥ hd hold zeros), KPW = 32 / LPK keys per
- * load round, all CH keys' loads issued before the scores (U rounds). The online softmax runs
- * per round (one max, one correction), the warp's KPW key groups are merged by a butterfly, the
- * item's (m, l, acc) goes to the partials, and the warp that finishes the last item of (b, h)
- * merges them in item order (a counter per (b, h), reset by it). One item: written directly.
- * Items are dealt to warps block-interleaved (item i → warp i / grid of block i % grid) so that
- * a short cache spreads over SMs. */
+/* ---- attention (phase B): block items (b, h, sb) of NW·CH = 256 keys, a warp 32 of them ----
+ * Warp w of item (b, h, sb) takes keys [sb·256 + w·32, +32) ∩ [0, L), L = pos[b] + 1: LPK lanes hold
+ * a key row (8 bf16 each; lanes with d0 ≥ hd hold zeros), KPW = 32 / LPK keys per load round, U
+ * rounds' loads issued before the scores; the online softmax runs per round (one max, one
+ * correction) and the warp's KPW key groups are merged by a butterfly. The block merges its warps
+ * in warp order through shared memory (sm: [NW] m, [NW] l, [NW][hd] acc). One item for the row
+ * (L ≤ 256): the block writes out. Else it writes its partial (m, l, acc) and the block that
+ * finishes the last item of (b, h) (a counter per (b, h), reset by it) merges the ≤ 4 partials
+ * in item order. Items are dealt with sb slowest, so that the first B·H blocks take the first
+ * 256 keys of every (b, h). */
 template <int LPK>
-__device__ __forceinline__ void attention_phase(const Params &p, const Layer &ly) {
-  constexpr int KPW = 32 / LPK, R = CH / KPW, U = R < 8 ? R : 8;
+__device__ __forceinline__ void attention_phase(const Params &p, const Layer &ly, const int *spos, float *sm) {
+  constexpr int KPW = 32 / LPK, R = CH / KPW, U = R < 8 ? R : 8, BK = NW * CH;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int kq = lane / LPK, d0 = (lane % LPK) * 8;
-  const int hd = p.hd, kvrow = p.G * hd, rep = p.H / p.G;
+  const int hd = p.hd, kvrow = p.G * hd, rep = p.H / p.G, BH = p.B * p.H;
   const bool dv = d0 < hd;
-  const int items = p.B * p.H * p.NS;
-  for (int it = warp * gridDim.x + blockIdx.x; it < items; it += gridDim.x * NW) {
-    const int s = it % p.NS, bh = it / p.NS, h = bh % p.H, b = bh / p.H;
-    const int P = p.pos[b], L = P + 1, nsp = (L + CH - 1) / CH;
-    if (s >= nsp) continue;
-    const int g = h / rep, j0 = s * CH, j1 = min(L, j0 + CH);
+  float *wm = sm, *wl = sm + NW, *wacc = sm + 2 * NW; /* wacc [NW][hd] */
+  __shared__ int is_last;
+  for (int it = blockIdx.x; it < BH * p.NSB; it += gridDim.x) {
+    const int sb = it / BH, bh = it % BH, h = bh % p.H, b = bh / p.H;
+    const int L = spos[b] + 1, nsp = (L + BK - 1) / BK;
+    if (sb >= nsp) continue; /* uniform over the block */
+    const int g = h / rep, j0 = sb * BK + warp * CH, j1 = min(L, j0 + CH);
     float q[8], acc[8], m = -INFINITY, l = 0.0f;
 #pragma unroll
     for (int e = 0; e < 8; e++) q[e] = 0.0f, acc[e] = 0.0f;
-    if (dv) unpack8(ld_cg16(p.qkv + (size_t)b * p.Q + (size_t)h * hd + d0), q);
-    const tzc_bf16 *kb = ly.kc + (size_t)b * p.maxT * kvrow + (size_t)g * hd + d0;
-    const tzc_bf16 *vb = ly.vc + (size_t)b * p.maxT * kvrow + (size_t)g * hd + d0;
-    for (int r0 = 0; r0 < R; r0 += U) {
-      uint4 kr[U], vr[U];
+    if (j0 < j1) {
+      if (dv) unpack8(ld_cg16(p.qkv + (size_t)b * p.Q + (size_t)h * hd + d0), q);
+      const tzc_bf16 *kb = ly.kc + (size_t)b * p.maxT * kvrow + (size_t)g * hd + d0;
+      const tzc_bf16 *vb = ly.vc + (size_t)b * p.maxT * kvrow + (size_t)g * hd + d0;
+      for (int r0 = 0; r0 < R; r0 += U) {
+        uint4 kr[U], vr[U];
 #pragma unroll
-      for (int u = 0; u < U; u++) { /* keys past j1 load key j1 - 1 again (a valid row), score −inf */
-        const int j = min(j0 + (r0 + u) * KPW + kq, j1 - 1);
-        kr[u] = dv ? ld_cg16(kb + (size_t)j * kvrow) : make_uint4(0, 0, 0, 0);
-        vr[u] = dv ? ld_cg16(vb + (size_t)j * kvrow) : make_uint4(0, 0, 0, 0);
-      }
-      float sc[U];
-#pragma unroll
-      for (int u = 0; u < U; u++) {
-        float kf[8], dot = 0.0f;
-        unpack8(kr[u], kf);
-#pragma unroll
-        for (int e = 0; e < 8; e++) dot += q[e] * kf[e];
-#pragma unroll
-        for (int o = LPK / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-        sc[u] = j0 + (r0 + u) * KPW + kq < j1 ? dot * p.scale : -INFINITY;
-      }
-      float mx = m;
-#pragma unroll
-      for (int u = 0; u < U; u++) mx = fmaxf(mx, sc[u]);
-      if (mx != -INFINITY) {
-        const float corr = expf(m - mx); /* 0 while m = −inf */
-        l *= corr;
-#pragma unroll
-        for (int e = 0; e < 8; e++) acc[e] *= corr;
+        for (int u = 0; u < U; u++) { /* keys past j1 load key j1 - 1 again (a valid row), score −inf */
+          const int jj = min(j0 + (r0 + u) * KPW + kq, j1 - 1);
+          kr[u] = dv ? ld_cg16(kb + (size_t)jj * kvrow) : make_uint4(0, 0, 0, 0);
+          vr[u] = dv ? ld_cg16(vb + (size_t)jj * kvrow) : make_uint4(0, 0, 0, 0);
+        }
+        float sc[U];
 #pragma unroll
         for (int u = 0; u < U; u++) {
-          const float pr = expf(sc[u] - mx);
-          float vf[8];
-          unpack8(vr[u], vf);
-          l += pr;
+          float kf[8], dot = 0.0f;
+          unpack8(kr[u], kf);
 #pragma unroll
-          for (int e = 0; e < 8; e++) acc[e] += pr * vf[e];
+          for (int e = 0; e < 8; e++) dot += q[e] * kf[e];
+#pragma unroll
+          for (int o = LPK / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+          sc[u] = j0 + (r0 + u) * KPW + kq < j1 ? dot * p.scale : -INFINITY;
         }
-        m = mx;
+        float mx = m;
+#pragma unroll
+        for (int u = 0; u < U; u++) mx = fmaxf(mx, sc[u]);
+        if (mx != -INFINITY) {
+          const float corr = expf(m - mx); /* 0 while m = −inf */
+          l *= corr;
+#pragma unroll
+          for (int e = 0; e < 8; e++) acc[e] *= corr;
+#pragma unroll
+          for (int u = 0; u < U; u++) {
+            const float pr = expf(sc[u] - mx);
+            float vf[8];
+            unpack8(vr[u], vf);
+            l += pr;
+#pragma unroll
+            for (int e = 0; e < 8; e++) acc[e] += pr * vf[e];
+          }
+          m = mx;
+        }
+      }
+#pragma unroll
+      for (int o = LPK; o < 32; o <<= 1) { /* the warp's key groups, merged (group 0's lanes keep it) */
+        const float om = __shfl_xor_sync(0xffffffffu, m, o), ol = __shfl_xor_sync(0xffffffffu, l, o);
+        const float mm = fmaxf(m, om);
+        const float wa = l > 0.0f ? expf(m - mm) : 0.0f, wb = ol > 0.0f ? expf(om - mm) : 0.0f;
+        l = l * wa + ol * wb;
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[e] = acc[e] * wa + __shfl_xor_sync(0xffffffffu, acc[e], o) * wb;
+        m = mm;
       }
     }
-#pragma unroll
-    for (int o = LPK; o < 32; o <<= 1) { /* the warp's key groups, merged (group 0's lanes keep it) */
-      const float om = __shfl_xor_sync(0xffffffffu, m, o), ol = __shfl_xor_sync(0xffffffffu, l, o);
-      const float mm = fmaxf(m, om);
-      const float wa = l > 0.0f ? expf(m - mm) : 0.0f, wb = ol > 0.0f ? expf(om - mm) : 0.0f;
-      l = l * wa + ol * wb;
-#pragma unroll
-      for (int e = 0; e < 8; e++) acc[e] = acc[e] * wa + __shfl_xor_sync(0xffffffffu, acc[e], o) * wb;
-      m = mm;
-    }
-    tzc_bf16 *orow = p.att + (size_t)b * p.C + (size_t)h * hd;
-    if (nsp == 1) {
-      if (kq == 0 && dv) {
-        const float il = 1.0f / l;
-        *reinterpret_cast<uint4 *>(orow + d0) = make_uint4(pack2(acc[0] * il, acc[1] * il), pack2(acc[2] * il, acc[3] * il),
-                                                           pack2(acc[4] * il, acc[5] * il), pack2(acc[6] * il, acc[7] * il));
-      }
-      continue;
-    }
-    const size_t ps = (size_t)hd + 2;
-    float *pp = p.part + ((size_t)bh * p.NS + s) * ps;
+    if (lane == 0) wm[warp] = m, wl[warp] = l;
     if (kq == 0 && dv)
 #pragma unroll
-      for (int e = 0; e < 8; e++) pp[2 + d0 + e] = acc[e];
-    if (lane == 0) pp[0] = m, pp[1] = l;
-    __syncwarp(); /* the lanes' partial stores before lane 0's fence and count */
-    unsigned last = 0;
-    if (lane == 0) {
-      __threadfence();
-      last = atomicAdd(&p.cnt[bh], 1u) == (unsigned)(nsp - 1);
-      __threadfence();
-    }
-    if (!__shfl_sync(0xffffffffu, last, 0)) continue;
-    __syncwarp();
-    /* the last item of (b, h): merge the nsp ≤ 32 partials in item order; lane t holds item t */
-    const float *p0 = p.part + (size_t)bh * p.NS * ps;
-    const float mt = lane < nsp ? __ldcg(p0 + lane * ps) : -INFINITY;
-    const float lt = lane < nsp ? __ldcg(p0 + lane * ps + 1) : 0.0f;
-    float MM = mt;
+      for (int e = 0; e < 8; e++) wacc[warp * hd + d0 + e] = acc[e];
+    __syncthreads();
+    /* the block's warps in order: M, lb, and thread d's acc (every thread: the same M, lb) */
+    float M = -INFINITY;
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) MM = fmaxf(MM, __shfl_xor_sync(0xffffffffu, MM, o));
-    const float wt = lane < nsp ? expf(mt - MM) : 0.0f;
-    float LL = 0.0f;
-    for (int t = 0; t < nsp; t++) LL += __shfl_sync(0xffffffffu, lt * wt, t);
-    for (int d = lane; d < hd; d += 32) {
+    for (int w = 0; w < NW; w++) M = fmaxf(M, wm[w]);
+    float lb = 0.0f;
+#pragma unroll
+    for (int w = 0; w < NW; w++) lb += wl[w] > 0.0f ? wl[w] * expf(wm[w] - M) : 0.0f;
+    tzc_bf16 *orow = p.att + (size_t)b * p.C + (size_t)h * hd;
+    const size_t ps = (size_t)hd + 2;
+    float *pp = p.part + ((size_t)bh * p.NSB + sb) * ps;
+    for (int d = threadIdx.x; d < hd; d += NT) {
       float a = 0.0f;
-      for (int t = 0; t < nsp; t++) a += __ldcg(p0 + t * ps + 2 + d) * __shfl_sync(0xffffffffu, wt, t);
-      orow[d] = tzc_from<tzc_bf16>(a / LL);
+#pragma unroll
+      for (int w = 0; w < NW; w++) a += wl[w] > 0.0f ? wacc[w * hd + d] * expf(wm[w] - M) : 0.0f;
+      if (nsp == 1) orow[d] = tzc_from<tzc_bf16>(a / lb);
+      else pp[2 + d] = a;
     }
-    if (lane == 0) p.cnt[bh] = 0u; /* ready for the next layer / launch */
+    if (nsp > 1) {
+      if (threadIdx.x == 0) pp[0] = M, pp[1] = lb;
+      __threadfence();
+      __syncthreads();
+      if (threadIdx.x == 0) is_last = atomicAdd(&p.cnt[bh], 1u) == (unsigned)(nsp - 1);
+      __syncthreads();
+      if (is_last) {
+        __threadfence();
+        const float *p0 = p.part + (size_t)bh * p.NSB * ps;
+        float MM = -INFINITY;
+        for (int t = 0; t < nsp; t++) MM = fmaxf(MM, __ldcg(p0 + t * ps));
+        float LL = 0.0f;
+        for (int t = 0; t < nsp; t++) LL += __ldcg(p0 + t * ps + 1) * expf(__ldcg(p0 + t * ps) - MM);
+        for (int d = threadIdx.x; d < hd; d += NT) {
+          float a = 0.0f;
+          for (int t = 0; t < nsp; t++) a += __ldcg(p0 + t * ps + 2 + d) * expf(__ldcg(p0 + t * ps) - MM);
+          orow[d] = tzc_from<tzc_bf16>(a / LL);
+        }
+        if (threadIdx.x == 0) p.cnt[bh] = 0u; /* ready for the next layer / launch */
+      }
+    }
+    __syncthreads(); /* sm and is_last are reused by the next item */
   }
 }
 
@@ -428,68 +584,61 @@ __device__ __forceinline__ void attention_phase(const Params &p, const Layer &ly
 template <int LPK>
 __global__ void __launch_bounds__(NT, 1) decode_step_k(const __grid_constant__ Params p) {
   extern __shared__ __align__(16) unsigned char smem[];
-  float *red = reinterpret_cast<float *>(smem);   /* [NW][TN_MAX][32][4] */
+  float *red = reinterpret_cast<float *>(smem);       /* [NW][TN_MAX][32][4]; attention's merge too */
   float *mu = red + NW * TN_MAX * 128, *rs = mu + MR; /* [MR] each */
-  tzc_bf16 *act = reinterpret_cast<tzc_bf16 *>(rs + MR); /* F: [MR][C + pad] */
+  float *stat = rs + MR;                              /* [2][NW][MR] */
+  int *spos = reinterpret_cast<int *>(stat + 2 * NW * MR); /* [MR] */
+  tzc_bf16 *act = reinterpret_cast<tzc_bf16 *>(spos + MR); /* F: [MR][C + pad] */
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gq = lane >> 2, tq = lane & 3;
   const int C = p.C, B = p.B;
   unsigned bi = 0; /* barriers passed in this launch */
   if (p.trace && blockIdx.x == 0 && threadIdx.x == 0) p.trace[1] = globaltimer();
   const int astr = C + ((16 - (C / 2) % 32 + 32) % 32) * 2; /* row stride: 16 banks apart (conflict-free) */
   for (int i = threadIdx.x; i < MR * astr / 8; i += NT) reinterpret_cast<uint4 *>(act)[i] = make_uint4(0, 0, 0, 0);
+  if (threadIdx.x < MR) spos[threadIdx.x] = threadIdx.x < B ? p.pos[threadIdx.x] : 0;
+  __syncthreads();
 
   /* phase 0: the embeddings (a token outside the vocabulary gives a zero row, as embed_pos_fwd) */
   prefetch_mm(p, p.layer[0].qw, p.Q, C, p.tn_qkv);
   for (int i = blockIdx.x * NT + threadIdx.x; i < B * C; i += gridDim.x * NT) {
     const int b = i / C, c = i % C, tk = p.tok[b];
-    p.x[i] = tk >= 0 && tk < p.V ? tzc_tof(p.wte[(size_t)tk * C + c]) + tzc_tof(p.wpe[(size_t)p.pos[b] * C + c]) : 0.0f;
+    p.x[i] = tk >= 0 && tk < p.V ? tzc_tof(p.wte[(size_t)tk * C + c]) + tzc_tof(p.wpe[(size_t)spos[b] * C + c]) : 0.0f;
   }
+  const int hq = p.H * p.hd, kv = p.G * p.hd;
   for (int l = 0; l < p.L; l++) {
     const Layer ly = p.layer[l];
-    /* A: qkv; k and v go straight to the cache row pos[b] */
-    mm_phase<TN_MAX, 3>(
-        ly.qw, p.Q, C, p.tn_qkv, [&] { grid_sync(p, bi), row_stats(p, mu, rs); }, [&](int r, int k) { return norm8(p, r, k, ly.n1w, ly.n1b, mu, rs); },
-        [&](int r, int n, float s) {
-          if (r >= B) return;
-          const tzc_bf16 v = tzc_from<tzc_bf16>(s + tzc_tof(ly.qb[n]));
-          const int hq = p.H * p.hd, kv = p.G * p.hd;
-          if (n < hq) p.qkv[(size_t)r * p.Q + n] = v;
-          else if (n < hq + kv) ly.kc[((size_t)r * p.maxT + p.pos[r]) * kv + (n - hq)] = v;
-          else ly.vc[((size_t)r * p.maxT + p.pos[r]) * kv + (n - hq - kv)] = v;
+    /* A: qkv = LN1(x)·Wqkvᵀ + b; k and v go straight to the cache row pos[b] */
+    mm_phase<TN_MAX, 3, true, false>(
+        p, ly.qw, p.Q, C, p.tn_qkv, nullptr, ly.n1w, ly.n1b, ly.qb, [&] { grid_sync(p, bi); },
+        [&](int r, int n, float v) {
+          const tzc_bf16 o = tzc_from<tzc_bf16>(v);
+          if (n < hq) p.qkv[(size_t)r * p.Q + n] = o;
+          else if (n < hq + kv) ly.kc[((size_t)r * p.maxT + spos[r]) * kv + (n - hq)] = o;
+          else ly.vc[((size_t)r * p.maxT + spos[r]) * kv + (n - hq - kv)] = o;
         },
-        red);
+        red, stat, mu, rs);
     /* B: attention */
     prefetch_mm(p, ly.pw, C, C, p.tn_proj);
     grid_sync(p, bi);
-    attention_phase<LPK>(p, ly);
+    attention_phase<LPK>(p, ly, spos, red);
     /* C: x += att·Wprojᵀ + b */
     prefetch_mm(p, ly.fw, p.F, C, p.tn_fc);
-    mm_phase<1, 6>(
-        ly.pw, C, C, p.tn_proj, [&] { grid_sync(p, bi); },
-        [&](int r, int k) { return r < B ? ld_cg16(p.att + (size_t)r * C + k) : make_uint4(0, 0, 0, 0); },
-        [&](int r, int n, float s) {
-          if (r < B) p.x[(size_t)r * C + n] = __ldcg(p.x + (size_t)r * C + n) + (s + tzc_tof(ly.pb[n]));
-        },
-        red);
-    /* D: h = gelu(LN2(x)·Wfcᵀ + b) */
+    mm_phase<1, 6, false, true>(
+        p, ly.pw, C, C, p.tn_proj, p.att, nullptr, nullptr, ly.pb, [&] { grid_sync(p, bi); },
+        [&](int r, int n, float v) { p.x[(size_t)r * C + n] = v; }, red, stat, mu, rs);
+    /* D: h = gelu(round(LN2(x)·Wfcᵀ + b)) */
     prefetch_mm(p, ly.f2w, C, p.F, p.tn_fcp);
-    mm_phase<TN_MAX, 3>(
-        ly.fw, p.F, C, p.tn_fc, [&] { grid_sync(p, bi), row_stats(p, mu, rs); }, [&](int r, int k) { return norm8(p, r, k, ly.n2w, ly.n2b, mu, rs); },
-        [&](int r, int n, float s) {
-          if (r < B) p.h[(size_t)r * p.F + n] = tzc_from<tzc_bf16>(gelu1(tzc_tof(tzc_from<tzc_bf16>(s + tzc_tof(ly.fb[n])))));
-        },
-        red);
+    mm_phase<TN_MAX, 3, true, false>(
+        p, ly.fw, p.F, C, p.tn_fc, nullptr, ly.n2w, ly.n2b, ly.fb, [&] { grid_sync(p, bi); },
+        [&](int r, int n, float v) { p.h[(size_t)r * p.F + n] = tzc_from<tzc_bf16>(gelu1(tzc_tof(tzc_from<tzc_bf16>(v)))); },
+        red, stat, mu, rs);
     /* E: x += h·Wfcprojᵀ + b */
     if (l + 1 < p.L) prefetch_mm(p, p.layer[l + 1].qw, p.Q, C, p.tn_qkv);
     else if (p.pf && lane == 0 && warp * gridDim.x + blockIdx.x < p.Vp / 8) /* this warp's first 8 lm_head rows */
       l2_prefetch1(p.lm + (size_t)(warp * gridDim.x + blockIdx.x) * 8 * C, (unsigned)(8 * C * sizeof(tzc_bf16)));
-    mm_phase<1, 6>(
-        ly.f2w, C, p.F, p.tn_fcp, [&] { grid_sync(p, bi); },
-        [&](int r, int k) { return r < B ? ld_cg16(p.h + (size_t)r * p.F + k) : make_uint4(0, 0, 0, 0); },
-        [&](int r, int n, float s) {
-          if (r < B) p.x[(size_t)r * C + n] = __ldcg(p.x + (size_t)r * C + n) + (s + tzc_tof(ly.f2b[n]));
-        },
-        red);
+    mm_phase<1, 6, false, true>(
+        p, ly.f2w, C, p.F, p.tn_fcp, p.h, nullptr, nullptr, ly.f2b, [&] { grid_sync(p, bi); },
+        [&](int r, int n, float v) { p.x[(size_t)r * C + n] = v; }, red, stat, mu, rs);
   }
   /* F: logits = LNf(x)·wteᵀ; the normalized rows staged once per block, the first weights
    * requested before the barrier */
@@ -536,7 +685,7 @@ __global__ void __launch_bounds__(NT, 1) decode_step_k(const __grid_constant__ P
 /* The backend's decode_step state (tzc_ctx.step): device buffers sized for the model it was made
  * for, the layer table (uploaded when the model's pointers change), the launch geometry. */
 struct State {
-  int C, Q, F, H, hd, Vp, NS, L;
+  int C, Q, F, H, hd, Vp, NSB, L;
   float *x, *part;
   tzc_bf16 *qkv, *att, *h;
   unsigned *cnt, *bar;
@@ -604,10 +753,10 @@ extern "C" int tzc_decode_step(tz_backend *be, const tz_step_desc *d, int B) {
   tzc_ctx *c = tzc(be);
   if (!c->step_on || c->act != TZ_BF16 || c->cc_major < 8 || B < 1 || B > MR) return 0;
   const int C = d->d_model, H = d->n_head, G = d->n_kv_head, hd = d->head_dim, F = d->d_ff, Vp = d->padded_vocab;
-  const int Q = (H + 2 * G) * hd, NS = (d->max_T + CH - 1) / CH;
+  const int Q = (H + 2 * G) * hd, NSB = (d->max_T + NW * CH - 1) / (NW * CH);
   /* what the kernel takes: 32-element K chunks, 8-column groups, 16-byte rows, C ≤ 1,024 in the
-   * norm's registers, head_dim 32 / 64 / 128, max_T ≤ 1,024 (≤ 32 items a head, merged by lane) */
-  if (C % 32 || F % 32 || C > 32 * 4 * CPL || H * hd != C || H % G || Q % 8 || Vp % 8 || NS > NSMAX ||
+   * norm's registers, head_dim 32 / 64 / 128 */
+  if (C % 32 || F % 32 || C > 32 * 4 * CPL || H * hd != C || H % G || Q % 8 || Vp % 8 ||
       !(hd == 32 || hd == 64 || hd == 128) || d->n_layer < 1)
     return 0;
   const void *ptrs[] = {tzc_w(be, d->wte), tzc_w(be, d->wpe), tzc_w(be, d->normf_w), tzc_w(be, d->normf_b),
@@ -615,7 +764,7 @@ extern "C" int tzc_decode_step(tz_backend *be, const tz_step_desc *d, int B) {
   for (size_t i = 0; i < sizeof ptrs / sizeof *ptrs; i++)
     if (!ptrs[i] || !tzc_aligned16(ptrs[i])) return 0;
   State *s = (State *)c->step;
-  if (s && (s->C != C || s->Q != Q || s->F != F || s->H != H || s->hd != hd || s->Vp != Vp || s->NS != NS ||
+  if (s && (s->C != C || s->Q != Q || s->F != F || s->H != H || s->hd != hd || s->Vp != Vp || s->NSB != NSB ||
             s->L != d->n_layer)) {
     TZC_CHECK(cudaStreamSynchronize(c->stream));
     state_free(s);
@@ -640,7 +789,7 @@ extern "C" int tzc_decode_step(tz_backend *be, const tz_step_desc *d, int B) {
     const void *fn = hd == 32 ? (const void *)decode_step_k<4> : hd == 64 ? (const void *)decode_step_k<8>
                                                                            : (const void *)decode_step_k<16>;
     const int astr = C + ((16 - (C / 2) % 32 + 32) % 32) * 2;
-    const size_t smem = (size_t)NW * TN_MAX * 128 * 4 + 2 * MR * 4 + (size_t)MR * astr * 2;
+    const size_t smem = (size_t)NW * TN_MAX * 128 * 4 + 2 * MR * 4 + 2 * NW * MR * 4 + MR * 4 + (size_t)MR * astr * 2;
     int per_sm = 0;
     if (cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, NT, smem) != cudaSuccess || per_sm < 1) {
@@ -649,10 +798,10 @@ extern "C" int tzc_decode_step(tz_backend *be, const tz_step_desc *d, int B) {
       return 0;
     }
     s = (State *)calloc(1, sizeof *s);
-    s->C = C, s->Q = Q, s->F = F, s->H = H, s->hd = hd, s->Vp = Vp, s->NS = NS, s->L = d->n_layer;
+    s->C = C, s->Q = Q, s->F = F, s->H = H, s->hd = hd, s->Vp = Vp, s->NSB = NSB, s->L = d->n_layer;
     s->grid = c->sm_count, s->smem = smem, s->fn = (void *)fn;
     TZC_CHECK(cudaMalloc(&s->x, (size_t)MR * C * 4));
-    TZC_CHECK(cudaMalloc(&s->part, (size_t)MR * H * NS * (hd + 2) * 4));
+    TZC_CHECK(cudaMalloc(&s->part, (size_t)MR * H * NSB * (hd + 2) * 4));
     TZC_CHECK(cudaMalloc(&s->qkv, (size_t)MR * Q * 2));
     TZC_CHECK(cudaMalloc(&s->att, (size_t)MR * C * 2));
     TZC_CHECK(cudaMalloc(&s->h, (size_t)MR * F * 2));
@@ -677,7 +826,7 @@ extern "C" int tzc_decode_step(tz_backend *be, const tz_step_desc *d, int B) {
   TZC_PROF(be, "decode_step");
   Params p;
   p.B = B, p.C = C, p.H = H, p.G = G, p.hd = hd, p.Q = Q, p.F = F, p.V = d->vocab, p.Vp = Vp, p.maxT = d->max_T, p.L = d->n_layer;
-  p.NS = NS, p.eps = d->eps, p.scale = 1.0f / sqrtf((float)hd);
+  p.NSB = NSB, p.eps = d->eps, p.scale = 1.0f / sqrtf((float)hd);
   p.tn_qkv = pick_tn(Q, s->grid), p.tn_fc = pick_tn(F, s->grid);
   p.tn_proj = p.tn_fcp = 1; /* N = C: about one group per block already (mm_phase<1, 6>) */
   const char *pf = getenv("TEZGAH_CUDA_STEP_PF");
