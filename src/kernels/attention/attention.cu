@@ -507,6 +507,12 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
     tz_panic(__FILE__, __LINE__,
              "cuda attention_bwd: TEZGAH_CUDA_ATTN=fast, but the dS scratch of the ds backward "
              "does not fit (TEZGAH_CUDA_ATTN_BWD=old needs none)");
+  static int told = 0; /* TEZGAH_VERBOSE: the fallback is otherwise silent (once a process) */
+  if (dsvar >= 0 && !ds && tzc(be)->verbose && !told) {
+    told = 1;
+    fprintf(stderr, "cuda: attention_bwd: the dS scratch (%.0f MiB) does not fit in the free device memory: "
+            "the recomputing dQ kernel runs (as TEZGAH_CUDA_ATTN_BWD=old)\n", (double)(d_bytes + ds_bytes) / (1 << 20));
+  }
   float *D = (float *)tzc_scratch(be, d_bytes + (ds ? ds_bytes : 0));
   bf16 *dsp = ds ? (bf16 *)((char *)D + d_bytes) : NULL;
   cudaEvent_t *ev = fast ? bwd_events() : NULL; /* ev[3]: before the D kernel */
