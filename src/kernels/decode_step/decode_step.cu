@@ -43,14 +43,18 @@
  * Status (H200, 2026-12-03, scripts/device_cuda_step.sh): correct (test_cuda_decode's
  * test_model_step_kernel: logits error vs the CPU's fp32 0.008, the op-by-op bf16 path 0.010;
  * memcheck clean; bit-identical run to run and batch-invariant) but SLOWER than the recorded
- * op-by-op step: 0.396 ms/step at batch 1 (op by op 0.319), 0.93 at batch 16 (0.59). Hence
- * opt-in: TEZGAH_CUDA_STEP=1. TEZGAH_CUDA_STEP_TRACE=1 (block 0's clock at each barrier) showed
- * per layer at batch 1: qkv 4.3 µs, attention 5.5, proj 3.4, fc 4.9, fcproj 3.7, barrier waits
- * 1.1 each — each phase is 3-4 dependent round trips to L2 (norm statistics, then the rows, then
- * the epilogue's bias and residual; attention: pos, then keys, then the merge's counter and
- * partials); at batch 16 attention is 24 µs a layer. What would make it win: the statistics
- * computed from the rows' own loads, bias / residual / pos loaded before the barrier, and an
- * attention without the counter round trip.
+ * op-by-op step: round 3 (this code) 0.424 ms/step at batch 1 (op by op 0.320) and 0.702 at
+ * batch 16 (0.595); round 2 (per-warp attention items, row statistics by one warp a row) 0.396
+ * and 0.93. Hence opt-in: TEZGAH_CUDA_STEP=1. TEZGAH_CUDA_STEP_TRACE=1 (block 0's clock at
+ * each barrier), round 3, µs per layer at batch 1: qkv 4.6, attention 5.1, proj 3.0, fc 5.8,
+ * fcproj 5.7, each barrier's wait 0.9; lm_head 24 µs a step; at batch 16 attention 12.6 µs a
+ * layer (24 in round 2). A phase is still several dependent trips to L2 (rows, then the
+ * partials' reduction in shared memory, the epilogue's stores before the next barrier's release)
+ * at ~1 µs each, about what a recorded kernel with programmatic dependent launch costs; and the
+ * kernel spills (255 registers, ~0.8 KB a thread). What is left to try: fewer barriers (qkv's
+ * attention and the projections in one phase per head group), a smaller register footprint
+ * (two kernels' worth of phases per launch), and the first weights of each phase held across
+ * two barriers.
  *
  * Coherence: data written during the kernel by other blocks (x, qkv, att, h, cache rows pos[b],
  * attention partials) is read with ld.global.cg (L2, never a stale L1 line); weights with the
