@@ -44,7 +44,9 @@ function draw() {
   const rows = state.rows.filter((r) => Number.isFinite(r.loss));
   const steps = Number($('steps').value) || 1;
   const maxStep = Math.max(steps, ...rows.map((r) => r.step));
-  const vals = rows.filter((r) => Number.isFinite(r.val_loss));
+  // a step record's val_loss was measured before that step (after step - 1), as `tezgah plot` and
+  // `info` read metrics.jsonl; the final record's after its step
+  const vals = rows.filter((r) => Number.isFinite(r.val_loss)).map((r) => ({ step: r.step - 1, val_loss: r.val_loss }));
   if (state.final && Number.isFinite(state.final.val_loss)) vals.push(state.final);
   const ys = rows.map((r) => r.loss).concat(vals.map((r) => r.val_loss));
   if (!ys.length) return;
@@ -73,7 +75,7 @@ function progress() {
   if (!r) return;
   const val = state.rows.filter((x) => Number.isFinite(x.val_loss)).pop();
   setStatus(`step ${r.step}/${$('steps').value}  loss ${r.loss.toFixed(4)}  ${Math.round(r.tok_per_s)} tokens/s` +
-    (val ? `  val ${val.val_loss.toFixed(4)}@${val.step}` : ''));
+    (val ? `  val ${val.val_loss.toFixed(4)}@${val.step - 1}` : '')); // measured after step - 1 (see draw)
 }
 
 worker.onmessage = (ev) => {
