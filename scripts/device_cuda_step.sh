@@ -84,33 +84,9 @@ echo "cli: greedy batch 1 vs cpu fp32: op by op equal for $(cmp "$w/s1" "$w/s1cp
 pack_logs
 
 echo "== 3. tezgah sample, 1,000 new tokens, whole process"
-run() { # label batch [env...]: one whole process, a line of raw.tsv
-  local label=$1 b=$2; shift 2
-  local t0 t1 rc
-  t0=$(date +%s.%N)
-  env "$@" "$tz" sample "$w/run" --tokenizer "$tok" --backend cuda --tokens 1000 --ignore-eot --batch "$b" \
-    --temperature 0 --stats > "$w/out.txt" 2> "$w/stats.txt"
-  rc=$?
-  t1=$(date +%s.%N)
-  # a detached child tears the context down after the process: let it finish before the next
-  # process starts (each run measures one process on an idle GPU)
-  [[ $* == *TEZGAH_DETACH_EXIT=1* ]] && sleep 0.25
-  if ((rc != 0)); then echo "$label b$b: FAILED (exit $rc)"; tail -2 "$w/stats.txt"; return; fi
-  local st td
-  st=$(grep '^sample: cuda' "$w/stats.txt" | tail -1)
-  td=$(grep '^sample: teardown' "$w/stats.txt" | tail -1)
-  python3 - "$label" "$b" "$t0" "$t1" "$st" "$td" << 'PY' | tee -a "$out/raw.tsv"
-import re, sys
-label, b, t0, t1, st, td = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5], sys.argv[6]
-g = lambda pat, s: float(re.search(pat, s).group(1)) if re.search(pat, s) else float("nan")
-ms = g(r"([0-9.]+) ms/step", st); load = g(r"load ([0-9.]+) s", st); wt = g(r"weights ([0-9.]+)", st)
-pf = g(r"prefill ([0-9.]+) s", st); dec = g(r"steps ([0-9.]+) s \(", st); tdn = g(r"teardown ([0-9.]+) s", td)
-m = re.search(r"epoch ([0-9.]+) \.\. ([0-9.]+) s", td)
-pre, post = (float(m.group(1)) - t0, t1 - float(m.group(2))) if m else (float("nan"),) * 2
-d = t1 - t0
-print(f"{label}\t{b}\t{d:.3f}\t{1000 * b / d:.0f}\t{ms:.3f}\t{load:.3f}\t{wt:.3f}\t{pf:.3f}\t{dec:.3f}\t{tdn:.3f}\t{pre:.3f}\t{post:.3f}")
-PY
-}
+# shellcheck source=scripts/device_decode_lib.sh
+source scripts/device_decode_lib.sh
+run() { decode_run "$@"; }
 for b in 1 16; do
   for i in 1 2 3; do
     run default $b
@@ -151,20 +127,6 @@ cat "$out/cli.txt"
 cat "$out/phases.txt"
 grep -E "^peer dtype" "$out/peer.log" | sed 's/^peer /peer (transformers) /'
 echo "whole process, 1,000 new tokens, bf16 greedy; process s and tokens/s as min / median over the runs; other columns medians"
-python3 - "$out/raw.tsv" << 'PY'
-import statistics as S, sys
-rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
-groups = {}
-for r in rows:
-    groups.setdefault((r[0], int(r[1])), []).append([float(x) for x in r[2:]])
-print("| setting | batch | n | process s min / med | tokens/s best / med | ms/step | load s | weights s | prefill s | decode s | teardown s | pre s | post s |")
-print("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-for (lab, b), v in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0] != "default", kv[0][0])):
-    col = lambda i: [x[i] for x in v]
-    d = col(0)
-    med = lambda i: S.median(col(i))
-    print(f"| {lab} | {b} | {len(v)} | {min(d):.3f} / {S.median(d):.3f} | {1000 * b / min(d):,.0f} / {1000 * b / S.median(d):,.0f} | "
-          f"{med(2):.3f} | {med(3):.3f} | {med(4):.3f} | {med(5):.3f} | {med(6):.3f} | {med(7):.3f} | {med(8):.3f} | {med(9):.3f} |")
-PY
+decode_table
 pack_logs
 echo "targets: batch 1 >= 1,500 tokens/s (<= 0.667 s), batch 16 >= 15,000 (<= 1.067 s). total: $((SECONDS - t_all)) s"

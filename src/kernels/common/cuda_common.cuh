@@ -88,6 +88,15 @@ template <int W> __device__ __forceinline__ void tzc_st_f32(float *p, const floa
   }
 }
 
+/* GeLU, tanh form (Hendrycks & Gimpel 2016), exactly as gelu.cu's forward: x·σ(2u) with u =
+ * √(2/π)(x + 0.044715x³), x clamped to ±100 inside u and the exponent to 80 (no inf/NaN); for
+ * the kernels that apply it in an epilogue (gemv.cu, decode_step.cu). */
+__device__ __forceinline__ float tzc_gelu_fwd1(float x) {
+  const float xc = fminf(fmaxf(x, -100.0f), 100.0f);
+  const float u = 0.7978845608028654f * (xc + 0.044715f * xc * xc * xc);
+  return __fdividef(x, 1.0f + __expf(fminf(-2.0f * u, 80.0f)));
+}
+
 /* ---- reductions (fixed order: deterministic) ---- */
 __device__ __forceinline__ float tzc_warp_sum(float v) {
 #pragma unroll

@@ -66,6 +66,7 @@
 #include <string.h>
 
 #include "kernels/common/cuda_common.cuh"
+#include "kernels/common/cuda_mma.cuh"
 
 namespace {
 constexpr int NT = 256, NW = NT / 32; /* threads and warps of a block (one block per SM: 255 registers) */
@@ -164,30 +165,6 @@ __device__ __forceinline__ void prefetch_mm(const Params &p, const tzc_bf16 *W, 
     const int r0 = task * TN * 8, r1 = min(N, r0 + TN * 8);
     l2_prefetch(W + (size_t)r0 * K, (size_t)(r1 - r0) * K * sizeof(tzc_bf16));
   }
-}
-
-__device__ __forceinline__ void mma16816(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
-                                         unsigned b0, unsigned b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#else
-  __trap(); /* the host never launches it below sm_80 */
-#endif
-}
-/* Both m16n8k16 steps of a 32-element chunk: a = rows g, g + 8 (8 k each), w = column g's 8 k. */
-__device__ __forceinline__ void mma_chunk(float (&d)[4], uint4 alo, uint4 ahi, uint4 w) {
-  mma16816(d, alo.x, ahi.x, alo.y, ahi.y, w.x, w.y);
-  mma16816(d, alo.z, ahi.z, alo.w, ahi.w, w.z, w.w);
-}
-
-/* GeLU, tanh form, as gelu.cu's forward (its clamp and sigmoid identity). */
-__device__ __forceinline__ float gelu1(float x) {
-  const float xc = fminf(fmaxf(x, -100.0f), 100.0f);
-  const float u = 0.7978845608028654f * (xc + 0.044715f * xc * xc * xc);
-  return __fdividef(x, 1.0f + __expf(fminf(-2.0f * u, 80.0f)));
 }
 
 __device__ __forceinline__ unsigned pack2(float a, float b) {
@@ -427,7 +404,7 @@ __device__ __forceinline__ void mm_phase(const Params &p, const tzc_bf16 *__rest
         if (c0 + u * NW < nch)
 #pragma unroll
           for (int j = 0; j < TNM; j++)
-            if (j < nj) mma_chunk(acc[j], alo[u], ahi[u], wv[u][j]);
+            if (j < nj) tzc_mma_chunk(acc[j], alo[u], ahi[u], wv[u][j]);
     }
     float4 *r4 = reinterpret_cast<float4 *>(red);
 #pragma unroll
@@ -634,7 +611,7 @@ __global__ void __launch_bounds__(NT, 1) decode_step_k(const __grid_constant__ P
     prefetch_mm(p, ly.f2w, C, p.F, p.tn_fcp);
     mm_phase<TN_MAX, 3, true, false>(
         p, ly.fw, p.F, C, p.tn_fc, nullptr, ly.n2w, ly.n2b, ly.fb, [&] { grid_sync(p, bi); },
-        [&](int r, int n, float v) { p.h[(size_t)r * p.F + n] = tzc_from<tzc_bf16>(gelu1(tzc_tof(tzc_from<tzc_bf16>(v)))); },
+        [&](int r, int n, float v) { p.h[(size_t)r * p.F + n] = tzc_from<tzc_bf16>(tzc_gelu_fwd1(tzc_tof(tzc_from<tzc_bf16>(v)))); },
         red, stat, mu, rs);
     /* E: x += h·Wfcprojᵀ + b */
     if (l + 1 < p.L) prefetch_mm(p, p.layer[l + 1].qw, p.Q, C, p.tn_qkv);
@@ -672,7 +649,7 @@ __global__ void __launch_bounds__(NT, 1) decode_step_k(const __grid_constant__ P
           const int k = (c0 + u) * 32 + 8 * tq;
           const uint4 alo = *reinterpret_cast<const uint4 *>(act + (size_t)gq * astr + k);
           const uint4 ahi = *reinterpret_cast<const uint4 *>(act + (size_t)(gq + 8) * astr + k);
-          mma_chunk(acc, alo, ahi, wv[u]);
+          tzc_mma_chunk(acc, alo, ahi, wv[u]);
         }
     }
     const int n = jg * 8 + 2 * tq;

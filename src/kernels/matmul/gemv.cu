@@ -27,18 +27,12 @@
 #include <string.h>
 
 #include "kernels/common/cuda_common.cuh"
+#include "kernels/common/cuda_mma.cuh"
 #include "kernels/common/cuda_pdl.cuh"
 
 namespace {
 constexpr int GEMV_WARPS = 4;
 int mma_prea(); /* TEZGAH_CUDA_MMA_PREA (below) */
-
-/* GeLU, tanh form, exactly as gelu.cu's forward (its clamp and sigmoid identity). */
-__device__ __forceinline__ float gelu_fwd1(float x) {
-  const float xc = fminf(fmaxf(x, -100.0f), 100.0f);
-  const float u = 0.7978845608028654f * (xc + 0.044715f * xc * xc * xc);
-  return __fdividef(x, 1.0f + __expf(fminf(-2.0f * u, 80.0f)));
-}
 
 /* W elements of T as loaded (one 16-byte load when WÂ·sizeof(T) = 16), converted to float only
  * when multiplied: a lane keeps up to 12 loads in flight in 4 registers each, not 8. */
@@ -232,7 +226,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
       if (m < M && n < N && lane == m) {
         v += bv;
         T *o = out + (size_t)m * N + n;
-        if constexpr (GELU) v = gelu_fwd1(tzc_tof(tzc_from<T>(v)));
+        if constexpr (GELU) v = tzc_gelu_fwd1(tzc_tof(tzc_from<T>(v)));
         if (acc) v += tzc_tof(*o);
         *o = tzc_from<T>(v);
       }
@@ -319,18 +313,6 @@ void launch(cudaStream_t st, T *o, const T *a, const T *b, const T *bias, const 
  * Needs: K % 32 == 0, a, b, nw, nb 16-byte aligned (else the caller takes another path).
  * Bounds: lane reads b rows min(n, N âˆ’ 1) (never past N), k < K (chunk c < K/32), a rows < M. */
 constexpr int MMA_WK = 8; /* warps per block, over K */
-
-__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
-                                               unsigned b0, unsigned b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#else
-  __trap(); /* the host never launches it below sm_80 (tzc_mma_t) */
-#endif
-}
 
 /* 8 bf16 of a row as loaded (v), normalized when NORM with mu, rs and the norm weights gw, hw
  * loaded at the same k, each rounded to bf16 as the norm op's output is. */
@@ -429,8 +411,7 @@ __global__ void __launch_bounds__(MMA_WK * 32, PRE && TN == 2 ? 2 : 1) /* PRE: â
             const uint4 hi = r1 ? mma_norm_a<NORM>(ha[i], ga[i], ba[i], mu1, rs1) : z;
 #pragma unroll
             for (int j = 0; j < TN; j++) {
-              mma_bf16_16816(d[j], lo.x, hi.x, lo.y, hi.y, wv[u][j].x, wv[u][j].y);
-              mma_bf16_16816(d[j], lo.z, hi.z, lo.w, hi.w, wv[u][j].z, wv[u][j].w);
+              tzc_mma_chunk(d[j], lo, hi, wv[u][j]);
             }
           }
         }
@@ -445,8 +426,7 @@ __global__ void __launch_bounds__(MMA_WK * 32, PRE && TN == 2 ? 2 : 1) /* PRE: â
           const uint4 hi = r1 ? mma_ld_a<NORM>(a1, nw, nb, k, mu1, rs1) : z;
 #pragma unroll
           for (int j = 0; j < TN; j++) {
-            mma_bf16_16816(d[j], lo.x, hi.x, lo.y, hi.y, wv[u][j].x, wv[u][j].y);
-            mma_bf16_16816(d[j], lo.z, hi.z, lo.w, hi.w, wv[u][j].z, wv[u][j].w);
+            tzc_mma_chunk(d[j], lo, hi, wv[u][j]);
           }
         }
       }
@@ -467,7 +447,7 @@ __global__ void __launch_bounds__(MMA_WK * 32, PRE && TN == 2 ? 2 : 1) /* PRE: â
       if (m < M && n < N) {
         if (bias) v += tzc_tof(bias[n]);
         tzc_bf16 *o = out + (size_t)m * N + n;
-        if constexpr (GELU) v = gelu_fwd1(tzc_tof(tzc_from<tzc_bf16>(v)));
+        if constexpr (GELU) v = tzc_gelu_fwd1(tzc_tof(tzc_from<tzc_bf16>(v)));
         if (acc) v += tzc_tof(*o);
         *o = tzc_from<tzc_bf16>(v);
       }
