@@ -46,6 +46,9 @@
 # Expected: ~20 s tests, ~10 s train, ~8 s checks, ~35 s timing, ~8 s phases, ~30 s peer:
 # ~105-120 s.
 set -uo pipefail
+# shellcheck source=scripts/device_decode_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/device_decode_lib.sh"
+run() { decode_run "$@"; }
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 dir=${1:-pack}
 export LD_LIBRARY_PATH=$PWD/$dir/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -92,19 +95,7 @@ else
 fi
 
 echo "== 2. a GPT-2 124M-shaped run, CLI checks"
-tok=$data/gpt2_tokenizer.bin shard=$data/tiny_shakespeare_train.bin
-w=$(mktemp -d)
-ts=$SECONDS
-"$tz" train --backend cuda --model gpt2-124m --vocab-size 50257 -B 4 -T 256 --train-shards "$shard" \
-  --val-shards "$shard" --steps 20 --val-every 0 --sample-tokens 0 --ckpt-every 0 --run-dir "$w/run" --quiet \
-  > "$out/train.log" 2>&1 || { echo "train failed:"; tail -5 "$out/train.log"; }
-echo "train: $((SECONDS - ts)) s"
-S() { "$tz" sample "$w/run" --tokenizer "$tok" "$@"; }
-same() {
-  if [[ ! -s $2 || ! -s $3 ]]; then echo "cli: $1: FAILED (no output)" | tee -a "$out/cli.txt"; tail -2 "$out/cli.err"
-  elif cmp -s "$2" "$3"; then echo "cli: $1: identical" | tee -a "$out/cli.txt"
-  else echo "cli: $1: DIFFERENT" | tee -a "$out/cli.txt"; cmp "$2" "$3" | head -2; fi
-}
+decode_setup
 S --backend cpu --precision fp32 --temperature 0 --tokens 100 > "$w/g.cpu" 2>> "$out/cli.err"
 S --backend cuda --precision fp32 --temperature 0 --tokens 100 > "$w/g.cuda" 2>> "$out/cli.err"
 same "greedy 100 tokens fp32, cuda vs cpu" "$w/g.cpu" "$w/g.cuda"
@@ -127,9 +118,6 @@ left=$(pgrep -c -f "$tz sample" 2> /dev/null || true)
 echo "tezgah sample processes left after the checks: ${left:-0}" | tee -a "$out/cli.txt"
 
 echo "== 3. tezgah sample, 1,000 new tokens, whole process"
-# shellcheck source=scripts/device_decode_lib.sh
-source scripts/device_decode_lib.sh
-run() { decode_run "$@"; }
 for b in 1 16; do
   other=64; ((b > 7)) && other=32
   r1=(TEZGAH_CUDA_DEC_VEC=0 TEZGAH_CUDA_MMA_PREA=0 TEZGAH_PREFILL_ROWS=1); ((b == 1)) && r1+=(TEZGAH_CUDA_DEC_CHUNK=64)

@@ -18,6 +18,9 @@
 # 4. The peer: transformers generate() fp32 at batch 1 (bench/hf_generate.py), cut to the budget.
 # 5. The summary LAST. ~85 s.
 set -uo pipefail
+# shellcheck source=scripts/device_decode_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/device_decode_lib.sh"
+run() { decode_run "$@"; }
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 dir=${1:-pack}
 export LD_LIBRARY_PATH=$PWD/$dir/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -57,19 +60,7 @@ fi
 pack_logs
 
 echo "== 2. a GPT-2 124M-shaped run, CLI checks"
-tok=$data/gpt2_tokenizer.bin shard=$data/tiny_shakespeare_train.bin
-w=$(mktemp -d)
-ts=$SECONDS
-"$tz" train --backend cuda --model gpt2-124m --vocab-size 50257 -B 4 -T 256 --train-shards "$shard" \
-  --val-shards "$shard" --steps 20 --val-every 0 --sample-tokens 0 --ckpt-every 0 --run-dir "$w/run" --quiet \
-  > "$out/train.log" 2>&1 || { echo "train failed:"; tail -5 "$out/train.log"; }
-echo "train: $((SECONDS - ts)) s"
-S() { "$tz" sample "$w/run" --tokenizer "$tok" "$@"; }
-same() {
-  if [[ ! -s $2 || ! -s $3 ]]; then echo "cli: $1: FAILED (no output)" | tee -a "$out/cli.txt"; tail -2 "$out/cli.err"
-  elif cmp -s "$2" "$3"; then echo "cli: $1: identical" | tee -a "$out/cli.txt"
-  else echo "cli: $1: DIFFERENT ($(cmp "$2" "$3" | head -1))" | tee -a "$out/cli.txt"; fi
-}
+decode_setup
 TEZGAH_CUDA_STEP=1 S --backend cuda --tokens 300 --batch 16 --seed 5 --temperature 0 > "$w/s16a" 2>> "$out/cli.err"
 TEZGAH_CUDA_STEP=1 S --backend cuda --tokens 300 --batch 16 --seed 5 --temperature 0 > "$w/s16b" 2>> "$out/cli.err"
 same "bf16 greedy --batch 16, run to run" "$w/s16a" "$w/s16b"
@@ -84,9 +75,6 @@ echo "cli: greedy batch 1 vs cpu fp32: op by op equal for $(cmp "$w/s1" "$w/s1cp
 pack_logs
 
 echo "== 3. tezgah sample, 1,000 new tokens, whole process"
-# shellcheck source=scripts/device_decode_lib.sh
-source scripts/device_decode_lib.sh
-run() { decode_run "$@"; }
 for b in 1 16; do
   for i in 1 2 3; do
     run default $b

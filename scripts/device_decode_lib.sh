@@ -1,9 +1,28 @@
 # Shared by the decoding device scripts (scripts/device_cuda_decode5.sh, device_cuda_step.sh):
-# sourced after they set $tz, $w (the run directory's parent), $tok and $out.
+# sourced after they set $tz, $data (the pack's data/) and $out.
+#   decode_setup: a GPT-2 124M-shaped run trained 20 steps on tiny Shakespeare (B 4, T 256) in
+#     $w/run (w: a new temporary directory; tok, shard set), S (tezgah sample on it) and
+#     same LABEL A B (a line of $out/cli.txt: "identical", or where they differ).
 #   decode_run LABEL BATCH [ENV=...]: one whole `tezgah sample` process, 1,000 new tokens, greedy,
 #     --stats; appends a line to $out/raw.tsv (label, batch, process s, tokens/s, ms/step, load,
 #     weights, prefill, decoding and teardown s, exec-to-main and after-the-command s).
 #   decode_table: the markdown table of $out/raw.tsv (min / median per label and batch).
+decode_setup() {
+  tok=$data/gpt2_tokenizer.bin shard=$data/tiny_shakespeare_train.bin
+  w=$(mktemp -d)
+  local ts=$SECONDS
+  "$tz" train --backend cuda --model gpt2-124m --vocab-size 50257 -B 4 -T 256 --train-shards "$shard" \
+    --val-shards "$shard" --steps 20 --val-every 0 --sample-tokens 0 --ckpt-every 0 --run-dir "$w/run" --quiet \
+    > "$out/train.log" 2>&1 || { echo "train failed:"; tail -5 "$out/train.log"; }
+  echo "train: $((SECONDS - ts)) s"
+}
+S() { "$tz" sample "$w/run" --tokenizer "$tok" "$@"; }
+same() {
+  if [[ ! -s $2 || ! -s $3 ]]; then echo "cli: $1: FAILED (no output)" | tee -a "$out/cli.txt"; tail -2 "$out/cli.err"
+  elif cmp -s "$2" "$3"; then echo "cli: $1: identical" | tee -a "$out/cli.txt"
+  else echo "cli: $1: DIFFERENT ($(cmp "$2" "$3" | head -1))" | tee -a "$out/cli.txt"; fi
+}
+
 decode_run() { # label batch [env...]: one whole process, a line of raw.tsv
   local label=$1 b=$2; shift 2
   local t0 t1 rc
