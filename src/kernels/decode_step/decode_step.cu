@@ -678,6 +678,7 @@ struct State {
   unsigned launches; /* kernels queued with this state: the next launch's epoch (grid_sync) */
   unsigned long long *dtrace; /* TEZGAH_CUDA_STEP_TRACE=1: the kernel's barrier times, summed per */
   double tsum[8], tn;         /* phase kind (0, A, B, C, D, E, F; arrive → leave as 7) over tn launches */
+  long long bytes;            /* device bytes held (x .. dlayer), counted in mem_used / mem_peak */
 };
 
 /* TEZGAH_CUDA_STEP_TRACE=1: block 0's time in each kind of phase, µs per step (stderr). */
@@ -726,6 +727,7 @@ int pick_tn(int N, int grid) {
 
 extern "C" void tzc_decode_step_free(tz_backend *be) {
   tzc_ctx *c = tzc(be);
+  if (c->step) tzc_mem_account(be, -((State *)c->step)->bytes);
   state_free((State *)c->step);
   c->step = NULL;
 }
@@ -748,6 +750,7 @@ extern "C" int tzc_decode_step(tz_backend *be, const tz_step_desc *d, int B) {
   if (s && (s->C != C || s->Q != Q || s->F != F || s->H != H || s->hd != hd || s->Vp != Vp || s->NSB != NSB ||
             s->L != d->n_layer)) {
     TZC_CHECK(cudaStreamSynchronize(c->stream));
+    tzc_mem_account(be, -s->bytes);
     state_free(s);
     c->step = s = NULL;
   }
@@ -789,6 +792,10 @@ extern "C" int tzc_decode_step(tz_backend *be, const tz_step_desc *d, int B) {
     TZC_CHECK(cudaMalloc(&s->cnt, (size_t)MR * H * 4));
     TZC_CHECK(cudaMalloc(&s->bar, 2 * 4));
     TZC_CHECK(cudaMalloc(&s->dlayer, (size_t)d->n_layer * sizeof(Layer)));
+    s->bytes = (long long)((size_t)MR * C * 4 + (size_t)MR * H * NSB * (hd + 2) * 4 + (size_t)MR * Q * 2 +
+                           (size_t)MR * C * 2 + (size_t)MR * F * 2 + (size_t)MR * H * 4 + 2 * 4 +
+                           (size_t)d->n_layer * sizeof(Layer));
+    tzc_mem_account(be, s->bytes);
     TZC_CHECK(cudaMemsetAsync(s->cnt, 0, (size_t)MR * H * 4, c->stream));
     TZC_CHECK(cudaMemsetAsync(s->bar, 0, 2 * 4, c->stream));
     c->step = s;
