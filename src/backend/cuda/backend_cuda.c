@@ -262,8 +262,9 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   const char *gr = getenv("TEZGAH_CUDA_GRAPHS");
   c->graphs_off = c->prof || (gr && !strcmp(gr, "0"));
   const char *so = getenv("TEZGAH_CUDA_STEP");
-  c->step_on = so && !strcmp(so, "1");
-  if (!c->step_on) be->decode_step = NULL; /* opt-in: the model then never builds a step description */
+  /* opt-in (on the H200 the one-kernel step is still slower than the recorded op-by-op step,
+   * 2026-12-03): otherwise NULL, and the model never builds a step description */
+  if (!(so && !strcmp(so, "1"))) be->decode_step = NULL;
   const char *pd = getenv("TEZGAH_CUDA_PDL");
   c->pdl_off = prop.major < 9 || (pd && !strcmp(pd, "0"));
   if (c->verbose) {

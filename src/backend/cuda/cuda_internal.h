@@ -80,11 +80,9 @@ typedef struct {
    * step is being recorded (its matmuls read only weights before their wait), pdl_off when
    * TEZGAH_CUDA_PDL=0, the device is older than sm_90, or a recording with it failed. */
   int pdl, pdl_off;
-  /* decode_step's buffers, layer table and launch geometry (decode_step.cu), NULL until used;
-   * step_on: TEZGAH_CUDA_STEP=1 at creation (opt-in: on the H200 the one-kernel step is still
-   * slower than the recorded op-by-op step, 2026-12-03; without it decode_step declines) */
+  /* decode_step's buffers, layer table and launch geometry (decode_step.cu), NULL until used
+   * (be->decode_step is set only under TEZGAH_CUDA_STEP=1: backend_cuda.c) */
   void *step;
-  int step_on;
 } tzc_ctx;
 
 static inline tzc_ctx *tzc(tz_backend *be) { return (tzc_ctx *)be->ctx; }

@@ -84,7 +84,7 @@ struct Layer {
 struct Params {
   int B, C, H, G, hd, Q, F, V, Vp, maxT, L, NSB; /* NSB: attention items a (row, head) */
   float eps, scale;
-  int tn_qkv, tn_proj, tn_fc, tn_fcp; /* groups per block task of each matmul */
+  int tn_qkv, tn_fc;                  /* groups per block task of qkv and fc (proj, fcproj: 1, N = C) */
   int pf;                             /* ask L2 for the next phase's weights (TEZGAH_CUDA_STEP_PF=0: not) */
   const int *tok, *pos;
   const tzc_bf16 *wte, *wpe, *nfw, *nfb, *lm;
@@ -599,16 +599,16 @@ __global__ void __launch_bounds__(NT, 1) decode_step_k(const __grid_constant__ P
         },
         red, stat, mu, rs);
     /* B: attention */
-    prefetch_mm(p, ly.pw, C, C, p.tn_proj);
+    prefetch_mm(p, ly.pw, C, C, 1);
     grid_sync(p, bi);
     attention_phase<LPK>(p, ly, spos, red);
     /* C: x += att·Wprojᵀ + b */
     prefetch_mm(p, ly.fw, p.F, C, p.tn_fc);
     mm_phase<1, 6, false, true>(
-        p, ly.pw, C, C, p.tn_proj, p.att, nullptr, nullptr, ly.pb, [&] { grid_sync(p, bi); },
+        p, ly.pw, C, C, 1, p.att, nullptr, nullptr, ly.pb, [&] { grid_sync(p, bi); },
         [&](int r, int n, float v) { p.x[(size_t)r * C + n] = v; }, red, stat, mu, rs);
     /* D: h = gelu(round(LN2(x)·Wfcᵀ + b)) */
-    prefetch_mm(p, ly.f2w, C, p.F, p.tn_fcp);
+    prefetch_mm(p, ly.f2w, C, p.F, 1);
     mm_phase<TN_MAX, 3, true, false>(
         p, ly.fw, p.F, C, p.tn_fc, nullptr, ly.n2w, ly.n2b, ly.fb, [&] { grid_sync(p, bi); },
         [&](int r, int n, float v) { p.h[(size_t)r * p.F + n] = tzc_from<tzc_bf16>(tzc_gelu_fwd1(tzc_tof(tzc_from<tzc_bf16>(v)))); },
@@ -618,7 +618,7 @@ __global__ void __launch_bounds__(NT, 1) decode_step_k(const __grid_constant__ P
     else if (p.pf && lane == 0 && warp * gridDim.x + blockIdx.x < p.Vp / 8) /* this warp's first 8 lm_head rows */
       l2_prefetch1(p.lm + (size_t)(warp * gridDim.x + blockIdx.x) * 8 * C, (unsigned)(8 * C * sizeof(tzc_bf16)));
     mm_phase<1, 6, false, true>(
-        p, ly.f2w, C, p.F, p.tn_fcp, p.h, nullptr, nullptr, ly.f2b, [&] { grid_sync(p, bi); },
+        p, ly.f2w, C, p.F, 1, p.h, nullptr, nullptr, ly.f2b, [&] { grid_sync(p, bi); },
         [&](int r, int n, float v) { p.x[(size_t)r * C + n] = v; }, red, stat, mu, rs);
   }
   /* F: logits = LNf(x)·wteᵀ; the normalized rows staged once per block, the first weights
@@ -676,6 +676,7 @@ struct State {
   size_t smem;
   void *fn;
   unsigned launches; /* kernels queued with this state: the next launch's epoch (grid_sync) */
+  int pf;            /* TEZGAH_CUDA_STEP_PF=0 at the state's making: no L2 prefetch (an A/B) */
   unsigned long long *dtrace; /* TEZGAH_CUDA_STEP_TRACE=1: the kernel's barrier times, summed per */
   double tsum[8], tn;         /* phase kind (0, A, B, C, D, E, F; arrive → leave as 7) over tn launches */
   long long bytes;            /* device bytes held (x .. dlayer), counted in mem_used / mem_peak */
@@ -734,7 +735,7 @@ extern "C" void tzc_decode_step_free(tz_backend *be) {
 
 extern "C" int tzc_decode_step(tz_backend *be, const tz_step_desc *d, int B) {
   tzc_ctx *c = tzc(be);
-  if (!c->step_on || c->act != TZ_BF16 || c->cc_major < 8 || B < 1 || B > MR) return 0;
+  if (c->act != TZ_BF16 || c->cc_major < 8 || B < 1 || B > MR) return 0;
   const int C = d->d_model, H = d->n_head, G = d->n_kv_head, hd = d->head_dim, F = d->d_ff, Vp = d->padded_vocab;
   const int Q = (H + 2 * G) * hd, NSB = (d->max_T + NW * CH - 1) / (NW * CH);
   /* what the kernel takes: 32-element K chunks, 8-column groups, 16-byte rows, C ≤ 1,024 in the
@@ -795,6 +796,13 @@ extern "C" int tzc_decode_step(tz_backend *be, const tz_step_desc *d, int B) {
     s->bytes = (long long)((size_t)MR * C * 4 + (size_t)MR * H * NSB * (hd + 2) * 4 + (size_t)MR * Q * 2 +
                            (size_t)MR * C * 2 + (size_t)MR * F * 2 + (size_t)MR * H * 4 + 2 * 4 +
                            (size_t)d->n_layer * sizeof(Layer));
+    const char *pf = getenv("TEZGAH_CUDA_STEP_PF"), *tr = getenv("TEZGAH_CUDA_STEP_TRACE");
+    s->pf = !(pf && !strcmp(pf, "0"));
+    if (tr && !strcmp(tr, "1")) {
+      const size_t tb = ((size_t)2 * (5 * d->n_layer + 2) + 1) * 8;
+      TZC_CHECK(cudaMalloc(&s->dtrace, tb));
+      s->bytes += (long long)tb;
+    }
     tzc_mem_account(be, s->bytes);
     TZC_CHECK(cudaMemsetAsync(s->cnt, 0, (size_t)MR * H * 4, c->stream));
     TZC_CHECK(cudaMemsetAsync(s->bar, 0, 2 * 4, c->stream));
@@ -816,9 +824,7 @@ extern "C" int tzc_decode_step(tz_backend *be, const tz_step_desc *d, int B) {
   p.B = B, p.C = C, p.H = H, p.G = G, p.hd = hd, p.Q = Q, p.F = F, p.V = d->vocab, p.Vp = Vp, p.maxT = d->max_T, p.L = d->n_layer;
   p.NSB = NSB, p.eps = d->eps, p.scale = 1.0f / sqrtf((float)hd);
   p.tn_qkv = pick_tn(Q, s->grid), p.tn_fc = pick_tn(F, s->grid);
-  p.tn_proj = p.tn_fcp = 1; /* N = C: about one group per block already (mm_phase<1, 6>) */
-  const char *pf = getenv("TEZGAH_CUDA_STEP_PF");
-  p.pf = !(pf && !strcmp(pf, "0"));
+  p.pf = s->pf;
   p.tok = (const int *)tzc_ptr(d->tokens), p.pos = (const int *)tzc_ptr(d->pos);
   p.wte = (const tzc_bf16 *)tzc_w(be, d->wte), p.wpe = (const tzc_bf16 *)tzc_w(be, d->wpe);
   p.nfw = (const tzc_bf16 *)tzc_w(be, d->normf_w), p.nfb = (const tzc_bf16 *)tzc_w(be, d->normf_b);
@@ -826,8 +832,6 @@ extern "C" int tzc_decode_step(tz_backend *be, const tz_step_desc *d, int B) {
   p.layer = s->dlayer, p.x = s->x, p.qkv = s->qkv, p.att = s->att, p.h = s->h;
   p.logits = (tzc_bf16 *)tzc_ptr(d->logits), p.part = s->part, p.cnt = s->cnt, p.bar = s->bar;
   p.epoch = s->launches++, p.nbar = 5u * (unsigned)d->n_layer + 1u;
-  const char *tr = getenv("TEZGAH_CUDA_STEP_TRACE");
-  if (tr && !strcmp(tr, "1") && !s->dtrace) TZC_CHECK(cudaMalloc(&s->dtrace, ((size_t)2 * (5 * d->n_layer + 2) + 1) * 8));
   p.trace = s->dtrace;
   void *args[] = {&p};
   TZC_CHECK(cudaLaunchCooperativeKernel(s->fn, dim3(s->grid), dim3(NT), args, s->smem, c->stream));
