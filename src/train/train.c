@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "checkpoint/run_ckpt.h"
+#include "core/decimal.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/progress.h"
@@ -186,7 +187,8 @@ static int metrics_trim(const char *path, int step) {
 }
 
 /* Parse "STEP[,STEP...]" (1-based step numbers) for the --debug-inject-* flags into a
- * malloc'ed array. NULL or "" gives none. */
+ * malloc'ed array. NULL or "" gives none. Decimal digits only, as the options' numbers
+ * (core/decimal.h): " 3" or "3, 7" is refused as "3 " is. */
 static int parse_steps(const char *flag, const char *s, int **out, int *n) {
   *out = NULL;
   *n = 0;
@@ -195,14 +197,13 @@ static int parse_steps(const char *flag, const char *s, int **out, int *n) {
   for (const char *p = s; *p; p++) cap += *p == ',';
   *out = tz_malloc((size_t)cap * sizeof **out);
   for (const char *p = s;;) {
-    char *end;
-    errno = 0;
-    long v = strtol(p, &end, 10);
-    if (end == p || errno || v < 1 || v > (1L << 30) || (*end && *end != ','))
+    size_t len = strcspn(p, ",");
+    long v;
+    if (tz_decimal_long(p, len, &v) || v < 1 || v > (1L << 30))
       return tz_err("%s: '%s' is not a list of step numbers >= 1 (e.g. 3,7)", flag, s);
     (*out)[(*n)++] = (int)v;
-    if (!*end) return 0;
-    p = end + 1;
+    if (!p[len]) return 0;
+    p += len + 1;
   }
 }
 
