@@ -95,6 +95,9 @@ head -c 300 "$tokjson" >tok_trunc.json
 printf 'abc\0def' >corpus_bin.txt
 : >corpus_empty.txt
 printf 'hi' >corpus_tiny.txt
+# (without --quiet: a corpus too small for a validation split is refused before the BPE is
+# trained, so that "data: training a 300-token BPE tokenizer" is not printed first)
+head -c 39 corpus.txt >corpus_39.txt
 head -c 3000 corpus.txt >corpus_small.txt
 touch afile
 long_prompt=$(head -c 3000 corpus.txt)
@@ -168,6 +171,9 @@ corpus-missing      |nosuch.txt: No such file or directory|"$bin" train --data n
 corpus-binary       |corpus_bin.txt: looks binary (NUL byte at offset 3)|"$bin" train --data corpus_bin.txt --run-dir r1 --quiet
 corpus-empty        |corpus_empty.txt: file is empty|"$bin" train --data corpus_empty.txt --run-dir r1 --quiet
 corpus-tiny         |corpus_tiny.txt: too small to hold out a validation split|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir r1 --quiet
+corpus-tiny-first   |corpus_tiny.txt: too small to hold out a validation split: 2 bytes (at most as many tokens; --val-fraction 0.05 needs 40 bytes or more)|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir r1
+corpus-39-bytes     |corpus_39.txt: too small to hold out a validation split: 39 bytes (at most as many tokens; --val-fraction 0.05 needs 40 bytes or more)|"$bin" train --data corpus_39.txt --vocab-size 300 -B 1 -T 4 --run-dir r1
+corpus-tiny-valfrac |corpus_39.txt: too small to hold out a validation split: 39 bytes (at most as many tokens; --val-fraction 0.03 needs 67 bytes or more)|"$bin" train --data corpus_39.txt --vocab-size 300 --val-fraction 0.03 -B 1 -T 4 --run-dir r1
 corpus-empty-nested |corpus_empty.txt: file is empty|"$bin" train --data corpus_empty.txt --run-dir runs6/a --quiet
 corpus-tiny-nested  |corpus_tiny.txt: too small to hold out a validation split|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir runs7/a/b --quiet
 nproc-oversubscribe |--nproc 4000: more processes than the|"$bin" train --data corpus_tiny.txt --vocab-size 300 --nproc 4000 --run-dir r1 --quiet
