@@ -95,6 +95,9 @@ head -c 300 "$tokjson" >tok_trunc.json
 printf 'abc\0def' >corpus_bin.txt
 : >corpus_empty.txt
 printf 'hi' >corpus_tiny.txt
+# (without --quiet: a corpus too small for a validation split is refused before the BPE is
+# trained, so that "data: training a 300-token BPE tokenizer" is not printed first)
+head -c 39 corpus.txt >corpus_39.txt
 head -c 3000 corpus.txt >corpus_small.txt
 touch afile
 long_prompt=$(head -c 3000 corpus.txt)
@@ -168,6 +171,9 @@ corpus-missing      |nosuch.txt: No such file or directory|"$bin" train --data n
 corpus-binary       |corpus_bin.txt: looks binary (NUL byte at offset 3)|"$bin" train --data corpus_bin.txt --run-dir r1 --quiet
 corpus-empty        |corpus_empty.txt: file is empty|"$bin" train --data corpus_empty.txt --run-dir r1 --quiet
 corpus-tiny         |corpus_tiny.txt: too small to hold out a validation split|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir r1 --quiet
+corpus-tiny-first   |corpus_tiny.txt: too small to hold out a validation split: 2 bytes (at most as many tokens; --val-fraction 0.05 needs 40 bytes or more)|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir r1
+corpus-39-bytes     |corpus_39.txt: too small to hold out a validation split: 39 bytes (at most as many tokens; --val-fraction 0.05 needs 40 bytes or more)|"$bin" train --data corpus_39.txt --vocab-size 300 -B 1 -T 4 --run-dir r1
+corpus-tiny-valfrac |corpus_39.txt: too small to hold out a validation split: 39 bytes (at most as many tokens; --val-fraction 0.03 needs 67 bytes or more)|"$bin" train --data corpus_39.txt --vocab-size 300 --val-fraction 0.03 -B 1 -T 4 --run-dir r1
 corpus-empty-nested |corpus_empty.txt: file is empty|"$bin" train --data corpus_empty.txt --run-dir runs6/a --quiet
 corpus-tiny-nested  |corpus_tiny.txt: too small to hold out a validation split|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir runs7/a/b --quiet
 nproc-oversubscribe |--nproc 4000: more processes than the|"$bin" train --data corpus_tiny.txt --vocab-size 300 --nproc 4000 --run-dir r1 --quiet
@@ -194,18 +200,24 @@ flag-steps-overflow |--steps: 999999999999999999999999 is out of range [1, 10737
 flag-seed-overflow  |--seed: 18446744073709551616 is out of range (max 18446744073709551615)|"$bin" train --seed 18446744073709551616
 flag-batch-zero     |--batch-size: 0 is out of range|"$bin" train -B 0
 flag-lr-negative    |--lr: -1 is out of range [0, 10]|"$bin" train --lr -1
-flag-lr-nan         |--lr: 'nan' is not a number|"$bin" train --lr nan
+flag-lr-nan         |--lr: 'nan' is not a decimal number|"$bin" train --lr nan
 flag-lr-inf         |--lr: 'inf' is not finite (give a number in [0, 10])|"$bin" train --lr inf
-flag-lr-hex         |--lr: '0x10' is not in decimal notation|"$bin" train --lr 0x10
-flag-lr-hexfrac     |--lr: '0x.1p0' is not in decimal notation|"$bin" train --lr 0x.1p0
-flag-lr-blank       |--lr: ' 0.1' is not in decimal notation|"$bin" train --lr " 0.1"
+flag-lr-hex         |--lr: '0x10' is not a decimal number (digits, '.', an exponent: 3e-4)|"$bin" train --lr 0x10
+flag-lr-hexfrac     |--lr: '0x.1p0' is not a decimal number|"$bin" train --lr 0x.1p0
+flag-lr-blank       |--lr: ' 0.1' is not a decimal number|"$bin" train --lr " 0.1"
+flag-lr-blank-after |--lr: '0.1 ' is not a decimal number|"$bin" train --lr "0.1 "
+flag-lr-word        |--lr: 'fast' is not a decimal number|"$bin" train --lr fast
 flag-lr-overflow    |--lr: 1e999 is out of range [0, 10]|"$bin" train --lr 1e999
 flag-wd-inf         |--weight-decay: '-Infinity' is not finite|"$bin" train --weight-decay -Infinity
-flag-clip-hex       |--grad-clip: '0x1p3' is not in decimal notation|"$bin" train --grad-clip 0x1p3
+flag-clip-hex       |--grad-clip: '0x1p3' is not a decimal number|"$bin" train --grad-clip 0x1p3
 flag-temp-inf       |--temperature: 'inf' is not finite|"$bin" sample good --temperature inf
-flag-topp-hex       |--top-p: '0x1p-1' is not in decimal notation|"$bin" sample good --top-p 0x1p-1
+flag-topp-hex       |--top-p: '0x1p-1' is not a decimal number|"$bin" sample good --top-p 0x1p-1
 flag-steps-hex      |--steps: '0x10' is not a decimal integer|"$bin" train --steps 0x10
 flag-steps-blank    |--steps: ' 5' is not a decimal integer|"$bin" train --steps " 5"
+flag-batch-blank    |--batch: ' 5' is not a decimal integer|"$bin" sample good --batch " 5"
+flag-batch-blank2   |--batch: '5 ' is not a decimal integer|"$bin" sample good --batch "5 "
+flag-batch-word     |--batch: 'five' is not a decimal integer|"$bin" sample good --batch five
+flag-seed-blank     |--seed: '5 ' is not a non-negative decimal integer|"$bin" train --seed "5 "
 flag-batch-octal    |--batch: 1025 is out of range [1, 1024]|"$bin" sample good --batch 01025
 flag-seed-hex       |--seed: '0x5' is not a non-negative decimal integer|"$bin" train --seed 0x5
 flag-threads-neg    |--threads: -2 is out of range|"$bin" train --threads -2
@@ -214,6 +226,14 @@ flag-model-absurd   |out of host memory|"$bin" train --data corpus.txt --vocab-s
 flag-vocab-small    |--vocab-size: 100 is out of range [257, 65536]|"$bin" train --vocab-size 100
 flag-skipz-negative |--skip-loss-z: -1 is out of range|"$bin" train --skip-loss-z -1
 flag-inject-bad     |--debug-inject-nan: 'x' is not a list of step numbers|"$bin" train --data corpus.txt --vocab-size 300 --debug-inject-nan x --run-dir r1 --quiet
+flag-inject-blank   |--debug-inject-nan: ' 3' is not a list of step numbers|"$bin" train --data corpus.txt --vocab-size 300 --debug-inject-nan " 3" --run-dir r1 --quiet
+flag-inject-blank2  |--debug-inject-inf: '3, 7' is not a list of step numbers|"$bin" train --data corpus.txt --vocab-size 300 --debug-inject-inf "3, 7" --run-dir r1 --quiet
+flag-inject-empty   |--debug-inject-nan: '3,,7' is not a list of step numbers|"$bin" train --data corpus.txt --vocab-size 300 --debug-inject-nan 3,,7 --run-dir r1 --quiet
+env-world-blank     |TEZGAH_WORLD_SIZE=' 2' is not a rank or process count|TEZGAH_WORLD_SIZE=" 2" "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
+env-rank-blank      |TEZGAH_RANK='1 ' is not a rank or process count|TEZGAH_WORLD_SIZE=2 TEZGAH_RANK="1 " "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
+env-misalign-blank  |TEZGAH_CPU_MISALIGN=' 4' is not a multiple of 4 in [0, 60]|TEZGAH_CPU_MISALIGN=" 4" "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
+env-mm-mc-blank     |TEZGAH_MM_MC=' 64' is not a row count|TEZGAH_MM_MC=" 64" "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
+env-ls-growth-blank |TEZGAH_LOSS_SCALE_GROWTH: ' 5' is not a step count in [1, 2^30]|TEZGAH_LOSS_SCALE_GROWTH=" 5" "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
 flag-unknown        |train: unknown option --frobnicate|"$bin" train --frobnicate
 flag-missing-value  |train: option --steps needs a value|"$bin" train --steps
 T-above-context     |--seq-len: T=64 is above the model's context max_seq_len=32|"$bin" train --data corpus.txt --vocab-size 300 --max-seq-len 32 -T 64 --run-dir r1 --quiet

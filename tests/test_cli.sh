@@ -256,6 +256,14 @@ grep -E '^ *[0-9]+/1000000' wide.err >prog.txt
 awk 'length($0) > 79 { print; bad = 1 } END { exit bad }' prog.txt || fail "progress line wider than 79 columns"
 grep -q ' 12/1000000 \[.*\] loss [0-9.]* | [0-9.k]* tok/s | ETA [0-9hms]* | val [0-9.]*@10$' prog.txt ||
   fail "last progress line is not 'step/total [bar] loss | tok/s | ETA | val X@10': $(tail -1 prog.txt)"
+# resumed, the lines before the next validation repeat the last one (the checkpoint holds it),
+# as the uninterrupted run's lines 11 and 12 do; they were blank until 2026-12-03
+v10=$(grep -o '| val [0-9.]*@10$' prog.txt | tail -n 1)
+cp -r wide wide_res # (info below reads wide at step 12)
+"$bin" train --resume wide_res --stop-after 2 --log-every 1 2>wide2.err || fail "resume for the progress line: $(tail -3 wide2.err)"
+grep -E '^ *[0-9]+/1000000' wide2.err >prog2.txt
+[[ -n $v10 && $(wc -l <prog2.txt) == 2 && $(grep -cF -- "$v10" prog2.txt) == 2 ]] ||
+  fail "resumed lines 13, 14 do not repeat the last validation '$v10': $(cat prog2.txt)"
 
 # line N shows the validation of the model after N steps where there is one (every --val-every
 # steps, the final one after the last step), not the one before it (nanoGPT's "step N: ... val

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "core/decimal.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/rng.h"
@@ -103,8 +104,34 @@ static void test_profile_totals(void **state) {
   free(t);
 }
 
+/* core/decimal.h: decimal notation only, the same answer for a blank before or after, a length
+ * that ends an item of a list, longs beyond range refused. */
+static void test_decimal(void **state) {
+  (void)state;
+  static const char *ints[] = {"0", "5", "-12", "+7", "010", "9223372036854775807"};
+  static const char *not_ints[] = {"", " 5", "5 ", "\t5", "5\n", "+", "-", "0x10", "1.5", "1e3", "five", "5,"};
+  for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) assert_int_equal(tz_decimal(ints[i], strlen(ints[i]), 0), 1);
+  for (size_t i = 0; i < sizeof not_ints / sizeof *not_ints; i++)
+    assert_int_equal(tz_decimal(not_ints[i], strlen(not_ints[i]), 0), 0);
+  static const char *nums[] = {"1.5", ".5", "5.", "-2e-3", "3E+4", "7"};
+  static const char *not_nums[] = {".", "e3", "1e", "1e+", " 0.1", "0.1 ", "inf", "nan", "0x1p3", "1..2", "1e3.5"};
+  for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) assert_int_equal(tz_decimal(nums[i], strlen(nums[i]), 1), 1);
+  for (size_t i = 0; i < sizeof not_nums / sizeof *not_nums; i++)
+    assert_int_equal(tz_decimal(not_nums[i], strlen(not_nums[i]), 1), 0);
+  long v = 0;
+  assert_int_equal(tz_decimal_long("3,7", 1, &v), 0); /* the first item of a list */
+  assert_int_equal(v, 3);
+  assert_int_equal(tz_decimal_long("-42", 3, &v), 0);
+  assert_int_equal(v, -42);
+  assert_int_equal(tz_decimal_long(" 3", 2, &v), -1);
+  assert_int_equal(tz_decimal_long("3 ", 2, &v), -1);
+  assert_int_equal(tz_decimal_long("", 0, &v), -1);
+  assert_int_equal(tz_decimal_long("9223372036854775808", 19, &v), -1); /* LONG_MAX + 1 */
+  assert_int_equal(v, -42);                                            /* untouched on failure */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_rng), cmocka_unit_test(test_atomic_write),
-                                     cmocka_unit_test(test_profile_totals)};
+                                     cmocka_unit_test(test_profile_totals), cmocka_unit_test(test_decimal)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -103,7 +103,7 @@ rm -f "$tmp/few.json"
 if [[ ! -e $tmp/x.bin && ! -e $tmp/t.json ]]; then echo "ok   refused inputs wrote nothing"; else echo "FAIL refused inputs wrote a file"; fails=$((fails + 1)); fi
 err1 "unknown option" "unknown option" $tz encode --bogus
 err1 "wrong option" "does not apply" $tz decode --special '[1]'
-err1 "bad threads" "not an integer" $tz encode --threads x hi
+err1 "bad threads" "--threads: 'x' is not a decimal integer" $tz encode --threads x hi
 err1 "gpt2 env" "TEZGAH_GPT2_DIR" env TEZGAH_GPT2_DIR="$tmp" $tz encode hi
 # A 2 MB run of one letter trains tokens of up to 1 MB; loading them indexed every split of every
 # token (O(L^2) hashing: 400 s). Now well under a second; 120 s is only a hang guard.

@@ -99,7 +99,7 @@ expect_error "empty corpus" "empty.txt: file is empty" -- train --data empty.txt
 expect_error "binary corpus" "binary2.bin: looks binary" -- train --data binary2.bin --run-dir runs/bad3 "${q[@]}"
 expect_error "random-bytes corpus" "binary.bin" -- train --data binary.bin --run-dir runs/bad3b "${q[@]}"
 expect_error "unknown flag" "unknown option --frobnicate" -- train --frobnicate 3
-expect_error "non-numeric flag" "--steps: 'ten' is not an integer" -- train --steps ten
+expect_error "non-numeric flag" "--steps: 'ten' is not a decimal integer" -- train --steps ten
 expect_error "negative flag" "--batch-size: -4 is out of range" -- train -B -4
 expect_error "n_head not dividing d_model" "n_head=5 does not divide d_model=64" -- \
   train "${small[@]}" --n-head 5 --run-dir runs/bad4 "${q[@]}"

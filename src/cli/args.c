@@ -8,41 +8,17 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/decimal.h"
 #include "core/error.h"
 
-/* Decimal notation only: an optional sign, digits, and for a float an optional fraction
- * ('.' digits; digits on at least one side) and exponent ([eE], optional sign, digits).
- * strtol / strtod alone would also take leading blanks, and strtod hex floats ("0x10" = 16),
- * "inf" and "nan". Returns 1 when s is that. */
-static int decimal(const char *s, int frac) {
-  const char *p = s + (*s == '+' || *s == '-');
-  size_t d = strspn(p, "0123456789");
-  p += d;
-  if (frac && *p == '.') {
-    size_t f = strspn(p + 1, "0123456789");
-    d += f;
-    p += 1 + f;
-  }
-  if (!d) return 0;
-  if (frac && (*p == 'e' || *p == 'E')) {
-    const char *q = p + 1 + (p[1] == '+' || p[1] == '-');
-    size_t x = strspn(q, "0123456789");
-    if (!x) return 0;
-    p = q + x;
-  }
-  return !*p;
-}
-
-/* An integer that only strtol's base 0 or its leading blanks would read: "0x10", " 5". */
-static int other_integer(const char *s) {
-  char *end;
-  strtoll(s, &end, 0);
-  return *s && end != s && !*end;
-}
+/* Decimal notation only (core/decimal.h): strtol / strtod alone would also take leading blanks,
+ * strtol's base 0 and strtod's hex floats ("0x10" = 16), "inf" and "nan". Every value that is not
+ * decimal notation gets the same words, whatever is wrong with it (" 5", "5 ", "0x10", "ten"),
+ * so that the message says what is wanted rather than guessing what was meant. */
+static int decimal(const char *s, int frac) { return tz_decimal(s, strlen(s), frac); }
 
 int tz_arg_int(const char *flag, const char *s, long min, long max, int *out) {
-  if (!decimal(s, 0))
-    return tz_err("%s: '%s' is not %s", flag, s, other_integer(s) ? "a decimal integer" : "an integer");
+  if (!decimal(s, 0)) return tz_err("%s: '%s' is not a decimal integer", flag, s);
   errno = 0;
   long v = strtol(s, NULL, 10); /* base 10: "010" is 10, not octal 8 */
   if (errno) return tz_err("%s: %s is out of range [%ld, %ld]", flag, s, min, max); /* beyond a long */
@@ -53,8 +29,7 @@ int tz_arg_int(const char *flag, const char *s, long min, long max, int *out) {
 
 int tz_arg_u64(const char *flag, const char *s, uint64_t *out) {
   if (*s == '-') return tz_err("%s: '%s' must not be negative", flag, s);
-  if (!decimal(s, 0))
-    return tz_err("%s: '%s' is not a non-negative %sinteger", flag, s, other_integer(s) ? "decimal " : "");
+  if (!decimal(s, 0)) return tz_err("%s: '%s' is not a non-negative decimal integer", flag, s);
   errno = 0;
   unsigned long long v = strtoull(s, NULL, 10);
   if (errno) return tz_err("%s: %s is out of range (max %llu)", flag, s, (unsigned long long)UINT64_MAX);
@@ -65,14 +40,10 @@ int tz_arg_u64(const char *flag, const char *s, uint64_t *out) {
 int tz_arg_float(const char *flag, const char *s, double min, double max, float *out) {
   if (!decimal(s, 1)) {
     const char *w = s + (*s == '+' || *s == '-');
+    /* a value strtod reads as infinite: the range says what is meant instead */
     if (!strcasecmp(w, "inf") || !strcasecmp(w, "infinity"))
       return tz_err("%s: '%s' is not finite (give a number in [%g, %g])", flag, s, min, max);
-    if (!strncasecmp(w, "nan", 3)) return tz_err("%s: '%s' is not a number", flag, s);
-    char *end;
-    strtod(s, &end);
-    if (*s && !*end) /* strtod's other forms: hex floats, leading blanks */
-      return tz_err("%s: '%s' is not in decimal notation (digits, '.', an exponent: 3e-4)", flag, s);
-    return tz_err("%s: '%s' is not a number", flag, s);
+    return tz_err("%s: '%s' is not a decimal number (digits, '.', an exponent: 3e-4)", flag, s);
   }
   errno = 0;
   double v = strtod(s, NULL);

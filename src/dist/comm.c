@@ -10,15 +10,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/decimal.h"
 #include "core/error.h"
 
-/* A non-negative integer environment variable: 1 if set (value in *v), 0 if unset, -1 bad. */
+/* A non-negative integer environment variable: 1 if set (value in *v), 0 if unset, -1 bad.
+ * Decimal digits only (core/decimal.h: " 2" is refused as "2 " is). */
 static int env_int(const char *name, int *v) {
   const char *s = getenv(name);
   if (!s || !*s) return 0;
-  char *end;
-  long x = strtol(s, &end, 10);
-  if (*end || x < 0 || x > 1 << 20) return tz_err("%s='%s' is not a rank or process count", name, s);
+  long x;
+  if (tz_decimal_long(s, strlen(s), &x) || x < 0 || x > 1 << 20)
+    return tz_err("%s='%s' is not a rank or process count", name, s);
   *v = (int)x;
   return 1;
 }

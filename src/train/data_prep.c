@@ -2,6 +2,7 @@
 #include "train/data_prep.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,13 +125,22 @@ int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
   return tz_prepare_corpus_tok(corpus, NULL, vocab_size, val_fraction, 0, 0, cache_root, quiet, tok_backend, out);
 }
 
-/* A batch (B*T+1 tokens) that the splits of a corpus of len bytes cannot hold whatever the BPE
- * learns (byte-level: at most one token per byte; the split as below): refused before the
- * slow work. n_val is floor(n * val_fraction) for a corpus under every * VAL_BLOCK tokens, else
- * at most (n + VAL_BLOCK) / every, with n <= len. */
+/* What the splits of a corpus of len bytes cannot hold whatever the BPE learns (byte-level: at
+ * most one token per byte; the split as below), refused before the slow work (BPE training,
+ * encoding): a validation split under 2 tokens even at one token per byte (< 40 bytes at
+ * --val-fraction 0.05; the check after encoding still refuses a corpus whose merges leave too
+ * few tokens, with the count), and with B, T > 0 a batch (B*T+1 tokens) that either split
+ * cannot hold. n_val is floor(n * val_fraction) for a corpus under every * VAL_BLOCK tokens,
+ * else at most (n + VAL_BLOCK) / every, with n <= len. */
 static int check_batch_fits(const char *corpus, size_t len, float val_fraction, int B, int T) {
-  /* no batch to check, or a corpus too small for any split (said after encoding, with its count) */
-  if (B <= 0 || T <= 0 || (size_t)(len * (double)val_fraction) < 2) return 0;
+  if ((size_t)(len * (double)val_fraction) < 2) {
+    size_t least = (size_t)ceil(2.0 / val_fraction); /* the fewest bytes that pass, exactly as tested */
+    while ((size_t)(least * (double)val_fraction) < 2) least++;
+    while (least > 1 && (size_t)((least - 1) * (double)val_fraction) >= 2) least--;
+    return tz_err("%s: too small to hold out a validation split: %zu byte%s (at most as many tokens; --val-fraction %g "
+                  "needs %zu bytes or more)", corpus, len, tz_plural((long long)len), val_fraction, least);
+  }
+  if (B <= 0 || T <= 0) return 0; /* no batch to check */
   size_t need = (size_t)B * (size_t)T + 1, every = (size_t)(1.0 / val_fraction + 0.5);
   if (need > len)
     return tz_err("%s: %zu bytes are at most %zu tokens, fewer than one batch (B*T+1 = %d*%d+1 = %zu tokens); lower -B "

@@ -16,7 +16,8 @@ typedef struct {
 
 /* Errors (one line): "<corpus>: <strerror>", "<corpus>: file is empty",
  * "<corpus>: looks binary (NUL byte at offset N)", "<corpus>: too small to hold out a
- * validation split (N tokens)", tokenizer/shard errors. `log` (may be NULL) receives progress. */
+ * validation split: N bytes (...)" (before the BPE is trained, below) or "... split (N tokens)"
+ * (after encoding), tokenizer/shard errors. `log` (may be NULL) receives progress. */
 int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
                       const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out);
 /* The same with a given tokenizer (train --init-from: the model's) instead of a newly
@@ -24,11 +25,13 @@ int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
  * llama2.c tokenizers give BOS + run.c encode per document; llm.c's (decode-only) is refused.
  * Cached under a key that includes the tokenizer's bytes; tokenizer_path is then the
  * tokenizer in its native format (tz_tok_to_blob).
- * B, T > 0: the batch the shards must hold (B*T+1 tokens in each split). A byte-level BPE
- * gives at most one token per byte, so a corpus too small for it is refused before the BPE is
- * trained: "<corpus>: N bytes are at most N tokens, fewer than one batch (B*T+1 = ...)" or
- * "<corpus>: N bytes hold out at most M validation tokens (--val-fraction F), fewer than one
- * batch (...)". 0: no such check. */
+ * A byte-level BPE gives at most one token per byte, so with one (trained or given) a corpus
+ * too small for a validation split of 2 tokens is refused before the BPE is trained or the text
+ * encoded: "<corpus>: too small to hold out a validation split: N bytes (at most as many tokens;
+ * --val-fraction F needs M bytes or more)"; and with B, T > 0 (the batch the shards must hold:
+ * B*T+1 tokens in each split) a corpus too small for it: "<corpus>: N bytes are at most N
+ * tokens, fewer than one batch (B*T+1 = ...)" or "<corpus>: N bytes hold out at most M
+ * validation tokens (--val-fraction F), fewer than one batch (...)". B, T = 0: no batch check. */
 int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int vocab_size, float val_fraction, int B,
                           int T, const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out);
 void tz_prepared_free(tz_prepared *p);

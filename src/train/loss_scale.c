@@ -1,12 +1,11 @@
 /* Dynamic loss scaling: see loss_scale.h. */
 #include "train/loss_scale.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/decimal.h"
 #include "core/error.h"
 
 int tz_loss_scale_parse(const char *s, int *mode, float *fixed) {
@@ -15,11 +14,9 @@ int tz_loss_scale_parse(const char *s, int *mode, float *fixed) {
   if (!s || !*s) return 0;
   if (!strcmp(s, "dynamic")) return *mode = TZ_LS_DYNAMIC, 0;
   if (!strcmp(s, "off")) return *mode = TZ_LS_OFF, 0;
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
+  long v; /* decimal digits only (core/decimal.h) */
   /* a power of two: S·g and g·(clip/S) are then exact in binary floating point */
-  if (end == s || *end || errno || isspace((unsigned char)*s) || v < 1 || v > (long)TZ_LS_MAX || (v & (v - 1)))
+  if (tz_decimal_long(s, strlen(s), &v) || v < 1 || v > (long)TZ_LS_MAX || (v & (v - 1)))
     return tz_err("--loss-scale: '%s' is not dynamic, off or a power of two in [1, %.0f]", s, (double)TZ_LS_MAX);
   *mode = TZ_LS_FIXED;
   *fixed = (float)v;
@@ -43,9 +40,8 @@ int tz_loss_scaler_init(tz_loss_scaler *ls, const char *opt, int backend_needs, 
   ls->growth_interval = TZ_LS_GROWTH;
   const char *g = getenv("TEZGAH_LOSS_SCALE_GROWTH");
   if (g && *g) {
-    char *end;
-    long v = strtol(g, &end, 10);
-    if (*end || v < 1 || v > 1L << 30)
+    long v;
+    if (tz_decimal_long(g, strlen(g), &v) || v < 1 || v > 1L << 30)
       return tz_err("TEZGAH_LOSS_SCALE_GROWTH: '%s' is not a step count in [1, 2^30]", g);
     ls->growth_interval = (int)v;
   }

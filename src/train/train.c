@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "checkpoint/run_ckpt.h"
+#include "core/decimal.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/progress.h"
@@ -186,7 +187,8 @@ static int metrics_trim(const char *path, int step) {
 }
 
 /* Parse "STEP[,STEP...]" (1-based step numbers) for the --debug-inject-* flags into a
- * malloc'ed array. NULL or "" gives none. */
+ * malloc'ed array. NULL or "" gives none. Decimal digits only, as the options' numbers
+ * (core/decimal.h): " 3" or "3, 7" is refused as "3 " is. */
 static int parse_steps(const char *flag, const char *s, int **out, int *n) {
   *out = NULL;
   *n = 0;
@@ -195,14 +197,13 @@ static int parse_steps(const char *flag, const char *s, int **out, int *n) {
   for (const char *p = s; *p; p++) cap += *p == ',';
   *out = tz_malloc((size_t)cap * sizeof **out);
   for (const char *p = s;;) {
-    char *end;
-    errno = 0;
-    long v = strtol(p, &end, 10);
-    if (end == p || errno || v < 1 || v > (1L << 30) || (*end && *end != ','))
+    size_t len = strcspn(p, ",");
+    long v;
+    if (tz_decimal_long(p, len, &v) || v < 1 || v > (1L << 30))
       return tz_err("%s: '%s' is not a list of step numbers >= 1 (e.g. 3,7)", flag, s);
     (*out)[(*n)++] = (int)v;
-    if (!*end) return 0;
-    p = end + 1;
+    if (!p[len]) return 0;
+    p += len + 1;
   }
 }
 
@@ -274,14 +275,14 @@ typedef struct {
   int latest_marked;
   /* the loop's clock and counters */
   size_t N; /* tokens per batch, all ranks */
-  int warmup, tty, first_step, prof_from, n_recent, last_val_step;
+  int warmup, tty, first_step, prof_from, n_recent;
   /* the progress line of step index held_step (held != 0) waits for the validation of the
    * model after that step, so that line N shows "val X@N" (below, progress) */
   int held, held_step, tty_ended;
   int bar_w; /* the progress bar's width, fixed by the first line (progress_line) */
   double held_loss;
   /* elapsed_s in checkpoints = wall time of earlier sessions + this session's so far */
-  double t_start, prior_elapsed, tokens_done, last_val, val_dt;
+  double t_start, prior_elapsed, tokens_done, val_dt;
   double recent[RECENT];
   /* After the first step's warm-up (lazily allocated scratch, stdio buffers) a step allocates
    * nothing: the metrics record is formatted into this buffer (tests/test_step_alloc.sh). */
@@ -603,7 +604,6 @@ static int phase_report(train_run *r) {
   r->first_step = r->st.step;
   r->t_start = now_s();
   r->prior_elapsed = r->st.elapsed_s;
-  r->last_val = NAN;
   r->prof_from = r->st.step; /* --profile: the table covers steps prof_from.. */
   return 0;
 }
@@ -626,8 +626,8 @@ static int periodic_validation(train_run *r, double *val_loss) {
   double tv = now_s();
   *val_loss = run_validation(r);
   r->val_dt = now_s() - tv;
-  r->last_val = *val_loss;
-  r->last_val_step = st->step;
+  st->last_val = *val_loss;
+  st->last_val_step = st->step;
   if (r->o.keep_best && st->step > 0 && *val_loss < st->best_val) {
     /* the model now is the state after st.step steps: a complete training checkpoint */
     st->best_val = *val_loss;
@@ -770,8 +770,8 @@ static void print_progress(train_run *r, int step, double loss, int after_val) {
   double eta = left > 0 ? sum_dt / k * left + r->val_dt * vals_left : 0;
   char pl[160];
   int val_digits = r->val && ve > 0 ? (int)log10(o->steps) + 1 : 0; /* the last line's val step: the final one */
-  progress_line(pl, sizeof pl, step + 1, o->steps, loss, (double)r->N * o->grad_accum * k / sum_dt, eta, r->last_val,
-                r->last_val_step, val_digits, &r->bar_w);
+  progress_line(pl, sizeof pl, step + 1, o->steps, loss, (double)r->N * o->grad_accum * k / sum_dt, eta, r->st.last_val,
+                r->st.last_val_step, val_digits, &r->bar_w);
   fprintf(stderr, "%s%s%s", r->tty ? "\r" : "", pl, r->tty ? "\033[K" : "\n");
 }
 
@@ -881,11 +881,11 @@ static int phase_loop(train_run *r) {
 /* The final validation, as a "final" record in metrics.jsonl. */
 static int final_validation(train_run *r) {
   if (!r->val) return 0;
-  r->last_val = run_validation(r);
-  r->last_val_step = r->st.step;
+  r->st.last_val = run_validation(r);
+  r->st.last_val_step = r->st.step;
   cJSON *fin = cJSON_CreateObject();
   cJSON_AddNumberToObject(fin, "step", r->st.step);
-  cJSON_AddNumberToObject(fin, "val_loss", r->last_val);
+  cJSON_AddNumberToObject(fin, "val_loss", r->st.last_val);
   cJSON_AddTrueToObject(fin, "final");
   int wrc = r->metrics ? tz_metrics_write(r->metrics, fin) : 0;
   cJSON_Delete(fin);
@@ -896,8 +896,8 @@ static int final_validation(train_run *r) {
 static int final_checkpoint(train_run *r, double total) {
   tz_train_state *st = &r->st;
   st->elapsed_s = r->prior_elapsed + total;
-  int final_best = r->o.keep_best && r->val && r->last_val < st->best_val;
-  if (final_best) st->best_val = r->last_val;
+  int final_best = r->o.keep_best && r->val && st->last_val < st->best_val;
+  if (final_best) st->best_val = st->last_val;
   int src = tz_train_save_and_mark(r->ckpt_path, r->o.run_dir, &r->latest_marked, r->m, r->tok, st, r->train, r->comm);
   if (!src && final_best && r->rank == 0) src = tz_train_link_as(r->ckpt_path, r->o.run_dir, TZ_CKPT_BEST_FILE);
   return agree(r, src == 0);
@@ -957,7 +957,7 @@ static int phase_end(train_run *r) {
   if (r->W > 1) report_rank_memory(r);
   if (!o->quiet) {
     char vl[64] = "no validation";
-    if (r->val) snprintf(vl, sizeof vl, "final val loss %.4f (ppl %.2f)", r->last_val, exp(r->last_val));
+    if (r->val) snprintf(vl, sizeof vl, "final val loss %.4f (ppl %.2f)", r->st.last_val, exp(r->st.last_val));
     fprintf(stderr, "done: %d step%s, %.0f tok/s this session, %s, %d skipped; checkpoint %s\n", st->step,
             tz_plural(st->step), total > 0 ? r->tokens_done / total : 0.0, vl, st->skipped, r->ckpt_path);
   }

@@ -12,6 +12,7 @@ void tz_train_state_init(tz_train_state *st, const tz_train_opts *o) {
   memset(st, 0, sizeof *st);
   st->opts = o;
   st->best_val = INFINITY;
+  st->last_val = NAN;
 }
 
 void tz_train_state_free(tz_train_state *st) {
@@ -65,6 +66,10 @@ cJSON *tz_train_state_to_json(const tz_train_state *st) {
   /* tokens sampled at the end (not part of the loss sequence; --sample-tokens on --resume wins) */
   cJSON_AddNumberToObject(opts, "sample_tokens", o->sample_tokens);
   if (isfinite(st->best_val)) cJSON_AddNumberToObject(j, "best_val_loss", st->best_val);
+  if (isfinite(st->last_val)) {
+    cJSON_AddNumberToObject(j, "last_val_loss", st->last_val);
+    cJSON_AddNumberToObject(j, "last_val_step", st->last_val_step);
+  }
   /* --loss-scale as given (absent: the backend's default), kept by a resume without it */
   if (o->loss_scale && *o->loss_scale) cJSON_AddStringToObject(opts, "loss_scale", o->loss_scale);
   if (st->ls.mode == TZ_LS_DYNAMIC) { /* what --resume continues from (exact powers of two) */
@@ -172,6 +177,15 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
     }
   }
   if (cJSON_IsNumber(bv)) st->best_val = bv->valuedouble;
+  /* optional (absent in checkpoints written before 2026-12-03 and before a first validation) */
+  st->last_val = NAN, st->last_val_step = 0;
+  if (cJSON_GetObjectItemCaseSensitive(j, "last_val_loss")) {
+    if (num(j, where, "last_val_loss", &v)) return -1;
+    if (!isfinite(v)) return tz_err("%s: training state field 'last_val_loss' = %g is not finite", where, v);
+    st->last_val = v;
+    if (count(j, where, "last_val_step", 0, st->step, &v)) return -1; /* a model of at most `step` steps */
+    st->last_val_step = (int)v;
+  }
   /* optional (absent in checkpoints of runs without dynamic loss scaling, and older ones) */
   st->ls.scale = 0, st->ls.clean = 0;
   if (cJSON_GetObjectItemCaseSensitive(j, "loss_scale")) {

@@ -21,6 +21,11 @@ typedef struct {
   char *train_shards, *val_shards; /* restored shard lists (owned) */
   int recorded_steps;              /* --steps the checkpoint was trained with (resume) */
   double best_val;                 /* lowest validation loss so far (--keep-best), +inf: none */
+  /* the last validation: its loss (NAN: none yet) and the step of the model it measured; saved
+   * ("last_val_loss", "last_val_step") so that a resumed run's progress line repeats it until
+   * its next validation, as an uninterrupted run's does (absent in older checkpoints: NAN) */
+  double last_val;
+  int last_val_step;
   /* loss scaling (loss_scale.h): the scaler of the run; saved when dynamic ("loss_scale",
    * "loss_scale_clean"). from_json leaves a checkpoint's values in ls.scale / ls.clean (scale
    * 0: absent, an old checkpoint or a run without dynamic scaling) for tz_loss_scaler_init. */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "core/decimal.h"
 #include "core/error.h"
 #include "kernels/cpu_kernels.h"
 #include "kernels/matmul/blas_load.h"
@@ -138,9 +139,8 @@ tz_backend *tz_backend_cpu_create(int threads) {
    * tests can show that no result depends on where buffers sit (docs/RELIABILITY.md). */
   const char *mis = getenv("TEZGAH_CPU_MISALIGN");
   if (mis && *mis) {
-    char *end;
-    long v = strtol(mis, &end, 10);
-    if (*end || v < 0 || v >= 64 || v % 4) {
+    long v; /* decimal digits only (core/decimal.h), as every TEZGAH_* number */
+    if (tz_decimal_long(mis, strlen(mis), &v) || v < 0 || v >= 64 || v % 4) {
       tz_err("TEZGAH_CPU_MISALIGN='%s' is not a multiple of 4 in [0, 60]", mis);
       free(cx);
       free(be);
@@ -158,9 +158,8 @@ tz_backend *tz_backend_cpu_create(int threads) {
   int mc = TZ_MM_MC;
   const char *mcs = getenv("TEZGAH_MM_MC");
   if (mcs && *mcs) {
-    char *end;
-    long v = strtol(mcs, &end, 10);
-    if (*end || v < cx->mm->mr || v > TZ_MM_MC_MAX) {
+    long v;
+    if (tz_decimal_long(mcs, strlen(mcs), &v) || v < cx->mm->mr || v > TZ_MM_MC_MAX) {
       tz_err("TEZGAH_MM_MC='%s' is not a row count in [%d, %d]", mcs, cx->mm->mr, TZ_MM_MC_MAX);
       free(cx);
       free(be);

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "backend/cuda/cuda_rt.h"
+#include "core/decimal.h"
 #include "core/error.h"
 
 #define LT_WORKSPACE_BYTES ((size_t)32 << 20)
@@ -173,9 +174,8 @@ static int env_device(int n_devices, int *dev) {
   const char *s = getenv("TEZGAH_CUDA_DEVICE");
   *dev = 0;
   if (!s || !*s) return 0;
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (*end || v < 0 || v >= n_devices)
+  long v; /* decimal digits only (core/decimal.h): " 1" is refused as "1 " is */
+  if (tz_decimal_long(s, strlen(s), &v) || v < 0 || v >= n_devices)
     return tz_err("cuda: TEZGAH_CUDA_DEVICE='%s' is not a device index in 0..%d", s, n_devices - 1);
   *dev = (int)v;
   return 0;
