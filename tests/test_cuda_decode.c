@@ -171,9 +171,9 @@ static void pick_case(tz_backend *g, const float *logits, int B, int V, int Vp, 
   for (int b = 0; b < B; b++) tz_sampler_free(&sg[b]), tz_sampler_free(&sh[b]);
   ot_release(&o);
 }
-/* Greedy picks at GPT-2's width (pick.cu's pick_greedy_k: 16-byte loads, several rounds of
- * them per thread, a tail of V % 8 ids one by one; rows not 16-byte aligned one element at a
- * time) against tz_sampler_pick on the values the device holds (bf16: the rounded logits). Row
+/* Greedy picks at GPT-2's width (50,257 ids: ~50 per thread of pick_k's arg-max; fp32 and bf16,
+ * rows 16-byte aligned or not) against tz_sampler_pick on the values the device holds (bf16:
+ * the rounded logits). Row
  * 0 random; row 1 its maximum in the tail (the last id); row 2 two equal maxima far apart (the
  * lower id wins) and NaN / inf entries (never picked); row 3 nothing finite (id 0). */
 static void greedy_wide_case(const char *prec, int Vp) {

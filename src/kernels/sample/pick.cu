@@ -21,8 +21,6 @@
  * (a full sort), and k > PK_MAXK. Logits with equal p but different values at the k-th edge
  * can be cut differently than the host (the host cuts by p, this by logit). */
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "kernels/common/cuda_common.cuh"
 
@@ -273,83 +271,9 @@ static bool pick_offered(int V, float temperature, int top_k, float top_p) {
   return !(temperature > 0.0f) || ((top_k <= 0 || top_k >= V) ? top_p >= 1.0f : top_k <= PK_MAXK);
 }
 
-/* TEZGAH_CUDA_PICK_GREEDY=0 (read once): greedy picks through pick_k as before (an A/B). */
-static int tzc_greedy_on() {
-  static int on = -1;
-  if (on < 0) {
-    const char *e = getenv("TEZGAH_CUDA_PICK_GREEDY");
-    on = !(e && !strcmp(e, "0"));
-  }
-  return on;
-}
-
-/* Greedy picks (temperature ≤ 0) alone: the same (first maximal finite logit; none finite: 0)
- * as pick_k's arg-max, which is a function of the logits only (max value, then the lowest id
- * among its positions: the reduction's order does not matter). Why its own kernel: pick_k is a
- * 1,024-thread block with ~35 KB of shared memory for the sampling paths, and its arg-max
- * loads one element per thread per iteration; at batch 1 it took 11 µs of a 0.32 ms GPT-2
- * decoding step on the H200 (profile, 2026-12-03). Here GR_THREADS threads load 16 bytes
- * each (GR_U of them in flight per thread) where the row is 16-byte aligned, else one element
- * at a time; ids inside a thread ascend, so a strict > keeps its first maximum. */
-constexpr int GR_THREADS = 256, GR_U = 4;
-__device__ __forceinline__ void gr_take(float x, int i, float &best, int &bi) {
-  if (isfinite(x) && (bi == INT_MAX || x > best)) best = x, bi = i;
-}
-__device__ __forceinline__ void gr_merge(float ob, int oi, float &best, int &bi) {
-  if (oi != INT_MAX && (bi == INT_MAX || ob > best || (ob == best && oi < bi))) best = ob, bi = oi;
-}
-template <class T, int W>
-__global__ void __launch_bounds__(GR_THREADS) pick_greedy_k(int *__restrict__ out, int *__restrict__ ids,
-                                                            const T *__restrict__ logits, int V, int Vp) {
-  __shared__ float smax[GR_THREADS / 32];
-  __shared__ int sidx[GR_THREADS / 32];
-  const int b = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const T *z = logits + (size_t)b * Vp;
-  float best = -INFINITY;
-  int bi = INT_MAX;
-  const int nv = V / W; /* whole vectors; the tail (V % W ids) one by one below */
-  for (int v0 = tid; v0 < nv; v0 += GR_THREADS * GR_U) {
-    float f[GR_U][W];
-#pragma unroll
-    for (int u = 0; u < GR_U; u++) {
-      const int v = v0 + u * GR_THREADS;
-      if (v < nv) tzc_ld<W>(z + (size_t)v * W, f[u]);
-    }
-#pragma unroll
-    for (int u = 0; u < GR_U; u++) {
-      const int v = v0 + u * GR_THREADS;
-      if (v < nv)
-#pragma unroll
-        for (int e = 0; e < W; e++) gr_take(f[u][e], v * W + e, best, bi);
-    }
-  }
-  for (int i = nv * W + tid; i < V; i += GR_THREADS) gr_take(tzc_tof(z[i]), i, best, bi);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    float ob = __shfl_xor_sync(0xffffffffu, best, o);
-    int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-    gr_merge(ob, oi, best, bi);
-  }
-  if (lane == 0) smax[warp] = best, sidx[warp] = bi;
-  __syncthreads();
-  if (tid == 0) {
-    for (int w = 1; w < GR_THREADS / 32; w++) gr_merge(smax[w], sidx[w], best, bi);
-    const int id = bi == INT_MAX ? 0 : bi;
-    out[b] = id;
-    if (ids) ids[b] = id;
-  }
-}
-
 template <class T>
 void pick_launch(tzc_ctx *c, int *out, int *ids, const void *logits, const double *rd, int B, const pick_args &a) {
-  if (!(a.temperature > 0.0f) && tzc_greedy_on()) {
-    const T *z = (const T *)logits;
-    if (tzc_aligned16(z) && ((size_t)a.Vp * sizeof(T)) % 16 == 0)
-      pick_greedy_k<T, VW(T)><<<B, GR_THREADS, 0, c->stream>>>(out, ids, z, a.V, a.Vp);
-    else
-      pick_greedy_k<T, 1><<<B, GR_THREADS, 0, c->stream>>>(out, ids, z, a.V, a.Vp);
-  } else
-    pick_k<T><<<B, PK_THREADS, 0, c->stream>>>(out, ids, (const T *)logits, rd, a);
+  pick_k<T><<<B, PK_THREADS, 0, c->stream>>>(out, ids, (const T *)logits, rd, a);
   TZC_LAUNCHED();
 }
 
