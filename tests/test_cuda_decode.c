@@ -12,6 +12,7 @@
  *   fed the same values) rtol 2e-2 atol 1e-2. The new k and v must land in the cache row
  *   pos[b] bit for bit; a second launch must give bit-identical outputs; row 2 alone (B = 1)
  *   bit-identical to row 2 of the B = 3 launch (batch invariance).
+ * - pick at GPT-2's width (greedy: 50,257 logits, aligned and unaligned rows, fp32 and bf16).
  * - pick: 4 rows of 1000 logits (padded to 1024) against tz_sampler_pick with the same
  *   generator: greedy, with ties (first maximal id); temperature 0.8 top-k 40; top-k 40 top-p
  *   0.9; full softmax (top-k 0); ids must be equal (fp32 logits: the same values on both
@@ -170,6 +171,41 @@ static void pick_case(tz_backend *g, const float *logits, int B, int V, int Vp, 
   for (int b = 0; b < B; b++) tz_sampler_free(&sg[b]), tz_sampler_free(&sh[b]);
   ot_release(&o);
 }
+/* Greedy picks at GPT-2's width (50,257 ids: ~50 per thread of pick_k's arg-max; fp32 and bf16,
+ * rows 16-byte aligned or not) against tz_sampler_pick on the values the device holds (bf16:
+ * the rounded logits). Row
+ * 0 random; row 1 its maximum in the tail (the last id); row 2 two equal maxima far apart (the
+ * lower id wins) and NaN / inf entries (never picked); row 3 nothing finite (id 0). */
+static void greedy_wide_case(const char *prec, int Vp) {
+  tz_backend *g = tz_backend_create("cuda", 0, prec);
+  assert_non_null(g);
+  const int B = 4, V = 50257;
+  ot_ctx o;
+  ot_init(&o, g, 91);
+  float *z = ot_randn(&o, (size_t)B * Vp, 3.0f);
+  for (int b = 0; b < B; b++)
+    for (int i = V; i < Vp; i++) z[(size_t)b * Vp + i] = 1e30f; /* padding must never be read */
+  z[(size_t)Vp + V - 1] = 40.0f;
+  z[2 * (size_t)Vp + 12345] = 41.0f, z[2 * (size_t)Vp + 40000] = 41.0f;
+  z[2 * (size_t)Vp + 7] = NAN, z[2 * (size_t)Vp + 8] = INFINITY, z[2 * (size_t)Vp + 50000] = INFINITY;
+  for (int i = 0; i < V; i++) z[3 * (size_t)Vp + i] = i % 2 ? NAN : -INFINITY;
+  if (g->act == TZ_BF16)
+    for (size_t i = 0; i < (size_t)B * Vp; i++) z[i] = ct_bf16_round(z[i]);
+  char what[64];
+  snprintf(what, sizeof what, "greedy %s V %d Vp %d", prec, V, Vp);
+  pick_case(g, z, B, V, Vp, 0.0f, 40, 1.0f, what);
+  free(z);
+  ot_release(&o);
+  g->destroy(g);
+}
+static void test_pick_greedy_wide(void **state) {
+  (void)state;
+  greedy_wide_case("fp32", 50304);
+  greedy_wide_case("bf16", 50304);
+  greedy_wide_case("fp32", 50257); /* rows not 16-byte aligned: the one-element path */
+  greedy_wide_case("bf16", 50257);
+}
+
 static void test_pick(void **state) {
   (void)state;
   tz_backend *g = tz_backend_create("cuda", 0, "fp32");
@@ -627,7 +663,7 @@ int main(void) {
   const char *filter = getenv("TEZGAH_TEST_FILTER");
   if (filter && *filter) cmocka_set_test_filter(filter);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_attention_decode), cmocka_unit_test(test_pick), cmocka_unit_test(test_norm_matmul), cmocka_unit_test(test_mma),
+      cmocka_unit_test(test_attention_decode), cmocka_unit_test(test_pick), cmocka_unit_test(test_pick_greedy_wide), cmocka_unit_test(test_norm_matmul), cmocka_unit_test(test_mma),
       cmocka_unit_test(test_model_fp32_gpt2),  cmocka_unit_test(test_model_fp32_llama),
       cmocka_unit_test(test_model_bf16_gpt2),  cmocka_unit_test(test_model_bf16_llama),
       cmocka_unit_test(test_model_step_kernel),

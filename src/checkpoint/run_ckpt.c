@@ -1,6 +1,7 @@
 #include "checkpoint/run_ckpt.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +181,40 @@ int tz_run_load_adam(tz_run_file *rf, tz_model *m) {
                   rf->path, tz_format_name(rf->format), rf->path);
   if (m->zero) return load_shard(rf, m, "adam_m", m->m) || load_shard(rf, m, "adam_v", m->v) ? -1 : 0;
   return load_section(rf, m, "adam_m", m->m) || load_section(rf, m, "adam_v", m->v) ? -1 : 0;
+}
+
+typedef struct {
+  tz_ckpt *ck;
+  float *host_params;
+} release_job;
+static void *release_thread(void *p) {
+  release_job *j = p;
+  tz_ckpt_close(j->ck);
+  free(j->host_params);
+  free(j);
+  return NULL;
+}
+
+void tz_run_release_params_async(tz_run_file *rf) {
+  if (!rf->ck && !rf->host_params) return;
+  release_job *j = malloc(sizeof *j);
+  if (!j) return;
+  j->ck = rf->ck;
+  j->host_params = rf->host_params;
+  pthread_attr_t at;
+  pthread_t th;
+  int ok = pthread_attr_init(&at) == 0;
+  if (ok) {
+    ok = pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
+         pthread_create(&th, &at, release_thread, j) == 0;
+    pthread_attr_destroy(&at);
+  }
+  if (!ok) {
+    free(j);
+    return;
+  }
+  rf->ck = NULL;
+  rf->host_params = NULL;
 }
 
 void tz_run_close(tz_run_file *rf) {

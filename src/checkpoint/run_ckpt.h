@@ -63,5 +63,14 @@ int tz_run_load_model(tz_run_file *rf, tz_backend *be, tz_model **out);
 /* Load AdamW moments into a model that has training buffers (ZeRO-1: its shard of them). */
 int tz_run_load_adam(tz_run_file *rf, tz_model *m);
 void tz_run_close(tz_run_file *rf);
+/* Once the parameters are on the backend (tz_run_load_model, then the backend's sync) and no
+ * other section will be read: the checkpoint's mapping and a foreign model's host copy are
+ * released on a detached thread (rf->ck and rf->host_params become NULL; tz_run_close then
+ * frees the rest). Why: a run's checkpoint maps params and both AdamW moments (1.5 GB at GPT-2
+ * 124M, every page touched by the checksums), and unmapping it took 54–132 ms on the
+ * development VM — work that otherwise lands in the process's exit, after the output, while
+ * here it overlaps the decoding. Where no thread can start (the wasm build) nothing changes:
+ * they stay until tz_run_close or the exit. */
+void tz_run_release_params_async(tz_run_file *rf);
 
 #endif

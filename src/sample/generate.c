@@ -543,6 +543,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   if (tz_model_alloc_inference_rows(m, B)) goto out;
   double t_rows = now_s();
   be->sync(be);
+  tz_run_release_params_async(&rf); /* the weights are on the backend: unmapped beside the decoding */
   t_mark[3] = now_s();
   const char *vb = getenv("TEZGAH_VERBOSE");
   if (vb && *vb && strcmp(vb, "0") != 0) /* the start-up's phases (device_cuda_decode5.sh) */
