@@ -26,3 +26,4 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), v
   return EAGAIN;
 }
 int pthread_join(pthread_t t, void **ret) { (void)t, (void)ret; return ESRCH; }
+int pthread_detach(pthread_t t) { (void)t; return ESRCH; }

@@ -201,18 +201,12 @@ void tz_run_release_params_async(tz_run_file *rf) {
   if (!j) return;
   j->ck = rf->ck;
   j->host_params = rf->host_params;
-  pthread_attr_t at;
   pthread_t th;
-  int ok = pthread_attr_init(&at) == 0;
-  if (ok) {
-    ok = pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
-         pthread_create(&th, &at, release_thread, j) == 0;
-    pthread_attr_destroy(&at);
-  }
-  if (!ok) {
+  if (pthread_create(&th, NULL, release_thread, j) != 0) {
     free(j);
     return;
   }
+  pthread_detach(th);
   rf->ck = NULL;
   rf->host_params = NULL;
 }

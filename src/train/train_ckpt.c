@@ -51,7 +51,8 @@ int tz_train_link_as(const char *src, const char *dir, const char *name) {
   if (link(src, tmp) != 0 || rename(tmp, dst) != 0) {
     rc = tz_err("%s: cannot keep the checkpoint: %s", dst, strerror(errno));
     unlink(tmp);
-  }
+  } else
+    unlink(tmp); /* dst already a link to src: rename() of two links to one file does nothing */
   sync_dir(dir);
   free(tmp);
   free(dst);
@@ -93,6 +94,10 @@ static int rotate(const char *run_dir, const char *ckpt_path, int step, int keep
   if (n > keep) sync_dir(run_dir);
   free(steps);
   return 0;
+}
+
+int tz_train_rotate(const char *run_dir, const char *ckpt_path, int step, int keep) {
+  return keep >= 1 ? rotate(run_dir, ckpt_path, step, keep) : 0;
 }
 
 /* Write the checkpoint (rank 0 alone writes; collective for data-parallel runs: call it on
