@@ -231,6 +231,8 @@ flag-inject-blank2  |--debug-inject-inf: '3, 7' is not a list of step numbers|"$
 flag-inject-empty   |--debug-inject-nan: '3,,7' is not a list of step numbers|"$bin" train --data corpus.txt --vocab-size 300 --debug-inject-nan 3,,7 --run-dir r1 --quiet
 env-world-blank     |TEZGAH_WORLD_SIZE=' 2' is not a rank or process count|TEZGAH_WORLD_SIZE=" 2" "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
 env-rank-blank      |TEZGAH_RANK='1 ' is not a rank or process count|TEZGAH_WORLD_SIZE=2 TEZGAH_RANK="1 " "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
+env-dist-timeout    |TEZGAH_DIST_TIMEOUT='ten' is not a number of seconds|TEZGAH_DIST_TIMEOUT=ten "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
+env-dist-timeout-neg|TEZGAH_DIST_TIMEOUT='-5' is not a number of seconds|TEZGAH_DIST_TIMEOUT=-5 "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
 env-misalign-blank  |TEZGAH_CPU_MISALIGN=' 4' is not a multiple of 4 in [0, 60]|TEZGAH_CPU_MISALIGN=" 4" "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
 env-mm-mc-blank     |TEZGAH_MM_MC=' 64' is not a row count|TEZGAH_MM_MC=" 64" "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
 env-ls-growth-blank |TEZGAH_LOSS_SCALE_GROWTH: ' 5' is not a step count in [1, 2^30]|TEZGAH_LOSS_SCALE_GROWTH=" 5" "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet

@@ -55,6 +55,11 @@ int tz_dist_env_read(tz_dist_env *e) {
                   e->local_rank, e->world);
   if (e->local_world < 1) e->local_world = 1;
   if (e->world == 1) e->launcher = TZ_LAUNCH_SINGLE;
+  /* read with atof by the watchdog (tz_comm_watchdog_start): an unreadable value would have
+   * turned it off (0) without a word */
+  const char *to = getenv("TEZGAH_DIST_TIMEOUT");
+  if (to && *to && (!tz_decimal(to, strlen(to), 1) || strtod(to, NULL) < 0))
+    return tz_err("TEZGAH_DIST_TIMEOUT='%s' is not a number of seconds >= 0 (0 turns the watchdog off)", to);
   return 0;
 }
 
