@@ -77,4 +77,9 @@ ln k/checkpoint.tzc k/checkpoint-00000100.tzc && rm k/checkpoint-00000120.tzc ||
 "$bin" train --resume k --quiet --sample-tokens 0 || fail "resume of the finished run"
 [[ $(kept k) == "checkpoint-00000119.tzc checkpoint-00000120.tzc " ]] || fail "cut rotation not completed: $(kept k)"
 [[ k/checkpoint.tzc -ef k/checkpoint-00000120.tzc ]] || fail "checkpoint-00000120.tzc is not checkpoint.tzc"
+# nothing pending: a finished run's resume writes nothing, and a lower --keep given now removes
+# nothing (the rotation uses the run's recorded --keep; the command says "nothing to do")
+before=$(ls -i k | sort)
+"$bin" train --resume k --keep 1 --quiet --sample-tokens 0 || fail "resume of the finished run with --keep 1"
+[[ $(ls -i k | sort) == "$before" ]] || fail "a finished run's resume changed the directory: $(ls k)"
 echo "ok: --keep/--keep-best rotation, resume, 12 kills ($((SECONDS - t0)) s)"

@@ -279,6 +279,17 @@ fv=$(grep -o 'final val loss [0-9.]*' valstep.err | cut -d' ' -f4)
 [[ -n $fv && $(tail -n 1 vs.txt) == *"| val $fv@30" ]] || fail "the last line's val is not the final one ($fv): $(tail -n 1 vs.txt)"
 [[ $(awk '{ print index($0, "]") }' vs.txt | sort -u | wc -l) == 1 ]] || fail "the progress bar changes width: $(cat vs.txt)"
 
+# not a terminal, default --log-every 10: lines 1, 10, 20 and the last (25, with the final val);
+# resumed, the session's first line too (they were missing until 2026-12-03)
+"$bin" train --data part_a.txt "${small[@]}" --steps 25 --val-every 10 --val-batches 1 --run-dir lastline 2>ll.err ||
+  fail "train for the last line: $(tail -3 ll.err)"
+[[ $(grep -oE '^ *[0-9]+/25 ' ll.err | tr -d ' ' | tr '\n' ' ') == "1/25 10/25 20/25 25/25 " ]] ||
+  fail "lines of a 25-step run (want 1, 10, 20, 25): $(grep -E '/25 ' ll.err)"
+grep -qE '^25/25 .*\| val [0-9.]*@25$' ll.err || fail "the last line lacks the final val: $(grep '^25/25' ll.err)"
+"$bin" train --resume lastline --steps 33 2>ll2.err || fail "resume for the first line: $(tail -3 ll2.err)"
+[[ $(grep -oE '^ *[0-9]+/33 ' ll2.err | tr -d ' ' | tr '\n' ' ') == "26/33 30/33 33/33 " ]] ||
+  fail "lines of the resumed session (want 26, 30, 33): $(grep -E '/33 ' ll2.err)"
+
 "$bin" train --data part_a.txt "${small[@]}" --steps 3 --log-every 1 --val-every 0 --run-dir eta 2>eta.err ||
   fail "train for the last step's ETA: $(tail -3 eta.err)"
 grep -q '^3/3 \[.*\] loss [0-9.]* | [0-9.k]* tok/s | ETA 0m00s$' eta.err || fail "the last step's ETA is not 0: $(cat eta.err)"

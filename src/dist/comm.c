@@ -2,6 +2,8 @@
  * built from the transports' primitives, and the watchdog. See comm.h. */
 #include "dist/comm.h"
 
+#include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -58,7 +60,9 @@ int tz_dist_env_read(tz_dist_env *e) {
   /* read with atof by the watchdog (tz_comm_watchdog_start): an unreadable value would have
    * turned it off (0) without a word */
   const char *to = getenv("TEZGAH_DIST_TIMEOUT");
-  if (to && *to && (!tz_decimal(to, strlen(to), 1) || strtod(to, NULL) < 0))
+  errno = 0;
+  double tv = to && *to ? strtod(to, NULL) : 0; /* ERANGE: 1e400 (inf: never) or 1e-400 (0: off) */
+  if (to && *to && (!tz_decimal(to, strlen(to), 1) || errno == ERANGE || !isfinite(tv) || tv < 0))
     return tz_err("TEZGAH_DIST_TIMEOUT='%s' is not a number of seconds >= 0 (0 turns the watchdog off)", to);
   return 0;
 }

@@ -315,6 +315,30 @@ static int phase_start(train_run *r, const tz_train_opts *opts_in) {
   return 0;
 }
 
+/* A finished run resumed from its own checkpoint.tzc: a kill between the final save and its
+ * --keep rotation left one numbered checkpoint too many (or the final one unnamed)
+ * (tests/test_ckpt_keep.sh's kills found it); the rotation is completed with the run's recorded
+ * --keep, not one given now (this command changes nothing else), and only when one is pending;
+ * a failure (a read-only directory) is a note: the run and its checkpoint are intact. */
+static void finish_cut_rotation(train_run *r) {
+  const cJSON *jo = cJSON_GetObjectItemCaseSensitive(r->rf.train, "opts");
+  const cJSON *jk = jo ? cJSON_GetObjectItemCaseSensitive(jo, "keep") : NULL;
+  int keep = cJSON_IsNumber(jk) ? jk->valueint : 0;
+  const char *base = strrchr(r->rf.path, '/'), *file = base ? base + 1 : r->rf.path;
+  if (r->rank != 0 || keep < 1 || strcmp(file, TZ_CKPT_FILE)) return;
+  char *dir = tz_strdup(base ? r->rf.path : ".");
+  if (base) dir[base - r->rf.path] = '\0';
+  if (tz_train_rotation_pending(dir, r->rf.path, r->st.step, keep)) {
+    tz_afile_sweep(dir); /* a kill inside that rotation's link leaves a temporary name */
+    if (tz_train_rotate(dir, r->rf.path, r->st.step, keep) == 0) {
+      if (!r->o.quiet) fprintf(stderr, "note: %s: completed the --keep %d rotation an interruption cut short\n", dir, keep);
+    } else
+      fprintf(stderr, "note: %s: the --keep %d rotation an interruption cut short is not completed: %s\n", dir, keep,
+              tz_errmsg());
+  }
+  free(dir);
+}
+
 /* --resume: the checkpoint's options and config win over defaults. */
 static int phase_resume(train_run *r) {
   tz_train_opts *o = &r->o;
@@ -338,17 +362,7 @@ static int phase_resume(train_run *r) {
     if (!o->quiet)
       fprintf(stderr, "%s: the run is finished (step %d of %d); nothing to do, give --steps above %d to continue it\n",
               o->resume, st->step, o->steps, st->step);
-    /* the run's own checkpoint.tzc: finish a --keep rotation a kill cut short after the final
-     * save (tests/test_ckpt_keep.sh's kills found it) */
-    const char *base = strrchr(r->rf.path, '/');
-    if (r->rank == 0 && o->keep >= 1 && base && !strcmp(base + 1, TZ_CKPT_FILE)) {
-      char *dir = tz_strdup(r->rf.path);
-      dir[base - r->rf.path] = '\0';
-      tz_afile_sweep(dir); /* a kill inside that rotation's link leaves a temporary name */
-      int rot = tz_train_rotate(dir, r->rf.path, st->step, o->keep);
-      free(dir);
-      if (rot) return -1;
-    }
+    finish_cut_rotation(r);
     r->rc = 0, r->finished = 1;
     return 1;
   }
@@ -787,7 +801,8 @@ static void print_progress(train_run *r, int step, double loss, int after_val) {
 }
 
 /* The step's time joins the recent ones; the progress line, on a terminal every step (redrawn
- * in place), else every --log-every steps and the first. The val column is the last
+ * in place), else every --log-every steps, the session's first (also after a --resume) and the
+ * run's last (with the final validation). The val column is the last
  * validation loss with the step of the model it measured. A validation runs on the model
  * after step N (every --val-every steps, at the start of the next turn; the final one after
  * the last step), so line N is held until it is done and shows "val X@N", as nanoGPT's
@@ -797,7 +812,7 @@ static void progress(train_run *r, double loss, double dt) {
   tz_train_opts *o = &r->o;
   int step = r->st.step;
   r->recent[r->n_recent++ % RECENT] = dt;
-  if (o->quiet || !(r->tty || (step + 1) % o->log_every == 0 || step == 0)) return;
+  if (o->quiet || !(r->tty || (step + 1) % o->log_every == 0 || step == r->first_step || step + 1 == o->steps)) return;
   if (r->val && o->val_every > 0 && ((step + 1) % o->val_every == 0 || step + 1 == o->steps)) {
     r->held = 1, r->held_step = step, r->held_loss = loss;
     return;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -94,6 +95,26 @@ static int rotate(const char *run_dir, const char *ckpt_path, int step, int keep
   if (n > keep) sync_dir(run_dir);
   free(steps);
   return 0;
+}
+
+int tz_train_rotation_pending(const char *run_dir, const char *ckpt_path, int step, int keep) {
+  if (keep < 1) return 0;
+  char name[64];
+  snprintf(name, sizeof name, "checkpoint-%08d.tzc", step);
+  char *p = tz_path_join(run_dir, name);
+  struct stat a, b;
+  int named = stat(p, &a) == 0 && stat(ckpt_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+  free(p);
+  if (keep > 1 && !named) return 1;
+  int n = 0; /* numbered names beyond what rotate() keeps (--keep 1: none) */
+  DIR *d = opendir(run_dir);
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    int s, len = 0;
+    if (sscanf(e->d_name, "checkpoint-%8d.tzc%n", &s, &len) == 1 && len == (int)strlen(e->d_name) && len == 23) n++;
+  }
+  closedir(d);
+  return n > (keep == 1 ? 0 : keep);
 }
 
 int tz_train_rotate(const char *run_dir, const char *ckpt_path, int step, int keep) {
