@@ -321,9 +321,7 @@ static int phase_start(train_run *r, const tz_train_opts *opts_in) {
  * --keep, not one given now (this command changes nothing else), and only when one is pending;
  * a failure (a read-only directory) is a note: the run and its checkpoint are intact. */
 static void finish_cut_rotation(train_run *r) {
-  const cJSON *jo = cJSON_GetObjectItemCaseSensitive(r->rf.train, "opts");
-  const cJSON *jk = jo ? cJSON_GetObjectItemCaseSensitive(jo, "keep") : NULL;
-  int keep = cJSON_IsNumber(jk) ? jk->valueint : 0;
+  const int keep = r->st.recorded_keep;
   const char *base = strrchr(r->rf.path, '/'), *file = base ? base + 1 : r->rf.path;
   if (r->rank != 0 || keep < 1 || strcmp(file, TZ_CKPT_FILE)) return;
   char *dir = tz_strdup(base ? r->rf.path : ".");

@@ -65,27 +65,36 @@ static int cmp_int_desc(const void *a, const void *b) {
   return (x < y) - (x > y);
 }
 
+/* The steps of run_dir's numbered checkpoints (checkpoint-<8 digits>.tzc), highest first, in a
+ * malloc'ed array (NULL when none or the directory cannot be read); their count in *n. */
+static int *numbered_steps(const char *run_dir, int *n) {
+  *n = 0;
+  DIR *d = opendir(run_dir);
+  if (!d) return NULL;
+  int *steps = NULL, cap = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    int s, len = 0;
+    if (sscanf(e->d_name, "checkpoint-%8d.tzc%n", &s, &len) == 1 && len == (int)strlen(e->d_name) && len == 23) {
+      if (*n == cap) steps = tz_realloc(steps, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *steps);
+      steps[(*n)++] = s;
+    }
+  }
+  closedir(d);
+  if (*n) qsort(steps, (size_t)*n, sizeof *steps, cmp_int_desc);
+  return steps;
+}
+
 /* --keep N: checkpoint.tzc (just written, at `step`) is also kept as checkpoint-<step>.tzc;
  * of those, the N with the highest steps stay. A crash between the link and the removals
  * leaves one more file, removed at the next rotation; never a partial checkpoint (each name
  * is a complete file or absent). */
-static int rotate(const char *run_dir, const char *ckpt_path, int step, int keep) {
+int tz_train_rotate(const char *run_dir, const char *ckpt_path, int step, int keep) {
+  if (keep < 1) return 0;
   char name[64];
   if (keep == 1) keep = 0; /* --keep 1: checkpoint.tzc alone (a run resumed with a lower --keep drops the rest) */
   snprintf(name, sizeof name, "checkpoint-%08d.tzc", step);
   if (keep > 0 && tz_train_link_as(ckpt_path, run_dir, name)) return -1;
-  DIR *d = opendir(run_dir);
-  if (!d) return 0;
-  int *steps = NULL, n = 0, cap = 0;
-  for (struct dirent *e; (e = readdir(d));) {
-    int s, len = 0;
-    if (sscanf(e->d_name, "checkpoint-%8d.tzc%n", &s, &len) == 1 && len == (int)strlen(e->d_name) && len == 23) {
-      if (n == cap) steps = tz_realloc(steps, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *steps);
-      steps[n++] = s;
-    }
-  }
-  closedir(d);
-  qsort(steps, (size_t)n, sizeof *steps, cmp_int_desc);
+  int n, *steps = numbered_steps(run_dir, &n);
   for (int i = keep; i < n; i++) {
     snprintf(name, sizeof name, "checkpoint-%08d.tzc", steps[i]);
     char *p = tz_path_join(run_dir, name);
@@ -106,19 +115,9 @@ int tz_train_rotation_pending(const char *run_dir, const char *ckpt_path, int st
   int named = stat(p, &a) == 0 && stat(ckpt_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
   free(p);
   if (keep > 1 && !named) return 1;
-  int n = 0; /* numbered names beyond what rotate() keeps (--keep 1: none) */
-  DIR *d = opendir(run_dir);
-  if (!d) return 0;
-  for (struct dirent *e; (e = readdir(d));) {
-    int s, len = 0;
-    if (sscanf(e->d_name, "checkpoint-%8d.tzc%n", &s, &len) == 1 && len == (int)strlen(e->d_name) && len == 23) n++;
-  }
-  closedir(d);
-  return n > (keep == 1 ? 0 : keep);
-}
-
-int tz_train_rotate(const char *run_dir, const char *ckpt_path, int step, int keep) {
-  return keep >= 1 ? rotate(run_dir, ckpt_path, step, keep) : 0;
+  int n;
+  free(numbered_steps(run_dir, &n));
+  return n > (keep == 1 ? 0 : keep); /* more numbered names than the rotation keeps (--keep 1: none) */
 }
 
 /* Write the checkpoint (rank 0 alone writes; collective for data-parallel runs: call it on
@@ -163,7 +162,7 @@ int tz_train_save_and_mark(const char *path, const char *run_dir, int *marked, t
                          const tz_tokenizer *tok, tz_train_state *st, tz_loader *loader, tz_comm *comm) {
   int rc = tz_train_save(path, m, tok, st, loader, comm);
   if (comm->rank > 0 || rc) return rc;
-  if (st->opts->keep >= 1 && rotate(run_dir, path, st->step, st->opts->keep)) return -1;
+  if (tz_train_rotate(run_dir, path, st->step, st->opts->keep)) return -1;
   if (!*marked) {
     /* the run's tokenizer beside the checkpoint, in its native format (encode/decode
      * --tokenizer RUN_DIR, Hugging Face tools read tokenizer.json) */

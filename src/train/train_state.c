@@ -167,7 +167,8 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
       tz_outlier_from_json(cJSON_GetObjectItemCaseSensitive(j, "norm_window"), where, "norm_window", &st->norm_win))
     return -1;
   const cJSON *kp = cJSON_GetObjectItemCaseSensitive(opts, "keep"), *bv = cJSON_GetObjectItemCaseSensitive(j, "best_val_loss");
-  if (o->keep == 0 && cJSON_IsNumber(kp)) o->keep = kp->valueint;
+  st->recorded_keep = cJSON_IsNumber(kp) ? kp->valueint : 0;
+  if (o->keep == 0) o->keep = st->recorded_keep;
   if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(opts, "keep_best"))) o->keep_best = 1;
   if (o->sample_tokens < 0) { /* not given on --resume: the run's (absent in older checkpoints: 200) */
     o->sample_tokens = 200;

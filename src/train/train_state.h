@@ -20,6 +20,7 @@ typedef struct {
   const tz_train_opts *opts; /* options to record (borrowed) */
   char *train_shards, *val_shards; /* restored shard lists (owned) */
   int recorded_steps;              /* --steps the checkpoint was trained with (resume) */
+  int recorded_keep;               /* its --keep (0: none), whatever --keep is given now (resume) */
   double best_val;                 /* lowest validation loss so far (--keep-best), +inf: none */
   /* the last validation: its loss (NAN: none yet) and the step of the model it measured; saved
    * ("last_val_loss", "last_val_step") so that a resumed run's progress line repeats it until
