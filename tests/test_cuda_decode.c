@@ -173,9 +173,9 @@ static void pick_case(tz_backend *g, const float *logits, int B, int V, int Vp, 
 }
 /* Greedy picks at GPT-2's width (50,257 ids: ~50 per thread of pick_k's arg-max; fp32 and bf16,
  * rows 16-byte aligned or not) against tz_sampler_pick on the values the device holds (bf16:
- * the rounded logits). Row
- * 0 random; row 1 its maximum in the tail (the last id); row 2 two equal maxima far apart (the
- * lower id wins) and NaN / inf entries (never picked); row 3 nothing finite (id 0). */
+ * the rounded logits). Row 0 random; row 1 its maximum in the tail (the last id); row 2 two
+ * equal maxima far apart (the lower id wins) and NaN / inf entries (never picked); row 3
+ * nothing finite (id 0). */
 static void greedy_wide_case(const char *prec, int Vp) {
   tz_backend *g = tz_backend_create("cuda", 0, prec);
   assert_non_null(g);
