@@ -449,13 +449,25 @@ static tz_config cfg_of(tz_arch arch) {
   return c;
 }
 
-static tz_model *new_model_scaled(tz_backend *be, const tz_config *c, int rows, float scale) {
+/* The test models' weights as the host holds them: init_weights(4321) × scale, made on the
+ * CPU backend (so that a backend whose weights cannot be read back gets the same ones). */
+static float *host_weights(const tz_config *c, float scale, size_t *total) {
   tz_model *m;
-  assert_int_equal(tz_model_create(be, c, &m), 0);
+  assert_int_equal(tz_model_create(cpu, c, &m), 0);
   tz_model_init_weights(m, 4321);
   float *p = malloc(m->lay.total * sizeof(float));
   tz_model_get_params(m, p);
   for (size_t i = 0; i < m->lay.total; i++) p[i] *= scale;
+  *total = m->lay.total;
+  tz_model_free(m);
+  return p;
+}
+static tz_model *new_model_scaled(tz_backend *be, const tz_config *c, int rows, float scale) {
+  tz_model *m;
+  assert_int_equal(tz_model_create(be, c, &m), 0);
+  size_t total;
+  float *p = host_weights(c, scale, &total);
+  assert_int_equal(total, m->lay.total);
   tz_model_set_params(m, p);
   free(p);
   assert_int_equal(tz_model_alloc_inference_rows(m, rows), 0);
@@ -577,6 +589,77 @@ static void test_model_bf16_llama(void **state) {
   model_bf16(TZ_ARCH_LLAMA);
 }
 
+/* ---- weights read-only (tz_backend_hint_weights_read_only: `sample`'s backend) ----
+ * The CUDA bf16 backend then keeps only the bf16 copy, converted on the host during the upload
+ * (tz_f32_to_bf16) instead of by the mirror kernel on the device: the same rounding, so the
+ * decoded ids and every step's logits must equal those of a backend made without the hint, bit
+ * for bit, sampled (T 0.8) over NROW rows; and the backend must hold the fp32 parameters' bytes
+ * less. Cases: gpt2 and llama uploaded at once; gpt2 in two uploads (the second starting
+ * mid-buffer); gpt2 with a 70,001-token vocabulary (36 MB of weights: above the 32 MiB from
+ * which the upload is spread over threads, chunk by chunk). */
+static void ro_case(tz_arch arch, int halves, int vocab) {
+  tz_config c = cfg_of(arch);
+  if (vocab) {
+    c.vocab_size = vocab;
+    c.padded_vocab = 0; /* derived again from vocab_size */
+    assert_int_equal(tz_config_finalize(&c), 0);
+  }
+  size_t n = (size_t)STEPS * NROW * c.vocab_size, total;
+  float *l0 = malloc(n * 4), *l1 = malloc(n * 4), *w = host_weights(&c, 8.0f, &total);
+  int32_t i0[NROW * STEPS], i1[NROW * STEPS];
+  size_t used[2];
+  for (int ro = 0; ro < 2; ro++) {
+    tz_backend_hint_weights_read_only(ro);
+    tz_backend *g = tz_backend_create("cuda", 0, "bf16");
+    tz_backend_hint_weights_read_only(0);
+    assert_non_null(g);
+    size_t before = g->mem_used(g);
+    tz_model *m;
+    assert_int_equal(tz_model_create(g, &c, &m), 0);
+    used[ro] = g->mem_used(g) - before;
+    if (halves) { /* two uploads: the second starts mid-buffer */
+      size_t h = total / 2;
+      g->upload(g, (tz_slice){m->params, 0}, w, h * sizeof(float));
+      g->upload(g, (tz_slice){m->params, h * sizeof(float)}, w + h, (total - h) * sizeof(float));
+    } else
+      tz_model_set_params(m, w);
+    assert_int_equal(tz_model_alloc_inference_rows(m, NROW), 0);
+    const int32_t prompt[5] = {1, 7, 42, 99, 3};
+    tz_sampler s[NROW];
+    for (int b = 0; b < NROW; b++) {
+      tz_sampler_init(&s[b], c.vocab_size, 0.8f, 40, 1.0f, 500 + (uint64_t)b);
+      tz_model_feed_row(m, b, prompt, 5, 0);
+    }
+    float *scratch = malloc((size_t)c.vocab_size * sizeof(float)), *lg = ro ? l1 : l0;
+    int32_t next[NROW], pos[NROW], *ids = ro ? i1 : i0;
+    for (int i = 0; i < STEPS; i++) {
+      for (int b = 0; b < NROW; b++)
+        g->download_act(g, lg + ((size_t)i * NROW + b) * c.vocab_size,
+                        tz_elems(m->infer.logits, (size_t)b * c.padded_vocab, g->act), (size_t)c.vocab_size);
+      tz_sampler_pick_rows(s, m, NROW, next, scratch);
+      for (int b = 0; b < NROW; b++) ids[b * STEPS + i] = next[b], pos[b] = 5 + i;
+      tz_model_step(m, pos, NROW);
+    }
+    free(scratch);
+    for (int b = 0; b < NROW; b++) tz_sampler_free(&s[b]);
+    tz_model_free(m);
+    g->destroy(g);
+  }
+  printf("weights read-only (%s, V %d%s): model buffers %zu bytes against %zu\n", arch == TZ_ARCH_GPT2 ? "gpt2" : "llama",
+         c.vocab_size, halves ? ", two uploads" : "", used[1], used[0]);
+  assert_int_equal(used[0] - used[1], total * sizeof(float));
+  same_ids("bf16, weights read-only vs not", i1, i0, NROW * STEPS);
+  assert_memory_equal(l1, l0, n * 4);
+  free(l0), free(l1), free(w);
+}
+static void test_model_weights_read_only(void **state) {
+  (void)state;
+  ro_case(TZ_ARCH_GPT2, 0, 0);
+  ro_case(TZ_ARCH_LLAMA, 0, 0);
+  ro_case(TZ_ARCH_GPT2, 1, 0);
+  ro_case(TZ_ARCH_GPT2, 0, 70001);
+}
+
 /* ---- the whole step in one kernel (decode_step.cu) ----
  * Teacher forcing: R = 10 rows (tile rows 0..7 and 8..9), the 5-token prompt, then STEPS steps
  * feeding the same pseudo-random ids on every backend, weights N(0, 0.02) × 2 (the ×8 of the
@@ -666,7 +749,7 @@ int main(void) {
       cmocka_unit_test(test_attention_decode), cmocka_unit_test(test_pick), cmocka_unit_test(test_pick_greedy_wide), cmocka_unit_test(test_norm_matmul), cmocka_unit_test(test_mma),
       cmocka_unit_test(test_model_fp32_gpt2),  cmocka_unit_test(test_model_fp32_llama),
       cmocka_unit_test(test_model_bf16_gpt2),  cmocka_unit_test(test_model_bf16_llama),
-      cmocka_unit_test(test_model_step_kernel),
+      cmocka_unit_test(test_model_step_kernel), cmocka_unit_test(test_model_weights_read_only),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

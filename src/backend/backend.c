@@ -28,6 +28,9 @@ static int g_matmul_rows = -1;
 static int g_cuda_created; /* tz_backend_create made a CUDA backend in this process */
 void tz_backend_hint_matmul_rows(int rows) { g_matmul_rows = rows; }
 int tz_backend_matmul_rows_expected(void) { return g_matmul_rows; }
+static int g_weights_read_only;
+void tz_backend_hint_weights_read_only(int on) { g_weights_read_only = on != 0; }
+int tz_backend_weights_read_only(void) { return g_weights_read_only; }
 
 tz_backend *tz_backend_create(const char *name, int threads, const char *precision) {
   if (tz_backend_check(name, precision)) return NULL;

@@ -400,6 +400,15 @@ void tz_webgpu_profile_reset(tz_backend *be);
  * before creating the backend). */
 void tz_backend_hint_matmul_rows(int rows);
 int tz_backend_matmul_rows_expected(void);
+/* A hint for backends created after it: the model's parameters are written only by uploads
+ * (loading) and read only as weights by the forward ops — no training step, no gradient, no
+ * download of them (`sample`). A backend may then keep them only in the form its weight reads
+ * use: CUDA in bf16 keeps the bf16 copy alone, converted on the host during the upload (half
+ * the bytes over PCIe; the fp32 buffer, 475 MiB at GPT-2 124M and 6 GiB at 1.5B, is freed);
+ * any other access to them is then an internal error (fatal, one line). 0 (the default): off.
+ * Not thread-safe (set it before creating the backend). */
+void tz_backend_hint_weights_read_only(int on);
+int tz_backend_weights_read_only(void);
 /* The CUDA backend (src/backend/cuda): NULL with tz_err() when built without CUDA
  * (TEZGAH_CUDA=OFF or no toolkit), or without a driver or GPU at run time. precision as
  * above. */

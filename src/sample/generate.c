@@ -489,7 +489,9 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   for (int b = 0; rows_prompt && b < B; b++)
     if (strlen(rows_prompt[b]) > pmax) pmax = strlen(rows_prompt[b]);
   tz_backend_hint_matmul_rows(pmax + 2 > (size_t)B ? (int)(pmax + 2 < 1 << 20 ? pmax + 2 : 1 << 20) : B);
+  tz_backend_hint_weights_read_only(1); /* sampling never writes or reads back the weights */
   be = tz_backend_create(o->backend, o->threads, o->precision);
+  tz_backend_hint_weights_read_only(0);
   tz_backend_hint_matmul_rows(-1);
   double t_be = now_s();
   char be_err[TZ_ERR_MAX_COPY];

@@ -247,6 +247,8 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   be->act_mm = act; /* the norms, attention and activations write bf16 like every act tensor */
   c->device = dev;
   c->act = act;
+  const char *ro = getenv("TEZGAH_CUDA_WEIGHTS_RO"); /* =0: keep the fp32 copy anyway (an A/B) */
+  c->params_ro = act == TZ_BF16 && tz_backend_weights_read_only() && !(ro && !strcmp(ro, "0"));
   c->sm_count = prop.multiProcessorCount;
   c->cc_major = prop.major;
   c->cc_minor = prop.minor;

@@ -17,6 +17,7 @@
 
 #include "backend/cuda/cuda_rt.h"
 #include "core/error.h"
+#include "formats/formats.h" /* tz_f32_to_bf16: the mirror kernel's rounding on the host */
 
 #define STAGE_BYTES ((size_t)4 << 20)
 #define NSTAGE 4
@@ -86,17 +87,19 @@ void tzc_free(tz_backend *be, tz_buf *b) {
   if (!b) return;
   tzc_ctx *c = tzc(be);
   TZC_CHECK(cudaStreamSynchronize(c->stream));
+  long long held = (long long)b->bytes;
   if (b == c->params) {
     if (c->params_bf16) {
       TZC_CHECK(cudaFree(c->params_bf16));
       tzc_mem_account(be, -(long long)(c->n_params * 2));
     }
+    if (!b->ptr) held = 0; /* read-only parameters: the fp32 copy went at registration */
     c->params = NULL;
     c->params_bf16 = NULL;
     c->n_params = 0;
   }
   TZC_CHECK(cudaFree(b->ptr));
-  tzc_mem_account(be, -(long long)b->bytes);
+  tzc_mem_account(be, -held);
   free(b);
   /* recorded steps may point into the freed buffer (a model freed, another made on the same
    * backend whose buffers need not land at the same addresses: replaying the old recording
@@ -107,10 +110,25 @@ void tzc_free(tz_backend *be, tz_buf *b) {
   tzc_graphs_free(be);
 }
 
+/* The read-only parameters (tz_backend_hint_weights_read_only) touched other than by an
+ * upload or a weight read: a caller broke the hint's promise (an internal error). */
+static void ro_misuse(const char *how) {
+  char msg[160];
+  snprintf(msg, sizeof msg,
+           "cuda: the parameters, kept as bf16 only (weights read-only), were %s: internal error", how);
+  tz_fatal(msg);
+}
+
+/* A copy or read-back touching a buffer without device memory: only the read-only parameters. */
+static void ro_check(tz_slice s, const char *how) {
+  if (s.buf && !s.buf->ptr) ro_misuse(how);
+}
+
 /* After bytes [off, off + bytes) of `buf` were written: refresh the bf16 mirror there. */
 static void mirror_touch(tz_backend *be, tz_buf *buf, size_t off, size_t bytes) {
   tzc_ctx *c = tzc(be);
   if (!bytes || !c->params_bf16 || buf != c->params) return;
+  if (!c->params->ptr) ro_misuse("written by an op");
   size_t first = off / 4, last = (off + bytes + 3) / 4;
   if (last > c->n_params) last = c->n_params;
   if (last > first) tzc_mirror_refresh(be, first, last - first);
@@ -133,10 +151,54 @@ static int upload_threads(void) {
 /* An upload of at least this many bytes is split over upload_threads() threads. */
 #define UPLOAD_PARALLEL_BYTES ((size_t)32 << 20)
 
+/* An upload into the read-only parameters: the fp32 source converted to bf16 (round to nearest
+ * even, as the mirror kernel) into the pinned slots and sent straight to the mirror — half the
+ * bytes over the bus, no fp32 copy on the device. Chunks are spread over the upload threads as
+ * in tzc_upload (thread t owns slot t; disjoint device ranges). GPT-2 124M's 475 MiB of fp32
+ * weights: 237 MiB sent. */
+static void upload_ro(tz_backend *be, size_t off, const float *src, size_t bytes) {
+  tzc_ctx *c = tzc(be);
+  if (off % 4 || bytes % 4) ro_misuse("uploaded in pieces that are not whole floats");
+  const size_t n = bytes / 4;
+  uint16_t *d = (uint16_t *)c->params_bf16 + off / 4;
+  if (!c->stage_bytes) { /* no pinned slots: one pageable copy */
+    uint16_t *h = tz_malloc(n * 2);
+    for (size_t i = 0; i < n; i++) h[i] = tz_f32_to_bf16(src[i]);
+    TZC_CHECK(cudaMemcpyAsync(d, h, n * 2, cudaMemcpyHostToDevice, c->stream));
+    TZC_CHECK(cudaStreamSynchronize(c->stream));
+    free(h);
+    return;
+  }
+  const size_t per = c->stage_bytes / 2, nchunk = (n + per - 1) / per;
+  int nt = bytes >= UPLOAD_PARALLEL_BYTES ? upload_threads() : 1;
+  if ((size_t)nt > nchunk) nt = (int)nchunk;
+  for (int i = 0; i < NSTAGE; i++) TZC_CHECK(cudaEventSynchronize(c->stage_ev[i]));
+#pragma omp parallel num_threads(nt)
+  {
+    int t = omp_get_thread_num(), nth = omp_get_num_threads();
+    TZC_CHECK(cudaSetDevice(c->device)); /* a new thread starts on device 0 (TEZGAH_CUDA_DEVICE) */
+    for (size_t k = (size_t)t; k < nchunk; k += (size_t)nth) {
+      size_t e0 = k * per, len = n - e0 < per ? n - e0 : per;
+      TZC_CHECK(cudaEventSynchronize(c->stage_ev[t]));
+      uint16_t *h = c->stage[t];
+      const float *f = src + e0;
+      for (size_t i = 0; i < len; i++) h[i] = tz_f32_to_bf16(f[i]);
+      TZC_CHECK(cudaMemcpyAsync(d + e0, h, len * 2, cudaMemcpyHostToDevice, c->stream));
+      TZC_CHECK(cudaEventRecord(c->stage_ev[t], c->stream));
+    }
+  }
+  c->stage_next = 0;
+}
+
 void tzc_upload(tz_backend *be, tz_slice dst, const void *src, size_t bytes) {
   if (!bytes) return;
   tzc_ctx *c = tzc(be);
   prof_begin(be, "upload");
+  if (c->params && dst.buf == c->params && !c->params->ptr) {
+    upload_ro(be, dst.off, src, bytes);
+    prof_end(be, (double)bytes / 2);
+    return;
+  }
   char *d = tzc_ptr(dst);
   const char *s = src;
   int nt = upload_threads();
@@ -210,6 +272,7 @@ static void download_raw(tz_backend *be, void *d, const char *s, size_t bytes, i
 void tzc_download(tz_backend *be, void *dst, tz_slice src, size_t bytes) {
   if (!bytes) return;
   prof_begin(be, "download");
+  ro_check(src, "read back");
   download_raw(be, dst, tzc_ptr(src), bytes, 0);
   prof_end(be, (double)bytes);
 }
@@ -218,6 +281,7 @@ void tzc_download_act(tz_backend *be, float *dst, tz_slice src, size_t n) {
   if (!n) return;
   prof_begin(be, "download");
   int bf16 = tzc(be)->act == TZ_BF16;
+  ro_check(src, "read back");
   download_raw(be, dst, tzc_ptr(src), n * (bf16 ? 2 : 4), bf16);
   prof_end(be, (double)n * (bf16 ? 2 : 4));
 }
@@ -226,6 +290,8 @@ void tzc_copy(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes) {
   if (!bytes) return;
   tzc_ctx *c = tzc(be);
   prof_begin(be, "copy");
+  ro_check(dst, "copied into");
+  ro_check(src, "copied from");
   char *d = tzc_ptr(dst), *s = tzc_ptr(src);
   if (d != s) {
     if (dst.buf == src.buf && d < s + bytes && s < d + bytes) { /* overlapping views: via scratch */
@@ -241,6 +307,7 @@ void tzc_copy(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes) {
 
 void tzc_fill_op(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt) {
   if (!n) return;
+  ro_check(dst, "filled");
   tzc_fill(be, dst, value, n, dt);
   mirror_touch(be, dst.buf, dst.off, n * tz_dtype_size(dt));
 }
@@ -250,6 +317,8 @@ void tzc_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src
   if (rows <= 0 || cols <= 0) return;
   tzc_ctx *c = tzc(be);
   size_t es = tz_dtype_size(c->act);
+  ro_check(dst, "copied into");
+  ro_check(src, "copied from");
   prof_begin(be, "copy_rows");
   TZC_CHECK(cudaMemcpy2DAsync(tzc_ptr(dst), dst_stride * es, tzc_ptr(src), src_stride * es, (size_t)cols * es,
                               (size_t)rows, cudaMemcpyDeviceToDevice, c->stream));
@@ -281,6 +350,17 @@ void tzc_params_mirror(tz_backend *be, tz_buf *params) {
   tzc_mem_account(be, (long long)(n * 2));
   if (c->verbose) fprintf(stderr, "cuda: alloc %-22s %10.1f MiB (in use %.1f MiB)\n", "params bf16 copy", MiB(n * 2),
                           MiB(c->bytes_used));
+  if (c->params_ro && params->ptr) { /* weights read-only: the bf16 copy alone (uploads fill it) */
+    TZC_CHECK(cudaStreamSynchronize(c->stream)); /* the buffer's zero-fill may still be queued */
+    TZC_CHECK(cudaFree(params->ptr));
+    params->ptr = NULL;
+    tzc_mem_account(be, -(long long)params->bytes);
+    if (n) TZC_CHECK(cudaMemsetAsync(c->params_bf16, 0, n * 2, c->stream)); /* as the fp32 zero-fill */
+    if (c->verbose)
+      fprintf(stderr, "cuda: free  %-22s %10.1f MiB (in use %.1f MiB): weights read-only, kept as bf16 only\n",
+              "params", MiB(params->bytes), MiB(c->bytes_used));
+    return;
+  }
   if (n) tzc_mirror_refresh(be, 0, n);
 }
 

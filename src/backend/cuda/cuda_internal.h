@@ -50,6 +50,10 @@ typedef struct {
   tz_buf *params;
   void *params_bf16;
   size_t n_params;
+  /* tz_backend_hint_weights_read_only at creation (bf16 only): the registered params keep no
+   * fp32 copy on the device (params->ptr NULL, its bytes not held); uploads into them are
+   * converted to bf16 on the host straight into the mirror (backend_cuda_mem.c). */
+  int params_ro;
   /* Device scratch for kernels' temporaries (tzc_scratch). */
   void *scratch;
   size_t scratch_bytes;
