@@ -223,6 +223,12 @@ flag-seed-hex       |--seed: '0x5' is not a non-negative decimal integer|"$bin" 
 flag-threads-neg    |--threads: -2 is out of range|"$bin" train --threads -2
 flag-dmodel-huge    |--d-model: 10000000 is out of range|"$bin" train --d-model 10000000
 flag-model-absurd   |out of host memory|"$bin" train --data corpus.txt --vocab-size 300 --n-layer 1024 --d-model 65536 --n-head 64 -B 1 -T 8 --run-dir r1 --quiet
+flag-nhead-dmodel   |--n-head 5 does not divide --d-model 128: each head takes d_model/n_head channels|"$bin" train --data corpus.txt --vocab-size 300 --n-head 5 --d-model 128 --run-dir r1 --quiet
+flag-nhead-default  |--n-head 5 does not divide d_model=128 (the default)|"$bin" train --data corpus.txt --vocab-size 300 --n-head 5 --run-dir r1 --quiet
+flag-nhead-preset   |--n-head 7 does not divide d_model=288 (--model stories15m's)|"$bin" train --data corpus.txt --vocab-size 300 --model stories15m --n-head 7 --run-dir r1 --quiet
+flag-nkv-nhead      |--n-kv-head 3 does not divide n_head=4 (the default)|"$bin" train --data corpus.txt --vocab-size 300 --n-kv-head 3 --run-dir r1 --quiet
+flag-nkv-gpt2       |--n-kv-head 2 and --n-head 4: gpt2 needs n_kv_head == n_head|"$bin" train --data corpus.txt --vocab-size 300 --arch gpt2 --n-head 4 --n-kv-head 2 --run-dir r1 --quiet
+flag-head-odd       |--d-model 120 / --n-head 8: the head size 15 is odd|"$bin" train --data corpus.txt --vocab-size 300 --d-model 120 --n-head 8 --run-dir r1 --quiet
 flag-vocab-small    |--vocab-size: 100 is out of range [257, 65536]|"$bin" train --vocab-size 100
 flag-skipz-negative |--skip-loss-z: -1 is out of range|"$bin" train --skip-loss-z -1
 flag-inject-bad     |--debug-inject-nan: 'x' is not a list of step numbers|"$bin" train --data corpus.txt --vocab-size 300 --debug-inject-nan x --run-dir r1 --quiet

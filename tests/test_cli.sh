@@ -134,7 +134,7 @@ usage_case "--in and --out are required" "$bin" tokenize
 
 # ---- config errors before slow work ---------------------------------------------------------
 head -c 40000 "$src" >big.txt
-usage_case "n_head=5 does not divide d_model=128" "$bin" train --data big.txt --n-head 5 --run-dir nh
+usage_case "--n-head 5 does not divide d_model=128 (the default)" "$bin" train --data big.txt --n-head 5 --run-dir nh
 [[ ! -e .cache && ! -e nh ]] || fail "--n-head 5: data was prepared (or the run directory made) before the config check"
 usage_case "T=64 is above the model's context max_seq_len=32" "$bin" train --data big.txt --max-seq-len 32 -T 64 --run-dir nh
 [[ ! -e .cache ]] || fail "-T above the context: data was prepared before the check"
