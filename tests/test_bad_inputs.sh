@@ -237,6 +237,9 @@ flag-inject-blank2  |--debug-inject-inf: '3, 7' is not a list of step numbers|"$
 flag-inject-empty   |--debug-inject-nan: '3,,7' is not a list of step numbers|"$bin" train --data corpus.txt --vocab-size 300 --debug-inject-nan 3,,7 --run-dir r1 --quiet
 env-world-blank     |TEZGAH_WORLD_SIZE=' 2' is not a rank or process count|TEZGAH_WORLD_SIZE=" 2" "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
 env-rank-blank      |TEZGAH_RANK='1 ' is not a rank or process count|TEZGAH_WORLD_SIZE=2 TEZGAH_RANK="1 " "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
+env-rank-no-world   |TEZGAH_RANK='1' is set but TEZGAH_WORLD_SIZE is not|TEZGAH_RANK=1 "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
+env-lrank-no-world  |TEZGAH_LOCAL_RANK='0' is set but TEZGAH_WORLD_SIZE is not|TEZGAH_LOCAL_RANK=0 "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
+env-world-no-rank   |TEZGAH_WORLD_SIZE=2 is set but TEZGAH_RANK is not|TEZGAH_WORLD_SIZE=2 "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
 env-dist-timeout    |TEZGAH_DIST_TIMEOUT='ten' is not a number of seconds|TEZGAH_DIST_TIMEOUT=ten "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
 env-dist-timeout-neg|TEZGAH_DIST_TIMEOUT='-5' is not a number of seconds|TEZGAH_DIST_TIMEOUT=-5 "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
 env-misalign-blank  |TEZGAH_CPU_MISALIGN=' 4' is not a multiple of 4 in [0, 60]|TEZGAH_CPU_MISALIGN=" 4" "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
