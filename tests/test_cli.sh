@@ -132,6 +132,11 @@ usage_case "--data SHARDS is required" "$bin" eval somewhere
 usage_case "give an input and --out" "$bin" convert
 usage_case "--in and --out are required" "$bin" tokenize
 
+# a number of any length where a whole number is read (core/decimal.c copied 31 characters at
+# most): a zero-padded TEZGAH_WORLD_SIZE of 1 is one process, and the run gets as far as its data
+TEZGAH_WORLD_SIZE=0000000000000000000000000000000000000001 TEZGAH_RANK=00000000000000000000000000000000000000000 \
+  usage_case "nosuch.txt: No such file or directory" "$bin" train --data nosuch.txt --run-dir zp
+
 # ---- config errors before slow work ---------------------------------------------------------
 head -c 40000 "$src" >big.txt
 usage_case "--n-head 5 does not divide d_model=128 (the default)" "$bin" train --data big.txt --n-head 5 --run-dir nh

@@ -128,6 +128,29 @@ static void test_decimal(void **state) {
   assert_int_equal(tz_decimal_long("", 0, &v), -1);
   assert_int_equal(tz_decimal_long("9223372036854775808", 19, &v), -1); /* LONG_MAX + 1 */
   assert_int_equal(v, -42);                                            /* untouched on failure */
+  /* any length (a 32-byte copy for strtol refused 32 characters and more until 2026-12-03) */
+  static const struct { const char *s; long v; } longs[] = {
+      {"0000000000000000000000000000000000000005", 5},
+      {"-0000000000000000000000000000000000000000000000000009223372036854775808", -9223372036854775807L - 1},
+      {"+000000000000000000000000000000000000009223372036854775807", 9223372036854775807L},
+      {"00000000000000000000000000000000000000000000000000000000000000000000000000000000", 0},
+      {"-0", 0}, {"010", 10}};
+  for (size_t i = 0; i < sizeof longs / sizeof *longs; i++) {
+    v = 1;
+    assert_int_equal(tz_decimal_long(longs[i].s, strlen(longs[i].s), &v), 0);
+    assert_true(v == longs[i].v);
+  }
+  static const char *too_big[] = {"-9223372036854775809", "00000000000000000000000000000000009223372036854775808",
+                                  "99999999999999999999999999999999999999", "-99999999999999999999999999999999999999"};
+  for (size_t i = 0; i < sizeof too_big / sizeof *too_big; i++) {
+    v = 7;
+    assert_int_equal(tz_decimal_long(too_big[i], strlen(too_big[i]), &v), -1);
+    assert_true(v == 7);
+  }
+  /* a long list item: the length given ends it */
+  const char *list = "000000000000000000000000000000000000012,7";
+  assert_int_equal(tz_decimal_long(list, 39, &v), 0);
+  assert_true(v == 12);
 }
 
 int main(void) {
