@@ -209,6 +209,28 @@ printf 'the\nand so\n' >prompts.txt
 awk '/^--- sample 2 of 2/{f=1;next} f' pr.out >pr2.out
 cmp -s pr1.out pr2.out || fail "sample --prompts row 2 differs from --prompt 'and so' --seed 10: $(cat pr2.out) vs $(cat pr1.out)"
 usage_case "--batch: 3, but prompts.txt holds 2 prompts" "$bin" sample --prompts prompts.txt --batch 3
+# --tokens 0: the prompt alone and its newline; without a prompt nothing at all (it printed an
+# empty line)
+"$bin" sample --tokens 0 >t0.out 2>t0.err || fail "sample --tokens 0: $(cat t0.err)"
+[[ ! -s t0.out && ! -s t0.err ]] || fail "sample --tokens 0 printed: $(od -c t0.out | head -3) $(cat t0.err)"
+"$bin" sample --tokens 0 --prompt "the" >t0.out 2>t0.err || fail "sample --tokens 0 --prompt the: $(cat t0.err)"
+[[ $(od -An -c t0.out | tr -d ' ') == 'the\n' ]] || fail "sample --tokens 0 --prompt the: $(od -c t0.out | head -3)"
+# a corpus of 2- to 3-byte characters and no <|endoftext|>, a model of 10 steps: tokens (mostly
+# single bytes: 44 merges) cut characters and make sequences that are none; train's sample and
+# sample print valid UTF-8 all the same (U+FFFD for bytes that are no character; a token ending
+# inside a character held for the next), and some U+FFFD shows that such bytes were picked
+for i in {1..300}; do echo "Çiçekler ağaçta, üzüm bağda; öğle güneşi ışıl ışıl. Ελληνικά γράμματα — “tırnak” €$i 日本語"; done >mb.txt
+"$bin" train --data mb.txt --vocab-size 300 --n-layer 1 --n-head 2 --d-model 32 -B 4 -T 32 --threads 1 --steps 10 \
+  --val-every 0 --sample-tokens 60 --quiet --run-dir mb >mb.out 2>mb.err || fail "train on mb.txt: $(tail -3 mb.err)"
+[[ -s mb.out ]] || fail "train on mb.txt: no sample printed"
+iconv -f UTF-8 -t UTF-8 <mb.out >/dev/null 2>&1 || fail "train's sample is not valid UTF-8: $(od -c mb.out | head -5)"
+repl=0
+for s in 1 2 3 4 5; do
+  "$bin" sample mb --tokens 60 --seed $s --temperature 1 --top-k 0 >mb$s.out 2>mb.err || fail "sample mb: $(cat mb.err)"
+  iconv -f UTF-8 -t UTF-8 <mb$s.out >/dev/null 2>&1 || fail "sample --seed $s is not valid UTF-8: $(od -c mb$s.out | head -5)"
+  grep -q $'\xEF\xBF\xBD' mb$s.out && repl=$((repl + 1))
+done
+((repl > 0)) || fail "no U+FFFD in 5 samples of a 10-step model: the test no longer makes bytes that are no character"
 
 # a corpus with fewer pairs than the merges asked: data prep says what it got, and why
 for i in {1..1000}; do echo "the cat sat on the mat"; done >few.txt
