@@ -316,23 +316,41 @@ static int phase_start(train_run *r, const tz_train_opts *opts_in) {
 }
 
 /* A finished run resumed from its own checkpoint.tzc: a kill between the final save and its
- * --keep rotation left one numbered checkpoint too many (or the final one unnamed)
- * (tests/test_ckpt_keep.sh's kills found it); the rotation is completed with the run's recorded
- * --keep, not one given now (this command changes nothing else), and only when one is pending;
- * a failure (a read-only directory) is a note: the run and its checkpoint are intact. */
-static void finish_cut_rotation(train_run *r) {
+ * links (final_checkpoint) left them undone, and this completes them, each only when pending;
+ * a failure (a read-only directory) is a note: the run and its checkpoint are intact.
+ *  - --keep: one numbered checkpoint too many, or the final one unnamed (tests/test_ckpt_keep.sh's
+ *    kills found it); completed with the run's recorded --keep, not one given now (this command
+ *    changes nothing else).
+ *  - --keep-best: the final validation was the best (the checkpoint's best_val_loss is its
+ *    last_val_loss, measured at its step: final_checkpoint set it so before the save), yet
+ *    checkpoint-best.tzc is not another name of checkpoint.tzc (an older best, or none). A
+ *    best_val_loss is recorded only by --keep-best runs, so this needs no flag. */
+static void finish_cut_links(train_run *r) {
   const int keep = r->st.recorded_keep;
+  const tz_train_state *st = &r->st;
   const char *base = strrchr(r->rf.path, '/'), *file = base ? base + 1 : r->rf.path;
-  if (r->rank != 0 || keep < 1 || strcmp(file, TZ_CKPT_FILE)) return;
+  int best = isfinite(st->best_val) && st->last_val_step == st->step && st->best_val == st->last_val;
+  if (r->rank != 0 || (keep < 1 && !best) || strcmp(file, TZ_CKPT_FILE)) return;
   char *dir = tz_strdup(base ? r->rf.path : ".");
   if (base) dir[base - r->rf.path] = '\0';
-  if (tz_train_rotation_pending(dir, r->rf.path, r->st.step, keep)) {
-    tz_afile_sweep(dir); /* a kill inside that rotation's link leaves a temporary name */
+  int rot = keep >= 1 && tz_train_rotation_pending(dir, r->rf.path, r->st.step, keep);
+  best = best && !tz_train_is_link_of(dir, TZ_CKPT_BEST_FILE, r->rf.path);
+  if (rot || best) tz_afile_sweep(dir); /* a kill inside a link leaves a temporary name */
+  if (rot) {
     if (tz_train_rotate(dir, r->rf.path, r->st.step, keep) == 0) {
       if (!r->o.quiet) fprintf(stderr, "note: %s: completed the --keep %d rotation an interruption cut short\n", dir, keep);
     } else
       fprintf(stderr, "note: %s: the --keep %d rotation an interruption cut short is not completed: %s\n", dir, keep,
               tz_errmsg());
+  }
+  if (best) {
+    if (tz_train_link_as(r->rf.path, dir, TZ_CKPT_BEST_FILE) == 0) {
+      if (!r->o.quiet)
+        fprintf(stderr, "note: %s: completed the --keep-best link an interruption cut short (%s: the final "
+                        "checkpoint, step %d, val loss %.4f)\n", dir, TZ_CKPT_BEST_FILE, st->step, st->best_val);
+    } else
+      fprintf(stderr, "note: %s: the --keep-best link an interruption cut short is not completed (%s is not the "
+                      "final checkpoint, the best): %s\n", dir, TZ_CKPT_BEST_FILE, tz_errmsg());
   }
   free(dir);
 }
@@ -360,7 +378,7 @@ static int phase_resume(train_run *r) {
     if (!o->quiet)
       fprintf(stderr, "%s: the run is finished (step %d of %d); nothing to do, give --steps above %d to continue it\n",
               o->resume, st->step, o->steps, st->step);
-    finish_cut_rotation(r);
+    finish_cut_links(r);
     r->rc = 0, r->finished = 1;
     return 1;
   }
