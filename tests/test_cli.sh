@@ -241,6 +241,16 @@ grep -q '^data: the tokenizer has 2[0-9][0-9] tokens, not 400: the corpus has no
 # counts of one are singular: "1 step", "1 layer"
 grep -q '^model: llama, 1 layer, 2 heads (2 kv), ' few.err && grep -q '^train: cpu backend, B=4 T=32 accum=1, 1 step, ' few.err &&
   grep -q '^done: 1 step, ' few.err || fail "train --steps 1 --n-layer 1: want '1 layer', '1 step': $(cat few.err)"
+# the done line's tok/s is the steps' own (tokens / the steps' seconds, which metrics.jsonl's
+# per-step tok_per_s give: 128 tokens a step here), not the session's wall time: a run that
+# validates 16 batches before every step spends most of its time validating (it was in the figure)
+"$bin" train --data few.txt "${small[@]}" --steps 20 --val-every 1 --val-batches 16 --run-dir tps 2>tps.err ||
+  fail "train --val-every 1: $(tail -3 tps.err)"
+done_tps=$(sed -n 's/^done: 20 steps, \([0-9]*\) tok\/s in this session.s steps (\([0-9.]*\) s; validation, checkpoints: \([0-9.]*\) s more), .*/\1/p' tps.err)
+[[ -n $done_tps ]] || fail "the done line: $(grep done: tps.err)"
+want_tps=$(awk -F'"tok_per_s":' 'NF > 1 { split($2, a, /[,}]/); s += 128 / a[1]; n++ } END { if (n == 20) printf "%.0f", 128 * n / s }' tps/metrics.jsonl)
+[[ -n $want_tps ]] && awk -v d="$done_tps" -v w="$want_tps" 'BEGIN { exit !(d > 0.99 * w && d < 1.01 * w) }' ||
+  fail "done line $done_tps tok/s, the steps' own (metrics.jsonl) $want_tps: $(grep done: tps.err)"
 
 # ---- the run's tokenizer: tokenizer.json in the run directory; encode/decode take the run ----
 [[ -f myrun/tokenizer.json ]] || fail "myrun/tokenizer.json is missing: $(ls myrun)"

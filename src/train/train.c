@@ -283,6 +283,7 @@ typedef struct {
   double held_loss;
   /* elapsed_s in checkpoints = wall time of earlier sessions + this session's so far */
   double t_start, prior_elapsed, tokens_done, val_dt;
+  double steps_s; /* this session's steps alone (accumulate .. update, synced): the done line's tok/s */
   double recent[RECENT];
   /* After the first step's warm-up (lazily allocated scratch, stdio buffers) a step allocates
    * nothing: the metrics record is formatted into this buffer (tests/test_step_alloc.sh). */
@@ -912,6 +913,7 @@ static int phase_loop(train_run *r) {
     r->be->sync(r->be);
     double dt = now_s() - t0;
     r->tokens_done += (double)r->N * o->grad_accum; /* all ranks' tokens */
+    r->steps_s += dt;
     if (log_step(r, loss, lr, norm, (double)r->N * o->grad_accum / dt, val_loss, skip, ls_changed)) return -1;
     progress(r, loss, dt);
     if (periodic_checkpoint(r)) return -1;
@@ -1000,8 +1002,14 @@ static int phase_end(train_run *r) {
   if (!o->quiet) {
     char vl[64] = "no validation";
     if (r->val) snprintf(vl, sizeof vl, "final val loss %.4f (ppl %.2f)", r->st.last_val, exp(r->st.last_val));
-    fprintf(stderr, "done: %d step%s, %.0f tok/s this session, %s, %d skipped; checkpoint %s\n", st->step,
-            tz_plural(st->step), total > 0 ? r->tokens_done / total : 0.0, vl, st->skipped, r->ckpt_path);
+    /* the steps' own throughput, as the progress line's: the session's wall time also holds
+     * validation passes, checkpoint writes and the metrics and progress lines (until 2026-12-03
+     * the figure divided by it, and a run that validated often looked slower than it trained) */
+    double other = now_s() - r->t_start - r->steps_s;
+    fprintf(stderr, "done: %d step%s, %.0f tok/s in this session's steps (%.2f s; validation, checkpoints: %.2f s more), "
+            "%s, %d skipped; checkpoint %s\n", st->step, tz_plural(st->step),
+            r->steps_s > 0 ? r->tokens_done / r->steps_s : 0.0, r->steps_s, other > 0 ? other : 0.0, vl, st->skipped,
+            r->ckpt_path);
   }
   tz_comm_watchdog_stop(); /* the collectives are over (rank 0 may sample for a while) */
   if (final_sample(r)) return -1;
