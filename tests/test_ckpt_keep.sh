@@ -3,7 +3,8 @@
 # is checkpoint.tzc itself, hard-linked), checkpoint-best.tzc holds the state with the lowest
 # validation loss (its step and loss match metrics.jsonl), every kept file loads, --resume keeps
 # rotating (the setting is recorded), and SIGKILLs during rotation never leave a partial or
-# extra checkpoint behind once the run has finished (resuming a finished run completes a cut rotation).
+# extra checkpoint behind once the run has finished (resuming a finished run completes a cut rotation,
+# and a cut --keep-best link when the final validation was the best).
 # Usage (from ctest): bash test_ckpt_keep.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 bin=$(realpath "${1:?tezgah binary}")
@@ -82,4 +83,27 @@ ln k/checkpoint.tzc k/checkpoint-00000100.tzc && rm k/checkpoint-00000120.tzc ||
 before=$(ls -i k | sort)
 "$bin" train --resume k --keep 1 --quiet --sample-tokens 0 || fail "resume of the finished run with --keep 1"
 [[ $(ls -i k | sort) == "$before" ]] || fail "a finished run's resume changed the directory: $(ls k)"
+# a kill between the final save and its --keep-best link, the final validation being the best
+# (the only one: --val-every 0): checkpoint-best.tzc is still an older checkpoint; resuming the
+# finished run makes it the final one. Not when the final validation was not the best.
+"$bin" train "${small[@]}" --steps 6 --val-every 0 --keep-best --ckpt-every 2 --keep 3 --run-dir b ||
+  fail "train --val-every 0 --keep-best --keep 3"
+[[ b/checkpoint-best.tzc -ef b/checkpoint.tzc ]] || fail "checkpoint-best.tzc is not the final checkpoint"
+ln -f b/checkpoint-00000004.tzc b/checkpoint-best.tzc || fail "setting up a cut --keep-best link"
+"$bin" train --resume b --sample-tokens 0 2>b.err || fail "resume of the finished run: $(cat b.err)"
+[[ b/checkpoint-best.tzc -ef b/checkpoint.tzc ]] || fail "cut --keep-best link not completed: $(ls -i b)"
+grep -q '^note: b: completed the --keep-best link an interruption cut short (checkpoint-best.tzc: the final checkpoint, step 6, val loss [0-9.]*)$' b.err ||
+  fail "no note for the completed --keep-best link: $(cat b.err)"
+"$bin" info b/checkpoint-best.tzc | grep -q '^training: step 6 of 6' || fail "checkpoint-best.tzc is not at step 6"
+# the same cut, but the checkpoint says an earlier validation was the best: nothing to complete
+edit=$(dirname "$bin")/tz_ckpt_edit
+"$edit" get b/checkpoint.tzc meta >meta.json || fail "tz_ckpt_edit get"
+grep -q '"best_val_loss":' meta.json || fail "no best_val_loss in the meta: $(head -c 300 meta.json)"
+sed -E 's/"best_val_loss":[0-9.eE+-]+/"best_val_loss":0.5/' meta.json >meta_best.json
+"$edit" set b/checkpoint.tzc b/edited.tzc meta meta_best.json && mv b/edited.tzc b/checkpoint.tzc || fail "tz_ckpt_edit set"
+ln -f b/checkpoint.tzc b/checkpoint-00000006.tzc && ln -f b/checkpoint-00000004.tzc b/checkpoint-best.tzc # no --keep work
+before=$(ls -i b | sort)
+"$bin" train --resume b --sample-tokens 0 2>b.err || fail "resume of the edited finished run: $(cat b.err)"
+[[ $(ls -i b | sort) == "$before" ]] || fail "a finished run whose best was earlier changed: $(ls -i b)"
+! grep -q 'keep-best' b.err || fail "a note for a --keep-best link that was not cut: $(cat b.err)"
 echo "ok: --keep/--keep-best rotation, resume, 12 kills ($((SECONDS - t0)) s)"

@@ -132,9 +132,14 @@ usage_case "--data SHARDS is required" "$bin" eval somewhere
 usage_case "give an input and --out" "$bin" convert
 usage_case "--in and --out are required" "$bin" tokenize
 
+# a number of any length where a whole number is read (core/decimal.c copied 31 characters at
+# most): a zero-padded TEZGAH_WORLD_SIZE of 1 is one process, and the run gets as far as its data
+TEZGAH_WORLD_SIZE=0000000000000000000000000000000000000001 TEZGAH_RANK=00000000000000000000000000000000000000000 \
+  usage_case "nosuch.txt: No such file or directory" "$bin" train --data nosuch.txt --run-dir zp
+
 # ---- config errors before slow work ---------------------------------------------------------
 head -c 40000 "$src" >big.txt
-usage_case "n_head=5 does not divide d_model=128" "$bin" train --data big.txt --n-head 5 --run-dir nh
+usage_case "--n-head 5 does not divide d_model=128 (the default)" "$bin" train --data big.txt --n-head 5 --run-dir nh
 [[ ! -e .cache && ! -e nh ]] || fail "--n-head 5: data was prepared (or the run directory made) before the config check"
 usage_case "T=64 is above the model's context max_seq_len=32" "$bin" train --data big.txt --max-seq-len 32 -T 64 --run-dir nh
 [[ ! -e .cache ]] || fail "-T above the context: data was prepared before the check"
@@ -204,6 +209,28 @@ printf 'the\nand so\n' >prompts.txt
 awk '/^--- sample 2 of 2/{f=1;next} f' pr.out >pr2.out
 cmp -s pr1.out pr2.out || fail "sample --prompts row 2 differs from --prompt 'and so' --seed 10: $(cat pr2.out) vs $(cat pr1.out)"
 usage_case "--batch: 3, but prompts.txt holds 2 prompts" "$bin" sample --prompts prompts.txt --batch 3
+# --tokens 0: the prompt alone and its newline; without a prompt nothing at all (it printed an
+# empty line)
+"$bin" sample --tokens 0 >t0.out 2>t0.err || fail "sample --tokens 0: $(cat t0.err)"
+[[ ! -s t0.out && ! -s t0.err ]] || fail "sample --tokens 0 printed: $(od -c t0.out | head -3) $(cat t0.err)"
+"$bin" sample --tokens 0 --prompt "the" >t0.out 2>t0.err || fail "sample --tokens 0 --prompt the: $(cat t0.err)"
+[[ $(od -An -c t0.out | tr -d ' ') == 'the\n' ]] || fail "sample --tokens 0 --prompt the: $(od -c t0.out | head -3)"
+# a corpus of 2- to 3-byte characters and no <|endoftext|>, a model of 10 steps: tokens (mostly
+# single bytes: 44 merges) cut characters and make sequences that are none; train's sample and
+# sample print valid UTF-8 all the same (U+FFFD for bytes that are no character; a token ending
+# inside a character held for the next), and some U+FFFD shows that such bytes were picked
+for i in {1..300}; do echo "Çiçekler ağaçta, üzüm bağda; öğle güneşi ışıl ışıl. Ελληνικά γράμματα — “tırnak” €$i 日本語"; done >mb.txt
+"$bin" train --data mb.txt --vocab-size 300 --n-layer 1 --n-head 2 --d-model 32 -B 4 -T 32 --threads 1 --steps 10 \
+  --val-every 0 --sample-tokens 60 --quiet --run-dir mb >mb.out 2>mb.err || fail "train on mb.txt: $(tail -3 mb.err)"
+[[ -s mb.out ]] || fail "train on mb.txt: no sample printed"
+iconv -f UTF-8 -t UTF-8 <mb.out >/dev/null 2>&1 || fail "train's sample is not valid UTF-8: $(od -c mb.out | head -5)"
+repl=0
+for s in 1 2 3 4 5; do
+  "$bin" sample mb --tokens 60 --seed $s --temperature 1 --top-k 0 >mb$s.out 2>mb.err || fail "sample mb: $(cat mb.err)"
+  iconv -f UTF-8 -t UTF-8 <mb$s.out >/dev/null 2>&1 || fail "sample --seed $s is not valid UTF-8: $(od -c mb$s.out | head -5)"
+  grep -q $'\xEF\xBF\xBD' mb$s.out && repl=$((repl + 1))
+done
+((repl > 0)) || fail "no U+FFFD in 5 samples of a 10-step model: the test no longer makes bytes that are no character"
 
 # a corpus with fewer pairs than the merges asked: data prep says what it got, and why
 for i in {1..1000}; do echo "the cat sat on the mat"; done >few.txt
@@ -214,6 +241,16 @@ grep -q '^data: the tokenizer has 2[0-9][0-9] tokens, not 400: the corpus has no
 # counts of one are singular: "1 step", "1 layer"
 grep -q '^model: llama, 1 layer, 2 heads (2 kv), ' few.err && grep -q '^train: cpu backend, B=4 T=32 accum=1, 1 step, ' few.err &&
   grep -q '^done: 1 step, ' few.err || fail "train --steps 1 --n-layer 1: want '1 layer', '1 step': $(cat few.err)"
+# the done line's tok/s is the steps' own (tokens / the steps' seconds, which metrics.jsonl's
+# per-step tok_per_s give: 128 tokens a step here), not the session's wall time: a run that
+# validates 16 batches before every step spends most of its time validating (it was in the figure)
+"$bin" train --data few.txt "${small[@]}" --steps 20 --val-every 1 --val-batches 16 --run-dir tps 2>tps.err ||
+  fail "train --val-every 1: $(tail -3 tps.err)"
+done_tps=$(sed -n 's/^done: 20 steps, \([0-9]*\) tok\/s in this session.s steps (\([0-9.]*\) s; validation, checkpoints: \([0-9.]*\) s more), .*/\1/p' tps.err)
+[[ -n $done_tps ]] || fail "the done line: $(grep done: tps.err)"
+want_tps=$(awk -F'"tok_per_s":' 'NF > 1 { split($2, a, /[,}]/); s += 128 / a[1]; n++ } END { if (n == 20) printf "%.0f", 128 * n / s }' tps/metrics.jsonl)
+[[ -n $want_tps ]] && awk -v d="$done_tps" -v w="$want_tps" 'BEGIN { exit !(d > 0.99 * w && d < 1.01 * w) }' ||
+  fail "done line $done_tps tok/s, the steps' own (metrics.jsonl) $want_tps: $(grep done: tps.err)"
 
 # ---- the run's tokenizer: tokenizer.json in the run directory; encode/decode take the run ----
 [[ -f myrun/tokenizer.json ]] || fail "myrun/tokenizer.json is missing: $(ls myrun)"

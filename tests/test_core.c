@@ -1,5 +1,5 @@
 /* Core helpers: RNG determinism and distribution, atomic file writes, the GPU backends' shared
- * profile totals and table (backend.c). */
+ * profile totals and table (backend.c), strict decimal numbers, the UTF-8 stream of sample. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/rng.h"
+#include "core/utf8.h"
 #include "testutil.h"
 
 static void test_rng(void **state) {
@@ -128,10 +129,107 @@ static void test_decimal(void **state) {
   assert_int_equal(tz_decimal_long("", 0, &v), -1);
   assert_int_equal(tz_decimal_long("9223372036854775808", 19, &v), -1); /* LONG_MAX + 1 */
   assert_int_equal(v, -42);                                            /* untouched on failure */
+  /* any length (a 32-byte copy for strtol refused 32 characters and more until 2026-12-03) */
+  static const struct { const char *s; long v; } longs[] = {
+      {"0000000000000000000000000000000000000005", 5},
+      {"-0000000000000000000000000000000000000000000000000009223372036854775808", -9223372036854775807L - 1},
+      {"+000000000000000000000000000000000000009223372036854775807", 9223372036854775807L},
+      {"00000000000000000000000000000000000000000000000000000000000000000000000000000000", 0},
+      {"-0", 0}, {"010", 10}};
+  for (size_t i = 0; i < sizeof longs / sizeof *longs; i++) {
+    v = 1;
+    assert_int_equal(tz_decimal_long(longs[i].s, strlen(longs[i].s), &v), 0);
+    assert_true(v == longs[i].v);
+  }
+  static const char *too_big[] = {"-9223372036854775809", "00000000000000000000000000000000009223372036854775808",
+                                  "99999999999999999999999999999999999999", "-99999999999999999999999999999999999999"};
+  for (size_t i = 0; i < sizeof too_big / sizeof *too_big; i++) {
+    v = 7;
+    assert_int_equal(tz_decimal_long(too_big[i], strlen(too_big[i]), &v), -1);
+    assert_true(v == 7);
+  }
+  /* a long list item: the length given ends it */
+  const char *list = "000000000000000000000000000000000000012,7";
+  assert_int_equal(tz_decimal_long(list, 39, &v), 0);
+  assert_true(v == 12);
+}
+
+/* s[0..n) through a tz_utf8_stream in writes of `chunk` bytes (0: one write), the end included:
+ * the bytes printed, a malloc'd buffer of *len bytes; *dropped: what the end dropped. */
+static char *stream_text(const char *s, size_t n, size_t chunk, size_t *len, int *dropped) {
+  char *buf = NULL;
+  FILE *f = open_memstream(&buf, len);
+  assert_non_null(f);
+  tz_utf8_stream u = {0};
+  for (size_t i = 0; i < n; i += chunk ? chunk : n) {
+    size_t k = chunk && chunk < n - i ? chunk : n - i;
+    tz_utf8_stream_write(&u, s + i, k, f);
+  }
+  *dropped = tz_utf8_stream_end(&u);
+  fclose(f);
+  assert_true(u.written == *len);
+  return buf;
+}
+
+/* tz_utf8_stream: expected outputs worked out by hand from the Unicode Standard's table 3-7
+ * (well-formed byte sequences) and its maximal-subpart rule (one U+FFFD per subpart: the lead
+ * byte and the continuation bytes that still fit it), as Python's bytes.decode("utf-8",
+ * "replace") prints them; the same output however the bytes are cut into writes; an unfinished
+ * character at the end dropped; random bytes always come out valid UTF-8. */
+static void test_utf8_stream(void **state) {
+  (void)state;
+#define R "\xEF\xBF\xBD" /* U+FFFD */
+  static const struct { const char *in, *out; int dropped; } cases[] = {
+      {"plain ascii", "plain ascii", 0},
+      {"h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80!", "h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80!", 0},
+      {"a\x80" "b", "a" R "b", 0},                /* a stray continuation byte */
+      {"\xE2\x82", "", 2},                        /* unfinished at the end: dropped */
+      {"x\xF0\x9F\x98", "x", 3},
+      {"\xE2\x82" "a", R "a", 0},                 /* broken off: one U+FFFD for E2 82 */
+      {"\xE2\xE2\x82\xAC", R "\xE2\x82\xAC", 0}, /* the breaking byte starts a character */
+      {"\xC0\xAF", R R, 0},                       /* overlong lead bytes are never valid */
+      {"\xE0\x80\x80", R R R, 0},                 /* E0 takes A0..BF next */
+      {"\xED\xA0\x80", R R R, 0},                 /* a surrogate (ED A0..BF) */
+      {"\xED\x9F\xBF", "\xED\x9F\xBF", 0},      /* U+D7FF, just below */
+      {"\xF0\x80\x80\x80", R R R R, 0},           /* F0 takes 90..BF next */
+      {"\xF4\x8F\xBF\xBF", "\xF4\x8F\xBF\xBF", 0}, /* U+10FFFF */
+      {"\xF4\x90\x80\x80", R R R R, 0},           /* above U+10FFFF */
+      {"\xF5\xFF\xFE", R R R, 0},
+      {"\xF0\x9F\x98" "a\xF0\x9F", R "a", 2},
+  };
+#undef R
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    size_t n = strlen(cases[c].in);
+    for (size_t chunk = 0; chunk <= n; chunk++) {
+      size_t len;
+      int dropped;
+      char *got = stream_text(cases[c].in, n, chunk, &len, &dropped);
+      if (len != strlen(cases[c].out) || memcmp(got, cases[c].out, len) || dropped != cases[c].dropped)
+        fail_msg("case %zu, writes of %zu bytes: %zu bytes out, %d dropped", c, chunk, len, dropped);
+      free(got);
+    }
+  }
+  /* random bytes, mostly 0x80..0xFF: valid UTF-8 out, the same for one write and byte by byte */
+  tz_rng r;
+  tz_rng_seed(&r, 7, 0);
+  unsigned char in[64];
+  for (int t = 0; t < 2000; t++) {
+    size_t n = 1 + tz_rng_below(&r, sizeof in);
+    for (size_t i = 0; i < n; i++) in[i] = (unsigned char)(tz_rng_below(&r, 4) ? 0x80 + tz_rng_below(&r, 128) : tz_rng_below(&r, 128));
+    size_t l1, l2;
+    int d1, d2;
+    char *a = stream_text((const char *)in, n, 0, &l1, &d1), *b = stream_text((const char *)in, n, 1, &l2, &d2);
+    assert_true(l1 == l2 && d1 == d2 && !memcmp(a, b, l1));
+    assert_true(tz_utf8_invalid_at((const unsigned char *)a, l1) == -1);
+    if (tz_utf8_invalid_at(in, n) == -1) assert_true(l1 == n && !memcmp(a, in, n)); /* valid text unchanged */
+    free(a);
+    free(b);
+  }
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_rng), cmocka_unit_test(test_atomic_write),
-                                     cmocka_unit_test(test_profile_totals), cmocka_unit_test(test_decimal)};
+                                     cmocka_unit_test(test_profile_totals), cmocka_unit_test(test_decimal),
+                                     cmocka_unit_test(test_utf8_stream)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,9 +101,9 @@ expect_error "random-bytes corpus" "binary.bin" -- train --data binary.bin --run
 expect_error "unknown flag" "unknown option --frobnicate" -- train --frobnicate 3
 expect_error "non-numeric flag" "--steps: 'ten' is not a decimal integer" -- train --steps ten
 expect_error "negative flag" "--batch-size: -4 is out of range" -- train -B -4
-expect_error "n_head not dividing d_model" "n_head=5 does not divide d_model=64" -- \
+expect_error "n_head not dividing d_model" "--n-head 5 does not divide --d-model 64" -- \
   train "${small[@]}" --n-head 5 --run-dir runs/bad4 "${q[@]}"
-expect_error "n_kv_head not dividing n_head" "n_kv_head=3 does not divide n_head=4" -- \
+expect_error "n_kv_head not dividing n_head" "--n-kv-head 3 does not divide n_head=4 (the default)" -- \
   train "${small[@]}" --n-kv-head 3 --run-dir runs/bad5 "${q[@]}"
 expect_error "T above context" "T=64 is above the model's context max_seq_len=32" -- \
   train "${small[@]}" --max-seq-len 32 --run-dir runs/bad6 "${q[@]}"

@@ -251,6 +251,28 @@ static int validate(tz_ckpt *ck) {
   if (table_end + 8 > fsize)
     return tz_err("%s: truncated: %llu bytes, the table of %llu sections needs %llu", path,
                   (unsigned long long)fsize, (unsigned long long)n, (unsigned long long)(table_end + 8));
+  /* The size before any checksum: the table checksum is the file's last 8 bytes, so a cut file
+   * (a copy that stopped, a full disk) failed as a "table checksum mismatch". Where the table's
+   * entries are in order (aligned, ascending, as tz_ckpt_commit writes them) they give the
+   * file's size: the last section's end + the 8-byte trailer. A table whose entries are out of
+   * order is damaged, not cut: its checksum says so below. */
+  uint64_t want_size = table_end;
+  int in_order = 1;
+  for (uint64_t i = 0; i < n && in_order; i++) {
+    const unsigned char *e = m + HEADER_BYTES + ENTRY_BYTES * i;
+    uint64_t off = get_le64(e + 48), sz = get_le64(e + 56);
+    in_order = off % TZ_CKPT_ALIGN == 0 && off >= want_size && sz <= UINT64_MAX - 8 - off;
+    if (in_order) want_size = off + sz;
+  }
+  want_size += 8;
+  if (in_order && want_size > fsize)
+    return tz_err("%s: truncated: %llu bytes, expected %llu (the size its table of %llu sections gives; %llu "
+                  "bytes missing)", path, (unsigned long long)fsize, (unsigned long long)want_size,
+                  (unsigned long long)n, (unsigned long long)(want_size - fsize));
+  if (in_order && want_size < fsize)
+    return tz_err("%s: %llu bytes, expected %llu (the size its table of %llu sections gives): %llu byte%s of "
+                  "trailing data", path, (unsigned long long)fsize, (unsigned long long)want_size,
+                  (unsigned long long)n, (unsigned long long)(fsize - want_size), fsize - want_size == 1 ? "" : "s");
   uint64_t stored = get_le64(m + fsize - 8), computed = XXH64(m, (size_t)table_end, 0);
   if (stored != computed)
     return tz_err("%s: table checksum mismatch (stored 0x%016llx, computed 0x%016llx; file corrupt or truncated)",

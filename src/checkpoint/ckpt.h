@@ -83,6 +83,9 @@ typedef struct tz_ckpt tz_ckpt;
  *    first bytes, but no whole header)
  *   "<path>: version 2 (expected 1)"
  *   "<path>: truncated: 100 bytes, the table of 3 sections needs 240"
+ *   "<path>: truncated: 1000 bytes, expected 290440 (the size its table of 5 sections gives;
+ *    289440 bytes missing)" (before any checksum, where the table's entries are in order)
+ *   "<path>: 290444 bytes, expected 290440 (...): 4 bytes of trailing data"
  *   "<path>: table checksum mismatch (file corrupt or truncated)"
  *   "<path>: section 'params' ends at byte 5000, beyond the data end 4000 (truncated?)"
  *   "<path>: section 'params' checksum mismatch (stored 0x..., computed 0x...)" */

@@ -217,6 +217,43 @@ static void apply_preset(tz_train_opts *o, const tz_model_preset *p, int *given)
     if (opt != O_DFF) given[opt - 256] = 1;
 }
 
+/* One side of a shape relation, as the user gave it: "--n-head 5" when a flag set it, else the
+ * field and where its value came from ("n_head=4 (--model stories15M's)", "(the default)"). */
+static const char *shape_side(char *buf, size_t cap, int opt, const char *field, int value, const int *typed,
+                              const tz_model_preset *preset) {
+  if (typed[opt - 256]) snprintf(buf, cap, "--%s %d", flag_name(opt), value);
+  else if (preset) snprintf(buf, cap, "%s=%d (--model %s's)", field, value, preset->name);
+  else snprintf(buf, cap, "%s=%d (the default)", field, value);
+  return buf;
+}
+
+/* A new model's shape relations (tz_config_finalize's, which names config fields: "config:
+ * n_head=5 does not divide d_model=128") said in the flags the user typed, before any slow work.
+ * typed: flags on the command line (not those a --model preset marked as given). The ranges of
+ * single values are the flags' own (tz_arg_int). */
+static int check_new_shape(const tz_train_opts *o, const int *typed, const tz_model_preset *preset) {
+  const tz_config *m = &o->model;
+  char a[96], b[96];
+  int n_kv = m->n_kv_head ? m->n_kv_head : m->n_head;
+  if (m->d_model % m->n_head)
+    return tz_err("%s does not divide %s: each head takes d_model/n_head channels",
+                  shape_side(a, sizeof a, O_NHEAD, "n_head", m->n_head, typed, preset),
+                  shape_side(b, sizeof b, O_DMODEL, "d_model", m->d_model, typed, preset));
+  if (m->n_head % n_kv)
+    return tz_err("%s does not divide %s: each key/value head serves n_head/n_kv_head query heads",
+                  shape_side(a, sizeof a, O_NKV, "n_kv_head", n_kv, typed, preset),
+                  shape_side(b, sizeof b, O_NHEAD, "n_head", m->n_head, typed, preset));
+  if (m->arch == TZ_ARCH_GPT2 && n_kv != m->n_head)
+    return tz_err("%s and %s: gpt2 needs n_kv_head == n_head: it has no grouped-query attention",
+                  shape_side(a, sizeof a, O_NKV, "n_kv_head", n_kv, typed, preset),
+                  shape_side(b, sizeof b, O_NHEAD, "n_head", m->n_head, typed, preset));
+  if (m->arch == TZ_ARCH_LLAMA && (m->d_model / m->n_head) % 2)
+    return tz_err("%s / %s: the head size %d is odd; llama's RoPE rotates pairs of channels, so it must be even",
+                  shape_side(a, sizeof a, O_DMODEL, "d_model", m->d_model, typed, preset),
+                  shape_side(b, sizeof b, O_NHEAD, "n_head", m->n_head, typed, preset), m->d_model / m->n_head);
+  return 0;
+}
+
 /* SIGINT / SIGTERM: finish the step, checkpoint, exit 128+sig; a second signal kills at once.
  * Before step 1 (data preparation) the run ends at once with an error line, also 128+sig. */
 static volatile sig_atomic_t g_caught;
@@ -233,13 +270,13 @@ int tz_cmd_train(int argc, char **argv) {
   tz_train_opts o;
   tz_train_opts_default(&o);
   const tz_model_preset *preset = NULL;
-  int given[O_HELP - 256 + 1] = {0}, given_B = 0, given_T = 0, plot = 0, c, nproc = 1, run_dir_default = 0;
+  int given[O_HELP - 256 + 1] = {0}, typed[O_HELP - 256 + 1] = {0}, given_B = 0, given_T = 0, plot = 0, c, nproc = 1, run_dir_default = 0;
   char default_dir[64];
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":hB:T:", LONG, NULL)) != -1) {
     int e = 0, arch;
-    if (c >= 256) given[c - 256] = 1;
+    if (c >= 256) given[c - 256] = typed[c - 256] = 1;
     switch (c) {
       case O_DATA: o.data = optarg; break;
       case O_VOCAB: e = tz_arg_int("--vocab-size", optarg, 257, 65536, &o.vocab_size); break;
@@ -349,7 +386,8 @@ int tz_cmd_train(int argc, char **argv) {
     /* the model's config wins: shape flags (and --vocab-size) must agree with it */
     if (check_model_shape(&o, o.init_from, given)) return tz_cli_fail();
     if (!given_T) o.T = 0; /* min(128, the model's context) */
-  }
+  } else if (check_new_shape(&o, typed, preset))
+    return tz_cli_fail();
   if (!o.resume && !o.run_dir) {
     /* runs/<date-time>, with -2, -3, ... when that name is taken (two runs in one second) */
     time_t t = time(NULL);

@@ -1,8 +1,6 @@
 #include "core/decimal.h"
 
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
+#include <limits.h>
 
 int tz_decimal(const char *s, size_t n, int frac) {
   const char *p = s, *e = s + n;
@@ -26,13 +24,21 @@ int tz_decimal(const char *s, size_t n, int frac) {
 
 int tz_decimal_long(const char *s, size_t n, long *out) {
   if (!tz_decimal(s, n, 0)) return -1;
-  char buf[32]; /* strtol needs a terminated string; a long has at most 20 characters */
-  if (n >= sizeof buf) return -1;
-  memcpy(buf, s, n);
-  buf[n] = 0;
-  errno = 0;
-  long v = strtol(buf, NULL, 10);
-  if (errno) return -1;
+  /* digit by digit (no copy for strtol: a value of any length, "000...05" too), the sum kept
+   * on the value's own side of zero so that LONG_MIN, whose magnitude is LONG_MAX + 1, fits */
+  size_t i = s[0] == '+' || s[0] == '-';
+  int neg = s[0] == '-';
+  long v = 0;
+  for (; i < n; i++) {
+    int d = s[i] - '0';
+    if (neg) {
+      if (v < LONG_MIN / 10 || (v == LONG_MIN / 10 && d > -(LONG_MIN % 10))) return -1;
+      v = v * 10 - d;
+    } else {
+      if (v > LONG_MAX / 10 || (v == LONG_MAX / 10 && d > LONG_MAX % 10)) return -1;
+      v = v * 10 + d;
+    }
+  }
   *out = v;
   return 0;
 }

@@ -19,7 +19,8 @@
  * digits): "-12", "3e-4", ".5", "2."; else 0 (blanks anywhere, "", "0x10", "inf", "1,5"). */
 int tz_decimal(const char *s, size_t n, int frac);
 /* s[0..n) as a base-10 integer ("010" is 10): 0 and *out when tz_decimal(s, n, 0) and it fits
- * a long, else -1 (no error message is set). */
+ * a long, else -1 (no error message is set). Any length: leading zeros are digits like any
+ * other ("0000000000000000000000000000000000000005" is 5). */
 int tz_decimal_long(const char *s, size_t n, long *out);
 
 #endif

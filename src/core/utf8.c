@@ -77,3 +77,59 @@ int tz_utf8_describe_head(const unsigned char *b, size_t n, int more, char *out,
   snprintf(out + o, cap - o, "%s\"", i < n || more ? "..." : "");
   return 1;
 }
+
+/* May c be byte k (1..3) of a character that starts with lead? The second byte's range depends on
+ * the lead (no overlongs E0 80..9F / F0 80..8F, no surrogates ED A0..BF, nothing above U+10FFFF
+ * F4 90..BF); the later bytes are any continuation byte. */
+static int continues(unsigned lead, int k, unsigned c) {
+  if (k > 1 || lead < 0xE0) return c >= 0x80 && c <= 0xBF;
+  unsigned lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80, hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+  return c >= lo && c <= hi;
+}
+
+static void put(tz_utf8_stream *u, const void *b, size_t n, FILE *out) {
+  fwrite(b, 1, n, out);
+  u->written += n;
+}
+
+void tz_utf8_stream_write(tz_utf8_stream *u, const void *bytes, size_t n, FILE *out) {
+  static const unsigned char fffd[3] = {0xEF, 0xBF, 0xBD};
+  const unsigned char *s = bytes;
+  size_t run = 0; /* s[i - run .. i): whole ASCII / characters written in one fwrite */
+  for (size_t i = 0; i < n; i++) {
+    unsigned c = s[i];
+    if (u->n_held) {
+      if (continues(u->held[0], u->n_held, c)) {
+        u->held[u->n_held++] = (unsigned char)c;
+        if (u->n_held == u->need) {
+          put(u, u->held, (size_t)u->need, out);
+          u->n_held = 0;
+        }
+        continue;
+      }
+      put(u, fffd, 3, out); /* the broken-off sequence; c starts afresh below */
+      u->n_held = 0;
+    }
+    if (c < 0x80) {
+      run++;
+      if (i + 1 < n && s[i + 1] < 0x80) continue;
+      put(u, s + i + 1 - run, run, out);
+      run = 0;
+      continue;
+    }
+    int need = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (!need) {
+      put(u, fffd, 3, out);
+      continue;
+    }
+    u->held[0] = (unsigned char)c;
+    u->n_held = 1;
+    u->need = need;
+  }
+}
+
+int tz_utf8_stream_end(tz_utf8_stream *u) {
+  int dropped = u->n_held;
+  u->n_held = 0;
+  return dropped;
+}

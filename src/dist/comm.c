@@ -31,8 +31,20 @@ int tz_dist_env_read(tz_dist_env *e) {
   memset(e, 0, sizeof *e);
   e->world = e->local_world = 1;
   int r;
+  /* our launcher sets TEZGAH_WORLD_SIZE, TEZGAH_RANK and TEZGAH_LOCAL_RANK together: one of the
+   * ranks without the world size was ignored without a word (the process trained alone), and a
+   * world without the rank made every process rank 0 */
+  const char *ws = getenv("TEZGAH_WORLD_SIZE"), *rk = getenv("TEZGAH_RANK"), *lr = getenv("TEZGAH_LOCAL_RANK");
+  if (!(ws && *ws) && ((rk && *rk) || (lr && *lr)))
+    return tz_err("%s='%s' is set but TEZGAH_WORLD_SIZE is not: give both (train --nproc N sets them for each "
+                  "rank), or unset %s", rk && *rk ? "TEZGAH_RANK" : "TEZGAH_LOCAL_RANK", rk && *rk ? rk : lr,
+                  rk && *rk ? "TEZGAH_RANK" : "TEZGAH_LOCAL_RANK");
   if ((r = env_int("TEZGAH_WORLD_SIZE", &e->world)) != 0) { /* our launcher (--nproc) */
-    if (r < 0 || env_int("TEZGAH_RANK", &e->rank) < 0) return -1;
+    if (r < 0) return -1;
+    if (e->world > 1 && !(rk && *rk))
+      return tz_err("TEZGAH_WORLD_SIZE=%d is set but TEZGAH_RANK is not: give this process's rank in [0, %d) "
+                    "(train --nproc N sets both), or unset TEZGAH_WORLD_SIZE", e->world, e->world);
+    if (env_int("TEZGAH_RANK", &e->rank) < 0) return -1;
     e->local_rank = e->rank;
     if (env_int("TEZGAH_LOCAL_RANK", &e->local_rank) < 0) return -1;
     e->local_world = e->world;

@@ -137,11 +137,16 @@ static int decode_chunk(void) {
 static tz_slice slice_at(tz_slice s, size_t bytes) { return (tz_slice){s.buf, s.off + bytes}; }
 
 /* One generated row's output: batch 1 streams to `out` as tokens are picked; a batch keeps
- * each row's bytes (an open_memstream) and prints them when every row is done. */
+ * each row's bytes (an open_memstream) and prints them when every row is done. Either way the
+ * bytes go through a tz_utf8_stream: only whole UTF-8 characters are printed (a token that ends
+ * inside a character is held until the next completes it; one still unfinished at the end is
+ * dropped; bytes that are no character print as U+FFFD), so that a sample cut mid-character
+ * (a tiny corpus, no <|endoftext|>) is still valid text. */
 typedef struct {
   FILE *f;
   char *buf;
   size_t len;
+  tz_utf8_stream u;
 } row_text;
 
 /* The loop for B rows of one prompt (ids[0..n0), EOT-first as above), row b sampled with
@@ -165,12 +170,9 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
     n[b] = n0[b];
     rt[b].f = B == 1 ? out : open_memstream(&rt[b].buf, &rt[b].len);
     if (!rt[b].f) tz_fatal("sample: out of memory for a row's text");
-    if (B > 1) fputs(prompt[b], rt[b].f);
+    tz_utf8_stream_write(&rt[b].u, prompt[b], strlen(prompt[b]), rt[b].f); /* valid UTF-8 (checked) */
   }
-  if (B == 1) {
-    fputs(prompt[0], out);
-    fflush(out);
-  }
+  if (B == 1) fflush(out);
   tz_backend *be = m->be;
   double t_loaded = now_s();
   /* prefill. Every row a one-token prompt (an empty --prompt: <|endoftext|>) on a backend with the
@@ -266,7 +268,7 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
           }
           const char *bytes;
           size_t len;
-          if (tz_tok_token_bytes(tok, id, &bytes, &len) == 0) fwrite(bytes, 1, len, rt[b].f);
+          if (tz_tok_token_bytes(tok, id, &bytes, &len) == 0) tz_utf8_stream_write(&rt[b].u, bytes, len, rt[b].f);
           produced++;
           hist[(size_t)b * (maxT + 1) + n[b]] = id;
           n[b]++;
@@ -287,7 +289,7 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
       const char *bytes;
       size_t len;
       if (tz_tok_token_bytes(tok, next[b], &bytes, &len) == 0) {
-        fwrite(bytes, 1, len, rt[b].f);
+        tz_utf8_stream_write(&rt[b].u, bytes, len, rt[b].f);
         if (B == 1) fflush(out);
       }
       produced++;
@@ -330,8 +332,11 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
   free(h_ids);
   free(h_r);
   free(saved);
+  for (int b = 0; b < B; b++) tz_utf8_stream_end(&rt[b].u);
   if (B == 1) {
-    fputc('\n', out);
+    /* the newline ends printed text; where nothing was printed (--tokens 0 or <|endoftext|> first,
+     * no prompt) it would be a stray empty line */
+    if (rt[0].u.written) fputc('\n', out);
     fflush(out);
   } else {
     for (int b = 0; b < B; b++) {

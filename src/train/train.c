@@ -283,6 +283,7 @@ typedef struct {
   double held_loss;
   /* elapsed_s in checkpoints = wall time of earlier sessions + this session's so far */
   double t_start, prior_elapsed, tokens_done, val_dt;
+  double steps_s; /* this session's steps alone (accumulate .. update, synced): the done line's tok/s */
   double recent[RECENT];
   /* After the first step's warm-up (lazily allocated scratch, stdio buffers) a step allocates
    * nothing: the metrics record is formatted into this buffer (tests/test_step_alloc.sh). */
@@ -316,23 +317,41 @@ static int phase_start(train_run *r, const tz_train_opts *opts_in) {
 }
 
 /* A finished run resumed from its own checkpoint.tzc: a kill between the final save and its
- * --keep rotation left one numbered checkpoint too many (or the final one unnamed)
- * (tests/test_ckpt_keep.sh's kills found it); the rotation is completed with the run's recorded
- * --keep, not one given now (this command changes nothing else), and only when one is pending;
- * a failure (a read-only directory) is a note: the run and its checkpoint are intact. */
-static void finish_cut_rotation(train_run *r) {
+ * links (final_checkpoint) left them undone, and this completes them, each only when pending;
+ * a failure (a read-only directory) is a note: the run and its checkpoint are intact.
+ *  - --keep: one numbered checkpoint too many, or the final one unnamed (tests/test_ckpt_keep.sh's
+ *    kills found it); completed with the run's recorded --keep, not one given now (this command
+ *    changes nothing else).
+ *  - --keep-best: the final validation was the best (the checkpoint's best_val_loss is its
+ *    last_val_loss, measured at its step: final_checkpoint set it so before the save), yet
+ *    checkpoint-best.tzc is not another name of checkpoint.tzc (an older best, or none). A
+ *    best_val_loss is recorded only by --keep-best runs, so this needs no flag. */
+static void finish_cut_links(train_run *r) {
   const int keep = r->st.recorded_keep;
+  const tz_train_state *st = &r->st;
   const char *base = strrchr(r->rf.path, '/'), *file = base ? base + 1 : r->rf.path;
-  if (r->rank != 0 || keep < 1 || strcmp(file, TZ_CKPT_FILE)) return;
+  int best = isfinite(st->best_val) && st->last_val_step == st->step && st->best_val == st->last_val;
+  if (r->rank != 0 || (keep < 1 && !best) || strcmp(file, TZ_CKPT_FILE)) return;
   char *dir = tz_strdup(base ? r->rf.path : ".");
   if (base) dir[base - r->rf.path] = '\0';
-  if (tz_train_rotation_pending(dir, r->rf.path, r->st.step, keep)) {
-    tz_afile_sweep(dir); /* a kill inside that rotation's link leaves a temporary name */
+  int rot = keep >= 1 && tz_train_rotation_pending(dir, r->rf.path, r->st.step, keep);
+  best = best && !tz_train_is_link_of(dir, TZ_CKPT_BEST_FILE, r->rf.path);
+  if (rot || best) tz_afile_sweep(dir); /* a kill inside a link leaves a temporary name */
+  if (rot) {
     if (tz_train_rotate(dir, r->rf.path, r->st.step, keep) == 0) {
       if (!r->o.quiet) fprintf(stderr, "note: %s: completed the --keep %d rotation an interruption cut short\n", dir, keep);
     } else
       fprintf(stderr, "note: %s: the --keep %d rotation an interruption cut short is not completed: %s\n", dir, keep,
               tz_errmsg());
+  }
+  if (best) {
+    if (tz_train_link_as(r->rf.path, dir, TZ_CKPT_BEST_FILE) == 0) {
+      if (!r->o.quiet)
+        fprintf(stderr, "note: %s: completed the --keep-best link an interruption cut short (%s: the final "
+                        "checkpoint, step %d, val loss %.4f)\n", dir, TZ_CKPT_BEST_FILE, st->step, st->best_val);
+    } else
+      fprintf(stderr, "note: %s: the --keep-best link an interruption cut short is not completed (%s is not the "
+                      "final checkpoint, the best): %s\n", dir, TZ_CKPT_BEST_FILE, tz_errmsg());
   }
   free(dir);
 }
@@ -360,7 +379,7 @@ static int phase_resume(train_run *r) {
     if (!o->quiet)
       fprintf(stderr, "%s: the run is finished (step %d of %d); nothing to do, give --steps above %d to continue it\n",
               o->resume, st->step, o->steps, st->step);
-    finish_cut_rotation(r);
+    finish_cut_links(r);
     r->rc = 0, r->finished = 1;
     return 1;
   }
@@ -894,6 +913,7 @@ static int phase_loop(train_run *r) {
     r->be->sync(r->be);
     double dt = now_s() - t0;
     r->tokens_done += (double)r->N * o->grad_accum; /* all ranks' tokens */
+    r->steps_s += dt;
     if (log_step(r, loss, lr, norm, (double)r->N * o->grad_accum / dt, val_loss, skip, ls_changed)) return -1;
     progress(r, loss, dt);
     if (periodic_checkpoint(r)) return -1;
@@ -982,8 +1002,14 @@ static int phase_end(train_run *r) {
   if (!o->quiet) {
     char vl[64] = "no validation";
     if (r->val) snprintf(vl, sizeof vl, "final val loss %.4f (ppl %.2f)", r->st.last_val, exp(r->st.last_val));
-    fprintf(stderr, "done: %d step%s, %.0f tok/s this session, %s, %d skipped; checkpoint %s\n", st->step,
-            tz_plural(st->step), total > 0 ? r->tokens_done / total : 0.0, vl, st->skipped, r->ckpt_path);
+    /* the steps' own throughput, as the progress line's: the session's wall time also holds
+     * validation passes, checkpoint writes and the metrics and progress lines (until 2026-12-03
+     * the figure divided by it, and a run that validated often looked slower than it trained) */
+    double other = now_s() - r->t_start - r->steps_s;
+    fprintf(stderr, "done: %d step%s, %.0f tok/s in this session's steps (%.2f s; validation, checkpoints: %.2f s more), "
+            "%s, %d skipped; checkpoint %s\n", st->step, tz_plural(st->step),
+            r->steps_s > 0 ? r->tokens_done / r->steps_s : 0.0, r->steps_s, other > 0 ? other : 0.0, vl, st->skipped,
+            r->ckpt_path);
   }
   tz_comm_watchdog_stop(); /* the collectives are over (rank 0 may sample for a while) */
   if (final_sample(r)) return -1;

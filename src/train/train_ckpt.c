@@ -110,14 +110,18 @@ int tz_train_rotation_pending(const char *run_dir, const char *ckpt_path, int st
   if (keep < 1) return 0;
   char name[64];
   snprintf(name, sizeof name, "checkpoint-%08d.tzc", step);
-  char *p = tz_path_join(run_dir, name);
-  struct stat a, b;
-  int named = stat(p, &a) == 0 && stat(ckpt_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-  free(p);
-  if (keep > 1 && !named) return 1;
+  if (keep > 1 && !tz_train_is_link_of(run_dir, name, ckpt_path)) return 1;
   int n;
   free(numbered_steps(run_dir, &n));
   return n > (keep == 1 ? 0 : keep); /* more numbered names than the rotation keeps (--keep 1: none) */
+}
+
+int tz_train_is_link_of(const char *dir, const char *name, const char *path) {
+  char *p = tz_path_join(dir, name);
+  struct stat a, b;
+  int same = stat(p, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+  free(p);
+  return same;
 }
 
 /* Write the checkpoint (rank 0 alone writes; collective for data-parallel runs: call it on

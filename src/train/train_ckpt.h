@@ -19,6 +19,9 @@ int tz_train_rotate(const char *run_dir, const char *ckpt_path, int step, int ke
  * file, or more numbered names exist than it keeps (a kill cut it short); 0 otherwise. Reads
  * only. */
 int tz_train_rotation_pending(const char *run_dir, const char *ckpt_path, int step, int keep);
+/* 1 when <dir>/<name> exists and is another name (a hard link) of the file at `path`, else 0.
+ * Reads only. */
+int tz_train_is_link_of(const char *dir, const char *name, const char *path);
 /* tz_train_save to `path` in run_dir, then (rank 0) the --keep rotation and, once per session
  * (*marked), the run's tokenizer file and runs/latest. */
 int tz_train_save_and_mark(const char *path, const char *run_dir, int *marked, tz_model *m, const tz_tokenizer *tok,
