@@ -101,13 +101,18 @@ typedef struct {
   /* --profile (webgpu, cuda): per-kernel GPU time table on stderr at the end of the session */
   int profile;
   /* --recompute: keep no per-layer norm outputs and GeLU/SwiGLU outputs; the backward
-   * recomputes them (less activation memory, same losses bit for bit, a little slower) */
+   * recomputes them (less activation memory, same losses bit for bit, a little slower).
+   * TZ_RECOMPUTE_AUTO (0, the default): on only when the backend can tell its free memory and
+   * the run fits with recompute but not without (src/train/recompute.h); TZ_RECOMPUTE_ON (1),
+   * TZ_RECOMPUTE_OFF (2). -1 on --resume: the run's recorded mode (older checkpoints: auto). */
   int recompute;
   /* data-parallel runs (mpirun or train --nproc; src/dist/): B is per process and the global
    * batch W·B is what the checkpoint records. zero = 1 (ZeRO-1): the AdamW moments are
    * sharded over the processes (same losses and parameters bit for bit, less memory) */
   int zero;
 } tz_train_opts;
+
+enum { TZ_RECOMPUTE_AUTO = 0, TZ_RECOMPUTE_ON = 1, TZ_RECOMPUTE_OFF = 2 };
 
 /* Defaults: llama, 4 layers, 4 heads, C=128, T=128, B=16, vocab 2048, AdamW(0.9, 0.95, 1e-8,
  * wd 0.1), lr 3e-3 with 5% warmup and cosine decay to 10%, clip 1.0. */

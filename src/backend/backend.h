@@ -144,6 +144,16 @@ struct tz_backend {
    * `tezgah train`). */
   size_t (*mem_used)(tz_backend *be);
   size_t (*mem_peak)(tz_backend *be);
+  /* Optional (NULL: the backend cannot tell): bytes of device memory the caller may still
+   * allocate now: what the device has free, less what this backend sets aside for what it
+   * allocates by itself later (kernel scratch grown in the first step, library workspaces),
+   * or SIZE_MAX when it cannot tell at this moment. For `train --recompute auto`
+   * (src/train/recompute.h), which keeps the activations stored when it gets no answer.
+   * CUDA: cudaMemGetInfo's free bytes less 1 GiB. CPU: NULL (host memory is overcommitted
+   * and shared with every process: MemAvailable is a guess that moves under the run, and a
+   * refusal on it would stop runs that work today with swap). WebGPU: NULL (webgpu.h
+   * reports no free memory). */
+  size_t (*mem_free)(tz_backend *be);
   /* Optional (NULL: no timing): with TEZGAH_PROFILE=1 (train --profile) print the per-op
    * time table (GPU timestamps; wall clock on the CPU) to stderr — ms/step over `steps`
    * steps, calls, share, GFLOP/s or GB/s — and reset it (to leave warm-up steps out).

@@ -19,6 +19,7 @@
 #include "model/config_json.h"
 #include "model/presets.h"
 #include "train/loss_scale.h"
+#include "train/recompute.h"
 #include "tezgah.h"
 
 static const char *HELP =
@@ -60,9 +61,14 @@ static const char *HELP =
     "  --profile              print the per-op time table (GPU timestamps; wall\n"
     "                         clock on cpu)\n"
     "                         (ms/step, share, GFLOP/s or GB/s)\n"
-    "  --recompute            recompute norm and GeLU/SwiGLU outputs in the backward\n"
+    "  --recompute [auto|on|off]\n"
+    "                         recompute norm and GeLU/SwiGLU outputs in the backward\n"
     "                         instead of keeping them per layer (less activation\n"
-    "                         memory for models that do not fit; same losses)\n"
+    "                         memory; same losses bit for bit, a little slower).\n"
+    "                         auto (the default): on only when the backend's free\n"
+    "                         memory holds the run with it but not without (cuda;\n"
+    "                         a note says so); bare --recompute: on. On --resume\n"
+    "                         the run's mode unless given\n"
     "  --threads N            OpenMP threads (default or 0: all cores; shared\n"
     "                         among data-parallel ranks)\n"
     "  --seed N               random seed (1337)\n"
@@ -151,7 +157,7 @@ static const struct option LONG[] = {
     {"beta2", 1, 0, O_B2}, {"eps", 1, 0, O_EPS}, {"weight-decay", 1, 0, O_WD},
     {"grad-clip", 1, 0, O_CLIP}, {"val-every", 1, 0, O_VALEVERY}, {"val-batches", 1, 0, O_VALB},
     {"ckpt-every", 1, 0, O_CKPT}, {"log-every", 1, 0, O_LOG}, {"sample-tokens", 1, 0, O_SAMPLE}, {"stop-after", 1, 0, O_STOP},
-    {"quiet", 0, 0, O_QUIET}, {"profile", 0, 0, O_PROFILE}, {"recompute", 0, 0, O_RECOMPUTE}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
+    {"quiet", 0, 0, O_QUIET}, {"profile", 0, 0, O_PROFILE}, {"recompute", 2, 0, O_RECOMPUTE}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
     {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"keep", 1, 0, O_KEEP}, {"keep-best", 0, 0, O_KEEPBEST}, {"plot", 0, 0, O_PLOT}, {"nproc", 1, 0, O_NPROC}, {"zero", 1, 0, O_ZERO}, {"loss-scale", 1, 0, O_LOSSSCALE}, {"model", 1, 0, O_MODEL}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
 
 /* Options that may accompany --resume without changing the loss sequence. */
@@ -332,7 +338,11 @@ int tz_cmd_train(int argc, char **argv) {
       case O_KEEPBEST: o.keep_best = 1; break;
       case O_PLOT: plot = 1; break;
       case O_PROFILE: o.profile = 1; break;
-      case O_RECOMPUTE: o.recompute = 1; break;
+      case O_RECOMPUTE: /* an optional value: --recompute=auto, or the next word when it is not an option */
+        if (!optarg && optind < argc && argv[optind][0] != '-') optarg = argv[optind++];
+        if (!optarg) o.recompute = TZ_RECOMPUTE_ON;
+        else e = tz_recompute_parse(optarg, "--recompute", &o.recompute);
+        break;
       case O_NPROC: e = tz_arg_int("--nproc", optarg, 1, 4096, &nproc); break;
       case O_ZERO: e = tz_arg_int("--zero", optarg, 0, 1, &o.zero); break;
       case O_SKIPLZ: e = tz_arg_float("--skip-loss-z", optarg, 0, 1e6, &o.skip_loss_z); break;
@@ -382,6 +392,7 @@ int tz_cmd_train(int argc, char **argv) {
     if (check_model_shape(&o, o.resume, given)) return tz_cli_fail();
     if (!given[O_STEPS - 256]) o.steps = 0; /* keep the checkpoint's */
     if (!given[O_SAMPLE - 256]) o.sample_tokens = -1; /* the run's */
+    if (!given[O_RECOMPUTE - 256]) o.recompute = -1;   /* the run's */
   } else if (o.init_from && given[O_INIT - 256]) {
     /* the model's config wins: shape flags (and --vocab-size) must agree with it */
     if (check_model_shape(&o, o.init_from, given)) return tz_cli_fail();

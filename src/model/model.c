@@ -176,6 +176,43 @@ static void acts_free(tz_model *m, tz_acts *a) {
   memset(a, 0, sizeof *a);
 }
 
+/* ---- sizes before allocating (train --recompute auto) ---- */
+/* The bytes acts_alloc(m, a, B, T, shared, training, recompute, rows) gives a->bytes: its size
+ * pass alone, on a scratch tz_acts set up as acts_alloc sets up its own (a field acts_alloc
+ * sets before carving must be set here too: tests/test_model.c compares the two). */
+static size_t acts_bytes(const tz_model *m, int B, int T, int shared, int training, int recompute, int rows) {
+  tz_acts a;
+  memset(&a, 0, sizeof a);
+  a.B = B, a.T = T, a.rows = rows, a.shared = shared, a.recompute = recompute;
+  a.res = tz_calloc((size_t)m->cfg.n_layer + 1, sizeof *a.res);
+  a.layer = tz_calloc((size_t)m->cfg.n_layer, sizeof *a.layer);
+  carver size = {0};
+  size.act = m->be->act, size.act_mm = m->be->act_mm;
+  size_t bytes = lay_out_acts(&a, &m->cfg, &size, training);
+  free(a.res);
+  free(a.layer);
+  return bytes;
+}
+
+size_t tz_model_training_bytes(const tz_model *m, int B, int T, int recompute, size_t *acts) {
+  size_t total = m->lay.total, n_buf = total, shard = total;
+  if (m->dist_world > 1) { /* dist_layout's padding */
+    shard = tz_dist_shard_size(total, m->dist_world);
+    n_buf = shard * (size_t)m->dist_world;
+  }
+  size_t mv = m->dist_world > 1 && m->zero ? shard : total;
+  size_t a = acts_bytes(m, B, T, 0, 1, recompute, 0);
+  if (acts) *acts = a;
+  /* the padded parameter buffer replaces the unpadded one: (n_buf − total) more; grads; m, v */
+  return (n_buf - total) * sizeof(float) + n_buf * sizeof(float) + 2 * mv * sizeof(float) + a;
+}
+
+size_t tz_model_inference_bytes(const tz_model *m, int rows) {
+  dims d = dims_of(&m->cfg);
+  size_t kv = (size_t)d.L * rows * m->cfg.max_seq_len * d.nkv * d.hd * tz_dtype_size(m->be->act);
+  return 2 * kv + acts_bytes(m, 1, m->cfg.max_seq_len, 1, 0, 0, rows);
+}
+
 /* ---- lifecycle ---- */
 int tz_model_create(tz_backend *be, const tz_config *cfg, tz_model **out) {
   tz_model *m = tz_calloc(1, sizeof *m);

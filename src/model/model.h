@@ -110,6 +110,16 @@ double tz_model_grad_norm(tz_model *m);
 double tz_model_grad_sumsq(tz_model *m, size_t first, size_t n);
 /* First element and length of shard dist_rank within [0, lay.total) (n may be 0). */
 void tz_model_shard(const tz_model *m, size_t *first, size_t *n);
+/* Sizes before allocating (train --recompute auto, src/train/recompute.h); nothing is
+ * allocated. tz_model_training_bytes: the device bytes tz_model_alloc_training(m, B, T) would
+ * allocate with m->recompute = recompute and dist_world / zero as set now: gradients, AdamW m
+ * and v, the data-parallel padding of the parameters, and the activation arena, whose bytes
+ * alone go to *acts (NULL: not wanted) and equal the arena's train.bytes once allocated. The
+ * parameters (and a backend's mirror of them) are not in it: tz_model_create holds them
+ * already. tz_model_inference_bytes: tz_model_alloc_inference_rows(m, rows)'s (KV caches and
+ * the inference arena). */
+size_t tz_model_training_bytes(const tz_model *m, int B, int T, int recompute, size_t *acts);
+size_t tz_model_inference_bytes(const tz_model *m, int rows);
 /* AdamW over every tensor (weight decay on ≥2-D tensors only); with zero, over shard
  * dist_rank only (the caller all-gathers params afterwards). hp->t < 1 is an error
  * (nothing is updated). */

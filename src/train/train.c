@@ -34,6 +34,7 @@
 #include "model/config_json.h"
 #include "train/data_prep.h"
 #include "train/loss_scale.h"
+#include "train/recompute.h"
 #include "train/schedule.h"
 #include "train/train_ckpt.h"
 #include "train/train_state.h"
@@ -571,6 +572,55 @@ static int phase_data(train_run *r) {
   return 0;
 }
 
+/* A size for the recompute note and error: GiB, or MiB below 1 GiB (small models, tests). */
+static const char *gib(char *buf, size_t cap, size_t bytes) {
+  if (bytes >= ((size_t)1 << 30)) snprintf(buf, cap, "%.2f GiB", bytes / 1073741824.0);
+  else snprintf(buf, cap, "%.1f MiB", bytes / 1048576.0);
+  return buf;
+}
+
+/* --recompute: m->recompute for the arena about to be allocated (src/train/recompute.h). auto
+ * sizes what the run will still allocate each way — gradients, AdamW moments, the arena
+ * (tz_model_training_bytes) and, where this rank samples at the end, the sample's model (its
+ * weights in the activation dtype and its inference arena: it is loaded on a second backend
+ * while the training buffers are still held) — against what the backend can still give
+ * (be->mem_free, or TEZGAH_DEBUG_MEM_FREE, a test hook). A note says when auto turns recompute
+ * on; neither fitting is an error before anything is allocated. The parameters (and a
+ * backend's mirror of them) already exist, so the free memory has them out already. */
+static int pick_recompute(train_run *r) {
+  tz_train_opts *o = &r->o;
+  tz_model *m = r->m;
+  tz_backend *be = r->be;
+  size_t acts_store, acts_rc, free_b = TZ_MEM_UNKNOWN;
+  size_t need_store = tz_model_training_bytes(m, r->B_rank, o->T, 0, &acts_store);
+  size_t need_rc = tz_model_training_bytes(m, r->B_rank, o->T, 1, &acts_rc);
+  size_t sample = 0;
+  if (o->sample_tokens > 0 && r->tok && r->rank == 0)
+    sample = m->lay.total * tz_dtype_size(be->act) + tz_model_inference_bytes(m, 1);
+  need_store += sample, need_rc += sample;
+  int dbg = tz_recompute_debug_free(&free_b);
+  if (dbg < 0) return -1;
+  if (!dbg && be->mem_free) free_b = be->mem_free(be);
+  tz_rc_choice c = tz_recompute_decide(o->recompute, need_store, need_rc, free_b);
+  char a[32], b[32], f[32], sm[128] = "";
+  if (sample)
+    snprintf(sm, sizeof sm, " (%s of them the final sample's model; --sample-tokens 0 leaves it out)",
+             gib(f, sizeof f, sample));
+  if (c == TZ_RC_NEITHER)
+    return tz_err("--recompute auto: training needs %s with the activations stored and %s with recompute%s, but "
+                  "the %s backend has %s free: %s", gib(a, sizeof a, need_store), gib(b, sizeof b, need_rc), sm,
+                  be->name, gib(f, sizeof f, free_b),
+                  o->resume ? "free device memory (the run's batch is fixed on --resume)"
+                            : "try a smaller -B (with --grad-accum for the same batch)");
+  m->recompute = c == TZ_RC_RECOMPUTE;
+  r->st.recompute_active = m->recompute;
+  if (c == TZ_RC_RECOMPUTE && o->recompute != TZ_RECOMPUTE_ON && !o->quiet)
+    fprintf(stderr, "note: --recompute auto: recompute on: training needs %s with the activations stored, %s with "
+            "recompute%s; the %s backend has %s free\n", gib(a, sizeof a, need_store), gib(b, sizeof b, need_rc), sm,
+            be->name, gib(f, sizeof f, free_b));
+  return 0;
+}
+
 /* The model: a checkpoint's or a model's weights, or fresh ones; training buffers; a resumed
  * run's AdamW moments and data position. Then metrics.jsonl (rank 0) and the ranks joined:
  * every rank starts from rank 0's weights. */
@@ -587,6 +637,7 @@ static int phase_model(train_run *r) {
   m->dist_world = r->W;
   m->dist_rank = r->rank;
   m->zero = o->zero && r->W > 1;
+  if (pick_recompute(r)) return -1; /* m->recompute (the mode above) becomes the choice */
   if (tz_model_alloc_training(m, r->B_rank, o->T)) return -1;
   if (o->resume) {
     if (tz_run_load_adam(&r->rf, m)) return -1;
@@ -638,8 +689,9 @@ static int phase_report(train_run *r) {
     if (be->act != TZ_F32) fprintf(stderr, "precision: %s activations and weight copies, fp32 master weights, gradients and AdamW\n", tz_dtype_name(be->act));
     if (strcmp(be->name, "cpu") && be->mem_used) { /* the arenas on a GPU backend, in MiB */
       double pb = m->lay.total * 4.0 / 1048576.0, mv = (m->zero ? m->shard_n : m->lay.total) * 8.0 / 1048576.0;
-      fprintf(stderr, "memory: params %.1f MiB, grads %.1f, adamw m+v %.1f, activations %.1f (%s); %s device memory in use %.1f MiB\n",
-              pb, pb, mv, m->train.bytes / 1048576.0, tz_dtype_name(be->act), be->name, be->mem_used(be) / 1048576.0);
+      fprintf(stderr, "memory: params %.1f MiB, grads %.1f, adamw m+v %.1f, activations %.1f (%s%s); %s device memory in use %.1f MiB\n",
+              pb, pb, mv, m->train.bytes / 1048576.0, tz_dtype_name(be->act), m->recompute ? ", recomputed" : "",
+              be->name, be->mem_used(be) / 1048576.0);
     }
   }
   r->tty = isatty(2) && !o->quiet;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "train/recompute.h"
 
 void tz_train_state_init(tz_train_state *st, const tz_train_opts *o) {
   memset(st, 0, sizeof *st);
@@ -76,6 +77,9 @@ cJSON *tz_train_state_to_json(const tz_train_state *st) {
     cJSON_AddNumberToObject(j, "loss_scale", st->ls.scale);
     cJSON_AddNumberToObject(j, "loss_scale_clean", st->ls.clean);
   }
+  /* --recompute's mode, and what this session's arena does (not part of the loss sequence) */
+  cJSON_AddStringToObject(opts, "recompute", tz_recompute_name(o->recompute));
+  cJSON_AddBoolToObject(j, "recompute_active", st->recompute_active);
   if (st->train_shards) cJSON_AddStringToObject(opts, "train_shards", st->train_shards);
   if (st->val_shards) cJSON_AddStringToObject(opts, "val_shards", st->val_shards);
   return j;
@@ -207,6 +211,12 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
       return tz_err("%s: training state option 'loss_scale' is not dynamic, off or a power of two in [1, %.0f]",
                     where, (double)TZ_LS_MAX);
     o->loss_scale = st->loss_scale_opt = tz_strdup(lso->valuestring);
+  }
+  if (o->recompute < 0) { /* not given on --resume: the run's (absent in older checkpoints: auto) */
+    const cJSON *rc = cJSON_GetObjectItemCaseSensitive(opts, "recompute");
+    o->recompute = TZ_RECOMPUTE_AUTO;
+    if (rc && (!cJSON_IsString(rc) || tz_recompute_parse(rc->valuestring, "recompute", &o->recompute)))
+      return tz_err("%s: training state option 'recompute' is not auto, on or off", where);
   }
   st->recorded_steps = o->steps;
   if (want_steps > 0) o->steps = want_steps;

@@ -33,6 +33,12 @@ typedef struct {
   tz_loss_scaler ls;
   char *loss_scale_opt; /* the run's --loss-scale as recorded (owned; a resume without the flag
                           keeps it) */
+  /* --recompute: the mode is opts' "recompute" ("auto", "on", "off"; a resume without the flag
+   * keeps it; absent in older checkpoints: auto); recompute_active, saved as "recompute_active",
+   * is this session's arena (1: recomputed). A resumed session chooses again (auto may decide
+   * otherwise on another device or batch of free memory): the losses are bit-identical either
+   * way, so the run stays exact. */
+  int recompute_active;
 } tz_train_state;
 
 void tz_train_state_init(tz_train_state *st, const tz_train_opts *o);

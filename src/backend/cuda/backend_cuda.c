@@ -89,6 +89,25 @@ static void *cuda_raw_stream(tz_backend *be) { return (void *)tzc(be)->stream; }
 static size_t cuda_mem_used(tz_backend *be) { return tzc(be)->bytes_used; }
 static size_t cuda_mem_peak(tz_backend *be) { return tzc(be)->bytes_peak; }
 
+/* be->mem_free (backend.h): cudaMemGetInfo's free bytes of this device (every process's
+ * allocations already out of it) less MEM_RESERVE, set aside for what the backend allocates by
+ * itself after the model's buffers: the kernel scratch grown in the first step (norm and
+ * column-sum partials, the embedding backward's sort, attention's D; GPT-2 1.5B at B16 T1024:
+ * a few MiB besides the optional dS tiles, 427 MiB, which fall back to the recomputing dQ
+ * kernel when they do not fit: ds_fits in attention.cu keeps the same 1 GiB), matmul's
+ * aligned-bias copy, cuBLASLt's kernels loaded at their first use, NCCL's buffers at the first
+ * all-reduce. SIZE_MAX when the query fails (the caller then keeps its default). */
+#define MEM_RESERVE ((size_t)1 << 30)
+static size_t cuda_mem_free(tz_backend *be) {
+  (void)be; /* the device is current on this thread (tz_backend_cuda_create) */
+  size_t fr = 0, tot = 0;
+  if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
+    cudaGetLastError();
+    return SIZE_MAX;
+  }
+  return fr > MEM_RESERVE ? fr - MEM_RESERVE : 0;
+}
+
 static void cuda_destroy(tz_backend *be) {
   if (!be) return;
   tzc_ctx *c = tzc(be);
@@ -132,6 +151,7 @@ static void fill_ops(tz_backend *be) {
   be->profile_reset = tz_cuda_profile_reset;
   be->mem_used = cuda_mem_used;
   be->mem_peak = cuda_mem_peak;
+  be->mem_free = cuda_mem_free;
   be->params_mirror = tzc_params_mirror;
   be->raw_ptr = cuda_raw_ptr;
   be->raw_stream = cuda_raw_stream;
