@@ -231,6 +231,13 @@ flag-nkv-gpt2       |--n-kv-head 2 and --n-head 4: gpt2 needs n_kv_head == n_hea
 flag-head-odd       |--d-model 120 / --n-head 8: the head size 15 is odd|"$bin" train --data corpus.txt --vocab-size 300 --d-model 120 --n-head 8 --run-dir r1 --quiet
 flag-vocab-small    |--vocab-size: 100 is out of range [257, 65536]|"$bin" train --vocab-size 100
 flag-skipz-negative |--skip-loss-z: -1 is out of range|"$bin" train --skip-loss-z -1
+flag-recompute-word |--recompute: 'yes' is not auto, on or off|"$bin" train --recompute yes
+flag-recompute-eq   |--recompute: 'ON' is not auto, on or off|"$bin" train --recompute=ON
+flag-recompute-empty|--recompute: '' is not auto, on or off|"$bin" train --recompute=
+env-mem-free-bad    |TEZGAH_DEBUG_MEM_FREE: '1e9' is not a number of bytes (a decimal integer >= 0)|TEZGAH_DEBUG_MEM_FREE=1e9 "$bin" train --data corpus.txt --vocab-size 300 "${small[@]}" --steps 2 --run-dir r1
+recompute-neither   |--recompute auto: training needs |TEZGAH_DEBUG_MEM_FREE=0 "$bin" train --data corpus.txt --vocab-size 300 "${small[@]}" --steps 2 --run-dir r1
+recompute-nested    |but the cpu backend has 0.0 MiB free: try a smaller -B|TEZGAH_DEBUG_MEM_FREE=0 "$bin" train --data corpus.txt --vocab-size 300 "${small[@]}" --steps 2 --run-dir runs8/a/b
+recompute-resume    |free device memory (the run's batch is fixed on --resume)|TEZGAH_DEBUG_MEM_FREE=0 "$bin" train --resume good --steps 6 --quiet
 flag-inject-bad     |--debug-inject-nan: 'x' is not a list of step numbers|"$bin" train --data corpus.txt --vocab-size 300 --debug-inject-nan x --run-dir r1 --quiet
 flag-inject-blank   |--debug-inject-nan: ' 3' is not a list of step numbers|"$bin" train --data corpus.txt --vocab-size 300 --debug-inject-nan " 3" --run-dir r1 --quiet
 flag-inject-blank2  |--debug-inject-inf: '3, 7' is not a list of step numbers|"$bin" train --data corpus.txt --vocab-size 300 --debug-inject-inf "3, 7" --run-dir r1 --quiet

@@ -340,6 +340,61 @@ for op in matmul_t attention_bwd crossentropy adamw '(outside ops)' total; do
   grep -qF "  $op " prof.err || fail "train --profile: no '$op' row: $(sed -n '/cpu profile/,$p' prof.err)"
 done
 
+# ---- --recompute auto|on|off (default auto): TEZGAH_DEBUG_MEM_FREE stands in for the free memory
+# the CPU backend cannot tell. Neither arena fits: one line naming both sizes, exit 1, no run left;
+# only the recomputing one fits: a note with both sizes and the free memory, and the losses (train
+# and val) bit-identical to --recompute on's, off's and the default's (unknown free memory: stored,
+# no note). The mode is recorded in the checkpoint and kept by --resume, whose session chooses its
+# arena again (recompute_active); bad values are refused (tests/test_bad_inputs.sh) ----
+rcf=(--data part_a.txt "${small[@]}" --n-layer 3 --d-model 64 -B 8 -T 32 --steps 6 --val-every 3 --val-batches 1)
+TEZGAH_DEBUG_MEM_FREE=0 usage_case "--recompute auto: training needs " "$bin" train "${rcf[@]}" --quiet --run-dir rc_none
+[[ ! -e rc_none ]] || fail "--recompute auto, nothing fits: the run directory was left: $(ls rc_none)"
+sizes=$(sed -n 's/^tezgah: error: --recompute auto: training needs \([0-9.]*\) MiB with the activations stored and \([0-9.]*\) MiB with recompute, but the cpu backend has 0\.0 MiB free: try a smaller -B (with --grad-accum for the same batch)$/\1 \2/p' u.err)
+read -r st_mib rc_mib <<<"$sizes"
+[[ -n $rc_mib ]] && awk -v s="$st_mib" -v r="$rc_mib" 'BEGIN { exit !(s - r >= 0.4) }' ||
+  fail "--recompute auto, nothing fits: want both sizes in MiB, stored above recomputed by 0.4 or more: $(cat u.err)"
+mid=$(awk -v s="$st_mib" -v r="$rc_mib" 'BEGIN { printf "%.0f", (s + r) / 2 * 1048576 }')
+TEZGAH_DEBUG_MEM_FREE=$mid "$bin" train "${rcf[@]}" --run-dir rc_auto 2>rc_auto.err || fail "--recompute auto (recompute fits): $(tail -3 rc_auto.err)"
+grep -qx "note: --recompute auto: recompute on: training needs $st_mib MiB with the activations stored, $rc_mib MiB with recompute; the cpu backend has [0-9.]* MiB free" rc_auto.err ||
+  fail "--recompute auto (recompute fits): want its note: $(grep -v '^[0-9]*/' rc_auto.err | head -5)"
+TEZGAH_DEBUG_MEM_FREE=$((mid * 4)) "$bin" train "${rcf[@]}" --run-dir rc_fits 2>rc_fits.err || fail "--recompute auto (stored fits): $(tail -3 rc_fits.err)"
+"$bin" train "${rcf[@]}" --recompute on --quiet --run-dir rc_on || fail "--recompute on"
+"$bin" train "${rcf[@]}" --recompute=off --quiet --run-dir rc_off || fail "--recompute=off"
+"$bin" train "${rcf[@]}" --run-dir rc_def 2>rc_def.err || fail "train without --recompute: $(tail -3 rc_def.err)"
+"$bin" train "${rcf[@]}" --recompute --quiet --run-dir rc_bare || fail "bare --recompute before another option"
+! grep -q 'recompute' rc_fits.err rc_def.err || fail "a note where auto keeps the activations: $(grep recompute rc_fits.err rc_def.err)"
+for d in rc_fits rc_on rc_off rc_def rc_bare; do
+  cmp -s <(grep -o '"\(val_\)*loss":[^,}]*' rc_auto/metrics.jsonl) <(grep -o '"\(val_\)*loss":[^,}]*' $d/metrics.jsonl) ||
+    fail "--recompute: $d's losses differ from auto's with recompute: $(paste rc_auto/metrics.jsonl $d/metrics.jsonl | head -3)"
+done
+[[ $(grep -c '"loss"' rc_auto/metrics.jsonl) == 6 && $(grep -c '"val_loss"' rc_auto/metrics.jsonl) == 3 ]] ||
+  fail "--recompute auto: want 6 losses and 3 val losses: $(cat rc_auto/metrics.jsonl)"
+ckstate() { grep -ao '"recompute[a-z_]*":[a-z"]*' "$1/checkpoint.tzc" | tr '\n' ' '; }
+for want in 'rc_auto:"recompute":"auto" "recompute_active":true ' 'rc_fits:"recompute":"auto" "recompute_active":false ' \
+            'rc_on:"recompute":"on" "recompute_active":true ' 'rc_off:"recompute":"off" "recompute_active":false ' \
+            'rc_def:"recompute":"auto" "recompute_active":false ' 'rc_bare:"recompute":"on" "recompute_active":true '; do
+  [[ $(ckstate "${want%%:*}") == "${want#*:}" ]] || fail "${want%%:*}'s checkpoint records $(ckstate "${want%%:*}"), want ${want#*:}"
+done
+"$bin" info rc_auto >rc_info.out || fail "info rc_auto"
+grep -q '^training: step 6 of 6, .* skipped steps, activations recomputed in the last session$' rc_info.out &&
+  grep -q '^options: .*"recompute":"auto"' rc_info.out || fail "info of an auto run that recomputed: $(cat rc_info.out)"
+"$bin" info rc_def | grep -q '^training: step 6 of 6, .* skipped steps$' || fail "info rc_def: $("$bin" info rc_def | grep training)"
+# resumed: the mode kept (auto), the arena chosen again (here stored: no free memory given); the
+# losses those of the uninterrupted run
+TEZGAH_DEBUG_MEM_FREE=$mid "$bin" train "${rcf[@]}" --stop-after 3 --quiet --run-dir rc_res || fail "--recompute auto, 3 steps"
+[[ $(ckstate rc_res) == '"recompute":"auto" "recompute_active":true ' ]] || fail "rc_res after 3 steps: $(ckstate rc_res)"
+"$bin" train --resume rc_res --quiet || fail "--resume of an auto run"
+[[ $(ckstate rc_res) == '"recompute":"auto" "recompute_active":false ' ]] || fail "rc_res resumed: $(ckstate rc_res)"
+cmp -s <(grep -o '"\(val_\)*loss":[^,}]*' rc_auto/metrics.jsonl) <(grep -o '"\(val_\)*loss":[^,}]*' rc_res/metrics.jsonl) ||
+  fail "--recompute auto: the resumed run's losses differ: $(paste rc_auto/metrics.jsonl rc_res/metrics.jsonl)"
+"$bin" train --resume rc_on --steps 7 --quiet || fail "--resume of a --recompute on run"
+[[ $(ckstate rc_on) == '"recompute":"on" "recompute_active":true ' ]] || fail "rc_on resumed without the flag: $(ckstate rc_on)"
+"$bin" train --resume rc_on --steps 8 --recompute off --quiet || fail "--resume with --recompute off"
+[[ $(ckstate rc_on) == '"recompute":"off" "recompute_active":false ' ]] || fail "rc_on resumed with --recompute off: $(ckstate rc_on)"
+TEZGAH_DEBUG_MEM_FREE=0 usage_case "but the cpu backend has 0.0 MiB free: free device memory (the run's batch is fixed on --resume)" \
+  "$bin" train --resume rc_fits --steps 8 --quiet
+[[ $(grep -c '"loss"' rc_fits/metrics.jsonl) == 6 ]] || fail "a refused --resume changed rc_fits' metrics"
+
 # ---- resume with --steps at or below the checkpoint's step: refused, the run untouched ------
 sum=$(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum)
 usage_case "--steps 2: the run is already at step 3; give --steps above 3 to continue it" \

@@ -100,9 +100,12 @@ static int info_run(const char *arg) {
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(rf.train, "step"), *e = cJSON_GetObjectItemCaseSensitive(rf.train, "elapsed_s"),
                 *sk = cJSON_GetObjectItemCaseSensitive(rf.train, "skipped"), *o = cJSON_GetObjectItemCaseSensitive(rf.train, "opts"),
                 *steps = cJSON_GetObjectItemCaseSensitive(o, "steps");
-    printf("training: step %d of %d, %.1f s of training, %d skipped steps\n", cJSON_IsNumber(s) ? s->valueint : -1,
+    /* the last session's arena (train --recompute; absent before 2026-12-03: not said) */
+    const cJSON *ra = cJSON_GetObjectItemCaseSensitive(rf.train, "recompute_active");
+    printf("training: step %d of %d, %.1f s of training, %d skipped steps%s\n", cJSON_IsNumber(s) ? s->valueint : -1,
            cJSON_IsNumber(steps) ? steps->valueint : -1, cJSON_IsNumber(e) ? e->valuedouble : 0.0,
-           cJSON_IsNumber(sk) ? sk->valueint : 0);
+           cJSON_IsNumber(sk) ? sk->valueint : 0,
+           cJSON_IsTrue(ra) ? ", activations recomputed in the last session" : "");
     char *txt = cJSON_PrintUnformatted(o);
     if (txt) printf("options: %s\n", txt);
     free(txt);
