@@ -1,0 +1,123 @@
+/* train --recompute auto on CUDA (src/train/recompute.h, be->mem_free in backend.h):
+ * - be->mem_free is there and answers (not SIZE_MAX), below the device's memory, and follows
+ *   an allocation: a 1 GiB buffer takes 1 GiB (within 64 MiB: the driver's granularity and
+ *   pools) from the answer, and freeing it gives the 1 GiB back (same bound);
+ * - the sizes auto decides on are what the allocations take: tz_model_training_bytes equals
+ *   the growth of be->mem_used (every tz_buf byte) over tz_model_alloc_training, in bf16 and
+ *   fp32, with and without recompute, and mem_free drops by that within 64 MiB;
+ * - recompute keeps the losses and gradients bit-identical on CUDA (bf16 and fp32; the CPU's
+ *   is test_model's), so auto may choose either arena and a resumed session another.
+ * Needs a CUDA GPU; otherwise SKIPPED (exit 77); TEZGAH_CUDA_REQUIRED=1 makes that a failure. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "cuda_testutil.h"
+#include "model/model.h"
+
+#define MiB ((size_t)1 << 20)
+#define SLACK (64 * MiB)
+
+static void test_mem_free(void **state) {
+  tz_backend *be = ct_cuda(NULL);
+  assert_non_null(be->mem_free);
+  size_t f0 = be->mem_free(be);
+  printf("mem_free: %.1f MiB\n", f0 / (double)MiB);
+  assert_true(f0 != SIZE_MAX && f0 > ((size_t)1 << 30));
+  tz_buf *b = be->alloc(be, (size_t)1 << 30, "test");
+  assert_non_null(b);
+  size_t f1 = be->mem_free(be);
+  printf("after a 1 GiB buffer: %.1f MiB (%.1f MiB less)\n", f1 / (double)MiB, ((double)f0 - (double)f1) / MiB);
+  assert_true(f0 - f1 + SLACK >= ((size_t)1 << 30) && f0 - f1 <= ((size_t)1 << 30) + SLACK);
+  be->free(be, b);
+  size_t f2 = be->mem_free(be);
+  assert_true(f2 + SLACK >= f0 && f2 <= f0 + SLACK);
+  be->destroy(be);
+}
+
+static tz_config cfg_of(tz_arch arch) {
+  tz_config c = {0};
+  c.arch = arch;
+  c.n_layer = 4;
+  c.n_head = 8; /* head_dim 64 */
+  c.n_kv_head = arch == TZ_ARCH_LLAMA ? 4 : 8;
+  c.d_model = 512; /* ~13M parameters: the training buffers (~0.2 GB) well above SLACK */
+  c.vocab_size = 1001;
+  c.max_seq_len = 128;
+  c.tied = 1;
+  assert_int_equal(tz_config_finalize(&c), 0);
+  return c;
+}
+
+static void sizes(const char *precision) {
+  tz_backend *be = ct_cuda(precision);
+  for (int arch = 0; arch < 2; arch++)
+    for (int rc = 0; rc < 2; rc++) {
+      tz_config c = cfg_of(arch ? TZ_ARCH_GPT2 : TZ_ARCH_LLAMA);
+      tz_model *m;
+      assert_int_equal(tz_model_create(be, &c, &m), 0);
+      const int B = 16, T = 128;
+      size_t acts, want = tz_model_training_bytes(m, B, T, rc, &acts);
+      size_t used0 = be->mem_used(be), free0 = be->mem_free(be);
+      m->recompute = rc;
+      assert_int_equal(tz_model_alloc_training(m, B, T), 0);
+      size_t used = be->mem_used(be) - used0, dropped = free0 - be->mem_free(be);
+      printf("%s %s recompute %d: training %zu bytes (arena %zu), mem_used +%zu, mem_free -%zu\n",
+             precision ? precision : "bf16", arch ? "gpt2" : "llama", rc, want, acts, used, dropped);
+      assert_int_equal(used, want);
+      assert_int_equal(acts, m->train.bytes);
+      assert_true(dropped + SLACK >= want && dropped <= want + SLACK);
+      tz_model_free(m);
+    }
+  be->destroy(be);
+}
+static void test_sizes_bf16(void **state) { sizes(NULL); }
+static void test_sizes_fp32(void **state) { sizes("fp32"); }
+
+/* One micro-batch's loss and every gradient, stored against recomputed: the same bits. */
+static void identical(const char *precision) {
+  tz_backend *be = ct_cuda(precision);
+  for (int arch = 0; arch < 2; arch++) {
+    tz_config c = cfg_of(arch ? TZ_ARCH_GPT2 : TZ_ARCH_LLAMA);
+    const int B = 4, T = 100, N = B * T;
+    int32_t *in = malloc(N * sizeof *in), *tg = malloc(N * sizeof *tg);
+    tz_rng r;
+    tz_rng_seed(&r, 17, 2);
+    for (int i = 0; i < N; i++) in[i] = (int32_t)tz_rng_below(&r, 1001), tg[i] = (int32_t)tz_rng_below(&r, 1001);
+    double loss[2];
+    float *g[2];
+    size_t total = 0;
+    for (int rc = 0; rc < 2; rc++) {
+      tz_model *m;
+      assert_int_equal(tz_model_create(be, &c, &m), 0);
+      tz_model_init_weights(m, 7);
+      m->recompute = rc;
+      assert_int_equal(tz_model_alloc_training(m, B, T), 0);
+      tz_model_zero_grads(m);
+      loss[rc] = tz_model_train_micro(m, in, tg, 1.0f);
+      total = m->lay.total;
+      g[rc] = malloc(total * sizeof(float));
+      be->download(be, g[rc], (tz_slice){m->grads, 0}, total * sizeof(float));
+      tz_model_free(m);
+    }
+    printf("%s %s: loss stored %.9g, recomputed %.9g\n", precision ? precision : "bf16", arch ? "gpt2" : "llama",
+           loss[0], loss[1]);
+    assert_true(loss[0] == loss[1]);
+    assert_memory_equal(g[0], g[1], total * sizeof(float));
+    free(g[0]), free(g[1]), free(in), free(tg);
+  }
+  be->destroy(be);
+}
+static void test_identical_bf16(void **state) { identical(NULL); }
+static void test_identical_fp32(void **state) { identical("fp32"); }
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_mem_free),       cmocka_unit_test(test_sizes_bf16),
+      cmocka_unit_test(test_sizes_fp32),     cmocka_unit_test(test_identical_bf16),
+      cmocka_unit_test(test_identical_fp32),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
