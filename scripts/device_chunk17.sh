@@ -14,8 +14,9 @@
 #    --logits-chunk 0, 4096, 2048, then 0 again (the drift check): tokens/s = median of the per-step
 #    tok_per_s of steps 6..30 (bench/bench_cuda.sh's way), the activation arena (the run's memory
 #    line), the peak device memory (its exit line), the losses of steps 1, 2, 3 and 30.
-# 3. If the budget allows: a 128K vocabulary (--vocab-size 128256, the same GPT-2 shard), auto (4
-#    chunks of 4096 rows) against 0: the memory drop where auto chunks.
+# 3. If the budget allows: the largest vocabulary llm.c's uint16 shards allow (--vocab-size 65536,
+#    the same GPT-2 shard) at B32 T1024: 4.3 GB of bf16 logits, what a 128K vocabulary holds at
+#    B16. auto (4 chunks of 8192 rows) against 0: the memory drop where auto chunks, and its cost.
 # Logs go to $OUT (or /tmp/tz-chunk17); the summary is printed last. Budget 150 s, each step under
 # timeout: the test ~30-60 s, a training run ~10-15 s.
 set -uo pipefail
@@ -70,8 +71,8 @@ for r in "${runs[@]}"; do
 done
 echo "train: $((SECONDS - t0)) s"
 
-echo "== 3. a 128K vocabulary (--vocab-size 128256): auto vs 0"
-for r in "v128k-auto auto --vocab-size 128256" "v128k-whole 0 --vocab-size 128256"; do
+echo "== 3. V 65536, B32 T1024 (4.3 GB of bf16 logits): auto vs 0"
+for r in "v64k-b32-auto auto --vocab-size 65536 -B 32" "v64k-b32-whole 0 --vocab-size 65536 -B 32"; do
   if ((SECONDS - t_all > budget - 20)); then summary+=("skipped (budget): train $r"); continue; fi
   # shellcheck disable=SC2086
   l=$(train $r)
