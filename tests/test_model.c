@@ -420,7 +420,7 @@ static void check_chunks(tz_arch arch, int tied) {
 static void test_chunks_gpt2(void **s) { check_chunks(TZ_ARCH_GPT2, 1); }
 static void test_chunks_llama_untied(void **s) { check_chunks(TZ_ARCH_LLAMA, 0); }
 
-/* The automatic choice: the whole batch up to 2 GiB of logits, else ~1 GiB chunks. */
+/* The automatic choice: the whole batch up to 3.5 GiB of logits, else ~1 GiB chunks. */
 static void test_chunks_auto(void **s) {
   tz_backend fake = {0};
   tz_model m = {0};
@@ -429,9 +429,10 @@ static void test_chunks_auto(void **s) {
   fake.act = TZ_BF16;
   assert_int_equal(tz_model_logits_rows(&m, 16384, 0), 16384); /* 1.65 GB: whole (the CUDA default) */
   fake.act = TZ_F32;
-  assert_int_equal(tz_model_logits_rows(&m, 16384, 0), 4096); /* 3.3 GB: 4 chunks */
-  assert_int_equal(tz_model_logits_rows(&m, 10000, 0), 10000); /* 2.01e9 bytes ≤ 2 GiB */
-  assert_int_equal(tz_model_logits_rows(&m, 12000, 0), 4032); /* 2.4 GB: 3 chunks of 4000 → 4032 */
+  assert_int_equal(tz_model_logits_rows(&m, 16384, 0), 16384); /* 3.30e9 bytes (3.07 GiB) ≤ 3.5 GiB: whole */
+  assert_int_equal(tz_model_logits_rows(&m, 18672, 0), 18672); /* 3.757e9 bytes, just ≤ 3.5 GiB */
+  assert_int_equal(tz_model_logits_rows(&m, 18688, 0), 4672);  /* 3.760e9 > 3.5 GiB: 4 chunks of 4672 */
+  assert_int_equal(tz_model_logits_rows(&m, 20000, 0), 5056);  /* 4.02e9: 4 chunks of 5000 → 5056 */
   m.cfg.padded_vocab = 128256; /* Llama 3 */
   assert_int_equal(tz_model_logits_rows(&m, 16384, 0), 2048); /* 8.4 GB fp32: 8 chunks */
   fake.act = TZ_BF16;

@@ -424,8 +424,10 @@ static void forward(tz_model *m, tz_acts *a, int B, int T, int pos0, int kv, int
  * once more (Vp·C·4 bytes each way: 155 MB for GPT-2 124M, by arithmetic ~0.07 ms for both at
  * the H200's ~4.8 TB/s) and the three products have R rows instead of B·T (smaller GEMMs: tile
  * quantisation, W read once per chunk). Memory saved: (B·T − R)·Vp activation elements.
- * Choice (tz_model_logits_rows): the whole batch while its logits take ≤ 2 GiB (GPT-2 124M
- * B16 T1024 bf16, 1.65 GB, is not chunked: no new cost on the common case); above, chunks of
+ * Choice (tz_model_logits_rows): the whole batch while its logits take ≤ 3.5 GiB (GPT-2 124M
+ * B16 T1024 is not chunked in bf16, 1.65 GB, nor in fp32, 3.3 GB = 3.07 GiB: the CPU's and
+ * WebGPU's activation dtype; no new cost on the common case, whose speed on WebGPU was not
+ * measured chunked); above (a 128K vocabulary at B16: 4.2 GB in bf16), chunks of
  * about 1 GiB each (near-equal, rows a multiple of 64: tensor-core tiles); `train
  * --logits-chunk ROWS` sets R (0: the whole batch).
  * Determinism: the chunks run in row order and every op is deterministic, so a run repeats its

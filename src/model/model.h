@@ -73,7 +73,7 @@ typedef struct {
    * losses are bit-identical), saving (2·C + d_ff)·B·T activations per layer but one. */
   int recompute;
   /* Set before tz_model_alloc_training: rows per classifier chunk. 0 (the default): auto
-   * (tz_model_logits_rows: the whole batch unless its logits would take more than 2 GiB);
+   * (tz_model_logits_rows: the whole batch unless its logits would take more than 3.5 GiB);
    * R ≥ 1: R rows (R ≥ B·T: the whole batch at once). The resolved value is train.chunk. */
   int logits_rows;
   /* Data parallelism (src/dist/), set before tz_model_alloc_training. dist_world > 1: params
@@ -105,7 +105,7 @@ int tz_model_alloc_training(tz_model *m, int B, int T);
  * 1..N. Auto: N while N·Vp logits of be->act take at most TZ_LOGITS_AUTO_BYTES, else
  * k = ⌈bytes / TZ_LOGITS_CHUNK_BYTES⌉ near-equal chunks of ⌈N/k⌉ rows rounded up to a multiple
  * of 64. */
-#define TZ_LOGITS_AUTO_BYTES ((size_t)2 << 30)
+#define TZ_LOGITS_AUTO_BYTES ((size_t)7 << 29) /* 3.5 GiB */
 #define TZ_LOGITS_CHUNK_BYTES ((size_t)1 << 30)
 int tz_model_logits_rows(const tz_model *m, int N, int want);
 /* Zero the gradient buffer (start of an optimizer step). */
