@@ -106,6 +106,12 @@ typedef struct {
    * the run fits with recompute but not without (src/train/recompute.h); TZ_RECOMPUTE_ON (1),
    * TZ_RECOMPUTE_OFF (2). -1 on --resume: the run's recorded mode (older checkpoints: auto). */
   int recompute;
+  /* --logits-chunk: rows of the batch the classifier and loss run over at a time (only that
+   * many rows of logits exist: less memory for large vocabularies; src/model/model.c says what
+   * it costs). -1 (the default): auto, the whole batch unless its logits would take more than
+   * 2 GiB, then chunks of about 1 GiB; 0: the whole batch; R ≥ 1: R rows. Same losses up to
+   * fp32 summation order; not recorded in checkpoints (a --resume may change it) */
+  int logits_chunk;
   /* data-parallel runs (mpirun or train --nproc; src/dist/): B is per process and the global
    * batch W·B is what the checkpoint records. zero = 1 (ZeRO-1): the AdamW moments are
    * sharded over the processes (same losses and parameters bit for bit, less memory) */

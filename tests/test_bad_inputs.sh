@@ -194,6 +194,10 @@ flag-batch-shard    |--batch-size / --seq-len: B*T+1 = 1048576*4096+1 = 42949672
 flag-loss-scale     |--loss-scale: 'abc' is not dynamic, off or a power of two in [1, 16777216]|"$bin" train --loss-scale abc
 flag-loss-scale-sp  |--loss-scale: ' 4' is not dynamic, off or a power of two|"$bin" train --loss-scale " 4"
 flag-steps-zero     |--steps: 0 is out of range [1, 1073741824]|"$bin" train --steps 0
+flag-logits-chunk   |--logits-chunk: 'abc' is not auto or a number of rows (0: the whole batch)|"$bin" train --logits-chunk abc
+flag-logits-chunk-e |--logits-chunk: '' is not auto or a number of rows|"$bin" train --logits-chunk=
+flag-logits-chunk-n |--logits-chunk: -4 is out of range [0, 1073741824]|"$bin" train --logits-chunk -4
+flag-logits-chunk-h |--logits-chunk: 2000000000 is out of range [0, 1073741824]|"$bin" train --logits-chunk 2000000000
 flag-steps-negative |--steps: -5 is out of range|"$bin" train --steps -5
 flag-steps-huge     |--steps: 99999999999 is out of range|"$bin" train --steps 99999999999
 flag-steps-overflow |--steps: 999999999999999999999999 is out of range [1, 1073741824]|"$bin" train --steps 999999999999999999999999

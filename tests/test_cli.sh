@@ -427,6 +427,20 @@ diff <(grep -o '"loss":[^,]*' seed_ref/metrics.jsonl) <(grep -o '"loss":[^,]*' s
   fail "a run resumed with seed 18446744073709551557 has other losses than the uninterrupted one"
 grep -q '"loss"' seed_ref/metrics.jsonl || fail "no losses in seed_ref/metrics.jsonl"
 
+# ---- --logits-chunk: the classifier over row chunks, its line; losses (train and val) within
+# 1e-5 relative of the whole batch's (fp32 summation order only); another chunk on --resume ----
+lc=(--data part_a.txt "${small[@]}" --steps 6 --val-every 3)
+"$bin" train "${lc[@]}" --logits-chunk 0 --run-dir lc_whole 2>lc0.err || fail "train --logits-chunk 0: $(tail -2 lc0.err)"
+! grep -q '^classifier:' lc0.err || fail "--logits-chunk 0 (the whole batch) printed $(grep '^classifier:' lc0.err)"
+"$bin" train "${lc[@]}" --logits-chunk 50 --stop-after 3 --run-dir lc_chunk 2>lc50.err || fail "train --logits-chunk 50: $(tail -2 lc50.err)"
+grep -qx 'classifier: logits in chunks of 50 rows (3 per batch of 128): 0\.1 MiB instead of 0\.2' lc50.err ||
+  fail "--logits-chunk 50: want its classifier line: $(grep -v '^[0-9]*/' lc50.err | head -5)"
+"$bin" train --resume lc_chunk --logits-chunk 7 --quiet --sample-tokens 0 2>lc7.err || fail "--resume with --logits-chunk 7: $(cat lc7.err)"
+paste <(grep -o '"\(val_\)*loss":[0-9.]*' lc_whole/metrics.jsonl) <(grep -o '"\(val_\)*loss":[0-9.]*' lc_chunk/metrics.jsonl) |
+  awk -F'[:\t]' '{ n++; r = ($2 - $4) / $2; if (r < 0) r = -r; if ($1 != $3 || r > 1e-5) bad = bad " " $0 }
+                 END { if (n != 9 || bad != "") { print n " losses;" bad; exit 1 } }' >lc.cmp ||
+  fail "--logits-chunk 50 / 7 against the whole batch: $(cat lc.cmp)"
+
 # ---- a model without a tokenizer: encode says what to give ---------------------------------
 "$bin" convert --from hf "$fixtures/hf_gpt2" --out notok 2>/dev/null || fail "convert --from hf (no tokenizer)"
 usage_case "--tokenizer notok: the model in notok/checkpoint.tzc has no tokenizer stored" "$bin" encode --tokenizer notok hi

@@ -10,7 +10,17 @@
  *   losses and gradients to the stored-activation path (itself checked against finite
  *   differences above) with a smaller activation arena;
  * - one buffer per activation tensor (be->act_buffers, the WebGPU backend's preference) gives
- *   bit-identical results to the single arena. */
+ *   bit-identical results to the single arena;
+ * - the classifier in row chunks (tz_model.logits_rows: R = 1, 4, 7, 8 of N = 21 rows — 4 and 8
+ *   do not divide N — and R ≥ N) against the whole batch (R = N): every micro-batch's loss
+ *   within 1e-6 relative, every parameter tensor's gradient within 1e-5 relative-rms (fp32
+ *   summation order only: dW_lm summed over chunks, and the BLAS blocking of fewer rows), with
+ *   gradient accumulation over two micro-batches, with and without --recompute, gpt2 (tied
+ *   lm_head = wte: embed_bwd adds to the same gradient) and llama untied; eval losses and the
+ *   logits of tz_model_forward_logits equal as stated there; the arena smaller by the logits
+ *   rows not kept; a chunked run twice gives the same bits; logits_rows < 0 is refused;
+ * - the automatic chunk choice (tz_model_logits_rows) at GPT-2 / Llama-3 sizes. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,6 +308,140 @@ static void test_determinism(void **s) {
   free(params[1]);
 }
 
+/* Relative rms difference of got against ref over n values (0 when both are all zero). */
+static double rel_rms(const float *got, const float *ref, size_t n) {
+  double d = 0, r = 0;
+  for (size_t i = 0; i < n; i++) {
+    d += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
+    r += (double)ref[i] * ref[i];
+  }
+  return r > 0 ? sqrt(d / r) : (d > 0 ? INFINITY : 0.0);
+}
+
+/* One model with the classifier in chunks of `rows` (INT_MAX: whole batch): two accumulated
+ * micro-batches (dscale 1/2 each), then an eval loss and the logits of the first batch.
+ * Fills loss[0..2] (micro 1, micro 2, eval), the gradients g and the logits lg; returns the
+ * arena's bytes. */
+static size_t chunk_run(tz_backend *be, const tz_config *c, int B, int T, int rows, int recompute,
+                        const int32_t *in, const int32_t *tg, double *loss, float *g, float *lg) {
+  tz_model *m;
+  assert_int_equal(tz_model_create(be, c, &m), 0);
+  tz_model_init_weights(m, 17);
+  /* larger weights than the init: logits of O(1) and gradients well above fp32 noise */
+  float *p = malloc(m->lay.total * sizeof *p);
+  tz_rng r;
+  tz_rng_seed(&r, 77, 5);
+  tz_model_get_params(m, p);
+  for (size_t i = 0; i < m->lay.total; i++) p[i] += 0.2f * tz_rng_normal(&r);
+  tz_model_set_params(m, p);
+  free(p);
+  m->recompute = recompute;
+  m->logits_rows = rows;
+  assert_int_equal(tz_model_alloc_training(m, B, T), 0);
+  int N = B * T;
+  assert_int_equal(m->train.chunk, rows < N ? rows : N);
+  tz_model_zero_grads(m);
+  loss[0] = tz_model_train_micro(m, in, tg, 0.5f);
+  loss[1] = tz_model_train_micro(m, in + N, tg + N, 0.5f);
+  be->download(be, g, (tz_slice){m->grads, 0}, m->lay.total * sizeof(float));
+  loss[2] = tz_model_eval_loss(m, in, tg);
+  tz_model_forward_logits(m, in, lg);
+  size_t bytes = m->train.bytes;
+  tz_model_free(m);
+  return bytes;
+}
+
+static void check_chunks(tz_arch arch, int tied) {
+  tz_backend *be = tz_backend_create("cpu", 2, NULL);
+  tz_config c = tiny(arch, arch == TZ_ARCH_LLAMA ? 2 : 0, tied);
+  enum { B = 3, T = 7, N = B * T };
+  tz_rng r;
+  tz_rng_seed(&r, 13, 6);
+  int32_t in[2 * N], tg[2 * N];
+  random_tokens(&r, in, 2 * N, c.vocab_size);
+  random_tokens(&r, tg, 2 * N, c.vocab_size);
+  tg[4] = -1, tg[N + 9] = -1; /* ignored targets, in two chunks */
+  tz_model *probe;
+  assert_int_equal(tz_model_create(be, &c, &probe), 0);
+  size_t total = probe->lay.total;
+  tz_layout lay = probe->lay;
+  float *g0 = malloc(total * sizeof(float)), *g = malloc(total * sizeof(float));
+  float *l0 = malloc((size_t)N * c.vocab_size * sizeof(float)), *lg = malloc((size_t)N * c.vocab_size * sizeof(float));
+  const char *name = arch == TZ_ARCH_GPT2 ? "gpt2" : tied ? "llama" : "llama untied";
+  for (int rc = 0; rc < 2; rc++) {
+    double ref[3], got[3];
+    size_t whole = chunk_run(be, &c, B, T, INT_MAX, rc, in, tg, ref, g0, l0);
+    const int rows[] = {1, 4, 7, 8, N, 50};
+    for (size_t k = 0; k < sizeof rows / sizeof *rows; k++) {
+      size_t bytes = chunk_run(be, &c, B, T, rows[k], rc, in, tg, got, g, lg);
+      double worst_loss = 0, worst_g = 0, worst_lg = 0;
+      const char *worst_t = "";
+      for (int i = 0; i < 3; i++) worst_loss = fmax(worst_loss, fabs(got[i] - ref[i]) / fabs(ref[i]));
+      for (int t = 0; t < lay.n; t++) {
+        double e = rel_rms(g + lay.t[t].off, g0 + lay.t[t].off, lay.t[t].numel);
+        if (e > worst_g) worst_g = e, worst_t = lay.t[t].name;
+      }
+      worst_lg = rel_rms(lg, l0, (size_t)N * c.vocab_size);
+      printf("%s recompute=%d rows %2d: losses %.9g %.9g eval %.9g (whole %.9g %.9g %.9g); worst loss rel %.2g, "
+             "gradient rel-rms %.2g (%s), logits rel-rms %.2g; arena %zu -> %zu bytes\n",
+             name, rc, rows[k], got[0], got[1], got[2], ref[0], ref[1], ref[2], worst_loss, worst_g, worst_t, worst_lg,
+             whole, bytes);
+      assert_true(worst_loss <= 1e-6);
+      assert_true(worst_g <= 1e-5);
+      /* the eval loss and logits: nf·Wᵀ row by row, only the matmul's blocking of R rows differs */
+      assert_true(fabs(got[2] - ref[2]) <= 1e-6 * fabs(ref[2]));
+      assert_true(worst_lg <= 1e-6);
+      if (rows[k] >= N) { /* one chunk: the whole batch's ops, bit for bit */
+        assert_true(memcmp(got, ref, sizeof got) == 0);
+        assert_memory_equal(g, g0, total * sizeof(float));
+        assert_int_equal(bytes, whole);
+      } else { /* the logits slice holds rows[k] rows of Vp fp32 (64-byte padded) */
+        size_t lb = ((size_t)rows[k] * c.padded_vocab * 4 + 63) & ~(size_t)63;
+        size_t wb = ((size_t)N * c.padded_vocab * 4 + 63) & ~(size_t)63;
+        assert_int_equal(whole - bytes, wb - lb);
+      }
+    }
+    /* a chunked run repeats its bits */
+    double again[3];
+    float *g2 = malloc(total * sizeof(float));
+    chunk_run(be, &c, B, T, 8, rc, in, tg, got, g, lg);
+    chunk_run(be, &c, B, T, 8, rc, in, tg, again, g2, lg);
+    assert_memory_equal(got, again, sizeof got);
+    assert_memory_equal(g, g2, total * sizeof(float));
+    free(g2);
+  }
+  probe->logits_rows = -1;
+  assert_int_not_equal(tz_model_alloc_training(probe, B, T), 0);
+  tz_test_assert_msg_has("logits chunk: -1 rows");
+  tz_model_free(probe);
+  free(g0), free(g), free(l0), free(lg);
+  be->destroy(be);
+}
+static void test_chunks_gpt2(void **s) { check_chunks(TZ_ARCH_GPT2, 1); }
+static void test_chunks_llama_untied(void **s) { check_chunks(TZ_ARCH_LLAMA, 0); }
+
+/* The automatic choice: the whole batch up to 3.5 GiB of logits, else ~1 GiB chunks. */
+static void test_chunks_auto(void **s) {
+  tz_backend fake = {0};
+  tz_model m = {0};
+  m.be = &fake;
+  m.cfg.padded_vocab = 50304; /* GPT-2 */
+  fake.act = TZ_BF16;
+  assert_int_equal(tz_model_logits_rows(&m, 16384, 0), 16384); /* 1.65 GB: whole (the CUDA default) */
+  fake.act = TZ_F32;
+  assert_int_equal(tz_model_logits_rows(&m, 16384, 0), 16384); /* 3.30e9 bytes (3.07 GiB) ≤ 3.5 GiB: whole */
+  assert_int_equal(tz_model_logits_rows(&m, 18672, 0), 18672); /* 3.757e9 bytes, just ≤ 3.5 GiB */
+  assert_int_equal(tz_model_logits_rows(&m, 18688, 0), 4672);  /* 3.760e9 > 3.5 GiB: 4 chunks of 4672 */
+  assert_int_equal(tz_model_logits_rows(&m, 20000, 0), 5056);  /* 4.02e9: 4 chunks of 5000 → 5056 */
+  m.cfg.padded_vocab = 128256; /* Llama 3 */
+  assert_int_equal(tz_model_logits_rows(&m, 16384, 0), 2048); /* 8.4 GB fp32: 8 chunks */
+  fake.act = TZ_BF16;
+  assert_int_equal(tz_model_logits_rows(&m, 16384, 0), 4096); /* 4.2 GB bf16: 4 chunks */
+  assert_int_equal(tz_model_logits_rows(&m, 16384, 5), 5);
+  assert_int_equal(tz_model_logits_rows(&m, 16384, INT_MAX), 16384);
+  assert_int_equal(tz_model_logits_rows(&m, 100, 0), 100);
+}
+
 static void test_adamw_t(void **s) {
   tz_backend *be = tz_backend_create("cpu", 2, NULL);
   adamw_t_check(be);
@@ -326,6 +470,8 @@ int main(void) {
       cmocka_unit_test(test_determinism),        cmocka_unit_test(test_adamw_t),
       cmocka_unit_test(test_recompute_llama),    cmocka_unit_test(test_recompute_gpt2),
       cmocka_unit_test(test_act_buffers_llama),  cmocka_unit_test(test_act_buffers_gpt2),
+      cmocka_unit_test(test_chunks_gpt2),        cmocka_unit_test(test_chunks_llama_untied),
+      cmocka_unit_test(test_chunks_auto),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,11 @@
  *   decode's logits (it reads the last row of nf, offset in f16 elements) of each backend's
  *   trained model within 2e-2·max|cpu| + 1e-3 of the CPU's.
  * - tz_model_adamw refuses t < 1 on WebGPU too (adamw_t_check.h).
+ * The classifier in row chunks (tz_model.logits_rows, fp32): gpt2 (tied lm_head = wte), 8
+ * AdamW steps with chunks of 40 of the B*T = 111 rows (the last 31, not a multiple of 4: the
+ * matmuls' scalar path) against the whole batch on WebGPU: every step's loss within 1e-5
+ * relative (fp32 summation order only: dW_lm summed over the chunks), the logits slice 40
+ * rows.
  * --precision (tz_backend_create's precision): "fp32" turns the mirror off; "f16" turns it on
  * where the adapter offers ShaderF16; with ShaderF16 hidden (TEZGAH_WEBGPU_HIDE_F16=1, an
  * adapter without it) the default falls back to fp32 and "f16" is a one-line error.
@@ -51,11 +56,12 @@ static tz_config cfg_of(tz_arch arch) {
 }
 
 /* Train STEPS steps; losses[s] per step; leaves the model in *out (caller frees). */
-static void train(tz_backend *be, const tz_config *c, double *losses, tz_model **out, int steps, int T) {
+static void train(tz_backend *be, const tz_config *c, double *losses, tz_model **out, int steps, int T, int rows) {
   tz_model *m;
   assert_int_equal(tz_model_create(be, c, &m), 0);
   tz_model_init_weights(m, 1234);
   int B = 3;
+  m->logits_rows = rows; /* 0: auto, the whole batch at these sizes */
   assert_int_equal(tz_model_alloc_training(m, B, T), 0);
   tz_rng r;
   tz_rng_seed(&r, 99, 1);
@@ -114,8 +120,8 @@ static void compare(tz_arch arch, int f16, int arena) {
   int steps = f16 ? 10 : STEPS, T = f16 ? 36 : 37;
   double tol = f16 ? 2e-3 : 1e-3, lc[STEPS], lg[STEPS], worst = 0;
   tz_model *mc, *mg;
-  train(cpu, &c, lc, &mc, steps, T);
-  train(gpu, &c, lg, &mg, steps, T);
+  train(cpu, &c, lc, &mc, steps, T, 0);
+  train(gpu, &c, lg, &mg, steps, T, 0);
   /* one buffer per activation tensor unless TEZGAH_WEBGPU_ARENA=1 (backend.h, act_buffers) */
   assert_int_equal(gpu->act_buffers, !arena);
   assert_true(arena ? mg->train.nbufs == 1 : mg->train.nbufs > 20);
@@ -188,6 +194,37 @@ static void test_train_gpt2_arena(void **state) {
   compare(TZ_ARCH_GPT2, 0, 1);
 }
 
+/* The classifier in chunks of 40 rows against the whole batch, both on WebGPU (fp32). */
+static void test_train_chunked(void **state) {
+  setenv("TEZGAH_WEBGPU_F16", "0", 1);
+  tz_backend *gpu = tz_backend_create("webgpu", 0, NULL);
+  unsetenv("TEZGAH_WEBGPU_F16");
+  if (!gpu) {
+    char why[1200];
+    snprintf(why, sizeof why, "WebGPU unavailable: %s", tz_errmsg());
+    tz_test_skip_all(why);
+  }
+  tz_config c = cfg_of(TZ_ARCH_GPT2);
+  enum { CSTEPS = 8, CT = 37 };
+  double lw[CSTEPS], lk[CSTEPS], worst = 0;
+  tz_model *mw, *mk;
+  train(gpu, &c, lw, &mw, CSTEPS, CT, 0);
+  train(gpu, &c, lk, &mk, CSTEPS, CT, 40);
+  assert_int_equal(mw->train.chunk, 3 * CT);
+  assert_int_equal(mk->train.chunk, 40);
+  for (int s = 0; s < CSTEPS; s++) {
+    double rel = fabs(lk[s] - lw[s]) / fabs(lw[s]);
+    if (rel > worst || rel != rel) worst = rel != rel ? INFINITY : rel;
+    printf("gpt2 chunks of 40 step %d  whole %.7f  chunked %.7f  rel %.2e\n", s + 1, lw[s], lk[s], rel);
+  }
+  printf("worst relative loss difference %.2e (tolerance 1e-5)\n", worst);
+  assert_true(worst <= 1e-5);
+  assert_true(lk[CSTEPS - 1] < lk[0]);
+  tz_model_free(mw);
+  tz_model_free(mk);
+  gpu->destroy(gpu);
+}
+
 static void test_adamw_t(void **state) {
   tz_backend *gpu = tz_backend_create("webgpu", 0, NULL);
   if (!gpu) {
@@ -232,7 +269,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_train_llama), cmocka_unit_test(test_train_gpt2),
                                      cmocka_unit_test(test_train_llama_f16), cmocka_unit_test(test_train_gpt2_f16),
                                      cmocka_unit_test(test_train_llama_arena), cmocka_unit_test(test_train_gpt2_arena),
-                                     cmocka_unit_test(test_adamw_t), cmocka_unit_test(test_precision)};
+                                     cmocka_unit_test(test_train_chunked), cmocka_unit_test(test_adamw_t),
+                                     cmocka_unit_test(test_precision)};
   /* TZ_TEST_FILTER: one glob over the case names (ctest's test_webgpu_train_arena) */
   const char *f = getenv("TZ_TEST_FILTER");
   if (f && *f) cmocka_set_test_filter(f);

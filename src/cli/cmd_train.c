@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/plot.h"
 #include "tokenizer/tokenizer.h"
+#include "core/decimal.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "dist/comm.h"
@@ -69,6 +70,12 @@ static const char *HELP =
     "                         memory holds the run with it but not without (cuda;\n"
     "                         a note says so); bare --recompute: on. On --resume\n"
     "                         the run's mode unless given\n"
+    "  --logits-chunk ROWS|auto\n"
+    "                         run the classifier and loss over ROWS rows of the\n"
+    "                         batch at a time: only ROWS rows of logits exist (less\n"
+    "                         memory for large vocabularies; 0 = the whole batch;\n"
+    "                         auto, the default: chunks of ~1 GiB when the whole\n"
+    "                         batch's logits would take more than 2 GiB)\n"
     "  --threads N            OpenMP threads (default or 0: all cores; shared\n"
     "                         among data-parallel ranks)\n"
     "  --seed N               random seed (1337)\n"
@@ -139,7 +146,7 @@ enum {
   O_DATA = 256, O_VOCAB, O_VALFRAC, O_TSHARDS, O_VSHARDS, O_TOKENIZER, O_RUNDIR, O_RESUME,
   O_BACKEND, O_THREADS, O_SEED, O_ARCH, O_NLAYER, O_NHEAD, O_NKV, O_DMODEL, O_DFF, O_MAXT,
   O_UNTIED, O_ACCUM, O_STEPS, O_LR, O_WARMUP, O_MINLR, O_B1, O_B2, O_EPS, O_WD, O_CLIP,
-  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_INIT, O_RECOMPUTE, O_PLOT, O_NPROC, O_ZERO, O_LOSSSCALE, O_MODEL, O_HELP
+  O_VALEVERY, O_VALB, O_CKPT, O_LOG, O_SAMPLE, O_STOP, O_QUIET, O_SKIPLZ, O_SKIPNZ, O_INJNAN, O_INJINF, O_PROFILE, O_PRECISION, O_TOKBACKEND, O_KEEP, O_KEEPBEST, O_INIT, O_RECOMPUTE, O_LOGITS, O_PLOT, O_NPROC, O_ZERO, O_LOSSSCALE, O_MODEL, O_HELP
 };
 
 static const struct option LONG[] = {
@@ -157,12 +164,12 @@ static const struct option LONG[] = {
     {"beta2", 1, 0, O_B2}, {"eps", 1, 0, O_EPS}, {"weight-decay", 1, 0, O_WD},
     {"grad-clip", 1, 0, O_CLIP}, {"val-every", 1, 0, O_VALEVERY}, {"val-batches", 1, 0, O_VALB},
     {"ckpt-every", 1, 0, O_CKPT}, {"log-every", 1, 0, O_LOG}, {"sample-tokens", 1, 0, O_SAMPLE}, {"stop-after", 1, 0, O_STOP},
-    {"quiet", 0, 0, O_QUIET}, {"profile", 0, 0, O_PROFILE}, {"recompute", 2, 0, O_RECOMPUTE}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
+    {"quiet", 0, 0, O_QUIET}, {"profile", 0, 0, O_PROFILE}, {"recompute", 2, 0, O_RECOMPUTE}, {"logits-chunk", 1, 0, O_LOGITS}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
     {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"keep", 1, 0, O_KEEP}, {"keep-best", 0, 0, O_KEEPBEST}, {"plot", 0, 0, O_PLOT}, {"nproc", 1, 0, O_NPROC}, {"zero", 1, 0, O_ZERO}, {"loss-scale", 1, 0, O_LOSSSCALE}, {"model", 1, 0, O_MODEL}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
 
 /* Options that may accompany --resume without changing the loss sequence. */
 static int resume_allows(int opt) {
-  return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_PRECISION || opt == O_RECOMPUTE || opt == O_QUIET ||
+  return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_PRECISION || opt == O_RECOMPUTE || opt == O_LOGITS || opt == O_QUIET ||
          opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP || opt == O_INJNAN || opt == O_INJINF ||
          opt == O_PROFILE || opt == O_KEEP || opt == O_KEEPBEST || opt == O_PLOT || opt == O_NPROC || opt == O_ZERO ||
          opt == O_LOSSSCALE || opt == O_MODEL;
@@ -342,6 +349,12 @@ int tz_cmd_train(int argc, char **argv) {
         if (!optarg && optind < argc && argv[optind][0] != '-') optarg = argv[optind++];
         if (!optarg) o.recompute = TZ_RECOMPUTE_ON;
         else e = tz_recompute_parse(optarg, "--recompute", &o.recompute);
+        break;
+      case O_LOGITS:
+        if (!strcmp(optarg, "auto")) o.logits_chunk = -1;
+        else if (!tz_decimal(optarg, strlen(optarg), 0))
+          e = tz_err("--logits-chunk: '%s' is not auto or a number of rows (0: the whole batch)", optarg);
+        else e = tz_arg_int("--logits-chunk", optarg, 0, 1 << 30, &o.logits_chunk);
         break;
       case O_NPROC: e = tz_arg_int("--nproc", optarg, 1, 4096, &nproc); break;
       case O_ZERO: e = tz_arg_int("--zero", optarg, 0, 1, &o.zero); break;

@@ -89,16 +89,7 @@ float *tz_params_relayout(const tz_config *from, const float *p, const tz_config
  * complaint). */
 int tz_foreign_load(const char *path, const char *from, tz_config *cfg, float **params);
 
-/* bf16 helpers (exposed for tests). */
-static inline float tz_bf16_to_f32(uint16_t h) {
-  union { uint32_t u; float f; } x = {(uint32_t)h << 16};
-  return x.f;
-}
-static inline uint16_t tz_f32_to_bf16(float f) { /* round to nearest, ties to even */
-  union { float f; uint32_t u; } x = {f};
-  if ((x.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x.u >> 16) | 0x40); /* quiet NaN */
-  x.u += 0x7fffu + ((x.u >> 16) & 1u);
-  return (uint16_t)(x.u >> 16);
-}
+/* bf16 helpers: src/core/bf16.h (tz_bf16_to_f32, tz_f32_to_bf16). */
+#include "core/bf16.h"
 
 #endif

@@ -120,7 +120,7 @@ static size_t lay_out_acts(tz_acts *a, const tz_config *cfg, carver *cv, int tra
   a->nf = carve_mm(cv, N * d.C, "activations: nf");
   a->nf_mean = carve(cv, N, "activations: nf mean");
   a->nf_rstd = carve(cv, N, "activations: nf rstd");
-  a->logits = carve_act(cv, (a->shared ? (size_t)a->rows : N) * (size_t)d.Vp, "activations: logits");
+  a->logits = carve_act(cv, (size_t)(a->shared ? a->rows : a->chunk) * (size_t)d.Vp, "activations: logits");
   a->losses = carve(cv, N, "activations: losses");
   if (training) {
     a->dres = carve_act(cv, N * d.C, "activations: dres");
@@ -134,11 +134,13 @@ static size_t lay_out_acts(tz_acts *a, const tz_config *cfg, carver *cv, int tra
 
 static void acts_free(tz_model *m, tz_acts *a);
 
-static int acts_alloc(tz_model *m, tz_acts *a, int B, int T, int shared, int training, int recompute, int rows) {
+static int acts_alloc(tz_model *m, tz_acts *a, int B, int T, int shared, int training, int recompute, int rows,
+                      int chunk) {
   memset(a, 0, sizeof *a);
   a->B = B;
   a->T = T;
   a->rows = rows;
+  a->chunk = chunk;
   a->shared = shared;
   a->recompute = recompute;
   a->res = tz_calloc((size_t)m->cfg.n_layer + 1, sizeof *a->res);
@@ -184,6 +186,7 @@ static size_t acts_bytes(const tz_model *m, int B, int T, int shared, int traini
   tz_acts a;
   memset(&a, 0, sizeof a);
   a.B = B, a.T = T, a.rows = rows, a.shared = shared, a.recompute = recompute;
+  a.chunk = training ? tz_model_logits_rows(m, B * T, m->logits_rows) : 0; /* as tz_model_alloc_training */
   a.res = tz_calloc((size_t)m->cfg.n_layer + 1, sizeof *a.res);
   a.layer = tz_calloc((size_t)m->cfg.n_layer, sizeof *a.layer);
   carver size = {0};
@@ -323,10 +326,22 @@ void tz_model_shard(const tz_model *m, size_t *first, size_t *n) {
   *n = a < total ? (total - a < m->shard_n ? total - a : m->shard_n) : 0;
 }
 
+int tz_model_logits_rows(const tz_model *m, int N, int want) {
+  if (want > 0) return want < N ? want : N;
+  size_t bytes = (size_t)N * (size_t)m->cfg.padded_vocab * tz_dtype_size(m->be->act);
+  if (bytes <= TZ_LOGITS_AUTO_BYTES) return N;
+  size_t k = (bytes + TZ_LOGITS_CHUNK_BYTES - 1) / TZ_LOGITS_CHUNK_BYTES;
+  size_t R = ((size_t)N + k - 1) / k;
+  R = (R + 63) / 64 * 64;
+  return R < (size_t)N ? (int)R : N;
+}
+
 int tz_model_alloc_training(tz_model *m, int B, int T) {
   if (B <= 0 || T <= 0) return tz_err("batch: B=%d and T=%d must be positive", B, T);
   if (T > m->cfg.max_seq_len)
     return tz_err("seq_len: T=%d is above the model's context max_seq_len=%d", T, m->cfg.max_seq_len);
+  if (m->logits_rows < 0)
+    return tz_err("logits chunk: %d rows (must be >= 1, or 0 for the automatic choice)", m->logits_rows);
   if (dist_layout(m)) return -1;
   size_t bytes = m->n_buf * sizeof(float), mv = (m->zero ? m->shard_n : m->lay.total) * sizeof(float);
   tz_backend *be = m->be;
@@ -334,7 +349,8 @@ int tz_model_alloc_training(tz_model *m, int B, int T) {
       !(m->v = be->alloc(be, mv, "adamw v")))
     return -1;
   m->host_losses = tz_calloc((size_t)B * T, sizeof(float));
-  return acts_alloc(m, &m->train, B, T, 0, 1, m->recompute, 0);
+  int N = B * T;
+  return acts_alloc(m, &m->train, B, T, 0, 1, m->recompute, 0, tz_model_logits_rows(m, N, m->logits_rows));
 }
 
 int tz_model_alloc_inference_rows(tz_model *m, int rows) {
@@ -345,7 +361,7 @@ int tz_model_alloc_inference_rows(tz_model *m, int rows) {
   if (!(m->kcache = m->be->alloc(m->be, n, "kv cache")) ||
       !(m->vcache = m->be->alloc(m->be, n, "kv cache")))
     return -1;
-  return acts_alloc(m, &m->infer, 1, m->cfg.max_seq_len, 1, 0, 0, rows);
+  return acts_alloc(m, &m->infer, 1, m->cfg.max_seq_len, 1, 0, 0, rows, 0);
 }
 
 int tz_model_alloc_inference(tz_model *m) { return tz_model_alloc_inference_rows(m, 1); }
@@ -377,8 +393,9 @@ static void norm_bwd(tz_model *m, tz_slice dx, tz_slice dout, tz_slice x, tz_sli
 }
 
 /* Run the transformer over a.tokens (already uploaded) for rows at positions pos0..pos0+T-1.
- * kv != 0: decoding (B = 1) against the KV cache; logits only for the last row.
- * Leaves logits in a->logits. */
+ * kv != 0: decoding (B = 1) against the KV cache; the last row's logits left in row `row` of
+ * a->logits. kv == 0 (training arenas): stops at the final norm nf; the classifier runs in
+ * chunks (classify). */
 static void forward(tz_model *m, tz_acts *a, int B, int T, int pos0, int kv, int row) {
   tz_backend *be = m->be;
   const tz_config *c = &m->cfg;
@@ -428,14 +445,53 @@ static void forward(tz_model *m, tz_acts *a, int B, int T, int pos0, int kv, int
   if (kv) /* only the last row's logits are needed to pick the next token */
     be->matmul_t(be, A(m, a->logits, (size_t)row * d.Vp), tz_elems(a->nf, (size_t)(N - 1) * d.C, be->act_mm),
                  P(m, m->lay.lm_head), TZ_NONE, 1, d.C, d.Vp, 0);
-  else
-    be->matmul_t(be, a->logits, a->nf, P(m, m->lay.lm_head), TZ_NONE, N, d.C, d.Vp, 0);
 }
 
-/* Upload a batch, run forward + fused cross-entropy (dlogits left in a->logits, scaled by
- * dscale / counted rows). Returns the mean loss over counted rows. */
-static double forward_loss(tz_model *m, const int32_t *inputs, const int32_t *targets,
-                           float dscale) {
+/* ---- the classifier, in row chunks ----
+ * Why: the logits of a whole batch, [B·T, Vp] in be->act, are the largest activation by far
+ * for a large vocabulary: GPT-2 124M at B16 T1024 holds 1.65 GB of them in bf16 (CUDA) and
+ * 3.3 GB in fp32 (CPU, WebGPU); a Llama-3-sized vocabulary (128K) 4.2 / 8.4 GB, and WebGPU
+ * adapters (browsers above all) cap the size of one buffer. So the classifier runs over chunks
+ * of R = a->chunk rows of nf, and the logits buffer holds only R rows: per chunk
+ *   logits = nf[rows]·Wᵀ; fused cross-entropy (losses[rows]; logits become dlogits);
+ *   training only: dnf[rows] = dlogits·W (into a->dtmp, which the backward starts from) and
+ *   dW += dlogitsᵀ·nf[rows] (fp32, accumulated chunk after chunk).
+ * The logits are consumed before the next chunk overwrites them, so the backward has no
+ * lm_head part left: it starts at the final norm. Eval (no gradient) runs only the first two.
+ * Cost: the same FLOPs as one chunk; each chunk after the first reads and writes the fp32 dW
+ * once more (Vp·C·4 bytes each way: 155 MB for GPT-2 124M, by arithmetic ~0.07 ms for both at
+ * the H200's ~4.8 TB/s) and the three products have R rows instead of B·T (smaller GEMMs: tile
+ * quantisation, W read once per chunk). Memory saved: (B·T − R)·Vp activation elements.
+ * Choice (tz_model_logits_rows): the whole batch while its logits take ≤ 3.5 GiB (GPT-2 124M
+ * B16 T1024 is not chunked in bf16, 1.65 GB, nor in fp32, 3.3 GB = 3.07 GiB: the CPU's and
+ * WebGPU's activation dtype; no new cost on the common case, whose speed on WebGPU was not
+ * measured chunked); above (a 128K vocabulary at B16: 4.2 GB in bf16), chunks of
+ * about 1 GiB each (near-equal, rows a multiple of 64: tensor-core tiles); `train
+ * --logits-chunk ROWS` sets R (0: the whole batch).
+ * Determinism: the chunks run in row order and every op is deterministic, so a run repeats its
+ * bits; against one chunk only the fp32 summation order of dW (and the BLAS blocking of fewer
+ * rows) differs. */
+static void classify(tz_model *m, int train, float dscale) {
+  tz_backend *be = m->be;
+  tz_acts *a = &m->train;
+  dims d = dims_of(&m->cfg);
+  int N = a->B * a->T;
+  for (int r0 = 0; r0 < N; r0 += a->chunk) {
+    int R = N - r0 < a->chunk ? N - r0 : a->chunk;
+    tz_slice nf = tz_elems(a->nf, (size_t)r0 * d.C, be->act_mm);
+    be->matmul_t(be, a->logits, nf, P(m, m->lay.lm_head), TZ_NONE, R, d.C, d.Vp, 0);
+    be->crossentropy(be, tz_f32(a->losses, (size_t)r0), a->logits, tz_f32(a->targets, (size_t)r0), R, d.V, d.Vp,
+                     dscale);
+    if (!train) continue;
+    be->matmul(be, A(m, a->dtmp, (size_t)r0 * d.C), a->logits, P(m, m->lay.lm_head), R, d.Vp, d.C, 0);
+    be->matmul_at(be, G(m, m->lay.lm_head), a->logits, nf, d.Vp, R, d.C, 1);
+  }
+}
+
+/* Upload a batch, run forward and the classifier with its fused cross-entropy (dlogits
+ * scaled by dscale / counted rows). train: also the classifier's gradient (dnf in a->dtmp,
+ * dW_lm accumulated), where backward() starts. Returns the mean loss over counted rows. */
+static double forward_loss(tz_model *m, const int32_t *inputs, const int32_t *targets, float dscale, int train) {
   tz_acts *a = &m->train;
   tz_backend *be = m->be;
   int N = a->B * a->T;
@@ -444,8 +500,7 @@ static double forward_loss(tz_model *m, const int32_t *inputs, const int32_t *ta
   int counted = 0;
   for (int i = 0; i < N; i++) counted += targets[i] >= 0;
   forward(m, a, a->B, a->T, 0, 0, 0);
-  be->crossentropy(be, a->losses, a->logits, a->targets, N, m->cfg.vocab_size,
-                   m->cfg.padded_vocab, counted ? dscale / counted : 0.0f);
+  classify(m, train, counted ? dscale / counted : 0.0f);
   float *losses = m->host_losses;
   be->download(be, losses, a->losses, (size_t)N * sizeof(float));
   double sum = 0;
@@ -454,6 +509,7 @@ static double forward_loss(tz_model *m, const int32_t *inputs, const int32_t *ta
 }
 
 /* ---- backward ---- */
+/* From dnf (a->dtmp, left by forward_loss's classifier) down to the embeddings. */
 static void backward(tz_model *m) {
   tz_backend *be = m->be;
   const tz_config *c = &m->cfg;
@@ -462,9 +518,6 @@ static void backward(tz_model *m) {
   int B = a->B, T = a->T, N = B * T;
   int gpt2 = c->arch == TZ_ARCH_GPT2;
   size_t NC = (size_t)N * d.C;
-  /* lm_head: dnf = dlogits·W, dW += dlogitsᵀ·nf */
-  be->matmul(be, a->dtmp, a->logits, P(m, m->lay.lm_head), N, d.Vp, d.C, 0);
-  be->matmul_at(be, G(m, m->lay.lm_head), a->logits, a->nf, d.Vp, N, d.C, 1);
   be->fill(be, a->dres, 0.0f, NC, be->act);
   norm_bwd(m, a->dres, a->dtmp, a->res[d.L], a->nf_mean, a->nf_rstd, m->lay.normf_w,
            m->lay.normf_b, N);
@@ -507,23 +560,29 @@ static void backward(tz_model *m) {
 
 double tz_model_train_micro(tz_model *m, const int32_t *inputs, const int32_t *targets,
                             float dscale) {
-  double loss = forward_loss(m, inputs, targets, dscale);
+  double loss = forward_loss(m, inputs, targets, dscale, 1);
   backward(m);
   return loss;
 }
 
 double tz_model_eval_loss(tz_model *m, const int32_t *inputs, const int32_t *targets) {
-  return forward_loss(m, inputs, targets, 0.0f);
+  return forward_loss(m, inputs, targets, 0.0f, 0);
 }
 
 void tz_model_forward_logits(tz_model *m, const int32_t *inputs, float *logits) {
   tz_acts *a = &m->train;
   tz_backend *be = m->be;
-  int N = a->B * a->T, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab;
+  dims d = dims_of(&m->cfg);
+  int N = a->B * a->T;
   be->upload(be, a->tokens, inputs, (size_t)N * sizeof(int32_t));
   forward(m, a, a->B, a->T, 0, 0, 0);
-  for (int i = 0; i < N; i++)
-    be->download_act(be, logits + (size_t)i * V, A(m, a->logits, (size_t)i * Vp), (size_t)V);
+  for (int r0 = 0; r0 < N; r0 += a->chunk) { /* the classifier's chunks (classify) */
+    int R = N - r0 < a->chunk ? N - r0 : a->chunk;
+    be->matmul_t(be, a->logits, tz_elems(a->nf, (size_t)r0 * d.C, be->act_mm), P(m, m->lay.lm_head), TZ_NONE, R,
+                 d.C, d.Vp, 0);
+    for (int i = 0; i < R; i++)
+      be->download_act(be, logits + (size_t)(r0 + i) * d.V, A(m, a->logits, (size_t)i * d.Vp), (size_t)d.V);
+  }
 }
 
 double tz_model_grad_norm(tz_model *m) {

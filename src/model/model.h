@@ -10,7 +10,10 @@
  *   mid = res[l] + att·Wprojᵀ (+b); n2 = norm2(mid); h = n2·Wfcᵀ (+b);
  *   a = gelu(h) [gpt2] | swiglu(h) [llama]; res[l+1] = mid + a·Wfcprojᵀ (+b)
  * then nf = normf(res[L]); logits = nf·lm_headᵀ [N, Vp]; fused cross-entropy.
- * Backward mirrors it in reverse (llm.c's gpt2_backward). */
+ * Backward mirrors it in reverse (llm.c's gpt2_backward).
+ * The classifier (logits, cross-entropy and, when training, its two gradient products) runs
+ * over chunks of rows of nf so that the full [N, Vp] logits need not exist at once
+ * (tz_model.logits_rows; the policy and its cost are documented in model.c). */
 #ifndef TZ_MODEL_H
 #define TZ_MODEL_H
 #include <stdint.h>
@@ -39,6 +42,8 @@ typedef struct {
 typedef struct {
   int B, T, shared, recompute;
   int rows; /* inference arenas: the decoding rows (sequences) stepped together, ≤ T */
+  int chunk; /* training arenas: rows of the classifier per chunk (1..B·T; B·T: one chunk, the
+              * whole batch); logits holds that many rows */
   tz_buf **bufs; /* the nbufs buffers holding the slices (freed by tz_model_free) */
   int nbufs;
   size_t bytes;
@@ -46,7 +51,7 @@ typedef struct {
   tz_slice pos;             /* int32 [rows]: each decoding row's position in a step */
   tz_slice *res;            /* L+1 slices of [N, C] (shared: two alternating) */
   tz_layer_acts *layer;     /* [L] */
-  tz_slice nf, nf_mean, nf_rstd, logits, losses; /* [N,C],[N],[N],[N or rows, Vp],[N] */
+  tz_slice nf, nf_mean, nf_rstd, logits, losses; /* [N,C],[N],[N],[chunk or rows, Vp],[N] */
   /* backward scratch (training arenas only) */
   tz_slice dres, dtmp, dqkv, dh, da; /* [N,C],[N,C],[N,Q],[N,F2],[N,d_ff] */
 } tz_acts;
@@ -67,6 +72,10 @@ typedef struct {
    * are not kept per layer but recomputed in the backward (same kernels, same inputs: the
    * losses are bit-identical), saving (2·C + d_ff)·B·T activations per layer but one. */
   int recompute;
+  /* Set before tz_model_alloc_training: rows per classifier chunk. 0 (the default): auto
+   * (tz_model_logits_rows: the whole batch unless its logits would take more than 3.5 GiB);
+   * R ≥ 1: R rows (R ≥ B·T: the whole batch at once). The resolved value is train.chunk. */
+  int logits_rows;
   /* Data parallelism (src/dist/), set before tz_model_alloc_training. dist_world > 1: params
    * and grads are padded to n_buf = dist_world·shard_n floats (shard_n from
    * tz_dist_shard_size; the padding stays 0), so that collectives see equal shards. zero
@@ -89,8 +98,16 @@ void tz_model_init_weights(tz_model *m, uint64_t seed);
 void tz_model_get_params(tz_model *m, float *dst);
 void tz_model_set_params(tz_model *m, const float *src);
 
-/* Allocate gradients, AdamW moments and the (B, T) activation arena. T ≤ max_seq_len. */
+/* Allocate gradients, AdamW moments and the (B, T) activation arena. T ≤ max_seq_len.
+ * logits_rows < 0 is an error. */
 int tz_model_alloc_training(tz_model *m, int B, int T);
+/* The classifier's rows per chunk for N = B·T rows: `want` (logits_rows) resolved, 0 = auto;
+ * 1..N. Auto: N while N·Vp logits of be->act take at most TZ_LOGITS_AUTO_BYTES, else
+ * k = ⌈bytes / TZ_LOGITS_CHUNK_BYTES⌉ near-equal chunks of ⌈N/k⌉ rows rounded up to a multiple
+ * of 64. */
+#define TZ_LOGITS_AUTO_BYTES ((size_t)7 << 29) /* 3.5 GiB */
+#define TZ_LOGITS_CHUNK_BYTES ((size_t)1 << 30)
+int tz_model_logits_rows(const tz_model *m, int N, int want);
 /* Zero the gradient buffer (start of an optimizer step). */
 void tz_model_zero_grads(tz_model *m);
 /* One micro-batch: forward, loss, backward; gradients accumulate (+=) scaled by `dscale`

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,7 @@ void tz_train_opts_default(tz_train_opts *o) {
   o->ckpt_every = 200;
   o->log_every = 10;
   o->sample_tokens = 200;
+  o->logits_chunk = -1; /* auto */
 }
 
 static double now_s(void) {
@@ -633,11 +635,12 @@ static int phase_model(train_run *r) {
     tz_model_init_weights(r->m, o->seed);
   }
   tz_model *m = r->m;
-  m->recompute = o->recompute;
+  /* --logits-chunk: -1 auto (the model's 0), 0 the whole batch (any R ≥ B·T), R rows */
+  m->logits_rows = o->logits_chunk < 0 ? 0 : o->logits_chunk == 0 ? INT_MAX : o->logits_chunk;
   m->dist_world = r->W;
   m->dist_rank = r->rank;
   m->zero = o->zero && r->W > 1;
-  if (pick_recompute(r)) return -1; /* m->recompute (the mode above) becomes the choice */
+  if (pick_recompute(r)) return -1; /* m->recompute: --recompute's choice for this arena */
   if (tz_model_alloc_training(m, r->B_rank, o->T)) return -1;
   if (o->resume) {
     if (tz_run_load_adam(&r->rf, m)) return -1;
@@ -686,6 +689,11 @@ static int phase_report(train_run *r) {
     if (r->st.ls.mode != TZ_LS_OFF)
       fprintf(stderr, "loss scale: %s, S = %.0f%s\n", tz_loss_scale_mode_name(r->st.ls.mode), r->st.ls.scale,
               r->st.ls.mode == TZ_LS_DYNAMIC ? " (halved on overflow, doubled after clean steps)" : "");
+    size_t Nm = (size_t)m->train.B * m->train.T, lrow = (size_t)m->cfg.padded_vocab * tz_dtype_size(be->act);
+    if ((size_t)m->train.chunk < Nm) /* the classifier in row chunks (model.c: classify) */
+      fprintf(stderr, "classifier: logits in chunks of %d rows (%zu per batch of %zu): %.1f MiB instead of %.1f\n",
+              m->train.chunk, (Nm + m->train.chunk - 1) / m->train.chunk, Nm, m->train.chunk * lrow / 1048576.0,
+              Nm * lrow / 1048576.0);
     if (be->act != TZ_F32) fprintf(stderr, "precision: %s activations and weight copies, fp32 master weights, gradients and AdamW\n", tz_dtype_name(be->act));
     if (strcmp(be->name, "cpu") && be->mem_used) { /* the arenas on a GPU backend, in MiB */
       double pb = m->lay.total * 4.0 / 1048576.0, mv = (m->zero ? m->shard_n : m->lay.total) * 8.0 / 1048576.0;

@@ -17,7 +17,7 @@
 
 #include "backend/cuda/cuda_rt.h"
 #include "core/error.h"
-#include "formats/formats.h" /* tz_f32_to_bf16: the mirror kernel's rounding on the host */
+#include "core/bf16.h" /* tz_f32_to_bf16: the mirror kernel's rounding on the host */
 
 #define STAGE_BYTES ((size_t)4 << 20)
 #define NSTAGE 4
