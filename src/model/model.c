@@ -181,7 +181,7 @@ static void acts_free(tz_model *m, tz_acts *a) {
 /* ---- sizes before allocating (train --recompute auto) ---- */
 /* The bytes acts_alloc(m, a, B, T, shared, training, recompute, rows) gives a->bytes: its size
  * pass alone, on a scratch tz_acts set up as acts_alloc sets up its own (a field acts_alloc
- * sets before carving must be set here too: tests/test_model.c compares the two). */
+ * sets before carving must be set here too: tests/test_recompute.c compares the two). */
 static size_t acts_bytes(const tz_model *m, int B, int T, int shared, int training, int recompute, int rows) {
   tz_acts a;
   memset(&a, 0, sizeof a);
