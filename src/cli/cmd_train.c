@@ -75,7 +75,7 @@ static const char *HELP =
     "                         batch at a time: only ROWS rows of logits exist (less\n"
     "                         memory for large vocabularies; 0 = the whole batch;\n"
     "                         auto, the default: chunks of ~1 GiB when the whole\n"
-    "                         batch's logits would take more than 2 GiB)\n"
+    "                         batch's logits would take more than 3.5 GiB)\n"
     "  --threads N            OpenMP threads (default or 0: all cores; shared\n"
     "                         among data-parallel ranks)\n"
     "  --seed N               random seed (1337)\n"
