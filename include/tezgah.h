@@ -109,7 +109,7 @@ typedef struct {
   /* --logits-chunk: rows of the batch the classifier and loss run over at a time (only that
    * many rows of logits exist: less memory for large vocabularies; src/model/model.c says what
    * it costs). -1 (the default): auto, the whole batch unless its logits would take more than
-   * 2 GiB, then chunks of about 1 GiB; 0: the whole batch; R ≥ 1: R rows. Same losses up to
+   * 3.5 GiB, then chunks of about 1 GiB; 0: the whole batch; R ≥ 1: R rows. Same losses up to
    * fp32 summation order; not recorded in checkpoints (a --resume may change it) */
   int logits_chunk;
   /* data-parallel runs (mpirun or train --nproc; src/dist/): B is per process and the global
