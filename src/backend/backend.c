@@ -41,6 +41,9 @@ tz_backend *tz_backend_create(const char *name, int threads, const char *precisi
   return be;
 }
 int tz_backend_cuda_was_created(void) { return g_cuda_created; }
+void tz_backend_env(const char *name, const char *precision) {
+  if (name && !strcmp(name, "cuda")) tz_backend_cuda_env(precision);
+}
 
 static int prof_slower(const void *a, const void *b) {
   double x = ((const tz_prof_row *)a)->ns, y = ((const tz_prof_row *)b)->ns;

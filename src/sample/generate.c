@@ -481,12 +481,6 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
     free(pf_data);
     return -1;
   }
-  /* The checkpoint is read and verified (checksums over every section) on a thread while the
-   * backend starts (CUDA: driver, context, cuBLASLt: a few hundred ms each, side by side). */
-  open_job job = {model, o->tokenizer, NULL, 0, {0}, 0, 0, {0}};
-  pthread_t th;
-  int threaded = pthread_create(&th, NULL, open_thread, &job) == 0;
-  if (!threaded) open_thread(&job);
   /* A prompt of P bytes is at most P + 2 tokens (byte-level BPE: a token is ≥ 1 byte; + EOT or
    * BOS and the llama2.c dummy space); a step has B rows: when both are few, CUDA need not
    * preload cuBLASLt (a sliding window past the context loads it). */
@@ -494,6 +488,15 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   for (int b = 0; rows_prompt && b < B; b++)
     if (strlen(rows_prompt[b]) > pmax) pmax = strlen(rows_prompt[b]);
   tz_backend_hint_matmul_rows(pmax + 2 > (size_t)B ? (int)(pmax + 2 < 1 << 20 ? pmax + 2 : 1 << 20) : B);
+  /* the backend's environment before the thread below starts: that thread reads the environment
+   * (the tokenizer's TEZGAH_GPT2_DIR) while the backend is created, and setenv there would race */
+  tz_backend_env(o->backend, o->precision);
+  /* The checkpoint is read and verified (checksums over every section) on a thread while the
+   * backend starts (CUDA: driver, context, cuBLASLt: a few hundred ms each, side by side). */
+  open_job job = {model, o->tokenizer, NULL, 0, {0}, 0, 0, {0}};
+  pthread_t th;
+  int threaded = pthread_create(&th, NULL, open_thread, &job) == 0;
+  if (!threaded) open_thread(&job);
   tz_backend_hint_weights_read_only(1); /* sampling never writes or reads back the weights */
   be = tz_backend_create(o->backend, o->threads, o->precision);
   tz_backend_hint_weights_read_only(0);

@@ -1066,8 +1066,10 @@ static int phase_end(train_run *r) {
      * validation passes, checkpoint writes and the metrics and progress lines (until 2026-12-03
      * the figure divided by it, and a run that validated often looked slower than it trained) */
     double other = now_s() - r->t_start - r->steps_s;
-    fprintf(stderr, "done: %d step%s, %.0f tok/s in this session's steps (%.2f s; validation, checkpoints: %.2f s more), "
-            "%s, %d skipped; checkpoint %s\n", st->step, tz_plural(st->step),
+    char sess[48] = ""; /* a resumed session: how many of the run's steps it trained */
+    if (r->first_step > 0) snprintf(sess, sizeof sess, " (%d in this session)", st->step - r->first_step);
+    fprintf(stderr, "done: %d step%s%s, %.0f tok/s in this session's steps (%.2f s; validation, checkpoints: %.2f s more), "
+            "%s, %d skipped; checkpoint %s\n", st->step, tz_plural(st->step), sess,
             r->steps_s > 0 ? r->tokens_done / r->steps_s : 0.0, r->steps_s, other > 0 ? other : 0.0, vl, st->skipped,
             r->ckpt_path);
   }

@@ -201,16 +201,10 @@ static int env_device(int n_devices, int *dev) {
   return 0;
 }
 
-tz_backend *tz_backend_cuda_create(const char *precision) {
-  tz_dtype act = TZ_BF16;
-  if (precision && *precision) {
-    if (!strcmp(precision, "fp32")) act = TZ_F32;
-    else if (strcmp(precision, "bf16")) {
-      tz_err("cuda: precision '%s' is not one of fp32, bf16", precision);
-      return NULL;
-    }
-  }
-  int n, dv, rv, dev;
+/* The driver's environment for this process, set before the driver starts (tz_backend_cuda_env
+ * calls it early; tz_backend_cuda_create again, which then changes nothing: setenv with overwrite
+ * 0 leaves a variable that is set alone). Returns `few` (below). */
+static int cuda_env(tz_dtype act) {
   const int rows = tz_backend_matmul_rows_expected();
   /* few rows expected (`sample`'s hint): gemv.cu's kernels take every matmul (up to
    * tzc_gemv_max_m() rows; in bf16 up to 16 through tzc_mma_t), so cuBLASLt is not preloaded */
@@ -231,6 +225,24 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
    * 1,000-token `tezgah sample` went 0.696 -> 0.622 s (median of 5) with steps unchanged.
    * The user's own CUDA_DEVICE_MAX_CONNECTIONS wins; set before the driver starts. */
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 0);
+  return few;
+}
+
+void tz_backend_cuda_env(const char *precision) {
+  cuda_env(precision && !strcmp(precision, "fp32") ? TZ_F32 : TZ_BF16);
+}
+
+tz_backend *tz_backend_cuda_create(const char *precision) {
+  tz_dtype act = TZ_BF16;
+  if (precision && *precision) {
+    if (!strcmp(precision, "fp32")) act = TZ_F32;
+    else if (strcmp(precision, "bf16")) {
+      tz_err("cuda: precision '%s' is not one of fp32, bf16", precision);
+      return NULL;
+    }
+  }
+  int n, dv, rv, dev;
+  const int few = cuda_env(act);
   double t0 = now_ms();
   if (tzc_probe(&n, &dv, &rv) || env_device(n, &dev)) return NULL;
   double t_probe = now_ms();

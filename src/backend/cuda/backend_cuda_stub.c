@@ -10,6 +10,7 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   tz_err(TZ_NO_CUDA);
   return NULL;
 }
+void tz_backend_cuda_env(const char *precision) { (void)precision; }
 int tz_cuda_info(void) { return tz_err(TZ_NO_CUDA); }
 void tz_cuda_profile_print(tz_backend *be, double steps) { (void)be, (void)steps; }
 void tz_cuda_profile_reset(tz_backend *be) { (void)be; }
