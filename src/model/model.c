@@ -134,8 +134,8 @@ static size_t lay_out_acts(tz_acts *a, const tz_config *cfg, carver *cv, int tra
 
 static void acts_free(tz_model *m, tz_acts *a);
 
-static int acts_alloc(tz_model *m, tz_acts *a, int B, int T, int shared, int training, int recompute, int rows,
-                      int chunk) {
+/* An empty arena for (B, T): the fields lay_out_acts reads, and its per-layer tables. */
+static void acts_setup(const tz_model *m, tz_acts *a, int B, int T, int shared, int recompute, int rows, int chunk) {
   memset(a, 0, sizeof *a);
   a->B = B;
   a->T = T;
@@ -145,9 +145,20 @@ static int acts_alloc(tz_model *m, tz_acts *a, int B, int T, int shared, int tra
   a->recompute = recompute;
   a->res = tz_calloc((size_t)m->cfg.n_layer + 1, sizeof *a->res);
   a->layer = tz_calloc((size_t)m->cfg.n_layer, sizeof *a->layer);
-  carver size = {0};
-  size.act = m->be->act, size.act_mm = m->be->act_mm;
-  a->bytes = lay_out_acts(a, &m->cfg, &size, training);
+}
+
+/* lay_out_acts' size pass: the arena's bytes; `size` is left with its tensor count. */
+static size_t acts_size(const tz_model *m, tz_acts *a, int training, carver *size) {
+  memset(size, 0, sizeof *size);
+  size->act = m->be->act, size->act_mm = m->be->act_mm;
+  return lay_out_acts(a, &m->cfg, size, training);
+}
+
+static int acts_alloc(tz_model *m, tz_acts *a, int B, int T, int shared, int training, int recompute, int rows,
+                      int chunk) {
+  acts_setup(m, a, B, T, shared, recompute, rows, chunk);
+  carver size;
+  a->bytes = acts_size(m, a, training, &size);
   a->bufs = tz_calloc((size_t)size.n, sizeof *a->bufs);
   carver cv = {0};
   cv.act = m->be->act, cv.act_mm = m->be->act_mm;
@@ -179,19 +190,14 @@ static void acts_free(tz_model *m, tz_acts *a) {
 }
 
 /* ---- sizes before allocating (train --recompute auto) ---- */
-/* The bytes acts_alloc(m, a, B, T, shared, training, recompute, rows) gives a->bytes: its size
- * pass alone, on a scratch tz_acts set up as acts_alloc sets up its own (a field acts_alloc
- * sets before carving must be set here too: tests/test_recompute.c compares the two). */
-static size_t acts_bytes(const tz_model *m, int B, int T, int shared, int training, int recompute, int rows) {
+/* The bytes acts_alloc(m, a, B, T, shared, training, recompute, rows, chunk) gives a->bytes, by
+ * the same setup and size pass, without allocating. */
+static size_t acts_bytes(const tz_model *m, int B, int T, int shared, int training, int recompute, int rows,
+                         int chunk) {
   tz_acts a;
-  memset(&a, 0, sizeof a);
-  a.B = B, a.T = T, a.rows = rows, a.shared = shared, a.recompute = recompute;
-  a.chunk = training ? tz_model_logits_rows(m, B * T, m->logits_rows) : 0; /* as tz_model_alloc_training */
-  a.res = tz_calloc((size_t)m->cfg.n_layer + 1, sizeof *a.res);
-  a.layer = tz_calloc((size_t)m->cfg.n_layer, sizeof *a.layer);
-  carver size = {0};
-  size.act = m->be->act, size.act_mm = m->be->act_mm;
-  size_t bytes = lay_out_acts(&a, &m->cfg, &size, training);
+  acts_setup(m, &a, B, T, shared, recompute, rows, chunk);
+  carver size;
+  size_t bytes = acts_size(m, &a, training, &size);
   free(a.res);
   free(a.layer);
   return bytes;
@@ -204,7 +210,7 @@ size_t tz_model_training_bytes(const tz_model *m, int B, int T, int recompute, s
     n_buf = shard * (size_t)m->dist_world;
   }
   size_t mv = m->dist_world > 1 && m->zero ? shard : total;
-  size_t a = acts_bytes(m, B, T, 0, 1, recompute, 0);
+  size_t a = acts_bytes(m, B, T, 0, 1, recompute, 0, tz_model_logits_rows(m, B * T, m->logits_rows));
   if (acts) *acts = a;
   /* the padded parameter buffer replaces the unpadded one: (n_buf − total) more; grads; m, v */
   return (n_buf - total) * sizeof(float) + n_buf * sizeof(float) + 2 * mv * sizeof(float) + a;
@@ -213,7 +219,7 @@ size_t tz_model_training_bytes(const tz_model *m, int B, int T, int recompute, s
 size_t tz_model_inference_bytes(const tz_model *m, int rows) {
   dims d = dims_of(&m->cfg);
   size_t kv = (size_t)d.L * rows * m->cfg.max_seq_len * d.nkv * d.hd * tz_dtype_size(m->be->act);
-  return 2 * kv + acts_bytes(m, 1, m->cfg.max_seq_len, 1, 0, 0, rows);
+  return 2 * kv + acts_bytes(m, 1, m->cfg.max_seq_len, 1, 0, 0, rows, 0);
 }
 
 /* ---- lifecycle ---- */
