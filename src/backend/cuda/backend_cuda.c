@@ -99,9 +99,10 @@ static size_t cuda_mem_peak(tz_backend *be) { return tzc(be)->bytes_peak; }
  * all-reduce. SIZE_MAX when the query fails (the caller then keeps its default). */
 #define MEM_RESERVE ((size_t)1 << 30)
 static size_t cuda_mem_free(tz_backend *be) {
-  (void)be; /* the device is current on this thread (tz_backend_cuda_create) */
   size_t fr = 0, tot = 0;
-  if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
+  /* cudaMemGetInfo reports the calling thread's current device: make it this backend's (a
+   * caller on another thread, or after another backend's creation, may have a different one) */
+  if (cudaSetDevice(tzc(be)->device) != cudaSuccess || cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
     cudaGetLastError();
     return SIZE_MAX;
   }

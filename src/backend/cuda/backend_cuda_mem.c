@@ -151,11 +151,43 @@ static int upload_threads(void) {
 /* An upload of at least this many bytes is split over upload_threads() threads. */
 #define UPLOAD_PARALLEL_BYTES ((size_t)32 << 20)
 
-/* An upload into the read-only parameters: the fp32 source converted to bf16 (round to nearest
- * even, as the mirror kernel) into the pinned slots and sent straight to the mirror — half the
- * bytes over the bus, no fp32 copy on the device. Chunks are spread over the upload threads as
- * in tzc_upload (thread t owns slot t; disjoint device ranges). GPT-2 124M's 475 MiB of fp32
- * weights: 237 MiB sent. */
+/* `bytes` of host `s` to device `d` through the pinned slots, split over `nt` host threads:
+ * thread t owns slot t (after the slots' earlier copies finished) and fills chunks t, t + nt,
+ * ...; the chunks land in disjoint device ranges, so their order on the stream does not matter,
+ * and each slot is reused only after its own last DMA (its event). The runtime's calls are
+ * thread-safe. When `to_bf16`, s holds fp32 and each chunk is converted to bf16 (round to
+ * nearest even, as the mirror kernel) into its slot: d receives bytes / 2. */
+static void upload_slots(tz_backend *be, char *d, const char *s, size_t bytes, int nt, int to_bf16) {
+  tzc_ctx *c = tzc(be);
+  const size_t per = to_bf16 ? c->stage_bytes / 2 * 4 : c->stage_bytes; /* source bytes a chunk */
+  const size_t nchunk = (bytes + per - 1) / per;
+  if ((size_t)nt > nchunk) nt = (int)nchunk;
+  for (int i = 0; i < NSTAGE; i++) TZC_CHECK(cudaEventSynchronize(c->stage_ev[i]));
+#pragma omp parallel num_threads(nt)
+  {
+    int t = omp_get_thread_num(), nth = omp_get_num_threads();
+    TZC_CHECK(cudaSetDevice(c->device)); /* a new thread starts on device 0 (TEZGAH_CUDA_DEVICE) */
+    for (size_t k = (size_t)t; k < nchunk; k += (size_t)nth) {
+      size_t off = k * per, len = bytes - off < per ? bytes - off : per;
+      TZC_CHECK(cudaEventSynchronize(c->stage_ev[t]));
+      if (to_bf16) {
+        uint16_t *h = c->stage[t];
+        const float *f = (const float *)(s + off);
+        for (size_t i = 0; i < len / 4; i++) h[i] = tz_f32_to_bf16(f[i]);
+        TZC_CHECK(cudaMemcpyAsync(d + off / 2, h, len / 2, cudaMemcpyHostToDevice, c->stream));
+      } else {
+        memcpy(c->stage[t], s + off, len);
+        TZC_CHECK(cudaMemcpyAsync(d + off, c->stage[t], len, cudaMemcpyHostToDevice, c->stream));
+      }
+      TZC_CHECK(cudaEventRecord(c->stage_ev[t], c->stream));
+    }
+  }
+  c->stage_next = 0;
+}
+
+/* An upload into the read-only parameters: the fp32 source converted to bf16 into the pinned
+ * slots and sent straight to the mirror — half the bytes over the bus, no fp32 copy on the
+ * device (upload_slots; GPT-2 124M's 475 MiB of fp32 weights: 237 MiB sent). */
 static void upload_ro(tz_backend *be, size_t off, const float *src, size_t bytes) {
   tzc_ctx *c = tzc(be);
   if (off % 4 || bytes % 4) ro_misuse("uploaded in pieces that are not whole floats");
@@ -169,25 +201,7 @@ static void upload_ro(tz_backend *be, size_t off, const float *src, size_t bytes
     free(h);
     return;
   }
-  const size_t per = c->stage_bytes / 2, nchunk = (n + per - 1) / per;
-  int nt = bytes >= UPLOAD_PARALLEL_BYTES ? upload_threads() : 1;
-  if ((size_t)nt > nchunk) nt = (int)nchunk;
-  for (int i = 0; i < NSTAGE; i++) TZC_CHECK(cudaEventSynchronize(c->stage_ev[i]));
-#pragma omp parallel num_threads(nt)
-  {
-    int t = omp_get_thread_num(), nth = omp_get_num_threads();
-    TZC_CHECK(cudaSetDevice(c->device)); /* a new thread starts on device 0 (TEZGAH_CUDA_DEVICE) */
-    for (size_t k = (size_t)t; k < nchunk; k += (size_t)nth) {
-      size_t e0 = k * per, len = n - e0 < per ? n - e0 : per;
-      TZC_CHECK(cudaEventSynchronize(c->stage_ev[t]));
-      uint16_t *h = c->stage[t];
-      const float *f = src + e0;
-      for (size_t i = 0; i < len; i++) h[i] = tz_f32_to_bf16(f[i]);
-      TZC_CHECK(cudaMemcpyAsync(d + e0, h, len * 2, cudaMemcpyHostToDevice, c->stream));
-      TZC_CHECK(cudaEventRecord(c->stage_ev[t], c->stream));
-    }
-  }
-  c->stage_next = 0;
+  upload_slots(be, (char *)d, (const char *)src, bytes, bytes >= UPLOAD_PARALLEL_BYTES ? upload_threads() : 1, 1);
 }
 
 void tzc_upload(tz_backend *be, tz_slice dst, const void *src, size_t bytes) {
@@ -203,25 +217,7 @@ void tzc_upload(tz_backend *be, tz_slice dst, const void *src, size_t bytes) {
   const char *s = src;
   int nt = upload_threads();
   if (c->stage_bytes && nt > 1 && bytes >= UPLOAD_PARALLEL_BYTES) {
-    /* Thread t owns slot t (after the slots' earlier copies finished) and copies chunks t,
-     * t + nt, ...: the chunks land in disjoint device ranges, so their order on the stream
-     * does not matter; each slot is reused only after its own last DMA (its event). The
-     * runtime's calls are thread-safe; the region ends before the mirror refresh below. */
-    for (int i = 0; i < NSTAGE; i++) TZC_CHECK(cudaEventSynchronize(c->stage_ev[i]));
-    size_t sb = c->stage_bytes, nchunk = (bytes + sb - 1) / sb;
-#pragma omp parallel num_threads(nt)
-    {
-      int t = omp_get_thread_num(), n = omp_get_num_threads();
-      TZC_CHECK(cudaSetDevice(c->device)); /* a new thread starts on device 0 (TEZGAH_CUDA_DEVICE) */
-      for (size_t k = (size_t)t; k < nchunk; k += (size_t)n) {
-        size_t off = k * sb, len = bytes - off < sb ? bytes - off : sb;
-        TZC_CHECK(cudaEventSynchronize(c->stage_ev[t]));
-        memcpy(c->stage[t], s + off, len);
-        TZC_CHECK(cudaMemcpyAsync(d + off, c->stage[t], len, cudaMemcpyHostToDevice, c->stream));
-        TZC_CHECK(cudaEventRecord(c->stage_ev[t], c->stream));
-      }
-    }
-    c->stage_next = 0;
+    upload_slots(be, d, s, bytes, nt, 0); /* ends before the mirror refresh below */
     mirror_touch(be, dst.buf, dst.off, bytes);
     prof_end(be, (double)bytes);
     return;
