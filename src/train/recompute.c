@@ -34,7 +34,7 @@ int tz_recompute_debug_free(size_t *bytes) {
   long v;
   if (!e || !*e) return 0;
   if (tz_decimal_long(e, strlen(e), &v) || v < 0)
-    return tz_err("TEZGAH_DEBUG_MEM_FREE: '%s' is not a number of bytes (a decimal integer >= 0)", e);
+    return tz_err("TEZGAH_DEBUG_MEM_FREE: '%s' is not a number of bytes (a decimal integer from 0 to 2^63 - 1)", e);
   *bytes = (size_t)v;
   return 1;
 }
