@@ -691,7 +691,7 @@ static int phase_report(train_run *r) {
               r->st.ls.mode == TZ_LS_DYNAMIC ? " (halved on overflow, doubled after clean steps)" : "");
     size_t Nm = (size_t)m->train.B * m->train.T, lrow = (size_t)m->cfg.padded_vocab * tz_dtype_size(be->act);
     if ((size_t)m->train.chunk < Nm) /* the classifier in row chunks (model.c: classify) */
-      fprintf(stderr, "classifier: logits in chunks of %d row%s (%zu per batch of %zu): %.1f MiB instead of %.1f\n",
+      fprintf(stderr, "classifier: logits in chunks of %d row%s (%zu chunks for a batch of %zu rows): %.1f MiB instead of %.1f\n",
               m->train.chunk, tz_plural(m->train.chunk), (Nm + m->train.chunk - 1) / m->train.chunk, Nm, m->train.chunk * lrow / 1048576.0,
               Nm * lrow / 1048576.0);
     if (be->act != TZ_F32) fprintf(stderr, "precision: %s activations and weight copies, fp32 master weights, gradients and AdamW\n", tz_dtype_name(be->act));
