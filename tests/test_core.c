@@ -32,6 +32,29 @@ static void test_rng(void **state) {
   for (int i = 0; i < 1000; i++) assert_true(tz_rng_below(&a, 7) < 7);
 }
 
+/* tz_rng_advance(k) lands where k draws land (k = 0 .. 3, odd and even, past 2^32 by
+ * composition: advance(a); advance(b) equals advance(a + b)). */
+static void test_rng_advance(void **state) {
+  (void)state;
+  uint64_t ks[] = {0, 1, 2, 3, 1000, 65537, 1234567};
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+    tz_rng a, b;
+    tz_rng_seed(&a, 99, 0x7e29a4);
+    b = a;
+    for (uint64_t k = 0; k < ks[i]; k++) tz_rng_u32(&a);
+    tz_rng_advance(&b, ks[i]);
+    assert_true(a.state == b.state && a.inc == b.inc);
+    assert_int_equal(tz_rng_u32(&a), tz_rng_u32(&b));
+  }
+  tz_rng a, b;
+  tz_rng_seed(&a, 5, 3);
+  b = a;
+  tz_rng_advance(&a, 5000000000ULL);
+  tz_rng_advance(&a, 7000000001ULL);
+  tz_rng_advance(&b, 12000000001ULL);
+  assert_true(a.state == b.state);
+}
+
 static void test_atomic_write(void **state) {
   char *dir = tz_test_tmpdir("core_atomic");
   char *p = tz_path_join(dir, "f.bin");
@@ -228,7 +251,7 @@ static void test_utf8_stream(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_rng), cmocka_unit_test(test_atomic_write),
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_rng), cmocka_unit_test(test_rng_advance), cmocka_unit_test(test_atomic_write),
                                      cmocka_unit_test(test_profile_totals), cmocka_unit_test(test_decimal),
                                      cmocka_unit_test(test_utf8_stream)};
   return cmocka_run_group_tests(tests, NULL, NULL);

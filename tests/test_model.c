@@ -19,9 +19,14 @@
  *   lm_head = wte: embed_bwd adds to the same gradient) and llama untied; eval losses and the
  *   logits of tz_model_forward_logits equal as stated there; the arena smaller by the logits
  *   rows not kept; a chunked run twice gives the same bits; logits_rows < 0 is refused;
- * - the automatic chunk choice (tz_model_logits_rows) at GPT-2 / Llama-3 sizes. */
+ * - the automatic chunk choice (tz_model_logits_rows) at GPT-2 / Llama-3 sizes;
+ * - tz_model_init_weights (filled in parallel chunks from tz_rng_advance) gives the same bits as
+ *   the one-thread definition written out here: one PCG32 stream (seed, 0x7e29a4), tensor after
+ *   tensor, N(0, 0.02) / N(0, 0.02 / sqrt(2 n_layer)) / ones / zeros, padded vocab rows zero —
+ *   with 1 and 4 OpenMP threads, tensors spanning several chunks. */
 #include <limits.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -442,6 +447,60 @@ static void test_chunks_auto(void **s) {
   assert_int_equal(tz_model_logits_rows(&m, 100, 0), 100);
 }
 
+/* The initial weights against their one-thread definition (the loop tz_model_init_weights had
+ * before it was parallel), bit for bit. */
+static void check_init(tz_arch arch, int tied, int threads) {
+  tz_backend *be = tz_backend_create("cpu", 0, NULL);
+  tz_config c = {0};
+  c.arch = arch;
+  c.n_layer = 2;
+  c.n_head = 4;
+  c.n_kv_head = arch == TZ_ARCH_LLAMA ? 2 : 0;
+  c.d_model = 256; /* wte 3072 (gpt2) × 256 = 786K elements: three chunks of 2^18 and a part */
+  c.d_ff = arch == TZ_ARCH_LLAMA ? 1200 : 0;
+  c.vocab_size = 3001; /* padded rows stay zero */
+  c.max_seq_len = 64;
+  c.tied = tied;
+  assert_int_equal(tz_config_finalize(&c), 0);
+  tz_model *m;
+  assert_int_equal(tz_model_create(be, &c, &m), 0);
+  int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  tz_model_init_weights(m, 1234);
+  omp_set_num_threads(saved);
+  const tz_layout *lay = &m->lay;
+  float *got = malloc(lay->total * sizeof(float)), *want = malloc(lay->total * sizeof(float));
+  assert_non_null(got);
+  assert_non_null(want);
+  tz_model_get_params(m, got);
+  tz_rng r;
+  tz_rng_seed(&r, 1234, 0x7e29a4);
+  for (int i = 0; i < lay->n; i++) {
+    const tz_tensor_info *t = &lay->t[i];
+    int vocab = !strcmp(t->name, "wte") || !strcmp(t->name, "lm_head");
+    size_t rows = vocab ? (size_t)c.vocab_size : (size_t)t->shape[0];
+    for (size_t j = 0; j < t->numel; j++) {
+      float v = 0.0f;
+      if (j / t->shape[1] < rows) {
+        if (t->init == 1) v = 1.0f;
+        else if (t->init == 2) v = 0.02f * tz_rng_normal(&r);
+        else if (t->init == 3) v = 0.02f / sqrtf(2.0f * c.n_layer) * tz_rng_normal(&r);
+      }
+      want[t->off + j] = v;
+    }
+  }
+  assert_memory_equal(got, want, lay->total * sizeof(float));
+  free(got);
+  free(want);
+  tz_model_free(m);
+  be->destroy(be);
+}
+static void test_init_weights(void **s) {
+  check_init(TZ_ARCH_GPT2, 1, 1);
+  check_init(TZ_ARCH_GPT2, 1, 4);
+  check_init(TZ_ARCH_LLAMA, 0, 4);
+}
+
 static void test_adamw_t(void **s) {
   tz_backend *be = tz_backend_create("cpu", 2, NULL);
   adamw_t_check(be);
@@ -471,7 +530,7 @@ int main(void) {
       cmocka_unit_test(test_recompute_llama),    cmocka_unit_test(test_recompute_gpt2),
       cmocka_unit_test(test_act_buffers_llama),  cmocka_unit_test(test_act_buffers_gpt2),
       cmocka_unit_test(test_chunks_gpt2),        cmocka_unit_test(test_chunks_llama_untied),
-      cmocka_unit_test(test_chunks_auto),
+      cmocka_unit_test(test_chunks_auto),        cmocka_unit_test(test_init_weights),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,24 @@ uint32_t tz_rng_u32(tz_rng *r) {
   return (xorshifted >> rot) | (xorshifted << ((-rot) & 31));
 }
 
+/* The LCG x -> a·x + c applied delta times is x -> A·x + C with A = a^delta and C = c·(a^(delta-1)
+ * + ... + a + 1) (mod 2^64); both are built by squaring: (A1, C1) after (A2, C2) composes to
+ * (A1·A2, A1·C2 + C1). Brown, "Random number generation with arbitrary strides", Trans. Am.
+ * Nucl. Soc. 71 (1994); O'Neill's pcg32_advance. O(log delta) multiplications. */
+void tz_rng_advance(tz_rng *r, uint64_t delta) {
+  uint64_t acc_mul = 1, acc_add = 0, mul = 6364136223846793005ULL, add = r->inc;
+  while (delta) {
+    if (delta & 1) {
+      acc_mul *= mul;
+      acc_add = acc_add * mul + add;
+    }
+    add = (mul + 1) * add;
+    mul *= mul;
+    delta >>= 1;
+  }
+  r->state = acc_mul * r->state + acc_add;
+}
+
 float tz_rng_uniform(tz_rng *r) { return (tz_rng_u32(r) >> 8) * (1.0f / 16777216.0f); }
 
 uint32_t tz_rng_below(tz_rng *r, uint32_t n) {

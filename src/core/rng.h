@@ -11,6 +11,9 @@ typedef struct {
 
 void tz_rng_seed(tz_rng *r, uint64_t seed, uint64_t stream);
 uint32_t tz_rng_u32(tz_rng *r);
+/* Skip delta draws of tz_rng_u32 in O(log delta): afterwards r is where delta calls would have
+ * left it (so a stream can be cut into pieces filled in parallel with the same values). */
+void tz_rng_advance(tz_rng *r, uint64_t delta);
 /* Uniform in [0, 1) with 24 bits of precision (exactly representable as float). */
 float tz_rng_uniform(tz_rng *r);
 /* Uniform integer in [0, n), n > 0, without modulo bias. */

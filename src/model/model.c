@@ -261,27 +261,64 @@ void tz_model_free(tz_model *m) {
   free(m);
 }
 
+/* Initial weights, as GPT-2 / llm.c: N(0, 0.02) for matrices and embeddings, N(0, 0.02 /
+ * sqrt(2·n_layer)) for the projections into the residual stream, ones / zeros for norms and
+ * biases, zero padded-vocabulary rows. One PCG32 stream (seed, stream 0x7e29a4) supplies the
+ * normals tensor after tensor, element after element (two draws each, tz_rng_normal). Why in
+ * parallel: one thread takes ~24 ns a normal (double log, sqrt, cos; this 2-core machine), so
+ * GPT-2 1.5B's 1.56 B weights took ~40 s of the ~65 s before its first step on the H200 host
+ * (2026-12-03). The stream is
+ * cut into chunks of CH elements, each started with tz_rng_advance at its own draw index, so the
+ * weights are the same bits as the one-thread loop's for any thread count (test_model checks
+ * it against that loop). */
 void tz_model_init_weights(tz_model *m, uint64_t seed) {
-  float *p = tz_malloc(m->lay.total * sizeof(float));
-  tz_rng rng;
-  tz_rng_seed(&rng, seed, 0x7e29a4);
+  enum { CH = 1 << 18 };
+  const tz_layout *lay = &m->lay;
+  float *p = tz_malloc(lay->total * sizeof(float));
+  tz_rng rng0;
+  tz_rng_seed(&rng0, seed, 0x7e29a4);
   float std = 0.02f, std_resid = 0.02f / sqrtf(2.0f * m->cfg.n_layer);
-  for (int i = 0; i < m->lay.n; i++) {
-    const tz_tensor_info *t = &m->lay.t[i];
-    float *x = p + t->off;
+  /* per tensor: its first normal's index in the stream, and its first chunk */
+  uint64_t *first = tz_malloc((size_t)lay->n * sizeof *first);
+  size_t *chunk0 = tz_malloc(((size_t)lay->n + 1) * sizeof *chunk0);
+  uint64_t drawn = 0;
+  chunk0[0] = 0;
+  for (int i = 0; i < lay->n; i++) {
+    const tz_tensor_info *t = &lay->t[i];
+    size_t n = t->numel; /* elements that take a normal (the padded vocabulary rows do not) */
+    if (t->off == lay->wte || t->off == lay->lm_head) n = (size_t)m->cfg.vocab_size * t->shape[1];
+    first[i] = drawn;
+    if (t->init == 2 || t->init == 3) drawn += n;
+    chunk0[i + 1] = chunk0[i] + (t->numel + CH - 1) / CH;
+  }
+  const long nchunk = (long)chunk0[lay->n];
+#pragma omp parallel for schedule(dynamic, 4)
+  for (long c = 0; c < nchunk; c++) {
+    int i = 0; /* the tensor of chunk c: the last i with chunk0[i] <= c (a binary search) */
+    for (int lo = 0, hi = lay->n - 1; lo <= hi;) {
+      int mid = (lo + hi) / 2;
+      if (chunk0[mid] <= (size_t)c) i = mid, lo = mid + 1;
+      else hi = mid - 1;
+    }
+    const tz_tensor_info *t = &lay->t[i];
     size_t n = t->numel;
-    if (t->off == m->lay.wte || t->off == m->lay.lm_head) /* padded vocab rows stay 0 */
-      n = (size_t)m->cfg.vocab_size * t->shape[1];
-    for (size_t j = 0; j < t->numel; j++) {
+    if (t->off == lay->wte || t->off == lay->lm_head) n = (size_t)m->cfg.vocab_size * t->shape[1];
+    size_t j0 = ((size_t)c - chunk0[i]) * CH, j1 = j0 + CH < t->numel ? j0 + CH : t->numel;
+    float *x = p + t->off;
+    tz_rng rng = rng0;
+    if (t->init == 2 || t->init == 3) tz_rng_advance(&rng, 2 * (first[i] + j0));
+    float sd = t->init == 3 ? std_resid : std;
+    for (size_t j = j0; j < j1; j++) {
       float v = 0.0f;
       if (j < n) {
         if (t->init == 1) v = 1.0f;
-        else if (t->init == 2) v = std * tz_rng_normal(&rng);
-        else if (t->init == 3) v = std_resid * tz_rng_normal(&rng);
+        else if (t->init == 2 || t->init == 3) v = sd * tz_rng_normal(&rng);
       }
       x[j] = v;
     }
   }
+  free(first);
+  free(chunk0);
   tz_model_set_params(m, p);
   free(p);
 }
