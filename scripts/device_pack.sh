@@ -7,7 +7,7 @@
 # into .dev/ (ignored by git):
 #   .dev/bin/  tezgah, the CUDA tests (tests/test_cuda_*.c), the bench programs (bench/bench_*.c)
 #   .dev/lib/  libtezgah.so.0 and the shared libraries the GPU machine lacks (libpcre2-8, libcjson,
-#              libxxhash, libgomp, libcmocka; ../shared/docs/DEVICE.md). libcuda and cuBLASLt
+#              libxxhash, libgomp, libcmocka when a test is packed; ../shared/docs/DEVICE.md). libcuda and cuBLASLt
 #              are NOT copied: the machine has them (/usr/local/cuda/lib64; tezgah loads
 #              libcublasLt.so.13 with dlopen when a CUDA backend is created).
 #   .dev/data/ when ../shared has them: tiny Shakespeare as a GPT-2 token shard and
@@ -62,7 +62,10 @@ for b in "${bins[@]}"; do ldd "$b"; done | awk '$2 == "=>" && $3 ~ /^\// {print 
   while read -r name path; do
     if [[ $name =~ $want ]]; then cp -L "$path" "$out/lib/$name"; fi
   done
-for lib in libtezgah libpcre2-8 libcjson libxxhash libgomp libcmocka; do
+need=(libtezgah libpcre2-8 libcjson libxxhash libgomp)
+# cmocka only when a test is packed (TZ_PACK_TARGETS="tezgah bench_cuda_lt" has none)
+for t in "${targets[@]}"; do [[ $t == test_* ]] && { need+=(libcmocka); break; }; done
+for lib in "${need[@]}"; do
   ls "$out/lib/$lib".so* >/dev/null 2>&1 || { echo "device_pack: $lib not found among the binaries' libraries" >&2; exit 1; }
 done
 # Data for scripts/device_cuda.sh's benchmark (when ../shared has it): a GPT-2 token shard of
