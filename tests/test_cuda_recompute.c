@@ -20,20 +20,28 @@
 #define MiB ((size_t)1 << 20)
 #define SLACK (64 * MiB)
 
+/* mem_free follows a 1 GiB allocation and its release within SLACK. Other processes on the same
+ * GPU move the free memory too (seen on the H200 with four test processes beside this one):
+ * up to 5 attempts, the first that holds passes; all 5 off fails. */
 static void test_mem_free(void **state) {
   tz_backend *be = ct_cuda(NULL);
   assert_non_null(be->mem_free);
-  size_t f0 = be->mem_free(be);
-  printf("mem_free: %.1f MiB\n", f0 / (double)MiB);
-  assert_true(f0 != SIZE_MAX && f0 > ((size_t)1 << 30));
-  tz_buf *b = be->alloc(be, (size_t)1 << 30, "test");
-  assert_non_null(b);
-  size_t f1 = be->mem_free(be);
-  printf("after a 1 GiB buffer: %.1f MiB (%.1f MiB less)\n", f1 / (double)MiB, ((double)f0 - (double)f1) / MiB);
-  assert_true(f0 - f1 + SLACK >= ((size_t)1 << 30) && f0 - f1 <= ((size_t)1 << 30) + SLACK);
-  be->free(be, b);
-  size_t f2 = be->mem_free(be);
-  assert_true(f2 + SLACK >= f0 && f2 <= f0 + SLACK);
+  int ok = 0;
+  for (int attempt = 1; attempt <= 5 && !ok; attempt++) {
+    size_t f0 = be->mem_free(be);
+    printf("attempt %d: mem_free: %.1f MiB\n", attempt, f0 / (double)MiB);
+    assert_true(f0 != SIZE_MAX && f0 > ((size_t)1 << 30));
+    tz_buf *b = be->alloc(be, (size_t)1 << 30, "test");
+    assert_non_null(b);
+    size_t f1 = be->mem_free(be);
+    printf("after a 1 GiB buffer: %.1f MiB (%.1f MiB less)\n", f1 / (double)MiB, ((double)f0 - (double)f1) / MiB);
+    be->free(be, b);
+    size_t f2 = be->mem_free(be);
+    printf("after its release: %.1f MiB\n", f2 / (double)MiB);
+    ok = f1 <= f0 && f0 - f1 + SLACK >= ((size_t)1 << 30) && f0 - f1 <= ((size_t)1 << 30) + SLACK &&
+         f2 + SLACK >= f0 && f2 <= f0 + SLACK;
+  }
+  assert_true(ok);
   be->destroy(be);
 }
 
