@@ -21,18 +21,26 @@
 #                  -DCMAKE_CUDA_ARCHITECTURES=90-real
 #   run (device tool, carry [".dev"]):  bash scripts/device_rcauto17.sh .dev
 # DIR: bin/ (tezgah, test_cuda_recompute), lib/, data/tiny_shakespeare_train.bin (device_pack.sh
-# makes it from ../shared). Writes $OUT/{summary.log, *.log} when OUT is set (else /tmp).
+# makes it from ../shared). Writes $OUT/rcauto17.tgz and $OUT/rcauto17_summary.log.
 set -uo pipefail
 dir=${1:?usage: device_rcauto17.sh DIR}
-out=${OUT:-/tmp/rcauto17_out}
-mkdir -p "$out"
+# logs under /tmp/rcauto17; after each step $OUT/rcauto17.tgz (all of them) and
+# $OUT/rcauto17_summary.log: the device tool returns at most 8 files (the 18:04 call on
+# 2026-12-03 lost every log but the first this way)
+out=/tmp/rcauto17
+OUT=${OUT:-/tmp/rcauto17_out}
+rm -rf "$out" && mkdir -p "$out" "$OUT"
 export LD_LIBRARY_PATH=$PWD/$dir/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 tz=$PWD/$dir/bin/tezgah
 shard=$PWD/$dir/data/tiny_shakespeare_train.bin
 work=/tmp/rcauto17_runs
 rm -rf "$work" && mkdir -p "$work"
 sum=()
-say() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$out/summary.log"; sum+=("$*"); }
+say() {
+  echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$out/summary.log" >>"$OUT/rcauto17_summary.log"
+  sum+=("$*")
+  tar czf "$OUT/rcauto17.tgz" -C /tmp rcauto17 2>/dev/null
+}
 say "start $(nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv,noheader | head -1)"
 
 # 1. correctness
