@@ -239,6 +239,7 @@ flag-recompute-word |--recompute: 'yes' is not auto, on or off|"$bin" train --re
 flag-recompute-eq   |--recompute: 'ON' is not auto, on or off|"$bin" train --recompute=ON
 flag-recompute-empty|--recompute: '' is not auto, on or off|"$bin" train --recompute=
 env-mem-free-bad    |TEZGAH_DEBUG_MEM_FREE: '1e9' is not a number of bytes (a decimal integer from 0 to 2^63 - 1)|TEZGAH_DEBUG_MEM_FREE=1e9 "$bin" train --data corpus.txt --vocab-size 300 "${small[@]}" --steps 2 --run-dir r1
+env-mem-free-big    |TEZGAH_DEBUG_MEM_FREE: '9223372036854775808' is not a number of bytes (a decimal integer from 0 to 2^63 - 1)|TEZGAH_DEBUG_MEM_FREE=9223372036854775808 "$bin" train --data corpus.txt --vocab-size 300 "${small[@]}" --steps 2 --run-dir r1
 recompute-neither   |--recompute auto: training needs |TEZGAH_DEBUG_MEM_FREE=0 "$bin" train --data corpus.txt --vocab-size 300 "${small[@]}" --steps 2 --run-dir r1
 recompute-nested    |but the cpu backend has 0.0 MiB free: try a smaller -B|TEZGAH_DEBUG_MEM_FREE=0 "$bin" train --data corpus.txt --vocab-size 300 "${small[@]}" --steps 2 --run-dir runs8/a/b
 recompute-resume    |free device memory (the run's batch is fixed on --resume)|TEZGAH_DEBUG_MEM_FREE=0 "$bin" train --resume good --steps 6 --quiet

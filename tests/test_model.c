@@ -456,7 +456,7 @@ static void check_init(tz_arch arch, int tied, int threads) {
   c.n_layer = 2;
   c.n_head = 4;
   c.n_kv_head = arch == TZ_ARCH_LLAMA ? 2 : 0;
-  c.d_model = 256; /* wte 3072 (gpt2) × 256 = 786K elements: three chunks of 2^18 and a part */
+  c.d_model = 256; /* wte 3072 (gpt2) × 256 = three chunks of 2^18, the llama one (3008 rows) a partial fourth */
   c.d_ff = arch == TZ_ARCH_LLAMA ? 1200 : 0;
   c.vocab_size = 3001; /* padded rows stay zero */
   c.max_seq_len = 64;

@@ -19,7 +19,8 @@ float tz_rng_uniform(tz_rng *r);
 /* Uniform integer in [0, n), n > 0, without modulo bias. */
 uint32_t tz_rng_below(tz_rng *r, uint32_t n);
 /* Standard normal N(0, 1) (Box-Muller, one value per call; the second is discarded so the
- * state stays two words). */
+ * state stays two words). Exactly two tz_rng_u32 draws per call: tz_model_init_weights cuts
+ * the stream by that count (tz_rng_advance(2·k) skips k normals). */
 float tz_rng_normal(tz_rng *r);
 
 #endif

@@ -265,9 +265,9 @@ void tz_model_free(tz_model *m) {
  * sqrt(2·n_layer)) for the projections into the residual stream, ones / zeros for norms and
  * biases, zero padded-vocabulary rows. One PCG32 stream (seed, stream 0x7e29a4) supplies the
  * normals tensor after tensor, element after element (two draws each, tz_rng_normal). Why in
- * parallel: one thread takes ~24 ns a normal (double log, sqrt, cos; this 2-core machine), so
- * GPT-2 1.5B's 1.56 B weights took ~40 s of the ~65 s before its first step on the H200 host
- * (2026-12-03). The stream is
+ * parallel: one thread takes ~24–34 ns a normal (double log, sqrt, cos; this 2-core
+ * development machine), so GPT-2 1.5B's 1.56 B weights cost ~40–50 s on one thread, most of
+ * the more than a minute it took to its first step on the H200 host (2026-12-03). The stream is
  * cut into chunks of CH elements, each started with tz_rng_advance at its own draw index, so the
  * weights are the same bits as the one-thread loop's for any thread count (test_model checks
  * it against that loop). */

@@ -36,7 +36,7 @@ const char *tz_recompute_name(int mode);
 
 /* TEZGAH_DEBUG_MEM_FREE=BYTES (a test hook: the CLI tests drive auto on the CPU backend, which
  * cannot tell its free memory): *bytes = BYTES and 1; unset or empty: 0; anything but a
- * decimal integer ≥ 0: -1 with a one-line tz_err. It replaces be->mem_free's answer. */
+ * decimal integer from 0 to 2^63 − 1: -1 with a one-line tz_err. It replaces be->mem_free's answer. */
 int tz_recompute_debug_free(size_t *bytes);
 
 #endif

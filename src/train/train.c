@@ -587,8 +587,9 @@ static const char *gib(char *buf, size_t cap, size_t bytes) {
  * weights in the activation dtype and its inference arena: it is loaded on a second backend
  * while the training buffers are still held) — against what the backend can still give
  * (be->mem_free, or TEZGAH_DEBUG_MEM_FREE, a test hook). A note says when auto turns recompute
- * on; neither fitting is an error before anything is allocated. The parameters (and a
- * backend's mirror of them) already exist, so the free memory has them out already. */
+ * on; neither fitting is an error before the training buffers are allocated (and before fresh
+ * weights are drawn). The parameters (and a backend's mirror of them) already exist, so the
+ * free memory has them out already. */
 static int pick_recompute(train_run *r) {
   tz_train_opts *o = &r->o;
   tz_model *m = r->m;
@@ -628,11 +629,11 @@ static int pick_recompute(train_run *r) {
  * every rank starts from rank 0's weights. */
 static int phase_model(train_run *r) {
   tz_train_opts *o = &r->o;
-  if (o->resume || o->init_from) {
+  int fresh = !(o->resume || o->init_from);
+  if (!fresh) {
     if (tz_run_load_model(&r->rf, r->be, &r->m)) return -1;
   } else {
     if (tz_model_create(r->be, &o->model, &r->m)) return -1;
-    tz_model_init_weights(r->m, o->seed);
   }
   tz_model *m = r->m;
   /* --logits-chunk: -1 auto (the model's 0), 0 the whole batch (any R ≥ B·T), R rows */
@@ -641,6 +642,10 @@ static int phase_model(train_run *r) {
   m->dist_rank = r->rank;
   m->zero = o->zero && r->W > 1;
   if (pick_recompute(r)) return -1; /* m->recompute: --recompute's choice for this arena */
+  /* fresh weights after the memory check (GPT-2 1.5B: seconds of host RNG a "neither fits"
+   * refusal need not wait for; the parameter buffer and its mirror exist already, so the
+   * check sees the same free memory) */
+  if (fresh) tz_model_init_weights(m, o->seed);
   if (tz_model_alloc_training(m, r->B_rank, o->T)) return -1;
   if (o->resume) {
     if (tz_run_load_adam(&r->rf, m)) return -1;

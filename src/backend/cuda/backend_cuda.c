@@ -100,9 +100,14 @@ static size_t cuda_mem_peak(tz_backend *be) { return tzc(be)->bytes_peak; }
 #define MEM_RESERVE ((size_t)1 << 30)
 static size_t cuda_mem_free(tz_backend *be) {
   size_t fr = 0, tot = 0;
-  /* cudaMemGetInfo reports the calling thread's current device: make it this backend's (a
-   * caller on another thread, or after another backend's creation, may have a different one) */
-  if (cudaSetDevice(tzc(be)->device) != cudaSuccess || cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
+  /* cudaMemGetInfo reports the calling thread's current device: ask with this backend's
+   * device current, then give the thread its own back */
+  int prev = -1, dev = tzc(be)->device;
+  if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+  cudaError_t e = cudaSetDevice(dev);
+  if (e == cudaSuccess) e = cudaMemGetInfo(&fr, &tot);
+  if (prev >= 0 && prev != dev) cudaSetDevice(prev);
+  if (e != cudaSuccess) {
     cudaGetLastError();
     return SIZE_MAX;
   }
