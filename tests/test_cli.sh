@@ -433,7 +433,7 @@ lc=(--data part_a.txt "${small[@]}" --steps 6 --val-every 3)
 "$bin" train "${lc[@]}" --logits-chunk 0 --run-dir lc_whole 2>lc0.err || fail "train --logits-chunk 0: $(tail -2 lc0.err)"
 ! grep -q '^classifier:' lc0.err || fail "--logits-chunk 0 (the whole batch) printed $(grep '^classifier:' lc0.err)"
 "$bin" train "${lc[@]}" --logits-chunk 50 --stop-after 3 --run-dir lc_chunk 2>lc50.err || fail "train --logits-chunk 50: $(tail -2 lc50.err)"
-grep -qx 'classifier: logits in chunks of 50 rows (3 chunks for a batch of 128 rows): 0\.1 MiB instead of 0\.2' lc50.err ||
+grep -qx 'classifier: logits in chunks of 50 rows (3 chunks for a batch of 128 rows): 0\.1 MiB instead of 0\.2 MiB' lc50.err ||
   fail "--logits-chunk 50: want its classifier line: $(grep -v '^[0-9]*/' lc50.err | head -5)"
 "$bin" train --resume lc_chunk --logits-chunk 7 --quiet --sample-tokens 0 2>lc7.err || fail "--resume with --logits-chunk 7: $(cat lc7.err)"
 paste <(grep -o '"\(val_\)*loss":[0-9.]*' lc_whole/metrics.jsonl) <(grep -o '"\(val_\)*loss":[0-9.]*' lc_chunk/metrics.jsonl) |

@@ -613,8 +613,9 @@ static int pick_recompute(train_run *r) {
     return tz_err("--recompute auto: training needs %s with the activations stored and %s with recompute%s, but "
                   "the %s backend has %s free: %s", gib(a, sizeof a, need_store), gib(b, sizeof b, need_rc), sm,
                   be->name, gib(f, sizeof f, free_b),
-                  o->resume ? "free device memory (the run's batch is fixed on --resume)"
-                            : "try a smaller -B (with --grad-accum for the same batch)");
+                  o->resume        ? "free device memory (the run's batch is fixed on --resume)"
+                  : r->B_rank > 1 ? "try a smaller -B (with --grad-accum for the same batch)"
+                                  : "try a smaller -T or model, or free device memory");
   m->recompute = c == TZ_RC_RECOMPUTE;
   r->st.recompute_active = m->recompute;
   if (c == TZ_RC_RECOMPUTE && o->recompute != TZ_RECOMPUTE_ON && !o->quiet)
@@ -696,7 +697,7 @@ static int phase_report(train_run *r) {
               r->st.ls.mode == TZ_LS_DYNAMIC ? " (halved on overflow, doubled after clean steps)" : "");
     size_t Nm = (size_t)m->train.B * m->train.T, lrow = (size_t)m->cfg.padded_vocab * tz_dtype_size(be->act);
     if ((size_t)m->train.chunk < Nm) /* the classifier in row chunks (model.c: classify) */
-      fprintf(stderr, "classifier: logits in chunks of %d row%s (%zu chunks for a batch of %zu rows): %.1f MiB instead of %.1f\n",
+      fprintf(stderr, "classifier: logits in chunks of %d row%s (%zu chunks for a batch of %zu rows): %.1f MiB instead of %.1f MiB\n",
               m->train.chunk, tz_plural(m->train.chunk), (Nm + m->train.chunk - 1) / m->train.chunk, Nm, m->train.chunk * lrow / 1048576.0,
               Nm * lrow / 1048576.0);
     if (be->act != TZ_F32) fprintf(stderr, "precision: %s activations and weight copies, fp32 master weights, gradients and AdamW\n", tz_dtype_name(be->act));
