@@ -278,17 +278,18 @@ void tz_model_init_weights(tz_model *m, uint64_t seed) {
   tz_rng rng0;
   tz_rng_seed(&rng0, seed, 0x7e29a4);
   float std = 0.02f, std_resid = 0.02f / sqrtf(2.0f * m->cfg.n_layer);
-  /* per tensor: its first normal's index in the stream, and its first chunk */
+  /* per tensor: the elements that take a value (the padded vocabulary rows do not), its first
+   * normal's index in the stream, its first chunk */
+  size_t *live = tz_malloc((size_t)lay->n * sizeof *live);
   uint64_t *first = tz_malloc((size_t)lay->n * sizeof *first);
   size_t *chunk0 = tz_malloc(((size_t)lay->n + 1) * sizeof *chunk0);
   uint64_t drawn = 0;
   chunk0[0] = 0;
   for (int i = 0; i < lay->n; i++) {
     const tz_tensor_info *t = &lay->t[i];
-    size_t n = t->numel; /* elements that take a normal (the padded vocabulary rows do not) */
-    if (t->off == lay->wte || t->off == lay->lm_head) n = (size_t)m->cfg.vocab_size * t->shape[1];
+    live[i] = t->off == lay->wte || t->off == lay->lm_head ? (size_t)m->cfg.vocab_size * t->shape[1] : t->numel;
     first[i] = drawn;
-    if (t->init == 2 || t->init == 3) drawn += n;
+    if (t->init == 2 || t->init == 3) drawn += live[i];
     chunk0[i + 1] = chunk0[i] + (t->numel + CH - 1) / CH;
   }
   const long nchunk = (long)chunk0[lay->n];
@@ -301,8 +302,7 @@ void tz_model_init_weights(tz_model *m, uint64_t seed) {
       else hi = mid - 1;
     }
     const tz_tensor_info *t = &lay->t[i];
-    size_t n = t->numel;
-    if (t->off == lay->wte || t->off == lay->lm_head) n = (size_t)m->cfg.vocab_size * t->shape[1];
+    const size_t n = live[i];
     size_t j0 = ((size_t)c - chunk0[i]) * CH, j1 = j0 + CH < t->numel ? j0 + CH : t->numel;
     float *x = p + t->off;
     tz_rng rng = rng0;
@@ -317,6 +317,7 @@ void tz_model_init_weights(tz_model *m, uint64_t seed) {
       x[j] = v;
     }
   }
+  free(live);
   free(first);
   free(chunk0);
   tz_model_set_params(m, p);
