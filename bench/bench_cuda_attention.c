@@ -2,11 +2,12 @@
  * GPT-2 124M (B 16, 12 heads, T 1024, head_dim 64), the same with GQA (4 kv heads) and
  * head_dim 128 (6 heads). Causal FLOPs as FlashAttention counts them: forward 4·B·H·hd·P,
  * backward 2.5× that, P = T(T+1)/2 visible (query, key) pairs.
- * GPT-2 350M's (16 heads, hd 64) too.
+ * GPT-2 350M's (16 heads, hd 64) and 1.5B's (25 heads, hd 64) too.
  * Usage: bench_cuda_attention [reps] [precision] [path] [shapes] [split]
- *   reps (20), precision bf16 (default) | fp32, path fast | fallback | auto (default: the
- *   backend's choice; sets TEZGAH_CUDA_ATTN), shapes all (default) | gpt2 (only the two GPT-2
- *   shapes of training, 124M and 350M), split: after each shape's row, the backward's kernels
+ *   reps (20), precision bf16 (default) | fp32, path fast | fallback | cudnn | auto (default: the
+ *   backend's choice, or an outer TEZGAH_CUDA_ATTN; any other value sets TEZGAH_CUDA_ATTN; with
+ *   cudnn the last line counts the calls cuDNN really ran), shapes all (default) | gpt2 (only
+ *   the GPT-2 shapes of training: 124M, 350M, 1.5B), split: after each shape's row, the backward's kernels
  *   timed one by one with CUDA events (TEZGAH_CUDA_ATTN_TIMING=1, another reps calls, the host
  *   waiting between kernels; the row above is timed without): D = rowsum(dout ∘ out), fa_dkdv,
  *   fa_dq or fa_dq_ds, in ms a call (CUDA builds; the tensor-core path only).
@@ -20,6 +21,7 @@
 #include "core/error.h"
 #ifdef TZ_HAVE_CUDA
 #include "backend/cuda/cuda_internal.h"
+#include "kernels/attention/attention_cudnn.h"
 #endif
 
 static double now(void) {
@@ -46,6 +48,7 @@ int main(int argc, char **argv) {
       {"hd 128, 6 heads", 16, 1024, 6, 6, 128},
       {"gpt2, T 2048, B 8", 8, 2048, 12, 12, 64},
       {"350m (MHA 16, hd 64)", 16, 1024, 16, 16, 64},
+      {"1.5b (MHA 25, hd 64)", 16, 1024, 25, 25, 64},
   };
   const int only_gpt2 = argc > 4 && strcmp(argv[4], "gpt2") == 0;
   const int split = argc > 5 && strcmp(argv[5], "split") == 0;
@@ -112,6 +115,14 @@ int main(int argc, char **argv) {
 #endif
     be->free(be, qkv), be->free(be, dqkv), be->free(be, out), be->free(be, dout), be->free(be, lse);
   }
+#ifdef TZ_HAVE_CUDA
+  {
+    long cf = 0, cb = 0;
+    tzc_cudnn_attn_counts(&cf, &cb);
+    const char *e = getenv("TEZGAH_CUDA_ATTN");
+    if (e && !strcmp(e, "cudnn")) printf("cudnn calls: forward %ld, backward %ld\n", cf, cb);
+  }
+#endif
   be->destroy(be);
   return 0;
 }

@@ -34,6 +34,15 @@
  *     dq, dk, dv         rtol 5e-2, atol 3e-2·rms(reference tensor); relative RMS ≤ 2e-2
  * Decoding form (B 1, Tq 3 at q_pos0 5 against Tk 8, and Tq 1 at q_pos0 36 against Tk 37;
  * separate K/V cache rows of n_kv_head·head_dim): out and lse with the tolerances above.
+ * cuDNN (TEZGAH_CUDA_ATTN=cudnn, attention_cudnn.c; test_bf16_cudnn): the training-form cases
+ * of GPT-2's shapes (head_dim 64; T 9, 77, 300, 1024; 12 and 25 heads as 124M / 1.5B; GQA 12/4,
+ * 25/5 and 4/2, MQA; B 1-3) and head_dim 128, with the bf16 tolerances, guards and run-to-run
+ * bit-identity of the backward above; each case also checks that cuDNN really ran (its call
+ * counters: 1 forward, 2 backwards), except where attention_cudnn.c's own version rules decline
+ * the shape (printed). Without libcudnn.so.9 (or a build without cuDNN headers) the test says
+ * "SKIPPED: cuDNN unavailable: <why>" (cmocka skip) unless TEZGAH_CUDNN_REQUIRED=1, which makes
+ * it fail. test_cudnn_declines: under the switch, fp32 mode and the decoding form must not go to
+ * cuDNN (counters unchanged) and still match the CPU (runs with or without the library).
  * Without a CUDA build, driver or GPU: SKIPPED (exit 77; cuda_testutil.h's ct_cuda). */
 #include <math.h>
 #include <stdint.h>
@@ -42,6 +51,9 @@
 #include <string.h>
 
 #include "cuda_testutil.h"
+#ifdef TZ_HAVE_CUDA
+#include "kernels/attention/attention_cudnn.h"
+#endif
 
 static tz_backend *cpu, *g32, *g16;
 
@@ -174,6 +186,36 @@ static float *cols(const float *x, size_t rows, size_t stride, size_t c0, size_t
   return y;
 }
 
+/* cuDNN's call counters (0, 0 in builds without CUDA) */
+static void cudnn_counts(long *f, long *b) {
+#ifdef TZ_HAVE_CUDA
+  tzc_cudnn_attn_counts(f, b);
+#else
+  *f = *b = 0;
+#endif
+}
+/* 1 with cuDNN's version when the cuDNN path can run, else 0 with why */
+static int cudnn_version(int *version, char *why, size_t cap) {
+#ifdef TZ_HAVE_CUDA
+  return tzc_cudnn_available(version, why, cap);
+#else
+  *version = 0;
+  snprintf(why, cap, "not a CUDA build");
+  return 0;
+#endif
+}
+static int cudnn_allowed(int version, int bwd, int T) {
+#ifdef TZ_HAVE_CUDA
+  return tzc_cudnn_attn_allowed(version, bwd, T);
+#else
+  (void)version, (void)bwd, (void)T;
+  return 0;
+#endif
+}
+/* what run_case expects of the cuDNN counters: -1 no check; else the forward and backward calls
+ * that must have run through cuDNN (set by the cuDNN tests around run_case) */
+static long want_cudnn_fwd = -1, want_cudnn_bwd = -1;
+
 static void set_mode(const char *mode) {
   if (mode)
     setenv("TEZGAH_CUDA_ATTN", mode, 1);
@@ -241,11 +283,24 @@ static void run_case(int bf16, const char *mode, int B, int T, int nh, int nkv, 
            v = tz_elems(q, (size_t)(nh + nkv) * hd, g->act);
   tz_slice dq = gdq.s, dk = tz_elems(dq, (size_t)nh * hd, g->act),
            dv = tz_elems(dq, (size_t)(nh + nkv) * hd, g->act);
+  long cf0, cb0, cf1, cb1;
+  cudnn_counts(&cf0, &cb0);
   g->attention_fwd(g, go.s, gl.s, q, k, v, B, T, T, 0, nh, nkv, hd, (int)QS, (int)QS);
   g->attention_bwd(g, dq, dk, dv, gd.s, q, k, v, go.s, gl.s, B, T, nh, nkv, hd, (int)QS, (int)QS);
   void *raw1 = g_raw(g, &gdq);
   g->attention_bwd(g, dq, dk, dv, gd.s, q, k, v, go.s, gl.s, B, T, nh, nkv, hd, (int)QS, (int)QS);
   void *raw2 = g_raw(g, &gdq);
+  cudnn_counts(&cf1, &cb1);
+  if (want_cudnn_fwd >= 0) {
+    printf("  cudnn calls: forward %ld (want %ld), backward %ld (want %ld)\n", cf1 - cf0, want_cudnn_fwd,
+           cb1 - cb0, want_cudnn_bwd);
+    if (cf1 - cf0 != want_cudnn_fwd || cb1 - cb0 != want_cudnn_bwd) {
+      print_error("TEZGAH_CUDA_ATTN=cudnn: cuDNN ran %ld forward / %ld backward calls, want %ld / %ld (a "
+                  "silent fallback, or cuDNN where it must not run; stderr has the note)\n",
+                  cf1 - cf0, cb1 - cb0, want_cudnn_fwd, want_cudnn_bwd);
+      fail();
+    }
+  }
   float *o = g_get(g, &go), *l = g_get(g, &gl), *dqa = g_get(g, &gdq);
   set_mode(NULL);
 
@@ -435,12 +490,63 @@ static void test_decode(void **state) {
   run_decode(1, "fallback", 4, 2, 64, 3, 8);
 }
 
+/* bf16 through cuDNN (TEZGAH_CUDA_ATTN=cudnn): every case must really run on cuDNN (forward once,
+ * backward twice) unless attention_cudnn.c's version rules decline it. */
+static void cudnn_case(int version, int B, int T, int nh, int nkv, int hd) {
+  want_cudnn_fwd = cudnn_allowed(version, 0, T) ? 1 : 0;
+  want_cudnn_bwd = cudnn_allowed(version, 1, T) ? 2 : 0;
+  if (!want_cudnn_fwd || !want_cudnn_bwd)
+    printf("  (cuDNN %d: %s declined by attention_cudnn.c's version rules at T %d)\n", version,
+           !want_cudnn_fwd ? "the forward" : "the backward", T);
+  run_case(1, "cudnn", B, T, nh, nkv, hd);
+  want_cudnn_fwd = want_cudnn_bwd = -1;
+}
+static void test_bf16_cudnn(void **state) {
+  (void)state;
+  int version;
+  char why[600];
+  if (!cudnn_version(&version, why, sizeof why)) {
+    const char *req = getenv("TEZGAH_CUDNN_REQUIRED");
+    if (req && *req && strcmp(req, "0") != 0) {
+      print_error("TEZGAH_CUDNN_REQUIRED is set but cuDNN is unavailable: %s\n", why);
+      fail();
+    }
+    printf("SKIPPED: cuDNN unavailable: %s\n", why);
+    skip();
+  }
+  printf("cuDNN %d\n", version);
+  cudnn_case(version, 2, 77, 4, 2, 64);     /* GQA 2, B 2 */
+  cudnn_case(version, 1, 9, 12, 12, 64);    /* T below any tile, 124M's heads */
+  cudnn_case(version, 3, 300, 12, 12, 64);  /* B 3, T not a multiple of 64 or 128 */
+  cudnn_case(version, 1, 1024, 25, 25, 64); /* 1.5B's heads, T of training */
+  cudnn_case(version, 2, 1024, 12, 4, 64);  /* GQA 12/4 at T 1024 */
+  cudnn_case(version, 1, 300, 25, 5, 64);   /* GQA 25/5 */
+  cudnn_case(version, 1, 256, 2, 1, 64);    /* multi-query */
+  cudnn_case(version, 2, 130, 4, 4, 128);   /* head_dim 128 */
+}
+/* Under the switch, what cuDNN must not take falls back and stays right: fp32 mode, decoding. */
+static void test_cudnn_declines(void **state) {
+  (void)state;
+  long f0, b0, f1, b1;
+  cudnn_counts(&f0, &b0);
+  run_case(0, "cudnn", 2, 77, 4, 2, 64);
+  run_decode(1, "cudnn", 4, 2, 64, 3, 8);
+  run_decode(1, "cudnn", 4, 1, 64, 1, 37);
+  cudnn_counts(&f1, &b1);
+  if (f1 != f0 || b1 != b0) {
+    print_error("TEZGAH_CUDA_ATTN=cudnn: fp32 or decoding calls went to cuDNN (%ld forward, %ld backward)\n",
+                f1 - f0, b1 - b0);
+    fail();
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fp32),          cmocka_unit_test(test_bf16_fast),
       cmocka_unit_test(test_bf16_fast_bwd), cmocka_unit_test(test_bf16_fallback),
       cmocka_unit_test(test_bf16_auto),
-      cmocka_unit_test(test_decode),
+      cmocka_unit_test(test_decode),        cmocka_unit_test(test_bf16_cudnn),
+      cmocka_unit_test(test_cudnn_declines),
   };
   if (getenv("TZ_TEST_FILTER")) cmocka_set_test_filter(getenv("TZ_TEST_FILTER"));
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -12,7 +12,10 @@
  *             below, fp32 math on either act dtype.
  * TEZGAH_CUDA_ATTN=fallback forces the fallback; TEZGAH_CUDA_ATTN=fast makes a call that
  * cannot take the fast path (or the backward's ds path, below) abort (tests use it to be sure
- * the fast kernels really ran).
+ * the fast kernels really ran). TEZGAH_CUDA_ATTN=cudnn (opt-in, A/B; read on every call):
+ * training-form bf16 calls go to cuDNN's fused flash-attention graphs (attention_cudnn.c,
+ * libcudnn.so.9 loaded on first use) when it takes them; whatever it declines (no library, an
+ * unsupported shape or graph: one stderr note) runs the paths below as with the variable unset.
  * The fast backward takes dQ from a stored dS (attention_fa.cu's "ds path", fa_dq_ds's 128-row
  * blocks, dS written by 16-byte stores) when its scratch fits (ds_fits), else recomputes S and
  * dP for dQ (fa_dq, "old"). For A/B runs: TEZGAH_CUDA_ATTN_BWD=old|ds|ds1|ds2 (default auto =
@@ -40,6 +43,7 @@
 
 #include "backend/cuda/cuda_internal.h"
 #include "kernels/attention/attention_cuda.h"
+#include "kernels/attention/attention_cudnn.h"
 
 typedef __nv_bfloat16 bf16;
 
@@ -335,11 +339,12 @@ int fb_npl(int hd) {
   }
 
 /* ---- path selection ---- */
-enum { MODE_AUTO, MODE_FAST, MODE_FALLBACK };
+enum { MODE_AUTO, MODE_FAST, MODE_FALLBACK, MODE_CUDNN };
 int attn_mode(void) {
   const char *e = getenv("TEZGAH_CUDA_ATTN");
   if (e && !strcmp(e, "fast")) return MODE_FAST;
   if (e && !strcmp(e, "fallback")) return MODE_FALLBACK;
+  if (e && !strcmp(e, "cudnn")) return MODE_CUDNN;
   return MODE_AUTO;
 }
 bool al16(const void *p) { return ((uintptr_t)p & 15) == 0; }
@@ -468,6 +473,10 @@ extern "C" void tzc_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz
   float *l = (float *)tzc_ptr(lse);
   const void *qp = tzc_ptr(q), *kp = tzc_ptr(k), *vp = tzc_ptr(v);
   const void *ptrs[] = {o, qp, kp, vp};
+  /* TEZGAH_CUDA_ATTN=cudnn: cuDNN when it takes the call (training form with lse), else below */
+  if (attn_mode() == MODE_CUDNN && Tq == Tk && q_pos0 == 0 && l &&
+      tzc_cudnn_attn_fwd(be, o, l, qp, kp, vp, B, Tq, n_head, n_kv_head, head_dim, q_stride, kv_stride) == 0)
+    return;
   if (use_fast(be, "attention_fwd", Tq, Tk, q_pos0, head_dim, q_stride, kv_stride, ptrs, 4)) {
     tzc_fa_fwd(st, (bf16 *)o, l, (const bf16 *)qp, (const bf16 *)kp, (const bf16 *)vp, B, Tq,
                n_head, n_kv_head, head_dim, q_stride, kv_stride);
@@ -496,6 +505,11 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
   const float *l = (const float *)tzc_ptr(lse);
   const bool bf = tzc(be)->act == TZ_BF16;
   const void *ptrs[] = {dqp, dkp, dvp, dop, qp, kp, vp};
+  /* TEZGAH_CUDA_ATTN=cudnn: cuDNN when it takes the call (it computes its own D), else below */
+  if (attn_mode() == MODE_CUDNN &&
+      tzc_cudnn_attn_bwd(be, dqp, dkp, dvp, dop, qp, kp, vp, op, l, B, T, n_head, n_kv_head, head_dim, q_stride,
+                         kv_stride) == 0)
+    return;
   const bool fast = use_fast(be, "attention_bwd", T, T, 0, head_dim, q_stride, kv_stride, ptrs, 7);
   /* scratch: D (rows floats), then on the ds path the dS tiles (256-byte aligned) */
   const size_t d_bytes = (rows * sizeof(float) + 255) & ~(size_t)255;
