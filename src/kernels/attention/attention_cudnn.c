@@ -45,13 +45,15 @@
  * graph with dQ written directly by the dS·K matmul ("dP workspace" form), and cuDNN's Hopper
  * engines then compute dQ without atomics. That direct form is the one built here. Beyond the
  * graph, engine configurations whose numerical notes include CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC
- * are skipped for the backward. test_cuda_attention runs every backward twice and compares
+ * are skipped for the backward (TEZGAH_CUDNN_ALLOW_NONDET=1 lifts that, for measurements only).
+ * test_cuda_attention runs every backward twice and compares
  * bits; the H200 run decides whether this holds (the riskiest assumption, with GQA's head
  * reduction: see below).
  *
  * Plans: one per (forward or backward, device, B, T, H, G, d, qs, kvs), built on first use
- * (heuristics mode A, the first engine configuration that finalizes; runtime-compiled engines
- * may take ~1 s here), cached for the process (64 entries; beyond that the stream is drained and
+ * (heuristics mode A, then mode FALLBACK if A gave nothing usable; the first engine configuration
+ * that finalizes; runtime-compiled engines may take ~1 s here; TEZGAH_VERBOSE=1 prints each plan
+ * with its workspace and build time), cached for the process (64 entries; beyond that the stream is drained and
  * the oldest plan is destroyed). A refusal is cached too (one stderr note per refused shape, up
  * to 8 notes). Workspace: the plan's, from tzc_scratch (the backward's D follows it, 256-byte
  * aligned). One cuDNN handle per device, bound to the backend's stream before each execute.
@@ -188,7 +190,7 @@ int tzc_cudnn_available(int *version, char *why, size_t cap) {
 }
 
 /* ---- graph building: every descriptor made is recorded, the first failure kept ---- */
-#define GB_MAXD 112
+#define GB_MAXD 128
 #define GB_MAXOPS 40
 typedef struct {
   cudnnBackendDescriptor_t d[GB_MAXD];
@@ -473,33 +475,44 @@ static void note(const char *fmt, const char *a, const char *b) {
 
 static int same(const shape *a, const shape *b) { return memcmp(a, b, sizeof *a) == 0; }
 
-/* Heuristics (mode A), then the first engine configuration whose plan finalizes (for the
- * backward: skipping nondeterministic ones). Fills e->plan / e->ws or leaves g->st set. */
-static void make_plan(gb *g, plan_ent *e, cudnnHandle_t h) {
-  cudnnBackendDescriptor_t og = gb_new(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph");
-  gb_set(g, og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h, "graph handle");
-  gb_set(g, og, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g->nops, g->ops, "graph ops");
-  gb_fin(g, og, "operation graph finalize (graph not supported)");
+/* TEZGAH_CUDNN_ALLOW_NONDET=1 (measurements only, read when a plan is built): the backward may
+ * take engines noted NONDETERMINISTIC (the default skips them: bf16 runs must be bit-identical). */
+static int allow_nondet(void) {
+  const char *e = getenv("TEZGAH_CUDNN_ALLOW_NONDET");
+  return e && !strcmp(e, "1");
+}
+
+/* Engine configurations of heuristics `mode` for graph og, then the first whose plan finalizes
+ * (for the backward: skipping nondeterministic ones). 1 with e->plan / e->ws set; 0 otherwise,
+ * with what happened appended to tried (or g->st set on an API failure). */
+static int try_heur(gb *g, plan_ent *e, cudnnHandle_t h, cudnnBackendDescriptor_t og, cudnnBackendHeurMode_t mode,
+                    char *tried, size_t cap) {
   cudnnBackendDescriptor_t hd = gb_new(g, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "heuristics");
-  cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
   gb_set(g, hd, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &og, "heur graph");
   gb_set(g, hd, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heur mode");
   gb_fin(g, hd, "heuristics finalize");
-  if (g->st != CUDNN_STATUS_SUCCESS) return;
+  if (g->st != CUDNN_STATUS_SUCCESS) return 0;
   int64_t n = 0;
   cudnnStatus_t st = dn.BackendGetAttribute(hd, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n, NULL);
-  if (st != CUDNN_STATUS_SUCCESS) { gb_fail(g, st, "heuristics count"); return; }
-  if (n <= 0) { gb_fail(g, CUDNN_STATUS_NOT_SUPPORTED, "heuristics: no engine configuration for this graph"); return; }
-  if (n > 16) n = 16;
-  cudnnBackendDescriptor_t cfg[16];
+  if (st != CUDNN_STATUS_SUCCESS) {
+    gb_fail(g, st, "heuristics count");
+    return 0;
+  }
+  snprintf(tried + strlen(tried), cap - strlen(tried), " [mode %d: %lld configs", (int)mode, (long long)n);
+  if (n > 12) n = 12;
+  cudnnBackendDescriptor_t cfg[12];
   for (int64_t i = 0; i < n; i++) cfg[i] = gb_new(g, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config");
-  if (g->st != CUDNN_STATUS_SUCCESS) return;
+  if (g->st != CUDNN_STATUS_SUCCESS) return 0;
   int64_t got = 0;
-  st = dn.BackendGetAttribute(hd, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got, cfg);
-  if (st != CUDNN_STATUS_SUCCESS) { gb_fail(g, st, "heuristics results"); return; }
-  char tried[96] = "";
+  if (n > 0) {
+    st = dn.BackendGetAttribute(hd, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got, cfg);
+    if (st != CUDNN_STATUS_SUCCESS) {
+      gb_fail(g, st, "heuristics results");
+      return 0;
+    }
+  }
   for (int64_t i = 0; i < got && i < n; i++) {
-    if (e->bwd) { /* deterministic engines only */
+    if (e->bwd && !allow_nondet()) { /* deterministic engines only */
       cudnnBackendDescriptor_t eng = NULL;
       if (dn.BackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS) continue;
       int64_t ne = 0, nn = 0;
@@ -515,7 +528,7 @@ static void make_plan(gb *g, plan_ent *e, cudnnHandle_t h) {
       }
       dn.BackendDestroyDescriptor(eng);
       if (nondet) {
-        strncat(tried, " nondet", sizeof tried - strlen(tried) - 1);
+        strncat(tried, " nondet", cap - strlen(tried) - 1);
         continue;
       }
     }
@@ -531,13 +544,28 @@ static void make_plan(gb *g, plan_ent *e, cudnnHandle_t h) {
             CUDNN_STATUS_SUCCESS) {
       e->plan = plan;
       e->ws = ws;
-      return;
+      return 1;
     }
     dn.BackendDestroyDescriptor(plan);
-    strncat(tried, " refused", sizeof tried - strlen(tried) - 1);
+    strncat(tried, " refused", cap - strlen(tried) - 1);
   }
-  char msg[128];
-  snprintf(msg, sizeof msg, "no engine configuration of %lld finalized (%.80s)", (long long)got, tried);
+  strncat(tried, "]", cap - strlen(tried) - 1);
+  return 0;
+}
+
+/* The operation graph, then heuristics mode A (cuDNN's default choice), then its FALLBACK mode
+ * when A gave nothing usable. Fills e->plan / e->ws or leaves g->st set. */
+static void make_plan(gb *g, plan_ent *e, cudnnHandle_t h) {
+  cudnnBackendDescriptor_t og = gb_new(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph");
+  gb_set(g, og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h, "graph handle");
+  gb_set(g, og, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g->nops, g->ops, "graph ops");
+  gb_fin(g, og, "operation graph finalize (graph not supported)");
+  char tried[160] = "";
+  const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+  for (int m = 0; m < 2 && g->st == CUDNN_STATUS_SUCCESS; m++)
+    if (try_heur(g, e, h, og, modes[m], tried, sizeof tried)) return;
+  char msg[224];
+  snprintf(msg, sizeof msg, "no engine configuration finalized:%.180s", tried);
   gb_fail(g, CUDNN_STATUS_NOT_SUPPORTED, msg);
 }
 
