@@ -11,6 +11,7 @@
 
 #include "backend/cuda/cuda_rt.h"
 #include "core/error.h"
+#include "kernels/attention/attention_cudnn.h"
 
 tzc_lt_api tzc_lt;
 
@@ -102,6 +103,14 @@ int tz_cuda_info(void) {
   printf("cuda:\n  driver: %s, runtime: %s, %s\n", tzc_version_str(dvi, dv, sizeof dv),
          tzc_version_str(rvi, rv, sizeof rv), lt);
   if (strcmp(lt, "cuBLASLt not found") == 0) printf("  %s\n", tz_errmsg());
+  { /* the opt-in attention path (TEZGAH_CUDA_ATTN=cudnn): whether it can load */
+    int dv_ = 0;
+    char why[600];
+    if (tzc_cudnn_available(&dv_, why, sizeof why))
+      printf("  cuDNN %d.%d.%d (attention with TEZGAH_CUDA_ATTN=cudnn)\n", dv_ / 10000, dv_ / 100 % 100, dv_ % 100);
+    else
+      printf("  cuDNN: no (%s)\n", why);
+  }
   for (int d = 0; d < n; d++) {
     struct cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, d) != cudaSuccess) {
