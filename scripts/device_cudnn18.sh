@@ -53,19 +53,22 @@ budget() { # CAP RESERVE
 say "start $(nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv,noheader | head -1); $("$tz" info 2>&1 | grep -E 'cuDNN|driver:' | tr -s ' ' | paste -sd';'); $(find /usr/local/cuda/lib64/ -name 'libnvrtc.so.*' 2>/dev/null | head -1)"
 
 # 1. correctness of the cuDNN path
-TZ_TEST_FILTER='*cudnn*' TEZGAH_CUDA_REQUIRED=1 TEZGAH_CUDNN_REQUIRED=1 timeout "$(budget 90 55)" "$dir/bin/test_cuda_attention" \
+# cuDNN's own log of warnings and errors (why a graph or engine was refused) beside the test's
+CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=$out/cudnn_api.log \
+  TZ_TEST_FILTER='*cudnn*' TEZGAH_CUDA_REQUIRED=1 TEZGAH_CUDNN_REQUIRED=1 timeout "$(budget 90 55)" "$dir/bin/test_cuda_attention" \
   >"$out/test_cudnn.log" 2>&1
 rc=$?
 say "test_cuda_attention *cudnn* rc $rc: $(grep -cE '^\[       OK \]' "$out/test_cudnn.log") ok, $(grep -cE '^\[  FAILED  \] test' "$out/test_cudnn.log") failed, $(grep -cE '^\[  SKIPPED \] test' "$out/test_cudnn.log") skipped; $(grep -m1 -E '^cuDNN [0-9]+' "$out/test_cudnn.log"); $(grep -cE 'cudnn calls: forward 1 \(want 1\), backward 2 \(want 2\)' "$out/test_cudnn.log") cases ran on cuDNN"
-say "  first problems: $(grep -E 'note:|error|differ|off;|want' "$out/test_cudnn.log" | grep -v 'forward 1 (want 1), backward 2 (want 2)' | head -4 | tr '\n' ';' | cut -c1-600)"
+say "  first problems: $(grep -E 'note:|error|differ|off;|want|SKIPPED' "$out/test_cudnn.log" | grep -v 'forward 1 (want 1), backward 2 (want 2)' | head -4 | tr '\n' ';' | cut -c1-600); last line: $(tail -1 "$out/test_cudnn.log" | cut -c1-200); cuDNN log: $(wc -l <"$out/cudnn_api.log" 2>/dev/null || echo 0) lines"
 
 # 2. kernels: built-in (fast) vs cuDNN
 for path in fast cudnn; do
   timeout "$(budget 40 35)" "$dir/bin/bench_cuda_attention" 10 bf16 "$path" gpt2 >"$out/bench_$path.log" 2>&1
   rc=$?
+  ((rc == 0)) || say "  bench $path: $(tail -2 "$out/bench_$path.log" | tr '\n' ' ' | cut -c1-300)"
   say "bench $path rc $rc: $(grep -E '^(gpt2 \(MHA|350m|1\.5b)' "$out/bench_$path.log" | awk '{printf "%s fwd %s ms %s TF/s, bwd %s ms %s TF/s | ", $1, $(NF-3), $(NF-2), $(NF-1), $NF}') $(grep -E '^cudnn calls' "$out/bench_$path.log")"
 done
-grep -E 'note:' "$out/bench_cudnn.log" | head -2 | while read -r l; do say "  bench cudnn: $l"; done
+while read -r l; do say "  bench cudnn: $l"; done < <(grep -E 'note:' "$out/bench_cudnn.log" | head -2)
 # every backward refused for want of a deterministic engine: its speed anyway (measurement only)
 if grep -q 'cudnn calls: forward [1-9][0-9]*, backward 0' "$out/bench_cudnn.log" && grep -q nondet "$out/bench_cudnn.log" &&
   ((148 - SECONDS > 55)); then
