@@ -63,7 +63,7 @@
  * capturing (plan builds allocate and compile). Not: fp32 act, decoding (KV cache, Tq ≠ Tk),
  * forwards without lse (sampling), dropout, padding/ragged batches.
  * Version rules of ours (tzc_cudnn_attn_allowed): cuDNN 9.10.0 / 9.10.1 forwards are refused
- * (the frontend refuses them for known bugs); backwards with T % 128 ≠ 0 on cuDNN ≤ 9.15 are
+ * (the frontend refuses them for known bugs); backwards with T % 128 ≠ 0 on cuDNN ≤ 9.15.0 are
  * refused (the frontend adds a padding-mask workaround there for a backend fault; we do not
  * build it).
  * Riskiest assumptions (unverified here: no GPU; the device script checks them):
@@ -89,7 +89,7 @@ void tzc_cudnn_attn_counts(long *fwd, long *bwd) {
 
 int tzc_cudnn_attn_allowed(int version, int bwd, int T) {
   if (!bwd) return !(version >= 91000 && version <= 91001);
-  return version > 91599 || T % 128 == 0;
+  return version > 91500 || T % 128 == 0;
 }
 
 #ifndef TZ_HAVE_CUDNN
@@ -661,7 +661,7 @@ static int prepare(tz_backend *be, int bwd, shape *s, int B, int T, int H, int K
     if (!__atomic_exchange_n(&told[bwd], 1, __ATOMIC_RELAXED))
       fprintf(stderr, "tezgah: note: TEZGAH_CUDA_ATTN=cudnn: cuDNN %d: the %s is not used (%s)\n", version,
               bwd ? "backward" : "forward",
-              bwd ? "T not a multiple of 128 on cuDNN <= 9.15" : "cuDNN 9.10.0/9.10.1 forward faults");
+              bwd ? "T not a multiple of 128 on cuDNN <= 9.15.0" : "cuDNN 9.10.0/9.10.1 forward faults");
     return -1;
   }
   enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;

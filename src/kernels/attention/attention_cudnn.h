@@ -39,7 +39,7 @@ int tzc_cudnn_available(int *version, char *why, size_t cap);
 
 /* Whether this file's own rules (not cuDNN's) let a backward (bwd 1) or forward (0) of sequence
  * length T run on cuDNN `version`: the forward is refused on 9.10.0 / 9.10.1, the backward on
- * versions up to 9.15 when T is not a multiple of 128 (attention_cudnn.c's header says why).
+ * versions up to 9.15.0 when T is not a multiple of 128 (attention_cudnn.c's header says why).
  * Tests use it to tell a declined shape from a path that silently fell back. */
 int tzc_cudnn_attn_allowed(int version, int bwd, int T);
 
