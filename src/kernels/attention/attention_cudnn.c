@@ -35,8 +35,8 @@
  *   S = Q·Kᵀ; S1 = S·scale − Stats; S2 = causal BINARY_SELECT as above; E = exp(S2);
  *   dV = reshape(E)ᵀ (bf16, strides {H·T·T, T·T, 1, T}) · dO;
  *   dP = dO·Vᵀ (Vᵀ: V's strides swapped); dS = (dP − D)∘E·scale;
- *   dK = reshape(dS)ᵀ (bf16) · Q; dQ = dS · reshape(Kᵀ) (K's own strides) written straight to
- *   dQ. GQA (G < H): dV and dK go to virtual per-query-head tensors [B,H,T,d] (bf16) and a
+ *   dK = reshape(dS)ᵀ (bf16) · Q; dQ = dS · reshape(Kᵀ) (K's own strides, virtual fp32) written
+ *   straight to dQ. GQA (G < H): dV and dK go to virtual per-query-head tensors [B,H,T,d] (bf16) and a
  *   reduction ADD to [B,G,T,d] (the frontend's GQA form); the forward broadcasts Kᵀ and V
  *   across the H/G query heads of a group inside the matmuls.
  * Determinism: the frontend's default backward sends dQ through an fp32 accumulator in the
@@ -66,10 +66,14 @@
  * (the frontend refuses them for known bugs); backwards with T % 128 ≠ 0 on cuDNN ≤ 9.15.0 are
  * refused (the frontend adds a padding-mask workaround there for a backend fault; we do not
  * build it).
+ * Checked without a GPU (2026-12-03, cuDNN 9.19, B 2 T 77 H 4 with G 4, 2, 1): every descriptor
+ * here finalizes, and the operation graphs, as cuDNN's own API log (CUDNN_LOGLEVEL_DBG=3) prints
+ * them at finalization, are identical to those NVIDIA's frontend builds for causal SDPA with
+ * stats and for its deterministic backward (ops, order, data types, dims, strides, wiring; only
+ * D's uid number differs). Heuristics, plans and execution need the GPU.
  * Riskiest assumptions (unverified here: no GPU; the device script checks them):
- *   - that the backend accepts these graphs from C exactly as described (data types of the
- *     virtual tensors, GEN_INDEX's fp32 math precision, the boolean compare, by-value scalars of
- *     dims {1,1,1,1}): derived from the frontend's lowering, not from a sample of the C API;
+ *   - that the engines take these graphs at our shapes (T not a multiple of 64, GQA 25/5, the
+ *     strided qkv rows) on the H200's cuDNN;
  *   - determinism of the direct-dQ backward, especially GQA's virtual head reduction;
  *   - that the H200's cuDNN has these engines for sm_90 and libnvrtc where they compile. */
 #ifdef TZ_HAVE_CUDA
@@ -401,8 +405,9 @@ static void build_bwd(gb *g, const shape *s) {
   cudnnBackendDescriptor_t Sc = gb_tensor(g, U_SCALE, F, one, one, false, true);
   cudnnBackendDescriptor_t Fi = gb_tensor(g, U_FILL, F, one, one, false, true);
   cudnnBackendDescriptor_t One = gb_tensor(g, U_ONE, F, one, one, false, true);
-  /* D = Σ_d dO∘O */
-  cudnnBackendDescriptor_t X = gb_virt(g, F, od, ost), Dr = gb_virt(g, F, sd, sst);
+  /* D = Σ_d dO∘O (the product's virtual strides as the frontend gives them) */
+  const int64_t xst[4] = {H * T * d, T * d, H * d, 1};
+  cudnnBackendDescriptor_t X = gb_virt(g, F, od, xst), Dr = gb_virt(g, F, sd, sst);
   gb_pw(g, CUDNN_POINTWISE_MUL, F, dO, O, NULL, X, -1);
   gb_red(g, CUDNN_REDUCE_TENSOR_ADD, X, Dr);
   gb_pw(g, CUDNN_POINTWISE_MUL, F, Dr, One, NULL, Ds, -1);
@@ -441,8 +446,9 @@ static void build_bwd(gb *g, const shape *s) {
     gb_mm(g, dST, Q, dKf);
     gb_red(g, CUDNN_REDUCE_TENSOR_ADD, dKf, dK);
   }
-  /* dQ = dS·K (K: Kᵀ's strides swapped back), straight into dQ */
-  cudnnBackendDescriptor_t K = gb_virt(g, BF, kd, kst);
+  /* dQ = dS·K (K: Kᵀ's strides swapped back; a virtual fp32 view, as the frontend types it),
+   * straight into dQ */
+  cudnnBackendDescriptor_t K = gb_virt(g, F, kd, kst);
   gb_reshape(g, KT, K);
   gb_mm(g, dS, K, dQ);
 }
