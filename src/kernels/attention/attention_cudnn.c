@@ -36,25 +36,25 @@
  *   dV = reshape(E)ᵀ (bf16, strides {H·T·T, T·T, 1, T}) · dO;
  *   dP = dO·Vᵀ (Vᵀ: V's strides swapped); dS = (dP − D)∘E·scale;
  *   dK = reshape(dS)ᵀ (bf16) · Q; dQ = dS · reshape(Kᵀ) (K's own strides, virtual fp32) written
- *   straight to dQ. GQA (G < H): dV and dK go to virtual per-query-head tensors [B,H,T,d] (bf16) and a
- *   reduction ADD to [B,G,T,d] (the frontend's GQA form); the forward broadcasts Kᵀ and V
+ *   straight to dQ. GQA (G < H): dV and dK go to virtual per-query-head tensors [B,H,T,d] (bf16)
+ *   and a reduction ADD to [B,G,T,d] (the frontend's GQA form); the forward broadcasts Kᵀ and V
  *   across the H/G query heads of a group inside the matmuls.
- * Determinism: the frontend's default backward sends dQ through an fp32 accumulator in the
- * workspace (dQ_accum), which its documentation and code describe as accumulated across key
- * blocks (atomics: not bit-reproducible); with is_deterministic_algorithm it instead builds the
- * graph with dQ written directly by the dS·K matmul ("dP workspace" form), and cuDNN's Hopper
- * engines then compute dQ without atomics. That direct form is the one built here. Beyond the
- * graph, engine configurations whose numerical notes include CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC
- * are skipped for the backward (TEZGAH_CUDNN_ALLOW_NONDET=1 lifts that, for measurements only).
- * test_cuda_attention runs every backward twice and compares
- * bits; the H200 run decides whether this holds (the riskiest assumption, with GQA's head
- * reduction: see below).
+ * Determinism: cuDNN's backward is not deterministic by default. The frontend's default graph
+ * sends dQ through a non-virtual fp32 accumulator in the workspace (dQ_accum, which it must zero
+ * before cuDNN 9.6: key blocks add into it, in no fixed order); its is_deterministic_algorithm
+ * option (set_deterministic_algorithm) instead builds the graph with dQ written directly by the
+ * dS·K matmul (its "dP workspace" form; on Hopper the graph's shape is the whole option, no knob),
+ * and NVIDIA's frontend tests compare dQ, dK, dV bitwise between runs in that mode only
+ * (test/python/sdpa/fp16.py). That direct form is the one built here. Beyond the graph, engine
+ * configurations whose numerical notes include CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC are skipped
+ * for the backward (TEZGAH_CUDNN_ALLOW_NONDET=1 lifts that, for measurements only).
+ * test_cuda_attention runs every backward twice and compares bits; the H200 run decides.
  *
  * Plans: one per (forward or backward, device, B, T, H, G, d, qs, kvs), built on first use
  * (heuristics mode A, then mode FALLBACK if A gave nothing usable; the first engine configuration
- * that finalizes; runtime-compiled engines may take ~1 s here; TEZGAH_VERBOSE=1 prints each plan
- * with its workspace and build time), cached for the process (64 entries; beyond that the stream is drained and
- * the oldest plan is destroyed). A refusal is cached too (one stderr note per refused shape, up
+ * that finalizes; runtime-compiled engines may take ~1 s here; TEZGAH_VERBOSE=1 prints each
+ * plan with its workspace and build time), cached for the process (64 entries; beyond that the
+ * stream is drained and the oldest plan is destroyed). A refusal is cached too (one stderr note per refused shape, up
  * to 8 notes). Workspace: the plan's, from tzc_scratch (the backward's D follows it, 256-byte
  * aligned). One cuDNN handle per device, bound to the backend's stream before each execute.
  *
