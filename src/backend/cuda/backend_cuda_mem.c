@@ -360,6 +360,17 @@ void tzc_params_mirror(tz_backend *be, tz_buf *params) {
   if (n) tzc_mirror_refresh(be, 0, n);
 }
 
+int tzc_scratch_fits(tz_backend *be, size_t bytes) {
+  const size_t have = tzc(be)->scratch_bytes, reserve = (size_t)1 << 30;
+  if (bytes <= have) return 1;
+  size_t fr = 0, tot = 0;
+  if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return fr > reserve && bytes - have <= (fr - reserve) / 2;
+}
+
 void *tzc_scratch(tz_backend *be, size_t bytes) {
   tzc_ctx *c = tzc(be);
   if (bytes <= c->scratch_bytes) return c->scratch;

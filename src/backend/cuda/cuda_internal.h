@@ -110,6 +110,17 @@ static inline void *tzc_w(tz_backend *be, tz_slice s) {
  * sizes it; later steps allocate nothing). Aligned to 256 bytes. */
 void *tzc_scratch(tz_backend *be, size_t bytes);
 
+/* 1 when tzc_scratch can give `bytes` without risking the run (else 0): the scratch already holds that
+ * much, or growing it takes at most half of the device's free memory beyond a 1 GiB reserve
+ * (tzc_scratch aborts when cudaMalloc fails). For kernels with a choice: attention's dS-storing
+ * backward and cuDNN's attention workspace decline (their fallbacks need less) when it says no.
+ * Training allocates its arenas before step 1 and in its loop only the scratch and a matmul
+ * bias copy grow, each by replacing itself, in step 1; so the first backward's check sees about
+ * what the run leaves free. The reserve and the other half stay for what comes later (NCCL's
+ * buffers at the first all-reduce; the final sample, which loads the model again while the
+ * training backend is still held). */
+int tzc_scratch_fits(tz_backend *be, size_t bytes);
+
 /* With TEZGAH_CUDA_ATTN_TIMING=1, tzc_attention_bwd (src/kernels/attention/attention.cu) times
  * its tensor-core kernels with CUDA events: ms[0] the D = rowsum(dout ∘ out) kernel, ms[1]
  * fa_dkdv, ms[2] fa_dq or fa_dq_ds, summed over the calls since the last read; returns the

@@ -12,12 +12,14 @@
  *             below, fp32 math on either act dtype.
  * TEZGAH_CUDA_ATTN=fallback forces the fallback; TEZGAH_CUDA_ATTN=fast makes a call that
  * cannot take the fast path (or the backward's ds path, below) abort (tests use it to be sure
- * the fast kernels really ran). TEZGAH_CUDA_ATTN=cudnn (opt-in, A/B; read on every call):
- * training-form bf16 calls go to cuDNN's fused flash-attention graphs (attention_cudnn.c,
- * libcudnn.so.9 loaded on first use) when it takes them; whatever it declines (no library, an
- * unsupported shape or graph: one stderr note) runs the paths below as with the variable unset.
+ * the fast kernels really ran). cuDNN (want_cudnn: by default on sm_90, or with
+ * TEZGAH_CUDA_ATTN=cudnn anywhere; read on every call): training-form bf16 calls go first to
+ * cuDNN's fused flash-attention graphs (attention_cudnn.c, libcudnn.so.9 loaded on first use);
+ * whatever it declines (no library, an unsupported shape or graph, a workspace that does not fit:
+ * a stderr note only when asked for cuDNN or TEZGAH_VERBOSE) runs the paths below.
+ * TEZGAH_CUDA_ATTN=builtin: the paths below only (never cuDNN); any other value is an error.
  * The fast backward takes dQ from a stored dS (attention_fa.cu's "ds path", fa_dq_ds's 128-row
- * blocks, dS written by 16-byte stores) when its scratch fits (ds_fits), else recomputes S and
+ * blocks, dS written by 16-byte stores) when its scratch fits (tzc_scratch_fits), else recomputes S and
  * dP for dQ (fa_dq, "old"). For A/B runs: TEZGAH_CUDA_ATTN_BWD=old|ds|ds1|ds2 (default auto =
  * ds1; bwd_variant) and TEZGAH_CUDA_ATTN_DS_STORE=4|16 (default 16; ds_store);
  * TEZGAH_CUDA_ATTN_TIMING=1 times the backward's kernels (bwd_events, tzc_attention_bwd_split;
@@ -339,13 +341,24 @@ int fb_npl(int hd) {
   }
 
 /* ---- path selection ---- */
-enum { MODE_AUTO, MODE_FAST, MODE_FALLBACK, MODE_CUDNN };
+enum { MODE_AUTO, MODE_FAST, MODE_FALLBACK, MODE_CUDNN, MODE_BUILTIN };
 int attn_mode(void) {
   const char *e = getenv("TEZGAH_CUDA_ATTN");
-  if (e && !strcmp(e, "fast")) return MODE_FAST;
-  if (e && !strcmp(e, "fallback")) return MODE_FALLBACK;
-  if (e && !strcmp(e, "cudnn")) return MODE_CUDNN;
+  if (!e || !*e || !strcmp(e, "auto")) return MODE_AUTO;
+  if (!strcmp(e, "fast")) return MODE_FAST;
+  if (!strcmp(e, "fallback")) return MODE_FALLBACK;
+  if (!strcmp(e, "cudnn")) return MODE_CUDNN;
+  if (!strcmp(e, "builtin")) return MODE_BUILTIN;
+  tz_panic(__FILE__, __LINE__, "cuda attention: TEZGAH_CUDA_ATTN must be auto, builtin, cudnn, fast or fallback");
   return MODE_AUTO;
+}
+/* Whether a call asks cuDNN first (it still declines what it cannot run: attention_cudnn.h):
+ * TEZGAH_CUDA_ATTN=cudnn, or by default on compute capability 9.0 (Hopper), where cuDNN 9.14's
+ * fused attention measured faster than the built-in kernels (docs/PERF.md, 2026-12-03: gpt2-350m
+ * B16 T1024 training 1.05x). Elsewhere unmeasured, so the built-in kernels stay the default. */
+bool want_cudnn(tz_backend *be) {
+  const int mode = attn_mode();
+  return mode == MODE_CUDNN || (mode == MODE_AUTO && tzc(be)->cc_major == 9 && tzc(be)->cc_minor == 0);
 }
 bool al16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
@@ -429,29 +442,6 @@ cudaEvent_t *bwd_events(void) {
   return ev;
 }
 
-/* Whether the scratch can hold `bytes` (D + the dS tiles): already does, or growing it takes at
- * most half of the device's free memory beyond a 1 GiB reserve (tzc_scratch aborts when
- * cudaMalloc fails; a dS scratch that does not fit falls back to the recomputing dQ kernel
- * instead). Training allocates its arenas (weights, grads, AdamW, activations) before step 1,
- * and in its loop only this scratch and a matmul bias copy grow, each by replacing itself, in
- * step 1: the first backward's check sees about what the run leaves free. The reserve and the
- * other half stay for what comes later (buffers NCCL may set up at the first all-reduce; the
- * final sample, which loads the model again while the training backend is still held).
- * Sizes at B 16, T 1024 (dS + D, in MiB, rounded up by tzc_scratch): gpt2-124m (12 heads)
- * 205, gpt2-350m (16) 273, gpt2-774m (20) 342, gpt2-1.5b (25) 427; the runs' peak device
- * memory with the old kernels on the H200 (143,771 MiB): 20,496 / 38,590 / 67,584 MiB at
- * 350M / 774M / 1.5B (docs/PERF.md), so the scratch is < 1% of what those runs leave free. */
-bool ds_fits(tz_backend *be, size_t bytes) {
-  const size_t have = tzc(be)->scratch_bytes, reserve = (size_t)1 << 30;
-  if (bytes <= have) return true;
-  size_t fr = 0, tot = 0;
-  if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return fr > reserve && bytes - have <= (fr - reserve) / 2;
-}
-
 } // namespace
 
 extern "C" void tzc_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q,
@@ -473,8 +463,8 @@ extern "C" void tzc_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz
   float *l = (float *)tzc_ptr(lse);
   const void *qp = tzc_ptr(q), *kp = tzc_ptr(k), *vp = tzc_ptr(v);
   const void *ptrs[] = {o, qp, kp, vp};
-  /* TEZGAH_CUDA_ATTN=cudnn: cuDNN when it takes the call (training form with lse), else below */
-  if (attn_mode() == MODE_CUDNN && Tq == Tk && q_pos0 == 0 && l &&
+  /* cuDNN first (want_cudnn) when it takes the call (training form with lse), else below */
+  if (want_cudnn(be) && Tq == Tk && q_pos0 == 0 && l &&
       tzc_cudnn_attn_fwd(be, o, l, qp, kp, vp, B, Tq, n_head, n_kv_head, head_dim, q_stride, kv_stride) == 0)
     return;
   if (use_fast(be, "attention_fwd", Tq, Tk, q_pos0, head_dim, q_stride, kv_stride, ptrs, 4)) {
@@ -505,8 +495,8 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
   const float *l = (const float *)tzc_ptr(lse);
   const bool bf = tzc(be)->act == TZ_BF16;
   const void *ptrs[] = {dqp, dkp, dvp, dop, qp, kp, vp};
-  /* TEZGAH_CUDA_ATTN=cudnn: cuDNN when it takes the call (it computes its own D), else below */
-  if (attn_mode() == MODE_CUDNN &&
+  /* cuDNN first (want_cudnn) when it takes the call (it computes its own D), else below */
+  if (want_cudnn(be) &&
       tzc_cudnn_attn_bwd(be, dqp, dkp, dvp, dop, qp, kp, vp, op, l, B, T, n_head, n_kv_head, head_dim, q_stride,
                          kv_stride) == 0)
     return;
@@ -515,7 +505,7 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
   const size_t d_bytes = (rows * sizeof(float) + 255) & ~(size_t)255;
   const int dsvar = fast ? bwd_variant() : -1;
   const size_t ds_bytes = dsvar >= 0 ? tzc_fa_ds_bytes(B, n_head, T) : 0;
-  const bool ds = dsvar >= 0 && ds_fits(be, d_bytes + ds_bytes);
+  const bool ds = dsvar >= 0 && tzc_scratch_fits(be, d_bytes + ds_bytes);
   /* tests (TEZGAH_CUDA_ATTN=fast): the ds kernels chosen must really run */
   if (dsvar >= 0 && !ds && attn_mode() == MODE_FAST)
     tz_panic(__FILE__, __LINE__,

@@ -471,10 +471,18 @@ static cudnnHandle_t handles[NDEV];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int notes; /* refusal notes printed (at most 8) */
 
-static void note(const char *fmt, const char *a, const char *b) {
-  if (notes >= 8) return;
+/* Whether refusals are worth a note: the user asked for cuDNN (TEZGAH_CUDA_ATTN=cudnn) or for
+ * detail (TEZGAH_VERBOSE); by default (cuDNN tried first on sm_90, attention.cu) a machine
+ * without cuDNN, or a shape it declines, just runs the built-in kernels quietly. */
+static int loud(tz_backend *be) {
+  const char *e = getenv("TEZGAH_CUDA_ATTN");
+  return (e && !strcmp(e, "cudnn")) || tzc(be)->verbose;
+}
+
+static void note(tz_backend *be, const char *fmt, const char *a, const char *b) {
+  if (notes >= 8 || !loud(be)) return;
   notes++;
-  fprintf(stderr, "tezgah: note: TEZGAH_CUDA_ATTN=cudnn: ");
+  fprintf(stderr, "tezgah: note: cuDNN attention: ");
   fprintf(stderr, fmt, a, b);
   fprintf(stderr, "; the built-in attention kernels run%s\n", notes == 8 ? " (further notes suppressed)" : "");
 }
@@ -606,7 +614,7 @@ static plan_ent *get_plan(tz_backend *be, int bwd, const shape *s) {
     cudnnStatus_t st = dn.Create(&handles[c->device]);
     if (st != CUDNN_STATUS_SUCCESS) {
       handles[c->device] = NULL;
-      note("cudnnCreate failed: %s%s", dn.GetErrorString(st), "");
+      note(be, "cudnnCreate failed: %s%s", dn.GetErrorString(st), "");
       return NULL;
     }
   }
@@ -629,7 +637,7 @@ static plan_ent *get_plan(tz_backend *be, int bwd, const shape *s) {
     char what[96];
     snprintf(what, sizeof what, "%s B %lld T %lld heads %lld/%lld head_dim %lld", bwd ? "backward" : "forward",
              (long long)s->B, (long long)s->T, (long long)s->H, (long long)s->G, (long long)s->d);
-    note("cuDNN refused the %s graph (%s)", what, g->where[0] ? g->where : "no plan");
+    note(be, "cuDNN refused the %s graph (%s)", what, g->where[0] ? g->where : "no plan");
     gb_free(g); /* keep the refusal, not the descriptors */
     return NULL;
   }
@@ -658,14 +666,14 @@ static int prepare(tz_backend *be, int bwd, shape *s, int B, int T, int H, int K
   char why[512];
   if (!tzc_cudnn_available(&version, why, sizeof why)) {
     static int told;
-    if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
-      fprintf(stderr, "tezgah: note: TEZGAH_CUDA_ATTN=cudnn: %s; the built-in attention kernels run\n", why);
+    if (loud(be) && !__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+      fprintf(stderr, "tezgah: note: cuDNN attention: %s; the built-in attention kernels run\n", why);
     return -1;
   }
   if (!tzc_cudnn_attn_allowed(version, bwd, T)) {
     static int told[2];
-    if (!__atomic_exchange_n(&told[bwd], 1, __ATOMIC_RELAXED))
-      fprintf(stderr, "tezgah: note: TEZGAH_CUDA_ATTN=cudnn: cuDNN %d: the %s is not used (%s)\n", version,
+    if (loud(be) && !__atomic_exchange_n(&told[bwd], 1, __ATOMIC_RELAXED))
+      fprintf(stderr, "tezgah: note: cuDNN attention: cuDNN %d: the %s is not used (%s)\n", version,
               bwd ? "backward" : "forward",
               bwd ? "T not a multiple of 128 on cuDNN <= 9.15.0" : "cuDNN 9.10.0/9.10.1 forward faults");
     return -1;
@@ -685,7 +693,7 @@ static int execute(tz_backend *be, plan_ent *e, int n, const int64_t *uids, void
   cudnnHandle_t h = handles[c->device];
   cudnnStatus_t st = dn.SetStream(h, c->stream);
   if (st != CUDNN_STATUS_SUCCESS) {
-    note("cudnnSetStream failed: %s%s", dn.GetErrorString(st), "");
+    note(be, "cudnnSetStream failed: %s%s", dn.GetErrorString(st), "");
     return -1;
   }
   cudnnBackendDescriptor_t vp = NULL;
@@ -702,11 +710,18 @@ static int execute(tz_backend *be, plan_ent *e, int n, const int64_t *uids, void
   if (st != CUDNN_STATUS_SUCCESS) {
     char last[256] = "";
     dn.GetLastErrorString(last, sizeof last);
-    note("cudnnBackendExecute failed: %s (%.200s)", dn.GetErrorString(st), last);
+    note(be, "cudnnBackendExecute failed: %s (%.200s)", dn.GetErrorString(st), last);
     return -1;
   }
   TZC_LAUNCHED(); /* a launch error inside cuDNN is a lost device or a bug: fatal, as elsewhere */
   return 0;
+}
+
+/* bytes as MiB text, for note()'s string arguments (one static buffer: notes print under mu) */
+static const char *mib(int64_t bytes) {
+  static char b[32];
+  snprintf(b, sizeof b, "%.1f", (double)bytes / (1 << 20));
+  return b;
 }
 
 /* The mask fill: −inf from cuDNN 9.10 on, else −FLT_MAX (the frontend's choice per version). */
@@ -720,6 +735,10 @@ int tzc_cudnn_attn_fwd(tz_backend *be, void *out, float *lse, const void *q, con
   pthread_mutex_lock(&mu);
   plan_ent *e = get_plan(be, 0, &s);
   int rc = -1;
+  if (e && e->ws > 0 && !tzc_scratch_fits(be, (size_t)e->ws)) {
+    note(be, "the forward's workspace (%s MiB) does not fit in device memory%s", mib(e->ws), "");
+    e = NULL;
+  }
   if (e) {
     void *ws = e->ws > 0 ? tzc_scratch(be, (size_t)e->ws) : NULL;
     float scale = 1.0f / sqrtf((float)hd), fill = mask_fill();
@@ -741,10 +760,15 @@ int tzc_cudnn_attn_bwd(tz_backend *be, void *dq, void *dk, void *dv, const void 
   pthread_mutex_lock(&mu);
   plan_ent *e = get_plan(be, 1, &s);
   int rc = -1;
+  /* scratch: the plan's workspace (B·H·T² bf16 at head_dim 64 on the H200: 512 MiB at gpt2-350m
+   * B16 T1024), then D (B·H·T fp32), 256-byte aligned; declined when that cannot grow safely */
+  const size_t ws_bytes = e ? ((size_t)(e->ws > 0 ? e->ws : 0) + 255) & ~(size_t)255 : 0;
+  const size_t d_bytes = (size_t)B * H * T * sizeof(float);
+  if (e && !tzc_scratch_fits(be, ws_bytes + d_bytes)) {
+    note(be, "the backward's workspace (%s MiB) does not fit in device memory%s", mib((int64_t)(ws_bytes + d_bytes)), "");
+    e = NULL;
+  }
   if (e) {
-    /* scratch: the plan's workspace, then D (B·H·T fp32), 256-byte aligned */
-    const size_t ws_bytes = ((size_t)(e->ws > 0 ? e->ws : 0) + 255) & ~(size_t)255;
-    const size_t d_bytes = (size_t)B * H * T * sizeof(float);
     char *scr = tzc_scratch(be, ws_bytes + d_bytes);
     float scale = 1.0f / sqrtf((float)hd), fill = mask_fill(), one = 1.0f;
     const int64_t uids[13] = {U_Q, U_KT, U_V, U_O, U_DO, U_STATS, U_DQ, U_DK, U_DV, U_DSUM, U_SCALE, U_FILL, U_ONE};
