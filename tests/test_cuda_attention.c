@@ -196,9 +196,15 @@ static void close_to(const char *what, const float *got, const float *ref, size_
  * built-in backward after another forward. One element per 2^17 may exceed the bound, by at
  * most 4x; the rms check still bounds the bulk. */
 static void close_to_bf16_grad(const char *what, const float *got, const float *ref, size_t n,
-                               double rtol, double atol_rms, double max_relrms) {
-  close_to_tail(what, got, ref, n, rtol, 0, atol_rms, max_relrms, n >> 17);
+                               double rtol, double atol_rms, double max_relrms, int tail_shift) {
+  close_to_tail(what, got, ref, n, rtol, 0, atol_rms, max_relrms, n >> tail_shift);
 }
+/* The tail allowance of dk/dv (one element per 2^shift): 17 as above; cudnn_case's GQA cases set
+ * 12, because cuDNN's backward rounds each query head's dK/dV to bf16 before the group's sum (the
+ * frontend's GQA graph): on the H200 (2026-12-03, B 2 T 1024 heads 12/4) 5 of 524,288 dv
+ * elements at 1.1-2.3x the bound, all at the first key rows (t 0, 1, where P near 1 makes each
+ * head's term large against the group's sum); rms error 2.9e-3 of the tensor's, as elsewhere. */
+static int kv_tail_shift = 17;
 
 /* rows × w block at column c0 of a row-major array with row stride `stride` */
 static float *cols(const float *x, size_t rows, size_t stride, size_t c0, size_t w) {
@@ -357,7 +363,7 @@ static void run_case(int bf16, const char *mode, int B, int T, int nh, int nkv, 
   for (int i = 0; i < 3; i++) {
     float *gg = cols(dqa + PADE, N, QS, c0[i], w[i]), *rr = cols(dqkv_ref, N, QS, c0[i], w[i]);
     if (bf16)
-      close_to_bf16_grad(names[i], gg, rr, N * w[i], b_r, b_arms, b_rr);
+      close_to_bf16_grad(names[i], gg, rr, N * w[i], b_r, b_arms, b_rr, i ? kv_tail_shift : 17);
     else
       close_to(names[i], gg, rr, N * w[i], b_r, b_a, b_arms, b_rr);
     free(gg), free(rr);
@@ -527,7 +533,9 @@ static void cudnn_case(int version, int B, int T, int nh, int nkv, int hd) {
   if (!want_cudnn_fwd || !want_cudnn_bwd)
     printf("  (cuDNN %d: %s declined by attention_cudnn.c's version rules at T %d)\n", version,
            !want_cudnn_fwd ? "the forward" : "the backward", T);
+  kv_tail_shift = nkv < nh ? 12 : 17;
   run_case(1, "cudnn", B, T, nh, nkv, hd);
+  kv_tail_shift = 17;
   want_cudnn_fwd = want_cudnn_bwd = -1;
 }
 static void test_bf16_cudnn(void **state) {
@@ -570,9 +578,9 @@ static void test_cudnn_declines(void **state) {
   }
 }
 
-/* The default (switch unset, or "auto") asks cuDNN first on compute capability 9.0 only, and
- * "builtin" never: at T 256 (a shape every cuDNN version here takes) the counters must say so.
- * On sm_90 without a usable cuDNN the default must run the built-in kernels (0 calls). */
+/* The default (switch unset, or "auto") asks cuDNN first on compute capability 9.0 only and
+ * without GQA, "builtin" never: at T 256 (a shape every cuDNN version here takes) the counters
+ * must say so. On sm_90 without a usable cuDNN the default runs the built-in kernels (0 calls). */
 static void test_cudnn_default(void **state) {
   (void)state;
 #ifdef TZ_HAVE_CUDA
@@ -585,8 +593,9 @@ static void test_cudnn_default(void **state) {
   const int on = cc90 && have && cudnn_allowed(version, 0, 256) && cudnn_allowed(version, 1, 256);
   want_cudnn_fwd = on ? 1 : 0, want_cudnn_bwd = on ? 2 : 0;
   run_case(1, NULL, 2, 256, 12, 12, 64);
-  run_case(1, "auto", 1, 256, 4, 2, 64);
+  run_case(1, "auto", 1, 256, 4, 4, 64);
   want_cudnn_fwd = want_cudnn_bwd = 0;
+  run_case(1, NULL, 1, 256, 4, 2, 64); /* GQA: the built-in kernels */
   run_case(1, "builtin", 2, 256, 12, 12, 64);
   want_cudnn_fwd = want_cudnn_bwd = -1;
 #else

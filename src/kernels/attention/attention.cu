@@ -12,7 +12,7 @@
  *             below, fp32 math on either act dtype.
  * TEZGAH_CUDA_ATTN=fallback forces the fallback; TEZGAH_CUDA_ATTN=fast makes a call that
  * cannot take the fast path (or the backward's ds path, below) abort (tests use it to be sure
- * the fast kernels really ran). cuDNN (want_cudnn: by default on sm_90, or with
+ * the fast kernels really ran). cuDNN (want_cudnn: by default on sm_90 without GQA, or with
  * TEZGAH_CUDA_ATTN=cudnn anywhere; read on every call): training-form bf16 calls go first to
  * cuDNN's fused flash-attention graphs (attention_cudnn.c, libcudnn.so.9 loaded on first use);
  * whatever it declines (no library, an unsupported shape or graph, a workspace that does not fit:
@@ -353,12 +353,16 @@ int attn_mode(void) {
   return MODE_AUTO;
 }
 /* Whether a call asks cuDNN first (it still declines what it cannot run: attention_cudnn.h):
- * TEZGAH_CUDA_ATTN=cudnn, or by default on compute capability 9.0 (Hopper), where cuDNN 9.14's
- * fused attention measured faster than the built-in kernels (docs/PERF.md, 2026-12-03: gpt2-350m
- * B16 T1024 training 1.05x). Elsewhere unmeasured, so the built-in kernels stay the default. */
-bool want_cudnn(tz_backend *be) {
+ * TEZGAH_CUDA_ATTN=cudnn, or by default on compute capability 9.0 (Hopper) when every query head
+ * has its own kv head: there cuDNN 9.14's fused attention measured faster than the built-in
+ * kernels (docs/PERF.md, 2026-12-03: GPT-2 124M and llama B16 T1024 training 1.05x). Not by
+ * default for GQA/MQA: cuDNN's backward rounds each query head's dK/dV to bf16 before summing a
+ * group (the frontend's graph; elements near cancellation land 2x our test's bound, where the
+ * built-in kernels sum in fp32); nor on other GPUs, where it is unmeasured. */
+bool want_cudnn(tz_backend *be, int n_head, int n_kv_head) {
   const int mode = attn_mode();
-  return mode == MODE_CUDNN || (mode == MODE_AUTO && tzc(be)->cc_major == 9 && tzc(be)->cc_minor == 0);
+  return mode == MODE_CUDNN || (mode == MODE_AUTO && n_head == n_kv_head && tzc(be)->cc_major == 9 &&
+                                tzc(be)->cc_minor == 0);
 }
 bool al16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
@@ -464,7 +468,7 @@ extern "C" void tzc_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz
   const void *qp = tzc_ptr(q), *kp = tzc_ptr(k), *vp = tzc_ptr(v);
   const void *ptrs[] = {o, qp, kp, vp};
   /* cuDNN first (want_cudnn) when it takes the call (training form with lse), else below */
-  if (want_cudnn(be) && Tq == Tk && q_pos0 == 0 && l &&
+  if (want_cudnn(be, n_head, n_kv_head) && Tq == Tk && q_pos0 == 0 && l &&
       tzc_cudnn_attn_fwd(be, o, l, qp, kp, vp, B, Tq, n_head, n_kv_head, head_dim, q_stride, kv_stride) == 0)
     return;
   if (use_fast(be, "attention_fwd", Tq, Tk, q_pos0, head_dim, q_stride, kv_stride, ptrs, 4)) {
@@ -496,7 +500,7 @@ extern "C" void tzc_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_s
   const bool bf = tzc(be)->act == TZ_BF16;
   const void *ptrs[] = {dqp, dkp, dvp, dop, qp, kp, vp};
   /* cuDNN first (want_cudnn) when it takes the call (it computes its own D), else below */
-  if (want_cudnn(be) &&
+  if (want_cudnn(be, n_head, n_kv_head) &&
       tzc_cudnn_attn_bwd(be, dqp, dkp, dvp, dop, qp, kp, vp, op, l, B, T, n_head, n_kv_head, head_dim, q_stride,
                          kv_stride) == 0)
     return;
