@@ -103,11 +103,12 @@ int tz_cuda_info(void) {
   printf("cuda:\n  driver: %s, runtime: %s, %s\n", tzc_version_str(dvi, dv, sizeof dv),
          tzc_version_str(rvi, rv, sizeof rv), lt);
   if (strcmp(lt, "cuBLASLt not found") == 0) printf("  %s\n", tz_errmsg());
-  { /* the opt-in attention path (TEZGAH_CUDA_ATTN=cudnn): whether it can load */
+  { /* cuDNN attention (attention.cu's want_cudnn: the default on sm_90 without GQA): whether it loads */
     int dv_ = 0;
     char why[600];
     if (tzc_cudnn_available(&dv_, why, sizeof why))
-      printf("  cuDNN %d.%d.%d (attention with TEZGAH_CUDA_ATTN=cudnn)\n", dv_ / 10000, dv_ / 100 % 100, dv_ % 100);
+      printf("  cuDNN %d.%d.%d (attention on sm_90 without GQA; TEZGAH_CUDA_ATTN=builtin|cudnn to choose)\n",
+             dv_ / 10000, dv_ / 100 % 100, dv_ % 100);
     else
       printf("  cuDNN: no (%s)\n", why);
   }

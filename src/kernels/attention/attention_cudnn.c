@@ -1,6 +1,7 @@
 /* Causal attention through cuDNN's fused flash-attention graphs, in C through cuDNN's backend
  * API (cudnnBackendCreateDescriptor / SetAttribute / Finalize / Execute), loaded at run time:
- * the opt-in path of TEZGAH_CUDA_ATTN=cudnn (attention.cu; attention_cudnn.h has the layouts).
+ * tried first by default on sm_90 without GQA, and anywhere with TEZGAH_CUDA_ATTN=cudnn
+ * (attention.cu's want_cudnn; attention_cudnn.h has the layouts).
  *
  * Source: NVIDIA's cuDNN developer guide, "Graph API" page, the runtime fusion engine's
  * "Flash Fused Attention fprop / bprop" patterns; and, for the exact node order, data types and
@@ -80,6 +81,7 @@
 #include "kernels/attention/attention_cudnn.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -104,8 +106,9 @@ int tzc_cudnn_available(int *version, char *why, size_t cap) {
   snprintf(why, cap, "built without cuDNN headers (no cudnn_graph.h when configured)");
   return 0;
 }
-static int declined(void) {
-  if (!__atomic_exchange_n(&told_nohdr, 1, __ATOMIC_RELAXED))
+static int declined(void) { /* a note only when cuDNN was asked for: by default this is normal */
+  const char *e = getenv("TEZGAH_CUDA_ATTN");
+  if (e && !strcmp(e, "cudnn") && !__atomic_exchange_n(&told_nohdr, 1, __ATOMIC_RELAXED))
     fprintf(stderr, "tezgah: note: TEZGAH_CUDA_ATTN=cudnn: this build has no cuDNN support (no cudnn_graph.h "
                     "when configured); the built-in attention kernels run\n");
   return -1;

@@ -1,5 +1,6 @@
-/* Causal attention through cuDNN's fused flash-attention graphs (attention_cudnn.c), the opt-in
- * path of TEZGAH_CUDA_ATTN=cudnn (attention.cu decides when to ask). Internal to the CUDA
+/* Causal attention through cuDNN's fused flash-attention graphs (attention_cudnn.c): the default
+ * on sm_90 without GQA, or anywhere with TEZGAH_CUDA_ATTN=cudnn (attention.cu's want_cudnn
+ * decides when to ask). Internal to the CUDA
  * backend; included from C (attention_cudnn.c, tests and benchmarks of CUDA builds) and from CUDA
  * C++ (attention.cu). Layouts and dtypes are attention.cu's training form:
  *   q          bf16, row (b·T + t) of qs elements, head h at column h·hd
