@@ -12,11 +12,14 @@
 #      run's warm-up also builds its plans). The last cudnn line counts the calls cuDNN ran. When
 #      cuDNN refused every backward for want of a deterministic engine, the cudnn bench again with
 #      TEZGAH_CUDNN_ALLOW_NONDET=1 (what its backward would cost; measurement only).
-#   3. tezgah train gpt2-350m -B 16 -T 1024, 20 steps, bf16: built-in kernels, then
+#   3. tezgah train gpt2-350m -B 16 -T 1024, 20 steps, bf16: built-in kernels
+#      (TEZGAH_CUDA_ATTN=builtin: since session 19 cuDNN is the default on sm_90), then
 #      TEZGAH_CUDA_ATTN=cudnn (TEZGAH_VERBOSE=1 on that run: its plan lines say cuDNN ran);
 #      tokens/s = median of steps 6..20 from metrics.jsonl; losses of steps 1, 2, 20 for both.
 #   4. with what time is left (>= 25 s): the whole test_cuda_attention without the switch (the
-#      built-in kernels' cases; it passed on main at 18:05 today; the cudnn cases run again).
+#      default's cases: cuDNN first on sm_90 since session 19; the cudnn cases run again).
+# The first measurement of the cuDNN path (2026-12-03 21:56); scripts/device_cudnn19.sh measures
+# it as the default, with the PyTorch peer.
 # Whole script <= 150 s, each step under `timeout`; a summary last.
 #
 #   pack (here): TZ_PACK_TARGETS="tezgah test_cuda_attention bench_cuda_attention" \
@@ -92,7 +95,7 @@ train() { # TAG RESERVE ENV... -> a summary line
   say "train 350m $tag: rc $rc, $(printf '%.0f' "${tps:-nan}") tokens/s (median steps 6-20), loss steps 1 2 20: ${losses:-?}, $((SECONDS - t0)) s; $(grep -cE 'cuDNN [0-9]+ attention' "$out/train_$tag.log") cuDNN plan lines; $(grep -E 'note:|error' "$out/train_$tag.log" | head -2 | tr '\n' ' ' | cut -c1-300)"
   rm -rf "$run"
 }
-train builtin 25 TEZGAH_CUDA_ATTN=
+train builtin 25 TEZGAH_CUDA_ATTN=builtin
 train cudnn 0 TEZGAH_CUDA_ATTN=cudnn TEZGAH_VERBOSE=1
 
 # 4. the rest of the tests, without the switch, in the time left

@@ -28,10 +28,12 @@
  *     lse                rtol 2e-5, atol 5e-6
  *     dq, dk, dv         rtol 1e-4, atol 1e-5
  *   bf16 (inputs rounded to bf16 first, the CPU fed the same rounded values; its backward
- *   gets its own forward output rounded to bf16, as the GPU's bf16 out is)
+ *   is fed the GPU's own out (bf16) and lse, so that it checks the backward alone)
  *     out                rtol 2e-2, atol 1e-2
  *     lse (fp32)         rtol 1e-3, atol 1e-3
- *     dq, dk, dv         rtol 5e-2, atol 3e-2·rms(reference tensor); relative RMS ≤ 2e-2
+ *     dq, dk, dv         rtol 5e-2, atol 3e-2·rms(reference tensor); relative RMS ≤ 2e-2; one
+ *                        element per 2^17 may exceed the bound by up to 4x (per 2^15 for dk/dv
+ *                        of cuDNN's GQA cases): close_to_bf16_grad says why
  * Decoding form (B 1, Tq 3 at q_pos0 5 against Tk 8, and Tq 1 at q_pos0 36 against Tk 37;
  * separate K/V cache rows of n_kv_head·head_dim): out and lse with the tolerances above.
  * cuDNN (TEZGAH_CUDA_ATTN=cudnn, attention_cudnn.c; test_bf16_cudnn): the training-form cases
@@ -43,6 +45,8 @@
  * "SKIPPED: cuDNN unavailable: <why>" (cmocka skip) unless TEZGAH_CUDNN_REQUIRED=1, which makes
  * it fail. test_cudnn_declines: under the switch, fp32 mode and the decoding form must not go to
  * cuDNN (counters unchanged) and still match the CPU (runs with or without the library).
+ * test_cudnn_default: with the switch unset or "auto", cuDNN runs on compute capability 9.0
+ * without GQA (when available), never with GQA or with "builtin" (the call counters).
  * Without a CUDA build, driver or GPU: SKIPPED (exit 77; cuda_testutil.h's ct_cuda). */
 #include <math.h>
 #include <stdint.h>
@@ -200,10 +204,11 @@ static void close_to_bf16_grad(const char *what, const float *got, const float *
   close_to_tail(what, got, ref, n, rtol, 0, atol_rms, max_relrms, n >> tail_shift);
 }
 /* The tail allowance of dk/dv (one element per 2^shift): 17 as above; cudnn_case's GQA cases set
- * 12, because cuDNN's backward rounds each query head's dK/dV to bf16 before the group's sum (the
+ * 15, because cuDNN's backward rounds each query head's dK/dV to bf16 before the group's sum (the
  * frontend's GQA graph): on the H200 (2026-12-03, B 2 T 1024 heads 12/4) 5 of 524,288 dv
  * elements at 1.1-2.3x the bound, all at the first key rows (t 0, 1, where P near 1 makes each
- * head's term large against the group's sum); rms error 2.9e-3 of the tensor's, as elsewhere. */
+ * head's term large against the group's sum); rms error 2.9e-3 of the tensor's, as elsewhere.
+ * So 15 sets 16 allowed there (3x what was seen). Reset by every test that runs cases. */
 static int kv_tail_shift = 17;
 
 /* rows × w block at column c0 of a row-major array with row stride `stride` */
@@ -533,7 +538,7 @@ static void cudnn_case(int version, int B, int T, int nh, int nkv, int hd) {
   if (!want_cudnn_fwd || !want_cudnn_bwd)
     printf("  (cuDNN %d: %s declined by attention_cudnn.c's version rules at T %d)\n", version,
            !want_cudnn_fwd ? "the forward" : "the backward", T);
-  kv_tail_shift = nkv < nh ? 12 : 17;
+  kv_tail_shift = nkv < nh ? 15 : 17;
   run_case(1, "cudnn", B, T, nh, nkv, hd);
   kv_tail_shift = 17;
   want_cudnn_fwd = want_cudnn_bwd = -1;
@@ -565,6 +570,7 @@ static void test_bf16_cudnn(void **state) {
 static void test_cudnn_declines(void **state) {
   (void)state;
   want_cudnn_fwd = want_cudnn_bwd = -1; /* a failed test_bf16_cudnn case left them set */
+  kv_tail_shift = 17;
   long f0, b0, f1, b1;
   cudnn_counts(&f0, &b0);
   run_case(0, "cudnn", 2, 77, 4, 2, 64);
@@ -590,6 +596,7 @@ static void test_cudnn_default(void **state) {
             have = cudnn_version(&version, why, sizeof why);
   printf("compute capability %d.%d, cuDNN %s\n", tzc(g16)->cc_major, tzc(g16)->cc_minor,
          have ? "available" : why);
+  kv_tail_shift = 17; /* a failed test_bf16_cudnn case may have left it set */
   const int on = cc90 && have && cudnn_allowed(version, 0, 256) && cudnn_allowed(version, 1, 256);
   want_cudnn_fwd = on ? 1 : 0, want_cudnn_bwd = on ? 2 : 0;
   run_case(1, NULL, 2, 256, 12, 12, 64);

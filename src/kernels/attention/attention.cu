@@ -51,6 +51,7 @@ typedef __nv_bfloat16 bf16;
 
 /* core/error.h spells it with C11 _Noreturn, which C++ lacks */
 extern "C" [[noreturn]] void tz_panic(const char *file, int line, const char *what);
+extern "C" [[noreturn]] void tz_fatal(const char *msg); // core/error.h: bad user input
 
 namespace {
 
@@ -349,7 +350,9 @@ int attn_mode(void) {
   if (!strcmp(e, "fallback")) return MODE_FALLBACK;
   if (!strcmp(e, "cudnn")) return MODE_CUDNN;
   if (!strcmp(e, "builtin")) return MODE_BUILTIN;
-  tz_panic(__FILE__, __LINE__, "cuda attention: TEZGAH_CUDA_ATTN must be auto, builtin, cudnn, fast or fallback");
+  char m[160]; /* bad user input, not a bug: tz_fatal */
+  snprintf(m, sizeof m, "cuda attention: TEZGAH_CUDA_ATTN=%.40s: must be auto, builtin, cudnn, fast or fallback", e);
+  tz_fatal(m);
   return MODE_AUTO;
 }
 /* Whether a call asks cuDNN first (it still declines what it cannot run: attention_cudnn.h):

@@ -10,8 +10,8 @@
  *   lse        fp32 [B, H, T], natural log of Σ_j exp(s_j), s = q·k·(1/√hd) (cuDNN's softmax
  *              "stats" are that same quantity: attention_cudnn.c's header)
  *   dq, dk, dv bf16, written (=) with the strides of q, k, v
- * Every pointer 16-byte aligned, qs and kvs multiples of 8 (the caller checks: tzc_cudnn_*
- * decline otherwise too). */
+ * Every pointer 16-byte aligned, qs and kvs multiples of 8 (tzc_cudnn_* check it and decline
+ * otherwise). */
 #ifndef TZ_ATTENTION_CUDNN_H
 #define TZ_ATTENTION_CUDNN_H
 #include "backend/cuda/cuda_internal.h"
@@ -21,9 +21,13 @@ extern "C" {
 #endif
 
 /* Forward (causal, Tq == Tk == T, q_pos0 0, lse required). 0 when cuDNN ran it on the backend's
- * stream; -1 when the caller must run its own kernels: libcudnn.so.9 missing, a cuDNN version
- * with known faults, the graph or every engine refused, the stream capturing, or a shape outside
- * the rules above. The first refusal of each kind prints one note to stderr; nothing aborts. */
+ * stream; -1 when the caller must run its own kernels: fp32 activations, head_dim not a multiple
+ * of 8 or above 256, H not a multiple of KVH, unaligned pointers or strides (the rules above),
+ * libcudnn.so.9 missing or older than 9, a cuDNN version with known faults, cudnnCreate failed,
+ * the graph or every engine refused, the stream capturing, or a workspace that cannot grow
+ * (tzc_scratch_fits). The first refusal of each kind prints one note to stderr when cuDNN was
+ * asked for (TEZGAH_CUDA_ATTN=cudnn) or TEZGAH_VERBOSE is set. A refusal never aborts; a CUDA
+ * error (a lost device) or host out-of-memory is fatal, as everywhere in the backend. */
 int tzc_cudnn_attn_fwd(tz_backend *be, void *out, float *lse, const void *q, const void *k, const void *v,
                        int B, int T, int H, int KVH, int hd, int qs, int kvs);
 
@@ -34,7 +38,8 @@ int tzc_cudnn_attn_bwd(tz_backend *be, void *dq, void *dk, void *dv, const void 
                        int KVH, int hd, int qs, int kvs);
 
 /* Whether cuDNN can be used at all: 1 with its version (e.g. 91900) in *version, or 0 with the
- * reason in why (cap bytes; "built without cuDNN headers", "libcudnn.so.9: <dlerror>", ...).
+ * reason in why (cap bytes; "built without cuDNN headers ...", "libcudnn.so.9 not found
+ * (<dlerror>)", "cuDNN 8907 is older than 9", ...).
  * Loads the library on first call (thread-safe). */
 int tzc_cudnn_available(int *version, char *why, size_t cap);
 
