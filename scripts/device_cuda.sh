@@ -14,6 +14,9 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export LD_LIBRARY_PATH=$PWD/.dev/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+# test_cuda_parity's PyTorch fixtures: the binary was built elsewhere (its TZ_SOURCE_DIR is this
+# machine's checkout path), the working tree here has them
+export TEZGAH_FIXTURES=${TEZGAH_FIXTURES:-$PWD/tests/fixtures}
 out=${OUT:-/tmp/tz-device}
 mkdir -p "$out"
 want() { [[ " $* " == *" $1 "* ]]; }
