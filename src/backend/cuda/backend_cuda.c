@@ -247,6 +247,11 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
       return NULL;
     }
   }
+  char attn_why[160]; /* a bad attention switch fails here, before any work */
+  if (tzc_attention_env_check(attn_why, sizeof attn_why)) {
+    tz_err("cuda: %s", attn_why);
+    return NULL;
+  }
   int n, dv, rv, dev;
   const int few = cuda_env(act);
   double t0 = now_ms();

@@ -127,6 +127,11 @@ int tzc_scratch_fits(tz_backend *be, size_t bytes);
  * number of those calls and resets (bench_cuda_attention's per-kernel split). */
 long tzc_attention_bwd_split(double ms[3]);
 
+/* 0 when $TEZGAH_CUDA_ATTN is unset, empty or one of auto, builtin, cudnn, fast, fallback
+ * (src/kernels/attention/attention.cu says what each does); else -1 with the one-line reason in
+ * why. The backend checks it at creation, so a bad value fails before any work is done. */
+int tzc_attention_env_check(char *why, size_t cap);
+
 /* Device memory held outside tz_bufs (scratch, workspaces, the bf16 mirror) counts toward
  * mem_used / mem_peak: call with +bytes after allocating and -bytes before freeing. */
 void tzc_mem_account(tz_backend *be, long long delta);

@@ -17,7 +17,8 @@
  * cuDNN's fused flash-attention graphs (attention_cudnn.c, libcudnn.so.9 loaded on first use);
  * whatever it declines (no library, an unsupported shape or graph, a workspace that does not fit:
  * a stderr note only when asked for cuDNN or TEZGAH_VERBOSE) runs the paths below.
- * TEZGAH_CUDA_ATTN=builtin: the paths below only (never cuDNN); any other value is an error.
+ * TEZGAH_CUDA_ATTN=builtin: the paths below only (never cuDNN); any other value is an error
+ * (tzc_attention_env_check, at the backend's creation).
  * The fast backward takes dQ from a stored dS (attention_fa.cu's "ds path", fa_dq_ds's 128-row
  * blocks, dS written by 16-byte stores) when its scratch fits (tzc_scratch_fits), else recomputes S and
  * dP for dQ (fa_dq, "old"). For A/B runs: TEZGAH_CUDA_ATTN_BWD=old|ds|ds1|ds2 (default auto =
@@ -343,13 +344,20 @@ int fb_npl(int hd) {
 
 /* ---- path selection ---- */
 enum { MODE_AUTO, MODE_FAST, MODE_FALLBACK, MODE_CUDNN, MODE_BUILTIN };
-int attn_mode(void) {
-  const char *e = getenv("TEZGAH_CUDA_ATTN");
+/* TEZGAH_CUDA_ATTN's value as a MODE_*, or -1 when it is none of them */
+int parse_mode(const char *e) {
   if (!e || !*e || !strcmp(e, "auto")) return MODE_AUTO;
   if (!strcmp(e, "fast")) return MODE_FAST;
   if (!strcmp(e, "fallback")) return MODE_FALLBACK;
   if (!strcmp(e, "cudnn")) return MODE_CUDNN;
   if (!strcmp(e, "builtin")) return MODE_BUILTIN;
+  return -1;
+}
+int attn_mode(void) {
+  const char *e = getenv("TEZGAH_CUDA_ATTN");
+  const int mode = parse_mode(e);
+  if (mode >= 0) return mode;
+  /* the backend checked it at creation (tzc_attention_env_check); changed since */
   char m[160]; /* bad user input, not a bug: tz_fatal */
   snprintf(m, sizeof m, "cuda attention: TEZGAH_CUDA_ATTN=%.40s: must be auto, builtin, cudnn, fast or fallback", e);
   tz_fatal(m);
@@ -450,6 +458,13 @@ cudaEvent_t *bwd_events(void) {
 }
 
 } // namespace
+
+extern "C" int tzc_attention_env_check(char *why, size_t cap) {
+  const char *e = getenv("TEZGAH_CUDA_ATTN");
+  if (parse_mode(e) >= 0) return 0;
+  snprintf(why, cap, "TEZGAH_CUDA_ATTN=%.40s: must be auto, builtin, cudnn, fast or fallback", e);
+  return -1;
+}
 
 extern "C" void tzc_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q,
                                   tz_slice k, tz_slice v, int B, int Tq, int Tk, int q_pos0,
