@@ -22,6 +22,8 @@
  * matmuls' scalar path) against the whole batch on WebGPU: every step's loss within 1e-5
  * relative (fp32 summation order only: dW_lm summed over the chunks), the logits slice 40
  * rows.
+ * Submitting after every dispatch (TEZGAH_WEBGPU_FLUSH_EVERY=1) against only at the downloads (=0):
+ * gpt2 fp32, 6 steps, the losses bit for bit equal.
  * --precision (tz_backend_create's precision): "fp32" turns the mirror off; "f16" turns it on
  * where the adapter offers ShaderF16; with ShaderF16 hidden (TEZGAH_WEBGPU_HIDE_F16=1, an
  * adapter without it) the default falls back to fp32 and "f16" is a one-line error.
@@ -225,6 +227,40 @@ static void test_train_chunked(void **state) {
   gpu->destroy(gpu);
 }
 
+/* Submission boundaries change no result: gpt2 fp32, 6 AdamW steps on a backend that submits
+ * after every dispatch (TEZGAH_WEBGPU_FLUSH_EVERY=1: the uniform ring rewritten from slot 0 while
+ * earlier submissions may still read it, bind groups across submits) against one that submits
+ * only at the downloads (=0): every loss bit for bit the same (the same dispatches in the same
+ * order on one queue). */
+static void test_train_flush(void **state) {
+  tz_backend *be[2];
+  const char *every[2] = {"1", "0"};
+  setenv("TEZGAH_WEBGPU_F16", "0", 1);
+  for (int i = 0; i < 2; i++) {
+    setenv("TEZGAH_WEBGPU_FLUSH_EVERY", every[i], 1);
+    be[i] = tz_backend_create("webgpu", 0, NULL);
+    if (!be[i]) {
+      char why[1200];
+      snprintf(why, sizeof why, "WebGPU unavailable: %s", tz_errmsg());
+      tz_test_skip_all(why);
+    }
+  }
+  unsetenv("TEZGAH_WEBGPU_FLUSH_EVERY");
+  unsetenv("TEZGAH_WEBGPU_F16");
+  tz_config c = cfg_of(TZ_ARCH_GPT2);
+  enum { FSTEPS = 6, FT = 21 };
+  double l[2][FSTEPS];
+  tz_model *m[2];
+  for (int i = 0; i < 2; i++) train(be[i], &c, l[i], &m[i], FSTEPS, FT, 0);
+  for (int s = 0; s < FSTEPS; s++) printf("gpt2 step %d  every dispatch %.9g  at downloads %.9g\n", s + 1, l[0][s], l[1][s]);
+  assert_memory_equal(l[0], l[1], sizeof l[0]);
+  assert_true(l[0][FSTEPS - 1] < l[0][0]);
+  for (int i = 0; i < 2; i++) {
+    tz_model_free(m[i]);
+    be[i]->destroy(be[i]);
+  }
+}
+
 static void test_adamw_t(void **state) {
   tz_backend *gpu = tz_backend_create("webgpu", 0, NULL);
   if (!gpu) {
@@ -269,7 +305,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_train_llama), cmocka_unit_test(test_train_gpt2),
                                      cmocka_unit_test(test_train_llama_f16), cmocka_unit_test(test_train_gpt2_f16),
                                      cmocka_unit_test(test_train_llama_arena), cmocka_unit_test(test_train_gpt2_arena),
-                                     cmocka_unit_test(test_train_chunked), cmocka_unit_test(test_adamw_t),
+                                     cmocka_unit_test(test_train_chunked), cmocka_unit_test(test_train_flush),
+                                     cmocka_unit_test(test_adamw_t),
                                      cmocka_unit_test(test_precision)};
   /* TZ_TEST_FILTER: one glob over the case names (ctest's test_webgpu_train_arena) */
   const char *f = getenv("TZ_TEST_FILTER");

@@ -534,8 +534,9 @@ static void classify(tz_model *m, int train, float dscale) {
 
 /* Upload a batch, run forward and the classifier with its fused cross-entropy (dlogits
  * scaled by dscale / counted rows). train: also the classifier's gradient (dnf in a->dtmp,
- * dW_lm accumulated), where backward() starts. Returns the mean loss over counted rows. */
-static double forward_loss(tz_model *m, const int32_t *inputs, const int32_t *targets, float dscale, int train) {
+ * dW_lm accumulated), where backward() starts. Returns the number of counted rows; the
+ * per-row losses stay on the device (a->losses) until mean_loss reads them. */
+static int forward_record(tz_model *m, const int32_t *inputs, const int32_t *targets, float dscale, int train) {
   tz_acts *a = &m->train;
   tz_backend *be = m->be;
   int N = a->B * a->T;
@@ -545,6 +546,14 @@ static double forward_loss(tz_model *m, const int32_t *inputs, const int32_t *ta
   for (int i = 0; i < N; i++) counted += targets[i] >= 0;
   forward(m, a, a->B, a->T, 0, 0, 0);
   classify(m, train, counted ? dscale / counted : 0.0f);
+  return counted;
+}
+
+/* The mean loss over counted rows, downloaded from a->losses (a sync on GPU backends). */
+static double mean_loss(tz_model *m, int counted) {
+  tz_acts *a = &m->train;
+  tz_backend *be = m->be;
+  int N = a->B * a->T;
   float *losses = m->host_losses;
   be->download(be, losses, a->losses, (size_t)N * sizeof(float));
   double sum = 0;
@@ -553,7 +562,7 @@ static double forward_loss(tz_model *m, const int32_t *inputs, const int32_t *ta
 }
 
 /* ---- backward ---- */
-/* From dnf (a->dtmp, left by forward_loss's classifier) down to the embeddings. */
+/* From dnf (a->dtmp, left by forward_record's classifier) down to the embeddings. */
 static void backward(tz_model *m) {
   tz_backend *be = m->be;
   const tz_config *c = &m->cfg;
@@ -604,13 +613,15 @@ static void backward(tz_model *m) {
 
 double tz_model_train_micro(tz_model *m, const int32_t *inputs, const int32_t *targets,
                             float dscale) {
-  double loss = forward_loss(m, inputs, targets, dscale, 1);
+  /* the losses are read after the backward is recorded: a GPU backend runs the forward
+   * while the host records the backward, instead of idling at a download between them */
+  int counted = forward_record(m, inputs, targets, dscale, 1);
   backward(m);
-  return loss;
+  return mean_loss(m, counted);
 }
 
 double tz_model_eval_loss(tz_model *m, const int32_t *inputs, const int32_t *targets) {
-  return forward_loss(m, inputs, targets, 0.0f, 0);
+  return mean_loss(m, forward_record(m, inputs, targets, 0.0f, 0));
 }
 
 void tz_model_forward_logits(tz_model *m, const int32_t *inputs, float *logits) {

@@ -165,6 +165,11 @@ typedef struct {
   double pending_flop;  /* the FLOP of the next dispatch (the op sets it; 0: not a matmul) */
   tz_prof_totals prof;  /* per label: GPU ns, calls, FLOP, bytes bound, summed over dispatches */
   uint64_t submits;
+  /* Submit after this many recorded dispatches (TEZGAH_WEBGPU_FLUSH_EVERY, default 32; 0: only
+   * when the uniform ring or bind group cache fills, or at a sync). Dawn translates a command
+   * buffer to Vulkan at Submit and the GPU starts only then: a step recorded whole leaves the
+   * GPU idle while the host records it. */
+  int flush_every, since_flush;
 } wg_ctx;
 
 #define CTX(be) ((wg_ctx *)(be)->ctx)

@@ -40,6 +40,7 @@ void wg_flush(wg_ctx *c) {
   W.wgpuCommandEncoderRelease(c->enc);
   c->enc = NULL;
   c->uni_used = 0;
+  c->since_flush = 0;
   c->submits++;
   if (c->profile && nq) wg_prof_collect(c);
   wg_check(c);
@@ -473,6 +474,7 @@ void wg_run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords
   W.wgpuComputePassEncoderSetBindGroup(c->pass, 0, bg, 0, NULL);
   W.wgpuComputePassEncoderDispatchWorkgroups(c->pass, gx, gy, gz);
   if (c->profile) wg_end_pass(c);
+  if (c->flush_every && ++c->since_flush >= c->flush_every) wg_flush(c);
 }
 void wg_run(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords, const wg_arg *args,
                 int nargs, uint32_t gx, uint32_t gy, uint32_t gz) {

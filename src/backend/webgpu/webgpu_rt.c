@@ -310,6 +310,10 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   }
   /* read-only variants of the preamble kernels (ro_variant): GPUs yes, CPU adapters no */
   c->ro = env_int("TEZGAH_WEBGPU_RO", c->info.adapterType != WGPUAdapterType_CPU) != 0;
+  /* 32: GPT-2 124M f16 B16 T1024 on the H200 trained at 164.7K tokens/s submitting only at the
+   * downloads, 168.6–169.0K with 32, 168.8K with 128, 166.7K with 8 (docs/PERF.md, session 20) */
+  c->flush_every = env_int("TEZGAH_WEBGPU_FLUSH_EVERY", 32);
+  if (c->flush_every < 0) c->flush_every = 0;
   const char *pe = getenv("TEZGAH_PROFILE");
   c->profile = pe && *pe && strcmp(pe, "0") && c->has_ts;
   if (sgmat_choose(c) != 0) {
