@@ -127,6 +127,10 @@ static int runs_no_team(char **argv) {
 
 static void set_wait_policy(char **argv) {
   if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || runs_no_team(argv)) return;
+  /* an OMP_NUM_THREADS libgomp rejects: it has said so once at load (and uses its default);
+   * a re-exec would make it say so twice */
+  const char *nt = getenv("OMP_NUM_THREADS");
+  if (nt && atoi(nt) <= 0) return;
   const char *pre = getenv("LD_PRELOAD");
   if (pre && strstr(pre, "vgpreload")) return;
   if (spin_fits(argv) || setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
