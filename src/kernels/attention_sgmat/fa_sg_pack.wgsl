@@ -32,3 +32,51 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   }
   dst[p.oa.x + i] = pack2x16float(v);
 }
+
+// qkv8: the three copies in one dispatch, eight columns a thread (two vec4<f32> loads, one
+// vec4<u32> store), where q, k, v are the column blocks [0, C), [C, C + Ckv), [C + Ckv, C + 2·Ckv)
+// of one row-major source (the model's fused qkv tensor) with one row stride, every offset and
+// width a multiple of 8 elements (the host checks: sg_pack_qkv). The same values as `main` on
+// each block (the same clamp and pack2x16float): the copies are bit for bit those of the three
+// single-block dispatches. Parameters: u0 T, u1 Tp, u2 C, u3 stride (floats), u4 B, u5 Ckv,
+// u6..u8 the q, k, v copies' offsets in dst (u32 units, multiples of 4).
+@group(0) @binding(1) var<storage, read_write> dst4: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> src4: array<vec4<f32>>;
+
+@compute @workgroup_size(256)
+fn qkv8(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+  let i = gid.x + gid.y * nw.x * 256u;
+  let T = p.u[0].x;
+  let Tp = p.u[0].y;
+  let C = p.u[0].z;
+  let Ckv = p.u[1].y;
+  let groups = (C + 2u * Ckv) / 8u;
+  if (i >= p.u[1].x * Tp * groups) {
+    return;
+  }
+  let c = (i % groups) * 8u;
+  let row = i / groups;
+  let t = row % Tp;
+  let b = row / Tp;
+  var lo = vec4<f32>(0.0);
+  var hi = vec4<f32>(0.0);
+  if (t < T) {
+    let s = (p.oa.y + (b * T + t) * p.u[0].w + c) / 4u;
+    lo = clamp(src4[s], vec4<f32>(-65504.0), vec4<f32>(65504.0));
+    hi = clamp(src4[s + 1u], vec4<f32>(-65504.0), vec4<f32>(65504.0));
+  }
+  var base = p.u[1].z;
+  var cc = c;
+  var ncols = C;
+  if (c >= C + Ckv) {
+    base = p.u[2].x;
+    cc = c - C - Ckv;
+    ncols = Ckv;
+  } else if (c >= C) {
+    base = p.u[1].w;
+    cc = c - C;
+    ncols = Ckv;
+  }
+  let o = vec4<u32>(pack2x16float(lo.xy), pack2x16float(lo.zw), pack2x16float(hi.xy), pack2x16float(hi.zw));
+  dst4[(p.oa.x + base + (b * Tp + t) * (ncols / 2u) + cc / 2u) / 4u] = o;
+}
