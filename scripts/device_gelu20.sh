@@ -5,13 +5,15 @@
 #   pack (here):  TZ_PACK_TARGETS="tezgah test_cuda_gelu_epi test_cuda_train test_cuda_recompute test_cuda_ops" bash scripts/device_pack.sh .dev-g20 -DCMAKE_CUDA_ARCHITECTURES=90-real
 #   run (device, carry [".dev-g20"]):  bash scripts/device_gelu20.sh .dev-g20
 # 1. tests with TEZGAH_CUDA_REQUIRED=1: test_cuda_gelu_epi (the ops vs the CPU, the switch, training
-#    per switch value), test_cuda_train (default off, and with both+bgrad), test_cuda_recompute
-#    (with both: compared as bwd, see the test), test_cuda_ops.
+#    per switch value), test_cuda_train with both+bgrad, test_cuda_recompute (with both: compared
+#    as bwd, see the test), test_cuda_ops; test_cuda_train with the default (off) at the end (4.)
+#    when the time allows.
 # 2. training, B16 T1024 bf16, 12 steps: gpt2-350m off / bwd / fwd / both / both+bgrad, then off and
 #    the fastest of the four again; gpt2-774m off / both; gpt2-124m off / both. Median tokens/s of
 #    steps 6-12; losses of steps 1, 3, 12; whether the two runs of off (and of the best) give
 #    bit-identical losses; TEZGAH_VERBOSE's cuBLASLt epilogue notes (taken / no algorithm).
-# 3. --profile of 350m with both (8 steps).
+# 3. --profile of 350m with both (8 steps). Whole script <= ~420 s: a run that would start after
+#    380 s is skipped (said in the summary).
 # Writes $OUT/gelu20.tgz (every log) and $OUT/gelu20_summary.log, refreshed after each step.
 set -uo pipefail
 dir=${1:?usage: device_gelu20.sh DIR}
@@ -35,12 +37,11 @@ t() { # tag, timeout, binary, env...
   local rc=$?
   say "$tag rc $rc: $(grep -cE '^\[       OK \]' "$L/$tag.log") ok, $(grep -cE '^\[  FAILED  \] test' "$L/$tag.log") failed; $(grep -E '^\[  FAILED  \] test|ERROR|error:' "$L/$tag.log" | head -4 | tr '\n' ' ' | cut -c1-500)"
 }
-t test_cuda_gelu_epi 120 test_cuda_gelu_epi TEZGAH_VERBOSE=1
+t test_cuda_gelu_epi 100 test_cuda_gelu_epi TEZGAH_VERBOSE=1
 say "gelu_epi notes: $(grep -E 'fallback kernel$|GeLU form|bit-identical|DIFFER|worst relative|bias gradient in bf16' "$L/test_cuda_gelu_epi.log" | sort | uniq -c | sort -rn | head -24 | tr -s ' ' | tr '\n' ';' | cut -c1-2500)"
 say "gelu_epi cuBLASLt: $(grep -oE 'cuBLASLt (has no algorithm for )?matmul[_t]* with [A-Z_()]+' "$L/test_cuda_gelu_epi.log" | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
-t test_cuda_train 120 test_cuda_train
-t test_cuda_train_both_bgrad 120 test_cuda_train TEZGAH_CUDA_GELU_EPI=both+bgrad
-t test_cuda_recompute_both 90 test_cuda_recompute TEZGAH_CUDA_GELU_EPI=both
+t test_cuda_train_both_bgrad 90 test_cuda_train TEZGAH_CUDA_GELU_EPI=both+bgrad
+t test_cuda_recompute_both 60 test_cuda_recompute TEZGAH_CUDA_GELU_EPI=both
 t test_cuda_ops 60 test_cuda_ops
 
 # 2. training A/B
@@ -61,6 +62,7 @@ train() { # model, switch, tag, steps, extra args...
 declare -A tps
 one() { # model, switch, run letter
   local m=$1 sw=$2 r=$3 tag=${1}_${2}_$3
+  if ((SECONDS > 380)); then say "$m $sw ($r): skipped (the script's time is up)"; return; fi
   train "$m" "$sw" "$tag" 12
   local rc=$? f=$L/metrics_$tag.jsonl
   tps[$tag]=$(med "$f")
@@ -86,7 +88,11 @@ for m in gpt2-774m gpt2-124m; do
 done
 
 # 3. per-op times at 350m with both
-train gpt2-350m both prof_350m_both 8 --profile
-rc=$?
-say "profile 350m both: rc $rc; $(grep -E 'matmul|gelu|bias_bwd' "$L/train_prof_350m_both.log" | tr -s ' ' | head -8 | tr '\n' ';' | cut -c1-900)"
+if ((SECONDS < 380)); then
+  train gpt2-350m both prof_350m_both 8 --profile
+  rc=$?
+  say "profile 350m both: rc $rc; $(grep -E 'matmul|gelu|bias_bwd' "$L/train_prof_350m_both.log" | tr -s ' ' | head -8 | tr '\n' ';' | cut -c1-900)"
+fi
+# 4. the default (off) test_cuda_train, if time is left (off runs main's ops; test_cuda_gelu_epi trains with off too)
+if ((SECONDS < 330)); then t test_cuda_train_off 80 test_cuda_train; else say "test_cuda_train (off): skipped (time)"; fi
 say "done"

@@ -10,17 +10,24 @@
  *   N, against the CPU on the same (bf16-rounded in bf16) inputs:
  *     matmul_t_gelu vs matmul_t + gelu_fwd: h within rtol·S + atol (S = Σ_k |x·w| + |bias|;
  *       rtol 2e-5 fp32, 8e-3 bf16 (h's rounding), atol 1e-6) and out within
- *       1.2·(2e-5·S + 1e-6) + r·|ref| (|gelu'| ≤ 1.13 carries the fp32 sum's error; r = 1e-5
+ *       1.2·(2e-5·S + 1e-6) + r·|ref| + T (|gelu'| ≤ 1.13 carries the fp32 sum's error; r = 1e-5
  *       fp32, 8e-3 bf16: the fused GeLU reads the fp32 sum, so only out's own rounding);
  *     matmul_dgelu vs matmul + gelu_bwd (+ bias_bwd into a db that held values before): dh within
- *       1.2·(3e-5·S + 1e-6) + r·|ref| (S = Σ_k |dout·w|), db within the sum over rows of dh's
+ *       1.2·(3e-5·S + 1e-6) + r·|ref| + T (S = Σ_k |dout·w|), db within the sum over rows of dh's
  *       bounds + 1e-6·(1 + |db before|); with both+bgrad (DGELU_BGRAD) too.
- *   Which GeLU cuBLASLt applies: h = x (+ b) exactly (one nonzero column, x in [-8, 8)), out
- *   against the CPU's tanh form within 1e-5 + 1e-5·|ref| in fp32 (bf16: 1e-5 + 8e-3·|ref|); the
- *   erf form is up to 4.7e-4 away (at |x| ≈ 2.7), so fp32 tells them apart.
+ *   T: cuBLASLt's epilogue may evaluate tanh with the GPU's approximate instruction (PTX
+ *   tanh.approx.f32, relative error about 2^-11 by the PTX ISA; CUTLASS's tanh-form GeLU uses it),
+ *   so T = ε·|t|·|∂f/∂t| with t = tanh(√(2/π)(h + 0.044715h³)), ε = 1e-3 (twice that bound):
+ *   forward f = gelu, ∂f/∂t = h/2; backward f = gelu'(h)·(dout·W), ∂f/∂t = (1/2 − h·t·√(2/π)
+ *   (1 + 3·0.044715h²))·|dout·W|. The largest error seen is printed.
+ *   Which GeLU cuBLASLt applies: h = x (+ b) exactly (one nonzero column, x = m/32 − 8 in
+ *   [-8, 8)); the outputs at 1.5 ≤ |h| ≤ 4 (where the erf form is 1e-4..4.7e-4 from the tanh
+ *   form) must be closer on average to the CPU's tanh form than to the erf form (simulated with
+ *   tanh errors of the full 2^-11 the margin is 15 %; a precise tanh leaves ~1e-7 vs 2.5e-4).
  * - Training (a small gpt2, B 3, T 37, 12 AdamW steps as test_cuda_train runs them): for each of
  *   off, bwd, fwd, both, both+bgrad, bf16 losses within 2e-2 relative of the CPU's fp32 and two
- *   runs bit-identical; fp32 with both+bgrad within 1e-4 of the CPU; and the recompute rule:
+ *   runs bit-identical; fp32 with both+bgrad within 1e-3 of the CPU (not test_cuda_train's 1e-4:
+ *   the epilogue's tanh may be the approximate instruction, T above); and the recompute rule:
  *   with both, a --recompute run (the forward fusion off, the backward's on) gives bit for bit
  *   the losses of a stored run with bwd.
  * Needs a CUDA GPU; otherwise SKIPPED (exit 77); TEZGAH_CUDA_REQUIRED=1 makes that a failure. */
@@ -76,6 +83,14 @@ static void test_switch(void **state) {
 
 /* ---- the ops vs the CPU ---- */
 static double gelu_erf(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+static double gelu_tanh(double x) { return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+#define TANH_EPS 1e-3 /* T above */
+static double t_of(double h) { return tanh(0.7978845608028654 * (h + 0.044715 * h * h * h)); }
+static double tanh_term_fwd(double h) { return TANH_EPS * fabs(t_of(h)) * 0.5 * fabs(h); }
+static double tanh_term_bwd(double h, double acc) {
+  double t = t_of(h);
+  return TANH_EPS * fabs(t) * (0.5 + fabs(h * t) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * h * h)) * fabs(acc);
+}
 
 /* matmul_t_gelu: out = gelu(h), h = x·Wᵀ + b. form: the GeLU-form case (h = x[:,0] exactly). */
 static void check_fwd(tz_backend *be, int M, int K, int N, int bias, int form) {
@@ -103,15 +118,20 @@ static void check_fwd(tz_backend *be, int M, int K, int N, int bias, int form) {
   cpu->gelu_fwd(cpu, ca, ch, no);
   float *hr = ot_get(&oc, ch, no), *ar = ot_get(&oc, ca, no);
   int bad = 0;
-  double worst_erf = 0;
+  double d_tanh = 0, d_erf = 0, worst = 0;
+  int n_band = 0;
   for (int m = 0; m < M; m++)
     for (int n = 0; n < N; n++) {
       size_t i = (size_t)m * N + n;
       double s = bias ? fabs(bs[n]) : 0;
       for (int k = 0; k < K; k++) s += fabs((double)x[(size_t)m * K + k] * w[(size_t)n * K + k]);
       double bh = (bf16 ? 8e-3 : 2e-5) * s + 1e-6;
-      double ba = form ? 1e-5 + (bf16 ? 8e-3 : 1e-5) * fabs(ar[i]) : 1.2 * (2e-5 * s + 1e-6) + (bf16 ? 8e-3 : 1e-5) * fabs(ar[i]);
-      if (form) worst_erf = fmax(worst_erf, fabs(gelu_erf(hr[i]) - ar[i]));
+      double ba = 1.2 * (2e-5 * s + 1e-6) + (bf16 ? 8e-3 : 1e-5) * fabs(ar[i]) + tanh_term_fwd(hr[i]);
+      worst = fmax(worst, fabs(a[i] - ar[i]));
+      if (form && fabs(hr[i]) >= 1.5 && fabs(hr[i]) <= 4) {
+        d_tanh += fabs(a[i] - gelu_tanh(hr[i])), d_erf += fabs(a[i] - gelu_erf(hr[i]));
+        n_band++;
+      }
       if (!(fabs(h[i] - hr[i]) <= bh) || !(fabs(a[i] - ar[i]) <= ba)) {
         if (bad++ < 5)
           print_error("matmul_t_gelu %s M=%d K=%d N=%d bias=%d: [%d,%d] h %.9g want %.9g (<= %.3g), out %.9g want "
@@ -119,9 +139,14 @@ static void check_fwd(tz_backend *be, int M, int K, int N, int bias, int form) {
                       tz_dtype_name(be->act), M, K, N, bias, m, n, h[i], hr[i], bh, a[i], ar[i], ba);
       }
     }
-  if (form)
-    printf("GeLU form %s bias=%d: within the bound of the CPU's tanh form; the erf form %.3g away at most\n",
-           tz_dtype_name(be->act), bias, worst_erf);
+  printf("matmul_t_gelu %s M=%d K=%d N=%d bias=%d: out at most %.3g from the CPU's\n", tz_dtype_name(be->act), M, K,
+         N, bias, worst);
+  if (form) {
+    printf("GeLU form %s bias=%d, %d outputs at 1.5 <= |h| <= 4: mean distance %.3g to the tanh form, %.3g to the erf "
+           "form\n",
+           tz_dtype_name(be->act), bias, n_band, d_tanh / n_band, d_erf / n_band);
+    assert_true(n_band > 0 && d_tanh < d_erf);
+  }
   if (bad) fail();
   free(x), free(w), free(bs), free(params), free(h), free(a), free(hr), free(ar);
   ot_release(&o);
@@ -147,16 +172,17 @@ static void check_bwd(tz_backend *be, int M, int K, int N, int with_db) {
   cpu->matmul(cpu, cda, cd, cw, M, K, N, 0);
   cpu->gelu_bwd(cpu, cdh, ch, cda, no);
   cpu->bias_bwd(cpu, cdb, cdh, M, N);
-  float *dhr = ot_get(&oc, cdh, no), *dbr = ot_get(&oc, cdb, N);
-  double *dbb = calloc(N, sizeof(double));
+  float *dhr = ot_get(&oc, cdh, no), *dbr = ot_get(&oc, cdb, N), *dar = ot_get(&oc, cda, no);
+  double *dbb = calloc(N, sizeof(double)), worst = 0;
   int bad = 0;
   for (int m = 0; m < M; m++)
     for (int n = 0; n < N; n++) {
       size_t i = (size_t)m * N + n;
       double s = 0;
       for (int k = 0; k < K; k++) s += fabs((double)dout[(size_t)m * K + k] * w[(size_t)k * N + n]);
-      double b = 1.2 * (3e-5 * s + 1e-6) + (bf16 ? 8e-3 : 1e-5) * fabs(dhr[i]);
+      double b = 1.2 * (3e-5 * s + 1e-6) + (bf16 ? 8e-3 : 1e-5) * fabs(dhr[i]) + tanh_term_bwd(h[i], dar[i]);
       dbb[n] += b;
+      worst = fmax(worst, fabs(dh[i] - dhr[i]));
       if (!(fabs(dh[i] - dhr[i]) <= b) && bad++ < 5)
         print_error("matmul_dgelu %s M=%d K=%d N=%d: dh[%d,%d] %.9g want %.9g (<= %.3g)\n", tz_dtype_name(be->act), M,
                     K, N, m, n, dh[i], dhr[i], b);
@@ -167,8 +193,10 @@ static void check_bwd(tz_backend *be, int M, int K, int N, int with_db) {
       print_error("matmul_dgelu %s M=%d K=%d N=%d db=%d: db[%d] %.9g want %.9g (<= %.3g)\n", tz_dtype_name(be->act),
                   M, K, N, with_db, n, db[n], want, b);
   }
+  printf("matmul_dgelu %s M=%d K=%d N=%d db=%d: dh at most %.3g from the CPU's\n", tz_dtype_name(be->act), M, K, N,
+         with_db, worst);
   if (bad) fail();
-  free(dout), free(w), free(h), free(db0), free(dh), free(db), free(dhr), free(dbr), free(dbb);
+  free(dout), free(w), free(h), free(db0), free(dh), free(db), free(dhr), free(dbr), free(dar), free(dbb);
   ot_release(&o);
   ot_release(&oc);
 }
@@ -277,7 +305,7 @@ static void test_training(void **state) {
   tz_backend *be = cuda_with("fp32", "both+bgrad", 0);
   train(be, d, 0, l1);
   be->destroy(be);
-  check_rel("fp32 both+bgrad", lc, l1, 1e-4);
+  check_rel("fp32 both+bgrad", lc, l1, 1e-3); /* 1e-3: the epilogue's tanh may be the approximate one (T) */
   /* recompute: the forward fusion is off, the backward's on: exactly a stored run with bwd */
   be = cuda_with(NULL, "both", 0);
   train(be, d, 1, l1);

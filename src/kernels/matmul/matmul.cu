@@ -173,10 +173,8 @@ void entry_build(tz_backend *be, Entry *e, const Key &k, const void *bias, const
     LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
     LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   }
-  if (k.epi != E_NONE) { // the GeLU input: D's type and layout
-    int32_t at = (int32_t)out_t;
+  if (k.epi != E_NONE) { // the GeLU input: D's layout; its type is left to the default, D's
     int64_t ld = k.N;
-    LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &at, sizeof at));
     LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld));
     LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
   }
