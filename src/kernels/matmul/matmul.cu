@@ -47,8 +47,10 @@
 // Which GeLU: cublasLt.h and the cuBLAS docs say only "GELU". It is the tanh form (Hendrycks &
 // Gimpel 2016), GPT-2's and ours (gelu.cu, gelu_cpu.c): PyTorch's _addmm_activation documents its
 // cuBLASLt GELU epilogue as the tanh approximation (pytorch/pytorch#104061, "cuBLASLt-based fused
-// GELU epilogue ... uses tanh approximation"), and test_cuda_gelu_epi pins it in fp32 against the
-// CPU's tanh form to 1e-5 (the erf form is up to 4.7e-4 away, at |x| ≈ 2.7).
+// GELU epilogue ... uses tanh approximation"), and test_cuda_gelu_epi checks it: the outputs lie
+// closer to the CPU's tanh form than to the erf form (up to 4.7e-4 apart, at |x| ≈ 2.7). Its tanh
+// may be the GPU's approximate instruction (tanh.approx.f32, ~2^-11 relative): the test's bounds
+// allow that and print the largest error seen; the precision is not documented by cuBLASLt.
 // The fallback kernel computes the same: out = gelu(fp32 sum) and h = the sum; out = gelu'(h)·sum
 // (gelu'/gelu of cuda_common.cuh, gelu.cu's formulas), then bias_bwd for db.
 #include <cublasLt.h>
