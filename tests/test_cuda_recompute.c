@@ -84,9 +84,22 @@ static void sizes(const char *precision) {
 static void test_sizes_bf16(void **state) { sizes(NULL); }
 static void test_sizes_fp32(void **state) { sizes("fp32"); }
 
-/* One micro-batch's loss and every gradient, stored against recomputed: the same bits. */
+/* One micro-batch's loss and every gradient, stored against recomputed: the same bits. The
+ * promise holds without the forward GeLU epilogue (TEZGAH_CUDA_GELU_EPI=fwd, both, both+bgrad:
+ * the fused GeLU reads the fp32 sum, recompute rebuilds it from the stored bf16 h, so the
+ * stored run differs in its last bits; the model uses it only without recompute): such a value
+ * is narrowed to its backward part here (bwd, bwd+bgrad), which recompute keeps. */
 static void identical(const char *precision) {
+  const char *epi = getenv("TEZGAH_CUDA_GELU_EPI");
+  char *saved = epi ? strdup(epi) : NULL;
+  if (epi && (!strcmp(epi, "fwd") || !strncmp(epi, "both", 4))) {
+    const char *narrow = !strcmp(epi, "both+bgrad") ? "bwd+bgrad" : !strcmp(epi, "both") ? "bwd" : "off";
+    printf("TEZGAH_CUDA_GELU_EPI=%s: compared with %s (the forward epilogue is off under recompute)\n", epi, narrow);
+    setenv("TEZGAH_CUDA_GELU_EPI", narrow, 1);
+  }
   tz_backend *be = ct_cuda(precision);
+  if (saved) setenv("TEZGAH_CUDA_GELU_EPI", saved, 1);
+  free(saved);
   for (int arch = 0; arch < 2; arch++) {
     tz_config c = cfg_of(arch ? TZ_ARCH_GPT2 : TZ_ARCH_LLAMA);
     const int B = 4, T = 100, N = B * T;

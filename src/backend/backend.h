@@ -235,6 +235,23 @@ struct tz_backend {
    * rows. a, gu: act; out: fp32. */
   void (*matmul_at_swiglu_a)(tz_backend *be, tz_slice out, tz_slice a, tz_slice gu, int M, int K,
                              int N, int acc);
+  /* Optional GeLU-epilogue matmuls (NULL: not offered -- CPU, WebGPU, and CUDA unless
+   * TEZGAH_CUDA_GELU_EPI asks; the model then runs the separate ops). GeLU = gelu_fwd's tanh form.
+   * matmul_t_gelu: h[M,N] = x[M,K] · W[N,K]ᵀ + bias[N] (bias W, may be NONE) and
+   *   out[M,N] = gelu(h), with the GeLU applied to the sum before h is rounded to act: in bf16
+   *   `out` may differ in its last bits from matmul_t + gelu_fwd (which read the stored h), so a
+   *   caller that recomputes out from h later (train --recompute) must not use it. x: mmin; W: W;
+   *   h: act (written); out: mmin (written). The fc matmul and GeLU of a GPT-2 block's forward
+   *   (cuBLASLt's GELU_AUX_BIAS epilogue on CUDA).
+   * matmul_dgelu: dh[M,N] = gelu'(h[M,N]) ⊙ (dout[M,K] · W[K,N]) -- matmul then gelu_bwd, without
+   *   rounding the product to act between them -- and, when db is present, db[N] += Σ_m dh[m,N]
+   *   (bias_bwd's sum of the dh written). dout, h: act; W: W; dh: act (written); db: fp32 or
+   *   NONE. The fcproj dX, GeLU backward and fc bias gradient of a GPT-2 block's backward
+   *   (cuBLASLt's DGELU / DGELU_BGRAD epilogues on CUDA). */
+  void (*matmul_t_gelu)(tz_backend *be, tz_slice out, tz_slice h, tz_slice x, tz_slice w, tz_slice bias, int M,
+                        int K, int N);
+  void (*matmul_dgelu)(tz_backend *be, tz_slice dh, tz_slice db, tz_slice dout, tz_slice w, tz_slice h, int M,
+                       int K, int N);
 
   /* RoPE (Su et al. 2021, llama2.c's pairing of adjacent dims (2i, 2i+1)), in place on the q
    * and k parts of a fused qkv row: qkv [B*T, (n_head + 2*n_kv_head)*head_dim] holds q

@@ -478,9 +478,16 @@ static void forward(tz_model *m, tz_acts *a, int B, int T, int pos0, int kv, int
     be->matmul_t(be, x->mid, x->att, P(m, o->proj_w), P(m, o->proj_b), N, d.C, d.C, 0);
     be->add(be, x->mid, x->mid, in, (size_t)N * d.C);
     norm_fwd(m, x->n2, x->n2_mean, x->n2_rstd, x->mid, o->norm2_w, o->norm2_b, N);
-    be->matmul_t(be, x->h, x->n2, P(m, o->fc_w), P(m, o->fc_b), N, d.C, d.F2, 0);
-    if (gpt2) be->gelu_fwd(be, x->a, x->h, (size_t)N * d.F);
-    else be->swiglu_fwd(be, x->a, x->h, N, d.F);
+    /* fc and GeLU in one matmul (its epilogue) where the backend offers it; only on the training
+     * arena without recompute: the fused GeLU reads the fp32 sum, while recompute (backward)
+     * rebuilds x->a from the stored h with gelu_fwd, which must give the same bits */
+    if (gpt2 && be->matmul_t_gelu && a == &m->train && !a->recompute) {
+      be->matmul_t_gelu(be, x->a, x->h, x->n2, P(m, o->fc_w), P(m, o->fc_b), N, d.C, d.F);
+    } else {
+      be->matmul_t(be, x->h, x->n2, P(m, o->fc_w), P(m, o->fc_b), N, d.C, d.F2, 0);
+      if (gpt2) be->gelu_fwd(be, x->a, x->h, (size_t)N * d.F);
+      else be->swiglu_fwd(be, x->a, x->h, N, d.F);
+    }
     be->matmul_t(be, out, x->a, P(m, o->fcproj_w), P(m, o->fcproj_b), N, d.F, d.C, 0);
     be->add(be, out, out, x->mid, (size_t)N * d.C);
   }
@@ -583,15 +590,18 @@ static void backward(tz_model *m) {
       else be->swiglu_fwd(be, x->a, x->h, N, d.F);
       norm_fwd(m, x->n1, x->n1_mean, x->n1_rstd, a->res[l], o->norm1_w, o->norm1_b, N);
     }
-    /* MLP: res[l+1] = mid + a·Wfcprojᵀ + b */
-    be->matmul(be, a->da, a->dres, P(m, o->fcproj_w), N, d.C, d.F, 0);
+    /* MLP: res[l+1] = mid + a·Wfcprojᵀ + b. dh = gelu'(h) ⊙ (dres·Wfcproj) (and fc's bias
+     * gradient) in one matmul where the backend offers it, else through da */
+    const int dgelu = gpt2 && be->matmul_dgelu;
+    if (dgelu) be->matmul_dgelu(be, a->dh, G(m, o->fc_b), a->dres, P(m, o->fcproj_w), x->h, N, d.C, d.F);
+    else be->matmul(be, a->da, a->dres, P(m, o->fcproj_w), N, d.C, d.F, 0);
     be->matmul_at(be, G(m, o->fcproj_w), a->dres, x->a, d.C, N, d.F, 1);
     if (gpt2) be->bias_bwd(be, G(m, o->fcproj_b), a->dres, N, d.C);
-    if (gpt2) be->gelu_bwd(be, a->dh, x->h, a->da, (size_t)N * d.F);
-    else be->swiglu_bwd(be, a->dh, a->da, x->h, N, d.F);
+    if (!gpt2) be->swiglu_bwd(be, a->dh, a->da, x->h, N, d.F);
+    else if (!dgelu) be->gelu_bwd(be, a->dh, x->h, a->da, (size_t)N * d.F);
     be->matmul(be, a->dtmp, a->dh, P(m, o->fc_w), N, d.F2, d.C, 0);
     be->matmul_at(be, G(m, o->fc_w), a->dh, x->n2, d.F2, N, d.C, 1);
-    if (gpt2) be->bias_bwd(be, G(m, o->fc_b), a->dh, N, d.F2);
+    if (gpt2 && !dgelu) be->bias_bwd(be, G(m, o->fc_b), a->dh, N, d.F2);
     norm_bwd(m, a->dres, a->dtmp, x->mid, x->n2_mean, x->n2_rstd, o->norm2_w, o->norm2_b, N);
     /* attention: mid = res[l] + att·Wprojᵀ + b */
     be->matmul(be, a->dtmp, a->dres, P(m, o->proj_w), N, d.C, d.C, 0);

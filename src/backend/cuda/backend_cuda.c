@@ -165,6 +165,8 @@ static void fill_ops(tz_backend *be) {
   be->matmul_t = tzc_matmul_t;
   be->matmul = tzc_matmul;
   be->matmul_at = tzc_matmul_at;
+  be->matmul_t_gelu = tzc_matmul_t_gelu;
+  be->matmul_dgelu = tzc_matmul_dgelu;
   OP(embed_fwd);
   OP(embed_bwd);
   OP(rmsnorm_fwd);
@@ -247,8 +249,8 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
       return NULL;
     }
   }
-  char attn_why[160]; /* a bad attention switch fails here, before any work */
-  if (tzc_attention_env_check(attn_why, sizeof attn_why)) {
+  char attn_why[160]; /* a bad attention or GeLU-epilogue switch fails here, before any work */
+  if (tzc_attention_env_check(attn_why, sizeof attn_why) || tzc_gelu_epi_env_check(attn_why, sizeof attn_why)) {
     tz_err("cuda: %s", attn_why);
     return NULL;
   }
@@ -318,6 +320,11 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   /* opt-in (on the H200 the one-kernel step is still slower than the recorded op-by-op step,
    * 2026-12-03): otherwise NULL, and the model never builds a step description */
   if (!(so && !strcmp(so, "1"))) be->decode_step = NULL;
+  /* the GeLU epilogues (matmul.cu): offered only where TEZGAH_CUDA_GELU_EPI asks (opt-in until an
+   * H200 measurement); otherwise NULL and the model runs the separate ops, as before */
+  const int gelu_epi = tzc_gelu_epi_mode();
+  if (!(gelu_epi & TZC_GELU_BWD)) be->matmul_dgelu = NULL;
+  if (!(gelu_epi & TZC_GELU_FWD)) be->matmul_t_gelu = NULL;
   const char *pd = getenv("TEZGAH_CUDA_PDL");
   c->pdl_off = prop.major < 9 || (pd && !strcmp(pd, "0"));
   if (c->verbose) {

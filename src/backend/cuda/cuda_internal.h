@@ -132,6 +132,15 @@ long tzc_attention_bwd_split(double ms[3]);
  * why. The backend checks it at creation, so a bad value fails before any work is done. */
 int tzc_attention_env_check(char *why, size_t cap);
 
+/* TEZGAH_CUDA_GELU_EPI (matmul.cu): which GeLU epilogues the backend offers. off (default, also
+ * unset or empty): none; bwd: matmul_dgelu; fwd: matmul_t_gelu; both; bwd+bgrad, both+bgrad: and
+ * matmul_dgelu's bias gradient through DGELU_BGRAD. tzc_gelu_epi_mode: the TZC_GELU_* bits of
+ * the value (0 for a bad one); tzc_gelu_epi_env_check: 0, or -1 with the one-line reason in why
+ * (the backend checks it at creation, as TEZGAH_CUDA_ATTN). */
+enum { TZC_GELU_BWD = 1, TZC_GELU_FWD = 2, TZC_GELU_BGRAD = 4 };
+int tzc_gelu_epi_mode(void);
+int tzc_gelu_epi_env_check(char *why, size_t cap);
+
 /* Device memory held outside tz_bufs (scratch, workspaces, the bf16 mirror) counts toward
  * mem_used / mem_peak: call with +bytes after allocating and -bytes before freeing. */
 void tzc_mem_account(tz_backend *be, long long delta);
@@ -190,6 +199,11 @@ void tzc_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rst
 void tzc_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice dout, tz_slice inp,
                        tz_slice w, tz_slice mean, tz_slice rstd, int N, int C);
 void tzc_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, int M, int K, int N, int acc);
+/* The GeLU-epilogue matmuls (backend.h's matmul_t_gelu, matmul_dgelu; matmul.cu). */
+void tzc_matmul_t_gelu(tz_backend *be, tz_slice out, tz_slice h, tz_slice x, tz_slice w, tz_slice bias, int M, int K,
+                       int N);
+void tzc_matmul_dgelu(tz_backend *be, tz_slice dh, tz_slice db, tz_slice dout, tz_slice w, tz_slice h, int M, int K,
+                      int N);
 void tzc_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
 void tzc_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
 void tzc_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N);

@@ -96,6 +96,16 @@ __device__ __forceinline__ float tzc_gelu_fwd1(float x) {
   const float u = 0.7978845608028654f * (xc + 0.044715f * xc * xc * xc);
   return __fdividef(x, 1.0f + __expf(fminf(-2.0f * u, 80.0f)));
 }
+/* Its derivative, exactly as gelu.cu's backward: gelu'(x) = σ + 2eσ²·x·√(2/π)(1 + 3·0.044715x²)
+ * with e = exp(−2u), σ = 1/(1 + e) (0.5·sech²u = 2eσ²); for matmul.cu's fallback kernel of the
+ * DGELU epilogue. */
+__device__ __forceinline__ float tzc_gelu_grad1(float x) {
+  const float xc = fminf(fmaxf(x, -100.0f), 100.0f);
+  const float u = 0.7978845608028654f * (xc + 0.044715f * xc * xc * xc);
+  const float e = __expf(fminf(-2.0f * u, 80.0f));
+  const float s = __fdividef(1.0f, 1.0f + e);
+  return s + 2.0f * (e * s) * s * xc * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * xc * xc);
+}
 
 /* ---- reductions (fixed order: deterministic) ---- */
 __device__ __forceinline__ float tzc_warp_sum(float v) {

@@ -2,6 +2,9 @@
 //   matmul_t:  out[M,N] (+)= a[M,K] · b[N,K]ᵀ (+ bias[N])   forward  Y = X·Wᵀ + b
 //   matmul:    out[M,N] (+)= a[M,K] · b[K,N]                dX = dY·W
 //   matmul_at: out[M,N] (+)= a[K,M]ᵀ · b[K,N]               dW += dYᵀ·X
+//   matmul_t_gelu: h[M,N] = a[M,K] · b[N,K]ᵀ + bias[N], out = gelu(h)      fc + GeLU forward
+//   matmul_dgelu:  out[M,N] = gelu'(h[M,N]) ⊙ (a[M,K] · b[K,N]),           fcproj's dX + GeLU
+//                  db[N] += Σ_m out[m,N]                                   backward (+ fc's db)
 //
 // cuBLASLt is column-major. A row-major [R,C] matrix is the column-major [C,R] matrix with
 // leading dimension C, so each form computes the transposed product out_cmᵀ = (…)ᵀ with the
@@ -24,7 +27,32 @@
 // TEZGAH_CUDA_MATMUL=naive at backend creation) a simple fp32-accumulating kernel computes the
 // same thing.
 //
-// Later fused epilogues (GeLU, bias gradient) fit as more `epi` values in the key.
+// GeLU epilogues (the last two ops; offered by the backend only under TEZGAH_CUDA_GELU_EPI,
+// tzc_gelu_epi_mode below; default off, when the model runs matmul_t + gelu_fwd and matmul +
+// gelu_bwd + bias_bwd as before), the key's `epi`:
+// - matmul_t_gelu: CUBLASLT_EPILOGUE_GELU_AUX_BIAS (GELU_AUX without a bias): D = gelu(acc + bias)
+//   and the aux matrix = acc + bias (the GeLU input, which the backward reads), both in D's type
+//   (bf16 or fp32: cublasLt.h, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE's default) and laid out
+//   as D (ld N; cuBLASLt wants the aux ld divisible by 8: other N take the fallback kernel). The
+//   GeLU is applied to the fp32 sum, while gelu_fwd reads the stored h: in bf16 `out` differs from
+//   matmul_t + gelu_fwd in its last bits (in fp32 the math is the same). So `train --recompute`,
+//   which recomputes out from the stored h with gelu_fwd, must not use this op (the model's rule).
+// - matmul_dgelu: CUBLASLT_EPILOGUE_DGELU with h as the aux input: D = gelu'(h) ⊙ acc, the GeLU
+//   gradient applied to the fp32 accumulator (matmul + gelu_bwd round dX to bf16 between them).
+//   db: with TEZGAH_CUDA_GELU_EPI=...+bgrad, CUBLASLT_EPILOGUE_DGELU_BGRAD also writes the sums of
+//   D over our rows (the bias gradient, "length = D's rows" in cuBLASLt's column-major view) --
+//   fp32 asked first, D's type if the heuristic has nothing for fp32 -- into tzc_scratch, and a
+//   small kernel adds it into db (db accumulates; the epilogue writes). Otherwise, or without a
+//   BGRAD algorithm, db += bias_bwd(out), bias_bwd's kernel and bits.
+// Which GeLU: cublasLt.h and the cuBLAS docs say only "GELU". It is the tanh form (Hendrycks &
+// Gimpel 2016), GPT-2's and ours (gelu.cu, gelu_cpu.c): PyTorch's _addmm_activation documents its
+// cuBLASLt GELU epilogue as the tanh approximation (pytorch/pytorch#104061, "cuBLASLt-based fused
+// GELU epilogue ... uses tanh approximation"), and test_cuda_gelu_epi checks it: the outputs lie
+// closer to the CPU's tanh form than to the erf form (up to 4.7e-4 apart, at |x| ≈ 2.7). Its tanh
+// may be the GPU's approximate instruction (tanh.approx.f32, ~2^-11 relative): the test's bounds
+// allow that and print the largest error seen; the precision is not documented by cuBLASLt.
+// The fallback kernel computes the same: out = gelu(fp32 sum) and h = the sum; out = gelu'(h)·sum
+// (gelu'/gelu of cuda_common.cuh, gelu.cu's formulas), then bias_bwd for db.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <stdio.h>
@@ -32,6 +60,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_internal.h"
+#include "kernels/common/cuda_common.cuh"
 extern "C" [[noreturn]] void tz_fatal(const char *msg); // core/error.h (C11 _Noreturn there)
 
 namespace {
@@ -39,9 +68,13 @@ namespace {
 enum Form { F_T = 0, F_NN = 1, F_AT = 2 };
 const char *const kFormName[3] = {"matmul_t", "matmul", "matmul_at"};
 
+// Epilogues beyond the bias: GeLU forward with its input as aux (F_T), GeLU gradient from the
+// aux (F_NN), and that with the bias gradient (F_NN; bias pointer = the gradient's output).
+enum Epi { E_NONE = 0, E_GELU = 1, E_DGELU = 2, E_DGELU_BGRAD = 3 };
+
 struct Key {
-  int form, M, K, N, acc, bias, bf16;
-  int al_a, al_b, al_d, al_bias; // pointer alignments (bytes, quantized)
+  int form, M, K, N, acc, bias, bf16, epi;
+  int al_a, al_b, al_d, al_bias, al_aux; // pointer alignments (bytes, quantized)
 };
 
 struct Entry {
@@ -49,7 +82,8 @@ struct Entry {
   cublasLtMatmulDesc_t desc;
   cublasLtMatrixLayout_t la, lb, ld;
   cublasLtMatmulAlgo_t algo;
-  int naive; // no cuBLASLt algorithm: use the fallback kernel
+  int naive;      // no cuBLASLt algorithm: use the fallback kernel
+  int bgrad_bf16; // E_DGELU_BGRAD: the bias gradient comes in bf16 (fp32 had no algorithm)
 };
 
 constexpr int kCap = 256;
@@ -59,6 +93,7 @@ struct MM {
   void *bias_buf; // 256-aligned copy of a misaligned bias
   size_t bias_bytes;
   int force_naive;
+  int gelu_bgrad;      // TEZGAH_CUDA_GELU_EPI=...+bgrad: DGELU_BGRAD for matmul_dgelu's db
   long long fallbacks; // calls that cuBLASLt could not take (not counting forced / K = 0)
 };
 
@@ -88,31 +123,9 @@ void entry_release(Entry *e) {
   memset(e, 0, sizeof *e);
 }
 
-// Build the descriptors for `k` and ask the heuristic for its best algorithm.
-void entry_build(tz_backend *be, Entry *e, const Key &k, const void *bias) {
+// Ask the heuristic for the best algorithm of e's descriptors; 1 when it has one.
+int entry_algo(tz_backend *be, Entry *e, const Key &k) {
   tzc_ctx *c = tzc(be);
-  e->key = k;
-  cudaDataType_t in_t = k.bf16 ? CUDA_R_16BF : CUDA_R_32F;
-  cudaDataType_t out_t = (k.bf16 && k.form != F_AT) ? CUDA_R_16BF : CUDA_R_32F;
-  cublasOperation_t ta = k.form == F_T ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t tb = k.form == F_AT ? CUBLAS_OP_T : CUBLAS_OP_N;
-  LT_CHECK(tzc_lt.MatmulDescCreate(&e->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-  LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  if (k.bias) {
-    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-    int32_t bt = (int32_t)out_t;
-    LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-    LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
-    LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-  }
-  // stored (pre-op) shapes of the column-major operands, see the header
-  uint64_t a_rows = k.form == F_T ? k.K : k.N, a_cols = k.form == F_T ? k.N : k.K;
-  uint64_t b_rows = k.form == F_AT ? k.M : k.K, b_cols = k.form == F_AT ? k.K : k.M;
-  LT_CHECK(tzc_lt.MatrixLayoutCreate(&e->la, in_t, a_rows, a_cols, (int64_t)a_rows));
-  LT_CHECK(tzc_lt.MatrixLayoutCreate(&e->lb, in_t, b_rows, b_cols, (int64_t)b_rows));
-  LT_CHECK(tzc_lt.MatrixLayoutCreate(&e->ld, out_t, k.N, k.M, k.N));
-
   cublasLtMatmulPreference_t pref;
   LT_CHECK(tzc_lt.MatmulPreferenceCreate(&pref));
   uint64_t ws = c->lt_ws_bytes;
@@ -130,15 +143,70 @@ void entry_build(tz_backend *be, Entry *e, const Key &k, const void *bias) {
   tzc_lt.MatmulPreferenceDestroy(pref);
   if (st == CUBLAS_STATUS_SUCCESS && found > 0 && res.state == CUBLAS_STATUS_SUCCESS && res.workspaceSize <= ws) {
     e->algo = res.algo;
-  } else {
+    return 1;
+  }
+  return 0;
+}
+
+const char *const kEpiName[4] = {"", " with GELU_AUX(_BIAS)", " with DGELU", " with DGELU_BGRAD"};
+
+// Build the descriptors for `k` and ask the heuristic for its best algorithm. `bias`: the bias
+// (k.bias) or, for E_DGELU_BGRAD, the bias gradient's output; `aux`: the GeLU input (E_GELU
+// writes it, E_DGELU* read it). The heuristic reads their alignments.
+void entry_build(tz_backend *be, Entry *e, const Key &k, const void *bias, const void *aux) {
+  tzc_ctx *c = tzc(be);
+  e->key = k;
+  cudaDataType_t in_t = k.bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  cudaDataType_t out_t = (k.bf16 && k.form != F_AT) ? CUDA_R_16BF : CUDA_R_32F;
+  cublasOperation_t ta = k.form == F_T ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t tb = k.form == F_AT ? CUBLAS_OP_T : CUBLAS_OP_N;
+  LT_CHECK(tzc_lt.MatmulDescCreate(&e->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+  if (k.epi == E_GELU) epi = k.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+  else if (k.epi == E_DGELU) epi = CUBLASLT_EPILOGUE_DGELU;
+  else if (k.epi == E_DGELU_BGRAD) epi = CUBLASLT_EPILOGUE_DGELU_BGRAD;
+  else if (k.bias) epi = CUBLASLT_EPILOGUE_BIAS;
+  if (epi != CUBLASLT_EPILOGUE_DEFAULT)
+    LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+  if (k.bias || k.epi == E_DGELU_BGRAD) {
+    int32_t bt = (int32_t)(k.epi == E_DGELU_BGRAD ? CUDA_R_32F : out_t);
+    LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+    LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  }
+  if (k.epi != E_NONE) { // the GeLU input: D's layout; its type is left to the default, D's
+    int64_t ld = k.N;
+    LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld));
+    LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
+  }
+  // stored (pre-op) shapes of the column-major operands, see the header
+  uint64_t a_rows = k.form == F_T ? k.K : k.N, a_cols = k.form == F_T ? k.N : k.K;
+  uint64_t b_rows = k.form == F_AT ? k.M : k.K, b_cols = k.form == F_AT ? k.K : k.M;
+  LT_CHECK(tzc_lt.MatrixLayoutCreate(&e->la, in_t, a_rows, a_cols, (int64_t)a_rows));
+  LT_CHECK(tzc_lt.MatrixLayoutCreate(&e->lb, in_t, b_rows, b_cols, (int64_t)b_rows));
+  LT_CHECK(tzc_lt.MatrixLayoutCreate(&e->ld, out_t, k.N, k.M, k.N));
+
+  int ok = entry_algo(be, e, k);
+  if (!ok && k.epi == E_DGELU_BGRAD && out_t != CUDA_R_32F) { // the bias gradient in D's type (bf16)
+    int32_t bt = (int32_t)out_t;
+    LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+    ok = entry_algo(be, e, k);
+    e->bgrad_bf16 = ok;
+  }
+  if (!ok) {
     e->naive = 1;
     if (c->verbose)
-      fprintf(stderr, "cuda: cuBLASLt has no algorithm for %s M=%d K=%d N=%d (%s, alignments %d/%d/%d): fallback kernel\n",
-              kFormName[k.form], k.M, k.K, k.N, k.bf16 ? "bf16" : "fp32", k.al_a, k.al_b, k.al_d);
+      fprintf(stderr, "cuda: cuBLASLt has no algorithm for %s%s M=%d K=%d N=%d (%s, alignments %d/%d/%d): %s\n",
+              kFormName[k.form], kEpiName[k.epi], k.M, k.K, k.N, k.bf16 ? "bf16" : "fp32", k.al_a, k.al_b, k.al_d,
+              k.epi == E_DGELU_BGRAD ? "DGELU + bias_bwd" : "fallback kernel");
+  } else if (c->verbose && k.epi != E_NONE) {
+    fprintf(stderr, "cuda: cuBLASLt %s%s M=%d K=%d N=%d (%s)%s\n", kFormName[k.form], kEpiName[k.epi], k.M, k.K, k.N,
+            k.bf16 ? "bf16" : "fp32", e->bgrad_bf16 ? ": bias gradient in bf16" : "");
   }
 }
 
-Entry *lookup(tz_backend *be, const Key &k, const void *bias) {
+Entry *lookup(tz_backend *be, const Key &k, const void *bias, const void *aux) {
   MM *m = mm_state(be);
   for (int i = 0; i < m->n; i++)
     if (!memcmp(&m->e[i].key, &k, sizeof k)) return &m->e[i];
@@ -150,7 +218,7 @@ Entry *lookup(tz_backend *be, const Key &k, const void *bias) {
     m->evict = (m->evict + 1) % kCap;
     entry_release(e);
   }
-  entry_build(be, e, k, bias);
+  entry_build(be, e, k, bias, aux);
   return e;
 }
 
@@ -172,9 +240,11 @@ __device__ __forceinline__ void st_f<__nv_bfloat16>(__nv_bfloat16 *p, size_t i, 
   p[i] = __float2bfloat16_rn(v);
 }
 
+// epi (Epi; E_DGELU_BGRAD's bias gradient is not done here): E_GELU writes aux = the sum (after
+// the bias) and out = gelu of it in fp32; E_DGELU reads aux and writes out = gelu'(aux)·sum.
 template <typename TI, typename TO>
 __global__ void naive_kernel(int form, TO *out, const TI *a, const TI *b, const TO *bias, int M, int K, int N,
-                             int acc) {
+                             int acc, int epi, TO *aux) {
   int n = blockIdx.x * blockDim.x + threadIdx.x;
   if (n >= N) return;
   for (int m = blockIdx.y * blockDim.y + threadIdx.y; m < M; m += gridDim.y * blockDim.y) {
@@ -187,27 +257,33 @@ __global__ void naive_kernel(int form, TO *out, const TI *a, const TI *b, const 
     size_t o = (size_t)m * N + n;
     if (acc) s += ld_f(out, o);
     if (bias) s += ld_f(bias, (size_t)n);
+    if (epi == E_GELU) {
+      st_f(aux, o, s);
+      s = tzc_gelu_fwd1(s);
+    } else if (epi != E_NONE) {
+      s *= tzc_gelu_grad1(ld_f((const TO *)aux, o));
+    }
     st_f(out, o, s);
   }
 }
 
 void run_naive(tz_backend *be, int form, void *out, const void *a, const void *b, const void *bias, int M, int K,
-               int N, int acc) {
+               int N, int acc, int epi = E_NONE, void *aux = nullptr) {
   cudaStream_t s = tzc(be)->stream;
   dim3 blk(32, 8);
   unsigned gy = (unsigned)((M + 7) / 8);
   dim3 grid((unsigned)((N + 31) / 32), gy > 65535 ? 65535 : gy);
   if (tzc(be)->act == TZ_F32) {
     naive_kernel<float, float><<<grid, blk, 0, s>>>(form, (float *)out, (const float *)a, (const float *)b,
-                                                    (const float *)bias, M, K, N, acc);
+                                                    (const float *)bias, M, K, N, acc, epi, (float *)aux);
   } else if (form == F_AT) {
     naive_kernel<__nv_bfloat16, float><<<grid, blk, 0, s>>>(form, (float *)out, (const __nv_bfloat16 *)a,
                                                             (const __nv_bfloat16 *)b, (const float *)nullptr, M, K,
-                                                            N, acc);
+                                                            N, acc, E_NONE, (float *)nullptr);
   } else {
     naive_kernel<__nv_bfloat16, __nv_bfloat16><<<grid, blk, 0, s>>>(
         form, (__nv_bfloat16 *)out, (const __nv_bfloat16 *)a, (const __nv_bfloat16 *)b,
-        (const __nv_bfloat16 *)bias, M, K, N, acc);
+        (const __nv_bfloat16 *)bias, M, K, N, acc, epi, (__nv_bfloat16 *)aux);
   }
   TZC_LAUNCHED();
 }
@@ -234,43 +310,82 @@ const void *aligned_bias(tz_backend *be, const void *bias, int N) {
   return m->bias_buf;
 }
 
-void run(tz_backend *be, int form, void *out, const void *a, const void *b, const void *bias, int M, int K, int N,
-         int acc) {
-  if (M <= 0 || N <= 0) return;
+// epi (Epi) with aux (the GeLU input, [M,N] in out's dtype: written by E_GELU, read by E_DGELU*)
+// and, for E_DGELU_BGRAD, dbias (N elements, 16-byte aligned scratch). Returns 1 when the
+// epilogue wrote the bias gradient into dbias (fp32, or bf16 when *dbias_bf16 comes back 1);
+// 0 otherwise (no bias gradient asked, or DGELU_BGRAD had no algorithm / was rejected: then the
+// product went through DGELU or the fallback kernel and the caller sums the bias gradient).
+int run(tz_backend *be, int form, void *out, const void *a, const void *b, const void *bias, int M, int K, int N,
+        int acc, int epi = E_NONE, void *aux = nullptr, void *dbias = nullptr, int *dbias_bf16 = nullptr) {
+  if (M <= 0 || N <= 0) return 0;
   tzc_ctx *c = tzc(be);
   MM *m = mm_state(be);
   bias = aligned_bias(be, bias, N);
+  const int naive_epi = epi == E_DGELU_BGRAD ? E_DGELU : epi; // the fallback kernel leaves db to the caller
   if (m->force_naive || K <= 0) {
-    run_naive(be, form, out, a, b, bias, M, K < 0 ? 0 : K, N, acc);
-    return;
+    run_naive(be, form, out, a, b, bias, M, K < 0 ? 0 : K, N, acc, naive_epi, aux);
+    return 0;
+  }
+  if (epi != E_NONE && N % 8) { // cuBLASLt wants the aux matrix's ld (N) divisible by 8
+    m->fallbacks++;
+    run_naive(be, form, out, a, b, bias, M, K, N, acc, naive_epi, aux);
+    return 0;
   }
   tzc_lt_ready(be); // cuBLASLt loads on a thread from backend creation: wait for it here
   Key k;
   memset(&k, 0, sizeof k); // padding-free, but compared with memcmp
   k.form = form;
   k.M = M, k.K = K, k.N = N, k.acc = acc ? 1 : 0, k.bias = bias != nullptr, k.bf16 = c->act == TZ_BF16;
-  k.al_a = align_of(a), k.al_b = align_of(b), k.al_d = align_of(out), k.al_bias = align_of(bias);
-  Entry *e = lookup(be, k, bias);
+  k.epi = epi;
+  const void *epi_bias = epi == E_DGELU_BGRAD ? (const void *)dbias : bias;
+  k.al_a = align_of(a), k.al_b = align_of(b), k.al_d = align_of(out), k.al_bias = align_of(epi_bias);
+  k.al_aux = align_of(aux);
+  Entry *e = lookup(be, k, epi_bias, aux);
   if (e->naive) {
+    if (epi == E_DGELU_BGRAD) return run(be, form, out, a, b, bias, M, K, N, acc, E_DGELU, aux);
     m->fallbacks++;
-    run_naive(be, form, out, a, b, bias, M, K, N, acc);
-    return;
+    run_naive(be, form, out, a, b, bias, M, K, N, acc, epi, aux);
+    return 0;
   }
-  if (bias) LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  if (epi_bias)
+    LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &epi_bias, sizeof epi_bias));
+  if (aux) LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
   float alpha = 1.f, beta = acc ? 1.f : 0.f;
   cublasStatus_t st = tzc_lt.Matmul((cublasLtHandle_t)c->lt, e->desc, &alpha, b, e->la, a, e->lb, &beta, out, e->ld,
                                      out, e->ld, &e->algo, c->lt_ws, c->lt_ws_bytes, c->stream);
   if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
     // rejected before launch (nothing was queued): this shape/alignment uses the fallback
     if (c->verbose)
-      fprintf(stderr, "cuda: cuBLASLt rejected %s M=%d K=%d N=%d (status %d): fallback kernel\n", kFormName[form], M,
-              K, N, (int)st);
+      fprintf(stderr, "cuda: cuBLASLt rejected %s%s M=%d K=%d N=%d (status %d): %s\n", kFormName[form], kEpiName[epi],
+              M, K, N, (int)st, epi == E_DGELU_BGRAD ? "DGELU + bias_bwd" : "fallback kernel");
     e->naive = 1;
+    if (epi == E_DGELU_BGRAD) return run(be, form, out, a, b, bias, M, K, N, acc, E_DGELU, aux);
     m->fallbacks++;
-    run_naive(be, form, out, a, b, bias, M, K, N, acc);
-    return;
+    run_naive(be, form, out, a, b, bias, M, K, N, acc, epi, aux);
+    return 0;
   }
   LT_CHECK(st);
+  if (epi != E_DGELU_BGRAD) return 0;
+  if (dbias_bf16) *dbias_bf16 = e->bgrad_bf16;
+  return 1;
+}
+
+// db[i] += s[i]: the epilogue's bias gradient (fp32 or bf16) into the accumulating fp32 gradient.
+template <typename T>
+__global__ void add_into_kernel(float *db, const T *s, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) db[i] += ld_f(s, (size_t)i);
+}
+
+// TEZGAH_CUDA_GELU_EPI's value as GELU_* bits, or -1 when it is not one of the documented values.
+int parse_gelu_epi(const char *s) {
+  if (!s || !*s || !strcmp(s, "off")) return 0;
+  if (!strcmp(s, "bwd")) return TZC_GELU_BWD;
+  if (!strcmp(s, "fwd")) return TZC_GELU_FWD;
+  if (!strcmp(s, "both")) return TZC_GELU_BWD | TZC_GELU_FWD;
+  if (!strcmp(s, "bwd+bgrad")) return TZC_GELU_BWD | TZC_GELU_BGRAD;
+  if (!strcmp(s, "both+bgrad")) return TZC_GELU_BWD | TZC_GELU_FWD | TZC_GELU_BGRAD;
+  return -1;
 }
 
 } // namespace
@@ -295,11 +410,57 @@ extern "C" void tzc_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice
   run(be, F_AT, tzc_ptr(out), tzc_ptr(a), tzc_ptr(b), nullptr, M, K, N, acc);
 }
 
+// backend.h: h[M,N] = x[M,K]·W[N,K]ᵀ + bias[N] (act), out = gelu(h) from the fp32 sum (mmin = act).
+extern "C" void tzc_matmul_t_gelu(tz_backend *be, tz_slice out, tz_slice h, tz_slice x, tz_slice w, tz_slice bias,
+                                  int M, int K, int N) {
+  TZC_PROF(be, "matmul_t_gelu");
+  TZC_PROF_WORK(2.0 * M * N * K, 0);
+  run(be, F_T, tzc_ptr(out), tzc_ptr(x), tzc_w(be, w), tzc_w(be, bias), M, K, N, 0, E_GELU, tzc_ptr(h));
+}
+
+// backend.h: dh[M,N] = gelu'(h[M,N]) ⊙ (dout[M,K]·W[K,N]) (act), db[N] += Σ_m dh[m,:] (fp32) when present.
+extern "C" void tzc_matmul_dgelu(tz_backend *be, tz_slice dh, tz_slice db, tz_slice dout, tz_slice w, tz_slice h,
+                                 int M, int K, int N) {
+  MM *m = mm_state(be);
+  int fused = 0;
+  {
+    const int bgrad = m->gelu_bgrad && tz_present(db);
+    TZC_PROF(be, bgrad ? "matmul_dgelu_bgrad" : "matmul_dgelu");
+    TZC_PROF_WORK(2.0 * M * N * K, 0);
+    void *s = bgrad ? tzc_scratch(be, (size_t)N * sizeof(float)) : nullptr; // 256-aligned
+    int s_bf16 = 0;
+    fused = run(be, F_NN, tzc_ptr(dh), tzc_ptr(dout), tzc_w(be, w), nullptr, M, K, N, 0,
+                bgrad ? E_DGELU_BGRAD : E_DGELU, tzc_ptr(h), s, &s_bf16);
+    if (fused) {
+      unsigned g = (unsigned)((N + 255) / 256);
+      if (s_bf16)
+        add_into_kernel<<<g, 256, 0, tzc(be)->stream>>>((float *)tzc_ptr(db), (const __nv_bfloat16 *)s, N);
+      else
+        add_into_kernel<<<g, 256, 0, tzc(be)->stream>>>((float *)tzc_ptr(db), (const float *)s, N);
+      TZC_LAUNCHED();
+    }
+  }
+  if (!fused && tz_present(db)) tzc_bias_bwd(be, db, dh, M, N);
+}
+
+extern "C" int tzc_gelu_epi_mode(void) {
+  int v = parse_gelu_epi(getenv("TEZGAH_CUDA_GELU_EPI"));
+  return v < 0 ? 0 : v;
+}
+
+extern "C" int tzc_gelu_epi_env_check(char *why, size_t cap) {
+  const char *e = getenv("TEZGAH_CUDA_GELU_EPI");
+  if (parse_gelu_epi(e) >= 0) return 0;
+  snprintf(why, cap, "TEZGAH_CUDA_GELU_EPI=%.40s: must be off, bwd, fwd, both, bwd+bgrad or both+bgrad", e);
+  return -1;
+}
+
 extern "C" void tzc_matmul_init(tz_backend *be) {
   MM *m = (MM *)calloc(1, sizeof(MM));
   if (!m) tz_fatal("out of host memory for the matmul cache");
   const char *s = getenv("TEZGAH_CUDA_MATMUL"); // "naive": the fallback kernel only (tests)
   m->force_naive = s && !strcmp(s, "naive");
+  m->gelu_bgrad = (tzc_gelu_epi_mode() & TZC_GELU_BGRAD) != 0; // checked at backend creation
   tzc(be)->mm = m;
 }
 
