@@ -67,17 +67,25 @@ static void test_switch(void **state) {
     assert_null(be);
     assert_non_null(strstr(tz_errmsg(), "TEZGAH_CUDA_GELU_EPI"));
   }
-  static const char *const good[] = {"off", "bwd", "fwd", "both", "bwd+bgrad", "both+bgrad", ""};
-  static const int fwd[] = {0, 0, 1, 1, 0, 1, 0}, bwd[] = {0, 1, 0, 1, 1, 1, 0};
+  /* "" and "auto": the default, the backward epilogue in bf16 (TZC_GELU_AUTO_BF16), none in fp32 */
+  static const char *const good[] = {"off", "bwd", "fwd", "both", "bwd+bgrad", "both+bgrad", "", "auto"};
+  static const int fwd[] = {0, 0, 1, 1, 0, 1, 0, 0}, bwd[] = {0, 1, 0, 1, 1, 1, 1, 1};
   for (int i = 0; i < (int)(sizeof good / sizeof *good); i++) {
     tz_backend *be = cuda_with(NULL, good[i], 0);
     assert_int_equal(be->matmul_t_gelu != NULL, fwd[i]);
     assert_int_equal(be->matmul_dgelu != NULL, bwd[i]);
     be->destroy(be);
   }
-  tz_backend *be = ct_cuda(NULL); /* unset: off */
+  tz_backend *be = ct_cuda(NULL); /* unset: auto, bf16: the backward epilogue */
+  assert_null(be->matmul_t_gelu);
+  assert_non_null(be->matmul_dgelu);
+  be->destroy(be);
+  be = ct_cuda("fp32"); /* unset: auto, fp32: the separate ops */
   assert_null(be->matmul_t_gelu);
   assert_null(be->matmul_dgelu);
+  be->destroy(be);
+  be = cuda_with("fp32", "both", 0); /* asked for: offered in fp32 too */
+  assert_non_null(be->matmul_t_gelu);
   be->destroy(be);
 }
 

@@ -88,7 +88,8 @@ static void test_sizes_fp32(void **state) { sizes("fp32"); }
  * promise holds without the forward GeLU epilogue (TEZGAH_CUDA_GELU_EPI=fwd, both, both+bgrad:
  * the fused GeLU reads the fp32 sum, recompute rebuilds it from the stored bf16 h, so the
  * stored run differs in its last bits; the model uses it only without recompute): such a value
- * is narrowed to its backward part here (bwd, bwd+bgrad), which recompute keeps. */
+ * is narrowed to its backward part here (bwd, bwd+bgrad), which recompute keeps (the default,
+ * auto, is bwd in bf16 and off in fp32). */
 static void identical(const char *precision) {
   const char *epi = getenv("TEZGAH_CUDA_GELU_EPI");
   char *saved = epi ? strdup(epi) : NULL;
@@ -99,6 +100,7 @@ static void identical(const char *precision) {
   }
   tz_backend *be = ct_cuda(precision);
   if (saved) setenv("TEZGAH_CUDA_GELU_EPI", saved, 1);
+  else unsetenv("TEZGAH_CUDA_GELU_EPI");
   free(saved);
   for (int arch = 0; arch < 2; arch++) {
     tz_config c = cfg_of(arch ? TZ_ARCH_GPT2 : TZ_ARCH_LLAMA);

@@ -320,9 +320,9 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   /* opt-in (on the H200 the one-kernel step is still slower than the recorded op-by-op step,
    * 2026-12-03): otherwise NULL, and the model never builds a step description */
   if (!(so && !strcmp(so, "1"))) be->decode_step = NULL;
-  /* the GeLU epilogues (matmul.cu): offered only where TEZGAH_CUDA_GELU_EPI asks (opt-in until an
-   * H200 measurement); otherwise NULL and the model runs the separate ops, as before */
-  const int gelu_epi = tzc_gelu_epi_mode();
+  /* the GeLU epilogues (matmul.cu): by default in bf16 (TEZGAH_CUDA_GELU_EPI=auto; docs/PERF.md,
+   * session 20); where not offered NULL, and the model runs the separate ops */
+  const int gelu_epi = tzc_gelu_epi_mode(be->act == TZ_BF16);
   if (!(gelu_epi & TZC_GELU_BWD)) be->matmul_dgelu = NULL;
   if (!(gelu_epi & TZC_GELU_FWD)) be->matmul_t_gelu = NULL;
   const char *pd = getenv("TEZGAH_CUDA_PDL");

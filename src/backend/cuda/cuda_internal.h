@@ -132,13 +132,19 @@ long tzc_attention_bwd_split(double ms[3]);
  * why. The backend checks it at creation, so a bad value fails before any work is done. */
 int tzc_attention_env_check(char *why, size_t cap);
 
-/* TEZGAH_CUDA_GELU_EPI (matmul.cu): which GeLU epilogues the backend offers. off (default, also
- * unset or empty): none; bwd: matmul_dgelu; fwd: matmul_t_gelu; both; bwd+bgrad, both+bgrad: and
- * matmul_dgelu's bias gradient through DGELU_BGRAD. tzc_gelu_epi_mode: the TZC_GELU_* bits of
- * the value (0 for a bad one); tzc_gelu_epi_env_check: 0, or -1 with the one-line reason in why
- * (the backend checks it at creation, as TEZGAH_CUDA_ATTN). */
+/* TEZGAH_CUDA_GELU_EPI (matmul.cu): which GeLU epilogues the backend offers. auto (the default,
+ * also unset or empty): TZC_GELU_AUTO_BF16 with bf16 activations, none in fp32 (whose training
+ * matches the CPU to 1e-4: the epilogue's GeLU is cuBLASLt's own); off: none; bwd: matmul_dgelu;
+ * fwd: matmul_t_gelu; both; bwd+bgrad, both+bgrad: and matmul_dgelu's bias gradient through
+ * DGELU_BGRAD (slower on the H200). tzc_gelu_epi_mode(bf16): the TZC_GELU_* bits of the value for
+ * that precision (0 for a bad one); tzc_gelu_epi_env_check: 0, or -1 with the one-line reason in
+ * why (the backend checks it at creation, as TEZGAH_CUDA_ATTN). */
 enum { TZC_GELU_BWD = 1, TZC_GELU_FWD = 2, TZC_GELU_BGRAD = 4 };
-int tzc_gelu_epi_mode(void);
+/* bwd only: the forward epilogue is faster still (docs/PERF.md, session 20) but moved bf16
+ * training away from the CPU's (test_cuda_train's gpt2: 3.3e-2 against bwd's 1.6e-2; step 1
+ * 1.8e-5 against 1.3e-6), and it breaks --recompute's bit identity */
+#define TZC_GELU_AUTO_BF16 TZC_GELU_BWD
+int tzc_gelu_epi_mode(int bf16);
 int tzc_gelu_epi_env_check(char *why, size_t cap);
 
 /* Device memory held outside tz_bufs (scratch, workspaces, the bf16 mirror) counts toward

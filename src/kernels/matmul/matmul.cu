@@ -27,9 +27,9 @@
 // TEZGAH_CUDA_MATMUL=naive at backend creation) a simple fp32-accumulating kernel computes the
 // same thing.
 //
-// GeLU epilogues (the last two ops; offered by the backend only under TEZGAH_CUDA_GELU_EPI,
-// tzc_gelu_epi_mode below; default off, when the model runs matmul_t + gelu_fwd and matmul +
-// gelu_bwd + bias_bwd as before), the key's `epi`:
+// GeLU epilogues (the last two ops; which the backend offers: TEZGAH_CUDA_GELU_EPI,
+// tzc_gelu_epi_mode below; by default matmul_dgelu in bf16 and neither in fp32; where one is not
+// offered the model runs matmul_t + gelu_fwd, matmul + gelu_bwd + bias_bwd), the key's `epi`:
 // - matmul_t_gelu: CUBLASLT_EPILOGUE_GELU_AUX_BIAS (GELU_AUX without a bias): D = gelu(acc + bias)
 //   and the aux matrix = acc + bias (the GeLU input, which the backward reads), both in D's type
 //   (bf16 or fp32: cublasLt.h, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE's default) and laid out
@@ -377,9 +377,12 @@ __global__ void add_into_kernel(float *db, const T *s, int n) {
   if (i < n) db[i] += ld_f(s, (size_t)i);
 }
 
-// TEZGAH_CUDA_GELU_EPI's value as GELU_* bits, or -1 when it is not one of the documented values.
+// TEZGAH_CUDA_GELU_EPI's value as GELU_* bits, kAutoEpi for auto (also unset or empty), or -1
+// when it is not one of the documented values.
+constexpr int kAutoEpi = -2;
 int parse_gelu_epi(const char *s) {
-  if (!s || !*s || !strcmp(s, "off")) return 0;
+  if (!s || !*s || !strcmp(s, "auto")) return kAutoEpi;
+  if (!strcmp(s, "off")) return 0;
   if (!strcmp(s, "bwd")) return TZC_GELU_BWD;
   if (!strcmp(s, "fwd")) return TZC_GELU_FWD;
   if (!strcmp(s, "both")) return TZC_GELU_BWD | TZC_GELU_FWD;
@@ -443,15 +446,16 @@ extern "C" void tzc_matmul_dgelu(tz_backend *be, tz_slice dh, tz_slice db, tz_sl
   if (!fused && tz_present(db)) tzc_bias_bwd(be, db, dh, M, N);
 }
 
-extern "C" int tzc_gelu_epi_mode(void) {
+extern "C" int tzc_gelu_epi_mode(int bf16) {
   int v = parse_gelu_epi(getenv("TEZGAH_CUDA_GELU_EPI"));
+  if (v == kAutoEpi) return bf16 ? TZC_GELU_AUTO_BF16 : 0;
   return v < 0 ? 0 : v;
 }
 
 extern "C" int tzc_gelu_epi_env_check(char *why, size_t cap) {
   const char *e = getenv("TEZGAH_CUDA_GELU_EPI");
-  if (parse_gelu_epi(e) >= 0) return 0;
-  snprintf(why, cap, "TEZGAH_CUDA_GELU_EPI=%.40s: must be off, bwd, fwd, both, bwd+bgrad or both+bgrad", e);
+  if (parse_gelu_epi(e) != -1) return 0;
+  snprintf(why, cap, "TEZGAH_CUDA_GELU_EPI=%.40s: must be auto, off, bwd, fwd, both, bwd+bgrad or both+bgrad", e);
   return -1;
 }
 
@@ -460,7 +464,7 @@ extern "C" void tzc_matmul_init(tz_backend *be) {
   if (!m) tz_fatal("out of host memory for the matmul cache");
   const char *s = getenv("TEZGAH_CUDA_MATMUL"); // "naive": the fallback kernel only (tests)
   m->force_naive = s && !strcmp(s, "naive");
-  m->gelu_bgrad = (tzc_gelu_epi_mode() & TZC_GELU_BGRAD) != 0; // checked at backend creation
+  m->gelu_bgrad = (tzc_gelu_epi_mode(1) & TZC_GELU_BGRAD) != 0; // checked at backend creation
   tzc(be)->mm = m;
 }
 
