@@ -149,7 +149,7 @@ ckpt-loader-offset  |ck_offset.tzc: training state field 'offset' = 1.5 is not a
 ckpt-loader-epoch   |ck_epoch.tzc: training state field 'epoch' = 1e+300 is not a whole number|"$bin" train --resume ck_epoch.tzc --run-dir rx --quiet
 resume-shape-flag   |--n-layer=2 does not match the checkpoint's n_layer=1|"$bin" train --resume good --n-layer 2
 resume-dmodel-flag  |--d-model=64 does not match the checkpoint's d_model=32|"$bin" train --resume good --d-model 64
-resume-batch-flag   |--batch-size cannot be changed on --resume|"$bin" train --resume good -B 8
+resume-batch-flag   |--batch-size is not taken with --resume|"$bin" train --resume good -B 8
 shard-truncated     |sh_trunc.bin: file size 1500 bytes does not match header ntok|"$bin" train --train-shards sh_trunc.bin --vocab-size 300 --run-dir r1 --quiet
 shard-tiny          |sh_tiny.bin: file size 100 bytes is smaller than the 1024-byte header|"$bin" train --train-shards sh_tiny.bin --vocab-size 300 --run-dir r1 --quiet
 shard-bad-magic     |sh_magic.bin: header magic 1 (expected 20240520)|"$bin" train --train-shards sh_magic.bin --vocab-size 300 --run-dir r1 --quiet

@@ -398,11 +398,11 @@ int tz_cmd_train(int argc, char **argv) {
   if (o.resume) {
     for (int i = 0; i <= O_HELP - 256; i++)
       if (given[i] && !resume_allows(i + 256) && !(i + 256 >= O_ARCH && i + 256 <= O_UNTIED)) {
-        tz_err("--%s cannot be changed on --resume (the checkpoint's value keeps the run exact)", flag_name(i + 256));
+        tz_err("--%s is not taken with --resume (the run keeps its checkpoint's value, so that it resumes exactly)", flag_name(i + 256));
         return tz_cli_fail();
       }
     if (given_B || given_T) {
-      tz_err("--%s cannot be changed on --resume (the checkpoint's value keeps the run exact)",
+      tz_err("--%s is not taken with --resume (the run keeps its checkpoint's value, so that it resumes exactly)",
              given_B ? "batch-size" : "seq-len");
       return tz_cli_fail();
     }
