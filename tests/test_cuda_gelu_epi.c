@@ -3,8 +3,8 @@
  *
  * - The switch: a bad TEZGAH_CUDA_GELU_EPI makes tz_backend_create fail with one line naming it
  *   (checked before any device work, so this part runs without a GPU too, in a CUDA build);
- *   off (and unset) offers neither op, bwd only matmul_dgelu, fwd only matmul_t_gelu, both and
- *   both+bgrad both.
+ *   off offers neither op, bwd only matmul_dgelu, fwd only matmul_t_gelu, both and both+bgrad
+ *   both; auto (and unset, empty) matmul_dgelu in bf16 and neither in fp32.
  * - The ops, in fp32 (--precision fp32), bf16, and on the fallback kernel (TEZGAH_CUDA_MATMUL=naive;
  *   also what an N not divisible by 8 gets: cuBLASLt's aux ld rule), at shapes with odd M and odd
  *   N, against the CPU on the same (bf16-rounded in bf16) inputs:

@@ -235,8 +235,9 @@ struct tz_backend {
    * rows. a, gu: act; out: fp32. */
   void (*matmul_at_swiglu_a)(tz_backend *be, tz_slice out, tz_slice a, tz_slice gu, int M, int K,
                              int N, int acc);
-  /* Optional GeLU-epilogue matmuls (NULL: not offered -- CPU, WebGPU, and CUDA unless
-   * TEZGAH_CUDA_GELU_EPI asks; the model then runs the separate ops). GeLU = gelu_fwd's tanh form.
+  /* Optional GeLU-epilogue matmuls (NULL: not offered -- CPU, WebGPU; CUDA as
+   * TEZGAH_CUDA_GELU_EPI says, by default matmul_dgelu in bf16 only; the model then runs the
+   * separate ops). GeLU = gelu_fwd's tanh form.
    * matmul_t_gelu: h[M,N] = x[M,K] · W[N,K]ᵀ + bias[N] (bias W, may be NONE) and
    *   out[M,N] = gelu(h), with the GeLU applied to the sum before h is rounded to act: in bf16
    *   `out` may differ in its last bits from matmul_t + gelu_fwd (which read the stored h), so a

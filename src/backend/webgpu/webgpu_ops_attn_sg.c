@@ -415,8 +415,9 @@ typedef struct {
 } sg_lay;
 
 /* The q, k, v copies into x at l's offsets: one dispatch (fa_sg_pack.wgsl's qkv8, eight columns
- * a thread) where q, k, v are consecutive column blocks of one tensor with one row stride and
- * every offset and width a multiple of 8 elements (the model's fused qkv), else three `main`
+ * a thread) where q, k, v are consecutive column blocks of one tensor with one row stride, every
+ * offset and the stride a multiple of 4 elements and every width of 8 (the model's fused qkv),
+ * else three `main`
  * dispatches. The same copies bit for bit. TEZGAH_WEBGPU_ATTN_PACK8=0: always the three (A/B).
  * H200 (2026-12-04, GPT-2 124M B16 T1024): the 72 single-block packs of a step took 2.6 ms at
  * ~2.1 TB/s of real traffic. */
