@@ -88,16 +88,16 @@ template <int W> __device__ __forceinline__ void tzc_st_f32(float *p, const floa
   }
 }
 
-/* GeLU, tanh form (Hendrycks & Gimpel 2016), exactly as gelu.cu's forward: x·σ(2u) with u =
+/* GeLU, tanh form (Hendrycks & Gimpel 2016), gelu.cu's forward: x·σ(2u) with u =
  * √(2/π)(x + 0.044715x³), x clamped to ±100 inside u and the exponent to 80 (no inf/NaN); for
- * the kernels that apply it in an epilogue (gemv.cu, decode_step.cu). */
+ * gelu.cu's elementwise op and the kernels that apply it in an epilogue (gemv.cu, decode_step.cu). */
 __device__ __forceinline__ float tzc_gelu_fwd1(float x) {
   const float xc = fminf(fmaxf(x, -100.0f), 100.0f);
   const float u = 0.7978845608028654f * (xc + 0.044715f * xc * xc * xc);
   return __fdividef(x, 1.0f + __expf(fminf(-2.0f * u, 80.0f)));
 }
-/* Its derivative, exactly as gelu.cu's backward: gelu'(x) = σ + 2eσ²·x·√(2/π)(1 + 3·0.044715x²)
- * with e = exp(−2u), σ = 1/(1 + e) (0.5·sech²u = 2eσ²); for matmul.cu's fallback kernel of the
+/* Its derivative (gelu.cu's backward): gelu'(x) = σ + 2eσ²·x·√(2/π)(1 + 3·0.044715x²)
+ * with e = exp(−2u), σ = 1/(1 + e) (0.5·sech²u = 2eσ²); also matmul.cu's fallback kernel of the
  * DGELU epilogue. */
 __device__ __forceinline__ float tzc_gelu_grad1(float x) {
   const float xc = fminf(fmaxf(x, -100.0f), 100.0f);
