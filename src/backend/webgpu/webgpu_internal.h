@@ -86,6 +86,10 @@ typedef struct {
    * the read-only variant's pipeline (-1: not made yet); see ro_variant() */
   uint32_t wmask;
   int ro_pi;
+  /* preamble modules: variants with f16 bindings (f16_mask[i]: bit k = binding k is array<f16>;
+   * f16_pi[i]: its pipeline), made on first use by wg_run_ex */
+  uint8_t f16_mask[4];
+  int f16_pi[4], nf16;
 } wg_pipe;
 
 typedef struct {
@@ -112,6 +116,8 @@ typedef struct {
   int ro;            /* read-only variants of preamble kernels (ro_variant; TEZGAH_WEBGPU_RO) */
   int f16;           /* f16 weight mirror on (ShaderF16 and TEZGAH_WEBGPU_F16 != 0) */
   int act16;         /* be->act_mm is TZ_F16: f16 matmul-input activations (f16, TEZGAH_WEBGPU_ACT16 != 0) */
+  int act_f16;       /* be->act is TZ_F16: every activation and activation gradient in f16
+                      * (act16 and TEZGAH_WEBGPU_ACT=f16; wg_aa / wg_act_at below) */
   uint64_t serial;   /* dispatches and uploads recorded so far (sg_operand's reuse test) */
   /* what each sg16 operand buffer holds: the f16 copy of (buf, off, n) made right after
    * dispatch number sg_serial[i] (reused while nothing else ran: sg_operand) */
@@ -181,6 +187,12 @@ typedef struct {
   tz_slice s;
   size_t bytes; /* extent read or written from s.off */
   const char *name;
+  /* 1: the tensor holds f16 elements (an activation with be->act == TZ_F16, c->act_f16). In a
+   * preamble kernel its binding is then declared array<f16> and ld / st convert (f32 in the
+   * kernel; a store beyond f16's range gives ±inf, NaN stays NaN: wg_run_ex's f16 variant), and
+   * its element offset in the uniform block counts 2-byte elements. Arguments that share a
+   * binding must agree on it. */
+  int h16;
 } wg_arg;
 
 /* A 1-D grid of `threads` threads in workgroups of 256, folded into x and y. */
@@ -211,8 +223,21 @@ static inline uint32_t fbits(float f) {
   return u;
 }
 
-#define A(slice, nbytes, nm) ((wg_arg){(slice), (nbytes), (nm)})
+#define A(slice, nbytes, nm) ((wg_arg){(slice), (nbytes), (nm), 0})
+/* an argument of n f16 elements */
+#define AH(slice, n, nm) ((wg_arg){(slice), (size_t)(n) * 2, (nm), 1})
 #define F4(n) ((size_t)(n) * 4)
+
+/* Activation ("act", backend.h) arguments in the backend's activation dtype: n elements of
+ * the act tensor s, f16 where c->act_f16 (AH), else fp32 (A). */
+static inline wg_arg wg_aa(const wg_ctx *c, tz_slice s, size_t n, const char *nm) {
+  return c->act_f16 ? AH(s, n, nm) : A(s, F4(n), nm);
+}
+/* Element i of the act tensor s (its byte offset moved by i act elements). */
+static inline tz_slice wg_act_at(const wg_ctx *c, tz_slice s, size_t i) {
+  s.off += i * (c->act_f16 ? 2 : 4);
+  return s;
+}
 
 /* An integer from the environment variable `name`, `dflt` when unset or empty. */
 static inline int env_int(const char *name, int dflt) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/webgpu/webgpu_internal.h"
+#include "core/f16.h"
 
 /* ---- buffers ---- */
 /* Bytes in the buffers the backend made for tensors, scratch and readback (a driver's own
@@ -157,16 +158,27 @@ size_t wg_cap_bytes(wg_ctx *c) {
 size_t wg_cap_elems(wg_ctx *c) { return wg_cap_bytes(c) / 4; }
 
 /* ---- memory-like ops ---- */
-/* Activations are fp32 here: a plain download. */
+/* fp32 activations: a plain download; f16 ones (c->act_f16): downloaded as they are (the
+ * aligned 4-byte words around them) and widened on the host. */
 void wg_download_act(tz_backend *be, float *dst, tz_slice src, size_t n) {
-  wg_download(be, dst, src, n * sizeof(float));
+  if (!CTX(be)->act_f16) {
+    wg_download(be, dst, src, n * sizeof(float));
+    return;
+  }
+  size_t h = src.off % 4 / 2; /* src starts in the second half of a word */
+  src.off -= 2 * h;
+  size_t words = (n + h + 1) / 2;
+  uint16_t *t = tz_malloc(words * 4);
+  wg_download(be, t, src, words * 4);
+  for (size_t i = 0; i < n; i++) dst[i] = tz_f16_to_f32(t[h + i]);
+  free(t);
 }
 
 /* Elementwise ops over n elements run in pieces of at most wg_cap_elems() (each binding then
  * fits maxStorageBufferBindingSize: the flat gradient buffer of a 124M model is 497 MB). */
 void wg_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt) {
   wg_ctx *c = CTX(be);
-  TZ_ASSERT(dt == TZ_F32); /* WebGPU activations are fp32 (be->act) */
+  TZ_ASSERT(dt == TZ_F32 || (dt == TZ_F16 && c->act_f16)); /* fp32, or f16 activations (be->act) */
   if (dst.buf == c->pbuf) c->mirror_stale = 1;
   int pi = wg_pipeline(c, "elementwise", "fill", "");
   for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
@@ -174,7 +186,7 @@ void wg_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt) {
     uint32_t w[24] = {0};
     w[8] = (uint32_t)k;
     w[9] = fbits(value);
-    wg_arg a[] = {A(tz_f32(dst, i), F4(k), "dst")};
+    wg_arg a[] = {dt == TZ_F16 ? AH(tz_at(dst, 2 * i), k, "dst") : A(tz_f32(dst, i), F4(k), "dst")};
     uint32_t gx, gy;
     grid1(k, &gx, &gy);
     wg_run(c, "fill", pi, w, 10, a, 1, gx, gy, 1);
@@ -199,16 +211,21 @@ void wg_copy(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes) {
   }
 }
 
-/* dst[r*ds + c] (+)= src[r*ss + c] (acc: add). Also the split matmul's staging copies. */
-void wg_copy_rows_ex(wg_ctx *c, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows,
-                         int cols, int acc) {
+/* dst[r*ds + c] (+)= src[r*ss + c] (acc: add); h16: both f16 (activations), else fp32. Also
+ * the split matmul's staging copies (fp32). */
+static void copy_rows(wg_ctx *c, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows, int cols,
+                      int acc, int h16) {
   uint32_t w[24] = {0};
   w[8] = rows, w[9] = cols, w[10] = (uint32_t)dst_stride, w[11] = (uint32_t)src_stride, w[12] = acc;
-  wg_arg a[] = {A(dst, F4((size_t)(rows - 1) * dst_stride + cols), "dst"),
-                A(src, F4((size_t)(rows - 1) * src_stride + cols), "src")};
+  size_t nd = (size_t)(rows - 1) * dst_stride + cols, ns = (size_t)(rows - 1) * src_stride + cols;
+  wg_arg a[] = {h16 ? AH(dst, nd, "dst") : A(dst, F4(nd), "dst"), h16 ? AH(src, ns, "src") : A(src, F4(ns), "src")};
   uint32_t gx, gy;
   grid1((uint64_t)rows * cols, &gx, &gy);
   wg_run(c, "copy_rows", wg_pipeline(c, "elementwise", "copy_rows", ""), w, 13, a, 2, gx, gy, 1);
+}
+void wg_copy_rows_ex(wg_ctx *c, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows,
+                         int cols, int acc) {
+  copy_rows(c, dst, dst_stride, src, src_stride, rows, cols, acc, 0);
 }
 
 void wg_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src,
@@ -216,7 +233,7 @@ void wg_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src,
   wg_ctx *c = CTX(be);
   if (rows <= 0 || cols <= 0) return;
   if (dst.buf == c->pbuf) c->mirror_stale = 1;
-  wg_copy_rows_ex(c, dst, dst_stride, src, src_stride, rows, cols, 0);
+  copy_rows(c, dst, dst_stride, src, src_stride, rows, cols, 0, c->act_f16); /* act rows (backend.h) */
 }
 
 /* ---- the f16 weight mirror ---- */
@@ -327,6 +344,7 @@ const char *wg_out16_prefix(wg_ctx *c) { return wg_out16_prefix_on(c->act16, 0);
 
 int wg_grad16(tz_backend *be, tz_slice dst, size_t n, wg_arg *h) {
   wg_ctx *c = CTX(be);
+  if (c->act_f16) return 0; /* the gradient itself is f16 */
   if (!(env_int("TEZGAH_WEBGPU_GRAD16", c->sgmat && wg_sg_reuse()) != 0 && c->has_f16 && dst.off % 16 == 0 && n % 2 == 0))
     return 0;
   tz_slice s = {wg_sg16(be, 0, n * 2), 0};

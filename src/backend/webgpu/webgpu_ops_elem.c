@@ -25,7 +25,8 @@ void wg_add(tz_backend *be, tz_slice out, tz_slice a_, tz_slice b_, size_t n) {
     size_t k = n - i < cap ? n - i : cap;
     uint32_t w[24] = {0};
     w[8] = (uint32_t)k;
-    wg_arg a[] = {A(tz_f32(out, i), F4(k), "out"), A(tz_f32(a_, i), F4(k), "a"), A(tz_f32(b_, i), F4(k), "b")};
+    wg_arg a[] = {wg_aa(c, wg_act_at(c, out, i), k, "out"), wg_aa(c, wg_act_at(c, a_, i), k, "a"),
+                  wg_aa(c, wg_act_at(c, b_, i), k, "b")};
     uint32_t gx, gy;
     grid1(e4 ? (k + 3) / 4 : k, &gx, &gy);
     wg_run(c, "add", pi, w, 9, a, 3, gx, gy, 1);
@@ -92,7 +93,9 @@ void wg_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N) {
   if (M <= 0 || N <= 0) return;
   int nch = (M + CHUNK - 1) / CHUNK;
   size_t mn = (size_t)M * N;
-  tz_slice h = N % 2 == 0 && env_int("TEZGAH_WEBGPU_BIAS16", 1) ? wg_sg_copy16(c, 0, dout, mn) : TZ_NONE;
+  /* with f16 activations dout itself is the f16 matrix colsum_f16 reads */
+  tz_slice h = c->act_f16 ? (N % 2 == 0 && dout.off % 4 == 0 ? dout : TZ_NONE)
+               : N % 2 == 0 && env_int("TEZGAH_WEBGPU_BIAS16", 1) ? wg_sg_copy16(c, 0, dout, mn) : TZ_NONE;
   tz_slice part = wg_scratch(be, F4((size_t)nch * N));
   uint32_t w[24] = {0};
   w[8] = M, w[9] = N, w[10] = CHUNK, w[11] = N;
@@ -101,11 +104,11 @@ void wg_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N) {
     wg_run(c, "bias_bwd", wg_pipeline(c, "colsum_f16", "colsum_partial_f16", ""), w, 12, a, 2, (N / 2 + 255) / 256,
            nch, 1);
   } else {
-    wg_arg a[] = {A(part, F4((size_t)nch * N), "partials"), A(dout, F4(mn), "dout")};
+    wg_arg a[] = {A(part, F4((size_t)nch * N), "partials"), wg_aa(c, dout, mn, "dout")};
     wg_run(c, "bias_bwd", wg_pipeline(c, "elementwise", "colsum_partial", ""), w, 12, a, 2, (N + 255) / 256, nch, 1);
   }
   wg_colsum_add(c, db, part, nch, N, N);
-  if (h.buf) c->sg_serial[0] = c->serial; /* the passes wrote scratch and db only */
+  if (h.buf && !c->act_f16) c->sg_serial[0] = c->serial; /* the passes wrote scratch and db only */
 }
 
 void wg_sum_sq(tz_backend *be, tz_slice out, tz_slice x, size_t n) {
@@ -146,7 +149,7 @@ void wg_rmsnorm_fwd(tz_backend *be, tz_slice out, tz_slice rstd, tz_slice inp, t
   uint32_t w[24] = {0};
   w[8] = N, w[9] = C, w[10] = fbits(eps);
   size_t NC = (size_t)N * C;
-  wg_arg h, a[] = {out_arg(c, out, NC, &h), A(rstd, F4(N), "rstd"), A(inp, F4(NC), "inp"), A(w_, F4(C), "w")};
+  wg_arg h, a[] = {out_arg(c, out, NC, &h), A(rstd, F4(N), "rstd"), wg_aa(c, inp, NC, "inp"), A(w_, F4(C), "w")};
   uint32_t gx, gy;
   gridn(N, &gx, &gy);
   wg_run_ex(c, "rmsnorm_fwd", wg_pipeline(c, "rmsnorm", "rmsnorm_fwd", wg_out16_prefix(c)), w, 12, a, 4, gx, gy, 1,
@@ -159,17 +162,17 @@ void wg_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout, t
   uint32_t w[24] = {0};
   size_t NC = (size_t)N * C;
   w[8] = N, w[9] = C, w[11] = CHUNK;
-  wg_arg a[] = {A(dinp, F4(NC), "dinp"), A(dout, F4(NC), "dout"), A(inp, F4(NC), "inp"), A(w_, F4(C), "w"),
+  wg_arg a[] = {wg_aa(c, dinp, NC, "dinp"), wg_aa(c, dout, NC, "dout"), wg_aa(c, inp, NC, "inp"), A(w_, F4(C), "w"),
                 A(rstd, F4(N), "rstd")};
   uint32_t gx, gy;
   gridn(N, &gx, &gy);
-  wg_arg h = {{0}, 0, 0};
+  wg_arg h = {{0}, 0, 0, 0};
   int g16 = wg_grad16(be, dinp, NC, &h); /* dinp (the residual stream's gradient) is the next dY */
   wg_run_ex(c, "rmsnorm_bwd", wg_pipeline(c, "rmsnorm", "rmsnorm_bwd", wg_out16_prefix_on(g16, 1)), w, 12, a, 5, gx, gy,
             1, g16 ? &h : NULL, -1);
   int nch = (N + CHUNK - 1) / CHUNK;
   tz_slice part = wg_scratch(be, F4((size_t)nch * C));
-  wg_arg b[] = {A(part, F4((size_t)nch * C), "partials"), A(dout, F4(NC), "dout"), A(inp, F4(NC), "inp"),
+  wg_arg b[] = {A(part, F4((size_t)nch * C), "partials"), wg_aa(c, dout, NC, "dout"), wg_aa(c, inp, NC, "inp"),
                 A(rstd, F4(N), "rstd")};
   wg_run(c, "rmsnorm_bwd", wg_pipeline(c, "rmsnorm", "rmsnorm_dw_partial", wg_out16_prefix_on(0, 0)), w, 12, b, 4,
          (C + 255) / 256, nch, 1);
@@ -212,7 +215,7 @@ void wg_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd
   w[8] = N, w[9] = C, w[10] = fbits(eps);
   size_t NC = (size_t)N * C;
   wg_arg h, a[] = {out_arg(c, out, NC, &h), A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd"),
-                   A(inp, F4(NC), "inp"), A(w_, F4(C), "w"), A(b_, F4(C), "b")};
+                   wg_aa(c, inp, NC, "inp"), A(w_, F4(C), "w"), A(b_, F4(C), "b")};
   uint32_t gx, gy;
   int pi = ln_pipe(c, N, C, 0, wg_out16_prefix(c), &gx, &gy);
   wg_run_ex(c, "layernorm_fwd", pi, w, 12, a, 6, gx, gy, 1, c->act16 ? &h : NULL, -1);
@@ -224,16 +227,16 @@ void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, t
   uint32_t w[24] = {0};
   size_t NC = (size_t)N * C;
   w[8] = N, w[9] = C, w[11] = CHUNK;
-  wg_arg a[] = {A(dinp, F4(NC), "dinp"), A(dout, F4(NC), "dout"), A(inp, F4(NC), "inp"), A(w_, F4(C), "w"),
+  wg_arg a[] = {wg_aa(c, dinp, NC, "dinp"), wg_aa(c, dout, NC, "dout"), wg_aa(c, inp, NC, "inp"), A(w_, F4(C), "w"),
                 A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd")};
   uint32_t gx, gy;
-  wg_arg h = {{0}, 0, 0};
+  wg_arg h = {{0}, 0, 0, 0};
   int g16 = wg_grad16(be, dinp, NC, &h); /* dinp (the residual stream's gradient) is the next dY */
   int pi = ln_pipe(c, N, C, 1, wg_out16_prefix_on(g16, 1), &gx, &gy);
   wg_run_ex(c, "layernorm_bwd", pi, w, 12, a, 6, gx, gy, 1, g16 ? &h : NULL, -1);
   int nch = (N + CHUNK - 1) / CHUNK;
   tz_slice part = wg_scratch(be, F4((size_t)nch * 2 * C));
-  wg_arg b[] = {A(part, F4((size_t)nch * 2 * C), "partials"), A(dout, F4(NC), "dout"), A(inp, F4(NC), "inp"),
+  wg_arg b[] = {A(part, F4((size_t)nch * 2 * C), "partials"), wg_aa(c, dout, NC, "dout"), wg_aa(c, inp, NC, "inp"),
                 A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd")};
   /* its own profile row (layernorm_bwd: the row pass; the op is both); four rows per iteration
    * where layernorm_sg runs */
@@ -253,7 +256,7 @@ void wg_gelu_fwd(tz_backend *be, tz_slice out, tz_slice inp, size_t n) {
     size_t k = n - i < cap ? n - i : cap;
     uint32_t w[24] = {0};
     w[8] = (uint32_t)k;
-    wg_arg h, a[] = {out_arg(c, tz_at(out, i * (c->act16 ? 2 : 4)), k, &h), A(tz_f32(inp, i), F4(k), "inp")};
+    wg_arg h, a[] = {out_arg(c, tz_at(out, i * (c->act16 ? 2 : 4)), k, &h), wg_aa(c, wg_act_at(c, inp, i), k, "inp")};
     uint32_t gx, gy;
     grid1((k + ept - 1) / ept, &gx, &gy);
     wg_run_ex(c, "gelu_fwd", pi, w, 9, a, 2, gx, gy, 1, c->act16 ? &h : NULL, -1);
@@ -261,7 +264,7 @@ void wg_gelu_fwd(tz_backend *be, tz_slice out, tz_slice inp, size_t n) {
 }
 void wg_gelu_bwd(tz_backend *be, tz_slice dinp, tz_slice inp, tz_slice dout, size_t n) {
   wg_ctx *c = CTX(be);
-  wg_arg h = {{0}, 0, 0};
+  wg_arg h = {{0}, 0, 0, 0};
   int g16 = wg_grad16(be, dinp, n, &h); /* dinp (dh) is the next dY */
   int e4 = wg_memops_new(); /* ffn_gelu_backward4: four elements per thread */
   int pi = wg_pipeline(c, "gelu", e4 ? "ffn_gelu_backward4" : "ffn_gelu_backward", wg_out16_prefix_on(g16, 1));
@@ -269,8 +272,8 @@ void wg_gelu_bwd(tz_backend *be, tz_slice dinp, tz_slice inp, tz_slice dout, siz
     size_t k = n - i < cap ? n - i : cap;
     uint32_t w[24] = {0};
     w[8] = (uint32_t)k;
-    wg_arg a[] = {A(tz_f32(dinp, i), F4(k), "dinp"), A(tz_f32(inp, i), F4(k), "inp"),
-                  A(tz_f32(dout, i), F4(k), "dout")};
+    wg_arg a[] = {wg_aa(c, wg_act_at(c, dinp, i), k, "dinp"), wg_aa(c, wg_act_at(c, inp, i), k, "inp"),
+                  wg_aa(c, wg_act_at(c, dout, i), k, "dout")};
     wg_arg hp = A(tz_at(h.s, 2 * i), (2 * k + 3) & ~(size_t)3, "dinp (f16 copy)");
     uint32_t gx, gy;
     grid1(e4 ? (k + 3) / 4 : k, &gx, &gy);
@@ -282,7 +285,7 @@ void wg_swiglu_fwd(tz_backend *be, tz_slice out, tz_slice gu, int N, int F) {
   wg_ctx *c = CTX(be);
   uint32_t w[24] = {0};
   w[8] = N, w[9] = F;
-  wg_arg h, a[] = {out_arg(c, out, (size_t)N * F, &h), A(gu, F4((size_t)N * 2 * F), "gu")};
+  wg_arg h, a[] = {out_arg(c, out, (size_t)N * F, &h), wg_aa(c, gu, (size_t)N * 2 * F, "gu")};
   uint32_t gx, gy;
   grid1((size_t)N * F, &gx, &gy);
   wg_run_ex(c, "swiglu_fwd", wg_pipeline(c, "swiglu", "swiglu_fwd", wg_out16_prefix(c)), w, 10, a, 2, gx, gy, 1,
@@ -292,11 +295,11 @@ void wg_swiglu_bwd(tz_backend *be, tz_slice dgu, tz_slice dout, tz_slice gu, int
   wg_ctx *c = CTX(be);
   uint32_t w[24] = {0};
   w[8] = N, w[9] = F;
-  wg_arg a[] = {A(dgu, F4((size_t)N * 2 * F), "dgu"), A(gu, F4((size_t)N * 2 * F), "gu"),
-                A(dout, F4((size_t)N * F), "dout")};
+  wg_arg a[] = {wg_aa(c, dgu, (size_t)N * 2 * F, "dgu"), wg_aa(c, gu, (size_t)N * 2 * F, "gu"),
+                wg_aa(c, dout, (size_t)N * F, "dout")};
   uint32_t gx, gy;
   grid1((size_t)N * F, &gx, &gy);
-  wg_arg h = {{0}, 0, 0};
+  wg_arg h = {{0}, 0, 0, 0};
   int g16 = wg_grad16(be, dgu, (size_t)N * 2 * F, &h); /* dgu (dh) is the next dY */
   wg_run_ex(c, "swiglu_bwd", wg_pipeline(c, "swiglu", "ffn_swiglu_backward", wg_out16_prefix_on(g16, 1)), w, 10, a, 3,
             gx, gy, 1, g16 ? &h : NULL, -1);

@@ -27,7 +27,7 @@ void wg_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, tz_s
       uint32_t h0;
       wg_arg h = wg_mirror_range(c, lo, hi - lo, &h0);
       w[14] = (uint32_t)(e_te - lo) + h0, w[15] = (uint32_t)(e_pe - lo) + h0;
-      wg_arg a[] = {A(out, F4(N * C), "embed out"), A(tok, F4(N), "tokens")};
+      wg_arg a[] = {wg_aa(c, out, N * C, "embed out"), A(tok, F4(N), "tokens")};
       wg_run_ex(c, "embed_lookup", wg_pipeline(c, "w16", "embed_lookup_w16", F16_PREFIX), w, 16, a, 2, gx, gy, 1, &h,
              -1);
       return;
@@ -41,7 +41,7 @@ void wg_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, tz_s
   for (size_t r0 = 0; r0 < (size_t)V; r0 += nr) {
     size_t k = (size_t)V - r0 < nr ? (size_t)V - r0 : nr;
     w[13] = (uint32_t)r0, w[14] = (uint32_t)k;
-    wg_arg a[] = {A(out, F4(N * C), "embed out"), A(tok, F4(N), "tokens"),
+    wg_arg a[] = {wg_aa(c, out, N * C, "embed out"), A(tok, F4(N), "tokens"),
                   A(tz_f32(wte, r0 * C), F4(k * C), "wte"), A(wpe, F4((size_t)T * C), "wpe")};
     wg_run(c, "embed_lookup", pi, w, 15, a, 4, gx, gy, 1);
   }
@@ -73,7 +73,7 @@ void wg_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout, t
   w[8] = (uint32_t)N, w[9] = T, w[10] = C, w[11] = V;
   if (tz_present(dwpe)) {
     w[12] = B;
-    wg_arg a[] = {A(dwpe, F4((size_t)T * C), "dwpe"), A(dout, F4(N * C), "dout"), A(tok, F4(N), "tokens")};
+    wg_arg a[] = {A(dwpe, F4((size_t)T * C), "dwpe"), wg_aa(c, dout, N * C, "dout"), A(tok, F4(N), "tokens")};
     grid1((uint64_t)T * C, &gx, &gy);
     wg_run(c, "embed_bwd_dwpe", wg_pipeline(c, "embed", "embed_dwpe", ""), w, 13, a, 3, gx, gy, 1);
   }
@@ -107,7 +107,7 @@ void wg_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout, t
   for (size_t r0 = 0; r0 < (size_t)V; r0 += nr) {
     size_t k = (size_t)V - r0 < nr ? (size_t)V - r0 : nr;
     w[14] = (uint32_t)r0, w[15] = (uint32_t)k;
-    wg_arg a[] = {A(tz_f32(dwte, r0 * C), F4(k * C), "dwte"), A(dout, F4(N * C), "dout")};
+    wg_arg a[] = {A(tz_f32(dwte, r0 * C), F4(k * C), "dwte"), wg_aa(c, dout, N * C, "dout")};
     wg_run_ex(c, "embed_bwd_dwte", pd, w, 18, a, 2, gx, gy, 1, &s, -1);
   }
 }
@@ -125,7 +125,7 @@ void wg_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice 
    * (sg_operand).
    * TEZGAH_WEBGPU_GRAD16=0 (or TEZGAH_WEBGPU_SG_REUSE=0): off. Not in eval (dscale 0: no backward
    * follows). */
-  wg_arg hall = {{0}, 0, 0};
+  wg_arg hall = {{0}, 0, 0, 0};
   int x16 = dscale != 0.0f && Vp % 2 == 0 && wg_grad16(be, logits, (size_t)N * Vp, &hall);
   tz_buf *h16 = x16 ? hall.s.buf : NULL;
   /* softmax_xent_online4 (four columns per iteration; TEZGAH_WEBGPU_XENT4=0: softmax_xent_online,
@@ -137,7 +137,7 @@ void wg_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice 
     size_t r = (size_t)N - r0 < rc ? (size_t)N - r0 : rc;
     uint32_t w[24] = {0};
     w[8] = (uint32_t)r, w[9] = V, w[10] = Vp, w[11] = fbits(dscale);
-    wg_arg a[] = {A(tz_f32(losses, r0), F4(r), "losses"), A(tz_f32(logits, r0 * Vp), F4(r * Vp), "logits"),
+    wg_arg a[] = {A(tz_f32(losses, r0), F4(r), "losses"), wg_aa(c, wg_act_at(c, logits, r0 * Vp), r * Vp, "logits"),
                   A(tz_f32(targets, r0), F4(r), "targets")};
     tz_slice hs = {h16, r0 * Vp * 2};
     wg_arg h = A(hs, r * Vp * 2, "dlogits (f16 copy)");

@@ -106,6 +106,12 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     if (c->subgroups) en = "enable subgroups;\n";
   }
   TZ_ASSERT(red);
+  /* f16 bindings (the f16 variant, "// f16 S=" below) need the f16 extension enabled */
+  char en2[64];
+  if (!alone && strstr(prefix, "// f16 S=") && !strstr(prefix, "enable f16")) {
+    snprintf(en2, sizeof en2, "enable f16;\n%s", en);
+    en = en2;
+  }
   /* the workgroup scan (wg_scan: common/scan256.wgsl, also the tokenizer's) where called */
   const char *scan = strstr(body, "wg_scan(") ? wgsl_src("scan256") : "";
   TZ_ASSERT(scan);
@@ -128,27 +134,45 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     body = rw;
   }
   /* "// ro W=<hex mask>" in the prefix: the preamble's argument block with read-only bindings
-   * for the arguments outside the mask (ro_variant) */
+   * for the arguments outside the mask, argument a at binding a (ro_variant). "// f16 S=<hex
+   * mask>": bindings in the mask are array<f16> (f16 activations, wg_arg.h16), read and
+   * written as f32 by ld / st (f16_variant). */
   char *pre_ro = NULL;
-  const char *rom = strstr(prefix, "// ro W=");
-  if (rom && !alone) {
-    unsigned wm = (unsigned)strtoul(rom + 8, NULL, 16);
+  const char *rom = strstr(prefix, "// ro W="), *f16m = strstr(prefix, "// f16 S=");
+  if ((rom || f16m) && !alone) {
+    unsigned wm = rom ? (unsigned)strtoul(rom + 8, NULL, 16) : 0xffu;
+    unsigned hm = f16m ? (unsigned)strtoul(f16m + 9, NULL, 16) : 0u;
     const char *b0 = strstr(pre, "// ARGS BEGIN"), *b1 = strstr(pre, "// ARGS END");
     TZ_ASSERT(b0 && b1);
-    size_t cap = strlen(pre) + 4096;
+    size_t cap = strlen(pre) + 8192;
     pre_ro = tz_malloc(cap);
     size_t o = (size_t)snprintf(pre_ro, cap, "%.*s", (int)(b0 - pre), pre);
     for (int k = 0; k < MAX_ARGS; k++)
-      o += (size_t)snprintf(pre_ro + o, cap - o, "@group(0) @binding(%d) var<storage, %s> B%d: array<f32>;\n", k + 1,
-                            (wm >> k) & 1 ? "read_write" : "read", k);
+      o += (size_t)snprintf(pre_ro + o, cap - o, "@group(0) @binding(%d) var<storage, %s> B%d: array<%s>;\n", k + 1,
+                            (wm >> k) & 1 ? "read_write" : "read", k, (hm >> k) & 1 ? "f16" : "f32");
+    /* f16 stores: beyond f16's range ±inf (not saturated: an overflowing gradient must reach
+     * the loss scaler's finiteness check), NaN stays NaN; the infinities are made at run time
+     * (WGSL rejects an overflowing constant expression) */
+    if (hm)
+      o += (size_t)snprintf(pre_ro + o, cap - o,
+                            "fn f16s(v: f32) -> f16 {\n  if (abs(v) <= 65504.0) { return f16(v); }\n"
+                            "  let m = f16(select(-65504.0, 65504.0, v > 0.0));\n  let inf = m * abs(m);\n"
+                            "  return select(inf, inf - inf, v != v);\n}\n");
     /* every binding statically used by ld and st: the auto layout then always has all eight */
+    const char *sw = rom ? "a" : "aslot(a)";
     o += (size_t)snprintf(pre_ro + o, cap - o, "fn touch_args() {");
     for (int k = 0; k < MAX_ARGS; k++) o += (size_t)snprintf(pre_ro + o, cap - o, " _ = &B%d;", k);
-    o += (size_t)snprintf(pre_ro + o, cap - o, " }\nfn ld(a: u32, i: u32) -> f32 {\n  touch_args();\n  let j = aoff(a) + i;\n  switch a {\n");
-    for (int k = 0; k < MAX_ARGS - 1; k++) o += (size_t)snprintf(pre_ro + o, cap - o, "    case %du: { return B%d[j]; }\n", k, k);
-    o += (size_t)snprintf(pre_ro + o, cap - o, "    default: { return B7[j]; }\n  }\n}\nfn st(a: u32, i: u32, v: f32) {\n  touch_args();\n  let j = aoff(a) + i;\n  switch a {\n");
+    o += (size_t)snprintf(pre_ro + o, cap - o, " }\nfn ld(a: u32, i: u32) -> f32 {\n  touch_args();\n  let j = aoff(a) + i;\n  switch %s {\n", sw);
+    for (int k = 0; k < MAX_ARGS; k++) {
+      char cs[16];
+      snprintf(cs, sizeof cs, k < MAX_ARGS - 1 ? "case %du:" : "default:", k);
+      o += (size_t)snprintf(pre_ro + o, cap - o, "    %s { return %sB%d[j]%s; }\n", cs, (hm >> k) & 1 ? "f32(" : "", k,
+                            (hm >> k) & 1 ? ")" : "");
+    }
+    o += (size_t)snprintf(pre_ro + o, cap - o, "  }\n}\nfn st(a: u32, i: u32, v: f32) {\n  touch_args();\n  let j = aoff(a) + i;\n  switch %s {\n", sw);
     for (int k = 0; k < MAX_ARGS; k++)
-      if ((wm >> k) & 1) o += (size_t)snprintf(pre_ro + o, cap - o, "    case %du: { B%d[j] = v; }\n", k, k);
+      if ((wm >> k) & 1)
+        o += (size_t)snprintf(pre_ro + o, cap - o, "    case %du: { B%d[j] = %s; }\n", k, k, (hm >> k) & 1 ? "f16s(v)" : "v");
     o += (size_t)snprintf(pre_ro + o, cap - o, "    default: {}\n  }\n}\n%s", b1);
     pre = pre_ro;
   }
@@ -381,6 +405,27 @@ static int ro_variant(wg_ctx *c, int pi, const wg_arg *args, int nargs, const in
   return c->pipes[pi].ro_pi;
 }
 
+/* The f16 variant of preamble pipeline pi: bindings in mask hm (bit k: binding k) declared
+ * array<f16>, which ld / st convert from and to f32 (module(), "// f16 S="). Made on first use
+ * and remembered in the pipeline (at most four masks each; more go through wg_pipeline's
+ * lookup). Why a variant per mask and not per kernel: WGSL types each binding statically, and
+ * which arguments share a binding is decided per dispatch (wg_bind_slots). */
+static int f16_variant(wg_ctx *c, int pi, unsigned hm) {
+  wg_pipe *p = &c->pipes[pi];
+  for (int i = 0; i < p->nf16; i++)
+    if (p->f16_mask[i] == hm) return p->f16_pi[i];
+  char file[64], entry[128], prefix[KEY_CAP];
+  const char *colon = strchr(p->key, ':'), *bar = strchr(p->key, '|');
+  TZ_ASSERT(colon && bar && colon - p->key < 64 && bar - colon - 1 < 128);
+  snprintf(file, sizeof file, "%.*s", (int)(colon - p->key), p->key);
+  snprintf(entry, sizeof entry, "%.*s", (int)(bar - colon - 1), colon + 1);
+  snprintf(prefix, sizeof prefix, "%s\n// f16 S=%02x", bar + 1, hm);
+  int v = wg_pipeline(c, file, entry, prefix);
+  p = &c->pipes[pi]; /* (wg_pipeline may have added pipelines; the array does not move) */
+  if (p->nf16 < 4) p->f16_mask[p->nf16] = (uint8_t)hm, p->f16_pi[p->nf16++] = v;
+  return v;
+}
+
 /* Record one dispatch. words[8..nwords) are the kernel's scalar parameters (u0, u1, ...);
  * words[0..7] are scratch. args (at most 8) are the tensor arguments in the kernel's order.
  * Arguments in the same buffer whose aligned ranges overlap share one binding (Dawn rejects
@@ -396,6 +441,20 @@ void wg_run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords
   tz_buf *sb[MAX_ARGS];
   uint64_t lo[MAX_ARGS], hi[MAX_ARGS];
   int slot_of[MAX_ARGS], ns = wg_bind_slots(c, args, nargs, slot_of, sb, lo, hi);
+  /* f16 arguments (wg_arg.h16): their bindings, which no fp32 argument may share */
+  unsigned hm = 0, fm = 0;
+  for (int i = 0; i < nargs; i++)
+    if (slot_of[i] >= 0) {
+      if (args[i].h16) hm |= 1u << slot_of[i];
+      else fm |= 1u << slot_of[i];
+    }
+  if (hm & fm) wg_fail(c, "%s: f16 and fp32 arguments share one binding (%s; internal error)", label, "", 0, 0);
+  /* a preamble kernel reads and writes them through its f16 variant (the standalone kernels
+   * that take f16 tensors declare them so themselves) */
+  if (hm && !c->pipes[pi].nbind) {
+    pi = f16_variant(c, pi, hm);
+    pi_direct = -1;
+  }
   /* pi_direct: a variant of the kernel that indexes bindings 0..nargs-1 directly, usable
    * when argument i got binding i (no merges) */
   if (pi_direct >= 0) {
@@ -430,7 +489,9 @@ void wg_run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords
   memset(block, 0, sizeof block);
   for (int i = 0; i < nargs; i++)
     if (slot_of[i] >= 0) {
-      block[i] = (uint32_t)((args[i].s.off - off[slot_of[i]]) / 4);
+      uint64_t es = args[i].h16 ? 2 : 4; /* element size */
+      TZ_ASSERT((args[i].s.off - off[slot_of[i]]) % es == 0);
+      block[i] = (uint32_t)((args[i].s.off - off[slot_of[i]]) / es);
       block[8 + i] = (uint32_t)slot_of[i];
     }
   memcpy(block + 16, words + 8, (size_t)(nwords - 8) * 4);

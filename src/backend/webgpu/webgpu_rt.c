@@ -299,6 +299,17 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
    * overlap an input's writable one, which Dawn rejects. */
   c->act16 = c->f16 && be->act_buffers && env_int("TEZGAH_WEBGPU_ACT16", 1) != 0;
   be->act_mm = c->act16 ? TZ_F16 : TZ_F32;
+  /* f16 activations (be->act, backend.h): the residual stream, matmul outputs, activation
+   * gradients and logits in f16 too, as CUDA keeps them in bf16 -- half the bytes of every
+   * memory-bound op. TEZGAH_WEBGPU_ACT=f16 turns it on with the f16 matmul inputs (act16). */
+  const char *ae = getenv("TEZGAH_WEBGPU_ACT");
+  if (ae && *ae && strcmp(ae, "f16") && strcmp(ae, "f32")) {
+    tz_err("webgpu: TEZGAH_WEBGPU_ACT=%s is not f16 or f32", ae);
+    wg_destroy(be);
+    return NULL;
+  }
+  c->act_f16 = c->act16 && ae && !strcmp(ae, "f16");
+  if (c->act_f16) be->act = TZ_F16;
   /* subgroup reductions: on where Subgroups exists unless TEZGAH_WEBGPU_SUBGROUPS=0;
    * TEZGAH_WEBGPU_SUBGROUPS=1 requires them (tests) */
   const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
@@ -435,6 +446,9 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
 
 /* The precision in words (train's startup line, `tezgah info`). */
 static const char *precision(wg_ctx *c) {
+  if (c->f16 && c->act_f16)
+    return "f16 weight mirror, f16 activations and activation gradients (residual stream, matmul outputs, "
+           "logits), fp32 master weights, parameter gradients and optimizer (--precision fp32 for fp32 throughout)";
   if (c->f16 && c->act16)
     return "f16 weight mirror for the forward (matmul weights, embeddings) and f16 matmul inputs (norm, "
            "attention, GeLU/SwiGLU outputs), fp32 master weights, residual stream, gradients and optimizer "
