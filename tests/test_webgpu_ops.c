@@ -49,6 +49,15 @@
  *     act16_grad_chain: the weight mirror, reused at their own fp32 bounds; on lavapipe the
  *     dY copies, crossentropy's and the           vector kernels run the same calls (copies
  *     backward producers' f16 gradient copies)    made with TEZGAH_WEBGPU_GRAD16=1, not read)
+ * f16 activations (test_act_f16_elem, TEZGAH_WEBGPU_ACT=f16, be->act = TZ_F16; SKIPPED without
+ * ShaderF16): every act input rounded to f16 on the host and given to both backends, so only the
+ * GPU's f16 outputs add error:
+ *   add, gelu / swiglu fwd and bwd, layernorm /   |err| ≤ 1.5e-3·|cpu| + 1e-4 (the fp32 bound plus
+ *   rmsnorm fwd, embed_fwd, dlogits               f16's 2^-11 rounding of the result; dinp +=
+ *                                                 2e-4, dlogits 1e-4·dscale)
+ *   norm dw / db, bias_bwd (fp32 sums of f16)     rtol 1e-3, atol 1e-3·sqrt(N)
+ *   embed_bwd, fill, copy_rows, download_act      exact; losses rtol 1e-5
+ *   a store beyond ±65504                         ±inf (not saturated)
  * Flash attention on subgroup matrices (test_attention_sgmat, TEZGAH_WEBGPU_ATTN_SGMAT=1; SKIPPED
  * where the adapter has none, lavapipe; every other case runs with TEZGAH_WEBGPU_ATTN_SGMAT=0):
  *   out, dq, dk, dv (f32 and f16 out)            |err| ≤ 1e-2·|cpu| + 1.5e-2·max(rms(cpu), 0.1) (q, k, v,
@@ -1770,6 +1779,186 @@ static int name_in(const char *name, const char *list) {
   return 0;
 }
 
+
+/* ---- f16 activations (be->act == TZ_F16): the elementwise, norm, activation, embedding, loss
+ * and memory ops (test_act_f16_elem) ---- */
+/* A backend with f16 activations (TEZGAH_WEBGPU_ACT=f16), or NULL (the caller skips, visibly). */
+static tz_backend *act_f16_backend(void) {
+  setenv("TEZGAH_WEBGPU_F16", "1", 1);
+  setenv("TEZGAH_WEBGPU_ACT16", "1", 1);
+  setenv("TEZGAH_WEBGPU_ACT", "f16", 1);
+  tz_backend *g = tz_backend_create("webgpu", 0, NULL);
+  unsetenv("TEZGAH_WEBGPU_F16");
+  unsetenv("TEZGAH_WEBGPU_ACT");
+  setenv("TEZGAH_WEBGPU_ACT16", "0", 1);
+  if (!g) printf("SKIPPED: f16 activations unavailable: %s\n", tz_errmsg());
+  return g;
+}
+/* got (f16 act on the GPU, n elements) against the CPU's fp32 ref: |err| <= rtol·|ref| + atol */
+static void af_check(ot_ctx *og, tz_slice g, ot_ctx *oc, tz_slice c_, size_t n, const char *what, double rtol,
+                     double atol) {
+  float *got = og->be->act == TZ_F16 ? down16(og, g, n) : ot_get(og, g, n), *ref = ot_get(oc, c_, n);
+  double *rd = ot_dbl(ref, n);
+  ot_close(what, got, rd, n, rtol, atol);
+  free(got), free(ref), free(rd);
+}
+static void af_check32(ot_ctx *og, tz_slice g, ot_ctx *oc, tz_slice c_, size_t n, const char *what, double rtol,
+                       double atol) {
+  float *got = ot_get(og, g, n), *ref = ot_get(oc, c_, n);
+  double *rd = ot_dbl(ref, n);
+  ot_close(what, got, rd, n, rtol, atol);
+  free(got), free(ref), free(rd);
+}
+/* host x rounded to f16, uploaded as f16 to the GPU (offset off, even) and as fp32 to the CPU */
+static void af_up(ot_ctx *og, ot_ctx *oc, float *x, size_t n, size_t off, tz_slice *g, tz_slice *c_) {
+  round16(x, n);
+  *g = up16(og, x, n, off);
+  *c_ = up32(oc, x, n);
+}
+
+/* Tolerances (f16 activations: every act input rounded to f16 on the host and given to both
+ * backends, so only the GPU's f16 outputs add error): outputs in f16 |err| <= 1.5e-3·|cpu| + atol
+ * (the op's fp32 bound plus f16's rounding, 2^-11 = 4.9e-4 relative, of the result and, for
+ * the accumulating dinp, of the stored sum; atol 1e-4 at unit scale), fp32 outputs (parameter
+ * gradients, statistics, losses) at 1e-3 relative (sums over f16 inputs of the same values:
+ * order only, plus the CPU's fp32 accumulation); fill / copy_rows / the download exact. */
+static void act_f16_case(tz_backend *g, int N, int C, int V, uint64_t seed) {
+  ot_ctx og, oc;
+  ot_init(&og, g, seed);
+  ot_init(&oc, cpu, 1);
+  size_t nc = (size_t)N * C;
+  float *x = ot_randn(&og, nc, 2), *y = ot_randn(&og, nc, 1), *w = ot_randn(&og, C, 1), *b = ot_randn(&og, C, 1);
+  float *dinp0 = ot_randn(&og, nc, 1), *h = ot_randn(&og, 2 * nc, 2);
+  tz_slice gx, cx, gy, cy, gd, cd, gh, ch;
+  af_up(&og, &oc, x, nc, 2, &gx, &cx); /* odd element offset: the binding's 2-byte element offset */
+  af_up(&og, &oc, y, nc, 0, &gy, &cy);
+  af_up(&og, &oc, dinp0, nc, 4, &gd, &cd);
+  af_up(&og, &oc, h, 2 * nc, 0, &gh, &ch);
+  tz_slice gw = up32(&og, w, C), cw = up32(&oc, w, C), gb = up32(&og, b, C), cb = up32(&oc, b, C);
+  char what[96];
+  /* add, in place into a copy of y (out aliases a) */
+  tz_slice go = up16(&og, y, nc, 0), co = up32(&oc, y, nc);
+  g->add(g, go, go, gx, nc);
+  cpu->add(cpu, co, co, cx, nc);
+  snprintf(what, sizeof what, "act f16 add N%d C%d", N, C);
+  af_check(&og, go, &oc, co, nc, what, 1.5e-3, 1e-4);
+  /* gelu forward (mmin out, f16) and backward (dinp act) */
+  tz_slice ga = ot_buf(&og, NULL, nc * 2 + 64), ca = ot_buf(&oc, NULL, nc * 4);
+  g->gelu_fwd(g, ga, gx, nc);
+  cpu->gelu_fwd(cpu, ca, cx, nc);
+  snprintf(what, sizeof what, "act f16 gelu_fwd N%d C%d", N, C);
+  af_check(&og, ga, &oc, ca, nc, what, 1.5e-3, 1e-4);
+  tz_slice gdi = ot_buf(&og, NULL, nc * 2 + 64), cdi = ot_buf(&oc, NULL, nc * 4);
+  g->gelu_bwd(g, gdi, gx, gy, nc);
+  cpu->gelu_bwd(cpu, cdi, cx, cy, nc);
+  snprintf(what, sizeof what, "act f16 gelu_bwd N%d C%d", N, C);
+  af_check(&og, gdi, &oc, cdi, nc, what, 1.5e-3, 1e-4);
+  /* swiglu forward and backward on gu = h [N, 2C] */
+  g->swiglu_fwd(g, ga, gh, N, C);
+  cpu->swiglu_fwd(cpu, ca, ch, N, C);
+  snprintf(what, sizeof what, "act f16 swiglu_fwd N%d C%d", N, C);
+  af_check(&og, ga, &oc, ca, nc, what, 1.5e-3, 1e-4);
+  tz_slice gdgu = ot_buf(&og, NULL, 2 * nc * 2 + 64), cdgu = ot_buf(&oc, NULL, 2 * nc * 4);
+  g->swiglu_bwd(g, gdgu, gy, gh, N, C);
+  cpu->swiglu_bwd(cpu, cdgu, cy, ch, N, C);
+  snprintf(what, sizeof what, "act f16 swiglu_bwd N%d C%d", N, C);
+  af_check(&og, gdgu, &oc, cdgu, 2 * nc, what, 1.5e-3, 1e-4);
+  /* layernorm forward, backward (dinp += into dinp0; dw, db fp32 +=) */
+  tz_slice gm = ot_buf(&og, NULL, N * 4), cm = ot_buf(&oc, NULL, N * 4), gr = ot_buf(&og, NULL, N * 4),
+           cr = ot_buf(&oc, NULL, N * 4);
+  g->layernorm_fwd(g, ga, gm, gr, gx, gw, gb, N, C, 1e-5f);
+  cpu->layernorm_fwd(cpu, ca, cm, cr, cx, cw, cb, N, C, 1e-5f);
+  snprintf(what, sizeof what, "act f16 layernorm_fwd N%d C%d", N, C);
+  af_check(&og, ga, &oc, ca, nc, what, 1.5e-3, 1e-4);
+  af_check32(&og, gr, &oc, cr, N, "act f16 layernorm rstd", 1e-4, 1e-5);
+  float *zc = calloc(2 * (size_t)C, sizeof(float));
+  tz_slice gdw = up32(&og, zc, 2 * C), cdw = up32(&oc, zc, 2 * C);
+  g->layernorm_bwd(g, gd, gdw, tz_f32(gdw, C), gy, gx, gw, gm, gr, N, C);
+  cpu->layernorm_bwd(cpu, cd, cdw, tz_f32(cdw, C), cy, cx, cw, cm, cr, N, C);
+  snprintf(what, sizeof what, "act f16 layernorm_bwd dinp N%d C%d", N, C);
+  af_check(&og, gd, &oc, cd, nc, what, 1.5e-3, 2e-4);
+  af_check32(&og, gdw, &oc, cdw, 2 * (size_t)C, "act f16 layernorm_bwd dw|db", 1e-3, 1e-3 * sqrt((double)N));
+  /* rmsnorm forward and backward (its dinp += starts from the GPU's f16 dinp on both) */
+  float *gdv = down16(&og, gd, nc);
+  cpu->upload(cpu, cd, gdv, nc * 4);
+  free(gdv);
+  g->rmsnorm_fwd(g, ga, gr, gx, gw, N, C, 1e-5f);
+  cpu->rmsnorm_fwd(cpu, ca, cr, cx, cw, N, C, 1e-5f);
+  snprintf(what, sizeof what, "act f16 rmsnorm_fwd N%d C%d", N, C);
+  af_check(&og, ga, &oc, ca, nc, what, 1.5e-3, 1e-4);
+  g->rmsnorm_bwd(g, gd, gdw, gy, gx, gw, gr, N, C);
+  cpu->rmsnorm_bwd(cpu, cd, cdw, cy, cx, cw, cr, N, C);
+  snprintf(what, sizeof what, "act f16 rmsnorm_bwd dinp N%d C%d", N, C);
+  af_check(&og, gd, &oc, cd, nc, what, 1.5e-3, 2e-4);
+  af_check32(&og, gdw, &oc, cdw, C, "act f16 rmsnorm_bwd dw", 1e-3, 1e-3 * sqrt((double)N));
+  /* bias_bwd of the f16 dout (colsum_f16 where C is even) */
+  tz_slice gdb = up32(&og, zc, C), cdb = up32(&oc, zc, C);
+  g->bias_bwd(g, gdb, gy, N, C);
+  cpu->bias_bwd(cpu, cdb, cy, N, C);
+  af_check32(&og, gdb, &oc, cdb, C, "act f16 bias_bwd", 1e-3, 1e-3 * sqrt((double)N));
+  /* embedding: lookup into f16 out, backward from the f16 dout */
+  int32_t *tok = malloc(sizeof(int32_t) * N);
+  for (int i = 0; i < N; i++) tok[i] = (int32_t)((i * 7 + 3) % V);
+  float *wte = ot_randn(&og, (size_t)V * C, 1), *wpe = ot_randn(&og, (size_t)N * C, 1);
+  tz_slice gt = ot_buf(&og, tok, N * 4), ct = ot_buf(&oc, tok, N * 4);
+  tz_slice gte = up32(&og, wte, (size_t)V * C), cte = up32(&oc, wte, (size_t)V * C), gpe = up32(&og, wpe, nc),
+           cpe = up32(&oc, wpe, nc);
+  g->embed_fwd(g, go, gt, gte, gpe, 1, N, C, V);
+  cpu->embed_fwd(cpu, co, ct, cte, cpe, 1, N, C, V);
+  snprintf(what, sizeof what, "act f16 embed_fwd N%d C%d", N, C);
+  af_check(&og, go, &oc, co, nc, what, 1e-3, 1e-4);
+  float *zv = calloc((size_t)V * C, sizeof(float));
+  tz_slice gdte = up32(&og, zv, (size_t)V * C), cdte = up32(&oc, zv, (size_t)V * C), gdpe = up32(&og, zv, nc),
+           cdpe = up32(&oc, zv, nc);
+  g->embed_bwd(g, gdte, gdpe, gy, gt, 1, N, C, V);
+  cpu->embed_bwd(cpu, cdte, cdpe, cy, ct, 1, N, C, V);
+  af_check32(&og, gdte, &oc, cdte, (size_t)V * C, "act f16 embed_bwd dwte", 1e-6, 1e-6); /* exact: f16 values, CPU order */
+  af_check32(&og, gdpe, &oc, cdpe, nc, "act f16 embed_bwd dwpe", 1e-6, 1e-6);
+  /* cross-entropy in place on f16 logits [N, Vp] (V of Vp columns), dscale with a loss scale */
+  int Vp = V + 3;
+  float *lg = ot_randn(&og, (size_t)N * Vp, 3);
+  int32_t *tg = malloc(sizeof(int32_t) * N);
+  for (int i = 0; i < N; i++) tg[i] = i % 5 == 4 ? -1 : (int32_t)((i * 13) % V);
+  tz_slice glg, clg, gtg = ot_buf(&og, tg, N * 4), ctg = ot_buf(&oc, tg, N * 4), gl = ot_buf(&og, NULL, N * 4),
+                     cl = ot_buf(&oc, NULL, N * 4);
+  af_up(&og, &oc, lg, (size_t)N * Vp, 0, &glg, &clg);
+  float ds = 1024.0f / N;
+  g->crossentropy(g, gl, glg, gtg, N, V, Vp, ds);
+  cpu->crossentropy(cpu, cl, clg, ctg, N, V, Vp, ds);
+  af_check32(&og, gl, &oc, cl, N, "act f16 crossentropy losses", 1e-5, 1e-5);
+  snprintf(what, sizeof what, "act f16 crossentropy dlogits N%d V%d", N, V);
+  af_check(&og, glg, &oc, clg, (size_t)N * Vp, what, 1.5e-3, 1e-4 * ds);
+  /* fill and copy_rows on f16 act tensors; download_act widens exactly */
+  g->fill(g, go, 0.375f, nc, TZ_F16);
+  cpu->fill(cpu, co, 0.375f, nc, TZ_F32);
+  af_check(&og, go, &oc, co, nc, "act f16 fill", 0, 0);
+  g->copy_rows(g, go, C, gx, C, N / 2, C - 1);
+  cpu->copy_rows(cpu, co, C, cx, C, N / 2, C - 1);
+  af_check(&og, go, &oc, co, nc, "act f16 copy_rows", 0, 0);
+  float *dl = malloc(nc * sizeof(float));
+  g->download_act(g, dl, tz_at(gx, 2), nc - 1); /* from an odd element */
+  for (size_t i = 0; i + 1 < nc; i++) assert_true(dl[i] == x[i + 1]);
+  /* a store beyond f16's range is ±inf, not saturated (the loss scaler must see the overflow) */
+  g->fill(g, go, -40000.0f, nc, TZ_F16);
+  g->add(g, go, go, go, nc);
+  g->download_act(g, dl, go, nc);
+  for (size_t i = 0; i < nc; i++) assert_true(isinf(dl[i]) && dl[i] < 0);
+  free(dl), free(tg), free(lg), free(zv), free(wte), free(wpe), free(tok), free(zc);
+  free(x), free(y), free(w), free(b), free(dinp0), free(h);
+  ot_release(&og), ot_release(&oc);
+}
+
+static void test_act_f16_elem(void **state) {
+  tz_backend *g = act_f16_backend();
+  if (!g) skip();
+  assert_int_equal(g->act, TZ_F16);
+  printf("webgpu (f16 activations): %s\n", tz_webgpu_describe(g));
+  act_f16_case(g, 7, 37, 11, 1);    /* odd sizes: the scalar forms, f16 pairs split across words */
+  act_f16_case(g, 70, 300, 50, 2);  /* C in (256, 1024]: the row-in-registers norms */
+  act_f16_case(g, 33, 1100, 20, 3); /* C > 1024: the loop norms */
+  g->destroy(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_memory_ops), cmocka_unit_test(test_embed), cmocka_unit_test(test_embed_bwd_sorted),
@@ -1781,6 +1970,7 @@ int main(void) {
       cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_crossentropy_extremes),
       cmocka_unit_test(test_adamw),
       cmocka_unit_test(test_w16),        cmocka_unit_test(test_act16), cmocka_unit_test(test_attention_sgmat),
+      cmocka_unit_test(test_act_f16_elem),
       /* the sweep (sweep_on): skipped unless TEZGAH_TEST_SWEEP=1 or their own switch */
       cmocka_unit_test(test_matmul_sweep), cmocka_unit_test(test_attention_flash_variants),
       cmocka_unit_test(test_attention_flash_variants_mixes), cmocka_unit_test(test_attention_flash_variants_arena),
