@@ -2,7 +2,7 @@
 # Pack the WebGPU device scripts' folder DIR (scripts/device_webgpu_fasgmat.sh, _attnst.sh, _sgmm.sh, _f16act.sh, ...):
 # a portable build (Release, -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v4, no BLAS / CUDA /
 # MPI / libplot, as scripts/device_pack.sh) in build-devwg/, then
-#   DIR/bin/   tezgah, test_webgpu_ops, test_webgpu_sgmat, bench_webgpu, bench_webgpu_sgmat,
+#   DIR/bin/   tezgah, test_webgpu_ops, test_webgpu_train, test_webgpu_sgmat, bench_webgpu, bench_webgpu_sgmat,
 #              libtz_napi_stub.so
 #   DIR/lib/   the shared libraries the GPU machine lacks (libpcre2-8, libcjson, libxxhash, libgomp,
 #              libcmocka)
@@ -19,7 +19,7 @@ mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS=-march=x86-64-v4 \
   -DTEZGAH_BLAS=OFF -DTEZGAH_CUDA=OFF -DTEZGAH_MPI=OFF -DTEZGAH_PLOT=OFF -DTEZGAH_WASM=OFF >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log" >&2; exit 1; }
-progs=(tezgah test_webgpu_ops test_webgpu_sgmat bench_webgpu bench_webgpu_sgmat)
+progs=(tezgah test_webgpu_ops test_webgpu_train test_webgpu_sgmat bench_webgpu bench_webgpu_sgmat)
 cmake --build "$build" -j"$jobs" --target "${progs[@]}" tz_napi_stub >"$build/build.log" 2>&1 ||
   { tail -40 "$build/build.log" >&2; exit 1; }
 rm -rf "$dir"
