@@ -58,6 +58,17 @@
  *   norm dw / db, bias_bwd (fp32 sums of f16)     rtol 1e-3, atol 1e-3·sqrt(N)
  *   embed_bwd, fill, copy_rows, download_act      exact; losses rtol 1e-5
  *   a store beyond ±65504                         ±inf (not saturated)
+ * f16 activations in the matmul family (test_act_f16_matmul; the same backend; a and the f16
+ * operands rounded to f16 on the host, fp32 weights not):
+ *   matmul_t (bias, acc), matmul (acc), matmul_at  |err| ≤ tol·Σ|terms| + atol + 2^-11·|cpu| for an
+ *   (acc), matmul_at_swiglu_a on the vector        f16 output (its rounding), without the last
+ *   kernels, the general kernel, the split paths,  term for the fp32 parameter gradients; terms:
+ *   and the subgroup-matrix kernels (emulated:     the products, the bias and the accumulated old
+ *   TEZGAH_WEBGPU_SGMAT_EMU=1, every call forced   value. tol 2e-5, atol 1e-6 on the vector and
+ *   onto them natively: SGMAT_NATIVE16=1)          general kernels (fp32 arithmetic on the same
+ *                                                  values); 1e-3, 1e-5 on the subgroup matrices
+ *                                                  (f16 operands) and the split paths (matmul's
+ *                                                  K pieces each rounded to f16)
  * Flash attention on subgroup matrices (test_attention_sgmat, TEZGAH_WEBGPU_ATTN_SGMAT=1; SKIPPED
  * where the adapter has none, lavapipe; every other case runs with TEZGAH_WEBGPU_ATTN_SGMAT=0):
  *   out, dq, dk, dv (f32 and f16 out)            |err| ≤ 1e-2·|cpu| + 1.5e-2·max(rms(cpu), 0.1) (q, k, v,
@@ -1948,6 +1959,166 @@ static void act_f16_case(tz_backend *g, int N, int C, int V, uint64_t seed) {
   ot_release(&og), ot_release(&oc);
 }
 
+/* ---- f16 activations: the matmul family (test_act_f16_matmul) ---- */
+/* One call on g (f16 activations) and the CPU on the same f16-rounded values:
+ *   kind 0 matmul_t: out f16 [M,N] (+)= a f16 [M,K] · b fp32 [N,K]ᵀ (+ bias fp32)
+ *   kind 1 matmul:   out f16 [M,N] (+)= a f16 [M,K] (dY) · b fp32 [K,N]
+ *   kind 2 matmul_at: out fp32 [M,N] (+)= a f16 [K,M]ᵀ (dY) · b f16 [K,N]
+ *   kind 3 matmul_at_swiglu_a: out fp32 [M,N] (+)= a f16 [K,M]ᵀ · swiglu(gu f16 [K,2N]) (the CPU:
+ *     swiglu_fwd into scratch, then matmul_at)
+ * f16 tensors at byte offset off (even), the fp32 weight 64 bytes in, the bias at 0.
+ * Bound per element: tol·Σ|terms| + atol (the terms: the products, the bias and the accumulated
+ * old value) plus, for an f16 output, its rounding 2^-11·|cpu|. The weights b are not f16-exact:
+ * the subgroup-matrix path rounds them (within tol = 1e-3), the vector kernels read them as they
+ * are. Returns nothing; fails the test on the first element outside. */
+static void afm_case(tz_backend *g, int kind, int M, int K, int N, int acc, int bias, size_t off, double tol,
+                     double atol) {
+  ot_ctx og, oc;
+  ot_init(&og, g, (uint64_t)kind * 1000003 + (uint64_t)M * 7919 + K * 31 + N + acc * 2 + bias + off);
+  ot_init(&oc, cpu, 1);
+  int o16 = kind < 2;
+  size_t no = (size_t)M * N, na = (size_t)M * K, nb = (size_t)K * N * (kind == 3 ? 2 : 1);
+  float *a = ot_randn(&og, na, 1), *b = ot_randn(&og, nb, 1), *o0 = ot_randn(&og, no, 1), *bs = ot_randn(&og, N, 1);
+  round16(a, na);
+  if (kind >= 2) round16(b, nb); /* X or gu: an f16 activation */
+  if (o16) round16(o0, no);
+  tz_slice ga, gb, go, gbias = TZ_NONE, ca, cb, co, cbias = TZ_NONE;
+  ga = up16(&og, a, na, off), ca = up32(&oc, a, na);
+  if (kind >= 2) gb = up16(&og, b, nb, off);
+  else gb = ot_buf(&og, NULL, nb * 4 + 64), gb.off = 64, g->upload(g, gb, b, nb * 4);
+  cb = up32(&oc, b, nb);
+  if (o16) go = up16(&og, o0, no, off);
+  else go = ot_buf(&og, NULL, no * 4 + 64), go.off = 64, g->upload(g, go, o0, no * 4);
+  co = up32(&oc, o0, no);
+  if (bias) gbias = up32(&og, bs, N), cbias = up32(&oc, bs, N);
+  tz_slice cs = kind == 3 ? ot_buf(&oc, NULL, (size_t)K * N * 4) : TZ_NONE;
+  switch (kind) {
+  case 0:
+    g->matmul_t(g, go, ga, gb, gbias, M, K, N, acc);
+    cpu->matmul_t(cpu, co, ca, cb, cbias, M, K, N, acc);
+    break;
+  case 1:
+    g->matmul(g, go, ga, gb, M, K, N, acc);
+    cpu->matmul(cpu, co, ca, cb, M, K, N, acc);
+    break;
+  case 2:
+    g->matmul_at(g, go, ga, gb, M, K, N, acc);
+    cpu->matmul_at(cpu, co, ca, cb, M, K, N, acc);
+    break;
+  default:
+    g->matmul_at_swiglu_a(g, go, ga, gb, M, K, N, acc);
+    cpu->swiglu_fwd(cpu, cs, cb, K, N);
+    cpu->matmul_at(cpu, co, ca, cs, M, K, N, acc);
+  }
+  float *got = o16 ? down16(&og, go, no) : ot_get(&og, go, no), *ref = ot_get(&oc, co, no);
+  char what[160];
+  snprintf(what, sizeof what, "act_f16 %s M %d K %d N %d acc %d bias %d off %zu",
+           (const char *[]){"matmul_t", "matmul", "matmul_at", "matmul_at_swiglu_a"}[kind], M, K, N, acc, bias, off);
+  size_t bad = 0;
+  double worst = 0;
+  for (size_t i = 0; i < no; i++) {
+    int m = (int)(i / N), n = (int)(i % N);
+    double mag = acc ? fabs(o0[i]) : 0;
+    if (bias) mag += fabs(bs[n]);
+    for (int k = 0; k < K; k++) {
+      double x = kind >= 2 ? a[(size_t)k * M + m] : a[(size_t)m * K + k], y;
+      if (kind == 0) y = b[(size_t)n * K + k];
+      else if (kind == 1 || kind == 2) y = b[(size_t)k * N + n];
+      else {
+        double gt = b[(size_t)k * 2 * N + n], u = b[(size_t)k * 2 * N + N + n];
+        y = gt / (1 + exp(-gt)) * u;
+      }
+      mag += fabs(x * y);
+    }
+    double bound = tol * mag + atol + (o16 ? ldexp(fabs(ref[i]), -11) : 0), err = fabs((double)got[i] - ref[i]);
+    if (bound > 0 && err / bound > worst) worst = err / bound;
+    if (!(err <= bound)) {
+      if (bad < 5) print_error("%s [%zu]: gpu %.9g cpu %.9g (bound %.3g)\n", what, i, got[i], ref[i], bound);
+      bad++;
+    }
+  }
+  printf("  %-70s worst err/bound %.3f%s\n", what, worst, bad ? " FAILED" : "");
+  if (bad) fail();
+  free(got), free(ref), free(a), free(b), free(o0), free(bs);
+  ot_release(&og), ot_release(&oc);
+}
+
+/* The matmul family with f16 activations (TEZGAH_WEBGPU_ACT=f16, be->act = TZ_F16; SKIPPED
+ * without ShaderF16) against the CPU (afm_case), every kind with and without accumulation:
+ * - the vector kernels (matmul_fast: f16 output stored in place, f16 dY / X / gu fetched as
+ *   vec4<f16> or element by element; the transposed-weight form of matmul_t; split-K's fp32
+ *   partials summed into the f16 output), odd shapes, f16 tensors 2 bytes past a word (an f16
+ *   operand then read through an fp32 copy; the output written in place), bias; at the fp32
+ *   bound 2e-5·Σ|terms| + 1e-6 (+ the output's f16 rounding);
+ * - the general kernel (TEZGAH_WEBGPU_NO_FAST_MATMUL=1: fp32 copies, fp32 scratch output);
+ * - the split paths (a backend with TEZGAH_WEBGPU_MAX_BINDING=65536: rows of out, matmul_t's
+ *   staged output columns, matmul's staged f16 dY columns over K pieces, matmul_at's rows of a
+ *   and b and staged f16 columns of a), bound 1e-3 (matmul over K pieces: each piece's sum is
+ *   rounded to f16 once more);
+ * - the subgroup-matrix kernels with their builtins emulated (a backend with
+ *   TEZGAH_WEBGPU_SGMAT_EMU=1: kernel n on 32 x 32 tiles, the persistent grid at K <= 1024,
+ *   split-K for matmul_at at K >= 1024) with TEZGAH_WEBGPU_SGMAT_NATIVE16=1, so every call must
+ *   run there with its f16 tensors as they are (the O16 store, f16 dY read directly), at the
+ *   subgroup-matrix bound 1e-3·Σ|terms| + 1e-5 (+ the output's f16 rounding). SKIPPED where the
+ *   emulation cannot run (it needs ShaderF16 only: where the f16 activations run, it does). */
+static void test_act_f16_matmul(void **state) {
+  tz_backend *g = act_f16_backend();
+  if (!g) skip();
+  assert_int_equal(g->act, TZ_F16);
+  assert_non_null(g->matmul_at_swiglu_a);
+  printf("webgpu (f16 activations): %s\n", tz_webgpu_describe(g));
+  const int sgm = strstr(tz_webgpu_describe(g), "matmul on subgroup matrices") != NULL;
+  const double vt = sgm ? 1e-3 : 2e-5, va = sgm ? 1e-5 : 1e-6; /* an adapter with them takes them */
+  for (int kind = 0; kind < 4; kind++)
+    for (int acc = 0; acc < 2; acc++) {
+      afm_case(g, kind, 33, 37, 29, acc, kind == 0 && !acc, 2, vt, va); /* odd: element loads, 2 bytes past */
+      afm_case(g, kind, 68, 36, 132, acc, kind == 0 && acc == 0, 0, vt, va); /* vec4 loads */
+      afm_case(g, kind, 7, 5, 130, acc, kind == 0, 4, vt, va);
+    }
+  afm_case(g, 0, 36, 64, 52, 1, 1, 8, vt, va);   /* bias with acc (N % 4 == 0: transposed weight) */
+  afm_case(g, 1, 20, 1100, 24, 1, 0, 0, vt, va); /* split-K into the f16 output */
+  afm_case(g, 2, 20, 1100, 24, 1, 0, 2, vt, va);
+  afm_case(g, 3, 8, 1100, 12, 0, 0, 0, vt, va);
+  setenv("TEZGAH_WEBGPU_NO_FAST_MATMUL", "1", 1); /* the general kernel */
+  for (int kind = 0; kind < 4; kind++) afm_case(g, kind, 33, 37, 29, kind & 1, kind == 0, 2, vt, va);
+  afm_case(g, 0, 36, 40, 20, 1, 1, 0, vt, va);
+  unsetenv("TEZGAH_WEBGPU_NO_FAST_MATMUL");
+  g->destroy(g);
+
+  setenv("TEZGAH_WEBGPU_MAX_BINDING", "65536", 1); /* the split paths: 16K fp32 elements per binding */
+  g = act_f16_backend();
+  unsetenv("TEZGAH_WEBGPU_MAX_BINDING");
+  assert_non_null(g);
+  afm_case(g, 0, 300, 40, 72, 1, 0, 0, 1e-3, 1e-5);  /* rows of out and a */
+  afm_case(g, 0, 20, 300, 100, 1, 1, 2, 1e-3, 1e-5); /* weight rows = output columns, staged */
+  afm_case(g, 1, 20, 300, 100, 1, 0, 2, 1e-3, 1e-5); /* weight rows = dY's columns, staged f16 */
+  afm_case(g, 1, 300, 40, 72, 0, 0, 0, 1e-3, 1e-5);
+  afm_case(g, 2, 40, 600, 36, 1, 0, 2, 1e-3, 1e-5);  /* rows of a and b */
+  afm_case(g, 2, 300, 20, 100, 1, 0, 0, 1e-3, 1e-5); /* out rows = dY's columns, staged f16 */
+  afm_case(g, 3, 300, 20, 100, 1, 0, 2, 1e-3, 1e-5);
+  g->destroy(g);
+
+  setenv("TEZGAH_WEBGPU_SGMAT_EMU", "1", 1);
+  g = act_f16_backend();
+  unsetenv("TEZGAH_WEBGPU_SGMAT_EMU");
+  assert_non_null(g);
+  if (!strstr(tz_webgpu_describe(g), "matmul on subgroup matrices")) {
+    printf("SKIPPED: the subgroup-matrix matmul (emulated) does not run here: %s\n", tz_webgpu_describe(g));
+    g->destroy(g);
+    return;
+  }
+  printf("webgpu (f16 activations, subgroup-matrix builtins emulated): %s\n", tz_webgpu_describe(g));
+  setenv("TEZGAH_WEBGPU_SGMAT_NATIVE16", "1", 1);
+  for (int kind = 0; kind < 3; kind++)
+    for (int acc = 0; acc < 2; acc++) afm_case(g, kind, 64, 96, 64, acc, kind == 0 && !acc, 64, 1e-3, 1e-5);
+  afm_case(g, 0, 96, 64, 32, 0, 1, 64, 1e-3, 1e-5); /* bias: the f32 tile shared with the output staging */
+  afm_case(g, 1, 32, 1056, 64, 1, 0, 0, 1e-3, 1e-5); /* K > 1024: the non-persistent grid */
+  afm_case(g, 2, 64, 1024, 32, 1, 0, 64, 1e-3, 1e-5); /* split over K */
+  unsetenv("TEZGAH_WEBGPU_SGMAT_NATIVE16");
+  afm_case(g, 3, 64, 96, 64, 1, 0, 64, 1e-3, 1e-5); /* (not a subgroup-matrix form: the vector kernel) */
+  g->destroy(g);
+}
+
 static void test_act_f16_elem(void **state) {
   tz_backend *g = act_f16_backend();
   if (!g) skip();
@@ -1970,7 +2141,7 @@ int main(void) {
       cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_crossentropy_extremes),
       cmocka_unit_test(test_adamw),
       cmocka_unit_test(test_w16),        cmocka_unit_test(test_act16), cmocka_unit_test(test_attention_sgmat),
-      cmocka_unit_test(test_act_f16_elem),
+      cmocka_unit_test(test_act_f16_elem), cmocka_unit_test(test_act_f16_matmul),
       /* the sweep (sweep_on): skipped unless TEZGAH_TEST_SWEEP=1 or their own switch */
       cmocka_unit_test(test_matmul_sweep), cmocka_unit_test(test_attention_flash_variants),
       cmocka_unit_test(test_attention_flash_variants_mixes), cmocka_unit_test(test_attention_flash_variants_arena),

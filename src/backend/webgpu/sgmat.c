@@ -473,7 +473,10 @@ uint32_t tz_sgmat_tile_smem(tz_sgmat_tile t, int form, int has_bias) {
     return tiles + (has_bias ? 16 * bn * 4 : 0);
   }
   uint32_t b_sz = b_nk && !t.trb ? bn * (bk + 8) : bk * (bn + 8);
-  return (t.nbuf ? t.nbuf : 1) * (a_rows * (a_cols + 8) + b_sz) * 2 + (has_bias ? 16 * t.sg_n * 16 * 4 : 0);
+  /* the f32 tile wst: the bias rows, and with o16 the output staging (one 16x16 block per
+   * subgroup), the larger of the two */
+  uint32_t wst = has_bias ? 16 * t.sg_n * 16 * 4 : 0, stg = t.o16 ? t.sg_m * t.sg_n * 256 * 4 : 0;
+  return (t.nbuf ? t.nbuf : 1) * (a_rows * (a_cols + 8) + b_sz) * 2 + (stg > wst ? stg : wst);
 }
 
 int tz_sgmat_tile_fits(tz_sgmat_tile t, int form, uint32_t M, uint32_t N, uint32_t K, uint32_t split,
@@ -489,6 +492,7 @@ int tz_sgmat_tile_fits(tz_sgmat_tile t, int form, uint32_t M, uint32_t N, uint32
   else if (t.pers && (!t.pf || t.nbuf == 2 || split > 1)) w = "P needs p, one buffer and no split";
   else if (t.a32 && !t.kern) w = "f (a in f32) is kernel n's";
   else if (t.a16w && (!t.a32 || !t.pf || t.nbuf == 2)) w = "w (a's f16 copy) needs f, p and one buffer";
+  else if (t.o16 && (!t.kern || split > 1)) w = "an f16 output is kernel n's, without split";
   else if (t.kern && ((bm * t.bk / 8) % nt || (bn * t.bk / 8) % nt)) w = "tile loads do not divide over the threads";
   else if (!t.kern && !t.direct && ((bm * t.bk / 4) % nt || (bn * t.bk / 4) % nt))
     w = "tile loads do not divide over the threads";
@@ -540,11 +544,12 @@ size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc
                    "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"
                    "const ACC = %s;\nconst NBUF = %uu;\n"
                    "//defs DIRECT=%d HAS_BIAS=%d TM=%u TN=%u A_PER=%u B_PER=%u A_MK=%d B_NK=%d ACC=%d TV8=%d TRB=%d "
-                   "NBUF2=%d PF=%d SPLIT=%d SWZ=%d PERS=%d A32=%d A16W=%d EMU=%d\n",
+                   "NBUF2=%d PF=%d SPLIT=%d SWZ=%d PERS=%d A32=%d A16W=%d O16=%d WST=%d EMU=%d\n",
                    bm, bn, t.bk, t.sg_m, t.sg_n, t.tm, t.tn, sgsize, a_mk ? "true" : "false", b_nk ? "true" : "false",
                    acc ? "true" : "false", t.nbuf ? t.nbuf : 1, t.direct != 0, has_bias != 0, t.tm, t.tn, a_per, b_per,
                    a_mk, b_nk, acc != 0, t.tv8 != 0, t.trb != 0 && b_nk, t.nbuf == 2, t.pf != 0, split > 1, t.swz != 0, t.pers != 0 && t.kern,
-                   t.a32 != 0 && t.kern, t.a16w != 0 && t.a32 && t.kern, emu != 0);
+                   t.a32 != 0 && t.kern, t.a16w != 0 && t.a32 && t.kern, t.o16 != 0 && t.kern,
+                   has_bias || (t.o16 && t.kern), emu != 0);
   if (n >= 0 && t.a16w && t.a32 && t.kern && (size_t)n < cap) /* A16W's output, binding 5 (the fifth argument) */
     n += snprintf(buf + n, cap - (size_t)n, "@group(0) @binding(5) var<storage, read_write> a16w: array<vec4<u32>>;\n");
   return n < 0 ? 0 : (size_t)n;
@@ -666,6 +671,7 @@ int tz_sgmat_run_ex(tz_sgmat *s, tz_sgmat_form form, tz_sgmat_tile t, uint32_t M
   if (s->lost) return tz_err("webgpu sgmat: %s", s->errmsg);
   if (emu != s->emu) return tz_err("webgpu sgmat: emu runs need tz_sgmat_open_emu's handle, and only those");
   if (emu && !t.kern) return tz_err("webgpu sgmat: the emulated builtins are matmul_sgmm.wgsl's (kernel n)");
+  if (t.o16) return tz_err("webgpu sgmat: the standalone run has no f16 output (o16 is the backend's)");
   if (bias && form != TZ_SGMAT_XWT) return tz_err("webgpu sgmat: bias only with the X·Wᵀ form");
   if (split < 1) split = 1;
   const char *why;

@@ -34,6 +34,9 @@ typedef struct {
   uint32_t kern, tv8, trb, nbuf, pf, swz, pers;
   uint32_t a32;  /* kern 1: operand a is f32, rounded to f16 in the kernel (matmul_sgmm.wgsl, A32) */
   uint32_t a16w; /* with a32, p, one buffer: the kernel also writes a's f16 copy (A16W) */
+  uint32_t o16;  /* kern 1, no split: the output is f16, staged through workgroup memory (O16; the
+                  * backend sets it for f16 activations, c->act_f16; tz_sgmat_run_ex has no f16
+                  * output and rejects it) */
 } tz_sgmat_tile;
 
 /* The tiles bench_webgpu_sgmat's sweep measures and test_webgpu_ops' test_matmul_sgmat checks

@@ -73,7 +73,7 @@ struct tz_buf {
 #define MAX_ARGS 8
 #define MAX_PIPES 512
 #define MAX_MODULES 384
-#define KEY_CAP 1536
+#define KEY_CAP 2048
 #define BG_CAP 16384
 #define PROF_MAX 2048 /* timestamp pairs per submit (4096 queries: the WebGPU maximum) */
 
@@ -287,6 +287,8 @@ void wg_copy(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes);
 /* dst[r*dst_stride + c] (+)= src[r*src_stride + c] (acc: add), fp32. */
 void wg_copy_rows_ex(wg_ctx *c, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows,
                      int cols, int acc);
+void wg_copy_rows_h(wg_ctx *c, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows, int cols,
+                    int acc, int dh16, int sh16);
 void wg_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows,
                   int cols);
 /* The f16 weight mirror: elements [e0, e0 + n) as wg_run_ex's extra binding (*h0: e0's index

@@ -211,21 +211,28 @@ void wg_copy(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes) {
   }
 }
 
-/* dst[r*ds + c] (+)= src[r*ss + c] (acc: add); h16: both f16 (activations), else fp32. Also
- * the split matmul's staging copies (fp32). */
+/* dst[r*ds + c] (+)= src[r*ss + c] (acc: add, in f32); dh16 / sh16: dst / src f16 (activations,
+ * converted by the preamble's f16 variant: a store beyond f16's range gives ±inf), else fp32.
+ * Also the split matmul's staging copies (wg_copy_rows_ex, fp32; wg_copy_rows_h). */
 static void copy_rows(wg_ctx *c, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows, int cols,
-                      int acc, int h16) {
+                      int acc, int dh16, int sh16) {
   uint32_t w[24] = {0};
   w[8] = rows, w[9] = cols, w[10] = (uint32_t)dst_stride, w[11] = (uint32_t)src_stride, w[12] = acc;
   size_t nd = (size_t)(rows - 1) * dst_stride + cols, ns = (size_t)(rows - 1) * src_stride + cols;
-  wg_arg a[] = {h16 ? AH(dst, nd, "dst") : A(dst, F4(nd), "dst"), h16 ? AH(src, ns, "src") : A(src, F4(ns), "src")};
+  wg_arg a[] = {dh16 ? AH(dst, nd, "dst") : A(dst, F4(nd), "dst"), sh16 ? AH(src, ns, "src") : A(src, F4(ns), "src")};
   uint32_t gx, gy;
   grid1((uint64_t)rows * cols, &gx, &gy);
   wg_run(c, "copy_rows", wg_pipeline(c, "elementwise", "copy_rows", ""), w, 13, a, 2, gx, gy, 1);
 }
 void wg_copy_rows_ex(wg_ctx *c, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows,
                          int cols, int acc) {
-  copy_rows(c, dst, dst_stride, src, src_stride, rows, cols, acc, 0);
+  copy_rows(c, dst, dst_stride, src, src_stride, rows, cols, acc, 0, 0);
+}
+/* The same with dst and src each f16 (dh16, sh16) or fp32: the split matmul's staging with f16
+ * activations (an f16 operand's column piece, an fp32 partial product into an f16 output). */
+void wg_copy_rows_h(wg_ctx *c, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows, int cols,
+                    int acc, int dh16, int sh16) {
+  copy_rows(c, dst, dst_stride, src, src_stride, rows, cols, acc, dh16, sh16);
 }
 
 void wg_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src,
@@ -233,7 +240,7 @@ void wg_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src,
   wg_ctx *c = CTX(be);
   if (rows <= 0 || cols <= 0) return;
   if (dst.buf == c->pbuf) c->mirror_stale = 1;
-  copy_rows(c, dst, dst_stride, src, src_stride, rows, cols, 0, c->act_f16); /* act rows (backend.h) */
+  copy_rows(c, dst, dst_stride, src, src_stride, rows, cols, 0, c->act_f16, c->act_f16); /* act rows (backend.h) */
 }
 
 /* ---- the f16 weight mirror ---- */

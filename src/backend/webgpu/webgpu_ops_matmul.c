@@ -3,7 +3,17 @@
  * fp32 tensors, f32 accumulation: the f16 precision where the adapter has them, sg_kernel),
  * matmul_fast.wgsl (register tiles, split-K, vec4 and f16-mirror operands) or matmul.wgsl (the
  * general kernel for aliased operands), with the splitting of operands above one binding into
- * pieces. The kernel for a call is chosen in mm_one; the tile per adapter in wg_mm_config. */
+ * pieces. The kernel for a call is chosen in mm_one; the tile per adapter in wg_mm_config.
+ * f16 activations (c->act_f16, be->act = TZ_F16): matmul_t's out, matmul's out and a (dY),
+ * matmul_at's a (dY) and matmul_at_swiglu_a's a and gu are f16 (mm's a16 / b16 / o16). Native
+ * (no fp32 copy of the tensor): subgroup-matrix kernel n (f16 operands as they are, the f16
+ * output staged through workgroup memory: matmul_sgmm.wgsl O16) and matmul_fast (f16 operand
+ * fetches, array<f16> output; split-K's fp32 partials summed into the f16 output by colsum_add's
+ * f16 variant). Converted: subgroup-matrix kernel o (an f16 output computed into fp32 scratch,
+ * then added / copied into it by copy_rows' f16 variant), the general kernel matmul.wgsl (fp32 copies of the
+ * f16 operands, fp32 scratch output), an f16 operand 2 bytes past a 4-byte word (fp32 copy),
+ * and the split paths' staging of matmul_t's output columns (fp32 stage, copied into the f16
+ * output). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,8 +158,11 @@ static uint32_t sg_split(wg_ctx *c, tz_sgmat_tile t, int form, int M, int K, int
 }
 
 /* The first tile of the lists above that runs form at M x N x K: 1 with *t and *split, else 0.
- * aligned: the f16 operands start 16-byte aligned (kernel n's 8-half loads). */
-static int sg_pick(wg_ctx *c, int form, int M, int K, int N, int aligned, tz_sgmat_tile *t, uint32_t *split) {
+ * aligned: the f16 operands start 16-byte aligned (kernel n's 8-half loads). o16: the output is
+ * f16 (c->act_f16): kernel n's tiles then store it as f16 (t->o16, its staging counted in the
+ * workgroup memory); kernel o's cannot (t->o16 0: the caller goes through fp32 scratch). */
+static int sg_pick(wg_ctx *c, int form, int M, int K, int N, int aligned, tz_sgmat_tile *t, uint32_t *split,
+                   int o16) {
   static const char *const env[3] = {"TEZGAH_WEBGPU_SGMAT_TILE_XWT", "TEZGAH_WEBGPU_SGMAT_TILE_DYW",
                                      "TEZGAH_WEBGPU_SGMAT_TILE_DYTX"};
   /* TEZGAH_WEBGPU_SGMAT_TILE_SHORTK (tuning): a list tried first for X·Wᵀ and dY·W at K <= 1024;
@@ -170,6 +183,7 @@ static int sg_pick(wg_ctx *c, int form, int M, int K, int N, int aligned, tz_sgm
       if (tz_sgmat_tile_parse(tok, &g) != 0) continue; /* a bad name in the variable: the next */
       if (g.kern && !aligned) continue;
       uint32_t S = sg_split(c, g, form, M, K, N);
+      g.o16 = o16 && g.kern && S == 1;
       if (!tz_sgmat_tile_fits(g, form, (uint32_t)M, (uint32_t)N, (uint32_t)K, S, c->sg_size,
                               c->lim.maxComputeWorkgroupStorageSize, c->lim.maxComputeInvocationsPerWorkgroup, NULL))
         continue;
@@ -183,11 +197,11 @@ static int sg_pick(wg_ctx *c, int form, int M, int K, int N, int aligned, tz_sgm
 /* Can variant's call (M, K, N) run on the subgroup-matrix kernels? Its shape must fit a tile (no
  * edge handling in the kernels; other shapes keep the fp32 kernels) and the operands must fit
  * one binding as f16. */
-static int sg_shape_ok(wg_ctx *c, int variant, int M, int K, int N) {
+static int sg_shape_ok(wg_ctx *c, int variant, int M, int K, int N, int o16) {
   if (!c->sgmat || variant > 2 || M <= 0 || N <= 0 || K <= 0) return 0;
   tz_sgmat_tile t;
   uint32_t S;
-  if (!sg_pick(c, variant, M, K, N, 1, &t, &S)) return 0;
+  if (!sg_pick(c, variant, M, K, N, 1, &t, &S, o16)) return 0;
   uint64_t cap = c->lim.maxStorageBufferBindingSize;
   return (uint64_t)M * K * 2 <= cap && (uint64_t)K * N * 2 <= cap;
 }
@@ -276,8 +290,9 @@ static const char *sg_label(const char *form, int M, int N, int K, uint32_t S, i
   return names[used++];
 }
 
-/* The subgroup-matrix kernel for one call, when sg_shape_ok and the operands allow it: 1 when it
- * ran, 0 when the caller must take the other kernels (bias with accumulation, bias in the
+/* The subgroup-matrix kernel for one call, when sg_shape_ok and the operands allow it: 2 when it
+ * ran with its output stored as it is (fp32, or f16 through O16), 1 when it ran into fp32 scratch
+ * for an f16 output (kernel o), 0 when the caller must take the other kernels (bias with accumulation, bias in the
  * output's buffer, unaligned operands). out [M, N] f32 (+)= op(a)·op(b) (+ bias) with a and b
  * rounded to f16 (round to nearest even) and f32 accumulation (tolerance: tests/test_webgpu_ops.c
  * states it, ~1e-3·Σ|a·b|). The f16 operands come from, in this order: the tensor itself where
@@ -286,9 +301,9 @@ static const char *sg_label(const char *form, int M, int N, int K, uint32_t S, i
  * matmul's W: the same values the conversion would give, without the pass); else an f16 copy
  * in scratch (sg_operand: the gradients dY, fp32 weights outside the parameter buffer). */
 static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_slice b_, tz_slice bias, int M,
-                     int K, int N, int acc, int a16, int b16) {
+                     int K, int N, int acc, int a16, int b16, int o16) {
   wg_ctx *c = CTX(be);
-  if (!sg_shape_ok(c, variant, M, K, N)) return 0;
+  if (!sg_shape_ok(c, variant, M, K, N, o16)) return 0;
   if (tz_present(bias) && (acc || variant != 0)) return 0;
   if (a_.off % 8 || b_.off % 8 || out.off % 64 || (tz_present(bias) && bias.buf == out.buf)) return 0;
   /* the mirror's offset b_.off / 2 must be 8-byte aligned */
@@ -311,7 +326,7 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   tz_slice ah = a16 ? a_ : wg_sg_copy16(c, 0, a_, m * k);
   int a32 = 0;
   if (!ah.buf && sg_a32() && m * k * 4 <= c->lim.maxStorageBufferBindingSize &&
-      sg_pick(c, variant, M, K, N, al16 && a_.off % 16 == 0, &t, &S) && t.kern)
+      sg_pick(c, variant, M, K, N, al16 && a_.off % 16 == 0, &t, &S, o16) && t.kern)
     a32 = 1, t.a32 = 1, ah = a_;
   if (!ah.buf) ah = sg_operand(be, 0, a_, m * k);
   /* ... and, on the tiles that can (p, one buffer), writes a's f16 copy while it stages a (A16W)
@@ -322,16 +337,24 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   int al = al16 && ah.off % 16 == 0;
   /* none: only kernel n fitted and the operands are not 16-byte aligned (the conversions made
    * are harmless) */
-  if (!a32 && !sg_pick(c, variant, M, K, N, al, &t, &S)) return 0;
+  if (!a32 && !sg_pick(c, variant, M, K, N, al, &t, &S, o16)) return 0;
   int hb = tz_present(bias);
+  /* an f16 output on a tile that cannot store it (kernel o): computed into fp32 scratch (the
+   * split-K partials' buffer: no split in the forms with an f16 output), then added / copied
+   * into the output by copy_rows' f16 variant below (converted, not native) */
+  int o32 = o16 && !t.o16;
+  TZ_ASSERT(!o16 || S == 1);
   char prefix[1024];
-  tz_sgmat_prefix(prefix, sizeof prefix, t, variant, acc && S == 1, hb, (int)S, c->sg_size, c->sg_emu);
+  tz_sgmat_prefix(prefix, sizeof prefix, t, variant, acc && S == 1 && !o32, hb, (int)S, c->sg_size, c->sg_emu);
   uint32_t w[24] = {0};
   uint32_t ks = S > 1 ? (((uint32_t)K + S - 1) / S + t.bk - 1) / t.bk * t.bk : (uint32_t)K;
   w[8] = (uint32_t)M, w[9] = (uint32_t)N, w[10] = (uint32_t)K, w[11] = ks;
-  tz_slice part = S > 1 ? wg_scratch(be, F4(S * m * n)) : TZ_NONE;
+  tz_slice part = S > 1 || o32 ? wg_scratch(be, F4(S * m * n)) : TZ_NONE;
   tz_slice bias4 = hb || !t.a16w ? bias : (tz_slice){c->dummy[3], 0};
-  wg_arg ar[] = {S > 1 ? A(part, F4(S * m * n), "split-K partials") : A(out, F4(m * n), "out"),
+  /* the native f16 output: 4-byte-unit offset (p.off.x, 16-byte aligned here) and n % 8 == 0 */
+  wg_arg ar[] = {S > 1 || o32 ? A(part, F4(S * m * n), o32 ? "out (fp32 scratch)" : "split-K partials")
+                 : o16        ? A(out, m * n * 2, "out (f16)")
+                              : A(out, F4(m * n), "out"),
                  a32 ? A(ah, F4(m * k), "a (f32)") : A(ah, m * k * 2, "a (f16)"), A(bh, k * n * 2, "b (f16)"),
                  /* the kernel's bindings are fixed (1 c, 2 a, 3 b, 4 bias, 5 a16w) while wg_run
                   * numbers the PRESENT arguments in order: with A16W an absent bias would move
@@ -357,6 +380,8 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   wg_run(c, sg_label(labels[variant], M, N, K, S, 0), wg_pipeline(c, tz_sgmat_file(t), "main", prefix), w, 12, ar,
          t.a16w ? 5 : 4, grid[0], grid[1], grid[2]);
   c->pending_flop = 0;
+  if (o32) /* the f16 out (+)= the fp32 result (copy_rows' f16 variant: ±inf beyond f16's range) */
+    wg_copy_rows_h(c, out, n, part, n, M, N, acc, 1, 0);
   if (S > 1) { /* out (+)= Σ_s part[s] */
     uint32_t r[24] = {0};
     r[8] = S, r[9] = (uint32_t)(m * n), r[10] = !acc, r[11] = (uint32_t)(m * n);
@@ -369,13 +394,15 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
     if (valid[i] && c->sg_src[i] != out.buf) c->sg_serial[i] = c->serial;
   if (t.a16w) /* the copy A16W wrote, valid as of now (wg_sg_copy16) */
     c->sg_src[0] = a_.buf, c->sg_off[0] = a_.off, c->sg_n[0] = m * k, c->sg_serial[0] = c->serial;
-  return 1;
+  return o32 ? 1 : 2;
 }
 
 /* a16 / b16: operand a / b is f16 (a matmul input written as f16 by its producer, c->act16:
- * matmul_t's a, matmul_at's b), else fp32. */
+ * matmul_t's a, matmul_at's b; with f16 activations, c->act_f16, also dY, matmul_at_swiglu_a's
+ * a and gu), else fp32. o16: out is f16 (an activation with c->act_f16: matmul_t, matmul), else
+ * fp32. */
 static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out, tz_slice a_, tz_slice b_,
-                   tz_slice bias, int M, int K, int N, int acc, int a16, int b16) {
+                   tz_slice bias, int M, int K, int N, int acc, int a16, int b16, int o16) {
   wg_ctx *c = CTX(be);
   if (M <= 0 || N <= 0) return;
   /* THE kernel choice: subgroup matrices where this adapter and call allow them (sg_matmul),
@@ -383,23 +410,38 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
   /* f16 operands are addressed in 4-byte units (wg_run_ex's element offsets): one that starts 2
    * bytes past a 4-byte boundary (a row of an odd-C tensor: the KV-cache decode's last row of nf)
    * is read through an fp32 copy */
+  /* (with f16 activations both may be: a's copy at the start of the fp32 copy buffer, b's after
+   * it, 256-byte aligned) */
+  size_t bn_ = (size_t)K * N * (variant == 3 ? 2 : 1), a32n = (a16 && a_.off % 4) ? ((size_t)M * K + 63) & ~(size_t)63 : 0;
   if ((a16 && a_.off % 4) || (b16 && b_.off % 4)) {
-    int ia = a16 && a_.off % 4;
-    size_t en = ia ? (size_t)M * K : (size_t)K * N;
-    tz_slice f = wg_act32(be, en);
-    wg_to_f32(c, label, f, ia ? a_ : b_, en);
-    if (ia) a_ = f, a16 = 0;
-    else b_ = f, b16 = 0;
+    tz_slice f = wg_act32(be, a32n + ((b16 && b_.off % 4) ? bn_ : 0));
+    if (a16 && a_.off % 4) {
+      wg_to_f32(c, label, f, a_, (size_t)M * K);
+      a_ = f, a16 = 0;
+    }
+    if (b16 && b_.off % 4) {
+      tz_slice fb = tz_f32(f, a32n);
+      wg_to_f32(c, label, fb, b_, bn_);
+      b_ = fb, b16 = 0;
+    }
   }
-  if (variant < 3 && sg_matmul(be, variant, out, a_, b_, bias, M, K, N, acc, a16, b16)) return;
+  int sg = variant < 3 ? sg_matmul(be, variant, out, a_, b_, bias, M, K, N, acc, a16, b16, o16) : 0;
+  /* TEZGAH_WEBGPU_SGMAT_NATIVE16=1 (tests): with f16 activations, a call of the three forms that
+   * does not run on the subgroup-matrix kernels with its f16 tensors as they are (kernel n's O16
+   * store, the f16 dY read directly) is an error, so a test of that path cannot pass on another */
+  if (c->act_f16 && c->sgmat && variant < 3 && sg != 2 && env_int("TEZGAH_WEBGPU_SGMAT_NATIVE16", 0))
+    wg_fail(c, "%s: %s (TEZGAH_WEBGPU_SGMAT_NATIVE16=1)", label,
+            sg ? "the f16 output went through fp32 scratch" : "not on the subgroup-matrix kernels", 0, 0);
+  if (sg) return;
   c->pending_flop = 2.0 * M * N * K;
-  char prefix[1280], direct[80];
+  char prefix[1900], direct[80];
   uint32_t w[24] = {0};
   w[8] = M, w[9] = K, w[10] = N, w[11] = acc, w[12] = tz_present(bias);
   /* variant 3: matmul_at whose b is swiglu(gu) of gu [K, 2N], computed on load (SWB) */
   int swb = variant == 3, kv = swb ? 2 : variant;
   size_t an = (size_t)M * K, bn = (size_t)K * N * (swb ? 2 : 1);
-  wg_arg a[] = {A(out, F4((size_t)M * N), "out"), A(a_, a16 ? (an * 2 + 3) & ~(size_t)3 : F4(an), "a"),
+  wg_arg a[] = {o16 ? AH(out, (size_t)M * N, "out (f16)") : A(out, F4((size_t)M * N), "out"),
+                A(a_, a16 ? (an * 2 + 3) & ~(size_t)3 : F4(an), "a"),
                 A(b_, b16 ? (bn * 2 + 3) & ~(size_t)3 : F4(bn), swb ? "gu" : "b"), A(bias, F4(N), "bias")};
   /* fast path (matmul_fast.wgsl): any shape, four distinct bindings */
   int fast = !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL");
@@ -419,6 +461,32 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
     if (fast || !w16) break;
     w16 = 0; /* the fp32 weight through the general kernel */
     a[2] = A(b_, F4((size_t)K * N), "b");
+  }
+  tz_slice o32 = TZ_NONE; /* the general kernel's fp32 result for an f16 out (c->act_f16) */
+  if (!fast && c->act_f16 && (a16 || b16 || o16)) {
+    /* the general kernel reads and writes fp32 only (its DIRECT loads type the bindings f32):
+     * fp32 copies of the f16 operands (a's, then b's, in the fp32 copy buffer) and an fp32
+     * result in scratch, added / copied into the f16 out after (converted, not native: this
+     * kernel runs only for aliased operands or TEZGAH_WEBGPU_NO_FAST_MATMUL) */
+    double fl = c->pending_flop;
+    c->pending_flop = 0;
+    size_t na32 = a16 ? (an + 63) & ~(size_t)63 : 0;
+    tz_slice f = a16 || b16 ? wg_act32(be, na32 + (b16 ? bn : 0)) : TZ_NONE;
+    if (a16) {
+      wg_to_f32(c, label, f, a_, an);
+      a[1] = A(f, F4(an), "a (fp32 copy)");
+    }
+    if (b16) {
+      wg_to_f32(c, label, tz_f32(f, na32), b_, bn);
+      a[2] = A(tz_f32(f, na32), F4(bn), swb ? "gu (fp32 copy)" : "b (fp32 copy)");
+    }
+    if (o16) {
+      o32 = wg_scratch(be, F4((size_t)M * N));
+      a[0] = A(o32, F4((size_t)M * N), "out (fp32 scratch)");
+      w[11] = 0;
+    }
+    a16 = b16 = 0;
+    c->pending_flop = fl;
   }
   if (!fast && (a16 || b16)) { /* the general kernel reads fp32 only: an fp32 copy of the f16 operand */
     double fl = c->pending_flop;
@@ -450,13 +518,11 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
     size_t n = (size_t)snprintf(prefix, sizeof prefix,
                                 "%sconst VARIANT: u32 = %du; const SWB: bool = %s; const BK: u32 = %uu; "
                                 "const TM: u32 = %du; const TN: u32 = %du; const NBUF: u32 = %du;\n",
-                                w16 || a16 || b16 ? F16_PREFIX "\n" : "", kv, swb ? "true" : "false", bk, f.tm, f.tn,
+                                w16 || a16 || b16 || o16 ? F16_PREFIX "\n" : "", kv, swb ? "true" : "false", bk, f.tm, f.tn,
                                 f.nbuf);
     n += mm_operand(prefix + n, sizeof prefix - n, 2, "A", "ga", "p.oa.y", va, a16, rw);
     n += mm_operand(prefix + n, sizeof prefix - n, 3, "Bm", "gb", "p.oa.z", vb, w16 || b16, rw);
-    if (rw) snprintf(prefix + n, sizeof prefix - n, "// rw\n");
-    TZ_ASSERT(n + 8 < sizeof prefix);
-    int pf = wg_pipeline(c, "matmul_fast", "matmul_fast", prefix);
+    if (rw) n += (size_t)snprintf(prefix + n, sizeof prefix - n, "// rw\n");
     uint32_t gx = (N + BN - 1) / BN, gy = (M + BM - 1) / BM, tiles = gx * gy, S = 1;
     uint32_t ks = ((uint32_t)K + bk - 1) / bk * bk;
     /* split-K when the output has too few tiles to fill the GPU (weight gradients: K = B*T) */
@@ -472,6 +538,22 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
       }
     }
     w[13] = ks;
+    /* the output binding: f16 (o16, one split: the result stored as f16 in place) or fp32 (the
+     * split-K partials, and fp32 outputs) */
+    int oh = o16 && S == 1;
+    if (oh)
+      n += (size_t)snprintf(prefix + n, sizeof prefix - n,
+                            "@group(0) @binding(1) var<storage, read_write> O: array<f16>;\n"
+                            "fn ldo(i: u32) -> f32 { return f32(O[i]); }\n"
+                            "fn sto(i: u32, v: f32) { var h = f16(v); if (!(abs(v) <= 65504.0)) { "
+                            "let m = f16(select(-65504.0, 65504.0, v > 0.0)); let inf = m * abs(m); "
+                            "h = select(inf, inf - inf, v != v); } O[i] = h; }\n");
+    else
+      n += (size_t)snprintf(prefix + n, sizeof prefix - n,
+                            "@group(0) @binding(1) var<storage, read_write> O: array<f32>;\n"
+                            "fn ldo(i: u32) -> f32 { return O[i]; }\nfn sto(i: u32, v: f32) { O[i] = v; }\n");
+    TZ_ASSERT(n + 8 < sizeof prefix);
+    int pf = wg_pipeline(c, "matmul_fast", "matmul_fast", prefix);
     if (S == 1) {
       wg_run_ex(c, label, pf, w, 14, a, 4, gx, gy, 1, NULL, -1);
       c->pending_flop = 0;
@@ -486,7 +568,8 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
     /* out (+)= Σ_s part[s] */
     uint32_t r[24] = {0};
     r[8] = S, r[9] = (uint32_t)((size_t)M * N), r[10] = !acc, r[11] = (uint32_t)((size_t)M * N);
-    wg_arg ra[] = {A(out, F4((size_t)M * N), "out"), A(part, F4(pn), "split-K partials")};
+    wg_arg ra[] = {o16 ? AH(out, (size_t)M * N, "out (f16)") : A(out, F4((size_t)M * N), "out"),
+                   A(part, F4(pn), "split-K partials")};
     wg_run(c, label, wg_pipeline(c, "elementwise", "colsum_add", ""), r, 12, ra, 2, (uint32_t)(((size_t)M * N + 255) / 256),
         1, 1);
     return;
@@ -498,6 +581,8 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
   wg_run_ex(c, label, wg_pipeline(c, "matmul", "matmul_tiled", prefix), w, 13, a, 4, (N + 127) / 128, (M + 127) / 128, 1,
          NULL, wg_pipeline(c, "matmul", "matmul_tiled", direct));
   c->pending_flop = 0;
+  /* the f16 out (+)= the fp32 result (copy_rows' f16 variant: ±inf beyond f16's range) */
+  if (o32.buf) wg_copy_rows_h(c, out, (size_t)N, o32, (size_t)N, M, N, acc, 1, 0);
 }
 
 /* A transposed copy of matmul_t's weight b [N, K] as [K, N] in its own buffer (the forward then
@@ -531,24 +616,27 @@ static size_t piece_round(size_t n) {
  * output's column piece goes through a staging buffer and copy_rows), matmul over K (a's
  * column piece staged, partial products accumulated into out), matmul_at over K (rows of a and
  * b, accumulated) and then M (a's column piece staged; out's rows are contiguous). Anything else too large (or a piece of one row
- * still too large) reaches run_ex's binding-size error. */
+ * still too large) reaches run_ex's binding-size error. a16 / b16 / o16: mm_one's. With f16
+ * activations the staged pieces of an f16 a are f16 (copy_rows' f16 variant), matmul_t's
+ * output columns are staged in fp32 and copied into the f16 out, and matmul over K pieces
+ * accumulates into the f16 out piece by piece (each piece's sum rounded to f16 once more). */
 static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_slice a_, tz_slice b_,
-               tz_slice bias, int M, int K, int N, int acc, int a16, int b16) {
+               tz_slice bias, int M, int K, int N, int acc, int a16, int b16, int o16) {
   wg_ctx *c = CTX(be);
   if (M <= 0 || N <= 0) return;
   size_t cap = wg_cap_elems(c), m = (size_t)M, k = (size_t)K, n = (size_t)N;
-  size_t ae = a16 ? 2 : 4, be_ = b16 ? 2 : 4; /* element bytes of a and b */
+  size_t ae = a16 ? 2 : 4, be_ = b16 ? 2 : 4, oe = o16 ? 2 : 4; /* element bytes of a, b, out */
   size_t bs = variant == 3 ? 2 * n : n; /* b's row stride (variant 3: gu [K, 2N]) */
   /* matmul_t on an fp32 weight: transpose it once, then the matmul form (its tile loads
    * transpose only a; H200 8192³: 44.8 vs 43.0 TFLOP/s, docs/PERF.md). Not where N % 4 != 0 (the
    * transposed rows would not take vec4 loads: lm_head at V = 50257 ran 28 TFLOP/s that way) nor
    * for the f16 mirror's reads, which stay matmul_t. */
   if (variant == 0 && K > 0 && N % 4 == 0 && mm_tt() && !(wg_mirrored(c, b_) && b_.off % 8 == 0) &&
-      !sg_shape_ok(c, 0, M, K, N) &&
+      !sg_shape_ok(c, 0, M, K, N, o16) &&
       !getenv("TEZGAH_WEBGPU_NO_FAST_MATMUL")) {
     tz_slice bt = mm_transposed(be, label, b_, N, K);
     if (bt.buf) {
-      mm(be, label, 1, out, a_, bt, bias, M, K, N, acc, a16, 0);
+      mm(be, label, 1, out, a_, bt, bias, M, K, N, acc, a16, 0, o16);
       return;
     }
   }
@@ -558,7 +646,8 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
     if (mc < m) {
       for (size_t m0 = 0; m0 < m; m0 += mc) {
         size_t r = m - m0 < mc ? m - m0 : mc;
-        mm(be, label, variant, tz_f32(out, m0 * n), tz_at(a_, m0 * k * ae), b_, bias, (int)r, K, N, acc, a16, b16);
+        mm(be, label, variant, tz_at(out, m0 * n * oe), tz_at(a_, m0 * k * ae), b_, bias, (int)r, K, N, acc, a16, b16,
+           o16);
       }
       return;
     }
@@ -571,8 +660,9 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
       for (size_t n0 = 0; n0 < n; n0 += nc) {
         size_t r = n - n0 < nc ? n - n0 : nc;
         mm_one(be, label, 0, st, a_, tz_f32(b_, n0 * k), tz_present(bias) ? tz_f32(bias, n0) : TZ_NONE, M, K,
-               (int)r, 0, a16, 0);
-        wg_copy_rows_ex(c, tz_f32(out, n0), n, st, r, M, (int)r, acc);
+               (int)r, 0, a16, 0, 0);
+        if (o16) wg_copy_rows_h(c, tz_at(out, n0 * 2), n, st, r, M, (int)r, acc, 1, 0);
+        else wg_copy_rows_ex(c, tz_f32(out, n0), n, st, r, M, (int)r, acc);
       }
       return;
     }
@@ -581,12 +671,15 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
     size_t kc = piece_round(cap / (n > m ? n : m));
     if (kc == 0) kc = 1;
     if (kc < k) {
-      TZ_ASSERT(!a16); /* a's column pieces are staged in fp32 (mm_tt never gets here: its weight fits) */
-      tz_slice st = wg_stage(be, F4(m * kc));
+      /* a's column pieces staged in fp32, or f16 where a is an f16 activation (c->act_f16: dY;
+       * with act16 only, mm_tt's f16 a never gets here: its weight fits) */
+      TZ_ASSERT(!a16 || c->act_f16);
+      tz_slice st = wg_stage(be, m * kc * ae + 4);
       for (size_t k0 = 0; k0 < k; k0 += kc) {
         size_t r = k - k0 < kc ? k - k0 : kc;
-        wg_copy_rows_ex(c, st, r, tz_f32(a_, k0), k, M, (int)r, 0);
-        mm_one(be, label, 1, out, st, tz_f32(b_, k0 * n), TZ_NONE, M, (int)r, N, acc || k0 > 0, 0, 0);
+        if (a16) wg_copy_rows_h(c, st, r, tz_at(a_, k0 * 2), k, M, (int)r, 0, 1, 1);
+        else wg_copy_rows_ex(c, st, r, tz_f32(a_, k0), k, M, (int)r, 0);
+        mm_one(be, label, 1, out, st, tz_f32(b_, k0 * n), TZ_NONE, M, (int)r, N, acc || k0 > 0, a16, 0, o16);
       }
       return;
     }
@@ -599,8 +692,8 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
     if (kc < k) {
       for (size_t k0 = 0; k0 < k; k0 += kc) {
         size_t r = k - k0 < kc ? k - k0 : kc;
-        mm(be, label, variant, out, tz_f32(a_, k0 * m), tz_at(b_, k0 * bs * be_), TZ_NONE, M, (int)r, N, acc || k0 > 0,
-           a16, b16);
+        mm(be, label, variant, out, tz_at(a_, k0 * m * ae), tz_at(b_, k0 * bs * be_), TZ_NONE, M, (int)r, N,
+           acc || k0 > 0, a16, b16, o16);
       }
       return;
     }
@@ -609,31 +702,38 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
     size_t mc = piece_round(cap / (n > k ? n : k));
     if (mc == 0) mc = 1;
     if (mc < m) {
-      tz_slice st = wg_stage(be, F4(k * mc));
+      tz_slice st = wg_stage(be, k * mc * ae + 4);
       for (size_t m0 = 0; m0 < m; m0 += mc) {
         size_t r = m - m0 < mc ? m - m0 : mc;
-        wg_copy_rows_ex(c, st, r, tz_f32(a_, m0), m, K, (int)r, 0);
-        mm_one(be, label, variant, tz_f32(out, m0 * n), st, b_, TZ_NONE, (int)r, K, N, acc, 0, b16);
+        if (a16) wg_copy_rows_h(c, st, r, tz_at(a_, m0 * 2), m, K, (int)r, 0, 1, 1); /* f16 dY (c->act_f16) */
+        else wg_copy_rows_ex(c, st, r, tz_f32(a_, m0), m, K, (int)r, 0);
+        mm_one(be, label, variant, tz_at(out, m0 * n * oe), st, b_, TZ_NONE, (int)r, K, N, acc, a16, b16, o16);
       }
       return;
     }
   }
-  mm_one(be, label, variant, out, a_, b_, bias, M, K, N, acc, a16, b16);
+  mm_one(be, label, variant, out, a_, b_, bias, M, K, N, acc, a16, b16, o16);
 }
 
 void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, int M, int K,
                         int N, int acc) {
-  mm(be, "matmul_t", 0, out, a, b, bias, M, K, N, acc, CTX(be)->act16, 0);
+  wg_ctx *c = CTX(be);
+  mm(be, "matmul_t", 0, out, a, b, bias, M, K, N, acc, c->act16, 0, c->act_f16);
 }
+/* with f16 activations (c->act_f16) out (dX) and a (dY) are f16 */
 void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {
-  mm(be, "matmul", 1, out, a, b, TZ_NONE, M, K, N, acc, 0, 0);
+  wg_ctx *c = CTX(be);
+  mm(be, "matmul", 1, out, a, b, TZ_NONE, M, K, N, acc, c->act_f16, 0, c->act_f16);
 }
+/* with f16 activations a (dY) is f16 too; out (the parameter gradient) stays fp32 */
 void wg_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {
-  mm(be, "matmul_at", 2, out, a, b, TZ_NONE, M, K, N, acc, 0, CTX(be)->act16);
+  wg_ctx *c = CTX(be);
+  mm(be, "matmul_at", 2, out, a, b, TZ_NONE, M, K, N, acc, c->act_f16, c->act16, 0);
 }
 /* out[M,N] (+)= a[K,M]ᵀ · (silu(gate) ⊙ up)[K,N], gu [K, 2N] = gate | up: the down
  * projection's weight gradient without swiglu_fwd's output (matmul_at_swiglu_a, backend.h) */
 void wg_matmul_at_swiglu_a(tz_backend *be, tz_slice out, tz_slice a, tz_slice gu, int M, int K, int N,
                                   int acc) {
-  mm(be, "matmul_at_swiglu", 3, out, a, gu, TZ_NONE, M, K, N, acc, 0, 0);
+  wg_ctx *c = CTX(be); /* with f16 activations a (dY) and gu are f16 */
+  mm(be, "matmul_at_swiglu", 3, out, a, gu, TZ_NONE, M, K, N, acc, c->act_f16, c->act_f16, 0);
 }

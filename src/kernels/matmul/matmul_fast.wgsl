@@ -3,14 +3,18 @@
 //   VARIANT 1 matmul:    out[M,N] (+)= a[M,K] · b[K,N] (+ bias[N])
 //   VARIANT 2 matmul_at: out[M,N] (+)= a[K,M]ᵀ · b[K,N]
 //     with SWB (matmul_at_swiglu_a): b = silu(gate) ⊙ up computed on load from gu [K, 2N]
-// fp32 accumulation throughout; out and bias are fp32 and written / read per element (any N,
-// any 4-byte offset: the epilogue is a small part of the work).
+// fp32 accumulation throughout; bias is fp32, out fp32 or f16, written / read per element (any N,
+// any element offset: the epilogue is a small part of the work).
 //
 // Standalone module (no preamble). The host's prefix defines, besides the constants below,
 // the operand bindings 2 (A) and 3 (Bm) and their fetch functions
 //   ga(e, n) / gb(e, n) -> vec4<f32>: elements e .. e+3 of the operand (e counted from the
 //   tensor's start along its contiguous dimension), only the first min(n, 4) of them valid
-//   (the rest read as 0).
+//   (the rest read as 0);
+// and the output binding 1 (O) with its accessors ldo(i) -> f32 / sto(i, v: f32): array<f32>, or
+// array<f16> for an f16 activation output (matmul_t's Y, matmul's dX with f16 activations,
+// c->act_f16; the element offset p.oa.x then counts halves, the store gives ±inf beyond ±65504).
+// Split-K partial sums are always fp32.
 // Where the operand's contiguous dimension is a multiple of 4 and the tensor starts on a 16-byte
 // boundary, the binding is array<vec4<f32>> (or array<vec4<f16>>, the f16 weight mirror) and a
 // fetch is one vector load (n is then always ≥ 4 or the vec4 is not fetched at all); otherwise it is
@@ -52,7 +56,6 @@ struct U {
   u: array<vec4<u32>, 4>,
 }
 @group(0) @binding(0) var<uniform> p: U;
-@group(0) @binding(1) var<storage, read_write> O: array<f32>;
 @group(0) @binding(4) var<storage, read> BI: array<f32>;
 
 const BM: u32 = 16u * TM;
@@ -264,10 +267,10 @@ fn store4(m: u32, n: u32, v: vec4<f32>, M: u32, N: u32, base: u32, single: bool)
           y = y + BI[p.oa.w + n + j];
         }
         if (p.u[0].w != 0u) {
-          y = y + O[i + j];
+          y = y + ldo(i + j);
         }
       }
-      O[i + j] = y;
+      sto(i + j, y);
     }
   }
 }

@@ -44,12 +44,23 @@
 //    4): the copy the
 //    conversion pass used to make, for the calls after this one that read the same operand
 //    (dX = dY·W writes it; dW += dYᵀ·X and the bias gradient then read f16).
+//  - O16 (no SPLIT): the output c is f16 (an activation with f16 activations, c->act_f16:
+//    matmul_t's Y and matmul's dX), stored without an fp32 intermediate tensor: the result
+//    matrices cannot be stored into an f16 array (their component type is f32), so each subgroup
+//    stores one accumulator at a time into its own 16x16 f32 block of the workgroup tile wst,
+//    and its invocations then write that block to c as 16-byte chunks of 8 halves (c is
+//    array<vec4<u32>> and p.off.x counts 4-byte words, a multiple of 4: the host binds c 16-byte
+//    aligned; N % 8 == 0 as N % BN == 0). ACC then reads the 8 old halves, adds in f32 and stores
+//    (no subgroupMatrixLoad of c). The f16 conversion gives +-inf beyond +-65504 (not saturated:
+//    an overflowing activation gradient must reach the loss scaler's finiteness check), NaN
+//    stays NaN (f16s). Why not a result matrix of f16: the adapter's configuration is f16 x f16
+//    -> f32 (sgmat_choose), and f32 accumulation is the precision contract.
 //  - EMU: the subgroup-matrix builtins replaced by per-invocation emulations (every invocation
 //    holds whole 16×16 matrices in f32), so that the kernel's indexing is testable on adapters
 //    without subgroup matrices (lavapipe); the host rewrites the builtin calls to emu_* ones.
 // Host constants (prepended): BM, BN, BK, SG_M, SG_N, TM, TN, SGSIZE, NBUF; preprocessor
 // values (the host's `//defs` line): TM, TN, A_PER, B_PER, A_MK, B_NK, ACC, HAS_BIAS, TV8,
-// TRB, NBUF2, PF, SPLIT, SWZ, PERS, A32, A16W, EMU.
+// TRB, NBUF2, PF, SPLIT, SWZ, PERS, A32, A16W, O16, WST (HAS_BIAS or O16: wst declared), EMU.
 // Requirements (the host's): M % BM, N % BN, K % BK (and KS % BK) == 0; the tile loads divide
 // evenly over the threads (A_PER, B_PER whole); workgroup memory within the device's limit.
 enable f16;
@@ -59,7 +70,11 @@ diagnostic(off, chromium.subgroup_matrix_uniformity);
 
 struct Params { off: vec4<u32>, off_hi: vec4<u32>, slots: array<vec4<u32>, 2>, M: u32, N: u32, K: u32, KS: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
+//#if O16
+@group(0) @binding(1) var<storage, read_write> c: array<vec4<u32>>;
+//#else
 @group(0) @binding(1) var<storage, read_write> c: array<f32>;
+//#endif
 @group(0) @binding(2) var<storage, read> a: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> b: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
@@ -90,9 +105,17 @@ const U = 1u;
 var<workgroup> as_: array<f16, NBUF * A_SZ>;
 var<workgroup> bs_: array<f16, NBUF * B_SZ>;
 //#endif
-//#if HAS_BIAS
 const BIAS_LD = SG_N * 16u;
-var<workgroup> bias_t: array<f32, 16u * BIAS_LD>; // 16 identical rows: one 16-column block per subgroup column
+//#if WST
+// the workgroup's f32 tile: with HAS_BIAS the bias in 16 identical rows (one 16-column block per
+// subgroup column), read in the prologue only; with O16 also the output staging of the
+// epilogue, one 16x16 block per subgroup (the same memory: the two uses never overlap in time)
+//#if O16
+const WST_N = max(16u * BIAS_LD, SG_M * SG_N * 256u);
+//#else
+const WST_N = 16u * BIAS_LD;
+//#endif
+var<workgroup> wst: array<f32, WST_N>;
 //#endif
 
 //#if EMU
@@ -135,21 +158,26 @@ fn emu_ld_bs__col_major(off: u32, ld: u32) -> Mat {
   for (var i = 0u; i < 256u; i++) { m.v[i] = bs_h((off + (i % 16u) * ld) * U + i / 16u); }
   return m;
 }
+//#if !O16
 fn emu_ld_c_row_major(off: u32, ld: u32) -> Mat {
   var m: Mat;
   for (var i = 0u; i < 256u; i++) { m.v[i] = c[off + (i / 16u) * ld + i % 16u]; }
   return m;
 }
-//#if HAS_BIAS
-fn emu_ld_bias_t_row_major(off: u32, ld: u32) -> Mat {
-  var m: Mat;
-  for (var i = 0u; i < 256u; i++) { m.v[i] = bias_t[off + (i / 16u) * ld + i % 16u]; }
-  return m;
-}
-//#endif
 fn emu_st_c_row_major(off: u32, m: Mat, ld: u32) {
   for (var i = 0u; i < 256u; i++) { c[off + (i / 16u) * ld + i % 16u] = m.v[i]; }
 }
+//#endif
+//#if WST
+fn emu_ld_wst_row_major(off: u32, ld: u32) -> Mat {
+  var m: Mat;
+  for (var i = 0u; i < 256u; i++) { m.v[i] = wst[off + (i / 16u) * ld + i % 16u]; }
+  return m;
+}
+fn emu_st_wst_row_major(off: u32, m: Mat, ld: u32) {
+  for (var i = 0u; i < 256u; i++) { wst[off + (i / 16u) * ld + i % 16u] = m.v[i]; }
+}
+//#endif
 fn emu_mma(l: Mat, r: Mat, acc: Mat) -> Mat {
   var o = acc;
   for (var i = 0u; i < 16u; i++) {
@@ -256,6 +284,36 @@ fn st_b(i: u32, buf: u32, v: vec4<u32>) {
 //#endif
 }
 
+//#if O16
+// f32 -> f16 with +-inf beyond +-65504 and NaN kept (the preamble's f16s: WGSL's f16() of an
+// out-of-range value is undefined; the infinity is made at run time, as WGSL rejects an
+// overflowing constant expression)
+fn f16s(v: f32) -> f16 {
+  if (abs(v) <= 65504.0) { return f16(v); }
+  let m = f16(select(-65504.0, 65504.0, v > 0.0));
+  let inf = m * abs(m);
+  return select(inf, inf - inf, v != v);
+}
+fn pk16(v: vec2<f32>) -> u32 { return bitcast<u32>(vec2<f16>(f16s(v.x), f16s(v.y))); }
+// The 16x16 block of subgroup sg staged in wst (row-major) to c at element e0 (its top left,
+// counted from the tensor's start; row stride p.N), added to c's old values with ACC: 32 chunks
+// of 8 halves (row q / 2, columns (q % 2)*8 ..), lanes lane, lane + SGSIZE, ... of the subgroup.
+fn st_out16(sg: u32, e0: u32, lane: u32) {
+  for (var q = lane; q < 32u; q += SGSIZE) {
+    let s = sg * 256u + (q / 2u) * 16u + (q % 2u) * 8u;
+    var lo = vec4<f32>(wst[s], wst[s + 1u], wst[s + 2u], wst[s + 3u]);
+    var hi = vec4<f32>(wst[s + 4u], wst[s + 5u], wst[s + 6u], wst[s + 7u]);
+    let gi = p.off.x / 4u + (e0 + (q / 2u) * p.N + (q % 2u) * 8u) / 8u;
+    if (ACC) {
+      let o = c[gi];
+      lo += vec4<f32>(unpack2x16float(o.x), unpack2x16float(o.y));
+      hi += vec4<f32>(unpack2x16float(o.z), unpack2x16float(o.w));
+    }
+    c[gi] = vec4<u32>(pk16(lo.xy), pk16(lo.zw), pk16(hi.xy), pk16(hi.zw));
+  }
+}
+//#endif
+
 // The origin (m0, n0) of output tile `pid` (row-major over the N / BN tile columns), or with
 // SWZ in groups of 8 tile rows, column by column inside a group (consecutive workgroups share
 // B's column block and 8 of A's row blocks: fewer operand reads from memory at 8192³).
@@ -329,10 +387,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#for j in TN
   for (var e = lid; e < 16u * BIAS_LD; e += NT) {
     let q = e % BIAS_LD;
-    bias_t[e] = bias[p.off.w + n0 + (q / 16u) * (TN * 16u) + {j}u * 16u + q % 16u];
+    wst[e] = bias[p.off.w + n0 + (q / 16u) * (TN * 16u) + {j}u * 16u + q % 16u];
   }
   workgroupBarrier();
-  let bias{j} = subgroupMatrixLoad<Res, row_major>(&bias_t, (sg % SG_N) * 16u, BIAS_LD);
+  let bias{j} = subgroupMatrixLoad<Res, row_major>(&wst, (sg % SG_N) * 16u, BIAS_LD);
 //#for i in TM
   acc{i}_{j} = bias{j};
 //#endfor
@@ -340,11 +398,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#endfor
 //#endif
 //#if ACC
+//#if !O16
 //#for i in TM
 //#for j in TN
   acc{i}_{j} = subgroupMatrixLoad<Res, row_major>(&c, cbase + (m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, p.N);
 //#endfor
 //#endfor
+//#endif
 //#endif
 //#if !PERS
 //#for t in A_PER
@@ -470,11 +530,23 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     cur = 1u - cur;
 //#endif
   }
+//#if O16
+  // (wst is free here: the bias left it before the k loop's barriers)
+//#for i in TM
+//#for j in TN
+  subgroupMatrixStore<row_major>(&wst, sg * 256u, acc{i}_{j}, 16u);
+  workgroupBarrier();
+  st_out16(sg, (m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, lid % SGSIZE);
+  workgroupBarrier();
+//#endfor
+//#endfor
+//#else
 //#for i in TM
 //#for j in TN
   subgroupMatrixStore<row_major>(&c, cbase + (m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, acc{i}_{j}, p.N);
 //#endfor
 //#endfor
+//#endif
 //#if PERS
   }
 //#endif
