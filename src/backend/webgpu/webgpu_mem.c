@@ -327,6 +327,17 @@ tz_slice wg_act32(tz_backend *be, size_t n) {
   }
   return (tz_slice){c->a32, 0};
 }
+tz_slice wg_act32x(tz_backend *be, int slot, size_t bytes) {
+  wg_ctx *c = CTX(be);
+  TZ_ASSERT(slot >= 0 && slot < 3);
+  tz_buf **b = &c->a32x[slot];
+  if (!*b || (*b)->size < bytes) {
+    if (*b) wg_free(be, *b);
+    *b = wg_alloc(be, bytes < (1 << 20) ? (1 << 20) : bytes, "webgpu fp32 activation copy (attention)");
+    if (!*b) wg_fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", bytes, 0);
+  }
+  return (tz_slice){*b, 0};
+}
 
 /* (inf: h = ±65504 after the clamp, so h·h overflows to +inf at run time: WGSL rejects an
  * infinite f16 constant) */
