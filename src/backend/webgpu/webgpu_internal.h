@@ -302,6 +302,9 @@ void wg_params_mirror(tz_backend *be, tz_buf *params);
  * aligned (to_f32's f16 src: 2-byte). */
 void wg_to_f16(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n);
 void wg_to_f32(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n);
+/* wg_to_f16 with ±inf beyond f16's range instead of ±65504 (activation gradients with f16
+ * activations: an overflow must reach the loss scaler's finiteness check) */
+void wg_to_f16_inf(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n);
 /* An fp32 buffer of n elements owned by the backend (c->a32; one user at a time): where an f16
  * activation meets a kernel that has only an fp32 form (the general matmul, attention). */
 tz_slice wg_act32(tz_backend *be, size_t n);

@@ -289,9 +289,9 @@ void wg_params_mirror(tz_backend *be, tz_buf *params) {
 }
 
 /* ---- f16 activations (c->act16) ---- */
-void wg_to_f16(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n) {
+static void to_f16(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n, const char *entry) {
   TZ_ASSERT(dst.off % 4 == 0 && src.off % 4 == 0);
-  int pi = wg_pipeline(c, "to_f16", "to_f16", F16_PREFIX);
+  int pi = wg_pipeline(c, "to_f16", entry, F16_PREFIX);
   for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
     size_t k = n - i < cap ? n - i : cap;
     uint32_t w[24] = {0};
@@ -301,6 +301,12 @@ void wg_to_f16(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t 
     grid1(k, &gx, &gy);
     wg_run(c, label, pi, w, 9, a, 2, gx, gy, 1);
   }
+}
+void wg_to_f16(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n) {
+  to_f16(c, label, dst, src, n, "to_f16");
+}
+void wg_to_f16_inf(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n) {
+  to_f16(c, label, dst, src, n, "to_f16_inf");
 }
 void wg_to_f32(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n) {
   TZ_ASSERT(dst.off % 4 == 0 && src.off % 2 == 0);

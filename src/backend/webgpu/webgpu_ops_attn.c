@@ -409,12 +409,12 @@ static void attn16_to32(tz_backend *be, attn16_map *m, int slot, tz_slice *s, co
   }
   for (int i = 0; i < k; i++) s[i] = tz_at(m->f[grp[i]], 2 * (s[i].off - m->h[grp[i]].off));
 }
-/* the fp32 copies back into their f16 tensors: the whole spans, so the halves between and around
- * the tensors (gaps, the alignment's) go through fp32 and back: the same values (to_f16
- * saturates: an f16 ±inf there would come back ±65504; in the model's fused dqkv there are none:
- * q, k, v's gradients cover it) */
+/* the fp32 copies back into their f16 tensors (gradients: beyond f16's range ±inf, for the loss
+ * scaler, wg_to_f16_inf): the whole spans, so the halves between and around the tensors (gaps,
+ * the alignment's; the caller loaded them first) go through fp32 and back unchanged (in the
+ * model's fused dqkv there are none: q, k, v's gradients cover it) */
 static void attn16_to16(wg_ctx *c, const attn16_map *m, const char *label) {
-  for (int g = 0; g < m->ng; g++) wg_to_f16(c, label, m->h[g], m->f[g], m->n[g]);
+  for (int g = 0; g < m->ng; g++) wg_to_f16_inf(c, label, m->h[g], m->f[g], m->n[g]);
 }
 
 /* With f16 activations (c->act_f16): the flash kernels' alignment (attn_vec4) on the fp32 copies
