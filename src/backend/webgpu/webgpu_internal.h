@@ -125,6 +125,7 @@ typedef struct {
   size_t sg_off[2], sg_n[2];
   uint64_t sg_serial[2];
   tz_buf *a32;       /* fp32 copies of f16 activations for kernels without f16 forms (wg_act32) */
+  tz_buf *a32x[3];   /* more of them, for ops that need several at once (wg_act32x: attention) */
   /* the subgroup-matrix matmul (matmul_sgmat.wgsl) for the matmul family: on with f16, where
    * the adapter lists f16 x f16 -> f32 16x16x16, offers ShaderF16 and one subgroup size, unless
    * TEZGAH_WEBGPU_SGMAT=0 (wg_sgmat_choose, webgpu_rt.c); sg_why: why not */
@@ -303,9 +304,16 @@ void wg_params_mirror(tz_backend *be, tz_buf *params);
  * aligned (to_f32's f16 src: 2-byte). */
 void wg_to_f16(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n);
 void wg_to_f32(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n);
+/* wg_to_f16 with ±inf beyond f16's range instead of ±65504 (activation gradients with f16
+ * activations: an overflow must reach the loss scaler's finiteness check) */
+void wg_to_f16_inf(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n);
 /* An fp32 buffer of n elements owned by the backend (c->a32; one user at a time): where an f16
  * activation meets a kernel that has only an fp32 form (the general matmul, attention). */
 tz_slice wg_act32(tz_backend *be, size_t n);
+/* The same for ops that hold several fp32 copies at once (with f16 activations, c->act_f16, the
+ * fp32 flash attention's q/k/v, dout and dq/dk/dv copies): slot 0..2 (each its own buffer,
+ * apart from wg_act32's), `bytes` bytes from offset 0. */
+tz_slice wg_act32x(tz_backend *be, int slot, size_t bytes);
 /* The f16 output binding of the preamble kernels that write a matmul input (norms, GeLU,
  * SwiGLU): the prefix and, with act16, binding 9's argument for `out` [n] (wg_out16_prefix: binding 9 O16, element 2·u5 + i). */
 const char *wg_out16_prefix(wg_ctx *c);

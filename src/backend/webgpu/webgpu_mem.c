@@ -296,9 +296,9 @@ void wg_params_mirror(tz_backend *be, tz_buf *params) {
 }
 
 /* ---- f16 activations (c->act16) ---- */
-void wg_to_f16(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n) {
+static void to_f16(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n, const char *entry) {
   TZ_ASSERT(dst.off % 4 == 0 && src.off % 4 == 0);
-  int pi = wg_pipeline(c, "to_f16", "to_f16", F16_PREFIX);
+  int pi = wg_pipeline(c, "to_f16", entry, F16_PREFIX);
   for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
     size_t k = n - i < cap ? n - i : cap;
     uint32_t w[24] = {0};
@@ -308,6 +308,12 @@ void wg_to_f16(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t 
     grid1(k, &gx, &gy);
     wg_run(c, label, pi, w, 9, a, 2, gx, gy, 1);
   }
+}
+void wg_to_f16(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n) {
+  to_f16(c, label, dst, src, n, "to_f16");
+}
+void wg_to_f16_inf(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n) {
+  to_f16(c, label, dst, src, n, "to_f16_inf");
 }
 void wg_to_f32(wg_ctx *c, const char *label, tz_slice dst, tz_slice src, size_t n) {
   TZ_ASSERT(dst.off % 4 == 0 && src.off % 2 == 0);
@@ -333,6 +339,17 @@ tz_slice wg_act32(tz_backend *be, size_t n) {
     if (!c->a32) wg_fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", F4(n), 0);
   }
   return (tz_slice){c->a32, 0};
+}
+tz_slice wg_act32x(tz_backend *be, int slot, size_t bytes) {
+  wg_ctx *c = CTX(be);
+  TZ_ASSERT(slot >= 0 && slot < 3);
+  tz_buf **b = &c->a32x[slot];
+  if (!*b || (*b)->size < bytes) {
+    if (*b) wg_free(be, *b);
+    *b = wg_alloc(be, bytes < (1 << 20) ? (1 << 20) : bytes, "webgpu fp32 activation copy (attention)");
+    if (!*b) wg_fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", bytes, 0);
+  }
+  return (tz_slice){*b, 0};
 }
 
 /* (inf: h = ±65504 after the clamp, so h·h overflows to +inf at run time: WGSL rejects an

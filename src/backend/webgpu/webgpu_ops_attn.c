@@ -1,6 +1,11 @@
 /* WebGPU backend ops: rope and attention. Forward and backward run the flash kernels
  * (attention_fa.wgsl: variants by row groups, threads, prefetch, fused dq) where the shape and
- * alignment allow, else the general kernels (attention.wgsl). */
+ * alignment allow, else the general kernels (attention.wgsl).
+ * f16 activations (c->act_f16, be->act = TZ_F16: qkv, q, k, v, dout, dq, dk, dv in f16): rope and
+ * the general kernels read and write them natively (preamble kernels: wg_run_ex's f16 binding
+ * variant); the subgroup-matrix kernels natively too (webgpu_ops_attn_sg.c); the fp32 flash
+ * kernels (standalone, vec4<f32>) through fp32 copies: q, k, v and dout converted into fp32
+ * buffers (wg_act32x), dq, dk, dv computed into one and converted back (attn16_map). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +21,7 @@ void wg_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_he
   uint32_t w[24] = {0};
   w[8] = (uint32_t)N, w[9] = T, w[10] = n_head + n_kv_head, w[11] = head_dim, w[12] = (uint32_t)stride,
   w[13] = pos0, w[14] = fbits(theta), w[15] = fbits(dir < 0 ? -1.0f : 1.0f);
-  wg_arg a[] = {A(qkv, F4(N * stride), "qkv")};
+  wg_arg a[] = {wg_aa(c, qkv, N * stride, "qkv")}; /* (f16 activations: rope.wgsl's f16 variant) */
   uint32_t gx, gy;
   grid1(N * (n_head + n_kv_head) * (head_dim / 2), &gx, &gy);
   wg_run(c, "rope", wg_pipeline(c, "rope", "rope", ""), w, 16, a, 1, gx, gy, 1);
@@ -194,9 +199,11 @@ static int attn_vec4(wg_ctx *c, const char *op, wg_arg *a, int nargs, unsigned v
   return 1;
 }
 
+/* h16: out, q, k, v are f16 (c->act_f16): the general kernel on them, natively (its f16 binding
+ * variant); the caller decided against the flash kernels */
 static void attn_fwd32(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k, tz_slice v,
                              int B, int Tq, int Tk, int q_pos0, int n_head, int n_kv_head, int head_dim,
-                             int q_stride, int kv_stride) {
+                             int q_stride, int kv_stride, int h16) {
   wg_ctx *c = CTX(be);
   char pre[48];
   hd_prefix(pre, sizeof pre, head_dim);
@@ -208,9 +215,14 @@ static void attn_fwd32(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, t
                 A(q, F4(((size_t)B * Tq - 1) * q_stride + C), "q"),
                 A(k, F4(((size_t)B * Tk - 1) * kv_stride + (size_t)n_kv_head * head_dim), "k"),
                 A(v, F4(((size_t)B * Tk - 1) * kv_stride + (size_t)n_kv_head * head_dim), "v")};
+  if (h16) {
+    size_t nkv = ((size_t)B * Tk - 1) * kv_stride + (size_t)n_kv_head * head_dim;
+    a[0] = AH(out, (size_t)B * Tq * C, "att out"), a[2] = AH(q, ((size_t)B * Tq - 1) * q_stride + C, "q"),
+    a[3] = AH(k, nkv, "k"), a[4] = AH(v, nkv, "v");
+  }
   /* vec4 access: out, q, k, v; lse is read as scalars */
   attn_cfg f = attn_config(c, head_dim, ATTN_FWD);
-  if (attn_fast(c, "attention_fwd", Tq, Tk, q_pos0, head_dim) && f.rg &&
+  if (!h16 && attn_fast(c, "attention_fwd", Tq, Tk, q_pos0, head_dim) && f.rg &&
       attn_vec4(c, "attention_fwd", a, 5, 0x1d, q_stride, kv_stride)) {
     char fp[1280];
     uint32_t g[3];
@@ -247,13 +259,34 @@ static int attn_fq_chunk(wg_ctx *c, attn_cfg fk, int B, int T, int n_head, size_
   return n < (size_t)B ? (int)n : B;
 }
 
+/* h16: dq, dk, dv, dout, q, k, v, out are f16 (c->act_f16): the general kernels on them, natively
+ * (their f16 binding variants); the caller decided against the flash kernels */
 static void attn_bwd32(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout, tz_slice q,
                              tz_slice k, tz_slice v, tz_slice out, tz_slice lse, int B, int T, int n_head,
-                             int n_kv_head, int head_dim, int q_stride, int kv_stride) {
+                             int n_kv_head, int head_dim, int q_stride, int kv_stride, int h16) {
   wg_ctx *c = CTX(be);
   char pre[48];
   hd_prefix(pre, sizeof pre, head_dim);
   size_t C = (size_t)n_head * head_dim, rows_total = (size_t)B * n_head * T;
+  if (h16) {
+    size_t nq = ((size_t)B * T - 1) * q_stride + C, no = (size_t)B * T * C;
+    size_t nk = ((size_t)B * T - 1) * kv_stride + (size_t)n_kv_head * head_dim;
+    tz_slice D = wg_scratch(be, (F4(rows_total) + 15) / 16 * 16);
+    uint32_t w[24] = {0}, gx, gy;
+    w[8] = T, w[9] = T, w[10] = 0, w[11] = n_head, w[12] = n_kv_head, w[13] = q_stride, w[14] = kv_stride,
+    w[15] = 1, w[16] = fbits(1.0f / sqrtf((float)head_dim)), w[17] = B;
+    wg_arg a0[] = {A(D, F4(rows_total), "D"), AH(dout, no, "dout"), AH(out, no, "out")};
+    grid1(rows_total, &gx, &gy);
+    wg_run(c, "attention_bwd_d", wg_pipeline(c, "attention", "attn_bwd_d", pre), w, 18, a0, 3, gx, gy, 1);
+    wg_arg a1[] = {AH(dq, nq, "dq"), AH(q, nq, "q"), AH(k, nk, "k"), AH(v, nk, "v"), AH(dout, no, "dout"),
+                   A(lse, F4(rows_total), "lse"), A(D, F4(rows_total), "D")};
+    wg_run(c, "attention_bwd_dq", wg_pipeline(c, "attention", "attn_bwd_dq", pre), w, 18, a1, 7, (T + 63) / 64, n_head, B);
+    wg_arg a2[] = {AH(dk, nk, "dk"), AH(dv, nk, "dv"), AH(q, nq, "q"), AH(k, nk, "k"), AH(v, nk, "v"),
+                   AH(dout, no, "dout"), A(lse, F4(rows_total), "lse"), A(D, F4(rows_total), "D")};
+    wg_run(c, "attention_bwd_dkdv", wg_pipeline(c, "attention", "attn_bwd_dkdv", pre), w, 18, a2, 8, (T + 63) / 64,
+           n_kv_head, B);
+    return;
+  }
   size_t qext = F4(((size_t)B * T - 1) * q_stride + C), oext = F4((size_t)B * T * C);
   size_t kext = F4(((size_t)B * T - 1) * kv_stride + (size_t)n_kv_head * head_dim);
   attn_cfg fq = attn_config(c, head_dim, ATTN_DQ), fk = attn_config(c, head_dim, ATTN_DKDV);
@@ -338,6 +371,66 @@ static void attn_bwd32(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz
       n_kv_head, B);
 }
 
+/* fp32 copies of f16 activation tensors for the fp32 flash kernels (c->act_f16): tensors in one
+ * buffer form a group whose span (from the first one's offset, rounded down to 4 bytes, to the
+ * last one's end) is converted as one piece into a region of wg_act32x's buffer `slot`, so the
+ * fused qkv (or dqkv) of q, k, v is converted once, not three times; each tensor's fp32 slice
+ * keeps its place in the span (offset ·2; element strides unchanged). */
+typedef struct {
+  int ng;
+  tz_slice h[3], f[3]; /* per group: the f16 span's start and its fp32 copy */
+  size_t n[3];         /* per group: the span's elements */
+} attn16_map;
+/* s[0..k) (k ≤ 3; n[i] elements each) replaced by their fp32 copies, converted now */
+static void attn16_to32(tz_backend *be, attn16_map *m, int slot, tz_slice *s, const size_t *n, int k,
+                        const char *label) {
+  wg_ctx *c = CTX(be);
+  int grp[3];
+  size_t hi[3];
+  m->ng = 0;
+  for (int i = 0; i < k; i++) {
+    int g = 0;
+    while (g < m->ng && m->h[g].buf != s[i].buf) g++;
+    size_t lo = s[i].off / 4 * 4, e = s[i].off + 2 * n[i];
+    if (g == m->ng) m->h[g] = (tz_slice){s[i].buf, lo}, hi[g] = e, m->ng++;
+    if (lo < m->h[g].off) m->h[g].off = lo;
+    if (e > hi[g]) hi[g] = e;
+    grp[i] = g;
+  }
+  size_t r[3], at = 0;
+  for (int g = 0; g < m->ng; g++) {
+    m->n[g] = (hi[g] - m->h[g].off + 1) / 2;
+    r[g] = at, at += (F4(m->n[g]) + 255) / 256 * 256;
+  }
+  tz_slice base = wg_act32x(be, slot, at);
+  for (int g = 0; g < m->ng; g++) {
+    m->f[g] = tz_at(base, r[g]);
+    wg_to_f32(c, label, m->f[g], m->h[g], m->n[g]);
+  }
+  for (int i = 0; i < k; i++) s[i] = tz_at(m->f[grp[i]], 2 * (s[i].off - m->h[grp[i]].off));
+}
+/* the fp32 copies back into their f16 tensors (gradients: beyond f16's range ±inf, for the loss
+ * scaler, wg_to_f16_inf): the whole spans, so the halves between and around the tensors (gaps,
+ * the alignment's; the caller loaded them first) go through fp32 and back unchanged (in the
+ * model's fused dqkv there are none: q, k, v's gradients cover it) */
+static void attn16_to16(wg_ctx *c, const attn16_map *m, const char *label) {
+  for (int g = 0; g < m->ng; g++) wg_to_f16_inf(c, label, m->h[g], m->f[g], m->n[g]);
+}
+
+/* With f16 activations (c->act_f16): the flash kernels' alignment (attn_vec4) on the fp32 copies
+ * attn16_to32 makes, whose offsets are 16-byte aligned where the f16 tensors are 8-byte
+ * aligned: every f16 tensor 8-byte aligned, the row strides multiples of 4. Else 0 (the general
+ * kernels run natively), an error under TEZGAH_WEBGPU_ATTN=fast. */
+static int attn16_flash(wg_ctx *c, const char *op, const tz_slice *s, int n, int q_stride, int kv_stride) {
+  int ok = q_stride % 4 == 0 && kv_stride % 4 == 0;
+  for (int i = 0; i < n; i++)
+    if (s[i].buf && s[i].off % 8) ok = 0;
+  const char *f = getenv("TEZGAH_WEBGPU_ATTN");
+  if (!ok && f && !strcmp(f, "fast"))
+    wg_fail(c, "%s%s", op, ": TEZGAH_WEBGPU_ATTN=fast but an f16 tensor is not 8-byte aligned", 0, 0);
+  return ok;
+}
+
 /* The subgroup-matrix kernels (webgpu_ops_attn_sg.c) take the training form where the adapter
  * allows; they read and write the f16 attention output themselves. The attention output is a
  * matmul input (backend.h "mmin"): with f16 activations (c->act16) the fp32 kernels write it to the backend's fp32 buffer (wg_act32)
@@ -349,12 +442,26 @@ void wg_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz
   wg_ctx *c = CTX(be);
   if (wg_attn_sg_fwd(be, out, lse, q, k, v, B, Tq, Tk, q_pos0, n_head, n_kv_head, head_dim, q_stride, kv_stride)) return;
   if (!c->act16) {
-    attn_fwd32(be, out, lse, q, k, v, B, Tq, Tk, q_pos0, n_head, n_kv_head, head_dim, q_stride, kv_stride);
+    attn_fwd32(be, out, lse, q, k, v, B, Tq, Tk, q_pos0, n_head, n_kv_head, head_dim, q_stride, kv_stride, 0);
     return;
   }
   size_t n = (size_t)B * Tq * n_head * head_dim;
+  if (c->act_f16) { /* f16 q, k, v (and out): natively unless the fp32 flash kernels take it */
+    attn_cfg f = attn_config(c, head_dim, ATTN_FWD);
+    tz_slice in[3] = {q, k, v};
+    size_t C = (size_t)n_head * head_dim, nkv = ((size_t)B * Tk - 1) * kv_stride + (size_t)n_kv_head * head_dim;
+    size_t ne[3] = {((size_t)B * Tq - 1) * q_stride + C, nkv, nkv};
+    if (!(attn_fast(c, "attention_fwd", Tq, Tk, q_pos0, head_dim) && f.rg &&
+          attn16_flash(c, "attention_fwd", in, 3, q_stride, kv_stride))) {
+      attn_fwd32(be, out, lse, q, k, v, B, Tq, Tk, q_pos0, n_head, n_kv_head, head_dim, q_stride, kv_stride, 1);
+      return;
+    }
+    attn16_map m;
+    attn16_to32(be, &m, 0, in, ne, 3, "to_f32 (attn q, k, v)");
+    q = in[0], k = in[1], v = in[2];
+  }
   tz_slice o32 = wg_act32(be, n);
-  attn_fwd32(be, o32, lse, q, k, v, B, Tq, Tk, q_pos0, n_head, n_kv_head, head_dim, q_stride, kv_stride);
+  attn_fwd32(be, o32, lse, q, k, v, B, Tq, Tk, q_pos0, n_head, n_kv_head, head_dim, q_stride, kv_stride, 0);
   wg_to_f16(c, "to_f16 (attn out)", out, o32, n);
 }
 void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout, tz_slice q, tz_slice k,
@@ -363,11 +470,33 @@ void wg_attention_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_
   wg_ctx *c = CTX(be);
   if (wg_attn_sg_bwd(be, dq, dk, dv, dout, q, k, v, out, lse, B, T, n_head, n_kv_head, head_dim, q_stride, kv_stride))
     return;
+  attn16_map mo; /* f16 activations: dq, dk, dv's fp32 copies (the flash kernels) */
+  int a16 = 0;
+  if (c->act_f16) { /* f16 dq, dk, dv, dout, q, k, v (and out): natively unless the fp32 flash kernels take it */
+    attn_cfg fq = attn_config(c, head_dim, ATTN_DQ), fk = attn_config(c, head_dim, ATTN_DKDV);
+    size_t C = (size_t)n_head * head_dim, nq = ((size_t)B * T - 1) * q_stride + C;
+    size_t nkv = ((size_t)B * T - 1) * kv_stride + (size_t)n_kv_head * head_dim, no = (size_t)B * T * C;
+    tz_slice in[3] = {q, k, v}, gr[3] = {dq, dk, dv}, all[7] = {q, k, v, dq, dk, dv, dout};
+    size_t ne[3] = {nq, nkv, nkv};
+    if (!(attn_fast(c, "attention_bwd", T, T, 0, head_dim) && fq.rg && fk.rg &&
+          attn16_flash(c, "attention_bwd", all, 7, q_stride, kv_stride))) {
+      attn_bwd32(be, dq, dk, dv, dout, q, k, v, out, lse, B, T, n_head, n_kv_head, head_dim, q_stride, kv_stride, 1);
+      return;
+    }
+    attn16_map mi, md;
+    attn16_to32(be, &mi, 0, in, ne, 3, "to_f32 (attn q, k, v)");
+    attn16_to32(be, &md, 1, &dout, &no, 1, "to_f32 (attn dout)");
+    /* (loaded too: the write-back covers the span from dq to the end of dv, gaps included) */
+    attn16_to32(be, &mo, 2, gr, ne, 3, "to_f32 (attn dq, dk, dv)");
+    q = in[0], k = in[1], v = in[2], dq = gr[0], dk = gr[1], dv = gr[2];
+    a16 = 1;
+  }
   if (c->act16) {
     size_t n = (size_t)B * T * n_head * head_dim;
     tz_slice o32 = wg_act32(be, n);
     wg_to_f32(c, "to_f32 (attn out)", o32, out, n);
     out = o32;
   }
-  attn_bwd32(be, dq, dk, dv, dout, q, k, v, out, lse, B, T, n_head, n_kv_head, head_dim, q_stride, kv_stride);
+  attn_bwd32(be, dq, dk, dv, dout, q, k, v, out, lse, B, T, n_head, n_kv_head, head_dim, q_stride, kv_stride, 0);
+  if (a16) attn16_to16(c, &mo, "to_f16 (attn dq, dk, dv)");
 }

@@ -23,7 +23,14 @@
  * (head_dim 64 and 128 on the H200: sg_faster); TEZGAH_WEBGPU_ATTN_SGMAT=1 forces them for every shape
  * they take, =0 never (sg_use says how); TEZGAH_WEBGPU_ATTN=fallback forces the general kernels
  * as before. The partial dq sums follow TEZGAH_WEBGPU_ATTN_DQ_KB as the fp32
- * fused backward's do. */
+ * fused backward's do.
+ *
+ * f16 activations (c->act_f16, be->act = TZ_F16: q, k, v in the fused f16 qkv, dout, and dq, dk,
+ * dv in the fused f16 dqkv), natively: fa_sg_pack's f16 entry points (main_h, qkv8h) copy the f16
+ * q, k, v into the padded compact layout (a relayout, no conversion: the kernels' operands are the
+ * same f16 values the fp32 path makes from fp32 inputs rounded to f16), fa_sg_prep reads the f16
+ * dout (DT), the dK/dV kernels store dk, dv as f16 (DKT, cvk: sg_dkt) and fa_sg_dqsum dq (DQT,
+ * cvq), rounded once from their fp32 sums; F32IN is off (it reads fp32 q, k, v). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -399,14 +406,15 @@ static int sg_binds_ok(wg_ctx *c, const wg_arg *a, int n, unsigned wmask) {
 
 static size_t al256(size_t x) { return (x + 255) / 256 * 256; }
 
-/* dst [B, Tp, ncols] f16 = src rows (stride floats), zero past T (fa_sg_pack.wgsl) */
+/* dst [B, Tp, ncols] f16 = src rows (stride elements), zero past T (fa_sg_pack.wgsl; src fp32, or
+ * f16 with f16 activations, c->act_f16: entry main_h) */
 static void sg_pack(wg_ctx *c, tz_slice dst, tz_slice src, int B, int T, int Tp, int ncols, int stride) {
   uint32_t w[24] = {0};
   w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)ncols, w[11] = (uint32_t)stride, w[12] = (uint32_t)B;
-  wg_arg a[] = {A(dst, (size_t)B * Tp * ncols * 2, "x16"), A(src, F4(((size_t)B * T - 1) * stride + ncols), "q/k/v")};
+  wg_arg a[] = {A(dst, (size_t)B * Tp * ncols * 2, "x16"), wg_aa(c, src, ((size_t)B * T - 1) * stride + ncols, "q/k/v")};
   uint32_t gx, gy;
   grid1((size_t)B * Tp * ncols / 2, &gx, &gy);
-  wg_run(c, "attention_to_f16", wg_pipeline(c, "fa_sg_pack", "main", ""), w, 13, a, 2, gx, gy, 1);
+  wg_run(c, "attention_to_f16", wg_pipeline(c, "fa_sg_pack", c->act_f16 ? "main_h" : "main", ""), w, 13, a, 2, gx, gy, 1);
 }
 
 /* the f16 copies' layout in the staging buffer (byte offsets): q, k, v, then dout (backward) */
@@ -423,9 +431,13 @@ typedef struct {
  * ~2.1 TB/s of real traffic. */
 static void sg_pack_qkv(wg_ctx *c, tz_slice x, const sg_lay *l, tz_slice q, tz_slice k, tz_slice v, int B, int T,
                         int Tp, int C, int ckv, int qs, int kvs) {
+  /* es: the source's element size; f16 (c->act_f16, entry qkv8h) loads eight halves at once, so
+   * its row stride must be a multiple of 8 */
+  size_t es = c->act_f16 ? 2 : 4;
   int one = env_int("TEZGAH_WEBGPU_ATTN_PACK8", 1) && q.buf == k.buf && k.buf == v.buf && qs == kvs &&
-            k.off == q.off + (size_t)C * 4 && v.off == k.off + (size_t)ckv * 4 && q.off % 16 == 0 && qs % 4 == 0 &&
-            C % 8 == 0 && ckv % 8 == 0 && x.off % 16 == 0 && l->q % 16 == 0 && l->k % 16 == 0 && l->v % 16 == 0;
+            k.off == q.off + (size_t)C * es && v.off == k.off + (size_t)ckv * es && q.off % 16 == 0 &&
+            qs % (c->act_f16 ? 8 : 4) == 0 && C % 8 == 0 && ckv % 8 == 0 && x.off % 16 == 0 && l->q % 16 == 0 &&
+            l->k % 16 == 0 && l->v % 16 == 0;
   if (!one) {
     sg_pack(c, tz_at(x, l->q), q, B, T, Tp, C, qs);
     sg_pack(c, tz_at(x, l->k), k, B, T, Tp, ckv, kvs);
@@ -436,10 +448,10 @@ static void sg_pack_qkv(wg_ctx *c, tz_slice x, const sg_lay *l, tz_slice q, tz_s
   w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)C, w[11] = (uint32_t)qs, w[12] = (uint32_t)B,
   w[13] = (uint32_t)ckv, w[14] = (uint32_t)(l->q / 4), w[15] = (uint32_t)(l->k / 4), w[16] = (uint32_t)(l->v / 4);
   size_t width = (size_t)C + 2 * (size_t)ckv;
-  wg_arg a[] = {A(x, l->v + (size_t)B * Tp * ckv * 2, "x16"), A(q, F4(((size_t)B * T - 1) * qs + width), "q/k/v")};
+  wg_arg a[] = {A(x, l->v + (size_t)B * Tp * ckv * 2, "x16"), wg_aa(c, q, ((size_t)B * T - 1) * qs + width, "q/k/v")};
   uint32_t gx, gy;
   grid1((size_t)B * Tp * width / 8, &gx, &gy);
-  wg_run(c, "attention_to_f16", wg_pipeline(c, "fa_sg_pack", "qkv8", ""), w, 17, a, 2, gx, gy, 1);
+  wg_run(c, "attention_to_f16", wg_pipeline(c, "fa_sg_pack", c->act_f16 ? "qkv8h" : "qkv8", ""), w, 17, a, 2, gx, gy, 1);
 }
 static sg_lay sg_layout(int B, int Tp, int nh, int nkv, int hd, int with_dout) {
   sg_lay l;
@@ -466,7 +478,8 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
   int kpad = 0, vst = 0, db = 0, nst = sg_stage(0) ? sg_nsg_st(c, 0, sg_nsg_pref(0, wo_want), hd, &kpad, &vst, &db) : 0;
   if (nst) nsg = nst;
   size_t xb = 0;
-  int f32in = nst && sg_f32in() && sg_f32in_ok(q, k, v, B, T, (int)C, nkv * hd, qs, kvs, &xb);
+  /* (F32IN reads fp32 q, k, v: not with f16 activations, whose packs are mere relayouts) */
+  int f32in = nst && sg_f32in() && !c->act_f16 && sg_f32in_ok(q, k, v, B, T, (int)C, nkv * hd, qs, kvs, &xb);
   size_t xend = f32in ? 256 : l.end;
   wg_arg a[] = {A(out, o16 ? ((size_t)B * T * C * 2 + 3) & ~(size_t)3 : F4((size_t)B * T * C), "att out"),
                 A(has_lse ? lse : TZ_NONE, F4(nl), "lse"), A(TZ_NONE, xend, "x16"), A(q, xb, "q/k/v")};
@@ -519,6 +532,23 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
   return 1;
 }
 
+/* The dK/dV and dq kernels' output type and store conversion (prefix lines `alias <ty> = ...;` and
+ * `fn <fn>(v: f32) -> <ty>`): f32 and the identity, or (h16: f16 activations, c->act_f16) f16 and
+ * the preamble's f16 store rounding (webgpu_pipe.c's f16s: ±inf beyond f16's range, so that an
+ * overflowing gradient reaches the loss scaler's finiteness check; NaN stays NaN). Static. */
+static const char *sg_dkt(int h16, const char *ty, const char *fn) {
+  static char b[2][400];
+  char *o = b[ty[1] == 'Q'];
+  if (!h16) snprintf(o, sizeof b[0], "alias %s = f32;\nfn %s(v: f32) -> f32 { return v; }\n", ty, fn);
+  else
+    snprintf(o, sizeof b[0],
+             "alias %s = f16;\nfn %s(v: f32) -> f16 {\n  if (abs(v) <= 65504.0) { return f16(v); }\n"
+             "  let m = f16(select(-65504.0, 65504.0, v > 0.0));\n  let inf = m * abs(m);\n"
+             "  return select(inf, inf - inf, v != v);\n}\n",
+             ty, fn);
+  return o;
+}
+
 /* rows of dq partial sums per (sequence, head): Σ over the key blocks kb of Tp − kb·bc */
 static size_t sg_part_rows(int Tp, int bc) {
   size_t nkb = (size_t)Tp / bc;
@@ -536,8 +566,10 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   int kpad = 0, vst = 0, db = 0, nst = sg_stage(1) ? sg_nsg_st(c, 1, sg_nsg_pref(1, 0), hd, &kpad, &vst, &db) : 0;
   if (nst) nsg = nst;
   int kbc = 16 * nsg;
-  if (dk.buf != dv.buf || dv.off < dk.off || (dv.off - dk.off) % 4 || dk.off % 4 || dq.off % 4 || out.off % 4)
-    return sg_decline(c, op, "dk and dv are not 4-byte aligned slices of one buffer with dv after dk");
+  /* es: dq's, dk's, dv's and dout's element size (f16 with f16 activations, c->act_f16) */
+  size_t es = c->act_f16 ? 2 : 4;
+  if (dk.buf != dv.buf || dv.off < dk.off || (dv.off - dk.off) % es || dk.off % es || dq.off % es || out.off % 4)
+    return sg_decline(c, op, "dk and dv are not aligned slices of one buffer with dv after dk");
   sg_lay l = sg_layout(B, Tp, nh, nkv, hd, 1);
   size_t C = (size_t)nh * hd, nl = (size_t)B * nh * T, rows = sg_part_rows(Tp, kbc);
   size_t dbytes = al256(F4(nl)), per = (size_t)nh * rows * hd * 4;
@@ -551,15 +583,16 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   size_t kvext = F4(((size_t)B * T - 1) * kvs + (size_t)nkv * hd), xb = 0;
   /* the staged kernel reads q, k, v itself where it may (F32IN; dout still through its copy),
    * else binds xin to a spare slice of the staging buffer after the copies (unread) */
-  int f32in = nst && sg_f32in() && sg_f32in_ok(q, k, v, B, T, (int)C, nkv * hd, qs, kvs, &xb);
+  int f32in = nst && sg_f32in() && !c->act_f16 && sg_f32in_ok(q, k, v, B, T, (int)C, nkv * hd, qs, kvs, &xb);
   tz_slice x = wg_stage(be, l.end + 512), s = wg_scratch(be, dbytes + bc * per);
-  wg_arg ap[] = {A(s, F4(nl), "D"), A(tz_at(x, l.d), (size_t)B * Tp * C * 2, "dout16"), A(dout, F4((size_t)B * T * C), "dout"),
+  wg_arg ap[] = {A(s, F4(nl), "D"), A(tz_at(x, l.d), (size_t)B * Tp * C * 2, "dout16"), wg_aa(c, dout, (size_t)B * T * C, "dout"),
                  A(out, o16 ? ((size_t)B * T * C * 2 + 3) & ~(size_t)3 : F4((size_t)B * T * C), "att out")};
-  wg_arg ak[] = {A(dk, dv.off - dk.off + kvext, "dk, dv"), A(s, dbytes + bc * per, "D, dq parts"), A(x, l.end, "x16"),
-                 A(lse, F4(nl), "lse"), A(q, xb, "q/k/v")};
+  /* dk, dv: one argument from dk on (with f16 activations in f16 elements: kvext / 2 bytes past dv) */
+  wg_arg ak[] = {c->act_f16 ? AH(dk, (dv.off - dk.off + kvext / 2) / 2, "dk, dv") : A(dk, dv.off - dk.off + kvext, "dk, dv"),
+                 A(s, dbytes + bc * per, "D, dq parts"), A(x, l.end, "x16"), A(lse, F4(nl), "lse"), A(q, xb, "q/k/v")};
   if (f32in && !sg_binds_ok(c, ak, 5, 0x3)) f32in = 0; /* e.g. q/k/v in a buffer the kernel writes: the packs */
   if (!f32in) ak[4] = A(tz_at(x, al256(l.end)), 16, "xin (unread)");
-  wg_arg as[] = {A(dq, F4(((size_t)B * T - 1) * qs + C), "dq"), A(s, dbytes + bc * per, "dq parts")};
+  wg_arg as[] = {wg_aa(c, dq, ((size_t)B * T - 1) * qs + C, "dq"), A(s, dbytes + bc * per, "dq parts")};
   if (!sg_binds_ok(c, ap, 4, 0x3) || !sg_binds_ok(c, ak, nst ? 5 : 4, 0x3) || !sg_binds_ok(c, as, 2, 0x1))
     return sg_decline(c, op, "the arguments do not get a binding each");
   if (!f32in) {
@@ -567,12 +600,12 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   }
   char pre[256];
   uint32_t w[24] = {0}, gx, gy;
-  snprintf(pre, sizeof pre, "const HD: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n", hd, o16 ? "true" : "false",
-           o16 ? "f16" : "f32");
+  snprintf(pre, sizeof pre, "const HD: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\nalias DT = %s;\n", hd,
+           o16 ? "true" : "false", o16 ? "f16" : "f32", c->act_f16 ? "f16" : "f32");
   w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)B;
   grid1(nl / T * Tp * (hd / 2), &gx, &gy); /* hd / 2 threads per row (fa_sg_prep.wgsl) */
   wg_run(c, "attention_bwd_d", wg_pipeline(c, "fa_sg_prep", "main", pre), w, 12, ap, 4, gx, gy, 1);
-  char pk[448], pq[128];
+  char pk[1024], pq[512];
   /* TEZGAH_WEBGPU_ATTN_SG_KREG=1 (tuning, staged only): K's left matrices held in registers */
   int kreg = nst && env_int("TEZGAH_WEBGPU_ATTN_SG_KREG", 0) != 0;
   /* TEZGAH_WEBGPU_ATTN_SG_ABLATE=N (diagnosis, staged only; WRONG RESULTS, a note on stderr):
@@ -599,19 +632,25 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
              hd, sg_lanes(c), nsg, kpad, db ? "true" : "false", nq, nq * 2 / nsg, 32 * (hd / 8) / (nsg * lanes),
              32 * 16 / lanes, nsg, kreg, sg_emu() ? "// sgmat emulation\n" : "");
   }
-  snprintf(pq, sizeof pq, "const HD: u32 = %du;\nconst BC: u32 = %du;\n", hd, kbc);
+  {
+    size_t n = strlen(pk);
+    snprintf(pk + n, sizeof pk - n, "%s", sg_dkt(c->act_f16, "DKT", "cvk"));
+  }
+  snprintf(pq, sizeof pq, "%sconst HD: u32 = %du;\nconst BC: u32 = %du;\n%s", c->act_f16 ? "enable f16;\n" : "", hd, kbc,
+           sg_dkt(c->act_f16, "DQT", "cvq"));
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   uint32_t nkb = (uint32_t)(Tp / kbc);
   /* the dq sums four floats per thread (fa_sg_dqsum.wgsl main4) where 16-byte aligned:
    * TEZGAH_WEBGPU_ATTN_SG_DQV4=1 (the default), 0 one per thread (round 3's); same bits */
-  int dq4 = env_int("TEZGAH_WEBGPU_ATTN_SG_DQV4", 1) != 0 && dq.off % 16 == 0 && s.off % 16 == 0 && qs % 4 == 0;
+  int dq4 = env_int("TEZGAH_WEBGPU_ATTN_SG_DQV4", 1) != 0 && dq.off % (c->act_f16 ? 8 : 16) == 0 && s.off % 16 == 0 &&
+            qs % 4 == 0; /* (f16 dq: vec4<f16>, 8 bytes) */
   for (int b0 = 0; b0 < B; b0 += (int)bc) {
     int nb = B - b0 < (int)bc ? B - b0 : (int)bc;
     memset(w, 0, sizeof w);
     w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)nkv,
     w[12] = fbits(1.0f / sqrtf((float)hd)), w[13] = (uint32_t)(l.q / 2), w[14] = (uint32_t)(l.k / 2),
     w[15] = (uint32_t)(l.v / 2), w[16] = (uint32_t)(l.d / 2), w[17] = (uint32_t)ord, w[18] = 0,
-    w[19] = (uint32_t)(dbytes / 4), w[20] = (uint32_t)rows, w[21] = (uint32_t)b0, w[22] = (uint32_t)((dv.off - dk.off) / 4),
+    w[19] = (uint32_t)(dbytes / 4), w[20] = (uint32_t)rows, w[21] = (uint32_t)b0, w[22] = (uint32_t)((dv.off - dk.off) / es),
     w[23] = (uint32_t)kvs;
     if (f32in) /* q's row stride; k's, v's first float after q's (floats) */
       w[13] = (uint32_t)qs, w[14] = (uint32_t)((k.off - q.off) / 4), w[15] = (uint32_t)((v.off - q.off) / 4);

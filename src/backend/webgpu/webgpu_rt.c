@@ -116,6 +116,8 @@ static void wg_destroy(tz_backend *be) {
       if (c->stage) wg_free(be, c->stage);
       if (c->wt) wg_free(be, c->wt);
       if (c->a32) wg_free(be, c->a32);
+      for (int i = 0; i < 3; i++)
+        if (c->a32x[i]) wg_free(be, c->a32x[i]);
       for (int i = 0; i < 2; i++)
         if (c->sg16[i]) wg_free(be, c->sg16[i]);
       if (c->ranges) wg_free(be, c->ranges);

@@ -26,6 +26,11 @@
 // u11 of the scratch; key block kb's rows hold queries kb·BC .. Tp−1 from row part_row(kb).
 //
 // Host prefix (after the directives): const HD, SGSIZE (16, 32 or 64), NSG (BC = BR = NSG·16).
+// Every form (this file, fa_sg_dkdv_st, fa_sg_dkdv_wo) also gets from the host alias DKT (dk's and
+// dv's element type) and fn cvk(f32) -> DKT: f32 and the identity, or, with the backend's f16
+// activations (c->act_f16: dk, dv in the fused f16 dqkv), f16 and a rounding that gives ±inf
+// beyond f16's range (an overflowing gradient must reach the loss scaler's finiteness check) and
+// keeps NaN; dkv's offset and u14 then count f16 elements.
 // Uniform block (wg_run_ex): element offsets (4-byte units) of the arguments 0 dkv (dk's first
 // element; dv at u14 floats after it), 1 scratch (D at u10, the parts at u11), 2 x16, 3 lse; slots;
 // u0 T, u1 Tp, u2 n_head, u3 n_kv_head, u4 scale (f32 bits), u5 .. u8 q16 / k16 / v16 / do16's
@@ -42,7 +47,7 @@ diagnostic(off, chromium.subgroup_matrix_uniformity);
 // end of directives
 struct U { oa: vec4<u32>, ob: vec4<u32>, sa: vec4<u32>, sb: vec4<u32>, u: array<vec4<u32>, 4> }
 @group(0) @binding(0) var<uniform> p: U;
-@group(0) @binding(1) var<storage, read_write> dkv: array<f32>;
+@group(0) @binding(1) var<storage, read_write> dkv: array<DKT>; // DKT, cvk: the host's prefix
 @group(0) @binding(2) var<storage, read_write> scr: array<f32>;
 @group(0) @binding(3) var<storage, read> x16: array<f16>;
 @group(0) @binding(4) var<storage, read> lse: array<f32>;
@@ -216,7 +221,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       workgroupBarrier();
       if (j < T) {
         for (var i = 0u; i < CPL; i++) {
-          dkv[ko + w * pu(14u) + n0 * 16u + c0 + i] = s_[r * SLD + c0 + i];
+          dkv[ko + w * pu(14u) + n0 * 16u + c0 + i] = cvk(s_[r * SLD + c0 + i]);
         }
       }
     }

@@ -57,7 +57,7 @@ diagnostic(off, chromium.subgroup_matrix_uniformity);
 // end of directives
 struct U { oa: vec4<u32>, ob: vec4<u32>, sa: vec4<u32>, sb: vec4<u32>, u: array<vec4<u32>, 4> }
 @group(0) @binding(0) var<uniform> p: U;
-@group(0) @binding(1) var<storage, read_write> dkv: array<f32>;
+@group(0) @binding(1) var<storage, read_write> dkv: array<DKT>; // DKT, cvk: the host's prefix
 @group(0) @binding(2) var<storage, read_write> scr: array<f32>;
 @group(0) @binding(3) var<storage, read> x16: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read> lse: array<f32>;
@@ -440,7 +440,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       workgroupBarrier();
       if (j < T) {
         for (var i = 0u; i < CPL; i++) {
-          dkv[ko + w * pu(14u) + n0 * 16u + c0 + i] = s_[r * SLD + c0 + i];
+          dkv[ko + w * pu(14u) + n0 * 16u + c0 + i] = cvk(s_[r * SLD + c0 + i]);
         }
       }
     }

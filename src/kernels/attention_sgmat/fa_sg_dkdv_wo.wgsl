@@ -38,7 +38,7 @@ diagnostic(off, chromium.subgroup_matrix_uniformity);
 // end of directives
 struct U { oa: vec4<u32>, ob: vec4<u32>, sa: vec4<u32>, sb: vec4<u32>, u: array<vec4<u32>, 4> }
 @group(0) @binding(0) var<uniform> p: U;
-@group(0) @binding(1) var<storage, read_write> dkv: array<f32>;
+@group(0) @binding(1) var<storage, read_write> dkv: array<DKT>; // DKT, cvk: the host's prefix
 @group(0) @binding(2) var<storage, read_write> scr: array<f32>;
 @group(0) @binding(3) var<storage, read> x16: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read> lse: array<f32>;
@@ -76,7 +76,7 @@ fn part_row(kb: u32, Tp: u32) -> u32 {
 fn rows_out(o: u32, r: u32, c0: u32, ok: bool) {
   if (ok) {
     for (var i = 0u; i < CPL_; i++) {
-      dkv[o + c0 + i] = s_[r * SLD + c0 + i];
+      dkv[o + c0 + i] = cvk(s_[r * SLD + c0 + i]);
     }
   }
 }

@@ -14,12 +14,16 @@
 // are 16-byte aligned and q_stride a multiple of 4): the same sums, four consecutive d per thread
 // with 16-byte loads and stores (dq4, scr4: the same bindings as vec4 arrays; an entry point
 // uses one view), a quarter of the threads and load instructions; same order, same bits.
-// Host prefix: const HD, BC.
+// Host prefix: const HD, BC, alias DQT (dq's element type) and fn cvq(f32) -> DQT: f32 and the
+// identity, or, with the backend's f16 activations (c->act_f16: dq in the fused f16 dqkv; the
+// prefix then starts with `enable f16;`), f16 and a rounding that gives ±inf beyond f16's range
+// and keeps NaN, dq's offset then counting f16 elements (main4: 8-byte aligned, vec4<f16>).
+// The sums stay fp32; the result is rounded once.
 struct U { oa: vec4<u32>, ob: vec4<u32>, sa: vec4<u32>, sb: vec4<u32>, u: array<vec4<u32>, 4> }
 @group(0) @binding(0) var<uniform> p: U;
-@group(0) @binding(1) var<storage, read_write> dq: array<f32>;
+@group(0) @binding(1) var<storage, read_write> dq: array<DQT>;
 @group(0) @binding(2) var<storage, read> scr: array<f32>;
-@group(0) @binding(1) var<storage, read_write> dq4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> dq4: array<vec4<DQT>>;
 @group(0) @binding(2) var<storage, read> scr4: array<vec4<f32>>;
 
 fn part_row(kb: u32, Tp: u32) -> u32 {
@@ -45,7 +49,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   for (var kb = 0u; kb <= t / BC; kb++) {
     acc += scr[base + (part_row(kb, Tp) + t - kb * BC) * HD];
   }
-  dq[p.oa.x + (b * T + t) * p.u[0].w + h * HD + d] = acc;
+  dq[p.oa.x + (b * T + t) * p.u[0].w + h * HD + d] = cvq(acc);
 }
 
 @compute @workgroup_size(256)
@@ -68,5 +72,5 @@ fn main4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
   for (var kb = 0u; kb <= t / BC; kb++) {
     acc += scr4[base + (part_row(kb, Tp) + t - kb * BC) * H4];
   }
-  dq4[(p.oa.x + (b * T + t) * p.u[0].w + h * HD) / 4u + d4] = acc;
+  dq4[(p.oa.x + (b * T + t) * p.u[0].w + h * HD) / 4u + d4] = vec4<DQT>(cvq(acc.x), cvq(acc.y), cvq(acc.z), cvq(acc.w));
 }

@@ -13,14 +13,16 @@
 // the row's D a tree sum over its threads in workgroup memory; 256 threads per workgroup (256 /
 // (HD / 2) rows), the grid folded into x and y (grid1; workgroups past the rows return whole).
 // Host prefix (after the directives): const HD (even, HD / 2 a power of two dividing 256),
-// OUT16 (bool), alias OT (f16 or f32: out's element type).
+// OUT16 (bool), alias OT (f16 or f32: out's element type), alias DT (f16 or f32: dout's element
+// type; f16 with the backend's f16 activations, c->act_f16, where dout is an f16 argument whose
+// offset counts f16 elements: dout16 is then a relayout of it, the same clamp).
 enable f16;
 // end of directives
 struct U { oa: vec4<u32>, ob: vec4<u32>, sa: vec4<u32>, sb: vec4<u32>, u: array<vec4<u32>, 4> }
 @group(0) @binding(0) var<uniform> p: U;
 @group(0) @binding(1) var<storage, read_write> dd: array<f32>;
 @group(0) @binding(2) var<storage, read_write> do16: array<u32>;
-@group(0) @binding(3) var<storage, read> dout: array<f32>;
+@group(0) @binding(3) var<storage, read> dout: array<DT>;
 @group(0) @binding(4) var<storage, read> outp: array<OT>;
 
 const HP = HD / 2u; // threads (pairs) per row
@@ -48,7 +50,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   if (t < T) {
     let src = p.oa.z + (b * T + t) * C + h * HD + 2u * jp;
     let ob = select(1u, 2u, OUT16) * p.oa.w + (b * T + t) * C + h * HD + 2u * jp;
-    g = vec2<f32>(dout[src], dout[src + 1u]);
+    g = vec2<f32>(f32(dout[src]), f32(dout[src + 1u]));
     acc = fma(g.x, f32(outp[ob]), g.y * f32(outp[ob + 1u]));
   }
   do16[p.oa.y + ((b * Tp + t) * C + h * HD) / 2u + jp] = pack2x16float(clamp(g, vec2<f32>(-65504.0), vec2<f32>(65504.0)));
