@@ -46,8 +46,8 @@
 #define STEPS 20
 /* f16 activations against the CPU's fp32: every step's loss within this, relative (the logits,
  * residual stream and gradients rounded to f16: ≤ 2^-11 each, compounded over the layers and
- * steps; measured on lavapipe in the header) */
-#define ACT16_TOL 1e-2
+ * steps; lavapipe 2026-12-04: worst 8.4e-5 over 10 steps, llama and gpt2) */
+#define ACT16_TOL 2e-3
 
 static tz_config cfg_of(tz_arch arch) {
   tz_config c = {0};
