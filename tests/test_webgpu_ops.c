@@ -2060,9 +2060,10 @@ static void afm_case(tz_backend *g, int kind, int M, int K, int N, int acc, int 
  *   split-K for matmul_at at K >= 1024) with TEZGAH_WEBGPU_SGMAT_NATIVE16=1, so every call must
  *   run there with its f16 tensors as they are (the O16 store, f16 dY read directly), at the
  *   subgroup-matrix bound 1e-3·Σ|terms| + 1e-5 (+ the output's f16 rounding). On an adapter
- *   with subgroup matrices (the H200) the same calls on its own tiles (shapes in 128s), and
- *   kernel o forced (TEZGAH_WEBGPU_SGMAT_TILE=o:64:4x4:2x2, SGMAT_NATIVE16=2: its f16 output
- *   through fp32 scratch; lavapipe cannot run kernel o emulated). SKIPPED where neither runs. */
+ *   with subgroup matrices (the H200) the same calls on its own tiles (shapes in 128s). Then the
+ *   f16 output through fp32 scratch (SGMAT_NATIVE16=2): kernel n with TEZGAH_WEBGPU_SGMAT_O16=0,
+ *   and where not emulated kernel o (TEZGAH_WEBGPU_SGMAT_TILE=o:64:4x4:2x2; lavapipe cannot run
+ *   kernel o emulated). SKIPPED where neither runs. */
 static void test_act_f16_matmul(void **state) {
   tz_backend *g = act_f16_backend();
   if (!g) skip();
@@ -2119,12 +2120,16 @@ static void test_act_f16_matmul(void **state) {
   afm_case(g, 0, 3 * u, 2 * u, u, 0, 1, 64, 1e-3, 1e-5); /* bias: the f32 tile shared with the output staging */
   afm_case(g, 1, u, 1088, 2 * u, 1, 0, 0, 1e-3, 1e-5); /* K > 1024: the non-persistent grid */
   afm_case(g, 2, 2 * u, 1024, u, 1, 0, 64, 1e-3, 1e-5); /* split over K */
-  if (!emu) { /* kernel o (no emulated form): the f16 output through fp32 scratch */
-    setenv("TEZGAH_WEBGPU_SGMAT_NATIVE16", "2", 1);
-    setenv("TEZGAH_WEBGPU_SGMAT_TILE", "o:64:4x4:2x2", 1);
+  /* the f16 output through fp32 scratch and copy_rows: kernel n with TEZGAH_WEBGPU_SGMAT_O16=0,
+   * and kernel o (no emulated form: not on lavapipe) */
+  setenv("TEZGAH_WEBGPU_SGMAT_NATIVE16", "2", 1);
+  for (int ko = 0; ko < (emu ? 1 : 2); ko++) {
+    if (ko) setenv("TEZGAH_WEBGPU_SGMAT_TILE", "o:64:4x4:2x2", 1);
+    else setenv("TEZGAH_WEBGPU_SGMAT_O16", "0", 1);
     for (int kind = 0; kind < 2; kind++)
       for (int acc = 0; acc < 2; acc++) afm_case(g, kind, 2 * u, 3 * u, 2 * u, acc, kind == 0 && !acc, 64, 1e-3, 1e-5);
     unsetenv("TEZGAH_WEBGPU_SGMAT_TILE");
+    unsetenv("TEZGAH_WEBGPU_SGMAT_O16");
   }
   unsetenv("TEZGAH_WEBGPU_SGMAT_NATIVE16");
   afm_case(g, 3, 2 * u, 3 * u, 2 * u, 1, 0, 64, 1e-3, 1e-5); /* (not a subgroup-matrix form: the vector kernel) */
