@@ -1918,7 +1918,7 @@ static void act_f16_case(tz_backend *g, int N, int C, int V, uint64_t seed) {
   cpu->embed_fwd(cpu, co, ct, cte, cpe, 1, N, C, V);
   snprintf(what, sizeof what, "act f16 embed_fwd N%d C%d", N, C);
   af_check(&og, go, &oc, co, nc, what, 1e-3, 1e-4);
-  float *zv = calloc((size_t)V * C, sizeof(float));
+  float *zv = calloc((size_t)(V > N ? V : N) * C, sizeof(float)); /* zeros for dwte [V, C] and dwpe [N, C] */
   tz_slice gdte = up32(&og, zv, (size_t)V * C), cdte = up32(&oc, zv, (size_t)V * C), gdpe = up32(&og, zv, nc),
            cdpe = up32(&oc, zv, nc);
   g->embed_bwd(g, gdte, gdpe, gy, gt, 1, N, C, V);
