@@ -2095,7 +2095,7 @@ static void act_f16_case(tz_backend *g, int N, int C, int V, uint64_t seed) {
   cpu->embed_fwd(cpu, co, ct, cte, cpe, 1, N, C, V);
   snprintf(what, sizeof what, "act f16 embed_fwd N%d C%d", N, C);
   af_check(&og, go, &oc, co, nc, what, 1e-3, 1e-4);
-  float *zv = calloc((size_t)V * C, sizeof(float));
+  float *zv = calloc((size_t)(V > N ? V : N) * C, sizeof(float)); /* zeros for dwte [V, C] and dwpe [N, C] */
   tz_slice gdte = up32(&og, zv, (size_t)V * C), cdte = up32(&oc, zv, (size_t)V * C), gdpe = up32(&og, zv, nc),
            cdpe = up32(&oc, zv, nc);
   g->embed_bwd(g, gdte, gdpe, gy, gt, 1, N, C, V);
@@ -2236,8 +2236,11 @@ static void afm_case(tz_backend *g, int kind, int M, int K, int N, int acc, int 
  *   TEZGAH_WEBGPU_SGMAT_EMU=1: kernel n on 32 x 32 tiles, the persistent grid at K <= 1024,
  *   split-K for matmul_at at K >= 1024) with TEZGAH_WEBGPU_SGMAT_NATIVE16=1, so every call must
  *   run there with its f16 tensors as they are (the O16 store, f16 dY read directly), at the
- *   subgroup-matrix bound 1e-3·Σ|terms| + 1e-5 (+ the output's f16 rounding). SKIPPED where the
- *   emulation cannot run (it needs ShaderF16 only: where the f16 activations run, it does). */
+ *   subgroup-matrix bound 1e-3·Σ|terms| + 1e-5 (+ the output's f16 rounding). On an adapter
+ *   with subgroup matrices (the H200) the same calls on its own tiles (shapes in 128s). Then the
+ *   f16 output through fp32 scratch (SGMAT_NATIVE16=2): kernel n with TEZGAH_WEBGPU_SGMAT_O16=0,
+ *   and where not emulated kernel o (TEZGAH_WEBGPU_SGMAT_TILE=o:64:4x4:2x2; lavapipe cannot run
+ *   kernel o emulated). SKIPPED where neither runs. */
 static void test_act_f16_matmul(void **state) {
   tz_backend *g = act_f16_backend();
   if (!g) skip();
@@ -2284,15 +2287,29 @@ static void test_act_f16_matmul(void **state) {
     g->destroy(g);
     return;
   }
-  printf("webgpu (f16 activations, subgroup-matrix builtins emulated): %s\n", tz_webgpu_describe(g));
+  /* the emulation's default tiles are 32 x 32; an adapter with subgroup matrices (the H200,
+   * where TEZGAH_WEBGPU_SGMAT_EMU changes nothing) takes its own, 128 x 128 */
+  const int emu = strstr(tz_webgpu_describe(g), "builtins emulated") != NULL, u = emu ? 32 : 128;
+  printf("webgpu (f16 activations, subgroup matrices%s): %s\n", emu ? ", builtins emulated" : "", tz_webgpu_describe(g));
   setenv("TEZGAH_WEBGPU_SGMAT_NATIVE16", "1", 1);
   for (int kind = 0; kind < 3; kind++)
-    for (int acc = 0; acc < 2; acc++) afm_case(g, kind, 64, 96, 64, acc, kind == 0 && !acc, 64, 1e-3, 1e-5);
-  afm_case(g, 0, 96, 64, 32, 0, 1, 64, 1e-3, 1e-5); /* bias: the f32 tile shared with the output staging */
-  afm_case(g, 1, 32, 1056, 64, 1, 0, 0, 1e-3, 1e-5); /* K > 1024: the non-persistent grid */
-  afm_case(g, 2, 64, 1024, 32, 1, 0, 64, 1e-3, 1e-5); /* split over K */
+    for (int acc = 0; acc < 2; acc++) afm_case(g, kind, 2 * u, 3 * u, 2 * u, acc, kind == 0 && !acc, 64, 1e-3, 1e-5);
+  afm_case(g, 0, 3 * u, 2 * u, u, 0, 1, 64, 1e-3, 1e-5); /* bias: the f32 tile shared with the output staging */
+  afm_case(g, 1, u, 1088, 2 * u, 1, 0, 0, 1e-3, 1e-5); /* K > 1024: the non-persistent grid */
+  afm_case(g, 2, 2 * u, 1024, u, 1, 0, 64, 1e-3, 1e-5); /* split over K */
+  /* the f16 output through fp32 scratch and copy_rows: kernel n with TEZGAH_WEBGPU_SGMAT_O16=0,
+   * and kernel o (no emulated form: not on lavapipe) */
+  setenv("TEZGAH_WEBGPU_SGMAT_NATIVE16", "2", 1);
+  for (int ko = 0; ko < (emu ? 1 : 2); ko++) {
+    if (ko) setenv("TEZGAH_WEBGPU_SGMAT_TILE", "o:64:4x4:2x2", 1);
+    else setenv("TEZGAH_WEBGPU_SGMAT_O16", "0", 1);
+    for (int kind = 0; kind < 2; kind++)
+      for (int acc = 0; acc < 2; acc++) afm_case(g, kind, 2 * u, 3 * u, 2 * u, acc, kind == 0 && !acc, 64, 1e-3, 1e-5);
+    unsetenv("TEZGAH_WEBGPU_SGMAT_TILE");
+    unsetenv("TEZGAH_WEBGPU_SGMAT_O16");
+  }
   unsetenv("TEZGAH_WEBGPU_SGMAT_NATIVE16");
-  afm_case(g, 3, 64, 96, 64, 1, 0, 64, 1e-3, 1e-5); /* (not a subgroup-matrix form: the vector kernel) */
+  afm_case(g, 3, 2 * u, 3 * u, 2 * u, 1, 0, 64, 1e-3, 1e-5); /* (not a subgroup-matrix form: the vector kernel) */
   g->destroy(g);
 }
 
