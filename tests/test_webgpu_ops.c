@@ -1914,8 +1914,9 @@ static void af16_decode(tz_backend *g, int B, int Tk, int nh, int nkv, int hd) {
  * natively: the real ones where tz_webgpu_describe says so, else the software stand-in
  * TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1 with the direct kernels, TEZGAH_WEBGPU_ATTN_SG_STAGE=0, unless the
  * environment picks others: the staged stand-ins compile for many minutes on lavapipe, so with
- * TEZGAH_WEBGPU_ATTN_SG_STAGE set the stand-in runs head_dim 64 only, saying so). Bounds: the
- * header's table. */
+ * TEZGAH_WEBGPU_ATTN_SG_STAGE set the stand-in runs head_dim 64 only, saying so;
+ * TEZGAH_TEST_SGMAT_REQUIRED=1, as scripts/device_act16.sh sets, makes the stand-in a failure).
+ * Bounds: the header's table. */
 static void test_act_f16_attention(void **state) {
   setenv("TEZGAH_WEBGPU_F16", "1", 1);
   setenv("TEZGAH_WEBGPU_ACT16", "1", 1);
@@ -1941,6 +1942,10 @@ static void test_act_f16_attention(void **state) {
   af16_decode(g, 2, 37, 4, 2, 64);
   const char *d = tz_webgpu_describe(g);
   int real = strstr(d, "attention on subgroup matrices") != NULL, st = getenv("TEZGAH_WEBGPU_ATTN_SG_STAGE") != NULL;
+  if (!real && env_flag("TEZGAH_TEST_SGMAT_REQUIRED")) { /* (the H200 device scripts: the real kernels or a failure) */
+    print_error("TEZGAH_TEST_SGMAT_REQUIRED=1 but no subgroup-matrix attention: %s\n", d);
+    fail();
+  }
   if (!real) setenv("TEZGAH_WEBGPU_ATTN_SGMAT_EMU", "1", 1);
   if (!real && !st) setenv("TEZGAH_WEBGPU_ATTN_SG_STAGE", "0", 1);
   setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "1", 1);
