@@ -106,6 +106,9 @@ static int setup(void **state) {
   /* the fp32 op contracts: matmul inputs ("mmin", backend.h) in fp32 here; test_act16 makes its
    * own backend with them in f16 */
   setenv("TEZGAH_WEBGPU_ACT16", "0", 1);
+  /* ... and every activation fp32 (the f16 ones, the default with f16 matmul inputs, in the
+   * test_act_f16* cases, which set TEZGAH_WEBGPU_ACT=f16 for their own backends) */
+  setenv("TEZGAH_WEBGPU_ACT", "f32", 1);
   /* the attention tests of the fp32 kernels run them on every adapter: the subgroup-matrix
    * kernels (f16 operands) only in test_attention_sgmat */
   setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "0", 1);
@@ -1923,7 +1926,7 @@ static void test_act_f16_attention(void **state) {
   setenv("TEZGAH_WEBGPU_ACT", "f16", 1);
   tz_backend *g = tz_backend_create("webgpu", 0, NULL);
   unsetenv("TEZGAH_WEBGPU_F16");
-  unsetenv("TEZGAH_WEBGPU_ACT");
+  setenv("TEZGAH_WEBGPU_ACT", "f32", 1);
   setenv("TEZGAH_WEBGPU_ACT16", "0", 1);
   if (!g || g->act != TZ_F16) {
     printf("SKIPPED: f16 activations unavailable: %s\n", g ? "be->act is not f16 (no ShaderF16)" : tz_errmsg());
@@ -1982,7 +1985,7 @@ static tz_backend *act_f16_backend(void) {
   setenv("TEZGAH_WEBGPU_ACT", "f16", 1);
   tz_backend *g = tz_backend_create("webgpu", 0, NULL);
   unsetenv("TEZGAH_WEBGPU_F16");
-  unsetenv("TEZGAH_WEBGPU_ACT");
+  setenv("TEZGAH_WEBGPU_ACT", "f32", 1);
   setenv("TEZGAH_WEBGPU_ACT16", "0", 1);
   if (!g) printf("SKIPPED: f16 activations unavailable: %s\n", tz_errmsg());
   return g;

@@ -112,7 +112,7 @@ static void greedy(tz_model *m, int32_t *toks, int n_prompt, int n_new) {
 static void compare(tz_arch arch, int f16, int arena) {
   setenv("TEZGAH_WEBGPU_F16", f16 ? "1" : "0", 1);
   if (arena) setenv("TEZGAH_WEBGPU_ARENA", "1", 1);
-  if (f16 == 2) setenv("TEZGAH_WEBGPU_ACT", "f16", 1);
+  setenv("TEZGAH_WEBGPU_ACT", f16 == 2 ? "f16" : "f32", 1);
   tz_backend *gpu = tz_backend_create("webgpu", 0, NULL);
   unsetenv("TEZGAH_WEBGPU_F16");
   unsetenv("TEZGAH_WEBGPU_ARENA");
@@ -309,10 +309,23 @@ static void test_precision(void **state) {
     printf("SKIPPED: --precision f16 (the adapter offers no ShaderF16): %s\n", tz_errmsg());
     skip();
   }
-  assert_true(be->act == TZ_F32);    /* the residual stream and gradients stay fp32 */
+  assert_true(be->act == TZ_F16);    /* the activations and their gradients are f16 (the default) */
   assert_true(be->act_mm == TZ_F16); /* the matmul inputs are f16 */
+  assert_non_null(strstr(tz_webgpu_describe(be), "; f16 weight mirror, f16 activations"));
+  be->destroy(be);
+  setenv("TEZGAH_WEBGPU_ACT", "f32", 1); /* A/B: fp32 activations, f16 matmul inputs */
+  be = tz_backend_create("webgpu", 0, "f16");
+  assert_non_null(be);
+  assert_true(be->act == TZ_F32 && be->act_mm == TZ_F16);
   assert_non_null(strstr(tz_webgpu_describe(be), "; f16 weight mirror for the forward"));
   be->destroy(be);
+  setenv("TEZGAH_WEBGPU_ACT", "bf16", 1); /* a bad value: one line */
+  assert_null(tz_backend_create("webgpu", 0, "f16"));
+  assert_string_equal(tz_errmsg(), "webgpu: TEZGAH_WEBGPU_ACT=bf16 is not f16 or f32");
+  setenv("TEZGAH_WEBGPU_ACT", "f16", 1); /* f16 activations without the f16 precision: one line */
+  assert_null(tz_backend_create("webgpu", 0, "fp32"));
+  assert_non_null(strstr(tz_errmsg(), "webgpu: TEZGAH_WEBGPU_ACT=f16 needs the f16 precision"));
+  unsetenv("TEZGAH_WEBGPU_ACT");
 }
 
 int main(void) {

@@ -301,16 +301,24 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
    * overlap an input's writable one, which Dawn rejects. */
   c->act16 = c->f16 && be->act_buffers && env_int("TEZGAH_WEBGPU_ACT16", 1) != 0;
   be->act_mm = c->act16 ? TZ_F16 : TZ_F32;
-  /* f16 activations (be->act, backend.h): the residual stream, matmul outputs, activation
-   * gradients and logits in f16 too, as CUDA keeps them in bf16 -- half the bytes of every
-   * memory-bound op. TEZGAH_WEBGPU_ACT=f16 turns it on with the f16 matmul inputs (act16). */
+  /* f16 activations (be->act, backend.h), on with the f16 matmul inputs (act16): the residual
+   * stream, matmul outputs, activation gradients and logits in f16 too, as CUDA keeps them in
+   * bf16 -- half the bytes of every memory-bound op and of the activations' memory (GPT-2 124M
+   * B16 T1024 on the H200: 169.4K -> 180.0K tokens/s, peak 15,178 -> 9,106 MiB; docs/PERF.md).
+   * TEZGAH_WEBGPU_ACT=f32 keeps them fp32 (A/B; the f16 matmul inputs stay); =f16 requires them. */
   const char *ae = getenv("TEZGAH_WEBGPU_ACT");
   if (ae && *ae && strcmp(ae, "f16") && strcmp(ae, "f32")) {
     tz_err("webgpu: TEZGAH_WEBGPU_ACT=%s is not f16 or f32", ae);
     wg_destroy(be);
     return NULL;
   }
-  c->act_f16 = c->act16 && ae && !strcmp(ae, "f16");
+  if (ae && !strcmp(ae, "f16") && !c->act16) {
+    tz_err("webgpu: TEZGAH_WEBGPU_ACT=f16 needs the f16 precision with f16 matmul inputs (--precision f16, "
+           "TEZGAH_WEBGPU_ACT16 and TEZGAH_WEBGPU_ARENA unset)");
+    wg_destroy(be);
+    return NULL;
+  }
+  c->act_f16 = c->act16 && !(ae && !strcmp(ae, "f32"));
   if (c->act_f16) be->act = TZ_F16;
   /* subgroup reductions: on where Subgroups exists unless TEZGAH_WEBGPU_SUBGROUPS=0;
    * TEZGAH_WEBGPU_SUBGROUPS=1 requires them (tests) */
