@@ -11,8 +11,9 @@
  * - Every tensor argument is a tz_slice (buffer + byte offset into it). Dtypes:
  *   - "act" arguments (activations and activation gradients: the [N, *] tensors of the
  *     activation arena, logits/dlogits, the KV cache) are in the backend's declared
- *     activation dtype `be->act` (TZ_F32 on the CPU and WebGPU; TZ_F32 or TZ_BF16 on CUDA,
- *     --precision). The model sizes and offsets them with tz_dtype_size(be->act).
+ *     activation dtype `be->act` (TZ_F32 on the CPU; TZ_F32 or TZ_BF16 on CUDA, TZ_F32 or
+ *     TZ_F16 on WebGPU, --precision). The model sizes and offsets them with
+ *     tz_dtype_size(be->act).
  *   - "mmin" arguments (the activations whose consumers are matmul operands: the norms'
  *     outputs, the attention output, the GeLU / SwiGLU output) are in `be->act_mm`: be->act on
  *     the CPU and CUDA, TZ_F16 on WebGPU with --precision f16 (its matmuls read f16 operands,

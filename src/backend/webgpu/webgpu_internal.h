@@ -25,8 +25,11 @@
  *   the vector kernels' backward (matmul's W for dX) and AdamW read fp32. AdamW rewrites the
  *   mirror in the same pass; uploads/copies/fills into the parameter buffer mark it stale and it
  *   is re-cast before its next use. With it the matmul inputs (be->act_mm) are f16 (c->act16),
- *   and where the subgroup-matrix matmul runs the backward's gradient producers also write f16
- *   copies of their outputs for it (wg_grad16).
+ *   and so are all activations and activation gradients (be->act, c->act_f16). With
+ *   TEZGAH_WEBGPU_ACT=f32 (fp32 act) the backward's gradient producers instead write f16 copies
+ *   of their outputs where the subgroup-matrix matmul runs (wg_grad16). f16 act tensors are
+ *   wg_arg.h16 arguments: preamble kernels read them through their f16 variant (wg_run_ex), the
+ *   standalone kernels declare them themselves.
  *
  * The backend is split by concern (as src/backend/cuda/ is); this header is what its files share:
  *   webgpu_rt.c          instance, adapter and device (features, limits, Dawn toggles), the error
