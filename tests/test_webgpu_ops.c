@@ -1909,6 +1909,19 @@ static void af16_decode(tz_backend *g, int B, int Tk, int nh, int nkv, int hd) {
   free(got), free(ref), free(qkv), free(kc), free(vc);
   ot_release(&og), ot_release(&oc);
 }
+
+/* A backend with f16 activations (TEZGAH_WEBGPU_ACT=f16), or NULL (the caller skips, visibly). */
+static tz_backend *act_f16_backend(void) {
+  setenv("TEZGAH_WEBGPU_F16", "1", 1);
+  setenv("TEZGAH_WEBGPU_ACT16", "1", 1);
+  setenv("TEZGAH_WEBGPU_ACT", "f16", 1);
+  tz_backend *g = tz_backend_create("webgpu", 0, NULL);
+  unsetenv("TEZGAH_WEBGPU_F16");
+  setenv("TEZGAH_WEBGPU_ACT", "f32", 1);
+  setenv("TEZGAH_WEBGPU_ACT16", "0", 1);
+  if (!g) printf("SKIPPED: f16 activations unavailable: %s\n", tz_errmsg());
+  return g;
+}
 /* Rope and attention with f16 activations (be->act == TZ_F16: TEZGAH_WEBGPU_ACT=f16) against the CPU
  * fed the same f16-rounded values: rope both ways; attention (GQA, T not a multiple of 64, head_dim
  * 64 and 128, B 2) on the fp32 flash kernels (TEZGAH_WEBGPU_ATTN=fast: a fallback is an error; their
@@ -1921,18 +1934,9 @@ static void af16_decode(tz_backend *g, int B, int Tk, int nh, int nkv, int hd) {
  * TEZGAH_TEST_SGMAT_REQUIRED=1, as scripts/device_act16.sh sets, makes the stand-in a failure).
  * Bounds: the header's table. */
 static void test_act_f16_attention(void **state) {
-  setenv("TEZGAH_WEBGPU_F16", "1", 1);
-  setenv("TEZGAH_WEBGPU_ACT16", "1", 1);
-  setenv("TEZGAH_WEBGPU_ACT", "f16", 1);
-  tz_backend *g = tz_backend_create("webgpu", 0, NULL);
-  unsetenv("TEZGAH_WEBGPU_F16");
-  setenv("TEZGAH_WEBGPU_ACT", "f32", 1);
-  setenv("TEZGAH_WEBGPU_ACT16", "0", 1);
-  if (!g || g->act != TZ_F16) {
-    printf("SKIPPED: f16 activations unavailable: %s\n", g ? "be->act is not f16 (no ShaderF16)" : tz_errmsg());
-    if (g) g->destroy(g);
-    skip();
-  }
+  tz_backend *g = act_f16_backend();
+  if (!g) skip();
+  assert_int_equal(g->act, TZ_F16);
   printf("webgpu (f16 activations): %s\n", tz_webgpu_describe(g));
   af16_rope(g, 2, 9, 4, 2, 16, 1);
   af16_rope(g, 2, 70, 4, 2, 64, -1);
@@ -1978,18 +1982,6 @@ static int name_in(const char *name, const char *list) {
 
 /* ---- f16 activations (be->act == TZ_F16): the elementwise, norm, activation, embedding, loss
  * and memory ops (test_act_f16_elem) ---- */
-/* A backend with f16 activations (TEZGAH_WEBGPU_ACT=f16), or NULL (the caller skips, visibly). */
-static tz_backend *act_f16_backend(void) {
-  setenv("TEZGAH_WEBGPU_F16", "1", 1);
-  setenv("TEZGAH_WEBGPU_ACT16", "1", 1);
-  setenv("TEZGAH_WEBGPU_ACT", "f16", 1);
-  tz_backend *g = tz_backend_create("webgpu", 0, NULL);
-  unsetenv("TEZGAH_WEBGPU_F16");
-  setenv("TEZGAH_WEBGPU_ACT", "f32", 1);
-  setenv("TEZGAH_WEBGPU_ACT16", "0", 1);
-  if (!g) printf("SKIPPED: f16 activations unavailable: %s\n", tz_errmsg());
-  return g;
-}
 /* got (f16 act on the GPU, n elements) against the CPU's fp32 ref: |err| <= rtol·|ref| + atol */
 static void af_check(ot_ctx *og, tz_slice g, ot_ctx *oc, tz_slice c_, size_t n, const char *what, double rtol,
                      double atol) {
