@@ -2009,8 +2009,11 @@ static void af_up(ot_ctx *og, ot_ctx *oc, float *x, size_t n, size_t off, tz_sli
  * (the op's fp32 bound plus f16's rounding, 2^-11 = 4.9e-4 relative, of the result and, for
  * the accumulating dinp, of the stored sum; atol 1e-4 at unit scale), fp32 outputs (parameter
  * gradients, statistics, losses) at 1e-3 relative (sums over f16 inputs of the same values:
- * order only, plus the CPU's fp32 accumulation); fill / copy_rows / the download exact. */
-static void act_f16_case(tz_backend *g, int N, int C, int V, uint64_t seed) {
+ * order only, plus the CPU's fp32 accumulation); fill / copy_rows / the download exact.
+ * Vp: the logits' row stride (≥ V); xoff, doff: byte offsets of x (add's b, gelu's and the
+ * norms' inp) and of layernorm_bwd's dinp. The vector kernels (wg_v16_ok) run where the sizes
+ * (n, C, Vp) are multiples of 4 and the offsets of 8, the per-element f16 variant elsewhere. */
+static void act_f16_case(tz_backend *g, int N, int C, int V, int Vp, size_t xoff, size_t doff, uint64_t seed) {
   ot_ctx og, oc;
   ot_init(&og, g, seed);
   ot_init(&oc, cpu, 1);
@@ -2018,9 +2021,9 @@ static void act_f16_case(tz_backend *g, int N, int C, int V, uint64_t seed) {
   float *x = ot_randn(&og, nc, 2), *y = ot_randn(&og, nc, 1), *w = ot_randn(&og, C, 1), *b = ot_randn(&og, C, 1);
   float *dinp0 = ot_randn(&og, nc, 1), *h = ot_randn(&og, 2 * nc, 2);
   tz_slice gx, cx, gy, cy, gd, cd, gh, ch;
-  af_up(&og, &oc, x, nc, 2, &gx, &cx); /* odd element offset: the binding's 2-byte element offset */
+  af_up(&og, &oc, x, nc, xoff, &gx, &cx); /* xoff 2: odd element offset, the binding's 2-byte element offset */
   af_up(&og, &oc, y, nc, 0, &gy, &cy);
-  af_up(&og, &oc, dinp0, nc, 4, &gd, &cd);
+  af_up(&og, &oc, dinp0, nc, doff, &gd, &cd);
   af_up(&og, &oc, h, 2 * nc, 0, &gh, &ch);
   tz_slice gw = up32(&og, w, C), cw = up32(&oc, w, C), gb = up32(&og, b, C), cb = up32(&oc, b, C);
   char what[96];
@@ -2103,7 +2106,6 @@ static void act_f16_case(tz_backend *g, int N, int C, int V, uint64_t seed) {
   af_check32(&og, gdte, &oc, cdte, (size_t)V * C, "act f16 embed_bwd dwte", 1e-6, 1e-6); /* exact: f16 values, CPU order */
   af_check32(&og, gdpe, &oc, cdpe, nc, "act f16 embed_bwd dwpe", 1e-6, 1e-6);
   /* cross-entropy in place on f16 logits [N, Vp] (V of Vp columns), dscale with a loss scale */
-  int Vp = V + 3;
   float *lg = ot_randn(&og, (size_t)N * Vp, 3);
   int32_t *tg = malloc(sizeof(int32_t) * N);
   for (int i = 0; i < N; i++) tg[i] = i % 5 == 4 ? -1 : (int32_t)((i * 13) % V);
@@ -2131,6 +2133,11 @@ static void act_f16_case(tz_backend *g, int N, int C, int V, uint64_t seed) {
   g->add(g, go, go, go, nc);
   g->download_act(g, dl, go, nc);
   for (size_t i = 0; i < nc; i++) assert_true(isinf(dl[i]) && dl[i] < 0);
+  /* ... and NaN stays NaN */
+  g->fill(g, go, NAN, nc, TZ_F16);
+  g->add(g, go, go, gx, nc);
+  g->download_act(g, dl, go, nc);
+  for (size_t i = 0; i < nc; i++) assert_true(isnan(dl[i]));
   free(dl), free(tg), free(lg), free(zv), free(wte), free(wpe), free(tok), free(zc);
   free(x), free(y), free(w), free(b), free(dinp0), free(h);
   ot_release(&og), ot_release(&oc);
@@ -2318,9 +2325,20 @@ static void test_act_f16_elem(void **state) {
   if (!g) skip();
   assert_int_equal(g->act, TZ_F16);
   printf("webgpu (f16 activations): %s\n", tz_webgpu_describe(g));
-  act_f16_case(g, 7, 37, 11, 1);    /* odd sizes: the scalar forms, f16 pairs split across words */
-  act_f16_case(g, 70, 300, 50, 2);  /* C in (256, 1024]: the row-in-registers norms */
-  act_f16_case(g, 33, 1100, 20, 3); /* C > 1024: the loop norms */
+  /* the per-element f16 variant (offsets 2 and 4 bytes, Vp = V + 3: no vector kernel) */
+  act_f16_case(g, 7, 37, 11, 14, 2, 4, 1);    /* odd sizes: the scalar forms, f16 pairs split across words */
+  act_f16_case(g, 70, 300, 50, 53, 2, 4, 2);  /* C in (256, 1024]: the row-in-registers norms */
+  act_f16_case(g, 33, 1100, 20, 23, 2, 4, 3); /* C > 1024: the loop norms */
+  /* the vector kernels (wg_v16_ok): every op of the list there; V not a multiple of 4 (the
+   * cross-entropy's partial last group), N not a multiple of the norms' 8 rows a workgroup or of
+   * the dw / db chunk's two rows an iteration */
+  act_f16_case(g, 70, 300, 50, 52, 0, 8, 4);
+  act_f16_case(g, 17, 768, 3001, 3004, 8, 16, 5); /* GPT-2's C; Vp / 4 > 2·256: the cross-entropy's loops */
+  act_f16_case(g, 12, 90, 36, 40, 8, 8, 6);       /* C % 4 = 2: the norms per element, add / GeLU / xent vector */
+  /* TEZGAH_WEBGPU_ACT16_VEC=0: the per-element variant on the shapes above */
+  setenv("TEZGAH_WEBGPU_ACT16_VEC", "0", 1);
+  act_f16_case(g, 17, 768, 3001, 3004, 8, 16, 7);
+  unsetenv("TEZGAH_WEBGPU_ACT16_VEC");
   g->destroy(g);
 }
 

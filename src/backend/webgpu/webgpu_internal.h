@@ -93,6 +93,9 @@ typedef struct {
    * f16_pi[i]: its pipeline), made on first use by wg_run_ex */
   uint8_t f16_mask[4];
   int f16_pi[4], nf16;
+  /* "// v16" in the prefix: a vector kernel, whose f16 bindings are array<vec4<f16>> in its f16
+   * variant (wg_run_ex checks their 8-byte alignment) */
+  int v16;
 } wg_pipe;
 
 typedef struct {
@@ -323,6 +326,20 @@ const char *wg_out16_prefix(wg_ctx *c);
 /* The same with OUT16 on (on != 0) or off whatever c->act16 says; st16 writes ±inf beyond f16's
  * range instead of clamping where inf != 0 (gradients: dynamic loss scaling must see overflow). */
 const char *wg_out16_prefix_on(int on, int inf);
+/* The vector kernels for f16 activations ("// v16": ld4 / st4 as 8-byte accesses; st16x4 on
+ * binding 9 where out16): their prefix, and whether they are on (c->act_f16 and
+ * TEZGAH_WEBGPU_ACT16_VEC != 0). */
+const char *wg_v16_prefix(int out16);
+int wg_v16_on(wg_ctx *c);
+/* A vector kernel can take f16 tensors of n elements at byte offsets off[0..k): n a multiple of
+ * 4 and every offset a multiple of 8 (whole vec4<f16> of the binding; else the per-element
+ * variant runs). */
+static inline int wg_v16_ok(wg_ctx *c, size_t n, const size_t *off, int k) {
+  if (!wg_v16_on(c) || n % 4) return 0;
+  for (int i = 0; i < k; i++)
+    if (off[i] % 8) return 0;
+  return 1;
+}
 /* Gradient f16 copies, where the subgroup-matrix matmul runs (TEZGAH_WEBGPU_GRAD16=0: off, =1:
  * forced, tests; off under TEZGAH_WEBGPU_SG_REUSE=0): the kernel that writes the fp32 gradient
  * `dst` [n] (crossentropy's dlogits, the norms' dinp, gelu_bwd's dinp, swiglu_bwd's dgu) also

@@ -353,16 +353,41 @@ tz_slice wg_act32x(tz_backend *be, int slot, size_t bytes) {
 }
 
 /* (inf: h = ±65504 after the clamp, so h·h overflows to +inf at run time: WGSL rejects an
- * infinite f16 constant) */
+ * infinite f16 constant). st16x4(i, v): st16 of elements i .. i + 3 (the vector kernels call it;
+ * four scalar stores here, one 8-byte store under wg_v16_prefix). */
+#define ST16X4_SCALAR \
+  "fn st16x4(i: u32, v: vec4<f32>) { st16(i, v.x); st16(i + 1u, v.y); st16(i + 2u, v.z); st16(i + 3u, v.w); }\n"
 const char *wg_out16_prefix_on(int on, int inf) {
   if (on && inf)
     return F16_PREFIX "\nconst OUT16 = true;\n@group(0) @binding(9) var<storage, read_write> O16: array<f16>;\n"
                       "fn st16(i: u32, v: f32) { var h = f16(clamp(v, -65504.0, 65504.0)); "
-                      "if (abs(v) > 65504.0) { let big = h * h; h = select(-big, big, v > 0.0); } O16[2u * pu(5u) + i] = h; }\n";
+                      "if (abs(v) > 65504.0) { let big = h * h; h = select(-big, big, v > 0.0); } O16[2u * pu(5u) + i] = h; }\n"
+                      ST16X4_SCALAR;
   if (on)
     return F16_PREFIX "\nconst OUT16 = true;\n@group(0) @binding(9) var<storage, read_write> O16: array<f16>;\n"
-                      "fn st16(i: u32, v: f32) { O16[2u * pu(5u) + i] = f16(clamp(v, -65504.0, 65504.0)); }\n";
-  return "const OUT16 = false;\nfn st16(i: u32, v: f32) {}\n";
+                      "fn st16(i: u32, v: f32) { O16[2u * pu(5u) + i] = f16(clamp(v, -65504.0, 65504.0)); }\n"
+                      ST16X4_SCALAR;
+  return "const OUT16 = false;\nfn st16(i: u32, v: f32) {}\nfn st16x4(i: u32, v: vec4<f32>) {}\n";
+}
+/* The vector kernels' prefix ("// v16": their f16 variant declares the f16 bindings
+ * array<vec4<f16>>, module() in webgpu_pipe.c). out16 = 1: the mmin output at binding 9 as
+ * array<vec4<f16>> too, saturated as wg_out16_prefix_on(1, 0)'s st16, st16x4 one 8-byte store
+ * (element 2·u5 + i, a multiple of 4: the output starts on 8 bytes, wg_v16_ok); st16 writes
+ * one component, which the vector kernels never do. out16 = 0: OUT16 off. */
+const char *wg_v16_prefix(int out16) {
+  if (out16)
+    return "// v16\n" F16_PREFIX "\nconst OUT16 = true;\n"
+           "@group(0) @binding(9) var<storage, read_write> O16: array<vec4<f16>>;\n"
+           "fn st16(i: u32, v: f32) { let k = 2u * pu(5u) + i; O16[k >> 2u][k & 3u] = f16(clamp(v, -65504.0, 65504.0)); }\n"
+           "fn st16x4(i: u32, v: vec4<f32>) { O16[(2u * pu(5u) + i) >> 2u] = "
+           "vec4<f16>(clamp(v, vec4<f32>(-65504.0), vec4<f32>(65504.0))); }\n";
+  return "// v16\nconst OUT16 = false;\nfn st16(i: u32, v: f32) {}\nfn st16x4(i: u32, v: vec4<f32>) {}\n";
+}
+/* TEZGAH_WEBGPU_ACT16_VEC: the vector kernels for f16 activations (wg_v16_ok); =0: the
+ * per-element f16 variant of the scalar kernels everywhere (A/B). Read at each call (the tests
+ * switch it). Needs a storage offset alignment that keeps 8-byte alignment. */
+int wg_v16_on(wg_ctx *c) {
+  return c->act_f16 && env_int("TEZGAH_WEBGPU_ACT16_VEC", 1) != 0 && c->lim.minStorageBufferOffsetAlignment % 8 == 0;
 }
 const char *wg_out16_prefix(wg_ctx *c) { return wg_out16_prefix_on(c->act16, 0); }
 

@@ -17,6 +17,8 @@ static int gelu_per_thread(void) {
   return !wg_memops_new() ? 1 : e8 ? 8 : 4;
 }
 
+/* With f16 activations add_v16 (16 elements per thread in 8-byte accesses) where each piece's
+ * tensors allow it (wg_v16_ok), else add4's per-element f16 variant. */
 void wg_add(tz_backend *be, tz_slice out, tz_slice a_, tz_slice b_, size_t n) {
   wg_ctx *c = CTX(be);
   int e4 = wg_memops_new(); /* add4: four elements per thread */
@@ -27,7 +29,13 @@ void wg_add(tz_backend *be, tz_slice out, tz_slice a_, tz_slice b_, size_t n) {
     w[8] = (uint32_t)k;
     wg_arg a[] = {wg_aa(c, wg_act_at(c, out, i), k, "out"), wg_aa(c, wg_act_at(c, a_, i), k, "a"),
                   wg_aa(c, wg_act_at(c, b_, i), k, "b")};
+    size_t offs[] = {a[0].s.off, a[1].s.off, a[2].s.off};
     uint32_t gx, gy;
+    if (wg_v16_ok(c, k, offs, 3)) {
+      grid1((k + 15) / 16, &gx, &gy);
+      wg_run(c, "add", wg_pipeline(c, "elementwise", "add_v16", wg_v16_prefix(0)), w, 9, a, 3, gx, gy, 1);
+      continue;
+    }
     grid1(e4 ? (k + 3) / 4 : k, &gx, &gy);
     wg_run(c, "add", pi, w, 9, a, 3, gx, gy, 1);
   }
@@ -217,7 +225,14 @@ void wg_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd
   wg_arg h, a[] = {out_arg(c, out, NC, &h), A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd"),
                    wg_aa(c, inp, NC, "inp"), A(w_, F4(C), "w"), A(b_, F4(C), "b")};
   uint32_t gx, gy;
-  int pi = ln_pipe(c, N, C, 0, wg_out16_prefix(c), &gx, &gy);
+  size_t offs[] = {inp.off, out.off};
+  int pi;
+  if (ln_sg(c) && wg_v16_ok(c, (size_t)C, offs, 2)) { /* vector accesses (layernorm_fwd_sg_v16) */
+    gridn(((size_t)N + LN_SG_ROWS - 1) / LN_SG_ROWS, &gx, &gy);
+    pi = wg_pipeline(c, "layernorm_sg", "layernorm_fwd_sg_v16", wg_v16_prefix(1));
+  } else {
+    pi = ln_pipe(c, N, C, 0, wg_out16_prefix(c), &gx, &gy);
+  }
   wg_run_ex(c, "layernorm_fwd", pi, w, 12, a, 6, gx, gy, 1, c->act16 ? &h : NULL, -1);
 }
 
@@ -232,7 +247,17 @@ void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, t
   uint32_t gx, gy;
   wg_arg h = {{0}, 0, 0, 0};
   int g16 = wg_grad16(be, dinp, NC, &h); /* dinp (the residual stream's gradient) is the next dY */
-  int pi = ln_pipe(c, N, C, 1, wg_out16_prefix_on(g16, 1), &gx, &gy);
+  /* f16 activations: the vector kernels where C and the tensors allow (wg_v16_ok; g16 is 0 there) */
+  size_t offs[] = {dinp.off, dout.off, inp.off};
+  int v16 = wg_v16_ok(c, (size_t)C, offs, 3);
+  TZ_ASSERT(!(v16 && g16));
+  int pi;
+  if (v16 && ln_sg(c)) {
+    gridn(((size_t)N + LN_SG_ROWS - 1) / LN_SG_ROWS, &gx, &gy);
+    pi = wg_pipeline(c, "layernorm_sg", "layernorm_bwd_sg_v16", wg_v16_prefix(0));
+  } else {
+    pi = ln_pipe(c, N, C, 1, wg_out16_prefix_on(g16, 1), &gx, &gy);
+  }
   wg_run_ex(c, "layernorm_bwd", pi, w, 12, a, 6, gx, gy, 1, g16 ? &h : NULL, -1);
   int nch = (N + CHUNK - 1) / CHUNK;
   tz_slice part = wg_scratch(be, F4((size_t)nch * 2 * C));
@@ -241,8 +266,12 @@ void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, t
   /* its own profile row (layernorm_bwd: the row pass; the op is both); four rows per iteration
    * where layernorm_sg runs */
   const char *pe = ln_sg(c) ? "layernorm_dwdb_partial4" : "layernorm_dwdb_partial";
-  wg_run(c, "layernorm_dwdb", wg_pipeline(c, "layernorm", pe, wg_out16_prefix_on(0, 0)), w, 12, b,
-         5, (C + 255) / 256, nch, 1);
+  if (v16) /* four columns per thread in 8-byte accesses (layernorm_dwdb_partial_v16) */
+    wg_run(c, "layernorm_dwdb", wg_pipeline(c, "layernorm", "layernorm_dwdb_partial_v16", wg_v16_prefix(0)), w, 12,
+           b, 5, (C / 4 + 255) / 256, nch, 1);
+  else
+    wg_run(c, "layernorm_dwdb", wg_pipeline(c, "layernorm", pe, wg_out16_prefix_on(0, 0)), w, 12, b,
+           5, (C + 255) / 256, nch, 1);
   colsum2(c, dw, C, db, C, part, nch, 2 * C); /* [dw | db] partials: one dispatch */
   if (g16) wg_grad16_made(c, dinp, NC); /* the passes since wrote scratch, dw and db only */
 }
@@ -258,6 +287,12 @@ void wg_gelu_fwd(tz_backend *be, tz_slice out, tz_slice inp, size_t n) {
     w[8] = (uint32_t)k;
     wg_arg h, a[] = {out_arg(c, tz_at(out, i * (c->act16 ? 2 : 4)), k, &h), wg_aa(c, wg_act_at(c, inp, i), k, "inp")};
     uint32_t gx, gy;
+    size_t offs[] = {a[1].s.off, out.off + i * 2};
+    if (wg_v16_ok(c, k, offs, 2)) { /* f16 activations: gelu_fwd_v16, 8-byte accesses (out at binding 9) */
+      grid1((k + 15) / 16, &gx, &gy);
+      wg_run_ex(c, "gelu_fwd", wg_pipeline(c, "gelu", "gelu_fwd_v16", wg_v16_prefix(1)), w, 9, a, 2, gx, gy, 1, &h, -1);
+      continue;
+    }
     grid1((k + ept - 1) / ept, &gx, &gy);
     wg_run_ex(c, "gelu_fwd", pi, w, 9, a, 2, gx, gy, 1, c->act16 ? &h : NULL, -1);
   }
@@ -276,6 +311,12 @@ void wg_gelu_bwd(tz_backend *be, tz_slice dinp, tz_slice inp, tz_slice dout, siz
                   wg_aa(c, wg_act_at(c, dout, i), k, "dout")};
     wg_arg hp = A(tz_at(h.s, 2 * i), (2 * k + 3) & ~(size_t)3, "dinp (f16 copy)");
     uint32_t gx, gy;
+    size_t offs[] = {a[0].s.off, a[1].s.off, a[2].s.off};
+    if (!g16 && wg_v16_ok(c, k, offs, 3)) { /* f16 activations: ffn_gelu_backward_v16, 8-byte accesses */
+      grid1((k + 15) / 16, &gx, &gy);
+      wg_run(c, "gelu_bwd", wg_pipeline(c, "gelu", "ffn_gelu_backward_v16", wg_v16_prefix(0)), w, 9, a, 3, gx, gy, 1);
+      continue;
+    }
     grid1(e4 ? (k + 3) / 4 : k, &gx, &gy);
     wg_run_ex(c, "gelu_bwd", pi, w, 9, a, 3, gx, gy, 1, g16 ? &hp : NULL, -1);
   }

@@ -133,6 +133,11 @@ void wg_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice 
   const char *ent = !wg_memops_new() ? "softmax_xent"
                     : env_int("TEZGAH_WEBGPU_XENT4", 1) ? "softmax_xent_online4" : "softmax_xent_online";
   int pi = wg_pipeline(c, "crossentropy", ent, wg_out16_prefix_on(x16, 1));
+  /* f16 logits: softmax_xent_v16 (8-byte accesses) where Vp and the logits allow (wg_v16_ok;
+   * x16 is 0 with f16 activations) */
+  size_t loff[] = {logits.off};
+  if (!x16 && wg_memops_new() && wg_v16_ok(c, (size_t)Vp, loff, 1))
+    pi = wg_pipeline(c, "crossentropy", "softmax_xent_v16", wg_v16_prefix(0));
   for (size_t r0 = 0; r0 < (size_t)N; r0 += rc) {
     size_t r = (size_t)N - r0 < rc ? (size_t)N - r0 : rc;
     uint32_t w[24] = {0};

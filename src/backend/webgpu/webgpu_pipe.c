@@ -136,28 +136,41 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
   /* "// ro W=<hex mask>" in the prefix: the preamble's argument block with read-only bindings
    * for the arguments outside the mask, argument a at binding a (ro_variant). "// f16 S=<hex
    * mask>": bindings in the mask are array<f16> (f16 activations, wg_arg.h16), read and
-   * written as f32 by ld / st (f16_variant). */
+   * written as f32 by ld / st (f16_variant). With "// v16" in the prefix as well (the vector
+   * kernels' prefix, wg_v16_prefix) those f16 bindings are array<vec4<f16>> instead: ld4 / st4
+   * move four elements in one 8-byte access (why: the per-element 2-byte accesses left the
+   * memory-bound kernels at 0.65-1.15 TB/s of the H200's ~4); ld reads a component, and st
+   * writes one, which the vector kernels never do on those bindings (a component store may
+   * rewrite the whole vector). */
   char *pre_ro = NULL;
   const char *rom = strstr(prefix, "// ro W="), *f16m = strstr(prefix, "// f16 S=");
   if ((rom || f16m) && !alone) {
     unsigned wm = rom ? (unsigned)strtoul(rom + 8, NULL, 16) : 0xffu;
     unsigned hm = f16m ? (unsigned)strtoul(f16m + 9, NULL, 16) : 0u;
+    unsigned vm = strstr(prefix, "// v16") ? hm : 0u; /* the vector f16 bindings */
     const char *b0 = strstr(pre, "// ARGS BEGIN"), *b1 = strstr(pre, "// ARGS END");
     TZ_ASSERT(b0 && b1);
-    size_t cap = strlen(pre) + 8192;
+    size_t cap = strlen(pre) + 16384;
     pre_ro = tz_malloc(cap);
     size_t o = (size_t)snprintf(pre_ro, cap, "%.*s", (int)(b0 - pre), pre);
     for (int k = 0; k < MAX_ARGS; k++)
       o += (size_t)snprintf(pre_ro + o, cap - o, "@group(0) @binding(%d) var<storage, %s> B%d: array<%s>;\n", k + 1,
-                            (wm >> k) & 1 ? "read_write" : "read", k, (hm >> k) & 1 ? "f16" : "f32");
+                            (wm >> k) & 1 ? "read_write" : "read", k,
+                            (vm >> k) & 1 ? "vec4<f16>" : (hm >> k) & 1 ? "f16" : "f32");
     /* f16 stores: beyond f16's range ±inf (not saturated: an overflowing gradient must reach
      * the loss scaler's finiteness check), NaN stays NaN; the infinities are made at run time
-     * (WGSL rejects an overflowing constant expression) */
+     * (WGSL rejects an overflowing constant expression). The NaN test and the NaN are made from
+     * the bits: lavapipe folded `v != v` to false and stored -inf for a NaN (test_act_f16_elem).
+     * f16s4: the same per component. */
     if (hm)
       o += (size_t)snprintf(pre_ro + o, cap - o,
                             "fn f16s(v: f32) -> f16 {\n  if (abs(v) <= 65504.0) { return f16(v); }\n"
                             "  let m = f16(select(-65504.0, 65504.0, v > 0.0));\n  let inf = m * abs(m);\n"
-                            "  return select(inf, inf - inf, v != v);\n}\n");
+                            "  let b = bitcast<u32>(v);\n"
+                            "  let nan = bitcast<vec2<f16>>(0x7e00u | ((b >> 16u) & 0x8000u)).x;\n"
+                            "  return select(inf, nan, (b & 0x7fffffffu) > 0x7f800000u);\n}\n"
+                            "fn f16s4(v: vec4<f32>) -> vec4<f16> {\n"
+                            "  return vec4<f16>(f16s(v.x), f16s(v.y), f16s(v.z), f16s(v.w));\n}\n");
     /* every binding statically used by ld and st: the auto layout then always has all eight */
     const char *sw = rom ? "a" : "aslot(a)";
     o += (size_t)snprintf(pre_ro + o, cap - o, "fn touch_args() {");
@@ -166,14 +179,31 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     for (int k = 0; k < MAX_ARGS; k++) {
       char cs[16];
       snprintf(cs, sizeof cs, k < MAX_ARGS - 1 ? "case %du:" : "default:", k);
-      o += (size_t)snprintf(pre_ro + o, cap - o, "    %s { return %sB%d[j]%s; }\n", cs, (hm >> k) & 1 ? "f32(" : "", k,
-                            (hm >> k) & 1 ? ")" : "");
+      if ((vm >> k) & 1)
+        o += (size_t)snprintf(pre_ro + o, cap - o, "    %s { return f32(B%d[j >> 2u][j & 3u]); }\n", cs, k);
+      else
+        o += (size_t)snprintf(pre_ro + o, cap - o, "    %s { return %sB%d[j]%s; }\n", cs, (hm >> k) & 1 ? "f32(" : "",
+                              k, (hm >> k) & 1 ? ")" : "");
     }
     o += (size_t)snprintf(pre_ro + o, cap - o, "  }\n}\nfn st(a: u32, i: u32, v: f32) {\n  touch_args();\n  let j = aoff(a) + i;\n  switch %s {\n", sw);
     for (int k = 0; k < MAX_ARGS; k++)
       if ((wm >> k) & 1)
-        o += (size_t)snprintf(pre_ro + o, cap - o, "    case %du: { B%d[j] = %s; }\n", k, k, (hm >> k) & 1 ? "f16s(v)" : "v");
-    o += (size_t)snprintf(pre_ro + o, cap - o, "    default: {}\n  }\n}\n%s", b1);
+        o += (size_t)snprintf(pre_ro + o, cap - o, "    case %du: { B%d%s = %s; }\n", k, k,
+                              (vm >> k) & 1 ? "[j >> 2u][j & 3u]" : "[j]", (hm >> k) & 1 ? "f16s(v)" : "v");
+    o += (size_t)snprintf(pre_ro + o, cap - o, "    default: {}\n  }\n}\n");
+    /* ld4 / st4: one vector access on the vector bindings, four scalar ones elsewhere */
+    o += (size_t)snprintf(pre_ro + o, cap - o, "fn ld4(a: u32, i: u32) -> vec4<f32> {\n  let j = aoff(a) + i;\n  switch %s {\n", sw);
+    for (int k = 0; k < MAX_ARGS; k++)
+      if ((vm >> k) & 1) o += (size_t)snprintf(pre_ro + o, cap - o, "    case %du: { return vec4<f32>(B%d[j >> 2u]); }\n", k, k);
+    o += (size_t)snprintf(pre_ro + o, cap - o,
+                          "    default: { return vec4<f32>(ld(a, i), ld(a, i + 1u), ld(a, i + 2u), ld(a, i + 3u)); }\n  }\n}\n"
+                          "fn st4(a: u32, i: u32, v: vec4<f32>) {\n  let j = aoff(a) + i;\n  switch %s {\n", sw);
+    for (int k = 0; k < MAX_ARGS; k++)
+      if ((vm >> k) & 1 && (wm >> k) & 1)
+        o += (size_t)snprintf(pre_ro + o, cap - o, "    case %du: { B%d[j >> 2u] = f16s4(v); }\n", k, k);
+    o += (size_t)snprintf(pre_ro + o, cap - o,
+                          "    default: { st(a, i, v.x); st(a, i + 1u, v.y); st(a, i + 2u, v.z); st(a, i + 3u, v.w); }\n"
+                          "  }\n}\n%s", b1);
     pre = pre_ro;
   }
   /* A file with its own directives (matmul_sgmat.wgsl: enable lines must precede every
@@ -236,6 +266,12 @@ static uint32_t written_args(const char *body) {
     if (q[3] >= '0' && q[3] < '0' + MAX_ARGS && q[4] == 'u' && q[5] == ',') m |= 1u << (q[3] - '0');
     else return 0xff;
   }
+  /* st4(<digit>u, ...): the vector stores write their argument too */
+  for (const char *q = body; (q = strstr(q, "st4(")); q += 4) {
+    if (q > body && (isalnum((unsigned char)q[-1]) || q[-1] == '_')) continue;
+    if (q[4] >= '0' && q[4] < '0' + MAX_ARGS && q[5] == 'u' && q[6] == ',') m |= 1u << (q[4] - '0');
+    else return 0xff;
+  }
   return m;
 }
 
@@ -260,6 +296,7 @@ int wg_pipeline(wg_ctx *c, const char *file, const char *entry, const char *pref
   p->nbind = standalone(wgsl_src(file));
   p->wmask = p->nbind || strstr(prefix, "// ro W=") ? 0xff : written_args(wgsl_src(file));
   p->ro_pi = -1;
+  p->v16 = strstr(prefix, "// v16") != NULL;
   /* a standalone module's prefix may declare bindings too (matmul_fast's operands) */
   for (const char *q = prefix; p->nbind && (q = strstr(q, "@binding(")); q++) p->nbind++;
   wg_check(c);
@@ -493,6 +530,11 @@ void wg_run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords
       TZ_ASSERT((args[i].s.off - off[slot_of[i]]) % es == 0);
       block[i] = (uint32_t)((args[i].s.off - off[slot_of[i]]) / es);
       block[8 + i] = (uint32_t)slot_of[i];
+      /* a vector kernel's f16 argument: whole 8-byte vectors of its array<vec4<f16>> binding
+       * (the host chose the vector kernel by wg_v16_ok: a failure here is a bug) */
+      if (args[i].h16 && c->pipes[pi].v16 && (block[i] % 4 || size[slot_of[i]] % 8))
+        wg_fail(c, "%s: f16 argument '%s' not 8-byte aligned in its binding (vector kernel; internal error)", label,
+                args[i].name, 0, 0);
     }
   memcpy(block + 16, words + 8, (size_t)(nwords - 8) * 4);
   int nb = c->pipes[pi].nbind ? c->pipes[pi].nbind : MAX_ARGS;

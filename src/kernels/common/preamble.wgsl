@@ -80,6 +80,19 @@ fn st(a: u32, i: u32, v: f32) {
     default: { B7[j] = v; }
   }
 }
+// Four consecutive elements i .. i + 3 of argument a. Here (fp32 bindings) four scalar
+// accesses; in the f16 vector variant (module() in webgpu_pipe.c, "// v16" in the prefix) an
+// f16 binding is array<vec4<f16>> and these are one 8-byte access each (aoff(a) + i must then be
+// a multiple of 4: the host's alignment test, wg_v16_ok).
+fn ld4(a: u32, i: u32) -> vec4<f32> {
+  return vec4<f32>(ld(a, i), ld(a, i + 1u), ld(a, i + 2u), ld(a, i + 3u));
+}
+fn st4(a: u32, i: u32, v: vec4<f32>) {
+  st(a, i, v.x);
+  st(a, i + 1u, v.y);
+  st(a, i + 2u, v.z);
+  st(a, i + 3u, v.w);
+}
 // ARGS END
 fn ldi(a: u32, i: u32) -> i32 {
   return bitcast<i32>(ld(a, i));

@@ -203,3 +203,105 @@ fn softmax_xent_online4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_work
     st(0u, n, log(sum) - (zt - m));
   }
 }
+
+// softmax_xent_v16: softmax_xent_online4 on f16 logits with vector accesses (the host's choice
+// where c->act_f16, Vp is a multiple of 4 and the logits start on 8 bytes: wg_v16_ok; prefix
+// wg_v16_prefix(0): ld4 / st4 one 8-byte access of four logits). Why: [16384, 50304] f16 logits
+// read once and written once are ~3.3 GB, which the per-element f16 form moved at ~650 GB/s on
+// the H200. Same arguments and uniforms (OUT16 off: with f16 activations the dlogits are
+// themselves the f16 operand); grid N workgroups. Thread lid takes the groups of four columns
+// g = lid + k·WG: the V / 4 full groups two per iteration (eight logits, one running-max update,
+// as online4's four), then the < 4 columns of a partial last group one at a time; the writes
+// go over all Vp / 4 groups (columns ≥ V: 0, by select: the padding is read but not used).
+// Same results as softmax_xent_online4 up to fp32 summation order.
+@compute @workgroup_size(256)
+fn softmax_xent_v16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                    @builtin(local_invocation_index) lid: u32) {
+  let n = lin_wg(wid, nwg);
+  if (n >= pu(0u)) {
+    return;
+  }
+  let V = pu(1u);
+  let Vp = pu(2u);
+  let row = n * Vp;
+  let G = Vp / 4u;
+  let t = xent_target(n, lid);
+  if (t < 0 || u32(t) >= V) {
+    for (var g = lid; g < G; g = g + WG) {
+      st4(1u, row + 4u * g, vec4<f32>(0.0));
+      if (OUT16) { st16x4(row + 4u * g, vec4<f32>(0.0)); }
+    }
+    if (lid == 0u) {
+      st(0u, n, 0.0);
+    }
+    return;
+  }
+  let Gf = V / 4u; // full groups
+  var mt = -3.4e38;
+  var sr = 0.0;
+  var g = lid;
+  for (; g + WG < Gf; g = g + 2u * WG) {
+    let z0 = ld4(1u, row + 4u * g);
+    let z1 = ld4(1u, row + 4u * (g + WG));
+    let m2 = max(z0, z1);
+    let m8 = max(max(m2.x, m2.y), max(m2.z, m2.w));
+    if (m8 > mt) {
+      sr = sr * exp(mt - m8);
+      mt = m8;
+    }
+    let e = exp(z0 - vec4<f32>(mt)) + exp(z1 - vec4<f32>(mt));
+    sr = sr + ((e.x + e.y) + (e.z + e.w));
+  }
+  if (g < Gf) {
+    let z = ld4(1u, row + 4u * g);
+    let m4 = max(max(z.x, z.y), max(z.z, z.w));
+    if (m4 > mt) {
+      sr = sr * exp(mt - m4);
+      mt = m4;
+    }
+    let e = exp(z - vec4<f32>(mt));
+    sr = sr + ((e.x + e.y) + (e.z + e.w));
+  }
+  for (var c = 4u * Gf + lid; c < V; c = c + WG) {
+    let z = ld(1u, row + c);
+    if (z > mt) {
+      sr = sr * exp(mt - z) + 1.0;
+      mt = z;
+    } else {
+      sr = sr + exp(z - mt);
+    }
+  }
+  let m = wg_max(mt, lid);
+  let sum = wg_sum(sr * exp(mt - m), lid);
+  let dscale = pf(3u);
+  let zt = ld(1u, row + u32(t));
+  workgroupBarrier(); // every thread has read z[t] before anyone overwrites it
+  let scale = dscale / sum;
+  let vV = vec4<u32>(V);
+  let vt = vec4<u32>(u32(t));
+  g = lid;
+  for (; g + WG < G; g = g + 2u * WG) {
+    let z0 = ld4(1u, row + 4u * g);
+    let z1 = ld4(1u, row + 4u * (g + WG));
+    let c0 = vec4<u32>(4u * g) + vec4<u32>(0u, 1u, 2u, 3u);
+    let c1 = c0 + vec4<u32>(4u * WG);
+    let d0 = select(vec4<f32>(0.0), exp(z0 - vec4<f32>(m)) * scale, c0 < vV) - select(vec4<f32>(0.0), vec4<f32>(dscale), c0 == vt);
+    let d1 = select(vec4<f32>(0.0), exp(z1 - vec4<f32>(m)) * scale, c1 < vV) - select(vec4<f32>(0.0), vec4<f32>(dscale), c1 == vt);
+    st4(1u, row + 4u * g, d0);
+    st4(1u, row + 4u * (g + WG), d1);
+    if (OUT16) {
+      st16x4(row + 4u * g, d0);
+      st16x4(row + 4u * (g + WG), d1);
+    }
+  }
+  if (g < G) {
+    let z = ld4(1u, row + 4u * g);
+    let c0 = vec4<u32>(4u * g) + vec4<u32>(0u, 1u, 2u, 3u);
+    let d = select(vec4<f32>(0.0), exp(z - vec4<f32>(m)) * scale, c0 < vV) - select(vec4<f32>(0.0), vec4<f32>(dscale), c0 == vt);
+    st4(1u, row + 4u * g, d);
+    if (OUT16) { st16x4(row + 4u * g, d); }
+  }
+  if (lid == 0u) {
+    st(0u, n, log(sum) - (zt - m));
+  }
+}

@@ -53,6 +53,33 @@ fn add4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
 }
 
+// add_v16: add4 for f16 activations with vector accesses (the host's choice where c->act_f16, n
+// is a multiple of 4 and every argument starts on 8 bytes: wg_v16_ok; prefix "// v16", whose f16
+// variant declares the bindings array<vec4<f16>>). Thread: the groups of four g = 4·WG·w + lid +
+// k·WG, k < 4 (sixteen elements, four 8-byte loads of each input in flight; the same sums and
+// f16 stores per element as add / add4). out may alias a or b (each group read, then written, by
+// one thread). u0 n (a multiple of 4). Grid: ceil(n / 4096) workgroups.
+@compute @workgroup_size(256)
+fn add_v16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let g0 = lin_wg(wid, nwg) * 4u * WG + lid;
+  let ng = pu(0u) / 4u;
+  var v: array<vec4<f32>, 4>;
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    v[k] = vec4<f32>(0.0);
+    let g = g0 + k * WG;
+    if (g < ng) {
+      v[k] = ld4(1u, 4u * g) + ld4(2u, 4u * g);
+    }
+  }
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    let g = g0 + k * WG;
+    if (g < ng) {
+      st4(0u, 4u * g, v[k]);
+    }
+  }
+}
+
 // copy_rows: dst[r*ds + c] = src[r*ss + c] (u4 = 1: +=, the split matmul's column pieces);
 // args 0 dst, 1 src; u0 rows, u1 cols, u2 ds, u3 ss, u4 acc
 @compute @workgroup_size(256)

@@ -129,3 +129,55 @@ fn ffn_gelu_backward4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
     }
   }
 }
+
+// gelu_fwd_v16 / ffn_gelu_backward_v16: gelu_fwd4 / ffn_gelu_backward4 for f16 activations with
+// vector accesses (the host's choice where c->act_f16, n is a multiple of 4 and the tensors
+// start on 8 bytes: wg_v16_ok; prefix wg_v16_prefix: ld4 one 8-byte load, the forward's f16 out
+// one 8-byte st16x4, the backward's dinp one 8-byte st4). Thread: the groups of four
+// g = 4·WG·w + lid + k·WG, k < 4 (sixteen elements); the same values per element as the
+// one-element forms. u0 n (a multiple of 4); grid: ceil(n / 4096) workgroups.
+@compute @workgroup_size(256)
+fn gelu_fwd_v16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+  let g0 = lin_wg(wid, nwg) * 4u * WG + lid;
+  let ng = pu(0u) / 4u;
+  var x: array<vec4<f32>, 4>;
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    x[k] = vec4<f32>(0.0);
+    if (g0 + k * WG < ng) {
+      x[k] = ld4(1u, 4u * (g0 + k * WG));
+    }
+  }
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    let g = g0 + k * WG;
+    if (g < ng) {
+      let y = vec4<f32>(gelu_f(x[k].x), gelu_f(x[k].y), gelu_f(x[k].z), gelu_f(x[k].w));
+      if (OUT16) { st16x4(4u * g, y); } else { st4(0u, 4u * g, y); }
+    }
+  }
+}
+
+@compute @workgroup_size(256)
+fn ffn_gelu_backward_v16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                         @builtin(local_invocation_index) lid: u32) {
+  let g0 = lin_wg(wid, nwg) * 4u * WG + lid;
+  let ng = pu(0u) / 4u;
+  var x: array<vec4<f32>, 4>;
+  var d: array<vec4<f32>, 4>;
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    x[k] = vec4<f32>(0.0);
+    d[k] = vec4<f32>(0.0);
+    if (g0 + k * WG < ng) {
+      x[k] = ld4(1u, 4u * (g0 + k * WG));
+      d[k] = ld4(2u, 4u * (g0 + k * WG));
+    }
+  }
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    let g = g0 + k * WG;
+    if (g < ng) {
+      let y = vec4<f32>(gelu_g(x[k].x), gelu_g(x[k].y), gelu_g(x[k].z), gelu_g(x[k].w)) * d[k];
+      st4(0u, 4u * g, y);
+      if (OUT16) { st16x4(4u * g, y); }
+    }
+  }
+}

@@ -224,3 +224,42 @@ fn layernorm_bwd4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
     }
   }
 }
+
+// layernorm_dwdb_partial_v16: layernorm_dwdb_partial4 for f16 activations with vector accesses
+// (the host's choice where c->act_f16, C is a multiple of 4 and dout and inp start on 8 bytes:
+// wg_v16_ok; prefix wg_v16_prefix(0)). Thread lid of workgroup x owns the four columns
+// 4·(x·WG + lid) .. + 3 and takes its chunk's rows two per iteration (four 8-byte loads in
+// flight); fp32 sums per column. Same arguments and uniforms; grid (ceil(C / 4 / WG), chunks).
+// The same results up to fp32 summation order.
+@compute @workgroup_size(256)
+fn layernorm_dwdb_partial_v16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let C = pu(1u);
+  let c = 4u * (wid.x * WG + lid);
+  if (c >= C) {
+    return;
+  }
+  let n0 = wid.y * pu(3u);
+  let n1 = min(n0 + pu(3u), pu(0u));
+  var sw0 = vec4<f32>(0.0);
+  var sb0 = vec4<f32>(0.0);
+  var sw1 = vec4<f32>(0.0);
+  var sb1 = vec4<f32>(0.0);
+  var n = n0;
+  for (; n + 1u < n1; n = n + 2u) {
+    let d0 = ld4(1u, n * C + c);
+    let d1 = ld4(1u, (n + 1u) * C + c);
+    let x0 = ld4(2u, n * C + c);
+    let x1 = ld4(2u, (n + 1u) * C + c);
+    sw0 = sw0 + d0 * (x0 - vec4<f32>(ld(3u, n))) * ld(4u, n);
+    sw1 = sw1 + d1 * (x1 - vec4<f32>(ld(3u, n + 1u))) * ld(4u, n + 1u);
+    sb0 = sb0 + d0;
+    sb1 = sb1 + d1;
+  }
+  if (n < n1) {
+    let d = ld4(1u, n * C + c);
+    sw0 = sw0 + d * (ld4(2u, n * C + c) - vec4<f32>(ld(3u, n))) * ld(4u, n);
+    sb0 = sb0 + d;
+  }
+  st4(0u, wid.y * 2u * C + c, sw0 + sw1);
+  st4(0u, wid.y * 2u * C + C + c, sb0 + sb1);
+}

@@ -176,3 +176,104 @@ fn layernorm_bwd_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
     }
   }
 }
+
+// layernorm_fwd_sg_v16 / layernorm_bwd_sg_v16: the two kernels above for f16 activations with
+// vector accesses (the host's choice where c->act_f16, C is a multiple of 4 and the f16 tensors
+// start on 8 bytes: wg_v16_ok; prefix wg_v16_prefix: ld4 one 8-byte load of four columns, the
+// forward's f16 out one st16x4, the backward's dinp one st4). Lane l of the row's subgroup takes
+// the groups of four columns g = l + k·ns < C / 4, two per iteration in the first pass (four
+// 8-byte loads in flight in the backward); w and b (fp32) as four scalar loads (cached). Same
+// arguments, uniforms and grid; the same results up to fp32 summation order.
+fn ln_row_sum4(a: u32, row: u32, G: u32, lane: u32, ns: u32) -> f32 {
+  var s0 = vec4<f32>(0.0);
+  var s1 = vec4<f32>(0.0);
+  var g = lane;
+  for (; g + ns < G; g = g + 2u * ns) {
+    s0 = s0 + ld4(a, row + 4u * g);
+    s1 = s1 + ld4(a, row + 4u * (g + ns));
+  }
+  if (g < G) {
+    s0 = s0 + ld4(a, row + 4u * g);
+  }
+  let s = s0 + s1;
+  return (s.x + s.y) + (s.z + s.w);
+}
+
+@compute @workgroup_size(256)
+fn layernorm_fwd_sg_v16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                        @builtin(local_invocation_index) lid: u32) {
+  let ns = subgroupAdd(1u);
+  let lane = subgroupExclusiveAdd(1u);
+  let N = pu(0u);
+  let C = pu(1u);
+  let G = C / 4u;
+  let r0 = lin_wg(wid, nwg) * LN_ROWS;
+  for (var rr = lid / ns; rr < LN_ROWS; rr = rr + WG / ns) {
+    let n = r0 + rr;
+    if (n >= N) {
+      break;
+    }
+    let row = n * C;
+    let m = subgroupAdd(ln_row_sum4(3u, row, G, lane, ns)) / f32(C);
+    var v = vec4<f32>(0.0);
+    for (var g = lane; g < G; g = g + ns) {
+      let d = ld4(3u, row + 4u * g) - vec4<f32>(m);
+      v = v + d * d;
+    }
+    let r = 1.0 / sqrt(subgroupAdd((v.x + v.y) + (v.z + v.w)) / f32(C) + pf(2u));
+    for (var g = lane; g < G; g = g + ns) {
+      let y = (ld4(3u, row + 4u * g) - vec4<f32>(m)) * r * ld4(4u, 4u * g) + ld4(5u, 4u * g);
+      if (OUT16) { st16x4(row + 4u * g, y); } else { st4(0u, row + 4u * g, y); }
+    }
+    if (lane == 0u) {
+      st(1u, n, m);
+      st(2u, n, r);
+    }
+  }
+}
+
+@compute @workgroup_size(256)
+fn layernorm_bwd_sg_v16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                        @builtin(local_invocation_index) lid: u32) {
+  let ns = subgroupAdd(1u);
+  let lane = subgroupExclusiveAdd(1u);
+  let N = pu(0u);
+  let C = pu(1u);
+  let G = C / 4u;
+  let r0 = lin_wg(wid, nwg) * LN_ROWS;
+  for (var rr = lid / ns; rr < LN_ROWS; rr = rr + WG / ns) {
+    let n = r0 + rr;
+    if (n >= N) {
+      break;
+    }
+    let row = n * C;
+    let m = ld(4u, n);
+    let r = ld(5u, n);
+    var gs = vec4<f32>(0.0);
+    var gx = vec4<f32>(0.0);
+    var g = lane;
+    for (; g + ns < G; g = g + 2u * ns) {
+      let d0 = ld4(1u, row + 4u * g);
+      let d1 = ld4(1u, row + 4u * (g + ns));
+      let x0 = (ld4(2u, row + 4u * g) - vec4<f32>(m)) * r;
+      let x1 = (ld4(2u, row + 4u * (g + ns)) - vec4<f32>(m)) * r;
+      let g0 = ld4(3u, 4u * g) * d0;
+      let g1 = ld4(3u, 4u * (g + ns)) * d1;
+      gs = gs + (g0 + g1);
+      gx = gx + (g0 * x0 + g1 * x1);
+    }
+    if (g < G) {
+      let g0 = ld4(3u, 4u * g) * ld4(1u, row + 4u * g);
+      gs = gs + g0;
+      gx = gx + g0 * ((ld4(2u, row + 4u * g) - vec4<f32>(m)) * r);
+    }
+    let gm = subgroupAdd((gs.x + gs.y) + (gs.z + gs.w)) / f32(C);
+    let gxm = subgroupAdd((gx.x + gx.y) + (gx.z + gx.w)) / f32(C);
+    for (g = lane; g < G; g = g + ns) {
+      let i = row + 4u * g;
+      let y = ld4(0u, i) + r * (ld4(3u, 4u * g) * ld4(1u, i) - vec4<f32>(gm) - (ld4(2u, i) - vec4<f32>(m)) * r * gxm);
+      st4(0u, i, y);
+      if (OUT16) { st16x4(i, y); }
+    }
+  }
+}
