@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Issue 22 (session 21): f16 activations on WebGPU with 8-byte vector accesses in the memory-bound
+# kernels (TEZGAH_WEBGPU_ACT16_VEC, default on) against the per-element f16 variant (=0) and fp32
+# activations (TEZGAH_WEBGPU_ACT=f32), same binary; the llama shape too (RMSNorm, RoPE, SwiGLU
+# d_ff 2048). 1. the f16-activation op tests on the real builtins and the training test; 2. GPT-2
+# 124M and llama f16 B16 T1024, median tokens/s of steps 6..; 3. a per-op profile of the default;
+# 4. the peers (PyTorch bf16 eager, both shapes); the table LAST.
+#   bash scripts/device_act16b.sh DIR   (run tool, carry [DIR, ".gl"]; DIR from
+#   `bash scripts/device_pack_webgpu.sh DIR`). Writes $OUT/summary.log and logs.tgz. <= 300 s.
+set -uo pipefail
+# shellcheck source=scripts/device_webgpu_env.sh
+source scripts/device_webgpu_env.sh
+device_start device_act16b /tmp/act16b_out "" "$@"
+device_dawn_node
+steps=${STEPS:-10}
+export TTMO=${TTMO:-40}
+for t in test_act_f16_elem test_act_f16_matmul test_act_f16_attention; do
+  TZ_TEST_FILTER=$t TEZGAH_TEST_SGMAT_REQUIRED=1 timeout 120 "$dir/bin/test_webgpu_ops" >"$out/$t.log" 2>&1
+  say "test_webgpu_ops $t rc $?: $(grep -E 'PASSED|FAILED|SKIPPED|error' "$out/$t.log" | tail -3 | tr '\n' ' ' | cut -c1-240)"
+done
+TZ_TEST_FILTER='*act16*' timeout 60 "$dir/bin/test_webgpu_train" >"$out/test_train.log" 2>&1
+say "test_webgpu_train *act16* rc $?: $(grep -E 'worst|PASSED|FAILED' "$out/test_train.log" | tail -3 | tr '\n' ' ' | cut -c1-240)"
+declare -A TPS
+run() { # NAME ARCH ENV...
+  local name=$1 arch=$2
+  shift 2
+  rm -rf "/tmp/run_$name"
+  if [[ $arch == llama ]]; then
+    env "$@" timeout "$TTMO" "$dir/bin/tezgah" train --backend webgpu --precision f16 --arch llama --d-ff 2048 \
+      --n-layer 12 --n-head 12 --d-model 768 --max-seq-len 1024 -B 16 -T 1024 --vocab-size 50257 \
+      --train-shards "$dir/data/train.bin" --val-shards "$dir/data/train.bin" --steps "$steps" --val-every 0 \
+      --ckpt-every 0 --sample-tokens 0 --log-every 1 --run-dir "/tmp/run_$name" >"$out/$name.log" 2>&1
+    rc=$?
+    tps=$(grep -o '"tok_per_s":[0-9.e+]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 | tail -n +6 | sort -g |
+      awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
+  else
+    local kv
+    for kv in "$@"; do export "${kv?}"; done
+    train_gpt2 "$name" f16 "$steps"
+    for kv in "$@"; do unset "${kv%%=*}"; done
+  fi
+  TPS[$name]=$tps
+  say "train $name ($arch $*) rc $rc: median tokens/s (steps 6..) $tps; $(grep -iE 'peak' "$out/$name.log" | tail -1 | cut -c1-90) $(grep -iE 'error' "$out/$name.log" | head -1 | cut -c1-160)"
+}
+run g_vec gpt2 TEZGAH_WEBGPU_ACT16_VEC=1
+run g_elem gpt2 TEZGAH_WEBGPU_ACT16_VEC=0
+run g_f32 gpt2 TEZGAH_WEBGPU_ACT=f32
+run g_vec2 gpt2 TEZGAH_WEBGPU_ACT16_VEC=1
+run l_vec llama TEZGAH_WEBGPU_ACT16_VEC=1
+run l_f32 llama TEZGAH_WEBGPU_ACT=f32
+rm -rf /tmp/run_prof
+train_gpt2 prof f16 4 --profile
+say "profile (default) rc $rc: $(grep -E '^ +[a-z_]+( \([a-z]+\))? +[0-9.]+ ' "$out/prof.log" | head -24 | awk '{n=$1; if ($2 ~ /^\(/) {n=n$2; v=$3} else v=$2; printf "%s %s; ", n, v}')"
+TG=nan TL=nan
+if [[ -f $dir/data/torch_gpt.py ]]; then
+  TF32=1 timeout 40 python3 "$dir/data/torch_gpt.py" --arch gpt2 --B 16 --T 1024 --compile 0 --steps 8 >"$out/torch_gpt2.log" 2>&1
+  TG=$(grep -oE 'tok_s=[0-9]+' "$out/torch_gpt2.log" | tail -1 | cut -d= -f2)
+  TF32=1 timeout 40 python3 "$dir/data/torch_gpt.py" --arch llama --ff 2048 --B 16 --T 1024 --compile 0 --steps 8 >"$out/torch_llama.log" 2>&1
+  TL=$(grep -oE 'tok_s=[0-9]+' "$out/torch_llama.log" | tail -1 | cut -d= -f2)
+  say "peers PyTorch bf16 eager: gpt2 $TG, llama $TL"
+fi
+say "TABLE: gpt2 f16 act vec ${TPS[g_vec]} / ${TPS[g_vec2]}; per-element ${TPS[g_elem]}; fp32 act ${TPS[g_f32]}; PyTorch bf16 eager $TG | llama f16 act vec ${TPS[l_vec]}; fp32 act ${TPS[l_f32]}; PyTorch bf16 eager $TL"
+(cd "$out" && tar czf logs.tgz --exclude=summary.log --exclude=logs.tgz -- *.log *.txt 2>/dev/null &&
+  find . -maxdepth 1 -type f ! -name summary.log ! -name logs.tgz -delete)
