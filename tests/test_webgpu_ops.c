@@ -1957,6 +1957,9 @@ static void test_act_f16_attention(void **state) {
   if (!real && !st) setenv("TEZGAH_WEBGPU_ATTN_SG_STAGE", "0", 1);
   setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "1", 1);
   af16_att(g, 2, 70, 4, 2, 64, 1, 0);
+  /* 2 halves past 16 bytes: the per-block packs (main_h) and, staged, the dK/dV's one-half stores
+   * (rows_out; aligned above: rows_out8, DK8) */
+  af16_att(g, 2, 70, 4, 2, 64, 1, 2);
   if (real || !st) af16_att(g, 2, 45, 4, 1, 128, 1, 8);
   else /* (the staged stand-ins at head_dim 128: tests/CMakeLists.txt's _sgemu_staged note) */
     printf("SKIPPED: act_f16 subgroup-matrix head_dim 128 under the stand-in with TEZGAH_WEBGPU_ATTN_SG_STAGE set "

@@ -549,6 +549,18 @@ static const char *sg_dkt(int h16, const char *ty, const char *fn) {
   return o;
 }
 
+/* Whether the written-out dK/dV (fa_sg_dkdv_wo.wgsl) writes its f16 dk, dv as 16-byte chunks
+ * (`//defs` DK8=1, rows_out8: each lane 8 halves of a row, consecutive lanes consecutive chunks)
+ * rather than one half per store (rows_out: each lane 16 consecutive halves of its own row, one
+ * 2-byte store each, a warp's store touching 32 rows). Needs f16 activations (c->act_f16) and
+ * dk's offset, dv's distance from it and the row stride kvs multiples of 8 halves (16 bytes: the
+ * binding's element offset and every chunk then whole vec4<u32>); else 0. Same bytes either way.
+ * TEZGAH_WEBGPU_ATTN_SG_DK8=0: always rows_out (A/B). */
+static int sg_dk8(wg_ctx *c, tz_slice dk, tz_slice dv, int kvs) {
+  return c->act_f16 && env_int("TEZGAH_WEBGPU_ATTN_SG_DK8", 1) != 0 && dk.off % 16 == 0 &&
+         (dv.off - dk.off) % 16 == 0 && kvs % 8 == 0;
+}
+
 /* rows of dq partial sums per (sequence, head): Σ over the key blocks kb of Tp − kb·bc */
 static size_t sg_part_rows(int Tp, int bc) {
   size_t nkb = (size_t)Tp / bc;
@@ -628,9 +640,9 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
     int lanes = (int)sg_lanes(c), nq = hd / 16;
     snprintf(pk, sizeof pk,
              "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst KPAD: u32 = %du;\n"
-             "const DB = %s;\n//defs NQ=%d NR=2 NQS=%d NVQ=%d CPL=%d NSG=%d KREG=%d\n%s",
+             "const DB = %s;\n//defs NQ=%d NR=2 NQS=%d NVQ=%d CPL=%d NSG=%d KREG=%d DK8=%d\n%s",
              hd, sg_lanes(c), nsg, kpad, db ? "true" : "false", nq, nq * 2 / nsg, 32 * (hd / 8) / (nsg * lanes),
-             32 * 16 / lanes, nsg, kreg, sg_emu() ? "// sgmat emulation\n" : "");
+             32 * 16 / lanes, nsg, kreg, sg_dk8(c, dk, dv, kvs), sg_emu() ? "// sgmat emulation\n" : "");
   }
   {
     size_t n = strlen(pk);

@@ -28,7 +28,8 @@
 // BR / 16), NQS (the dq part's column matrices per subgroup, NQ / (NSG / NR)), NVQ (16-byte
 // prefetch registers per thread and tile, BR · HD / 8 / (NSG · SGSIZE)), CPL (element-wise
 // entries per thread, BR · 16 / SGSIZE), NSG, KREG (1: each subgroup's K left matrices loaded
-// once into registers, TEZGAH_WEBGPU_ATTN_SG_KREG=1; 0: from kb_ per tile). Requirements as
+// once into registers, TEZGAH_WEBGPU_ATTN_SG_KREG=1; 0: from kb_ per tile), DK8 (1: f16 dk, dv
+// written as 16-byte chunks, rows_out8; the host's sg_dk8 says where; 0: rows_out). Requirements as
 // fa_sg_dkdv_st.wgsl's (x16 16-byte aligned; Tp a multiple of BC).
 enable f16;
 enable chromium_experimental_subgroup_matrix;
@@ -38,7 +39,11 @@ diagnostic(off, chromium.subgroup_matrix_uniformity);
 // end of directives
 struct U { oa: vec4<u32>, ob: vec4<u32>, sa: vec4<u32>, sb: vec4<u32>, u: array<vec4<u32>, 4> }
 @group(0) @binding(0) var<uniform> p: U;
+//#if DK8
+@group(0) @binding(1) var<storage, read_write> dkv: array<vec4<u32>>; // DK8: 8 halves (DKT f16, cvk)
+//#else
 @group(0) @binding(1) var<storage, read_write> dkv: array<DKT>; // DKT, cvk: the host's prefix
+//#endif
 @group(0) @binding(2) var<storage, read_write> scr: array<f32>;
 @group(0) @binding(3) var<storage, read> x16: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read> lse: array<f32>;
@@ -72,6 +77,7 @@ fn pu(k: u32) -> u32 {
 fn part_row(kb: u32, Tp: u32) -> u32 {
   return kb * Tp - BC * ((kb * max(kb, 1u) - kb) / 2u); // Σ_{k < kb} (Tp − k·BC)
 }
+//#if !DK8
 // one key row's CPL_ columns of s_ (dK or dV, NR_ matrices wide) to dkv at o, where the key is < T
 fn rows_out(o: u32, r: u32, c0: u32, ok: bool) {
   if (ok) {
@@ -80,6 +86,30 @@ fn rows_out(o: u32, r: u32, c0: u32, ok: bool) {
     }
   }
 }
+//#else
+// DK8 (f16 dk, dv; the host's `//defs` DK8=1 where dk's and dv's offsets and the row stride ks are
+// multiples of 8 halves): subgroup sg's 16 key rows × BR columns of s_ (dK or dV, NR_ matrices
+// wide) to dkv as 16-byte chunks, 8 halves each. o: key row k0's first column in dkv (halves),
+// rows ks halves apart; only keys < T. Chunk q of the subgroup is row q / (BR / 8), columns
+// (q % (BR / 8))·8 ..: consecutive lanes write consecutive 16 bytes of a row (BR / 8 lanes cover
+// its 64 bytes, whole 32-byte sectors per store), 2 stores per lane at SGSIZE 32 where rows_out
+// makes CPL_ (16) 2-byte stores, each lane in a different row. Every value is cvk's, as
+// rows_out's, so the bytes are the same.
+fn pk2(a: f32, b: f32) -> u32 {
+  return bitcast<u32>(vec2<f16>(cvk(a), cvk(b)));
+}
+fn rows_out8(o: u32, sg: u32, lane: u32, k0: u32, T: u32, ks: u32) {
+  for (var q = lane; q < 16u * (BR / 8u); q += SGSIZE) {
+    let rr = sg * 16u + q / (BR / 8u);
+    let cc = (q % (BR / 8u)) * 8u;
+    if (k0 + rr < T) {
+      let s = rr * SLD + cc;
+      dkv[(o + rr * ks + cc) / 8u] = vec4<u32>(pk2(s_[s], s_[s + 1u]), pk2(s_[s + 2u], s_[s + 3u]),
+                                               pk2(s_[s + 4u], s_[s + 5u]), pk2(s_[s + 6u], s_[s + 7u]));
+    }
+  }
+}
+//#endif
 
 @compute @workgroup_size(NT)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -280,9 +310,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     // (with DB: fa_sg_dkdv_st.wgsl's argument why (6) is not needed)
   }
-  // dK, dV through s_, NR matrices (BR columns) at a time, rows j < T
+  // dK, dV through s_, NR matrices (BR columns) at a time, rows j < T (DK8: 16-byte chunks)
   let ko = p.oa.x + (b * T + j) * pu(15u) + g * HD;
   let jok = j < T;
+  let ko8 = p.oa.x + (b * T + k0) * pu(15u) + g * HD; // (DK8: key row k0's)
 //#for n in NQ
   if ({n}u % NR_ == 0u) {
     workgroupBarrier();
@@ -290,7 +321,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   subgroupMatrixStore<row_major>(&s_, sg * 16u * SLD + ({n}u % NR_) * 16u, dk{n}, SLD);
   if ({n}u % NR_ == NR_ - 1u) {
     workgroupBarrier();
+//#if DK8
+    rows_out8(ko8 + ({n}u / NR_) * BR, sg, lane, k0, T, pu(15u));
+//#else
     rows_out(ko + ({n}u / NR_) * BR, r, c0, jok);
+//#endif
   }
 //#endfor
 //#for n in NQ
@@ -300,7 +335,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   subgroupMatrixStore<row_major>(&s_, sg * 16u * SLD + ({n}u % NR_) * 16u, dv{n}, SLD);
   if ({n}u % NR_ == NR_ - 1u) {
     workgroupBarrier();
+//#if DK8
+    rows_out8(ko8 + pu(14u) + ({n}u / NR_) * BR, sg, lane, k0, T, pu(15u));
+//#else
     rows_out(ko + pu(14u) + ({n}u / NR_) * BR, r, c0, jok);
+//#endif
   }
 //#endfor
 }
