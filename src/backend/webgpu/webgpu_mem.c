@@ -346,7 +346,7 @@ tz_slice wg_act32x(tz_backend *be, int slot, size_t bytes) {
   tz_buf **b = &c->a32x[slot];
   if (!*b || (*b)->size < bytes) {
     if (*b) wg_free(be, *b);
-    *b = wg_alloc(be, bytes < (1 << 20) ? (1 << 20) : bytes, "webgpu fp32 activation copy (attention)");
+    *b = wg_alloc(be, bytes < (1 << 20) ? (1 << 20) : bytes, "webgpu fp32 activation copy");
     if (!*b) wg_fail(c, "%s%s(%zu, %llu)", tz_errmsg(), " ", bytes, 0);
   }
   return (tz_slice){*b, 0};

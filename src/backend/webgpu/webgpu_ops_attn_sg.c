@@ -542,9 +542,7 @@ static const char *sg_dkt(int h16, const char *ty, const char *fn) {
   if (!h16) snprintf(o, sizeof b[0], "alias %s = f32;\nfn %s(v: f32) -> f32 { return v; }\n", ty, fn);
   else
     snprintf(o, sizeof b[0],
-             "alias %s = f16;\nfn %s(v: f32) -> f16 {\n  if (abs(v) <= 65504.0) { return f16(v); }\n"
-             "  let m = f16(select(-65504.0, 65504.0, v > 0.0));\n  let inf = m * abs(m);\n"
-             "  return select(inf, inf - inf, v != v);\n}\n",
+             "alias %s = f16;\nfn %s(v: f32) -> f16 { return f16s(v); }\n",
              ty, fn);
   return o;
 }

@@ -476,15 +476,17 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
      * kernel runs only for aliased operands or TEZGAH_WEBGPU_NO_FAST_MATMUL) */
     double fl = c->pending_flop;
     c->pending_flop = 0;
-    size_t na32 = a16 ? (an + 63) & ~(size_t)63 : 0;
-    tz_slice f = a16 || b16 ? wg_act32(be, na32 + (b16 ? bn : 0)) : TZ_NONE;
+    /* in buffers of their own (wg_act32x 0 and 1): the fp32 copy buffer (wg_act32) may already
+     * hold a's copy from the misaligned-operand block above, which b's must not overwrite */
     if (a16) {
+      tz_slice f = wg_act32x(be, 0, F4(an));
       wg_to_f32(c, label, f, a_, an);
       a[1] = A(f, F4(an), "a (fp32 copy)");
     }
     if (b16) {
-      wg_to_f32(c, label, tz_f32(f, na32), b_, bn);
-      a[2] = A(tz_f32(f, na32), F4(bn), swb ? "gu (fp32 copy)" : "b (fp32 copy)");
+      tz_slice f = wg_act32x(be, 1, F4(bn));
+      wg_to_f32(c, label, f, b_, bn);
+      a[2] = A(f, F4(bn), swb ? "gu (fp32 copy)" : "b (fp32 copy)");
     }
     if (o16) {
       o32 = wg_scratch(be, F4((size_t)M * N));
@@ -551,9 +553,7 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
       n += (size_t)snprintf(prefix + n, sizeof prefix - n,
                             "@group(0) @binding(1) var<storage, read_write> O: array<f16>;\n"
                             "fn ldo(i: u32) -> f32 { return f32(O[i]); }\n"
-                            "fn sto(i: u32, v: f32) { var h = f16(v); if (!(abs(v) <= 65504.0)) { "
-                            "let m = f16(select(-65504.0, 65504.0, v > 0.0)); let inf = m * abs(m); "
-                            "h = select(inf, inf - inf, v != v); } O[i] = h; }\n");
+                            "fn sto(i: u32, v: f32) { O[i] = f16s(v); }\n"); /* common/f16s.wgsl */
     else
       n += (size_t)snprintf(prefix + n, sizeof prefix - n,
                             "@group(0) @binding(1) var<storage, read_write> O: array<f32>;\n"

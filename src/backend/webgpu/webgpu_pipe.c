@@ -157,18 +157,10 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
       o += (size_t)snprintf(pre_ro + o, cap - o, "@group(0) @binding(%d) var<storage, %s> B%d: array<%s>;\n", k + 1,
                             (wm >> k) & 1 ? "read_write" : "read", k,
                             (vm >> k) & 1 ? "vec4<f16>" : (hm >> k) & 1 ? "f16" : "f32");
-    /* f16 stores: beyond f16's range ±inf (not saturated: an overflowing gradient must reach
-     * the loss scaler's finiteness check), NaN stays NaN; the infinities are made at run time
-     * (WGSL rejects an overflowing constant expression). The NaN test and the NaN are made from
-     * the bits: lavapipe folded `v != v` to false and stored -inf for a NaN (test_act_f16_elem).
-     * f16s4: the same per component. */
+    /* f16 stores: f16s (common/f16s.wgsl, appended below: ±inf beyond f16's range, NaN kept);
+     * f16s4: the same per component */
     if (hm)
       o += (size_t)snprintf(pre_ro + o, cap - o,
-                            "fn f16s(v: f32) -> f16 {\n  if (abs(v) <= 65504.0) { return f16(v); }\n"
-                            "  let m = f16(select(-65504.0, 65504.0, v > 0.0));\n  let inf = m * abs(m);\n"
-                            "  let b = bitcast<u32>(v);\n"
-                            "  let nan = bitcast<vec2<f16>>(0x7e00u | ((b >> 16u) & 0x8000u)).x;\n"
-                            "  return select(inf, nan, (b & 0x7fffffffu) > 0x7f800000u);\n}\n"
                             "fn f16s4(v: vec4<f32>) -> vec4<f16> {\n"
                             "  return vec4<f16>(f16s(v.x), f16s(v.y), f16s(v.z), f16s(v.w));\n}\n");
     /* every binding statically used by ld and st: the auto layout then always has all eight */
@@ -226,9 +218,16 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     ndir = (int)(dend + strlen("// end of directives\n") - body);
     body += ndir;
   }
-  size_t n = (size_t)ndir + strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(prefix) + strlen(body) + 8;
+  /* the f16 activation store (common/f16s.wgsl) where the module's code calls it */
+  const char *f16s = "";
+  if ((strstr(body, "f16s(") || strstr(pre, "f16s(") || strstr(prefix, "f16s(")) && !strstr(body, "fn f16s(")) {
+    f16s = wgsl_src("f16s");
+    TZ_ASSERT(f16s);
+  }
+  size_t n = (size_t)ndir + strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(f16s) + strlen(prefix) +
+             strlen(body) + 8;
   char *src = tz_malloc(n);
-  snprintf(src, n, "%.*s%s%s\n%s\n%s\n%s\n%s", ndir, dir, en, prefix, pre, red, scan, body);
+  snprintf(src, n, "%.*s%s%s\n%s\n%s\n%s\n%s\n%s", ndir, dir, en, prefix, pre, red, scan, f16s, body);
   /* TEZGAH_WEBGPU_DUMP_WGSL=DIR: every module's source as DIR/<file>_<n>.wgsl (debugging) */
   const char *dd = getenv("TEZGAH_WEBGPU_DUMP_WGSL");
   if (dd && *dd) {
@@ -485,7 +484,14 @@ void wg_run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords
       if (args[i].h16) hm |= 1u << slot_of[i];
       else fm |= 1u << slot_of[i];
     }
-  if (hm & fm) wg_fail(c, "%s: f16 and fp32 arguments share one binding (%s; internal error)", label, "", 0, 0);
+  if (hm & fm) {
+    const char *n16 = "?", *n32 = "?";
+    for (int i = 0; i < nargs; i++)
+      if (slot_of[i] >= 0 && ((hm & fm) >> slot_of[i] & 1)) *(args[i].h16 ? &n16 : &n32) = args[i].name;
+    char why[160];
+    snprintf(why, sizeof why, "'%s' (f16) and '%s' (fp32)", n16, n32);
+    wg_fail(c, "%s: %s share one binding (internal error)", label, why, 0, 0);
+  }
   /* a preamble kernel reads and writes them through its f16 variant (the standalone kernels
    * that take f16 tensors declare them so themselves) */
   if (hm && !c->pipes[pi].nbind) {

@@ -259,7 +259,7 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   tz_backend *be = tz_calloc(1, sizeof *be);
   be->name = "webgpu";
   be->ctx = c;
-  be->act = TZ_F32; /* the f16 mirror covers weights only; activations stay fp32 */
+  be->act = TZ_F32; /* f16 below where the precision and TEZGAH_WEBGPU_ACT allow (act_f16) */
   /* One buffer per activation tensor (backend.h): the model's matmul and matmul_t operands are
    * then bound read-only and take the 8 x 16 tile (mm_config). TEZGAH_WEBGPU_ARENA=1 (A/B
    * measurement) keeps the single arena, whose read_write dispatches take 8 x 8, BK 8. */
@@ -507,7 +507,7 @@ int tz_webgpu_info(void) {
   tz_backend *be = tz_calloc(1, sizeof *be);
   be->name = "webgpu";
   be->ctx = c;
-  be->act = TZ_F32; /* the f16 mirror covers weights only; activations stay fp32 */
+  be->act = TZ_F32; /* (`tezgah info`: no model runs) */
   if (open_adapter(c) != 0) {
     wg_destroy(be);
     return -1;

@@ -8,8 +8,7 @@
 // Rounds to nearest even after clamping to ±65504: values beyond f16's range saturate instead
 // of becoming inf (as the f16 weight mirror does, w16.wgsl). Entry point to_f16_inf: the same
 // but beyond f16's range ±inf (activation gradients with f16 activations, c->act_f16: an
-// overflowing gradient must reach the loss scaler's finiteness check; the infinity is made at
-// run time as h·h of ±65504, WGSL rejecting an infinite constant).
+// overflowing gradient must reach the loss scaler's finiteness check: f16s, common/f16s.wgsl).
 struct U { off: vec4<u32>, off_hi: vec4<u32>, slots: array<vec4<u32>, 2>, n: u32 }
 @group(0) @binding(0) var<uniform> p: U;
 @group(0) @binding(1) var<storage, read_write> dst: array<f16>;
@@ -26,11 +25,5 @@ fn to_f16(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
 fn to_f16_inf(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
   let i = g.x + g.y * nw.x * 256u;
   if (i >= p.n) { return; }
-  let v = src[p.off.y + i];
-  var h = f16(clamp(v, -65504.0, 65504.0));
-  if (abs(v) > 65504.0) {
-    let big = h * h;
-    h = select(-big, big, v > 0.0);
-  }
-  dst[2u * p.off.x + i] = h;
+  dst[2u * p.off.x + i] = f16s(src[p.off.y + i]); // common/f16s.wgsl
 }

@@ -285,15 +285,8 @@ fn st_b(i: u32, buf: u32, v: vec4<u32>) {
 }
 
 //#if O16
-// f32 -> f16 with +-inf beyond +-65504 and NaN kept (the preamble's f16s: WGSL's f16() of an
-// out-of-range value is undefined; the infinity is made at run time, as WGSL rejects an
-// overflowing constant expression)
-fn f16s(v: f32) -> f16 {
-  if (abs(v) <= 65504.0) { return f16(v); }
-  let m = f16(select(-65504.0, 65504.0, v > 0.0));
-  let inf = m * abs(m);
-  return select(inf, inf - inf, v != v);
-}
+// f16s: f32 -> f16 with ±inf beyond ±65504 and NaN kept (common/f16s.wgsl, which the backend
+// appends to the module)
 fn pk16(v: vec2<f32>) -> u32 { return bitcast<u32>(vec2<f16>(f16s(v.x), f16s(v.y))); }
 // The 16x16 block of subgroup sg staged in wst (row-major) to c at element e0 (its top left,
 // counted from the tensor's start; row stride p.N), added to c's old values with ACC: 32 chunks

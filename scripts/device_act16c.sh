@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Issue 22 (session 21), the session's last WebGPU call on merged main: f16 activations with the
+# written-out dK/dV's 16-byte f16 stores (TEZGAH_WEBGPU_ATTN_SG_DK8, default on) against its
+# one-half stores (=0), same binary. 1. the f16-activation tests and the fp32 subgroup-matrix
+# attention test on the real builtins, test_webgpu_train whole; 2. `bench_webgpu attention 16 1024`
+# profiled with fp32 activations, f16 with DK8=0 and =1 (ms per layer: is dK/dV slower with f16
+# activations?); 3. GPT-2 124M and llama f16 B16 T1024 training, median tokens/s of steps 6..;
+# 4. the peers (PyTorch bf16 eager); the table LAST.
+#   bash scripts/device_act16c.sh DIR   (run tool, carry [DIR, ".gl"]; DIR from
+#   `bash scripts/device_pack_webgpu.sh DIR`). Writes $OUT/summary.log and logs.tgz. <= 360 s.
+set -uo pipefail
+# shellcheck source=scripts/device_webgpu_env.sh
+source scripts/device_webgpu_env.sh
+device_start device_act16c /tmp/act16c_out "" "$@"
+device_dawn_node
+steps=${STEPS:-10}
+export TTMO=${TTMO:-40}
+for t in test_act_f16_elem test_act_f16_matmul test_act_f16_attention test_attention_sgmat; do
+  TZ_TEST_FILTER=$t TEZGAH_TEST_SGMAT_REQUIRED=1 timeout 150 "$dir/bin/test_webgpu_ops" >"$out/$t.log" 2>&1
+  say "test_webgpu_ops $t rc $?: $(grep -E 'PASSED|FAILED|SKIPPED|error' "$out/$t.log" | tail -3 | tr '\n' ' ' | cut -c1-240)"
+done
+timeout 150 "$dir/bin/test_webgpu_train" >"$out/test_train.log" 2>&1
+say "test_webgpu_train rc $?: $(grep -E 'PASSED|FAILED' "$out/test_train.log" | tail -2 | tr '\n' ' ' | cut -c1-240)"
+for v in "f32 1" "f16 0" "f16 1"; do
+  set -- $v
+  TEZGAH_WEBGPU_ACT=$1 TEZGAH_WEBGPU_ATTN_SG_DK8=$2 TEZGAH_PROFILE=1 timeout 60 "$dir/bin/bench_webgpu" attention 16 1024 \
+    >"$out/bench_$1_$2.log" 2>&1
+  say "bench attention ACT=$1 DK8=$2 rc $?: (hd fwd dkdv dq d conv sum) $(bench_rows "$out/bench_$1_$2.log" | tr '\n' ';')"
+done
+declare -A TPS
+run() { # NAME ARCH ENV...
+  local name=$1 arch=$2 kv
+  shift 2
+  rm -rf "/tmp/run_$name"
+  for kv in "$@"; do export "${kv?}"; done
+  if [[ $arch == llama ]]; then
+    timeout "$TTMO" "$dir/bin/tezgah" train --backend webgpu --precision f16 --arch llama --d-ff 2048 \
+      --n-layer 12 --n-head 12 --d-model 768 --max-seq-len 1024 -B 16 -T 1024 --vocab-size 50257 \
+      --train-shards "$dir/data/train.bin" --val-shards "$dir/data/train.bin" --steps "$steps" --val-every 0 \
+      --ckpt-every 0 --sample-tokens 0 --log-every 1 --run-dir "/tmp/run_$name" >"$out/$name.log" 2>&1
+    rc=$?
+    tps=$(grep -o '"tok_per_s":[0-9.e+]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 | tail -n +6 | sort -g |
+      awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
+  else
+    train_gpt2 "$name" f16 "$steps"
+  fi
+  for kv in "$@"; do unset "${kv%%=*}"; done
+  TPS[$name]=$tps
+  say "train $name ($arch $*) rc $rc: median tokens/s (steps 6..) $tps; $(grep -iE 'peak' "$out/$name.log" | tail -1 | cut -c1-90) $(grep -iE 'error' "$out/$name.log" | head -1 | cut -c1-160)"
+}
+run g1 gpt2 TEZGAH_WEBGPU_ATTN_SG_DK8=1
+run g0 gpt2 TEZGAH_WEBGPU_ATTN_SG_DK8=0
+run g1b gpt2 TEZGAH_WEBGPU_ATTN_SG_DK8=1
+run g0b gpt2 TEZGAH_WEBGPU_ATTN_SG_DK8=0
+run l1 llama TEZGAH_WEBGPU_ATTN_SG_DK8=1
+maxrel=$(paste "$out/loss_g1.txt" "$out/loss_g0.txt" 2>/dev/null |
+  awk 'NF == 2 {d = ($2 - $1) / $1; if (d < 0) d = -d; if (d > m) m = d; n++} END {printf "%.3g over %d steps", m, n}')
+say "losses DK8=1 vs 0: largest relative difference $maxrel (expected 0: the same bytes)"
+TG=nan TL=nan
+if [[ -f $dir/data/torch_gpt.py ]]; then
+  TF32=1 timeout 40 python3 "$dir/data/torch_gpt.py" --arch gpt2 --B 16 --T 1024 --compile 0 --steps 8 >"$out/torch_gpt2.log" 2>&1
+  TG=$(grep -oE 'tok_s=[0-9]+' "$out/torch_gpt2.log" | tail -1 | cut -d= -f2)
+  TF32=1 timeout 40 python3 "$dir/data/torch_gpt.py" --arch llama --ff 2048 --B 16 --T 1024 --compile 0 --steps 8 >"$out/torch_llama.log" 2>&1
+  TL=$(grep -oE 'tok_s=[0-9]+' "$out/torch_llama.log" | tail -1 | cut -d= -f2)
+  say "peers PyTorch bf16 eager: gpt2 $TG, llama $TL"
+fi
+say "TABLE: gpt2 DK8=1 ${TPS[g1]} / ${TPS[g1b]}; DK8=0 ${TPS[g0]} / ${TPS[g0b]}; PyTorch bf16 eager $TG | llama ${TPS[l1]}; PyTorch bf16 eager $TL"
+(cd "$out" && tar czf logs.tgz --exclude=summary.log --exclude=logs.tgz -- *.log *.txt 2>/dev/null &&
+  find . -maxdepth 1 -type f ! -name summary.log ! -name logs.tgz -delete)
