@@ -304,7 +304,7 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   /* f16 activations (be->act, backend.h), on with the f16 matmul inputs (act16): the residual
    * stream, matmul outputs, activation gradients and logits in f16 too, as CUDA keeps them in
    * bf16 -- half the bytes of every memory-bound op and of the activations' memory (GPT-2 124M
-   * B16 T1024 on the H200: 169.5K -> 185.7K tokens/s, peak 15,178 -> 9,106 MiB; docs/PERF.md).
+   * B16 T1024 on the H200: 169.5K -> 187.8K tokens/s, peak 15,178 -> 9,106 MiB; docs/PERF.md).
    * TEZGAH_WEBGPU_ACT=f32 keeps them fp32 (A/B; the f16 matmul inputs stay); =f16 requires them. */
   const char *ae = getenv("TEZGAH_WEBGPU_ACT");
   if (ae && *ae && strcmp(ae, "f16") && strcmp(ae, "f32")) {
