@@ -51,6 +51,4 @@ if [[ -f $dir/data/torch_gpt.py ]]; then
   say "peer PyTorch bf16 eager: $TORCH"
 fi
 say "TABLE: ACT=f16 ${TPS[a16]} / ${TPS[a16b]}; ACT=f32 ${TPS[a32]} / ${TPS[a32b]}; ACT=f16 O16=0 ${TPS[o16off]}; PyTorch bf16 eager $TORCH"
-# (few files come back: the logs in one archive beside the summary)
-(cd "$out" && tar czf logs.tgz --exclude=summary.log --exclude=logs.tgz -- *.log *.txt 2>/dev/null &&
-  find . -maxdepth 1 -type f ! -name summary.log ! -name logs.tgz -delete)
+pack_logs

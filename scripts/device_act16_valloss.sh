@@ -25,11 +25,9 @@ run() { # NAME ACT TIMEOUT
   cp "/tmp/run_$1/metrics.jsonl" "$out/$1.jsonl" 2>/dev/null
   local vals tps
   vals=$(grep -o '"val_loss":[0-9.e+-]*' "/tmp/run_$1/metrics.jsonl" 2>/dev/null | cut -d: -f2 | tr '\n' ' ')
-  tps=$(grep -o '"tok_per_s":[0-9.e+]*' "/tmp/run_$1/metrics.jsonl" 2>/dev/null | cut -d: -f2 | tail -n +6 | sort -g |
-    awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
+  tps=$(median_tps "/tmp/run_$1/metrics.jsonl")
   say "$1 (TEZGAH_WEBGPU_ACT=$2) rc $rc: val losses $vals; median tokens/s $tps; $(grep -E 'skipped' "$out/$1.log" | tail -1 | cut -c1-160)"
 }
 run act16 f16 280
 run act32 f32 290
-(cd "$out" && tar czf logs.tgz --exclude=summary.log --exclude=logs.tgz -- *.log *.jsonl 2>/dev/null &&
-  find . -maxdepth 1 -type f ! -name summary.log ! -name logs.tgz -delete)
+pack_logs

@@ -22,23 +22,12 @@ TZ_TEST_FILTER='*act16*' timeout 60 "$dir/bin/test_webgpu_train" >"$out/test_tra
 say "test_webgpu_train *act16* rc $?: $(grep -E 'worst|PASSED|FAILED' "$out/test_train.log" | tail -3 | tr '\n' ' ' | cut -c1-240)"
 declare -A TPS
 run() { # NAME ARCH ENV...
-  local name=$1 arch=$2
+  local name=$1 arch=$2 kv
   shift 2
   rm -rf "/tmp/run_$name"
-  if [[ $arch == llama ]]; then
-    env "$@" timeout "$TTMO" "$dir/bin/tezgah" train --backend webgpu --precision f16 --arch llama --d-ff 2048 \
-      --n-layer 12 --n-head 12 --d-model 768 --max-seq-len 1024 -B 16 -T 1024 --vocab-size 50257 \
-      --train-shards "$dir/data/train.bin" --val-shards "$dir/data/train.bin" --steps "$steps" --val-every 0 \
-      --ckpt-every 0 --sample-tokens 0 --log-every 1 --run-dir "/tmp/run_$name" >"$out/$name.log" 2>&1
-    rc=$?
-    tps=$(grep -o '"tok_per_s":[0-9.e+]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 | tail -n +6 | sort -g |
-      awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
-  else
-    local kv
-    for kv in "$@"; do export "${kv?}"; done
-    train_gpt2 "$name" f16 "$steps"
-    for kv in "$@"; do unset "${kv%%=*}"; done
-  fi
+  for kv in "$@"; do export "${kv?}"; done
+  train_shape "$name" "$arch" f16 "$steps"
+  for kv in "$@"; do unset "${kv%%=*}"; done
   TPS[$name]=$tps
   say "train $name ($arch $*) rc $rc: median tokens/s (steps 6..) $tps; $(grep -iE 'peak' "$out/$name.log" | tail -1 | cut -c1-90) $(grep -iE 'error' "$out/$name.log" | head -1 | cut -c1-160)"
 }
@@ -60,5 +49,4 @@ if [[ -f $dir/data/torch_gpt.py ]]; then
   say "peers PyTorch bf16 eager: gpt2 $TG, llama $TL"
 fi
 say "TABLE: gpt2 f16 act vec ${TPS[g_vec]} / ${TPS[g_vec2]}; per-element ${TPS[g_elem]}; fp32 act ${TPS[g_f32]}; PyTorch bf16 eager $TG | llama f16 act vec ${TPS[l_vec]}; fp32 act ${TPS[l_f32]}; PyTorch bf16 eager $TL"
-(cd "$out" && tar czf logs.tgz --exclude=summary.log --exclude=logs.tgz -- *.log *.txt 2>/dev/null &&
-  find . -maxdepth 1 -type f ! -name summary.log ! -name logs.tgz -delete)
+pack_logs

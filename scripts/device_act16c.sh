@@ -22,7 +22,7 @@ done
 timeout 150 "$dir/bin/test_webgpu_train" >"$out/test_train.log" 2>&1
 say "test_webgpu_train rc $?: $(grep -E 'PASSED|FAILED' "$out/test_train.log" | tail -2 | tr '\n' ' ' | cut -c1-240)"
 for v in "f32 1" "f16 0" "f16 1"; do
-  set -- $v
+  set -- $v # (split: ACT DK8)
   TEZGAH_WEBGPU_ACT=$1 TEZGAH_WEBGPU_ATTN_SG_DK8=$2 TEZGAH_PROFILE=1 timeout 60 "$dir/bin/bench_webgpu" attention 16 1024 \
     >"$out/bench_$1_$2.log" 2>&1
   say "bench attention ACT=$1 DK8=$2 rc $?: (hd fwd dkdv dq d conv sum) $(bench_rows "$out/bench_$1_$2.log" | tr '\n' ';')"
@@ -33,17 +33,7 @@ run() { # NAME ARCH ENV...
   shift 2
   rm -rf "/tmp/run_$name"
   for kv in "$@"; do export "${kv?}"; done
-  if [[ $arch == llama ]]; then
-    timeout "$TTMO" "$dir/bin/tezgah" train --backend webgpu --precision f16 --arch llama --d-ff 2048 \
-      --n-layer 12 --n-head 12 --d-model 768 --max-seq-len 1024 -B 16 -T 1024 --vocab-size 50257 \
-      --train-shards "$dir/data/train.bin" --val-shards "$dir/data/train.bin" --steps "$steps" --val-every 0 \
-      --ckpt-every 0 --sample-tokens 0 --log-every 1 --run-dir "/tmp/run_$name" >"$out/$name.log" 2>&1
-    rc=$?
-    tps=$(grep -o '"tok_per_s":[0-9.e+]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 | tail -n +6 | sort -g |
-      awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
-  else
-    train_gpt2 "$name" f16 "$steps"
-  fi
+  train_shape "$name" "$arch" f16 "$steps"
   for kv in "$@"; do unset "${kv%%=*}"; done
   TPS[$name]=$tps
   say "train $name ($arch $*) rc $rc: median tokens/s (steps 6..) $tps; $(grep -iE 'peak' "$out/$name.log" | tail -1 | cut -c1-90) $(grep -iE 'error' "$out/$name.log" | head -1 | cut -c1-160)"
@@ -65,5 +55,4 @@ if [[ -f $dir/data/torch_gpt.py ]]; then
   say "peers PyTorch bf16 eager: gpt2 $TG, llama $TL"
 fi
 say "TABLE: gpt2 DK8=1 ${TPS[g1]} / ${TPS[g1b]}; DK8=0 ${TPS[g0]} / ${TPS[g0b]}; PyTorch bf16 eager $TG | llama ${TPS[l1]}; PyTorch bf16 eager $TL"
-(cd "$out" && tar czf logs.tgz --exclude=summary.log --exclude=logs.tgz -- *.log *.txt 2>/dev/null &&
-  find . -maxdepth 1 -type f ! -name summary.log ! -name logs.tgz -delete)
+pack_logs

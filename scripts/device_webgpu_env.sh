@@ -17,12 +17,15 @@
 #                      libtz_napi_stub.so) after DIR/lib on LD_LIBRARY_PATH, DIR/dawn/dawn.node.xz
 #                      unpacked to $DAWN_NODE (default /tmp/dawn.node) and TEZGAH_WEBGPU_LIB
 #                      pointing at it
-#   train_gpt2 NAME PRECISION STEPS ARGS...
+#   train_gpt2 NAME PRECISION STEPS ARGS... (train_shape NAME gpt2|llama PRECISION STEPS ARGS...:
+#                      the same with the llama shape, SwiGLU d_ff 2048, as the second choice)
 #                      `DIR/bin/tezgah train --backend webgpu --precision PRECISION` on GPT-2 124M,
 #                      B 16, T 1024, STEPS steps of DIR/data/train.bin (timeout TTMO, else 120 s;
 #                      ARGS appended), into $out/NAME.log and the run folder /tmp/run_NAME; sets
 #                      rc (its exit status) and tps (the median tok_per_s of steps 6.., "nan"
 #                      without any) and writes the loss of every step to $out/loss_NAME.txt
+#   median_tps FILE    a metrics.jsonl's median tok_per_s of steps 6.. ("nan" without any)
+#   pack_logs          $out's logs into $out/logs.tgz beside summary.log
 #   row KEY FILE       the ms/step of row KEY of the last per-op profile table in FILE
 #   bench_rows FILE    a `TEZGAH_PROFILE=1 bench_webgpu attention` log's rows, one per head_dim
 #   prof NAME VAR=VALUE...
@@ -64,18 +67,39 @@ device_dawn_node() {
   export TEZGAH_WEBGPU_LIB=$dn
 }
 
-train_gpt2() {
-  local name=$1 prec=$2 n=$3
-  shift 3
-  timeout "${TTMO:-120}" "$dir/bin/tezgah" train --backend webgpu --precision "$prec" --arch gpt2 --n-layer 12 \
+# median_tps METRICS: the median tok_per_s of a run's metrics.jsonl from step 6 on, "nan" without any
+median_tps() {
+  grep -o '"tok_per_s":[0-9.e+]*' "$1" 2>/dev/null | cut -d: -f2 | tail -n +6 | sort -g |
+    awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}'
+}
+
+train_gpt2() { train_shape "$1" gpt2 "${@:2}"; }
+# train_shape NAME gpt2|llama PRECISION STEPS ARGS...: train_gpt2's run at GPT-2 124M's sizes, or
+# the llama shape (RMSNorm, RoPE, SwiGLU d_ff 2048, the same C, heads and layers)
+train_shape() {
+  local name=$1 arch=$2 prec=$3 n=$4
+  shift 4
+  local shape=(--arch gpt2)
+  [[ $arch == llama ]] && shape=(--arch llama --d-ff 2048)
+  timeout "${TTMO:-120}" "$dir/bin/tezgah" train --backend webgpu --precision "$prec" "${shape[@]}" --n-layer 12 \
     --n-head 12 --d-model 768 --max-seq-len 1024 -B 16 -T 1024 --vocab-size 50257 \
     --train-shards "$dir/data/train.bin" --val-shards "$dir/data/train.bin" --steps "$n" --val-every 0 \
     --ckpt-every 0 --sample-tokens 0 --log-every 1 --run-dir "/tmp/run_$name" "$@" >"$out/$name.log" 2>&1
   rc=$?
   # shellcheck disable=SC2034  # tps: read by the calling script's result line
-  tps=$(grep -o '"tok_per_s":[0-9.e+]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 | tail -n +6 | sort -g |
-    awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}')
+  tps=$(median_tps "/tmp/run_$name/metrics.jsonl")
   grep -o '"loss":[0-9.e+-]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 >"$out/loss_$name.txt"
+}
+
+# pack_logs: every log and table under $out into $out/logs.tgz beside summary.log (a device call
+# brings few files back)
+pack_logs() {
+  (cd "$out" || exit
+    shopt -s nullglob
+    files=(*.log *.txt *.jsonl)
+    ((${#files[@]})) || exit 0
+    tar czf logs.tgz --exclude=summary.log -- "${files[@]}" &&
+      find . -maxdepth 1 -type f ! -name summary.log ! -name logs.tgz -delete)
 }
 
 say() {

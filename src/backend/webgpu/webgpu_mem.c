@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/webgpu/sgmat.h"
 #include "backend/webgpu/webgpu_internal.h"
-#include "core/f16.h"
 
 /* ---- buffers ---- */
 /* Bytes in the buffers the backend made for tensors, scratch and readback (a driver's own
@@ -170,7 +170,7 @@ void wg_download_act(tz_backend *be, float *dst, tz_slice src, size_t n) {
   size_t words = (n + h + 1) / 2;
   uint16_t *t = tz_malloc(words * 4);
   wg_download(be, t, src, words * 4);
-  for (size_t i = 0; i < n; i++) dst[i] = tz_f16_to_f32(t[h + i]);
+  for (size_t i = 0; i < n; i++) dst[i] = tz_sgmat_f32(t[h + i]);
   free(t);
 }
 

@@ -4,7 +4,8 @@
 // matmul kernels' f16 outputs, the attention's f16 dq / dk / dv, to_f16_inf); the backend
 // appends this file to a module whose code calls f16s( (module() in webgpu_pipe.c); the module
 // enables f16. Why not plain f16(v): WGSL leaves an out-of-range conversion undefined. Values in
-// (65504, 65520) round down to 65504 (the clamp), as IEEE and the host (src/core/f16.h) do; the
+// (65504, 65520) round down to 65504 (the clamp), as IEEE and the host
+// (tz_sgmat_f16, src/backend/webgpu/sgmat.c) do; the
 // infinities are made at run time (WGSL rejects an overflowing constant expression); the NaN
 // test and the NaN come from the bits (lavapipe folded `v != v` to false and stored -inf).
 // Source: IEEE 754-2008 binary16; our own.
