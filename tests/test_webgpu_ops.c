@@ -2153,26 +2153,34 @@ static void act_f16_case(tz_backend *g, int N, int C, int V, int Vp, size_t xoff
  *   kind 2 matmul_at: out fp32 [M,N] (+)= a f16 [K,M]ᵀ (dY) · b f16 [K,N]
  *   kind 3 matmul_at_swiglu_a: out fp32 [M,N] (+)= a f16 [K,M]ᵀ · swiglu(gu f16 [K,2N]) (the CPU:
  *     swiglu_fwd into scratch, then matmul_at)
+ *   kind 4 matmul_t_res: out f16 [M,N] = a f16 [M,K] · b fp32 [N,K]ᵀ (+ bias) + res f16 [M,N] (res:
+ *     the old-value values, in a tensor of their own; out starts as those values too, so that an
+ *     accumulation into it instead of a write shows; the CPU: matmul_t accumulating onto res)
  * f16 tensors at byte offset off (even), the fp32 weight 64 bytes in, the bias at 0.
  * Bound per element: tol·Σ|terms| + atol (the terms: the products, the bias and the accumulated
  * old value) plus, for an f16 output, its rounding 2^-11·|cpu|. The weights b are not f16-exact:
  * the subgroup-matrix path rounds them (within tol = 1e-3), the vector kernels read them as they
  * are. Returns nothing; fails the test on the first element outside. */
 static long g_afm_offb = -1; /* b's f16 offset (X, gu) where it differs from a's off; -1: the same */
+/* kind 4 off the subgroup-matrix path (matmul_t, then add): the product is rounded to f16 before
+ * the add, a second rounding the bound then allows (2^-11·|a·bᵀ + bias|); 0 where the caller
+ * made sure the RES epilogue ran (one rounding, SGMAT_NATIVE16=1) */
+static int g_afm_res2 = 1;
 static void afm_case(tz_backend *g, int kind, int M, int K, int N, int acc, int bias, size_t off, double tol,
                      double atol) {
   ot_ctx og, oc;
   ot_init(&og, g, (uint64_t)kind * 1000003 + (uint64_t)M * 7919 + K * 31 + N + acc * 2 + bias + off);
   ot_init(&oc, cpu, 1);
-  int o16 = kind < 2;
+  int o16 = kind < 2 || kind == 4;
   size_t no = (size_t)M * N, na = (size_t)M * K, nb = (size_t)K * N * (kind == 3 ? 2 : 1);
   float *a = ot_randn(&og, na, 1), *b = ot_randn(&og, nb, 1), *o0 = ot_randn(&og, no, 1), *bs = ot_randn(&og, N, 1);
   round16(a, na);
-  if (kind >= 2) round16(b, nb); /* X or gu: an f16 activation */
+  int tr = kind == 2 || kind == 3; /* a is [K, M] (dY), b an f16 activation (X or gu) */
+  if (tr) round16(b, nb);
   if (o16) round16(o0, no);
   tz_slice ga, gb, go, gbias = TZ_NONE, ca, cb, co, cbias = TZ_NONE;
   ga = up16(&og, a, na, off), ca = up32(&oc, a, na);
-  if (kind >= 2) gb = up16(&og, b, nb, g_afm_offb >= 0 ? (size_t)g_afm_offb : off);
+  if (tr) gb = up16(&og, b, nb, g_afm_offb >= 0 ? (size_t)g_afm_offb : off);
   else gb = ot_buf(&og, NULL, nb * 4 + 64), gb.off = 64, g->upload(g, gb, b, nb * 4);
   cb = up32(&oc, b, nb);
   if (o16) go = up16(&og, o0, no, off);
@@ -2193,6 +2201,10 @@ static void afm_case(tz_backend *g, int kind, int M, int K, int N, int acc, int 
     g->matmul_at(g, go, ga, gb, M, K, N, acc);
     cpu->matmul_at(cpu, co, ca, cb, M, K, N, acc);
     break;
+  case 4:
+    g->matmul_t_res(g, go, ga, gb, gbias, up16(&og, o0, no, off), M, K, N);
+    cpu->matmul_t(cpu, co, ca, cb, cbias, M, K, N, 1);
+    break;
   default:
     g->matmul_at_swiglu_a(g, go, ga, gb, M, K, N, acc);
     cpu->swiglu_fwd(cpu, cs, cb, K, N);
@@ -2201,16 +2213,17 @@ static void afm_case(tz_backend *g, int kind, int M, int K, int N, int acc, int 
   float *got = o16 ? down16(&og, go, no) : ot_get(&og, go, no), *ref = ot_get(&oc, co, no);
   char what[160];
   snprintf(what, sizeof what, "act_f16 %s M %d K %d N %d acc %d bias %d off %zu",
-           (const char *[]){"matmul_t", "matmul", "matmul_at", "matmul_at_swiglu_a"}[kind], M, K, N, acc, bias, off);
+           (const char *[]){"matmul_t", "matmul", "matmul_at", "matmul_at_swiglu_a", "matmul_t_res"}[kind], M, K, N,
+           kind == 4 ? 1 : acc, bias, off);
   size_t bad = 0;
   double worst = 0;
   for (size_t i = 0; i < no; i++) {
     int m = (int)(i / N), n = (int)(i % N);
-    double mag = acc ? fabs(o0[i]) : 0;
+    double mag = acc || kind == 4 ? fabs(o0[i]) : 0;
     if (bias) mag += fabs(bs[n]);
     for (int k = 0; k < K; k++) {
-      double x = kind >= 2 ? a[(size_t)k * M + m] : a[(size_t)m * K + k], y;
-      if (kind == 0) y = b[(size_t)n * K + k];
+      double x = tr ? a[(size_t)k * M + m] : a[(size_t)m * K + k], y;
+      if (kind == 0 || kind == 4) y = b[(size_t)n * K + k];
       else if (kind == 1 || kind == 2) y = b[(size_t)k * N + n];
       else {
         double gt = b[(size_t)k * 2 * N + n], u = b[(size_t)k * 2 * N + N + n];
@@ -2219,6 +2232,7 @@ static void afm_case(tz_backend *g, int kind, int M, int K, int N, int acc, int 
       mag += fabs(x * y);
     }
     double bound = tol * mag + atol + (o16 ? ldexp(fabs(ref[i]), -11) : 0), err = fabs((double)got[i] - ref[i]);
+    if (kind == 4 && g_afm_res2) bound += ldexp(fabs((double)ref[i] - o0[i]), -11) * 1.01;
     if (bound > 0 && err / bound > worst) worst = err / bound;
     if (!(err <= bound)) {
       if (bad < 5) print_error("%s [%zu]: gpu %.9g cpu %.9g (bound %.3g)\n", what, i, got[i], ref[i], bound);
@@ -2270,6 +2284,8 @@ static void test_act_f16_matmul(void **state) {
   afm_case(g, 1, 20, 1100, 24, 1, 0, 0, vt, va); /* split-K into the f16 output */
   afm_case(g, 2, 20, 1100, 24, 1, 0, 2, vt, va);
   afm_case(g, 3, 8, 1100, 12, 0, 0, 0, vt, va);
+  afm_case(g, 4, 33, 37, 29, 0, 1, 2, vt, va); /* matmul_t_res off the subgroup-matrix path: matmul_t, add */
+  afm_case(g, 4, 68, 36, 132, 0, 0, 0, vt, va);
   setenv("TEZGAH_WEBGPU_NO_FAST_MATMUL", "1", 1); /* the general kernel */
   for (int kind = 0; kind < 4; kind++) afm_case(g, kind, 33, 37, 29, kind & 1, kind == 0, 2, vt, va);
   afm_case(g, 0, 36, 40, 20, 1, 1, 0, vt, va);
@@ -2314,6 +2330,12 @@ static void test_act_f16_matmul(void **state) {
   afm_case(g, 0, 3 * u, 2 * u, u, 0, 1, 64, 1e-3, 1e-5); /* bias: the f32 tile shared with the output staging */
   afm_case(g, 1, u, 1088, 2 * u, 1, 0, 0, 1e-3, 1e-5); /* K > 1024: the non-persistent grid */
   afm_case(g, 2, 2 * u, 1024, u, 1, 0, 64, 1e-3, 1e-5); /* split over K */
+  /* matmul_t_res on kernel n's RES epilogue (SGMAT_NATIVE16=1: a fallback to matmul_t + add
+   * fails), the persistent grid (K <= 1024) and the plain one, with and without bias */
+  g_afm_res2 = 0;
+  afm_case(g, 4, 2 * u, 3 * u, 2 * u, 0, 1, 64, 1e-3, 1e-5);
+  afm_case(g, 4, u, 1088, 2 * u, 0, 0, 0, 1e-3, 1e-5);
+  g_afm_res2 = 1;
   /* the f16 output through fp32 scratch and copy_rows: kernel n with TEZGAH_WEBGPU_SGMAT_O16=0,
    * and kernel o (no emulated form: not on lavapipe) */
   setenv("TEZGAH_WEBGPU_SGMAT_NATIVE16", "2", 1);

@@ -440,6 +440,19 @@ static void norm_bwd(tz_model *m, tz_slice dx, tz_slice dout, tz_slice x, tz_sli
  * kv != 0: decoding (B = 1) against the KV cache; the last row's logits left in row `row` of
  * a->logits. kv == 0 (training arenas): stops at the final norm nf; the classifier runs in
  * chunks (classify). */
+/* out [N, C_out] = a [N, K] · W[C_out, K]ᵀ + bias + res: a projection into the residual stream,
+ * in the matmul's epilogue where the backend offers it (matmul_t_res), else matmul_t then add. */
+static void proj_res(tz_model *m, tz_slice out, tz_slice a, size_t w, size_t bias, tz_slice res, int N, int K,
+                     int Cout) {
+  tz_backend *be = m->be;
+  if (be->matmul_t_res) {
+    be->matmul_t_res(be, out, a, P(m, w), P(m, bias), res, N, K, Cout);
+    return;
+  }
+  be->matmul_t(be, out, a, P(m, w), P(m, bias), N, K, Cout, 0);
+  be->add(be, out, out, res, (size_t)N * Cout);
+}
+
 static void forward(tz_model *m, tz_acts *a, int B, int T, int pos0, int kv, int row) {
   tz_backend *be = m->be;
   const tz_config *c = &m->cfg;
@@ -475,8 +488,7 @@ static void forward(tz_model *m, tz_acts *a, int B, int T, int pos0, int kv, int
     } else {
       be->attention_fwd(be, x->att, x->lse, q, k, v, B, T, T, 0, d.nh, d.nkv, d.hd, d.Q, d.Q);
     }
-    be->matmul_t(be, x->mid, x->att, P(m, o->proj_w), P(m, o->proj_b), N, d.C, d.C, 0);
-    be->add(be, x->mid, x->mid, in, (size_t)N * d.C);
+    proj_res(m, x->mid, x->att, o->proj_w, o->proj_b, in, N, d.C, d.C);
     norm_fwd(m, x->n2, x->n2_mean, x->n2_rstd, x->mid, o->norm2_w, o->norm2_b, N);
     /* fc and GeLU in one matmul (its epilogue) where the backend offers it; only on the training
      * arena without recompute: the fused GeLU reads the fp32 sum, while recompute (backward)
@@ -488,8 +500,7 @@ static void forward(tz_model *m, tz_acts *a, int B, int T, int pos0, int kv, int
       if (gpt2) be->gelu_fwd(be, x->a, x->h, (size_t)N * d.F);
       else be->swiglu_fwd(be, x->a, x->h, N, d.F);
     }
-    be->matmul_t(be, out, x->a, P(m, o->fcproj_w), P(m, o->fcproj_b), N, d.F, d.C, 0);
-    be->add(be, out, out, x->mid, (size_t)N * d.C);
+    proj_res(m, out, x->a, o->fcproj_w, o->fcproj_b, x->mid, N, d.F, d.C);
   }
   tz_slice last = a->res[d.L];
   norm_fwd(m, a->nf, a->nf_mean, a->nf_rstd, last, m->lay.normf_w, m->lay.normf_b, N);

@@ -37,6 +37,8 @@ typedef struct {
   uint32_t o16;  /* kern 1, no split: the output is f16, staged through workgroup memory (O16; the
                   * backend sets it for f16 activations, c->act_f16; tz_sgmat_run_ex has no f16
                   * output and rejects it) */
+  uint32_t res;  /* with o16, no a16w, no ACC: an f16 residual [M, N] (binding 5) added to the f32
+                  * result before its one rounding to f16 (RES; the backend's matmul_t_res) */
 } tz_sgmat_tile;
 
 /* The tiles bench_webgpu_sgmat's sweep measures and test_webgpu_ops' test_matmul_sgmat checks

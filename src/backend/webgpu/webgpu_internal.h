@@ -400,6 +400,8 @@ size_t wg_mm_smem(mm_cfg f);
 mm_cfg wg_mm_config(wg_ctx *c, int rw);
 void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, int M, int K, int N,
                  int acc);
+void wg_matmul_t_res(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, tz_slice res, int M, int K,
+                     int N);
 void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
 void wg_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
 void wg_matmul_at_swiglu_a(tz_backend *be, tz_slice out, tz_slice a, tz_slice gu, int M, int K, int N, int acc);

@@ -305,9 +305,13 @@ static const char *sg_label(const char *form, int M, int N, int K, uint32_t S, i
  * matmul's W: the same values the conversion would give, without the pass); else an f16 copy
  * in scratch (sg_operand: the gradients dY, fp32 weights outside the parameter buffer). */
 static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_slice b_, tz_slice bias, int M,
-                     int K, int N, int acc, int a16, int b16, int o16) {
+                     int K, int N, int acc, int a16, int b16, int o16, tz_slice res) {
   wg_ctx *c = CTX(be);
   if (!sg_shape_ok(c, variant, M, K, N, o16)) return 0;
+  /* res (wg_matmul_t_res): kernel n's RES epilogue, for X·Wᵀ with an f16 out written (not
+   * accumulated), res 16-byte aligned in a buffer of its own; else 0 (the caller adds after) */
+  int hr = tz_present(res);
+  if (hr && (variant != 0 || acc || !o16 || res.off % 16 || res.buf == out.buf)) return 0;
   if (tz_present(bias) && (acc || variant != 0)) return 0;
   if (a_.off % 8 || b_.off % 8 || out.off % 64 || (tz_present(bias) && bias.buf == out.buf)) return 0;
   /* the mirror's offset b_.off / 2 must be 8-byte aligned */
@@ -342,6 +346,8 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   /* none: only kernel n fitted and the operands are not 16-byte aligned (the conversions made
    * are harmless) */
   if (!a32 && !sg_pick(c, variant, M, K, N, al, &t, &S, o16)) return 0;
+  if (hr && (!t.kern || !t.o16 || S != 1 || t.a16w)) return 0;
+  t.res = (uint32_t)hr;
   int hb = tz_present(bias);
   /* an f16 output on a tile that cannot store it (kernel o): computed into fp32 scratch (the
    * split-K partials' buffer: no split in the forms with an f16 output), then added / copied
@@ -354,7 +360,7 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   uint32_t ks = S > 1 ? (((uint32_t)K + S - 1) / S + t.bk - 1) / t.bk * t.bk : (uint32_t)K;
   w[8] = (uint32_t)M, w[9] = (uint32_t)N, w[10] = (uint32_t)K, w[11] = ks;
   tz_slice part = S > 1 || o32 ? wg_scratch(be, F4(S * m * n)) : TZ_NONE;
-  tz_slice bias4 = hb || !t.a16w ? bias : (tz_slice){c->dummy[3], 0};
+  tz_slice bias4 = hb || !(t.a16w || hr) ? bias : (tz_slice){c->dummy[3], 0};
   /* the native f16 output: 4-byte-unit offset (p.off.x, 16-byte aligned here) and n % 8 == 0 */
   wg_arg ar[] = {S > 1 || o32 ? A(part, F4(S * m * n), o32 ? "out (fp32 scratch)" : "split-K partials")
                  : o16        ? A(out, m * n * 2, "out (f16)")
@@ -364,15 +370,15 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
                   * numbers the PRESENT arguments in order: with A16W an absent bias would move
                   * the copy to binding 4 (the kernel then wrote it into an unused 16-byte
                   * binding: dW and the bias gradient read a stale scratch, H200 2026-12-03), so
-                  * a placeholder buffer holds binding 4 */
-                 A(bias4, hb || !t.a16w ? F4(n) : 16, "bias"),
-                 A(h16, m * k * 2, "a (f16 copy out)")};
+                  * a placeholder buffer holds binding 4 (and for RES's residual at binding 5) */
+                 A(bias4, hb || !(t.a16w || hr) ? F4(n) : 16, "bias"),
+                 hr ? A(res, m * n * 2, "res (f16)") : A(h16, m * k * 2, "a (f16 copy out)")};
   { /* every present argument must get its own binding, in order (no merge, no gap before the
      * last): else the other kernels (the conversions made are harmless) */
     int slot_of[MAX_ARGS];
     tz_buf *sb[MAX_ARGS];
     uint64_t lo[MAX_ARGS], hi[MAX_ARGS];
-    int na = t.a16w ? 5 : 4, ns = wg_bind_slots(c, ar, na, slot_of, sb, lo, hi);
+    int na = t.a16w || hr ? 5 : 4, ns = wg_bind_slots(c, ar, na, slot_of, sb, lo, hi);
     for (int i = 0; i < na; i++)
       if (slot_of[i] >= 0 ? slot_of[i] != i : i < ns) return 0;
   }
@@ -382,7 +388,7 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   uint32_t grid[3];
   tz_sgmat_grid(t, (uint32_t)M, (uint32_t)N, S, grid);
   wg_run(c, sg_label(labels[variant], M, N, K, S, 0), wg_pipeline(c, tz_sgmat_file(t), "main", prefix), w, 12, ar,
-         t.a16w ? 5 : 4, grid[0], grid[1], grid[2]);
+         t.a16w || hr ? 5 : 4, grid[0], grid[1], grid[2]);
   c->pending_flop = 0;
   if (o32) /* the f16 out (+)= the fp32 result (copy_rows' f16 variant: ±inf beyond f16's range) */
     wg_copy_rows_h(c, out, n, part, n, M, N, acc, 1, 0);
@@ -429,7 +435,7 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
       b_ = fb, b16 = 0;
     }
   }
-  int sg = variant < 3 ? sg_matmul(be, variant, out, a_, b_, bias, M, K, N, acc, a16, b16, o16) : 0;
+  int sg = variant < 3 ? sg_matmul(be, variant, out, a_, b_, bias, M, K, N, acc, a16, b16, o16, TZ_NONE) : 0;
   /* TEZGAH_WEBGPU_SGMAT_NATIVE16=1 (tests): with f16 activations, a call of the three forms that
    * does not run on the subgroup-matrix kernels with its f16 tensors as they are (kernel n's O16
    * store, the f16 dY read directly) is an error, so a test of that path cannot pass on another;
@@ -725,6 +731,24 @@ void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice 
                         int N, int acc) {
   wg_ctx *c = CTX(be);
   mm(be, "matmul_t", 0, out, a, b, bias, M, K, N, acc, c->act16, 0, c->act_f16);
+}
+/* out = a·bᵀ + bias + res (backend.h's matmul_t_res): kernel n's RES epilogue where the call runs
+ * on it as one dispatch with an f16 out (c->act_f16; sg_matmul says when), else matmul_t, then
+ * add. TEZGAH_WEBGPU_MM_RES=0 (A/B): always the two ops. */
+void wg_matmul_t_res(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, tz_slice res, int M, int K,
+                     int N) {
+  wg_ctx *c = CTX(be);
+  size_t cap = wg_cap_elems(c);
+  if (c->act_f16 && M > 0 && N > 0 && env_int("TEZGAH_WEBGPU_MM_RES", 1) && (size_t)M * K <= cap &&
+      (size_t)M * N <= cap && (size_t)N * K <= cap && !(a.off % 4) &&
+      sg_matmul(be, 0, out, a, b, bias, M, K, N, 0, c->act16, 0, 1, res) == 2)
+    return;
+  /* (TEZGAH_WEBGPU_SGMAT_NATIVE16=1, tests: a call that does not run on the RES epilogue fails,
+   * as mm_one's calls off the native f16 path do) */
+  if (c->act_f16 && c->sgmat && env_int("TEZGAH_WEBGPU_SGMAT_NATIVE16", 0) == 1 && env_int("TEZGAH_WEBGPU_MM_RES", 1))
+    wg_fail(c, "%s: %s (TEZGAH_WEBGPU_SGMAT_NATIVE16=1)", "matmul_t_res", "not on kernel n's RES epilogue", 0, 0);
+  wg_matmul_t(be, out, a, b, bias, M, K, N, 0);
+  wg_add(be, out, out, res, (size_t)M * N);
 }
 /* with f16 activations (c->act_f16) out (dX) and a (dY) are f16 */
 void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {

@@ -435,6 +435,7 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   be->layernorm_fwd = wg_layernorm_fwd;
   be->layernorm_bwd = wg_layernorm_bwd;
   be->matmul_t = wg_matmul_t;
+  be->matmul_t_res = wg_matmul_t_res;
   be->matmul = wg_matmul;
   be->matmul_at = wg_matmul_at;
   be->bias_bwd = wg_bias_bwd;

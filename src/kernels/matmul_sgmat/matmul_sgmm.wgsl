@@ -55,12 +55,17 @@
 //    an overflowing activation gradient must reach the loss scaler's finiteness check), NaN
 //    stays NaN (f16s). Why not a result matrix of f16: the adapter's configuration is f16 x f16
 //    -> f32 (sgmat_choose), and f32 accumulation is the precision contract.
+//  - RES (with O16, no A16W; the backend's matmul_t_res): the residual connection in the epilogue,
+//    c = a·bᵀ + bias + res with res an f16 [M, N] tensor (binding 5, array<vec4<u32>>, element
+//    offset p.off_hi.x in 4-byte units, a multiple of 4: the host binds it 16-byte aligned): its 8
+//    halves added in f32 to each chunk before the one rounding to f16. Why: the separate add read
+//    c and res again and wrote c (3 passes over [M, N] f16, 24 dispatches a GPT-2 124M step).
 //  - EMU: the subgroup-matrix builtins replaced by per-invocation emulations (every invocation
 //    holds whole 16×16 matrices in f32), so that the kernel's indexing is testable on adapters
 //    without subgroup matrices (lavapipe); the host rewrites the builtin calls to emu_* ones.
 // Host constants (prepended): BM, BN, BK, SG_M, SG_N, TM, TN, SGSIZE, NBUF; preprocessor
 // values (the host's `//defs` line): TM, TN, A_PER, B_PER, A_MK, B_NK, ACC, HAS_BIAS, TV8,
-// TRB, NBUF2, PF, SPLIT, SWZ, PERS, A32, A16W, O16, WST (HAS_BIAS or O16: wst declared), EMU.
+// TRB, NBUF2, PF, SPLIT, SWZ, PERS, A32, A16W, O16, WST (HAS_BIAS or O16: wst declared), EMU, RES.
 // Requirements (the host's): M % BM, N % BN, K % BK (and KS % BK) == 0; the tile loads divide
 // evenly over the threads (A_PER, B_PER whole); workgroup memory within the device's limit.
 enable f16;
@@ -302,6 +307,11 @@ fn st_out16(sg: u32, e0: u32, lane: u32) {
       lo += vec4<f32>(unpack2x16float(o.x), unpack2x16float(o.y));
       hi += vec4<f32>(unpack2x16float(o.z), unpack2x16float(o.w));
     }
+//#if RES
+    let rv = res[p.off_hi.x / 4u + (e0 + (q / 2u) * p.N + (q % 2u) * 8u) / 8u];
+    lo += vec4<f32>(unpack2x16float(rv.x), unpack2x16float(rv.y));
+    hi += vec4<f32>(unpack2x16float(rv.z), unpack2x16float(rv.w));
+//#endif
     c[gi] = vec4<u32>(pk16(lo.xy), pk16(lo.zw), pk16(hi.xy), pk16(hi.zw));
   }
 }
@@ -331,6 +341,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   _ = &a; _ = &b; _ = &bias; // every binding in the layout whatever the constants keep
 //#if A16W
   _ = &a16w;
+//#endif
+//#if RES
+  _ = &res;
 //#endif
 //#if PERS
   var zero: Res; // never written: the accumulators' start on every tile
