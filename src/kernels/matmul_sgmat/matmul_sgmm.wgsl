@@ -293,10 +293,27 @@ fn st_b(i: u32, buf: u32, v: vec4<u32>) {
 // f16s: f32 -> f16 with ±inf beyond ±65504 and NaN kept (common/f16s.wgsl, which the backend
 // appends to the module)
 fn pk16(v: vec2<f32>) -> u32 { return bitcast<u32>(vec2<f16>(f16s(v.x), f16s(v.y))); }
+//#if RES
+// RES: chunk q (row q / 2, columns (q % 2)*8 ..) of the residual's 16x16 block at element e0
+fn res_ld(e0: u32, q: u32) -> vec4<u32> {
+  return res[p.off_hi.x / 4u + (e0 + (q / 2u) * p.N + (q % 2u) * 8u) / 8u];
+}
+// the chunk lane q = lane of a block, loaded ahead (all the tile's blocks at once before the
+// epilogue: one memory latency a tile instead of one a block); zero for lanes >= 32 (SGSIZE 64)
+fn res_pre(e0: u32, lane: u32) -> vec4<u32> {
+  var v = vec4<u32>();
+  if (lane < 32u) {
+    v = res_ld(e0, lane);
+  }
+  return v;
+}
+//#endif
 // The 16x16 block of subgroup sg staged in wst (row-major) to c at element e0 (its top left,
 // counted from the tensor's start; row stride p.N), added to c's old values with ACC: 32 chunks
 // of 8 halves (row q / 2, columns (q % 2)*8 ..), lanes lane, lane + SGSIZE, ... of the subgroup.
-fn st_out16(sg: u32, e0: u32, lane: u32) {
+// r0 (RES): the residual's chunk q = lane, loaded ahead (res_pre); further chunks (SGSIZE 16)
+// are loaded here.
+fn st_out16(sg: u32, e0: u32, lane: u32, r0: vec4<u32>) {
   for (var q = lane; q < 32u; q += SGSIZE) {
     let s = sg * 256u + (q / 2u) * 16u + (q % 2u) * 8u;
     var lo = vec4<f32>(wst[s], wst[s + 1u], wst[s + 2u], wst[s + 3u]);
@@ -308,7 +325,10 @@ fn st_out16(sg: u32, e0: u32, lane: u32) {
       hi += vec4<f32>(unpack2x16float(o.z), unpack2x16float(o.w));
     }
 //#if RES
-    let rv = res[p.off_hi.x / 4u + (e0 + (q / 2u) * p.N + (q % 2u) * 8u) / 8u];
+    var rv = r0;
+    if (q != lane) {
+      rv = res_ld(e0, q);
+    }
     lo += vec4<f32>(unpack2x16float(rv.x), unpack2x16float(rv.y));
     hi += vec4<f32>(unpack2x16float(rv.z), unpack2x16float(rv.w));
 //#endif
@@ -540,9 +560,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   // (wst is free here: the bias left it before the k loop's barriers)
 //#for i in TM
 //#for j in TN
+//#if RES
+  let rq{i}_{j} = res_pre((m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, lid % SGSIZE);
+//#else
+  let rq{i}_{j} = vec4<u32>();
+//#endif
+//#endfor
+//#endfor
+//#for i in TM
+//#for j in TN
   subgroupMatrixStore<row_major>(&wst, sg * 256u, acc{i}_{j}, 16u);
   workgroupBarrier();
-  st_out16(sg, (m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, lid % SGSIZE);
+  st_out16(sg, (m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, lid % SGSIZE, rq{i}_{j});
   workgroupBarrier();
 //#endfor
 //#endfor
