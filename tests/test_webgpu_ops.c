@@ -2350,6 +2350,22 @@ static void test_act_f16_matmul(void **state) {
   unsetenv("TEZGAH_WEBGPU_SGMAT_NATIVE16");
   afm_case(g, 3, 2 * u, 3 * u, 2 * u, 1, 0, 64, 1e-3, 1e-5); /* (not a subgroup-matrix form: the vector kernel) */
   g->destroy(g);
+  if (!emu) return; /* (the shapes below are the emulation's 32 x 32 tiles) */
+  /* f16 tensors counted by their bytes against the binding (mm's pieces where the call runs on
+   * the subgroup-matrix kernels): 16K fp32 elements per binding, 64 KiB */
+  setenv("TEZGAH_WEBGPU_SGMAT_EMU", "1", 1);
+  setenv("TEZGAH_WEBGPU_MAX_BINDING", "65536", 1);
+  g = act_f16_backend();
+  unsetenv("TEZGAH_WEBGPU_MAX_BINDING");
+  unsetenv("TEZGAH_WEBGPU_SGMAT_EMU");
+  assert_non_null(g);
+  setenv("TEZGAH_WEBGPU_SGMAT_NATIVE16", "1", 1);
+  afm_case(g, 0, 256, 64, 96, 0, 1, 64, 1e-3, 1e-5);  /* out 48 KiB: one piece (24K fp32 elements) */
+  afm_case(g, 1, 256, 64, 96, 1, 0, 64, 1e-3, 1e-5);
+  afm_case(g, 0, 256, 64, 192, 1, 0, 64, 1e-3, 1e-5); /* out 96 KiB: two pieces of 128 rows */
+  afm_case(g, 2, 96, 256, 64, 1, 0, 64, 1e-3, 1e-5);  /* dW: a [256, 96] f16 48 KiB, one piece */
+  unsetenv("TEZGAH_WEBGPU_SGMAT_NATIVE16");
+  g->destroy(g);
 }
 
 static void test_act_f16_elem(void **state) {

@@ -116,7 +116,9 @@ void wg_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout, t
 void wg_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice targets, int N, int V,
                             int Vp, float dscale) {
   wg_ctx *c = CTX(be);
-  size_t rc = wg_cap_elems(c) / (size_t)Vp; /* rows per piece: logits above one binding run in pieces */
+  /* rows per piece: logits above one binding run in pieces (f16 logits, c->act_f16: by their
+   * bytes, so GPT-2's [16384, 50304] in one, as the lm_head's matmuls take them) */
+  size_t rc = wg_cap_bytes(c) / (c->act_f16 ? 2 : 4) / (size_t)Vp;
   if (rc == 0) rc = 1;
   /* Where the subgroup-matrix matmul runs (or TEZGAH_WEBGPU_GRAD16=1, tests), the dlogits are
    * also written as f16 into the f16 operand scratch buffer 0 (wg_grad16), recorded as the f16

@@ -652,7 +652,26 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
       return;
     }
   }
-  if (variant < 2 && (m * k > cap || m * n > cap) && M > 1) { /* rows of out and a */
+  /* f16 tensors take half a binding's fp32 elements' bytes: where the call runs on the
+   * subgroup-matrix kernels (no fp32 copies of its f16 operands), their pieces are counted in
+   * bytes (GPT-2's lm_head with f16 activations: the [16384, 50304] f16 logits, 1.65 GB, in one
+   * piece instead of 10624 + 5760 rows; on the H200 the 5760-row dX ran at 201 TFLOP/s against
+   * 265 for the other) */
+  size_t capb = wg_cap_bytes(c);
+  int bytes = (a16 || o16) && sg_shape_ok(c, variant, M, K, N, o16);
+  if (variant < 2 && bytes && (m * k * ae > capb || m * n * oe > capb) && M > 1) { /* the same, by bytes */
+    size_t rb = k * ae > n * oe ? k * ae : n * oe, mc = piece_round(capb / rb);
+    if (mc == 0) mc = 1;
+    if (mc < m) {
+      for (size_t m0 = 0; m0 < m; m0 += mc) {
+        size_t r = m - m0 < mc ? m - m0 : mc;
+        mm(be, label, variant, tz_at(out, m0 * n * oe), tz_at(a_, m0 * k * ae), b_, bias, (int)r, K, N, acc, a16, b16,
+           o16);
+      }
+      return;
+    }
+  }
+  if (variant < 2 && !bytes && (m * k > cap || m * n > cap) && M > 1) { /* rows of out and a */
     size_t mc = piece_round(cap / (k > n ? k : n));
     if (mc == 0) mc = 1;
     if (mc < m) {
@@ -696,10 +715,11 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
       return;
     }
   }
-  if (variant >= 2 && (k * m > cap || k * bs > cap) && K > 1) { /* rows of a and b: partial sums */
+  if (variant >= 2 && (bytes ? k * m * ae > capb || k * bs * be_ > capb : k * m > cap || k * bs > cap) &&
+      K > 1) { /* rows of a and b: partial sums (by bytes as above) */
     /* whole 128-row pieces: the subgroup-matrix kernel needs K % BK == 0 (GPT-2's lm_head dW,
      * [50304 x 768] over K = 16384, fell back to matmul_fast on the H200 with arbitrary pieces) */
-    size_t kc = piece_round(cap / (m > bs ? m : bs));
+    size_t kc = bytes ? piece_round(capb / (m * ae > bs * be_ ? m * ae : bs * be_)) : piece_round(cap / (m > bs ? m : bs));
     if (kc == 0) kc = 1;
     if (kc < k) {
       for (size_t k0 = 0; k0 < k; k0 += kc) {
