@@ -656,9 +656,9 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
    * subgroup-matrix kernels (no fp32 copies of its f16 operands), their pieces are counted in
    * bytes (GPT-2's lm_head with f16 activations: the [16384, 50304] f16 logits, 1.65 GB, in one
    * piece instead of 10624 + 5760 rows; on the H200 the 5760-row dX ran at 201 TFLOP/s against
-   * 265 for the other) */
+   * 265 for the other). TEZGAH_WEBGPU_F16_PIECES=0 (A/B): fp32 elements, as before. */
   size_t capb = wg_cap_bytes(c);
-  int bytes = (a16 || o16) && sg_shape_ok(c, variant, M, K, N, o16);
+  int bytes = (a16 || o16) && env_int("TEZGAH_WEBGPU_F16_PIECES", 1) && sg_shape_ok(c, variant, M, K, N, o16);
   if (variant < 2 && bytes && (m * k * ae > capb || m * n * oe > capb) && M > 1) { /* the same, by bytes */
     size_t rb = k * ae > n * oe ? k * ae : n * oe, mc = piece_round(capb / rb);
     if (mc == 0) mc = 1;
