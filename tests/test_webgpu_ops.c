@@ -2245,6 +2245,106 @@ static void afm_case(tz_backend *g, int kind, int M, int K, int N, int acc, int 
   ot_release(&og), ot_release(&oc);
 }
 
+/* The GeLU-epilogue matmuls (backend.h's matmul_t_gelu, matmul_dgelu) on g (f16 activations)
+ * against the CPU's separate ops on the same f16-rounded values (the CPU's gelu_fwd / gelu_bwd
+ * are the same tanh form):
+ *   fwd: h f16 [M,N] = x f16 [M,K] · W fp32 [N,K]ᵀ (+ bias), a f16 = gelu(h); the CPU: matmul_t,
+ *        gelu_fwd. h at afm_case's bound; a within 1.13 (|gelu'| <= 1.13) times h's bound before
+ *        its rounding, + 2^-11·|h|·1.13 where `two` (the fallback applies gelu to the rounded h),
+ *        + a's own rounding 2^-11·|a|.
+ *   bwd: dh f16 [M,N] = gelu'(h f16 [M,N]) ⊙ (dout f16 [M,K] · W fp32 [K,N]), db fp32 [N] += Σ_m
+ *        dh (db starts random); the CPU: matmul, gelu_bwd, bias_bwd. dh within |gelu'(h)|·
+ *        (tol·Σ|terms| + atol + 2^-11·|da| where `two`: the fallback rounds da first) + 2^-11·|dh|;
+ *        db within Σ_m of dh's bounds + 1e-5.
+ * Both also allow the fp32 evaluation of gelu / gelu' (cancellation in 1 + tanh for negative
+ * arguments: an absolute error ~1e-7 on terms of order 1, differently rounded exp on each side):
+ * 2e-6 times |h| (fwd) or |da| (bwd), and 2^-14 for an f16 result below f16's normal range (an
+ * adapter may flush f16 subnormals: lavapipe does).
+ * h's values are spread over [-4, 4] so gelu' varies (including its negative dip). */
+static void gelu_epi_case(tz_backend *g, int fwd, int M, int K, int N, int bias, size_t off, double tol, double atol,
+                          int two) {
+  ot_ctx og, oc;
+  ot_init(&og, g, (uint64_t)fwd * 1000003 + (uint64_t)M * 7919 + K * 31 + N + bias + off);
+  ot_init(&oc, cpu, 1);
+  size_t no = (size_t)M * N, na = (size_t)M * K, nb = (size_t)K * N;
+  float *a = ot_randn(&og, na, 1), *b = ot_randn(&og, nb, 1), *bs = ot_randn(&og, N, 1), *hh = ot_randn(&og, no, 2);
+  float *db0 = ot_randn(&og, N, 1);
+  round16(a, na);
+  round16(hh, no);
+  tz_slice ga = up16(&og, a, na, off), ca = up32(&oc, a, na);
+  tz_slice gb = ot_buf(&og, NULL, nb * 4 + 64);
+  gb.off = 64, g->upload(g, gb, b, nb * 4);
+  tz_slice cb = up32(&oc, b, nb);
+  tz_slice gbias = bias ? up32(&og, bs, N) : TZ_NONE, cbias = bias ? up32(&oc, bs, N) : TZ_NONE;
+  /* the outputs on 4-byte boundaries (the model's activations are; gelu_fwd's f16 output must
+   * be), the inputs at off */
+  size_t oo = off & ~(size_t)3;
+  tz_slice go = up16(&og, hh, no, oo), co = ot_buf(&oc, NULL, no * 4); /* h (fwd) / dh (bwd) */
+  tz_slice g2 = up16(&og, hh, no, fwd ? oo : off), c2 = up32(&oc, hh, no); /* a (fwd, written) / h (bwd) */
+  tz_slice gdb = up32(&og, db0, N), cdb = up32(&oc, db0, N), cda = ot_buf(&oc, NULL, no * 4);
+  if (fwd) {
+    g->matmul_t_gelu(g, g2, go, ga, gb, gbias, M, K, N);
+    cpu->matmul_t(cpu, co, ca, cb, cbias, M, K, N, 0);
+    cpu->gelu_fwd(cpu, c2, co, no);
+  } else {
+    g->matmul_dgelu(g, go, bias ? gdb : TZ_NONE, ga, gb, g2, M, K, N);
+    cpu->matmul(cpu, cda, ca, cb, M, K, N, 0);
+    cpu->gelu_bwd(cpu, co, c2, cda, no);
+    if (bias) cpu->bias_bwd(cpu, cdb, co, M, N);
+  }
+  float *got = down16(&og, go, no), *ref = ot_get(&oc, co, no);
+  float *got2 = fwd ? down16(&og, g2, no) : NULL, *ref2 = fwd ? ot_get(&oc, c2, no) : NULL;
+  float *da = fwd ? NULL : ot_get(&oc, cda, no), *gdbv = ot_get(&og, gdb, N), *cdbv = ot_get(&oc, cdb, N);
+  char what[160];
+  snprintf(what, sizeof what, "act_f16 %s M %d K %d N %d bias %d off %zu%s", fwd ? "matmul_t_gelu" : "matmul_dgelu", M,
+           K, N, bias, off, two ? " (two ops)" : "");
+  size_t bad = 0;
+  double worst = 0, *dbb = calloc((size_t)N, sizeof(double));
+  for (size_t i = 0; i < no; i++) {
+    int m = (int)(i / N), n = (int)(i % N);
+    double mag = fwd && bias ? fabs(bs[n]) : 0;
+    for (int k = 0; k < K; k++)
+      mag += fabs((double)a[(size_t)m * K + k] * (fwd ? b[(size_t)n * K + k] : b[(size_t)k * N + n]));
+    double pre = tol * mag + atol, bound, err = fabs((double)got[i] - ref[i]);
+    if (fwd) {
+      bound = pre + ldexp(fabs(ref[i]), -11);
+      double b2 = 1.13 * (pre + (two ? ldexp(fabs(ref[i]), -11) : 0)) + ldexp(fabs(ref2[i]), -11) +
+                  2e-6 * fabs(ref[i]) + ldexp(1, -14);
+      double e2 = fabs((double)got2[i] - ref2[i]);
+      if (e2 / b2 > worst) worst = e2 / b2;
+      if (!(e2 <= b2)) {
+        if (bad < 5) print_error("%s gelu(h)[%zu]: gpu %.9g cpu %.9g (bound %.3g)\n", what, i, got2[i], ref2[i], b2);
+        bad++;
+      }
+    } else {
+      double x = hh[i], xc = x < -100 ? -100 : x > 100 ? 100 : x, u = 0.7978845608028654 * (xc + 0.044715 * xc * xc * xc);
+      double th = tanh(u), gp = 0.5 * (1 + th) + 0.5 * xc * (1 - th * th) * 0.7978845608028654 * (1 + 3 * 0.044715 * xc * xc);
+      bound = fabs(gp) * (pre + (two ? ldexp(fabs(da[i]), -11) : 0)) + ldexp(fabs(ref[i]), -11) + 2e-6 * fabs(da[i]) +
+              ldexp(1, -14);
+      dbb[n] += bound;
+    }
+    if (bound > 0 && err / bound > worst) worst = err / bound;
+    if (!(err <= bound)) {
+      if (bad < 5) print_error("%s [%zu]: gpu %.9g cpu %.9g (bound %.3g)\n", what, i, got[i], ref[i], bound);
+      bad++;
+    }
+  }
+  if (!fwd && bias)
+    for (int n = 0; n < N; n++) {
+      double e = fabs((double)gdbv[n] - cdbv[n]), bd = dbb[n] + 1e-5;
+      if (e / bd > worst) worst = e / bd;
+      if (!(e <= bd)) {
+        if (bad < 5) print_error("%s db[%d]: gpu %.9g cpu %.9g (bound %.3g)\n", what, n, gdbv[n], cdbv[n], bd);
+        bad++;
+      }
+    }
+  printf("  %-70s worst err/bound %.3f%s\n", what, worst, bad ? " FAILED" : "");
+  if (bad) fail();
+  free(dbb), free(got), free(ref), free(got2), free(ref2), free(da), free(gdbv), free(cdbv);
+  free(a), free(b), free(bs), free(hh), free(db0);
+  ot_release(&og), ot_release(&oc);
+}
+
 /* The matmul family with f16 activations (TEZGAH_WEBGPU_ACT=f16, be->act = TZ_F16; SKIPPED
  * without ShaderF16) against the CPU (afm_case), every kind with and without accumulation:
  * - the vector kernels (matmul_fast: f16 output stored in place, f16 dY / X / gu fetched as
@@ -2336,6 +2436,14 @@ static void test_act_f16_matmul(void **state) {
   afm_case(g, 4, 2 * u, 3 * u, 2 * u, 0, 1, 64, 1e-3, 1e-5);
   afm_case(g, 4, u, 1088, 2 * u, 0, 0, 0, 1e-3, 1e-5);
   g_afm_res2 = 1;
+  /* the GeLU epilogues (GELU, DGELU; offered with f16 activations on the subgroup-matrix
+   * matmul), on kernel n and, for a shape off its tiles, through the separate ops */
+  assert_non_null(g->matmul_t_gelu);
+  assert_non_null(g->matmul_dgelu);
+  for (int fwd = 0; fwd < 2; fwd++) {
+    gelu_epi_case(g, fwd, 2 * u, 3 * u, 2 * u, 1, 64, 1e-3, 1e-5, 0);
+    gelu_epi_case(g, fwd, u, 1088, 2 * u, !fwd, 0, 1e-3, 1e-5, 0);
+  }
   /* the f16 output through fp32 scratch and copy_rows: kernel n with TEZGAH_WEBGPU_SGMAT_O16=0,
    * and kernel o (no emulated form: not on lavapipe) */
   setenv("TEZGAH_WEBGPU_SGMAT_NATIVE16", "2", 1);
@@ -2349,6 +2457,7 @@ static void test_act_f16_matmul(void **state) {
   }
   unsetenv("TEZGAH_WEBGPU_SGMAT_NATIVE16");
   afm_case(g, 3, 2 * u, 3 * u, 2 * u, 1, 0, 64, 1e-3, 1e-5); /* (not a subgroup-matrix form: the vector kernel) */
+  for (int fwd = 0; fwd < 2; fwd++) gelu_epi_case(g, fwd, 33, 37, 29, 1, 2, 1e-3, 1e-5, 1); /* the two ops */
   g->destroy(g);
   if (!emu) return; /* (the shapes below are the emulation's 32 x 32 tiles) */
   /* f16 tensors counted by their bytes against the binding (mm's pieces where the call runs on

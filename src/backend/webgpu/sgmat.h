@@ -21,6 +21,8 @@
  *   TZ_SGMAT_DYW:  C = A·B,  A [M, K], B [K, N]     (input gradient dX = dY·W)
  *   TZ_SGMAT_DYTX: C += Aᵀ·B, A [K, M], B [K, N]    (weight gradient dW += dYᵀ·X) */
 typedef enum { TZ_SGMAT_XWT = 0, TZ_SGMAT_DYW = 1, TZ_SGMAT_DYTX = 2 } tz_sgmat_form;
+/* kernel n's f16-output epilogues (tz_sgmat_tile.epi) */
+enum { TZ_SGMAT_EPI_NONE = 0, TZ_SGMAT_EPI_RES = 1, TZ_SGMAT_EPI_GELU = 2, TZ_SGMAT_EPI_DGELU = 3 };
 
 /* Workgroup tile BM × BN × BK with SG_M × SG_N subgroups of TM × TN 16×16 result matrices:
  * BM = SG_M·TM·16, BN = SG_N·TN·16, BK % 16 == 0.
@@ -37,8 +39,10 @@ typedef struct {
   uint32_t o16;  /* kern 1, no split: the output is f16, staged through workgroup memory (O16; the
                   * backend sets it for f16 activations, c->act_f16; tz_sgmat_run_ex has no f16
                   * output and rejects it) */
-  uint32_t res;  /* with o16, no a16w, no ACC: an f16 residual [M, N] (binding 5) added to the f32
-                  * result before its one rounding to f16 (RES; the backend's matmul_t_res) */
+  uint32_t epi;  /* with o16, no a16w, no ACC: an epilogue with a second f16 [M, N] tensor at binding
+                  * 5 (the backend's): TZ_SGMAT_EPI_RES adds a residual (RES, matmul_t_res),
+                  * _GELU also writes gelu of the result there (GELU, matmul_t_gelu), _DGELU
+                  * multiplies the result by gelu'(h) of the h there (DGELU, matmul_dgelu) */
 } tz_sgmat_tile;
 
 /* The tiles bench_webgpu_sgmat's sweep measures and test_webgpu_ops' test_matmul_sgmat checks

@@ -402,6 +402,10 @@ void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice 
                  int acc);
 void wg_matmul_t_res(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, tz_slice res, int M, int K,
                      int N);
+void wg_matmul_t_gelu(tz_backend *be, tz_slice out, tz_slice h, tz_slice x, tz_slice w, tz_slice bias, int M, int K,
+                      int N);
+void wg_matmul_dgelu(tz_backend *be, tz_slice dh, tz_slice db, tz_slice dout, tz_slice w, tz_slice h, int M, int K,
+                     int N);
 void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
 void wg_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
 void wg_matmul_at_swiglu_a(tz_backend *be, tz_slice out, tz_slice a, tz_slice gu, int M, int K, int N, int acc);

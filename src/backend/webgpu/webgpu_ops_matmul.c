@@ -305,13 +305,17 @@ static const char *sg_label(const char *form, int M, int N, int K, uint32_t S, i
  * matmul's W: the same values the conversion would give, without the pass); else an f16 copy
  * in scratch (sg_operand: the gradients dY, fp32 weights outside the parameter buffer). */
 static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_slice b_, tz_slice bias, int M,
-                     int K, int N, int acc, int a16, int b16, int o16, tz_slice res) {
+                     int K, int N, int acc, int a16, int b16, int o16, tz_slice ex, int epi) {
   wg_ctx *c = CTX(be);
   if (!sg_shape_ok(c, variant, M, K, N, o16)) return 0;
-  /* res (wg_matmul_t_res): kernel n's RES epilogue, for X·Wᵀ with an f16 out written (not
-   * accumulated), res 16-byte aligned in a buffer of its own; else 0 (the caller adds after) */
-  int hr = tz_present(res);
-  if (hr && (variant != 0 || acc || !o16 || res.off % 16 || res.buf == out.buf)) return 0;
+  /* epi (TZ_SGMAT_EPI_*, with its f16 [M, N] tensor ex): kernel n's RES (wg_matmul_t_res) or GELU
+   * (wg_matmul_t_gelu) epilogue for X·Wᵀ, DGELU (wg_matmul_dgelu) for dY·W, each with an f16 out
+   * written (not accumulated) and ex 16-byte aligned in a buffer of its own; else 0 (the caller
+   * runs the separate op after) */
+  int hr = epi != TZ_SGMAT_EPI_NONE;
+  if (hr && (variant != (epi == TZ_SGMAT_EPI_DGELU ? 1 : 0) || acc || !o16 || ex.off % 16 || ex.buf == out.buf ||
+             !tz_present(ex)))
+    return 0;
   if (tz_present(bias) && (acc || variant != 0)) return 0;
   if (a_.off % 8 || b_.off % 8 || out.off % 64 || (tz_present(bias) && bias.buf == out.buf)) return 0;
   /* the mirror's offset b_.off / 2 must be 8-byte aligned */
@@ -347,7 +351,7 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
    * are harmless) */
   if (!a32 && !sg_pick(c, variant, M, K, N, al, &t, &S, o16)) return 0;
   if (hr && (!t.kern || !t.o16 || S != 1 || t.a16w)) return 0;
-  t.res = (uint32_t)hr;
+  t.epi = (uint32_t)epi;
   int hb = tz_present(bias);
   /* an f16 output on a tile that cannot store it (kernel o): computed into fp32 scratch (the
    * split-K partials' buffer: no split in the forms with an f16 output), then added / copied
@@ -372,7 +376,8 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
                   * binding: dW and the bias gradient read a stale scratch, H200 2026-12-03), so
                   * a placeholder buffer holds binding 4 (and for RES's residual at binding 5) */
                  A(bias4, hb || !(t.a16w || hr) ? F4(n) : 16, "bias"),
-                 hr ? A(res, m * n * 2, "res (f16)") : A(h16, m * k * 2, "a (f16 copy out)")};
+                 hr ? A(ex, m * n * 2, epi == TZ_SGMAT_EPI_RES ? "res (f16)" : epi == TZ_SGMAT_EPI_GELU ? "gelu(h) (f16)" : "h (f16)")
+                    : A(h16, m * k * 2, "a (f16 copy out)")};
   { /* every present argument must get its own binding, in order (no merge, no gap before the
      * last): else the other kernels (the conversions made are harmless) */
     int slot_of[MAX_ARGS];
@@ -435,7 +440,7 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
       b_ = fb, b16 = 0;
     }
   }
-  int sg = variant < 3 ? sg_matmul(be, variant, out, a_, b_, bias, M, K, N, acc, a16, b16, o16, TZ_NONE) : 0;
+  int sg = variant < 3 ? sg_matmul(be, variant, out, a_, b_, bias, M, K, N, acc, a16, b16, o16, TZ_NONE, 0) : 0;
   /* TEZGAH_WEBGPU_SGMAT_NATIVE16=1 (tests): with f16 activations, a call of the three forms that
    * does not run on the subgroup-matrix kernels with its f16 tensors as they are (kernel n's O16
    * store, the f16 dY read directly) is an error, so a test of that path cannot pass on another;
@@ -755,20 +760,56 @@ void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice 
 /* out = a·bᵀ + bias + res (backend.h's matmul_t_res): kernel n's RES epilogue where the call runs
  * on it as one dispatch with an f16 out (c->act_f16; sg_matmul says when), else matmul_t, then
  * add. TEZGAH_WEBGPU_MM_RES=0 (A/B): always the two ops. */
+/* Can a call of M x K x N with its f16 operand a try kernel n's epilogues (f16 activations, every
+ * tensor within one binding as fp32, a on a 4-byte boundary)? sg_matmul decides the rest. */
+static int epi_fits(wg_ctx *c, tz_slice a, int M, int K, int N) {
+  size_t cap = wg_cap_elems(c);
+  return c->act_f16 && M > 0 && N > 0 && (size_t)M * K <= cap && (size_t)M * N <= cap && (size_t)N * K <= cap &&
+         !(a.off % 4);
+}
+/* TEZGAH_WEBGPU_SGMAT_NATIVE16=1 (tests): a call of op that does not run on kernel n's epilogue
+ * (while `sw` is on) fails, as mm_one's calls off the native f16 path do */
+static void epi_native_check(wg_ctx *c, const char *op, const char *sw) {
+  if (c->act_f16 && c->sgmat && env_int("TEZGAH_WEBGPU_SGMAT_NATIVE16", 0) == 1 && env_int(sw, 1))
+    wg_fail(c, "%s: %s (TEZGAH_WEBGPU_SGMAT_NATIVE16=1)", op, "not on kernel n's epilogue", 0, 0);
+}
 void wg_matmul_t_res(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, tz_slice res, int M, int K,
                      int N) {
   wg_ctx *c = CTX(be);
-  size_t cap = wg_cap_elems(c);
-  if (c->act_f16 && M > 0 && N > 0 && env_int("TEZGAH_WEBGPU_MM_RES", 1) && (size_t)M * K <= cap &&
-      (size_t)M * N <= cap && (size_t)N * K <= cap && !(a.off % 4) &&
-      sg_matmul(be, 0, out, a, b, bias, M, K, N, 0, c->act16, 0, 1, res) == 2)
+  if (epi_fits(c, a, M, K, N) && env_int("TEZGAH_WEBGPU_MM_RES", 1) &&
+      sg_matmul(be, 0, out, a, b, bias, M, K, N, 0, c->act16, 0, 1, res, TZ_SGMAT_EPI_RES) == 2)
     return;
-  /* (TEZGAH_WEBGPU_SGMAT_NATIVE16=1, tests: a call that does not run on the RES epilogue fails,
-   * as mm_one's calls off the native f16 path do) */
-  if (c->act_f16 && c->sgmat && env_int("TEZGAH_WEBGPU_SGMAT_NATIVE16", 0) == 1 && env_int("TEZGAH_WEBGPU_MM_RES", 1))
-    wg_fail(c, "%s: %s (TEZGAH_WEBGPU_SGMAT_NATIVE16=1)", "matmul_t_res", "not on kernel n's RES epilogue", 0, 0);
+  epi_native_check(c, "matmul_t_res", "TEZGAH_WEBGPU_MM_RES");
   wg_matmul_t(be, out, a, b, bias, M, K, N, 0);
   wg_add(be, out, out, res, (size_t)M * N);
+}
+/* h = x·Wᵀ + bias, out = gelu(h) (backend.h's matmul_t_gelu): kernel n's GELU epilogue where the
+ * call runs on it as one dispatch (c->act_f16, sg_matmul), else matmul_t, then gelu_fwd.
+ * TEZGAH_WEBGPU_GELU_EPI=0 (read at backend creation): the op is not offered (the model runs
+ * the two). */
+void wg_matmul_t_gelu(tz_backend *be, tz_slice out, tz_slice h, tz_slice x, tz_slice w, tz_slice bias, int M, int K,
+                      int N) {
+  wg_ctx *c = CTX(be);
+  if (epi_fits(c, x, M, K, N) &&
+      sg_matmul(be, 0, h, x, w, bias, M, K, N, 0, c->act16, 0, 1, out, TZ_SGMAT_EPI_GELU) == 2)
+    return;
+  epi_native_check(c, "matmul_t_gelu", "TEZGAH_WEBGPU_GELU_EPI");
+  wg_matmul_t(be, h, x, w, bias, M, K, N, 0);
+  wg_gelu_fwd(be, out, h, (size_t)M * N);
+}
+/* dh = gelu'(h) ⊙ (dout·W), db += Σ_m dh where db is present (backend.h's matmul_dgelu): kernel
+ * n's DGELU epilogue where the call runs on it as one dispatch, else matmul into dh, then
+ * gelu_bwd in place; then bias_bwd over dh. dout, h, dh: f16 activations (c->act_f16). */
+void wg_matmul_dgelu(tz_backend *be, tz_slice dh, tz_slice db, tz_slice dout, tz_slice w, tz_slice h, int M, int K,
+                     int N) {
+  wg_ctx *c = CTX(be);
+  if (!(epi_fits(c, dout, M, K, N) &&
+        sg_matmul(be, 1, dh, dout, w, TZ_NONE, M, K, N, 0, c->act_f16, 0, 1, h, TZ_SGMAT_EPI_DGELU) == 2)) {
+    epi_native_check(c, "matmul_dgelu", "TEZGAH_WEBGPU_GELU_EPI");
+    wg_matmul(be, dh, dout, w, M, K, N, 0);
+    wg_gelu_bwd(be, dh, h, dh, (size_t)M * N);
+  }
+  if (tz_present(db)) wg_bias_bwd(be, db, dh, M, N);
 }
 /* with f16 activations (c->act_f16) out (dX) and a (dY) are f16 */
 void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {

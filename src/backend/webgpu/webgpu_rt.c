@@ -436,6 +436,13 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   be->layernorm_bwd = wg_layernorm_bwd;
   be->matmul_t = wg_matmul_t;
   be->matmul_t_res = wg_matmul_t_res;
+  /* GeLU in kernel n's epilogues (GPT-2's fc forward, fcproj input gradient) with f16
+   * activations on the subgroup-matrix matmul; TEZGAH_WEBGPU_GELU_EPI=0 (A/B): not offered, the
+   * model runs matmul_t + gelu_fwd and matmul + gelu_bwd + bias_bwd */
+  if (c->act_f16 && c->sgmat && env_int("TEZGAH_WEBGPU_GELU_EPI", 1)) {
+    be->matmul_t_gelu = wg_matmul_t_gelu;
+    be->matmul_dgelu = wg_matmul_dgelu;
+  }
   be->matmul = wg_matmul;
   be->matmul_at = wg_matmul_at;
   be->bias_bwd = wg_bias_bwd;

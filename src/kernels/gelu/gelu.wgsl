@@ -1,5 +1,5 @@
-// GeLU (tanh form) forward and ffn_gelu_backward; x is clamped to [-100, 100] inside the
-// tanh argument so x³ cannot overflow (exact: tanh is ±1 there anyway).
+// GeLU (tanh form) forward and ffn_gelu_backward; the GeLU and its derivative are
+// common/gelu_math.wgsl's gelu_f / gelu_g.
 // The forward's output is a matmul input (backend.h "mmin"): with f16 activations the host's
 // prefix (wg_out16_prefix) sets OUT16 and st16 writes it as f16 to binding 9 (element 2·u5 + i;
 // arg 0 is then a placeholder), else OUT16 is false and it goes to arg 0 as fp32. The backward
@@ -9,28 +9,7 @@
 
 // args 0 out / dinp, 1 inp, 2 dout; u0 n
 
-const GELU_K: f32 = 0.7978845608028654;
-
-// tanh via exp of a non-positive argument (stable; WGSL's tanh may overflow for large |u|).
-fn tanh_stable(u: f32) -> f32 {
-  let e = exp(-2.0 * abs(u));
-  let t = (1.0 - e) / (1.0 + e);
-  return select(-t, t, u >= 0.0);
-}
-
-// gelu(x) and its derivative gelu'(x)
-fn gelu_f(x: f32) -> f32 {
-  let xc = clamp(x, -100.0, 100.0);
-  let u = GELU_K * (xc + 0.044715 * xc * xc * xc);
-  return 0.5 * x * (1.0 + tanh_stable(u));
-}
-fn gelu_g(x: f32) -> f32 {
-  let xc = clamp(x, -100.0, 100.0);
-  let u = GELU_K * (xc + 0.044715 * xc * xc * xc);
-  let th = tanh_stable(u);
-  let sech2 = 1.0 - th * th;
-  return 0.5 * (1.0 + th) + 0.5 * xc * sech2 * GELU_K * (1.0 + 3.0 * 0.044715 * xc * xc);
-}
+// gelu_f, gelu_g: common/gelu_math.wgsl (appended by the host)
 
 @compute @workgroup_size(256)
 fn gelu_fwd(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

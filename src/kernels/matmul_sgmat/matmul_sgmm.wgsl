@@ -60,12 +60,22 @@
 //    offset p.off_hi.x in 4-byte units, a multiple of 4: the host binds it 16-byte aligned): its 8
 //    halves added in f32 to each chunk before the one rounding to f16. Why: the separate add read
 //    c and res again and wrote c (3 passes over [M, N] f16, 24 dispatches a GPT-2 124M step).
+//    The tile's residual chunks are loaded before the epilogue's first barrier (EPIN: res_pre),
+//    one memory latency a tile: loaded per block they cost ~0.38 ms a GPT-2 step on the H200.
+//  - GELU (O16, no A16W; matmul_t_gelu): c = h = a·bᵀ + bias as usual, and gelu(h) of the same f32
+//    values (common/gelu_math.wgsl's gelu_f, before h's rounding) into the f16 tensor ga at
+//    binding 5 (layout as RES's res). Why: gelu_fwd read h back and wrote gelu(h) (GPT-2's fc).
+//  - DGELU (O16, no A16W; matmul_dgelu, form dY·W): c = dh = gelu'(h) ⊙ (a·b) with h the f16
+//    pre-activation at binding 5 (read as RES's res, loaded ahead: EPIN; gelu_g), the product
+//    not rounded before the multiply. Why: the product da was written, and gelu_bwd read da and h
+//    and wrote dh (GPT-2's fcproj input gradient).
 //  - EMU: the subgroup-matrix builtins replaced by per-invocation emulations (every invocation
 //    holds whole 16×16 matrices in f32), so that the kernel's indexing is testable on adapters
 //    without subgroup matrices (lavapipe); the host rewrites the builtin calls to emu_* ones.
 // Host constants (prepended): BM, BN, BK, SG_M, SG_N, TM, TN, SGSIZE, NBUF; preprocessor
 // values (the host's `//defs` line): TM, TN, A_PER, B_PER, A_MK, B_NK, ACC, HAS_BIAS, TV8,
-// TRB, NBUF2, PF, SPLIT, SWZ, PERS, A32, A16W, O16, WST (HAS_BIAS or O16: wst declared), EMU, RES.
+// TRB, NBUF2, PF, SPLIT, SWZ, PERS, A32, A16W, O16, WST (HAS_BIAS or O16: wst declared), EMU, RES,
+// GELU, DGELU, EPIN (RES or DGELU: binding 5 read ahead).
 // Requirements (the host's): M % BM, N % BN, K % BK (and KS % BK) == 0; the tile loads divide
 // evenly over the threads (A_PER, B_PER whole); workgroup memory within the device's limit.
 enable f16;
@@ -293,8 +303,9 @@ fn st_b(i: u32, buf: u32, v: vec4<u32>) {
 // f16s: f32 -> f16 with ±inf beyond ±65504 and NaN kept (common/f16s.wgsl, which the backend
 // appends to the module)
 fn pk16(v: vec2<f32>) -> u32 { return bitcast<u32>(vec2<f16>(f16s(v.x), f16s(v.y))); }
-//#if RES
-// RES: chunk q (row q / 2, columns (q % 2)*8 ..) of the residual's 16x16 block at element e0
+//#if EPIN
+// RES / DGELU: chunk q (row q / 2, columns (q % 2)*8 ..) of the residual's (h's) 16x16 block at
+// element e0
 fn res_ld(e0: u32, q: u32) -> vec4<u32> {
   return res[p.off_hi.x / 4u + (e0 + (q / 2u) * p.N + (q % 2u) * 8u) / 8u];
 }
@@ -311,8 +322,18 @@ fn res_pre(e0: u32, lane: u32) -> vec4<u32> {
 // The 16x16 block of subgroup sg staged in wst (row-major) to c at element e0 (its top left,
 // counted from the tensor's start; row stride p.N), added to c's old values with ACC: 32 chunks
 // of 8 halves (row q / 2, columns (q % 2)*8 ..), lanes lane, lane + SGSIZE, ... of the subgroup.
-// r0 (RES): the residual's chunk q = lane, loaded ahead (res_pre); further chunks (SGSIZE 16)
-// are loaded here.
+// r0 (RES, DGELU): the residual's (h's) chunk q = lane, loaded ahead (res_pre); further chunks
+// (SGSIZE 16) are loaded here.
+//#if DGELU
+fn dg4(v: vec4<f32>, h: vec2<u32>) -> vec4<f32> { // v ⊙ gelu'(four halves of h)
+  let a = unpack2x16float(h.x);
+  let b = unpack2x16float(h.y);
+  return v * vec4<f32>(gelu_g(a.x), gelu_g(a.y), gelu_g(b.x), gelu_g(b.y));
+}
+//#endif
+//#if GELU
+fn ge2(v: vec2<f32>) -> u32 { return pk16(vec2<f32>(gelu_f(v.x), gelu_f(v.y))); }
+//#endif
 fn st_out16(sg: u32, e0: u32, lane: u32, r0: vec4<u32>) {
   for (var q = lane; q < 32u; q += SGSIZE) {
     let s = sg * 256u + (q / 2u) * 16u + (q % 2u) * 8u;
@@ -324,15 +345,24 @@ fn st_out16(sg: u32, e0: u32, lane: u32, r0: vec4<u32>) {
       lo += vec4<f32>(unpack2x16float(o.x), unpack2x16float(o.y));
       hi += vec4<f32>(unpack2x16float(o.z), unpack2x16float(o.w));
     }
-//#if RES
+//#if EPIN
     var rv = r0;
     if (q != lane) {
       rv = res_ld(e0, q);
     }
+//#endif
+//#if RES
     lo += vec4<f32>(unpack2x16float(rv.x), unpack2x16float(rv.y));
     hi += vec4<f32>(unpack2x16float(rv.z), unpack2x16float(rv.w));
 //#endif
+//#if DGELU
+    lo = dg4(lo, rv.xy);
+    hi = dg4(hi, rv.zw);
+//#endif
     c[gi] = vec4<u32>(pk16(lo.xy), pk16(lo.zw), pk16(hi.xy), pk16(hi.zw));
+//#if GELU
+    ga[p.off_hi.x / 4u + (e0 + (q / 2u) * p.N + (q % 2u) * 8u) / 8u] = vec4<u32>(ge2(lo.xy), ge2(lo.zw), ge2(hi.xy), ge2(hi.zw));
+//#endif
   }
 }
 //#endif
@@ -362,8 +392,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#if A16W
   _ = &a16w;
 //#endif
-//#if RES
+//#if EPIN
   _ = &res;
+//#endif
+//#if GELU
+  _ = &ga;
 //#endif
 //#if PERS
   var zero: Res; // never written: the accumulators' start on every tile
@@ -560,7 +593,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   // (wst is free here: the bias left it before the k loop's barriers)
 //#for i in TM
 //#for j in TN
-//#if RES
+//#if EPIN
   let rq{i}_{j} = res_pre((m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, lid % SGSIZE);
 //#else
   let rq{i}_{j} = vec4<u32>();
