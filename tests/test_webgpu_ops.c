@@ -2438,6 +2438,15 @@ static void test_act_f16_matmul(void **state) {
   g_afm_res2 = 1;
   /* the GeLU epilogues (GELU, DGELU; offered with f16 activations on the subgroup-matrix
    * matmul), on kernel n and, for a shape off its tiles, through the separate ops */
+  assert_null(g->matmul_t_gelu); /* the default offers the backward's only */
+  assert_non_null(g->matmul_dgelu);
+  g->destroy(g);
+  setenv("TEZGAH_WEBGPU_SGMAT_EMU", "1", 1);
+  setenv("TEZGAH_WEBGPU_GELU_EPI", "both", 1);
+  g = act_f16_backend();
+  unsetenv("TEZGAH_WEBGPU_SGMAT_EMU");
+  unsetenv("TEZGAH_WEBGPU_GELU_EPI");
+  assert_non_null(g);
   assert_non_null(g->matmul_t_gelu);
   assert_non_null(g->matmul_dgelu);
   for (int fwd = 0; fwd < 2; fwd++) {

@@ -326,6 +326,10 @@ static void test_precision(void **state) {
   assert_null(tz_backend_create("webgpu", 0, "fp32"));
   assert_non_null(strstr(tz_errmsg(), "webgpu: TEZGAH_WEBGPU_ACT=f16 needs the f16 precision"));
   unsetenv("TEZGAH_WEBGPU_ACT");
+  setenv("TEZGAH_WEBGPU_GELU_EPI", "yes", 1); /* the GeLU epilogues' switch, a bad value: one line */
+  assert_null(tz_backend_create("webgpu", 0, "f16"));
+  assert_string_equal(tz_errmsg(), "webgpu: TEZGAH_WEBGPU_GELU_EPI=yes: must be auto, off, bwd, fwd or both");
+  unsetenv("TEZGAH_WEBGPU_GELU_EPI");
 }
 
 int main(void) {

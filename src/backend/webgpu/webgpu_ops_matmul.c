@@ -785,8 +785,7 @@ void wg_matmul_t_res(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_sl
 }
 /* h = x·Wᵀ + bias, out = gelu(h) (backend.h's matmul_t_gelu): kernel n's GELU epilogue where the
  * call runs on it as one dispatch (c->act_f16, sg_matmul), else matmul_t, then gelu_fwd.
- * TEZGAH_WEBGPU_GELU_EPI=0 (read at backend creation): the op is not offered (the model runs
- * the two). */
+ * Offered by TEZGAH_WEBGPU_GELU_EPI=fwd|both only (webgpu_rt.c says why). */
 void wg_matmul_t_gelu(tz_backend *be, tz_slice out, tz_slice h, tz_slice x, tz_slice w, tz_slice bias, int M, int K,
                       int N) {
   wg_ctx *c = CTX(be);

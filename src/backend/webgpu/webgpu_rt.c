@@ -436,12 +436,26 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   be->layernorm_bwd = wg_layernorm_bwd;
   be->matmul_t = wg_matmul_t;
   be->matmul_t_res = wg_matmul_t_res;
-  /* GeLU in kernel n's epilogues (GPT-2's fc forward, fcproj input gradient) with f16
-   * activations on the subgroup-matrix matmul; TEZGAH_WEBGPU_GELU_EPI=0 (A/B): not offered, the
-   * model runs matmul_t + gelu_fwd and matmul + gelu_bwd + bias_bwd */
-  if (c->act_f16 && c->sgmat && env_int("TEZGAH_WEBGPU_GELU_EPI", 1)) {
-    be->matmul_t_gelu = wg_matmul_t_gelu;
-    be->matmul_dgelu = wg_matmul_dgelu;
+  /* GeLU in kernel n's epilogues with f16 activations on the subgroup-matrix matmul:
+   * TEZGAH_WEBGPU_GELU_EPI=auto (the default) = bwd: matmul_dgelu (GPT-2's fcproj input gradient
+   * times gelu'(h): dh without da and gelu_bwd); fwd: matmul_t_gelu (the fc forward writing h and
+   * gelu(h)); both; off. Where an op is not offered the model runs the separate ops. H200
+   * (2026-12-04, GPT-2 124M f16 B16 T1024): the backward's saves 0.49 ms a step, the forward's
+   * costs 0.28 (its second f16 output doubles the epilogue's stores; gelu_fwd only read h). */
+  {
+    const char *ge = getenv("TEZGAH_WEBGPU_GELU_EPI");
+    int fw = 0, bw = 1;
+    if (ge && *ge && strcmp(ge, "auto")) {
+      fw = !strcmp(ge, "fwd") || !strcmp(ge, "both");
+      bw = !strcmp(ge, "bwd") || !strcmp(ge, "both");
+      if (!fw && !bw && strcmp(ge, "off") && strcmp(ge, "0")) {
+        tz_err("webgpu: TEZGAH_WEBGPU_GELU_EPI=%.40s: must be auto, off, bwd, fwd or both", ge);
+        wg_destroy(be);
+        return NULL;
+      }
+    }
+    if (c->act_f16 && c->sgmat && fw) be->matmul_t_gelu = wg_matmul_t_gelu;
+    if (c->act_f16 && c->sgmat && bw) be->matmul_dgelu = wg_matmul_dgelu;
   }
   be->matmul = wg_matmul;
   be->matmul_at = wg_matmul_at;
