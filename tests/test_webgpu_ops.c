@@ -2345,6 +2345,57 @@ static void gelu_epi_case(tz_backend *g, int fwd, int M, int K, int N, int bias,
   ot_release(&og), ot_release(&oc);
 }
 
+/* matmul_dswiglu (backend.h) on g (f16 activations) against the CPU's matmul then swiglu_bwd on
+ * the same f16-rounded values: dgu f16 [M, 2N] = swiglu_bwd(da = dout f16 [M,K] · W fp32 [K,N],
+ * gu f16 [M, 2N]). Per element, with c the derivative of the output in da (dgate: u·σ(g)(1 +
+ * g(1 − σ(g))), dup: silu(g)): |c|·(tol·Σ|terms| + atol + 2^-11·|da| where `two`: the fallback
+ * rounds da to f16 first) + the output's rounding 2^-11·|ref| + 2e-6·|da|·(|u| + |g| + 1) (the
+ * fp32 evaluation of σ on each side) + 2^-14 (an f16 result below f16's normal range may be
+ * flushed: lavapipe). */
+static void dswiglu_case(tz_backend *g, int M, int K, int N, size_t off, double tol, double atol, int two) {
+  ot_ctx og, oc;
+  ot_init(&og, g, (uint64_t)M * 7919 + K * 31 + N + off + 77);
+  ot_init(&oc, cpu, 1);
+  size_t na = (size_t)M * K, nb = (size_t)K * N, ng = (size_t)M * 2 * N, nd = (size_t)M * N;
+  float *a = ot_randn(&og, na, 1), *b = ot_randn(&og, nb, 1), *gu = ot_randn(&og, ng, 2);
+  round16(a, na);
+  round16(gu, ng);
+  tz_slice ga = up16(&og, a, na, off), ca = up32(&oc, a, na);
+  tz_slice gb = ot_buf(&og, NULL, nb * 4 + 64);
+  gb.off = 64, g->upload(g, gb, b, nb * 4);
+  tz_slice cb = up32(&oc, b, nb);
+  size_t oo = off & ~(size_t)15;
+  tz_slice ggu = up16(&og, gu, ng, oo), cgu = up32(&oc, gu, ng);
+  tz_slice go = up16(&og, gu, ng, oo), co = ot_buf(&oc, NULL, ng * 4), cda = ot_buf(&oc, NULL, nd * 4);
+  g->matmul_dswiglu(g, go, ga, gb, ggu, M, K, N);
+  cpu->matmul(cpu, cda, ca, cb, M, K, N, 0);
+  cpu->swiglu_bwd(cpu, co, cda, cgu, M, N);
+  float *got = down16(&og, go, ng), *ref = ot_get(&oc, co, ng), *da = ot_get(&oc, cda, nd);
+  char what[160];
+  snprintf(what, sizeof what, "act_f16 matmul_dswiglu M %d K %d N %d off %zu%s", M, K, N, off, two ? " (two ops)" : "");
+  size_t bad = 0;
+  double worst = 0;
+  for (size_t i = 0; i < ng; i++) {
+    int m = (int)(i / (2 * N)), col = (int)(i % (2 * N)), n = col % N, up = col >= N;
+    double mag = 0;
+    for (int k = 0; k < K; k++) mag += fabs((double)a[(size_t)m * K + k] * b[(size_t)k * N + n]);
+    double gt = gu[(size_t)m * 2 * N + n], u = gu[(size_t)m * 2 * N + N + n], sg = 1 / (1 + exp(-gt));
+    double cf = up ? gt * sg : u * sg * (1 + gt * (1 - sg)), d = da[(size_t)m * N + n];
+    double bound = fabs(cf) * (tol * mag + atol + (two ? ldexp(fabs(d), -11) : 0)) + ldexp(fabs(ref[i]), -11) +
+                   2e-6 * fabs(d) * (fabs(u) + fabs(gt) + 1) + ldexp(1, -14);
+    double err = fabs((double)got[i] - ref[i]);
+    if (err / bound > worst) worst = err / bound;
+    if (!(err <= bound)) {
+      if (bad < 5) print_error("%s [%zu]: gpu %.9g cpu %.9g (bound %.3g)\n", what, i, got[i], ref[i], bound);
+      bad++;
+    }
+  }
+  printf("  %-70s worst err/bound %.3f%s\n", what, worst, bad ? " FAILED" : "");
+  if (bad) fail();
+  free(got), free(ref), free(da), free(a), free(b), free(gu);
+  ot_release(&og), ot_release(&oc);
+}
+
 /* The matmul family with f16 activations (TEZGAH_WEBGPU_ACT=f16, be->act = TZ_F16; SKIPPED
  * without ShaderF16) against the CPU (afm_case), every kind with and without accumulation:
  * - the vector kernels (matmul_fast: f16 output stored in place, f16 dY / X / gu fetched as
@@ -2453,6 +2504,10 @@ static void test_act_f16_matmul(void **state) {
     gelu_epi_case(g, fwd, 2 * u, 3 * u, 2 * u, 1, 64, 1e-3, 1e-5, 0);
     gelu_epi_case(g, fwd, u, 1088, 2 * u, !fwd, 0, 1e-3, 1e-5, 0);
   }
+  /* SwiGLU's backward in the epilogue (DSWIGLU) */
+  assert_non_null(g->matmul_dswiglu);
+  dswiglu_case(g, 2 * u, 3 * u, 2 * u, 64, 1e-3, 1e-5, 0);
+  dswiglu_case(g, u, 1088, 2 * u, 0, 1e-3, 1e-5, 0);
   /* the f16 output through fp32 scratch and copy_rows: kernel n with TEZGAH_WEBGPU_SGMAT_O16=0,
    * and kernel o (no emulated form: not on lavapipe) */
   setenv("TEZGAH_WEBGPU_SGMAT_NATIVE16", "2", 1);
@@ -2467,6 +2522,7 @@ static void test_act_f16_matmul(void **state) {
   unsetenv("TEZGAH_WEBGPU_SGMAT_NATIVE16");
   afm_case(g, 3, 2 * u, 3 * u, 2 * u, 1, 0, 64, 1e-3, 1e-5); /* (not a subgroup-matrix form: the vector kernel) */
   for (int fwd = 0; fwd < 2; fwd++) gelu_epi_case(g, fwd, 33, 37, 29, 1, 2, 1e-3, 1e-5, 1); /* the two ops */
+  dswiglu_case(g, 33, 37, 29, 2, 1e-3, 1e-5, 1);
   g->destroy(g);
   if (!emu) return; /* (the shapes below are the emulation's 32 x 32 tiles) */
   /* f16 tensors counted by their bytes against the binding (mm's pieces where the call runs on

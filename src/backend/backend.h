@@ -261,6 +261,12 @@ struct tz_backend {
    * output, MLP output): the separate add's read of out and its dispatch go. */
   void (*matmul_t_res)(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, tz_slice res, int M,
                        int K, int N);
+  /* Optional (NULL: not offered -- CPU, CUDA; the model then runs matmul and swiglu_bwd):
+   *   dgu[M, 2N] = swiglu_bwd(da = dout[M,K] · W[K,N], gu[M, 2N])
+   * (swiglu_bwd's math, gu = gate | up as swiglu_fwd reads it), da not materialised nor rounded
+   * to act. dout, gu: act; W: W; dgu: act (written). A llama block's down-projection input
+   * gradient and SwiGLU's backward in one matmul (its epilogue). */
+  void (*matmul_dswiglu)(tz_backend *be, tz_slice dgu, tz_slice dout, tz_slice w, tz_slice gu, int M, int K, int N);
   void (*matmul_dgelu)(tz_backend *be, tz_slice dh, tz_slice db, tz_slice dout, tz_slice w, tz_slice h, int M,
                        int K, int N);
 

@@ -602,14 +602,19 @@ static void backward(tz_model *m) {
       norm_fwd(m, x->n1, x->n1_mean, x->n1_rstd, a->res[l], o->norm1_w, o->norm1_b, N);
     }
     /* MLP: res[l+1] = mid + a·Wfcprojᵀ + b. dh = gelu'(h) ⊙ (dres·Wfcproj) (and fc's bias
-     * gradient) in one matmul where the backend offers it, else through da */
-    const int dgelu = gpt2 && be->matmul_dgelu;
+     * gradient), or llama's dgu = swiglu_bwd(dres·Wdown, gu), in one matmul where the backend
+     * offers it, else through da */
+    const int dgelu = gpt2 && be->matmul_dgelu, dswiglu = !gpt2 && be->matmul_dswiglu;
     if (dgelu) be->matmul_dgelu(be, a->dh, G(m, o->fc_b), a->dres, P(m, o->fcproj_w), x->h, N, d.C, d.F);
+    else if (dswiglu) be->matmul_dswiglu(be, a->dh, a->dres, P(m, o->fcproj_w), x->h, N, d.C, d.F);
     else be->matmul(be, a->da, a->dres, P(m, o->fcproj_w), N, d.C, d.F, 0);
     be->matmul_at(be, G(m, o->fcproj_w), a->dres, x->a, d.C, N, d.F, 1);
     if (gpt2) be->bias_bwd(be, G(m, o->fcproj_b), a->dres, N, d.C);
-    if (!gpt2) be->swiglu_bwd(be, a->dh, a->da, x->h, N, d.F);
-    else if (!dgelu) be->gelu_bwd(be, a->dh, x->h, a->da, (size_t)N * d.F);
+    if (!gpt2) {
+      if (!dswiglu) be->swiglu_bwd(be, a->dh, a->da, x->h, N, d.F);
+    } else if (!dgelu) {
+      be->gelu_bwd(be, a->dh, x->h, a->da, (size_t)N * d.F);
+    }
     be->matmul(be, a->dtmp, a->dh, P(m, o->fc_w), N, d.F2, d.C, 0);
     be->matmul_at(be, G(m, o->fc_w), a->dh, x->n2, d.F2, N, d.C, 1);
     if (gpt2 && !dgelu) be->bias_bwd(be, G(m, o->fc_b), a->dh, N, d.F2);

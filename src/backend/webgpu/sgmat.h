@@ -22,7 +22,7 @@
  *   TZ_SGMAT_DYTX: C += Aᵀ·B, A [K, M], B [K, N]    (weight gradient dW += dYᵀ·X) */
 typedef enum { TZ_SGMAT_XWT = 0, TZ_SGMAT_DYW = 1, TZ_SGMAT_DYTX = 2 } tz_sgmat_form;
 /* kernel n's f16-output epilogues (tz_sgmat_tile.epi) */
-enum { TZ_SGMAT_EPI_NONE = 0, TZ_SGMAT_EPI_RES = 1, TZ_SGMAT_EPI_GELU = 2, TZ_SGMAT_EPI_DGELU = 3 };
+enum { TZ_SGMAT_EPI_NONE = 0, TZ_SGMAT_EPI_RES = 1, TZ_SGMAT_EPI_GELU = 2, TZ_SGMAT_EPI_DGELU = 3, TZ_SGMAT_EPI_DSWIGLU = 4 };
 
 /* Workgroup tile BM × BN × BK with SG_M × SG_N subgroups of TM × TN 16×16 result matrices:
  * BM = SG_M·TM·16, BN = SG_N·TN·16, BK % 16 == 0.
@@ -42,7 +42,9 @@ typedef struct {
   uint32_t epi;  /* with o16, no a16w, no ACC: an epilogue with a second f16 [M, N] tensor at binding
                   * 5 (the backend's): TZ_SGMAT_EPI_RES adds a residual (RES, matmul_t_res),
                   * _GELU also writes gelu of the result there (GELU, matmul_t_gelu), _DGELU
-                  * multiplies the result by gelu'(h) of the h there (DGELU, matmul_dgelu) */
+                  * multiplies the result by gelu'(h) of the h there (DGELU, matmul_dgelu),
+                  * _DSWIGLU writes SwiGLU's backward of the result and the gate|up [M, 2N]
+                  * there into the [M, 2N] output (DSWIGLU, matmul_dswiglu) */
 } tz_sgmat_tile;
 
 /* The tiles bench_webgpu_sgmat's sweep measures and test_webgpu_ops' test_matmul_sgmat checks

@@ -313,8 +313,9 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
    * written (not accumulated) and ex 16-byte aligned in a buffer of its own; else 0 (the caller
    * runs the separate op after) */
   int hr = epi != TZ_SGMAT_EPI_NONE;
-  if (hr && (variant != (epi == TZ_SGMAT_EPI_DGELU ? 1 : 0) || acc || !o16 || ex.off % 16 || ex.buf == out.buf ||
-             !tz_present(ex)))
+  int dsw = epi == TZ_SGMAT_EPI_DSWIGLU; /* out and ex [M, 2N] */
+  if (hr && (variant != (epi >= TZ_SGMAT_EPI_DGELU ? 1 : 0) || acc || !o16 || ex.off % 16 || ex.buf == out.buf ||
+             !tz_present(ex) || (dsw && N % 8)))
     return 0;
   if (tz_present(bias) && (acc || variant != 0)) return 0;
   if (a_.off % 8 || b_.off % 8 || out.off % 64 || (tz_present(bias) && bias.buf == out.buf)) return 0;
@@ -367,7 +368,7 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   tz_slice bias4 = hb || !(t.a16w || hr) ? bias : (tz_slice){c->dummy[3], 0};
   /* the native f16 output: 4-byte-unit offset (p.off.x, 16-byte aligned here) and n % 8 == 0 */
   wg_arg ar[] = {S > 1 || o32 ? A(part, F4(S * m * n), o32 ? "out (fp32 scratch)" : "split-K partials")
-                 : o16        ? A(out, m * n * 2, "out (f16)")
+                 : o16        ? A(out, m * n * (dsw ? 4 : 2), "out (f16)")
                               : A(out, F4(m * n), "out"),
                  a32 ? A(ah, F4(m * k), "a (f32)") : A(ah, m * k * 2, "a (f16)"), A(bh, k * n * 2, "b (f16)"),
                  /* the kernel's bindings are fixed (1 c, 2 a, 3 b, 4 bias, 5 a16w) while wg_run
@@ -376,7 +377,11 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
                   * binding: dW and the bias gradient read a stale scratch, H200 2026-12-03), so
                   * a placeholder buffer holds binding 4 (and for RES's residual at binding 5) */
                  A(bias4, hb || !(t.a16w || hr) ? F4(n) : 16, "bias"),
-                 hr ? A(ex, m * n * 2, epi == TZ_SGMAT_EPI_RES ? "res (f16)" : epi == TZ_SGMAT_EPI_GELU ? "gelu(h) (f16)" : "h (f16)")
+                 hr ? A(ex, m * n * (dsw ? 4 : 2),
+                        epi == TZ_SGMAT_EPI_RES    ? "res (f16)"
+                        : epi == TZ_SGMAT_EPI_GELU ? "gelu(h) (f16)"
+                        : dsw                      ? "gu (f16)"
+                                                   : "h (f16)")
                     : A(h16, m * k * 2, "a (f16 copy out)")};
   { /* every present argument must get its own binding, in order (no merge, no gap before the
      * last): else the other kernels (the conversions made are harmless) */
@@ -809,6 +814,19 @@ void wg_matmul_dgelu(tz_backend *be, tz_slice dh, tz_slice db, tz_slice dout, tz
     wg_gelu_bwd(be, dh, h, dh, (size_t)M * N);
   }
   if (tz_present(db)) wg_bias_bwd(be, db, dh, M, N);
+}
+/* dgu [M, 2N] = SwiGLU's backward of da = dout·W with gu [M, 2N] (backend.h's matmul_dswiglu):
+ * kernel n's DSWIGLU epilogue where the call runs on it as one dispatch, else matmul into a
+ * scratch da (wg_act32x's buffer 2), then swiglu_bwd. dout, gu, dgu: f16 activations. */
+void wg_matmul_dswiglu(tz_backend *be, tz_slice dgu, tz_slice dout, tz_slice w, tz_slice gu, int M, int K, int N) {
+  wg_ctx *c = CTX(be);
+  if (epi_fits(c, dout, M, K, 2 * N) &&
+      sg_matmul(be, 1, dgu, dout, w, TZ_NONE, M, K, N, 0, c->act_f16, 0, 1, gu, TZ_SGMAT_EPI_DSWIGLU) == 2)
+    return;
+  epi_native_check(c, "matmul_dswiglu", "TEZGAH_WEBGPU_SWIGLU_EPI");
+  tz_slice da = wg_act32x(be, 2, (size_t)M * N * 2 + 16);
+  wg_matmul(be, da, dout, w, M, K, N, 0);
+  wg_swiglu_bwd(be, dgu, da, gu, M, N);
 }
 /* with f16 activations (c->act_f16) out (dX) and a (dY) are f16 */
 void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {

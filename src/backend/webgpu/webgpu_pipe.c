@@ -224,16 +224,23 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     f16s = wgsl_src("f16s");
     TZ_ASSERT(f16s);
   }
-  /* the GeLU and its derivative (common/gelu_math.wgsl) where the module's code calls them */
-  const char *gm = "";
+  /* the GeLU and its derivative (common/gelu_math.wgsl), SwiGLU's element math
+   * (common/swiglu_math.wgsl) where the module's code calls them */
+  const char *gm = "", *sm = "";
   if ((strstr(body, "gelu_f(") || strstr(body, "gelu_g(")) && !strstr(body, "fn gelu_f(")) {
     gm = wgsl_src("gelu_math");
     TZ_ASSERT(gm);
   }
+  if ((strstr(body, "sigmoid_stable(") || strstr(body, "nan_to_zero(") || strstr(body, "swiglu_dgu(")) &&
+      !strstr(body, "fn sigmoid_stable(") && !strstr(body, "fn nan_to_zero(")) {
+    sm = wgsl_src("swiglu_math");
+    TZ_ASSERT(sm);
+  }
   size_t n = (size_t)ndir + strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(f16s) + strlen(gm) +
-             strlen(prefix) + strlen(body) + 10;
+             strlen(sm) + strlen(prefix) + strlen(body) + 12;
   char *src = tz_malloc(n);
-  snprintf(src, n, "%.*s%s%s\n%s\n%s\n%s\n%s\n%s\n%s", ndir, dir, en, prefix, pre, red, scan, f16s, gm, body);
+  snprintf(src, n, "%.*s%s%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s", ndir, dir, en, prefix, pre, red, scan, f16s, gm, sm,
+           body);
   /* TEZGAH_WEBGPU_DUMP_WGSL=DIR: every module's source as DIR/<file>_<n>.wgsl (debugging) */
   const char *dd = getenv("TEZGAH_WEBGPU_DUMP_WGSL");
   if (dd && *dd) {

@@ -457,6 +457,10 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
     if (c->act_f16 && c->sgmat && fw) be->matmul_t_gelu = wg_matmul_t_gelu;
     if (c->act_f16 && c->sgmat && bw) be->matmul_dgelu = wg_matmul_dgelu;
   }
+  /* SwiGLU's backward in the down projection's input-gradient epilogue (DSWIGLU), with f16
+   * activations on the subgroup-matrix matmul; TEZGAH_WEBGPU_SWIGLU_EPI=0 (A/B): not offered,
+   * the model runs matmul and swiglu_bwd */
+  if (c->act_f16 && c->sgmat && env_int("TEZGAH_WEBGPU_SWIGLU_EPI", 1)) be->matmul_dswiglu = wg_matmul_dswiglu;
   be->matmul = wg_matmul;
   be->matmul_at = wg_matmul_at;
   be->bias_bwd = wg_bias_bwd;

@@ -102,14 +102,7 @@ fn lin_wg(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
   return wid.y * nwg.x + wid.x;
 }
 
-// Branch on the sign so exp() only sees x <= 0: no overflow for any finite x (seed's trick).
-fn sigmoid_stable(x: f32) -> f32 {
-  if (x >= 0.0) {
-    return 1.0 / (1.0 + exp(-x));
-  }
-  let e = exp(x);
-  return e / (1.0 + e);
-}
+// sigmoid_stable: common/swiglu_math.wgsl (appended by the host where a module calls it)
 
 // wg_sum(v, lid) / wg_max(v, lid): the sum / max of v over the workgroup's WG threads, the
 // same value returned to every thread; called from uniform control flow. The host appends

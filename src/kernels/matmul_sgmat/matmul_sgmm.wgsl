@@ -69,13 +69,18 @@
 //    pre-activation at binding 5 (read as RES's res, loaded ahead: EPIN; gelu_g), the product
 //    not rounded before the multiply. Why: the product da was written, and gelu_bwd read da and h
 //    and wrote dh (GPT-2's fcproj input gradient).
+//  - DSWIGLU (O16, no A16W; matmul_dswiglu, form dY·W): the product da [M, N] is not stored; each
+//    chunk's gate and up halves are read from gu [M, 2N] at binding 5 (read as RES's res, gate
+//    at columns n, up at N + n of a row of 2N) and SwiGLU's backward (common/swiglu_math.wgsl's
+//    swiglu_dgu) written into c = dgu [M, 2N] at the same places. Why: da was written, and
+//    swiglu_bwd read da and gu and wrote dgu (llama's down projection's input gradient).
 //  - EMU: the subgroup-matrix builtins replaced by per-invocation emulations (every invocation
 //    holds whole 16×16 matrices in f32), so that the kernel's indexing is testable on adapters
 //    without subgroup matrices (lavapipe); the host rewrites the builtin calls to emu_* ones.
 // Host constants (prepended): BM, BN, BK, SG_M, SG_N, TM, TN, SGSIZE, NBUF; preprocessor
 // values (the host's `//defs` line): TM, TN, A_PER, B_PER, A_MK, B_NK, ACC, HAS_BIAS, TV8,
 // TRB, NBUF2, PF, SPLIT, SWZ, PERS, A32, A16W, O16, WST (HAS_BIAS or O16: wst declared), EMU, RES,
-// GELU, DGELU, EPIN (RES or DGELU: binding 5 read ahead).
+// GELU, DGELU, DSWIGLU, EPIN (RES or DGELU: binding 5 read ahead).
 // Requirements (the host's): M % BM, N % BN, K % BK (and KS % BK) == 0; the tile loads divide
 // evenly over the threads (A_PER, B_PER whole); workgroup memory within the device's limit.
 enable f16;
@@ -334,6 +339,17 @@ fn dg4(v: vec4<f32>, h: vec2<u32>) -> vec4<f32> { // v ⊙ gelu'(four halves of 
 //#if GELU
 fn ge2(v: vec2<f32>) -> u32 { return pk16(vec2<f32>(gelu_f(v.x), gelu_f(v.y))); }
 //#endif
+//#if DSWIGLU
+// SwiGLU's backward of two columns (d: da; g, u: two halves of gate and up): (dgate, dup) of the
+// first column, then of the second, as (dgate0, dgate1, dup0, dup1)
+fn dsw2(d: vec2<f32>, g: u32, u: u32) -> vec4<f32> {
+  let gg = unpack2x16float(g);
+  let uu = unpack2x16float(u);
+  let a = swiglu_dgu(d.x, gg.x, uu.x);
+  let b = swiglu_dgu(d.y, gg.y, uu.y);
+  return vec4<f32>(a.x, b.x, a.y, b.y);
+}
+//#endif
 fn st_out16(sg: u32, e0: u32, lane: u32, r0: vec4<u32>) {
   for (var q = lane; q < 32u; q += SGSIZE) {
     let s = sg * 256u + (q / 2u) * 16u + (q % 2u) * 8u;
@@ -359,7 +375,23 @@ fn st_out16(sg: u32, e0: u32, lane: u32, r0: vec4<u32>) {
     lo = dg4(lo, rv.xy);
     hi = dg4(hi, rv.zw);
 //#endif
+//#if DSWIGLU
+    // row r_, columns c_ .. c_ + 7 of da; gate, up and their gradients at the same columns of
+    // [M, 2N] rows (up N columns after gate)
+    let r_ = e0 / p.N + q / 2u;
+    let c_ = e0 % p.N + (q % 2u) * 8u;
+    let ge = (r_ * 2u * p.N + c_) / 8u;
+    let gv = res[p.off_hi.x / 4u + ge];
+    let uv = res[p.off_hi.x / 4u + ge + p.N / 8u];
+    let s0 = dsw2(lo.xy, gv.x, uv.x);
+    let s1 = dsw2(lo.zw, gv.y, uv.y);
+    let s2 = dsw2(hi.xy, gv.z, uv.z);
+    let s3 = dsw2(hi.zw, gv.w, uv.w);
+    c[p.off.x / 4u + ge] = vec4<u32>(pk16(s0.xy), pk16(s1.xy), pk16(s2.xy), pk16(s3.xy));
+    c[p.off.x / 4u + ge + p.N / 8u] = vec4<u32>(pk16(s0.zw), pk16(s1.zw), pk16(s2.zw), pk16(s3.zw));
+//#else
     c[gi] = vec4<u32>(pk16(lo.xy), pk16(lo.zw), pk16(hi.xy), pk16(hi.zw));
+//#endif
 //#if GELU
     ga[p.off_hi.x / 4u + (e0 + (q / 2u) * p.N + (q % 2u) * 8u) / 8u] = vec4<u32>(ge2(lo.xy), ge2(lo.zw), ge2(hi.xy), ge2(hi.zw));
 //#endif
@@ -393,6 +425,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   _ = &a16w;
 //#endif
 //#if EPIN
+  _ = &res;
+//#endif
+//#if DSWIGLU
   _ = &res;
 //#endif
 //#if GELU

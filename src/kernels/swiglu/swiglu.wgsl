@@ -9,11 +9,7 @@
 
 // args 0 out / dgu, 1 gu, 2 dout; u0 N, u1 F
 
-fn nan_to_zero(x: f32) -> f32 {
-  // x != x is the NaN test; compilers may fold it under fast-math, so also test the bits.
-  let b = bitcast<u32>(x) & 0x7fffffffu;
-  return select(x, 0.0, b > 0x7f800000u);
-}
+// sigmoid_stable, nan_to_zero, swiglu_dgu: common/swiglu_math.wgsl (appended by the host)
 
 // out[n,f] = silu(g)·u
 @compute @workgroup_size(256)
@@ -47,9 +43,9 @@ fn ffn_swiglu_backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
   let g = ld(1u, row + f);
   let u = ld(1u, row + F + f);
   let d = ld(2u, i);
-  let s = sigmoid_stable(g);
-  let y0 = nan_to_zero(d * u * s * (1.0 + g * (1.0 - s)));
-  let y1 = nan_to_zero(d * g * s);
+  let y = swiglu_dgu(d, g, u);
+  let y0 = y.x;
+  let y1 = y.y;
   st(0u, row + f, y0);
   st(0u, row + F + f, y1);
   if (OUT16) { st16(row + f, y0); st16(row + F + f, y1); } // the backward pipeline's OUT16: an f16 copy
