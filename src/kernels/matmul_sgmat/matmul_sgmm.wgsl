@@ -72,8 +72,10 @@
 //  - DSWIGLU (O16, no A16W; matmul_dswiglu, form dY·W): the product da [M, N] is not stored; each
 //    chunk's gate and up halves are read from gu [M, 2N] at binding 5 (read as RES's res, gate
 //    at columns n, up at N + n of a row of 2N) and SwiGLU's backward (common/swiglu_math.wgsl's
-//    swiglu_dgu) written into c = dgu [M, 2N] at the same places. Why: da was written, and
-//    swiglu_bwd read da and gu and wrote dgu (llama's down projection's input gradient).
+//    swiglu_dgu) written into c = dgu [M, 2N] at the same places; the tile's gate and up chunks
+//    are loaded before the epilogue (dsw_pre, as EPIN's: loaded per block the epilogue cost as
+//    much as swiglu_bwd saved, H200 2026-12-04). Why: da was written, and swiglu_bwd read da
+//    and gu and wrote dgu (llama's down projection's input gradient).
 //  - EMU: the subgroup-matrix builtins replaced by per-invocation emulations (every invocation
 //    holds whole 16×16 matrices in f32), so that the kernel's indexing is testable on adapters
 //    without subgroup matrices (lavapipe); the host rewrites the builtin calls to emu_* ones.
@@ -340,6 +342,20 @@ fn dg4(v: vec4<f32>, h: vec2<u32>) -> vec4<f32> { // v ⊙ gelu'(four halves of 
 fn ge2(v: vec2<f32>) -> u32 { return pk16(vec2<f32>(gelu_f(v.x), gelu_f(v.y))); }
 //#endif
 //#if DSWIGLU
+// chunk q of the gate (which 0) or up (1) halves of gu [M, 2N] for the da block at e0 (element
+// index in [M, N]): row e0 / N + q / 2, columns e0 % N + (q % 2)·8 .. (+ N for up)
+fn dsw_idx(e0: u32, q: u32, which: u32) -> u32 {
+  return ((e0 / p.N + q / 2u) * 2u * p.N + e0 % p.N + (q % 2u) * 8u + which * p.N) / 8u;
+}
+// the chunk q = lane, loaded ahead (all the tile's blocks at once before the epilogue, as
+// res_pre); zero for lanes >= 32
+fn dsw_pre(e0: u32, lane: u32, which: u32) -> vec4<u32> {
+  var v = vec4<u32>();
+  if (lane < 32u) {
+    v = res[p.off_hi.x / 4u + dsw_idx(e0, lane, which)];
+  }
+  return v;
+}
 // SwiGLU's backward of two columns (d: da; g, u: two halves of gate and up): (dgate, dup) of the
 // first column, then of the second, as (dgate0, dgate1, dup0, dup1)
 fn dsw2(d: vec2<f32>, g: u32, u: u32) -> vec4<f32> {
@@ -350,7 +366,8 @@ fn dsw2(d: vec2<f32>, g: u32, u: u32) -> vec4<f32> {
   return vec4<f32>(a.x, b.x, a.y, b.y);
 }
 //#endif
-fn st_out16(sg: u32, e0: u32, lane: u32, r0: vec4<u32>) {
+// r1 (DSWIGLU): with r0 the gate's and up's chunks q = lane, loaded ahead (dsw_pre).
+fn st_out16(sg: u32, e0: u32, lane: u32, r0: vec4<u32>, r1: vec4<u32>) {
   for (var q = lane; q < 32u; q += SGSIZE) {
     let s = sg * 256u + (q / 2u) * 16u + (q % 2u) * 8u;
     var lo = vec4<f32>(wst[s], wst[s + 1u], wst[s + 2u], wst[s + 3u]);
@@ -378,11 +395,13 @@ fn st_out16(sg: u32, e0: u32, lane: u32, r0: vec4<u32>) {
 //#if DSWIGLU
     // row r_, columns c_ .. c_ + 7 of da; gate, up and their gradients at the same columns of
     // [M, 2N] rows (up N columns after gate)
-    let r_ = e0 / p.N + q / 2u;
-    let c_ = e0 % p.N + (q % 2u) * 8u;
-    let ge = (r_ * 2u * p.N + c_) / 8u;
-    let gv = res[p.off_hi.x / 4u + ge];
-    let uv = res[p.off_hi.x / 4u + ge + p.N / 8u];
+    let ge = dsw_idx(e0, q, 0u);
+    var gv = r0;
+    var uv = r1;
+    if (q != lane) {
+      gv = res[p.off_hi.x / 4u + ge];
+      uv = res[p.off_hi.x / 4u + ge + p.N / 8u];
+    }
     let s0 = dsw2(lo.xy, gv.x, uv.x);
     let s1 = dsw2(lo.zw, gv.y, uv.y);
     let s2 = dsw2(hi.xy, gv.z, uv.z);
@@ -630,8 +649,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#for j in TN
 //#if EPIN
   let rq{i}_{j} = res_pre((m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, lid % SGSIZE);
+  let uq{i}_{j} = vec4<u32>();
+//#else
+//#if DSWIGLU
+  let rq{i}_{j} = dsw_pre((m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, lid % SGSIZE, 0u);
+  let uq{i}_{j} = dsw_pre((m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, lid % SGSIZE, 1u);
 //#else
   let rq{i}_{j} = vec4<u32>();
+  let uq{i}_{j} = vec4<u32>();
+//#endif
 //#endif
 //#endfor
 //#endfor
@@ -639,7 +665,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#for j in TN
   subgroupMatrixStore<row_major>(&wst, sg * 256u, acc{i}_{j}, 16u);
   workgroupBarrier();
-  st_out16(sg, (m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, lid % SGSIZE, rq{i}_{j});
+  st_out16(sg, (m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, lid % SGSIZE, rq{i}_{j}, uq{i}_{j});
   workgroupBarrier();
 //#endfor
 //#endfor
