@@ -669,20 +669,9 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
    * 265 for the other). TEZGAH_WEBGPU_F16_PIECES=0 (A/B): fp32 elements, as before. */
   size_t capb = wg_cap_bytes(c);
   int bytes = (a16 || o16) && env_int("TEZGAH_WEBGPU_F16_PIECES", 1) && sg_shape_ok(c, variant, M, K, N, o16);
-  if (variant < 2 && bytes && (m * k * ae > capb || m * n * oe > capb) && M > 1) { /* the same, by bytes */
-    size_t rb = k * ae > n * oe ? k * ae : n * oe, mc = piece_round(capb / rb);
-    if (mc == 0) mc = 1;
-    if (mc < m) {
-      for (size_t m0 = 0; m0 < m; m0 += mc) {
-        size_t r = m - m0 < mc ? m - m0 : mc;
-        mm(be, label, variant, tz_at(out, m0 * n * oe), tz_at(a_, m0 * k * ae), b_, bias, (int)r, K, N, acc, a16, b16,
-           o16);
-      }
-      return;
-    }
-  }
-  if (variant < 2 && !bytes && (m * k > cap || m * n > cap) && M > 1) { /* rows of out and a */
-    size_t mc = piece_round(cap / (k > n ? k : n));
+  /* rows of out and a (counted by bytes where `bytes`, else in fp32 elements) */
+  if (variant < 2 && M > 1 && (bytes ? m * k * ae > capb || m * n * oe > capb : m * k > cap || m * n > cap)) {
+    size_t mc = bytes ? piece_round(capb / (k * ae > n * oe ? k * ae : n * oe)) : piece_round(cap / (k > n ? k : n));
     if (mc == 0) mc = 1;
     if (mc < m) {
       for (size_t m0 = 0; m0 < m; m0 += mc) {
