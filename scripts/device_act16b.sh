@@ -20,23 +20,12 @@ for t in test_act_f16_elem test_act_f16_matmul test_act_f16_attention; do
 done
 TZ_TEST_FILTER='*act16*' timeout 60 "$dir/bin/test_webgpu_train" >"$out/test_train.log" 2>&1
 say "test_webgpu_train *act16* rc $?: $(grep -E 'worst|PASSED|FAILED' "$out/test_train.log" | tail -3 | tr '\n' ' ' | cut -c1-240)"
-declare -A TPS
-run() { # NAME ARCH ENV...
-  local name=$1 arch=$2 kv
-  shift 2
-  rm -rf "/tmp/run_$name"
-  for kv in "$@"; do export "${kv?}"; done
-  train_shape "$name" "$arch" f16 "$steps"
-  for kv in "$@"; do unset "${kv%%=*}"; done
-  TPS[$name]=$tps
-  say "train $name ($arch $*) rc $rc: median tokens/s (steps 6..) $tps; $(grep -iE 'peak' "$out/$name.log" | tail -1 | cut -c1-90) $(grep -iE 'error' "$out/$name.log" | head -1 | cut -c1-160)"
-}
-run g_vec gpt2 TEZGAH_WEBGPU_ACT16_VEC=1
-run g_elem gpt2 TEZGAH_WEBGPU_ACT16_VEC=0
-run g_f32 gpt2 TEZGAH_WEBGPU_ACT=f32
-run g_vec2 gpt2 TEZGAH_WEBGPU_ACT16_VEC=1
-run l_vec llama TEZGAH_WEBGPU_ACT16_VEC=1
-run l_f32 llama TEZGAH_WEBGPU_ACT=f32
+run_env g_vec gpt2 TEZGAH_WEBGPU_ACT16_VEC=1
+run_env g_elem gpt2 TEZGAH_WEBGPU_ACT16_VEC=0
+run_env g_f32 gpt2 TEZGAH_WEBGPU_ACT=f32
+run_env g_vec2 gpt2 TEZGAH_WEBGPU_ACT16_VEC=1
+run_env l_vec llama TEZGAH_WEBGPU_ACT16_VEC=1
+run_env l_f32 llama TEZGAH_WEBGPU_ACT=f32
 rm -rf /tmp/run_prof
 train_gpt2 prof f16 4 --profile
 say "profile (default) rc $rc: $(grep -E '^ +[a-z_]+( \([a-z]+\))? +[0-9.]+ ' "$out/prof.log" | head -24 | awk '{n=$1; if ($2 ~ /^\(/) {n=n$2; v=$3} else v=$2; printf "%s %s; ", n, v}')"

@@ -27,22 +27,11 @@ for v in "f32 1" "f16 0" "f16 1"; do
     >"$out/bench_$1_$2.log" 2>&1
   say "bench attention ACT=$1 DK8=$2 rc $?: (hd fwd dkdv dq d conv sum) $(bench_rows "$out/bench_$1_$2.log" | tr '\n' ';')"
 done
-declare -A TPS
-run() { # NAME ARCH ENV...
-  local name=$1 arch=$2 kv
-  shift 2
-  rm -rf "/tmp/run_$name"
-  for kv in "$@"; do export "${kv?}"; done
-  train_shape "$name" "$arch" f16 "$steps"
-  for kv in "$@"; do unset "${kv%%=*}"; done
-  TPS[$name]=$tps
-  say "train $name ($arch $*) rc $rc: median tokens/s (steps 6..) $tps; $(grep -iE 'peak' "$out/$name.log" | tail -1 | cut -c1-90) $(grep -iE 'error' "$out/$name.log" | head -1 | cut -c1-160)"
-}
-run g1 gpt2 TEZGAH_WEBGPU_ATTN_SG_DK8=1
-run g0 gpt2 TEZGAH_WEBGPU_ATTN_SG_DK8=0
-run g1b gpt2 TEZGAH_WEBGPU_ATTN_SG_DK8=1
-run g0b gpt2 TEZGAH_WEBGPU_ATTN_SG_DK8=0
-run l1 llama TEZGAH_WEBGPU_ATTN_SG_DK8=1
+run_env g1 gpt2 TEZGAH_WEBGPU_ATTN_SG_DK8=1
+run_env g0 gpt2 TEZGAH_WEBGPU_ATTN_SG_DK8=0
+run_env g1b gpt2 TEZGAH_WEBGPU_ATTN_SG_DK8=1
+run_env g0b gpt2 TEZGAH_WEBGPU_ATTN_SG_DK8=0
+run_env l1 llama TEZGAH_WEBGPU_ATTN_SG_DK8=1
 maxrel=$(paste "$out/loss_g1.txt" "$out/loss_g0.txt" 2>/dev/null |
   awk 'NF == 2 {d = ($2 - $1) / $1; if (d < 0) d = -d; if (d > m) m = d; n++} END {printf "%.3g over %d steps", m, n}')
 say "losses DK8=1 vs 0: largest relative difference $maxrel (expected 0: the same bytes)"

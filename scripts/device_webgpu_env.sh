@@ -24,6 +24,10 @@
 #                      ARGS appended), into $out/NAME.log and the run folder /tmp/run_NAME; sets
 #                      rc (its exit status) and tps (the median tok_per_s of steps 6.., "nan"
 #                      without any) and writes the loss of every step to $out/loss_NAME.txt
+#   run_env NAME ARCH VAR=VALUE...
+#                      train_shape NAME ARCH f16 $steps (10 when unset) with the variables set
+#                      for that run only, after removing /tmp/run_NAME; TPS[NAME] = its median
+#                      tokens/s, and a result line (rc, tokens/s, peak memory, the first error)
 #   median_tps FILE    a metrics.jsonl's median tok_per_s of steps 6.. ("nan" without any)
 #   pack_logs          $out's logs into $out/logs.tgz beside summary.log
 #   row KEY FILE       the ms/step of row KEY of the last per-op profile table in FILE
@@ -89,6 +93,18 @@ train_shape() {
   # shellcheck disable=SC2034  # tps: read by the calling script's result line
   tps=$(median_tps "/tmp/run_$name/metrics.jsonl")
   grep -o '"loss":[0-9.e+-]*' "/tmp/run_$name/metrics.jsonl" 2>/dev/null | cut -d: -f2 >"$out/loss_$name.txt"
+}
+
+declare -A TPS
+run_env() {
+  local name=$1 arch=$2 kv
+  shift 2
+  rm -rf "/tmp/run_$name"
+  for kv in "$@"; do export "${kv?}"; done
+  train_shape "$name" "$arch" f16 "${steps:-10}"
+  for kv in "$@"; do unset "${kv%%=*}"; done
+  TPS[$name]=$tps
+  say "train $name ($arch $*) rc $rc: median tokens/s (steps 6..) $tps; $(grep -iE 'peak' "$out/$name.log" | tail -1 | cut -c1-90) $(grep -iE 'error' "$out/$name.log" | head -1 | cut -c1-160)"
 }
 
 # pack_logs: every log and table under $out into $out/logs.tgz beside summary.log (a device call
