@@ -57,7 +57,12 @@
  *                                                 2e-4, dlogits 1e-4·dscale)
  *   norm dw / db, bias_bwd (fp32 sums of f16)     rtol 1e-3, atol 1e-3·sqrt(N)
  *   embed_bwd, fill, copy_rows, download_act      exact; losses rtol 1e-5
- *   a store beyond ±65504                         ±inf (not saturated)
+ *   rope (in place; the vector and per-element    rtol 1e-5 + 2^-11, atol 1e-5 (as
+ *   forms)                                        test_act_f16_attention's)
+ *   a store beyond ±65504                         ±inf (not saturated; add, and the gradients of
+ *                                                 swiglu_bwd, rmsnorm_bwd and rope: af_special)
+ *   a NaN input                                   NaN through add, rmsnorm_bwd's row and rope's
+ *                                                 pair; 0 from swiglu_bwd (the seed's guard)
  * f16 activations in the matmul family (test_act_f16_matmul; the same backend; a and the f16
  * operands rounded to f16 on the host, fp32 weights not):
  *   matmul_t (bias, acc), matmul (acc), matmul_at  |err| ≤ tol·Σ|terms| + atol + 2^-11·|cpu| for an
@@ -2445,7 +2450,7 @@ static void test_act_f16_elem(void **state) {
    * the dw / db chunk's two rows an iteration */
   act_f16_case(g, 70, 300, 50, 52, 0, 8, 4);
   act_f16_case(g, 17, 768, 3001, 3004, 8, 16, 5); /* GPT-2's C; Vp / 4 > 2·256: the cross-entropy's loops */
-  act_f16_case(g, 12, 90, 36, 40, 8, 8, 6);       /* C % 4 = 2: the norms per element, add / GeLU / xent vector */
+  act_f16_case(g, 12, 90, 36, 40, 8, 8, 6);       /* C % 4 = 2: norms, SwiGLU per element; add / GeLU / xent vector */
   /* rope (the llama block's third f16 kernel; test_act_f16_attention has the per-element
    * variant's own cases): rope_v16 with six and eight heads rotated (the four-head loop and its
    * tail), positions past T; per element at hd % 4 == 2 and at an offset of 4 bytes */
