@@ -57,7 +57,12 @@
  *                                                 2e-4, dlogits 1e-4·dscale)
  *   norm dw / db, bias_bwd (fp32 sums of f16)     rtol 1e-3, atol 1e-3·sqrt(N)
  *   embed_bwd, fill, copy_rows, download_act      exact; losses rtol 1e-5
- *   a store beyond ±65504                         ±inf (not saturated)
+ *   rope (in place; the vector and per-element    rtol 1e-5 + 2^-11, atol 1e-5 (as
+ *   forms)                                        test_act_f16_attention's)
+ *   a store beyond ±65504                         ±inf (not saturated; add, and the gradients of
+ *                                                 swiglu_bwd, rmsnorm_bwd and rope: af_special)
+ *   a NaN input                                   NaN through add, rmsnorm_bwd's row and rope's
+ *                                                 pair; 0 from swiglu_bwd (the seed's guard)
  * f16 activations in the matmul family (test_act_f16_matmul; the same backend; a and the f16
  * operands rounded to f16 on the host, fp32 weights not):
  *   matmul_t (bias, acc), matmul (acc), matmul_at  |err| ≤ tol·Σ|terms| + atol + 2^-11·|cpu| for an
@@ -1816,19 +1821,21 @@ static void af16_close(const char *what, const float *got, const float *ref, siz
     fail();
   }
 }
-static void af16_rope(tz_backend *g, int B, int T, int nh, int nkv, int hd, int dir) {
+/* rope in place on f16 qkv [B·T, (nh + 2·nkv)·hd] at byte offset off (even; rope_v16 where hd % 4
+ * == 0 and off % 8 == 0 with the vector kernels on, else rope's per-element f16 variant) */
+static void af16_rope(tz_backend *g, int B, int T, int nh, int nkv, int hd, int dir, size_t off) {
   ot_ctx og, oc;
-  ot_init(&og, g, (uint64_t)B * 17 + T * 3 + hd + dir);
+  ot_init(&og, g, (uint64_t)B * 17 + T * 3 + hd + dir + off);
   ot_init(&oc, cpu, 1);
   size_t n = (size_t)B * T * (nh + 2 * nkv) * hd;
   float *x = ot_randn(&og, n, 1);
   round16(x, n);
-  tz_slice gx = up16(&og, x, n, 0), cx = up32(&oc, x, n);
+  tz_slice gx = up16(&og, x, n, off), cx = up32(&oc, x, n);
   g->rope(g, gx, B, T, nh, nkv, hd, 5, 10000.0f, dir);
   cpu->rope(cpu, cx, B, T, nh, nkv, hd, 5, 10000.0f, dir);
   float *got = down16(&og, gx, n), *ref = ot_get(&oc, cx, n);
   char what[96];
-  snprintf(what, sizeof what, "act_f16 rope B%d T%d hd%d dir %d", B, T, hd, dir);
+  snprintf(what, sizeof what, "act_f16 rope B%d T%d nh%d+%d hd%d dir %d off %zu", B, T, nh, nkv, hd, dir, off);
   af16_close(what, got, ref, n, 1e-5 + AF16_U, 1e-5); /* rope's atol: test_rope */
   free(got), free(ref), free(x);
   ot_release(&og), ot_release(&oc);
@@ -1938,8 +1945,8 @@ static void test_act_f16_attention(void **state) {
   if (!g) skip();
   assert_int_equal(g->act, TZ_F16);
   printf("webgpu (f16 activations): %s\n", tz_webgpu_describe(g));
-  af16_rope(g, 2, 9, 4, 2, 16, 1);
-  af16_rope(g, 2, 70, 4, 2, 64, -1);
+  af16_rope(g, 2, 9, 4, 2, 16, 1, 0);
+  af16_rope(g, 2, 70, 4, 2, 64, -1, 0);
   setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
   af16_att(g, 2, 70, 4, 2, 64, 0, 0);
   af16_att(g, 2, 45, 4, 1, 128, 0, 8);
@@ -2542,6 +2549,105 @@ static void test_act_f16_matmul(void **state) {
   g->destroy(g);
 }
 
+/* got (f16 on the GPU) against the CPU's fp32 ref where the values leave f16's range: a ref
+ * beyond ±65504 (or ±inf) must come back as the same-signed inf (gradients and the in-place
+ * rope store ±inf, not the saturated value: dynamic loss scaling must see the overflow), a NaN
+ * ref as NaN, and the rest within 1.5e-3·|ref| + 1e-4 (act_f16_case's bound). Returns how many
+ * refs were beyond the range and NaN (*nbig, *nnan) so the caller can check its case made them. */
+static void af_check_special(const float *got, const float *ref, size_t n, const char *what, int *nbig, int *nnan) {
+  size_t bad = 0;
+  *nbig = *nnan = 0;
+  for (size_t i = 0; i < n; i++) {
+    int ok;
+    if (isnan(ref[i])) ok = isnan(got[i]), ++*nnan;
+    else if (fabsf(ref[i]) > 65504.0f) ok = isinf(got[i]) && (got[i] > 0) == (ref[i] > 0), ++*nbig;
+    else ok = fabs((double)got[i] - ref[i]) <= 1.5e-3 * fabs(ref[i]) + 1e-4;
+    if (!ok && bad++ < 5) print_error("%s [%zu]: gpu %.9g cpu %.9g\n", what, i, got[i], ref[i]);
+  }
+  if (bad) {
+    print_error("%s: %zu of %zu wrong\n", what, bad, n);
+    fail();
+  }
+}
+
+/* NaN and overflow through the f16 kernels of the llama block (vector forms where C, F and hd
+ * are multiples of 4 and the offsets of 8, as here; the per-element forms with
+ * TEZGAH_WEBGPU_ACT16_VEC=0), each against the CPU on the same f16 inputs (af_check_special):
+ * - swiglu_bwd: gate 8, up 1, dout 2·10^4: dup ≈ 1.6·10^5 overflows to +inf, dgate ≈ 2·10^4
+ *   stays finite; a NaN dout makes both its outputs 0 (the seed's guard, as the CPU);
+ * - rmsnorm_bwd: dinp 6·10^4 in row 1 pushed past 65504 (+inf), a NaN dout in row 2 makes that
+ *   row's dinp NaN (through the row's dot product) and no other;
+ * - rope: a pair of 6·10^4 at position 5 (pos0 5, angle 5 rad) rotates to ≈ 7.5·10^4 (inf), a
+ *   NaN element makes its pair NaN. */
+static void af_special(tz_backend *g, int N, int C) {
+  ot_ctx og, oc;
+  ot_init(&og, g, 77);
+  ot_init(&oc, cpu, 1);
+  size_t nc = (size_t)N * C;
+  int nbig, nnan;
+  char what[96];
+  /* swiglu_bwd */
+  float *gu = malloc(2 * nc * sizeof(float)), *d = ot_randn(&og, nc, 1);
+  for (int n = 0; n < N; n++)
+    for (int f = 0; f < C; f++) gu[(size_t)n * 2 * C + f] = 8.0f, gu[(size_t)n * 2 * C + C + f] = 1.0f;
+  for (size_t i = 0; i < nc; i++) d[i] = 20000.0f + (float)(i % 7);
+  d[C + 3] = NAN;
+  tz_slice ggu, cgu, gd, cd;
+  af_up(&og, &oc, gu, 2 * nc, 0, &ggu, &cgu);
+  af_up(&og, &oc, d, nc, 8, &gd, &cd);
+  tz_slice gdgu = ot_buf(&og, NULL, 2 * nc * 2 + 64), cdgu = ot_buf(&oc, NULL, 2 * nc * 4);
+  g->swiglu_bwd(g, gdgu, gd, ggu, N, C);
+  cpu->swiglu_bwd(cpu, cdgu, cd, cgu, N, C);
+  float *got = down16(&og, gdgu, 2 * nc), *ref = ot_get(&oc, cdgu, 2 * nc);
+  snprintf(what, sizeof what, "act f16 swiglu_bwd overflow / NaN N%d F%d", N, C);
+  af_check_special(got, ref, 2 * nc, what, &nbig, &nnan);
+  assert_true(nbig == (int)nc - 1 && nnan == 0 && got[2 * C + 3] == 0.0f && got[2 * C + C + 3] == 0.0f);
+  free(got), free(ref);
+  /* rmsnorm_bwd (its dinp += on an f16 dinp; w, rstd fp32) */
+  float *x = ot_randn(&og, nc, 1), *dout = ot_randn(&og, nc, 1), *dinp = ot_randn(&og, nc, 1), *w = ot_randn(&og, C, 1);
+  for (int c = 0; c < C; c++) {
+    w[c] = 1.0f + 0.01f * c;
+    dinp[C + c] = 60000.0f, dout[C + c] = 20000.0f, x[C + c] = 0.001f;
+  }
+  dout[2 * C + 1] = NAN;
+  tz_slice gx, cx, gdo, cdo, gdi, cdi;
+  af_up(&og, &oc, x, nc, 8, &gx, &cx);
+  af_up(&og, &oc, dout, nc, 0, &gdo, &cdo);
+  af_up(&og, &oc, dinp, nc, 16, &gdi, &cdi);
+  tz_slice gw = up32(&og, w, C), cw = up32(&oc, w, C), gr = ot_buf(&og, NULL, N * 4), cr = ot_buf(&oc, NULL, N * 4);
+  tz_slice ga = ot_buf(&og, NULL, nc * 2 + 64), ca = ot_buf(&oc, NULL, nc * 4);
+  g->rmsnorm_fwd(g, ga, gr, gx, gw, N, C, 1e-5f);
+  cpu->rmsnorm_fwd(cpu, ca, cr, cx, cw, N, C, 1e-5f);
+  float *rs = ot_get(&og, gr, N); /* the same rstd on both */
+  cpu->upload(cpu, cr, rs, N * 4);
+  free(rs);
+  float *zc = calloc((size_t)C, sizeof(float));
+  tz_slice gdw = up32(&og, zc, C), cdw = up32(&oc, zc, C);
+  g->rmsnorm_bwd(g, gdi, gdw, gdo, gx, gw, gr, N, C);
+  cpu->rmsnorm_bwd(cpu, cdi, cdw, cdo, cx, cw, cr, N, C);
+  got = down16(&og, gdi, nc), ref = ot_get(&oc, cdi, nc);
+  snprintf(what, sizeof what, "act f16 rmsnorm_bwd overflow / NaN N%d C%d", N, C);
+  af_check_special(got, ref, nc, what, &nbig, &nnan);
+  assert_true(nbig == C && nnan == C);
+  free(got), free(ref);
+  /* rope on q | k | v heads of hd = C / 4 (2 q, 1 k, 1 v), positions 5.. */
+  int hd = C / 4;
+  float *q = ot_randn(&og, nc, 1);
+  q[0] = q[1] = 60000.0f;         /* row 0 (position 5), head 0, pair 0 */
+  q[(size_t)C + hd + 2] = NAN;    /* row 1, head 1, pair 1 */
+  tz_slice gq, cq;
+  af_up(&og, &oc, q, nc, 8, &gq, &cq);
+  g->rope(g, gq, 1, N, 2, 1, hd, 5, 10000.0f, 1);
+  cpu->rope(cpu, cq, 1, N, 2, 1, hd, 5, 10000.0f, 1);
+  got = down16(&og, gq, nc), ref = ot_get(&oc, cq, nc);
+  snprintf(what, sizeof what, "act f16 rope overflow / NaN N%d hd%d", N, hd);
+  af_check_special(got, ref, nc, what, &nbig, &nnan);
+  assert_true(nbig >= 1 && nnan == 2);
+  free(got), free(ref);
+  free(gu), free(d), free(x), free(dout), free(dinp), free(w), free(zc), free(q);
+  ot_release(&og), ot_release(&oc);
+}
+
 static void test_act_f16_elem(void **state) {
   tz_backend *g = act_f16_backend();
   if (!g) skip();
@@ -2556,10 +2662,20 @@ static void test_act_f16_elem(void **state) {
    * the dw / db chunk's two rows an iteration */
   act_f16_case(g, 70, 300, 50, 52, 0, 8, 4);
   act_f16_case(g, 17, 768, 3001, 3004, 8, 16, 5); /* GPT-2's C; Vp / 4 > 2·256: the cross-entropy's loops */
-  act_f16_case(g, 12, 90, 36, 40, 8, 8, 6);       /* C % 4 = 2: the norms per element, add / GeLU / xent vector */
+  act_f16_case(g, 12, 90, 36, 40, 8, 8, 6);       /* C % 4 = 2: norms, SwiGLU per element; add / GeLU / xent vector */
+  /* rope (the llama block's third f16 kernel; test_act_f16_attention has the per-element
+   * variant's own cases): rope_v16 with six and eight heads rotated (the four-head loop and its
+   * tail), positions past T; per element at hd % 4 == 2 and at an offset of 4 bytes */
+  af16_rope(g, 2, 9, 4, 2, 16, 1, 0);
+  af16_rope(g, 1, 37, 6, 2, 8, -1, 8);
+  af16_rope(g, 2, 5, 3, 1, 6, 1, 0);
+  af16_rope(g, 2, 5, 4, 2, 16, -1, 4);
+  af_special(g, 9, 16);
   /* TEZGAH_WEBGPU_ACT16_VEC=0: the per-element variant on the shapes above */
   setenv("TEZGAH_WEBGPU_ACT16_VEC", "0", 1);
   act_f16_case(g, 17, 768, 3001, 3004, 8, 16, 7);
+  af16_rope(g, 1, 37, 6, 2, 8, -1, 8);
+  af_special(g, 9, 16);
   unsetenv("TEZGAH_WEBGPU_ACT16_VEC");
   g->destroy(g);
 }

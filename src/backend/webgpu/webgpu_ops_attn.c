@@ -23,6 +23,14 @@ void wg_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_he
   w[13] = pos0, w[14] = fbits(theta), w[15] = fbits(dir < 0 ? -1.0f : 1.0f);
   wg_arg a[] = {wg_aa(c, qkv, N * stride, "qkv")}; /* (f16 activations: rope.wgsl's f16 variant) */
   uint32_t gx, gy;
+  /* f16 activations: rope_v16 (8-byte accesses, a thread per row and four dims across the heads)
+   * where head_dim and qkv allow (wg_v16_ok) */
+  size_t offs[] = {qkv.off};
+  if (wg_v16_ok(c, (size_t)head_dim, offs, 1)) {
+    grid1(N * (head_dim / 4), &gx, &gy);
+    wg_run(c, "rope", wg_pipeline(c, "rope", "rope_v16", wg_v16_prefix(0)), w, 16, a, 1, gx, gy, 1);
+    return;
+  }
   grid1(N * (n_head + n_kv_head) * (head_dim / 2), &gx, &gy);
   wg_run(c, "rope", wg_pipeline(c, "rope", "rope", ""), w, 16, a, 1, gx, gy, 1);
 }

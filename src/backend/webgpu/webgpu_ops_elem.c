@@ -151,6 +151,14 @@ static wg_arg out_arg(wg_ctx *c, tz_slice out, size_t n, wg_arg *h) {
 }
 
 /* ---- norms ---- */
+static int ln_sg(wg_ctx *c);
+#define RN_SG_ROWS 8 /* rmsnorm_sg.wgsl's RN_ROWS */
+
+/* With f16 activations the forward and backward row passes are rmsnorm_sg.wgsl's
+ * rmsnorm_fwd_sg_v16 / rmsnorm_bwd_sg_v16 (one subgroup per row, 8-byte accesses) and the dw
+ * partials rmsnorm_dw_partial_v16 where C and the tensors allow (wg_v16_ok) and, for the row
+ * passes, the adapter has subgroups (ln_sg: TEZGAH_WEBGPU_LN_SG=0 turns them off as it does
+ * layernorm's); else (and with TEZGAH_WEBGPU_ACT16_VEC=0) rmsnorm.wgsl's per-element kernels. */
 void wg_rmsnorm_fwd(tz_backend *be, tz_slice out, tz_slice rstd, tz_slice inp, tz_slice w_,
                            int N, int C, float eps) {
   wg_ctx *c = CTX(be);
@@ -159,9 +167,16 @@ void wg_rmsnorm_fwd(tz_backend *be, tz_slice out, tz_slice rstd, tz_slice inp, t
   size_t NC = (size_t)N * C;
   wg_arg h, a[] = {out_arg(c, out, NC, &h), A(rstd, F4(N), "rstd"), wg_aa(c, inp, NC, "inp"), A(w_, F4(C), "w")};
   uint32_t gx, gy;
-  gridn(N, &gx, &gy);
-  wg_run_ex(c, "rmsnorm_fwd", wg_pipeline(c, "rmsnorm", "rmsnorm_fwd", wg_out16_prefix(c)), w, 12, a, 4, gx, gy, 1,
-            c->act16 ? &h : NULL, -1);
+  size_t offs[] = {inp.off, out.off};
+  int pi;
+  if (ln_sg(c) && wg_v16_ok(c, (size_t)C, offs, 2)) {
+    gridn(((size_t)N + RN_SG_ROWS - 1) / RN_SG_ROWS, &gx, &gy);
+    pi = wg_pipeline(c, "rmsnorm_sg", "rmsnorm_fwd_sg_v16", wg_v16_prefix(1));
+  } else {
+    gridn(N, &gx, &gy);
+    pi = wg_pipeline(c, "rmsnorm", "rmsnorm_fwd", wg_out16_prefix(c));
+  }
+  wg_run_ex(c, "rmsnorm_fwd", pi, w, 12, a, 4, gx, gy, 1, c->act16 ? &h : NULL, -1);
 }
 
 void wg_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout, tz_slice inp,
@@ -173,17 +188,32 @@ void wg_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout, t
   wg_arg a[] = {wg_aa(c, dinp, NC, "dinp"), wg_aa(c, dout, NC, "dout"), wg_aa(c, inp, NC, "inp"), A(w_, F4(C), "w"),
                 A(rstd, F4(N), "rstd")};
   uint32_t gx, gy;
-  gridn(N, &gx, &gy);
   wg_arg h = {{0}, 0, 0, 0};
   int g16 = wg_grad16(be, dinp, NC, &h); /* dinp (the residual stream's gradient) is the next dY */
-  wg_run_ex(c, "rmsnorm_bwd", wg_pipeline(c, "rmsnorm", "rmsnorm_bwd", wg_out16_prefix_on(g16, 1)), w, 12, a, 5, gx, gy,
-            1, g16 ? &h : NULL, -1);
+  /* f16 activations: the vector kernels where C and the tensors allow (wg_v16_ok; g16 is 0 there) */
+  size_t offs[] = {dinp.off, dout.off, inp.off};
+  int v16 = wg_v16_ok(c, (size_t)C, offs, 3);
+  TZ_ASSERT(!(v16 && g16));
+  int pi;
+  if (v16 && ln_sg(c)) {
+    gridn(((size_t)N + RN_SG_ROWS - 1) / RN_SG_ROWS, &gx, &gy);
+    pi = wg_pipeline(c, "rmsnorm_sg", "rmsnorm_bwd_sg_v16", wg_v16_prefix(0));
+  } else {
+    gridn(N, &gx, &gy);
+    pi = wg_pipeline(c, "rmsnorm", "rmsnorm_bwd", wg_out16_prefix_on(g16, 1));
+  }
+  wg_run_ex(c, "rmsnorm_bwd", pi, w, 12, a, 5, gx, gy, 1, g16 ? &h : NULL, -1);
   int nch = (N + CHUNK - 1) / CHUNK;
   tz_slice part = wg_scratch(be, F4((size_t)nch * C));
   wg_arg b[] = {A(part, F4((size_t)nch * C), "partials"), wg_aa(c, dout, NC, "dout"), wg_aa(c, inp, NC, "inp"),
                 A(rstd, F4(N), "rstd")};
-  wg_run(c, "rmsnorm_bwd", wg_pipeline(c, "rmsnorm", "rmsnorm_dw_partial", wg_out16_prefix_on(0, 0)), w, 12, b, 4,
-         (C + 255) / 256, nch, 1);
+  /* its own profile row (rmsnorm_bwd: the row pass), as layernorm_dwdb */
+  if (v16) /* four columns per thread in 8-byte accesses */
+    wg_run(c, "rmsnorm_dw", wg_pipeline(c, "rmsnorm", "rmsnorm_dw_partial_v16", wg_v16_prefix(0)), w, 12, b, 4,
+           (C / 4 + 255) / 256, nch, 1);
+  else
+    wg_run(c, "rmsnorm_dw", wg_pipeline(c, "rmsnorm", "rmsnorm_dw_partial", wg_out16_prefix_on(0, 0)), w, 12, b, 4,
+           (C + 255) / 256, nch, 1);
   wg_colsum_add(c, dw, part, nch, C, C);
   if (g16) wg_grad16_made(c, dinp, NC); /* the passes since wrote scratch and dw only */
 }
@@ -328,6 +358,13 @@ void wg_swiglu_fwd(tz_backend *be, tz_slice out, tz_slice gu, int N, int F) {
   w[8] = N, w[9] = F;
   wg_arg h, a[] = {out_arg(c, out, (size_t)N * F, &h), wg_aa(c, gu, (size_t)N * 2 * F, "gu")};
   uint32_t gx, gy;
+  size_t offs[] = {gu.off, out.off};
+  if (wg_v16_ok(c, (size_t)F, offs, 2)) { /* f16 activations: swiglu_fwd_v16, 8-byte accesses (out at binding 9) */
+    grid1(((size_t)N * F + 15) / 16, &gx, &gy);
+    wg_run_ex(c, "swiglu_fwd", wg_pipeline(c, "swiglu", "swiglu_fwd_v16", wg_v16_prefix(1)), w, 10, a, 2, gx, gy, 1, &h,
+              -1);
+    return;
+  }
   grid1((size_t)N * F, &gx, &gy);
   wg_run_ex(c, "swiglu_fwd", wg_pipeline(c, "swiglu", "swiglu_fwd", wg_out16_prefix(c)), w, 10, a, 2, gx, gy, 1,
             c->act16 ? &h : NULL, -1);
@@ -339,9 +376,16 @@ void wg_swiglu_bwd(tz_backend *be, tz_slice dgu, tz_slice dout, tz_slice gu, int
   wg_arg a[] = {wg_aa(c, dgu, (size_t)N * 2 * F, "dgu"), wg_aa(c, gu, (size_t)N * 2 * F, "gu"),
                 wg_aa(c, dout, (size_t)N * F, "dout")};
   uint32_t gx, gy;
-  grid1((size_t)N * F, &gx, &gy);
   wg_arg h = {{0}, 0, 0, 0};
   int g16 = wg_grad16(be, dgu, (size_t)N * 2 * F, &h); /* dgu (dh) is the next dY */
+  size_t offs[] = {dgu.off, gu.off, dout.off};
+  if (!g16 && wg_v16_ok(c, (size_t)F, offs, 3)) { /* f16 activations: ffn_swiglu_backward_v16, 8-byte accesses */
+    grid1(((size_t)N * F + 15) / 16, &gx, &gy);
+    wg_run(c, "swiglu_bwd", wg_pipeline(c, "swiglu", "ffn_swiglu_backward_v16", wg_v16_prefix(0)), w, 10, a, 3, gx, gy,
+           1);
+    return;
+  }
+  grid1((size_t)N * F, &gx, &gy);
   wg_run_ex(c, "swiglu_bwd", wg_pipeline(c, "swiglu", "ffn_swiglu_backward", wg_out16_prefix_on(g16, 1)), w, 10, a, 3,
             gx, gy, 1, g16 ? &h : NULL, -1);
   if (g16) wg_grad16_made(c, dgu, (size_t)N * 2 * F);

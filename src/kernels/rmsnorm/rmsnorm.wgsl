@@ -74,3 +74,39 @@ fn rmsnorm_dw_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invo
   }
   st(0u, wid.y * C + c, s);
 }
+
+// rmsnorm_dw_partial_v16: rmsnorm_dw_partial for f16 activations with vector accesses (the
+// host's choice where c->act_f16, C is a multiple of 4 and dout and inp start on 8 bytes:
+// wg_v16_ok; prefix wg_v16_prefix(0): ld4 one 8-byte load of four columns, part (fp32) four
+// scalar stores). Args and uniforms as rmsnorm_dw_partial (0 part fp32 [chunks, C], 1 dout f16
+// [N, C], 2 inp f16 [N, C], 3 rstd fp32 [N]; u0 N, u1 C, u3 rows per chunk). Thread lid of
+// workgroup x owns the four columns 4·(x·WG + lid) .. + 3 and takes its chunk's rows two per
+// iteration (four 8-byte loads in flight; layernorm_dwdb_partial_v16's layout); fp32 sums per
+// column. Grid (ceil(C / 4 / WG), chunks). The same results up to fp32 summation order.
+// Why: one 2-byte load per column and row left the partials a large share of rmsnorm_bwd's
+// 2.6 ms per llama step on the H200 (issue 22).
+@compute @workgroup_size(256)
+fn rmsnorm_dw_partial_v16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let C = pu(1u);
+  let c = 4u * (wid.x * WG + lid);
+  if (c >= C) {
+    return;
+  }
+  let n0 = wid.y * pu(3u);
+  let n1 = min(n0 + pu(3u), pu(0u));
+  var s0 = vec4<f32>(0.0);
+  var s1 = vec4<f32>(0.0);
+  var n = n0;
+  for (; n + 1u < n1; n = n + 2u) {
+    let d0 = ld4(1u, n * C + c);
+    let d1 = ld4(1u, (n + 1u) * C + c);
+    let x0 = ld4(2u, n * C + c);
+    let x1 = ld4(2u, (n + 1u) * C + c);
+    s0 = s0 + d0 * x0 * ld(3u, n);
+    s1 = s1 + d1 * x1 * ld(3u, n + 1u);
+  }
+  if (n < n1) {
+    s0 = s0 + ld4(1u, n * C + c) * ld4(2u, n * C + c) * ld(3u, n);
+  }
+  st4(0u, wid.y * C + c, s0 + s1);
+}
