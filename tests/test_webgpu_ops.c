@@ -56,6 +56,8 @@
  *   rmsnorm fwd, embed_fwd, dlogits               f16's 2^-11 rounding of the result; dinp +=
  *                                                 2e-4, dlogits 1e-4·dscale)
  *   norm dw / db, bias_bwd (fp32 sums of f16)     rtol 1e-3, atol 1e-3·sqrt(N)
+ *   bias_bwd on each column-sum path              the same (test_act_f16_bias: colsum_partial_f16x8,
+ *                                                 its fallbacks, TEZGAH_WEBGPU_COLSUM=0)
  *   embed_bwd, fill, copy_rows, download_act      exact; losses rtol 1e-5
  *   rope (in place; the vector and per-element    rtol 1e-5 + 2^-11, atol 1e-5 (as
  *   forms)                                        test_act_f16_attention's)
@@ -2680,6 +2682,49 @@ static void test_act_f16_elem(void **state) {
   g->destroy(g);
 }
 
+/* bias_bwd of an f16 dout (f16 activations) on each column-sum path, against the CPU fed the same
+ * f16 values, db starting from random values (bias_bwd accumulates): colsum_partial_f16x8 (N a
+ * multiple of 8, dout on 16 bytes: the default; M = 300 spans two full 128-row chunks, the
+ * four-load loop, and a 44-row last chunk; N = 264 leaves most of the second workgroup's column
+ * threads idle), and the fallbacks colsum_partial_f16 (dout 8 bytes off 16; N % 8 = 4;
+ * TEZGAH_WEBGPU_COLSUM=0). Tolerance: test_act_f16_elem's parameter-gradient bound (fp32 sums of
+ * the same f16 values: order only), rtol 1e-3, atol 1e-3·sqrt(M). */
+static void test_act_f16_bias(void **state) {
+  (void)state;
+  tz_backend *g = act_f16_backend();
+  if (!g) skip();
+  assert_int_equal(g->act, TZ_F16);
+  const struct {
+    int M, N;
+    size_t off;
+    const char *colsum, *what;
+  } cs[] = {{300, 264, 0, NULL, "x8"},
+            {300, 264, 8, NULL, "dout 8 B off 16: colsum_partial_f16"},
+            {300, 260, 0, NULL, "N % 8 = 4: colsum_partial_f16"},
+            {300, 264, 0, "0", "TEZGAH_WEBGPU_COLSUM=0"},
+            {17, 768, 16, NULL, "x8, one partial chunk"}};
+  for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+    ot_ctx og, oc;
+    ot_init(&og, g, 40 + i);
+    ot_init(&oc, cpu, 1);
+    size_t mn = (size_t)cs[i].M * cs[i].N;
+    float *y = ot_randn(&og, mn, 1), *b0 = ot_randn(&og, (size_t)cs[i].N, 1);
+    tz_slice gy, cy;
+    af_up(&og, &oc, y, mn, cs[i].off, &gy, &cy);
+    tz_slice gdb = up32(&og, b0, cs[i].N), cdb = up32(&oc, b0, cs[i].N);
+    if (cs[i].colsum) setenv("TEZGAH_WEBGPU_COLSUM", cs[i].colsum, 1);
+    g->bias_bwd(g, gdb, gy, cs[i].M, cs[i].N);
+    unsetenv("TEZGAH_WEBGPU_COLSUM");
+    cpu->bias_bwd(cpu, cdb, cy, cs[i].M, cs[i].N);
+    char what[128];
+    snprintf(what, sizeof what, "act f16 bias_bwd M%d N%d (%s)", cs[i].M, cs[i].N, cs[i].what);
+    af_check32(&og, gdb, &oc, cdb, cs[i].N, what, 1e-3, 1e-3 * sqrt((double)cs[i].M));
+    free(y), free(b0);
+    ot_release(&og), ot_release(&oc);
+  }
+  g->destroy(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_memory_ops), cmocka_unit_test(test_embed), cmocka_unit_test(test_embed_bwd_sorted),
@@ -2691,7 +2736,7 @@ int main(void) {
       cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_crossentropy_extremes),
       cmocka_unit_test(test_adamw),
       cmocka_unit_test(test_w16),        cmocka_unit_test(test_act16), cmocka_unit_test(test_attention_sgmat),
-      cmocka_unit_test(test_act_f16_elem), cmocka_unit_test(test_act_f16_matmul),
+      cmocka_unit_test(test_act_f16_elem), cmocka_unit_test(test_act_f16_bias), cmocka_unit_test(test_act_f16_matmul),
       cmocka_unit_test(test_act_f16_attention),
       /* the sweep (sweep_on): skipped unless TEZGAH_TEST_SWEEP=1 or their own switch */
       cmocka_unit_test(test_matmul_sweep), cmocka_unit_test(test_attention_flash_variants),

@@ -380,6 +380,9 @@ void wg_add(tz_backend *be, tz_slice out, tz_slice a_, tz_slice b_, size_t n);
 /* dst[c] += sum_k part[k*stride + c], c < cols, k < rows */
 /* 0 under TEZGAH_WEBGPU_MEMOPS=0 (the memory-bound ops' former kernels), else 1 (webgpu_ops_elem.c) */
 int wg_memops_new(void);
+int wg_colsum_new(void);
+int wg_colsum_add_v4(wg_ctx *c, const char *label, tz_slice dst, tz_slice part, int rows, size_t cols, size_t stride,
+                     int overwrite);
 void wg_colsum_add(wg_ctx *c, tz_slice dst, tz_slice part, int rows, int cols, int stride);
 void wg_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N);
 void wg_sum_sq(tz_backend *be, tz_slice out, tz_slice x, size_t n);

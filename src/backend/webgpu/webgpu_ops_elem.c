@@ -89,28 +89,85 @@ void wg_colsum_add(wg_ctx *c, tz_slice dst, tz_slice part, int rows, int cols, i
   colsum2(c, dst, cols, dst, 0, part, rows, stride);
 }
 
-#define CHUNK 32 /* rows per partial column sum */
+/* TEZGAH_WEBGPU_COLSUM: the column-sum kernels with 16-byte accesses (colsum_f16.wgsl): the bias
+ * gradient's partial sums from f16 dY (colsum_partial_f16x8, 128 rows per partial row) and the
+ * subgroup-matrix split-K reduction (colsum_add_v4, wg_colsum_add_v4); =0: colsum_partial_f16
+ * (32 rows per partial row) and elementwise.wgsl's colsum_add, an A/B switch in one binary
+ * (issue 22). Read at each call (a getenv per bias gradient or split-K sum: negligible), so that
+ * a test can switch it. */
+int wg_colsum_new(void) { return env_int("TEZGAH_WEBGPU_COLSUM", 1) != 0; }
+
+/* Whether a standalone kernel's arguments get bindings 1..n in order, none merged (two arguments
+ * in overlapping ranges of one buffer share a binding: the standalone kernels declare fixed
+ * bindings and cannot follow such a merge). */
+static int own_bindings(wg_ctx *c, const wg_arg *a, int n) {
+  int slot_of[8];
+  tz_buf *sb[8];
+  uint64_t lo[8], hi[8];
+  TZ_ASSERT(n <= 8);
+  int ns = wg_bind_slots(c, a, n, slot_of, sb, lo, hi);
+  if (ns != n) return 0;
+  for (int i = 0; i < n; i++)
+    if (slot_of[i] != i) return 0;
+  return 1;
+}
+
+/* dst[i] (+)= Σ_{k < rows} part[k*stride + i], i < cols (fp32 dst and part; overwrite: dst =
+ * the sum), in one colsum_add_v4 dispatch labelled label: the same sums, in the same order, as
+ * elementwise.wgsl's colsum_add, in 16-byte accesses. Returns 0 and dispatches nothing where it
+ * does not apply (TEZGAH_WEBGPU_COLSUM=0, cols or stride not a multiple of 4, dst or part not on
+ * 16 bytes, more than 65535 workgroups, dst and part in one binding): the caller then runs
+ * colsum_add. */
+int wg_colsum_add_v4(wg_ctx *c, const char *label, tz_slice dst, tz_slice part, int rows, size_t cols, size_t stride,
+                     int overwrite) {
+  if (!wg_colsum_new() || cols % 4 || stride % 4 || dst.off % 16 || part.off % 16 || rows <= 0 ||
+      (cols + 1023) / 1024 > 65535 || stride > UINT32_MAX || cols > UINT32_MAX)
+    return 0;
+  size_t pn = ((size_t)rows - 1) * stride + cols;
+  wg_arg a[] = {A(dst, F4(cols), "out"), A(part, F4(pn), "split-K partials")};
+  if (!own_bindings(c, a, 2)) return 0;
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)rows, w[9] = (uint32_t)cols, w[10] = overwrite ? 1 : 0, w[11] = (uint32_t)stride;
+  wg_run(c, label, wg_pipeline(c, "colsum_f16", "colsum_add_v4", ""), w, 12, a, 2, (uint32_t)((cols + 1023) / 1024), 1,
+         1);
+  return 1;
+}
+
+#define CHUNK 32    /* rows per partial column sum */
+#define CHUNK8 128  /* rows per partial column sum of colsum_partial_f16x8 */
 
 /* db [N] += Σ_r dout[r, :] over M rows: partial column sums over CHUNK rows, then their sum.
  * Where dout's f16 copy is still valid (the backward's dY: its producer wrote the copy for the
  * subgroup-matrix dX and dW, which ran just before; wg_sg_copy16) and N is even, the partial
  * sums read the copy (colsum_f16.wgsl: half the bytes; dout rounded to f16 as the matmuls use
- * it, f32 sums) and the copy stays valid; TEZGAH_WEBGPU_BIAS16=0: always the fp32 tensor. */
+ * it, f32 sums) and the copy stays valid; TEZGAH_WEBGPU_BIAS16=0: always the fp32 tensor.
+ * From f16 with N a multiple of 8 and the f16 matrix on 16 bytes: colsum_partial_f16x8 (16-byte
+ * loads, CHUNK8 rows per partial row: a quarter of the partials for colsum_rows8 to add;
+ * TEZGAH_WEBGPU_COLSUM=0: colsum_partial_f16). */
 void wg_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N) {
   wg_ctx *c = CTX(be);
   if (M <= 0 || N <= 0) return;
-  int nch = (M + CHUNK - 1) / CHUNK;
   size_t mn = (size_t)M * N;
   /* with f16 activations dout itself is the f16 matrix colsum_f16 reads */
   tz_slice h = c->act_f16 ? (N % 2 == 0 && dout.off % 4 == 0 ? dout : TZ_NONE)
                : N % 2 == 0 && env_int("TEZGAH_WEBGPU_BIAS16", 1) ? wg_sg_copy16(c, 0, dout, mn) : TZ_NONE;
+  int x8 = h.buf && wg_colsum_new() && N % 8 == 0 && h.off % 16 == 0;
+  int chunk = x8 ? CHUNK8 : CHUNK, nch = (M + chunk - 1) / chunk;
   tz_slice part = wg_scratch(be, F4((size_t)nch * N));
   uint32_t w[24] = {0};
-  w[8] = M, w[9] = N, w[10] = CHUNK, w[11] = N;
+  w[8] = M, w[9] = N, w[10] = chunk, w[11] = N;
   if (h.buf) {
     wg_arg a[] = {A(part, F4((size_t)nch * N), "partials"), A(h, mn * 2, "dout (f16 copy)")};
-    wg_run(c, "bias_bwd", wg_pipeline(c, "colsum_f16", "colsum_partial_f16", ""), w, 12, a, 2, (N / 2 + 255) / 256,
-           nch, 1);
+    if (x8 && !own_bindings(c, a, 2)) { /* not expected (scratch and dY): the scalar kernel's chunks */
+      x8 = 0, chunk = CHUNK, nch = (M + chunk - 1) / chunk, w[10] = chunk;
+      part = wg_scratch(be, F4((size_t)nch * N)), a[0] = A(part, F4((size_t)nch * N), "partials");
+    }
+    if (x8)
+      wg_run(c, "bias_bwd", wg_pipeline(c, "colsum_f16", "colsum_partial_f16x8", ""), w, 12, a, 2, (N + 255) / 256,
+             nch, 1);
+    else
+      wg_run(c, "bias_bwd", wg_pipeline(c, "colsum_f16", "colsum_partial_f16", ""), w, 12, a, 2, (N / 2 + 255) / 256,
+             nch, 1);
   } else {
     wg_arg a[] = {A(part, F4((size_t)nch * N), "partials"), wg_aa(c, dout, mn, "dout")};
     wg_run(c, "bias_bwd", wg_pipeline(c, "elementwise", "colsum_partial", ""), w, 12, a, 2, (N + 255) / 256, nch, 1);

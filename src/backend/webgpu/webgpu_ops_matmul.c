@@ -402,7 +402,9 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   c->pending_flop = 0;
   if (o32) /* the f16 out (+)= the fp32 result (copy_rows' f16 variant: ±inf beyond f16's range) */
     wg_copy_rows_h(c, out, n, part, n, M, N, acc, 1, 0);
-  if (S > 1) { /* out (+)= Σ_s part[s] */
+  if (S > 1 && !wg_colsum_add_v4(c, sg_label(labels[variant], M, N, K, S, 1), out, part, S, m * n, m * n, !acc)) {
+    /* out (+)= Σ_s part[s]: colsum_add_v4 in 16-byte accesses, else (TEZGAH_WEBGPU_COLSUM=0, or
+     * unaligned) colsum_add */
     uint32_t r[24] = {0};
     r[8] = S, r[9] = (uint32_t)(m * n), r[10] = !acc, r[11] = (uint32_t)(m * n);
     wg_arg ra[] = {A(out, F4(m * n), "out"), A(part, F4(S * m * n), "split-K partials")};
@@ -587,7 +589,8 @@ static void mm_one(tz_backend *be, const char *label, int variant, tz_slice out,
     a[0] = A(part, F4(pn), "split-K partials");
     wg_run_ex(c, label, pf, w, 14, a, 4, gx, gy, S, NULL, -1);
     c->pending_flop = 0;
-    /* out (+)= Σ_s part[s] */
+    /* out (+)= Σ_s part[s]: fp32 out in colsum_add_v4's 16-byte accesses where it applies */
+    if (!o16 && wg_colsum_add_v4(c, label, out, part, (int)S, (size_t)M * N, (size_t)M * N, !acc)) return;
     uint32_t r[24] = {0};
     r[8] = S, r[9] = (uint32_t)((size_t)M * N), r[10] = !acc, r[11] = (uint32_t)((size_t)M * N);
     wg_arg ra[] = {o16 ? AH(out, (size_t)M * N, "out (f16)") : A(out, F4((size_t)M * N), "out"),
