@@ -1845,7 +1845,7 @@ static void af16_rope(tz_backend *g, int B, int T, int nh, int nkv, int hd, int 
 /* attention forward and backward on f16 q, k, v (one fused qkv at byte offset off), dout, dq, dk,
  * dv (one fused dqkv at off) and out; sg: the subgroup-matrix bound (SG_RTOL), else the fp32
  * kernels' */
-static void af16_att(tz_backend *g, int B, int T, int nh, int nkv, int hd, int sg, size_t off) {
+static float *af16_att(tz_backend *g, int B, int T, int nh, int nkv, int hd, int sg, size_t off) {
   ot_ctx og, oc;
   ot_init(&og, g, (uint64_t)B * 131 + T * 7 + nh * 3 + nkv + hd + off);
   ot_init(&oc, cpu, 1);
@@ -1896,8 +1896,13 @@ static void af16_att(tz_backend *g, int B, int T, int nh, int nkv, int hd, int s
       af16_close(nm[p], a, r, N * w[p], 1e-4 + AF16_U, 2e-5);
     free(a), free(r);
   }
-  free(g2w), free(r2), free(got), free(ref), free(qkv), free(dout);
+  /* the GPU's results for the caller (test_act_f16_attention_nopack): lse, out, dq|dk|dv */
+  float *res = malloc((nl + N * C + N * Q) * 4);
+  float *gl2 = ot_get(&og, gl, nl);
+  memcpy(res, gl2, nl * 4), memcpy(res + nl, got, N * C * 4), memcpy(res + nl + N * C, g2, N * Q * 4);
+  free(gl2), free(g2w), free(r2), free(got), free(ref), free(qkv), free(dout);
   ot_release(&og), ot_release(&oc);
+  return res;
 }
 /* KV-cache decoding: one query row per sequence (Tq 1, q_pos0 Tk − 1) from an f16 qkv row against
  * f16 caches [B·Tk, n_kv_head·hd] (the general kernel, natively) */
@@ -1931,6 +1936,20 @@ static tz_backend *act_f16_backend(void) {
   if (!g) printf("SKIPPED: f16 activations unavailable: %s\n", tz_errmsg());
   return g;
 }
+/* Whether the environment leaves the attention on the defaults that the no-pack path needs (the
+ * staged, written-out kernels with the lazy one-pass forward at head_dim 64; NOPACK on): unset,
+ * or set to the default (LAZY also 2) */
+static int sg_wo_default(void) {
+  static const char *const ev[][3] = {{"TEZGAH_WEBGPU_ATTN_SG_STAGE", "1", "1"}, {"TEZGAH_WEBGPU_ATTN_SG_WO", "1", "1"},
+                                      {"TEZGAH_WEBGPU_ATTN_SG_LAZY", "1", "2"}, {"TEZGAH_WEBGPU_ATTN_SG_ONEPASS", "1", "1"},
+                                      {"TEZGAH_WEBGPU_ATTN_NOPACK", "1", "1"}, {"TEZGAH_WEBGPU_ATTN_SG_ABLATE", "0", "0"},
+                                      {"TEZGAH_WEBGPU_ATTN_SG_F32IN", "0", "0"}};
+  for (size_t i = 0; i < sizeof ev / sizeof *ev; i++) {
+    const char *e = getenv(ev[i][0]);
+    if (e && *e && strcmp(e, ev[i][1]) && strcmp(e, ev[i][2])) return 0;
+  }
+  return 1;
+}
 /* Rope and attention with f16 activations (be->act == TZ_F16: TEZGAH_WEBGPU_ACT=f16) against the CPU
  * fed the same f16-rounded values: rope both ways; attention (GQA, T not a multiple of 64, head_dim
  * 64 and 128, B 2) on the fp32 flash kernels (TEZGAH_WEBGPU_ATTN=fast: a fallback is an error; their
@@ -1950,10 +1969,10 @@ static void test_act_f16_attention(void **state) {
   af16_rope(g, 2, 9, 4, 2, 16, 1, 0);
   af16_rope(g, 2, 70, 4, 2, 64, -1, 0);
   setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
-  af16_att(g, 2, 70, 4, 2, 64, 0, 0);
-  af16_att(g, 2, 45, 4, 1, 128, 0, 8);
+  free(af16_att(g, 2, 70, 4, 2, 64, 0, 0));
+  free(af16_att(g, 2, 45, 4, 1, 128, 0, 8));
   setenv("TEZGAH_WEBGPU_ATTN", "fallback", 1);
-  af16_att(g, 2, 70, 4, 2, 64, 0, 2); /* 2 bytes past a word: the f16 variant's element offsets */
+  free(af16_att(g, 2, 70, 4, 2, 64, 0, 2)); /* 2 bytes past a word: the f16 variant's element offsets */
   unsetenv("TEZGAH_WEBGPU_ATTN");
   af16_decode(g, 2, 37, 4, 2, 64);
   const char *d = tz_webgpu_describe(g);
@@ -1965,17 +1984,80 @@ static void test_act_f16_attention(void **state) {
   if (!real) setenv("TEZGAH_WEBGPU_ATTN_SGMAT_EMU", "1", 1);
   if (!real && !st) setenv("TEZGAH_WEBGPU_ATTN_SG_STAGE", "0", 1);
   setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "1", 1);
-  af16_att(g, 2, 70, 4, 2, 64, 1, 0);
+  free(af16_att(g, 2, 70, 4, 2, 64, 1, 0));
   /* 2 halves past 16 bytes: the per-block packs (main_h) and, staged, the dK/dV's one-half stores
    * (rows_out; aligned above: rows_out8, DK8) */
-  af16_att(g, 2, 70, 4, 2, 64, 1, 2);
-  if (real || !st) af16_att(g, 2, 45, 4, 1, 128, 1, 8);
+  free(af16_att(g, 2, 70, 4, 2, 64, 1, 2));
+  if (real || !st) free(af16_att(g, 2, 45, 4, 1, 128, 1, 8));
+  /* T a multiple of the kernels' padding (64), q, k, v and dout 16-byte aligned: the written-out
+   * kernels read q, k, v in the qkv and dO in dout, no copies (TEZGAH_WEBGPU_ATTN_NOPACK, the
+   * default), where the staged kernels run (the real ones; the stand-in's no-pack path runs in
+   * test_act_f16_attention_nopack, ctest's _attn_nopack entry) */
+  if (real) {
+    long n0 = tz_webgpu_attn_nopack_calls(0), n1 = tz_webgpu_attn_nopack_calls(1);
+    free(af16_att(g, 2, 128, 4, 2, 64, 1, 0));
+    if (sg_wo_default() && (tz_webgpu_attn_nopack_calls(0) != n0 + 1 || tz_webgpu_attn_nopack_calls(1) != n1 + 1)) {
+      print_error("act_f16 attention T 128: the no-pack path did not run\n");
+      fail();
+    }
+  }
   else /* (the staged stand-ins at head_dim 128: tests/CMakeLists.txt's _sgemu_staged note) */
     printf("SKIPPED: act_f16 subgroup-matrix head_dim 128 under the stand-in with TEZGAH_WEBGPU_ATTN_SG_STAGE set "
            "(llvmpipe compiles the staged stand-ins at 128 for many minutes); unset, the direct kernels run it\n");
   setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "0", 1);
   if (!real) unsetenv("TEZGAH_WEBGPU_ATTN_SGMAT_EMU");
   if (!real && !st) unsetenv("TEZGAH_WEBGPU_ATTN_SG_STAGE");
+  g->destroy(g);
+}
+
+/* The no-pack path of the subgroup-matrix attention with f16 activations (webgpu_ops_attn_sg.c
+ * sg_nopack: T a multiple of the padding, q, k, v read in the fused f16 qkv and dO in the f16
+ * dout by the written-out kernels, fa_sg_prep computing D only) against the packs
+ * (TEZGAH_WEBGPU_ATTN_NOPACK=0: fa_sg_pack's qkv8h copies and fa_sg_prep's dout16): lse, out,
+ * dq, dk, dv bit for bit the same (the same f16 operands in the same order), each run against the
+ * CPU as test_act_f16_attention's (the header's bounds), and the no-pack path counted as run
+ * (tz_webgpu_attn_nopack_calls) or not. One case, test_attention_sgmat's _wo shape with T 64
+ * (B 2, GQA 2, head_dim 64: two 32-row blocks at 2 subgroups, several tiles per key block). On
+ * lavapipe through the stand-in (TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1) with the staged kernels, as
+ * ctest's _attn_nopack entry sets (STAGE=1, NSG=2: lavapipe's 32 KB), the real kernels where
+ * the adapter has them. SKIPPED without f16 activations, or where the environment picks other
+ * kernels than the written-out ones (sg_wo_default; saying so). */
+static void test_act_f16_attention_nopack(void **state) {
+  if (!sg_wo_default()) {
+    printf("SKIPPED: the environment picks other attention kernels than the written-out staged ones\n");
+    skip();
+  }
+  tz_backend *g = act_f16_backend();
+  if (!g) skip();
+  const char *d = tz_webgpu_describe(g);
+  int real = strstr(d, "attention on subgroup matrices") != NULL;
+  if (!real) setenv("TEZGAH_WEBGPU_ATTN_SGMAT_EMU", "1", 1);
+  setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "1", 1);
+  int B = 2, T = 64, nh = 4, nkv = 2, hd = 64;
+  size_t n = (size_t)B * nh * T + (size_t)B * T * nh * hd + (size_t)B * T * (nh + 2 * nkv) * hd;
+  float *r[2];
+  for (int np = 0; np < 2; np++) {
+    setenv("TEZGAH_WEBGPU_ATTN_NOPACK", np ? "1" : "0", 1);
+    long n0 = tz_webgpu_attn_nopack_calls(0), n1 = tz_webgpu_attn_nopack_calls(1);
+    r[np] = af16_att(g, B, T, nh, nkv, hd, 1, 0);
+    long f = tz_webgpu_attn_nopack_calls(0) - n0, b = tz_webgpu_attn_nopack_calls(1) - n1;
+    printf("act_f16 attention NOPACK=%d: no-pack forwards %ld, backwards %ld\n", np, f, b);
+    if (f != np || b != np) {
+      print_error("TEZGAH_WEBGPU_ATTN_NOPACK=%d: %ld forwards, %ld backwards took the no-pack path (want %d)\n", np,
+                  f, b, np);
+      fail();
+    }
+  }
+  unsetenv("TEZGAH_WEBGPU_ATTN_NOPACK");
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(&r[0][i], &r[1][i], 4) && bad++ < 5)
+      print_error("no-pack vs packs: element %zu: %.9g vs %.9g\n", i, r[1][i], r[0][i]);
+  printf("act_f16 attention no-pack vs packs: %zu of %zu values differ (lse, out, dq, dk, dv)\n", bad, n);
+  assert_int_equal(bad, 0);
+  free(r[0]), free(r[1]);
+  setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "0", 1);
+  if (!real) unsetenv("TEZGAH_WEBGPU_ATTN_SGMAT_EMU");
   g->destroy(g);
 }
 
@@ -2738,6 +2820,7 @@ int main(void) {
       cmocka_unit_test(test_w16),        cmocka_unit_test(test_act16), cmocka_unit_test(test_attention_sgmat),
       cmocka_unit_test(test_act_f16_elem), cmocka_unit_test(test_act_f16_bias), cmocka_unit_test(test_act_f16_matmul),
       cmocka_unit_test(test_act_f16_attention),
+      cmocka_unit_test(test_act_f16_attention_nopack),
       /* the sweep (sweep_on): skipped unless TEZGAH_TEST_SWEEP=1 or their own switch */
       cmocka_unit_test(test_matmul_sweep), cmocka_unit_test(test_attention_flash_variants),
       cmocka_unit_test(test_attention_flash_variants_mixes), cmocka_unit_test(test_attention_flash_variants_arena),

@@ -435,6 +435,10 @@ const char *tz_webgpu_describe(tz_backend *be);
  * directly (bench_webgpu). No-ops for other backends or without profiling. */
 void tz_webgpu_profile_print(tz_backend *be, double steps);
 void tz_webgpu_profile_reset(tz_backend *be);
+/* How many subgroup-matrix attention calls of this process (bwd 0: forwards, 1: backwards) read
+ * q, k, v (and dO) in place rather than through the f16 copies (webgpu_ops_attn_sg.c sg_nopack;
+ * TEZGAH_WEBGPU_ATTN_NOPACK): for tests, that the path they mean to check ran. */
+long tz_webgpu_attn_nopack_calls(int bwd);
 
 /* A hint for backends created after it: the most rows any matmul of the coming work has
  * (decoding after a short prompt: max(prompt tokens, batch)), so that a backend may skip

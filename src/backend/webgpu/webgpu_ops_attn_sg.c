@@ -30,7 +30,11 @@
  * q, k, v into the padded compact layout (a relayout, no conversion: the kernels' operands are the
  * same f16 values the fp32 path makes from fp32 inputs rounded to f16), fa_sg_prep reads the f16
  * dout (DT), the dK/dV kernels store dk, dv as f16 (DKT, cvk: sg_dkt) and fa_sg_dqsum dq (DQT,
- * cvq), rounded once from their fp32 sums; F32IN is off (it reads fp32 q, k, v). */
+ * cvq), rounded once from their fp32 sums; F32IN is off (it reads fp32 q, k, v). Where T is a
+ * multiple of SG_PAD too (Tp == T: the copies would have no zero rows) and the layout is aligned,
+ * the written-out kernels (fa_sg_fwd_wo, fa_sg_dkdv_wo) read q, k, v in the qkv and dO in dout
+ * themselves, with their row strides (prefix QRS, KRS), and fa_sg_prep computes D only: no packs,
+ * no dout16, the same results bit for bit (sg_nopack; TEZGAH_WEBGPU_ATTN_NOPACK=0: the copies). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -406,6 +410,35 @@ static int sg_binds_ok(wg_ctx *c, const wg_arg *a, int n, unsigned wmask) {
 
 static size_t al256(size_t x) { return (x + 255) / 256 * 256; }
 
+/* The no-pack path: whether the written-out kernels (fa_sg_fwd_wo, fa_sg_dkdv_wo; the caller
+ * says they run) read q, k, v straight from the fused f16 qkv activation and dO straight from
+ * dout (backward: dout present) instead of fa_sg_pack's compact padded copies and fa_sg_prep's
+ * dout16. With f16 activations (c->act_f16) those copies are pure relayouts (the same f16
+ * values), and where T is a multiple of SG_PAD (Tp == T) they have no zero rows either, so the
+ * kernels read the same values in the same order: the same results bit for bit, without the
+ * copy passes (H200, GPT-2 124M B16 T1024: "attention_to_f16" 24 dispatches a step, 1.04 ms;
+ * fa_sg_prep's dout16 stores, half its traffic). Needs q, k, v in one buffer with k, v at or after
+ * q (x16 is bound from q), q's offset, k's and v's distances from it and dout's offset multiples
+ * of 16 bytes and the row strides qs, kvs of 8 halves (the kernels' vec4<u32> loads of 8 halves;
+ * head_dim and the heads' column offsets are multiples of 8); dout's rows are compact (C).
+ * *bytes: x16's extent from q's offset. Else 0: the packs run (also for fp32 activations, T not
+ * a multiple of SG_PAD, the other kernels). TEZGAH_WEBGPU_ATTN_NOPACK=0: never (the packs as
+ * before, A/B); 1 (the default) where it applies. The caller falls back to the packs where the
+ * bindings do not work out (sg_binds_ok: e.g. qkv in a buffer the kernel writes). */
+static long sg_np_calls[2]; /* the calls that ran the no-pack path: forwards, backwards */
+long tz_webgpu_attn_nopack_calls(int bwd) { return sg_np_calls[bwd != 0]; }
+static int sg_nopack(wg_ctx *c, int T, tz_slice q, tz_slice k, tz_slice v, tz_slice dout, int B, int C, int ckv,
+                     int qs, int kvs, size_t *bytes) {
+  if (!env_int("TEZGAH_WEBGPU_ATTN_NOPACK", 1) || !c->act_f16 || T % SG_PAD) return 0;
+  if (q.buf != k.buf || q.buf != v.buf || k.off < q.off || v.off < q.off) return 0;
+  if (q.off % 16 || (k.off - q.off) % 16 || (v.off - q.off) % 16 || qs % 8 || kvs % 8 || C % 8 || ckv % 8) return 0;
+  if (tz_present(dout) && dout.off % 16) return 0;
+  size_t n = (size_t)B * T - 1, eq = 2 * (n * qs + C), ek = k.off - q.off + 2 * (n * kvs + ckv),
+         ev = v.off - q.off + 2 * (n * kvs + ckv), e = eq > ek ? eq : ek;
+  *bytes = ((e > ev ? e : ev) + 3) & ~(size_t)3;
+  return 1;
+}
+
 /* dst [B, Tp, ncols] f16 = src rows (stride elements), zero past T (fa_sg_pack.wgsl; src fp32, or
  * f16 with f16 activations, c->act_f16: entry main_h) */
 static void sg_pack(wg_ctx *c, tz_slice dst, tz_slice src, int B, int T, int Tp, int ncols, int stride) {
@@ -428,7 +461,8 @@ typedef struct {
  * else three `main`
  * dispatches. The same copies bit for bit. TEZGAH_WEBGPU_ATTN_PACK8=0: always the three (A/B).
  * H200 (2026-12-04, GPT-2 124M B16 T1024): the 72 single-block packs of a step took 2.6 ms at
- * ~2.1 TB/s of real traffic. */
+ * ~2.1 TB/s of real traffic; the 24 qkv8h packs 1.04 ms. Not called where sg_nopack lets the
+ * written-out kernels read q, k, v in place. */
 static void sg_pack_qkv(wg_ctx *c, tz_slice x, const sg_lay *l, tz_slice q, tz_slice k, tz_slice v, int B, int T,
                         int Tp, int C, int ckv, int qs, int kvs) {
   /* es: the source's element size; f16 (c->act_f16, entry qkv8h) loads eight halves at once, so
@@ -480,38 +514,51 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
   size_t xb = 0;
   /* (F32IN reads fp32 q, k, v: not with f16 activations, whose packs are mere relayouts) */
   int f32in = nst && sg_f32in() && !c->act_f16 && sg_f32in_ok(q, k, v, B, T, (int)C, nkv * hd, qs, kvs, &xb);
-  size_t xend = f32in ? 256 : l.end;
+  /* the written-out one-pass forward (sg_wo: fa_sg_fwd_wo.wgsl, main1 with LAZY on f16 operands).
+   * Not where TEZGAH_WEBGPU_ATTN_SG_F32IN asks for F32IN, even where F32IN is then declined: the
+   * subgroup count, chosen above, is then fa_sg_fwd_st's, and fa_sg_fwd_st runs on the copies
+   * (`!f32in` is implied by wo_want). It reads q, k, v in the f16 qkv itself where sg_nopack
+   * says so (np: x16 bound from q, xin to the staging buffer, unread), else the copies. */
+  int wo = nst && wo_want && !f32in;
+  size_t nqb = 0;
+  int np = wo && sg_nopack(c, T, q, k, v, TZ_NONE, B, (int)C, nkv * hd, qs, kvs, &nqb);
+  size_t xend = f32in || np ? 256 : l.end;
   wg_arg a[] = {A(out, o16 ? ((size_t)B * T * C * 2 + 3) & ~(size_t)3 : F4((size_t)B * T * C), "att out"),
                 A(has_lse ? lse : TZ_NONE, F4(nl), "lse"), A(TZ_NONE, xend, "x16"), A(q, xb, "q/k/v")};
   if (xend > wg_cap_bytes(c)) return sg_decline(c, op, "the f16 copies exceed one binding");
   tz_slice x = wg_stage(be, xend + 512);
   if (!has_lse) a[1].s = wg_scratch(be, F4(nl)); /* written, not read: a place for it */
   a[2].s = x;
-  if (f32in && !sg_binds_ok(c, a, 4, 0x3)) { /* e.g. q/k/v in a buffer the kernel writes: the packs */
-    f32in = 0, xend = l.end, a[2].bytes = xend;
-    if (xend > wg_cap_bytes(c)) return sg_decline(c, op, "the f16 copies exceed one binding");
-    a[2].s = x = wg_stage(be, xend + 512);
+  /* q/k/v bound where they are (np, f32in) unless that fails (e.g. q/k/v in a buffer the kernel
+   * writes): then the packs */
+  int repack = 0;
+  if (np) {
+    a[2] = A(q, nqb, "q/k/v (f16 qkv)"), a[3] = A(x, 16, "xin (unread)");
+    if (!sg_binds_ok(c, a, 4, 0x3)) np = 0, repack = 1;
   }
-  if (!f32in) a[3] = A(tz_at(x, al256(xend)), 16, "xin (unread)");
+  if (f32in && !sg_binds_ok(c, a, 4, 0x3)) f32in = 0, repack = 1;
+  if (repack) {
+    xend = l.end;
+    if (xend > wg_cap_bytes(c)) return sg_decline(c, op, "the f16 copies exceed one binding");
+    a[2] = A(x = wg_stage(be, xend + 512), xend, "x16");
+  }
+  if (!f32in && !np) a[3] = A(tz_at(x, al256(xend)), 16, "xin (unread)");
   if (!sg_binds_ok(c, a, nst ? 4 : 3, 0x3)) return sg_decline(c, op, "the arguments do not get a binding each");
-  if (!f32in) {
+  if (!f32in && !np) {
     sg_pack_qkv(c, x, &l, q, k, v, B, T, Tp, (int)C, nkv * hd, qs, kvs);
   }
+  sg_np_calls[0] += np;
   char pre[512];
-  /* the written-out one-pass forward (sg_wo: fa_sg_fwd_wo.wgsl, main1 with LAZY on the f16 copies).
-   * Not where TEZGAH_WEBGPU_ATTN_SG_F32IN asks for F32IN, even where F32IN is then declined: the
-   * subgroup count, chosen above, is then fa_sg_fwd_st's, and fa_sg_fwd_st runs on the copies
-   * (`!f32in` is implied by wo_want) */
-  int wo = nst && wo_want && !f32in;
   snprintf(pre, sizeof pre,
            "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\n"
            "const KPAD: u32 = %du;\nconst EWF = %s;\nconst LAZY = %s;\nconst LTH: f32 = %.1f;\nconst F32IN = %s;\nconst F32L = %s;\n%s",
            hd, sg_lanes(c), nsg, o16 ? "true" : "false", o16 ? "f16" : "f32", kpad, sg_ewf() ? "true" : "false",
            sg_lazy() >= 0 ? "true" : "false", sg_lazy() >= 0 ? sg_lazy() : 0.0, f32in ? "true" : "false", sg_f32l(),
            sg_emu() ? "// sgmat emulation\n" : "");
-  if (wo) {
+  if (wo) { /* (QRS, KRS: q's and k's, v's row strides in halves: the copies' or, np, the qkv's) */
     size_t pl = strlen(pre);
-    snprintf(pre + pl, sizeof pre - pl, "//defs NQ=%d NC=%d NV=%d\n", hd / 16, nsg, 2 * hd / (int)sg_lanes(c));
+    snprintf(pre + pl, sizeof pre - pl, "const QRS: u32 = %du;\nconst KRS: u32 = %du;\n//defs NQ=%d NC=%d NV=%d\n",
+             np ? qs : nh * hd, np ? kvs : nkv * hd, hd / 16, nsg, 2 * hd / (int)sg_lanes(c));
   }
   uint32_t w[24] = {0};
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
@@ -521,6 +568,8 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
   if (f32in) /* q's row stride; k's, v's first float after q's; their row stride (floats) */
     w[13] = (uint32_t)qs, w[14] = (uint32_t)((k.off - q.off) / 4), w[15] = (uint32_t)((v.off - q.off) / 4),
     w[23] = (uint32_t)kvs;
+  if (np) /* q's, k's, v's first half from q's (x16 bound from q) */
+    w[13] = 0, w[14] = (uint32_t)((k.off - q.off) / 2), w[15] = (uint32_t)((v.off - q.off) / 2);
   uint32_t nb = (uint32_t)(Tp / (16 * nsg));
   c->pending_flop = 3.0 * B * nh * (double)T * T * hd; /* S twice (two passes), P·V; causal half */
   /* the one-pass form (main1: output rows in registers, 2 matmul units) or the two-pass form
@@ -589,35 +638,7 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   if (cap > lim) cap = lim;
   size_t bc = cap / per < (size_t)B ? cap / per : (size_t)B;
   if (!bc) return sg_decline(c, op, "one sequence's dq partial sums exceed TEZGAH_WEBGPU_ATTN_DQ_KB or the binding limits");
-  if (l.end > wg_cap_bytes(c)) return sg_decline(c, op, "the f16 copies exceed one binding");
-  size_t kvext = F4(((size_t)B * T - 1) * kvs + (size_t)nkv * hd), xb = 0;
-  /* the staged kernel reads q, k, v itself where it may (F32IN; dout still through its copy),
-   * else binds xin to a spare slice of the staging buffer after the copies (unread) */
-  int f32in = nst && sg_f32in() && !c->act_f16 && sg_f32in_ok(q, k, v, B, T, (int)C, nkv * hd, qs, kvs, &xb);
-  tz_slice x = wg_stage(be, l.end + 512), s = wg_scratch(be, dbytes + bc * per);
-  wg_arg ap[] = {A(s, F4(nl), "D"), A(tz_at(x, l.d), (size_t)B * Tp * C * 2, "dout16"), wg_aa(c, dout, (size_t)B * T * C, "dout"),
-                 A(out, o16 ? ((size_t)B * T * C * 2 + 3) & ~(size_t)3 : F4((size_t)B * T * C), "att out")};
-  /* dk, dv: one argument from dk on (with f16 activations in f16 elements: kvext / 2 bytes past dv) */
-  wg_arg ak[] = {c->act_f16 ? AH(dk, (dv.off - dk.off + kvext / 2) / 2, "dk, dv") : A(dk, dv.off - dk.off + kvext, "dk, dv"),
-                 A(s, dbytes + bc * per, "D, dq parts"), A(x, l.end, "x16"), A(lse, F4(nl), "lse"), A(q, xb, "q/k/v")};
-  if (f32in && !sg_binds_ok(c, ak, 5, 0x3)) f32in = 0; /* e.g. q/k/v in a buffer the kernel writes: the packs */
-  if (!f32in) ak[4] = A(tz_at(x, al256(l.end)), 16, "xin (unread)");
-  wg_arg as[] = {wg_aa(c, dq, ((size_t)B * T - 1) * qs + C, "dq"), A(s, dbytes + bc * per, "dq parts")};
-  if (!sg_binds_ok(c, ap, 4, 0x3) || !sg_binds_ok(c, ak, nst ? 5 : 4, 0x3) || !sg_binds_ok(c, as, 2, 0x1))
-    return sg_decline(c, op, "the arguments do not get a binding each");
-  if (!f32in) {
-    sg_pack_qkv(c, x, &l, q, k, v, B, T, Tp, (int)C, nkv * hd, qs, kvs);
-  }
-  char pre[256];
-  uint32_t w[24] = {0}, gx, gy;
-  snprintf(pre, sizeof pre, "const HD: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\nalias DT = %s;\n", hd,
-           o16 ? "true" : "false", o16 ? "f16" : "f32", c->act_f16 ? "f16" : "f32");
-  w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)B;
-  grid1(nl / T * Tp * (hd / 2), &gx, &gy); /* hd / 2 threads per row (fa_sg_prep.wgsl) */
-  wg_run(c, "attention_bwd_d", wg_pipeline(c, "fa_sg_prep", "main", pre), w, 12, ap, 4, gx, gy, 1);
-  char pk[1024], pq[512];
-  /* TEZGAH_WEBGPU_ATTN_SG_KREG=1 (tuning, staged only): K's left matrices held in registers */
-  int kreg = nst && env_int("TEZGAH_WEBGPU_ATTN_SG_KREG", 0) != 0;
+  size_t kvext = F4(((size_t)B * T - 1) * kvs + (size_t)nkv * hd), xb = 0, nqb = 0;
   /* TEZGAH_WEBGPU_ATTN_SG_ABLATE=N (diagnosis, staged only; WRONG RESULTS, a note on stderr):
    * the staged dK/dV without parts of its work, so that bench_webgpu shows where its time goes:
    * bit 1 the dq part (its products and stores), 2 the element-wise passes (P, dS), 4 the
@@ -626,20 +647,75 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   static int abl_noted;
   if (abl && !abl_noted++)
     fprintf(stderr, "webgpu: TEZGAH_WEBGPU_ATTN_SG_ABLATE=%d: dK/dV and dq are WRONG (timing only)\n", abl);
+  /* the staged kernel reads q, k, v itself where it may (F32IN; dout still through its copy),
+   * else binds xin to a spare slice of the staging buffer after the copies (unread). The
+   * written-out form (wo) reads dO through xin: fa_sg_prep's dout16 in the staging buffer, or
+   * (np, sg_nopack) the f16 dout itself, with x16 bound from q in the f16 qkv (no packs, and
+   * fa_sg_prep computes D only); where those bindings do not work out, the packs. */
+  int f32in = nst && sg_f32in() && !c->act_f16 && sg_f32in_ok(q, k, v, B, T, (int)C, nkv * hd, qs, kvs, &xb);
+  int wo = nst && sg_wo() && !f32in && !abl; /* (f32in may drop below: then wo, without np) */
+  int np = wo && sg_nopack(c, T, q, k, v, dout, B, (int)C, nkv * hd, qs, kvs, &nqb);
+  tz_slice s = wg_scratch(be, dbytes + bc * per), x;
+  wg_arg ap[4], ak[5];
+  for (;;) {
+    if (!np && l.end > wg_cap_bytes(c)) return sg_decline(c, op, "the f16 copies exceed one binding");
+    x = wg_stage(be, (np ? 0 : l.end) + 512);
+    ap[0] = A(s, F4(nl), "D");
+    ap[1] = np ? A(x, 16, "dout16 (not written)") : A(tz_at(x, l.d), (size_t)B * Tp * C * 2, "dout16");
+    ap[2] = wg_aa(c, dout, (size_t)B * T * C, "dout");
+    ap[3] = A(out, o16 ? ((size_t)B * T * C * 2 + 3) & ~(size_t)3 : F4((size_t)B * T * C), "att out");
+    /* dk, dv: one argument from dk on (with f16 activations in f16 elements: kvext / 2 bytes past dv) */
+    ak[0] = c->act_f16 ? AH(dk, (dv.off - dk.off + kvext / 2) / 2, "dk, dv") : A(dk, dv.off - dk.off + kvext, "dk, dv");
+    ak[1] = A(s, dbytes + bc * per, "D, dq parts"), ak[2] = A(x, l.end, "x16"), ak[3] = A(lse, F4(nl), "lse");
+    ak[4] = A(q, xb, "q/k/v");
+    if (np) { /* (dout: 16-byte aligned, B·T·C halves, C a multiple of 8) */
+      ak[2] = A(q, nqb, "q/k/v (f16 qkv)"), ak[4] = A(dout, (size_t)B * T * C * 2, "dO (f16 dout)");
+      if (!sg_binds_ok(c, ak, 5, 0x3)) {
+        np = 0;
+        continue;
+      }
+    }
+    break;
+  }
+  if (f32in && !sg_binds_ok(c, ak, 5, 0x3)) f32in = 0, wo = nst && sg_wo() && !abl; /* e.g. q/k/v in a buffer the kernel writes: the packs */
+  if (wo && !np) /* the copies: q, k, v (x16) before dout16 (xin), at l.d (256-aligned: separate bindings) */
+    ak[2] = A(x, l.d, "x16"), ak[4] = A(tz_at(x, l.d), (size_t)B * Tp * C * 2, "dout16");
+  else if (!f32in && !wo)
+    ak[4] = A(tz_at(x, al256(l.end)), 16, "xin (unread)");
+  wg_arg as[] = {wg_aa(c, dq, ((size_t)B * T - 1) * qs + C, "dq"), A(s, dbytes + bc * per, "dq parts")};
+  if (!sg_binds_ok(c, ap, 4, 0x3) || !sg_binds_ok(c, ak, nst ? 5 : 4, 0x3) || !sg_binds_ok(c, as, 2, 0x1))
+    return sg_decline(c, op, "the arguments do not get a binding each");
+  if (!f32in && !np) {
+    sg_pack_qkv(c, x, &l, q, k, v, B, T, Tp, (int)C, nkv * hd, qs, kvs);
+  }
+  sg_np_calls[1] += np;
+  char pre[256];
+  uint32_t w[24] = {0}, gx, gy;
+  /* (DCOPY: fa_sg_prep writes dout16 unless np) */
+  snprintf(pre, sizeof pre, "const HD: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\nalias DT = %s;\nconst DCOPY = %s;\n",
+           hd, o16 ? "true" : "false", o16 ? "f16" : "f32", c->act_f16 ? "f16" : "f32", np ? "false" : "true");
+  w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)B;
+  grid1(nl / T * Tp * (hd / 2), &gx, &gy); /* hd / 2 threads per row (fa_sg_prep.wgsl) */
+  wg_run(c, "attention_bwd_d", wg_pipeline(c, "fa_sg_prep", "main", pre), w, 12, ap, 4, gx, gy, 1);
+  char pk[1024], pq[512];
+  /* TEZGAH_WEBGPU_ATTN_SG_KREG=1 (tuning, staged only): K's left matrices held in registers */
+  int kreg = nst && env_int("TEZGAH_WEBGPU_ATTN_SG_KREG", 0) != 0;
   snprintf(pk, sizeof pk, "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst KPAD: u32 = %du;\n"
            "const VST = %s;\nconst KREG = %s;\nconst EWF = %s;\nconst DB = %s;\nconst ABL: u32 = %du;\nconst F32IN = %s;\n"
            "const F32L = %s;\nconst EWX = %s;\n%s",
            hd, sg_lanes(c), nsg, kpad, vst ? "true" : "false", kreg ? "true" : "false", sg_ewf() ? "true" : "false",
            db ? "true" : "false", abl, f32in ? "true" : "false", sg_f32l(), sg_ewx() ? "true" : "false",
            sg_emu() ? "// sgmat emulation\n" : "");
-  /* the written-out form (sg_wo; fa_sg_dkdv_wo.wgsl's prefix and `//defs` counts) */
-  int wo = nst && sg_wo() && !f32in && !abl;
+  /* the written-out form (sg_wo; fa_sg_dkdv_wo.wgsl's prefix and `//defs` counts; QRS, KRS: q's
+   * and k's, v's row strides in halves, the copies' or, np, the qkv's) */
   if (wo) {
     int lanes = (int)sg_lanes(c), nq = hd / 16;
     snprintf(pk, sizeof pk,
              "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst KPAD: u32 = %du;\n"
-             "const DB = %s;\n//defs NQ=%d NR=2 NQS=%d NVQ=%d CPL=%d NSG=%d KREG=%d DK8=%d\n%s",
-             hd, sg_lanes(c), nsg, kpad, db ? "true" : "false", nq, nq * 2 / nsg, 32 * (hd / 8) / (nsg * lanes),
+             "const DB = %s;\nconst QRS: u32 = %du;\nconst KRS: u32 = %du;\n"
+             "//defs NQ=%d NR=2 NQS=%d NVQ=%d CPL=%d NSG=%d KREG=%d DK8=%d\n%s",
+             hd, sg_lanes(c), nsg, kpad, db ? "true" : "false", np ? qs : nh * hd, np ? kvs : nkv * hd, nq, nq * 2 / nsg,
+             32 * (hd / 8) / (nsg * lanes),
              32 * 16 / lanes, nsg, kreg, sg_dk8(c, dk, dv, kvs), sg_emu() ? "// sgmat emulation\n" : "");
   }
   {
@@ -664,6 +740,9 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
     w[23] = (uint32_t)kvs;
     if (f32in) /* q's row stride; k's, v's first float after q's (floats) */
       w[13] = (uint32_t)qs, w[14] = (uint32_t)((k.off - q.off) / 4), w[15] = (uint32_t)((v.off - q.off) / 4);
+    if (wo) w[16] = 0; /* dO from xin's first half (dout16, or np dout) */
+    if (np) /* q's, k's, v's first half from q's (x16 bound from q) */
+      w[13] = 0, w[14] = (uint32_t)((k.off - q.off) / 2), w[15] = (uint32_t)((v.off - q.off) / 2);
     c->pending_flop = 5.0 * nb * nh * (double)T * T * hd; /* S, dP, dV, dK, dq: causal half */
     wg_run(c, "attention_bwd_dkdv", wg_pipeline(c, wo ? "fa_sg_dkdv_wo" : nst ? "fa_sg_dkdv_st" : "fa_sg_dkdv", "main", pk), w, 24, ak, nst ? 5 : 4, ord ? (uint32_t)nkv : nkb,
            ord ? (uint32_t)nb : (uint32_t)nkv, ord ? nkb : (uint32_t)nb);

@@ -29,8 +29,17 @@
 // prefetch registers per thread and tile, BR · HD / 8 / (NSG · SGSIZE)), CPL (element-wise
 // entries per thread, BR · 16 / SGSIZE), NSG, KREG (1: each subgroup's K left matrices loaded
 // once into registers, TEZGAH_WEBGPU_ATTN_SG_KREG=1; 0: from kb_ per tile), DK8 (1: f16 dk, dv
-// written as 16-byte chunks, rows_out8; the host's sg_dk8 says where; 0: rows_out). Requirements as
+// written as 16-byte chunks, rows_out8; the host's sg_dk8 says where; 0: rows_out), and QRS, KRS
+// (u32: the row strides of q and of k, v in halves, multiples of 8). Requirements as
 // fa_sg_dkdv_st.wgsl's (x16 16-byte aligned; Tp a multiple of BC).
+// Operands (f16; what differs from fa_sg_dkdv_st): q at half u5, k at u6, v at u7 of x16 (from
+// its element offset p.oa.z), row (b, t) at b·Tp + t times QRS (q) or KRS (k, v); dO from xin
+// (binding 5, from its element offset p.ob.x, 16-byte aligned) at half u8, row (b, t) at
+// (b·Tp + t)·nh·HD. Either the compact padded copies in the staging buffer (fa_sg_pack's q, k, v
+// with QRS = nh·HD, KRS = nkv·HD, zero rows from T; fa_sg_prep's dout16 bound as xin), or
+// (no-pack, webgpu_ops_attn_sg.c sg_nopack: f16 activations and Tp == T, no zero rows needed)
+// the fused f16 qkv activation itself (x16 from q's first half, QRS = KRS = its row stride) and
+// the f16 dout (xin): the same f16 values, so the same results bit for bit, without the copies.
 enable f16;
 enable chromium_experimental_subgroup_matrix;
 // subgroups are consecutive ranges of local_invocation_index (the host requires one subgroup
@@ -47,7 +56,7 @@ struct U { oa: vec4<u32>, ob: vec4<u32>, sa: vec4<u32>, sb: vec4<u32>, u: array<
 @group(0) @binding(2) var<storage, read_write> scr: array<f32>;
 @group(0) @binding(3) var<storage, read> x16: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read> lse: array<f32>;
-@group(0) @binding(5) var<storage, read> xin: array<vec4<f32>>; // bound (the staged layout), unread
+@group(0) @binding(5) var<storage, read> xin: array<vec4<u32>>; // dO (f16, 8 halves a vec4)
 
 alias Left = subgroup_matrix_left<f16, 16, 16>;
 alias Right = subgroup_matrix_right<f16, 16, 16>;
@@ -134,12 +143,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let r = sg * 16u + lane / LPR;  // this lane's key row in the block (write-out)
   let c0 = (lane % LPR) * CPL_;   // and its first column there
   let j = k0 + r;
-  let QS = nh * HD;
-  let KS = nkv * HD;
+  let QS = nh * HD;      // dO's row stride (dout16's, and dout's: [B·T, nh·HD])
   let x0 = p.oa.z / 4u; // x16's first vec4 (the host keeps it 16-byte aligned)
-  let ks = KS / 8u;     // k's / v's copy: row stride in vec4
-  let kh = x0 + (pu(6u) + b * Tp * KS + g * HD) / 8u;
-  let vh = x0 + (pu(7u) + b * Tp * KS + g * HD) / 8u;
+  let ks = KRS / 8u;    // k's / v's row stride in vec4 (the copy's nkv·HD, or the fused qkv's)
+  let kh = x0 + (pu(6u) + b * Tp * KRS + g * HD) / 8u;
+  let vh = x0 + (pu(7u) + b * Tp * KRS + g * HD) / 8u;
   // V's block through kb_ into each subgroup's left matrices, then K's block into kb_ for good
   // (rows k0 .. k0 + BC − 1 < Tp: the copies' rows from T are zero)
   for (var i = lid; i < BC * HV; i += NT) {
@@ -166,9 +174,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   // tiles per query head: queries k0 .. T−1 (none where k0 ≥ T)
   let ntl = select(0u, (T - k0 + BR - 1u) / BR, k0 < T);
   let nit = rep * ntl;
-  let qs8 = QS / 8u;
-  let qh = x0 + (pu(5u) + b * Tp * QS) / 8u; // q's copy, sequence b (then + row · qs8 + head · HD / 8)
-  let oh = x0 + (pu(8u) + b * Tp * QS) / 8u; // dout's
+  let qs8 = QRS / 8u;
+  let os8 = QS / 8u;
+  let qh = x0 + (pu(5u) + b * Tp * QRS) / 8u; // q, sequence b (then + row · qs8 + head · HD / 8)
+  let oh = p.ob.x / 4u + (pu(8u) + b * Tp * QS) / 8u; // dO's, in xin (then + row · os8 + ...)
   // the prefetch registers: slot e of the thread holds entry lid + e·NT of a BR × HV tile
   // (row / HV, column % HV: consecutive threads, consecutive 16 bytes)
 //#for e in NVQ
@@ -179,7 +188,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let c = g * rep * HD / 8u;
 //#for e in NVQ
     qp{e} = x16[qh + (k0 + (lid + {e}u * NT) / HV) * qs8 + c + (lid + {e}u * NT) % HV];
-    op{e} = x16[oh + (k0 + (lid + {e}u * NT) / HV) * qs8 + c + (lid + {e}u * NT) % HV];
+    op{e} = xin[oh + (k0 + (lid + {e}u * NT) / HV) * os8 + c + (lid + {e}u * NT) % HV];
 //#endfor
   }
   let qi = sg % NR_;            // this subgroup's 16-query block of the dq part
@@ -220,7 +229,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       let c = hn * HD / 8u;
 //#for e in NVQ
       qp{e} = x16[qh + (tn + (lid + {e}u * NT) / HV) * qs8 + c + (lid + {e}u * NT) % HV];
-      op{e} = x16[oh + (tn + (lid + {e}u * NT) / HV) * qs8 + c + (lid + {e}u * NT) % HV];
+      op{e} = xin[oh + (tn + (lid + {e}u * NT) / HV) * os8 + c + (lid + {e}u * NT) % HV];
 //#endfor
     }
     // Sᵀ = K·Qᵀ (this subgroup's 16 keys × the tile's BR queries)

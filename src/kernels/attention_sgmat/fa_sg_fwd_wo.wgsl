@@ -15,8 +15,17 @@
 // time (three barriers per matrix, on the rare path only) rather than NC at a time; the element-
 // wise loops over a row's CPL columns stay loops (they index no arrays).
 // Host prefix: as fa_sg_fwd_st.wgsl's (HD, SGSIZE, NSG, OUT16, OT, KPAD, EWF, LTH; LAZY, F32IN
-// and F32L are ignored: this file is the LAZY form on the f16 copies); `//defs` line: NQ (HD /
-// 16), NC (BC / 16 = NSG), NV (16-byte prefetch registers per thread and tile, BC · HD / 8 / NT).
+// and F32L are ignored: this file is the LAZY form on f16 operands), and QRS, KRS (u32: the row
+// strides of q and of k, v in halves, multiples of 8); `//defs` line: NQ (HD / 16), NC (BC / 16 =
+// NSG), NV (16-byte prefetch registers per thread and tile, BC · HD / 8 / NT).
+// Operands (f16, x16 from its element offset p.oa.z, 16-byte aligned): q at half u5, k at u6, v
+// at u7 (multiples of 8), row (b, t) of each at b·Tp + t times its stride: either the compact
+// padded copies fa_sg_pack made ([B, Tp, nh·HD] and [B, Tp, nkv·HD], zero rows from T; QRS =
+// nh·HD, KRS = nkv·HD), or (no-pack, webgpu_ops_attn_sg.c sg_nopack: f16 activations and Tp == T,
+// so no zero rows are needed) the fused f16 qkv activation itself, x16 bound from q's first half,
+// QRS = KRS = its row stride (3C for GPT-2): the same f16 values, so the same results bit for bit,
+// without the copy pass ("attention_to_f16"). Rows read: q0 .. q0 + BR − 1 and keys below
+// min(q0 + BR, T) rounded up to BC, all < Tp.
 enable f16;
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
@@ -93,14 +102,14 @@ fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
   let cs = select(1u, LPR, EWF);
   let rot = select(0u, (r / 8u) % 2u, EWF);
   let t = q0 + r;
-  let QS = nh * HD;
-  let KS = nkv * HD;
+  let QS = nh * HD; // the output's row stride
   let x0 = p.oa.z / 4u; // x16's first vec4 (16-byte aligned: host)
-  let qh = x0 + (pu(5u) + b * Tp * QS + h * HD) / 8u;
-  let kh = x0 + (pu(6u) + b * Tp * KS + g * HD) / 8u;
-  let vh = x0 + (pu(7u) + b * Tp * KS + g * HD) / 8u;
-  let qs8 = QS / 8u;
-  let ks8 = KS / 8u;
+  // q's, k's and v's rows: the copies' (QRS = nh·HD, KRS = nkv·HD) or the fused qkv's (no-pack)
+  let qh = x0 + (pu(5u) + b * Tp * QRS + h * HD) / 8u;
+  let kh = x0 + (pu(6u) + b * Tp * KRS + g * HD) / 8u;
+  let vh = x0 + (pu(7u) + b * Tp * KRS + g * HD) / 8u;
+  let qs8 = QRS / 8u;
+  let ks8 = KRS / 8u;
   // Q's block through kv_ into each subgroup's left matrices (rows q0 .. q0 + BR − 1 < Tp)
   for (var i = lid; i < BC * HV; i += NT) {
     kv_[(i / HV) * KLD + i % HV] = x16[qh + (q0 + i / HV) * qs8 + i % HV];

@@ -15,7 +15,10 @@
 // Host prefix (after the directives): const HD (even, HD / 2 a power of two dividing 256),
 // OUT16 (bool), alias OT (f16 or f32: out's element type), alias DT (f16 or f32: dout's element
 // type; f16 with the backend's f16 activations, c->act_f16, where dout is an f16 argument whose
-// offset counts f16 elements: dout16 is then a relayout of it, the same clamp).
+// offset counts f16 elements: dout16 is then a relayout of it, the same clamp), DCOPY (bool:
+// write dout16; false in the host's no-pack path, webgpu_ops_attn_sg.c sg_nopack, where the
+// written-out dK/dV reads the f16 dout itself, T being a multiple of the padding so that no zero
+// rows are needed: D only, and binding 2 is bound but not written).
 enable f16;
 // end of directives
 struct U { oa: vec4<u32>, ob: vec4<u32>, sa: vec4<u32>, sb: vec4<u32>, u: array<vec4<u32>, 4> }
@@ -53,7 +56,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     g = vec2<f32>(f32(dout[src]), f32(dout[src + 1u]));
     acc = fma(g.x, f32(outp[ob]), g.y * f32(outp[ob + 1u]));
   }
-  do16[p.oa.y + ((b * Tp + t) * C + h * HD) / 2u + jp] = pack2x16float(clamp(g, vec2<f32>(-65504.0), vec2<f32>(65504.0)));
+  if (DCOPY) {
+    do16[p.oa.y + ((b * Tp + t) * C + h * HD) / 2u + jp] = pack2x16float(clamp(g, vec2<f32>(-65504.0), vec2<f32>(65504.0)));
+  }
   red[lid] = acc;
   workgroupBarrier();
   for (var s = HP / 2u; s > 0u; s /= 2u) {
