@@ -44,12 +44,16 @@
 # an earlier run, that case 69 s cold: ~200 cold; ~1,000 for the stand-in entries without it),
 # test_webgpu_ops_attn_sgemu_staged 88 (cold; the staged backward's stand-in did not compile
 # within 10 minutes without nopt); _direct: not measured with it. All three are sweep entries.
+# Branch ciTime (2026-12-04, cold, CPU s user+sys on the loaded 2-core VM): test_webgpu_ops_act_f16
+# (the f16-activation elementwise and matmul cases, added without it) 207.7 -> 163.6 with nopt,
+# both passing; the new test_webgpu_ops_attn_sgemu_fwd128 with it from the start.
 # docs/RELIABILITY.md has the measurements.
 set(TZ_LAVAPIPE_TESTS test_webgpu_ops test_webgpu_ops_flash test_webgpu_ops_matmul
   test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep test_webgpu_attn_variants
   test_webgpu_ops_attn_sgemu test_webgpu_ops_attn_sgemu_direct test_webgpu_ops_attn_sgemu_staged
-  test_webgpu_ops_attn_sgemu_db test_webgpu_ops_attn_sgemu_wo
-  test_webgpu_cli test_webgpu_ops_attn_pf test_webgpu_ops_act16 test_webgpu_ops_act16_sgemu test_webgpu_ops_act_f16_attention
+  test_webgpu_ops_attn_sgemu_db test_webgpu_ops_attn_sgemu_wo test_webgpu_ops_attn_sgemu_fwd128
+  test_webgpu_cli test_webgpu_ops_attn_pf test_webgpu_ops_act16 test_webgpu_ops_act16_sgemu test_webgpu_ops_act_f16
+  test_webgpu_ops_act_f16_attention
   test_webgpu_large test_tok_webgpu
   test_webgpu_train test_webgpu_train_arena test_webgpu_sgmat test_webgpu_sgmat_sweep
   test_webgpu_mainjob test_tok_webgpu_fused)

@@ -1717,6 +1717,9 @@ static void check_att_sg(tz_backend *ge, int B, int T, int nh, int nkv, int hd) 
  * scripts/device_webgpu_f16speed.sh 1 and 0). Bound: SG_RTOL / SG_ARMS above. The other
  * attention tests run with TEZGAH_WEBGPU_ATTN_SGMAT=0 (setup): the fp32 kernels at their fp32
  * bounds on every adapter. */
+/* (below: the f16-activation backend and check, test_act_f16_attention's) */
+static tz_backend *act_f16_backend(void);
+static void af16_att(tz_backend *g, int B, int T, int nh, int nkv, int hd, int sg, size_t off);
 static void test_attention_sgmat(void **state) {
   const char *d = tz_webgpu_describe(gpu);
   if (!strstr(d, "attention on subgroup matrices")) {
@@ -1725,13 +1728,44 @@ static void test_attention_sgmat(void **state) {
     skip();
   }
   setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "1", 1);
-  /* TZ_TEST_SG_CASE="B,T,n_head,n_kv_head,head_dim": that case only (debugging) */
+  /* TZ_TEST_SG_CASE="B,T,n_head,n_kv_head,head_dim[ B,T,...]" (spaces or ';' between cases):
+   * those cases only (debugging, and ctest's stand-in entries); with TZ_TEST_SG_ACT=f16 on a
+   * backend with f16 activations (the H200's default: act_f16_backend, TEZGAH_WEBGPU_ACT=f16;
+   * f16 q, k, v, dout, out, dq, dk, dv at 16-byte aligned offsets, so the f16 packs qkv8h and
+   * the dK/dV's 16-byte stores DK8) through test_act_f16_attention's check (af16_att: the bound
+   * SG_RTOL + 2^-11, SG_ARMS) */
   int cs[5];
-  const char *one = getenv("TZ_TEST_SG_CASE");
+  const char *one = getenv("TZ_TEST_SG_CASE"), *act = getenv("TZ_TEST_SG_ACT");
   /* the software stand-in (TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1, lavapipe) is slow: one case per path */
   int emu = env_flag("TEZGAH_WEBGPU_ATTN_SGMAT_EMU");
-  if (one && sscanf(one, "%d,%d,%d,%d,%d", &cs[0], &cs[1], &cs[2], &cs[3], &cs[4]) == 5) {
-    check_att_sg(gpu, cs[0], cs[1], cs[2], cs[3], cs[4]);
+  if (act && *act && strcmp(act, "f16")) {
+    print_error("TZ_TEST_SG_ACT=%s: only f16 is known\n", act);
+    fail();
+  }
+  if (one && *one) {
+    tz_backend *g = gpu;
+    if (act && *act) {
+      g = act_f16_backend();
+      if (!g) { /* (the stand-in needs ShaderF16, as f16 activations do: no silent pass) */
+        print_error("TZ_TEST_SG_ACT=f16 but no backend with f16 activations: %s\n", tz_errmsg());
+        fail();
+      }
+      assert_int_equal(g->act, TZ_F16);
+    }
+    for (const char *p = one; *p;) { /* every case; a malformed one fails */
+      if (sscanf(p, "%d,%d,%d,%d,%d", &cs[0], &cs[1], &cs[2], &cs[3], &cs[4]) != 5) {
+        print_error("TZ_TEST_SG_CASE: '%s' is not B,T,n_head,n_kv_head,head_dim\n", p);
+        fail();
+      }
+      if (g != gpu) af16_att(g, cs[0], cs[1], cs[2], cs[3], cs[4], 1, 0);
+      else check_att_sg(gpu, cs[0], cs[1], cs[2], cs[3], cs[4]);
+      p += strcspn(p, " ;");
+      p += strspn(p, " ;");
+    }
+    if (g != gpu) g->destroy(g);
+  } else if (act && *act) {
+    print_error("TZ_TEST_SG_ACT needs TZ_TEST_SG_CASE\n");
+    fail();
   } else {
     /* the staged one-pass forward's rare rescale of its output matrices
      * (TEZGAH_WEBGPU_ATTN_SG_LAZY=2: at every growth of a row's maximum, which random inputs
