@@ -1993,8 +1993,11 @@ static int sg_wo_default(void) {
  * TEZGAH_WEBGPU_ATTN_SGMAT_EMU=1 with the direct kernels, TEZGAH_WEBGPU_ATTN_SG_STAGE=0, unless the
  * environment picks others: the staged stand-ins compile for many minutes on lavapipe, so with
  * TEZGAH_WEBGPU_ATTN_SG_STAGE set the stand-in runs head_dim 64 only, saying so;
- * TEZGAH_TEST_SGMAT_REQUIRED=1, as scripts/device_act16.sh sets, makes the stand-in a failure).
- * Bounds: the header's table. */
+ * TEZGAH_TEST_SGMAT_REQUIRED=1, as scripts/device_act16.sh sets, makes the stand-in a failure);
+ * on the real subgroup-matrix kernels also T 128, a multiple of their padding, with q, k, v and
+ * dout 16-byte aligned: the no-pack path (webgpu_ops_attn_sg.c sg_nopack), a failure where it
+ * does not run with the environment on the defaults it needs (sg_wo_default; the stand-in's
+ * no-pack path: test_act_f16_attention_nopack). Bounds: the header's table. */
 static void test_act_f16_attention(void **state) {
   tz_backend *g = act_f16_backend();
   if (!g) skip();
@@ -2023,6 +2026,9 @@ static void test_act_f16_attention(void **state) {
    * (rows_out; aligned above: rows_out8, DK8) */
   free(af16_att(g, 2, 70, 4, 2, 64, 1, 2));
   if (real || !st) free(af16_att(g, 2, 45, 4, 1, 128, 1, 8));
+  else /* (the staged stand-ins at head_dim 128: tests/CMakeLists.txt's _sgemu_staged note) */
+    printf("SKIPPED: act_f16 subgroup-matrix head_dim 128 under the stand-in with TEZGAH_WEBGPU_ATTN_SG_STAGE set "
+           "(llvmpipe compiles the staged stand-ins at 128 for many minutes); unset, the direct kernels run it\n");
   /* T a multiple of the kernels' padding (64), q, k, v and dout 16-byte aligned: the written-out
    * kernels read q, k, v in the qkv and dO in dout, no copies (TEZGAH_WEBGPU_ATTN_NOPACK, the
    * default), where the staged kernels run (the real ones; the stand-in's no-pack path runs in
@@ -2035,9 +2041,6 @@ static void test_act_f16_attention(void **state) {
       fail();
     }
   }
-  else /* (the staged stand-ins at head_dim 128: tests/CMakeLists.txt's _sgemu_staged note) */
-    printf("SKIPPED: act_f16 subgroup-matrix head_dim 128 under the stand-in with TEZGAH_WEBGPU_ATTN_SG_STAGE set "
-           "(llvmpipe compiles the staged stand-ins at 128 for many minutes); unset, the direct kernels run it\n");
   setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "0", 1);
   if (!real) unsetenv("TEZGAH_WEBGPU_ATTN_SGMAT_EMU");
   if (!real && !st) unsetenv("TEZGAH_WEBGPU_ATTN_SG_STAGE");
