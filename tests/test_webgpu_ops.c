@@ -1719,7 +1719,7 @@ static void check_att_sg(tz_backend *ge, int B, int T, int nh, int nkv, int hd) 
  * bounds on every adapter. */
 /* (below: the f16-activation backend and check, test_act_f16_attention's) */
 static tz_backend *act_f16_backend(void);
-static void af16_att(tz_backend *g, int B, int T, int nh, int nkv, int hd, int sg, size_t off);
+static float *af16_att(tz_backend *g, int B, int T, int nh, int nkv, int hd, int sg, size_t off);
 static void test_attention_sgmat(void **state) {
   const char *d = tz_webgpu_describe(gpu);
   if (!strstr(d, "attention on subgroup matrices")) {
@@ -1757,7 +1757,7 @@ static void test_attention_sgmat(void **state) {
         print_error("TZ_TEST_SG_CASE: '%s' is not B,T,n_head,n_kv_head,head_dim\n", p);
         fail();
       }
-      if (g != gpu) af16_att(g, cs[0], cs[1], cs[2], cs[3], cs[4], 1, 0);
+      if (g != gpu) free(af16_att(g, cs[0], cs[1], cs[2], cs[3], cs[4], 1, 0));
       else check_att_sg(gpu, cs[0], cs[1], cs[2], cs[3], cs[4]);
       p += strcspn(p, " ;");
       p += strspn(p, " ;");
