@@ -540,7 +540,9 @@ size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc
   uint32_t bm = t.sg_m * t.tm * 16, bn = t.sg_n * t.tn * 16, nt = t.sg_m * t.sg_n * sgsize;
   int a_mk = form != TZ_SGMAT_DYTX, b_nk = form == TZ_SGMAT_XWT;
   uint32_t a_per = nt ? bm * t.bk / 8 / nt : 0, b_per = nt ? bn * t.bk / 8 / nt : 0;
-  uint32_t epi = t.epi && t.o16 && t.kern && !t.a16w ? t.epi : TZ_SGMAT_EPI_NONE;
+  /* (an epilogue tensor needs O16 without A16W and never goes with ACC: DSWIGLU's [M, 2N] c
+   * would be read at [M, N] indices) */
+  uint32_t epi = t.epi && t.o16 && t.kern && !t.a16w && !acc ? t.epi : TZ_SGMAT_EPI_NONE;
   int n = snprintf(buf, cap,
                    "const BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst SG_M = %uu;\nconst SG_N = %uu;\n"
                    "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"

@@ -403,6 +403,8 @@ size_t wg_mm_smem(mm_cfg f);
 mm_cfg wg_mm_config(wg_ctx *c, int rw);
 void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, int M, int K, int N,
                  int acc);
+/* TEZGAH_WEBGPU_F16_PIECES (webgpu_ops_matmul.c): f16 tensors' pieces counted by their bytes */
+int wg_f16_pieces(void);
 void wg_matmul_t_res(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, tz_slice res, int M, int K,
                      int N);
 void wg_matmul_t_gelu(tz_backend *be, tz_slice out, tz_slice h, tz_slice x, tz_slice w, tz_slice bias, int M, int K,

@@ -34,7 +34,8 @@
  * multiple of SG_PAD too (Tp == T: the copies would have no zero rows) and the layout is aligned,
  * the written-out kernels (fa_sg_fwd_wo, fa_sg_dkdv_wo) read q, k, v in the qkv and dO in dout
  * themselves, with their row strides (prefix QRS, KRS), and fa_sg_prep computes D only: no packs,
- * no dout16, the same results bit for bit (sg_nopack; TEZGAH_WEBGPU_ATTN_NOPACK=0: the copies). */
+ * no dout16, the same results bit for bit for finite dO (the copy clamps ±inf to ±65504; sg_nopack;
+ * TEZGAH_WEBGPU_ATTN_NOPACK=0: the copies). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -415,7 +416,8 @@ static size_t al256(size_t x) { return (x + 255) / 256 * 256; }
  * dout (backward: dout present) instead of fa_sg_pack's compact padded copies and fa_sg_prep's
  * dout16. With f16 activations (c->act_f16) those copies are pure relayouts (the same f16
  * values), and where T is a multiple of SG_PAD (Tp == T) they have no zero rows either, so the
- * kernels read the same values in the same order: the same results bit for bit, without the
+ * kernels read the same values in the same order: the same results bit for bit (for finite dO:
+ * dout16 clamps ±inf to ±65504, the kernels then read the inf itself), without the
  * copy passes (H200, GPT-2 124M B16 T1024: "attention_to_f16" 24 dispatches a step, 1.04 ms;
  * fa_sg_prep's dout16 stores, half its traffic). Needs q, k, v in one buffer with k, v at or after
  * q (x16 is bound from q), q's offset, k's and v's distances from it and dout's offset multiples

@@ -119,7 +119,7 @@ void wg_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice 
   /* rows per piece: logits above one binding run in pieces (f16 logits, c->act_f16: by their
    * bytes, so GPT-2's [16384, 50304] in one, as the lm_head's matmuls take them;
    * TEZGAH_WEBGPU_F16_PIECES=0: fp32 elements, as before) */
-  size_t rc = wg_cap_bytes(c) / (c->act_f16 && env_int("TEZGAH_WEBGPU_F16_PIECES", 1) ? 2 : 4) / (size_t)Vp;
+  size_t rc = wg_cap_bytes(c) / (c->act_f16 && wg_f16_pieces() ? 2 : 4) / (size_t)Vp;
   if (rc == 0) rc = 1;
   /* Where the subgroup-matrix matmul runs (or TEZGAH_WEBGPU_GRAD16=1, tests), the dlogits are
    * also written as f16 into the f16 operand scratch buffer 0 (wg_grad16), recorded as the f16

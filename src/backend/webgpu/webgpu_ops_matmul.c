@@ -210,6 +210,23 @@ static int sg_shape_ok(wg_ctx *c, int variant, int M, int K, int N, int o16) {
   return (uint64_t)M * K * 2 <= cap && (uint64_t)K * N * 2 <= cap;
 }
 
+/* Will a call of variant at M x N x K run on kernel n with its f16 tensors as they are (mm's
+ * f16 pieces by bytes rely on it: no fp32 copy of an f16 operand, no fp32 scratch for an f16
+ * output)? Its tile must be kernel n, with the f16 output stored natively (O16) and without a
+ * split whose fp32 partials would exceed a binding, and the operands aligned as sg_matmul
+ * requires. A call that still declines (bindings that merge) takes the other kernels, whose fp32
+ * copies then exceed a binding: one error line, not a wrong result. */
+static int sg_native_ok(wg_ctx *c, int variant, int M, int K, int N, int o16, tz_slice a_, tz_slice out) {
+  if (!sg_shape_ok(c, variant, M, K, N, o16)) return 0;
+  tz_sgmat_tile t;
+  uint32_t S;
+  if (!sg_pick(c, variant, M, K, N, 1, &t, &S, o16) || !t.kern || (o16 && !t.o16)) return 0;
+  if (S > 1 && (uint64_t)S * M * N * 4 > wg_cap_bytes(c)) return 0;
+  return a_.off % 16 == 0 && out.off % 64 == 0;
+}
+/* TEZGAH_WEBGPU_F16_PIECES=0 (A/B): f16 tensors' pieces counted in fp32 elements, as before */
+int wg_f16_pieces(void) { return env_int("TEZGAH_WEBGPU_F16_PIECES", 1) != 0; }
+
 /* The f16 operand scratch buffer `which` (0: a, 1: b) with at least `bytes`; what it held is
  * forgotten when it grows. */
 tz_buf *wg_sg16(tz_backend *be, int which, size_t bytes) {
@@ -308,14 +325,17 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
                      int K, int N, int acc, int a16, int b16, int o16, tz_slice ex, int epi) {
   wg_ctx *c = CTX(be);
   if (!sg_shape_ok(c, variant, M, K, N, o16)) return 0;
-  /* epi (TZ_SGMAT_EPI_*, with its f16 [M, N] tensor ex): kernel n's RES (wg_matmul_t_res) or GELU
-   * (wg_matmul_t_gelu) epilogue for X·Wᵀ, DGELU (wg_matmul_dgelu) for dY·W, each with an f16 out
-   * written (not accumulated) and ex 16-byte aligned in a buffer of its own; else 0 (the caller
-   * runs the separate op after) */
+  /* epi (TZ_SGMAT_EPI_*, with its f16 tensor ex, [M, N], or [M, 2N] with out for DSWIGLU): kernel
+   * n's RES (wg_matmul_t_res) or GELU (wg_matmul_t_gelu) epilogue for X·Wᵀ, DGELU
+   * (wg_matmul_dgelu) or DSWIGLU (wg_matmul_dswiglu) for dY·W, each with an f16 out written (not
+   * accumulated) and ex 16-byte aligned in a buffer of its own (GELU writes ex: not a_'s or the
+   * bias's buffer either, which a dispatch may not both read and write); else 0 (the caller runs
+   * the separate op after) */
   int hr = epi != TZ_SGMAT_EPI_NONE;
   int dsw = epi == TZ_SGMAT_EPI_DSWIGLU; /* out and ex [M, 2N] */
   if (hr && (variant != (epi >= TZ_SGMAT_EPI_DGELU ? 1 : 0) || acc || !o16 || ex.off % 16 || ex.buf == out.buf ||
-             !tz_present(ex) || (dsw && N % 8)))
+             !tz_present(ex) || (dsw && N % 8) ||
+             (epi == TZ_SGMAT_EPI_GELU && (ex.buf == a_.buf || (tz_present(bias) && ex.buf == bias.buf)))))
     return 0;
   if (tz_present(bias) && (acc || variant != 0)) return 0;
   if (a_.off % 8 || b_.off % 8 || out.off % 64 || (tz_present(bias) && bias.buf == out.buf)) return 0;
@@ -413,7 +433,8 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   }
   /* the scratch copies valid before this dispatch stay valid unless it wrote their source */
   for (int i = 0; i < 2; i++)
-    if (valid[i] && c->sg_src[i] != out.buf) c->sg_serial[i] = c->serial;
+    if (valid[i] && c->sg_src[i] != out.buf && !(epi == TZ_SGMAT_EPI_GELU && c->sg_src[i] == ex.buf))
+      c->sg_serial[i] = c->serial;
   if (t.a16w) /* the copy A16W wrote, valid as of now (wg_sg_copy16) */
     c->sg_src[0] = a_.buf, c->sg_off[0] = a_.off, c->sg_n[0] = m * k, c->sg_serial[0] = c->serial;
   return o32 ? 1 : 2;
@@ -671,7 +692,7 @@ static void mm(tz_backend *be, const char *label, int variant, tz_slice out, tz_
    * piece instead of 10624 + 5760 rows; on the H200 the 5760-row dX ran at 201 TFLOP/s against
    * 265 for the other). TEZGAH_WEBGPU_F16_PIECES=0 (A/B): fp32 elements, as before. */
   size_t capb = wg_cap_bytes(c);
-  int bytes = (a16 || o16) && env_int("TEZGAH_WEBGPU_F16_PIECES", 1) && sg_shape_ok(c, variant, M, K, N, o16);
+  int bytes = (a16 || o16) && wg_f16_pieces() && sg_native_ok(c, variant, M, K, N, o16, a_, out);
   /* rows of out and a (counted by bytes where `bytes`, else in fp32 elements) */
   if (variant < 2 && M > 1 && (bytes ? m * k * ae > capb || m * n * oe > capb : m * k > cap || m * n > cap)) {
     size_t mc = bytes ? piece_round(capb / (k * ae > n * oe ? k * ae : n * oe)) : piece_round(cap / (k > n ? k : n));
@@ -754,9 +775,6 @@ void wg_matmul_t(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice 
   wg_ctx *c = CTX(be);
   mm(be, "matmul_t", 0, out, a, b, bias, M, K, N, acc, c->act16, 0, c->act_f16);
 }
-/* out = a·bᵀ + bias + res (backend.h's matmul_t_res): kernel n's RES epilogue where the call runs
- * on it as one dispatch with an f16 out (c->act_f16; sg_matmul says when), else matmul_t, then
- * add. TEZGAH_WEBGPU_MM_RES=0 (A/B): always the two ops. */
 /* Can a call of M x K x N with its f16 operand a try kernel n's epilogues (f16 activations, every
  * tensor within one binding as fp32, a on a 4-byte boundary)? sg_matmul decides the rest. */
 static int epi_fits(wg_ctx *c, tz_slice a, int M, int K, int N) {
@@ -765,18 +783,21 @@ static int epi_fits(wg_ctx *c, tz_slice a, int M, int K, int N) {
          !(a.off % 4);
 }
 /* TEZGAH_WEBGPU_SGMAT_NATIVE16=1 (tests): a call of op that does not run on kernel n's epilogue
- * (while `sw` is on) fails, as mm_one's calls off the native f16 path do */
-static void epi_native_check(wg_ctx *c, const char *op, const char *sw) {
-  if (c->act_f16 && c->sgmat && env_int("TEZGAH_WEBGPU_SGMAT_NATIVE16", 0) == 1 && env_int(sw, 1))
+ * (while its switch is on: `on`) fails, as mm_one's calls off the native f16 path do */
+static void epi_native_check(wg_ctx *c, const char *op, int on) {
+  if (c->act_f16 && c->sgmat && env_int("TEZGAH_WEBGPU_SGMAT_NATIVE16", 0) == 1 && on)
     wg_fail(c, "%s: %s (TEZGAH_WEBGPU_SGMAT_NATIVE16=1)", op, "not on kernel n's epilogue", 0, 0);
 }
+/* out = a·bᵀ + bias + res (backend.h's matmul_t_res): kernel n's RES epilogue where the call runs
+ * on it as one dispatch with an f16 out (c->act_f16; sg_matmul says when), else matmul_t, then
+ * add. TEZGAH_WEBGPU_MM_RES=0 (A/B, read at every call): always the two ops. */
 void wg_matmul_t_res(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, tz_slice res, int M, int K,
                      int N) {
   wg_ctx *c = CTX(be);
   if (epi_fits(c, a, M, K, N) && env_int("TEZGAH_WEBGPU_MM_RES", 1) &&
       sg_matmul(be, 0, out, a, b, bias, M, K, N, 0, c->act16, 0, 1, res, TZ_SGMAT_EPI_RES) == 2)
     return;
-  epi_native_check(c, "matmul_t_res", "TEZGAH_WEBGPU_MM_RES");
+  epi_native_check(c, "matmul_t_res", env_int("TEZGAH_WEBGPU_MM_RES", 1));
   wg_matmul_t(be, out, a, b, bias, M, K, N, 0);
   wg_add(be, out, out, res, (size_t)M * N);
 }
@@ -789,7 +810,7 @@ void wg_matmul_t_gelu(tz_backend *be, tz_slice out, tz_slice h, tz_slice x, tz_s
   if (epi_fits(c, x, M, K, N) &&
       sg_matmul(be, 0, h, x, w, bias, M, K, N, 0, c->act16, 0, 1, out, TZ_SGMAT_EPI_GELU) == 2)
     return;
-  epi_native_check(c, "matmul_t_gelu", "TEZGAH_WEBGPU_GELU_EPI");
+  epi_native_check(c, "matmul_t_gelu", 1); /* (offered only with its switch on) */
   wg_matmul_t(be, h, x, w, bias, M, K, N, 0);
   wg_gelu_fwd(be, out, h, (size_t)M * N);
 }
@@ -801,7 +822,7 @@ void wg_matmul_dgelu(tz_backend *be, tz_slice dh, tz_slice db, tz_slice dout, tz
   wg_ctx *c = CTX(be);
   if (!(epi_fits(c, dout, M, K, N) &&
         sg_matmul(be, 1, dh, dout, w, TZ_NONE, M, K, N, 0, c->act_f16, 0, 1, h, TZ_SGMAT_EPI_DGELU) == 2)) {
-    epi_native_check(c, "matmul_dgelu", "TEZGAH_WEBGPU_GELU_EPI");
+    epi_native_check(c, "matmul_dgelu", 1);
     wg_matmul(be, dh, dout, w, M, K, N, 0);
     wg_gelu_bwd(be, dh, h, dh, (size_t)M * N);
   }
@@ -815,7 +836,7 @@ void wg_matmul_dswiglu(tz_backend *be, tz_slice dgu, tz_slice dout, tz_slice w, 
   if (epi_fits(c, dout, M, K, 2 * N) &&
       sg_matmul(be, 1, dgu, dout, w, TZ_NONE, M, K, N, 0, c->act_f16, 0, 1, gu, TZ_SGMAT_EPI_DSWIGLU) == 2)
     return;
-  epi_native_check(c, "matmul_dswiglu", "TEZGAH_WEBGPU_SWIGLU_EPI");
+  epi_native_check(c, "matmul_dswiglu", 1);
   tz_slice da = wg_act32x(be, 2, (size_t)M * N * 2 + 16);
   wg_matmul(be, da, dout, w, M, K, N, 0);
   wg_swiglu_bwd(be, dgu, da, gu, M, N);

@@ -39,7 +39,8 @@
 // with QRS = nh·HD, KRS = nkv·HD, zero rows from T; fa_sg_prep's dout16 bound as xin), or
 // (no-pack, webgpu_ops_attn_sg.c sg_nopack: f16 activations and Tp == T, no zero rows needed)
 // the fused f16 qkv activation itself (x16 from q's first half, QRS = KRS = its row stride) and
-// the f16 dout (xin): the same f16 values, so the same results bit for bit, without the copies.
+// the f16 dout (xin): the same f16 values (finite dO: the copy clamps ±inf to ±65504), so the
+// same results bit for bit, without the copies.
 enable f16;
 enable chromium_experimental_subgroup_matrix;
 // subgroups are consecutive ranges of local_invocation_index (the host requires one subgroup

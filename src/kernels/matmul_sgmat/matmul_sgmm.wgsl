@@ -310,11 +310,14 @@ fn st_b(i: u32, buf: u32, v: vec4<u32>) {
 // f16s: f32 -> f16 with ±inf beyond ±65504 and NaN kept (common/f16s.wgsl, which the backend
 // appends to the module)
 fn pk16(v: vec2<f32>) -> u32 { return bitcast<u32>(vec2<f16>(f16s(v.x), f16s(v.y))); }
+// chunk q (row q / 2, columns (q % 2)·8 ..) of the 16x16 block at element e0 of an [M, N] f16
+// tensor, as an index of 8-half chunks from the tensor's start
+fn chunk_idx(e0: u32, q: u32) -> u32 { return (e0 + (q / 2u) * p.N + (q % 2u) * 8u) / 8u; }
 //#if EPIN
 // RES / DGELU: chunk q (row q / 2, columns (q % 2)*8 ..) of the residual's (h's) 16x16 block at
 // element e0
 fn res_ld(e0: u32, q: u32) -> vec4<u32> {
-  return res[p.off_hi.x / 4u + (e0 + (q / 2u) * p.N + (q % 2u) * 8u) / 8u];
+  return res[p.off_hi.x / 4u + chunk_idx(e0, q)];
 }
 // the chunk lane q = lane of a block, loaded ahead (all the tile's blocks at once before the
 // epilogue: one memory latency a tile instead of one a block); zero for lanes >= 32 (SGSIZE 64)
@@ -372,7 +375,7 @@ fn st_out16(sg: u32, e0: u32, lane: u32, r0: vec4<u32>, r1: vec4<u32>) {
     let s = sg * 256u + (q / 2u) * 16u + (q % 2u) * 8u;
     var lo = vec4<f32>(wst[s], wst[s + 1u], wst[s + 2u], wst[s + 3u]);
     var hi = vec4<f32>(wst[s + 4u], wst[s + 5u], wst[s + 6u], wst[s + 7u]);
-    let gi = p.off.x / 4u + (e0 + (q / 2u) * p.N + (q % 2u) * 8u) / 8u;
+    let gi = p.off.x / 4u + chunk_idx(e0, q);
     if (ACC) {
       let o = c[gi];
       lo += vec4<f32>(unpack2x16float(o.x), unpack2x16float(o.y));
@@ -412,7 +415,7 @@ fn st_out16(sg: u32, e0: u32, lane: u32, r0: vec4<u32>, r1: vec4<u32>) {
     c[gi] = vec4<u32>(pk16(lo.xy), pk16(lo.zw), pk16(hi.xy), pk16(hi.zw));
 //#endif
 //#if GELU
-    ga[p.off_hi.x / 4u + (e0 + (q / 2u) * p.N + (q % 2u) * 8u) / 8u] = vec4<u32>(ge2(lo.xy), ge2(lo.zw), ge2(hi.xy), ge2(hi.zw));
+    ga[p.off_hi.x / 4u + chunk_idx(e0, q)] = vec4<u32>(ge2(lo.xy), ge2(lo.zw), ge2(hi.xy), ge2(hi.zw));
 //#endif
   }
 }
