@@ -26,23 +26,12 @@ for np in 0 1; do
     >"$out/bench_f16_np$np.log" 2>&1
   say "bench attention ACT=f16 NOPACK=$np rc $?: (hd fwd dkdv dq d conv sum) $(bench_rows "$out/bench_f16_np$np.log" | tr '\n' ';')"
 done
-declare -A TPS
-run() { # NAME ARCH ENV...
-  local name=$1 arch=$2 kv
-  shift 2
-  rm -rf "/tmp/run_$name"
-  for kv in "$@"; do export "${kv?}"; done
-  train_shape "$name" "$arch" f16 "$steps"
-  for kv in "$@"; do unset "${kv%%=*}"; done
-  TPS[$name]=$tps
-  say "train $name ($arch $*) rc $rc: median tokens/s (steps 6..) $tps; $(grep -iE 'peak' "$out/$name.log" | tail -1 | cut -c1-90) $(grep -iE 'error' "$out/$name.log" | head -1 | cut -c1-160)"
-}
-run g1 gpt2 TEZGAH_WEBGPU_ATTN_NOPACK=1
-run g0 gpt2 TEZGAH_WEBGPU_ATTN_NOPACK=0
-run g1b gpt2 TEZGAH_WEBGPU_ATTN_NOPACK=1
-run g0b gpt2 TEZGAH_WEBGPU_ATTN_NOPACK=0
-run l1 llama TEZGAH_WEBGPU_ATTN_NOPACK=1
-run l0 llama TEZGAH_WEBGPU_ATTN_NOPACK=0
+run_env g1 gpt2 TEZGAH_WEBGPU_ATTN_NOPACK=1
+run_env g0 gpt2 TEZGAH_WEBGPU_ATTN_NOPACK=0
+run_env g1b gpt2 TEZGAH_WEBGPU_ATTN_NOPACK=1
+run_env g0b gpt2 TEZGAH_WEBGPU_ATTN_NOPACK=0
+run_env l1 llama TEZGAH_WEBGPU_ATTN_NOPACK=1
+run_env l0 llama TEZGAH_WEBGPU_ATTN_NOPACK=0
 for p in "g1 g0" "l1 l0"; do
   set -- $p
   maxrel=$(paste "$out/loss_$1.txt" "$out/loss_$2.txt" 2>/dev/null |
