@@ -218,10 +218,18 @@ static void test_preprocess(void **state) {
   assert_int_equal(tz_sgmat_splits(300, 16384, 32), 1);
   assert_int_equal(tz_sgmat_splits(144, 16384, 64), 2);
   unsetenv("TEZGAH_WEBGPU_SGMAT_SLOTS");
-  /* the default, the wave rule on 132 slots: 144 tiles -> 10 pieces (11 waves of 12 tiles
-   * after 1440 pieces / 132), 36 tiles -> 11 (3 full waves), a short K -> 1 */
+  /* the default, the wave rule on 132 slots with 4 % a piece: 144 tiles -> 5 pieces (6 waves:
+   * 1.2 · 1.2 = 1.44 against 1.1 · 1.4 = 1.54 at 10), 36 tiles -> 7 (2 waves: 2 / 7 · 1.28),
+   * 108 -> 6, 192 -> 2, a short K -> 1 */
+  assert_int_equal(tz_sgmat_splits(144, 16384, 64), 5);
+  assert_int_equal(tz_sgmat_splits(36, 16384, 32), 7);
+  assert_int_equal(tz_sgmat_splits(108, 16384, 64), 6);
+  assert_int_equal(tz_sgmat_splits(192, 16384, 64), 2);
+  /* at 1 % a piece (TEZGAH_WEBGPU_SGMAT_SPLIT_COST=1, the earlier default): 10 and 11 */
+  setenv("TEZGAH_WEBGPU_SGMAT_SPLIT_COST", "1", 1);
   assert_int_equal(tz_sgmat_splits(144, 16384, 64), 10);
   assert_int_equal(tz_sgmat_splits(36, 16384, 32), 11);
+  unsetenv("TEZGAH_WEBGPU_SGMAT_SPLIT_COST");
   assert_int_equal(tz_sgmat_splits(3072, 768, 64), 1);
   /* f: operand a in f32 (kernel n only) */
   assert_int_equal(tz_sgmat_tile_parse("n:64:2x4:4x2:vpgP264f", &t), 0);
@@ -274,9 +282,10 @@ static void test_preprocess(void **state) {
   assert_int_equal(tz_sgmat_tile_parse("o:64:4x4:2x2", &t), 0);
   t.o16 = 1;
   assert_int_equal(tz_sgmat_tile_fits(t, TZ_SGMAT_DYW, 1024, 1024, 1024, 1, 32, 49152, 1024, NULL), 0); /* kernel o */
-  /* TEZGAH_WEBGPU_SGMAT_SLOTS=264: the wave rule on 264 slots; 144 tiles: 11 pieces, 6 waves */
+  /* TEZGAH_WEBGPU_SGMAT_SLOTS=264: the wave rule on 264 slots; 144 tiles: 5 pieces, 3 waves
+   * (11 pieces at 1 % a piece) */
   setenv("TEZGAH_WEBGPU_SGMAT_SLOTS", "264", 1);
-  assert_int_equal(tz_sgmat_splits(144, 16384, 64), 11);
+  assert_int_equal(tz_sgmat_splits(144, 16384, 64), 5);
   unsetenv("TEZGAH_WEBGPU_SGMAT_SLOTS");
 }
 

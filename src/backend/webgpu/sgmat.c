@@ -507,10 +507,13 @@ uint32_t tz_sgmat_splits(uint32_t tiles, uint32_t K, uint32_t bk) {
   uint32_t S;
   if (!se || atoi(se) > 0) {
     double slots = se ? atoi(se) : 132, best = 1e30;
+    /* the cost of a piece, percent (TEZGAH_WEBGPU_SGMAT_SPLIT_COST, tuning; default 4) */
+    const char *pc = getenv("TEZGAH_WEBGPU_SGMAT_SPLIT_COST");
+    double per = (pc && atof(pc) >= 0 ? atof(pc) : 4.0) / 100;
     if (!tiles || K < 1024 || !bk) return 1;
     S = 1;
     for (uint32_t s = 1; s <= 16 && (s == 1 || K / s >= 512); s++) {
-      double cost = ceil(tiles * (double)s / slots) / s * (1 + 0.01 * s);
+      double cost = ceil(tiles * (double)s / slots) / s * (1 + per * s);
       if (cost < best - 1e-9) best = cost, S = s;
     }
   } else {

@@ -79,12 +79,19 @@ int tz_sgmat_tile_fits(tz_sgmat_tile t, int form, uint32_t M, uint32_t N, uint32
 
 /* Pieces of K for the weight-gradient form (dW += dYᵀ·X: few output tiles over a long K): the S
  * in 1..16 (pieces of >= 512 k; 1 where K < 1024) that minimises ceil(tiles·S / n) / S ·
- * (1 + 0.01·S): waves per unit of work with n = 132 workgroups in flight (one per multiprocessor
- * of an H200), 1 % per piece for the partial sums; each piece a multiple of bk.
+ * (1 + c·S): waves per unit of work with n = 132 workgroups in flight (one per multiprocessor
+ * of an H200), c = 4 % per piece for the fp32 partials (each piece writes its M × N partial in
+ * the matmul, and the sum pass reads them all); each piece a multiple of bk.
  * TEZGAH_WEBGPU_SGMAT_SLOTS=n: another n; =0: the earlier rule (S = ceil(264 / tiles), 1 when
- * tiles >= 264 or K < 2048). H200 (2026-12-03 04:11 UTC, bench_webgpu_sgmat sweep, GPT-2 124M's
- * five weight-gradient shapes, partial sums included): 18.21 ms with n = 132, 18.53 with 264,
- * 19.19 with the earlier rule. */
+ * tiles >= 264 or K < 2048). TEZGAH_WEBGPU_SGMAT_SPLIT_COST=p: c = p % (tuning).
+ * H200 (2026-12-03 04:11 UTC, bench_webgpu_sgmat sweep, GPT-2 124M's five weight-gradient
+ * shapes, partial sums included): 18.21 ms with n = 132, 18.53 with 264, 19.19 with the earlier
+ * rule. c was 1 % until session 23's training profiles (H200, 2026-12-04 15:52 UTC,
+ * scripts/device_split23.sh, matmul + its sum, ms/step): GPT-2's 144-tile shapes (dW of fc and
+ * fcproj) 4.24 / 4.17 at 5 pieces against 4.51 / 4.45 at 10 (1 %'s choice) and 4.61 / 4.56 at
+ * 11; the 108-tile qkv 3.08 at 6 against 3.32 at 3 and 3.23 at 7; the 36-tile attention proj
+ * 1.24 at 7 against 1.32 at 11. With c = 4 %: 5, 6 and 7, the measured best of each (llama's 192
+ * and 96 tiles keep 2 and 4). */
 uint32_t tz_sgmat_splits(uint32_t tiles, uint32_t K, uint32_t bk);
 
 /* The constants and preprocessor values the kernel file of t expects, for one pipeline:
