@@ -17,6 +17,10 @@
  *   40, 40, 31), against the CPU's whole batch: fp32 every step's loss within 1e-4 relative,
  *   bf16 within 2e-2 (the bars of the whole batch above), and two bf16 chunked runs
  *   bit-identical (llama and gpt2, tied: dW_lm is wte's gradient, embed_bwd adds to it).
+ * The CUDA backend runs with its defaults, which the environment may change: the optional ops it
+ * offers (printed for each run against the CPU) are the model's path, e.g. matmul_t_res for the
+ * attention and MLP projections (the residual add in cuBLASLt's epilogue; TEZGAH_CUDA_MM_RES=0:
+ * matmul_t + add) and TEZGAH_CUDA_GELU_EPI's GeLU epilogues; the bars above hold for each.
  * Needs a CUDA GPU; otherwise SKIPPED (exit 77). TEZGAH_CUDA_REQUIRED=1 turns the skip into a
  * failure (GPU machine). Temporary checkpoints go to $TMPDIR (default /tmp). */
 #include <math.h>
@@ -99,6 +103,12 @@ static void train_losses(tz_backend *be, tz_arch arch, const batches *d, double 
 
 static const char *arch_name(tz_arch a) { return a == TZ_ARCH_LLAMA ? "llama" : "gpt2"; }
 
+/* Which optional fused ops the model's path goes through on be (the environment's switches). */
+static void print_fused(const char *what, const tz_backend *be) {
+  printf("%s: matmul_t_res %s, matmul_t_gelu %s, matmul_dgelu %s\n", what, be->matmul_t_res ? "on" : "off",
+         be->matmul_t_gelu ? "on" : "off", be->matmul_dgelu ? "on" : "off");
+}
+
 static void check_losses(const char *what, const double *ref, const double *got, int from, double tol) {
   double worst = 0;
   for (int s = from; s < STEPS; s++) {
@@ -137,6 +147,7 @@ static void fp32_vs_cpu(tz_arch arch) {
   train_losses(gpu, arch, d, lg, &mg);
   char what[64];
   snprintf(what, sizeof what, "%s fp32", arch_name(arch));
+  print_fused(what, gpu);
   check_losses(what, lc, lg, 0, 1e-4);
   assert_true(lc[STEPS - 1] < lc[0]); /* it learned something */
   int32_t tc[30] = {3, 10, 17, 24, 31}, tg[30] = {3, 10, 17, 24, 31};
@@ -163,6 +174,7 @@ static void bf16_vs_cpu(tz_arch arch) {
   for (int run = 0; run < 2; run++) { /* a fresh backend each time */
     tz_backend *gpu = ct_cuda("bf16");
     assert_int_equal(gpu->act, TZ_BF16);
+    if (!run) print_fused(arch_name(arch), gpu);
     train_losses(gpu, arch, d, run ? l2 : l1, NULL);
     gpu->destroy(gpu);
   }

@@ -167,6 +167,7 @@ static void fill_ops(tz_backend *be) {
   be->matmul_at = tzc_matmul_at;
   be->matmul_t_gelu = tzc_matmul_t_gelu;
   be->matmul_dgelu = tzc_matmul_dgelu;
+  be->matmul_t_res = tzc_matmul_t_res;
   OP(embed_fwd);
   OP(embed_bwd);
   OP(rmsnorm_fwd);
@@ -325,6 +326,10 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   const int gelu_epi = tzc_gelu_epi_mode(be->act == TZ_BF16);
   if (!(gelu_epi & TZC_GELU_BWD)) be->matmul_dgelu = NULL;
   if (!(gelu_epi & TZC_GELU_FWD)) be->matmul_t_gelu = NULL;
+  /* the residual epilogue (matmul.cu: cuBLASLt's C = res): TEZGAH_CUDA_MM_RES=0 (an A/B switch,
+   * read leniently as the other measurement knobs) leaves it out: the model runs matmul_t + add */
+  const char *mres = getenv("TEZGAH_CUDA_MM_RES");
+  if (mres && !strcmp(mres, "0")) be->matmul_t_res = NULL;
   const char *pd = getenv("TEZGAH_CUDA_PDL");
   c->pdl_off = prop.major < 9 || (pd && !strcmp(pd, "0"));
   if (c->verbose) {

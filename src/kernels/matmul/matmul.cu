@@ -5,6 +5,8 @@
 //   matmul_t_gelu: h[M,N] = a[M,K] · b[N,K]ᵀ + bias[N], out = gelu(h)      fc + GeLU forward
 //   matmul_dgelu:  out[M,N] = gelu'(h[M,N]) ⊙ (a[M,K] · b[K,N]),           fcproj's dX + GeLU
 //                  db[N] += Σ_m out[m,N]                                   backward (+ fc's db)
+//   matmul_t_res:  out[M,N] = a[M,K] · b[N,K]ᵀ + bias[N] + res[M,N]        projection into the
+//                                                                          residual stream
 //
 // cuBLASLt is column-major. A row-major [R,C] matrix is the column-major [C,R] matrix with
 // leading dimension C, so each form computes the transposed product out_cmᵀ = (…)ᵀ with the
@@ -27,7 +29,7 @@
 // TEZGAH_CUDA_MATMUL=naive at backend creation) a simple fp32-accumulating kernel computes the
 // same thing.
 //
-// GeLU epilogues (the last two ops; which the backend offers: TEZGAH_CUDA_GELU_EPI,
+// GeLU epilogues (matmul_t_gelu, matmul_dgelu; which the backend offers: TEZGAH_CUDA_GELU_EPI,
 // tzc_gelu_epi_mode below; by default matmul_dgelu in bf16 and neither in fp32; where one is not
 // offered the model runs matmul_t + gelu_fwd, matmul + gelu_bwd + bias_bwd), the key's `epi`:
 // - matmul_t_gelu: CUBLASLT_EPILOGUE_GELU_AUX_BIAS (GELU_AUX without a bias): D = gelu(acc + bias)
@@ -53,6 +55,20 @@
 // allow that and print the largest error seen; the precision is not documented by cuBLASLt.
 // The fallback kernel computes the same: out = gelu(fp32 sum) and h = the sum; out = gelu'(h)·sum
 // (gelu'/gelu of cuda_common.cuh, gelu.cu's formulas), then bias_bwd for db.
+//
+// Residual epilogue (matmul_t_res, the last op; offered unless TEZGAH_CUDA_MM_RES=0, then the
+// model runs matmul_t + add): cuBLASLt's own D = alpha·op(A)·op(B) + beta·C (+ bias) with C = res,
+// D = out, beta = 1 -- the key's `res`. C and D are distinct buffers with one layout and type
+// (the descriptor's ld, used for both; C's alignment is its own, al_c), so the sum acc + bias +
+// res is formed in fp32 and rounded to act once, where matmul_t + add round acc + bias to act
+// first and then the sum (in fp32 the two agree up to the order of the three fp32 additions).
+// The heuristic is asked with C's real alignment; it picks its algorithm for beta = 1 as for
+// the accumulating matmuls (acc = 1, C = D). The fallback kernel adds res after the bias. Few
+// rows (M ≤ TZC_GEMV_MAX_M, decoding's prefill and the KV-cache forward): res is copied into out
+// and the accumulating few-row kernel (gemv.cu: out += acc + bias, one rounding) or cuBLASLt
+// (C = D = out, beta = 1) runs, as those kernels have no second input. out must not overlap res
+// (backend.h); the same buffer is taken as the accumulating matmul_t, a partial overlap is a
+// fatal error.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <stdio.h>
@@ -74,7 +90,8 @@ enum Epi { E_NONE = 0, E_GELU = 1, E_DGELU = 2, E_DGELU_BGRAD = 3 };
 
 struct Key {
   int form, M, K, N, acc, bias, bf16, epi;
-  int al_a, al_b, al_d, al_bias, al_aux; // pointer alignments (bytes, quantized)
+  int res;                                     // C = res (matmul_t_res), not D, with beta = 1
+  int al_a, al_b, al_c, al_d, al_bias, al_aux; // pointer alignments (bytes, quantized); al_c: res's, or D's
 };
 
 struct Entry {
@@ -129,7 +146,7 @@ int entry_algo(tz_backend *be, Entry *e, const Key &k) {
   cublasLtMatmulPreference_t pref;
   LT_CHECK(tzc_lt.MatmulPreferenceCreate(&pref));
   uint64_t ws = c->lt_ws_bytes;
-  uint32_t al[4] = {(uint32_t)k.al_b, (uint32_t)k.al_a, (uint32_t)k.al_d, (uint32_t)k.al_d}; // A = b, B = a, C = D
+  uint32_t al[4] = {(uint32_t)k.al_b, (uint32_t)k.al_a, (uint32_t)k.al_c, (uint32_t)k.al_d}; // A = b, B = a
   LT_CHECK(tzc_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
   LT_CHECK(tzc_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al[0], 4));
   LT_CHECK(tzc_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al[1], 4));
@@ -197,8 +214,9 @@ void entry_build(tz_backend *be, Entry *e, const Key &k, const void *bias, const
   if (!ok) {
     e->naive = 1;
     if (c->verbose)
-      fprintf(stderr, "cuda: cuBLASLt has no algorithm for %s%s M=%d K=%d N=%d (%s, alignments %d/%d/%d): %s\n",
-              kFormName[k.form], kEpiName[k.epi], k.M, k.K, k.N, k.bf16 ? "bf16" : "fp32", k.al_a, k.al_b, k.al_d,
+      fprintf(stderr, "cuda: cuBLASLt has no algorithm for %s%s%s M=%d K=%d N=%d (%s, alignments %d/%d/%d/%d): %s\n",
+              kFormName[k.form], kEpiName[k.epi], k.res ? " with C = res" : "", k.M, k.K, k.N,
+              k.bf16 ? "bf16" : "fp32", k.al_a, k.al_b, k.al_c, k.al_d,
               k.epi == E_DGELU_BGRAD ? "DGELU + bias_bwd" : "fallback kernel");
   } else if (c->verbose && k.epi != E_NONE) {
     fprintf(stderr, "cuda: cuBLASLt %s%s M=%d K=%d N=%d (%s)%s\n", kFormName[k.form], kEpiName[k.epi], k.M, k.K, k.N,
@@ -242,9 +260,11 @@ __device__ __forceinline__ void st_f<__nv_bfloat16>(__nv_bfloat16 *p, size_t i, 
 
 // epi (Epi; E_DGELU_BGRAD's bias gradient is not done here): E_GELU writes aux = the sum (after
 // the bias) and out = gelu of it in fp32; E_DGELU reads aux and writes out = gelu'(aux)·sum.
+// res (matmul_t_res, [M,N] in out's dtype, not overlapping out; nullptr: none): added to the
+// fp32 sum after the bias, rounded to out's type with it once.
 template <typename TI, typename TO>
 __global__ void naive_kernel(int form, TO *out, const TI *a, const TI *b, const TO *bias, int M, int K, int N,
-                             int acc, int epi, TO *aux) {
+                             int acc, int epi, TO *aux, const TO *res) {
   int n = blockIdx.x * blockDim.x + threadIdx.x;
   if (n >= N) return;
   for (int m = blockIdx.y * blockDim.y + threadIdx.y; m < M; m += gridDim.y * blockDim.y) {
@@ -257,6 +277,7 @@ __global__ void naive_kernel(int form, TO *out, const TI *a, const TI *b, const 
     size_t o = (size_t)m * N + n;
     if (acc) s += ld_f(out, o);
     if (bias) s += ld_f(bias, (size_t)n);
+    if (res) s += ld_f(res, o);
     if (epi == E_GELU) {
       st_f(aux, o, s);
       s = tzc_gelu_fwd1(s);
@@ -268,22 +289,23 @@ __global__ void naive_kernel(int form, TO *out, const TI *a, const TI *b, const 
 }
 
 void run_naive(tz_backend *be, int form, void *out, const void *a, const void *b, const void *bias, int M, int K,
-               int N, int acc, int epi = E_NONE, void *aux = nullptr) {
+               int N, int acc, int epi = E_NONE, void *aux = nullptr, const void *res = nullptr) {
   cudaStream_t s = tzc(be)->stream;
   dim3 blk(32, 8);
   unsigned gy = (unsigned)((M + 7) / 8);
   dim3 grid((unsigned)((N + 31) / 32), gy > 65535 ? 65535 : gy);
   if (tzc(be)->act == TZ_F32) {
     naive_kernel<float, float><<<grid, blk, 0, s>>>(form, (float *)out, (const float *)a, (const float *)b,
-                                                    (const float *)bias, M, K, N, acc, epi, (float *)aux);
+                                                    (const float *)bias, M, K, N, acc, epi, (float *)aux,
+                                                    (const float *)res);
   } else if (form == F_AT) {
     naive_kernel<__nv_bfloat16, float><<<grid, blk, 0, s>>>(form, (float *)out, (const __nv_bfloat16 *)a,
                                                             (const __nv_bfloat16 *)b, (const float *)nullptr, M, K,
-                                                            N, acc, E_NONE, (float *)nullptr);
+                                                            N, acc, E_NONE, (float *)nullptr, (const float *)nullptr);
   } else {
     naive_kernel<__nv_bfloat16, __nv_bfloat16><<<grid, blk, 0, s>>>(
         form, (__nv_bfloat16 *)out, (const __nv_bfloat16 *)a, (const __nv_bfloat16 *)b,
-        (const __nv_bfloat16 *)bias, M, K, N, acc, epi, (__nv_bfloat16 *)aux);
+        (const __nv_bfloat16 *)bias, M, K, N, acc, epi, (__nv_bfloat16 *)aux, (const __nv_bfloat16 *)res);
   }
   TZC_LAUNCHED();
 }
@@ -315,15 +337,19 @@ const void *aligned_bias(tz_backend *be, const void *bias, int N) {
 // epilogue wrote the bias gradient into dbias (fp32, or bf16 when *dbias_bf16 comes back 1);
 // 0 otherwise (no bias gradient asked, or DGELU_BGRAD had no algorithm / was rejected: then the
 // product went through DGELU or the fallback kernel and the caller sums the bias gradient).
+// res (F_T, epi E_NONE and acc 0 only; out's dtype and [M,N] layout, not overlapping out): out =
+// product + bias + res through cuBLASLt's C input (C = res, beta = 1), else the fallback kernel.
 int run(tz_backend *be, int form, void *out, const void *a, const void *b, const void *bias, int M, int K, int N,
-        int acc, int epi = E_NONE, void *aux = nullptr, void *dbias = nullptr, int *dbias_bf16 = nullptr) {
+        int acc, int epi = E_NONE, void *aux = nullptr, void *dbias = nullptr, int *dbias_bf16 = nullptr,
+        const void *res = nullptr) {
   if (M <= 0 || N <= 0) return 0;
+  if (res && (form != F_T || acc || epi != E_NONE)) tz_fatal("cuda: matmul: res with acc, an epilogue or not matmul_t");
   tzc_ctx *c = tzc(be);
   MM *m = mm_state(be);
   bias = aligned_bias(be, bias, N);
   const int naive_epi = epi == E_DGELU_BGRAD ? E_DGELU : epi; // the fallback kernel leaves db to the caller
   if (m->force_naive || K <= 0) {
-    run_naive(be, form, out, a, b, bias, M, K < 0 ? 0 : K, N, acc, naive_epi, aux);
+    run_naive(be, form, out, a, b, bias, M, K < 0 ? 0 : K, N, acc, naive_epi, aux, res);
     return 0;
   }
   if (epi != E_NONE && N % 8) { // cuBLASLt wants the aux matrix's ld (N) divisible by 8
@@ -337,31 +363,35 @@ int run(tz_backend *be, int form, void *out, const void *a, const void *b, const
   k.form = form;
   k.M = M, k.K = K, k.N = N, k.acc = acc ? 1 : 0, k.bias = bias != nullptr, k.bf16 = c->act == TZ_BF16;
   k.epi = epi;
+  k.res = res != nullptr;
   const void *epi_bias = epi == E_DGELU_BGRAD ? (const void *)dbias : bias;
   k.al_a = align_of(a), k.al_b = align_of(b), k.al_d = align_of(out), k.al_bias = align_of(epi_bias);
+  k.al_c = res ? align_of(res) : k.al_d;
   k.al_aux = align_of(aux);
   Entry *e = lookup(be, k, epi_bias, aux);
   if (e->naive) {
     if (epi == E_DGELU_BGRAD) return run(be, form, out, a, b, bias, M, K, N, acc, E_DGELU, aux);
     m->fallbacks++;
-    run_naive(be, form, out, a, b, bias, M, K, N, acc, epi, aux);
+    run_naive(be, form, out, a, b, bias, M, K, N, acc, epi, aux, res);
     return 0;
   }
   if (epi_bias)
     LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &epi_bias, sizeof epi_bias));
   if (aux) LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
-  float alpha = 1.f, beta = acc ? 1.f : 0.f;
-  cublasStatus_t st = tzc_lt.Matmul((cublasLtHandle_t)c->lt, e->desc, &alpha, b, e->la, a, e->lb, &beta, out, e->ld,
+  float alpha = 1.f, beta = acc || res ? 1.f : 0.f;
+  const void *cin = res ? res : out; // C: res (out-of-place, D's layout and type) or D itself
+  cublasStatus_t st = tzc_lt.Matmul((cublasLtHandle_t)c->lt, e->desc, &alpha, b, e->la, a, e->lb, &beta, cin, e->ld,
                                      out, e->ld, &e->algo, c->lt_ws, c->lt_ws_bytes, c->stream);
   if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
     // rejected before launch (nothing was queued): this shape/alignment uses the fallback
     if (c->verbose)
-      fprintf(stderr, "cuda: cuBLASLt rejected %s%s M=%d K=%d N=%d (status %d): %s\n", kFormName[form], kEpiName[epi],
-              M, K, N, (int)st, epi == E_DGELU_BGRAD ? "DGELU + bias_bwd" : "fallback kernel");
+      fprintf(stderr, "cuda: cuBLASLt rejected %s%s%s M=%d K=%d N=%d (status %d): %s\n", kFormName[form],
+              kEpiName[epi], res ? " with C = res" : "", M, K, N, (int)st,
+              epi == E_DGELU_BGRAD ? "DGELU + bias_bwd" : "fallback kernel");
     e->naive = 1;
     if (epi == E_DGELU_BGRAD) return run(be, form, out, a, b, bias, M, K, N, acc, E_DGELU, aux);
     m->fallbacks++;
-    run_naive(be, form, out, a, b, bias, M, K, N, acc, epi, aux);
+    run_naive(be, form, out, a, b, bias, M, K, N, acc, epi, aux, res);
     return 0;
   }
   LT_CHECK(st);
@@ -444,6 +474,30 @@ extern "C" void tzc_matmul_dgelu(tz_backend *be, tz_slice dh, tz_slice db, tz_sl
     }
   }
   if (!fused && tz_present(db)) tzc_bias_bwd(be, db, dh, M, N);
+}
+
+// backend.h: out[M,N] = x[M,K]·W[N,K]ᵀ + bias[N] + res[M,N] (act; bias may be NONE), the sum in
+// fp32 rounded to act once. out and res distinct (the same buffer: out += x·Wᵀ + bias, the
+// accumulating matmul_t; a partial overlap: fatal). Few rows: res copied into out, then the
+// accumulating few-row kernel or cuBLASLt; else cuBLASLt with C = res (the header).
+extern "C" void tzc_matmul_t_res(tz_backend *be, tz_slice out, tz_slice x, tz_slice w, tz_slice bias, tz_slice res,
+                                 int M, int K, int N) {
+  TZC_PROF(be, "matmul_t_res");
+  TZC_PROF_WORK(2.0 * M * N * K, 0);
+  if (M <= 0 || N <= 0) return;
+  tzc_ctx *c = tzc(be);
+  void *o = tzc_ptr(out);
+  const void *r = tzc_ptr(res), *a = tzc_ptr(x), *b = tzc_w(be, w), *bi = tzc_w(be, bias);
+  const size_t bytes = (size_t)M * N * tz_dtype_size(c->act);
+  const uintptr_t po = (uintptr_t)o, pr = (uintptr_t)r;
+  if (po != pr && po < pr + bytes && pr < po + bytes)
+    tz_fatal("cuda: matmul_t_res: out overlaps res (backend.h: distinct)");
+  if (po == pr || M <= TZC_GEMV_MAX_M) {
+    if (po != pr) TZC_CHECK(cudaMemcpyAsync(o, r, bytes, cudaMemcpyDeviceToDevice, c->stream));
+    if (!tzc_gemv_t(be, o, a, b, bi, M, K, N, 1)) run(be, F_T, o, a, b, bi, M, K, N, 1);
+    return;
+  }
+  run(be, F_T, o, a, b, bi, M, K, N, 0, E_NONE, nullptr, nullptr, nullptr, r);
 }
 
 extern "C" int tzc_gelu_epi_mode(int bf16) {
