@@ -2,7 +2,9 @@
 # The residual add in cuBLASLt's epilogue (issue 24; backend.h's matmul_t_res on CUDA: C = res,
 # D = out, beta 1, src/kernels/matmul/matmul.cu; TEZGAH_CUDA_MM_RES=0 runs matmul_t + add) on the H200.
 #   pack (here):  TZ_PACK_TARGETS="tezgah test_cuda_mm_res test_cuda_train test_cuda_gelu_epi test_cuda_recompute test_cuda_decode test_cuda_ops test_cuda_parity" bash scripts/device_pack.sh .dev-r23 -DCMAKE_CUDA_ARCHITECTURES=90-real
-#   run (device, carry [".dev-r23"]):  bash scripts/device_mmres23.sh .dev-r23     (<= ~450 s)
+#   run (device, carry [".dev-r23"]):  bash scripts/device_mmres23.sh .dev-r23     (<= ~450 s;
+#   CAP=SECONDS: no training run started after that many seconds, default 400; a test whose
+#   program is not in the pack is skipped with a line)
 # 1. tests with TEZGAH_CUDA_REQUIRED=1: test_cuda_mm_res (TEZGAH_VERBOSE=1: cuBLASLt's refusals
 #    of C = res are printed), test_cuda_train (the default: the op) and with TEZGAH_CUDA_MM_RES=0
 #    (its worst relative differences beside the op's: gpt2 bf16 had 1.64e-2 of 2e-2 before),
@@ -31,6 +33,7 @@ say "start: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader |
 t() { # tag, timeout, binary, env...
   local tag=$1 to=$2 bin=$3
   shift 3
+  [[ -x $dir/bin/$bin ]] || { say "$tag: $bin not in the pack (skipped)"; return; }
   env TEZGAH_CUDA_REQUIRED=1 "$@" timeout "$to" "$dir/bin/$bin" >"$L/$tag.log" 2>&1
   local rc=$?
   say "$tag rc $rc: $(grep -cE '^\[       OK \]' "$L/$tag.log") ok, $(grep -cE '^\[  FAILED  \] test' "$L/$tag.log") failed; $(grep -E '^\[  FAILED  \] test|ERROR|error:|worst relative|max relative' "$L/$tag.log" | head -8 | tr '\n' ' ' | cut -c1-900)"
@@ -62,7 +65,7 @@ train() { # model, MM_RES value, GELU_EPI value, tag, steps, extra args...
 }
 one() { # model, MM_RES (1 op, 0 off), GELU_EPI, run letter
   local m=$1 mr=$2 ge=$3 r=$4 tag=${1}_${2}_${3}_$4
-  if ((SECONDS > 400)); then say "$m res=$mr gelu=$ge ($r): skipped (the script's time is up)"; return; fi
+  if ((SECONDS > ${CAP:-400})); then say "$m res=$mr gelu=$ge ($r): skipped (the script's time is up)"; return; fi
   train "$m" "$mr" "$ge" "$tag" 12
   local rc=$? f=$L/metrics_$tag.jsonl
   say "$m res=$mr gelu=$ge ($r): rc $rc, $(med "$f") tokens/s (median of steps 6-12), loss 1/3/12 $(loss "$f" 1) $(loss "$f" 3) $(loss "$f" 12), C = res refused: $(grep -c 'with C = res' "$L/train_$tag.log"), $(grep -o 'device memory: [0-9.]* MiB peak' "$L/train_$tag.log")"
@@ -85,7 +88,7 @@ one gpt2-774m 1 both a
 one gpt2-774m 0 both a
 
 # 3. per-op times at 350m with the op
-if ((SECONDS < 400)); then
+if ((SECONDS < ${CAP:-400})); then
   train gpt2-350m 1 auto prof_350m 8 --profile
   rc=$?
   say "profile 350m (op): rc $rc; $(grep -E 'matmul|add' "$L/train_prof_350m.log" | tr -s ' ' | head -10 | tr '\n' ';' | cut -c1-1200)"
