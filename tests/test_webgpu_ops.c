@@ -2875,7 +2875,8 @@ static void af16_norms(tz_backend *g, int N, int C, size_t xoff, size_t doff, in
 
 /* The v8 norms' edges (af16_norms): C at 8 columns a group and NK groups a lane (C <= 128: the
  * path at 4 lanes, lavapipe's and the smallest subgroup size assumed here), N not a multiple of
- * the rows a workgroup (8 forward, 32 fused backward, TEZGAH_WEBGPU_NORM_ROWS=8 too), a lane's
+ * the rows a workgroup (8 forward, 32 fused backward, TEZGAH_WEBGPU_NORM_ROWS=8 too), C 768 and
+ * 1024 (the path where the subgroup size allows it: the H200, else a decline), a lane's
  * last group past the row (C / 8 not a multiple of the lanes), the unfused backward
  * (TEZGAH_WEBGPU_NORM_FUSE=0), and the declines to the kernels before: C % 8 = 4, x 8 bytes off
  * 16, TEZGAH_WEBGPU_NORM_V8=0. */
@@ -2899,6 +2900,13 @@ static void test_act_f16_norms(void **state) {
   setenv("TEZGAH_WEBGPU_NORM_FUSE", "0", 1); /* the v8 row pass, dw / db apart */
   af16_norms(g, 67, 96, 16, 0, 1, 0, 5);
   unsetenv("TEZGAH_WEBGPU_NORM_FUSE");
+  /* GPT-2's C 768 and C 1024: the v8 kernels where C / 8 <= 4 x the adapter's smallest subgroup
+   * size (the H200's 32: three and four groups a lane), the kernels before at lavapipe's 4 */
+  unsigned lmin = 0;
+  const char *sl = strstr(tz_webgpu_describe(g), "reductions: subgroups (");
+  assert_true(sl && sscanf(sl, "reductions: subgroups (%u", &lmin) == 1 && lmin > 0);
+  af16_norms(g, 40, 768, 16, 0, 96 <= 4 * lmin, 1, 9);
+  af16_norms(g, 12, 1024, 0, 16, 128 <= 4 * lmin, 1, 10);
   af16_norms(g, 20, 68, 0, 0, 0, 0, 6);    /* C % 8 = 4: the 8-byte kernels */
   af16_norms(g, 20, 64, 8, 0, 0, 0, 7);    /* x 8 bytes off 16 */
   setenv("TEZGAH_WEBGPU_NORM_V8", "0", 1);

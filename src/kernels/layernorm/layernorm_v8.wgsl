@@ -26,6 +26,12 @@ diagnostic(off, subgroup_uniformity);
 // fwd 0.77, bwd 1.08, dwdb 0.71 ms a step against ~0.33 / ~0.66 / ~0 at DRAM speed). Here every
 // element is loaded once, all of a lane's loads at the start of the row (NK 16-byte loads per
 // tensor in flight), and the backward adds the row's dw / db terms to per-lane registers.
+// A lane whose group k is past the row (C / 8 not a multiple of the lanes) loads the row's last
+// group instead (a clamped index, no branch around the loads) and leaves it out of the sums and
+// stores. Lavapipe note (2026-12-04, 8 lanes): a form with the loads inside `if (q < G)` and the
+// row loop `for (n = r0 + lid / ns; n < min(r0 + R, N); ...)` ran lanes 4..7 as inactive (wrong
+// sums, unwritten columns) with GALLIVM_PERF=nopt, and once the loads were clamped, without it;
+// this form (the row loop of layernorm_sg.wgsl) passes at 4 and 8 lanes, with and without.
 
 struct U { off: vec4<u32>, off_hi: vec4<u32>, slots: array<vec4<u32>, 2>, N: u32, C: u32, eps: f32, R: u32 }
 @group(0) @binding(0) var<uniform> p: U;
@@ -73,17 +79,17 @@ fn layernorm_fwd_v8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
   let C = p.C;
   let G = C / 8u;
   let r0 = (wid.y * nwg.x + wid.x) * p.R;
-  let r1 = min(r0 + p.R, p.N);
-  for (var n = r0 + lid / ns; n < r1; n = n + 256u / ns) {
+  for (var rr = lid / ns; rr < p.R; rr = rr + 256u / ns) {
+    let n = r0 + rr;
+    if (n >= p.N) {
+      break;
+    }
     let row = p.off[3] / 4u + n * G; // the row's first vector in f_inp
     let orow = p.off[0] / 4u + n * G;
     // the lane's groups, all loads first (zeros past the row: they add nothing to the sums)
 //#for k in NK
     let q{k} = lane + {k}u * ns;
-    var x{k} = vec4<u32>(0u);
-    if (q{k} < G) {
-      x{k} = f_inp[row + q{k}];
-    }
+    let x{k} = select(vec4<u32>(0u), f_inp[row + min(q{k}, G - 1u)], q{k} < G);
 //#endfor
     var s = 0.0;
 //#for k in NK
@@ -127,27 +133,26 @@ fn layernorm_bwd_v8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
   let G = C / 8u;
   let wg = wid.y * nwg.x + wid.x;
   let r0 = wg * p.R;
-  let r1 = min(r0 + p.R, p.N);
 //#for k in NK
   let q{k} = lane + {k}u * ns;
   var sw{k} = nr_zero();
   var sb{k} = nr_zero();
 //#endfor
-  for (var n = r0 + lid / ns; n < r1; n = n + 256u / ns) {
+  for (var rr = lid / ns; rr < p.R; rr = rr + 256u / ns) {
+    let n = r0 + rr;
+    if (n >= p.N) {
+      break;
+    }
     let m = b_mean[p.off_hi[0] + n];
     let r = b_rstd[p.off_hi[1] + n];
     let di = p.off[0] / 4u + n * G;
     let dy = p.off[1] / 4u + n * G;
     let xi = p.off[2] / 4u + n * G;
 //#for k in NK
-    var d{k} = vec4<u32>(0u);
-    var x{k} = vec4<u32>(0u);
-    var a{k} = vec4<u32>(0u);
-    if (q{k} < G) {
-      d{k} = b_dout[dy + q{k}];
-      x{k} = b_inp[xi + q{k}];
-      a{k} = b_dinp[di + q{k}];
-    }
+    let j{k} = min(q{k}, G - 1u); // (a lane past the row loads the last group, unused)
+    let d{k} = b_dout[dy + j{k}];
+    let x{k} = b_inp[xi + j{k}];
+    let a{k} = b_dinp[di + j{k}];
 //#endfor
     var gs = 0.0;
     var gx = 0.0;

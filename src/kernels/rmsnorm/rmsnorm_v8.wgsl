@@ -57,16 +57,16 @@ fn rmsnorm_fwd_v8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
   let C = p.C;
   let G = C / 8u;
   let r0 = (wid.y * nwg.x + wid.x) * p.R;
-  let r1 = min(r0 + p.R, p.N);
-  for (var n = r0 + lid / ns; n < r1; n = n + 256u / ns) {
+  for (var rr = lid / ns; rr < p.R; rr = rr + 256u / ns) {
+    let n = r0 + rr;
+    if (n >= p.N) {
+      break;
+    }
     let row = p.off[2] / 4u + n * G;
     let orow = p.off[0] / 4u + n * G;
 //#for k in NK
     let q{k} = lane + {k}u * ns;
-    var x{k} = vec4<u32>(0u);
-    if (q{k} < G) {
-      x{k} = f_inp[row + q{k}];
-    }
+    let x{k} = select(vec4<u32>(0u), f_inp[row + min(q{k}, G - 1u)], q{k} < G);
 //#endfor
     var s = 0.0;
 //#for k in NK
@@ -98,25 +98,24 @@ fn rmsnorm_bwd_v8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
   let G = C / 8u;
   let wg = wid.y * nwg.x + wid.x;
   let r0 = wg * p.R;
-  let r1 = min(r0 + p.R, p.N);
 //#for k in NK
   let q{k} = lane + {k}u * ns;
   var sw{k} = nr_zero();
 //#endfor
-  for (var n = r0 + lid / ns; n < r1; n = n + 256u / ns) {
+  for (var rr = lid / ns; rr < p.R; rr = rr + 256u / ns) {
+    let n = r0 + rr;
+    if (n >= p.N) {
+      break;
+    }
     let r = b_rstd[p.off_hi[0] + n];
     let di = p.off[0] / 4u + n * G;
     let dy = p.off[1] / 4u + n * G;
     let xi = p.off[2] / 4u + n * G;
 //#for k in NK
-    var d{k} = vec4<u32>(0u);
-    var x{k} = vec4<u32>(0u);
-    var a{k} = vec4<u32>(0u);
-    if (q{k} < G) {
-      d{k} = b_dout[dy + q{k}];
-      x{k} = b_inp[xi + q{k}];
-      a{k} = b_dinp[di + q{k}];
-    }
+    let j{k} = min(q{k}, G - 1u); // (a lane past the row loads the last group, unused)
+    let d{k} = b_dout[dy + j{k}];
+    let x{k} = b_inp[xi + j{k}];
+    let a{k} = b_dinp[di + j{k}];
 //#endfor
     var dot = 0.0;
 //#for k in NK
