@@ -58,6 +58,9 @@
  *   norm dw / db, bias_bwd (fp32 sums of f16)     rtol 1e-3, atol 1e-3·sqrt(N)
  *   bias_bwd on each column-sum path              the same (test_act_f16_bias: colsum_partial_f16x8,
  *                                                 its fallbacks, TEZGAH_WEBGPU_COLSUM=0)
+ *   the 16-byte norms (test_act_f16_norms:        the norms' bounds above (mean, rstd rtol 1e-4);
+ *   layernorm_v8 / rmsnorm_v8, dw / db fused or   dw / db accumulated into random values; the path
+ *   not, their edges and declines)                counted (tz_webgpu_norm_v8_calls)
  *   embed_bwd, fill, copy_rows, download_act      exact; losses rtol 1e-5
  *   rope (in place; the vector and per-element    rtol 1e-5 + 2^-11, atol 1e-5 (as
  *   forms)                                        test_act_f16_attention's)
@@ -2969,7 +2972,8 @@ int main(void) {
       cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_crossentropy_extremes),
       cmocka_unit_test(test_adamw),
       cmocka_unit_test(test_w16),        cmocka_unit_test(test_act16), cmocka_unit_test(test_attention_sgmat),
-      cmocka_unit_test(test_act_f16_elem), cmocka_unit_test(test_act_f16_norms), cmocka_unit_test(test_act_f16_bias), cmocka_unit_test(test_act_f16_matmul),
+      cmocka_unit_test(test_act_f16_elem), cmocka_unit_test(test_act_f16_norms), cmocka_unit_test(test_act_f16_bias),
+      cmocka_unit_test(test_act_f16_matmul),
       cmocka_unit_test(test_act_f16_attention),
       cmocka_unit_test(test_act_f16_attention_nopack),
       /* the sweep (sweep_on): skipped unless TEZGAH_TEST_SWEEP=1 or their own switch */
