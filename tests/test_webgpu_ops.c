@@ -2817,7 +2817,19 @@ static void test_act_f16_elem(void **state) {
  * whether the backward must have fused the weight gradients. Bounds: act_f16_case's (the f16
  * outputs |err| <= 1.5e-3·|cpu| + 1e-4, dinp + 2e-4; rstd 1e-4 relative; dw / db 1e-3 relative
  * + 1e-3·sqrt(N): fp32 sums of the same values in another order). */
-static void af16_norms(tz_backend *g, int N, int C, size_t xoff, size_t doff, int v8, int fused, uint64_t seed) {
+/* f16 bit patterns of x[0..n) (n even) uploaded to s (its offset a multiple of 4) */
+static void up16_at(ot_ctx *o, tz_slice s, const float *x, size_t n) {
+  uint16_t *h = malloc(n * 2);
+  for (size_t i = 0; i < n; i++) h[i] = tz_sgmat_f16(x[i]);
+  o->be->upload(o->be, s, h, n * 2);
+  free(h);
+}
+/* one: 0 each tensor in its own buffer; 1 x (the norms' inp), dout and dinp in one buffer, 4 KB
+ * apart (own bindings of one buffer: the backward's read-only ones then read_write, "// rw"; a
+ * merged binding, which the v8 kernels decline, needs a storage offset alignment above the
+ * tensors' distance: lavapipe's is too small to make one without overlapping tensors) */
+static void af16_norms1(tz_backend *g, int N, int C, size_t xoff, size_t doff, int v8f, int v8b, int fused,
+                        int one, uint64_t seed) {
   ot_ctx og, oc;
   ot_init(&og, g, seed);
   ot_init(&oc, cpu, 1);
@@ -2829,6 +2841,14 @@ static void af16_norms(tz_backend *g, int N, int C, size_t xoff, size_t doff, in
   af_up(&og, &oc, x, nc, xoff, &gx, &cx);
   af_up(&og, &oc, y, nc, 0, &gy, &cy);
   af_up(&og, &oc, d0, nc, doff, &gd, &cd);
+  if (one) { /* x, dout, dinp again, in one buffer (the same f16 values: af_up rounded them) */
+    assert_true(nc % 8 == 0);
+    size_t at1 = (nc * 2 + 4096 + 15) / 16 * 16;
+    tz_slice big = ot_buf(&og, NULL, 3 * at1 + 64);
+    gx = big, gy = tz_at(big, at1), gd = tz_at(big, 2 * at1);
+    up16_at(&og, gx, x, nc), up16_at(&og, gy, y, nc), up16_at(&og, gd, d0, nc);
+    xoff = 0, doff = 2 * at1;
+  }
   tz_slice gw = up32(&og, w, C), cw = up32(&oc, w, C), gb = up32(&og, b, C), cb = up32(&oc, b, C);
   tz_slice ga = ot_buf(&og, NULL, nc * 2 + 64), ca = ot_buf(&oc, NULL, nc * 4);
   tz_slice gm = ot_buf(&og, NULL, N * 4), cm = ot_buf(&oc, NULL, N * 4), gr = ot_buf(&og, NULL, N * 4),
@@ -2836,7 +2856,7 @@ static void af16_norms(tz_backend *g, int N, int C, size_t xoff, size_t doff, in
   tz_slice gdw = up32(&og, g0, 2 * C), cdw = up32(&oc, g0, 2 * C); /* dw | db, nonzero: += */
   long f0 = tz_webgpu_norm_v8_calls(0), b0 = tz_webgpu_norm_v8_calls(1), u0 = tz_webgpu_norm_v8_calls(2);
   char what[128];
-  const char *tag = v8 ? (fused ? "v8 fused" : "v8") : "declined";
+  const char *tag = v8b ? (fused ? "v8 fused" : "v8") : v8f ? "v8 forward" : "declined";
   g->layernorm_fwd(g, ga, gm, gr, gx, gw, gb, N, C, 1e-5f);
   cpu->layernorm_fwd(cpu, ca, cm, cr, cx, cw, cb, N, C, 1e-5f);
   snprintf(what, sizeof what, "act f16 %s layernorm_fwd N%d C%d", tag, N, C);
@@ -2865,15 +2885,19 @@ static void af16_norms(tz_backend *g, int N, int C, size_t xoff, size_t doff, in
   snprintf(what, sizeof what, "act f16 %s rmsnorm_bwd dw N%d C%d", tag, N, C);
   af_check32(&og, gdw, &oc, cdw, C, what, 1e-3, 1e-3 * sqrt((double)N));
   long f = tz_webgpu_norm_v8_calls(0) - f0, bw = tz_webgpu_norm_v8_calls(1) - b0, u = tz_webgpu_norm_v8_calls(2) - u0;
-  printf("act f16 norms N %d C %d x off %zu dinp off %zu: v8 forwards %ld, backwards %ld (fused %ld)\n", N, C, xoff,
-         doff, f, bw, u);
-  if (f != 2 * v8 || bw != 2 * v8 || u != 2 * (v8 && fused)) {
+  printf("act f16 norms N %d C %d x off %zu dinp off %zu%s: v8 forwards %ld, backwards %ld (fused %ld)\n", N, C, xoff,
+         doff, one ? " (one buffer)" : "", f, bw, u);
+  if (f != 2 * v8f || bw != 2 * v8b || u != 2 * (v8b && fused)) {
     print_error("act f16 norms N %d C %d: %ld / %ld / %ld calls took the v8 forward / backward / fused path (want %d / "
-                "%d / %d)\n", N, C, f, bw, u, 2 * v8, 2 * v8, 2 * (v8 && fused));
+                "%d / %d)\n", N, C, f, bw, u, 2 * v8f, 2 * v8b, 2 * (v8b && fused));
     fail();
   }
   free(x), free(y), free(w), free(b), free(d0), free(g0);
   ot_release(&og), ot_release(&oc);
+}
+
+static void af16_norms(tz_backend *g, int N, int C, size_t xoff, size_t doff, int v8, int fused, uint64_t seed) {
+  af16_norms1(g, N, C, xoff, doff, v8, v8, fused, 0, seed);
 }
 
 /* The v8 norms' edges (af16_norms): C at 8 columns a group and NK groups a lane (C <= 128: the
@@ -2881,8 +2905,9 @@ static void af16_norms(tz_backend *g, int N, int C, size_t xoff, size_t doff, in
  * the rows a workgroup (8 forward, 32 fused backward, TEZGAH_WEBGPU_NORM_ROWS=8 too), C 768 and
  * 1024 (the path where the subgroup size allows it: the H200, else a decline), a lane's
  * last group past the row (C / 8 not a multiple of the lanes), the unfused backward
- * (TEZGAH_WEBGPU_NORM_FUSE=0), and the declines to the kernels before: C % 8 = 4, x 8 bytes off
- * 16, TEZGAH_WEBGPU_NORM_V8=0. */
+ * (TEZGAH_WEBGPU_NORM_FUSE=0), the backward's tensors in one buffer (bound apart, read_write),
+ * and the declines to the kernels before: C % 8 = 4, x 8 bytes off 16,
+ * TEZGAH_WEBGPU_NORM_V8=0. */
 static void test_act_f16_norms(void **state) {
   (void)state;
   tz_backend *g = act_f16_backend();
@@ -2910,6 +2935,7 @@ static void test_act_f16_norms(void **state) {
   assert_true(sl && sscanf(sl, "reductions: subgroups (%u", &lmin) == 1 && lmin > 0);
   af16_norms(g, 40, 768, 16, 0, 96 <= 4 * lmin, 1, 9);
   af16_norms(g, 12, 1024, 0, 16, 128 <= 4 * lmin, 1, 10);
+  af16_norms1(g, 24, 64, 0, 0, 1, 1, 1, 1, 11); /* x, dout, dinp in one buffer: read_write bindings */
   af16_norms(g, 20, 68, 0, 0, 0, 0, 6);    /* C % 8 = 4: the 8-byte kernels */
   af16_norms(g, 20, 64, 8, 0, 0, 0, 7);    /* x 8 bytes off 16 */
   setenv("TEZGAH_WEBGPU_NORM_V8", "0", 1);
