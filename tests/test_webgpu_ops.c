@@ -65,7 +65,8 @@
  *   rope (in place; the vector and per-element    rtol 1e-5 + 2^-11, atol 1e-5 (as
  *   forms)                                        test_act_f16_attention's)
  *   a store beyond ±65504                         ±inf (not saturated; add, and the gradients of
- *                                                 swiglu_bwd, rmsnorm_bwd and rope: af_special)
+ *                                                 swiglu_bwd, rmsnorm_bwd (8-byte and v8 forms)
+ *                                                 and rope: af_special)
  *   a NaN input                                   NaN through add, rmsnorm_bwd's row and rope's
  *                                                 pair; 0 from swiglu_bwd (the seed's guard)
  * f16 activations in the matmul family (test_act_f16_matmul; the same backend; a and the f16
@@ -2706,8 +2707,9 @@ static void af_check_special(const float *got, const float *ref, size_t n, const
  * - rmsnorm_bwd: dinp 6·10^4 in row 1 pushed past 65504 (+inf), a NaN dout in row 2 makes that
  *   row's dinp NaN (through the row's dot product) and no other;
  * - rope: a pair of 6·10^4 at position 5 (pos0 5, angle 5 rad) rotates to ≈ 7.5·10^4 (inf), a
- *   NaN element makes its pair NaN. */
-static void af_special(tz_backend *g, int N, int C) {
+ *   NaN element makes its pair NaN.
+ * xoff: the rmsnorm's x byte offset (8: the 8-byte kernels; 16 with C % 8 = 0: rmsnorm_v8). */
+static void af_special(tz_backend *g, int N, int C, size_t xoff) {
   ot_ctx og, oc;
   ot_init(&og, g, 77);
   ot_init(&oc, cpu, 1);
@@ -2739,7 +2741,7 @@ static void af_special(tz_backend *g, int N, int C) {
   }
   dout[2 * C + 1] = NAN;
   tz_slice gx, cx, gdo, cdo, gdi, cdi;
-  af_up(&og, &oc, x, nc, 8, &gx, &cx);
+  af_up(&og, &oc, x, nc, xoff, &gx, &cx);
   af_up(&og, &oc, dout, nc, 0, &gdo, &cdo);
   af_up(&og, &oc, dinp, nc, 16, &gdi, &cdi);
   tz_slice gw = up32(&og, w, C), cw = up32(&oc, w, C), gr = ot_buf(&og, NULL, N * 4), cr = ot_buf(&oc, NULL, N * 4);
@@ -2798,12 +2800,12 @@ static void test_act_f16_elem(void **state) {
   af16_rope(g, 1, 37, 6, 2, 8, -1, 8);
   af16_rope(g, 2, 5, 3, 1, 6, 1, 0);
   af16_rope(g, 2, 5, 4, 2, 16, -1, 4);
-  af_special(g, 9, 16);
+  af_special(g, 9, 16, 8);
   /* TEZGAH_WEBGPU_ACT16_VEC=0: the per-element variant on the shapes above */
   setenv("TEZGAH_WEBGPU_ACT16_VEC", "0", 1);
   act_f16_case(g, 17, 768, 3001, 3004, 8, 16, 7);
   af16_rope(g, 1, 37, 6, 2, 8, -1, 8);
-  af_special(g, 9, 16);
+  af_special(g, 9, 16, 8);
   unsetenv("TEZGAH_WEBGPU_ACT16_VEC");
   g->destroy(g);
 }
@@ -2938,6 +2940,12 @@ static void test_act_f16_norms(void **state) {
   af16_norms1(g, 24, 64, 0, 0, 1, 1, 1, 1, 11); /* x, dout, dinp in one buffer: read_write bindings */
   af16_norms(g, 20, 68, 0, 0, 0, 0, 6);    /* C % 8 = 4: the 8-byte kernels */
   af16_norms(g, 20, 64, 8, 0, 0, 0, 7);    /* x 8 bytes off 16 */
+  /* overflow to ±inf and NaN through rmsnorm_bwd_v8's dinp (af_special with x on 16 bytes) */
+  long sf = tz_webgpu_norm_v8_calls(0), sb = tz_webgpu_norm_v8_calls(2);
+  af_special(g, 9, 16, 16);
+  sf = tz_webgpu_norm_v8_calls(0) - sf, sb = tz_webgpu_norm_v8_calls(2) - sb;
+  printf("act f16 special values: v8 rmsnorm forwards %ld, fused backwards %ld\n", sf, sb);
+  assert_true(sf == 1 && sb == 1);
   setenv("TEZGAH_WEBGPU_NORM_V8", "0", 1);
   af16_norms(g, 20, 64, 0, 0, 0, 0, 8);
   unsetenv("TEZGAH_WEBGPU_NORM_V8");
