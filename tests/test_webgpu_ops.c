@@ -58,11 +58,15 @@
  *   norm dw / db, bias_bwd (fp32 sums of f16)     rtol 1e-3, atol 1e-3·sqrt(N)
  *   bias_bwd on each column-sum path              the same (test_act_f16_bias: colsum_partial_f16x8,
  *                                                 its fallbacks, TEZGAH_WEBGPU_COLSUM=0)
+ *   the 16-byte norms (test_act_f16_norms:        the norms' bounds above (mean, rstd rtol 1e-4);
+ *   layernorm_v8 / rmsnorm_v8, dw / db fused or   dw / db accumulated into random values; the path
+ *   not, their edges and declines)                counted (tz_webgpu_norm_v8_calls)
  *   embed_bwd, fill, copy_rows, download_act      exact; losses rtol 1e-5
  *   rope (in place; the vector and per-element    rtol 1e-5 + 2^-11, atol 1e-5 (as
  *   forms)                                        test_act_f16_attention's)
  *   a store beyond ±65504                         ±inf (not saturated; add, and the gradients of
- *                                                 swiglu_bwd, rmsnorm_bwd and rope: af_special)
+ *                                                 swiglu_bwd, rmsnorm_bwd (8-byte and v8 forms)
+ *                                                 and rope: af_special)
  *   a NaN input                                   NaN through add, rmsnorm_bwd's row and rope's
  *                                                 pair; 0 from swiglu_bwd (the seed's guard)
  * f16 activations in the matmul family (test_act_f16_matmul; the same backend; a and the f16
@@ -2703,8 +2707,9 @@ static void af_check_special(const float *got, const float *ref, size_t n, const
  * - rmsnorm_bwd: dinp 6·10^4 in row 1 pushed past 65504 (+inf), a NaN dout in row 2 makes that
  *   row's dinp NaN (through the row's dot product) and no other;
  * - rope: a pair of 6·10^4 at position 5 (pos0 5, angle 5 rad) rotates to ≈ 7.5·10^4 (inf), a
- *   NaN element makes its pair NaN. */
-static void af_special(tz_backend *g, int N, int C) {
+ *   NaN element makes its pair NaN.
+ * xoff: the rmsnorm's x byte offset (8: the 8-byte kernels; 16 with C % 8 = 0: rmsnorm_v8). */
+static void af_special(tz_backend *g, int N, int C, size_t xoff) {
   ot_ctx og, oc;
   ot_init(&og, g, 77);
   ot_init(&oc, cpu, 1);
@@ -2736,7 +2741,7 @@ static void af_special(tz_backend *g, int N, int C) {
   }
   dout[2 * C + 1] = NAN;
   tz_slice gx, cx, gdo, cdo, gdi, cdi;
-  af_up(&og, &oc, x, nc, 8, &gx, &cx);
+  af_up(&og, &oc, x, nc, xoff, &gx, &cx);
   af_up(&og, &oc, dout, nc, 0, &gdo, &cdo);
   af_up(&og, &oc, dinp, nc, 16, &gdi, &cdi);
   tz_slice gw = up32(&og, w, C), cw = up32(&oc, w, C), gr = ot_buf(&og, NULL, N * 4), cr = ot_buf(&oc, NULL, N * 4);
@@ -2795,13 +2800,155 @@ static void test_act_f16_elem(void **state) {
   af16_rope(g, 1, 37, 6, 2, 8, -1, 8);
   af16_rope(g, 2, 5, 3, 1, 6, 1, 0);
   af16_rope(g, 2, 5, 4, 2, 16, -1, 4);
-  af_special(g, 9, 16);
+  af_special(g, 9, 16, 8);
   /* TEZGAH_WEBGPU_ACT16_VEC=0: the per-element variant on the shapes above */
   setenv("TEZGAH_WEBGPU_ACT16_VEC", "0", 1);
   act_f16_case(g, 17, 768, 3001, 3004, 8, 16, 7);
   af16_rope(g, 1, 37, 6, 2, 8, -1, 8);
-  af_special(g, 9, 16);
+  af_special(g, 9, 16, 8);
   unsetenv("TEZGAH_WEBGPU_ACT16_VEC");
+  g->destroy(g);
+}
+
+/* The f16 norms with 16-byte accesses (layernorm_v8 / rmsnorm_v8, webgpu_ops_elem.c nv8_nk) on one
+ * shape against the CPU fed the same f16 values: layernorm fwd, bwd (dinp += from random values;
+ * dw, db += from random values, fused into the row pass or not), rmsnorm fwd, bwd (the same).
+ * Offsets in bytes: x (the norms' inp) xoff, dinp doff. v8: whether the v8 kernels must run
+ * (their call counters, tz_webgpu_norm_v8_calls, checked either way: a shape they must decline
+ * runs the kernels before, and one they must take is not allowed to fall back unnoticed); fused:
+ * whether the backward must have fused the weight gradients. Bounds: act_f16_case's (the f16
+ * outputs |err| <= 1.5e-3·|cpu| + 1e-4, dinp + 2e-4; rstd 1e-4 relative; dw / db 1e-3 relative
+ * + 1e-3·sqrt(N): fp32 sums of the same values in another order). */
+/* f16 bit patterns of x[0..n) (n even) uploaded to s (its offset a multiple of 4) */
+static void up16_at(ot_ctx *o, tz_slice s, const float *x, size_t n) {
+  uint16_t *h = malloc(n * 2);
+  for (size_t i = 0; i < n; i++) h[i] = tz_sgmat_f16(x[i]);
+  o->be->upload(o->be, s, h, n * 2);
+  free(h);
+}
+/* one: 0 each tensor in its own buffer; 1 x (the norms' inp), dout and dinp in one buffer, 4 KB
+ * apart (own bindings of one buffer: the backward's read-only ones then read_write, "// rw"; a
+ * merged binding, which the v8 kernels decline, needs a storage offset alignment above the
+ * tensors' distance: lavapipe's is too small to make one without overlapping tensors) */
+static void af16_norms1(tz_backend *g, int N, int C, size_t xoff, size_t doff, int v8f, int v8b, int fused,
+                        int one, uint64_t seed) {
+  ot_ctx og, oc;
+  ot_init(&og, g, seed);
+  ot_init(&oc, cpu, 1);
+  size_t nc = (size_t)N * C;
+  float *x = ot_randn(&og, nc, 2), *y = ot_randn(&og, nc, 1), *w = ot_randn(&og, C, 1), *b = ot_randn(&og, C, 1);
+  float *d0 = ot_randn(&og, nc, 1), *g0 = ot_randn(&og, 2 * (size_t)C, 1);
+  for (size_t i = 0; i < nc; i++) x[i] += 0.5f; /* a nonzero mean: the two-pass variance matters */
+  tz_slice gx, cx, gy, cy, gd, cd;
+  af_up(&og, &oc, x, nc, xoff, &gx, &cx);
+  af_up(&og, &oc, y, nc, 0, &gy, &cy);
+  af_up(&og, &oc, d0, nc, doff, &gd, &cd);
+  if (one) { /* x, dout, dinp again, in one buffer (the same f16 values: af_up rounded them) */
+    assert_true(nc % 8 == 0);
+    size_t at1 = (nc * 2 + 4096 + 15) / 16 * 16;
+    tz_slice big = ot_buf(&og, NULL, 3 * at1 + 64);
+    gx = big, gy = tz_at(big, at1), gd = tz_at(big, 2 * at1);
+    up16_at(&og, gx, x, nc), up16_at(&og, gy, y, nc), up16_at(&og, gd, d0, nc);
+    xoff = 0, doff = 2 * at1;
+  }
+  tz_slice gw = up32(&og, w, C), cw = up32(&oc, w, C), gb = up32(&og, b, C), cb = up32(&oc, b, C);
+  tz_slice ga = ot_buf(&og, NULL, nc * 2 + 64), ca = ot_buf(&oc, NULL, nc * 4);
+  tz_slice gm = ot_buf(&og, NULL, N * 4), cm = ot_buf(&oc, NULL, N * 4), gr = ot_buf(&og, NULL, N * 4),
+           cr = ot_buf(&oc, NULL, N * 4);
+  tz_slice gdw = up32(&og, g0, 2 * C), cdw = up32(&oc, g0, 2 * C); /* dw | db, nonzero: += */
+  long f0 = tz_webgpu_norm_v8_calls(0), b0 = tz_webgpu_norm_v8_calls(1), u0 = tz_webgpu_norm_v8_calls(2);
+  char what[128];
+  const char *tag = v8b ? (fused ? "v8 fused" : "v8") : v8f ? "v8 forward" : "declined";
+  g->layernorm_fwd(g, ga, gm, gr, gx, gw, gb, N, C, 1e-5f);
+  cpu->layernorm_fwd(cpu, ca, cm, cr, cx, cw, cb, N, C, 1e-5f);
+  snprintf(what, sizeof what, "act f16 %s layernorm_fwd N%d C%d", tag, N, C);
+  af_check(&og, ga, &oc, ca, nc, what, 1.5e-3, 1e-4);
+  af_check32(&og, gm, &oc, cm, N, "act f16 layernorm mean", 1e-4, 1e-5);
+  af_check32(&og, gr, &oc, cr, N, "act f16 layernorm rstd", 1e-4, 1e-5);
+  g->layernorm_bwd(g, gd, gdw, tz_f32(gdw, C), gy, gx, gw, gm, gr, N, C);
+  cpu->layernorm_bwd(cpu, cd, cdw, tz_f32(cdw, C), cy, cx, cw, cm, cr, N, C);
+  snprintf(what, sizeof what, "act f16 %s layernorm_bwd dinp N%d C%d", tag, N, C);
+  af_check(&og, gd, &oc, cd, nc, what, 1.5e-3, 2e-4);
+  snprintf(what, sizeof what, "act f16 %s layernorm_bwd dw|db N%d C%d", tag, N, C);
+  af_check32(&og, gdw, &oc, cdw, 2 * (size_t)C, what, 1e-3, 1e-3 * sqrt((double)N));
+  /* rmsnorm: its dinp += starts from the GPU's f16 dinp on both, dw from the layernorm's dw */
+  float *gdv = down16(&og, gd, nc);
+  cpu->upload(cpu, cd, gdv, nc * 4);
+  free(gdv);
+  g->rmsnorm_fwd(g, ga, gr, gx, gw, N, C, 1e-5f);
+  cpu->rmsnorm_fwd(cpu, ca, cr, cx, cw, N, C, 1e-5f);
+  snprintf(what, sizeof what, "act f16 %s rmsnorm_fwd N%d C%d", tag, N, C);
+  af_check(&og, ga, &oc, ca, nc, what, 1.5e-3, 1e-4);
+  af_check32(&og, gr, &oc, cr, N, "act f16 rmsnorm rstd", 1e-4, 1e-5);
+  g->rmsnorm_bwd(g, gd, gdw, gy, gx, gw, gr, N, C);
+  cpu->rmsnorm_bwd(cpu, cd, cdw, cy, cx, cw, cr, N, C);
+  snprintf(what, sizeof what, "act f16 %s rmsnorm_bwd dinp N%d C%d", tag, N, C);
+  af_check(&og, gd, &oc, cd, nc, what, 1.5e-3, 2e-4);
+  snprintf(what, sizeof what, "act f16 %s rmsnorm_bwd dw N%d C%d", tag, N, C);
+  af_check32(&og, gdw, &oc, cdw, C, what, 1e-3, 1e-3 * sqrt((double)N));
+  long f = tz_webgpu_norm_v8_calls(0) - f0, bw = tz_webgpu_norm_v8_calls(1) - b0, u = tz_webgpu_norm_v8_calls(2) - u0;
+  printf("act f16 norms N %d C %d x off %zu dinp off %zu%s: v8 forwards %ld, backwards %ld (fused %ld)\n", N, C, xoff,
+         doff, one ? " (one buffer)" : "", f, bw, u);
+  if (f != 2 * v8f || bw != 2 * v8b || u != 2 * (v8b && fused)) {
+    print_error("act f16 norms N %d C %d: %ld / %ld / %ld calls took the v8 forward / backward / fused path (want %d / "
+                "%d / %d)\n", N, C, f, bw, u, 2 * v8f, 2 * v8b, 2 * (v8b && fused));
+    fail();
+  }
+  free(x), free(y), free(w), free(b), free(d0), free(g0);
+  ot_release(&og), ot_release(&oc);
+}
+
+static void af16_norms(tz_backend *g, int N, int C, size_t xoff, size_t doff, int v8, int fused, uint64_t seed) {
+  af16_norms1(g, N, C, xoff, doff, v8, v8, fused, 0, seed);
+}
+
+/* The v8 norms' edges (af16_norms): C at 8 columns a group and NK groups a lane (C <= 128: the
+ * path at 4 lanes, lavapipe's and the smallest subgroup size assumed here), N not a multiple of
+ * the rows a workgroup (8 forward, 32 fused backward, TEZGAH_WEBGPU_NORM_ROWS=8 too), C 768 and
+ * 1024 (the path where the subgroup size allows it: the H200, else a decline), a lane's
+ * last group past the row (C / 8 not a multiple of the lanes), the unfused backward
+ * (TEZGAH_WEBGPU_NORM_FUSE=0), the backward's tensors in one buffer (bound apart, read_write),
+ * and the declines to the kernels before: C % 8 = 4, x 8 bytes off 16,
+ * TEZGAH_WEBGPU_NORM_V8=0. */
+static void test_act_f16_norms(void **state) {
+  (void)state;
+  tz_backend *g = act_f16_backend();
+  if (!g) skip();
+  assert_int_equal(g->act, TZ_F16);
+  printf("webgpu (f16 activations): %s\n", tz_webgpu_describe(g));
+  if (!strstr(tz_webgpu_describe(g), "reductions: subgroups")) {
+    printf("SKIPPED: the adapter has no subgroups (the v8 norms need them)\n");
+    g->destroy(g);
+    skip();
+  }
+  af16_norms(g, 70, 64, 0, 16, 1, 1, 1);   /* two groups a lane at 4 lanes; 70 = 2·32 + 6 rows */
+  af16_norms(g, 37, 120, 16, 0, 1, 1, 2);  /* 15 groups over 4 lanes: the fourth's last past the row */
+  af16_norms(g, 9, 8, 0, 0, 1, 1, 3);      /* one group: the other lanes hold nothing */
+  setenv("TEZGAH_WEBGPU_NORM_ROWS", "8", 1); /* 9 workgroups' partial rows */
+  af16_norms(g, 67, 96, 0, 32, 1, 1, 4);
+  unsetenv("TEZGAH_WEBGPU_NORM_ROWS");
+  setenv("TEZGAH_WEBGPU_NORM_FUSE", "0", 1); /* the v8 row pass, dw / db apart */
+  af16_norms(g, 67, 96, 16, 0, 1, 0, 5);
+  unsetenv("TEZGAH_WEBGPU_NORM_FUSE");
+  /* GPT-2's C 768 and C 1024: the v8 kernels where C / 8 <= 4 x the adapter's smallest subgroup
+   * size (the H200's 32: three and four groups a lane), the kernels before at lavapipe's 4 */
+  unsigned lmin = 0;
+  const char *sl = strstr(tz_webgpu_describe(g), "reductions: subgroups (");
+  assert_true(sl && sscanf(sl, "reductions: subgroups (%u", &lmin) == 1 && lmin > 0);
+  af16_norms(g, 40, 768, 16, 0, 96 <= 4 * lmin, 1, 9);
+  af16_norms(g, 12, 1024, 0, 16, 128 <= 4 * lmin, 1, 10);
+  af16_norms1(g, 24, 64, 0, 0, 1, 1, 1, 1, 11); /* x, dout, dinp in one buffer: read_write bindings */
+  af16_norms(g, 20, 68, 0, 0, 0, 0, 6);    /* C % 8 = 4: the 8-byte kernels */
+  af16_norms(g, 20, 64, 8, 0, 0, 0, 7);    /* x 8 bytes off 16 */
+  /* overflow to ±inf and NaN through rmsnorm_bwd_v8's dinp (af_special with x on 16 bytes) */
+  long sf = tz_webgpu_norm_v8_calls(0), sb = tz_webgpu_norm_v8_calls(2);
+  af_special(g, 9, 16, 16);
+  sf = tz_webgpu_norm_v8_calls(0) - sf, sb = tz_webgpu_norm_v8_calls(2) - sb;
+  printf("act f16 special values: v8 rmsnorm forwards %ld, fused backwards %ld\n", sf, sb);
+  assert_true(sf == 1 && sb == 1);
+  setenv("TEZGAH_WEBGPU_NORM_V8", "0", 1);
+  af16_norms(g, 20, 64, 0, 0, 0, 0, 8);
+  unsetenv("TEZGAH_WEBGPU_NORM_V8");
   g->destroy(g);
 }
 
@@ -2859,7 +3006,8 @@ int main(void) {
       cmocka_unit_test(test_crossentropy_sumsq), cmocka_unit_test(test_crossentropy_extremes),
       cmocka_unit_test(test_adamw),
       cmocka_unit_test(test_w16),        cmocka_unit_test(test_act16), cmocka_unit_test(test_attention_sgmat),
-      cmocka_unit_test(test_act_f16_elem), cmocka_unit_test(test_act_f16_bias), cmocka_unit_test(test_act_f16_matmul),
+      cmocka_unit_test(test_act_f16_elem), cmocka_unit_test(test_act_f16_norms), cmocka_unit_test(test_act_f16_bias),
+      cmocka_unit_test(test_act_f16_matmul),
       cmocka_unit_test(test_act_f16_attention),
       cmocka_unit_test(test_act_f16_attention_nopack),
       /* the sweep (sweep_on): skipped unless TEZGAH_TEST_SWEEP=1 or their own switch */

@@ -134,7 +134,18 @@ static void compare(tz_arch arch, int f16, int arena) {
   double tol = f16 == 2 ? ACT16_TOL : f16 ? 2e-3 : 1e-3, lc[STEPS], lg[STEPS], worst = 0;
   tz_model *mc, *mg;
   train(cpu, &c, lc, &mc, steps, T, 0);
+  long v8f = tz_webgpu_norm_v8_calls(0), v8b = tz_webgpu_norm_v8_calls(2);
   train(gpu, &c, lg, &mg, steps, T, 0);
+  v8f = tz_webgpu_norm_v8_calls(0) - v8f, v8b = tz_webgpu_norm_v8_calls(2) - v8b;
+  /* with f16 activations, one buffer per tensor and subgroups the norms run the 16-byte kernels
+   * (d_model 64: C / 8 = 8 groups, two a lane at 4 lanes; webgpu_ops_elem.c nv8_nk), the backward
+   * with dw / db fused (TEZGAH_WEBGPU_NORM_V8, _NORM_FUSE unset) */
+  if (f16 == 2) {
+    printf("norms on the v8 kernels: %ld forwards, %ld fused backwards\n", v8f, v8b);
+    if (!arena && strstr(tz_webgpu_describe(gpu), "reductions: subgroups") && !getenv("TEZGAH_WEBGPU_NORM_V8") &&
+        !getenv("TEZGAH_WEBGPU_NORM_FUSE"))
+      assert_true(v8f > 0 && v8b > 0);
+  }
   /* one buffer per activation tensor unless TEZGAH_WEBGPU_ARENA=1 (backend.h, act_buffers) */
   assert_int_equal(gpu->act_buffers, !arena);
   assert_true(arena ? mg->train.nbufs == 1 : mg->train.nbufs > 20);

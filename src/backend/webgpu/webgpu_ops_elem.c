@@ -211,6 +211,77 @@ static wg_arg out_arg(wg_ctx *c, tz_slice out, size_t n, wg_arg *h) {
 static int ln_sg(wg_ctx *c);
 #define RN_SG_ROWS 8 /* rmsnorm_sg.wgsl's RN_ROWS */
 
+/* The f16 norms with 16-byte accesses and the row in registers (layernorm_v8.wgsl,
+ * rmsnorm_v8.wgsl, common/norm_rows.wgsl; issue 22). TEZGAH_WEBGPU_NORM_V8 (default 1; read at
+ * each call): the forward and backward row passes of both norms run there where norm_v8_nk
+ * allows; =0: the kernels before (rmsnorm_sg / layernorm_sg's 8-byte v16 forms, ...).
+ * TEZGAH_WEBGPU_NORM_FUSE (default 1, read at each call): the v8 backward also sums the weight
+ * gradients' terms (dw, db) over each workgroup's NV8_FUSE_ROWS rows into one partial row of
+ * scratch, which colsum_rows8 adds into dw / db (one small pass instead of a second read of dout
+ * and inp); =0: the v8 row pass alone and the separate partials kernel (*_dw_partial_v16 /
+ * layernorm_dwdb_partial_v16) as before. TEZGAH_WEBGPU_NORM_ROWS: the fused backward's rows a
+ * workgroup (default NV8_FUSE_ROWS, 32: N / 32 partial rows, 3 MB at GPT-2's B16 T1024 C 768 for
+ * layernorm, the same as the separate kernel's 32-row chunks wrote; more rows: fewer partials,
+ * fewer workgroups). The forward and the unfused backward take NV8_ROWS rows a workgroup (one a
+ * subgroup at 32 lanes, as layernorm_sg). */
+#define NV8_ROWS 8
+#define NV8_FUSE_ROWS 32
+static long nv8_calls[3]; /* forwards, backwards, backwards with the fused weight gradients */
+long tz_webgpu_norm_v8_calls(int which) { return which >= 0 && which < 3 ? nv8_calls[which] : 0; }
+
+/* Groups of eight columns a lane holds (NK, 1..4) where the v8 kernels apply, else 0: f16
+ * activations with the vector kernels on (wg_v16_on: TEZGAH_WEBGPU_ACT16_VEC), subgroups (ln_sg:
+ * TEZGAH_WEBGPU_LN_SG), TEZGAH_WEBGPU_NORM_V8 != 0, C a multiple of 8, the n tensors' byte
+ * offsets offs[] (f16 activations, w, b) multiples of 16 and the storage offset alignment too
+ * (their 16-byte vectors), and C / 8 <= 4 lanes' worth at the adapter's smallest subgroup size
+ * (subgroupMinSize: the kernels hold NK groups a lane and must cover the row at any size the
+ * adapter runs; C <= 1024 at 32 lanes, C <= 128 on lavapipe's 4). */
+static int nv8_nk(wg_ctx *c, int C, const size_t *offs, int n) {
+  if (!env_int("TEZGAH_WEBGPU_NORM_V8", 1) || !wg_v16_on(c) || !ln_sg(c) || C <= 0 || C % 8 ||
+      c->lim.minStorageBufferOffsetAlignment % 16)
+    return 0;
+  for (int i = 0; i < n; i++)
+    if (offs[i] % 16) return 0;
+  uint32_t ns = c->info.subgroupMinSize;
+  if (!ns || 256 % ns) return 0;
+  uint32_t nk = ((uint32_t)C / 8 + ns - 1) / ns;
+  return nk <= 4 ? (int)nk : 0;
+}
+
+static int own_bindings(wg_ctx *c, const wg_arg *a, int n);
+/* Whether an argument outside the written mask wm shares a buffer with a written one (Dawn
+ * rejects a buffer bound read-only and writable in one dispatch: the standalone module's
+ * read-only bindings then become read_write, "// rw" in module()). */
+static int ro_clash(const wg_arg *a, int n, unsigned wm) {
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n && !((wm >> i) & 1); j++)
+      if (((wm >> j) & 1) && a[i].s.buf == a[j].s.buf) return 1;
+  return 0;
+}
+
+/* One v8 dispatch (entry of layernorm_v8 / rmsnorm_v8) labelled label over N rows of C, R rows a
+ * workgroup, NK nk, fuse: the backward's partials (args a[0..na), written mask wm). Returns 0 and
+ * dispatches nothing where an argument would share a binding (the standalone module's bindings
+ * are fixed): the caller then runs the kernels before. */
+static int nv8_run(wg_ctx *c, const char *label, const char *file, const char *entry, int nk, int fuse,
+                   const wg_arg *a, int na, unsigned wm, int N, int C, float eps, int R) {
+  if (!own_bindings(c, a, na)) return 0;
+  char prefix[160];
+  snprintf(prefix, sizeof prefix, "//defs NK=%d\nconst NK: u32 = %du;\nconst DWDB = %s;\nconst DW = %s;\n%s", nk, nk,
+           fuse ? "true" : "false", fuse ? "true" : "false", ro_clash(a, na, wm) ? "// rw\n" : "");
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)N, w[9] = (uint32_t)C, w[10] = fbits(eps), w[11] = (uint32_t)R;
+  uint32_t gx, gy;
+  gridn(((size_t)N + R - 1) / R, &gx, &gy);
+  wg_run(c, label, wg_pipeline(c, file, entry, prefix), w, 12, a, na, gx, gy, 1);
+  return 1;
+}
+/* the fused backward's rows a workgroup (TEZGAH_WEBGPU_NORM_ROWS, 8..4096, default NV8_FUSE_ROWS) */
+static int nv8_fuse_rows(void) {
+  int r = env_int("TEZGAH_WEBGPU_NORM_ROWS", NV8_FUSE_ROWS);
+  return r < 8 ? 8 : r > 4096 ? 4096 : r;
+}
+
 /* With f16 activations the forward and backward row passes are rmsnorm_sg.wgsl's
  * rmsnorm_fwd_sg_v16 / rmsnorm_bwd_sg_v16 (one subgroup per row, 8-byte accesses) and the dw
  * partials rmsnorm_dw_partial_v16 where C and the tensors allow (wg_v16_ok) and, for the row
@@ -224,6 +295,15 @@ void wg_rmsnorm_fwd(tz_backend *be, tz_slice out, tz_slice rstd, tz_slice inp, t
   size_t NC = (size_t)N * C;
   wg_arg h, a[] = {out_arg(c, out, NC, &h), A(rstd, F4(N), "rstd"), wg_aa(c, inp, NC, "inp"), A(w_, F4(C), "w")};
   uint32_t gx, gy;
+  size_t o8[] = {inp.off, out.off, w_.off};
+  int nk = nv8_nk(c, C, o8, 3);
+  if (nk) { /* rmsnorm_fwd_v8: 16-byte accesses, the row in registers */
+    wg_arg a8[] = {A(out, NC * 2, "out (f16)"), A(rstd, F4(N), "rstd"), A(inp, NC * 2, "inp (f16)"), A(w_, F4(C), "w")};
+    if (nv8_run(c, "rmsnorm_fwd", "rmsnorm_v8", "rmsnorm_fwd_v8", nk, 0, a8, 4, 3u, N, C, eps, NV8_ROWS)) {
+      nv8_calls[0]++;
+      return;
+    }
+  }
   size_t offs[] = {inp.off, out.off};
   int pi;
   if (ln_sg(c) && wg_v16_ok(c, (size_t)C, offs, 2)) {
@@ -251,15 +331,37 @@ void wg_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout, t
   size_t offs[] = {dinp.off, dout.off, inp.off};
   int v16 = wg_v16_ok(c, (size_t)C, offs, 3);
   TZ_ASSERT(!(v16 && g16));
-  int pi;
-  if (v16 && ln_sg(c)) {
-    gridn(((size_t)N + RN_SG_ROWS - 1) / RN_SG_ROWS, &gx, &gy);
-    pi = wg_pipeline(c, "rmsnorm_sg", "rmsnorm_bwd_sg_v16", wg_v16_prefix(0));
-  } else {
-    gridn(N, &gx, &gy);
-    pi = wg_pipeline(c, "rmsnorm", "rmsnorm_bwd", wg_out16_prefix_on(g16, 1));
+  /* rmsnorm_bwd_v8 (16-byte accesses, the row in registers), with dw's partials where fused */
+  size_t o8[] = {dinp.off, dout.off, inp.off, w_.off};
+  int nk = g16 ? 0 : nv8_nk(c, C, o8, 4), done = 0;
+  if (nk) {
+    int fuse = env_int("TEZGAH_WEBGPU_NORM_FUSE", 1) != 0, R = fuse ? nv8_fuse_rows() : NV8_ROWS;
+    int nwg = (N + R - 1) / R;
+    tz_slice part = fuse ? wg_scratch(be, F4((size_t)nwg * C)) : TZ_NONE;
+    wg_arg a8[] = {A(dinp, NC * 2, "dinp (f16)"), A(dout, NC * 2, "dout (f16)"), A(inp, NC * 2, "inp (f16)"),
+                   A(w_, F4(C), "w"), A(rstd, F4(N), "rstd"), A(part, F4((size_t)nwg * C), "partials")};
+    if (nv8_run(c, "rmsnorm_bwd", "rmsnorm_v8", "rmsnorm_bwd_v8", nk, fuse, a8, fuse ? 6 : 5, 1u | (unsigned)fuse << 5,
+                N, C, 0.0f, R)) {
+      nv8_calls[1]++;
+      if (fuse) {
+        nv8_calls[2]++;
+        wg_colsum_add(c, dw, part, nwg, C, C);
+        return;
+      }
+      done = 1;
+    }
   }
-  wg_run_ex(c, "rmsnorm_bwd", pi, w, 12, a, 5, gx, gy, 1, g16 ? &h : NULL, -1);
+  if (!done) {
+    int pi;
+    if (v16 && ln_sg(c)) {
+      gridn(((size_t)N + RN_SG_ROWS - 1) / RN_SG_ROWS, &gx, &gy);
+      pi = wg_pipeline(c, "rmsnorm_sg", "rmsnorm_bwd_sg_v16", wg_v16_prefix(0));
+    } else {
+      gridn(N, &gx, &gy);
+      pi = wg_pipeline(c, "rmsnorm", "rmsnorm_bwd", wg_out16_prefix_on(g16, 1));
+    }
+    wg_run_ex(c, "rmsnorm_bwd", pi, w, 12, a, 5, gx, gy, 1, g16 ? &h : NULL, -1);
+  }
   int nch = (N + CHUNK - 1) / CHUNK;
   tz_slice part = wg_scratch(be, F4((size_t)nch * C));
   wg_arg b[] = {A(part, F4((size_t)nch * C), "partials"), wg_aa(c, dout, NC, "dout"), wg_aa(c, inp, NC, "inp"),
@@ -312,6 +414,16 @@ void wg_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, tz_slice rstd
   wg_arg h, a[] = {out_arg(c, out, NC, &h), A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd"),
                    wg_aa(c, inp, NC, "inp"), A(w_, F4(C), "w"), A(b_, F4(C), "b")};
   uint32_t gx, gy;
+  size_t o8[] = {inp.off, out.off, w_.off, b_.off};
+  int nk = nv8_nk(c, C, o8, 4);
+  if (nk) { /* layernorm_fwd_v8: 16-byte accesses, the row in registers */
+    wg_arg a8[] = {A(out, NC * 2, "out (f16)"), A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd"),
+                   A(inp, NC * 2, "inp (f16)"), A(w_, F4(C), "w"), A(b_, F4(C), "b")};
+    if (nv8_run(c, "layernorm_fwd", "layernorm_v8", "layernorm_fwd_v8", nk, 0, a8, 6, 7u, N, C, eps, NV8_ROWS)) {
+      nv8_calls[0]++;
+      return;
+    }
+  }
   size_t offs[] = {inp.off, out.off};
   int pi;
   if (ln_sg(c) && wg_v16_ok(c, (size_t)C, offs, 2)) { /* vector accesses (layernorm_fwd_sg_v16) */
@@ -338,14 +450,38 @@ void wg_layernorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, t
   size_t offs[] = {dinp.off, dout.off, inp.off};
   int v16 = wg_v16_ok(c, (size_t)C, offs, 3);
   TZ_ASSERT(!(v16 && g16));
-  int pi;
-  if (v16 && ln_sg(c)) {
-    gridn(((size_t)N + LN_SG_ROWS - 1) / LN_SG_ROWS, &gx, &gy);
-    pi = wg_pipeline(c, "layernorm_sg", "layernorm_bwd_sg_v16", wg_v16_prefix(0));
-  } else {
-    pi = ln_pipe(c, N, C, 1, wg_out16_prefix_on(g16, 1), &gx, &gy);
+  /* layernorm_bwd_v8 (16-byte accesses, the row in registers), with dw's and db's partials where
+   * fused */
+  size_t o8[] = {dinp.off, dout.off, inp.off, w_.off};
+  int nk = g16 ? 0 : nv8_nk(c, C, o8, 4), done = 0;
+  if (nk) {
+    int fuse = env_int("TEZGAH_WEBGPU_NORM_FUSE", 1) != 0, R = fuse ? nv8_fuse_rows() : NV8_ROWS;
+    int nwg = (N + R - 1) / R;
+    tz_slice part = fuse ? wg_scratch(be, F4((size_t)nwg * 2 * C)) : TZ_NONE;
+    wg_arg a8[] = {A(dinp, NC * 2, "dinp (f16)"), A(dout, NC * 2, "dout (f16)"), A(inp, NC * 2, "inp (f16)"),
+                   A(w_, F4(C), "w"), A(mean, F4(N), "mean"), A(rstd, F4(N), "rstd"),
+                   A(part, F4((size_t)nwg * 2 * C), "partials")};
+    if (nv8_run(c, "layernorm_bwd", "layernorm_v8", "layernorm_bwd_v8", nk, fuse, a8, fuse ? 7 : 6,
+                1u | (unsigned)fuse << 6, N, C, 0.0f, R)) {
+      nv8_calls[1]++;
+      if (fuse) {
+        nv8_calls[2]++;
+        colsum2(c, dw, C, db, C, part, nwg, 2 * C); /* [dw | db] partials: one dispatch */
+        return;
+      }
+      done = 1;
+    }
   }
-  wg_run_ex(c, "layernorm_bwd", pi, w, 12, a, 6, gx, gy, 1, g16 ? &h : NULL, -1);
+  if (!done) {
+    int pi;
+    if (v16 && ln_sg(c)) {
+      gridn(((size_t)N + LN_SG_ROWS - 1) / LN_SG_ROWS, &gx, &gy);
+      pi = wg_pipeline(c, "layernorm_sg", "layernorm_bwd_sg_v16", wg_v16_prefix(0));
+    } else {
+      pi = ln_pipe(c, N, C, 1, wg_out16_prefix_on(g16, 1), &gx, &gy);
+    }
+    wg_run_ex(c, "layernorm_bwd", pi, w, 12, a, 6, gx, gy, 1, g16 ? &h : NULL, -1);
+  }
   int nch = (N + CHUNK - 1) / CHUNK;
   tz_slice part = wg_scratch(be, F4((size_t)nch * 2 * C));
   wg_arg b[] = {A(part, F4((size_t)nch * 2 * C), "partials"), wg_aa(c, dout, NC, "dout"), wg_aa(c, inp, NC, "inp"),

@@ -218,9 +218,17 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     ndir = (int)(dend + strlen("// end of directives\n") - body);
     body += ndir;
   }
+  /* the f16 norms' row code (common/norm_rows.wgsl: layernorm_v8.wgsl, rmsnorm_v8.wgsl) where the
+   * module's code calls it */
+  const char *nr = "";
+  if (strstr(body, "nr_h8(") && !strstr(body, "fn nr_h8(")) {
+    nr = wgsl_src("norm_rows");
+    TZ_ASSERT(nr);
+  }
   /* the f16 activation store (common/f16s.wgsl) where the module's code calls it */
   const char *f16s = "";
-  if ((strstr(body, "f16s(") || strstr(pre, "f16s(") || strstr(prefix, "f16s(")) && !strstr(body, "fn f16s(")) {
+  if ((strstr(body, "f16s(") || strstr(pre, "f16s(") || strstr(prefix, "f16s(") || strstr(nr, "f16s(")) &&
+      !strstr(body, "fn f16s(")) {
     f16s = wgsl_src("f16s");
     TZ_ASSERT(f16s);
   }
@@ -237,10 +245,10 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     TZ_ASSERT(sm);
   }
   size_t n = (size_t)ndir + strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(f16s) + strlen(gm) +
-             strlen(sm) + strlen(prefix) + strlen(body) + 12;
+             strlen(sm) + strlen(nr) + strlen(prefix) + strlen(body) + 13;
   char *src = tz_malloc(n);
-  snprintf(src, n, "%.*s%s%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s", ndir, dir, en, prefix, pre, red, scan, f16s, gm, sm,
-           body);
+  snprintf(src, n, "%.*s%s%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s", ndir, dir, en, prefix, pre, red, scan, f16s, gm, sm,
+           nr, body);
   /* TEZGAH_WEBGPU_DUMP_WGSL=DIR: every module's source as DIR/<file>_<n>.wgsl (debugging) */
   const char *dd = getenv("TEZGAH_WEBGPU_DUMP_WGSL");
   if (dd && *dd) {
