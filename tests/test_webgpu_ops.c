@@ -24,6 +24,11 @@
  *   crossentropy at extreme logits               against float64 (xent_extremes.h)
  *   sum_sq                                       rtol 1e-5 (fp32 tree sum vs fp64)
  *   adamw params / m / v                         rtol 1e-5, atol 1e-7
+ *   fill's vector form (test_fill_vec: fp32 and   byte for byte (the value's bytes in the range,
+ *     f16, both TEZGAH_WEBGPU_FILL_VEC settings)  the pattern around it)
+ *   the attention backward's D pass alone         D |err| ≤ 2e-5·Σ_d |dout·out| (fp32 sums of
+ *     (test_attention_d_prep: f16 dout and out,   exact f16 products); a non-finite D the same
+ *     vector and scalar forms, host reference)    infinity; dout's f16 copy bit for bit
  * The f16 weight mirror (test_w16, TEZGAH_WEBGPU_F16=1; SKIPPED without ShaderF16): weights
  * in a buffer registered with params_mirror(), read as f16 by the forward:
  *   embed_fwd (wte + wpe)                        |err| ≤ 1e-3·(|wte| + |wpe|) + 1e-6
@@ -1970,6 +1975,19 @@ static tz_backend *act_f16_backend(void) {
   if (!g) printf("SKIPPED: f16 activations unavailable: %s\n", tz_errmsg());
   return g;
 }
+/* That the subgroup-matrix backward's D pass took its vector form (fa_sg_prep.wgsl main8,
+ * tz_webgpu_attn_dvec_calls) `want` times since the count was n0 (0 where
+ * TEZGAH_WEBGPU_ATTN_D_VEC=0 turns it off); what: the case. */
+static void af16_dvec(long n0, long want, const char *what) {
+  const char *e = getenv("TEZGAH_WEBGPU_ATTN_D_VEC");
+  if (e && *e && !atoi(e)) want = 0;
+  long got = tz_webgpu_attn_dvec_calls() - n0;
+  printf("act_f16 attention %s: the D pass's vector form ran %ld times (want %ld)\n", what, got, want);
+  if (got != want) {
+    print_error("act_f16 attention %s: the D pass's vector form ran %ld times, want %ld\n", what, got, want);
+    fail();
+  }
+}
 /* Whether the environment leaves the attention on the defaults that the no-pack path needs (the
  * staged, written-out kernels with the lazy one-pass forward at head_dim 64; NOPACK on): unset,
  * or set to the default (LAZY also 2) */
@@ -2021,12 +2039,23 @@ static void test_act_f16_attention(void **state) {
   if (!real) setenv("TEZGAH_WEBGPU_ATTN_SGMAT_EMU", "1", 1);
   if (!real && !st) setenv("TEZGAH_WEBGPU_ATTN_SG_STAGE", "0", 1);
   setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "1", 1);
+  /* (the backward's D pass: the vector form, fa_sg_prep's main8, where dout and out are 16-byte
+   * aligned, checked by af16_dvec; main at the other offsets) */
+  long dv0 = tz_webgpu_attn_dvec_calls();
   free(af16_att(g, 2, 70, 4, 2, 64, 1, 0));
+  af16_dvec(dv0, 1, "head_dim 64 off 0");
   /* 2 halves past 16 bytes: the per-block packs (main_h) and, staged, the dK/dV's one-half stores
    * (rows_out; aligned above: rows_out8, DK8) */
+  dv0 = tz_webgpu_attn_dvec_calls();
   free(af16_att(g, 2, 70, 4, 2, 64, 1, 2));
-  if (real || !st) free(af16_att(g, 2, 45, 4, 1, 128, 1, 8));
-  else /* (the staged stand-ins at head_dim 128: tests/CMakeLists.txt's _sgemu_staged note) */
+  af16_dvec(dv0, 0, "head_dim 64 off 2");
+  if (real || !st) {
+    dv0 = tz_webgpu_attn_dvec_calls();
+    free(af16_att(g, 2, 45, 4, 1, 128, 1, 8));
+    af16_dvec(dv0, 0, "head_dim 128 off 8");
+    free(af16_att(g, 2, 45, 4, 1, 128, 1, 16));
+    af16_dvec(dv0, 1, "head_dim 128 off 16");
+  } else /* (the staged stand-ins at head_dim 128: tests/CMakeLists.txt's _sgemu_staged note) */
     printf("SKIPPED: act_f16 subgroup-matrix head_dim 128 under the stand-in with TEZGAH_WEBGPU_ATTN_SG_STAGE set "
            "(llvmpipe compiles the staged stand-ins at 128 for many minutes); unset, the direct kernels run it\n");
   /* T a multiple of the kernels' padding (64), q, k, v and dout 16-byte aligned: the written-out
@@ -2035,7 +2064,9 @@ static void test_act_f16_attention(void **state) {
    * test_act_f16_attention_nopack, ctest's _attn_nopack entry) */
   if (real) {
     long n0 = tz_webgpu_attn_nopack_calls(0), n1 = tz_webgpu_attn_nopack_calls(1);
+    dv0 = tz_webgpu_attn_dvec_calls();
     free(af16_att(g, 2, 128, 4, 2, 64, 1, 0));
+    af16_dvec(dv0, 1, "T 128 (no-pack: D only)");
     if (!sg_wo_default())
       printf("SKIPPED: the no-pack check at T 128 (the environment picks other attention kernels)\n");
     else if (tz_webgpu_attn_nopack_calls(0) != n0 + 1 || tz_webgpu_attn_nopack_calls(1) != n1 + 1) {
@@ -2078,7 +2109,9 @@ static void test_act_f16_attention_nopack(void **state) {
   for (int np = 0; np < 2; np++) {
     setenv("TEZGAH_WEBGPU_ATTN_NOPACK", np ? "1" : "0", 1);
     long n0 = tz_webgpu_attn_nopack_calls(0), n1 = tz_webgpu_attn_nopack_calls(1);
+    long dv0 = tz_webgpu_attn_dvec_calls();
     r[np] = af16_att(g, B, T, nh, nkv, hd, 1, 0);
+    af16_dvec(dv0, 1, np ? "no-pack (D only)" : "packs (D and dout16)");
     long f = tz_webgpu_attn_nopack_calls(0) - n0, b = tz_webgpu_attn_nopack_calls(1) - n1;
     printf("act_f16 attention NOPACK=%d: no-pack forwards %ld, backwards %ld\n", np, f, b);
     if (f != np || b != np) {
