@@ -2284,11 +2284,15 @@ static void dprep_case(tz_backend *g, int B, int T, int nh, int hd, int dcopy, s
  * only): head_dim 64 and 128, dcopy on and off, T below and at the padding, 16-byte aligned
  * offsets (the vector form) and 2- or 8-byte ones (main). SKIPPED without f16 activations. */
 static void test_attention_d_prep(void **state) {
+  /* (the environment's TEZGAH_WEBGPU_SUBGROUPS, e.g. ctest's _nosubgroups entry's, is restored) */
+  const char *e = getenv("TEZGAH_WEBGPU_SUBGROUPS");
+  char *env_sg = e ? strdup(e) : NULL;
   for (int sg = 1; sg >= 0; sg--) {
     if (!sg) setenv("TEZGAH_WEBGPU_SUBGROUPS", "0", 1);
     tz_backend *g = act_f16_backend();
-    if (!sg) unsetenv("TEZGAH_WEBGPU_SUBGROUPS");
-    if (!g) return;
+    if (env_sg) setenv("TEZGAH_WEBGPU_SUBGROUPS", env_sg, 1);
+    else unsetenv("TEZGAH_WEBGPU_SUBGROUPS");
+    if (!g) break;
     printf("D pass, %s\n", tz_webgpu_describe(g));
     dprep_case(g, 2, 70, 4, 64, 1, 0, 0, 1);
     dprep_case(g, 2, 70, 4, 64, 0, 16, 48, 1);
@@ -2300,6 +2304,7 @@ static void test_attention_d_prep(void **state) {
     }
     g->destroy(g);
   }
+  free(env_sg);
 }
 
 /* name matches one of the comma-separated glob patterns in list */
