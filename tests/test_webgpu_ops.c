@@ -24,6 +24,11 @@
  *   crossentropy at extreme logits               against float64 (xent_extremes.h)
  *   sum_sq                                       rtol 1e-5 (fp32 tree sum vs fp64)
  *   adamw params / m / v                         rtol 1e-5, atol 1e-7
+ *   fill's vector form (test_fill_vec: fp32 and   byte for byte (the value's bytes in the range,
+ *     f16, both TEZGAH_WEBGPU_FILL_VEC settings)  the pattern around it)
+ *   the attention backward's D pass alone         D |err| ≤ 2e-5·Σ_d |dout·out| (fp32 sums of
+ *     (test_attention_d_prep: f16 dout and out,   exact f16 products); a non-finite D the same
+ *     vector and scalar forms, host reference)    infinity; dout's f16 copy bit for bit
  * The f16 weight mirror (test_w16, TEZGAH_WEBGPU_F16=1; SKIPPED without ShaderF16): weights
  * in a buffer registered with params_mirror(), read as f16 by the forward:
  *   embed_fwd (wte + wpe)                        |err| ≤ 1e-3·(|wte| + |wpe|) + 1e-6
@@ -1974,6 +1979,19 @@ static tz_backend *act_f16_backend(void) {
   if (!g) printf("SKIPPED: f16 activations unavailable: %s\n", tz_errmsg());
   return g;
 }
+/* That the subgroup-matrix backward's D pass took its vector form (fa_sg_prep.wgsl main8,
+ * tz_webgpu_attn_dvec_calls) `want` times since the count was n0 (0 where
+ * TEZGAH_WEBGPU_ATTN_D_VEC=0 turns it off); what: the case. */
+static void af16_dvec(long n0, long want, const char *what) {
+  const char *e = getenv("TEZGAH_WEBGPU_ATTN_D_VEC");
+  if (e && *e && !atoi(e)) want = 0;
+  long got = tz_webgpu_attn_dvec_calls() - n0;
+  printf("act_f16 attention %s: the D pass's vector form ran %ld times (want %ld)\n", what, got, want);
+  if (got != want) {
+    print_error("act_f16 attention %s: the D pass's vector form ran %ld times, want %ld\n", what, got, want);
+    fail();
+  }
+}
 /* Whether the environment leaves the attention on the defaults that the no-pack path needs (the
  * staged, written-out kernels with the lazy one-pass forward at head_dim 64; NOPACK on): unset,
  * or set to the default (LAZY also 2) */
@@ -2025,12 +2043,23 @@ static void test_act_f16_attention(void **state) {
   if (!real) setenv("TEZGAH_WEBGPU_ATTN_SGMAT_EMU", "1", 1);
   if (!real && !st) setenv("TEZGAH_WEBGPU_ATTN_SG_STAGE", "0", 1);
   setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "1", 1);
+  /* (the backward's D pass: the vector form, fa_sg_prep's main8, where dout and out are 16-byte
+   * aligned, checked by af16_dvec; main at the other offsets) */
+  long dv0 = tz_webgpu_attn_dvec_calls();
   free(af16_att(g, 2, 70, 4, 2, 64, 1, 0));
+  af16_dvec(dv0, 1, "head_dim 64 off 0");
   /* 2 halves past 16 bytes: the per-block packs (main_h) and, staged, the dK/dV's one-half stores
    * (rows_out; aligned above: rows_out8, DK8) */
+  dv0 = tz_webgpu_attn_dvec_calls();
   free(af16_att(g, 2, 70, 4, 2, 64, 1, 2));
-  if (real || !st) free(af16_att(g, 2, 45, 4, 1, 128, 1, 8));
-  else /* (the staged stand-ins at head_dim 128: tests/CMakeLists.txt's _sgemu_staged note) */
+  af16_dvec(dv0, 0, "head_dim 64 off 2");
+  if (real || !st) {
+    dv0 = tz_webgpu_attn_dvec_calls();
+    free(af16_att(g, 2, 45, 4, 1, 128, 1, 8));
+    af16_dvec(dv0, 0, "head_dim 128 off 8");
+    free(af16_att(g, 2, 45, 4, 1, 128, 1, 16));
+    af16_dvec(dv0, 1, "head_dim 128 off 16");
+  } else /* (the staged stand-ins at head_dim 128: tests/CMakeLists.txt's _sgemu_staged note) */
     printf("SKIPPED: act_f16 subgroup-matrix head_dim 128 under the stand-in with TEZGAH_WEBGPU_ATTN_SG_STAGE set "
            "(llvmpipe compiles the staged stand-ins at 128 for many minutes); unset, the direct kernels run it\n");
   /* T a multiple of the kernels' padding (64), q, k, v and dout 16-byte aligned: the written-out
@@ -2039,7 +2068,9 @@ static void test_act_f16_attention(void **state) {
    * test_act_f16_attention_nopack, ctest's _attn_nopack entry) */
   if (real) {
     long n0 = tz_webgpu_attn_nopack_calls(0), n1 = tz_webgpu_attn_nopack_calls(1);
+    dv0 = tz_webgpu_attn_dvec_calls();
     free(af16_att(g, 2, 128, 4, 2, 64, 1, 0));
+    af16_dvec(dv0, 1, "T 128 (no-pack: D only)");
     if (!sg_wo_default())
       printf("SKIPPED: the no-pack check at T 128 (the environment picks other attention kernels)\n");
     else if (tz_webgpu_attn_nopack_calls(0) != n0 + 1 || tz_webgpu_attn_nopack_calls(1) != n1 + 1) {
@@ -2082,7 +2113,9 @@ static void test_act_f16_attention_nopack(void **state) {
   for (int np = 0; np < 2; np++) {
     setenv("TEZGAH_WEBGPU_ATTN_NOPACK", np ? "1" : "0", 1);
     long n0 = tz_webgpu_attn_nopack_calls(0), n1 = tz_webgpu_attn_nopack_calls(1);
+    long dv0 = tz_webgpu_attn_dvec_calls();
     r[np] = af16_att(g, B, T, nh, nkv, hd, 1, 0);
+    af16_dvec(dv0, 1, np ? "no-pack (D only)" : "packs (D and dout16)");
     long f = tz_webgpu_attn_nopack_calls(0) - n0, b = tz_webgpu_attn_nopack_calls(1) - n1;
     printf("act_f16 attention NOPACK=%d: no-pack forwards %ld, backwards %ld\n", np, f, b);
     if (f != np || b != np) {
@@ -2102,6 +2135,180 @@ static void test_act_f16_attention_nopack(void **state) {
   setenv("TEZGAH_WEBGPU_ATTN_SGMAT", "0", 1);
   if (!real) unsetenv("TEZGAH_WEBGPU_ATTN_SGMAT_EMU");
   g->destroy(g);
+}
+
+/* ---- wg_fill's vector form (webgpu_mem.c; fill16.wgsl) ---- */
+/* One fill of n elements of dtype dt (f16: g has f16 activations) at element offset eoff of a
+ * fresh buffer whose every byte holds a pattern: with TEZGAH_WEBGPU_FILL_VEC=1 (the vector
+ * middle and the scalar ends, which must run where n·es ≥ 4096 bytes: counted by
+ * tz_webgpu_fill_vec_calls) and =0 (the scalar fill alone), the whole buffer downloaded and
+ * compared byte for byte with the expected one: the value's bytes in the range (fp32: its bits;
+ * f16: the host's IEEE rounding, tz_sgmat_f16: ±inf beyond f16's range, NaN 0x7e00 with the
+ * sign, as f16s), the pattern before it and in the 64 bytes after it (nothing written outside). */
+static void fill_case(tz_backend *g, tz_dtype dt, size_t eoff, size_t n, float value) {
+  size_t es = dt == TZ_F16 ? 2 : 4, b0 = eoff * es, b1 = b0 + n * es, total = (b1 + 64 + 3) & ~(size_t)3;
+  uint8_t *init = malloc(total), *want = malloc(total), *got = malloc(total), pat[4];
+  if (dt == TZ_F16) {
+    uint16_t h = tz_sgmat_f16(value);
+    memcpy(pat, &h, 2);
+  } else
+    memcpy(pat, &value, 4);
+  for (size_t i = 0; i < total; i++) {
+    init[i] = (uint8_t)(0xa5 ^ (i * 7));
+    want[i] = i >= b0 && i < b1 ? pat[(i - b0) % es] : init[i];
+  }
+  for (int v = 1; v >= 0; v--) {
+    setenv("TEZGAH_WEBGPU_FILL_VEC", v ? "1" : "0", 1);
+    tz_buf *b = g->alloc(g, total, "fill test");
+    assert_non_null(b);
+    g->upload(g, (tz_slice){b, 0}, init, total);
+    long c0 = tz_webgpu_fill_vec_calls();
+    g->fill(g, (tz_slice){b, b0}, value, n, dt);
+    long ran = tz_webgpu_fill_vec_calls() - c0, wran = v && n * es >= 4096;
+    g->download(g, got, (tz_slice){b, 0}, total);
+    g->free(g, b);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < total; i++)
+      if (got[i] != want[i] && !bad++) first = i;
+    printf("  fill %s n %zu at element %zu value %g FILL_VEC=%d: vector form %s, %zu of %zu bytes differ\n",
+           dt == TZ_F16 ? "f16" : "f32", n, eoff, (double)value, v, ran ? "ran" : "not run", bad, total);
+    if (ran != wran) {
+      print_error("fill: the vector form %s, expected %s\n", ran ? "ran" : "did not run", wran ? "to" : "not to");
+      fail();
+    }
+    if (bad) {
+      print_error("fill: byte %zu (range [%zu, %zu)) is 0x%02x, want 0x%02x\n", first, b0, b1, got[first], want[first]);
+      fail();
+    }
+  }
+  unsetenv("TEZGAH_WEBGPU_FILL_VEC");
+  free(init), free(want), free(got);
+}
+/* wg_fill, fp32 on the fp32 backend and f16 on one with f16 activations (SKIPPED where it cannot
+ * be made, saying so): counts below the vector form's 4096 bytes (the scalar fill alone), a
+ * 16-byte aligned range with no ends, and odd counts at unaligned starts (both ragged ends: up to
+ * 3 floats or 7 halves each side); values 0, 1.5, 0.1 (f16: rounded), -70000 (f16: -inf) and
+ * NaN. Exact (fill_case). */
+static void test_fill_vec(void **state) {
+  static const float val[] = {0.0f, 1.5f, 0.1f, -70000.0f, NAN};
+  static const size_t f32c[][2] = {{3, 37}, {0, 1024}, {1, 1025}, {2, 5000}, {3, 70001}, {5, 1023}};
+  for (size_t i = 0; i < sizeof f32c / sizeof *f32c; i++) fill_case(gpu, TZ_F32, f32c[i][0], f32c[i][1], val[i % 5]);
+  tz_backend *g = act_f16_backend();
+  if (!g) return;
+  static const size_t f16c[][2] = {{1, 99}, {0, 2048}, {1, 4097}, {3, 2049}, {7, 70001}, {6, 3000}};
+  for (size_t i = 0; i < sizeof f16c / sizeof *f16c; i++) fill_case(g, TZ_F16, f16c[i][0], f16c[i][1], val[i % 5]);
+  fill_case(g, TZ_F16, 5, 9001, NAN);
+  fill_case(g, TZ_F16, 2, 8191, -70000.0f);
+  g->destroy(g);
+}
+
+/* ---- the subgroup-matrix attention backward's D pass (fa_sg_prep.wgsl) ---- */
+/* D [B, nh, T] = Σ_d dout·out per head and, with dcopy, dout16 [B, Tp, nh·hd] (Tp = T rounded up
+ * to 64) through tz_webgpu_attn_sg_prep on g (f16 activations: dout and out f16 at byte offsets
+ * doff, ooff), with TEZGAH_WEBGPU_ATTN_D_VEC=1 (the vector form main8 must run iff want_vec) and
+ * =0 (main), each against the host: D within 2e-5·Σ_d |dout·out| of the exact sum (fp32 sums of
+ * ≤ 128 exact products: ≤ 128·2^-24 ≈ 7.6e-6 of it; a lost lane or chunk is far outside), a
+ * non-finite D (a row with an f16 ±inf in dout) the same infinity; dout16 bit for bit (the f16
+ * values, ±inf clamped to ±65504, zero rows for T ≤ t < Tp), or untouched without dcopy; 16
+ * floats past D and 32 halves past dout16 untouched. */
+static void dprep_case(tz_backend *g, int B, int T, int nh, int hd, int dcopy, size_t doff, size_t ooff, int want_vec) {
+  ot_ctx og;
+  ot_init(&og, g, (uint64_t)B * 31 + T * 5 + nh + hd + dcopy + doff + ooff);
+  int Tp = (T + 63) / 64 * 64;
+  size_t C = (size_t)nh * hd, N = (size_t)B * T, nl = (size_t)B * nh * T, n16 = (size_t)B * Tp * C;
+  float *dout = ot_randn(&og, N * C, 1), *out = ot_randn(&og, N * C, 1);
+  dout[3] = INFINITY, dout[N * C - 5] = -1e6f, dout[C + 1] = 65504.0f, out[3] = 0.5f, out[N * C - 5] = 0.25f;
+  round16(dout, N * C), round16(out, N * C);
+  tz_slice gd = up16(&og, dout, N * C, doff), go = up16(&og, out, N * C, ooff);
+  size_t nd = nl + 16, nb16 = n16 * 2 + 64;
+  uint32_t *dsent = malloc(nd * 4);
+  uint8_t *s16 = malloc(nb16);
+  for (size_t i = 0; i < nd; i++) dsent[i] = 0x7f00dead ^ (uint32_t)i; /* (a pattern: compared bytewise) */
+  for (size_t i = 0; i < nb16; i++) s16[i] = (uint8_t)(0x5a ^ i);
+  tz_slice gD = ot_buf(&og, NULL, nd * 4), g16 = ot_buf(&og, NULL, nb16);
+  /* the host's D and dout16 */
+  double *ref = malloc(nl * sizeof(double)), *mag = malloc(nl * sizeof(double));
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < nh; h++)
+      for (int t = 0; t < T; t++) {
+        double s = 0, m = 0;
+        for (int d = 0; d < hd; d++) {
+          size_t e = ((size_t)b * T + t) * C + (size_t)h * hd + d;
+          s += (double)dout[e] * out[e], m += fabs((double)dout[e] * out[e]);
+        }
+        ref[((size_t)b * nh + h) * T + t] = s, mag[((size_t)b * nh + h) * T + t] = m;
+      }
+  uint16_t *w16 = malloc(n16 * 2);
+  for (size_t r = 0; r < (size_t)B * Tp; r++)
+    for (size_t c = 0; c < C; c++) {
+      size_t b = r / Tp, t = r % Tp;
+      float x = t < (size_t)T ? fminf(fmaxf(dout[(b * T + t) * C + c], -65504.0f), 65504.0f) : 0.0f;
+      w16[r * C + c] = tz_sgmat_f16(x);
+    }
+  float *gotD = malloc(nd * 4);
+  uint8_t *got16 = malloc(nb16);
+  for (int v = 1; v >= 0; v--) {
+    setenv("TEZGAH_WEBGPU_ATTN_D_VEC", v ? "1" : "0", 1);
+    g->upload(g, gD, dsent, nd * 4), g->upload(g, g16, s16, nb16);
+    long c0 = tz_webgpu_attn_dvec_calls();
+    int r = tz_webgpu_attn_sg_prep(g, gD, g16, gd, go, B, T, nh, hd, dcopy);
+    long ran = tz_webgpu_attn_dvec_calls() - c0;
+    g->download(g, gotD, gD, nd * 4), g->download(g, got16, g16, nb16);
+    size_t badD = 0, bad16 = 0, wi = 0;
+    double worst = 0;
+    for (size_t i = 0; i < nl; i++) {
+      double e = fabs((double)gotD[i] - ref[i]), bound = 2e-5 * mag[i] + 1e-30;
+      int ok = isfinite(ref[i]) ? e <= bound : (double)gotD[i] == ref[i];
+      if (!ok && badD++ < 3) print_error("D [%zu]: gpu %.9g host %.9g (bound %.3g)\n", i, gotD[i], ref[i], bound);
+      if (isfinite(ref[i]) && e / bound > worst) worst = e / bound, wi = i;
+    }
+    badD += memcmp(gotD + nl, dsent + nl, 16 * 4) != 0;
+    for (size_t i = 0; i < nb16; i++) {
+      uint8_t want = dcopy && i < n16 * 2 ? ((const uint8_t *)w16)[i] : s16[i];
+      if (got16[i] != want && bad16++ < 3)
+        print_error("dout16 byte %zu (of %zu): 0x%02x, want 0x%02x\n", i, n16 * 2, got16[i], want);
+    }
+    printf("  D pass B %d T %d nh %d hd %d dcopy %d offsets %zu %zu D_VEC=%d: %s form; D worst err/bound %.3f at "
+           "%zu, %zu bad; dout16 %zu bytes bad\n",
+           B, T, nh, hd, dcopy, doff, ooff, v, r == 1 ? "vector" : r == 0 ? "scalar" : "NO", worst, wi, badD, bad16);
+    int wv = v && want_vec;
+    if (r != wv || ran != wv) {
+      print_error("D pass: returned %d, counted %ld, want %d (D_VEC=%d)\n", r, ran, wv, v);
+      fail();
+    }
+    if (badD || bad16) fail();
+  }
+  unsetenv("TEZGAH_WEBGPU_ATTN_D_VEC");
+  free(dout), free(out), free(dsent), free(s16), free(ref), free(mag), free(w16), free(gotD), free(got16);
+  ot_release(&og);
+}
+/* The D pass directly (dprep_case) on a backend with f16 activations, with subgroup shuffles
+ * (lavapipe: 4 or 8 lanes, so head_dim 64's 8 and 128's 16 threads per row also join partials
+ * through workgroup memory at 4 lanes) and without (TEZGAH_WEBGPU_SUBGROUPS=0: workgroup memory
+ * only): head_dim 64 and 128, dcopy on and off, T below and at the padding, 16-byte aligned
+ * offsets (the vector form) and 2- or 8-byte ones (main). SKIPPED without f16 activations. */
+static void test_attention_d_prep(void **state) {
+  /* (the environment's TEZGAH_WEBGPU_SUBGROUPS, e.g. ctest's _nosubgroups entry's, is restored) */
+  const char *e = getenv("TEZGAH_WEBGPU_SUBGROUPS");
+  char *env_sg = e ? strdup(e) : NULL;
+  for (int sg = 1; sg >= 0; sg--) {
+    if (!sg) setenv("TEZGAH_WEBGPU_SUBGROUPS", "0", 1);
+    tz_backend *g = act_f16_backend();
+    if (env_sg) setenv("TEZGAH_WEBGPU_SUBGROUPS", env_sg, 1);
+    else unsetenv("TEZGAH_WEBGPU_SUBGROUPS");
+    if (!g) break;
+    printf("D pass, %s\n", tz_webgpu_describe(g));
+    dprep_case(g, 2, 70, 4, 64, 1, 0, 0, 1);
+    dprep_case(g, 2, 70, 4, 64, 0, 16, 48, 1);
+    dprep_case(g, 1, 45, 3, 128, 1, 32, 16, 1);
+    dprep_case(g, 2, 64, 2, 128, 0, 0, 0, 1);
+    if (sg) {
+      dprep_case(g, 2, 70, 4, 64, 1, 2, 0, 0);
+      dprep_case(g, 1, 45, 3, 128, 0, 0, 8, 0);
+    }
+    g->destroy(g);
+  }
+  free(env_sg);
 }
 
 /* name matches one of the comma-separated glob patterns in list */
@@ -3010,6 +3217,7 @@ int main(void) {
       cmocka_unit_test(test_act_f16_matmul),
       cmocka_unit_test(test_act_f16_attention),
       cmocka_unit_test(test_act_f16_attention_nopack),
+      cmocka_unit_test(test_fill_vec), cmocka_unit_test(test_attention_d_prep),
       /* the sweep (sweep_on): skipped unless TEZGAH_TEST_SWEEP=1 or their own switch */
       cmocka_unit_test(test_matmul_sweep), cmocka_unit_test(test_attention_flash_variants),
       cmocka_unit_test(test_attention_flash_variants_mixes), cmocka_unit_test(test_attention_flash_variants_arena),

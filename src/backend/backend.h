@@ -444,6 +444,19 @@ long tz_webgpu_attn_nopack_calls(int bwd);
  * webgpu_ops_elem.c; which 0: forwards, 1: backwards, 2: backwards with the weight gradients fused
  * into the row pass): for tests, that the path they mean to check ran. */
 long tz_webgpu_norm_v8_calls(int which);
+/* How many of this process's dispatches of the attention backward's D pass took the vector form
+ * (fa_sg_prep.wgsl main8; TEZGAH_WEBGPU_ATTN_D_VEC): for tests. */
+long tz_webgpu_attn_dvec_calls(void);
+/* How many of this process's WebGPU fills took the vector form (webgpu_mem.c wg_fill, fill16.wgsl;
+ * TEZGAH_WEBGPU_FILL_VEC): for tests. */
+long tz_webgpu_fill_vec_calls(void);
+/* Tests: the subgroup-matrix attention backward's D pass alone on a WebGPU backend (fa_sg_prep:
+ * D [B, n_head, T] f32 = Σ_d dout·out per head; with dcopy also dout16 [B, Tp, n_head·hd] f16,
+ * Tp = T rounded up to 64, zero rows past T); dout an activation tensor (be->act), out in
+ * be->act_mm's dtype, both [B·T, n_head·hd]. 1: the vector form ran, 0: the scalar one, -1: the
+ * arguments do not get their bindings (nothing ran). */
+int tz_webgpu_attn_sg_prep(tz_backend *be, tz_slice d, tz_slice dout16, tz_slice dout, tz_slice out, int B, int T,
+                           int nh, int hd, int dcopy);
 
 /* A hint for backends created after it: the most rows any matmul of the coming work has
  * (decoding after a short prompt: max(prompt tokens, batch)), so that a backend may skip

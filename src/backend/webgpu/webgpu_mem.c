@@ -176,10 +176,9 @@ void wg_download_act(tz_backend *be, float *dst, tz_slice src, size_t n) {
 
 /* Elementwise ops over n elements run in pieces of at most wg_cap_elems() (each binding then
  * fits maxStorageBufferBindingSize: the flat gradient buffer of a 124M model is 497 MB). */
-void wg_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt) {
-  wg_ctx *c = CTX(be);
-  TZ_ASSERT(dt == TZ_F32 || (dt == TZ_F16 && c->act_f16)); /* fp32, or f16 activations (be->act) */
-  if (dst.buf == c->pbuf) c->mirror_stale = 1;
+/* The scalar fill (elementwise.wgsl `fill`: one element per thread; f16 through the preamble's
+ * f16 variant, f16s) of n elements of dtype dt from dst. */
+static void fill_scalar(wg_ctx *c, tz_slice dst, float value, size_t n, tz_dtype dt) {
   int pi = wg_pipeline(c, "elementwise", "fill", "");
   for (size_t i = 0, cap = wg_cap_elems(c); i < n; i += cap) {
     size_t k = n - i < cap ? n - i : cap;
@@ -191,6 +190,51 @@ void wg_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt) {
     grid1(k, &gx, &gy);
     wg_run(c, "fill", pi, w, 10, a, 1, gx, gy, 1);
   }
+}
+
+/* The vector fill (fill16.wgsl): nv 16-byte vectors from dst (16-byte aligned) with the value's
+ * bytes in dtype dt (f16: two f16s(value) a word, the GPU's conversion as the scalar fill's). */
+static void fill_vec(wg_ctx *c, tz_slice dst, float value, size_t nv, tz_dtype dt) {
+  const char *pre = dt == TZ_F16 ? "enable f16;\nfn word(b: u32) -> u32 {\n  let h = f16s(bitcast<f32>(b));\n"
+                                   "  return bitcast<u32>(vec2<f16>(h, h));\n}\n"
+                                 : "fn word(b: u32) -> u32 { return b; }\n";
+  int pi = wg_pipeline(c, "fill16", "main", pre);
+  for (size_t i = 0, cap = wg_cap_bytes(c) / 16; i < nv; i += cap) {
+    size_t k = nv - i < cap ? nv - i : cap;
+    uint32_t w[24] = {0};
+    w[8] = (uint32_t)k;
+    w[9] = fbits(value);
+    wg_arg a[] = {A(tz_at(dst, 16 * i), 16 * k, "dst")};
+    uint32_t gx, gy;
+    grid1(k, &gx, &gy);
+    wg_run(c, "fill", pi, w, 10, a, 1, gx, gy, 1);
+  }
+}
+
+/* dst[0..n) = value, fp32 or (dt TZ_F16, f16 activations) f16 rounded by f16s (±inf beyond f16's
+ * range, NaN kept). The 16-byte aligned middle of the byte range by fill_vec, one 16-byte store
+ * per thread, the ragged ends (under 16 bytes each) by the scalar fill, where the range holds at
+ * least FILL_VEC_MIN bytes and dst's offset is a multiple of the element size; else the scalar
+ * fill alone (small fills: one dispatch instead of up to three). The same bytes either way.
+ * TEZGAH_WEBGPU_FILL_VEC=0: the scalar fill always (A/B). Why: the scalar fill's 4-byte stores
+ * ran at ~1.5 TB/s on the H200 (fill16.wgsl). */
+#define FILL_VEC_MIN 4096
+static long fill_vec_calls; /* the fills that took the vector form (tests) */
+long tz_webgpu_fill_vec_calls(void) { return fill_vec_calls; }
+void wg_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt) {
+  wg_ctx *c = CTX(be);
+  TZ_ASSERT(dt == TZ_F32 || (dt == TZ_F16 && c->act_f16)); /* fp32, or f16 activations (be->act) */
+  if (dst.buf == c->pbuf) c->mirror_stale = 1;
+  size_t es = dt == TZ_F16 ? 2 : 4, b0 = dst.off, b1 = dst.off + n * es, a0 = (b0 + 15) & ~(size_t)15,
+         a1 = b1 & ~(size_t)15;
+  if (env_int("TEZGAH_WEBGPU_FILL_VEC", 1) && n * es >= FILL_VEC_MIN && b0 % es == 0 && a1 > a0) {
+    fill_scalar(c, dst, value, (a0 - b0) / es, dt);
+    fill_vec(c, tz_at(dst, a0 - b0), value, (a1 - a0) / 16, dt);
+    fill_scalar(c, tz_at(dst, a1 - b0), value, (b1 - a1) / es, dt);
+    fill_vec_calls++;
+    return;
+  }
+  fill_scalar(c, dst, value, n, dt);
 }
 
 void wg_copy(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes) {

@@ -616,6 +616,55 @@ static size_t sg_part_rows(int Tp, int bc) {
   return nkb * (size_t)Tp - (size_t)bc * (nkb * (nkb - 1) / 2);
 }
 
+/* The backward's first pass, fa_sg_prep.wgsl (see there): D [B, n_head, T] f32 = rowsum(dout ∘ out)
+ * per head, and where dcopy dout16 [B, Tp, n_head·hd] f16 = dout (clamped to ±65504; zero rows
+ * for T ≤ t < Tp). ap: the four arguments D, dout16, dout, out as wg_attn_sg_bwd makes them
+ * (dout an activation argument, wg_aa: f16 with c->act_f16; out f16 where c->act16). The vector
+ * entry point main8 (16-byte loads and stores, the row's sum by subgroup shuffles) where f16
+ * activations make dout and out f16 and dout's and out's byte offsets, dout16's (dcopy), the
+ * row width n_head·hd and hd are multiples of 16 bytes / 8 halves (hd / 8 a power of two
+ * dividing 256), else main (one f16 pair or two floats per thread, a workgroup tree sum).
+ * TEZGAH_WEBGPU_ATTN_D_VEC=0: always main (A/B). Same D up to fp32 summation order, the same
+ * dout16 bit for bit. Returns whether main8 ran (counted for the tests: sg_dvec_calls). */
+static long sg_dvec_calls;
+long tz_webgpu_attn_dvec_calls(void) { return sg_dvec_calls; }
+static int sg_prep(wg_ctx *c, const wg_arg *ap, int B, int T, int Tp, int nh, int hd, int dcopy) {
+  int o16 = c->act16, hl = hd / 8;
+  int vec = env_int("TEZGAH_WEBGPU_ATTN_D_VEC", 1) != 0 && c->act_f16 && o16 && hd % 8 == 0 && hl >= 1 &&
+            hl <= 256 && !(hl & (hl - 1)) && ap[2].s.off % 16 == 0 && ap[3].s.off % 16 == 0 &&
+            (!dcopy || ap[1].s.off % 16 == 0);
+  /* SGW: the subgroup width main8's shuffles may assume (the adapter's one subgroup size; 1
+   * where it varies or subgroups are off: then workgroup memory only), as attn_prefix's */
+  unsigned sgw = c->subgroups && c->info.subgroupMinSize == c->info.subgroupMaxSize ? c->info.subgroupMinSize : 1;
+  if (!sgw) sgw = 1;
+  char pre[512];
+  snprintf(pre, sizeof pre,
+           "%sconst HD: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\nalias DT = %s;\nconst DCOPY = %s;\n"
+           "const SGW: u32 = %uu;\nfn shx(x: f32, o: u32) -> f32 { return %s; }\n",
+           sgw > 1 ? "enable subgroups;\n" : "", hd, o16 ? "true" : "false", o16 ? "f16" : "f32",
+           c->act_f16 ? "f16" : "f32", dcopy ? "true" : "false", sgw, sgw > 1 ? "subgroupShuffleXor(x, o)" : "x");
+  uint32_t w[24] = {0}, gx, gy;
+  w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)B;
+  /* threads: hd / 8 (main8) or hd / 2 (main) per (b, t < Tp, h) row */
+  grid1((uint64_t)B * nh * Tp * (vec ? hl : hd / 2), &gx, &gy);
+  wg_run(c, "attention_bwd_d", wg_pipeline(c, "fa_sg_prep", vec ? "main8" : "main", pre), w, 12, ap, 4, gx, gy, 1);
+  sg_dvec_calls += vec;
+  return vec;
+}
+
+/* tz_webgpu_attn_sg_prep (backend.h): the test hook. */
+int tz_webgpu_attn_sg_prep(tz_backend *be, tz_slice d, tz_slice dout16, tz_slice dout, tz_slice out, int B, int T,
+                           int nh, int hd, int dcopy) {
+  wg_ctx *c = CTX(be);
+  int Tp = (T + SG_PAD - 1) / SG_PAD * SG_PAD;
+  size_t C = (size_t)nh * hd;
+  wg_arg ap[4] = {A(d, F4((size_t)B * nh * T), "D"), A(dout16, (size_t)B * Tp * C * 2, "dout16"),
+                  wg_aa(c, dout, (size_t)B * T * C, "dout"),
+                  A(out, c->act16 ? ((size_t)B * T * C * 2 + 3) & ~(size_t)3 : F4((size_t)B * T * C), "att out")};
+  if (!sg_binds_ok(c, ap, 4, 0x3)) return -1;
+  return sg_prep(c, ap, B, T, Tp, nh, hd, dcopy);
+}
+
 int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_slice dout, tz_slice q, tz_slice k,
                    tz_slice v, tz_slice out, tz_slice lse, int B, int T, int nh, int nkv, int hd, int qs, int kvs) {
   wg_ctx *c = CTX(be);
@@ -691,15 +740,10 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
     sg_pack_qkv(c, x, &l, q, k, v, B, T, Tp, (int)C, nkv * hd, qs, kvs);
   }
   sg_np_calls[1] += np;
-  char pre[256];
-  uint32_t w[24] = {0}, gx, gy;
   /* (DCOPY: fa_sg_prep writes dout16 unless np) */
-  snprintf(pre, sizeof pre, "const HD: u32 = %du;\nconst OUT16 = %s;\nalias OT = %s;\nalias DT = %s;\nconst DCOPY = %s;\n",
-           hd, o16 ? "true" : "false", o16 ? "f16" : "f32", c->act_f16 ? "f16" : "f32", np ? "false" : "true");
-  w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)B;
-  grid1(nl / T * Tp * (hd / 2), &gx, &gy); /* hd / 2 threads per row (fa_sg_prep.wgsl) */
-  wg_run(c, "attention_bwd_d", wg_pipeline(c, "fa_sg_prep", "main", pre), w, 12, ap, 4, gx, gy, 1);
+  sg_prep(c, ap, B, T, Tp, nh, hd, !np);
   char pk[1024], pq[512];
+  uint32_t w[24] = {0}, gx, gy;
   /* TEZGAH_WEBGPU_ATTN_SG_KREG=1 (tuning, staged only): K's left matrices held in registers */
   int kreg = nst && env_int("TEZGAH_WEBGPU_ATTN_SG_KREG", 0) != 0;
   snprintf(pk, sizeof pk, "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst KPAD: u32 = %du;\n"
