@@ -2688,6 +2688,56 @@ static void gelu_epi_case(tz_backend *g, int fwd, int M, int K, int N, int bias,
   ot_release(&og), ot_release(&oc);
 }
 
+/* matmul_at_db (backend.h) on g (f16 activations) against the CPU's matmul_at then bias_bwd on the
+ * same f16-rounded values: dW fp32 [M,N] (+)= dY f16 [K,M]ᵀ · X f16 [K,N] (dW starts random with
+ * acc), db fp32 [M] += Σ_k dY[k, :] (db starts random). dW within 1e-3·Σ|terms| + 1e-5 (afm_case's
+ * f16-operand bound); db within 1e-5·Σ_k |dY[k, m]| + 1e-6 (fp32 sums of the same f16 values in
+ * another order: the kernel's per-thread, per-split sums). off: dY's byte offset. */
+static void mm_db_case(tz_backend *g, int M, int K, int N, int acc, size_t off) {
+  ot_ctx og, oc;
+  ot_init(&og, g, (uint64_t)M * 7919 + K * 31 + N + off + acc + 99);
+  ot_init(&oc, cpu, 1);
+  size_t no = (size_t)M * N, na = (size_t)K * M, nb = (size_t)K * N;
+  float *a = ot_randn(&og, na, 1), *b = ot_randn(&og, nb, 1), *w0 = ot_randn(&og, no, 1), *db0 = ot_randn(&og, M, 1);
+  round16(a, na);
+  round16(b, nb);
+  tz_slice ga = up16(&og, a, na, off), ca = up32(&oc, a, na), gb = up16(&og, b, nb, 0), cb = up32(&oc, b, nb);
+  tz_slice gw = up32(&og, w0, no), cw = up32(&oc, w0, no), gdb = up32(&og, db0, M), cdb = up32(&oc, db0, M);
+  g->matmul_at_db(g, gw, gdb, ga, gb, M, K, N, acc);
+  cpu->matmul_at(cpu, cw, ca, cb, M, K, N, acc);
+  cpu->bias_bwd(cpu, cdb, ca, K, M);
+  float *got = ot_get(&og, gw, no), *ref = ot_get(&oc, cw, no), *gd = ot_get(&og, gdb, M), *cd = ot_get(&oc, cdb, M);
+  char what[128];
+  snprintf(what, sizeof what, "act_f16 matmul_at_db M %d K %d N %d acc %d off %zu", M, K, N, acc, off);
+  size_t bad = 0;
+  double worst = 0;
+  for (size_t i = 0; i < no; i++) {
+    int m = (int)(i / N), n = (int)(i % N);
+    double mag = 0;
+    for (int k = 0; k < K; k++) mag += fabs((double)a[(size_t)k * M + m] * b[(size_t)k * N + n]);
+    double bound = 1e-3 * mag + 1e-5, err = fabs((double)got[i] - ref[i]);
+    if (err / bound > worst) worst = err / bound;
+    if (!(err <= bound)) {
+      if (bad < 5) print_error("%s dW[%zu]: gpu %.9g cpu %.9g (bound %.3g)\n", what, i, got[i], ref[i], bound);
+      bad++;
+    }
+  }
+  for (int m = 0; m < M; m++) {
+    double mag = 0;
+    for (int k = 0; k < K; k++) mag += fabs((double)a[(size_t)k * M + m]);
+    double bound = 1e-5 * mag + 1e-6, err = fabs((double)gd[m] - cd[m]);
+    if (err / bound > worst) worst = err / bound;
+    if (!(err <= bound)) {
+      if (bad < 5) print_error("%s db[%d]: gpu %.9g cpu %.9g (bound %.3g)\n", what, m, gd[m], cd[m], bound);
+      bad++;
+    }
+  }
+  printf("  %-70s worst err/bound %.3f%s\n", what, worst, bad ? " FAILED" : "");
+  if (bad) fail();
+  free(got), free(ref), free(gd), free(cd), free(a), free(b), free(w0), free(db0);
+  ot_release(&og), ot_release(&oc);
+}
+
 /* matmul_dswiglu (backend.h) on g (f16 activations) against the CPU's matmul then swiglu_bwd on
  * the same f16-rounded values: dgu f16 [M, 2N] = swiglu_bwd(da = dout f16 [M,K] · W fp32 [K,N],
  * gu f16 [M, 2N]). Per element, with c the derivative of the output in da (dgate: u·σ(g)(1 +
@@ -2851,6 +2901,12 @@ static void test_act_f16_matmul(void **state) {
   assert_non_null(g->matmul_dswiglu);
   dswiglu_case(g, 2 * u, 3 * u, 2 * u, 64, 1e-3, 1e-5, 0);
   dswiglu_case(g, u, 1088, 2 * u, 0, 1e-3, 1e-5, 0);
+  /* the weight gradient with its bias sums (DB; SGMAT_NATIVE16=1: a fallback to matmul_at +
+   * bias_bwd fails): no split, overwritten and accumulated; split over K; dY at an offset */
+  assert_non_null(g->matmul_at_db);
+  mm_db_case(g, 2 * u, 3 * u, 2 * u, 0, 0);
+  mm_db_case(g, 2 * u, 3 * u, 2 * u, 1, 64);
+  mm_db_case(g, 3 * u, 2048, u, 1, 0);
   /* the f16 output through fp32 scratch and copy_rows: kernel n with TEZGAH_WEBGPU_SGMAT_O16=0,
    * and kernel o (no emulated form: not on lavapipe) */
   setenv("TEZGAH_WEBGPU_SGMAT_NATIVE16", "2", 1);

@@ -263,7 +263,7 @@ static void test_preprocess(void **state) {
   assert_int_equal(tz_sgmat_tile_fits(t, TZ_SGMAT_XWT, 1024, 1024, 1024, 1, 32, 49152, 1024, NULL), 1);
   assert_int_equal(tz_sgmat_tile_fits(t, TZ_SGMAT_DYTX, 1024, 1024, 1024, 2, 32, 49152, 1024, NULL), 0); /* split */
   assert_int_equal(tz_sgmat_tile_parse("n:64:2x4:4x2:vpP0", &t), -1);
-  tz_sgmat_grid((tz_sgmat_tile){64, 2, 4, 4, 2, 0, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0}, 1024, 512, 3, g); /* no P: (N/BN, M/BM, S) */
+  tz_sgmat_grid((tz_sgmat_tile){64, 2, 4, 4, 2, 0, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0}, 1024, 512, 3, g); /* no P: (N/BN, M/BM, S) */
   assert_true(g[0] == 4 && g[1] == 8 && g[2] == 3);
   /* o16 (f16 output, the backend's f16 activations): kernel n only, no split; its staging (one
    * 16x16 f32 block per subgroup) shares the bias tile, the larger counted: the H200's default

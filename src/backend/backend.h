@@ -230,6 +230,14 @@ struct tz_backend {
   void (*matmul_at)(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N,
                     int acc);
   void (*bias_bwd)(tz_backend *be, tz_slice db, tz_slice dout, int M, int N);
+  /* Optional (NULL: not offered -- CPU, CUDA; the model then runs matmul_at and bias_bwd):
+   *   out[M,N] (+)= a[K,M]ᵀ · b[K,N]   and   db[M] += Σ_k a[k, M]
+   * matmul_at and bias_bwd of the same dY in one op (a: act, dY; b: act, X; out, db: fp32
+   * parameter gradients). A GPT-2 linear layer's weight and bias gradients: the WebGPU backend
+   * sums the bias from the f16 dY its weight-gradient kernel stages (matmul_sgmm.wgsl, DB)
+   * instead of reading dY again; the sums' order differs from bias_bwd's (fp32 rounding). */
+  void (*matmul_at_db)(tz_backend *be, tz_slice out, tz_slice db, tz_slice a, tz_slice b, int M, int K, int N,
+                       int acc);
   /* Optional (NULL: not offered; callers use swiglu_fwd's output with matmul_at instead):
    * out[M,N] (+)= a[K,M]ᵀ · (silu(gate) ⊙ up)[K,N] with gu [K, 2N] = gate | up (as swiglu_fwd),
    * computed without materialising silu(gate) ⊙ up -- dW_down from dY and the fused gate|up

@@ -440,6 +440,19 @@ static void norm_bwd(tz_model *m, tz_slice dx, tz_slice dout, tz_slice x, tz_sli
  * kv != 0: decoding (B = 1) against the KV cache; the last row's logits left in row `row` of
  * a->logits. kv == 0 (training arenas): stops at the final norm nf; the classifier runs in
  * chunks (classify). */
+/* A linear layer's parameter gradients from its output gradient dy [N, Cout] and input x
+ * [N, Cin]: W[Cout, Cin] += dyᵀ·x and, with has_b, b[Cout] += Σ_n dy[n, :] -- in one op where
+ * the backend offers it (matmul_at_db), else matmul_at then bias_bwd. */
+static void linear_dw(tz_model *m, size_t w, size_t b, int has_b, tz_slice dy, tz_slice x, int Cout, int N, int Cin) {
+  tz_backend *be = m->be;
+  if (has_b && be->matmul_at_db) {
+    be->matmul_at_db(be, G(m, w), G(m, b), dy, x, Cout, N, Cin, 1);
+    return;
+  }
+  be->matmul_at(be, G(m, w), dy, x, Cout, N, Cin, 1);
+  if (has_b) be->bias_bwd(be, G(m, b), dy, N, Cout);
+}
+
 /* out [N, C_out] = a [N, K] · W[C_out, K]ᵀ + bias + res: a projection into the residual stream,
  * in the matmul's epilogue where the backend offers it (matmul_t_res), else matmul_t then add. */
 static void proj_res(tz_model *m, tz_slice out, tz_slice a, size_t w, size_t bias, tz_slice res, int N, int K,
@@ -605,32 +618,33 @@ static void backward(tz_model *m) {
      * gradient), or llama's dgu = swiglu_bwd(dres·Wdown, gu), in one matmul where the backend
      * offers it, else through da */
     const int dgelu = gpt2 && be->matmul_dgelu, dswiglu = !gpt2 && be->matmul_dswiglu;
-    if (dgelu) be->matmul_dgelu(be, a->dh, G(m, o->fc_b), a->dres, P(m, o->fcproj_w), x->h, N, d.C, d.F);
+    if (dgelu) /* (fc's bias gradient here unless linear_dw sums it with fc's weight gradient) */
+      be->matmul_dgelu(be, a->dh, be->matmul_at_db ? TZ_NONE : G(m, o->fc_b), a->dres, P(m, o->fcproj_w), x->h, N,
+                       d.C, d.F);
     else if (dswiglu) be->matmul_dswiglu(be, a->dh, a->dres, P(m, o->fcproj_w), x->h, N, d.C, d.F);
     else be->matmul(be, a->da, a->dres, P(m, o->fcproj_w), N, d.C, d.F, 0);
-    be->matmul_at(be, G(m, o->fcproj_w), a->dres, x->a, d.C, N, d.F, 1);
-    if (gpt2) be->bias_bwd(be, G(m, o->fcproj_b), a->dres, N, d.C);
+    linear_dw(m, o->fcproj_w, o->fcproj_b, gpt2, a->dres, x->a, d.C, N, d.F);
     if (!gpt2) {
       if (!dswiglu) be->swiglu_bwd(be, a->dh, a->da, x->h, N, d.F);
     } else if (!dgelu) {
       be->gelu_bwd(be, a->dh, x->h, a->da, (size_t)N * d.F);
     }
     be->matmul(be, a->dtmp, a->dh, P(m, o->fc_w), N, d.F2, d.C, 0);
-    be->matmul_at(be, G(m, o->fc_w), a->dh, x->n2, d.F2, N, d.C, 1);
-    if (gpt2 && !dgelu) be->bias_bwd(be, G(m, o->fc_b), a->dh, N, d.F2);
+    if (gpt2 && dgelu && !be->matmul_at_db) /* (matmul_dgelu summed fc's bias gradient) */
+      be->matmul_at(be, G(m, o->fc_w), a->dh, x->n2, d.F2, N, d.C, 1);
+    else
+      linear_dw(m, o->fc_w, o->fc_b, gpt2, a->dh, x->n2, d.F2, N, d.C);
     norm_bwd(m, a->dres, a->dtmp, x->mid, x->n2_mean, x->n2_rstd, o->norm2_w, o->norm2_b, N);
     /* attention: mid = res[l] + att·Wprojᵀ + b */
     be->matmul(be, a->dtmp, a->dres, P(m, o->proj_w), N, d.C, d.C, 0);
-    be->matmul_at(be, G(m, o->proj_w), a->dres, x->att, d.C, N, d.C, 1);
-    if (gpt2) be->bias_bwd(be, G(m, o->proj_b), a->dres, N, d.C);
+    linear_dw(m, o->proj_w, o->proj_b, gpt2, a->dres, x->att, d.C, N, d.C);
     tz_slice q = x->qkv, k = A(m, q, (size_t)d.nh * d.hd), v = A(m, q, (size_t)(d.nh + d.nkv) * d.hd);
     tz_slice dq = a->dqkv, dk = A(m, dq, (size_t)d.nh * d.hd), dv = A(m, dq, (size_t)(d.nh + d.nkv) * d.hd);
     be->attention_bwd(be, dq, dk, dv, a->dtmp, q, k, v, x->att, x->lse, B, T, d.nh, d.nkv, d.hd,
                       d.Q, d.Q);
     if (!gpt2) be->rope(be, a->dqkv, B, T, d.nh, d.nkv, d.hd, 0, c->rope_theta, -1);
     be->matmul(be, a->dtmp, a->dqkv, P(m, o->qkv_w), N, d.Q, d.C, 0);
-    be->matmul_at(be, G(m, o->qkv_w), a->dqkv, x->n1, d.Q, N, d.C, 1);
-    if (gpt2) be->bias_bwd(be, G(m, o->qkv_b), a->dqkv, N, d.Q);
+    linear_dw(m, o->qkv_w, o->qkv_b, gpt2, a->dqkv, x->n1, d.Q, N, d.C);
     norm_bwd(m, a->dres, a->dtmp, a->res[l], x->n1_mean, x->n1_rstd, o->norm1_w, o->norm1_b, N);
   }
   be->embed_bwd(be, G(m, m->lay.wte), gpt2 ? G(m, m->lay.wpe) : TZ_NONE, a->dres, a->tokens, B, T,

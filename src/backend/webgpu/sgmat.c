@@ -494,6 +494,10 @@ int tz_sgmat_tile_fits(tz_sgmat_tile t, int form, uint32_t M, uint32_t N, uint32
   else if (t.a16w && (!t.a32 || !t.pf || t.nbuf == 2)) w = "w (a's f16 copy) needs f, p and one buffer";
   else if (t.o16 && (!t.kern || split > 1)) w = "an f16 output is kernel n's, without split";
   else if (t.epi && (!t.o16 || t.a16w)) w = "an epilogue tensor needs an f16 output (o16) and no a16w";
+  else if (t.db && (!t.kern || form != TZ_SGMAT_DYTX || t.a32 || !t.pf || t.nbuf > 1 || !t.tv8 || t.o16 || t.epi))
+    w = "the bias sums (db) are kernel n's weight gradient with f16 a, v, p and one buffer";
+  else if (t.db && (nt % (bm / 8) || 2 * nt > t.bk * (bm + 8) / 8))
+    w = "the bias sums (db) need the threads in whole rows of a's tile and 2 vec4 each in it";
   else if (t.kern && ((bm * t.bk / 8) % nt || (bn * t.bk / 8) % nt)) w = "tile loads do not divide over the threads";
   else if (!t.kern && !t.direct && ((bm * t.bk / 4) % nt || (bn * t.bk / 4) % nt))
     w = "tile loads do not divide over the threads";
@@ -546,21 +550,25 @@ size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc
   /* (an epilogue tensor needs O16 without A16W and never goes with ACC: DSWIGLU's [M, 2N] c
    * would be read at [M, N] indices) */
   uint32_t epi = t.epi && t.o16 && t.kern && !t.a16w && !acc ? t.epi : TZ_SGMAT_EPI_NONE;
+  /* (DB: the A loads' registers, tile column 0, summed; its checks are tz_sgmat_tile_fits') */
+  int db = t.db && t.kern && form == TZ_SGMAT_DYTX && !t.a32 && t.pf && t.nbuf <= 1 && t.tv8 && !t.o16 && !epi;
   int n = snprintf(buf, cap,
                    "const BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst SG_M = %uu;\nconst SG_N = %uu;\n"
                    "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"
                    "const ACC = %s;\nconst NBUF = %uu;\n"
                    "//defs DIRECT=%d HAS_BIAS=%d TM=%u TN=%u A_PER=%u B_PER=%u A_MK=%d B_NK=%d ACC=%d TV8=%d TRB=%d "
                    "NBUF2=%d PF=%d SPLIT=%d SWZ=%d PERS=%d A32=%d A16W=%d O16=%d WST=%d EMU=%d RES=%d GELU=%d "
-                   "DGELU=%d DSWIGLU=%d EPIN=%d\n",
+                   "DGELU=%d DSWIGLU=%d EPIN=%d DB=%d\n",
                    bm, bn, t.bk, t.sg_m, t.sg_n, t.tm, t.tn, sgsize, a_mk ? "true" : "false", b_nk ? "true" : "false",
                    acc ? "true" : "false", t.nbuf ? t.nbuf : 1, t.direct != 0, has_bias != 0, t.tm, t.tn, a_per, b_per,
                    a_mk, b_nk, acc != 0, t.tv8 != 0, t.trb != 0 && b_nk, t.nbuf == 2, t.pf != 0, split > 1, t.swz != 0, t.pers != 0 && t.kern,
                    t.a32 != 0 && t.kern, t.a16w != 0 && t.a32 && t.kern, t.o16 != 0 && t.kern,
                    has_bias || (t.o16 && t.kern), emu != 0, epi == TZ_SGMAT_EPI_RES, epi == TZ_SGMAT_EPI_GELU,
                    epi == TZ_SGMAT_EPI_DGELU, epi == TZ_SGMAT_EPI_DSWIGLU,
-                   epi == TZ_SGMAT_EPI_RES || epi == TZ_SGMAT_EPI_DGELU);
-  if (n >= 0 && t.a16w && t.a32 && t.kern && (size_t)n < cap) /* A16W's output, binding 5 (the fifth argument) */
+                   epi == TZ_SGMAT_EPI_RES || epi == TZ_SGMAT_EPI_DGELU, db);
+  if (n >= 0 && db && (size_t)n < cap) /* DB's partial rows, binding 5 */
+    n += snprintf(buf + n, cap - (size_t)n, "@group(0) @binding(5) var<storage, read_write> dbp: array<f32>;\n");
+  else if (n >= 0 && t.a16w && t.a32 && t.kern && (size_t)n < cap) /* A16W's output, binding 5 (the fifth argument) */
     n += snprintf(buf + n, cap - (size_t)n, "@group(0) @binding(5) var<storage, read_write> a16w: array<vec4<u32>>;\n");
   else if (n >= 0 && epi == TZ_SGMAT_EPI_GELU && (size_t)n < cap) /* GELU's second output, binding 5 */
     n += snprintf(buf + n, cap - (size_t)n, "@group(0) @binding(5) var<storage, read_write> ga: array<vec4<u32>>;\n");

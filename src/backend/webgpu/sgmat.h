@@ -23,6 +23,9 @@
 typedef enum { TZ_SGMAT_XWT = 0, TZ_SGMAT_DYW = 1, TZ_SGMAT_DYTX = 2 } tz_sgmat_form;
 /* kernel n's f16-output epilogues (tz_sgmat_tile.epi) */
 enum { TZ_SGMAT_EPI_NONE = 0, TZ_SGMAT_EPI_RES = 1, TZ_SGMAT_EPI_GELU = 2, TZ_SGMAT_EPI_DGELU = 3, TZ_SGMAT_EPI_DSWIGLU = 4 };
+/* (the backend's sg_matmul also takes TZ_SGMAT_EPI_DB for the weight gradient's bias sums: the
+ * tile's db, not its epi) */
+enum { TZ_SGMAT_EPI_DB = 5 };
 
 /* Workgroup tile BM × BN × BK with SG_M × SG_N subgroups of TM × TN 16×16 result matrices:
  * BM = SG_M·TM·16, BN = SG_N·TN·16, BK % 16 == 0.
@@ -45,6 +48,10 @@ typedef struct {
                   * multiplies the result by gelu'(h) of the h there (DGELU, matmul_dgelu),
                   * _DSWIGLU writes SwiGLU's backward of the result and the gate|up [M, 2N]
                   * there into the [M, 2N] output (DSWIGLU, matmul_dswiglu) */
+  uint32_t db;   /* kern 1, form DYTX, f16 a (no a32), p, one buffer, no o16: the workgroups of tile
+                  * column 0 also sum the f16 a (dY) they stage over k, per column m of dW's rows:
+                  * the bias gradient's partials Σ_k dY[k, m], one row of M per split, f32, at
+                  * binding 5 (DB; the backend's matmul_at_db adds the rows into db) */
 } tz_sgmat_tile;
 
 /* The tiles bench_webgpu_sgmat's sweep measures and test_webgpu_ops' test_matmul_sgmat checks

@@ -414,6 +414,7 @@ void wg_matmul_dgelu(tz_backend *be, tz_slice dh, tz_slice db, tz_slice dout, tz
 void wg_matmul_dswiglu(tz_backend *be, tz_slice dgu, tz_slice dout, tz_slice w, tz_slice gu, int M, int K, int N);
 void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
 void wg_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
+void wg_matmul_at_db(tz_backend *be, tz_slice out, tz_slice db, tz_slice a, tz_slice b, int M, int K, int N, int acc);
 void wg_matmul_at_swiglu_a(tz_backend *be, tz_slice out, tz_slice a, tz_slice gu, int M, int K, int N, int acc);
 /* The subgroup-matrix path's f16 operand scratch buffer `which` (0: a, 1: b) of at least `bytes`
  * (c->sg16; c->sg_src/off/n/serial say which fp32 tensor it holds: sg_operand's reuse). */

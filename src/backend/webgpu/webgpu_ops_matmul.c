@@ -331,6 +331,13 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
    * accumulated) and ex 16-byte aligned in a buffer of its own (GELU writes ex: not a_'s or the
    * bias's buffer either, which a dispatch may not both read and write); else 0 (the caller runs
    * the separate op after) */
+  /* TZ_SGMAT_EPI_DB (wg_matmul_at_db): dW += dYᵀ·X with the bias gradient ex (f32 [M]) += Σ_k
+   * dY[k, :] from the f16 dY the kernel stages (DB), its partial rows added after */
+  int dbe = epi == TZ_SGMAT_EPI_DB;
+  if (dbe) {
+    if (variant != 2 || o16 || !a16 || !tz_present(ex) || ex.off % 4 || ex.buf == out.buf) return 0;
+    epi = TZ_SGMAT_EPI_NONE;
+  }
   int hr = epi != TZ_SGMAT_EPI_NONE;
   int dsw = epi == TZ_SGMAT_EPI_DSWIGLU; /* out and ex [M, 2N] */
   if (hr && (variant != (epi >= TZ_SGMAT_EPI_DGELU ? 1 : 0) || acc || !o16 || ex.off % 16 || ex.buf == out.buf ||
@@ -373,6 +380,12 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   if (!a32 && !sg_pick(c, variant, M, K, N, al, &t, &S, o16)) return 0;
   if (hr && (!t.kern || !t.o16 || S != 1 || t.a16w)) return 0;
   t.epi = (uint32_t)epi;
+  if (dbe) {
+    t.db = 1;
+    if (a32 || !tz_sgmat_tile_fits(t, variant, (uint32_t)M, (uint32_t)N, (uint32_t)K, S, c->sg_size,
+                                   c->lim.maxComputeWorkgroupStorageSize, c->lim.maxComputeInvocationsPerWorkgroup, NULL))
+      return 0;
+  }
   int hb = tz_present(bias);
   /* an f16 output on a tile that cannot store it (kernel o): computed into fp32 scratch (the
    * split-K partials' buffer: no split in the forms with an f16 output), then added / copied
@@ -384,8 +397,11 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   uint32_t w[24] = {0};
   uint32_t ks = S > 1 ? (((uint32_t)K + S - 1) / S + t.bk - 1) / t.bk * t.bk : (uint32_t)K;
   w[8] = (uint32_t)M, w[9] = (uint32_t)N, w[10] = (uint32_t)K, w[11] = ks;
-  tz_slice part = S > 1 || o32 ? wg_scratch(be, F4(S * m * n)) : TZ_NONE;
-  tz_slice bias4 = hb || !(t.a16w || hr) ? bias : (tz_slice){c->dummy[3], 0};
+  /* the split-K partials, then (DB) the bias sums' S rows of M, 256-byte aligned after them */
+  size_t pbytes = S > 1 || o32 ? (F4(S * m * n) + 255) / 256 * 256 : 0;
+  tz_slice part = S > 1 || o32 || dbe ? wg_scratch(be, pbytes + (dbe ? F4(S * m) : 0)) : TZ_NONE;
+  tz_slice dbpart = dbe ? tz_at(part, pbytes) : TZ_NONE;
+  tz_slice bias4 = hb || !(t.a16w || hr || dbe) ? bias : (tz_slice){c->dummy[3], 0};
   /* the native f16 output: 4-byte-unit offset (p.off.x, 16-byte aligned here) and n % 8 == 0 */
   wg_arg ar[] = {S > 1 || o32 ? A(part, F4(S * m * n), o32 ? "out (fp32 scratch)" : "split-K partials")
                  : o16        ? A(out, m * n * (dsw ? 4 : 2), "out (f16)")
@@ -396,8 +412,9 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
                   * the copy to binding 4 (the kernel then wrote it into an unused 16-byte
                   * binding: dW and the bias gradient read a stale scratch, H200 2026-12-03), so
                   * a placeholder buffer holds binding 4 (and for RES's residual at binding 5) */
-                 A(bias4, hb || !(t.a16w || hr) ? F4(n) : 16, "bias"),
-                 hr ? A(ex, m * n * (dsw ? 4 : 2),
+                 A(bias4, hb || !(t.a16w || hr || dbe) ? F4(n) : 16, "bias"),
+                 dbe ? A(dbpart, F4(S * m), "bias sums (f32 partials)")
+                 : hr ? A(ex, m * n * (dsw ? 4 : 2),
                         epi == TZ_SGMAT_EPI_RES    ? "res (f16)"
                         : epi == TZ_SGMAT_EPI_GELU ? "gelu(h) (f16)"
                         : dsw                      ? "gu (f16)"
@@ -408,7 +425,7 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
     int slot_of[MAX_ARGS];
     tz_buf *sb[MAX_ARGS];
     uint64_t lo[MAX_ARGS], hi[MAX_ARGS];
-    int na = t.a16w || hr ? 5 : 4, ns = wg_bind_slots(c, ar, na, slot_of, sb, lo, hi);
+    int na = t.a16w || hr || dbe ? 5 : 4, ns = wg_bind_slots(c, ar, na, slot_of, sb, lo, hi);
     for (int i = 0; i < na; i++)
       if (slot_of[i] >= 0 ? slot_of[i] != i : i < ns) return 0;
   }
@@ -418,7 +435,7 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   uint32_t grid[3];
   tz_sgmat_grid(t, (uint32_t)M, (uint32_t)N, S, grid);
   wg_run(c, sg_label(labels[variant], M, N, K, S, 0), wg_pipeline(c, tz_sgmat_file(t), "main", prefix), w, 12, ar,
-         t.a16w || hr ? 5 : 4, grid[0], grid[1], grid[2]);
+         t.a16w || hr || dbe ? 5 : 4, grid[0], grid[1], grid[2]);
   c->pending_flop = 0;
   if (o32) /* the f16 out (+)= the fp32 result (copy_rows' f16 variant: ±inf beyond f16's range) */
     wg_copy_rows_h(c, out, n, part, n, M, N, acc, 1, 0);
@@ -431,6 +448,8 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
     wg_run(c, sg_label(labels[variant], M, N, K, S, 1), wg_pipeline(c, "elementwise", "colsum_add", ""), r, 12, ra, 2,
            (uint32_t)((m * n + 255) / 256), 1, 1);
   }
+  if (dbe) /* db += Σ of the S partial rows */
+    wg_colsum_add(c, ex, dbpart, (int)S, M, M);
   /* the scratch copies valid before this dispatch stay valid unless it wrote their source */
   for (int i = 0; i < 2; i++)
     if (valid[i] && c->sg_src[i] != out.buf && !(epi == TZ_SGMAT_EPI_GELU && c->sg_src[i] == ex.buf))
@@ -850,6 +869,19 @@ void wg_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int 
 void wg_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc) {
   wg_ctx *c = CTX(be);
   mm(be, "matmul_at", 2, out, a, b, TZ_NONE, M, K, N, acc, c->act_f16, c->act16, 0);
+}
+/* out[M,N] (+)= a[K,M]ᵀ · b[K,N] and db[M] += Σ_k a[k, :] (backend.h's matmul_at_db): with f16
+ * activations on kernel n the bias sums come from the f16 dY the weight gradient stages (DB: no
+ * second read of dY, no bias_bwd dispatches); else matmul_at, then bias_bwd.
+ * TEZGAH_WEBGPU_MM_DB=0 (A/B, read at every call): always the two ops. */
+void wg_matmul_at_db(tz_backend *be, tz_slice out, tz_slice db, tz_slice a, tz_slice b, int M, int K, int N, int acc) {
+  wg_ctx *c = CTX(be);
+  if (env_int("TEZGAH_WEBGPU_MM_DB", 1) && c->act_f16 && c->sgmat && tz_present(db) && epi_fits(c, a, K, M, N) &&
+      sg_matmul(be, 2, out, a, b, TZ_NONE, M, K, N, acc, 1, c->act16, 0, db, TZ_SGMAT_EPI_DB) == 2)
+    return;
+  epi_native_check(c, "matmul_at_db", env_int("TEZGAH_WEBGPU_MM_DB", 1) && tz_present(db));
+  wg_matmul_at(be, out, a, b, M, K, N, acc);
+  if (tz_present(db)) wg_bias_bwd(be, db, a, K, M);
 }
 /* out[M,N] (+)= a[K,M]ᵀ · (silu(gate) ⊙ up)[K,N], gu [K, 2N] = gate | up: the down
  * projection's weight gradient without swiglu_fwd's output (matmul_at_swiglu_a, backend.h) */

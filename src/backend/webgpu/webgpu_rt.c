@@ -463,6 +463,7 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   if (c->act_f16 && c->sgmat && env_int("TEZGAH_WEBGPU_SWIGLU_EPI", 1)) be->matmul_dswiglu = wg_matmul_dswiglu;
   be->matmul = wg_matmul;
   be->matmul_at = wg_matmul_at;
+  be->matmul_at_db = wg_matmul_at_db;
   be->bias_bwd = wg_bias_bwd;
   be->matmul_at_swiglu_a = wg_matmul_at_swiglu_a;
   be->rope = wg_rope;

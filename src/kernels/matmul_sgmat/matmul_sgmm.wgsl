@@ -76,13 +76,23 @@
 //    are loaded before the epilogue (dsw_pre, as EPIN's: loaded per block the epilogue cost as
 //    much as swiglu_bwd saved, H200 2026-12-04). Why: da was written, and swiglu_bwd read da
 //    and gu and wrote dgu (llama's down projection's input gradient).
+//  - DB (form DYTX, f16 a, PF, one buffer, TV8; the backend's matmul_at_db): the workgroups of
+//    tile column 0 (n0 == 0: together they stage every element of a once per split, as A16W's)
+//    also add the 8 halves of each A load slot they stage into two f32 vec4 of per-thread sums
+//    (a thread's slots all lie in one 8-column chunk of a's [BK][BM] tile: NT is a multiple of
+//    its chunks per row), then join the threads of each chunk through the A tile's workgroup
+//    memory (free after the k loop) and write Σ_k a[k, m] over the split's k for the tile's BM
+//    columns m into dbp (binding 5, f32, element offset p.off_hi.x) at row wg.z (the split; 0
+//    without) of an [S, M] array: the bias gradient of dW += dYᵀ·X, Σ over dY's rows, from the
+//    f16 dY the matmul reads anyway. Why: bias_bwd read dY again (GPT-2 124M: 1.2 ms a step on
+//    the H200, 48 dispatches, and 48 more to add its partials).
 //  - EMU: the subgroup-matrix builtins replaced by per-invocation emulations (every invocation
 //    holds whole 16×16 matrices in f32), so that the kernel's indexing is testable on adapters
 //    without subgroup matrices (lavapipe); the host rewrites the builtin calls to emu_* ones.
 // Host constants (prepended): BM, BN, BK, SG_M, SG_N, TM, TN, SGSIZE, NBUF; preprocessor
 // values (the host's `//defs` line): TM, TN, A_PER, B_PER, A_MK, B_NK, ACC, HAS_BIAS, TV8,
 // TRB, NBUF2, PF, SPLIT, SWZ, PERS, A32, A16W, O16, WST (HAS_BIAS or O16: wst declared), EMU, RES,
-// GELU, DGELU, DSWIGLU, EPIN (RES or DGELU: binding 5 read ahead).
+// GELU, DGELU, DSWIGLU, EPIN (RES or DGELU: binding 5 read ahead), DB.
 // Requirements (the host's): M % BM, N % BN, K % BK (and KS % BK) == 0; the tile loads divide
 // evenly over the threads (A_PER, B_PER whole); workgroup memory within the device's limit.
 enable f16;
@@ -252,6 +262,13 @@ fn cv_a(r: AReg) -> vec4<u32> { return r; }
 // the 8 halves v of load slot i at (m0, k0) into a's f16 copy (tile column 0 only)
 fn w16_a(i: u32, m0: u32, k0: u32, n0: u32, v: vec4<u32>) {
   if (n0 == 0u) { a16w[p.off_hi.x / 4u + (a_src(i, m0, k0) - p.off.y / 4u) / 2u] = v; }
+}
+//#endif
+//#if DB
+// the 8 halves of a load slot as f32, columns 0..3 and 4..7 of its chunk
+fn db8(v: vec4<u32>) -> array<vec4<f32>, 2> {
+  return array<vec4<f32>, 2>(vec4<f32>(unpack2x16float(v.x), unpack2x16float(v.y)),
+                             vec4<f32>(unpack2x16float(v.z), unpack2x16float(v.w)));
 }
 //#endif
 fn a_dst(i: u32) -> u32 { return (i / A_CH) * A_LD + (i % A_CH) * 8u; }
@@ -522,6 +539,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#endfor
 //#endif
 //#endif
+//#if DB
+  var dbs0 = vec4<f32>(); // this thread's chunk's column sums over the k it stages (n0 == 0)
+  var dbs1 = vec4<f32>();
+//#endif
 //#if !PERS
 //#for t in A_PER
   var ra{t}: AReg;
@@ -574,6 +595,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     w16_a(lid + {t}u * NT, m0, k0, n0, h{t});
 //#else
     st_a(lid + {t}u * NT, 0u, cv_a(ra{t}));
+//#if DB
+    if (n0 == 0u) {
+      let d{t} = db8(ra{t});
+      dbs0 += d{t}[0];
+      dbs1 += d{t}[1];
+    }
+//#endif
 //#endif
 //#endfor
 //#for t in B_PER
@@ -646,6 +674,29 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     cur = 1u - cur;
 //#endif
   }
+//#if DB
+  // the bias sums: thread lid's chunk is column block lid % A_CH of a's tile; the NT / A_CH
+  // threads of a chunk joined through as_ (the last products have read it after the barrier)
+  if (n0 == 0u) {
+    workgroupBarrier();
+    as_[2u * lid] = bitcast<vec4<u32>>(dbs0);
+    as_[2u * lid + 1u] = bitcast<vec4<u32>>(dbs1);
+    workgroupBarrier();
+    if (lid < BM) {
+      let q = lid / 8u;
+      let e = lid % 8u;
+      var s = 0.0;
+      for (var r = 0u; r < NT / A_CH; r++) {
+        s += bitcast<f32>(as_[2u * (r * A_CH + q) + e / 4u][e % 4u]);
+      }
+      var z = 0u;
+//#if SPLIT
+      z = wg.z;
+//#endif
+      dbp[p.off_hi.x + z * p.M + m0 + lid] = s;
+    }
+  }
+//#endif
 //#if O16
   // (wst is free here: the bias left it before the k loop's barriers)
 //#for i in TM
