@@ -211,8 +211,8 @@ void tzc_matmul_t_gelu(tz_backend *be, tz_slice out, tz_slice h, tz_slice x, tz_
 void tzc_matmul_dgelu(tz_backend *be, tz_slice dh, tz_slice db, tz_slice dout, tz_slice w, tz_slice h, int M, int K,
                       int N);
 /* The residual-epilogue matmul (backend.h's matmul_t_res; matmul.cu: cuBLASLt with C = res, beta
- * 1). Offered unless TEZGAH_CUDA_MM_RES=0 (read at backend creation; an A/B switch: then NULL and
- * the model runs matmul_t + add). */
+ * 1; the fallback kernel where N % 8 != 0). Opt-in: offered only under TEZGAH_CUDA_MM_RES=1 (read
+ * at backend creation); otherwise NULL and the model runs matmul_t + add (backend_cuda.c: why). */
 void tzc_matmul_t_res(tz_backend *be, tz_slice out, tz_slice x, tz_slice w, tz_slice bias, tz_slice res, int M, int K,
                       int N);
 void tzc_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
