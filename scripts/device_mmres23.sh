@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The residual add in cuBLASLt's epilogue (issue 24; backend.h's matmul_t_res on CUDA: C = res,
-# D = out, beta 1, src/kernels/matmul/matmul.cu; TEZGAH_CUDA_MM_RES=0 runs matmul_t + add) on the H200.
+# D = out, beta 1, src/kernels/matmul/matmul.cu; opt-in: TEZGAH_CUDA_MM_RES=1; unset, matmul_t + add) on the H200.
 #   pack (here):  TZ_PACK_TARGETS="tezgah test_cuda_mm_res test_cuda_train test_cuda_gelu_epi test_cuda_recompute test_cuda_decode test_cuda_ops test_cuda_parity" bash scripts/device_pack.sh .dev-r23 -DCMAKE_CUDA_ARCHITECTURES=90-real
 #   run (device, carry [".dev-r23"]):  bash scripts/device_mmres23.sh .dev-r23     (<= ~450 s;
 #   CAP=SECONDS: no training run started after that many seconds, default 400; a test whose
 #   program is not in the pack is skipped with a line)
 # 1. tests with TEZGAH_CUDA_REQUIRED=1: test_cuda_mm_res (TEZGAH_VERBOSE=1: cuBLASLt's refusals
-#    of C = res are printed), test_cuda_train (the default: the op) and with TEZGAH_CUDA_MM_RES=0
+#    of C = res are printed), test_cuda_train (the default: no op) and with TEZGAH_CUDA_MM_RES=1
 #    (its worst relative differences beside the op's: gpt2 bf16 had 1.64e-2 of 2e-2 before),
 #    test_cuda_recompute, test_cuda_decode (the few-row path: res copied, then gemv / mma with
 #    acc), test_cuda_gelu_epi, test_cuda_ops, test_cuda_parity.
@@ -41,7 +41,7 @@ t() { # tag, timeout, binary, env...
 t mm_res 150 test_cuda_mm_res TEZGAH_VERBOSE=1
 say "mm_res: $(grep -c 'from the CPU' "$L/mm_res.log") op checks; on the fallback kernel without being asked: $(grep -E 'on the fallback kernel$' "$L/mm_res.log" | head -12 | tr '\n' ';' | cut -c1-1500); cuBLASLt notes: $(grep -E 'C = res' "$L/mm_res.log" | sort | uniq -c | head -8 | tr -s ' ' | tr '\n' ';' | cut -c1-1200)"
 t train 120 test_cuda_train
-t train_mmres0 120 test_cuda_train TEZGAH_CUDA_MM_RES=0
+t train_mmres1 120 test_cuda_train TEZGAH_CUDA_MM_RES=1
 t recompute 100 test_cuda_recompute
 t decode 100 test_cuda_decode
 t gelu_epi 100 test_cuda_gelu_epi
