@@ -682,18 +682,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     as_[2u * lid] = bitcast<vec4<u32>>(dbs0);
     as_[2u * lid + 1u] = bitcast<vec4<u32>>(dbs1);
     workgroupBarrier();
-    if (lid < BM) {
-      let q = lid / 8u;
-      let e = lid % 8u;
+    var z = 0u;
+//#if SPLIT
+    z = wg.z;
+//#endif
+    for (var j = lid; j < BM; j += NT) { // column j of the tile (fewer threads than BM at 4 or 8 lanes)
+      let q = j / 8u;
+      let e = j % 8u;
       var s = 0.0;
       for (var r = 0u; r < NT / A_CH; r++) {
         s += bitcast<f32>(as_[2u * (r * A_CH + q) + e / 4u][e % 4u]);
       }
-      var z = 0u;
-//#if SPLIT
-      z = wg.z;
-//#endif
-      dbp[p.off_hi.x + z * p.M + m0 + lid] = s;
+      dbp[p.off_hi.x + z * p.M + m0 + j] = s;
     }
   }
 //#endif
