@@ -2692,8 +2692,9 @@ static void gelu_epi_case(tz_backend *g, int fwd, int M, int K, int N, int bias,
  * same f16-rounded values: dW fp32 [M,N] (+)= dY f16 [K,M]ᵀ · X f16 [K,N] (dW starts random with
  * acc), db fp32 [M] += Σ_k dY[k, :] (db starts random). dW within 1e-3·Σ|terms| + 1e-5 (afm_case's
  * f16-operand bound); db within 1e-5·Σ_k |dY[k, m]| + 1e-6 (fp32 sums of the same f16 values in
- * another order: the kernel's per-thread, per-split sums). off: dY's byte offset. */
-static void mm_db_case(tz_backend *g, int M, int K, int N, int acc, size_t off) {
+ * another order: the kernel's per-thread, per-split sums). off: dY's byte offset. same: dW and db
+ * in one buffer, db right after dW (the flat gradient buffer's layout, as training binds them). */
+static void mm_db_case(tz_backend *g, int M, int K, int N, int acc, size_t off, int same) {
   ot_ctx og, oc;
   ot_init(&og, g, (uint64_t)M * 7919 + K * 31 + N + off + acc + 99);
   ot_init(&oc, cpu, 1);
@@ -2703,12 +2704,17 @@ static void mm_db_case(tz_backend *g, int M, int K, int N, int acc, size_t off) 
   round16(b, nb);
   tz_slice ga = up16(&og, a, na, off), ca = up32(&oc, a, na), gb = up16(&og, b, nb, 0), cb = up32(&oc, b, nb);
   tz_slice gw = up32(&og, w0, no), cw = up32(&oc, w0, no), gdb = up32(&og, db0, M), cdb = up32(&oc, db0, M);
+  if (same) {
+    gw = ot_buf(&og, NULL, (no + M) * 4), gdb = tz_f32(gw, no);
+    g->upload(g, gw, w0, no * 4), g->upload(g, gdb, db0, (size_t)M * 4);
+  }
   g->matmul_at_db(g, gw, gdb, ga, gb, M, K, N, acc);
   cpu->matmul_at(cpu, cw, ca, cb, M, K, N, acc);
   cpu->bias_bwd(cpu, cdb, ca, K, M);
   float *got = ot_get(&og, gw, no), *ref = ot_get(&oc, cw, no), *gd = ot_get(&og, gdb, M), *cd = ot_get(&oc, cdb, M);
   char what[128];
-  snprintf(what, sizeof what, "act_f16 matmul_at_db M %d K %d N %d acc %d off %zu", M, K, N, acc, off);
+  snprintf(what, sizeof what, "act_f16 matmul_at_db M %d K %d N %d acc %d off %zu%s", M, K, N, acc, off,
+           same ? " (dW, db one buffer)" : "");
   size_t bad = 0;
   double worst = 0;
   for (size_t i = 0; i < no; i++) {
@@ -2902,11 +2908,18 @@ static void test_act_f16_matmul(void **state) {
   dswiglu_case(g, 2 * u, 3 * u, 2 * u, 64, 1e-3, 1e-5, 0);
   dswiglu_case(g, u, 1088, 2 * u, 0, 1e-3, 1e-5, 0);
   /* the weight gradient with its bias sums (DB; SGMAT_NATIVE16=1: a fallback to matmul_at +
-   * bias_bwd fails): no split, overwritten and accumulated; split over K; dY at an offset */
+   * bias_bwd fails), db right after dW as in training: no split, overwritten and accumulated;
+   * split over K; dY at an offset */
   assert_non_null(g->matmul_at_db);
-  mm_db_case(g, 2 * u, 3 * u, 2 * u, 0, 0);
-  mm_db_case(g, 2 * u, 3 * u, 2 * u, 1, 64);
-  mm_db_case(g, 3 * u, 2048, u, 1, 0);
+  mm_db_case(g, 2 * u, 3 * u, 2 * u, 1, 0, 1);
+  mm_db_case(g, 2 * u, 3 * u, 2 * u, 1, 64, 1);
+  mm_db_case(g, 3 * u, 2048, u, 1, 0, 1);
+  /* db not right after dW, and dW overwritten (acc 0; db still accumulates): matmul_at and
+   * bias_bwd (NATIVE16 off for them) */
+  unsetenv("TEZGAH_WEBGPU_SGMAT_NATIVE16");
+  mm_db_case(g, 2 * u, 3 * u, 2 * u, 1, 0, 0);
+  mm_db_case(g, 2 * u, 3 * u, 2 * u, 0, 0, 1);
+  setenv("TEZGAH_WEBGPU_SGMAT_NATIVE16", "1", 1);
   /* the f16 output through fp32 scratch and copy_rows: kernel n with TEZGAH_WEBGPU_SGMAT_O16=0,
    * and kernel o (no emulated form: not on lavapipe) */
   setenv("TEZGAH_WEBGPU_SGMAT_NATIVE16", "2", 1);

@@ -566,9 +566,7 @@ size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc
                    has_bias || (t.o16 && t.kern), emu != 0, epi == TZ_SGMAT_EPI_RES, epi == TZ_SGMAT_EPI_GELU,
                    epi == TZ_SGMAT_EPI_DGELU, epi == TZ_SGMAT_EPI_DSWIGLU,
                    epi == TZ_SGMAT_EPI_RES || epi == TZ_SGMAT_EPI_DGELU, db);
-  if (n >= 0 && db && (size_t)n < cap) /* DB's partial rows, binding 5 */
-    n += snprintf(buf + n, cap - (size_t)n, "@group(0) @binding(5) var<storage, read_write> dbp: array<f32>;\n");
-  else if (n >= 0 && t.a16w && t.a32 && t.kern && (size_t)n < cap) /* A16W's output, binding 5 (the fifth argument) */
+  if (n >= 0 && t.a16w && t.a32 && t.kern && (size_t)n < cap) /* A16W's output, binding 5 (the fifth argument) */
     n += snprintf(buf + n, cap - (size_t)n, "@group(0) @binding(5) var<storage, read_write> a16w: array<vec4<u32>>;\n");
   else if (n >= 0 && epi == TZ_SGMAT_EPI_GELU && (size_t)n < cap) /* GELU's second output, binding 5 */
     n += snprintf(buf + n, cap - (size_t)n, "@group(0) @binding(5) var<storage, read_write> ga: array<vec4<u32>>;\n");

@@ -49,9 +49,9 @@ typedef struct {
                   * _DSWIGLU writes SwiGLU's backward of the result and the gate|up [M, 2N]
                   * there into the [M, 2N] output (DSWIGLU, matmul_dswiglu) */
   uint32_t db;   /* kern 1, form DYTX, f16 a (no a32), p, one buffer, no o16: the workgroups of tile
-                  * column 0 also sum the f16 a (dY) they stage over k, per column m of dW's rows:
-                  * the bias gradient's partials Σ_k dY[k, m], one row of M per split, f32, at
-                  * binding 5 (DB; the backend's matmul_at_db adds the rows into db) */
+                  * column 0 also sum the f16 a (dY) they stage over k, per column m of dW's rows,
+                  * into the M floats after c's [M, N] (db after dW; with a split, after each
+                  * partial, stride M·N + M): the bias gradient (DB; the backend's matmul_at_db) */
 } tz_sgmat_tile;
 
 /* The tiles bench_webgpu_sgmat's sweep measures and test_webgpu_ops' test_matmul_sgmat checks

@@ -332,10 +332,13 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
    * bias's buffer either, which a dispatch may not both read and write); else 0 (the caller runs
    * the separate op after) */
   /* TZ_SGMAT_EPI_DB (wg_matmul_at_db): dW += dYᵀ·X with the bias gradient ex (f32 [M]) += Σ_k
-   * dY[k, :] from the f16 dY the kernel stages (DB), its partial rows added after */
+   * dY[k, :] from the f16 dY the kernel stages (DB), written right after dW: ex must follow out
+   * in its buffer (the flat gradient buffer's layout), and the split's partials are [M·N + M]
+   * apart, so that one sum adds both */
   int dbe = epi == TZ_SGMAT_EPI_DB;
   if (dbe) {
-    if (variant != 2 || o16 || !a16 || !tz_present(ex) || ex.off % 4 || ex.buf == out.buf) return 0;
+    /* (and acc: db always accumulates, and the one sum adds dW and db alike) */
+    if (variant != 2 || o16 || !a16 || !acc || ex.buf != out.buf || ex.off != out.off + (size_t)M * N * 4) return 0;
     epi = TZ_SGMAT_EPI_NONE;
   }
   int hr = epi != TZ_SGMAT_EPI_NONE;
@@ -397,24 +400,22 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   uint32_t w[24] = {0};
   uint32_t ks = S > 1 ? (((uint32_t)K + S - 1) / S + t.bk - 1) / t.bk * t.bk : (uint32_t)K;
   w[8] = (uint32_t)M, w[9] = (uint32_t)N, w[10] = (uint32_t)K, w[11] = ks;
-  /* the split-K partials, then (DB) the bias sums' S rows of M, 256-byte aligned after them */
-  size_t pbytes = S > 1 || o32 ? (F4(S * m * n) + 255) / 256 * 256 : 0;
-  tz_slice part = S > 1 || o32 || dbe ? wg_scratch(be, pbytes + (dbe ? F4(S * m) : 0)) : TZ_NONE;
-  tz_slice dbpart = dbe ? tz_at(part, pbytes) : TZ_NONE;
-  tz_slice bias4 = hb || !(t.a16w || hr || dbe) ? bias : (tz_slice){c->dummy[3], 0};
+  /* c: [M, N], with DB [M, N] then db's M (the split's partials that far apart) */
+  size_t mn = m * n + (dbe ? m : 0);
+  tz_slice part = S > 1 || o32 ? wg_scratch(be, F4(S * mn)) : TZ_NONE;
+  tz_slice bias4 = hb || !(t.a16w || hr) ? bias : (tz_slice){c->dummy[3], 0};
   /* the native f16 output: 4-byte-unit offset (p.off.x, 16-byte aligned here) and n % 8 == 0 */
-  wg_arg ar[] = {S > 1 || o32 ? A(part, F4(S * m * n), o32 ? "out (fp32 scratch)" : "split-K partials")
+  wg_arg ar[] = {S > 1 || o32 ? A(part, F4(S * mn), o32 ? "out (fp32 scratch)" : "split-K partials")
                  : o16        ? A(out, m * n * (dsw ? 4 : 2), "out (f16)")
-                              : A(out, F4(m * n), "out"),
+                              : A(out, F4(mn), dbe ? "out, db" : "out"),
                  a32 ? A(ah, F4(m * k), "a (f32)") : A(ah, m * k * 2, "a (f16)"), A(bh, k * n * 2, "b (f16)"),
                  /* the kernel's bindings are fixed (1 c, 2 a, 3 b, 4 bias, 5 a16w) while wg_run
                   * numbers the PRESENT arguments in order: with A16W an absent bias would move
                   * the copy to binding 4 (the kernel then wrote it into an unused 16-byte
                   * binding: dW and the bias gradient read a stale scratch, H200 2026-12-03), so
                   * a placeholder buffer holds binding 4 (and for RES's residual at binding 5) */
-                 A(bias4, hb || !(t.a16w || hr || dbe) ? F4(n) : 16, "bias"),
-                 dbe ? A(dbpart, F4(S * m), "bias sums (f32 partials)")
-                 : hr ? A(ex, m * n * (dsw ? 4 : 2),
+                 A(bias4, hb || !(t.a16w || hr) ? F4(n) : 16, "bias"),
+                 hr ? A(ex, m * n * (dsw ? 4 : 2),
                         epi == TZ_SGMAT_EPI_RES    ? "res (f16)"
                         : epi == TZ_SGMAT_EPI_GELU ? "gelu(h) (f16)"
                         : dsw                      ? "gu (f16)"
@@ -425,7 +426,7 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
     int slot_of[MAX_ARGS];
     tz_buf *sb[MAX_ARGS];
     uint64_t lo[MAX_ARGS], hi[MAX_ARGS];
-    int na = t.a16w || hr || dbe ? 5 : 4, ns = wg_bind_slots(c, ar, na, slot_of, sb, lo, hi);
+    int na = t.a16w || hr ? 5 : 4, ns = wg_bind_slots(c, ar, na, slot_of, sb, lo, hi);
     for (int i = 0; i < na; i++)
       if (slot_of[i] >= 0 ? slot_of[i] != i : i < ns) return 0;
   }
@@ -435,21 +436,19 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   uint32_t grid[3];
   tz_sgmat_grid(t, (uint32_t)M, (uint32_t)N, S, grid);
   wg_run(c, sg_label(labels[variant], M, N, K, S, 0), wg_pipeline(c, tz_sgmat_file(t), "main", prefix), w, 12, ar,
-         t.a16w || hr || dbe ? 5 : 4, grid[0], grid[1], grid[2]);
+         t.a16w || hr ? 5 : 4, grid[0], grid[1], grid[2]);
   c->pending_flop = 0;
   if (o32) /* the f16 out (+)= the fp32 result (copy_rows' f16 variant: ±inf beyond f16's range) */
     wg_copy_rows_h(c, out, n, part, n, M, N, acc, 1, 0);
-  if (S > 1 && !wg_colsum_add_v4(c, sg_label(labels[variant], M, N, K, S, 1), out, part, S, m * n, m * n, !acc)) {
+  if (S > 1 && !wg_colsum_add_v4(c, sg_label(labels[variant], M, N, K, S, 1), out, part, S, mn, mn, !acc)) {
     /* out (+)= Σ_s part[s]: colsum_add_v4 in 16-byte accesses, else (TEZGAH_WEBGPU_COLSUM=0, or
      * unaligned) colsum_add */
     uint32_t r[24] = {0};
-    r[8] = S, r[9] = (uint32_t)(m * n), r[10] = !acc, r[11] = (uint32_t)(m * n);
-    wg_arg ra[] = {A(out, F4(m * n), "out"), A(part, F4(S * m * n), "split-K partials")};
+    r[8] = S, r[9] = (uint32_t)mn, r[10] = !acc, r[11] = (uint32_t)mn;
+    wg_arg ra[] = {A(out, F4(mn), "out"), A(part, F4(S * mn), "split-K partials")};
     wg_run(c, sg_label(labels[variant], M, N, K, S, 1), wg_pipeline(c, "elementwise", "colsum_add", ""), r, 12, ra, 2,
-           (uint32_t)((m * n + 255) / 256), 1, 1);
+           (uint32_t)((mn + 255) / 256), 1, 1);
   }
-  if (dbe) /* db += Σ of the S partial rows */
-    wg_colsum_add(c, ex, dbpart, (int)S, M, M);
   /* the scratch copies valid before this dispatch stay valid unless it wrote their source */
   for (int i = 0; i < 2; i++)
     if (valid[i] && c->sg_src[i] != out.buf && !(epi == TZ_SGMAT_EPI_GELU && c->sg_src[i] == ex.buf))

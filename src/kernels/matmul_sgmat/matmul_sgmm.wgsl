@@ -82,9 +82,10 @@
 //    (a thread's slots all lie in one 8-column chunk of a's [BK][BM] tile: NT is a multiple of
 //    its chunks per row), then join the threads of each chunk through the A tile's workgroup
 //    memory (free after the k loop) and write Σ_k a[k, m] over the split's k for the tile's BM
-//    columns m into dbp (binding 5, f32, element offset p.off_hi.x) at row wg.z (the split; 0
-//    without) of an [S, M] array: the bias gradient of dW += dYᵀ·X, Σ over dY's rows, from the
-//    f16 dY the matmul reads anyway. Why: bias_bwd read dY again (GPT-2 124M: 1.2 ms a step on
+//    columns m right after c's [M, N] (+= with ACC): db, which the host binds with dW (the flat
+//    gradient buffer keeps a layer's bias right after its weight), or with SPLIT after each
+//    split's partial product, whose stride is then M·N + M (the host's one sum adds both): the
+//    bias gradient of dW += dYᵀ·X, Σ over dY's rows, from the f16 dY the matmul reads anyway. Why: bias_bwd read dY again (GPT-2 124M: 1.2 ms a step on
 //    the H200, 48 dispatches, and 48 more to add its partials).
 //  - EMU: the subgroup-matrix builtins replaced by per-invocation emulations (every invocation
 //    holds whole 16×16 matrices in f32), so that the kernel's indexing is testable on adapters
@@ -502,7 +503,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#if SPLIT
   let kbeg = wg.z * p.KS;
   let kend = min(p.K, kbeg + p.KS);
+//#if DB
+  let cbase = p.off.x + wg.z * (p.M * p.N + p.M); // (DB: each split's [M, N] partial, then its M bias sums)
+//#else
   let cbase = p.off.x + wg.z * p.M * p.N;
+//#endif
 //#else
   let kbeg = 0u;
   let kend = p.K;
@@ -682,10 +687,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     as_[2u * lid] = bitcast<vec4<u32>>(dbs0);
     as_[2u * lid + 1u] = bitcast<vec4<u32>>(dbs1);
     workgroupBarrier();
-    var z = 0u;
-//#if SPLIT
-    z = wg.z;
-//#endif
     for (var j = lid; j < BM; j += NT) { // column j of the tile (fewer threads than BM at 4 or 8 lanes)
       let q = j / 8u;
       let e = j % 8u;
@@ -693,7 +694,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
       for (var r = 0u; r < NT / A_CH; r++) {
         s += bitcast<f32>(as_[2u * (r * A_CH + q) + e / 4u][e % 4u]);
       }
-      dbp[p.off_hi.x + z * p.M + m0 + j] = s;
+      let o = cbase + p.M * p.N + m0 + j; // db[m0 + j], right after dW (or the split's partial)
+      if (ACC) { // (the host runs DB only where dW accumulates: db always does)
+        s += c[o];
+      }
+      c[o] = s;
     }
   }
 //#endif
