@@ -21,7 +21,7 @@
 # ttime2 (nopt): act16 171, large 240 -> 108, tok_webgpu ~120 -> 111, train ~220 -> 133,
 # webgpu_cli 93 -> 71, matmul ~345 -> 120 and nosubgroups 302 -> 101 (with 4 lanes); the plain
 # test_webgpu_ops entry then cost more with nopt (475 vs 439: its T = 8192 case, since moved to
-# the sweep's test_webgpu_attn_long, which keeps llvmpipe's defaults). ttime3: the matmul sweep
+# the sweep's test_webgpu_attn_long, which kept llvmpipe's defaults until branch ci23 ran it at T 2048). ttime3: the matmul sweep
 # 174 -> 79 with 4 lanes, the attention sweep 748 with nopt. test_webgpu_mainjob and
 # test_tok_webgpu_cli are not set (mainjob with nopt hit ctest's 900 s limit at load 14; ttime5
 # set it for mainjob once that ran one WebGPU run).
@@ -47,6 +47,9 @@
 # Branch ciTime (2026-12-04, cold, CPU s user+sys on the loaded 2-core VM): test_webgpu_ops_act_f16
 # (the f16-activation elementwise and matmul cases, added without it) 207.7 -> 163.6 with nopt,
 # both passing; the new test_webgpu_ops_attn_sgemu_fwd128 with it from the start.
+# Branch ci23 (2026-12-04, cold, CPU s user+sys, bench/cpu_tree.py, load ~8): test_webgpu_attn_long
+# with nopt now that it runs T 2048 (tests/CMakeLists.txt): 130.3 -> 110.5; at T 8192 its T²
+# work had made nopt cost more (ttime2, above).
 # docs/RELIABILITY.md has the measurements.
 set(TZ_LAVAPIPE_TESTS test_webgpu_ops test_webgpu_ops_flash test_webgpu_ops_matmul
   test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep test_webgpu_attn_variants
@@ -56,7 +59,7 @@ set(TZ_LAVAPIPE_TESTS test_webgpu_ops test_webgpu_ops_flash test_webgpu_ops_matm
   test_webgpu_ops_act_f16_attention
   test_webgpu_large test_tok_webgpu
   test_webgpu_train test_webgpu_train_arena test_webgpu_sgmat test_webgpu_sgmat_sweep
-  test_webgpu_mainjob test_tok_webgpu_fused)
+  test_webgpu_mainjob test_tok_webgpu_fused test_webgpu_attn_long)
 set_property(TEST ${TZ_LAVAPIPE_TESTS} APPEND PROPERTY ENVIRONMENT "GALLIVM_PERF=nopt")
 # (test_webgpu_ops, _act16, _matmul, _nosubgroups and the matmul sweep set the width with their
 # other settings in tests/CMakeLists.txt)
