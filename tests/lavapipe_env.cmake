@@ -49,7 +49,8 @@
 # both passing; the new test_webgpu_ops_attn_sgemu_fwd128 with it from the start.
 # Branch ci23 (2026-12-04, cold, CPU s user+sys, bench/cpu_tree.py, load ~8): test_webgpu_attn_long
 # with nopt now that it runs T 2048 (tests/CMakeLists.txt): 130.3 -> 110.5; at T 8192 its T²
-# work had made nopt cost more (ttime2, above).
+# work had made nopt cost more (ttime2, above). test_webgpu_ops_attn_sgemu_wo at 4 lanes (set
+# with its other settings: the stand-in's WGSL uses no subgroup operation): 246.7 -> 216.2.
 # docs/RELIABILITY.md has the measurements.
 set(TZ_LAVAPIPE_TESTS test_webgpu_ops test_webgpu_ops_flash test_webgpu_ops_matmul
   test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep test_webgpu_attn_variants
