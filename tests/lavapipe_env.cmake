@@ -63,6 +63,8 @@
 # was the test command's longest entry (284 s wall in CI, 2026-12-04).
 # test_webgpu_ops_act_f16_attention (219.3 -> 118.5) and the sweep's _attn_sgemu_fwd128, which
 # reads its pipelines from the cache, at 4 lanes too (tests/CMakeLists.txt says why each may).
+# Measured, not set: test_tok_webgpu (its bpe / scan256 WGSL has no subgroup operation) 59.3 at
+# llvmpipe's 8 lanes, 67.1 at 4, both passing, side by side at load ~2: execution-bound.
 # docs/RELIABILITY.md has the measurements.
 set(TZ_LAVAPIPE_TESTS test_webgpu_ops test_webgpu_ops_flash test_webgpu_ops_matmul
   test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep test_webgpu_attn_variants
