@@ -21,10 +21,10 @@
 # ttime2 (nopt): act16 171, large 240 -> 108, tok_webgpu ~120 -> 111, train ~220 -> 133,
 # webgpu_cli 93 -> 71, matmul ~345 -> 120 and nosubgroups 302 -> 101 (with 4 lanes); the plain
 # test_webgpu_ops entry then cost more with nopt (475 vs 439: its T = 8192 case, since moved to
-# the sweep's test_webgpu_attn_long, which keeps llvmpipe's defaults). ttime3: the matmul sweep
+# the sweep's test_webgpu_attn_long, which kept llvmpipe's defaults until branch ci23 ran it at T 2048). ttime3: the matmul sweep
 # 174 -> 79 with 4 lanes, the attention sweep 748 with nopt. test_webgpu_mainjob and
 # test_tok_webgpu_cli are not set (mainjob with nopt hit ctest's 900 s limit at load 14; ttime5
-# set it for mainjob once that ran one WebGPU run).
+# set it for mainjob once that ran one WebGPU run; ci23 its 4 lanes, below).
 # Branch ttime4 (2026-12-02): every lavapipe entry of the test_webgpu_ops family, and the
 # training tests, with nopt; the 4-lane width wherever the kernels' code does not depend on the
 # subgroup size, which is everywhere but the flash attention kernels' lane reductions
@@ -47,6 +47,24 @@
 # Branch ciTime (2026-12-04, cold, CPU s user+sys on the loaded 2-core VM): test_webgpu_ops_act_f16
 # (the f16-activation elementwise and matmul cases, added without it) 207.7 -> 163.6 with nopt,
 # both passing; the new test_webgpu_ops_attn_sgemu_fwd128 with it from the start.
+# Branch ci23 (2026-12-04, cold, CPU s user+sys, bench/cpu_tree.py, load ~8): test_webgpu_attn_long
+# with nopt now that it runs T 2048 (tests/CMakeLists.txt): 130.3 -> 110.5; at T 8192 its T²
+# work had made nopt cost more (ttime2, above). test_webgpu_ops_attn_sgemu_wo at 4 lanes (set
+# with its other settings: the stand-in's WGSL uses no subgroup operation): 246.7 -> 216.2.
+# test_webgpu_mainjob at 4 lanes (TZ_LAVAPIPE_4LANE below): 306.3 -> 160.7, two cold runs side
+# by side at load ~4, both passing, the losses within 1.3e-5 relative of each other (8 lanes:
+# 7.618502 7.271643 7.061839; 4 lanes: 7.618498 7.271671 7.061932; the CPU: 7.618497 7.271515
+# 7.061880; the bound 2e-3, the summation orders differ). Its kernels' one
+# subgroup-size dependence is flash attention's lane reduction at head_dim 32 (8 threads
+# across a row): within one subgroup at 8 lanes (what GPUs, at 32, run), lanes_combine at 4
+# (what llvmpipe picks on a CPU without AVX). The first stays covered against the CPU op by
+# op in test_webgpu_ops_flash (head_dim 32 at llvmpipe's 8 lanes); the main job's shape end to
+# end now runs the second. Its cost at 8 lanes had grown past ttime5's 134-155 since, and it
+# was the test command's longest entry (284 s wall in CI, 2026-12-04).
+# test_webgpu_ops_act_f16_attention (219.3 -> 118.5) and the sweep's _attn_sgemu_fwd128, which
+# reads its pipelines from the cache, at 4 lanes too (tests/CMakeLists.txt says why each may).
+# Measured, not set: test_tok_webgpu (its bpe / scan256 WGSL has no subgroup operation) 59.3 at
+# llvmpipe's 8 lanes, 67.1 at 4, both passing, side by side at load ~2: execution-bound.
 # docs/RELIABILITY.md has the measurements.
 set(TZ_LAVAPIPE_TESTS test_webgpu_ops test_webgpu_ops_flash test_webgpu_ops_matmul
   test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep test_webgpu_attn_variants
@@ -56,9 +74,10 @@ set(TZ_LAVAPIPE_TESTS test_webgpu_ops test_webgpu_ops_flash test_webgpu_ops_matm
   test_webgpu_ops_act_f16_attention
   test_webgpu_large test_tok_webgpu
   test_webgpu_train test_webgpu_train_arena test_webgpu_sgmat test_webgpu_sgmat_sweep
-  test_webgpu_mainjob test_tok_webgpu_fused)
+  test_webgpu_mainjob test_tok_webgpu_fused test_webgpu_attn_long)
 set_property(TEST ${TZ_LAVAPIPE_TESTS} APPEND PROPERTY ENVIRONMENT "GALLIVM_PERF=nopt")
 # (test_webgpu_ops, _act16, _matmul, _nosubgroups and the matmul sweep set the width with their
 # other settings in tests/CMakeLists.txt)
-set(TZ_LAVAPIPE_4LANE test_webgpu_train test_webgpu_train_arena test_webgpu_large test_webgpu_sgmat test_webgpu_sgmat_sweep)
+set(TZ_LAVAPIPE_4LANE test_webgpu_train test_webgpu_train_arena test_webgpu_large test_webgpu_sgmat test_webgpu_sgmat_sweep
+  test_webgpu_mainjob)
 set_property(TEST ${TZ_LAVAPIPE_4LANE} APPEND PROPERTY ENVIRONMENT "LP_NATIVE_VECTOR_WIDTH=128")

@@ -10,6 +10,8 @@
 # the CPU is test_webgpu_train's (llama and gpt2, 20 steps, both activation layouts) and, in
 # the browser, test_wasm_webgpu's (SwiftShader has no ShaderF16); its kernels at this shape
 # (flash attention at head_dim 32, the matmul family) are test_webgpu_ops' cases.
+# ctest runs it with llvmpipe at 4 lanes and without LLVM's optimisation passes
+# (tests/lavapipe_env.cmake: 306 -> 161 cold CPU s for the lanes; what that moves is said there).
 # SKIPPED (exit 77) without ../shared or without Dawn / an adapter.
 # Usage (from ctest): bash test_webgpu_mainjob.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail

@@ -789,15 +789,22 @@ static void test_attention_flash(void **state) {
   unsetenv("TEZGAH_WEBGPU_ATTN");
 }
 
-/* The flash kernels at T = 8192 (head_dim 32, multi-query, the adapter's default variant): no
+/* The flash kernels at long T (head_dim 32, multi-query, the adapter's default variant): no
  * T×T buffer anywhere (the scores stream through key tiles), and the two-kernel backward
- * reached on the adapter's own limits (135 MB of dq partial sums, above lavapipe's binding
- * size; attn_fq_chunk). The same choice runs at T 150 on head_dim 64 in test_attention_flash
- * (and the two-kernel backward on head_dim 32 only here); then head_dim 128 on the fused
- * backward (test_attention_flash's on GPUs). This case is the sweep's (ctest -L sweep, .ci/run:
- * its T² work is what made the plain entry cost more with unoptimised lavapipe code;
- * docs/RELIABILITY.md) and the device scripts' (TEZGAH_TEST_ATTN_VARIANTS=1). Subgroup run only.
- * Tolerances: check_att's. */
+ * reached on the adapter's binding limit (attn_fq_chunk's lim, from wg_cap_bytes; not the
+ * TEZGAH_WEBGPU_ATTN_DQ_KB bound that test_attention_flash lowers). T = 8192 by default: 135 MB
+ * of dq partial sums in lavapipe's 64-row blocks, above its own 128 MiB binding size (adapters
+ * with larger bindings take whichever path their limits give). TZ_TEST_ATTN_LONG_T sets T:
+ * ctest's test_webgpu_attn_long runs 2048 under TEZGAH_WEBGPU_MAX_BINDING=4 MiB, the same branch
+ * on a lowered limit (8.7 MB of partial sums, and a 16.8 MB T×T matrix per head, both above
+ * the binding: the fused path and any T×T buffer are still impossible), the same pipelines and
+ * 1/16 of the T² work (the entry is compile-bound either way: tests/CMakeLists.txt has the
+ * figures). The same choice runs at T 150 on head_dim 64 in test_attention_flash (and the
+ * two-kernel backward on head_dim 32 only here); then head_dim 128 on the fused backward
+ * (test_attention_flash's on GPUs). This case is the sweep's (ctest -L sweep, .ci/run; it left
+ * the plain entry when its T² work made that entry cost more with unoptimised lavapipe code,
+ * docs/RELIABILITY.md) and the device scripts' (TEZGAH_TEST_ATTN_VARIANTS=1, T 8192). Subgroup
+ * run only. Tolerances: check_att's. */
 static void test_attention_flash_long(void **state) {
   if (!sweep_on("test_attention_flash_long", "TEZGAH_TEST_ATTN_VARIANTS")) skip();
   const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
@@ -805,9 +812,17 @@ static void test_attention_flash_long(void **state) {
     printf("SKIPPED: test_attention_flash_long runs with subgroups (TEZGAH_WEBGPU_SUBGROUPS=0 set)\n");
     skip();
   }
+  const char *lt = getenv("TZ_TEST_ATTN_LONG_T");
+  int T = lt && *lt ? atoi(lt) : 8192;
+  if (T < 1024) { /* below that the case is test_attention_flash's */
+    print_error("TZ_TEST_ATTN_LONG_T=%s: expected a T of at least 1024\n", lt);
+    fail();
+  }
   g_pad = 4;
   setenv("TEZGAH_WEBGPU_ATTN", "fast", 1);
-  check_att(1, 8192, 2, 1, 32);
+  printf("test_attention_flash_long: T %d, binding limit %s\n", T,
+         getenv("TEZGAH_WEBGPU_MAX_BINDING") ? getenv("TEZGAH_WEBGPU_MAX_BINDING") : "the adapter's");
+  check_att(1, T, 2, 1, 32);
   /* head_dim 128 on the adapter's default variant with the fused backward, which
    * test_attention_flash runs on GPUs only (lavapipe: RG 1 / NT 128 without prefetch) */
   setenv("TEZGAH_WEBGPU_ATTN_FUSED_DQ", "1", 1);
