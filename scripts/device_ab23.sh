@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Issue 22 (session 23), A/B on the H200 of the session's WebGPU changes:
+# 1. the f16-activation tests and the subgroup-matrix attention test on the real builtins,
+#    test_webgpu_train's act16 and llama cases against the CPU;
+# 2. GPT-2 124M and llama f16 B16 T1024 training: the default (twice), each switch of the
+#    session off on its own (SWITCHES: "NAME VAR=VALUE ..." lines, below), all off; median
+#    tokens/s of steps 6..; 3. per-shape profiles of both defaults.
+#   bash scripts/device_ab23.sh DIR   (carry [DIR, ".gl"]; DIR from device_pack_webgpu.sh). <= 420 s.
+set -uo pipefail
+# shellcheck source=scripts/device_webgpu_env.sh
+source scripts/device_webgpu_env.sh
+device_start device_ab23 /tmp/ab23_out "" "$@"
+device_dawn_node
+export TTMO=${TTMO:-40}
+TZ_TEST_FILTER="test_act_f16*,test_attention_sgmat" TEZGAH_TEST_SGMAT_REQUIRED=1 timeout 150 "$dir/bin/test_webgpu_ops" \
+  >"$out/t_ops.log" 2>&1
+say "test_webgpu_ops act_f16*, attention_sgmat rc $?: $(grep -E 'PASSED|FAILED|SKIPPED|error' "$out/t_ops.log" | tail -4 | tr '\n' ' ' | cut -c1-300)"
+for f in "*act16*" "test_train_llama*"; do
+  TZ_TEST_FILTER=$f timeout 90 "$dir/bin/test_webgpu_train" >"$out/t_train.log" 2>&1
+  say "test_webgpu_train $f rc $?: $(grep -E 'worst|PASSED|FAILED' "$out/t_train.log" | tr '\n' ';' | cut -c1-300)"
+done
+# the session's switches, one line each: a name, then the variables that turn the change off
+SWITCHES=${SWITCHES:-"split TEZGAH_WEBGPU_SGMAT_SPLIT_COST=1"}
+all=()
+while read -r name vars; do
+  [[ -n $name ]] || continue
+  # shellcheck disable=SC2086  # the variables, one word each
+  run_env "g_$name" gpt2 $vars
+  # shellcheck disable=SC2206
+  all+=($vars)
+done <<<"$SWITCHES"
+run_env g1 gpt2
+run_env g0 gpt2 "${all[@]}"
+run_env g1b gpt2
+while read -r name vars; do
+  [[ -n $name ]] || continue
+  # shellcheck disable=SC2086
+  run_env "l_$name" llama $vars
+done <<<"$SWITCHES"
+run_env l1 llama
+run_env l0 llama "${all[@]}"
+run_env l1b llama
+for a in gpt2 llama; do
+  TEZGAH_PROFILE_SHAPES=1 train_shape "prof_$a" "$a" f16 8 --profile
+  say "profile $a total $(row total "$out/prof_$a.log")"
+done
+say "TABLE gpt2: default ${TPS[g1]} / ${TPS[g1b]}; all off ${TPS[g0]}; $(for k in "${!TPS[@]}"; do [[ $k == g_* ]] && printf '%s %s; ' "${k#g_}" "${TPS[$k]}"; done)"
+say "TABLE llama: default ${TPS[l1]} / ${TPS[l1b]}; all off ${TPS[l0]}; $(for k in "${!TPS[@]}"; do [[ $k == l_* ]] && printf '%s %s; ' "${k#l_}" "${TPS[$k]}"; done)"
+pack_logs

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Issue 22 (session 23), the session's last WebGPU call on merged main, the H200:
+# 1. the f16-activation tests and the subgroup-matrix attention test on the real builtins
+#    (test_act_f16_*: the norms' vector kernels, the bias sums in the weight gradient, the D
+#    pass), test_webgpu_train's act16 and llama cases against the CPU;
+# 2. GPT-2 124M and llama f16 B16 T1024 training by default (twice) and with the session's
+#    switches off (TEZGAH_WEBGPU_SGMAT_SPLIT_COST=1, _NORM_V8=0, _MM_DB=0, _ATTN_D_VEC=0,
+#    _FILL_VEC=0), median tokens/s of steps 6..; 3. per-shape profiles of both defaults; 4. the
+#    peers, PyTorch bf16 eager; 5. LAST, 1,500 steps of GPT-2 124M on the real corpus
+#    (scripts/device_act16_valloss.sh's data and flags), the default: final val loss.
+#   bash scripts/device_final23.sh DIR   (carry [DIR, ".gl"]; DIR from device_pack_webgpu.sh plus
+#   DIR/vl/{train,val}.bin.xz from bench/make_valloss_data.sh). <= 470 s.
+set -uo pipefail
+# shellcheck source=scripts/device_webgpu_env.sh
+source scripts/device_webgpu_env.sh
+device_start device_final23 /tmp/final23_out "" "$@"
+device_dawn_node
+export TTMO=${TTMO:-40}
+TZ_TEST_FILTER="test_act_f16*,test_attention_sgmat" TEZGAH_TEST_SGMAT_REQUIRED=1 timeout 150 "$dir/bin/test_webgpu_ops" \
+  >"$out/t_ops.log" 2>&1
+say "test_webgpu_ops act_f16*, attention_sgmat rc $?: $(grep -E 'PASSED|FAILED|SKIPPED|error' "$out/t_ops.log" | tail -4 | tr '\n' ' ' | cut -c1-300)"
+for f in "*act16*" "test_train_llama*"; do
+  TZ_TEST_FILTER=$f timeout 90 "$dir/bin/test_webgpu_train" >"$out/t_train.log" 2>&1
+  say "test_webgpu_train $f rc $?: $(grep -E 'worst|PASSED|FAILED' "$out/t_train.log" | tr '\n' ';' | cut -c1-300)"
+done
+off=(TEZGAH_WEBGPU_SGMAT_SPLIT_COST=1 TEZGAH_WEBGPU_NORM_V8=0 TEZGAH_WEBGPU_MM_DB=0 TEZGAH_WEBGPU_ATTN_D_VEC=0
+  TEZGAH_WEBGPU_FILL_VEC=0)
+run_env g1 gpt2
+run_env g0 gpt2 "${off[@]}"
+run_env gd gpt2 TEZGAH_WEBGPU_MM_DB=0
+run_env g1b gpt2
+run_env l1 llama
+run_env l0 llama "${off[@]}"
+run_env l1b llama
+for a in gpt2 llama; do
+  TEZGAH_PROFILE_SHAPES=1 train_shape "prof_$a" "$a" f16 8 --profile
+  say "profile $a total $(row total "$out/prof_$a.log")"
+done
+TG=nan TL=nan
+if [[ -f $dir/data/torch_gpt.py ]]; then
+  TF32=1 timeout 40 python3 "$dir/data/torch_gpt.py" --arch gpt2 --B 16 --T 1024 --compile 0 --steps 8 >"$out/torch_gpt2.log" 2>&1
+  TG=$(grep -oE 'tok_s=[0-9]+' "$out/torch_gpt2.log" | tail -1 | cut -d= -f2)
+  TF32=1 timeout 40 python3 "$dir/data/torch_gpt.py" --arch llama --ff 2048 --B 16 --T 1024 --compile 0 --steps 8 >"$out/torch_llama.log" 2>&1
+  TL=$(grep -oE 'tok_s=[0-9]+' "$out/torch_llama.log" | tail -1 | cut -d= -f2)
+fi
+say "TABLE: gpt2 default ${TPS[g1]} / ${TPS[g1b]}; session-23 switches off ${TPS[g0]}; MM_DB=0 ${TPS[gd]}; PyTorch bf16 eager $TG | llama default ${TPS[l1]} / ${TPS[l1b]}; off ${TPS[l0]}; PyTorch bf16 eager $TL"
+pack_logs
+# 5. the real corpus, last (its log joins the summary only)
+if [[ -f $dir/vl/train.bin.xz ]]; then
+  for s in train val; do xz -dc "$dir/vl/$s.bin.xz" >"/tmp/$s.bin"; done
+  rm -rf /tmp/run_vl
+  timeout 220 "$dir/bin/tezgah" train --backend webgpu --precision f16 --model gpt2-124m -B 16 -T 1024 --vocab-size 50257 \
+    --train-shards /tmp/train.bin --val-shards /tmp/val.bin --steps 1500 --lr 6e-4 --warmup 100 --min-lr-frac 0.1 \
+    --weight-decay 0.1 --grad-clip 1.0 --seed 1337 --val-every 250 --val-batches 8 --ckpt-every 0 --sample-tokens 0 \
+    --log-every 50 --run-dir /tmp/run_vl >/tmp/vl.log 2>&1
+  rc=$?
+  vals=$(grep -o '"val_loss":[0-9.e+-]*' /tmp/run_vl/metrics.jsonl 2>/dev/null | cut -d: -f2 | tr '\n' ' ')
+  say "valloss 1500 steps rc $rc: val losses $vals; median tokens/s $(median_tps /tmp/run_vl/metrics.jsonl); $(grep -E 'skipped' /tmp/vl.log | tail -1 | cut -c1-160)"
+fi
