@@ -71,8 +71,10 @@
 // bias added after the C term had been rounded to bf16. That model reproduces each element
 // test_cuda_mm_res reported and its worst error (4.51 of the one-rounding bound) exactly; one
 // rounding stays within 0.91 of it (the fallback kernel at that shape). Which algorithm that was
-// and why it rounds there was not printed (no GPU at the time of writing); shapes with
-// N % 8 = 0 rounded once, also with res alone misaligned (C 2-byte aligned, ld 256). The few-row
+// and why it rounds there was not printed (no GPU at the time of writing). res alone misaligned
+// (C 2-byte aligned, N = 256, a bias) rounded twice the same way on the H200 (2026-12-04 17:00,
+// test_cuda_mm_res: -2.625 for -2.6109, past the bound): such a res runs on the fallback kernel
+// too. Shapes with N % 8 = 0 and res on 16 bytes rounded once. The few-row
 // / out == res path below does the same where it would run cuBLASLt's C = D form at such an ld
 // (by inference the same algorithm; not observed). Plain matmul_t with a bias at such an ld may
 // round twice as well: test_cuda_ops's bf16 bound (8e-3·Σ|terms|) would not tell.
@@ -370,7 +372,7 @@ int run(tz_backend *be, int form, void *out, const void *a, const void *b, const
     run_naive(be, form, out, a, b, bias, M, K, N, acc, naive_epi, aux);
     return 0;
   }
-  if (res && N % 8) { // cuBLASLt's algorithm for that ld added the bias after rounding acc + C (header)
+  if (res && (N % 8 || (uintptr_t)res % 16)) { // cuBLASLt's algorithms there added the bias after rounding acc + C (header)
     m->fallbacks++;
     run_naive(be, form, out, a, b, bias, M, K, N, acc, epi, aux, res);
     return 0;
@@ -498,7 +500,7 @@ extern "C" void tzc_matmul_dgelu(tz_backend *be, tz_slice dh, tz_slice db, tz_sl
 // fp32 rounded to act once. out and res distinct (the same buffer: out += x·Wᵀ + bias, the
 // accumulating matmul_t; a partial overlap: fatal). Few rows: res copied into out, then the
 // accumulating few-row kernel or cuBLASLt; else cuBLASLt with C = res, or the fallback kernel
-// where N % 8 != 0 (the header). Offered only under TEZGAH_CUDA_MM_RES=1 (backend_cuda.c).
+// where N % 8 != 0 or res is not on 16 bytes (the header). Offered only under TEZGAH_CUDA_MM_RES=1 (backend_cuda.c).
 extern "C" void tzc_matmul_t_res(tz_backend *be, tz_slice out, tz_slice x, tz_slice w, tz_slice bias, tz_slice res,
                                  int M, int K, int N) {
   TZC_PROF(be, "matmul_t_res");
