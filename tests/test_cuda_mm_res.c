@@ -21,7 +21,12 @@
  *   M > 16 must have run on cuBLASLt where N % 8 = 0 and res is aligned (tzc_matmul_fallbacks
  *   unchanged: a C ≠ D that cuBLASLt refused would otherwise pass here on the slow kernel), and on
  *   the fallback kernel where N % 8 != 0 (matmul.cu keeps those shapes off cuBLASLt).
- * - out == res (the same buffer) is the accumulating matmul_t: out += a·Wᵀ + bias, same bound.
+ * - out == res (the same buffer) is the accumulating matmul_t: out += a·Wᵀ + bias, the same bound
+ *   in fp32 and on the fallback kernel; in bf16 on cuBLASLt + 4e-3·S, two roundings: its bias
+ *   epilogue with C = D rounded acc + C to bf16 before adding the bias on the H200 (2026-12-04
+ *   17:10: M=111 K=256 N=256, -8.4375 for -8.3844, 1.5 times the one-rounding bound at that
+ *   element) -- the existing accumulating matmul_t's behaviour, which model.c never uses with
+ *   matmul_t_res (out and res are distinct there).
  * - Training (small gpt2 and llama, B 3, T 37, 12 AdamW steps as test_cuda_train runs them), the
  *   model's proj_res through the op, and the same with the default (op off, matmul_t + add),
  *   whose worst differences are printed beside the op's: fp32 losses within 1e-4 relative of the
@@ -118,7 +123,10 @@ static void check_res(tz_backend *be, int M, int K, int N, int bias, int alias, 
       size_t i = (size_t)m * N + n;
       double s = (bias ? fabs(bs[n]) : 0) + fabs(r[i]);
       for (int k = 0; k < K; k++) s += fabs((double)a[(size_t)m * K + k] * w[(size_t)n * K + k]);
-      double e = fabs((double)got[i] - ref[i]), bnd = 3e-5 * s + 1e-6 + (bf16 ? 4e-3 : 0) * fabs(ref[i]);
+      /* (bf16 out == res on cuBLASLt: the accumulating matmul_t, acc + out rounded before the
+       * bias is added: 2^-8 of |acc + out| <= S more; the header) */
+      double two = bf16 && alias && !suite_naive ? 4e-3 * s : 0;
+      double e = fabs((double)got[i] - ref[i]), bnd = 3e-5 * s + 1e-6 + (bf16 ? 4e-3 : 0) * fabs(ref[i]) + two;
       worst = fmax(worst, e);
       worst_rel = fmax(worst_rel, e / bnd);
       if (!(e <= bnd) && bad++ < 5)
