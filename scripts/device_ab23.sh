@@ -12,13 +12,7 @@ source scripts/device_webgpu_env.sh
 device_start device_ab23 /tmp/ab23_out "" "$@"
 device_dawn_node
 export TTMO=${TTMO:-40}
-TZ_TEST_FILTER="test_act_f16*,test_attention_sgmat" TEZGAH_TEST_SGMAT_REQUIRED=1 timeout 150 "$dir/bin/test_webgpu_ops" \
-  >"$out/t_ops.log" 2>&1
-say "test_webgpu_ops act_f16*, attention_sgmat rc $?: $(grep -E 'PASSED|FAILED|SKIPPED|error' "$out/t_ops.log" | tail -4 | tr '\n' ' ' | cut -c1-300)"
-for f in "*act16*" "test_train_llama*"; do
-  TZ_TEST_FILTER=$f timeout 90 "$dir/bin/test_webgpu_train" >"$out/t_train.log" 2>&1
-  say "test_webgpu_train $f rc $?: $(grep -E 'worst|PASSED|FAILED' "$out/t_train.log" | tr '\n' ';' | cut -c1-300)"
-done
+f16_tests
 # the session's switches, one line each: a name, then the variables that turn the change off
 SWITCHES=${SWITCHES:-"split TEZGAH_WEBGPU_SGMAT_SPLIT_COST=1"}
 all=()

@@ -23,6 +23,7 @@ say "TABLE gpt2 ${TPS[g1]} ${TPS[g2]} ${TPS[g3]} ${TPS[g4]}; llama ${TPS[l1]} ${
 export LD_LIBRARY_PATH=$PWD/$cdir/lib:/usr/local/cuda/lib64:$LD_LIBRARY_PATH
 export TEZGAH_FIXTURES=$PWD/tests/fixtures
 for t in "test_cuda_mm_res" "test_cuda_train" "test_cuda_train TEZGAH_CUDA_MM_RES=1"; do
+  # shellcheck disable=SC2086  # the program, then its variables, one word each
   set -- $t
   env TEZGAH_CUDA_REQUIRED=1 "${@:2}" timeout 150 "$cdir/bin/$1" >"$out/${1}_$#.log" 2>&1
   say "$t rc $?: $(grep -cE '^\[       OK \]' "$out/${1}_$#.log") ok; $(grep -E '^\[  FAILED  \] test|worst relative|fallback kernel' "$out/${1}_$#.log" | head -8 | tr '\n' ' ' | cut -c1-700)"

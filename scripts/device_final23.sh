@@ -16,13 +16,7 @@ source scripts/device_webgpu_env.sh
 device_start device_final23 /tmp/final23_out "" "$@"
 device_dawn_node
 export TTMO=${TTMO:-40}
-TZ_TEST_FILTER="test_act_f16*,test_attention_sgmat" TEZGAH_TEST_SGMAT_REQUIRED=1 timeout 150 "$dir/bin/test_webgpu_ops" \
-  >"$out/t_ops.log" 2>&1
-say "test_webgpu_ops act_f16*, attention_sgmat rc $?: $(grep -E 'PASSED|FAILED|SKIPPED|error' "$out/t_ops.log" | tail -4 | tr '\n' ' ' | cut -c1-300)"
-for f in "*act16*" "test_train_llama*"; do
-  TZ_TEST_FILTER=$f timeout 90 "$dir/bin/test_webgpu_train" >"$out/t_train.log" 2>&1
-  say "test_webgpu_train $f rc $?: $(grep -E 'worst|PASSED|FAILED' "$out/t_train.log" | tr '\n' ';' | cut -c1-300)"
-done
+f16_tests
 off=(TEZGAH_WEBGPU_SGMAT_SPLIT_COST=1 TEZGAH_WEBGPU_NORM_V8=0 TEZGAH_WEBGPU_MM_DB=0 TEZGAH_WEBGPU_ATTN_D_VEC=0
   TEZGAH_WEBGPU_FILL_VEC=0)
 run_env g1 gpt2

@@ -28,6 +28,9 @@
 #                      train_shape NAME ARCH f16 $steps (10 when unset) with the variables set
 #                      for that run only, after removing /tmp/run_NAME; TPS[NAME] = its median
 #                      tokens/s, and a result line (rc, tokens/s, peak memory, the first error)
+#   f16_tests          the f16-activation tests on the real builtins: test_webgpu_ops'
+#                      test_act_f16* and test_attention_sgmat (subgroup matrices required),
+#                      test_webgpu_train's act16 and llama cases; a result line each
 #   median_tps FILE    a metrics.jsonl's median tok_per_s of steps 6.. ("nan" without any)
 #   pack_logs          $out's logs into $out/logs.tgz beside summary.log
 #   row KEY FILE       the ms/step of row KEY of the last per-op profile table in FILE
@@ -75,6 +78,17 @@ device_dawn_node() {
 median_tps() {
   grep -o '"tok_per_s":[0-9.e+]*' "$1" 2>/dev/null | cut -d: -f2 | tail -n +6 | sort -g |
     awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}'
+}
+
+f16_tests() {
+  TZ_TEST_FILTER="test_act_f16*,test_attention_sgmat" TEZGAH_TEST_SGMAT_REQUIRED=1 timeout 150 "$dir/bin/test_webgpu_ops" \
+    >"$out/t_ops.log" 2>&1
+  say "test_webgpu_ops act_f16*, attention_sgmat rc $?: $(grep -E 'PASSED|FAILED|SKIPPED|error' "$out/t_ops.log" | tail -4 | tr '\n' ' ' | cut -c1-300)"
+  local f
+  for f in "*act16*" "test_train_llama*"; do
+    TZ_TEST_FILTER=$f timeout 90 "$dir/bin/test_webgpu_train" >"$out/t_train.log" 2>&1
+    say "test_webgpu_train $f rc $?: $(grep -E 'worst|PASSED|FAILED' "$out/t_train.log" | tr '\n' ';' | cut -c1-300)"
+  done
 }
 
 train_gpt2() { train_shape "$1" gpt2 "${@:2}"; }
