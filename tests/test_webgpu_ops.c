@@ -2923,7 +2923,7 @@ static void test_act_f16_matmul(void **state) {
   dswiglu_case(g, 2 * u, 3 * u, 2 * u, 64, 1e-3, 1e-5, 0);
   dswiglu_case(g, u, 1088, 2 * u, 0, 1e-3, 1e-5, 0);
   /* the weight gradient with its bias sums (DB; SGMAT_NATIVE16=1: a fallback to matmul_at +
-   * bias_bwd fails), db right after dW as in training: no split, overwritten and accumulated;
+   * bias_bwd fails), db right after dW as in training, dW accumulated (DB's only form): no split;
    * split over K; dY at an offset */
   assert_non_null(g->matmul_at_db);
   mm_db_case(g, 2 * u, 3 * u, 2 * u, 1, 0, 1);

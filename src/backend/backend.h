@@ -231,7 +231,7 @@ struct tz_backend {
                     int acc);
   void (*bias_bwd)(tz_backend *be, tz_slice db, tz_slice dout, int M, int N);
   /* Optional (NULL: not offered -- CPU, CUDA; the model then runs matmul_at and bias_bwd):
-   *   out[M,N] (+)= a[K,M]ᵀ · b[K,N]   and   db[M] += Σ_k a[k, M]
+   *   out[M,N] (+)= a[K,M]ᵀ · b[K,N]   and   db[m] += Σ_k a[k, m] for each m < M
    * matmul_at and bias_bwd of the same dY in one op (a: act, dY; b: act, X; out, db: fp32
    * parameter gradients). A GPT-2 linear layer's weight and bias gradients: the WebGPU backend
    * sums the bias from the f16 dY its weight-gradient kernel stages (matmul_sgmm.wgsl, DB)
@@ -268,7 +268,7 @@ struct tz_backend {
    * overlapping. A GPT-2 / llama block's two projections into the residual stream (attention
    * output, MLP output): the separate add's read of out and its dispatch go. WebGPU: kernel n's
    * RES epilogue; CUDA: cuBLASLt with C = res, D = out, beta = 1 (matmul.cu; the fallback kernel
-   * where N % 8 != 0, as cuBLASLt rounded twice there), opt-in: in bf16 it moved test_cuda_train's
+   * where N % 8 != 0 or res is not on 16 bytes, as cuBLASLt rounded twice there), opt-in: in bf16 it moved test_cuda_train's
    * gpt2 loss curve to 2.9e-2 of the CPU's, past its 2e-2 bound, for +0.5 % (gpt2-350m) / +1.1 %
    * (774m) tokens/s on the H200. */
   void (*matmul_t_res)(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, tz_slice res, int M,

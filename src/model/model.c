@@ -436,10 +436,6 @@ static void norm_bwd(tz_model *m, tz_slice dx, tz_slice dout, tz_slice x, tz_sli
     be->rmsnorm_bwd(be, dx, G(m, w), dout, x, P(m, w), rstd, N, m->cfg.d_model);
 }
 
-/* Run the transformer over a.tokens (already uploaded) for rows at positions pos0..pos0+T-1.
- * kv != 0: decoding (B = 1) against the KV cache; the last row's logits left in row `row` of
- * a->logits. kv == 0 (training arenas): stops at the final norm nf; the classifier runs in
- * chunks (classify). */
 /* A linear layer's parameter gradients from its output gradient dy [N, Cout] and input x
  * [N, Cin]: W[Cout, Cin] += dyᵀ·x and, with has_b, b[Cout] += Σ_n dy[n, :] -- in one op where
  * the backend offers it (matmul_at_db), else matmul_at then bias_bwd. */
@@ -466,6 +462,10 @@ static void proj_res(tz_model *m, tz_slice out, tz_slice a, size_t w, size_t bia
   be->add(be, out, out, res, (size_t)N * Cout);
 }
 
+/* Run the transformer over a.tokens (already uploaded) for rows at positions pos0..pos0+T-1.
+ * kv != 0: decoding (B = 1) against the KV cache; the last row's logits left in row `row` of
+ * a->logits. kv == 0 (training arenas): stops at the final norm nf; the classifier runs in
+ * chunks (classify). */
 static void forward(tz_model *m, tz_acts *a, int B, int T, int pos0, int kv, int row) {
   tz_backend *be = m->be;
   const tz_config *c = &m->cfg;

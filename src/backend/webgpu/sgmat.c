@@ -494,8 +494,9 @@ int tz_sgmat_tile_fits(tz_sgmat_tile t, int form, uint32_t M, uint32_t N, uint32
   else if (t.a16w && (!t.a32 || !t.pf || t.nbuf == 2)) w = "w (a's f16 copy) needs f, p and one buffer";
   else if (t.o16 && (!t.kern || split > 1)) w = "an f16 output is kernel n's, without split";
   else if (t.epi && (!t.o16 || t.a16w)) w = "an epilogue tensor needs an f16 output (o16) and no a16w";
-  else if (t.db && (!t.kern || form != TZ_SGMAT_DYTX || t.a32 || !t.pf || t.nbuf > 1 || !t.tv8 || t.o16 || t.epi))
-    w = "the bias sums (db) are kernel n's weight gradient with f16 a, v, p and one buffer";
+  else if (t.db && (!t.kern || form != TZ_SGMAT_DYTX || t.a32 || !t.pf || t.nbuf > 1 || !t.tv8 || t.o16 || t.epi ||
+                     t.pers))
+    w = "the bias sums (db) are kernel n's weight gradient with f16 a, v, p, one buffer and no P";
   else if (t.db && (nt % (bm / 8) || 2 * nt > t.bk * (bm + 8) / 8))
     w = "the bias sums (db) need the threads in whole rows of a's tile and 2 vec4 each in it";
   else if (t.kern && ((bm * t.bk / 8) % nt || (bn * t.bk / 8) % nt)) w = "tile loads do not divide over the threads";
@@ -513,7 +514,9 @@ uint32_t tz_sgmat_splits(uint32_t tiles, uint32_t K, uint32_t bk) {
     double slots = se ? atoi(se) : 132, best = 1e30;
     /* the cost of a piece, percent (TEZGAH_WEBGPU_SGMAT_SPLIT_COST, tuning; default 4) */
     const char *pc = getenv("TEZGAH_WEBGPU_SGMAT_SPLIT_COST");
-    double per = (pc && atof(pc) >= 0 ? atof(pc) : 4.0) / 100;
+    char *end = NULL;
+    double pv = pc ? strtod(pc, &end) : -1;
+    double per = (pc && end != pc && !*end && pv >= 0 ? pv : 4.0) / 100; /* junk: the default */
     if (!tiles || K < 1024 || !bk) return 1;
     S = 1;
     for (uint32_t s = 1; s <= 16 && (s == 1 || K / s >= 512); s++) {
@@ -551,7 +554,8 @@ size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc
    * would be read at [M, N] indices) */
   uint32_t epi = t.epi && t.o16 && t.kern && !t.a16w && !acc ? t.epi : TZ_SGMAT_EPI_NONE;
   /* (DB: the A loads' registers, tile column 0, summed; its checks are tz_sgmat_tile_fits') */
-  int db = t.db && t.kern && form == TZ_SGMAT_DYTX && !t.a32 && t.pf && t.nbuf <= 1 && t.tv8 && !t.o16 && !epi;
+  int db = t.db && t.kern && form == TZ_SGMAT_DYTX && !t.a32 && t.pf && t.nbuf <= 1 && t.tv8 && !t.o16 && !epi &&
+           !t.pers;
   int n = snprintf(buf, cap,
                    "const BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst SG_M = %uu;\nconst SG_N = %uu;\n"
                    "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"

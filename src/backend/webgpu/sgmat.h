@@ -48,7 +48,7 @@ typedef struct {
                   * multiplies the result by gelu'(h) of the h there (DGELU, matmul_dgelu),
                   * _DSWIGLU writes SwiGLU's backward of the result and the gate|up [M, 2N]
                   * there into the [M, 2N] output (DSWIGLU, matmul_dswiglu) */
-  uint32_t db;   /* kern 1, form DYTX, f16 a (no a32), p, one buffer, no o16: the workgroups of tile
+  uint32_t db;   /* kern 1, form DYTX, f16 a (no a32), v, p, one buffer, no P, no o16: the workgroups of tile
                   * column 0 also sum the f16 a (dY) they stage over k, per column m of dW's rows,
                   * into the M floats after c's [M, N] (db after dW; with a split, after each
                   * partial, stride M·N + M): the bias gradient (DB; the backend's matmul_at_db) */

@@ -213,7 +213,7 @@ static int ln_sg(wg_ctx *c);
 
 /* The f16 norms with 16-byte accesses and the row in registers (layernorm_v8.wgsl,
  * rmsnorm_v8.wgsl, common/norm_rows.wgsl; issue 22). TEZGAH_WEBGPU_NORM_V8 (default 1; read at
- * each call): the forward and backward row passes of both norms run there where norm_v8_nk
+ * each call): the forward and backward row passes of both norms run there where nv8_nk
  * allows; =0: the kernels before (rmsnorm_sg / layernorm_sg's 8-byte v16 forms, ...).
  * TEZGAH_WEBGPU_NORM_FUSE (default 1, read at each call): the v8 backward also sums the weight
  * gradients' terms (dw, db) over each workgroup's NV8_FUSE_ROWS rows into one partial row of

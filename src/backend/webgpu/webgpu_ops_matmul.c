@@ -385,8 +385,12 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   t.epi = (uint32_t)epi;
   if (dbe) {
     t.db = 1;
+    /* (c and the split's partials grow by M a row: within a binding, the fallback sum's grid) */
+    size_t mnb = ((size_t)M * N + M) * 4;
     if (a32 || !tz_sgmat_tile_fits(t, variant, (uint32_t)M, (uint32_t)N, (uint32_t)K, S, c->sg_size,
-                                   c->lim.maxComputeWorkgroupStorageSize, c->lim.maxComputeInvocationsPerWorkgroup, NULL))
+                                   c->lim.maxComputeWorkgroupStorageSize, c->lim.maxComputeInvocationsPerWorkgroup, NULL) ||
+        mnb > wg_cap_bytes(c) || (uint64_t)S * mnb > c->lim.maxStorageBufferBindingSize ||
+        (S > 1 && (mnb / 4 + 255) / 256 > 65535))
       return 0;
   }
   int hb = tz_present(bias);
