@@ -2708,8 +2708,10 @@ static void gelu_epi_case(tz_backend *g, int fwd, int M, int K, int N, int bias,
  * acc), db fp32 [M] += Σ_k dY[k, :] (db starts random). dW within 1e-3·Σ|terms| + 1e-5 (afm_case's
  * f16-operand bound); db within 1e-5·Σ_k |dY[k, m]| + 1e-6 (fp32 sums of the same f16 values in
  * another order: the kernel's per-thread, per-split sums). off: dY's byte offset. same: dW and db
- * in one buffer, db right after dW (the flat gradient buffer's layout, as training binds them). */
-static void mm_db_case(tz_backend *g, int M, int K, int N, int acc, size_t off, int same) {
+ * in one buffer, db right after dW (the flat gradient buffer's layout, as training binds them).
+ * want_split: the call must run on DB without (0) or with (1) a split over K, or not on DB (-1;
+ * tz_webgpu_mm_db_calls). */
+static void mm_db_case(tz_backend *g, int M, int K, int N, int acc, size_t off, int same, int want_split) {
   ot_ctx og, oc;
   ot_init(&og, g, (uint64_t)M * 7919 + K * 31 + N + off + acc + 99);
   ot_init(&oc, cpu, 1);
@@ -2723,7 +2725,15 @@ static void mm_db_case(tz_backend *g, int M, int K, int N, int acc, size_t off, 
     gw = ot_buf(&og, NULL, (no + M) * 4), gdb = tz_f32(gw, no);
     g->upload(g, gw, w0, no * 4), g->upload(g, gdb, db0, (size_t)M * 4);
   }
+  long db0c = tz_webgpu_mm_db_calls(0), db1c = tz_webgpu_mm_db_calls(1);
   g->matmul_at_db(g, gw, gdb, ga, gb, M, K, N, acc);
+  /* where the call must run on DB (want_split 0 / 1) or must not (-1) */
+  long d0 = tz_webgpu_mm_db_calls(0) - db0c, d1 = tz_webgpu_mm_db_calls(1) - db1c;
+  if (want_split >= 0 ? (want_split ? d1 : d0) != 1 || d0 + d1 != 1 : d0 + d1 != 0) {
+    print_error("act_f16 matmul_at_db M %d K %d N %d: DB calls %ld without a split, %ld with (want %s)\n", M, K, N, d0,
+                d1, want_split < 0 ? "none" : want_split ? "one with" : "one without");
+    fail();
+  }
   cpu->matmul_at(cpu, cw, ca, cb, M, K, N, acc);
   cpu->bias_bwd(cpu, cdb, ca, K, M);
   float *got = ot_get(&og, gw, no), *ref = ot_get(&oc, cw, no), *gd = ot_get(&og, gdb, M), *cd = ot_get(&oc, cdb, M);
@@ -2926,14 +2936,14 @@ static void test_act_f16_matmul(void **state) {
    * bias_bwd fails), db right after dW as in training, dW accumulated (DB's only form): no split;
    * split over K; dY at an offset */
   assert_non_null(g->matmul_at_db);
-  mm_db_case(g, 2 * u, 3 * u, 2 * u, 1, 0, 1);
-  mm_db_case(g, 2 * u, 3 * u, 2 * u, 1, 64, 1);
-  mm_db_case(g, 3 * u, 2048, u, 1, 0, 1);
+  mm_db_case(g, 2 * u, 3 * u, 2 * u, 1, 0, 1, 0);
+  mm_db_case(g, 2 * u, 3 * u, 2 * u, 1, 64, 1, 0);
+  mm_db_case(g, 3 * u, 2048, u, 1, 0, 1, 1);
   /* db not right after dW, and dW overwritten (acc 0; db still accumulates): matmul_at and
    * bias_bwd (NATIVE16 off for them) */
   unsetenv("TEZGAH_WEBGPU_SGMAT_NATIVE16");
-  mm_db_case(g, 2 * u, 3 * u, 2 * u, 1, 0, 0);
-  mm_db_case(g, 2 * u, 3 * u, 2 * u, 0, 0, 1);
+  mm_db_case(g, 2 * u, 3 * u, 2 * u, 1, 0, 0, -1);
+  mm_db_case(g, 2 * u, 3 * u, 2 * u, 0, 0, 1, -1);
   setenv("TEZGAH_WEBGPU_SGMAT_NATIVE16", "1", 1);
   /* the f16 output through fp32 scratch and copy_rows: kernel n with TEZGAH_WEBGPU_SGMAT_O16=0,
    * and kernel o (no emulated form: not on lavapipe) */

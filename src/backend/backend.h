@@ -455,6 +455,10 @@ long tz_webgpu_attn_nopack_calls(int bwd);
  * webgpu_ops_elem.c; which 0: forwards, 1: backwards, 2: backwards with the weight gradients fused
  * into the row pass): for tests, that the path they mean to check ran. */
 long tz_webgpu_norm_v8_calls(int which);
+/* How many matmul_at_db calls of this process summed the bias in the weight gradient's kernel
+ * (webgpu_ops_matmul.c, matmul_sgmm.wgsl DB; split 0: without a split over K, 1: with one): for
+ * tests, that the path they mean to check ran. */
+long tz_webgpu_mm_db_calls(int split);
 /* How many of this process's dispatches of the attention backward's D pass took the vector form
  * (fa_sg_prep.wgsl main8; TEZGAH_WEBGPU_ATTN_D_VEC): for tests. */
 long tz_webgpu_attn_dvec_calls(void);

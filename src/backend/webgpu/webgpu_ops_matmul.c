@@ -22,6 +22,9 @@
 #include "backend/webgpu/webgpu_internal.h"
 #include "backend/webgpu/sgmat.h"
 
+static long db_calls[2]; /* matmul_at_db's calls on kernel n's DB: without, with a split over K */
+long tz_webgpu_mm_db_calls(int split) { return split == 0 || split == 1 ? db_calls[split] : 0; }
+
 /* ---- matmul family ---- */
 /* Would run_ex give these two arguments one binding (same buffer, overlapping aligned ranges)? */
 static int shares_binding(wg_ctx *c, tz_slice x, size_t xb, tz_slice y, size_t yb) {
@@ -442,6 +445,7 @@ static int sg_matmul(tz_backend *be, int variant, tz_slice out, tz_slice a_, tz_
   wg_run(c, sg_label(labels[variant], M, N, K, S, 0), wg_pipeline(c, tz_sgmat_file(t), "main", prefix), w, 12, ar,
          t.a16w || hr ? 5 : 4, grid[0], grid[1], grid[2]);
   c->pending_flop = 0;
+  if (dbe) db_calls[S > 1]++;
   if (o32) /* the f16 out (+)= the fp32 result (copy_rows' f16 variant: ±inf beyond f16's range) */
     wg_copy_rows_h(c, out, n, part, n, M, N, acc, 1, 0);
   if (S > 1 && !wg_colsum_add_v4(c, sg_label(labels[variant], M, N, K, S, 1), out, part, S, mn, mn, !acc)) {
