@@ -6,38 +6,37 @@
 #    session off on its own (SWITCHES: "NAME VAR=VALUE ..." lines, below), all off; median
 #    tokens/s of steps 6..; 3. per-shape profiles of both defaults.
 #   bash scripts/device_ab23.sh DIR   (carry [DIR, ".gl"]; DIR from device_pack_webgpu.sh). <= 420 s.
+# Optional: TESTS=0 (no part 1), ARCHS="gpt2" (the shapes of part 2; default both), PROFILE=0 (no
+# part 3), ALLOFF=0 (no all-off run: switches that are settings, not changes to turn off), steps=N
+# (steps per run; 10 by default).
 set -uo pipefail
 # shellcheck source=scripts/device_webgpu_env.sh
 source scripts/device_webgpu_env.sh
 device_start device_ab23 /tmp/ab23_out "" "$@"
 device_dawn_node
 export TTMO=${TTMO:-40}
-f16_tests
+[[ ${TESTS:-1} == 0 ]] || f16_tests
 # the session's switches, one line each: a name, then the variables that turn the change off
 SWITCHES=${SWITCHES:-"split TEZGAH_WEBGPU_SGMAT_SPLIT_COST=1"}
 all=()
-while read -r name vars; do
-  [[ -n $name ]] || continue
-  # shellcheck disable=SC2086  # the variables, one word each
-  run_env "g_$name" gpt2 $vars
-  # shellcheck disable=SC2206
-  all+=($vars)
-done <<<"$SWITCHES"
-run_env g1 gpt2
-run_env g0 gpt2 "${all[@]}"
-run_env g1b gpt2
-while read -r name vars; do
-  [[ -n $name ]] || continue
-  # shellcheck disable=SC2086
-  run_env "l_$name" llama $vars
-done <<<"$SWITCHES"
-run_env l1 llama
-run_env l0 llama "${all[@]}"
-run_env l1b llama
+for arch in ${ARCHS:-gpt2 llama}; do
+  p=${arch:0:1}
+  while read -r name vars; do
+    [[ -n $name ]] || continue
+    # shellcheck disable=SC2086  # the variables, one word each
+    run_env "${p}_$name" "$arch" $vars
+    # shellcheck disable=SC2206
+    [[ $p == g ]] && all+=($vars)
+  done <<<"$SWITCHES"
+  run_env "${p}1" "$arch"
+  [[ ${ALLOFF:-1} == 0 ]] || run_env "${p}0" "$arch" "${all[@]}"
+  run_env "${p}1b" "$arch"
+done
+[[ ${PROFILE:-1} == 0 ]] ||
 for a in gpt2 llama; do
   TEZGAH_PROFILE_SHAPES=1 train_shape "prof_$a" "$a" f16 8 --profile
   say "profile $a total $(row total "$out/prof_$a.log")"
 done
-say "TABLE gpt2: default ${TPS[g1]} / ${TPS[g1b]}; all off ${TPS[g0]}; $(for k in "${!TPS[@]}"; do [[ $k == g_* ]] && printf '%s %s; ' "${k#g_}" "${TPS[$k]}"; done)"
-say "TABLE llama: default ${TPS[l1]} / ${TPS[l1b]}; all off ${TPS[l0]}; $(for k in "${!TPS[@]}"; do [[ $k == l_* ]] && printf '%s %s; ' "${k#l_}" "${TPS[$k]}"; done)"
+say "TABLE gpt2: default ${TPS[g1]:-} / ${TPS[g1b]:-}; all off ${TPS[g0]:-}; $(for k in "${!TPS[@]}"; do [[ $k == g_* ]] && printf '%s %s; ' "${k#g_}" "${TPS[$k]}"; done)"
+say "TABLE llama: default ${TPS[l1]:-} / ${TPS[l1b]:-}; all off ${TPS[l0]:-}; $(for k in "${!TPS[@]}"; do [[ $k == l_* ]] && printf '%s %s; ' "${k#l_}" "${TPS[$k]}"; done)"
 pack_logs
