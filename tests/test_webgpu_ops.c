@@ -1646,7 +1646,7 @@ static int env_flag(const char *name) {
  * unit-normal inputs' scale): a gradient that is 0 in exact arithmetic (T = 1: dS = P·(dP − D)
  * with D = dP) is the difference of two f16-rounded O(1) values. */
 static void sg_close(const char *what, const float *got, const float *ref, size_t n, double rtol, double arms) {
-  double ss = 0, worst = 0, emax = 0;
+  double ss = 0, worst = 0, emax = 0, es = 0;
   for (size_t i = 0; i < n; i++) ss += (double)ref[i] * ref[i];
   double rms = sqrt(ss / (n ? n : 1)), scale = rms > 0.1 ? rms : 0.1;
   size_t bad = 0, wi = 0;
@@ -1657,10 +1657,11 @@ static void sg_close(const char *what, const float *got, const float *ref, size_
       bad++;
     }
     if (err > emax) emax = err;
+    es += err * err;
     if (bound > 0 && err / bound > worst) worst = err / bound, wi = i;
   }
-  printf("  %-28s max |err| %.3g = %.3g rms (rms %.3g), worst err/bound %.3f at %zu%s\n", what, emax,
-         rms > 0 ? emax / rms : 0, rms, worst, wi, bad ? " FAILED" : "");
+  printf("  %-28s max |err| %.3g = %.3g rms (rms %.3g), rms err %.3g, worst err/bound %.3f at %zu%s\n", what, emax,
+         rms > 0 ? emax / rms : 0, rms, sqrt(es / (n ? n : 1)), worst, wi, bad ? " FAILED" : "");
   if (bad) {
     print_error("%s: %zu of %zu outside the bound\n", what, bad, n);
     fail();
@@ -1672,7 +1673,12 @@ static void sg_close(const char *what, const float *got, const float *ref, size_
  * and dS are rounded to f16 once more (u). Every output is a sum of such terms, so its error is
  * at most about 1e-2 of the magnitude of its terms, which for these sums of random-sign terms is
  * the output's rms. Bound: 1e-2·|cpu| + 1.5e-2·rms(cpu), lse 1.5e-2 absolute (its terms are
- * the scores). A wrong mask, row, head or block gives errors of the order of the rms itself. */
+ * the scores). A wrong mask, row, head or block gives errors of the order of the rms itself.
+ * With f16 activations the written-out dK/dV's dq partial sums are f16 too (webgpu_ops_attn_sg.c
+ * sg_dq16): each key block's part dS·K rounded to f16 after each of its NSG (2 or 4) 16-key
+ * multiply-accumulates, ≤ NSG·u ≤ 2e-3 of the part's terms, a few parts per query at random
+ * signs: well inside the same bound, not widened for it (the _wo entry prints dq's max and rms
+ * errors; fp32 parts: TEZGAH_WEBGPU_ATTN_DQ16=0). */
 #define SG_RTOL 1e-2
 #define SG_ARMS 1.5e-2
 static void check_att_sg(tz_backend *ge, int B, int T, int nh, int nkv, int hd) {
@@ -1781,8 +1787,22 @@ static void test_attention_sgmat(void **state) {
         print_error("TZ_TEST_SG_CASE: '%s' is not B,T,n_head,n_kv_head,head_dim\n", p);
         fail();
       }
-      if (g != gpu) free(af16_att(g, cs[0], cs[1], cs[2], cs[3], cs[4], 1, 0));
-      else check_att_sg(gpu, cs[0], cs[1], cs[2], cs[3], cs[4]);
+      if (g != gpu) {
+        float *r = af16_att(g, cs[0], cs[1], cs[2], cs[3], cs[4], 1, 0);
+        /* TZ_TEST_SG_DUMP=file (measurements, e.g. TEZGAH_WEBGPU_ATTN_DQ16=1 against =0): the
+         * case's GPU results appended as floats (lse, out, dq|dk|dv: af16_att's order) */
+        const char *dp = getenv("TZ_TEST_SG_DUMP");
+        if (dp && *dp) {
+          size_t N = (size_t)cs[0] * cs[1], nr = (size_t)cs[0] * cs[2] * cs[1] + N * cs[2] * cs[4] +
+                                                    N * (size_t)(cs[2] + 2 * cs[3]) * cs[4];
+          FILE *f = fopen(dp, "ab");
+          assert_non_null(f);
+          assert_int_equal(fwrite(r, 4, nr, f), nr);
+          fclose(f);
+        }
+        free(r);
+      } else
+        check_att_sg(gpu, cs[0], cs[1], cs[2], cs[3], cs[4]);
       p += strcspn(p, " ;");
       p += strspn(p, " ;");
     }
@@ -1903,6 +1923,40 @@ static void af16_rope(tz_backend *g, int B, int T, int nh, int nkv, int hd, int 
 /* attention forward and backward on f16 q, k, v (one fused qkv at byte offset off), dout, dq, dk,
  * dv (one fused dqkv at off) and out; sg: the subgroup-matrix bound (SG_RTOL), else the fp32
  * kernels' */
+/* Whether the environment leaves the backward on the written-out dK/dV (fa_sg_dkdv_wo: the
+ * staged backward, TEZGAH_WEBGPU_ATTN_SG_STAGE unset, 1 or 3; TEZGAH_WEBGPU_ATTN_SG_WO unset or
+ * 1; no ablation) */
+static int sg_dkdv_wo_env(void) {
+  const char *st = getenv("TEZGAH_WEBGPU_ATTN_SG_STAGE"), *wo = getenv("TEZGAH_WEBGPU_ATTN_SG_WO"),
+             *ab = getenv("TEZGAH_WEBGPU_ATTN_SG_ABLATE");
+  return (!st || !*st || !strcmp(st, "1") || !strcmp(st, "3")) && (!wo || !*wo || !strcmp(wo, "1")) &&
+         (!ab || !*ab || !strcmp(ab, "0"));
+}
+/* That the subgroup-matrix backward just run (tz_webgpu_attn_dq16_calls was n0 before it) wrote
+ * its dq partial sums as f16 where it should (webgpu_ops_attn_sg.c sg_dq16: the written-out
+ * dK/dV with f16 activations where the adapter lists an f16-result configuration, or the
+ * stand-in; TEZGAH_WEBGPU_ATTN_DQ16=0: never), and not elsewhere: want 0 under DQ16=0 or where
+ * tz_webgpu_describe does not say "dq partials f16" (the direct or loop-indexed staged dK/dV, an
+ * adapter without the configuration), 1 where it says so and the environment leaves the
+ * written-out dK/dV on (sg_dkdv_wo_env) at head_dim 64 (they run there on the H200 and, through
+ * the stand-in, on lavapipe); elsewhere (head_dim 128: the staged kernels fit or not by the
+ * adapter's workgroup memory) the count is printed, not checked. The stand-in always offers it:
+ * its describe line without "dq partials f16" while the written-out kernels are on fails. */
+static void af16_dq16(tz_backend *g, long n0, int hd, const char *what) {
+  const char *e = getenv("TEZGAH_WEBGPU_ATTN_DQ16"), *d = tz_webgpu_describe(g);
+  int off = e && *e && !strcmp(e, "0"), says = strstr(d, "dq partials f16") != NULL;
+  long got = tz_webgpu_attn_dq16_calls() - n0, want = off || !says ? 0 : hd == 64 && sg_dkdv_wo_env() ? 1 : -1;
+  if (!off && !says && sg_dkdv_wo_env() && env_flag("TEZGAH_WEBGPU_ATTN_SGMAT_EMU")) {
+    print_error("%s: the stand-in runs the written-out kernels, but no f16 dq partials: %s\n", what, d);
+    fail();
+  }
+  printf("act_f16 attention %s: f16 dq partials in %ld backwards (want %ld%s)\n", what, got, want,
+         want < 0 ? ": not checked here" : "");
+  if (want >= 0 && got != want) {
+    print_error("act_f16 attention %s: f16 dq partials in %ld backwards, want %ld\n", what, got, want);
+    fail();
+  }
+}
 static float *af16_att(tz_backend *g, int B, int T, int nh, int nkv, int hd, int sg, size_t off) {
   ot_ctx og, oc;
   ot_init(&og, g, (uint64_t)B * 131 + T * 7 + nh * 3 + nkv + hd + off);
@@ -1910,6 +1964,14 @@ static float *af16_att(tz_backend *g, int B, int T, int nh, int nkv, int hd, int
   size_t N = (size_t)B * T, Q = (size_t)(nh + 2 * nkv) * hd, C = (size_t)nh * hd, nl = (size_t)B * nh * T;
   size_t kc = C, vc = C + (size_t)nkv * hd;
   float *qkv = ot_randn(&og, N * Q, 1), *dout = ot_randn(&og, N * C, 1);
+  /* TZ_TEST_SG_KSHIFT=c (measurements; unset in ctest): c added to every key component, a key
+   * mean shared by all keys, which leaves softmax and dq unchanged in exact arithmetic but makes
+   * each key block's dq part carry c·Σ_block dS, cancelling between blocks (Σ_keys dS = 0 per
+   * row): the case in which f16 dq partials (sg_dq16) lose most relative to dq */
+  const char *ksh = getenv("TZ_TEST_SG_KSHIFT");
+  if (ksh && *ksh)
+    for (size_t n = 0; n < N; n++)
+      for (size_t c = 0; c < (size_t)nkv * hd; c++) qkv[n * Q + kc + c] += (float)atof(ksh);
   round16(qkv, N * Q);
   round16(dout, N * C);
   tz_slice gq = up16(&og, qkv, N * Q, off), gd = up16(&og, dout, N * C, off), go = ot_buf(&og, NULL, N * C * 2 + 64),
@@ -1935,8 +1997,14 @@ static float *af16_att(tz_backend *g, int B, int T, int nh, int nkv, int hd, int
   else
     af16_close("act_f16 attention out", got, ref, N * C, 1e-4 + AF16_U, 2e-5);
   cpu->upload(cpu, co, got, N * C * 4); /* both backwards read the f16 out */
+  long q0 = tz_webgpu_attn_dq16_calls();
   g->attention_bwd(g, gdq, tz_at(gdq, kc * 2), tz_at(gdq, vc * 2), gd, gq, tz_at(gq, kc * 2), tz_at(gq, vc * 2), go, gl,
                    B, T, nh, nkv, hd, (int)Q, (int)Q);
+  if (sg) af16_dq16(g, q0, hd, "backward");
+  else if (tz_webgpu_attn_dq16_calls() != q0) { /* (the fp32 flash and general kernels have no dq parts of this kind) */
+    print_error("act_f16 attention: f16 dq partials counted on the fp32 kernels\n");
+    fail();
+  }
   cpu->attention_bwd(cpu, cdq, tz_f32(cdq, kc), tz_f32(cdq, vc), cd, cq, tz_f32(cq, kc), tz_f32(cq, vc), co, cl, B, T,
                      nh, nkv, hd, (int)Q, (int)Q);
   /* (downloads start on 4-byte words: from the half before where off is not on one) */

@@ -1,5 +1,6 @@
 /* The subgroup-matrix matmul (src/backend/webgpu/sgmat.h, matmul_sgmat.wgsl) and its choice.
  *  - tz_sgmat_pick over configuration lists (no GPU): the f16 × f16 → f32 16×16×16 entry or none;
+ *    tz_sgmat_pick_res the f16 × f16 → f16 one (the attention's f16 dq partials) the same way;
  *  - the f16 conversion used to make the operands (bit patterns of known values);
  *  - on the adapter at hand: where the kernel is not usable (lavapipe: no subgroup matrices;
  *    bun's Dawn on NVIDIA: no ShaderF16) the reason is stated and callers fall back, which is
@@ -28,9 +29,14 @@ static void test_pick(void **state) {
       {5, WGPUSubgroupMatrixComponentType_U32, 16, 16, 32, 32, 32}};
   assert_int_equal(tz_sgmat_pick(h200, 4), 2);
   assert_int_equal(tz_sgmat_pick(h200, 2), -1); /* f16 result or 16x8 only: none */
+  /* the f16-result entry (the attention's dq partials): index 0, none without it */
+  assert_int_equal(tz_sgmat_pick_res(h200, 4, WGPUSubgroupMatrixComponentType_F16), 0);
+  assert_int_equal(tz_sgmat_pick_res(h200, 4, WGPUSubgroupMatrixComponentType_F32), 2);
+  assert_int_equal(tz_sgmat_pick_res(h200 + 1, 3, WGPUSubgroupMatrixComponentType_F16), -1);
   WGPUSubgroupMatrixConfig ints[] = {{5, WGPUSubgroupMatrixComponentType_U32, 16, 16, 32, 32, 32},
                                      {6, WGPUSubgroupMatrixComponentType_I32, 16, 16, 32, 32, 32}};
   assert_int_equal(tz_sgmat_pick(ints, 2), -1);
+  assert_int_equal(tz_sgmat_pick_res(ints, 2, WGPUSubgroupMatrixComponentType_F16), -1);
 }
 
 static void test_f16(void **state) {

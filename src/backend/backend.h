@@ -462,6 +462,10 @@ long tz_webgpu_mm_db_calls(int split);
 /* How many of this process's dispatches of the attention backward's D pass took the vector form
  * (fa_sg_prep.wgsl main8; TEZGAH_WEBGPU_ATTN_D_VEC): for tests. */
 long tz_webgpu_attn_dvec_calls(void);
+/* How many of this process's subgroup-matrix attention backwards wrote their dq partial sums as
+ * f16 (the written-out dK/dV's DQ16, webgpu_ops_attn_sg.c sg_dq16; TEZGAH_WEBGPU_ATTN_DQ16): for
+ * tests, that the path they mean to check ran. */
+long tz_webgpu_attn_dq16_calls(void);
 /* How many of this process's WebGPU fills took the vector form (webgpu_mem.c wg_fill, fill16.wgsl;
  * TEZGAH_WEBGPU_FILL_VEC): for tests. */
 long tz_webgpu_fill_vec_calls(void);

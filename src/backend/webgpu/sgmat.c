@@ -77,13 +77,15 @@ float tz_sgmat_f32(uint16_t h) {
   return f;
 }
 
-int tz_sgmat_pick(const WGPUSubgroupMatrixConfig *cfg, size_t n) {
+int tz_sgmat_pick_res(const WGPUSubgroupMatrixConfig *cfg, size_t n, WGPUSubgroupMatrixComponentType res) {
   for (size_t i = 0; i < n; i++)
-    if (cfg[i].componentType == WGPUSubgroupMatrixComponentType_F16 &&
-        cfg[i].resultComponentType == WGPUSubgroupMatrixComponentType_F32 && cfg[i].M == 16 &&
-        cfg[i].N == 16 && cfg[i].K == 16)
+    if (cfg[i].componentType == WGPUSubgroupMatrixComponentType_F16 && cfg[i].resultComponentType == res &&
+        cfg[i].M == 16 && cfg[i].N == 16 && cfg[i].K == 16)
       return (int)i;
   return -1;
+}
+int tz_sgmat_pick(const WGPUSubgroupMatrixConfig *cfg, size_t n) {
+  return tz_sgmat_pick_res(cfg, n, WGPUSubgroupMatrixComponentType_F32);
 }
 
 static void on_error(WGPUDevice const *d, WGPUErrorType t, WGPUStringView m, void *u1, void *u2) {

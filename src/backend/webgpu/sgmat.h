@@ -117,6 +117,11 @@ void tz_sgmat_grid(tz_sgmat_tile t, uint32_t M, uint32_t N, uint32_t split, uint
 /* Index of the configuration the kernel uses (f16 × f16 → f32, M = N = K = 16) in `cfg[0..n)`,
  * or -1 when there is none (the caller falls back). Pure; no GPU. */
 int tz_sgmat_pick(const WGPUSubgroupMatrixConfig *cfg, size_t n);
+/* The same for f16 × f16 → `res` at 16×16×16 (tz_sgmat_pick is res = F32; F16: the f16
+ * accumulator the attention backward's dq partials use where listed, webgpu_ops_attn_sg.c
+ * sg_dq16; the H200 lists both, docs/PERF.md "f16 and subgroup matrices on the H200 with a newer
+ * Dawn"). Index or -1. Pure; no GPU. */
+int tz_sgmat_pick_res(const WGPUSubgroupMatrixConfig *cfg, size_t n, WGPUSubgroupMatrixComponentType res);
 
 typedef struct tz_sgmat tz_sgmat;
 /* Load Dawn, create an instance, the Vulkan adapter (with the toggles above under the node

@@ -140,6 +140,10 @@ typedef struct {
                * emulated in WGSL (matmul_sgmm.wgsl EMU) on an adapter with ShaderF16 only */
   uint32_t sg_size;
   const char *sg_why;
+  /* whether the adapter lists an f16 x f16 -> f16 16x16x16 subgroup-matrix configuration (an f16
+   * accumulator; sgmat_choose, tz_sgmat_pick_res): the attention backward's f16 dq partials
+   * (webgpu_ops_attn_sg.c sg_dq16) need it on real hardware */
+  int sgmat_f16res;
   tz_buf *sg16[2];   /* f16 copies of the two operands (wg_matmul's sgmat path) */
   tz_buf *pbuf;      /* the registered parameter buffer (params_mirror) */
   tz_buf *mirror;    /* its f16 copy (2 bytes per element) */

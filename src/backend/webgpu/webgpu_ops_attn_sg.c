@@ -30,7 +30,9 @@
  * q, k, v into the padded compact layout (a relayout, no conversion: the kernels' operands are the
  * same f16 values the fp32 path makes from fp32 inputs rounded to f16), fa_sg_prep reads the f16
  * dout (DT), the dK/dV kernels store dk, dv as f16 (DKT, cvk: sg_dkt) and fa_sg_dqsum dq (DQT,
- * cvq), rounded once from their fp32 sums; F32IN is off (it reads fp32 q, k, v). Where T is a
+ * cvq), rounded once from their fp32 sums; the written-out dK/dV's dq partial sums are f16 too
+ * where the adapter has an f16 accumulator (sg_dq16, TEZGAH_WEBGPU_ATTN_DQ16); F32IN is off (it
+ * reads fp32 q, k, v). Where T is a
  * multiple of SG_PAD too (Tp == T: the copies would have no zero rows) and the layout is aligned,
  * the written-out kernels (fa_sg_fwd_wo, fa_sg_dkdv_wo) read q, k, v in the qkv and dO in dout
  * themselves, with their row strides (prefix QRS, KRS), and fa_sg_prep computes D only: no packs,
@@ -199,7 +201,13 @@ const char *wg_attn_sg_why(wg_ctx *c) {
  * over SM, generated per array the file uses; subgroupShuffleXor(y, o) becomes an exchange
  * through workgroup memory between invocations lid and lid ^ o (the callers are in uniform
  * control flow). Products of f16 values are exact in f32, so the arithmetic is the hardware's up
- * to the summation order. malloc'ed. */
+ * to the summation order. f16 result matrices (subgroup_matrix_result<f16, 16, 16>: the dK/dV's
+ * f16 dq parts, DQ16) become SMH (values held as f32, each one an f16 value); a
+ * multiply-accumulate into one must carry "// f16 acc" on its line and becomes sm_mmah: the 16
+ * products added to the accumulator in f32, then rounded to f16 (f16s: ±inf beyond f16's range,
+ * NaN kept), once per multiply-accumulate: at least the roundings of the hardware's f16
+ * accumulator, which may round more often within one (an unmarked one into SMH fails to compile:
+ * sm_mma takes SM); its store to an f16 array (scrh) writes those f16 values. malloc'ed. */
 char *wg_attn_sg_emulate(const char *src) {
   static const char *const rep[][2] = {
       {"enable subgroups;\n", ""},
@@ -208,6 +216,7 @@ char *wg_attn_sg_emulate(const char *src) {
       {"subgroup_matrix_left<f16, 16, 16>", "SM"},
       {"subgroup_matrix_right<f16, 16, 16>", "SM"},
       {"subgroup_matrix_result<f32, 16, 16>", "SM"},
+      {"subgroup_matrix_result<f16, 16, 16>", "SMH"},
       {"subgroupMatrixMultiplyAccumulate(", "sm_mma("},
       {"subgroupShuffleXor(y, o)", "sm_shfx(y, o, lid)"},
       {"subgroupMatrixLoad<Left, row_major>(&", "sm_ld_r_"},
@@ -224,7 +233,13 @@ char *wg_attn_sg_emulate(const char *src) {
     for (size_t i = 0; i < sizeof rep / sizeof *rep && !hit; i++) {
       size_t k = strlen(rep[i][0]);
       if (!strncmp(q, rep[i][0], k)) {
-        n += (size_t)snprintf(o + n, cap - n, "%s", rep[i][1]);
+        const char *to = rep[i][1], *eol = strchr(q, '\n');
+        /* an f16-result multiply-accumulate ("// f16 acc" on its line) */
+        if (!strcmp(to, "sm_mma(")) {
+          const char *f = strstr(q, "// f16 acc");
+          if (f && (!eol || f < eol)) to = "sm_mmah(";
+        }
+        n += (size_t)snprintf(o + n, cap - n, "%s", to);
         q += k, hit = 1;
         if (!strncmp(rep[i][1], "sm_ld_", 6) || !strncmp(rep[i][1], "sm_st_", 6)) { /* "name, " -> "name(" */
           while (*q && *q != ',') o[n++] = *q++;
@@ -240,6 +255,8 @@ char *wg_attn_sg_emulate(const char *src) {
   /* the library, after the host's prefix (it needs NT): per f16 array a load, per f32 array a store */
   /* (f16s: the arrays loaded element by element, f16 or, s_ (fa_sg_fwd_st's LAZY), f32) */
   static const char *const f16s[] = {"x16", "p_", "pT_", "dsT_", "pds_", "s_"}, *const f32s[] = {"s_", "scr"};
+  /* (f16 arrays stored to from f16 result matrices, SMH) */
+  static const char *const h16s[] = {"scrh"};
   /* the staged kernels' tiles of vec4<u32> (8 halves): offsets and strides count vec4 */
   static const char *const v4s[] = {"kv_", "kb_", "qt_", "dt_"};
   char lib[16384];
@@ -252,6 +269,14 @@ char *wg_attn_sg_emulate(const char *src) {
                               "var<workgroup> sm_x: array<f32, NT>;\n"
                               "fn sm_shfx(y: f32, o: u32, lid: u32) -> f32 {\n  workgroupBarrier();\n  sm_x[lid] = y;\n"
                               "  workgroupBarrier();\n  return sm_x[lid ^ o];\n}\n");
+  /* the f16 result type, only where used (the other kernels' sources stay as they were) */
+  if (strstr(o, "SMH"))
+    m += (size_t)snprintf(lib + m, sizeof lib - m,
+                          "struct SMH { v: array<f32, 256> }\n"
+                          "fn sm_mmah(a: SM, b: SM, c: SMH) -> SMH {\n  var r = c;\n"
+                          "  for (var i = 0u; i < 16u; i++) { for (var j = 0u; j < 16u; j++) { var s = r.v[i * 16u + j];\n"
+                          "    for (var k = 0u; k < 16u; k++) { s = fma(a.v[i * 16u + k], b.v[k * 16u + j], s); }\n"
+                          "    r.v[i * 16u + j] = f32(f16s(s)); } }\n  return r;\n}\n");
   for (size_t i = 0; i < sizeof v4s / sizeof *v4s; i++) {
     char key[16];
     snprintf(key, sizeof key, "sm_ld_r_%s(", v4s[i]);
@@ -288,6 +313,16 @@ char *wg_attn_sg_emulate(const char *src) {
                           "  for (var i = 0u; i < 16u; i++) { for (var j = 0u; j < 16u; j++) {\n"
                           "    %s[off + i * ld + j] = a.v[i * 16u + j]; } }\n}\n",
                           f32s[i], f32s[i]);
+  }
+  for (size_t i = 0; i < sizeof h16s / sizeof *h16s; i++) {
+    char key[16];
+    snprintf(key, sizeof key, "sm_st_%s(", h16s[i]);
+    if (!strstr(o, key)) continue;
+    m += (size_t)snprintf(lib + m, sizeof lib - m,
+                          "fn sm_st_%s(off: u32, a: SMH, ld: u32) {\n"
+                          "  for (var i = 0u; i < 16u; i++) { for (var j = 0u; j < 16u; j++) {\n"
+                          "    %s[off + i * ld + j] = f16(a.v[i * 16u + j]); } }\n}\n",
+                          h16s[i], h16s[i]);
   }
   TZ_ASSERT(m + 1 < sizeof lib);
   /* after the directives */
@@ -363,8 +398,9 @@ static int sg_use(wg_ctx *c, const char *op, int Tq, int Tk, int q_pos0, int hd)
   }
   return 1;
 }
+static int sg_dq16(wg_ctx *c);
 const char *wg_attn_sg_choice(wg_ctx *c) {
-  static char line[320];
+  static char line[360];
   const char *why = wg_attn_sg_why(c);
   int m = sg_mode();
   if (why) snprintf(line, sizeof line, "attention: fp32 flash kernels (subgroup-matrix attention off: %s)", why);
@@ -372,13 +408,14 @@ const char *wg_attn_sg_choice(wg_ctx *c) {
     snprintf(line, sizeof line, "attention: fp32 flash kernels (attention on subgroup matrices available; forced off)");
   else
     snprintf(line, sizeof line,
-             "attention on subgroup matrices (f16 x f16 -> f32, forward %s %s, dK/dV %s) for training at head_dim %s, "
+             "attention on subgroup matrices (f16 x f16 -> f32, forward %s %s, dK/dV %s%s) for training at head_dim %s, "
              "fp32 flash kernels elsewhere",
              sg_stage(0) ? (sg_wo() ? "staged (one-pass: written out)" : "staged") : "direct",
              sg_onepass(64) == sg_onepass(128) ? (sg_onepass(64) ? "one-pass" : "two-pass")
                                                : sg_onepass(64) ? "one-pass (128: two-pass)"
                                                                 : "two-pass (128: one-pass)",
              sg_stage(1) ? (sg_wo() ? "staged, written out" : "staged") : "direct",
+             sg_stage(1) && sg_wo() && sg_dq16(c) ? ", dq partials f16" : "",
              m == 1 ? "64 and 128 (TEZGAH_WEBGPU_ATTN_SGMAT=1)" : "64 and 128 (faster there on the H200)");
   return line;
 }
@@ -610,6 +647,43 @@ static int sg_dk8(wg_ctx *c, tz_slice dk, tz_slice dv, int kvs) {
          (dv.off - dk.off) % 16 == 0 && kvs % 8 == 0;
 }
 
+/* Whether the written-out dK/dV (fa_sg_dkdv_wo.wgsl, the caller says it runs) writes the dq
+ * partial sums as f16 (`//defs` DQ16=1: f16 result matrices, subgroup_matrix_result<f16>, each
+ * part dS·K of one key block accumulated in f16 and stored as f16; fa_sg_dqsum reads them with
+ * the prefix PT = f16 and adds them in fp32 in the same order, dq rounded once) rather than fp32:
+ * half the parts' bytes (GPT-2 124M, B16 T1024: ~5 GB of fp32 parts written and read per step;
+ * attention_bwd_dq alone 1.67 ms of an 83 ms step on the H200). Needs f16 activations
+ * (c->act_f16: dq is stored as f16 anyway; with fp32 activations the parts stay fp32) and an
+ * adapter that lists an f16 × f16 → f16 16×16×16 configuration (c->sgmat_f16res; the H200 does,
+ * docs/PERF.md) or the stand-in (sg_emu: wg_attn_sg_emulate rounds the accumulator to f16 after
+ * every multiply-accumulate). TEZGAH_WEBGPU_ATTN_DQ16=0: the fp32 parts (A/B). The loop-indexed
+ * staged (fa_sg_dkdv_st) and direct (fa_sg_dkdv) kernels keep fp32 parts: neither is a default on
+ * the H200 (the A/B, F32IN and ablation forms), and keeping them unchanged keeps them the
+ * reference the written-out kernel is checked against.
+ * Error (u = 2^-11, f16's unit roundoff): a part is a sum over the block's BC = 16·NSG keys of
+ * products of f16 dS and f16 K (exact in the accumulator), rounded to f16 after each of the NSG
+ * multiply-accumulates of 16 keys (more often if the hardware rounds within one): at most
+ * NSG·u·(Σ|dS·K| of the part) apart from the fp32 part, about u·|part| at random signs; the
+ * sum over the ≤ T / BC parts adds these (√(T / BC) of them at random signs). With the final
+ * f16 rounding of dq (u / 2 relative) that is, for dq of the magnitude of its parts, a few
+ * roundings of an f16 value more than before; where the parts cancel (|dq| ≪ |parts|) it is
+ * relative to the parts, not dq. Parts below f16's normal range (6.1e-5) keep an absolute error
+ * of 2^-25 per rounding: gradients that small need the loss scale. A part beyond ±65504 becomes
+ * ±inf (as the f16 dq would), which the loss scaler's finiteness check sees. Measured through
+ * the stand-in (lavapipe, 2026-12-04, ctest _wo's case: B 2, T 70, GQA 4/2, head_dim 64, NSG 2,
+ * up to 3 parts a query; unit-normal inputs, dq's rms 0.263): dq against the CPU, rms error
+ * 7.7e-5 with fp32 parts, 9.1e-5 with f16 ones, max 1.05e-3 and 1.53e-3 (the bound's worst
+ * ratio 0.073 and 0.084); f16 against fp32 parts, rms 7.2e-5 (2.8e-4 of dq's rms, 0.86 f16
+ * ulps of dq on average: about one f16 rounding more); dk, dv, out, lse the same bits. The
+ * parts cancel where the keys share a mean (Σ_keys dS = 0 per query, so a block's part carries
+ * mean·Σ_block dS): with 4 added to every key component (TZ_TEST_SG_KSHIFT=4) f16 against fp32
+ * parts rms 1.39e-4 (3.5 ulps on average), dq's error against the CPU 2.37e-4 -> 2.69e-4 rms. */
+static int sg_dq16(wg_ctx *c) {
+  return env_int("TEZGAH_WEBGPU_ATTN_DQ16", 1) != 0 && c->act_f16 && (sg_emu() || c->sgmat_f16res);
+}
+static long sg_dq16_calls;
+long tz_webgpu_attn_dq16_calls(void) { return sg_dq16_calls; }
+
 /* rows of dq partial sums per (sequence, head): Σ over the key blocks kb of Tp − kb·bc */
 static size_t sg_part_rows(int Tp, int bc) {
   size_t nkb = (size_t)Tp / bc;
@@ -681,8 +755,17 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   if (dk.buf != dv.buf || dv.off < dk.off || (dv.off - dk.off) % es || dk.off % es || dq.off % es || out.off % 4)
     return sg_decline(c, op, "dk and dv are not aligned slices of one buffer with dv after dk");
   sg_lay l = sg_layout(B, Tp, nh, nkv, hd, 1);
+  /* TEZGAH_WEBGPU_ATTN_SG_ABLATE=N (diagnosis, staged only; WRONG RESULTS, a note on stderr):
+   * the staged dK/dV without parts of its work, so that bench_webgpu shows where its time goes:
+   * bit 1 the dq part (its products and stores), 2 the element-wise passes (P, dS), 4 the
+   * barriers between the per-tile phases (2)-(5) of fa_sg_dkdv_st.wgsl */
+  int abl = nst ? env_int("TEZGAH_WEBGPU_ATTN_SG_ABLATE", 0) & 7 : 0;
+  /* dq16: f16 dq parts (sg_dq16), in the written-out kernel only: it runs with f16 activations
+   * wherever it is staged and asked for (F32IN needs fp32 activations, see wo below) */
+  int dq16 = nst && sg_wo() && !abl && sg_dq16(c);
+  /* per: one sequence's parts, bytes (f16: half) */
   size_t C = (size_t)nh * hd, nl = (size_t)B * nh * T, rows = sg_part_rows(Tp, kbc);
-  size_t dbytes = al256(F4(nl)), per = (size_t)nh * rows * hd * 4;
+  size_t dbytes = al256(F4(nl)), per = (size_t)nh * rows * hd * (dq16 ? 2 : 4);
   size_t cap = (size_t)env_int("TEZGAH_WEBGPU_ATTN_DQ_KB", 256 * 1024) * 1024, lim = wg_cap_bytes(c);
   if ((size_t)(c->lim.maxBufferSize / 5 * 4) < lim) lim = (size_t)(c->lim.maxBufferSize / 5 * 4);
   lim = lim > dbytes ? lim - dbytes : 0;
@@ -690,11 +773,6 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   size_t bc = cap / per < (size_t)B ? cap / per : (size_t)B;
   if (!bc) return sg_decline(c, op, "one sequence's dq partial sums exceed TEZGAH_WEBGPU_ATTN_DQ_KB or the binding limits");
   size_t kvext = F4(((size_t)B * T - 1) * kvs + (size_t)nkv * hd), xb = 0, nqb = 0;
-  /* TEZGAH_WEBGPU_ATTN_SG_ABLATE=N (diagnosis, staged only; WRONG RESULTS, a note on stderr):
-   * the staged dK/dV without parts of its work, so that bench_webgpu shows where its time goes:
-   * bit 1 the dq part (its products and stores), 2 the element-wise passes (P, dS), 4 the
-   * barriers between the per-tile phases (2)-(5) of fa_sg_dkdv_st.wgsl */
-  int abl = nst ? env_int("TEZGAH_WEBGPU_ATTN_SG_ABLATE", 0) & 7 : 0;
   static int abl_noted;
   if (abl && !abl_noted++)
     fprintf(stderr, "webgpu: TEZGAH_WEBGPU_ATTN_SG_ABLATE=%d: dK/dV and dq are WRONG (timing only)\n", abl);
@@ -707,7 +785,8 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
   int wo = nst && sg_wo() && !f32in && !abl; /* (f32in may drop below: then wo, without np) */
   int np = wo && sg_nopack(c, T, q, k, v, dout, B, (int)C, nkv * hd, qs, kvs, &nqb);
   tz_slice s = wg_scratch(be, dbytes + bc * per), x;
-  wg_arg ap[4], ak[5];
+  /* (dq16: D, then the f16 parts from dbytes, 256-byte aligned: their own binding, 6) */
+  wg_arg ap[4], ak[6];
   for (;;) {
     if (!np && l.end > wg_cap_bytes(c)) return sg_decline(c, op, "the f16 copies exceed one binding");
     x = wg_stage(be, (np ? 0 : l.end) + 512);
@@ -719,9 +798,10 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
     ak[0] = c->act_f16 ? AH(dk, (dv.off - dk.off + kvext / 2) / 2, "dk, dv") : A(dk, dv.off - dk.off + kvext, "dk, dv");
     ak[1] = A(s, dbytes + bc * per, "D, dq parts"), ak[2] = A(x, l.end, "x16"), ak[3] = A(lse, F4(nl), "lse");
     ak[4] = A(q, xb, "q/k/v");
+    if (dq16) ak[1] = A(s, F4(nl), "D"), ak[5] = AH(tz_at(s, dbytes), bc * per / 2, "dq parts (f16)");
     if (np) { /* (dout: 16-byte aligned, B·T·C halves, C a multiple of 8) */
       ak[2] = A(q, nqb, "q/k/v (f16 qkv)"), ak[4] = A(dout, (size_t)B * T * C * 2, "dO (f16 dout)");
-      if (!sg_binds_ok(c, ak, 5, 0x3)) {
+      if (!sg_binds_ok(c, ak, dq16 ? 6 : 5, dq16 ? 0x23 : 0x3)) {
         np = 0;
         continue;
       }
@@ -729,13 +809,17 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
     break;
   }
   if (f32in && !sg_binds_ok(c, ak, 5, 0x3)) f32in = 0, wo = nst && sg_wo() && !abl; /* e.g. q/k/v in a buffer the kernel writes: the packs */
+  TZ_ASSERT(!dq16 || wo); /* (dq16 needs f16 activations, f32in fp32 ones) */
   if (wo && !np) /* the copies: q, k, v (x16) before dout16 (xin), at l.d (256-aligned: separate bindings) */
     ak[2] = A(x, l.d, "x16"), ak[4] = A(tz_at(x, l.d), (size_t)B * Tp * C * 2, "dout16");
   else if (!f32in && !wo)
     ak[4] = A(tz_at(x, al256(l.end)), 16, "xin (unread)");
-  wg_arg as[] = {wg_aa(c, dq, ((size_t)B * T - 1) * qs + C, "dq"), A(s, dbytes + bc * per, "dq parts")};
-  if (!sg_binds_ok(c, ap, 4, 0x3) || !sg_binds_ok(c, ak, nst ? 5 : 4, 0x3) || !sg_binds_ok(c, as, 2, 0x1))
+  wg_arg as[] = {wg_aa(c, dq, ((size_t)B * T - 1) * qs + C, "dq"),
+                 dq16 ? AH(tz_at(s, dbytes), bc * per / 2, "dq parts (f16)") : A(s, dbytes + bc * per, "dq parts")};
+  int nak = dq16 ? 6 : nst ? 5 : 4;
+  if (!sg_binds_ok(c, ap, 4, 0x3) || !sg_binds_ok(c, ak, nak, dq16 ? 0x23 : 0x3) || !sg_binds_ok(c, as, 2, 0x1))
     return sg_decline(c, op, "the arguments do not get a binding each");
+  sg_dq16_calls += dq16;
   if (!f32in && !np) {
     sg_pack_qkv(c, x, &l, q, k, v, B, T, Tp, (int)C, nkv * hd, qs, kvs);
   }
@@ -759,23 +843,24 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
     snprintf(pk, sizeof pk,
              "const HD: u32 = %du;\nconst SGSIZE: u32 = %uu;\nconst NSG: u32 = %du;\nconst KPAD: u32 = %du;\n"
              "const DB = %s;\nconst QRS: u32 = %du;\nconst KRS: u32 = %du;\n"
-             "//defs NQ=%d NR=2 NQS=%d NVQ=%d CPL=%d NSG=%d KREG=%d DK8=%d\n%s",
+             "//defs NQ=%d NR=2 NQS=%d NVQ=%d CPL=%d NSG=%d KREG=%d DK8=%d DQ16=%d\n%s",
              hd, sg_lanes(c), nsg, kpad, db ? "true" : "false", np ? qs : nh * hd, np ? kvs : nkv * hd, nq, nq * 2 / nsg,
              32 * (hd / 8) / (nsg * lanes),
-             32 * 16 / lanes, nsg, kreg, sg_dk8(c, dk, dv, kvs), sg_emu() ? "// sgmat emulation\n" : "");
+             32 * 16 / lanes, nsg, kreg, sg_dk8(c, dk, dv, kvs), dq16, sg_emu() ? "// sgmat emulation\n" : "");
   }
   {
     size_t n = strlen(pk);
     snprintf(pk + n, sizeof pk - n, "%s", sg_dkt(c->act_f16, "DKT", "cvk"));
   }
-  snprintf(pq, sizeof pq, "%sconst HD: u32 = %du;\nconst BC: u32 = %du;\n%s", c->act_f16 ? "enable f16;\n" : "", hd, kbc,
-           sg_dkt(c->act_f16, "DQT", "cvq"));
+  /* (PT: the parts' element type, f16 with dq16) */
+  snprintf(pq, sizeof pq, "%sconst HD: u32 = %du;\nconst BC: u32 = %du;\nalias PT = %s;\n%s", c->act_f16 ? "enable f16;\n" : "",
+           hd, kbc, dq16 ? "f16" : "f32", sg_dkt(c->act_f16, "DQT", "cvq"));
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;
   uint32_t nkb = (uint32_t)(Tp / kbc);
   /* the dq sums four floats per thread (fa_sg_dqsum.wgsl main4) where 16-byte aligned:
    * TEZGAH_WEBGPU_ATTN_SG_DQV4=1 (the default), 0 one per thread (round 3's); same bits */
   int dq4 = env_int("TEZGAH_WEBGPU_ATTN_SG_DQV4", 1) != 0 && dq.off % (c->act_f16 ? 8 : 16) == 0 && s.off % 16 == 0 &&
-            qs % 4 == 0; /* (f16 dq: vec4<f16>, 8 bytes) */
+            qs % 4 == 0; /* (f16 dq: vec4<f16>, 8 bytes; dq16's parts from dbytes, a multiple of 256) */
   for (int b0 = 0; b0 < B; b0 += (int)bc) {
     int nb = B - b0 < (int)bc ? B - b0 : (int)bc;
     memset(w, 0, sizeof w);
@@ -790,11 +875,11 @@ int wg_attn_sg_bwd(tz_backend *be, tz_slice dq, tz_slice dk, tz_slice dv, tz_sli
     if (np) /* q's, k's, v's first half from q's (x16 bound from q) */
       w[13] = 0, w[14] = (uint32_t)((k.off - q.off) / 2), w[15] = (uint32_t)((v.off - q.off) / 2);
     c->pending_flop = 5.0 * nb * nh * (double)T * T * hd; /* S, dP, dV, dK, dq: causal half */
-    wg_run(c, "attention_bwd_dkdv", wg_pipeline(c, wo ? "fa_sg_dkdv_wo" : nst ? "fa_sg_dkdv_st" : "fa_sg_dkdv", "main", pk), w, 24, ak, nst ? 5 : 4, ord ? (uint32_t)nkv : nkb,
+    wg_run(c, "attention_bwd_dkdv", wg_pipeline(c, wo ? "fa_sg_dkdv_wo" : nst ? "fa_sg_dkdv_st" : "fa_sg_dkdv", "main", pk), w, 24, ak, nak, ord ? (uint32_t)nkv : nkb,
            ord ? (uint32_t)nb : (uint32_t)nkv, ord ? nkb : (uint32_t)nb);
     c->pending_flop = 0;
     memset(w, 0, sizeof w);
-    w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)qs, w[12] = (uint32_t)(dbytes / 4),
+    w[8] = (uint32_t)T, w[9] = (uint32_t)Tp, w[10] = (uint32_t)nh, w[11] = (uint32_t)qs, w[12] = dq16 ? 0 : (uint32_t)(dbytes / 4),
     w[13] = (uint32_t)rows, w[14] = (uint32_t)b0, w[15] = (uint32_t)nb;
     grid1((size_t)nb * nh * T * hd / (dq4 ? 4 : 1), &gx, &gy);
     wg_run(c, "attention_bwd_dq", wg_pipeline(c, "fa_sg_dqsum", dq4 ? "main4" : "main", pq), w, 16, as, 2, gx, gy, 1);

@@ -202,9 +202,6 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
    * declaration) marks their end with "// end of directives"; the prefix goes after it. Its
    * `//#if` / `//#for` lines (the subgroup-matrix kernels) are expanded with the values of the
    * prefix's `//defs` line (tz_sgmat_preprocess), the directives included. */
-  /* the subgroup-matrix attention kernels with their software stand-in (tests) */
-  char *emu = NULL;
-  if (strstr(prefix, "// sgmat emulation")) body = emu = wg_attn_sg_emulate(body);
   const char *dir = "";
   int ndir = 0;
   char *pp = NULL;
@@ -212,6 +209,11 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     pp = tz_sgmat_preprocess(body, prefix);
     body = pp;
   }
+  /* the subgroup-matrix attention kernels with their software stand-in (tests): after the
+   * expansion, so that it sees the lines the `//defs` keep (fa_sg_dkdv_wo's DQ16: the f16 parts'
+   * binding and store exist only with it) */
+  char *emu = NULL;
+  if (strstr(prefix, "// sgmat emulation")) body = emu = wg_attn_sg_emulate(body);
   const char *dend = strstr(body, "// end of directives\n");
   if (dend) {
     dir = body;

@@ -191,9 +191,11 @@ static int open_adapter(wg_ctx *c) {
  * (tz_sgmat_pick), ShaderF16 and one subgroup size (the kernel maps subgroups to consecutive
  * invocations), unless TEZGAH_WEBGPU_SGMAT=0 (A/B measurements). TEZGAH_WEBGPU_SGMAT=1
  * requires it (tests; an error where it cannot run). Before the device is created: the
- * feature must be requested. */
+ * feature must be requested. Also records whether the adapter lists an f16 x f16 -> f16
+ * 16x16x16 configuration (c->sgmat_f16res: the attention backward's f16 dq partials,
+ * webgpu_ops_attn_sg.c sg_dq16). */
 static int sgmat_choose(wg_ctx *c) {
-  c->sgmat = 0;
+  c->sgmat = c->sgmat_f16res = 0;
   const char *e = getenv("TEZGAH_WEBGPU_SGMAT");
   int off = e && !strcmp(e, "0"), req = e && *e && strcmp(e, "0");
   int has = W.wgpuAdapterHasFeature(c->adapter, WGPUFeatureName_ChromiumExperimentalSubgroupMatrix) != 0;
@@ -210,6 +212,7 @@ static int sgmat_choose(wg_ctx *c) {
     size_t n = mc.configCount < 32 ? mc.configCount : 32;
     for (size_t i = 0; i < n; i++) cf[i] = tz_wgpu_sgmat_config(&mc, i);
     pick = tz_sgmat_pick(cf, n);
+    c->sgmat_f16res = tz_sgmat_pick_res(cf, n, WGPUSubgroupMatrixComponentType_F16) >= 0;
     W.wgpuAdapterPropertiesSubgroupMatrixConfigsFreeMembers(mc);
     in.nextInChain = NULL;
     W.wgpuAdapterInfoFreeMembers(in);

@@ -30,8 +30,18 @@
 // entries per thread, BR · 16 / SGSIZE), NSG, KREG (1: each subgroup's K left matrices loaded
 // once into registers, TEZGAH_WEBGPU_ATTN_SG_KREG=1; 0: from kb_ per tile), DK8 (1: f16 dk, dv
 // written as 16-byte chunks, rows_out8; the host's sg_dk8 says where; 0: rows_out), and QRS, KRS
-// (u32: the row strides of q and of k, v in halves, multiples of 8). Requirements as
-// fa_sg_dkdv_st.wgsl's (x16 16-byte aligned; Tp a multiple of BC).
+// (u32: the row strides of q and of k, v in halves, multiples of 8), DQ16 (below). Requirements
+// as fa_sg_dkdv_st.wgsl's (x16 16-byte aligned; Tp a multiple of BC).
+// DQ16 (`//defs` DQ16=1: the host's sg_dq16, TEZGAH_WEBGPU_ATTN_DQ16; f16 activations, an
+// adapter listing an f16 × f16 → f16 16×16×16 configuration, or the stand-in): the dq part
+// dS·K accumulates in f16 result matrices (subgroup_matrix_result<f16>: the hardware's f16
+// accumulator, rounded to f16 at least once per multiply-accumulate, NSG of them per part) and
+// is stored as f16 to binding 6 (scrh: the same rows and layout as the fp32 parts, in halves
+// from its element offset p.ob.y; the host binds it from the scratch's part area, 256-byte
+// aligned, and binding 2 then holds D only; without DQ16 binding 6 is a dummy): half the bytes written here and read by
+// fa_sg_dqsum (the PT = f16 prefix there), which still adds the parts in fp32. Why: the fp32
+// parts were ~5 GB a step of GPT-2 124M at B16 T1024 (written here, read by the sum). Error: see
+// webgpu_ops_attn_sg.c sg_dq16. DQ16=0: the fp32 parts as before, the same bits as before.
 // Operands (f16; what differs from fa_sg_dkdv_st): q at half u5, k at u6, v at u7 of x16 (from
 // its element offset p.oa.z), row (b, t) at b·Tp + t times QRS (q) or KRS (k, v); dO from xin
 // (binding 5, from its element offset p.ob.x, 16-byte aligned) at half u8, row (b, t) at
@@ -58,6 +68,12 @@ struct U { oa: vec4<u32>, ob: vec4<u32>, sa: vec4<u32>, sb: vec4<u32>, u: array<
 @group(0) @binding(3) var<storage, read> x16: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read> lse: array<f32>;
 @group(0) @binding(5) var<storage, read> xin: array<vec4<u32>>; // dO (f16, 8 halves a vec4)
+// the dq parts, f16 (DQ16; declared and touched either way: the host counts the file's bindings
+// before the `//defs` expansion, webgpu_pipe.c standalone, and binds a 16-byte dummy without it)
+@group(0) @binding(6) var<storage, read_write> scrh: array<f16>;
+//#if DQ16
+alias ResH = subgroup_matrix_result<f16, 16, 16>;
+//#endif
 
 alias Left = subgroup_matrix_left<f16, 16, 16>;
 alias Right = subgroup_matrix_right<f16, 16, 16>;
@@ -123,7 +139,7 @@ fn rows_out8(o: u32, sg: u32, lane: u32, k0: u32, T: u32, ks: u32) {
 
 @compute @workgroup_size(NT)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  _ = &dkv; _ = &scr; _ = &x16; _ = &lse; _ = &xin;
+  _ = &dkv; _ = &scr; _ = &x16; _ = &lse; _ = &xin; _ = &scrh;
   let T = pu(0u);
   let Tp = pu(1u);
   let nh = pu(2u);
@@ -205,7 +221,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let t0 = k0 + (it % ntl) * BR;
     let lrow = (b * nh + h) * T;
     let tb = select(0u, BR * KLD, DB && it % 2u == 1u); // this tile's half of qt_, dt_ (DB)
+//#if DQ16
+    let pb = p.ob.y + ((bl * nh + h) * pu(12u) + part_row(kblk, Tp)) * HD; // query k0's part row (scrh, halves)
+//#else
     let pb = p.oa.y + pu(11u) + ((bl * nh + h) * pu(12u) + part_row(kblk, Tp)) * HD; // query k0's part row
+//#endif
     // the tile's Q, dO (prefetched), lse and D into workgroup memory
 //#for e in NVQ
     qt_[tb + ((lid + {e}u * NT) / HV) * KLD + (lid + {e}u * NT) % HV] = qp{e};
@@ -300,20 +320,33 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 //#endfor
     }
 //#endfor
-    // the dq part dS·K of query block qi, columns qn0 .. qn0 + NQS
+    // the dq part dS·K of query block qi, columns qn0 .. qn0 + NQS (DQ16: f16 accumulators and
+    // f16 parts; "// f16 acc" marks the f16-result products for the stand-in, wg_attn_sg_emulate)
 //#for n in NQS
+//#if DQ16
+    var dq{n} = ResH();
+//#else
     var dq{n} = Res();
+//#endif
 //#endfor
 //#for kc in NSG
     {
       let al = subgroupMatrixLoad<Left, col_major>(&pds_, {kc}u * 16u * PLD + qi * 16u, PLD);
 //#for n in NQS
+//#if DQ16
+      dq{n} = subgroupMatrixMultiplyAccumulate(al, subgroupMatrixLoad<Right, row_major>(&kb_, {kc}u * 16u * KLD + (qn0 + {n}u) * 2u, KLD), dq{n}); // f16 acc
+//#else
       dq{n} = subgroupMatrixMultiplyAccumulate(al, subgroupMatrixLoad<Right, row_major>(&kb_, {kc}u * 16u * KLD + (qn0 + {n}u) * 2u, KLD), dq{n});
+//#endif
 //#endfor
     }
 //#endfor
 //#for n in NQS
+//#if DQ16
+    subgroupMatrixStore<row_major>(&scrh, pb + (t0 - k0 + qi * 16u) * HD + (qn0 + {n}u) * 16u, dq{n}, HD);
+//#else
     subgroupMatrixStore<row_major>(&scr, pb + (t0 - k0 + qi * 16u) * HD + (qn0 + {n}u) * 16u, dq{n}, HD);
+//#endif
 //#endfor
     if (!DB) {
       workgroupBarrier(); // (6) qt_, dt_, pds_, s_ read before the next tile's writes

@@ -18,13 +18,16 @@
 // identity, or, with the backend's f16 activations (c->act_f16: dq in the fused f16 dqkv; the
 // prefix then starts with `enable f16;`), f16 and a rounding that gives ±inf beyond f16's range
 // and keeps NaN, dq's offset then counting f16 elements (main4: 8-byte aligned, vec4<f16>).
-// The sums stay fp32; the result is rounded once.
+// The sums stay fp32; the result is rounded once. alias PT (host prefix): the parts' element
+// type, f32, or f16 where the written-out dK/dV wrote them as f16 (webgpu_ops_attn_sg.c sg_dq16,
+// TEZGAH_WEBGPU_ATTN_DQ16: scr / scr4 then f16 views of the part area, 2-byte elements, u4 0,
+// main4's 8-byte vec4<f16> loads), each converted to f32 exactly before the same fp32 sum.
 struct U { oa: vec4<u32>, ob: vec4<u32>, sa: vec4<u32>, sb: vec4<u32>, u: array<vec4<u32>, 4> }
 @group(0) @binding(0) var<uniform> p: U;
 @group(0) @binding(1) var<storage, read_write> dq: array<DQT>;
-@group(0) @binding(2) var<storage, read> scr: array<f32>;
+@group(0) @binding(2) var<storage, read> scr: array<PT>;
 @group(0) @binding(1) var<storage, read_write> dq4: array<vec4<DQT>>;
-@group(0) @binding(2) var<storage, read> scr4: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> scr4: array<vec4<PT>>;
 
 fn part_row(kb: u32, Tp: u32) -> u32 {
   return kb * Tp - BC * ((kb * max(kb, 1u) - kb) / 2u); // Σ_{k < kb} (Tp − k·BC)
@@ -47,7 +50,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let base = p.oa.y + p.u[1].x + bh * p.u[1].y * HD + d;
   var acc = 0.0;
   for (var kb = 0u; kb <= t / BC; kb++) {
-    acc += scr[base + (part_row(kb, Tp) + t - kb * BC) * HD];
+    acc += f32(scr[base + (part_row(kb, Tp) + t - kb * BC) * HD]);
   }
   dq[p.oa.x + (b * T + t) * p.u[0].w + h * HD + d] = cvq(acc);
 }
@@ -70,7 +73,7 @@ fn main4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
   let base = (p.oa.y + p.u[1].x + bh * p.u[1].y * HD) / 4u + d4;
   var acc = vec4<f32>(0.0);
   for (var kb = 0u; kb <= t / BC; kb++) {
-    acc += scr4[base + (part_row(kb, Tp) + t - kb * BC) * H4];
+    acc += vec4<f32>(scr4[base + (part_row(kb, Tp) + t - kb * BC) * H4]);
   }
   dq4[(p.oa.x + (b * T + t) * p.u[0].w + h * HD) / 4u + d4] = vec4<DQT>(cvq(acc.x), cvq(acc.y), cvq(acc.z), cvq(acc.w));
 }
