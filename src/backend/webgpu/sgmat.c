@@ -558,20 +558,26 @@ size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc
   /* (DB: the A loads' registers, tile column 0, summed; its checks are tz_sgmat_tile_fits') */
   int db = t.db && t.kern && form == TZ_SGMAT_DYTX && !t.a32 && t.pf && t.nbuf <= 1 && t.tv8 && !t.o16 && !epi &&
            !t.pers;
+  /* EPRE (matmul_sgmm.wgsl): binding 5's epilogue chunks loaded in the last k step, where the
+   * epilogue reads them (RES, DGELU, DSWIGLU) and the k loop is PF's with one buffer;
+   * TEZGAH_WEBGPU_SGMAT_EPRE=0: after the k loop (A/B) */
+  const char *ee = getenv("TEZGAH_WEBGPU_SGMAT_EPRE");
+  int epre = (epi == TZ_SGMAT_EPI_RES || epi == TZ_SGMAT_EPI_DGELU || epi == TZ_SGMAT_EPI_DSWIGLU) && t.pf &&
+             t.nbuf != 2 && !(ee && ee[0] == '0' && ee[1] == 0);
   int n = snprintf(buf, cap,
                    "const BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst SG_M = %uu;\nconst SG_N = %uu;\n"
                    "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"
                    "const ACC = %s;\nconst NBUF = %uu;\n"
                    "//defs DIRECT=%d HAS_BIAS=%d TM=%u TN=%u A_PER=%u B_PER=%u A_MK=%d B_NK=%d ACC=%d TV8=%d TRB=%d "
                    "NBUF2=%d PF=%d SPLIT=%d SWZ=%d PERS=%d A32=%d A16W=%d O16=%d WST=%d EMU=%d RES=%d GELU=%d "
-                   "DGELU=%d DSWIGLU=%d EPIN=%d DB=%d\n",
+                   "DGELU=%d DSWIGLU=%d EPIN=%d DB=%d EPRE=%d\n",
                    bm, bn, t.bk, t.sg_m, t.sg_n, t.tm, t.tn, sgsize, a_mk ? "true" : "false", b_nk ? "true" : "false",
                    acc ? "true" : "false", t.nbuf ? t.nbuf : 1, t.direct != 0, has_bias != 0, t.tm, t.tn, a_per, b_per,
                    a_mk, b_nk, acc != 0, t.tv8 != 0, t.trb != 0 && b_nk, t.nbuf == 2, t.pf != 0, split > 1, t.swz != 0, t.pers != 0 && t.kern,
                    t.a32 != 0 && t.kern, t.a16w != 0 && t.a32 && t.kern, t.o16 != 0 && t.kern,
                    has_bias || (t.o16 && t.kern), emu != 0, epi == TZ_SGMAT_EPI_RES, epi == TZ_SGMAT_EPI_GELU,
                    epi == TZ_SGMAT_EPI_DGELU, epi == TZ_SGMAT_EPI_DSWIGLU,
-                   epi == TZ_SGMAT_EPI_RES || epi == TZ_SGMAT_EPI_DGELU, db);
+                   epi == TZ_SGMAT_EPI_RES || epi == TZ_SGMAT_EPI_DGELU, db, epre);
   if (n >= 0 && t.a16w && t.a32 && t.kern && (size_t)n < cap) /* A16W's output, binding 5 (the fifth argument) */
     n += snprintf(buf + n, cap - (size_t)n, "@group(0) @binding(5) var<storage, read_write> a16w: array<vec4<u32>>;\n");
   else if (n >= 0 && epi == TZ_SGMAT_EPI_GELU && (size_t)n < cap) /* GELU's second output, binding 5 */

@@ -87,13 +87,20 @@
 //    split's partial product, whose stride is then M·N + M (the host's one sum adds both): the
 //    bias gradient of dW += dYᵀ·X, Σ over dY's rows, from the f16 dY the matmul reads anyway. Why: bias_bwd read dY again (GPT-2 124M: 1.2 ms a step on
 //    the H200, 48 dispatches, and 48 more to add its partials).
+//  - EPRE (EPIN or DSWIGLU, with PF and one buffer; the host's default, TEZGAH_WEBGPU_SGMAT_EPRE=0
+//    off): the epilogue's chunks of binding 5 (res_pre / dsw_pre) are loaded in the tile's last k
+//    step, after its barrier and before its products, instead of after the k loop, so that the
+//    products hide their memory latency (loaded after the loop, each tile's epilogue waited one
+//    latency: DGELU's matmul ran 0.84 ms a GPT-2 step slower than the same shape without it,
+//    H200 2026-12-04). The registers are the same ones the epilogue held (acc, the next tile's
+//    prefetch and these), so the peak is unchanged. Same values, same results.
 //  - EMU: the subgroup-matrix builtins replaced by per-invocation emulations (every invocation
 //    holds whole 16×16 matrices in f32), so that the kernel's indexing is testable on adapters
 //    without subgroup matrices (lavapipe); the host rewrites the builtin calls to emu_* ones.
 // Host constants (prepended): BM, BN, BK, SG_M, SG_N, TM, TN, SGSIZE, NBUF; preprocessor
 // values (the host's `//defs` line): TM, TN, A_PER, B_PER, A_MK, B_NK, ACC, HAS_BIAS, TV8,
 // TRB, NBUF2, PF, SPLIT, SWZ, PERS, A32, A16W, O16, WST (HAS_BIAS or O16: wst declared), EMU, RES,
-// GELU, DGELU, DSWIGLU, EPIN (RES or DGELU: binding 5 read ahead), DB.
+// GELU, DGELU, DSWIGLU, EPIN (RES or DGELU: binding 5 read ahead), DB, EPRE.
 // Requirements (the host's): M % BM, N % BN, K % BK (and KS % BK) == 0; the tile loads divide
 // evenly over the threads (A_PER, B_PER whole); workgroup memory within the device's limit.
 enable f16;
@@ -579,6 +586,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#endif
 //#endif
 //#endif
+//#if EPRE
+  // the epilogue's chunks of binding 5, loaded during the last k step (below)
+//#for i in TM
+//#for j in TN
+  var rq{i}_{j} = vec4<u32>();
+  var uq{i}_{j} = vec4<u32>();
+//#endfor
+//#endfor
+//#endif
   for (var k0 = kbeg; k0 < kend; k0 += BK) {
     let k1 = k0 + BK;
 //#if NBUF2
@@ -628,6 +644,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#endfor
 //#for t in B_PER
       rb{t} = b[b_src(lid + {t}u * NT, onx.y, 0u)];
+//#endfor
+    }
+//#endif
+//#if EPRE
+    if (k1 >= kend) { // EPRE: the last k step's products hide these loads' latency
+//#for i in TM
+//#for j in TN
+//#if EPIN
+      rq{i}_{j} = res_pre((m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, lid % SGSIZE);
+//#else
+      rq{i}_{j} = dsw_pre((m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, lid % SGSIZE, 0u);
+      uq{i}_{j} = dsw_pre((m0 + sm + {i}u * 16u) * p.N + n0 + sn + {j}u * 16u, lid % SGSIZE, 1u);
+//#endif
+//#endfor
 //#endfor
     }
 //#endif
@@ -704,6 +734,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#endif
 //#if O16
   // (wst is free here: the bias left it before the k loop's barriers)
+//#if !EPRE
 //#for i in TM
 //#for j in TN
 //#if EPIN
@@ -720,6 +751,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 //#endif
 //#endfor
 //#endfor
+//#endif
 //#for i in TM
 //#for j in TN
   subgroupMatrixStore<row_major>(&wst, sg * 256u, acc{i}_{j}, 16u);
