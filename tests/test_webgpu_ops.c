@@ -3273,7 +3273,7 @@ static void af16_norms(tz_backend *g, int N, int C, size_t xoff, size_t doff, in
 
 /* The v8 norms' edges (af16_norms): C at 8 columns a group and NK groups a lane (C <= 128: the
  * path at 4 lanes, lavapipe's and the smallest subgroup size assumed here), N not a multiple of
- * the rows a workgroup (8 forward, 32 fused backward, TEZGAH_WEBGPU_NORM_ROWS=8 too), C 768 and
+ * the rows a workgroup (8 forward, 64 fused backward, TEZGAH_WEBGPU_NORM_ROWS=8 too), C 768 and
  * 1024 (the path where the subgroup size allows it: the H200, else a decline), a lane's
  * last group past the row (C / 8 not a multiple of the lanes), the unfused backward
  * (TEZGAH_WEBGPU_NORM_FUSE=0), the backward's tensors in one buffer (bound apart, read_write),
@@ -3290,7 +3290,7 @@ static void test_act_f16_norms(void **state) {
     g->destroy(g);
     skip();
   }
-  af16_norms(g, 70, 64, 0, 16, 1, 1, 1);   /* two groups a lane at 4 lanes; 70 = 2·32 + 6 rows */
+  af16_norms(g, 70, 64, 0, 16, 1, 1, 1);   /* two groups a lane at 4 lanes; 70 = 64 + 6 rows */
   af16_norms(g, 37, 120, 16, 0, 1, 1, 2);  /* 15 groups over 4 lanes: the fourth's last past the row */
   af16_norms(g, 9, 8, 0, 0, 1, 1, 3);      /* one group: the other lanes hold nothing */
   setenv("TEZGAH_WEBGPU_NORM_ROWS", "8", 1); /* 9 workgroups' partial rows */
