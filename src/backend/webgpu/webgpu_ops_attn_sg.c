@@ -677,7 +677,11 @@ static int sg_dk8(wg_ctx *c, tz_slice dk, tz_slice dv, int kvs) {
  * ulps of dq on average: about one f16 rounding more); dk, dv, out, lse the same bits. The
  * parts cancel where the keys share a mean (Σ_keys dS = 0 per query, so a block's part carries
  * mean·Σ_block dS): with 4 added to every key component (TZ_TEST_SG_KSHIFT=4) f16 against fp32
- * parts rms 1.39e-4 (3.5 ulps on average), dq's error against the CPU 2.37e-4 -> 2.69e-4 rms. */
+ * parts rms 1.39e-4 (3.5 ulps on average), dq's error against the CPU 2.37e-4 -> 2.69e-4 rms.
+ * At the H200's shape the parts are more (T 1024: 16 a query, 4 roundings each):
+ * bench/dq16_err_model.py (float64, the parts' rounding alone) gives dq's error 1.35 f16 ulps
+ * of dq on average with f16 parts against 0.26 with fp32 ones (the final rounding), 2.7 with a
+ * shared key mean of 1, 6.2 with 4 (~7e-4 to 3e-3 relative: the size of one bf16 rounding). */
 static int sg_dq16(wg_ctx *c) {
   return env_int("TEZGAH_WEBGPU_ATTN_DQ16", 1) != 0 && c->act_f16 && (sg_emu() || c->sgmat_f16res);
 }
