@@ -16,6 +16,7 @@ ROWS=${ROWS:-.}
 # profile NAME VAR=VALUE...: a profiled run with the variables set for it only
 profile() {
   local name=$1 kv
+  rm -rf "/tmp/run_p_$name"
   shift
   for kv in "$@"; do export "${kv?}"; done
   TEZGAH_PROFILE_SHAPES=1 train_shape "p_$name" "${ARCH:-gpt2}" f16 8 --profile

@@ -559,11 +559,15 @@ size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc
   int db = t.db && t.kern && form == TZ_SGMAT_DYTX && !t.a32 && t.pf && t.nbuf <= 1 && t.tv8 && !t.o16 && !epi &&
            !t.pers;
   /* EPRE (matmul_sgmm.wgsl): binding 5's epilogue chunks loaded in the last k step, where the
-   * epilogue reads them (RES, DGELU, DSWIGLU) and the k loop is PF's with one buffer;
-   * TEZGAH_WEBGPU_SGMAT_EPRE=0: after the k loop (A/B) */
+   * epilogue reads them and the k loop is PF's with one buffer: DGELU's h and DSWIGLU's gate|up
+   * (the input-gradient matmuls), not RES's residual. H200 (2026-12-04 19:39 UTC, GPT-2 124M f16
+   * profile, ms/step): DGELU's 16384x3072x768 5.705 -> 5.473; RES's 16384x768x768 1.485 -> 1.550
+   * with it (its K = 3072 call 3.896 -> 3.895), so RES keeps the load after the loop.
+   * TEZGAH_WEBGPU_SGMAT_EPRE=0: none (A/B), =all: RES too. */
   const char *ee = getenv("TEZGAH_WEBGPU_SGMAT_EPRE");
-  int epre = (epi == TZ_SGMAT_EPI_RES || epi == TZ_SGMAT_EPI_DGELU || epi == TZ_SGMAT_EPI_DSWIGLU) && t.pf &&
-             t.nbuf != 2 && !(ee && ee[0] == '0' && ee[1] == 0);
+  int e_off = ee && !strcmp(ee, "0"), e_all = ee && !strcmp(ee, "all");
+  int epre = (epi == TZ_SGMAT_EPI_DGELU || epi == TZ_SGMAT_EPI_DSWIGLU || (e_all && epi == TZ_SGMAT_EPI_RES)) &&
+             t.pf && t.nbuf != 2 && !e_off;
   int n = snprintf(buf, cap,
                    "const BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst SG_M = %uu;\nconst SG_N = %uu;\n"
                    "const TM = %uu;\nconst TN = %uu;\nconst SGSIZE = %uu;\nconst A_MK = %s;\nconst B_NK = %s;\n"

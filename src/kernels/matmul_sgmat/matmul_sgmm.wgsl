@@ -87,8 +87,8 @@
 //    split's partial product, whose stride is then M·N + M (the host's one sum adds both): the
 //    bias gradient of dW += dYᵀ·X, Σ over dY's rows, from the f16 dY the matmul reads anyway. Why: bias_bwd read dY again (GPT-2 124M: 1.2 ms a step on
 //    the H200, 48 dispatches, and 48 more to add its partials).
-//  - EPRE (EPIN or DSWIGLU, with PF and one buffer; the host's default, TEZGAH_WEBGPU_SGMAT_EPRE=0
-//    off): the epilogue's chunks of binding 5 (res_pre / dsw_pre) are loaded in the tile's last k
+//  - EPRE (EPIN or DSWIGLU, with PF and one buffer; the host's default for DGELU and DSWIGLU,
+//    sgmat.c says why not RES; TEZGAH_WEBGPU_SGMAT_EPRE=0 off): the epilogue's chunks of binding 5 (res_pre / dsw_pre) are loaded in the tile's last k
 //    step, after its barrier and before its products, instead of after the k loop, so that the
 //    products hide their memory latency (loaded after the loop, each tile's epilogue waited one
 //    latency: DGELU's matmul ran 0.84 ms a GPT-2 step slower than the same shape without it,
