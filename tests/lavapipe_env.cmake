@@ -65,11 +65,10 @@
 # reads its pipelines from the cache, at 4 lanes too (tests/CMakeLists.txt says why each may).
 # Measured, not set: test_tok_webgpu (its bpe / scan256 WGSL has no subgroup operation) 59.3 at
 # llvmpipe's 8 lanes, 67.1 at 4, both passing, side by side at load ~2: execution-bound.
-# Branch ci24 (2026-12-04, CPU s user+sys incl. children, the loaded 2-core VM, one run each,
-# both passing): test_tok_webgpu_cli with nopt after test_tok_webgpu has run (CI's order: its COST
-# starts it first) 38.5 -> 29.1: its tokenizer pipelines are test_tok_webgpu's, which compiles them
-# with nopt, so with nopt too the CLI's runs find them in Mesa's cache; ttime5's 46.2 -> 51.0
-# was each run cold, alone.
+# Branch ci24 (2026-12-04, CPU s user+sys incl. children, the 2-core VM, all passing):
+# test_tok_webgpu_cli with nopt, each run on a copy of the cache that test_tok_webgpu (nopt) left,
+# as in CI (its COST starts it first): 38.5 -> 29.1 at load ~6, 28.4 -> 23.6 at load ~2. Its
+# tokenizer pipelines are test_tok_webgpu's; ttime5's 46.2 -> 51.0 was each run cold, alone.
 # docs/RELIABILITY.md has the measurements.
 set(TZ_LAVAPIPE_TESTS test_webgpu_ops test_webgpu_ops_flash test_webgpu_ops_matmul
   test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep test_webgpu_attn_variants
