@@ -35,7 +35,9 @@
 # two subgroups' partials at 4 lanes or 8 alike), test_webgpu_train, test_webgpu_large and
 # test_webgpu_sgmat (its emulated subgroup matrices have their own size, 8, whatever
 # llvmpipe's). One setting for most entries also lets an entry find in Mesa's cache the
-# pipelines another compiled (the cache key includes llvmpipe's settings).
+# pipelines another compiled. (The note here said Mesa's key includes llvmpipe's settings: it
+# includes GALLIVM_PERF but not the width, so until ci24 an 8-lane entry could run code another
+# entry had compiled at 4 lanes; the end of this file gives each width its own directory.)
 # Branch ttime5 (2026-12-02, cold, CPU s incl. every child: bench/cpu_tree.py): the main job's
 # f16 run (its one WebGPU run since then) 161.1 -> 134.4 with nopt, the same losses to every
 # digit; test_tok_webgpu_cli 46.2 -> 51.0 with nopt (execution-bound: not set).
@@ -85,3 +87,38 @@ set_property(TEST ${TZ_LAVAPIPE_TESTS} APPEND PROPERTY ENVIRONMENT "GALLIVM_PERF
 set(TZ_LAVAPIPE_4LANE test_webgpu_train test_webgpu_train_arena test_webgpu_large test_webgpu_sgmat test_webgpu_sgmat_sweep
   test_webgpu_mainjob)
 set_property(TEST ${TZ_LAVAPIPE_4LANE} APPEND PROPERTY ENVIRONMENT "LP_NATIVE_VECTOR_WIDTH=128")
+
+# One Mesa shader cache per llvmpipe width. Mesa 25.0.7's llvmpipe keys its disk cache on the
+# shader, on GALLIVM_PERF (lp_disk_cache_create hashes gallivm_get_perf_flags() into the cache's
+# driver id, so nopt and optimised entries never read each other's code) and on the CPU's
+# features, but not on LP_NATIVE_VECTOR_WIDTH: an 8-lane run found the code a 4-lane run had
+# compiled for the same WGSL and ran it, with 4-lane subgroups, while the host, which derives
+# constants from the subgroup size it queried (the v8 LayerNorm's NK: nv8_nk), believed it ran 8.
+# test_webgpu_train's test_train_gpt2_act16 at 8 lanes failed so on a copy of CI's cache (step 2
+# rel 1.43e-2 against 2e-3) and passed cold (docs/RELIABILITY.md, branch ci24). So each entry
+# gets MESA_SHADER_CACHE_DIR=<base>/w<lanes> (LP_NATIVE_VECTOR_WIDTH in its environment: w4 at
+# 128 bits) or <base>/wdef (llvmpipe's default width: 8 lanes with AVX2, 4 without, where wdef
+# then only repeats w4's compiles). <base> is MESA_SHADER_CACHE_DIR at configure time, so that
+# .ci/run's stages (the test command, the sweep, the ASan build, each configuring its own tree
+# under the one directory it exports) still share pipelines per width; without it a folder of
+# the build tree (not ~/.cache, which Mesa would pick: each build's entries start from their
+# own cache, as CI's do). Only Mesa reads the variable: every entry gets one.
+if(DEFINED ENV{MESA_SHADER_CACHE_DIR} AND NOT "$ENV{MESA_SHADER_CACHE_DIR}" STREQUAL "")
+  set(TZ_MESA_CACHE_BASE "$ENV{MESA_SHADER_CACHE_DIR}")
+else()
+  set(TZ_MESA_CACHE_BASE "${CMAKE_BINARY_DIR}/mesa-shader-cache")
+endif()
+get_property(tz_lp_tests DIRECTORY PROPERTY TESTS)
+foreach(t ${tz_lp_tests})
+  get_test_property(${t} ENVIRONMENT tz_env)
+  if(tz_env MATCHES "MESA_SHADER_CACHE_DIR=")
+    continue() # an entry that chose its own cache keeps it
+  endif()
+  if(tz_env MATCHES "LP_NATIVE_VECTOR_WIDTH=([0-9]+)")
+    math(EXPR tz_lanes "${CMAKE_MATCH_1} / 32")
+    set(tz_w "w${tz_lanes}")
+  else()
+    set(tz_w "wdef")
+  endif()
+  set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "MESA_SHADER_CACHE_DIR=${TZ_MESA_CACHE_BASE}/${tz_w}")
+endforeach()
