@@ -19,14 +19,16 @@ export TTMO=${TTMO:-40}
 # the session's switches, one line each: a name, then the variables that turn the change off
 SWITCHES=${SWITCHES:-"split TEZGAH_WEBGPU_SGMAT_SPLIT_COST=1"}
 all=()
+while read -r name vars; do
+  # shellcheck disable=SC2206  # the variables, one word each
+  [[ -n $name ]] && all+=($vars)
+done <<<"$SWITCHES"
 for arch in ${ARCHS:-gpt2 llama}; do
   p=${arch:0:1}
   while read -r name vars; do
     [[ -n $name ]] || continue
     # shellcheck disable=SC2086  # the variables, one word each
     run_env "${p}_$name" "$arch" $vars
-    # shellcheck disable=SC2206
-    [[ $p == g ]] && all+=($vars)
   done <<<"$SWITCHES"
   run_env "${p}1" "$arch"
   [[ ${ALLOFF:-1} == 0 ]] || run_env "${p}0" "$arch" "${all[@]}"

@@ -1920,9 +1920,6 @@ static void af16_rope(tz_backend *g, int B, int T, int nh, int nkv, int hd, int 
   free(got), free(ref), free(x);
   ot_release(&og), ot_release(&oc);
 }
-/* attention forward and backward on f16 q, k, v (one fused qkv at byte offset off), dout, dq, dk,
- * dv (one fused dqkv at off) and out; sg: the subgroup-matrix bound (SG_RTOL), else the fp32
- * kernels' */
 /* Whether the environment leaves the backward on the written-out dK/dV (fa_sg_dkdv_wo: the
  * staged backward, TEZGAH_WEBGPU_ATTN_SG_STAGE unset, 1 or 3; TEZGAH_WEBGPU_ATTN_SG_WO unset or
  * 1; no ablation) */
@@ -1944,7 +1941,7 @@ static int sg_dkdv_wo_env(void) {
  * its describe line without "dq partials f16" while the written-out kernels are on fails. */
 static void af16_dq16(tz_backend *g, long n0, int hd, const char *what) {
   const char *e = getenv("TEZGAH_WEBGPU_ATTN_DQ16"), *d = tz_webgpu_describe(g);
-  int off = e && *e && !strcmp(e, "0"), says = strstr(d, "dq partials f16") != NULL;
+  int off = e && *e && atoi(e) == 0, says = strstr(d, "dq partials f16") != NULL;
   long got = tz_webgpu_attn_dq16_calls() - n0, want = off || !says ? 0 : hd == 64 && sg_dkdv_wo_env() ? 1 : -1;
   if (!off && !says && sg_dkdv_wo_env() && env_flag("TEZGAH_WEBGPU_ATTN_SGMAT_EMU")) {
     print_error("%s: the stand-in runs the written-out kernels, but no f16 dq partials: %s\n", what, d);
@@ -1957,6 +1954,10 @@ static void af16_dq16(tz_backend *g, long n0, int hd, const char *what) {
     fail();
   }
 }
+/* attention forward and backward on f16 q, k, v (one fused qkv at byte offset off), dout, dq, dk,
+ * dv (one fused dqkv at off) and out; sg: the subgroup-matrix bound (SG_RTOL), else the fp32
+ * kernels'; after a subgroup-matrix backward, af16_dq16 checks where the dq parts were f16.
+ * TZ_TEST_SG_KSHIFT: a measurement knob (a mean added to every key component), unset in ctest. */
 static float *af16_att(tz_backend *g, int B, int T, int nh, int nkv, int hd, int sg, size_t off) {
   ot_ctx og, oc;
   ot_init(&og, g, (uint64_t)B * 131 + T * 7 + nh * 3 + nkv + hd + off);

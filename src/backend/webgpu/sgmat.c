@@ -559,14 +559,16 @@ size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc
   int db = t.db && t.kern && form == TZ_SGMAT_DYTX && !t.a32 && t.pf && t.nbuf <= 1 && t.tv8 && !t.o16 && !epi &&
            !t.pers;
   /* EPRE (matmul_sgmm.wgsl): binding 5's epilogue chunks loaded in the last k step, where the
-   * epilogue reads them and the k loop is PF's with one buffer: DGELU's h and DSWIGLU's gate|up
-   * (the input-gradient matmuls), not RES's residual. H200 (2026-12-04 19:39 UTC, GPT-2 124M f16
-   * profile, ms/step): DGELU's 16384x3072x768 5.705 -> 5.473; RES's 16384x768x768 1.485 -> 1.550
-   * with it (its K = 3072 call 3.896 -> 3.895), so RES keeps the load after the loop.
-   * TEZGAH_WEBGPU_SGMAT_EPRE=0: none (A/B), =all: RES too. */
+   * epilogue reads them and the k loop is PF's with one buffer: by default DGELU's h only. H200
+   * (2026-12-04, per-shape profiles of GPT-2 124M and the llama shape, ms/step): DGELU's
+   * 16384x3072x768 5.705 -> 5.473 with it; RES's 16384x768x768 1.485 -> 1.550 (its K = 3072 call
+   * 3.896 -> 3.895) and DSWIGLU's 16384x2048x768 4.890 -> 5.102, so those two keep the loads
+   * after the k loop (in the last k step the next tile's prefetch, the k step's matrices and these
+   * chunks are live at once: more registers). TEZGAH_WEBGPU_SGMAT_EPRE=0: none (A/B), =all: RES
+   * and DSWIGLU too; any other value: the default. */
   const char *ee = getenv("TEZGAH_WEBGPU_SGMAT_EPRE");
   int e_off = ee && !strcmp(ee, "0"), e_all = ee && !strcmp(ee, "all");
-  int epre = (epi == TZ_SGMAT_EPI_DGELU || epi == TZ_SGMAT_EPI_DSWIGLU || (e_all && epi == TZ_SGMAT_EPI_RES)) &&
+  int epre = (epi == TZ_SGMAT_EPI_DGELU || (e_all && (epi == TZ_SGMAT_EPI_RES || epi == TZ_SGMAT_EPI_DSWIGLU))) &&
              t.pf && t.nbuf != 2 && !e_off;
   int n = snprintf(buf, cap,
                    "const BM = %uu;\nconst BN = %uu;\nconst BK = %uu;\nconst SG_M = %uu;\nconst SG_N = %uu;\n"

@@ -103,8 +103,9 @@ uint32_t tz_sgmat_splits(uint32_t tiles, uint32_t K, uint32_t bk);
 
 /* The constants and preprocessor values the kernel file of t expects, for one pipeline:
  * `const` lines and a `//defs NAME=VALUE ...` line (tz_sgmat_preprocess reads it). emu: the
- * emulated builtins (matmul_sgmm.wgsl only; any adapter with ShaderF16). Returns the length
- * written (truncation is a bug: cap >= 1024 suffices). */
+ * emulated builtins (matmul_sgmm.wgsl only; any adapter with ShaderF16). Reads
+ * TEZGAH_WEBGPU_SGMAT_EPRE (the EPRE value; sgmat.c). Returns the length written (truncation is
+ * a bug: cap >= 1024 suffices). */
 size_t tz_sgmat_prefix(char *buf, size_t cap, tz_sgmat_tile t, int form, int acc, int has_bias, int split,
                        uint32_t sgsize, int emu);
 /* The kernel file of t: "matmul_sgmat" or "matmul_sgmm". */

@@ -22,7 +22,9 @@
 // Fixed here (fa_sg_dkdv_st's switches at their H200 defaults at head_dim 64): operands from the
 // f16 copies in x16 (no F32IN), V's left matrices in registers (no VST), the bank-conflict-free
 // element-wise order (EWF) with folded scales (EWX), no ablations. So the results equal
-// fa_sg_dkdv_st's with those switches, operation for operation.
+// fa_sg_dkdv_st's with those switches, operation for operation — except dq with DQ16 (f16 parts,
+// the host's default with f16 activations where the adapter has an f16-result configuration),
+// whose parts are accumulated and stored in f16 (fa_sg_dkdv_st keeps fp32 parts).
 // Host prefix: const HD, SGSIZE, NSG (2 or 4), KPAD (vec4 of padding per tile row), DB (bool:
 // Q and dO tiles double-buffered, as fa_sg_dkdv_st's DB); `//defs` line: NQ (HD / 16), NR (2:
 // BR / 16), NQS (the dq part's column matrices per subgroup, NQ / (NSG / NR)), NVQ (16-byte

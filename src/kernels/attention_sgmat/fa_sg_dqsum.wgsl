@@ -2,11 +2,11 @@
 // of BC keys and query tile, the partial dq = dS·K of the tile's queries to the scratch):
 //   dq[b, t, h, d] = Σ_{kb ≤ t / BC} part[b − u6, h, part_row(kb) + t − kb·BC, d]
 // blocks in ascending order (deterministic: no atomics). part: per (sequence of the chunk, query
-// head) u5 rows of HD floats; key block kb's rows hold queries kb·BC .. Tp−1 from row
+// head) u5 rows of HD parts (fp32, or f16 with PT = f16, below); key block kb's rows hold queries kb·BC .. Tp−1 from row
 // part_row(kb) = Σ_{k < kb} (Tp − k·BC) (causal packing). Source: our own (as
 // attention_fa.wgsl's fa_dq_sum, with the padded length Tp).
 // Standalone module in the backend's layout (wg_run_ex): binding 0 the uniform block [element
-// offsets (4-byte units) of dq, scratch][slots][u0 T, u1 Tp, u2 n_head, u3 q_stride, u4 parts'
+// offsets of dq, scratch (in their elements: 4-byte units for fp32, halves for f16)][slots][u0 T, u1 Tp, u2 n_head, u3 q_stride, u4 parts'
 // element offset in the scratch, u5 rows per (sequence, head), u6 the chunk's first sequence,
 // u7 its sequences], bindings 1 dq f32 (rows of q_stride floats, head h at h·HD), 2 scratch.
 // One element per thread, d fastest; 256 threads per workgroup, the grid folded into x and y.

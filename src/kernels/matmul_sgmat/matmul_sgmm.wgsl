@@ -60,13 +60,14 @@
 //    offset p.off_hi.x in 4-byte units, a multiple of 4: the host binds it 16-byte aligned): its 8
 //    halves added in f32 to each chunk before the one rounding to f16. Why: the separate add read
 //    c and res again and wrote c (3 passes over [M, N] f16, 24 dispatches a GPT-2 124M step).
-//    The tile's residual chunks are loaded before the epilogue's first barrier (EPIN: res_pre),
-//    one memory latency a tile: loaded per block they cost ~0.38 ms a GPT-2 step on the H200.
+//    The tile's residual chunks are loaded before the epilogue's first barrier (EPIN: res_pre;
+//    with EPRE in the last k step), one memory latency a tile: loaded per block they cost ~0.38
+//    ms a GPT-2 step on the H200.
 //  - GELU (O16, no A16W; matmul_t_gelu): c = h = a·bᵀ + bias as usual, and gelu(h) of the same f32
 //    values (common/gelu_math.wgsl's gelu_f, before h's rounding) into the f16 tensor ga at
 //    binding 5 (layout as RES's res). Why: gelu_fwd read h back and wrote gelu(h) (GPT-2's fc).
 //  - DGELU (O16, no A16W; matmul_dgelu, form dY·W): c = dh = gelu'(h) ⊙ (a·b) with h the f16
-//    pre-activation at binding 5 (read as RES's res, loaded ahead: EPIN; gelu_g), the product
+//    pre-activation at binding 5 (read as RES's res, loaded ahead: EPIN, EPRE; gelu_g), the product
 //    not rounded before the multiply. Why: the product da was written, and gelu_bwd read da and h
 //    and wrote dh (GPT-2's fcproj input gradient).
 //  - DSWIGLU (O16, no A16W; matmul_dswiglu, form dY·W): the product da [M, N] is not stored; each
@@ -87,13 +88,15 @@
 //    split's partial product, whose stride is then M·N + M (the host's one sum adds both): the
 //    bias gradient of dW += dYᵀ·X, Σ over dY's rows, from the f16 dY the matmul reads anyway. Why: bias_bwd read dY again (GPT-2 124M: 1.2 ms a step on
 //    the H200, 48 dispatches, and 48 more to add its partials).
-//  - EPRE (EPIN or DSWIGLU, with PF and one buffer; the host's default for DGELU and DSWIGLU,
-//    sgmat.c says why not RES; TEZGAH_WEBGPU_SGMAT_EPRE=0 off): the epilogue's chunks of binding 5 (res_pre / dsw_pre) are loaded in the tile's last k
-//    step, after its barrier and before its products, instead of after the k loop, so that the
+//  - EPRE (EPIN or DSWIGLU, with PF and one buffer; the host's default for DGELU only, sgmat.c
+//    says why not RES and DSWIGLU; TEZGAH_WEBGPU_SGMAT_EPRE=0 none, =all every one): the
+//    epilogue's chunks of binding 5 (res_pre / dsw_pre) are loaded in the tile's last k step,
+//    after its barrier and before its products, instead of after the k loop, so that the
 //    products hide their memory latency (loaded after the loop, each tile's epilogue waited one
 //    latency: DGELU's matmul ran 0.84 ms a GPT-2 step slower than the same shape without it,
-//    H200 2026-12-04). The registers are the same ones the epilogue held (acc, the next tile's
-//    prefetch and these), so the peak is unchanged. Same values, same results.
+//    H200 2026-12-04; 0.23 ms less with EPRE). The chunks are then live during the last
+//    products beside the next tile's prefetch (more registers at that point: RES and DSWIGLU
+//    lost time with it). Same values, same results.
 //  - EMU: the subgroup-matrix builtins replaced by per-invocation emulations (every invocation
 //    holds whole 16×16 matrices in f32), so that the kernel's indexing is testable on adapters
 //    without subgroup matrices (lavapipe); the host rewrites the builtin calls to emu_* ones.
@@ -345,7 +348,8 @@ fn res_ld(e0: u32, q: u32) -> vec4<u32> {
   return res[p.off_hi.x / 4u + chunk_idx(e0, q)];
 }
 // the chunk lane q = lane of a block, loaded ahead (all the tile's blocks at once before the
-// epilogue: one memory latency a tile instead of one a block); zero for lanes >= 32 (SGSIZE 64)
+// epilogue, or with EPRE in the last k step: one memory latency a tile instead of one a block);
+// zero for lanes >= 32 (SGSIZE 64)
 fn res_pre(e0: u32, lane: u32) -> vec4<u32> {
   var v = vec4<u32>();
   if (lane < 32u) {
@@ -375,8 +379,8 @@ fn ge2(v: vec2<f32>) -> u32 { return pk16(vec2<f32>(gelu_f(v.x), gelu_f(v.y))); 
 fn dsw_idx(e0: u32, q: u32, which: u32) -> u32 {
   return ((e0 / p.N + q / 2u) * 2u * p.N + e0 % p.N + (q % 2u) * 8u + which * p.N) / 8u;
 }
-// the chunk q = lane, loaded ahead (all the tile's blocks at once before the epilogue, as
-// res_pre); zero for lanes >= 32
+// the chunk q = lane, loaded ahead (all the tile's blocks at once before the epilogue, or with
+// EPRE in the last k step, as res_pre); zero for lanes >= 32
 fn dsw_pre(e0: u32, lane: u32, which: u32) -> vec4<u32> {
   var v = vec4<u32>();
   if (lane < 32u) {
