@@ -29,13 +29,7 @@ run_env l_f32 llama TEZGAH_WEBGPU_ACT=f32
 rm -rf /tmp/run_prof
 train_gpt2 prof f16 4 --profile
 say "profile (default) rc $rc: $(grep -E '^ +[a-z_]+( \([a-z]+\))? +[0-9.]+ ' "$out/prof.log" | head -24 | awk '{n=$1; if ($2 ~ /^\(/) {n=n$2; v=$3} else v=$2; printf "%s %s; ", n, v}')"
-TG=nan TL=nan
-if [[ -f $dir/data/torch_gpt.py ]]; then
-  TF32=1 timeout 40 python3 "$dir/data/torch_gpt.py" --arch gpt2 --B 16 --T 1024 --compile 0 --steps 8 >"$out/torch_gpt2.log" 2>&1
-  TG=$(grep -oE 'tok_s=[0-9]+' "$out/torch_gpt2.log" | tail -1 | cut -d= -f2)
-  TF32=1 timeout 40 python3 "$dir/data/torch_gpt.py" --arch llama --ff 2048 --B 16 --T 1024 --compile 0 --steps 8 >"$out/torch_llama.log" 2>&1
-  TL=$(grep -oE 'tok_s=[0-9]+' "$out/torch_llama.log" | tail -1 | cut -d= -f2)
-  say "peers PyTorch bf16 eager: gpt2 $TG, llama $TL"
-fi
+torch_peers
+say "peers PyTorch bf16 eager: gpt2 $TG, llama $TL"
 say "TABLE: gpt2 f16 act vec ${TPS[g_vec]} / ${TPS[g_vec2]}; per-element ${TPS[g_elem]}; fp32 act ${TPS[g_f32]}; PyTorch bf16 eager $TG | llama f16 act vec ${TPS[l_vec]}; fp32 act ${TPS[l_f32]}; PyTorch bf16 eager $TL"
 pack_logs

@@ -35,13 +35,7 @@ run_env l1 llama TEZGAH_WEBGPU_ATTN_SG_DK8=1
 maxrel=$(paste "$out/loss_g1.txt" "$out/loss_g0.txt" 2>/dev/null |
   awk 'NF == 2 {d = ($2 - $1) / $1; if (d < 0) d = -d; if (d > m) m = d; n++} END {printf "%.3g over %d steps", m, n}')
 say "losses DK8=1 vs 0: largest relative difference $maxrel (expected 0: the same bytes)"
-TG=nan TL=nan
-if [[ -f $dir/data/torch_gpt.py ]]; then
-  TF32=1 timeout 40 python3 "$dir/data/torch_gpt.py" --arch gpt2 --B 16 --T 1024 --compile 0 --steps 8 >"$out/torch_gpt2.log" 2>&1
-  TG=$(grep -oE 'tok_s=[0-9]+' "$out/torch_gpt2.log" | tail -1 | cut -d= -f2)
-  TF32=1 timeout 40 python3 "$dir/data/torch_gpt.py" --arch llama --ff 2048 --B 16 --T 1024 --compile 0 --steps 8 >"$out/torch_llama.log" 2>&1
-  TL=$(grep -oE 'tok_s=[0-9]+' "$out/torch_llama.log" | tail -1 | cut -d= -f2)
-  say "peers PyTorch bf16 eager: gpt2 $TG, llama $TL"
-fi
+torch_peers
+say "peers PyTorch bf16 eager: gpt2 $TG, llama $TL"
 say "TABLE: gpt2 DK8=1 ${TPS[g1]} / ${TPS[g1b]}; DK8=0 ${TPS[g0]} / ${TPS[g0b]}; PyTorch bf16 eager $TG | llama ${TPS[l1]}; PyTorch bf16 eager $TL"
 pack_logs

@@ -47,24 +47,8 @@ while read -r name arch vars; do
     TEZGAH_PROFILE_SHAPES=1 train_shape "prof_$name" "$arch" f16 8 --profile)
   say "profile $name ($arch $vars) total $(row total "$out/prof_$name.log")"
 done <<<"${PROFILES:-}"
-TG=nan TL=nan
-if [[ -f $dir/data/torch_gpt.py ]]; then
-  TF32=1 timeout 40 python3 "$dir/data/torch_gpt.py" --arch gpt2 --B 16 --T 1024 --compile 0 --steps 8 >"$out/torch_gpt2.log" 2>&1
-  TG=$(grep -oE 'tok_s=[0-9]+' "$out/torch_gpt2.log" | tail -1 | cut -d= -f2)
-  TF32=1 timeout 40 python3 "$dir/data/torch_gpt.py" --arch llama --ff 2048 --B 16 --T 1024 --compile 0 --steps 8 >"$out/torch_llama.log" 2>&1
-  TL=$(grep -oE 'tok_s=[0-9]+' "$out/torch_llama.log" | tail -1 | cut -d= -f2)
-fi
+torch_peers
 say "TABLE: gpt2 default ${TPS[g1]} / ${TPS[g1b]}; the session's switches off ${TPS[g0]}; one off: $single; PyTorch bf16 eager $TG | llama default ${TPS[l1]} / ${TPS[l1b]}; off ${TPS[l0]}; PyTorch bf16 eager $TL"
 pack_logs
 # 5. the real corpus, last (its log joins the summary only)
-if [[ -f $dir/vl/train.bin.xz ]]; then
-  for s in train val; do xz -dc "$dir/vl/$s.bin.xz" >"/tmp/$s.bin"; done
-  rm -rf /tmp/run_vl
-  timeout 220 "$dir/bin/tezgah" train --backend webgpu --precision f16 --model gpt2-124m -B 16 -T 1024 --vocab-size 50257 \
-    --train-shards /tmp/train.bin --val-shards /tmp/val.bin --steps 1500 --lr 6e-4 --warmup 100 --min-lr-frac 0.1 \
-    --weight-decay 0.1 --grad-clip 1.0 --seed 1337 --val-every 250 --val-batches 8 --ckpt-every 0 --sample-tokens 0 \
-    --log-every 50 --run-dir /tmp/run_vl >/tmp/vl.log 2>&1
-  rc=$?
-  vals=$(grep -o '"val_loss":[0-9.e+-]*' /tmp/run_vl/metrics.jsonl 2>/dev/null | cut -d: -f2 | tr '\n' ' ')
-  say "valloss 1500 steps rc $rc: val losses $vals; median tokens/s $(median_tps /tmp/run_vl/metrics.jsonl); $(grep -E 'skipped' /tmp/vl.log | tail -1 | cut -c1-160)"
-fi
+valloss_1500

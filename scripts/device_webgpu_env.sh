@@ -32,6 +32,12 @@
 #                      test_act_f16* and test_attention_sgmat (subgroup matrices required),
 #                      test_webgpu_train's act16 and llama cases; a result line each
 #   median_tps FILE    a metrics.jsonl's median tok_per_s of steps 6.. ("nan" without any)
+#   torch_peers        the peers, PyTorch bf16 eager (DIR/data/torch_gpt.py, 8 steps, B16 T1024):
+#                      TG (GPT-2 124M) and TL (the llama shape) their tokens/s, "nan" without the
+#                      script; logs torch_gpt2.log, torch_llama.log
+#   valloss_1500       where DIR/vl/{train,val}.bin.xz exist: 1,500 steps of GPT-2 124M f16 on the
+#                      real corpus (scripts/device_act16_valloss.sh's data and flags), a result
+#                      line with its val losses, median tokens/s and skipped steps (log /tmp/vl.log)
 #   pack_logs          $out's logs into $out/logs.tgz beside summary.log
 #   row KEY FILE       the ms/step of row KEY of the last per-op profile table in FILE
 #   bench_rows FILE    a `TEZGAH_PROFILE=1 bench_webgpu attention` log's rows, one per head_dim
@@ -78,6 +84,29 @@ device_dawn_node() {
 median_tps() {
   grep -o '"tok_per_s":[0-9.e+]*' "$1" 2>/dev/null | cut -d: -f2 | tail -n +6 | sort -g |
     awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}'
+}
+
+torch_peers() {
+  TG=nan TL=nan
+  [[ -f $dir/data/torch_gpt.py ]] || return 0
+  TF32=1 timeout 40 python3 "$dir/data/torch_gpt.py" --arch gpt2 --B 16 --T 1024 --compile 0 --steps 8 >"$out/torch_gpt2.log" 2>&1
+  TG=$(grep -oE 'tok_s=[0-9]+' "$out/torch_gpt2.log" | tail -1 | cut -d= -f2)
+  TF32=1 timeout 40 python3 "$dir/data/torch_gpt.py" --arch llama --ff 2048 --B 16 --T 1024 --compile 0 --steps 8 >"$out/torch_llama.log" 2>&1
+  TL=$(grep -oE 'tok_s=[0-9]+' "$out/torch_llama.log" | tail -1 | cut -d= -f2)
+}
+
+valloss_1500() {
+  [[ -f $dir/vl/train.bin.xz ]] || return 0
+  local s vals
+  for s in train val; do xz -dc "$dir/vl/$s.bin.xz" >"/tmp/$s.bin"; done
+  rm -rf /tmp/run_vl
+  timeout 220 "$dir/bin/tezgah" train --backend webgpu --precision f16 --model gpt2-124m -B 16 -T 1024 --vocab-size 50257 \
+    --train-shards /tmp/train.bin --val-shards /tmp/val.bin --steps 1500 --lr 6e-4 --warmup 100 --min-lr-frac 0.1 \
+    --weight-decay 0.1 --grad-clip 1.0 --seed 1337 --val-every 250 --val-batches 8 --ckpt-every 0 --sample-tokens 0 \
+    --log-every 50 --run-dir /tmp/run_vl >/tmp/vl.log 2>&1
+  rc=$?
+  vals=$(grep -o '"val_loss":[0-9.e+-]*' /tmp/run_vl/metrics.jsonl 2>/dev/null | cut -d: -f2 | tr '\n' ' ')
+  say "valloss 1500 steps rc $rc: val losses $vals; median tokens/s $(median_tps /tmp/run_vl/metrics.jsonl); $(grep -E 'skipped' /tmp/vl.log | tail -1 | cut -c1-160)"
 }
 
 f16_tests() {
