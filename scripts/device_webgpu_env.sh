@@ -86,6 +86,7 @@ median_tps() {
     awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2)}'
 }
 
+# shellcheck disable=SC2034  # TG, TL: read by the calling script's table
 torch_peers() {
   TG=nan TL=nan
   [[ -f $dir/data/torch_gpt.py ]] || return 0
