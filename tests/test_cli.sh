@@ -110,8 +110,10 @@ for c in "${cmds[@]}"; do
   usage_case "unknown option" "$bin" "$c" --no-such-flag
 done
 usage_case "logits: unexpected argument 'extra'" "$bin" logits m --ids 1 extra
-usage_case "unknown backend 'bogus' for tokenizing (available: cpu, webgpu)" "$bin" encode --backend bogus hi
-usage_case "unknown backend 'bogus' for tokenizing (available: cpu, webgpu)" "$bin" tokenizer train --in x --out y --backend bogus
+# a bad backend: the option, the value and the choices, as every option error says them
+usage_case "--backend: 'bogus' is not one of cpu, webgpu (the tokenizing backends)" "$bin" encode --backend bogus hi
+usage_case "--backend: 'bogus' is not one of cpu, webgpu (the tokenizing backends)" "$bin" tokenizer train --in x --out y --backend bogus
+usage_case "--tokenizer-backend: 'cuda' is not one of cpu, webgpu (the tokenizing backends)" "$bin" train --tokenizer-backend cuda
 usage_case "unexpected argument" "$bin" train extra
 usage_case "option --steps needs a value" "$bin" train --steps
 # a value given to a flag that takes none (getopt_long's optopt is then the flag's val, above
@@ -149,14 +151,15 @@ usage_case "big.txt: 40000 bytes are at most 40000 tokens, fewer than one batch 
   "$bin" train --data big.txt -B 64 -T 1024 --max-seq-len 1024 --run-dir nh
 [[ ! -e .cache && ! -e nh ]] || fail "-B x -T above the shard limit or the corpus: data was prepared before the check"
 for b in bogus CUDA; do
-  usage_case "unknown backend '$b'" "$bin" train --data big.txt --backend "$b" --run-dir nh
+  usage_case "--backend: '$b' is not one of cpu, webgpu, cuda" "$bin" train --data big.txt --backend "$b" --run-dir nh
 done
 usage_case "--precision: 'fp16' is not one of fp32, bf16, f16" "$bin" train --data big.txt --precision fp16 --run-dir nh
 usage_case "--tokenizer: a --data run trains its own BPE" "$bin" train --data big.txt --tokenizer gpt2 --run-dir nh
 usage_case "'bf16' is not offered by the cpu backend" "$bin" train --data big.txt --precision bf16 --run-dir nh
 usage_case "'f16' is not offered by the cpu backend" "$bin" train --data big.txt --precision f16 --run-dir nh
 usage_case "'bf16' is not offered by the webgpu backend" "$bin" train --data big.txt --backend webgpu --precision bf16 --run-dir nh
-usage_case "unknown backend 'bogus'" "$bin" eval nosuch --data big.txt --backend bogus
+usage_case "--backend: 'bogus' is not one of cpu, webgpu, cuda" "$bin" eval nosuch --data big.txt --backend bogus
+usage_case "--backend: 'foo' is not one of cpu, webgpu, cuda" "$bin" sample nosuch --backend foo
 [[ ! -e .cache && ! -e nh ]] || fail "bad --backend / --precision: data was prepared (or the run directory made) before the check"
 
 # ---- Ctrl-C during data preparation: stops there (not after step 1), exit 130, one error line,

@@ -303,7 +303,7 @@ int tz_cmd_train(int argc, char **argv) {
       case O_TOKENIZER: o.tokenizer = optarg; break;
       case O_TOKBACKEND:
         o.tokenizer_backend = optarg;
-        if (tz_tok_backend_check(optarg)) e = -1;
+        if (tz_tok_backend_check(optarg)) e = tz_err_prefix("--tokenizer-backend");
         break;
       case O_RUNDIR: o.run_dir = optarg; break;
       case O_RESUME: o.resume = optarg; break;
