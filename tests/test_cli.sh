@@ -85,6 +85,13 @@ for c in sample eval info; do
   "$bin" "$c" --help | grep -q 'HF_DIR' || fail "$c --help does not name HF directories"
 done
 "$bin" train --help | grep -A3 -- '--tokenizer SPEC' | grep -q -- '--init-from' || fail "train --help: --tokenizer does not mention --init-from"
+# 0 turns the cadences off: train's help says so, and what still happens (the final validation,
+# the final checkpoint); the runs under "--val-every 0 / --ckpt-every 0" below check that
+"$bin" train --help >th.txt
+grep -A3 -- '^  --val-every N' th.txt | grep -q -- '(--val-every 0: that one alone)' ||
+  fail "train --help does not say what --val-every 0 does: $(grep -A3 -- '--val-every N' th.txt)"
+grep -A1 -- '^  --ckpt-every N' th.txt | grep -q -- '(200; 0: none during the' ||
+  fail "train --help does not say what --ckpt-every 0 does: $(grep -A2 -- '--ckpt-every N' th.txt)"
 
 # ---- usage errors: exit 1, one line on stderr, nothing on stdout ----------------------------
 usage_case() { # expected-text command...
@@ -397,6 +404,16 @@ cmp -s <(grep -o '"\(val_\)*loss":[^,}]*' rc_auto/metrics.jsonl) <(grep -o '"\(v
 TEZGAH_DEBUG_MEM_FREE=0 usage_case "but the cpu backend has 0.0 MiB free: free device memory (the run's batch is fixed on --resume)" \
   "$bin" train --resume rc_fits --steps 8 --quiet
 [[ $(grep -c '"loss"' rc_fits/metrics.jsonl) == 6 ]] || fail "a refused --resume changed rc_fits' metrics"
+
+# ---- --val-every 0 / --ckpt-every 0: no validation and no checkpoint during the run; the
+# final validation (one "final" record) and the final checkpoint (checkpoint-00000006 with
+# --keep) all the same, as train --help says ----
+off=(--data part_a.txt "${small[@]}" --steps 6 --val-every 0 --ckpt-every 0 --keep 10 --quiet)
+"$bin" train "${off[@]}" --run-dir off_ref || fail "train --val-every 0 --ckpt-every 0"
+[[ $(grep -c '"val_loss"' off_ref/metrics.jsonl) == 1 && $(grep -c '"final":true' off_ref/metrics.jsonl) == 1 ]] ||
+  fail "--val-every 0: want the final validation alone: $(grep val_loss off_ref/metrics.jsonl)"
+[[ $(cd off_ref && echo checkpoint-*.tzc) == checkpoint-00000006.tzc ]] ||
+  fail "--ckpt-every 0 --keep 10: want the final checkpoint alone: $(ls off_ref)"
 
 # ---- resume with --steps at or below the checkpoint's step: refused, the run untouched ------
 sum=$(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum)
