@@ -415,6 +415,18 @@ off=(--data part_a.txt "${small[@]}" --steps 6 --val-every 0 --ckpt-every 0 --ke
 [[ $(cd off_ref && echo checkpoint-*.tzc) == checkpoint-00000006.tzc ]] ||
   fail "--ckpt-every 0 --keep 10: want the final checkpoint alone: $(ls off_ref)"
 
+# ---- --ckpt-every on --resume: taken (it was refused, but a checkpoint changes nothing of the
+# run's state, as --stop-after's does not): the resumed session checkpoints at the new cadence,
+# its losses are the uninterrupted run's, and a later resume without the flag keeps the cadence
+"$bin" train "${off[@]}" --stop-after 2 --run-dir off_res || fail "train --stop-after 2 (for --resume --ckpt-every)"
+"$bin" train --resume off_res --ckpt-every 2 --quiet 2>ce.err || fail "--resume with --ckpt-every 2: $(cat ce.err)"
+[[ $(cd off_res && echo checkpoint-*.tzc) == "checkpoint-00000002.tzc checkpoint-00000004.tzc checkpoint-00000006.tzc" ]] ||
+  fail "--resume --ckpt-every 2 (from step 2 to 6): want checkpoints 2 (--stop-after's), 4 and 6: $(ls off_res)"
+cmp -s <(grep -o '"\(val_\)*loss":[^,}]*' off_ref/metrics.jsonl) <(grep -o '"\(val_\)*loss":[^,}]*' off_res/metrics.jsonl) ||
+  fail "--resume --ckpt-every 2: the losses differ from the uninterrupted run's: $(paste off_ref/metrics.jsonl off_res/metrics.jsonl)"
+"$bin" train --resume off_res --steps 10 --quiet || fail "--resume of a run resumed with --ckpt-every 2"
+[[ -f off_res/checkpoint-00000008.tzc ]] || fail "a later --resume did not keep --ckpt-every 2: $(ls off_res)"
+
 # ---- resume with --steps at or below the checkpoint's step: refused, the run untouched ------
 sum=$(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum)
 usage_case "--steps 2: the run is already at step 3; give --steps above 3 to continue it" \
