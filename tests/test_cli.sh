@@ -262,6 +262,17 @@ want_tps=$(awk -F'"tok_per_s":' 'NF > 1 { split($2, a, /[,}]/); s += 128 / a[1];
 [[ -n $want_tps ]] && awk -v d="$done_tps" -v w="$want_tps" 'BEGIN { exit !(d > 0.99 * w && d < 1.01 * w) }' ||
   fail "done line $done_tps tok/s, the steps' own (metrics.jsonl) $want_tps: $(grep done: tps.err)"
 
+# ---- a split too small for one batch once encoded (the BPE packs big.txt's 40000 bytes into
+# 28547 tokens, which the bytes-based check before it cannot rule out): one line with the counts
+# and what helps, and the --val-fraction it names (0.15, below the 0.2 given: at 0.2 the split
+# takes every 5th block of 4096 tokens, at 0.15 the tail) does hold a batch ----
+vfa=(--data big.txt "${small[@]}" -B 4 -T 1024 --max-seq-len 1024 --steps 1 --quiet)
+usage_case "big.txt: the validation split holds 4096 tokens (--val-fraction 0.2 of 28547), fewer than one batch (B*T+1 = 4*1024+1 = 4097 tokens): lower -B or -T (B*T at most 4095), take --val-fraction " \
+  "$bin" train "${vfa[@]}" --val-fraction 0.2 --run-dir vf
+vf=$(sed -n 's/.*, take --val-fraction \([0-9.]*\) (its split holds one) or give more text$/\1/p' u.err)
+[[ -n $vf ]] || fail "a validation split too small for a batch: no --val-fraction named: $(cat u.err)"
+"$bin" train "${vfa[@]}" --val-fraction "$vf" --run-dir vf 2>vf.err || fail "train --val-fraction $vf (the error's): $(cat vf.err)"
+
 # ---- the run's tokenizer: tokenizer.json in the run directory; encode/decode take the run ----
 [[ -f myrun/tokenizer.json ]] || fail "myrun/tokenizer.json is missing: $(ls myrun)"
 ids=$("$bin" encode --tokenizer myrun "First Citizen") || fail "encode --tokenizer RUN_DIR"
