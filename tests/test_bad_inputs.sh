@@ -90,6 +90,10 @@ sed -E 's/"merges":[[:space:]]*\[[^]]*\]/"merges": []/' "$tokjson" >tok_nomerges
 sed -E 's/"merges":[[:space:]]*\[[^]]*\]/"no_merges": 0/' "$tokjson" >tok_mergesabsent.json
 sed -E 's/("added_tokens":[[:space:]]*\[)/\1{"id": 300, "content": "<|endoftext|>"}, /' "$tokjson" >tok_dupadded.json
 head -c 300 "$tokjson" >tok_trunc.json
+# a tokenizer of fewer tokens than the model's 300 (ids 280..299 would print nothing), given
+# with --tokenizer and stored in a checkpoint
+"$bin" tokenizer train --in corpus.txt --out tok280.json --vocab-size 280 2>/dev/null || fail "tokenizer train --vocab-size 280"
+"$edit" set "$good" ck_tok280.tzc tokenizer tok280.json
 : >tok_empty.json
 # corpora
 printf 'abc\0def' >corpus_bin.txt
@@ -165,6 +169,9 @@ shard-id-vocab-260  |sh_good.bin: token id 287 at position 1 is out of range for
 shard-below-batch   |sh_small.bin: 10 tokens, corpus smaller than one batch (B*T+1 = 4*32+1 = 129 tokens); lower -B or -T (B*T at most 9) or give a larger shard|"$bin" train --train-shards sh_small.bin --vocab-size 300 -B 4 -T 32 --run-dir r1 --quiet
 keep-best-no-val    |--keep-best: no validation data (give --val-shards with --train-shards)|"$bin" train --train-shards sh_good.bin --vocab-size 300 --keep-best --run-dir r1 --quiet
 shard-no-match      |nothing*.bin: no files match|"$bin" train --train-shards 'nothing*.bin' --vocab-size 300 --run-dir r1 --quiet
+tok-smaller-sample  |--tokenizer: tok280.json has 280 tokens but the model's vocab_size is 300: ids 280..299, which the model can sample, have no text in it (give the tokenizer the model was trained with)|"$bin" sample good --tokenizer tok280.json
+tok-smaller-stored  |ck_tok280.tzc: its tokenizer has 280 tokens but the model's vocab_size is 300: ids 280..299, which the model can sample, have no text in it (give the tokenizer the model was trained with: --tokenizer)|"$bin" sample ck_tok280.tzc
+tok-smaller-init    |--tokenizer: tok280.json has 280 tokens but the model's vocab_size is 300: ids 280..299, which the model can sample, would have no text in it (give a tokenizer of 300 tokens)|"$bin" train --init-from good --tokenizer tok280.json --data corpus.txt "${small[@]}" --steps 2 --run-dir r1
 tok-duplicate-merge |tok_dupmerge.json: merges 0 and 1 both produce|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupmerge.json "${small[@]}" --steps 2 --run-dir r1
 tok-missing-merges  |tok_nomerges.json: token id 256 "th" is produced by no merge (missing merges: 0 merges for 300 tokens)|"$bin" train --train-shards sh_good.bin --tokenizer tok_nomerges.json "${small[@]}" --steps 2 --run-dir r1
 tok-merges-absent   |tok_mergesabsent.json: missing array "model.merges"|"$bin" train --train-shards sh_good.bin --tokenizer tok_mergesabsent.json "${small[@]}" --steps 2 --run-dir r1
