@@ -15,7 +15,10 @@
 # `train --model NAME` (shape presets: the shape, flags beside it win, checked on --resume).
 # `train --profile` on the CPU backend prints the per-op table. Ctrl-C during data preparation
 # ends the run there (exit 130, one line, nothing left). A junk line in metrics.jsonl is dropped
-# on resume with one warning.
+# on resume with one warning. --val-every 0 / --ckpt-every 0 are in train's help and do what it
+# says; --resume takes --ckpt-every (the losses unchanged); a split too small for a batch once
+# encoded names what helps (a --val-fraction that does hold one); a bad --backend names the
+# option and value; a gpt2 run (padded vocabulary) samples with its own tokenizer.
 # Usage (from ctest): bash test_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 bin=$(realpath "${1:?tezgah binary}")
