@@ -85,7 +85,9 @@ typedef struct {
   float lr, min_lr_frac;    /* peak LR; cosine decays to lr·min_lr_frac */
   float beta1, beta2, eps, weight_decay, grad_clip;
   /* evaluation, checkpoints, output */
-  int val_every, val_batches, ckpt_every, log_every;
+  int val_every, val_batches, log_every; /* val_every 0: the final validation alone */
+  int ckpt_every;           /* a checkpoint every N steps (200; 0 = at the end only; -1 on --resume:
+                               the run's, recorded in its checkpoint; ≥ 0 there: the new cadence) */
   int sample_tokens;        /* sampled after training (200; 0 = none; -1 on --resume: the run's) */
   int stop_after;           /* end this session (with a checkpoint) after N steps; 0 = off */
   int keep;                 /* keep the last N checkpoints as checkpoint-<step>.tzc (0, 1: only

@@ -90,6 +90,10 @@ sed -E 's/"merges":[[:space:]]*\[[^]]*\]/"merges": []/' "$tokjson" >tok_nomerges
 sed -E 's/"merges":[[:space:]]*\[[^]]*\]/"no_merges": 0/' "$tokjson" >tok_mergesabsent.json
 sed -E 's/("added_tokens":[[:space:]]*\[)/\1{"id": 300, "content": "<|endoftext|>"}, /' "$tokjson" >tok_dupadded.json
 head -c 300 "$tokjson" >tok_trunc.json
+# a tokenizer of fewer tokens than the model's 300 (ids 280..299 would print nothing), given
+# with --tokenizer and stored in a checkpoint
+"$bin" tokenizer train --in corpus.txt --out tok280.json --vocab-size 280 2>/dev/null || fail "tokenizer train --vocab-size 280"
+"$edit" set "$good" ck_tok280.tzc tokenizer tok280.json
 : >tok_empty.json
 # corpora
 printf 'abc\0def' >corpus_bin.txt
@@ -99,6 +103,10 @@ printf 'hi' >corpus_tiny.txt
 # trained, so that "data: training a 300-token BPE tokenizer" is not printed first)
 head -c 39 corpus.txt >corpus_39.txt
 head -c 3000 corpus.txt >corpus_small.txt
+# 52 and 60 bytes (past the 40-byte check) that the BPE packs into 13 tokens and into 1: too few
+# for a validation split of 2 tokens after encoding
+printf 'hello there! hello there! hello there! hello there! ' >corpus_13tok.txt
+printf 'ab%.0s' {1..30} >corpus_1tok.txt
 touch afile
 long_prompt=$(head -c 3000 corpus.txt)
 mkdir -p rodir
@@ -158,9 +166,12 @@ shard-wrong-version |sh_version.bin: header version 2 (expected 1)|"$bin" train 
 shard-ntok-zero     |sh_ntok0.bin: header ntok 0 (must be > 0)|"$bin" train --train-shards sh_ntok0.bin --vocab-size 300 --run-dir r1 --quiet
 shard-id-vocab      |sh_bigid.bin: token id 65000 at position 5 is out of range for vocab size 300|"$bin" train --train-shards sh_bigid.bin --vocab-size 300 --run-dir r1 --quiet
 shard-id-vocab-260  |sh_good.bin: token id 287 at position 1 is out of range for vocab size 260|"$bin" train --train-shards sh_good.bin --vocab-size 260 --run-dir r1 --quiet
-shard-below-batch   |sh_small.bin: 10 tokens, corpus smaller than one batch (B*T+1 = 4*32+1 = 129 tokens)|"$bin" train --train-shards sh_small.bin --vocab-size 300 -B 4 -T 32 --run-dir r1 --quiet
+shard-below-batch   |sh_small.bin: 10 tokens, corpus smaller than one batch (B*T+1 = 4*32+1 = 129 tokens); lower -B or -T (B*T at most 9) or give a larger shard|"$bin" train --train-shards sh_small.bin --vocab-size 300 -B 4 -T 32 --run-dir r1 --quiet
 keep-best-no-val    |--keep-best: no validation data (give --val-shards with --train-shards)|"$bin" train --train-shards sh_good.bin --vocab-size 300 --keep-best --run-dir r1 --quiet
 shard-no-match      |nothing*.bin: no files match|"$bin" train --train-shards 'nothing*.bin' --vocab-size 300 --run-dir r1 --quiet
+tok-smaller-sample  |--tokenizer: tok280.json has 280 tokens but the model's vocab_size is 300: ids 280..299, which the model can sample, have no text in it (give the tokenizer the model was trained with)|"$bin" sample good --tokenizer tok280.json
+tok-smaller-stored  |ck_tok280.tzc: its tokenizer has 280 tokens but the model's vocab_size is 300: ids 280..299, which the model can sample, have no text in it (give the tokenizer the model was trained with: --tokenizer)|"$bin" sample ck_tok280.tzc
+tok-smaller-init    |--tokenizer: tok280.json has 280 tokens but the model's vocab_size is 300: ids 280..299, which the model can sample, would have no text in it (give a tokenizer of 300 tokens)|"$bin" train --init-from good --tokenizer tok280.json --data corpus.txt "${small[@]}" --steps 2 --run-dir r1
 tok-duplicate-merge |tok_dupmerge.json: merges 0 and 1 both produce|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupmerge.json "${small[@]}" --steps 2 --run-dir r1
 tok-missing-merges  |tok_nomerges.json: token id 256 "th" is produced by no merge (missing merges: 0 merges for 300 tokens)|"$bin" train --train-shards sh_good.bin --tokenizer tok_nomerges.json "${small[@]}" --steps 2 --run-dir r1
 tok-merges-absent   |tok_mergesabsent.json: missing array "model.merges"|"$bin" train --train-shards sh_good.bin --tokenizer tok_mergesabsent.json "${small[@]}" --steps 2 --run-dir r1
@@ -175,6 +186,8 @@ corpus-tiny-first   |corpus_tiny.txt: too small to hold out a validation split: 
 corpus-39-bytes     |corpus_39.txt: too small to hold out a validation split: 39 bytes (at most as many tokens; --val-fraction 0.05 needs 40 bytes or more)|"$bin" train --data corpus_39.txt --vocab-size 300 -B 1 -T 4 --run-dir r1
 corpus-tiny-valfrac |corpus_39.txt: too small to hold out a validation split: 39 bytes (at most as many tokens; --val-fraction 0.03 needs 67 bytes or more)|"$bin" train --data corpus_39.txt --vocab-size 300 --val-fraction 0.03 -B 1 -T 4 --run-dir r1
 corpus-empty-nested |corpus_empty.txt: file is empty|"$bin" train --data corpus_empty.txt --run-dir runs6/a --quiet
+corpus-few-tokens   |corpus_13tok.txt: too small to hold out a validation split (13 tokens; --val-fraction 0.05 holds 0, 2 are needed): raise --val-fraction (0.16 holds 2) or give more text|"$bin" train --data corpus_13tok.txt --vocab-size 300 -B 1 -T 1 --run-dir r1 --quiet
+corpus-one-token    |corpus_1tok.txt: too small to hold out a validation split (1 token; --val-fraction 0.05 holds 0, 2 are needed): give more text|"$bin" train --data corpus_1tok.txt --vocab-size 300 -B 1 -T 1 --run-dir r1 --quiet
 corpus-tiny-nested  |corpus_tiny.txt: too small to hold out a validation split|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir runs7/a/b --quiet
 nproc-oversubscribe |--nproc 4000: more processes than the|"$bin" train --data corpus_tiny.txt --vocab-size 300 --nproc 4000 --run-dir r1 --quiet
 corpus-glob-nodir   |nodir/*.txt: no files match|"$bin" train --data 'nodir/*.txt' --run-dir r1 --quiet
@@ -187,9 +200,9 @@ eval-text-empty     |corpus_empty.txt: file is empty|"$bin" eval good --data cor
 eval-text-binary    |corpus_bin.txt: looks binary (NUL byte at offset 3)|"$bin" eval good --data corpus_bin.txt
 eval-text-tiny      |corpus_tiny.txt: 3 tokens, too few for one batch of B*T+1 = 4*32+1 = 129 tokens; lower -B or -T|"$bin" eval good --data corpus_tiny.txt
 eval-json-nodir     |nodir/e.json: cannot write: No such file or directory|"$bin" eval good --data corpus.txt --json nodir/e.json
-corpus-below-batch  |corpus_small.txt: 3000 bytes hold out at most 150 validation tokens (--val-fraction 0.05), fewer than one batch (B*T+1 = 16*64+1 = 1025 tokens)|"$bin" train --data corpus_small.txt --vocab-size 300 -B 16 -T 64 --run-dir r1 --quiet
-corpus-below-batch2 |corpus_small.txt: 3000 bytes are at most 3000 tokens, fewer than one batch (B*T+1 = 64*64+1 = 4097 tokens)|"$bin" train --data corpus_small.txt --vocab-size 300 -B 64 -T 64 --run-dir r1 --quiet
-val-below-batch     |corpus.txt: /|"$bin" train --data corpus.txt --vocab-size 300 -B 8 -T 128 --run-dir r1 --quiet
+corpus-below-batch  |corpus_small.txt: 3000 bytes hold out at most 150 validation tokens (--val-fraction 0.05), fewer than one batch (B*T+1 = 16*64+1 = 1025 tokens); lower -B or -T, or raise --val-fraction|"$bin" train --data corpus_small.txt --vocab-size 300 -B 16 -T 64 --run-dir r1 --quiet
+corpus-below-batch2 |corpus_small.txt: 3000 bytes are at most 3000 tokens, fewer than one batch (B*T+1 = 64*64+1 = 4097 tokens); lower -B or -T|"$bin" train --data corpus_small.txt --vocab-size 300 -B 64 -T 64 --run-dir r1 --quiet
+val-below-batch     |corpus.txt: the validation split holds 854 tokens (--val-fraction 0.05 of 17093), fewer than one batch (B*T+1 = 8*128+1 = 1025 tokens): lower -B or -T (B*T at most 853), take --val-fraction 0.06 (its split holds one) or give more text|"$bin" train --data corpus.txt --vocab-size 300 -B 8 -T 128 --run-dir r1 --quiet
 flag-batch-shard    |--batch-size / --seq-len: B*T+1 = 1048576*4096+1 = 4294967297 tokens per batch is above the shard limit of 2147483647 tokens|"$bin" train --data corpus.txt -B 1048576 -T 4096 --max-seq-len 4096 --run-dir r1 --quiet
 flag-loss-scale     |--loss-scale: 'abc' is not dynamic, off or a power of two in [1, 16777216]|"$bin" train --loss-scale abc
 flag-loss-scale-sp  |--loss-scale: ' 4' is not dynamic, off or a power of two|"$bin" train --loss-scale " 4"

@@ -15,7 +15,10 @@
 # `train --model NAME` (shape presets: the shape, flags beside it win, checked on --resume).
 # `train --profile` on the CPU backend prints the per-op table. Ctrl-C during data preparation
 # ends the run there (exit 130, one line, nothing left). A junk line in metrics.jsonl is dropped
-# on resume with one warning.
+# on resume with one warning. --val-every 0 / --ckpt-every 0 are in train's help and do what it
+# says; --resume takes --ckpt-every (the losses unchanged); a split too small for a batch once
+# encoded names what helps (a --val-fraction that does hold one); a bad --backend names the
+# option and value; a gpt2 run (padded vocabulary) samples with its own tokenizer.
 # Usage (from ctest): bash test_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 bin=$(realpath "${1:?tezgah binary}")
@@ -85,6 +88,13 @@ for c in sample eval info; do
   "$bin" "$c" --help | grep -q 'HF_DIR' || fail "$c --help does not name HF directories"
 done
 "$bin" train --help | grep -A3 -- '--tokenizer SPEC' | grep -q -- '--init-from' || fail "train --help: --tokenizer does not mention --init-from"
+# 0 turns the cadences off: train's help says so, and what still happens (the final validation,
+# the final checkpoint); the runs under "--val-every 0 / --ckpt-every 0" below check that
+"$bin" train --help >th.txt
+grep -A3 -- '^  --val-every N' th.txt | grep -q -- '(--val-every 0: that one alone)' ||
+  fail "train --help does not say what --val-every 0 does: $(grep -A3 -- '--val-every N' th.txt)"
+grep -A1 -- '^  --ckpt-every N' th.txt | grep -q -- '(200; 0: none during the' ||
+  fail "train --help does not say what --ckpt-every 0 does: $(grep -A2 -- '--ckpt-every N' th.txt)"
 
 # ---- usage errors: exit 1, one line on stderr, nothing on stdout ----------------------------
 usage_case() { # expected-text command...
@@ -110,8 +120,10 @@ for c in "${cmds[@]}"; do
   usage_case "unknown option" "$bin" "$c" --no-such-flag
 done
 usage_case "logits: unexpected argument 'extra'" "$bin" logits m --ids 1 extra
-usage_case "unknown backend 'bogus' for tokenizing (available: cpu, webgpu)" "$bin" encode --backend bogus hi
-usage_case "unknown backend 'bogus' for tokenizing (available: cpu, webgpu)" "$bin" tokenizer train --in x --out y --backend bogus
+# a bad backend: the option, the value and the choices, as every option error says them
+usage_case "--backend: 'bogus' is not one of cpu, webgpu (the tokenizing backends)" "$bin" encode --backend bogus hi
+usage_case "--backend: 'bogus' is not one of cpu, webgpu (the tokenizing backends)" "$bin" tokenizer train --in x --out y --backend bogus
+usage_case "--tokenizer-backend: 'cuda' is not one of cpu, webgpu (the tokenizing backends)" "$bin" train --tokenizer-backend cuda
 usage_case "unexpected argument" "$bin" train extra
 usage_case "option --steps needs a value" "$bin" train --steps
 # a value given to a flag that takes none (getopt_long's optopt is then the flag's val, above
@@ -149,14 +161,15 @@ usage_case "big.txt: 40000 bytes are at most 40000 tokens, fewer than one batch 
   "$bin" train --data big.txt -B 64 -T 1024 --max-seq-len 1024 --run-dir nh
 [[ ! -e .cache && ! -e nh ]] || fail "-B x -T above the shard limit or the corpus: data was prepared before the check"
 for b in bogus CUDA; do
-  usage_case "unknown backend '$b'" "$bin" train --data big.txt --backend "$b" --run-dir nh
+  usage_case "--backend: '$b' is not one of cpu, webgpu, cuda" "$bin" train --data big.txt --backend "$b" --run-dir nh
 done
 usage_case "--precision: 'fp16' is not one of fp32, bf16, f16" "$bin" train --data big.txt --precision fp16 --run-dir nh
 usage_case "--tokenizer: a --data run trains its own BPE" "$bin" train --data big.txt --tokenizer gpt2 --run-dir nh
 usage_case "'bf16' is not offered by the cpu backend" "$bin" train --data big.txt --precision bf16 --run-dir nh
 usage_case "'f16' is not offered by the cpu backend" "$bin" train --data big.txt --precision f16 --run-dir nh
 usage_case "'bf16' is not offered by the webgpu backend" "$bin" train --data big.txt --backend webgpu --precision bf16 --run-dir nh
-usage_case "unknown backend 'bogus'" "$bin" eval nosuch --data big.txt --backend bogus
+usage_case "--backend: 'bogus' is not one of cpu, webgpu, cuda" "$bin" eval nosuch --data big.txt --backend bogus
+usage_case "--backend: 'foo' is not one of cpu, webgpu, cuda" "$bin" sample nosuch --backend foo
 [[ ! -e .cache && ! -e nh ]] || fail "bad --backend / --precision: data was prepared (or the run directory made) before the check"
 
 # ---- Ctrl-C during data preparation: stops there (not after step 1), exit 130, one error line,
@@ -251,6 +264,17 @@ done_tps=$(sed -n 's/^done: 20 steps, \([0-9]*\) tok\/s in this session.s steps 
 want_tps=$(awk -F'"tok_per_s":' 'NF > 1 { split($2, a, /[,}]/); s += 128 / a[1]; n++ } END { if (n == 20) printf "%.0f", 128 * n / s }' tps/metrics.jsonl)
 [[ -n $want_tps ]] && awk -v d="$done_tps" -v w="$want_tps" 'BEGIN { exit !(d > 0.99 * w && d < 1.01 * w) }' ||
   fail "done line $done_tps tok/s, the steps' own (metrics.jsonl) $want_tps: $(grep done: tps.err)"
+
+# ---- a split too small for one batch once encoded (the BPE packs big.txt's 40000 bytes into
+# 28547 tokens, which the bytes-based check before it cannot rule out): one line with the counts
+# and what helps, and the --val-fraction it names (0.15, below the 0.2 given: at 0.2 the split
+# takes every 5th block of 4096 tokens, at 0.15 the tail) does hold a batch ----
+vfa=(--data big.txt "${small[@]}" -B 4 -T 1024 --max-seq-len 1024 --steps 1 --quiet)
+usage_case "big.txt: the validation split holds 4096 tokens (--val-fraction 0.2 of 28547), fewer than one batch (B*T+1 = 4*1024+1 = 4097 tokens): lower -B or -T (B*T at most 4095), take --val-fraction " \
+  "$bin" train "${vfa[@]}" --val-fraction 0.2 --run-dir vf
+vf=$(sed -n 's/.*, take --val-fraction \([0-9.]*\) (its split holds one) or give more text$/\1/p' u.err)
+[[ -n $vf ]] || fail "a validation split too small for a batch: no --val-fraction named: $(cat u.err)"
+"$bin" train "${vfa[@]}" --val-fraction "$vf" --run-dir vf 2>vf.err || fail "train --val-fraction $vf (the error's): $(cat vf.err)"
 
 # ---- the run's tokenizer: tokenizer.json in the run directory; encode/decode take the run ----
 [[ -f myrun/tokenizer.json ]] || fail "myrun/tokenizer.json is missing: $(ls myrun)"
@@ -395,6 +419,28 @@ TEZGAH_DEBUG_MEM_FREE=0 usage_case "but the cpu backend has 0.0 MiB free: free d
   "$bin" train --resume rc_fits --steps 8 --quiet
 [[ $(grep -c '"loss"' rc_fits/metrics.jsonl) == 6 ]] || fail "a refused --resume changed rc_fits' metrics"
 
+# ---- --val-every 0 / --ckpt-every 0: no validation and no checkpoint during the run; the
+# final validation (one "final" record) and the final checkpoint (checkpoint-00000006 with
+# --keep) all the same, as train --help says ----
+off=(--data part_a.txt "${small[@]}" --steps 6 --val-every 0 --ckpt-every 0 --keep 10 --quiet)
+"$bin" train "${off[@]}" --run-dir off_ref || fail "train --val-every 0 --ckpt-every 0"
+[[ $(grep -c '"val_loss"' off_ref/metrics.jsonl) == 1 && $(grep -c '"final":true' off_ref/metrics.jsonl) == 1 ]] ||
+  fail "--val-every 0: want the final validation alone: $(grep val_loss off_ref/metrics.jsonl)"
+[[ $(cd off_ref && echo checkpoint-*.tzc) == checkpoint-00000006.tzc ]] ||
+  fail "--ckpt-every 0 --keep 10: want the final checkpoint alone: $(ls off_ref)"
+
+# ---- --ckpt-every on --resume: taken (it was refused, but a checkpoint changes nothing of the
+# run's state, as --stop-after's does not): the resumed session checkpoints at the new cadence,
+# its losses are the uninterrupted run's, and a later resume without the flag keeps the cadence
+"$bin" train "${off[@]}" --stop-after 2 --run-dir off_res || fail "train --stop-after 2 (for --resume --ckpt-every)"
+"$bin" train --resume off_res --ckpt-every 2 --quiet 2>ce.err || fail "--resume with --ckpt-every 2: $(cat ce.err)"
+[[ $(cd off_res && echo checkpoint-*.tzc) == "checkpoint-00000002.tzc checkpoint-00000004.tzc checkpoint-00000006.tzc" ]] ||
+  fail "--resume --ckpt-every 2 (from step 2 to 6): want checkpoints 2 (--stop-after's), 4 and 6: $(ls off_res)"
+cmp -s <(grep -o '"\(val_\)*loss":[^,}]*' off_ref/metrics.jsonl) <(grep -o '"\(val_\)*loss":[^,}]*' off_res/metrics.jsonl) ||
+  fail "--resume --ckpt-every 2: the losses differ from the uninterrupted run's: $(paste off_ref/metrics.jsonl off_res/metrics.jsonl)"
+"$bin" train --resume off_res --steps 10 --quiet || fail "--resume of a run resumed with --ckpt-every 2"
+[[ -f off_res/checkpoint-00000008.tzc ]] || fail "a later --resume did not keep --ckpt-every 2: $(ls off_res)"
+
 # ---- resume with --steps at or below the checkpoint's step: refused, the run untouched ------
 sum=$(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum)
 usage_case "--steps 2: the run is already at step 3; give --steps above 3 to continue it" \
@@ -458,6 +504,11 @@ grep -q '^model: llama, 6 layers, 6 heads (6 kv), d_model 288, d_ff 768, .*conte
 "$bin" info preset2 >preset.out || fail "info preset2"
 grep -q '^model: gpt2, 1 layer, 2 heads (2 kv), d_model 32, d_ff 128, .*context 1024' preset.out ||
   fail "--model gpt2-1.5b with shape flags: $(sed -n 2p preset.out)"
+# gpt2 pads its vocabulary (300 -> 384 rows); the padded rows are never sampled, so a tokenizer
+# of vocab_size tokens is all sample needs (one of fewer tokens is refused: test_bad_inputs.sh)
+grep -q ', vocab 300 (padded 384), ' preset.out || fail "--model gpt2-1.5b with shape flags: want vocab 300 padded to 384: $(sed -n 2p preset.out)"
+"$bin" sample preset2 --tokenizer preset2/tokenizer.json --tokens 16 --ignore-eot --temperature 1 --top-k 0 >pad.out 2>pad.err ||
+  fail "sample of a gpt2 run (padded vocabulary) with its 300-token tokenizer: $(cat pad.err)"
 usage_case "--model: 'gpt2-2b' is not a known shape (gpt2-124m, gpt2-350m" "$bin" train --model gpt2-2b --data big.txt
 usage_case "--arch=gpt2 does not match the checkpoint's arch=llama" "$bin" train --resume preset --model gpt2-124m --steps 2
 "$bin" train --resume preset --model stories15m --steps 2 --quiet >preset.out 2>preset.err ||

@@ -5,7 +5,7 @@
 #  2. the CPU backend of the same build still trains;
 #  3. with Dawn and an adapter (lavapipe in CI): `train --backend webgpu --profile` prints the
 #     per-kernel table and the peak device memory (≥ 16 bytes per parameter); `--profile`
-#     on the CPU backend is a one-line error;
+#     on the CPU backend is a one-line error; `info` states the precision that run got;
 #  4. a tensor above maxStorageBufferBindingSize that no op splits (activations, with the
 #     limit forced to 64 KiB by TEZGAH_WEBGPU_MAX_BINDING) stops with one error line naming it;
 #  5. on a CPU adapter, `sample --backend webgpu` says on stderr (one line) that it compiles its
@@ -54,6 +54,16 @@ if "$tz" info 2>/dev/null | grep -q 'adapter'; then
     sed -n '/webgpu profile/,/total/p' err.txt | head -8
   else
     fail "--profile on webgpu: stderr:"; cat err.txt
+  fi
+  # `info` states the precision this run got (train without --precision): the same words as the
+  # run's "webgpu: <adapter>; <precision>; ..." line (on lavapipe info said fp32 activations
+  # while train ran f16 ones, until 2026-12-04)
+  ip=$("$tz" info 2>/dev/null | sed -n 's/^  precision: \(.*\); what train and sample use here without --precision$/\1/p')
+  tp=$(grep '^webgpu: ' err.txt | awk -F'; ' '{ print $2 }')
+  if [[ -n $ip && $ip == "$tp" ]]; then
+    ok "info's precision is the run's: $ip"
+  else
+    fail "info's precision '$ip' is not the run's '$tp'"
   fi
   # the run's device memory peak: at least params, grads and AdamW m, v in fp32 (16 bytes per
   # parameter, the count from `info`), at most 64 MiB for this 1-layer model

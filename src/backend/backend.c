@@ -10,7 +10,9 @@
 
 int tz_backend_check(const char *name, const char *precision) {
   if (!name || (strcmp(name, "cpu") && strcmp(name, "webgpu") && strcmp(name, "cuda")))
-    return tz_err("unknown backend '%s' (available: cpu, webgpu, cuda)", name ? name : "(null)");
+    /* named as the option's other errors are ("--precision: ...", cli/args.h): the option, the
+     * value, what it may be (every caller takes the name from --backend) */
+    return tz_err("--backend: '%s' is not one of cpu, webgpu, cuda", name ? name : "(null)");
   if (precision && *precision) {
     if (strcmp(precision, "fp32") != 0 && strcmp(precision, "bf16") != 0 && strcmp(precision, "f16") != 0)
       return tz_err("--precision: '%s' is not one of fp32, bf16, f16", precision);

@@ -421,7 +421,7 @@ struct tz_backend {
 tz_backend *tz_backend_create(const char *name, int threads, const char *precision);
 /* The name and precision checks of tz_backend_create alone (no device is touched), so that a
  * command can refuse a bad --backend / --precision before any slow work. 0, or -1 with
- * tz_err() set. */
+ * tz_err() set: "--backend: 'foo' is not one of cpu, webgpu, cuda", "--precision: ...". */
 int tz_backend_check(const char *name, const char *precision);
 /* 1 when tz_backend_create has made a CUDA backend in this process (main.c: such a process
  * leaves without the CUDA runtime's exit-time context teardown; TEZGAH_QUICK_EXIT). */

@@ -114,7 +114,7 @@ static int parse(const char *cmd, const char *help, int mode, int argc, char **a
       case 'e': ok = mode == 'e'; o->eos = 1; break;
       case 'B':
         o->backend = optarg;
-        if (tz_tok_backend_check(optarg)) return -1;
+        if (tz_tok_backend_check(optarg)) return tz_err_prefix("--backend"); /* the option, then the value */
         break;
       case 'h': fputs(help, stdout); return 1;
       case ':': return tz_arg_bad(cmd, LONG, argc, argv, optind, 0, 1);
@@ -426,7 +426,7 @@ int tz_cmd_tokenizer(int argc, char **argv) {
         break;
       case 'B':
         backend = optarg;
-        if (tz_tok_backend_check(optarg)) return tz_cli_fail();
+        if (tz_tok_backend_check(optarg)) return tz_err_prefix("--backend"), tz_cli_fail(); /* the option, then the value */
         break;
       case 'j':
         if (tz_arg_int("--threads", optarg, 0, 1024, &threads)) return tz_cli_fail();

@@ -119,9 +119,12 @@ static const char *HELP =
     "                         needs it, webgpu f16; else off)\n"
     "output:\n"
     "  --val-every N  --val-batches N\n"
-    "                         validation cadence and size (100, 8)\n"
-    "  --ckpt-every N         checkpoint cadence in steps (200; one is always\n"
-    "                         written at the end)\n"
+    "                         validation cadence in steps and its size in batches\n"
+    "                         (100, 8); one always follows the last step\n"
+    "                         (--val-every 0: that one alone)\n"
+    "  --ckpt-every N         checkpoint cadence in steps (200; 0: none during the\n"
+    "                         run); one is always written at the end. On --resume\n"
+    "                         the run's unless given\n"
     "  --keep N               keep the last N checkpoints as checkpoint-<step>.tzc\n"
     "                         (hard links; checkpoint.tzc is always the newest;\n"
     "                         default 1: only that one)\n"
@@ -171,12 +174,14 @@ static const struct option LONG[] = {
     {"quiet", 0, 0, O_QUIET}, {"profile", 0, 0, O_PROFILE}, {"recompute", 2, 0, O_RECOMPUTE}, {"logits-chunk", 1, 0, O_LOGITS}, {"skip-loss-z", 1, 0, O_SKIPLZ}, {"skip-norm-z", 1, 0, O_SKIPNZ},
     {"debug-inject-nan", 1, 0, O_INJNAN}, {"debug-inject-inf", 1, 0, O_INJINF}, {"keep", 1, 0, O_KEEP}, {"keep-best", 0, 0, O_KEEPBEST}, {"plot", 0, 0, O_PLOT}, {"nproc", 1, 0, O_NPROC}, {"zero", 1, 0, O_ZERO}, {"loss-scale", 1, 0, O_LOSSSCALE}, {"model", 1, 0, O_MODEL}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
 
-/* Options that may accompany --resume without changing the loss sequence. */
+/* Options that may accompany --resume without changing the loss sequence. --ckpt-every among
+ * them: a checkpoint reads the state and changes none of it (tests/test_cli.sh: a run resumed
+ * with another cadence has the uninterrupted run's losses). */
 static int resume_allows(int opt) {
   return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_PRECISION || opt == O_RECOMPUTE || opt == O_LOGITS || opt == O_QUIET ||
          opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP || opt == O_INJNAN || opt == O_INJINF ||
          opt == O_PROFILE || opt == O_KEEP || opt == O_KEEPBEST || opt == O_PLOT || opt == O_NPROC || opt == O_ZERO ||
-         opt == O_LOSSSCALE || opt == O_MODEL;
+         opt == O_LOSSSCALE || opt == O_MODEL || opt == O_CKPT;
 }
 
 static const char *flag_name(int opt) {
@@ -303,7 +308,7 @@ int tz_cmd_train(int argc, char **argv) {
       case O_TOKENIZER: o.tokenizer = optarg; break;
       case O_TOKBACKEND:
         o.tokenizer_backend = optarg;
-        if (tz_tok_backend_check(optarg)) e = -1;
+        if (tz_tok_backend_check(optarg)) e = tz_err_prefix("--tokenizer-backend");
         break;
       case O_RUNDIR: o.run_dir = optarg; break;
       case O_RESUME: o.resume = optarg; break;
@@ -410,6 +415,7 @@ int tz_cmd_train(int argc, char **argv) {
     if (!given[O_STEPS - 256]) o.steps = 0; /* keep the checkpoint's */
     if (!given[O_SAMPLE - 256]) o.sample_tokens = -1; /* the run's */
     if (!given[O_RECOMPUTE - 256]) o.recompute = -1;   /* the run's */
+    if (!given[O_CKPT - 256]) o.ckpt_every = -1;       /* the run's */
   } else if (o.init_from && given[O_INIT - 256]) {
     /* the model's config wins: shape flags (and --vocab-size) must agree with it */
     if (check_model_shape(&o, o.init_from, given)) return tz_cli_fail();

@@ -43,7 +43,8 @@ typedef struct {
  * Errors (-1, one line): "no files given (empty list ...)", "<pattern>: no files match",
  *   "<pattern>: cannot read directory D: <strerror>", any
  *   tz_shard_read error (names the file and value), or
- *   "<file>: 100 tokens, corpus smaller than one batch (B*T+1 = 4*64+1 = 257 tokens)". */
+ *   "<file>: 100 tokens, corpus smaller than one batch (B*T+1 = 4*64+1 = 257 tokens); lower -B or
+ *   -T (B*T at most 99) or give a larger shard". */
 int tz_loader_open(tz_loader **out, const char *paths, int vocab_size, int B, int T);
 
 /* Free the loader (NULL is fine). */

@@ -536,6 +536,24 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
     tz_err("%s: checkpoint has no tokenizer; give one with --tokenizer", rf.path);
     goto out;
   }
+  /* Every id the sampler can pick must have text. It picks among the model's vocab_size ids
+   * (tz_sampler_init(V), pick_dev(V, Vp): the padded rows up to padded_vocab, GPT-2's 50257 ->
+   * 50304, are never sampled), so a tokenizer of fewer tokens leaves ids that print nothing:
+   * they were dropped in silence. Refused before the model is loaded; no supported format pairs
+   * a model with a smaller tokenizer on purpose (llama2.c, llm.c GPT-2 and tezgah's own runs
+   * have equal sizes). */
+  int tok_v = tz_tok_vocab_size(rf.tok), V = rf.cfg.vocab_size;
+  if (tok_v < V) {
+    if (o->tokenizer)
+      tz_err("--tokenizer: %s has %d tokens but the model's vocab_size is %d: ids %d..%d, which the model can "
+             "sample, have no text in it (give the tokenizer the model was trained with)",
+             o->tokenizer, tok_v, V, tok_v, V - 1);
+    else
+      tz_err("%s: its tokenizer has %d tokens but the model's vocab_size is %d: ids %d..%d, which the model can "
+             "sample, have no text in it (give the tokenizer the model was trained with: --tokenizer)",
+             rf.path, tok_v, V, tok_v, V - 1);
+    goto out;
+  }
   if (rows_prompt) prompt = rows_prompt[0];
   if (tz_tok_kind(rf.tok) == TZ_TOKENIZER_LLAMA2C && B > 1) {
     tz_err("%s: %d rows are not offered with a llama2.c tokenizer (run.c's loop is one sequence)",

@@ -29,7 +29,7 @@ static int want_gpu(const char *backend, const char *what) {
 
 int tz_tok_backend_check(const char *backend) {
   if (!backend || !strcmp(backend, "cpu") || !strcmp(backend, "webgpu")) return 0;
-  return tz_err("unknown backend '%s' for tokenizing (available: cpu, webgpu)", backend);
+  return tz_err("'%s' is not one of cpu, webgpu (the tokenizing backends)", backend);
 }
 
 static const char *last_train = "cpu";

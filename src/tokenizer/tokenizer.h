@@ -181,7 +181,9 @@ int tz_tok_encode_webgpu(const tz_tokenizer *t, const char *text, size_t len, in
 int tz_tok_decode_webgpu(const tz_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
 
 /* backend "cpu" (or NULL) or "webgpu": the GPU function, or the CPU one after a one-line
- * notice on stderr when WebGPU is unavailable or cannot take the input. Errors: unknown backend. */
+ * notice on stderr when WebGPU is unavailable or cannot take the input. Errors: an unknown backend,
+ * "'foo' is not one of cpu, webgpu (the tokenizing backends)" (the CLI puts its option's name
+ * in front: "--backend: ...", "--tokenizer-backend: ..."). */
 int tz_tok_backend_check(const char *backend);
 int tz_tok_train_on(const char *backend, const char *text, size_t len, int vocab_size, tz_tokenizer **out);
 /* "webgpu" or "cpu": where the last tz_tok_train_on call's merges were computed (the CPU after a

@@ -120,6 +120,25 @@ static int encode_with(const tz_tokenizer *tok, const char *corpus, char *text, 
   }
 }
 
+size_t tz_prep_val_tokens(size_t n, float val_fraction) {
+  /* the split below, counted: every k-th block of VAL_BLOCK (k = 1/val_fraction rounded), or
+   * floor(n * val_fraction) from the tail */
+  size_t every = (size_t)(1.0 / val_fraction + 0.5), n_val = 0;
+  if (n < every * VAL_BLOCK) return (size_t)(n * (double)val_fraction);
+  for (size_t b = 0; b * VAL_BLOCK < n; b++)
+    if (b % every == every - 1) n_val += n - b * VAL_BLOCK < VAL_BLOCK ? n - b * VAL_BLOCK : VAL_BLOCK;
+  return n_val;
+}
+
+float tz_prep_val_fraction_for(size_t n, size_t need) {
+  for (int k = 1; k < 50; k++) { /* 0.01 .. 0.49: --val-fraction's range below 0.5, as a user types it */
+    float f = (float)(k / 100.0);
+    size_t v = tz_prep_val_tokens(n, f);
+    if (v >= need && n - v >= need) return f;
+  }
+  return 0;
+}
+
 int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
                       const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out) {
   return tz_prepare_corpus_tok(corpus, NULL, vocab_size, val_fraction, 0, 0, cache_root, quiet, tok_backend, out);
@@ -149,7 +168,8 @@ static int check_batch_fits(const char *corpus, size_t len, float val_fraction, 
   if (len >= every * VAL_BLOCK && (len + VAL_BLOCK) / every > val_max) val_max = (len + VAL_BLOCK) / every;
   if (need > val_max)
     return tz_err("%s: %zu bytes hold out at most %zu validation tokens (--val-fraction %g), fewer than one batch "
-                  "(B*T+1 = %d*%d+1 = %zu tokens); lower -B or -T", corpus, len, val_max, val_fraction, B, T, need);
+                  "(B*T+1 = %d*%d+1 = %zu tokens); lower -B or -T, or raise --val-fraction", corpus, len, val_max,
+                  val_fraction, B, T, need);
   return 0;
 }
 
@@ -223,7 +243,12 @@ int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int voc
     goto done;
   double t2 = now_s();
   if (n < 4 || (size_t)(n * (double)val_fraction) < 2) {
-    tz_err("%s: too small to hold out a validation split (%zu token%s)", corpus, n, tz_plural((long long)n));
+    /* what helps: a share that holds 2 tokens when one below the limit does, else more text */
+    char vf[80] = "";
+    float f = n >= 4 ? tz_prep_val_fraction_for(n, 2) : 0;
+    if (f > 0) snprintf(vf, sizeof vf, "raise --val-fraction (%g holds 2) or ", f);
+    tz_err("%s: too small to hold out a validation split (%zu token%s; --val-fraction %g holds %zu, 2 are needed): "
+           "%sgive more text", corpus, n, tz_plural((long long)n), val_fraction, (size_t)(n * (double)val_fraction), vf);
     goto done;
   }
   /* Hold out every k-th block of VAL_BLOCK tokens (k = 1/val_fraction) so the validation

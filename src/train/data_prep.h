@@ -35,6 +35,12 @@ int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
 int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int vocab_size, float val_fraction, int B,
                           int T, const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out);
 void tz_prepared_free(tz_prepared *p);
+/* The validation tokens the split holds out of n tokens at val_fraction (the count
+ * tz_prepare_corpus_tok's split gives: every (1/val_fraction)-th block, or the tail). */
+size_t tz_prep_val_tokens(size_t n, float val_fraction);
+/* The smallest --val-fraction of 0.01, 0.02, ..., 0.49 whose split of n tokens leaves at least
+ * `need` tokens on both sides; 0 when none does (the hint in the errors of a too-small split). */
+float tz_prep_val_fraction_for(size_t n, size_t need);
 
 /* The corpus rule, shared by every command that takes text to train or tokenize (train
  * --data, tokenizer train, tokenize, eval on text): `data` (len bytes, named `path` in the

@@ -413,6 +413,14 @@ static int phase_init_from(train_run *r) {
   if (r->tok && tz_tok_vocab_size(r->tok) > o->model.vocab_size)
     return tz_err("--tokenizer: %s has %d tokens but the model's vocab_size is %d",
                   o->tokenizer ? o->tokenizer : r->rf.path, tz_tok_vocab_size(r->tok), o->model.vocab_size);
+  /* fewer tokens than the model's vocabulary: the run could be trained, but no sample of it
+   * (the one at its end, tezgah sample) could print ids past the tokenizer (generate.c refuses
+   * it): refused here, before any slow work, rather than after the training */
+  if (r->tok && tz_tok_vocab_size(r->tok) < o->model.vocab_size)
+    return tz_err("--tokenizer: %s has %d tokens but the model's vocab_size is %d: ids %d..%d, which the model can "
+                  "sample, would have no text in it (give a tokenizer of %d tokens)",
+                  o->tokenizer ? o->tokenizer : r->rf.path, tz_tok_vocab_size(r->tok), o->model.vocab_size,
+                  tz_tok_vocab_size(r->tok), o->model.vocab_size - 1, o->model.vocab_size);
   if (!r->tok && !o->train_shards)
     return tz_err("%s: the model has no tokenizer to encode --data %s with; give --tokenizer (or token shards with "
                   "--train-shards)", r->rf.path, o->data);
@@ -546,6 +554,33 @@ static int data_turn(train_run *r, const char **train_shards, const char **val_s
   return 0;
 }
 
+/* A prepared --data corpus whose split cannot hold one batch (B*T+1 tokens): the BPE packed the
+ * text into fewer tokens than the bytes-based check before it (data_prep.c's check_batch_fits,
+ * one token per byte at most) could rule out. Said with the counts and what helps (the loader's
+ * own message would name the cache file and no remedy): -B or -T lower (B*T+1 at most the
+ * split's tokens), the smallest --val-fraction (in steps of 0.01) whose split holds a batch on
+ * both sides, where one does (the tokens are the same: the BPE is
+ * trained on all the text, whatever the split), or more text.
+ * "corpus.txt: the validation split holds 854 tokens (--val-fraction 0.05 of 17093), fewer than
+ * one batch (B*T+1 = 8*128+1 = 1025 tokens): lower -B or -T (B*T at most 853), take
+ * --val-fraction 0.06 (its split holds one) or give more text". */
+static int check_prepared_fits(const train_run *r) {
+  const tz_train_opts *o = &r->o;
+  size_t need = (size_t)o->B * (size_t)o->T + 1, n = r->prep.n_train + r->prep.n_val;
+  int val = r->prep.n_train >= need; /* the short split (the validation one: the training split is the larger) */
+  size_t have = val ? r->prep.n_val : r->prep.n_train;
+  if (have >= need) return 0;
+  char vf[80] = "";
+  float f = tz_prep_val_fraction_for(n, need); /* the same tokens split otherwise (the BPE sees all the text) */
+  /* "take", not "raise": on the block split the counts do not grow with the share (0.2 of
+   * 28547 tokens holds 4096, 0.15 holds 4282: every 5th block vs the tail) */
+  if (f > 0) snprintf(vf, sizeof vf, ", take --val-fraction %g (its split holds one)", f);
+  return tz_err("%s: the %s split holds %zu tokens (--val-fraction %g of %zu), fewer than one batch (B*T+1 = %d*%d+1 "
+                "= %zu tokens): lower -B or -T (B*T at most %zu)%s or give more text",
+                o->data, val ? "validation" : "training", have, o->val_fraction, n, o->B, o->T, need, have ? have - 1 : 0,
+                vf);
+}
+
 /* Data and tokenizer, then the model's config from them, and the loaders: rank 0 prepares
  * the data (BPE training, tokenizing into the cache) while the other ranks wait; they then
  * find it cached. */
@@ -565,6 +600,7 @@ static int phase_data(train_run *r) {
   }
   if (o->T > o->model.max_seq_len)
     return tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d", o->T, o->model.max_seq_len);
+  if (r->prep.train_path && check_prepared_fits(r)) return -1;
   if (tz_loader_open(&r->train, train_shards, o->model.vocab_size, o->B, o->T) ||
       (val_shards && tz_loader_open(&r->val, val_shards, o->model.vocab_size, o->B, o->T))) {
     if (!o->train_shards && !o->resume) tz_err_prefix(o->data); /* name the user's corpus, not just the cache file */

@@ -132,7 +132,7 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
   st->loader_pos.offset = (uint64_t)v;
   if (count(pos, where, "epoch", 0, MAX_POS, &v)) return -1;
   st->loader_pos.epoch = (uint64_t)v;
-  int want_steps = o->steps;
+  int want_steps = o->steps, want_ckpt = o->ckpt_every;
 #define GETI(f, o)                                            \
   if (count(opts, where, #f, strcmp(#f, "warmup") ? 0 : -1, MAX_STEPS, &v)) return -1; \
   (o)->f = (int)v; /* warmup -1: "5% of steps"; ranges are checked with the options */
@@ -220,6 +220,10 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
   }
   st->recorded_steps = o->steps;
   if (want_steps > 0) o->steps = want_steps;
+  /* --ckpt-every given on --resume: the new cadence (a checkpoint changes no state of the run:
+   * the loss sequence is the same with any cadence, as with --stop-after's checkpoint); -1: the
+   * run's. Recorded with the next checkpoint, so a later resume keeps it. */
+  if (want_ckpt >= 0) o->ckpt_every = want_ckpt;
   const cJSON *ts = cJSON_GetObjectItemCaseSensitive(opts, "train_shards");
   const cJSON *vs = cJSON_GetObjectItemCaseSensitive(opts, "val_shards");
   if (cJSON_IsString(ts)) o->train_shards = st->train_shards = tz_strdup(ts->valuestring);

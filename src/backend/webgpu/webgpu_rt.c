@@ -257,6 +257,56 @@ static void adapter_line(wg_ctx *c, char *out, size_t cap) {
            desc[0] ? ", " : "", desc);
 }
 
+/* The precision of an opened adapter (c->has_f16 known): c->f16 (the f16 weight mirror),
+ * c->act16 (f16 matmul inputs) and c->act_f16 (f16 activations), from --precision (NULL or "":
+ * the default) and the A/B switches below; act_buffers: the backend's one buffer per activation
+ * (be->act_buffers). tz_backend_webgpu_create and `tezgah info` both decide here, so that info
+ * states what train and sample get. 0, or -1 with tz_err (f16 asked of an adapter without
+ * ShaderF16, a bad TEZGAH_WEBGPU_ACT). */
+static int choose_precision(wg_ctx *c, int act_buffers, const char *precision) {
+  /* the precision (--precision; f16 today is the f16 weight mirror): "fp32" off, "f16" on
+   * (an error without ShaderF16); by default on where ShaderF16 exists, fp32 otherwise, and
+   * then TEZGAH_WEBGPU_F16=0 turns it off and TEZGAH_WEBGPU_F16=1 requires it (tests) */
+  if (precision && *precision) {
+    c->f16 = !strcmp(precision, "f16");
+    if (c->f16 && !c->has_f16)
+      return tz_err("webgpu: --precision f16 but this adapter offers no ShaderF16 (use --precision fp32)");
+  } else {
+    const char *fe = getenv("TEZGAH_WEBGPU_F16");
+    int f16_forced = fe && *fe && strcmp(fe, "0") != 0;
+    c->f16 = c->has_f16 && !(fe && !strcmp(fe, "0"));
+    if (f16_forced && !c->has_f16)
+      return tz_err("webgpu: TEZGAH_WEBGPU_F16=%s but this adapter offers no ShaderF16 (unset it for fp32)", fe);
+  }
+  /* f16 matmul inputs (be->act_mm, backend.h): with the f16 precision the norms, attention and
+   * GeLU / SwiGLU write their outputs as f16 and the matmuls read them so (no conversion pass
+   * before the subgroup-matrix kernel; half the bytes for the vector kernels).
+   * TEZGAH_WEBGPU_ACT16=0 keeps them fp32 (A/B, and the fp32 op tests of test_webgpu_ops). Not
+   * with the single activation arena (TEZGAH_WEBGPU_ARENA=1): the f16 output is bound apart from
+   * the kernel's other arguments (binding 9), and in one buffer its aligned-down binding could
+   * overlap an input's writable one, which Dawn rejects. */
+  c->act16 = c->f16 && act_buffers && env_int("TEZGAH_WEBGPU_ACT16", 1) != 0;
+  /* f16 activations (be->act, backend.h), on with the f16 matmul inputs (act16): the residual
+   * stream, matmul outputs, activation gradients and logits in f16 too, as CUDA keeps them in
+   * bf16 -- half the bytes of every memory-bound op and of the activations' memory (GPT-2 124M
+   * B16 T1024 on the H200: 169.5K -> 187.8K tokens/s, peak 15,178 -> 9,106 MiB; docs/PERF.md).
+   * TEZGAH_WEBGPU_ACT=f32 keeps them fp32 (A/B; the f16 matmul inputs stay); =f16 requires them. */
+  const char *ae = getenv("TEZGAH_WEBGPU_ACT");
+  if (ae && *ae && strcmp(ae, "f16") && strcmp(ae, "f32"))
+    return tz_err("webgpu: TEZGAH_WEBGPU_ACT=%s is not f16 or f32", ae);
+  if (ae && !strcmp(ae, "f16") && !c->act16)
+    return tz_err("webgpu: TEZGAH_WEBGPU_ACT=f16 needs the f16 precision with f16 matmul inputs (--precision f16, "
+                  "TEZGAH_WEBGPU_ACT16 and TEZGAH_WEBGPU_ARENA unset)");
+  c->act_f16 = c->act16 && !(ae && !strcmp(ae, "f32"));
+  return 0;
+}
+
+/* One buffer per activation tensor unless TEZGAH_WEBGPU_ARENA=1 (see tz_backend_webgpu_create). */
+static int act_buffers_env(void) {
+  const char *ar = getenv("TEZGAH_WEBGPU_ARENA");
+  return !(ar && !strcmp(ar, "1"));
+}
+
 tz_backend *tz_backend_webgpu_create(const char *precision) {
   wg_ctx *c = tz_calloc(1, sizeof *c);
   tz_backend *be = tz_calloc(1, sizeof *be);
@@ -266,63 +316,20 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
   /* One buffer per activation tensor (backend.h): the model's matmul and matmul_t operands are
    * then bound read-only and take the 8 x 16 tile (mm_config). TEZGAH_WEBGPU_ARENA=1 (A/B
    * measurement) keeps the single arena, whose read_write dispatches take 8 x 8, BK 8. */
-  const char *ar = getenv("TEZGAH_WEBGPU_ARENA");
-  be->act_buffers = !(ar && !strcmp(ar, "1"));
+  be->act_buffers = act_buffers_env();
   if (open_adapter(c) != 0) {
     wg_destroy(be);
     return NULL;
   }
-  /* the precision (--precision; f16 today is the f16 weight mirror): "fp32" off, "f16" on
-   * (an error without ShaderF16); by default on where ShaderF16 exists, fp32 otherwise, and
-   * then TEZGAH_WEBGPU_F16=0 turns it off and TEZGAH_WEBGPU_F16=1 requires it (tests) */
-  if (precision && *precision) {
-    c->f16 = !strcmp(precision, "f16");
-    if (c->f16 && !c->has_f16) {
-      tz_err("webgpu: --precision f16 but this adapter offers no ShaderF16 (use --precision fp32)");
-      wg_destroy(be);
-      return NULL;
-    }
-  } else {
-    const char *fe = getenv("TEZGAH_WEBGPU_F16");
-    int f16_forced = fe && *fe && strcmp(fe, "0") != 0;
-    c->f16 = c->has_f16 && !(fe && !strcmp(fe, "0"));
-    if (f16_forced && !c->has_f16) {
-      tz_err("webgpu: TEZGAH_WEBGPU_F16=%s but this adapter offers no ShaderF16 (unset it for fp32)", fe);
-      wg_destroy(be);
-      return NULL;
-    }
+  if (choose_precision(c, be->act_buffers, precision)) {
+    wg_destroy(be);
+    return NULL;
   }
   /* f16 mixed precision asks train for dynamic loss scaling (backend.h, needs_loss_scale):
    * f16's range ends at 6.1e-5 (normal) / 6e-8 (subnormal), where small gradients vanish */
   be->needs_loss_scale = c->f16;
-  /* f16 matmul inputs (be->act_mm, backend.h): with the f16 precision the norms, attention and
-   * GeLU / SwiGLU write their outputs as f16 and the matmuls read them so (no conversion pass
-   * before the subgroup-matrix kernel; half the bytes for the vector kernels).
-   * TEZGAH_WEBGPU_ACT16=0 keeps them fp32 (A/B, and the fp32 op tests of test_webgpu_ops). Not
-   * with the single activation arena (TEZGAH_WEBGPU_ARENA=1): the f16 output is bound apart from
-   * the kernel's other arguments (binding 9), and in one buffer its aligned-down binding could
-   * overlap an input's writable one, which Dawn rejects. */
-  c->act16 = c->f16 && be->act_buffers && env_int("TEZGAH_WEBGPU_ACT16", 1) != 0;
-  be->act_mm = c->act16 ? TZ_F16 : TZ_F32;
-  /* f16 activations (be->act, backend.h), on with the f16 matmul inputs (act16): the residual
-   * stream, matmul outputs, activation gradients and logits in f16 too, as CUDA keeps them in
-   * bf16 -- half the bytes of every memory-bound op and of the activations' memory (GPT-2 124M
-   * B16 T1024 on the H200: 169.5K -> 187.8K tokens/s, peak 15,178 -> 9,106 MiB; docs/PERF.md).
-   * TEZGAH_WEBGPU_ACT=f32 keeps them fp32 (A/B; the f16 matmul inputs stay); =f16 requires them. */
-  const char *ae = getenv("TEZGAH_WEBGPU_ACT");
-  if (ae && *ae && strcmp(ae, "f16") && strcmp(ae, "f32")) {
-    tz_err("webgpu: TEZGAH_WEBGPU_ACT=%s is not f16 or f32", ae);
-    wg_destroy(be);
-    return NULL;
-  }
-  if (ae && !strcmp(ae, "f16") && !c->act16) {
-    tz_err("webgpu: TEZGAH_WEBGPU_ACT=f16 needs the f16 precision with f16 matmul inputs (--precision f16, "
-           "TEZGAH_WEBGPU_ACT16 and TEZGAH_WEBGPU_ARENA unset)");
-    wg_destroy(be);
-    return NULL;
-  }
-  c->act_f16 = c->act16 && !(ae && !strcmp(ae, "f32"));
-  if (c->act_f16) be->act = TZ_F16;
+  be->act_mm = c->act16 ? TZ_F16 : TZ_F32; /* f16 matmul inputs (backend.h) */
+  if (c->act_f16) be->act = TZ_F16;         /* f16 activations (backend.h) */
   /* subgroup reductions: on where Subgroups exists unless TEZGAH_WEBGPU_SUBGROUPS=0;
    * TEZGAH_WEBGPU_SUBGROUPS=1 requires them (tests) */
   const char *se = getenv("TEZGAH_WEBGPU_SUBGROUPS");
@@ -600,9 +607,13 @@ int tz_webgpu_info(void) {
                "kernels elsewhere; TEZGAH_WEBGPU_ATTN_SGMAT=1 forces them (head_dim 64 and 128), =0 off"
              : "fp32 flash kernels (no f16 x f16 -> f32 subgroup matrices with Subgroups here)");
   if (has_sgm) W.wgpuAdapterPropertiesSubgroupMatrixConfigsFreeMembers(mc);
-  const char *fe = getenv("TEZGAH_WEBGPU_F16");
-  c->f16 = c->has_f16 && !(fe && !strcmp(fe, "0"));
-  printf("  precision: %s\n", precision(c));
+  /* what train and sample choose without --precision (the same function, the same environment):
+   * until 2026-12-04 only the weight mirror was decided here, and info said "fp32 activations"
+   * on lavapipe where train ran f16 ones */
+  if (choose_precision(c, act_buffers_env(), NULL) == 0)
+    printf("  precision: %s; what train and sample use here without --precision\n", precision(c));
+  else
+    printf("  precision: none: train and sample would fail here without --precision: %s\n", tz_errmsg());
   W.wgpuSupportedFeaturesFreeMembers(sf);
   WGPULimits *l = &c->lim;
   printf("  limits: maxBufferSize %llu, maxStorageBufferBindingSize %llu, maxComputeWorkgroupStorageSize %u,\n"
