@@ -3001,6 +3001,13 @@ static void test_act_f16_matmul(void **state) {
   assert_non_null(g->matmul_dswiglu);
   dswiglu_case(g, 2 * u, 3 * u, 2 * u, 64, 1e-3, 1e-5, 0);
   dswiglu_case(g, u, 1088, 2 * u, 0, 1e-3, 1e-5, 0);
+  /* K = BK, one k step (the emulation's BK 32, the H200's 64): the epilogue's loads in the last k
+   * step (EPRE: DGELU by default) are then also the first k step's, beside the prologue's
+   * (session 24's review) */
+  const int kb1 = emu ? 32 : 64;
+  gelu_epi_case(g, 0, 2 * u, kb1, 2 * u, 1, 64, 1e-3, 1e-5, 0);
+  dswiglu_case(g, 2 * u, kb1, 2 * u, 64, 1e-3, 1e-5, 0);
+  afm_case(g, 4, 2 * u, kb1, 2 * u, 0, 1, 64, 1e-3, 1e-5);
   /* the weight gradient with its bias sums (DB; SGMAT_NATIVE16=1: a fallback to matmul_at +
    * bias_bwd fails), db right after dW as in training, dW accumulated (DB's only form): no split;
    * split over K; dY at an offset */
