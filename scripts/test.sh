@@ -10,17 +10,10 @@ bash scripts/setup.sh
 bash scripts/setup_wasm.sh
 t_build=$SECONDS
 echo "--- building tezgah and the tests in build/ (a few minutes the first time; log: build/build.log) ---"
-# The CUDA backend is built where it can run: without a GPU that nvidia-smi lists, its tests
-# skip whatever is built, and compiling its kernels is ~170 of the build's ~300 CPU s on a
-# 2-core machine (issue 21 part 2: this command in <= 12 minutes). .ci/run compiles it in a
-# stage of its own (scripts/ci_cuda_build.sh), so CI still checks that it builds.
-# TEZGAH_TEST_CUDA=ON builds it anyway (where a CUDA toolkit is found, as the default build).
-if [[ ${TEZGAH_TEST_CUDA:-} == ON ]] || nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  cuda=AUTO
-else
-  cuda=OFF
-  echo "--- no NVIDIA GPU visible: the CUDA backend is not built for these tests (its tests skip; TEZGAH_TEST_CUDA=ON builds it) ---"
-fi
+# The CUDA backend is built where it can run (scripts/cuda_choice.sh says why; its tests skip
+# elsewhere)
+# shellcheck source=scripts/cuda_choice.sh
+source scripts/cuda_choice.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTEZGAH_CUDA=$cuda >/dev/null
 cmake --build build -j"$(nproc)" >build/build.log 2>&1 || { tail -30 build/build.log >&2; exit 1; }
 # Tests that need a GPU or ../shared exit 77 after printing "SKIPPED: <reason>"; ctest lists
