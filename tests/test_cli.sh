@@ -505,7 +505,7 @@ grep -q '^model: llama, 6 layers, 6 heads (6 kv), d_model 288, d_ff 768, .*conte
 grep -q '^model: gpt2, 1 layer, 2 heads (2 kv), d_model 32, d_ff 128, .*context 1024' preset.out ||
   fail "--model gpt2-1.5b with shape flags: $(sed -n 2p preset.out)"
 # gpt2 pads its vocabulary (300 -> 384 rows); the padded rows are never sampled, so a tokenizer
-# of vocab_size tokens is all sample needs (one of fewer tokens is refused: test_bad_inputs.sh)
+# of vocab_size tokens is all sample needs (one of fewer tokens: test_bad_inputs.sh's note cases)
 grep -q ', vocab 300 (padded 384), ' preset.out || fail "--model gpt2-1.5b with shape flags: want vocab 300 padded to 384: $(sed -n 2p preset.out)"
 "$bin" sample preset2 --tokenizer preset2/tokenizer.json --tokens 16 --ignore-eot --temperature 1 --top-k 0 >pad.out 2>pad.err ||
   fail "sample of a gpt2 run (padded vocabulary) with its 300-token tokenizer: $(cat pad.err)"

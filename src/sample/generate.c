@@ -157,6 +157,9 @@ typedef struct {
 static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_opts *o, char **prompt,
                          int32_t **prompt_ids, const size_t *n0, int B, FILE *out, const double *t_mark) {
   int maxT = m->cfg.max_seq_len, eot = tz_tok_eot(tok), V = m->cfg.vocab_size;
+  /* the ids sampled: the model's vocab_size, or fewer where the tokenizer has fewer tokens (the
+   * ids past it have no text: see the note in tz_sample) */
+  int Vs = tz_tok_vocab_size(tok) < V ? tz_tok_vocab_size(tok) : V;
   tz_sampler *smp = tz_calloc((size_t)B, sizeof *smp);
   int32_t *hist = tz_malloc((size_t)B * (maxT + 1) * sizeof *hist), *next = tz_malloc((size_t)B * sizeof *next),
           *pos = tz_malloc((size_t)B * sizeof *pos);
@@ -165,7 +168,7 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
   row_text *rt = tz_calloc((size_t)B, sizeof *rt);
   float *logits = tz_malloc((size_t)V * sizeof *logits);
   for (int b = 0; b < B; b++) {
-    tz_sampler_init(&smp[b], V, o->temperature, o->top_k, o->top_p, o->seed + (uint64_t)b);
+    tz_sampler_init(&smp[b], Vs, o->temperature, o->top_k, o->top_p, o->seed + (uint64_t)b);
     memcpy(hist + (size_t)b * (maxT + 1), prompt_ids[b], n0[b] * sizeof *hist);
     n[b] = n0[b];
     rt[b].f = B == 1 ? out : open_memstream(&rt[b].buf, &rt[b].len);
@@ -244,7 +247,7 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
       int queued = 1;
       for (int k = 0; k < K && queued; k++) {
         tz_slice rk = temp > 0 ? slice_at(c_r, (size_t)k * B * sizeof(double)) : TZ_NONE;
-        queued = be->pick_dev(be, m->infer.tokens, m->infer.logits, B, V, m->cfg.padded_vocab, temp, smp[0].top_k,
+        queued = be->pick_dev(be, m->infer.tokens, m->infer.logits, B, Vs, m->cfg.padded_vocab, temp, smp[0].top_k,
                               smp[0].top_p, rk, slice_at(c_ids, (size_t)k * B * sizeof(int32_t)));
         if (queued) tz_model_step_dev(m, slice_at(c_pos, (size_t)k * B * sizeof(int32_t)), B);
       }
@@ -536,23 +539,20 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
     tz_err("%s: checkpoint has no tokenizer; give one with --tokenizer", rf.path);
     goto out;
   }
-  /* Every id the sampler can pick must have text. It picks among the model's vocab_size ids
-   * (tz_sampler_init(V), pick_dev(V, Vp): the padded rows up to padded_vocab, GPT-2's 50257 ->
-   * 50304, are never sampled), so a tokenizer of fewer tokens leaves ids that print nothing:
-   * they were dropped in silence. Refused before the model is loaded; no supported format pairs
-   * a model with a smaller tokenizer on purpose (llama2.c, llm.c GPT-2 and tezgah's own runs
-   * have equal sizes). */
+  /* Every id the sampler picks must have text. It picks among the model's vocab_size ids (the
+   * padded rows up to padded_vocab, GPT-2's 50257 -> 50304, never), or among the tokenizer's
+   * where it has fewer: a model whose vocabulary was padded past its tokenizer (Hugging Face
+   * exports at 50304 or 32001 rows, a shard run given --vocab-size 50304) then samples the ids
+   * that have text, and the rows past them are left out like padding, with a note (before: they
+   * were sampled and printed nothing). */
   int tok_v = tz_tok_vocab_size(rf.tok), V = rf.cfg.vocab_size;
   if (tok_v < V) {
     if (o->tokenizer)
-      tz_err("--tokenizer: %s has %d tokens but the model's vocab_size is %d: ids %d..%d, which the model can "
-             "sample, have no text in it (give the tokenizer the model was trained with)",
-             o->tokenizer, tok_v, V, tok_v, V - 1);
+      fprintf(stderr, "sample: note: --tokenizer %s has %d tokens, the model's vocab_size is %d: ids %d..%d have no "
+                      "text and are not sampled\n", o->tokenizer, tok_v, V, tok_v, V - 1);
     else
-      tz_err("%s: its tokenizer has %d tokens but the model's vocab_size is %d: ids %d..%d, which the model can "
-             "sample, have no text in it (give the tokenizer the model was trained with: --tokenizer)",
-             rf.path, tok_v, V, tok_v, V - 1);
-    goto out;
+      fprintf(stderr, "sample: note: %s: its tokenizer has %d tokens, the model's vocab_size is %d: ids %d..%d have "
+                      "no text and are not sampled\n", rf.path, tok_v, V, tok_v, V - 1);
   }
   if (rows_prompt) prompt = rows_prompt[0];
   if (tz_tok_kind(rf.tok) == TZ_TOKENIZER_LLAMA2C && B > 1) {
@@ -583,7 +583,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
             1e3 * (t_joined - t_be), 1e3 * (t_mark[1] - t_joined), 1e3 * (t_model - t_mark[1]),
             1e3 * (t_rows - t_model), 1e3 * (t_mark[3] - t_rows));
   if (tz_tok_kind(rf.tok) == TZ_TOKENIZER_LLAMA2C) {
-    tz_sampler_init(&smp, m->cfg.vocab_size, o->temperature, o->top_k, o->top_p, o->seed);
+    tz_sampler_init(&smp, tok_v < V ? tok_v : V, o->temperature, o->top_k, o->top_p, o->seed);
     rc = generate_llama2c(m, rf.tok, &smp, prompt, o->tokens, out);
     goto out;
   }

@@ -413,14 +413,6 @@ static int phase_init_from(train_run *r) {
   if (r->tok && tz_tok_vocab_size(r->tok) > o->model.vocab_size)
     return tz_err("--tokenizer: %s has %d tokens but the model's vocab_size is %d",
                   o->tokenizer ? o->tokenizer : r->rf.path, tz_tok_vocab_size(r->tok), o->model.vocab_size);
-  /* fewer tokens than the model's vocabulary: the run could be trained, but no sample of it
-   * (the one at its end, tezgah sample) could print ids past the tokenizer (generate.c refuses
-   * it): refused here, before any slow work, rather than after the training */
-  if (r->tok && tz_tok_vocab_size(r->tok) < o->model.vocab_size)
-    return tz_err("--tokenizer: %s has %d tokens but the model's vocab_size is %d: ids %d..%d, which the model can "
-                  "sample, would have no text in it (give a tokenizer of %d tokens)",
-                  o->tokenizer ? o->tokenizer : r->rf.path, tz_tok_vocab_size(r->tok), o->model.vocab_size,
-                  tz_tok_vocab_size(r->tok), o->model.vocab_size - 1, o->model.vocab_size);
   if (!r->tok && !o->train_shards)
     return tz_err("%s: the model has no tokenizer to encode --data %s with; give --tokenizer (or token shards with "
                   "--train-shards)", r->rf.path, o->data);

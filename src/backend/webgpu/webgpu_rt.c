@@ -612,8 +612,10 @@ int tz_webgpu_info(void) {
    * on lavapipe where train ran f16 ones */
   if (choose_precision(c, act_buffers_env(), NULL) == 0)
     printf("  precision: %s; what train and sample use here without --precision\n", precision(c));
-  else
+  else {
     printf("  precision: none: train and sample would fail here without --precision: %s\n", tz_errmsg());
+    tz_err_clear(); /* printed: info itself succeeds */
+  }
   W.wgpuSupportedFeaturesFreeMembers(sf);
   WGPULimits *l = &c->lim;
   printf("  limits: maxBufferSize %llu, maxStorageBufferBindingSize %llu, maxComputeWorkgroupStorageSize %u,\n"
