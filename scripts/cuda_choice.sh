@@ -12,5 +12,5 @@ if [[ ${TEZGAH_TEST_CUDA:-} == ON ]] || timeout 20 nvidia-smi -L 2>/dev/null | g
   cuda=AUTO
 else
   cuda=OFF
-  echo "--- no NVIDIA GPU visible: the CUDA backend is not built (TEZGAH_TEST_CUDA=ON builds it) ---"
+  echo "--- no NVIDIA GPU visible (nvidia-smi -L): the CUDA backend is not built (TEZGAH_TEST_CUDA=ON builds it where a CUDA toolkit is found) ---"
 fi

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
-echo "--- building tezgah in build/ (a few minutes the first time; log: build/build.log) ---"
+echo "--- building tezgah in build/ (under a minute the first time without CUDA; log: build/build.log) ---"
 # The CUDA backend where a GPU is visible (scripts/cuda_choice.sh, as scripts/test.sh decides);
 # only the tezgah target: the tests and benchmarks are scripts/test.sh's (the same build/)
 # shellcheck source=scripts/cuda_choice.sh

@@ -167,6 +167,7 @@ shard-ntok-zero     |sh_ntok0.bin: header ntok 0 (must be > 0)|"$bin" train --tr
 shard-id-vocab      |sh_bigid.bin: token id 65000 at position 5 is out of range for vocab size 300|"$bin" train --train-shards sh_bigid.bin --vocab-size 300 --run-dir r1 --quiet
 shard-id-vocab-260  |sh_good.bin: token id 287 at position 1 is out of range for vocab size 260|"$bin" train --train-shards sh_good.bin --vocab-size 260 --run-dir r1 --quiet
 shard-below-batch   |sh_small.bin: 10 tokens, corpus smaller than one batch (B*T+1 = 4*32+1 = 129 tokens); lower -B or -T (B*T at most 9) or give a larger shard|"$bin" train --train-shards sh_small.bin --vocab-size 300 -B 4 -T 32 --run-dir r1 --quiet
+resume-file         |--resume: good/checkpoint.tzc is a file; give the run directory that holds it (good), or --run-dir for the continued run|"$bin" train --resume good/checkpoint.tzc --steps 99
 keep-best-no-val    |--keep-best: no validation data (give --val-shards with --train-shards)|"$bin" train --train-shards sh_good.bin --vocab-size 300 --keep-best --run-dir r1 --quiet
 shard-no-match      |nothing*.bin: no files match|"$bin" train --train-shards 'nothing*.bin' --vocab-size 300 --run-dir r1 --quiet
 tok-duplicate-merge |tok_dupmerge.json: merges 0 and 1 both produce|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupmerge.json "${small[@]}" --steps 2 --run-dir r1

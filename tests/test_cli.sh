@@ -192,6 +192,24 @@ rc=$?
   fail "SIGINT during data preparation left files: $(ls -a; find .cache 2>/dev/null)"
 rm -f huge.txt
 
+# ---- one training per run directory (train.c: an flock on the directory): a second one into
+# a run directory that a running training writes is refused in one line, exit 1, and the first
+# goes on (two at once used to interleave their metrics and keep one checkpoint, 2026-12-04)
+lk=(--vocab-size 300 --n-layer 1 --n-head 2 --d-model 32 -B 4 -T 32 --threads 1 --sample-tokens 0 --quiet)
+"$bin" train --data big.txt "${lk[@]}" --steps 1000000 --run-dir lockrun >lock1.out 2>lock1.err &
+lpid=$!
+for _ in $(seq 300); do [[ -s lockrun/metrics.jsonl ]] && break; sleep 0.05; done
+[[ -s lockrun/metrics.jsonl ]] || fail "the first training into lockrun wrote no metrics: $(cat lock1.err)"
+"$bin" train --data big.txt "${lk[@]}" --steps 2 --run-dir lockrun >lock2.out 2>lock2.err && fail "a second training into lockrun while the first runs: exit 0"
+[[ $(wc -l <lock2.err) == 1 ]] && grep -q '^tezgah: error: lockrun: another tezgah train is writing into this run directory' lock2.err ||
+  fail "a second training into lockrun: want one line naming it: $(cat lock2.err)"
+kill -0 $lpid 2>/dev/null || fail "the first training into lockrun stopped: $(cat lock1.err)"
+kill -INT $lpid
+wait $lpid
+rc=$?
+((rc == 130)) && [[ -f lockrun/checkpoint.tzc ]] || fail "the first training into lockrun after SIGINT: exit $rc, $(ls lockrun)"
+rm -rf lockrun
+
 # ---- --data lists and globs; latest beside the run directory; sample finds it --------------
 head -c 12000 "$src" >part_a.txt
 head -c 24000 "$src" | tail -c 12000 >part_b.txt

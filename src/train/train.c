@@ -18,7 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -275,6 +278,7 @@ typedef struct {
   int *inject_nan, *inject_inf, n_inject_nan, n_inject_inf; /* --debug-inject-* steps */
   char *ckpt_path, *best_path, *metrics_path, *cache_root;
   char *created_top; /* the shallowest directory of o.run_dir this run created */
+  int run_dir_fd;    /* rank 0: the run directory, flock'ed for this process (-1: none) */
   int latest_marked;
   /* the loop's clock and counters */
   size_t N; /* tokens per batch, all ranks */
@@ -364,6 +368,18 @@ static int phase_resume(train_run *r) {
   tz_train_opts *o = &r->o;
   tz_train_state *st = &r->st;
   if (!o->resume) return 0;
+  /* without --run-dir a run continues in the directory given (its checkpoint, metrics and
+   * tokenizer are written there again): a checkpoint file is then refused before it is read,
+   * naming its directory (it failed later as "not a directory"); with --run-dir a file is a
+   * start like any checkpoint */
+  struct stat rs;
+  if (!o->run_dir && stat(o->resume, &rs) == 0 && !S_ISDIR(rs.st_mode)) {
+    char *cp = strdup(o->resume), *d = dirname(cp);
+    tz_err("--resume: %s is a file; give the run directory that holds it (%s), or --run-dir for the continued run",
+           o->resume, d);
+    free(cp);
+    return -1;
+  }
   if (tz_run_open(o->resume, &r->rf)) return -1;
   if (!r->rf.train)
     return tz_err("%s: checkpoint has no training state (an imported or exported model); start a new run from its "
@@ -509,6 +525,25 @@ static int phase_run_dir(train_run *r) {
     if (tz_mkdirs_track(o->run_dir, &r->created_top)) return -1;
     if (access(o->run_dir, W_OK) != 0)
       return tz_err("%s: run directory is not writable: %s", o->run_dir, strerror(errno));
+    /* One process writes a run directory: an exclusive flock(2) on the directory itself, held
+     * until this process ends (no lock file to leave behind). Two trainings started together
+     * into one directory (the same --run-dir, or the default runs/<date-time> in one second)
+     * both passed the check above and interleaved their metrics, one checkpoint surviving
+     * (a user's walkthrough, 2026-12-04). The one that finds it locked stops here and leaves the
+     * directory alone (the other may have created it and not written into it yet). */
+    int fd = open(o->run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return tz_err("%s: cannot open the run directory: %s", o->run_dir, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int e = errno;
+      close(fd);
+      free(r->created_top);
+      r->created_top = NULL;
+      if (e == EWOULDBLOCK)
+        return tz_err("%s: another tezgah train is writing into this run directory; wait for it to end or choose "
+                      "another --run-dir", o->run_dir);
+      return tz_err("%s: cannot lock the run directory: %s", o->run_dir, strerror(e));
+    }
+    r->run_dir_fd = fd;
     /* A previous session killed in the middle of a checkpoint or metrics write left its
      * temporary file ("checkpoint.tzc.tmp.<pid>"): remove such leftovers of dead processes. */
     tz_afile_sweep(o->run_dir);
@@ -1163,6 +1198,7 @@ static int finish(train_run *r) {
     tz_rmdirs_upto(o->run_dir, r->created_top); /* the run directory and the parents it needed, if empty */
   }
   free(r->created_top);
+  if (r->run_dir_fd >= 0) close(r->run_dir_fd); /* (the lock goes with it) */
   tz_loader_free(r->train);
   tz_loader_free(r->val);
   tz_model_free(r->m);
@@ -1189,6 +1225,7 @@ int tz_train(const tz_train_opts *opts_in) {
   };
   train_run r;
   memset(&r, 0, sizeof r);
+  r.run_dir_fd = -1;
   if (phase_start(&r, opts_in) == 0)
     for (size_t i = 0; i < sizeof phases / sizeof *phases; i++) {
       /* the loop checks stop requests after every step; before it, one ends the session as it
