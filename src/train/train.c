@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#ifndef __wasi__ /* (WASI has no flock: the wasm build runs one process, below) */
 #include <sys/file.h>
+#endif
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -531,6 +533,7 @@ static int phase_run_dir(train_run *r) {
      * both passed the check above and interleaved their metrics, one checkpoint surviving
      * (a user's walkthrough, 2026-12-04). The one that finds it locked stops here and leaves the
      * directory alone (the other may have created it and not written into it yet). */
+#ifndef __wasi__ /* the wasm build (WASI, no flock): one process in a browser tab or under Node */
     int fd = open(o->run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return tz_err("%s: cannot open the run directory: %s", o->run_dir, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -544,6 +547,7 @@ static int phase_run_dir(train_run *r) {
       return tz_err("%s: cannot lock the run directory: %s", o->run_dir, strerror(e));
     }
     r->run_dir_fd = fd;
+#endif
     /* A previous session killed in the middle of a checkpoint or metrics write left its
      * temporary file ("checkpoint.tzc.tmp.<pid>"): remove such leftovers of dead processes. */
     tz_afile_sweep(o->run_dir);
