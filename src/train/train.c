@@ -539,14 +539,16 @@ static int phase_run_dir(train_run *r) {
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
       int e = errno;
       close(fd);
-      free(r->created_top);
-      r->created_top = NULL;
-      if (e == EWOULDBLOCK)
+      if (e == EWOULDBLOCK) {
+        free(r->created_top);
+        r->created_top = NULL;
         return tz_err("%s: another tezgah train is writing into this run directory; wait for it to end or choose "
                       "another --run-dir", o->run_dir);
-      return tz_err("%s: cannot lock the run directory: %s", o->run_dir, strerror(e));
+      }
+      /* a file system without flock (some network and FUSE ones): trained as before, unguarded */
+    } else {
+      r->run_dir_fd = fd;
     }
-    r->run_dir_fd = fd;
 #endif
     /* A previous session killed in the middle of a checkpoint or metrics write left its
      * temporary file ("checkpoint.tzc.tmp.<pid>"): remove such leftovers of dead processes. */
