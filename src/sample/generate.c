@@ -154,12 +154,17 @@ typedef struct {
  * tz_model_step: one recorded step on the GPU). A row ends at <|endoftext|> (unless
  * ignore_eot) or after `tokens`; past the context a row keeps its most recent half and is
  * prefilled again (the sliding window of the one-row loop). */
+/* How many ids the sampler picks among: the model's vocab_size, or the tokenizer's count where it
+ * has fewer (the ids past it have no text: tz_sample's note) */
+static int sampled_ids(const tz_model *m, const tz_tokenizer *tok) {
+  int V = m->cfg.vocab_size, tv = tz_tok_vocab_size(tok);
+  return tv < V ? tv : V;
+}
+
 static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_opts *o, char **prompt,
                          int32_t **prompt_ids, const size_t *n0, int B, FILE *out, const double *t_mark) {
   int maxT = m->cfg.max_seq_len, eot = tz_tok_eot(tok), V = m->cfg.vocab_size;
-  /* the ids sampled: the model's vocab_size, or fewer where the tokenizer has fewer tokens (the
-   * ids past it have no text: see the note in tz_sample) */
-  int Vs = tz_tok_vocab_size(tok) < V ? tz_tok_vocab_size(tok) : V;
+  int Vs = sampled_ids(m, tok);
   tz_sampler *smp = tz_calloc((size_t)B, sizeof *smp);
   int32_t *hist = tz_malloc((size_t)B * (maxT + 1) * sizeof *hist), *next = tz_malloc((size_t)B * sizeof *next),
           *pos = tz_malloc((size_t)B * sizeof *pos);
@@ -583,7 +588,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
             1e3 * (t_joined - t_be), 1e3 * (t_mark[1] - t_joined), 1e3 * (t_model - t_mark[1]),
             1e3 * (t_rows - t_model), 1e3 * (t_mark[3] - t_rows));
   if (tz_tok_kind(rf.tok) == TZ_TOKENIZER_LLAMA2C) {
-    tz_sampler_init(&smp, tok_v < V ? tok_v : V, o->temperature, o->top_k, o->top_p, o->seed);
+    tz_sampler_init(&smp, sampled_ids(m, rf.tok), o->temperature, o->top_k, o->top_p, o->seed);
     rc = generate_llama2c(m, rf.tok, &smp, prompt, o->tokens, out);
     goto out;
   }

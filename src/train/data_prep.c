@@ -120,13 +120,38 @@ static int encode_with(const tz_tokenizer *tok, const char *corpus, char *text, 
   }
 }
 
+/* k of "every k-th block held out": 1/val_fraction rounded */
+static size_t val_every(float val_fraction) { return (size_t)(1.0 / val_fraction + 0.5); }
+
+/* The train / validation split of n tokens: every k-th block of VAL_BLOCK tokens held out (k =
+ * val_every), so that the validation split samples the whole corpus, not only its end (a corpus
+ * in reading order changes style from start to end); a corpus too small for one block per k
+ * holds out floor(n * val_fraction) tokens of its tail. With ids, the tokens are copied into tr
+ * and va (n each); without, only counted (tz_prep_val_tokens): one rule for both. */
+static void val_split(const int32_t *ids, size_t n, float val_fraction, int32_t *tr, int32_t *va, size_t *n_train,
+                      size_t *n_val) {
+  size_t every = val_every(val_fraction);
+  *n_train = *n_val = 0;
+  if (n >= every * VAL_BLOCK) {
+    for (size_t b = 0; b * VAL_BLOCK < n; b++) {
+      size_t len = n - b * VAL_BLOCK < VAL_BLOCK ? n - b * VAL_BLOCK : VAL_BLOCK;
+      int held = b % every == every - 1;
+      if (ids) memcpy(held ? va + *n_val : tr + *n_train, ids + b * VAL_BLOCK, len * sizeof *ids);
+      *(held ? n_val : n_train) += len;
+    }
+  } else {
+    *n_val = (size_t)(n * (double)val_fraction);
+    *n_train = n - *n_val;
+    if (ids) {
+      memcpy(tr, ids, *n_train * sizeof *ids);
+      memcpy(va, ids + *n_train, *n_val * sizeof *ids);
+    }
+  }
+}
+
 size_t tz_prep_val_tokens(size_t n, float val_fraction) {
-  /* the split below, counted: every k-th block of VAL_BLOCK (k = 1/val_fraction rounded), or
-   * floor(n * val_fraction) from the tail */
-  size_t every = (size_t)(1.0 / val_fraction + 0.5), n_val = 0;
-  if (n < every * VAL_BLOCK) return (size_t)(n * (double)val_fraction);
-  for (size_t b = 0; b * VAL_BLOCK < n; b++)
-    if (b % every == every - 1) n_val += n - b * VAL_BLOCK < VAL_BLOCK ? n - b * VAL_BLOCK : VAL_BLOCK;
+  size_t n_train, n_val;
+  val_split(NULL, n, val_fraction, NULL, NULL, &n_train, &n_val);
   return n_val;
 }
 
@@ -160,7 +185,7 @@ static int check_batch_fits(const char *corpus, size_t len, float val_fraction, 
                   "needs %zu bytes or more)", corpus, len, tz_plural((long long)len), val_fraction, least);
   }
   if (B <= 0 || T <= 0) return 0; /* no batch to check */
-  size_t need = (size_t)B * (size_t)T + 1, every = (size_t)(1.0 / val_fraction + 0.5);
+  size_t need = (size_t)B * (size_t)T + 1, every = val_every(val_fraction);
   if (need > len)
     return tz_err("%s: %zu bytes are at most %zu tokens, fewer than one batch (B*T+1 = %d*%d+1 = %zu tokens); lower -B "
                   "or -T", corpus, len, len, B, T, need);
@@ -251,24 +276,10 @@ int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int voc
            "%sgive more text", corpus, n, tz_plural((long long)n), val_fraction, (size_t)(n * (double)val_fraction), vf);
     goto done;
   }
-  /* Hold out every k-th block of VAL_BLOCK tokens (k = 1/val_fraction) so the validation
-   * split samples the whole corpus, not only its end (a corpus in reading order changes
-   * style from start to end). A corpus too small for one block per k holds out its tail. */
+  /* the split (val_split: every k-th block held out, or the tail of a small corpus) */
   int32_t *tr = tz_malloc(n * sizeof *tr), *va = tz_malloc(n * sizeof *va);
-  size_t n_train = 0, n_val = 0, every = (size_t)(1.0 / val_fraction + 0.5);
-  if (n >= every * VAL_BLOCK) {
-    for (size_t b = 0; b * VAL_BLOCK < n; b++) {
-      size_t len = n - b * VAL_BLOCK < VAL_BLOCK ? n - b * VAL_BLOCK : VAL_BLOCK;
-      int held = b % every == every - 1;
-      memcpy(held ? va + n_val : tr + n_train, ids + b * VAL_BLOCK, len * sizeof *ids);
-      *(held ? &n_val : &n_train) += len;
-    }
-  } else {
-    n_val = (size_t)(n * (double)val_fraction);
-    n_train = n - n_val;
-    memcpy(tr, ids, n_train * sizeof *ids);
-    memcpy(va, ids + n_train, n_val * sizeof *ids);
-  }
+  size_t n_train, n_val;
+  val_split(ids, n, val_fraction, tr, va, &n_train, &n_val);
   /* The tokenizer is written last: its presence marks a complete cache entry. */
   int wrc = tz_shard_write(out->train_path, tr, n_train) || tz_shard_write(out->val_path, va, n_val) ||
             (given ? tz_write_file_atomic(out->tokenizer_path, blob, blob_len) : tz_tok_save(tok, out->tokenizer_path));
