@@ -83,6 +83,8 @@ cp "$shard" sh_llama3.bin && poke sh_llama3.bin 0 '\xa1\xd9\x34\x01' # 20240801
 cp "$shard" sh_version.bin && poke sh_version.bin 4 '\x02'
 cp "$shard" sh_ntok0.bin && poke sh_ntok0.bin 8 '\x00\x00\x00\x00'
 cp "$shard" sh_bigid.bin && poke sh_bigid.bin $((1024 + 2 * 5)) '\xe8\xfd' # id 65000 at position 5
+# GPT-2 ids (llm.c's tiny shakespeare val shard: EOT 50256 first) for a 300-token model / run
+cp "$shared/llmc/tiny_shakespeare_val.bin" gpt2_val.bin || fail "fixture: $shared/llmc/tiny_shakespeare_val.bin"
 { head -c 8 "$shard"; printf '\x0a\x00\x00\x00'; head -c 1012 /dev/zero; head -c 20 /dev/zero; } >sh_small.bin
 # tokenizers
 sed -E 's/("merges":[[:space:]]*\[)("[^"]*")/\1\2, \2/' "$tokjson" >tok_dupmerge.json
@@ -164,8 +166,13 @@ shard-bad-magic     |sh_magic.bin: header magic 1 (expected 20240520)|"$bin" tra
 shard-llama3-magic  |sh_llama3.bin: header magic 20240801 is llm.c's uint32 Llama-3|"$bin" train --train-shards sh_llama3.bin --vocab-size 300 --run-dir r1 --quiet
 shard-wrong-version |sh_version.bin: header version 2 (expected 1)|"$bin" train --train-shards sh_version.bin --vocab-size 300 --run-dir r1 --quiet
 shard-ntok-zero     |sh_ntok0.bin: header ntok 0 (must be > 0)|"$bin" train --train-shards sh_ntok0.bin --vocab-size 300 --run-dir r1 --quiet
-shard-id-vocab      |sh_bigid.bin: token id 65000 at position 5 is out of range for vocab size 300|"$bin" train --train-shards sh_bigid.bin --vocab-size 300 --run-dir r1 --quiet
-shard-id-vocab-260  |sh_good.bin: token id 287 at position 1 is out of range for vocab size 260|"$bin" train --train-shards sh_good.bin --vocab-size 260 --run-dir r1 --quiet
+shard-id-vocab      |sh_bigid.bin: token id 65000 (at position 5; the largest is 65000) is outside the model's vocabulary of 300 tokens (--vocab-size 300): the shards were made with a larger tokenizer; give it with --tokenizer (it sets the vocabulary, and the closing sample decodes with it) or --vocab-size 65001 or more|"$bin" train --train-shards sh_bigid.bin --vocab-size 300 --run-dir r1 --quiet
+shard-id-vocab-260  |sh_good.bin: token id 287 (at position 1; the largest is 298) is outside the model's vocabulary of 260 tokens (--vocab-size 260): the shards were made with a larger tokenizer; give it with --tokenizer (it sets the vocabulary, and the closing sample decodes with it) or --vocab-size 299 or more|"$bin" train --train-shards sh_good.bin --vocab-size 260 --run-dir r1 --quiet
+shard-gpt2-default  |gpt2_val.bin: token id 50256 (at position 0; the largest is 50256) is outside the model's vocabulary of 2048 tokens (--vocab-size 2048, the default): the shards were made with a larger tokenizer; give it with --tokenizer (gpt2 for GPT-2's ids; it sets the vocabulary, and the closing sample decodes with it) or --vocab-size 50257 or more|"$bin" train --train-shards gpt2_val.bin --run-dir r1 --quiet
+shard-gpt2-tok      |gpt2_val.bin: token id 50256 (at position 0; the largest is 50256) is outside the vocabulary of --tokenizer good (300 tokens), which sets the model's: the shards were made with another tokenizer; give that one with --tokenizer (gpt2 for GPT-2's ids)|"$bin" train --train-shards gpt2_val.bin --tokenizer good --run-dir r1 --quiet
+shard-gpt2-init     |gpt2_val.bin: token id 50256 (at position 0; the largest is 50256) is outside the vocabulary of the model good/checkpoint.tzc (V=300): the shards were made with another tokenizer than the model's; tokenize the text with the model's (tezgah tokenize --tokenizer good)|"$bin" train --init-from good --train-shards gpt2_val.bin "${small[@]}" --run-dir r1
+eval-shard-vocab    |gpt2_val.bin: token id 50256 (at position 0; the largest is 50256) is outside the vocabulary of the model good/checkpoint.tzc (V=300): the shards were made with another tokenizer than the model's; tokenize the text with the model's (tezgah tokenize --tokenizer good), or evaluate a model trained with the shards' tokenizer|"$bin" eval good --data gpt2_val.bin
+eval-tok-vocab      |--tokenizer gpt2 gives token id 50256 for corpus.txt, outside the vocabulary of the model good/checkpoint.tzc (V=300): the tokenizer does not match the model; leave --tokenizer out (the model's own), or evaluate a model trained with this tokenizer|TEZGAH_GPT2_DIR="$shared/gpt2" "$bin" eval good --data corpus.txt --tokenizer gpt2
 shard-below-batch   |sh_small.bin: 10 tokens, corpus smaller than one batch (B*T+1 = 4*32+1 = 129 tokens); lower -B or -T (B*T at most 9) or give a larger shard|"$bin" train --train-shards sh_small.bin --vocab-size 300 -B 4 -T 32 --run-dir r1 --quiet
 resume-file         |--resume: good/checkpoint.tzc is a file; give the run directory that holds it (good), or --run-dir for the continued run|"$bin" train --resume good/checkpoint.tzc --steps 99
 keep-best-no-val    |--keep-best: no validation data (give --val-shards with --train-shards)|"$bin" train --train-shards sh_good.bin --vocab-size 300 --keep-best --run-dir r1 --quiet

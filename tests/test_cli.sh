@@ -534,6 +534,16 @@ usage_case "--arch=gpt2 does not match the checkpoint's arch=llama" "$bin" train
 # the run's --sample-tokens 0 holds on --resume (it sampled 200 tokens before)
 [[ ! -s preset.out ]] || fail "--resume sampled although the run has --sample-tokens 0: $(head -c 200 preset.out)"
 
+# ---- a --train-shards run without --tokenizer: its closing sample cannot be decoded; one note
+# says it was skipped, why and what to give (it was skipped without a word) -----------------------
+"$bin" tokenize --tokenizer preset --in big.txt --out nt.bin 2>/dev/null || fail "tokenize big.txt with preset's tokenizer"
+"$bin" train --train-shards nt.bin "${small[@]}" --sample-tokens 8 --steps 2 --run-dir ntrun >nt.out 2>nt.err ||
+  fail "train --train-shards without --tokenizer: $(cat nt.err)"
+grep -qxF "note: no closing sample: the run has no tokenizer to decode with (--train-shards without --tokenizer); give --tokenizer gpt2 or the shards' tokenizer file when training, or sample now with tezgah sample ntrun --tokenizer SPEC" nt.err ||
+  fail "train --train-shards without --tokenizer: no note that the closing sample was skipped: $(grep -v '^[0-9]*/' nt.err)"
+[[ ! -s nt.out ]] || fail "train --train-shards without --tokenizer printed a sample: $(head -c 200 nt.out)"
+"$bin" sample ntrun --tokenizer preset --tokens 4 >/dev/null 2>nt.err || fail "the note's way out (sample --tokenizer): $(cat nt.err)"
+
 # ---- info RUN ---------------------------------------------------------------------------------
 "$bin" info wide >info.out 2>info.err || fail "info RUN: $(cat info.err)"
 grep -q '^model: llama, 1 layer, 2 heads (2 kv), d_model 32' info.out || fail "info: no model line: $(cat info.out)"

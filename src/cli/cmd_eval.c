@@ -19,6 +19,7 @@
 #include "core/fileio.h"
 #include "core/progress.h"
 #include "data/dataloader.h"
+#include "data/shard.h"
 #include "train/data_prep.h"
 
 static const char *HELP =
@@ -125,8 +126,19 @@ static int tokenize_text(const tz_run_file *rf, const char *tokp, const char *li
       }
     }
   }
+  /* an id past the model's vocabulary: the tokenizer and the model do not match (--tokenizer
+   * gpt2 on a small model); said with the model, its V and the way out, not as the text's fault */
   for (size_t i = 0; !rc && i < *n; i++)
-    if ((*ids)[i] >= rf->cfg.vocab_size) rc = tz_err("%s: token id %d is outside the model's vocabulary (%d)", list, (*ids)[i], rf->cfg.vocab_size);
+    if ((*ids)[i] >= rf->cfg.vocab_size) {
+      if (tokp)
+        rc = tz_err("--tokenizer %s gives token id %d for %s, outside the vocabulary of the model %s (V=%d): the "
+                    "tokenizer does not match the model; leave --tokenizer out (the model's own), or evaluate a model "
+                    "trained with this tokenizer", tokp, (*ids)[i], list, rf->path, rf->cfg.vocab_size);
+      else
+        rc = tz_err("%s: the model's own tokenizer gives token id %d for %s, outside its vocabulary (V=%d): the "
+                    "tokenizer stored with the model does not match it; give the matching one with --tokenizer",
+                    rf->path, (*ids)[i], list, rf->cfg.vocab_size);
+    }
   if (rc) free(*ids), *ids = NULL, *n = 0;
   free(all);
   tz_tok_free(own);
@@ -218,7 +230,16 @@ int tz_cmd_eval(int argc, char **argv) {
       goto out;
     }
   } else {
-    if (tz_loader_open(&ld, data, rf.cfg.vocab_size, B, T)) goto out;
+    int lrc = tz_loader_open(&ld, data, rf.cfg.vocab_size, B, T);
+    if (lrc == TZ_SHARD_EVOCAB) { /* shards of another tokenizer: the model's V and the way out */
+      const tz_shard_bad_id *b = tz_shard_last_bad_id();
+      tz_err("%s: token id %d (at position %zu; the largest is %d) is outside the vocabulary of the model %s (V=%d): "
+             "the shards were made with another tokenizer than the model's; tokenize the text with the model's "
+             "(tezgah tokenize --tokenizer %s), or evaluate a model trained with the shards' tokenizer",
+             b->path, b->id, b->pos, b->max_id, rf.path, rf.cfg.vocab_size, model);
+      goto out;
+    }
+    if (lrc) goto out;
     avail = tz_loader_batches_per_epoch(ld);
   }
   int n = batches ? batches : (int)(avail < (1u << 30) ? avail : (1u << 30));

@@ -181,7 +181,9 @@ static int resume_allows(int opt) {
   return opt == O_RESUME || opt == O_STEPS || opt == O_THREADS || opt == O_BACKEND || opt == O_PRECISION || opt == O_RECOMPUTE || opt == O_LOGITS || opt == O_QUIET ||
          opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP || opt == O_INJNAN || opt == O_INJINF ||
          opt == O_PROFILE || opt == O_KEEP || opt == O_KEEPBEST || opt == O_PLOT || opt == O_NPROC || opt == O_ZERO ||
-         opt == O_LOSSSCALE || opt == O_MODEL || opt == O_CKPT;
+         opt == O_LOSSSCALE || opt == O_MODEL || opt == O_CKPT ||
+         opt == O_TSHARDS || opt == O_VSHARDS; /* the run's shards from elsewhere (its cache deleted): train.c
+                                                 * checks them against the run's record */
 }
 
 static const char *flag_name(int opt) {

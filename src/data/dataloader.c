@@ -58,9 +58,10 @@ int tz_loader_open(tz_loader **out, const char *paths, int vocab_size, int B, in
   for (size_t i = 0; i < l->nshards; i++) {
     uint16_t *t;
     size_t n;
-    if (tz_shard_read(l->paths[i], vocab_size, &t, &n)) {
+    int rc = tz_shard_read(l->paths[i], vocab_size, &t, &n);
+    if (rc) {
       tz_loader_free(l);
-      return -1;
+      return rc; /* TZ_SHARD_EVOCAB passed on: the caller names the vocabulary */
     }
     if (n < need) {
       free(t);

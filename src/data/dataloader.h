@@ -42,7 +42,8 @@ typedef struct {
  * Output: *out, positioned at (shard 0, offset 0, epoch 0). Free with tz_loader_free.
  * Errors (-1, one line): "no files given (empty list ...)", "<pattern>: no files match",
  *   "<pattern>: cannot read directory D: <strerror>", any
- *   tz_shard_read error (names the file and value), or
+ *   tz_shard_read error (names the file and value; an id >= vocab_size returns
+ *   TZ_SHARD_EVOCAB, -2, with tz_shard_last_bad_id's numbers), or
  *   "<file>: 100 tokens, corpus smaller than one batch (B*T+1 = 4*64+1 = 257 tokens); lower -B or
  *   -T (B*T at most 99) or give a larger shard". */
 int tz_loader_open(tz_loader **out, const char *paths, int vocab_size, int B, int T);

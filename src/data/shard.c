@@ -11,6 +11,11 @@
 
 #define LLAMA3_MAGIC 20240801
 
+/* the last id refusal of tz_shard_read in this thread (tz_shard_last_bad_id) */
+static _Thread_local tz_shard_bad_id g_bad;
+
+const tz_shard_bad_id *tz_shard_last_bad_id(void) { return &g_bad; }
+
 static void put_le32(unsigned char *p, uint32_t v) {
   p[0] = (unsigned char)v;
   p[1] = (unsigned char)(v >> 8);
@@ -140,10 +145,16 @@ int tz_shard_read(const char *path, int vocab_size, uint16_t **tokens, size_t *n
     uint16_t lim = (uint16_t)(vocab_size - 1); /* vocab_size 65536 admits every id */
     for (size_t i = 0; i < nt; i++) {
       if (t[i] > lim) {
-        int v = t[i];
+        /* the largest id too (the rest of the shard scanned once, on this error path only): what
+         * a vocabulary must hold, for the callers' hint */
+        int v = t[i], mx = v;
+        for (size_t k = i + 1; k < nt; k++)
+          if (t[k] > mx) mx = t[k];
         free(t);
-        return tz_err("%s: token id %d at position %zu is out of range for vocab size %d", path, v, i,
-                      vocab_size);
+        snprintf(g_bad.path, sizeof g_bad.path, "%s", path);
+        g_bad.id = v, g_bad.max_id = mx, g_bad.pos = i, g_bad.vocab_size = vocab_size;
+        tz_err("%s: token id %d at position %zu is out of range for vocab size %d", path, v, i, vocab_size);
+        return TZ_SHARD_EVOCAB;
       }
     }
   }

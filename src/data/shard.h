@@ -37,8 +37,22 @@ int tz_shard_write(const char *path, const int32_t *ids, size_t n);
  *   "data/x.bin: file size 2000 bytes does not match header ntok 600 (expected 1024 + 2*600 = 2224 bytes)"
  *   "data/x.bin: file size 100 bytes is smaller than the 1024-byte header (truncated?)"
  *   "data/x.bin: token id 50300 at position 17 is out of range for vocab size 50257"
+ *     (returned as TZ_SHARD_EVOCAB, below)
  *   "data/x.bin: No such file or directory" */
 int tz_shard_read(const char *path, int vocab_size, uint16_t **tokens, size_t *n);
+/* tz_shard_read's result for an id >= vocab_size (the message as above): the shards and the
+ * vocabulary do not match, which only the caller can say in its terms (the model's V, the
+ * --vocab-size or --tokenizer that set it); tz_shard_last_bad_id has the numbers. */
+#define TZ_SHARD_EVOCAB (-2)
+/* The last TZ_SHARD_EVOCAB refusal of this thread: the shard's path, the first id out of range
+ * (id, at token position pos), the largest id in that shard (max_id) and the vocab_size it
+ * was checked against. Valid until the next refusal. */
+typedef struct {
+  char path[1024];
+  int id, max_id, vocab_size;
+  size_t pos;
+} tz_shard_bad_id;
+const tz_shard_bad_id *tz_shard_last_bad_id(void);
 
 /* Read and validate only the header and the file size (no token ids are read).
  * Output: *ntok (>= 1). Errors as tz_shard_read, minus the id check. */

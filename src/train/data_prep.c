@@ -1,6 +1,7 @@
 #define _GNU_SOURCE /* memmem */
 #include "train/data_prep.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -84,6 +85,37 @@ static int read_corpus(const char *list, char **text, size_t *len) {
   *text = all;
   *len = n;
   return 0;
+}
+
+int tz_prep_corpus_xxh64(const char *list, uint64_t *hash) {
+  char *text;
+  size_t len;
+  if (read_corpus(list, &text, &len)) return -1;
+  *hash = XXH64(text, len, 0);
+  free(text);
+  return 0;
+}
+
+int tz_prep_file_xxh64(const char *path, uint64_t *hash, uint64_t *bytes) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return tz_err("%s: %s", path, strerror(errno));
+  XXH64_state_t *h = XXH64_createState();
+  XXH64_reset(h, 0);
+  enum { CHUNK = 1 << 20 };
+  char *buf = tz_malloc(CHUNK);
+  uint64_t n = 0;
+  size_t got;
+  while ((got = fread(buf, 1, CHUNK, f)) > 0) {
+    XXH64_update(h, buf, got);
+    n += got;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  free(buf);
+  *hash = XXH64_digest(h);
+  *bytes = n;
+  XXH64_freeState(h);
+  return bad ? tz_err("%s: read error", path) : 0;
 }
 
 /* Encode a corpus with a given tokenizer as `tezgah tokenize` does: byte-level BPE with
@@ -218,6 +250,7 @@ int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int voc
     free(blob);
     return -1;
   }
+  out->corpus_xxh64 = XXH64(text, len, 0); /* as tz_prep_corpus_xxh64 gives it: the run records it */
   XXH64_state_t *h = XXH64_createState();
   XXH64_reset(h, PREP_VERSION);
   XXH64_update(h, text, len);

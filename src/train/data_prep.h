@@ -7,11 +7,14 @@
  * validation (the tail, for corpora smaller than that). */
 #ifndef TZ_TRAIN_DATA_PREP_H
 #define TZ_TRAIN_DATA_PREP_H
+#include <stdint.h>
+
 #include "tokenizer/tokenizer.h"
 
 typedef struct {
   char *train_path, *val_path, *tokenizer_path; /* malloc'ed */
   size_t n_train, n_val;                         /* tokens */
+  uint64_t corpus_xxh64; /* XXH64 (seed 0) of the corpus text as joined (tz_prep_corpus_xxh64's) */
 } tz_prepared;
 
 /* Errors (one line): "<corpus>: <strerror>", "<corpus>: file is empty",
@@ -35,6 +38,17 @@ int tz_prepare_corpus(const char *corpus, int vocab_size, float val_fraction,
 int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int vocab_size, float val_fraction, int B,
                           int T, const char *cache_root, int quiet, const char *tok_backend, tz_prepared *out);
 void tz_prepared_free(tz_prepared *p);
+/* XXH64 (seed 0) of the corpus list's text as tz_prepare_corpus_tok reads it (the files joined
+ * with <|endoftext|> between them, each checked as text): what a run records of its corpus, so
+ * that --resume can tell whether preparing it again gives the run's shards. Errors as the
+ * corpus's in tz_prepare_corpus_tok ("<path>: No such file or directory", "<pattern>: no files
+ * match", "<path>: file is empty", ...). */
+int tz_prep_corpus_xxh64(const char *list, uint64_t *hash);
+/* XXH64 (seed 0) of a whole file (a shard: header and tokens) and its size in bytes: the run's
+ * record of its prepared shards (byte-identical ones are the same tokens). Errors: "<path>:
+ * <strerror>". */
+int tz_prep_file_xxh64(const char *path, uint64_t *hash, uint64_t *bytes);
+
 /* The validation tokens the split holds out of n tokens at val_fraction (the count
  * tz_prepare_corpus_tok's split gives: every (1/val_fraction)-th block, or the tail). */
 size_t tz_prep_val_tokens(size_t n, float val_fraction);

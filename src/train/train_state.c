@@ -1,6 +1,7 @@
 #include "train/train_state.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@ void tz_train_state_free(tz_train_state *st) {
   free(st->train_shards);
   free(st->val_shards);
   free(st->loss_scale_opt);
+  free(st->prep.corpus);
+  st->prep.corpus = NULL;
   st->train_shards = st->val_shards = NULL;
   st->loss_scale_opt = NULL;
 }
@@ -82,6 +85,22 @@ cJSON *tz_train_state_to_json(const tz_train_state *st) {
   cJSON_AddBoolToObject(j, "recompute_active", st->recompute_active);
   if (st->train_shards) cJSON_AddStringToObject(opts, "train_shards", st->train_shards);
   if (st->val_shards) cJSON_AddStringToObject(opts, "val_shards", st->val_shards);
+  if (st->prep.has) { /* 64-bit hashes as 16 hex digits (a JSON number holds 53 bits) */
+    cJSON *p = cJSON_AddObjectToObject(j, "data_prep");
+    char hx[20];
+    cJSON_AddStringToObject(p, "corpus", st->prep.corpus);
+    cJSON_AddNumberToObject(p, "vocab_size", st->prep.vocab_size);
+    cJSON_AddNumberToObject(p, "val_fraction", st->prep.val_fraction); /* a float: exact as a double */
+    cJSON_AddStringToObject(p, "tokenizer", st->prep.run_tok ? "run" : "trained");
+    snprintf(hx, sizeof hx, "%016" PRIx64, st->prep.corpus_xxh64);
+    cJSON_AddStringToObject(p, "corpus_xxh64", hx);
+    snprintf(hx, sizeof hx, "%016" PRIx64, st->prep.train_xxh64);
+    cJSON_AddStringToObject(p, "train_xxh64", hx);
+    cJSON_AddNumberToObject(p, "train_bytes", (double)st->prep.train_bytes);
+    snprintf(hx, sizeof hx, "%016" PRIx64, st->prep.val_xxh64);
+    cJSON_AddStringToObject(p, "val_xxh64", hx);
+    cJSON_AddNumberToObject(p, "val_bytes", (double)st->prep.val_bytes);
+  }
   return j;
 }
 
@@ -104,6 +123,44 @@ static int count(const cJSON *j, const char *where, const char *name, double lo,
 
 #define MAX_STEPS 1073741824.0 /* train --steps' limit (2^30) */
 #define MAX_POS 9007199254740992.0 /* 2^53 */
+
+/* A 16-hex-digit field of "data_prep" into *v. */
+static int hex64(const cJSON *p, const char *where, const char *name, uint64_t *v) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(p, name);
+  char *end;
+  if (!cJSON_IsString(x) || strlen(x->valuestring) != 16 || strspn(x->valuestring, "0123456789abcdef") != 16)
+    return tz_err("%s: training state field 'data_prep.%s' is missing or not 16 hex digits", where, name);
+  *v = (uint64_t)strtoull(x->valuestring, &end, 16);
+  return 0;
+}
+
+/* "data_prep" (optional: absent in --train-shards runs and older checkpoints) into st->prep. */
+static int prep_from_json(const cJSON *j, const char *where, tz_train_state *st) {
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "data_prep");
+  if (!p) return 0;
+  const cJSON *c = cJSON_GetObjectItemCaseSensitive(p, "corpus"), *t = cJSON_GetObjectItemCaseSensitive(p, "tokenizer");
+  double v;
+  if (!cJSON_IsString(c) || !*c->valuestring)
+    return tz_err("%s: training state field 'data_prep.corpus' is missing or not a path", where);
+  if (!cJSON_IsString(t) || (strcmp(t->valuestring, "run") && strcmp(t->valuestring, "trained")))
+    return tz_err("%s: training state field 'data_prep.tokenizer' is not \"run\" or \"trained\"", where);
+  if (count(p, where, "vocab_size", 257, 65536, &v)) return -1;
+  st->prep.vocab_size = (int)v;
+  if (num(p, where, "val_fraction", &v)) return -1;
+  if (!(v > 0 && v < 0.5)) return tz_err("%s: training state field 'data_prep.val_fraction' = %g is not in (0, 0.5)", where, v);
+  st->prep.val_fraction = (float)v;
+  if (hex64(p, where, "corpus_xxh64", &st->prep.corpus_xxh64) || hex64(p, where, "train_xxh64", &st->prep.train_xxh64) ||
+      hex64(p, where, "val_xxh64", &st->prep.val_xxh64))
+    return -1;
+  if (count(p, where, "train_bytes", 0, MAX_POS, &v)) return -1;
+  st->prep.train_bytes = (uint64_t)v;
+  if (count(p, where, "val_bytes", 0, MAX_POS, &v)) return -1;
+  st->prep.val_bytes = (uint64_t)v;
+  st->prep.run_tok = !strcmp(t->valuestring, "run");
+  st->prep.corpus = tz_strdup(c->valuestring);
+  st->prep.has = 1;
+  return 0;
+}
 
 int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *st, tz_train_opts *o) {
   double v = 0;
@@ -226,8 +283,14 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
   if (want_ckpt >= 0) o->ckpt_every = want_ckpt;
   const cJSON *ts = cJSON_GetObjectItemCaseSensitive(opts, "train_shards");
   const cJSON *vs = cJSON_GetObjectItemCaseSensitive(opts, "val_shards");
-  if (cJSON_IsString(ts)) o->train_shards = st->train_shards = tz_strdup(ts->valuestring);
-  if (cJSON_IsString(vs)) o->val_shards = st->val_shards = tz_strdup(vs->valuestring);
-  if (!o->train_shards) return tz_err("%s: training state does not record its training shards", where);
-  return 0;
+  /* --train-shards / --val-shards given on --resume (o's, non-NULL) replace the recorded ones
+   * (train.c's resume_shards checks them against the record); the run records the new ones */
+  if (!cJSON_IsString(ts)) return tz_err("%s: training state does not record its training shards", where);
+  if (o->val_shards && !cJSON_IsString(vs))
+    return tz_err("--val-shards: the run %s has no validation shards to replace (it trained without validation)", where);
+  st->train_shards = tz_strdup(o->train_shards ? o->train_shards : ts->valuestring);
+  if (cJSON_IsString(vs)) st->val_shards = tz_strdup(o->val_shards ? o->val_shards : vs->valuestring);
+  o->train_shards = st->train_shards;
+  o->val_shards = st->val_shards;
+  return prep_from_json(j, where, st);
 }

@@ -39,6 +39,20 @@ typedef struct {
    * otherwise on another device or batch of free memory): the losses are bit-identical either
    * way, so the run stays exact. */
   int recompute_active;
+  /* A --data run's corpus and the shards prepared from it, saved as "data_prep" (absent in
+   * --train-shards runs and in checkpoints written before 2026-12-05): what --resume needs to
+   * prepare the shards again, byte-identical and checked so, when the cache was deleted
+   * (train.c: resume_shards). */
+  struct {
+    int has;               /* 1: recorded (the fields below are set) */
+    char *corpus;          /* the --data list, relative entries made absolute (owned) */
+    int vocab_size;        /* --vocab-size asked for (of the BPE trained on the corpus) */
+    float val_fraction;    /* --val-fraction */
+    int run_tok;           /* 1: encoded with the run's tokenizer (--init-from), no BPE trained */
+    uint64_t corpus_xxh64; /* of the corpus text as joined (tz_prep_corpus_xxh64) */
+    uint64_t train_xxh64, val_xxh64;  /* of the shard files, header included (tz_prep_file_xxh64) */
+    uint64_t train_bytes, val_bytes;  /* their sizes */
+  } prep;
 } tz_train_state;
 
 void tz_train_state_init(tz_train_state *st, const tz_train_opts *o);
