@@ -73,6 +73,14 @@ sed 's/"offset":[0-9]*/"offset":1.5/' meta.json >m_offset.json
 sed 's/"epoch":[0-9]*/"epoch":1e300/' meta.json >m_epoch.json
 "$edit" set "$good" ck_epoch.tzc meta m_epoch.json
 head -c 100 corpus.txt >p100.bin && "$edit" set "$good" ck_params.tzc params p100.bin
+# the run's shards gone (its data cache deleted): without the corpus record (a checkpoint from
+# before data_prep), and with it but the corpus gone too
+sed -e 's/,"data_prep":{[^}]*}//' -e 's|"train_shards":"[^"]*"|"train_shards":"gone/train.bin"|' meta.json >m_noprep.json
+"$edit" set "$good" ck_noprep.tzc meta m_noprep.json
+sed -e 's|"corpus":"[^"]*"|"corpus":"nocorpus/c.txt"|' -e 's|"train_shards":"[^"]*"|"train_shards":"gone/train.bin"|' meta.json >m_nocorpus.json
+"$edit" set "$good" ck_nocorpus.tzc meta m_nocorpus.json
+sed -e 's|,"val_shards":"[^"]*"||' meta.json >m_noval.json
+"$edit" set "$good" ck_noval.tzc meta m_noval.json
 mkdir -p emptyrun
 # shards
 cp "$shard" sh_good.bin
@@ -157,6 +165,9 @@ ckpt-skipped-range  |ck_skipped.tzc: training state field 'skipped' = 9 is not a
 ckpt-loss-scale     |ck_lscale.tzc: training state field 'loss_scale' = 3 is not a power of two in [1, 16777216]|"$bin" train --resume ck_lscale.tzc --run-dir rx --quiet
 ckpt-loader-offset  |ck_offset.tzc: training state field 'offset' = 1.5 is not a whole number in [0, 9007199254740992]|"$bin" train --resume ck_offset.tzc --run-dir rx --quiet
 ckpt-loader-epoch   |ck_epoch.tzc: training state field 'epoch' = 1e+300 is not a whole number|"$bin" train --resume ck_epoch.tzc --run-dir rx --quiet
+resume-shards-gone  |gone/train.bin: the run's token shard is gone (its data cache deleted?), and the run does not record the corpus it was prepared from (a --train-shards run, or a checkpoint from before 2026-12-05): put the shards back, or give copies of the run's shards with --train-shards and --val-shards on --resume|"$bin" train --resume ck_noprep.tzc --run-dir rx --steps 8 --quiet
+resume-corpus-gone  |gone/train.bin: the run's token shard is gone (its data cache deleted?), and its corpus cannot be read to prepare it again (nocorpus/c.txt: No such file or directory): put the corpus back, or give copies of the run's shards with --train-shards and --val-shards on --resume|"$bin" train --resume ck_nocorpus.tzc --run-dir rx --steps 8 --quiet
+resume-valshards-new|--val-shards: the run ck_noval.tzc has no validation shards to replace|"$bin" train --resume ck_noval.tzc --val-shards sh_good.bin --run-dir rx --steps 8 --quiet
 resume-shape-flag   |--n-layer=2 does not match the checkpoint's n_layer=1|"$bin" train --resume good --n-layer 2
 resume-dmodel-flag  |--d-model=64 does not match the checkpoint's d_model=32|"$bin" train --resume good --d-model 64
 resume-batch-flag   |--batch-size is not taken with --resume|"$bin" train --resume good -B 8

@@ -536,13 +536,51 @@ usage_case "--arch=gpt2 does not match the checkpoint's arch=llama" "$bin" train
 
 # ---- a --train-shards run without --tokenizer: its closing sample cannot be decoded; one note
 # says it was skipped, why and what to give (it was skipped without a word) -----------------------
-"$bin" tokenize --tokenizer preset --in big.txt --out nt.bin 2>/dev/null || fail "tokenize big.txt with preset's tokenizer"
+"$bin" tokenize --tokenizer preset --in big.txt --out nt.bin >/dev/null 2>&1 || fail "tokenize big.txt with preset's tokenizer"
 "$bin" train --train-shards nt.bin "${small[@]}" --sample-tokens 8 --steps 2 --run-dir ntrun >nt.out 2>nt.err ||
   fail "train --train-shards without --tokenizer: $(cat nt.err)"
 grep -qxF "note: no closing sample: the run has no tokenizer to decode with (--train-shards without --tokenizer); give --tokenizer gpt2 or the shards' tokenizer file when training, or sample now with tezgah sample ntrun --tokenizer SPEC" nt.err ||
   fail "train --train-shards without --tokenizer: no note that the closing sample was skipped: $(grep -v '^[0-9]*/' nt.err)"
 [[ ! -s nt.out ]] || fail "train --train-shards without --tokenizer printed a sample: $(head -c 200 nt.out)"
 "$bin" sample ntrun --tokenizer preset --tokens 4 >/dev/null 2>nt.err || fail "the note's way out (sample --tokenizer): $(cat nt.err)"
+
+# ---- --resume after the run's data cache was deleted: the shards are prepared again from the
+# run's recorded corpus (unchanged), checked byte for byte, and the run goes on exactly; a changed
+# or missing corpus: one line naming the missing shard and the way out; copies of the shards
+# given with --train-shards / --val-shards on --resume are checked against the record (it failed
+# with "<shard>: No such file or directory" and no way out) ---------------------------------------
+head -c 30000 "$src" | tail -c 24000 >gone.txt
+gone=(--data gone.txt "${small[@]}" --steps 6 --val-every 3)
+"$bin" train "${gone[@]}" --quiet --run-dir gone_ref || fail "gone_ref"
+"$bin" train "${gone[@]}" --stop-after 3 --quiet --run-dir gone_a || fail "gone_a: 3 steps"
+gshard=$(grep -ao '"train_shards":"[^"]*"' gone_a/checkpoint.tzc | cut -d'"' -f4)
+gcache=$(dirname "$gshard")
+[[ -f $gshard && -f $gcache/val.bin ]] || fail "gone_a's recorded shard $gshard is not there"
+cp -r gone_a gone_b && cp -r gone_a gone_c && cp -r "$gcache" gone_saved
+rm -rf "$gcache"
+"$bin" train --resume gone_a 2>gone.err || fail "--resume after the data cache was deleted: $(cat gone.err)"
+grep -qF "note: $gshard: the run's token shard is gone; preparing the shards again from the run's corpus $PWD/gone.txt (unchanged: xxh64 " gone.err ||
+  fail "--resume after the cache was deleted: no note: $(grep -v '^[0-9]*/' gone.err | head -3)"
+grep -q "^data: the shards prepared again are the run's, byte for byte (xxh64 [0-9a-f]*, [0-9a-f]*): $gshard$" gone.err ||
+  fail "--resume after the cache was deleted: no byte-for-byte line: $(grep -v '^[0-9]*/' gone.err | head -5)"
+cmp -s "$gshard" gone_saved/train.bin && cmp -s "$gcache/val.bin" gone_saved/val.bin || fail "the shards prepared again differ"
+cmp -s <(grep -o '"\(val_\)*loss":[^,}]*' gone_ref/metrics.jsonl) <(grep -o '"\(val_\)*loss":[^,}]*' gone_a/metrics.jsonl) ||
+  fail "--resume with the shards prepared again: losses differ from the uninterrupted run's: $(paste gone_ref/metrics.jsonl gone_a/metrics.jsonl)"
+rm -rf "$gcache" && cp gone.txt gone.bak && echo more >>gone.txt
+usage_case "$gshard: the run's token shard is gone (its data cache deleted?), and its corpus $PWD/gone.txt has changed since the run prepared it (xxh64 " \
+  "$bin" train --resume gone_b --quiet
+[[ ! -e $gcache ]] || fail "--resume with a changed corpus prepared shards at the run's place"
+mv gone.bak gone.txt && mv gone.txt gone.moved
+usage_case "$gshard: the run's token shard is gone (its data cache deleted?), and its corpus cannot be read to prepare it again ($PWD/gone.txt: No such file or directory): put the corpus back, or give copies of the run's shards with --train-shards and --val-shards on --resume" \
+  "$bin" train --resume gone_b --quiet
+mv gone.moved gone.txt
+usage_case "$PWD/gone_saved/val.bin: --train-shards: xxh64 " "$bin" train --resume gone_b --train-shards gone_saved/val.bin --val-shards gone_saved/val.bin --quiet
+"$bin" train --resume gone_b --train-shards gone_saved/train.bin --val-shards gone_saved/val.bin --quiet --stop-after 1 2>gone.err ||
+  fail "--resume with copies of the shards: $(cat gone.err)"
+# recorded: the next resume (cd elsewhere: absolute paths) takes them again
+(cd gone_saved && "$bin" train --resume ../gone_b --quiet) || fail "--resume of gone_b from another directory"
+cmp -s <(grep -o '"\(val_\)*loss":[^,}]*' gone_ref/metrics.jsonl) <(grep -o '"\(val_\)*loss":[^,}]*' gone_b/metrics.jsonl) ||
+  fail "--resume on copies of the shards: losses differ from the uninterrupted run's: $(paste gone_ref/metrics.jsonl gone_b/metrics.jsonl)"
 
 # ---- info RUN ---------------------------------------------------------------------------------
 "$bin" info wide >info.out 2>info.err || fail "info RUN: $(cat info.err)"
