@@ -581,6 +581,16 @@ usage_case "$PWD/gone_saved/val.bin: --train-shards: xxh64 " "$bin" train --resu
 (cd gone_saved && "$bin" train --resume ../gone_b --quiet) || fail "--resume of gone_b from another directory"
 cmp -s <(grep -o '"\(val_\)*loss":[^,}]*' gone_ref/metrics.jsonl) <(grep -o '"\(val_\)*loss":[^,}]*' gone_b/metrics.jsonl) ||
   fail "--resume on copies of the shards: losses differ from the uninterrupted run's: $(paste gone_ref/metrics.jsonl gone_b/metrics.jsonl)"
+# the run directory moved with its .cache (runs/ copied elsewhere): the entry beside it is the
+# run's, byte for byte; taken without the corpus
+rm -rf "$gcache" && mkdir -p moved/runs/.cache && cp -r gone_c moved/runs/c && cp -r gone_saved "moved/runs/.cache/$(basename "$gcache")"
+mv gone.txt gone.moved
+"$bin" train --resume moved/runs/c 2>gone.err || fail "--resume of a run moved with its data cache: $(cat gone.err)"
+mv gone.moved gone.txt
+grep -qxF "note: $gshard: the run's token shard is gone; the data cache beside the run directory holds the run's shards, byte for byte: $PWD/moved/runs/.cache/$(basename "$gcache")/train.bin" gone.err ||
+  fail "--resume of a run moved with its data cache: no note: $(grep -v '^[0-9]*/' gone.err | head -3)"
+cmp -s <(grep -o '"\(val_\)*loss":[^,}]*' gone_ref/metrics.jsonl) <(grep -o '"\(val_\)*loss":[^,}]*' moved/runs/c/metrics.jsonl) ||
+  fail "--resume of a run moved with its data cache: losses differ from the uninterrupted run's"
 
 # ---- info RUN ---------------------------------------------------------------------------------
 "$bin" info wide >info.out 2>info.err || fail "info RUN: $(cat info.err)"

@@ -82,12 +82,19 @@ static void test_real_llmc_shards(void **state) {
   assert_true(eots > 1);
   free(t);
   /* a vocab that excludes EOT is rejected, naming the id and the vocab size */
-  assert_int_not_equal(tz_shard_read(va, 50256, &t, &n), 0);
+  assert_int_equal(tz_shard_read(va, 50256, &t, &n), TZ_SHARD_EVOCAB);
   assert_null(t);
   assert_int_equal(n, 0);
   tz_test_assert_msg_has("tiny_shakespeare_val.bin");
   tz_test_assert_msg_has("token id 50256 at position 0");
   tz_test_assert_msg_has("vocab size 50256");
+  /* the numbers for the callers' line (train, eval: the model's V and the way out) */
+  const tz_shard_bad_id *bad = tz_shard_last_bad_id();
+  assert_string_equal(bad->path, va);
+  assert_int_equal(bad->id, 50256);
+  assert_int_equal(bad->pos, 0);
+  assert_int_equal(bad->max_id, 50256);
+  assert_int_equal(bad->vocab_size, 50256);
   free(tr);
   free(va);
 }

@@ -632,7 +632,8 @@ static int record_prep(train_run *r) {
 }
 
 /* --resume of a run whose token shards are gone (`gone`, the first missing; the cache under
- * .cache deleted, or the run directory moved without it): when the run recorded its corpus
+ * .cache deleted, or the run directory moved): the same cache entry beside the run directory
+ * (moved with it) is taken when its shards are the recorded ones; else, when the run recorded its corpus
  * (data_prep) and the corpus is there with the same text, the shards are prepared again as the
  * run did (data preparation is deterministic: the same BPE, the same split), into the cache
  * beside the run directory, and checked byte for byte against the record (XXH64 and size) before
@@ -647,6 +648,35 @@ static int prepare_again(train_run *r, const char *gone, const char **train_shar
     return tz_err("%s: the run's token shard is gone (its data cache deleted?), and the run does not record the "
                   "corpus it was prepared from (a --train-shards run, or a checkpoint from before 2026-12-05): put "
                   "the shards back, or%s", gone, out);
+  /* the run directory moved with its .cache (runs/ copied elsewhere): the entry of the same
+   * key beside it, when its shards are the recorded ones (no corpus needed) */
+  char *root = cache_root_of(o->run_dir), *key = tz_strdup(st->train_shards), *slash = strrchr(key, '/');
+  if (slash) *slash = 0;
+  slash = strrchr(key, '/');
+  char *dir = tz_path_join(root, slash ? slash + 1 : key), *tp = tz_path_join(dir, "train.bin"),
+       *vp = tz_path_join(dir, "val.bin");
+  uint64_t th = 0, tb = 0, vh = 0, vb = 0;
+  int moved = strcmp(tp, st->train_shards) && tz_exists(tp) && tz_exists(vp) && !tz_prep_file_xxh64(tp, &th, &tb) &&
+              !tz_prep_file_xxh64(vp, &vh, &vb) && th == st->prep.train_xxh64 && tb == st->prep.train_bytes &&
+              vh == st->prep.val_xxh64 && vb == st->prep.val_bytes;
+  tz_err_clear();
+  if (moved && !o->quiet)
+    fprintf(stderr, "note: %s: the run's token shard is gone; the data cache beside the run directory holds the "
+                    "run's shards, byte for byte: %s\n", gone, tp);
+  if (moved) {
+    free(st->train_shards);
+    free(st->val_shards);
+    st->train_shards = tp, st->val_shards = vp;
+    *train_shards = o->train_shards = st->train_shards;
+    *val_shards = o->val_shards = st->val_shards;
+  } else {
+    free(tp);
+    free(vp);
+  }
+  free(root);
+  free(key);
+  free(dir);
+  if (moved) return 0;
   uint64_t h;
   if (tz_prep_corpus_xxh64(st->prep.corpus, &h)) {
     char why[TZ_ERR_MAX];
