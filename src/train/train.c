@@ -633,8 +633,8 @@ static int record_prep(train_run *r) {
 
 /* --resume of a run whose token shards are gone (`gone`, the first missing; the cache under
  * .cache deleted, or the run directory moved): the same cache entry beside the run directory
- * (moved with it) is taken when its shards are the recorded ones; else, when the run recorded its corpus
- * (data_prep) and the corpus is there with the same text, the shards are prepared again as the
+ * (moved with it) is taken when its shards are the recorded ones; else, when the run recorded
+ * its corpus (data_prep) and the corpus is there with the same text, the shards are prepared again as the
  * run did (data preparation is deterministic: the same BPE, the same split), into the cache
  * beside the run directory, and checked byte for byte against the record (XXH64 and size) before
  * the run goes on with them; the run then records their paths. Otherwise one line names the
@@ -818,8 +818,9 @@ static int check_prepared_fits(const train_run *r) {
  * given (else its default set V). E.g. GPT-2 shards on the default vocabulary:
  * "g2.bin: token id 50256 (at position 0; the largest is 50256) is outside the model's vocabulary
  * of 2048 tokens (--vocab-size 2048, the default): the shards were made with a larger tokenizer;
- * give it (--tokenizer gpt2 for GPT-2's ids: it sets the vocabulary, and the closing sample
- * decodes with it) or --vocab-size 50257 or more". */
+ * give it with --tokenizer (gpt2 for GPT-2's ids; it sets the vocabulary, and the closing sample
+ * decodes with it) or --vocab-size 50257 or more". The model of --resume / --init-from, or
+ * --tokenizer, is named instead where it set V. */
 static int vocab_mismatch(const train_run *r, int vocab_given) {
   const tz_train_opts *o = &r->o;
   const tz_shard_bad_id *b = tz_shard_last_bad_id();
