@@ -42,17 +42,23 @@ for c in "${cmds[@]}"; do
   "$bin" help "$c" >h2.out 2>&1 || fail "help $c: exit $?"
   cmp -s h.out h2.out || fail "tezgah help $c differs from tezgah $c --help"
 done
-for c in train sample eval; do
-  "$bin" help "$c" | grep -- '--backend' | grep cpu | grep webgpu | grep -q cuda || fail "$c help does not list cpu, webgpu and cuda"
-done
-"$bin" --help | grep -q 'cpu, webgpu, cuda' || fail "top-level help does not list the backends"
-# info's backends: those compiled in (a build without CUDA says "cuda: not built")
+# The backends in the helps (top-level, train/sample/eval --backend) and info, in the same words:
+# cuda as this build has it, "cuda (not in this build)" in one without it, where `--backend
+# cuda` is refused as "built without CUDA" (the helps listed it as if it could be chosen)
 "$bin" info >info.txt 2>/dev/null
 if grep -q '^cuda: unavailable: this tezgah was built without CUDA' info.txt; then
-  grep -q '^backends: cpu, webgpu (cuda: not built)$' info.txt || fail "info (no CUDA build): $(grep backends info.txt)"
+  cu="cuda (not in this build)"
+  "$bin" train --backend cuda --steps 1 >/dev/null 2>cu.err && fail "train --backend cuda ran in a build without CUDA"
+  grep -q 'built without CUDA' cu.err || fail "train --backend cuda in a build without CUDA: $(cat cu.err)"
 else
-  grep -q '^backends: cpu, webgpu, cuda$' info.txt || fail "info does not list the backends: $(grep backends info.txt)"
+  cu=cuda
 fi
+for c in train sample eval; do
+  "$bin" help "$c" | grep -qx -- "  --backend NAME  *cpu (default), webgpu or $cu" ||
+    fail "$c help does not list cpu, webgpu and $cu: $("$bin" help "$c" | grep -- '--backend NAME')"
+done
+"$bin" --help | grep -qx "backends: cpu, webgpu, $cu" || fail "top-level help does not list cpu, webgpu, $cu: $("$bin" --help | grep backends)"
+grep -qx "backends: cpu, webgpu, $cu" info.txt || fail "info does not list cpu, webgpu, $cu: $(grep backends info.txt)"
 # info's features: MPI, NCCL, libplot and OpenBLAS, each yes/no with what it serves. MPI,
 # libplot and OpenBLAS are loaded on use (src/core/dlib.h): the binary links none of them
 # (nor libplot's X11 libraries), and info says "loaded on use" for each one it has.
@@ -293,6 +299,10 @@ usage_case "big.txt: the validation split holds 4096 tokens (--val-fraction 0.2 
 vf=$(sed -n 's/.*, take --val-fraction \([0-9.]*\) (its split holds one) or give more text$/\1/p' u.err)
 [[ -n $vf ]] || fail "a validation split too small for a batch: no --val-fraction named: $(cat u.err)"
 "$bin" train "${vfa[@]}" --val-fraction "$vf" --run-dir vf 2>vf.err || fail "train --val-fraction $vf (the error's): $(cat vf.err)"
+# --val-fraction's range is one rule: 0.5, its top, trains (the option took it and the data
+# preparation then refused it, "must be in (0, 0.5)"); past it, test_bad_inputs.sh
+"$bin" train --data big.txt "${small[@]}" --steps 1 --quiet --val-fraction 0.5 --run-dir vf_half 2>vfh.err ||
+  fail "train --val-fraction 0.5 (the top of its range): $(cat vfh.err)"
 
 # ---- the run's tokenizer: tokenizer.json in the run directory; encode/decode take the run ----
 [[ -f myrun/tokenizer.json ]] || fail "myrun/tokenizer.json is missing: $(ls myrun)"

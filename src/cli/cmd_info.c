@@ -136,11 +136,7 @@ int tz_cmd_info(int argc, char **argv) {
   }
   if (argc == 2) return info_run(argv[1]);
   /* the backends compiled in (WebGPU always is: Dawn is loaded at run time) */
-#ifdef TZ_HAVE_CUDA
-  const char *backends = "cpu, webgpu, cuda";
-#else
-  const char *backends = "cpu, webgpu (cuda: not built)";
-#endif
+  const char *backends = "cpu, webgpu, " TZ_HELP_CUDA; /* as tezgah --help says it */
   printf("tezgah %s\nbackends: %s\n", TEZGAH_VERSION, backends);
   const char *gemm = tz_cpu_gemm_kernel();
   if (gemm) printf("cpu: available, GEMM kernel %s (same results with any: TEZGAH_CPU_ISA, TEZGAH_MM_TILE)\n", gemm);

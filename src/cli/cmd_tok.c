@@ -394,8 +394,8 @@ static const char *HELP_TOKENIZER =
     "  --in PATH              training text ('-' = stdin); as train's --data: not\n"
     "                         empty, not binary (no NUL byte, mostly UTF-8)\n"
     "  --out PATH             tokenizer.json to write (atomically)\n"
-    "  --vocab-size N         vocabulary incl. <|endoftext|> (default 2048;\n"
-    "                         webgpu: <= 65536)\n"
+    "  --vocab-size N         vocabulary incl. <|endoftext|> (default 2048; 257 to\n"
+    "                         2^24; webgpu: <= 65536, as train's uint16 shards)\n"
     "  --backend cpu|webgpu   where the words are counted and the merges computed\n"
     "                         (default cpu; CPU with a notice without WebGPU)\n"
     "  --threads N            OpenMP threads (default: all cores)\n";
@@ -422,7 +422,12 @@ int tz_cmd_tokenizer(int argc, char **argv) {
       case 'i': in = optarg; break;
       case 'o': out = optarg; break;
       case 'v':
-        if (tz_arg_int("--vocab-size", optarg, 257, 1 << 24, &vocab)) return tz_cli_fail();
+        /* tz_tok_train's range; train's own --vocab-size stops at 65536 (its uint16 shards) */
+        if (tz_arg_int_why("--vocab-size", optarg, 257, 1 << 24,
+                           "at least 256 byte tokens + <|endoftext|>; at most 2^24, the largest vocabulary tezgah's "
+                           "tokenizers take; train stops at 65536: its token shards hold uint16 ids",
+                           &vocab))
+          return tz_cli_fail();
         break;
       case 'B':
         backend = optarg;
