@@ -245,8 +245,8 @@ flag-nkv-nhead      |--n-kv-head 3 does not divide n_head=4 (the default)|"$bin"
 flag-nkv-gpt2       |--n-kv-head 2 and --n-head 4: gpt2 needs n_kv_head == n_head|"$bin" train --data corpus.txt --vocab-size 300 --arch gpt2 --n-head 4 --n-kv-head 2 --run-dir r1 --quiet
 flag-head-odd       |--d-model 120 / --n-head 8: the head size 15 is odd|"$bin" train --data corpus.txt --vocab-size 300 --d-model 120 --n-head 8 --run-dir r1 --quiet
 flag-vocab-small    |--vocab-size: 100 is out of range [257, 65536]|"$bin" train --vocab-size 100
-flag-vocab-big      |--vocab-size: 65537 is out of range [257, 65536] (at least 256 byte tokens + <|endoftext|>; at most 65536: train's token shards hold uint16 ids; tezgah tokenizer train goes to 16777216)|"$bin" train --vocab-size 65537
-toktrain-vocab-big  |--vocab-size: 16777217 is out of range [257, 16777216] (at least 256 byte tokens + <|endoftext|>; at most 2^24, the largest vocabulary tezgah's tokenizers take; train stops at 65536: its token shards hold uint16 ids)|"$bin" tokenizer train --in corpus.txt --out t.json --vocab-size 16777217
+flag-vocab-big      |--vocab-size: 65537 is out of range [257, 65536] (at least 256 byte tokens + <@BAR@endoftext@BAR@>; at most 65536: train's token shards hold uint16 ids; tezgah tokenizer train goes to 16777216)|"$bin" train --vocab-size 65537
+toktrain-vocab-big  |--vocab-size: 16777217 is out of range [257, 16777216] (at least 256 byte tokens + <@BAR@endoftext@BAR@>; at most 2^24, the largest vocabulary tezgah's tokenizers take; train stops at 65536: its token shards hold uint16 ids)|"$bin" tokenizer train --in corpus.txt --out t.json --vocab-size 16777217
 flag-valfrac-big    |--val-fraction: 0.51 is out of range [1e-06, 0.5]|"$bin" train --data corpus.txt --vocab-size 300 --val-fraction 0.51 --run-dir r1 --quiet
 flag-valfrac-zero   |--val-fraction: 0 is out of range [1e-06, 0.5]|"$bin" train --data corpus.txt --vocab-size 300 --val-fraction 0 --run-dir r1 --quiet
 flag-skipz-negative |--skip-loss-z: -1 is out of range|"$bin" train --skip-loss-z -1
@@ -326,6 +326,7 @@ while IFS='|' read -r name want cmd; do
   name=${name%% *}
   want=${want//@SIZE+4@/$((size + 4))} # the good checkpoint's size
   want=${want//@SIZE@/$size}
+  want=${want//@BAR@/|} # a '|' in the message (the table's separator): <@BAR@endoftext@BAR@>
   if [[ $want == ROFS ]]; then
     if [[ $ro_dir == ro_mnt ]]; then want="ro_mnt/run: cannot create directory: Read-only file system"
     else want="rodir/run: cannot create directory: Permission denied"; fi

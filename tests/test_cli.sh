@@ -304,12 +304,31 @@ vf=$(sed -n 's/.*, take --val-fraction \([0-9.]*\) (its split holds one) or give
 "$bin" train --data big.txt "${small[@]}" --steps 1 --quiet --val-fraction 0.5 --run-dir vf_half 2>vfh.err ||
   fail "train --val-fraction 0.5 (the top of its range): $(cat vfh.err)"
 
+# ---- what a run from the repository root leaves there is git-ignored: the README's --run-dir
+# example (myrun, ./latest, ./.cache/) in a scratch git tree holding the repository's .gitignore
+# (latest and .cache/ showed up as untracked) ----
+command -v git >/dev/null || fail "git is needed to check the repository's .gitignore"
+mkdir -p gi && cp "$fixtures/../../.gitignore" gi/ && git -C gi init -q || fail "git init gi"
+(cd gi && "$bin" train --data ../big.txt "${small[@]}" --steps 1 --quiet --run-dir myrun 2>../gi.err) || fail "train in gi: $(cat gi.err)"
+[[ -L gi/latest && -d gi/.cache ]] || fail "train --run-dir myrun did not write ./latest and ./.cache: $(ls -A gi)"
+[[ $(git -C gi status --porcelain -uall) == "?? .gitignore" ]] ||
+  fail "a run from the repository root leaves files .gitignore does not cover: $(git -C gi status --porcelain -uall | grep -v ' .gitignore$')"
+
 # ---- the run's tokenizer: tokenizer.json in the run directory; encode/decode take the run ----
 [[ -f myrun/tokenizer.json ]] || fail "myrun/tokenizer.json is missing: $(ls myrun)"
 ids=$("$bin" encode --tokenizer myrun "First Citizen") || fail "encode --tokenizer RUN_DIR"
 [[ $ids == "$("$bin" encode --tokenizer myrun/tokenizer.json "First Citizen")" ]] || fail "run dir vs tokenizer.json ids differ"
 [[ $ids == "$("$bin" encode --tokenizer myrun/checkpoint.tzc "First Citizen")" ]] || fail "checkpoint vs tokenizer.json ids differ"
 [[ $("$bin" decode --tokenizer myrun "$ids") == "First Citizen" ]] || fail "decode --tokenizer RUN_DIR does not round-trip"
+# decode's text is byte-exact into a pipe or file (no newline added: encode | decode gives the
+# text back), and ends with a newline on a terminal (script(1)'s pty; it writes \r\n), where
+# the shell's prompt continued its last line
+"$bin" decode --tokenizer myrun "$ids" >dec.out || fail "decode into a file"
+[[ $(od -An -tx1 dec.out | tr -d ' \n') == "$(printf 'First Citizen' | od -An -tx1 | tr -d ' \n')" ]] ||
+  fail "decode into a file is not the text byte for byte: $(od -c dec.out | head -3)"
+script -qec "$(printf '%q ' "$bin" decode --tokenizer myrun "$ids")" /dev/null </dev/null >dec_tty.out || fail "decode on a pty (script)"
+[[ $(od -An -tx1 dec_tty.out | tr -d ' \n') == "$(printf 'First Citizen\r\n' | od -An -tx1 | tr -d ' \n')" ]] ||
+  fail "decode on a terminal: want the text and one newline: $(od -c dec_tty.out | head -3)"
 # an integer too large for any vocabulary is out of range, not "not an integer"
 usage_case "decode: element 0 (99999999999) is out of range (max 299)" "$bin" decode --tokenizer myrun '[99999999999]'
 usage_case "--ids: token id 99999999999 is out of range (max 299: the model's vocab_size is 300)" \
@@ -550,6 +569,14 @@ grep -q '^model: llama, 1 layer, 2 heads (2 kv), d_model 32' info.out || fail "i
 grep -q '^training: step 12 of 1000000' info.out || fail "info: no training state: $(cat info.out)"
 grep -q '^last val loss: [0-9.]* at step 10$' info.out || fail "info: no last val loss: $(cat info.out)"
 grep -q '^tokenizer: byte-level BPE, 300 tokens' info.out || fail "info: no tokenizer line"
+# the float32 options in their shortest round-tripping form (the doubles of the floats were
+# printed: "lr":0.0030000000260770321), warmup -1 as what train makes of it ("warmup":-1)
+opts=$(grep '^options: ' info.out)
+for want in '"warmup":"auto (5% of steps: 50000)",' '"lr":0.003,' '"min_lr_frac":0.1,' '"beta1":0.9,' '"beta2":0.95,' \
+  '"eps":1e-08,' '"weight_decay":0.1,' '"grad_clip":1,'; do
+  [[ $opts == *"$want"* ]] || fail "info: the options lack $want: $opts"
+done
+grep -qx 'rope_theta 10000, norm_eps 1e-05' info.out || fail "info: rope_theta / norm_eps: $(grep rope_theta info.out)"
 usage_case "nosuch: no such checkpoint file or run directory" "$bin" info nosuch
 "$bin" info "$fixtures/hf_gpt2" >info_hf.out || fail "info HF_DIR"
 grep -q '^checkpoint: .*hf_gpt2 (Hugging Face, 0\.1 MiB)$' info_hf.out || fail "info HF_DIR: want its files' size (0.1 MiB): $(head -1 info_hf.out)"

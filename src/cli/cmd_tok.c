@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -304,7 +305,9 @@ static const char *HELP_DECODE =
     "usage: tezgah decode [--tokenizer gpt2|PATH] [--backend cpu|webgpu]\n"
     "                     [IDS-JSON|-]\n"
     "Print the text of a JSON array of token ids (as printed by tezgah encode), byte\n"
-    "for byte (no newline is added). '-' or no argument: read the array from stdin.\n"
+    "for byte: into a pipe or file nothing is added (encode | decode gives the text\n"
+    "back exactly); on a terminal a newline ends a text that lacks one.\n"
+    "'-' or no argument: read the array from stdin.\n"
     "llama2.c tokenizers decode like run.c (BOS/EOS print nothing, the space after\n"
     "BOS is dropped, <0xNN> pieces are raw bytes).\n\n"
     "  --tokenizer SPEC       gpt2 (default), a tokenizer path\n"
@@ -376,6 +379,10 @@ int tz_cmd_decode(int argc, char **argv) {
   size_t tl = 0;
   if (!rc) rc = tz_tok_decode_on(o.backend, t, ids, ni, &text, &tl);
   if (!rc) fwrite(text, 1, tl, stdout);
+  /* the text is the result byte for byte (encode | decode round-trips, a file gets the bytes);
+   * only a terminal gets a newline after a text without one, so that the shell's prompt does
+   * not continue its last line */
+  if (!rc && tl > 0 && text[tl - 1] != '\n' && isatty(STDOUT_FILENO)) fputc('\n', stdout);
   free(text);
   free(ids);
   tz_tok_free(t);
