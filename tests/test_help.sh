@@ -118,12 +118,14 @@ echo "ok: every command's help and usage list the options it takes"
 
 # ---- scripts/main.sh --help: its own usage, before any install, build, train or sample ----
 # (it used to pass --help to train, which printed its help, and then ran the sample). A copy
-# of main.sh in a scratch tree whose scripts/setup.sh, cmake and build/tezgah are stubs that
-# leave a mark: --help must print main.sh's usage on stdout, exit 0 and leave no mark.
-fake=$scratch/mainsh && mkdir -p "$fake/scripts" "$fake/bin" || fail "mkdir $fake"
+# of main.sh in a scratch tree whose scripts/setup.sh, cmake and nvidia-smi are stubs that
+# leave a mark and fail (and which has no build/tezgah): --help must print main.sh's usage on
+# stdout, exit 0 and leave no mark.
+fake=$PWD/mainsh && mkdir -p "$fake/scripts" "$fake/bin" || fail "mkdir $fake"
 cp "$src/scripts/main.sh" "$src/scripts/cuda_choice.sh" "$fake/scripts/" || fail "copy main.sh"
-printf '#!/bin/sh\necho "$0 $*" >>"%s/ran"\nexit 1\n' "$fake" >"$fake/bin/stub" && chmod +x "$fake/bin/stub"
-cp "$fake/bin/stub" "$fake/scripts/setup.sh" && cp "$fake/bin/stub" "$fake/bin/cmake" && cp "$fake/bin/stub" "$fake/bin/nvidia-smi"
+# shellcheck disable=SC2016 # $0 and $* are the stub's own
+printf '#!/bin/sh\necho "$0 $*" >>"%s/ran"\nexit 1\n' "$fake" >"$fake/bin/stub" || fail "write the stub"
+for s in scripts/setup.sh bin/cmake bin/nvidia-smi; do cp "$fake/bin/stub" "$fake/$s" && chmod +x "$fake/$s" || fail "stub $s"; done
 for h in --help -h "--steps 5 --help"; do
   rm -f "$fake/ran"
   # shellcheck disable=SC2086 # "--steps 5 --help" is three words on purpose

@@ -402,7 +402,7 @@ static const char *HELP_TOKENIZER =
     "                         empty, not binary (no NUL byte, mostly UTF-8)\n"
     "  --out PATH             tokenizer.json to write (atomically)\n"
     "  --vocab-size N         vocabulary incl. <|endoftext|> (default 2048; 257 to\n"
-    "                         2^24; webgpu: <= 65536, as train's uint16 shards)\n"
+    "                         2^24; webgpu: at most 65536)\n"
     "  --backend cpu|webgpu   where the words are counted and the merges computed\n"
     "                         (default cpu; CPU with a notice without WebGPU)\n"
     "  --threads N            OpenMP threads (default: all cores)\n";
