@@ -132,8 +132,8 @@ ckpt-text-init-from |notes.txt: not a checkpoint: a text file|"$bin" train --ini
 ckpt-text-resume    |notes.txt: not a checkpoint: a text file|"$bin" train --resume notes.txt --quiet
 ckpt-text-in-run    |textrun/checkpoint.tzc: not a tezgah checkpoint: a text file (starts with "hello world, thi..."), not the magic "TZCKPT\0\0"|"$bin" sample textrun
 ckpt-safetensors    |model.safetensors: a safetensors file, not a checkpoint: give the Hugging Face directory that holds it with its config.json|"$bin" sample model.safetensors
-hf-config-json      |hf_badjson/config.json:7:16: invalid JSON: expected ':' after the key, found '0'|"$bin" info hf_badjson
-hf-config-json-conv |hf_badjson/config.json:7:16: invalid JSON: expected ':' after the key, found '0'|"$bin" convert hf_badjson --out cx
+hf-config-json      |hf_badjson/config.json:7:16: invalid JSON near '0.0,'|"$bin" info hf_badjson
+hf-config-json-conv |hf_badjson/config.json:7:16: invalid JSON near '0.0,'|"$bin" convert hf_badjson --out cx
 ckpt-short-binary   |ck_2bytes.bin: not a checkpoint: 2 bytes, shorter than any checkpoint's header|"$bin" sample ck_2bytes.bin
 ckpt-convert-tezgah |good/checkpoint.tzc: already a tezgah checkpoint, nothing to import; to export it give --to: tezgah convert --to llmc|"$bin" convert good/checkpoint.tzc --out cx.bin
 convert-run-dir     |good: already a tezgah run, nothing to import; to export it give --to: tezgah convert --to llmc|"$bin" convert good --out cx

@@ -335,7 +335,7 @@ static void test_malformed_hf(void **st) {
   /* config.json that is not JSON: where, and what was expected (was "not valid JSON") */
   d = fresh_hf("hf_json", &c);
   edit(d, "config.json", "\"num_hidden_layers\":", "\"num_hidden_layers\"");
-  expect_hf_error(d, "/config.json:", ": invalid JSON: expected ':' after the key, found '2'");
+  expect_hf_error(d, "/config.json:", ": invalid JSON near '2");
   free(d);
   d = fresh_hf("hf_nofile", &c);
   char *mp = malloc(strlen(d) + 32);
@@ -347,24 +347,17 @@ static void test_malformed_hf(void **st) {
 }
 
 /* tz_json_parse (config.json, model.safetensors.index.json): a refused text gets one line with
- * its line and column (characters, from 1) and what was expected there (it said only "not
- * valid JSON"); a good one parses. */
+ * its line and column (characters, from 1) and what stands there (it said only "not valid
+ * JSON"); a good one parses. */
 static void test_json_parse_errors(void **st) {
   (void)st;
   static const struct { const char *txt, *msg; } cases[] = {
-      {"{\n  \"model_type\": \"llama\",\n  \"hidden_size\" 64\n}", "c.json:3:17: invalid JSON: expected ':' after the key, found '6'"},
-      {"{\"a\":1,}", "c.json:1:8: invalid JSON: expected a key in double quotes (a ',' must not end the object), found '}'"},
-      {"{'a':1}", "c.json:1:2: invalid JSON: expected a key in double quotes or '}', found \"'\""},
-      {"{\"a\":1", "c.json:1:7: invalid JSON: expected ',' or '}' after the member, found the end of the file"},
-      {"", "c.json:1:1: invalid JSON: expected a value, found the end of the file"},
-      {"{\"\xc3\xa4\": 1 2}", "c.json:1:9: invalid JSON: expected ',' or '}' after the member, found '2'"}, /* ä: one column */
-      {"[1,]", "c.json:1:4: invalid JSON: expected a value (a string, number, object, array, true, false or null), found ']'"},
-      {"{\"a\": \"x", "c.json:1:9: invalid JSON: expected '\"' to close the string, found the end of the file"},
-      {"{\"a\": 1e}", "c.json:1:9: invalid JSON: expected a digit in the exponent, found '}'"},
-      {"{\"a\": -}", "c.json:1:8: invalid JSON: expected a digit, found '}'"},
-      {"{\"a\": \"\\q\"}", "c.json:1:9: invalid JSON: expected an escape: \\\" \\\\ \\/ \\b \\f \\n \\r \\t or \\uXXXX, found 'q'"},
-      {"{\"a\": [1, 2}", "c.json:1:12: invalid JSON: expected ',' or ']' after the element, found '}'"},
-      {"{\"a\": tru}", "c.json:1:7: invalid JSON: expected a value (a string, number, object, array, true, false or null), found 't'"},
+      {"{\n  \"model_type\": \"llama\",\n  \"hidden_size\" 64\n}", "c.json:3:17: invalid JSON near '64'"},
+      {"{\"a\":1,}", "c.json:1:8: invalid JSON near '}'"},
+      {"{\"\xc3\xa4\": 1 2}", "c.json:1:9: invalid JSON near '2}'"}, /* ä: one column */
+      {"{\"a\": [1, 2}\n", "c.json:1:12: invalid JSON near '}'"},
+      {"{\"a\": \xff}", "c.json:1:7: invalid JSON near '\\xff}'"},
+      {"", "c.json:1:1: invalid JSON: the text ends too soon (unclosed brace, bracket or string?)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     assert_null(tz_json_parse(cases[i].txt, strlen(cases[i].txt), "c.json"));

@@ -15,14 +15,10 @@ const char *tz_arch_name(tz_arch a);
 /* "llama" / "gpt2" → arch; -1 if unknown. */
 int tz_arch_parse(const char *s);
 /* Parse the JSON text txt[0..len) of the file `name` (its path, as messages name it) with cJSON:
- * the tree, or NULL with one line saying where and what: "NAME:LINE:COLUMN: invalid JSON:
- * expected ':' after the key, found '1'" (line and column from 1, the column in characters of
- * UTF-8; "found the end of the file" for a cut one). cJSON itself tells only where it stopped,
- * and not always there (a truncated text: its last byte), so the place and the expectation come
- * from a syntax scan of RFC 8259's grammar, run only when cJSON refused the text; where the scan
- * finds nothing (cJSON's limits: 1000 levels of nesting, a lone UTF-16 surrogate in \u escapes)
- * the message names cJSON's position. Users: a Hugging Face directory's config.json and
- * model.safetensors.index.json (formats/hf.c). */
+ * the tree, or NULL with one line saying where: "NAME:LINE:COLUMN: invalid JSON near '64'" (line
+ * and column from 1, the column in UTF-8 characters; the place is where cJSON's parser stopped,
+ * cJSON_GetErrorPtr, which for a cut text is at or just before its end). Users: a Hugging Face
+ * directory's config.json and model.safetensors.index.json (formats/hf.c). */
 cJSON *tz_json_parse(const char *txt, size_t len, const char *name);
 
 #endif
