@@ -61,7 +61,7 @@ typedef struct {
   const char *tokenizer;    /* tokenizer file for --train-shards runs (optional) */
   const char *tokenizer_backend; /* NULL/"cpu" or "webgpu": where the corpus's BPE is trained and encoded */
   int vocab_size;           /* BPE vocabulary to train on the corpus (incl. <|endoftext|>) */
-  float val_fraction;       /* share of the corpus's tokens held out for validation */
+  float val_fraction;       /* share of the corpus's tokens held out for validation, in [1e-6, 0.5] */
   /* run */
   const char *run_dir;      /* where checkpoints and metrics go */
   const char *resume;       /* run directory to continue (its checkpoint) */

@@ -1,8 +1,31 @@
 #!/usr/bin/env bash
 # The main job, from a fresh Debian 12 machine: install what is needed, build, prepare the
 # King James Bible corpus, train a small llama on the CPU for a few minutes, then sample.
-#   bash scripts/main.sh [extra `tezgah train` flags]
+#   bash scripts/main.sh [extra `tezgah train` flags]      (-h, --help: the usage below)
 set -euo pipefail
+usage() {
+  cat <<'USAGE'
+usage: bash scripts/main.sh [TRAIN_OPTIONS...]   (-h, --help: this text)
+The README's main job, from the repository root of a fresh Debian 12 machine:
+  1. scripts/setup.sh: installs the Debian packages (apt-get; sudo when not
+     root), GPT-2's tokenizer files and Dawn (npm)
+  2. builds the tezgah target into build/ (log: build/build.log), with the
+     CUDA backend only where `nvidia-smi -L` lists a GPU
+  3. writes data/kjv.txt (scripts/prepare_kjv.sh) unless it is there
+  4. build/tezgah train --sample-tokens 0 TRAIN_OPTIONS...: by default a small
+     llama on data/kjv.txt, 600 steps on the CPU (into runs/<time>/)
+  5. build/tezgah sample --prompt "And God said" --tokens 120 (that run)
+Every argument goes to `tezgah train`, e.g. --steps 2000 or --backend webgpu;
+its options: build/tezgah train --help (once built).
+Environment: TEZGAH_TEST_CUDA=ON builds the CUDA backend without a visible
+GPU (where a CUDA toolkit is found).
+USAGE
+}
+# -h / --help anywhere among the arguments is main.sh's own, before any install or build:
+# passed on, train printed its help and exited 0, and the sample after it then ran
+for a in "$@"; do
+  case $a in -h | --help) usage; exit 0 ;; esac
+done
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
 echo "--- building tezgah in build/ (under a minute the first time without CUDA; log: build/build.log) ---"

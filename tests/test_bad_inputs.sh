@@ -47,6 +47,8 @@ printf 'hi' >hi.txt
 mkdir -p textrun && cp notes.txt textrun/checkpoint.tzc
 printf '\x01\x02' >ck_2bytes.bin
 cp "$fixtures/hf_gpt2/model.safetensors" model.safetensors
+mkdir -p hf_badjson && cp "$fixtures/hf_gpt2/model.safetensors" hf_badjson/ # config.json line 7 without its ':'
+sed 's/^  "attn_pdrop": 0.0,$/  "attn_pdrop" 0.0,/' "$fixtures/hf_gpt2/config.json" >hf_badjson/config.json
 cp "$good" ck_garbled.tzc && poke ck_garbled.tzc $((size - 5000)) '\x55\xaa\x55\xaa'
 cp "$good" ck_tail.tzc && printf 'junk' >>ck_tail.tzc
 "$edit" get "$good" meta >meta.json
@@ -140,6 +142,8 @@ ckpt-text-init-from |notes.txt: not a checkpoint: a text file|"$bin" train --ini
 ckpt-text-resume    |notes.txt: not a checkpoint: a text file|"$bin" train --resume notes.txt --quiet
 ckpt-text-in-run    |textrun/checkpoint.tzc: not a tezgah checkpoint: a text file (starts with "hello world, thi..."), not the magic "TZCKPT\0\0"|"$bin" sample textrun
 ckpt-safetensors    |model.safetensors: a safetensors file, not a checkpoint: give the Hugging Face directory that holds it with its config.json|"$bin" sample model.safetensors
+hf-config-json      |hf_badjson/config.json:7:16: invalid JSON near '0.0,'|"$bin" info hf_badjson
+hf-config-json-conv |hf_badjson/config.json:7:16: invalid JSON near '0.0,'|"$bin" convert hf_badjson --out cx
 ckpt-short-binary   |ck_2bytes.bin: not a checkpoint: 2 bytes, shorter than any checkpoint's header|"$bin" sample ck_2bytes.bin
 ckpt-convert-tezgah |good/checkpoint.tzc: already a tezgah checkpoint, nothing to import; to export it give --to: tezgah convert --to llmc|"$bin" convert good/checkpoint.tzc --out cx.bin
 convert-run-dir     |good: already a tezgah run, nothing to import; to export it give --to: tezgah convert --to llmc|"$bin" convert good --out cx
@@ -263,6 +267,10 @@ flag-nkv-nhead      |--n-kv-head 3 does not divide n_head=4 (the default)|"$bin"
 flag-nkv-gpt2       |--n-kv-head 2 and --n-head 4: gpt2 needs n_kv_head == n_head|"$bin" train --data corpus.txt --vocab-size 300 --arch gpt2 --n-head 4 --n-kv-head 2 --run-dir r1 --quiet
 flag-head-odd       |--d-model 120 / --n-head 8: the head size 15 is odd|"$bin" train --data corpus.txt --vocab-size 300 --d-model 120 --n-head 8 --run-dir r1 --quiet
 flag-vocab-small    |--vocab-size: 100 is out of range [257, 65536]|"$bin" train --vocab-size 100
+flag-vocab-big      |--vocab-size: 65537 is out of range [257, 65536] (at least 256 byte tokens + <@BAR@endoftext@BAR@>; at most 65536: train's token shards hold uint16 ids; tezgah tokenizer train goes to 16777216)|"$bin" train --vocab-size 65537
+toktrain-vocab-big  |--vocab-size: 16777217 is out of range [257, 16777216] (at least 256 byte tokens + <@BAR@endoftext@BAR@>; at most 2^24, the largest vocabulary tezgah's tokenizers take; train stops at 65536: its token shards hold uint16 ids)|"$bin" tokenizer train --in corpus.txt --out t.json --vocab-size 16777217
+flag-valfrac-big    |--val-fraction: 0.51 is out of range [1e-06, 0.5]|"$bin" train --data corpus.txt --vocab-size 300 --val-fraction 0.51 --run-dir r1 --quiet
+flag-valfrac-zero   |--val-fraction: 0 is out of range [1e-06, 0.5]|"$bin" train --data corpus.txt --vocab-size 300 --val-fraction 0 --run-dir r1 --quiet
 flag-skipz-negative |--skip-loss-z: -1 is out of range|"$bin" train --skip-loss-z -1
 flag-recompute-word |--recompute: 'yes' is not auto, on or off|"$bin" train --recompute yes
 flag-recompute-eq   |--recompute: 'ON' is not auto, on or off|"$bin" train --recompute=ON
@@ -340,6 +348,7 @@ while IFS='|' read -r name want cmd; do
   name=${name%% *}
   want=${want//@SIZE+4@/$((size + 4))} # the good checkpoint's size
   want=${want//@SIZE@/$size}
+  want=${want//@BAR@/|} # a '|' in the message (the table's separator): <@BAR@endoftext@BAR@>
   if [[ $want == ROFS ]]; then
     if [[ $ro_dir == ro_mnt ]]; then want="ro_mnt/run: cannot create directory: Read-only file system"
     else want="rodir/run: cannot create directory: Permission denied"; fi

@@ -42,17 +42,23 @@ for c in "${cmds[@]}"; do
   "$bin" help "$c" >h2.out 2>&1 || fail "help $c: exit $?"
   cmp -s h.out h2.out || fail "tezgah help $c differs from tezgah $c --help"
 done
-for c in train sample eval; do
-  "$bin" help "$c" | grep -- '--backend' | grep cpu | grep webgpu | grep -q cuda || fail "$c help does not list cpu, webgpu and cuda"
-done
-"$bin" --help | grep -q 'cpu, webgpu, cuda' || fail "top-level help does not list the backends"
-# info's backends: those compiled in (a build without CUDA says "cuda: not built")
+# The backends in the helps (top-level, train/sample/eval --backend) and info, in the same words:
+# cuda as this build has it, "cuda (not in this build)" in one without it, where `--backend
+# cuda` is refused as "built without CUDA" (the helps listed it as if it could be chosen)
 "$bin" info >info.txt 2>/dev/null
 if grep -q '^cuda: unavailable: this tezgah was built without CUDA' info.txt; then
-  grep -q '^backends: cpu, webgpu (cuda: not built)$' info.txt || fail "info (no CUDA build): $(grep backends info.txt)"
+  cu="cuda (not in this build)"
+  "$bin" train --backend cuda --steps 1 >/dev/null 2>cu.err && fail "train --backend cuda ran in a build without CUDA"
+  grep -q 'built without CUDA' cu.err || fail "train --backend cuda in a build without CUDA: $(cat cu.err)"
 else
-  grep -q '^backends: cpu, webgpu, cuda$' info.txt || fail "info does not list the backends: $(grep backends info.txt)"
+  cu=cuda
 fi
+for c in train sample eval; do
+  "$bin" help "$c" | grep -qx -- "  --backend NAME  *cpu (default), webgpu or $cu" ||
+    fail "$c help does not list cpu, webgpu and $cu: $("$bin" help "$c" | grep -- '--backend NAME')"
+done
+"$bin" --help | grep -qx "backends: cpu, webgpu, $cu" || fail "top-level help does not list cpu, webgpu, $cu: $("$bin" --help | grep backends)"
+grep -qx "backends: cpu, webgpu, $cu" info.txt || fail "info does not list cpu, webgpu, $cu: $(grep backends info.txt)"
 # info's features: MPI, NCCL, libplot and OpenBLAS, each yes/no with what it serves. MPI,
 # libplot and OpenBLAS are loaded on use (src/core/dlib.h): the binary links none of them
 # (nor libplot's X11 libraries), and info says "loaded on use" for each one it has.
@@ -293,6 +299,20 @@ usage_case "big.txt: the validation split holds 4096 tokens (--val-fraction 0.2 
 vf=$(sed -n 's/.*, take --val-fraction \([0-9.]*\) (its split holds one) or give more text$/\1/p' u.err)
 [[ -n $vf ]] || fail "a validation split too small for a batch: no --val-fraction named: $(cat u.err)"
 "$bin" train "${vfa[@]}" --val-fraction "$vf" --run-dir vf 2>vf.err || fail "train --val-fraction $vf (the error's): $(cat vf.err)"
+# --val-fraction's range is one rule: 0.5, its top, trains (the option took it and the data
+# preparation then refused it, "must be in (0, 0.5)"); past it, test_bad_inputs.sh
+"$bin" train --data big.txt "${small[@]}" --steps 1 --quiet --val-fraction 0.5 --run-dir vf_half 2>vfh.err ||
+  fail "train --val-fraction 0.5 (the top of its range): $(cat vfh.err)"
+
+# ---- what a run from the repository root leaves there is git-ignored: the README's --run-dir
+# example (myrun, ./latest, ./.cache/) in a scratch git tree holding the repository's .gitignore
+# (latest and .cache/ showed up as untracked) ----
+command -v git >/dev/null || fail "git is needed to check the repository's .gitignore"
+mkdir -p gi && cp "$fixtures/../../.gitignore" gi/ && git -C gi init -q || fail "git init gi"
+(cd gi && "$bin" train --data ../big.txt "${small[@]}" --steps 1 --quiet --run-dir myrun 2>../gi.err) || fail "train in gi: $(cat gi.err)"
+[[ -L gi/latest && -d gi/.cache ]] || fail "train --run-dir myrun did not write ./latest and ./.cache: $(ls -A gi)"
+[[ $(git -C gi status --porcelain -uall) == "?? .gitignore" ]] ||
+  fail "a run from the repository root leaves files .gitignore does not cover: $(git -C gi status --porcelain -uall | grep -v ' .gitignore$')"
 
 # ---- the run's tokenizer: tokenizer.json in the run directory; encode/decode take the run ----
 [[ -f myrun/tokenizer.json ]] || fail "myrun/tokenizer.json is missing: $(ls myrun)"
@@ -300,6 +320,15 @@ ids=$("$bin" encode --tokenizer myrun "First Citizen") || fail "encode --tokeniz
 [[ $ids == "$("$bin" encode --tokenizer myrun/tokenizer.json "First Citizen")" ]] || fail "run dir vs tokenizer.json ids differ"
 [[ $ids == "$("$bin" encode --tokenizer myrun/checkpoint.tzc "First Citizen")" ]] || fail "checkpoint vs tokenizer.json ids differ"
 [[ $("$bin" decode --tokenizer myrun "$ids") == "First Citizen" ]] || fail "decode --tokenizer RUN_DIR does not round-trip"
+# decode's text is byte-exact into a pipe or file (no newline added: encode | decode gives the
+# text back), and ends with a newline on a terminal (script(1)'s pty; it writes \r\n), where
+# the shell's prompt continued its last line
+"$bin" decode --tokenizer myrun "$ids" >dec.out || fail "decode into a file"
+[[ $(od -An -tx1 dec.out | tr -d ' \n') == "$(printf 'First Citizen' | od -An -tx1 | tr -d ' \n')" ]] ||
+  fail "decode into a file is not the text byte for byte: $(od -c dec.out | head -3)"
+script -qec "$(printf '%q ' "$bin" decode --tokenizer myrun "$ids")" /dev/null </dev/null >dec_tty.out || fail "decode on a pty (script)"
+[[ $(od -An -tx1 dec_tty.out | tr -d ' \n') == "$(printf 'First Citizen\r\n' | od -An -tx1 | tr -d ' \n')" ]] ||
+  fail "decode on a terminal: want the text and one newline: $(od -c dec_tty.out | head -3)"
 # an integer too large for any vocabulary is out of range, not "not an integer"
 usage_case "decode: element 0 (99999999999) is out of range (max 299)" "$bin" decode --tokenizer myrun '[99999999999]'
 usage_case "--ids: token id 99999999999 is out of range (max 299: the model's vocab_size is 300)" \
@@ -598,6 +627,14 @@ grep -q '^model: llama, 1 layer, 2 heads (2 kv), d_model 32' info.out || fail "i
 grep -q '^training: step 12 of 1000000' info.out || fail "info: no training state: $(cat info.out)"
 grep -q '^last val loss: [0-9.]* at step 10$' info.out || fail "info: no last val loss: $(cat info.out)"
 grep -q '^tokenizer: byte-level BPE, 300 tokens' info.out || fail "info: no tokenizer line"
+# the float32 options in their shortest round-tripping form (the doubles of the floats were
+# printed: "lr":0.0030000000260770321), warmup -1 as what train makes of it ("warmup":-1)
+opts=$(grep '^options: ' info.out)
+for want in '"warmup":"auto (5% of steps: 50000)",' '"lr":0.003,' '"min_lr_frac":0.1,' '"beta1":0.9,' '"beta2":0.95,' \
+  '"eps":1e-08,' '"weight_decay":0.1,' '"grad_clip":1,'; do
+  [[ $opts == *"$want"* ]] || fail "info: the options lack $want: $opts"
+done
+grep -qx 'rope_theta 10000, norm_eps 1e-05' info.out || fail "info: rope_theta / norm_eps: $(grep rope_theta info.out)"
 usage_case "nosuch: no such checkpoint file or run directory" "$bin" info nosuch
 "$bin" info "$fixtures/hf_gpt2" >info_hf.out || fail "info HF_DIR"
 grep -q '^checkpoint: .*hf_gpt2 (Hugging Face, 0\.1 MiB)$' info_hf.out || fail "info HF_DIR: want its files' size (0.1 MiB): $(head -1 info_hf.out)"

@@ -199,6 +199,25 @@ static char *stream_text(const char *s, size_t n, size_t chunk, size_t *len, int
  * byte and the continuation bytes that still fit it), as Python's bytes.decode("utf-8",
  * "replace") prints them; the same output however the bytes are cut into writes; an unfinished
  * character at the end dropped; random bytes always come out valid UTF-8. */
+/* tz_f32_str: the shortest %g that reads back as the same float32 (info's options) */
+static void test_f32_str(void **state) {
+  (void)state;
+  char b[TZ_F32_STR];
+  static const struct { float v; const char *s; } cases[] = {
+      {0.003f, "0.003"}, {0.1f, "0.1"}, {0.9f, "0.9"}, {0.95f, "0.95"}, {1e-8f, "1e-08"}, {1.0f, "1"},
+      {3e-4f, "0.0003"}, {-2.5f, "-2.5"}, {0.0f, "0"}, {16777216.0f, "16777216"}, {1e10f, "1e+10"}, {10000.0f, "10000"}, {150000.0f, "150000"}, {1e6f, "1e+06"},
+      {0.100000009f, "0.10000001"}, /* the float after 0.1f: eight digits tell it from 0.1f */
+      {3.40282347e38f, "3.4028235e+38"}, {1.17549435e-38f, "1.1754944e-38"}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) assert_string_equal(tz_f32_str(cases[i].v, b), cases[i].s);
+  /* every printed value reads back exactly, over a spread of bit patterns */
+  for (uint32_t u = 0x00800000u; u < 0x7f800000u; u += 0x00012345u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    assert_true(strtof(tz_f32_str(f, b), NULL) == f);
+    assert_true(strlen(b) <= 15);
+  }
+}
+
 static void test_utf8_stream(void **state) {
   (void)state;
 #define R "\xEF\xBF\xBD" /* U+FFFD */
@@ -252,7 +271,7 @@ static void test_utf8_stream(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_rng), cmocka_unit_test(test_rng_advance), cmocka_unit_test(test_atomic_write),
-                                     cmocka_unit_test(test_profile_totals), cmocka_unit_test(test_decimal),
+                                     cmocka_unit_test(test_profile_totals), cmocka_unit_test(test_decimal), cmocka_unit_test(test_f32_str),
                                      cmocka_unit_test(test_utf8_stream)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -115,3 +115,25 @@ for c in "${cmds[@]}"; do
 done
 ((bad == 0)) || fail "help texts that do not list the options their command takes (see above)"
 echo "ok: every command's help and usage list the options it takes"
+
+# ---- scripts/main.sh --help: its own usage, before any install, build, train or sample ----
+# (it used to pass --help to train, which printed its help, and then ran the sample). A copy
+# of main.sh in a scratch tree whose scripts/setup.sh, cmake and nvidia-smi are stubs that
+# leave a mark and fail (and which has no build/tezgah): --help must print main.sh's usage on
+# stdout, exit 0 and leave no mark.
+fake=$PWD/mainsh && mkdir -p "$fake/scripts" "$fake/bin" || fail "mkdir $fake"
+cp "$src/scripts/main.sh" "$src/scripts/cuda_choice.sh" "$fake/scripts/" || fail "copy main.sh"
+# shellcheck disable=SC2016 # $0 and $* are the stub's own
+printf '#!/bin/sh\necho "$0 $*" >>"%s/ran"\nexit 1\n' "$fake" >"$fake/bin/stub" || fail "write the stub"
+for s in scripts/setup.sh bin/cmake bin/nvidia-smi; do cp "$fake/bin/stub" "$fake/$s" && chmod +x "$fake/$s" || fail "stub $s"; done
+for h in --help -h "--steps 5 --help"; do
+  rm -f "$fake/ran"
+  # shellcheck disable=SC2086 # "--steps 5 --help" is three words on purpose
+  PATH=$fake/bin:$PATH bash "$fake/scripts/main.sh" $h >m.out 2>m.err </dev/null || fail "main.sh $h: exit $? ($(head -3 m.err))"
+  [[ ! -e $fake/ran ]] || fail "main.sh $h ran: $(cat "$fake/ran")"
+  grep -q '^usage: bash scripts/main.sh' m.out || fail "main.sh $h: no usage line: $(head -3 m.out)"
+  grep -q 'tezgah train' m.out || fail "main.sh $h: its usage does not say the options go to tezgah train"
+  [[ ! -s m.err ]] || fail "main.sh $h: stderr: $(head -3 m.err)"
+  check_width "main.sh $h" m.out || fail "main.sh's usage does not fit $max columns"
+done
+echo "ok: scripts/main.sh --help prints its own usage and runs nothing"

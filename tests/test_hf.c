@@ -21,6 +21,7 @@
 #include "core/rng.h"
 #include "formats/formats.h"
 #include "formats/safetensors.h"
+#include "model/config_json.h"
 #include "model/layout.h"
 #include "model/model.h"
 #include "testutil.h"
@@ -331,6 +332,11 @@ static void test_malformed_hf(void **st) {
   edit(d, "config.json", "LlamaForCausalLM", "MixtralForCausalLM");
   expect_hf_error(d, "model_type 'mixtral' is not supported", NULL);
   free(d);
+  /* config.json that is not JSON: where, and what was expected (was "not valid JSON") */
+  d = fresh_hf("hf_json", &c);
+  edit(d, "config.json", "\"num_hidden_layers\":", "\"num_hidden_layers\"");
+  expect_hf_error(d, "/config.json:", ": invalid JSON near '2");
+  free(d);
   d = fresh_hf("hf_nofile", &c);
   char *mp = malloc(strlen(d) + 32);
   sprintf(mp, "%s/model.safetensors", d);
@@ -338,6 +344,29 @@ static void test_malformed_hf(void **st) {
   expect_hf_error(d, "no model.safetensors", NULL);
   free(mp);
   free(d);
+}
+
+/* tz_json_parse (config.json, model.safetensors.index.json): a refused text gets one line with
+ * its line and column (characters, from 1) and what stands there (it said only "not valid
+ * JSON"); a good one parses. */
+static void test_json_parse_errors(void **st) {
+  (void)st;
+  static const struct { const char *txt, *msg; } cases[] = {
+      {"{\n  \"model_type\": \"llama\",\n  \"hidden_size\" 64\n}", "c.json:3:17: invalid JSON near '64'"},
+      {"{\"a\":1,}", "c.json:1:8: invalid JSON near '}'"},
+      {"{\"\xc3\xa4\": 1 2}", "c.json:1:9: invalid JSON near '2}'"}, /* ä: one column */
+      {"{\"a\": [1, 2}\n", "c.json:1:12: invalid JSON near '}'"},
+      {"{\"a\": \xff}", "c.json:1:7: invalid JSON near '\\xff}'"},
+      {"", "c.json:1:1: invalid JSON: the text ends too soon (unclosed brace, bracket or string?)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    assert_null(tz_json_parse(cases[i].txt, strlen(cases[i].txt), "c.json"));
+    assert_string_equal(tz_errmsg(), cases[i].msg);
+  }
+  const char *good = "{\"a\": [1, 2.5e3, \"x\\u00e4\"], \"b\": {\"c\": null}}";
+  cJSON *j = tz_json_parse(good, strlen(good), "c.json");
+  assert_non_null(j);
+  cJSON_Delete(j);
 }
 
 /* llama2.c legacy writer → reader: same config (padded_vocab = V) and parameters. */
@@ -386,7 +415,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_roundtrip_llama),       cmocka_unit_test(test_roundtrip_gpt2),
       cmocka_unit_test(test_f16_bf16),              cmocka_unit_test(test_malformed_safetensors),
-      cmocka_unit_test(test_malformed_hf),          cmocka_unit_test(test_llama2c_roundtrip)};
+      cmocka_unit_test(test_malformed_hf),          cmocka_unit_test(test_llama2c_roundtrip),
+      cmocka_unit_test(test_json_parse_errors)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   free(g_tmp);
   return rc;

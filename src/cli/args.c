@@ -17,14 +17,19 @@
  * so that the message says what is wanted rather than guessing what was meant. */
 static int decimal(const char *s, int frac) { return tz_decimal(s, strlen(s), frac); }
 
-int tz_arg_int(const char *flag, const char *s, long min, long max, int *out) {
+int tz_arg_int_why(const char *flag, const char *s, long min, long max, const char *why, int *out) {
   if (!decimal(s, 0)) return tz_err("%s: '%s' is not a decimal integer", flag, s);
   errno = 0;
   long v = strtol(s, NULL, 10); /* base 10: "010" is 10, not octal 8 */
-  if (errno) return tz_err("%s: %s is out of range [%ld, %ld]", flag, s, min, max); /* beyond a long */
-  if (v < min || v > max) return tz_err("%s: %ld is out of range [%ld, %ld]", flag, v, min, max);
+  const char *o = why ? " (" : "", *w = why ? why : "", *c = why ? ")" : "";
+  if (errno) return tz_err("%s: %s is out of range [%ld, %ld]%s%s%s", flag, s, min, max, o, w, c); /* beyond a long */
+  if (v < min || v > max) return tz_err("%s: %ld is out of range [%ld, %ld]%s%s%s", flag, v, min, max, o, w, c);
   *out = (int)v;
   return 0;
+}
+
+int tz_arg_int(const char *flag, const char *s, long min, long max, int *out) {
+  return tz_arg_int_why(flag, s, min, max, NULL, out);
 }
 
 int tz_arg_u64(const char *flag, const char *s, uint64_t *out) {

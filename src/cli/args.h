@@ -13,6 +13,9 @@
 #include <stdint.h>
 
 int tz_arg_int(const char *flag, const char *s, long min, long max, int *out);
+/* tz_arg_int whose out-of-range error ends with " (why)": where the limits are not obvious
+ * ("--vocab-size: 70000 is out of range [257, 65536] (... uint16 token shards ...)"). */
+int tz_arg_int_why(const char *flag, const char *s, long min, long max, const char *why, int *out);
 int tz_arg_u64(const char *flag, const char *s, uint64_t *out);
 int tz_arg_float(const char *flag, const char *s, double min, double max, float *out);
 /* Report a getopt_long failure ('?' or ':', the latter with missing_arg = 1) for argv[optind-1]

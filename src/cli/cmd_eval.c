@@ -44,7 +44,7 @@ static const char *HELP =
     "                         - = stdout, which then holds only the JSON (the result\n"
     "                         line goes to stderr)\n"
     "  --quiet                no progress line\n"
-    "  --backend NAME         cpu (default), webgpu or cuda\n"
+    "  --backend NAME         cpu (default), webgpu or " TZ_HELP_CUDA "\n"
     "  --precision P          fp32, bf16 (cuda's default) or f16 (webgpu's default\n"
     "                         where the adapter has ShaderF16)\n"
     "  --threads N            OpenMP threads (default: all cores)\n"

@@ -2,6 +2,7 @@
  * library, adapter, backend, features and limits; for CUDA the devices and driver/runtime
  * versions; where data files were found), or a run's config and state. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/plot.h"
+#include "core/decimal.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/progress.h"
@@ -78,6 +80,38 @@ static double model_bytes(const char *path) {
   return sum;
 }
 
+/* The training options of a checkpoint (its "opts" object) as info prints them: JSON, with the
+ * options train keeps as float32 (tz_train_opts: train_state.c's FLOAT_FIELDS and the skip
+ * rules) in their shortest round-tripping form ("lr":0.003, not the double of the float,
+ * 0.0030000000260770321), and warmup -1 as what train makes of it (train.c: steps / 20, so
+ * recomputed when --resume extends --steps): "warmup":"auto (5% of steps: 30)". Returns a
+ * malloc'ed string or NULL. */
+static char *options_text(const cJSON *opts) {
+  static const char *const f32[] = {"lr", "min_lr_frac", "beta1", "beta2", "eps", "weight_decay", "grad_clip",
+                                    "skip_loss_z", "skip_norm_z"};
+  cJSON *o = cJSON_Duplicate(opts, 1);
+  const cJSON *steps = cJSON_GetObjectItemCaseSensitive(opts, "steps");
+  for (cJSON *it = o ? o->child : NULL; it; it = it->next) {
+    if (!cJSON_IsNumber(it) || !it->string) continue;
+    cJSON *rep = NULL;
+    char b[TZ_F32_STR + 48];
+    for (size_t i = 0; i < sizeof f32 / sizeof *f32 && !rep; i++)
+      if (!strcmp(it->string, f32[i]) && isfinite(it->valuedouble)) rep = cJSON_CreateRaw(tz_f32_str((float)it->valuedouble, b));
+    if (!strcmp(it->string, "warmup") && it->valuedouble == -1) {
+      if (cJSON_IsNumber(steps)) snprintf(b, sizeof b, "auto (5%% of steps: %d)", steps->valueint / 20);
+      else snprintf(b, sizeof b, "auto (5%% of steps)");
+      rep = cJSON_CreateString(b);
+    }
+    if (rep) { /* the item's place and name (copied before the old item is freed) */
+      cJSON_ReplaceItemInObjectCaseSensitive(o, it->string, rep);
+      it = rep;
+    }
+  }
+  char *txt = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  return txt;
+}
+
 static int info_run(const char *arg) {
   tz_run_file rf;
   if (tz_run_open(arg, &rf)) return tz_cli_fail();
@@ -88,8 +122,9 @@ static int info_run(const char *arg) {
          "%.3fM params\n",
          tz_arch_name(c->arch), c->n_layer, tz_plural(c->n_layer), c->n_head, tz_plural(c->n_head), c->n_kv_head, c->d_model, c->d_ff, c->vocab_size, c->padded_vocab,
          c->max_seq_len, c->tied ? "tied" : "untied", tz_config_num_params(c) / 1e6);
-  if (c->arch == TZ_ARCH_LLAMA) printf("rope_theta %g, norm_eps %g\n", c->rope_theta, c->norm_eps);
-  else printf("norm_eps %g\n", c->norm_eps);
+  char rt[TZ_F32_STR], ne[TZ_F32_STR]; /* float32 fields: %g's 6 digits could hide a difference */
+  if (c->arch == TZ_ARCH_LLAMA) printf("rope_theta %s, norm_eps %s\n", tz_f32_str(c->rope_theta, rt), tz_f32_str(c->norm_eps, ne));
+  else printf("norm_eps %s\n", tz_f32_str(c->norm_eps, ne));
   if (rf.tok)
     printf("tokenizer: %s, %d tokens\n",
            tz_tok_kind(rf.tok) == TZ_TOKENIZER_BPE ? "byte-level BPE" : tz_tok_kind(rf.tok) == TZ_TOKENIZER_LLAMA2C ? "llama2.c" : "llm.c",
@@ -106,7 +141,7 @@ static int info_run(const char *arg) {
            cJSON_IsNumber(steps) ? steps->valueint : -1, cJSON_IsNumber(e) ? e->valuedouble : 0.0,
            cJSON_IsNumber(sk) ? sk->valueint : 0,
            cJSON_IsTrue(ra) ? ", activations recomputed in the last session" : "");
-    char *txt = cJSON_PrintUnformatted(o);
+    char *txt = options_text(o);
     if (txt) printf("options: %s\n", txt);
     free(txt);
   } else {
@@ -136,11 +171,7 @@ int tz_cmd_info(int argc, char **argv) {
   }
   if (argc == 2) return info_run(argv[1]);
   /* the backends compiled in (WebGPU always is: Dawn is loaded at run time) */
-#ifdef TZ_HAVE_CUDA
-  const char *backends = "cpu, webgpu, cuda";
-#else
-  const char *backends = "cpu, webgpu (cuda: not built)";
-#endif
+  const char *backends = "cpu, webgpu, " TZ_HELP_CUDA; /* as tezgah --help says it */
   printf("tezgah %s\nbackends: %s\n", TEZGAH_VERSION, backends);
   const char *gemm = tz_cpu_gemm_kernel();
   if (gemm) printf("cpu: available, GEMM kernel %s (same results with any: TEZGAH_CPU_ISA, TEZGAH_MM_TILE)\n", gemm);

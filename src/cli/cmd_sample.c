@@ -40,7 +40,7 @@ static const char *HELP =
     "                         (the batch is the number of lines; row i seed + i)\n"
     "  --ignore-eot           keep going past <|endoftext|> (exactly N tokens)\n"
     "  --stats                print load, prefill and decoding times to stderr\n"
-    "  --backend NAME         cpu (default), webgpu or cuda\n"
+    "  --backend NAME         cpu (default), webgpu or " TZ_HELP_CUDA "\n"
     "  --precision P          fp32, bf16 (cuda's default) or f16 (webgpu's default\n"
     "                         where the adapter has ShaderF16)\n"
     "  --threads N            OpenMP threads (default: all cores)\n"

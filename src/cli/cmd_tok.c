@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -304,7 +305,9 @@ static const char *HELP_DECODE =
     "usage: tezgah decode [--tokenizer gpt2|PATH] [--backend cpu|webgpu]\n"
     "                     [IDS-JSON|-]\n"
     "Print the text of a JSON array of token ids (as printed by tezgah encode), byte\n"
-    "for byte (no newline is added). '-' or no argument: read the array from stdin.\n"
+    "for byte: into a pipe or file nothing is added (encode | decode gives the text\n"
+    "back exactly); on a terminal a newline ends a text that lacks one.\n"
+    "'-' or no argument: read the array from stdin.\n"
     "llama2.c tokenizers decode like run.c (BOS/EOS print nothing, the space after\n"
     "BOS is dropped, <0xNN> pieces are raw bytes).\n\n"
     "  --tokenizer SPEC       gpt2 (default), a tokenizer path\n"
@@ -376,6 +379,10 @@ int tz_cmd_decode(int argc, char **argv) {
   size_t tl = 0;
   if (!rc) rc = tz_tok_decode_on(o.backend, t, ids, ni, &text, &tl);
   if (!rc) fwrite(text, 1, tl, stdout);
+  /* the text is the result byte for byte (encode | decode round-trips, a file gets the bytes);
+   * only a terminal gets a newline after a text without one, so that the shell's prompt does
+   * not continue its last line */
+  if (!rc && tl > 0 && text[tl - 1] != '\n' && isatty(STDOUT_FILENO)) fputc('\n', stdout);
   free(text);
   free(ids);
   tz_tok_free(t);
@@ -394,8 +401,8 @@ static const char *HELP_TOKENIZER =
     "  --in PATH              training text ('-' = stdin); as train's --data: not\n"
     "                         empty, not binary (no NUL byte, mostly UTF-8)\n"
     "  --out PATH             tokenizer.json to write (atomically)\n"
-    "  --vocab-size N         vocabulary incl. <|endoftext|> (default 2048;\n"
-    "                         webgpu: <= 65536)\n"
+    "  --vocab-size N         vocabulary incl. <|endoftext|> (default 2048; 257 to\n"
+    "                         2^24; webgpu: at most 65536)\n"
     "  --backend cpu|webgpu   where the words are counted and the merges computed\n"
     "                         (default cpu; CPU with a notice without WebGPU)\n"
     "  --threads N            OpenMP threads (default: all cores)\n";
@@ -422,7 +429,12 @@ int tz_cmd_tokenizer(int argc, char **argv) {
       case 'i': in = optarg; break;
       case 'o': out = optarg; break;
       case 'v':
-        if (tz_arg_int("--vocab-size", optarg, 257, 1 << 24, &vocab)) return tz_cli_fail();
+        /* tz_tok_train's range; train's own --vocab-size stops at 65536 (its uint16 shards) */
+        if (tz_arg_int_why("--vocab-size", optarg, 257, 1 << 24,
+                           "at least 256 byte tokens + <|endoftext|>; at most 2^24, the largest vocabulary tezgah's "
+                           "tokenizers take; train stops at 65536: its token shards hold uint16 ids",
+                           &vocab))
+          return tz_cli_fail();
         break;
       case 'B':
         backend = optarg;

@@ -19,6 +19,7 @@
 #include "dist/comm.h"
 #include "model/config_json.h"
 #include "model/presets.h"
+#include "train/data_prep.h"
 #include "train/loss_scale.h"
 #include "train/recompute.h"
 #include "tezgah.h"
@@ -32,8 +33,9 @@ static const char *HELP =
     "                         data/kjv.txt), joined in order; documents separated by\n"
     "                         <|endoftext|> (also between files)\n"
     "  --vocab-size N         BPE vocabulary trained on the corpus, incl.\n"
-    "                         <|endoftext|> (2048)\n"
-    "  --val-fraction F       share of tokens held out for validation (0.05)\n"
+    "                         <|endoftext|> (2048; 257 to 65536: uint16 shards)\n"
+    "  --val-fraction F       share of tokens held out for validation (0.05;\n"
+    "                         1e-6 to 0.5)\n"
     "  --train-shards LIST    llm.c token shards (comma-separated paths/globs)\n"
     "                         instead of --data; on --resume, copies of the run's\n"
     "                         shards (checked against its record) when they are gone\n"
@@ -59,7 +61,7 @@ static const char *HELP =
     "                         directory): its config and tokenizer (or --tokenizer;\n"
     "                         --data is encoded with it), fresh optimizer; new data\n"
     "                         and hyperparameters; T up to its context\n"
-    "  --backend NAME         cpu (default), webgpu or cuda\n"
+    "  --backend NAME         cpu (default), webgpu or " TZ_HELP_CUDA "\n"
     "  --precision P          fp32, bf16 (cuda's default) or f16 (webgpu's default\n"
     "                         where the adapter has ShaderF16)\n"
     "  --profile              print the per-op time table (GPU timestamps; wall\n"
@@ -306,8 +308,12 @@ int tz_cmd_train(int argc, char **argv) {
     if (c >= 256) given[c - 256] = typed[c - 256] = 1;
     switch (c) {
       case O_DATA: o.data = optarg; break;
-      case O_VOCAB: e = tz_arg_int("--vocab-size", optarg, 257, 65536, &o.vocab_size); break;
-      case O_VALFRAC: e = tz_arg_float("--val-fraction", optarg, 1e-6, 0.5, &o.val_fraction); break;
+      case O_VOCAB:
+        e = tz_arg_int_why("--vocab-size", optarg, TZ_PREP_VOCAB_MIN, TZ_PREP_VOCAB_MAX, TZ_PREP_VOCAB_WHY, &o.vocab_size);
+        break;
+      case O_VALFRAC:
+        e = tz_arg_float("--val-fraction", optarg, TZ_VAL_FRACTION_MIN, TZ_VAL_FRACTION_MAX, &o.val_fraction);
+        break;
       case O_TSHARDS: o.train_shards = optarg; break;
       case O_VSHARDS: o.val_shards = optarg; break;
       case O_TOKENIZER: o.tokenizer = optarg; break;

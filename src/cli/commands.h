@@ -17,4 +17,13 @@ int tz_cmd_plot(int argc, char **argv);
  * mpirun as a watched child; cuda: forked ranks with NCCL). run_dir: the default run directory
  * this process chose (passed to every rank as --run-dir), or NULL. Returns the exit code. */
 int tz_launch_nproc(int nproc, const char *backend, const char *run_dir, int argc, char **argv);
+/* How the help texts (tezgah --help; train, sample and eval's --backend) and `info` name the
+ * CUDA backend: in a build without it, "cuda (not in this build)", as `--backend cuda` then
+ * answers "this tezgah was built without CUDA" (backend_cuda_stub.c): the helps listed it as
+ * if it could be chosen. TZ_HAVE_CUDA: CMakeLists.txt, where the CUDA backend is compiled. */
+#ifdef TZ_HAVE_CUDA
+#define TZ_HELP_CUDA "cuda"
+#else
+#define TZ_HELP_CUDA "cuda (not in this build)"
+#endif
 #endif

@@ -36,7 +36,8 @@ static void usage(FILE *f) {
   fprintf(f, "tezgah %s: train and run GPT-2 / Llama-style language models\n\n"
              "usage: tezgah COMMAND [options]\n"
              "       tezgah help COMMAND, or tezgah COMMAND --help: the command's options\n"
-             "backends: cpu, webgpu, cuda (--backend NAME; tokenizer commands: cpu, webgpu)\n\ncommands:\n",
+             "backends: cpu, webgpu, " TZ_HELP_CUDA "\n"
+             "          (--backend NAME; the tokenizer commands: cpu, webgpu)\n\ncommands:\n",
           TEZGAH_VERSION);
   for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 }

@@ -1,6 +1,10 @@
 #include "core/decimal.h"
 
 #include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 int tz_decimal(const char *s, size_t n, int frac) {
   const char *p = s, *e = s + n;
@@ -41,4 +45,20 @@ int tz_decimal_long(const char *s, size_t n, long *out) {
   }
   *out = v;
   return 0;
+}
+
+char *tz_f32_str(float v, char *buf) {
+  if (!isfinite(v)) { /* strtof reads these back too, but not as equal (nan) */
+    snprintf(buf, TZ_F32_STR, "%g", (double)v);
+    return buf;
+  }
+  for (int n = 1; n <= 9; n++) {
+    snprintf(buf, TZ_F32_STR, "%.*g", n, (double)v);
+    if (strtof(buf, NULL) == v) break; /* -0 reads back as -0 (== 0): "%.1g" printed it "-0" */
+  }
+  /* a whole number below 1e6 in full, as %g writes it: "10000", not "1e+04" (a tie in length) */
+  char w[TZ_F32_STR];
+  if (strstr(buf, "e+") && fabsf(v) < 1e6f && snprintf(w, sizeof w, "%.0f", (double)v) > 0 && strtof(w, NULL) == v)
+    memcpy(buf, w, sizeof w);
+  return buf;
 }

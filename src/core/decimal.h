@@ -22,5 +22,13 @@ int tz_decimal(const char *s, size_t n, int frac);
  * a long, else -1 (no error message is set). Any length: leading zeros are digits like any
  * other ("0000000000000000000000000000000000000005" is 5). */
 int tz_decimal_long(const char *s, size_t n, long *out);
+/* A float32 as the shortest "%.Ng" (N = 1..9) that strtof reads back as the same float:
+ * "0.003" for 0.003f, whose double prints as 0.0030000000260770321 (`tezgah info` showed
+ * the training options so; the shortest-round-trip rule of printf's %g successors); "1e-08",
+ * "0.95", "-0", "inf", "nan"; whole numbers below 1e6 in full, as %g writes them ("10000",
+ * not "1e+04"). Nine significant digits always round-trip a float (FLT_DECIMAL_DIG),
+ * so N = 9 ends the search. buf: at least TZ_F32_STR bytes; returns buf. */
+#define TZ_F32_STR 32
+char *tz_f32_str(float v, char *buf);
 
 #endif

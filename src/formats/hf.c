@@ -41,6 +41,7 @@
 #include "core/gen_defaults.h"
 #include "formats/formats.h"
 #include "formats/safetensors.h"
+#include "model/config_json.h"
 #include "model/layout.h"
 #include "tokenizer/tokenizer.h"
 
@@ -368,10 +369,13 @@ static int set_open(const char *dir, st_set *s) {
     char *txt;
     size_t len;
     if (!tz_read_file(index, &txt, &len)) {
-      cJSON *j = cJSON_ParseWithLength(txt, len);
+      cJSON *j = tz_json_parse(txt, len, index);
       const cJSON *wm = cJSON_GetObjectItemCaseSensitive(j, "weight_map");
-      if (!cJSON_IsObject(wm)) tz_err("%s: no 'weight_map' object", index);
-      else {
+      if (!j) {
+        /* tz_json_parse's error stands: where the text goes wrong */
+      } else if (!cJSON_IsObject(wm)) {
+        tz_err("%s: no 'weight_map' object", index);
+      } else {
         rc = 0;
         for (const cJSON *e = wm->child; e && !rc; e = e->next) {
           if (!cJSON_IsString(e) || strchr(e->valuestring, '/')) {
@@ -431,11 +435,8 @@ int tz_hf_load(const char *dir, tz_config *cfg, float **params, tz_tokenizer **t
     goto out;
   }
   if (tz_read_file(cpath, &txt, &len)) goto out;
-  cJSON *j = cJSON_ParseWithLength(txt, len);
-  if (!j) {
-    tz_err("%s: not valid JSON", cpath);
-    goto out;
-  }
+  cJSON *j = tz_json_parse(txt, len, cpath); /* "DIR/config.json:3:14: invalid JSON: expected ..." */
+  if (!j) goto out;
   int e = parse_config(j, cpath, &c);
   cJSON_Delete(j);
   if (e || set_open(dir, s)) goto out;

@@ -1,5 +1,6 @@
 #include "model/config_json.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -50,4 +51,31 @@ int tz_config_from_json(const cJSON *j, const char *where, tz_config *c) {
 #undef F
   if (tz_config_finalize(c)) return tz_err_prefix(where);
   return 0;
+}
+
+/* ---- tz_json_parse: where a JSON text goes wrong ---- */
+
+cJSON *tz_json_parse(const char *txt, size_t len, const char *name) {
+  cJSON *j = cJSON_ParseWithLength(txt, len);
+  if (j) return j;
+  /* cJSON's place: where its parser stopped (the unexpected character; for a cut text, a
+   * character or two before the end) */
+  const char *ep = cJSON_GetErrorPtr();
+  size_t at = ep && ep >= txt && ep <= txt + len ? (size_t)(ep - txt) : 0;
+  int line = 1, col = 1;
+  for (size_t k = 0; k < at; k++) {
+    if (txt[k] == '\n') line++, col = 1;
+    else if (((unsigned char)txt[k] & 0xC0) != 0x80) col++; /* a character: not a UTF-8 continuation byte */
+  }
+  /* what stands there: up to 16 bytes of the line, printable ASCII shown as is */
+  char near[80]; /* 16 bytes, each at most 4 characters as \xNN */
+  size_t n = 0;
+  for (size_t k = at; k < len && k < at + 16 && txt[k] != '\n' && txt[k] != '\r'; k++) {
+    unsigned char c = (unsigned char)txt[k];
+    n += (size_t)snprintf(near + n, sizeof near - n, c >= 0x20 && c < 0x7f ? "%c" : "\\x%02x", c);
+  }
+  near[n] = 0;
+  if (at >= len) tz_err("%s:%d:%d: invalid JSON: the text ends too soon (unclosed brace, bracket or string?)", name, line, col);
+  else tz_err("%s:%d:%d: invalid JSON near '%s'", name, line, col, near);
+  return NULL;
 }

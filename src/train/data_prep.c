@@ -188,7 +188,7 @@ size_t tz_prep_val_tokens(size_t n, float val_fraction) {
 }
 
 float tz_prep_val_fraction_for(size_t n, size_t need) {
-  for (int k = 1; k < 50; k++) { /* 0.01 .. 0.49: --val-fraction's range below 0.5, as a user types it */
+  for (int k = 1; k <= 50; k++) { /* 0.01 .. 0.5: --val-fraction's range, as a user types it */
     float f = (float)(k / 100.0);
     size_t v = tz_prep_val_tokens(n, f);
     if (v >= need && n - v >= need) return f;
@@ -238,10 +238,12 @@ int tz_prepare_corpus_tok(const char *corpus, const tz_tokenizer *given, int voc
   if (given) {
     if (tz_tok_to_blob(given, &blob, &blob_len)) return -1;
     vocab_size = tz_tok_vocab_size(given);
-  } else if (vocab_size < 257 || vocab_size > 65536)
-    return tz_err("--vocab-size: %d must be in [257, 65536] (256 byte tokens + <|endoftext|>, uint16 shards)", vocab_size);
-  if (!(val_fraction > 0 && val_fraction < 0.5f))
-    return tz_err("--val-fraction: %g must be in (0, 0.5)", val_fraction);
+  } else if (vocab_size < TZ_PREP_VOCAB_MIN || vocab_size > TZ_PREP_VOCAB_MAX) /* as train's option says it */
+    return tz_err("--vocab-size: %d is out of range [%d, %d] (%s)", vocab_size, TZ_PREP_VOCAB_MIN, TZ_PREP_VOCAB_MAX,
+                  TZ_PREP_VOCAB_WHY);
+  if (!(val_fraction >= (float)TZ_VAL_FRACTION_MIN && val_fraction <= (float)TZ_VAL_FRACTION_MAX))
+    return tz_err("--val-fraction: %g is out of range [%g, %g]", val_fraction, TZ_VAL_FRACTION_MIN,
+                  TZ_VAL_FRACTION_MAX); /* as tz_arg_float words it for the option */
   char *text = NULL;
   size_t len;
   if (read_corpus(corpus, &text, &len) ||

@@ -11,6 +11,25 @@
 
 #include "tokenizer/tokenizer.h"
 
+/* --val-fraction's range, one rule for train's option (cli/cmd_train.c, on the double given)
+ * and tz_prepare_corpus_tok (on the float it is stored as, against the bounds as floats: a value
+ * the option takes is never refused here). Why these bounds: the split holds out every
+ * round(1/F)-th block, so above 0.5 it could not hold out more than half (1/0.6 rounds to 2
+ * too); below 1e-6 the cache key, which holds F * 1e6 as an integer, would be 0. Both say
+ * "--val-fraction: F is out of range [1e-06, 0.5]" (they said [1e-06, 0.5] and then "(0, 0.5)"
+ * for 0.5 itself). */
+#define TZ_VAL_FRACTION_MIN 1e-6
+#define TZ_VAL_FRACTION_MAX 0.5
+/* train's --vocab-size range (a BPE trained on the corpus): 256 byte tokens and
+ * <|endoftext|> at least; at most 65536 because the corpus is stored as llm.c shards of
+ * uint16 ids (data/shard.h). `tezgah tokenizer train` writes only a tokenizer and goes to
+ * 2^24, the largest vocabulary tezgah's tokenizers take (tokenizer.h). Both errors say why. */
+#define TZ_PREP_VOCAB_MIN 257
+#define TZ_PREP_VOCAB_MAX 65536
+#define TZ_PREP_VOCAB_WHY                                                                          \
+  "at least 256 byte tokens + <|endoftext|>; at most 65536: train's token shards hold uint16 ids; " \
+  "tezgah tokenizer train goes to 16777216"
+
 typedef struct {
   char *train_path, *val_path, *tokenizer_path; /* malloc'ed */
   size_t n_train, n_val;                         /* tokens */
@@ -52,7 +71,7 @@ int tz_prep_file_xxh64(const char *path, uint64_t *hash, uint64_t *bytes);
 /* The validation tokens the split holds out of n tokens at val_fraction (the count
  * tz_prepare_corpus_tok's split gives: every (1/val_fraction)-th block, or the tail). */
 size_t tz_prep_val_tokens(size_t n, float val_fraction);
-/* The smallest --val-fraction of 0.01, 0.02, ..., 0.49 whose split of n tokens leaves at least
+/* The smallest --val-fraction of 0.01, 0.02, ..., 0.5 whose split of n tokens leaves at least
  * `need` tokens on both sides; 0 when none does (the hint in the errors of a too-small split). */
 float tz_prep_val_fraction_for(size_t n, size_t need);
 
