@@ -53,11 +53,13 @@ if grep -q '^cuda: unavailable: this tezgah was built without CUDA' info.txt; th
 else
   cu=cuda
 fi
+# (grep without -q: it reads the whole help; -q exits at the match, and train's help, written
+# in 4 KiB pieces, then dies of SIGPIPE, which pipefail reported as a failure, 1 run in 14)
 for c in train sample eval; do
-  "$bin" help "$c" | grep -qx -- "  --backend NAME  *cpu (default), webgpu or $cu" ||
+  "$bin" help "$c" | grep -x -- "  --backend NAME  *cpu (default), webgpu or $cu" >/dev/null ||
     fail "$c help does not list cpu, webgpu and $cu: $("$bin" help "$c" | grep -- '--backend NAME')"
 done
-"$bin" --help | grep -qx "backends: cpu, webgpu, $cu" || fail "top-level help does not list cpu, webgpu, $cu: $("$bin" --help | grep backends)"
+"$bin" --help | grep -x "backends: cpu, webgpu, $cu" >/dev/null || fail "top-level help does not list cpu, webgpu, $cu: $("$bin" --help | grep backends)"
 grep -qx "backends: cpu, webgpu, $cu" info.txt || fail "info does not list cpu, webgpu, $cu: $(grep backends info.txt)"
 # info's features: MPI, NCCL, libplot and OpenBLAS, each yes/no with what it serves. MPI,
 # libplot and OpenBLAS are loaded on use (src/core/dlib.h): the binary links none of them
@@ -300,9 +302,11 @@ vf=$(sed -n 's/.*, take --val-fraction \([0-9.]*\) (its split holds one) or give
 [[ -n $vf ]] || fail "a validation split too small for a batch: no --val-fraction named: $(cat u.err)"
 "$bin" train "${vfa[@]}" --val-fraction "$vf" --run-dir vf 2>vf.err || fail "train --val-fraction $vf (the error's): $(cat vf.err)"
 # --val-fraction's range is one rule: 0.5, its top, trains (the option took it and the data
-# preparation then refused it, "must be in (0, 0.5)"); past it, test_bad_inputs.sh
-"$bin" train --data big.txt "${small[@]}" --steps 1 --quiet --val-fraction 0.5 --run-dir vf_half 2>vfh.err ||
+# preparation then refused it, "must be in (0, 0.5)") and resumes (the checkpoint's data_prep
+# record of 0.5 was refused as "not in (0, 0.5)"); past it, test_bad_inputs.sh
+"$bin" train --data big.txt "${small[@]}" --steps 2 --stop-after 1 --quiet --val-fraction 0.5 --run-dir vf_half 2>vfh.err ||
   fail "train --val-fraction 0.5 (the top of its range): $(cat vfh.err)"
+"$bin" train --resume vf_half --quiet 2>vfh.err || fail "--resume of a --val-fraction 0.5 run: $(cat vfh.err)"
 
 # ---- what a run from the repository root leaves there is git-ignored: the README's --run-dir
 # example (myrun, ./latest, ./.cache/) in a scratch git tree holding the repository's .gitignore
@@ -620,6 +624,22 @@ grep -qxF "note: $gshard: the run's token shard is gone; the data cache beside t
   fail "--resume of a run moved with its data cache: no note: $(grep -v '^[0-9]*/' gone.err | head -3)"
 cmp -s <(grep -o '"\(val_\)*loss":[^,}]*' gone_ref/metrics.jsonl) <(grep -o '"\(val_\)*loss":[^,}]*' moved/runs/c/metrics.jsonl) ||
   fail "--resume of a run moved with its data cache: losses differ from the uninterrupted run's"
+# the recorded shards that are there are checked against the record too: a cache entry
+# rewritten since (its train.bin replaced) is refused (a preparation again that did not give
+# the run's shards, refused, left them at the recorded place, and the next --resume took them
+# without a word)
+mkdir -p "$gcache" && cp gone_saved/val.bin "$gshard" && cp gone_saved/val.bin "$gcache/val.bin"
+usage_case "$gshard: the run's training shard: xxh64 " "$bin" train --resume gone_c --quiet
+rm -rf "$gcache"
+# a --data list with spaces after its commas (tz_expand_paths drops them) is recorded without
+# them: "$PWD/ sp2.txt" was recorded, a file that is not there to prepare the shards again from
+head -c 12000 gone.txt >sp1.txt && tail -c 12000 gone.txt >sp2.txt
+"$bin" train --data 'sp1.txt, sp2.txt' "${small[@]}" --steps 2 --stop-after 1 --quiet --run-dir sp 2>sp.err ||
+  fail "train --data 'sp1.txt, sp2.txt': $(cat sp.err)"
+grep -aqF "\"corpus\":\"$PWD/sp1.txt,$PWD/sp2.txt\"" sp/checkpoint.tzc ||
+  fail "the corpus list 'sp1.txt, sp2.txt' recorded as: $(grep -ao '"corpus":"[^"]*"' sp/checkpoint.tzc)"
+spc=$(dirname "$(grep -ao '"train_shards":"[^"]*"' sp/checkpoint.tzc | cut -d'"' -f4)")
+rm -rf "$spc" && "$bin" train --resume sp --quiet 2>sp.err || fail "--resume of a 'sp1.txt, sp2.txt' run, its cache deleted: $(cat sp.err)"
 
 # ---- info RUN ---------------------------------------------------------------------------------
 "$bin" info wide >info.out 2>info.err || fail "info RUN: $(cat info.err)"

@@ -26,7 +26,9 @@ static char *cache_root_of(const char *run_dir) {
 }
 
 /* A comma-separated path list with its relative entries made absolute (from the working
- * directory): the corpus list a run records, valid from wherever it is resumed. Malloc'ed. */
+ * directory): the corpus list a run records, valid from wherever it is resumed. The spaces
+ * around an entry are dropped, as tz_expand_paths drops them ("a.txt, b.txt" is two files;
+ * kept, the second became "/cwd/ b.txt", a file that is not there). Malloc'ed. */
 static char *abs_list(const char *list) {
   char cwd[PATH_MAX];
   if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0;
@@ -34,13 +36,17 @@ static char *abs_list(const char *list) {
   for (const char *p = list; *p; p++) cap += *p == ',' ? strlen(cwd) + 1 : 0;
   cap += strlen(cwd) + 1;
   char *out = tz_malloc(cap);
+  out[0] = 0;
   for (const char *p = list;;) {
     size_t len = strcspn(p, ",");
+    const char *next = p + len;
+    while (len && *p == ' ') p++, len--;
+    while (len && p[len - 1] == ' ') len--;
     if (len && *p != '/' && cwd[0]) n += (size_t)snprintf(out + n, cap - n, "%s/", cwd);
     n += (size_t)snprintf(out + n, cap - n, "%.*s", (int)len, p);
-    if (!p[len]) break;
+    if (!*next) break;
     out[n++] = ',', out[n] = 0;
-    p += len + 1;
+    p = next + 1;
   }
   return out;
 }
@@ -206,7 +212,22 @@ static int resume_shards(train_run *r, const char **train_shards, const char **v
   }
   char *gone = first_missing(*train_shards);
   if (!gone && *val_shards) gone = first_missing(*val_shards);
-  if (!gone) return 0;
+  if (!gone) {
+    /* The recorded shards that are there are checked against the record too (those given
+     * were, above): a preparation again that did not give the run's shards is refused, but
+     * it leaves them at the recorded place when the cache key is the same, and the next
+     * --resume took them without a word; so does a cache entry rewritten since. One pass
+     * over files the loader then reads whole. */
+    const char *why = " (the data cache changed since the run prepared it); an exact resume needs the run's own "
+                      "shards: give copies of them with --train-shards and --val-shards on --resume";
+    if (st->prep.has &&
+        ((!(r->resume_given_shards & 1) &&
+          check_recorded(*train_shards, "the run's training shard", st->prep.train_xxh64, st->prep.train_bytes, why)) ||
+         (!(r->resume_given_shards & 2) && *val_shards &&
+          check_recorded(*val_shards, "the run's validation shard", st->prep.val_xxh64, st->prep.val_bytes, why))))
+      return -1;
+    return 0;
+  }
   int rc = prepare_again(r, gone, train_shards, val_shards);
   free(gone);
   return rc;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "train/data_prep.h"
 #include "train/recompute.h"
 
 void tz_train_state_init(tz_train_state *st, const tz_train_opts *o) {
@@ -144,10 +145,14 @@ static int prep_from_json(const cJSON *j, const char *where, tz_train_state *st)
     return tz_err("%s: training state field 'data_prep.corpus' is missing or not a path", where);
   if (!cJSON_IsString(t) || (strcmp(t->valuestring, "run") && strcmp(t->valuestring, "trained")))
     return tz_err("%s: training state field 'data_prep.tokenizer' is not \"run\" or \"trained\"", where);
-  if (count(p, where, "vocab_size", 257, 65536, &v)) return -1;
+  if (count(p, where, "vocab_size", TZ_PREP_VOCAB_MIN, TZ_PREP_VOCAB_MAX, &v)) return -1;
   st->prep.vocab_size = (int)v;
   if (num(p, where, "val_fraction", &v)) return -1;
-  if (!(v > 0 && v < 0.5)) return tz_err("%s: training state field 'data_prep.val_fraction' = %g is not in (0, 0.5)", where, v);
+  /* --val-fraction's own range (data_prep.h), its top included: a --val-fraction 0.5 run
+   * records 0.5 and must resume (it was refused here as "not in (0, 0.5)") */
+  if (!((float)v >= (float)TZ_VAL_FRACTION_MIN && (float)v <= (float)TZ_VAL_FRACTION_MAX))
+    return tz_err("%s: training state field 'data_prep.val_fraction' = %g is not in [%g, %g]", where, v,
+                  TZ_VAL_FRACTION_MIN, TZ_VAL_FRACTION_MAX);
   st->prep.val_fraction = (float)v;
   if (hex64(p, where, "corpus_xxh64", &st->prep.corpus_xxh64) || hex64(p, where, "train_xxh64", &st->prep.train_xxh64) ||
       hex64(p, where, "val_xxh64", &st->prep.val_xxh64))
