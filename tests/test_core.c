@@ -194,11 +194,6 @@ static char *stream_text(const char *s, size_t n, size_t chunk, size_t *len, int
   return buf;
 }
 
-/* tz_utf8_stream: expected outputs worked out by hand from the Unicode Standard's table 3-7
- * (well-formed byte sequences) and its maximal-subpart rule (one U+FFFD per subpart: the lead
- * byte and the continuation bytes that still fit it), as Python's bytes.decode("utf-8",
- * "replace") prints them; the same output however the bytes are cut into writes; an unfinished
- * character at the end dropped; random bytes always come out valid UTF-8. */
 /* tz_f32_str: the shortest %g that reads back as the same float32 (info's options) */
 static void test_f32_str(void **state) {
   (void)state;
@@ -218,6 +213,11 @@ static void test_f32_str(void **state) {
   }
 }
 
+/* tz_utf8_stream: expected outputs worked out by hand from the Unicode Standard's table 3-7
+ * (well-formed byte sequences) and its maximal-subpart rule (one U+FFFD per subpart: the lead
+ * byte and the continuation bytes that still fit it), as Python's bytes.decode("utf-8",
+ * "replace") prints them; the same output however the bytes are cut into writes; an unfinished
+ * character at the end dropped; random bytes always come out valid UTF-8. */
 static void test_utf8_stream(void **state) {
   (void)state;
 #define R "\xEF\xBF\xBD" /* U+FFFD */

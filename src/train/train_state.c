@@ -289,7 +289,7 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
   const cJSON *ts = cJSON_GetObjectItemCaseSensitive(opts, "train_shards");
   const cJSON *vs = cJSON_GetObjectItemCaseSensitive(opts, "val_shards");
   /* --train-shards / --val-shards given on --resume (o's, non-NULL) replace the recorded ones
-   * (train.c's resume_shards checks them against the record); the run records the new ones */
+   * (train_data.c's resume_shards checks them against the record); the run records the new ones */
   if (!cJSON_IsString(ts)) return tz_err("%s: training state does not record its training shards", where);
   if (o->val_shards && !cJSON_IsString(vs))
     return tz_err("--val-shards: the run %s has no validation shards to replace (it trained without validation)", where);

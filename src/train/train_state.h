@@ -42,7 +42,7 @@ typedef struct {
   /* A --data run's corpus and the shards prepared from it, saved as "data_prep" (absent in
    * --train-shards runs and in checkpoints written before 2026-12-05): what --resume needs to
    * prepare the shards again, byte-identical and checked so, when the cache was deleted
-   * (train.c: resume_shards). */
+   * (train_data.c: resume_shards). */
   struct {
     int has;               /* 1: recorded (the fields below are set) */
     char *corpus;          /* the --data list, relative entries made absolute (owned) */
