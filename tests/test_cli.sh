@@ -608,6 +608,9 @@ usage_case "$gshard: the run's token shard is gone (its data cache deleted?), an
   "$bin" train --resume gone_b --quiet
 mv gone.moved gone.txt
 usage_case "$PWD/gone_saved/val.bin: --train-shards: xxh64 " "$bin" train --resume gone_b --train-shards gone_saved/val.bin --val-shards gone_saved/val.bin --quiet
+# given shards that are not there, or a pattern naming two files where the run recorded one
+usage_case "--train-shards: $PWD/gone_saved/nomatch*.bin: no such file (or no match)" "$bin" train --resume gone_b --train-shards 'gone_saved/nomatch*.bin' --val-shards gone_saved/val.bin --quiet
+usage_case "--train-shards: '$PWD/gone_saved/*.bin' names 2 files; the run recorded one shard here: give the copy of that one" "$bin" train --resume gone_b --train-shards 'gone_saved/*.bin' --val-shards gone_saved/val.bin --quiet
 "$bin" train --resume gone_b --train-shards gone_saved/train.bin --val-shards gone_saved/val.bin --quiet --stop-after 1 2>gone.err ||
   fail "--resume with copies of the shards: $(cat gone.err)"
 # recorded: the next resume (cd elsewhere: absolute paths) takes them again

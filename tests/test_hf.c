@@ -332,7 +332,7 @@ static void test_malformed_hf(void **st) {
   edit(d, "config.json", "LlamaForCausalLM", "MixtralForCausalLM");
   expect_hf_error(d, "model_type 'mixtral' is not supported", NULL);
   free(d);
-  /* config.json that is not JSON: where, and what was expected (was "not valid JSON") */
+  /* config.json that is not JSON: where, and what stands there (was "not valid JSON") */
   d = fresh_hf("hf_json", &c);
   edit(d, "config.json", "\"num_hidden_layers\":", "\"num_hidden_layers\"");
   expect_hf_error(d, "/config.json:", ": invalid JSON near '2");
@@ -357,7 +357,9 @@ static void test_json_parse_errors(void **st) {
       {"{\"\xc3\xa4\": 1 2}", "c.json:1:9: invalid JSON near '2}'"}, /* ä: one column */
       {"{\"a\": [1, 2}\n", "c.json:1:12: invalid JSON near '}'"},
       {"{\"a\": \xff}", "c.json:1:7: invalid JSON near '\\xff}'"},
-      {"", "c.json:1:1: invalid JSON: the text ends too soon (unclosed brace, bracket or string?)"},
+      {"", "c.json: empty: no JSON value in it"},
+      {" \n ", "c.json: empty: no JSON value in it"},
+      {"{\"a\": 1}\n x", "c.json:2:2: invalid JSON: text after the value near 'x'"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     assert_null(tz_json_parse(cases[i].txt, strlen(cases[i].txt), "c.json"));

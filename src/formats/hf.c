@@ -36,6 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/decimal.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/gen_defaults.h"
@@ -260,14 +261,11 @@ static int parse_config(const cJSON *j, const char *where, tz_config *c) {
   return 0;
 }
 
-/* The shortest decimal that reads back as the same float (1e-05, not 9.99999974737875e-06). */
+/* The shortest decimal that reads back as the same float (1e-05, not 9.99999974737875e-06):
+ * tz_f32_str's, as a double for cJSON. */
 static double short_float(float f) {
-  char buf[32];
-  for (int p = 1; p <= 9; p++) {
-    snprintf(buf, sizeof buf, "%.*g", p, f);
-    if ((float)strtod(buf, NULL) == f) break;
-  }
-  return strtod(buf, NULL);
+  char buf[TZ_F32_STR];
+  return strtod(tz_f32_str(f, buf), NULL);
 }
 
 static cJSON *config_json(const tz_config *c, int bos, int eos) {
@@ -435,7 +433,7 @@ int tz_hf_load(const char *dir, tz_config *cfg, float **params, tz_tokenizer **t
     goto out;
   }
   if (tz_read_file(cpath, &txt, &len)) goto out;
-  cJSON *j = tz_json_parse(txt, len, cpath); /* "DIR/config.json:3:14: invalid JSON: expected ..." */
+  cJSON *j = tz_json_parse(txt, len, cpath); /* "DIR/config.json:3:14: invalid JSON near ..." */
   if (!j) goto out;
   int e = parse_config(j, cpath, &c);
   cJSON_Delete(j);

@@ -55,19 +55,19 @@ int tz_config_from_json(const cJSON *j, const char *where, tz_config *c) {
 
 /* ---- tz_json_parse: where a JSON text goes wrong ---- */
 
-cJSON *tz_json_parse(const char *txt, size_t len, const char *name) {
-  cJSON *j = cJSON_ParseWithLength(txt, len);
-  if (j) return j;
-  /* cJSON's place: where its parser stopped (the unexpected character; for a cut text, a
-   * character or two before the end) */
-  const char *ep = cJSON_GetErrorPtr();
-  size_t at = ep && ep >= txt && ep <= txt + len ? (size_t)(ep - txt) : 0;
-  int line = 1, col = 1;
+/* Line and column (from 1; the column in UTF-8 characters) of byte `at` of txt. */
+static void line_col(const char *txt, size_t at, int *line, int *col) {
+  *line = 1, *col = 1;
   for (size_t k = 0; k < at; k++) {
-    if (txt[k] == '\n') line++, col = 1;
-    else if (((unsigned char)txt[k] & 0xC0) != 0x80) col++; /* a character: not a UTF-8 continuation byte */
+    if (txt[k] == '\n') ++*line, *col = 1;
+    else if (((unsigned char)txt[k] & 0xC0) != 0x80) ++*col; /* a character: not a UTF-8 continuation byte */
   }
-  /* what stands there: up to 16 bytes of the line, printable ASCII shown as is */
+}
+
+/* "NAME:LINE:COL: invalid JSON<what> near '<up to 16 bytes of the line at `at`>'" */
+static void near_err(const char *txt, size_t len, size_t at, const char *name, const char *what) {
+  int line, col;
+  line_col(txt, at, &line, &col);
   char near[80]; /* 16 bytes, each at most 4 characters as \xNN */
   size_t n = 0;
   for (size_t k = at; k < len && k < at + 16 && txt[k] != '\n' && txt[k] != '\r'; k++) {
@@ -75,7 +75,33 @@ cJSON *tz_json_parse(const char *txt, size_t len, const char *name) {
     n += (size_t)snprintf(near + n, sizeof near - n, c >= 0x20 && c < 0x7f ? "%c" : "\\x%02x", c);
   }
   near[n] = 0;
-  if (at >= len) tz_err("%s:%d:%d: invalid JSON: the text ends too soon (unclosed brace, bracket or string?)", name, line, col);
-  else tz_err("%s:%d:%d: invalid JSON near '%s'", name, line, col, near);
+  tz_err("%s:%d:%d: invalid JSON%s near '%s'", name, line, col, what, near);
+}
+
+cJSON *tz_json_parse(const char *txt, size_t len, const char *name) {
+  size_t lead = 0; /* (bounded by len: the text need not end in a NUL) */
+  while (lead < len && txt[lead] && strchr(" \t\r\n", txt[lead])) lead++;
+  if (lead >= len) return tz_err("%s: empty: no JSON value in it", name), NULL;
+  const char *end = NULL;
+  cJSON *j = cJSON_ParseWithLengthOpts(txt, len, &end, 0);
+  if (j) { /* cJSON stops after the value: what follows it must be white space */
+    size_t at = end && end >= txt && end <= txt + len ? (size_t)(end - txt) : len;
+    while (at < len && txt[at] && strchr(" \t\r\n", txt[at])) at++;
+    if (at >= len) return j;
+    cJSON_Delete(j);
+    near_err(txt, len, at, name, ": text after the value");
+    return NULL;
+  }
+  /* cJSON's place: where its parser stopped (the unexpected character; in a cut text, the last
+   * token or so before the end) */
+  const char *ep = cJSON_GetErrorPtr();
+  size_t at = ep && ep >= txt && ep <= txt + len ? (size_t)(ep - txt) : 0;
+  if (at >= len) {
+    int line, col;
+    line_col(txt, at, &line, &col);
+    tz_err("%s:%d:%d: invalid JSON: the text ends too soon (unclosed brace, bracket or string?)", name, line, col);
+  } else {
+    near_err(txt, len, at, name, "");
+  }
   return NULL;
 }

@@ -17,7 +17,9 @@ int tz_arch_parse(const char *s);
 /* Parse the JSON text txt[0..len) of the file `name` (its path, as messages name it) with cJSON:
  * the tree, or NULL with one line saying where: "NAME:LINE:COLUMN: invalid JSON near '64'" (line
  * and column from 1, the column in UTF-8 characters; the place is where cJSON's parser stopped,
- * cJSON_GetErrorPtr, which for a cut text is at or just before its end). Users: a Hugging Face
+ * cJSON_GetErrorPtr, which for a cut text is at or just before its end); "NAME: empty: ..." for
+ * a text of white space alone; text after the value is refused too ("... invalid JSON: text after
+ * the value near 'x'"; cJSON takes the first value and stops). Users: a Hugging Face
  * directory's config.json and model.safetensors.index.json (formats/hf.c). */
 cJSON *tz_json_parse(const char *txt, size_t len, const char *name);
 

@@ -179,6 +179,22 @@ static int prepare_again(train_run *r, const char *gone, const char **train_shar
   return 0;
 }
 
+/* A shard list given on --resume of a run that records its shards (one file each): the one file
+ * it names (a path, or a pattern or list that matches exactly one), checked against the record
+ * (check_recorded). 0, or -1 naming the option. */
+static int check_given(const char *const *list, const char *flag, uint64_t want, uint64_t want_bytes, const char *why) {
+  char **paths;
+  size_t n;
+  if (tz_expand_paths(*list, &paths, &n)) return tz_err_prefix(flag);
+  int rc = 0;
+  if (n != 1)
+    rc = tz_err("%s: '%s' names %zu files; the run recorded one shard here: give the copy of that one", flag, *list, n);
+  else
+    rc = check_recorded(paths[0], flag, want, want_bytes, why);
+  tz_paths_free(paths, n);
+  return rc;
+}
+
 /* --resume: the run's shards. Given with --train-shards / --val-shards (copies of the run's,
  * say), they are checked against the run's record when it has one (a prepared corpus: one file
  * each, XXH64 and size), else taken with a note; recorded ones that are gone are prepared again
@@ -199,15 +215,27 @@ static int resume_shards(train_run *r, const char **train_shards, const char **v
       *val_shards = o->val_shards = st->val_shards = a;
     }
     const char *why = "; an exact resume needs the run's own shards (or leave --train-shards / --val-shards out)";
+    /* the given lists must match files (a pattern that matches nothing, a missing path: said
+     * as the option's, not as the run's shard gone) */
+    for (int k = 0; k < 2; k++) {
+      const char *list = k ? *val_shards : *train_shards;
+      if (!(r->resume_given_shards & (1 << k)) || !list) continue;
+      char *miss = first_missing(list);
+      if (miss) {
+        tz_err("%s: %s: no such file (or no match)", k ? "--val-shards" : "--train-shards", miss);
+        free(miss);
+        return -1;
+      }
+    }
     if (!st->prep.has) {
       if (!o->quiet && r->rank == 0)
         fprintf(stderr, "note: --train-shards / --val-shards on --resume: the run records no checksum of its "
                         "shards (a --train-shards run, or a checkpoint from before 2026-12-05); taken as the run's "
                         "(an exact resume needs the same tokens)\n");
     } else if ((r->resume_given_shards & 1 &&
-               check_recorded(*train_shards, "--train-shards", st->prep.train_xxh64, st->prep.train_bytes, why)) ||
+               check_given(train_shards, "--train-shards", st->prep.train_xxh64, st->prep.train_bytes, why)) ||
                (r->resume_given_shards & 2 && *val_shards &&
-                check_recorded(*val_shards, "--val-shards", st->prep.val_xxh64, st->prep.val_bytes, why)))
+                check_given(val_shards, "--val-shards", st->prep.val_xxh64, st->prep.val_bytes, why)))
       return -1;
   }
   char *gone = first_missing(*train_shards);
@@ -291,7 +319,7 @@ static int check_prepared_fits(const train_run *r) {
  * TZ_SHARD_EVOCAB): said as a mismatch of the shards and the vocabulary, with what set that
  * vocabulary and the way out, instead of blaming the shard alone. vocab_given: --vocab-size was
  * given (else its default set V). E.g. GPT-2 shards on the default vocabulary:
- * "g2.bin: token id 50256 (at position 0; the largest is 50256) is outside the model's vocabulary
+ * "g2.bin: token id 50256 (at position 0; this shard's largest is 50256) is outside the model's vocabulary
  * of 2048 tokens (--vocab-size 2048, the default): the shards were made with a larger tokenizer;
  * give it with --tokenizer (gpt2 for GPT-2's ids; it sets the vocabulary, and the closing sample
  * decodes with it) or --vocab-size 50257 or more". The model of --resume / --init-from, or
@@ -300,18 +328,23 @@ static int vocab_mismatch(const train_run *r, int vocab_given) {
   const tz_train_opts *o = &r->o;
   const tz_shard_bad_id *b = tz_shard_last_bad_id();
   char what[1280];
-  snprintf(what, sizeof what, "%s: token id %d (at position %zu; the largest is %d)", b->path, b->id, b->pos, b->max_id);
+  snprintf(what, sizeof what, "%s: token id %d (at position %zu; this shard's largest is %d)", b->path, b->id, b->pos, b->max_id);
   /* GPT-2's shards (llm.c's, tezgah tokenize's) hold its <|endoftext|>, 50256, their largest id */
   const char *g2 = b->max_id == 50256 ? " (gpt2 for GPT-2's ids)" : "";
   if (o->resume)
     return tz_err("%s is outside the vocabulary of the model %s (V=%d): the shards were made with another tokenizer "
                   "than the run's; give the run's own shards (--train-shards / --val-shards on --resume), or train a "
                   "new run on these with their --tokenizer", what, r->rf.path ? r->rf.path : o->resume, b->vocab_size);
-  if (o->init_from)
+  if (o->init_from && r->tok)
     return tz_err("%s is outside the vocabulary of the model %s (V=%d): the shards were made with another tokenizer "
                   "than the model's; tokenize the text with the model's (tezgah tokenize --tokenizer %s), or train a "
                   "new model on these shards with their --tokenizer", what, r->rf.path ? r->rf.path : o->init_from,
                   b->vocab_size, o->init_from);
+  if (o->init_from) /* a model without a tokenizer (a Hugging Face directory, an llm.c file) */
+    return tz_err("%s is outside the vocabulary of the model %s (V=%d): the shards were made with another tokenizer "
+                  "than the model's; tokenize the text with the model's own tokenizer (tezgah tokenize --tokenizer "
+                  "SPEC), or train a new model on these shards with their --tokenizer", what,
+                  r->rf.path ? r->rf.path : o->init_from, b->vocab_size);
   if (r->tok)
     return tz_err("%s is outside the vocabulary of --tokenizer %s (%d tokens), which sets the model's: the shards "
                   "were made with another tokenizer; give that one with --tokenizer%s", what,

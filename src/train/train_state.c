@@ -128,10 +128,9 @@ static int count(const cJSON *j, const char *where, const char *name, double lo,
 /* A 16-hex-digit field of "data_prep" into *v. */
 static int hex64(const cJSON *p, const char *where, const char *name, uint64_t *v) {
   const cJSON *x = cJSON_GetObjectItemCaseSensitive(p, name);
-  char *end;
   if (!cJSON_IsString(x) || strlen(x->valuestring) != 16 || strspn(x->valuestring, "0123456789abcdef") != 16)
     return tz_err("%s: training state field 'data_prep.%s' is missing or not 16 hex digits", where, name);
-  *v = (uint64_t)strtoull(x->valuestring, &end, 16);
+  *v = (uint64_t)strtoull(x->valuestring, NULL, 16);
   return 0;
 }
 
