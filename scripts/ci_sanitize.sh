@@ -92,7 +92,7 @@ ASAN_OPTIONS=${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0} \
 # lavapipe's LLVM compiling its pipelines under ASan's allocator took 14 minutes cold on the
 # 2-core CI machine, 2026-12-02; its host code, webgpu_ops_attn_sg.c, runs without ASan in the
 # sweep and on the H200), the plain test_webgpu_ops entry (nosubgroups' host code with subgroup lanes, and
-# the two-kernel attention backward at T 8192), _attn_pf (another RG / NT / PF), the sweeps
+# the two-kernel attention backward at T 8192), _attn_pf and _attn_pf4 (another RG / NT / PF), the sweeps
 # (label sweep: other kernel constants), test_webgpu_cli, _mainjob and test_tok_webgpu_cli
 # (the CLI over the same backend calls).
 asan_webgpu='^(test_webgpu_(load|abi|sgmat|large|train|ops_nosubgroups|ops_matmul|ops_act16)|test_tok_webgpu)$'
