@@ -82,7 +82,7 @@ set(TZ_LAVAPIPE_TESTS test_webgpu_ops test_webgpu_ops_flash test_webgpu_ops_matm
   test_webgpu_ops_act_f16_attention
   test_webgpu_large test_tok_webgpu
   test_webgpu_train test_webgpu_train_arena test_webgpu_sgmat test_webgpu_sgmat_sweep
-  test_webgpu_mainjob test_tok_webgpu_fused test_webgpu_attn_long test_tok_webgpu_cli)
+  test_webgpu_mainjob test_tok_webgpu_fused test_webgpu_attn_long test_webgpu_attn_long128 test_tok_webgpu_cli)
 set_property(TEST ${TZ_LAVAPIPE_TESTS} APPEND PROPERTY ENVIRONMENT "GALLIVM_PERF=nopt")
 # (test_webgpu_ops, _act16, _matmul, _nosubgroups and the matmul sweep set the width with their
 # other settings in tests/CMakeLists.txt)
