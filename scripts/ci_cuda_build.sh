@@ -20,12 +20,25 @@
 # files (the library again, with TZ_HAVE_CUDA) are the same either way: the whole stage, cold,
 # 248.6 CPU s as PTX (~340 with sm_90 code). CI's stage took 660 s wall in its lane (2026-12-04).
 # CI_CUDA_ARCHITECTURES overrides (e.g. 90-real for the machine code).
+# Unoptimised (branch ci26): build type None (no -O: gcc's -O0 for the C files and nvcc's host
+# code) and the device code at cicc -O0 (-Xcicc -O0; nvcc's own default is -O3 for the device
+# whatever -O says). What the stage checks is unchanged: the front end (cudafe++, cicc's parse
+# and template instantiation: every C++ error), ptxas -arch=compute_90 over the PTX (a bogus
+# modifier in attention_fa.cu's ldmatrix asm fails the same way at cicc -O0 as at -O3, branch
+# ci26), the C files with TZ_HAVE_CUDA and the links; its test programs only say SKIPPED. What
+# moves: the optimised compiles, whose objects only a GPU runs, to scripts/device_pack.sh's
+# sm_80/89/90 build at -O3 before every GPU run (cicc's optimiser was most of the cost: gemv.cu
+# 52.5 CPU s at -O3, 7.6 here); the -O3-only gcc warnings of the C files but the CUDA ones to the
+# test command's -O3 build of the same files (below, only the CUDA files' warnings are printed:
+# gcc at -O0 warns differently, e.g. a -Wformat-truncation in blas_load.c that -O3 proves
+# false). Cost of `cmake --build` (user+sys CPU s, time -v, the 2-core VM at load 3-4, ci26):
+# 207.7 at -O3 (nvcc 139.5 of it, the C files 43.6), 126.1 unoptimised (nvcc 79.5, C 21.5).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build-cuda
 t0=$SECONDS
 mkdir -p "$build"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTEZGAH_CUDA=ON \
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=None -DCMAKE_CUDA_FLAGS="-Xcicc -O0" -DTEZGAH_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES="${CI_CUDA_ARCHITECTURES:-90-virtual}" >"$build/build.log" 2>&1 ||
   { tail -30 "$build/build.log" >&2; exit 1; }
 # the CLI and the CUDA test programs only (the rest is the test command's build, without CUDA)
@@ -33,7 +46,9 @@ cuda_tests=$(cd "$root/tests" && ls test_cuda_*.c | sed 's/\.c$//')
 # shellcheck disable=SC2086
 cmake --build "$build" -j"$(nproc)" --target tezgah $cuda_tests >>"$build/build.log" 2>&1 ||
   { tail -40 "$build/build.log" >&2; exit 1; }
-grep -i 'warning' "$build/build.log" | grep -v '^--' | head -20 || true
+# the CUDA files' warnings (the CUDA runtime, cuDNN and NCCL glue, info, the kernels, the CUDA tests)
+grep -i 'warning' "$build/build.log" | grep -v '^--' |
+  grep -E '(/backend/cuda/|\.cuh?[:(]|attention_cudnn\.c|comm_nccl\.c|cmd_info\.c|test_cuda_)' | head -20 || true
 echo "ci_cuda_build: built in $((SECONDS - t0)) s"
 "$build/tezgah" info 2>&1 | grep '^cuda' || true
 # ctest's own summary stays in build-cuda/ctest.log: printed here it would be the last ctest

@@ -30,7 +30,9 @@
 # subgroup size, which is everywhere but the flash attention kernels' lane reductions
 # (lanes_sg.wgsl: SGW is a constant of the WGSL; reduce_sg.wgsl's wg_sum / wg_max are the same
 # WGSL at any size): the plain test_webgpu_ops entry (its flash attention case is
-# test_webgpu_ops_flash's, at the default 8 lanes, as is test_webgpu_ops_attn_pf),
+# test_webgpu_ops_flash's, at the default 8 lanes, as is test_webgpu_ops_attn_pf: since ci26
+# its head_dim 32 only, the prefetching kernels' head_dim 64 / 128, whose 16 threads across a row
+# join partials at 4 lanes or 8 alike, at 4 lanes in test_webgpu_ops_attn_pf4),
 # test_webgpu_ops_act16 (flash attention on head_dim 64 only, whose 16 threads across a row join
 # two subgroups' partials at 4 lanes or 8 alike), test_webgpu_train, test_webgpu_large and
 # test_webgpu_sgmat (its emulated subgroup matrices have their own size, 8, whatever
@@ -76,11 +78,11 @@ set(TZ_LAVAPIPE_TESTS test_webgpu_ops test_webgpu_ops_flash test_webgpu_ops_matm
   test_webgpu_ops_nosubgroups test_webgpu_matmul_sweep test_webgpu_attn_variants
   test_webgpu_ops_attn_sgemu test_webgpu_ops_attn_sgemu_direct test_webgpu_ops_attn_sgemu_staged
   test_webgpu_ops_attn_sgemu_db test_webgpu_ops_attn_sgemu_wo test_webgpu_ops_attn_sgemu_fwd128
-  test_webgpu_cli test_webgpu_ops_attn_pf test_webgpu_ops_act16 test_webgpu_ops_act16_sgemu test_webgpu_ops_act_f16
+  test_webgpu_cli test_webgpu_ops_attn_pf test_webgpu_ops_attn_pf4 test_webgpu_ops_act16 test_webgpu_ops_act16_sgemu test_webgpu_ops_act_f16
   test_webgpu_ops_act_f16_attention
   test_webgpu_large test_tok_webgpu
   test_webgpu_train test_webgpu_train_arena test_webgpu_sgmat test_webgpu_sgmat_sweep
-  test_webgpu_mainjob test_tok_webgpu_fused test_webgpu_attn_long test_tok_webgpu_cli)
+  test_webgpu_mainjob test_tok_webgpu_fused test_webgpu_attn_long test_webgpu_attn_long128 test_tok_webgpu_cli)
 set_property(TEST ${TZ_LAVAPIPE_TESTS} APPEND PROPERTY ENVIRONMENT "GALLIVM_PERF=nopt")
 # (test_webgpu_ops, _act16, _matmul, _nosubgroups and the matmul sweep set the width with their
 # other settings in tests/CMakeLists.txt)
