@@ -8,8 +8,9 @@
 #     in both paths), same per-shard norm, elementwise AdamW;
 #  3. `train --nproc 2` (re-executed under mpirun) equals `mpirun -np 2` bit for bit;
 #  4. a checkpoint written by 2 ranks resumes with 2 ranks exactly (bit for bit, also with
-#     --zero 1), and with 1 and 3 ranks within the tolerance; a global batch the new world
-#     does not divide is refused;
+#     --zero 1, and after its data cache was deleted: prepared again from the recorded
+#     corpus), and with 1 and 3 ranks within the tolerance; a global batch the new world does
+#     not divide is refused;
 #  5. a rank killed (SIGKILL) mid-run ends the whole run with an error, within 60 s;
 #  6. a rank that hangs (SIGSTOP) is noticed by the others' watchdog (TEZGAH_DIST_TIMEOUT);
 #  7. `train --nproc 2` without --run-dir: the ranks share the one runs/<date-time> the launcher
@@ -85,7 +86,7 @@ params_same w2 n2
 
 echo "4. resume a 2-rank checkpoint with 2, 1 and 3 ranks"
 "${mpi[@]}" -np 2 "$bin" train "${args[@]}" -B 3 --stop-after 4 --run-dir r || fail "2-rank run to step 4 failed"
-for to in 2 2z 1 3; do cp -r r r$to; done
+for to in 2 2z 1 3 2c; do cp -r r r$to; done
 resume=(train --threads 1 --quiet --sample-tokens 0 --resume)
 "${mpi[@]}" -np 2 "$bin" "${resume[@]}" r2 || fail "resume with 2 ranks failed"
 "${mpi[@]}" -np 2 "$bin" "${resume[@]}" r2z --zero 1 || fail "resume with 2 ranks, ZeRO-1, failed"
@@ -99,6 +100,14 @@ for to in 1 3; do
   metrics_close w2 r$to 1e-6
   params_close w2 r$to 1e-5
 done
+# the data cache deleted (runs moved, or cleaned): rank 0 prepares the shards again from the
+# recorded corpus and checks them against the record, the other rank then takes them; exact
+rm -rf .cache
+"${mpi[@]}" -np 2 "$bin" "${resume[@]}" r2c || fail "resume with 2 ranks after the data cache was deleted failed"
+[[ -d .cache ]] || fail "resume after the data cache was deleted: no cache prepared again"
+metrics_close w2 r2c 0 exact
+params_same w2 r2c
+echo "  2 ranks after the data cache was deleted: prepared again, exact"
 cp -r r r4
 if "${mpi[@]}" -np 4 "$bin" "${resume[@]}" r4 2>r4.err; then fail "resume of a global batch of 6 with 4 ranks was accepted"; fi
 grep -q "does not divide into 4 processes" r4.err || { cat r4.err >&2; fail "no clear message for a batch 4 ranks do not divide"; }
