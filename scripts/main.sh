@@ -14,7 +14,8 @@ The README's main job, from the repository root of a fresh Debian 12 machine:
   3. writes data/kjv.txt (scripts/prepare_kjv.sh) unless it is there
   4. build/tezgah train --sample-tokens 0 TRAIN_OPTIONS...: by default a small
      llama on data/kjv.txt, 600 steps on the CPU (into runs/<time>/)
-  5. build/tezgah sample --prompt "And God said" --tokens 120 (that run)
+  5. build/tezgah sample [RUN_DIR] --prompt "And God said" --tokens 120 (that run:
+     its --run-dir when given)
 Every argument goes to `tezgah train`, e.g. --steps 2000 or --backend webgpu;
 its options: build/tezgah train --help (once built).
 Environment: TEZGAH_TEST_CUDA=ON builds the CUDA backend without a visible
@@ -39,5 +40,15 @@ cmake --build build --target tezgah -j"$(nproc)" >build/build.log 2>&1 || { tail
 # One sample at the end, the prompted one below: train's own end-of-run sample is turned off
 # (a --sample-tokens among the extra flags comes later and wins).
 build/tezgah train --sample-tokens 0 "$@"
+# the run just trained: its --run-dir (or --resume) when given (a `latest` link lands beside
+# that directory, which `sample`'s default, the newer of runs/latest and ./latest, need not
+# see), else the default
+run=()
+for ((i = 1; i <= $#; i++)); do
+  case ${!i} in
+    --run-dir | --resume) j=$((i + 1)); run=("${!j}") ;;
+    --run-dir=* | --resume=*) run=("${!i#*=}") ;;
+  esac
+done
 echo "--- tezgah sample --prompt 'And God said' ---"
-build/tezgah sample --prompt "And God said" --tokens 120
+build/tezgah sample "${run[@]}" --prompt "And God said" --tokens 120

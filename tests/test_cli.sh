@@ -576,6 +576,12 @@ grep -qxF "note: no closing sample: the run has no tokenizer to decode with (--t
   fail "train --train-shards without --tokenizer: no note that the closing sample was skipped: $(grep -v '^[0-9]*/' nt.err)"
 [[ ! -s nt.out ]] || fail "train --train-shards without --tokenizer printed a sample: $(head -c 200 nt.out)"
 "$bin" sample ntrun --tokenizer preset --tokens 4 >/dev/null 2>nt.err || fail "the note's way out (sample --tokenizer): $(cat nt.err)"
+# a --train-shards run records its shards absolute (it recorded 'nt.bin': a resume from another
+# directory said the shard was gone)
+grep -aqF "\"train_shards\":\"$PWD/nt.bin\"" ntrun/checkpoint.tzc ||
+  fail "--train-shards nt.bin recorded as: $(grep -ao '"train_shards":"[^"]*"' ntrun/checkpoint.tzc)"
+(cd / && "$bin" train --resume "$OLDPWD/ntrun" --steps 3 --quiet 2>"$OLDPWD/nt.err") ||
+  fail "--resume of a --train-shards run from another directory: $(cat nt.err)"
 
 # ---- --resume after the run's data cache was deleted: the shards are prepared again from the
 # run's recorded corpus (unchanged), checked byte for byte, and the run goes on exactly; a changed
@@ -633,7 +639,18 @@ cmp -s <(grep -o '"\(val_\)*loss":[^,}]*' gone_ref/metrics.jsonl) <(grep -o '"\(
 # without a word)
 mkdir -p "$gcache" && cp gone_saved/val.bin "$gshard" && cp gone_saved/val.bin "$gcache/val.bin"
 usage_case "$gshard: the run's training shard: xxh64 " "$bin" train --resume gone_c --quiet
+grep -qF "delete $gcache and resume to prepare them again from the corpus" u.err || fail "a changed cache entry: no way out: $(cat u.err)"
 rm -rf "$gcache"
+# shards given on --resume as a pattern: the run records the one file it matched (the pattern
+# was recorded, and the next --resume read it as a file name: 'saved/t*.bin: No such file')
+mkdir -p gone_glob && cp gone_saved/train.bin gone_glob/t1.bin && cp gone_saved/val.bin gone_glob/v1.bin
+"$bin" train --resume gone_c --train-shards 'gone_glob/t*.bin' --val-shards 'gone_glob/v*.bin' --stop-after 1 --quiet 2>gg.err ||
+  fail "--resume with shards given as patterns: $(cat gg.err)"
+grep -aqF "\"train_shards\":\"$PWD/gone_glob/t1.bin\"" gone_c/checkpoint.tzc ||
+  fail "--train-shards 'gone_glob/t*.bin' recorded as: $(grep -ao '"train_shards":"[^"]*"' gone_c/checkpoint.tzc)"
+"$bin" train --resume gone_c --quiet 2>gg.err || fail "the resume after one with patterns: $(cat gg.err)"
+cmp -s <(grep -o '"\(val_\)*loss":[^,}]*' gone_ref/metrics.jsonl) <(grep -o '"\(val_\)*loss":[^,}]*' gone_c/metrics.jsonl) ||
+  fail "--resume on shards given as patterns: losses differ from the uninterrupted run's"
 # a --data list with spaces after its commas (tz_expand_paths drops them) is recorded without
 # them: "$PWD/ sp2.txt" was recorded, a file that is not there to prepare the shards again from
 head -c 12000 gone.txt >sp1.txt && tail -c 12000 gone.txt >sp2.txt

@@ -357,6 +357,10 @@ static void test_json_parse_errors(void **st) {
       {"{\"\xc3\xa4\": 1 2}", "c.json:1:9: invalid JSON near '2}'"}, /* ä: one column */
       {"{\"a\": [1, 2}\n", "c.json:1:12: invalid JSON near '}'"},
       {"{\"a\": \xff}", "c.json:1:7: invalid JSON near '\\xff}'"},
+      {"{\"a\": 1,\n", "c.json:1:9: invalid JSON: the text ends too soon (unclosed brace, bracket or string, or a ',' before the end?)"},
+      /* a ',' before the closing brace: cJSON stops after the brace here (its place is not always
+       * the offending character: hence the message's hint) */
+      {"{\"a\": 1,}\n", "c.json:1:10: invalid JSON: the text ends too soon (unclosed brace, bracket or string, or a ',' before the end?)"},
       {"", "c.json: empty: no JSON value in it"},
       {" \n ", "c.json: empty: no JSON value in it"},
       {"{\"a\": 1}\n x", "c.json:2:2: invalid JSON: text after the value near 'x'"},

@@ -132,8 +132,9 @@ static int tokenize_text(const tz_run_file *rf, const char *tokp, const char *li
     if ((*ids)[i] >= rf->cfg.vocab_size) {
       if (tokp)
         rc = tz_err("--tokenizer %s gives token id %d for %s, outside the vocabulary of the model %s (V=%d): the "
-                    "tokenizer does not match the model; leave --tokenizer out (the model's own), or evaluate a model "
-                    "trained with this tokenizer", tokp, (*ids)[i], list, rf->path, rf->cfg.vocab_size);
+                    "tokenizer does not match the model; %s, or evaluate a model trained with this tokenizer", tokp,
+                    (*ids)[i], list, rf->path, rf->cfg.vocab_size,
+                    rf->tok ? "leave --tokenizer out (the model's own)" : "give the model's own tokenizer with --tokenizer");
       else
         rc = tz_err("%s: the model's own tokenizer gives token id %d for %s, outside its vocabulary (V=%d): the "
                     "tokenizer stored with the model does not match it; give the matching one with --tokenizer",

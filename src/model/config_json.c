@@ -75,7 +75,19 @@ static void near_err(const char *txt, size_t len, size_t at, const char *name, c
     n += (size_t)snprintf(near + n, sizeof near - n, c >= 0x20 && c < 0x7f ? "%c" : "\\x%02x", c);
   }
   near[n] = 0;
-  tz_err("%s:%d:%d: invalid JSON%s near '%s'", name, line, col, what, near);
+  if (n) {
+    tz_err("%s:%d:%d: invalid JSON%s near '%s'", name, line, col, what, near);
+    return;
+  }
+  /* at a line's end: cJSON stopped after the last token of a cut text (white space to the end),
+   * or before a line break */
+  size_t k = at;
+  while (k < len && txt[k] && strchr(" \t\r\n", txt[k])) k++;
+  if (k >= len)
+    tz_err("%s:%d:%d: invalid JSON%s: the text ends too soon (unclosed brace, bracket or string, or a ',' "
+           "before the end?)", name, line, col, what);
+  else
+    tz_err("%s:%d:%d: invalid JSON%s at the end of the line", name, line, col, what);
 }
 
 cJSON *tz_json_parse(const char *txt, size_t len, const char *name) {

@@ -105,7 +105,7 @@ static int prepare_again(train_run *r, const char *gone, const char **train_shar
   tz_train_state *st = &r->st;
   const char *out = " give copies of the run's shards with --train-shards and --val-shards on --resume";
   if (!st->prep.has)
-    return tz_err("%s: the run's token shard is gone (its data cache deleted?), and the run does not record the "
+    return tz_err("%s: the run's token shard is gone, and the run does not record the "
                   "corpus it was prepared from (a --train-shards run, or a checkpoint from before 2026-12-05): put "
                   "the shards back, or%s", gone, out);
   /* the run directory moved with its .cache (runs/ copied elsewhere): the entry of the same
@@ -179,18 +179,25 @@ static int prepare_again(train_run *r, const char *gone, const char **train_shar
   return 0;
 }
 
-/* A shard list given on --resume of a run that records its shards (one file each): the one file
- * it names (a path, or a pattern or list that matches exactly one), checked against the record
- * (check_recorded). 0, or -1 naming the option. */
-static int check_given(const char *const *list, const char *flag, uint64_t want, uint64_t want_bytes, const char *why) {
+/* A shard list given on --resume of a run that records its shards (one file each), *stp (the
+ * run's state's copy, absolute): the one file it names (a path, or a pattern or list that
+ * matches exactly one), checked against the record (check_recorded); *stp then becomes that
+ * file's path, so that the run records the file and not the pattern. 0, or -1 naming the
+ * option. */
+static int check_given(char **stp, const char *flag, uint64_t want, uint64_t want_bytes, const char *why) {
   char **paths;
   size_t n;
-  if (tz_expand_paths(*list, &paths, &n)) return tz_err_prefix(flag);
+  if (tz_expand_paths(*stp, &paths, &n)) return tz_err_prefix(flag);
   int rc = 0;
-  if (n != 1)
-    rc = tz_err("%s: '%s' names %zu files; the run recorded one shard here: give the copy of that one", flag, *list, n);
-  else
+  if (n != 1) {
+    rc = tz_err("%s: '%s' names %zu files; the run recorded one shard here: give the copy of that one", flag, *stp, n);
+  } else {
     rc = check_recorded(paths[0], flag, want, want_bytes, why);
+    if (!rc) {
+      free(*stp);
+      *stp = tz_strdup(paths[0]);
+    }
+  }
   tz_paths_free(paths, n);
   return rc;
 }
@@ -232,11 +239,15 @@ static int resume_shards(train_run *r, const char **train_shards, const char **v
         fprintf(stderr, "note: --train-shards / --val-shards on --resume: the run records no checksum of its "
                         "shards (a --train-shards run, or a checkpoint from before 2026-12-05); taken as the run's "
                         "(an exact resume needs the same tokens)\n");
-    } else if ((r->resume_given_shards & 1 &&
-               check_given(train_shards, "--train-shards", st->prep.train_xxh64, st->prep.train_bytes, why)) ||
-               (r->resume_given_shards & 2 && *val_shards &&
-                check_given(val_shards, "--val-shards", st->prep.val_xxh64, st->prep.val_bytes, why)))
-      return -1;
+    } else {
+      if ((r->resume_given_shards & 1 &&
+           check_given(&st->train_shards, "--train-shards", st->prep.train_xxh64, st->prep.train_bytes, why)) ||
+          (r->resume_given_shards & 2 && st->val_shards &&
+           check_given(&st->val_shards, "--val-shards", st->prep.val_xxh64, st->prep.val_bytes, why)))
+        return -1;
+      *train_shards = o->train_shards = st->train_shards;
+      *val_shards = o->val_shards = st->val_shards;
+    }
   }
   char *gone = first_missing(*train_shards);
   if (!gone && *val_shards) gone = first_missing(*val_shards);
@@ -246,13 +257,20 @@ static int resume_shards(train_run *r, const char **train_shards, const char **v
      * it leaves them at the recorded place when the cache key is the same, and the next
      * --resume took them without a word; so does a cache entry rewritten since. One pass
      * over files the loader then reads whole. */
-    const char *why = " (the data cache changed since the run prepared it); an exact resume needs the run's own "
-                      "shards: give copies of them with --train-shards and --val-shards on --resume";
-    if (st->prep.has &&
-        ((!(r->resume_given_shards & 1) &&
-          check_recorded(*train_shards, "the run's training shard", st->prep.train_xxh64, st->prep.train_bytes, why)) ||
-         (!(r->resume_given_shards & 2) && *val_shards &&
-          check_recorded(*val_shards, "the run's validation shard", st->prep.val_xxh64, st->prep.val_bytes, why))))
+    if (!st->prep.has) return 0;
+    /* the way out names the cache entry: deleted, the next --resume prepares it again from the
+     * corpus (prepare_again), which a changed entry in place would not (the cache is taken as
+     * it is) */
+    char *entry = tz_strdup(*train_shards), *slash = strrchr(entry, '/'), why[TZ_ERR_MAX];
+    if (slash) *slash = 0;
+    snprintf(why, sizeof why, " (the data cache changed since the run prepared it); an exact resume needs the "
+             "run's own shards: delete %s and resume to prepare them again from the corpus, or give copies of them "
+             "with --train-shards and --val-shards on --resume", entry);
+    free(entry);
+    if ((!(r->resume_given_shards & 1) &&
+         check_recorded(*train_shards, "the run's training shard", st->prep.train_xxh64, st->prep.train_bytes, why)) ||
+        (!(r->resume_given_shards & 2) && *val_shards &&
+         check_recorded(*val_shards, "the run's validation shard", st->prep.val_xxh64, st->prep.val_bytes, why)))
       return -1;
     return 0;
   }
@@ -281,8 +299,9 @@ static int data_turn(train_run *r, const char **train_shards, const char **val_s
     if (!r->tok && tz_tok_load(r->prep.tokenizer_path, &r->tok)) return -1;
   } else {
     if (o->resume && resume_shards(r, train_shards, val_shards)) return -1;
-    if (!st->train_shards) st->train_shards = tz_strdup(*train_shards);
-    if (!st->val_shards && *val_shards) st->val_shards = tz_strdup(*val_shards);
+    /* recorded absolute, as the prepared ones: a resume finds them from any working directory */
+    if (!st->train_shards) st->train_shards = abs_list(*train_shards);
+    if (!st->val_shards && *val_shards) st->val_shards = abs_list(*val_shards);
     if (!r->tok && o->tokenizer && tz_tok_load_spec(o->tokenizer, &r->tok)) return -1;
   }
   return 0;
