@@ -73,8 +73,9 @@ static int load_tok(const char *spec, tz_tokenizer **t) {
   tz_run_file rf;
   int rc = tz_run_open(ck, &rf);
   if (!rc && !rf.tok)
-    rc = tz_err("--tokenizer %s: the model in %s has no tokenizer stored (an import, or a --train-shards run, without --tokenizer); give "
-                "the tokenizer file itself, e.g. --tokenizer tokenizer.bin or --tokenizer gpt2", spec, ck);
+    rc = tz_err("--tokenizer %s: the model in %s has no tokenizer stored (an import, or a --train-shards run, "
+                "without --tokenizer); give the tokenizer file itself, e.g. --tokenizer tokenizer.bin or "
+                "--tokenizer gpt2", spec, ck);
   if (!rc) *t = rf.tok, rf.tok = NULL;
   tz_run_close(&rf);
   free(ck);
