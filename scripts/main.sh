@@ -15,7 +15,7 @@ The README's main job, from the repository root of a fresh Debian 12 machine:
   4. build/tezgah train --sample-tokens 0 TRAIN_OPTIONS...: by default a small
      llama on data/kjv.txt, 600 steps on the CPU (into runs/<time>/)
   5. build/tezgah sample [RUN_DIR] --prompt "And God said" --tokens 120 (that run:
-     its --run-dir when given)
+     its --run-dir, or the run --resume continued, when given)
 Every argument goes to `tezgah train`, e.g. --steps 2000 or --backend webgpu;
 its options: build/tezgah train --help (once built).
 Environment: TEZGAH_TEST_CUDA=ON builds the CUDA backend without a visible
@@ -40,15 +40,23 @@ cmake --build build --target tezgah -j"$(nproc)" >build/build.log 2>&1 || { tail
 # One sample at the end, the prompted one below: train's own end-of-run sample is turned off
 # (a --sample-tokens among the extra flags comes later and wins).
 build/tezgah train --sample-tokens 0 "$@"
-# the run just trained: its --run-dir (or --resume) when given (a `latest` link lands beside
-# that directory, which `sample`'s default, the newer of runs/latest and ./latest, need not
-# see), else the default
-run=()
+# the run just trained: its --run-dir when given, else the run --resume continued (train writes
+# a resumed run into --run-dir when both are given), else sample's default (the newer of
+# runs/latest and ./latest; a `latest` link lands beside a --run-dir, which that need not see).
+# The options' unique prefixes too, as train's getopt_long takes them (--ru.. for --run-dir,
+# --res.. for --resume: --recompute shares --re).
+rundir= resume=
 for ((i = 1; i <= $#; i++)); do
-  case ${!i} in
-    --run-dir | --resume) j=$((i + 1)); run=("${!j}") ;;
-    --run-dir=* | --resume=*) run=("${!i#*=}") ;;
-  esac
+  a=${!i} j=$((i + 1))
+  opt=${a%%=*}
+  [[ $opt == --r* ]] || continue
+  if ((${#opt} >= 4)) && [[ --run-dir == "$opt"* ]]; then
+    if [[ $a == *=* ]]; then rundir=${a#*=}; else rundir=${!j-}; fi
+  elif ((${#opt} >= 5)) && [[ --resume == "$opt"* ]]; then
+    if [[ $a == *=* ]]; then resume=${a#*=}; else resume=${!j-}; fi
+  fi
 done
+run=()
+[[ -n ${rundir:-$resume} ]] && run=("${rundir:-$resume}")
 echo "--- tezgah sample --prompt 'And God said' ---"
 build/tezgah sample "${run[@]}" --prompt "And God said" --tokens 120

@@ -651,6 +651,12 @@ grep -aqF "\"train_shards\":\"$PWD/gone_glob/t1.bin\"" gone_c/checkpoint.tzc ||
 "$bin" train --resume gone_c --quiet 2>gg.err || fail "the resume after one with patterns: $(cat gg.err)"
 cmp -s <(grep -o '"\(val_\)*loss":[^,}]*' gone_ref/metrics.jsonl) <(grep -o '"\(val_\)*loss":[^,}]*' gone_c/metrics.jsonl) ||
   fail "--resume on shards given as patterns: losses differ from the uninterrupted run's"
+# a recorded copy (not in the data cache) changed since: the way out is copies again, not the
+# deletion of the copies' directory
+cp gone_saved/val.bin gone_glob/t1.bin
+usage_case "$PWD/gone_glob/t1.bin: the run's training shard: xxh64 " "$bin" train --resume gone_c --steps 8 --quiet
+grep -qF "(changed since it was given); an exact resume needs the run's own shards: give copies" u.err ||
+  fail "a changed copy of a shard: the wrong way out: $(cat u.err)"
 # a --data list with spaces after its commas (tz_expand_paths drops them) is recorded without
 # them: "$PWD/ sp2.txt" was recorded, a file that is not there to prepare the shards again from
 head -c 12000 gone.txt >sp1.txt && tail -c 12000 gone.txt >sp2.txt

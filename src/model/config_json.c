@@ -75,7 +75,9 @@ static void near_err(const char *txt, size_t len, size_t at, const char *name, c
     n += (size_t)snprintf(near + n, sizeof near - n, c >= 0x20 && c < 0x7f ? "%c" : "\\x%02x", c);
   }
   near[n] = 0;
-  if (n) {
+  size_t blank = at;
+  while (blank < len && (txt[blank] == ' ' || txt[blank] == '\t')) blank++;
+  if (n && blank < len && txt[blank] != '\n' && txt[blank] != '\r') { /* (blanks alone: the line's end, below) */
     tz_err("%s:%d:%d: invalid JSON%s near '%s'", name, line, col, what, near);
     return;
   }
@@ -87,7 +89,7 @@ static void near_err(const char *txt, size_t len, size_t at, const char *name, c
     tz_err("%s:%d:%d: invalid JSON%s: the text ends too soon (unclosed brace, bracket or string, or a ',' "
            "before the end?)", name, line, col, what);
   else
-    tz_err("%s:%d:%d: invalid JSON%s at the end of the line", name, line, col, what);
+    tz_err("%s:%d:%d: invalid JSON%s at the end of the line (a ',' before a '}' or ']'?)", name, line, col, what);
 }
 
 cJSON *tz_json_parse(const char *txt, size_t len, const char *name) {
@@ -105,13 +107,16 @@ cJSON *tz_json_parse(const char *txt, size_t len, const char *name) {
     return NULL;
   }
   /* cJSON's place: where its parser stopped (the unexpected character; in a cut text, the last
-   * token or so before the end) */
-  const char *ep = cJSON_GetErrorPtr();
-  size_t at = ep && ep >= txt && ep <= txt + len ? (size_t)(ep - txt) : 0;
-  if (at >= len) {
+   * character but white space, cJSON 1.7.15 ending its place at len - 1). `end` is set on
+   * failure too (cJSON_GetErrorPtr's global, without the global). */
+  size_t at = end && end >= txt && end <= txt + len ? (size_t)(end - txt) : 0;
+  size_t last = len; /* just after the last character that is not white space */
+  while (last > 0 && strchr(" \t\r\n", txt[last - 1]) && txt[last - 1]) last--;
+  if (at + 1 >= last && txt[at] != '}' && txt[at] != ']') { /* a cut text: said where it ends */
     int line, col;
-    line_col(txt, at, &line, &col);
-    tz_err("%s:%d:%d: invalid JSON: the text ends too soon (unclosed brace, bracket or string?)", name, line, col);
+    line_col(txt, last, &line, &col);
+    tz_err("%s:%d:%d: invalid JSON: the text ends too soon (unclosed brace, bracket or string, or a ',' before "
+           "the end?)", name, line, col);
   } else {
     near_err(txt, len, at, name, "");
   }

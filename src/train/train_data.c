@@ -202,6 +202,28 @@ static int check_given(char **stp, const char *flag, uint64_t want, uint64_t wan
   return rc;
 }
 
+/* A recorded shard that is there, on --resume: the run's (check_recorded), or -1 with the way out.
+ * In the run's data cache (an entry .cache/<key>/ beside the run directory) the way out names
+ * the entry: deleted, the next --resume prepares it again from the corpus (prepare_again),
+ * which a changed entry in place would not (the cache is taken as it is). Elsewhere (copies
+ * given on an earlier --resume) it is the user's file: copies of the run's shards, again. */
+static int check_kept(const train_run *r, const char *path, const char *what, uint64_t want, uint64_t want_bytes) {
+  char *root = cache_root_of(r->o.run_dir), *entry = tz_strdup(path), *slash = strrchr(entry, '/'), why[TZ_ERR_MAX];
+  if (slash) *slash = 0;
+  size_t n = strlen(root);
+  if (!strncmp(entry, root, n) && entry[n] == '/' && !strchr(entry + n + 1, '/'))
+    snprintf(why, sizeof why, " (the data cache changed since the run prepared it); an exact resume needs the "
+             "run's own shards: delete %s and resume to prepare them again from the corpus (when it and the "
+             "preparation are unchanged), or give copies of them with --train-shards and --val-shards on --resume",
+             entry);
+  else
+    snprintf(why, sizeof why, " (changed since it was given); an exact resume needs the run's own shards: give "
+             "copies of them with --train-shards and --val-shards on --resume");
+  free(root);
+  free(entry);
+  return check_recorded(path, what, want, want_bytes, why);
+}
+
 /* --resume: the run's shards. Given with --train-shards / --val-shards (copies of the run's,
  * say), they are checked against the run's record when it has one (a prepared corpus: one file
  * each, XXH64 and size), else taken with a note; recorded ones that are gone are prepared again
@@ -240,13 +262,16 @@ static int resume_shards(train_run *r, const char **train_shards, const char **v
                         "shards (a --train-shards run, or a checkpoint from before 2026-12-05); taken as the run's "
                         "(an exact resume needs the same tokens)\n");
     } else {
-      if ((r->resume_given_shards & 1 &&
-           check_given(&st->train_shards, "--train-shards", st->prep.train_xxh64, st->prep.train_bytes, why)) ||
-          (r->resume_given_shards & 2 && st->val_shards &&
-           check_given(&st->val_shards, "--val-shards", st->prep.val_xxh64, st->prep.val_bytes, why)))
-        return -1;
+      /* (each list's three pointers follow check_given's new string at once: none is left
+       * pointing to the freed one on the next check's failure) */
+      int bad = r->resume_given_shards & 1 &&
+                check_given(&st->train_shards, "--train-shards", st->prep.train_xxh64, st->prep.train_bytes, why);
       *train_shards = o->train_shards = st->train_shards;
+      if (bad) return -1;
+      bad = r->resume_given_shards & 2 && st->val_shards &&
+            check_given(&st->val_shards, "--val-shards", st->prep.val_xxh64, st->prep.val_bytes, why);
       *val_shards = o->val_shards = st->val_shards;
+      if (bad) return -1;
     }
   }
   char *gone = first_missing(*train_shards);
@@ -258,19 +283,10 @@ static int resume_shards(train_run *r, const char **train_shards, const char **v
      * --resume took them without a word; so does a cache entry rewritten since. One pass
      * over files the loader then reads whole. */
     if (!st->prep.has) return 0;
-    /* the way out names the cache entry: deleted, the next --resume prepares it again from the
-     * corpus (prepare_again), which a changed entry in place would not (the cache is taken as
-     * it is) */
-    char *entry = tz_strdup(*train_shards), *slash = strrchr(entry, '/'), why[TZ_ERR_MAX];
-    if (slash) *slash = 0;
-    snprintf(why, sizeof why, " (the data cache changed since the run prepared it); an exact resume needs the "
-             "run's own shards: delete %s and resume to prepare them again from the corpus, or give copies of them "
-             "with --train-shards and --val-shards on --resume", entry);
-    free(entry);
     if ((!(r->resume_given_shards & 1) &&
-         check_recorded(*train_shards, "the run's training shard", st->prep.train_xxh64, st->prep.train_bytes, why)) ||
+         check_kept(r, *train_shards, "the run's training shard", st->prep.train_xxh64, st->prep.train_bytes)) ||
         (!(r->resume_given_shards & 2) && *val_shards &&
-         check_recorded(*val_shards, "the run's validation shard", st->prep.val_xxh64, st->prep.val_bytes, why)))
+         check_kept(r, *val_shards, "the run's validation shard", st->prep.val_xxh64, st->prep.val_bytes)))
       return -1;
     return 0;
   }
