@@ -14,8 +14,8 @@ The README's main job, from the repository root of a fresh Debian 12 machine:
   3. writes data/kjv.txt (scripts/prepare_kjv.sh) unless it is there
   4. build/tezgah train --sample-tokens 0 TRAIN_OPTIONS...: by default a small
      llama on data/kjv.txt, 600 steps on the CPU (into runs/<time>/)
-  5. build/tezgah sample [RUN_DIR] --prompt "And God said" --tokens 120 (that run:
-     its --run-dir, or the run --resume continued, when given)
+  5. build/tezgah sample [RUN_DIR] --prompt "And God said" --tokens 120:
+     that run (its --run-dir, or the run --resume continued, when given)
 Every argument goes to `tezgah train`, e.g. --steps 2000 or --backend webgpu;
 its options: build/tezgah train --help (once built).
 Environment: TEZGAH_TEST_CUDA=ON builds the CUDA backend without a visible
