@@ -233,7 +233,6 @@ int tz_cmd_eval(int argc, char **argv) {
   } else {
     int lrc = tz_loader_open(&ld, data, rf.cfg.vocab_size, B, T);
     if (lrc == TZ_SHARD_EVOCAB) { /* shards of another tokenizer: the model's V and the way out */
-      const tz_shard_bad_id *b = tz_shard_last_bad_id();
       /* the way out through the model's tokenizer only where the model carries one (a Hugging
        * Face directory or an llm.c file may not) */
       char way[1100];
@@ -241,10 +240,10 @@ int tz_cmd_eval(int argc, char **argv) {
         snprintf(way, sizeof way, "tokenize the text with the model's (tezgah tokenize --tokenizer %s), or", model);
       else
         snprintf(way, sizeof way, "evaluate on the text with the model's tokenizer (--tokenizer SPEC), or");
-      tz_err("%s: token id %d (at position %zu; this shard's largest is %d) is outside the vocabulary of the model %s "
-             "(V=%d): the shards were made with another tokenizer than the model's; %s evaluate a model trained with "
-             "the shards' tokenizer",
-             b->path, b->id, b->pos, b->max_id, rf.path, rf.cfg.vocab_size, way);
+      char what[1280];
+      tz_err("%s is outside the vocabulary of the model %s (V=%d): the shards were made with another tokenizer than "
+             "the model's; %s evaluate a model trained with the shards' tokenizer",
+             tz_shard_bad_id_text(what, sizeof what), rf.path, rf.cfg.vocab_size, way);
       goto out;
     }
     if (lrc) goto out;

@@ -22,6 +22,7 @@
 #include "formats/formats.h"
 #include "model/config_json.h"
 #include "tokenizer/tokenizer.h"
+#include "train/train_state.h"
 
 static const char *HELP =
     "usage: tezgah info [RUN_DIR|CHECKPOINT|HF_DIR]   (-h, --help)\n"
@@ -81,22 +82,19 @@ static double model_bytes(const char *path) {
 }
 
 /* The training options of a checkpoint (its "opts" object) as info prints them: JSON, with the
- * options train keeps as float32 (tz_train_opts: train_state.c's FLOAT_FIELDS and the skip
- * rules) in their shortest round-tripping form ("lr":0.003, not the double of the float,
+ * options train keeps as float32 (tz_train_opts_f32_names) in their shortest round-tripping form ("lr":0.003, not the double of the float,
  * 0.0030000000260770321), and warmup -1 as what train makes of it (train.c: steps / 20, so
  * recomputed when --resume extends --steps): "warmup":"auto (5% of steps: 30)". Returns a
  * malloc'ed string or NULL. */
 static char *options_text(const cJSON *opts) {
-  static const char *const f32[] = {"lr", "min_lr_frac", "beta1", "beta2", "eps", "weight_decay", "grad_clip",
-                                    "skip_loss_z", "skip_norm_z"};
   cJSON *o = cJSON_Duplicate(opts, 1);
   const cJSON *steps = cJSON_GetObjectItemCaseSensitive(opts, "steps");
   for (cJSON *it = o ? o->child : NULL; it; it = it->next) {
     if (!cJSON_IsNumber(it) || !it->string) continue;
     cJSON *rep = NULL;
     char b[TZ_F32_STR + 48];
-    for (size_t i = 0; i < sizeof f32 / sizeof *f32 && !rep; i++)
-      if (!strcmp(it->string, f32[i]) && isfinite(it->valuedouble)) rep = cJSON_CreateRaw(tz_f32_str((float)it->valuedouble, b));
+    for (const char *const *f = tz_train_opts_f32_names; *f && !rep; f++)
+      if (!strcmp(it->string, *f) && isfinite(it->valuedouble)) rep = cJSON_CreateRaw(tz_f32_str((float)it->valuedouble, b));
     if (!strcmp(it->string, "warmup") && it->valuedouble == -1) {
       if (cJSON_IsNumber(steps)) snprintf(b, sizeof b, "auto (5%% of steps: %d)", steps->valueint / 20);
       else snprintf(b, sizeof b, "auto (5%% of steps)");

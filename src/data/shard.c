@@ -16,6 +16,12 @@ static _Thread_local tz_shard_bad_id g_bad;
 
 const tz_shard_bad_id *tz_shard_last_bad_id(void) { return &g_bad; }
 
+const char *tz_shard_bad_id_text(char *buf, size_t cap) {
+  snprintf(buf, cap, "%s: token id %d (at position %zu; this shard's largest is %d)", g_bad.path, g_bad.id, g_bad.pos,
+           g_bad.max_id);
+  return buf;
+}
+
 static void put_le32(unsigned char *p, uint32_t v) {
   p[0] = (unsigned char)v;
   p[1] = (unsigned char)(v >> 8);

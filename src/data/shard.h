@@ -53,6 +53,9 @@ typedef struct {
   size_t pos;
 } tz_shard_bad_id;
 const tz_shard_bad_id *tz_shard_last_bad_id(void);
+/* That refusal as the start of the callers' messages, into buf (cap bytes; returns buf):
+ * "<path>: token id <id> (at position <pos>; this shard's largest is <max_id>)". */
+const char *tz_shard_bad_id_text(char *buf, size_t cap);
 
 /* Read and validate only the header and the file size (no token ids are read).
  * Output: *ntok (>= 1). Errors as tz_shard_read, minus the id check. */

@@ -91,6 +91,17 @@ static int record_prep(train_run *r) {
   return 0;
 }
 
+/* The run's shard lists become `train` and `val` (malloc'ed, taken over; NULL keeps that list),
+ * and the three places that hold them follow at once: the state (what the checkpoint records),
+ * the options and the data phase's own pointers (none is left pointing to a freed string). */
+static void set_shards(train_run *r, char *train, char *val, const char **train_shards, const char **val_shards) {
+  tz_train_state *st = &r->st;
+  if (train) free(st->train_shards), st->train_shards = train;
+  if (val) free(st->val_shards), st->val_shards = val;
+  *train_shards = r->o.train_shards = st->train_shards;
+  *val_shards = r->o.val_shards = st->val_shards;
+}
+
 /* --resume of a run whose token shards are gone (`gone`, the first missing; the cache under
  * .cache deleted, or the run directory moved): the same cache entry beside the run directory
  * (moved with it) is taken when its shards are the recorded ones; else, when the run recorded
@@ -115,28 +126,22 @@ static int prepare_again(train_run *r, const char *gone, const char **train_shar
   slash = strrchr(key, '/');
   char *dir = tz_path_join(root, slash ? slash + 1 : key), *tp = tz_path_join(dir, "train.bin"),
        *vp = tz_path_join(dir, "val.bin");
-  uint64_t th = 0, tb = 0, vh = 0, vb = 0;
-  int moved = strcmp(tp, st->train_shards) && tz_exists(tp) && tz_exists(vp) && !tz_prep_file_xxh64(tp, &th, &tb) &&
-              !tz_prep_file_xxh64(vp, &vh, &vb) && th == st->prep.train_xxh64 && tb == st->prep.train_bytes &&
-              vh == st->prep.val_xxh64 && vb == st->prep.val_bytes;
+  int moved = strcmp(tp, st->train_shards) &&
+              !check_recorded(tp, "", st->prep.train_xxh64, st->prep.train_bytes, "") &&
+              !check_recorded(vp, "", st->prep.val_xxh64, st->prep.val_bytes, "");
   tz_err_clear();
-  if (moved && !o->quiet)
-    fprintf(stderr, "note: %s: the run's token shard is gone; the data cache beside the run directory holds the "
-                    "run's shards, byte for byte: %s\n", gone, tp);
-  if (moved) {
-    free(st->train_shards);
-    free(st->val_shards);
-    st->train_shards = tp, st->val_shards = vp;
-    *train_shards = o->train_shards = st->train_shards;
-    *val_shards = o->val_shards = st->val_shards;
-  } else {
-    free(tp);
-    free(vp);
-  }
   free(root);
   free(key);
   free(dir);
-  if (moved) return 0;
+  if (moved) {
+    if (!o->quiet)
+      fprintf(stderr, "note: %s: the run's token shard is gone; the data cache beside the run directory holds the "
+                      "run's shards, byte for byte: %s\n", gone, tp);
+    set_shards(r, tp, vp, train_shards, val_shards);
+    return 0;
+  }
+  free(tp);
+  free(vp);
   uint64_t h;
   if (tz_prep_corpus_xxh64(st->prep.corpus, &h)) {
     char why[TZ_ERR_MAX];
@@ -170,12 +175,7 @@ static int prepare_again(train_run *r, const char *gone, const char **train_shar
   if (!o->quiet)
     fprintf(stderr, "data: the shards prepared again are the run's, byte for byte (xxh64 %016" PRIx64 ", %016" PRIx64
                     "): %s\n", st->prep.train_xxh64, st->prep.val_xxh64, r->prep.train_path);
-  free(st->train_shards);
-  free(st->val_shards);
-  st->train_shards = tz_strdup(r->prep.train_path);
-  st->val_shards = tz_strdup(r->prep.val_path);
-  *train_shards = o->train_shards = st->train_shards;
-  *val_shards = o->val_shards = st->val_shards;
+  set_shards(r, tz_strdup(r->prep.train_path), tz_strdup(r->prep.val_path), train_shards, val_shards);
   return 0;
 }
 
@@ -233,16 +233,9 @@ static int resume_shards(train_run *r, const char **train_shards, const char **v
   tz_train_state *st = &r->st;
   if (r->resume_given_shards) {
     /* recorded for the next resume: absolute, as the prepared ones (from any working directory) */
-    if (r->resume_given_shards & 1) {
-      char *a = abs_list(st->train_shards);
-      free(st->train_shards);
-      *train_shards = o->train_shards = st->train_shards = a;
-    }
-    if (r->resume_given_shards & 2 && st->val_shards) {
-      char *a = abs_list(st->val_shards);
-      free(st->val_shards);
-      *val_shards = o->val_shards = st->val_shards = a;
-    }
+    set_shards(r, r->resume_given_shards & 1 ? abs_list(st->train_shards) : NULL,
+               r->resume_given_shards & 2 && st->val_shards ? abs_list(st->val_shards) : NULL, train_shards,
+               val_shards);
     const char *why = "; an exact resume needs the run's own shards (or leave --train-shards / --val-shards out)";
     /* the given lists must match files (a pattern that matches nothing, a missing path: said
      * as the option's, not as the run's shard gone) */
@@ -262,15 +255,12 @@ static int resume_shards(train_run *r, const char **train_shards, const char **v
                         "shards (a --train-shards run, or a checkpoint from before 2026-12-05); taken as the run's "
                         "(an exact resume needs the same tokens)\n");
     } else {
-      /* (each list's three pointers follow check_given's new string at once: none is left
-       * pointing to the freed one on the next check's failure) */
-      int bad = r->resume_given_shards & 1 &&
-                check_given(&st->train_shards, "--train-shards", st->prep.train_xxh64, st->prep.train_bytes, why);
-      *train_shards = o->train_shards = st->train_shards;
-      if (bad) return -1;
-      bad = r->resume_given_shards & 2 && st->val_shards &&
-            check_given(&st->val_shards, "--val-shards", st->prep.val_xxh64, st->prep.val_bytes, why);
-      *val_shards = o->val_shards = st->val_shards;
+      /* (the pointers follow check_given's new strings before a failure returns: set_shards) */
+      int bad = (r->resume_given_shards & 1 &&
+                 check_given(&st->train_shards, "--train-shards", st->prep.train_xxh64, st->prep.train_bytes, why)) ||
+                (r->resume_given_shards & 2 && st->val_shards &&
+                 check_given(&st->val_shards, "--val-shards", st->prep.val_xxh64, st->prep.val_bytes, why));
+      set_shards(r, NULL, NULL, train_shards, val_shards);
       if (bad) return -1;
     }
   }
@@ -363,7 +353,7 @@ static int vocab_mismatch(const train_run *r, int vocab_given) {
   const tz_train_opts *o = &r->o;
   const tz_shard_bad_id *b = tz_shard_last_bad_id();
   char what[1280];
-  snprintf(what, sizeof what, "%s: token id %d (at position %zu; this shard's largest is %d)", b->path, b->id, b->pos, b->max_id);
+  tz_shard_bad_id_text(what, sizeof what);
   /* GPT-2's shards (llm.c's, tezgah tokenize's) hold its <|endoftext|>, 50256, their largest id */
   const char *g2 = b->max_id == 50256 ? " (gpt2 for GPT-2's ids)" : "";
   if (o->resume)

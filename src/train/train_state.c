@@ -35,6 +35,17 @@ void tz_train_state_free(tz_train_state *st) {
 #define FLOAT_FIELDS(X, o)                                                               \
   X(lr, o) X(min_lr_frac, o) X(beta1, o) X(beta2, o) X(eps, o) X(weight_decay, o) X(grad_clip, o)
 
+#define F32_NAME(f, o) #f,
+const char *const tz_train_opts_f32_names[] = {FLOAT_FIELDS(F32_NAME, o) "skip_loss_z", "skip_norm_z", NULL};
+#undef F32_NAME
+
+/* a 64-bit hash as 16 hex digits (a JSON number holds 53 bits) */
+static void put_hex64(cJSON *p, const char *name, uint64_t v) {
+  char hx[20];
+  snprintf(hx, sizeof hx, "%016" PRIx64, v);
+  cJSON_AddStringToObject(p, name, hx);
+}
+
 cJSON *tz_train_state_to_json(const tz_train_state *st) {
   const tz_train_opts *o = st->opts;
   cJSON *j = cJSON_CreateObject();
@@ -86,20 +97,16 @@ cJSON *tz_train_state_to_json(const tz_train_state *st) {
   cJSON_AddBoolToObject(j, "recompute_active", st->recompute_active);
   if (st->train_shards) cJSON_AddStringToObject(opts, "train_shards", st->train_shards);
   if (st->val_shards) cJSON_AddStringToObject(opts, "val_shards", st->val_shards);
-  if (st->prep.has) { /* 64-bit hashes as 16 hex digits (a JSON number holds 53 bits) */
+  if (st->prep.has) {
     cJSON *p = cJSON_AddObjectToObject(j, "data_prep");
-    char hx[20];
     cJSON_AddStringToObject(p, "corpus", st->prep.corpus);
     cJSON_AddNumberToObject(p, "vocab_size", st->prep.vocab_size);
     cJSON_AddNumberToObject(p, "val_fraction", st->prep.val_fraction); /* a float: exact as a double */
     cJSON_AddStringToObject(p, "tokenizer", st->prep.run_tok ? "run" : "trained");
-    snprintf(hx, sizeof hx, "%016" PRIx64, st->prep.corpus_xxh64);
-    cJSON_AddStringToObject(p, "corpus_xxh64", hx);
-    snprintf(hx, sizeof hx, "%016" PRIx64, st->prep.train_xxh64);
-    cJSON_AddStringToObject(p, "train_xxh64", hx);
+    put_hex64(p, "corpus_xxh64", st->prep.corpus_xxh64);
+    put_hex64(p, "train_xxh64", st->prep.train_xxh64);
     cJSON_AddNumberToObject(p, "train_bytes", (double)st->prep.train_bytes);
-    snprintf(hx, sizeof hx, "%016" PRIx64, st->prep.val_xxh64);
-    cJSON_AddStringToObject(p, "val_xxh64", hx);
+    put_hex64(p, "val_xxh64", st->prep.val_xxh64);
     cJSON_AddNumberToObject(p, "val_bytes", (double)st->prep.val_bytes);
   }
   return j;

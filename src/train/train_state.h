@@ -57,6 +57,10 @@ typedef struct {
 
 void tz_train_state_init(tz_train_state *st, const tz_train_opts *o);
 cJSON *tz_train_state_to_json(const tz_train_state *st);
+/* The names of the training options ("opts") that tz_train_opts keeps as float32 (written as
+ * the doubles of the floats), NULL-terminated: what `tezgah info` prints in their shortest
+ * float form. */
+extern const char *const tz_train_opts_f32_names[];
 /* Restore counters and the recorded options into *o (o->steps is kept when > 0 and larger
  * than the recorded step, so a finished run can be extended). Errors name `where`. */
 int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *st, tz_train_opts *o);
