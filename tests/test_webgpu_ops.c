@@ -3198,7 +3198,14 @@ static void test_act_f16_elem(void **state) {
    * cross-entropy's partial last group), N not a multiple of the norms' 8 rows a workgroup or of
    * the dw / db chunk's two rows an iteration */
   act_f16_case(g, 70, 300, 50, 52, 0, 8, 4);
+  long sw8 = tz_webgpu_swiglu_v8_calls();
   act_f16_case(g, 17, 768, 3001, 3004, 8, 16, 5); /* GPT-2's C; Vp / 4 > 2·256: the cross-entropy's loops */
+  assert_int_equal(tz_webgpu_swiglu_v8_calls(), sw8 + 1); /* F % 8 == 0: swiglu_fwd_v8 (16-byte) ran */
+  /* the same shape on swiglu_fwd_v16 (TEZGAH_WEBGPU_SWIGLU_V8=0), whose 8-byte path it replaces */
+  setenv("TEZGAH_WEBGPU_SWIGLU_V8", "0", 1);
+  act_f16_case(g, 17, 768, 3001, 3004, 8, 16, 8);
+  unsetenv("TEZGAH_WEBGPU_SWIGLU_V8");
+  assert_int_equal(tz_webgpu_swiglu_v8_calls(), sw8 + 1);
   act_f16_case(g, 12, 90, 36, 40, 8, 8, 6);       /* C % 4 = 2: norms, SwiGLU per element; add / GeLU / xent vector */
   /* rope (the llama block's third f16 kernel; test_act_f16_attention has the per-element
    * variant's own cases): rope_v16 with six and eight heads rotated (the four-head loop and its

@@ -546,8 +546,29 @@ void wg_gelu_bwd(tz_backend *be, tz_slice dinp, tz_slice inp, tz_slice dout, siz
   }
   if (g16) wg_grad16_made(c, dinp, n);
 }
+/* swiglu_fwd_v8 (swiglu_v8.wgsl: 16-byte accesses) where it applies: f16 activations with the
+ * vector kernels on (wg_v16_on), TEZGAH_WEBGPU_SWIGLU_V8 != 0 (default 1, read at each call: an
+ * A/B switch for the H200 and the tests), F a multiple of 8, out and gu on 16 bytes in bindings of
+ * their own. Returns 1 when it ran, 0 (nothing dispatched) otherwise. */
+static long swiglu_v8_n;
+long tz_webgpu_swiglu_v8_calls(void) { return swiglu_v8_n; }
+static int swiglu_fwd_v8(wg_ctx *c, tz_slice out, tz_slice gu, int N, int F) {
+  if (!wg_v16_on(c) || !env_int("TEZGAH_WEBGPU_SWIGLU_V8", 1) || F % 8 || out.off % 16 || gu.off % 16 || N <= 0)
+    return 0;
+  size_t nf = (size_t)N * F;
+  wg_arg a8[] = {A(out, nf * 2, "out (f16)"), A(gu, nf * 4, "gu (f16)")};
+  if (!own_bindings(c, a8, 2)) return 0;
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)N, w[9] = (uint32_t)F;
+  uint32_t gx, gy;
+  gridn((nf / 8 + 1023) / 1024, &gx, &gy);
+  wg_run(c, "swiglu_fwd", wg_pipeline(c, "swiglu_v8", "swiglu_fwd_v8", "//defs NG=4\n"), w, 10, a8, 2, gx, gy, 1);
+  swiglu_v8_n++;
+  return 1;
+}
 void wg_swiglu_fwd(tz_backend *be, tz_slice out, tz_slice gu, int N, int F) {
   wg_ctx *c = CTX(be);
+  if (swiglu_fwd_v8(c, out, gu, N, F)) return;
   uint32_t w[24] = {0};
   w[8] = N, w[9] = F;
   wg_arg h, a[] = {out_arg(c, out, (size_t)N * F, &h), wg_aa(c, gu, (size_t)N * 2 * F, "gu")};
