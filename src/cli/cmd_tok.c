@@ -28,6 +28,7 @@
 #include "core/fileio.h"
 #include "core/progress.h"
 #include "data/shard.h"
+#include "model/config_json.h"
 #include "tokenizer/tokenizer.h"
 #include "train/data_prep.h"
 
@@ -330,23 +331,17 @@ int tz_cmd_decode(int argc, char **argv) {
     js = tz_strdup(pos);
     jl = strlen(pos);
   }
-  /* the whole input must be the array: trailing text (other than white space) is an error */
-  const char *end = NULL;
-  cJSON *arr = cJSON_ParseWithLengthOpts(js, jl, &end, 0);
-  if (arr && end) {
-    while (end < js + jl && (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t')) end++;
-    if (end < js + jl && *end) {
-      cJSON_Delete(arr);
-      arr = NULL;
-    }
-  }
-  int rc = 0;
+  /* the whole input must be the array: a syntax error, empty input or text after the value is
+   * one line saying where (tz_json_parse: "decode: the argument:1:7: invalid JSON near ..."), a
+   * valid JSON value other than an array the line below */
+  cJSON *arr = tz_json_parse(js, jl, !pos || !strcmp(pos, "-") ? "decode: stdin" : "decode: the argument");
+  int rc = arr ? 0 : -1;
   int32_t *ids = NULL;
   size_t ni = 0, big_i = SIZE_MAX; /* big_i: the first integer element beyond int32 (out of range) */
   char *big = NULL;                 /* ... as written */
-  if (!arr || !cJSON_IsArray(arr)) {
+  if (!rc && !cJSON_IsArray(arr)) {
     rc = tz_err("decode: the input is not a JSON array of token ids (e.g. [15496, 995])");
-  } else {
+  } else if (!rc) {
     ni = (size_t)cJSON_GetArraySize(arr);
     ids = tz_malloc((ni ? ni : 1) * sizeof *ids);
     size_t i = 0;
