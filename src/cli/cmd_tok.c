@@ -335,13 +335,15 @@ int tz_cmd_decode(int argc, char **argv) {
    * one line saying where (tz_json_parse: "decode: the argument:1:7: invalid JSON near ..."), a
    * valid JSON value other than an array the line below */
   cJSON *arr = tz_json_parse(js, jl, !pos || !strcmp(pos, "-") ? "decode: stdin" : "decode: the argument");
-  int rc = arr ? 0 : -1;
+  int rc = 0;
   int32_t *ids = NULL;
   size_t ni = 0, big_i = SIZE_MAX; /* big_i: the first integer element beyond int32 (out of range) */
   char *big = NULL;                 /* ... as written */
-  if (!rc && !cJSON_IsArray(arr)) {
+  if (!arr) {
+    rc = -1; /* (tz_json_parse said where) */
+  } else if (!cJSON_IsArray(arr)) {
     rc = tz_err("decode: the input is not a JSON array of token ids (e.g. [15496, 995])");
-  } else if (!rc) {
+  } else {
     ni = (size_t)cJSON_GetArraySize(arr);
     ids = tz_malloc((ni ? ni : 1) * sizeof *ids);
     size_t i = 0;
