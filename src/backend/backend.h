@@ -458,6 +458,9 @@ long tz_webgpu_norm_v8_calls(int which);
 /* How many swiglu_fwd calls of this process ran the f16 16-byte kernel (swiglu_v8.wgsl,
  * webgpu_ops_elem.c; TEZGAH_WEBGPU_SWIGLU_V8): for tests, that the path they mean to check ran. */
 long tz_webgpu_swiglu_v8_calls(void);
+/* How many crossentropy row pieces of this process ran the f16 row-in-registers kernel
+ * (crossentropy_r8.wgsl, webgpu_ops_embed_xent_adamw.c; TEZGAH_WEBGPU_XENT_R8): for tests. */
+long tz_webgpu_xent_r8_calls(void);
 /* How many matmul_at_db calls of this process summed the bias in the weight gradient's kernel
  * (webgpu_ops_matmul.c, matmul_sgmm.wgsl DB; split 0: without a split over K, 1: with one): for
  * tests, that the path they mean to check ran. */

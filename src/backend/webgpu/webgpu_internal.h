@@ -368,6 +368,8 @@ void wg_bg_clear(wg_ctx *c);
 /* The bindings wg_run_ex gives a dispatch's arguments (see there); returns their number. */
 int wg_bind_slots(wg_ctx *c, const wg_arg *args, int nargs, int *slot_of, tz_buf **sb, uint64_t *lo,
                   uint64_t *hi);
+/* Whether a standalone kernel's arguments a[0..n) get bindings 1..n in order, none merged. */
+int wg_own_bindings(wg_ctx *c, const wg_arg *a, int n);
 /* Record one dispatch (words[8..nwords): the kernel's parameters; args: at most 8 tensors). */
 void wg_run_ex(wg_ctx *c, const char *label, int pi, uint32_t *words, int nwords, const wg_arg *args, int nargs,
                uint32_t gx, uint32_t gy, uint32_t gz, const wg_arg *atomic_arg, int pi_direct);

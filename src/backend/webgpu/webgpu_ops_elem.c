@@ -97,21 +97,6 @@ void wg_colsum_add(wg_ctx *c, tz_slice dst, tz_slice part, int rows, int cols, i
  * a test can switch it. */
 int wg_colsum_new(void) { return env_int("TEZGAH_WEBGPU_COLSUM", 1) != 0; }
 
-/* Whether a standalone kernel's arguments get bindings 1..n in order, none merged (two arguments
- * in overlapping ranges of one buffer share a binding: the standalone kernels declare fixed
- * bindings and cannot follow such a merge). */
-static int own_bindings(wg_ctx *c, const wg_arg *a, int n) {
-  int slot_of[8];
-  tz_buf *sb[8];
-  uint64_t lo[8], hi[8];
-  TZ_ASSERT(n <= 8);
-  int ns = wg_bind_slots(c, a, n, slot_of, sb, lo, hi);
-  if (ns != n) return 0;
-  for (int i = 0; i < n; i++)
-    if (slot_of[i] != i) return 0;
-  return 1;
-}
-
 /* dst[i] (+)= Σ_{k < rows} part[k*stride + i], i < cols (fp32 dst and part; overwrite: dst =
  * the sum), in one colsum_add_v4 dispatch labelled label: the same sums, in the same order, as
  * elementwise.wgsl's colsum_add, in 16-byte accesses. Returns 0 and dispatches nothing where it
@@ -125,7 +110,7 @@ int wg_colsum_add_v4(wg_ctx *c, const char *label, tz_slice dst, tz_slice part, 
     return 0;
   size_t pn = ((size_t)rows - 1) * stride + cols;
   wg_arg a[] = {A(dst, F4(cols), "out"), A(part, F4(pn), "split-K partials")};
-  if (!own_bindings(c, a, 2)) return 0;
+  if (!wg_own_bindings(c, a, 2)) return 0;
   uint32_t w[24] = {0};
   w[8] = (uint32_t)rows, w[9] = (uint32_t)cols, w[10] = overwrite ? 1 : 0, w[11] = (uint32_t)stride;
   wg_run(c, label, wg_pipeline(c, "colsum_f16", "colsum_add_v4", ""), w, 12, a, 2, (uint32_t)((cols + 1023) / 1024), 1,
@@ -158,7 +143,7 @@ void wg_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N) {
   w[8] = M, w[9] = N, w[10] = chunk, w[11] = N;
   if (h.buf) {
     wg_arg a[] = {A(part, F4((size_t)nch * N), "partials"), A(h, mn * 2, "dout (f16 copy)")};
-    if (x8 && !own_bindings(c, a, 2)) { /* not expected (scratch and dY): the scalar kernel's chunks */
+    if (x8 && !wg_own_bindings(c, a, 2)) { /* not expected (scratch and dY): the scalar kernel's chunks */
       x8 = 0, chunk = CHUNK, nch = (M + chunk - 1) / chunk, w[10] = chunk;
       part = wg_scratch(be, F4((size_t)nch * N)), a[0] = A(part, F4((size_t)nch * N), "partials");
     }
@@ -249,7 +234,6 @@ static int nv8_nk(wg_ctx *c, int C, const size_t *offs, int n) {
   return nk <= 4 ? (int)nk : 0;
 }
 
-static int own_bindings(wg_ctx *c, const wg_arg *a, int n);
 /* Whether an argument outside the written mask wm shares a buffer with a written one (Dawn
  * rejects a buffer bound read-only and writable in one dispatch: the standalone module's
  * read-only bindings then become read_write, "// rw" in module()). */
@@ -266,7 +250,7 @@ static int ro_clash(const wg_arg *a, int n, unsigned wm) {
  * are fixed): the caller then runs the kernels before. */
 static int nv8_run(wg_ctx *c, const char *label, const char *file, const char *entry, int nk, int fuse,
                    const wg_arg *a, int na, unsigned wm, int N, int C, float eps, int R) {
-  if (!own_bindings(c, a, na)) return 0;
+  if (!wg_own_bindings(c, a, na)) return 0;
   char prefix[160];
   snprintf(prefix, sizeof prefix, "//defs NK=%d\nconst NK: u32 = %du;\nconst DWDB = %s;\nconst DW = %s;\n%s", nk, nk,
            fuse ? "true" : "false", fuse ? "true" : "false", ro_clash(a, na, wm) ? "// rw\n" : "");
@@ -557,7 +541,7 @@ static int swiglu_fwd_v8(wg_ctx *c, tz_slice out, tz_slice gu, int N, int F) {
     return 0;
   size_t nf = (size_t)N * F;
   wg_arg a8[] = {A(out, nf * 2, "out (f16)"), A(gu, nf * 4, "gu (f16)")};
-  if (!own_bindings(c, a8, 2)) return 0;
+  if (!wg_own_bindings(c, a8, 2)) return 0;
   uint32_t w[24] = {0};
   w[8] = (uint32_t)N, w[9] = (uint32_t)F;
   uint32_t gx, gy;

@@ -91,11 +91,12 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
   const char *pre = wgsl_src("preamble"), *body = wgsl_src(file);
   TZ_ASSERT(pre && body && c->nmods < MAX_MODULES);
   /* the workgroup reductions (wg_sum, wg_max) where the file uses them: subgroup operations
-   * where offered, else shared memory only */
+   * where offered, else shared memory only (a standalone file that calls them defines their WG,
+   * the workgroup size: crossentropy_r8.wgsl) */
   const char *red = "", *en = "";
   int alone = standalone(body);
   if (alone) pre = "";
-  if (!alone && (strstr(body, "wg_sum(") || strstr(body, "wg_max("))) {
+  if ((strstr(body, "wg_sum(") || strstr(body, "wg_max(")) && !strstr(body, "fn wg_sum(")) {
     red = wgsl_src(c->subgroups ? "reduce_sg" : "reduce_wg");
     if (c->subgroups) en = "enable subgroups;\n";
   }
@@ -428,6 +429,21 @@ int wg_bind_slots(wg_ctx *c, const wg_arg *args, int nargs, int *slot_of, tz_buf
         }
   }
   return ns;
+}
+
+/* Whether a standalone kernel's arguments get bindings 1..n in order, none merged (two arguments
+ * in overlapping ranges of one buffer share a binding: the standalone kernels declare fixed
+ * bindings and cannot follow such a merge). */
+int wg_own_bindings(wg_ctx *c, const wg_arg *a, int n) {
+  int slot_of[MAX_ARGS];
+  tz_buf *sb[MAX_ARGS];
+  uint64_t lo[MAX_ARGS], hi[MAX_ARGS];
+  TZ_ASSERT(n <= MAX_ARGS);
+  int ns = wg_bind_slots(c, a, n, slot_of, sb, lo, hi);
+  if (ns != n) return 0;
+  for (int i = 0; i < n; i++)
+    if (slot_of[i] != i) return 0;
+  return 1;
 }
 
 /* The read-only variant of preamble pipeline pi for this dispatch, or pi. The variant binds
