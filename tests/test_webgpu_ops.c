@@ -3238,14 +3238,19 @@ static void test_act_f16_elem(void **state) {
    * cross-entropy's partial last group), N not a multiple of the norms' 8 rows a workgroup or of
    * the dw / db chunk's two rows an iteration */
   act_f16_case(g, 70, 300, 50, 52, 0, 8, 4);
-  long sw8 = tz_webgpu_swiglu_v8_calls();
+  long sw8 = tz_webgpu_swiglu_v8_calls(), sb8 = tz_webgpu_swiglu_bwd_v8_calls();
   act_f16_case(g, 17, 768, 3001, 3004, 8, 16, 5); /* GPT-2's C; Vp / 4 > 2·256: the cross-entropy's loops */
   assert_int_equal(tz_webgpu_swiglu_v8_calls(), sw8 + 1); /* F % 8 == 0: swiglu_fwd_v8 (16-byte) ran */
-  /* the same shape on swiglu_fwd_v16 (TEZGAH_WEBGPU_SWIGLU_V8=0), whose 8-byte path it replaces */
+  assert_int_equal(tz_webgpu_swiglu_bwd_v8_calls(), sb8 + 1); /* and swiglu_bwd_v8 */
+  /* the same shape on swiglu_fwd_v16 / ffn_swiglu_backward_v16 (TEZGAH_WEBGPU_SWIGLU_V8=0,
+   * TEZGAH_WEBGPU_SWIGLU_BWD_V8=0), whose 8-byte paths they replace */
   setenv("TEZGAH_WEBGPU_SWIGLU_V8", "0", 1);
+  setenv("TEZGAH_WEBGPU_SWIGLU_BWD_V8", "0", 1);
   act_f16_case(g, 17, 768, 3001, 3004, 8, 16, 8);
   unsetenv("TEZGAH_WEBGPU_SWIGLU_V8");
+  unsetenv("TEZGAH_WEBGPU_SWIGLU_BWD_V8");
   assert_int_equal(tz_webgpu_swiglu_v8_calls(), sw8 + 1);
+  assert_int_equal(tz_webgpu_swiglu_bwd_v8_calls(), sb8 + 1);
   act_f16_case(g, 12, 90, 36, 40, 8, 8, 6);       /* C % 4 = 2: norms, SwiGLU per element; add / GeLU / xent vector */
   /* the cross-entropy with the row in registers (TEZGAH_WEBGPU_XENT_R8=1) where the adapter has
    * subgroup operations: one group of eight a thread (Vp 2048 = V), two with a partial last group

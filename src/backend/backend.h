@@ -458,6 +458,8 @@ long tz_webgpu_norm_v8_calls(int which);
 /* How many swiglu_fwd calls of this process ran the f16 16-byte kernel (swiglu_v8.wgsl,
  * webgpu_ops_elem.c; TEZGAH_WEBGPU_SWIGLU_V8): for tests, that the path they mean to check ran. */
 long tz_webgpu_swiglu_v8_calls(void);
+/* The same for swiglu_bwd (swiglu_v8.wgsl's swiglu_bwd_v8; TEZGAH_WEBGPU_SWIGLU_BWD_V8). */
+long tz_webgpu_swiglu_bwd_v8_calls(void);
 /* How many crossentropy row pieces of this process ran the f16 row-in-registers kernel
  * (crossentropy_r8.wgsl, webgpu_ops_embed_xent_adamw.c; TEZGAH_WEBGPU_XENT_R8): for tests. */
 long tz_webgpu_xent_r8_calls(void);

@@ -546,8 +546,32 @@ static int swiglu_fwd_v8(wg_ctx *c, tz_slice out, tz_slice gu, int N, int F) {
   w[8] = (uint32_t)N, w[9] = (uint32_t)F;
   uint32_t gx, gy;
   gridn((nf / 8 + 1023) / 1024, &gx, &gy);
-  wg_run(c, "swiglu_fwd", wg_pipeline(c, "swiglu_v8", "swiglu_fwd_v8", "//defs NG=4\n"), w, 10, a8, 2, gx, gy, 1);
+  const char *pre = ro_clash(a8, 2, 1u) ? "//defs NG=4\n// rw\n" : "//defs NG=4\n";
+  wg_run(c, "swiglu_fwd", wg_pipeline(c, "swiglu_v8", "swiglu_fwd_v8", pre), w, 10, a8, 2, gx, gy, 1);
   swiglu_v8_n++;
+  return 1;
+}
+/* swiglu_bwd_v8 (swiglu_v8.wgsl: 16-byte accesses) where it applies: as swiglu_fwd_v8, with
+ * TEZGAH_WEBGPU_SWIGLU_BWD_V8 (default 1, read at each call) and dgu, gu, dout on 16 bytes in
+ * bindings of their own. The H200's llama default runs SwiGLU's backward in the dY·W matmul's
+ * epilogue instead (wg_matmul_dswiglu); this is the path without it (TEZGAH_WEBGPU_SWIGLU_EPI=0,
+ * adapters without subgroup matrices). Returns 1 when it ran, 0 (nothing dispatched) otherwise. */
+static long swiglu_bwd_v8_n;
+long tz_webgpu_swiglu_bwd_v8_calls(void) { return swiglu_bwd_v8_n; }
+static int swiglu_bwd_v8(wg_ctx *c, tz_slice dgu, tz_slice dout, tz_slice gu, int N, int F) {
+  if (!wg_v16_on(c) || !env_int("TEZGAH_WEBGPU_SWIGLU_BWD_V8", 1) || F % 8 || dgu.off % 16 || gu.off % 16 ||
+      dout.off % 16 || N <= 0)
+    return 0;
+  size_t nf = (size_t)N * F;
+  wg_arg a8[] = {A(dgu, nf * 4, "dgu (f16)"), A(gu, nf * 4, "gu (f16)"), A(dout, nf * 2, "dout (f16)")};
+  if (!wg_own_bindings(c, a8, 3)) return 0;
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)N, w[9] = (uint32_t)F;
+  uint32_t gx, gy;
+  gridn((nf / 8 + 1023) / 1024, &gx, &gy);
+  const char *pre = ro_clash(a8, 3, 1u) ? "//defs NG=4\n// rw\n" : "//defs NG=4\n";
+  wg_run(c, "swiglu_bwd", wg_pipeline(c, "swiglu_v8", "swiglu_bwd_v8", pre), w, 10, a8, 3, gx, gy, 1);
+  swiglu_bwd_v8_n++;
   return 1;
 }
 void wg_swiglu_fwd(tz_backend *be, tz_slice out, tz_slice gu, int N, int F) {
@@ -570,6 +594,7 @@ void wg_swiglu_fwd(tz_backend *be, tz_slice out, tz_slice gu, int N, int F) {
 }
 void wg_swiglu_bwd(tz_backend *be, tz_slice dgu, tz_slice dout, tz_slice gu, int N, int F) {
   wg_ctx *c = CTX(be);
+  if (swiglu_bwd_v8(c, dgu, dout, gu, N, F)) return;
   uint32_t w[24] = {0};
   w[8] = N, w[9] = F;
   wg_arg a[] = {wg_aa(c, dgu, (size_t)N * 2 * F, "dgu"), wg_aa(c, gu, (size_t)N * 2 * F, "gu"),
