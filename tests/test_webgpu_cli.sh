@@ -2,6 +2,8 @@
 # The WebGPU backend through the CLI:
 #  1. a missing Dawn library (TEZGAH_WEBGPU_LIB=/nonexistent) makes `tezgah train --backend
 #     webgpu` fail with exit code ≠ 0 and exactly one clear error line;
+#     1b. with Dawn but no Vulkan driver (VK_ICD_FILENAMES=/nonexistent.json), one line too (the
+#     loader's and Dawn's lines come back with TEZGAH_WEBGPU_VERBOSE=1);
 #  2. the CPU backend of the same build still trains;
 #  3. with Dawn and an adapter (lavapipe in CI): `train --backend webgpu --profile` prints the
 #     per-kernel table and the peak device memory (≥ 16 bytes per parameter); `--profile`
@@ -35,6 +37,29 @@ if [[ $rc -ne 0 && $lines -eq 1 ]] && grep -q '^tezgah: error: webgpu: .*nonexis
   ok "missing library: exit $rc, '$(grep -v '^data:' err.txt)'"
 else
   fail "missing library: exit $rc, stderr:"; cat err.txt
+fi
+
+# ---- 1b. Dawn loads but the Vulkan loader finds no driver (VK_ICD_FILENAMES=/nonexistent.json):
+# one error line too (the loader's and Dawn's own lines are held back, open_adapter), and they
+# come back with TEZGAH_WEBGPU_VERBOSE=1 ----
+if "$tz" info 2>/dev/null | grep -q 'library: '; then
+  VK_ICD_FILENAMES=/nonexistent.json "$tz" train "${tiny[@]}" --backend webgpu --run-dir runs/nodrv >out.txt 2>err.txt
+  rc=$?
+  lines=$(grep -vc '^data:' err.txt)
+  if [[ $rc -ne 0 && $lines -eq 1 ]] && grep -q '^tezgah: error: webgpu: no WebGPU adapter.*TEZGAH_WEBGPU_VERBOSE=1' err.txt; then
+    ok "no Vulkan driver: exit $rc, one line"
+  else
+    fail "no Vulkan driver: exit $rc, $lines lines on stderr:"; cat err.txt
+  fi
+  VK_ICD_FILENAMES=/nonexistent.json TEZGAH_WEBGPU_VERBOSE=1 "$tz" train "${tiny[@]}" --backend webgpu \
+    --run-dir runs/nodrv2 >out.txt 2>err.txt
+  if [[ $(grep -vc '^data:' err.txt) -gt 1 ]] && grep -q '^tezgah: error: webgpu: no WebGPU adapter' err.txt; then
+    ok "no Vulkan driver, TEZGAH_WEBGPU_VERBOSE=1: the held lines shown ($(grep -vc '^data:' err.txt) lines)"
+  else
+    fail "no Vulkan driver, TEZGAH_WEBGPU_VERBOSE=1: stderr:"; cat err.txt
+  fi
+else
+  echo "SKIPPED: 1b (no Dawn library loads here)"
 fi
 
 # ---- 2. the CPU backend of the same build ----

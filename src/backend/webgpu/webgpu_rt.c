@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/webgpu/webgpu_internal.h"
 #include "backend/webgpu/sgmat.h"
@@ -156,11 +157,55 @@ static void wg_destroy(tz_backend *be) {
 }
 
 
+/* Standard error (file descriptor 2) held in a temporary file while the Vulkan loader and Dawn
+ * look for an adapter. Why: where there is none they print several lines to stderr (the loader's
+ * "Found no drivers!", Dawn's VK_ERROR_INCOMPATIBLE_DRIVER with its source line) before our
+ * one-line error. release_stderr replays them (replay != 0: an adapter was found, or
+ * TEZGAH_WEBGPU_VERBOSE=1) or drops them; returns the bytes held. No hold where a temporary
+ * file or the descriptors cannot be had (and not in the browser build). */
+typedef struct {
+  int saved;
+  FILE *tmp;
+} err_hold;
+static void hold_stderr(err_hold *h) {
+  h->saved = -1, h->tmp = NULL;
+#ifndef __EMSCRIPTEN__
+  fflush(stderr);
+  if (!(h->tmp = tmpfile())) return;
+  if ((h->saved = dup(2)) < 0 || dup2(fileno(h->tmp), 2) < 0) {
+    if (h->saved >= 0) close(h->saved);
+    fclose(h->tmp);
+    h->tmp = NULL, h->saved = -1;
+  }
+#endif
+}
+static long release_stderr(err_hold *h, int replay) {
+  if (!h->tmp) return 0;
+  fflush(stderr);
+  dup2(h->saved, 2);
+  close(h->saved);
+  long n = ftell(h->tmp);
+  if (replay && n > 0) {
+    rewind(h->tmp);
+    char buf[4096];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, h->tmp)) > 0) fwrite(buf, 1, k, stderr);
+    fflush(stderr);
+  }
+  fclose(h->tmp);
+  return n > 0 ? n : 0;
+}
+
 /* Instance + adapter (no device). 0 or -1 with tz_err. */
 static int open_adapter(wg_ctx *c) {
   if (tz_wgpu_load() != 0) return -1;
+  err_hold eh;
+  hold_stderr(&eh);
   c->inst = tz_wgpu_create_instance(); /* timed WaitAny, in the loaded build's layout */
-  if (!c->inst) return tz_err("webgpu: %s: wgpuCreateInstance failed", tz_wgpu_lib_path());
+  if (!c->inst) {
+    release_stderr(&eh, 1);
+    return tz_err("webgpu: %s: wgpuCreateInstance failed", tz_wgpu_lib_path());
+  }
   /* the node Dawn's toggles for ShaderF16 and subgroup matrices (TEZGAH_WEBGPU_ADAPTER_TOGGLES
    * replaces them): tz_wgpu_adapter_options */
   static tz_wgpu_toggles tg;
@@ -169,10 +214,15 @@ static int open_adapter(wg_ctx *c) {
   tz_wgpu_req r = {0};
   WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, tz_wgpu_on_adapter, &r, NULL};
   WGPUFuture f = W.wgpuInstanceRequestAdapter(c->inst, &o, ci);
-  if (wg_wait_future(c, f) != 0 || r.status != WGPURequestAdapterStatus_Success || !r.handle)
+  if (wg_wait_future(c, f) != 0 || r.status != WGPURequestAdapterStatus_Success || !r.handle) {
+    long held = release_stderr(&eh, env_int("TEZGAH_WEBGPU_VERBOSE", 0) != 0);
     return tz_err("webgpu: no WebGPU adapter (Vulkan) found%s%s; on a machine without a GPU install "
-                  "lavapipe (scripts/setup_webgpu.sh)",
-                  r.msg[0] ? ": " : "", r.msg);
+                  "lavapipe (scripts/setup_webgpu.sh)%s",
+                  r.msg[0] ? ": " : "", r.msg,
+                  held && !env_int("TEZGAH_WEBGPU_VERBOSE", 0) ? " (TEZGAH_WEBGPU_VERBOSE=1: the Vulkan loader's "
+                                                                  "and Dawn's messages)" : "");
+  }
+  release_stderr(&eh, 1);
   c->adapter = r.handle;
   W.wgpuAdapterGetInfo(c->adapter, &c->info);
   memset(&c->lim, 0, sizeof c->lim);
