@@ -4,6 +4,7 @@
  * Everything that picks or configures the adapter and device lives here, in one place, so a
  * change of Dawn or of the device setup touches this file only. The execution model is described
  * in webgpu_internal.h. */
+#define _POSIX_C_SOURCE 200809L /* dup, dup2, fileno (release_stderr) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
