@@ -163,14 +163,14 @@ static void wg_destroy(tz_backend *be) {
  * "Found no drivers!", Dawn's VK_ERROR_INCOMPATIBLE_DRIVER with its source line) before our
  * one-line error. release_stderr replays them (replay != 0: an adapter was found, or
  * TEZGAH_WEBGPU_VERBOSE=1) or drops them; returns the bytes held. No hold where a temporary
- * file or the descriptors cannot be had (and not in the browser build). */
+ * file or the descriptors cannot be had (and not in the wasm build). */
 typedef struct {
   int saved;
   FILE *tmp;
 } err_hold;
 static void hold_stderr(err_hold *h) {
   h->saved = -1, h->tmp = NULL;
-#ifndef __EMSCRIPTEN__
+#ifndef __wasi__ /* (the browser build: no dup, no tmpfile) */
   fflush(stderr);
   if (!(h->tmp = tmpfile())) return;
   if ((h->saved = dup(2)) < 0 || dup2(fileno(h->tmp), 2) < 0) {
@@ -181,6 +181,10 @@ static void hold_stderr(err_hold *h) {
 #endif
 }
 static long release_stderr(err_hold *h, int replay) {
+#ifdef __wasi__
+  (void)h, (void)replay;
+  return 0;
+#else
   if (!h->tmp) return 0;
   fflush(stderr);
   dup2(h->saved, 2);
@@ -195,6 +199,7 @@ static long release_stderr(err_hold *h, int replay) {
   }
   fclose(h->tmp);
   return n > 0 ? n : 0;
+#endif
 }
 
 /* Instance + adapter (no device). 0 or -1 with tz_err. */
