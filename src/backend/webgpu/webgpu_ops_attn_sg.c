@@ -146,8 +146,8 @@ static size_t sg_smem_st(int bwd, int nsg, uint32_t lanes, int hd, int kpad, int
  * 0.885 at 4 subgroups but 0.476 at 2 (sg_nsg_pref); GPT-2 124M f16 B16 T1024 151,938 -> 155,156
  * tokens/s with both written out at 4 subgroups, the same losses over 10 steps. */
 static int sg_wo(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_WO", 1) != 0; }
-/* A staged kernel's preferred subgroups per workgroup (2 or 4; sg_nsg_st falls back to 2 where 4
- * does not fit): TEZGAH_WEBGPU_ATTN_SG_FWD_NSG=2|4 the forward's, TEZGAH_WEBGPU_ATTN_SG_NSG=2|4
+/* A staged kernel's preferred subgroups per workgroup (2 or 4, or 1 below; sg_nsg_st falls back to
+ * 2 where 4 does not fit): TEZGAH_WEBGPU_ATTN_SG_FWD_NSG=1|2|4 the forward's, TEZGAH_WEBGPU_ATTN_SG_NSG=2|4
  * both kernels' (the forward's where FWD_NSG is unset); unset: 2 for the written-out forward
  * (wo_fwd: 0.476 ms vs 0.885 at 4 on the H200, the 07:35 call above: half the rows per
  * workgroup, twice the workgroups), else 4 (the dK/dV: 1.303 ms at 4 vs 2.025 at 2, and its dq
@@ -155,6 +155,11 @@ static int sg_wo(void) { return env_int("TEZGAH_WEBGPU_ATTN_SG_WO", 1) != 0; }
  * scripts/device_wgatt4.sh's oldf2 row). */
 static int sg_nsg_pref(int bwd, int wo_fwd) {
   int f = bwd ? 0 : env_int("TEZGAH_WEBGPU_ATTN_SG_FWD_NSG", 0), n = env_int("TEZGAH_WEBGPU_ATTN_SG_NSG", 0);
+  /* FWD_NSG=1 (the written-out forward only; not measured, an A/B for the H200): one subgroup,
+   * 16 query rows and 16-key tiles a workgroup. Why try it: 2 subgroups ran the forward in 0.476
+   * ms a layer where 4 took 0.885 (above: the fewer rows a workgroup, the faster so far), and a
+   * workgroup of one subgroup makes its four barriers a tile subgroup-wide */
+  if (f == 1 && wo_fwd) return 1;
   if (f) return f == 2 ? 2 : 4;
   if (n) return n == 2 ? 2 : 4;
   return wo_fwd ? 2 : 4;
@@ -172,7 +177,7 @@ static int sg_nsg_st(wg_ctx *c, int bwd, int pref, int hd, int *kpad, int *vst, 
   int n = pref, v0 = bwd && env_int("TEZGAH_WEBGPU_ATTN_SG_VST", 1) != 0 && !sg_wo();
   int d0 = bwd && env_int("TEZGAH_WEBGPU_ATTN_SG_DB", 1) != 0;
   uint32_t lanes = sg_lanes(c);
-  for (; n >= 2; n /= 2)
+  for (; n >= (pref == 1 ? 1 : 2); n /= 2)
     for (int k = 1; k >= 0; k--)
       for (int d = d0; d >= 0; d--)
         for (int v = v0; v >= 0; v--)
