@@ -1837,6 +1837,11 @@ static void test_attention_sgmat(void **state) {
       p += strspn(p, " ;");
     }
     if (g != gpu) g->destroy(g);
+    /* TEZGAH_WEBGPU_ATTN_SG_KVDB=1 (an A/B form): the cases must have run it */
+    if (env_flag("TEZGAH_WEBGPU_ATTN_SG_KVDB") && tz_webgpu_attn_kvdb_calls() == 0) {
+      print_error("TEZGAH_WEBGPU_ATTN_SG_KVDB=1 but no forward ran the double-buffered K / V tiles\n");
+      fail();
+    }
   } else if (act && *act) {
     print_error("TZ_TEST_SG_ACT needs TZ_TEST_SG_CASE\n");
     fail();
