@@ -1837,9 +1837,13 @@ static void test_attention_sgmat(void **state) {
       p += strspn(p, " ;");
     }
     if (g != gpu) g->destroy(g);
-    /* TEZGAH_WEBGPU_ATTN_SG_KVDB=1 (an A/B form): the cases must have run it */
+    /* TEZGAH_WEBGPU_ATTN_SG_KVDB=1, _EWO=1 (A/B forms): the cases must have run them */
     if (env_flag("TEZGAH_WEBGPU_ATTN_SG_KVDB") && tz_webgpu_attn_kvdb_calls() == 0) {
       print_error("TEZGAH_WEBGPU_ATTN_SG_KVDB=1 but no forward ran the double-buffered K / V tiles\n");
+      fail();
+    }
+    if (env_flag("TEZGAH_WEBGPU_ATTN_SG_EWO") && tz_webgpu_attn_ewo_calls() == 0) {
+      print_error("TEZGAH_WEBGPU_ATTN_SG_EWO=1 but no forward ran the written-out softmax\n");
       fail();
     }
   } else if (act && *act) {

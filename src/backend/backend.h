@@ -454,6 +454,8 @@ long tz_webgpu_attn_nopack_calls(int bwd);
 /* How many subgroup-matrix attention forwards of this process ran the written-out kernel with
  * its K and V tiles double-buffered (fa_sg_fwd_wo.wgsl KVDB, TEZGAH_WEBGPU_ATTN_SG_KVDB): tests. */
 long tz_webgpu_attn_kvdb_calls(void);
+/* The same for EWO (the softmax's entries written out, TEZGAH_WEBGPU_ATTN_SG_EWO): tests. */
+long tz_webgpu_attn_ewo_calls(void);
 /* How many norm calls of this process ran the f16 16-byte kernels (layernorm_v8 / rmsnorm_v8,
  * webgpu_ops_elem.c; which 0: forwards, 1: backwards, 2: backwards with the weight gradients fused
  * into the row pass): for tests, that the path they mean to check ran. */

@@ -462,6 +462,8 @@ static size_t al256(size_t x) { return (x + 255) / 256 * 256; }
  * bindings do not work out (sg_binds_ok: e.g. qkv in a buffer the kernel writes). */
 static long sg_kvdb_calls; /* the written-out forwards built with KVDB (double-buffered K / V) */
 long tz_webgpu_attn_kvdb_calls(void) { return sg_kvdb_calls; }
+static long sg_ewo_calls; /* ... and with EWO (the softmax's entries written out) */
+long tz_webgpu_attn_ewo_calls(void) { return sg_ewo_calls; }
 static long sg_np_calls[2]; /* the calls that ran the no-pack path: forwards, backwards */
 long tz_webgpu_attn_nopack_calls(int bwd) { return sg_np_calls[bwd != 0]; }
 static int sg_nopack(wg_ctx *c, int T, tz_slice q, tz_slice k, tz_slice v, tz_slice dout, int B, int C, int ckv,
@@ -600,9 +602,13 @@ int wg_attn_sg_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_sl
     int kvdb = env_int("TEZGAH_WEBGPU_ATTN_SG_KVDB", 0) != 0 &&
                sg_smem_st(0, nsg, sg_lanes(c), hd, kpad, 0, 0) + 3 * tile <= c->lim.maxComputeWorkgroupStorageSize;
     sg_kvdb_calls += kvdb;
+    /* EWO (TEZGAH_WEBGPU_ATTN_SG_EWO=1, opt-in until measured): the softmax's entries written
+     * out, CPL = BC / (lanes / 16) of them a lane */
+    int ewo = env_int("TEZGAH_WEBGPU_ATTN_SG_EWO", 0) != 0, cpl = 16 * nsg / ((int)sg_lanes(c) / 16);
+    sg_ewo_calls += ewo;
     snprintf(pre + pl, sizeof pre - pl,
-             "const QRS: u32 = %du;\nconst KRS: u32 = %du;\n//defs NQ=%d NC=%d NV=%d KVDB=%d\n", np ? qs : nh * hd,
-             np ? kvs : nkv * hd, hd / 16, nsg, 2 * hd / (int)sg_lanes(c), kvdb);
+             "const QRS: u32 = %du;\nconst KRS: u32 = %du;\n//defs NQ=%d NC=%d NV=%d KVDB=%d EWO=%d CPL=%d\n",
+             np ? qs : nh * hd, np ? kvs : nkv * hd, hd / 16, nsg, 2 * hd / (int)sg_lanes(c), kvdb, ewo, cpl);
   }
   uint32_t w[24] = {0};
   int ord = env_int("TEZGAH_WEBGPU_ATTN_ORDER", 1) != 0;

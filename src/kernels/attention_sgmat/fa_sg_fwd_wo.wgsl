@@ -18,7 +18,11 @@
 // and F32L are ignored: this file is the LAZY form on f16 operands), and QRS, KRS (u32: the row
 // strides of q and of k, v in halves, multiples of 8); `//defs` line: NQ (HD / 16), NC (BC / 16 =
 // NSG), NV (16-byte prefetch registers per thread and tile, BC · HD / 8 / NT), KVDB (1: the K
-// and V tiles double-buffered, TEZGAH_WEBGPU_ATTN_SG_KVDB; 0: one buffer, K then V).
+// and V tiles double-buffered, TEZGAH_WEBGPU_ATTN_SG_KVDB; 0: one buffer, K then V), EWO and
+// CPL (EWO 1, TEZGAH_WEBGPU_ATTN_SG_EWO: the softmax's CPL entries a lane written out, each read
+// from s_ once into a register for both passes, with constant indices; 0: the two loops, which
+// NVIDIA's driver does not unroll, each reading s_ and recomputing the column; CPL = BC / LPR).
+// EWO's results are KVDB 0's bit for bit too (the same operations in the same order).
 // KVDB (an A/B for the H200, not measured): kv_ holds two K and two V tiles; the next tile's K
 // and V are loaded into registers at the top of a tile and stored into the other buffers at its
 // end, whose last readers (the previous tile's S and P·V) passed this tile's first barrier, so a
@@ -210,10 +214,19 @@ fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     }
 //#endif
     var mt = NEG;
+//#if EWO
+    // (EWO: the lane's CPL entries written out, each read from s_ once and kept in a register)
+//#for i in CPL
+    let cc{i} = cb + cs * (({i}u + rot) % CPL);
+    let sx{i} = select(s_[r * SLD + cc{i}] * sc, NEG, j0 + cc{i} > t || j0 + cc{i} >= T);
+    mt = max(mt, sx{i});
+//#endfor
+//#else
     for (var i = 0u; i < CPL; i++) {
       let k = j0 + cb + cs * ((i + rot) % CPL);
       mt = max(mt, select(s_[r * SLD + cb + cs * ((i + rot) % CPL)] * sc, NEG, k > t || k >= T));
     }
+//#endif
     var mn = max(m, row_max(mt, lid));
     if (mn <= m + LTH) {
       mn = m; // keep the reference: P ≤ e^LTH
@@ -223,12 +236,20 @@ fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
       rs_ = 1u; // o holds rows to rescale (before the first tile it is zero: nothing to do)
     }
     var st = 0.0;
+//#if EWO
+//#for i in CPL
+    let ex{i} = exp(sx{i} - mn);
+    st += ex{i};
+    p_[r * PLD + cc{i}] = f16(ex{i});
+//#endfor
+//#else
     for (var i = 0u; i < CPL; i++) {
       let k = j0 + cb + cs * ((i + rot) % CPL);
       let pv = exp(select(s_[r * SLD + cb + cs * ((i + rot) % CPL)] * sc, NEG, k > t || k >= T) - mn);
       st += pv;
       p_[r * PLD + cb + cs * ((i + rot) % CPL)] = f16(pv);
     }
+//#endif
     l = l * corr + st;
     m = mn;
     // a barrier (p_ and V visible, s_ read), then rs_ read alike by every invocation
