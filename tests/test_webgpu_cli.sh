@@ -29,28 +29,30 @@ export OMP_NUM_THREADS=2
 tiny=(--data "$corpus" --vocab-size 320 --n-layer 1 --d-model 32 -B 2 -T 16 --steps 3 --val-every 0
   --sample-tokens 0 --log-every 1)
 
+# A webgpu training run that must fail with exactly one error line (beside data: lines) matching
+# a pattern: one_line_fail LABEL PATTERN RUN [VAR=VALUE ...] (the variables set for the run)
+one_line_fail() {
+  local label=$1 pat=$2 run=$3 rc lines
+  shift 3
+  env "$@" "$tz" train "${tiny[@]}" --backend webgpu --run-dir "runs/$run" >out.txt 2>err.txt
+  rc=$?
+  lines=$(grep -vc '^data:' err.txt)
+  if [[ $rc -ne 0 && $lines -eq 1 ]] && grep -q "$pat" err.txt; then
+    ok "$label: exit $rc, '$(grep -v '^data:' err.txt)'"
+  else
+    fail "$label: exit $rc, $lines lines on stderr:"; cat err.txt
+  fi
+}
+
 # ---- 1. no Dawn library ----
-TEZGAH_WEBGPU_LIB=/nonexistent "$tz" train "${tiny[@]}" --backend webgpu --run-dir runs/nolib >out.txt 2>err.txt
-rc=$?
-lines=$(grep -vc '^data:' err.txt)
-if [[ $rc -ne 0 && $lines -eq 1 ]] && grep -q '^tezgah: error: webgpu: .*nonexistent' err.txt; then
-  ok "missing library: exit $rc, '$(grep -v '^data:' err.txt)'"
-else
-  fail "missing library: exit $rc, stderr:"; cat err.txt
-fi
+one_line_fail "missing library" '^tezgah: error: webgpu: .*nonexistent' nolib TEZGAH_WEBGPU_LIB=/nonexistent
 
 # ---- 1b. Dawn loads but the Vulkan loader finds no driver (VK_ICD_FILENAMES=/nonexistent.json):
 # one error line too (the loader's and Dawn's own lines are held back, open_adapter), and they
 # come back with TEZGAH_WEBGPU_VERBOSE=1 ----
 if "$tz" info 2>/dev/null | grep -q 'library: '; then
-  VK_ICD_FILENAMES=/nonexistent.json "$tz" train "${tiny[@]}" --backend webgpu --run-dir runs/nodrv >out.txt 2>err.txt
-  rc=$?
-  lines=$(grep -vc '^data:' err.txt)
-  if [[ $rc -ne 0 && $lines -eq 1 ]] && grep -q '^tezgah: error: webgpu: no WebGPU adapter.*TEZGAH_WEBGPU_VERBOSE=1' err.txt; then
-    ok "no Vulkan driver: exit $rc, one line"
-  else
-    fail "no Vulkan driver: exit $rc, $lines lines on stderr:"; cat err.txt
-  fi
+  one_line_fail "no Vulkan driver" '^tezgah: error: webgpu: no WebGPU adapter.*TEZGAH_WEBGPU_VERBOSE=1' nodrv \
+    VK_ICD_FILENAMES=/nonexistent.json
   VK_ICD_FILENAMES=/nonexistent.json TEZGAH_WEBGPU_VERBOSE=1 "$tz" train "${tiny[@]}" --backend webgpu \
     --run-dir runs/nodrv2 >out.txt 2>err.txt
   if [[ $(grep -vc '^data:' err.txt) -gt 1 ]] && grep -q '^tezgah: error: webgpu: no WebGPU adapter' err.txt; then

@@ -534,6 +534,18 @@ void wg_gelu_bwd(tz_backend *be, tz_slice dinp, tz_slice inp, tz_slice dout, siz
  * vector kernels on (wg_v16_on), TEZGAH_WEBGPU_SWIGLU_V8 != 0 (default 1, read at each call: an
  * A/B switch for the H200 and the tests), F a multiple of 8, out and gu on 16 bytes in bindings of
  * their own. Returns 1 when it ran, 0 (nothing dispatched) otherwise. */
+/* One swiglu_v8.wgsl dispatch (entry, labelled label) over N × F outputs, argument 0 written: 0
+ * and nothing dispatched where an argument would share a binding */
+static int swiglu_v8_run(wg_ctx *c, const char *label, const char *entry, const wg_arg *a8, int na, int N, int F) {
+  if (!wg_own_bindings(c, a8, na)) return 0;
+  uint32_t w[24] = {0};
+  w[8] = (uint32_t)N, w[9] = (uint32_t)F;
+  uint32_t gx, gy;
+  gridn(((size_t)N * F / 8 + 1023) / 1024, &gx, &gy);
+  const char *pre = ro_clash(a8, na, 1u) ? "//defs NG=4\n// rw\n" : "//defs NG=4\n";
+  wg_run(c, label, wg_pipeline(c, "swiglu_v8", entry, pre), w, 10, a8, na, gx, gy, 1);
+  return 1;
+}
 static long swiglu_v8_n;
 long tz_webgpu_swiglu_v8_calls(void) { return swiglu_v8_n; }
 static int swiglu_fwd_v8(wg_ctx *c, tz_slice out, tz_slice gu, int N, int F) {
@@ -541,13 +553,7 @@ static int swiglu_fwd_v8(wg_ctx *c, tz_slice out, tz_slice gu, int N, int F) {
     return 0;
   size_t nf = (size_t)N * F;
   wg_arg a8[] = {A(out, nf * 2, "out (f16)"), A(gu, nf * 4, "gu (f16)")};
-  if (!wg_own_bindings(c, a8, 2)) return 0;
-  uint32_t w[24] = {0};
-  w[8] = (uint32_t)N, w[9] = (uint32_t)F;
-  uint32_t gx, gy;
-  gridn((nf / 8 + 1023) / 1024, &gx, &gy);
-  const char *pre = ro_clash(a8, 2, 1u) ? "//defs NG=4\n// rw\n" : "//defs NG=4\n";
-  wg_run(c, "swiglu_fwd", wg_pipeline(c, "swiglu_v8", "swiglu_fwd_v8", pre), w, 10, a8, 2, gx, gy, 1);
+  if (!swiglu_v8_run(c, "swiglu_fwd", "swiglu_fwd_v8", a8, 2, N, F)) return 0;
   swiglu_v8_n++;
   return 1;
 }
@@ -564,13 +570,7 @@ static int swiglu_bwd_v8(wg_ctx *c, tz_slice dgu, tz_slice dout, tz_slice gu, in
     return 0;
   size_t nf = (size_t)N * F;
   wg_arg a8[] = {A(dgu, nf * 4, "dgu (f16)"), A(gu, nf * 4, "gu (f16)"), A(dout, nf * 2, "dout (f16)")};
-  if (!wg_own_bindings(c, a8, 3)) return 0;
-  uint32_t w[24] = {0};
-  w[8] = (uint32_t)N, w[9] = (uint32_t)F;
-  uint32_t gx, gy;
-  gridn((nf / 8 + 1023) / 1024, &gx, &gy);
-  const char *pre = ro_clash(a8, 3, 1u) ? "//defs NG=4\n// rw\n" : "//defs NG=4\n";
-  wg_run(c, "swiglu_bwd", wg_pipeline(c, "swiglu_v8", "swiglu_bwd_v8", pre), w, 10, a8, 3, gx, gy, 1);
+  if (!swiglu_v8_run(c, "swiglu_bwd", "swiglu_bwd_v8", a8, 3, N, F)) return 0;
   swiglu_bwd_v8_n++;
   return 1;
 }
