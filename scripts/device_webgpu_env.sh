@@ -30,7 +30,11 @@
 #                      tokens/s, and a result line (rc, tokens/s, peak memory, the first error)
 #   f16_tests          the f16-activation tests on the real builtins: test_webgpu_ops'
 #                      test_act_f16* and test_attention_sgmat (subgroup matrices required),
-#                      test_webgpu_train's act16 and llama cases; a result line each
+#                      test_webgpu_train's act16 and llama cases; a result line each. With
+#                      SG_VARIANTS ("VAR=VALUE ...;VAR=VALUE ...": sets of switches, ';' between
+#                      sets) also test_attention_sgmat's f16 cases (SG_CASES, default GQA 4/2 at
+#                      T 70 and GPT-2's 12 heads at T 1024) under each set, e.g. the written-out
+#                      forward's A/B forms TEZGAH_WEBGPU_ATTN_SG_KVDB=1, _EWO=1, _FWD_NSG=1
 #   median_tps FILE    a metrics.jsonl's median tok_per_s of steps 6.. ("nan" without any)
 #   torch_peers        the peers, PyTorch bf16 eager (DIR/data/torch_gpt.py, 8 steps, B16 T1024):
 #                      TG (GPT-2 124M) and TL (the llama shape) their tokens/s, "nan" without the
@@ -119,6 +123,16 @@ f16_tests() {
     TZ_TEST_FILTER=$f timeout 90 "$dir/bin/test_webgpu_train" >"$out/t_train.log" 2>&1
     say "test_webgpu_train $f rc $?: $(grep -E 'worst|PASSED|FAILED' "$out/t_train.log" | tr '\n' ';' | cut -c1-300)"
   done
+  local set i=0
+  while IFS= read -r -d ';' set || [[ -n $set ]]; do
+    [[ -n ${set// /} ]] || continue
+    i=$((i + 1))
+    # shellcheck disable=SC2086  # the set's variables, one word each
+    env $set TZ_TEST_FILTER=test_attention_sgmat TEZGAH_TEST_SGMAT_REQUIRED=1 TZ_TEST_SG_ACT=f16 \
+      TZ_TEST_SG_CASE="${SG_CASES:-2,70,4,2,64 4,1024,12,12,64}" timeout 120 "$dir/bin/test_webgpu_ops" \
+      >"$out/t_sgv$i.log" 2>&1
+    say "test_attention_sgmat [$set] rc $?: $(grep -E 'PASSED|FAILED|error|worst err' "$out/t_sgv$i.log" | tail -4 | tr '\n' ' ' | cut -c1-300)"
+  done < <(printf %s "${SG_VARIANTS:-}")
 }
 
 train_gpt2() { train_shape "$1" gpt2 "${@:2}"; }
