@@ -5,7 +5,8 @@
 #     1b. with Dawn but no Vulkan driver (VK_ICD_FILENAMES=/nonexistent.json), one line too (the
 #     loader's and Dawn's lines come back with TEZGAH_WEBGPU_VERBOSE=1);
 #  2. the CPU backend of the same build still trains;
-#  3. with Dawn and an adapter (lavapipe in CI): `train --backend webgpu --profile` prints the
+#  3. with Dawn and an adapter (lavapipe in CI): a TEZGAH_WEBGPU_* switch that is not an integer
+#     gets one warning and its default; `train --backend webgpu --profile` prints the
 #     per-kernel table and the peak device memory (≥ 16 bytes per parameter); `--profile`
 #     on the CPU backend is a one-line error; `info` states the precision that run got;
 #  4. a tensor above maxStorageBufferBindingSize that no op splits (activations, with the
@@ -74,6 +75,15 @@ fi
 
 # ---- 3. --profile on webgpu (when an adapter exists) ----
 if "$tz" info 2>/dev/null | grep -q 'adapter'; then
+  # a backend switch that is not a decimal integer: one warning naming it, its default used
+  # (env_int; atoi took 'abc' as 0 silently)
+  TEZGAH_WEBGPU_WAIT_S=abc "$tz" info >out.txt 2>err.txt
+  if [[ $(grep -c "^tezgah: warning: TEZGAH_WEBGPU_WAIT_S='abc' is not a decimal integer; its default 600 is used$" err.txt) -eq 1 ]] &&
+    grep -q 'adapter' out.txt; then
+    ok "a switch that is not an integer: one warning, its default"
+  else
+    fail "TEZGAH_WEBGPU_WAIT_S=abc: stderr:"; cat err.txt
+  fi
   if "$tz" train "${tiny[@]}" --backend webgpu --profile --run-dir runs/prof >out.txt 2>err.txt &&
     grep -q 'webgpu profile' err.txt && grep -qE '^  matmul_t +[0-9.]+ +[0-9]+ +[0-9.]+% +[0-9.]+ GFLOP/s' err.txt &&
     grep -qE '^  total' err.txt; then

@@ -50,6 +50,7 @@
 #define TZ_WEBGPU_INTERNAL_H
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,7 +162,8 @@ typedef struct {
   wg_pipe pipes[MAX_PIPES];
   int npipes;
   int npipes_waited; /* npipes at the end of the last wait (the ones a CPU adapter has compiled) */
-  int compile_noted; /* the CPU adapter's compile note is out (wg_wait_future) */
+  int compile_noted; /* the CPU adapter's compile note is out (wg_wait_future, wg_compile_note_pipes) */
+  double pipe_s;     /* seconds spent creating pipelines (wg_pipeline) */
   wg_module mods[MAX_MODULES];
   int nmods;
   wg_bg *bgs;
@@ -250,10 +252,22 @@ static inline tz_slice wg_act_at(const wg_ctx *c, tz_slice s, size_t i) {
   return s;
 }
 
-/* An integer from the environment variable `name`, `dflt` when unset or empty. */
+/* A switch's value that is not a decimal integer: one warning line per variable (webgpu_rt.c). */
+void wg_env_bad(const char *name, const char *value, int dflt);
+/* An integer from the environment variable `name` (the backend's switches, TEZGAH_WEBGPU_*),
+ * `dflt` when unset or empty; a value that is not a decimal integer ("banana", "1x", "yes") is
+ * `dflt` too, with a warning on stderr the first time (atoi read "banana" as 0 and "1x" as 1
+ * without a word, the fresh-clone walkthrough of 2026-12-05). */
 static inline int env_int(const char *name, int dflt) {
   const char *e = getenv(name);
-  return e && *e ? atoi(e) : dflt;
+  if (!e || !*e) return dflt;
+  char *end;
+  long v = strtol(e, &end, 10);
+  if (end == e || *end || v < INT_MIN || v > INT_MAX) {
+    wg_env_bad(name, e, dflt);
+    return dflt;
+  }
+  return (int)v;
 }
 
 /* The f16 enable directive of the kernels that read the f16 weight mirror (w16.wgsl, matmul_fast's f16 operand). */
@@ -368,6 +382,8 @@ void wg_bg_clear(wg_ctx *c);
 /* The bindings wg_run_ex gives a dispatch's arguments (see there); returns their number. */
 int wg_bind_slots(wg_ctx *c, const wg_arg *args, int nargs, int *slot_of, tz_buf **sb, uint64_t *lo,
                   uint64_t *hi);
+/* The CPU adapter's compile note (webgpu_rt.c) where pipe_s seconds went into making pipelines. */
+void wg_compile_note_pipes(wg_ctx *c, double pipe_s);
 /* Whether a standalone kernel's arguments a[0..n) get bindings 1..n in order, none merged. */
 int wg_own_bindings(wg_ctx *c, const wg_arg *a, int n);
 /* Record one dispatch (words[8..nwords): the kernel's parameters; args: at most 8 tensors). */

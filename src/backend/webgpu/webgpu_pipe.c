@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/webgpu/webgpu_internal.h"
 #include "backend/webgpu/sgmat.h"
@@ -314,7 +315,12 @@ int wg_pipeline(wg_ctx *c, const char *file, const char *entry, const char *pref
   d.compute.entryPoint = tz_wgpu_sv(entry);
   wg_pipe *p = &c->pipes[c->npipes];
   snprintf(p->key, sizeof p->key, "%s", key);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   p->pipe = W.wgpuDeviceCreateComputePipeline(c->dev, &d);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  c->pipe_s += (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  wg_compile_note_pipes(c, c->pipe_s);
   p->bgl = W.wgpuComputePipelineGetBindGroupLayout(p->pipe, 0);
   p->nbind = standalone(wgsl_src(file));
   p->wmask = p->nbind || strstr(prefix, "// ro W=") ? 0xff : written_args(wgsl_src(file));

@@ -4,7 +4,6 @@
  * Everything that picks or configures the adapter and device lives here, in one place, so a
  * change of Dawn or of the device setup touches this file only. The execution model is described
  * in webgpu_internal.h. */
-#define _POSIX_C_SOURCE 200809L /* dup, dup2, fileno (release_stderr) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,15 +64,36 @@ void wg_fail(wg_ctx *c, const char *fmt, const char *a, const char *b, size_t x,
  * TEZGAH_WEBGPU_COMPILE_NOTE_S seconds (default 2; 0: from its start, for the tests) on a CPU
  * adapter, one line on stderr says why: once per backend, never on a GPU adapter nor in a
  * quick run from a warm cache. stdout (sample's text) is untouched. */
-static void compile_note(wg_ctx *c, int waited_s) {
-  if (c->compile_noted || c->info.adapterType != WGPUAdapterType_CPU || c->npipes <= c->npipes_waited) return;
-  if (waited_s < env_int("TEZGAH_WEBGPU_COMPILE_NOTE_S", 2)) return;
+void wg_env_bad(const char *name, const char *value, int dflt) {
+  static char seen[32][64];
+  static int nseen;
+  for (int i = 0; i < nseen; i++)
+    if (!strcmp(seen[i], name)) return;
+  if (nseen < 32) snprintf(seen[nseen++], sizeof seen[0], "%s", name);
+  fprintf(stderr, "tezgah: warning: %s='%s' is not a decimal integer; its default %d is used\n", name, value, dflt);
+}
+
+static void compile_note_say(wg_ctx *c) {
   c->compile_noted = 1;
   char dev[128];
   tz_wgpu_sv_copy(dev, sizeof dev, c->info.device);
   /* no count: training's first step compiles several batches of pipelines, and this wait the first */
   fprintf(stderr, "webgpu: %s, a CPU adapter, is compiling pipelines on first use (up to a minute from a cold shader "
           "cache, quick once cached)\n", dev[0] ? dev : "the adapter");
+}
+static void compile_note(wg_ctx *c, int waited_s) {
+  if (c->compile_noted || c->info.adapterType != WGPUAdapterType_CPU || c->npipes <= c->npipes_waited) return;
+  if (waited_s < env_int("TEZGAH_WEBGPU_COMPILE_NOTE_S", 2)) return;
+  compile_note_say(c);
+}
+/* The same note where the time goes into making the pipelines (the node Dawn on lavapipe compiles
+ * in wgpuDeviceCreateComputePipeline, so a cold first training step spent ~48 s there with no
+ * single wait of 2 s, and the note came only in the sample after training): pipe_s seconds spent
+ * in pipeline creation so far, against the same threshold. */
+void wg_compile_note_pipes(wg_ctx *c, double pipe_s) {
+  if (c->compile_noted || c->info.adapterType != WGPUAdapterType_CPU) return;
+  if (pipe_s < env_int("TEZGAH_WEBGPU_COMPILE_NOTE_S", 2)) return;
+  compile_note_say(c);
 }
 
 /* At most TEZGAH_WEBGPU_WAIT_S seconds (default 600): a hung device ends the program with an
