@@ -162,7 +162,7 @@ typedef struct {
   wg_pipe pipes[MAX_PIPES];
   int npipes;
   int npipes_waited; /* npipes at the end of the last wait (the ones a CPU adapter has compiled) */
-  int compile_noted; /* the CPU adapter's compile note is out (wg_wait_future, wg_compile_note_pipes) */
+  int compile_noted; /* the CPU adapter's compile note is out (wg_compile_note) */
   double pipe_s;     /* seconds spent creating pipelines (wg_pipeline) */
   wg_module mods[MAX_MODULES];
   int nmods;
@@ -382,8 +382,9 @@ void wg_bg_clear(wg_ctx *c);
 /* The bindings wg_run_ex gives a dispatch's arguments (see there); returns their number. */
 int wg_bind_slots(wg_ctx *c, const wg_arg *args, int nargs, int *slot_of, tz_buf **sb, uint64_t *lo,
                   uint64_t *hi);
-/* The CPU adapter's compile note (webgpu_rt.c) where pipe_s seconds went into making pipelines. */
-void wg_compile_note_pipes(wg_ctx *c, double pipe_s);
+/* The CPU adapter's compile note (webgpu_rt.c), once, where s seconds (of a wait, or of making
+ * pipelines) reach TEZGAH_WEBGPU_COMPILE_NOTE_S. */
+void wg_compile_note(wg_ctx *c, double s);
 /* Whether a standalone kernel's arguments a[0..n) get bindings 1..n in order, none merged. */
 int wg_own_bindings(wg_ctx *c, const wg_arg *a, int n);
 /* Record one dispatch (words[8..nwords): the kernel's parameters; args: at most 8 tensors). */

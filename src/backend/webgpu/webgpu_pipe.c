@@ -229,9 +229,17 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     nr = wgsl_src("norm_rows");
     TZ_ASSERT(nr);
   }
+  /* the 16-byte f16 groups' unpack and store (common/h8.wgsl: swiglu_v8.wgsl, crossentropy_r8.wgsl)
+   * where the module's code calls them */
+  const char *h8 = "";
+  if ((strstr(body, "h8lo(") || strstr(body, "h8hi(") || strstr(body, "h8s(")) && !strstr(body, "fn h8lo(")) {
+    h8 = wgsl_src("h8");
+    TZ_ASSERT(h8);
+  }
   /* the f16 activation store (common/f16s.wgsl) where the module's code calls it */
   const char *f16s = "";
-  if ((strstr(body, "f16s(") || strstr(pre, "f16s(") || strstr(prefix, "f16s(") || strstr(nr, "f16s(")) &&
+  if ((strstr(body, "f16s(") || strstr(pre, "f16s(") || strstr(prefix, "f16s(") || strstr(nr, "f16s(") ||
+       strstr(h8, "f16s(")) &&
       !strstr(body, "fn f16s(")) {
     f16s = wgsl_src("f16s");
     TZ_ASSERT(f16s);
@@ -249,10 +257,10 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     TZ_ASSERT(sm);
   }
   size_t n = (size_t)ndir + strlen(en) + strlen(pre) + strlen(red) + strlen(scan) + strlen(f16s) + strlen(gm) +
-             strlen(sm) + strlen(nr) + strlen(prefix) + strlen(body) + 13;
+             strlen(sm) + strlen(nr) + strlen(h8) + strlen(prefix) + strlen(body) + 14;
   char *src = tz_malloc(n);
-  snprintf(src, n, "%.*s%s%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s", ndir, dir, en, prefix, pre, red, scan, f16s, gm, sm,
-           nr, body);
+  snprintf(src, n, "%.*s%s%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s", ndir, dir, en, prefix, pre, red, scan, f16s, gm,
+           sm, nr, h8, body);
   /* TEZGAH_WEBGPU_DUMP_WGSL=DIR: every module's source as DIR/<file>_<n>.wgsl (debugging) */
   const char *dd = getenv("TEZGAH_WEBGPU_DUMP_WGSL");
   if (dd && *dd) {
@@ -320,7 +328,7 @@ int wg_pipeline(wg_ctx *c, const char *file, const char *entry, const char *pref
   p->pipe = W.wgpuDeviceCreateComputePipeline(c->dev, &d);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   c->pipe_s += (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
-  wg_compile_note_pipes(c, c->pipe_s);
+  wg_compile_note(c, c->pipe_s);
   p->bgl = W.wgpuComputePipelineGetBindGroupLayout(p->pipe, 0);
   p->nbind = standalone(wgsl_src(file));
   p->wmask = p->nbind || strstr(prefix, "// ro W=") ? 0xff : written_args(wgsl_src(file));

@@ -55,15 +55,8 @@ void wg_fail(wg_ctx *c, const char *fmt, const char *a, const char *b, size_t x,
   wg_check(c);
 }
 
-/* ---- waiting on futures ---- */
-/* A CPU adapter (lavapipe; SwiftShader in a browser) compiles a pipeline's code at its first
- * dispatch, inside the wait that follows: `tezgah sample --backend webgpu` on lavapipe printed
- * nothing for 12 s here (10 pipelines, all created in 0.14 s, then 12.3 s in the first wait;
- * cold Mesa shader cache, 2-core VM, 2026-12-03; a new user saw ~30 s) and ran in 0.25 s once
- * the cache held them. So when a wait that follows new pipelines has lasted
- * TEZGAH_WEBGPU_COMPILE_NOTE_S seconds (default 2; 0: from its start, for the tests) on a CPU
- * adapter, one line on stderr says why: once per backend, never on a GPU adapter nor in a
- * quick run from a warm cache. stdout (sample's text) is untouched. */
+/* env_int's warning for a switch that is not a decimal integer: once per variable name (the first
+ * 32 names remembered), since the switches are read at every call */
 void wg_env_bad(const char *name, const char *value, int dflt) {
   static char seen[32][64];
   static int nseen;
@@ -73,27 +66,27 @@ void wg_env_bad(const char *name, const char *value, int dflt) {
   fprintf(stderr, "tezgah: warning: %s='%s' is not a decimal integer; its default %d is used\n", name, value, dflt);
 }
 
-static void compile_note_say(wg_ctx *c) {
+/* ---- waiting on futures ---- */
+/* A CPU adapter (lavapipe; SwiftShader in a browser) compiles a pipeline's code at its first
+ * dispatch, inside the wait that follows: `tezgah sample --backend webgpu` on lavapipe printed
+ * nothing for 12 s here (10 pipelines, all created in 0.14 s, then 12.3 s in the first wait;
+ * cold Mesa shader cache, 2-core VM, 2026-12-03; a new user saw ~30 s) and ran in 0.25 s once
+ * the cache held them. So when a wait that follows new pipelines has lasted
+ * TEZGAH_WEBGPU_COMPILE_NOTE_S seconds (default 2; 0: from its start, for the tests) on a CPU
+ * adapter, one line on stderr says why: once per backend, never on a GPU adapter nor in a
+ * quick run from a warm cache. stdout (sample's text) is untouched. s: the seconds of that wait,
+ * or (the second caller, wg_pipeline) those spent creating pipelines so far: the node Dawn on
+ * lavapipe compiles in wgpuDeviceCreateComputePipeline, so a cold first training step spent ~48 s
+ * there with no single wait of 2 s, and the note came only in the sample after training. */
+void wg_compile_note(wg_ctx *c, double s) {
+  if (c->compile_noted || c->info.adapterType != WGPUAdapterType_CPU) return;
+  if (s < env_int("TEZGAH_WEBGPU_COMPILE_NOTE_S", 2)) return;
   c->compile_noted = 1;
   char dev[128];
   tz_wgpu_sv_copy(dev, sizeof dev, c->info.device);
   /* no count: training's first step compiles several batches of pipelines, and this wait the first */
   fprintf(stderr, "webgpu: %s, a CPU adapter, is compiling pipelines on first use (up to a minute from a cold shader "
           "cache, quick once cached)\n", dev[0] ? dev : "the adapter");
-}
-static void compile_note(wg_ctx *c, int waited_s) {
-  if (c->compile_noted || c->info.adapterType != WGPUAdapterType_CPU || c->npipes <= c->npipes_waited) return;
-  if (waited_s < env_int("TEZGAH_WEBGPU_COMPILE_NOTE_S", 2)) return;
-  compile_note_say(c);
-}
-/* The same note where the time goes into making the pipelines (the node Dawn on lavapipe compiles
- * in wgpuDeviceCreateComputePipeline, so a cold first training step spent ~48 s there with no
- * single wait of 2 s, and the note came only in the sample after training): pipe_s seconds spent
- * in pipeline creation so far, against the same threshold. */
-void wg_compile_note_pipes(wg_ctx *c, double pipe_s) {
-  if (c->compile_noted || c->info.adapterType != WGPUAdapterType_CPU) return;
-  if (pipe_s < env_int("TEZGAH_WEBGPU_COMPILE_NOTE_S", 2)) return;
-  compile_note_say(c);
 }
 
 /* At most TEZGAH_WEBGPU_WAIT_S seconds (default 600): a hung device ends the program with an
@@ -106,7 +99,8 @@ int wg_wait_future(wg_ctx *c, WGPUFuture f) {
   WGPUFutureWaitInfo wi = {f, 0};
   int lim = env_int("TEZGAH_WEBGPU_WAIT_S", 600);
   if (lim < 1) lim = 1;
-  compile_note(c, 0);
+  int fresh = c->npipes > c->npipes_waited; /* pipelines the adapter may still be compiling */
+  if (fresh) wg_compile_note(c, 0);
   for (int i = 0; i < lim; i++) {
     WGPUWaitStatus s = W.wgpuInstanceWaitAny(c->inst, 1, &wi, 1000000000ull);
     if (s == WGPUWaitStatus_Success && wi.completed) {
@@ -114,7 +108,7 @@ int wg_wait_future(wg_ctx *c, WGPUFuture f) {
       return 0;
     }
     if (s != WGPUWaitStatus_TimedOut) return -1;
-    compile_note(c, i + 1);
+    if (fresh) wg_compile_note(c, i + 1);
     W.wgpuInstanceProcessEvents(c->inst);
     if (c->failed) return -1;
   }
@@ -241,12 +235,12 @@ static int open_adapter(wg_ctx *c) {
   WGPURequestAdapterCallbackInfo ci = {NULL, WGPUCallbackMode_WaitAnyOnly, tz_wgpu_on_adapter, &r, NULL};
   WGPUFuture f = W.wgpuInstanceRequestAdapter(c->inst, &o, ci);
   if (wg_wait_future(c, f) != 0 || r.status != WGPURequestAdapterStatus_Success || !r.handle) {
-    long held = release_stderr(&eh, env_int("TEZGAH_WEBGPU_VERBOSE", 0) != 0);
+    int verbose = env_int("TEZGAH_WEBGPU_VERBOSE", 0) != 0;
+    long held = release_stderr(&eh, verbose);
     return tz_err("webgpu: no WebGPU adapter (Vulkan) found%s%s; on a machine without a GPU install "
                   "lavapipe (scripts/setup_webgpu.sh)%s",
                   r.msg[0] ? ": " : "", r.msg,
-                  held && !env_int("TEZGAH_WEBGPU_VERBOSE", 0) ? " (TEZGAH_WEBGPU_VERBOSE=1: the Vulkan loader's "
-                                                                  "and Dawn's messages)" : "");
+                  held && !verbose ? " (TEZGAH_WEBGPU_VERBOSE=1: the Vulkan loader's and Dawn's messages)" : "");
   }
   release_stderr(&eh, 1);
   c->adapter = r.handle;

@@ -32,12 +32,7 @@ const WG: u32 = 256u;      // threads (wg_sum, wg_max)
 const NEG: f32 = -3.4e38;
 var<workgroup> tsh: i32;
 
-fn xr_lo(v: vec4<u32>) -> vec4<f32> {
-  return vec4<f32>(bitcast<vec4<f16>>(v.xy));
-}
-fn xr_hi(v: vec4<u32>) -> vec4<f32> {
-  return vec4<f32>(bitcast<vec4<f16>>(v.zw));
-}
+// (h8lo, h8hi, h8s: common/h8.wgsl, appended by the host)
 // columns 8q .. 8q + 3 and 8q + 4 .. 8q + 7
 fn xr_c0(q: u32) -> vec4<u32> {
   return vec4<u32>(8u * q) + vec4<u32>(0u, 1u, 2u, 3u);
@@ -46,19 +41,16 @@ fn xr_c0(q: u32) -> vec4<u32> {
 fn xr_max(v: vec4<u32>, q: u32, V: u32) -> f32 {
   let ca = xr_c0(q);
   let vV = vec4<u32>(V);
-  let m2 = max(select(vec4<f32>(NEG), xr_lo(v), ca < vV), select(vec4<f32>(NEG), xr_hi(v), ca + vec4<u32>(4u) < vV));
+  let m2 = max(select(vec4<f32>(NEG), h8lo(v), ca < vV), select(vec4<f32>(NEG), h8hi(v), ca + vec4<u32>(4u) < vV));
   return max(max(m2.x, m2.y), max(m2.z, m2.w));
 }
 // Σ exp(z − m) over group q's columns below V
 fn xr_sum(v: vec4<u32>, q: u32, V: u32, m: f32) -> f32 {
   let ca = xr_c0(q);
   let vV = vec4<u32>(V);
-  let ea = select(vec4<f32>(0.0), exp(xr_lo(v) - vec4<f32>(m)), ca < vV);
-  let eb = select(vec4<f32>(0.0), exp(xr_hi(v) - vec4<f32>(m)), ca + vec4<u32>(4u) < vV);
+  let ea = select(vec4<f32>(0.0), exp(h8lo(v) - vec4<f32>(m)), ca < vV);
+  let eb = select(vec4<f32>(0.0), exp(h8hi(v) - vec4<f32>(m)), ca + vec4<u32>(4u) < vV);
   return ((ea.x + ea.y) + (ea.z + ea.w)) + ((eb.x + eb.y) + (eb.z + eb.w));
-}
-fn xr_pk(d: vec4<f32>) -> vec2<u32> {
-  return bitcast<vec2<u32>>(vec4<f16>(f16s(d.x), f16s(d.y), f16s(d.z), f16s(d.w)));
 }
 // group q's dlogits: exp(z − m)·scale below V (0 beyond), minus dscale at column t
 fn xr_d(v: vec4<u32>, q: u32, V: u32, m: f32, scale: f32, dscale: f32, t: u32) -> vec4<u32> {
@@ -66,9 +58,9 @@ fn xr_d(v: vec4<u32>, q: u32, V: u32, m: f32, scale: f32, dscale: f32, t: u32) -
   let cb = ca + vec4<u32>(4u);
   let vV = vec4<u32>(V);
   let vt = vec4<u32>(t);
-  let da = select(vec4<f32>(0.0), exp(xr_lo(v) - vec4<f32>(m)) * scale, ca < vV) - select(vec4<f32>(0.0), vec4<f32>(dscale), ca == vt);
-  let db = select(vec4<f32>(0.0), exp(xr_hi(v) - vec4<f32>(m)) * scale, cb < vV) - select(vec4<f32>(0.0), vec4<f32>(dscale), cb == vt);
-  return vec4<u32>(xr_pk(da), xr_pk(db));
+  let da = select(vec4<f32>(0.0), exp(h8lo(v) - vec4<f32>(m)) * scale, ca < vV) - select(vec4<f32>(0.0), vec4<f32>(dscale), ca == vt);
+  let db = select(vec4<f32>(0.0), exp(h8hi(v) - vec4<f32>(m)) * scale, cb < vV) - select(vec4<f32>(0.0), vec4<f32>(dscale), cb == vt);
+  return vec4<u32>(h8s(da), h8s(db));
 }
 // logit i (< 8) of group v
 fn xr_at(v: vec4<u32>, i: u32) -> f32 {

@@ -27,12 +27,7 @@ struct U { off: vec4<u32>, off_hi: vec4<u32>, slots: array<vec4<u32>, 2>, N: u32
 @group(0) @binding(2) var<storage, read> gu8: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> dout8: array<vec4<u32>>; // (the backward's; a placeholder in the forward)
 
-fn h8lo(v: vec4<u32>) -> vec4<f32> {
-  return vec4<f32>(bitcast<vec4<f16>>(v.xy));
-}
-fn h8hi(v: vec4<u32>) -> vec4<f32> {
-  return vec4<f32>(bitcast<vec4<f16>>(v.zw));
-}
+// (h8lo, h8hi, h8s: common/h8.wgsl, appended by the host)
 fn silu_mul4(g: vec4<f32>, u: vec4<f32>) -> vec4<f32> {
   let s = vec4<f32>(sigmoid_stable(g.x), sigmoid_stable(g.y), sigmoid_stable(g.z), sigmoid_stable(g.w));
   return clamp(g * s * u, vec4<f32>(-65504.0), vec4<f32>(65504.0));
@@ -76,10 +71,6 @@ fn dgu4(d: vec4<f32>, g: vec4<f32>, u: vec4<f32>) -> array<vec4<f32>, 2> {
   let w = swiglu_dgu(d.w, g.w, u.w);
   return array<vec4<f32>, 2>(vec4<f32>(x.x, y.x, z.x, w.x), vec4<f32>(x.y, y.y, z.y, w.y));
 }
-fn pk8(lo: vec4<f32>, hi: vec4<f32>) -> vec4<u32> {
-  return vec4<u32>(bitcast<vec2<u32>>(vec4<f16>(f16s(lo.x), f16s(lo.y), f16s(lo.z), f16s(lo.w))),
-                   bitcast<vec2<u32>>(vec4<f16>(f16s(hi.x), f16s(hi.y), f16s(hi.z), f16s(hi.w))));
-}
 
 @compute @workgroup_size(256)
 fn swiglu_bwd_v8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -106,8 +97,8 @@ fn swiglu_bwd_v8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
   if (q{k} < nq) {
     let lo = dgu4(h8lo(d{k}), h8lo(g{k}), h8lo(u{k}));
     let hi = dgu4(h8hi(d{k}), h8hi(g{k}), h8hi(u{k}));
-    out8[dgo + a{k}] = pk8(lo[0], hi[0]);
-    out8[dgo + a{k} + G] = pk8(lo[1], hi[1]);
+    out8[dgo + a{k}] = vec4<u32>(h8s(lo[0]), h8s(hi[0]));
+    out8[dgo + a{k} + G] = vec4<u32>(h8s(lo[1]), h8s(hi[1]));
   }
 //#endfor
 }
