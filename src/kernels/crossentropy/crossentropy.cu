@@ -10,9 +10,10 @@
  * SM (TEZGAH_CUDA_XENT_SMEM=1, opt-in: an A/B for the H200, not measured): pass 1 also copies each
  * 16-byte vector it reads into dynamic shared memory (the row's full vectors, (V / W)·16 bytes:
  * 100.5 KB for GPT-2's bf16 row, two blocks an SM), and pass 2 reads them there: one read of the
- * row from DRAM, not two. Why: the profile's 1.5 ms a step at B16 T1024 V 50257 (bf16) is the
- * time of ~5 GB at ~3.3 TB/s, three passes over 1.65 GB, so the second read does not come from
- * L2 as hoped; with SM it is ~3.3 GB. Same values as without, bit for bit (the same loads and
+ * row from DRAM, not two. Why: the 350M profile's 1.5 ms a step at B16 T1024 V 50257 (bf16,
+ * docs/PERF.md 2026-12-03) is the time of ~5 GB at ~3.3 TB/s, three passes over 1.65 GB, which
+ * suggests the second read comes from DRAM rather than L2 (not measured apart); with SM it is
+ * ~3.3 GB. Same values as without, bit for bit (the same loads and
  * arithmetic; only where pass 2's vectors come from differs). */
 #include "kernels/common/cuda_common.cuh"
 
