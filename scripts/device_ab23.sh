@@ -8,7 +8,8 @@
 #   bash scripts/device_ab23.sh DIR   (carry [DIR, ".gl"]; DIR from device_pack_webgpu.sh). <= 420 s.
 # Optional: TESTS=0 (no part 1), ARCHS="gpt2" (the shapes of part 2; default both), PROFILE=0 (no
 # part 3), ALLOFF=0 (no all-off run: switches that are settings, not changes to turn off), steps=N
-# (steps per run; 10 by default).
+# (steps per run; 10 by default), PEERS=1 (PyTorch bf16 eager on both shapes after the runs, in the
+# same call: torch_peers), PROF_SWITCHES (lines as SWITCHES: a llama profile under each).
 set -uo pipefail
 # shellcheck source=scripts/device_webgpu_env.sh
 source scripts/device_webgpu_env.sh
@@ -39,6 +40,16 @@ for a in gpt2 llama; do
   TEZGAH_PROFILE_SHAPES=1 train_shape "prof_$a" "$a" f16 8 --profile
   say "profile $a total $(row total "$out/prof_$a.log")"
 done
+# PROF_SWITCHES ("NAME VAR=VALUE ..." lines): llama profiles under each set, for the kernels' times
+while read -r name vars; do
+  [[ -n $name ]] || continue
+  # shellcheck disable=SC2086  # the variables, one word each
+  (for kv in $vars; do export "${kv?}"; done
+   TEZGAH_PROFILE_SHAPES=1 train_shape "prof_l_$name" llama f16 8 --profile)
+  f=$out/prof_l_$name.log
+  say "profile llama [$vars] total $(row total "$f"); attention_fwd $(row attention_fwd "$f"); crossentropy $(row crossentropy "$f"); swiglu_bwd $(row swiglu_bwd "$f")"
+done <<<"${PROF_SWITCHES:-}"
+[[ ${PEERS:-0} == 0 ]] || { torch_peers; say "PyTorch bf16 eager: gpt2 $TG, llama $TL"; }
 say "TABLE gpt2: default ${TPS[g1]:-} / ${TPS[g1b]:-}; all off ${TPS[g0]:-}; $(for k in "${!TPS[@]}"; do [[ $k == g_* ]] && printf '%s %s; ' "${k#g_}" "${TPS[$k]}"; done)"
 say "TABLE llama: default ${TPS[l1]:-} / ${TPS[l1b]:-}; all off ${TPS[l0]:-}; $(for k in "${!TPS[@]}"; do [[ $k == l_* ]] && printf '%s %s; ' "${k#l_}" "${TPS[$k]}"; done)"
 pack_logs
