@@ -34,7 +34,7 @@
 #                      SG_VARIANTS ("VAR=VALUE ...;VAR=VALUE ...": sets of switches, ';' between
 #                      sets) also test_attention_sgmat's f16 cases (SG_CASES, default GQA 4/2 at
 #                      T 70 and GPT-2's 12 heads at T 1024) under each set, e.g. the written-out
-#                      forward's A/B forms TEZGAH_WEBGPU_ATTN_SG_KVDB=1, _EWO=1, _FWD_NSG=1
+#                      forward's A/B forms TEZGAH_WEBGPU_ATTN_SG_EWO=0, _FWD_NSG=1
 #   median_tps FILE    a metrics.jsonl's median tok_per_s of steps 6.. ("nan" without any)
 #   torch_peers        the peers, PyTorch bf16 eager (DIR/data/torch_gpt.py, 8 steps, B16 T1024):
 #                      TG (GPT-2 124M) and TL (the llama shape) their tokens/s, "nan" without the

@@ -452,9 +452,8 @@ void tz_webgpu_profile_reset(tz_backend *be);
  * TEZGAH_WEBGPU_ATTN_NOPACK): for tests, that the path they mean to check ran. */
 long tz_webgpu_attn_nopack_calls(int bwd);
 /* How many subgroup-matrix attention forwards of this process ran the written-out kernel with
- * its K and V tiles double-buffered (fa_sg_fwd_wo.wgsl KVDB, TEZGAH_WEBGPU_ATTN_SG_KVDB): tests. */
-long tz_webgpu_attn_kvdb_calls(void);
-/* The same for EWO (the softmax's entries written out, TEZGAH_WEBGPU_ATTN_SG_EWO): tests. */
+ * the softmax's entries written out (fa_sg_fwd_wo.wgsl EWO, the default;
+ * TEZGAH_WEBGPU_ATTN_SG_EWO=0 the loops): for tests, that the path they mean to check ran. */
 long tz_webgpu_attn_ewo_calls(void);
 /* How many norm calls of this process ran the f16 16-byte kernels (layernorm_v8 / rmsnorm_v8,
  * webgpu_ops_elem.c; which 0: forwards, 1: backwards, 2: backwards with the weight gradients fused
@@ -465,9 +464,6 @@ long tz_webgpu_norm_v8_calls(int which);
 long tz_webgpu_swiglu_v8_calls(void);
 /* The same for swiglu_bwd (swiglu_v8.wgsl's swiglu_bwd_v8; TEZGAH_WEBGPU_SWIGLU_BWD_V8). */
 long tz_webgpu_swiglu_bwd_v8_calls(void);
-/* How many crossentropy row pieces of this process ran the f16 row-in-registers kernel
- * (crossentropy_r8.wgsl, webgpu_ops_embed_xent_adamw.c; TEZGAH_WEBGPU_XENT_R8): for tests. */
-long tz_webgpu_xent_r8_calls(void);
 /* How many matmul_at_db calls of this process summed the bias in the weight gradient's kernel
  * (webgpu_ops_matmul.c, matmul_sgmm.wgsl DB; split 0: without a split over K, 1: with one): for
  * tests, that the path they mean to check ran. */

@@ -113,35 +113,6 @@ void wg_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout, t
 }
 
 /* ---- loss ---- */
-/* softmax_xent_r8 (crossentropy_r8.wgsl: the row in registers, read once, 16-byte accesses) over
- * the r rows of logits (f16 [r, Vp], in place) where it applies: f16 logits with the vector
- * kernels on (wg_v16_on), subgroup operations (its reductions), TEZGAH_WEBGPU_XENT_R8 != 0
- * (default 0 until measured on the H200; read at each call: the A/B switch and the tests),
- * Vp a multiple of 8 and at most 65536 (NR <= 32 registers of eight logits a thread), the
- * logits on 16 bytes, every argument in a binding of its own. Returns 1 when it ran, 0 (nothing
- * dispatched) otherwise. */
-static long xent_r8_n;
-long tz_webgpu_xent_r8_calls(void) { return xent_r8_n; }
-static int xent_r8(wg_ctx *c, tz_slice losses, tz_slice logits, tz_slice targets, size_t r, int V, int Vp,
-                   float dscale) {
-  int nr = (Vp / 8 + 255) / 256;
-  if (!wg_v16_on(c) || !c->subgroups || !env_int("TEZGAH_WEBGPU_XENT_R8", 0) || Vp % 8 || nr > 32 ||
-      logits.off % 16 || r == 0)
-    return 0;
-  wg_arg a[] = {A(losses, F4(r), "losses"), A(logits, r * (size_t)Vp * 2, "logits (f16)"),
-                A(targets, F4(r), "targets")};
-  if (!wg_own_bindings(c, a, 3)) return 0;
-  uint32_t w[24] = {0};
-  w[8] = (uint32_t)r, w[9] = (uint32_t)V, w[10] = (uint32_t)Vp, w[11] = fbits(dscale);
-  char defs[32];
-  snprintf(defs, sizeof defs, "//defs NR=%d\n", nr);
-  uint32_t gx, gy;
-  gridn(r, &gx, &gy);
-  wg_run(c, "crossentropy", wg_pipeline(c, "crossentropy_r8", "softmax_xent_r8", defs), w, 12, a, 3, gx, gy, 1);
-  xent_r8_n++;
-  return 1;
-}
-
 void wg_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice targets, int N, int V,
                             int Vp, float dscale) {
   wg_ctx *c = CTX(be);
@@ -172,8 +143,6 @@ void wg_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice 
     pi = wg_pipeline(c, "crossentropy", "softmax_xent_v16", wg_v16_prefix(0));
   for (size_t r0 = 0; r0 < (size_t)N; r0 += rc) {
     size_t r = (size_t)N - r0 < rc ? (size_t)N - r0 : rc;
-    if (!x16 && xent_r8(c, tz_f32(losses, r0), wg_act_at(c, logits, r0 * Vp), tz_f32(targets, r0), r, V, Vp, dscale))
-      continue;
     uint32_t w[24] = {0};
     w[8] = (uint32_t)r, w[9] = V, w[10] = Vp, w[11] = fbits(dscale);
     wg_arg a[] = {A(tz_f32(losses, r0), F4(r), "losses"), wg_aa(c, wg_act_at(c, logits, r0 * Vp), r * Vp, "logits"),

@@ -92,12 +92,11 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
   const char *pre = wgsl_src("preamble"), *body = wgsl_src(file);
   TZ_ASSERT(pre && body && c->nmods < MAX_MODULES);
   /* the workgroup reductions (wg_sum, wg_max) where the file uses them: subgroup operations
-   * where offered, else shared memory only (a standalone file that calls them defines their WG,
-   * the workgroup size: crossentropy_r8.wgsl) */
+   * where offered, else shared memory only */
   const char *red = "", *en = "";
   int alone = standalone(body);
   if (alone) pre = "";
-  if ((strstr(body, "wg_sum(") || strstr(body, "wg_max(")) && !strstr(body, "fn wg_sum(")) {
+  if (!alone && (strstr(body, "wg_sum(") || strstr(body, "wg_max("))) {
     red = wgsl_src(c->subgroups ? "reduce_sg" : "reduce_wg");
     if (c->subgroups) en = "enable subgroups;\n";
   }
@@ -229,7 +228,7 @@ static WGPUShaderModule module(wg_ctx *c, const char *file, const char *prefix) 
     nr = wgsl_src("norm_rows");
     TZ_ASSERT(nr);
   }
-  /* the 16-byte f16 groups' unpack and store (common/h8.wgsl: swiglu_v8.wgsl, crossentropy_r8.wgsl)
+  /* the 16-byte f16 groups' unpack and store (common/h8.wgsl: swiglu_v8.wgsl)
    * where the module's code calls them */
   const char *h8 = "";
   if ((strstr(body, "h8lo(") || strstr(body, "h8hi(") || strstr(body, "h8s(")) && !strstr(body, "fn h8lo(")) {

@@ -17,19 +17,14 @@
 // Host prefix: as fa_sg_fwd_st.wgsl's (HD, SGSIZE, NSG, OUT16, OT, KPAD, EWF, LTH; LAZY, F32IN
 // and F32L are ignored: this file is the LAZY form on f16 operands), and QRS, KRS (u32: the row
 // strides of q and of k, v in halves, multiples of 8); `//defs` line: NQ (HD / 16), NC (BC / 16 =
-// NSG), NV (16-byte prefetch registers per thread and tile, BC · HD / 8 / NT), KVDB (1: the K
-// and V tiles double-buffered, TEZGAH_WEBGPU_ATTN_SG_KVDB; 0: one buffer, K then V), EWO and
-// CPL (EWO 1, TEZGAH_WEBGPU_ATTN_SG_EWO: the softmax's CPL entries a lane written out, each read
-// from s_ once into a register for both passes, with constant indices; 0: the two loops, which
-// NVIDIA's driver does not unroll, each reading s_ and recomputing the column; CPL = BC / LPR).
-// EWO's results are KVDB 0's bit for bit too (the same operations in the same order).
-// KVDB (an A/B for the H200, not measured): kv_ holds two K and two V tiles; the next tile's K
-// and V are loaded into registers at the top of a tile and stored into the other buffers at its
-// end, whose last readers (the previous tile's S and P·V) passed this tile's first barrier, so a
-// tile has three barriers (its top, S visible, P visible) where the one buffer needs four (V
-// after S, the next K after P·V), and V's store leaves the path between S and the softmax. Q is
-// staged through K's second buffer. Three more tiles of workgroup memory (the host checks the
-// limit). Same values as KVDB 0, bit for bit (the same operations in the same order).
+// NSG), NV (16-byte prefetch registers per thread and tile, BC · HD / 8 / NT), EWO and CPL
+// (EWO 1, the default, TEZGAH_WEBGPU_ATTN_SG_EWO: the softmax's CPL entries a lane written out,
+// each read from s_ once into a register for both passes, with constant indices; 0: the two
+// loops, which NVIDIA's driver does not unroll, each reading s_ and recomputing the column;
+// CPL = BC / LPR). The same operations in the same order either way, so the same results bit for
+// bit; EWO ran the forward in 4.63 ms a llama step against the loops' 5.88 on an H100
+// (2026-12-05). (K and V tiles double-buffered, session 28's KVDB form, took 14.6 ms there and
+// is gone.)
 // Operands (f16, x16 from its element offset p.oa.z, 16-byte aligned): q at half u5, k at u6, v
 // at u7 (multiples of 8), row (b, t) of each at b·Tp + t times its stride: either the compact
 // padded copies fa_sg_pack made ([B, Tp, nh·HD] and [B, Tp, nkv·HD], zero rows from T; QRS =
@@ -68,14 +63,7 @@ const KLD = HV + KPAD;     // kv_ row stride (vec4<u32>)
 const NEG: f32 = -3.0e38;
 var<workgroup> s_: array<f32, BR * SLD>;
 var<workgroup> p_: array<f16, BR * PLD>;
-//#if KVDB
-// KVDB: K and V tiles double-buffered (K's two buffers at 0 and TS, V's at 2·TS and 3·TS)
-const KV4 = 4u;
-//#else
-const KV4 = 1u;
-//#endif
-const TS = BC * KLD;       // one tile (vec4)
-var<workgroup> kv_: array<vec4<u32>, KV4 * TS>;
+var<workgroup> kv_: array<vec4<u32>, BC * KLD>;
 var<workgroup> rs_: u32; // some row's reference maximum moved this tile
 
 fn pu(k: u32) -> u32 {
@@ -129,31 +117,14 @@ fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
   let vh = x0 + (pu(7u) + b * Tp * KRS + g * HD) / 8u;
   let qs8 = QRS / 8u;
   let ks8 = KRS / 8u;
-  // Q's block through kv_ (KVDB: K's second buffer) into each subgroup's left matrices (rows
-  // q0 .. q0 + BR − 1 < Tp)
-  let qb = select(0u, TS, KV4 == 4u);
+  // Q's block through kv_ into each subgroup's left matrices (rows q0 .. q0 + BR − 1 < Tp)
   for (var i = lid; i < BC * HV; i += NT) {
-    kv_[qb + (i / HV) * KLD + i % HV] = x16[qh + (q0 + i / HV) * qs8 + i % HV];
+    kv_[(i / HV) * KLD + i % HV] = x16[qh + (q0 + i / HV) * qs8 + i % HV];
   }
-//#if KVDB
-  // the prefetch registers (pf: K, pv: V): slot e of the thread holds entry lid + e·NT of a
-  // BC × HV tile (row / HV, column % HV); first the tiles at key 0, in flight over the barrier
-//#for e in NV
-  var pf{e} = x16[kh + ((lid + {e}u * NT) / HV) * ks8 + (lid + {e}u * NT) % HV];
-  var pv{e} = x16[vh + ((lid + {e}u * NT) / HV) * ks8 + (lid + {e}u * NT) % HV];
-//#endfor
-//#endif
   workgroupBarrier();
 //#for kk in NQ
-  let ql{kk} = subgroupMatrixLoad<Left, row_major>(&kv_, qb + sg * 16u * KLD + {kk}u * 2u, KLD);
+  let ql{kk} = subgroupMatrixLoad<Left, row_major>(&kv_, sg * 16u * KLD + {kk}u * 2u, KLD);
 //#endfor
-//#if KVDB
-  // tile 0 into the first buffers (Q used the second: no barrier between)
-//#for e in NV
-  kv_[((lid + {e}u * NT) / HV) * KLD + (lid + {e}u * NT) % HV] = pf{e};
-  kv_[2u * TS + ((lid + {e}u * NT) / HV) * KLD + (lid + {e}u * NT) % HV] = pv{e};
-//#endfor
-//#else
   // the prefetch registers: slot e of the thread holds entry lid + e·NT of a BC × HV tile
   // (row / HV, column % HV); first the K tile at key 0
 //#for e in NV
@@ -163,7 +134,6 @@ fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
 //#for e in NV
   kv_[((lid + {e}u * NT) / HV) * KLD + (lid + {e}u * NT) % HV] = pf{e};
 //#endfor
-//#endif
   // the output rows, scaled by exp(mu − the true running max)
 //#for n in NQ
   var o{n} = Res();
@@ -171,39 +141,28 @@ fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
   var m = NEG;           // the row's reference maximum mu
   var l = 0.0;
   let kend = min(q0 + BR, T);
-  var kb = 0u; // this tile's K in kv_ (KVDB: 0 or TS, its V 2·TS beyond; else always 0)
   for (var j0 = 0u; j0 < kend; j0 += BC) {
-    workgroupBarrier(); // the K tile (KVDB: and V) visible, s_ read
+    workgroupBarrier(); // the K tile visible, s_ read
     if (lid == 0u) {
       rs_ = 0u; // last read by the previous tile's workgroupUniformLoad, before the barrier above
     }
-//#if KVDB
-    if (j0 + BC < kend) { // the next K and V tiles' global loads, stored at the end of this tile
-//#for e in NV
-      pf{e} = x16[kh + (j0 + BC + (lid + {e}u * NT) / HV) * ks8 + (lid + {e}u * NT) % HV];
-      pv{e} = x16[vh + (j0 + BC + (lid + {e}u * NT) / HV) * ks8 + (lid + {e}u * NT) % HV];
-//#endfor
-    }
-//#else
     // the V tile's global loads
 //#for e in NV
     pf{e} = x16[vh + (j0 + (lid + {e}u * NT) / HV) * ks8 + (lid + {e}u * NT) % HV];
 //#endfor
-//#endif
     // S = Q·Kᵀ (this subgroup's 16 rows × the tile's BC keys)
 //#for n in NC
     var sa{n} = Res();
 //#endfor
 //#for kk in NQ
 //#for n in NC
-    sa{n} = subgroupMatrixMultiplyAccumulate(ql{kk}, subgroupMatrixLoad<Right, col_major>(&kv_, kb + {n}u * 16u * KLD + {kk}u * 2u, KLD), sa{n});
+    sa{n} = subgroupMatrixMultiplyAccumulate(ql{kk}, subgroupMatrixLoad<Right, col_major>(&kv_, {n}u * 16u * KLD + {kk}u * 2u, KLD), sa{n});
 //#endfor
 //#endfor
 //#for n in NC
     subgroupMatrixStore<row_major>(&s_, sg * 16u * SLD + {n}u * 16u, sa{n}, SLD);
 //#endfor
     workgroupBarrier(); // s_ visible, K read
-//#if !KVDB
 //#for e in NV
     kv_[((lid + {e}u * NT) / HV) * KLD + (lid + {e}u * NT) % HV] = pf{e};
 //#endfor
@@ -212,7 +171,6 @@ fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
       pf{e} = x16[kh + (j0 + BC + (lid + {e}u * NT) / HV) * ks8 + (lid + {e}u * NT) % HV];
 //#endfor
     }
-//#endif
     var mt = NEG;
 //#if EWO
     // (EWO: the lane's CPL entries written out, each read from s_ once and kept in a register)
@@ -271,28 +229,16 @@ fn main1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     {
       let pl = subgroupMatrixLoad<Left, row_major>(&p_, sg * 16u * PLD + {kc}u * 16u, PLD);
 //#for n in NQ
-      o{n} = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right, row_major>(&kv_, select(0u, 2u * TS, KV4 == 4u) + kb + {kc}u * 16u * KLD + {n}u * 2u, KLD), o{n});
+      o{n} = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right, row_major>(&kv_, {kc}u * 16u * KLD + {n}u * 2u, KLD), o{n});
 //#endfor
     }
 //#endfor
-//#if KVDB
-    // the next tiles into the other buffers: their last reads (the previous tile's S and P·V)
-    // were done by every subgroup before this tile's first barrier
-    if (j0 + BC < kend) {
-//#for e in NV
-      kv_[(TS - kb) + ((lid + {e}u * NT) / HV) * KLD + (lid + {e}u * NT) % HV] = pf{e};
-      kv_[3u * TS - kb + ((lid + {e}u * NT) / HV) * KLD + (lid + {e}u * NT) % HV] = pv{e};
-//#endfor
-    }
-    kb = TS - kb;
-//#else
     if (j0 + BC < kend) {
       workgroupBarrier(); // V read by every subgroup
 //#for e in NV
       kv_[((lid + {e}u * NT) / HV) * KLD + (lid + {e}u * NT) % HV] = pf{e};
 //#endfor
     }
-//#endif
   }
   let lt = row_sum(l, lid);
   if (pu(9u) != 0u && lane % LPR == 0u && t < T) {

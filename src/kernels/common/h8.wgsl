@@ -1,5 +1,5 @@
 // Eight f16 in a 16-byte vec4<u32> (two per u32, the lower column in the low half), as the
-// kernels with 16-byte f16 accesses hold them (swiglu_v8.wgsl, crossentropy_r8.wgsl): the
+// kernels with 16-byte f16 accesses hold them (swiglu_v8.wgsl): the
 // backend appends this file to a module whose code calls h8lo(, h8hi( or h8s( (module() in
 // webgpu_pipe.c), with common/f16s.wgsl; the module enables f16. Source: our own.
 
