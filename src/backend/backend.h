@@ -517,9 +517,6 @@ void tz_backend_cuda_env(const char *precision);
 /* Print the CUDA devices (name, compute capability, SMs, memory, driver and runtime
  * versions) to stdout (`tezgah info`). 0, or -1 with tz_err() when CUDA is unavailable. */
 int tz_cuda_info(void);
-/* How many crossentropy calls of this process ran the CUDA kernel's shared-memory row form
- * (crossentropy.cu, TEZGAH_CUDA_XENT_SMEM=1): for tests, that the path they mean to check ran. */
-long tz_cuda_xent_smem_calls(void);
 /* be->profile_print / profile_reset of the CUDA backend (CUDA events), also callable directly
  * (tests). No-ops for other backends or without profiling. */
 void tz_cuda_profile_print(tz_backend *be, double steps);

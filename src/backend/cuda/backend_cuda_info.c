@@ -90,8 +90,6 @@ int tzc_probe(int *n_devices, int *driver_version, int *runtime_version) {
   return 0;
 }
 
-long tz_cuda_xent_smem_calls(void) { return tzc_xent_smem_calls(); }
-
 int tz_cuda_info(void) {
   int n, dvi, rvi;
   if (tzc_probe(&n, &dvi, &rvi)) return -1;

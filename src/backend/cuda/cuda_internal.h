@@ -232,8 +232,6 @@ void tzc_swiglu_bwd(tz_backend *be, tz_slice dgu, tz_slice dout, tz_slice gu, in
 void tzc_add(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, size_t n);
 void tzc_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits, tz_slice targets, int N, int V, int Vp,
                       float dscale);
-/* crossentropy calls that ran its shared-memory row form (TEZGAH_CUDA_XENT_SMEM=1) */
-long tzc_xent_smem_calls(void);
 void tzc_sum_sq(tz_backend *be, tz_slice out, tz_slice x, size_t n);
 void tzc_adamw(tz_backend *be, tz_slice params, tz_slice grads, tz_slice m, tz_slice v, const tz_range *ranges,
                int n_ranges, const tz_adamw_hp *hp);

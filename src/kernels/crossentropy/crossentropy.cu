@@ -4,17 +4,11 @@
  * rescale per step, one exp per logit), then the pairs are merged in a fixed tree. loss = log s − (z[y] − m) in fp64 and
  * dlogit_c = exp(z_c − m)·(dscale/s) − [c = y]·dscale: logsumexp = m + log s is never rounded
  * to fp32 (it would lose everything below the spacing of |m|: loss 0 for [1e8, 1e8]).
- * Pass 2 rewrites the row (its second read mostly hits L2). Padding [V, Vp) becomes 0; a
+ * Pass 2 rewrites the row. (A form whose pass 2 read the row from shared memory, one DRAM read
+ * instead of two, was measured on an H100 on 2026-12-05: GPT-2 124M, the llama shape and 350M
+ * trained no faster, within 0.5 %; it was removed.) Padding [V, Vp) becomes 0; a
  * target outside [0, V) gives loss 0 and a zero row. NaN logits give a NaN loss (the step is
- * then skipped by the grad-norm check), like the CPU.
- * SM (TEZGAH_CUDA_XENT_SMEM=1, opt-in: an A/B for the H200, not measured): pass 1 also copies each
- * 16-byte vector it reads into dynamic shared memory (the row's full vectors, (V / W)·16 bytes:
- * 100.5 KB for GPT-2's bf16 row, two blocks an SM), and pass 2 reads them there: one read of the
- * row from DRAM, not two. Why: the 350M profile's 1.5 ms a step at B16 T1024 V 50257 (bf16,
- * docs/PERF.md 2026-12-03) is the time of ~5 GB at ~3.3 TB/s, three passes over 1.65 GB, which
- * suggests the second read comes from DRAM rather than L2 (not measured apart); with SM it is
- * ~3.3 GB. Same values as without, bit for bit (the same loads and
- * arithmetic; only where pass 2's vectors come from differs). */
+ * then skipped by the grad-norm check), like the CPU. */
 #include "kernels/common/cuda_common.cuh"
 
 namespace {
@@ -36,32 +30,13 @@ __device__ __forceinline__ void ms_merge(float &m, float &s, float m2, float s2)
   m = M;
 }
 
-template <int W, bool SM, class T>
+template <int W, class T>
 __global__ void __launch_bounds__(CE_THREADS)
 xent_k(float *losses, T *logits, const int *targets, int V, int Vp, float dscale) {
   __shared__ float sh_m[32], sh_s[32];
   __shared__ float sh_zy;
-  extern __shared__ int4 ce_row[]; /* SM: the row's full vectors (dynamic, (V / W)·16 bytes) */
   int n = blockIdx.x, tid = threadIdx.x;
   T *z = logits + (size_t)n * Vp;
-  /* vector k of the row into f (SM: kept in ce_row too), and pass 2's read of it */
-  auto ld1 = [&](int k, float *f) {
-    if constexpr (SM) {
-      int4 r = *reinterpret_cast<const int4 *>(z + (size_t)k * W);
-      ce_row[k] = r;
-      const T *e = reinterpret_cast<const T *>(&r);
-#pragma unroll
-      for (int j = 0; j < W; j++) f[j] = tzc_tof(e[j]);
-    } else {
-      tzc_ld<W>(z + (size_t)k * W, f);
-    }
-  };
-  auto ld2 = [&](int k, float *f) {
-    if constexpr (SM)
-      tzc_ld<W>(reinterpret_cast<const T *>(ce_row + k), f);
-    else
-      tzc_ld<W>(z + (size_t)k * W, f);
-  };
   int y = targets[n];
   int nv = V / W; /* full vectors inside [0, V); the rest of the row is scalar */
   if (y < 0 || y >= V) {
@@ -82,7 +57,7 @@ xent_k(float *losses, T *logits, const int *targets, int V, int Vp, float dscale
   for (; i + (U - 1) * (int)blockDim.x < nv; i += U * blockDim.x) {
     float f[U][W];
 #pragma unroll
-    for (int u = 0; u < U; u++) ld1(i + u * blockDim.x, f[u]);
+    for (int u = 0; u < U; u++) tzc_ld<W>(z + (size_t)(i + u * blockDim.x) * W, f[u]);
     float lm = f[0][0];
 #pragma unroll
     for (int u = 0; u < U; u++)
@@ -99,7 +74,7 @@ xent_k(float *losses, T *logits, const int *targets, int V, int Vp, float dscale
   }
   for (; i < nv; i += blockDim.x) {
     float f[W];
-    ld1(i, f);
+    tzc_ld<W>(z + (size_t)i * W, f);
     float lm = f[0];
 #pragma unroll
     for (int j = 1; j < W; j++) lm = fmaxf(lm, f[j]);
@@ -138,7 +113,7 @@ xent_k(float *losses, T *logits, const int *targets, int V, int Vp, float dscale
   for (; i + (U - 1) * (int)blockDim.x < nv; i += U * blockDim.x) {
     float f[U][W];
 #pragma unroll
-    for (int u = 0; u < U; u++) ld2(i + u * blockDim.x, f[u]);
+    for (int u = 0; u < U; u++) tzc_ld<W>(z + (size_t)(i + u * blockDim.x) * W, f[u]);
 #pragma unroll
     for (int u = 0; u < U; u++) {
       int iu = i + u * blockDim.x;
@@ -152,7 +127,7 @@ xent_k(float *losses, T *logits, const int *targets, int V, int Vp, float dscale
   }
   for (; i < nv; i += blockDim.x) {
     float f[W];
-    ld2(i, f);
+    tzc_ld<W>(z + (size_t)i * W, f);
 #pragma unroll
     for (int j = 0; j < W; j++) {
       f[j] = expf(f[j] - m) * scale;
@@ -169,37 +144,7 @@ xent_k(float *losses, T *logits, const int *targets, int V, int Vp, float dscale
     z[c] = tzc_from<T>(d);
   }
 }
-
-/* Whether xent_k's SM form runs with `smem` bytes of the row: TEZGAH_CUDA_XENT_SMEM=1 (read at
- * each call: the A/B switch and the tests), at most half the device's shared memory per SM (two
- * blocks an SM, so one block's writes overlap another's reads) and within the per-block opt-in
- * limit, which is raised for kernel k once. */
-template <class K> bool xent_smem_ok(size_t smem, K k) {
-  const char *e = getenv("TEZGAH_CUDA_XENT_SMEM");
-  if (!e || strcmp(e, "1") != 0 || smem == 0) return false;
-  static int per_sm = -1, optin = -1;
-  if (per_sm < 0) {
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-      per_sm = 0, optin = 0;
-  }
-  if (smem + 1024 > (size_t)per_sm / 2 || smem > (size_t)optin) return false;
-  static size_t raised = 0; /* (one instantiation runs: the backend's act type) */
-  if (smem > raised) {
-    if (cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    raised = smem;
-  }
-  return true;
-}
 } // namespace
-
-static long xent_smem_n; /* the crossentropy calls that ran xent_k's SM form */
-extern "C" long tzc_xent_smem_calls(void) { return xent_smem_n; }
 
 extern "C" void tzc_crossentropy(tz_backend *be, tz_slice losses, tz_slice logits,
                                  tz_slice targets, int N, int V, int Vp, float dscale) {
@@ -212,16 +157,10 @@ extern "C" void tzc_crossentropy(tz_backend *be, tz_slice losses, tz_slice logit
     T *z = (T *)tzc_ptr(logits);
     float *l = (float *)tzc_ptr(losses);
     const int *y = (const int *)tzc_ptr(targets);
-    if (((size_t)Vp * sizeof(T)) % 16 == 0 && tzc_aligned16(z)) {
-      size_t smem = (size_t)(V / VW(T)) * 16;
-      if (xent_smem_ok(smem, xent_k<VW(T), true, T>)) {
-        xent_k<VW(T), true><<<N, CE_THREADS, smem, st>>>(l, z, y, V, Vp, dscale);
-        xent_smem_n++;
-      } else
-        xent_k<VW(T), false><<<N, CE_THREADS, 0, st>>>(l, z, y, V, Vp, dscale);
-    } else {
-      xent_k<1, false><<<N, CE_THREADS, 0, st>>>(l, z, y, V, Vp, dscale);
-    }
+    if (((size_t)Vp * sizeof(T)) % 16 == 0 && tzc_aligned16(z))
+      xent_k<VW(T)><<<N, CE_THREADS, 0, st>>>(l, z, y, V, Vp, dscale);
+    else
+      xent_k<1><<<N, CE_THREADS, 0, st>>>(l, z, y, V, Vp, dscale);
     TZC_LAUNCHED();
   });
 }
