@@ -10,7 +10,8 @@
 #     per-kernel table and the peak device memory (≥ 16 bytes per parameter); `--profile`
 #     on the CPU backend is a one-line error; `info` states the precision that run got;
 #  4. a tensor above maxStorageBufferBindingSize that no op splits (activations, with the
-#     limit forced to 64 KiB by TEZGAH_WEBGPU_MAX_BINDING) stops with one error line naming it;
+#     limit forced to 64 KiB by TEZGAH_WEBGPU_MAX_BINDING) stops with one error line naming it
+#     and leaves no run directory; TEZGAH_WEBGPU_MAX_BINDING=pear gets one warning;
 #  5. on a CPU adapter, `sample --backend webgpu` says on stderr (one line) that it compiles its
 #     pipelines on first use, and its stdout holds the text alone.
 # Usage (from ctest): bash test_webgpu_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
@@ -84,6 +85,14 @@ if "$tz" info 2>/dev/null | grep -q 'adapter'; then
   else
     fail "TEZGAH_WEBGPU_WAIT_S=abc: stderr:"; cat err.txt
   fi
+  # the binding-limit override that is not a byte count: one warning, the adapter's limit kept
+  # (strtoull read 'pear' as 0, i.e. 64 KiB, and the next model failed with the limit misreported)
+  if TEZGAH_WEBGPU_MAX_BINDING=pear "$tz" train "${tiny[@]}" --backend webgpu --run-dir runs/pear >out.txt 2>err.txt &&
+    [[ $(grep -c "^tezgah: warning: TEZGAH_WEBGPU_MAX_BINDING='pear' is not a byte count; the adapter's limit is used$" err.txt) -eq 1 ]]; then
+    ok "TEZGAH_WEBGPU_MAX_BINDING=pear: one warning, the adapter's limit"
+  else
+    fail "TEZGAH_WEBGPU_MAX_BINDING=pear: stderr:"; cat err.txt
+  fi
   if "$tz" train "${tiny[@]}" --backend webgpu --profile --run-dir runs/prof >out.txt 2>err.txt &&
     grep -q 'webgpu profile' err.txt && grep -qE '^  matmul_t +[0-9.]+ +[0-9]+ +[0-9.]+% +[0-9.]+ GFLOP/s' err.txt &&
     grep -qE '^  total' err.txt; then
@@ -135,6 +144,19 @@ if "$tz" info 2>/dev/null | grep -q 'adapter'; then
     ok "too large for one binding: $(grep '^tezgah: error' err.txt | cut -c1-160)"
   else
     fail "too large for one binding: stderr:"; cat err.txt
+  fi
+  # such an error exits from inside an op (tz_fatal, exit 1), never back to train's clean-up: the
+  # run directory it made is removed all the same. -B 4: the first tensor over the limit is then
+  # the qkv activation, met in the first step with metrics.jsonl already open, which this case
+  # left behind, empty, until the walkthrough of 2026-12-05 (runs/fatal keeps the data cache,
+  # .cache, as every run's parent does)
+  TEZGAH_WEBGPU_MAX_BINDING=65536 "$tz" train --data "$corpus" --vocab-size 320 --n-layer 1 --d-model 64 \
+    -B 4 -T 64 --steps 3 --val-every 0 --sample-tokens 0 --backend webgpu --run-dir runs/fatal/x >out.txt 2>err.txt
+  rc=$?
+  if [[ $rc -ne 0 && ! -e runs/fatal/x ]] && grep -q '^tezgah: error: webgpu: .*above this adapter' err.txt; then
+    ok "a fatal error inside an op: exit $rc, no run directory left ($(grep '^tezgah: error' err.txt | cut -c1-60))"
+  else
+    fail "a fatal error inside an op: exit $rc, left: $(find runs/fatal/x 2>/dev/null | tr '\n' ' '); stderr:"; cat err.txt
   fi
 else
   echo "note: no WebGPU adapter here; --profile on webgpu not exercised"

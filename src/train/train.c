@@ -1051,6 +1051,22 @@ static int stopped_before_loop(train_run *r) {
   return tz_err("interrupted by %s before step 1; no run was made", name);
 }
 
+/* A run that failed before its first checkpoint: the run directory this session made is removed
+ * with the parents it needed, if empty, and its metrics.jsonl with it (never a resumed run's).
+ * finish() calls it on a failure; abandon_at_exit on a fatal error raised inside an op (a WebGPU
+ * validation error, a lost GPU: tz_fatal, whose CLI handler calls exit(1)), which never returns
+ * to finish() -- such a run left its directory with an empty metrics.jsonl (the fresh-clone
+ * walkthrough of 2026-12-05). */
+static void abandon_run_dir(train_run *r) {
+  if (!r->created_top || r->latest_marked) return;
+  if (r->metrics_path && tz_exists(r->metrics_path) && !r->o.resume) unlink(r->metrics_path);
+  tz_rmdirs_upto(r->o.run_dir, r->created_top);
+}
+static train_run *live_run; /* tz_train's session while its phases run */
+static void abandon_at_exit(void) {
+  if (live_run) abandon_run_dir(live_run);
+}
+
 /* Whatever the phases reached: the session's peak memory, a failure told to the other
  * ranks, a run directory that never got a checkpoint removed, everything freed. */
 static int finish(train_run *r) {
@@ -1076,10 +1092,7 @@ static int finish(train_run *r) {
   }
   tz_run_close(&r->rf);
   tz_metrics_close(r->metrics);
-  if (rc < 0 && r->created_top && !r->latest_marked) { /* a run that failed before its first checkpoint */
-    if (r->metrics_path && tz_exists(r->metrics_path) && !o->resume) unlink(r->metrics_path);
-    tz_rmdirs_upto(o->run_dir, r->created_top); /* the run directory and the parents it needed, if empty */
-  }
+  if (rc < 0) abandon_run_dir(r);
   free(r->created_top);
   if (r->run_dir_fd >= 0) close(r->run_dir_fd); /* (the lock goes with it) */
   tz_loader_free(r->train);
@@ -1109,6 +1122,9 @@ int tz_train(const tz_train_opts *opts_in) {
   train_run r;
   memset(&r, 0, sizeof r);
   r.run_dir_fd = -1;
+  static int hooked;
+  if (!hooked) hooked = atexit(abandon_at_exit) == 0;
+  live_run = &r;
   if (phase_start(&r, opts_in) == 0)
     for (size_t i = 0; i < sizeof phases / sizeof *phases; i++) {
       /* the loop checks stop requests after every step; before it, one ends the session as it
@@ -1119,5 +1135,6 @@ int tz_train(const tz_train_opts *opts_in) {
         break;
       }
     }
+  live_run = NULL; /* finish() cleans up from here */
   return finish(&r);
 }

@@ -474,9 +474,17 @@ tz_backend *tz_backend_webgpu_create(const char *precision) {
    * were this small (at least 64 KiB), to exercise the split paths on any adapter */
   const char *mb = getenv("TEZGAH_WEBGPU_MAX_BINDING");
   if (mb && *mb) {
-    unsigned long long v = strtoull(mb, NULL, 0);
-    if (v < 65536) v = 65536;
-    if (v < c->lim.maxStorageBufferBindingSize) c->lim.maxStorageBufferBindingSize = v;
+    /* a value that is not a byte count ("pear") is ignored with a warning: read as 0 it became
+     * 64 KiB and the next model failed with the adapter's limit misreported (walkthrough,
+     * 2026-12-05) */
+    char *end;
+    unsigned long long v = strtoull(mb, &end, 0);
+    if (end == mb || *end || *mb == '-') {
+      fprintf(stderr, "tezgah: warning: TEZGAH_WEBGPU_MAX_BINDING='%s' is not a byte count; the adapter's limit is used\n", mb);
+    } else {
+      if (v < 65536) v = 65536;
+      if (v < c->lim.maxStorageBufferBindingSize) c->lim.maxStorageBufferBindingSize = v;
+    }
   }
   c->uni = wg_mkbuf(c, (uint64_t)UNI_SLOTS * UNI_STRIDE, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "uniforms");
   c->uni_host = tz_calloc(UNI_SLOTS, UNI_STRIDE);
