@@ -422,7 +422,34 @@ void tz_wgpu_on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUSt
   tz_wgpu_sv_copy(r->msg, sizeof r->msg, message);
 }
 
+/* Mesa's llvmpipe (lavapipe; Mesa 25.0.7) keys its shader disk cache on the shader, GALLIVM_PERF
+ * and the CPU's features, not on LP_NATIVE_VECTOR_WIDTH, its SIMD width and so its subgroup
+ * size: code a process compiled at one width is served to a later process at another, which
+ * then runs subgroups of a size other than the one its adapter reports. Where the host derives a
+ * constant from that size (the v8 norms' NK, webgpu_ops_elem.c) whole rows come out wrong:
+ * after a 4-lane run (LP_NATIVE_VECTOR_WIDTH=128), a default 8-lane run of the same WGSL trained
+ * a d_model 128 llama to another loss (session 30's walkthrough; test_webgpu_mesa_cache). So a
+ * process that sets the width gets a cache of its own, <XDG_CACHE_HOME, else $HOME/.cache>/
+ * tezgah-mesa-w<bits>, unless it named one (MESA_SHADER_CACHE_DIR, as ctest's entries do:
+ * tests/lavapipe_env.cmake). Only Mesa reads the variable; set before the first instance,
+ * whose creation loads the Vulkan driver. */
+static void mesa_cache_per_width(void) {
+  const char *w = getenv("LP_NATIVE_VECTOR_WIDTH"), *mc = getenv("MESA_SHADER_CACHE_DIR");
+  if (!w || !*w || strspn(w, "0123456789") != strlen(w) || strlen(w) > 6 || (mc && *mc)) return;
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  char dir[PATH_MAX];
+  int n;
+  if (xdg && xdg[0] == '/')
+    n = snprintf(dir, sizeof dir, "%s/tezgah-mesa-w%s", xdg, w);
+  else if (home && *home)
+    n = snprintf(dir, sizeof dir, "%s/.cache/tezgah-mesa-w%s", home, w);
+  else
+    return; /* no home: Mesa has no default cache to share either */
+  if (n > 0 && (size_t)n < sizeof dir) setenv("MESA_SHADER_CACHE_DIR", dir, 1);
+}
+
 WGPUInstance tz_wgpu_create_instance(void) {
+  mesa_cache_per_width();
   if (tz_wgpu_abi == &tz_wgpu_abi_node) {
     static const WGPUInstanceFeatureName feats[] = {WGPUInstanceFeatureName_TimedWaitAny};
     WGPUInstanceLimits il;

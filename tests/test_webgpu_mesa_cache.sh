@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Mesa's llvmpipe keys its shader disk cache without LP_NATIVE_VECTOR_WIDTH (Mesa 25.0.7), so a
+# process at llvmpipe's default width could run code a process at another width had compiled,
+# with subgroups of a size its adapter did not report (dawn_load.c, mesa_cache_per_width). A
+# process that sets the width therefore gets a cache of its own. This test runs the v8 norms'
+# op test (test_webgpu_ops' test_act_f16_norms, against the CPU) twice on one fresh cache home
+# (XDG_CACHE_HOME), MESA_SHADER_CACHE_DIR unset as a user's shell has it:
+#  1. at 4 lanes (LP_NATIVE_VECTOR_WIDTH=128): passes, and its cache is <home>/tezgah-mesa-w128;
+#  2. at llvmpipe's default width: passes. Before the fix it failed here, on the first case, in
+#     0.1 s, from the cache run 1 had filled (session 30, Mesa 25.0.7 at 8 lanes: "fused
+#     layernorm_fwd N70 C64: 4469 of 4480 elements off").
+# Both runs with GALLIVM_PERF=nopt (Mesa keys that setting, so the runs still share one key
+# space; ~35 CPU s a cold run instead of ~50-90). SKIPPED without an adapter with subgroups
+# (the op test's own skip), or where llvmpipe's default width is 4 lanes too (a CPU without
+# AVX2: no second width to mix up).
+# Usage (from ctest): bash test_webgpu_mesa_cache.sh <tezgah-binary> <shared-dir> <scratch-dir>
+set -uo pipefail
+tz=$(realpath "${1:?tezgah binary}")
+scratch=${3:?scratch dir}
+# shellcheck source=tests/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # skip, enter_scratch, fail, ok
+ops=$(dirname "$tz")/tests/test_webgpu_ops
+[[ -x $ops ]] || skip "$ops is not built (scripts/test.sh builds it)"
+enter_scratch
+unset MESA_SHADER_CACHE_DIR
+export XDG_CACHE_HOME=$scratch/cache GALLIVM_PERF=nopt TZ_TEST_FILTER=test_act_f16_norms
+
+LP_NATIVE_VECTOR_WIDTH=128 "$ops" >run4.txt 2>&1
+rc=$?
+grep -q "SKIPPED" run4.txt && [[ $rc == 0 || $rc == 77 ]] && skip "$(grep -m1 SKIPPED run4.txt)"
+if [[ $rc == 0 ]]; then ok "4 lanes: the v8 norms against the CPU"; else fail "4 lanes (rc $rc): $(grep -m1 -E 'elements off|FAILED' run4.txt)"; fi
+lanes4=$(grep -m1 -o 'subgroups ([0-9]*' run4.txt | grep -o '[0-9]*$')
+[[ $lanes4 == 4 ]] || fail "LP_NATIVE_VECTOR_WIDTH=128 gave ${lanes4:-no} subgroup lanes, not 4"
+if [[ -d $XDG_CACHE_HOME/tezgah-mesa-w128 ]]; then ok "the 4-lane run's cache: \$XDG_CACHE_HOME/tezgah-mesa-w128"
+else fail "no \$XDG_CACHE_HOME/tezgah-mesa-w128 after the 4-lane run: $(ls "$XDG_CACHE_HOME" 2>&1 | tr '\n' ' ')"; fi
+
+"$ops" >rundef.txt 2>&1
+rc=$?
+lanes=$(grep -m1 -o 'subgroups ([0-9]*' rundef.txt | grep -o '[0-9]*$')
+if [[ $rc == 0 ]]; then ok "llvmpipe's default width (${lanes:-?} lanes) after it: the v8 norms against the CPU"
+else fail "default width (${lanes:-?} lanes, rc $rc) after a 4-lane run: $(grep -m1 -E 'elements off|FAILED' rundef.txt)"; fi
+((failures == 0)) && [[ $lanes == 4 ]] && skip "llvmpipe's default width is 4 lanes here too (no AVX2): nothing to mix up"
+exit $((failures > 0))
