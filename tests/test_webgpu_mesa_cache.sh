@@ -32,7 +32,7 @@ if [[ $rc == 0 ]]; then ok "4 lanes: the v8 norms against the CPU"; else fail "4
 lanes4=$(grep -m1 -o 'subgroups ([0-9]*' run4.txt | grep -o '[0-9]*$')
 [[ $lanes4 == 4 ]] || fail "LP_NATIVE_VECTOR_WIDTH=128 gave ${lanes4:-no} subgroup lanes, not 4"
 if [[ -d $XDG_CACHE_HOME/tezgah-mesa-w128 ]]; then ok "the 4-lane run's cache: \$XDG_CACHE_HOME/tezgah-mesa-w128"
-else fail "no \$XDG_CACHE_HOME/tezgah-mesa-w128 after the 4-lane run: $(ls "$XDG_CACHE_HOME" 2>&1 | tr '\n' ' ')"; fi
+else fail "no \$XDG_CACHE_HOME/tezgah-mesa-w128 after the 4-lane run: $(find "$XDG_CACHE_HOME" -maxdepth 1 -mindepth 1 -printf "%f ")"; fi
 
 "$ops" >rundef.txt 2>&1
 rc=$?
