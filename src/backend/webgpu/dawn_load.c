@@ -434,6 +434,7 @@ void tz_wgpu_on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUSt
  * tests/lavapipe_env.cmake). Only Mesa reads the variable; set before the first instance,
  * whose creation loads the Vulkan driver. */
 static void mesa_cache_per_width(void) {
+#ifndef __wasi__ /* (a browser's WebGPU has no Mesa to configure) */
   const char *w = getenv("LP_NATIVE_VECTOR_WIDTH"), *mc = getenv("MESA_SHADER_CACHE_DIR");
   if (!w || !*w || strspn(w, "0123456789") != strlen(w) || strlen(w) > 6 || (mc && *mc)) return;
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -446,6 +447,7 @@ static void mesa_cache_per_width(void) {
   else
     return; /* no home: Mesa has no default cache to share either */
   if (n > 0 && (size_t)n < sizeof dir) setenv("MESA_SHADER_CACHE_DIR", dir, 1);
+#endif
 }
 
 WGPUInstance tz_wgpu_create_instance(void) {
