@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mesa's llvmpipe keys its shader disk cache without LP_NATIVE_VECTOR_WIDTH (Mesa 25.0.7), so a
 # process at llvmpipe's default width could run code a process at another width had compiled,
-# with subgroups of a size its adapter did not report (dawn_load.c, mesa_cache_per_width). A
+# with subgroups of a size its adapter did not report (dawn_load.c, tz_backend_webgpu_env). A
 # process that sets the width therefore gets a cache of its own. This test runs the v8 norms'
 # op test (test_webgpu_ops' test_act_f16_norms, against the CPU) twice on one fresh cache home
 # (XDG_CACHE_HOME), MESA_SHADER_CACHE_DIR unset as a user's shell has it:
@@ -10,9 +10,10 @@
 #     0.1 s, from the cache run 1 had filled (session 30, Mesa 25.0.7 at 8 lanes: "fused
 #     layernorm_fwd N70 C64: 4469 of 4480 elements off").
 # Both runs with GALLIVM_PERF=nopt (Mesa keys that setting, so the runs still share one key
-# space; ~35 CPU s a cold run instead of ~50-90). SKIPPED without an adapter with subgroups
-# (the op test's own skip), or where llvmpipe's default width is 4 lanes too (a CPU without
-# AVX2: no second width to mix up).
+# space; ~35 CPU s a cold run instead of ~50-90). SKIPPED where the op test skips (no adapter
+# with ShaderF16 for f16 activations, or none with subgroups), or where llvmpipe's default width
+# is 4 lanes too (a CPU without AVX2: no second width to mix up). A caller's own
+# LP_NATIVE_VECTOR_WIDTH is dropped: run 2 is llvmpipe's default.
 # Usage (from ctest): bash test_webgpu_mesa_cache.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 tz=$(realpath "${1:?tezgah binary}")
@@ -22,8 +23,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # skip, enter_scratch, fail, ok
 ops=$(dirname "$tz")/tests/test_webgpu_ops
 [[ -x $ops ]] || skip "$ops is not built (scripts/test.sh builds it)"
 enter_scratch
-unset MESA_SHADER_CACHE_DIR
-export XDG_CACHE_HOME=$scratch/cache GALLIVM_PERF=nopt TZ_TEST_FILTER=test_act_f16_norms
+unset MESA_SHADER_CACHE_DIR MESA_GLSL_CACHE_DIR LP_NATIVE_VECTOR_WIDTH
+export XDG_CACHE_HOME=$PWD/cache GALLIVM_PERF=nopt TZ_TEST_FILTER=test_act_f16_norms # (absolute, as XDG wants)
 
 LP_NATIVE_VECTOR_WIDTH=128 "$ops" >run4.txt 2>&1
 rc=$?

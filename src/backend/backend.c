@@ -45,6 +45,7 @@ tz_backend *tz_backend_create(const char *name, int threads, const char *precisi
 int tz_backend_cuda_was_created(void) { return g_cuda_created; }
 void tz_backend_env(const char *name, const char *precision) {
   if (name && !strcmp(name, "cuda")) tz_backend_cuda_env(precision);
+  if (name && !strcmp(name, "webgpu")) tz_backend_webgpu_env();
 }
 
 static int prof_slower(const void *a, const void *b) {

@@ -511,9 +511,12 @@ tz_backend *tz_backend_cuda_create(const char *precision);
  * rows hint, CUDA_DEVICE_MAX_CONNECTIONS; each only where the environment does not give it),
  * set now: call it before starting threads that may read the environment while the backend is
  * created (setenv beside a getenv on another thread is a data race). tz_backend_create sets the
- * same itself; calling this first only moves it earlier. No-op for other backends. */
+ * same itself; calling this first only moves it earlier. WebGPU: MESA_SHADER_CACHE_DIR, a Mesa
+ * shader cache of its own for a process that sets LP_NATIVE_VECTOR_WIDTH (dawn_load.c says why).
+ * No-op for other backends. */
 void tz_backend_env(const char *name, const char *precision);
 void tz_backend_cuda_env(const char *precision);
+void tz_backend_webgpu_env(void);
 /* Print the CUDA devices (name, compute capability, SMs, memory, driver and runtime
  * versions) to stdout (`tezgah info`). 0, or -1 with tz_err() when CUDA is unavailable. */
 int tz_cuda_info(void);

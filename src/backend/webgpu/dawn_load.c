@@ -27,6 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifndef __wasi__
+#include <pwd.h>
+#endif
 #ifndef __wasi__ /* the wasm build (scripts/build_wasm.sh) has no dlopen and no ELF files */
 #include <dlfcn.h>
 #include <elf.h>
@@ -36,6 +39,7 @@
 #include <sys/stat.h>
 #endif
 
+#include "backend/backend.h"
 #include "backend/webgpu/webgpu_api.h"
 #include "core/error.h"
 
@@ -429,15 +433,24 @@ void tz_wgpu_on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUSt
  * constant from that size (the v8 norms' NK, webgpu_ops_elem.c) whole rows come out wrong:
  * after a 4-lane run (LP_NATIVE_VECTOR_WIDTH=128), a default 8-lane run of the same WGSL trained
  * a d_model 128 llama to another loss (session 30's walkthrough; test_webgpu_mesa_cache). So a
- * process that sets the width gets a cache of its own, <XDG_CACHE_HOME, else $HOME/.cache>/
- * tezgah-mesa-w<bits>, unless it named one (MESA_SHADER_CACHE_DIR, as ctest's entries do:
- * tests/lavapipe_env.cmake). Only Mesa reads the variable; set before the first instance,
- * whose creation loads the Vulkan driver. */
-static void mesa_cache_per_width(void) {
+ * process that sets the width gets a cache of its own, tezgah-mesa-w<bits> in the folder Mesa
+ * would use (XDG_CACHE_HOME when absolute, else $HOME/.cache, else the passwd entry's home's
+ * .cache, as Mesa's disk_cache falls back), unless it named one (MESA_SHADER_CACHE_DIR, as
+ * ctest's entries do: tests/lavapipe_env.cmake; or the older MESA_GLSL_CACHE_DIR). Only Mesa
+ * reads the variable. tz_wgpu_create_instance calls this before the first instance (whose
+ * creation loads the Vulkan driver); tz_backend_env calls it earlier, before a caller's threads
+ * start (setenv beside another thread's getenv is a data race: backend.h). Idempotent: once
+ * set, the variable is the process's choice. */
+void tz_backend_webgpu_env(void) {
 #ifndef __wasi__ /* (a browser's WebGPU has no Mesa to configure) */
-  const char *w = getenv("LP_NATIVE_VECTOR_WIDTH"), *mc = getenv("MESA_SHADER_CACHE_DIR");
-  if (!w || !*w || strspn(w, "0123456789") != strlen(w) || strlen(w) > 6 || (mc && *mc)) return;
+  const char *w = getenv("LP_NATIVE_VECTOR_WIDTH"), *mc = getenv("MESA_SHADER_CACHE_DIR"),
+             *mg = getenv("MESA_GLSL_CACHE_DIR");
+  if (!w || !*w || strspn(w, "0123456789") != strlen(w) || strlen(w) > 6 || (mc && *mc) || (mg && *mg)) return;
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (!(home && *home)) {
+    const struct passwd *pw = getpwuid(getuid());
+    home = pw ? pw->pw_dir : NULL;
+  }
   char dir[PATH_MAX];
   int n;
   if (xdg && xdg[0] == '/')
@@ -445,13 +458,13 @@ static void mesa_cache_per_width(void) {
   else if (home && *home)
     n = snprintf(dir, sizeof dir, "%s/.cache/tezgah-mesa-w%s", home, w);
   else
-    return; /* no home: Mesa has no default cache to share either */
+    return; /* no home at all: Mesa has no default cache to share either */
   if (n > 0 && (size_t)n < sizeof dir) setenv("MESA_SHADER_CACHE_DIR", dir, 1);
 #endif
 }
 
 WGPUInstance tz_wgpu_create_instance(void) {
-  mesa_cache_per_width();
+  tz_backend_webgpu_env();
   if (tz_wgpu_abi == &tz_wgpu_abi_node) {
     static const WGPUInstanceFeatureName feats[] = {WGPUInstanceFeatureName_TimedWaitAny};
     WGPUInstanceLimits il;
