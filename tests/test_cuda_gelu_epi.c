@@ -4,7 +4,7 @@
  * - The switch: a bad TEZGAH_CUDA_GELU_EPI makes tz_backend_create fail with one line naming it
  *   (checked before any device work, so this part runs without a GPU too, in a CUDA build);
  *   off offers neither op, bwd only matmul_dgelu, fwd only matmul_t_gelu, both and both+bgrad
- *   both; auto (and unset, empty) matmul_dgelu in bf16 and neither in fp32.
+ *   both; auto (and unset, empty) both in bf16 and neither in fp32.
  * - The ops, in fp32 (--precision fp32), bf16, and on the fallback kernel (TEZGAH_CUDA_MATMUL=naive;
  *   also what an N not divisible by 8 gets: cuBLASLt's aux ld rule), at shapes with odd M and odd
  *   N, against the CPU on the same (bf16-rounded in bf16) inputs:
@@ -24,10 +24,15 @@
  *   [-8, 8)); the outputs at 1.5 ≤ |h| ≤ 4 (where the erf form is 1e-4..4.7e-4 from the tanh
  *   form) must be closer on average to the CPU's tanh form than to the erf form (simulated with
  *   tanh errors of the full 2^-11 the margin is 15 %; a precise tanh leaves ~1e-7 vs 2.5e-4).
- * - Training (a small gpt2, B 3, T 37, 12 AdamW steps as test_cuda_train runs them): for each of
- *   off, bwd, fwd, both, both+bgrad, bf16 losses within 2e-2 relative of the CPU's fp32 and two
- *   runs bit-identical; fp32 with both+bgrad within 1e-3 of the CPU (not test_cuda_train's 1e-4:
- *   the epilogue's tanh may be the approximate instruction, T above); and the recompute rule:
+ * - Training (a small gpt2, B 3, T 37, 12 AdamW steps as test_cuda_train runs them; the residual
+ *   epilogue as the backend's default, on in bf16): for each of off, bwd, fwd, both, both+bgrad,
+ *   bf16 losses within 5e-2 relative of the CPU's fp32 (test_cuda_train's trajectory bound, which
+ *   says why: a loss curve's distance from the CPU's measures how a rounding change grows, not a
+ *   step's precision, which test_cuda_train's teacher-forced check measures with the default
+ *   both; this test's curves were 3.2e-3 to 4.9e-3 from the CPU's on the H200 before the
+ *   residual epilogue was the default) and two runs bit-identical; fp32 with both+bgrad within
+ *   1e-3 of the CPU (not test_cuda_train's 1e-4: the epilogue's tanh may be the approximate
+ *   instruction, T above); and the recompute rule:
  *   with both, a --recompute run (the forward fusion off, the backward's on) gives bit for bit
  *   the losses of a stored run with bwd.
  * Needs a CUDA GPU; otherwise SKIPPED (exit 77); TEZGAH_CUDA_REQUIRED=1 makes that a failure. */
@@ -67,17 +72,17 @@ static void test_switch(void **state) {
     assert_null(be);
     assert_non_null(strstr(tz_errmsg(), "TEZGAH_CUDA_GELU_EPI"));
   }
-  /* "" and "auto": the default, the backward epilogue in bf16 (TZC_GELU_AUTO_BF16), none in fp32 */
+  /* "" and "auto": the default, both epilogues in bf16 (TZC_GELU_AUTO_BF16), none in fp32 */
   static const char *const good[] = {"off", "bwd", "fwd", "both", "bwd+bgrad", "both+bgrad", "", "auto"};
-  static const int fwd[] = {0, 0, 1, 1, 0, 1, 0, 0}, bwd[] = {0, 1, 0, 1, 1, 1, 1, 1};
+  static const int fwd[] = {0, 0, 1, 1, 0, 1, 1, 1}, bwd[] = {0, 1, 0, 1, 1, 1, 1, 1};
   for (int i = 0; i < (int)(sizeof good / sizeof *good); i++) {
     tz_backend *be = cuda_with(NULL, good[i], 0);
     assert_int_equal(be->matmul_t_gelu != NULL, fwd[i]);
     assert_int_equal(be->matmul_dgelu != NULL, bwd[i]);
     be->destroy(be);
   }
-  tz_backend *be = ct_cuda(NULL); /* unset: auto, bf16: the backward epilogue */
-  assert_null(be->matmul_t_gelu);
+  tz_backend *be = ct_cuda(NULL); /* unset: auto, bf16: both epilogues */
+  assert_non_null(be->matmul_t_gelu);
   assert_non_null(be->matmul_dgelu);
   be->destroy(be);
   be = ct_cuda("fp32"); /* unset: auto, fp32: the separate ops */
@@ -306,7 +311,7 @@ static void test_training(void **state) {
       be->destroy(be);
     }
     snprintf(what, sizeof what, "bf16 %s", modes[i]);
-    check_rel(what, lc, l1, 2e-2);
+    check_rel(what, lc, l1, 5e-2); /* the header: why not tighter */
     printf("bf16 %s: two runs %s\n", modes[i], memcmp(l1, l2, sizeof l1) ? "DIFFER" : "bit-identical");
     assert_memory_equal(l1, l2, sizeof l1);
   }

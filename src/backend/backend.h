@@ -244,9 +244,10 @@ struct tz_backend {
    * rows. a, gu: act; out: fp32. */
   void (*matmul_at_swiglu_a)(tz_backend *be, tz_slice out, tz_slice a, tz_slice gu, int M, int K,
                              int N, int acc);
-  /* Optional GeLU-epilogue matmuls (NULL: not offered -- CPU, WebGPU; CUDA as
-   * TEZGAH_CUDA_GELU_EPI says, by default matmul_dgelu in bf16 only; the model then runs the
-   * separate ops). GeLU = gelu_fwd's tanh form.
+  /* Optional GeLU-epilogue matmuls (NULL: not offered -- CPU; WebGPU as TEZGAH_WEBGPU_GELU_EPI
+   * says, by default matmul_dgelu with f16 activations; CUDA as TEZGAH_CUDA_GELU_EPI says, by
+   * default both in bf16, neither in fp32; the model then runs the separate ops). GeLU =
+   * gelu_fwd's tanh form.
    * matmul_t_gelu: h[M,N] = x[M,K] · W[N,K]ᵀ + bias[N] (bias W, may be NONE) and
    *   out[M,N] = gelu(h), with the GeLU applied to the sum before h is rounded to act: in bf16
    *   `out` may differ in its last bits from matmul_t + gelu_fwd (which read the stored h), so a
@@ -260,17 +261,16 @@ struct tz_backend {
    *   (cuBLASLt's DGELU / DGELU_BGRAD epilogues on CUDA). */
   void (*matmul_t_gelu)(tz_backend *be, tz_slice out, tz_slice h, tz_slice x, tz_slice w, tz_slice bias, int M,
                         int K, int N);
-  /* Optional (NULL: not offered -- CPU; CUDA unless TEZGAH_CUDA_MM_RES=1; the model then runs
-   * matmul_t and add): the residual connection in the matmul's epilogue,
+  /* Optional (NULL: not offered -- CPU; CUDA in fp32 unless TEZGAH_CUDA_MM_RES=1, in bf16 under
+   * =0; the model then runs matmul_t and add): the residual connection in the matmul's epilogue,
    *   out[M,N] = a[M,K] · b[N,K]ᵀ + bias[N] + res[M,N]   (bias may be NONE)
    * with the sum formed in fp32 and rounded to act once (matmul_t + add round the product to act
    * first: the last bits may differ). a: act; b: W (the weight); out, res: act, distinct, not
    * overlapping. A GPT-2 / llama block's two projections into the residual stream (attention
    * output, MLP output): the separate add's read of out and its dispatch go. WebGPU: kernel n's
    * RES epilogue; CUDA: cuBLASLt with C = res, D = out, beta = 1 (matmul.cu; the fallback kernel
-   * where N % 8 != 0 or res is not on 16 bytes, as cuBLASLt rounded twice there), opt-in: in bf16 it moved test_cuda_train's
-   * gpt2 loss curve to 2.9e-2 of the CPU's, past its 2e-2 bound, for +0.5 % (gpt2-350m) / +1.1 %
-   * (774m) tokens/s on the H200. */
+   * where N % 8 != 0 or res is not on 16 bytes, as cuBLASLt rounded twice there), by default in
+   * bf16 (backend_cuda.c says why). */
   void (*matmul_t_res)(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, tz_slice bias, tz_slice res, int M,
                        int K, int N);
   /* Optional (NULL: not offered -- CPU, CUDA; the model then runs matmul and swiglu_bwd):

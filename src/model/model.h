@@ -70,7 +70,9 @@ typedef struct {
   int debug_poison_acts; /* debug: the next training forward writes +Inf into its activations */
   /* Set before tz_model_alloc_training: the norm outputs n1, n2 and the GeLU/SwiGLU output a
    * are not kept per layer but recomputed in the backward (same kernels, same inputs: the
-   * losses are bit-identical), saving (2·C + d_ff)·B·T activations per layer but one. */
+   * losses are bit-identical to a stored run's that does not use be->matmul_t_gelu, which the
+   * forward leaves out under recompute: model.c), saving (2·C + d_ff)·B·T activations per layer
+   * but one. */
   int recompute;
   /* Set before tz_model_alloc_training: rows per classifier chunk. 0 (the default): auto
    * (tz_model_logits_rows: the whole batch unless its logits would take more than 3.5 GiB);

@@ -1,7 +1,8 @@
 /* train --recompute auto|on|off: whether the training arena keeps every layer's norm and
  * GeLU/SwiGLU outputs (stored) or one of each, recomputed in the backward (src/model/model.h;
- * the losses are bit-identical either way, so the choice is one of memory against ~the cost of
- * recomputing them).
+ * the losses are bit-identical either way -- but where CUDA's forward GeLU epilogue runs
+ * without recompute, GPT-2 in bf16 by default, which differs in the last bits -- so the choice
+ * is one of memory against ~the cost of recomputing them).
  *
  * auto (the default) turns recompute on only where it is needed and enough: the caller
  * (src/train/train.c) sizes what the run will still allocate each way before the arena exists

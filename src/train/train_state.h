@@ -37,7 +37,8 @@ typedef struct {
    * keeps it; absent in older checkpoints: auto); recompute_active, saved as "recompute_active",
    * is this session's arena (1: recomputed). A resumed session chooses again (auto may decide
    * otherwise on another device or batch of free memory): the losses are bit-identical either
-   * way, so the run stays exact. */
+   * way, so the run stays exact (but for the last bits where CUDA's forward GeLU epilogue runs
+   * without recompute: GPT-2 in bf16 by default, TEZGAH_CUDA_GELU_EPI). */
   int recompute_active;
   /* A --data run's corpus and the shards prepared from it, saved as "data_prep" (absent in
    * --train-shards runs and in checkpoints written before 2026-12-05): what --resume needs to

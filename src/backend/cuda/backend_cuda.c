@@ -321,19 +321,26 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   /* opt-in (on the H200 the one-kernel step is still slower than the recorded op-by-op step,
    * 2026-12-03): otherwise NULL, and the model never builds a step description */
   if (!(so && !strcmp(so, "1"))) be->decode_step = NULL;
-  /* the GeLU epilogues (matmul.cu): by default in bf16 (TEZGAH_CUDA_GELU_EPI=auto; docs/PERF.md,
-   * session 20); where not offered NULL, and the model runs the separate ops */
+  /* the GeLU epilogues (matmul.cu): by default both in bf16 (TEZGAH_CUDA_GELU_EPI=auto;
+   * docs/PERF.md, sessions 20 and 31), none in fp32; where not offered NULL, and the model runs
+   * the separate ops. The forward one is the model's only without recompute (model.c). */
   const int gelu_epi = tzc_gelu_epi_mode(be->act == TZ_BF16);
   if (!(gelu_epi & TZC_GELU_BWD)) be->matmul_dgelu = NULL;
   if (!(gelu_epi & TZC_GELU_FWD)) be->matmul_t_gelu = NULL;
-  /* the residual epilogue (matmul.cu: cuBLASLt's C = res): opt-in, TEZGAH_CUDA_MM_RES=1 offers
-   * it; unset, 0 or anything else leaves it NULL and the model runs matmul_t + add. On the H200
-   * (2026-12-04, scripts/device_mmres23.sh) it gained 0.5 % on gpt2-350m (205,058 vs 203,935
-   * tokens/s) and 1.1 % on 774m (97,664 vs 96,604), but in bf16 it moved test_cuda_train's gpt2
-   * loss curve to 2.9e-2 of the CPU's, past its 2e-2 bound (1.6e-2 without it): one rounding
-   * fewer per projection still changes where a chaotic bf16 run goes. */
+  /* the residual epilogue (matmul.cu: cuBLASLt's C = res): by default in bf16, not in fp32;
+   * TEZGAH_CUDA_MM_RES=1 offers it in both, =0 in neither (any other value: the default). Where
+   * not offered NULL, and the model runs matmul_t + add. On the H200 it gained 0.5 % on gpt2-350m
+   * and 1.1 % on 774m alone (2026-12-04, scripts/device_mmres23.sh), and with the GeLU
+   * epilogues' both 0.9-1.0 % over the former default on 350m-1.5b (docs/PERF.md). fp32 keeps
+   * the separate ops by default, as for the GeLU (the precision kept closest to the CPU's
+   * reference; there the two forms differ only in the order of three fp32 additions). It was
+   * opt-in while test_cuda_train judged bf16 by a 20-step loss curve's distance from the CPU's
+   * (2.9e-2 with it, 1.6e-2 without, against 2e-2): one rounding fewer per projection moves a
+   * chaotic curve without making a step less precise, which the test's teacher-forced check
+   * now measures. */
   const char *mres = getenv("TEZGAH_CUDA_MM_RES");
-  if (!(mres && !strcmp(mres, "1"))) be->matmul_t_res = NULL;
+  const int mm_res = mres && !strcmp(mres, "1") ? 1 : mres && !strcmp(mres, "0") ? 0 : act == TZ_BF16;
+  if (!mm_res) be->matmul_t_res = NULL;
   const char *pd = getenv("TEZGAH_CUDA_PDL");
   c->pdl_off = prop.major < 9 || (pd && !strcmp(pd, "0"));
   if (c->verbose) {

@@ -30,7 +30,7 @@
 // same thing.
 //
 // GeLU epilogues (matmul_t_gelu, matmul_dgelu; which the backend offers: TEZGAH_CUDA_GELU_EPI,
-// tzc_gelu_epi_mode below; by default matmul_dgelu in bf16 and neither in fp32; where one is not
+// tzc_gelu_epi_mode below; by default both in bf16 and neither in fp32; where one is not
 // offered the model runs matmul_t + gelu_fwd, matmul + gelu_bwd + bias_bwd), the key's `epi`:
 // - matmul_t_gelu: CUBLASLT_EPILOGUE_GELU_AUX_BIAS (GELU_AUX without a bias): D = gelu(acc + bias)
 //   and the aux matrix = acc + bias (the GeLU input, which the backward reads), both in D's type
@@ -56,8 +56,9 @@
 // The fallback kernel computes the same: out = gelu(fp32 sum) and h = the sum; out = gelu'(h)·sum
 // (gelu'/gelu of cuda_common.cuh, gelu.cu's formulas), then bias_bwd for db.
 //
-// Residual epilogue (matmul_t_res, the last op; opt-in: offered only under TEZGAH_CUDA_MM_RES=1,
-// otherwise the model runs matmul_t + add -- backend_cuda.c says why): cuBLASLt's own
+// Residual epilogue (matmul_t_res, the last op; offered by default in bf16, in fp32 only under
+// TEZGAH_CUDA_MM_RES=1, never under =0; where not, the model runs matmul_t + add --
+// backend_cuda.c says why): cuBLASLt's own
 // D = alpha·op(A)·op(B) + beta·C (+ bias) with C = res, D = out, beta = 1 -- the key's `res`.
 // C and D are distinct buffers with one layout and type (the descriptor's ld, used for both;
 // C's alignment is its own, al_c), so the sum acc + bias + res is formed in fp32 and rounded to
@@ -500,7 +501,7 @@ extern "C" void tzc_matmul_dgelu(tz_backend *be, tz_slice dh, tz_slice db, tz_sl
 // fp32 rounded to act once. out and res distinct (the same buffer: out += x·Wᵀ + bias, the
 // accumulating matmul_t; a partial overlap: fatal). Few rows: res copied into out, then the
 // accumulating few-row kernel or cuBLASLt; else cuBLASLt with C = res, or the fallback kernel
-// where N % 8 != 0 or res is not on 16 bytes (the header). Offered only under TEZGAH_CUDA_MM_RES=1 (backend_cuda.c).
+// where N % 8 != 0 or res is not on 16 bytes (the header). Offered as TEZGAH_CUDA_MM_RES says (backend_cuda.c).
 extern "C" void tzc_matmul_t_res(tz_backend *be, tz_slice out, tz_slice x, tz_slice w, tz_slice bias, tz_slice res,
                                  int M, int K, int N) {
   TZC_PROF(be, "matmul_t_res");
