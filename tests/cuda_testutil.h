@@ -63,6 +63,21 @@ static inline tz_backend *ct_cuda(const char *precision) {
   return be;
 }
 
+/* Set environment variable `name` to `value` for a part of a test (the backend reads its switches
+ * when it is created); returns the caller's value (malloc'ed, NULL: it was unset) for
+ * ct_env_restore, which puts it back and frees it. */
+static inline char *ct_env_set(const char *name, const char *value) {
+  const char *old = getenv(name);
+  char *saved = old ? strdup(old) : NULL;
+  setenv(name, value, 1);
+  return saved;
+}
+static inline void ct_env_restore(const char *name, char *saved) {
+  if (saved) setenv(name, saved, 1);
+  else unsetenv(name);
+  free(saved);
+}
+
 /* Bytes of n act elements on o->be. */
 static inline size_t ct_act_bytes(ot_ctx *o, size_t n) { return n * tz_dtype_size(o->be->act); }
 

@@ -250,9 +250,7 @@ static void training(tz_arch arch) {
   static const char *const modes[] = {"1", "0"}; /* the op, matmul_t + add */
   /* the GeLU epilogues as bwd (not the bf16 default, both): recompute must give the stored run's
    * bits, which the forward GeLU epilogue (off under recompute) would change by itself */
-  const char *epi = getenv("TEZGAH_CUDA_GELU_EPI");
-  char *saved = epi ? strdup(epi) : NULL;
-  setenv("TEZGAH_CUDA_GELU_EPI", "bwd", 1);
+  char *saved = ct_env_set("TEZGAH_CUDA_GELU_EPI", "bwd");
   for (int i = 0; i < 2; i++) {
     const char *mn = i == 0 ? "matmul_t_res" : "matmul_t + add";
     tz_backend *be = cuda_with("fp32", modes[i], 0);
@@ -277,9 +275,7 @@ static void training(tz_arch arch) {
     assert_memory_equal(l1, l2, sizeof l1);
     assert_memory_equal(l1, l3, sizeof l1);
   }
-  if (saved) setenv("TEZGAH_CUDA_GELU_EPI", saved, 1);
-  else unsetenv("TEZGAH_CUDA_GELU_EPI");
-  free(saved);
+  ct_env_restore("TEZGAH_CUDA_GELU_EPI", saved);
   free(d);
 }
 static void test_training_gpt2(void **state) { training(TZ_ARCH_GPT2); }

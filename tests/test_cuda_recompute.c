@@ -95,19 +95,18 @@ static void test_sizes_fp32(void **state) { sizes("fp32"); }
  * backend's default (on in bf16): recompute rebuilds no projection. */
 static void identical(const char *precision) {
   const char *epi = getenv("TEZGAH_CUDA_GELU_EPI");
-  char *saved = epi ? strdup(epi) : NULL;
+  char *saved = NULL;
+  int narrowed = 0;
   const int bf16 = !precision || strcmp(precision, "fp32");
   const char *eff = epi && *epi && strcmp(epi, "auto") ? epi : bf16 ? "both" : "off"; /* auto's meaning */
   if (!strcmp(eff, "fwd") || !strncmp(eff, "both", 4)) {
     const char *narrow = !strcmp(eff, "both+bgrad") ? "bwd+bgrad" : !strcmp(eff, "both") ? "bwd" : "off";
     printf("TEZGAH_CUDA_GELU_EPI=%s (%s): compared with %s (the forward epilogue is off under recompute)\n",
            epi ? epi : "unset", eff, narrow);
-    setenv("TEZGAH_CUDA_GELU_EPI", narrow, 1);
+    saved = ct_env_set("TEZGAH_CUDA_GELU_EPI", narrow), narrowed = 1;
   }
   tz_backend *be = ct_cuda(precision);
-  if (saved) setenv("TEZGAH_CUDA_GELU_EPI", saved, 1);
-  else unsetenv("TEZGAH_CUDA_GELU_EPI");
-  free(saved);
+  if (narrowed) ct_env_restore("TEZGAH_CUDA_GELU_EPI", saved);
   for (int arch = 0; arch < 2; arch++) {
     tz_config c = cfg_of(arch ? TZ_ARCH_GPT2 : TZ_ARCH_LLAMA);
     const int B = 4, T = 100, N = B * T;

@@ -27,12 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifndef __wasi__
-#include <pwd.h>
-#endif
-#ifndef __wasi__ /* the wasm build (scripts/build_wasm.sh) has no dlopen and no ELF files */
+#ifndef __wasi__ /* the wasm build (scripts/build_wasm.sh) has no dlopen, no ELF files, no passwd */
 #include <dlfcn.h>
 #include <elf.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <link.h>
 #include <sys/mman.h>
