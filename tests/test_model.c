@@ -20,6 +20,10 @@
  *   logits of tz_model_forward_logits equal as stated there; the arena smaller by the logits
  *   rows not kept; a chunked run twice gives the same bits; logits_rows < 0 is refused;
  * - the automatic chunk choice (tz_model_logits_rows) at GPT-2 / Llama-3 sizes;
+ * - be->grads_written (only the gradients no op writes whole zero-filled; the first
+ *   micro-batch's weight-gradient matmuls write) gives the same bits as one whole fill, with
+ *   the gradients poisoned with NaN before each step (gpt2 tied, llama untied; chunked
+ *   classifier, accumulation);
  * - tz_model_init_weights (filled in parallel chunks from tz_rng_advance) gives the same bits as
  *   the one-thread definition written out here: one PCG32 stream (seed, 0x7e29a4), tensor after
  *   tensor, N(0, 0.02) / N(0, 0.02 / sqrt(2 n_layer)) / ones / zeros, padded vocab rows zero —
@@ -313,6 +317,71 @@ static void test_determinism(void **s) {
   free(params[1]);
 }
 
+/* be->grads_written (tz_model_zero_grads fills only the gradients no op writes whole; the
+ * weight-gradient matmuls of a step's first micro-batch write) against the whole fill: two
+ * optimizer steps of two accumulated micro-batches each, the classifier in chunks of 4 rows
+ * (its first chunk writes lm_head's gradient, the others add), the gradient buffer poisoned
+ * with NaN before every tz_model_zero_grads so that a gradient the lazy path left unwritten
+ * (or added to instead of writing) shows. Gradients, losses and parameters equal bit for bit
+ * (the CPU's matmul writes exactly what adding to zeros gives). */
+static void check_grads_written(tz_arch arch, int tied) {
+  tz_config c = tiny(arch, arch == TZ_ARCH_LLAMA ? 2 : 0, tied);
+  enum { B = 2, T = 7, N = B * T };
+  double loss[2][4];
+  float *g[2], *p[2];
+  int ranges = 0;
+  size_t total = 0;
+  for (int gw = 0; gw < 2; gw++) {
+    tz_backend *be = tz_backend_create("cpu", 2, NULL);
+    be->grads_written = gw;
+    tz_model *m;
+    assert_int_equal(tz_model_create(be, &c, &m), 0);
+    tz_model_init_weights(m, 23);
+    m->logits_rows = 4;
+    assert_int_equal(tz_model_alloc_training(m, B, T), 0);
+    total = m->lay.total;
+    tz_rng r;
+    tz_rng_seed(&r, 31, 2);
+    for (int st = 0; st < 2; st++) {
+      be->fill(be, (tz_slice){m->grads, 0}, NAN, total, TZ_F32);
+      tz_model_zero_grads(m);
+      for (int k = 0; k < 2; k++) {
+        int32_t in[N], tg[N];
+        random_tokens(&r, in, N, c.vocab_size);
+        random_tokens(&r, tg, N, c.vocab_size);
+        loss[gw][2 * st + k] = tz_model_train_micro(m, in, tg, 0.5f);
+      }
+      tz_adamw_hp hp = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, st + 1};
+      tz_model_adamw(m, &hp);
+    }
+    g[gw] = malloc(total * sizeof(float));
+    p[gw] = malloc(total * sizeof(float));
+    be->download(be, g[gw], (tz_slice){m->grads, 0}, total * sizeof(float));
+    tz_model_get_params(m, p[gw]);
+    if (gw) { /* what was filled: everything but the weight matrices (and lm_head) */
+      ranges = m->n_gz_ranges;
+      size_t filled = 0, C = (size_t)c.d_model, hd = C / c.n_head, F = (size_t)c.d_ff;
+      size_t Q = (size_t)(c.n_head + 2 * c.n_kv_head) * hd, F2 = arch == TZ_ARCH_LLAMA ? 2 * F : F;
+      for (int i = 0; i < m->n_gz_ranges; i++) filled += m->gz_ranges[2 * i + 1];
+      assert_int_equal(filled, total - (size_t)c.padded_vocab * C - c.n_layer * (Q * C + C * C + F2 * C + C * F));
+    }
+    tz_model_free(m);
+    be->destroy(be);
+  }
+  printf("%s%s: losses %.9g %.9g %.9g %.9g (whole fill %.9g ...), %d ranges zero-filled\n",
+         arch == TZ_ARCH_GPT2 ? "gpt2" : "llama", tied ? "" : " untied", loss[1][0], loss[1][1], loss[1][2], loss[1][3],
+         loss[0][0], ranges);
+  for (size_t i = 0; i < total; i++) assert_false(isnan(g[1][i]));
+  assert_memory_equal(loss[0], loss[1], sizeof loss[0]);
+  assert_memory_equal(g[0], g[1], total * sizeof(float));
+  assert_memory_equal(p[0], p[1], total * sizeof(float));
+  /* a run of non-matrix tensors between each two weight matrices, one before and after */
+  assert_true(ranges >= 2 && ranges <= 4 * c.n_layer + 2);
+  for (int k = 0; k < 2; k++) free(g[k]), free(p[k]);
+}
+static void test_grads_written_gpt2(void **s) { check_grads_written(TZ_ARCH_GPT2, 1); }
+static void test_grads_written_llama_untied(void **s) { check_grads_written(TZ_ARCH_LLAMA, 0); }
+
 /* Relative rms difference of got against ref over n values (0 when both are all zero). */
 static double rel_rms(const float *got, const float *ref, size_t n) {
   double d = 0, r = 0;
@@ -531,6 +600,7 @@ int main(void) {
       cmocka_unit_test(test_act_buffers_llama),  cmocka_unit_test(test_act_buffers_gpt2),
       cmocka_unit_test(test_chunks_gpt2),        cmocka_unit_test(test_chunks_llama_untied),
       cmocka_unit_test(test_chunks_auto),        cmocka_unit_test(test_init_weights),
+      cmocka_unit_test(test_grads_written_gpt2), cmocka_unit_test(test_grads_written_llama_untied),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -117,6 +117,15 @@ struct tz_backend {
    * default (src/train/loss_scale.h, train --loss-scale). 0: fp32 gradients (CPU; CUDA, whose
    * bf16 has fp32's exponent range). */
   int needs_loss_scale;
+  /* 1: tz_model_zero_grads fills only the gradients that no op writes whole (biases, norm
+   * weights, the embeddings: one fill per run of them in the layout, ~4 a GPT-2 layer) and the
+   * next backward's weight-gradient matmuls write theirs (matmul_at acc = 0) instead of adding
+   * to zeros: a fill of the model's size in fp32 and those matmuls' reads of it go (GPT-2 1.5B:
+   * 6.2 GB written and 6.2 GB read a step). 0: one fill of the whole buffer, for a backend whose
+   * every fill is a dispatch with a fixed cost (WebGPU). The results are the same bits either
+   * way on the CPU (0 + x = x); on CUDA the accumulating and writing cuBLASLt calls may pick
+   * different algorithms (another fp32 summation order, still the same run to run). */
+  int grads_written;
 
   /* ---- memory ---- */
   /* Allocate `bytes` of device memory, zero-filled. Returns NULL and sets tz_err() on

@@ -257,6 +257,7 @@ void tz_model_free(tz_model *m) {
   tz_layout_free(&m->lay);
   free(m->ranges);
   free(m->zranges);
+  free(m->gz_ranges);
   free(m->host_losses);
   free(m);
 }
@@ -410,9 +411,57 @@ int tz_model_alloc_inference_rows(tz_model *m, int rows) {
 
 int tz_model_alloc_inference(tz_model *m) { return tz_model_alloc_inference_rows(m, 1); }
 
-void tz_model_zero_grads(tz_model *m) {
-  m->be->fill(m->be, G(m, 0), 0.0f, m->n_buf ? m->n_buf : m->lay.total, TZ_F32);
+/* The gradients a backward writes whole with one matmul_at (acc = 0 on a step's first
+ * micro-batch, wacc()): every layer's linear weights (llama's wq|wk|wv and w1|w3 each one
+ * matrix of several layout tensors), and lm_head (the classifier's first chunk; tied, it is
+ * wte, to which embed_bwd then adds). Everything else -- biases and norm weights (column sums
+ * that add), wpe and an untied wte (embed_bwd's scatter-add), the padding past lay.total -- is
+ * zero-filled by tz_model_zero_grads, one fill per run between the matrices. */
+static int cmp_size(const void *a, const void *b) {
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  return x < y ? -1 : x > y;
 }
+static void build_gz_ranges(tz_model *m) {
+  dims d = dims_of(&m->cfg);
+  size_t n = m->n_buf ? m->n_buf : m->lay.total, pos = 0, C = (size_t)d.C;
+  size_t *w = tz_calloc(2 * (4 * (size_t)d.L + 1), sizeof *w); /* written [start, end) pairs */
+  int k = 0;
+  w[2 * k] = m->lay.lm_head, w[2 * k + 1] = m->lay.lm_head + (size_t)d.Vp * C, k++;
+  for (int l = 0; l < d.L; l++) {
+    const tz_layer_offsets *o = &m->lay.layer[l];
+    size_t mat[4][2] = {{o->qkv_w, (size_t)d.Q * C}, {o->proj_w, C * C}, {o->fc_w, (size_t)d.F2 * C},
+                        {o->fcproj_w, C * (size_t)d.F}};
+    for (int j = 0; j < 4; j++) w[2 * k] = mat[j][0], w[2 * k + 1] = mat[j][0] + mat[j][1], k++;
+  }
+  qsort(w, (size_t)k, 2 * sizeof *w, cmp_size); /* pairs by start (they do not overlap) */
+  m->gz_ranges = tz_calloc(2 * (size_t)k + 2, sizeof *m->gz_ranges);
+  m->n_gz_ranges = 0;
+  for (int i = 0; i <= k; i++) {
+    size_t start = i < k ? w[2 * i] : n;
+    if (start > pos) { /* the run [pos, start) to fill */
+      m->gz_ranges[2 * m->n_gz_ranges] = pos;
+      m->gz_ranges[2 * m->n_gz_ranges + 1] = start - pos;
+      m->n_gz_ranges++;
+    }
+    if (i < k) pos = w[2 * i + 1];
+  }
+  free(w);
+}
+
+void tz_model_zero_grads(tz_model *m) {
+  if (!m->be->grads_written) {
+    m->be->fill(m->be, G(m, 0), 0.0f, m->n_buf ? m->n_buf : m->lay.total, TZ_F32);
+    return;
+  }
+  if (!m->gz_ranges) build_gz_ranges(m);
+  for (int i = 0; i < m->n_gz_ranges; i++)
+    m->be->fill(m->be, G(m, m->gz_ranges[2 * i]), 0.0f, m->gz_ranges[2 * i + 1], TZ_F32);
+  m->grads_fresh = 1;
+}
+
+/* acc for a weight-gradient matmul: 0 (write) while the gradients are fresh from
+ * tz_model_zero_grads with be->grads_written, else 1 (add). */
+static int wacc(const tz_model *m) { return !m->grads_fresh; }
 
 /* ---- forward ---- */
 
@@ -442,10 +491,10 @@ static void norm_bwd(tz_model *m, tz_slice dx, tz_slice dout, tz_slice x, tz_sli
 static void linear_dw(tz_model *m, size_t w, size_t b, int has_b, tz_slice dy, tz_slice x, int Cout, int N, int Cin) {
   tz_backend *be = m->be;
   if (has_b && be->matmul_at_db) {
-    be->matmul_at_db(be, G(m, w), G(m, b), dy, x, Cout, N, Cin, 1);
+    be->matmul_at_db(be, G(m, w), G(m, b), dy, x, Cout, N, Cin, wacc(m));
     return;
   }
-  be->matmul_at(be, G(m, w), dy, x, Cout, N, Cin, 1);
+  be->matmul_at(be, G(m, w), dy, x, Cout, N, Cin, wacc(m));
   if (has_b) be->bias_bwd(be, G(m, b), dy, N, Cout);
 }
 
@@ -559,7 +608,7 @@ static void classify(tz_model *m, int train, float dscale) {
                      dscale);
     if (!train) continue;
     be->matmul(be, A(m, a->dtmp, (size_t)r0 * d.C), a->logits, P(m, m->lay.lm_head), R, d.Vp, d.C, 0);
-    be->matmul_at(be, G(m, m->lay.lm_head), a->logits, nf, d.Vp, R, d.C, 1);
+    be->matmul_at(be, G(m, m->lay.lm_head), a->logits, nf, d.Vp, R, d.C, r0 > 0 || wacc(m));
   }
 }
 
@@ -631,7 +680,7 @@ static void backward(tz_model *m) {
     }
     be->matmul(be, a->dtmp, a->dh, P(m, o->fc_w), N, d.F2, d.C, 0);
     if (gpt2 && dgelu && !be->matmul_at_db) /* (matmul_dgelu summed fc's bias gradient) */
-      be->matmul_at(be, G(m, o->fc_w), a->dh, x->n2, d.F2, N, d.C, 1);
+      be->matmul_at(be, G(m, o->fc_w), a->dh, x->n2, d.F2, N, d.C, wacc(m));
     else
       linear_dw(m, o->fc_w, o->fc_b, gpt2, a->dh, x->n2, d.F2, N, d.C);
     norm_bwd(m, a->dres, a->dtmp, x->mid, x->n2_mean, x->n2_rstd, o->norm2_w, o->norm2_b, N);
@@ -649,6 +698,7 @@ static void backward(tz_model *m) {
   }
   be->embed_bwd(be, G(m, m->lay.wte), gpt2 ? G(m, m->lay.wpe) : TZ_NONE, a->dres, a->tokens, B, T,
                 d.C, d.Vp);
+  m->grads_fresh = 0; /* every weight gradient written: the next micro-batch adds */
 }
 
 double tz_model_train_micro(tz_model *m, const int32_t *inputs, const int32_t *targets,

@@ -87,6 +87,11 @@ typedef struct {
   size_t shard_n, n_buf;
   tz_range *zranges; /* zero: the AdamW ranges cut to the shard, offsets relative to it */
   int n_zranges;
+  /* tz_model_zero_grads on a backend with be->grads_written (model.c says why): the gradient
+   * ranges no op writes whole ([2·i] first float, [2·i + 1] count; built on first use), and
+   * grads_fresh = 1 until the next backward's weight-gradient matmuls have written theirs. */
+  size_t *gz_ranges;
+  int n_gz_ranges, grads_fresh;
 } tz_model;
 
 /* Create a model with zeroed parameters on `be`. cfg must be finalized. */
@@ -110,7 +115,10 @@ int tz_model_alloc_training(tz_model *m, int B, int T);
 #define TZ_LOGITS_AUTO_BYTES ((size_t)7 << 29) /* 3.5 GiB */
 #define TZ_LOGITS_CHUNK_BYTES ((size_t)1 << 30)
 int tz_model_logits_rows(const tz_model *m, int N, int want);
-/* Zero the gradient buffer (start of an optimizer step). */
+/* Zero the gradient buffer (start of an optimizer step). With be->grads_written only the
+ * gradients that no op of the next backward writes whole are filled; the linear weights'
+ * gradients are then written (not added) by that backward: until tz_model_train_micro has run,
+ * their contents are undefined. */
 void tz_model_zero_grads(tz_model *m);
 /* One micro-batch: forward, loss, backward; gradients accumulate (+=) scaled by `dscale`
  * (1 / grad_accum_steps). inputs/targets: int32 [B·T] host arrays. Returns the mean

@@ -197,6 +197,7 @@ tz_backend *tz_backend_cpu_create(int threads) {
   be->ctx = cx;
   be->act = TZ_F32;
   be->act_mm = TZ_F32;
+  be->grads_written = 1; /* fills are memsets: a few small ones cost nothing (backend.h) */
   be->alloc = cpu_alloc;
   be->free = cpu_free;
   be->upload = cpu_upload;

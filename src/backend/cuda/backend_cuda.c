@@ -341,6 +341,10 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   const char *mres = getenv("TEZGAH_CUDA_MM_RES");
   const int mm_res = mres && !strcmp(mres, "1") ? 1 : mres && !strcmp(mres, "0") ? 0 : act == TZ_BF16;
   if (!mm_res) be->matmul_t_res = NULL;
+  /* the weight gradients written by a step's first backward, not zero-filled first (backend.h
+   * grads_written); TEZGAH_CUDA_GRADS_WRITTEN=0 fills the whole buffer as before (an A/B) */
+  const char *gw = getenv("TEZGAH_CUDA_GRADS_WRITTEN");
+  be->grads_written = !(gw && !strcmp(gw, "0"));
   const char *pd = getenv("TEZGAH_CUDA_PDL");
   c->pdl_off = prop.major < 9 || (pd && !strcmp(pd, "0"));
   if (c->verbose) {
