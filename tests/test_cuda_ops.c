@@ -3,7 +3,8 @@
  *
  * Memory (exact): fresh buffers are zero; upload/download round trips at odd offsets, also
  * larger than the staging slots; copy (also overlapping views of one buffer: memmove);
- * fill in fp32 and bf16 (the value rounded to nearest even); download_act; copy_rows in the
+ * fill in fp32 and bf16 (the value rounded to nearest even); zero_ranges (70 ranges, exact);
+ * download_act; copy_rows in the
  * act dtype; an impossible allocation fails naming what it was for; mem_used / mem_peak.
  * bf16 parameter mirror (exact): after params_mirror, an upload, fill or copy into the
  * parameters leaves mirror[i] = bf16_rne(params[i]) over the touched range.
@@ -89,6 +90,25 @@ static void memory_ops(tz_backend *be) {
   be->fill(be, f16, -INFINITY, 1, TZ_BF16);
   be->download(be, hb, f16, 2);
   assert_int_equal(hb[0], 0xff80);
+  /* zero_ranges over big (h at element 3): 70 ranges (two launches of at most 64), lengths 0,
+   * 1..9000 (over a block's 4096), gaps between them; everything else keeps its value */
+  assert_non_null(be->zero_ranges);
+  be->upload(be, at, h, n * 4); /* (the overlapping copy above moved some) */
+  size_t zr[140], pos = 5;
+  float *want = malloc((n + 8) * 4);
+  memset(want, 0, 3 * 4);
+  memcpy(want + 3, h, n * 4);
+  for (int i = 0; i < 70; i++) {
+    size_t len = i == 4 ? 0 : i % 7 == 3 ? 9000 : (size_t)(i * 37 % 101) + 1;
+    zr[2 * i] = pos, zr[2 * i + 1] = len;
+    memset(want + pos, 0, len * 4);
+    pos += len + (size_t)(i % 5);
+  }
+  be->zero_ranges(be, big.buf, zr, 70);
+  float *zd = malloc((n + 8) * 4);
+  be->download(be, zd, big, (n + 8) * 4);
+  assert_memory_equal(zd, want, (n + 8) * 4);
+  free(zd), free(want);
   /* act round trip through download_act */
   float x[301];
   for (int i = 0; i < 301; i++) x[i] = h[i] * 3;

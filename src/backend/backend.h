@@ -139,6 +139,11 @@ struct tz_backend {
   void (*copy)(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes);
   /* Fill n elements of dtype `dt` with `value` (rounded to dt). */
   void (*fill)(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt);
+  /* Optional (NULL: not offered -- CPU, WebGPU; callers run fill once per range): zero n ranges
+   * of the fp32 buffer buf, range i = elements [ranges[2i], ranges[2i] + ranges[2i + 1]),
+   * not overlapping, in one pass instead of a dispatch each. tz_model_zero_grads' runs between
+   * the weight matrices (be->grads_written: ~4 a GPT-2 layer, 193 at 1.5B). */
+  void (*zero_ranges)(tz_backend *be, tz_buf *buf, const size_t *ranges, int n);
   /* Download n "act" elements (dtype be->act) as fp32 host values (logits to the host). */
   void (*download_act)(tz_backend *be, float *dst, tz_slice src, size_t n);
   /* Strided row copy of act rows: dst[r*dst_stride + c] = src[r*src_stride + c] for

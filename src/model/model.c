@@ -454,8 +454,11 @@ void tz_model_zero_grads(tz_model *m) {
     return;
   }
   if (!m->gz_ranges) build_gz_ranges(m);
-  for (int i = 0; i < m->n_gz_ranges; i++)
-    m->be->fill(m->be, G(m, m->gz_ranges[2 * i]), 0.0f, m->gz_ranges[2 * i + 1], TZ_F32);
+  if (m->be->zero_ranges)
+    m->be->zero_ranges(m->be, m->grads, m->gz_ranges, m->n_gz_ranges);
+  else
+    for (int i = 0; i < m->n_gz_ranges; i++)
+      m->be->fill(m->be, G(m, m->gz_ranges[2 * i]), 0.0f, m->gz_ranges[2 * i + 1], TZ_F32);
   m->grads_fresh = 1;
 }
 

@@ -149,6 +149,7 @@ static void fill_ops(tz_backend *be) {
   be->download = tzc_download;
   be->copy = tzc_copy;
   be->fill = tzc_fill_op;
+  be->zero_ranges = tzc_zero_ranges_op;
   be->download_act = tzc_download_act;
   be->copy_rows = tzc_copy_rows;
   be->sync = cuda_sync;

@@ -308,6 +308,13 @@ void tzc_fill_op(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype d
   mirror_touch(be, dst.buf, dst.off, n * tz_dtype_size(dt));
 }
 
+void tzc_zero_ranges_op(tz_backend *be, tz_buf *buf, const size_t *ranges, int n) {
+  tz_slice s = {buf, 0};
+  ro_check(s, "filled");
+  tzc_zero_ranges(be, (float *)tzc_ptr(s), ranges, n);
+  for (int i = 0; i < n; i++) mirror_touch(be, buf, ranges[2 * i] * 4, ranges[2 * i + 1] * 4);
+}
+
 void tzc_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows,
                    int cols) {
   if (rows <= 0 || cols <= 0) return;

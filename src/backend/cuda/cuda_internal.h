@@ -198,6 +198,9 @@ void tzc_lt_ready(tz_backend *be);
 /* ---- launchers (src/kernels/<op>/<op>.cu), each with its tz_backend member's signature ----
  * The runtime (backend_cuda.c) puts them into the op table. */
 void tzc_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt);
+/* Zero n ranges of fp32 elements of base ([2i] first, [2i + 1] count), a few launches in all
+ * (w16.cu; backend.h zero_ranges). */
+void tzc_zero_ranges(tz_backend *be, float *base, const size_t *ranges, int n);
 void tzc_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_slice wte, tz_slice wpe, int B, int T, int C,
                    int V);
 void tzc_embed_bwd(tz_backend *be, tz_slice dwte, tz_slice dwpe, tz_slice dout, tz_slice tok, int B, int T, int C,

@@ -16,6 +16,7 @@ void tzc_upload(tz_backend *be, tz_slice dst, const void *src, size_t bytes);
 void tzc_download(tz_backend *be, void *dst, tz_slice src, size_t bytes);
 void tzc_copy(tz_backend *be, tz_slice dst, tz_slice src, size_t bytes);
 void tzc_fill_op(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt);
+void tzc_zero_ranges_op(tz_backend *be, tz_buf *buf, const size_t *ranges, int n);
 void tzc_download_act(tz_backend *be, float *dst, tz_slice src, size_t n);
 void tzc_copy_rows(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src, size_t src_stride, int rows,
                    int cols);

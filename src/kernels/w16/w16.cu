@@ -29,7 +29,47 @@ __global__ void fill_kernel(T *__restrict__ dst, T v, size_t n) {
     dst[i] = v;
 }
 
+/* zero_ranges: up to ZR_MAX ranges a launch, passed by value (as adamw.cu's table); block b
+ * finds its range by a scan of blk0 and zeroes ZR_CHUNK consecutive elements of it. */
+constexpr int ZR_MAX = 64, ZR_CHUNK = 4096;
+struct zr_table {
+  int n;
+  unsigned blk0[ZR_MAX + 1]; /* first block of each range; blk0[n] = the launch's blocks */
+  unsigned long long off[ZR_MAX], len[ZR_MAX];
+};
+
+__global__ void zero_ranges_kernel(float *__restrict__ base, zr_table t) {
+  int r = 0;
+  while (r + 1 < t.n && blockIdx.x >= t.blk0[r + 1]) r++;
+  size_t i0 = (size_t)(blockIdx.x - t.blk0[r]) * ZR_CHUNK, i1 = i0 + ZR_CHUNK;
+  if (i1 > t.len[r]) i1 = t.len[r];
+  float *d = base + t.off[r];
+  for (size_t i = i0 + threadIdx.x; i < i1; i += blockDim.x) d[i] = 0.0f;
+}
+
 } // namespace
+
+extern "C" void tzc_zero_ranges(tz_backend *be, float *base, const size_t *ranges, int n) {
+  TZC_PROF(be, "fill");
+  size_t total = 0;
+  for (int i = 0; i < n; i++) total += ranges[2 * i + 1];
+  TZC_PROF_WORK(0, 4.0 * total);
+  for (int i0 = 0; i0 < n;) {
+    zr_table t;
+    t.n = 0;
+    unsigned blocks = 0;
+    for (; i0 < n && t.n < ZR_MAX; i0++) {
+      size_t len = ranges[2 * i0 + 1];
+      if (!len) continue;
+      t.blk0[t.n] = blocks, t.off[t.n] = ranges[2 * i0], t.len[t.n] = len, t.n++;
+      blocks += (unsigned)((len + ZR_CHUNK - 1) / ZR_CHUNK);
+    }
+    if (!t.n) break;
+    t.blk0[t.n] = blocks;
+    zero_ranges_kernel<<<blocks, kThreads, 0, tzc(be)->stream>>>(base, t);
+    TZC_LAUNCHED();
+  }
+}
 
 extern "C" void tzc_mirror_refresh(tz_backend *be, size_t first, size_t n) {
   tzc_ctx *c = tzc(be);
