@@ -174,6 +174,7 @@ static void fill_ops(tz_backend *be) {
   OP(rmsnorm_bwd);
   OP(layernorm_fwd);
   OP(layernorm_bwd);
+  OP(layernorm_bwd_rb);
   OP(bias_bwd);
   OP(rope);
   OP(attention_fwd);
@@ -296,6 +297,7 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   const char *ro = getenv("TEZGAH_CUDA_WEIGHTS_RO"); /* =0: keep the fp32 copy anyway (an A/B) */
   c->params_ro = act == TZ_BF16 && tz_backend_weights_read_only() && !(ro && !strcmp(ro, "0"));
   c->sm_count = prop.multiProcessorCount;
+  c->smem_optin = (int)prop.sharedMemPerBlockOptin;
   c->cc_major = prop.major;
   c->cc_minor = prop.minor;
   const char *vb = getenv("TEZGAH_VERBOSE");
@@ -341,6 +343,10 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   const char *mres = getenv("TEZGAH_CUDA_MM_RES");
   const int mm_res = mres && !strcmp(mres, "1") ? 1 : mres && !strcmp(mres, "0") ? 0 : act == TZ_BF16;
   if (!mm_res) be->matmul_t_res = NULL;
+  /* TEZGAH_CUDA_LN_RB=0: layernorm_bwd_rb not offered (the model then runs bias_bwd for GPT-2's
+   * projection biases, as before it; the A/B of the op). A measurement knob, read leniently. */
+  const char *lrb = getenv("TEZGAH_CUDA_LN_RB");
+  if (lrb && !strcmp(lrb, "0")) be->layernorm_bwd_rb = NULL;
   const char *pd = getenv("TEZGAH_CUDA_PDL");
   c->pdl_off = prop.major < 9 || (pd && !strcmp(pd, "0"));
   if (c->verbose) {
@@ -353,6 +359,8 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   }
   return be;
 }
+
+long tz_cuda_ln_rb_calls(int fused) { return tzc_ln_rb_calls(fused); } /* backend.h */
 
 double tz_backend_cuda_reset_device(void) { /* backend.h; the backends are left to the exit */
   double t0 = now_ms();

@@ -156,6 +156,36 @@ static inline int tzc_cs_rpc(int N, int strips) {
   return r < 64 ? 64 : r;
 }
 
+/* dst[c] += Σ_p part[p·C + c] (fixed order), for 1 to 3 gradients (dst2/part2, dst3/part3 may
+ * be NULL; a NULL dst2 ends the list). Block: 32 columns × 16 groups; group y adds partials y,
+ * y + 16, ... in order, then the 16 group sums are added in order. */
+constexpr int TZC_CF_GROUPS = 16;
+static __global__ void __launch_bounds__(32 * TZC_CF_GROUPS)
+tzc_colsum_final_k(float *dst, const float *part, float *dst2, const float *part2, float *dst3, const float *part3,
+                   int P, int C) {
+  __shared__ float sh[TZC_CF_GROUPS][33];
+  int lane = threadIdx.x & 31, y = threadIdx.x >> 5, c = blockIdx.x * 32 + lane;
+  for (int q = 0; q < 3; q++) {
+    float *d = q == 2 ? dst3 : q ? dst2 : dst;
+    const float *pp = q == 2 ? part3 : q ? part2 : part;
+    if (!d) break;
+    if (q) __syncthreads();
+    float s = 0.0f;
+    if (c < C) {
+#pragma unroll 8
+      for (int p = y; p < P; p += TZC_CF_GROUPS) s += pp[(size_t)p * C + c];
+    }
+    sh[y][lane] = s;
+    __syncthreads();
+    if (y == 0 && c < C) {
+      float t = 0.0f;
+#pragma unroll
+      for (int w = 0; w < TZC_CF_GROUPS; w++) t += sh[w][lane];
+      d[c] += t;
+    }
+  }
+}
+
 template <int W, int NA, class Term>
 __global__ void __launch_bounds__(32 * TZC_CS_WARPS)
 tzc_colsum_part_k(float *part, float *part2, int N, int C, int rpc, Term term) {
@@ -206,35 +236,6 @@ tzc_colsum_part_k(float *part, float *part2, int N, int C, int rpc, Term term) {
   }
 }
 
-/* dst[c] += Σ_p part[p·C + c] (fixed order), for 1 or 2 gradients (dst2/part2 may be NULL).
- * Block: 32 columns × 16 groups; group y adds partials y, y + 16, ... in order, then the 16
- * group sums are added in order. */
-constexpr int TZC_CF_GROUPS = 16;
-static __global__ void __launch_bounds__(32 * TZC_CF_GROUPS)
-tzc_colsum_final_k(float *dst, const float *part, float *dst2, const float *part2, int P, int C) {
-  __shared__ float sh[TZC_CF_GROUPS][33];
-  int lane = threadIdx.x & 31, y = threadIdx.x >> 5, c = blockIdx.x * 32 + lane;
-  for (int q = 0; q < 2; q++) {
-    float *d = q ? dst2 : dst;
-    const float *pp = q ? part2 : part;
-    if (!d) break;
-    if (q) __syncthreads();
-    float s = 0.0f;
-    if (c < C) {
-#pragma unroll 8
-      for (int p = y; p < P; p += TZC_CF_GROUPS) s += pp[(size_t)p * C + c];
-    }
-    sh[y][lane] = s;
-    __syncthreads();
-    if (y == 0 && c < C) {
-      float t = 0.0f;
-#pragma unroll
-      for (int w = 0; w < TZC_CF_GROUPS; w++) t += sh[w][lane];
-      d[c] += t;
-    }
-  }
-}
-
 /* ---- host side ---- */
 static inline bool tzc_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 static inline unsigned tzc_blocks(size_t work, int per_block) {
@@ -258,7 +259,7 @@ static void tzc_colsum(tz_backend *be, float *dst, float *dst2, int N, int C, co
       part, part2, N, C, rpc, term);
   TZC_LAUNCHED();
   tzc_colsum_final_k<<<tzc_blocks(C, 32), 32 * TZC_CF_GROUPS, 0, st>>>(dst, part, NA == 2 ? dst2 : nullptr,
-                                                       part2, P, C);
+                                                                       part2, nullptr, nullptr, P, C);
   TZC_LAUNCHED();
 }
 
