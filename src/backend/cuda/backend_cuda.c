@@ -343,10 +343,20 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   const char *mres = getenv("TEZGAH_CUDA_MM_RES");
   const int mm_res = mres && !strcmp(mres, "1") ? 1 : mres && !strcmp(mres, "0") ? 0 : act == TZ_BF16;
   if (!mm_res) be->matmul_t_res = NULL;
-  /* TEZGAH_CUDA_LN_RB=0: layernorm_bwd_rb not offered (the model then runs bias_bwd for GPT-2's
-   * projection biases, as before it; the A/B of the op). A measurement knob, read leniently. */
+  /* The LayerNorm backward's forms (cuda_internal.h; measurement knobs, read
+   * leniently: another value is the default). TEZGAH_CUDA_LN_RB=0: layernorm_bwd_rb not offered
+   * (the model then runs bias_bwd for the projections' biases, as before it; the A/B of the op).
+   * TEZGAH_CUDA_LN_PIPE=1: the one-pass LayerNorm backward loads a warp's next row before the
+   * current row's math (bit-identical results). TEZGAH_CUDA_LN_WARPS=1..8: its warps per block
+   * (default 4; another count changes which rows each warp's partial sums hold, so the dw, db,
+   * dbias sums' order: deterministic at a given count). */
   const char *lrb = getenv("TEZGAH_CUDA_LN_RB");
   if (lrb && !strcmp(lrb, "0")) be->layernorm_bwd_rb = NULL;
+  const char *lpipe = getenv("TEZGAH_CUDA_LN_PIPE");
+  c->ln_pipe = lpipe && !strcmp(lpipe, "1");
+  const char *lw = getenv("TEZGAH_CUDA_LN_WARPS");
+  c->ln_warps = lw ? atoi(lw) : 0;
+  if (c->ln_warps < 1 || c->ln_warps > 8) c->ln_warps = 4;
   const char *pd = getenv("TEZGAH_CUDA_PDL");
   c->pdl_off = prop.major < 9 || (pd && !strcmp(pd, "0"));
   if (c->verbose) {

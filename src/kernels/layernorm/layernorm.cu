@@ -113,17 +113,29 @@ template <int W, class T> struct LnRawTerm {
 };
 
 /* One pass (ln_bwd_fused_k) for C % W == 0 and C ≤ NV·32·W, 16-byte aligned rows: block = nw
- * warps (FB_WARPS) over a chunk of rpc rows (warp w: rows n0 + w, n0 + w + nw, ... in
- * increasing order). Lane l owns the vectors v = k·32 + l (k < NV, v < C/W) of every row. A
- * warp loads x, dy and dx of its row at once (raw 16-byte
+ * warps (tzc(be)->ln_warps: TEZGAH_CUDA_LN_WARPS, default 4) over a chunk of rpc rows (warp w:
+ * rows n0 + w, n0 + w + nw, ... in increasing order). Lane l owns the vectors v = k·32 + l
+ * (k < NV, v < C/W) of every row. A warp loads x, dy and dx of its row at once (raw 16-byte
  * vectors in registers: 3·NV loads in flight per lane, so the memory pipe stays full at any C),
  * computes dx (+=) as ln_bwd_rows_k does, and adds the row's dw, db summands into its own fp32
  * accumulators in shared memory (sh[warp][C] each; a lane touches only its own columns, so no
  * barrier). With partr (layernorm_bwd_rb) a third accumulator adds the row's dx as loaded,
  * before the add: the preceding projection's bias gradient. At the end the warps'
  * accumulators are added in warp order into partw/partb(/partr)[chunk, C], and
- * tzc_colsum_final_k adds the chunks in order: deterministic, the order fixed by (N, C). */
-constexpr int FB_WARPS = 4;
+ * tzc_colsum_final_k adds the chunks in order: deterministic, the order fixed by (N, C, nw).
+ *
+ * PIPE (TEZGAH_CUDA_LN_PIPE=1): a warp issues its next row's loads (x, dy, dx, mean, rstd)
+ * before the current row's math and stores, so that its loads stay in flight while it reduces
+ * and writes (without it the warp has nothing in flight then, and the block's warps, started
+ * together with equal work, tend to wait for memory at the same moments). Twice the registers
+ * for the raw rows (ptxas, sm_90, bf16 NV = 7, i.e. C = 1600: 161 registers without, 254 with:
+ * 3 -> 2 blocks of 4 warps per SM, each warp with two rows in flight); the same arithmetic in
+ * the same order: bit-identical to PIPE = 0.
+ * Occupancy at C = 1600 bf16 (H100: 64K registers, 228 KB shared memory per SM): 4 warps, 161
+ * registers: 3 blocks (12 warps) by registers; layernorm_bwd_rb's 77 KB then allows 2 (8 warps).
+ * TEZGAH_CUDA_LN_WARPS=2 gives 38 KB blocks: 5 per SM (10 warps) for the rb calls. */
+constexpr int FB_WARPS = 4;     /* warps per block by default (tzc(be)->ln_warps) */
+constexpr int FB_WARPS_MAX = 8; /* TEZGAH_CUDA_LN_WARPS's largest */
 constexpr int FB_CHUNKS = 512; /* about this many blocks (one wave at 4-6 blocks per SM) */
 /* The chunk count: FB_CHUNKS, or env TEZGAH_CUDA_LN_CHUNKS (16..8192; read once per process,
  * so results stay bit-identical run to run at a given setting) for the device sweep in
@@ -222,8 +234,8 @@ __device__ __forceinline__ void ln_row(const LnRaw<NV> &q, T *dinp, const T *w, 
   }
 }
 
-template <int W, int NV, class T>
-__global__ void __launch_bounds__(32 * FB_WARPS)
+template <int W, int NV, bool PIPE, class T>
+__global__ void __launch_bounds__(32 * FB_WARPS_MAX)
 ln_bwd_fused_k(T *dinp, float *partw, float *partb, float *partr, const T *dout, const T *inp, const T *w,
                const float *mean, const float *rstd, int N, int C, int rpc) {
   static_assert(W * sizeof(T) == 16, "16-byte vectors");
@@ -242,10 +254,23 @@ ln_bwd_fused_k(T *dinp, float *partw, float *partb, float *partr, const T *dout,
       if (sr) tzc_st_f32<W>(sr + v * W, zero);
     }
   }
-  for (int n = n0 + warp; n < n1; n += nw) {
-    LnRaw<NV> q;
-    ln_load<W, NV>(q, inp, dout, dinp, mean, rstd, n, C, lane);
-    ln_row<W, NV>(q, dinp, w, n, C, lane, sw, sb, sr);
+  int n = n0 + warp;
+  if constexpr (!PIPE) {
+    for (; n < n1; n += nw) {
+      LnRaw<NV> q;
+      ln_load<W, NV>(q, inp, dout, dinp, mean, rstd, n, C, lane);
+      ln_row<W, NV>(q, dinp, w, n, C, lane, sw, sb, sr);
+    }
+  } else { /* two register sets, alternating (no copies between them) */
+    LnRaw<NV> qa, qb;
+    if (n < n1) ln_load<W, NV>(qa, inp, dout, dinp, mean, rstd, n, C, lane);
+    for (; n < n1; n += 2 * nw) {
+      if (n + nw < n1) ln_load<W, NV>(qb, inp, dout, dinp, mean, rstd, n + nw, C, lane);
+      ln_row<W, NV>(qa, dinp, w, n, C, lane, sw, sb, sr);
+      if (n + nw >= n1) break;
+      if (n + 2 * nw < n1) ln_load<W, NV>(qa, inp, dout, dinp, mean, rstd, n + 2 * nw, C, lane);
+      ln_row<W, NV>(qb, dinp, w, n + nw, C, lane, sw, sb, sr);
+    }
   }
   __syncthreads();
   for (int c = threadIdx.x; c < C; c += blockDim.x) {
@@ -301,7 +326,7 @@ bool ln_bwd_fused(tz_backend *be, T *dx, float *dw, float *db, float *dr, const 
   if ((C + 32 * W - 1) / (32 * W) != NV) return false;
   tzc_ctx *cx = tzc(be);
   cudaStream_t st = cx->stream;
-  const int nw = FB_WARPS;
+  const int nw = cx->ln_warps >= 1 && cx->ln_warps <= FB_WARPS_MAX ? cx->ln_warps : FB_WARPS;
   size_t smem = (dr ? 3 : 2) * (size_t)nw * C * sizeof(float);
   if (smem > (size_t)cx->smem_optin) return false;
   int chunks = ln_chunks(), rpc = (N + chunks - 1) / chunks;
@@ -310,7 +335,7 @@ bool ln_bwd_fused(tz_backend *be, T *dx, float *dw, float *db, float *dr, const 
   size_t pb = tzc_round256((size_t)P * C * sizeof(float));
   char *s = (char *)tzc_scratch(be, (dr ? 3 : 2) * pb);
   float *partw = (float *)s, *partb = (float *)(s + pb), *partr = dr ? (float *)(s + 2 * pb) : nullptr;
-  auto kern = ln_bwd_fused_k<W, NV, T>;
+  auto kern = cx->ln_pipe ? ln_bwd_fused_k<W, NV, true, T> : ln_bwd_fused_k<W, NV, false, T>;
   if (smem > 48 * 1024) /* above the default dynamic limit (per device: set on every call) */
     TZC_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   kern<<<P, 32 * nw, smem, st>>>(dx, partw, partb, partr, dy, x, g, mu, rs, N, C, rpc);
