@@ -11,7 +11,11 @@
  * achieved GB/s over the op's minimal DRAM traffic (its "floor" bytes: every input read and
  * every output written once), the floor in ms at 4.0 TB/s (the H200's measured copy rate),
  * and ms per training step (median × calls per GPT-2 step). Env TEZGAH_CUDA_DEVICE picks the
- * GPU as for the CLI. Exit 77 when no CUDA device can be used. */
+ * GPU as for the CLI. Exit 77 when no CUDA device can be used. The backend's switches apply
+ * (backend_cuda.c: TEZGAH_CUDA_LN_RB, _LN_PIPE, _LN_WARPS, _COLSUM1, _LN_CHUNKS): run it once per
+ * setting to compare them. The layernorm_bwd_rb row (when offered) is GPT-2's ln1/ln2 backward
+ * with the projection's bias gradient; its calls/step (2·n_layer) then replace layernorm_bwd's
+ * and bias_bwd [N,C]'s, which the table still counts as without it. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +141,10 @@ static void f_ln_bwd(void *p) {
   cx *c = p;
   be->layernorm_bwd(be, c->s[0], c->s[1], c->s[2], c->s[3], c->s[4], c->s[5], c->s[6], c->s[7], N, C);
 }
+static void f_ln_bwd_rb(void *p) {
+  cx *c = p;
+  be->layernorm_bwd_rb(be, c->s[0], c->s[1], c->s[2], c->s[8], c->s[3], c->s[4], c->s[5], c->s[6], c->s[7], N, C);
+}
 static void f_ln_fwd(void *p) {
   cx *c = p;
   be->layernorm_fwd(be, c->s[0], c->s[1], c->s[2], c->s[3], c->s[4], c->s[5], N, C, 1e-5f);
@@ -233,6 +241,11 @@ int main(int argc, char **argv) {
     c.s[3] = act((size_t)N * C, 1, 0), c.s[4] = act((size_t)N * C, 1, 0.3f), c.s[5] = act(C, 1, 0);
     c.s[6] = f32(N, 0.1f, 0), c.s[7] = f32(N, 0.2f, 1.0f);
     bench_case("layernorm_bwd", nc, f_ln_bwd, &c, 4.0 * N * C * 2 + 8.0 * N + 16.0 * C, 2 * L + 1);
+    /* layernorm_bwd_rb (the same and dbias from dinp; GPT-2's ln1, ln2 where offered: then
+     * layernorm_bwd runs once a step, for ln_f, and bias_bwd [N, C] not at all) */
+    c.s[8] = f32(C, 1, 0);
+    if (be->layernorm_bwd_rb)
+      bench_case("layernorm_bwd_rb", nc, f_ln_bwd_rb, &c, 4.0 * N * C * 2 + 8.0 * N + 24.0 * C, 2 * L);
     /* layernorm_fwd: out, mean, rstd, inp, w, b (same buffers) */
     cx f = c;
     f.s[1] = c.s[6], f.s[2] = c.s[7], f.s[3] = c.s[4], f.s[4] = c.s[5], f.s[5] = c.s[5];

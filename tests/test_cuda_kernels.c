@@ -33,8 +33,11 @@
  *   sum_sq                        1e-6 (fp64 accumulation on both sides)
  *   adamw params, m, v            1e-6 / 1e-7 (the CPU's operation order: exact expected)
  *   adamw bf16 mirror             exactly bf16(params after the step)
+ *   layernorm_bwd_rb              as layernorm_bwd; dbias as bias_bwd (terms: the dinp coming in)
  * Determinism (test_determinism): embed_bwd, layernorm_bwd, rmsnorm_bwd, bias_bwd, sum_sq and
- * crossentropy run twice on the GPU give bit-identical outputs.
+ * crossentropy run twice on the GPU give bit-identical outputs; test_layernorm_forms: the same for
+ * layernorm_bwd_rb and every TEZGAH_CUDA_LN_* / COLSUM1 form, and the forms said to be
+ * bit-identical to the default (LN_PIPE, COLSUM1) are.
  * Without a CUDA build, driver or GPU: SKIPPED, exit 77 (TEZGAH_CUDA_REQUIRED=1 makes it fail). */
 #include <math.h>
 #include <stdio.h>
@@ -297,6 +300,147 @@ static void test_norms(void **state) {
         free(mw), free(mb), free(mr);
         k_free(&k);
       }
+}
+
+/* ---- layernorm_bwd_rb: layernorm_bwd and the bias gradient of the dinp coming in ----
+ * 0 dinp (+=) 1 dw 2 db 3 dbias 4 dout 5 inp 6 w 7 mean 8 rstd | 9 bias_bwd db 10 its dout [N, 3C]
+ * The CPU (no layernorm_bwd_rb) runs what the model runs without it: bias_bwd of dinp, then
+ * layernorm_bwd. */
+static void op_rb(tz_backend *be, tz_slice *s, const int *d) {
+  int N = d[0], C = d[1];
+  if (be->layernorm_bwd_rb) {
+    be->layernorm_bwd_rb(be, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], N, C);
+  } else {
+    be->bias_bwd(be, s[3], s[0], N, C);
+    be->layernorm_bwd(be, s[0], s[1], s[2], s[4], s[5], s[6], s[7], s[8], N, C);
+  }
+  be->bias_bwd(be, s[9], s[10], N, 3 * C);
+}
+static void rb_case(kase *k, int N, int C, uint64_t seed) {
+  k_init(k, seed);
+  k_randn(k, K_ACT, (size_t)N * C, 1); /* 0 dinp (+=) */
+  k_randn(k, K_F32, C, 1);             /* 1 dw (+=) */
+  k_randn(k, K_F32, C, 1);             /* 2 db (+=) */
+  k_randn(k, K_F32, C, 1);             /* 3 dbias (+=) */
+  k_randn(k, K_ACT, (size_t)N * C, 1); /* 4 dout */
+  int x = k_randn(k, K_ACT, (size_t)N * C, 2);
+  for (size_t i = 0; i < (size_t)N * C; i++) k->t[x].h[i] += 0.3f; /* 5 inp, nonzero mean */
+  k_randn(k, K_ACT, C, 1);             /* 6 w */
+  k_randn(k, K_F32, N, 0.3f);          /* 7 saved mean */
+  int r = k_randn(k, K_F32, N, 0.2f);  /* 8 saved rstd > 0 */
+  for (int i = 0; i < N; i++) k->t[r].h[i] = fabsf(k->t[r].h[i]) + 0.3f;
+  k_randn(k, K_F32, 3 * C, 1);             /* 9 bias_bwd db (+=) */
+  k_randn(k, K_ACT, (size_t)N * 3 * C, 1); /* 10 its dout */
+}
+/* The forms of the one-pass LayerNorm backward and of the column sums (backend_cuda.c's switches,
+ * read when the backend is created): name, variable, value. */
+static const char *const RB_VARIANTS[][3] = {
+    {"default", NULL, NULL},
+    {"TEZGAH_CUDA_LN_PIPE=1", "TEZGAH_CUDA_LN_PIPE", "1"},
+    {"TEZGAH_CUDA_LN_WARPS=2", "TEZGAH_CUDA_LN_WARPS", "2"},
+    {"TEZGAH_CUDA_LN_WARPS=8", "TEZGAH_CUDA_LN_WARPS", "8"},
+    {"TEZGAH_CUDA_COLSUM1=1", "TEZGAH_CUDA_COLSUM1", "1"},
+};
+enum { N_RB_VARIANTS = (int)(sizeof RB_VARIANTS / sizeof RB_VARIANTS[0]) };
+static tz_backend *rb_backend(int v, const char *precision) {
+  if (!RB_VARIANTS[v][1]) return ct_cuda(precision);
+  char *saved = ct_env_set(RB_VARIANTS[v][1], RB_VARIANTS[v][2]);
+  tz_backend *be = ct_cuda(precision);
+  ct_env_restore(RB_VARIANTS[v][1], saved);
+  return be;
+}
+/* Against the CPU with layernorm_bwd's tolerances (the header's table): dinp 1e-4 / 2e-5 (fp32),
+ * 5e-3 / 1e-4 (bf16); dw, db and dbias (bias_bwd's bound, terms: the dinp coming in) within
+ * 2e-5·(|initial| + Σ_rows |term|) + 1e-6. Shapes: C = 1600 and 768 (the one-pass kernel: bf16
+ * both, fp32 768; also a chunk count above 1), odd C and C = 3000 (the fallback: the column sum of
+ * dinp first, then the rows kernel), each aligned and at an odd offset (the fallback's scalar
+ * path); which path ran is checked by tz_cuda_ln_rb_calls. Every variant of RB_VARIANTS. */
+static void test_layernorm_rb(void **state) {
+  static const int shapes[][2] = {{7, 37}, {70, 768}, {19, 1600}, {600, 1600}, {33, 3000}};
+  const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
+  for (int v = 0; v < N_RB_VARIANTS; v++)
+    for (int g = 0; g < 2; g++) {
+      tz_backend *G = rb_backend(v, g ? "bf16" : "fp32");
+      assert_non_null(G->layernorm_bwd_rb);
+      print_message("  layernorm_bwd_rb [%s] %s\n", tz_dtype_name(G->act), RB_VARIANTS[v][0]);
+      for (int sh = 0; sh < nshapes; sh++)
+        for (int p = 0; p < 2; p++) {
+          int N = shapes[sh][0], C = shapes[sh][1], W = G->act == TZ_BF16 ? 8 : 4;
+          int fused = PADS[p] == 0 && C % W == 0 && C <= 8 * 32 * W;
+          long before = tz_cuda_ln_rb_calls(fused);
+          kase k;
+          rb_case(&k, N, C, 700 + sh);
+          k_run(&k, G, op_rb, shapes[sh], PADS[p]);
+          assert_int_equal(tz_cuda_ln_rb_calls(fused), before + 1);
+          k_check(&k, G, 0, "layernorm_bwd_rb dinp", 1e-4, 2e-5, 5e-3, 1e-4);
+          double *mw = calloc(C, 8), *mb = calloc(C, 8), *mr = calloc(C, 8), *mq = calloc(3 * C, 8);
+          const float *x = k.t[5].h, *dy = k.t[4].h, *mu = k.t[7].h, *rs = k.t[8].h, *di = k.t[0].h;
+          for (int c = 0; c < C; c++) mw[c] = fabs(k.t[1].h[c]), mb[c] = fabs(k.t[2].h[c]), mr[c] = fabs(k.t[3].h[c]);
+          for (int c = 0; c < 3 * C; c++) mq[c] = fabs(k.t[9].h[c]);
+          for (int n = 0; n < N; n++)
+            for (int c = 0; c < C; c++) {
+              size_t i = (size_t)n * C + c;
+              mw[c] += fabs((double)dy[i] * (x[i] - mu[n]) * rs[n]);
+              mb[c] += fabs((double)dy[i]);
+              mr[c] += fabs((double)di[i]);
+            }
+          for (size_t i = 0; i < (size_t)N * 3 * C; i++) mq[i % (3 * C)] += fabs(k.t[10].h[i]);
+          k_check_sum(&k, G, 1, "layernorm_bwd_rb dw", mw, 2e-5);
+          k_check_sum(&k, G, 2, "layernorm_bwd_rb db", mb, 2e-5);
+          k_check_sum(&k, G, 3, "layernorm_bwd_rb dbias", mr, 2e-5);
+          k_check_sum(&k, G, 9, "bias_bwd db", mq, 2e-5);
+          free(mw), free(mb), free(mr), free(mq);
+          k_free(&k);
+        }
+      G->destroy(G);
+    }
+}
+/* Bit-identity and determinism of the forms: each variant run twice on one backend gives the same
+ * bits; LN_PIPE=1 and COLSUM1=1 give the default's bits (the same additions in the same order);
+ * LN_WARPS changes the partial sums' grouping (dw, db, dbias may differ in the last bits; dinp is
+ * per row and must not). Also the plain layernorm_bwd (dinp, dw, db) and rmsnorm_bwd's column sum. */
+static void op_forms(tz_backend *be, tz_slice *s, const int *d) {
+  op_rb(be, s, d);
+  int N = d[0], C = d[1];
+  be->layernorm_bwd(be, s[11], s[12], s[13], s[4], s[5], s[6], s[7], s[8], N, C);
+  be->rmsnorm_bwd(be, s[14], s[15], s[4], s[5], s[6], s[8], N, C);
+}
+static void test_layernorm_forms(void **state) {
+  static const int shapes[][2] = {{600, 1600}, {301, 768}, {45, 37}};
+  for (int g = 0; g < 2; g++) {
+    tz_backend *base = rb_backend(0, g ? "bf16" : "fp32");
+    for (int v = 0; v < N_RB_VARIANTS; v++) {
+      tz_backend *V = v ? rb_backend(v, g ? "bf16" : "fp32") : base;
+      int same_bits = !RB_VARIANTS[v][1] || strcmp(RB_VARIANTS[v][1], "TEZGAH_CUDA_LN_WARPS") != 0;
+      for (int sh = 0; sh < 3; sh++)
+        for (int rep = 0; rep < 2; rep++) { /* rep 0: V twice (determinism); 1: base against V */
+          int N = shapes[sh][0], C = shapes[sh][1];
+          kase k;
+          rb_case(&k, N, C, 800 + sh);
+          k_randn(&k, K_ACT, (size_t)N * C, 1); /* 11 layernorm_bwd dinp (+=) */
+          k_randn(&k, K_F32, C, 1);             /* 12 dw */
+          k_randn(&k, K_F32, C, 1);             /* 13 db */
+          k_randn(&k, K_ACT, (size_t)N * C, 1); /* 14 rmsnorm_bwd dinp (+=) */
+          k_randn(&k, K_F32, C, 1);             /* 15 its dw */
+          k_run2(&k, rep ? base : V, V, op_forms, shapes[sh], 0);
+          static const char *const names[] = {"rb dinp", "rb dw",   "rb db",         "rb dbias",       0, 0, 0, 0, 0,
+                                              "bias_bwd db", 0, "layernorm_bwd dinp", "layernorm_bwd dw",
+                                              "layernorm_bwd db", "rmsnorm_bwd dinp", "rmsnorm_bwd dw"};
+          for (int t = 0; t < 16; t++) {
+            if (!names[t]) continue;
+            int rowwise = t == 0 || t == 11 || t == 14;
+            if (rep == 0 || same_bits || rowwise) {
+              char what[160];
+              snprintf(what, sizeof what, "%s (%s%s, C %d)", names[t], RB_VARIANTS[v][0], rep ? " vs default" : " twice", C);
+              k_same(&k, t, what, V);
+            }
+          }
+          k_free(&k);
+        }
+      if (v) V->destroy(V);
+    }
+    base->destroy(base);
+  }
 }
 
 /* ---- bias_bwd ---- */
@@ -613,6 +757,8 @@ int main(void) {
       cmocka_unit_test(test_embed),
       cmocka_unit_test(test_norms),
       cmocka_unit_test(test_bias_bwd),
+      cmocka_unit_test(test_layernorm_rb),
+      cmocka_unit_test(test_layernorm_forms),
       cmocka_unit_test(test_rope),
       cmocka_unit_test(test_activations),
       cmocka_unit_test(test_crossentropy_sumsq),

@@ -23,7 +23,10 @@
  *   of the whole batch above, and two bf16 chunked runs bit-identical (llama and gpt2, tied: dW_lm
  *   is wte's gradient, embed_bwd adds to it).
  * The CUDA backend runs with its defaults, which the environment may change: the optional ops it
- * offers (printed for each run against the CPU) are the model's path. In bf16 by default:
+ * offers (printed for each run against the CPU) are the model's path. In both precisions by
+ * default layernorm_bwd_rb (gpt2's attention-proj and fc-proj bias gradients summed in ln1's and
+ * ln2's backward; TEZGAH_CUDA_LN_RB=0 turns it off; the fp32 and bf16 gpt2 runs check through
+ * tz_cuda_ln_rb_calls that every backward took it, on the one-pass kernel). In bf16 by default:
  * matmul_t_res (the residual add in cuBLASLt's epilogue; TEZGAH_CUDA_MM_RES=0 turns it off),
  * matmul_t_gelu and matmul_dgelu (TEZGAH_CUDA_GELU_EPI=auto = both; off, bwd, fwd, +bgrad); in
  * fp32 none (MM_RES=1 and GELU_EPI's values other than auto turn them on). The bounds above hold
@@ -182,8 +185,19 @@ static const char *arch_name(tz_arch a) { return a == TZ_ARCH_LLAMA ? "llama" : 
 
 /* Which optional fused ops the model's path goes through on be (the environment's switches). */
 static void print_fused(const char *what, const tz_backend *be) {
-  printf("%s: matmul_t_res %s, matmul_t_gelu %s, matmul_dgelu %s\n", what, be->matmul_t_res ? "on" : "off",
-         be->matmul_t_gelu ? "on" : "off", be->matmul_dgelu ? "on" : "off");
+  printf("%s: matmul_t_res %s, matmul_t_gelu %s, matmul_dgelu %s, layernorm_bwd_rb %s\n", what,
+         be->matmul_t_res ? "on" : "off", be->matmul_t_gelu ? "on" : "off", be->matmul_dgelu ? "on" : "off",
+         be->layernorm_bwd_rb ? "on" : "off");
+}
+/* gpt2 on a backend with layernorm_bwd_rb: every micro-step's backward summed the two projections'
+ * bias gradients in ln2's and ln1's backward, on the one-pass kernel (C = 256): 2·n_layer calls
+ * per step since `before` (tz_cuda_ln_rb_calls(1) then), none on the fallback. */
+static void check_rb_calls(const tz_backend *be, tz_arch arch, long before, long before_fb, int steps) {
+  if (arch != TZ_ARCH_GPT2 || !be->layernorm_bwd_rb) return;
+  long got = tz_cuda_ln_rb_calls(1) - before;
+  printf("gpt2: %ld layernorm_bwd_rb calls on the one-pass kernel over %d steps\n", got, steps);
+  assert_int_equal(got, 2L * cfg_of(arch).n_layer * steps);
+  assert_int_equal(tz_cuda_ln_rb_calls(0), before_fb);
 }
 
 static void check_losses(const char *what, const double *ref, const double *got, int from, double tol) {
@@ -302,7 +316,9 @@ static void fp32_vs_cpu(tz_arch arch) {
   double lc[STEPS], lg[STEPS];
   tz_model *mc, *mg;
   train_losses(cpu, arch, d, lc, &mc);
+  long rb = tz_cuda_ln_rb_calls(1), rb_fb = tz_cuda_ln_rb_calls(0);
   train_losses(gpu, arch, d, lg, &mg);
+  check_rb_calls(gpu, arch, rb, rb_fb, STEPS);
   char what[64];
   snprintf(what, sizeof what, "%s fp32", arch_name(arch));
   print_fused(what, gpu);
@@ -334,7 +350,9 @@ static void bf16_vs_cpu(tz_arch arch) {
   tz_backend *gpu = ct_cuda("bf16");
   assert_int_equal(gpu->act, TZ_BF16);
   print_fused(arch_name(arch), gpu);
+  long rb = tz_cuda_ln_rb_calls(1), rb_fb = tz_cuda_ln_rb_calls(0);
   teacher_forced(cpu, gpu, arch, d, lc, err); /* lc: the CPU's fp32 trajectory */
+  check_rb_calls(gpu, arch, rb, rb_fb, STEPS);
   gpu->destroy(gpu);
   for (int run = 0; run < 2; run++) { /* a fresh backend each time */
     gpu = ct_cuda("bf16");

@@ -231,6 +231,19 @@ struct tz_backend {
   /* dinp += ..., dw += ..., db += ... */
   void (*layernorm_bwd)(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice dout,
                         tz_slice inp, tz_slice w, tz_slice mean, tz_slice rstd, int N, int C);
+  /* Optional (NULL: not offered -- CPU, WebGPU; CUDA unless TEZGAH_CUDA_LN_RB=0; the model then
+   * runs bias_bwd of the projection, then layernorm_bwd): layernorm_bwd, and
+   *   dbias[c] += Σ_n dinp[n, c]   of dinp's values as they come in, before the op adds to them,
+   * i.e. what bias_bwd(dbias, dinp, N, C) and then layernorm_bwd give. dinp, dout, inp: act
+   * [N, C]; w: W [C]; mean, rstd: fp32 [N]; dw, db, dbias: fp32 [C] (+=). In a pre-norm block's
+   * backward the residual stream's gradient entering a norm's backward is also the output
+   * gradient of the projection just below it (GPT-2: fc-proj's before ln2's, the attention
+   * proj's before ln1's), so its bias gradient is a column sum of the dinp the norm's backward
+   * reads anyway: CUDA adds it in the same pass (layernorm.cu) and saves bias_bwd's read of
+   * dinp and its launches. The sums' order differs from bias_bwd's (fp32 rounding). */
+  void (*layernorm_bwd_rb)(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice dbias,
+                           tz_slice dout, tz_slice inp, tz_slice w, tz_slice mean, tz_slice rstd,
+                           int N, int C);
 
   /* The matmul family (names from the seed kernels). `acc` = 0 writes, 1 accumulates (+=).
    * matmul_t:  out[M,N] (+)= a[M,K] · b[N,K]ᵀ (+ bias[N] if present)   -- forward Y = X·Wᵀ + b
@@ -534,6 +547,10 @@ void tz_backend_webgpu_env(void);
 /* Print the CUDA devices (name, compute capability, SMs, memory, driver and runtime
  * versions) to stdout (`tezgah info`). 0, or -1 with tz_err() when CUDA is unavailable. */
 int tz_cuda_info(void);
+/* How many layernorm_bwd_rb calls of this process took the one-pass kernel (fused 1) or the
+ * fallback (0: the column sum of dinp, the rows kernel, the column sums of dw, db; layernorm.cu):
+ * for tests, that the path they mean to check ran. 0 without CUDA. */
+long tz_cuda_ln_rb_calls(int fused);
 /* be->profile_print / profile_reset of the CUDA backend (CUDA events), also callable directly
  * (tests). No-ops for other backends or without profiling. */
 void tz_cuda_profile_print(tz_backend *be, double steps);

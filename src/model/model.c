@@ -487,6 +487,14 @@ static void norm_bwd(tz_model *m, tz_slice dx, tz_slice dout, tz_slice x, tz_sli
   else
     be->rmsnorm_bwd(be, dx, G(m, w), dout, x, P(m, w), rstd, N, m->cfg.d_model);
 }
+/* GPT-2's norm_bwd with the bias gradient of the projection below the norm (pb: fcproj_b before
+ * ln2, proj_b before ln1) summed from dx as it comes in -- that projection's output gradient --
+ * by layernorm_bwd_rb; callers run it only where the backend offers it (proj_rb below). */
+static void norm_bwd_rb(tz_model *m, tz_slice dx, tz_slice dout, tz_slice x, tz_slice mean, tz_slice rstd, size_t w,
+                        size_t b, size_t pb, int N) {
+  tz_backend *be = m->be;
+  be->layernorm_bwd_rb(be, dx, G(m, w), G(m, b), G(m, pb), dout, x, P(m, w), mean, rstd, N, m->cfg.d_model);
+}
 
 /* A linear layer's parameter gradients from its output gradient dy [N, Cout] and input x
  * [N, Cin]: W[Cout, Cin] += dyᵀ·x and, with has_b, b[Cout] += Σ_n dy[n, :] -- in one op where
@@ -653,6 +661,12 @@ static void backward(tz_model *m) {
   dims d = dims_of(c);
   int B = a->B, T = a->T, N = B * T;
   int gpt2 = c->arch == TZ_ARCH_GPT2;
+  /* GPT-2's two projections into the residual stream (fc-proj, attention proj) have dres as
+   * their output gradient, and dres is what the LayerNorm below each (ln2, ln1) reads and adds
+   * to next: with layernorm_bwd_rb their bias gradients are summed in that norm's backward from
+   * the dres it loads anyway, instead of by bias_bwd's own pass over dres (linear_dw then skips
+   * the bias). Nothing writes dres between the two uses. */
+  const int proj_rb = gpt2 && be->layernorm_bwd_rb != NULL;
   size_t NC = (size_t)N * d.C;
   be->fill(be, a->dres, 0.0f, NC, be->act);
   norm_bwd(m, a->dres, a->dtmp, a->res[d.L], a->nf_mean, a->nf_rstd, m->lay.normf_w,
@@ -675,7 +689,7 @@ static void backward(tz_model *m) {
                        d.C, d.F);
     else if (dswiglu) be->matmul_dswiglu(be, a->dh, a->dres, P(m, o->fcproj_w), x->h, N, d.C, d.F);
     else be->matmul(be, a->da, a->dres, P(m, o->fcproj_w), N, d.C, d.F, 0);
-    linear_dw(m, o->fcproj_w, o->fcproj_b, gpt2, a->dres, x->a, d.C, N, d.F);
+    linear_dw(m, o->fcproj_w, o->fcproj_b, gpt2 && !proj_rb, a->dres, x->a, d.C, N, d.F);
     if (!gpt2) {
       if (!dswiglu) be->swiglu_bwd(be, a->dh, a->da, x->h, N, d.F);
     } else if (!dgelu) {
@@ -686,10 +700,13 @@ static void backward(tz_model *m) {
       be->matmul_at(be, G(m, o->fc_w), a->dh, x->n2, d.F2, N, d.C, wacc(m));
     else
       linear_dw(m, o->fc_w, o->fc_b, gpt2, a->dh, x->n2, d.F2, N, d.C);
-    norm_bwd(m, a->dres, a->dtmp, x->mid, x->n2_mean, x->n2_rstd, o->norm2_w, o->norm2_b, N);
+    if (proj_rb) /* (and fcproj's bias gradient from dres as it comes in) */
+      norm_bwd_rb(m, a->dres, a->dtmp, x->mid, x->n2_mean, x->n2_rstd, o->norm2_w, o->norm2_b, o->fcproj_b, N);
+    else
+      norm_bwd(m, a->dres, a->dtmp, x->mid, x->n2_mean, x->n2_rstd, o->norm2_w, o->norm2_b, N);
     /* attention: mid = res[l] + att·Wprojᵀ + b */
     be->matmul(be, a->dtmp, a->dres, P(m, o->proj_w), N, d.C, d.C, 0);
-    linear_dw(m, o->proj_w, o->proj_b, gpt2, a->dres, x->att, d.C, N, d.C);
+    linear_dw(m, o->proj_w, o->proj_b, gpt2 && !proj_rb, a->dres, x->att, d.C, N, d.C);
     tz_slice q = x->qkv, k = A(m, q, (size_t)d.nh * d.hd), v = A(m, q, (size_t)(d.nh + d.nkv) * d.hd);
     tz_slice dq = a->dqkv, dk = A(m, dq, (size_t)d.nh * d.hd), dv = A(m, dq, (size_t)(d.nh + d.nkv) * d.hd);
     be->attention_bwd(be, dq, dk, dv, a->dtmp, q, k, v, x->att, x->lse, B, T, d.nh, d.nkv, d.hd,
@@ -697,7 +714,10 @@ static void backward(tz_model *m) {
     if (!gpt2) be->rope(be, a->dqkv, B, T, d.nh, d.nkv, d.hd, 0, c->rope_theta, -1);
     be->matmul(be, a->dtmp, a->dqkv, P(m, o->qkv_w), N, d.Q, d.C, 0);
     linear_dw(m, o->qkv_w, o->qkv_b, gpt2, a->dqkv, x->n1, d.Q, N, d.C);
-    norm_bwd(m, a->dres, a->dtmp, a->res[l], x->n1_mean, x->n1_rstd, o->norm1_w, o->norm1_b, N);
+    if (proj_rb) /* (and proj's bias gradient from dres as it comes in) */
+      norm_bwd_rb(m, a->dres, a->dtmp, a->res[l], x->n1_mean, x->n1_rstd, o->norm1_w, o->norm1_b, o->proj_b, N);
+    else
+      norm_bwd(m, a->dres, a->dtmp, a->res[l], x->n1_mean, x->n1_rstd, o->norm1_w, o->norm1_b, N);
   }
   be->embed_bwd(be, G(m, m->lay.wte), gpt2 ? G(m, m->lay.wpe) : TZ_NONE, a->dres, a->tokens, B, T,
                 d.C, d.Vp);

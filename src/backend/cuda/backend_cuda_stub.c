@@ -15,3 +15,4 @@ int tz_cuda_info(void) { return tz_err(TZ_NO_CUDA); }
 void tz_cuda_profile_print(tz_backend *be, double steps) { (void)be, (void)steps; }
 void tz_cuda_profile_reset(tz_backend *be) { (void)be; }
 double tz_backend_cuda_reset_device(void) { return 0.0; }
+long tz_cuda_ln_rb_calls(int fused) { (void)fused; return 0; }

@@ -63,6 +63,17 @@ typedef struct {
   void *lt_ws;
   size_t lt_ws_bytes;
   tzc_prof *prof; /* NULL unless TEZGAH_PROFILE=1 */
+  /* Column-sum and LayerNorm-backward forms, read from the environment when the backend is
+   * created (backend_cuda.c), so that a process may hold backends of several settings (tests):
+   * cs_cnt: with TEZGAH_CUDA_COLSUM1=1, cs_cnt_n zeroed uint32 counters (one per column strip)
+   * for tzc_colsum's one-kernel form (cuda_common.cuh), else NULL (two kernels, the default);
+   * ln_pipe: TEZGAH_CUDA_LN_PIPE=1, the LayerNorm backward's one-pass kernel loads a warp's next
+   * row before the current row's math (layernorm.cu; default 0); ln_warps: TEZGAH_CUDA_LN_WARPS
+   * (1..8, default 4), that kernel's warps per block. */
+  void *cs_cnt;
+  int cs_cnt_n;
+  int ln_pipe, ln_warps;
+  int smem_optin; /* the device's largest dynamic shared memory per block (bytes) */
   /* ---- runtime-private below (backend_cuda.c, matmul.cu); kernels need not look ---- */
   void *mm;                 /* matmul state: descriptor/algorithm cache (matmul.cu) */
   void *stage[4];           /* pinned host staging ring for uploads / downloads */
@@ -227,6 +238,13 @@ void tzc_matmul_t_res(tz_backend *be, tz_slice out, tz_slice x, tz_slice w, tz_s
 void tzc_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
 void tzc_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K, int N, int acc);
 void tzc_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N);
+/* backend.h's layernorm_bwd_rb (layernorm.cu): layernorm_bwd and the preceding projection's bias
+ * gradient from the dinp it reads. Offered unless TEZGAH_CUDA_LN_RB=0 (backend_cuda.c). */
+void tzc_layernorm_bwd_rb(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice dbias, tz_slice dout,
+                          tz_slice inp, tz_slice w, tz_slice mean, tz_slice rstd, int N, int C);
+/* How many layernorm_bwd_rb calls of this process took the fallback (fused 0) or the one-pass
+ * kernel (1): backend.h's tz_cuda_ln_rb_calls. */
+long tzc_ln_rb_calls(int fused);
 void tzc_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_head, int head_dim, int pos0,
               float theta, int dir);
 void tzc_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k, tz_slice v, int B, int Tq,
