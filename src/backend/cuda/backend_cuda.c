@@ -128,10 +128,6 @@ static void cuda_destroy(tz_backend *be) {
     tzc_decode_step_free(be);
     tzc_matmul_destroy(be);
     tzc_scratch_free(be);
-    if (c->cs_cnt) {
-      cudaFree(c->cs_cnt);
-      tzc_mem_account(be, -(long long)(c->cs_cnt_n * sizeof(unsigned)));
-    }
     if (c->params_bf16) cudaFree(c->params_bf16);
     if (c->lt) tzc_lt.Destroy((cublasLtHandle_t)c->lt);
     if (c->lt_ws) cudaFree(c->lt_ws);
@@ -352,14 +348,13 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
    * grads_written); TEZGAH_CUDA_GRADS_WRITTEN=0 fills the whole buffer as before (an A/B) */
   const char *gw = getenv("TEZGAH_CUDA_GRADS_WRITTEN");
   be->grads_written = !(gw && !strcmp(gw, "0"));
-  /* The column sums' and the LayerNorm backward's forms (cuda_internal.h; measurement knobs, read
+  /* The LayerNorm backward's forms (cuda_internal.h; measurement knobs, read
    * leniently: another value is the default). TEZGAH_CUDA_LN_RB=0: layernorm_bwd_rb not offered
    * (the model then runs bias_bwd for the projections' biases, as before it; the A/B of the op).
    * TEZGAH_CUDA_LN_PIPE=1: the one-pass LayerNorm backward loads a warp's next row before the
    * current row's math (bit-identical results). TEZGAH_CUDA_LN_WARPS=1..8: its warps per block
    * (default 4; another count changes which rows each warp's partial sums hold, so the dw, db,
-   * dbias sums' order: deterministic at a given count). TEZGAH_CUDA_COLSUM1=1: tzc_colsum in one
-   * kernel (the last block of each column strip adds the partials; bit-identical to the two). */
+   * dbias sums' order: deterministic at a given count). */
   const char *lrb = getenv("TEZGAH_CUDA_LN_RB");
   if (lrb && !strcmp(lrb, "0")) be->layernorm_bwd_rb = NULL;
   const char *lpipe = getenv("TEZGAH_CUDA_LN_PIPE");
@@ -367,21 +362,6 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   const char *lw = getenv("TEZGAH_CUDA_LN_WARPS");
   c->ln_warps = lw ? atoi(lw) : 0;
   if (c->ln_warps < 1 || c->ln_warps > 8) c->ln_warps = 4;
-  const char *cs1 = getenv("TEZGAH_CUDA_COLSUM1");
-  if (cs1 && !strcmp(cs1, "1")) {
-    /* one counter per column strip: 4096 cover C up to 4096·32 at W = 1 (bias_bwd's widest is
-     * 4C); a wider sum takes the two kernels. Zeroed once here; each call leaves them zero. */
-    const int n_cnt = 4096;
-    if ((e = cudaMalloc(&c->cs_cnt, n_cnt * sizeof(unsigned))) != cudaSuccess ||
-        (e = cudaMemset(c->cs_cnt, 0, n_cnt * sizeof(unsigned))) != cudaSuccess) {
-      cudaGetLastError();
-      tz_err("cuda: cannot set up device %d (%s): %s", dev, prop.name, cudaGetErrorString(e));
-      cuda_destroy(be);
-      return NULL;
-    }
-    c->cs_cnt_n = n_cnt;
-    tzc_mem_account(be, (long long)(n_cnt * sizeof(unsigned)));
-  }
   const char *pd = getenv("TEZGAH_CUDA_PDL");
   c->pdl_off = prop.major < 9 || (pd && !strcmp(pd, "0"));
   if (c->verbose) {

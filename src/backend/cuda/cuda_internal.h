@@ -63,15 +63,10 @@ typedef struct {
   void *lt_ws;
   size_t lt_ws_bytes;
   tzc_prof *prof; /* NULL unless TEZGAH_PROFILE=1 */
-  /* Column-sum and LayerNorm-backward forms, read from the environment when the backend is
-   * created (backend_cuda.c), so that a process may hold backends of several settings (tests):
-   * cs_cnt: with TEZGAH_CUDA_COLSUM1=1, cs_cnt_n zeroed uint32 counters (one per column strip)
-   * for tzc_colsum's one-kernel form (cuda_common.cuh), else NULL (two kernels, the default);
-   * ln_pipe: TEZGAH_CUDA_LN_PIPE=1, the LayerNorm backward's one-pass kernel loads a warp's next
+  /* LayerNorm-backward forms, read from the environment when the backend is created
+   * (backend_cuda.c), so that a process may hold backends of several settings (tests): ln_pipe: TEZGAH_CUDA_LN_PIPE=1, the LayerNorm backward's one-pass kernel loads a warp's next
    * row before the current row's math (layernorm.cu; default 0); ln_warps: TEZGAH_CUDA_LN_WARPS
    * (1..8, default 4), that kernel's warps per block. */
-  void *cs_cnt;
-  int cs_cnt_n;
   int ln_pipe, ln_warps;
   int smem_optin; /* the device's largest dynamic shared memory per block (bytes) */
   /* ---- runtime-private below (backend_cuda.c, matmul.cu); kernels need not look ---- */

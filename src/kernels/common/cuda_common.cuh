@@ -158,8 +158,7 @@ static inline int tzc_cs_rpc(int N, int strips) {
 
 /* dst[c] += Σ_p part[p·C + c] (fixed order), for 1 to 3 gradients (dst2/part2, dst3/part3 may
  * be NULL; a NULL dst2 ends the list). Block: 32 columns × 16 groups; group y adds partials y,
- * y + 16, ... in order, then the 16 group sums are added in order (tzc_colsum_fin1 is the same
- * order in one thread). */
+ * y + 16, ... in order, then the 16 group sums are added in order. */
 constexpr int TZC_CF_GROUPS = 16;
 static __global__ void __launch_bounds__(32 * TZC_CF_GROUPS)
 tzc_colsum_final_k(float *dst, const float *part, float *dst2, const float *part2, float *dst3, const float *part3,
@@ -187,33 +186,9 @@ tzc_colsum_final_k(float *dst, const float *part, float *dst2, const float *part
   }
 }
 
-/* tzc_colsum_final_k's sum of column c in one thread, in its order: group y (p ≡ y mod 16) adds
- * its partials from 0 in increasing p, then the 16 group sums are added from 0 in increasing y —
- * the same fp32 additions in the same order, so bit-identical to it. The 16 group sums are kept
- * in registers and partials p0..p0+15 loaded together (16 loads in flight per thread). The
- * partials were written by other blocks of the running grid: read through L2 (__ldcg). */
-static __device__ __forceinline__ float tzc_colsum_fin1(const float *part, int P, int C, int c) {
-  float s[TZC_CF_GROUPS];
-#pragma unroll
-  for (int y = 0; y < TZC_CF_GROUPS; y++) s[y] = 0.0f;
-  for (int p0 = 0; p0 < P; p0 += TZC_CF_GROUPS) {
-    float v[TZC_CF_GROUPS];
-#pragma unroll
-    for (int y = 0; y < TZC_CF_GROUPS; y++) v[y] = p0 + y < P ? __ldcg(part + (size_t)(p0 + y) * C + c) : 0.0f;
-#pragma unroll
-    for (int y = 0; y < TZC_CF_GROUPS; y++)
-      if (p0 + y < P) s[y] += v[y];
-  }
-  float t = 0.0f;
-#pragma unroll
-  for (int y = 0; y < TZC_CF_GROUPS; y++) t += s[y];
-  return t;
-}
-
-template <int W, int NA, bool ONE, class Term>
+template <int W, int NA, class Term>
 __global__ void __launch_bounds__(32 * TZC_CS_WARPS)
-tzc_colsum_part_k(float *part, float *part2, int N, int C, int rpc, Term term, float *dst, float *dst2,
-                  unsigned *cnt) {
+tzc_colsum_part_k(float *part, float *part2, int N, int C, int rpc, Term term) {
   __shared__ float sh[TZC_CS_WARPS][32 * W];
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   int c = (blockIdx.x * 32 + lane) * W;
@@ -259,30 +234,6 @@ tzc_colsum_part_k(float *part, float *part2, int N, int C, int rpc, Term term, f
       (q ? part2 : part)[(size_t)blockIdx.y * C + cc] = s;
     }
   }
-  if constexpr (!ONE) return; /* two kernels: tzc_colsum_final_k adds the partials */
-  /* One kernel (ONE, TEZGAH_CUDA_COLSUM1): the strip's last block to finish adds its P partials
-   * per column in final_k's order. Each writer fences its partials before the barrier; thread 0's
-   * atomic then counts this block, and the block that sees P − 1 before it knows every other
-   * block's partials of the strip are visible; it resets the counter for the next call (the
-   * stream orders calls: no other block of this grid touches it again). A template parameter,
-   * not a test of cnt: the finish's registers (40 against 24-32 at sm_90) would otherwise cut
-   * the two-kernel form's blocks per SM. */
-  __shared__ unsigned last;
-  __threadfence();
-  __syncthreads();
-  if (t == 0) {
-    unsigned prev = atomicAdd(cnt + blockIdx.x, 1u);
-    last = prev == gridDim.y - 1;
-    if (last) cnt[blockIdx.x] = 0, __threadfence();
-  }
-  __syncthreads();
-  if (!last) return;
-  for (int u = t; u < 32 * W; u += blockDim.x) {
-    int c2 = blockIdx.x * 32 * W + u;
-    if (c2 >= C) break;
-    dst[c2] += tzc_colsum_fin1(part, gridDim.y, C, c2);
-    if (NA == 2) dst2[c2] += tzc_colsum_fin1(part2, gridDim.y, C, c2);
-  }
 }
 
 /* ---- host side ---- */
@@ -294,11 +245,7 @@ static inline unsigned tzc_blocks(size_t work, int per_block) {
 /* Carve consecutive 256-byte-aligned pieces out of one tzc_scratch allocation. */
 static inline size_t tzc_round256(size_t b) { return (b + 255) & ~(size_t)255; }
 /* dst[c] += Σ_n term(n, c) (and dst2 += the second sum when NA = 2) over N rows, C columns;
- * W > 1 needs C % W == 0 and every row start the term reads 16-byte aligned. Two kernels
- * (pass 1, then tzc_colsum_final_k), or with the backend's one-kernel form on
- * (TEZGAH_CUDA_COLSUM1=1: tzc(be)->cs_cnt, one zeroed counter per strip) pass 1 alone, whose
- * last block per strip adds the partials in final_k's order: the same result bit for bit, one
- * launch and one kernel boundary fewer. */
+ * W > 1 needs C % W == 0 and every row start the term reads 16-byte aligned. */
 template <int W, int NA, class Term>
 static void tzc_colsum(tz_backend *be, float *dst, float *dst2, int N, int C, const Term &term) {
   if (N <= 0 || C <= 0) return;
@@ -308,16 +255,8 @@ static void tzc_colsum(tz_backend *be, float *dst, float *dst2, int N, int C, co
   size_t pb = tzc_round256((size_t)P * C * sizeof(float));
   char *s = (char *)tzc_scratch(be, NA * pb);
   float *part = (float *)s, *part2 = NA == 2 ? (float *)(s + pb) : nullptr;
-  unsigned *cnt = tzc(be)->cs_cnt && strips <= tzc(be)->cs_cnt_n ? (unsigned *)tzc(be)->cs_cnt : nullptr;
-  dim3 grid((unsigned)strips, (unsigned)P);
-  if (cnt) {
-    tzc_colsum_part_k<W, NA, true><<<grid, 32 * TZC_CS_WARPS, 0, st>>>(part, part2, N, C, rpc, term, dst,
-                                                                       NA == 2 ? dst2 : nullptr, cnt);
-    TZC_LAUNCHED();
-    return;
-  }
-  tzc_colsum_part_k<W, NA, false><<<grid, 32 * TZC_CS_WARPS, 0, st>>>(part, part2, N, C, rpc, term, nullptr,
-                                                                      nullptr, nullptr);
+  tzc_colsum_part_k<W, NA><<<dim3((unsigned)strips, (unsigned)P), 32 * TZC_CS_WARPS, 0, st>>>(
+      part, part2, N, C, rpc, term);
   TZC_LAUNCHED();
   tzc_colsum_final_k<<<tzc_blocks(C, 32), 32 * TZC_CF_GROUPS, 0, st>>>(dst, part, NA == 2 ? dst2 : nullptr,
                                                                        part2, nullptr, nullptr, P, C);
