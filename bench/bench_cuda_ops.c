@@ -12,7 +12,7 @@
  * every output written once), the floor in ms at 4.0 TB/s (the H200's measured copy rate),
  * and ms per training step (median × calls per GPT-2 step). Env TEZGAH_CUDA_DEVICE picks the
  * GPU as for the CLI. Exit 77 when no CUDA device can be used. The backend's switches apply
- * (backend_cuda.c: TEZGAH_CUDA_LN_RB, _LN_PIPE, _LN_WARPS; layernorm.cu: _LN_CHUNKS): run it once per
+ * (backend_cuda.c: TEZGAH_CUDA_LN_RB, _LN_WARPS; layernorm.cu: _LN_CHUNKS): run it once per
  * setting to compare them. The layernorm_bwd_rb row (when offered) is GPT-2's ln1/ln2 backward
  * with the projection's bias gradient; its calls/step (2·n_layer) then replace layernorm_bwd's
  * and bias_bwd [N,C]'s, which the table still counts as without it. */

@@ -64,10 +64,9 @@ typedef struct {
   size_t lt_ws_bytes;
   tzc_prof *prof; /* NULL unless TEZGAH_PROFILE=1 */
   /* LayerNorm-backward forms, read from the environment when the backend is created
-   * (backend_cuda.c), so that a process may hold backends of several settings (tests): ln_pipe: TEZGAH_CUDA_LN_PIPE=1, the LayerNorm backward's one-pass kernel loads a warp's next
-   * row before the current row's math (layernorm.cu; default 0); ln_warps: TEZGAH_CUDA_LN_WARPS
-   * (1..8, default 4), that kernel's warps per block. */
-  int ln_pipe, ln_warps;
+   * (backend_cuda.c), so that a process may hold backends of several settings (tests): ln_warps:
+   * TEZGAH_CUDA_LN_WARPS (1..8, default 2), the one-pass kernel's warps per block (layernorm.cu). */
+  int ln_warps;
   int smem_optin; /* the device's largest dynamic shared memory per block (bytes) */
   /* ---- runtime-private below (backend_cuda.c, matmul.cu); kernels need not look ---- */
   void *mm;                 /* matmul state: descriptor/algorithm cache (matmul.cu) */

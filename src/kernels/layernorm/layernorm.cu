@@ -113,7 +113,7 @@ template <int W, class T> struct LnRawTerm {
 };
 
 /* One pass (ln_bwd_fused_k) for C % W == 0 and C ≤ NV·32·W, 16-byte aligned rows: block = nw
- * warps (tzc(be)->ln_warps: TEZGAH_CUDA_LN_WARPS, default 4) over a chunk of rpc rows (warp w:
+ * warps (tzc(be)->ln_warps: TEZGAH_CUDA_LN_WARPS, default 2) over a chunk of rpc rows (warp w:
  * rows n0 + w, n0 + w + nw, ... in increasing order). Lane l owns the vectors v = k·32 + l
  * (k < NV, v < C/W) of every row. A warp loads x, dy and dx of its row at once (raw 16-byte
  * vectors in registers: 3·NV loads in flight per lane, so the memory pipe stays full at any C),
@@ -124,17 +124,14 @@ template <int W, class T> struct LnRawTerm {
  * accumulators are added in warp order into partw/partb(/partr)[chunk, C], and
  * tzc_colsum_final_k adds the chunks in order: deterministic, the order fixed by (N, C, nw).
  *
- * PIPE (TEZGAH_CUDA_LN_PIPE=1): a warp issues its next row's loads (x, dy, dx, mean, rstd)
- * before the current row's math and stores, so that its loads stay in flight while it reduces
- * and writes (without it the warp has nothing in flight then, and the block's warps, started
- * together with equal work, tend to wait for memory at the same moments). Twice the registers
- * for the raw rows (ptxas, sm_90, bf16 NV = 7, i.e. C = 1600: 161 registers without, 254 with:
- * 3 -> 2 blocks of 4 warps per SM, each warp with two rows in flight); the same arithmetic in
- * the same order: bit-identical to PIPE = 0.
- * Occupancy at C = 1600 bf16 (H100: 64K registers, 228 KB shared memory per SM): 4 warps, 161
- * registers: 3 blocks (12 warps) by registers; layernorm_bwd_rb's 77 KB then allows 2 (8 warps).
- * TEZGAH_CUDA_LN_WARPS=2 gives 38 KB blocks: 5 per SM (10 warps) for the rb calls. */
-constexpr int FB_WARPS = 4;     /* warps per block by default (tzc(be)->ln_warps) */
+ * Warps per block (TEZGAH_CUDA_LN_WARPS, 1..8, default 2): at C = 1600 bf16 the kernel takes 161
+ * registers, and layernorm_bwd_rb's three accumulators 3·nw·C·4 bytes of shared memory: 4 warps
+ * gave 77 KB blocks, 2 per SM (8 warps), 2 warps 38 KB, 5 per SM (10 warps). H100, 2026-12-05,
+ * bench_cuda_ops 1600 48, ms a call: layernorm_bwd_rb 0.1149 (2 warps) / 0.1405 (3) / 0.1429
+ * (4) / 0.1269 (8), layernorm_bwd 0.1063 / 0.1034 / 0.1114 / 0.1069; 1.5B training 50,583
+ * tokens/s at 2 warps against 50,245 / 50,361 at 4. Loading the next row before a row's math
+ * (two register sets, 254 registers) gave rb 0.1242 at 4 warps but 0.1188 at 2: not kept. */
+constexpr int FB_WARPS = 2;     /* warps per block by default (tzc(be)->ln_warps) */
 constexpr int FB_WARPS_MAX = 8; /* TEZGAH_CUDA_LN_WARPS's largest */
 constexpr int FB_CHUNKS = 512; /* about this many blocks (one wave at 4-6 blocks per SM) */
 /* The chunk count: FB_CHUNKS, or env TEZGAH_CUDA_LN_CHUNKS (16..8192; read once per process,
@@ -234,7 +231,7 @@ __device__ __forceinline__ void ln_row(const LnRaw<NV> &q, T *dinp, const T *w, 
   }
 }
 
-template <int W, int NV, bool PIPE, class T>
+template <int W, int NV, class T>
 __global__ void __launch_bounds__(32 * FB_WARPS_MAX)
 ln_bwd_fused_k(T *dinp, float *partw, float *partb, float *partr, const T *dout, const T *inp, const T *w,
                const float *mean, const float *rstd, int N, int C, int rpc) {
@@ -254,23 +251,10 @@ ln_bwd_fused_k(T *dinp, float *partw, float *partb, float *partr, const T *dout,
       if (sr) tzc_st_f32<W>(sr + v * W, zero);
     }
   }
-  int n = n0 + warp;
-  if constexpr (!PIPE) {
-    for (; n < n1; n += nw) {
-      LnRaw<NV> q;
-      ln_load<W, NV>(q, inp, dout, dinp, mean, rstd, n, C, lane);
-      ln_row<W, NV>(q, dinp, w, n, C, lane, sw, sb, sr);
-    }
-  } else { /* two register sets, alternating (no copies between them) */
-    LnRaw<NV> qa, qb;
-    if (n < n1) ln_load<W, NV>(qa, inp, dout, dinp, mean, rstd, n, C, lane);
-    for (; n < n1; n += 2 * nw) {
-      if (n + nw < n1) ln_load<W, NV>(qb, inp, dout, dinp, mean, rstd, n + nw, C, lane);
-      ln_row<W, NV>(qa, dinp, w, n, C, lane, sw, sb, sr);
-      if (n + nw >= n1) break;
-      if (n + 2 * nw < n1) ln_load<W, NV>(qa, inp, dout, dinp, mean, rstd, n + 2 * nw, C, lane);
-      ln_row<W, NV>(qb, dinp, w, n + nw, C, lane, sw, sb, sr);
-    }
+  for (int n = n0 + warp; n < n1; n += nw) {
+    LnRaw<NV> q;
+    ln_load<W, NV>(q, inp, dout, dinp, mean, rstd, n, C, lane);
+    ln_row<W, NV>(q, dinp, w, n, C, lane, sw, sb, sr);
   }
   __syncthreads();
   for (int c = threadIdx.x; c < C; c += blockDim.x) {
@@ -335,7 +319,7 @@ bool ln_bwd_fused(tz_backend *be, T *dx, float *dw, float *db, float *dr, const 
   size_t pb = tzc_round256((size_t)P * C * sizeof(float));
   char *s = (char *)tzc_scratch(be, (dr ? 3 : 2) * pb);
   float *partw = (float *)s, *partb = (float *)(s + pb), *partr = dr ? (float *)(s + 2 * pb) : nullptr;
-  auto kern = cx->ln_pipe ? ln_bwd_fused_k<W, NV, true, T> : ln_bwd_fused_k<W, NV, false, T>;
+  auto kern = ln_bwd_fused_k<W, NV, T>;
   if (smem > 48 * 1024) /* above the default dynamic limit (per device: set on every call) */
     TZC_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   kern<<<P, 32 * nw, smem, st>>>(dx, partw, partb, partr, dy, x, g, mu, rs, N, C, rpc);
