@@ -335,6 +335,7 @@ static void rb_case(kase *k, int N, int C, uint64_t seed) {
  * is created): name, variable, value. */
 static const char *const RB_VARIANTS[][3] = {
     {"default", NULL, NULL},
+    {"TEZGAH_CUDA_LN_WARPS=2", "TEZGAH_CUDA_LN_WARPS", "2"},
     {"TEZGAH_CUDA_LN_WARPS=4", "TEZGAH_CUDA_LN_WARPS", "4"},
     {"TEZGAH_CUDA_LN_WARPS=8", "TEZGAH_CUDA_LN_WARPS", "8"},
 };

@@ -351,14 +351,14 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   /* The LayerNorm backward's forms (cuda_internal.h; measurement knobs, read
    * leniently: another value is the default). TEZGAH_CUDA_LN_RB=0: layernorm_bwd_rb not offered
    * (the model then runs bias_bwd for the projections' biases, as before it; the A/B of the op).
-   * TEZGAH_CUDA_LN_WARPS=1..8: the one-pass LayerNorm backward's warps per block (default 2,
-   * layernorm.cu says why; another count changes which rows each warp's partial sums hold, so
+   * TEZGAH_CUDA_LN_WARPS=1..8: the one-pass LayerNorm backward's warps per block (default 4 or
+   * 2 by C, layernorm.cu says why; another count changes which rows each warp's partial sums hold, so
    * the dw, db, dbias sums' order: deterministic at a given count). */
   const char *lrb = getenv("TEZGAH_CUDA_LN_RB");
   if (lrb && !strcmp(lrb, "0")) be->layernorm_bwd_rb = NULL;
   const char *lw = getenv("TEZGAH_CUDA_LN_WARPS");
   c->ln_warps = lw ? atoi(lw) : 0;
-  if (c->ln_warps < 1 || c->ln_warps > 8) c->ln_warps = 2;
+  if (c->ln_warps < 1 || c->ln_warps > 8) c->ln_warps = 0; /* by C (layernorm.cu ln_nw) */
   const char *pd = getenv("TEZGAH_CUDA_PDL");
   c->pdl_off = prop.major < 9 || (pd && !strcmp(pd, "0"));
   if (c->verbose) {

@@ -65,7 +65,7 @@ typedef struct {
   tzc_prof *prof; /* NULL unless TEZGAH_PROFILE=1 */
   /* LayerNorm-backward forms, read from the environment when the backend is created
    * (backend_cuda.c), so that a process may hold backends of several settings (tests): ln_warps:
-   * TEZGAH_CUDA_LN_WARPS (1..8, default 2), the one-pass kernel's warps per block (layernorm.cu). */
+   * TEZGAH_CUDA_LN_WARPS (1..8; 0: by C, layernorm.cu ln_nw), the one-pass kernel's warps per block. */
   int ln_warps;
   int smem_optin; /* the device's largest dynamic shared memory per block (bytes) */
   /* ---- runtime-private below (backend_cuda.c, matmul.cu); kernels need not look ---- */

@@ -113,7 +113,7 @@ template <int W, class T> struct LnRawTerm {
 };
 
 /* One pass (ln_bwd_fused_k) for C % W == 0 and C ≤ NV·32·W, 16-byte aligned rows: block = nw
- * warps (tzc(be)->ln_warps: TEZGAH_CUDA_LN_WARPS, default 2) over a chunk of rpc rows (warp w:
+ * warps (ln_nw(): TEZGAH_CUDA_LN_WARPS, by default 4 or 2) over a chunk of rpc rows (warp w:
  * rows n0 + w, n0 + w + nw, ... in increasing order). Lane l owns the vectors v = k·32 + l
  * (k < NV, v < C/W) of every row. A warp loads x, dy and dx of its row at once (raw 16-byte
  * vectors in registers: 3·NV loads in flight per lane, so the memory pipe stays full at any C),
@@ -124,15 +124,23 @@ template <int W, class T> struct LnRawTerm {
  * accumulators are added in warp order into partw/partb(/partr)[chunk, C], and
  * tzc_colsum_final_k adds the chunks in order: deterministic, the order fixed by (N, C, nw).
  *
- * Warps per block (TEZGAH_CUDA_LN_WARPS, 1..8, default 2): at C = 1600 bf16 the kernel takes 161
+ * Warps per block (TEZGAH_CUDA_LN_WARPS, 1..8; by default 4 where their accumulators take at most
+ * 48 KB, else 2: ln_nw): at C = 1600 bf16 the kernel takes 161
  * registers, and layernorm_bwd_rb's three accumulators 3·nw·C·4 bytes of shared memory: 4 warps
  * gave 77 KB blocks, 2 per SM (8 warps), 2 warps 38 KB, 5 per SM (10 warps). H100, 2026-12-05,
  * bench_cuda_ops 1600 48, ms a call: layernorm_bwd_rb 0.1149 (2 warps) / 0.1405 (3) / 0.1429
  * (4) / 0.1269 (8), layernorm_bwd 0.1063 / 0.1034 / 0.1114 / 0.1069; 1.5B training 50,583
  * tokens/s at 2 warps against 50,245 / 50,361 at 4. Loading the next row before a row's math
- * (two register sets, 254 registers) gave rb 0.1242 at 4 warps but 0.1188 at 2: not kept. */
-constexpr int FB_WARPS = 2;     /* warps per block by default (tzc(be)->ln_warps) */
+ * (two register sets, 254 registers) gave rb 0.1242 at 4 warps but 0.1188 at 2: not kept. At
+ * C = 768 (H100, same call as the 1.5B training) 4 warps were faster: layernorm_bwd_rb 0.0582 ms
+ * against 0.0615 at 2, layernorm_bwd 0.0525 against 0.0552 (36.9 and 24.6 KB blocks). */
 constexpr int FB_WARPS_MAX = 8; /* TEZGAH_CUDA_LN_WARPS's largest */
+/* warps per block for nacc accumulators of C floats each: TEZGAH_CUDA_LN_WARPS, else 4 where
+ * they take at most 48 KB of shared memory (C ≤ 1536 with two, ≤ 1024 with three), else 2 */
+static int ln_nw(const tzc_ctx *cx, int nacc, int C) {
+  if (cx->ln_warps >= 1 && cx->ln_warps <= FB_WARPS_MAX) return cx->ln_warps;
+  return (size_t)nacc * 4 * C * sizeof(float) <= 48 * 1024 ? 4 : 2;
+}
 constexpr int FB_CHUNKS = 512; /* about this many blocks (one wave at 4-6 blocks per SM) */
 /* The chunk count: FB_CHUNKS, or env TEZGAH_CUDA_LN_CHUNKS (16..8192; read once per process,
  * so results stay bit-identical run to run at a given setting) for the device sweep in
@@ -310,7 +318,7 @@ bool ln_bwd_fused(tz_backend *be, T *dx, float *dw, float *db, float *dr, const 
   if ((C + 32 * W - 1) / (32 * W) != NV) return false;
   tzc_ctx *cx = tzc(be);
   cudaStream_t st = cx->stream;
-  const int nw = cx->ln_warps >= 1 && cx->ln_warps <= FB_WARPS_MAX ? cx->ln_warps : FB_WARPS;
+  const int nw = ln_nw(cx, dr ? 3 : 2, C);
   size_t smem = (dr ? 3 : 2) * (size_t)nw * C * sizeof(float);
   if (smem > (size_t)cx->smem_optin) return false;
   int chunks = ln_chunks(), rpc = (N + chunks - 1) / chunks;
