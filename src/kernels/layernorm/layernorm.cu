@@ -51,6 +51,19 @@ ln_fwd_k(T *out, float *mean, float *rstd, const T *inp, const T *w, const T *b,
   if (lane == 0) mean[row] = m, rstd[row] = r;
 }
 
+/* A row's two sums for dx, W columns' terms added in order: gm += w·dy, gxm += w·dy·xh with
+ * xh = (x − mean)·r (both backward kernels below). */
+template <int W>
+__device__ __forceinline__ void ln_dots(const float *a, const float *d, const float *g, float m, float r, float &gm,
+                                        float &gxm) {
+#pragma unroll
+  for (int j = 0; j < W; j++) {
+    float gg = g[j] * d[j];
+    gm += gg;
+    gxm += gg * (a[j] - m) * r;
+  }
+}
+
 /* dx += r·(w·dy − mean_c(w·dy) − xh·mean_c(w·dy·xh)), xh = (x − mean)·r */
 template <int W, class T>
 __global__ void __launch_bounds__(32 * ROWS_PER_BLOCK)
@@ -66,12 +79,7 @@ ln_bwd_rows_k(T *dinp, const T *dout, const T *inp, const T *w, const float *mea
     tzc_ld<W>(x + c, a);
     tzc_ld<W>(dy + c, d);
     tzc_ld<W>(w + c, g);
-#pragma unroll
-    for (int j = 0; j < W; j++) {
-      float gg = g[j] * d[j];
-      gm += gg;
-      gxm += gg * (a[j] - m) * r;
-    }
+    ln_dots<W>(a, d, g, m, r, gm, gxm);
   }
   gm = tzc_warp_sum(gm) / C;
   gxm = tzc_warp_sum(gxm) / C;
@@ -198,12 +206,7 @@ __device__ __forceinline__ void ln_row(const LnRaw<NV> &q, T *dinp, const T *w, 
     unpack<W, T>(q.a[k], a);
     unpack<W, T>(q.d[k], d);
     tzc_ld<W>(w + v * W, g);
-#pragma unroll
-    for (int j = 0; j < W; j++) {
-      float gg = g[j] * d[j];
-      gm += gg;
-      gxm += gg * (a[j] - m) * r;
-    }
+    ln_dots<W>(a, d, g, m, r, gm, gxm);
   }
   gm = tzc_warp_sum(gm) / C;
   gxm = tzc_warp_sum(gxm) / C;
