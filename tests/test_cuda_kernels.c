@@ -45,6 +45,9 @@
 
 #include "core/error.h"
 #include "cuda_testutil.h"
+#ifdef TZ_HAVE_CUDA
+#include "backend/cuda/cuda_internal.h"
+#endif
 
 static tz_backend *cpu, *gpus[2]; /* fp32, bf16 */
 
@@ -353,6 +356,19 @@ static tz_backend *rb_backend(int v, const char *precision) {
  * both, fp32 768; also a chunk count above 1), odd C and C = 3000 (the fallback: the column sum of
  * dinp first, then the rows kernel), each aligned and at an odd offset (the fallback's scalar
  * path); which path ran is checked by tz_cuda_ln_rb_calls. Every variant of RB_VARIANTS. */
+/* Whether layernorm_bwd_rb takes the one-pass kernel on G (layernorm.cu's conditions): rows on
+ * 16 bytes, C % W == 0, C ≤ 8·32·W, and its 3·nw·C fp32 accumulators within the device's opt-in
+ * shared memory, nw = TEZGAH_CUDA_LN_WARPS or 4 where they fit 48 KB, else 2 (8 warps at C 1600
+ * take 150 KB: more than sm_86/89's 99 KB). */
+static int rb_fused(tz_backend *G, int C, int pad) {
+#ifdef TZ_HAVE_CUDA
+  int W = G->act == TZ_BF16 ? 8 : 4, nw = tzc(G)->ln_warps ? tzc(G)->ln_warps : 3 * 4 * C * 4 <= 48 * 1024 ? 4 : 2;
+  return pad == 0 && C % W == 0 && C <= 8 * 32 * W && (long)3 * nw * C * 4 <= tzc(G)->smem_optin;
+#else
+  (void)G, (void)C, (void)pad;
+  return 0;
+#endif
+}
 static void test_layernorm_rb(void **state) {
   static const int shapes[][2] = {{7, 37}, {70, 768}, {19, 1600}, {600, 1600}, {33, 3000}};
   const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
@@ -363,8 +379,8 @@ static void test_layernorm_rb(void **state) {
       print_message("  layernorm_bwd_rb [%s] %s\n", tz_dtype_name(G->act), RB_VARIANTS[v][0]);
       for (int sh = 0; sh < nshapes; sh++)
         for (int p = 0; p < 2; p++) {
-          int N = shapes[sh][0], C = shapes[sh][1], W = G->act == TZ_BF16 ? 8 : 4;
-          int fused = PADS[p] == 0 && C % W == 0 && C <= 8 * 32 * W;
+          int N = shapes[sh][0], C = shapes[sh][1];
+          int fused = rb_fused(G, C, PADS[p]);
           long before = tz_cuda_ln_rb_calls(fused);
           kase k;
           rb_case(&k, N, C, 700 + sh);

@@ -23,8 +23,10 @@
  *     read its copy instead (WebGPU f16, CUDA bf16).
  *   - everything else is fp32: parameter gradients, AdamW moments, norm statistics
  *     (mean, rstd), attention logsumexp, losses; token ids and targets are int32.
- * - Gradient rule (llm.c's layernorm.cuh): parameter gradients are always accumulated (+=);
- *   activation gradients are written (=) unless the op says "+=" (the residual stream).
+ * - Gradient rule (llm.c's layernorm.cuh): parameter gradients are accumulated (+=), except
+ *   the weight-gradient matmul_at of a step's first backward where the backend sets
+ *   grads_written (acc = 0 writes: tz_model_zero_grads left them unfilled); activation
+ *   gradients are written (=) unless the op says "+=" (the residual stream).
  * - Sizes are int (rows, channels); products are computed in size_t inside kernels.
  * - Ops are asynchronous on GPU backends: results are visible after sync() or a download().
  * - Ops never fail at run time: shapes are validated when the model is built. A NULL slice
@@ -118,7 +120,8 @@ struct tz_backend {
    * bf16 has fp32's exponent range). */
   int needs_loss_scale;
   /* 1: tz_model_zero_grads fills only the gradients that no op writes whole (biases, norm
-   * weights, the embeddings: one fill per run of them in the layout, ~4 a GPT-2 layer) and the
+   * weights, wpe and an untied wte: the runs between the weight matrices in the layout, ~4 a
+   * GPT-2 layer, by zero_ranges where offered, else a fill each) and the
    * next backward's weight-gradient matmuls write theirs (matmul_at acc = 0) instead of adding
    * to zeros: a fill of the model's size in fp32 and those matmuls' reads of it go (GPT-2 1.5B:
    * 6.2 GB written and 6.2 GB read a step). 0: one fill of the whole buffer, for a backend whose
@@ -141,8 +144,9 @@ struct tz_backend {
   void (*fill)(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt);
   /* Optional (NULL: not offered -- CPU, WebGPU; callers run fill once per range): zero n ranges
    * of the fp32 buffer buf, range i = elements [ranges[2i], ranges[2i] + ranges[2i + 1]),
-   * not overlapping, in one pass instead of a dispatch each. tz_model_zero_grads' runs between
-   * the weight matrices (be->grads_written: ~4 a GPT-2 layer, 193 at 1.5B). */
+   * not overlapping, in a few launches instead of one each (CUDA: 64 ranges a launch).
+   * tz_model_zero_grads' runs between the weight matrices (be->grads_written: ~4 a GPT-2 layer,
+   * 193 at 1.5B: 4 launches). */
   void (*zero_ranges)(tz_backend *be, tz_buf *buf, const size_t *ranges, int n);
   /* Download n "act" elements (dtype be->act) as fp32 host values (logits to the host). */
   void (*download_act)(tz_backend *be, float *dst, tz_slice src, size_t n);

@@ -411,16 +411,17 @@ int tz_model_alloc_inference_rows(tz_model *m, int rows) {
 
 int tz_model_alloc_inference(tz_model *m) { return tz_model_alloc_inference_rows(m, 1); }
 
+static int cmp_size(const void *a, const void *b) {
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  return x < y ? -1 : x > y;
+}
 /* The gradients a backward writes whole with one matmul_at (acc = 0 on a step's first
  * micro-batch, wacc()): every layer's linear weights (llama's wq|wk|wv and w1|w3 each one
  * matrix of several layout tensors), and lm_head (the classifier's first chunk; tied, it is
  * wte, to which embed_bwd then adds). Everything else -- biases and norm weights (column sums
  * that add), wpe and an untied wte (embed_bwd's scatter-add), the padding past lay.total -- is
- * zero-filled by tz_model_zero_grads, one fill per run between the matrices. */
-static int cmp_size(const void *a, const void *b) {
-  size_t x = *(const size_t *)a, y = *(const size_t *)b;
-  return x < y ? -1 : x > y;
-}
+ * zero-filled by tz_model_zero_grads: the runs between the matrices (be->zero_ranges, else a
+ * fill each). */
 static void build_gz_ranges(tz_model *m) {
   dims d = dims_of(&m->cfg);
   size_t n = m->n_buf ? m->n_buf : m->lay.total, pos = 0, C = (size_t)d.C;
@@ -451,6 +452,7 @@ static void build_gz_ranges(tz_model *m) {
 void tz_model_zero_grads(tz_model *m) {
   if (!m->be->grads_written) {
     m->be->fill(m->be, G(m, 0), 0.0f, m->n_buf ? m->n_buf : m->lay.total, TZ_F32);
+    m->grads_fresh = 0; /* (never set on such a backend: a guard) */
     return;
   }
   if (!m->gz_ranges) build_gz_ranges(m);

@@ -313,7 +313,7 @@ long rb_calls[2]; /* layernorm_bwd_rb calls: [0] the fallback, [1] the one-pass 
 
 /* the fused kernel with NV = ⌈C / (32·W)⌉ vectors per lane (true when launched: NV ≤ 8,
  * i.e. C ≤ 2048 in bf16, 1024 in fp32; its shared memory is NA·nw·C·4 bytes, NA = 2, or 3 with
- * dr: at C = 1600 and 4 warps 51 KB, or 77 KB, i.e. 4 or 2 blocks per SM of an H100's 228 KB);
+ * dr, nw = ln_nw(): at C = 1600 2 warps, 25.6 or 38.4 KB; at C = 768 4 warps, 24.6 or 36.9 KB);
  * false (nothing launched) for another NV or where that shared memory exceeds the device's */
 template <int W, int NV, class T>
 bool ln_bwd_fused(tz_backend *be, T *dx, float *dw, float *db, float *dr, const T *dy, const T *x, const T *g,

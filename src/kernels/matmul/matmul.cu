@@ -18,7 +18,8 @@
 //
 // Dtypes: --precision fp32: everything fp32, CUBLAS_COMPUTE_32F (strict fp32, never TF32).
 // bf16: a and b bf16 (weights through tzc_w: the bf16 mirror), fp32 accumulation; out bf16
-// for matmul_t / matmul, fp32 for matmul_at (parameter gradients, acc=1 → beta=1); bias bf16.
+// for matmul_t / matmul, fp32 for matmul_at (parameter gradients: acc=1 → beta=1, a step's
+// first backward acc=0 → beta=0, backend.h grads_written); bias bf16.
 //
 // Slices of the flat parameter buffer can sit at any 4-byte (fp32) / 2-byte (bf16) offset:
 // cuBLASLt is told the real alignment of every pointer (MIN_ALIGNMENT_*_BYTES), and a bias

@@ -345,7 +345,8 @@ void tz_cpu_matmul(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, 
   gemm_c(cx, TZ_F(out), A, B, NULL, M, K, N, acc);
 }
 
-/* out [M,N] (+)= a [K,M]ᵀ · b [K,N]. Backward dW += dYᵀ·X (acc = 1 for parameter grads). */
+/* out [M,N] (+)= a [K,M]ᵀ · b [K,N]. Backward dW += dYᵀ·X (acc = 1 for parameter grads; 0 on a
+ * step's first backward, be->grads_written). */
 void tz_cpu_matmul_at(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, int M, int K,
                       int N, int acc) {
   tz_cpu_ctx *cx = TZ_CPU_CTX(be);
