@@ -84,6 +84,7 @@ sed -e 's|"corpus":"[^"]*"|"corpus":"nocorpus/c.txt"|' -e 's|"train_shards":"[^"
 sed -e 's|,"val_shards":"[^"]*"||' meta.json >m_noval.json
 "$edit" set "$good" ck_noval.tzc meta m_noval.json
 mkdir -p emptyrun
+mkdir -p hf_cfgonly && cp "$fixtures/hf_gpt2/config.json" hf_cfgonly/ # a Hugging Face directory: --resume points to --init-from
 # shards
 cp "$shard" sh_good.bin
 head -c 1500 "$shard" >sh_trunc.bin
@@ -161,7 +162,10 @@ ckpt-config-field   |ck_nolayer.tzc: config field 'n_layer' is missing|"$bin" sa
 ckpt-params-size    |ck_params.tzc: section 'params' has 100 bytes|"$bin" sample ck_params.tzc
 ckpt-other-config   |ck_otherconfig.tzc: layout fingerprint|"$bin" train --resume ck_otherconfig.tzc --quiet
 ckpt-missing        |nosuch.tzc: no such checkpoint file or run directory|"$bin" sample nosuch.tzc
-ckpt-dir-without    |emptyrun: run directory has no checkpoint|"$bin" train --resume emptyrun --quiet
+ckpt-dir-without    |emptyrun: run directory has no checkpoint (checkpoint.tzc) to resume (a run saves one every --ckpt-every steps and at its end)|"$bin" train --resume emptyrun --quiet
+ckpt-dir-hf-resume  |hf_cfgonly: no checkpoint (checkpoint.tzc) to resume, but a Hugging Face model's config.json: start a new run from the model with --init-from hf_cfgonly|"$bin" train --resume hf_cfgonly --quiet
+ckpt-dir-sample     |emptyrun: run directory has no checkpoint (checkpoint.tzc) and is not a Hugging Face model (config.json)|"$bin" sample emptyrun
+ckpt-dir-eval       |emptyrun: run directory has no checkpoint (checkpoint.tzc) and is not a Hugging Face model (config.json)|"$bin" eval emptyrun --data corpus.txt
 ckpt-export-resume  |ck_export.tzc: checkpoint has no training state|"$bin" train --resume ck_export.tzc --run-dir rx --quiet
 ckpt-adam-t         |ck_adamt.tzc: training state field 'adam_t' = -1 is not a count of AdamW steps in [0, step=4]|"$bin" train --resume ck_adamt.tzc --run-dir rx --quiet
 ckpt-step-negative  |ck_step.tzc: training state field 'step' = -3 is not a whole number in [0, 1073741824]|"$bin" train --resume ck_step.tzc --run-dir rx --quiet

@@ -18,7 +18,8 @@
 # on resume with one warning. --val-every 0 / --ckpt-every 0 are in train's help and do what it
 # says; --resume takes --ckpt-every (the losses unchanged); a split too small for a batch once
 # encoded names what helps (a --val-fraction that does hold one); a bad --backend names the
-# option and value; a gpt2 run (padded vocabulary) samples with its own tokenizer.
+# option and value; a gpt2 run (padded vocabulary) samples with its own tokenizer. --resume of a
+# directory without a checkpoint says so (a Hugging Face one: --init-from).
 # Usage (from ctest): bash test_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 bin=$(realpath "${1:?tezgah binary}")
@@ -506,6 +507,17 @@ usage_case "--steps 3: the run is already at step 3 (nothing to do); give --step
 grep -q '^eta: the run is finished (step 3 of 3); nothing to do, give --steps above 3 to continue it$' fin.err ||
   fail "resume of a finished run: $(cat fin.err)"
 [[ $(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum) == "$sum" ]] || fail "resuming a finished run changed it"
+
+# ---- --resume of a directory without a checkpoint: exit 1, one line, nothing written; one with
+# a Hugging Face config.json points to --init-from (sample and eval take such a directory: their
+# message is tests/test_bad_inputs.sh's) ----
+mkdir -p nockpt hfcfg && cp "$fixtures/hf_gpt2/config.json" hfcfg/
+usage_case "nockpt: run directory has no checkpoint (checkpoint.tzc) to resume (a run saves one every --ckpt-every steps and at its end)" \
+  "$bin" train --resume nockpt
+[[ -z $(ls -A nockpt) ]] || fail "--resume of an empty directory wrote into it: $(ls -A nockpt)"
+usage_case "hfcfg: no checkpoint (checkpoint.tzc) to resume, but a Hugging Face model's config.json: start a new run from the model with --init-from hfcfg" \
+  "$bin" train --resume hfcfg
+[[ $(ls -A hfcfg) == config.json ]] || fail "--resume of a Hugging Face directory wrote into it: $(ls -A hfcfg)"
 
 # ---- a line in metrics.jsonl that is not a record: dropped on resume with one warning -------
 cp -r eta eta_junk && echo 'my note' >>eta_junk/metrics.jsonl

@@ -141,6 +141,20 @@ fail:
   return -1;
 }
 
+int tz_run_open_resume(const char *path_or_dir, tz_run_file *rf) {
+  struct stat st;
+  char *ck = tz_path_join(path_or_dir, TZ_CKPT_FILE);
+  int none = stat(path_or_dir, &st) == 0 && S_ISDIR(st.st_mode) && !tz_exists(ck);
+  free(ck);
+  if (!none) return tz_run_open(path_or_dir, rf);
+  memset(rf, 0, sizeof *rf);
+  if (tz_hf_is_dir(path_or_dir))
+    return tz_err("%s: no checkpoint (%s) to resume, but a Hugging Face model's config.json: start a new run from the "
+                  "model with --init-from %s", path_or_dir, TZ_CKPT_FILE, path_or_dir);
+  return tz_err("%s: run directory has no checkpoint (%s) to resume (a run saves one every --ckpt-every steps and "
+                "at its end)", path_or_dir, TZ_CKPT_FILE);
+}
+
 static int load_section(tz_run_file *rf, tz_model *m, const char *name, tz_buf *buf) {
   const void *data;
   if (tz_ckpt_require(rf->ck, name, m->lay.total * sizeof(float), &data)) return -1;

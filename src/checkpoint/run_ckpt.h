@@ -58,6 +58,11 @@ typedef struct {
  * state and no AdamW moments. A directory without TZ_CKPT_FILE but with config.json is read
  * as a Hugging Face model (formats.h, tz_hf_load), with its tokenizer.json when we read it. */
 int tz_run_open(const char *path_or_dir, tz_run_file *rf);
+/* tz_run_open for train --resume: a directory must hold TZ_CKPT_FILE. A Hugging Face
+ * directory, which tz_run_open reads, has no run to resume (no optimizer or training state):
+ * the error says so and points to --init-from, where tz_run_open's own message (shared with
+ * sample / eval, which take such a directory) would call config.json the missing piece. */
+int tz_run_open_resume(const char *path_or_dir, tz_run_file *rf);
 /* Create a model on `be` with the checkpoint's config and parameters. */
 int tz_run_load_model(tz_run_file *rf, tz_backend *be, tz_model **out);
 /* Load AdamW moments into a model that has training buffers (ZeRO-1: its shard of them). */

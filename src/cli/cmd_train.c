@@ -201,7 +201,7 @@ static const char *flag_name(int opt) {
 /* With --resume / --init-from: shape flags must agree with the checkpoint / model. */
 static int check_model_shape(const tz_train_opts *o, const char *path, const int *given) {
   tz_run_file rf;
-  if (tz_run_open(path, &rf)) return -1;
+  if ((o->resume ? tz_run_open_resume : tz_run_open)(path, &rf)) return -1;
   const tz_config *c = &rf.cfg;
   const struct { int opt; long want, have; const char *field; } chk[] = {
       {O_ARCH, o->model.arch, c->arch, "arch"}, {O_NLAYER, o->model.n_layer, c->n_layer, "n_layer"},

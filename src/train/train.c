@@ -334,7 +334,7 @@ static int phase_resume(train_run *r) {
     free(cp);
     return -1;
   }
-  if (tz_run_open(o->resume, &r->rf)) return -1;
+  if (tz_run_open_resume(o->resume, &r->rf)) return -1;
   if (!r->rf.train)
     return tz_err("%s: checkpoint has no training state (an imported or exported model); start a new run from its "
                   "weights with --init-from %s", r->rf.path, o->resume);
