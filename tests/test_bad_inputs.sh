@@ -82,6 +82,8 @@ sed -e 's/,"data_prep":{[^}]*}//' -e 's|"train_shards":"[^"]*"|"train_shards":"g
 sed -e 's|"corpus":"[^"]*"|"corpus":"nocorpus/c.txt"|' -e 's|"train_shards":"[^"]*"|"train_shards":"gone/train.bin"|' meta.json >m_nocorpus.json
 "$edit" set "$good" ck_nocorpus.tzc meta m_nocorpus.json
 sed -e 's|,"val_shards":"[^"]*"||' meta.json >m_noval.json
+sed 's/"precision":"fp32"/"precision":3/' meta.json >m_prec.json # the session record: a name or absent
+"$edit" set "$good" ck_prec.tzc meta m_prec.json
 "$edit" set "$good" ck_noval.tzc meta m_noval.json
 mkdir -p emptyrun
 mkdir -p hf_cfgonly && cp "$fixtures/hf_gpt2/config.json" hf_cfgonly/ # a Hugging Face directory: --resume points to --init-from
@@ -173,6 +175,7 @@ ckpt-skipped-range  |ck_skipped.tzc: training state field 'skipped' = 9 is not a
 ckpt-loss-scale     |ck_lscale.tzc: training state field 'loss_scale' = 3 is not a power of two in [1, 16777216]|"$bin" train --resume ck_lscale.tzc --run-dir rx --quiet
 ckpt-loader-offset  |ck_offset.tzc: training state field 'offset' = 1.5 is not a whole number in [0, 9007199254740992]|"$bin" train --resume ck_offset.tzc --run-dir rx --quiet
 ckpt-loader-epoch   |ck_epoch.tzc: training state field 'epoch' = 1e+300 is not a whole number|"$bin" train --resume ck_epoch.tzc --run-dir rx --quiet
+ckpt-precision-type |ck_prec.tzc: training state field 'precision' is not a name (lowercase letters and digits, at most 16)|"$bin" train --resume ck_prec.tzc --run-dir rx --quiet
 resume-shards-gone  |gone/train.bin: the run's token shard is gone, and the run does not record the corpus it was prepared from (a --train-shards run, or a checkpoint from before 2026-12-05): put the shards back, or give copies of the run's shards with --train-shards and --val-shards on --resume|"$bin" train --resume ck_noprep.tzc --run-dir rx --steps 8 --quiet
 resume-corpus-gone  |gone/train.bin: the run's token shard is gone (its data cache deleted?), and its corpus cannot be read to prepare it again (nocorpus/c.txt: No such file or directory): put the corpus back, or give copies of the run's shards with --train-shards and --val-shards on --resume|"$bin" train --resume ck_nocorpus.tzc --run-dir rx --steps 8 --quiet
 resume-valshards-new|--val-shards: the run ck_noval.tzc has no validation shards to replace|"$bin" train --resume ck_noval.tzc --val-shards sh_good.bin --run-dir rx --steps 8 --quiet

@@ -19,7 +19,8 @@
 # says; --resume takes --ckpt-every (the losses unchanged); a split too small for a batch once
 # encoded names what helps (a --val-fraction that does hold one); a bad --backend names the
 # option and value; a gpt2 run (padded vocabulary) samples with its own tokenizer. --resume of a
-# directory without a checkpoint says so (a Hugging Face one: --init-from).
+# directory without a checkpoint says so (a Hugging Face one: --init-from); a resume on another
+# backend or precision than the run record's prints one note (none for an old record).
 # Usage (from ctest): bash test_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 bin=$(realpath "${1:?tezgah binary}")
@@ -518,6 +519,33 @@ usage_case "nockpt: run directory has no checkpoint (checkpoint.tzc) to resume (
 usage_case "hfcfg: no checkpoint (checkpoint.tzc) to resume, but a Hugging Face model's config.json: start a new run from the model with --init-from hfcfg" \
   "$bin" train --resume hfcfg
 [[ $(ls -A hfcfg) == config.json ]] || fail "--resume of a Hugging Face directory wrote into it: $(ls -A hfcfg)"
+
+# ---- the run records its backend and activation dtype ("backend", "precision"); a resume on
+# another backend or dtype says so in one note (the CPU offers fp32 alone: a record edited to
+# cuda / bf16 stands in for a CUDA run), on the same says nothing, nor does a record from
+# before the fields (absent: resumed as before) ----
+edit=$(dirname "$bin")/tz_ckpt_edit
+[[ -x $edit ]] || fail "helper $edit is not built"
+rec() { grep -ao '"backend":"[a-z0-9]*","precision":"[a-z0-9]*"' "$1/checkpoint.tzc"; }
+[[ $(rec eta) == '"backend":"cpu","precision":"fp32"' ]] || fail "eta's checkpoint records $(rec eta), want cpu / fp32"
+"$edit" get eta/checkpoint.tzc meta >eta_meta.json
+mkdir -p prec_cuda prec_old && cp -r eta prec_same
+sed 's/"backend":"cpu","precision":"fp32"/"backend":"cuda","precision":"bf16"/' eta_meta.json >m_cuda.json
+sed 's/,"backend":"cpu","precision":"fp32"//' eta_meta.json >m_old.json
+for d in cuda old; do
+  cp eta/metrics.jsonl eta/tokenizer.json prec_$d/
+  "$edit" set eta/checkpoint.tzc prec_$d/checkpoint.tzc meta m_$d.json || fail "tz_ckpt_edit set (prec_$d)"
+done
+[[ -z $(rec prec_old) ]] || fail "the old-format record still has the fields: $(rec prec_old)"
+for d in cuda old same; do
+  "$bin" train --resume prec_$d --steps 4 --sample-tokens 0 >/dev/null 2>prec_$d.err || fail "--resume prec_$d: $(tail -3 prec_$d.err)"
+  [[ $(rec prec_$d) == '"backend":"cpu","precision":"fp32"' ]] || fail "prec_$d resumed on the CPU records $(rec prec_$d)"
+done
+[[ $(grep -c '^note: the run.s last session' prec_cuda.err) == 1 ]] &&
+  grep -qx "note: the run's last session trained with bf16 activations on cuda; this one resumes it with fp32 on cpu, so the losses differ from an uninterrupted run's" prec_cuda.err ||
+  fail "--resume on another backend and precision: want one note: $(grep -v '^ *[0-9]*/' prec_cuda.err)"
+! grep -q 'last session' prec_old.err prec_same.err ||
+  fail "a note where the record is absent or the same: $(grep 'last session' prec_old.err prec_same.err)"
 
 # ---- a line in metrics.jsonl that is not a record: dropped on resume with one warning -------
 cp -r eta eta_junk && echo 'my note' >>eta_junk/metrics.jsonl

@@ -458,8 +458,19 @@ static int phase_backend(train_run *r) {
     setenv("TEZGAH_CUDA_DEVICE", dev, 1);
   }
   if (!(r->be = tz_backend_create(o->backend, o->threads, o->precision))) return -1;
+  /* the run records where it trained; a resume on another backend or dtype is taken (the
+   * checkpoint is fp32 whatever the activations were) but said, since its losses then differ
+   * from the uninterrupted run's: beyond the last bits where the dtype changes */
+  tz_train_state *st = &r->st;
+  st->backend = r->be->name, st->precision = tz_dtype_name(r->be->act);
+  if (st->recorded_backend && st->recorded_precision && !o->quiet &&
+      (strcmp(st->recorded_backend, st->backend) || strcmp(st->recorded_precision, st->precision)))
+    fprintf(stderr, "note: the run's last session trained with %s activations on %s; this one resumes it with %s on "
+                    "%s, so the losses differ from an uninterrupted run's%s\n", st->recorded_precision,
+            st->recorded_backend, st->precision, st->backend,
+            strcmp(st->recorded_precision, st->precision) ? "" : " in their last bits");
   /* loss scaling: --loss-scale, else as the backend asks; a resumed run continues its S */
-  tz_loss_scaler *ls = &r->st.ls;
+  tz_loss_scaler *ls = &st->ls;
   if (tz_loss_scaler_init(ls, o->loss_scale, r->be->needs_loss_scale, ls->scale, ls->clean)) return -1;
   if (tz_comm_create(&r->denv, r->be, &r->comm)) return -1;
   return 0;

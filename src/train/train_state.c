@@ -23,7 +23,9 @@ void tz_train_state_free(tz_train_state *st) {
   free(st->val_shards);
   free(st->loss_scale_opt);
   free(st->prep.corpus);
-  st->prep.corpus = NULL;
+  free(st->recorded_backend);
+  free(st->recorded_precision);
+  st->prep.corpus = st->recorded_backend = st->recorded_precision = NULL;
   st->train_shards = st->val_shards = NULL;
   st->loss_scale_opt = NULL;
 }
@@ -95,6 +97,9 @@ cJSON *tz_train_state_to_json(const tz_train_state *st) {
   /* --recompute's mode, and what this session's arena does (not part of the loss sequence) */
   cJSON_AddStringToObject(opts, "recompute", tz_recompute_name(o->recompute));
   cJSON_AddBoolToObject(j, "recompute_active", st->recompute_active);
+  /* where this session ran and in which activation dtype (not options: a resume may change them) */
+  if (st->backend) cJSON_AddStringToObject(j, "backend", st->backend);
+  if (st->precision) cJSON_AddStringToObject(j, "precision", st->precision);
   if (st->train_shards) cJSON_AddStringToObject(opts, "train_shards", st->train_shards);
   if (st->val_shards) cJSON_AddStringToObject(opts, "val_shards", st->val_shards);
   if (st->prep.has) {
@@ -285,6 +290,20 @@ int tz_train_state_from_json(const cJSON *j, const char *where, tz_train_state *
     o->recompute = TZ_RECOMPUTE_AUTO;
     if (rc && (!cJSON_IsString(rc) || tz_recompute_parse(rc->valuestring, "recompute", &o->recompute)))
       return tz_err("%s: training state option 'recompute' is not auto, on or off", where);
+  }
+  /* optional (absent in older checkpoints): the last session's backend and activation dtype,
+   * compared with this session's by train.c (a note, not an error). Names only: a backend or
+   * dtype this build lacks is still a name to print. */
+  static const char *const rec[2] = {"backend", "precision"};
+  char **dst[2] = {&st->recorded_backend, &st->recorded_precision};
+  for (int i = 0; i < 2; i++) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, rec[i]);
+    if (!x) continue;
+    if (!cJSON_IsString(x) || !*x->valuestring || strlen(x->valuestring) > 16 ||
+        strspn(x->valuestring, "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(x->valuestring))
+      return tz_err("%s: training state field '%s' is not a name (lowercase letters and digits, at most 16)", where,
+                    rec[i]);
+    *dst[i] = tz_strdup(x->valuestring);
   }
   st->recorded_steps = o->steps;
   if (want_steps > 0) o->steps = want_steps;

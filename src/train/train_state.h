@@ -40,6 +40,15 @@ typedef struct {
    * way, so the run stays exact (but for the last bits where CUDA's forward GeLU epilogue runs
    * without recompute: GPT-2 in bf16 by default, TEZGAH_CUDA_GELU_EPI). */
   int recompute_active;
+  /* The session's backend and activation dtype (be->name, tz_dtype_name(be->act): "fp32",
+   * "bf16", "f16"; static strings set by train.c once the backend exists; NULL: not recorded),
+   * saved as "backend" and "precision": a session record, not options (a resume may run on
+   * another backend or --precision: supported, but the losses differ from an uninterrupted
+   * run's, and train.c says so when the record differs). from_json leaves a checkpoint's in
+   * recorded_backend / recorded_precision (owned; NULL: absent, in checkpoints older than these
+   * fields (added 2026-12-05): no note then). */
+  const char *backend, *precision;
+  char *recorded_backend, *recorded_precision;
   /* A --data run's corpus and the shards prepared from it, saved as "data_prep" (absent in
    * --train-shards runs and in checkpoints written before 2026-12-05): what --resume needs to
    * prepare the shards again, byte-identical and checked so, when the cache was deleted
