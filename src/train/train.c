@@ -477,16 +477,31 @@ static int phase_backend(train_run *r) {
 }
 
 /* The run directory: never another run's, writable, swept of a killed session's leftovers. */
+/* 1 when `path` (a --resume argument: a run directory or a checkpoint file) lies in directory
+ * `dir` or is it: the run a resume reads is the run it writes. Both resolved (realpath), so
+ * "runs/x", "runs/x/" and "./runs/x/checkpoint_best.tzc" name one run. */
+static int resumes_in(const char *dir, const char *path) {
+  char *d = realpath(dir, NULL), *p = realpath(path, NULL);
+  size_t n = d ? strlen(d) : 0;
+  int in = d && p && !strncmp(d, p, n) && (p[n] == '\0' || p[n] == '/' || (n == 1 && d[0] == '/'));
+  free(d), free(p);
+  return in;
+}
+
 static int phase_run_dir(train_run *r) {
   tz_train_opts *o = &r->o;
-  if (!o->resume) { /* never train over another run: its checkpoint and metrics would be lost */
-    char *existing = tz_path_join(o->run_dir, TZ_CKPT_FILE);
-    int taken = tz_exists(existing);
-    free(existing);
-    if (taken)
-      return tz_err("%s: already holds a run (%s); continue it with --resume %s or choose another --run-dir",
-                    o->run_dir, TZ_CKPT_FILE, o->run_dir);
-  }
+  /* never train over another run: its checkpoint and metrics would be lost. A resume writes
+   * into the run it reads (--resume DIR), or into a --run-dir without a run (--resume X
+   * --run-dir NEW: the run continues there); a --run-dir holding another run is refused. */
+  char *existing = tz_path_join(o->run_dir, TZ_CKPT_FILE);
+  int taken = tz_exists(existing);
+  free(existing);
+  if (taken && !o->resume)
+    return tz_err("%s: already holds a run (%s); continue it with --resume %s or choose another --run-dir",
+                  o->run_dir, TZ_CKPT_FILE, o->run_dir);
+  if (taken && !resumes_in(o->run_dir, o->resume))
+    return tz_err("%s: already holds another run (%s); --resume %s continues into a --run-dir without one "
+                  "(or --resume %s continues that run)", o->run_dir, TZ_CKPT_FILE, o->resume, o->run_dir);
   if (r->rank == 0) { /* rank 0 alone writes into the run directory */
     if (tz_mkdirs_track(o->run_dir, &r->created_top)) return -1;
     if (access(o->run_dir, W_OK) != 0)
