@@ -246,6 +246,18 @@ static inline unsigned tzc_blocks(size_t work, int per_block) {
 static inline size_t tzc_round256(size_t b) { return (b + 255) & ~(size_t)255; }
 /* dst[c] += Σ_n term(n, c) (and dst2 += the second sum when NA = 2) over N rows, C columns;
  * W > 1 needs C % W == 0 and every row start the term reads 16-byte aligned. */
+/* The plain term: row n's W values of x [N, C] (bias_bwd's db = Σ_n dout[n, :]; layernorm_bwd_rb's
+ * fallback, on dinp before the rows kernel adds to it). In an anonymous namespace like every other
+ * term, so that the column-sum kernels it instantiates stay local to each .cu file. */
+namespace {
+template <int W, class T> struct tzc_row_term {
+  const T *x;
+  int C;
+  __device__ __forceinline__ void operator()(int n, int c, float *v, float *) const {
+    tzc_ld<W>(x + (size_t)n * C + c, v);
+  }
+};
+} // namespace
 template <int W, int NA, class Term>
 static void tzc_colsum(tz_backend *be, float *dst, float *dst2, int N, int C, const Term &term) {
   if (N <= 0 || C <= 0) return;

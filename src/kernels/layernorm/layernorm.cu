@@ -110,16 +110,6 @@ template <int W, class T> struct LnDwDbTerm {
   }
 };
 
-/* The projection bias gradient of layernorm_bwd_rb's fallback: dbias[c] += Σ_n dinp[n, c], the
- * values before the rows kernel adds to them (bias_bwd's term, on dinp). */
-template <int W, class T> struct LnRawTerm {
-  const T *dinp;
-  int C;
-  __device__ __forceinline__ void operator()(int n, int c, float *v, float *) const {
-    tzc_ld<W>(dinp + (size_t)n * C + c, v);
-  }
-};
-
 /* One pass (ln_bwd_fused_k) for C % W == 0 and C ≤ NV·32·W, 16-byte aligned rows: block = nw
  * warps (ln_nw(): TEZGAH_CUDA_LN_WARPS, by default 4 or 2) over a chunk of rpc rows (warp w:
  * rows n0 + w, n0 + w + nw, ... in increasing order). Lane l owns the vectors v = k·32 + l
@@ -366,12 +356,12 @@ void ln_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice db
     if (pr) rb_calls[0]++;
     unsigned grid = tzc_blocks(N, ROWS_PER_BLOCK);
     if (vec) {
-      if (pr) tzc_colsum<W, 1>(be, pr, nullptr, N, C, LnRawTerm<W, T>{dx, C}); /* before the rows add */
+      if (pr) tzc_colsum<W, 1>(be, pr, nullptr, N, C, tzc_row_term<W, T>{dx, C}); /* before the rows add */
       ln_bwd_rows_k<W><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(dx, dy, x, g, mu, rs, N, C);
       TZC_LAUNCHED();
       tzc_colsum<W, 2>(be, pw, pb, N, C, LnDwDbTerm<W, T>{dy, x, mu, rs, C});
     } else {
-      if (pr) tzc_colsum<1, 1>(be, pr, nullptr, N, C, LnRawTerm<1, T>{dx, C});
+      if (pr) tzc_colsum<1, 1>(be, pr, nullptr, N, C, tzc_row_term<1, T>{dx, C});
       ln_bwd_rows_k<1><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(dx, dy, x, g, mu, rs, N, C);
       TZC_LAUNCHED();
       tzc_colsum<1, 2>(be, pw, pb, N, C, LnDwDbTerm<1, T>{dy, x, mu, rs, C});

@@ -3,16 +3,6 @@
  * strips, per-block partials in scratch, then a fixed-order final sum into db). */
 #include "kernels/common/cuda_common.cuh"
 
-namespace {
-template <int W, class T> struct BiasTerm {
-  const T *dout;
-  int N;
-  __device__ __forceinline__ void operator()(int m, int c, float *v, float *) const {
-    tzc_ld<W>(dout + (size_t)m * N + c, v);
-  }
-};
-} // namespace
-
 extern "C" void tzc_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N) {
   TZC_PROF(be, "bias_bwd");
   TZC_PROF_WORK((double)M * N, (double)M * N * tz_dtype_size(tzc(be)->act) + 8.0 * N);
@@ -21,8 +11,8 @@ extern "C" void tzc_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, 
     const T *d = (const T *)tzc_ptr(dout);
     float *dst = (float *)tzc_ptr(db);
     if (N % VW(T) == 0 && tzc_aligned16(d))
-      tzc_colsum<VW(T), 1>(be, dst, nullptr, M, N, BiasTerm<VW(T), T>{d, N});
+      tzc_colsum<VW(T), 1>(be, dst, nullptr, M, N, tzc_row_term<VW(T), T>{d, N});
     else
-      tzc_colsum<1, 1>(be, dst, nullptr, M, N, BiasTerm<1, T>{d, N});
+      tzc_colsum<1, 1>(be, dst, nullptr, M, N, tzc_row_term<1, T>{d, N});
   });
 }
