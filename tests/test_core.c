@@ -72,6 +72,19 @@ static void test_atomic_write(void **state) {
   free(dir);
 }
 
+/* tz_path_join: one '/' between the parts whatever a ends with ("c7/" printed "c7//checkpoint.tzc"
+ * in train --resume's messages); the root stays "/". */
+static void test_path_join(void **state) {
+  (void)state;
+  const char *cases[][3] = {{"run", "x", "run/x"}, {"run/", "x", "run/x"}, {"run//", "x", "run/x"},
+                            {"/", "x", "/x"}, {"//", "x", "/x"}, {"a/b/", "c.tzc", "a/b/c.tzc"}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *p = tz_path_join(cases[i][0], cases[i][1]);
+    assert_string_equal(p, cases[i][2]);
+    free(p);
+  }
+}
+
 /* tz_prof_totals: rows found by pointer or string, the last row "(other)" once all are taken,
  * clear keeps the labels, and the printed table (expected lines worked out by hand: ms/step =
  * ns / 1e6 / steps, share of the summed ns, GFLOP/s = flop / ns, GB/s = bytes / ns) leaves out
@@ -270,7 +283,7 @@ static void test_utf8_stream(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_rng), cmocka_unit_test(test_rng_advance), cmocka_unit_test(test_atomic_write),
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_rng), cmocka_unit_test(test_rng_advance), cmocka_unit_test(test_atomic_write), cmocka_unit_test(test_path_join),
                                      cmocka_unit_test(test_profile_totals), cmocka_unit_test(test_decimal), cmocka_unit_test(test_f32_str),
                                      cmocka_unit_test(test_utf8_stream)};
   return cmocka_run_group_tests(tests, NULL, NULL);

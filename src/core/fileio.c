@@ -258,8 +258,13 @@ int tz_exists(const char *path) {
 }
 
 char *tz_path_join(const char *a, const char *b) {
-  size_t n = strlen(a) + strlen(b) + 2;
+  /* "run/" (a shell's completion) joins as "run/x", not "run//x": the path is printed in
+   * messages and recorded in checkpoints. "/" stays the root. */
+  size_t la = strlen(a);
+  while (la > 1 && a[la - 1] == '/') la--;
+  const char *sep = la && a[la - 1] == '/' ? "" : "/";
+  size_t n = la + strlen(b) + 2;
   char *p = tz_malloc(n);
-  snprintf(p, n, "%s/%s", a, b);
+  snprintf(p, n, "%.*s%s%s", (int)la, a, sep, b);
   return p;
 }

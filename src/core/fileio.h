@@ -63,7 +63,8 @@ int tz_mkdirs_track(const char *path, char **top);
 void tz_rmdirs_upto(const char *path, const char *top);
 /* 1 if path exists (any type). */
 int tz_exists(const char *path);
-/* Join two path parts with '/' into a malloc'ed string. */
+/* Join two path parts with one '/' into a malloc'ed string (trailing slashes of a dropped:
+ * "run/" + "x" is "run/x"). */
 char *tz_path_join(const char *a, const char *b);
 
 #endif
