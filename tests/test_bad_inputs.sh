@@ -199,6 +199,9 @@ eval-shard-vocab    |gpt2_val.bin: token id 50256 (at position 0; this shard's l
 eval-tok-vocab      |--tokenizer gpt2 gives token id 50256 for corpus.txt, outside the vocabulary of the model good/checkpoint.tzc (V=300): the tokenizer does not match the model; leave --tokenizer out (the model's own), or evaluate a model trained with this tokenizer|TEZGAH_GPT2_DIR="$shared/gpt2" "$bin" eval good --data corpus.txt --tokenizer gpt2
 shard-below-batch   |sh_small.bin: 10 tokens, corpus smaller than one batch (B*T+1 = 4*32+1 = 129 tokens); lower -B or -T (B*T at most 9) or give a larger shard|"$bin" train --train-shards sh_small.bin --vocab-size 300 -B 4 -T 32 --run-dir r1 --quiet
 resume-other-run    |otherrun: already holds another run (checkpoint.tzc); --resume good continues into a --run-dir without one (or --resume otherrun continues that run)|"$bin" train --resume good --run-dir otherrun --steps 99 --quiet
+resume-empty        |--resume: '': no such run directory|"$bin" train --resume '' --steps 9
+resume-missing      |--resume: 'nosuch': no such run directory or checkpoint file|"$bin" train --resume nosuch --run-dir rx --steps 9
+resume-twice        |--resume: given twice ('nosuch', then 'good'); give the one run to continue|"$bin" train --resume nosuch --resume good --steps 9
 resume-file         |--resume: good/checkpoint.tzc is a file; give the run directory that holds it (good), or --run-dir for the continued run|"$bin" train --resume good/checkpoint.tzc --steps 99
 keep-best-no-val    |--keep-best: no validation data (give --val-shards with --train-shards)|"$bin" train --train-shards sh_good.bin --vocab-size 300 --keep-best --run-dir r1 --quiet
 shard-no-match      |nothing*.bin: no files match|"$bin" train --train-shards 'nothing*.bin' --vocab-size 300 --run-dir r1 --quiet

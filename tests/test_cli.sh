@@ -519,6 +519,13 @@ usage_case "nockpt: run directory has no checkpoint (checkpoint.tzc) to resume (
 usage_case "hfcfg: no checkpoint (checkpoint.tzc) to resume, but a Hugging Face model's config.json: start a new run from the model with --init-from hfcfg" \
   "$bin" train --resume hfcfg
 [[ $(ls -A hfcfg) == config.json ]] || fail "--resume of a Hugging Face directory wrote into it: $(ls -A hfcfg)"
+# a path that is not there: named as --resume's value; a checkpoint file is offered only with
+# --run-dir, where --resume takes one (it said "nosuch: no such checkpoint file or run directory")
+usage_case "--resume: 'nosuch': no such run directory" "$bin" train --resume nosuch
+[[ $(cat u.err) == "tezgah: error: --resume: 'nosuch': no such run directory" ]] ||
+  fail "--resume nosuch without --run-dir offers more than a run directory: $(cat u.err)"
+usage_case "--resume: 'nosuch': no such run directory or checkpoint file" "$bin" train --resume nosuch --run-dir nosuch_out
+[[ ! -e nosuch_out ]] || fail "a refused --resume made its --run-dir"
 
 # ---- the run records its backend and activation dtype ("backend", "precision"); a resume on
 # another backend or dtype says so in one note (the CPU offers fp32 alone: a record edited to

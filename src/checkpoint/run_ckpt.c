@@ -1,6 +1,8 @@
 #include "checkpoint/run_ckpt.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,13 +143,34 @@ fail:
   return -1;
 }
 
-int tz_run_open_resume(const char *path_or_dir, tz_run_file *rf) {
+int tz_run_open_resume(const char *path_or_dir, int file_ok, tz_run_file *rf) {
   struct stat st;
+  memset(rf, 0, sizeof *rf);
+  /* named as --resume's value, quoted ('' for an empty one, which said ": no such ..."); a
+   * checkpoint file is offered only where it would be taken (with --run-dir) */
+  if (stat(path_or_dir, &st) != 0) {
+    if (errno == ENOENT)
+      return tz_err("--resume: '%s': no such run directory%s", path_or_dir, file_ok ? " or checkpoint file" : "");
+    return tz_err("--resume: '%s': %s", path_or_dir, strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    if (tz_run_open(path_or_dir, rf)) return -1; /* what the file is not, first ("a text file") */
+    if (file_ok) return 0;
+    /* without --run-dir a run continues in the directory given (its checkpoint, metrics and
+     * tokenizer are written there again): a checkpoint file is refused, naming its directory
+     * (it failed later as "not a directory"); with --run-dir a file is a start like any
+     * checkpoint */
+    tz_run_close(rf);
+    char *cp = tz_strdup(path_or_dir);
+    tz_err("--resume: %s is a file; give the run directory that holds it (%s), or --run-dir for the continued run",
+           path_or_dir, dirname(cp));
+    free(cp);
+    return -1;
+  }
   char *ck = tz_path_join(path_or_dir, TZ_CKPT_FILE);
-  int none = stat(path_or_dir, &st) == 0 && S_ISDIR(st.st_mode) && !tz_exists(ck);
+  int none = !tz_exists(ck);
   free(ck);
   if (!none) return tz_run_open(path_or_dir, rf);
-  memset(rf, 0, sizeof *rf);
   if (tz_hf_is_dir(path_or_dir))
     return tz_err("%s: no checkpoint (%s) to resume, but a Hugging Face model's config.json: start a new run from the "
                   "model with --init-from %s", path_or_dir, TZ_CKPT_FILE, path_or_dir);

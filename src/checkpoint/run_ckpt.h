@@ -61,8 +61,12 @@ int tz_run_open(const char *path_or_dir, tz_run_file *rf);
 /* tz_run_open for train --resume: a directory must hold TZ_CKPT_FILE. A Hugging Face
  * directory, which tz_run_open reads, has no run to resume (no optimizer or training state):
  * the error says so and points to --init-from, where tz_run_open's own message (shared with
- * sample / eval, which take such a directory) would call config.json the missing piece. */
-int tz_run_open_resume(const char *path_or_dir, tz_run_file *rf);
+ * sample / eval, which take such a directory) would call config.json the missing piece.
+ * file_ok: a checkpoint file is taken too (train --resume FILE --run-dir DIR); without it a
+ * file is refused, naming the directory that holds it. A path that is not there is said as
+ * --resume's value ("--resume: 'x': no such run directory", "... or checkpoint file" with
+ * file_ok). */
+int tz_run_open_resume(const char *path_or_dir, int file_ok, tz_run_file *rf);
 /* Create a model on `be` with the checkpoint's config and parameters. */
 int tz_run_load_model(tz_run_file *rf, tz_backend *be, tz_model **out);
 /* Load AdamW moments into a model that has training buffers (ZeRO-1: its shard of them). */

@@ -201,7 +201,7 @@ static const char *flag_name(int opt) {
 /* With --resume / --init-from: shape flags must agree with the checkpoint / model. */
 static int check_model_shape(const tz_train_opts *o, const char *path, const int *given) {
   tz_run_file rf;
-  if ((o->resume ? tz_run_open_resume : tz_run_open)(path, &rf)) return -1;
+  if (o->resume ? tz_run_open_resume(path, o->run_dir != NULL, &rf) : tz_run_open(path, &rf)) return -1;
   const tz_config *c = &rf.cfg;
   const struct { int opt; long want, have; const char *field; } chk[] = {
       {O_ARCH, o->model.arch, c->arch, "arch"}, {O_NLAYER, o->model.n_layer, c->n_layer, "n_layer"},
@@ -323,7 +323,12 @@ int tz_cmd_train(int argc, char **argv) {
         if (tz_tok_backend_check(optarg)) e = tz_err_prefix("--tokenizer-backend");
         break;
       case O_RUNDIR: o.run_dir = optarg; break;
-      case O_RESUME: o.resume = optarg; break;
+      case O_RESUME:
+        /* getopt lets a later value win, which for most flags is harmless; two --resume name two
+         * runs, and the first was silently dropped: which one to continue is not guessed */
+        if (o.resume) e = tz_err("--resume: given twice ('%s', then '%s'); give the one run to continue", o.resume, optarg);
+        o.resume = optarg;
+        break;
       case O_INIT: o.init_from = optarg; break;
       case O_BACKEND: o.backend = optarg; break;
       case O_PRECISION:

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <signal.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,7 +22,6 @@
 #include <sys/file.h>
 #endif
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -322,19 +320,8 @@ static int phase_resume(train_run *r) {
   tz_train_opts *o = &r->o;
   tz_train_state *st = &r->st;
   if (!o->resume) return 0;
-  /* without --run-dir a run continues in the directory given (its checkpoint, metrics and
-   * tokenizer are written there again): a checkpoint file is then refused before it is read,
-   * naming its directory (it failed later as "not a directory"); with --run-dir a file is a
-   * start like any checkpoint */
-  struct stat rs;
-  if (!o->run_dir && stat(o->resume, &rs) == 0 && !S_ISDIR(rs.st_mode)) {
-    char *cp = strdup(o->resume), *d = dirname(cp);
-    tz_err("--resume: %s is a file; give the run directory that holds it (%s), or --run-dir for the continued run",
-           o->resume, d);
-    free(cp);
-    return -1;
-  }
-  if (tz_run_open_resume(o->resume, &r->rf)) return -1;
+  /* a checkpoint file only with --run-dir (without it the run continues in the directory given) */
+  if (tz_run_open_resume(o->resume, o->run_dir != NULL, &r->rf)) return -1;
   if (!r->rf.train)
     return tz_err("%s: checkpoint has no training state (an imported or exported model); start a new run from its "
                   "weights with --init-from %s", r->rf.path, o->resume);
