@@ -182,6 +182,9 @@ resume-corpus-gone  |gone/train.bin: the run's token shard is gone (its data cac
 resume-valshards-new|--val-shards: the run ck_noval.tzc has no validation shards to replace|"$bin" train --resume ck_noval.tzc --val-shards sh_good.bin --run-dir rx --steps 8 --quiet
 resume-shape-flag   |--n-layer=2 does not match the checkpoint's n_layer=1|"$bin" train --resume good --n-layer 2
 resume-dmodel-flag  |--d-model=64 does not match the checkpoint's d_model=32|"$bin" train --resume good --d-model 64
+resume-preset       |--model stories15m (n_layer=6) does not match the checkpoint's n_layer=1 (good/checkpoint.tzc)|"$bin" train --resume good --model stories15m
+resume-preset-flag  |--model stories15m (n_head=6) does not match the checkpoint's n_head=2|"$bin" train --resume good --model stories15m --n-layer 1
+init-from-preset    |--model stories15m (n_layer=6) does not match the model's n_layer=1 (good/checkpoint.tzc)|"$bin" train --init-from good --model stories15m --data corpus.txt --run-dir r1
 resume-dir-slash    |--n-layer=2 does not match the checkpoint's n_layer=1 (good/checkpoint.tzc)|"$bin" train --resume good/ --n-layer 2
 resume-batch-flag   |--batch-size is not taken with --resume|"$bin" train --resume good -B 8
 shard-truncated     |sh_trunc.bin: file size 1500 bytes does not match header ntok|"$bin" train --train-shards sh_trunc.bin --vocab-size 300 --run-dir r1 --quiet

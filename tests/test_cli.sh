@@ -608,7 +608,7 @@ grep -q ', vocab 300 (padded 384), ' preset.out || fail "--model gpt2-1.5b with 
 "$bin" sample preset2 --tokenizer preset2/tokenizer.json --tokens 16 --ignore-eot --temperature 1 --top-k 0 >pad.out 2>pad.err ||
   fail "sample of a gpt2 run (padded vocabulary) with its 300-token tokenizer: $(cat pad.err)"
 usage_case "--model: 'gpt2-2b' is not a known shape (gpt2-124m, gpt2-350m" "$bin" train --model gpt2-2b --data big.txt
-usage_case "--arch=gpt2 does not match the checkpoint's arch=llama" "$bin" train --resume preset --model gpt2-124m --steps 2
+usage_case "--model gpt2-124m (arch=gpt2) does not match the checkpoint's arch=llama" "$bin" train --resume preset --model gpt2-124m --steps 2
 "$bin" train --resume preset --model stories15m --steps 2 --quiet >preset.out 2>preset.err ||
   fail "--resume with the run's own --model: $(cat preset.err)"
 # the run's --sample-tokens 0 holds on --resume (it sampled 200 tokens before)

@@ -198,8 +198,11 @@ static const char *flag_name(int opt) {
   return "?";
 }
 
-/* With --resume / --init-from: shape flags must agree with the checkpoint / model. */
-static int check_model_shape(const tz_train_opts *o, const char *path, const int *given) {
+/* With --resume / --init-from: shape flags must agree with the checkpoint / model. A field set
+ * by --model NAME, not by its flag, is said as the preset's ("--model stories15m (n_layer=6)"):
+ * the flag's name blamed a flag the user never typed. typed: flags on the command line. */
+static int check_model_shape(const tz_train_opts *o, const char *path, const int *given, const int *typed,
+                             const tz_model_preset *preset) {
   tz_run_file rf;
   if (o->resume ? tz_run_open_resume(path, o->run_dir != NULL, &rf) : tz_run_open(path, &rf)) return -1;
   const tz_config *c = &rf.cfg;
@@ -211,13 +214,20 @@ static int check_model_shape(const tz_train_opts *o, const char *path, const int
       {O_VOCAB, o->vocab_size, c->vocab_size, "vocab_size"},
   };
   int rc = 0;
-  if (given[O_ARCH - 256] && o->model.arch != c->arch)
-    rc = tz_err("--arch=%s does not match the %s's arch=%s (%s)", tz_arch_name(o->model.arch),
-                o->resume ? "checkpoint" : "model", tz_arch_name(c->arch), rf.path);
+  char side[96];
+  const char *whose = o->resume ? "checkpoint" : "model";
+  if (given[O_ARCH - 256] && o->model.arch != c->arch) {
+    if (typed[O_ARCH - 256] || !preset) snprintf(side, sizeof side, "--arch=%s", tz_arch_name(o->model.arch));
+    else snprintf(side, sizeof side, "--model %s (arch=%s)", preset->name, tz_arch_name(o->model.arch));
+    rc = tz_err("%s does not match the %s's arch=%s (%s)", side, whose, tz_arch_name(c->arch), rf.path);
+  }
   for (size_t i = 1; i < sizeof chk / sizeof *chk && !rc; i++) /* [0] (arch) above */
-    if (given[chk[i].opt - 256] && chk[i].want != chk[i].have && chk[i].opt != O_UNTIED)
-      rc = tz_err("--%s=%ld does not match the %s's %s=%ld (%s)", flag_name(chk[i].opt), chk[i].want,
-                  o->resume ? "checkpoint" : "model", chk[i].field, chk[i].have, rf.path);
+    if (given[chk[i].opt - 256] && chk[i].want != chk[i].have && chk[i].opt != O_UNTIED) {
+      if (typed[chk[i].opt - 256] || !preset)
+        snprintf(side, sizeof side, "--%s=%ld", flag_name(chk[i].opt), chk[i].want);
+      else snprintf(side, sizeof side, "--model %s (%s=%ld)", preset->name, chk[i].field, chk[i].want);
+      rc = tz_err("%s does not match the %s's %s=%ld (%s)", side, whose, chk[i].field, chk[i].have, rf.path);
+    }
   if (!rc && given[O_UNTIED - 256] && c->tied)
     rc = tz_err("--untied does not match the %s's tied lm_head (%s)", o->resume ? "checkpoint" : "model", rf.path);
   tz_run_close(&rf);
@@ -428,14 +438,14 @@ int tz_cmd_train(int argc, char **argv) {
              given_B ? "batch-size" : "seq-len");
       return tz_cli_fail();
     }
-    if (check_model_shape(&o, o.resume, given)) return tz_cli_fail();
+    if (check_model_shape(&o, o.resume, given, typed, preset)) return tz_cli_fail();
     if (!given[O_STEPS - 256]) o.steps = 0; /* keep the checkpoint's */
     if (!given[O_SAMPLE - 256]) o.sample_tokens = -1; /* the run's */
     if (!given[O_RECOMPUTE - 256]) o.recompute = -1;   /* the run's */
     if (!given[O_CKPT - 256]) o.ckpt_every = -1;       /* the run's */
   } else if (o.init_from && given[O_INIT - 256]) {
     /* the model's config wins: shape flags (and --vocab-size) must agree with it */
-    if (check_model_shape(&o, o.init_from, given)) return tz_cli_fail();
+    if (check_model_shape(&o, o.init_from, given, typed, preset)) return tz_cli_fail();
     if (!given_T) o.T = 0; /* min(128, the model's context) */
   } else if (check_new_shape(&o, typed, preset))
     return tz_cli_fail();
