@@ -2,7 +2,10 @@
 # Bad-input catalog: a table of malformed inputs (checkpoints, shards, tokenizers, corpora,
 # flags, prompts, output directories, a full disk), each with the one-line error it must get.
 # For every case: exit code != 0 and not a signal; stderr is exactly ONE line, starting with
-# "tezgah: error:" and containing the expected text (the file / field / value); no temporary
+# "tezgah: error:" and containing the expected text (the file / field / value) -- also where a
+# note would precede the refusal had the run started (resume-note-*: --steps replacing the
+# run's total, another backend than the run's; train.c holds them until every check passed),
+# so those cases run without --quiet; no temporary
 # file and no new directory left anywhere in the scratch tree; the good checkpoint
 # byte-identical afterwards.
 # Usage (from ctest): bash test_bad_inputs.sh <tezgah-binary> <shared-dir> <scratch-dir>
@@ -84,6 +87,8 @@ sed -e 's|"corpus":"[^"]*"|"corpus":"nocorpus/c.txt"|' -e 's|"train_shards":"[^"
 sed -e 's|,"val_shards":"[^"]*"||' meta.json >m_noval.json
 sed 's/"precision":"fp32"/"precision":3/' meta.json >m_prec.json # the session record: a name or absent
 "$edit" set "$good" ck_prec.tzc meta m_prec.json
+sed 's/"backend":"cpu","precision":"fp32"/"backend":"cuda","precision":"bf16"/' meta.json >m_cuda.json # another session's record
+"$edit" set "$good" ck_cuda.tzc meta m_cuda.json
 "$edit" set "$good" ck_noval.tzc meta m_noval.json
 mkdir -p emptyrun
 mkdir -p otherrun && cp "$good" otherrun/ # another run: --resume good --run-dir otherrun must not train over it
@@ -205,6 +210,11 @@ resume-other-run    |otherrun: already holds another run (checkpoint.tzc); --res
 resume-empty        |--resume: '': no such run directory|"$bin" train --resume '' --steps 9
 resume-missing      |--resume: 'nosuch': no such run directory or checkpoint file|"$bin" train --resume nosuch --run-dir rx --steps 9
 resume-twice        |--resume: given twice ('nosuch', then 'good'); give the one run to continue|"$bin" train --resume nosuch --resume good --steps 9
+resume-note-other   |otherrun: already holds another run|"$bin" train --resume good --run-dir otherrun --steps 99
+resume-note-locked  |good: another tezgah train is writing into this run directory|flock good "$bin" train --resume good --steps 99
+resume-note-shards  |sh_trunc.bin: --train-shards: xxh64 |"$bin" train --resume good --steps 99 --train-shards sh_trunc.bin
+resume-note-backend |otherrun: already holds another run|"$bin" train --resume ck_cuda.tzc --run-dir otherrun --steps 99
+keep-best-note      |good: already holds a run (checkpoint.tzc)|"$bin" train --data corpus.txt --vocab-size 300 --keep-best --val-every 0 --run-dir good
 resume-file         |--resume: good/checkpoint.tzc is a file; give the run directory that holds it (good), or --run-dir for the continued run|"$bin" train --resume good/checkpoint.tzc --steps 99
 keep-best-no-val    |--keep-best: no validation data (give --val-shards with --train-shards)|"$bin" train --train-shards sh_good.bin --vocab-size 300 --keep-best --run-dir r1 --quiet
 shard-no-match      |nothing*.bin: no files match|"$bin" train --train-shards 'nothing*.bin' --vocab-size 300 --run-dir r1 --quiet

@@ -20,7 +20,8 @@
 # encoded names what helps (a --val-fraction that does hold one); a bad --backend names the
 # option and value; a gpt2 run (padded vocabulary) samples with its own tokenizer. --resume of a
 # directory without a checkpoint says so (a Hugging Face one: --init-from); a resume on another
-# backend or precision than the run record's prints one note (none for an old record).
+# backend or precision than the run record's prints one note (none for an old record); a run
+# whose metrics.jsonl was deleted resumes with a note.
 # Usage (from ctest): bash test_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 bin=$(realpath "${1:?tezgah binary}")
@@ -561,6 +562,19 @@ cp -r eta eta_junk && echo 'my note' >>eta_junk/metrics.jsonl
   fail "resume with a junk metrics line: want one warning naming line 5: $(cat junk.err)"
 ! grep -q 'my note' eta_junk/metrics.jsonl && [[ $(grep -c '^{"step":4,"loss"' eta_junk/metrics.jsonl) == 1 ]] ||
   fail "resume with a junk metrics line: $(cat eta_junk/metrics.jsonl)"
+
+# ---- metrics.jsonl deleted: the resume goes on (the checkpoint holds the state) with one note
+# that a new log starts at the resumed step (it started one without a word); none where the run
+# continues into a new --run-dir, whose metrics start there by design (README) ----------------
+cp -r eta eta_nomet && rm eta_nomet/metrics.jsonl
+"$bin" train --resume eta_nomet --steps 4 --sample-tokens 0 >/dev/null 2>nomet.err || fail "resume without metrics.jsonl: $(cat nomet.err)"
+[[ $(grep -c '^note: ' nomet.err) == 2 ]] &&
+  grep -qxF "note: eta_nomet/metrics.jsonl is missing: a new one is started from step 4 (the records of steps 1 to 3 are not recovered; the run resumes exactly from its checkpoint)" nomet.err ||
+  fail "resume without metrics.jsonl: want the --steps note and one about the log: $(grep -v '^ *[0-9]*/' nomet.err)"
+[[ $(grep -c '^{"step":4,' eta_nomet/metrics.jsonl) == 2 && $(wc -l <eta_nomet/metrics.jsonl) == 2 ]] ||
+  fail "resume without metrics.jsonl: want step 4's record and the final one: $(cat eta_nomet/metrics.jsonl)"
+"$bin" train --resume eta --run-dir eta_into --steps 4 --sample-tokens 0 >/dev/null 2>into.err || fail "resume into a new --run-dir: $(cat into.err)"
+! grep -q 'is missing' into.err || fail "resume into a new --run-dir: a note about its metrics: $(grep 'is missing' into.err)"
 
 # ---- a seed above 2^53 survives a resume (JSON numbers are doubles): same losses ------------
 big=(--data part_a.txt "${small[@]}" --steps 6 --val-every 0 --sample-tokens 0 --quiet --seed 18446744073709551557)

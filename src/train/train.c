@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -251,6 +252,20 @@ int tz_train_stop_requested(void) { return tz_stop_pending(); }
 
 /* ---- tz_train, phase by phase: train_run (train_run.h) ---- */
 
+void tz_train_note(train_run *r, const char *fmt, ...) {
+  if (r->o.quiet) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n <= 0) return;
+  r->notes = tz_realloc(r->notes, r->notes_len + (size_t)n + 1);
+  va_start(ap, fmt);
+  vsnprintf(r->notes + r->notes_len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  r->notes_len += (size_t)n;
+}
+
 int tz_train_agree(train_run *r, int ok) {
   if (!tz_comm_agree(r->comm, ok)) return 0;
   r->agreed = 1;
@@ -344,9 +359,9 @@ static int phase_resume(train_run *r) {
     r->rc = 0, r->finished = 1;
     return 1;
   }
-  if (o->steps != st->recorded_steps && !o->quiet)
-    fprintf(stderr, "note: --steps %d replaces the run's %d: the cosine schedule is recomputed for the new "
-                    "total, so the learning rate changes from here on\n", o->steps, st->recorded_steps);
+  if (o->steps != st->recorded_steps)
+    tz_train_note(r, "note: --steps %d replaces the run's %d: the cosine schedule is recomputed for the new "
+                     "total, so the learning rate changes from here on\n", o->steps, st->recorded_steps);
   if (!o->run_dir) o->run_dir = o->resume;
   o->model = r->rf.cfg;
   r->tok = r->rf.tok;
@@ -424,9 +439,9 @@ static int phase_options(train_run *r) {
   if (o->keep_best && o->train_shards && !o->val_shards)
     return tz_err("--keep-best: no validation data (give --val-shards with --train-shards), so checkpoint-best.tzc "
                   "would never be written");
-  if (o->keep_best && o->val_every <= 0 && !o->quiet)
-    fprintf(stderr, "note: --keep-best with --val-every 0: only the final validation is measured, so "
-                    "checkpoint-best.tzc comes from that one alone\n");
+  if (o->keep_best && o->val_every <= 0)
+    tz_train_note(r, "note: --keep-best with --val-every 0: only the final validation is measured, so "
+                     "checkpoint-best.tzc comes from that one alone\n");
   return 0;
 }
 
@@ -450,12 +465,12 @@ static int phase_backend(train_run *r) {
    * from the uninterrupted run's: beyond the last bits where the dtype changes */
   tz_train_state *st = &r->st;
   st->backend = r->be->name, st->precision = tz_dtype_name(r->be->act);
-  if (st->recorded_backend && st->recorded_precision && !o->quiet &&
+  if (st->recorded_backend && st->recorded_precision &&
       (strcmp(st->recorded_backend, st->backend) || strcmp(st->recorded_precision, st->precision)))
-    fprintf(stderr, "note: the run's last session trained with %s activations on %s; this one resumes it with %s on "
-                    "%s, so the losses differ from an uninterrupted run's%s\n", st->recorded_precision,
-            st->recorded_backend, st->precision, st->backend,
-            strcmp(st->recorded_precision, st->precision) ? "" : " in their last bits");
+    tz_train_note(r, "note: the run's last session trained with %s activations on %s; this one resumes it with %s "
+                     "on %s, so the losses differ from an uninterrupted run's%s\n", st->recorded_precision,
+                  st->recorded_backend, st->precision, st->backend,
+                  strcmp(st->recorded_precision, st->precision) ? "" : " in their last bits");
   /* loss scaling: --loss-scale, else as the backend asks; a resumed run continues its S */
   tz_loss_scaler *ls = &st->ls;
   if (tz_loss_scaler_init(ls, o->loss_scale, r->be->needs_loss_scale, ls->scale, ls->clean)) return -1;
@@ -570,10 +585,10 @@ static int pick_recompute(train_run *r) {
                                   : "try a smaller -T or model, or free device memory");
   m->recompute = c == TZ_RC_RECOMPUTE;
   r->st.recompute_active = m->recompute;
-  if (c == TZ_RC_RECOMPUTE && o->recompute != TZ_RECOMPUTE_ON && !o->quiet)
-    fprintf(stderr, "note: --recompute auto: recompute on: training needs %s with the activations stored, %s with "
-            "recompute%s; the %s backend has %s free\n", gib(a, sizeof a, need_store), gib(b, sizeof b, need_rc), sm,
-            be->name, gib(f, sizeof f, free_b));
+  if (c == TZ_RC_RECOMPUTE && o->recompute != TZ_RECOMPUTE_ON)
+    tz_train_note(r, "note: --recompute auto: recompute on: training needs %s with the activations stored, %s with "
+                     "recompute%s; the %s backend has %s free\n", gib(a, sizeof a, need_store),
+                  gib(b, sizeof b, need_rc), sm, be->name, gib(f, sizeof f, free_b));
   return 0;
 }
 
@@ -608,6 +623,13 @@ static int phase_model(train_run *r) {
     }
   }
   tz_run_close(&r->rf);
+  /* the run's own metrics.jsonl deleted (a --run-dir that continues a run elsewhere starts its
+   * metrics at the resumed step: README): the resume goes on, since the checkpoint holds the
+   * state and the log is only its record, but said, since the records before are gone */
+  if (r->rank == 0 && o->resume && r->st.step > 0 && !tz_exists(r->metrics_path) && resumes_in(o->run_dir, o->resume))
+    tz_train_note(r, "note: %s is missing: a new one is started from step %d (the records of steps 1 to %d are "
+                     "not recovered; the run resumes exactly from its checkpoint)\n", r->metrics_path,
+                  r->st.step + 1, r->st.step);
   if (r->rank == 0 && (metrics_trim(r->metrics_path, r->st.step) ||
                        !(r->metrics = tz_metrics_open(r->metrics_path, r->st.step > 0))))
     return -1;
@@ -632,6 +654,8 @@ static int phase_report(train_run *r) {
   r->in = tz_malloc(Nr * sizeof *r->in);
   r->tg = tz_malloc(Nr * sizeof *r->tg);
   r->warmup = o->warmup >= 0 ? o->warmup : o->steps / 20;
+  /* every check has passed: the run starts, and the set-up's notes are true of it */
+  if (r->notes_len) fwrite(r->notes, 1, r->notes_len, stderr);
   if (!o->quiet) {
     fprintf(stderr, "model: %s, %d layer%s, %d head%s (%d kv), C=%d, d_ff=%d, V=%d, T=%d: %.2fM params (%016" PRIx64 ")\n",
             tz_arch_name(m->cfg.arch), m->cfg.n_layer, tz_plural(m->cfg.n_layer), m->cfg.n_head,
@@ -1120,6 +1144,7 @@ static int finish(train_run *r) {
   free(r->tg);
   free(r->inject_nan);
   free(r->inject_inf);
+  free(r->notes);
   free(r->ckpt_path);
   free(r->best_path);
   free(r->metrics_path);

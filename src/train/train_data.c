@@ -134,9 +134,8 @@ static int prepare_again(train_run *r, const char *gone, const char **train_shar
   free(key);
   free(dir);
   if (moved) {
-    if (!o->quiet)
-      fprintf(stderr, "note: %s: the run's token shard is gone; the data cache beside the run directory holds the "
-                      "run's shards, byte for byte: %s\n", gone, tp);
+    tz_train_note(r, "note: %s: the run's token shard is gone; the data cache beside the run directory holds the "
+                     "run's shards, byte for byte: %s\n", gone, tp);
     set_shards(r, tp, vp, train_shards, val_shards);
     return 0;
   }
@@ -153,6 +152,7 @@ static int prepare_again(train_run *r, const char *gone, const char **train_shar
     return tz_err("%s: the run's token shard is gone (its data cache deleted?), and its corpus %s has changed since "
                   "the run prepared it (xxh64 %016" PRIx64 ", the run's %016" PRIx64 "), so the same shards cannot be "
                   "made from it: put the run's corpus back, or%s", gone, st->prep.corpus, h, st->prep.corpus_xxh64, out);
+  /* said now, not held (tz_train_note): it is why the data preparation's lines follow */
   if (!o->quiet)
     fprintf(stderr, "note: %s: the run's token shard is gone; preparing the shards again from the run's corpus %s "
                     "(unchanged: xxh64 %016" PRIx64 ")\n", gone, st->prep.corpus, h);
@@ -229,7 +229,6 @@ static int check_kept(const train_run *r, const char *path, const char *what, ui
  * each, XXH64 and size), else taken with a note; recorded ones that are gone are prepared again
  * (prepare_again). */
 static int resume_shards(train_run *r, const char **train_shards, const char **val_shards) {
-  tz_train_opts *o = &r->o;
   tz_train_state *st = &r->st;
   if (r->resume_given_shards) {
     /* recorded for the next resume: absolute, as the prepared ones (from any working directory) */
@@ -250,10 +249,10 @@ static int resume_shards(train_run *r, const char **train_shards, const char **v
       }
     }
     if (!st->prep.has) {
-      if (!o->quiet && r->rank == 0)
-        fprintf(stderr, "note: --train-shards / --val-shards on --resume: the run records no checksum of its "
-                        "shards (a --train-shards run, or a checkpoint from before 2026-12-05); taken as the run's "
-                        "(an exact resume needs the same tokens)\n");
+      if (r->rank == 0)
+        tz_train_note(r, "note: --train-shards / --val-shards on --resume: the run records no checksum of its "
+                         "shards (a --train-shards run, or a checkpoint from before 2026-12-05); taken as the run's "
+                         "(an exact resume needs the same tokens)\n");
     } else {
       /* (the pointers follow check_given's new strings before a failure returns: set_shards) */
       int bad = (r->resume_given_shards & 1 &&

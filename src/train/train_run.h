@@ -46,6 +46,9 @@ typedef struct {
   char *created_top; /* the shallowest directory of o.run_dir this run created */
   int run_dir_fd;    /* rank 0: the run directory, flock'ed for this process (-1: none) */
   int latest_marked;
+  /* the set-up's notes (tz_train_note), held until every check has passed */
+  char *notes;
+  size_t notes_len;
   /* the loop's clock and counters */
   size_t N; /* tokens per batch, all ranks */
   int warmup, tty, first_step, prof_from, n_recent;
@@ -62,6 +65,14 @@ typedef struct {
    * nothing: the metrics record is formatted into this buffer (tests/test_step_alloc.sh). */
   char line[512];
 } train_run;
+
+/* A "note: ..." line of the set-up (--steps replacing the run's total, a resume on another
+ * backend, ...; fmt ends with its newline), nothing under --quiet. Held until the run starts
+ * (phase_report prints them before its first line): a check after the note may still refuse
+ * the run (its directory locked by another training, its shards gone with the corpus changed,
+ * a wrong --train-shards), and stderr then held the note of a session that never ran beside
+ * the one error line. A refused run prints none of them. */
+void tz_train_note(train_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Every rank says whether it is fine: 0 when all are, else -1 (the failure is then known to
  * every rank, so none waits for it). Collective. */
