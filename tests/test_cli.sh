@@ -576,6 +576,16 @@ cp -r eta eta_nomet && rm eta_nomet/metrics.jsonl
 "$bin" train --resume eta --run-dir eta_into --steps 4 --sample-tokens 0 >/dev/null 2>into.err || fail "resume into a new --run-dir: $(cat into.err)"
 ! grep -q 'is missing' into.err || fail "resume into a new --run-dir: a note about its metrics: $(grep 'is missing' into.err)"
 
+# ---- --tokenizer-backend on --resume: taken (it was refused as if it changed the run: the BPE
+# and the ids are the same on either backend, and on a resume only shards prepared again are
+# tokenized, checked byte for byte against the run's record); the losses are the same ---------
+cp -r eta eta_tb
+"$bin" train --resume eta_tb --steps 4 --tokenizer-backend webgpu --quiet --sample-tokens 0 2>tb.err ||
+  fail "--resume with --tokenizer-backend webgpu: $(cat tb.err)"
+[[ $(grep -o '"step":4,"loss":[^,]*' eta_tb/metrics.jsonl) == "$(grep -o '"step":4,"loss":[^,]*' eta_nomet/metrics.jsonl)" ]] ||
+  fail "--resume with --tokenizer-backend webgpu: other losses: $(paste eta_tb/metrics.jsonl eta_nomet/metrics.jsonl)"
+usage_case "--tokenizer-backend: 'gpu' is not one of cpu, webgpu" "$bin" train --resume eta_tb --steps 5 --tokenizer-backend gpu
+
 # ---- a seed above 2^53 survives a resume (JSON numbers are doubles): same losses ------------
 big=(--data part_a.txt "${small[@]}" --steps 6 --val-every 0 --sample-tokens 0 --quiet --seed 18446744073709551557)
 "$bin" train "${big[@]}" --run-dir seed_ref || fail "train with a 64-bit seed"

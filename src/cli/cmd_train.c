@@ -188,8 +188,11 @@ static int resume_allows(int opt) {
          opt == O_LOG || opt == O_SAMPLE || opt == O_RUNDIR || opt == O_STOP || opt == O_INJNAN || opt == O_INJINF ||
          opt == O_PROFILE || opt == O_KEEP || opt == O_KEEPBEST || opt == O_PLOT || opt == O_NPROC || opt == O_ZERO ||
          opt == O_LOSSSCALE || opt == O_MODEL || opt == O_CKPT ||
-         opt == O_TSHARDS || opt == O_VSHARDS; /* the run's shards from elsewhere (its cache deleted): train.c
-                                                 * checks them against the run's record */
+         opt == O_TSHARDS || opt == O_VSHARDS || /* the run's shards from elsewhere (its cache deleted): train.c
+                                                   * checks them against the run's record */
+         opt == O_TOKBACKEND; /* where shards prepared again are tokenized: the same BPE and ids on either
+                               * backend (tests/test_tok_webgpu.c), and checked byte for byte against the
+                               * run's record (train_data.c, prepare_again); not part of the run */
 }
 
 static const char *flag_name(int opt) {

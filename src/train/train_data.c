@@ -159,10 +159,12 @@ static int prepare_again(train_run *r, const char *gone, const char **train_shar
   free(r->cache_root);
   r->cache_root = cache_root_of(o->run_dir);
   r->preparing = 1;
-  /* the recorded options; the CPU tokenizer backend (webgpu's BPE is the same, and may not be
-   * here); no batch check (B*T+1: the run's shards held it) */
+  /* the recorded options; the tokenizer backend of this session's --tokenizer-backend, the CPU
+   * unless given (the BPE and the ids are the same on either: the shards are checked against the
+   * record below all the same; the run does not record it); no batch check (B*T+1: the run's
+   * shards held it) */
   if (tz_prepare_corpus_tok(st->prep.corpus, st->prep.run_tok ? r->tok : NULL, st->prep.vocab_size,
-                            st->prep.val_fraction, 0, 0, r->cache_root, o->quiet, NULL, &r->prep))
+                            st->prep.val_fraction, 0, 0, r->cache_root, o->quiet, o->tokenizer_backend, &r->prep))
     return -1;
   const char *why = ": preparing the corpus again did not give the run's shards; an exact resume needs them:";
   char w[256];
