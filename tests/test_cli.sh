@@ -174,6 +174,10 @@ for b in bogus CUDA; do
   usage_case "--backend: '$b' is not one of cpu, webgpu, cuda" "$bin" train --data big.txt --backend "$b" --run-dir nh
 done
 usage_case "--precision: 'fp16' is not one of fp32, bf16, f16" "$bin" train --data big.txt --precision fp16 --run-dir nh
+# an empty value is refused in the same words as any other (it once read "is not fp32, bf16 or f16")
+usage_case "--precision: '' is not one of fp32, bf16, f16" "$bin" train --data big.txt --precision '' --run-dir nh
+usage_case "--precision: '' is not one of fp32, bf16, f16" "$bin" eval nosuch --data big.txt --precision=
+usage_case "--precision: '' is not one of fp32, bf16, f16" "$bin" sample nosuch --precision ''
 usage_case "--tokenizer: a --data run trains its own BPE" "$bin" train --data big.txt --tokenizer gpt2 --run-dir nh
 usage_case "'bf16' is not offered by the cpu backend" "$bin" train --data big.txt --precision bf16 --run-dir nh
 usage_case "'f16' is not offered by the cpu backend" "$bin" train --data big.txt --precision f16 --run-dir nh

@@ -167,7 +167,7 @@ int tz_cmd_eval(int argc, char **argv) {
       case 'r':
         precision = optarg;
         if (!*optarg) {
-          tz_err("--precision: '' is not fp32, bf16 or f16");
+          tz_err("--precision: '' is not one of fp32, bf16, f16");
           return tz_cli_fail();
         }
         break;

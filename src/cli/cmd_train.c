@@ -328,7 +328,7 @@ int tz_cmd_train(int argc, char **argv) {
       case O_BACKEND: o.backend = optarg; break;
       case O_PRECISION:
         o.precision = optarg;
-        if (!*optarg) e = tz_err("--precision: '' is not fp32, bf16 or f16");
+        if (!*optarg) e = tz_err("--precision: '' is not one of fp32, bf16, f16");
         break;
       case O_THREADS: e = tz_arg_int("--threads", optarg, 0, 1024, &o.threads); break;
       case O_SEED: e = tz_arg_u64("--seed", optarg, &o.seed); break;
