@@ -63,6 +63,19 @@ for c in train sample eval; do
 done
 "$bin" --help | grep -x "backends: cpu, webgpu, $cu" >/dev/null || fail "top-level help does not list cpu, webgpu, $cu: $("$bin" --help | grep backends)"
 grep -qx "backends: cpu, webgpu, $cu" info.txt || fail "info does not list cpu, webgpu, $cu: $(grep backends info.txt)"
+# info's WebGPU adapter features by name (they were hex numbers, but for four): a number only
+# where the loaded Dawn's facts name none (dawn.node is newer than its facts: 0x18, 0x19)
+if grep -q '^  features (' info.txt; then
+  abi=$(sed -n 's/.*(ABI "\([a-z]*\)";.*/\1/p' info.txt)
+  [[ -f $fixtures/dawn_abi_facts_$abi.txt ]] || fail "info: no facts for the Dawn ABI '$abi': $(grep dawn: info.txt)"
+  feats=$(sed -n '/^  features (/,/^  ShaderF16:/p' info.txt | sed '$d; s/^  features ([0-9]*)://')
+  for f in $feats; do
+    [[ $f != 0x* ]] || ! grep -q "^const WGPUFeatureName_[A-Za-z0-9]* = $f\$" "$fixtures/dawn_abi_facts_$abi.txt" ||
+      fail "info prints the feature $f as a number; the $abi facts name it: $feats"
+  done
+  ! grep -q '^  ShaderF16: yes' info.txt || [[ " $(echo $feats) " == *" ShaderF16 "* ]] ||
+    fail "info: ShaderF16 offered but not among the features: $feats"
+fi
 # info's features: MPI, NCCL, libplot and OpenBLAS, each yes/no with what it serves. MPI,
 # libplot and OpenBLAS are loaded on use (src/core/dlib.h): the binary links none of them
 # (nor libplot's X11 libraries), and info says "loaded on use" for each one it has.
