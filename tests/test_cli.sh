@@ -290,6 +290,27 @@ for s in 1 2 3 4 5; do
 done
 ((repl > 0)) || fail "no U+FFFD in 5 samples of a 10-step model: the test no longer makes bytes that are no character"
 
+# A ',' in a file name: part of the name where a file of that name exists (the lists split every
+# ',' before: "part: No such file"), in the list given and in the corpus the run records (a
+# resume whose data cache is gone reads it again), in --train-shards / --val-shards and eval.
+mkdir -p commas cm_else && cp part_a.txt 'commas/part,c.txt' && cp part_b.txt commas/
+(cd commas && "$bin" train --data 'part,c.txt, part_b.txt' "${small[@]}" --steps 2 --val-every 0 --run-dir r --quiet) \
+  2>comma.err || fail "train --data with a ',' in a file name: $(tail -3 comma.err)"
+rm -rf commas/.cache
+(cd cm_else && "$bin" train --resume ../commas/r --steps 3 --quiet) 2>comma.err ||
+  fail "--resume of a run whose corpus has a ',' in a name, its cache gone: $(tail -3 comma.err)"
+"$bin" tokenize --tokenizer commas/r --in part_a.txt --out 'commas/sh,1.bin' 2>comma.err || fail "tokenize: $(cat comma.err)"
+"$bin" train --train-shards 'commas/sh,1.bin' --val-shards 'commas/sh,1.bin' "${small[@]}" --steps 1 --run-dir cm_sh \
+  --quiet 2>comma.err || fail "--train-shards with a ',' in a file name: $(tail -3 comma.err)"
+"$bin" eval commas/r --data 'commas/sh,1.bin' --batches 1 >comma.out 2>comma.err ||
+  fail "eval --data with a ',' in a file name: $(tail -3 comma.err)"
+# a LIST option given again adds to the list (the last one alone was taken: a missing first file
+# went unnoticed)
+usage_case "nosuch.txt: No such file or directory" "$bin" train --data nosuch.txt --data part_a.txt "${small[@]}" --steps 1 --run-dir nm
+usage_case "nosuch.bin: No such file or directory" "$bin" train --train-shards 'commas/sh,1.bin' --train-shards nosuch.bin \
+  "${small[@]}" --steps 1 --run-dir nm
+usage_case "nosuch.bin: No such file or directory" "$bin" eval commas/r --data nosuch.bin --data 'commas/sh,1.bin'
+
 # a corpus with fewer pairs than the merges asked: data prep says what it got, and why
 for i in {1..1000}; do echo "the cat sat on the mat"; done >few.txt
 "$bin" train --data few.txt "${small[@]}" --vocab-size 400 --steps 1 --val-every 0 --run-dir few 2>few.err ||
