@@ -34,7 +34,7 @@ rm -rf "$scratch" && mkdir -p "$scratch" && cd "$scratch" || exit 1
 t0=$SECONDS
 
 # ---- help ---------------------------------------------------------------------------------
-cmds=(train sample eval convert logits tokenize encode decode tokenizer plot info)
+cmds=(train sample eval convert logits tokenize encode decode tokenizer plot info env)
 for c in "${cmds[@]}"; do
   for h in -h --help; do
     "$bin" "$c" "$h" >h.out 2>h.err </dev/null || fail "$c $h: exit $?"
@@ -102,7 +102,7 @@ fi
   fail "info: a build without CUDA claims NCCL: $(grep '  nccl:' feat.txt)"
 "$bin" --help >top.txt
 awk 'length($0) > 79 { print; bad = 1 } END { exit bad }' top.txt || fail "top-level help wider than 79 columns"
-[[ $(grep -cE '^  [a-z]+ +[a-z]' top.txt) == 11 ]] || fail "top-level help does not list 11 commands: $(cat top.txt)"
+[[ $(grep -cE '^  [a-z]+ +[a-z]' top.txt) == 12 ]] || fail "top-level help does not list 12 commands: $(cat top.txt)"
 [[ $(grep -E '^  [a-z]+ +[a-z]' top.txt | awk '{ match($0, /^  [a-z]+ +/); print RLENGTH }' | sort -u) == 13 ]] ||
   fail "top-level help: command descriptions are not aligned in one column"
 grep -q '^  eval .*text' top.txt || fail "top-level help: eval's line does not say it takes text"
@@ -151,7 +151,7 @@ usage_case "unexpected argument" "$bin" train extra
 usage_case "option --steps needs a value" "$bin" train --steps
 # a value given to a flag that takes none (getopt_long's optopt is then the flag's val, above
 # 255 for long-only flags): the flag by name, on every command; abbreviations named in full
-for c in train sample eval convert logits tokenize encode decode plot info; do
+for c in train sample eval convert logits tokenize encode decode plot info env; do
   usage_case "--help: takes no value (got --help=x)" "$bin" "$c" --help=x
 done
 usage_case "--help: takes no value (got --help=x)" "$bin" tokenizer train --help=x
