@@ -194,7 +194,9 @@ resume-dir-slash    |--n-layer=2 does not match the checkpoint's n_layer=1 (good
 resume-batch-flag   |--batch-size is not taken with --resume|"$bin" train --resume good -B 8
 shard-truncated     |sh_trunc.bin: file size 1500 bytes does not match header ntok|"$bin" train --train-shards sh_trunc.bin --vocab-size 300 --run-dir r1 --quiet
 shard-tiny          |sh_tiny.bin: file size 100 bytes is smaller than the 1024-byte header|"$bin" train --train-shards sh_tiny.bin --vocab-size 300 --run-dir r1 --quiet
-shard-bad-magic     |sh_magic.bin: header magic 1 (expected 20240520)|"$bin" train --train-shards sh_magic.bin --vocab-size 300 --run-dir r1 --quiet
+shard-bad-magic     |sh_magic.bin: not a tezgah/llm.c token shard: header magic 1 (expected 20240520)|"$bin" train --train-shards sh_magic.bin --vocab-size 300 --run-dir r1 --quiet
+shard-text          |corpus.txt: not a tezgah/llm.c token shard: a text file (starts with "First Citizen:\nB..."), not the magic 20240520; train --data takes text, or make a shard of it with tezgah tokenize --in TEXT --out SHARD.bin|"$bin" train --train-shards corpus.txt --vocab-size 300 --run-dir r1 --quiet
+shard-text-short    |notes.txt: not a tezgah/llm.c token shard: a text file (starts with "hello world, thi..."), not the magic 20240520|"$bin" train --train-shards sh_good.bin --val-shards notes.txt --vocab-size 300 --run-dir r1 --quiet
 shard-llama3-magic  |sh_llama3.bin: header magic 20240801 is llm.c's uint32 Llama-3|"$bin" train --train-shards sh_llama3.bin --vocab-size 300 --run-dir r1 --quiet
 shard-wrong-version |sh_version.bin: header version 2 (expected 1)|"$bin" train --train-shards sh_version.bin --vocab-size 300 --run-dir r1 --quiet
 shard-ntok-zero     |sh_ntok0.bin: header ntok 0 (must be > 0)|"$bin" train --train-shards sh_ntok0.bin --vocab-size 300 --run-dir r1 --quiet

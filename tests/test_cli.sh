@@ -35,7 +35,7 @@ rm -rf "$scratch" && mkdir -p "$scratch" && cd "$scratch" || exit 1
 t0=$SECONDS
 
 # ---- help ---------------------------------------------------------------------------------
-cmds=(train sample eval convert logits tokenize encode decode tokenizer plot info)
+cmds=(train sample eval convert logits tokenize encode decode tokenizer plot info env)
 for c in "${cmds[@]}"; do
   for h in -h --help; do
     "$bin" "$c" "$h" >h.out 2>h.err </dev/null || fail "$c $h: exit $?"
@@ -64,6 +64,19 @@ for c in train sample eval; do
 done
 "$bin" --help | grep -x "backends: cpu, webgpu, $cu" >/dev/null || fail "top-level help does not list cpu, webgpu, $cu: $("$bin" --help | grep backends)"
 grep -qx "backends: cpu, webgpu, $cu" info.txt || fail "info does not list cpu, webgpu, $cu: $(grep backends info.txt)"
+# info's WebGPU adapter features by name (they were hex numbers, but for four): a number only
+# where the loaded Dawn's facts name none (dawn.node is newer than its facts: 0x18, 0x19)
+if grep -q '^  features (' info.txt; then
+  abi=$(sed -n 's/.*(ABI "\([a-z]*\)";.*/\1/p' info.txt)
+  [[ -f $fixtures/dawn_abi_facts_$abi.txt ]] || fail "info: no facts for the Dawn ABI '$abi': $(grep dawn: info.txt)"
+  feats=$(sed -n '/^  features (/,/^  ShaderF16:/p' info.txt | sed '$d; s/^  features ([0-9]*)://')
+  for f in $feats; do
+    [[ $f != 0x* ]] || ! grep -q "^const WGPUFeatureName_[A-Za-z0-9]* = $f\$" "$fixtures/dawn_abi_facts_$abi.txt" ||
+      fail "info prints the feature $f as a number; the $abi facts name it: $feats"
+  done
+  ! grep -q '^  ShaderF16: yes' info.txt || [[ " $(echo $feats) " == *" ShaderF16 "* ]] ||
+    fail "info: ShaderF16 offered but not among the features: $feats"
+fi
 # info's features: MPI, NCCL, libplot and OpenBLAS, each yes/no with what it serves. MPI,
 # libplot and OpenBLAS are loaded on use (src/core/dlib.h): the binary links none of them
 # (nor libplot's X11 libraries), and info says "loaded on use" for each one it has.
@@ -90,7 +103,7 @@ fi
   fail "info: a build without CUDA claims NCCL: $(grep '  nccl:' feat.txt)"
 "$bin" --help >top.txt
 awk 'length($0) > 79 { print; bad = 1 } END { exit bad }' top.txt || fail "top-level help wider than 79 columns"
-[[ $(grep -cE '^  [a-z]+ +[a-z]' top.txt) == 11 ]] || fail "top-level help does not list 11 commands: $(cat top.txt)"
+[[ $(grep -cE '^  [a-z]+ +[a-z]' top.txt) == 12 ]] || fail "top-level help does not list 12 commands: $(cat top.txt)"
 [[ $(grep -E '^  [a-z]+ +[a-z]' top.txt | awk '{ match($0, /^  [a-z]+ +/); print RLENGTH }' | sort -u) == 13 ]] ||
   fail "top-level help: command descriptions are not aligned in one column"
 grep -q '^  eval .*text' top.txt || fail "top-level help: eval's line does not say it takes text"
@@ -139,7 +152,7 @@ usage_case "unexpected argument" "$bin" train extra
 usage_case "option --steps needs a value" "$bin" train --steps
 # a value given to a flag that takes none (getopt_long's optopt is then the flag's val, above
 # 255 for long-only flags): the flag by name, on every command; abbreviations named in full
-for c in train sample eval convert logits tokenize encode decode plot info; do
+for c in train sample eval convert logits tokenize encode decode plot info env; do
   usage_case "--help: takes no value (got --help=x)" "$bin" "$c" --help=x
 done
 usage_case "--help: takes no value (got --help=x)" "$bin" tokenizer train --help=x
@@ -175,6 +188,10 @@ for b in bogus CUDA; do
   usage_case "--backend: '$b' is not one of cpu, webgpu, cuda" "$bin" train --data big.txt --backend "$b" --run-dir nh
 done
 usage_case "--precision: 'fp16' is not one of fp32, bf16, f16" "$bin" train --data big.txt --precision fp16 --run-dir nh
+# an empty value is refused in the same words as any other (it once read "is not fp32, bf16 or f16")
+usage_case "--precision: '' is not one of fp32, bf16, f16" "$bin" train --data big.txt --precision '' --run-dir nh
+usage_case "--precision: '' is not one of fp32, bf16, f16" "$bin" eval nosuch --data big.txt --precision=
+usage_case "--precision: '' is not one of fp32, bf16, f16" "$bin" sample nosuch --precision ''
 usage_case "--tokenizer: a --data run trains its own BPE" "$bin" train --data big.txt --tokenizer gpt2 --run-dir nh
 usage_case "'bf16' is not offered by the cpu backend" "$bin" train --data big.txt --precision bf16 --run-dir nh
 usage_case "'f16' is not offered by the cpu backend" "$bin" train --data big.txt --precision f16 --run-dir nh
@@ -273,6 +290,27 @@ for s in 1 2 3 4 5; do
   grep -q $'\xEF\xBF\xBD' mb$s.out && repl=$((repl + 1))
 done
 ((repl > 0)) || fail "no U+FFFD in 5 samples of a 10-step model: the test no longer makes bytes that are no character"
+
+# A ',' in a file name: part of the name where a file of that name exists (the lists split every
+# ',' before: "part: No such file"), in the list given and in the corpus the run records (a
+# resume whose data cache is gone reads it again), in --train-shards / --val-shards and eval.
+mkdir -p commas cm_else && cp part_a.txt 'commas/part,c.txt' && cp part_b.txt commas/
+(cd commas && "$bin" train --data 'part,c.txt, part_b.txt' "${small[@]}" --steps 2 --val-every 0 --run-dir r --quiet) \
+  2>comma.err || fail "train --data with a ',' in a file name: $(tail -3 comma.err)"
+rm -rf commas/.cache
+(cd cm_else && "$bin" train --resume ../commas/r --steps 3 --quiet) 2>comma.err ||
+  fail "--resume of a run whose corpus has a ',' in a name, its cache gone: $(tail -3 comma.err)"
+"$bin" tokenize --tokenizer commas/r --in part_a.txt --out 'commas/sh,1.bin' 2>comma.err || fail "tokenize: $(cat comma.err)"
+"$bin" train --train-shards 'commas/sh,1.bin' --val-shards 'commas/sh,1.bin' "${small[@]}" --steps 1 --run-dir cm_sh \
+  --quiet 2>comma.err || fail "--train-shards with a ',' in a file name: $(tail -3 comma.err)"
+"$bin" eval commas/r --data 'commas/sh,1.bin' --batches 1 >comma.out 2>comma.err ||
+  fail "eval --data with a ',' in a file name: $(tail -3 comma.err)"
+# a LIST option given again adds to the list (the last one alone was taken: a missing first file
+# went unnoticed)
+usage_case "nosuch.txt: No such file or directory" "$bin" train --data nosuch.txt --data part_a.txt "${small[@]}" --steps 1 --run-dir nm
+usage_case "nosuch.bin: No such file or directory" "$bin" train --train-shards 'commas/sh,1.bin' --train-shards nosuch.bin \
+  "${small[@]}" --steps 1 --run-dir nm
+usage_case "nosuch.bin: No such file or directory" "$bin" eval commas/r --data nosuch.bin --data 'commas/sh,1.bin'
 
 # a corpus with fewer pairs than the merges asked: data prep says what it got, and why
 for i in {1..1000}; do echo "the cat sat on the mat"; done >few.txt

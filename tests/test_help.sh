@@ -137,3 +137,31 @@ for h in --help -h "--steps 5 --help"; do
   check_width "main.sh $h" m.out || fail "main.sh's usage does not fit $max columns"
 done
 echo "ok: scripts/main.sh --help prints its own usage and runs nothing"
+
+# ---- tezgah env lists exactly the environment variables that src/ reads ----
+# Every "TEZGAH_..." / "TZ_..." string quoted in src/ is a variable tezgah reads (getenv,
+# env_int, the names train --nproc sets for its ranks); cmd_env.c, the table itself, is left
+# out. A name built at run time ("TEZGAH_WEBGPU_ATTN_%s_RG") is a pattern, %s standing for
+# [A-Z0-9]+, which the table lists expanded. Both ways: a switch read but not in the table (a
+# user cannot find it), a table entry no longer read anywhere (it documents nothing).
+"$bin" env >env.out 2>env.err || fail "tezgah env: exit $? ($(head -3 env.err))"
+check_width "env" env.out || fail "tezgah env does not fit $max columns"
+table=$(grep -oE '^  (TEZGAH|TZ)_[A-Z0-9_]+' env.out | sed 's/^  //')
+[[ -z $(sort <<<"$table" | uniq -d) ]] || fail "tezgah env lists twice: $(sort <<<"$table" | uniq -d | tr '\n' ' ')"
+read_names=$(grep -rhoE --exclude=cmd_env.c '"(TEZGAH|TZ)_[A-Z0-9_%s]+"' "$src/src" | tr -d '"' | sort -u)
+((${#table} > 0 && ${#read_names} > 0)) || fail "no names found (table: ${#table} bytes, src/: ${#read_names})"
+bad=0
+for n in $read_names; do
+  grep -qE "^${n//%s/[A-Z0-9]+}\$" <<<"$table" || { echo "src/ reads $n; tezgah env does not list it"; bad=1; }
+done
+for t in $table; do
+  hit=0
+  for n in $read_names; do [[ $t =~ ^${n//%s/[A-Z0-9]+}$ ]] && { hit=1; break; }; done
+  ((hit)) || { echo "tezgah env lists $t; nothing in src/ reads it"; bad=1; }
+done
+((bad == 0)) || fail "tezgah env's table (src/cli/cmd_env.c) and the variables src/ reads differ (see above)"
+# a variable set here is shown with its value, and --set shows only those
+TZ_MATMUL=c TEZGAH_PROFILE_SHAPES=0 "$bin" env --set >env_set.out 2>&1 || fail "tezgah env --set: exit $?"
+[[ $(grep -cE '^  (TEZGAH|TZ)_' env_set.out) == 2 ]] && grep -q '^  TZ_MATMUL (default: c) = c$' env_set.out ||
+  fail "tezgah env --set with TZ_MATMUL=c TEZGAH_PROFILE_SHAPES=0: $(head -c 400 env_set.out)"
+echo "ok: tezgah env lists the $(wc -w <<<"$table") variables src/ reads, and their values where set"

@@ -131,6 +131,17 @@ static void constants_of(const char *which, const tz_wgpu_abi_t *table) {
 #define CHECK_ABI(fld) n += check_const("WGPU" #fld, table->fld);
   TZ_WGPU_ABI_CONSTS(CHECK_ABI)
   assert_string_equal(table->name, which);
+  /* the feature names `tezgah info` prints: each with its facts value, and every feature of the
+   * facts named (a list copied incompletely printed numbers again) */
+  for (size_t i = 0; i < table->n_feature_names; i++) {
+    char c[96];
+    snprintf(c, sizeof c, "WGPUFeatureName_%s", table->feature_names[i].name);
+    n += check_const(c, table->feature_names[i].value);
+  }
+  size_t in_facts = 0;
+  for (const char *p = facts; (p = strstr(p, "\nconst WGPUFeatureName_")); p++) in_facts++;
+  if (in_facts != table->n_feature_names)
+    print_error("[%s] %zu feature names, the facts %zu\n", which, table->n_feature_names, in_facts), fail();
   /* the element size of the subgroup-matrix configuration list */
   n += check_struct("WGPUSubgroupMatrixConfig", table->SubgroupMatrixConfig_size, 4);
   assert_non_null(line_of("sizeof(enum) = 4"));

@@ -110,3 +110,20 @@ int tz_cli_fail(void) {
   fprintf(stderr, "tezgah: error: %s\n", tz_errmsg());
   return 1;
 }
+
+void tz_arg_list_add(const char **list, const char *val) {
+  /* every join kept in a static array (reachable, not a leak to valgrind): a command's options
+   * point into them until it returns */
+  static char **kept;
+  static size_t n_kept;
+  if (!*list) {
+    *list = val;
+    return;
+  }
+  size_t n = strlen(*list) + strlen(val) + 2;
+  char *j = tz_malloc(n);
+  snprintf(j, n, "%s,%s", *list, val);
+  kept = tz_realloc(kept, (n_kept + 1) * sizeof *kept);
+  kept[n_kept++] = j;
+  *list = j;
+}

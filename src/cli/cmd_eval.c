@@ -35,6 +35,8 @@ static const char *HELP =
     "on stderr.\n\n"
     "  --data LIST            comma-separated paths/globs (required): llm.c shards,\n"
     "                         or text files (anything whose header is not a shard's)\n"
+    "                         (may be repeated: --data a.bin --data b.bin; a path\n"
+    "                         that exists with a ',' in its name is taken whole)\n"
     "  --tokenizer SPEC       tokenizer for text (default: the checkpoint's; see\n"
     "                         tezgah encode --help)\n"
     "  --batches N            number of batches (default: one pass over the shards)\n"
@@ -158,7 +160,7 @@ int tz_cmd_eval(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, ":hB:T:", LONG, NULL)) != -1) {
     int e = 0;
     switch (c) {
-      case 'd': data = optarg; break;
+      case 'd': tz_arg_list_add(&data, optarg); break;
       case 'n': e = tz_arg_int("--batches", optarg, 1, 1 << 30, &batches); break;
       case 'B': e = tz_arg_int("--batch-size", optarg, 1, 1 << 20, &B); break;
       case 'T': e = tz_arg_int("--seq-len", optarg, 1, 1 << 20, &T); break;
@@ -167,7 +169,7 @@ int tz_cmd_eval(int argc, char **argv) {
       case 'r':
         precision = optarg;
         if (!*optarg) {
-          tz_err("--precision: '' is not fp32, bf16 or f16");
+          tz_err("--precision: '' is not one of fp32, bf16, f16");
           return tz_cli_fail();
         }
         break;

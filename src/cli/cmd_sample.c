@@ -72,7 +72,7 @@ int tz_cmd_sample(int argc, char **argv) {
       case 'r':
         o.precision = optarg;
         if (!*optarg) {
-          tz_err("--precision: '' is not fp32, bf16 or f16");
+          tz_err("--precision: '' is not one of fp32, bf16, f16");
           return tz_cli_fail();
         }
         break;

@@ -31,7 +31,9 @@ static const char *HELP =
     "data:\n"
     "  --data LIST            text corpus: comma-separated files/globs (default\n"
     "                         data/kjv.txt), joined in order; documents separated by\n"
-    "                         <|endoftext|> (also between files)\n"
+    "                         <|endoftext|> (also between files). A LIST option may\n"
+    "                         be repeated (--data a.txt --data b.txt); a path that\n"
+    "                         exists with a ',' in its name is taken whole\n"
     "  --vocab-size N         BPE vocabulary trained on the corpus, incl.\n"
     "                         <|endoftext|> (2048; 257 to 65536: uint16 shards)\n"
     "  --val-fraction F       share of tokens held out for validation (0.05;\n"
@@ -315,21 +317,22 @@ int tz_cmd_train(int argc, char **argv) {
   const tz_model_preset *preset = NULL;
   int given[O_HELP - 256 + 1] = {0}, typed[O_HELP - 256 + 1] = {0}, given_B = 0, given_T = 0, plot = 0, c, nproc = 1, run_dir_default = 0;
   char default_dir[64];
+  const char *data_list = NULL; /* --data's values (given more than once: joined) */
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":hB:T:", LONG, NULL)) != -1) {
     int e = 0, arch;
     if (c >= 256) given[c - 256] = typed[c - 256] = 1;
     switch (c) {
-      case O_DATA: o.data = optarg; break;
+      case O_DATA: tz_arg_list_add(&data_list, optarg), o.data = data_list; break;
       case O_VOCAB:
         e = tz_arg_int_why("--vocab-size", optarg, TZ_PREP_VOCAB_MIN, TZ_PREP_VOCAB_MAX, TZ_PREP_VOCAB_WHY, &o.vocab_size);
         break;
       case O_VALFRAC:
         e = tz_arg_float("--val-fraction", optarg, TZ_VAL_FRACTION_MIN, TZ_VAL_FRACTION_MAX, &o.val_fraction);
         break;
-      case O_TSHARDS: o.train_shards = optarg; break;
-      case O_VSHARDS: o.val_shards = optarg; break;
+      case O_TSHARDS: tz_arg_list_add(&o.train_shards, optarg); break;
+      case O_VSHARDS: tz_arg_list_add(&o.val_shards, optarg); break;
       case O_TOKENIZER: o.tokenizer = optarg; break;
       case O_TOKBACKEND:
         o.tokenizer_backend = optarg;
@@ -346,7 +349,7 @@ int tz_cmd_train(int argc, char **argv) {
       case O_BACKEND: o.backend = optarg; break;
       case O_PRECISION:
         o.precision = optarg;
-        if (!*optarg) e = tz_err("--precision: '' is not fp32, bf16 or f16");
+        if (!*optarg) e = tz_err("--precision: '' is not one of fp32, bf16, f16");
         break;
       case O_THREADS: e = tz_arg_int("--threads", optarg, 0, 1024, &o.threads); break;
       case O_SEED: e = tz_arg_u64("--seed", optarg, &o.seed); break;

@@ -13,6 +13,7 @@ int tz_cmd_decode(int argc, char **argv);
 int tz_cmd_tokenizer(int argc, char **argv);
 int tz_cmd_info(int argc, char **argv);
 int tz_cmd_plot(int argc, char **argv);
+int tz_cmd_env(int argc, char **argv);
 /* train --nproc N (launch.c): run N ranks of `train argv...` on this machine (cpu: through
  * mpirun as a watched child; cuda: forked ranks with NCCL). run_dir: the default run directory
  * this process chose (passed to every rank as --run-dir), or NULL. Returns the exit code. */

@@ -29,6 +29,7 @@ static const struct {
     {"tokenizer", tz_cmd_tokenizer, "tokenizer train: train a byte-level BPE on a text (cpu or webgpu)"},
     {"plot", tz_cmd_plot, "draw a run's loss and learning rate against steps (SVG or PNG)"},
     {"info", tz_cmd_info, "backends and devices here, or a run's config and state (info RUN)"},
+    {"env", tz_cmd_env, "environment variables read (TEZGAH_*, TZ_*): defaults, meanings"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof *commands)
 
@@ -106,10 +107,10 @@ static int spin_fits(char **argv) {
   return team <= cpus - (med - 1);
 }
 
-/* Commands that run no OpenMP team (help, version, info, plot): the policy does not matter to
+/* Commands that run no OpenMP team (help, version, info, plot, env): the policy does not matter to
  * them, and on a busy machine the re-exec would make them pay the program's start twice. */
 static int runs_no_team(char **argv) {
-  static const char *const none[] = {"--help", "-h", "--version", "help", "info", "plot"};
+  static const char *const none[] = {"--help", "-h", "--version", "help", "info", "plot", "env"};
   if (!argv[1]) return 1;
   for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
     if (!strcmp(argv[1], none[i])) return 1;

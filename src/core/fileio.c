@@ -24,17 +24,70 @@ static int glob_error(const char *path, int err) {
   return 1;
 }
 
+/* s[0..len) without the spaces around it, malloc'ed */
+static char *trimmed(const char *s, size_t len) {
+  while (len && *s == ' ') s++, len--;
+  while (len && s[len - 1] == ' ') len--;
+  char *t = tz_malloc(len + 1);
+  memcpy(t, s, len);
+  t[len] = 0;
+  return t;
+}
+
+/* Whether `item` names a file system entry: a plain path that exists, or a pattern that matches
+ * at least one. */
+static int names_something(const char *item) {
+  if (!strpbrk(item, "*?[")) return access(item, F_OK) == 0;
+  glob_t g = {0};
+  int hit = glob(item, 0, NULL, &g) == 0 && g.gl_pathc > 0;
+  globfree(&g);
+  return hit;
+}
+
+int tz_split_paths(const char *list, char ***out, size_t *n) {
+  /* the pieces between commas: piece i is list[at[i] .. at[i + 1] - 1) */
+  size_t np = 1, cap = 0;
+  for (const char *p = list; *p; p++) np += *p == ',';
+  size_t *at = tz_malloc((np + 1) * sizeof *at), k = 1;
+  at[0] = 0;
+  for (size_t i = 0; list[i]; i++)
+    if (list[i] == ',') at[k++] = i + 1;
+  at[np] = strlen(list) + 1;
+  char **v = NULL;
+  *n = 0;
+  for (size_t i = 0, j; i < np; i = j + 1) {
+    /* the longest run of pieces i..j that names something as one entry, else piece i alone:
+     * a comma is part of a name only where that name is there (longest first: "a,b" before
+     * "a" where both exist; costs a stat per run, lists are short) */
+    char *item = NULL;
+    for (j = np - 1; j > i; j--) {
+      item = trimmed(list + at[i], at[j + 1] - 1 - at[i]);
+      if (*item && names_something(item)) break;
+      free(item);
+      item = NULL;
+    }
+    if (!item) item = trimmed(list + at[i], at[i + 1] - 1 - at[i]), j = i;
+    if (!*item) {
+      free(item);
+      continue;
+    }
+    if (*n == cap) v = tz_realloc(v, (cap = cap ? 2 * cap : 8) * sizeof *v);
+    v[(*n)++] = item;
+  }
+  free(at);
+  *out = v;
+  return 0;
+}
+
 int tz_expand_paths(const char *list, char ***out, size_t *n) {
   *out = NULL;
   *n = 0;
-  size_t cap = 0;
-  char **v = NULL, *copy = tz_strdup(list);
+  size_t cap = 0, ni;
+  char **v = NULL, **items;
   int rc = 0;
-  for (char *save = NULL, *item = strtok_r(copy, ",", &save); item && !rc; item = strtok_r(NULL, ",", &save)) {
-    while (*item == ' ') item++;
-    size_t len = strlen(item);
-    while (len && item[len - 1] == ' ') item[--len] = 0;
-    if (!len) continue;
+  tz_split_paths(list, &items, &ni);
+  for (size_t it = 0; it < ni && !rc; it++) {
+    const char *item = items[it];
     glob_t g = {0};
     glob_errno = 0;
     int plain = strpbrk(item, "*?[") == NULL, r = plain ? 0 : glob(item, GLOB_ERR, glob_error, &g);
@@ -49,7 +102,7 @@ int tz_expand_paths(const char *list, char ***out, size_t *n) {
     }
     if (!plain) globfree(&g);
   }
-  free(copy);
+  tz_paths_free(items, ni);
   if (!rc && *n == 0) rc = tz_err("no files given (empty list '%s')", list);
   if (rc) {
     tz_paths_free(v, *n);

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/utf8.h"
 
 #define LLAMA3_MAGIC 20240801
 
@@ -87,24 +88,45 @@ static int open_checked(const char *path, FILE **out, size_t *ntok) {
     return tz_err("%s: not a regular file", path);
   }
   uint64_t size = (uint64_t)st.st_size;
+  /* the magic first, over the bytes there are (as checkpoints are checked): a short text file
+   * given as a shard is no truncated shard */
+  unsigned char h[TZ_SHARD_HEADER_BYTES];
+  size_t got = fread(h, 1, size < sizeof h ? (size_t)size : sizeof h, f);
+  int32_t magic = got >= 4 ? get_le32(h) : 0;
+  unsigned char want[4];
+  put_le32(want, TZ_SHARD_MAGIC);
+  int rc = 0;
+  if (magic == LLAMA3_MAGIC)
+    rc = tz_err("%s: header magic %d is llm.c's uint32 Llama-3 shard format (expected %d, uint16 tokens)",
+                path, (int)magic, TZ_SHARD_MAGIC);
+  else if (got && memcmp(h, want, got < 4 ? got : 4) != 0) { /* a cut-off magic: truncated (below) */
+    /* Text is the likely mistake (a corpus given to --train-shards): say so, and how a shard
+     * is made from it. The first bytes are shown, as the checkpoint loader shows them. */
+    char head[128];
+    size_t n = got < 64 ? got : 64;
+    if (tz_utf8_describe_head(h, n, size > n, head, sizeof head))
+      rc = tz_err("%s: not a tezgah/llm.c token shard: a text file (starts with %s), not the magic %d; train "
+                  "--data takes text, or make a shard of it with tezgah tokenize --in TEXT --out SHARD.bin",
+                  path, head, TZ_SHARD_MAGIC);
+    else if (got >= 4)
+      rc = tz_err("%s: not a tezgah/llm.c token shard: header magic %d (expected %d)", path, (int)magic,
+                  TZ_SHARD_MAGIC);
+  }
+  if (rc) {
+    fclose(f);
+    return rc;
+  }
   if (size < TZ_SHARD_HEADER_BYTES) {
     fclose(f);
     return tz_err("%s: file size %llu bytes is smaller than the %d-byte header (truncated?)", path,
                   (unsigned long long)size, TZ_SHARD_HEADER_BYTES);
   }
-  unsigned char h[TZ_SHARD_HEADER_BYTES];
-  if (fread(h, 1, sizeof h, f) != sizeof h) {
+  if (got != sizeof h) {
     fclose(f);
     return tz_err("%s: cannot read the %d-byte header", path, TZ_SHARD_HEADER_BYTES);
   }
-  int32_t magic = get_le32(h), version = get_le32(h + 4), nt = get_le32(h + 8);
-  int rc = 0;
-  if (magic == LLAMA3_MAGIC)
-    rc = tz_err("%s: header magic %d is llm.c's uint32 Llama-3 shard format (expected %d, uint16 tokens)",
-                path, (int)magic, TZ_SHARD_MAGIC);
-  else if (magic != TZ_SHARD_MAGIC)
-    rc = tz_err("%s: header magic %d (expected %d)", path, (int)magic, TZ_SHARD_MAGIC);
-  else if (version != TZ_SHARD_VERSION)
+  int32_t version = get_le32(h + 4), nt = get_le32(h + 8);
+  if (version != TZ_SHARD_VERSION)
     rc = tz_err("%s: header version %d (expected %d)", path, (int)version, TZ_SHARD_VERSION);
   else if (nt <= 0)
     rc = tz_err("%s: header ntok %d (must be > 0)", path, (int)nt);

@@ -31,7 +31,10 @@ int tz_shard_write(const char *path, const int32_t *ids, size_t n);
  * Outputs: *tokens = malloc'ed array of *n token ids (caller frees with free()), *n >= 1.
  * On error *tokens = NULL, *n = 0, returns -1 with a one-line message naming the file, the
  * field and its value, e.g.
- *   "data/x.bin: header magic 12345 (expected 20240520)"
+ *   "data/x.bin: not a tezgah/llm.c token shard: header magic 12345 (expected 20240520)"
+ *   "x.txt: not a tezgah/llm.c token shard: a text file (starts with "hello world, thi..."),
+ *    not the magic 20240520; train --data takes text, or make a shard of it with tezgah
+ *    tokenize --in TEXT --out SHARD.bin" (the magic is checked before the size)
  *   "data/x.bin: header version 3 (expected 1)"
  *   "data/x.bin: header ntok 0 (must be > 0)"
  *   "data/x.bin: file size 2000 bytes does not match header ntok 600 (expected 1024 + 2*600 = 2224 bytes)"

@@ -26,28 +26,23 @@ static char *cache_root_of(const char *run_dir) {
 }
 
 /* A comma-separated path list with its relative entries made absolute (from the working
- * directory): the corpus list a run records, valid from wherever it is resumed. The spaces
- * around an entry are dropped, as tz_expand_paths drops them ("a.txt, b.txt" is two files;
- * kept, the second became "/cwd/ b.txt", a file that is not there). Malloc'ed. */
+ * directory): the corpus list a run records, valid from wherever it is resumed. The entries are
+ * tz_split_paths's, as tz_expand_paths reads them: the spaces around an entry dropped ("a.txt,
+ * b.txt" is two files; kept, the second became "/cwd/ b.txt", a file that is not there), and an
+ * existing name with a comma in it one entry (split, it became "/cwd/a,/cwd/b.txt"). Malloc'ed. */
 static char *abs_list(const char *list) {
   char cwd[PATH_MAX];
   if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0;
-  size_t cap = strlen(list) + 1, n = 0;
-  for (const char *p = list; *p; p++) cap += *p == ',' ? strlen(cwd) + 1 : 0;
-  cap += strlen(cwd) + 1;
+  char **items;
+  size_t n, cap = 1, k = 0;
+  tz_split_paths(list, &items, &n);
+  for (size_t i = 0; i < n; i++) cap += strlen(cwd) + strlen(items[i]) + 2;
   char *out = tz_malloc(cap);
   out[0] = 0;
-  for (const char *p = list;;) {
-    size_t len = strcspn(p, ",");
-    const char *next = p + len;
-    while (len && *p == ' ') p++, len--;
-    while (len && p[len - 1] == ' ') len--;
-    if (len && *p != '/' && cwd[0]) n += (size_t)snprintf(out + n, cap - n, "%s/", cwd);
-    n += (size_t)snprintf(out + n, cap - n, "%.*s", (int)len, p);
-    if (!*next) break;
-    out[n++] = ',', out[n] = 0;
-    p = next + 1;
-  }
+  for (size_t i = 0; i < n; i++)
+    k += (size_t)snprintf(out + k, cap - k, "%s%s%s%s", i ? "," : "", items[i][0] != '/' && cwd[0] ? cwd : "",
+                          items[i][0] != '/' && cwd[0] ? "/" : "", items[i]);
+  tz_paths_free(items, n);
   return out;
 }
 

@@ -41,13 +41,95 @@
 #include "backend/webgpu/webgpu_api.h"
 #include "core/error.h"
 
+/* Every WGPUFeatureName of each build, copied from tests/fixtures/dawn_abi_facts_<build>.txt's
+ * "const WGPUFeatureName_*" lines (tests/test_webgpu_abi.c checks them against the facts, both
+ * ways), by value. */
+static const tz_wgpu_named features_bun[] = {
+    {"DepthClipControl", 0x1}, {"Depth32FloatStencil8", 0x2}, {"TimestampQuery", 0x3}, {"TextureCompressionBC", 0x4},
+    {"TextureCompressionBCSliced3D", 0x5}, {"TextureCompressionETC2", 0x6}, {"TextureCompressionASTC", 0x7},
+    {"TextureCompressionASTCSliced3D", 0x8}, {"IndirectFirstInstance", 0x9}, {"ShaderF16", 0xa},
+    {"RG11B10UfloatRenderable", 0xb}, {"BGRA8UnormStorage", 0xc}, {"Float32Filterable", 0xd},
+    {"Float32Blendable", 0xe}, {"ClipDistances", 0xf}, {"DualSourceBlending", 0x10}, {"Subgroups", 0x11},
+    {"CoreFeaturesAndLimits", 0x12}, {"DawnInternalUsages", 0x50000}, {"DawnMultiPlanarFormats", 0x50001},
+    {"DawnNative", 0x50002}, {"ChromiumExperimentalTimestampQueryInsidePasses", 0x50003},
+    {"ImplicitDeviceSynchronization", 0x50004}, {"TransientAttachments", 0x50006},
+    {"MSAARenderToSingleSampled", 0x50007}, {"D3D11MultithreadProtected", 0x50008}, {"ANGLETextureSharing", 0x50009},
+    {"PixelLocalStorageCoherent", 0x5000a}, {"PixelLocalStorageNonCoherent", 0x5000b},
+    {"Unorm16TextureFormats", 0x5000c}, {"Snorm16TextureFormats", 0x5000d},
+    {"MultiPlanarFormatExtendedUsages", 0x5000e}, {"MultiPlanarFormatP010", 0x5000f}, {"HostMappedPointer", 0x50010},
+    {"MultiPlanarRenderTargets", 0x50011}, {"MultiPlanarFormatNv12a", 0x50012}, {"FramebufferFetch", 0x50013},
+    {"BufferMapExtendedUsages", 0x50014}, {"AdapterPropertiesMemoryHeaps", 0x50015},
+    {"AdapterPropertiesD3D", 0x50016}, {"AdapterPropertiesVk", 0x50017}, {"R8UnormStorage", 0x50018},
+    {"DawnFormatCapabilities", 0x50019}, {"DawnDrmFormatCapabilities", 0x5001a}, {"Norm16TextureFormats", 0x5001b},
+    {"MultiPlanarFormatNv16", 0x5001c}, {"MultiPlanarFormatNv24", 0x5001d}, {"MultiPlanarFormatP210", 0x5001e},
+    {"MultiPlanarFormatP410", 0x5001f}, {"SharedTextureMemoryVkDedicatedAllocation", 0x50020},
+    {"SharedTextureMemoryAHardwareBuffer", 0x50021}, {"SharedTextureMemoryDmaBuf", 0x50022},
+    {"SharedTextureMemoryOpaqueFD", 0x50023}, {"SharedTextureMemoryZirconHandle", 0x50024},
+    {"SharedTextureMemoryDXGISharedHandle", 0x50025}, {"SharedTextureMemoryD3D11Texture2D", 0x50026},
+    {"SharedTextureMemoryIOSurface", 0x50027}, {"SharedTextureMemoryEGLImage", 0x50028},
+    {"SharedFenceVkSemaphoreOpaqueFD", 0x50029}, {"SharedFenceSyncFD", 0x5002a},
+    {"SharedFenceVkSemaphoreZirconHandle", 0x5002b}, {"SharedFenceDXGISharedHandle", 0x5002c},
+    {"SharedFenceMTLSharedEvent", 0x5002d}, {"SharedBufferMemoryD3D12Resource", 0x5002e}, {"StaticSamplers", 0x5002f},
+    {"YCbCrVulkanSamplers", 0x50030}, {"ShaderModuleCompilationOptions", 0x50031},
+    {"DawnLoadResolveTexture", 0x50032}, {"DawnPartialLoadResolveTexture", 0x50033}, {"MultiDrawIndirect", 0x50034},
+    {"DawnTexelCopyBufferRowAlignment", 0x50035}, {"FlexibleTextureViews", 0x50036},
+    {"ChromiumExperimentalSubgroupMatrix", 0x50037}, {"SharedFenceEGLSync", 0x50038},
+    {"DawnDeviceAllocatorControl", 0x50039}, {"TextureFormatsTier1", 0x5003a},
+};
+static const tz_wgpu_named features_node[] = {
+    {"CoreFeaturesAndLimits", 0x1}, {"DepthClipControl", 0x2}, {"Depth32FloatStencil8", 0x3},
+    {"TextureCompressionBC", 0x4}, {"TextureCompressionBCSliced3D", 0x5}, {"TextureCompressionETC2", 0x6},
+    {"TextureCompressionASTC", 0x7}, {"TextureCompressionASTCSliced3D", 0x8}, {"TimestampQuery", 0x9},
+    {"IndirectFirstInstance", 0xa}, {"ShaderF16", 0xb}, {"RG11B10UfloatRenderable", 0xc}, {"BGRA8UnormStorage", 0xd},
+    {"Float32Filterable", 0xe}, {"Float32Blendable", 0xf}, {"ClipDistances", 0x10}, {"DualSourceBlending", 0x11},
+    {"Subgroups", 0x12}, {"TextureFormatsTier1", 0x13}, {"TextureFormatsTier2", 0x14}, {"PrimitiveIndex", 0x15},
+    {"TextureComponentSwizzle", 0x16}, {"SubgroupSizeControl", 0x17}, {"DawnInternalUsages", 0x50000},
+    {"DawnMultiPlanarFormats", 0x50001}, {"DawnNative", 0x50002},
+    {"ChromiumExperimentalTimestampQueryInsidePasses", 0x50003}, {"ImplicitDeviceSynchronization", 0x50004},
+    {"TransientAttachments", 0x50006}, {"MSAARenderToSingleSampled", 0x50007}, {"D3D11MultithreadProtected", 0x50008},
+    {"ANGLETextureSharing", 0x50009}, {"PixelLocalStorageCoherent", 0x5000a},
+    {"PixelLocalStorageNonCoherent", 0x5000b}, {"Unorm16TextureFormats", 0x5000c},
+    {"MultiPlanarFormatExtendedUsages", 0x5000d}, {"MultiPlanarFormatP010", 0x5000e}, {"HostMappedPointer", 0x5000f},
+    {"MultiPlanarRenderTargets", 0x50010}, {"MultiPlanarFormatNv12a", 0x50011}, {"FramebufferFetch", 0x50012},
+    {"BufferMapExtendedUsages", 0x50013}, {"AdapterPropertiesMemoryHeaps", 0x50014},
+    {"AdapterPropertiesD3D", 0x50015}, {"AdapterPropertiesVk", 0x50016}, {"DawnFormatCapabilities", 0x50017},
+    {"DawnDrmFormatCapabilities", 0x50018}, {"MultiPlanarFormatNv16", 0x50019}, {"MultiPlanarFormatNv24", 0x5001a},
+    {"MultiPlanarFormatP210", 0x5001b}, {"MultiPlanarFormatP410", 0x5001c},
+    {"SharedTextureMemoryVkDedicatedAllocation", 0x5001d}, {"SharedTextureMemoryAHardwareBuffer", 0x5001e},
+    {"SharedTextureMemoryDmaBuf", 0x5001f}, {"SharedTextureMemoryOpaqueFD", 0x50020},
+    {"SharedTextureMemoryZirconHandle", 0x50021}, {"SharedTextureMemoryDXGISharedHandle", 0x50022},
+    {"SharedTextureMemoryD3D11Texture2D", 0x50023}, {"SharedTextureMemoryIOSurface", 0x50024},
+    {"SharedTextureMemoryEGLImage", 0x50025}, {"SharedFenceVkSemaphoreOpaqueFD", 0x50026},
+    {"SharedFenceSyncFD", 0x50027}, {"SharedFenceVkSemaphoreZirconHandle", 0x50028},
+    {"SharedFenceDXGISharedHandle", 0x50029}, {"SharedFenceMTLSharedEvent", 0x5002a},
+    {"SharedBufferMemoryD3D12Resource", 0x5002b}, {"StaticSamplers", 0x5002c}, {"YCbCrVulkanSamplers", 0x5002d},
+    {"ShaderModuleCompilationOptions", 0x5002e}, {"DawnLoadResolveTexture", 0x5002f},
+    {"DawnPartialLoadResolveTexture", 0x50030}, {"MultiDrawIndirect", 0x50031},
+    {"DawnTexelCopyBufferRowAlignment", 0x50032}, {"FlexibleTextureViews", 0x50033},
+    {"ChromiumExperimentalSubgroupMatrix", 0x50034}, {"SharedFenceEGLSync", 0x50035},
+    {"DawnDeviceAllocatorControl", 0x50036}, {"AdapterPropertiesWGPU", 0x50037},
+    {"SharedBufferMemoryFromWindowsHandle", 0x50038}, {"SharedTextureMemoryD3D12Resource", 0x50039},
+    {"ChromiumExperimentalSamplingResourceTable", 0x5003a}, {"AtomicVec2uMinMax", 0x5003b},
+    {"Unorm16FormatsForExternalTexture", 0x5003c}, {"OpaqueYCbCrAndroidForExternalTexture", 0x5003d},
+    {"Unorm16Filterable", 0x5003e}, {"RenderPassRenderArea", 0x5003f}, {"AdapterPropertiesDrm", 0x50040},
+    {"TextureCompressionUnaligned", 0x50041}, {"DawnAllowUndefinedLoadStoreOp", 0x50042},
+    {"BufferMapWriteExtendedUsages", 0x50043},
+};
+#define N_OF(a) (sizeof a / sizeof a[0])
+
 /* Feature numbers of each build (tests/test_webgpu_abi.c checks them against the facts). */
 const tz_wgpu_abi_t tz_wgpu_abi_bun = {
     "bun", "bun-webgpu-linux-x64@0.1.7 libwebgpu_wrapper.so, Dawn 7adb0440d5 (2025-06)",
-    0x3, 0xa, 0x11, 0x50037, sizeof(WGPUSubgroupMatrixConfigBun)};
+    0x3, 0xa, 0x11, 0x50037, sizeof(WGPUSubgroupMatrixConfigBun), features_bun, N_OF(features_bun)};
 const tz_wgpu_abi_t tz_wgpu_abi_node = {
     "node", "webgpu@0.6.2 dawn.node, Dawn newer than 1e975e28f9 (2026-08-22)", 0x9, 0xb, 0x12,
-    0x50034, sizeof(WGPUSubgroupMatrixConfig)};
+    0x50034, sizeof(WGPUSubgroupMatrixConfig), features_node, N_OF(features_node)};
+
+const char *tz_wgpu_feature_name(uint32_t v) {
+  for (size_t i = 0; i < tz_wgpu_abi->n_feature_names; i++)
+    if (tz_wgpu_abi->feature_names[i].value == v) return tz_wgpu_abi->feature_names[i].name;
+  return NULL;
+}
 const tz_wgpu_abi_t *tz_wgpu_abi = &tz_wgpu_abi_bun;
 
 tz_wgpu_fns tz_wgpu;

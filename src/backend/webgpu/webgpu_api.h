@@ -565,6 +565,11 @@ typedef struct {
 } tz_wgpu_fns;
 extern tz_wgpu_fns tz_wgpu;
 
+/* A name of an enum value, as webgpu.h spells it without the type's prefix ("ShaderF16"). */
+typedef struct {
+  const char *name;
+  uint32_t value;
+} tz_wgpu_named;
 /* What differs between the two builds' ABIs (values checked by tests/test_webgpu_abi.c
  * against each build's facts). */
 typedef struct tz_wgpu_abi_t {
@@ -575,7 +580,13 @@ typedef struct tz_wgpu_abi_t {
   uint32_t FeatureName_Subgroups;
   uint32_t FeatureName_ChromiumExperimentalSubgroupMatrix;
   size_t SubgroupMatrixConfig_size; /* bytes per element of AdapterPropertiesSubgroupMatrixConfigs */
+  /* every WGPUFeatureName of the build, for `tezgah info` (the numbers differ between builds,
+   * so one list cannot name both); NULL, 0 in the browser's table */
+  const tz_wgpu_named *feature_names;
+  size_t n_feature_names;
 } tz_wgpu_abi_t;
+/* The loaded build's name of feature `v` ("ShaderF16"), or NULL where its list has none. */
+const char *tz_wgpu_feature_name(uint32_t v);
 extern const tz_wgpu_abi_t tz_wgpu_abi_bun, tz_wgpu_abi_node;
 #ifdef __wasm__
 /* The wasm build's table (wgpu_wasm.c): the browser's navigator.gpu through JavaScript imports. */

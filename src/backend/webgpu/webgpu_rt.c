@@ -638,16 +638,15 @@ int tz_webgpu_info(void) {
   printf("  backend: %s\n  subgroup size: %u..%u\n", api_name(c), c->info.subgroupMinSize, c->info.subgroupMaxSize);
   WGPUSupportedFeatures sf = {0, NULL};
   W.wgpuAdapterGetFeatures(c->adapter, &sf);
-  printf("  features (%zu):", sf.featureCount);
+  int col = printf("  features (%zu):", sf.featureCount);
   for (size_t i = 0; i < sf.featureCount; i++) {
-    uint32_t v = sf.features[i];
-    const char *n = v == WGPUFeatureName_ShaderF16                            ? "ShaderF16"
-                    : v == WGPUFeatureName_Subgroups                          ? "Subgroups"
-                    : v == WGPUFeatureName_TimestampQuery                     ? "TimestampQuery"
-                    : v == WGPUFeatureName_ChromiumExperimentalSubgroupMatrix ? "SubgroupMatrix"
-                                                                              : NULL;
-    if (n) printf(" %s", n);
-    else printf(" 0x%x", v);
+    /* by name from the loaded build's list; a number it lacks (another Dawn, under
+     * TEZGAH_WEBGPU_LIB) in hex; lines wrapped at 79 columns (26 names on lavapipe) */
+    char hex[16];
+    const char *n = tz_wgpu_feature_name(sf.features[i]);
+    if (!n) snprintf(hex, sizeof hex, "0x%x", sf.features[i]), n = hex;
+    if (col + 1 + (int)strlen(n) > 79) col = printf("\n   ") - 1;
+    col += printf(" %s", n);
   }
   printf("\n  ShaderF16: %s\n", c->has_f16 ? "yes" : "no");
   /* the subgroup-matrix configurations (element size per build: tz_wgpu_sgmat_config) */

@@ -138,7 +138,7 @@ TZ_WGPU_FUNCS(TZW_DECLARE)
 const tz_wgpu_abi_t tz_wgpu_abi_browser = {
     "browser", "the browser's navigator.gpu through JavaScript imports (web/wgpu_imports.mjs)",
     /* the numbers of bun's Dawn (any distinct values would do: only this file maps them) */
-    0x3, 0xa, 0x11, 0x50037, sizeof(WGPUSubgroupMatrixConfigBun)};
+    0x3, 0xa, 0x11, 0x50037, sizeof(WGPUSubgroupMatrixConfigBun), NULL, 0};
 
 static const char *feature_name(WGPUFeatureName f) {
   const tz_wgpu_abi_t *a = &tz_wgpu_abi_browser;
