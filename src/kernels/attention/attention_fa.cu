@@ -164,6 +164,65 @@ __device__ __forceinline__ uint32_t pack(float lo, float hi) {
   return *reinterpret_cast<uint32_t *>(&v);
 }
 
+/* ---- fragment helpers (mma.m16n8k16 register layouts) ---- */
+/* zero MT × N accumulator fragments (16 rows × 8 columns each) */
+template <int MT, int N> __device__ __forceinline__ void zero_frags(float (&x)[MT][N][4]) {
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+    for (int n = 0; n < N; n++) x[mt][n][0] = x[mt][n][1] = x[mt][n][2] = x[mt][n][3] = 0.0f;
+}
+/* The A fragment (16 rows × 16 columns, bf16) of accumulator columns [16·kk, 16·kk + 16):
+ * the C layout of two adjacent 8-column tiles is the A layout of one 16-column slice, so a
+ * product stays in registers as the next product's left operand (FlashAttention-2's P·V). */
+template <int N>
+__device__ __forceinline__ void frags_to_a(uint32_t (&a)[4], const float (&c)[N][4], int kk) {
+  a[0] = pack(c[2 * kk][0], c[2 * kk][1]);
+  a[1] = pack(c[2 * kk][2], c[2 * kk][3]);
+  a[2] = pack(c[2 * kk + 1][0], c[2 * kk + 1][1]);
+  a[3] = pack(c[2 * kk + 1][2], c[2 * kk + 1][3]);
+}
+/* acc[mt] (16 rows × HD) += a[mt] (16 × 16) · B, B = rows [r0, r0 + 16) × HD of a row-major
+ * shared tile Bs (row stride LD), read by ldmatrix.trans as the column-major B operand: O += P·V,
+ * dQ += dS·K. */
+template <int MT, int HD, int LD>
+__device__ __forceinline__ void mma_rows(float (&acc)[MT][HD / 8][4], const uint32_t (&a)[MT][4],
+                                         const bf16 *Bs, int r0, int lane) {
+#pragma unroll
+  for (int dn = 0; dn < HD / 16; dn++) {
+    uint32_t f[4];
+    ldsm4t(f, Bs + (r0 + (lane & 15)) * LD + dn * 16 + (lane >> 4) * 8);
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+      mma(acc[mt][2 * dn], a[mt], f[0], f[1]);
+      mma(acc[mt][2 * dn + 1], a[mt], f[2], f[3]);
+    }
+  }
+}
+/* Two products side by side over one 16-wide slice ks of the reduction (head_dim):
+ * c1[mt] += a1[mt]·B1ᵀ and c2[mt] += a2[mt]·B2ᵀ, B1 / B2 = N·8 rows of row-major shared tiles
+ * (row stride LD), columns [16·ks, 16·ks + 16), read by ldmatrix as the B operand (a row of the
+ * tile is a column of B): S = Q·Kᵀ with dP = dO·Vᵀ, and Sᵀ = K·Qᵀ with dPᵀ = V·dOᵀ. */
+template <int MT, int N, int LD>
+__device__ __forceinline__ void mma_cols2(float (&c1)[MT][N][4], float (&c2)[MT][N][4],
+                                          const uint32_t (&a1)[MT][4], const uint32_t (&a2)[MT][4],
+                                          const bf16 *B1, const bf16 *B2, int ks, int lane) {
+#pragma unroll
+  for (int np = 0; np < N / 2; np++) {
+    const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
+    uint32_t f1[4], f2[4];
+    ldsm4(f1, B1 + off);
+    ldsm4(f2, B2 + off);
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+      mma(c1[mt][2 * np], a1[mt], f1[0], f1[1]);
+      mma(c1[mt][2 * np + 1], a1[mt], f1[2], f1[3]);
+      mma(c2[mt][2 * np], a2[mt], f2[0], f2[1]);
+      mma(c2[mt][2 * np + 1], a2[mt], f2[2], f2[3]);
+    }
+  }
+}
+
 /* ---- tile helpers ---- */
 /* ROWS rows × HD columns from global (row r at src + r·stride, rows r0 + r ≥ T zero-filled)
  * into shared dst (row stride LD), by NT threads, 16 bytes each. Fully unrolled: thread t
@@ -256,10 +315,7 @@ __global__ void __launch_bounds__(NW * 32, (fwd_blocks<HD, MT>()))
   cp_commit();
 
   float o[MT][HD / 8][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-    for (int n = 0; n < HD / 8; n++) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.0f;
+  zero_frags(o);
   float m[MT][2], l[MT][2];
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) m[mt][0] = m[mt][1] = -INFINITY, l[mt][0] = l[mt][1] = 0.0f;
@@ -293,10 +349,7 @@ __global__ void __launch_bounds__(NW * 32, (fwd_blocks<HD, MT>()))
 
       /* S = Q·Kᵀ: 16·MT × BK per warp */
       float s[MT][BK / 8][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int n = 0; n < BK / 8; n++) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.0f;
+      zero_frags(s);
 #pragma unroll
       for (int ks = 0; ks < HD / 16; ks++) {
 #pragma unroll
@@ -353,22 +406,8 @@ __global__ void __launch_bounds__(NW * 32, (fwd_blocks<HD, MT>()))
       for (int kk = 0; kk < BK / 16; kk++) {
         uint32_t pa[MT][4];
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++) {
-          pa[mt][0] = pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-          pa[mt][1] = pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-          pa[mt][2] = pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-          pa[mt][3] = pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-        }
-#pragma unroll
-        for (int dp = 0; dp < HD / 16; dp++) {
-          uint32_t vf[4];
-          ldsm4t(vf, Vb + (kk * 16 + (lane & 15)) * LD + dp * 16 + (lane >> 4) * 8);
-#pragma unroll
-          for (int mt = 0; mt < MT; mt++) {
-            mma(o[mt][2 * dp], pa[mt], vf[0], vf[1]);
-            mma(o[mt][2 * dp + 1], pa[mt], vf[2], vf[3]);
-          }
-        }
+        for (int mt = 0; mt < MT; mt++) frags_to_a(pa[mt], s[mt], kk);
+        mma_rows<MT, HD, LD>(o, pa, Vb, kk * 16, lane);
       }
     }
     __syncthreads(); /* the next iteration's copy overwrites buffer buf ^ 1's partner */
@@ -504,12 +543,8 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT>()))
   cp_commit();
 
   float dka[MT][HD / 8][4], dva[MT][HD / 8][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-    for (int n = 0; n < HD / 8; n++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) dka[mt][n][e] = dva[mt][n][e] = 0.0f;
+  zero_frags(dka);
+  zero_frags(dva);
   const float sl2 = scale * LOG2E;
   const int wk0 = warp * WR;           /* the warp's first key row in the block */
   const int key0 = k0 + wk0 + gr;      /* this thread's keys: key0 + 16·mt (+ 8) */
@@ -554,12 +589,8 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT>()))
     } else {
       /* Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ: 16·MT keys × BQ queries per warp */
       float st[MT][BQ / 8][4], dpt[MT][BQ / 8][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int n = 0; n < BQ / 8; n++)
-#pragma unroll
-          for (int e = 0; e < 4; e++) st[mt][n][e] = dpt[mt][n][e] = 0.0f;
+      zero_frags(st);
+      zero_frags(dpt);
 #pragma unroll
       for (int ks = 0; ks < HD / 16; ks++) {
         uint32_t ka[MT][4], va[MT][4];
@@ -568,20 +599,7 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT>()))
           ldsm4(ka[mt], Kw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
           ldsm4(va[mt], Vw + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
         }
-#pragma unroll
-        for (int np = 0; np < BQ / 16; np++) {
-          const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
-          uint32_t qf[4], of[4];
-          ldsm4(qf, Qb + off);
-          ldsm4(of, Ob + off);
-#pragma unroll
-          for (int mt = 0; mt < MT; mt++) {
-            mma(st[mt][2 * np], ka[mt], qf[0], qf[1]);
-            mma(st[mt][2 * np + 1], ka[mt], qf[2], qf[3]);
-            mma(dpt[mt][2 * np], va[mt], of[0], of[1]);
-            mma(dpt[mt][2 * np + 1], va[mt], of[2], of[3]);
-          }
-        }
+        mma_cols2<MT, BQ / 8, LD>(st, dpt, ka, va, Qb, Ob, ks, lane);
       }
       /* Pᵀ = exp(Sᵀ·scale − lse) (0 where query < key or query ≥ T), dSᵀ = Pᵀ∘(dPᵀ − D) */
       const bool edge = qt0 < k0 + wk0 + WR || qt0 + BQ > T;
@@ -608,14 +626,8 @@ __global__ void __launch_bounds__(NW * 32, (dkdv_blocks<HD, MT>()))
         uint32_t pa[MT][4], da[MT][4];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
-          pa[mt][0] = pack(st[mt][2 * kk][0], st[mt][2 * kk][1]);
-          pa[mt][1] = pack(st[mt][2 * kk][2], st[mt][2 * kk][3]);
-          pa[mt][2] = pack(st[mt][2 * kk + 1][0], st[mt][2 * kk + 1][1]);
-          pa[mt][3] = pack(st[mt][2 * kk + 1][2], st[mt][2 * kk + 1][3]);
-          da[mt][0] = pack(dpt[mt][2 * kk][0], dpt[mt][2 * kk][1]);
-          da[mt][1] = pack(dpt[mt][2 * kk][2], dpt[mt][2 * kk][3]);
-          da[mt][2] = pack(dpt[mt][2 * kk + 1][0], dpt[mt][2 * kk + 1][1]);
-          da[mt][3] = pack(dpt[mt][2 * kk + 1][2], dpt[mt][2 * kk + 1][3]);
+          frags_to_a(pa[mt], st[mt], kk);
+          frags_to_a(da[mt], dpt[mt], kk);
           if constexpr (DSM == 2) {
             /* 16×16 = 4 matrices: (keys 0-7 | 8-15) × (queries 0-7 | 8-15); lane l addresses
              * row r = mt·16 + 8·((l / 8) % 2) + l % 8, chunk 2·kk + l / 16, at chunk
@@ -727,10 +739,7 @@ __global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, MT, BK>()))
     }
   const float sl2 = scale * LOG2E;
   float acc[MT][HD / 8][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-    for (int n = 0; n < HD / 8; n++) acc[mt][n][0] = acc[mt][n][1] = acc[mt][n][2] = acc[mt][n][3] = 0.0f;
+  zero_frags(acc);
   const bf16 *Qw = Qs + wr0 * LD, *Ow = Os + wr0 * LD;
   uint32_t qr[QREG ? MT : 1][QREG ? HD / 16 : 1][4], orr[QREG ? MT : 1][QREG ? HD / 16 : 1][4];
 
@@ -762,12 +771,8 @@ __global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, MT, BK>()))
 
       /* S = Q·Kᵀ, dP = dO·Vᵀ: 16·MT × BK per warp */
       float s[MT][BK / 8][4], dp[MT][BK / 8][4];
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int n = 0; n < BK / 8; n++)
-#pragma unroll
-          for (int e = 0; e < 4; e++) s[mt][n][e] = dp[mt][n][e] = 0.0f;
+      zero_frags(s);
+      zero_frags(dp);
 #pragma unroll
       for (int ks = 0; ks < HD / 16; ks++) {
         uint32_t qa[MT][4], oa[MT][4];
@@ -781,20 +786,7 @@ __global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, MT, BK>()))
             ldsm4(oa[mt], Ow + (mt * 16 + (lane & 15)) * LD + ks * 16 + (lane >> 4) * 8);
           }
         }
-#pragma unroll
-        for (int np = 0; np < BK / 16; np++) {
-          const int off = (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + ks * 16 + ((lane >> 3) & 1) * 8;
-          uint32_t kf[4], vf[4];
-          ldsm4(kf, Kb + off);
-          ldsm4(vf, Vb + off);
-#pragma unroll
-          for (int mt = 0; mt < MT; mt++) {
-            mma(s[mt][2 * np], qa[mt], kf[0], kf[1]);
-            mma(s[mt][2 * np + 1], qa[mt], kf[2], kf[3]);
-            mma(dp[mt][2 * np], oa[mt], vf[0], vf[1]);
-            mma(dp[mt][2 * np + 1], oa[mt], vf[2], vf[3]);
-          }
-        }
+        mma_cols2<MT, BK / 8, LD>(s, dp, qa, oa, Kb, Vb, ks, lane);
       }
       /* P = exp(S·scale − lse) (0 past the diagonal or T), dS = P∘(dP − D) */
       const bool edge = k0 + BK > q0 + wr0 || k0 + BK > T;
@@ -815,22 +807,8 @@ __global__ void __launch_bounds__(NW * 32, (dq_blocks<HD, MT, BK>()))
       for (int kk = 0; kk < BK / 16; kk++) {
         uint32_t da[MT][4];
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++) {
-          da[mt][0] = pack(dp[mt][2 * kk][0], dp[mt][2 * kk][1]);
-          da[mt][1] = pack(dp[mt][2 * kk][2], dp[mt][2 * kk][3]);
-          da[mt][2] = pack(dp[mt][2 * kk + 1][0], dp[mt][2 * kk + 1][1]);
-          da[mt][3] = pack(dp[mt][2 * kk + 1][2], dp[mt][2 * kk + 1][3]);
-        }
-#pragma unroll
-        for (int dn = 0; dn < HD / 16; dn++) {
-          uint32_t kf[4];
-          ldsm4t(kf, Kb + (kk * 16 + (lane & 15)) * LD + dn * 16 + (lane >> 4) * 8);
-#pragma unroll
-          for (int mt = 0; mt < MT; mt++) {
-            mma(acc[mt][2 * dn], da[mt], kf[0], kf[1]);
-            mma(acc[mt][2 * dn + 1], da[mt], kf[2], kf[3]);
-          }
-        }
+        for (int mt = 0; mt < MT; mt++) frags_to_a(da[mt], dp[mt], kk);
+        mma_rows<MT, HD, LD>(acc, da, Kb, kk * 16, lane);
       }
     }
     __syncthreads();
@@ -901,10 +879,7 @@ __global__ void __launch_bounds__(NW * 32)
   load(0, 0);
   cp_commit();
   float acc[MT][HD / 8][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-    for (int n = 0; n < HD / 8; n++) acc[mt][n][0] = acc[mt][n][1] = acc[mt][n][2] = acc[mt][n][3] = 0.0f;
+  zero_frags(acc);
   const int wr0 = warp * WR;
   const int wlast = q0 + wr0 + WR - 1;
 
@@ -927,16 +902,7 @@ __global__ void __launch_bounds__(NW * 32)
         for (int mt = 0; mt < MT; mt++)
           ldsm4t(da[mt], Sb + (kk * 16 + (lane & 7) + ((lane >> 4) << 3)) * LDS + wr0 + mt * 16 +
                              ((lane >> 3) & 1) * 8);
-#pragma unroll
-        for (int dn = 0; dn < HD / 16; dn++) {
-          uint32_t kf[4];
-          ldsm4t(kf, Kb + (kk * 16 + (lane & 15)) * LD + dn * 16 + (lane >> 4) * 8);
-#pragma unroll
-          for (int mt = 0; mt < MT; mt++) {
-            mma(acc[mt][2 * dn], da[mt], kf[0], kf[1]);
-            mma(acc[mt][2 * dn + 1], da[mt], kf[2], kf[3]);
-          }
-        }
+        mma_rows<MT, HD, LD>(acc, da, Kb, kk * 16, lane);
       }
     }
     __syncthreads();
