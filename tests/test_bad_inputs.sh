@@ -212,6 +212,8 @@ resume-other-run    |otherrun: already holds another run (checkpoint.tzc); --res
 resume-empty        |--resume: '': no such run directory|"$bin" train --resume '' --steps 9
 resume-missing      |--resume: 'nosuch': no such run directory or checkpoint file|"$bin" train --resume nosuch --run-dir rx --steps 9
 resume-twice        |--resume: given twice ('nosuch', then 'good'); give the one run to continue|"$bin" train --resume nosuch --resume good --steps 9
+rundir-twice        |--run-dir: given twice ('rd_a', then 'rd_b'); give the one directory|"$bin" train --run-dir rd_a --run-dir rd_b --steps 1
+init-twice          |--init-from: given twice ('good', then 'nosuch'); give the one model to start from|"$bin" train --init-from good --init-from nosuch --steps 1
 resume-note-other   |otherrun: already holds another run|"$bin" train --resume good --run-dir otherrun --steps 99
 resume-note-locked  |good: another tezgah train is writing into this run directory|flock good "$bin" train --resume good --steps 99
 resume-note-shards  |sh_trunc.bin: --train-shards: xxh64 |"$bin" train --resume good --steps 99 --train-shards sh_trunc.bin

@@ -49,7 +49,8 @@ static const char *HELP =
     "                         a BPE is trained instead (an error)\n"
     "  --tokenizer-backend B  cpu (default) or webgpu: where the corpus's BPE is\n"
     "                         trained and the corpus encoded (identical result; CPU\n"
-    "                         with a notice without WebGPU)\n"
+    "                         with a notice without WebGPU); with --resume, where a\n"
+    "                         run's deleted shards are made again\n"
     "run:\n"
     "  --run-dir DIR          output directory (default runs/<date-time>); a link\n"
     "                         'latest' beside it (in DIR's parent) points to it:\n"
@@ -318,6 +319,7 @@ int tz_cmd_train(int argc, char **argv) {
   int given[O_HELP - 256 + 1] = {0}, typed[O_HELP - 256 + 1] = {0}, given_B = 0, given_T = 0, plot = 0, c, nproc = 1, run_dir_default = 0;
   char default_dir[64];
   const char *data_list = NULL; /* --data's values (given more than once: joined) */
+  int run_dir_seen = 0, init_seen = 0; /* --run-dir, --init-from: a second one is refused */
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":hB:T:", LONG, NULL)) != -1) {
@@ -338,14 +340,20 @@ int tz_cmd_train(int argc, char **argv) {
         o.tokenizer_backend = optarg;
         if (tz_tok_backend_check(optarg)) e = tz_err_prefix("--tokenizer-backend");
         break;
-      case O_RUNDIR: o.run_dir = optarg; break;
+      case O_RUNDIR: /* as --resume below: two values name two directories */
+        if (run_dir_seen) e = tz_err("--run-dir: given twice ('%s', then '%s'); give the one directory", o.run_dir, optarg);
+        o.run_dir = optarg, run_dir_seen = 1;
+        break;
       case O_RESUME:
         /* getopt lets a later value win, which for most flags is harmless; two --resume name two
          * runs, and the first was silently dropped: which one to continue is not guessed */
         if (o.resume) e = tz_err("--resume: given twice ('%s', then '%s'); give the one run to continue", o.resume, optarg);
         o.resume = optarg;
         break;
-      case O_INIT: o.init_from = optarg; break;
+      case O_INIT: /* two values name two models */
+        if (init_seen) e = tz_err("--init-from: given twice ('%s', then '%s'); give the one model to start from", o.init_from, optarg);
+        o.init_from = optarg, init_seen = 1;
+        break;
       case O_BACKEND: o.backend = optarg; break;
       case O_PRECISION:
         o.precision = optarg;
