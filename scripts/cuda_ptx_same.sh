@@ -2,7 +2,7 @@
 # Is a CUDA refactor the same machine code? Compiles FILE.cu as it is at git revision REV and
 # as it is in the working tree to PTX for each ARCH (default 90) and compares them after
 # renaming what changes between two compilations of the same code: the anonymous namespace's
-# per-file hash, virtual registers (numbered by first use in each function), branch labels and
+# per-file hash, virtual registers and branch labels (numbered by first use in each function) and
 # the .reg declarations. Equal PTX for an arch gives ptxas the same input, hence the same SASS.
 # Exit 0 if every arch is equal, 1 with a short diff otherwise. Needs nvcc (no GPU).
 #   scripts/cuda_ptx_same.sh REV src/kernels/attention/attention_fa.cu [80 89 90]
@@ -20,18 +20,22 @@ git -C "$root" archive "$rev" src include 2>/dev/null | tar -x -C "$tmp/old" ||
 norm() {
   python3 - "$1" <<'PY'
 import re, sys
-seen, count = {}, {}
+seen, count, labels = {}, {}, {}
 def reg(mo):
     k = mo.group(0)
     if k not in seen:
         t = mo.group(1); count[t] = count.get(t, 0) + 1; seen[k] = '%%%s_%d' % (t, count[t])
     return seen[k]
+def label(mo):
+    # numbered by first appearance in the function, as the registers are: a branch to another
+    # block than before stays a difference (one name for every label hid it)
+    return labels.setdefault(mo.group(0), '$L_%d' % len(labels))
 for line in open(sys.argv[1]):
-    if re.match(r'(\.visible )?(\.entry|\.func)', line): seen, count = {}, {}
+    if re.match(r'(\.visible )?(\.entry|\.func)', line): seen, count, labels = {}, {}, {}
     if re.match(r'\s*\.reg ', line): continue
     line = re.sub(r'_GLOBAL__N__[0-9a-f]+_', '_G_', line)
     line = re.sub(r'%(rd|rs|r|fd|f|p|hh|h)(\d+)', reg, line)
-    line = re.sub(r'\$L__BB\d+_\d+', '$L', line)
+    line = re.sub(r'\$L__BB\d+_\d+', label, line)
     sys.stdout.write(line)
 PY
 }
