@@ -1,6 +1,7 @@
 #include "core/fileio.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <glob.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -56,17 +57,25 @@ int tz_split_paths(const char *list, char ***out, size_t *n) {
   char **v = NULL;
   *n = 0;
   for (size_t i = 0, j; i < np; i = j + 1) {
-    /* the longest run of pieces i..j that names something as one entry, else piece i alone:
-     * a comma is part of a name only where that name is there (longest first: "a,b" before
-     * "a" where both exist; costs a stat per run, lists are short) */
-    char *item = NULL;
-    for (j = np - 1; j > i; j--) {
-      item = trimmed(list + at[i], at[j + 1] - 1 - at[i]);
-      if (*item && names_something(item)) break;
-      free(item);
-      item = NULL;
+    /* a comma separates, unless piece i alone names nothing and a run of pieces i..j, joined
+     * again, names something: then the run is one entry (the longest such run). The split is
+     * tried first so that a list whose pieces are there reads as those files even where a name
+     * with their commas exists too (a repeated --data a --data b.txt is "a,b.txt", never the
+     * file a,b.txt), and so that a list of existing paths costs one check an entry. A run
+     * longer than PATH_MAX names nothing, which bounds the search for a missing piece. */
+    char *item = trimmed(list + at[i], at[i + 1] - 1 - at[i]);
+    j = i;
+    if (*item && !names_something(item)) {
+      for (size_t jj = i + 1; jj < np && at[jj + 1] - 1 - at[i] <= PATH_MAX; jj++) {
+        char *run = trimmed(list + at[i], at[jj + 1] - 1 - at[i]);
+        if (names_something(run)) {
+          free(item);
+          item = run, j = jj;
+        } else {
+          free(run);
+        }
+      }
     }
-    if (!item) item = trimmed(list + at[i], at[i + 1] - 1 - at[i]), j = i;
     if (!*item) {
       free(item);
       continue;

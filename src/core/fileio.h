@@ -46,9 +46,10 @@ int tz_write_file_atomic(const char *path, const void *data, size_t n);
 /* The entries of a comma-separated list of paths and patterns (not expanded), the spaces
  * around each dropped, empty ones left out: a malloc'ed array of malloc'ed strings (free with
  * tz_paths_free), *n >= 0; returns 0. A comma splits the list except inside a name that is
- * there: a run of entries that, joined again with their commas, is an existing path (or a
- * pattern matching one) is one entry, the longest such run taken ("data/a,b.txt,c.txt" is two
- * files where data/a,b.txt exists). */
+ * there: where an entry alone names nothing, the longest run of entries from it that, joined
+ * again with their commas, is an existing path (or a pattern matching one) is one entry
+ * ("data/a,b.txt,c.txt" is two files where data/a,b.txt exists and data/a does not). The split
+ * wins where both readings name files. */
 int tz_split_paths(const char *list, char ***out, size_t *n);
 /* Expand a comma-separated list of paths and glob(3) patterns (tz_split_paths's entries;
  * sorted matches; a plain path is kept as given, missing or not) into a malloc'ed array of
