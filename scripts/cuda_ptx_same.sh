@@ -3,7 +3,9 @@
 # as it is in the working tree to PTX for each ARCH (default 90) and compares them after
 # renaming what changes between two compilations of the same code: the anonymous namespace's
 # per-file hash, virtual registers and branch labels (numbered by first use in each function) and
-# the .reg declarations. Equal PTX for an arch gives ptxas the same input, hence the same SASS.
+# the .reg declarations. Equal PTX for an arch means the same instructions in the same order on
+# the same operands up to their names: the same program for ptxas (whose register allocation may
+# still differ by names; compare `cuobjdump -sass` of -cubin builds where that tool is installed).
 # Exit 0 if every arch is equal, 1 with a short diff otherwise. Needs nvcc (no GPU).
 #   scripts/cuda_ptx_same.sh REV src/kernels/attention/attention_fa.cu [80 89 90]
 set -euo pipefail

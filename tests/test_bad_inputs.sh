@@ -219,7 +219,7 @@ resume-note-locked  |good: another tezgah train is writing into this run directo
 resume-note-shards  |sh_trunc.bin: --train-shards: xxh64 |"$bin" train --resume good --steps 99 --train-shards sh_trunc.bin
 resume-note-backend |otherrun: already holds another run|"$bin" train --resume ck_cuda.tzc --run-dir otherrun --steps 99
 keep-best-note      |good: already holds a run (checkpoint.tzc)|"$bin" train --data corpus.txt --vocab-size 300 --keep-best --val-every 0 --run-dir good
-resume-file         |--resume: good/checkpoint.tzc is a file; give the run directory that holds it (good), or --run-dir for the continued run|"$bin" train --resume good/checkpoint.tzc --steps 99
+resume-file         |--resume: 'good/checkpoint.tzc' is a file; give the run directory that holds it (good), or --run-dir for the continued run|"$bin" train --resume good/checkpoint.tzc --steps 99
 keep-best-no-val    |--keep-best: no validation data (give --val-shards with --train-shards)|"$bin" train --train-shards sh_good.bin --vocab-size 300 --keep-best --run-dir r1 --quiet
 shard-no-match      |nothing*.bin: no files match|"$bin" train --train-shards 'nothing*.bin' --vocab-size 300 --run-dir r1 --quiet
 tok-duplicate-merge |tok_dupmerge.json: merges 0 and 1 both produce|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupmerge.json "${small[@]}" --steps 2 --run-dir r1

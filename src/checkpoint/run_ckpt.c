@@ -162,7 +162,7 @@ int tz_run_open_resume(const char *path_or_dir, int file_ok, tz_run_file *rf) {
      * checkpoint */
     tz_run_close(rf);
     char *cp = tz_strdup(path_or_dir);
-    tz_err("--resume: %s is a file; give the run directory that holds it (%s), or --run-dir for the continued run",
+    tz_err("--resume: '%s' is a file; give the run directory that holds it (%s), or --run-dir for the continued run",
            path_or_dir, dirname(cp));
     free(cp);
     return -1;

@@ -29,17 +29,17 @@ typedef struct {
 #define T(n, d, w) {n, "test", d, w}
 #define AB "A/B measurement: "
 static const env_var VARS[] = {
-    G("TEZGAH_DECODE_CHUNK", "32", "sample on a GPU: decoding steps per host round trip (0 or 1: one at a time)"),
+    G("TEZGAH_DECODE_CHUNK", "32", "sample --backend cuda: decoding steps per host round trip (0 or 1: one at a time)"),
     G("TEZGAH_DIST_TIMEOUT", "600", "seconds without step progress before a data-parallel rank ends the run (0: no watchdog)"),
     G("TEZGAH_GPT2_DIR", "searched", "directory with GPT-2's encoder.json and vocab.bpe (--tokenizer gpt2)"),
     G("TEZGAH_LOCAL_RANK", "unset", "this rank's index on its host (set by train --nproc)"),
     G("TEZGAH_LOSS_SCALE_GROWTH", "2000", "clean steps before the dynamic loss scale doubles"),
-    G("TEZGAH_MODULE_DIR", "installed", "folder of the modules loaded on first use (the MPI communicator)"),
+    G("TEZGAH_MODULE_DIR", "searched", "folder of the modules loaded on first use (the MPI communicator); default: beside the executable, then its install prefix"),
     G("TEZGAH_PROFILE", "unset", "1: time every op and print a per-op table (train --profile sets it)"),
     G("TEZGAH_QUICK_EXIT", "after cuda", "1: leave without the libraries' exit handlers after any command; 0: never "
                                          "(leak checkers); default: where a CUDA backend was made"),
     G("TEZGAH_RANK", "unset", "this process's rank in a data-parallel run (set by train --nproc)"),
-    G("TEZGAH_VERBOSE", "unset", "1: more diagnostics on stderr (CUDA device and kernel choices, NCCL version)"),
+    G("TEZGAH_VERBOSE", "unset", "1: more diagnostics on stderr (CUDA device and kernel choices); the NCCL version line where set at all"),
     G("TEZGAH_WORLD_SIZE", "unset", "number of data-parallel ranks (set by train --nproc)"),
 
     C("TEZGAH_CPU_ISA", "widest here", "the CPU GEMM's instruction set: avx512, avx2 or scalar"),
@@ -48,8 +48,9 @@ static const env_var VARS[] = {
 
     W("TEZGAH_NAPI_STUB", "built", "path of the N-API stub library that lets dawn.node load outside Node"),
     W("TEZGAH_WEBGPU_ABI_UNCHECKED", "0", "1: load a dawn.node other than the pinned build (ABI not checked)"),
-    W("TEZGAH_WEBGPU_ADAPTER_TOGGLES", "2 toggles", "comma-separated Dawn toggles for the adapter request, "
-                                                      "replacing vulkan_enable_f16_on_nvidia,allow_unsafe_apis"),
+    W("TEZGAH_WEBGPU_ADAPTER_TOGGLES", "2 toggles", "comma-separated Dawn toggles for the adapter request (empty: "
+                                                      "none), replacing dawn.node's vulkan_enable_f16_on_nvidia,"
+                                                      "allow_unsafe_apis (bun's Dawn: none by default)"),
     W("TEZGAH_WEBGPU_ATTN", "auto", "fallback: the general attention kernels only; fast: a shape the flash kernels "
                                     "cannot take is an error (tests)"),
     W("TEZGAH_WEBGPU_ATTN_SGMAT", "auto", "subgroup-matrix attention: 0 off, 1 required, auto at head_dim 64 and 128"),
