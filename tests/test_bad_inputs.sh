@@ -222,6 +222,9 @@ keep-best-note      |good: already holds a run (checkpoint.tzc)|"$bin" train --d
 resume-file         |--resume: 'good/checkpoint.tzc' is a file; give the run directory that holds it (good), or --run-dir for the continued run|"$bin" train --resume good/checkpoint.tzc --steps 99
 keep-best-no-val    |--keep-best: no validation data (give --val-shards with --train-shards)|"$bin" train --train-shards sh_good.bin --vocab-size 300 --keep-best --run-dir r1 --quiet
 shard-no-match      |nothing*.bin: no files match|"$bin" train --train-shards 'nothing*.bin' --vocab-size 300 --run-dir r1 --quiet
+list-no-path        |--train-shards: ' , ' names no path (a comma-separated list of files or globs)|"$bin" train --train-shards ' , ' --vocab-size 300 --run-dir r1 --quiet
+data-no-path        |--data: ',' names no path (a comma-separated list of files or globs)|"$bin" train --data , --run-dir r1 --quiet
+eval-data-no-path   |--data: '' names no path (a comma-separated list of files or globs)|"$bin" eval good --data ''
 tok-duplicate-merge |tok_dupmerge.json: merges 0 and 1 both produce|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupmerge.json "${small[@]}" --steps 2 --run-dir r1
 tok-missing-merges  |tok_nomerges.json: token id 256 "th" is produced by no merge (missing merges: 0 merges for 300 tokens)|"$bin" train --train-shards sh_good.bin --tokenizer tok_nomerges.json "${small[@]}" --steps 2 --run-dir r1
 tok-merges-absent   |tok_mergesabsent.json: missing array "model.merges"|"$bin" train --train-shards sh_good.bin --tokenizer tok_mergesabsent.json "${small[@]}" --steps 2 --run-dir r1

@@ -111,14 +111,17 @@ int tz_cli_fail(void) {
   return 1;
 }
 
-void tz_arg_list_add(const char **list, const char *val) {
+int tz_arg_list_add(const char *flag, const char **list, const char *val) {
+  /* a value of commas and blanks alone names no path (it reached the reader as "no files
+   * given (empty list ',')", naming no option) */
+  if (!val[strspn(val, ", ")]) return tz_err("%s: '%s' names no path (a comma-separated list of files or globs)", flag, val);
   /* every join kept in a static array (reachable, not a leak to valgrind): a command's options
    * point into them until it returns */
   static char **kept;
   static size_t n_kept;
   if (!*list) {
     *list = val;
-    return;
+    return 0;
   }
   size_t n = strlen(*list) + strlen(val) + 2;
   char *j = tz_malloc(n);
@@ -126,4 +129,5 @@ void tz_arg_list_add(const char **list, const char *val) {
   kept = tz_realloc(kept, (n_kept + 1) * sizeof *kept);
   kept[n_kept++] = j;
   *list = j;
+  return 0;
 }

@@ -29,8 +29,9 @@ int tz_arg_bad(const char *cmd, const struct option *longopts, int argc, char **
  * joined with ',' ("--data a.txt --data b.txt" is "a.txt,b.txt"), which tz_split_paths
  * (core/fileio.h) splits again (where "a" and "b.txt" exist, as those two even where a file
  * "a,b.txt" exists too: the split wins). The first
- * value is kept as given; the joins live until the process ends. */
-void tz_arg_list_add(const char **list, const char *val);
+ * value is kept as given; the joins live until the process ends. A value of commas and blanks
+ * alone is refused naming flag: -1 (tz_err), else 0. */
+int tz_arg_list_add(const char *flag, const char **list, const char *val);
 /* Print "tezgah: error: <tz_last_error()>" to stderr; returns 1 (the exit code). */
 int tz_cli_fail(void);
 

@@ -161,7 +161,7 @@ int tz_cmd_eval(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, ":hB:T:", LONG, NULL)) != -1) {
     int e = 0;
     switch (c) {
-      case 'd': tz_arg_list_add(&data, optarg); break;
+      case 'd': e = tz_arg_list_add("--data", &data, optarg); break;
       case 'n': e = tz_arg_int("--batches", optarg, 1, 1 << 30, &batches); break;
       case 'B': e = tz_arg_int("--batch-size", optarg, 1, 1 << 20, &B); break;
       case 'T': e = tz_arg_int("--seq-len", optarg, 1, 1 << 20, &T); break;

@@ -327,15 +327,15 @@ int tz_cmd_train(int argc, char **argv) {
     int e = 0, arch;
     if (c >= 256) given[c - 256] = typed[c - 256] = 1;
     switch (c) {
-      case O_DATA: tz_arg_list_add(&data_list, optarg), o.data = data_list; break;
+      case O_DATA: e = tz_arg_list_add("--data", &data_list, optarg), o.data = data_list; break;
       case O_VOCAB:
         e = tz_arg_int_why("--vocab-size", optarg, TZ_PREP_VOCAB_MIN, TZ_PREP_VOCAB_MAX, TZ_PREP_VOCAB_WHY, &o.vocab_size);
         break;
       case O_VALFRAC:
         e = tz_arg_float("--val-fraction", optarg, TZ_VAL_FRACTION_MIN, TZ_VAL_FRACTION_MAX, &o.val_fraction);
         break;
-      case O_TSHARDS: tz_arg_list_add(&o.train_shards, optarg); break;
-      case O_VSHARDS: tz_arg_list_add(&o.val_shards, optarg); break;
+      case O_TSHARDS: e = tz_arg_list_add("--train-shards", &o.train_shards, optarg); break;
+      case O_VSHARDS: e = tz_arg_list_add("--val-shards", &o.val_shards, optarg); break;
       case O_TOKENIZER: o.tokenizer = optarg; break;
       case O_TOKBACKEND:
         o.tokenizer_backend = optarg;
