@@ -142,6 +142,11 @@ static void constants_of(const char *which, const tz_wgpu_abi_t *table) {
   for (const char *p = facts; (p = strstr(p, "\nconst WGPUFeatureName_")); p++) in_facts++;
   if (in_facts != table->n_feature_names)
     print_error("[%s] %zu feature names, the facts %zu\n", which, table->n_feature_names, in_facts), fail();
+  /* with the count equal, a name listed twice would hide one missing: each once */
+  for (size_t i = 0; i < table->n_feature_names; i++)
+    for (size_t j = i + 1; j < table->n_feature_names; j++)
+      if (!strcmp(table->feature_names[i].name, table->feature_names[j].name))
+        print_error("[%s] feature %s listed twice\n", which, table->feature_names[i].name), fail();
   /* the element size of the subgroup-matrix configuration list */
   n += check_struct("WGPUSubgroupMatrixConfig", table->SubgroupMatrixConfig_size, 4);
   assert_non_null(line_of("sizeof(enum) = 4"));
