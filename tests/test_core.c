@@ -1,5 +1,6 @@
 /* Core helpers: RNG determinism and distribution, atomic file writes, the GPU backends' shared
- * profile totals and table (backend.c), strict decimal numbers, the UTF-8 stream of sample. */
+ * profile totals and table (backend.c), strict decimal numbers, the UTF-8 stream of sample, path
+ * lists (tz_split_paths, tz_expand_paths). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +131,46 @@ static void test_split_paths(void **state) {
   assert_int_equal(n, big);
   tz_paths_free(v, n);
   free(list);
+  assert_int_equal(chdir(cwd), 0);
+  free(dir);
+}
+
+/* tz_expand_paths: an entry that exists as given is that file even with glob characters in its
+ * name ("a[1].txt" read as the pattern a1.txt: no match, or silently the other file a1.txt);
+ * only an entry that is not there is a pattern ("b[1].txt", missing, matches b1.txt; "c[1].txt"
+ * matches nothing). A comma and glob characters together: "k[0],z.txt" exists, one entry. */
+static void test_expand_paths_literal(void **state) {
+  (void)state;
+  char *dir = tz_test_tmpdir("core_expand_literal");
+  const char *files[] = {"a[1].txt", "a1.txt", "b1.txt", "k[0],z.txt"};
+  for (size_t i = 0; i < 4; i++) {
+    char *p = tz_path_join(dir, files[i]);
+    assert_int_equal(tz_write_file_atomic(p, "t", 1), 0);
+    free(p);
+  }
+  char cwd[4096];
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  assert_int_equal(chdir(dir), 0);
+  const struct { const char *list; const char *want; } cases[] = {
+      {"a[1].txt", "a[1].txt"}, {"b[1].txt", "b1.txt"},         {"*1.txt", "a1.txt|b1.txt"},
+      {"a1.txt,a[1].txt", "a1.txt|a[1].txt"},                    {"k[0],z.txt", "k[0],z.txt"},
+      {"a[1].txt,k[0],z.txt", "a[1].txt|k[0],z.txt"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    char **v;
+    size_t n;
+    if (tz_expand_paths(cases[c].list, &v, &n)) fprintf(stderr, "list '%s': %s\n", cases[c].list, tz_errmsg());
+    assert_int_equal(tz_expand_paths(cases[c].list, &v, &n), 0);
+    char got[256] = "";
+    for (size_t i = 0; i < n; i++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? "|" : "", v[i]);
+    if (strcmp(got, cases[c].want)) fprintf(stderr, "list '%s': got '%s', want '%s'\n", cases[c].list, got, cases[c].want);
+    assert_string_equal(got, cases[c].want);
+    tz_paths_free(v, n);
+  }
+  char **v;
+  size_t n;
+  assert_int_equal(tz_expand_paths("c[1].txt", &v, &n), -1);
+  assert_string_equal(tz_errmsg(), "c[1].txt: no files match");
   assert_int_equal(chdir(cwd), 0);
   free(dir);
 }
@@ -332,7 +373,7 @@ static void test_utf8_stream(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_rng), cmocka_unit_test(test_rng_advance), cmocka_unit_test(test_atomic_write), cmocka_unit_test(test_path_join), cmocka_unit_test(test_split_paths),
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_rng), cmocka_unit_test(test_rng_advance), cmocka_unit_test(test_atomic_write), cmocka_unit_test(test_path_join), cmocka_unit_test(test_split_paths), cmocka_unit_test(test_expand_paths_literal),
                                      cmocka_unit_test(test_profile_totals), cmocka_unit_test(test_decimal), cmocka_unit_test(test_f32_str),
                                      cmocka_unit_test(test_utf8_stream)};
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -35,10 +35,14 @@ static char *trimmed(const char *s, size_t len) {
   return t;
 }
 
-/* Whether `item` names a file system entry: a plain path that exists, or a pattern that matches
- * at least one. */
+/* Whether `item` exists as given (a name may hold glob characters: "a[1].txt" is a file) */
+static int exists_literally(const char *item) { return access(item, F_OK) == 0; }
+
+/* Whether `item` names a file system entry: a path that exists as given (glob characters or
+ * not), or a pattern that matches at least one. */
 static int names_something(const char *item) {
-  if (!strpbrk(item, "*?[")) return access(item, F_OK) == 0;
+  if (exists_literally(item)) return 1;
+  if (!strpbrk(item, "*?[")) return 0;
   glob_t g = {0};
   int hit = glob(item, 0, NULL, &g) == 0 && g.gl_pathc > 0;
   globfree(&g);
@@ -99,7 +103,11 @@ int tz_expand_paths(const char *list, char ***out, size_t *n) {
     const char *item = items[it];
     glob_t g = {0};
     glob_errno = 0;
-    int plain = strpbrk(item, "*?[") == NULL, r = plain ? 0 : glob(item, GLOB_ERR, glob_error, &g);
+    /* a name that exists as given is that file, glob characters and all: "a[1].txt" was read
+     * as the pattern a1.txt (no match, or another file); only a name that is not there is
+     * expanded */
+    int plain = strpbrk(item, "*?[") == NULL || exists_literally(item);
+    int r = plain ? 0 : glob(item, GLOB_ERR, glob_error, &g);
     if (r == GLOB_ABORTED && (glob_errno == ENOENT || glob_errno == ENOTDIR)) r = GLOB_NOMATCH;
     if (r == GLOB_NOMATCH) rc = tz_err("%s: no files match", item);
     else if (r == GLOB_ABORTED && glob_errno)

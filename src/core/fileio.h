@@ -52,7 +52,9 @@ int tz_write_file_atomic(const char *path, const void *data, size_t n);
  * wins where both readings name files. */
 int tz_split_paths(const char *list, char ***out, size_t *n);
 /* Expand a comma-separated list of paths and glob(3) patterns (tz_split_paths's entries;
- * sorted matches; a plain path is kept as given, missing or not) into a malloc'ed array of
+ * sorted matches; a plain path is kept as given, missing or not; an entry that exists as
+ * given is that one path even with glob characters in its name, "a[1].txt", and only an entry
+ * that does not is expanded as a pattern) into a malloc'ed array of
  * malloc'ed strings; free with tz_paths_free. Errors: "<pattern>: no files match" (also for a pattern under a missing
  * directory), "<pattern>: cannot read directory D: <strerror>", "no files given (empty list
  * '...')". */
