@@ -5,7 +5,8 @@
 # "tezgah: error:" and containing the expected text (the file / field / value) -- also where a
 # note would precede the refusal had the run started (resume-note-*: --steps replacing the
 # run's total, another backend than the run's; train.c holds them until every check passed),
-# so those cases run without --quiet; no temporary
+# so those cases run without --quiet; a path option or positional given '' refused naming it
+# ("--run-dir: empty path"); no temporary
 # file and no new directory left anywhere in the scratch tree; the good checkpoint
 # byte-identical afterwards.
 # Usage (from ctest): bash test_bad_inputs.sh <tezgah-binary> <shared-dir> <scratch-dir>
@@ -209,7 +210,7 @@ eval-shard-vocab    |gpt2_val.bin: token id 50256 (at position 0; this shard's l
 eval-tok-vocab      |--tokenizer gpt2 gives token id 50256 for corpus.txt, outside the vocabulary of the model good/checkpoint.tzc (V=300): the tokenizer does not match the model; leave --tokenizer out (the model's own), or evaluate a model trained with this tokenizer|TEZGAH_GPT2_DIR="$shared/gpt2" "$bin" eval good --data corpus.txt --tokenizer gpt2
 shard-below-batch   |sh_small.bin: 10 tokens, corpus smaller than one batch (B*T+1 = 4*32+1 = 129 tokens); lower -B or -T (B*T at most 9) or give a larger shard|"$bin" train --train-shards sh_small.bin --vocab-size 300 -B 4 -T 32 --run-dir r1 --quiet
 resume-other-run    |otherrun: already holds another run (checkpoint.tzc); --resume good continues into a --run-dir without one (or --resume otherrun continues that run)|"$bin" train --resume good --run-dir otherrun --steps 99 --quiet
-resume-empty        |--resume: '': no such run directory|"$bin" train --resume '' --steps 9
+resume-empty        |--resume: empty path|"$bin" train --resume '' --steps 9
 resume-missing      |--resume: 'nosuch': no such run directory or checkpoint file|"$bin" train --resume nosuch --run-dir rx --steps 9
 resume-twice        |--resume: given twice ('nosuch', then 'good'); give the one run to continue|"$bin" train --resume nosuch --resume good --steps 9
 rundir-twice        |--run-dir: given twice ('rd_a', then 'rd_b'); give the one directory|"$bin" train --run-dir rd_a --run-dir rd_b --steps 1
@@ -335,6 +336,31 @@ sample-topp-zero    |--top-p: 0 is out of range|"$bin" sample good --top-p 0
 sample-temp-neg     |--temperature: -1 is out of range|"$bin" sample good --temperature -1
 prompt-too-long     |--prompt: |"$bin" sample good --prompt "$long_prompt"
 prompt-not-utf8     |--prompt: invalid UTF-8 at byte 2|"$bin" sample good --prompt $'ab\xff\xfe'
+empty-run-dir       |--run-dir: empty path|"$bin" train --data corpus.txt --run-dir ''
+empty-init-from     |--init-from: empty path|"$bin" train --init-from '' --data corpus.txt --run-dir r1
+empty-train-tok     |--tokenizer: empty path|"$bin" train --train-shards sh_good.bin --tokenizer '' --run-dir r1
+empty-convert-out   |--out: empty path|"$bin" convert --to hf good --out ''
+empty-convert-in    |convert: IN: empty path|"$bin" convert '' --out cx
+empty-convert-model |convert: MODEL: empty path|"$bin" convert --to llmc '' --out cx.bin
+empty-convert-tok   |--tokenizer: empty path|"$bin" convert --to hf good --out cx --tokenizer ''
+empty-tokenize-out  |--out: empty path|"$bin" tokenize --tokenizer good --in corpus.txt --out ''
+empty-tokenize-in   |--in: empty path|"$bin" tokenize --in '' --out t.bin
+empty-tokenize-tok  |--tokenizer: empty path|"$bin" tokenize --tokenizer '' --in corpus.txt --out t.bin
+empty-toktrain-out  |--out: empty path|"$bin" tokenizer train --in corpus.txt --out '' --vocab-size 300
+empty-toktrain-in   |--in: empty path|"$bin" tokenizer train --in '' --out t.json --vocab-size 300
+empty-encode-tok    |--tokenizer: empty path|"$bin" encode --tokenizer '' hi
+empty-decode-tok    |--tokenizer: empty path|"$bin" decode --tokenizer '' '[1]'
+empty-sample        |sample: RUN_DIR@BAR@CHECKPOINT@BAR@HF_DIR: empty path|"$bin" sample ''
+empty-sample-tok    |--tokenizer: empty path|"$bin" sample good --tokenizer ''
+empty-sample-prompts|--prompts: empty path|"$bin" sample good --prompts ''
+empty-eval          |eval: RUN_DIR@BAR@CHECKPOINT@BAR@HF_DIR: empty path|"$bin" eval '' --data corpus.txt
+empty-eval-json     |--json: empty path|"$bin" eval good --data corpus.txt --json ''
+empty-eval-tok      |--tokenizer: empty path|"$bin" eval good --data corpus.txt --tokenizer ''
+empty-info          |info: RUN_DIR@BAR@CHECKPOINT@BAR@HF_DIR: empty path|"$bin" info ''
+empty-logits        |logits: MODEL: empty path|"$bin" logits '' --ids 1
+empty-logits-out    |--out: empty path|"$bin" logits good --ids 1 --out ''
+empty-plot          |plot: RUN_DIR@BAR@METRICS.jsonl: empty path|"$bin" plot ''
+empty-plot-out      |--out: empty path|"$bin" plot good --out ''
 outdir-not-dir      |afile/run: |"$bin" train --data corpus.txt --vocab-size 300 --run-dir afile/run --quiet
 outdir-unwritable   |ROFS|"$bin" train --data corpus.txt --vocab-size 300 "${small[@]}" --run-dir "$ro_dir/run"
 EOF

@@ -111,6 +111,12 @@ int tz_cli_fail(void) {
   return 1;
 }
 
+int tz_arg_path(const char *what, const char *val) {
+  /* '' reached the readers and writers as a path and came back as ": No such file or
+   * directory", naming nothing, some of them after the whole work (convert --to hf --out '') */
+  return val && !*val ? tz_err("%s: empty path", what) : 0;
+}
+
 int tz_arg_list_add(const char *flag, const char **list, const char *val) {
   /* a value of commas and blanks alone names no path (it reached the reader as "no files
    * given (empty list ',')", naming no option) */

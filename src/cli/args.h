@@ -32,6 +32,11 @@ int tz_arg_bad(const char *cmd, const struct option *longopts, int argc, char **
  * value is kept as given; the joins live until the process ends. A value of commas and blanks
  * alone is refused naming flag: -1 (tz_err), else 0. */
 int tz_arg_list_add(const char *flag, const char **list, const char *val);
+/* A path value (an option's or a positional's) must name something: '' is refused at parse
+ * time as "<what>: empty path" (what: "--run-dir", or the command and the positional's name,
+ * "eval: RUN_DIR|CHECKPOINT|HF_DIR"): -1 (tz_err), else 0. Values where '' means something
+ * (sample --prompt '', encode '') do not call it. */
+int tz_arg_path(const char *what, const char *val);
 /* Print "tezgah: error: <tz_last_error()>" to stderr; returns 1 (the exit code). */
 int tz_cli_fail(void);
 

@@ -89,8 +89,14 @@ int tz_cmd_convert(int argc, char **argv) {
     switch (c) {
       case 'f': from = optarg; break;
       case 't': to = optarg; break;
-      case 'o': out = optarg; break;
-      case 'z': tokp = optarg; break;
+      case 'o':
+        out = optarg;
+        if (tz_arg_path("--out", optarg)) return tz_cli_fail();
+        break;
+      case 'z':
+        tokp = optarg;
+        if (tz_arg_path("--tokenizer", optarg)) return tz_cli_fail();
+        break;
       case 'H': bf16 = 1; break;
       case 'h': fputs(HELP, stdout); return 0;
       case ':': tz_arg_bad("convert", LONG, argc, argv, optind, 0, 1); return tz_cli_fail();
@@ -106,6 +112,7 @@ int tz_cmd_convert(int argc, char **argv) {
     tz_err("convert: give an input and --out (see tezgah convert --help)");
     return tz_cli_fail();
   }
+  if (tz_arg_path(to ? "convert: MODEL" : "convert: IN", in)) return tz_cli_fail();
   if (from && strcmp(from, "llama2c") && strcmp(from, "llmc") && strcmp(from, "hf")) {
     tz_err("--from: '%s' is not llama2c, llmc or hf", from);
     return tz_cli_fail();

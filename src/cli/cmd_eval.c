@@ -166,7 +166,7 @@ int tz_cmd_eval(int argc, char **argv) {
       case 'n': e = tz_arg_int("--batches", optarg, 1, 1 << 30, &batches); break;
       case 'B': e = tz_arg_int("--batch-size", optarg, 1, 1 << 20, &B); break;
       case 'T': e = tz_arg_int("--seq-len", optarg, 1, 1 << 20, &T); break;
-      case 'J': json = optarg; break;
+      case 'J': json = optarg, e = tz_arg_path("--json", optarg); break;
       case 'b': backend = optarg; break;
       case 'r':
         precision = optarg;
@@ -175,7 +175,7 @@ int tz_cmd_eval(int argc, char **argv) {
           return tz_cli_fail();
         }
         break;
-      case 'z': tokp = optarg; break;
+      case 'z': tokp = optarg, e = tz_arg_path("--tokenizer", optarg); break;
       case 'q': quiet = 1; break;
       case 'j': e = tz_arg_int("--threads", optarg, 0, 1024, &threads); break;
       case 'h': fputs(HELP, stdout); return 0;
@@ -193,6 +193,7 @@ int tz_cmd_eval(int argc, char **argv) {
     tz_err("eval: give a run directory or checkpoint (see tezgah eval --help)");
     return tz_cli_fail();
   }
+  if (tz_arg_path("eval: RUN_DIR|CHECKPOINT|HF_DIR", model)) return tz_cli_fail();
   if (!data) {
     tz_err("eval: --data SHARDS is required");
     return tz_cli_fail();

@@ -167,6 +167,7 @@ int tz_cmd_info(int argc, char **argv) {
     tz_err("info: unexpected argument '%s' (see tezgah info --help)", argv[2]);
     return tz_cli_fail();
   }
+  if (argc == 2 && tz_arg_path("info: RUN_DIR|CHECKPOINT|HF_DIR", argv[1])) return tz_cli_fail();
   if (argc == 2) return info_run(argv[1]);
   /* the backends compiled in (WebGPU always is: Dawn is loaded at run time) */
   const char *backends = "cpu, webgpu, " TZ_HELP_CUDA; /* as tezgah --help says it */

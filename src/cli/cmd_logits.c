@@ -35,7 +35,10 @@ int tz_cmd_logits(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
     switch (c) {
       case 'i': ids_s = optarg; break;
-      case 'o': out = optarg; break;
+      case 'o':
+        out = optarg;
+        if (tz_arg_path("--out", optarg)) return tz_cli_fail();
+        break;
       case 'j':
         if (tz_arg_int("--threads", optarg, 0, 1024, &threads)) return tz_cli_fail();
         break;
@@ -53,6 +56,7 @@ int tz_cmd_logits(int argc, char **argv) {
     tz_err("logits: give MODEL and --ids (see tezgah logits --help)");
     return tz_cli_fail();
   }
+  if (tz_arg_path("logits: MODEL", in)) return tz_cli_fail();
   /* `tezgah encode` prints the ids as a JSON array ("[1, 2]"): take that form too, brackets off */
   char *list = tz_malloc(strlen(ids_s) + 1);
   strcpy(list, ids_s);

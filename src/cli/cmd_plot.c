@@ -78,7 +78,10 @@ int tz_cmd_plot(int argc, char **argv) {
   optind = 1;
   while ((c = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
     switch (c) {
-      case 'o': out = optarg; break;
+      case 'o':
+        out = optarg;
+        if (tz_arg_path("--out", optarg)) return tz_cli_fail();
+        break;
       case 's':
         if (tz_arg_int("--smooth", optarg, 1, 1 << 30, &smooth)) return tz_cli_fail();
         break;
@@ -96,5 +99,6 @@ int tz_cmd_plot(int argc, char **argv) {
     tz_err("plot: give a run directory or a metrics.jsonl file (see tezgah plot --help)");
     return tz_cli_fail();
   }
+  if (tz_arg_path("plot: RUN_DIR|METRICS.jsonl", run)) return tz_cli_fail();
   return tz_plot_run(run, out, smooth, 0) ? tz_cli_fail() : 0;
 }

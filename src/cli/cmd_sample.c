@@ -76,10 +76,10 @@ int tz_cmd_sample(int argc, char **argv) {
           return tz_cli_fail();
         }
         break;
-      case 'z': o.tokenizer = optarg; break;
+      case 'z': o.tokenizer = optarg, e = tz_arg_path("--tokenizer", optarg); break;
       case 'B': e = tz_arg_int("--batch", optarg, 1, 1024, &o.batch); break;
       case 'E': o.ignore_eot = 1; break;
-      case 'F': o.prompts_file = optarg; break;
+      case 'F': o.prompts_file = optarg, e = tz_arg_path("--prompts", optarg); break;
       case 'S': o.stats = 1; break;
       case 'j': e = tz_arg_int("--threads", optarg, 0, 1024, &o.threads); break;
       case 'h': fputs(HELP, stdout); return 0;
@@ -89,6 +89,7 @@ int tz_cmd_sample(int argc, char **argv) {
     if (e) return tz_cli_fail();
   }
   if (optind < argc) o.model = argv[optind++];
+  if (tz_arg_path("sample: RUN_DIR|CHECKPOINT|HF_DIR", o.model)) return tz_cli_fail();
   if (optind < argc) {
     tz_err("sample: unexpected argument '%s' (see tezgah sample --help)", argv[optind]);
     return tz_cli_fail();

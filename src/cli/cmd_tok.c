@@ -105,9 +105,20 @@ static int parse(const char *cmd, const char *help, int mode, int argc, char **a
   while ((c = getopt_long(argc, argv, ":h", LONG, &li)) != -1) {
     int ok = 1;
     switch (c) {
-      case 'z': o->tokenizer = optarg; break;
-      case 'i': ok = mode == 't'; o->in = optarg; break;
-      case 'o': ok = mode == 't'; o->out = optarg; break;
+      case 'z':
+        o->tokenizer = optarg;
+        if (tz_arg_path("--tokenizer", optarg)) return -1;
+        break;
+      case 'i':
+        ok = mode == 't';
+        o->in = optarg;
+        if (ok && tz_arg_path("--in", optarg)) return -1;
+        break;
+      case 'o':
+        ok = mode == 't';
+        o->out = optarg;
+        if (ok && tz_arg_path("--out", optarg)) return -1;
+        break;
       case 'j':
         ok = mode != 'd';
         if (ok && tz_arg_int("--threads", optarg, 0, 1024, &o->threads)) return -1;
@@ -424,8 +435,14 @@ int tz_cmd_tokenizer(int argc, char **argv) {
   optind = 1;
   while ((c = getopt_long(argc, argv, ":h", LONG, NULL)) != -1) {
     switch (c) {
-      case 'i': in = optarg; break;
-      case 'o': out = optarg; break;
+      case 'i':
+        in = optarg;
+        if (tz_arg_path("--in", optarg)) return tz_cli_fail();
+        break;
+      case 'o':
+        out = optarg;
+        if (tz_arg_path("--out", optarg)) return tz_cli_fail();
+        break;
       case 'v':
         /* tz_tok_train's range; train's own --vocab-size stops at 65536 (its uint16 shards) */
         if (tz_arg_int_why("--vocab-size", optarg, 257, 1 << 24,

@@ -337,7 +337,7 @@ int tz_cmd_train(int argc, char **argv) {
         break;
       case O_TSHARDS: e = tz_arg_list_add("--train-shards", &o.train_shards, optarg); break;
       case O_VSHARDS: e = tz_arg_list_add("--val-shards", &o.val_shards, optarg); break;
-      case O_TOKENIZER: o.tokenizer = optarg; break;
+      case O_TOKENIZER: o.tokenizer = optarg, e = tz_arg_path("--tokenizer", optarg); break;
       case O_TOKBACKEND:
         o.tokenizer_backend = optarg;
         if (tz_tok_backend_check(optarg)) e = tz_err_prefix("--tokenizer-backend");
@@ -345,16 +345,19 @@ int tz_cmd_train(int argc, char **argv) {
       case O_RUNDIR: /* as --resume below: two values name two directories */
         if (run_dir_seen) e = tz_err("--run-dir: given twice ('%s', then '%s'); give the one directory", o.run_dir, optarg);
         o.run_dir = optarg, run_dir_seen = 1;
+        if (!e) e = tz_arg_path("--run-dir", optarg);
         break;
       case O_RESUME:
         /* getopt lets a later value win, which for most flags is harmless; two --resume name two
          * runs, and the first was silently dropped: which one to continue is not guessed */
         if (o.resume) e = tz_err("--resume: given twice ('%s', then '%s'); give the one run to continue", o.resume, optarg);
         o.resume = optarg;
+        if (!e) e = tz_arg_path("--resume", optarg);
         break;
       case O_INIT: /* two values name two models */
         if (init_seen) e = tz_err("--init-from: given twice ('%s', then '%s'); give the one model to start from", o.init_from, optarg);
         o.init_from = optarg, init_seen = 1;
+        if (!e) e = tz_arg_path("--init-from", optarg);
         break;
       case O_BACKEND: o.backend = optarg; break;
       case O_PRECISION:
