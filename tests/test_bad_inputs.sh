@@ -6,7 +6,8 @@
 # note would precede the refusal had the run started (resume-note-*: --steps replacing the
 # run's total, another backend than the run's; train.c holds them until every check passed),
 # so those cases run without --quiet; a path option or positional given '' refused naming it
-# ("--run-dir: empty path"); no temporary
+# ("--run-dir: empty path"), and an output that is one of the command's inputs refused before
+# any work, the input unchanged (same-*); no temporary
 # file and no new directory left anywhere in the scratch tree; the good checkpoint
 # byte-identical afterwards.
 # Usage (from ctest): bash test_bad_inputs.sh <tezgah-binary> <shared-dir> <scratch-dir>
@@ -130,6 +131,12 @@ head -c 3000 corpus.txt >corpus_small.txt
 printf 'hello there! hello there! hello there! hello there! ' >corpus_13tok.txt
 printf 'ab%.0s' {1..30} >corpus_1tok.txt
 touch afile
+# inputs that a command is asked to write over (same-*): each must be refused and left as it was
+cp corpus.txt same.txt && ln -s same.txt same_link.txt
+mkdir -p tokdir imp && cp "$tokjson" tokdir/tokenizer.json && cp "$tokjson" imp/tokenizer.json
+cp "$good" ck_same.tzc
+same_files=(same.txt tokdir/tokenizer.json imp/tokenizer.json ck_same.tzc)
+same_sums=$(sha256sum "${same_files[@]}")
 long_prompt=$(head -c 3000 corpus.txt)
 mkdir -p rodir
 if [[ $EUID == 0 ]] && mkdir -p ro_mnt && mount -t tmpfs -o size=64k,ro tmpfs ro_mnt 2>/dev/null; then
@@ -361,6 +368,16 @@ empty-logits        |logits: MODEL: empty path|"$bin" logits '' --ids 1
 empty-logits-out    |--out: empty path|"$bin" logits good --ids 1 --out ''
 empty-plot          |plot: RUN_DIR@BAR@METRICS.jsonl: empty path|"$bin" plot ''
 empty-plot-out      |--out: empty path|"$bin" plot good --out ''
+same-tokenize       |--out: 'same.txt' is the same file as --in 'same.txt', which this command reads|"$bin" tokenize --tokenizer good --in same.txt --out same.txt
+same-tokenize-tok   |--out: 'tokdir/tokenizer.json' is the same file as --tokenizer 'tokdir/tokenizer.json'|"$bin" tokenize --tokenizer tokdir --in corpus.txt --out tokdir/tokenizer.json
+same-toktrain       |--out: './same.txt' is the same file as --in 'same.txt'|"$bin" tokenizer train --in same.txt --out ./same.txt --vocab-size 300
+same-toktrain-link  |--out: 'same_link.txt' is the same file as --in 'same.txt'|"$bin" tokenizer train --in same.txt --out same_link.txt --vocab-size 300
+same-eval-json      |--json: 'same.txt' is the same file as --data 'same.txt'|"$bin" eval good --data same.txt --batches 1 --json same.txt
+same-eval-glob      |--json: 'same.txt' is the same file as --data 'same.txt'|"$bin" eval good --data 'corpus.txt,sam*.txt' --batches 1 --json same.txt
+same-eval-model     |--json: 'good/checkpoint.tzc' is the same file as the model 'good/checkpoint.tzc'|"$bin" eval good --data corpus.txt --batches 1 --json good/checkpoint.tzc
+same-eval-tok       |--json: 'tokdir/tokenizer.json' is the same file as --tokenizer 'tokdir/tokenizer.json'|"$bin" eval good --data corpus.txt --tokenizer tokdir/tokenizer.json --batches 1 --json tokdir/tokenizer.json
+same-logits-model   |--out: 'ck_same.tzc' is the same file as the model 'ck_same.tzc'|"$bin" logits ck_same.tzc --ids 1 --out ck_same.tzc
+same-convert-tok    |--out: 'imp/tokenizer.json' is the same file as --tokenizer 'imp/tokenizer.json'|"$bin" convert "$fixtures/hf_gpt2" --tokenizer imp/tokenizer.json --out imp
 outdir-not-dir      |afile/run: |"$bin" train --data corpus.txt --vocab-size 300 --run-dir afile/run --quiet
 outdir-unwritable   |ROFS|"$bin" train --data corpus.txt --vocab-size 300 "${small[@]}" --run-dir "$ro_dir/run"
 EOF
@@ -415,6 +432,7 @@ while IFS='|' read -r name want cmd; do
   run_case "$name" "$want" "$cmd"
 done <<<"$cases"
 echo "unwritable output directory simulated with: $ro_how"
+[[ $(sha256sum "${same_files[@]}") == "$same_sums" ]] || fail "same-*: an input given as the output changed: $(sha256sum "${same_files[@]}")"
 
 # A tokenizer of fewer tokens than the model's vocab_size is not an error (models padded past
 # their tokenizer, Hugging Face exports at 50304 or 32001 rows): sample leaves the ids without

@@ -1,6 +1,6 @@
 /* Core helpers: RNG determinism and distribution, atomic file writes, the GPU backends' shared
  * profile totals and table (backend.c), strict decimal numbers, the UTF-8 stream of sample, path
- * lists (tz_split_paths, tz_expand_paths). */
+ * lists (tz_split_paths, tz_expand_paths) and the output-is-an-input refusal (tz_out_not_input). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +171,46 @@ static void test_expand_paths_literal(void **state) {
   size_t n;
   assert_int_equal(tz_expand_paths("c[1].txt", &v, &n), -1);
   assert_string_equal(tz_errmsg(), "c[1].txt: no files match");
+  assert_int_equal(chdir(cwd), 0);
+  free(dir);
+}
+
+/* tz_same_file / tz_out_not_input / tz_out_not_in_list: an existing output that is an input
+ * (the same path, another spelling of it, a hard link, a listed or globbed input, a file of an
+ * input directory named in dir_files) is refused naming both; a missing output, another file,
+ * stdin ("-") and a NULL input are not. */
+static void test_out_not_input(void **state) {
+  (void)state;
+  char *dir = tz_test_tmpdir("core_out_in");
+  char cwd[4096];
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  assert_int_equal(chdir(dir), 0);
+  assert_int_equal(tz_write_file_atomic("in.txt", "t", 1), 0);
+  assert_int_equal(tz_write_file_atomic("other.txt", "t", 1), 0);
+  assert_int_equal(tz_mkdirs("run"), 0);
+  assert_int_equal(tz_write_file_atomic("run/checkpoint.tzc", "t", 1), 0);
+  assert_int_equal(link("in.txt", "hard.txt"), 0);
+  assert_int_equal(tz_same_file("in.txt", "./in.txt"), 1);
+  assert_int_equal(tz_same_file("in.txt", "hard.txt"), 1);
+  assert_int_equal(tz_same_file("in.txt", "other.txt"), 0);
+  assert_int_equal(tz_same_file("missing", "missing"), 0);
+  assert_int_equal(tz_out_not_input("--out", "./in.txt", "--in", "in.txt", NULL), -1);
+  assert_string_equal(tz_errmsg(), "--out: './in.txt' is the same file as --in 'in.txt', which this command reads: "
+                                   "give another path (writing it would replace the input)");
+  assert_int_equal(tz_out_not_input("--out", "hard.txt", "--in", "in.txt", NULL), -1);
+  assert_int_equal(tz_out_not_input("--out", "other.txt", "--in", "in.txt", NULL), 0);
+  assert_int_equal(tz_out_not_input("--out", "new.txt", "--in", "in.txt", NULL), 0);
+  assert_int_equal(tz_out_not_input("--out", "in.txt", "--in", "-", NULL), 0);
+  assert_int_equal(tz_out_not_input("--out", "in.txt", "--in", NULL, NULL), 0);
+  const char *const names[] = {"checkpoint.tzc", NULL};
+  assert_int_equal(tz_out_not_input("--json", "run/checkpoint.tzc", "the model", "run", names), -1);
+  assert_non_null(strstr(tz_errmsg(), "the model 'run/checkpoint.tzc'"));
+  assert_int_equal(tz_out_not_input("--json", "run/checkpoint.tzc", "the model", "run", NULL), 0);
+  assert_int_equal(tz_out_not_in_list("--json", "in.txt", "--data", "other.txt,i*.txt"), -1);
+  assert_string_equal(tz_errmsg(), "--json: 'in.txt' is the same file as --data 'in.txt', which this command reads: "
+                                   "give another path (writing it would replace the input)");
+  assert_int_equal(tz_out_not_in_list("--json", "in.txt", "--data", "other.txt"), 0);
+  assert_int_equal(tz_out_not_in_list("--json", "in.txt", "--data", "nomatch*.txt"), 0); /* the reader's error */
   assert_int_equal(chdir(cwd), 0);
   free(dir);
 }
@@ -374,6 +414,7 @@ static void test_utf8_stream(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_rng), cmocka_unit_test(test_rng_advance), cmocka_unit_test(test_atomic_write), cmocka_unit_test(test_path_join), cmocka_unit_test(test_split_paths), cmocka_unit_test(test_expand_paths_literal),
+                                     cmocka_unit_test(test_out_not_input),
                                      cmocka_unit_test(test_profile_totals), cmocka_unit_test(test_decimal), cmocka_unit_test(test_f32_str),
                                      cmocka_unit_test(test_utf8_stream)};
   return cmocka_run_group_tests(tests, NULL, NULL);

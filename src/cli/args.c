@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "checkpoint/run_ckpt.h"
 #include "core/decimal.h"
 #include "core/error.h"
 
@@ -116,6 +117,12 @@ int tz_arg_path(const char *what, const char *val) {
    * directory", naming nothing, some of them after the whole work (convert --to hf --out '') */
   return val && !*val ? tz_err("%s: empty path", what) : 0;
 }
+
+/* what a model directory is read from: a run (tz_run_open), a Hugging Face directory
+ * (tz_hf_load), a tokenizer directory (load_tok: tokenizer.json, tokenizer.bin) */
+const char *const TZ_MODEL_DIR_FILES[] = {TZ_CKPT_FILE, "config.json", "model.safetensors",
+                                          "model.safetensors.index.json", "tokenizer.json", "tokenizer.bin",
+                                          NULL};
 
 int tz_arg_list_add(const char *flag, const char **list, const char *val) {
   /* a value of commas and blanks alone names no path (it reached the reader as "no files

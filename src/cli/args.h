@@ -37,6 +37,9 @@ int tz_arg_list_add(const char *flag, const char **list, const char *val);
  * "eval: RUN_DIR|CHECKPOINT|HF_DIR"): -1 (tz_err), else 0. Values where '' means something
  * (sample --prompt '', encode '') do not call it. */
 int tz_arg_path(const char *what, const char *val);
+/* The files a command reads from a model directory (a run, a Hugging Face directory, a
+ * tokenizer directory), NULL-terminated: tz_out_not_input's dir_files for a model input. */
+extern const char *const TZ_MODEL_DIR_FILES[];
 /* Print "tezgah: error: <tz_last_error()>" to stderr; returns 1 (the exit code). */
 int tz_cli_fail(void);
 

@@ -185,6 +185,17 @@ int tz_cmd_convert(int argc, char **argv) {
   }
   /* import */
   if (not_importable(in, from)) goto out;
+  /* the import writes OUT/checkpoint.tzc (refused below where it exists) and the tokenizer
+   * beside it: neither may be a file it reads (--tokenizer OUT/tokenizer.bin) */
+  {
+    static const char *const written[] = {"tokenizer.json", "tokenizer.bin"};
+    for (int i = 0; i < 2; i++) {
+      char *w = tz_path_join(out, written[i]);
+      int bad = tz_out_not_input("--out", w, "--tokenizer", tokp, NULL) || tz_out_not_input("--out", w, "IN", in, NULL);
+      free(w);
+      if (bad) goto out;
+    }
+  }
   tz_config cfg;
   float *p;
   if ((from && !strcmp(from, "hf")) || (!from && tz_hf_is_dir(in))) {

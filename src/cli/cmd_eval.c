@@ -203,6 +203,12 @@ int tz_cmd_eval(int argc, char **argv) {
    * minutes of evaluation; renamed over FILE at the end */
   tz_afile jf = {0};
   int to_file = json && strcmp(json, "-");
+  /* nor may it name an input: the text or shards (eval --data a.txt --json a.txt replaced the
+   * corpus with the result), the model, the tokenizer */
+  if (to_file && (tz_out_not_in_list("--json", json, "--data", data) ||
+                  tz_out_not_input("--json", json, "the model", model, TZ_MODEL_DIR_FILES) ||
+                  tz_out_not_input("--json", json, "--tokenizer", tokp, TZ_MODEL_DIR_FILES)))
+    return tz_cli_fail();
   if (to_file && tz_afile_open(&jf, json)) return tz_cli_fail();
   tz_run_file rf;
   if (tz_run_open(model, &rf)) {

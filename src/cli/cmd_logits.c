@@ -56,7 +56,9 @@ int tz_cmd_logits(int argc, char **argv) {
     tz_err("logits: give MODEL and --ids (see tezgah logits --help)");
     return tz_cli_fail();
   }
-  if (tz_arg_path("logits: MODEL", in)) return tz_cli_fail();
+  /* the model is read, --out written: logits m.bin --out m.bin would replace the model */
+  if (tz_arg_path("logits: MODEL", in) || tz_out_not_input("--out", out, "the model", in, TZ_MODEL_DIR_FILES))
+    return tz_cli_fail();
   /* `tezgah encode` prints the ids as a JSON array ("[1, 2]"): take that form too, brackets off */
   char *list = tz_malloc(strlen(ids_s) + 1);
   strcpy(list, ids_s);

@@ -45,7 +45,9 @@ int tz_plot_run(const char *run, const char *out, int smooth, int quiet) {
     goto out;
   }
   if (!out) out = def_out = tz_path_join(dir, "loss.svg");
-  if (!tz_plot_check_ext(out) || tz_plot_read_metrics(metrics, &m)) goto out;
+  if (!tz_plot_check_ext(out) || tz_out_not_input("--out", out, "the metrics file", metrics, NULL) ||
+      tz_plot_read_metrics(metrics, &m))
+    goto out;
   /* the title names the run: the run directory's real name (runs/latest -> its target) */
   char real[PATH_MAX], title[PATH_MAX + 96];
   const char *name = realpath(dir, real) ? basename(real) : dir;

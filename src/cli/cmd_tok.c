@@ -179,6 +179,11 @@ int tz_cmd_tokenize(int argc, char **argv) {
     tz_err("tokenize: --in and --out are required (see tezgah tokenize --help)");
     return tz_cli_fail();
   }
+  /* --out naming an input would replace it with the shard (the corpus, or the tokenizer: a
+   * file, or a run's in its directory) */
+  if (tz_out_not_input("--out", o.out, "--in", o.in, NULL) ||
+      tz_out_not_input("--out", o.out, "--tokenizer", o.tokenizer, TZ_MODEL_DIR_FILES))
+    return tz_cli_fail();
   /* an unwritable --out fails now (its temporary name created and removed), not after the
    * encoding of a large text; tz_shard_write writes it atomically at the end */
   tz_afile probe;
@@ -471,6 +476,8 @@ int tz_cmd_tokenizer(int argc, char **argv) {
     tz_err("tokenizer train: --in and --out are required (see tezgah tokenizer --help)");
     return tz_cli_fail();
   }
+  /* the training text would become the tokenizer.json */
+  if (tz_out_not_input("--out", out, "--in", in, NULL)) return tz_cli_fail();
   if (threads > 0) omp_set_num_threads(threads);
   char *text;
   size_t n;

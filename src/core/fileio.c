@@ -130,6 +130,47 @@ int tz_expand_paths(const char *list, char ***out, size_t *n) {
   return 0;
 }
 
+int tz_same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* out against one input file: the refusal names both as given */
+static int out_is(const char *out_flag, const char *out, const char *in_what, const char *in) {
+  if (!tz_same_file(out, in)) return 0;
+  return tz_err("%s: '%s' is the same file as %s '%s', which this command reads: give another path (writing it "
+                "would replace the input)", out_flag, out, in_what, in);
+}
+
+int tz_out_not_input(const char *out_flag, const char *out, const char *in_what, const char *in,
+                     const char *const *dir_files) {
+  struct stat st;
+  /* a missing output replaces nothing; stdin ("-") is no file */
+  if (!out || !in || !strcmp(in, "-") || stat(out, &st) != 0) return 0;
+  if (out_is(out_flag, out, in_what, in)) return -1;
+  if (dir_files && stat(in, &st) == 0 && S_ISDIR(st.st_mode))
+    for (const char *const *f = dir_files; *f; f++) {
+      char *p = tz_path_join(in, *f);
+      int rc = out_is(out_flag, out, in_what, p);
+      free(p);
+      if (rc) return -1;
+    }
+  return 0;
+}
+
+int tz_out_not_in_list(const char *out_flag, const char *out, const char *in_what, const char *list) {
+  struct stat st;
+  if (!out || !list || stat(out, &st) != 0) return 0;
+  char **p;
+  size_t n;
+  int rc = 0;
+  /* a list that does not expand is its reader's error (said when the list is read) */
+  if (tz_expand_paths(list, &p, &n)) return 0;
+  for (size_t i = 0; i < n && !rc; i++) rc = out_is(out_flag, out, in_what, p[i]);
+  tz_paths_free(p, n);
+  return rc ? -1 : 0;
+}
+
 void tz_paths_free(char **paths, size_t n) {
   for (size_t i = 0; i < n; i++) free(paths[i]);
   free(paths);

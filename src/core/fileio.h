@@ -61,6 +61,22 @@ int tz_split_paths(const char *list, char ***out, size_t *n);
 int tz_expand_paths(const char *list, char ***out, size_t *n);
 void tz_paths_free(char **paths, size_t n);
 
+/* 1 when a and b both exist and are one file (st_dev and st_ino, symbolic links followed: a
+ * link to the input, or a hard link, is the input), else 0. */
+int tz_same_file(const char *a, const char *b);
+/* A command's output must not be one of its inputs (tokenize --in x.txt --out x.txt replaced
+ * the corpus by its shard): -1 (tz_err) when the existing file `out` (option out_flag) is the
+ * file `in` (named in_what: "--in", "the model"), "<out_flag>: '<out>' is the same file as
+ * <in_what> '<in>', which this command reads: ...". Where `in` is a directory, also each of
+ * dir_files (NULL-terminated names, or NULL) in it: the files the command reads from such a
+ * directory (a run's checkpoint.tzc). A missing `out` replaces nothing; in NULL or "-"
+ * (stdin): 0. Called before any long work and before the output's temporary file is made. */
+int tz_out_not_input(const char *out_flag, const char *out, const char *in_what, const char *in,
+                     const char *const *dir_files);
+/* tz_out_not_input for every file of a list option (tz_expand_paths); a list that does not
+ * expand is left to the command's reader (0 here). */
+int tz_out_not_in_list(const char *out_flag, const char *out, const char *in_what, const char *list);
+
 /* mkdir -p. Errors name the path. */
 int tz_mkdirs(const char *path);
 /* tz_mkdirs that also reports what it created: *top (if top is non-NULL) receives a malloc'ed
