@@ -47,6 +47,12 @@ for c in "${cmds[@]}"; do
   "$bin" help "$c" >h2.out 2>&1 || fail "help $c: exit $?"
   cmp -s h.out h2.out || fail "tezgah help $c differs from tezgah $c --help"
 done
+# help's own help is the top-level one (help help / help --help failed as "unknown command")
+"$bin" --help >top.out 2>/dev/null || fail "tezgah --help: exit $?"
+for h in help --help -h; do
+  "$bin" help "$h" >h.out 2>h.err </dev/null || fail "tezgah help $h: exit $?: $(cat h.err)"
+  cmp -s top.out h.out && [[ ! -s h.err ]] || fail "tezgah help $h differs from tezgah --help: $(head -3 h.out h.err)"
+done
 # The backends in the helps (top-level, train/sample/eval --backend) and info, in the same words:
 # cuda as this build has it, "cuda (not in this build)" in one without it, where `--backend
 # cuda` is refused as "built without CUDA" (the helps listed it as if it could be chosen)
@@ -415,7 +421,7 @@ usage_case "--ids: token id 99999999999 is out of range (max 299: the model's vo
 usage_case "--tokens: 99999999999999999999 is out of range [0, 16777216]" "$bin" sample myrun --tokens 99999999999999999999
 
 # ---- eval on text: same loss as on the tokenized shard; progress on stderr; --json - --------
-"$bin" tokenize --tokenizer myrun --in part_b.txt --out part_b.bin >/dev/null || fail "tokenize with the run's tokenizer"
+"$bin" tokenize --tokenizer myrun --in part_b.txt --out part_b.bin 2>tok_b.err || fail "tokenize with the run's tokenizer: $(cat tok_b.err)"
 "$bin" eval myrun --data part_b.txt -B 2 -T 32 --batches 20 >ev_text.out 2>ev_text.err || fail "eval on text: $(cat ev_text.err)"
 "$bin" eval myrun --data part_b.bin -B 2 -T 32 --batches 20 >ev_shard.out 2>/dev/null || fail "eval on the shard"
 lt=$(grep -o 'loss [0-9.]*' ev_text.out) ls=$(grep -o 'loss [0-9.]*' ev_shard.out)
