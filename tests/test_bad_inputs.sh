@@ -43,6 +43,7 @@ poke() { printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; } # f
 cp "$good" ck_magic.tzc && poke ck_magic.tzc 0 'XXXX'
 cp "$good" ck_version.tzc && poke ck_version.tzc 8 '\x02'
 head -c 1000 "$good" >ck_trunc.tzc
+head -c $((size - 1)) "$good" >ck_cut1.tzc
 head -c 10 "$good" >ck_tiny.tzc
 : >ck_empty.tzc
 printf 'hello world, this is a text file\n' >notes.txt
@@ -161,6 +162,7 @@ convert-plain-dir   |emptyrun: a directory, but neither a tezgah run (checkpoint
 ckpt-wrong-version  |ck_version.tzc: version 2 (expected 1)|"$bin" sample ck_version.tzc
 ckpt-truncated      |ck_trunc.tzc: truncated: 1000 bytes, expected @SIZE@ (the size its table of|"$bin" sample ck_trunc.tzc
 ckpt-truncated-tiny |ck_tiny.tzc: truncated: 10 bytes|"$bin" sample ck_tiny.tzc
+ckpt-cut-1-byte     |ck_cut1.tzc: truncated: @SIZE-1@ bytes, expected @SIZE@ (the size its table of 5 sections gives; 1 byte missing)|"$bin" sample ck_cut1.tzc
 ckpt-empty          |ck_empty.tzc: file is empty (not a checkpoint)|"$bin" sample ck_empty.tzc
 ckpt-garbled        |ck_garbled.tzc: section 'adam_v' checksum mismatch|"$bin" sample ck_garbled.tzc
 ckpt-trailing-junk  |ck_tail.tzc: @SIZE+4@ bytes, expected @SIZE@ (the size its table of 5 sections gives): 4 bytes of trailing data|"$bin" sample ck_tail.tzc
@@ -382,6 +384,7 @@ while IFS='|' read -r name want cmd; do
   [[ -z $name ]] && continue
   name=${name%% *}
   want=${want//@SIZE+4@/$((size + 4))} # the good checkpoint's size
+  want=${want//@SIZE-1@/$((size - 1))}
   want=${want//@SIZE@/$size}
   want=${want//@BAR@/|} # a '|' in the message (the table's separator): <@BAR@endoftext@BAR@>
   if [[ $want == ROFS ]]; then

@@ -338,6 +338,9 @@ rm -rf commas/.cache
   --quiet 2>comma.err || fail "--train-shards with a ',' in a file name: $(tail -3 comma.err)"
 "$bin" eval commas/r --data 'commas/sh,1.bin' --batches 1 >comma.out 2>comma.err ||
   fail "eval --data with a ',' in a file name: $(tail -3 comma.err)"
+# one batch is said in the singular (it said "1 batches"), in the progress line and the result
+grep -q '^eval: 1/1 batch | ' comma.err && grep -q ' (1 batch of 4x32): ' comma.out ||
+  fail "eval --batches 1: want '1 batch': $(cat comma.out comma.err)"
 # a LIST option given again adds to the list (the last one alone was taken: a missing first file
 # went unnoticed)
 usage_case "nosuch.txt: No such file or directory" "$bin" train --data nosuch.txt --data part_a.txt "${small[@]}" --steps 1 --run-dir nm
