@@ -45,6 +45,7 @@ poke() { printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; } # f
 cp "$good" ck_magic.tzc && poke ck_magic.tzc 0 'XXXX'
 cp "$good" ck_version.tzc && poke ck_version.tzc 8 '\x02'
 head -c 1000 "$good" >ck_trunc.tzc
+head -c $((size - 1)) "$good" >ck_cut1.tzc
 head -c 10 "$good" >ck_tiny.tzc
 : >ck_empty.tzc
 printf 'hello world, this is a text file\n' >notes.txt
@@ -169,6 +170,7 @@ convert-plain-dir   |emptyrun: a directory, but neither a tezgah run (checkpoint
 ckpt-wrong-version  |ck_version.tzc: version 2 (expected 1)|"$bin" sample ck_version.tzc
 ckpt-truncated      |ck_trunc.tzc: truncated: 1000 bytes, expected @SIZE@ (the size its table of|"$bin" sample ck_trunc.tzc
 ckpt-truncated-tiny |ck_tiny.tzc: truncated: 10 bytes|"$bin" sample ck_tiny.tzc
+ckpt-cut-1-byte     |ck_cut1.tzc: truncated: @SIZE-1@ bytes, expected @SIZE@ (the size its table of 5 sections gives; 1 byte missing)|"$bin" sample ck_cut1.tzc
 ckpt-empty          |ck_empty.tzc: file is empty (not a checkpoint)|"$bin" sample ck_empty.tzc
 ckpt-garbled        |ck_garbled.tzc: section 'adam_v' checksum mismatch|"$bin" sample ck_garbled.tzc
 ckpt-trailing-junk  |ck_tail.tzc: @SIZE+4@ bytes, expected @SIZE@ (the size its table of 5 sections gives): 4 bytes of trailing data|"$bin" sample ck_tail.tzc
@@ -212,6 +214,8 @@ shard-id-vocab      |sh_bigid.bin: token id 65000 (at position 5; this shard's l
 shard-id-vocab-260  |sh_good.bin: token id 287 (at position 1; this shard's largest is 298) is outside the model's vocabulary of 260 tokens (--vocab-size 260): the shards were made with a larger tokenizer; give it with --tokenizer (it sets the vocabulary, and the closing sample decodes with it) or --vocab-size 299 or more|"$bin" train --train-shards sh_good.bin --vocab-size 260 --run-dir r1 --quiet
 shard-gpt2-default  |gpt2_val.bin: token id 50256 (at position 0; this shard's largest is 50256) is outside the model's vocabulary of 2048 tokens (--vocab-size 2048, the default): the shards were made with a larger tokenizer; give it with --tokenizer (gpt2 for GPT-2's ids; it sets the vocabulary, and the closing sample decodes with it) or --vocab-size 50257 or more|"$bin" train --train-shards gpt2_val.bin --run-dir r1 --quiet
 shard-gpt2-tok      |gpt2_val.bin: token id 50256 (at position 0; this shard's largest is 50256) is outside the vocabulary of --tokenizer good (300 tokens), which sets the model's: the shards were made with another tokenizer; give that one with --tokenizer (gpt2 for GPT-2's ids)|"$bin" train --train-shards gpt2_val.bin --tokenizer good --run-dir r1 --quiet
+shard-tok-vocab-below|--vocab-size: 299 is below the 300 tokens of --tokenizer good, whose ids would lie outside the model; leave --vocab-size out (the tokenizer sets it) or give 300 or more|"$bin" train --train-shards sh_good.bin --tokenizer good --vocab-size 299 --run-dir r1 --quiet
+shard-gpt2-vocab-257|--vocab-size: 257 is below the 50257 tokens of --tokenizer gpt2, whose ids would lie outside the model; leave --vocab-size out (the tokenizer sets it) or give 50257 or more|"$bin" train --train-shards gpt2_val.bin --tokenizer gpt2 --vocab-size 257 --run-dir r1 --quiet
 shard-gpt2-init     |gpt2_val.bin: token id 50256 (at position 0; this shard's largest is 50256) is outside the vocabulary of the model good/checkpoint.tzc (V=300): the shards were made with another tokenizer than the model's; tokenize the text with the model's (tezgah tokenize --tokenizer good)|"$bin" train --init-from good --train-shards gpt2_val.bin "${small[@]}" --run-dir r1
 eval-shard-vocab    |gpt2_val.bin: token id 50256 (at position 0; this shard's largest is 50256) is outside the vocabulary of the model good/checkpoint.tzc (V=300): the shards were made with another tokenizer than the model's; tokenize the text with the model's (tezgah tokenize --tokenizer good), or evaluate a model trained with the shards' tokenizer|"$bin" eval good --data gpt2_val.bin
 eval-tok-vocab      |--tokenizer gpt2 gives token id 50256 for corpus.txt, outside the vocabulary of the model good/checkpoint.tzc (V=300): the tokenizer does not match the model; leave --tokenizer out (the model's own), or evaluate a model trained with this tokenizer|TEZGAH_GPT2_DIR="$shared/gpt2" "$bin" eval good --data corpus.txt --tokenizer gpt2
@@ -423,6 +427,7 @@ while IFS='|' read -r name want cmd; do
   [[ -z $name ]] && continue
   name=${name%% *}
   want=${want//@SIZE+4@/$((size + 4))} # the good checkpoint's size
+  want=${want//@SIZE-1@/$((size - 1))}
   want=${want//@SIZE@/$size}
   want=${want//@BAR@/|} # a '|' in the message (the table's separator): <@BAR@endoftext@BAR@>
   if [[ $want == ROFS ]]; then

@@ -21,7 +21,9 @@
 # option and value; a gpt2 run (padded vocabulary) samples with its own tokenizer. --resume of a
 # directory without a checkpoint says so (a Hugging Face one: --init-from); a resume on another
 # backend or precision than the run record's prints one note (none for an old record); a run
-# whose metrics.jsonl was deleted resumes with a note.
+# whose metrics.jsonl was deleted resumes with a note, one whose last line was cut off with a
+# warning; a resume into a new --run-dir starts a fresh metrics.jsonl; --vocab-size beside
+# --tokenizer pads (a note) or is refused; a `latest` that cannot be written: one warning.
 # Usage (from ctest): bash test_cli.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 bin=$(realpath "${1:?tezgah binary}")
@@ -44,6 +46,12 @@ for c in "${cmds[@]}"; do
   done
   "$bin" help "$c" >h2.out 2>&1 || fail "help $c: exit $?"
   cmp -s h.out h2.out || fail "tezgah help $c differs from tezgah $c --help"
+done
+# help's own help is the top-level one (help help / help --help failed as "unknown command")
+"$bin" --help >top.out 2>/dev/null || fail "tezgah --help: exit $?"
+for h in help --help -h; do
+  "$bin" help "$h" >h.out 2>h.err </dev/null || fail "tezgah help $h: exit $?: $(cat h.err)"
+  cmp -s top.out h.out && [[ ! -s h.err ]] || fail "tezgah help $h differs from tezgah --help: $(head -3 h.out h.err)"
 done
 # The backends in the helps (top-level, train/sample/eval --backend) and info, in the same words:
 # cuda as this build has it, "cuda (not in this build)" in one without it, where `--backend
@@ -252,6 +260,31 @@ usage_case "nomatch_*.txt: no files match" "$bin" train --data 'big.txt,nomatch_
 mkdir -p elsewhere && (cd elsewhere && "$bin" sample >/dev/null 2>e.err)
 (($? == 0)) && fail "sample with no model found one in a directory without latest"
 grep -q "neither runs/latest nor ./latest" elsewhere/e.err || fail "sample with no latest: $(cat elsewhere/e.err)"
+# latest that cannot be updated (a directory named latest; a read-only parent: a read-only tmpfs
+# around a writable run directory as root, chmod otherwise): one warning, training goes on (it
+# failed without a word)
+lshard=$(ls .cache/*-v300/train.bin | head -1)
+mkdir -p lk/latest/x
+"$bin" train --train-shards "$lshard" "${small[@]}" --steps 2 --quiet --run-dir lk/run 2>lk.err || fail "train with latest a directory: $(cat lk.err)"
+[[ $(cat lk.err) == "tezgah: warning: lk/latest was not updated to point at run: cannot replace it: Is a directory (training goes on; name the run directory instead, e.g. tezgah sample lk/run)" && -f lk/run/checkpoint.tzc ]] ||
+  fail "train with latest a directory: want one warning: $(cat lk.err)"
+ro_ok=
+if [[ $EUID == 0 ]]; then
+  mkdir -p lro && mount -t tmpfs -o size=1m tmpfs lro 2>/dev/null && mkdir lro/run && mount -t tmpfs -o size=16m tmpfs lro/run &&
+    mount -o remount,ro lro && ro_ok=1
+else
+  mkdir -p lro/run && chmod 555 lro && ro_ok=1
+fi
+if [[ -n $ro_ok ]]; then
+  "$bin" train --train-shards "$lshard" "${small[@]}" --steps 2 --quiet --run-dir lro/run 2>lro.err
+  lro_rc=$? lro_ck=$([[ -f lro/run/checkpoint.tzc ]] && echo yes)
+  if [[ $EUID == 0 ]]; then umount lro/run && umount lro; else chmod 755 lro; fi
+  ((lro_rc == 0)) && [[ -n $lro_ck ]] || fail "train into a read-only parent: exit $lro_rc: $(cat lro.err)"
+  grep -qx "tezgah: warning: lro/latest was not updated to point at run: cannot write in lro: \(Read-only file system\|Permission denied\) (training goes on; name the run directory instead, e.g. tezgah sample lro/run)" lro.err &&
+    [[ $(wc -l <lro.err) == 1 ]] || fail "train into a read-only parent: want one warning about latest: $(cat lro.err)"
+else
+  echo "note: latest under a read-only parent not checked (root without tmpfs mounts)"
+fi
 # sample --batch N: N samples, row i seeded SEED+i, equal to --batch 1 --seed SEED+i (CPU: rows one by one)
 "$bin" sample --tokens 12 --batch 3 --seed 5 --prompt "the" >b3.out 2>b3.err || fail "sample --batch 3: $(cat b3.err)"
 [[ $(grep -c '^--- sample [123] of 3 (seed [567]) ---$' b3.out) == 3 ]] || fail "sample --batch 3: want 3 headers: $(cat b3.out)"
@@ -305,6 +338,9 @@ rm -rf commas/.cache
   --quiet 2>comma.err || fail "--train-shards with a ',' in a file name: $(tail -3 comma.err)"
 "$bin" eval commas/r --data 'commas/sh,1.bin' --batches 1 >comma.out 2>comma.err ||
   fail "eval --data with a ',' in a file name: $(tail -3 comma.err)"
+# one batch is said in the singular (it said "1 batches"), in the progress line and the result
+grep -q '^eval: 1/1 batch | ' comma.err && grep -q ' (1 batch of 4x32): ' comma.out ||
+  fail "eval --batches 1: want '1 batch': $(cat comma.out comma.err)"
 # a LIST option given again adds to the list (the last one alone was taken: a missing first file
 # went unnoticed)
 usage_case "nosuch.txt: No such file or directory" "$bin" train --data nosuch.txt --data part_a.txt "${small[@]}" --steps 1 --run-dir nm
@@ -388,7 +424,7 @@ usage_case "--ids: token id 99999999999 is out of range (max 299: the model's vo
 usage_case "--tokens: 99999999999999999999 is out of range [0, 16777216]" "$bin" sample myrun --tokens 99999999999999999999
 
 # ---- eval on text: same loss as on the tokenized shard; progress on stderr; --json - --------
-"$bin" tokenize --tokenizer myrun --in part_b.txt --out part_b.bin >/dev/null || fail "tokenize with the run's tokenizer"
+"$bin" tokenize --tokenizer myrun --in part_b.txt --out part_b.bin 2>tok_b.err || fail "tokenize with the run's tokenizer: $(cat tok_b.err)"
 "$bin" eval myrun --data part_b.txt -B 2 -T 32 --batches 20 >ev_text.out 2>ev_text.err || fail "eval on text: $(cat ev_text.err)"
 "$bin" eval myrun --data part_b.bin -B 2 -T 32 --batches 20 >ev_shard.out 2>/dev/null || fail "eval on the shard"
 lt=$(grep -o 'loss [0-9.]*' ev_text.out) ls=$(grep -o 'loss [0-9.]*' ev_shard.out)
@@ -613,6 +649,25 @@ cp -r eta eta_nomet && rm eta_nomet/metrics.jsonl
   fail "resume without metrics.jsonl: want step 4's record and the final one: $(cat eta_nomet/metrics.jsonl)"
 "$bin" train --resume eta --run-dir eta_into --steps 4 --sample-tokens 0 >/dev/null 2>into.err || fail "resume into a new --run-dir: $(cat into.err)"
 ! grep -q 'is missing' into.err || fail "resume into a new --run-dir: a note about its metrics: $(grep 'is missing' into.err)"
+# a --run-dir holding only a stray metrics.jsonl (no checkpoint, so no run): the resume into it
+# starts a fresh file at the resumed step, as a new run into it does (it appended to the stray one)
+mkdir -p eta_stray && echo '{"step":2,"loss":9.5}' >eta_stray/metrics.jsonl
+"$bin" train --resume eta --run-dir eta_stray --steps 4 --quiet --sample-tokens 0 2>stray.err || fail "resume into a --run-dir with a stray metrics.jsonl: $(cat stray.err)"
+[[ ! -s stray.err && $(head -c 10 eta_stray/metrics.jsonl) == '{"step":4,' && $(wc -l <eta_stray/metrics.jsonl) == 2 ]] ||
+  fail "resume into a --run-dir with a stray metrics.jsonl: want a fresh log from step 4, no message: $(cat stray.err eta_stray/metrics.jsonl)"
+
+# ---- a cut-off last line of metrics.jsonl (a write cut short): dropped on resume with the warning
+# README promises (it went without a word); a whole last record missing only its newline is kept
+cp -r eta eta_cut && truncate -s -5 eta_cut/metrics.jsonl
+"$bin" train --resume eta_cut --steps 4 --quiet --sample-tokens 0 2>cut.err || fail "resume with a cut-off metrics line: $(cat cut.err)"
+[[ $(cat cut.err) == 'tezgah: warning: eta_cut/metrics.jsonl: line 4 is cut off (no newline at its end: a write cut short, e.g. by a kill); dropped on resume' ]] ||
+  fail "resume with a cut-off metrics line: want one warning naming line 4: $(cat cut.err)"
+[[ $(grep -c '^{"step":[34],"loss"' eta_cut/metrics.jsonl) == 2 && $(wc -l <eta_cut/metrics.jsonl) == 5 ]] ||
+  fail "resume with a cut-off metrics line: $(cat eta_cut/metrics.jsonl)"
+cp -r eta eta_nonl && head -n 3 eta/metrics.jsonl | head -c -1 >eta_nonl/metrics.jsonl
+"$bin" train --resume eta_nonl --steps 4 --quiet --sample-tokens 0 2>nonl.err || fail "resume with an unterminated last record: $(cat nonl.err)"
+[[ ! -s nonl.err && $(grep -c '^{"step":[1234],"loss"' eta_nonl/metrics.jsonl) == 4 && $(wc -l <eta_nonl/metrics.jsonl) == 5 ]] ||
+  fail "resume with an unterminated last record: want it kept, no message: $(cat nonl.err eta_nonl/metrics.jsonl)"
 
 # ---- --tokenizer-backend on --resume: taken (it was refused as if it changed the run: the BPE
 # and the ids are the same on either backend, and on a resume only shards prepared again are
@@ -685,6 +740,17 @@ grep -qxF "note: no closing sample: the run has no tokenizer to decode with (--t
   fail "train --train-shards without --tokenizer: no note that the closing sample was skipped: $(grep -v '^[0-9]*/' nt.err)"
 [[ ! -s nt.out ]] || fail "train --train-shards without --tokenizer printed a sample: $(head -c 200 nt.out)"
 "$bin" sample ntrun --tokenizer preset --tokens 4 >/dev/null 2>nt.err || fail "the note's way out (sample --tokenizer): $(cat nt.err)"
+# --vocab-size beside --tokenizer (it was ignored without a word, V the tokenizer's): the same
+# size goes without a word, a larger one pads the model with a note (sample leaves the padded ids
+# out); a smaller one is refused (test_bad_inputs: shard-tok-vocab-below)
+pv=$("$bin" info preset | sed -n 's/^tokenizer: .*, \([0-9]*\) tokens$/\1/p')
+"$bin" train --train-shards nt.bin --tokenizer preset "${small[@]/300/$pv}" --steps 1 --run-dir tv_same 2>tv.err ||
+  fail "train --tokenizer preset --vocab-size $pv: $(cat tv.err)"
+! grep -q 'note: --vocab-size' tv.err && grep -q "V=$pv," tv.err || fail "train --tokenizer preset --vocab-size $pv: $(grep -v '^ *[0-9]*/' tv.err)"
+"$bin" train --train-shards nt.bin --tokenizer preset "${small[@]/300/$((pv + 20))}" --steps 1 --run-dir tv_pad 2>tv.err ||
+  fail "train --tokenizer preset --vocab-size $((pv + 20)): $(cat tv.err)"
+grep -qxF "note: --vocab-size $((pv + 20)) is above the $pv tokens of --tokenizer preset: the model is padded with 20 rows no token uses (sample leaves them out)" tv.err &&
+  grep -q "V=$((pv + 20))," tv.err || fail "train --tokenizer preset --vocab-size $((pv + 20)): want the padding note and V: $(grep -v '^ *[0-9]*/' tv.err)"
 # a --train-shards run records its shards absolute (it recorded 'nt.bin': a resume from another
 # directory said the shard was gone)
 grep -aqF "\"train_shards\":\"$PWD/nt.bin\"" ntrun/checkpoint.tzc ||

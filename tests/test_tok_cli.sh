@@ -39,7 +39,7 @@ if cmp -s "$tmp/bytes" "$tmp/back"; then echo "ok   byte round trip"; else echo 
 # tokenize == llm.c's tinyshakespeare.py shards: sections split on "\n\n", EOT before each,
 # "\n\n" kept at the end of all but the last: the same as our <|endoftext|>-separated documents.
 perl -0777 -pe 's/\n\n/\n\n<|endoftext|>/g' "$shared/data/tinyshakespeare.txt" >"$tmp/shakes_docs.txt"
-if $tz tokenize --in "$tmp/shakes_docs.txt" --out "$tmp/shakes.bin" >"$tmp/log"; then
+if $tz tokenize --in "$tmp/shakes_docs.txt" --out "$tmp/shakes.bin" 2>"$tmp/log"; then
   cat "$tmp/log"
   { tail -c +1025 "$shared/llmc/tiny_shakespeare_val.bin"; tail -c +1025 "$shared/llmc/tiny_shakespeare_train.bin"; } >"$tmp/llmc_body"
   if tail -c +1025 "$tmp/shakes.bin" | cmp -s - "$tmp/llmc_body"; then
@@ -48,17 +48,19 @@ if $tz tokenize --in "$tmp/shakes_docs.txt" --out "$tmp/shakes.bin" >"$tmp/log";
     echo "FAIL tokenize differs from llm.c's shards"; fails=$((fails + 1))
   fi
   # same result with 1 thread
-  $tz tokenize --threads 1 --in "$tmp/shakes_docs.txt" --out "$tmp/shakes1.bin" >/dev/null
+  $tz tokenize --threads 1 --in "$tmp/shakes_docs.txt" --out "$tmp/shakes1.bin" 2>/dev/null
   if cmp -s "$tmp/shakes.bin" "$tmp/shakes1.bin"; then echo "ok   tokenize 1 thread == all threads"; else echo "FAIL threads"; fails=$((fails + 1)); fi
 else
   echo "FAIL tokenize: $(cat "$tmp/log")"; fails=$((fails + 1))
 fi
 printf 'doc one<|endoftext|>doc two<|endoftext|>' >"$tmp/two.txt"
-$tz tokenize --in "$tmp/two.txt" --out "$tmp/two.bin" >/dev/null
+$tz tokenize --in "$tmp/two.txt" --out "$tmp/two.bin" 2>/dev/null
 check "tokenize docs" "50256 15390 530 50256 15390 734" "$(tail -c +1025 "$tmp/two.bin" | od -An -tu2 -v | xargs)"
 printf 'x' >"$tmp/one.txt" # <|endoftext|> x
-check "tokenize one: singular counts" "tokenize: $tmp/one.txt: 1 byte, 1 document -> 2 tokens (0.50 bytes/token) -> $tmp/one.bin" \
-  "$($tz tokenize --in "$tmp/one.txt" --out "$tmp/one.bin")"
+# the summary line on stderr, as convert's and plot's; stdout stays empty (README: results there)
+check "tokenize one: singular counts, on stderr" "tokenize: $tmp/one.txt: 1 byte, 1 document -> 2 tokens (0.50 bytes/token) -> $tmp/one.bin" \
+  "$($tz tokenize --in "$tmp/one.txt" --out "$tmp/one.bin" 2>&1 >"$tmp/one.out")"
+check "tokenize: nothing on stdout" "" "$(cat "$tmp/one.out")"
 
 # errors: one line, nonzero exit
 err1 "decode out of range" "out of range" $tz decode '[15496, 50257]'
@@ -98,11 +100,11 @@ err1 "tokenizer train random" "not UTF-8); expected UTF-8 text" $tz tokenizer tr
 err1 "tokenizer train unwritable out" "nodir/t.json: cannot write: No such file or directory" \
   env TEZGAH_WEBGPU_LIB=/nonexistent $tz tokenizer train --in "$tmp/two.txt" --out "$tmp/nodir/t.json" --backend webgpu
 # a text with fewer pairs than merges asked: a smaller vocabulary, said in the summary, exit 0
-if out=$($tz tokenizer train --in "$tmp/two.txt" --out "$tmp/few.json" --vocab-size 400 2>"$tmp/err") && [[ ! -s $tmp/err ]] &&
+if out=$($tz tokenizer train --in "$tmp/two.txt" --out "$tmp/few.json" --vocab-size 400 2>&1 >"$tmp/stdout") && [[ ! -s $tmp/stdout ]] &&
   grep -q ' -> 2[0-9][0-9] tokens (of 400 asked: no more pairs to merge) in ' <<<"$out"; then
   echo "ok   tokenizer train: fewer tokens than asked"
 else
-  echo "FAIL tokenizer train: fewer tokens than asked: $out $(cat "$tmp/err")"; fails=$((fails + 1))
+  echo "FAIL tokenizer train: fewer tokens than asked (the summary on stderr alone): $out $(cat "$tmp/stdout")"; fails=$((fails + 1))
 fi
 rm -f "$tmp/few.json"
 if [[ ! -e $tmp/x.bin && ! -e $tmp/t.json ]]; then echo "ok   refused inputs wrote nothing"; else echo "FAIL refused inputs wrote a file"; fails=$((fails + 1)); fi
@@ -113,7 +115,7 @@ err1 "gpt2 env" "TEZGAH_GPT2_DIR" env TEZGAH_GPT2_DIR="$tmp" $tz encode hi
 # A 2 MB run of one letter trains tokens of up to 1 MB; loading them indexed every split of every
 # token (O(L^2) hashing: 400 s). Now well under a second; 120 s is only a hang guard.
 head -c 2000000 /dev/zero | tr '\0' x > "$tmp/run.txt"
-if timeout 120 "$tz" tokenizer train --in "$tmp/run.txt" --out "$tmp/run.json" --vocab-size 300 >/dev/null &&
+if timeout 120 "$tz" tokenizer train --in "$tmp/run.txt" --out "$tmp/run.json" --vocab-size 300 2>/dev/null &&
   timeout 120 "$tz" encode --tokenizer "$tmp/run.json" - < "$tmp/run.txt" > "$tmp/run.ids" &&
   timeout 120 "$tz" decode --tokenizer "$tmp/run.json" - < "$tmp/run.ids" | cmp -s - "$tmp/run.txt"; then
   echo "ok   2 MB run of one letter: train, encode, decode round trip"

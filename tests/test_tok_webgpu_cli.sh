@@ -28,16 +28,24 @@ if ! "$tz" info 2>/dev/null | grep -q "adapter:"; then echo "SKIPPED: WebGPU una
 # leave exactly those two lines out (any other line still fails them).
 dawn_lines='^Warning: maxDynamic(Uniform|Storage)BuffersPerPipelineLayout artificially reduced from [0-9]+ to [0-9]+ to fit dynamic offset allocation limit\.$'
 drop_dawn_lines() { grep -vE "$dawn_lines" "$1" >"$1.kept" || true; mv "$1.kept" "$1"; }
+# The summary line ("tokenizer train: ... -> FILE", "tokenize: ... -> FILE") goes to stderr, as
+# convert's and plot's do: moved from $tmp/err to $tmp/out, which held stdout and must be empty.
+split_summary() {
+  [[ ! -s $tmp/out ]] || { echo "stdout is not empty:"; cat "$tmp/out"; exit 1; }
+  grep -E '^(tokenizer train|tokenize): ' "$tmp/err" >"$tmp/out" || true
+  grep -vE '^(tokenizer train|tokenize): ' "$tmp/err" >"$tmp/err.kept" || true
+  mv "$tmp/err.kept" "$tmp/err"
+}
 head -c 300000 "$text" > "$tmp/in.txt"
 "$tz" tokenizer train --in "$tmp/in.txt" --out "$tmp/cpu.json" --vocab-size 400 >/dev/null
 "$tz" tokenizer train --in "$tmp/in.txt" --out "$tmp/gpu.json" --vocab-size 400 --backend webgpu >"$tmp/out" 2>"$tmp/err"
-drop_dawn_lines "$tmp/err"
+drop_dawn_lines "$tmp/err" && split_summary
 [[ ! -s $tmp/err ]] || { cat "$tmp/err"; exit 1; }
 grep -q "(webgpu)" "$tmp/out" || { cat "$tmp/out"; exit 1; }
 cmp "$tmp/cpu.json" "$tmp/gpu.json"
 # a vocabulary the GPU trainer does not take: one notice, the summary names the CPU
 "$tz" tokenizer train --in "$tmp/in.txt" --out "$tmp/big.json" --vocab-size 70000 --backend webgpu >"$tmp/out" 2>"$tmp/err"
-drop_dawn_lines "$tmp/err"
+drop_dawn_lines "$tmp/err" && split_summary
 [[ $(wc -l < "$tmp/err") == 1 ]] && grep -q "using the CPU" "$tmp/err" && grep -q "(cpu)" "$tmp/out" || { cat "$tmp/out" "$tmp/err"; exit 1; }
 # ... naming the limit that applies (the vocabulary's), not also the text's
 grep -q "vocab size 70000 is above the GPU trainer's limit of 65536" "$tmp/err" && ! grep -q GiB "$tmp/err" || { cat "$tmp/err"; exit 1; }
@@ -46,7 +54,7 @@ grep -q "vocab size 70000 is above the GPU trainer's limit of 65536" "$tmp/err" 
 head -c 2000000 /dev/zero | tr '\0' x > "$tmp/run.txt"
 "$tz" tokenizer train --in "$tmp/run.txt" --out "$tmp/rcpu.json" --vocab-size 300 >/dev/null
 "$tz" tokenizer train --in "$tmp/run.txt" --out "$tmp/rgpu.json" --vocab-size 300 --backend webgpu >"$tmp/out" 2>"$tmp/err"
-drop_dawn_lines "$tmp/err"
+drop_dawn_lines "$tmp/err" && split_summary
 [[ $(wc -l < "$tmp/err") == 1 && $(grep -o 'tezgah:' "$tmp/err" | wc -l) == 1 ]] && ! grep -q 'webgpu tokenizer:' "$tmp/err" &&
   grep -q '^tezgah: tokenizer training on WebGPU: the token byte arena .* is full; using the CPU$' "$tmp/err" &&
   grep -q "(cpu)" "$tmp/out" || { cat "$tmp/out" "$tmp/err"; exit 1; }
@@ -65,13 +73,13 @@ b=$(echo "$a" | "$tz" decode --tokenizer "$shared/gpt2" --backend webgpu -)
 # validation error). Same files, nothing on stderr.
 awk 'BEGIN { srand(1); for (i = 0; i < 430000; i++) { w = ""; for (j = 0; j < 6; j++) w = w sprintf("%c", 97 + int(rand() * 26)); printf "%s ", w } }' > "$tmp/words.txt"
 "$tz" tokenizer train --in "$tmp/words.txt" --out "$tmp/wcpu.json" --vocab-size 300 >/dev/null
-"$tz" tokenizer train --in "$tmp/words.txt" --out "$tmp/wgpu.json" --vocab-size 300 --backend webgpu >/dev/null 2>"$tmp/err"
-drop_dawn_lines "$tmp/err"
+"$tz" tokenizer train --in "$tmp/words.txt" --out "$tmp/wgpu.json" --vocab-size 300 --backend webgpu >"$tmp/out" 2>"$tmp/err"
+drop_dawn_lines "$tmp/err" && split_summary
 [[ ! -s $tmp/err ]] || { cat "$tmp/err"; exit 1; }
 cmp "$tmp/wcpu.json" "$tmp/wgpu.json"
 "$tz" tokenize --tokenizer "$shared/gpt2" --in "$tmp/words.txt" --out "$tmp/wcpu.bin" >/dev/null
-"$tz" tokenize --tokenizer "$shared/gpt2" --in "$tmp/words.txt" --out "$tmp/wgpu.bin" --backend webgpu >/dev/null 2>"$tmp/err"
-drop_dawn_lines "$tmp/err"
+"$tz" tokenize --tokenizer "$shared/gpt2" --in "$tmp/words.txt" --out "$tmp/wgpu.bin" --backend webgpu >"$tmp/out" 2>"$tmp/err"
+drop_dawn_lines "$tmp/err" && split_summary
 [[ ! -s $tmp/err ]] || { cat "$tmp/err"; exit 1; }
 cmp "$tmp/wcpu.bin" "$tmp/wgpu.bin"
 echo "webgpu tokenizer CLI: train, tokenize, encode, decode identical to the CPU"

@@ -12,6 +12,7 @@
 #include <xxhash.h>
 
 #include "core/error.h"
+#include "core/progress.h" /* tz_plural */
 #include "core/fileio.h"
 #include "core/utf8.h"
 
@@ -242,8 +243,8 @@ static int validate(tz_ckpt *ck) {
                   text ? "a text file (starts with " : "starts with ", head, text ? ")" : "");
   }
   if (fsize < HEADER_BYTES + 8)
-    return tz_err("%s: truncated: %llu bytes, smaller than the %d-byte minimum checkpoint", path,
-                  (unsigned long long)fsize, HEADER_BYTES + 8);
+    return tz_err("%s: truncated: %llu byte%s, smaller than the %d-byte minimum checkpoint", path,
+                  (unsigned long long)fsize, tz_plural((long long)fsize), HEADER_BYTES + 8);
   uint32_t version = get_le32(m + 8);
   if (version != TZ_CKPT_VERSION) return tz_err("%s: version %u (expected %d)", path, version, TZ_CKPT_VERSION);
   uint64_t n = get_le32(m + 12);
@@ -267,12 +268,12 @@ static int validate(tz_ckpt *ck) {
   want_size += 8;
   if (in_order && want_size > fsize)
     return tz_err("%s: truncated: %llu bytes, expected %llu (the size its table of %llu sections gives; %llu "
-                  "bytes missing)", path, (unsigned long long)fsize, (unsigned long long)want_size,
-                  (unsigned long long)n, (unsigned long long)(want_size - fsize));
+                  "byte%s missing)", path, (unsigned long long)fsize, (unsigned long long)want_size,
+                  (unsigned long long)n, (unsigned long long)(want_size - fsize), tz_plural((long long)(want_size - fsize)));
   if (in_order && want_size < fsize)
     return tz_err("%s: %llu bytes, expected %llu (the size its table of %llu sections gives): %llu byte%s of "
                   "trailing data", path, (unsigned long long)fsize, (unsigned long long)want_size,
-                  (unsigned long long)n, (unsigned long long)(fsize - want_size), fsize - want_size == 1 ? "" : "s");
+                  (unsigned long long)n, (unsigned long long)(fsize - want_size), tz_plural((long long)(fsize - want_size)));
   uint64_t stored = get_le64(m + fsize - 8), computed = XXH64(m, (size_t)table_end, 0);
   if (stored != computed)
     return tz_err("%s: table checksum mismatch (stored 0x%016llx, computed 0x%016llx; file corrupt or truncated)",

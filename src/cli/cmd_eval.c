@@ -237,8 +237,8 @@ int tz_cmd_eval(int argc, char **argv) {
     if (tokenize_text(&rf, tokp, data, &toks, &ntoks)) goto out;
     avail = ntoks > 0 ? (uint64_t)(ntoks - 1) / ((uint64_t)B * T) : 0;
     if (avail == 0) {
-      tz_err("%s: %zu tokens, too few for one batch of B*T+1 = %d*%d+1 = %lld tokens; lower -B or -T", data, ntoks, B,
-             T, (long long)B * T + 1);
+      tz_err("%s: %zu token%s, too few for one batch of B*T+1 = %d*%d+1 = %lld tokens; lower -B or -T", data, ntoks,
+             tz_plural((long long)ntoks), B, T, (long long)B * T + 1);
       goto out;
     }
   } else {
@@ -262,8 +262,8 @@ int tz_cmd_eval(int argc, char **argv) {
   }
   int n = batches ? batches : (int)(avail < (1u << 30) ? avail : (1u << 30));
   if ((uint64_t)n > avail) {
-    tz_err("--batches: %d is more than the %llu batches of B=%d T=%d %s holds", n, (unsigned long long)avail, B, T,
-           text ? "the text" : "the shards");
+    tz_err("--batches: %d is more than the %llu batch%s of B=%d T=%d %s holds", n, (unsigned long long)avail,
+           avail == 1 ? "" : "es", B, T, text ? "the text" : "the shards");
     goto out;
   }
   if (!(be = tz_backend_create(backend, threads, precision))) goto out;
@@ -289,7 +289,8 @@ int tz_cmd_eval(int argc, char **argv) {
       char line[160], tok_s[32], eta[32];
       tz_fmt_rate(tok_s, sizeof tok_s, rate * B * T);
       tz_fmt_eta(eta, sizeof eta, (n - i - 1) / rate);
-      snprintf(line, sizeof line, "eval: %d/%d batches | loss %.4f | %s tok/s | ETA %s", i + 1, n, sum / (i + 1), tok_s, eta);
+      snprintf(line, sizeof line, "eval: %d/%d batch%s | loss %.4f | %s tok/s | ETA %s", i + 1, n, n == 1 ? "" : "es",
+               sum / (i + 1), tok_s, eta);
       line[TZ_PROGRESS_COLS] = 0;
       fprintf(stderr, "%s%s%s", tty ? "\r" : "", line, tty ? "\033[K" : "\n");
       last = t;
@@ -298,7 +299,7 @@ int tz_cmd_eval(int argc, char **argv) {
   if (!quiet && tty) fputc('\n', stderr);
   double loss = sum / n, ppl = exp(loss);
   long long tokens = (long long)n * B * T;
-  fprintf(json && !strcmp(json, "-") ? stderr : stdout, "eval: %s on %lld tokens (%d batches of %dx%d): loss %.6f | perplexity %.4f\n", rf.path, tokens, n, B, T,
+  fprintf(json && !strcmp(json, "-") ? stderr : stdout, "eval: %s on %lld tokens (%d batch%s of %dx%d): loss %.6f | perplexity %.4f\n", rf.path, tokens, n, n == 1 ? "" : "es", B, T,
          loss, ppl);
   if (json) {
     cJSON *j = cJSON_CreateObject();

@@ -248,9 +248,9 @@ int tz_cmd_tokenize(int argc, char **argv) {
   if (!rc && ni == 0) rc = tz_err("tokenize: %s has no text to tokenize", o.in);
   if (!rc) rc = tz_shard_write(o.out, ids, ni);
   if (!rc)
-    printf("tokenize: %s: %zu byte%s, %zu document%s -> %zu token%s (%.2f bytes/token) -> %s\n", o.in, n,
-           tz_plural((long long)n), ndocs, tz_plural((long long)ndocs), ni, tz_plural((long long)ni),
-           (double)n / (double)ni, o.out);
+    fprintf(stderr, "tokenize: %s: %zu byte%s, %zu document%s -> %zu token%s (%.2f bytes/token) -> %s\n", o.in, n,
+            tz_plural((long long)n), ndocs, tz_plural((long long)ndocs), ni, tz_plural((long long)ni),
+            (double)n / (double)ni, o.out);
   free(ids);
   free(text);
   tz_tok_free(t);
@@ -507,8 +507,8 @@ int tz_cmd_tokenizer(int argc, char **argv) {
     char got[96] = "";
     if (tz_tok_vocab_size(t) < vocab)
       snprintf(got, sizeof got, " (of %d asked: no more pairs to merge)", vocab);
-    printf("tokenizer train: %s: %zu bytes -> %d tokens%s in %.2f s (%s) -> %s\n", in, n, tz_tok_vocab_size(t), got,
-           dt, tz_tok_train_ran_on(), out);
+    fprintf(stderr, "tokenizer train: %s: %zu byte%s -> %d tokens%s in %.2f s (%s) -> %s\n", in, n,
+            tz_plural((long long)n), tz_tok_vocab_size(t), got, dt, tz_tok_train_ran_on(), out);
   }
   free(js);
   tz_tok_free(t);

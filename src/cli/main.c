@@ -217,7 +217,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (!strcmp(argv[1], "help")) { /* tezgah help [COMMAND] */
-    if (argc < 3) {
+    /* help's own help (help help, help --help, help -h) is the top-level one: it lists what
+     * help takes (they failed as "unknown command": the fresh-clone walkthrough, 2026-12-05) */
+    if (argc < 3 || (argc == 3 && (!strcmp(argv[2], "help") || !strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")))) {
       usage(stdout);
       return 0;
     }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/progress.h" /* tz_plural */
 #include "core/fileio.h"
 #include "data/shard.h"
 
@@ -66,8 +67,8 @@ int tz_loader_open(tz_loader **out, const char *paths, int vocab_size, int B, in
     if (n < need) {
       free(t);
       /* what helps: B*T+1 at most the shard's tokens (-B, -T: every command that reads shards) */
-      tz_err("%s: %zu tokens, corpus smaller than one batch (B*T+1 = %d*%d+1 = %zu tokens); lower -B or -T (B*T at "
-             "most %zu) or give a larger shard", l->paths[i], n, B, T, need, n ? n - 1 : 0);
+      tz_err("%s: %zu token%s, corpus smaller than one batch (B*T+1 = %d*%d+1 = %zu tokens); lower -B or -T (B*T at "
+             "most %zu) or give a larger shard", l->paths[i], n, tz_plural((long long)n), B, T, need, n ? n - 1 : 0);
       tz_loader_free(l);
       return -1;
     }

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "core/progress.h" /* tz_plural */
 #include "core/fileio.h"
 #include "core/utf8.h"
 
@@ -118,8 +119,8 @@ static int open_checked(const char *path, FILE **out, size_t *ntok) {
   }
   if (size < TZ_SHARD_HEADER_BYTES) {
     fclose(f);
-    return tz_err("%s: file size %llu bytes is smaller than the %d-byte header (truncated?)", path,
-                  (unsigned long long)size, TZ_SHARD_HEADER_BYTES);
+    return tz_err("%s: file size %llu byte%s is smaller than the %d-byte header (truncated?)", path,
+                  (unsigned long long)size, tz_plural((long long)size), TZ_SHARD_HEADER_BYTES);
   }
   if (got != sizeof h) {
     fclose(f);

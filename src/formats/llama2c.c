@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/progress.h" /* tz_plural */
 #include "core/fileio.h"
 #include "formats/fmt_util.h"
 #include "formats/formats.h"
@@ -69,8 +70,8 @@ int tz_llama2c_load(const char *path, tz_config *cfg, float **params) {
   int shared = 0;
   tz_layout lay = {0};
   if (m.size < hdr) {
-    tz_err("%s: truncated llama2.c checkpoint: %zu bytes, the %s header needs %zu", path, m.size,
-           legacy ? "legacy" : "version 1", hdr);
+    tz_err("%s: truncated llama2.c checkpoint: %zu byte%s, the %s header needs %zu", path, m.size,
+           tz_plural((long long)m.size), legacy ? "legacy" : "version 1", hdr);
     goto out;
   }
   if (legacy) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/progress.h" /* tz_plural */
 #include "core/fileio.h"
 #include "formats/fmt_util.h"
 #include "formats/formats.h"
@@ -30,7 +31,8 @@ int tz_llmc_load(const char *path, tz_config *cfg, float **params) {
   tz_layout lay = {0};
   int32_t h[HEADER_INTS];
   if (m.size < HEADER_BYTES) {
-    tz_err("%s: truncated llm.c checkpoint: %zu bytes, the header needs %d", path, m.size, HEADER_BYTES);
+    tz_err("%s: truncated llm.c checkpoint: %zu byte%s, the header needs %d", path, m.size, tz_plural((long long)m.size),
+           HEADER_BYTES);
     goto out;
   }
   memcpy(h, m.data, sizeof h);

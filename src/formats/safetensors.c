@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/progress.h" /* tz_plural */
 #include "core/fileio.h"
 #include "formats/formats.h"
 
@@ -58,7 +59,7 @@ int tz_st_open(const char *path, tz_st_file *f) {
   const unsigned char *d = f->map.data;
   size_t size = f->map.size;
   if (size < 8) {
-    tz_err("%s: truncated safetensors file: %zu bytes, the header length needs 8", path, size);
+    tz_err("%s: truncated safetensors file: %zu byte%s, the header length needs 8", path, size, tz_plural((long long)size));
     goto fail;
   }
   uint64_t hl;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/progress.h" /* tz_plural */
 #include "core/fileio.h"
 #include "tokenizer/tok_internal.h"
 
@@ -172,7 +173,7 @@ done:
 
 int tz_tok_load_llama2c_buf(const char *path, const char *data, size_t len, tz_tokenizer **out) {
   *out = NULL;
-  if (len < 4) return tz_err("%s: %zu bytes is too short for a llama2.c tokenizer.bin header", path, len);
+  if (len < 4) return tz_err("%s: %zu byte%s is too short for a llama2.c tokenizer.bin header", path, len, tz_plural((long long)len));
   int32_t maxlen;
   memcpy(&maxlen, data, 4);
   if (maxlen <= 0 || maxlen > (1 << 16))
@@ -191,7 +192,8 @@ int tz_tok_load_llama2c_buf(const char *path, const char *data, size_t len, tz_t
       return tz_err("%s: token %d has length %d (must be 0..max_token_length %d)", path, V, (int)l,
                     (int)maxlen);
     if ((size_t)l > len - pos - 8)
-      return tz_err("%s: truncated in token %d (length %d, %zu bytes left)", path, V, (int)l, len - pos - 8);
+      return tz_err("%s: truncated in token %d (length %d, %zu byte%s left)", path, V, (int)l, len - pos - 8,
+                    tz_plural((long long)(len - pos - 8)));
     pos += 8 + (size_t)l;
     if (++V > (1 << 24)) return tz_err("%s: more than %d tokens", path, 1 << 24);
   }
@@ -411,7 +413,9 @@ int tz_tok_decode_piece_llama2c(const tz_tokenizer *t, int prev, int tok, const 
 
 int tz_tok_load_llmc_buf(const char *path, const char *data, size_t len, tz_tokenizer **out) {
   *out = NULL;
-  if (len < 1024) return tz_err("%s: %zu bytes is smaller than the 1024-byte llm.c tokenizer header (truncated?)", path, len);
+  if (len < 1024)
+    return tz_err("%s: %zu byte%s is smaller than the 1024-byte llm.c tokenizer header (truncated?)", path, len,
+                  tz_plural((long long)len));
   uint32_t h[4];
   memcpy(h, data, sizeof h);
   if (h[0] != 20240328) return tz_err("%s: header magic %u (expected 20240328)", path, h[0]);
@@ -437,7 +441,8 @@ int tz_tok_load_llmc_buf(const char *path, const char *data, size_t len, tz_toke
     }
     if (l > len - pos) {
       tz_tok_free(t);
-      return tz_err("%s: truncated in token %d (length %zu, %zu bytes left)", path, i, l, len - pos);
+      return tz_err("%s: truncated in token %d (length %zu, %zu byte%s left)", path, i, l, len - pos,
+                    tz_plural((long long)(len - pos)));
     }
     t->tok[i] = tz_malloc(l + 1);
     memcpy(t->tok[i], data + pos, l);
@@ -447,7 +452,8 @@ int tz_tok_load_llmc_buf(const char *path, const char *data, size_t len, tz_toke
   }
   if (pos != len) {
     tz_tok_free(t);
-    return tz_err("%s: %zu bytes of trailing data after %d tokens", path, len - pos, V);
+    return tz_err("%s: %zu byte%s of trailing data after %d token%s", path, len - pos, tz_plural((long long)(len - pos)),
+                  V, tz_plural(V));
   }
   t->eot = (int)eot;
   t->special[eot] = 1;

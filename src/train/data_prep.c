@@ -219,8 +219,9 @@ static int check_batch_fits(const char *corpus, size_t len, float val_fraction, 
   if (B <= 0 || T <= 0) return 0; /* no batch to check */
   size_t need = (size_t)B * (size_t)T + 1, every = val_every(val_fraction);
   if (need > len)
-    return tz_err("%s: %zu bytes are at most %zu tokens, fewer than one batch (B*T+1 = %d*%d+1 = %zu tokens); lower -B "
-                  "or -T", corpus, len, len, B, T, need);
+    return tz_err("%s: %zu byte%s %s at most %zu token%s, fewer than one batch (B*T+1 = %d*%d+1 = %zu tokens); lower "
+                  "-B or -T", corpus, len, tz_plural((long long)len), len == 1 ? "is" : "are", len,
+                  tz_plural((long long)len), B, T, need);
   size_t val_max = (size_t)(len * (double)val_fraction);
   if (len >= every * VAL_BLOCK && (len + VAL_BLOCK) / every > val_max) val_max = (len + VAL_BLOCK) / every;
   if (need > val_max)

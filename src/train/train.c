@@ -157,7 +157,9 @@ static void progress_line(char *out, size_t cap, int step, int steps, double los
  * object with a numeric "step": text appended by hand, a damaged line) are dropped too, with
  * one warning naming the first: the file is the run's log, rewritten here, and the checkpoint
  * holds the state, so the resume goes on (plot leaves such lines out the same way). Blank
- * lines and an unterminated last line (a write cut short by a kill) go without a word. */
+ * lines go without a word. An unterminated last line (a write cut short by a kill, or a file
+ * cut by hand) is read as the others: a whole record is kept (its newline added), one cut off
+ * is dropped with the warning (README promises it; it went without a word, 2026-12-05). */
 static int metrics_trim(const char *path, int step) {
   if (step == 0 || !tz_exists(path)) return 0;
   char *data;
@@ -165,24 +167,29 @@ static int metrics_trim(const char *path, int step) {
   if (tz_read_file(path, &data, &len)) return -1;
   char *keep = tz_malloc(len + 1);
   size_t n = 0;
-  int lineno = 0, bad = 0, first_bad = 0;
+  int lineno = 0, bad = 0, first_bad = 0, cut = 0;
   for (char *line = data, *end; line < data + len; line = end + 1) {
     end = memchr(line, '\n', (size_t)(data + len - line));
-    if (!end) break; /* a partial last line from a crash */
+    int last = !end; /* no newline after it: the file's unterminated last line */
+    if (last) end = data + len;
     lineno++;
     cJSON *j = cJSON_ParseWithLength(line, (size_t)(end - line));
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "step");
     const cJSON *fin = cJSON_GetObjectItemCaseSensitive(j, "final");
     if (cJSON_IsNumber(s) && s->valuedouble <= step && !cJSON_IsTrue(fin)) {
-      memcpy(keep + n, line, (size_t)(end - line + 1));
-      n += (size_t)(end - line + 1);
+      memcpy(keep + n, line, (size_t)(end - line));
+      n += (size_t)(end - line);
+      keep[n++] = '\n';
     } else if (!(cJSON_IsObject(j) && cJSON_IsNumber(s)) && strspn(line, " \t\r") < (size_t)(end - line)) {
-      if (!bad++) first_bad = lineno;
+      if (!bad++) first_bad = lineno, cut = last;
     }
     cJSON_Delete(j);
   }
   int rc = tz_write_file_atomic(path, keep, n);
-  if (!rc && bad == 1)
+  if (!rc && bad == 1 && cut)
+    fprintf(stderr, "tezgah: warning: %s: line %d is cut off (no newline at its end: a write cut short, e.g. by a "
+                    "kill); dropped on resume\n", path, first_bad);
+  else if (!rc && bad == 1)
     fprintf(stderr, "tezgah: warning: %s: line %d is not a metrics record (a JSON object with a numeric \"step\"); "
                     "dropped on resume\n", path, first_bad);
   else if (!rc && bad > 1)
@@ -623,15 +630,20 @@ static int phase_model(train_run *r) {
     }
   }
   tz_run_close(&r->rf);
-  /* the run's own metrics.jsonl deleted (a --run-dir that continues a run elsewhere starts its
-   * metrics at the resumed step: README): the resume goes on, since the checkpoint holds the
+  /* A resume into its own run directory continues that run's metrics.jsonl. One that continues
+   * a run in another --run-dir starts that directory's metrics at the resumed step (README):
+   * a fresh file, as a new run's, replacing one found there without a word as a new run does
+   * (a directory without a checkpoint holds no run; its stray metrics.jsonl was appended to,
+   * its records kept before the resumed ones: the fresh-clone walkthrough, 2026-12-05). */
+  int continues = o->resume && r->st.step > 0 && resumes_in(o->run_dir, o->resume);
+  /* the run's own metrics.jsonl deleted: the resume goes on, since the checkpoint holds the
    * state and the log is only its record, but said, since the records before are gone */
-  if (r->rank == 0 && o->resume && r->st.step > 0 && !tz_exists(r->metrics_path) && resumes_in(o->run_dir, o->resume))
+  if (r->rank == 0 && continues && !tz_exists(r->metrics_path))
     tz_train_note(r, "note: %s is missing: a new one is started from step %d (the records of steps 1 to %d are "
                      "not recovered; the run resumes exactly from its checkpoint)\n", r->metrics_path,
                   r->st.step + 1, r->st.step);
-  if (r->rank == 0 && (metrics_trim(r->metrics_path, r->st.step) ||
-                       !(r->metrics = tz_metrics_open(r->metrics_path, r->st.step > 0))))
+  if (r->rank == 0 && ((continues && metrics_trim(r->metrics_path, r->st.step)) ||
+                       !(r->metrics = tz_metrics_open(r->metrics_path, continues))))
     return -1;
   if (r->W > 1) {
     if (tz_train_agree(r, 1)) return -1;

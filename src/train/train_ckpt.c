@@ -16,14 +16,25 @@
 #include "core/fileio.h"
 #include "train/train_ckpt.h"
 
-/* Point runs/latest at the run directory (a symlink replaced atomically). */
-static void mark_latest(const char *run_dir) {
+/* Point runs/latest at the run directory (a symlink replaced atomically). A link that cannot be
+ * made (the parent read-only, `latest` a directory) is said in one warning and training goes on:
+ * the link only helps `sample` with no model find the run (it failed without a word: the
+ * fresh-clone walkthrough, 2026-12-05). `tty`: a progress line may be open on the terminal; the
+ * warning clears it first (the next step redraws it). */
+static void mark_latest(const char *run_dir, int tty) {
   char *copy = tz_strdup(run_dir), *copy2 = tz_strdup(run_dir);
   char *parent = dirname(copy), *base = basename(copy2);
   char *link = tz_path_join(parent, "latest"), *tmp = tz_path_join(parent, ".latest.tmp");
   if (strcmp(base, "latest") != 0) {
     unlink(tmp);
-    if (symlink(base, tmp) == 0 && rename(tmp, link) != 0) unlink(tmp);
+    const char *what = NULL, *where = "";
+    int e = 0;
+    if (symlink(base, tmp) != 0) e = errno, what = "cannot write in ", where = parent;
+    else if (rename(tmp, link) != 0) e = errno, what = "cannot replace it", unlink(tmp);
+    if (what)
+      fprintf(stderr, "%stezgah: warning: %s was not updated to point at %s: %s%s: %s (training goes on; name the "
+                      "run directory instead, e.g. tezgah sample %s)\n", tty ? "\r\033[K" : "", link, base, what,
+              where, strerror(e), run_dir);
   }
   free(link);
   free(tmp);
@@ -171,7 +182,7 @@ int tz_train_save_and_mark(const char *path, const char *run_dir, int *marked, t
     /* the run's tokenizer beside the checkpoint, in its native format (encode/decode
      * --tokenizer RUN_DIR, Hugging Face tools read tokenizer.json) */
     if (tz_run_save_tokenizer(run_dir, tok)) return -1;
-    mark_latest(run_dir);
+    mark_latest(run_dir, isatty(2) && !st->opts->quiet);
   }
   *marked = 1;
   return 0;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/progress.h" /* tz_plural */
 #include "core/fileio.h"
 #include "data/shard.h"
 #include "model/config_json.h"
@@ -330,10 +331,10 @@ static int check_prepared_fits(const train_run *r) {
   /* "take", not "raise": on the block split the counts do not grow with the share (0.2 of
    * 28547 tokens holds 4096, 0.15 holds 4282: every 5th block vs the tail) */
   if (f > 0) snprintf(vf, sizeof vf, ", take --val-fraction %g (its split holds one)", f);
-  return tz_err("%s: the %s split holds %zu tokens (--val-fraction %g of %zu), fewer than one batch (B*T+1 = %d*%d+1 "
+  return tz_err("%s: the %s split holds %zu token%s (--val-fraction %g of %zu), fewer than one batch (B*T+1 = %d*%d+1 "
                 "= %zu tokens): lower -B or -T (B*T at most %zu)%s or give more text",
-                o->data, val ? "validation" : "training", have, o->val_fraction, n, o->B, o->T, need, have ? have - 1 : 0,
-                vf);
+                o->data, val ? "validation" : "training", have, tz_plural((long long)have), o->val_fraction, n, o->B, o->T,
+                need, have ? have - 1 : 0, vf);
 }
 
 /* Shards holding a token id at or above the model's vocabulary (tz_loader_open's
@@ -370,7 +371,7 @@ static int vocab_mismatch(const train_run *r, int vocab_given) {
     return tz_err("%s is outside the vocabulary of --tokenizer %s (%d tokens), which sets the model's: the shards "
                   "were made with another tokenizer; give that one with --tokenizer%s", what,
                   o->tokenizer ? o->tokenizer : "(the corpus's)",
-                  b->vocab_size, g2);
+                  tz_tok_vocab_size(r->tok), g2);
   return tz_err("%s is outside the model's vocabulary of %d tokens (--vocab-size %d%s): the shards were made with a "
                 "larger tokenizer; give it with --tokenizer (%sit sets the vocabulary, and the closing sample decodes "
                 "with it) or --vocab-size %d or more", what, b->vocab_size, b->vocab_size,
@@ -390,7 +391,22 @@ int tz_train_phase_data(train_run *r) {
   }
   int vocab_given = o->model.vocab_size > 0; /* cmd_train sets it for shard runs with --vocab-size */
   if (!o->resume && !o->init_from) {
-    o->model.vocab_size = r->tok ? tz_tok_vocab_size(r->tok) : o->vocab_size;
+    /* A --tokenizer sets V; a --vocab-size given with it was ignored without a word (V=50257 for
+     * --tokenizer gpt2 --vocab-size 257: the fresh-clone walkthrough, 2026-12-05). One below the
+     * tokenizer's size would leave its ids outside the model: refused. One above pads the model
+     * past its tokenizer (GPT-2's 50257 -> 50304, a multiple of 64, as llm.c does; README:
+     * sample leaves the padded ids out): taken, with a note. */
+    int tok_v = r->tok ? tz_tok_vocab_size(r->tok) : 0;
+    const char *tok_name = o->tokenizer ? o->tokenizer : "(the run's)";
+    if (r->tok && vocab_given && o->model.vocab_size < tok_v)
+      return tz_err("--vocab-size: %d is below the %d tokens of --tokenizer %s, whose ids would lie outside the "
+                    "model; leave --vocab-size out (the tokenizer sets it) or give %d or more", o->model.vocab_size,
+                    tok_v, tok_name, tok_v);
+    if (r->tok && vocab_given && o->model.vocab_size > tok_v)
+      tz_train_note(r, "note: --vocab-size %d is above the %d tokens of --tokenizer %s: the model is padded with %d "
+                       "rows no token uses (sample leaves them out)\n", o->model.vocab_size, tok_v, tok_name,
+                    o->model.vocab_size - tok_v);
+    o->model.vocab_size = vocab_given ? o->model.vocab_size : r->tok ? tok_v : o->vocab_size;
     if (o->model.vocab_size <= 0) return tz_err("--vocab-size: needed when training on shards without a tokenizer");
     if (o->model.max_seq_len == 0) o->model.max_seq_len = o->T;
     if (tz_config_finalize(&o->model)) return -1;
