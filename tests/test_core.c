@@ -86,6 +86,38 @@ static void test_path_join(void **state) {
   }
 }
 
+/* The list tests' fixture: a new directory holding the files `names` (one byte each), made the
+ * working directory; the previous one is written to cwd (cap bytes) for enter_back. */
+static char *enter_dir_with(const char *tag, const char *const *names, size_t n, char *cwd, size_t cap) {
+  char *dir = tz_test_tmpdir(tag);
+  for (size_t i = 0; i < n; i++) {
+    char *p = tz_path_join(dir, names[i]);
+    assert_int_equal(tz_write_file_atomic(p, "t", 1), 0);
+    free(p);
+  }
+  assert_non_null(getcwd(cwd, cap));
+  assert_int_equal(chdir(dir), 0);
+  return dir;
+}
+static void enter_back(char *dir, const char *cwd) {
+  assert_int_equal(chdir(cwd), 0);
+  free(dir);
+}
+/* fn(list) (tz_split_paths or tz_expand_paths) returns 0 and the entries want ('|' between) */
+typedef int (*list_fn)(const char *, char ***, size_t *);
+static void check_list(list_fn fn, const char *list, const char *want) {
+  char **v;
+  size_t n;
+  int rc = fn(list, &v, &n);
+  if (rc) fprintf(stderr, "list '%s': %s\n", list, tz_errmsg());
+  assert_int_equal(rc, 0);
+  char got[256] = "";
+  for (size_t i = 0; i < n; i++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? "|" : "", v[i]);
+  if (strcmp(got, want)) fprintf(stderr, "list '%s': got '%s', want '%s'\n", list, got, want);
+  assert_string_equal(got, want);
+  tz_paths_free(v, n);
+}
+
 /* tz_split_paths against lists worked out by hand, in a directory holding a, b.txt, "x,y.txt"
  * and "a,b.txt": commas split (spaces around entries and empty entries dropped); a piece that
  * names nothing alone joins the following pieces into the longest run that names a file
@@ -95,32 +127,16 @@ static void test_path_join(void **state) {
  * one check each (the longest-run-first rule took n²/2: 8 s at 3,000). */
 static void test_split_paths(void **state) {
   (void)state;
-  char *dir = tz_test_tmpdir("core_split");
   const char *files[] = {"a", "b.txt", "x,y.txt", "a,b.txt"};
-  for (size_t i = 0; i < 4; i++) {
-    char *p = tz_path_join(dir, files[i]);
-    assert_int_equal(tz_write_file_atomic(p, "t", 1), 0);
-    free(p);
-  }
   char cwd[4096];
-  assert_non_null(getcwd(cwd, sizeof cwd));
-  assert_int_equal(chdir(dir), 0);
+  char *dir = enter_dir_with("core_split", files, 4, cwd, sizeof cwd);
   const struct { const char *list; const char *want; } cases[] = {
       {"a,b.txt", "a|b.txt"},          {" a , b.txt ,", "a|b.txt"},   {"a,,b.txt", "a|b.txt"},
       {"x,y.txt", "x,y.txt"},          {"a,x,y.txt,b.txt", "a|x,y.txt|b.txt"},
       {"nope,b.txt", "nope|b.txt"},    {"x,nope", "x|nope"},          {",", ""},
       {"*.txt,a", "*.txt|a"},          {"x,y.*", "x,y.*"},
   };
-  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-    char **v;
-    size_t n;
-    assert_int_equal(tz_split_paths(cases[c].list, &v, &n), 0);
-    char got[256] = "";
-    for (size_t i = 0; i < n; i++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? "|" : "", v[i]);
-    if (strcmp(got, cases[c].want)) fprintf(stderr, "list '%s': got '%s', want '%s'\n", cases[c].list, got, cases[c].want);
-    assert_string_equal(got, cases[c].want);
-    tz_paths_free(v, n);
-  }
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) check_list(tz_split_paths, cases[c].list, cases[c].want);
   /* 3,000 entries (each "a"): one entry each */
   size_t big = 3000;
   char *list = malloc(2 * big);
@@ -131,8 +147,7 @@ static void test_split_paths(void **state) {
   assert_int_equal(n, big);
   tz_paths_free(v, n);
   free(list);
-  assert_int_equal(chdir(cwd), 0);
-  free(dir);
+  enter_back(dir, cwd);
 }
 
 /* tz_expand_paths: an entry that exists as given is that file even with glob characters in its
@@ -141,38 +156,20 @@ static void test_split_paths(void **state) {
  * matches nothing). A comma and glob characters together: "k[0],z.txt" exists, one entry. */
 static void test_expand_paths_literal(void **state) {
   (void)state;
-  char *dir = tz_test_tmpdir("core_expand_literal");
   const char *files[] = {"a[1].txt", "a1.txt", "b1.txt", "k[0],z.txt"};
-  for (size_t i = 0; i < 4; i++) {
-    char *p = tz_path_join(dir, files[i]);
-    assert_int_equal(tz_write_file_atomic(p, "t", 1), 0);
-    free(p);
-  }
   char cwd[4096];
-  assert_non_null(getcwd(cwd, sizeof cwd));
-  assert_int_equal(chdir(dir), 0);
+  char *dir = enter_dir_with("core_expand_literal", files, 4, cwd, sizeof cwd);
   const struct { const char *list; const char *want; } cases[] = {
       {"a[1].txt", "a[1].txt"}, {"b[1].txt", "b1.txt"},         {"*1.txt", "a1.txt|b1.txt"},
       {"a1.txt,a[1].txt", "a1.txt|a[1].txt"},                    {"k[0],z.txt", "k[0],z.txt"},
       {"a[1].txt,k[0],z.txt", "a[1].txt|k[0],z.txt"},
   };
-  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-    char **v;
-    size_t n;
-    if (tz_expand_paths(cases[c].list, &v, &n)) fprintf(stderr, "list '%s': %s\n", cases[c].list, tz_errmsg());
-    assert_int_equal(tz_expand_paths(cases[c].list, &v, &n), 0);
-    char got[256] = "";
-    for (size_t i = 0; i < n; i++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? "|" : "", v[i]);
-    if (strcmp(got, cases[c].want)) fprintf(stderr, "list '%s': got '%s', want '%s'\n", cases[c].list, got, cases[c].want);
-    assert_string_equal(got, cases[c].want);
-    tz_paths_free(v, n);
-  }
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) check_list(tz_expand_paths, cases[c].list, cases[c].want);
   char **v;
   size_t n;
   assert_int_equal(tz_expand_paths("c[1].txt", &v, &n), -1);
   assert_string_equal(tz_errmsg(), "c[1].txt: no files match");
-  assert_int_equal(chdir(cwd), 0);
-  free(dir);
+  enter_back(dir, cwd);
 }
 
 /* tz_same_file / tz_out_not_input / tz_out_not_in_list: an existing output that is an input
