@@ -153,7 +153,7 @@ static void test_malformed(void **state) {
   for (size_t k = 0; k < sizeof cuts / sizeof *cuts; k++) {
     assert_int_equal(tz_write_file_atomic(p, raw, cuts[k]), 0);
     char want[64];
-    snprintf(want, sizeof want, "file size %zu bytes", cuts[k]);
+    snprintf(want, sizeof want, "file size %zu byte%s", cuts[k], cuts[k] == 1 ? "" : "s"); /* "1 byte": singular */
     expect_read_error(p, 256, want, cuts[k] < 1024 ? "truncated" : "ntok 100");
   }
   free(raw);
