@@ -262,7 +262,7 @@ int tz_cmd_env(int argc, char **argv) {
   }
   static const char *const groups[] = {"general", "cpu", "webgpu", "cuda", "test"};
   int shown = 0;
-  for (int g = 0; g < 5; g++) {
+  for (size_t g = 0; g < sizeof groups / sizeof *groups; g++) {
     int head = 0;
     for (int i = 0; i < N_VARS; i++) {
       const env_var *v = &VARS[i];

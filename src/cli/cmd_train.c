@@ -315,6 +315,16 @@ static void on_stop_signal(int sig) {
   tz_train_request_stop(sig);
 }
 
+/* --run-dir, --resume, --init-from: each names one directory, run or model. getopt lets a later
+ * value win, harmless for most flags; for these the first was dropped without a word, so a
+ * second one is refused (which to take is not guessed), and '' is no path. *dst is NULL until
+ * the option is given (tz_train_opts_default). */
+static int set_once(const char *flag, const char **dst, const char *val, const char *what) {
+  if (*dst) return tz_err("%s: given twice ('%s', then '%s'); give the one %s", flag, *dst, val, what);
+  *dst = val;
+  return tz_arg_path(flag, val);
+}
+
 int tz_cmd_train(int argc, char **argv) {
   tz_train_opts o;
   tz_train_opts_default(&o);
@@ -322,7 +332,6 @@ int tz_cmd_train(int argc, char **argv) {
   int given[O_HELP - 256 + 1] = {0}, typed[O_HELP - 256 + 1] = {0}, given_B = 0, given_T = 0, plot = 0, c, nproc = 1, run_dir_default = 0;
   char default_dir[64];
   const char *data_list = NULL; /* --data's values (given more than once: joined) */
-  int run_dir_seen = 0, init_seen = 0; /* --run-dir, --init-from: a second one is refused */
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, ":hB:T:", LONG, NULL)) != -1) {
@@ -343,23 +352,9 @@ int tz_cmd_train(int argc, char **argv) {
         o.tokenizer_backend = optarg;
         if (tz_tok_backend_check(optarg)) e = tz_err_prefix("--tokenizer-backend");
         break;
-      case O_RUNDIR: /* as --resume below: two values name two directories */
-        if (run_dir_seen) e = tz_err("--run-dir: given twice ('%s', then '%s'); give the one directory", o.run_dir, optarg);
-        o.run_dir = optarg, run_dir_seen = 1;
-        if (!e) e = tz_arg_path("--run-dir", optarg);
-        break;
-      case O_RESUME:
-        /* getopt lets a later value win, which for most flags is harmless; two --resume name two
-         * runs, and the first was silently dropped: which one to continue is not guessed */
-        if (o.resume) e = tz_err("--resume: given twice ('%s', then '%s'); give the one run to continue", o.resume, optarg);
-        o.resume = optarg;
-        if (!e) e = tz_arg_path("--resume", optarg);
-        break;
-      case O_INIT: /* two values name two models */
-        if (init_seen) e = tz_err("--init-from: given twice ('%s', then '%s'); give the one model to start from", o.init_from, optarg);
-        o.init_from = optarg, init_seen = 1;
-        if (!e) e = tz_arg_path("--init-from", optarg);
-        break;
+      case O_RUNDIR: e = set_once("--run-dir", &o.run_dir, optarg, "directory"); break;
+      case O_RESUME: e = set_once("--resume", &o.resume, optarg, "run to continue"); break;
+      case O_INIT: e = set_once("--init-from", &o.init_from, optarg, "model to start from"); break;
       case O_BACKEND: o.backend = optarg; break;
       case O_PRECISION:
         o.precision = optarg;
