@@ -178,6 +178,10 @@ static void f_swiglu_fwd(void *p) {
   cx *c = p;
   be->swiglu_fwd(be, c->s[0], c->s[1], N, LL_FF);
 }
+static void f_rope(void *p) { /* llama's qkv, head_dim 64, forward rotation */
+  cx *c = p;
+  be->rope(be, c->s[0], B, T, C / 64, C / 64, 64, 0, 10000.0f, 1);
+}
 static void f_swiglu_bwd(void *p) {
   cx *c = p;
   be->swiglu_bwd(be, c->s[0], c->s[1], c->s[2], N, LL_FF);
@@ -314,6 +318,14 @@ int main(int argc, char **argv) {
     bench_case("swiglu_fwd", "[16384,2x2048] llama", f_swiglu_fwd, &f, 3.0 * N * LL_FF * 2, L);
     f.s[0] = c.s[0], f.s[1] = c.s[2], f.s[2] = c.s[1];
     bench_case("swiglu_bwd", "[16384,2x2048] llama", f_swiglu_bwd, &f, 5.0 * N * LL_FF * 2, L);
+    release();
+  }
+  /* rope (llama: n_head = n_kv_head = C/64, head_dim 64) in place on qkv [N, 3C]: q and k read
+   * and written; a forward and a backward call a layer */
+  if (want("rope")) {
+    memset(&c, 0, sizeof c);
+    c.s[0] = act((size_t)N * 3 * C, 1, 0);
+    bench_case("rope", "[16384,3C] llama q,k", f_rope, &c, 2.0 * N * 2 * C * 2, 2 * L);
     release();
   }
   /* embed_bwd: dwte, dwpe (fp32), dout, tok */

@@ -67,6 +67,9 @@ typedef struct {
    * (backend_cuda.c), so that a process may hold backends of several settings (tests): ln_warps:
    * TEZGAH_CUDA_LN_WARPS (1..8; 0: by C, layernorm.cu ln_nw), the one-pass kernel's warps per block. */
   int ln_warps;
+  /* TEZGAH_CUDA_ROPE_PAIRS=1: RoPE by the one-pair-per-thread kernel everywhere (rope.cu), the
+   * A/B of its 16-byte form; the same bits either way. */
+  int rope_pairs;
   int smem_optin; /* the device's largest dynamic shared memory per block (bytes) */
   /* ---- runtime-private below (backend_cuda.c, matmul.cu); kernels need not look ---- */
   void *mm;                 /* matmul state: descriptor/algorithm cache (matmul.cu) */
