@@ -296,6 +296,14 @@ flag-temp-inf       |--temperature: 'inf' is not finite|"$bin" sample good --tem
 flag-topp-hex       |--top-p: '0x1p-1' is not a decimal number|"$bin" sample good --top-p 0x1p-1
 flag-steps-hex      |--steps: '0x10' is not a decimal integer|"$bin" train --steps 0x10
 flag-steps-blank    |--steps: ' 5' is not a decimal integer|"$bin" train --steps " 5"
+flag-steps-plus     |--steps: '+5' is not a decimal integer|"$bin" train --steps +5
+flag-lr-plus        |--lr: '+0.1' is not a decimal number|"$bin" train --lr +0.1
+flag-seed-plus      |--seed: '+5' is not a non-negative decimal integer|"$bin" train --seed +5
+flag-temp-plus      |--temperature: '+1' is not a decimal number|"$bin" sample good --temperature +1
+flag-loss-scale-plus|--loss-scale: '+4' is not dynamic, off or a power of two|"$bin" train --loss-scale +4
+flag-inject-plus    |--debug-inject-nan: '+3' is not a list of step numbers|"$bin" train --data corpus.txt --vocab-size 300 --debug-inject-nan +3 --run-dir r1 --quiet
+env-ls-growth-plus  |TEZGAH_LOSS_SCALE_GROWTH: '+5' is not a step count in [1, 2^30]|TEZGAH_LOSS_SCALE_GROWTH=+5 "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
+logits-ids-plus     |--ids: '1,+2' is not a comma-separated list of token ids|"$bin" logits good --ids 1,+2
 flag-batch-blank    |--batch: ' 5' is not a decimal integer|"$bin" sample good --batch " 5"
 flag-batch-blank2   |--batch: '5 ' is not a decimal integer|"$bin" sample good --batch "5 "
 flag-batch-word     |--batch: 'five' is not a decimal integer|"$bin" sample good --batch five

@@ -1,10 +1,10 @@
 /* Command-line helpers shared by the commands: strict numeric parsing with one-line errors
  * ("--steps: 'abc' is not a decimal integer", "--lr: -1 is out of range [0, 10]"; an integer
  * beyond any long, "--steps: 99999999999999999999 is out of range [1, 1073741824]", is one too).
- * Numbers are decimal only (core/decimal.h): an optional sign and digits, for floats also a
+ * Numbers are decimal only (core/decimal.h): an optional '-' and digits, for floats also a
  * fraction and an exponent (1e-3, .5, 2.); integers are base 10 ("010" is 10). Anything else
  * gets one wording naming the option and the value, whatever is wrong with it (" 5", "5 ",
- * "0x10", "ten"): "--steps: '5 ' is not a decimal integer", "--seed: '0x5' is not a non-negative
+ * "+5", "0x10", "ten"): "--steps: '5 ' is not a decimal integer", "--seed: '0x5' is not a non-negative
  * decimal integer", "--lr: 'nan' is not a decimal number (...)"; besides the ranges, two values
  * get their own words: "--lr: 'inf' is not finite (give a number in [0, 10])" and "--seed: '-1'
  * must not be negative". "--lr: 1e999 is out of range [0, 10]". */
