@@ -237,6 +237,12 @@ shard-no-match      |nothing*.bin: no files match|"$bin" train --train-shards 'n
 list-no-path        |--train-shards: ' , ' names no path (a comma-separated list of files or globs)|"$bin" train --train-shards ' , ' --vocab-size 300 --run-dir r1 --quiet
 data-no-path        |--data: ',' names no path (a comma-separated list of files or globs)|"$bin" train --data , --run-dir r1 --quiet
 eval-data-no-path   |--data: '' names no path (a comma-separated list of files or globs)|"$bin" eval good --data ''
+list-empty-end      |--data: 'corpus.txt,' has an empty entry (a comma-separated list of files or globs: remove the extra ',')|"$bin" train --data corpus.txt, --run-dir r1 --quiet
+list-empty-inner    |--train-shards: 'sh_good.bin,,sh_good.bin' has an empty entry|"$bin" train --train-shards sh_good.bin,,sh_good.bin --vocab-size 300 --run-dir r1 --quiet
+list-empty-blank    |--data: 'corpus.txt, ' has an empty entry|"$bin" eval good --data 'corpus.txt, '
+list-empty-repeated |--val-shards: 'sh_good.bin,' has an empty entry|"$bin" train --train-shards sh_good.bin --val-shards sh_good.bin --val-shards sh_good.bin, --vocab-size 300 --run-dir r1 --quiet
+list-split-missing  |'nosuch.txt' (from splitting '--data corpus.txt,nosuch.txt' at ',') not found|"$bin" train --data corpus.txt,nosuch.txt --run-dir r1 --quiet
+list-split-nomatch  |'nodir/*.bin' (from splitting '--data sh_good.bin,nodir/*.bin' at ',') matches no file|"$bin" eval good --data 'sh_good.bin,nodir/*.bin'
 tok-duplicate-merge |tok_dupmerge.json: merges 0 and 1 both produce|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupmerge.json "${small[@]}" --steps 2 --run-dir r1
 tok-missing-merges  |tok_nomerges.json: token id 256 "th" is produced by no merge (missing merges: 0 merges for 300 tokens)|"$bin" train --train-shards sh_good.bin --tokenizer tok_nomerges.json "${small[@]}" --steps 2 --run-dir r1
 tok-merges-absent   |tok_mergesabsent.json: missing array "model.merges"|"$bin" train --train-shards sh_good.bin --tokenizer tok_mergesabsent.json "${small[@]}" --steps 2 --run-dir r1

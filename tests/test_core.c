@@ -103,14 +103,15 @@ static void enter_back(char *dir, const char *cwd) {
   assert_int_equal(chdir(cwd), 0);
   free(dir);
 }
-/* fn(list) (tz_split_paths or tz_expand_paths) returns 0 and the entries want ('|' between) */
+/* fn(list) (tz_split_paths or tz_expand_paths) returns want_rc (tz_split_paths: the empty
+ * entries it left out; tz_expand_paths: 0) and the entries want ('|' between) */
 typedef int (*list_fn)(const char *, char ***, size_t *);
-static void check_list(list_fn fn, const char *list, const char *want) {
+static void check_list(list_fn fn, const char *list, const char *want, int want_rc) {
   char **v;
   size_t n;
   int rc = fn(list, &v, &n);
-  if (rc) fprintf(stderr, "list '%s': %s\n", list, tz_errmsg());
-  assert_int_equal(rc, 0);
+  if (rc != want_rc) fprintf(stderr, "list '%s': returned %d, want %d (%s)\n", list, rc, want_rc, tz_errmsg());
+  assert_int_equal(rc, want_rc);
   char got[256] = "";
   for (size_t i = 0; i < n; i++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? "|" : "", v[i]);
   if (strcmp(got, want)) fprintf(stderr, "list '%s': got '%s', want '%s'\n", list, got, want);
@@ -119,7 +120,8 @@ static void check_list(list_fn fn, const char *list, const char *want) {
 }
 
 /* tz_split_paths against lists worked out by hand, in a directory holding a, b.txt, "x,y.txt"
- * and "a,b.txt": commas split (spaces around entries and empty entries dropped); a piece that
+ * and "a,b.txt": commas split (spaces around entries and empty entries dropped, the latter
+ * counted: the command line refuses them); a piece that
  * names nothing alone joins the following pieces into the longest run that names a file
  * ("x,y.txt"), or stays alone (its error comes from the reader); where both readings name files
  * the split wins ("a,b.txt" is a and b.txt: a repeated --data a --data b.txt joins to that
@@ -130,13 +132,19 @@ static void test_split_paths(void **state) {
   const char *files[] = {"a", "b.txt", "x,y.txt", "a,b.txt"};
   char cwd[4096];
   char *dir = enter_dir_with("core_split", files, 4, cwd, sizeof cwd);
-  const struct { const char *list; const char *want; } cases[] = {
-      {"a,b.txt", "a|b.txt"},          {" a , b.txt ,", "a|b.txt"},   {"a,,b.txt", "a|b.txt"},
-      {"x,y.txt", "x,y.txt"},          {"a,x,y.txt,b.txt", "a|x,y.txt|b.txt"},
-      {"nope,b.txt", "nope|b.txt"},    {"x,nope", "x|nope"},          {",", ""},
-      {"*.txt,a", "*.txt|a"},          {"x,y.*", "x,y.*"},
+  const struct { const char *list; const char *want; int empty; } cases[] = {
+      {"a,b.txt", "a|b.txt", 0},       {" a , b.txt ,", "a|b.txt", 1}, {"a,,b.txt", "a|b.txt", 1},
+      {"x,y.txt", "x,y.txt", 0},       {"a,x,y.txt,b.txt", "a|x,y.txt|b.txt", 0},
+      {"nope,b.txt", "nope|b.txt", 0}, {"x,nope", "x|nope", 0},        {",", "", 2},
+      {"*.txt,a", "*.txt|a", 0},       {"x,y.*", "x,y.*", 0},          {"a, ,,b.txt,", "a|b.txt", 3},
   };
-  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) check_list(tz_split_paths, cases[c].list, cases[c].want);
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+    check_list(tz_split_paths, cases[c].list, cases[c].want, cases[c].empty);
+  /* names: a path as given, or a pattern that matches */
+  assert_int_equal(tz_names_something("x,y.txt"), 1);
+  assert_int_equal(tz_names_something("*.txt"), 1);
+  assert_int_equal(tz_names_something("nope"), 0);
+  assert_int_equal(tz_names_something("*.nope"), 0);
   /* 3,000 entries (each "a"): one entry each */
   size_t big = 3000;
   char *list = malloc(2 * big);
@@ -164,7 +172,7 @@ static void test_expand_paths_literal(void **state) {
       {"a1.txt,a[1].txt", "a1.txt|a[1].txt"},                    {"k[0],z.txt", "k[0],z.txt"},
       {"a[1].txt,k[0],z.txt", "a[1].txt|k[0],z.txt"},
   };
-  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) check_list(tz_expand_paths, cases[c].list, cases[c].want);
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) check_list(tz_expand_paths, cases[c].list, cases[c].want, 0);
   char **v;
   size_t n;
   assert_int_equal(tz_expand_paths("c[1].txt", &v, &n), -1);

@@ -38,9 +38,7 @@ static char *trimmed(const char *s, size_t len) {
 /* Whether `item` exists as given (a name may hold glob characters: "a[1].txt" is a file) */
 static int exists_literally(const char *item) { return access(item, F_OK) == 0; }
 
-/* Whether `item` names a file system entry: a path that exists as given (glob characters or
- * not), or a pattern that matches at least one. */
-static int names_something(const char *item) {
+int tz_names_something(const char *item) {
   if (exists_literally(item)) return 1;
   if (!strpbrk(item, "*?[")) return 0;
   glob_t g = {0};
@@ -60,6 +58,7 @@ int tz_split_paths(const char *list, char ***out, size_t *n) {
   at[np] = strlen(list) + 1;
   char **v = NULL;
   *n = 0;
+  int empty = 0;
   for (size_t i = 0, j; i < np; i = j + 1) {
     /* a comma separates, unless piece i alone names nothing and a run of pieces i..j, joined
      * again, names something: then the run is one entry (the longest such run). The split is
@@ -69,10 +68,10 @@ int tz_split_paths(const char *list, char ***out, size_t *n) {
      * longer than PATH_MAX names nothing, which bounds the search for a missing piece. */
     char *item = trimmed(list + at[i], at[i + 1] - 1 - at[i]);
     j = i;
-    if (*item && !names_something(item)) {
+    if (*item && !tz_names_something(item)) {
       for (size_t jj = i + 1; jj < np && at[jj + 1] - 1 - at[i] <= PATH_MAX; jj++) {
         char *run = trimmed(list + at[i], at[jj + 1] - 1 - at[i]);
-        if (names_something(run)) {
+        if (tz_names_something(run)) {
           free(item);
           item = run, j = jj;
         } else {
@@ -80,8 +79,9 @@ int tz_split_paths(const char *list, char ***out, size_t *n) {
         }
       }
     }
-    if (!*item) {
+    if (!*item) { /* left out, and counted: the command line refuses it (tz_arg_list_add) */
       free(item);
+      empty++;
       continue;
     }
     if (*n == cap) v = tz_realloc(v, (cap = cap ? 2 * cap : 8) * sizeof *v);
@@ -89,7 +89,7 @@ int tz_split_paths(const char *list, char ***out, size_t *n) {
   }
   free(at);
   *out = v;
-  return 0;
+  return empty;
 }
 
 int tz_expand_paths(const char *list, char ***out, size_t *n) {

@@ -45,12 +45,16 @@ int tz_write_file_atomic(const char *path, const void *data, size_t n);
 
 /* The entries of a comma-separated list of paths and patterns (not expanded), the spaces
  * around each dropped, empty ones left out: a malloc'ed array of malloc'ed strings (free with
- * tz_paths_free), *n >= 0; returns 0. A comma splits the list except inside a name that is
+ * tz_paths_free), *n >= 0; returns how many empty entries were left out ("a.txt,", "a,,b",
+ * "a, ,b": 1; the command line refuses those, tz_arg_list_add; the readers take what is left). A comma splits the list except inside a name that is
  * there: where an entry alone names nothing, the longest run of entries from it that, joined
  * again with their commas, is an existing path (or a pattern matching one) is one entry
  * ("data/a,b.txt,c.txt" is two files where data/a,b.txt exists and data/a does not). The split
  * wins where both readings name files. */
 int tz_split_paths(const char *list, char ***out, size_t *n);
+/* 1 when `item` (an entry of tz_split_paths) names a file system entry: a path that exists as
+ * given (glob characters or not), or a pattern that matches at least one; else 0. */
+int tz_names_something(const char *item);
 /* Expand a comma-separated list of paths and glob(3) patterns (tz_split_paths's entries;
  * sorted matches; a plain path is kept as given, missing or not; an entry that exists as
  * given is that one path even with glob characters in its name, "a[1].txt", and only an entry
