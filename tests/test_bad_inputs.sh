@@ -470,6 +470,16 @@ note_case tok-smaller-sample "sample: note: --tokenizer tok280.json has 280 toke
   "$bin" sample good --tokenizer tok280.json --tokens 8 --temperature 1 --top-k 0
 note_case tok-smaller-stored "sample: note: ck_tok280.tzc: its tokenizer has 280 tokens, the model's vocab_size is 300: ids 280..299 have no text" \
   "$bin" sample ck_tok280.tzc --tokens 8
+# A file listed twice (as another spelling of itself, or through a glob too) is read twice, as
+# given (an up-weighting can be meant), with one note line naming it and the count.
+note_case list-repeat-train "note: --data: corpus.txt is listed 3 times and is read 3 times" \
+  "$bin" train --data 'corpus.txt,./corpus.txt' --data 'corpus.t?t' --vocab-size 300 --n-layer 1 --n-head 2 --d-model 32 -B 4 -T 32 \
+  --threads 1 --sample-tokens 0 --val-every 0 --steps 1 --run-dir r_repeat
+note_case list-repeat-shards "note: --train-shards: sh_good.bin is listed 2 times and is read 2 times" \
+  "$bin" train --train-shards sh_good.bin,sh_good.bin --vocab-size 300 --n-layer 1 --n-head 2 --d-model 32 -B 4 -T 32 \
+  --threads 1 --sample-tokens 0 --val-every 0 --steps 1 --run-dir r_repeat2
+note_case list-repeat-eval "eval: note: --data: corpus.txt is listed 2 times and is read 2 times" \
+  "$bin" eval good --data corpus.txt --data corpus.txt --batches 1
 note_case tok-smaller-init "has 280 tokens, the model's vocab_size is 300: ids 280..299 have no text and are not sampled" \
   "$bin" train --init-from good --tokenizer tok280.json --data corpus.txt "${small[@]}" --steps 2 --run-dir r_tok280 --sample-tokens 8 --quiet
 

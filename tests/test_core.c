@@ -180,7 +180,7 @@ static void test_expand_paths_literal(void **state) {
   enter_back(dir, cwd);
 }
 
-/* tz_same_file / tz_out_not_input / tz_out_not_in_list: an existing output that is an input
+/* tz_same_file / tz_out_not_input / tz_out_not_in_list / tz_list_repeats: an existing output that is an input
  * (the same path, another spelling of it, a hard link, a listed or globbed input, a file of an
  * input directory named in dir_files) is refused naming both; a missing output, another file,
  * stdin ("-") and a NULL input are not. */
@@ -216,6 +216,21 @@ static void test_out_not_input(void **state) {
                                    "give another path (writing it would replace the input)");
   assert_int_equal(tz_out_not_in_list("--json", "in.txt", "--data", "other.txt"), 0);
   assert_int_equal(tz_out_not_in_list("--json", "in.txt", "--data", "nomatch*.txt"), 0); /* the reader's error */
+  /* tz_list_repeats: one line for each file a list reads more than once (another spelling, a
+   * hard link, a glob's match), named as first listed; none for a list without repeats, or one
+   * that does not expand (no error left set: its reader says it) */
+  char *notes = tz_list_repeats("eval: ", "--data", "in.txt,other.txt,./in.txt,hard.txt");
+  assert_string_equal(notes, "eval: note: --data: in.txt is listed 3 times and is read 3 times (list it once to read "
+                             "it once)\n");
+  free(notes);
+  notes = tz_list_repeats("", "--train-shards", "o*.txt,in.txt,other.txt,./hard.txt");
+  assert_string_equal(notes, "note: --train-shards: other.txt is listed 2 times and is read 2 times (list it once to "
+                             "read it once)\nnote: --train-shards: in.txt is listed 2 times and is read 2 times (list it "
+                             "once to read it once)\n");
+  free(notes);
+  assert_null(tz_list_repeats("", "--data", "in.txt,other.txt"));
+  assert_null(tz_list_repeats("", "--data", "in.txt,nomatch*.txt"));
+  assert_string_equal(tz_errmsg(), "");
   assert_int_equal(chdir(cwd), 0);
   free(dir);
 }

@@ -135,6 +135,39 @@ int tz_same_file(const char *a, const char *b) {
   return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* Notes for files a list reads more than once. Each path is stat'ed once and the pairs compared
+ * in memory (a glob of thousands of shards: no stat per pair). */
+char *tz_list_repeats(const char *lead, const char *flag, const char *list) {
+  char **p;
+  size_t n;
+  if (!list || tz_expand_paths(list, &p, &n)) {
+    tz_err_clear(); /* a list that does not expand is its reader's error */
+    return NULL;
+  }
+  struct stat *st = tz_malloc((n + 1) * sizeof *st);
+  char *ok = tz_malloc(n + 1);
+  for (size_t i = 0; i < n; i++) ok[i] = stat(p[i], &st[i]) == 0;
+#define SAME(i, j) (ok[i] && ok[j] && st[i].st_dev == st[j].st_dev && st[i].st_ino == st[j].st_ino)
+  char *notes = NULL;
+  size_t len = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t times = 1, j = 0;
+    while (j < i && !SAME(i, j)) j++;
+    if (!ok[i] || j < i) continue; /* missing (the reader's error), or said at its first listing */
+    for (j = i + 1; j < n; j++) times += SAME(i, j);
+    if (times < 2) continue;
+    const char *fmt = "%snote: %s: %s is listed %zu times and is read %zu times (list it once to read it once)\n";
+    int k = snprintf(NULL, 0, fmt, lead, flag, p[i], times, times);
+    notes = tz_realloc(notes, len + (size_t)k + 1);
+    len += (size_t)snprintf(notes + len, (size_t)k + 1, fmt, lead, flag, p[i], times, times);
+  }
+#undef SAME
+  free(st);
+  free(ok);
+  tz_paths_free(p, n);
+  return notes;
+}
+
 /* out against one input file: the refusal names both as given */
 static int out_is(const char *out_flag, const char *out, const char *in_what, const char *in) {
   if (!tz_same_file(out, in)) return 0;

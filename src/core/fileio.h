@@ -65,6 +65,13 @@ int tz_names_something(const char *item);
 int tz_expand_paths(const char *list, char ***out, size_t *n);
 void tz_paths_free(char **paths, size_t n);
 
+/* A file read more than once by a list (tz_expand_paths of `list`; one file in tz_same_file's
+ * sense: "a.txt" and "./a.txt", a link, a glob's match and a name) is kept as given: listing it
+ * twice can be a deliberate up-weighting. For each such file one line, "<lead>note: <flag>:
+ * <path> is listed N times and is read N times (...)\n" (path: its first listing), all in one
+ * malloc'ed string; NULL when no file repeats, or when the list does not expand (its reader
+ * says so; no error is left set). */
+char *tz_list_repeats(const char *lead, const char *flag, const char *list);
 /* 1 when a and b both exist and are one file (st_dev and st_ino, symbolic links followed: a
  * link to the input, or a hard link, is the input), else 0. */
 int tz_same_file(const char *a, const char *b);
