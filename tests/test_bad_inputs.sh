@@ -237,6 +237,12 @@ shard-no-match      |nothing*.bin: no files match|"$bin" train --train-shards 'n
 list-no-path        |--train-shards: ' , ' names no path (a comma-separated list of files or globs)|"$bin" train --train-shards ' , ' --vocab-size 300 --run-dir r1 --quiet
 data-no-path        |--data: ',' names no path (a comma-separated list of files or globs)|"$bin" train --data , --run-dir r1 --quiet
 eval-data-no-path   |--data: '' names no path (a comma-separated list of files or globs)|"$bin" eval good --data ''
+list-empty-end      |--data: 'corpus.txt,' has an empty entry (a comma-separated list of files or globs: remove the extra ',')|"$bin" train --data corpus.txt, --run-dir r1 --quiet
+list-empty-inner    |--train-shards: 'sh_good.bin,,sh_good.bin' has an empty entry|"$bin" train --train-shards sh_good.bin,,sh_good.bin --vocab-size 300 --run-dir r1 --quiet
+list-empty-blank    |--data: 'corpus.txt, ' has an empty entry|"$bin" eval good --data 'corpus.txt, '
+list-empty-repeated |--val-shards: 'sh_good.bin,' has an empty entry|"$bin" train --train-shards sh_good.bin --val-shards sh_good.bin --val-shards sh_good.bin, --vocab-size 300 --run-dir r1 --quiet
+list-split-missing  |'nosuch.txt' (from splitting '--data corpus.txt,nosuch.txt' at ',') not found|"$bin" train --data corpus.txt,nosuch.txt --run-dir r1 --quiet
+list-split-nomatch  |'nodir/*.bin' (from splitting '--data sh_good.bin,nodir/*.bin' at ',') matches no file|"$bin" eval good --data 'sh_good.bin,nodir/*.bin'
 tok-duplicate-merge |tok_dupmerge.json: merges 0 and 1 both produce|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupmerge.json "${small[@]}" --steps 2 --run-dir r1
 tok-missing-merges  |tok_nomerges.json: token id 256 "th" is produced by no merge (missing merges: 0 merges for 300 tokens)|"$bin" train --train-shards sh_good.bin --tokenizer tok_nomerges.json "${small[@]}" --steps 2 --run-dir r1
 tok-merges-absent   |tok_mergesabsent.json: missing array "model.merges"|"$bin" train --train-shards sh_good.bin --tokenizer tok_mergesabsent.json "${small[@]}" --steps 2 --run-dir r1
@@ -244,6 +250,7 @@ tok-truncated       |tok_trunc.json: invalid JSON near byte|"$bin" train --train
 tok-empty           |tok_empty.json: file is empty|"$bin" train --train-shards sh_good.bin --tokenizer tok_empty.json "${small[@]}" --steps 2 --run-dir r1
 tok-dup-special     |appears twice (ids 300 and 299)|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupadded.json "${small[@]}" --steps 2 --run-dir r1
 corpus-missing      |nosuch.txt: No such file or directory|"$bin" train --data nosuch.txt --run-dir r1 --quiet
+corpus-default-gone |data/kjv.txt: No such file or directory (the default corpus, relative to the working directory: run from the repository root, or give --data FILE)|"$bin" train --run-dir r1 --quiet
 corpus-binary       |corpus_bin.txt: looks binary (NUL byte at offset 3)|"$bin" train --data corpus_bin.txt --run-dir r1 --quiet
 corpus-empty        |corpus_empty.txt: file is empty|"$bin" train --data corpus_empty.txt --run-dir r1 --quiet
 corpus-tiny         |corpus_tiny.txt: too small to hold out a validation split|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir r1 --quiet
@@ -296,6 +303,14 @@ flag-temp-inf       |--temperature: 'inf' is not finite|"$bin" sample good --tem
 flag-topp-hex       |--top-p: '0x1p-1' is not a decimal number|"$bin" sample good --top-p 0x1p-1
 flag-steps-hex      |--steps: '0x10' is not a decimal integer|"$bin" train --steps 0x10
 flag-steps-blank    |--steps: ' 5' is not a decimal integer|"$bin" train --steps " 5"
+flag-steps-plus     |--steps: '+5' is not a decimal integer|"$bin" train --steps +5
+flag-lr-plus        |--lr: '+0.1' is not a decimal number|"$bin" train --lr +0.1
+flag-seed-plus      |--seed: '+5' is not a non-negative decimal integer|"$bin" train --seed +5
+flag-temp-plus      |--temperature: '+1' is not a decimal number|"$bin" sample good --temperature +1
+flag-loss-scale-plus|--loss-scale: '+4' is not dynamic, off or a power of two|"$bin" train --loss-scale +4
+flag-inject-plus    |--debug-inject-nan: '+3' is not a list of step numbers|"$bin" train --data corpus.txt --vocab-size 300 --debug-inject-nan +3 --run-dir r1 --quiet
+env-ls-growth-plus  |TEZGAH_LOSS_SCALE_GROWTH: '+5' is not a step count in [1, 2^30]|TEZGAH_LOSS_SCALE_GROWTH=+5 "$bin" train --data corpus.txt --vocab-size 300 --run-dir r1 --quiet
+logits-ids-plus     |--ids: '1,+2' is not a comma-separated list of token ids|"$bin" logits good --ids 1,+2
 flag-batch-blank    |--batch: ' 5' is not a decimal integer|"$bin" sample good --batch " 5"
 flag-batch-blank2   |--batch: '5 ' is not a decimal integer|"$bin" sample good --batch "5 "
 flag-batch-word     |--batch: 'five' is not a decimal integer|"$bin" sample good --batch five
@@ -456,6 +471,16 @@ note_case tok-smaller-sample "sample: note: --tokenizer tok280.json has 280 toke
   "$bin" sample good --tokenizer tok280.json --tokens 8 --temperature 1 --top-k 0
 note_case tok-smaller-stored "sample: note: ck_tok280.tzc: its tokenizer has 280 tokens, the model's vocab_size is 300: ids 280..299 have no text" \
   "$bin" sample ck_tok280.tzc --tokens 8
+# A file listed twice (as another spelling of itself, or through a glob too) is read twice, as
+# given (an up-weighting can be meant), with one note line naming it and the count.
+note_case list-repeat-train "note: --data: corpus.txt is listed 3 times and is read 3 times" \
+  "$bin" train --data 'corpus.txt,./corpus.txt' --data 'corpus.t?t' --vocab-size 300 --n-layer 1 --n-head 2 --d-model 32 -B 4 -T 32 \
+  --threads 1 --sample-tokens 0 --val-every 0 --steps 1 --run-dir r_repeat
+note_case list-repeat-shards "note: --train-shards: sh_good.bin is listed 2 times and is read 2 times" \
+  "$bin" train --train-shards sh_good.bin,sh_good.bin --vocab-size 300 --n-layer 1 --n-head 2 --d-model 32 -B 4 -T 32 \
+  --threads 1 --sample-tokens 0 --val-every 0 --steps 1 --run-dir r_repeat2
+note_case list-repeat-eval "eval: note: --data: corpus.txt is listed 2 times and is read 2 times" \
+  "$bin" eval good --data corpus.txt --data corpus.txt --batches 1
 note_case tok-smaller-init "has 280 tokens, the model's vocab_size is 300: ids 280..299 have no text and are not sampled" \
   "$bin" train --init-from good --tokenizer tok280.json --data corpus.txt "${small[@]}" --steps 2 --run-dir r_tok280 --sample-tokens 8 --quiet
 

@@ -253,7 +253,7 @@ small=(--vocab-size 300 --n-layer 1 --n-head 2 --d-model 32 -B 4 -T 32 --threads
 "$bin" train --data 'big.txt,part_*.txt' "${small[@]}" --steps 4 --run-dir myrun 2>train.err ||
   fail "train on a list with a glob: $(tail -3 train.err)"
 grep -q 'on big.txt,part_\*.txt' train.err || fail "the data line does not name the list"
-usage_case "nomatch_*.txt: no files match" "$bin" train --data 'big.txt,nomatch_*.txt' "${small[@]}" --run-dir nm
+usage_case "'nomatch_*.txt' (from splitting '--data big.txt,nomatch_*.txt' at ',') matches no file" "$bin" train --data 'big.txt,nomatch_*.txt' "${small[@]}" --run-dir nm
 [[ -L latest && $(readlink latest) == myrun ]] || fail "latest is not ./latest -> myrun: $(ls -la)"
 [[ ! -e runs ]] || fail "a runs/ directory appeared for --run-dir myrun"
 "$bin" sample --tokens 4 --temperature 0 >s.out 2>s.err || fail "sample with no model (./latest): $(cat s.err)"

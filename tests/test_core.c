@@ -103,14 +103,15 @@ static void enter_back(char *dir, const char *cwd) {
   assert_int_equal(chdir(cwd), 0);
   free(dir);
 }
-/* fn(list) (tz_split_paths or tz_expand_paths) returns 0 and the entries want ('|' between) */
+/* fn(list) (tz_split_paths or tz_expand_paths) returns want_rc (tz_split_paths: the empty
+ * entries it left out; tz_expand_paths: 0) and the entries want ('|' between) */
 typedef int (*list_fn)(const char *, char ***, size_t *);
-static void check_list(list_fn fn, const char *list, const char *want) {
+static void check_list(list_fn fn, const char *list, const char *want, int want_rc) {
   char **v;
   size_t n;
   int rc = fn(list, &v, &n);
-  if (rc) fprintf(stderr, "list '%s': %s\n", list, tz_errmsg());
-  assert_int_equal(rc, 0);
+  if (rc != want_rc) fprintf(stderr, "list '%s': returned %d, want %d (%s)\n", list, rc, want_rc, tz_errmsg());
+  assert_int_equal(rc, want_rc);
   char got[256] = "";
   for (size_t i = 0; i < n; i++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? "|" : "", v[i]);
   if (strcmp(got, want)) fprintf(stderr, "list '%s': got '%s', want '%s'\n", list, got, want);
@@ -119,7 +120,8 @@ static void check_list(list_fn fn, const char *list, const char *want) {
 }
 
 /* tz_split_paths against lists worked out by hand, in a directory holding a, b.txt, "x,y.txt"
- * and "a,b.txt": commas split (spaces around entries and empty entries dropped); a piece that
+ * and "a,b.txt": commas split (spaces around entries and empty entries dropped, the latter
+ * counted: the command line refuses them); a piece that
  * names nothing alone joins the following pieces into the longest run that names a file
  * ("x,y.txt"), or stays alone (its error comes from the reader); where both readings name files
  * the split wins ("a,b.txt" is a and b.txt: a repeated --data a --data b.txt joins to that
@@ -130,13 +132,19 @@ static void test_split_paths(void **state) {
   const char *files[] = {"a", "b.txt", "x,y.txt", "a,b.txt"};
   char cwd[4096];
   char *dir = enter_dir_with("core_split", files, 4, cwd, sizeof cwd);
-  const struct { const char *list; const char *want; } cases[] = {
-      {"a,b.txt", "a|b.txt"},          {" a , b.txt ,", "a|b.txt"},   {"a,,b.txt", "a|b.txt"},
-      {"x,y.txt", "x,y.txt"},          {"a,x,y.txt,b.txt", "a|x,y.txt|b.txt"},
-      {"nope,b.txt", "nope|b.txt"},    {"x,nope", "x|nope"},          {",", ""},
-      {"*.txt,a", "*.txt|a"},          {"x,y.*", "x,y.*"},
+  const struct { const char *list; const char *want; int empty; } cases[] = {
+      {"a,b.txt", "a|b.txt", 0},       {" a , b.txt ,", "a|b.txt", 1}, {"a,,b.txt", "a|b.txt", 1},
+      {"x,y.txt", "x,y.txt", 0},       {"a,x,y.txt,b.txt", "a|x,y.txt|b.txt", 0},
+      {"nope,b.txt", "nope|b.txt", 0}, {"x,nope", "x|nope", 0},        {",", "", 2},
+      {"*.txt,a", "*.txt|a", 0},       {"x,y.*", "x,y.*", 0},          {"a, ,,b.txt,", "a|b.txt", 3},
   };
-  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) check_list(tz_split_paths, cases[c].list, cases[c].want);
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+    check_list(tz_split_paths, cases[c].list, cases[c].want, cases[c].empty);
+  /* names: a path as given, or a pattern that matches */
+  assert_int_equal(tz_names_something("x,y.txt"), 1);
+  assert_int_equal(tz_names_something("*.txt"), 1);
+  assert_int_equal(tz_names_something("nope"), 0);
+  assert_int_equal(tz_names_something("*.nope"), 0);
   /* 3,000 entries (each "a"): one entry each */
   size_t big = 3000;
   char *list = malloc(2 * big);
@@ -164,7 +172,7 @@ static void test_expand_paths_literal(void **state) {
       {"a1.txt,a[1].txt", "a1.txt|a[1].txt"},                    {"k[0],z.txt", "k[0],z.txt"},
       {"a[1].txt,k[0],z.txt", "a[1].txt|k[0],z.txt"},
   };
-  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) check_list(tz_expand_paths, cases[c].list, cases[c].want);
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) check_list(tz_expand_paths, cases[c].list, cases[c].want, 0);
   char **v;
   size_t n;
   assert_int_equal(tz_expand_paths("c[1].txt", &v, &n), -1);
@@ -172,7 +180,7 @@ static void test_expand_paths_literal(void **state) {
   enter_back(dir, cwd);
 }
 
-/* tz_same_file / tz_out_not_input / tz_out_not_in_list: an existing output that is an input
+/* tz_same_file / tz_out_not_input / tz_out_not_in_list / tz_list_repeats: an existing output that is an input
  * (the same path, another spelling of it, a hard link, a listed or globbed input, a file of an
  * input directory named in dir_files) is refused naming both; a missing output, another file,
  * stdin ("-") and a NULL input are not. */
@@ -208,6 +216,21 @@ static void test_out_not_input(void **state) {
                                    "give another path (writing it would replace the input)");
   assert_int_equal(tz_out_not_in_list("--json", "in.txt", "--data", "other.txt"), 0);
   assert_int_equal(tz_out_not_in_list("--json", "in.txt", "--data", "nomatch*.txt"), 0); /* the reader's error */
+  /* tz_list_repeats: one line for each file a list reads more than once (another spelling, a
+   * hard link, a glob's match), named as first listed; none for a list without repeats, or one
+   * that does not expand (no error left set: its reader says it) */
+  char *notes = tz_list_repeats("eval: ", "--data", "in.txt,other.txt,./in.txt,hard.txt");
+  assert_string_equal(notes, "eval: note: --data: in.txt is listed 3 times and is read 3 times (list it once to read "
+                             "it once)\n");
+  free(notes);
+  notes = tz_list_repeats("", "--train-shards", "o*.txt,in.txt,other.txt,./hard.txt");
+  assert_string_equal(notes, "note: --train-shards: other.txt is listed 2 times and is read 2 times (list it once to "
+                             "read it once)\nnote: --train-shards: in.txt is listed 2 times and is read 2 times (list it "
+                             "once to read it once)\n");
+  free(notes);
+  assert_null(tz_list_repeats("", "--data", "in.txt,other.txt"));
+  assert_null(tz_list_repeats("", "--data", "in.txt,nomatch*.txt"));
+  assert_string_equal(tz_errmsg(), "");
   assert_int_equal(chdir(cwd), 0);
   free(dir);
 }
@@ -272,13 +295,15 @@ static void test_profile_totals(void **state) {
  * that ends an item of a list, longs beyond range refused. */
 static void test_decimal(void **state) {
   (void)state;
-  static const char *ints[] = {"0", "5", "-12", "+7", "010", "9223372036854775807"};
-  static const char *not_ints[] = {"", " 5", "5 ", "\t5", "5\n", "+", "-", "0x10", "1.5", "1e3", "five", "5,"};
+  static const char *ints[] = {"0", "5", "-12", "010", "9223372036854775807"};
+  /* a leading '+' too: numbers as written back, the README's "decimal only" (--steps +5 passed) */
+  static const char *not_ints[] = {"", " 5", "5 ", "\t5", "5\n", "+", "-", "+7", "0x10", "1.5", "1e3", "five", "5,"};
   for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) assert_int_equal(tz_decimal(ints[i], strlen(ints[i]), 0), 1);
   for (size_t i = 0; i < sizeof not_ints / sizeof *not_ints; i++)
     assert_int_equal(tz_decimal(not_ints[i], strlen(not_ints[i]), 0), 0);
   static const char *nums[] = {"1.5", ".5", "5.", "-2e-3", "3E+4", "7"};
-  static const char *not_nums[] = {".", "e3", "1e", "1e+", " 0.1", "0.1 ", "inf", "nan", "0x1p3", "1..2", "1e3.5"};
+  static const char *not_nums[] = {".", "e3", "1e", "1e+", " 0.1", "0.1 ", "+0.1", "+.5", "inf", "nan", "0x1p3",
+                                   "1..2", "1e3.5"};
   for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) assert_int_equal(tz_decimal(nums[i], strlen(nums[i]), 1), 1);
   for (size_t i = 0; i < sizeof not_nums / sizeof *not_nums; i++)
     assert_int_equal(tz_decimal(not_nums[i], strlen(not_nums[i]), 1), 0);
@@ -296,7 +321,7 @@ static void test_decimal(void **state) {
   static const struct { const char *s; long v; } longs[] = {
       {"0000000000000000000000000000000000000005", 5},
       {"-0000000000000000000000000000000000000000000000000009223372036854775808", -9223372036854775807L - 1},
-      {"+000000000000000000000000000000000000009223372036854775807", 9223372036854775807L},
+      {"000000000000000000000000000000000000009223372036854775807", 9223372036854775807L},
       {"00000000000000000000000000000000000000000000000000000000000000000000000000000000", 0},
       {"-0", 0}, {"010", 10}};
   for (size_t i = 0; i < sizeof longs / sizeof *longs; i++) {
@@ -304,6 +329,7 @@ static void test_decimal(void **state) {
     assert_int_equal(tz_decimal_long(longs[i].s, strlen(longs[i].s), &v), 0);
     assert_true(v == longs[i].v);
   }
+  assert_int_equal(tz_decimal_long("+5", 2, &v), -1);
   static const char *too_big[] = {"-9223372036854775809", "00000000000000000000000000000000009223372036854775808",
                                   "99999999999999999999999999999999999999", "-99999999999999999999999999999999999999"};
   for (size_t i = 0; i < sizeof too_big / sizeof *too_big; i++) {

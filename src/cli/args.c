@@ -11,6 +11,7 @@
 #include "checkpoint/run_ckpt.h"
 #include "core/decimal.h"
 #include "core/error.h"
+#include "core/fileio.h"
 
 /* Decimal notation only (core/decimal.h): strtol / strtod alone would also take leading blanks,
  * strtol's base 0 and strtod's hex floats ("0x10" = 16), "inf" and "nan". Every value that is not
@@ -128,6 +129,23 @@ int tz_arg_list_add(const char *flag, const char **list, const char *val) {
   /* a value of commas and blanks alone names no path (it reached the reader as "no files
    * given (empty list ',')", naming no option) */
   if (!val[strspn(val, ", ")]) return tz_err("%s: '%s' names no path (a comma-separated list of files or globs)", flag, val);
+  /* the value split as its readers will split it (tz_split_paths: a name with a comma that
+   * exists is one entry). An empty entry ("a.txt,", "a,,b") was dropped without a word while
+   * ',' alone was refused: refused too. A piece that names nothing, where the value split, was
+   * reported by its reader as "b.txt: No such file or directory", not saying that the ',' split
+   * it (the user may have meant one file "a,b.txt"): said here. */
+  char **items;
+  size_t ni;
+  int empty = tz_split_paths(val, &items, &ni), rc = 0;
+  if (empty)
+    rc = tz_err("%s: '%s' has an empty entry (a comma-separated list of files or globs: remove the extra ',')", flag,
+                val);
+  for (size_t i = 0; i < ni && ni > 1 && !rc; i++)
+    if (!tz_names_something(items[i]))
+      rc = tz_err("'%s' (from splitting '%s %s' at ',') %s", items[i], flag, val,
+                  strpbrk(items[i], "*?[") ? "matches no file" : "not found");
+  tz_paths_free(items, ni);
+  if (rc) return -1;
   /* every join kept in a static array (reachable, not a leak to valgrind): a command's options
    * point into them until it returns */
   static char **kept;

@@ -1,10 +1,10 @@
 /* Command-line helpers shared by the commands: strict numeric parsing with one-line errors
  * ("--steps: 'abc' is not a decimal integer", "--lr: -1 is out of range [0, 10]"; an integer
  * beyond any long, "--steps: 99999999999999999999 is out of range [1, 1073741824]", is one too).
- * Numbers are decimal only (core/decimal.h): an optional sign and digits, for floats also a
+ * Numbers are decimal only (core/decimal.h): an optional '-' and digits, for floats also a
  * fraction and an exponent (1e-3, .5, 2.); integers are base 10 ("010" is 10). Anything else
  * gets one wording naming the option and the value, whatever is wrong with it (" 5", "5 ",
- * "0x10", "ten"): "--steps: '5 ' is not a decimal integer", "--seed: '0x5' is not a non-negative
+ * "+5", "0x10", "ten"): "--steps: '5 ' is not a decimal integer", "--seed: '0x5' is not a non-negative
  * decimal integer", "--lr: 'nan' is not a decimal number (...)"; besides the ranges, two values
  * get their own words: "--lr: 'inf' is not finite (give a number in [0, 10])" and "--seed: '-1'
  * must not be negative". "--lr: 1e999 is out of range [0, 10]". */
@@ -29,8 +29,12 @@ int tz_arg_bad(const char *cmd, const struct option *longopts, int argc, char **
  * joined with ',' ("--data a.txt --data b.txt" is "a.txt,b.txt"), which tz_split_paths
  * (core/fileio.h) splits again (where "a" and "b.txt" exist, as those two even where a file
  * "a,b.txt" exists too: the split wins). The first
- * value is kept as given; the joins live until the process ends. A value of commas and blanks
- * alone is refused naming flag: -1 (tz_err), else 0. */
+ * value is kept as given; the joins live until the process ends. Refused naming flag and the
+ * value (-1, tz_err; else 0): a value of commas and blanks alone ("names no path"), one with an
+ * empty entry ("a.txt," or "a,,b": "has an empty entry"), and one whose split leaves a piece
+ * that names nothing ("'b.txt' (from splitting '--data a,b.txt' at ',') not found"; a pattern
+ * "matches no file"). A value of one entry that names nothing is left to the reader's
+ * "<path>: No such file or directory". */
 int tz_arg_list_add(const char *flag, const char **list, const char *val);
 /* A path value (an option's or a positional's) must name something: '' is refused at parse
  * time as "<what>: empty path" (what: "--run-dir", or the command and the positional's name,

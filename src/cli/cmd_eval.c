@@ -268,6 +268,11 @@ int tz_cmd_eval(int argc, char **argv) {
   }
   if (!(be = tz_backend_create(backend, threads, precision))) goto out;
   if (tz_run_load_model(&rf, be, &m) || tz_model_alloc_training(m, B, T)) goto out;
+  /* a file the list reads twice is evaluated twice: kept, said (tz_list_repeats), here where
+   * every check has passed (a note before an error line would make it two lines) */
+  char *rep = quiet ? NULL : tz_list_repeats("eval: ", "--data", data);
+  if (rep) fputs(rep, stderr);
+  free(rep);
   in = tz_malloc((size_t)B * T * sizeof *in);
   tg = tz_malloc((size_t)B * T * sizeof *tg);
   double sum = 0, t0 = now_s(), last = t0;

@@ -1,5 +1,6 @@
 /* tezgah logits: the model's logits at every position of a fixed token sequence, as JSON (for
  * parity checks against other implementations, e.g. tools/hf_parity.py with transformers). */
+#include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,7 +80,9 @@ int tz_cmd_logits(int argc, char **argv) {
       free(ids), free(list);
       return tz_cli_fail();
     }
-    if (end == p || *p == '-' || v < 0 || (*end && *end != ',')) {
+    const char *q = p; /* past strtol's blanks, digits alone: no '+' (numbers are decimal only), no "-0" */
+    while (isspace((unsigned char)*q)) q++;
+    if (end == p || !isdigit((unsigned char)*q) || (*end && *end != ',')) {
       tz_err("--ids: '%s' is not a comma-separated list of token ids", ids_s);
       free(ids), free(list);
       return tz_cli_fail();

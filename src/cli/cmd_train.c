@@ -511,6 +511,17 @@ int tz_cmd_train(int argc, char **argv) {
   int rc = tz_train(&o);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  /* the default corpus is relative to the working directory (the repository's data/kjv.txt,
+   * which scripts/main.sh writes): run elsewhere, the read failed naming a file the user never
+   * gave, with no word on what to do. The hint only where that file is the failure's. */
+  size_t dl = strlen(o.data);
+  if (rc < 0 && !given[O_DATA - 256] && !o.train_shards && !o.resume && !tz_exists(o.data) &&
+      !strncmp(tz_errmsg(), o.data, dl) && tz_errmsg()[dl] == ':') {
+    char msg[TZ_ERR_MAX];
+    snprintf(msg, sizeof msg, "%s", tz_errmsg());
+    tz_err("%s (the default corpus, relative to the working directory: run from the repository root, or give "
+           "--data FILE)", msg);
+  }
   /* in a data-parallel run the plot is rank 0's, like the metrics it reads */
   if (rc == 0 && plot && env.rank == 0 && tz_plot_run(o.run_dir ? o.run_dir : o.resume, NULL, 0, o.quiet)) rc = -1;
   if (rc < 0 && g_caught) { /* a signal, then a failure: before step 1 (tz_train's line says so) or the stop

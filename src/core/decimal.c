@@ -8,7 +8,10 @@
 
 int tz_decimal(const char *s, size_t n, int frac) {
   const char *p = s, *e = s + n;
-  if (p < e && (*p == '+' || *p == '-')) p++;
+  /* a leading '-' only: "+5" is not how a number is written back (info, metrics, the README),
+   * and the options' numbers are "decimal only" as written; an exponent keeps its '+' ("3e+4",
+   * as printf's %g writes it) */
+  if (p < e && *p == '-') p++;
   size_t d = 0;
   while (p < e && *p >= '0' && *p <= '9') p++, d++;
   if (frac && p < e && *p == '.') {
@@ -30,8 +33,8 @@ int tz_decimal_long(const char *s, size_t n, long *out) {
   if (!tz_decimal(s, n, 0)) return -1;
   /* digit by digit (no copy for strtol: a value of any length, "000...05" too), the sum kept
    * on the value's own side of zero so that LONG_MIN, whose magnitude is LONG_MAX + 1, fits */
-  size_t i = s[0] == '+' || s[0] == '-';
   int neg = s[0] == '-';
+  size_t i = (size_t)neg;
   long v = 0;
   for (; i < n; i++) {
     int d = s[i] - '0';

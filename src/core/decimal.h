@@ -9,14 +9,15 @@
  * settings, TEZGAH_DECODE_CHUNK, ...): measurement knobs read with atoi / strcmp, where an
  * unreadable value counts as 0 or "set"; they are for whoever measures a kernel, and checking
  * each would add an error path to every op that reads one. `logits --ids` keeps strtol's
- * leading blanks on purpose: it takes `tezgah encode`'s "[1, 2]" as given. */
+ * leading blanks on purpose: it takes `tezgah encode`'s "[1, 2]" as given (but not its '+'). */
 #ifndef TZ_CORE_DECIMAL_H
 #define TZ_CORE_DECIMAL_H
 #include <stddef.h>
 
-/* 1 when s[0..n) is decimal notation: an optional sign, digits, and with frac also an optional
+/* 1 when s[0..n) is decimal notation: an optional '-', digits, and with frac also an optional
  * fraction ('.' digits; digits on at least one side) and exponent ([eE], optional sign,
- * digits): "-12", "3e-4", ".5", "2."; else 0 (blanks anywhere, "", "0x10", "inf", "1,5"). */
+ * digits): "-12", "3e-4", "3e+4", ".5", "2."; else 0 (blanks anywhere, a leading '+' ("+5"),
+ * "", "0x10", "inf", "1,5"). */
 int tz_decimal(const char *s, size_t n, int frac);
 /* s[0..n) as a base-10 integer ("010" is 10): 0 and *out when tz_decimal(s, n, 0) and it fits
  * a long, else -1 (no error message is set). Any length: leading zeros are digits like any

@@ -38,9 +38,7 @@ static char *trimmed(const char *s, size_t len) {
 /* Whether `item` exists as given (a name may hold glob characters: "a[1].txt" is a file) */
 static int exists_literally(const char *item) { return access(item, F_OK) == 0; }
 
-/* Whether `item` names a file system entry: a path that exists as given (glob characters or
- * not), or a pattern that matches at least one. */
-static int names_something(const char *item) {
+int tz_names_something(const char *item) {
   if (exists_literally(item)) return 1;
   if (!strpbrk(item, "*?[")) return 0;
   glob_t g = {0};
@@ -60,6 +58,7 @@ int tz_split_paths(const char *list, char ***out, size_t *n) {
   at[np] = strlen(list) + 1;
   char **v = NULL;
   *n = 0;
+  int empty = 0;
   for (size_t i = 0, j; i < np; i = j + 1) {
     /* a comma separates, unless piece i alone names nothing and a run of pieces i..j, joined
      * again, names something: then the run is one entry (the longest such run). The split is
@@ -69,10 +68,10 @@ int tz_split_paths(const char *list, char ***out, size_t *n) {
      * longer than PATH_MAX names nothing, which bounds the search for a missing piece. */
     char *item = trimmed(list + at[i], at[i + 1] - 1 - at[i]);
     j = i;
-    if (*item && !names_something(item)) {
+    if (*item && !tz_names_something(item)) {
       for (size_t jj = i + 1; jj < np && at[jj + 1] - 1 - at[i] <= PATH_MAX; jj++) {
         char *run = trimmed(list + at[i], at[jj + 1] - 1 - at[i]);
-        if (names_something(run)) {
+        if (tz_names_something(run)) {
           free(item);
           item = run, j = jj;
         } else {
@@ -80,8 +79,9 @@ int tz_split_paths(const char *list, char ***out, size_t *n) {
         }
       }
     }
-    if (!*item) {
+    if (!*item) { /* left out, and counted: the command line refuses it (tz_arg_list_add) */
       free(item);
+      empty++;
       continue;
     }
     if (*n == cap) v = tz_realloc(v, (cap = cap ? 2 * cap : 8) * sizeof *v);
@@ -89,7 +89,7 @@ int tz_split_paths(const char *list, char ***out, size_t *n) {
   }
   free(at);
   *out = v;
-  return 0;
+  return empty;
 }
 
 int tz_expand_paths(const char *list, char ***out, size_t *n) {
@@ -133,6 +133,39 @@ int tz_expand_paths(const char *list, char ***out, size_t *n) {
 int tz_same_file(const char *a, const char *b) {
   struct stat sa, sb;
   return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* Notes for files a list reads more than once. Each path is stat'ed once and the pairs compared
+ * in memory (a glob of thousands of shards: no stat per pair). */
+char *tz_list_repeats(const char *lead, const char *flag, const char *list) {
+  char **p;
+  size_t n;
+  if (!list || tz_expand_paths(list, &p, &n)) {
+    tz_err_clear(); /* a list that does not expand is its reader's error */
+    return NULL;
+  }
+  struct stat *st = tz_malloc((n + 1) * sizeof *st);
+  char *ok = tz_malloc(n + 1);
+  for (size_t i = 0; i < n; i++) ok[i] = stat(p[i], &st[i]) == 0;
+#define SAME(i, j) (ok[i] && ok[j] && st[i].st_dev == st[j].st_dev && st[i].st_ino == st[j].st_ino)
+  char *notes = NULL;
+  size_t len = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t times = 1, j = 0;
+    while (j < i && !SAME(i, j)) j++;
+    if (!ok[i] || j < i) continue; /* missing (the reader's error), or said at its first listing */
+    for (j = i + 1; j < n; j++) times += SAME(i, j);
+    if (times < 2) continue;
+    const char *fmt = "%snote: %s: %s is listed %zu times and is read %zu times (list it once to read it once)\n";
+    int k = snprintf(NULL, 0, fmt, lead, flag, p[i], times, times);
+    notes = tz_realloc(notes, len + (size_t)k + 1);
+    len += (size_t)snprintf(notes + len, (size_t)k + 1, fmt, lead, flag, p[i], times, times);
+  }
+#undef SAME
+  free(st);
+  free(ok);
+  tz_paths_free(p, n);
+  return notes;
 }
 
 /* out against one input file: the refusal names both as given */

@@ -45,12 +45,16 @@ int tz_write_file_atomic(const char *path, const void *data, size_t n);
 
 /* The entries of a comma-separated list of paths and patterns (not expanded), the spaces
  * around each dropped, empty ones left out: a malloc'ed array of malloc'ed strings (free with
- * tz_paths_free), *n >= 0; returns 0. A comma splits the list except inside a name that is
+ * tz_paths_free), *n >= 0; returns how many empty entries were left out ("a.txt,", "a,,b",
+ * "a, ,b": 1; the command line refuses those, tz_arg_list_add; the readers take what is left). A comma splits the list except inside a name that is
  * there: where an entry alone names nothing, the longest run of entries from it that, joined
  * again with their commas, is an existing path (or a pattern matching one) is one entry
  * ("data/a,b.txt,c.txt" is two files where data/a,b.txt exists and data/a does not). The split
  * wins where both readings name files. */
 int tz_split_paths(const char *list, char ***out, size_t *n);
+/* 1 when `item` (an entry of tz_split_paths) names a file system entry: a path that exists as
+ * given (glob characters or not), or a pattern that matches at least one; else 0. */
+int tz_names_something(const char *item);
 /* Expand a comma-separated list of paths and glob(3) patterns (tz_split_paths's entries;
  * sorted matches; a plain path is kept as given, missing or not; an entry that exists as
  * given is that one path even with glob characters in its name, "a[1].txt", and only an entry
@@ -61,6 +65,13 @@ int tz_split_paths(const char *list, char ***out, size_t *n);
 int tz_expand_paths(const char *list, char ***out, size_t *n);
 void tz_paths_free(char **paths, size_t n);
 
+/* A file read more than once by a list (tz_expand_paths of `list`; one file in tz_same_file's
+ * sense: "a.txt" and "./a.txt", a link, a glob's match and a name) is kept as given: listing it
+ * twice can be a deliberate up-weighting. For each such file one line, "<lead>note: <flag>:
+ * <path> is listed N times and is read N times (...)\n" (path: its first listing), all in one
+ * malloc'ed string; NULL when no file repeats, or when the list does not expand (its reader
+ * says so; no error is left set). */
+char *tz_list_repeats(const char *lead, const char *flag, const char *list);
 /* 1 when a and b both exist and are one file (st_dev and st_ino, symbolic links followed: a
  * link to the input, or a hard link, is the input), else 0. */
 int tz_same_file(const char *a, const char *b);

@@ -282,6 +282,15 @@ static int resume_shards(train_run *r, const char **train_shards, const char **v
   return rc;
 }
 
+/* A file that `list` (option `flag`) reads more than once is read so many times (a deliberate
+ * up-weighting, perhaps): kept, with a note (tz_list_repeats) for each, held with the others. */
+static void note_repeats(train_run *r, const char *flag, const char *list) {
+  if (r->o.quiet) return; /* the notes would not be printed: no stat calls for them */
+  char *notes = tz_list_repeats("", flag, list);
+  if (notes) tz_train_note(r, "%s", notes);
+  free(notes);
+}
+
 /* This rank's turn of phase_data: a --data corpus prepared into cached shards (a BPE trained
  * on it unless a tokenizer is given), or the token shards given (--resume: the run's,
  * resume_shards); the tokenizer loaded. */
@@ -289,6 +298,7 @@ static int data_turn(train_run *r, const char **train_shards, const char **val_s
   tz_train_opts *o = &r->o;
   tz_train_state *st = &r->st;
   if (!*train_shards) {
+    note_repeats(r, "--data", o->data);
     r->cache_root = cache_root_of(o->run_dir);
     r->preparing = 1;
     if (tz_prepare_corpus_tok(o->data, o->init_from ? r->tok : NULL, o->vocab_size, o->val_fraction, o->B, o->T,
@@ -414,6 +424,10 @@ int tz_train_phase_data(train_run *r) {
   if (o->T > o->model.max_seq_len)
     return tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d", o->T, o->model.max_seq_len);
   if (r->prep.train_path && check_prepared_fits(r)) return -1;
+  if (!r->prep.train_path) { /* shards given (or the run's): the prepared ones are one file each */
+    note_repeats(r, "--train-shards", train_shards);
+    note_repeats(r, "--val-shards", val_shards);
+  }
   int lrc = tz_loader_open(&r->train, train_shards, o->model.vocab_size, o->B, o->T);
   if (!lrc && val_shards) lrc = tz_loader_open(&r->val, val_shards, o->model.vocab_size, o->B, o->T);
   if (lrc == TZ_SHARD_EVOCAB) return vocab_mismatch(r, vocab_given);
