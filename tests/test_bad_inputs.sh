@@ -119,6 +119,10 @@ head -c 300 "$tokjson" >tok_trunc.json
 "$bin" tokenizer train --in corpus.txt --out tok280.json --vocab-size 280 2>/dev/null || fail "tokenizer train --vocab-size 280"
 "$edit" set "$good" ck_tok280.tzc tokenizer tok280.json
 : >tok_empty.json
+# a run directory whose tokenizer.json is damaged (text, binary): encode/decode --tokenizer RUN
+# named llama2.c's header field (the bytes were read as tokenizer.bin's)
+mkdir -p badtok_text badtok_bin && echo 'garbage' >badtok_text/tokenizer.json
+printf '\xff\x18\x66\xe2garbage' >badtok_bin/tokenizer.json
 # corpora
 printf 'abc\0def' >corpus_bin.txt
 : >corpus_empty.txt
@@ -242,6 +246,8 @@ tok-missing-merges  |tok_nomerges.json: token id 256 "th" is produced by no merg
 tok-merges-absent   |tok_mergesabsent.json: missing array "model.merges"|"$bin" train --train-shards sh_good.bin --tokenizer tok_mergesabsent.json "${small[@]}" --steps 2 --run-dir r1
 tok-truncated       |tok_trunc.json: invalid JSON near byte|"$bin" train --train-shards sh_good.bin --tokenizer tok_trunc.json "${small[@]}" --steps 2 --run-dir r1
 tok-empty           |tok_empty.json: file is empty|"$bin" train --train-shards sh_good.bin --tokenizer tok_empty.json "${small[@]}" --steps 2 --run-dir r1
+tok-run-text        |badtok_text/tokenizer.json: not a tokenizer.json: a text file (starts with "garbage\n"), not a JSON object|"$bin" encode --tokenizer badtok_text hi
+tok-run-binary      |badtok_bin/tokenizer.json: not a tokenizer.json: starts with bytes ff 18 66 e2 67 61 72 62, not a JSON object|"$bin" decode --tokenizer badtok_bin '[1]'
 tok-dup-special     |appears twice (ids 300 and 299)|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupadded.json "${small[@]}" --steps 2 --run-dir r1
 corpus-missing      |nosuch.txt: No such file or directory|"$bin" train --data nosuch.txt --run-dir r1 --quiet
 corpus-binary       |corpus_bin.txt: looks binary (NUL byte at offset 3)|"$bin" train --data corpus_bin.txt --run-dir r1 --quiet

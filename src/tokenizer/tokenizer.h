@@ -101,7 +101,9 @@ int tz_tok_save(const tz_tokenizer *t, const char *path);
 /* Load a tokenizer, detecting the format:
  *  - a directory holding tokenizer.json or tokenizer.bin (a run directory), or encoder.json
  *    and vocab.bpe (GPT-2's original files);
- *  - a file starting with '{': our tokenizer.json (tz_tok_from_json);
+ *  - a file starting with '{': our tokenizer.json (tz_tok_from_json); a name ending in .json is
+ *    read as one whatever its bytes ("x.json: not a tokenizer.json: a text file (starts with
+ *    ...), not a JSON object" where it is none);
  *  - a file whose first uint32 is 20240328: llm.c gpt2_tokenizer.bin (decode only);
  *  - otherwise: llama2.c tokenizer.bin.
  * Errors: one line naming the file and what is wrong. */
