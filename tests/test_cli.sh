@@ -109,6 +109,11 @@ if grep -q '^  mpi: yes' feat.txt; then
 fi
 "$bin" info | grep -q '^cuda: unavailable: this tezgah was built without CUDA' && ! grep -q '^  nccl: no (a build without the CUDA backend)' feat.txt &&
   fail "info: a build without CUDA claims NCCL: $(grep '  nccl:' feat.txt)"
+# info's paths normalised: GPT-2's files found above the program read "build/../.deps/..."
+g2=$(env -u TEZGAH_GPT2_DIR "$bin" info 2>/dev/null | sed -n 's/^data: gpt2 tokenizer files: \([^(]*\) (.*$/\1/p')
+[[ -n $g2 ]] || fail "info: no gpt2 tokenizer files line"
+[[ $g2 == - || ($g2 == /* && $g2 != *'/../'* && $g2 != *'/./'* && -d $g2) ]] ||
+  fail "info: gpt2 tokenizer files not an absolute, normalised directory: $g2"
 "$bin" --help >top.txt
 awk 'length($0) > 79 { print; bad = 1 } END { exit bad }' top.txt || fail "top-level help wider than 79 columns"
 [[ $(grep -cE '^  [a-z]+ +[a-z]' top.txt) == 12 ]] || fail "top-level help does not list 12 commands: $(cat top.txt)"
