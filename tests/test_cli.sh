@@ -599,6 +599,17 @@ usage_case "nockpt: run directory has no checkpoint (checkpoint.tzc) to resume (
 usage_case "hfcfg: no checkpoint (checkpoint.tzc) to resume, but a Hugging Face model's config.json: start a new run from the model with --init-from hfcfg" \
   "$bin" train --resume hfcfg
 [[ $(ls -A hfcfg) == config.json ]] || fail "--resume of a Hugging Face directory wrote into it: $(ls -A hfcfg)"
+# a run stopped by a second Ctrl-C while its first checkpoint was written holds only tz_afile's
+# temporary file (checkpoint.tzc.tmp.<pid>, of a process now gone): --resume and sample name it
+# as an unfinished write and load nothing (they said "no checkpoint" without a word of it)
+dead=$(sh -c 'echo $$')
+mkdir -p unfin && echo '{"step":1,"loss":5.7}' >unfin/metrics.jsonl && head -c 5000 eta/checkpoint.tzc >"unfin/checkpoint.tzc.tmp.$dead"
+unfin_sum=$(cat unfin/* | sha256sum)
+usage_case "unfin: run directory has no checkpoint (checkpoint.tzc) to resume, only unfin/checkpoint.tzc.tmp.$dead: an unfinished write of one (its session was stopped while saving it), not loaded; start the run again (train --run-dir unfin)" \
+  "$bin" train --resume unfin
+usage_case "unfin: run directory has no checkpoint (checkpoint.tzc), only unfin/checkpoint.tzc.tmp.$dead: an unfinished write of one" \
+  "$bin" sample unfin
+[[ $(cat unfin/* | sha256sum) == "$unfin_sum" && $(ls -A unfin | wc -l) == 2 ]] || fail "--resume of an unfinished checkpoint changed unfin: $(ls -A unfin)"
 # a path that is not there: named as --resume's value; a checkpoint file is offered only with
 # --run-dir, where --resume takes one (it said "nosuch: no such checkpoint file or run directory")
 usage_case "--resume: 'nosuch': no such run directory" "$bin" train --resume nosuch
