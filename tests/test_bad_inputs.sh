@@ -7,7 +7,8 @@
 # run's total, another backend than the run's; train.c holds them until every check passed),
 # so those cases run without --quiet; a path option or positional given '' refused naming it
 # ("--run-dir: empty path"), and an output that is one of the command's inputs refused before
-# any work, the input unchanged (same-*); no temporary
+# any work, the input unchanged (same-*); a resume whose first checkpoint into another
+# --run-dir fails leaves neither that directory nor its metrics.jsonl (resume-*-fail); no temporary
 # file and no new directory left anywhere in the scratch tree; the good checkpoint
 # byte-identical afterwards.
 # Usage (from ctest): bash test_bad_inputs.sh <tezgah-binary> <shared-dir> <scratch-dir>
@@ -501,5 +502,18 @@ else
   case_full enospc-metrics "full/run/metrics.jsonl" \
     '"$bin" train --resume full/run --steps 9 --quiet --sample-tokens 0'
 fi
+# A resume into a new --run-dir, and into a directory holding a file of the user's, whose first
+# checkpoint cannot be written (ulimit -f with SIGXFSZ ignored, here always: EFBIG): the
+# directory the run made and the metrics.jsonl it started are removed, the user's file kept
+# (both were left behind: the resumed run's fresh metrics were kept as if they were its own)
+mkdir -p into_user && echo 'mine' >into_user/notes.txt
+half=(ulimit -f $((size / 2 / 1024)))
+run_case resume-newdir-fail "into_new/checkpoint.tzc: write failed: File too large" \
+  '( trap "" XFSZ; "${half[@]}"; "$bin" train --resume good --run-dir into_new --steps 8 --quiet --sample-tokens 0 )'
+[[ ! -e into_new ]] || fail "resume-newdir-fail: left into_new: $(ls -A into_new)"
+run_case resume-userdir-fail "into_user/checkpoint.tzc: write failed: File too large" \
+  '( trap "" XFSZ; "${half[@]}"; "$bin" train --resume good --run-dir into_user --steps 8 --quiet --sample-tokens 0 )'
+[[ $(ls -A into_user) == notes.txt && $(cat into_user/notes.txt) == mine ]] ||
+  fail "resume-userdir-fail: want the user's notes.txt alone in into_user: $(ls -A into_user)"
 echo "full disk simulated with: $full_how"
 echo "ok: $passed bad inputs, each refused with one clear line, no crash, no leftovers, good checkpoint untouched"
