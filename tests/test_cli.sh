@@ -19,7 +19,9 @@
 # says; --resume takes --ckpt-every (the losses unchanged); a split too small for a batch once
 # encoded names what helps (a --val-fraction that does hold one); a bad --backend names the
 # option and value; a gpt2 run (padded vocabulary) samples with its own tokenizer. --resume of a
-# directory without a checkpoint says so (a Hugging Face one: --init-from); a resume on another
+# directory without a checkpoint says so (a Hugging Face one: --init-from; one holding only an
+# unfinished checkpoint write names that file); a finished run resumed into another --run-dir
+# checks it before "nothing to do"; info's paths are normalised; a resume on another
 # backend or precision than the run record's prints one note (none for an old record); a run
 # whose metrics.jsonl was deleted resumes with a note, one whose last line was cut off with a
 # warning; a resume into a new --run-dir starts a fresh metrics.jsonl; --vocab-size beside
@@ -588,6 +590,11 @@ usage_case "--steps 3: the run is already at step 3 (nothing to do); give --step
 grep -q '^eta: the run is finished (step 3 of 3); nothing to do, give --steps above 3 to continue it$' fin.err ||
   fail "resume of a finished run: $(cat fin.err)"
 [[ $(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum) == "$sum" ]] || fail "resuming a finished run changed it"
+# with a --run-dir elsewhere, that directory first gets a resume's checks (a run there, a file:
+# refused in tests/test_bad_inputs.sh; it said "nothing to do" unchecked); one made for them goes
+"$bin" train --resume eta --run-dir fin_new/x >fin.out 2>fin.err || fail "resume of a finished run into a new --run-dir: exit $?: $(cat fin.err)"
+grep -q '^eta: the run is finished (step 3 of 3); nothing to do' fin.err && [[ ! -e fin_new ]] ||
+  fail "resume of a finished run into a new --run-dir: $(cat fin.err; ls -R fin_new 2>&1)"
 
 # ---- --resume of a directory without a checkpoint: exit 1, one line, nothing written; one with
 # a Hugging Face config.json points to --init-from (sample and eval take such a directory: their
