@@ -7,7 +7,8 @@
 # run's total, another backend than the run's; train.c holds them until every check passed),
 # so those cases run without --quiet; a path option or positional given '' refused naming it
 # ("--run-dir: empty path"), and an output that is one of the command's inputs refused before
-# any work, the input unchanged (same-*); no temporary
+# any work, the input unchanged (same-*); a resume whose first checkpoint into another
+# --run-dir fails leaves neither that directory nor its metrics.jsonl (resume-*-fail); no temporary
 # file and no new directory left anywhere in the scratch tree; the good checkpoint
 # byte-identical afterwards.
 # Usage (from ctest): bash test_bad_inputs.sh <tezgah-binary> <shared-dir> <scratch-dir>
@@ -119,6 +120,10 @@ head -c 300 "$tokjson" >tok_trunc.json
 "$bin" tokenizer train --in corpus.txt --out tok280.json --vocab-size 280 2>/dev/null || fail "tokenizer train --vocab-size 280"
 "$edit" set "$good" ck_tok280.tzc tokenizer tok280.json
 : >tok_empty.json
+# a run directory whose tokenizer.json is damaged (text, binary): encode/decode --tokenizer RUN
+# named llama2.c's header field (the bytes were read as tokenizer.bin's)
+mkdir -p badtok_text badtok_bin && echo 'garbage' >badtok_text/tokenizer.json
+printf '\xff\x18\x66\xe2garbage' >badtok_bin/tokenizer.json
 # corpora
 printf 'abc\0def' >corpus_bin.txt
 : >corpus_empty.txt
@@ -220,6 +225,8 @@ shard-gpt2-init     |gpt2_val.bin: token id 50256 (at position 0; this shard's l
 eval-shard-vocab    |gpt2_val.bin: token id 50256 (at position 0; this shard's largest is 50256) is outside the vocabulary of the model good/checkpoint.tzc (V=300): the shards were made with another tokenizer than the model's; tokenize the text with the model's (tezgah tokenize --tokenizer good), or evaluate a model trained with the shards' tokenizer|"$bin" eval good --data gpt2_val.bin
 eval-tok-vocab      |--tokenizer gpt2 gives token id 50256 for corpus.txt, outside the vocabulary of the model good/checkpoint.tzc (V=300): the tokenizer does not match the model; leave --tokenizer out (the model's own), or evaluate a model trained with this tokenizer|TEZGAH_GPT2_DIR="$shared/gpt2" "$bin" eval good --data corpus.txt --tokenizer gpt2
 shard-below-batch   |sh_small.bin: 10 tokens, corpus smaller than one batch (B*T+1 = 4*32+1 = 129 tokens); lower -B or -T (B*T at most 9) or give a larger shard|"$bin" train --train-shards sh_small.bin --vocab-size 300 -B 4 -T 32 --run-dir r1 --quiet
+resume-fin-other    |otherrun: already holds another run (checkpoint.tzc); --resume good continues into a --run-dir without one (or --resume otherrun continues that run)|"$bin" train --resume good --run-dir otherrun --quiet
+resume-fin-file     |afile: not a directory|"$bin" train --resume good --run-dir afile --quiet
 resume-other-run    |otherrun: already holds another run (checkpoint.tzc); --resume good continues into a --run-dir without one (or --resume otherrun continues that run)|"$bin" train --resume good --run-dir otherrun --steps 99 --quiet
 resume-empty        |--resume: empty path|"$bin" train --resume '' --steps 9
 resume-missing      |--resume: 'nosuch': no such run directory or checkpoint file|"$bin" train --resume nosuch --run-dir rx --steps 9
@@ -248,6 +255,8 @@ tok-missing-merges  |tok_nomerges.json: token id 256 "th" is produced by no merg
 tok-merges-absent   |tok_mergesabsent.json: missing array "model.merges"|"$bin" train --train-shards sh_good.bin --tokenizer tok_mergesabsent.json "${small[@]}" --steps 2 --run-dir r1
 tok-truncated       |tok_trunc.json: invalid JSON near byte|"$bin" train --train-shards sh_good.bin --tokenizer tok_trunc.json "${small[@]}" --steps 2 --run-dir r1
 tok-empty           |tok_empty.json: file is empty|"$bin" train --train-shards sh_good.bin --tokenizer tok_empty.json "${small[@]}" --steps 2 --run-dir r1
+tok-run-text        |badtok_text/tokenizer.json: not a tokenizer.json: a text file (starts with "garbage\n"), not a JSON object|"$bin" encode --tokenizer badtok_text hi
+tok-run-binary      |badtok_bin/tokenizer.json: not a tokenizer.json: starts with bytes ff 18 66 e2 67 61 72 62, not a JSON object|"$bin" decode --tokenizer badtok_bin '[1]'
 tok-dup-special     |appears twice (ids 300 and 299)|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupadded.json "${small[@]}" --steps 2 --run-dir r1
 corpus-missing      |nosuch.txt: No such file or directory|"$bin" train --data nosuch.txt --run-dir r1 --quiet
 corpus-default-gone |data/kjv.txt: No such file or directory (the default corpus, relative to the working directory: run from the repository root, or give --data FILE)|"$bin" train --run-dir r1 --quiet
@@ -520,5 +529,18 @@ else
   case_full enospc-metrics "full/run/metrics.jsonl" \
     '"$bin" train --resume full/run --steps 9 --quiet --sample-tokens 0'
 fi
+# A resume into a new --run-dir, and into a directory holding a file of the user's, whose first
+# checkpoint cannot be written (ulimit -f with SIGXFSZ ignored, here always: EFBIG): the
+# directory the run made and the metrics.jsonl it started are removed, the user's file kept
+# (both were left behind: the resumed run's fresh metrics were kept as if they were its own)
+mkdir -p into_user && echo 'mine' >into_user/notes.txt
+half=(ulimit -f $((size / 2 / 1024)))
+run_case resume-newdir-fail "into_new/checkpoint.tzc: write failed: File too large" \
+  '( trap "" XFSZ; "${half[@]}"; "$bin" train --resume good --run-dir into_new --steps 8 --quiet --sample-tokens 0 )'
+[[ ! -e into_new ]] || fail "resume-newdir-fail: left into_new: $(ls -A into_new)"
+run_case resume-userdir-fail "into_user/checkpoint.tzc: write failed: File too large" \
+  '( trap "" XFSZ; "${half[@]}"; "$bin" train --resume good --run-dir into_user --steps 8 --quiet --sample-tokens 0 )'
+[[ $(ls -A into_user) == notes.txt && $(cat into_user/notes.txt) == mine ]] ||
+  fail "resume-userdir-fail: want the user's notes.txt alone in into_user: $(ls -A into_user)"
 echo "full disk simulated with: $full_how"
 echo "ok: $passed bad inputs, each refused with one clear line, no crash, no leftovers, good checkpoint untouched"

@@ -19,7 +19,9 @@
 # says; --resume takes --ckpt-every (the losses unchanged); a split too small for a batch once
 # encoded names what helps (a --val-fraction that does hold one); a bad --backend names the
 # option and value; a gpt2 run (padded vocabulary) samples with its own tokenizer. --resume of a
-# directory without a checkpoint says so (a Hugging Face one: --init-from); a resume on another
+# directory without a checkpoint says so (a Hugging Face one: --init-from; one holding only an
+# unfinished checkpoint write names that file); a finished run resumed into another --run-dir
+# checks it before "nothing to do"; info's paths are normalised; a resume on another
 # backend or precision than the run record's prints one note (none for an old record); a run
 # whose metrics.jsonl was deleted resumes with a note, one whose last line was cut off with a
 # warning; a resume into a new --run-dir starts a fresh metrics.jsonl; --vocab-size beside
@@ -109,6 +111,11 @@ if grep -q '^  mpi: yes' feat.txt; then
 fi
 "$bin" info | grep -q '^cuda: unavailable: this tezgah was built without CUDA' && ! grep -q '^  nccl: no (a build without the CUDA backend)' feat.txt &&
   fail "info: a build without CUDA claims NCCL: $(grep '  nccl:' feat.txt)"
+# info's paths normalised: GPT-2's files found above the program read "build/../.deps/..."
+g2=$(env -u TEZGAH_GPT2_DIR "$bin" info 2>/dev/null | sed -n 's/^data: gpt2 tokenizer files: \([^(]*\) (.*$/\1/p')
+[[ -n $g2 ]] || fail "info: no gpt2 tokenizer files line"
+[[ $g2 == - || ($g2 == /* && $g2 != *'/../'* && $g2 != *'/./'* && -d $g2) ]] ||
+  fail "info: gpt2 tokenizer files not an absolute, normalised directory: $g2"
 "$bin" --help >top.txt
 awk 'length($0) > 79 { print; bad = 1 } END { exit bad }' top.txt || fail "top-level help wider than 79 columns"
 [[ $(grep -cE '^  [a-z]+ +[a-z]' top.txt) == 12 ]] || fail "top-level help does not list 12 commands: $(cat top.txt)"
@@ -583,6 +590,11 @@ usage_case "--steps 3: the run is already at step 3 (nothing to do); give --step
 grep -q '^eta: the run is finished (step 3 of 3); nothing to do, give --steps above 3 to continue it$' fin.err ||
   fail "resume of a finished run: $(cat fin.err)"
 [[ $(cat eta/checkpoint.tzc eta/metrics.jsonl | sha256sum) == "$sum" ]] || fail "resuming a finished run changed it"
+# with a --run-dir elsewhere, that directory first gets a resume's checks (a run there, a file:
+# refused in tests/test_bad_inputs.sh; it said "nothing to do" unchecked); one made for them goes
+"$bin" train --resume eta --run-dir fin_new/x >fin.out 2>fin.err || fail "resume of a finished run into a new --run-dir: exit $?: $(cat fin.err)"
+grep -q '^eta: the run is finished (step 3 of 3); nothing to do' fin.err && [[ ! -e fin_new ]] ||
+  fail "resume of a finished run into a new --run-dir: $(cat fin.err; ls -R fin_new 2>&1)"
 
 # ---- --resume of a directory without a checkpoint: exit 1, one line, nothing written; one with
 # a Hugging Face config.json points to --init-from (sample and eval take such a directory: their
@@ -594,6 +606,17 @@ usage_case "nockpt: run directory has no checkpoint (checkpoint.tzc) to resume (
 usage_case "hfcfg: no checkpoint (checkpoint.tzc) to resume, but a Hugging Face model's config.json: start a new run from the model with --init-from hfcfg" \
   "$bin" train --resume hfcfg
 [[ $(ls -A hfcfg) == config.json ]] || fail "--resume of a Hugging Face directory wrote into it: $(ls -A hfcfg)"
+# a run stopped by a second Ctrl-C while its first checkpoint was written holds only tz_afile's
+# temporary file (checkpoint.tzc.tmp.<pid>, of a process now gone): --resume and sample name it
+# as an unfinished write and load nothing (they said "no checkpoint" without a word of it)
+dead=$(sh -c 'echo $$')
+mkdir -p unfin && echo '{"step":1,"loss":5.7}' >unfin/metrics.jsonl && head -c 5000 eta/checkpoint.tzc >"unfin/checkpoint.tzc.tmp.$dead"
+unfin_sum=$(cat unfin/* | sha256sum)
+usage_case "unfin: run directory has no checkpoint (checkpoint.tzc) to resume, only unfin/checkpoint.tzc.tmp.$dead: an unfinished write of one (its session was stopped while saving it), not loaded; start the run again (train --run-dir unfin)" \
+  "$bin" train --resume unfin
+usage_case "unfin: run directory has no checkpoint (checkpoint.tzc), only unfin/checkpoint.tzc.tmp.$dead: an unfinished write of one" \
+  "$bin" sample unfin
+[[ $(cat unfin/* | sha256sum) == "$unfin_sum" && $(ls -A unfin | wc -l) == 2 ]] || fail "--resume of an unfinished checkpoint changed unfin: $(ls -A unfin)"
 # a path that is not there: named as --resume's value; a checkpoint file is offered only with
 # --run-dir, where --resume takes one (it said "nosuch: no such checkpoint file or run directory")
 usage_case "--resume: 'nosuch': no such run directory" "$bin" train --resume nosuch

@@ -16,7 +16,8 @@
 #  7. `train --nproc 2` without --run-dir: the ranks share the one runs/<date-time> the launcher
 #     chose (no second directory, no ./.cache); under mpirun without --run-dir: refused;
 #  8. `--nproc 2` with a rank killed: one `tezgah: error:` line naming mpirun's status, exit 1;
-#     SIGINT to the launcher: the ranks checkpoint, exit 130, and the run resumes.
+#     SIGINT to the launcher: the ranks checkpoint, exit 130, one line says "interrupted" (as for
+#     one process), and the run resumes.
 # Tolerance: the ranks' gradients are summed in another order than one process's matmuls sum
 # the rows (and the loss means are averaged per rank), so values agree to fp32 rounding
 # (~1e-7 relative per step), slightly amplified by AdamW over 8 steps: measured ≤ 9e-7 for the
@@ -154,6 +155,10 @@ wait $pid
 rc=$?
 ((rc == 130)) || { cat ni.out >&2; fail "--nproc 2 after SIGINT exited $rc, not 130"; }
 [[ -f ni/checkpoint.tzc ]] || fail "no checkpoint after SIGINT"
+# said as one process says it: the launcher passes SIGINT to the ranks themselves (through
+# mpirun, whose abort sends SIGTERM, it read "terminated"), and mpirun prints nothing
+[[ $(cat ni.out) =~ ^interrupted:\ stopped\ at\ step\ [0-9]+\ with\ a\ checkpoint\;\ continue\ with\ --resume\ ni$ ]] ||
+  { cat ni.out >&2; fail "--nproc 2 after SIGINT: want the one line 'interrupted: stopped at step N ...'"; }
 "$bin" train --threads 1 --quiet --sample-tokens 0 --resume ni --stop-after 2 --nproc 2 || fail "resume after SIGINT failed"
 echo "  SIGINT: exit 130, checkpoint written, resumed"
 echo "PASS"

@@ -1,5 +1,6 @@
 #include "checkpoint/run_ckpt.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -72,6 +73,25 @@ int tz_run_save_moments(const char *path, tz_model *m, const tz_tokenizer *tok, 
   return rc;
 }
 
+/* A checkpoint write cut short in run directory `dir` (a second Ctrl-C or a kill while
+ * checkpoint.tzc was saved: tz_afile's "checkpoint.tzc.tmp.<pid>", core/fileio.h): its path,
+ * malloc'ed, or NULL. Named in the "no checkpoint" errors, which said nothing of it; never
+ * loaded (it may be incomplete). */
+static char *unfinished_ckpt(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return NULL;
+  static const char pre[] = TZ_CKPT_FILE ".tmp.";
+  const size_t n = sizeof pre - 1;
+  char *found = NULL;
+  for (struct dirent *e; !found && (e = readdir(d));) {
+    const char *pid = e->d_name + n;
+    if (!strncmp(e->d_name, pre, n) && *pid && pid[strspn(pid, "0123456789")] == '\0')
+      found = tz_path_join(dir, e->d_name);
+  }
+  closedir(d);
+  return found;
+}
+
 int tz_run_open(const char *path_or_dir, tz_run_file *rf) {
   memset(rf, 0, sizeof *rf);
   struct stat st;
@@ -85,8 +105,14 @@ int tz_run_open(const char *path_or_dir, tz_run_file *rf) {
     return 0;
   }
   if (S_ISDIR(st.st_mode) && !tz_exists(rf->path)) {
-    tz_err("%s: run directory has no checkpoint (%s) and is not a Hugging Face model (config.json)", path_or_dir,
-           TZ_CKPT_FILE);
+    char *tmp = unfinished_ckpt(path_or_dir);
+    if (tmp)
+      tz_err("%s: run directory has no checkpoint (%s), only %s: an unfinished write of one (its session was "
+             "stopped while saving it), not loaded", path_or_dir, TZ_CKPT_FILE, tmp);
+    else
+      tz_err("%s: run directory has no checkpoint (%s) and is not a Hugging Face model (config.json)", path_or_dir,
+             TZ_CKPT_FILE);
+    free(tmp);
     goto fail;
   }
   rf->format = TZ_FMT_TEZGAH;
@@ -174,6 +200,14 @@ int tz_run_open_resume(const char *path_or_dir, int file_ok, tz_run_file *rf) {
   if (tz_hf_is_dir(path_or_dir))
     return tz_err("%s: no checkpoint (%s) to resume, but a Hugging Face model's config.json: start a new run from the "
                   "model with --init-from %s", path_or_dir, TZ_CKPT_FILE, path_or_dir);
+  char *tmp = unfinished_ckpt(path_or_dir);
+  if (tmp) {
+    tz_err("%s: run directory has no checkpoint (%s) to resume, only %s: an unfinished write of one (its session was "
+           "stopped while saving it), not loaded; start the run again (train --run-dir %s)", path_or_dir, TZ_CKPT_FILE, tmp,
+           path_or_dir);
+    free(tmp);
+    return -1;
+  }
   return tz_err("%s: run directory has no checkpoint (%s) to resume (a run saves one every --ckpt-every steps and "
                 "at its end)", path_or_dir, TZ_CKPT_FILE);
 }

@@ -32,6 +32,8 @@ static const env_var VARS[] = {
     G("TEZGAH_DECODE_CHUNK", "32", "sample --backend cuda: decoding steps per host round trip (0 or 1: one at a time)"),
     G("TEZGAH_DIST_TIMEOUT", "600", "seconds without step progress before a data-parallel rank ends the run (0: no watchdog)"),
     G("TEZGAH_GPT2_DIR", "searched", "directory with GPT-2's encoder.json and vocab.bpe (--tokenizer gpt2)"),
+    G("TEZGAH_LAUNCHER_PID", "unset", "the train --nproc launcher's pid (set by it for its CPU ranks): a rank "
+                                      "stopped by its signal exits 0, the launcher 128+signal"),
     G("TEZGAH_LOCAL_RANK", "unset", "this rank's index on its host (set by train --nproc)"),
     G("TEZGAH_LOSS_SCALE_GROWTH", "2000", "clean steps before the dynamic loss scale doubles"),
     G("TEZGAH_MODULE_DIR", "searched", "folder of the modules loaded on first use (the MPI communicator); default: beside the executable, then its install prefix"),

@@ -304,8 +304,11 @@ static int check_new_shape(const tz_train_opts *o, const int *typed, const tz_mo
 }
 
 /* SIGINT / SIGTERM: finish the step, checkpoint, exit 128+sig; a second signal kills at once.
- * Before step 1 (data preparation) the run ends at once with an error line, also 128+sig. */
-static volatile sig_atomic_t g_caught;
+ * Before step 1 (data preparation) the run ends at once with an error line, also 128+sig.
+ * g_by_launcher: the first one came from the train --nproc launcher above this rank (its pid
+ * in TEZGAH_LAUNCHER_PID, launch.c), which then exits 128+sig itself. */
+static volatile sig_atomic_t g_caught, g_by_launcher;
+static long g_launcher; /* its pid; 0: not under the launcher */
 static void on_stop_signal(int sig) {
   if (tz_train_stop_requested()) {
     signal(sig, SIG_DFL);
@@ -313,6 +316,23 @@ static void on_stop_signal(int sig) {
   }
   g_caught = sig;
   tz_train_request_stop(sig);
+}
+#ifndef __wasi__ /* (WASI's emulated signals have no sigaction: the wasm build has no --nproc) */
+static void on_stop_siginfo(int sig, siginfo_t *si, void *uc) {
+  (void)uc;
+  if (!tz_train_stop_requested()) g_by_launcher = g_launcher > 0 && si && (long)si->si_pid == g_launcher;
+  on_stop_signal(sig);
+}
+#endif
+static void catch_stop(int sig) {
+#ifdef __wasi__
+  signal(sig, on_stop_signal);
+#else
+  struct sigaction sa = {0};
+  sa.sa_sigaction = on_stop_siginfo;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART; /* SA_RESTART: as signal() installs it (glibc) */
+  sigaction(sig, &sa, NULL);
+#endif
 }
 
 /* --run-dir, --resume, --init-from: each names one directory, run or model. getopt lets a later
@@ -506,8 +526,10 @@ int tz_cmd_train(int argc, char **argv) {
            "its own runs/<date-time>; train --nproc chooses one for all)", env.world);
     return tz_cli_fail();
   }
-  signal(SIGINT, on_stop_signal);
-  signal(SIGTERM, on_stop_signal);
+  const char *lp = getenv("TEZGAH_LAUNCHER_PID");
+  g_launcher = lp && env.world > 1 ? atol(lp) : 0;
+  catch_stop(SIGINT);
+  catch_stop(SIGTERM);
   int rc = tz_train(&o);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
@@ -524,10 +546,14 @@ int tz_cmd_train(int argc, char **argv) {
   }
   /* in a data-parallel run the plot is rank 0's, like the metrics it reads */
   if (rc == 0 && plot && env.rank == 0 && tz_plot_run(o.run_dir ? o.run_dir : o.resume, NULL, 0, o.quiet)) rc = -1;
+  /* a rank stopped by its launcher's signal exits 0: the launcher exits 128+sig for the job,
+   * and mpirun, seeing a rank's nonzero status, would abort the others and print two boxes */
+  int by_launcher = g_caught && g_by_launcher;
   if (rc < 0 && g_caught) { /* a signal, then a failure: before step 1 (tz_train's line says so) or the stop
                              * checkpoint failed (its error line): 128+sig, as for any interrupted command */
     tz_cli_fail();
-    return 128 + g_caught;
+    return by_launcher ? 0 : 128 + g_caught;
   }
+  if (rc > 0 && by_launcher) return 0;
   return rc < 0 ? tz_cli_fail() : rc; /* rc > 0: stopped by a signal after a checkpoint */
 }

@@ -4,8 +4,11 @@
  *       mpirun -np N --oversubscribe --bind-to none --stdin none [--allow-run-as-root] <this exe> train ...
  *       in its own process group, and wait: a rank that dies ends the job (mpirun's message names
  *       it), then one `tezgah: error:` line and exit 1; SIGINT / SIGTERM to this process are
- *       passed to mpirun once (it stops the ranks with SIGTERM: they checkpoint and exit) and the
- *       exit status is 128+sig, as for one process.
+ *       passed once to the ranks themselves, mpirun's children (they finish the step, checkpoint,
+ *       and rank 0 says "interrupted" or "terminated" as one process does), and the exit status
+ *       is 128+sig. The ranks know this launcher's pid (TEZGAH_LAUNCHER_PID) and exit 0 after
+ *       its signal, leaving the status to it (mpirun would abort the job on a nonzero one, with
+ *       two boxes of text).
  * cuda: no MPI needed. This process makes an ncclUniqueId (ncclGetUniqueId needs no GPU; it
  *       keeps NCCL's bootstrap root alive here while the ranks connect), forks N children that
  *       exec this program again with TEZGAH_RANK, TEZGAH_WORLD_SIZE, TEZGAH_LOCAL_RANK and
@@ -31,6 +34,7 @@ int tz_launch_nproc(int nproc, const char *backend, const char *run_dir, int arg
   return tz_cli_fail();
 }
 #else
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -78,6 +82,36 @@ static void describe(char *out, size_t n, int status) {
   else snprintf(out, n, "exited with status %d", WEXITSTATUS(status));
 }
 
+/* Send sig to the N ranks of mpirun's job, its children (Open MPI forks a local job's processes
+ * itself): 1 when there were N, else 0 and none is signalled (the ranks are still starting).
+ * The signal went to mpirun before, which aborts the job: SIGTERM to the ranks (a Ctrl-C's
+ * stop line read "terminated") and SIGKILL a second later (Open MPI's odls_base_sigkill_timeout),
+ * which cut a larger model's stop checkpoint short: no checkpoint, its temporary file left. */
+static int signal_ranks(pid_t mpirun, int nproc, int sig) {
+  DIR *d = opendir("/proc");
+  if (!d) return 0;
+  pid_t *kids = tz_calloc((size_t)nproc + 1, sizeof *kids);
+  int n = 0;
+  for (struct dirent *e; n <= nproc && (e = readdir(d));) {
+    char path[300], buf[512];
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    const char *p = strrchr(buf, ')'); /* "pid (comm) state ppid ...": comm may hold spaces */
+    long ppid;
+    if (p && sscanf(p + 1, " %*c %ld", &ppid) == 1 && ppid == (long)mpirun) kids[n++] = (pid_t)atol(e->d_name);
+  }
+  closedir(d);
+  int all = n == nproc;
+  for (int i = 0; all && i < n; i++) kill(kids[i], sig);
+  free(kids);
+  return all;
+}
+
 /* cpu: mpirun running N copies of this command, as a watched child. */
 static int launch_mpirun(int nproc, const char *run_dir, int argc, char **argv) {
   tz_err_clear();
@@ -114,6 +148,8 @@ static int launch_mpirun(int nproc, const char *run_dir, int argc, char **argv) 
     return tz_err("--nproc: pipe: %s", strerror(errno));
   }
   fcntl(pipefd[1], F_SETFD, FD_CLOEXEC);
+  char launcher[24]; /* the ranks' TEZGAH_LAUNCHER_PID (mpirun passes its environment on) */
+  snprintf(launcher, sizeof launcher, "%ld", (long)getpid());
   fflush(NULL);
   pid_t pid = fork();
   if (pid < 0) {
@@ -127,6 +163,7 @@ static int launch_mpirun(int nproc, const char *run_dir, int argc, char **argv) 
      * on once (a second SIGINT makes mpirun kill the ranks at once, without a checkpoint) */
     setpgid(0, 0);
     close(pipefd[0]);
+    setenv("TEZGAH_LAUNCHER_PID", launcher, 1);
     execvp("mpirun", av);
     int e = errno;
     if (write(pipefd[1], &e, sizeof e) < 0) {}
@@ -144,7 +181,7 @@ static int launch_mpirun(int nproc, const char *run_dir, int argc, char **argv) 
   int status = 0, forwarded = 0;
   for (;;) {
     if (g_sig && !forwarded) {
-      kill(pid, g_sig);
+      if (!signal_ranks(pid, nproc, g_sig)) kill(pid, g_sig); /* still starting: mpirun aborts the job */
       forwarded = g_sig;
     }
     if (waitpid(pid, &status, 0) == pid) break;

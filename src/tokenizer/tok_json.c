@@ -35,6 +35,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/utf8.h"
 #include "tokenizer/tok_internal.h"
 
 int tz_tok_to_json(const tz_tokenizer *t, char **json, size_t *len) {
@@ -332,13 +333,22 @@ int tz_tok_load(const char *path, tz_tokenizer **out) {
 int tz_tok_load_buf(const char *path, const char *data, size_t len, tz_tokenizer **out) {
   *out = NULL;
   int rc;
-  size_t i = 0;
+  size_t i = 0, pl = strlen(path);
   while (i < len && (data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t')) i++;
   uint32_t magic = 0;
   if (len >= 4) memcpy(&magic, data, 4);
+  /* a name in .json is a tokenizer.json whatever its bytes: a damaged one (a run's, read by
+   * encode --tokenizer RUN) was read as llama2.c's binary format and blamed its header fields */
+  int json_name = pl >= 5 && !strcmp(path + pl - 5, ".json");
   if (len == 0)
     rc = tz_err("%s: file is empty", path);
-  else if (i < len && data[i] == '{' && !memchr(data, 0, len < 64 ? len : 64))
+  else if (json_name && (i == len || data[i] != '{')) {
+    char head[128];
+    size_t n = len < 64 ? len : 64;
+    int text = tz_utf8_describe_head((const unsigned char *)data, n, len > n, head, sizeof head);
+    rc = tz_err("%s: not a tokenizer.json: %s%s%s, not a JSON object", path, text ? "a text file (starts with " : "starts with ",
+                head, text ? ")" : "");
+  } else if (i < len && data[i] == '{' && (json_name || !memchr(data, 0, len < 64 ? len : 64)))
     /* JSON has no NUL bytes; a llama2.c file with max_token_length 123 starts "{\0\0\0" */
     rc = tz_tok_from_json(data, len, path, out);
   else if (magic == 20240328)

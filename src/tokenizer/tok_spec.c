@@ -54,6 +54,10 @@ char *tz_gpt2_dir_find(const char **how) {
     }
   }
   if (!found) *how = "not found";
+  /* resolved: the candidates above are built from the program's path ("build/../.deps/..."),
+   * and `tezgah info` shows the directory to the user */
+  char *real = found ? realpath(found, NULL) : NULL;
+  if (real) free(found), found = real;
   return found;
 }
 

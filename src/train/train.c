@@ -337,6 +337,9 @@ static void finish_cut_links(train_run *r) {
   free(dir);
 }
 
+static int resumes_in(const char *dir, const char *path);
+static int phase_run_dir(train_run *r);
+
 /* --resume: the checkpoint's options and config win over defaults. */
 static int phase_resume(train_run *r) {
   tz_train_opts *o = &r->o;
@@ -359,6 +362,10 @@ static int phase_resume(train_run *r) {
   /* A checkpoint at its run's last step is the final one (the loop checkpoints only steps
    * below the total; the final validation precedes that save): nothing is left to do. */
   if (asked == 0 && st->step >= o->steps) {
+    /* a --run-dir elsewhere gets a resume's checks first (another run there, a file, not
+     * writable, locked): "nothing to do" told a command that could not have run that all was
+     * well. A directory made for them is removed again (finish, abandon_run_dir). */
+    if (o->run_dir && !resumes_in(o->run_dir, o->resume) && phase_run_dir(r)) return -1;
     if (!o->quiet)
       fprintf(stderr, "%s: the run is finished (step %d of %d); nothing to do, give --steps above %d to continue it\n",
               o->resume, st->step, o->steps, st->step);
@@ -642,6 +649,7 @@ static int phase_model(train_run *r) {
     tz_train_note(r, "note: %s is missing: a new one is started from step %d (the records of steps 1 to %d are "
                      "not recovered; the run resumes exactly from its checkpoint)\n", r->metrics_path,
                   r->st.step + 1, r->st.step);
+  r->metrics_made = r->rank == 0 && !tz_exists(r->metrics_path); /* (before the open, which creates it) */
   if (r->rank == 0 && ((continues && metrics_trim(r->metrics_path, r->st.step)) ||
                        !(r->metrics = tz_metrics_open(r->metrics_path, continues))))
     return -1;
@@ -1100,16 +1108,20 @@ static int stopped_before_loop(train_run *r) {
   return tz_err("interrupted by %s before step 1; no run was made", name);
 }
 
-/* A run that failed before its first checkpoint: the run directory this session made is removed
- * with the parents it needed, if empty, and its metrics.jsonl with it (never a resumed run's).
- * finish() calls it on a failure; abandon_at_exit on a fatal error raised inside an op (a WebGPU
- * validation error, a lost GPU: tz_fatal, whose CLI handler calls exit(1)), which never returns
- * to finish() -- such a run left its directory with an empty metrics.jsonl (the fresh-clone
- * walkthrough of 2026-12-05). */
+/* A run that failed before its first checkpoint: the metrics.jsonl this session created (none
+ * was there: never a resumed run's own, nor a user's file) and the run directory it made, with
+ * the parents it needed, if empty. Until 2026-12-06 the file went only with a directory made
+ * by a new run: a resume into a new --run-dir left both, a run into an existing directory its
+ * metrics.jsonl. A checkpoint there (saved, its tokenizer file then failed: latest_marked
+ * unset) keeps the log. finish() calls it on a failure and after a finished run's --run-dir
+ * check (phase_resume); abandon_at_exit on a fatal error raised inside an op (a WebGPU
+ * validation error, a lost GPU: tz_fatal, whose CLI handler calls exit(1)), which never
+ * returns to finish() -- such a run left its directory with an empty metrics.jsonl (the
+ * fresh-clone walkthrough of 2026-12-05). */
 static void abandon_run_dir(train_run *r) {
-  if (!r->created_top || r->latest_marked) return;
-  if (r->metrics_path && tz_exists(r->metrics_path) && !r->o.resume) unlink(r->metrics_path);
-  tz_rmdirs_upto(r->o.run_dir, r->created_top);
+  if (r->latest_marked) return;
+  if (r->metrics_made && !tz_exists(r->ckpt_path)) unlink(r->metrics_path);
+  if (r->created_top) tz_rmdirs_upto(r->o.run_dir, r->created_top);
 }
 static train_run *live_run; /* tz_train's session while its phases run */
 static void abandon_at_exit(void) {
@@ -1141,7 +1153,7 @@ static int finish(train_run *r) {
   }
   tz_run_close(&r->rf);
   tz_metrics_close(r->metrics);
-  if (rc < 0) abandon_run_dir(r);
+  if (rc < 0 || r->finished) abandon_run_dir(r);
   free(r->created_top);
   if (r->run_dir_fd >= 0) close(r->run_dir_fd); /* (the lock goes with it) */
   tz_loader_free(r->train);

@@ -46,6 +46,7 @@ typedef struct {
   char *created_top; /* the shallowest directory of o.run_dir this run created */
   int run_dir_fd;    /* rank 0: the run directory, flock'ed for this process (-1: none) */
   int latest_marked;
+  int metrics_made;  /* rank 0 created metrics.jsonl (none was there): abandon_run_dir removes it */
   /* the set-up's notes (tz_train_note), held until every check has passed */
   char *notes;
   size_t notes_len;
