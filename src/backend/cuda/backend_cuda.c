@@ -361,6 +361,8 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   if (c->ln_warps < 1 || c->ln_warps > 8) c->ln_warps = 0; /* by C (layernorm.cu ln_nw) */
   const char *rp = getenv("TEZGAH_CUDA_ROPE_PAIRS");
   c->rope_pairs = rp && !strcmp(rp, "1");
+  const char *ro1 = getenv("TEZGAH_CUDA_RMS_ONEPASS");
+  c->rms_rows = ro1 && !strcmp(ro1, "0");
   const char *pd = getenv("TEZGAH_CUDA_PDL");
   c->pdl_off = prop.major < 9 || (pd && !strcmp(pd, "0"));
   if (c->verbose) {

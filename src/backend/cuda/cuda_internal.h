@@ -70,6 +70,9 @@ typedef struct {
   /* TEZGAH_CUDA_ROPE_PAIRS=1: RoPE by the one-pair-per-thread kernel everywhere (rope.cu), the
    * A/B of its 16-byte form; the same bits either way. */
   int rope_pairs;
+  /* TEZGAH_CUDA_RMS_ONEPASS=0: RMSNorm's backward by its rows kernel and the tiled column sum (rmsnorm.cu),
+   * the A/B of the one-pass kernel (another dw summation order) */
+  int rms_rows;
   int smem_optin; /* the device's largest dynamic shared memory per block (bytes) */
   /* ---- runtime-private below (backend_cuda.c, matmul.cu); kernels need not look ---- */
   void *mm;                 /* matmul state: descriptor/algorithm cache (matmul.cu) */
@@ -242,6 +245,11 @@ void tzc_layernorm_bwd_rb(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice d
 /* How many layernorm_bwd_rb calls of this process took the fallback (fused 0) or the one-pass
  * kernel (1): backend.h's tz_cuda_ln_rb_calls. */
 long tzc_ln_rb_calls(int fused);
+/* RMSNorm's backward by layernorm.cu's one-pass kernel (rmsnorm.cu calls it): dinp += (act),
+ * dw += (fp32) as tzc_rmsnorm_bwd's contract; 1 when launched, 0 (nothing done) where that kernel
+ * does not apply (C % W, C > 8·32·W, unaligned rows, shared memory) or TEZGAH_CUDA_RMS_ONEPASS=0. */
+int tzc_rmsnorm_bwd_onepass(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout, tz_slice inp, tz_slice w,
+                            tz_slice rstd, int N, int C);
 void tzc_rope(tz_backend *be, tz_slice qkv, int B, int T, int n_head, int n_kv_head, int head_dim, int pos0,
               float theta, int dir);
 void tzc_attention_fwd(tz_backend *be, tz_slice out, tz_slice lse, tz_slice q, tz_slice k, tz_slice v, int B, int Tq,

@@ -6,7 +6,9 @@
  * (ln_bwd_fused_k: GPT-2's 768/1024/1280/1600); otherwise the rows kernel, then the tiled
  * column sum of cuda_common.cuh. layernorm_bwd_rb (backend.h) adds the column sum of dinp as it
  * comes in (the preceding projection's bias gradient): a third accumulator of the one-pass
- * kernel, or in the fallback a column sum of dinp before the rows kernel. */
+ * kernel, or in the fallback a column sum of dinp before the rows kernel. The one-pass kernel
+ * also serves RMSNorm's backward (its RMS form: mean 0, no mean_c(w·dy) term, dw alone), for
+ * rmsnorm.cu through tzc_rmsnorm_bwd_onepass. */
 #include <stdlib.h>
 
 #include "kernels/common/cuda_common.cuh"
@@ -177,12 +179,14 @@ __device__ __forceinline__ void ln_load(LnRaw<NV> &q, const T *inp, const T *dou
     int v = k * 32 + lane;
     if (v < nv) q.a[k] = __ldg(x + v), q.d[k] = __ldg(dy + v), q.o[k] = dx[v];
   }
-  q.m = __ldg(mean + n), q.r = __ldg(rstd + n);
+  q.m = mean ? __ldg(mean + n) : 0.0f, q.r = __ldg(rstd + n);
 }
 
 /* Row n's dx (stored over dinp) and its summands added into the warp's accumulators sw, sb
- * (and sr when not NULL: the dx as loaded). */
-template <int W, int NV, class T>
+ * (and sr when not NULL: the dx as loaded). RMS: RMSNorm's backward (Zhang & Sennrich 2019),
+ * which is LayerNorm's with the mean 0 and no mean_c(w·dy) term: dx += r·(w·dy − xh·mean_c(w·dy·xh)),
+ * xh = x·r, and dw's summand alone (sb, sr unused). */
+template <int W, int NV, bool RMS, class T>
 __device__ __forceinline__ void ln_row(const LnRaw<NV> &q, T *dinp, const T *w, int n, int C, int lane,
                                        float *sw, float *sb, float *sr) {
   const int nv = C / W;
@@ -198,21 +202,21 @@ __device__ __forceinline__ void ln_row(const LnRaw<NV> &q, T *dinp, const T *w, 
     tzc_ld<W>(w + v * W, g);
     ln_dots<W>(a, d, g, m, r, gm, gxm);
   }
-  gm = tzc_warp_sum(gm) / C;
+  gm = RMS ? 0.0f : tzc_warp_sum(gm) / C;
   gxm = tzc_warp_sum(gxm) / C;
   int4 *dx = reinterpret_cast<int4 *>(dinp + (size_t)n * C);
 #pragma unroll
   for (int k = 0; k < NV; k++) {
     int v = k * 32 + lane;
     if (v >= nv) continue;
-    float a[W], d[W], g[W], o[W], aw[W], ab[W];
+    float a[W], d[W], g[W], o[W], aw[W], ab[W] = {};
     unpack<W, T>(q.a[k], a);
     unpack<W, T>(q.d[k], d);
     unpack<W, T>(q.o[k], o);
     tzc_ld<W>(w + v * W, g);
     tzc_ld_f32<W>(sw + v * W, aw);
-    tzc_ld_f32<W>(sb + v * W, ab);
-    if (sr) {
+    if (!RMS) tzc_ld_f32<W>(sb + v * W, ab);
+    if (!RMS && sr) {
       float ar[W];
       tzc_ld_f32<W>(sr + v * W, ar);
 #pragma unroll
@@ -228,40 +232,43 @@ __device__ __forceinline__ void ln_row(const LnRaw<NV> &q, T *dinp, const T *w, 
     }
     tzc_st<W>(reinterpret_cast<T *>(dx + v), o);
     tzc_st_f32<W>(sw + v * W, aw);
-    tzc_st_f32<W>(sb + v * W, ab);
+    if (!RMS) tzc_st_f32<W>(sb + v * W, ab);
   }
 }
 
-template <int W, int NV, class T>
+template <int W, int NV, bool RMS, class T>
 __global__ void __launch_bounds__(32 * FB_WARPS_MAX)
 ln_bwd_fused_k(T *dinp, float *partw, float *partb, float *partr, const T *dout, const T *inp, const T *w,
                const float *mean, const float *rstd, int N, int C, int rpc) {
   static_assert(W * sizeof(T) == 16, "16-byte vectors");
-  /* [NA][nw][C], NA = 2 (3 with partr): dw, db (, dbias) accumulators per warp */
+  /* [NA][nw][C], NA = 2 (3 with partr; 1 with RMS): dw, db (, dbias) accumulators per warp */
   extern __shared__ float sh[];
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, nv = C / W;
-  float *sw = sh + (size_t)warp * C, *sb = sh + (size_t)(nw + warp) * C;
-  float *sr = partr ? sh + (size_t)(2 * nw + warp) * C : nullptr;
+  float *sw = sh + (size_t)warp * C, *sb = RMS ? nullptr : sh + (size_t)(nw + warp) * C;
+  float *sr = !RMS && partr ? sh + (size_t)(2 * nw + warp) * C : nullptr;
   int n0 = blockIdx.x * rpc, n1 = min(N, n0 + rpc);
   const float zero[W] = {};
 #pragma unroll
   for (int k = 0; k < NV; k++) {
     int v = k * 32 + lane;
     if (v < nv) {
-      tzc_st_f32<W>(sw + v * W, zero), tzc_st_f32<W>(sb + v * W, zero);
+      tzc_st_f32<W>(sw + v * W, zero);
+      if (sb) tzc_st_f32<W>(sb + v * W, zero);
       if (sr) tzc_st_f32<W>(sr + v * W, zero);
     }
   }
   for (int n = n0 + warp; n < n1; n += nw) {
     LnRaw<NV> q;
     ln_load<W, NV>(q, inp, dout, dinp, mean, rstd, n, C, lane);
-    ln_row<W, NV>(q, dinp, w, n, C, lane, sw, sb, sr);
+    ln_row<W, NV, RMS>(q, dinp, w, n, C, lane, sw, sb, sr);
   }
   __syncthreads();
   for (int c = threadIdx.x; c < C; c += blockDim.x) {
     float tw = 0.0f, tb = 0.0f, tr = 0.0f;
-    for (int u = 0; u < nw; u++) tw += sh[(size_t)u * C + c], tb += sh[(size_t)(nw + u) * C + c];
+    for (int u = 0; u < nw; u++) tw += sh[(size_t)u * C + c];
     partw[(size_t)blockIdx.x * C + c] = tw;
+    if (RMS) continue;
+    for (int u = 0; u < nw; u++) tb += sh[(size_t)(nw + u) * C + c];
     partb[(size_t)blockIdx.x * C + c] = tb;
     if (partr) {
       for (int u = 0; u < nw; u++) tr += sh[(size_t)(2 * nw + u) * C + c];
@@ -311,23 +318,42 @@ bool ln_bwd_fused(tz_backend *be, T *dx, float *dw, float *db, float *dr, const 
   if ((C + 32 * W - 1) / (32 * W) != NV) return false;
   tzc_ctx *cx = tzc(be);
   cudaStream_t st = cx->stream;
-  const int nw = ln_nw(cx, dr ? 3 : 2, C);
-  size_t smem = (dr ? 3 : 2) * (size_t)nw * C * sizeof(float);
+  const bool rms = !mu; /* RMSNorm: dw only (tzc_rmsnorm_bwd_onepass) */
+  const int nacc = rms ? 1 : dr ? 3 : 2;
+  const int nw = ln_nw(cx, nacc, C);
+  size_t smem = nacc * (size_t)nw * C * sizeof(float);
   if (smem > (size_t)cx->smem_optin) return false;
   int chunks = ln_chunks(), rpc = (N + chunks - 1) / chunks;
   if (rpc < 2 * nw) rpc = 2 * nw;
   int P = (N + rpc - 1) / rpc;
   size_t pb = tzc_round256((size_t)P * C * sizeof(float));
-  char *s = (char *)tzc_scratch(be, (dr ? 3 : 2) * pb);
-  float *partw = (float *)s, *partb = (float *)(s + pb), *partr = dr ? (float *)(s + 2 * pb) : nullptr;
-  auto kern = ln_bwd_fused_k<W, NV, T>;
+  char *s = (char *)tzc_scratch(be, nacc * pb);
+  float *partw = (float *)s, *partb = rms ? nullptr : (float *)(s + pb);
+  float *partr = dr ? (float *)(s + 2 * pb) : nullptr;
+  auto kern = rms ? ln_bwd_fused_k<W, NV, true, T> : ln_bwd_fused_k<W, NV, false, T>;
   if (smem > 48 * 1024) /* above the default dynamic limit (per device: set on every call) */
     TZC_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   kern<<<P, 32 * nw, smem, st>>>(dx, partw, partb, partr, dy, x, g, mu, rs, N, C, rpc);
   TZC_LAUNCHED();
-  tzc_colsum_final_k<<<tzc_blocks(C, 32), 32 * TZC_CF_GROUPS, 0, st>>>(dw, partw, db, partb, dr, partr, P, C);
+  tzc_colsum_final_k<<<tzc_blocks(C, 32), 32 * TZC_CF_GROUPS, 0, st>>>(dw, partw, rms ? nullptr : db, partb, dr,
+                                                                        partr, P, C);
   TZC_LAUNCHED();
   return true;
+}
+
+/* one ln_bwd_fused per NV = 1..8 (C ≤ 8·32·W), the first that applies */
+template <class T>
+bool ln_bwd_onepass(tz_backend *be, T *dx, float *dw, float *db, float *dr, const T *dy, const T *x, const T *g,
+                    const float *mu, const float *rs, int N, int C) {
+  constexpr int W = VW(T);
+  return ln_bwd_fused<W, 1>(be, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
+         ln_bwd_fused<W, 2>(be, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
+         ln_bwd_fused<W, 3>(be, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
+         ln_bwd_fused<W, 4>(be, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
+         ln_bwd_fused<W, 5>(be, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
+         ln_bwd_fused<W, 6>(be, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
+         ln_bwd_fused<W, 7>(be, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
+         ln_bwd_fused<W, 8>(be, dx, dw, db, dr, dy, x, g, mu, rs, N, C);
 }
 
 /* layernorm_bwd, and with dbias (layernorm_bwd_rb) dbias += Σ_n dinp[n, :] as it comes in */
@@ -342,14 +368,7 @@ void ln_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice db
     float *pw = (float *)tzc_ptr(dw), *pb = (float *)tzc_ptr(db), *pr = (float *)tzc_ptr(dbias);
     constexpr int W = VW(T);
     bool vec = rows_vec<T>(C, dx, dy, x, g);
-    if (vec && (ln_bwd_fused<W, 1>(be, dx, pw, pb, pr, dy, x, g, mu, rs, N, C) ||
-                ln_bwd_fused<W, 2>(be, dx, pw, pb, pr, dy, x, g, mu, rs, N, C) ||
-                ln_bwd_fused<W, 3>(be, dx, pw, pb, pr, dy, x, g, mu, rs, N, C) ||
-                ln_bwd_fused<W, 4>(be, dx, pw, pb, pr, dy, x, g, mu, rs, N, C) ||
-                ln_bwd_fused<W, 5>(be, dx, pw, pb, pr, dy, x, g, mu, rs, N, C) ||
-                ln_bwd_fused<W, 6>(be, dx, pw, pb, pr, dy, x, g, mu, rs, N, C) ||
-                ln_bwd_fused<W, 7>(be, dx, pw, pb, pr, dy, x, g, mu, rs, N, C) ||
-                ln_bwd_fused<W, 8>(be, dx, pw, pb, pr, dy, x, g, mu, rs, N, C))) {
+    if (vec && ln_bwd_onepass(be, dx, pw, pb, pr, dy, x, g, mu, rs, N, C)) {
       if (pr) rb_calls[1]++;
       break;
     }
@@ -394,3 +413,19 @@ extern "C" void tzc_layernorm_bwd_rb(tz_backend *be, tz_slice dinp, tz_slice dw,
 }
 
 extern "C" long tzc_ln_rb_calls(int fused) { return rb_calls[fused ? 1 : 0]; }
+
+/* cuda_internal.h: RMSNorm as ln_bwd_fused's RMS form (no mean, dw alone) */
+extern "C" int tzc_rmsnorm_bwd_onepass(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice dout, tz_slice inp,
+                                       tz_slice w, tz_slice rstd, int N, int C) {
+  if (tzc(be)->rms_rows) return 0;
+  bool done = false;
+  TZC_DISPATCH_ACT(be, {
+    T *dx = (T *)tzc_ptr(dinp);
+    const T *dy = (const T *)tzc_ptr(dout), *x = (const T *)tzc_ptr(inp);
+    const T *g = (const T *)tzc_w(be, w);
+    done = rows_vec<T>(C, dx, dy, x, g) &&
+           ln_bwd_onepass(be, dx, (float *)tzc_ptr(dw), (float *)nullptr, (float *)nullptr, dy, x, g,
+                          (const float *)nullptr, (const float *)tzc_ptr(rstd), N, C);
+  });
+  return done;
+}
