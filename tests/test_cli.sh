@@ -595,6 +595,12 @@ grep -q '^eta: the run is finished (step 3 of 3); nothing to do, give --steps ab
 "$bin" train --resume eta --run-dir fin_new/x >fin.out 2>fin.err || fail "resume of a finished run into a new --run-dir: exit $?: $(cat fin.err)"
 grep -q '^eta: the run is finished (step 3 of 3); nothing to do' fin.err && [[ ! -e fin_new ]] ||
   fail "resume of a finished run into a new --run-dir: $(cat fin.err; ls -R fin_new 2>&1)"
+# into an existing directory: checked, and nothing in it removed (a run's sweep of dead
+# processes' *.tmp.<pid> files is for a run that writes there; the check alone deleted them)
+dead_tmp=$(sh -c 'echo $$')
+mkdir -p fin_mine && echo mine >"fin_mine/report.txt.tmp.$dead_tmp"
+"$bin" train --resume eta --run-dir fin_mine >fin.out 2>fin.err || fail "resume of a finished run into an existing --run-dir: exit $?: $(cat fin.err)"
+[[ $(ls -A fin_mine) == "report.txt.tmp.$dead_tmp" ]] || fail "resume of a finished run into fin_mine changed it: $(ls -A fin_mine)"
 
 # ---- --resume of a directory without a checkpoint: exit 1, one line, nothing written; one with
 # a Hugging Face config.json points to --init-from (sample and eval take such a directory: their
@@ -612,11 +618,17 @@ usage_case "hfcfg: no checkpoint (checkpoint.tzc) to resume, but a Hugging Face 
 dead=$(sh -c 'echo $$')
 mkdir -p unfin && echo '{"step":1,"loss":5.7}' >unfin/metrics.jsonl && head -c 5000 eta/checkpoint.tzc >"unfin/checkpoint.tzc.tmp.$dead"
 unfin_sum=$(cat unfin/* | sha256sum)
-usage_case "unfin: run directory has no checkpoint (checkpoint.tzc) to resume, only unfin/checkpoint.tzc.tmp.$dead: an unfinished write of one (its session was stopped while saving it), not loaded; start the run again (train --run-dir unfin)" \
+usage_case "unfin: run directory has no checkpoint (checkpoint.tzc) to resume, only unfin/checkpoint.tzc.tmp.$dead: an unfinished write of one (its session was stopped while saving it), not loaded; start the run again (train --run-dir unfin), or, if it continued an earlier run, continue that one again (train --resume EARLIER --run-dir unfin)" \
   "$bin" train --resume unfin
 usage_case "unfin: run directory has no checkpoint (checkpoint.tzc), only unfin/checkpoint.tzc.tmp.$dead: an unfinished write of one" \
   "$bin" sample unfin
 [[ $(cat unfin/* | sha256sum) == "$unfin_sum" && $(ls -A unfin | wc -l) == 2 ]] || fail "--resume of an unfinished checkpoint changed unfin: $(ls -A unfin)"
+# the same file of a live writer (this shell's pid: a session saving its first checkpoint now) is
+# not called stopped: "being written"
+mkdir -p inwrite && cp "unfin/checkpoint.tzc.tmp.$dead" "inwrite/checkpoint.tzc.tmp.$$"
+usage_case "inwrite: run directory has no checkpoint (checkpoint.tzc) yet: inwrite/checkpoint.tzc.tmp.$$ is being written by a running session; try again when it has finished" \
+  "$bin" train --resume inwrite
+[[ $(ls -A inwrite) == "checkpoint.tzc.tmp.$$" ]] || fail "--resume of a checkpoint being written changed inwrite: $(ls -A inwrite)"
 # a path that is not there: named as --resume's value; a checkpoint file is offered only with
 # --run-dir, where --resume takes one (it said "nosuch: no such checkpoint file or run directory")
 usage_case "--resume: 'nosuch': no such run directory" "$bin" train --resume nosuch

@@ -74,22 +74,39 @@ int tz_run_save_moments(const char *path, tz_model *m, const tz_tokenizer *tok, 
 }
 
 /* A checkpoint write cut short in run directory `dir` (a second Ctrl-C or a kill while
- * checkpoint.tzc was saved: tz_afile's "checkpoint.tzc.tmp.<pid>", core/fileio.h): its path,
- * malloc'ed, or NULL. Named in the "no checkpoint" errors, which said nothing of it; never
- * loaded (it may be incomplete). */
-static char *unfinished_ckpt(const char *dir) {
+ * checkpoint.tzc was saved: tz_afile's "checkpoint.tzc.tmp.<pid>", core/fileio.h), or one going
+ * on now (a session saving its first checkpoint): where there is one, the "no checkpoint" error
+ * names it (it said nothing of it) and 1 is returned; never loaded (it may be incomplete). With
+ * `resume` (train --resume) the error says how to go on. Else 0, no error set. */
+static int unfinished_ckpt(const char *dir, int resume) {
   DIR *d = opendir(dir);
-  if (!d) return NULL;
+  if (!d) return 0;
   static const char pre[] = TZ_CKPT_FILE ".tmp.";
   const size_t n = sizeof pre - 1;
   char *found = NULL;
+  int live = 0;
   for (struct dirent *e; !found && (e = readdir(d));) {
     const char *pid = e->d_name + n;
-    if (!strncmp(e->d_name, pre, n) && *pid && pid[strspn(pid, "0123456789")] == '\0')
+    if (!strncmp(e->d_name, pre, n) && *pid && pid[strspn(pid, "0123456789")] == '\0') {
       found = tz_path_join(dir, e->d_name);
+      live = !tz_tmp_name_orphaned(e->d_name);
+    }
   }
   closedir(d);
-  return found;
+  if (!found) return 0;
+  if (live)
+    tz_err("%s: run directory has no checkpoint (%s) yet: %s is being written by a running session; try again when "
+           "it has finished", dir, TZ_CKPT_FILE, found);
+  else if (!resume)
+    tz_err("%s: run directory has no checkpoint (%s), only %s: an unfinished write of one (its session was stopped "
+           "while saving it), not loaded", dir, TZ_CKPT_FILE, found);
+  else /* a run continued into this directory (--resume EARLIER --run-dir DIR) goes on from EARLIER */
+    tz_err("%s: run directory has no checkpoint (%s) to resume, only %s: an unfinished write of one (its session was "
+           "stopped while saving it), not loaded; start the run again (train --run-dir %s), or, if it continued an "
+           "earlier run, continue that one again (train --resume EARLIER --run-dir %s)", dir, TZ_CKPT_FILE, found, dir,
+           dir);
+  free(found);
+  return 1;
 }
 
 int tz_run_open(const char *path_or_dir, tz_run_file *rf) {
@@ -105,14 +122,9 @@ int tz_run_open(const char *path_or_dir, tz_run_file *rf) {
     return 0;
   }
   if (S_ISDIR(st.st_mode) && !tz_exists(rf->path)) {
-    char *tmp = unfinished_ckpt(path_or_dir);
-    if (tmp)
-      tz_err("%s: run directory has no checkpoint (%s), only %s: an unfinished write of one (its session was "
-             "stopped while saving it), not loaded", path_or_dir, TZ_CKPT_FILE, tmp);
-    else
+    if (!unfinished_ckpt(path_or_dir, 0))
       tz_err("%s: run directory has no checkpoint (%s) and is not a Hugging Face model (config.json)", path_or_dir,
              TZ_CKPT_FILE);
-    free(tmp);
     goto fail;
   }
   rf->format = TZ_FMT_TEZGAH;
@@ -200,14 +212,7 @@ int tz_run_open_resume(const char *path_or_dir, int file_ok, tz_run_file *rf) {
   if (tz_hf_is_dir(path_or_dir))
     return tz_err("%s: no checkpoint (%s) to resume, but a Hugging Face model's config.json: start a new run from the "
                   "model with --init-from %s", path_or_dir, TZ_CKPT_FILE, path_or_dir);
-  char *tmp = unfinished_ckpt(path_or_dir);
-  if (tmp) {
-    tz_err("%s: run directory has no checkpoint (%s) to resume, only %s: an unfinished write of one (its session was "
-           "stopped while saving it), not loaded; start the run again (train --run-dir %s)", path_or_dir, TZ_CKPT_FILE, tmp,
-           path_or_dir);
-    free(tmp);
-    return -1;
-  }
+  if (unfinished_ckpt(path_or_dir, 1)) return -1;
   return tz_err("%s: run directory has no checkpoint (%s) to resume (a run saves one every --ckpt-every steps and "
                 "at its end)", path_or_dir, TZ_CKPT_FILE);
 }

@@ -4,8 +4,9 @@
  *       mpirun -np N --oversubscribe --bind-to none --stdin none [--allow-run-as-root] <this exe> train ...
  *       in its own process group, and wait: a rank that dies ends the job (mpirun's message names
  *       it), then one `tezgah: error:` line and exit 1; SIGINT / SIGTERM to this process are
- *       passed once to the ranks themselves, mpirun's children (they finish the step, checkpoint,
- *       and rank 0 says "interrupted" or "terminated" as one process does), and the exit status
+ *       passed to the ranks themselves, mpirun's children (they finish the step, checkpoint,
+ *       and rank 0 says "interrupted" or "terminated" as one process does; a second signal is
+ *       passed on too and ends them at once, as it ends one process), and the exit status
  *       is 128+sig. The ranks know this launcher's pid (TEZGAH_LAUNCHER_PID) and exit 0 after
  *       its signal, leaving the status to it (mpirun would abort the job on a nonzero one, with
  *       two boxes of text).
@@ -15,7 +16,8 @@
  *       TEZGAH_NCCL_ID set (rank r uses GPU r), and waits. When a rank fails (non-zero exit or a
  *       signal) the others get SIGTERM, then SIGKILL after TZ_GRACE_S seconds, one line names
  *       the rank, and the exit status is 1. SIGINT / SIGTERM to this process are passed to the
- *       ranks once (they finish the step together, checkpoint and exit 128+sig).
+ *       ranks (they finish the step together, checkpoint and exit 128+sig); a second one is
+ *       passed too and ends them at once, without a checkpoint, as it ends one process.
  * The ranks find --nproc in their arguments again and ignore it (the environment says they
  * are ranks). A default run directory (runs/<date-time>) is chosen here once and given to every
  * rank as --run-dir: each rank's own clock could name another. */
@@ -53,8 +55,8 @@ int tz_launch_nproc(int nproc, const char *backend, const char *run_dir, int arg
 
 #define TZ_GRACE_S 10
 
-static volatile sig_atomic_t g_sig, g_alarm;
-static void on_sig(int s) { g_sig = s; }
+static volatile sig_atomic_t g_sig, g_nsig, g_alarm;
+static void on_sig(int s) { g_sig = s, g_nsig++; }
 static void on_alarm(int s) { g_alarm = 1; }
 
 /* This executable's path (argv[0] may be relative or searched in PATH). */
@@ -160,7 +162,8 @@ static int launch_mpirun(int nproc, const char *run_dir, int argc, char **argv) 
   }
   if (pid == 0) {
     /* its own process group: a terminal's Ctrl-C reaches this launcher alone, which passes it
-     * on once (a second SIGINT makes mpirun kill the ranks at once, without a checkpoint) */
+     * on to the ranks; a second one too, which ends them at once, without a checkpoint, as a
+     * second Ctrl-C ends one process (mpirun then ends the job) */
     setpgid(0, 0);
     close(pipefd[0]);
     setenv("TEZGAH_LAUNCHER_PID", launcher, 1);
@@ -178,11 +181,12 @@ static int launch_mpirun(int nproc, const char *run_dir, int argc, char **argv) 
   sa.sa_handler = on_sig;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
-  int status = 0, forwarded = 0;
+  int status = 0, forwarded = 0, passed = 0;
   for (;;) {
-    if (g_sig && !forwarded) {
+    while (g_nsig > passed && passed < 2) { /* the first signal and a second one (see above) */
       if (!signal_ranks(pid, nproc, g_sig)) kill(pid, g_sig); /* still starting: mpirun aborts the job */
-      forwarded = g_sig;
+      if (!forwarded) forwarded = g_sig;
+      passed++;
     }
     if (waitpid(pid, &status, 0) == pid) break;
     if (errno != EINTR) break;
@@ -250,11 +254,12 @@ static int launch_local(int nproc, const char *run_dir, int argc, char **argv) {
   sigaction(SIGTERM, &sa, &old_term);
   sa.sa_handler = on_alarm;
   sigaction(SIGALRM, &sa, &old_alrm);
-  int alive = nproc, failed = 0, forwarded = 0, result = 0;
+  int alive = nproc, failed = 0, forwarded = 0, passed = 0, result = 0;
   while (alive > 0) {
-    if (g_sig && !forwarded) {
+    while (g_nsig > passed && passed < 2) { /* a second signal too: the ranks then end at once */
       kill(-pgid, g_sig);
-      forwarded = g_sig;
+      if (!forwarded) forwarded = g_sig;
+      passed++;
     }
     if (g_alarm) { /* the grace period is over */
       for (int r = 0; r < nproc; r++)

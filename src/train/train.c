@@ -365,12 +365,13 @@ static int phase_resume(train_run *r) {
     /* a --run-dir elsewhere gets a resume's checks first (another run there, a file, not
      * writable, locked): "nothing to do" told a command that could not have run that all was
      * well. A directory made for them is removed again (finish, abandon_run_dir). */
+    r->finished = 1; /* (phase_run_dir: checks only, no sweep of the directory's leftovers) */
     if (o->run_dir && !resumes_in(o->run_dir, o->resume) && phase_run_dir(r)) return -1;
     if (!o->quiet)
       fprintf(stderr, "%s: the run is finished (step %d of %d); nothing to do, give --steps above %d to continue it\n",
               o->resume, st->step, o->steps, st->step);
     finish_cut_links(r);
-    r->rc = 0, r->finished = 1;
+    r->rc = 0;
     return 1;
   }
   if (o->steps != st->recorded_steps)
@@ -547,7 +548,7 @@ static int phase_run_dir(train_run *r) {
 #endif
     /* A previous session killed in the middle of a checkpoint or metrics write left its
      * temporary file ("checkpoint.tzc.tmp.<pid>"): remove such leftovers of dead processes. */
-    tz_afile_sweep(o->run_dir);
+    if (!r->finished) tz_afile_sweep(o->run_dir); /* (a check alone, for a finished run, deletes nothing) */
   }
   r->ckpt_path = tz_path_join(o->run_dir, TZ_CKPT_FILE);
   r->best_path = tz_path_join(o->run_dir, TZ_CKPT_BEST_FILE);

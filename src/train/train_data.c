@@ -425,8 +425,8 @@ int tz_train_phase_data(train_run *r) {
     return tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d", o->T, o->model.max_seq_len);
   if (r->prep.train_path && check_prepared_fits(r)) return -1;
   if (!r->prep.train_path) { /* shards given (or the run's): the prepared ones are one file each */
-    note_repeats(r, "--train-shards", train_shards);
-    note_repeats(r, "--val-shards", val_shards);
+    note_repeats(r, o->resume ? "the run's --train-shards" : "--train-shards", train_shards);
+    note_repeats(r, o->resume ? "the run's --val-shards" : "--val-shards", val_shards);
   }
   int lrc = tz_loader_open(&r->train, train_shards, o->model.vocab_size, o->B, o->T);
   if (!lrc && val_shards) lrc = tz_loader_open(&r->val, val_shards, o->model.vocab_size, o->B, o->T);

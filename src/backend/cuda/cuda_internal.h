@@ -65,13 +65,14 @@ typedef struct {
   tzc_prof *prof; /* NULL unless TEZGAH_PROFILE=1 */
   /* LayerNorm-backward forms, read from the environment when the backend is created
    * (backend_cuda.c), so that a process may hold backends of several settings (tests): ln_warps:
-   * TEZGAH_CUDA_LN_WARPS (1..8; 0: by C, layernorm.cu ln_nw), the one-pass kernel's warps per block. */
+   * TEZGAH_CUDA_LN_WARPS (1..8; 0: by C, layernorm.cu ln_nw), the one-pass kernel's warps per
+   * block, for LayerNorm's and RMSNorm's backward alike. */
   int ln_warps;
   /* TEZGAH_CUDA_ROPE_PAIRS=1: RoPE by the one-pair-per-thread kernel everywhere (rope.cu), the
    * A/B of its 16-byte form; the same bits either way. */
   int rope_pairs;
   /* TEZGAH_CUDA_RMS_ONEPASS=0: RMSNorm's backward by its rows kernel and the tiled column sum (rmsnorm.cu),
-   * the A/B of the one-pass kernel (another dw summation order) */
+   * the A/B of the one-pass kernel (other dinp and dw bits: another rounding and summation order) */
   int rms_rows;
   int smem_optin; /* the device's largest dynamic shared memory per block (bytes) */
   /* ---- runtime-private below (backend_cuda.c, matmul.cu); kernels need not look ---- */

@@ -267,12 +267,13 @@ ln_bwd_fused_k(T *dinp, float *partw, float *partb, float *partr, const T *dout,
     float tw = 0.0f, tb = 0.0f, tr = 0.0f;
     for (int u = 0; u < nw; u++) tw += sh[(size_t)u * C + c];
     partw[(size_t)blockIdx.x * C + c] = tw;
-    if (RMS) continue;
-    for (int u = 0; u < nw; u++) tb += sh[(size_t)(nw + u) * C + c];
-    partb[(size_t)blockIdx.x * C + c] = tb;
-    if (partr) {
-      for (int u = 0; u < nw; u++) tr += sh[(size_t)(2 * nw + u) * C + c];
-      partr[(size_t)blockIdx.x * C + c] = tr;
+    if constexpr (!RMS) {
+      for (int u = 0; u < nw; u++) tb += sh[(size_t)(nw + u) * C + c];
+      partb[(size_t)blockIdx.x * C + c] = tb;
+      if (partr) {
+        for (int u = 0; u < nw; u++) tr += sh[(size_t)(2 * nw + u) * C + c];
+        partr[(size_t)blockIdx.x * C + c] = tr;
+      }
     }
   }
 }
@@ -310,15 +311,16 @@ long rb_calls[2]; /* layernorm_bwd_rb calls: [0] the fallback, [1] the one-pass 
 
 /* the fused kernel with NV = ⌈C / (32·W)⌉ vectors per lane (true when launched: NV ≤ 8,
  * i.e. C ≤ 2048 in bf16, 1024 in fp32; its shared memory is NA·nw·C·4 bytes, NA = 2, or 3 with
- * dr, nw = ln_nw(): at C = 1600 2 warps, 25.6 or 38.4 KB; at C = 768 4 warps, 24.6 or 36.9 KB);
- * false (nothing launched) for another NV or where that shared memory exceeds the device's */
+ * dr, 1 for RMS, nw = ln_nw(): at C = 1600 2 warps, 25.6 or 38.4 KB; at C = 768 4 warps, 24.6 or
+ * 36.9 KB); false (nothing launched) for another NV or where that shared memory exceeds the
+ * device's. rms: RMSNorm's form (tzc_rmsnorm_bwd_onepass): mu, db and dr NULL, dw alone. */
 template <int W, int NV, class T>
-bool ln_bwd_fused(tz_backend *be, T *dx, float *dw, float *db, float *dr, const T *dy, const T *x, const T *g,
-                  const float *mu, const float *rs, int N, int C) {
+bool ln_bwd_fused(tz_backend *be, bool rms, T *dx, float *dw, float *db, float *dr, const T *dy, const T *x,
+                  const T *g, const float *mu, const float *rs, int N, int C) {
   if ((C + 32 * W - 1) / (32 * W) != NV) return false;
+  TZC_ASSERT(!rms || (!mu && !db && !dr));
   tzc_ctx *cx = tzc(be);
   cudaStream_t st = cx->stream;
-  const bool rms = !mu; /* RMSNorm: dw only (tzc_rmsnorm_bwd_onepass) */
   const int nacc = rms ? 1 : dr ? 3 : 2;
   const int nw = ln_nw(cx, nacc, C);
   size_t smem = nacc * (size_t)nw * C * sizeof(float);
@@ -343,17 +345,17 @@ bool ln_bwd_fused(tz_backend *be, T *dx, float *dw, float *db, float *dr, const 
 
 /* one ln_bwd_fused per NV = 1..8 (C ≤ 8·32·W), the first that applies */
 template <class T>
-bool ln_bwd_onepass(tz_backend *be, T *dx, float *dw, float *db, float *dr, const T *dy, const T *x, const T *g,
-                    const float *mu, const float *rs, int N, int C) {
+bool ln_bwd_onepass(tz_backend *be, bool rms, T *dx, float *dw, float *db, float *dr, const T *dy, const T *x,
+                    const T *g, const float *mu, const float *rs, int N, int C) {
   constexpr int W = VW(T);
-  return ln_bwd_fused<W, 1>(be, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
-         ln_bwd_fused<W, 2>(be, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
-         ln_bwd_fused<W, 3>(be, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
-         ln_bwd_fused<W, 4>(be, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
-         ln_bwd_fused<W, 5>(be, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
-         ln_bwd_fused<W, 6>(be, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
-         ln_bwd_fused<W, 7>(be, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
-         ln_bwd_fused<W, 8>(be, dx, dw, db, dr, dy, x, g, mu, rs, N, C);
+  return ln_bwd_fused<W, 1>(be, rms, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
+         ln_bwd_fused<W, 2>(be, rms, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
+         ln_bwd_fused<W, 3>(be, rms, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
+         ln_bwd_fused<W, 4>(be, rms, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
+         ln_bwd_fused<W, 5>(be, rms, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
+         ln_bwd_fused<W, 6>(be, rms, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
+         ln_bwd_fused<W, 7>(be, rms, dx, dw, db, dr, dy, x, g, mu, rs, N, C) ||
+         ln_bwd_fused<W, 8>(be, rms, dx, dw, db, dr, dy, x, g, mu, rs, N, C);
 }
 
 /* layernorm_bwd, and with dbias (layernorm_bwd_rb) dbias += Σ_n dinp[n, :] as it comes in */
@@ -368,7 +370,7 @@ void ln_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice db
     float *pw = (float *)tzc_ptr(dw), *pb = (float *)tzc_ptr(db), *pr = (float *)tzc_ptr(dbias);
     constexpr int W = VW(T);
     bool vec = rows_vec<T>(C, dx, dy, x, g);
-    if (vec && ln_bwd_onepass(be, dx, pw, pb, pr, dy, x, g, mu, rs, N, C)) {
+    if (vec && ln_bwd_onepass(be, false, dx, pw, pb, pr, dy, x, g, mu, rs, N, C)) {
       if (pr) rb_calls[1]++;
       break;
     }
@@ -424,7 +426,7 @@ extern "C" int tzc_rmsnorm_bwd_onepass(tz_backend *be, tz_slice dinp, tz_slice d
     const T *dy = (const T *)tzc_ptr(dout), *x = (const T *)tzc_ptr(inp);
     const T *g = (const T *)tzc_w(be, w);
     done = rows_vec<T>(C, dx, dy, x, g) &&
-           ln_bwd_onepass(be, dx, (float *)tzc_ptr(dw), (float *)nullptr, (float *)nullptr, dy, x, g,
+           ln_bwd_onepass(be, true, dx, (float *)tzc_ptr(dw), (float *)nullptr, (float *)nullptr, dy, x, g,
                           (const float *)nullptr, (const float *)tzc_ptr(rstd), N, C);
   });
   return done;

@@ -1,6 +1,6 @@
 /* CUDA RMSNorm (Zhang & Sennrich 2019): rmsnorm_cpu.c's math in fp32 on act rows.
  * Forward: one warp per row, out act, rstd fp32. Backward: where 16-byte rows allow (C % W == 0,
- * C ≤ 2048 in bf16), layernorm.cu's one-pass kernel in its RMS form reads each row once for dinp
+ * C ≤ 2048 in bf16, 1024 in fp32; dinp, dout, inp and w 16-byte aligned), layernorm.cu's one-pass kernel in its RMS form reads each row once for dinp
  * and dw (tzc_rmsnorm_bwd_onepass; H100, llama C 768: the two passes below took 0.0589 ms a call,
  * 43 % of the DRAM floor); otherwise one warp per row for dinp (+=, the residual stream's
  * gradient, act dtype), and dw (+=, fp32) through the deterministic tiled column sum of
@@ -115,9 +115,10 @@ extern "C" void tzc_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_s
                                 tz_slice inp, tz_slice w, tz_slice rstd, int N, int C) {
   TZC_PROF(be, "rmsnorm_bwd");
   size_t es = tz_dtype_size(tzc(be)->act);
-  TZC_PROF_WORK(10.0 * N * C, 6.0 * N * C * es + 8.0 * N);
+  TZC_PROF_WORK(10.0 * N * C, 4.0 * N * C * es + 8.0 * N); /* the one-pass kernel's traffic (layernorm_bwd's) */
   if (N <= 0 || C <= 0) return;
   if (tzc_rmsnorm_bwd_onepass(be, dinp, dw, dout, inp, w, rstd, N, C)) return;
+  TZC_PROF_WORK(10.0 * N * C, 6.0 * N * C * es + 8.0 * N); /* two passes and the column sum */
   cudaStream_t st = tzc(be)->stream;
   TZC_DISPATCH_ACT(be, {
     T *dx = (T *)tzc_ptr(dinp);
