@@ -8,7 +8,9 @@
 # so those cases run without --quiet; a path option or positional given '' refused naming it
 # ("--run-dir: empty path"), and an output that is one of the command's inputs refused before
 # any work, the input unchanged (same-*); a resume whose first checkpoint into another
-# --run-dir fails leaves neither that directory nor its metrics.jsonl (resume-*-fail); no temporary
+# --run-dir fails leaves neither that directory nor its metrics.jsonl (resume-*-fail); a
+# metrics.jsonl not of tezgah's in a --run-dir without a checkpoint is refused, kept
+# (stray-metrics-*); no temporary
 # file and no new directory left anywhere in the scratch tree; the good checkpoint
 # byte-identical afterwards.
 # Usage (from ctest): bash test_bad_inputs.sh <tezgah-binary> <shared-dir> <scratch-dir>
@@ -542,5 +544,14 @@ run_case resume-userdir-fail "into_user/checkpoint.tzc: write failed: File too l
   '( trap "" XFSZ; "${half[@]}"; "$bin" train --resume good --run-dir into_user --steps 8 --quiet --sample-tokens 0 )'
 [[ $(ls -A into_user) == notes.txt && $(cat into_user/notes.txt) == mine ]] ||
   fail "resume-userdir-fail: want the user's notes.txt alone in into_user: $(ls -A into_user)"
+# a --run-dir without a checkpoint but with a metrics.jsonl that is not a tezgah log (a file of
+# the user's): refused before training, the file kept (a new run and a resume into it replaced it)
+mkdir -p user_log && echo 'my own notes' >user_log/metrics.jsonl
+run_case stray-metrics-new "user_log/metrics.jsonl: is not a tezgah run's log" \
+  '"$bin" train --data corpus.txt --vocab-size 300 --steps 2 "${small[@]}" --run-dir user_log'
+run_case stray-metrics-resume "user_log/metrics.jsonl: is not a tezgah run's log" \
+  '"$bin" train --resume good --run-dir user_log --steps 6 --quiet --sample-tokens 0'
+[[ $(ls -A user_log) == metrics.jsonl && $(cat user_log/metrics.jsonl) == 'my own notes' ]] ||
+  fail "stray-metrics: want the user's metrics.jsonl alone and unchanged in user_log: $(ls -A user_log)"
 echo "full disk simulated with: $full_how"
 echo "ok: $passed bad inputs, each refused with one clear line, no crash, no leftovers, good checkpoint untouched"

@@ -602,6 +602,16 @@ mkdir -p fin_mine && echo mine >"fin_mine/report.txt.tmp.$dead_tmp"
 "$bin" train --resume eta --run-dir fin_mine >fin.out 2>fin.err || fail "resume of a finished run into an existing --run-dir: exit $?: $(cat fin.err)"
 [[ $(ls -A fin_mine) == "report.txt.tmp.$dead_tmp" ]] || fail "resume of a finished run into fin_mine changed it: $(ls -A fin_mine)"
 
+# ---- a new run into a directory holding only a tezgah metrics.jsonl (a run stopped before its
+# first checkpoint): that log is replaced, with a note (a file of the user's is refused:
+# tests/test_bad_inputs.sh stray-metrics-*)
+mkdir -p oldlog && echo '{"step":1,"loss":5.7}' >oldlog/metrics.jsonl
+"$bin" train --data big.txt --vocab-size 300 --steps 2 --n-layer 1 --n-head 2 --d-model 32 -B 4 -T 32 --threads 1 \
+  --sample-tokens 0 --val-every 0 --run-dir oldlog >ol.out 2>ol.err || fail "train into a directory with a stray log: exit $?: $(cat ol.err)"
+grep -q '^note: oldlog/metrics.jsonl, the log of a run that saved no checkpoint, is replaced by this run.s$' ol.err ||
+  fail "train into a directory with a stray log: no note: $(cat ol.err)"
+! grep -q '"loss":5.7}' oldlog/metrics.jsonl && [[ -s oldlog/metrics.jsonl ]] || fail "oldlog/metrics.jsonl is not the new run's: $(cat oldlog/metrics.jsonl)"
+
 # ---- --resume of a directory without a checkpoint: exit 1, one line, nothing written; one with
 # a Hugging Face config.json points to --init-from (sample and eval take such a directory: their
 # message is tests/test_bad_inputs.sh's) ----

@@ -340,6 +340,26 @@ static void finish_cut_links(train_run *r) {
 static int resumes_in(const char *dir, const char *path);
 static int phase_run_dir(train_run *r);
 
+/* A metrics.jsonl in a run directory that holds no checkpoint, which a new run (or one continued
+ * into this --run-dir) would replace: replaced where it is a tezgah log (empty, or its first
+ * record "{\"step\":": a run stopped or failed before its first checkpoint), with a note; else
+ * refused, since the file is someone else's (the fresh-clone walkthrough of 2026-12-06: a user's
+ * metrics.jsonl was overwritten without a word). 0, or -1 with the error. */
+static int stray_metrics(train_run *r) {
+  FILE *f = fopen(r->metrics_path, "rb");
+  if (!f) return 0;
+  char head[16] = {0};
+  size_t n = fread(head, 1, sizeof head - 1, f);
+  fclose(f);
+  static const char rec[] = "{\"step\":";
+  if (n == 0) return 0; /* an empty log: nothing is lost */
+  if (n < sizeof rec - 1 || memcmp(head, rec, sizeof rec - 1))
+    return tz_err("%s: is not a tezgah run's log (its first record is not {\"step\": ...}) and no %s is beside it: "
+                  "move it away or choose another --run-dir", r->metrics_path, TZ_CKPT_FILE);
+  tz_train_note(r, "note: %s, the log of a run that saved no checkpoint, is replaced by this run's\n", r->metrics_path);
+  return 0;
+}
+
 /* --resume: the checkpoint's options and config win over defaults. */
 static int phase_resume(train_run *r) {
   tz_train_opts *o = &r->o;
@@ -640,9 +660,10 @@ static int phase_model(train_run *r) {
   tz_run_close(&r->rf);
   /* A resume into its own run directory continues that run's metrics.jsonl. One that continues
    * a run in another --run-dir starts that directory's metrics at the resumed step (README):
-   * a fresh file, as a new run's, replacing one found there without a word as a new run does
-   * (a directory without a checkpoint holds no run; its stray metrics.jsonl was appended to,
-   * its records kept before the resumed ones: the fresh-clone walkthrough, 2026-12-05). */
+   * a fresh file, as a new run's (a directory without a checkpoint holds no run; its stray
+   * metrics.jsonl was appended to, its records kept before the resumed ones: the fresh-clone
+   * walkthrough, 2026-12-05); one found there is replaced only where it is a tezgah log
+   * (stray_metrics). */
   int continues = o->resume && r->st.step > 0 && resumes_in(o->run_dir, o->resume);
   /* the run's own metrics.jsonl deleted: the resume goes on, since the checkpoint holds the
    * state and the log is only its record, but said, since the records before are gone */
@@ -650,6 +671,7 @@ static int phase_model(train_run *r) {
     tz_train_note(r, "note: %s is missing: a new one is started from step %d (the records of steps 1 to %d are "
                      "not recovered; the run resumes exactly from its checkpoint)\n", r->metrics_path,
                   r->st.step + 1, r->st.step);
+  if (r->rank == 0 && !continues && stray_metrics(r)) return -1;
   r->metrics_made = r->rank == 0 && !tz_exists(r->metrics_path); /* (before the open, which creates it) */
   if (r->rank == 0 && ((continues && metrics_trim(r->metrics_path, r->st.step)) ||
                        !(r->metrics = tz_metrics_open(r->metrics_path, continues))))
