@@ -7,10 +7,11 @@
 # run's total, another backend than the run's; train.c holds them until every check passed),
 # so those cases run without --quiet; a path option or positional given '' refused naming it
 # ("--run-dir: empty path"), and an output that is one of the command's inputs refused before
-# any work, the input unchanged (same-*); a resume whose first checkpoint into another
-# --run-dir fails leaves neither that directory nor its metrics.jsonl (resume-*-fail); a
-# metrics.jsonl not of tezgah's in a --run-dir without a checkpoint is refused, kept
-# (stray-metrics-*); no temporary
+# any work, the input unchanged (same-*); an output file given as '-' where it has no stdout
+# form, or as a directory, refused before any work, nothing written (out-*); a resume whose
+# first checkpoint into another --run-dir fails leaves neither that directory nor its
+# metrics.jsonl (resume-*-fail); a metrics.jsonl not of tezgah's in a --run-dir without a
+# checkpoint is refused, kept (stray-metrics-*); no temporary
 # file and no new directory left anywhere in the scratch tree; the good checkpoint
 # byte-identical afterwards.
 # Usage (from ctest): bash test_bad_inputs.sh <tezgah-binary> <shared-dir> <scratch-dir>
@@ -146,7 +147,7 @@ cp "$good" ck_same.tzc
 same_files=(same.txt tokdir/tokenizer.json imp/tokenizer.json ck_same.tzc)
 same_sums=$(sha256sum "${same_files[@]}")
 long_prompt=$(head -c 3000 corpus.txt)
-mkdir -p rodir
+mkdir -p rodir outdir # out-isdir-*: an output file named by an existing directory
 if [[ $EUID == 0 ]] && mkdir -p ro_mnt && mount -t tmpfs -o size=64k,ro tmpfs ro_mnt 2>/dev/null; then
   umount ro_mnt; ro_how="read-only tmpfs"; ro_dir=ro_mnt
   mount -t tmpfs -o size=64k tmpfs ro_mnt && mnt_ro=$PWD/ro_mnt && mount -o remount,ro ro_mnt
@@ -408,6 +409,16 @@ same-eval-model     |--json: 'good/checkpoint.tzc' is the same file as the model
 same-eval-tok       |--json: 'tokdir/tokenizer.json' is the same file as --tokenizer 'tokdir/tokenizer.json'|"$bin" eval good --data corpus.txt --tokenizer tokdir/tokenizer.json --batches 1 --json tokdir/tokenizer.json
 same-logits-model   |--out: 'ck_same.tzc' is the same file as the model 'ck_same.tzc'|"$bin" logits ck_same.tzc --ids 1 --out ck_same.tzc
 same-convert-tok    |--out: 'imp/tokenizer.json' is the same file as --tokenizer 'imp/tokenizer.json'|"$bin" convert "$fixtures/hf_gpt2" --tokenizer imp/tokenizer.json --out imp
+out-dash-tokenize   |--out: '-' (stdout) is not taken for a token shard; give a file name|"$bin" tokenize --tokenizer good --in corpus.txt --out -
+out-dash-export     |--out: '-' (stdout) is not taken for a model file; give a file name|"$bin" convert --to llmc good --out -
+out-dash-hf         |--out: '-' (stdout) is not taken for a Hugging Face directory; give a directory name|"$bin" convert --to hf good --out -
+out-dash-import     |--out: '-' (stdout) is not taken for a run directory; give a directory name|"$bin" convert "$fixtures/hf_gpt2" --out -
+out-isdir-tokenize  |--out: 'outdir' is a directory; give a file name|"$bin" tokenize --tokenizer good --in corpus.txt --out outdir
+out-isdir-slash     |--out: 'newdir/' names a directory; give a file name|"$bin" tokenize --tokenizer good --in corpus.txt --out newdir/
+out-isdir-toktrain  |--out: 'outdir' is a directory; give a file name|"$bin" tokenizer train --in corpus.txt --out outdir --vocab-size 300
+out-isdir-logits    |--out: 'outdir' is a directory; give a file name|"$bin" logits good --ids 1 --out outdir
+out-isdir-eval      |--json: 'outdir' is a directory; give a file name|"$bin" eval good --data corpus.txt --batches 1 --json outdir
+out-isdir-export    |--out: 'outdir' is a directory; give a file name|"$bin" convert --to llmc good --out outdir
 outdir-not-dir      |afile/run: |"$bin" train --data corpus.txt --vocab-size 300 --run-dir afile/run --quiet
 outdir-unwritable   |ROFS|"$bin" train --data corpus.txt --vocab-size 300 "${small[@]}" --run-dir "$ro_dir/run"
 EOF
@@ -463,6 +474,7 @@ while IFS='|' read -r name want cmd; do
   run_case "$name" "$want" "$cmd"
 done <<<"$cases"
 echo "unwritable output directory simulated with: $ro_how"
+[[ ! -e - && -z $(ls -A outdir) ]] || fail "out-*: a refused output was written: $(ls -ld -- - outdir/* 2>&1)"
 [[ $(sha256sum "${same_files[@]}") == "$same_sums" ]] || fail "same-*: an input given as the output changed: $(sha256sum "${same_files[@]}")"
 
 # A tokenizer of fewer tokens than the model's vocab_size is not an error (models padded past

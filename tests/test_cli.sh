@@ -426,6 +426,9 @@ usage_case "--ids: token id -1 in '1, -1' is negative (ids are 0 .. vocab_size-1
 "$bin" logits myrun --ids "$ids" >lg_json.out 2>/dev/null || fail "logits --ids '$ids' (encode's output)"
 "$bin" logits myrun --ids "$(tr -d '[] ' <<<"$ids")" >lg_plain.out 2>/dev/null || fail "logits --ids as a plain list"
 cmp -s lg_json.out lg_plain.out && [[ -s lg_plain.out ]] || fail "logits --ids '$ids' and its plain list differ"
+# --out - is stdout, as the default (it wrote a file named '-')
+"$bin" logits myrun --ids "$ids" --out - >lg_dash.out 2>/dev/null || fail "logits --out -"
+cmp -s lg_dash.out lg_plain.out && [[ ! -e - ]] || fail "logits --out -: want the JSON on stdout, no file '-'"
 usage_case "--ids: token id 99999999999 is out of range (max 299: the model's vocab_size is 300)" \
   "$bin" logits myrun --ids "[1, 99999999999]"
 usage_case "--tokens: 99999999999999999999 is out of range [0, 16777216]" "$bin" sample myrun --tokens 99999999999999999999

@@ -105,6 +105,11 @@ err_case "--out: 'sub/.PNG' has no file name before .PNG" "$bin" plot run --out 
 err_case "--out: 'x.pdf' must end in .svg or .png" "$bin" plot run --out x.pdf
 err_case "--out: 'svg' must end in .svg or .png" "$bin" plot run --out svg
 err_case "nodir/x.svg: cannot write: No such file or directory" "$bin" plot run --out nodir/x.svg
+# an output that is a directory, or stdout, refused before any drawing
+mkdir -p dir.svg
+err_case "--out: 'dir.svg' is a directory; give a file name" "$bin" plot run --out dir.svg
+err_case "--out: '-' (stdout) is not taken for a plot; give a file name" "$bin" plot run --out -
+[[ -z $(ls -A dir.svg) && ! -e - ]] || fail "a refused --out was written"
 err_case "--smooth: 0 is out of range" "$bin" plot run --smooth 0
 err_case "plot: unexpected argument 'more'" "$bin" plot run more
 err_case "plot: give a run directory" "$bin" plot
@@ -120,7 +125,11 @@ grep -qx 'note: bad/metrics.jsonl: 3 malformed lines left out (the first at line
 [[ $(grep -c . b.err) == 2 ]] && grep -q '(3 train losses' b.err || fail "malformed lines: $(cat b.err)"
 # ---- one step: visible dots (a polyline of one point draws nothing) -------------------------
 mkdir -p one && echo '{"step":1,"loss":5.5,"lr":0.001}' >one/metrics.jsonl
-"$bin" plot one 2>/dev/null || fail "plot of one step"
+"$bin" plot one 2>one.err || fail "plot of one step"
+grep -qx 'plot: wrote one/loss.svg (1 train loss, 0 val losses, 1 learning rate)' one.err || fail "one step: $(cat one.err)"
+mkdir -p oneval && echo '{"step":1,"loss":5.5,"lr":0.001,"val_loss":5.6}' >oneval/metrics.jsonl
+"$bin" plot oneval 2>oneval.err && grep -q '(1 train loss, 1 val loss, 1 learning rate)$' oneval.err ||
+  fail "one validation: want '1 val loss': $(cat oneval.err)"
 [[ $(grep -c '<circle .*fill="#0000cd"' one/loss.svg) == 1 && $(grep -c '<circle .*fill="#006400"' one/loss.svg) == 1 ]] ||
   fail "one step: want a loss dot and a learning-rate dot: $(grep '<circle' one/loss.svg)"
 # ---- every step skipped: the learning rate is drawn and the title says so --------------------

@@ -107,6 +107,14 @@ else
   echo "FAIL tokenizer train: fewer tokens than asked (the summary on stderr alone): $out $(cat "$tmp/stdout")"; fails=$((fails + 1))
 fi
 rm -f "$tmp/few.json"
+# --out - is stdout (JSON text, as eval --json -): the same bytes as the file, no file named '-'
+if (cd "$tmp" && $tz tokenizer train --in two.txt --out - --vocab-size 300 >dash.out 2>/dev/null &&
+  $tz tokenizer train --in two.txt --out file.json --vocab-size 300 2>/dev/null && cmp -s dash.out file.json &&
+  [[ ! -e - ]]); then
+  echo "ok   tokenizer train --out - writes to stdout"
+else
+  echo "FAIL tokenizer train --out -: want the tokenizer.json on stdout, no file '-'"; fails=$((fails + 1))
+fi
 if [[ ! -e $tmp/x.bin && ! -e $tmp/t.json ]]; then echo "ok   refused inputs wrote nothing"; else echo "FAIL refused inputs wrote a file"; fails=$((fails + 1)); fi
 err1 "unknown option" "unknown option" $tz encode --bogus
 err1 "wrong option" "does not apply" $tz decode --special '[1]'

@@ -37,7 +37,7 @@ static const char *HELP =
     "  --to llmc|llama2c|hf   export instead of import\n"
     "  --out PATH             run directory (import), new file (llmc, llama2c) or\n"
     "                         new/empty directory (hf, written all or nothing);\n"
-    "                         never overwritten\n"
+    "                         never overwritten; not '-' (no stdout form)\n"
     "  --tokenizer PATH       tokenizer to store in the import / the HF export\n"
     "                         (llama2.c tokenizer.bin, llm.c gpt2_tokenizer.bin,\n"
     "                         tokenizer.json or gpt2)\n"
@@ -129,6 +129,12 @@ int tz_cmd_convert(int argc, char **argv) {
     tz_err("convert: give --from (import) or --to (export), not both");
     return tz_cli_fail();
   }
+  /* convert writes binary files or directories, none with a stdout form; a file export's --out
+   * is no directory */
+  int file_out = to && strcmp(to, "hf");
+  if (tz_out_path("--out", out, file_out ? "a model file" : to ? "a Hugging Face directory" : "a run directory",
+                  !file_out))
+    return tz_cli_fail();
   int rc = 1;
   tz_backend *be = NULL;
   tz_model *m = NULL;

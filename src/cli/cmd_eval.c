@@ -203,6 +203,7 @@ int tz_cmd_eval(int argc, char **argv) {
    * minutes of evaluation; renamed over FILE at the end */
   tz_afile jf = {0};
   int to_file = json && strcmp(json, "-");
+  if (tz_out_path("--json", json, NULL, 0)) return tz_cli_fail(); /* a directory: before the evaluation */
   /* nor may it name an input: the text or shards (eval --data a.txt --json a.txt replaced the
    * corpus with the result), the model, the tokenizer */
   if (to_file && (tz_out_not_in_list("--json", json, "--data", data) ||

@@ -21,7 +21,8 @@ static const char *HELP =
     "[[V floats] per position]} as JSON (9 significant digits) to FILE.json, or to\n"
     "stdout.\n\n"
     "  --ids LIST             comma-separated token ids, or encode's [1, 2]\n"
-    "  --out FILE             output file (written atomically; default: stdout)\n"
+    "  --out FILE             output file (written atomically; default or '-':\n"
+    "                         stdout)\n"
     "  --threads N            OpenMP threads (default: all cores)\n"
     "example:\n"
     "  tezgah logits runs/latest --ids 1,2,3,4 --out ref.json\n";
@@ -57,7 +58,10 @@ int tz_cmd_logits(int argc, char **argv) {
     tz_err("logits: give MODEL and --ids (see tezgah logits --help)");
     return tz_cli_fail();
   }
-  /* the model is read, --out written: logits m.bin --out m.bin would replace the model */
+  /* the model is read, --out written: logits m.bin --out m.bin would replace the model; "-" is
+   * stdout, as the default */
+  if (tz_out_path("--out", out, NULL, 0)) return tz_cli_fail();
+  if (out && !strcmp(out, "-")) out = NULL;
   if (tz_arg_path("logits: MODEL", in) || tz_out_not_input("--out", out, "the model", in, TZ_MODEL_DIR_FILES))
     return tz_cli_fail();
   /* `tezgah encode` prints the ids as a JSON array ("[1, 2]"): take that form too, brackets off */

@@ -45,7 +45,7 @@ int tz_plot_run(const char *run, const char *out, int smooth, int quiet) {
     goto out;
   }
   if (!out) out = def_out = tz_path_join(dir, "loss.svg");
-  if (!tz_plot_check_ext(out) || tz_out_not_input("--out", out, "the metrics file", metrics, NULL) ||
+  if (tz_out_path("--out", out, "a plot", 0) || !tz_plot_check_ext(out) || tz_out_not_input("--out", out, "the metrics file", metrics, NULL) ||
       tz_plot_read_metrics(metrics, &m))
     goto out;
   /* the title names the run: the run directory's real name (runs/latest -> its target) */
@@ -62,8 +62,8 @@ int tz_plot_run(const char *run, const char *out, int smooth, int quiet) {
   if (m.val.n) snprintf(title + k, sizeof title - k, ", val %.4f@%g", m.val.y[m.val.n - 1], m.val.x[m.val.n - 1]);
   rc = tz_plot_write(out, &m, title, smooth);
   if (!rc && !quiet)
-    fprintf(stderr, "plot: wrote %s (%zu train losses, %zu val losses, %zu learning rates)\n", out, m.loss.n, m.val.n,
-            m.lr.n);
+    fprintf(stderr, "plot: wrote %s (%zu train loss%s, %zu val loss%s, %zu learning rate%s)\n", out, m.loss.n,
+            m.loss.n == 1 ? "" : "es", m.val.n, m.val.n == 1 ? "" : "es", m.lr.n, tz_plural((long long)m.lr.n));
   tz_plot_metrics_free(&m);
 out:
   free(metrics);

@@ -9,6 +9,7 @@
  * executable, one level above it (build/tezgah -> repository root), and in the current
  * directory. Anything else is a path for tz_tok_load. */
 #define _GNU_SOURCE /* memmem */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <omp.h>
@@ -157,7 +158,7 @@ static const char *HELP_TOKENIZE =
     "prefix), no separator token.\n\n"
     "  --in PATH              text to tokenize ('-' = stdin); as train's --data: not\n"
     "                         empty, not binary (no NUL byte, mostly UTF-8)\n"
-    "  --out PATH             shard to write (atomically)\n"
+    "  --out PATH             shard to write (atomically; a file: not '-')\n"
     "  --tokenizer SPEC       gpt2 (default: GPT-2's files, see below) or a\n"
     "                         tokenizer path: tokenizer.json, a directory with\n"
     "                         encoder.json + vocab.bpe, llama2.c tokenizer.bin, a\n"
@@ -180,8 +181,8 @@ int tz_cmd_tokenize(int argc, char **argv) {
     return tz_cli_fail();
   }
   /* --out naming an input would replace it with the shard (the corpus, or the tokenizer: a
-   * file, or a run's in its directory) */
-  if (tz_out_not_input("--out", o.out, "--in", o.in, NULL) ||
+   * file, or a run's in its directory); a binary shard has no stdout form */
+  if (tz_out_path("--out", o.out, "a token shard", 0) || tz_out_not_input("--out", o.out, "--in", o.in, NULL) ||
       tz_out_not_input("--out", o.out, "--tokenizer", o.tokenizer, TZ_MODEL_DIR_FILES))
     return tz_cli_fail();
   /* an unwritable --out fails now (its temporary name created and removed), not after the
@@ -414,7 +415,7 @@ static const char *HELP_TOKENIZER =
     "give the same file, byte for byte.\n\n"
     "  --in PATH              training text ('-' = stdin); as train's --data: not\n"
     "                         empty, not binary (no NUL byte, mostly UTF-8)\n"
-    "  --out PATH             tokenizer.json to write (atomically)\n"
+    "  --out PATH             tokenizer.json to write (atomically; '-' = stdout)\n"
     "  --vocab-size N         vocabulary incl. <|endoftext|> (default 2048; 257 to\n"
     "                         2^24; webgpu: at most 65536)\n"
     "  --backend cpu|webgpu   where the words are counted and the merges computed\n"
@@ -476,8 +477,11 @@ int tz_cmd_tokenizer(int argc, char **argv) {
     tz_err("tokenizer train: --in and --out are required (see tezgah tokenizer --help)");
     return tz_cli_fail();
   }
-  /* the training text would become the tokenizer.json */
-  if (tz_out_not_input("--out", out, "--in", in, NULL)) return tz_cli_fail();
+  /* the training text would become the tokenizer.json; "-" is stdout (JSON text, as eval's
+   * --json -; the summary line goes to stderr) */
+  int to_stdout = !strcmp(out, "-");
+  if (tz_out_path("--out", out, NULL, 0) || tz_out_not_input("--out", to_stdout ? NULL : out, "--in", in, NULL))
+    return tz_cli_fail();
   if (threads > 0) omp_set_num_threads(threads);
   char *text;
   size_t n;
@@ -488,8 +492,8 @@ int tz_cmd_tokenizer(int argc, char **argv) {
   }
   /* --out opened (as its temporary name) before training, so that an unwritable path fails
    * now, not after minutes of training; renamed over --out at the end */
-  tz_afile af;
-  if (tz_afile_open(&af, out)) {
+  tz_afile af = {0};
+  if (!to_stdout && tz_afile_open(&af, out)) {
     free(text);
     return tz_cli_fail();
   }
@@ -499,7 +503,11 @@ int tz_cmd_tokenizer(int argc, char **argv) {
   double dt = omp_get_wtime() - t0;
   char *js = NULL;
   size_t jn = 0;
-  if (!rc) rc = tz_tok_to_json(t, &js, &jn) || tz_afile_write(&af, js, jn) || tz_afile_commit(&af);
+  if (!rc) rc = tz_tok_to_json(t, &js, &jn);
+  if (!rc && to_stdout && (fwrite(js, 1, jn, stdout) != jn || fflush(stdout)))
+    rc = tz_err("stdout: write failed: %s", strerror(errno));
+  else if (!rc && !to_stdout)
+    rc = tz_afile_write(&af, js, jn) || tz_afile_commit(&af);
   tz_afile_abort(&af); /* after a commit: nothing left to remove */
   if (!rc) {
     /* a text with fewer distinct pairs than merges asked gives a smaller vocabulary (not an
@@ -508,7 +516,7 @@ int tz_cmd_tokenizer(int argc, char **argv) {
     if (tz_tok_vocab_size(t) < vocab)
       snprintf(got, sizeof got, " (of %d asked: no more pairs to merge)", vocab);
     fprintf(stderr, "tokenizer train: %s: %zu byte%s -> %d tokens%s in %.2f s (%s) -> %s\n", in, n,
-            tz_plural((long long)n), tz_tok_vocab_size(t), got, dt, tz_tok_train_ran_on(), out);
+            tz_plural((long long)n), tz_tok_vocab_size(t), got, dt, tz_tok_train_ran_on(), to_stdout ? "stdout" : out);
   }
   free(js);
   tz_tok_free(t);

@@ -191,6 +191,19 @@ int tz_out_not_input(const char *out_flag, const char *out, const char *in_what,
   return 0;
 }
 
+int tz_out_path(const char *flag, const char *out, const char *what, int is_dir) {
+  struct stat st;
+  if (!out) return 0;
+  if (!strcmp(out, "-"))
+    return what ? tz_err("%s: '-' (stdout) is not taken for %s; give a %s name", flag, what, is_dir ? "directory" : "file")
+                : 0;
+  size_t n = strlen(out);
+  int dir = stat(out, &st) == 0 && S_ISDIR(st.st_mode);
+  if (!is_dir && (dir || (n && out[n - 1] == '/')))
+    return tz_err("%s: '%s' %s a directory; give a file name", flag, out, dir ? "is" : "names");
+  return 0;
+}
+
 int tz_out_not_in_list(const char *out_flag, const char *out, const char *in_what, const char *list) {
   struct stat st;
   if (!out || !list || stat(out, &st) != 0) return 0;

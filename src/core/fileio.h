@@ -84,6 +84,13 @@ int tz_same_file(const char *a, const char *b);
  * (stdin): 0. Called before any long work and before the output's temporary file is made. */
 int tz_out_not_input(const char *out_flag, const char *out, const char *in_what, const char *in,
                      const char *const *dir_files);
+/* An output path checked when the command line is read, before any work (a directory given as
+ * the output file was found only when the result was renamed over it, after the work): -1
+ * (tz_err) when `out` (option `flag`) is "-" and the output has no stdout form (`what` names
+ * it, "a token shard": "--out: '-' (stdout) is not taken for a token shard; give a file name";
+ * what NULL: "-" is stdout, 0), or when a file output (is_dir 0) names a directory, an existing
+ * one or a path ending in '/' ("--out: 'adir' is a directory; give a file name"). out NULL: 0. */
+int tz_out_path(const char *flag, const char *out, const char *what, int is_dir);
 /* tz_out_not_input for every file of a list option (tz_expand_paths); a list that does not
  * expand is left to the command's reader (0 here). */
 int tz_out_not_in_list(const char *out_flag, const char *out, const char *in_what, const char *list);
