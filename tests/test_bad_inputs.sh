@@ -127,6 +127,8 @@ head -c 300 "$tokjson" >tok_trunc.json
 # named llama2.c's header field (the bytes were read as tokenizer.bin's)
 mkdir -p badtok_text badtok_bin && echo 'garbage' >badtok_text/tokenizer.json
 printf '\xff\x18\x66\xe2garbage' >badtok_bin/tokenizer.json
+# valid JSON that is no object was called "a text file"
+echo '[]' >tok_array.json && echo 3 >tok_number.json
 # corpora
 printf 'abc\0def' >corpus_bin.txt
 : >corpus_empty.txt
@@ -260,6 +262,11 @@ tok-truncated       |tok_trunc.json: invalid JSON near byte|"$bin" train --train
 tok-empty           |tok_empty.json: file is empty|"$bin" train --train-shards sh_good.bin --tokenizer tok_empty.json "${small[@]}" --steps 2 --run-dir r1
 tok-run-text        |badtok_text/tokenizer.json: not a tokenizer.json: a text file (starts with "garbage\n"), not a JSON object|"$bin" encode --tokenizer badtok_text hi
 tok-run-binary      |badtok_bin/tokenizer.json: not a tokenizer.json: starts with bytes ff 18 66 e2 67 61 72 62, not a JSON object|"$bin" decode --tokenizer badtok_bin '[1]'
+tok-json-array      |tok_array.json: not a tokenizer.json: JSON, but an array, not an object (a tokenizer.json is one JSON object)|"$bin" encode --tokenizer tok_array.json hi
+tok-json-number     |tok_number.json: not a tokenizer.json: JSON, but a number, not an object|"$bin" decode --tokenizer tok_number.json '[1]'
+tok-text-llama2c    |notes.txt: not a tokenizer file: a text file (starts with "hello world, thi..."), not a llama2.c tokenizer.bin|"$bin" encode --tokenizer notes.txt hi
+tok-text-short      |hi.txt: not a tokenizer file: a text file (starts with "hi")|"$bin" decode --tokenizer hi.txt '[1]'
+convert-text-llama2c|notes.txt: not a llama2.c model: a text file (starts with "hello world, thi...")|"$bin" convert --from llama2c notes.txt --out cx
 tok-dup-special     |appears twice (ids 300 and 299)|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupadded.json "${small[@]}" --steps 2 --run-dir r1
 corpus-missing      |nosuch.txt: No such file or directory|"$bin" train --data nosuch.txt --run-dir r1 --quiet
 corpus-default-gone |data/kjv.txt: No such file or directory (the default corpus, relative to the working directory: run from the repository root, or give --data FILE)|"$bin" train --run-dir r1 --quiet

@@ -110,6 +110,10 @@ mkdir -p dir.svg
 err_case "--out: 'dir.svg' is a directory; give a file name" "$bin" plot run --out dir.svg
 err_case "--out: '-' (stdout) is not taken for a plot; give a file name" "$bin" plot run --out -
 [[ -z $(ls -A dir.svg) && ! -e - ]] || fail "a refused --out was written"
+# the default output (RUN/loss.svg) that is a directory: no --out was given to name
+mkdir -p dirrun/loss.svg && cp run/metrics.jsonl dirrun/
+err_case "dirrun/loss.svg is a directory; the plot is not drawn" "$bin" plot dirrun
+[[ -z $(ls -A dirrun/loss.svg) ]] || fail "a refused default output was written"
 err_case "--smooth: 0 is out of range" "$bin" plot run --smooth 0
 err_case "plot: unexpected argument 'more'" "$bin" plot run more
 err_case "plot: give a run directory" "$bin" plot
@@ -151,6 +155,9 @@ if [[ -f $src ]]; then
   svg=tiny/loss.svg
   [[ $(points '#0000cd') == 12 ]] || fail "train --plot: $(points '#0000cd') train-loss points, want 12"
   [[ $(grep -c '<circle .*fill="red"' "$svg") == 5 ]] || fail "train --plot: want val markers at steps 0, 5, 10, 12 + legend"
+  mkdir -p tinyd/loss.svg # train --plot's RUN/loss.svg a directory: the run is kept, the plot refused (exit 1)
+  err_case "tinyd/loss.svg is a directory; the plot is not drawn" "$bin" train --data c.txt --vocab-size 280 --n-layer 1 \
+    --n-head 2 --d-model 32 -B 2 -T 32 --threads 1 --steps 2 --val-every 0 --sample-tokens 0 --quiet --plot --run-dir tinyd
 else
   echo "note: $src absent: train --plot not checked"
 fi

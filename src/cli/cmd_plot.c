@@ -45,7 +45,13 @@ int tz_plot_run(const char *run, const char *out, int smooth, int quiet) {
     goto out;
   }
   if (!out) out = def_out = tz_path_join(dir, "loss.svg");
-  if (tz_out_path("--out", out, "a plot", 0) || !tz_plot_check_ext(out) || tz_out_not_input("--out", out, "the metrics file", metrics, NULL) ||
+  /* the default output (train --plot, plot RUN) was given by no flag: its errors name none */
+  const char *flag = def_out ? "plot" : "--out";
+  if (def_out && stat(out, &st) == 0 && S_ISDIR(st.st_mode)) {
+    tz_err("%s is a directory; the plot is not drawn", out);
+    goto out;
+  }
+  if (tz_out_path(flag, out, "a plot", 0) || !tz_plot_check_ext(out) || tz_out_not_input(flag, out, "the metrics file", metrics, NULL) ||
       tz_plot_read_metrics(metrics, &m))
     goto out;
   /* the title names the run: the run directory's real name (runs/latest -> its target) */

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/progress.h" /* tz_plural */
 #include "core/fileio.h"
+#include "core/utf8.h"
 #include "formats/fmt_util.h"
 #include "formats/formats.h"
 
@@ -69,6 +70,14 @@ int tz_llama2c_load(const char *path, tz_config *cfg, float **params) {
   int32_t h[7];
   int shared = 0;
   tz_layout lay = {0};
+  /* a text file (convert --from llama2c a.txt) would be blamed for its "dim" (its first 4 bytes);
+   * no llama2.c file looks like text: dim <= 65536 (legacy) or version 1 after "ak42" put NULs early */
+  char head[128];
+  size_t nh = m.size < 64 ? m.size : 64;
+  if (tz_utf8_describe_head(m.data, nh, m.size > nh, head, sizeof head)) {
+    tz_err("%s: not a llama2.c model: a text file (starts with %s)", path, head);
+    goto out;
+  }
   if (m.size < hdr) {
     tz_err("%s: truncated llama2.c checkpoint: %zu byte%s, the %s header needs %zu", path, m.size,
            tz_plural((long long)m.size), legacy ? "legacy" : "version 1", hdr);

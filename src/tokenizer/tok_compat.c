@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/progress.h" /* tz_plural */
 #include "core/fileio.h"
+#include "core/utf8.h"
 #include "tokenizer/tok_internal.h"
 
 #include <cjson/cJSON.h>
@@ -173,6 +174,13 @@ done:
 
 int tz_tok_load_llama2c_buf(const char *path, const char *data, size_t len, tz_tokenizer **out) {
   *out = NULL;
+  /* a text file (encode --tokenizer a.txt) would be blamed for its "max_token_length" (its first
+   * 4 bytes); no tokenizer.bin looks like text: max_token_length <= 65536 puts a NUL in byte 3 */
+  char head[128];
+  size_t n = len < 64 ? len : 64;
+  if (tz_utf8_describe_head((const unsigned char *)data, n, len > n, head, sizeof head))
+    return tz_err("%s: not a tokenizer file: a text file (starts with %s), not a llama2.c tokenizer.bin (expected "
+                  "tokenizer.json, a GPT-2 directory, llm.c or llama2.c .bin)", path, head);
   if (len < 4) return tz_err("%s: %zu byte%s is too short for a llama2.c tokenizer.bin header", path, len, tz_plural((long long)len));
   int32_t maxlen;
   memcpy(&maxlen, data, 4);

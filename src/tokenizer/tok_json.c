@@ -36,6 +36,7 @@
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/utf8.h"
+#include "model/config_json.h" /* tz_json_parse */
 #include "tokenizer/tok_internal.h"
 
 int tz_tok_to_json(const tz_tokenizer *t, char **json, size_t *len) {
@@ -343,11 +344,20 @@ int tz_tok_load_buf(const char *path, const char *data, size_t len, tz_tokenizer
   if (len == 0)
     rc = tz_err("%s: file is empty", path);
   else if (json_name && (i == len || data[i] != '{')) {
-    char head[128];
-    size_t n = len < 64 ? len : 64;
-    int text = tz_utf8_describe_head((const unsigned char *)data, n, len > n, head, sizeof head);
-    rc = tz_err("%s: not a tokenizer.json: %s%s%s, not a JSON object", path, text ? "a text file (starts with " : "starts with ",
-                head, text ? ")" : "");
+    /* valid JSON of another kind ([], 3, "x") is no "text file": say what it is */
+    cJSON *j = tz_json_parse(data, len, path);
+    if (j) {
+      rc = tz_err("%s: not a tokenizer.json: JSON, but %s, not an object (a tokenizer.json is one JSON object)", path,
+                  cJSON_IsArray(j) ? "an array" : cJSON_IsString(j) ? "a string" : cJSON_IsNumber(j) ? "a number"
+                  : cJSON_IsNull(j) ? "null" : "a boolean");
+      cJSON_Delete(j);
+    } else {
+      char head[128];
+      size_t n = len < 64 ? len : 64;
+      int text = tz_utf8_describe_head((const unsigned char *)data, n, len > n, head, sizeof head);
+      rc = tz_err("%s: not a tokenizer.json: %s%s%s, not a JSON object", path, text ? "a text file (starts with " : "starts with ",
+                  head, text ? ")" : "");
+    }
   } else if (i < len && data[i] == '{' && (json_name || !memchr(data, 0, len < 64 ? len : 64)))
     /* JSON has no NUL bytes; a llama2.c file with max_token_length 123 starts "{\0\0\0" */
     rc = tz_tok_from_json(data, len, path, out);
