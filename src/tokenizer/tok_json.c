@@ -36,7 +36,6 @@
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/utf8.h"
-#include "model/config_json.h" /* tz_json_parse */
 #include "tokenizer/tok_internal.h"
 
 int tz_tok_to_json(const tz_tokenizer *t, char **json, size_t *len) {
@@ -345,7 +344,10 @@ int tz_tok_load_buf(const char *path, const char *data, size_t len, tz_tokenizer
     rc = tz_err("%s: file is empty", path);
   else if (json_name && (i == len || data[i] != '{')) {
     /* valid JSON of another kind ([], 3, "x") is no "text file": say what it is */
-    cJSON *j = tz_json_parse(data, len, path);
+    const char *end = NULL; /* one value and white space alone ("3 apples" is text) */
+    cJSON *j = cJSON_ParseWithLengthOpts(data, len, &end, 0);
+    while (j && end && end < data + len && strchr(" \t\r\n", *end) && *end) end++;
+    if (j && (!end || end < data + len)) cJSON_Delete(j), j = NULL;
     if (j) {
       rc = tz_err("%s: not a tokenizer.json: JSON, but %s, not an object (a tokenizer.json is one JSON object)", path,
                   cJSON_IsArray(j) ? "an array" : cJSON_IsString(j) ? "a string" : cJSON_IsNumber(j) ? "a number"
