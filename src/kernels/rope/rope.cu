@@ -129,15 +129,15 @@ static void rope_launch(tz_backend *be, tz_slice qkv, int N, int T_, int nh, int
   TZC_DISPATCH_ACT(be, {
     T *x = (T *)tzc_ptr(qkv);
     constexpr int W = VW(T);
-    if (!tzc(be)->rope_pairs && hd % W == 0 && stride % W == 0 && tzc_aligned16(x))
+    const unsigned pairs_grid = tzc_blocks((size_t)N * (hd / 2), 256);
+    /* (the row stride is a multiple of hd, so hd % W keeps every head slice 16-byte aligned) */
+    if (!tzc(be)->rope_pairs && hd % W == 0 && tzc_aligned16(x))
       rope_vec_k<<<tzc_blocks((size_t)N * (hd / W), 256), 256, 0, st>>>(x, N, T_, nh, stride, hd, pos0,
                                                                         dir, fr, posv);
     else if (((uintptr_t)x & (2 * sizeof(T) - 1)) == 0)
-      rope_k<true><<<tzc_blocks((size_t)N * (hd / 2), 256), 256, 0, st>>>(x, N, T_, nh, stride, hd, pos0,
-                                                                          dir, fr, posv);
+      rope_k<true><<<pairs_grid, 256, 0, st>>>(x, N, T_, nh, stride, hd, pos0, dir, fr, posv);
     else
-      rope_k<false><<<tzc_blocks((size_t)N * (hd / 2), 256), 256, 0, st>>>(x, N, T_, nh, stride, hd, pos0,
-                                                                           dir, fr, posv);
+      rope_k<false><<<pairs_grid, 256, 0, st>>>(x, N, T_, nh, stride, hd, pos0, dir, fr, posv);
     TZC_LAUNCHED();
   });
 }
