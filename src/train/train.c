@@ -340,6 +340,12 @@ static void finish_cut_links(train_run *r) {
 static int resumes_in(const char *dir, const char *path);
 static int phase_run_dir(train_run *r);
 
+/* Whether this session continues the run's metrics.jsonl: a resume into its own run directory
+ * (one into another --run-dir starts a fresh file there) */
+static int metrics_continue(const train_run *r) {
+  return r->o.resume && r->st.step > 0 && resumes_in(r->o.run_dir, r->o.resume);
+}
+
 /* A metrics.jsonl in a run directory that holds no checkpoint, which a new run (or one continued
  * into this --run-dir) would replace: replaced where it is a tezgah log (empty, or its first
  * record "{\"step\":": a run stopped or failed before its first checkpoint), with a note; else
@@ -573,6 +579,9 @@ static int phase_run_dir(train_run *r) {
   r->ckpt_path = tz_path_join(o->run_dir, TZ_CKPT_FILE);
   r->best_path = tz_path_join(o->run_dir, TZ_CKPT_BEST_FILE);
   r->metrics_path = tz_path_join(o->run_dir, "metrics.jsonl");
+  /* a stray metrics.jsonl is judged here, before the data is prepared (a refusal after it did
+   * that work and left its token cache) */
+  if (r->rank == 0 && !r->finished && !metrics_continue(r) && stray_metrics(r)) return -1;
   return 0;
 }
 
@@ -663,15 +672,14 @@ static int phase_model(train_run *r) {
    * a fresh file, as a new run's (a directory without a checkpoint holds no run; its stray
    * metrics.jsonl was appended to, its records kept before the resumed ones: the fresh-clone
    * walkthrough, 2026-12-05); one found there is replaced only where it is a tezgah log
-   * (stray_metrics). */
-  int continues = o->resume && r->st.step > 0 && resumes_in(o->run_dir, o->resume);
+   * (stray_metrics, in phase_run_dir). */
+  int continues = metrics_continue(r);
   /* the run's own metrics.jsonl deleted: the resume goes on, since the checkpoint holds the
    * state and the log is only its record, but said, since the records before are gone */
   if (r->rank == 0 && continues && !tz_exists(r->metrics_path))
     tz_train_note(r, "note: %s is missing: a new one is started from step %d (the records of steps 1 to %d are "
                      "not recovered; the run resumes exactly from its checkpoint)\n", r->metrics_path,
                   r->st.step + 1, r->st.step);
-  if (r->rank == 0 && !continues && stray_metrics(r)) return -1;
   r->metrics_made = r->rank == 0 && !tz_exists(r->metrics_path); /* (before the open, which creates it) */
   if (r->rank == 0 && ((continues && metrics_trim(r->metrics_path, r->st.step)) ||
                        !(r->metrics = tz_metrics_open(r->metrics_path, continues))))
