@@ -4,9 +4,9 @@
 # drawn as SVG: well-formed XML (xmllint), one polyline per series with exactly the expected
 # number of points (train loss 59, its moving average 59, val 4, learning rate 60), 4 + 1
 # (legend) val markers, the title and axis labels; as PNG: the PNG signature and 800x600 in
-# the IHDR chunk; bad inputs: one line, exit 1, no file written or temporary file left, an
-# existing output untouched; malformed lines left out with one note (line and count); one
-# step drawn as dots; a run whose steps were all skipped plots its learning rate and says so. Then a tiny real run with `train --plot` writes RUN/loss.svg with
+# the IHDR chunk; bad inputs (and a failed write: its OS error): one line, exit 1, no file
+# written or temporary file left, an existing output untouched; malformed lines left out with
+# one note (line and count); one step drawn as dots; a run whose steps were all skipped plots its learning rate and says so. Then a tiny real run with `train --plot` writes RUN/loss.svg with
 # one train-loss point per step.
 # Usage (from ctest): bash test_plot.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
@@ -114,6 +114,15 @@ err_case "--out: '-' (stdout) is not taken for a plot; give a file name" "$bin" 
 mkdir -p dirrun/loss.svg && cp run/metrics.jsonl dirrun/
 err_case "dirrun/loss.svg is a directory; the plot is not drawn" "$bin" plot dirrun
 [[ -z $(ls -A dirrun/loss.svg) ]] || fail "a refused default output was written"
+# a write that fails (a full disk) names the output and the OS error, one line, nothing left. The
+# page goes to a temporary file renamed over --out, so /dev/full cannot stand in for the disk:
+# a file size limit of 1 KiB does (ulimit -f; SIGXFSZ ignored, so write(2) fails with EFBIG,
+# "File too large", the way a full disk fails with ENOSPC). Before the fix libplot wrote the file
+# and said only "libplot failed to finish the SVG page" (PNG: libpng's own line besides).
+for f in full.svg full.png; do
+  err_case "$f: write failed: File too large" bash -c 'ulimit -f 1; trap "" XFSZ; exec "$@"' - "$bin" plot run --out $f
+  [[ ! -e $f ]] || fail "a failed write left $f"
+done
 err_case "--smooth: 0 is out of range" "$bin" plot run --smooth 0
 err_case "plot: unexpected argument 'more'" "$bin" plot run more
 err_case "plot: give a run directory" "$bin" plot

@@ -47,7 +47,8 @@ double *tz_plot_smooth(const tz_plot_series *s, int window);
 /* Draw `m` as `out` (".svg" or ".png", by extension, case-insensitive), written to a
  * temporary name and renamed. `title` names the run; `smooth` is the moving-average window
  * of the smoothed loss line (1 = none). Errors (one line): an unknown extension, libplot
- * missing from this build, libplot failures, write errors naming `out`. */
+ * missing from this build, libplot failures, write errors naming `out` and the OS error
+ * ("No space left on device"). */
 int tz_plot_write(const char *out, const tz_plot_metrics *m, const char *title, int smooth);
 
 /* 1 if this build draws plots (libplot was found at build time and loads now: the first call

@@ -300,18 +300,35 @@ static void draw(plPlotter *pl, const tz_plot_metrics *m, const char *title, int
   }
 }
 
+/* libplot draws into memory (open_memstream), and the bytes then go to `out` through tz_afile
+ * (temporary name, renamed). libplot writing the file itself hid the cause of a failed write:
+ * on a full disk its pl_closepl_r returned only -1 (no errno worth reading by then), and the
+ * PNG plotter's libpng printed its own "libpng error: Write Error" line on stderr; from memory,
+ * libplot's writes cannot fail for want of disk, and tz_afile_write / tz_afile_commit name
+ * `out` and the OS error of the write, fflush, fsync or close ("No space left on device").
+ * The page is held in memory once (kilobytes; a few MB for the polylines of 100,000 steps).
+ * The temporary file is opened before drawing, so that an unwritable path is refused before
+ * any work. */
 int tz_plot_write(const char *out, const tz_plot_metrics *m, const char *title, int smooth) {
   if (!tz_plot_check_ext(out) || !tz_plot_available()) return -1;
   int svg = !strcasecmp(out + strlen(out) - 4, ".svg");
   tz_afile af;
   if (tz_afile_open(&af, out)) return -1;
+  char *page = NULL;
+  size_t page_n = 0;
+  FILE *mem = open_memstream(&page, &page_n);
+  if (!mem) {
+    int e = errno;
+    tz_afile_abort(&af);
+    return tz_err("%s: cannot draw the page in memory: %s", out, strerror(e));
+  }
   plPlotterParams *pp = plib.pl_newplparams();
   /* SVG: 8 x 6 inches (768 x 576 CSS pixels); PNG: 800 x 600 pixels */
   plib.pl_setplparam(pp, "PAGESIZE", (void *)"letter,xsize=8in,ysize=6in");
   plib.pl_setplparam(pp, "BITMAPSIZE", (void *)"800x600");
   plib.pl_setplparam(pp, "BG_COLOR", (void *)"white");
   /* errfile NULL: libplot prints nothing; its failures come back as return codes */
-  plPlotter *pl = plib.pl_newpl_r(svg ? "svg" : "png", NULL, af.f, NULL, pp);
+  plPlotter *pl = plib.pl_newpl_r(svg ? "svg" : "png", NULL, mem, NULL, pp);
   int rc = 0;
   if (!pl || plib.pl_openpl_r(pl) < 0) {
     rc = tz_err("%s: libplot could not start a %s plotter", out, svg ? "svg" : "png");
@@ -325,7 +342,10 @@ int tz_plot_write(const char *out, const tz_plot_metrics *m, const char *title, 
   }
   if (pl) plib.pl_deletepl_r(pl);
   plib.pl_deleteplparams(pp);
-  if (!rc && ferror(af.f)) rc = tz_err("%s: write failed: %s", out, strerror(errno ? errno : EIO));
+  /* a memory stream fails only for want of memory */
+  if (fclose(mem) != 0 && !rc) rc = tz_err("%s: cannot draw the page in memory: %s", out, strerror(errno ? errno : ENOMEM));
+  if (!rc) rc = tz_afile_write(&af, page, page_n);
+  free(page);
   if (rc) {
     tz_afile_abort(&af);
     return -1;
