@@ -492,6 +492,16 @@ grep -qE '^25/25 .*\| val [0-9.]*@25$' ll.err || fail "the last line lacks the f
 "$bin" train --data part_a.txt "${small[@]}" --steps 3 --log-every 1 --val-every 0 --run-dir eta 2>eta.err ||
   fail "train for the last step's ETA: $(tail -3 eta.err)"
 grep -q '^3/3 \[.*\] loss [0-9.]* | [0-9.k]* tok/s | ETA 0m00s$' eta.err || fail "the last step's ETA is not 0: $(cat eta.err)"
+# a --val-every 0 run resumed shows its checkpoint's last validation (the final one, @3) on every
+# line: its bar is sized with that val column counted, as a validating run's (valstep above, the
+# same step and val-step widths), not to the first line's actual fields (it then narrowed when
+# the tok/s gained a character: 22 -> 21 columns, the session-34 walkthrough)
+cp -r eta eta_res
+"$bin" train --resume eta_res --steps 12 --log-every 1 2>etar.err || fail "resume of a --val-every 0 run: $(tail -3 etar.err)"
+grep -E '^ *[0-9]+/12 ' etar.err >etar.txt
+[[ $(wc -l <etar.txt) == 9 ]] && ! grep -vq '| val [0-9.]*@3$' etar.txt || fail "resumed --val-every 0 lines: want 4..12 with val @3: $(cat etar.txt)"
+[[ $(awk '{ print index($0, "]") }' etar.txt vs.txt | sort -u | wc -l) == 1 ]] ||
+  fail "a resumed --val-every 0 run's bar is not sized as a validating run's: $(cat etar.txt; tail -n 1 vs.txt)"
 
 # ---- --profile on the CPU backend: the per-op table, its total the step's wall time ---------
 "$bin" train --data part_a.txt "${small[@]}" --steps 6 --val-every 0 --profile --run-dir prof 2>prof.err ||

@@ -117,8 +117,8 @@ static double validate(tz_model *m, tz_loader *val, int batches, int32_t *in, in
  * validations at the last one's duration; val is the last validation loss and its step.
  * The bar keeps one width through a run (*bar_w, 0 before the first line), so that the
  * columns after it do not move: the first line sizes it for the typical fields (loss 6
- * characters, tok/s 6, ETA 5) and, when the run validates (val_digits > 0), a val column with
- * a step of val_digits digits (val 5.7072@0 on the first line, @100 later, would otherwise
+ * characters, tok/s 6, ETA 5) and, when the lines show a val column (val_digits > 0), one
+ * with a step of val_digits digits (val 5.7072@0 on the first line, @100 later, would otherwise
  * shrink it); a longer line later (a loss of 10 or more, an ETA in the tens of hours) narrows
  * it for the rest of the run. At least 3: even a 7-digit step count with a val loss keeps a
  * (short) bar where the line has room for it. */
@@ -904,7 +904,16 @@ static void print_progress(train_run *r, int step, double loss, int after_val) {
   /* the last step's line says 0: what follows (final validation, checkpoint) is reported by the done line */
   double eta = left > 0 ? sum_dt / k * left + r->val_dt * vals_left : 0;
   char pl[160];
-  int val_digits = r->val && ve > 0 ? (int)log10(o->steps) + 1 : 0; /* the last line's val step: the final one */
+  /* The val column is on the lines when the run validates every ve steps, and also when a
+   * resumed run of --val-every 0 repeats its checkpoint's last validation (the final one of
+   * the session before: last_val is restored, and no new one comes before the end). The
+   * bar's first sizing must count it in both: it counted it only in the first, so a resumed
+   * --val-every 0 run sized its bar to the first line's actual fields (the oversized line
+   * narrowing it at once) and narrowed it again when the tok/s gained a character (22 -> 21
+   * columns, the session-34 walkthrough). The val step's digits: at most those of the last
+   * step, the final validation's. */
+  int shows_val = (r->val && ve > 0) || isfinite(r->st.last_val);
+  int val_digits = shows_val ? (int)log10(o->steps) + 1 : 0;
   progress_line(pl, sizeof pl, step + 1, o->steps, loss, (double)r->N * o->grad_accum * k / sum_dt, eta, r->st.last_val,
                 r->st.last_val_step, val_digits, &r->bar_w);
   fprintf(stderr, "%s%s%s", r->tty ? "\r" : "", pl, r->tty ? "\033[K" : "\n");
