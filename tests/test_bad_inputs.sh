@@ -509,6 +509,18 @@ note_case list-repeat-train "note: --data: corpus.txt is listed 3 times and is r
 note_case list-repeat-shards "note: --train-shards: sh_good.bin is listed 2 times and is read 2 times" \
   "$bin" train --train-shards sh_good.bin,sh_good.bin --vocab-size 300 --n-layer 1 --n-head 2 --d-model 32 -B 4 -T 32 \
   --threads 1 --sample-tokens 0 --val-every 0 --steps 1 --run-dir r_repeat2
+# validation on a training shard (the same file in both lists, under another name here) is
+# taken with one note; it went without a word (the session-34 walkthrough). A copy is another
+# file: no note.
+ln -sf sh_good.bin sh_link.bin && cp sh_good.bin sh_copy.bin
+note_case val-is-train "note: --val-shards: ./sh_link.bin is also in --train-shards: validation reads training data, so the val loss is not measured on held-out tokens" \
+  "$bin" train --train-shards sh_good.bin --val-shards ./sh_link.bin --vocab-size 300 --n-layer 1 --n-head 2 \
+  --d-model 32 -B 4 -T 32 --threads 1 --sample-tokens 0 --val-every 0 --steps 1 --run-dir r_valtrain
+[[ $(grep -c 'note: --val-shards:' note.err) == 1 ]] || fail "val-is-train: want one note line: $(cat note.err)"
+note_case val-not-train "model:" \
+  "$bin" train --train-shards sh_good.bin --val-shards sh_copy.bin --vocab-size 300 --n-layer 1 --n-head 2 \
+  --d-model 32 -B 4 -T 32 --threads 1 --sample-tokens 0 --val-every 0 --steps 1 --run-dir r_valcopy
+! grep -q 'also in --train-shards' note.err || fail "val-not-train: a copy noted as the training shard: $(cat note.err)"
 note_case list-repeat-eval "eval: note: --data: corpus.txt is listed 2 times and is read 2 times" \
   "$bin" eval good --data corpus.txt --data corpus.txt --batches 1
 note_case tok-smaller-init "has 280 tokens, the model's vocab_size is 300: ids 280..299 have no text and are not sampled" \

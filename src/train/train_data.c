@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -291,6 +292,47 @@ static void note_repeats(train_run *r, const char *flag, const char *list) {
   free(notes);
 }
 
+/* Validation on files that training reads (--val-shards s.bin beside --train-shards s.bin, a
+ * shard in both lists, another spelling of it or a link to it: one file in tz_same_file's
+ * sense) measures how well the model fits its training data, not how it does on held-out
+ * text: kept (a smoke test may mean it), with one note naming the first such file and how many
+ * more there are. Before, such a run validated on its training data without a word (the
+ * session-34 walkthrough). val_flag / train_flag: the options as the user knows them ("the
+ * run's --val-shards" on --resume). Lists that do not expand are their loaders' errors. */
+static void note_val_in_train(train_run *r, const char *val_flag, const char *val_list, const char *train_flag,
+                              const char *train_list) {
+  if (r->o.quiet || !val_list || !train_list) return;
+  char **vp = NULL, **tp = NULL;
+  size_t vn = 0, tn = 0;
+  if (tz_expand_paths(val_list, &vp, &vn) || tz_expand_paths(train_list, &tp, &tn)) {
+    tz_err_clear();
+    tz_paths_free(vp, vn);
+    return;
+  }
+  struct stat *ts = tz_malloc((tn + 1) * sizeof *ts);
+  char *tok = tz_malloc(tn + 1);
+  for (size_t j = 0; j < tn; j++) tok[j] = stat(tp[j], &ts[j]) == 0;
+  size_t both = 0, first = 0;
+  for (size_t i = 0; i < vn; i++) {
+    struct stat vs;
+    if (stat(vp[i], &vs) != 0) continue; /* missing: its loader says so */
+    size_t j = 0;
+    while (j < tn && !(tok[j] && ts[j].st_dev == vs.st_dev && ts[j].st_ino == vs.st_ino)) j++;
+    if (j == tn) continue;
+    if (!both++) first = i;
+  }
+  if (both == 1)
+    tz_train_note(r, "note: %s: %s is also in %s: validation reads training data, so the val loss is not measured "
+                     "on held-out tokens\n", val_flag, vp[first], train_flag);
+  else if (both > 1)
+    tz_train_note(r, "note: %s: %s and %zu more of its files are also in %s: validation reads training data, so the "
+                     "val loss is not measured on held-out tokens\n", val_flag, vp[first], both - 1, train_flag);
+  free(ts);
+  free(tok);
+  tz_paths_free(vp, vn);
+  tz_paths_free(tp, tn);
+}
+
 /* This rank's turn of phase_data: a --data corpus prepared into cached shards (a BPE trained
  * on it unless a tokenizer is given), or the token shards given (--resume: the run's,
  * resume_shards); the tokenizer loaded. */
@@ -427,6 +469,8 @@ int tz_train_phase_data(train_run *r) {
   if (!r->prep.train_path) { /* shards given (or the run's): the prepared ones are one file each */
     note_repeats(r, o->resume ? "the run's --train-shards" : "--train-shards", train_shards);
     note_repeats(r, o->resume ? "the run's --val-shards" : "--val-shards", val_shards);
+    note_val_in_train(r, o->resume ? "the run's --val-shards" : "--val-shards", val_shards,
+                      o->resume ? "the run's --train-shards" : "--train-shards", train_shards);
   }
   int lrc = tz_loader_open(&r->train, train_shards, o->model.vocab_size, o->B, o->T);
   if (!lrc && val_shards) lrc = tz_loader_open(&r->val, val_shards, o->model.vocab_size, o->B, o->T);
