@@ -364,6 +364,13 @@ grep -q '^data: the tokenizer has 2[0-9][0-9] tokens, not 400: the corpus has no
 # counts of one are singular: "1 step", "1 layer"
 grep -q '^model: llama, 1 layer, 2 heads (2 kv), ' few.err && grep -q '^train: cpu backend, B=4 T=32 accum=1, 1 step, ' few.err &&
   grep -q '^done: 1 step, ' few.err || fail "train --steps 1 --n-layer 1: want '1 layer', '1 step': $(cat few.err)"
+# the model line names the model's context, and where shorter the -T the run trains at (it said
+# "T=<context>" above the train line's "T=<-T>": a -T 32 run of a 64-context model read as T=64)
+grep -q '^model: llama, .*, V=[0-9]*, context=32: [0-9.]*M params (' few.err || fail "model line, T = context: $(grep '^model:' few.err)"
+"$bin" train --data part_a.txt "${small[@]}" --max-seq-len 64 --steps 1 --val-every 0 --run-dir ctx64 2>ctx.err ||
+  fail "train --max-seq-len 64 -T 32: $(tail -3 ctx.err)"
+grep -q '^model: llama, 1 layer, 2 heads (2 kv), C=32, d_ff=96, V=300, context=64 (training at T=32): [0-9.]*M params (' ctx.err &&
+  grep -q '^train: cpu backend, B=4 T=32 ' ctx.err || fail "model line, -T below the context: $(grep -E '^(model|train):' ctx.err)"
 # the done line's tok/s is the steps' own (tokens / the steps' seconds, which metrics.jsonl's
 # per-step tok_per_s give: 128 tokens a step here), not the session's wall time: a run that
 # validates 16 batches before every step spends most of its time validating (it was in the figure)

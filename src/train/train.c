@@ -708,10 +708,16 @@ static int phase_report(train_run *r) {
   /* every check has passed: the run starts, and the set-up's notes are true of it */
   if (r->notes_len) fwrite(r->notes, 1, r->notes_len, stderr);
   if (!o->quiet) {
-    fprintf(stderr, "model: %s, %d layer%s, %d head%s (%d kv), C=%d, d_ff=%d, V=%d, T=%d: %.2fM params (%016" PRIx64 ")\n",
+    /* The model's context (max_seq_len, info's "context") and, where shorter, the T this run
+     * trains at: the line said "T=<context>" above the train line's "T=<-T>", and a -T 256
+     * run of a 1024-context model read as T=1024 (the walkthroughs). */
+    char ctx[64];
+    int n_ctx = snprintf(ctx, sizeof ctx, "context=%d", m->cfg.max_seq_len);
+    if (o->T < m->cfg.max_seq_len) snprintf(ctx + n_ctx, sizeof ctx - (size_t)n_ctx, " (training at T=%d)", o->T);
+    fprintf(stderr, "model: %s, %d layer%s, %d head%s (%d kv), C=%d, d_ff=%d, V=%d, %s: %.2fM params (%016" PRIx64 ")\n",
             tz_arch_name(m->cfg.arch), m->cfg.n_layer, tz_plural(m->cfg.n_layer), m->cfg.n_head,
             tz_plural(m->cfg.n_head), m->cfg.n_kv_head, m->cfg.d_model,
-            m->cfg.d_ff, m->cfg.vocab_size, m->cfg.max_seq_len, m->lay.total / 1e6, m->lay.fingerprint);
+            m->cfg.d_ff, m->cfg.vocab_size, ctx, m->lay.total / 1e6, m->lay.fingerprint);
     fprintf(stderr, "train: %s backend, B=%d T=%d accum=%d, %d step%s%s, lr %.2e, run %s\n", be->name, o->B, o->T,
             o->grad_accum, o->steps, tz_plural(o->steps), r->st.step ? " (resumed)" : "", o->lr, o->run_dir);
     if (r->W > 1)
