@@ -128,6 +128,7 @@ static void cuda_destroy(tz_backend *be) {
     tzc_decode_step_free(be);
     tzc_matmul_destroy(be);
     tzc_scratch_free(be);
+    tzc_side_free(be);
     if (c->params_bf16) cudaFree(c->params_bf16);
     if (c->lt) tzc_lt.Destroy((cublasLtHandle_t)c->lt);
     if (c->lt_ws) cudaFree(c->lt_ws);
@@ -234,8 +235,12 @@ static int cuda_env(tz_dtype act) {
    * H200 (2026-12-03 15:04 UTC, 4 runs each): context 102-120 ms with 8, 66-79 with 2, 50-60
    * with 1 (481-547 with 32); the exit after its last line 85-111 / 66-77 / 57-67 ms. A whole
    * 1,000-token `tezgah sample` went 0.696 -> 0.622 s (median of 5) with steps unchanged.
-   * The user's own CUDA_DEVICE_MAX_CONNECTIONS wins; set before the driver starts. */
-  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 0);
+   * The user's own CUDA_DEVICE_MAX_CONNECTIONS wins; set before the driver starts.
+   * Except where the side queue may run (backend_cuda_side.c; not for few rows, whose
+   * commands never use it): its stream needs a hardware queue of its own, or its kernels wait
+   * in line behind the main stream's and cannot run beside them. */
+  const char *side = getenv("TEZGAH_CUDA_SIDE");
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", few || (side && !strcmp(side, "0")) ? "1" : "2", 0);
   return few;
 }
 
@@ -318,6 +323,10 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   tzc_matmul_init(be);
   const char *pf = getenv("TEZGAH_PROFILE");
   if (pf && *pf && strcmp(pf, "0") != 0) c->prof = tzc_prof_create();
+  if (!few && tzc_side_offer(be)) { /* (few rows: `sample`, which has no backward) */
+    cuda_destroy(be);
+    return NULL;
+  }
   const char *gr = getenv("TEZGAH_CUDA_GRAPHS");
   c->graphs_off = c->prof || (gr && !strcmp(gr, "0"));
   const char *so = getenv("TEZGAH_CUDA_STEP");

@@ -99,6 +99,13 @@ typedef struct {
   /* decode_step's buffers, layer table and launch geometry (decode_step.cu), NULL until used
    * (be->decode_step is set only under TEZGAH_CUDA_STEP=1: backend_cuda.c) */
   void *step;
+  /* The side queue (backend_cuda_side.c; be->side_* offered when TEZGAH_CUDA_SIDE allows):
+   * while on_side, `stream` and `lt_ws` are the side stream's and its own cuBLASLt workspace
+   * (the main ones kept in main_stream / main_ws), so the launchers need not know. */
+  struct tzc_side *side;
+  cudaStream_t main_stream;
+  void *main_ws;
+  int on_side;
 } tzc_ctx;
 
 static inline tzc_ctx *tzc(tz_backend *be) { return (tzc_ctx *)be->ctx; }
@@ -293,6 +300,11 @@ int tzc_replay(tz_backend *be, int key);
 int tzc_record_begin(tz_backend *be, int key);
 int tzc_record_end(tz_backend *be, int key);
 void tzc_graphs_free(tz_backend *be);
+/* The side queue (backend_cuda_side.c): tzc_side_offer at creation sets be->side_* unless
+ * TEZGAH_CUDA_SIDE=0 or profiling (per-op times of overlapping ops would not add up); -1 with
+ * tz_err() set when its stream, events or workspace cannot be made. tzc_side_free at destroy. */
+int tzc_side_offer(tz_backend *be);
+void tzc_side_free(tz_backend *be);
 
 /* matmul_t for M ≤ tzc_gemv_max_m() rows (gemv.cu; matmul.cu calls it first): 1 when it ran,
  * 0 when the call is not for it (then cuBLASLt). Row m's result does not depend on M.

@@ -1,0 +1,105 @@
+/* The CUDA backend's side queue (backend.h side_begin / side_end / side_wait): a second stream
+ * for the backward's weight-gradient matmuls, which nothing on the critical path reads until
+ * the optimizer. On one stream every kernel waits for the one before; on two, the GPU may
+ * start a dW matmul's blocks on SMs that a memory-bound norm, the attention backward or the
+ * last partial wave of an input-gradient matmul leaves idle.
+ *
+ * While on the side, tzc_ctx.stream and .lt_ws are the side stream and its own cuBLASLt
+ * workspace (a workspace is in use until its matmul ends, so two streams cannot share one), so
+ * matmul.cu launches there unchanged. Kernel scratch (tzc_scratch) is one buffer in stream
+ * order: the side may run only ops that use none (matmul_at; its fallback kernel neither).
+ *
+ * Tickets: side_end records one of kEvents events on the side stream, ticket t on event
+ * t % kEvents; side_wait(t) makes the main stream wait for it. An event recorded again by a
+ * later ticket (t + kEvents) only makes the wait longer (the side is in order), never shorter.
+ *
+ * Determinism: each op computes what it computes on one stream, and the caller (model.c) orders
+ * every access of a buffer shared between the two queues; the results are the same bits. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_internal.h"
+#include "core/error.h"
+
+enum { kEvents = 32 };
+
+struct tzc_side {
+  cudaStream_t stream;
+  void *ws; /* the side's cuBLASLt workspace, lt_ws_bytes */
+  cudaEvent_t fork;
+  cudaEvent_t ev[kEvents];
+  int ticket;
+};
+
+static void side_begin(tz_backend *be) {
+  tzc_ctx *c = tzc(be);
+  struct tzc_side *s = c->side;
+  if (c->on_side) tz_fatal("cuda: side_begin while on the side queue (model.c pairs them)");
+  TZC_CHECK(cudaEventRecord(s->fork, c->stream));
+  TZC_CHECK(cudaStreamWaitEvent(s->stream, s->fork, 0));
+  c->main_stream = c->stream;
+  c->main_ws = c->lt_ws;
+  c->stream = s->stream;
+  c->lt_ws = s->ws;
+  c->on_side = 1;
+}
+
+static int side_end(tz_backend *be) {
+  tzc_ctx *c = tzc(be);
+  struct tzc_side *s = c->side;
+  if (!c->on_side) tz_fatal("cuda: side_end without side_begin");
+  int t = ++s->ticket;
+  TZC_CHECK(cudaEventRecord(s->ev[t % kEvents], s->stream));
+  c->stream = c->main_stream;
+  c->lt_ws = c->main_ws;
+  c->on_side = 0;
+  return t;
+}
+
+static void side_wait(tz_backend *be, int t) {
+  tzc_ctx *c = tzc(be);
+  struct tzc_side *s = c->side;
+  if (t <= 0) return;
+  if (c->on_side || t > s->ticket) tz_fatal("cuda: side_wait for a ticket not yet ended");
+  TZC_CHECK(cudaStreamWaitEvent(c->stream, s->ev[t % kEvents], 0));
+}
+
+int tzc_side_offer(tz_backend *be) {
+  tzc_ctx *c = tzc(be);
+  const char *e = getenv("TEZGAH_CUDA_SIDE");
+  if ((e && !strcmp(e, "0")) || c->prof) return 0;
+  struct tzc_side *s = calloc(1, sizeof *s);
+  if (!s) return tz_err("cuda: out of host memory for the side queue");
+  c->side = s;
+  cudaError_t r = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
+  if (r == cudaSuccess) r = cudaEventCreateWithFlags(&s->fork, cudaEventDisableTiming);
+  for (int i = 0; i < kEvents && r == cudaSuccess; i++) r = cudaEventCreateWithFlags(&s->ev[i], cudaEventDisableTiming);
+  if (r == cudaSuccess) r = cudaMalloc(&s->ws, c->lt_ws_bytes);
+  if (r != cudaSuccess) {
+    cudaGetLastError();
+    tzc_side_free(be);
+    return tz_err("cuda: cannot make the side queue: %s", cudaGetErrorString(r));
+  }
+  tzc_mem_account(be, (long long)c->lt_ws_bytes);
+  be->side_begin = side_begin;
+  be->side_end = side_end;
+  be->side_wait = side_wait;
+  return 0;
+}
+
+void tzc_side_free(tz_backend *be) {
+  tzc_ctx *c = tzc(be);
+  struct tzc_side *s = c->side;
+  if (!s) return;
+  if (s->stream) cudaStreamSynchronize(s->stream);
+  if (s->ws) {
+    cudaFree(s->ws);
+    tzc_mem_account(be, -(long long)c->lt_ws_bytes);
+  }
+  if (s->fork) cudaEventDestroy(s->fork);
+  for (int i = 0; i < kEvents; i++)
+    if (s->ev[i]) cudaEventDestroy(s->ev[i]);
+  if (s->stream) cudaStreamDestroy(s->stream);
+  free(s);
+  c->side = NULL;
+}
