@@ -447,7 +447,7 @@ struct tz_backend {
    * GPU can run them beside the input-gradient chain (a memory-bound norm or the attention
    * backward next to a tensor-core matmul, and each kernel's last partial wave filled).
    * side_begin: the ops called until side_end go to the side queue, after everything queued so
-   * far on either queue; only matmul_at may be called there (it uses no kernel scratch).
+   * far on either queue; only matmul_at and bias_bwd may be called there.
    * side_end: back to the main queue; returns a ticket > 0, larger than every earlier one.
    * side_wait(t): ops queued on the main queue from now on start after the side work of
    * tickets ≤ t (t ≤ 0: nothing). The caller owns the hazards: until a side_wait covers a side

@@ -239,8 +239,7 @@ static int cuda_env(tz_dtype act) {
    * Except where the side queue may run (backend_cuda_side.c; not for few rows, whose
    * commands never use it): its stream needs a hardware queue of its own, or its kernels wait
    * in line behind the main stream's and cannot run beside them. */
-  const char *side = getenv("TEZGAH_CUDA_SIDE");
-  setenv("CUDA_DEVICE_MAX_CONNECTIONS", few || (side && !strcmp(side, "0")) ? "1" : "2", 0);
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", few || !tzc_side_wanted() ? "1" : "2", 0);
   return few;
 }
 

@@ -4,10 +4,10 @@
  * start a dW matmul's blocks on SMs that a memory-bound norm, the attention backward or the
  * last partial wave of an input-gradient matmul leaves idle.
  *
- * While on the side, tzc_ctx.stream and .lt_ws are the side stream and its own cuBLASLt
- * workspace (a workspace is in use until its matmul ends, so two streams cannot share one), so
- * matmul.cu launches there unchanged. Kernel scratch (tzc_scratch) is one buffer in stream
- * order: the side may run only ops that use none (matmul_at; its fallback kernel neither).
+ * While on the side, tzc_ctx.stream, .lt_ws and .scratch are the side stream, its own cuBLASLt
+ * workspace (a workspace is in use until its matmul ends, so two streams cannot share one) and
+ * its own kernel scratch (tzc_scratch's contract is stream order: bias_bwd's partial sums), so
+ * matmul.cu and bias_bwd.cu launch there unchanged.
  *
  * Tickets: side_end records one of kEvents events on the side stream, ticket t on event
  * t % kEvents; side_wait(t) makes the main stream wait for it. An event recorded again by a
@@ -26,10 +26,23 @@ enum { kEvents = 32 };
 struct tzc_side {
   cudaStream_t stream;
   void *ws; /* the side's cuBLASLt workspace, lt_ws_bytes */
+  void *scratch; /* the side's kernel scratch (swapped with tzc_ctx's while on the side) */
+  size_t scratch_bytes;
   cudaEvent_t fork;
   cudaEvent_t ev[kEvents];
   int ticket;
 };
+
+/* tzc_scratch grows whichever buffer tzc_ctx holds, in its own stream's order */
+static void swap_scratch(tzc_ctx *c) {
+  struct tzc_side *s = c->side;
+  void *p = c->scratch;
+  size_t n = c->scratch_bytes;
+  c->scratch = s->scratch;
+  c->scratch_bytes = s->scratch_bytes;
+  s->scratch = p;
+  s->scratch_bytes = n;
+}
 
 static void side_begin(tz_backend *be) {
   tzc_ctx *c = tzc(be);
@@ -41,6 +54,7 @@ static void side_begin(tz_backend *be) {
   c->main_ws = c->lt_ws;
   c->stream = s->stream;
   c->lt_ws = s->ws;
+  swap_scratch(c);
   c->on_side = 1;
 }
 
@@ -52,6 +66,7 @@ static int side_end(tz_backend *be) {
   TZC_CHECK(cudaEventRecord(s->ev[t % kEvents], s->stream));
   c->stream = c->main_stream;
   c->lt_ws = c->main_ws;
+  swap_scratch(c);
   c->on_side = 0;
   return t;
 }
@@ -64,10 +79,16 @@ static void side_wait(tz_backend *be, int t) {
   TZC_CHECK(cudaStreamWaitEvent(c->stream, s->ev[t % kEvents], 0));
 }
 
+int tzc_side_wanted(void) {
+  const char *e = getenv("TEZGAH_CUDA_SIDE");
+  if (e && !strcmp(e, "0")) return 0;
+  if (e && !strcmp(e, "1")) return 1;
+  return TZC_SIDE_DEFAULT;
+}
+
 int tzc_side_offer(tz_backend *be) {
   tzc_ctx *c = tzc(be);
-  const char *e = getenv("TEZGAH_CUDA_SIDE");
-  if ((e && !strcmp(e, "0")) || c->prof) return 0;
+  if (!tzc_side_wanted() || c->prof) return 0;
   struct tzc_side *s = calloc(1, sizeof *s);
   if (!s) return tz_err("cuda: out of host memory for the side queue");
   c->side = s;
@@ -95,6 +116,10 @@ void tzc_side_free(tz_backend *be) {
   if (s->ws) {
     cudaFree(s->ws);
     tzc_mem_account(be, -(long long)c->lt_ws_bytes);
+  }
+  if (s->scratch) {
+    cudaFree(s->scratch);
+    tzc_mem_account(be, -(long long)s->scratch_bytes);
   }
   if (s->fork) cudaEventDestroy(s->fork);
   for (int i = 0; i < kEvents; i++)

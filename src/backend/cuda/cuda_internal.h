@@ -100,8 +100,9 @@ typedef struct {
    * (be->decode_step is set only under TEZGAH_CUDA_STEP=1: backend_cuda.c) */
   void *step;
   /* The side queue (backend_cuda_side.c; be->side_* offered when TEZGAH_CUDA_SIDE allows):
-   * while on_side, `stream` and `lt_ws` are the side stream's and its own cuBLASLt workspace
-   * (the main ones kept in main_stream / main_ws), so the launchers need not know. */
+   * while on_side, `stream`, `lt_ws` and `scratch` are the side stream's and its own cuBLASLt
+   * workspace and kernel scratch (the main ones kept in main_stream / main_ws / the side's
+   * struct), so the launchers need not know. */
   struct tzc_side *side;
   cudaStream_t main_stream;
   void *main_ws;
@@ -300,9 +301,12 @@ int tzc_replay(tz_backend *be, int key);
 int tzc_record_begin(tz_backend *be, int key);
 int tzc_record_end(tz_backend *be, int key);
 void tzc_graphs_free(tz_backend *be);
-/* The side queue (backend_cuda_side.c): tzc_side_offer at creation sets be->side_* unless
- * TEZGAH_CUDA_SIDE=0 or profiling (per-op times of overlapping ops would not add up); -1 with
- * tz_err() set when its stream, events or workspace cannot be made. tzc_side_free at destroy. */
+/* The side queue (backend_cuda_side.c). tzc_side_wanted: TEZGAH_CUDA_SIDE=1 on, =0 off, else
+ * TZC_SIDE_DEFAULT. tzc_side_offer at creation sets be->side_* where wanted, unless profiling
+ * (per-op times of overlapping ops would not add up); -1 with tz_err() set when its stream,
+ * events or workspace cannot be made. tzc_side_free at destroy. */
+#define TZC_SIDE_DEFAULT 1
+int tzc_side_wanted(void);
 int tzc_side_offer(tz_backend *be);
 void tzc_side_free(tz_backend *be);
 
