@@ -498,7 +498,9 @@ static void norm_bwd_rb(tz_model *m, tz_slice dx, tz_slice dout, tz_slice x, tz_
   be->layernorm_bwd_rb(be, dx, G(m, w), G(m, b), G(m, pb), dout, x, P(m, w), mean, rstd, N, m->cfg.d_model);
 }
 
-/* The main queue waits for the side work up to `ticket` (0, or no side queue: nothing). */
+/* The main queue waits for the side work up to `ticket` (0, or no side queue: nothing). A wait
+ * for the newest ticket restarts the backend's numbering (backend.h): m->side_last is reset at
+ * the backward's end, and the backward's tickets live in it only. */
 static void side_wait(tz_model *m, int ticket) {
   if (ticket > 0) m->be->side_wait(m->be, ticket);
 }
@@ -508,7 +510,7 @@ static void side_wait(tz_model *m, int ticket) {
  * b[Cout] += Σ_n dy[n, :] -- in one op where the backend offers it (matmul_at_db), else
  * matmul_at then bias_bwd, both on the backend's side queue where it has one (backend.h
  * side_*). Returns the side ticket the main queue must wait for (side_wait) before it
- * overwrites dy or x; 0 when there is none. */
+ * overwrites dy or x or touches dW, db; 0 when there is none. */
 static int linear_dw(tz_model *m, size_t w, size_t b, int has_b, tz_slice dy, tz_slice x, int Cout, int N, int Cin,
                      int acc) {
   tz_backend *be = m->be;
@@ -693,9 +695,11 @@ static void backward(tz_model *m) {
    *   qkv's dW reads dqkv, n1       -- before the next layer's attention backward (t_qkv)
    *   lm_head's dW (classify) reads the dlogits and nf -- before embed_bwd, which adds the
    *   token embedding's gradient into the same tensor when wte is tied to lm_head.
-   * Under recompute, a layer's a, n2 and n1 are rebuilt in buffers the layers share: all of the
-   * side work first. And all of it before the backward returns: the next forward rewrites
-   * every activation, and the optimizer reads the gradients. */
+   * The side runs its work in order, so a wait covers every earlier ticket too (some of the
+   * waits below are implied by an earlier one; each is kept where its hazard is). Under
+   * recompute, a layer's a, n2 and n1 are rebuilt in buffers the layers share: the layer
+   * above's side work first (t_qkv, its last). And all of it before the backward returns: the
+   * next forward rewrites every activation, and the optimizer reads the gradients. */
   int t_fc = 0, t_qkv = 0;
   size_t NC = (size_t)N * d.C;
   be->fill(be, a->dres, 0.0f, NC, be->act);
@@ -705,7 +709,7 @@ static void backward(tz_model *m) {
     const tz_layer_offsets *o = &m->lay.layer[l];
     tz_layer_acts *x = &a->layer[l];
     if (a->recompute) { /* this layer's a, n2, n1 were overwritten by later layers' forward */
-      side_wait(m, m->side_last);
+      side_wait(m, t_qkv); /* (the shared a, n2, n1 read by the layer above's dW: in order, all) */
       norm_fwd(m, x->n2, x->n2_mean, x->n2_rstd, x->mid, o->norm2_w, o->norm2_b, N);
       if (gpt2) be->gelu_fwd(be, x->a, x->h, (size_t)N * d.F);
       else be->swiglu_fwd(be, x->a, x->h, N, d.F);

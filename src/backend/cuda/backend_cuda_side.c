@@ -11,10 +11,13 @@
  *
  * Tickets: side_end records one of kEvents events on the side stream, ticket t on event
  * t % kEvents; side_wait(t) makes the main stream wait for it. An event recorded again by a
- * later ticket (t + kEvents) only makes the wait longer (the side is in order), never shorter.
+ * later ticket (t + kEvents, or t after the numbering restarted) only makes the wait longer
+ * (the side is in order), never shorter. A wait for the newest ticket restarts the numbering
+ * at 1 (backend.h: tickets increase until then), so a long run cannot overflow it.
  *
  * Determinism: each op computes what it computes on one stream, and the caller (model.c) orders
  * every access of a buffer shared between the two queues; the results are the same bits. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +80,9 @@ static void side_wait(tz_backend *be, int t) {
   if (t <= 0) return;
   if (c->on_side || t > s->ticket) tz_fatal("cuda: side_wait for a ticket not yet ended");
   TZC_CHECK(cudaStreamWaitEvent(c->stream, s->ev[t % kEvents], 0));
+  /* Waiting for the newest ticket covers all side work so far: the numbering starts again, so
+   * that it never overflows (the model waits so at the end of every backward). */
+  if (t == s->ticket) s->ticket = 0;
 }
 
 int tzc_side_wanted(void) {
@@ -86,26 +92,28 @@ int tzc_side_wanted(void) {
   return TZC_SIDE_DEFAULT;
 }
 
-int tzc_side_offer(tz_backend *be) {
+void tzc_side_offer(tz_backend *be) {
   tzc_ctx *c = tzc(be);
-  if (!tzc_side_wanted() || c->prof) return 0;
+  /* not under GELU_EPI's +bgrad: there matmul_dgelu sums fc's bias gradient in its epilogue,
+   * which model.c moves to bias_bwd on the side where there is one (other bits) */
+  if (!tzc_side_wanted() || c->prof || (tzc_gelu_epi_mode(c->act == TZ_BF16) & TZC_GELU_BGRAD)) return;
   struct tzc_side *s = calloc(1, sizeof *s);
-  if (!s) return tz_err("cuda: out of host memory for the side queue");
+  if (!s) return;
   c->side = s;
   cudaError_t r = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
   if (r == cudaSuccess) r = cudaEventCreateWithFlags(&s->fork, cudaEventDisableTiming);
   for (int i = 0; i < kEvents && r == cudaSuccess; i++) r = cudaEventCreateWithFlags(&s->ev[i], cudaEventDisableTiming);
   if (r == cudaSuccess) r = cudaMalloc(&s->ws, c->lt_ws_bytes);
-  if (r != cudaSuccess) {
+  if (r != cudaSuccess) { /* an optional speed-up: one queue, as without it */
     cudaGetLastError();
+    if (c->verbose) fprintf(stderr, "cuda: no side queue: %s\n", cudaGetErrorString(r));
     tzc_side_free(be);
-    return tz_err("cuda: cannot make the side queue: %s", cudaGetErrorString(r));
+    return;
   }
   tzc_mem_account(be, (long long)c->lt_ws_bytes);
   be->side_begin = side_begin;
   be->side_end = side_end;
   be->side_wait = side_wait;
-  return 0;
 }
 
 void tzc_side_free(tz_backend *be) {
@@ -115,7 +123,7 @@ void tzc_side_free(tz_backend *be) {
   if (s->stream) cudaStreamSynchronize(s->stream);
   if (s->ws) {
     cudaFree(s->ws);
-    tzc_mem_account(be, -(long long)c->lt_ws_bytes);
+    if (be->side_begin) tzc_mem_account(be, -(long long)c->lt_ws_bytes); /* (counted once offered) */
   }
   if (s->scratch) {
     cudaFree(s->scratch);

@@ -303,11 +303,12 @@ int tzc_record_end(tz_backend *be, int key);
 void tzc_graphs_free(tz_backend *be);
 /* The side queue (backend_cuda_side.c). tzc_side_wanted: TEZGAH_CUDA_SIDE=1 on, =0 off, else
  * TZC_SIDE_DEFAULT. tzc_side_offer at creation sets be->side_* where wanted, unless profiling
- * (per-op times of overlapping ops would not add up); -1 with tz_err() set when its stream,
- * events or workspace cannot be made. tzc_side_free at destroy. */
+ * (per-op times of overlapping ops would not add up) or under TEZGAH_CUDA_GELU_EPI's +bgrad;
+ * where its stream, events or workspace cannot be made it is not offered (one queue, a line
+ * under TEZGAH_VERBOSE). tzc_side_free at destroy. */
 #define TZC_SIDE_DEFAULT 1
 int tzc_side_wanted(void);
-int tzc_side_offer(tz_backend *be);
+void tzc_side_offer(tz_backend *be);
 void tzc_side_free(tz_backend *be);
 
 /* matmul_t for M ≤ tzc_gemv_max_m() rows (gemv.cu; matmul.cu calls it first): 1 when it ran,
