@@ -448,10 +448,10 @@ struct tz_backend {
    * backward next to a tensor-core matmul, and each kernel's last partial wave filled).
    * side_begin: the ops called until side_end go to the side queue, after everything queued so
    * far on either queue; only matmul_at and bias_bwd may be called there.
-   * side_end: back to the main queue; returns a ticket > 0, larger than every earlier one
-   * since the last wait for the newest ticket (which restarts the numbering: the caller keeps
-   * no older tickets past it). side_wait(t): ops queued on the main queue from now on start
-   * after the side work of tickets ≤ t (t ≤ 0: nothing); the side runs its work in order. The
+   * side_end: back to the main queue; returns a ticket > 0 (the next after the last one issued;
+   * CUDA's start again at 1 after 2^30). side_wait(t): ops queued on the main queue from now on
+   * start after the side work up to ticket t's (t ≤ 0: nothing); the side runs its work in
+   * order. The
    * caller owns the hazards: until a side_wait covers a side op, the main queue must not write
    * what it reads nor touch what it writes. The results are the same bits as on one queue
    * (each op computes what it would; only the overlap changes). */

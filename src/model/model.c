@@ -498,9 +498,7 @@ static void norm_bwd_rb(tz_model *m, tz_slice dx, tz_slice dout, tz_slice x, tz_
   be->layernorm_bwd_rb(be, dx, G(m, w), G(m, b), G(m, pb), dout, x, P(m, w), mean, rstd, N, m->cfg.d_model);
 }
 
-/* The main queue waits for the side work up to `ticket` (0, or no side queue: nothing). A wait
- * for the newest ticket restarts the backend's numbering (backend.h): m->side_last is reset at
- * the backward's end, and the backward's tickets live in it only. */
+/* The main queue waits for the side work up to `ticket` (0, or no side queue: nothing). */
 static void side_wait(tz_model *m, int ticket) {
   if (ticket > 0) m->be->side_wait(m->be, ticket);
 }

@@ -11,9 +11,10 @@
  *
  * Tickets: side_end records one of kEvents events on the side stream, ticket t on event
  * t % kEvents; side_wait(t) makes the main stream wait for it. An event recorded again by a
- * later ticket (t + kEvents, or t after the numbering restarted) only makes the wait longer
- * (the side is in order), never shorter. A wait for the newest ticket restarts the numbering
- * at 1 (backend.h: tickets increase until then), so a long run cannot overflow it.
+ * later ticket (t + kEvents) only makes the wait longer (the side is in order), never shorter.
+ * Tickets run 1, 2, ..., 2^30 and start again at 1 (a multiple of kEvents: the events' order
+ * goes on across the wrap), so a long run never overflows them; a ticket is waited for a few
+ * tickets after it is issued (model.c), never 2^30 later.
  *
  * Determinism: each op computes what it computes on one stream, and the caller (model.c) orders
  * every access of a buffer shared between the two queues; the results are the same bits. */
@@ -33,7 +34,7 @@ struct tzc_side {
   size_t scratch_bytes;
   cudaEvent_t fork;
   cudaEvent_t ev[kEvents];
-  int ticket;
+  unsigned long long issued; /* tickets issued so far */
 };
 
 /* tzc_scratch grows whichever buffer tzc_ctx holds, in its own stream's order */
@@ -65,7 +66,7 @@ static int side_end(tz_backend *be) {
   tzc_ctx *c = tzc(be);
   struct tzc_side *s = c->side;
   if (!c->on_side) tz_fatal("cuda: side_end without side_begin");
-  int t = ++s->ticket;
+  int t = (int)(s->issued++ % (1ull << 30)) + 1;
   TZC_CHECK(cudaEventRecord(s->ev[t % kEvents], s->stream));
   c->stream = c->main_stream;
   c->lt_ws = c->main_ws;
@@ -78,11 +79,8 @@ static void side_wait(tz_backend *be, int t) {
   tzc_ctx *c = tzc(be);
   struct tzc_side *s = c->side;
   if (t <= 0) return;
-  if (c->on_side || t > s->ticket) tz_fatal("cuda: side_wait for a ticket not yet ended");
+  if (c->on_side || !s->issued) tz_fatal("cuda: side_wait on the side queue, or before any side work");
   TZC_CHECK(cudaStreamWaitEvent(c->stream, s->ev[t % kEvents], 0));
-  /* Waiting for the newest ticket covers all side work so far: the numbering starts again, so
-   * that it never overflows (the model waits so at the end of every backward). */
-  if (t == s->ticket) s->ticket = 0;
 }
 
 int tzc_side_wanted(void) {
