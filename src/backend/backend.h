@@ -442,6 +442,22 @@ struct tz_backend {
   int (*replay)(tz_backend *be, int key);
   int (*record_begin)(tz_backend *be, int key);
   int (*record_end)(tz_backend *be, int key);
+  /* Optional (NULL: one queue -- CPU, WebGPU, and CUDA unless offered; backend_cuda_side.c): a
+   * second queue for work off the backward's critical path, the weight-gradient matmuls, so a
+   * GPU can run them beside the input-gradient chain (a memory-bound norm or the attention
+   * backward next to a tensor-core matmul, and each kernel's last partial wave filled).
+   * side_begin: the ops called until side_end go to the side queue, after everything queued so
+   * far on either queue; only matmul_at and bias_bwd may be called there.
+   * side_end: back to the main queue; returns a ticket > 0 (the next after the last one issued;
+   * CUDA's start again at 1 after 2^30). side_wait(t): ops queued on the main queue from now on
+   * start after the side work up to ticket t's (t ≤ 0: nothing); the side runs its work in
+   * order. The
+   * caller owns the hazards: until a side_wait covers a side op, the main queue must not write
+   * what it reads nor touch what it writes. The results are the same bits as on one queue
+   * (each op computes what it would; only the overlap changes). */
+  void (*side_begin)(tz_backend *be);
+  int (*side_end)(tz_backend *be);
+  void (*side_wait)(tz_backend *be, int ticket);
 };
 
 /* Create a backend by name ("cpu", "webgpu", "cuda"). threads <= 0 means all cores (OpenMP

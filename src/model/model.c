@@ -498,17 +498,28 @@ static void norm_bwd_rb(tz_model *m, tz_slice dx, tz_slice dout, tz_slice x, tz_
   be->layernorm_bwd_rb(be, dx, G(m, w), G(m, b), G(m, pb), dout, x, P(m, w), mean, rstd, N, m->cfg.d_model);
 }
 
+/* The main queue waits for the side work up to `ticket` (0, or no side queue: nothing). */
+static void side_wait(tz_model *m, int ticket) {
+  if (ticket > 0) m->be->side_wait(m->be, ticket);
+}
+
 /* A linear layer's parameter gradients from its output gradient dy [N, Cout] and input x
- * [N, Cin]: W[Cout, Cin] += dyᵀ·x and, with has_b, b[Cout] += Σ_n dy[n, :] -- in one op where
- * the backend offers it (matmul_at_db), else matmul_at then bias_bwd. */
-static void linear_dw(tz_model *m, size_t w, size_t b, int has_b, tz_slice dy, tz_slice x, int Cout, int N, int Cin) {
+ * [N, Cin]: W[Cout, Cin] (+)= dyᵀ·x (acc: wacc, or the classifier's chunks) and, with has_b,
+ * b[Cout] += Σ_n dy[n, :] -- in one op where the backend offers it (matmul_at_db), else
+ * matmul_at then bias_bwd, both on the backend's side queue where it has one (backend.h
+ * side_*). Returns the side ticket the main queue must wait for (side_wait) before it
+ * overwrites dy or x or touches dW, db; 0 when there is none. */
+static int linear_dw(tz_model *m, size_t w, size_t b, int has_b, tz_slice dy, tz_slice x, int Cout, int N, int Cin,
+                     int acc) {
   tz_backend *be = m->be;
   if (has_b && be->matmul_at_db) {
-    be->matmul_at_db(be, G(m, w), G(m, b), dy, x, Cout, N, Cin, wacc(m));
-    return;
+    be->matmul_at_db(be, G(m, w), G(m, b), dy, x, Cout, N, Cin, acc);
+    return 0;
   }
-  be->matmul_at(be, G(m, w), dy, x, Cout, N, Cin, wacc(m));
+  if (be->side_begin) be->side_begin(be);
+  be->matmul_at(be, G(m, w), dy, x, Cout, N, Cin, acc);
   if (has_b) be->bias_bwd(be, G(m, b), dy, N, Cout);
+  return be->side_begin ? (m->side_last = be->side_end(be)) : 0;
 }
 
 /* out [N, C_out] = a [N, K] · W[C_out, K]ᵀ + bias + res: a projection into the residual stream,
@@ -621,7 +632,10 @@ static void classify(tz_model *m, int train, float dscale) {
                      dscale);
     if (!train) continue;
     be->matmul(be, A(m, a->dtmp, (size_t)r0 * d.C), a->logits, P(m, m->lay.lm_head), R, d.Vp, d.C, 0);
-    be->matmul_at(be, G(m, m->lay.lm_head), a->logits, nf, d.Vp, R, d.C, r0 > 0 || wacc(m));
+    /* (dW on the side queue: it reads the dlogits, which the next chunk's matmul_t overwrites,
+     * and nf, which only the next forward does; the backward waits for it before embed_bwd) */
+    int t = linear_dw(m, m->lay.lm_head, 0, 0, a->logits, nf, d.Vp, R, d.C, r0 > 0 || wacc(m));
+    if (r0 + R < N) side_wait(m, t);
   }
 }
 
@@ -669,6 +683,22 @@ static void backward(tz_model *m) {
    * the dres it loads anyway, instead of by bias_bwd's own pass over dres (linear_dw then skips
    * the bias). Nothing writes dres between the two uses. */
   const int proj_rb = gpt2 && be->layernorm_bwd_rb != NULL;
+  /* The weight and bias gradients go to the backend's side queue where it has one (linear_dw)
+   * and run beside the chain of input gradients. Each reads its layer's output gradient and
+   * stored input and writes its own dW (db) only; the main queue waits for one (side_wait, its
+   * ticket) before it overwrites what that one reads:
+   *   fcproj's dW reads dres, a     -- before ln2's backward adds into dres    (t_fcproj)
+   *   fc's dW reads dh, n2          -- before the next layer's writes dh        (t_fc)
+   *   proj's dW reads dres, att     -- before ln1's backward adds into dres    (t_proj)
+   *   qkv's dW reads dqkv, n1       -- before the next layer's attention backward (t_qkv)
+   *   lm_head's dW (classify) reads the dlogits and nf -- before embed_bwd, which adds the
+   *   token embedding's gradient into the same tensor when wte is tied to lm_head.
+   * The side runs its work in order, so a wait covers every earlier ticket too (some of the
+   * waits below are implied by an earlier one; each is kept where its hazard is). Under
+   * recompute, a layer's a, n2 and n1 are rebuilt in buffers the layers share: the layer
+   * above's side work first (t_qkv, its last). And all of it before the backward returns: the
+   * next forward rewrites every activation, and the optimizer reads the gradients. */
+  int t_fc = 0, t_qkv = 0;
   size_t NC = (size_t)N * d.C;
   be->fill(be, a->dres, 0.0f, NC, be->act);
   norm_bwd(m, a->dres, a->dtmp, a->res[d.L], a->nf_mean, a->nf_rstd, m->lay.normf_w,
@@ -677,6 +707,7 @@ static void backward(tz_model *m) {
     const tz_layer_offsets *o = &m->lay.layer[l];
     tz_layer_acts *x = &a->layer[l];
     if (a->recompute) { /* this layer's a, n2, n1 were overwritten by later layers' forward */
+      side_wait(m, t_qkv); /* (the shared a, n2, n1 read by the layer above's dW: in order, all) */
       norm_fwd(m, x->n2, x->n2_mean, x->n2_rstd, x->mid, o->norm2_w, o->norm2_b, N);
       if (gpt2) be->gelu_fwd(be, x->a, x->h, (size_t)N * d.F);
       else be->swiglu_fwd(be, x->a, x->h, N, d.F);
@@ -686,41 +717,47 @@ static void backward(tz_model *m) {
      * gradient), or llama's dgu = swiglu_bwd(dres·Wdown, gu), in one matmul where the backend
      * offers it, else through da */
     const int dgelu = gpt2 && be->matmul_dgelu, dswiglu = !gpt2 && be->matmul_dswiglu;
-    if (dgelu) /* (fc's bias gradient here unless linear_dw sums it with fc's weight gradient) */
-      be->matmul_dgelu(be, a->dh, be->matmul_at_db ? TZ_NONE : G(m, o->fc_b), a->dres, P(m, o->fcproj_w), x->h, N,
-                       d.C, d.F);
+    /* fc's bias gradient in matmul_dgelu (its epilogue's, or bias_bwd's kernel and bits on its
+     * output) unless linear_dw sums it with fc's weight gradient, in one op or on the side */
+    const int fcb_dgelu = dgelu && !be->matmul_at_db && !be->side_begin;
+    side_wait(m, t_fc); /* (the layer above's fc dW has read dh) */
+    if (dgelu)
+      be->matmul_dgelu(be, a->dh, fcb_dgelu ? G(m, o->fc_b) : TZ_NONE, a->dres, P(m, o->fcproj_w), x->h, N, d.C,
+                       d.F);
     else if (dswiglu) be->matmul_dswiglu(be, a->dh, a->dres, P(m, o->fcproj_w), x->h, N, d.C, d.F);
     else be->matmul(be, a->da, a->dres, P(m, o->fcproj_w), N, d.C, d.F, 0);
-    linear_dw(m, o->fcproj_w, o->fcproj_b, gpt2 && !proj_rb, a->dres, x->a, d.C, N, d.F);
+    int t_fcproj = linear_dw(m, o->fcproj_w, o->fcproj_b, gpt2 && !proj_rb, a->dres, x->a, d.C, N, d.F, wacc(m));
     if (!gpt2) {
       if (!dswiglu) be->swiglu_bwd(be, a->dh, a->da, x->h, N, d.F);
     } else if (!dgelu) {
       be->gelu_bwd(be, a->dh, x->h, a->da, (size_t)N * d.F);
     }
     be->matmul(be, a->dtmp, a->dh, P(m, o->fc_w), N, d.F2, d.C, 0);
-    if (gpt2 && dgelu && !be->matmul_at_db) /* (matmul_dgelu summed fc's bias gradient) */
-      be->matmul_at(be, G(m, o->fc_w), a->dh, x->n2, d.F2, N, d.C, wacc(m));
-    else
-      linear_dw(m, o->fc_w, o->fc_b, gpt2, a->dh, x->n2, d.F2, N, d.C);
+    t_fc = linear_dw(m, o->fc_w, o->fc_b, gpt2 && !fcb_dgelu, a->dh, x->n2, d.F2, N, d.C, wacc(m));
+    side_wait(m, t_fcproj);
     if (proj_rb) /* (and fcproj's bias gradient from dres as it comes in) */
       norm_bwd_rb(m, a->dres, a->dtmp, x->mid, x->n2_mean, x->n2_rstd, o->norm2_w, o->norm2_b, o->fcproj_b, N);
     else
       norm_bwd(m, a->dres, a->dtmp, x->mid, x->n2_mean, x->n2_rstd, o->norm2_w, o->norm2_b, N);
     /* attention: mid = res[l] + att·Wprojᵀ + b */
     be->matmul(be, a->dtmp, a->dres, P(m, o->proj_w), N, d.C, d.C, 0);
-    linear_dw(m, o->proj_w, o->proj_b, gpt2 && !proj_rb, a->dres, x->att, d.C, N, d.C);
+    int t_proj = linear_dw(m, o->proj_w, o->proj_b, gpt2 && !proj_rb, a->dres, x->att, d.C, N, d.C, wacc(m));
+    side_wait(m, t_qkv); /* (the layer above's qkv dW has read dqkv) */
     tz_slice q = x->qkv, k = A(m, q, (size_t)d.nh * d.hd), v = A(m, q, (size_t)(d.nh + d.nkv) * d.hd);
     tz_slice dq = a->dqkv, dk = A(m, dq, (size_t)d.nh * d.hd), dv = A(m, dq, (size_t)(d.nh + d.nkv) * d.hd);
     be->attention_bwd(be, dq, dk, dv, a->dtmp, q, k, v, x->att, x->lse, B, T, d.nh, d.nkv, d.hd,
                       d.Q, d.Q);
     if (!gpt2) be->rope(be, a->dqkv, B, T, d.nh, d.nkv, d.hd, 0, c->rope_theta, -1);
     be->matmul(be, a->dtmp, a->dqkv, P(m, o->qkv_w), N, d.Q, d.C, 0);
-    linear_dw(m, o->qkv_w, o->qkv_b, gpt2, a->dqkv, x->n1, d.Q, N, d.C);
+    t_qkv = linear_dw(m, o->qkv_w, o->qkv_b, gpt2, a->dqkv, x->n1, d.Q, N, d.C, wacc(m));
+    side_wait(m, t_proj);
     if (proj_rb) /* (and proj's bias gradient from dres as it comes in) */
       norm_bwd_rb(m, a->dres, a->dtmp, a->res[l], x->n1_mean, x->n1_rstd, o->norm1_w, o->norm1_b, o->proj_b, N);
     else
       norm_bwd(m, a->dres, a->dtmp, a->res[l], x->n1_mean, x->n1_rstd, o->norm1_w, o->norm1_b, N);
   }
+  side_wait(m, m->side_last); /* (all of it: embed_bwd adds into a tied lm_head's gradient) */
+  m->side_last = 0;
   be->embed_bwd(be, G(m, m->lay.wte), gpt2 ? G(m, m->lay.wpe) : TZ_NONE, a->dres, a->tokens, B, T,
                 d.C, d.Vp);
   m->grads_fresh = 0; /* every weight gradient written: the next micro-batch adds */

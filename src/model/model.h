@@ -92,6 +92,10 @@ typedef struct {
    * grads_fresh = 1 until the next backward's weight-gradient matmuls have written theirs. */
   size_t *gz_ranges;
   int n_gz_ranges, grads_fresh;
+  /* The newest ticket of a weight-gradient matmul queued on the backend's side queue
+   * (backend.h side_*; model.c's backward), 0 when none is pending: waited for before the
+   * backward returns. */
+  int side_last;
 } tz_model;
 
 /* Create a model with zeroed parameters on `be`. cfg must be finalized. */

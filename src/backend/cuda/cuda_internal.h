@@ -99,6 +99,14 @@ typedef struct {
   /* decode_step's buffers, layer table and launch geometry (decode_step.cu), NULL until used
    * (be->decode_step is set only under TEZGAH_CUDA_STEP=1: backend_cuda.c) */
   void *step;
+  /* The side queue (backend_cuda_side.c; be->side_* offered when TEZGAH_CUDA_SIDE allows):
+   * while on_side, `stream`, `lt_ws` and `scratch` are the side stream's and its own cuBLASLt
+   * workspace and kernel scratch (the main ones kept in main_stream / main_ws / the side's
+   * struct), so the launchers need not know. */
+  struct tzc_side *side;
+  cudaStream_t main_stream;
+  void *main_ws;
+  int on_side;
 } tzc_ctx;
 
 static inline tzc_ctx *tzc(tz_backend *be) { return (tzc_ctx *)be->ctx; }
@@ -293,6 +301,15 @@ int tzc_replay(tz_backend *be, int key);
 int tzc_record_begin(tz_backend *be, int key);
 int tzc_record_end(tz_backend *be, int key);
 void tzc_graphs_free(tz_backend *be);
+/* The side queue (backend_cuda_side.c). tzc_side_wanted: TEZGAH_CUDA_SIDE=1 on, =0 off, else
+ * TZC_SIDE_DEFAULT. tzc_side_offer at creation sets be->side_* where wanted, unless profiling
+ * (per-op times of overlapping ops would not add up) or under TEZGAH_CUDA_GELU_EPI's +bgrad;
+ * where its stream, events or workspace cannot be made it is not offered (one queue, a line
+ * under TEZGAH_VERBOSE). tzc_side_free at destroy. */
+#define TZC_SIDE_DEFAULT 1
+int tzc_side_wanted(void);
+void tzc_side_offer(tz_backend *be);
+void tzc_side_free(tz_backend *be);
 
 /* matmul_t for M ≤ tzc_gemv_max_m() rows (gemv.cu; matmul.cu calls it first): 1 when it ran,
  * 0 when the call is not for it (then cuBLASLt). Row m's result does not depend on M.

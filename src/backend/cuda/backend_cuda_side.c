@@ -1,0 +1,136 @@
+/* The CUDA backend's side queue (backend.h side_begin / side_end / side_wait): a second stream
+ * for the backward's weight-gradient matmuls, which nothing on the critical path reads until
+ * the optimizer. On one stream every kernel waits for the one before; on two, the GPU may
+ * start a dW matmul's blocks on SMs that a memory-bound norm, the attention backward or the
+ * last partial wave of an input-gradient matmul leaves idle.
+ *
+ * While on the side, tzc_ctx.stream, .lt_ws and .scratch are the side stream, its own cuBLASLt
+ * workspace (a workspace is in use until its matmul ends, so two streams cannot share one) and
+ * its own kernel scratch (tzc_scratch's contract is stream order: bias_bwd's partial sums), so
+ * matmul.cu and bias_bwd.cu launch there unchanged.
+ *
+ * Tickets: side_end records one of kEvents events on the side stream, ticket t on event
+ * t % kEvents; side_wait(t) makes the main stream wait for it. An event recorded again by a
+ * later ticket (t + kEvents) only makes the wait longer (the side is in order), never shorter.
+ * Tickets run 1, 2, ..., 2^30 and start again at 1 (a multiple of kEvents: the events' order
+ * goes on across the wrap), so a long run never overflows them; a ticket is waited for a few
+ * tickets after it is issued (model.c), never 2^30 later.
+ *
+ * Determinism: each op computes what it computes on one stream, and the caller (model.c) orders
+ * every access of a buffer shared between the two queues; the results are the same bits. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_internal.h"
+#include "core/error.h"
+
+enum { kEvents = 32 };
+
+struct tzc_side {
+  cudaStream_t stream;
+  void *ws; /* the side's cuBLASLt workspace, lt_ws_bytes */
+  void *scratch; /* the side's kernel scratch (swapped with tzc_ctx's while on the side) */
+  size_t scratch_bytes;
+  cudaEvent_t fork;
+  cudaEvent_t ev[kEvents];
+  unsigned long long issued; /* tickets issued so far */
+};
+
+/* tzc_scratch grows whichever buffer tzc_ctx holds, in its own stream's order */
+static void swap_scratch(tzc_ctx *c) {
+  struct tzc_side *s = c->side;
+  void *p = c->scratch;
+  size_t n = c->scratch_bytes;
+  c->scratch = s->scratch;
+  c->scratch_bytes = s->scratch_bytes;
+  s->scratch = p;
+  s->scratch_bytes = n;
+}
+
+static void side_begin(tz_backend *be) {
+  tzc_ctx *c = tzc(be);
+  struct tzc_side *s = c->side;
+  if (c->on_side) tz_fatal("cuda: side_begin while on the side queue (model.c pairs them)");
+  TZC_CHECK(cudaEventRecord(s->fork, c->stream));
+  TZC_CHECK(cudaStreamWaitEvent(s->stream, s->fork, 0));
+  c->main_stream = c->stream;
+  c->main_ws = c->lt_ws;
+  c->stream = s->stream;
+  c->lt_ws = s->ws;
+  swap_scratch(c);
+  c->on_side = 1;
+}
+
+static int side_end(tz_backend *be) {
+  tzc_ctx *c = tzc(be);
+  struct tzc_side *s = c->side;
+  if (!c->on_side) tz_fatal("cuda: side_end without side_begin");
+  int t = (int)(s->issued++ % (1ull << 30)) + 1;
+  TZC_CHECK(cudaEventRecord(s->ev[t % kEvents], s->stream));
+  c->stream = c->main_stream;
+  c->lt_ws = c->main_ws;
+  swap_scratch(c);
+  c->on_side = 0;
+  return t;
+}
+
+static void side_wait(tz_backend *be, int t) {
+  tzc_ctx *c = tzc(be);
+  struct tzc_side *s = c->side;
+  if (t <= 0) return;
+  if (c->on_side || !s->issued) tz_fatal("cuda: side_wait on the side queue, or before any side work");
+  TZC_CHECK(cudaStreamWaitEvent(c->stream, s->ev[t % kEvents], 0));
+}
+
+int tzc_side_wanted(void) {
+  const char *e = getenv("TEZGAH_CUDA_SIDE");
+  if (e && !strcmp(e, "0")) return 0;
+  if (e && !strcmp(e, "1")) return 1;
+  return TZC_SIDE_DEFAULT;
+}
+
+void tzc_side_offer(tz_backend *be) {
+  tzc_ctx *c = tzc(be);
+  /* not under GELU_EPI's +bgrad: there matmul_dgelu sums fc's bias gradient in its epilogue,
+   * which model.c moves to bias_bwd on the side where there is one (other bits) */
+  if (!tzc_side_wanted() || c->prof || (tzc_gelu_epi_mode(c->act == TZ_BF16) & TZC_GELU_BGRAD)) return;
+  struct tzc_side *s = calloc(1, sizeof *s);
+  if (!s) return;
+  c->side = s;
+  cudaError_t r = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
+  if (r == cudaSuccess) r = cudaEventCreateWithFlags(&s->fork, cudaEventDisableTiming);
+  for (int i = 0; i < kEvents && r == cudaSuccess; i++) r = cudaEventCreateWithFlags(&s->ev[i], cudaEventDisableTiming);
+  if (r == cudaSuccess) r = cudaMalloc(&s->ws, c->lt_ws_bytes);
+  if (r != cudaSuccess) { /* an optional speed-up: one queue, as without it */
+    cudaGetLastError();
+    if (c->verbose) fprintf(stderr, "cuda: no side queue: %s\n", cudaGetErrorString(r));
+    tzc_side_free(be);
+    return;
+  }
+  tzc_mem_account(be, (long long)c->lt_ws_bytes);
+  be->side_begin = side_begin;
+  be->side_end = side_end;
+  be->side_wait = side_wait;
+}
+
+void tzc_side_free(tz_backend *be) {
+  tzc_ctx *c = tzc(be);
+  struct tzc_side *s = c->side;
+  if (!s) return;
+  if (s->stream) cudaStreamSynchronize(s->stream);
+  if (s->ws) {
+    cudaFree(s->ws);
+    if (be->side_begin) tzc_mem_account(be, -(long long)c->lt_ws_bytes); /* (counted once offered) */
+  }
+  if (s->scratch) {
+    cudaFree(s->scratch);
+    tzc_mem_account(be, -(long long)s->scratch_bytes);
+  }
+  if (s->fork) cudaEventDestroy(s->fork);
+  for (int i = 0; i < kEvents; i++)
+    if (s->ev[i]) cudaEventDestroy(s->ev[i]);
+  if (s->stream) cudaStreamDestroy(s->stream);
+  free(s);
+  c->side = NULL;
+}
