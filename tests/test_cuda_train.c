@@ -145,12 +145,14 @@ static void make_batches(batches *d, int V) {
 }
 
 static int g_rows; /* tz_model.logits_rows of the models new_model makes (0: auto, the whole batch here) */
+static int g_recompute; /* tz_model.recompute of the models new_model makes */
 
 static tz_model *new_model(tz_backend *be, const tz_config *c) {
   tz_model *m;
   assert_int_equal(tz_model_create(be, c, &m), 0);
   tz_model_init_weights(m, 1234);
   m->logits_rows = g_rows;
+  m->recompute = g_recompute;
   assert_int_equal(tz_model_alloc_training(m, BB, TT), 0);
   assert_int_equal(m->train.chunk, g_rows && g_rows < BB * TT ? g_rows : BB * TT);
   return m;
@@ -498,11 +500,11 @@ static void test_chunked_gpt2(void **state) { chunked(TZ_ARCH_GPT2); }
 static void side_vs_one(tz_arch arch, const char *prec, int rows, int recompute) {
   batches *d = malloc(sizeof *d);
   make_batches(d, 101);
-  tz_config c = cfg_of(arch);
   double l[2][STEPS];
   float *w[2], *g[2];
   size_t n = 0;
   g_rows = rows;
+  g_recompute = recompute;
   const char *keep = getenv("TEZGAH_CUDA_SIDE"), *pf = getenv("TEZGAH_PROFILE"), *ge = getenv("TEZGAH_CUDA_GELU_EPI");
   char *kept = keep ? strdup(keep) : NULL;
   const int offered = !(pf && *pf && strcmp(pf, "0")) && !(ge && strstr(ge, "bgrad"));
@@ -511,12 +513,7 @@ static void side_vs_one(tz_arch arch, const char *prec, int rows, int recompute)
     tz_backend *gpu = ct_cuda(prec);
     if (offered) assert_int_equal(gpu->side_begin != NULL, run == 0);
     tz_model *m;
-    assert_int_equal(tz_model_create(gpu, &c, &m), 0);
-    tz_model_init_weights(m, 1234);
-    m->logits_rows = g_rows;
-    m->recompute = recompute;
-    assert_int_equal(tz_model_alloc_training(m, BB, TT), 0);
-    run_steps(m, d, 0, STEPS, l[run]);
+    train_losses(gpu, arch, d, l[run], &m);
     n = m->lay.total;
     w[run] = malloc(sizeof(float) * n);
     g[run] = malloc(sizeof(float) * n);
@@ -529,6 +526,7 @@ static void side_vs_one(tz_arch arch, const char *prec, int rows, int recompute)
   else unsetenv("TEZGAH_CUDA_SIDE");
   free(kept);
   g_rows = 0;
+  g_recompute = 0;
   int same_l = !memcmp(l[0], l[1], sizeof l[0]), same_w = !memcmp(w[0], w[1], sizeof(float) * n),
       same_g = !memcmp(g[0], g[1], sizeof(float) * n);
   printf("%s %s rows %d recompute %d: side queue vs one queue: losses %s, gradients %s, weights %s (last loss %.9g)\n",

@@ -451,10 +451,9 @@ struct tz_backend {
    * side_end: back to the main queue; returns a ticket > 0 (the next after the last one issued;
    * CUDA's start again at 1 after 2^30). side_wait(t): ops queued on the main queue from now on
    * start after the side work up to ticket t's (t ≤ 0: nothing); the side runs its work in
-   * order. The
-   * caller owns the hazards: until a side_wait covers a side op, the main queue must not write
-   * what it reads nor touch what it writes. The results are the same bits as on one queue
-   * (each op computes what it would; only the overlap changes). */
+   * order. The caller owns the hazards: until a side_wait covers a side op, the main queue must
+   * not write what it reads nor touch what it writes. The results are the same bits as on one
+   * queue (each op computes what it would; only the overlap changes). */
   void (*side_begin)(tz_backend *be);
   int (*side_end)(tz_backend *be);
   void (*side_wait)(tz_backend *be, int ticket);

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -309,17 +308,11 @@ static void note_val_in_train(train_run *r, const char *val_flag, const char *va
     tz_paths_free(vp, vn);
     return;
   }
-  struct stat *ts = tz_malloc((tn + 1) * sizeof *ts);
-  char *tok = tz_malloc(tn + 1);
-  for (size_t j = 0; j < tn; j++) tok[j] = stat(tp[j], &ts[j]) == 0;
   size_t both = 0, first = 0;
-  for (size_t i = 0; i < vn; i++) {
-    struct stat vs;
-    if (stat(vp[i], &vs) != 0) continue; /* missing: its loader says so */
+  for (size_t i = 0; i < vn; i++) { /* (a missing file is no match: its loader says so) */
     size_t j = 0;
-    while (j < tn && !(tok[j] && ts[j].st_dev == vs.st_dev && ts[j].st_ino == vs.st_ino)) j++;
-    if (j == tn) continue;
-    if (!both++) first = i;
+    while (j < tn && !tz_same_file(vp[i], tp[j])) j++;
+    if (j < tn && !both++) first = i;
   }
   if (both == 1)
     tz_train_note(r, "note: %s: %s is also in %s: validation reads training data, so the val loss is not measured "
@@ -327,8 +320,6 @@ static void note_val_in_train(train_run *r, const char *val_flag, const char *va
   else if (both > 1)
     tz_train_note(r, "note: %s: %s and %zu more of its files are also in %s: validation reads training data, so the "
                      "val loss is not measured on held-out tokens\n", val_flag, vp[first], both - 1, train_flag);
-  free(ts);
-  free(tok);
   tz_paths_free(vp, vn);
   tz_paths_free(tp, tn);
 }

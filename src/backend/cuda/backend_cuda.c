@@ -230,8 +230,8 @@ static int cuda_env(tz_dtype act) {
    * CUDA_MODULE_LOADING wins; set before the driver starts. */
   if (few) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   /* One hardware work queue instead of the driver's default 8: tezgah queues everything on one
-   * stream (kernels, copies, cuBLASLt, NCCL's collectives; but the side queue, below), so the other queues only cost time
-   * — each is made with the context and torn down at the exit. A bare driver program on the
+   * stream (kernels, copies, cuBLASLt, NCCL's collectives; but the side queue, below), so the
+   * other queues only cost time — each is made with the context and torn down at the exit. A bare driver program on the
    * H200 (2026-12-03 15:04 UTC, 4 runs each): context 102-120 ms with 8, 66-79 with 2, 50-60
    * with 1 (481-547 with 32); the exit after its last line 85-111 / 66-77 / 57-67 ms. A whole
    * 1,000-token `tezgah sample` went 0.696 -> 0.622 s (median of 5) with steps unchanged.

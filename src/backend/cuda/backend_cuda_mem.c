@@ -3,8 +3,8 @@
  *
  * Everything here is queued on the backend's main stream (the side queue, backend_cuda_side.c,
  * runs gradient ops only, each after all the main stream's earlier work), so a buffer's
- * zero-fill (cudaMemsetAsync at alloc) is ordered before any upload or op that touches it. Uploads go through four
- * pinned slots (STAGE_BYTES each): the host data is copied into a slot and the slot's
+ * zero-fill (cudaMemsetAsync at alloc) is ordered before any upload or op that touches it.
+ * Uploads go through four pinned slots (STAGE_BYTES each): the host data is copied into a slot and the slot's
  * DMA is queued; a slot is reused only after its previous copy finished (an event), so an
  * upload returns without waiting for the GPU. Downloads wait (stream order: every op queued
  * before them has written their source).

@@ -27,25 +27,27 @@
 
 enum { kEvents = 32 };
 
+/* The side's stream, cuBLASLt workspace (lt_ws_bytes) and kernel scratch while on the main
+ * queue; swapped with tzc_ctx's (then holding the main ones) while on the side. */
 struct tzc_side {
   cudaStream_t stream;
-  void *ws; /* the side's cuBLASLt workspace, lt_ws_bytes */
-  void *scratch; /* the side's kernel scratch (swapped with tzc_ctx's while on the side) */
+  void *ws;
+  void *scratch;
   size_t scratch_bytes;
   cudaEvent_t fork;
   cudaEvent_t ev[kEvents];
   unsigned long long issued; /* tickets issued so far */
 };
 
-/* tzc_scratch grows whichever buffer tzc_ctx holds, in its own stream's order */
-static void swap_scratch(tzc_ctx *c) {
+#define SWAP(T, a, b) do { T t_ = (a); (a) = (b); (b) = t_; } while (0)
+/* Main <-> side: tzc_scratch then grows whichever scratch tzc_ctx holds, in its stream's order. */
+static void swap_queues(tzc_ctx *c) {
   struct tzc_side *s = c->side;
-  void *p = c->scratch;
-  size_t n = c->scratch_bytes;
-  c->scratch = s->scratch;
-  c->scratch_bytes = s->scratch_bytes;
-  s->scratch = p;
-  s->scratch_bytes = n;
+  SWAP(cudaStream_t, c->stream, s->stream);
+  SWAP(void *, c->lt_ws, s->ws);
+  SWAP(void *, c->scratch, s->scratch);
+  SWAP(size_t, c->scratch_bytes, s->scratch_bytes);
+  c->on_side = !c->on_side;
 }
 
 static void side_begin(tz_backend *be) {
@@ -54,12 +56,7 @@ static void side_begin(tz_backend *be) {
   if (c->on_side) tz_fatal("cuda: side_begin while on the side queue (model.c pairs them)");
   TZC_CHECK(cudaEventRecord(s->fork, c->stream));
   TZC_CHECK(cudaStreamWaitEvent(s->stream, s->fork, 0));
-  c->main_stream = c->stream;
-  c->main_ws = c->lt_ws;
-  c->stream = s->stream;
-  c->lt_ws = s->ws;
-  swap_scratch(c);
-  c->on_side = 1;
+  swap_queues(c);
 }
 
 static int side_end(tz_backend *be) {
@@ -67,11 +64,8 @@ static int side_end(tz_backend *be) {
   struct tzc_side *s = c->side;
   if (!c->on_side) tz_fatal("cuda: side_end without side_begin");
   int t = (int)(s->issued++ % (1ull << 30)) + 1;
-  TZC_CHECK(cudaEventRecord(s->ev[t % kEvents], s->stream));
-  c->stream = c->main_stream;
-  c->lt_ws = c->main_ws;
-  swap_scratch(c);
-  c->on_side = 0;
+  TZC_CHECK(cudaEventRecord(s->ev[t % kEvents], c->stream)); /* (the side stream, still) */
+  swap_queues(c);
   return t;
 }
 

@@ -100,12 +100,10 @@ typedef struct {
    * (be->decode_step is set only under TEZGAH_CUDA_STEP=1: backend_cuda.c) */
   void *step;
   /* The side queue (backend_cuda_side.c; be->side_* offered when TEZGAH_CUDA_SIDE allows):
-   * while on_side, `stream`, `lt_ws` and `scratch` are the side stream's and its own cuBLASLt
-   * workspace and kernel scratch (the main ones kept in main_stream / main_ws / the side's
-   * struct), so the launchers need not know. */
+   * while on_side, `stream`, `lt_ws` and `scratch` are the side stream and its own cuBLASLt
+   * workspace and kernel scratch (swapped with the main ones, which the side's struct holds
+   * meanwhile), so the launchers need not know. */
   struct tzc_side *side;
-  cudaStream_t main_stream;
-  void *main_ws;
   int on_side;
 } tzc_ctx;
 
