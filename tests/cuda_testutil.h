@@ -5,7 +5,10 @@
  * Skipping: ct_cuda() calls tz_test_skip_all() ("SKIPPED: CUDA unavailable: <reason>", exit
  * 77) when the backend cannot be created (built without CUDA, no driver, no GPU). On the GPU
  * machine set TEZGAH_CUDA_REQUIRED=1 so that a failure to create the backend fails the test
- * instead of skipping it.
+ * instead of skipping it. In a build without CUDA the reason (the backend's "configure with
+ * -DTEZGAH_CUDA=ON ...") gains CT_NO_CUDA_HINT, on the same line: scripts/test.sh configures
+ * build/ itself and takes TEZGAH_TEST_CUDA=ON for that (scripts/cuda_choice.sh), which the
+ * reason alone did not say (test_cuda_dist.sh checks the line).
  *
  * Tolerances (what the op tests state, per op, as llm.c's test_gpt2.cu does):
  * - fp32 mode (--precision fp32) against the CPU backend: rtol/atol about 1e-5..1e-4
@@ -47,12 +50,18 @@ static inline void ct_round(tz_backend *be, float *x, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = ct_bf16_round(x[i]);
 }
 
+#ifdef TZ_HAVE_CUDA
+#define CT_NO_CUDA_HINT ""
+#else
+#define CT_NO_CUDA_HINT "; with scripts/test.sh: TEZGAH_TEST_CUDA=ON bash scripts/test.sh (builds it where a CUDA toolkit is found)"
+#endif
+
 /* The CUDA backend in `precision` (NULL: its default, bf16), or skip the whole program. */
 static inline tz_backend *ct_cuda(const char *precision) {
   tz_backend *be = tz_backend_create("cuda", 0, precision);
   if (!be) {
-    char why[1200];
-    snprintf(why, sizeof why, "CUDA unavailable: %s", tz_errmsg());
+    char why[1400];
+    snprintf(why, sizeof why, "CUDA unavailable: %s%s", tz_errmsg(), CT_NO_CUDA_HINT);
     const char *req = getenv("TEZGAH_CUDA_REQUIRED");
     if (req && *req && strcmp(req, "0") != 0) {
       fprintf(stderr, "TEZGAH_CUDA_REQUIRED is set but %s\n", why);

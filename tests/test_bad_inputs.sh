@@ -13,7 +13,8 @@
 # metrics.jsonl (resume-*-fail); a metrics.jsonl not of tezgah's in a --run-dir without a
 # checkpoint is refused, kept (stray-metrics-*); no temporary
 # file and no new directory left anywhere in the scratch tree; the good checkpoint
-# byte-identical afterwards.
+# byte-identical afterwards. README explains the params fingerprint that ckpt-fingerprint and
+# ckpt-other-config are refused for, where it first names it.
 # Usage (from ctest): bash test_bad_inputs.sh <tezgah-binary> <shared-dir> <scratch-dir>
 # TZ_BAD_VERBOSE=1 prints every message.
 set -uo pipefail
@@ -26,6 +27,7 @@ src=$shared/data/tinyshakespeare.txt
 [[ -x $edit ]] || { echo "FAIL: helper $edit is not built" >&2; exit 1; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 fixtures=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fixtures
+readme=$(dirname "$fixtures")/../README.md
 mnt= mnt_ro=
 cleanup() {
   [[ -n $mnt ]] && mountpoint -q "$mnt" && umount "$mnt"
@@ -483,6 +485,14 @@ done <<<"$cases"
 echo "unwritable output directory simulated with: $ro_how"
 [[ ! -e - && -z $(ls -A outdir) ]] || fail "out-*: a refused output was written: $(ls -ld -- - outdir/* 2>&1)"
 [[ $(sha256sum "${same_files[@]}") == "$same_sums" ]] || fail "same-*: an input given as the output changed: $(sha256sum "${same_files[@]}")"
+# README's first paragraph that names the fingerprint (train's model line shows it, ckpt-fingerprint
+# and ckpt-other-config above are refused for it) says what it is and why such a checkpoint is
+# refused: until session 36 it was named only in the source table ("offset table, fingerprint")
+fp_par=$(awk 'BEGIN { RS = "" } /fingerprint/ { print; exit }' "$readme" | tr '\n' ' ')
+[[ -n $fp_par ]] || fail "$readme names no fingerprint (or is absent)"
+[[ $fp_par == *"XXH64 over every tensor's name, dtype and shape"* && $fp_par == *"is refused"* &&
+   $fp_par == *"layout fingerprint X does not match"* ]] ||
+  fail "README does not explain the params fingerprint where it first names it: $(head -c 300 <<<"$fp_par")"
 
 # A tokenizer of fewer tokens than the model's vocab_size is not an error (models padded past
 # their tokenizer, Hugging Face exports at 50304 or 32001 rows): sample leaves the ids without

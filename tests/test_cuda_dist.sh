@@ -11,6 +11,11 @@
 #  4. a rank killed mid-run: the launcher names it and ends the run with status 1 within 60 s.
 # Needs 2 CUDA devices and NCCL (TEZGAH_NCCL_LIB or libnccl.so.2): SKIPPED otherwise, unless
 # TEZGAH_CUDA_REQUIRED=1 (then missing GPUs or NCCL fail the test).
+# In a build without CUDA the CUDA tests' skip line, this one's and the C programs'
+# (tests/cuda_testutil.h), is one line that says how to get the backend built, with cmake
+# (-DTEZGAH_CUDA=ON, the backend's own words) and with scripts/test.sh (TEZGAH_TEST_CUDA=ON,
+# scripts/cuda_choice.sh): until session 36 it named cmake's flag alone, which scripts/test.sh
+# overrides. This test checks test_cuda_ops's line there before it skips.
 # Usage (from ctest): bash test_cuda_dist.sh <tezgah-binary> <shared-dir> <scratch-dir>
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/support/dist_compare.sh"
@@ -19,6 +24,17 @@ shared=${2:?shared dir}
 scratch=${3:?scratch dir}
 diff_bin=$(dirname "$bin")/tz_ckpt_diff
 corpus_src=$shared/data/tinyshakespeare.txt
+no_cuda=
+if "$bin" info 2>&1 | grep -q '^backends:.*cuda (not in this build)'; then
+  no_cuda="; with scripts/test.sh: TEZGAH_TEST_CUDA=ON bash scripts/test.sh (builds it where a CUDA toolkit is found)"
+  ops=$(dirname "$bin")/tests/test_cuda_ops
+  [[ -x $ops ]] || fail "$ops is not built (it is the C CUDA tests' skip line checked here)"
+  out=$("$ops" 2>&1)
+  rc=$?
+  [[ $rc == 77 && $(grep -c '^SKIPPED: ' <<<"$out") == 1 ]] &&
+    grep -q '^SKIPPED: CUDA unavailable: .*-DTEZGAH_CUDA=ON.*; with scripts/test.sh: TEZGAH_TEST_CUDA=ON bash scripts/test.sh ' <<<"$out" ||
+    fail "the skip line of a CUDA test in a build without CUDA does not name scripts/test.sh's TEZGAH_TEST_CUDA=ON: exit $rc: $out"
+fi
 if [[ ! -f $corpus_src ]]; then
   echo "SKIPPED: $corpus_src is absent"
   exit 77
@@ -29,7 +45,7 @@ skip() {
   exit 77
 }
 ngpu=$("$bin" info 2>/dev/null | grep -cE '^  device [0-9]+:')
-((ngpu >= 2)) || skip "needs 2 CUDA devices, found $ngpu ($("$bin" info 2>&1 | grep -m1 '^cuda'))"
+((ngpu >= 2)) || skip "needs 2 CUDA devices, found $ngpu ($("$bin" info 2>&1 | grep -m1 '^cuda')$no_cuda)"
 [[ -x $diff_bin ]] || fail "$diff_bin is not built"
 rm -rf "$scratch" && mkdir -p "$scratch"
 head -c 60000 "$corpus_src" >"$scratch/corpus.txt"

@@ -910,17 +910,18 @@ static void print_progress(train_run *r, int step, double loss, int after_val) {
   /* the last step's line says 0: what follows (final validation, checkpoint) is reported by the done line */
   double eta = left > 0 ? sum_dt / k * left + r->val_dt * vals_left : 0;
   char pl[160];
-  /* The val column is on the lines when the run validates every ve steps, and also when a
-   * resumed run of --val-every 0 repeats its checkpoint's last validation (the final one of
-   * the session before: last_val is restored, and no new one comes before the end). The
-   * bar's first sizing must count it in both: it counted it only in the first, so a resumed
-   * --val-every 0 run sized its bar to the first line's actual fields (the oversized line
-   * narrowing it at once) and narrowed it again when the tok/s gained a character (22 -> 21
-   * columns, the session-34 walkthrough). The val step's digits: at most those of the last
-   * step, the final validation's. */
-  int shows_val = (r->val && ve > 0) || isfinite(r->st.last_val);
-  int val_digits = shows_val ? (int)log10(o->steps) + 1 : 0;
-  progress_line(pl, sizeof pl, step + 1, o->steps, loss, (double)r->N * o->grad_accum * k / sum_dt, eta, r->st.last_val,
+  /* The val column: on every line of a run that validates every ve steps (a resumed one
+   * repeating its checkpoint's last validation until the next); with --val-every 0, on the
+   * last line alone, held for the final validation (after_val). A resumed --val-every 0 run
+   * showed its checkpoint's last validation (the session before's final one, restored into
+   * last_val) on every line up to the end, stale beside the done line's new final val loss
+   * (the session-36 walkthrough). The bar's first sizing counts the column wherever a line
+   * will show one (else the line that gains it narrows the bar: 22 -> 21 columns, session
+   * 34). The val step's digits: at most those of the last step, the final validation's. */
+  int vals = ve > 0 ? (r->val || isfinite(r->st.last_val)) : r->val != NULL;
+  double val = ve > 0 || after_val ? r->st.last_val : NAN;
+  int val_digits = vals ? (int)log10(o->steps) + 1 : 0;
+  progress_line(pl, sizeof pl, step + 1, o->steps, loss, (double)r->N * o->grad_accum * k / sum_dt, eta, val,
                 r->st.last_val_step, val_digits, &r->bar_w);
   fprintf(stderr, "%s%s%s", r->tty ? "\r" : "", pl, r->tty ? "\033[K" : "\n");
 }
@@ -938,7 +939,7 @@ static void progress(train_run *r, double loss, double dt) {
   int step = r->st.step;
   r->recent[r->n_recent++ % RECENT] = dt;
   if (o->quiet || !(r->tty || (step + 1) % o->log_every == 0 || step == r->first_step || step + 1 == o->steps)) return;
-  if (r->val && o->val_every > 0 && ((step + 1) % o->val_every == 0 || step + 1 == o->steps)) {
+  if (r->val && ((o->val_every > 0 && (step + 1) % o->val_every == 0) || step + 1 == o->steps)) {
     r->held = 1, r->held_step = step, r->held_loss = loss;
     return;
   }
