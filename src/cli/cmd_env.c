@@ -98,7 +98,7 @@ static const env_var VARS[] = {
     T("TEZGAH_CUDA_PDL", "1", AB "0: no programmatic dependent launch (sm_90+)"),
     T("TEZGAH_CUDA_RMS_ONEPASS", "1", AB "0: RMSNorm backward by rows, then a column sum"),
     T("TEZGAH_CUDA_ROPE_PAIRS", "0", AB "1: RoPE one pair per thread, not 16-byte vectors"),
-    T("TEZGAH_CUDA_SIDE", "1", AB "0: the backward's weight gradients on the main stream, not a second"),
+    T("TEZGAH_CUDA_SIDE", "1", AB "0: one stream; grads: only the weight gradients on a second, not AdamW"),
     T("TEZGAH_CUDA_STEP", "0", "1: decode with the one-kernel step (slower so far)"),
     T("TEZGAH_CUDA_STEP_PF", "1", AB "0: the one-kernel step without prefetch"),
     T("TEZGAH_CUDA_STEP_TRACE", "0", "1: time the one-kernel step's barriers (block 0's clock)"),
