@@ -351,6 +351,9 @@ void tzc_mirror_refresh(tz_backend *be, size_t first, size_t n);
 void tzc_matmul_init(tz_backend *be);
 /* Matmul calls so far that cuBLASLt could not take and the fallback kernel ran (tests). */
 long long tzc_matmul_fallbacks(tz_backend *be);
+/* Shapes whose algorithm was chosen by time among two or more of the heuristic's (matmul.cu's
+ * tune; TEZGAH_CUDA_MM_TUNE; tests). */
+long long tzc_matmul_tuned(tz_backend *be);
 void tzc_matmul_destroy(tz_backend *be);
 
 #ifdef __cplusplus
