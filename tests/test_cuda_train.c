@@ -23,7 +23,8 @@
  *   of the whole batch above, and two bf16 chunked runs bit-identical (llama and gpt2, tied: dW_lm
  *   is wte's gradient, embed_bwd adds to it);
  * - the side queue (the backward's weight-gradient matmuls on a second stream, the default):
- *   bit-identical losses, gradients and weights to TEZGAH_CUDA_SIDE=0, whole batch and chunked.
+ *   bit-identical losses, gradients and weights to TEZGAH_CUDA_SIDE=0 (the update on the side
+ *   too, and =grads), whole batch and chunked.
  * The CUDA backend runs with its defaults, which the environment may change: the optional ops it
  * offers (printed for each run against the CPU) are the model's path. In both precisions by
  * default layernorm_bwd_rb (gpt2's attention-proj and fc-proj bias gradients summed in ln1's and
@@ -486,37 +487,46 @@ static void chunked(tz_arch arch) {
 static void test_chunked_llama(void **state) { chunked(TZ_ARCH_LLAMA); }
 static void test_chunked_gpt2(void **state) { chunked(TZ_ARCH_GPT2); }
 
-/* ---- the side queue (backend.h side_*): the backward's weight-gradient matmuls on a second
- * stream give the same bits as on one. Each run trains STEPS steps on a fresh backend, by default
- * (side queue offered) and under TEZGAH_CUDA_SIDE=0; the losses, the last step's gradient and the
- * trained weights must be equal bit for bit. In chunks (rows 40) the lm_head dW of one chunk must
- * finish before the next chunk's logits overwrite its dlogits (model.c classify). A missing wait
- * shows here as a difference wherever the timing lets a later kernel overwrite an input first;
- * at these small shapes that needs the race to be lost, so the GPU machine's training runs at
- * 124M (docs/PERF.md: the same losses on and off) are the larger check. recompute: the layers
- * share a, n2, n1, which the backward rebuilds while the layer above's dW may still read them.
- * Under TEZGAH_PROFILE or GELU_EPI's +bgrad the side queue is not offered: then both runs take
- * one queue (still equal), and the check of which one was offered is left out. */
+/* ---- the side queue (backend.h side_*): the backward's weight-gradient matmuls and the
+ * optimizer's update on a second stream give the same bits as on one. Each run trains STEPS
+ * steps on a fresh backend, by default (side queue offered, the update on it too: model.c
+ * tz_model_adamw), under TEZGAH_CUDA_SIDE=grads (the weight gradients only) and under
+ * TEZGAH_CUDA_SIDE=0; the losses, the last step's gradient and the trained weights must be
+ * equal bit for bit. In chunks (rows 40) the lm_head dW of one chunk must finish before the next
+ * chunk's logits overwrite its dlogits (model.c classify). A missing wait shows here as a
+ * difference wherever the timing lets a later kernel overwrite an input first; at these small
+ * shapes that needs the race to be lost, so the GPU machine's training runs at 124M
+ * (docs/PERF.md: the same losses on and off) are the larger check. recompute: the layers share
+ * a, n2, n1, which the backward rebuilds while the layer above's dW may still read them. The
+ * update: each layer's forward waits for that layer's part only, and the next zero_grads' fills
+ * queue behind it. Under TEZGAH_PROFILE or GELU_EPI's +bgrad the side queue is not offered:
+ * then all runs take one queue (still equal), and the check of which one was offered is left
+ * out. */
 static void side_vs_one(tz_arch arch, const char *prec, int rows, int recompute) {
+  static const char *mode[3] = {"1", "grads", "0"};
   batches *d = malloc(sizeof *d);
   make_batches(d, 101);
-  double l[2][STEPS];
-  float *w[2], *g[2];
+  double l[3][STEPS];
+  float *w[3], *g[3];
   size_t n = 0;
   g_rows = rows;
   g_recompute = recompute;
   const char *keep = getenv("TEZGAH_CUDA_SIDE"), *pf = getenv("TEZGAH_PROFILE"), *ge = getenv("TEZGAH_CUDA_GELU_EPI");
   char *kept = keep ? strdup(keep) : NULL;
   const int offered = !(pf && *pf && strcmp(pf, "0")) && !(ge && strstr(ge, "bgrad"));
-  for (int run = 0; run < 2; run++) {
-    setenv("TEZGAH_CUDA_SIDE", run ? "0" : "1", 1);
+  for (int run = 0; run < 3; run++) {
+    setenv("TEZGAH_CUDA_SIDE", mode[run], 1);
     tz_backend *gpu = ct_cuda(prec);
-    if (offered) assert_int_equal(gpu->side_begin != NULL, run == 0);
+    if (offered) {
+      assert_int_equal(gpu->side_begin != NULL, run < 2);
+      assert_int_equal(gpu->side_update, run == 0);
+    }
     tz_model *m;
     train_losses(gpu, arch, d, l[run], &m);
     n = m->lay.total;
     w[run] = malloc(sizeof(float) * n);
     g[run] = malloc(sizeof(float) * n);
+    /* (downloads wait for the side queue: backend.h) */
     gpu->download(gpu, w[run], (tz_slice){m->params, 0}, sizeof(float) * n);
     gpu->download(gpu, g[run], (tz_slice){m->grads, 0}, sizeof(float) * n);
     tz_model_free(m);
@@ -527,15 +537,21 @@ static void side_vs_one(tz_arch arch, const char *prec, int rows, int recompute)
   free(kept);
   g_rows = 0;
   g_recompute = 0;
-  int same_l = !memcmp(l[0], l[1], sizeof l[0]), same_w = !memcmp(w[0], w[1], sizeof(float) * n),
-      same_g = !memcmp(g[0], g[1], sizeof(float) * n);
-  printf("%s %s rows %d recompute %d: side queue vs one queue: losses %s, gradients %s, weights %s (last loss %.9g)\n",
-         arch_name(arch), prec, rows, recompute, same_l ? "equal" : "DIFFERENT", same_g ? "equal" : "DIFFERENT",
-         same_w ? "equal" : "DIFFERENT", l[0][STEPS - 1]);
-  assert_true(same_l && same_g && same_w);
-  for (int run = 0; run < 2; run++) free(w[run]), free(g[run]);
+  int same = 1;
+  for (int run = 0; run < 2; run++) {
+    int same_l = !memcmp(l[run], l[2], sizeof l[0]), same_w = !memcmp(w[run], w[2], sizeof(float) * n),
+        same_g = !memcmp(g[run], g[2], sizeof(float) * n);
+    printf("%s %s rows %d recompute %d: TEZGAH_CUDA_SIDE=%s vs one queue: losses %s, gradients %s, weights %s "
+           "(last loss %.9g)\n",
+           arch_name(arch), prec, rows, recompute, mode[run], same_l ? "equal" : "DIFFERENT",
+           same_g ? "equal" : "DIFFERENT", same_w ? "equal" : "DIFFERENT", l[run][STEPS - 1]);
+    same &= same_l && same_g && same_w;
+  }
+  assert_true(same);
+  for (int run = 0; run < 3; run++) free(w[run]), free(g[run]);
   free(d);
 }
+
 static void test_side_queue(void **state) {
   for (int a = 0; a < 2; a++) {
     tz_arch arch = a ? TZ_ARCH_GPT2 : TZ_ARCH_LLAMA;

@@ -443,11 +443,13 @@ struct tz_backend {
   int (*record_begin)(tz_backend *be, int key);
   int (*record_end)(tz_backend *be, int key);
   /* Optional (NULL: one queue -- CPU, WebGPU, and CUDA unless offered; backend_cuda_side.c): a
-   * second queue for work off the backward's critical path, the weight-gradient matmuls, so a
+   * second queue for work off the critical path: the backward's weight-gradient matmuls, so a
    * GPU can run them beside the input-gradient chain (a memory-bound norm or the attention
-   * backward next to a tensor-core matmul, and each kernel's last partial wave filled).
+   * backward next to a tensor-core matmul, and each kernel's last partial wave filled), and
+   * the optimizer's update beside the next forward (model.c tz_model_adamw).
    * side_begin: the ops called until side_end go to the side queue, after everything queued so
-   * far on either queue; only matmul_at and bias_bwd may be called there.
+   * far on either queue; only matmul_at, bias_bwd, adamw, fill and zero_ranges may be called
+   * there. download and download_act wait for all side work queued before them.
    * side_end: back to the main queue; returns a ticket > 0 (the next after the last one issued;
    * CUDA's start again at 1 after 2^30). side_wait(t): ops queued on the main queue from now on
    * start after the side work up to ticket t's (t ≤ 0: nothing); the side runs its work in
@@ -457,6 +459,9 @@ struct tz_backend {
   void (*side_begin)(tz_backend *be);
   int (*side_end)(tz_backend *be);
   void (*side_wait)(tz_backend *be, int ticket);
+  /* With side_*: 1 when the optimizer's update may go to the side queue too (CUDA: unless
+   * TEZGAH_CUDA_SIDE=grads, an A/B), 0: only the weight gradients. */
+  int side_update;
 };
 
 /* Create a backend by name ("cpu", "webgpu", "cuda"). threads <= 0 means all cores (OpenMP

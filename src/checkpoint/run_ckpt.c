@@ -221,6 +221,7 @@ static int load_section(tz_run_file *rf, tz_model *m, const char *name, tz_buf *
   const void *data;
   if (tz_ckpt_require(rf->ck, name, m->lay.total * sizeof(float), &data)) return -1;
   tz_slice s = {buf, 0};
+  tz_model_settle(m); /* (an update still queued would write after this) */
   m->be->upload(m->be, s, data, m->lay.total * sizeof(float));
   return 0;
 }

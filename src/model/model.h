@@ -96,6 +96,16 @@ typedef struct {
    * (backend.h side_*; model.c's backward), 0 when none is pending: waited for before the
    * backward returns. */
   int side_last;
+  /* The optimizer step overlapped with the next forward (tz_model_adamw where the backend has
+   * a side queue, without zero): AdamW runs on the side queue in parts in layout order -- part
+   * 0 wte (and wpe), part 1 + l layer l, part L + 1 the final norm (and an untied lm_head),
+   * ranges [upd_r0[k], upd_r0[k + 1]) -- and the forward's layer l waits only for part 1 + l
+   * (upd_ticket[k]: its ticket, 0 once waited). tz_model_zero_grads queues its fills behind
+   * them while they are pending (AdamW reads the gradients). upd_last: the newest ticket of
+   * either, 0 when nothing is pending; tz_model_settle waits for it. */
+  int *upd_r0;     /* [L + 3] */
+  int *upd_ticket; /* [L + 2] */
+  int upd_last;
 } tz_model;
 
 /* Create a model with zeroed parameters on `be`. cfg must be finalized. */
@@ -153,8 +163,17 @@ size_t tz_model_training_bytes(const tz_model *m, int B, int T, int recompute, s
 size_t tz_model_inference_bytes(const tz_model *m, int rows);
 /* AdamW over every tensor (weight decay on ≥2-D tensors only); with zero, over shard
  * dist_rank only (the caller all-gathers params afterwards). hp->t < 1 is an error
- * (nothing is updated). */
+ * (nothing is updated). On a backend with a side queue (backend.h side_*; not with zero) the
+ * update is queued there and returns at once; the next forward waits for each layer's part
+ * before that layer (tz_model.upd_ticket), and the entry points below that read or write the
+ * parameters, moments or gradients otherwise wait for all of it (tz_model_settle). The
+ * results are the same bits as one queue's (elementwise: the parts only split the launches). */
 int tz_model_adamw(tz_model *m, const tz_adamw_hp *hp);
+/* Wait for an update queued by tz_model_adamw (nothing when none is pending): every op queued
+ * after it, on the backend's main queue, sees the updated parameters and moments. For code
+ * that reaches m->params, m->m, m->v or m->grads through the backend directly (checkpoints,
+ * tests); the backend's downloads already wait (backend.h side_*). */
+void tz_model_settle(tz_model *m);
 
 /* KV-cache decoding. alloc once; then feed tokens at positions pos0.. (pos0 + n ≤ maxT):
  * prefill with the prompt, then one token at a time. Writes the logits of the last fed

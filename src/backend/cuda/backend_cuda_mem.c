@@ -2,8 +2,9 @@
  * device copies, fill, the bf16 parameter mirror and kernel scratch.
  *
  * Everything here is queued on the backend's main stream (the side queue, backend_cuda_side.c,
- * runs gradient ops only, each after all the main stream's earlier work), so a buffer's
- * zero-fill (cudaMemsetAsync at alloc) is ordered before any upload or op that touches it.
+ * runs gradient ops and the optimizer's update only, each after all the main stream's earlier
+ * work), so a buffer's zero-fill (cudaMemsetAsync at alloc) is ordered before any upload or op
+ * that touches it. A download also waits for the side queue's work so far (tzc_side_join).
  * Uploads go through four pinned slots (STAGE_BYTES each): the host data is copied into a slot and the slot's
  * DMA is queued; a slot is reused only after its previous copy finished (an event), so an
  * upload returns without waiting for the GPU. Downloads wait (stream order: every op queued
@@ -244,6 +245,7 @@ void tzc_upload(tz_backend *be, tz_slice dst, const void *src, size_t bytes) {
  * the device holds bf16 elements and `d` receives bytes/2 floats. Waits. */
 static void download_raw(tz_backend *be, void *d, const char *s, size_t bytes, int bf16) {
   tzc_ctx *c = tzc(be);
+  tzc_side_join(be);
   for (size_t done = 0; done < bytes;) {
     int i = stage_take(c);
     size_t n = i < 0 ? bytes : (bytes - done < c->stage_bytes ? bytes - done : c->stage_bytes);

@@ -77,10 +77,19 @@ static void side_wait(tz_backend *be, int t) {
   TZC_CHECK(cudaStreamWaitEvent(c->stream, s->ev[t % kEvents], 0));
 }
 
+void tzc_side_join(tz_backend *be) {
+  tzc_ctx *c = tzc(be);
+  struct tzc_side *s = c->side;
+  if (!s || !s->issued || c->on_side) return;
+  int t = (int)((s->issued - 1) % (1ull << 30)) + 1; /* the newest ticket */
+  TZC_CHECK(cudaStreamWaitEvent(c->stream, s->ev[t % kEvents], 0));
+}
+
 int tzc_side_wanted(void) {
   const char *e = getenv("TEZGAH_CUDA_SIDE");
   if (e && !strcmp(e, "0")) return 0;
   if (e && !strcmp(e, "1")) return 1;
+  if (e && !strcmp(e, "grads")) return 2;
   return TZC_SIDE_DEFAULT;
 }
 
@@ -88,7 +97,8 @@ void tzc_side_offer(tz_backend *be) {
   tzc_ctx *c = tzc(be);
   /* not under GELU_EPI's +bgrad: there matmul_dgelu sums fc's bias gradient in its epilogue,
    * which model.c moves to bias_bwd on the side where there is one (other bits) */
-  if (!tzc_side_wanted() || c->prof || (tzc_gelu_epi_mode(c->act == TZ_BF16) & TZC_GELU_BGRAD)) return;
+  int wanted = tzc_side_wanted();
+  if (!wanted || c->prof || (tzc_gelu_epi_mode(c->act == TZ_BF16) & TZC_GELU_BGRAD)) return;
   struct tzc_side *s = calloc(1, sizeof *s);
   if (!s) return;
   c->side = s;
@@ -106,6 +116,7 @@ void tzc_side_offer(tz_backend *be) {
   be->side_begin = side_begin;
   be->side_end = side_end;
   be->side_wait = side_wait;
+  be->side_update = wanted == 1;
 }
 
 void tzc_side_free(tz_backend *be) {

@@ -299,15 +299,20 @@ int tzc_replay(tz_backend *be, int key);
 int tzc_record_begin(tz_backend *be, int key);
 int tzc_record_end(tz_backend *be, int key);
 void tzc_graphs_free(tz_backend *be);
-/* The side queue (backend_cuda_side.c). tzc_side_wanted: TEZGAH_CUDA_SIDE=1 on, =0 off, else
- * TZC_SIDE_DEFAULT. tzc_side_offer at creation sets be->side_* where wanted, unless profiling
- * (per-op times of overlapping ops would not add up) or under TEZGAH_CUDA_GELU_EPI's +bgrad;
- * where its stream, events or workspace cannot be made it is not offered (one queue, a line
- * under TEZGAH_VERBOSE). tzc_side_free at destroy. */
+/* The side queue (backend_cuda_side.c). tzc_side_wanted: TEZGAH_CUDA_SIDE=1 on (1), =0 off
+ * (0), =grads the weight gradients only, not the optimizer's update (2), else
+ * TZC_SIDE_DEFAULT. tzc_side_offer at creation sets be->side_* (and be->side_update for 1)
+ * where wanted, unless profiling (per-op times of overlapping ops would not add up) or under
+ * TEZGAH_CUDA_GELU_EPI's +bgrad; where its stream, events or workspace cannot be made it is not
+ * offered (one queue, a line under TEZGAH_VERBOSE). tzc_side_free at destroy. */
 #define TZC_SIDE_DEFAULT 1
 int tzc_side_wanted(void);
 void tzc_side_offer(tz_backend *be);
 void tzc_side_free(tz_backend *be);
+/* The main stream waits for all side work issued so far (nothing without a side queue or
+ * before its first ticket): downloads call it, so a host read sees every op queued before it
+ * on either queue (an optimizer update still on the side: model.c tz_model_adamw). */
+void tzc_side_join(tz_backend *be);
 
 /* matmul_t for M ≤ tzc_gemv_max_m() rows (gemv.cu; matmul.cu calls it first): 1 when it ran,
  * 0 when the call is not for it (then cuBLASLt). Row m's result does not depend on M.
@@ -346,6 +351,9 @@ void tzc_mirror_refresh(tz_backend *be, size_t first, size_t n);
 void tzc_matmul_init(tz_backend *be);
 /* Matmul calls so far that cuBLASLt could not take and the fallback kernel ran (tests). */
 long long tzc_matmul_fallbacks(tz_backend *be);
+/* Shapes whose algorithm was chosen by time among two or more of the heuristic's (matmul.cu's
+ * tune; TEZGAH_CUDA_MM_TUNE; tests). */
+long long tzc_matmul_tuned(tz_backend *be);
 void tzc_matmul_destroy(tz_backend *be);
 
 #ifdef __cplusplus

@@ -110,11 +110,15 @@ struct Key {
   int al_a, al_b, al_c, al_d, al_bias, al_aux; // pointer alignments (bytes, quantized); al_c: res's, or D's
 };
 
+constexpr int kTune = 8; // the heuristic's candidates timed at a shape's first call (tune below)
+
 struct Entry {
   Key key;
   cublasLtMatmulDesc_t desc;
   cublasLtMatrixLayout_t la, lb, ld;
   cublasLtMatmulAlgo_t algo;
+  cublasLtMatmulAlgo_t cand[kTune]; // the heuristic's first ncand algorithms, in its order
+  int ncand, tuned;
   int naive;      // no cuBLASLt algorithm: use the fallback kernel
   int bgrad_bf16; // E_DGELU_BGRAD: the bias gradient comes in bf16 (fp32 had no algorithm)
 };
@@ -127,7 +131,10 @@ struct MM {
   size_t bias_bytes;
   int force_naive;
   int gelu_bgrad;      // TEZGAH_CUDA_GELU_EPI=...+bgrad: DGELU_BGRAD for matmul_dgelu's db
+  int tune;            // TEZGAH_CUDA_MM_TUNE (default 1): time the candidates (tune below)
+  unsigned long long *fp; // device [2]: tune's output fingerprint (hash, nonzero count)
   long long fallbacks; // calls that cuBLASLt could not take (not counting forced / K = 0)
+  long long tuned;     // entries whose algorithm tune chose among >= 2 timed candidates
 };
 
 void lt_check(cublasStatus_t st, const char *what, const char *file, int line) {
@@ -168,17 +175,18 @@ int entry_algo(tz_backend *be, Entry *e, const Key &k) {
   LT_CHECK(tzc_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al[1], 4));
   LT_CHECK(tzc_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2], 4));
   LT_CHECK(tzc_lt.MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[3], 4));
-  cublasLtMatmulHeuristicResult_t res;
-  memset(&res, 0, sizeof res);
+  cublasLtMatmulHeuristicResult_t res[kTune];
+  memset(res, 0, sizeof res);
   int found = 0;
   cublasStatus_t st = tzc_lt.MatmulAlgoGetHeuristic((cublasLtHandle_t)c->lt, e->desc, e->la, e->lb, e->ld, e->ld,
-                                                     pref, 1, &res, &found);
+                                                     pref, kTune, res, &found);
   tzc_lt.MatmulPreferenceDestroy(pref);
-  if (st == CUBLAS_STATUS_SUCCESS && found > 0 && res.state == CUBLAS_STATUS_SUCCESS && res.workspaceSize <= ws) {
-    e->algo = res.algo;
-    return 1;
-  }
-  return 0;
+  e->ncand = 0;
+  for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < found && i < kTune; i++)
+    if (res[i].state == CUBLAS_STATUS_SUCCESS && res[i].workspaceSize <= ws) e->cand[e->ncand++] = res[i].algo;
+  if (!e->ncand) return 0;
+  e->algo = e->cand[0];
+  return 1;
 }
 
 const char *const kEpiName[4] = {"", " with GELU_AUX(_BIAS)", " with DGELU", " with DGELU_BGRAD"};
@@ -348,6 +356,112 @@ const void *aligned_bias(tz_backend *be, const void *bias, int N) {
   return m->bias_buf;
 }
 
+// ---- choosing among the heuristic's algorithms by time (TEZGAH_CUDA_MM_TUNE, default 1) ----
+// Why: cuBLASLt's heuristic ranks its algorithms without running them, and its first choice is
+// not always the fastest. Timed one by one on an H100 (2026-12-06, every training GEMM of GPT-2
+// 124M and 1.5B at B·T = 16384), a later one was faster for about half of the shapes: the 124M
+// lm_head forward 1.575 ms against 1.746 (-9.8 %), matmul_dgelu 0.1435 against 0.1570 (-8.6 %),
+// 1.5B's attention-projection dW -13 %, others 0-6 %. So at a shape's first call each candidate
+// runs on the real operands and is timed (cudaEvents: the mean of kReps runs after one untimed
+// run), and the fastest is kept for the entry.
+// Same bits: an algorithm is a candidate only when its output is bit-identical to the
+// heuristic's first choice on this call's data (a fingerprint of D, and of aux for the GeLU
+// epilogue), so the choice -- which timing noise may change from run to run -- never changes a
+// result: runs stay bit-identical to each other and to TEZGAH_CUDA_MM_TUNE=0. (On the H100 all
+// candidates of all 30 shapes gave the first one's bits: cuBLASLt's sm_90 kernels sum K in the
+// same order whatever their tile.) An output with fewer than half its elements nonzero proves
+// little, so then the first choice is kept. Not tuned: accumulating calls (C = D, beta = 1: each
+// run would add again), DGELU_BGRAD, calls below kTuneFlop, and calls while the stream is being
+// captured (a recorded decoding step). The cost: each candidate runs kReps + 1 times once per
+// shape (GPT-2 1.5B: ~0.3 s at the first step).
+constexpr int kReps = 4;
+constexpr double kTuneFlop = 2e9;
+
+// fp[0] += a hash of every 16-bit unit of p (position-mixed: commutative sum, so exact whatever
+// the order), fp[1] += its nonzero units
+__global__ void fingerprint_kernel(unsigned long long *fp, const unsigned short *p, size_t n) {
+  unsigned long long h = 0, nz = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    unsigned long long x = ((unsigned long long)p[i] << 32 | 1u) * 0x9E3779B97F4A7C15ull ^ (i * 0xC2B2AE3D27D4EB4Full);
+    x ^= x >> 29;
+    x *= 0xBF58476D1CE4E5B9ull;
+    h += x ^ (x >> 32);
+    nz += p[i] != 0;
+  }
+  atomicAdd(&fp[0], h);
+  atomicAdd(&fp[1], nz);
+}
+
+// Run candidate `i` of e on the call's operands (one launch; 0 when cuBLASLt takes it).
+int try_algo(tzc_ctx *c, Entry *e, int i, const void *a, const void *b, const void *cin, void *out, float beta) {
+  float alpha = 1.f;
+  return tzc_lt.Matmul((cublasLtHandle_t)c->lt, e->desc, &alpha, b, e->la, a, e->lb, &beta, cin, e->ld, out, e->ld,
+                       &e->cand[i], c->lt_ws, c->lt_ws_bytes, c->stream) == CUBLAS_STATUS_SUCCESS ? 0 : -1;
+}
+
+// The fingerprint of out (and aux where given), n 16-bit units each; waits.
+void fingerprint(tz_backend *be, MM *m, const void *out, const void *aux, size_t n, unsigned long long h[2]) {
+  tzc_ctx *c = tzc(be);
+  if (!m->fp) {
+    TZC_CHECK(cudaMalloc(&m->fp, 2 * sizeof *m->fp));
+    tzc_mem_account(be, 2 * sizeof *m->fp);
+  }
+  TZC_CHECK(cudaMemsetAsync(m->fp, 0, 2 * sizeof *m->fp, c->stream));
+  fingerprint_kernel<<<264, 256, 0, c->stream>>>(m->fp, (const unsigned short *)out, n);
+  if (aux) fingerprint_kernel<<<264, 256, 0, c->stream>>>(m->fp, (const unsigned short *)aux, n);
+  TZC_LAUNCHED();
+  TZC_CHECK(cudaMemcpyAsync(h, m->fp, 2 * sizeof *m->fp, cudaMemcpyDeviceToHost, c->stream));
+  TZC_CHECK(cudaStreamSynchronize(c->stream));
+}
+
+// Pick e->algo among e->cand by time, keeping only those with the first one's bits (above).
+// out (and aux for E_GELU) are overwritten by the candidates; the caller then runs e->algo.
+void tune(tz_backend *be, Entry *e, const Key &k, const void *a, const void *b, const void *cin, void *out, float beta,
+          const void *aux) {
+  tzc_ctx *c = tzc(be);
+  MM *m = mm_state(be);
+  e->tuned = 1;
+  size_t n = (size_t)k.M * k.N * (k.bf16 && k.form != F_AT ? 1 : 2); // 16-bit units of out
+  const void *aux_out = k.epi == E_GELU ? aux : nullptr;
+  unsigned long long ref[2], h[2];
+  cudaEvent_t ev[2];
+  TZC_CHECK(cudaEventCreate(&ev[0]));
+  TZC_CHECK(cudaEventCreate(&ev[1]));
+  int best = 0, timed = 0;
+  float best_ms = 0.f, first_ms = 0.f;
+  for (int i = 0; i < e->ncand; i++) {
+    if (try_algo(c, e, i, a, b, cin, out, beta)) {
+      if (i == 0) break; /* (the caller's call reports it) */
+      cudaGetLastError();
+      continue;
+    }
+    fingerprint(be, m, out, aux_out, n, i ? h : ref);
+    if (i == 0 && ref[1] < n / 2) break; // mostly zeros: the bits say little
+    if (i && (h[0] != ref[0] || h[1] != ref[1])) {
+      if (c->verbose)
+        fprintf(stderr, "cuda: matmul tune: %s M=%d K=%d N=%d: candidate %d gives other bits, not taken\n",
+                kFormName[k.form], k.M, k.K, k.N, i);
+      continue;
+    }
+    TZC_CHECK(cudaEventRecord(ev[0], c->stream));
+    for (int r = 0; r < kReps; r++) try_algo(c, e, i, a, b, cin, out, beta);
+    TZC_CHECK(cudaEventRecord(ev[1], c->stream));
+    TZC_CHECK(cudaEventSynchronize(ev[1]));
+    float ms;
+    TZC_CHECK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+    if (i == 0) first_ms = ms;
+    if (i == 0 || ms < best_ms) best = i, best_ms = ms;
+    timed++;
+  }
+  cudaEventDestroy(ev[0]);
+  cudaEventDestroy(ev[1]);
+  e->algo = e->cand[best];
+  if (timed > 1) m->tuned++;
+  if (c->verbose && first_ms > 0)
+    fprintf(stderr, "cuda: matmul tune: %s%s M=%d K=%d N=%d: candidate %d of %d, %.4f ms against the first's %.4f\n",
+            kFormName[k.form], kEpiName[k.epi], k.M, k.K, k.N, best, e->ncand, best_ms / kReps, first_ms / kReps);
+}
+
 // epi (Epi) with aux (the GeLU input, [M,N] in out's dtype: written by E_GELU, read by E_DGELU*)
 // and, for E_DGELU_BGRAD, dbias (N elements, 16-byte aligned scratch). Returns 1 when the
 // epilogue wrote the bias gradient into dbias (fp32, or bf16 when *dbias_bf16 comes back 1);
@@ -402,6 +516,13 @@ int run(tz_backend *be, int form, void *out, const void *a, const void *b, const
   if (aux) LT_CHECK(tzc_lt.MatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
   float alpha = 1.f, beta = acc || res ? 1.f : 0.f;
   const void *cin = res ? res : out; // C: res (out-of-place, D's layout and type) or D itself
+  if (!e->tuned) {
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (m->tune && e->ncand > 1 && !acc && epi != E_DGELU_BGRAD && 2.0 * M * N * K >= kTuneFlop &&
+        cudaStreamIsCapturing(c->stream, &cap) == cudaSuccess && cap == cudaStreamCaptureStatusNone)
+      tune(be, e, k, a, b, cin, out, beta, aux);
+    e->tuned = 1;
+  }
   cublasStatus_t st = tzc_lt.Matmul((cublasLtHandle_t)c->lt, e->desc, &alpha, b, e->la, a, e->lb, &beta, cin, e->ld,
                                      out, e->ld, &e->algo, c->lt_ws, c->lt_ws_bytes, c->stream);
   if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
@@ -552,7 +673,14 @@ extern "C" void tzc_matmul_init(tz_backend *be) {
   const char *s = getenv("TEZGAH_CUDA_MATMUL"); // "naive": the fallback kernel only (tests)
   m->force_naive = s && !strcmp(s, "naive");
   m->gelu_bgrad = (tzc_gelu_epi_mode(1) & TZC_GELU_BGRAD) != 0; // checked at backend creation
+  const char *t = getenv("TEZGAH_CUDA_MM_TUNE");
+  m->tune = !(t && !strcmp(t, "0"));
   tzc(be)->mm = m;
+}
+
+extern "C" long long tzc_matmul_tuned(tz_backend *be) {
+  MM *m = mm_state(be);
+  return m ? m->tuned : 0;
 }
 
 extern "C" long long tzc_matmul_fallbacks(tz_backend *be) {
@@ -565,6 +693,10 @@ extern "C" void tzc_matmul_destroy(tz_backend *be) {
   MM *m = (MM *)c->mm;
   if (!m) return;
   for (int i = 0; i < m->n; i++) entry_release(&m->e[i]);
+  if (m->fp) {
+    cudaFree(m->fp);
+    tzc_mem_account(be, -(long long)(2 * sizeof *m->fp));
+  }
   if (m->bias_buf) {
     cudaFree(m->bias_buf);
     tzc_mem_account(be, -(long long)m->bias_bytes);
