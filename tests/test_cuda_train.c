@@ -499,7 +499,9 @@ static void test_chunked_gpt2(void **state) { chunked(TZ_ARCH_GPT2); }
  * (docs/PERF.md: the same losses on and off) are the larger check. recompute: the layers share
  * a, n2, n1, which the backward rebuilds while the layer above's dW may still read them. The
  * update: each layer's forward waits for that layer's part only, and the next zero_grads' fills
- * queue behind it. Under TEZGAH_PROFILE or GELU_EPI's +bgrad the side queue is not offered:
+ * queue behind it. The default run also picks every matmul's cuBLASLt algorithm by time
+ * (TEZGAH_CUDA_MM_TUNE=all: these shapes are below the default's 2 GFLOP), on the side stream as
+ * on the main one, against the heuristic's first choice (=0) in the other two runs. Under TEZGAH_PROFILE or GELU_EPI's +bgrad the side queue is not offered:
  * then all runs take one queue (still equal), and the check of which one was offered is left
  * out. */
 static void side_vs_one(tz_arch arch, const char *prec, int rows, int recompute) {
@@ -514,8 +516,10 @@ static void side_vs_one(tz_arch arch, const char *prec, int rows, int recompute)
   const char *keep = getenv("TEZGAH_CUDA_SIDE"), *pf = getenv("TEZGAH_PROFILE"), *ge = getenv("TEZGAH_CUDA_GELU_EPI");
   char *kept = keep ? strdup(keep) : NULL;
   const int offered = !(pf && *pf && strcmp(pf, "0")) && !(ge && strstr(ge, "bgrad"));
+  char *kept_tune = ct_env_set("TEZGAH_CUDA_MM_TUNE", "0");
   for (int run = 0; run < 3; run++) {
     setenv("TEZGAH_CUDA_SIDE", mode[run], 1);
+    setenv("TEZGAH_CUDA_MM_TUNE", run ? "0" : "all", 1); /* the default run tunes every shape, on both queues */
     tz_backend *gpu = ct_cuda(prec);
     if (offered) {
       assert_int_equal(gpu->side_begin != NULL, run < 2);
@@ -535,6 +539,7 @@ static void side_vs_one(tz_arch arch, const char *prec, int rows, int recompute)
   if (kept) setenv("TEZGAH_CUDA_SIDE", kept, 1);
   else unsetenv("TEZGAH_CUDA_SIDE");
   free(kept);
+  ct_env_restore("TEZGAH_CUDA_MM_TUNE", kept_tune);
   g_rows = 0;
   g_recompute = 0;
   int same = 1;

@@ -154,7 +154,10 @@ struct tz_backend {
    * r < rows, c < cols. Strides and cols in act elements. (KV-cache writes.) */
   void (*copy_rows)(tz_backend *be, tz_slice dst, size_t dst_stride, tz_slice src,
                     size_t src_stride, int rows, int cols);
-  /* Wait until every queued op has finished. */
+  /* Wait until every op queued on the main queue has finished. Work on the side queue (side_*
+   * below: CUDA's second stream) is not waited for: the training loop's timing sync would
+   * otherwise stall the host until the optimizer's update (queued there to overlap the next
+   * forward) ends; downloads and tz_model_settle reach it. */
   void (*sync)(tz_backend *be);
   /* Release the backend itself (after all its buffers). */
   void (*destroy)(tz_backend *be);

@@ -95,7 +95,7 @@ static const env_var VARS[] = {
     T("TEZGAH_CUDA_MMA_PREA", "1", AB "0: small-batch kernels load a chunk by chunk"),
     T("TEZGAH_CUDA_MMA_TN", "2,4", "small-batch tensor-core tiles per block: S,L (1, 2, 4 or 8)"),
     T("TEZGAH_CUDA_MM_RES", "with bf16", AB "1/0: residual add in the matmul epilogue on/off"),
-    T("TEZGAH_CUDA_MM_TUNE", "1", AB "0: cuBLASLt's first algorithm, not the fastest of its 8 (same bits)"),
+    T("TEZGAH_CUDA_MM_TUNE", "1", AB "0: cuBLASLt's first algorithm, not the fastest (same bits); all: every shape"),
     T("TEZGAH_CUDA_PDL", "1", AB "0: no programmatic dependent launch (sm_90+)"),
     T("TEZGAH_CUDA_RMS_ONEPASS", "1", AB "0: RMSNorm backward by rows, then a column sum"),
     T("TEZGAH_CUDA_ROPE_PAIRS", "0", AB "1: RoPE one pair per thread, not 16-byte vectors"),

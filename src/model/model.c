@@ -264,12 +264,12 @@ int tz_model_create(tz_backend *be, const tz_config *cfg, tz_model **out) {
 void tz_model_free(tz_model *m) {
   if (!m) return;
   tz_backend *be = m->be;
+  tz_model_settle(m); /* (an update still queued writes params, m, v: before they are freed) */
   acts_free(m, &m->train);
   acts_free(m, &m->infer);
   tz_buf *bufs[] = {m->params, m->grads, m->m, m->v, m->kcache, m->vcache};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
     if (bufs[i]) be->free(be, bufs[i]);
-  tz_model_settle(m);
   tz_layout_free(&m->lay);
   free(m->upd_r0);
   free(m->upd_ticket);

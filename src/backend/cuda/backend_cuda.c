@@ -256,8 +256,9 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
       return NULL;
     }
   }
-  char attn_why[160]; /* a bad attention or GeLU-epilogue switch fails here, before any work */
-  if (tzc_attention_env_check(attn_why, sizeof attn_why) || tzc_gelu_epi_env_check(attn_why, sizeof attn_why)) {
+  char attn_why[160]; /* a bad attention, GeLU-epilogue, side-queue or tuning switch fails here, before any work */
+  if (tzc_attention_env_check(attn_why, sizeof attn_why) || tzc_gelu_epi_env_check(attn_why, sizeof attn_why) ||
+      tzc_side_env_check(attn_why, sizeof attn_why) || tzc_mm_tune_env_check(attn_why, sizeof attn_why)) {
     tz_err("cuda: %s", attn_why);
     return NULL;
   }

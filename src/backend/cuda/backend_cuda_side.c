@@ -1,8 +1,9 @@
 /* The CUDA backend's side queue (backend.h side_begin / side_end / side_wait): a second stream
- * for the backward's weight-gradient matmuls, which nothing on the critical path reads until
- * the optimizer. On one stream every kernel waits for the one before; on two, the GPU may
- * start a dW matmul's blocks on SMs that a memory-bound norm, the attention backward or the
- * last partial wave of an input-gradient matmul leaves idle.
+ * for work off the critical path -- the backward's weight-gradient matmuls, which nothing reads
+ * until the optimizer, and the optimizer's AdamW, which the next forward needs one layer at a
+ * time (model.c tz_model_adamw). On one stream every kernel waits for the one before; on two,
+ * the GPU may start a dW matmul's blocks on SMs that a memory-bound norm, the attention backward
+ * or the last partial wave of an input-gradient matmul leaves idle.
  *
  * While on the side, tzc_ctx.stream, .lt_ws and .scratch are the side stream, its own cuBLASLt
  * workspace (a workspace is in use until its matmul ends, so two streams cannot share one) and
@@ -13,8 +14,12 @@
  * t % kEvents; side_wait(t) makes the main stream wait for it. An event recorded again by a
  * later ticket (t + kEvents) only makes the wait longer (the side is in order), never shorter.
  * Tickets run 1, 2, ..., 2^30 and start again at 1 (a multiple of kEvents: the events' order
- * goes on across the wrap), so a long run never overflows them; a ticket is waited for a few
- * tickets after it is issued (model.c), never 2^30 later.
+ * goes on across the wrap), so a long run never overflows them. A ticket is waited for at most
+ * n_layer + 3 tickets after it is issued (model.c: an update's first part, waited after its
+ * n_layer + 1 other parts and the gradient fills), never 2^30 later: kEvents (512) keeps each
+ * wait on its own event up to 509 layers. With 32 events, a 48-layer model's forward waited
+ * for its embedding part on the event of layer 31's part (ticket t + 32 re-recorded it): the
+ * update overlapped a third of the forward at most (the session-36 review).
  *
  * Determinism: each op computes what it computes on one stream, and the caller (model.c) orders
  * every access of a buffer shared between the two queues; the results are the same bits. */
@@ -25,7 +30,7 @@
 #include "backend/cuda/cuda_internal.h"
 #include "core/error.h"
 
-enum { kEvents = 32 };
+enum { kEvents = 512 }; /* (a power of two: 2^30 is a multiple of it) */
 
 /* The side's stream, cuBLASLt workspace (lt_ws_bytes) and kernel scratch while on the main
  * queue; swapped with tzc_ctx's (then holding the main ones) while on the side. */
@@ -91,6 +96,13 @@ int tzc_side_wanted(void) {
   if (e && !strcmp(e, "1")) return 1;
   if (e && !strcmp(e, "grads")) return 2;
   return TZC_SIDE_DEFAULT;
+}
+
+int tzc_side_env_check(char *why, size_t cap) {
+  const char *e = getenv("TEZGAH_CUDA_SIDE");
+  if (!e || !*e || !strcmp(e, "0") || !strcmp(e, "1") || !strcmp(e, "grads")) return 0;
+  snprintf(why, cap, "TEZGAH_CUDA_SIDE=%.40s: must be 1, 0 or grads", e);
+  return -1;
 }
 
 void tzc_side_offer(tz_backend *be) {

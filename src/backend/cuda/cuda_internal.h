@@ -200,7 +200,7 @@ void tzc_prof_end(tz_backend *be, double flops, double bytes);
 #define TZC_LT_FUNCS(X)                                                                              \
   X(Create) X(Destroy) X(GetVersion) X(MatmulDescCreate) X(MatmulDescDestroy) X(MatmulDescSetAttribute) \
   X(MatrixLayoutCreate) X(MatrixLayoutDestroy) X(MatmulPreferenceCreate) X(MatmulPreferenceDestroy)   \
-  X(MatmulPreferenceSetAttribute) X(MatmulAlgoGetHeuristic) X(Matmul)
+  X(MatmulPreferenceSetAttribute) X(MatmulAlgoGetHeuristic) X(Matmul) X(MatmulAlgoConfigGetAttribute)
 #define TZC_LT_MEMBER(name) TZC_TYPEOF(&cublasLt##name) name;
 typedef struct {
   TZC_LT_FUNCS(TZC_LT_MEMBER)
@@ -307,6 +307,9 @@ void tzc_graphs_free(tz_backend *be);
  * offered (one queue, a line under TEZGAH_VERBOSE). tzc_side_free at destroy. */
 #define TZC_SIDE_DEFAULT 1
 int tzc_side_wanted(void);
+/* 0, or -1 with a one-line reason in why[cap] for a TEZGAH_CUDA_SIDE value tzc_side_wanted does
+ * not know (checked at backend creation, as the attention and GeLU switches are). */
+int tzc_side_env_check(char *why, size_t cap);
 void tzc_side_offer(tz_backend *be);
 void tzc_side_free(tz_backend *be);
 /* The main stream waits for all side work issued so far (nothing without a side queue or
@@ -354,6 +357,9 @@ long long tzc_matmul_fallbacks(tz_backend *be);
 /* Shapes whose algorithm was chosen by time among two or more of the heuristic's (matmul.cu's
  * tune; TEZGAH_CUDA_MM_TUNE; tests). */
 long long tzc_matmul_tuned(tz_backend *be);
+/* 0, or -1 with a one-line reason in why[cap] for a TEZGAH_CUDA_MM_TUNE value other than 0, 1
+ * and all (checked at backend creation). */
+int tzc_mm_tune_env_check(char *why, size_t cap);
 void tzc_matmul_destroy(tz_backend *be);
 
 #ifdef __cplusplus

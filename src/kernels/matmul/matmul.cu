@@ -131,8 +131,9 @@ struct MM {
   size_t bias_bytes;
   int force_naive;
   int gelu_bgrad;      // TEZGAH_CUDA_GELU_EPI=...+bgrad: DGELU_BGRAD for matmul_dgelu's db
-  int tune;            // TEZGAH_CUDA_MM_TUNE (default 1): time the candidates (tune below)
+  int tune;            // TEZGAH_CUDA_MM_TUNE: 0 off, 1 (default) from kTuneFlop, 2 (=all) every shape
   unsigned long long *fp; // device [2]: tune's output fingerprint (hash, nonzero count)
+  cudaEvent_t ev[2];      // tune's timing events (made with fp at init; tune is off without them)
   long long fallbacks; // calls that cuBLASLt could not take (not counting forced / K = 0)
   long long tuned;     // entries whose algorithm tune chose among >= 2 timed candidates
 };
@@ -369,11 +370,16 @@ const void *aligned_bias(tz_backend *be, const void *bias, int N) {
 // epilogue), so the choice -- which timing noise may change from run to run -- never changes a
 // result: runs stay bit-identical to each other and to TEZGAH_CUDA_MM_TUNE=0. (On the H100 all
 // candidates of all 30 shapes gave the first one's bits: cuBLASLt's sm_90 kernels sum K in the
-// same order whatever their tile.) An output with fewer than half its elements nonzero proves
-// little, so then the first choice is kept. Not tuned: accumulating calls (C = D, beta = 1: each
-// run would add again), DGELU_BGRAD, calls below kTuneFlop, and calls while the stream is being
-// captured (a recorded decoding step). The cost: each candidate runs kReps + 1 times once per
-// shape (GPT-2 1.5B: ~0.3 s at the first step).
+// same order whatever their tile.) The bits are compared on one call's data, so a candidate must
+// also have the first one's split-K count and reduction scheme: one that sums K in parts another
+// way could match once by chance and differ later. An output with fewer than half its elements
+// nonzero proves little, so then the first choice is kept. Not tuned: accumulating calls (C = D,
+// beta = 1: each run would add again; grad_accum > 1's later micro-batches, classifier chunks
+// after the first), DGELU_BGRAD, calls below kTuneFlop (TEZGAH_CUDA_MM_TUNE=all: every shape,
+// for tests), and calls while the stream is being captured (a recorded decoding step). A
+// candidate that fails to launch is dropped. On the side queue the timing shares the GPU with
+// the main stream (noisier, the bits the same). The cost: each candidate runs kReps + 1 times
+// once per shape (GPT-2 1.5B: ~0.3 s at the first step).
 constexpr int kReps = 4;
 constexpr double kTuneFlop = 2e9;
 
@@ -392,6 +398,18 @@ __global__ void fingerprint_kernel(unsigned long long *fp, const unsigned short 
   atomicAdd(&fp[1], nz);
 }
 
+// An algorithm's split-K count and reduction scheme (-1 where cuBLASLt does not say).
+void algo_split(const cublasLtMatmulAlgo_t *a, int32_t v[2]) {
+  size_t sz;
+  v[0] = v[1] = -1;
+  if (tzc_lt.MatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &v[0], sizeof v[0], &sz) !=
+      CUBLAS_STATUS_SUCCESS)
+    v[0] = -1;
+  if (tzc_lt.MatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &v[1], sizeof v[1], &sz) !=
+      CUBLAS_STATUS_SUCCESS)
+    v[1] = -1;
+}
+
 // Run candidate `i` of e on the call's operands (one launch; 0 when cuBLASLt takes it).
 int try_algo(tzc_ctx *c, Entry *e, int i, const void *a, const void *b, const void *cin, void *out, float beta) {
   float alpha = 1.f;
@@ -402,10 +420,6 @@ int try_algo(tzc_ctx *c, Entry *e, int i, const void *a, const void *b, const vo
 // The fingerprint of out (and aux where given), n 16-bit units each; waits.
 void fingerprint(tz_backend *be, MM *m, const void *out, const void *aux, size_t n, unsigned long long h[2]) {
   tzc_ctx *c = tzc(be);
-  if (!m->fp) {
-    TZC_CHECK(cudaMalloc(&m->fp, 2 * sizeof *m->fp));
-    tzc_mem_account(be, 2 * sizeof *m->fp);
-  }
   TZC_CHECK(cudaMemsetAsync(m->fp, 0, 2 * sizeof *m->fp, c->stream));
   fingerprint_kernel<<<264, 256, 0, c->stream>>>(m->fp, (const unsigned short *)out, n);
   if (aux) fingerprint_kernel<<<264, 256, 0, c->stream>>>(m->fp, (const unsigned short *)aux, n);
@@ -424,37 +438,49 @@ void tune(tz_backend *be, Entry *e, const Key &k, const void *a, const void *b, 
   size_t n = (size_t)k.M * k.N * (k.bf16 && k.form != F_AT ? 1 : 2); // 16-bit units of out
   const void *aux_out = k.epi == E_GELU ? aux : nullptr;
   unsigned long long ref[2], h[2];
-  cudaEvent_t ev[2];
-  TZC_CHECK(cudaEventCreate(&ev[0]));
-  TZC_CHECK(cudaEventCreate(&ev[1]));
+  cudaEvent_t *ev = m->ev;
   int best = 0, timed = 0;
   float best_ms = 0.f, first_ms = 0.f;
+  int32_t split0[2], split[2];
+  algo_split(&e->cand[0], split0);
   for (int i = 0; i < e->ncand; i++) {
-    if (try_algo(c, e, i, a, b, cin, out, beta)) {
+    const char *why = nullptr;
+    algo_split(&e->cand[i], split);
+    if (split[0] != split0[0] || split[1] != split0[1]) {
+      why = "sums K another way";
+    } else if (try_algo(c, e, i, a, b, cin, out, beta)) {
       if (i == 0) break; /* (the caller's call reports it) */
       cudaGetLastError();
-      continue;
+      why = "failed to launch";
+    } else {
+      fingerprint(be, m, out, aux_out, n, i ? h : ref);
+      if (i == 0 && ref[1] < n / 2) break; // mostly zeros: the bits say little
+      if (i && (h[0] != ref[0] || h[1] != ref[1])) why = "gives other bits";
     }
-    fingerprint(be, m, out, aux_out, n, i ? h : ref);
-    if (i == 0 && ref[1] < n / 2) break; // mostly zeros: the bits say little
-    if (i && (h[0] != ref[0] || h[1] != ref[1])) {
+    float ms = 0.f;
+    if (!why) {
+      TZC_CHECK(cudaEventRecord(ev[0], c->stream));
+      int ok = 1;
+      for (int r = 0; r < kReps && ok; r++) ok = !try_algo(c, e, i, a, b, cin, out, beta);
+      TZC_CHECK(cudaEventRecord(ev[1], c->stream));
+      TZC_CHECK(cudaEventSynchronize(ev[1]));
+      TZC_CHECK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+      if (!ok) {
+        cudaGetLastError();
+        why = "failed to launch";
+        if (i == 0) break;
+      }
+    }
+    if (why) {
       if (c->verbose)
-        fprintf(stderr, "cuda: matmul tune: %s M=%d K=%d N=%d: candidate %d gives other bits, not taken\n",
-                kFormName[k.form], k.M, k.K, k.N, i);
+        fprintf(stderr, "cuda: matmul tune: %s M=%d K=%d N=%d: candidate %d %s, not taken\n", kFormName[k.form], k.M,
+                k.K, k.N, i, why);
       continue;
     }
-    TZC_CHECK(cudaEventRecord(ev[0], c->stream));
-    for (int r = 0; r < kReps; r++) try_algo(c, e, i, a, b, cin, out, beta);
-    TZC_CHECK(cudaEventRecord(ev[1], c->stream));
-    TZC_CHECK(cudaEventSynchronize(ev[1]));
-    float ms;
-    TZC_CHECK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
     if (i == 0) first_ms = ms;
     if (i == 0 || ms < best_ms) best = i, best_ms = ms;
     timed++;
   }
-  cudaEventDestroy(ev[0]);
-  cudaEventDestroy(ev[1]);
   e->algo = e->cand[best];
   if (timed > 1) m->tuned++;
   if (c->verbose && first_ms > 0)
@@ -518,7 +544,7 @@ int run(tz_backend *be, int form, void *out, const void *a, const void *b, const
   const void *cin = res ? res : out; // C: res (out-of-place, D's layout and type) or D itself
   if (!e->tuned) {
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    if (m->tune && e->ncand > 1 && !acc && epi != E_DGELU_BGRAD && 2.0 * M * N * K >= kTuneFlop &&
+    if (m->tune && e->ncand > 1 && !acc && epi != E_DGELU_BGRAD && (m->tune == 2 || 2.0 * M * N * K >= kTuneFlop) &&
         cudaStreamIsCapturing(c->stream, &cap) == cudaSuccess && cap == cudaStreamCaptureStatusNone)
       tune(be, e, k, a, b, cin, out, beta, aux);
     e->tuned = 1;
@@ -673,9 +699,27 @@ extern "C" void tzc_matmul_init(tz_backend *be) {
   const char *s = getenv("TEZGAH_CUDA_MATMUL"); // "naive": the fallback kernel only (tests)
   m->force_naive = s && !strcmp(s, "naive");
   m->gelu_bgrad = (tzc_gelu_epi_mode(1) & TZC_GELU_BGRAD) != 0; // checked at backend creation
-  const char *t = getenv("TEZGAH_CUDA_MM_TUNE");
-  m->tune = !(t && !strcmp(t, "0"));
+  const char *t = getenv("TEZGAH_CUDA_MM_TUNE"); // checked at backend creation
+  m->tune = t && !strcmp(t, "0") ? 0 : t && !strcmp(t, "all") ? 2 : 1;
+  // tune's fingerprint and events; without them no tuning (the heuristic's first choice)
+  if (m->tune && cudaMalloc(&m->fp, 2 * sizeof *m->fp) != cudaSuccess) m->fp = nullptr;
+  if (m->fp) tzc_mem_account(be, 2 * sizeof *m->fp);
+  if (m->fp && (cudaEventCreate(&m->ev[0]) != cudaSuccess || cudaEventCreate(&m->ev[1]) != cudaSuccess)) {
+    if (m->ev[0]) cudaEventDestroy(m->ev[0]);
+    m->ev[0] = m->ev[1] = nullptr;
+  }
+  if (m->tune && (!m->fp || !m->ev[1])) {
+    cudaGetLastError();
+    m->tune = 0;
+  }
   tzc(be)->mm = m;
+}
+
+extern "C" int tzc_mm_tune_env_check(char *why, size_t cap) {
+  const char *e = getenv("TEZGAH_CUDA_MM_TUNE");
+  if (!e || !*e || !strcmp(e, "0") || !strcmp(e, "1") || !strcmp(e, "all")) return 0;
+  snprintf(why, cap, "TEZGAH_CUDA_MM_TUNE=%.40s: must be 1, 0 or all", e);
+  return -1;
 }
 
 extern "C" long long tzc_matmul_tuned(tz_backend *be) {
@@ -697,6 +741,8 @@ extern "C" void tzc_matmul_destroy(tz_backend *be) {
     cudaFree(m->fp);
     tzc_mem_account(be, -(long long)(2 * sizeof *m->fp));
   }
+  for (int i = 0; i < 2; i++)
+    if (m->ev[i]) cudaEventDestroy(m->ev[i]);
   if (m->bias_buf) {
     cudaFree(m->bias_buf);
     tzc_mem_account(be, -(long long)m->bias_bytes);
