@@ -368,9 +368,11 @@ const void *aligned_bias(tz_backend *be, const void *bias, int N) {
 // Same bits: an algorithm is a candidate only when its output is bit-identical to the
 // heuristic's first choice on this call's data (a fingerprint of D, and of aux for the GeLU
 // epilogue), so the choice -- which timing noise may change from run to run -- never changes a
-// result: runs stay bit-identical to each other and to TEZGAH_CUDA_MM_TUNE=0. (On the H100 all
-// candidates of all 30 shapes gave the first one's bits: cuBLASLt's sm_90 kernels sum K in the
-// same order whatever their tile.) The bits are compared on one call's data, so a candidate must
+// result: runs stay bit-identical to each other and to TEZGAH_CUDA_MM_TUNE=0. (In the exploration
+// on random data all candidates of the 30 shapes gave the first one's bits: most of cuBLASLt's
+// sm_90 kernels sum K in the same order whatever their tile; in training, where the heuristic
+// lists algorithms for the real pointers' alignments, some matmul_at candidates did not, and
+// were dropped, TEZGAH_VERBOSE=1 says.) The bits are compared on one call's data, so a candidate must
 // also have the first one's split-K count and reduction scheme: one that sums K in parts another
 // way could match once by chance and differ later. An output with fewer than half its elements
 // nonzero proves little, so then the first choice is kept. Not tuned: accumulating calls (C = D,
