@@ -372,9 +372,9 @@ const void *aligned_bias(tz_backend *be, const void *bias, int N) {
 // on random data all candidates of the 30 shapes gave the first one's bits: most of cuBLASLt's
 // sm_90 kernels sum K in the same order whatever their tile; in training, where the heuristic
 // lists algorithms for the real pointers' alignments, some matmul_at candidates did not, and
-// were dropped, TEZGAH_VERBOSE=1 says.) The bits are compared on one call's data, so a candidate must
-// also have the first one's split-K count and reduction scheme: one that sums K in parts another
-// way could match once by chance and differ later. An output with fewer than half its elements
+// were dropped, TEZGAH_VERBOSE=1 says.) The bits are compared on one call's data, so a
+// candidate must also have the first one's split-K count and reduction scheme: one that sums K
+// in parts another way could match once by chance and differ later. An output with fewer than half its elements
 // nonzero proves little, so then the first choice is kept. Not tuned: accumulating calls (C = D,
 // beta = 1: each run would add again; grad_accum > 1's later micro-batches, classifier chunks
 // after the first), DGELU_BGRAD, calls below kTuneFlop (TEZGAH_CUDA_MM_TUNE=all: every shape,
