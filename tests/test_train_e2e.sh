@@ -110,7 +110,7 @@ expect_error "T above context" "T=64 is above the model's context max_seq_len=32
 expect_error "unwritable run directory" "notadir/run" -- train "${small[@]}" --run-dir notadir/run "${q[@]}"
 expect_error "unknown command" "unknown command 'trian'" -- trian
 expect_error "sample without a run" "nothing-here" -- sample nothing-here
-expect_error "prompt longer than context" "exceed the model's context" -- \
+expect_error "prompt longer than context" "tokens and the end-of-text token that starts the sequence exceed the model's context" -- \
   sample runs/full --prompt "$(head -c 3000 "$corpus")"
 expect_error "non-UTF-8 prompt" "--prompt: invalid UTF-8" -- sample runs/full --prompt $'abc\xff'
 for d in runs/bad1 runs/bad2 runs/bad3 runs/bad4 runs/bad5 runs/bad6; do

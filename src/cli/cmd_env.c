@@ -73,6 +73,10 @@ static const env_var VARS[] = {
                                   "an error: tests) or fallback (the general kernels)"),
     K("TEZGAH_CUDA_DEVICE", "0", "index of the GPU to use (train --nproc: one per rank)"),
     K("TEZGAH_CUDA_GRAPHS", "1", "0: run each step's ops one by one, not as a recorded CUDA graph"),
+    K("TEZGAH_CUDA_MM_TUNE", "1", "1: each matmul shape of >= 2 GFLOP takes the fastest of cuBLASLt's algorithms "
+                                  "with its first one's bits; 0: its first; all: every shape (tests)"),
+    K("TEZGAH_CUDA_SIDE", "1", "1: training's weight gradients and AdamW on a second stream; grads: the weight "
+                               "gradients only; 0: one stream (the same bits each way)"),
     K("TEZGAH_CUDNN_LIB", "searched", "path of libcudnn.so.9"),
     K("TEZGAH_NCCL_ID", "unset", "the NCCL unique id (hex) train --nproc gives its CUDA ranks"),
     K("TEZGAH_NCCL_LIB", "libnccl.so.2", "path of the NCCL library"),
@@ -95,11 +99,9 @@ static const env_var VARS[] = {
     T("TEZGAH_CUDA_MMA_PREA", "1", AB "0: small-batch kernels load a chunk by chunk"),
     T("TEZGAH_CUDA_MMA_TN", "2,4", "small-batch tensor-core tiles per block: S,L (1, 2, 4 or 8)"),
     T("TEZGAH_CUDA_MM_RES", "with bf16", AB "1/0: residual add in the matmul epilogue on/off"),
-    T("TEZGAH_CUDA_MM_TUNE", "1", AB "0: cuBLASLt's first algorithm, not the fastest (same bits); all: every shape"),
     T("TEZGAH_CUDA_PDL", "1", AB "0: no programmatic dependent launch (sm_90+)"),
     T("TEZGAH_CUDA_RMS_ONEPASS", "1", AB "0: RMSNorm backward by rows, then a column sum"),
     T("TEZGAH_CUDA_ROPE_PAIRS", "0", AB "1: RoPE one pair per thread, not 16-byte vectors"),
-    T("TEZGAH_CUDA_SIDE", "1", AB "0: one stream; grads: only the weight gradients on a second, not AdamW"),
     T("TEZGAH_CUDA_STEP", "0", "1: decode with the one-kernel step (slower so far)"),
     T("TEZGAH_CUDA_STEP_PF", "1", AB "0: the one-kernel step without prefetch"),
     T("TEZGAH_CUDA_STEP_TRACE", "0", "1: time the one-kernel step's barriers (block 0's clock)"),

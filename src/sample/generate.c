@@ -607,8 +607,13 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
       }
       if (n_prompt + (eot >= 0) > (size_t)maxT) {
         free(pids);
-        if (rows_prompt) tz_err("--prompts: %s: line %d: %zu tokens exceed the model's context max_seq_len=%d", o->prompts_file, b + 1, n_prompt, maxT);
-        else tz_err("--prompt: %zu tokens exceed the model's context max_seq_len=%d", n_prompt, maxT);
+        /* (with the end-of-text token that starts every sequence: a prompt of max_seq_len tokens said
+         * "16 tokens exceed the model's context max_seq_len=16", the session-36 walkthrough) */
+        const char *plus = eot >= 0 ? " and the end-of-text token that starts the sequence" : "";
+        if (rows_prompt)
+          tz_err("--prompts: %s: line %d: %zu tokens%s exceed the model's context max_seq_len=%d", o->prompts_file, b + 1,
+                 n_prompt, plus, maxT);
+        else tz_err("--prompt: %zu tokens%s exceed the model's context max_seq_len=%d", n_prompt, plus, maxT);
         rc = -2;
         break;
       }
