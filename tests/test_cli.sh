@@ -351,8 +351,12 @@ grep -q '^eval: 1/1 batch | ' comma.err && grep -q ' (1 batch of 4x32): ' comma.
 # a LIST option given again adds to the list (the last one alone was taken: a missing first file
 # went unnoticed)
 usage_case "nosuch.txt: No such file or directory" "$bin" train --data nosuch.txt --data part_a.txt "${small[@]}" --steps 1 --run-dir nm
-usage_case "nosuch.bin: No such file or directory" "$bin" train --train-shards 'commas/sh,1.bin' --train-shards nosuch.bin \
-  "${small[@]}" --steps 1 --run-dir nm
+usage_case "--train-shards: nosuch.bin: No such file or directory" "$bin" train --train-shards 'commas/sh,1.bin' \
+  --train-shards nosuch.bin "${small[@]}" --steps 1 --run-dir nm
+# ... and the line names the list that lacks it (it said only "nosuch.bin: No such file ...")
+usage_case "--val-shards: nosuch.bin: No such file or directory" "$bin" train --train-shards 'commas/sh,1.bin' \
+  --val-shards nosuch.bin "${small[@]}" --steps 1 --run-dir nm
+[[ ! -e nm ]] || fail "a run with a missing --val-shards file left its run directory
 usage_case "nosuch.bin: No such file or directory" "$bin" eval commas/r --data nosuch.bin --data 'commas/sh,1.bin'
 
 # a corpus with fewer pairs than the merges asked: data prep says what it got, and why

@@ -463,11 +463,14 @@ int tz_train_phase_data(train_run *r) {
     note_val_in_train(r, o->resume ? "the run's --val-shards" : "--val-shards", val_shards,
                       o->resume ? "the run's --train-shards" : "--train-shards", train_shards);
   }
-  int lrc = tz_loader_open(&r->train, train_shards, o->model.vocab_size, o->B, o->T);
-  if (!lrc && val_shards) lrc = tz_loader_open(&r->val, val_shards, o->model.vocab_size, o->B, o->T);
+  int lrc = tz_loader_open(&r->train, train_shards, o->model.vocab_size, o->B, o->T), val_failed = 0;
+  if (!lrc && val_shards) val_failed = (lrc = tz_loader_open(&r->val, val_shards, o->model.vocab_size, o->B, o->T)) != 0;
   if (lrc == TZ_SHARD_EVOCAB) return vocab_mismatch(r, vocab_given);
   if (lrc) {
     if (!o->train_shards && !o->resume) tz_err_prefix(o->data); /* name the user's corpus, not just the cache file */
+    else /* which list: "missing.bin: No such file or directory" did not say (the session-36 walkthrough) */
+      tz_err_prefix(val_failed ? (o->resume ? "the run's --val-shards" : "--val-shards")
+                               : (o->resume ? "the run's --train-shards" : "--train-shards"));
     return -1;
   }
   tz_loader_shuffle(r->train, o->seed);
