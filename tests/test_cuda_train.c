@@ -513,8 +513,8 @@ static void side_vs_one(tz_arch arch, const char *prec, int rows, int recompute)
   size_t n = 0;
   g_rows = rows;
   g_recompute = recompute;
-  const char *keep = getenv("TEZGAH_CUDA_SIDE"), *pf = getenv("TEZGAH_PROFILE"), *ge = getenv("TEZGAH_CUDA_GELU_EPI");
-  char *kept = keep ? strdup(keep) : NULL;
+  const char *pf = getenv("TEZGAH_PROFILE"), *ge = getenv("TEZGAH_CUDA_GELU_EPI");
+  char *kept = ct_env_set("TEZGAH_CUDA_SIDE", "1");
   const int offered = !(pf && *pf && strcmp(pf, "0")) && !(ge && strstr(ge, "bgrad"));
   char *kept_tune = ct_env_set("TEZGAH_CUDA_MM_TUNE", "0");
   for (int run = 0; run < 3; run++) {
@@ -536,9 +536,7 @@ static void side_vs_one(tz_arch arch, const char *prec, int rows, int recompute)
     tz_model_free(m);
     gpu->destroy(gpu);
   }
-  if (kept) setenv("TEZGAH_CUDA_SIDE", kept, 1);
-  else unsetenv("TEZGAH_CUDA_SIDE");
-  free(kept);
+  ct_env_restore("TEZGAH_CUDA_SIDE", kept);
   ct_env_restore("TEZGAH_CUDA_MM_TUNE", kept_tune);
   g_rows = 0;
   g_recompute = 0;

@@ -457,20 +457,22 @@ int tz_train_phase_data(train_run *r) {
   if (o->T > o->model.max_seq_len)
     return tz_err("--seq-len: T=%d is above the model's context max_seq_len=%d", o->T, o->model.max_seq_len);
   if (r->prep.train_path && check_prepared_fits(r)) return -1;
+  /* the lists as the user knows them */
+  const char *train_flag = o->resume ? "the run's --train-shards" : "--train-shards";
+  const char *val_flag = o->resume ? "the run's --val-shards" : "--val-shards";
   if (!r->prep.train_path) { /* shards given (or the run's): the prepared ones are one file each */
-    note_repeats(r, o->resume ? "the run's --train-shards" : "--train-shards", train_shards);
-    note_repeats(r, o->resume ? "the run's --val-shards" : "--val-shards", val_shards);
-    note_val_in_train(r, o->resume ? "the run's --val-shards" : "--val-shards", val_shards,
-                      o->resume ? "the run's --train-shards" : "--train-shards", train_shards);
+    note_repeats(r, train_flag, train_shards);
+    note_repeats(r, val_flag, val_shards);
+    note_val_in_train(r, val_flag, val_shards, train_flag, train_shards);
   }
-  int lrc = tz_loader_open(&r->train, train_shards, o->model.vocab_size, o->B, o->T), val_failed = 0;
-  if (!lrc && val_shards) val_failed = (lrc = tz_loader_open(&r->val, val_shards, o->model.vocab_size, o->B, o->T)) != 0;
+  const char *failed = train_flag; /* the list whose loader failed */
+  int lrc = tz_loader_open(&r->train, train_shards, o->model.vocab_size, o->B, o->T);
+  if (!lrc && val_shards && (lrc = tz_loader_open(&r->val, val_shards, o->model.vocab_size, o->B, o->T))) failed = val_flag;
   if (lrc == TZ_SHARD_EVOCAB) return vocab_mismatch(r, vocab_given);
   if (lrc) {
-    if (!o->train_shards && !o->resume) tz_err_prefix(o->data); /* name the user's corpus, not just the cache file */
-    else /* which list: "missing.bin: No such file or directory" did not say (the session-36 walkthrough) */
-      tz_err_prefix(val_failed ? (o->resume ? "the run's --val-shards" : "--val-shards")
-                               : (o->resume ? "the run's --train-shards" : "--train-shards"));
+    /* name the user's corpus, not just the cache file; or which list ("missing.bin: No such
+     * file or directory" did not say, the session-36 walkthrough) */
+    tz_err_prefix(!o->train_shards && !o->resume ? o->data : failed);
     return -1;
   }
   tz_loader_shuffle(r->train, o->seed);

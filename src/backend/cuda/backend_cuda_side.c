@@ -64,11 +64,14 @@ static void side_begin(tz_backend *be) {
   swap_queues(c);
 }
 
+/* The ticket of the side's n-th piece of work (0-based): 1, 2, ..., 2^30, then 1 again. */
+static int ticket_of(unsigned long long n) { return (int)(n % (1ull << 30)) + 1; }
+
 static int side_end(tz_backend *be) {
   tzc_ctx *c = tzc(be);
   struct tzc_side *s = c->side;
   if (!c->on_side) tz_fatal("cuda: side_end without side_begin");
-  int t = (int)(s->issued++ % (1ull << 30)) + 1;
+  int t = ticket_of(s->issued++);
   TZC_CHECK(cudaEventRecord(s->ev[t % kEvents], c->stream)); /* (the side stream, still) */
   swap_queues(c);
   return t;
@@ -86,21 +89,24 @@ void tzc_side_join(tz_backend *be) {
   tzc_ctx *c = tzc(be);
   struct tzc_side *s = c->side;
   if (!s || !s->issued || c->on_side) return;
-  int t = (int)((s->issued - 1) % (1ull << 30)) + 1; /* the newest ticket */
-  TZC_CHECK(cudaStreamWaitEvent(c->stream, s->ev[t % kEvents], 0));
+  TZC_CHECK(cudaStreamWaitEvent(c->stream, s->ev[ticket_of(s->issued - 1) % kEvents], 0)); /* the newest */
+}
+
+/* TEZGAH_CUDA_SIDE's value as tzc_side_wanted's, TZC_SIDE_DEFAULT when unset or empty, -1 when
+ * unknown */
+static int parse_side(const char *e) {
+  if (!e || !*e) return TZC_SIDE_DEFAULT;
+  return !strcmp(e, "0") ? 0 : !strcmp(e, "1") ? 1 : !strcmp(e, "grads") ? 2 : -1;
 }
 
 int tzc_side_wanted(void) {
-  const char *e = getenv("TEZGAH_CUDA_SIDE");
-  if (e && !strcmp(e, "0")) return 0;
-  if (e && !strcmp(e, "1")) return 1;
-  if (e && !strcmp(e, "grads")) return 2;
-  return TZC_SIDE_DEFAULT;
+  int v = parse_side(getenv("TEZGAH_CUDA_SIDE"));
+  return v < 0 ? TZC_SIDE_DEFAULT : v; /* (an unknown value fails backend creation first) */
 }
 
 int tzc_side_env_check(char *why, size_t cap) {
   const char *e = getenv("TEZGAH_CUDA_SIDE");
-  if (!e || !*e || !strcmp(e, "0") || !strcmp(e, "1") || !strcmp(e, "grads")) return 0;
+  if (parse_side(e) >= 0) return 0;
   snprintf(why, cap, "TEZGAH_CUDA_SIDE=%.40s: must be 1, 0 or grads", e);
   return -1;
 }

@@ -436,7 +436,6 @@ void tune(tz_backend *be, Entry *e, const Key &k, const void *a, const void *b, 
           const void *aux) {
   tzc_ctx *c = tzc(be);
   MM *m = mm_state(be);
-  e->tuned = 1;
   size_t n = (size_t)k.M * k.N * (k.bf16 && k.form != F_AT ? 1 : 2); // 16-bit units of out
   const void *aux_out = k.epi == E_GELU ? aux : nullptr;
   unsigned long long ref[2], h[2];
@@ -581,6 +580,12 @@ __global__ void add_into_kernel(float *db, const T *s, int n) {
 // TEZGAH_CUDA_GELU_EPI's value as GELU_* bits, kAutoEpi for auto (also unset or empty), or -1
 // when it is not one of the documented values.
 constexpr int kAutoEpi = -2;
+// TEZGAH_CUDA_MM_TUNE's value as MM.tune (0, 1, 2 for all; unset or empty: 1), or -1 when unknown
+int parse_mm_tune(const char *s) {
+  if (!s || !*s) return 1;
+  return !strcmp(s, "0") ? 0 : !strcmp(s, "1") ? 1 : !strcmp(s, "all") ? 2 : -1;
+}
+
 int parse_gelu_epi(const char *s) {
   if (!s || !*s || !strcmp(s, "auto")) return kAutoEpi;
   if (!strcmp(s, "off")) return 0;
@@ -701,8 +706,8 @@ extern "C" void tzc_matmul_init(tz_backend *be) {
   const char *s = getenv("TEZGAH_CUDA_MATMUL"); // "naive": the fallback kernel only (tests)
   m->force_naive = s && !strcmp(s, "naive");
   m->gelu_bgrad = (tzc_gelu_epi_mode(1) & TZC_GELU_BGRAD) != 0; // checked at backend creation
-  const char *t = getenv("TEZGAH_CUDA_MM_TUNE"); // checked at backend creation
-  m->tune = t && !strcmp(t, "0") ? 0 : t && !strcmp(t, "all") ? 2 : 1;
+  m->tune = parse_mm_tune(getenv("TEZGAH_CUDA_MM_TUNE")); // checked at backend creation
+  if (m->tune < 0) m->tune = 1;
   // tune's fingerprint and events; without them no tuning (the heuristic's first choice)
   if (m->tune && cudaMalloc(&m->fp, 2 * sizeof *m->fp) != cudaSuccess) m->fp = nullptr;
   if (m->fp) tzc_mem_account(be, 2 * sizeof *m->fp);
@@ -719,7 +724,7 @@ extern "C" void tzc_matmul_init(tz_backend *be) {
 
 extern "C" int tzc_mm_tune_env_check(char *why, size_t cap) {
   const char *e = getenv("TEZGAH_CUDA_MM_TUNE");
-  if (!e || !*e || !strcmp(e, "0") || !strcmp(e, "1") || !strcmp(e, "all")) return 0;
+  if (parse_mm_tune(e) >= 0) return 0;
   snprintf(why, cap, "TEZGAH_CUDA_MM_TUNE=%.40s: must be 1, 0 or all", e);
   return -1;
 }
