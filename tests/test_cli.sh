@@ -356,7 +356,7 @@ usage_case "--train-shards: nosuch.bin: No such file or directory" "$bin" train 
 # ... and the line names the list that lacks it (it said only "nosuch.bin: No such file ...")
 usage_case "--val-shards: nosuch.bin: No such file or directory" "$bin" train --train-shards 'commas/sh,1.bin' \
   --val-shards nosuch.bin "${small[@]}" --steps 1 --run-dir nm
-[[ ! -e nm ]] || fail "a run with a missing --val-shards file left its run directory
+[[ ! -e nm ]] || fail "a run with a missing --val-shards file left its run directory"
 usage_case "nosuch.bin: No such file or directory" "$bin" eval commas/r --data nosuch.bin --data 'commas/sh,1.bin'
 
 # a corpus with fewer pairs than the merges asked: data prep says what it got, and why
