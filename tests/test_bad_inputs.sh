@@ -120,6 +120,8 @@ sed -E 's/"merges":[[:space:]]*\[[^]]*\]/"merges": []/' "$tokjson" >tok_nomerges
 sed -E 's/"merges":[[:space:]]*\[[^]]*\]/"no_merges": 0/' "$tokjson" >tok_mergesabsent.json
 sed -E 's/("added_tokens":[[:space:]]*\[)/\1{"id": 300, "content": "<|endoftext|>"}, /' "$tokjson" >tok_dupadded.json
 head -c 300 "$tokjson" >tok_trunc.json
+# tok-missing-*: a --tokenizer that is neither built in nor there gets a line that says what
+# --tokenizer takes (it said only "gpt3: No such file or directory")
 # a tokenizer of fewer tokens than the model's 300 (ids 280..299 have no text), given with
 # --tokenizer and stored in a checkpoint: not an error (below, after the table)
 "$bin" tokenizer train --in corpus.txt --out tok280.json --vocab-size 280 2>/dev/null || fail "tokenizer train --vocab-size 280"
@@ -269,6 +271,9 @@ tok-json-number     |tok_number.json: not a tokenizer.json: JSON, but a number, 
 tok-text-llama2c    |notes.txt: not a tokenizer file: a text file (starts with "hello world, thi..."), not a llama2.c tokenizer.bin|"$bin" encode --tokenizer notes.txt hi
 tok-text-short      |hi.txt: not a tokenizer file: a text file (starts with "hi")|"$bin" decode --tokenizer hi.txt '[1]'
 convert-text-llama2c|notes.txt: not a llama2.c model: a text file (starts with "hello world, thi...")|"$bin" convert --from llama2c notes.txt --out cx
+tok-missing-name    |--tokenizer: gpt3: No such file or directory (built-in tokenizers: gpt2; else a path: a tokenizer.json, llama2.c tokenizer.bin or llm.c gpt2_tokenizer.bin file, or a directory holding one|"$bin" encode --tokenizer gpt3 hi
+tok-missing-sample  |--tokenizer: gpt3: No such file or directory (built-in tokenizers: gpt2;|"$bin" sample good --tokenizer gpt3
+tok-missing-train   |--tokenizer: nosuch/tok.json: No such file or directory (built-in tokenizers: gpt2;|"$bin" train --train-shards sh_good.bin --tokenizer nosuch/tok.json "${small[@]}" --steps 2 --run-dir r1
 tok-dup-special     |appears twice (ids 300 and 299)|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupadded.json "${small[@]}" --steps 2 --run-dir r1
 corpus-missing      |nosuch.txt: No such file or directory|"$bin" train --data nosuch.txt --run-dir r1 --quiet
 corpus-default-gone |data/kjv.txt: No such file or directory (the default corpus, relative to the working directory: run from the repository root, or give --data FILE)|"$bin" train --run-dir r1 --quiet
