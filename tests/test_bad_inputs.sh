@@ -153,6 +153,7 @@ cp "$good" ck_same.tzc
 same_files=(same.txt tokdir/tokenizer.json imp/tokenizer.json ck_same.tzc)
 same_sums=$(sha256sum "${same_files[@]}")
 long_prompt=$(head -c 3000 corpus.txt)
+printf 'fine\nab\xffc\n' >prompts_bad.txt # line 2, byte 2 of the line (0-based)
 mkdir -p rodir outdir # out-isdir-*: an output file named by an existing directory
 if [[ $EUID == 0 ]] && mkdir -p ro_mnt && mount -t tmpfs -o size=64k,ro tmpfs ro_mnt 2>/dev/null; then
   umount ro_mnt; ro_how="read-only tmpfs"; ro_dir=ro_mnt
@@ -387,7 +388,8 @@ sample-tokens-neg   |--tokens: -1 is out of range|"$bin" sample good --tokens -1
 sample-topp-zero    |--top-p: 0 is out of range|"$bin" sample good --top-p 0
 sample-temp-neg     |--temperature: -1 is out of range|"$bin" sample good --temperature -1
 prompt-too-long     |--prompt: |"$bin" sample good --prompt "$long_prompt"
-prompt-not-utf8     |--prompt: invalid UTF-8 at byte 2|"$bin" sample good --prompt $'ab\xff\xfe'
+prompt-not-utf8     |--prompt: invalid UTF-8 at byte 2 (0-based)|"$bin" sample good --prompt $'ab\xff\xfe'
+prompts-not-utf8    |--prompts: prompts_bad.txt: line 2: invalid UTF-8 at byte 2 of the line (0-based)|"$bin" sample good --prompts prompts_bad.txt
 empty-run-dir       |--run-dir: empty path|"$bin" train --data corpus.txt --run-dir ''
 empty-init-from     |--init-from: empty path|"$bin" train --init-from '' --data corpus.txt --run-dir r1
 empty-train-tok     |--tokenizer: empty path|"$bin" train --train-shards sh_good.bin --tokenizer '' --run-dir r1

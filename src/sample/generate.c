@@ -423,7 +423,8 @@ static int read_prompts(const tz_sample_opts *o, char **data, char ***rows, int 
       free(r);
       free(d);
       *data = NULL;
-      return bad >= 0 ? tz_err("--prompts: %s: line %d: invalid UTF-8 at byte %ld", o->prompts_file, k + 1, bad)
+      return bad >= 0 ? tz_err("--prompts: %s: line %d: invalid UTF-8 at byte %ld of the line (0-based)",
+                               o->prompts_file, k + 1, bad)
                       : tz_err("--prompts: %s: line %d holds a NUL byte", o->prompts_file, k + 1);
     }
     start = e + 1;
@@ -480,7 +481,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   const char *prompt = o->prompt ? o->prompt : "";
   long bad = tz_utf8_invalid_at((const unsigned char *)prompt, strlen(prompt));
   const char *model = o->model ? o->model : default_model();
-  if (bad >= 0) tz_err("--prompt: invalid UTF-8 at byte %ld", bad);
+  if (bad >= 0) tz_err("--prompt: invalid UTF-8 at byte %ld (0-based)", bad);
   else if (tz_backend_check(o->backend, o->precision)) { /* before reading the checkpoint */
   } else if (!model)
     tz_err("no model given, and neither runs/latest nor ./latest holds a checkpoint (train one, or give RUN_DIR)");
