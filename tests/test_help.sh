@@ -153,6 +153,12 @@ PATH=$fake/bin:$PATH bash "$fake/scripts/main.sh" --steps abc >m.out 2>m.err </d
 grep -q 'setup.sh' "$fake/ran" 2>/dev/null || fail "main.sh asked a build/tezgah older than src/: $(head -3 m.err)"
 rm -rf "$fake/src" "$fake/build"
 echo "ok: scripts/main.sh refuses a bad train option before installing or building"
+# README's Tests section says what ../shared is and what happens without it (it named it only:
+# "Tests that need ../shared ... report SKIPPED")
+shared_par=$(awk 'BEGIN { RS = "" } /Tests read fixtures from/ { print; exit }' "$src/README.md" | tr '\n' ' ')
+[[ $shared_par == *'`../shared`, the directory beside the repository ('* && $shared_par == *'report SKIPPED with the reason'* ]] ||
+  fail "README does not say what ../shared is and that its tests report SKIPPED without it: $(head -c 200 <<<"$shared_par")"
+echo "ok: README says what ../shared is"
 
 # ---- tezgah env lists exactly the environment variables that src/ reads ----
 # Every "TEZGAH_..." / "TZ_..." string quoted in src/ is a variable tezgah reads (getenv,
