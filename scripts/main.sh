@@ -28,6 +28,17 @@ for a in "$@"; do
   case $a in -h | --help) usage; exit 0 ;; esac
 done
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# The train options checked before the install and the build (`--steps abc` failed only after
+# both), where a tezgah built from this tree is there: train parses every option, checking
+# each value, before it acts on a --help at the end (stdout dropped). Only where nothing in
+# src/, include/, cmake/ or CMakeLists.txt is newer than build/tezgah: an older build would
+# refuse an option added since (train itself checks the rest after the build).
+# ('--' among them: the --help after it would be an argument, refused)
+check=1
+for a in "$@"; do [[ $a == -- ]] && check=0; done
+if ((check)) && [[ -x build/tezgah && -z $(find src include cmake CMakeLists.txt -newer build/tezgah -print -quit 2>/dev/null) ]]; then
+  build/tezgah train "$@" --help >/dev/null || exit 1
+fi
 bash scripts/setup.sh
 echo "--- building tezgah in build/ (under a minute the first time without CUDA; log: build/build.log) ---"
 # The CUDA backend where a GPU is visible (scripts/cuda_choice.sh, as scripts/test.sh decides);

@@ -120,6 +120,8 @@ sed -E 's/"merges":[[:space:]]*\[[^]]*\]/"merges": []/' "$tokjson" >tok_nomerges
 sed -E 's/"merges":[[:space:]]*\[[^]]*\]/"no_merges": 0/' "$tokjson" >tok_mergesabsent.json
 sed -E 's/("added_tokens":[[:space:]]*\[)/\1{"id": 300, "content": "<|endoftext|>"}, /' "$tokjson" >tok_dupadded.json
 head -c 300 "$tokjson" >tok_trunc.json
+# tok-missing-*: a --tokenizer that is neither built in nor there gets a line that says what
+# --tokenizer takes (it said only "gpt3: No such file or directory")
 # a tokenizer of fewer tokens than the model's 300 (ids 280..299 have no text), given with
 # --tokenizer and stored in a checkpoint: not an error (below, after the table)
 "$bin" tokenizer train --in corpus.txt --out tok280.json --vocab-size 280 2>/dev/null || fail "tokenizer train --vocab-size 280"
@@ -151,6 +153,7 @@ cp "$good" ck_same.tzc
 same_files=(same.txt tokdir/tokenizer.json imp/tokenizer.json ck_same.tzc)
 same_sums=$(sha256sum "${same_files[@]}")
 long_prompt=$(head -c 3000 corpus.txt)
+printf 'fine\nab\xffc\n' >prompts_bad.txt # line 2, byte 2 of the line (0-based)
 mkdir -p rodir outdir # out-isdir-*: an output file named by an existing directory
 if [[ $EUID == 0 ]] && mkdir -p ro_mnt && mount -t tmpfs -o size=64k,ro tmpfs ro_mnt 2>/dev/null; then
   umount ro_mnt; ro_how="read-only tmpfs"; ro_dir=ro_mnt
@@ -268,6 +271,9 @@ tok-json-array      |tok_array.json: not a tokenizer.json: JSON, but an array, n
 tok-json-number     |tok_number.json: not a tokenizer.json: JSON, but a number, not an object|"$bin" decode --tokenizer tok_number.json '[1]'
 tok-text-llama2c    |notes.txt: not a tokenizer file: a text file (starts with "hello world, thi..."), not a llama2.c tokenizer.bin|"$bin" encode --tokenizer notes.txt hi
 tok-text-short      |hi.txt: not a tokenizer file: a text file (starts with "hi")|"$bin" decode --tokenizer hi.txt '[1]'
+tok-missing-name    |--tokenizer: gpt3: No such file or directory (built-in tokenizers: gpt2; else a path: a tokenizer.json, llama2.c tokenizer.bin or llm.c gpt2_tokenizer.bin file, or a directory holding one|"$bin" encode --tokenizer gpt3 hi
+tok-missing-sample  |--tokenizer: gpt3: No such file or directory (built-in tokenizers: gpt2;|"$bin" sample good --tokenizer gpt3
+tok-missing-train   |--tokenizer: nosuch/tok.json: No such file or directory (built-in tokenizers: gpt2;|"$bin" train --train-shards sh_good.bin --tokenizer nosuch/tok.json "${small[@]}" --steps 2 --run-dir r1
 convert-text-llama2c|notes.txt: not a llama2.c model: a text file (starts with "hello world, thi...")|"$bin" convert --from llama2c notes.txt --out cx
 tok-dup-special     |appears twice (ids 300 and 299)|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupadded.json "${small[@]}" --steps 2 --run-dir r1
 corpus-missing      |nosuch.txt: No such file or directory|"$bin" train --data nosuch.txt --run-dir r1 --quiet
@@ -381,8 +387,8 @@ T-above-context     |--seq-len: T=64 is above the model's context max_seq_len=32
 sample-tokens-neg   |--tokens: -1 is out of range|"$bin" sample good --tokens -1
 sample-topp-zero    |--top-p: 0 is out of range|"$bin" sample good --top-p 0
 sample-temp-neg     |--temperature: -1 is out of range|"$bin" sample good --temperature -1
-prompt-too-long     |--prompt: |"$bin" sample good --prompt "$long_prompt"
-prompt-not-utf8     |--prompt: invalid UTF-8 at byte 2|"$bin" sample good --prompt $'ab\xff\xfe'
+prompt-not-utf8     |--prompt: invalid UTF-8 at byte 2 (0-based)|"$bin" sample good --prompt $'ab\xff\xfe'
+prompts-not-utf8    |--prompts: prompts_bad.txt: line 2: invalid UTF-8 at byte 2 of the line (0-based)|"$bin" sample good --prompts prompts_bad.txt
 empty-run-dir       |--run-dir: empty path|"$bin" train --data corpus.txt --run-dir ''
 empty-init-from     |--init-from: empty path|"$bin" train --init-from '' --data corpus.txt --run-dir r1
 empty-train-tok     |--tokenizer: empty path|"$bin" train --train-shards sh_good.bin --tokenizer '' --run-dir r1
@@ -509,6 +515,10 @@ note_case() { # name note command...
 }
 note_case tok-smaller-sample "sample: note: --tokenizer tok280.json has 280 tokens, the model's vocab_size is 300: ids 280..299 have no text and are not sampled" \
   "$bin" sample good --tokenizer tok280.json --tokens 8 --temperature 1 --top-k 0
+# a prompt longer than the context keeps its last tokens with one warning (it was refused)
+note_case prompt-too-long "tezgah: warning: --prompt: " "$bin" sample good --prompt "$long_prompt" --tokens 4
+grep -q "exceed the model's context max_seq_len=32: the prompt's last 32 tokens are kept, its first [0-9]* and the end-of-text token dropped$" note.err &&
+  [[ $(wc -l <note.err) == 1 ]] || fail "prompt-too-long: want one warning naming the tokens dropped: $(cat note.err)"
 note_case tok-smaller-stored "sample: note: ck_tok280.tzc: its tokenizer has 280 tokens, the model's vocab_size is 300: ids 280..299 have no text" \
   "$bin" sample ck_tok280.tzc --tokens 8
 # A file listed twice (as another spelling of itself, or through a glob too) is read twice, as

@@ -356,8 +356,17 @@ usage_case "--train-shards: nosuch.bin: No such file or directory" "$bin" train 
 # ... and the line names the list that lacks it (it said only "nosuch.bin: No such file ...")
 usage_case "--val-shards: nosuch.bin: No such file or directory" "$bin" train --train-shards 'commas/sh,1.bin' \
   --val-shards nosuch.bin "${small[@]}" --steps 1 --run-dir nm
-[[ ! -e nm ]] || fail "a run with a missing --val-shards file left its run directory
+[[ ! -e nm ]] || fail "a run with a missing --val-shards file left its run directory"
 usage_case "nosuch.bin: No such file or directory" "$bin" eval commas/r --data nosuch.bin --data 'commas/sh,1.bin'
+
+# A log reader that goes away (`train 2>&1 | head -1`) does not end the run: SIGPIPE killed it
+# at the next line (exit 141, nothing said, no checkpoint). The run finishes, exit 0, its final
+# checkpoint and metrics written; the writes to the closed pipe (log lines, the sample) are lost.
+"$bin" train --data part_a.txt "${small[@]}" --steps 12 --val-every 0 --sample-tokens 16 --run-dir pipe_r 2>&1 | head -1 >pipe.out
+st=("${PIPESTATUS[@]}")
+[[ ${st[0]} == 0 ]] || fail "train 2>&1 | head -1: tezgah exited ${st[0]} (want 0: a closed log pipe must not end training)"
+[[ -s pipe.out && -f pipe_r/checkpoint.tzc ]] || fail "train 2>&1 | head -1: no final checkpoint in pipe_r: $(ls pipe_r 2>&1)"
+grep -q '"step":12,.*"final":true' pipe_r/metrics.jsonl || fail "train 2>&1 | head -1: metrics.jsonl lacks the final record: $(tail -1 pipe_r/metrics.jsonl)"
 
 # a corpus with fewer pairs than the merges asked: data prep says what it got, and why
 for i in {1..1000}; do echo "the cat sat on the mat"; done >few.txt

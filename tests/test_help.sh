@@ -137,6 +137,28 @@ for h in --help -h "--steps 5 --help"; do
   check_width "main.sh $h" m.out || fail "main.sh's usage does not fit $max columns"
 done
 echo "ok: scripts/main.sh --help prints its own usage and runs nothing"
+# A bad train option is refused before the install and the build where a build/tezgah of this
+# tree is there (`--steps abc` failed only after both): one error line, exit 1, no mark. Good
+# options go on to the install (the stub's mark); a build older than a source file is not asked.
+mkdir -p "$fake/build" && ln -sf "$bin" "$fake/build/tezgah" || fail "link $fake/build/tezgah"
+rm -f "$fake/ran"
+PATH=$fake/bin:$PATH bash "$fake/scripts/main.sh" --steps abc >m.out 2>m.err </dev/null && fail "main.sh --steps abc: exit 0"
+[[ ! -e $fake/ran ]] || fail "main.sh --steps abc ran before the option was refused: $(cat "$fake/ran")"
+[[ $(cat m.err) == "tezgah: error: --steps: 'abc' is not a decimal integer" && ! -s m.out ]] ||
+  fail "main.sh --steps abc: want train's one error line, nothing on stdout: $(head -3 m.err m.out)"
+PATH=$fake/bin:$PATH bash "$fake/scripts/main.sh" --steps 5 --lr 1e-3 >m.out 2>m.err </dev/null
+grep -q 'setup.sh' "$fake/ran" 2>/dev/null || fail "main.sh --steps 5: good options did not reach the install: $(head -3 m.err)"
+rm -f "$fake/ran" && mkdir -p "$fake/src" && touch -h -d '2000-01-01' "$fake/build/tezgah" && touch "$fake/src/new.c"
+PATH=$fake/bin:$PATH bash "$fake/scripts/main.sh" --steps abc >m.out 2>m.err </dev/null
+grep -q 'setup.sh' "$fake/ran" 2>/dev/null || fail "main.sh asked a build/tezgah older than src/: $(head -3 m.err)"
+rm -rf "$fake/src" "$fake/build"
+echo "ok: scripts/main.sh refuses a bad train option before installing or building"
+# README's Tests section says what ../shared is and what happens without it (it named it only:
+# "Tests that need ../shared ... report SKIPPED")
+shared_par=$(awk 'BEGIN { RS = "" } /Tests read fixtures from/ { print; exit }' "$src/README.md" | tr '\n' ' ')
+[[ $shared_par == *'`../shared`, the directory beside the repository ('* && $shared_par == *'report SKIPPED with the reason'* ]] ||
+  fail "README does not say what ../shared is and that its tests report SKIPPED without it: $(head -c 200 <<<"$shared_par")"
+echo "ok: README says what ../shared is"
 
 # ---- tezgah env lists exactly the environment variables that src/ reads ----
 # Every "TEZGAH_..." / "TZ_..." string quoted in src/ is a variable tezgah reads (getenv,

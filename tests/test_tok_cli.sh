@@ -35,6 +35,14 @@ check "llmc decode" "Hello world" "$($tz decode --tokenizer "$shared/llmc/gpt2_t
 printf 'caf\xc3\xa9 \xff\x00\x01 <|endoftext|>\n\n  x' >"$tmp/bytes"
 $tz encode - <"$tmp/bytes" >"$tmp/ids" && $tz decode - <"$tmp/ids" >"$tmp/back"
 if cmp -s "$tmp/bytes" "$tmp/back"; then echo "ok   byte round trip"; else echo "FAIL byte round trip"; fails=$((fails + 1)); fi
+# ... on purpose (byte-level BPE), so encode says so in its help (it took invalid UTF-8 without
+# a word; sample --prompt refuses it): an argument too, exit 0
+check "encode invalid UTF-8 argument" "[64, 187, 65]" "$($tz encode $'a\xffb')"
+if $tz encode --help | tr '\n' ' ' | grep -q "Any bytes are encoded, invalid UTF-8 and NULs included, on purpose"; then
+  echo "ok   encode --help says it takes any bytes"
+else
+  echo "FAIL encode --help does not say that invalid UTF-8 and NULs are encoded"; fails=$((fails + 1))
+fi
 
 # tokenize == llm.c's tinyshakespeare.py shards: sections split on "\n\n", EOT before each,
 # "\n\n" kept at the end of all but the last: the same as our <|endoftext|>-separated documents.

@@ -110,8 +110,16 @@ expect_error "T above context" "T=64 is above the model's context max_seq_len=32
 expect_error "unwritable run directory" "notadir/run" -- train "${small[@]}" --run-dir notadir/run "${q[@]}"
 expect_error "unknown command" "unknown command 'trian'" -- trian
 expect_error "sample without a run" "nothing-here" -- sample nothing-here
-expect_error "prompt longer than context" "tokens and the end-of-text token that starts the sequence exceed the model's context" -- \
-  sample runs/full --prompt "$(head -c 3000 "$corpus")"
+# a prompt longer than the context keeps its last tokens, with one warning line (it was refused)
+"$tz" sample runs/full --prompt "$(head -c 3000 "$corpus")" --tokens 20 --temperature 0 >long.out 2>long.err
+rc=$?
+if ((rc == 0)) && [[ $(wc -l <long.err) == 1 ]] &&
+  grep -q "^tezgah: warning: --prompt: [0-9]* tokens and the end-of-text token that starts the sequence exceed the model's context max_seq_len=32: the prompt's last 32 tokens are kept, its first [0-9]* and the end-of-text token dropped$" long.err &&
+  cmp -s <(head -c 3000 "$corpus") <(head -c 3000 long.out) && (($(wc -c <long.out) > 3000)); then
+  ok "prompt longer than context: its tail kept: $(cat long.err)"
+else
+  fail "prompt longer than context: exit $rc, want 0, the prompt and a continuation on stdout, one warning: $(head -c 400 long.err)"
+fi
 expect_error "non-UTF-8 prompt" "--prompt: invalid UTF-8" -- sample runs/full --prompt $'abc\xff'
 for d in runs/bad1 runs/bad2 runs/bad3 runs/bad4 runs/bad5 runs/bad6; do
   [[ -e $d/checkpoint.tzc ]] && fail "$d: a checkpoint was written for a failed run"

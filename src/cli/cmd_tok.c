@@ -263,7 +263,9 @@ int tz_cmd_tokenize(int argc, char **argv) {
 static const char *HELP_ENCODE =
     "usage: tezgah encode [--tokenizer gpt2|PATH] [options] [TEXT|-]\n"
     "Print the token ids of TEXT as a JSON array. '-' or no TEXT: read stdin (all\n"
-    "bytes, including the final newline).\n\n"
+    "bytes, including the final newline). Any bytes are encoded, invalid UTF-8 and\n"
+    "NULs included, on purpose: a byte-level BPE (gpt2, ours) has a token for every\n"
+    "byte, and decode gives the same bytes back (llama2.c tokenizers: no NUL).\n\n"
     "  --tokenizer SPEC       gpt2 (default), a tokenizer path\n"
     "                         (see tezgah tokenize --help), a run directory or a\n"
     "                         checkpoint (the run's own tokenizer)\n"

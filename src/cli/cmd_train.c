@@ -346,6 +346,14 @@ static int set_once(const char *flag, const char **dst, const char *val, const c
 }
 
 int tz_cmd_train(int argc, char **argv) {
+  /* A reader of the log that goes away (`tezgah train 2>&1 | head`) must not end the run: its
+   * SIGPIPE killed training at the next line, exit 141, without a word or a checkpoint. Ignored,
+   * a write to the closed pipe fails with EPIPE, which stdio drops (no log line is checked), and
+   * the run goes on to its checkpoints, metrics.jsonl and exit status; inherited by mpirun and
+   * the ranks under --nproc. */
+#ifdef SIGPIPE
+  signal(SIGPIPE, SIG_IGN);
+#endif
   tz_train_opts o;
   tz_train_opts_default(&o);
   const tz_model_preset *preset = NULL;

