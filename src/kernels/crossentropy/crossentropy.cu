@@ -24,7 +24,8 @@ constexpr int CE_THREADS = 512;
  * then one rounding of the product, so the relative error stays below about 2e-7·|z − m| + 2
  * ulp (exp2f's own), far below a bf16 unit and within the fp32 tests' bounds. Not
  * exp2(z·log2 e − m·log2 e) with one FMA: the rounding of m·log2 e is not small for large |m|
- * (at m = 1e8 it is up to 4, a factor of 16 in every term). z = −inf gives 0, NaN NaN. */
+ * (at m = 1e8 up to 8, half of ulp(1.44e8) = 16: a factor of up to 256 in every term).
+ * z = −inf gives 0, NaN NaN. */
 __device__ __forceinline__ float exp_off(float z, float m) { return exp2f((z - m) * 1.4426950408889634f); }
 
 /* merge (m2, s2) into (m, s); a side with m = −inf holds no finite logit (s = 0, or NaN);
