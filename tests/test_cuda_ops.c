@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/fileio.h"
 #include "cuda_testutil.h"
 #ifdef TZ_HAVE_CUDA
 #include "backend/cuda/cuda_internal.h"
@@ -303,7 +305,8 @@ static void test_matmul_bf16(void **state) {
 }
 static void test_matmul_fallback(void **state) { matmul_suite(gnaive); }
 
-/* ---- profiling: the table prints (smoke test; the timings are the GPU's) ---- */
+/* ---- profiling: the table prints, a matmul's rate in GFLOP/s and a memory-bound op's (add,
+ * which declares both its FLOP and its bytes) in GB/s (the timings are the GPU's) ---- */
 static void test_profile(void **state) {
   setenv("TEZGAH_PROFILE", "1", 1);
   tz_backend *be = ct_cuda("bf16");
@@ -313,7 +316,32 @@ static void test_profile(void **state) {
   tz_slice x = ct_act_upload(&o, NULL, 64 * 64), w = ct_params(&o, NULL, 64 * 64), y = ct_act_upload(&o, NULL, 64 * 64);
   for (int i = 0; i < 5000; i++) be->matmul_t(be, y, x, w, TZ_NONE, 64, 64, 64, 0); /* > one event pool */
   be->fill(be, y, 1.0f, 64 * 64, be->act);
+  be->add(be, y, y, x, 64 * 64);
+  char path[] = "/tmp/tz_cuda_prof_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(fd, 2);
   tz_cuda_profile_print(be, 5);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(fd);
+  char *d = NULL;
+  size_t n = 0;
+  assert_int_equal(tz_read_file(path, &d, &n), 0);
+  unlink(path);
+  fputs(d, stderr);
+  const char *mm = strstr(d, "\n  matmul_t "), *add = strstr(d, "\n  add ");
+  assert_non_null(mm);
+  assert_non_null(add);
+  const char *mm_end = strchr(mm + 1, '\n'), *add_end = strchr(add + 1, '\n');
+  assert_true(mm_end && add_end);
+  const char *r1 = strstr(mm, "GFLOP/s"), *r2 = strstr(add, "GB/s");
+  assert_true(r1 && r1 < mm_end);  /* the matmul: GFLOP/s */
+  assert_true(r2 && r2 < add_end); /* add: GB/s (it said GFLOP/s of its one FLOP an element) */
+  free(d);
   tz_cuda_profile_reset(be);
   tz_cuda_profile_print(be, 1);
   ot_release(&o);

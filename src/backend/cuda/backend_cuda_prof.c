@@ -41,6 +41,8 @@ void tzc_prof_free(tzc_prof *p) {
   free(p);
 }
 
+enum { kArith = 16 }; /* FLOP a byte below which an op's row shows GB/s (harvest) */
+
 /* Read every recorded pair into the totals (waits for the last one). */
 static void harvest(tzc_prof *p) {
   if (!p->n) return;
@@ -51,7 +53,11 @@ static void harvest(tzc_prof *p) {
     tz_prof_row *r = &p->tot.row[p->lab[i]];
     r->ns += ms * 1e6;
     r->calls += 1;
-    r->flop += p->flop[i];
+    /* the table's rate is GFLOP/s where flop is nonzero: kept for ops of at least kArith FLOP a
+     * byte (matmuls, attention); the memory-bound ops' rate is then GB/s, the figure to hold
+     * against the card's bandwidth (their FLOP counts gave "2286.8 GFLOP/s" for the
+     * cross-entropy) */
+    if (p->flop[i] >= kArith * p->bytes[i]) r->flop += p->flop[i];
     r->bytes += p->bytes[i];
   }
   p->n = 0;
@@ -79,7 +85,8 @@ void tz_cuda_profile_print(tz_backend *be, double steps) {
   if (!be || strcmp(be->name, "cuda") || !tzc(be)->prof) return;
   tzc_prof *p = tzc(be)->prof;
   harvest(p);
-  /* rates: matmuls GFLOP/s (2MNK); others GB/s of the bytes the op nominally moves */
+  /* rates: matmuls and attention GFLOP/s (2MNK; attention's causal count); the others GB/s of
+   * the bytes the op nominally moves (harvest) */
   tz_prof_print(&p->tot, "cuda profile (CUDA events", steps);
 }
 
