@@ -50,6 +50,8 @@ cmake --build "$build" -j"$(nproc)" --target tezgah $cuda_tests >>"$build/build.
 grep -i 'warning' "$build/build.log" | grep -v '^--' |
   grep -E '(/backend/cuda/|\.cuh?[:(]|attention_cudnn\.c|comm_nccl\.c|cmd_info\.c|test_cuda_)' | head -20 || true
 echo "ci_cuda_build: built in $((SECONDS - t0)) s"
+# CI_BUILD_ONLY=1: stop here, the tree built (.ci/run builds the lanes' trees while the test command runs)
+[[ -z ${CI_BUILD_ONLY:-} ]] || exit 0
 "$build/tezgah" info 2>&1 | grep '^cuda' || true
 # ctest's own summary stays in build-cuda/ctest.log: printed here it would be the last ctest
 # summary of CI's log, "0 tests ran" (all skip without a GPU), and CI's reader takes that one.

@@ -21,6 +21,8 @@ for level in x86-64-v2 x86-64-v3; do
   cmake --build "$dir" -j"$(nproc)" --target tezgah >>"$dir/build.log" 2>&1 || { tail -30 "$dir/build.log" >&2; exit 1; }
   others+=("$PWD/$dir/tezgah")
 done
+# CI_BUILD_ONLY=1: stop here, the tree built (.ci/run builds the lanes' trees while the test command runs)
+[[ -z ${CI_BUILD_ONLY:-} ]] || exit 0
 # the emulated AVX2-only CPU (qemu-user from Debian's archive; installed here when missing)
 command -v qemu-x86_64 >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q qemu-user >/dev/null ||
   { echo "ci_isa: qemu-user is not installed and could not be (apt-get install qemu-user)" >&2; exit 1; }

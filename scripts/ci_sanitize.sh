@@ -31,6 +31,8 @@ if grep -qE '(^|\.\.\. )tezgah_mpi(:|$)' <<<"$all_targets"; then targets+=(tezga
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >"$build/build.log" 2>&1 ||
   { tail -40 "$build/build.log" >&2; exit 1; }
 echo "ci_sanitize: built in $((SECONDS - t0)) s"
+# CI_BUILD_ONLY=1: stop here, the tree built (.ci/run builds the lanes' trees while the test command runs)
+[[ -z ${CI_BUILD_ONLY:-} ]] || exit 0
 # allocator_may_return_null: an absurd model size must reach our "out of host memory" error
 # (as with glibc's malloc) instead of ASan's own abort.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1:allocator_may_return_null=1

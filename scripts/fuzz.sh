@@ -29,6 +29,8 @@ cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWith
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >>"$build/build.log" 2>&1 ||
   { tail -30 "$build/build.log" >&2; exit 1; }
 echo "fuzz: built ${#targets[@]} targets in $((SECONDS - t0)) s; ${secs} s each"
+# CI_BUILD_ONLY=1: stop here, the tree built (.ci/run builds the lanes' trees while the test command runs)
+[[ -z ${CI_BUILD_ONLY:-} ]] || exit 0
 mkdir -p "$build/crashes"
 jobs=()
 if ((${FUZZ_JOBS:-1} > 1)); then jobs=(-jobs="$FUZZ_JOBS" -workers="$FUZZ_JOBS"); fi
