@@ -15,12 +15,17 @@ others=()
 for level in x86-64-v2 x86-64-v3; do
   dir=build-$level
   echo "--- ci_isa: building tezgah at -march=$level in $dir/ (log: $dir/build.log) ---"
-  mkdir -p "$dir"
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS="-march=$level" \
-    -DTEZGAH_CUDA=OFF >"$dir/build.log" 2>&1
-  cmake --build "$dir" -j"$(nproc)" --target tezgah >>"$dir/build.log" 2>&1 || { tail -30 "$dir/build.log" >&2; exit 1; }
+  # (CI_PREBUILT=1: .ci/run's CI_BUILD_ONLY=1 run of this script built it beside the test command)
+  if [[ -z ${CI_PREBUILT:-} ]]; then
+    mkdir -p "$dir"
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DTEZGAH_NATIVE=OFF -DCMAKE_C_FLAGS="-march=$level" \
+      -DTEZGAH_CUDA=OFF >"$dir/build.log" 2>&1
+    cmake --build "$dir" -j"$(nproc)" --target tezgah >>"$dir/build.log" 2>&1 || { tail -30 "$dir/build.log" >&2; exit 1; }
+  fi
   others+=("$PWD/$dir/tezgah")
 done
+# CI_BUILD_ONLY=1: stop here, the tree built (.ci/run builds the lanes' trees while the test command runs)
+[[ -z ${CI_BUILD_ONLY:-} ]] || exit 0
 # the emulated AVX2-only CPU (qemu-user from Debian's archive; installed here when missing)
 command -v qemu-x86_64 >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q qemu-user >/dev/null ||
   { echo "ci_isa: qemu-user is not installed and could not be (apt-get install qemu-user)" >&2; exit 1; }

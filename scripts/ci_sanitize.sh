@@ -16,6 +16,10 @@ t0=$SECONDS
 # read in an inlined function at -g and -g1, gcc 12, branch ci26), without the types and local
 # variables that only a debugger reads; the same code (-O2), so the same run time. The build
 # below: 127.1 CPU s at -g, 108.6 at -g1 (user+sys, time, the 2-core VM at load ~3, ci26).
+# CI_PREBUILT=1 (.ci/run, where this script's CI_BUILD_ONLY=1 run built the tree beside the
+# test command): the tree is complete; its configure and make's up-to-date walk (tens of CPU s
+# for the sanitize tree's 60 targets) are skipped
+if [[ -z ${CI_PREBUILT:-} ]]; then
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
   -DTEZGAH_SANITIZE=ON -DTEZGAH_BLAS=OFF -DTEZGAH_CUDA=OFF -DTEZGAH_NATIVE=OFF >/dev/null
 # Only what the ctest runs below use: the CLI, the test programs but the CUDA ones (this tree has
@@ -31,6 +35,11 @@ if grep -qE '(^|\.\.\. )tezgah_mpi(:|$)' <<<"$all_targets"; then targets+=(tezga
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >"$build/build.log" 2>&1 ||
   { tail -40 "$build/build.log" >&2; exit 1; }
 echo "ci_sanitize: built in $((SECONDS - t0)) s"
+else
+  echo "ci_sanitize: the tree was built beside the test command (CI_PREBUILT=1)"
+fi
+# CI_BUILD_ONLY=1: stop here, the tree built (.ci/run builds the lanes' trees while the test command runs)
+[[ -z ${CI_BUILD_ONLY:-} ]] || exit 0
 # allocator_may_return_null: an absurd model size must reach our "out of host memory" error
 # (as with glibc's malloc) instead of ASan's own abort.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1:allocator_may_return_null=1
