@@ -148,6 +148,12 @@ PATH=$fake/bin:$PATH bash "$fake/scripts/main.sh" --steps abc >m.out 2>m.err </d
   fail "main.sh --steps abc: want train's one error line, nothing on stdout: $(head -3 m.err m.out)"
 PATH=$fake/bin:$PATH bash "$fake/scripts/main.sh" --steps 5 --lr 1e-3 >m.out 2>m.err </dev/null
 grep -q 'setup.sh' "$fake/ran" 2>/dev/null || fail "main.sh --steps 5: good options did not reach the install: $(head -3 m.err)"
+# an option last, maybe missing its value: not checked early (the check's --help became
+# --run-dir's value, and the check itself trained into ./--help); train says it after the build
+rm -f "$fake/ran"
+PATH=$fake/bin:$PATH timeout 60 bash "$fake/scripts/main.sh" --steps 5 --run-dir >m.out 2>m.err </dev/null
+[[ ! -e $fake/--help && ! -e $fake/runs ]] || fail "main.sh --run-dir: the early check trained: $(ls "$fake")"
+grep -q 'setup.sh' "$fake/ran" 2>/dev/null || fail "main.sh --steps 5 --run-dir: did not go on to the install: $(head -3 m.err)"
 rm -f "$fake/ran" && mkdir -p "$fake/src" && touch -h -d '2000-01-01' "$fake/build/tezgah" && touch "$fake/src/new.c"
 PATH=$fake/bin:$PATH bash "$fake/scripts/main.sh" --steps abc >m.out 2>m.err </dev/null
 grep -q 'setup.sh' "$fake/ran" 2>/dev/null || fail "main.sh asked a build/tezgah older than src/: $(head -3 m.err)"
