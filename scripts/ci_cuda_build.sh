@@ -37,9 +37,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build-cuda
 t0=$SECONDS
-# CI_PREBUILT=1 (.ci/run, where this script's CI_BUILD_ONLY=1 run built the tree beside the
-# test command): the tree is complete; its configure and make's up-to-date walk (tens of CPU s
-# for the sanitize tree's 60 targets) are skipped
+# CI_PREBUILT=1: .ci/run already built this tree (this script under CI_BUILD_ONLY=1, beside the
+# test command), so the configure and build are skipped
 if [[ -z ${CI_PREBUILT:-} ]]; then
 mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=None -DCMAKE_CUDA_FLAGS="-Xcicc -O0" -DTEZGAH_CUDA=ON \

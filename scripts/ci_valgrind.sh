@@ -14,9 +14,8 @@ t0=$SECONDS
 # -g1, not RelWithDebInfo's -g: memcheck's stack traces (errors, leaks, --track-origins) print
 # function, file and line from the line tables; the types and locals of -g only a debugger reads.
 # Same code (-O2). The build: 40.6 CPU s at -g, 35.6 at -g1 (user+sys, time, cold, ci26).
-# CI_PREBUILT=1 (.ci/run, where this script's CI_BUILD_ONLY=1 run built the tree beside the
-# test command): the tree is complete; its configure and make's up-to-date walk (tens of CPU s
-# for the sanitize tree's 60 targets) are skipped
+# CI_PREBUILT=1: .ci/run already built this tree (this script under CI_BUILD_ONLY=1, beside the
+# test command), so the configure and build are skipped
 if [[ -z ${CI_PREBUILT:-} ]]; then
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
   -DTEZGAH_NATIVE=OFF -DTEZGAH_BLAS=OFF -DTEZGAH_CUDA=OFF >/dev/null

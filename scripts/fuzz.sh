@@ -20,9 +20,8 @@ if ((${#targets[@]} == 0)); then
   for f in "$root"/fuzz/fuzz_*.c; do targets+=("$(basename "$f" .c | sed 's/^fuzz_//')"); done
 fi
 t0=$SECONDS
-# CI_PREBUILT=1 (.ci/run, where this script's CI_BUILD_ONLY=1 run built the tree beside the
-# test command): the tree is complete; its configure and make's up-to-date walk (tens of CPU s
-# for the sanitize tree's 60 targets) are skipped
+# CI_PREBUILT=1: .ci/run already built this tree (this script under CI_BUILD_ONLY=1, beside the
+# test command), so the configure and build are skipped
 if [[ -z ${CI_PREBUILT:-} ]]; then
 mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTEZGAH_FUZZ=ON \
