@@ -44,11 +44,17 @@ static void use(const char *which) {
   build = which;
 }
 
-/* the facts line starting with `prefix` (at a line start), or NULL */
+/* the facts line starting with `prefix` (at a line start), or NULL. memchr to each line's end,
+ * not strchr: under ASan's strict_string_checks (scripts/ci_sanitize.sh) every strchr measures
+ * the rest of the file first, which made this walk quadratic (13 of the program's 13.0 CPU s in
+ * the ASan lane, 0.1 without the option, branch ci38b). */
 static const char *line_of(const char *prefix) {
   size_t n = strlen(prefix);
-  for (const char *p = facts; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+  const char *end = facts + strlen(facts);
+  for (const char *p = facts, *e; p < end; p = e ? e + 1 : end) {
+    e = memchr(p, '\n', (size_t)(end - p));
     if (!strncmp(p, prefix, n)) return p;
+  }
   return NULL;
 }
 static long field(const char *line, const char *key) {
