@@ -13,10 +13,11 @@
 # takes text), HF directories in the helps, clear messages for a model without a tokenizer,
 # an unknown tokenizing backend, an extra `logits` argument, `train --tokenizer` with --data.
 # `train --model NAME` (shape presets: the shape, flags beside it win, checked on --resume).
-# `train --profile` on the CPU backend prints the per-op table. Ctrl-C during data preparation
-# ends the run there (exit 130, one line, nothing left). A junk line in metrics.jsonl is dropped
-# on resume with one warning. --val-every 0 / --ckpt-every 0 are in train's help and do what it
-# says; --resume takes --ckpt-every (the losses unchanged); a split too small for a batch once
+# `train --profile` on the CPU backend prints the per-op table (its last progress line the final
+# validation's). Ctrl-C during data preparation ends the run there (exit 130, one line, nothing
+# left). A junk line in metrics.jsonl is dropped on resume with one warning. --val-every 0 /
+# --ckpt-every 0 are in train's help and do what it says; --resume takes --ckpt-every (the
+# losses unchanged); a split too small for a batch once
 # encoded names what helps (a --val-fraction that does hold one); a bad --backend names the
 # option and value; a gpt2 run (padded vocabulary) samples with its own tokenizer. --resume of a
 # directory without a checkpoint says so (a Hugging Face one: --init-from; one holding only an
@@ -530,8 +531,14 @@ fv=$(grep -o 'final val loss [0-9.]*' etar.err | cut -d' ' -f4)
   fail "a resumed --val-every 0 run's bar is not sized as a validating run's: $(cat etar.txt; tail -n 1 vs.txt)"
 
 # ---- --profile on the CPU backend: the per-op table, its total the step's wall time ---------
-"$bin" train --data part_a.txt "${small[@]}" --steps 6 --val-every 0 --profile --run-dir prof 2>prof.err ||
+# The last progress line shows the final validation, as the done line does: it was printed
+# before the table, ahead of the final validation, and repeated the one of step 3 ("6/6 ... |
+# val X@3" beside "final val loss Y", the session-37 walkthrough)
+"$bin" train --data part_a.txt "${small[@]}" --steps 6 --val-every 3 --profile --run-dir prof 2>prof.err ||
   fail "train --profile on cpu: $(tail -3 prof.err)"
+fv=$(grep -o 'final val loss [0-9.]*' prof.err | cut -d' ' -f4)
+[[ -n $fv && $(grep -E '^ *[0-9]+/6 ' prof.err | tail -n 1) == "6/6 "*"| val $fv@6" ]] ||
+  fail "train --profile: the last progress line is not the final validation's ($fv@6): $(grep -E '^ *[0-9]+/6 |^done' prof.err)"
 grep -q '^cpu profile (wall clock, [0-9]* threads, per step over 4 steps):$' prof.err ||
   fail "train --profile: no cpu profile title over steps 3..6: $(grep -i profile prof.err)"
 for op in matmul_t attention_bwd crossentropy adamw '(outside ops)' total; do

@@ -1102,7 +1102,13 @@ static int phase_end(train_run *r) {
   tz_train_opts *o = &r->o;
   tz_train_state *st = &r->st;
   double total = now_s() - r->t_start;
-  if (o->profile) end_progress(r, 0); /* before the table: the final validation is not in it */
+  /* The table before the final validation, which is not in it; the last step's line stays
+   * held for that validation (end_progress below), so it shows the final val loss as the done
+   * line and metrics.jsonl do. It was released here, before the validation, and repeated the
+   * one before ("6/6 ... | val 5.6246@3" beside "final val loss 5.5643", the session-37
+   * walkthrough). On a terminal the line redrawn in place ends first (the table starts a line
+   * of its own) without ending the progress lines: the last one is drawn after the table. */
+  if (o->profile && r->tty && !r->tty_ended) fprintf(stderr, "\n");
   if (o->profile && r->rank == 0) { /* validation passes included; warm-up steps left out when there are enough */
     if (!o->quiet && r->prof_from > r->first_step)
       fprintf(stderr, "profile of steps %d..%d (warm-up steps left out)\n", r->prof_from + 1, st->step);
