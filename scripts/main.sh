@@ -16,6 +16,8 @@ The README's main job, from the repository root of a fresh Debian 12 machine:
      llama on data/kjv.txt, 600 steps on the CPU (into runs/<time>/)
   5. build/tezgah sample [RUN_DIR] --prompt "And God said" --tokens 120:
      that run (its --run-dir, or the run --resume continued, when given)
+stdout carries the sample alone (and train's own, given --sample-tokens N);
+the install, build, corpus and training lines go to stderr.
 Every argument goes to `tezgah train`, e.g. --steps 2000 or --backend webgpu;
 its options: build/tezgah train --help (once built).
 Environment: TEZGAH_TEST_CUDA=ON builds the CUDA backend without a visible
@@ -43,15 +45,18 @@ for a in "$@"; do [[ $a == -- ]] && check=0; done
 if ((check)) && [[ -x build/tezgah && -z $(find src include cmake CMakeLists.txt -newer build/tezgah -print -quit 2>/dev/null) ]]; then
   build/tezgah train "$@" --help >/dev/null || exit 1
 fi
-bash scripts/setup.sh
-echo "--- building tezgah in build/ (under a minute the first time without CUDA; log: build/build.log) ---"
+# stdout carries the sample alone, as every tezgah command keeps its results there and its
+# progress on stderr: the install, build and corpus lines (setup.sh's, apt-get's and npm's
+# included) go to stderr. They went to stdout, mixed with the sample (the session-37 walkthrough).
+bash scripts/setup.sh >&2
+echo "--- building tezgah in build/ (under a minute the first time without CUDA; log: build/build.log) ---" >&2
 # The CUDA backend where a GPU is visible (scripts/cuda_choice.sh, as scripts/test.sh decides);
 # only the tezgah target: the tests and benchmarks are scripts/test.sh's (the same build/)
 # shellcheck source=scripts/cuda_choice.sh
-source scripts/cuda_choice.sh
+source scripts/cuda_choice.sh >&2
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTEZGAH_CUDA=$cuda >/dev/null
 cmake --build build --target tezgah -j"$(nproc)" >build/build.log 2>&1 || { tail -30 build/build.log >&2; exit 1; }
-[[ -s data/kjv.txt ]] || bash scripts/prepare_kjv.sh
+[[ -s data/kjv.txt ]] || bash scripts/prepare_kjv.sh >&2
 # One sample at the end, the prompted one below: train's own end-of-run sample is turned off
 # (a --sample-tokens among the extra flags comes later and wins).
 build/tezgah train --sample-tokens 0 "$@"
@@ -73,5 +78,5 @@ for ((i = 1; i <= $#; i++)); do
 done
 run=()
 [[ -n ${rundir:-$resume} ]] && run=("${rundir:-$resume}")
-echo "--- tezgah sample --prompt 'And God said' ---"
+echo "--- tezgah sample --prompt 'And God said' ---" >&2
 build/tezgah sample "${run[@]}" --prompt "And God said" --tokens 120

@@ -159,6 +159,25 @@ PATH=$fake/bin:$PATH bash "$fake/scripts/main.sh" --steps abc >m.out 2>m.err </d
 grep -q 'setup.sh' "$fake/ran" 2>/dev/null || fail "main.sh asked a build/tezgah older than src/: $(head -3 m.err)"
 rm -rf "$fake/src" "$fake/build"
 echo "ok: scripts/main.sh refuses a bad train option before installing or building"
+# stdout carries the sample alone: the install, build and corpus lines and train's progress go
+# to stderr (setup.sh's lines, cuda_choice's and main.sh's own "--- ..." headers went to
+# stdout, mixed with the sample: the session-37 walkthrough). Stubs that succeed and print on
+# stdout: setup.sh, prepare_kjv.sh, cmake; nvidia-smi lists no GPU (cuda_choice says so); a
+# build/tezgah whose sample prints one line on stdout and whose train prints on stderr alone.
+ok=$PWD/mainsh_ok && mkdir -p "$ok/scripts" "$ok/bin" "$ok/build" || fail "mkdir $ok"
+cp "$src/scripts/main.sh" "$src/scripts/cuda_choice.sh" "$ok/scripts/" || fail "copy main.sh"
+printf '#!/bin/sh\necho "$0: stub output on stdout"\n' >"$ok/bin/stub" || fail "write the stub"
+for s in scripts/setup.sh scripts/prepare_kjv.sh bin/cmake; do cp "$ok/bin/stub" "$ok/$s" && chmod +x "$ok/$s" || fail "stub $s"; done
+printf '#!/bin/sh\necho "no GPU"\nexit 6\n' >"$ok/bin/nvidia-smi" && chmod +x "$ok/bin/nvidia-smi" || fail "stub nvidia-smi"
+# shellcheck disable=SC2016 # $1 and $* are the stub's own
+printf '#!/bin/sh\ncase $1 in\n  train) case "$*" in *--help*) echo "train help" ;; *) echo "1/2 [#.] loss 5.0" >&2 ;; esac ;;\n  sample) echo "And God said SAMPLE" ;;\nesac\n' \
+  >"$ok/build/tezgah" && chmod +x "$ok/build/tezgah" || fail "stub build/tezgah"
+PATH=$ok/bin:$PATH bash "$ok/scripts/main.sh" --steps 2 >m.out 2>m.err </dev/null || fail "main.sh with stubs: exit $? ($(head -3 m.err))"
+[[ $(cat m.out) == "And God said SAMPLE" ]] || fail "main.sh: stdout is not the sample alone: $(head -5 m.out)"
+for want in 'setup.sh: stub output' 'prepare_kjv.sh: stub output' '--- building tezgah' '--- no NVIDIA GPU visible' '1/2 [#.] loss' '--- tezgah sample'; do
+  grep -qF -- "$want" m.err || fail "main.sh: '$want' is not on stderr: $(head -12 m.err)"
+done
+echo "ok: scripts/main.sh prints the sample alone on stdout, its other lines on stderr"
 # README's Tests section says what ../shared is and what happens without it (it named it only:
 # "Tests that need ../shared ... report SKIPPED")
 shared_par=$(awk 'BEGIN { RS = "" } /Tests read fixtures from/ { print; exit }' "$src/README.md" | tr '\n' ' ')
