@@ -6,8 +6,9 @@
 # note would precede the refusal had the run started (resume-note-*: --steps replacing the
 # run's total, another backend than the run's; train.c holds them until every check passed),
 # so those cases run without --quiet; a path option or positional given '' refused naming it
-# ("--run-dir: empty path"), and an output that is one of the command's inputs refused before
-# any work, the input unchanged (same-*); an output file given as '-' where it has no stdout
+# ("--run-dir: empty path"; --tokenizer '' with what the option takes), and an output that is
+# one of the command's inputs refused before any work, the input unchanged (same-*); an output
+# file given as '-' where it has no stdout
 # form, or as a directory, refused before any work, nothing written (out-*); a resume whose
 # first checkpoint into another --run-dir fails leaves neither that directory nor its
 # metrics.jsonl (resume-*-fail); a metrics.jsonl not of tezgah's in a --run-dir without a
@@ -390,24 +391,24 @@ prompt-not-utf8     |--prompt: invalid UTF-8 at byte 2 (0-based)|"$bin" sample g
 prompts-not-utf8    |--prompts: prompts_bad.txt: line 2: invalid UTF-8 at byte 2 of the line (0-based)|"$bin" sample good --prompts prompts_bad.txt
 empty-run-dir       |--run-dir: empty path|"$bin" train --data corpus.txt --run-dir ''
 empty-init-from     |--init-from: empty path|"$bin" train --init-from '' --data corpus.txt --run-dir r1
-empty-train-tok     |--tokenizer: empty path|"$bin" train --train-shards sh_good.bin --tokenizer '' --run-dir r1
+empty-train-tok     |--tokenizer: '' names no tokenizer (built-in tokenizers: gpt2; else a path:|"$bin" train --train-shards sh_good.bin --tokenizer '' --run-dir r1
 empty-convert-out   |--out: empty path|"$bin" convert --to hf good --out ''
 empty-convert-in    |convert: IN: empty path|"$bin" convert '' --out cx
 empty-convert-model |convert: MODEL: empty path|"$bin" convert --to llmc '' --out cx.bin
-empty-convert-tok   |--tokenizer: empty path|"$bin" convert --to hf good --out cx --tokenizer ''
+empty-convert-tok   |--tokenizer: '' names no tokenizer (built-in tokenizers: gpt2; else a path:|"$bin" convert --to hf good --out cx --tokenizer ''
 empty-tokenize-out  |--out: empty path|"$bin" tokenize --tokenizer good --in corpus.txt --out ''
 empty-tokenize-in   |--in: empty path|"$bin" tokenize --in '' --out t.bin
-empty-tokenize-tok  |--tokenizer: empty path|"$bin" tokenize --tokenizer '' --in corpus.txt --out t.bin
+empty-tokenize-tok  |--tokenizer: '' names no tokenizer (built-in tokenizers: gpt2; else a path:|"$bin" tokenize --tokenizer '' --in corpus.txt --out t.bin
 empty-toktrain-out  |--out: empty path|"$bin" tokenizer train --in corpus.txt --out '' --vocab-size 300
 empty-toktrain-in   |--in: empty path|"$bin" tokenizer train --in '' --out t.json --vocab-size 300
-empty-encode-tok    |--tokenizer: empty path|"$bin" encode --tokenizer '' hi
-empty-decode-tok    |--tokenizer: empty path|"$bin" decode --tokenizer '' '[1]'
+empty-encode-tok    |--tokenizer: '' names no tokenizer (built-in tokenizers: gpt2; else a path:|"$bin" encode --tokenizer '' hi
+empty-decode-tok    |--tokenizer: '' names no tokenizer (built-in tokenizers: gpt2; else a path:|"$bin" decode --tokenizer '' '[1]'
 empty-sample        |sample: RUN_DIR@BAR@CHECKPOINT@BAR@HF_DIR: empty path|"$bin" sample ''
-empty-sample-tok    |--tokenizer: empty path|"$bin" sample good --tokenizer ''
+empty-sample-tok    |--tokenizer: '' names no tokenizer (built-in tokenizers: gpt2; else a path:|"$bin" sample good --tokenizer ''
 empty-sample-prompts|--prompts: empty path|"$bin" sample good --prompts ''
 empty-eval          |eval: RUN_DIR@BAR@CHECKPOINT@BAR@HF_DIR: empty path|"$bin" eval '' --data corpus.txt
 empty-eval-json     |--json: empty path|"$bin" eval good --data corpus.txt --json ''
-empty-eval-tok      |--tokenizer: empty path|"$bin" eval good --data corpus.txt --tokenizer ''
+empty-eval-tok      |--tokenizer: '' names no tokenizer (built-in tokenizers: gpt2; else a path:|"$bin" eval good --data corpus.txt --tokenizer ''
 empty-info          |info: RUN_DIR@BAR@CHECKPOINT@BAR@HF_DIR: empty path|"$bin" info ''
 empty-logits        |logits: MODEL: empty path|"$bin" logits '' --ids 1
 empty-logits-out    |--out: empty path|"$bin" logits good --ids 1 --out ''

@@ -15,6 +15,7 @@
 #include "core/fileio.h"
 #include "core/progress.h"
 #include "formats/formats.h"
+#include "tokenizer/tokenizer.h"
 
 static const char *HELP =
     "usage: tezgah convert [--from llama2c|llmc|hf] IN --out RUN_DIR\n"
@@ -95,7 +96,7 @@ int tz_cmd_convert(int argc, char **argv) {
         break;
       case 'z':
         tokp = optarg;
-        if (tz_arg_path("--tokenizer", optarg)) return tz_cli_fail();
+        if (tz_tok_spec_check(optarg)) return tz_cli_fail();
         break;
       case 'H': bf16 = 1; break;
       case 'h': fputs(HELP, stdout); return 0;

@@ -20,6 +20,7 @@
 #include "core/progress.h"
 #include "data/dataloader.h"
 #include "data/shard.h"
+#include "tokenizer/tokenizer.h"
 #include "train/data_prep.h"
 
 static const char *HELP =
@@ -175,7 +176,7 @@ int tz_cmd_eval(int argc, char **argv) {
           return tz_cli_fail();
         }
         break;
-      case 'z': tokp = optarg, e = tz_arg_path("--tokenizer", optarg); break;
+      case 'z': tokp = optarg, e = tz_tok_spec_check(optarg); break;
       case 'q': quiet = 1; break;
       case 'j': e = tz_arg_int("--threads", optarg, 0, 1024, &threads); break;
       case 'h': fputs(HELP, stdout); return 0;

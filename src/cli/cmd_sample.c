@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "sample/sampler.h"
+#include "tokenizer/tokenizer.h"
 #include "tezgah.h"
 
 static const char *HELP =
@@ -78,7 +79,7 @@ int tz_cmd_sample(int argc, char **argv) {
           return tz_cli_fail();
         }
         break;
-      case 'z': o.tokenizer = optarg, e = tz_arg_path("--tokenizer", optarg); break;
+      case 'z': o.tokenizer = optarg, e = tz_tok_spec_check(optarg); break;
       case 'B': e = tz_arg_int("--batch", optarg, 1, 1024, &o.batch); break;
       case 'E': o.ignore_eot = 1; break;
       case 'F': o.prompts_file = optarg, e = tz_arg_path("--prompts", optarg); break;

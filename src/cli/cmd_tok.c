@@ -108,7 +108,7 @@ static int parse(const char *cmd, const char *help, int mode, int argc, char **a
     switch (c) {
       case 'z':
         o->tokenizer = optarg;
-        if (tz_arg_path("--tokenizer", optarg)) return -1;
+        if (tz_tok_spec_check(optarg)) return -1;
         break;
       case 'i':
         ok = mode == 't';

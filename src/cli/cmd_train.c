@@ -375,7 +375,7 @@ int tz_cmd_train(int argc, char **argv) {
         break;
       case O_TSHARDS: e = tz_arg_list_add("--train-shards", &o.train_shards, optarg); break;
       case O_VSHARDS: e = tz_arg_list_add("--val-shards", &o.val_shards, optarg); break;
-      case O_TOKENIZER: o.tokenizer = optarg, e = tz_arg_path("--tokenizer", optarg); break;
+      case O_TOKENIZER: o.tokenizer = optarg, e = tz_tok_spec_check(optarg); break;
       case O_TOKBACKEND:
         o.tokenizer_backend = optarg;
         if (tz_tok_backend_check(optarg)) e = tz_err_prefix("--tokenizer-backend");

