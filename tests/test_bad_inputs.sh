@@ -154,6 +154,7 @@ same_files=(same.txt tokdir/tokenizer.json imp/tokenizer.json ck_same.tzc)
 same_sums=$(sha256sum "${same_files[@]}")
 long_prompt=$(head -c 3000 corpus.txt)
 printf 'fine\nab\xffc\n' >prompts_bad.txt # line 2, byte 2 of the line (0-based)
+printf '\n \t\n\r\n' >prompts_blank.txt     # blank lines alone: no prompt (they are skipped)
 mkdir -p rodir outdir # out-isdir-*: an output file named by an existing directory
 if [[ $EUID == 0 ]] && mkdir -p ro_mnt && mount -t tmpfs -o size=64k,ro tmpfs ro_mnt 2>/dev/null; then
   umount ro_mnt; ro_how="read-only tmpfs"; ro_dir=ro_mnt
@@ -389,6 +390,8 @@ sample-topp-zero    |--top-p: 0 is out of range|"$bin" sample good --top-p 0
 sample-temp-neg     |--temperature: -1 is out of range|"$bin" sample good --temperature -1
 prompt-not-utf8     |--prompt: invalid UTF-8 at byte 2 (0-based)|"$bin" sample good --prompt $'ab\xff\xfe'
 prompts-not-utf8    |--prompts: prompts_bad.txt: line 2: invalid UTF-8 at byte 2 of the line (0-based)|"$bin" sample good --prompts prompts_bad.txt
+prompts-blank       |--prompts: prompts_blank.txt holds no prompt: its 3 lines are blank (one prompt per line; blank lines are skipped)|"$bin" sample good --prompts prompts_blank.txt
+prompts-empty       |--prompts: corpus_empty.txt holds no prompt: it is empty|"$bin" sample good --prompts corpus_empty.txt
 empty-run-dir       |--run-dir: empty path|"$bin" train --data corpus.txt --run-dir ''
 empty-init-from     |--init-from: empty path|"$bin" train --init-from '' --data corpus.txt --run-dir r1
 empty-train-tok     |--tokenizer: '' names no tokenizer (built-in tokenizers: gpt2; else a path:|"$bin" train --train-shards sh_good.bin --tokenizer '' --run-dir r1

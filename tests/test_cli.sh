@@ -309,6 +309,14 @@ printf 'the\nand so\n' >prompts.txt
 awk '/^--- sample 2 of 2/{f=1;next} f' pr.out >pr2.out
 cmp -s pr1.out pr2.out || fail "sample --prompts row 2 differs from --prompt 'and so' --seed 10: $(cat pr2.out) vs $(cat pr1.out)"
 usage_case "--batch: 3, but prompts.txt holds 2 prompts" "$bin" sample --prompts prompts.txt --batch 3
+# blank lines (empty, blanks alone, "\r\n") are skipped, not rows of an empty prompt: the same
+# rows and seeds as without them, and --batch counts the prompts (a file of blank lines alone
+# sampled 3 empty prompts without a word: test_bad_inputs' prompts-blank)
+printf '\nthe\n  \r\n\nand so\n\t\n' >prompts_gaps.txt
+"$bin" sample --prompts prompts_gaps.txt --tokens 10 --seed 9 >prg.out 2>prg.err || fail "sample --prompts with blank lines: $(cat prg.err)"
+cmp -s pr.out prg.out || fail "sample --prompts: blank lines were not skipped: $(cat prg.out) vs $(cat pr.out)"
+usage_case "--batch: 6, but prompts_gaps.txt holds 2 prompts (one row each; its 4 blank lines skipped)" \
+  "$bin" sample --prompts prompts_gaps.txt --batch 6
 # --tokens 0: the prompt alone and its newline; without a prompt nothing at all (it printed an
 # empty line)
 "$bin" sample --tokens 0 >t0.out 2>t0.err || fail "sample --tokens 0: $(cat t0.err)"

@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/gen_defaults.h"
+#include "core/progress.h"
 #include "core/utf8.h"
 #include "sample/sampler.h"
 #include "tezgah.h"
@@ -380,9 +381,14 @@ static int generate_rows(tz_model *m, const tz_tokenizer *tok, const tz_sample_o
 }
 
 /* --prompts FILE: one prompt per line (a final newline ends the last line; "\r\n" is read as a
- * line end), each valid UTF-8; the batch is their number (--batch, if given, must agree).
- * *data: the file with its line ends replaced by NULs; *rows: B pointers into it. */
-static int read_prompts(const tz_sample_opts *o, char **data, char ***rows, int *B) {
+ * line end), each valid UTF-8; the batch is the number of prompts (--batch, if given, must
+ * agree). Blank lines (empty, or blanks alone) are skipped, not rows: a blank line between
+ * prompts, or one left at the end, is layout rather than a prompt, and a file of blank lines
+ * alone sampled that many rows of empty prompts without a word (the session-37 walkthrough);
+ * it is refused, as an empty file is. An empty prompt is --prompt '' (--batch N for N rows).
+ * *data: the file with its line ends replaced by NULs; *rows: B pointers into it; *lines: the
+ * line number (1-based) of each row, for the lines that name one. */
+static int read_prompts(const tz_sample_opts *o, char **data, char ***rows, int **lines, int *B) {
   size_t len;
   if (tz_read_file(o->prompts_file, data, &len)) { /* name the option before the file's error */
     char why[512];
@@ -390,46 +396,54 @@ static int read_prompts(const tz_sample_opts *o, char **data, char ***rows, int 
     return tz_err("--prompts: %s", why);
   }
   char *d = *data;
-  int n = 0;
-  for (size_t i = 0; i < len; i++) n += d[i] == '\n';
-  if (len && d[len - 1] != '\n') n++;
-  if (n == 0 || n > TZ_SAMPLE_MAX_BATCH) {
-    free(d);
-    *data = NULL;
-    return n ? tz_err("--prompts: %s holds %d prompts, more than the %d rows a batch takes", o->prompts_file, n,
-                      TZ_SAMPLE_MAX_BATCH)
-             : tz_err("--prompts: %s holds no prompt (one per line)", o->prompts_file);
-  }
-  if (o->batch > 0 && o->batch != n) {
-    free(d);
-    *data = NULL;
-    return tz_err("--batch: %d, but %s holds %d prompts (one row each)", o->batch, o->prompts_file, n);
-  }
-  if (o->prompt && *o->prompt) {
-    free(d);
-    *data = NULL;
-    return tz_err("--prompt and --prompts: give one of them");
-  }
-  char **r = tz_calloc((size_t)n, sizeof *r);
+  int n_lines = 0;
+  for (size_t i = 0; i < len; i++) n_lines += d[i] == '\n';
+  if (len && d[len - 1] != '\n') n_lines++;
+  char **r = tz_calloc((size_t)n_lines + 1, sizeof *r);
+  int *ln = tz_calloc((size_t)n_lines + 1, sizeof *ln);
+  int n = 0, rc = 0;
   size_t start = 0;
-  for (int k = 0; k < n; k++) {
+  for (int k = 0; k < n_lines && !rc; k++) {
     size_t e = start;
     while (e < len && d[e] != '\n') e++;
     if (e < len) d[e] = 0;
     if (e > start && d[e - 1] == '\r') d[e - 1] = 0;
-    r[k] = d + start;
-    long bad = tz_utf8_invalid_at((const unsigned char *)r[k], strlen(r[k]));
-    if (bad >= 0 || strlen(r[k]) != (e > start && !d[e - 1] ? e - start - 1 : e - start)) {
-      free(r);
-      free(d);
-      *data = NULL;
-      return bad >= 0 ? tz_err("--prompts: %s: line %d: invalid UTF-8 at byte %ld of the line (0-based)",
-                               o->prompts_file, k + 1, bad)
-                      : tz_err("--prompts: %s: line %d holds a NUL byte", o->prompts_file, k + 1);
-    }
+    char *line = d + start;
+    long bad = tz_utf8_invalid_at((const unsigned char *)line, strlen(line));
+    if (bad >= 0)
+      rc = tz_err("--prompts: %s: line %d: invalid UTF-8 at byte %ld of the line (0-based)", o->prompts_file, k + 1,
+                  bad);
+    else if (strlen(line) != (e > start && !d[e - 1] ? e - start - 1 : e - start))
+      rc = tz_err("--prompts: %s: line %d holds a NUL byte", o->prompts_file, k + 1);
+    else if (line[strspn(line, " \t\r\v\f")]) /* not blank: a row */
+      r[n] = line, ln[n++] = k + 1;
     start = e + 1;
   }
+  if (!rc && n == 0) {
+    char what[64] = "it is empty";
+    if (n_lines == 1) snprintf(what, sizeof what, "its only line is blank");
+    else if (n_lines) snprintf(what, sizeof what, "its %d lines are blank", n_lines);
+    rc = tz_err("--prompts: %s holds no prompt: %s (one prompt per line; blank lines are skipped)", o->prompts_file,
+                what);
+  } else if (!rc && n > TZ_SAMPLE_MAX_BATCH) {
+    rc = tz_err("--prompts: %s holds %d prompts, more than the %d rows a batch takes", o->prompts_file, n,
+                TZ_SAMPLE_MAX_BATCH);
+  } else if (!rc && o->batch > 0 && o->batch != n) {
+    rc = n_lines > n ? tz_err("--batch: %d, but %s holds %d prompts (one row each; its %d blank line%s skipped)",
+                              o->batch, o->prompts_file, n, n_lines - n, tz_plural(n_lines - n))
+                     : tz_err("--batch: %d, but %s holds %d prompts (one row each)", o->batch, o->prompts_file, n);
+  } else if (!rc && o->prompt && *o->prompt) {
+    rc = tz_err("--prompt and --prompts: give one of them");
+  }
+  if (rc) {
+    free(r);
+    free(ln);
+    free(d);
+    *data = NULL;
+    return -1;
+  }
   *rows = r;
+  *lines = ln;
   *B = n;
   return 0;
 }
@@ -475,7 +489,8 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   if (o->batch < 0 || o->batch > TZ_SAMPLE_MAX_BATCH) return tz_err("--batch: %d must be in 1..%d", o->batch, TZ_SAMPLE_MAX_BATCH);
   int B = o->batch > 0 ? o->batch : 1;
   char *pf_data = NULL, **rows_prompt = NULL; /* --prompts: the file, cut into lines in place */
-  if (o->prompts_file && read_prompts(o, &pf_data, &rows_prompt, &B)) return -1;
+  int *rows_line = NULL;                        /* and each row's line number */
+  if (o->prompts_file && read_prompts(o, &pf_data, &rows_prompt, &rows_line, &B)) return -1;
   double t_mark[4] = {now_s(), 0, 0, 0}; /* start, checkpoint and backend ready, (same), model on it */
   const double epoch_start = epoch_s();
   const char *prompt = o->prompt ? o->prompt : "";
@@ -487,6 +502,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
     tz_err("no model given, and neither runs/latest nor ./latest holds a checkpoint (train one, or give RUN_DIR)");
   if (bad >= 0 || !model || tz_backend_check(o->backend, o->precision)) {
     free(rows_prompt);
+    free(rows_line);
     free(pf_data);
     return -1;
   }
@@ -519,6 +535,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
   if (job.rc) {
     if (be) be->destroy(be);
     free(rows_prompt);
+    free(rows_line);
     free(pf_data);
     return tz_err("%s", job.err);
   }
@@ -615,7 +632,7 @@ int tz_sample(const tz_sample_opts *o, void *out_file) {
       if (n_prompt + (size_t)with_eot > (size_t)maxT) {
         skip = n_prompt > (size_t)maxT ? n_prompt - (size_t)maxT : 0;
         char where[TZ_ERR_MAX_COPY];
-        if (rows_prompt) snprintf(where, sizeof where, "--prompts: %s: line %d", o->prompts_file, b + 1);
+        if (rows_prompt) snprintf(where, sizeof where, "--prompts: %s: line %d", o->prompts_file, rows_line[b]);
         else snprintf(where, sizeof where, "--prompt");
         const char *plus = with_eot ? " and the end-of-text token that starts the sequence" : "";
         if (rows_prompt || b == 0) { /* one line for --prompt, however many rows repeat it */
@@ -654,6 +671,7 @@ out:
   free(logits);
   free(ids);
   free(rows_prompt);
+  free(rows_line);
   free(pf_data);
   double t_free = now_s();
   /* leave them to the process's end (see tz_sample_process_exits_after): the output is
