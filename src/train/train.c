@@ -259,18 +259,32 @@ int tz_train_stop_requested(void) { return tz_stop_pending(); }
 
 /* ---- tz_train, phase by phase: train_run (train_run.h) ---- */
 
+static void notes_add(train_run *r, const char *fmt, va_list ap) {
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  if (n > 0) {
+    r->notes = tz_realloc(r->notes, r->notes_len + (size_t)n + 1);
+    vsnprintf(r->notes + r->notes_len, (size_t)n + 1, fmt, ap2);
+    r->notes_len += (size_t)n;
+  }
+  va_end(ap2);
+}
+
 void tz_train_note(train_run *r, const char *fmt, ...) {
   if (r->o.quiet) return;
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
+  notes_add(r, fmt, ap);
   va_end(ap);
-  if (n <= 0) return;
-  r->notes = tz_realloc(r->notes, r->notes_len + (size_t)n + 1);
+}
+
+void tz_train_warn(train_run *r, const char *fmt, ...) {
+  if (r->rank != 0) return; /* the ranks share the options: one line for the run */
+  va_list ap;
   va_start(ap, fmt);
-  vsnprintf(r->notes + r->notes_len, (size_t)n + 1, fmt, ap);
+  notes_add(r, fmt, ap);
   va_end(ap);
-  r->notes_len += (size_t)n;
 }
 
 int tz_train_agree(train_run *r, int ok) {
@@ -483,6 +497,13 @@ static int phase_options(train_run *r) {
   if (o->keep_best && o->val_every <= 0)
     tz_train_note(r, "note: --keep-best with --val-every 0: only the final validation is measured, so "
                      "checkpoint-best.tzc comes from that one alone\n");
+  /* --lr 0 is taken, as PyTorch's optimizers and nanoGPT take it (a run that measures a model's
+   * loss over the steps, the schedule's plumbing checked), but the run trains nothing: it was
+   * accepted without a word (the session-37 walkthrough). A resumed run keeps its checkpoint's
+   * LR (--lr is not taken there) and was warned when it started. */
+  if (!o->resume && o->lr == 0)
+    tz_train_warn(r, "tezgah: warning: --lr 0: the learning rate is 0 at every step, so the weights stay as they "
+                     "are (AdamW's update and weight decay are scaled by it); give --lr above 0 to train\n");
   return 0;
 }
 

@@ -74,6 +74,10 @@ typedef struct {
  * a wrong --train-shards), and stderr then held the note of a session that never ran beside
  * the one error line. A refused run prints none of them. */
 void tz_train_note(train_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same for a warning ("tezgah: warning: ..."): held as the notes are, but printed under
+ * --quiet too (it says the run will not do what was likely meant; --quiet drops progress and
+ * notes), by rank 0 alone. */
+void tz_train_warn(train_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Every rank says whether it is fine: 0 when all are, else -1 (the failure is then known to
  * every rank, so none waits for it). Collective. */
