@@ -429,9 +429,10 @@ static int read_prompts(const tz_sample_opts *o, char **data, char ***rows, int 
     rc = tz_err("--prompts: %s holds %d prompts, more than the %d rows a batch takes", o->prompts_file, n,
                 TZ_SAMPLE_MAX_BATCH);
   } else if (!rc && o->batch > 0 && o->batch != n) {
-    rc = n_lines > n ? tz_err("--batch: %d, but %s holds %d prompts (one row each; its %d blank line%s skipped)",
-                              o->batch, o->prompts_file, n, n_lines - n, tz_plural(n_lines - n))
-                     : tz_err("--batch: %d, but %s holds %d prompts (one row each)", o->batch, o->prompts_file, n);
+    char skipped[64] = "";
+    if (n_lines > n)
+      snprintf(skipped, sizeof skipped, "; its %d blank line%s skipped", n_lines - n, tz_plural(n_lines - n));
+    rc = tz_err("--batch: %d, but %s holds %d prompts (one row each%s)", o->batch, o->prompts_file, n, skipped);
   } else if (!rc && o->prompt && *o->prompt) {
     rc = tz_err("--prompt and --prompts: give one of them");
   }
