@@ -337,8 +337,7 @@ bool ln_bwd_fused(tz_backend *be, bool rms, T *dx, float *dw, float *db, float *
     TZC_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   kern<<<P, 32 * nw, smem, st>>>(dx, partw, partb, partr, dy, x, g, mu, rs, N, C, rpc);
   TZC_LAUNCHED();
-  tzc_colsum_final_k<<<tzc_blocks(C, 32), 32 * TZC_CF_GROUPS, 0, st>>>(dw, partw, rms ? nullptr : db, partb, dr,
-                                                                        partr, P, C);
+  tzc_colsum_final(st, dw, partw, rms ? nullptr : db, partb, dr, partr, P, C);
   TZC_LAUNCHED();
   return true;
 }
