@@ -24,7 +24,11 @@
  *   is wte's gradient, embed_bwd adds to it);
  * - the side queue (the backward's weight-gradient matmuls on a second stream, the default):
  *   bit-identical losses, gradients and weights to TEZGAH_CUDA_SIDE=0 (the update on the side
- *   too, and =grads), whole batch and chunked.
+ *   too, and =grads), whole batch and chunked;
+ * - programmatic dependent launch (TEZGAH_CUDA_PDL, cuda_common.cuh's tzc_launch): training with
+ *   it (the default on sm_90+) gives bit-identical losses, gradients and weights to =0
+ *   (test_pdl_same_bits), and a bad value fails backend creation with one line (checked before
+ *   the skip below, so also without a GPU).
  * The CUDA backend runs with its defaults, which the environment may change: the optional ops it
  * offers (printed for each run against the CPU) are the model's path. In both precisions by
  * default layernorm_bwd_rb (gpt2's attention-proj and fc-proj bias gradients summed in ln1's and
@@ -35,8 +39,9 @@
  * fp32 none (MM_RES=1 and GELU_EPI's values other than auto turn them on). The bounds above hold
  * for each: a fused op rounds once where the separate ops round twice, which the teacher-forced
  * check must let pass and a wrong result (a bias, a residual, a gradient term missing) must not.
- * Needs a CUDA GPU; otherwise SKIPPED (exit 77). TEZGAH_CUDA_REQUIRED=1 turns the skip into a
- * failure (GPU machine). Temporary checkpoints go to $TMPDIR (default /tmp). */
+ * Needs a CUDA GPU; otherwise SKIPPED (exit 77), after the TEZGAH_CUDA_PDL check.
+ * TEZGAH_CUDA_REQUIRED=1 turns the skip into a failure (GPU machine). Temporary checkpoints go to
+ * $TMPDIR (default /tmp). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -565,6 +570,81 @@ static void test_side_queue(void **state) {
   }
 }
 
+/* ---- programmatic dependent launch (cuda_common.cuh tzc_launch; TEZGAH_CUDA_PDL): our own
+ * kernels may be scheduled while the previous kernel of their stream finishes, and wait
+ * (griddepcontrol.wait) before touching memory, so every result is the one of plain launches.
+ * Each run trains STEPS steps on a fresh backend under TEZGAH_CUDA_PDL=1 and =0 (the side queue
+ * at its default: PDL applies within each stream, the queues' event waits stay full ones); the
+ * losses, the last step's gradient and the trained weights must be equal bit for bit. A kernel
+ * launched through tzc_launch whose first global access came before its wait would race with
+ * its predecessor: at these small shapes the race needs to be lost to show, so the GPU machine's
+ * GPT-2 124M and llama A/B (losses compared) is the larger check. Below sm_90 both runs are
+ * plain launches (still equal). */
+static void pdl_vs_plain(tz_arch arch, const char *prec, int rows, int recompute) {
+  static const char *mode[2] = {"1", "0"};
+  batches *d = malloc(sizeof *d);
+  make_batches(d, 101);
+  double l[2][STEPS];
+  float *w[2], *g[2];
+  size_t n = 0;
+  g_rows = rows;
+  g_recompute = recompute;
+  char *kept = ct_env_set("TEZGAH_CUDA_PDL", "1");
+  for (int run = 0; run < 2; run++) {
+    setenv("TEZGAH_CUDA_PDL", mode[run], 1);
+    tz_backend *gpu = ct_cuda(prec);
+    tz_model *m;
+    train_losses(gpu, arch, d, l[run], &m);
+    n = m->lay.total;
+    w[run] = malloc(sizeof(float) * n);
+    g[run] = malloc(sizeof(float) * n);
+    gpu->download(gpu, w[run], (tz_slice){m->params, 0}, sizeof(float) * n);
+    gpu->download(gpu, g[run], (tz_slice){m->grads, 0}, sizeof(float) * n);
+    tz_model_free(m);
+    gpu->destroy(gpu);
+  }
+  ct_env_restore("TEZGAH_CUDA_PDL", kept);
+  g_rows = 0;
+  g_recompute = 0;
+  int same_l = !memcmp(l[0], l[1], sizeof l[0]), same_w = !memcmp(w[0], w[1], sizeof(float) * n),
+      same_g = !memcmp(g[0], g[1], sizeof(float) * n);
+  printf("%s %s rows %d recompute %d: TEZGAH_CUDA_PDL=1 vs 0: losses %s, gradients %s, weights %s (last loss %.9g)\n",
+         arch_name(arch), prec, rows, recompute, same_l ? "equal" : "DIFFERENT", same_g ? "equal" : "DIFFERENT",
+         same_w ? "equal" : "DIFFERENT", l[0][STEPS - 1]);
+  if (!same_l)
+    for (int s = 0; s < STEPS; s++) printf("  step %2d: %.17g vs %.17g\n", s + 1, l[0][s], l[1][s]);
+  assert_true(same_l && same_g && same_w);
+  for (int run = 0; run < 2; run++) free(w[run]), free(g[run]);
+  free(d);
+}
+
+#ifdef TZ_HAVE_CUDA
+/* A bad TEZGAH_CUDA_PDL fails backend creation with one line naming the switch. The check comes
+ * before the driver is probed (backend_cuda.c), so main runs this before its skip: it holds on a
+ * machine without a GPU too (not in a build without CUDA, which refuses every value). 1 when it
+ * holds. */
+static int bad_pdl_refused(void) {
+  char *kept = ct_env_set("TEZGAH_CUDA_PDL", "2");
+  tz_backend *bad = tz_backend_create("cuda", 0, NULL);
+  const char *why = bad ? "" : tz_errmsg();
+  int ok = !bad && strstr(why, "TEZGAH_CUDA_PDL=2: must be 1 or 0") && !strchr(why, '\n');
+  printf("TEZGAH_CUDA_PDL=2: %s (%s)\n", bad ? "a backend was made" : why, ok ? "refused in one line, as wanted" : "WRONG");
+  if (bad) bad->destroy(bad);
+  ct_env_restore("TEZGAH_CUDA_PDL", kept);
+  return ok;
+}
+#endif
+
+static void test_pdl_same_bits(void **state) {
+  for (int a = 0; a < 2; a++) {
+    tz_arch arch = a ? TZ_ARCH_GPT2 : TZ_ARCH_LLAMA;
+    pdl_vs_plain(arch, "bf16", 0, 0);
+    pdl_vs_plain(arch, "fp32", 0, 0);
+    pdl_vs_plain(arch, "bf16", 40, 0);
+    pdl_vs_plain(arch, "bf16", 0, 1);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fp32_llama),         cmocka_unit_test(test_fp32_gpt2),
@@ -572,7 +652,11 @@ int main(void) {
       cmocka_unit_test(test_resume_cross_llama), cmocka_unit_test(test_resume_cross_gpt2),
       cmocka_unit_test(test_resume_bf16_exact),  cmocka_unit_test(test_chunked_llama),
       cmocka_unit_test(test_chunked_gpt2),       cmocka_unit_test(test_side_queue),
+      cmocka_unit_test(test_pdl_same_bits),
   };
+#ifdef TZ_HAVE_CUDA
+  if (!bad_pdl_refused()) return 1;
+#endif
   /* skip the whole program up front when there is no CUDA device */
   tz_backend *probe = ct_cuda(NULL);
   probe->destroy(probe);

@@ -247,6 +247,19 @@ void tz_backend_cuda_env(const char *precision) {
   cuda_env(precision && !strcmp(precision, "fp32") ? TZ_F32 : TZ_BF16);
 }
 
+/* TEZGAH_CUDA_PDL: 1 (also unset or empty), 0, or -1 for another value */
+static int parse_pdl(const char *e) {
+  if (!e || !*e || !strcmp(e, "1")) return 1;
+  return !strcmp(e, "0") ? 0 : -1;
+}
+
+int tzc_pdl_env_check(char *why, size_t cap) {
+  const char *e = getenv("TEZGAH_CUDA_PDL");
+  if (parse_pdl(e) >= 0) return 0;
+  snprintf(why, cap, "TEZGAH_CUDA_PDL=%.40s: must be 1 or 0", e);
+  return -1;
+}
+
 tz_backend *tz_backend_cuda_create(const char *precision) {
   tz_dtype act = TZ_BF16;
   if (precision && *precision) {
@@ -256,9 +269,10 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
       return NULL;
     }
   }
-  char attn_why[160]; /* a bad attention, GeLU-epilogue, side-queue or tuning switch fails here, before any work */
+  char attn_why[160]; /* a bad attention, GeLU-epilogue, side-queue, tuning or PDL switch fails here, before any work */
   if (tzc_attention_env_check(attn_why, sizeof attn_why) || tzc_gelu_epi_env_check(attn_why, sizeof attn_why) ||
-      tzc_side_env_check(attn_why, sizeof attn_why) || tzc_mm_tune_env_check(attn_why, sizeof attn_why)) {
+      tzc_side_env_check(attn_why, sizeof attn_why) || tzc_mm_tune_env_check(attn_why, sizeof attn_why) ||
+      tzc_pdl_env_check(attn_why, sizeof attn_why)) {
     tz_err("cuda: %s", attn_why);
     return NULL;
   }
@@ -369,8 +383,13 @@ tz_backend *tz_backend_cuda_create(const char *precision) {
   c->rope_pairs = rp && !strcmp(rp, "1");
   const char *ro1 = getenv("TEZGAH_CUDA_RMS_ONEPASS");
   c->rms_rows = ro1 && !strcmp(ro1, "0");
-  const char *pd = getenv("TEZGAH_CUDA_PDL");
-  c->pdl_off = prop.major < 9 || (pd && !strcmp(pd, "0"));
+  /* programmatic dependent launch (cuda_common.cuh's tzc_launch: our own kernels; gemv.cu and
+   * attention_decode.cu while a decoding step is recorded): by default on where the device has it
+   * (compute capability >= 9.0: prop is the backend's device's, dev above); TEZGAH_CUDA_PDL=0 off
+   * (the A/B), =1 the default (off below 9.0 still); another value failed at the start. Off while
+   * profiling, as the side queue: an op's events would time the overlap of its first kernel with
+   * the previous op's last. */
+  c->pdl_off = prop.major < 9 || parse_pdl(getenv("TEZGAH_CUDA_PDL")) == 0 || c->prof;
   if (c->verbose) {
     fprintf(stderr, "cuda: device %d %s (sm_%d%d, %d SMs), %s activations\n", dev, prop.name, prop.major, prop.minor,
             prop.multiProcessorCount, tz_dtype_name(act));

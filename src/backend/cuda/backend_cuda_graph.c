@@ -15,8 +15,11 @@
  * model runs the ops as usual. TEZGAH_CUDA_GRAPHS=0 or profiling (TEZGAH_PROFILE: per-op
  * events) turn recording off altogether.
  * While a step is recorded the few-row matmuls are launched with programmatic dependent launch
- * (gemv.cu: each lets the next one start and load its weights while it finishes); a recording
- * that fails with them is made again without them (TEZGAH_CUDA_PDL=0: never). */
+ * (gemv.cu: each lets the next one start and load its weights while it finishes); our other
+ * kernels carry it whether recorded or not (cuda_common.cuh's tzc_launch: a cudaLaunchKernelEx
+ * with the attribute is captured as a programmatic edge, CUDA 12.3+). A recording that fails with
+ * them is made again without them, and tzc_ctx.pdl_off then holds for every launch of the backend
+ * (TEZGAH_CUDA_PDL=0: never with them). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -92,9 +92,11 @@ typedef struct {
   void *graphs;
   unsigned graph_gen;
   int graphs_off; /* TEZGAH_CUDA_GRAPHS=0, or profiling: ops always run one by one */
-  /* Programmatic dependent launch of the few-row matmuls (gemv.cu): pdl is 1 while a decoding
-   * step is being recorded (its matmuls read only weights before their wait), pdl_off when
-   * TEZGAH_CUDA_PDL=0, the device is older than sm_90, or a recording with it failed. */
+  /* Programmatic dependent launch. pdl_off: TEZGAH_CUDA_PDL=0, the device is older than sm_90,
+   * profiling, or a decoding recording with it failed; else our own kernels launched through tzc_launch
+   * (cuda_common.cuh: the norms, column sums, elementwise ops, ...) always carry the attribute.
+   * pdl: the few-row matmuls and decoding attention (gemv.cu, attention_decode.cu) carry it too,
+   * 1 while a decoding step is being recorded (its matmuls read only weights before their wait). */
   int pdl, pdl_off;
   /* decode_step's buffers, layer table and launch geometry (decode_step.cu), NULL until used
    * (be->decode_step is set only under TEZGAH_CUDA_STEP=1: backend_cuda.c) */
@@ -360,6 +362,9 @@ long long tzc_matmul_tuned(tz_backend *be);
 /* 0, or -1 with a one-line reason in why[cap] for a TEZGAH_CUDA_MM_TUNE value other than 0, 1
  * and all (checked at backend creation). */
 int tzc_mm_tune_env_check(char *why, size_t cap);
+/* 0, or -1 with a one-line reason in why[cap] for a TEZGAH_CUDA_PDL value other than 1 and 0
+ * (unset or empty: 1; backend_cuda.c, checked at backend creation). */
+int tzc_pdl_env_check(char *why, size_t cap);
 void tzc_matmul_destroy(tz_backend *be);
 
 #ifdef __cplusplus

@@ -14,7 +14,9 @@
  * mirror, the new parameter is also written there (round to nearest even) in the same pass.
  * When the four fp32 arrays are 16-byte aligned (and the mirror 8-byte aligned), each block's
  * chunk is updated with float4 accesses (a scalar head and tail where a range starts or ends
- * off a multiple of 4 elements); elementwise, so the results are the same either way. */
+ * off a multiple of 4 elements); elementwise, so the results are the same either way.
+ * PDL: the kernels here are launched through cuda_common.cuh's tzc_launch (programmatic dependent
+ * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU), each beginning with tzc_pdl_wait. */
 #include "kernels/common/cuda_common.cuh"
 
 namespace {
@@ -57,6 +59,7 @@ __device__ __forceinline__ void aw_scalar(float *p, const float *g, float *m, fl
 template <bool VEC>
 __global__ void __launch_bounds__(AW_THREADS)
 adamw_k(float *p, const float *g, float *m, float *v, tzc_bf16 *mirror, aw_table tb, aw_hp h) {
+  tzc_pdl_wait(); /* PDL (cuda_common.cuh): before any global access or return */
   unsigned b = blockIdx.x;
   int r = 0;
   while (r + 1 < tb.n && tb.blk0[r + 1] <= b) r++;
@@ -132,9 +135,9 @@ extern "C" void tzc_adamw(tz_backend *be, tz_slice params, tz_slice grads, tz_sl
     if (!tb.n) continue;
     tb.blk0[tb.n] = blocks;
     if (vec)
-      adamw_k<true><<<blocks, AW_THREADS, 0, c->stream>>>(p, g, mm, vv, mirror, tb, h);
+      tzc_launch(be, adamw_k<true>, dim3(blocks), dim3(AW_THREADS), 0, p, g, mm, vv, mirror, tb, h);
     else
-      adamw_k<false><<<blocks, AW_THREADS, 0, c->stream>>>(p, g, mm, vv, mirror, tb, h);
+      tzc_launch(be, adamw_k<false>, dim3(blocks), dim3(AW_THREADS), 0, p, g, mm, vv, mirror, tb, h);
     TZC_LAUNCHED();
   }
 }

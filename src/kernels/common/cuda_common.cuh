@@ -25,6 +25,75 @@ extern "C" [[noreturn]] void tz_panic(const char *file, int line, const char *wh
 
 typedef __nv_bfloat16 tzc_bf16;
 
+/* ---- programmatic dependent launch (PDL, sm_90+) for our own kernels ----
+ * Why: a training step (GPT-2 124M, B16 T1024 bf16: ~30 ms on an H100) runs several hundred
+ * kernels, and each memory-bound one (the norms, column sums, cross-entropy, AdamW, GeLU, the
+ * embeddings, RoPE, SwiGLU, add, fill, sum_sq) pays a kernel boundary of ~1-3 us: the previous
+ * kernel drains, the next is launched, its blocks ramp up. With PDL a kernel launched with
+ * cudaLaunchAttributeProgrammaticStreamSerialization (tzc_launch below) may be scheduled before
+ * the previous kernel of its stream has finished; its blocks run up to griddepcontrol.wait, which
+ * returns once every kernel it depends on has completed and flushed its writes. So the launch and
+ * the block scheduling overlap the previous kernel's tail, and what the kernel computes is what it
+ * computed before, bit for bit.
+ *
+ * tzc_pdl_wait(): the FIRST statement of every kernel launched through tzc_launch, before any
+ * global load or store and before any early return, in every block. It waits (griddepcontrol.wait)
+ * and then lets the next kernel of the stream be scheduled (griddepcontrol.launch_dependents:
+ * its blocks take what this kernel's last wave leaves free and wait in turn). Waiting before the
+ * trigger keeps at most one kernel waiting ahead; and since every block of a PDL-launched kernel
+ * waits, its completion implies its predecessor's, so a later kernel's wait covers the whole
+ * chain (a PDL-launched kernel without the wait would break this: never pass tzc_launch a kernel
+ * that does not begin with tzc_pdl_wait). Where the trigger goes (here after the wait; at the
+ * kernel's start, or none: the implicit one at its end) is unmeasured too. Both are no-ops in a kernel launched without the attribute (a plain launch, or
+ * TEZGAH_CUDA_PDL=0) and are not compiled below sm_90. The decoding kernels (gemv.cu,
+ * attention_decode.cu) have their own split controls (cuda_pdl.cuh: a gemv loads weights before
+ * its wait); their launches are PDL only while a decoding step is recorded (tzc_ctx.pdl).
+ *
+ * Switch: TEZGAH_CUDA_PDL=1 (the default on compute capability >= 9.0 of the backend's device),
+ * =0 plain launches (the A/B); checked at backend creation (tzc_pdl_env_check: another value is
+ * a one-line error) and kept in tzc_ctx.pdl_off, also set under TEZGAH_PROFILE (per-op events)
+ * and by a decoding recording that failed with programmatic launches (backend_cuda_graph.c: it
+ * is made again without them).
+ * Graph capture: a cudaLaunchKernelEx with the attribute is captured as a programmatic edge
+ * (CUDA 12.3+; the build needs 13.0), so recorded decoding steps keep it. Streams: PDL applies
+ * between consecutive kernels of one stream; the side queue's event waits (backend_cuda_side.c)
+ * and copies are ordinary full dependencies, and cuBLASLt's / cuDNN's kernels are launched by
+ * those libraries as they are (a tzc_launch kernel after one still waits for it to finish).
+ * NOT measured on a GPU yet (branch pdl39, 2026-12-06: compiled for sm_90 only). The plan:
+ * test_cuda_kernels and test_cuda_train (test_pdl_same_bits), bench_cuda_ops 768 12 under
+ * TEZGAH_CUDA_PDL=0 and 1, then GPT-2 124M and llama training (B16 T1024, median tok/s of steps
+ * 6..30) alternating 0/1 twice, losses compared bit for bit. */
+__device__ __forceinline__ void tzc_pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+/* kernel<<<grid, block, smem, tzc(be)->stream>>>(args...), with programmatic stream serialization
+ * unless tzc(be)->pdl_off; the kernel must begin with tzc_pdl_wait() (above). The side queue swaps
+ * tzc(be)->stream (cuda_internal.h), so launches follow it. Launch errors are fatal (TZC_CHECK);
+ * callers still end with TZC_LAUNCHED() as every launch does. */
+template <class... P, class... A>
+static inline void tzc_launch(tz_backend *be, void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
+                              A... args) {
+  tzc_ctx *c = tzc(be);
+  if (c->pdl_off) {
+    kernel<<<grid, block, smem, c->stream>>>(args...); /* exactly the launch before PDL: the A/B's 0 */
+    return;
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = c->stream;
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  TZC_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
+
 /* ---- scalar conversions (fp32 compute, round to nearest even on store) ---- */
 __device__ __forceinline__ float tzc_tof(float x) { return x; }
 __device__ __forceinline__ float tzc_tof(tzc_bf16 x) { return __bfloat162float(x); }
@@ -167,6 +236,7 @@ template <int U>
 static __global__ void __launch_bounds__(32 * TZC_CF_GROUPS)
 tzc_colsum_final_k(float *dst, const float *part, float *dst2, const float *part2, float *dst3, const float *part3,
                    int P, int C) {
+  tzc_pdl_wait();
   __shared__ float sh[TZC_CF_GROUPS][33];
   int lane = threadIdx.x & 31, y = threadIdx.x >> 5, c = blockIdx.x * 32 + lane;
   for (int q = blockIdx.y; q < 3; q += gridDim.y) {
@@ -195,16 +265,18 @@ tzc_colsum_final_k(float *dst, const float *part, float *dst2, const float *part
  * bench_cuda_ops at C 768, 16384 rows): layernorm_bwd_rb 59.2 -> 52.4 us a call, layernorm_bwd
  * 52.6 -> 49.8, rmsnorm_bwd and bias_bwd unchanged; GPT-2 124M and llama training within noise,
  * losses identical bit for bit. */
-static inline void tzc_colsum_final(cudaStream_t st, float *dst, const float *part, float *dst2, const float *part2,
+static inline void tzc_colsum_final(tz_backend *be, float *dst, const float *part, float *dst2, const float *part2,
                                     float *dst3, const float *part3, int P, int C) {
   const unsigned nq = dst2 ? (dst3 ? 3 : 2) : 1;
   const dim3 grid((unsigned)((C + 31) / 32), nq);
-  tzc_colsum_final_k<16><<<grid, 32 * TZC_CF_GROUPS, 0, st>>>(dst, part, dst2, part2, dst3, part3, P, C);
+  tzc_launch(be, tzc_colsum_final_k<16>, grid, dim3(32 * TZC_CF_GROUPS), 0, dst, part, dst2, part2, dst3, part3, P,
+             C);
 }
 
 template <int W, int NA, class Term>
 __global__ void __launch_bounds__(32 * TZC_CS_WARPS)
 tzc_colsum_part_k(float *part, float *part2, int N, int C, int rpc, Term term) {
+  tzc_pdl_wait();
   __shared__ float sh[TZC_CS_WARPS][32 * W];
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   int c = (blockIdx.x * 32 + lane) * W;
@@ -277,16 +349,15 @@ template <int W, class T> struct tzc_row_term {
 template <int W, int NA, class Term>
 static void tzc_colsum(tz_backend *be, float *dst, float *dst2, int N, int C, const Term &term) {
   if (N <= 0 || C <= 0) return;
-  cudaStream_t st = tzc(be)->stream;
   int strips = (C + 32 * W - 1) / (32 * W);
   int rpc = tzc_cs_rpc(N, strips), P = (N + rpc - 1) / rpc;
   size_t pb = tzc_round256((size_t)P * C * sizeof(float));
   char *s = (char *)tzc_scratch(be, NA * pb);
   float *part = (float *)s, *part2 = NA == 2 ? (float *)(s + pb) : nullptr;
-  tzc_colsum_part_k<W, NA><<<dim3((unsigned)strips, (unsigned)P), 32 * TZC_CS_WARPS, 0, st>>>(
-      part, part2, N, C, rpc, term);
+  tzc_launch(be, tzc_colsum_part_k<W, NA, Term>, dim3((unsigned)strips, (unsigned)P), dim3(32 * TZC_CS_WARPS), 0,
+             part, part2, N, C, rpc, term);
   TZC_LAUNCHED();
-  tzc_colsum_final(st, dst, part, NA == 2 ? dst2 : nullptr, part2, nullptr, nullptr, P, C);
+  tzc_colsum_final(be, dst, part, NA == 2 ? dst2 : nullptr, part2, nullptr, nullptr, P, C);
   TZC_LAUNCHED();
 }
 
@@ -296,6 +367,7 @@ static void tzc_colsum(tz_backend *be, float *dst, float *dst2, int N, int C, co
  * threads of the grid. */
 template <int W, class T, class Op>
 __global__ void tzc_map_k(T *out, const T *a, const T *b, size_t nv, size_t n, Op op) {
+  tzc_pdl_wait();
   size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = g; i < nv; i += stride) {
@@ -318,13 +390,12 @@ template <class T, class Op>
 static void tzc_map(tz_backend *be, T *out, const T *a, const T *b, size_t n, Op op) {
   if (n == 0) return;
   const int threads = 256;
-  cudaStream_t st = tzc(be)->stream;
   if (tzc_aligned16(out) && tzc_aligned16(a) && (!b || tzc_aligned16(b))) {
     constexpr int W = VW(T);
     size_t nv = n / W, work = nv > n - nv * W ? nv : n - nv * W;
-    tzc_map_k<W><<<tzc_blocks(work, threads), threads, 0, st>>>(out, a, b, nv, n, op);
+    tzc_launch(be, tzc_map_k<W, T, Op>, dim3(tzc_blocks(work, threads)), dim3(threads), 0, out, a, b, nv, n, op);
   } else {
-    tzc_map_k<1><<<tzc_blocks(n, threads), threads, 0, st>>>(out, a, b, n, n, op);
+    tzc_launch(be, tzc_map_k<1, T, Op>, dim3(tzc_blocks(n, threads)), dim3(threads), 0, out, a, b, n, n, op);
   }
   TZC_LAUNCHED();
 }

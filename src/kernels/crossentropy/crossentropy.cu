@@ -14,7 +14,9 @@
  * 1.548–1.550, bf16 dlogits within one unit of expf's, losses within 1.2e-7 relative; GPT-2
  * 124M trained 0.4 % faster). Padding [V, Vp) becomes 0; a
  * target outside [0, V) gives loss 0 and a zero row. NaN logits give a NaN loss (the step is
- * then skipped by the grad-norm check), like the CPU. */
+ * then skipped by the grad-norm check), like the CPU.
+ * PDL: the kernels here are launched through cuda_common.cuh's tzc_launch (programmatic dependent
+ * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU), each beginning with tzc_pdl_wait. */
 #include "kernels/common/cuda_common.cuh"
 
 namespace {
@@ -47,6 +49,7 @@ __device__ __forceinline__ void ms_merge(float &m, float &s, float m2, float s2)
 template <int W, class T>
 __global__ void __launch_bounds__(CE_THREADS)
 xent_k(float *losses, T *logits, const int *targets, int V, int Vp, float dscale) {
+  tzc_pdl_wait(); /* PDL (cuda_common.cuh): before any global access */
   __shared__ float sh_m[32], sh_s[32];
   __shared__ float sh_zy;
   int n = blockIdx.x, tid = threadIdx.x;
@@ -166,15 +169,14 @@ extern "C" void tzc_crossentropy(tz_backend *be, tz_slice losses, tz_slice logit
   size_t es = tz_dtype_size(tzc(be)->act);
   TZC_PROF_WORK(4.0 * N * V, 3.0 * N * Vp * es + 8.0 * N);
   if (N <= 0) return;
-  cudaStream_t st = tzc(be)->stream;
   TZC_DISPATCH_ACT(be, {
     T *z = (T *)tzc_ptr(logits);
     float *l = (float *)tzc_ptr(losses);
     const int *y = (const int *)tzc_ptr(targets);
     if (((size_t)Vp * sizeof(T)) % 16 == 0 && tzc_aligned16(z))
-      xent_k<VW(T)><<<N, CE_THREADS, 0, st>>>(l, z, y, V, Vp, dscale);
+      tzc_launch(be, xent_k<VW(T), T>, dim3(N), dim3(CE_THREADS), 0, l, z, y, V, Vp, dscale);
     else
-      xent_k<1><<<N, CE_THREADS, 0, st>>>(l, z, y, V, Vp, dscale);
+      tzc_launch(be, xent_k<1, T>, dim3(N), dim3(CE_THREADS), 0, l, z, y, V, Vp, dscale);
     TZC_LAUNCHED();
   });
 }

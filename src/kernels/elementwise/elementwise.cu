@@ -1,5 +1,7 @@
 /* CUDA add (residual) and sum_sq (global gradient norm). fill, copy_rows and the dtype
- * conversions of this family belong to the runtime (src/backend/cuda). */
+ * conversions of this family belong to the runtime (src/backend/cuda).
+ * PDL: the kernels here are launched through cuda_common.cuh's tzc_launch (programmatic dependent
+ * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU), each beginning with tzc_pdl_wait. */
 #include "kernels/common/cuda_common.cuh"
 
 namespace {
@@ -14,6 +16,7 @@ constexpr int SS_BLOCKS = 1024, SS_THREADS = 256;
 
 template <int W>
 __global__ void sum_sq_partial_k(double *part, const float *x, size_t nv, size_t n) {
+  tzc_pdl_wait(); /* PDL (cuda_common.cuh): before any global access */
   __shared__ double sh[32];
   size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -31,6 +34,7 @@ __global__ void sum_sq_partial_k(double *part, const float *x, size_t nv, size_t
 }
 
 __global__ void sum_sq_final_k(float *out, const double *part, int np) {
+  tzc_pdl_wait();
   __shared__ double sh[32];
   double s = 0.0;
   for (int i = threadIdx.x; i < np; i += blockDim.x) s += part[i];
@@ -49,14 +53,14 @@ extern "C" void tzc_add(tz_backend *be, tz_slice out, tz_slice a, tz_slice b, si
 extern "C" void tzc_sum_sq(tz_backend *be, tz_slice out, tz_slice x, size_t n) {
   TZC_PROF(be, "sum_sq");
   TZC_PROF_WORK(2.0 * n, 4.0 * n);
-  cudaStream_t st = tzc(be)->stream;
   double *part = (double *)tzc_scratch(be, SS_BLOCKS * sizeof(double));
   const float *px = (const float *)tzc_ptr(x);
   if (tzc_aligned16(px))
-    sum_sq_partial_k<4><<<SS_BLOCKS, SS_THREADS, 0, st>>>(part, px, n / 4, n);
+    tzc_launch(be, sum_sq_partial_k<4>, dim3(SS_BLOCKS), dim3(SS_THREADS), 0, part, px, n / 4, n);
   else
-    sum_sq_partial_k<1><<<SS_BLOCKS, SS_THREADS, 0, st>>>(part, px, n, n);
+    tzc_launch(be, sum_sq_partial_k<1>, dim3(SS_BLOCKS), dim3(SS_THREADS), 0, part, px, n, n);
   TZC_LAUNCHED();
-  sum_sq_final_k<<<1, SS_THREADS, 0, st>>>((float *)tzc_ptr(out), part, SS_BLOCKS);
+  tzc_launch(be, sum_sq_final_k, dim3(1), dim3(SS_THREADS), 0, (float *)tzc_ptr(out), (const double *)part,
+             SS_BLOCKS);
   TZC_LAUNCHED();
 }

@@ -5,7 +5,9 @@
  * block at the first sorted position of each token adds that token's rows in that order
  * into dwte, starting from the current dwte value — the same order of additions as the CPU
  * reference (bit-identical to it in fp32), and run to run. dwpe[t] adds dout over b in
- * order, skipping invalid ids like the CPU. */
+ * order, skipping invalid ids like the CPU.
+ * PDL: the kernels here are launched through cuda_common.cuh's tzc_launch (programmatic dependent
+ * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU), each beginning with tzc_pdl_wait. */
 #include <cub/device/device_radix_sort.cuh>
 
 #include "kernels/common/cuda_common.cuh"
@@ -18,6 +20,7 @@ constexpr int EMB_THREADS = 128;
 template <int W, class T>
 __global__ void embed_fwd_k(T *out, const int *tok, const T *wte, const T *wpe, int N, int T_,
                             int C, int V, const int *posv) {
+  tzc_pdl_wait(); /* PDL (cuda_common.cuh): before any global access or return (every kernel here) */
   size_t cv = (size_t)C / W, total = (size_t)N * cv;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
        i += (size_t)gridDim.x * blockDim.x) {
@@ -42,6 +45,7 @@ __global__ void embed_fwd_k(T *out, const int *tok, const T *wte, const T *wpe, 
 
 /* keys = token id (V for an invalid one: sorted last, skipped), values = row */
 __global__ void embed_keys_k(unsigned *keys, int *rows, const int *tok, int N, int V) {
+  tzc_pdl_wait();
   int n = blockIdx.x * blockDim.x + threadIdx.x;
   if (n < N) {
     int id = tok[n];
@@ -76,6 +80,7 @@ template <int W, class T>
 __global__ void __launch_bounds__(EMB_THREADS)
     embed_dwte_k(float *dwte, const T *dout, const unsigned *keys, const int *rows, int N, int C,
                  int V) {
+  tzc_pdl_wait(); /* (after CUB's sort, whose kernels are launched plainly) */
   constexpr int U = 16;
   __shared__ int srow[EMB_THREADS];
   int p = blockIdx.x;
@@ -113,6 +118,7 @@ __global__ void __launch_bounds__(EMB_THREADS)
 template <int W, class T>
 __global__ void embed_dwpe_k(float *dwpe, const T *dout, const int *tok, int B, int T_, int C,
                              int V) {
+  tzc_pdl_wait();
   int t = blockIdx.x;
   size_t c = ((size_t)blockIdx.y * EMB_THREADS + threadIdx.x) * W;
   if (c >= (size_t)C) return;
@@ -147,7 +153,7 @@ void embed_bwd(tz_backend *be, float *dwte, float *dwpe, const T *dout, const in
   unsigned *keys = (unsigned *)s, *keys_sorted = (unsigned *)(s + a);
   int *rows = (int *)(s + 2 * a), *rows_sorted = (int *)(s + 3 * a);
   void *temp = s + 4 * a;
-  embed_keys_k<<<tzc_blocks(N, 256), 256, 0, st>>>(keys, rows, tok, N, V);
+  tzc_launch(be, embed_keys_k, dim3(tzc_blocks(N, 256)), dim3(256), 0, keys, rows, tok, N, V);
   TZC_LAUNCHED();
   TZC_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys, keys_sorted, rows,
                                             rows_sorted, N, 0, end_bit, st));
@@ -157,16 +163,18 @@ void embed_bwd(tz_backend *be, float *dwte, float *dwpe, const T *dout, const in
   int w = vec ? VWT : 1;
   dim3 g((unsigned)N, (unsigned)((C + EMB_THREADS * w - 1) / (EMB_THREADS * w)));
   if (vec)
-    embed_dwte_k<VWT><<<g, EMB_THREADS, 0, st>>>(dwte, dout, keys_sorted, rows_sorted, N, C, V);
+    tzc_launch(be, embed_dwte_k<VWT, T>, g, dim3(EMB_THREADS), 0, dwte, dout, (const unsigned *)keys_sorted,
+               (const int *)rows_sorted, N, C, V);
   else
-    embed_dwte_k<1><<<g, EMB_THREADS, 0, st>>>(dwte, dout, keys_sorted, rows_sorted, N, C, V);
+    tzc_launch(be, embed_dwte_k<1, T>, g, dim3(EMB_THREADS), 0, dwte, dout, (const unsigned *)keys_sorted,
+               (const int *)rows_sorted, N, C, V);
   TZC_LAUNCHED();
   if (dwpe) {
     dim3 gp((unsigned)T_, g.y);
     if (vec)
-      embed_dwpe_k<VWT><<<gp, EMB_THREADS, 0, st>>>(dwpe, dout, tok, B, T_, C, V);
+      tzc_launch(be, embed_dwpe_k<VWT, T>, gp, dim3(EMB_THREADS), 0, dwpe, dout, tok, B, T_, C, V);
     else
-      embed_dwpe_k<1><<<gp, EMB_THREADS, 0, st>>>(dwpe, dout, tok, B, T_, C, V);
+      tzc_launch(be, embed_dwpe_k<1, T>, gp, dim3(EMB_THREADS), 0, dwpe, dout, tok, B, T_, C, V);
     TZC_LAUNCHED();
   }
 }
@@ -178,16 +186,16 @@ extern "C" void tzc_embed_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz_sli
   size_t N = (size_t)B * T_, es = tz_dtype_size(tzc(be)->act);
   TZC_PROF_WORK((double)N * C, (double)N * C * es * (tz_present(wpe) ? 3 : 2) + 4.0 * N);
   if (N == 0 || C <= 0) return;
-  cudaStream_t st = tzc(be)->stream;
   TZC_DISPATCH_ACT(be, {
     T *o = (T *)tzc_ptr(out);
     const T *te = (const T *)tzc_w(be, wte), *pe = (const T *)tzc_w(be, wpe);
     const int *ids = (const int *)tzc_ptr(tok);
     if (C % VW(T) == 0 && tzc_aligned16(o) && tzc_aligned16(te) && (!pe || tzc_aligned16(pe)))
-      embed_fwd_k<VW(T)><<<tzc_blocks(N * C / VW(T), 256), 256, 0, st>>>(o, ids, te, pe, (int)N,
-                                                                          T_, C, V, nullptr);
+      tzc_launch(be, embed_fwd_k<VW(T), T>, dim3(tzc_blocks(N * C / VW(T), 256)), dim3(256), 0, o, ids, te, pe,
+                 (int)N, T_, C, V, (const int *)nullptr);
     else
-      embed_fwd_k<1><<<tzc_blocks(N * C, 256), 256, 0, st>>>(o, ids, te, pe, (int)N, T_, C, V, nullptr);
+      tzc_launch(be, embed_fwd_k<1, T>, dim3(tzc_blocks(N * C, 256)), dim3(256), 0, o, ids, te, pe, (int)N, T_, C,
+                 V, (const int *)nullptr);
     TZC_LAUNCHED();
   });
 }
@@ -213,15 +221,16 @@ extern "C" void tzc_embed_pos_fwd(tz_backend *be, tz_slice out, tz_slice tok, tz
   size_t N = (size_t)B, es = tz_dtype_size(tzc(be)->act);
   TZC_PROF_WORK((double)N * C, (double)N * C * es * (tz_present(wpe) ? 3 : 2) + 8.0 * N);
   if (N == 0 || C <= 0) return;
-  cudaStream_t st = tzc(be)->stream;
   TZC_DISPATCH_ACT(be, {
     T *o = (T *)tzc_ptr(out);
     const T *te = (const T *)tzc_w(be, wte), *pe = (const T *)tzc_w(be, wpe);
     const int *ids = (const int *)tzc_ptr(tok), *pv = (const int *)tzc_ptr(pos);
     if (C % VW(T) == 0 && tzc_aligned16(o) && tzc_aligned16(te) && (!pe || tzc_aligned16(pe)))
-      embed_fwd_k<VW(T)><<<tzc_blocks(N * C / VW(T), 256), 256, 0, st>>>(o, ids, te, pe, (int)N, 1, C, V, pv);
+      tzc_launch(be, embed_fwd_k<VW(T), T>, dim3(tzc_blocks(N * C / VW(T), 256)), dim3(256), 0, o, ids, te, pe,
+                 (int)N, 1, C, V, pv);
     else
-      embed_fwd_k<1><<<tzc_blocks(N * C, 256), 256, 0, st>>>(o, ids, te, pe, (int)N, 1, C, V, pv);
+      tzc_launch(be, embed_fwd_k<1, T>, dim3(tzc_blocks(N * C, 256)), dim3(256), 0, o, ids, te, pe, (int)N, 1, C, V,
+                 pv);
     TZC_LAUNCHED();
   });
 }

@@ -8,7 +8,9 @@
  * comes in (the preceding projection's bias gradient): a third accumulator of the one-pass
  * kernel, or in the fallback a column sum of dinp before the rows kernel. The one-pass kernel
  * also serves RMSNorm's backward (its RMS form: mean 0, no mean_c(w·dy) term, dw alone), for
- * rmsnorm.cu through tzc_rmsnorm_bwd_onepass. */
+ * rmsnorm.cu through tzc_rmsnorm_bwd_onepass.
+ * PDL: the kernels here are launched through cuda_common.cuh's tzc_launch (programmatic dependent
+ * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU), each beginning with tzc_pdl_wait. */
 #include <stdlib.h>
 
 #include "kernels/common/cuda_common.cuh"
@@ -20,6 +22,7 @@ template <int W, class T>
 __global__ void __launch_bounds__(32 * ROWS_PER_BLOCK)
 ln_fwd_k(T *out, float *mean, float *rstd, const T *inp, const T *w, const T *b, int N, int C,
          float eps) {
+  tzc_pdl_wait(); /* PDL (cuda_common.cuh): before any global access or return */
   int lane = threadIdx.x & 31, row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
   if (row >= N) return;
   const T *x = inp + (size_t)row * C;
@@ -71,6 +74,7 @@ template <int W, class T>
 __global__ void __launch_bounds__(32 * ROWS_PER_BLOCK)
 ln_bwd_rows_k(T *dinp, const T *dout, const T *inp, const T *w, const float *mean,
               const float *rstd, int N, int C) {
+  tzc_pdl_wait();
   int lane = threadIdx.x & 31, row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
   if (row >= N) return;
   const T *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
@@ -241,6 +245,7 @@ __global__ void __launch_bounds__(32 * FB_WARPS_MAX)
 ln_bwd_fused_k(T *dinp, float *partw, float *partb, float *partr, const T *dout, const T *inp, const T *w,
                const float *mean, const float *rstd, int N, int C, int rpc) {
   static_assert(W * sizeof(T) == 16, "16-byte vectors");
+  tzc_pdl_wait();
   /* [NA][nw][C], NA = 2 (3 with partr; 1 with RMS): dw, db (, dbias) accumulators per warp */
   extern __shared__ float sh[];
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, nv = C / W;
@@ -291,17 +296,16 @@ extern "C" void tzc_layernorm_fwd(tz_backend *be, tz_slice out, tz_slice mean, t
   size_t es = tz_dtype_size(tzc(be)->act);
   TZC_PROF_WORK(7.0 * N * C, 2.0 * N * C * es + 8.0 * N);
   if (N <= 0 || C <= 0) return;
-  cudaStream_t st = tzc(be)->stream;
-  unsigned grid = tzc_blocks(N, ROWS_PER_BLOCK);
+  const dim3 grid(tzc_blocks(N, ROWS_PER_BLOCK)), block(32 * ROWS_PER_BLOCK);
   TZC_DISPATCH_ACT(be, {
     T *o = (T *)tzc_ptr(out);
     const T *x = (const T *)tzc_ptr(inp), *g = (const T *)tzc_w(be, w),
             *h = (const T *)tzc_w(be, b);
     float *mu = (float *)tzc_ptr(mean), *rs = (float *)tzc_ptr(rstd);
     if (rows_vec<T>(C, o, x, g, h))
-      ln_fwd_k<VW(T)><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(o, mu, rs, x, g, h, N, C, eps);
+      tzc_launch(be, ln_fwd_k<VW(T), T>, grid, block, 0, o, mu, rs, x, g, h, N, C, eps);
     else
-      ln_fwd_k<1><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(o, mu, rs, x, g, h, N, C, eps);
+      tzc_launch(be, ln_fwd_k<1, T>, grid, block, 0, o, mu, rs, x, g, h, N, C, eps);
     TZC_LAUNCHED();
   });
 }
@@ -320,7 +324,6 @@ bool ln_bwd_fused(tz_backend *be, bool rms, T *dx, float *dw, float *db, float *
   if ((C + 32 * W - 1) / (32 * W) != NV) return false;
   TZC_ASSERT(!rms || (!mu && !db && !dr));
   tzc_ctx *cx = tzc(be);
-  cudaStream_t st = cx->stream;
   const int nacc = rms ? 1 : dr ? 3 : 2;
   const int nw = ln_nw(cx, nacc, C);
   size_t smem = nacc * (size_t)nw * C * sizeof(float);
@@ -335,9 +338,9 @@ bool ln_bwd_fused(tz_backend *be, bool rms, T *dx, float *dw, float *db, float *
   auto kern = rms ? ln_bwd_fused_k<W, NV, true, T> : ln_bwd_fused_k<W, NV, false, T>;
   if (smem > 48 * 1024) /* above the default dynamic limit (per device: set on every call) */
     TZC_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  kern<<<P, 32 * nw, smem, st>>>(dx, partw, partb, partr, dy, x, g, mu, rs, N, C, rpc);
+  tzc_launch(be, kern, dim3(P), dim3(32 * nw), smem, dx, partw, partb, partr, dy, x, g, mu, rs, N, C, rpc);
   TZC_LAUNCHED();
-  tzc_colsum_final(st, dw, partw, rms ? nullptr : db, partb, dr, partr, P, C);
+  tzc_colsum_final(be, dw, partw, rms ? nullptr : db, partb, dr, partr, P, C);
   TZC_LAUNCHED();
   return true;
 }
@@ -360,7 +363,6 @@ bool ln_bwd_onepass(tz_backend *be, bool rms, T *dx, float *dw, float *db, float
 /* layernorm_bwd, and with dbias (layernorm_bwd_rb) dbias += Σ_n dinp[n, :] as it comes in */
 void ln_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice dbias, tz_slice dout, tz_slice inp,
             tz_slice w, tz_slice mean, tz_slice rstd, int N, int C) {
-  cudaStream_t st = tzc(be)->stream;
   TZC_DISPATCH_ACT(be, {
     T *dx = (T *)tzc_ptr(dinp);
     const T *dy = (const T *)tzc_ptr(dout), *x = (const T *)tzc_ptr(inp);
@@ -374,15 +376,15 @@ void ln_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_slice db, tz_slice db
       break;
     }
     if (pr) rb_calls[0]++;
-    unsigned grid = tzc_blocks(N, ROWS_PER_BLOCK);
+    const dim3 grid(tzc_blocks(N, ROWS_PER_BLOCK)), block(32 * ROWS_PER_BLOCK);
     if (vec) {
       if (pr) tzc_colsum<W, 1>(be, pr, nullptr, N, C, tzc_row_term<W, T>{dx, C}); /* before the rows add */
-      ln_bwd_rows_k<W><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(dx, dy, x, g, mu, rs, N, C);
+      tzc_launch(be, ln_bwd_rows_k<W, T>, grid, block, 0, dx, dy, x, g, mu, rs, N, C);
       TZC_LAUNCHED();
       tzc_colsum<W, 2>(be, pw, pb, N, C, LnDwDbTerm<W, T>{dy, x, mu, rs, C});
     } else {
       if (pr) tzc_colsum<1, 1>(be, pr, nullptr, N, C, tzc_row_term<1, T>{dx, C});
-      ln_bwd_rows_k<1><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(dx, dy, x, g, mu, rs, N, C);
+      tzc_launch(be, ln_bwd_rows_k<1, T>, grid, block, 0, dx, dy, x, g, mu, rs, N, C);
       TZC_LAUNCHED();
       tzc_colsum<1, 2>(be, pw, pb, N, C, LnDwDbTerm<1, T>{dy, x, mu, rs, C});
     }

@@ -4,7 +4,9 @@
  * and dw (tzc_rmsnorm_bwd_onepass; H100, llama C 768: the two passes below took 0.0589 ms a call,
  * 43 % of the DRAM floor); otherwise one warp per row for dinp (+=, the residual stream's
  * gradient, act dtype), and dw (+=, fp32) through the deterministic tiled column sum of
- * cuda_common.cuh. */
+ * cuda_common.cuh.
+ * PDL: the kernels here are launched through cuda_common.cuh's tzc_launch (programmatic dependent
+ * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU), each beginning with tzc_pdl_wait. */
 #include "kernels/common/cuda_common.cuh"
 
 namespace {
@@ -13,6 +15,7 @@ constexpr int ROWS_PER_BLOCK = 4; /* warps per block, one row each */
 template <int W, class T>
 __global__ void __launch_bounds__(32 * ROWS_PER_BLOCK)
 rms_fwd_k(T *out, float *rstd, const T *inp, const T *w, int N, int C, float eps) {
+  tzc_pdl_wait(); /* PDL (cuda_common.cuh): before any global access or return */
   int lane = threadIdx.x & 31, row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
   if (row >= N) return;
   const T *x = inp + (size_t)row * C;
@@ -42,6 +45,7 @@ template <int W, class T>
 __global__ void __launch_bounds__(32 * ROWS_PER_BLOCK)
 rms_bwd_rows_k(T *dinp, const T *dout, const T *inp, const T *w, const float *rstd, int N,
                int C) {
+  tzc_pdl_wait();
   int lane = threadIdx.x & 31, row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
   if (row >= N) return;
   const T *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
@@ -97,16 +101,15 @@ extern "C" void tzc_rmsnorm_fwd(tz_backend *be, tz_slice out, tz_slice rstd, tz_
   size_t es = tz_dtype_size(tzc(be)->act);
   TZC_PROF_WORK(4.0 * N * C, 2.0 * N * C * es + 4.0 * N);
   if (N <= 0 || C <= 0) return;
-  cudaStream_t st = tzc(be)->stream;
-  unsigned grid = tzc_blocks(N, ROWS_PER_BLOCK);
+  const dim3 grid(tzc_blocks(N, ROWS_PER_BLOCK)), block(32 * ROWS_PER_BLOCK);
   TZC_DISPATCH_ACT(be, {
     T *o = (T *)tzc_ptr(out);
     const T *x = (const T *)tzc_ptr(inp), *g = (const T *)tzc_w(be, w);
     float *rs = (float *)tzc_ptr(rstd);
     if (rows_vec<T>(C, o, x, g, nullptr))
-      rms_fwd_k<VW(T)><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(o, rs, x, g, N, C, eps);
+      tzc_launch(be, rms_fwd_k<VW(T), T>, grid, block, 0, o, rs, x, g, N, C, eps);
     else
-      rms_fwd_k<1><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(o, rs, x, g, N, C, eps);
+      tzc_launch(be, rms_fwd_k<1, T>, grid, block, 0, o, rs, x, g, N, C, eps);
     TZC_LAUNCHED();
   });
 }
@@ -119,20 +122,19 @@ extern "C" void tzc_rmsnorm_bwd(tz_backend *be, tz_slice dinp, tz_slice dw, tz_s
   if (N <= 0 || C <= 0) return;
   if (tzc_rmsnorm_bwd_onepass(be, dinp, dw, dout, inp, w, rstd, N, C)) return;
   TZC_PROF_WORK(10.0 * N * C, 6.0 * N * C * es + 8.0 * N); /* two passes and the column sum */
-  cudaStream_t st = tzc(be)->stream;
   TZC_DISPATCH_ACT(be, {
     T *dx = (T *)tzc_ptr(dinp);
     const T *dy = (const T *)tzc_ptr(dout), *x = (const T *)tzc_ptr(inp);
     const T *g = (const T *)tzc_w(be, w);
     const float *rs = (const float *)tzc_ptr(rstd);
-    unsigned grid = tzc_blocks(N, ROWS_PER_BLOCK);
+    const dim3 grid(tzc_blocks(N, ROWS_PER_BLOCK)), block(32 * ROWS_PER_BLOCK);
     if (rows_vec<T>(C, dx, dy, x, g)) {
-      rms_bwd_rows_k<VW(T)><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(dx, dy, x, g, rs, N, C);
+      tzc_launch(be, rms_bwd_rows_k<VW(T), T>, grid, block, 0, dx, dy, x, g, rs, N, C);
       TZC_LAUNCHED();
       tzc_colsum<VW(T), 1>(be, (float *)tzc_ptr(dw), nullptr, N, C,
                            RmsDwTerm<VW(T), T>{dy, x, rs, C});
     } else {
-      rms_bwd_rows_k<1><<<grid, 32 * ROWS_PER_BLOCK, 0, st>>>(dx, dy, x, g, rs, N, C);
+      tzc_launch(be, rms_bwd_rows_k<1, T>, grid, block, 0, dx, dy, x, g, rs, N, C);
       TZC_LAUNCHED();
       tzc_colsum<1, 1>(be, (float *)tzc_ptr(dw), nullptr, N, C, RmsDwTerm<1, T>{dy, x, rs, C});
     }

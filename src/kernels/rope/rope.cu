@@ -17,7 +17,9 @@
  *   above the previous head's store through the same pointer), so it was latency-bound: on an
  *   H100, llama's 24 rope calls a step took 1.47 ms, ~49 % of their DRAM floor.
  * - rope_k: one thread per (row, pair), looping over the n_head + n_kv_head heads with one
- *   cos/sin pair; any alignment. */
+ *   cos/sin pair; any alignment.
+ * PDL: the kernels here are launched through cuda_common.cuh's tzc_launch (programmatic dependent
+ * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU), each beginning with tzc_pdl_wait. */
 #include "kernels/common/cuda_common.cuh"
 
 namespace {
@@ -68,6 +70,7 @@ constexpr int ROPE_HB = 8; /* heads whose 16-byte vectors a thread has in flight
 template <class T>
 __global__ void rope_vec_k(T *qkv, int N, int T_, int nh, int stride, int hd, int pos0, int dir,
                            rope_freqs fr, const int *posv) {
+  tzc_pdl_wait(); /* PDL (cuda_common.cuh): before any global access */
   constexpr int W = VW(T);
   int qn = hd / W;
   size_t total = (size_t)N * qn;
@@ -105,6 +108,7 @@ __global__ void rope_vec_k(T *qkv, int N, int T_, int nh, int stride, int hd, in
 template <bool P2, class T>
 __global__ void rope_k(T *qkv, int N, int T_, int nh, int stride, int hd, int pos0, int dir,
                        rope_freqs fr, const int *posv) {
+  tzc_pdl_wait();
   int half = hd / 2;
   size_t total = (size_t)N * half;
   for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
@@ -132,19 +136,18 @@ static void rope_launch(tz_backend *be, tz_slice qkv, int N, int T_, int nh, int
   TZC_ASSERT(hd % 2 == 0 && hd / 2 <= ROPE_MAX_PAIRS);
   rope_freqs fr;
   for (int i = 0; i < hd; i += 2) fr.f[i / 2] = 1.0f / powf(theta, i / (float)hd);
-  cudaStream_t st = tzc(be)->stream;
   TZC_DISPATCH_ACT(be, {
     T *x = (T *)tzc_ptr(qkv);
     constexpr int W = VW(T);
-    const unsigned pairs_grid = tzc_blocks((size_t)N * (hd / 2), 256);
+    const dim3 pairs_grid(tzc_blocks((size_t)N * (hd / 2), 256));
     /* (the row stride is a multiple of hd, so hd % W keeps every head slice 16-byte aligned) */
     if (!tzc(be)->rope_pairs && hd % W == 0 && tzc_aligned16(x))
-      rope_vec_k<<<tzc_blocks((size_t)N * (hd / W), 256), 256, 0, st>>>(x, N, T_, nh, stride, hd, pos0,
-                                                                        dir, fr, posv);
+      tzc_launch(be, rope_vec_k<T>, dim3(tzc_blocks((size_t)N * (hd / W), 256)), dim3(256), 0, x, N, T_, nh, stride,
+                 hd, pos0, dir, fr, posv);
     else if (((uintptr_t)x & (2 * sizeof(T) - 1)) == 0)
-      rope_k<true><<<pairs_grid, 256, 0, st>>>(x, N, T_, nh, stride, hd, pos0, dir, fr, posv);
+      tzc_launch(be, rope_k<true, T>, pairs_grid, dim3(256), 0, x, N, T_, nh, stride, hd, pos0, dir, fr, posv);
     else
-      rope_k<false><<<pairs_grid, 256, 0, st>>>(x, N, T_, nh, stride, hd, pos0, dir, fr, posv);
+      tzc_launch(be, rope_k<false, T>, pairs_grid, dim3(256), 0, x, N, T_, nh, stride, hd, pos0, dir, fr, posv);
     TZC_LAUNCHED();
   });
 }

@@ -1,5 +1,7 @@
 /* CUDA SwiGLU (Shazeer 2020) on a fused gate|up row: swiglu_cpu.c's math in fp32 on act
- * tensors, 16-byte vectors when F and the rows allow. */
+ * tensors, 16-byte vectors when F and the rows allow.
+ * PDL: the kernels here are launched through cuda_common.cuh's tzc_launch (programmatic dependent
+ * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU), each beginning with tzc_pdl_wait. */
 #include "kernels/common/cuda_common.cuh"
 
 namespace {
@@ -17,6 +19,7 @@ __device__ __forceinline__ float sigmoid_stable(float x) {
  * unsigned where N·F/W fits (one 32-bit division a vector), else size_t. */
 template <int W, class T, class I>
 __global__ void swiglu_fwd_k(T *out, const T *gu, int N, int F) {
+  tzc_pdl_wait(); /* PDL (cuda_common.cuh): before any global access */
   I fv = (I)F / W, total = (I)N * fv;
   for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
     size_t n = i / fv, f = (i % fv) * W;
@@ -33,6 +36,7 @@ __global__ void swiglu_fwd_k(T *out, const T *gu, int N, int F) {
 /* dgate = dout·up·σ(g)(1 + g(1 − σ(g))), dup = dout·g·σ(g); NaN → 0 (the seed's guard). */
 template <int W, class T, class I>
 __global__ void swiglu_bwd_k(T *dgu, const T *dout, const T *gu, int N, int F) {
+  tzc_pdl_wait();
   I fv = (I)F / W, total = (I)N * fv;
   for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (I)gridDim.x * blockDim.x) {
     size_t n = i / fv, f = (i % fv) * W;
@@ -57,13 +61,13 @@ __global__ void swiglu_bwd_k(T *dgu, const T *dout, const T *gu, int N, int F) {
 
 /* launch kern<W, T, unsigned> where the grid's last index fits in 32 bits, else <W, T, size_t>:
  * blocks of 256 threads over n = N·F/W items (the same arithmetic per element either way) */
-#define SWIGLU_LAUNCH(kern, W, n, st, ...)                                                         \
+#define SWIGLU_LAUNCH(kern, W, n, be, ...)                                                         \
   do {                                                                                             \
     size_t n_ = (n);                                                                               \
     if (n_ + 256u * (size_t)tzc_blocks(n_, 256) < 0xffffffffu)                                     \
-      kern<W, T, unsigned><<<tzc_blocks(n_, 256), 256, 0, st>>>(__VA_ARGS__);                      \
+      tzc_launch(be, kern<W, T, unsigned>, dim3(tzc_blocks(n_, 256)), dim3(256), 0, __VA_ARGS__);  \
     else                                                                                           \
-      kern<W, T, size_t><<<tzc_blocks(n_, 256), 256, 0, st>>>(__VA_ARGS__);                        \
+      tzc_launch(be, kern<W, T, size_t>, dim3(tzc_blocks(n_, 256)), dim3(256), 0, __VA_ARGS__);    \
   } while (0)
 
 /* vectors when every row start (n·2F, n·F, +F) stays 16-byte aligned */
@@ -76,14 +80,13 @@ extern "C" void tzc_swiglu_fwd(tz_backend *be, tz_slice out, tz_slice gu, int N,
   TZC_PROF(be, "swiglu_fwd");
   TZC_PROF_WORK(8.0 * N * F, 3.0 * N * F * tz_dtype_size(tzc(be)->act));
   if (N <= 0 || F <= 0) return;
-  cudaStream_t st = tzc(be)->stream;
   TZC_DISPATCH_ACT(be, {
     T *o = (T *)tzc_ptr(out);
     const T *x = (const T *)tzc_ptr(gu);
     if (swiglu_vec<T>(F, o, x, nullptr))
-      SWIGLU_LAUNCH(swiglu_fwd_k, VW(T), (size_t)N * F / VW(T), st, o, x, N, F);
+      SWIGLU_LAUNCH(swiglu_fwd_k, VW(T), (size_t)N * F / VW(T), be, o, x, N, F);
     else
-      SWIGLU_LAUNCH(swiglu_fwd_k, 1, (size_t)N * F, st, o, x, N, F);
+      SWIGLU_LAUNCH(swiglu_fwd_k, 1, (size_t)N * F, be, o, x, N, F);
     TZC_LAUNCHED();
   });
 }
@@ -93,14 +96,13 @@ extern "C" void tzc_swiglu_bwd(tz_backend *be, tz_slice dgu, tz_slice dout, tz_s
   TZC_PROF(be, "swiglu_bwd");
   TZC_PROF_WORK(16.0 * N * F, 5.0 * N * F * tz_dtype_size(tzc(be)->act));
   if (N <= 0 || F <= 0) return;
-  cudaStream_t st = tzc(be)->stream;
   TZC_DISPATCH_ACT(be, {
     T *d = (T *)tzc_ptr(dgu);
     const T *dy = (const T *)tzc_ptr(dout), *x = (const T *)tzc_ptr(gu);
     if (swiglu_vec<T>(F, d, dy, x))
-      SWIGLU_LAUNCH(swiglu_bwd_k, VW(T), (size_t)N * F / VW(T), st, d, dy, x, N, F);
+      SWIGLU_LAUNCH(swiglu_bwd_k, VW(T), (size_t)N * F / VW(T), be, d, dy, x, N, F);
     else
-      SWIGLU_LAUNCH(swiglu_bwd_k, 1, (size_t)N * F, st, d, dy, x, N, F);
+      SWIGLU_LAUNCH(swiglu_bwd_k, 1, (size_t)N * F, be, d, dy, x, N, F);
     TZC_LAUNCHED();
   });
 }

@@ -5,9 +5,13 @@
 // nearest even) for the registered flat fp32 parameter buffer; weight reads go through tzc_w().
 // adamw rewrites it in its own pass; tzc_mirror_refresh covers every other write (upload,
 // copy, fill into the parameters).
+//
+// All three are launched through cuda_common.cuh's tzc_launch (programmatic dependent launch on
+// sm_90+, TEZGAH_CUDA_PDL) and begin with its tzc_pdl_wait.
 #include <cuda_bf16.h>
 
 #include "backend/cuda/cuda_internal.h"
+#include "kernels/common/cuda_common.cuh"
 
 namespace {
 
@@ -19,12 +23,14 @@ unsigned grid_for(size_t n) {
 }
 
 __global__ void mirror_kernel(__nv_bfloat16 *__restrict__ dst, const float *__restrict__ src, size_t n) {
+  tzc_pdl_wait(); /* before any global access */
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
     dst[i] = __float2bfloat16_rn(src[i]);
 }
 
 template <typename T>
 __global__ void fill_kernel(T *__restrict__ dst, T v, size_t n) {
+  tzc_pdl_wait();
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
     dst[i] = v;
 }
@@ -39,6 +45,7 @@ struct zr_table {
 };
 
 __global__ void zero_ranges_kernel(float *__restrict__ base, zr_table t) {
+  tzc_pdl_wait();
   int r = 0;
   while (r + 1 < t.n && blockIdx.x >= t.blk0[r + 1]) r++;
   size_t i0 = (size_t)(blockIdx.x - t.blk0[r]) * ZR_CHUNK, i1 = i0 + ZR_CHUNK;
@@ -66,7 +73,7 @@ extern "C" void tzc_zero_ranges(tz_backend *be, float *base, const size_t *range
     }
     if (!t.n) break;
     t.blk0[t.n] = blocks;
-    zero_ranges_kernel<<<blocks, kThreads, 0, tzc(be)->stream>>>(base, t);
+    tzc_launch(be, zero_ranges_kernel, dim3(blocks), dim3(kThreads), 0, base, t);
     TZC_LAUNCHED();
   }
 }
@@ -76,22 +83,21 @@ extern "C" void tzc_mirror_refresh(tz_backend *be, size_t first, size_t n) {
   if (!c->params_bf16 || !n) return;
   TZC_PROF(be, "mirror");
   TZC_PROF_WORK(0, 6.0 * n);
-  mirror_kernel<<<grid_for(n), kThreads, 0, c->stream>>>((__nv_bfloat16 *)c->params_bf16 + first,
-                                                         (const float *)c->params->ptr + first, n);
+  tzc_launch(be, mirror_kernel, dim3(grid_for(n)), dim3(kThreads), 0, (__nv_bfloat16 *)c->params_bf16 + first,
+             (const float *)c->params->ptr + first, n);
   TZC_LAUNCHED();
 }
 
 extern "C" void tzc_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt) {
   if (!n) return;
   TZC_PROF(be, "fill");
-  cudaStream_t s = tzc(be)->stream;
   if (dt == TZ_BF16) {
     TZC_PROF_WORK(0, 2.0 * n);
-    fill_kernel<__nv_bfloat16><<<grid_for(n), kThreads, 0, s>>>((__nv_bfloat16 *)tzc_ptr(dst),
-                                                               __float2bfloat16_rn(value), n);
+    tzc_launch(be, fill_kernel<__nv_bfloat16>, dim3(grid_for(n)), dim3(kThreads), 0, (__nv_bfloat16 *)tzc_ptr(dst),
+               __float2bfloat16_rn(value), n);
   } else {
     TZC_PROF_WORK(0, 4.0 * n);
-    fill_kernel<float><<<grid_for(n), kThreads, 0, s>>>((float *)tzc_ptr(dst), value, n);
+    tzc_launch(be, fill_kernel<float>, dim3(grid_for(n)), dim3(kThreads), 0, (float *)tzc_ptr(dst), value, n);
   }
   TZC_LAUNCHED();
 }
