@@ -3,7 +3,8 @@
  *
  * Memory (exact): fresh buffers are zero; upload/download round trips at odd offsets, also
  * larger than the staging slots; copy (also overlapping views of one buffer: memmove);
- * fill in fp32 and bf16 (the value rounded to nearest even); zero_ranges (70 ranges, exact);
+ * fill in fp32 and bf16 (the value rounded to nearest even; also 70,001 bf16 elements from an
+ * odd 16-byte offset: the vector stores' head and tail); zero_ranges (70 ranges, exact);
  * download_act; copy_rows in the
  * act dtype; an impossible allocation fails naming what it was for; mem_used / mem_peak.
  * bf16 parameter mirror (exact): after params_mirror, an upload, fill or copy into the
@@ -92,6 +93,17 @@ static void memory_ops(tz_backend *be) {
   be->fill(be, f16, -INFINITY, 1, TZ_BF16);
   be->download(be, hb, f16, 2);
   assert_int_equal(hb[0], 0xff80);
+  /* a longer bf16 fill (16-byte stores between a head and a tail, several blocks): elements
+   * 3 .. 3 + 70001 of a 70016-element buffer become bf16(-2.75), the rest stay 0 */
+  enum { NL = 70016, FL = 70001 };
+  tz_slice fl = ot_buf(&o, NULL, NL * 2);
+  uint16_t *hl = malloc(NL * 2);
+  assert_non_null(hl);
+  be->fill(be, tz_at(fl, 6), -2.75f, FL, TZ_BF16);
+  be->download(be, hl, fl, NL * 2);
+  for (int i = 0; i < NL; i++)
+    if (hl[i] != (i >= 3 && i < 3 + FL ? ct_f32_to_bf16(-2.75f) : 0)) fail_msg("bf16 fill [%d]: got 0x%04x", i, hl[i]);
+  free(hl);
   /* zero_ranges over big (h at element 3): 70 ranges (two launches of at most 64), lengths 0,
    * 1..9000 (over a block's 4096), gaps between them; everything else keeps its value */
   assert_non_null(be->zero_ranges);
