@@ -16,7 +16,7 @@
  * chunk is updated with float4 accesses (a scalar head and tail where a range starts or ends
  * off a multiple of 4 elements); elementwise, so the results are the same either way.
  * PDL: the kernels here are launched through cuda_common.cuh's tzc_launch (programmatic dependent
- * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU), each beginning with tzc_pdl_wait. */
+ * launch on sm_90+, TEZGAH_CUDA_PDL: cuda_common.cuh), each beginning with tzc_pdl_wait. */
 #include "kernels/common/cuda_common.cuh"
 
 namespace {

@@ -16,7 +16,7 @@
  * target outside [0, V) gives loss 0 and a zero row. NaN logits give a NaN loss (the step is
  * then skipped by the grad-norm check), like the CPU.
  * PDL: the kernels here are launched through cuda_common.cuh's tzc_launch (programmatic dependent
- * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU), each beginning with tzc_pdl_wait. */
+ * launch on sm_90+, TEZGAH_CUDA_PDL: cuda_common.cuh), each beginning with tzc_pdl_wait. */
 #include "kernels/common/cuda_common.cuh"
 
 namespace {

@@ -1,7 +1,7 @@
 /* CUDA add (residual) and sum_sq (global gradient norm). fill, copy_rows and the dtype
  * conversions of this family belong to the runtime (src/backend/cuda).
  * PDL: the kernels here are launched through cuda_common.cuh's tzc_launch (programmatic dependent
- * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU), each beginning with tzc_pdl_wait. */
+ * launch on sm_90+, TEZGAH_CUDA_PDL: cuda_common.cuh), each beginning with tzc_pdl_wait. */
 #include "kernels/common/cuda_common.cuh"
 
 namespace {

@@ -7,7 +7,7 @@
  * reference (bit-identical to it in fp32), and run to run. dwpe[t] adds dout over b in
  * order, skipping invalid ids like the CPU.
  * PDL: the kernels here are launched through cuda_common.cuh's tzc_launch (programmatic dependent
- * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU), each beginning with tzc_pdl_wait. */
+ * launch on sm_90+, TEZGAH_CUDA_PDL: cuda_common.cuh), each beginning with tzc_pdl_wait. */
 #include <cub/device/device_radix_sort.cuh>
 
 #include "kernels/common/cuda_common.cuh"

@@ -2,7 +2,7 @@
  * on act tensors (float or bf16), 16-byte vectors when aligned; tanh is evaluated through its
  * sigmoid identity with a fast exp (below), within the tests' fp32 tolerances of the CPU.
  * PDL: tzc_map's kernels are launched through cuda_common.cuh's tzc_launch (programmatic dependent
- * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU) and begin with tzc_pdl_wait. */
+ * launch on sm_90+, TEZGAH_CUDA_PDL: cuda_common.cuh) and begin with tzc_pdl_wait. */
 #include "kernels/common/cuda_common.cuh"
 
 namespace {

@@ -2,7 +2,7 @@
  * deterministic tiled column sum of cuda_common.cuh (16-byte loads of row chunks × column
  * strips, per-block partials in scratch, then a fixed-order final sum into db).
  * PDL: tzc_colsum's kernels are launched through cuda_common.cuh's tzc_launch (programmatic dependent
- * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU) and begin with tzc_pdl_wait. */
+ * launch on sm_90+, TEZGAH_CUDA_PDL: cuda_common.cuh) and begin with tzc_pdl_wait. */
 #include "kernels/common/cuda_common.cuh"
 
 extern "C" void tzc_bias_bwd(tz_backend *be, tz_slice db, tz_slice dout, int M, int N) {

@@ -19,7 +19,7 @@
  * - rope_k: one thread per (row, pair), looping over the n_head + n_kv_head heads with one
  *   cos/sin pair; any alignment.
  * PDL: the kernels here are launched through cuda_common.cuh's tzc_launch (programmatic dependent
- * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU), each beginning with tzc_pdl_wait. */
+ * launch on sm_90+, TEZGAH_CUDA_PDL: cuda_common.cuh), each beginning with tzc_pdl_wait. */
 #include "kernels/common/cuda_common.cuh"
 
 namespace {

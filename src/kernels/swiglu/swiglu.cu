@@ -1,7 +1,7 @@
 /* CUDA SwiGLU (Shazeer 2020) on a fused gate|up row: swiglu_cpu.c's math in fp32 on act
  * tensors, 16-byte vectors when F and the rows allow.
  * PDL: the kernels here are launched through cuda_common.cuh's tzc_launch (programmatic dependent
- * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU), each beginning with tzc_pdl_wait. */
+ * launch on sm_90+, TEZGAH_CUDA_PDL: cuda_common.cuh), each beginning with tzc_pdl_wait. */
 #include "kernels/common/cuda_common.cuh"
 
 namespace {
