@@ -509,6 +509,23 @@ static void test_chunked_gpt2(void **state) { chunked(TZ_ARCH_GPT2); }
  * on the main one, against the heuristic's first choice (=0) in the other two runs. Under TEZGAH_PROFILE or GELU_EPI's +bgrad the side queue is not offered:
  * then all runs take one queue (still equal), and the check of which one was offered is left
  * out. */
+/* Train STEPS steps on gpu (train_losses), then download the trained weights (*w) and the last
+ * step's gradients (*g), malloc'd, lay.total floats each (its return), and free the model and the
+ * backend. (Downloads wait for the side queue: backend.h.) */
+static size_t train_fetch(tz_backend *gpu, tz_arch arch, const batches *d, double *l, float **w, float **g) {
+  tz_model *m;
+  train_losses(gpu, arch, d, l, &m);
+  size_t n = m->lay.total;
+  *w = malloc(sizeof(float) * n);
+  *g = malloc(sizeof(float) * n);
+  assert_true(*w && *g);
+  gpu->download(gpu, *w, (tz_slice){m->params, 0}, sizeof(float) * n);
+  gpu->download(gpu, *g, (tz_slice){m->grads, 0}, sizeof(float) * n);
+  tz_model_free(m);
+  gpu->destroy(gpu);
+  return n;
+}
+
 static void side_vs_one(tz_arch arch, const char *prec, int rows, int recompute) {
   static const char *mode[3] = {"1", "grads", "0"};
   batches *d = malloc(sizeof *d);
@@ -530,16 +547,7 @@ static void side_vs_one(tz_arch arch, const char *prec, int rows, int recompute)
       assert_int_equal(gpu->side_begin != NULL, run < 2);
       assert_int_equal(gpu->side_update, run == 0);
     }
-    tz_model *m;
-    train_losses(gpu, arch, d, l[run], &m);
-    n = m->lay.total;
-    w[run] = malloc(sizeof(float) * n);
-    g[run] = malloc(sizeof(float) * n);
-    /* (downloads wait for the side queue: backend.h) */
-    gpu->download(gpu, w[run], (tz_slice){m->params, 0}, sizeof(float) * n);
-    gpu->download(gpu, g[run], (tz_slice){m->grads, 0}, sizeof(float) * n);
-    tz_model_free(m);
-    gpu->destroy(gpu);
+    n = train_fetch(gpu, arch, d, l[run], &w[run], &g[run]);
   }
   ct_env_restore("TEZGAH_CUDA_SIDE", kept);
   ct_env_restore("TEZGAH_CUDA_MM_TUNE", kept_tune);
@@ -592,16 +600,7 @@ static void pdl_vs_plain(tz_arch arch, const char *prec, int rows, int recompute
   char *kept = ct_env_set("TEZGAH_CUDA_PDL", "1");
   for (int run = 0; run < 2; run++) {
     setenv("TEZGAH_CUDA_PDL", mode[run], 1);
-    tz_backend *gpu = ct_cuda(prec);
-    tz_model *m;
-    train_losses(gpu, arch, d, l[run], &m);
-    n = m->lay.total;
-    w[run] = malloc(sizeof(float) * n);
-    g[run] = malloc(sizeof(float) * n);
-    gpu->download(gpu, w[run], (tz_slice){m->params, 0}, sizeof(float) * n);
-    gpu->download(gpu, g[run], (tz_slice){m->grads, 0}, sizeof(float) * n);
-    tz_model_free(m);
-    gpu->destroy(gpu);
+    n = train_fetch(ct_cuda(prec), arch, d, l[run], &w[run], &g[run]);
   }
   ct_env_restore("TEZGAH_CUDA_PDL", kept);
   g_rows = 0;
