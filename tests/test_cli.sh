@@ -254,6 +254,26 @@ rc=$?
 ((rc == 130)) && [[ -f lockrun/checkpoint.tzc ]] || fail "the first training into lockrun after SIGINT: exit $rc, $(ls lockrun)"
 rm -rf lockrun
 
+# ---- the same sender's SIGINT twice (GNU timeout(1) without --foreground signals its command and
+# then its process group: `timeout -s INT 60 tezgah train` got two): one signal, so the step is
+# finished and checkpointed, exit 130 with the "interrupted" line. A model whose step and
+# checkpoint take long enough that the repeat lands while they run; before 2026-12-06 the repeat
+# killed the process at once and left checkpoint.tzc.tmp.<pid> (6 runs of 6 on a 2-core VM).
+dk=(--vocab-size 300 --n-layer 4 --n-head 4 --d-model 256 -B 4 -T 64 --threads 1 --sample-tokens 0 --quiet)
+for i in 1 2; do
+  "$bin" train --data big.txt "${dk[@]}" --steps 1000000 --run-dir dkill >dk.out 2>dk.err &
+  dpid=$!
+  for _ in $(seq 300); do [[ -s dkill/metrics.jsonl ]] && break; sleep 0.05; done
+  kill -INT $dpid
+  sleep 0.01
+  kill -INT $dpid 2>/dev/null
+  wait $dpid
+  rc=$?
+  ((rc == 130)) && [[ -f dkill/checkpoint.tzc ]] && grep -q 'interrupted' dk.err ||
+    fail "SIGINT twice from one sender ($i): exit $rc, $(ls dkill | tr '\n' ' '), $(tail -n 1 dk.err)"
+  rm -rf dkill
+done
+
 # ---- --data lists and globs; latest beside the run directory; sample finds it --------------
 head -c 12000 "$src" >part_a.txt
 head -c 24000 "$src" | tail -c 12000 >part_b.txt

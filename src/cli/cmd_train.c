@@ -16,6 +16,7 @@
 #include "core/decimal.h"
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/stop.h"
 #include "dist/comm.h"
 #include "model/config_json.h"
 #include "model/presets.h"
@@ -307,7 +308,10 @@ static int check_new_shape(const tz_train_opts *o, const int *typed, const tz_mo
 /* SIGINT / SIGTERM: finish the step, checkpoint, exit 128+sig; a second signal kills at once.
  * Before step 1 (data preparation) the run ends at once with an error line, also 128+sig.
  * g_by_launcher: the first one came from the train --nproc launcher above this rank (its pid
- * in TEZGAH_LAUNCHER_PID, launch.c), which then exits 128+sig itself. */
+ * in TEZGAH_LAUNCHER_PID, launch.c), which then exits 128+sig itself.
+ * A repeat of the first signal from the same process within a second is not a second signal
+ * (core/stop.h's tz_stop_signal_repeat: timeout(1) signals its command, then its group); a
+ * launcher's forwarding always counts (it passes a second signal on only when one came). */
 static volatile sig_atomic_t g_caught, g_by_launcher;
 static long g_launcher; /* its pid; 0: not under the launcher */
 static void on_stop_signal(int sig) {
@@ -321,7 +325,12 @@ static void on_stop_signal(int sig) {
 #ifndef __wasi__ /* (WASI's emulated signals have no sigaction: the wasm build has no --nproc) */
 static void on_stop_siginfo(int sig, siginfo_t *si, void *uc) {
   (void)uc;
-  if (!tz_train_stop_requested()) g_by_launcher = g_launcher > 0 && si && (long)si->si_pid == g_launcher;
+  if (!tz_train_stop_requested()) {
+    g_by_launcher = g_launcher > 0 && si && (long)si->si_pid == g_launcher;
+    tz_stop_signal_repeat(g_by_launcher ? NULL : si, 1);
+  } else if (tz_stop_signal_repeat(si, 0)) {
+    return; /* the same sender's repeat: one signal */
+  }
   on_stop_signal(sig);
 }
 #endif

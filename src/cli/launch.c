@@ -48,6 +48,8 @@ int tz_launch_nproc(int nproc, const char *backend, const char *run_dir, int arg
 #include <time.h>
 #include <unistd.h>
 
+#include "core/stop.h"
+
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/error.h"
@@ -56,7 +58,15 @@ int tz_launch_nproc(int nproc, const char *backend, const char *run_dir, int arg
 #define TZ_GRACE_S 10
 
 static volatile sig_atomic_t g_sig, g_nsig, g_alarm;
-static void on_sig(int s) { g_sig = s, g_nsig++; }
+/* SIGINT / SIGTERM: counted and passed to the ranks by the wait loops (the first, and a second
+ * one); a repeat of the first from the same process within a second is not counted
+ * (core/stop.h's tz_stop_signal_repeat: timeout(1) signals this launcher, then its group). */
+static void on_sig(int s, siginfo_t *si, void *uc) {
+  (void)uc;
+  if (g_nsig && tz_stop_signal_repeat(si, 0)) return;
+  if (!g_nsig) tz_stop_signal_repeat(si, 1);
+  g_sig = s, g_nsig++;
+}
 static void on_alarm(int s) { g_alarm = 1; }
 
 /* This executable's path (argv[0] may be relative or searched in PATH). */
@@ -178,7 +188,8 @@ static int launch_mpirun(int nproc, const char *run_dir, int argc, char **argv) 
   ssize_t got = read(pipefd[0], &exec_errno, sizeof exec_errno);
   close(pipefd[0]);
   struct sigaction sa = {0}, old_int, old_term;
-  sa.sa_handler = on_sig;
+  sa.sa_sigaction = on_sig;
+  sa.sa_flags = SA_SIGINFO;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   int status = 0, forwarded = 0, passed = 0;
@@ -249,9 +260,11 @@ static int launch_local(int nproc, const char *run_dir, int argc, char **argv) {
     pids[r] = pid;
   }
   struct sigaction sa = {0}, old_int, old_term, old_alrm;
-  sa.sa_handler = on_sig;
+  sa.sa_sigaction = on_sig;
+  sa.sa_flags = SA_SIGINFO;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
+  sa.sa_flags = 0;
   sa.sa_handler = on_alarm;
   sigaction(SIGALRM, &sa, &old_alrm);
   int alive = nproc, failed = 0, forwarded = 0, passed = 0, result = 0;
