@@ -75,6 +75,8 @@ static const env_var VARS[] = {
     K("TEZGAH_CUDA_GRAPHS", "1", "0: run each step's ops one by one, not as a recorded CUDA graph"),
     K("TEZGAH_CUDA_MM_TUNE", "1", "1: each matmul shape of >= 2 GFLOP takes the fastest of cuBLASLt's algorithms "
                                   "with its first one's bits; 0: its first; all: every shape (tests)"),
+    K("TEZGAH_CUDA_PDL", "1", "1: tezgah's own kernels (and recorded decoding steps) use programmatic dependent "
+                              "launch on sm_90+, the same bits; 0: plain launches; another value is an error"),
     K("TEZGAH_CUDA_SIDE", "1", "1: training's weight gradients and AdamW on a second stream; grads: the weight "
                                "gradients only; 0: one stream (the same bits each way)"),
     K("TEZGAH_CUDNN_LIB", "searched", "path of libcudnn.so.9"),
@@ -99,7 +101,6 @@ static const env_var VARS[] = {
     T("TEZGAH_CUDA_MMA_PREA", "1", AB "0: small-batch kernels load a chunk by chunk"),
     T("TEZGAH_CUDA_MMA_TN", "2,4", "small-batch tensor-core tiles per block: S,L (1, 2, 4 or 8)"),
     T("TEZGAH_CUDA_MM_RES", "with bf16", AB "1/0: residual add in the matmul epilogue on/off"),
-    T("TEZGAH_CUDA_PDL", "1", AB "0: no programmatic dependent launch (sm_90+)"),
     T("TEZGAH_CUDA_RMS_ONEPASS", "1", AB "0: RMSNorm backward by rows, then a column sum"),
     T("TEZGAH_CUDA_ROPE_PAIRS", "0", AB "1: RoPE one pair per thread, not 16-byte vectors"),
     T("TEZGAH_CUDA_STEP", "0", "1: decode with the one-kernel step (slower so far)"),
