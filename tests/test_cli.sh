@@ -264,6 +264,7 @@ for i in 1 2; do
   "$bin" train --data big.txt "${dk[@]}" --steps 1000000 --run-dir dkill >dk.out 2>dk.err &
   dpid=$!
   for _ in $(seq 300); do [[ -s dkill/metrics.jsonl ]] && break; sleep 0.05; done
+  [[ -s dkill/metrics.jsonl ]] || fail "the training into dkill wrote no metrics: $(cat dk.err)"
   kill -INT $dpid
   sleep 0.01
   kill -INT $dpid 2>/dev/null

@@ -16,8 +16,9 @@
 #  7. `train --nproc 2` without --run-dir: the ranks share the one runs/<date-time> the launcher
 #     chose (no second directory, no ./.cache); under mpirun without --run-dir: refused;
 #  8. `--nproc 2` with a rank killed: one `tezgah: error:` line naming mpirun's status, exit 1;
-#     SIGINT to the launcher (sent twice by one process: counted once): the ranks checkpoint, exit 130, one line says "interrupted" (as for
-#     one process), and the run resumes.
+#     SIGINT to the launcher (sent twice by one process, counted once; a smoke check: these tiny
+#     ranks are usually done before the repeat): the ranks checkpoint, exit 130, one line says
+#     "interrupted" (as for one process), and the run resumes.
 # Tolerance: the ranks' gradients are summed in another order than one process's matmuls sum
 # the rows (and the loss means are averaged per rank), so values agree to fp32 rounding
 # (~1e-7 relative per step), slightly amplified by AdamW over 8 steps: measured ≤ 9e-7 for the

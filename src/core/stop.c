@@ -25,6 +25,7 @@ int tz_stop_check(void) {
 
 #ifndef __wasi__
 static long g_first_pid = -1; /* the first stop signal's sender under SI_USER, else -1 */
+static int g_first_sig;       /* and its number */
 static struct timespec g_first_t;
 
 int tz_stop_signal_repeat(const siginfo_t *si, int first) {
@@ -32,10 +33,12 @@ int tz_stop_signal_repeat(const siginfo_t *si, int first) {
   clock_gettime(CLOCK_MONOTONIC, &now); /* async-signal-safe (POSIX) */
   if (first) {
     g_first_pid = si && si->si_code == SI_USER ? (long)si->si_pid : -1;
+    g_first_sig = si ? si->si_signo : 0;
     g_first_t = now;
     return 0;
   }
   long long dt = (long long)(now.tv_sec - g_first_t.tv_sec) * 1000000000LL + (now.tv_nsec - g_first_t.tv_nsec);
-  return si && si->si_code == SI_USER && g_first_pid > 0 && (long)si->si_pid == g_first_pid && dt < 1000000000LL;
+  return si && si->si_code == SI_USER && g_first_pid > 0 && (long)si->si_pid == g_first_pid &&
+         si->si_signo == g_first_sig && dt < 1000000000LL;
 }
 #endif

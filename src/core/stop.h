@@ -22,7 +22,7 @@ int tz_stop_check(void);
 /* A signal handler's repeat rule (called from the SA_SIGINFO handlers of train and of the --nproc
  * launcher; async-signal-safe). first: this is the first stop signal: record its sender (kill(2),
  * SI_USER: si_pid; anything else: none) and the time, and return 0. Otherwise 1 when si repeats
- * that first one from the same process within one second, else 0. Why: GNU timeout(1) without
+ * that first one (the same signal from the same process) within one second, else 0. Why: GNU timeout(1) without
  * --foreground signals its command and then its own process group, which holds the command, so
  * `timeout -s INT 60 tezgah train ...` got SIGINT twice and, taking the second for a user's
  * second Ctrl-C, ended at once without its checkpoint (about one run in five, 2026-12-06). A
