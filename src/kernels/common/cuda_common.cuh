@@ -44,8 +44,9 @@ typedef __nv_bfloat16 tzc_bf16;
  * waits, its completion implies its predecessor's, so a later kernel's wait covers the whole
  * chain (a PDL-launched kernel without the wait would break this: never pass tzc_launch a kernel
  * that does not begin with tzc_pdl_wait). Where the trigger goes (here after the wait; at the
- * kernel's start, or none: the implicit one at its end) is unmeasured too. Both are no-ops in a kernel launched without the attribute (a plain launch, or
- * TEZGAH_CUDA_PDL=0) and are not compiled below sm_90. The decoding kernels (gemv.cu,
+ * kernel's start, or none: the implicit one at its end) was not compared. Both are no-ops in a
+ * kernel launched without the attribute (a plain launch, or TEZGAH_CUDA_PDL=0) and are not
+ * compiled below sm_90. The decoding kernels (gemv.cu,
  * attention_decode.cu) have their own split controls (cuda_pdl.cuh: a gemv loads weights before
  * its wait); their launches are PDL only while a decoding step is recorded (tzc_ctx.pdl).
  *

@@ -10,7 +10,7 @@
  * also serves RMSNorm's backward (its RMS form: mean 0, no mean_c(w·dy) term, dw alone), for
  * rmsnorm.cu through tzc_rmsnorm_bwd_onepass.
  * PDL: the kernels here are launched through cuda_common.cuh's tzc_launch (programmatic dependent
- * launch on sm_90+, TEZGAH_CUDA_PDL; not yet measured on a GPU), each beginning with tzc_pdl_wait. */
+ * launch on sm_90+, TEZGAH_CUDA_PDL: cuda_common.cuh), each beginning with tzc_pdl_wait. */
 #include <stdlib.h>
 
 #include "kernels/common/cuda_common.cuh"

@@ -72,6 +72,13 @@ __global__ void zero_ranges_kernel(float *__restrict__ base, zr_table t) {
   for (size_t i = i0 + threadIdx.x; i < i1; i += blockDim.x) d[i] = 0.0f;
 }
 
+/* fill_kernel<T> over n elements: a thread a 16-byte vector (its head and tail elements go to
+ * the first threads) */
+template <typename T> void fill_launch(tz_backend *be, T *dst, T v, size_t n) {
+  constexpr size_t E = 16 / sizeof(T);
+  tzc_launch(be, fill_kernel<T>, dim3(grid_for((n + E - 1) / E)), dim3(kThreads), 0, dst, v, n);
+}
+
 } // namespace
 
 extern "C" void tzc_zero_ranges(tz_backend *be, float *base, const size_t *ranges, int n) {
@@ -109,13 +116,10 @@ extern "C" void tzc_mirror_refresh(tz_backend *be, size_t first, size_t n) {
 extern "C" void tzc_fill(tz_backend *be, tz_slice dst, float value, size_t n, tz_dtype dt) {
   if (!n) return;
   TZC_PROF(be, "fill");
-  if (dt == TZ_BF16) {
-    TZC_PROF_WORK(0, 2.0 * n);
-    tzc_launch(be, fill_kernel<__nv_bfloat16>, dim3(grid_for((n + 7) / 8)), dim3(kThreads), 0, (__nv_bfloat16 *)tzc_ptr(dst),
-               __float2bfloat16_rn(value), n);
-  } else {
-    TZC_PROF_WORK(0, 4.0 * n);
-    tzc_launch(be, fill_kernel<float>, dim3(grid_for((n + 3) / 4)), dim3(kThreads), 0, (float *)tzc_ptr(dst), value, n);
-  }
+  TZC_PROF_WORK(0, (dt == TZ_BF16 ? 2.0 : 4.0) * n);
+  if (dt == TZ_BF16)
+    fill_launch(be, (__nv_bfloat16 *)tzc_ptr(dst), __float2bfloat16_rn(value), n);
+  else
+    fill_launch(be, (float *)tzc_ptr(dst), value, n);
   TZC_LAUNCHED();
 }
