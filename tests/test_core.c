@@ -2,6 +2,8 @@
  * profile totals and table (backend.c), strict decimal numbers, the UTF-8 stream of sample, path
  * lists (tz_split_paths, tz_expand_paths) and the output-is-an-input refusal (tz_out_not_input). */
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/rng.h"
+#include "core/stop.h"
 #include "core/utf8.h"
 #include "testutil.h"
 
@@ -435,10 +438,70 @@ static void test_utf8_stream(void **state) {
   }
 }
 
+/* core/stop.h's repeat rule, against its statement: the same signal from the same sender within a
+ * second is a repeat; another signal, sender, or a terminal's (SI_KERNEL) is not; keep_sender 0
+ * records none; tz_stop_clear starts over. */
+static siginfo_t sig_from(int signo, int code, pid_t pid) {
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = signo, si.si_code = code, si.si_pid = pid;
+  return si;
+}
+static void test_stop_signal_seen(void **state) {
+  (void)state;
+  siginfo_t a = sig_from(SIGINT, SI_USER, 4242), term = sig_from(SIGTERM, SI_USER, 4242),
+            other = sig_from(SIGINT, SI_USER, 4243), tty = sig_from(SIGINT, SI_KERNEL, 0);
+  tz_stop_clear();
+  assert_int_equal(tz_stop_signal_seen(&a, 1), TZ_STOP_SIG_FIRST);
+  assert_int_equal(tz_stop_signal_seen(&a, 1), TZ_STOP_SIG_REPEAT);
+  assert_int_equal(tz_stop_signal_seen(&a, 1), TZ_STOP_SIG_REPEAT);
+  assert_int_equal(tz_stop_signal_seen(&term, 1), TZ_STOP_SIG_AGAIN);
+  assert_int_equal(tz_stop_signal_seen(&other, 1), TZ_STOP_SIG_AGAIN);
+  assert_int_equal(tz_stop_signal_seen(NULL, 1), TZ_STOP_SIG_AGAIN);
+  tz_stop_clear();
+  assert_int_equal(tz_stop_signal_seen(&tty, 1), TZ_STOP_SIG_FIRST);
+  assert_int_equal(tz_stop_signal_seen(&tty, 1), TZ_STOP_SIG_AGAIN);
+  tz_stop_clear();
+  assert_int_equal(tz_stop_signal_seen(&a, 0), TZ_STOP_SIG_FIRST); /* no sender kept */
+  assert_int_equal(tz_stop_signal_seen(&a, 0), TZ_STOP_SIG_AGAIN);
+  tz_stop_clear();
+}
+
+/* Two threads see one signal each at the same instant (timeout(1)'s two SIGINTs handled on two
+ * threads): exactly one is FIRST and the other its REPEAT, every time. A check of "no first yet"
+ * followed by a separate record would let both be FIRST, or the second read a half-made record
+ * and call it AGAIN (a kill without a checkpoint). */
+static pthread_barrier_t g_stop_bar;
+static void *stop_racer(void *p) {
+  const siginfo_t *si = p;
+  pthread_barrier_wait(&g_stop_bar);
+  return (void *)(intptr_t)tz_stop_signal_seen(si, 1);
+}
+static void test_stop_signal_race(void **state) {
+  (void)state;
+  siginfo_t a = sig_from(SIGINT, SI_USER, 4242);
+  pthread_barrier_init(&g_stop_bar, NULL, 2);
+  int bad = 0, rounds = 20000;
+  for (int i = 0; i < rounds; i++) {
+    tz_stop_clear();
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, stop_racer, &a), 0);
+    int k0 = (int)(intptr_t)stop_racer(&a);
+    void *r;
+    pthread_join(t, &r);
+    int k1 = (int)(intptr_t)r;
+    bad += !((k0 == TZ_STOP_SIG_FIRST && k1 == TZ_STOP_SIG_REPEAT) || (k1 == TZ_STOP_SIG_FIRST && k0 == TZ_STOP_SIG_REPEAT));
+  }
+  pthread_barrier_destroy(&g_stop_bar);
+  tz_stop_clear();
+  if (bad) fail_msg("%d of %d rounds: not one FIRST and one REPEAT", bad, rounds);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_rng), cmocka_unit_test(test_rng_advance), cmocka_unit_test(test_atomic_write), cmocka_unit_test(test_path_join), cmocka_unit_test(test_split_paths), cmocka_unit_test(test_expand_paths_literal),
                                      cmocka_unit_test(test_out_not_input),
                                      cmocka_unit_test(test_profile_totals), cmocka_unit_test(test_decimal), cmocka_unit_test(test_f32_str),
-                                     cmocka_unit_test(test_utf8_stream)};
+                                     cmocka_unit_test(test_utf8_stream), cmocka_unit_test(test_stop_signal_seen),
+                                     cmocka_unit_test(test_stop_signal_race)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

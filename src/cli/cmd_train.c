@@ -309,10 +309,11 @@ static int check_new_shape(const tz_train_opts *o, const int *typed, const tz_mo
  * g_by_launcher: the first one came from the train --nproc launcher above this rank (its pid
  * in TEZGAH_LAUNCHER_PID, launch.c), which then exits 128+sig itself.
  * A repeat of the first signal from the same process within a second is not a second signal
- * (core/stop.h's tz_stop_signal_repeat: timeout(1) signals its command, then its group); a
+ * (core/stop.h's tz_stop_signal_seen: timeout(1) signals its command, then its group); a
  * launcher's forwarding always counts (it passes a second signal on only when one came). */
 static volatile sig_atomic_t g_caught, g_by_launcher;
 static long g_launcher; /* its pid; 0: not under the launcher */
+#ifdef __wasi__
 static void on_stop_signal(int sig) {
   if (tz_train_stop_requested()) {
     signal(sig, SIG_DFL);
@@ -321,16 +322,22 @@ static void on_stop_signal(int sig) {
   g_caught = sig;
   tz_train_request_stop(sig);
 }
-#ifndef __wasi__ /* (WASI's emulated signals have no sigaction: the wasm build has no --nproc) */
+#else /* (WASI's emulated signals have no sigaction: the wasm build has no --nproc) */
 static void on_stop_siginfo(int sig, siginfo_t *si, void *uc) {
   (void)uc;
-  if (!tz_train_stop_requested()) {
-    g_by_launcher = g_launcher > 0 && si && (long)si->si_pid == g_launcher;
-    tz_stop_signal_repeat(g_by_launcher ? NULL : si, 1);
-  } else if (tz_stop_signal_repeat(si, 0)) {
+  int by_launcher = g_launcher > 0 && si && (long)si->si_pid == g_launcher;
+  switch (tz_stop_signal_seen(si, !by_launcher)) { /* a launcher's forwarding is never a repeat */
+  case TZ_STOP_SIG_FIRST:
+    g_by_launcher = by_launcher;
+    g_caught = sig;
+    tz_train_request_stop(sig);
+    return;
+  case TZ_STOP_SIG_REPEAT:
     return; /* the same sender's repeat: one signal */
+  default:
+    signal(sig, SIG_DFL); /* a second signal: end at once (delivered when this handler returns) */
+    raise(sig);
   }
-  on_stop_signal(sig);
 }
 #endif
 static void catch_stop(int sig) {
@@ -340,6 +347,9 @@ static void catch_stop(int sig) {
   struct sigaction sa = {0};
   sa.sa_sigaction = on_stop_siginfo;
   sa.sa_flags = SA_SIGINFO | SA_RESTART; /* SA_RESTART: as signal() installs it (glibc) */
+  sigemptyset(&sa.sa_mask); /* both stop signals held while one is handled (core/stop.h) */
+  sigaddset(&sa.sa_mask, SIGINT);
+  sigaddset(&sa.sa_mask, SIGTERM);
   sigaction(sig, &sa, NULL);
 #endif
 }

@@ -60,11 +60,10 @@ int tz_launch_nproc(int nproc, const char *backend, const char *run_dir, int arg
 static volatile sig_atomic_t g_sig, g_nsig, g_alarm;
 /* SIGINT / SIGTERM: counted and passed to the ranks by the wait loops (the first, and a second
  * one); a repeat of the first from the same process within a second is not counted
- * (core/stop.h's tz_stop_signal_repeat: timeout(1) signals this launcher, then its group). */
+ * (core/stop.h's tz_stop_signal_seen: timeout(1) signals this launcher, then its group). */
 static void on_sig(int s, siginfo_t *si, void *uc) {
   (void)uc;
-  if (g_nsig && tz_stop_signal_repeat(si, 0)) return;
-  if (!g_nsig) tz_stop_signal_repeat(si, 1);
+  if (tz_stop_signal_seen(si, 1) == TZ_STOP_SIG_REPEAT) return;
   g_sig = s, g_nsig++;
 }
 static void on_alarm(int s) { g_alarm = 1; }
@@ -190,6 +189,9 @@ static int launch_mpirun(int nproc, const char *run_dir, int argc, char **argv) 
   struct sigaction sa = {0}, old_int, old_term;
   sa.sa_sigaction = on_sig;
   sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask); /* both held while one is handled (core/stop.h) */
+  sigaddset(&sa.sa_mask, SIGINT);
+  sigaddset(&sa.sa_mask, SIGTERM);
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   int status = 0, forwarded = 0, passed = 0;
@@ -262,6 +264,9 @@ static int launch_local(int nproc, const char *run_dir, int argc, char **argv) {
   struct sigaction sa = {0}, old_int, old_term, old_alrm;
   sa.sa_sigaction = on_sig;
   sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask); /* both held while one is handled (core/stop.h) */
+  sigaddset(&sa.sa_mask, SIGINT);
+  sigaddset(&sa.sa_mask, SIGTERM);
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   sa.sa_flags = 0;
