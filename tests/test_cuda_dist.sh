@@ -45,7 +45,7 @@ skip() {
   exit 77
 }
 ngpu=$("$bin" info 2>/dev/null | grep -cE '^  device [0-9]+:')
-((ngpu >= 2)) || skip "needs 2 CUDA devices, found $ngpu ($("$bin" info 2>&1 | grep -m1 '^cuda')$no_cuda)"
+((ngpu >= 2)) || skip "needs 2 CUDA devices, found $ngpu; tezgah info: $("$bin" info 2>&1 | grep -m1 '^cuda')$no_cuda"
 [[ -x $diff_bin ]] || fail "$diff_bin is not built"
 rm -rf "$scratch" && mkdir -p "$scratch"
 head -c 60000 "$corpus_src" >"$scratch/corpus.txt"
