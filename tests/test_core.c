@@ -1,9 +1,13 @@
 /* Core helpers: RNG determinism and distribution, atomic file writes, the GPU backends' shared
  * profile totals and table (backend.c), strict decimal numbers, the UTF-8 stream of sample, path
- * lists (tz_split_paths, tz_expand_paths) and the output-is-an-input refusal (tz_out_not_input). */
+ * lists (tz_split_paths, tz_expand_paths), the output-is-an-input refusal (tz_out_not_input) and
+ * the stop signals' repeat rule (tz_stop_signal_seen), also under two threads at once. */
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -470,31 +474,52 @@ static void test_stop_signal_seen(void **state) {
 /* Two threads see one signal each at the same instant (timeout(1)'s two SIGINTs handled on two
  * threads): exactly one is FIRST and the other its REPEAT, every time. A check of "no first yet"
  * followed by a separate record would let both be FIRST, or the second read a half-made record
- * and call it AGAIN (a kill without a checkpoint). */
-static pthread_barrier_t g_stop_bar;
+ * and call it AGAIN (a kill without a checkpoint). The two calls start together: both spin on an
+ * atomic count of arrivals (a pthread barrier wakes its second thread microseconds late: the calls
+ * rarely overlapped), then wait a few loop turns that differ from round to round, so that the
+ * two calls' offset sweeps across the few nanoseconds in which they overlap. */
+enum { STOP_RACE_ROUNDS = 20000 };
+static atomic_int g_race_in, g_race_done, g_race_kind;
+static const siginfo_t *g_race_si;
+static void race_wait(atomic_int *v, int want) { /* spin, yielding now and then (a busy 2-core machine) */
+  for (unsigned i = 1; atomic_load(v) < want; i++)
+    if (!(i & 1023)) sched_yield();
+}
+static int race_call(int r, int who) { /* both threads in, then a round's own delay, then the call */
+  atomic_fetch_add(&g_race_in, 1);
+  race_wait(&g_race_in, 2 * r);
+  for (volatile int i = (r * 7 + who * 29) % 48; i > 0; i--) {
+  }
+  return tz_stop_signal_seen(g_race_si, 1);
+}
 static void *stop_racer(void *p) {
-  const siginfo_t *si = p;
-  pthread_barrier_wait(&g_stop_bar);
-  return (void *)(intptr_t)tz_stop_signal_seen(si, 1);
+  (void)p;
+  for (int r = 1; r <= STOP_RACE_ROUNDS; r++) {
+    atomic_store(&g_race_kind, race_call(r, 1));
+    atomic_store(&g_race_done, r); /* (its next arrival waits for main's, after main's tz_stop_clear) */
+  }
+  return NULL;
 }
 static void test_stop_signal_race(void **state) {
   (void)state;
   siginfo_t a = sig_from(SIGINT, SI_USER, 4242);
-  pthread_barrier_init(&g_stop_bar, NULL, 2);
-  int bad = 0, rounds = 20000;
-  for (int i = 0; i < rounds; i++) {
-    tz_stop_clear();
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, stop_racer, &a), 0);
-    int k0 = (int)(intptr_t)stop_racer(&a);
-    void *r;
-    pthread_join(t, &r);
-    int k1 = (int)(intptr_t)r;
-    bad += !((k0 == TZ_STOP_SIG_FIRST && k1 == TZ_STOP_SIG_REPEAT) || (k1 == TZ_STOP_SIG_FIRST && k0 == TZ_STOP_SIG_REPEAT));
-  }
-  pthread_barrier_destroy(&g_stop_bar);
+  g_race_si = &a;
+  atomic_store(&g_race_in, 0);
+  atomic_store(&g_race_done, 0);
   tz_stop_clear();
-  if (bad) fail_msg("%d of %d rounds: not one FIRST and one REPEAT", bad, rounds);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, stop_racer, NULL), 0);
+  int bad = 0;
+  for (int r = 1; r <= STOP_RACE_ROUNDS; r++) {
+    int k0 = race_call(r, 0);
+    race_wait(&g_race_done, r);
+    int k1 = atomic_load(&g_race_kind);
+    bad += !((k0 == TZ_STOP_SIG_FIRST && k1 == TZ_STOP_SIG_REPEAT) || (k1 == TZ_STOP_SIG_FIRST && k0 == TZ_STOP_SIG_REPEAT));
+    tz_stop_clear();
+  }
+  pthread_join(t, NULL);
+  tz_stop_clear();
+  if (bad) fail_msg("%d of %d rounds: not one FIRST and one REPEAT", bad, STOP_RACE_ROUNDS);
 }
 
 int main(void) {

@@ -22,7 +22,11 @@ int tz_stop_pending(void) { return g_stop; }
 void tz_stop_clear(void) {
   g_stop = 0;
 #ifndef __wasi__
-  g_first_state = 0;
+  /* back to "none yet", but never under a handler that is recording the first signal on another
+   * thread (state 1): its waiters would read a half-made record */
+  int recorded = 2;
+  while (!atomic_compare_exchange_weak(&g_first_state, &recorded, 0) && recorded != 0)
+    recorded = 2;
 #endif
 }
 
