@@ -40,6 +40,7 @@ int tz_launch_nproc(int nproc, const char *backend, const char *run_dir, int arg
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,14 +58,16 @@ int tz_launch_nproc(int nproc, const char *backend, const char *run_dir, int arg
 
 #define TZ_GRACE_S 10
 
-static volatile sig_atomic_t g_sig, g_nsig, g_alarm;
+static volatile sig_atomic_t g_sig, g_alarm;
+static atomic_int g_nsig; /* atomic: two signals handled at once on two threads are two counts */
 /* SIGINT / SIGTERM: counted and passed to the ranks by the wait loops (the first, and a second
  * one); a repeat of the first from the same process within a second is not counted
  * (core/stop.h's tz_stop_signal_seen: timeout(1) signals this launcher, then its group). */
 static void on_sig(int s, siginfo_t *si, void *uc) {
   (void)uc;
   if (tz_stop_signal_seen(si, 1) == TZ_STOP_SIG_REPEAT) return;
-  g_sig = s, g_nsig++;
+  g_sig = s;
+  atomic_fetch_add(&g_nsig, 1);
 }
 static void on_alarm(int s) { g_alarm = 1; }
 
