@@ -347,9 +347,7 @@ static void catch_stop(int sig) {
   struct sigaction sa = {0};
   sa.sa_sigaction = on_stop_siginfo;
   sa.sa_flags = SA_SIGINFO | SA_RESTART; /* SA_RESTART: as signal() installs it (glibc) */
-  sigemptyset(&sa.sa_mask); /* both stop signals held while one is handled (core/stop.h) */
-  sigaddset(&sa.sa_mask, SIGINT);
-  sigaddset(&sa.sa_mask, SIGTERM);
+  tz_stop_handler_mask(&sa.sa_mask); /* both stop signals held while one is handled */
   sigaction(sig, &sa, NULL);
 #endif
 }

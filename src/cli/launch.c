@@ -192,9 +192,7 @@ static int launch_mpirun(int nproc, const char *run_dir, int argc, char **argv) 
   struct sigaction sa = {0}, old_int, old_term;
   sa.sa_sigaction = on_sig;
   sa.sa_flags = SA_SIGINFO;
-  sigemptyset(&sa.sa_mask); /* both held while one is handled (core/stop.h) */
-  sigaddset(&sa.sa_mask, SIGINT);
-  sigaddset(&sa.sa_mask, SIGTERM);
+  tz_stop_handler_mask(&sa.sa_mask); /* both held while one is handled */
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   int status = 0, forwarded = 0, passed = 0;
@@ -267,9 +265,7 @@ static int launch_local(int nproc, const char *run_dir, int argc, char **argv) {
   struct sigaction sa = {0}, old_int, old_term, old_alrm;
   sa.sa_sigaction = on_sig;
   sa.sa_flags = SA_SIGINFO;
-  sigemptyset(&sa.sa_mask); /* both held while one is handled (core/stop.h) */
-  sigaddset(&sa.sa_mask, SIGINT);
-  sigaddset(&sa.sa_mask, SIGTERM);
+  tz_stop_handler_mask(&sa.sa_mask); /* both held while one is handled */
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   sa.sa_flags = 0;

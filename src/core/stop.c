@@ -62,4 +62,10 @@ int tz_stop_signal_seen(const siginfo_t *si, int keep_sender) {
                si->si_signo == g_first_sig && dt < 1000000000LL;
   return repeat ? TZ_STOP_SIG_REPEAT : TZ_STOP_SIG_AGAIN;
 }
+
+void tz_stop_handler_mask(sigset_t *mask) {
+  sigemptyset(mask);
+  sigaddset(mask, SIGINT);
+  sigaddset(mask, SIGTERM);
+}
 #endif

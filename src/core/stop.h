@@ -37,6 +37,9 @@ int tz_stop_check(void);
  * signal on the same thread could wait on a record that thread cannot finish. */
 enum { TZ_STOP_SIG_FIRST, TZ_STOP_SIG_REPEAT, TZ_STOP_SIG_AGAIN };
 int tz_stop_signal_seen(const siginfo_t *si, int keep_sender);
+/* *mask set to the stop signals (SIGINT, SIGTERM): sigaction's sa_mask for a handler that calls
+ * tz_stop_signal_seen (above: why). */
+void tz_stop_handler_mask(sigset_t *mask);
 #endif
 
 #endif
