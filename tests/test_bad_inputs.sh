@@ -277,7 +277,7 @@ tok-missing-sample  |--tokenizer: gpt3: No such file or directory (built-in toke
 tok-missing-train   |--tokenizer: nosuch/tok.json: No such file or directory (built-in tokenizers: gpt2;|"$bin" train --train-shards sh_good.bin --tokenizer nosuch/tok.json "${small[@]}" --steps 2 --run-dir r1
 convert-text-llama2c|notes.txt: not a llama2.c model: a text file (starts with "hello world, thi...")|"$bin" convert --from llama2c notes.txt --out cx
 tok-dup-special     |appears twice (ids 300 and 299)|"$bin" train --train-shards sh_good.bin --tokenizer tok_dupadded.json "${small[@]}" --steps 2 --run-dir r1
-corpus-missing      |nosuch.txt: No such file or directory|"$bin" train --data nosuch.txt --run-dir r1 --quiet
+corpus-missing      |--data: nosuch.txt: No such file or directory|"$bin" train --data nosuch.txt --run-dir r1 --quiet
 corpus-default-gone |data/kjv.txt: No such file or directory (the default corpus, relative to the working directory: run from the repository root, or give --data FILE)|"$bin" train --run-dir r1 --quiet
 corpus-binary       |corpus_bin.txt: looks binary (NUL byte at offset 3)|"$bin" train --data corpus_bin.txt --run-dir r1 --quiet
 corpus-empty        |corpus_empty.txt: file is empty|"$bin" train --data corpus_empty.txt --run-dir r1 --quiet
@@ -290,7 +290,7 @@ corpus-few-tokens   |corpus_13tok.txt: too small to hold out a validation split 
 corpus-one-token    |corpus_1tok.txt: too small to hold out a validation split (1 token; --val-fraction 0.05 holds 0, 2 are needed): give more text|"$bin" train --data corpus_1tok.txt --vocab-size 300 -B 1 -T 1 --run-dir r1 --quiet
 corpus-tiny-nested  |corpus_tiny.txt: too small to hold out a validation split|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir runs7/a/b --quiet
 nproc-oversubscribe |--nproc 4000: more processes than the|"$bin" train --data corpus_tiny.txt --vocab-size 300 --nproc 4000 --run-dir r1 --quiet
-corpus-glob-nodir   |nodir/*.txt: no files match|"$bin" train --data 'nodir/*.txt' --run-dir r1 --quiet
+corpus-glob-nodir   |--data: nodir/*.txt: no files match|"$bin" train --data 'nodir/*.txt' --run-dir r1 --quiet
 toktrain-binary     |corpus_bin.txt: looks binary (NUL byte at offset 3); expected UTF-8 text|"$bin" tokenizer train --in corpus_bin.txt --out t.json
 toktrain-empty      |corpus_empty.txt: file is empty|"$bin" tokenizer train --in corpus_empty.txt --out t.json
 toktrain-stdin-empty|stdin: file is empty|"$bin" tokenizer train --in - --out t.json

@@ -187,7 +187,7 @@ usage_case "--in and --out are required" "$bin" tokenize
 # a number of any length where a whole number is read (core/decimal.c copied 31 characters at
 # most): a zero-padded TEZGAH_WORLD_SIZE of 1 is one process, and the run gets as far as its data
 TEZGAH_WORLD_SIZE=0000000000000000000000000000000000000001 TEZGAH_RANK=00000000000000000000000000000000000000000 \
-  usage_case "nosuch.txt: No such file or directory" "$bin" train --data nosuch.txt --run-dir zp
+  usage_case "--data: nosuch.txt: No such file or directory" "$bin" train --data nosuch.txt --run-dir zp
 
 # ---- config errors before slow work ---------------------------------------------------------
 head -c 40000 "$src" >big.txt
@@ -380,14 +380,14 @@ grep -q '^eval: 1/1 batch | ' comma.err && grep -q ' (1 batch of 4x32): ' comma.
   fail "eval --batches 1: want '1 batch': $(cat comma.out comma.err)"
 # a LIST option given again adds to the list (the last one alone was taken: a missing first file
 # went unnoticed)
-usage_case "nosuch.txt: No such file or directory" "$bin" train --data nosuch.txt --data part_a.txt "${small[@]}" --steps 1 --run-dir nm
+usage_case "--data: nosuch.txt: No such file or directory" "$bin" train --data nosuch.txt --data part_a.txt "${small[@]}" --steps 1 --run-dir nm
 usage_case "--train-shards: nosuch.bin: No such file or directory" "$bin" train --train-shards 'commas/sh,1.bin' \
   --train-shards nosuch.bin "${small[@]}" --steps 1 --run-dir nm
 # ... and the line names the list that lacks it (it said only "nosuch.bin: No such file ...")
 usage_case "--val-shards: nosuch.bin: No such file or directory" "$bin" train --train-shards 'commas/sh,1.bin' \
   --val-shards nosuch.bin "${small[@]}" --steps 1 --run-dir nm
 [[ ! -e nm ]] || fail "a run with a missing --val-shards file left its run directory"
-usage_case "nosuch.bin: No such file or directory" "$bin" eval commas/r --data nosuch.bin --data 'commas/sh,1.bin'
+usage_case "--data: nosuch.bin: No such file or directory" "$bin" eval commas/r --data nosuch.bin --data 'commas/sh,1.bin'
 
 # A log reader that goes away (`train 2>&1 | head -1`) does not end the run: SIGPIPE killed it
 # at the next line (exit 141, nothing said, no checkpoint). The run finishes, exit 0, its final

@@ -162,3 +162,21 @@ int tz_arg_list_add(const char *flag, const char **list, const char *val) {
   *list = j;
   return 0;
 }
+
+void tz_arg_list_name_failure(const char *flag, const char *list) {
+  if (!list) return;
+  char **items;
+  size_t ni;
+  tz_split_paths(list, &items, &ni);
+  const char *msg = tz_errmsg();
+  for (size_t i = 0; i < ni; i++) {
+    size_t l = strlen(items[i]);
+    if (!strncmp(msg, items[i], l) && msg[l] == ':' && !tz_names_something(items[i])) {
+      char was[TZ_ERR_MAX];
+      snprintf(was, sizeof was, "%s", msg);
+      tz_err("%s: %s", flag, was);
+      break;
+    }
+  }
+  tz_paths_free(items, ni);
+}

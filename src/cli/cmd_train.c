@@ -569,6 +569,7 @@ int tz_cmd_train(int argc, char **argv) {
     tz_err("%s (the default corpus, relative to the working directory: run from the repository root, or give "
            "--data FILE)", msg);
   }
+  if (rc < 0 && given[O_DATA - 256]) tz_arg_list_name_failure("--data", o.data); /* the reader named the file alone */
   /* in a data-parallel run the plot is rank 0's, like the metrics it reads */
   if (rc == 0 && plot && env.rank == 0 && tz_plot_run(o.run_dir ? o.run_dir : o.resume, NULL, 0, o.quiet)) rc = -1;
   /* a rank stopped by its launcher's signal exits 0: the launcher exits 128+sig for the job,
