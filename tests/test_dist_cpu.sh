@@ -18,7 +18,10 @@
 #  8. `--nproc 2` with a rank killed: one `tezgah: error:` line naming mpirun's status, exit 1;
 #     SIGINT to the launcher (sent twice by one process, counted once; a smoke check: these tiny
 #     ranks are usually done before the repeat): the ranks checkpoint, exit 130, one line says
-#     "interrupted" (as for one process), and the run resumes.
+#     "interrupted" (as for one process), and the run resumes;
+#  9. a second signal to the launcher (SIGTERM 0.2 s after SIGINT, at the start of a ~2 s step)
+#     is passed on: the ranks end at once, without the stop checkpoint the first one asked
+#     for (which they would write at the step's end), exit 130, nothing half-written left.
 # Tolerance: the ranks' gradients are summed in another order than one process's matmuls sum
 # the rows (and the loss means are averaged per rank), so values agree to fp32 rounding
 # (~1e-7 relative per step), slightly amplified by AdamW over 8 steps: measured ≤ 9e-7 for the
@@ -166,4 +169,27 @@ rc=$?
   { cat ni.out >&2; fail "--nproc 2 after SIGINT: want the one line 'interrupted: stopped at step N ...'"; }
 "$bin" train --threads 1 --quiet --sample-tokens 0 --resume ni --stop-after 2 --nproc 2 || fail "resume after SIGINT failed"
 echo "  SIGINT: exit 130, checkpoint written, resumed"
+
+echo "9. --nproc 2: a second signal ends the ranks at once"
+# steps of ~2 s (one thread, 4 x 512 wide, 2 x 8 x 256 tokens); the signals right after a step
+# ends, so that the first one's checkpoint, at the end of the next step, is far off
+big=(--n-layer 4 --n-head 8 --d-model 512 -T 256 -B 8 --val-fraction 0.3 --val-every 0 --ckpt-every 0 --steps 400)
+"$bin" train "${args[@]}" "${big[@]}" --nproc 2 --run-dir s2 >s2.out 2>&1 &
+pid=$!
+for _ in $(seq 6000); do [[ -s s2/metrics.jsonl ]] || ! kill -0 $pid 2>/dev/null && break; sleep 0.01; done
+n=$(wc -l <s2/metrics.jsonl 2>/dev/null || echo 0)
+for _ in $(seq 6000); do (($(wc -l <s2/metrics.jsonl 2>/dev/null || echo 0) > n)) || ! kill -0 $pid 2>/dev/null && break; sleep 0.01; done
+(($(wc -l <s2/metrics.jsonl 2>/dev/null || echo 0) > n)) && kill -0 $pid 2>/dev/null ||
+  { kill -KILL $pid 2>/dev/null; cat s2.out >&2; fail "the 2-rank run ended or made no step in 60 s"; }
+kill -INT $pid
+sleep 0.2
+kill -TERM $pid # another signal: a second one (core/stop.h), whoever sends it
+wait $pid
+rc=$?
+((rc == 130)) || { cat s2.out >&2; fail "--nproc 2 after SIGINT and SIGTERM exited $rc, not 130 (the first signal's)"; }
+[[ ! -e s2/checkpoint.tzc ]] || fail "the ranks checkpointed after a second signal: it was not passed on (or came after the step)"
+left=$(find s2 -name '*.tmp.*')
+[[ -z $left ]] || fail "a second signal left temporary files: $left"
+! grep -q "^interrupted: stopped at step" s2.out || fail "a second signal said it checkpointed: $(cat s2.out)"
+echo "  SIGINT then SIGTERM: exit 130, no checkpoint, nothing half-written ($(wc -l <s2/metrics.jsonl) steps ran)"
 echo "PASS"

@@ -212,7 +212,8 @@ static int launch_mpirun(int nproc, const char *run_dir, int argc, char **argv) 
   if (got == (ssize_t)sizeof exec_errno)
     return tz_err("--nproc %d on the cpu backend needs mpirun (%s); install openmpi-bin, or use mpirun -np %d yourself",
                   nproc, strerror(exec_errno), nproc);
-  if (forwarded) return 128 + forwarded; /* the ranks checkpointed (their lines say where) */
+  /* the ranks checkpointed (their lines say where), or, after a second signal, ended at once */
+  if (forwarded) return 128 + forwarded;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
   char how[96];
   describe(how, sizeof how, status);
