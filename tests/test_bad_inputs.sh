@@ -290,6 +290,7 @@ corpus-few-tokens   |corpus_13tok.txt: too small to hold out a validation split 
 corpus-one-token    |corpus_1tok.txt: too small to hold out a validation split (1 token; --val-fraction 0.05 holds 0, 2 are needed): give more text|"$bin" train --data corpus_1tok.txt --vocab-size 300 -B 1 -T 1 --run-dir r1 --quiet
 corpus-tiny-nested  |corpus_tiny.txt: too small to hold out a validation split|"$bin" train --data corpus_tiny.txt --vocab-size 300 --run-dir runs7/a/b --quiet
 nproc-oversubscribe |--nproc 4000: more processes than the|"$bin" train --data corpus_tiny.txt --vocab-size 300 --nproc 4000 --run-dir r1 --quiet
+corpus-val-shards   |--val-shards: a --data run holds out --val-fraction of its text for validation|"$bin" train --data corpus_tiny.txt --val-shards sh_good.bin --vocab-size 300 --run-dir r1 --quiet
 corpus-glob-nodir   |--data: nodir/*.txt: no files match|"$bin" train --data 'nodir/*.txt' --run-dir r1 --quiet
 toktrain-binary     |corpus_bin.txt: looks binary (NUL byte at offset 3); expected UTF-8 text|"$bin" tokenizer train --in corpus_bin.txt --out t.json
 toktrain-empty      |corpus_empty.txt: file is empty|"$bin" tokenizer train --in corpus_empty.txt --out t.json

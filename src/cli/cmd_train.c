@@ -44,7 +44,8 @@ static const char *HELP =
     "  --train-shards LIST    llm.c token shards (comma-separated paths/globs)\n"
     "                         instead of --data; on --resume, copies of the run's\n"
     "                         shards (checked against its record) when they are gone\n"
-    "  --val-shards LIST      validation shards (on --resume: as --train-shards)\n"
+    "  --val-shards LIST      validation shards of a --train-shards run (on\n"
+    "                         --resume: as --train-shards)\n"
     "  --tokenizer SPEC       gpt2 or a tokenizer file (see tezgah tokenize --help):\n"
     "                         with --train-shards, the shards' tokenizer (stored in\n"
     "                         the run, for sample); with --init-from, replaces the\n"
@@ -524,6 +525,11 @@ int tz_cmd_train(int argc, char **argv) {
   if (o.train_shards && given[O_VOCAB - 256]) o.model.vocab_size = o.vocab_size;
   if (o.train_shards && given[O_DATA - 256]) {
     tz_err("train: give either --data or --train-shards, not both");
+    return tz_cli_fail();
+  }
+  if (given[O_VSHARDS - 256] && !o.train_shards && !o.resume) { /* it was ignored: the text's own split won */
+    tz_err("--val-shards: a --data run holds out --val-fraction of its text for validation; give --val-shards with "
+           "--train-shards (tezgah tokenize makes shards)");
     return tz_cli_fail();
   }
   if (given[O_TOKENIZER - 256] && !o.train_shards && !o.init_from) { /* it would be ignored */
