@@ -172,24 +172,30 @@ echo "  SIGINT: exit 130, checkpoint written, resumed"
 
 echo "9. --nproc 2: a second signal ends the ranks at once"
 # steps of ~2 s (one thread, 4 x 512 wide, 2 x 8 x 256 tokens); the signals right after a step
-# ends, so that the first one's checkpoint, at the end of the next step, is far off
+# ends, so that the first one's checkpoint, at the end of the next step, is far off. The run
+# directory's absolute path names this run's processes: whatever happens, none outlives the test
+# (mpirun and the ranks are not in this shell's process group)
+sd=$PWD/sig2 # (in $scratch)
+trap 'pkill -KILL -f -- "$sd" 2>/dev/null' EXIT
 big=(--n-layer 4 --n-head 8 --d-model 512 -T 256 -B 8 --val-fraction 0.3 --val-every 0 --ckpt-every 0 --steps 400)
-"$bin" train "${args[@]}" "${big[@]}" --nproc 2 --run-dir s2 >s2.out 2>&1 &
+"$bin" train "${args[@]}" "${big[@]}" --nproc 2 --run-dir "$sd" >sig2.out 2>&1 &
 pid=$!
-for _ in $(seq 6000); do [[ -s s2/metrics.jsonl ]] || ! kill -0 $pid 2>/dev/null && break; sleep 0.01; done
-n=$(wc -l <s2/metrics.jsonl 2>/dev/null || echo 0)
-for _ in $(seq 6000); do (($(wc -l <s2/metrics.jsonl 2>/dev/null || echo 0) > n)) || ! kill -0 $pid 2>/dev/null && break; sleep 0.01; done
-(($(wc -l <s2/metrics.jsonl 2>/dev/null || echo 0) > n)) && kill -0 $pid 2>/dev/null ||
-  { kill -KILL $pid 2>/dev/null; cat s2.out >&2; fail "the 2-rank run ended or made no step in 60 s"; }
+steps() { if [[ -f $sd/metrics.jsonl ]]; then wc -l <"$sd/metrics.jsonl"; else echo 0; fi; }
+for _ in $(seq 6000); do (($(steps) > 0)) || ! kill -0 $pid 2>/dev/null && break; sleep 0.01; done
+n=$(steps)
+for _ in $(seq 6000); do (($(steps) > n)) || ! kill -0 $pid 2>/dev/null && break; sleep 0.01; done
+(($(steps) > n)) && kill -0 $pid 2>/dev/null || { cat sig2.out >&2; fail "the 2-rank run ended or made no step in 60 s"; }
 kill -INT $pid
 sleep 0.2
 kill -TERM $pid # another signal: a second one (core/stop.h), whoever sends it
+for _ in $(seq 1200); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+kill -0 $pid 2>/dev/null && { cat sig2.out >&2; fail "--nproc 2 still running 120 s after SIGINT and SIGTERM"; }
 wait $pid
 rc=$?
-((rc == 130)) || { cat s2.out >&2; fail "--nproc 2 after SIGINT and SIGTERM exited $rc, not 130 (the first signal's)"; }
-[[ ! -e s2/checkpoint.tzc ]] || fail "the ranks checkpointed after a second signal: it was not passed on (or came after the step)"
-left=$(find s2 -name '*.tmp.*')
+((rc == 130)) || { cat sig2.out >&2; fail "--nproc 2 after SIGINT and SIGTERM exited $rc, not 130 (the first signal's)"; }
+[[ ! -e $sd/checkpoint.tzc ]] || fail "the ranks checkpointed after a second signal: it was not passed on (or came after the step)"
+left=$(find "$sd" -name '*.tmp.*')
 [[ -z $left ]] || fail "a second signal left temporary files: $left"
-! grep -q "^interrupted: stopped at step" s2.out || fail "a second signal said it checkpointed: $(cat s2.out)"
-echo "  SIGINT then SIGTERM: exit 130, no checkpoint, nothing half-written ($(wc -l <s2/metrics.jsonl) steps ran)"
+! grep -q "^interrupted: stopped at step" sig2.out || fail "a second signal said it checkpointed: $(cat sig2.out)"
+echo "  SIGINT then SIGTERM: exit 130, no checkpoint, nothing half-written ($(steps) steps ran)"
 echo "PASS"
