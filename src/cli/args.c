@@ -163,20 +163,17 @@ int tz_arg_list_add(const char *flag, const char **list, const char *val) {
   return 0;
 }
 
-void tz_arg_list_name_failure(const char *flag, const char *list) {
-  if (!list) return;
+int tz_arg_list_failed_missing(const char *list) {
+  if (!list) return 0;
   char **items;
   size_t ni;
   tz_split_paths(list, &items, &ni);
   const char *msg = tz_errmsg();
-  for (size_t i = 0; i < ni; i++) {
+  int hit = 0;
+  for (size_t i = 0; i < ni && !hit; i++) {
     size_t l = strlen(items[i]);
-    if (!strncmp(msg, items[i], l) && msg[l] == ':' && !tz_names_something(items[i])) {
-      char was[TZ_ERR_MAX];
-      snprintf(was, sizeof was, "%s", msg);
-      tz_err("%s: %s", flag, was);
-      break;
-    }
+    hit = !strncmp(msg, items[i], l) && msg[l] == ':' && !tz_names_something(items[i]);
   }
   tz_paths_free(items, ni);
+  return hit;
 }

@@ -34,15 +34,17 @@ int tz_arg_bad(const char *cmd, const struct option *longopts, int argc, char **
  * empty entry ("a.txt," or "a,,b": "has an empty entry"), and one whose split leaves a piece
  * that names nothing ("'b.txt' (from splitting '--data a,b.txt' at ',') not found"; a pattern
  * "matches no file"). A value of one entry that names nothing is left to the reader's
- * "<path>: No such file or directory" (see tz_arg_list_name_failure). */
+ * "<path>: No such file or directory" (see tz_arg_list_failed_missing). */
 int tz_arg_list_add(const char *flag, const char **list, const char *val);
-/* After a command failed reading a list option (train's and eval's --data): where the error
- * line is the reader's "<entry>: ..." for an entry of list that names nothing, the line gets the
- * option's name in front, as --train-shards' reader words it: "--data: a.txt: No such file or
- * directory", "--data: a*.txt: no files match". Done after the failure, not at parse time, so
- * that which error comes first stays as it was (a bad model before a missing corpus). Any other
- * error line is left as it is. list may be NULL (the option not given). */
-void tz_arg_list_name_failure(const char *flag, const char *list);
+/* 1 when the current error (tz_errmsg) is a reader's "<entry>: ..." for an entry of list (a
+ * comma-separated list option's value, e.g. train's and eval's --data) that names nothing: a
+ * missing file ("a.txt: No such file or directory") or an empty pattern ("a*.txt: no files
+ * match"); else 0 (also for a NULL list). Why: after such a failure the commands name the option
+ * (tz_err_prefix: "--data: a.txt: No such file or directory", as --train-shards' reader words
+ * it), or, for train's default corpus, say where it is looked for; done after the failure, not
+ * at parse time, so that which error comes first stays as it was (a bad model before a missing
+ * corpus). */
+int tz_arg_list_failed_missing(const char *list);
 /* A path value (an option's or a positional's) must name something: '' is refused at parse
  * time as "<what>: empty path" (what: "--run-dir", or the command and the positional's name,
  * "eval: RUN_DIR|CHECKPOINT|HF_DIR"): -1 (tz_err), else 0. Values where '' means something

@@ -332,7 +332,7 @@ int tz_cmd_eval(int argc, char **argv) {
   }
   rc = 0;
 out:
-  if (rc) tz_arg_list_name_failure("--data", data); /* the reader named the file alone */
+  if (rc && tz_arg_list_failed_missing(data)) tz_err_prefix("--data"); /* the reader named the file alone */
   if (to_file) tz_afile_abort(&jf); /* after a commit: nothing left to remove */
   free(toks);
   free(in);

@@ -564,18 +564,19 @@ int tz_cmd_train(int argc, char **argv) {
   int rc = tz_train(&o);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
-  /* the default corpus is relative to the working directory (the repository's data/kjv.txt,
-   * which scripts/main.sh writes): run elsewhere, the read failed naming a file the user never
-   * gave, with no word on what to do. The hint only where that file is the failure's. */
-  size_t dl = strlen(o.data);
-  if (rc < 0 && !given[O_DATA - 256] && !o.train_shards && !o.resume && !tz_exists(o.data) &&
-      !strncmp(tz_errmsg(), o.data, dl) && tz_errmsg()[dl] == ':') {
-    char msg[TZ_ERR_MAX];
-    snprintf(msg, sizeof msg, "%s", tz_errmsg());
-    tz_err("%s (the default corpus, relative to the working directory: run from the repository root, or give "
-           "--data FILE)", msg);
+  /* a missing --data file: the reader named the file alone. The default corpus is relative to
+   * the working directory (the repository's data/kjv.txt, which scripts/main.sh writes): run
+   * elsewhere, the read failed naming a file the user never gave, with no word on what to do. */
+  if (rc < 0 && tz_arg_list_failed_missing(o.data)) {
+    if (given[O_DATA - 256]) {
+      tz_err_prefix("--data");
+    } else if (!o.train_shards && !o.resume) {
+      char msg[TZ_ERR_MAX];
+      snprintf(msg, sizeof msg, "%s", tz_errmsg());
+      tz_err("%s (the default corpus, relative to the working directory: run from the repository root, or give "
+             "--data FILE)", msg);
+    }
   }
-  if (rc < 0 && given[O_DATA - 256]) tz_arg_list_name_failure("--data", o.data); /* the reader named the file alone */
   /* in a data-parallel run the plot is rank 0's, like the metrics it reads */
   if (rc == 0 && plot && env.rank == 0 && tz_plot_run(o.run_dir ? o.run_dir : o.resume, NULL, 0, o.quiet)) rc = -1;
   /* a rank stopped by its launcher's signal exits 0: the launcher exits 128+sig for the job,
